@@ -1,0 +1,18 @@
+"""Errors that carry a message meant for the user (no traceback is shown for these)."""
+
+from __future__ import annotations
+
+
+class UserFacingError(Exception):
+    """Base for expected errors: the message is one sentence naming the problem.
+
+    ``exit_code`` is what the CLI exits with (2 for usage / input problems).
+    Every package (profiles, engine, analyser) derives its expected errors from this class so
+    the CLI and GUI can show them without a traceback.
+    """
+
+    exit_code: int = 2
+
+
+class ProfileError(UserFacingError):
+    """A profile file cannot be read: missing, not HDF5, truncated, wrong schema or version."""

@@ -1,0 +1,12 @@
+"""Test configuration shared by every test.
+
+Qt runs on the offscreen platform so that a bare ``pytest`` works on a machine with no display.
+This must be set before any Qt module is imported, hence at the top of the root conftest.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ.setdefault("MPLBACKEND", "Agg")
