@@ -226,8 +226,11 @@ META = Group(
         _a("tiles_per_ipu", "int64", "Tiles on each IPU."),
         _a("sram_per_tile", "int64", "SRAM bytes per tile.", unit="bytes"),
         _a("clock_hz", "float64", "Tile clock used to turn cycles into seconds.", unit="Hz"),
-        _a("samples_per_step", "int64",
-           "Samples processed by one run step (micro-batch x GA x device iterations x replicas)."),
+        _a(
+            "samples_per_step",
+            "int64",
+            "Samples processed by one run step (micro-batch x GA x device iterations x replicas).",
+        ),
         _a("notes", "json", "Free-form list of engine notes / warnings (strings).", required=False),
     ),
 )
@@ -245,12 +248,21 @@ OPERATIONS = Group(
         _c("flops", "int64", "Floating-point operations per execution (2 per MAC).", unit="flop"),
         _c("bytes_in", "int64", "Bytes read (inputs and weights) per execution.", unit="bytes"),
         _c("bytes_out", "int64", "Bytes written per execution.", unit="bytes"),
-        _c("cycles", "int64", "Cycles of one execution (sum over its steps of max over tiles).",
-           unit="cycles"),
-        _c("code_bytes", "int64", "Code bytes attributable to the operation over all tiles.",
-           unit="bytes"),
-        _c("temp_bytes", "int64", "Peak temporary memory of its plan over all tiles.",
-           unit="bytes"),
+        _c(
+            "cycles",
+            "int64",
+            "Cycles of one execution (sum over its steps of max over tiles).",
+            unit="cycles",
+        ),
+        _c(
+            "code_bytes",
+            "int64",
+            "Code bytes attributable to the operation over all tiles.",
+            unit="bytes",
+        ),
+        _c(
+            "temp_bytes", "int64", "Peak temporary memory of its plan over all tiles.", unit="bytes"
+        ),
         _c("tiles_used", "int32", "Tiles its plan uses."),
         _c("tile_start", "int32", "First tile of its plan (plans use a contiguous range)."),
     ),
@@ -269,17 +281,29 @@ VARIABLES = Group(
         _c("bytes", "int64", "Total bytes over all its tiles (0 when offloaded).", unit="bytes"),
         _c("ipu", "int16", "IPU holding the variable."),
         _c("always_live", "bool", "True for always-live variables (exclusive addresses)."),
-        _c("live_start", "int32", "First liveness step where it is live (-1 if always live).",
-           ref="/liveness/steps"),
-        _c("live_end", "int32", "Last liveness step where it is live, inclusive (-1 if always live).",
-           ref="/liveness/steps"),
+        _c(
+            "live_start",
+            "int32",
+            "First liveness step where it is live (-1 if always live).",
+            ref="/liveness/steps",
+        ),
+        _c(
+            "live_end",
+            "int32",
+            "Last liveness step where it is live, inclusive (-1 if always live).",
+            ref="/liveness/steps",
+        ),
         _c("tile_start", "int32", "First tile of its mapping."),
         _c("tile_count", "int32", "Number of tiles of its mapping (bytes spread evenly)."),
         _c("interleaved", "bool", "True when placed in interleaved memory."),
         _c("remote", "bool", "True when offloaded to a remote buffer (streaming memory)."),
         _c("remote_bytes", "int64", "Bytes held in streaming memory when offloaded.", unit="bytes"),
-        _c("op", "int32", "Operation that produces / owns it (-1 for none).",
-           ref="/graph/operations"),
+        _c(
+            "op",
+            "int32",
+            "Operation that produces / owns it (-1 for none).",
+            ref="/graph/operations",
+        ),
     ),
     table=True,
 )
@@ -289,8 +313,12 @@ VERTEX_TYPES = Group(
     "Codelet (vertex) types present in the program.",
     (
         _c("name", "str", "Vertex type, e.g. 'poplin::ConvPartial1x1Out<half,float,true>'."),
-        _c("code_bytes", "int64", "Code bytes of the codelet on each tile that uses it.",
-           unit="bytes"),
+        _c(
+            "code_bytes",
+            "int64",
+            "Code bytes of the codelet on each tile that uses it.",
+            unit="bytes",
+        ),
         _c("state_bytes", "int64", "Vertex instance state bytes per instance.", unit="bytes"),
         _c("instances", "int64", "Instances over all tiles and IPUs."),
     ),
@@ -302,8 +330,12 @@ COMPUTE_SETS = Group(
     "Compute sets: the vertices run by one OnTileExecute step.",
     (
         _c("name", "str", "Compute set name."),
-        _c("op", "int32", "Operation the compute set belongs to (-1 for none).",
-           ref="/graph/operations"),
+        _c(
+            "op",
+            "int32",
+            "Operation the compute set belongs to (-1 for none).",
+            ref="/graph/operations",
+        ),
         _c("program", "int32", "OnTileExecute program that runs it.", ref="/programs/nodes"),
         _c("vertex_type", "int32", "Main vertex type.", ref="/graph/vertex_types"),
         _c("vertices", "int64", "Vertex instances over all tiles."),
@@ -321,22 +353,59 @@ MEMORY = Group(
     "tile sum(by_category) == sum(by_region) == sum(by_liveness) == total. A tile is out of memory "
     "when total + gaps > sram_per_tile.",
     (
-        _d("by_category", "int64", ("ipus", "tiles", "categories"),
-           "Bytes per tile per memory category (MEMORY_CATEGORIES order).", unit="bytes"),
-        _d("by_region", "int64", ("ipus", "tiles", "regions"),
-           "Bytes per tile per region (MEMORY_REGIONS order).", unit="bytes"),
-        _d("by_liveness", "int64", ("ipus", "tiles", 2),
-           "Always-live bytes and peak not-always-live bytes per tile.", unit="bytes"),
-        _d("total", "int64", ("ipus", "tiles"), "Total used bytes per tile (excluding gaps).",
-           unit="bytes"),
-        _d("gaps", "int64", ("ipus", "tiles"),
-           "Unusable bytes per tile from bank / region alignment.", unit="bytes"),
-        _d("physical_tile", "int32", ("tiles",),
-           "Physical tile id of each software tile id (for ordering and the floor-plan map)."),
-        _d("tile_xy", "int16", ("tiles", 2),
-           "Column and row of each software tile on the chip floor plan (tile map)."),
-        _d("oom_tiles", "int32", (None, 2),
-           "[ipu, tile] of every tile that is out of memory (empty when it fits)."),
+        _d(
+            "by_category",
+            "int64",
+            ("ipus", "tiles", "categories"),
+            "Bytes per tile per memory category (MEMORY_CATEGORIES order).",
+            unit="bytes",
+        ),
+        _d(
+            "by_region",
+            "int64",
+            ("ipus", "tiles", "regions"),
+            "Bytes per tile per region (MEMORY_REGIONS order).",
+            unit="bytes",
+        ),
+        _d(
+            "by_liveness",
+            "int64",
+            ("ipus", "tiles", 2),
+            "Always-live bytes and peak not-always-live bytes per tile.",
+            unit="bytes",
+        ),
+        _d(
+            "total",
+            "int64",
+            ("ipus", "tiles"),
+            "Total used bytes per tile (excluding gaps).",
+            unit="bytes",
+        ),
+        _d(
+            "gaps",
+            "int64",
+            ("ipus", "tiles"),
+            "Unusable bytes per tile from bank / region alignment.",
+            unit="bytes",
+        ),
+        _d(
+            "physical_tile",
+            "int32",
+            ("tiles",),
+            "Physical tile id of each software tile id (for ordering and the floor-plan map).",
+        ),
+        _d(
+            "tile_xy",
+            "int16",
+            ("tiles", 2),
+            "Column and row of each software tile on the chip floor plan (tile map).",
+        ),
+        _d(
+            "oom_tiles",
+            "int32",
+            (None, 2),
+            "[ipu, tile] of every tile that is out of memory (empty when it fits).",
+        ),
     ),
 )
 
@@ -356,11 +425,20 @@ LIVENESS = Group(
     "/liveness",
     "Not-always-live memory over program steps.",
     (
-        _d("not_always_live", "int64", ("ipus", "lsteps"),
-           "Not-always-live bytes per IPU per liveness step (sum over the IPU's tiles).",
-           unit="bytes"),
-        _d("per_tile", "int32", ("ipus", "lsteps", "tiles"),
-           "Not-always-live bytes per tile per step (chunked by step).", unit="bytes"),
+        _d(
+            "not_always_live",
+            "int64",
+            ("ipus", "lsteps"),
+            "Not-always-live bytes per IPU per liveness step (sum over the IPU's tiles).",
+            unit="bytes",
+        ),
+        _d(
+            "per_tile",
+            "int32",
+            ("ipus", "lsteps", "tiles"),
+            "Not-always-live bytes per tile per step (chunked by step).",
+            unit="bytes",
+        ),
         _d("always_live", "int64", ("ipus",), "Always-live bytes per IPU.", unit="bytes"),
         _d("peak_step", "int32", ("ipus",), "Liveness step with the most not-always-live bytes."),
     ),
@@ -377,15 +455,30 @@ PROGRAMS = Group(
         _c("ipu", "int16", "IPU (-1 for programs spanning all IPUs)."),
         _c("repeat", "int64", "Repeat count for Repeat programs (1 otherwise)."),
         _c("op", "int32", "Operation (-1 for none).", ref="/graph/operations"),
-        _c("cycles", "int64", "Cycles of one execution of a leaf (max over tiles); 0 for control.",
-           unit="cycles"),
-        _c("tile_balance", "float32",
-           "Mean over tiles of cycles / max cycles for one execution (0 for control)."),
-        _c("bytes", "int64", "Bytes moved by one execution (exchanges and stream copies).",
-           unit="bytes"),
+        _c(
+            "cycles",
+            "int64",
+            "Cycles of one execution of a leaf (max over tiles); 0 for control.",
+            unit="cycles",
+        ),
+        _c(
+            "tile_balance",
+            "float32",
+            "Mean over tiles of cycles / max cycles for one execution (0 for control).",
+        ),
+        _c(
+            "bytes",
+            "int64",
+            "Bytes moved by one execution (exchanges and stream copies).",
+            unit="bytes",
+        ),
         _c("sync", "uint8", "Sync kind for Sync steps.", enum="sync_kind"),
-        _c("code_bytes", "int64", "Control and exchange code of the program over all tiles.",
-           unit="bytes"),
+        _c(
+            "code_bytes",
+            "int64",
+            "Control and exchange code of the program over all tiles.",
+            unit="bytes",
+        ),
     ),
     table=True,
     chunk_rows=16384,
@@ -395,9 +488,14 @@ PROGRAM_CYCLES = Group(
     "/programs",
     "Per-tile cycles of every distinct program, stored once (not per executed step).",
     (
-        _d("tile_cycles", "int32", ("programs", "tiles"),
-           "Cycles of one execution of each program on each tile of its IPU (rows = programs; "
-           "0 for control programs and idle tiles).", unit="cycles"),
+        _d(
+            "tile_cycles",
+            "int32",
+            ("programs", "tiles"),
+            "Cycles of one execution of each program on each tile of its IPU (rows = programs; "
+            "0 for control programs and idle tiles).",
+            unit="cycles",
+        ),
     ),
 )
 
@@ -428,21 +526,45 @@ EXECUTION = Group(
     "/execution",
     "The execution (absent when the program does not fit).",
     (
-        _d("ipu_offsets", "int64", ("ipus+1",),
-           "Row ranges of each IPU's steps in /execution/steps: IPU i is rows "
-           "[ipu_offsets[i], ipu_offsets[i+1])."),
-        _d("run_starts", "int64", (None,),
-           "Start cycle of each host call (device-iteration run), for splitting long traces."),
-        _a("total_cycles", "int64", "Cycles of the whole run (all IPUs, host waits included).",
-           unit="cycles"),
-        _a("device_cycles", "int64", "Cycles the IPUs spend busy (excluding host waits).",
-           unit="cycles"),
-        _a("host_seconds", "float64", "Host-side time that is not hidden behind device work.",
-           unit="s"),
+        _d(
+            "ipu_offsets",
+            "int64",
+            ("ipus+1",),
+            "Row ranges of each IPU's steps in /execution/steps: IPU i is rows "
+            "[ipu_offsets[i], ipu_offsets[i+1]).",
+        ),
+        _d(
+            "run_starts",
+            "int64",
+            (None,),
+            "Start cycle of each host call (device-iteration run), for splitting long traces.",
+        ),
+        _a(
+            "total_cycles",
+            "int64",
+            "Cycles of the whole run (all IPUs, host waits included).",
+            unit="cycles",
+        ),
+        _a(
+            "device_cycles",
+            "int64",
+            "Cycles the IPUs spend busy (excluding host waits).",
+            unit="cycles",
+        ),
+        _a(
+            "host_seconds",
+            "float64",
+            "Host-side time that is not hidden behind device work.",
+            unit="s",
+        ),
         _a("samples", "int64", "Samples processed by the run."),
         _a("cycles_per_sample", "float64", "total_cycles / samples.", unit="cycles"),
-        _a("throughput", "float64", "Samples per second at the target clock, host included.",
-           unit="samples/s"),
+        _a(
+            "throughput",
+            "float64",
+            "Samples per second at the target clock, host included.",
+            unit="samples/s",
+        ),
     ),
     required=False,
 )
@@ -480,7 +602,7 @@ def schema_dict() -> dict:
     """The schema as plain data (what is stored in the file)."""
     return {
         "format": FORMAT_NAME,
-        "version": "%d.%d" % FORMAT_VERSION,
+        "version": f"{FORMAT_VERSION[0]}.{FORMAT_VERSION[1]}",
         "enums": {k: list(v) for k, v in ENUMS.items()},
         "groups": [
             {
@@ -497,7 +619,7 @@ def schema_json() -> str:
 
 
 def version_string(version: tuple[int, int] = FORMAT_VERSION) -> str:
-    return "%d.%d" % version
+    return f"{version[0]}.{version[1]}"
 
 
 def parse_version(text: str) -> tuple[int, int]:
@@ -530,4 +652,3 @@ __all__ = [
     "schema_json",
     "version_string",
 ]
-

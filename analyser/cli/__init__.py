@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="IPU Graph Analyser: simulate IPU runs, read profiles, give insights.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, (module, help_text) in _available().items():
+    for name, (_module, help_text) in _available().items():
         sub.add_parser(name, help=help_text, add_help=False)
     return parser
 
@@ -63,8 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if argv and not argv[0].startswith("-"):
             parser.print_usage(sys.stderr)
             print(
-                f"analyse: error: unknown command {argv[0]!r}; choose from "
-                f"{', '.join(commands)}.",
+                f"analyse: error: unknown command {argv[0]!r}; choose from {', '.join(commands)}.",
                 file=sys.stderr,
             )
             return 2
