@@ -1,0 +1,127 @@
+"""The GUI's Qt-free model: an open profile plus cached analysis results, and the workspace.
+
+Following napari's split, nothing here imports Qt. Views subscribe to :class:`Workspace` events
+(``workspace.events.connect(callback)``); the model never calls a view directly. Heavy analysis is
+computed once per document through :meth:`Document.cached` (thread-safe, so a loader thread can
+warm the cache while the GUI thread reads it).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from analyser.gui.units import MemoryUnits
+
+
+class Event:
+    """A minimal, Qt-free event: ``connect(callback)``, ``disconnect(callback)``, ``emit(**kw)``."""
+
+    def __init__(self) -> None:
+        self._callbacks: list[Callable[..., None]] = []
+
+    def connect(self, callback: Callable[..., None]) -> None:
+        if callback not in self._callbacks:
+            self._callbacks.append(callback)
+
+    def disconnect(self, callback: Callable[..., None]) -> None:
+        if callback in self._callbacks:
+            self._callbacks.remove(callback)
+
+    def emit(self, **kwargs: Any) -> None:
+        for callback in list(self._callbacks):
+            callback(**kwargs)
+
+
+class Document:
+    """One open profile and the analysis results computed from it (cached)."""
+
+    def __init__(self, path: str | Path, profile: Any) -> None:
+        self.path = Path(path)
+        self.profile = profile
+        self._cache: dict[str, Any] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    @classmethod
+    def open(cls, path: str | Path) -> Document:
+        """Open ``path`` lazily (metadata only). Raises ``profiles.errors.ProfileError``."""
+        from profiles import open_profile
+
+        return cls(path, open_profile(path))
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def has_execution(self) -> bool:
+        return bool(getattr(self.profile, "has_execution", False))
+
+    @property
+    def status(self) -> str:
+        return str(getattr(self.profile, "status", "ok"))
+
+    def cached(self, key: str, compute: Callable[[], Any]) -> Any:
+        """``compute()`` once per key; concurrent callers of the same key wait for the first."""
+        if key in self._cache:
+            return self._cache[key]
+        with self._guard:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            if key not in self._cache:
+                self._cache[key] = compute()
+            return self._cache[key]
+
+    def is_cached(self, key: str) -> bool:
+        return key in self._cache
+
+    def close(self) -> None:
+        close = getattr(self.profile, "close", None)
+        if callable(close):
+            close()
+        self._cache.clear()
+
+    def __repr__(self) -> str:
+        return f"Document({str(self.path)!r})"
+
+
+@dataclass
+class Workspace:
+    """What the window shows: the document, an optional document to compare with, preferences.
+
+    Events (keyword arguments):
+
+    * ``documents_changed(document, compare)``
+    * ``units_changed(units)``
+    """
+
+    document: Document | None = None
+    compare: Document | None = None
+    units: MemoryUnits = MemoryUnits.KIB
+    documents_changed: Event = field(default_factory=Event)
+    units_changed: Event = field(default_factory=Event)
+
+    def set_documents(self, document: Document | None, compare: Document | None = None) -> None:
+        old = {id(d): d for d in (self.document, self.compare) if d is not None}
+        self.document = document
+        self.compare = compare if document is not None else None
+        keep = {id(d) for d in (self.document, self.compare) if d is not None}
+        for key, doc in old.items():
+            if key not in keep:
+                doc.close()
+        self.documents_changed.emit(document=self.document, compare=self.compare)
+
+    def set_compare(self, compare: Document | None) -> None:
+        self.set_documents(self.document, compare)
+
+    def set_units(self, units: MemoryUnits) -> None:
+        if units != self.units:
+            self.units = units
+            self.units_changed.emit(units=units)
+
+    def close(self) -> None:
+        self.set_documents(None, None)

@@ -1,0 +1,70 @@
+"""The shared colour palette (``assets/palette.json``) as hex strings and Qt colours.
+
+Every view that colours step types, memory categories, regions, liveness classes, phases, passes,
+variable kinds or destinations takes its colours from here, so the Program Tree, the Memory Report
+and the Execution Trace agree::
+
+    from analyser.gui.palette import qcolor, hex_color
+    qcolor("step_types", "OnTileExecute")       # QColor
+    hex_color("memory_categories", "variable")  # '#b07aa1'
+
+Unknown names get a neutral grey rather than an error, so a newer profile with an extra enum value
+still draws.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from functools import lru_cache
+from importlib import resources
+
+from PySide6.QtGui import QColor
+
+FALLBACK = "#9e9e9e"
+
+#: Palette groups (keys of assets/palette.json besides ``_doc``).
+GROUPS = (
+    "step_types",
+    "memory_categories",
+    "memory_regions",
+    "liveness_classes",
+    "phases",
+    "passes",
+    "variable_kinds",
+    "destinations",
+    "status",
+    "compare",
+    "chart",
+)
+
+
+@lru_cache(maxsize=1)
+def load_palette() -> dict:
+    """The palette as plain data (cached)."""
+    text = resources.files("assets").joinpath("palette.json").read_text(encoding="utf-8")
+    data = json.loads(text)
+    data.pop("_doc", None)
+    return data
+
+
+def hex_color(group: str, name: str) -> str:
+    """``'#rrggbb'`` for ``name`` in palette ``group`` (grey when unknown)."""
+    value = load_palette().get(group, {}).get(name, FALLBACK)
+    return value if isinstance(value, str) else FALLBACK
+
+
+def qcolor(group: str, name: str, alpha: int = 255) -> QColor:
+    """A QColor for ``name`` in palette ``group``."""
+    color = QColor(hex_color(group, name))
+    color.setAlpha(alpha)
+    return color
+
+
+def qcolors(group: str, names: Iterable[str], alpha: int = 255) -> list[QColor]:
+    return [qcolor(group, n, alpha) for n in names]
+
+
+def heatmap_colors() -> list[str]:
+    """Colour stops of the heat map gradient (low to high)."""
+    return list(load_palette()["chart"]["heatmap"])

@@ -1,0 +1,124 @@
+"""The common interface of every report shown in the main window's side list.
+
+A report is a QWidget subclass with:
+
+* ``title`` (shown in the side list) and ``key`` (stable id used in settings and tests);
+* ``set_document(doc, compare_doc=None)``: show ``doc`` (an :class:`analyser.gui.document.Document`
+  or ``None`` to clear), side by side with / overlaid on ``compare_doc`` in compare mode;
+* ``set_units(units)``: the memory units preference changed (bytes / kB / KiB);
+* ``export_image(path)``: save the report's chart (``chart_widget()``) as a PNG / JPG image;
+* ``shutdown()``: stop any background work before the window closes.
+
+Subclasses implement ``refresh()`` (rebuild the view from ``self.document`` / ``self.compare_doc``)
+and usually ``chart_widget()``. ``set_document`` and ``set_units`` call ``refresh()`` lazily: a
+report that is not visible refreshes when it is next shown, so switching documents stays cheap.
+
+Reports never compute numbers themselves: they read them from :mod:`analyser.core` (through
+:mod:`analyser.gui.data`, which caches per document).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+
+from analyser.gui.document import Document
+from analyser.gui.errors import GuiError
+from analyser.gui.units import MemoryUnits
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
+
+
+class Report(QWidget):
+    """Base class of the reports in the registry (:mod:`analyser.gui.reports`)."""
+
+    title: ClassVar[str] = ""
+    key: ClassVar[str] = ""
+    #: True when the report needs the execution (absent from OOM profiles).
+    needs_execution: ClassVar[bool] = False
+
+    #: Ask the window to show a status-bar message.
+    statusMessage = Signal(str)
+    #: Ask the window to open profiles: (path, compare_path or "").
+    openRequested = Signal(str, str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.document: Document | None = None
+        self.compare_doc: Document | None = None
+        self.units: MemoryUnits = MemoryUnits.KIB
+        self._dirty = True
+
+    # -- interface used by the main window ------------------------------------------------------
+    def set_document(self, doc: Document | None, compare_doc: Document | None = None) -> None:
+        self.document = doc
+        self.compare_doc = compare_doc if doc is not None else None
+        self._mark_dirty()
+
+    def set_units(self, units: MemoryUnits) -> None:
+        if units != self.units:
+            self.units = units
+            self._mark_dirty()
+
+    def export_image(self, path: str | Path) -> Path:
+        path = Path(path)
+        if path.suffix.lower() not in IMAGE_SUFFIXES:
+            raise GuiError(
+                f"cannot save {path.name}: choose a file name ending in "
+                + ", ".join(IMAGE_SUFFIXES)
+                + "."
+            )
+        self.ensure_refreshed()
+        pixmap = self.chart_widget().grab()
+        if pixmap.isNull() or not pixmap.save(str(path)):
+            raise GuiError(f"could not write the image {path}.")
+        return path
+
+    def chart_widget(self) -> QWidget:
+        """The widget that ``export_image`` saves (default: the whole report)."""
+        return self
+
+    def shutdown(self) -> None:
+        """Stop background work (default: nothing to stop)."""
+
+    # -- refresh machinery ----------------------------------------------------------------------
+    def refresh(self) -> None:  # pragma: no cover - every subclass overrides it
+        raise NotImplementedError
+
+    def ensure_refreshed(self) -> None:
+        if self._dirty:
+            self._dirty = False
+            self.refresh()
+
+    def _mark_dirty(self) -> None:
+        self._dirty = True
+        if self.isVisible():
+            self.ensure_refreshed()
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        self.ensure_refreshed()
+
+
+class MessagePanel(QWidget):
+    """A centred message ("No profile open", "This profile has no execution ...")."""
+
+    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+        self.label = QLabel(text)
+        self.label.setWordWrap(True)
+        self.label.setObjectName("messagePanel")
+        self.label.setStyleSheet("font-size: 14px; color: palette(mid);")
+        layout.addStretch(1)
+        layout.addWidget(self.label)
+        layout.addStretch(2)
+        from PySide6.QtCore import Qt
+
+        self.label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+
+    def set_text(self, text: str) -> None:
+        self.label.setText(text)
