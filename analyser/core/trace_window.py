@@ -1,0 +1,786 @@
+"""Level-of-detail windowing of the execution trace (no Qt).
+
+The Execution Trace view asks one question on every pan or zoom: *which rectangles do I draw for
+IPU ``ipu`` between cycles ``t0`` and ``t1`` on a ``width_px`` pixels wide plot?*  The answer
+(:meth:`TraceWindow.window`) is one set of rectangle arrays per step type, so the view draws each
+type with one call, and its size is bounded by ``width_px x types x lanes``, never by the number of
+steps:
+
+* every lane (one per IPU in the flat view; one per pipeline stage, operation layer or program
+  group in the grouped views) and step type is split into one-pixel buckets by start cycle;
+  the steps of one bucket become a single min/max rectangle ``[min start, max end)`` that
+  remembers how many steps it stands for (a step wider than a pixel is alone in its bucket, so it
+  is drawn exactly);
+* when zoomed in, only the rows of the visible window are read through the profile reader
+  (rows of one IPU are sorted by start cycle, so a window is a contiguous row range);
+* when zoomed out, the rows are not read at all: a per-IPU pyramid of pre-aggregated buckets
+  (levels 4x apart, built once, streaming the steps in chunks) answers the query from the coarsest
+  level whose bucket is no wider than a pixel.
+
+The same module holds the cross-trace name search and the visible-range summary (cycles by step
+type, tile balance, StreamCopy bytes by direction and destination), both reading step columns in
+row chunks, and the BSP matrix (tiles x time buckets of per-tile cycles from
+``/programs/tile_cycles``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from profiles import schema
+from profiles.errors import UserFacingError
+
+STEP_TYPES: tuple[str, ...] = schema.PROGRAM_TYPES
+DESTINATIONS: tuple[str, ...] = schema.DESTINATIONS
+PHASES: tuple[str, ...] = schema.PHASES
+NT = len(STEP_TYPES)
+
+#: Grouping modes of the trace: one lane per IPU, or lanes inside each IPU.
+GROUP_MODES: tuple[str, ...] = ("flat", "stage", "operation", "program")
+
+#: Rows read per chunk when streaming the step table (pyramid build, search, summary).
+CHUNK_ROWS = 1 << 18
+#: Pyramid levels are this factor apart in bucket width.
+LEVEL_FACTOR = 4
+#: Target mean number of steps per bucket at the finest pyramid level.
+STEPS_PER_FINEST_BUCKET = 8
+#: Most lanes a grouped view shows per IPU; smaller groups are merged into "other".
+MAX_LANES = 48
+
+_COLUMNS_DRAW = ("start", "cycles", "type")
+
+
+class TraceError(UserFacingError):
+    """The trace cannot be shown (no execution in the profile, bad IPU or window)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Reader access
+# ---------------------------------------------------------------------------------------------
+
+
+class StepAccess:
+    """The few reads the trace makes, over :func:`profiles.open_profile`'s ``Profile``.
+
+    Rows are global row numbers of ``/execution/steps``; IPU ``i`` owns rows
+    ``[ipu_offsets[i], ipu_offsets[i + 1])``, sorted by start cycle.
+    """
+
+    def __init__(self, profile: Any) -> None:
+        self.profile = profile
+        if not bool(getattr(profile, "has_execution", False)):
+            raise TraceError(
+                "This profile has no execution trace (the program did not fit or did not run)."
+            )
+        self.ipu_offsets = np.asarray(profile.array("/execution/ipu_offsets"), dtype=np.int64)
+        self.n_ipus = len(self.ipu_offsets) - 1
+        self._lock = threading.RLock()
+
+    def ipu_rows(self, ipu: int) -> tuple[int, int]:
+        if not 0 <= ipu < self.n_ipus:
+            raise TraceError(f"IPU {ipu} does not exist; this profile has {self.n_ipus} IPUs.")
+        return int(self.ipu_offsets[ipu]), int(self.ipu_offsets[ipu + 1])
+
+    def read(self, lo: int, hi: int, columns: tuple[str, ...]) -> dict[str, np.ndarray]:
+        """Columns of global rows ``[lo, hi)`` as numpy arrays."""
+        with self._lock:
+            return {
+                c: np.asarray(self.profile.array(f"/execution/steps/{c}", slice(lo, hi)))
+                for c in columns
+            }
+
+    def chunks(
+        self, lo: int, hi: int, columns: tuple[str, ...], chunk: int = CHUNK_ROWS
+    ) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
+        for a in range(lo, hi, chunk):
+            yield a, self.read(a, min(hi, a + chunk), columns)
+
+    def table(self, path: str, columns: list[str]) -> pd.DataFrame:
+        with self._lock:
+            return self.profile.table(path, columns=columns)
+
+    def tile_cycles(self, program_ids: np.ndarray) -> np.ndarray:
+        with self._lock:
+            return np.asarray(self.profile.tile_cycles(np.asarray(program_ids, dtype=np.int64)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Results
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class TypeRects:
+    """Rectangles of one step type, in data coordinates (x in cycles, y = lane index)."""
+
+    type: str
+    x0: np.ndarray  # float64 start cycle
+    x1: np.ndarray  # float64 end cycle (widened to at least one pixel)
+    lane: np.ndarray  # int32 lane index
+    count: np.ndarray  # int64 steps the rectangle stands for
+    row: np.ndarray  # int64 global row of the first step (the step itself when count == 1)
+
+    def __len__(self) -> int:
+        return len(self.x0)
+
+
+@dataclass
+class WindowResult:
+    ipu: int
+    t0: float
+    t1: float
+    width_px: int
+    group: str
+    lanes: tuple[str, ...]
+    rects: dict[str, TypeRects]
+    #: "rows" when read from the step rows, "level k (bucket N cycles)" when from the pyramid.
+    source: str
+    #: Steps represented by the rectangles.
+    n_steps: int = 0
+
+    @property
+    def n_rects(self) -> int:
+        return sum(len(r) for r in self.rects.values())
+
+
+@dataclass
+class RangeSummary:
+    """What the visible range holds (steps overlapping [t0, t1), cycles clipped to it)."""
+
+    ipu: int
+    t0: int
+    t1: int
+    n_steps: int
+    cycles_by_type: dict[str, int]
+    steps_by_type: dict[str, int]
+    #: Cycle-weighted mean tile balance of the steps that run on tiles (compute and exchange).
+    tile_balance: float
+    #: StreamCopy bytes: {"received": {dest: bytes}, "sent": {dest: bytes}}.
+    streamcopy: dict[str, dict[str, int]]
+    busy_cycles: int
+
+    @property
+    def span(self) -> int:
+        return self.t1 - self.t0
+
+
+@dataclass
+class SearchResult:
+    text: str
+    #: Global rows of the matching steps (first ``limit``), in row order (IPU, then start).
+    rows: np.ndarray
+    ipu: np.ndarray
+    start: np.ndarray
+    cycles: np.ndarray
+    program: np.ndarray
+    total: int
+    #: Names of the matching programs, by program id.
+    names: dict[int, str] = field(default_factory=dict)
+
+
+@dataclass
+class BspMatrix:
+    """Per-tile cycles of the steps in time buckets: ``values[bucket, tile]``."""
+
+    ipu: int
+    t0: float
+    t1: float
+    #: Bucket edges in cycles (len = buckets + 1).
+    edges: np.ndarray
+    #: Cycles each tile is busy in each bucket divided by the bucket width (0..1), float32.
+    values: np.ndarray
+    n_steps: int
+
+
+# ---------------------------------------------------------------------------------------------
+# Vectorised aggregation
+# ---------------------------------------------------------------------------------------------
+
+
+def _group_reduce(order_key: np.ndarray, x0, x1, count, row):
+    """Reduce runs of equal ``order_key`` (which must already be sorted)."""
+    if len(order_key) == 0:
+        e = np.empty(0, dtype=np.int64)
+        return e, np.empty(0), np.empty(0), e, e
+    starts = np.flatnonzero(np.r_[True, order_key[1:] != order_key[:-1]])
+    return (
+        order_key[starts],
+        np.minimum.reduceat(x0, starts),
+        np.maximum.reduceat(x1, starts),
+        np.add.reduceat(count, starts),
+        np.minimum.reduceat(row, starts),
+    )
+
+
+def aggregate_pixels(
+    key: np.ndarray,
+    x0: np.ndarray,
+    x1: np.ndarray,
+    count: np.ndarray,
+    row: np.ndarray,
+    t0: float,
+    t1: float,
+    width_px: int,
+):
+    """Merge items of the same ``key`` (lane x type) whose start falls in the same pixel.
+
+    Returns ``(key, x0, x1, count, row)`` with at most ``keys x (width_px + 2)`` items.
+    """
+    pw = (t1 - t0) / max(1, width_px)
+    pix = np.clip(np.floor((x0 - t0) / pw), -1, width_px).astype(np.int64) + 1
+    g = key.astype(np.int64) * (width_px + 3) + pix
+    order = np.argsort(g, kind="stable")
+    gk, a, b, c, r = _group_reduce(g[order], x0[order], x1[order], count[order], row[order])
+    return gk // (width_px + 3), a, b, c, r
+
+
+@dataclass
+class _Level:
+    width: float  # bucket width in cycles
+    key: np.ndarray  # int32 lane * NT + type
+    x0: np.ndarray  # float64
+    x1: np.ndarray
+    count: np.ndarray
+    row: np.ndarray
+    bucket: np.ndarray  # int64
+    cummax_x1: np.ndarray  # running max of x1 in bucket order
+
+
+class _Pyramid:
+    """Pre-aggregated buckets of one IPU and one grouping, sorted by bucket."""
+
+    def __init__(self, levels: list[_Level], n_rows: int, t_min: float, t_max: float) -> None:
+        self.levels = levels  # finest first
+        self.n_rows = n_rows
+        self.t_min = t_min
+        self.t_max = t_max
+
+    @staticmethod
+    def _sorted_by_bucket(width, key, x0, x1, count, row, bucket) -> _Level:
+        order = np.lexsort((key, bucket))
+        x1s = x1[order]
+        return _Level(
+            width,
+            key[order],
+            x0[order],
+            x1s,
+            count[order],
+            row[order],
+            bucket[order],
+            np.maximum.accumulate(x1s) if len(x1s) else x1s,
+        )
+
+    @classmethod
+    def build(cls, access: StepAccess, ipu: int, lane_of, columns) -> _Pyramid:
+        lo, hi = access.ipu_rows(ipu)
+        n = hi - lo
+        if n == 0:
+            return cls([], 0, 0.0, 0.0)
+        first = access.read(lo, lo + 1, ("start",))["start"]
+        last = access.read(hi - 1, hi, ("start", "cycles"))
+        t_min = float(first[0])
+        t_end = float(last["start"][0] + last["cycles"][0])
+        n_b = 1 << int(np.clip(np.ceil(np.log2(max(1, n / STEPS_PER_FINEST_BUCKET))), 10, 20))
+        width = max(1.0, np.ceil((t_end - t_min + 1) / n_b))
+        parts = []
+        t_max = t_end
+        for a, cols in access.chunks(lo, hi, columns):
+            start = cols["start"].astype(np.float64)
+            end = start + cols["cycles"]
+            t_max = max(t_max, float(end.max()))
+            key = lane_of(cols) * NT + cols["type"].astype(np.int32)
+            bucket = ((start - t_min) // width).astype(np.int64)
+            # rows are sorted by start, so (key, bucket) runs are contiguous after a stable key sort
+            order = np.argsort(key.astype(np.uint16), kind="stable")
+            g = key[order].astype(np.int64) * (n_b + 1) + bucket[order]
+            rows = np.arange(a, a + len(start), dtype=np.int64)[order]
+            ones = np.ones(len(start), dtype=np.int64)
+            parts.append(_group_reduce(g, start[order], end[order], ones, rows))
+        g = np.concatenate([p[0] for p in parts])
+        x0 = np.concatenate([p[1] for p in parts])
+        x1 = np.concatenate([p[2] for p in parts])
+        cnt = np.concatenate([p[3] for p in parts])
+        rw = np.concatenate([p[4] for p in parts])
+        order = np.argsort(g, kind="stable")  # merge runs split across chunks
+        g, x0, x1, cnt, rw = _group_reduce(g[order], x0[order], x1[order], cnt[order], rw[order])
+        key = (g // (n_b + 1)).astype(np.int32)
+        bucket = g % (n_b + 1)
+        levels = [cls._sorted_by_bucket(width, key, x0, x1, cnt, rw, bucket)]
+        # coarser levels: entries stay sorted by (key, bucket) when buckets are divided
+        while len(g) and (n_b := n_b // LEVEL_FACTOR) >= 64:
+            width *= LEVEL_FACTOR
+            bucket = bucket // LEVEL_FACTOR
+            g = key.astype(np.int64) * (n_b + 1) + bucket
+            g, x0, x1, cnt, rw = _group_reduce(g, x0, x1, cnt, rw)
+            key = (g // (n_b + 1)).astype(np.int32)
+            bucket = g % (n_b + 1)
+            levels.append(cls._sorted_by_bucket(width, key, x0, x1, cnt, rw, bucket))
+        return cls(levels, n, t_min, t_max)
+
+    def level_for(self, pixel_cycles: float) -> int | None:
+        """Index of the coarsest level whose bucket is no wider than a pixel, or None."""
+        best = None
+        for i, lev in enumerate(self.levels):
+            if lev.width <= pixel_cycles:
+                best = i
+        return best
+
+    def query(self, i: int, t0: float, t1: float):
+        lev = self.levels[i]
+        b_hi = int(np.floor((t1 - self.t_min) / lev.width))
+        hi = int(np.searchsorted(lev.bucket, b_hi, side="right"))
+        lo = int(np.searchsorted(lev.cummax_x1, t0, side="right"))
+        sl = slice(lo, max(lo, hi))
+        keep = (lev.x1[sl] > t0) & (lev.x0[sl] < t1)
+        return (
+            lev.key[sl][keep],
+            lev.x0[sl][keep],
+            lev.x1[sl][keep],
+            lev.count[sl][keep],
+            lev.row[sl][keep],
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# The window
+# ---------------------------------------------------------------------------------------------
+
+
+def _top_components(names: pd.Series, depth: int = 1) -> pd.Series:
+    parts = names.fillna("").astype(str).str.split(".")
+    return parts.str[:depth].str.join(".").replace("", "(none)")
+
+
+class TraceWindow:
+    """Level-of-detail access to the execution trace of one open profile.
+
+    Thread-safe for reads: pyramids are built once per (IPU, grouping) under a lock.
+    """
+
+    def __init__(self, profile: Any) -> None:
+        self.access = StepAccess(profile)
+        self.profile = profile
+        self.n_ipus = self.access.n_ipus
+        self._pyramids: dict[tuple[int, str], _Pyramid] = {}
+        self._lock = threading.Lock()
+        self._programs: pd.DataFrame | None = None
+        self._lanes: dict[str, tuple[np.ndarray, tuple[str, ...]]] = {}
+        self._steps_per_ipu = np.diff(self.access.ipu_offsets)
+
+    # -- static tables ------------------------------------------------------------------------
+    @property
+    def programs(self) -> pd.DataFrame:
+        """Program nodes (name, type, parent, op, cycles, tile_balance, bytes, sync) + op names."""
+        if self._programs is None:
+            p = self.access.table(
+                "/programs/nodes",
+                ["name", "type", "parent", "ipu", "op", "cycles", "tile_balance", "bytes", "sync"],
+            ).reset_index(drop=True)
+            ops = self.access.table("/graph/operations", ["name", "type", "layer", "pass", "stage"])
+            op = p["op"].to_numpy()
+            valid = (op >= 0) & (op < len(ops))
+            for src, dst in (("name", "op_name"), ("type", "op_type"), ("layer", "layer")):
+                col = np.full(len(p), "", dtype=object)
+                col[valid] = ops[src].to_numpy()[op[valid]]
+                p[dst] = col
+            self._programs = p
+        return self._programs
+
+    def step_count(self, ipu: int | None = None) -> int:
+        if ipu is None:
+            return int(self.access.ipu_offsets[-1])
+        lo, hi = self.access.ipu_rows(ipu)
+        return hi - lo
+
+    def extent(self, ipu: int) -> tuple[float, float]:
+        """First start and last end cycle of an IPU's steps."""
+        p = self._pyramid(ipu, "flat")
+        return p.t_min, p.t_max
+
+    def full_extent(self) -> tuple[float, float]:
+        ext = [self.extent(i) for i in range(self.n_ipus) if self.step_count(i)]
+        if not ext:
+            return 0.0, 1.0
+        return min(e[0] for e in ext), max(e[1] for e in ext)
+
+    # -- lanes ---------------------------------------------------------------------------------
+    def _program_lanes(self, group: str) -> tuple[np.ndarray, tuple[str, ...]]:
+        """Lane of every program id for the operation / program groupings."""
+        if group in self._lanes:
+            return self._lanes[group]
+        p = self.programs
+        n = len(p)
+        if group == "operation":
+            labels = _top_components(pd.Series(p["layer"].to_numpy()), 1)
+        else:  # "program": the ancestor just below the first node with several children
+            parent = p["parent"].to_numpy().astype(np.int64)
+            depth = np.zeros(n, dtype=np.int64)
+            anc = parent.copy()
+            while (anc >= 0).any():  # pointer chasing over tree depth, vectorised over nodes
+                has = anc >= 0
+                depth[has] += 1
+                anc[has] = parent[anc[has]]
+            target = 1
+            while True:
+                count = int((depth == target).sum())
+                if count > 1 or target > depth.max(initial=0):
+                    break
+                target += 1
+            anc = np.arange(n)
+            for _ in range(int(depth.max(initial=0))):
+                deeper = depth[anc] > target
+                if not deeper.any():
+                    break
+                anc[deeper] = parent[anc[deeper]]
+            names = p["name"].to_numpy().astype(object)
+            labels = pd.Series(
+                np.where(depth[anc] >= target, names[anc], "(top level)"), dtype=object
+            )
+        codes, uniques = pd.factorize(labels)
+        uniques = list(map(str, uniques))
+        if len(uniques) > MAX_LANES:  # keep the most common groups, merge the rest
+            freq = np.bincount(codes, minlength=len(uniques))
+            keep = np.argsort(-freq, kind="stable")[: MAX_LANES - 1]
+            remap = np.full(len(uniques), MAX_LANES - 1)
+            remap[np.sort(keep)] = np.arange(len(keep))
+            uniques = [uniques[k] for k in np.sort(keep)] + ["other"]
+            codes = remap[codes]
+        lanes = (codes.astype(np.int32), tuple(uniques))
+        self._lanes[group] = lanes
+        return lanes
+
+    def lanes(self, group: str) -> tuple[str, ...]:
+        """Lane labels of one IPU under a grouping."""
+        if group == "flat":
+            return ("steps",)
+        if group == "stage":
+            n_stages = max(1, self._n_stages())
+            return (*(f"stage {s}" for s in range(n_stages)), "no stage")
+        return self._program_lanes(group)[1]
+
+    def _n_stages(self) -> int:
+        ops = self.access.table("/graph/operations", ["stage"])
+        return int(ops["stage"].max()) + 1 if len(ops) else 1
+
+    def _lane_fn(self, group: str):
+        if group == "flat":
+            return (lambda cols: np.zeros(len(cols["start"]), dtype=np.int32)), _COLUMNS_DRAW
+        if group == "stage":
+            n_stages = max(1, self._n_stages())
+
+            def stage_lane(cols):
+                s = cols["stage"].astype(np.int32)
+                return np.where((s >= 0) & (s < n_stages), s, n_stages).astype(np.int32)
+
+            return stage_lane, (*_COLUMNS_DRAW, "stage")
+        if group in ("operation", "program"):
+            prog_lane, _ = self._program_lanes(group)
+
+            def prog_fn(cols):
+                return prog_lane[cols["program"]]
+
+            return prog_fn, (*_COLUMNS_DRAW, "program")
+        raise TraceError(f"Unknown trace grouping {group!r}; choose from {', '.join(GROUP_MODES)}.")
+
+    def _pyramid(self, ipu: int, group: str) -> _Pyramid:
+        key = (ipu, group)
+        p = self._pyramids.get(key)
+        if p is None:
+            with self._lock:
+                p = self._pyramids.get(key)
+                if p is None:
+                    fn, cols = self._lane_fn(group)
+                    p = _Pyramid.build(self.access, ipu, fn, cols)
+                    self._pyramids[key] = p
+        return p
+
+    # -- the window ---------------------------------------------------------------------------
+    def window(
+        self, ipu: int, t0: float, t1: float, width_px: int, group: str = "flat"
+    ) -> WindowResult:
+        """Rectangles per step type for ``[t0, t1)`` on ``width_px`` pixels (see module doc)."""
+        width_px = max(1, int(width_px))
+        if not t1 > t0:
+            raise TraceError(f"The trace window must have t1 > t0 (got {t0} .. {t1}).")
+        pyr = self._pyramid(ipu, group)
+        lanes = self.lanes(group)
+        pw = (t1 - t0) / width_px
+        empty = WindowResult(ipu, t0, t1, width_px, group, lanes, {}, "rows", 0)
+        if pyr.n_rows == 0 or t1 <= pyr.t_min or t0 >= pyr.t_max:
+            return empty
+        lvl = pyr.level_for(pw)
+        if lvl is not None:
+            key, x0, x1, cnt, row = pyr.query(lvl, t0, t1)
+            source = f"level {lvl} (bucket {pyr.levels[lvl].width:,.0f} cycles)"
+        else:
+            fn, cols = self._lane_fn(group)
+            lo, hi = self.row_range(ipu, t0, t1)
+            data = self.access.read(lo, hi, cols)
+            x0 = data["start"].astype(np.float64)
+            x1 = x0 + data["cycles"]
+            keep = (x1 > t0) & (x0 < t1)
+            key = (fn(data) * NT + data["type"].astype(np.int32))[keep]
+            x0, x1 = x0[keep], x1[keep]
+            cnt = np.ones(len(x0), dtype=np.int64)
+            row = np.arange(lo, hi, dtype=np.int64)[keep]
+            source = "rows"
+        key, x0, x1, cnt, row = aggregate_pixels(key, x0, x1, cnt, row, t0, t1, width_px)
+        x1 = np.maximum(x1, x0 + pw)  # at least one pixel wide
+        lane = (key // NT).astype(np.int32)
+        typ = key % NT
+        rects: dict[str, TypeRects] = {}
+        if len(typ):
+            order = np.argsort(typ, kind="stable")
+            bounds = np.flatnonzero(np.r_[True, typ[order][1:] != typ[order][:-1], True])
+            for a, b in itertools.pairwise(bounds):
+                sel = order[a:b]
+                name = STEP_TYPES[int(typ[sel[0]])]
+                rects[name] = TypeRects(name, x0[sel], x1[sel], lane[sel], cnt[sel], row[sel])
+        return WindowResult(ipu, t0, t1, width_px, group, lanes, rects, source, int(cnt.sum()))
+
+    # -- rows ------------------------------------------------------------------------------------
+    def row_range(self, ipu: int, t0: float, t1: float) -> tuple[int, int]:
+        """Global rows ``[lo, hi)`` of the IPU's steps that may overlap ``[t0, t1)``.
+
+        Uses the finest pyramid level (bucket row bounds and running max of ends), so the
+        start column is never read whole.
+        """
+        lo_ipu, hi_ipu = self.access.ipu_rows(ipu)
+        pyr = self._pyramid(ipu, "flat")
+        if not pyr.levels:
+            return lo_ipu, lo_ipu
+        lev = pyr.levels[0]
+        a = int(np.searchsorted(lev.cummax_x1, t0, side="right"))
+        b_hi = int(np.floor((t1 - pyr.t_min) / lev.width))
+        b = int(np.searchsorted(lev.bucket, b_hi, side="right"))
+        if a >= len(lev.row) or b <= a:
+            return lo_ipu, lo_ipu
+        lo = int(lev.row[a:b].min()) if b > a else lo_ipu
+        # the first row of the next bucket bounds the range from above
+        if b < len(lev.row):
+            b_end = int(np.searchsorted(lev.bucket, lev.bucket[b], side="right"))
+            hi = int(lev.row[b:b_end].min())
+        else:
+            hi = hi_ipu
+        return max(lo_ipu, lo), min(hi_ipu, max(hi, lo))
+
+    def steps(self, lo: int, hi: int, columns: tuple[str, ...] | None = None) -> pd.DataFrame:
+        cols = columns or tuple(c.name for c in schema.STEPS.columns)
+        return pd.DataFrame(self.access.read(lo, hi, cols), index=np.arange(lo, hi))
+
+    def step_at(
+        self,
+        ipu: int,
+        t: float,
+        lane: int | None = None,
+        group: str = "flat",
+        tolerance: float = 0.0,
+    ) -> int | None:
+        """Global row of the step of ``ipu`` (and lane) at cycle ``t`` (nearest within
+        ``tolerance`` cycles), or None."""
+        fn, cols = self._lane_fn(group)
+        lo, hi = self.row_range(ipu, t - tolerance, t + tolerance + 1)
+        if hi <= lo:
+            return None
+        data = self.access.read(lo, hi, cols)
+        x0 = data["start"].astype(np.float64)
+        x1 = x0 + data["cycles"]
+        dist = np.where(t < x0, x0 - t, np.where(t >= x1, t - x1, 0.0))
+        if lane is not None:
+            dist = np.where(fn(data) == lane, dist, np.inf)
+        i = int(np.argmin(dist)) if len(dist) else -1
+        if i < 0 or dist[i] > tolerance:
+            return None
+        return lo + i
+
+    def step_details(self, row: int) -> dict[str, Any]:
+        """Every column of one executed step plus its program and operation."""
+        n = self.step_count()
+        if not 0 <= row < n:
+            raise TraceError(f"Step row {row} does not exist; the trace has {n} steps.")
+        cols = tuple(c.name for c in schema.STEPS.columns)
+        data = {k: v[0].item() for k, v in self.access.read(row, row + 1, cols).items()}
+        prog = self.programs.iloc[int(data["program"])]
+        out: dict[str, Any] = {
+            "row": row,
+            "name": str(prog["name"]),
+            "type": STEP_TYPES[int(data["type"])],
+            "ipu": int(data["ipu"]),
+            "start": int(data["start"]),
+            "end": int(data["start"] + data["cycles"]),
+            "cycles": int(data["cycles"]),
+            "program": int(data["program"]),
+            "operation": str(prog["op_name"]),
+            "operation type": str(prog["op_type"]),
+            "layer": str(prog["layer"]),
+            "tile balance": float(prog["tile_balance"]),
+            "micro-batch": int(data["micro_batch"]),
+            "stage": int(data["stage"]),
+            "phase": PHASES[int(data["phase"])],
+            "iteration": int(data["iteration"]),
+            "bytes in": int(data["bytes_in"]),
+            "bytes out": int(data["bytes_out"]),
+            "destination": DESTINATIONS[int(data["dest"])],
+        }
+        if out["type"] in ("Sync", "SyncAns"):
+            out["sync"] = schema.SYNC_KINDS[int(prog["sync"])]
+        return out
+
+    def tile_cycles_of_step(self, row: int) -> np.ndarray:
+        prog = int(self.access.read(row, row + 1, ("program",))["program"][0])
+        return self.access.tile_cycles(np.array([prog]))[0]
+
+    # -- summary -------------------------------------------------------------------------------
+    def range_summary(self, ipu: int, t0: float, t1: float) -> RangeSummary:
+        """Cycles by step type, tile balance and StreamCopy bytes of the steps overlapping the
+        window (cycles clipped to it; bytes counted for steps starting in it)."""
+        lo, hi = self.row_range(ipu, t0, t1)
+        by_type = np.zeros(NT, dtype=np.int64)
+        n_type = np.zeros(NT, dtype=np.int64)
+        nd = len(DESTINATIONS)
+        rx = np.zeros(nd, dtype=np.int64)
+        tx = np.zeros(nd, dtype=np.int64)
+        bal_num = 0.0
+        bal_den = 0.0
+        balance = self.programs["tile_balance"].to_numpy(dtype=np.float64)
+        ptype = self.programs["type"].to_numpy()
+        on_tiles = np.isin(
+            ptype, [STEP_TYPES.index("OnTileExecute"), STEP_TYPES.index("DoExchange")]
+        )
+        sc_types = [STEP_TYPES.index(t) for t in STEP_TYPES if t.startswith("StreamCopy")]
+        cols = ("program", "start", "cycles", "type", "bytes_in", "bytes_out", "dest")
+        n = 0
+        for _a, d in self.access.chunks(lo, hi, cols):
+            s = d["start"]
+            e = s + d["cycles"]
+            m = (e > t0) & (s < t1)
+            if not m.any():
+                continue
+            clipped = np.minimum(e[m], t1) - np.maximum(s[m], t0)
+            typ = d["type"][m].astype(np.int64)
+            by_type += np.bincount(typ, weights=clipped, minlength=NT).astype(np.int64)
+            n_type += np.bincount(typ, minlength=NT)
+            n += int(m.sum())
+            prog = d["program"][m]
+            w = np.where(on_tiles[prog], clipped, 0)
+            bal_num += float((balance[prog] * w).sum())
+            bal_den += float(w.sum())
+            sc = np.isin(typ, sc_types) & (s[m] >= t0)
+            dest = d["dest"][m][sc].astype(np.int64)
+            rx += np.bincount(dest, weights=d["bytes_in"][m][sc], minlength=nd).astype(np.int64)
+            tx += np.bincount(dest, weights=d["bytes_out"][m][sc], minlength=nd).astype(np.int64)
+        return RangeSummary(
+            ipu=ipu,
+            t0=int(t0),
+            t1=int(t1),
+            n_steps=n,
+            cycles_by_type={STEP_TYPES[i]: int(by_type[i]) for i in range(NT) if n_type[i]},
+            steps_by_type={STEP_TYPES[i]: int(n_type[i]) for i in range(NT) if n_type[i]},
+            tile_balance=bal_num / bal_den if bal_den else float("nan"),
+            streamcopy={
+                "received": {DESTINATIONS[i]: int(rx[i]) for i in range(nd) if rx[i]},
+                "sent": {DESTINATIONS[i]: int(tx[i]) for i in range(nd) if tx[i]},
+            },
+            busy_cycles=int(by_type.sum()),
+        )
+
+    # -- search --------------------------------------------------------------------------------
+    def search(self, text: str, limit: int = 10_000, ipu: int | None = None) -> SearchResult:
+        """Steps whose program or operation name contains ``text`` (case-insensitive), across
+        the whole trace (every IPU unless ``ipu`` is given)."""
+        text = text.strip()
+        p = self.programs
+        hit = p["name"].astype(str).str.contains(text, case=False, regex=False) | p[
+            "op_name"
+        ].astype(str).str.contains(text, case=False, regex=False)
+        mask = hit.to_numpy(dtype=bool)
+        if not text:
+            mask[:] = False
+        ids = np.flatnonzero(mask)
+        names = {int(i): str(p["name"].iat[int(i)]) for i in ids[:1000]}
+        if ipu is None:
+            lo, hi = int(self.access.ipu_offsets[0]), int(self.access.ipu_offsets[-1])
+        else:
+            lo, hi = self.access.ipu_rows(ipu)
+        rows: list[np.ndarray] = []
+        total = 0
+        got = 0
+        if len(ids):
+            for a, d in self.access.chunks(lo, hi, ("program",)):
+                m = np.flatnonzero(mask[d["program"]])
+                total += len(m)
+                if got < limit and len(m):
+                    take = m[: limit - got] + a
+                    rows.append(take)
+                    got += len(take)
+        r = np.concatenate(rows) if rows else np.empty(0, dtype=np.int64)
+        if len(r):
+            span = (int(r[0]), int(r[-1]) + 1)
+            cols = self.access.read(*span, ("ipu", "start", "cycles", "program"))
+            idx = r - span[0]
+            sel = {k: v[idx] for k, v in cols.items()}
+        else:
+            sel = {k: np.empty(0, dtype=np.int64) for k in ("ipu", "start", "cycles", "program")}
+        return SearchResult(
+            text, r, sel["ipu"], sel["start"], sel["cycles"], sel["program"], total, names
+        )
+
+    # -- BSP -----------------------------------------------------------------------------------
+    def bsp(
+        self, ipu: int, t0: float, t1: float, buckets: int = 512, max_steps: int = 20_000
+    ) -> BspMatrix | None:
+        """Per-tile busy share in ``buckets`` time buckets over ``[t0, t1)`` from
+        ``/programs/tile_cycles`` (each step's tile cycles spread over the buckets it covers in
+        proportion to the overlap). None when more than ``max_steps`` steps are visible."""
+        lo, hi = self.row_range(ipu, t0, t1)
+        if hi - lo > max_steps:
+            return None
+        d = self.access.read(lo, hi, ("program", "start", "cycles"))
+        s = d["start"].astype(np.float64)
+        e = s + d["cycles"]
+        m = (e > t0) & (s < t1) & (d["cycles"] > 0)
+        s, e, prog = s[m], e[m], d["program"][m]
+        edges = np.linspace(t0, t1, buckets + 1)
+        uprog, inv = np.unique(prog, return_inverse=True)
+        tc = self.access.tile_cycles(uprog).astype(np.float32) if len(uprog) else None
+        if tc is None:
+            tiles = int(getattr(self.profile, "tiles_per_ipu", 0) or 1)
+            return BspMatrix(ipu, t0, t1, edges, np.zeros((buckets, tiles), np.float32), 0)
+        bw = (t1 - t0) / buckets
+        # share of each step in each bucket it overlaps (steps cover few buckets when visible)
+        b0 = np.clip(((s - t0) // bw).astype(np.int64), 0, buckets - 1)
+        b1 = np.clip(((e - t0 - 1e-9) // bw).astype(np.int64), 0, buckets - 1)
+        nspan = b1 - b0 + 1
+        rep = np.repeat(np.arange(len(s)), nspan)
+        bk = np.repeat(b0, nspan) + (
+            np.arange(len(rep)) - np.repeat(np.cumsum(nspan) - nspan, nspan)
+        )
+        lo_e = np.maximum(s[rep], edges[bk])
+        hi_e = np.minimum(e[rep], edges[bk + 1])
+        frac = np.clip(hi_e - lo_e, 0, None) / (e[rep] - s[rep])
+        weights = np.zeros((buckets, len(uprog)), dtype=np.float32)
+        np.add.at(weights, (bk, inv[rep]), frac.astype(np.float32))
+        values = (weights @ tc) / np.float32(bw)
+        return BspMatrix(ipu, t0, t1, edges, np.clip(values, 0, None), int(m.sum()))
+
+
+__all__ = [
+    "GROUP_MODES",
+    "STEP_TYPES",
+    "BspMatrix",
+    "RangeSummary",
+    "SearchResult",
+    "StepAccess",
+    "TraceError",
+    "TraceWindow",
+    "TypeRects",
+    "WindowResult",
+    "aggregate_pixels",
+]
