@@ -1,0 +1,579 @@
+"""The run configuration: every option the engine honours, validated, with its default.
+
+One pydantic model, :class:`RunConfig` (``extra="forbid"``, so a misspelt option is an error).
+It loads from TOML (:meth:`RunConfig.from_toml`), from a dict (:meth:`RunConfig.from_dict`) and
+from command-line flags (:func:`add_config_arguments` + :func:`config_from_args`, shared by
+``analyse profile`` and the GUI); it writes back with :meth:`RunConfig.to_toml` /
+:meth:`RunConfig.to_dict`. What-if changes are ``config.model_copy(update={...})`` followed by
+:meth:`RunConfig.revalidate` (or ``RunConfig.from_dict({**config.to_dict(), ...})``).
+
+Errors are one sentence naming the field and the allowed values: field-level problems come from
+pydantic (``from_dict`` / ``from_toml`` turn them into :class:`engine.errors.ConfigError`), and
+cross-field problems are raised as ``ConfigError`` directly. Checks that need the model graph (a
+split point that names no layer) are made by :meth:`RunConfig.check_layers`, which the compiler
+calls.
+
+Precision ``"a.b"`` follows Graphcore's examples: ``a`` is the dtype of inputs, activations and
+matmul / convolution operands (16 = float16, 32 = float32); ``b`` is the dtype of the stored
+(master) weights, their gradients' accumulation and the weight update. ``16.32`` therefore keeps
+FP32 master weights and casts them to FP16 for compute.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from engine.errors import ConfigError, TargetError
+
+ModelName = Literal["mlp", "resnet50", "resnet101", "bert-base", "bert-large"]
+MODEL_NAMES: tuple[str, ...] = ("mlp", "resnet50", "resnet101", "bert-base", "bert-large")
+
+#: Model defaults for ``num_classes`` when not given.
+DEFAULT_CLASSES = {"mlp": 10, "resnet50": 1000, "resnet101": 1000, "bert-base": 2, "bert-large": 2}
+
+
+class RunConfig(BaseModel):
+    """Every run option of the engine (product.md, 'Run options'), each with its default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=False, validate_assignment=False)
+
+    # -- identity -----------------------------------------------------------------------------
+    name: str = Field("", description="Free-form run label shown in reports. Default ''.")
+
+    # -- model and input ----------------------------------------------------------------------
+    model: ModelName = Field(
+        "resnet50",
+        description="Zoo model: mlp (784-784-784-128-10), resnet50, resnet101, bert-base, "
+        "bert-large. Default 'resnet50'.",
+    )
+    image_size: int = Field(
+        224, ge=8, le=4096, description="Image height = width for ResNets (pixels). Default 224."
+    )
+    image_channels: int = Field(
+        3, ge=1, le=64, description="Input channels for ResNets. Default 3."
+    )
+    num_classes: int | None = Field(
+        None,
+        ge=1,
+        description="Classes of the classifier head; default per model (mlp 10, ResNets 1000, "
+        "BERT next-sentence 2).",
+    )
+    seq_length: int = Field(128, ge=1, le=8192, description="BERT sequence length. Default 128.")
+    vocab_size: int = Field(30522, ge=2, description="BERT vocabulary size. Default 30522.")
+    mode: Literal["training", "inference"] = Field(
+        "training", description="training (fwd + bwd + update) or inference. Default training."
+    )
+
+    # -- target -------------------------------------------------------------------------------
+    target: str = Field(
+        "mk2", description="Hardware target: mk1 (GC2), mk2 (GC200), bow. Default mk2."
+    )
+    target_overrides: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Target parameters to override, e.g. {clock_hz = 1.6e9}. Default none.",
+    )
+    num_ipus: int = Field(1, ge=1, le=64, description="IPUs per replica. Default 1.")
+    replication_factor: int = Field(1, ge=1, le=256, description="Model replicas. Default 1.")
+
+    # -- batch and loops ----------------------------------------------------------------------
+    micro_batch_size: int = Field(
+        1, ge=1, le=65536, description="Samples per micro-batch. Default 1."
+    )
+    gradient_accumulation: int = Field(
+        1, ge=1, le=65536, description="Micro-batches accumulated per weight update. Default 1."
+    )
+    device_iterations: int = Field(
+        1, ge=1, le=1_000_000, description="Steps run on the device per host call. Default 1."
+    )
+
+    # -- numerics -----------------------------------------------------------------------------
+    precision: Literal["32.32", "16.32", "16.16"] = Field(
+        "32.32",
+        description="inputs-and-compute.weights dtypes: 32.32, 16.32 or 16.16. Default 32.32.",
+    )
+    partials_type: Literal["auto", "float", "half"] = Field(
+        "auto",
+        description="Matmul / convolution partials: auto (float for .32 models, half for 16.16), "
+        "float or half. Default auto.",
+    )
+    optimiser: Literal["sgd", "sgd-momentum", "adam", "adamw", "lamb"] = Field(
+        "sgd", description="Optimiser: sgd, sgd-momentum, adam, adamw, lamb. Default sgd."
+    )
+    first_moment_dtype: Literal["auto", "float32", "float16"] = Field(
+        "auto",
+        description="Momentum / Adam first moment dtype: auto = float16 for 16.16 models, else "
+        "float32. Default auto.",
+    )
+    second_moment_dtype: Literal["auto", "float32", "float16"] = Field(
+        "auto", description="Adam / LAMB second moment dtype: auto = float32. Default auto."
+    )
+    accumulator_dtype: Literal["auto", "float32", "float16"] = Field(
+        "auto",
+        description="Gradient accumulator dtype (GA > 1): auto = the weight dtype. Default auto.",
+    )
+    loss_scaling: float = Field(
+        1.0, gt=0, description="Static loss scaling factor (1 = none). Default 1."
+    )
+
+    # -- execution strategy -------------------------------------------------------------------
+    strategy: Literal["single", "sharded", "pipelined"] = Field(
+        "single",
+        description="single IPU, sharded (one IPU at a time) or pipelined. Default single.",
+    )
+    schedule: Literal["grouped", "interleaved", "sequential"] = Field(
+        "grouped",
+        description="Pipeline schedule: grouped, interleaved, sequential. Default grouped.",
+    )
+    split_points: list[str] = Field(
+        default_factory=list,
+        description="Layer names where each new stage / IPU begins (e.g. ['layer3.8']). Default [].",
+    )
+    recomputation: Literal["off", "pipeline-stages", "checkpoints"] = Field(
+        "off",
+        description="off, pipeline-stages (stash stage inputs only, recompute the forward in the "
+        "backward) or checkpoints (at recompute_checkpoints). Default off.",
+    )
+    recompute_checkpoints: list[str] = Field(
+        default_factory=list,
+        description="Layer names whose outputs are kept when recomputation = checkpoints. Default [].",
+    )
+    available_memory_proportion: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="Share of tile memory an AMP plan may use for temporaries; default the "
+        "target's (0.6).",
+    )
+
+    # -- memory placement ---------------------------------------------------------------------
+    offload_optimiser_state: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="Optimiser state in remote buffers: auto = on when pipelined (as in Poplar), "
+        "on, off. Default auto.",
+    )
+    offload_accumulators: Literal["on", "off"] = Field(
+        "off", description="Gradient accumulators in remote buffers: on or off. Default off."
+    )
+    replicated_tensor_sharding: bool = Field(
+        False,
+        description="Shard optimiser state across replicas (needs replication_factor > 1). "
+        "Default false.",
+    )
+
+    # -- host I/O -----------------------------------------------------------------------------
+    io_tiles: int = Field(
+        0, ge=0, description="Tiles reserved for overlapped I/O (even number; 0 = none). Default 0."
+    )
+    prefetch_depth: int = Field(1, ge=1, le=16, description="Stream prefetch depth. Default 1.")
+    eight_bit_input: bool = Field(
+        False,
+        description="Send images as uint8 and normalise on the IPU (image models). Default false.",
+    )
+    loader_mode: Literal["sync", "async", "async-rebatched"] = Field(
+        "sync", description="Data loader: sync, async, async-rebatched. Default sync."
+    )
+    loader_workers: int = Field(
+        8, ge=1, le=512, description="Data loader worker processes. Default 8."
+    )
+    host_preprocess_us_per_sample: float = Field(
+        50.0,
+        ge=0,
+        description="Host decode / augment time per sample for one worker (microseconds). "
+        "Default 50.",
+    )
+    host_normalise_ns_per_element: float = Field(
+        1.0,
+        ge=0,
+        description="Host cast + normalise time per input element for one worker when not done "
+        "on the IPU (nanoseconds). Default 1.",
+    )
+    host_call_overhead_us: float = Field(
+        150.0,
+        ge=0,
+        description="Fixed host round-trip cost per device call (per device-iteration loop), "
+        "microseconds. Default 150.",
+    )
+    output_mode: Literal["auto", "all", "sum", "final", "every-n"] = Field(
+        "auto",
+        description="Outputs sent back: auto (final for training, all for inference), all, sum, "
+        "final, every-n. Default auto.",
+    )
+    output_return_period: int = Field(1, ge=1, description="N of output_mode every-n. Default 1.")
+
+    # -- profiling ----------------------------------------------------------------------------
+    instrumentation: bool = Field(
+        False,
+        description="Reserve per-program cycle counters on every tile (instrumentationResults). "
+        "Default false.",
+    )
+
+    # ------------------------------------------------------------------------------------------
+    @model_validator(mode="after")
+    def _cross_checks(self) -> RunConfig:
+        from engine.targets import get_target
+
+        try:
+            target = get_target(self.target, self.target_overrides)
+        except TargetError as exc:
+            raise ConfigError(str(exc)) from None
+        stages = len(self.split_points) + 1
+        if self.strategy == "single":
+            if self.split_points:
+                raise ConfigError(
+                    "split_points: a single-IPU run takes no split points; set strategy to "
+                    "'sharded' or 'pipelined', or remove them."
+                )
+            if self.num_ipus != 1:
+                raise ConfigError(
+                    f"num_ipus: strategy 'single' uses 1 IPU per replica, not {self.num_ipus}; "
+                    "use 'sharded' or 'pipelined' with split points."
+                )
+        else:
+            if not self.split_points:
+                raise ConfigError(
+                    f"split_points: strategy {self.strategy!r} needs at least one split point "
+                    "(a layer name such as 'layer3.8')."
+                )
+            if len(set(self.split_points)) != len(self.split_points):
+                raise ConfigError("split_points: each split point may appear only once.")
+            if self.num_ipus > stages:
+                raise ConfigError(
+                    f"num_ipus: {self.num_ipus} IPUs is too many for {len(self.split_points)} "
+                    f"split point(s) ({stages} stages, one IPU each); add split points or use "
+                    f"num_ipus = {stages}."
+                )
+            if self.num_ipus < stages:
+                raise ConfigError(
+                    f"num_ipus: {len(self.split_points)} split point(s) make {stages} stages, "
+                    f"one per IPU, but num_ipus is {self.num_ipus}; set num_ipus = {stages}."
+                )
+        if self.mode == "inference" and self.gradient_accumulation != 1:
+            raise ConfigError(
+                "gradient_accumulation: only training accumulates gradients; use 1 for inference."
+            )
+        if (
+            self.strategy == "pipelined"
+            and self.mode == "training"
+            and self.gradient_accumulation < stages
+        ):
+            raise ConfigError(
+                f"gradient_accumulation: a {stages}-stage pipeline needs gradient_accumulation "
+                f">= {stages} (it is {self.gradient_accumulation})."
+            )
+        if self.recomputation == "pipeline-stages" and self.strategy != "pipelined":
+            raise ConfigError(
+                "recomputation: 'pipeline-stages' needs strategy 'pipelined'; use 'checkpoints' "
+                "or 'off'."
+            )
+        if self.recomputation == "checkpoints" and not self.recompute_checkpoints:
+            raise ConfigError(
+                "recompute_checkpoints: recomputation 'checkpoints' needs at least one layer name."
+            )
+        if self.recompute_checkpoints and self.recomputation != "checkpoints":
+            raise ConfigError(
+                "recompute_checkpoints: only used with recomputation = 'checkpoints'."
+            )
+        if self.replicated_tensor_sharding and self.replication_factor < 2:
+            raise ConfigError("replicated_tensor_sharding: needs replication_factor > 1 (it is 1).")
+        if self.eight_bit_input and self.model.startswith("bert"):
+            raise ConfigError(
+                "eight_bit_input: BERT inputs are token ids, not images; use it with mlp or "
+                "the ResNets."
+            )
+        if self.io_tiles:
+            if self.io_tiles % 2:
+                raise ConfigError(
+                    f"io_tiles: must be even (a supertile is two tiles); got {self.io_tiles}."
+                )
+            if self.io_tiles > target.tiles_per_ipu // 2:
+                raise ConfigError(
+                    f"io_tiles: at most {target.tiles_per_ipu // 2} of the "
+                    f"{target.tiles_per_ipu} tiles may be I/O tiles; got {self.io_tiles}."
+                )
+        if self.output_mode == "every-n" and self.device_iterations % self.output_return_period:
+            raise ConfigError(
+                f"output_return_period: must divide device_iterations ({self.device_iterations}); "
+                f"got {self.output_return_period}."
+            )
+        return self
+
+    # ------------------------------------------------------------------------------------------
+    # Resolved values ("auto" options) used by the engine
+    # ------------------------------------------------------------------------------------------
+    @property
+    def training(self) -> bool:
+        return self.mode == "training"
+
+    @property
+    def stages(self) -> int:
+        """Pipeline stages / shards (1 for a single IPU)."""
+        return len(self.split_points) + 1
+
+    @property
+    def compute_dtype(self) -> str:
+        """Dtype of inputs, activations and matmul operands."""
+        return "float16" if self.precision.startswith("16") else "float32"
+
+    @property
+    def weight_dtype(self) -> str:
+        """Dtype of the stored (master) weights and the update."""
+        return "float16" if self.precision.endswith("16") else "float32"
+
+    @property
+    def partials_dtype(self) -> str:
+        if self.partials_type == "float":
+            return "float32"
+        if self.partials_type == "half":
+            return "float16"
+        return "float16" if self.precision == "16.16" else "float32"
+
+    @property
+    def first_moment(self) -> str:
+        if self.first_moment_dtype != "auto":
+            return self.first_moment_dtype
+        return self.weight_dtype
+
+    @property
+    def second_moment(self) -> str:
+        return "float32" if self.second_moment_dtype == "auto" else self.second_moment_dtype
+
+    @property
+    def accumulator(self) -> str:
+        return self.weight_dtype if self.accumulator_dtype == "auto" else self.accumulator_dtype
+
+    @property
+    def offload_optimiser(self) -> bool:
+        if self.offload_optimiser_state == "auto":
+            return self.strategy == "pipelined"
+        return self.offload_optimiser_state == "on"
+
+    @property
+    def amp(self) -> float:
+        """Available memory proportion (the target default when not set)."""
+        if self.available_memory_proportion is not None:
+            return self.available_memory_proportion
+        return self.get_target().default_available_memory_proportion
+
+    @property
+    def resolved_output_mode(self) -> str:
+        if self.output_mode == "auto":
+            return "final" if self.training else "all"
+        return self.output_mode
+
+    @property
+    def classes(self) -> int:
+        return self.num_classes if self.num_classes is not None else DEFAULT_CLASSES[self.model]
+
+    @property
+    def samples_per_step(self) -> int:
+        """Samples per run step: micro-batch x GA x device iterations x replicas."""
+        return (
+            self.micro_batch_size
+            * self.gradient_accumulation
+            * self.device_iterations
+            * self.replication_factor
+        )
+
+    def get_target(self):
+        """The hardware target with the overrides applied (engine.targets.Target)."""
+        from engine.targets import get_target
+
+        return get_target(self.target, self.target_overrides)
+
+    def check_layers(self, layer_names: set[str] | list[str] | tuple[str, ...]) -> None:
+        """Check split points and checkpoints against the model's layer names (ConfigError)."""
+        names = set(layer_names)
+        for field in ("split_points", "recompute_checkpoints"):
+            for point in getattr(self, field):
+                if point not in names:
+                    near = sorted(n for n in names if n.startswith(point.split(".")[0]))[:5]
+                    hint = f" (e.g. {', '.join(near)})" if near else ""
+                    raise ConfigError(f"{field}: {point!r} names no layer of {self.model}{hint}.")
+
+    # ------------------------------------------------------------------------------------------
+    # Loading and saving
+    # ------------------------------------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunConfig:
+        """Validate a dict; any problem raises ConfigError with one sentence."""
+        if not isinstance(data, dict):
+            raise ConfigError("run configuration: expected a table of options.")
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise ConfigError(validation_message(exc)) from None
+
+    @classmethod
+    def from_toml(cls, path: str | Path) -> RunConfig:
+        """Load a TOML run configuration (keys are the field names; a [run] table is accepted)."""
+        p = Path(path)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ConfigError(f"run configuration {str(p)!r} does not exist.") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"run configuration {str(p)!r} cannot be read: {exc}.") from None
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"run configuration {str(p)!r} is not valid TOML: {exc}.") from None
+        if set(data) == {"run"} and isinstance(data["run"], dict):
+            data = data["run"]
+        return cls.from_dict(data)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every option (defaults included), JSON-compatible."""
+        return self.model_dump(mode="json")
+
+    def to_toml(self) -> str:
+        """The configuration as TOML text that :meth:`from_toml` reads back unchanged."""
+        lines = ["# IPU run configuration (engine.config.RunConfig)"]
+        data = self.to_dict()
+        overrides = data.pop("target_overrides")
+        for key, value in data.items():
+            if value is None:
+                lines.append(f"# {key} = (default)")
+                continue
+            lines.append(f"{key} = {_toml_value(value)}")
+        if overrides:
+            lines.append("")
+            lines.append("[target_overrides]")
+            for key, value in overrides.items():
+                lines.append(f"{key} = {_toml_value(value)}")
+        return "\n".join(lines) + "\n"
+
+    def revalidate(self) -> RunConfig:
+        """Re-run all validation (after ``model_copy(update=...)``, which does not validate)."""
+        return RunConfig.from_dict(self.to_dict())
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + "}"
+    raise ConfigError(f"cannot write {value!r} to TOML.")
+
+
+def validation_message(exc: ValidationError) -> str:
+    """One sentence for a pydantic ValidationError of RunConfig."""
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "run configuration"
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "is not a run option (see `analyse profile --help` for the options)"
+        elif err["type"] == "literal_error":
+            msg = msg.replace("Input should be", "allowed values are")
+        parts.append(f"{loc}: {msg}")
+    return "; ".join(parts) + "."
+
+
+# ----------------------------------------------------------------------------------------------
+# Command-line flags (shared by `analyse profile` and the GUI)
+# ----------------------------------------------------------------------------------------------
+
+#: Short aliases for common flags.
+FLAG_ALIASES: dict[str, tuple[str, ...]] = {
+    "micro_batch_size": ("--batch-size", "--micro-batch"),
+    "gradient_accumulation": ("--ga",),
+    "device_iterations": ("--di",),
+    "replication_factor": ("--replicas",),
+    "num_ipus": ("--ipus",),
+}
+
+
+def add_config_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add one ``--option`` per RunConfig field (defaults suppressed: only given flags count)."""
+    group = parser.add_argument_group("run options (override the run config file)")
+    for name, field in RunConfig.model_fields.items():
+        flag = "--" + name.replace("_", "-")
+        flags = (flag, *FLAG_ALIASES.get(name, ()))
+        help_text = (field.description or "").replace("%", "%%")
+        ann = field.annotation
+        choices = _literal_choices(ann)
+        kw: dict[str, Any] = dict(dest=name, default=argparse.SUPPRESS, help=help_text)
+        if name == "target_overrides":
+            group.add_argument(
+                "--target-override",
+                dest=name,
+                action="append",
+                metavar="KEY=VALUE",
+                default=argparse.SUPPRESS,
+                help="Override one target parameter, e.g. clock_hz=1.6e9 (repeatable).",
+            )
+            continue
+        if ann is bool:
+            group.add_argument(*flags, action=argparse.BooleanOptionalAction, **kw)
+        elif choices:
+            group.add_argument(*flags, choices=choices, **kw)
+        elif name in ("split_points", "recompute_checkpoints"):
+            group.add_argument(*flags, metavar="LAYER[,LAYER...]", type=_csv, **kw)
+        elif ann in (int, int | None):
+            group.add_argument(*flags, type=int, metavar="N", **kw)
+        elif ann in (float, float | None):
+            group.add_argument(*flags, type=float, metavar="X", **kw)
+        else:
+            group.add_argument(*flags, type=str, **kw)
+
+
+def _csv(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def _literal_choices(ann: Any) -> tuple[str, ...] | None:
+    from typing import get_args, get_origin
+
+    if get_origin(ann) is Literal:
+        return tuple(get_args(ann))
+    return None
+
+
+def _parse_override(text: str) -> tuple[str, Any]:
+    if "=" not in text:
+        raise ConfigError(f"--target-override: expected KEY=VALUE, got {text!r}.")
+    key, value = text.split("=", 1)
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError:
+        parsed = value
+    return key.strip(), parsed
+
+
+def config_from_args(args: argparse.Namespace, base: RunConfig | dict | None = None) -> RunConfig:
+    """Build a RunConfig from the flags given (over ``base``: a config, dict, or defaults)."""
+    if isinstance(base, RunConfig):
+        data = base.to_dict()
+    else:
+        data = dict(base or {})
+    for name in RunConfig.model_fields:
+        if hasattr(args, name):
+            value = getattr(args, name)
+            if name == "target_overrides":
+                merged = dict(data.get("target_overrides") or {})
+                merged.update(dict(_parse_override(v) for v in value))
+                value = merged
+            data[name] = value
+    return RunConfig.from_dict(data)
+
+
+__all__ = [
+    "DEFAULT_CLASSES",
+    "MODEL_NAMES",
+    "RunConfig",
+    "add_config_arguments",
+    "config_from_args",
+    "validation_message",
+]

@@ -1,0 +1,24 @@
+"""Expected engine errors: each carries one sentence naming the problem (no traceback shown)."""
+
+from __future__ import annotations
+
+from profiles.errors import UserFacingError
+
+
+class EngineError(UserFacingError):
+    """Base of the engine's expected errors."""
+
+
+class ConfigError(EngineError):
+    """A run configuration is invalid or impossible (names the field and the allowed values)."""
+
+
+class TargetError(EngineError):
+    """A hardware target name or a target override is invalid."""
+
+
+class ModelError(EngineError):
+    """A model cannot be built with the given parameters."""
+
+
+__all__ = ["ConfigError", "EngineError", "ModelError", "TargetError"]
