@@ -16,3 +16,11 @@ class UserFacingError(Exception):
 
 class ProfileError(UserFacingError):
     """A profile file cannot be read: missing, not HDF5, truncated, wrong schema or version."""
+
+
+class ProfileWriteError(UserFacingError):
+    """A profile cannot be written: refused overwrite, missing folder, no permission, disk full."""
+
+
+class SchemaMismatchError(ProfileWriteError):
+    """The data handed to the writer does not match the schema (missing field, wrong shape...)."""

@@ -539,6 +539,15 @@ EXECUTION = Group(
             (None,),
             "Start cycle of each host call (device-iteration run), for splitting long traces.",
         ),
+        _d(
+            "max_step_cycles",
+            "int64",
+            ("ipus",),
+            "Longest executed step of each IPU, so a time-window query can widen its search to "
+            "steps that start before the window and overlap it. Filled in by the writer.",
+            unit="cycles",
+            required=False,
+        ),
         _a(
             "total_cycles",
             "int64",

@@ -1,0 +1,615 @@
+"""Reading profiles lazily (the libpva role).
+
+``open_profile(path)`` reads only metadata: root and /meta attributes, the /execution totals and
+the shapes of the datasets. Everything else is read on demand, and only the rows asked for::
+
+    with open_profile("run.h5") as p:
+        print(p.status, p.num_ipus, p.tiles_per_ipu, p.execution_totals())
+        ops = p.table("/graph/operations", decode=True)         # pandas DataFrame
+        total = p.array("/memory/total")                          # numpy (ipus, tiles)
+        first = p.steps(ipu=0, rows=slice(0, 10_000))             # DataFrame, index = row ids
+        window = p.step_window(1, 2_000_000, 2_100_000)           # steps overlapping a window
+        cyc = p.tile_cycles(first["program"].unique())            # (programs, tiles)
+
+Every failure to open raises :class:`profiles.errors.ProfileError` with one sentence naming the
+file and the problem.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterable, Sequence
+from functools import cached_property
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import h5py
+import numpy as np
+
+from profiles import schema
+from profiles._layout import MAX_IPUS, MAX_ROWS, MAX_TILES, dtype_ok
+from profiles.errors import ProfileError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+STEPS = "/execution/steps"
+
+
+def _read_error(path: Path, exc: BaseException) -> ProfileError:
+    """Turn an exception raised while opening into one sentence naming the file."""
+    text = str(exc)
+    low = text.lower()
+    if "truncated" in low or "eof" in low:
+        msg = "is truncated (it ends before the data it declares; was the write interrupted?)"
+    elif "signature" in low or "not an hdf5" in low or "file format" in low:
+        msg = "is not an HDF5 file"
+    elif isinstance(exc, PermissionError) or "permission" in low:
+        msg = "cannot be read: permission denied"
+    elif "bad object header" in low or "corrupt" in low or "checksum" in low:
+        msg = "is corrupt (damaged HDF5 structures)"
+    else:
+        msg = f"cannot be read ({text.strip().rstrip('.') or type(exc).__name__})"
+    return ProfileError(f"profile {path} {msg}.")
+
+
+def check_openable(path: Path) -> None:
+    """Raise ProfileError when ``path`` is clearly not an openable HDF5 file (cheap checks)."""
+    if not path.exists():
+        raise ProfileError(f"profile {path} does not exist.")
+    if path.is_dir():
+        raise ProfileError(f"profile {path} is a folder, not a profile file.")
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+    except PermissionError:
+        raise ProfileError(f"profile {path} cannot be read: permission denied.") from None
+    except OSError as exc:
+        raise ProfileError(f"profile {path} cannot be read: {exc.strerror or exc}.") from None
+    if not head:
+        raise ProfileError(f"profile {path} is empty (0 bytes).")
+    if head != HDF5_SIGNATURE and not h5py.is_hdf5(str(path)):
+        raise ProfileError(
+            f"profile {path} is not an HDF5 file (it does not start with the HDF5 signature)."
+        )
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _as_int(name: str, value: Any, path: Path) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise ProfileError(f"profile {path}: /meta attribute {name!r} is not an integer.")
+    return int(value)
+
+
+class Profile:
+    """An open profile. Cheap to open; reads data only when asked. Close it (or use ``with``)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        check_openable(self.path)
+        try:
+            self._h5 = h5py.File(self.path, "r", rdcc_nbytes=8 * 1024 * 1024)
+        except Exception as exc:
+            raise _read_error(self.path, exc) from None
+        try:
+            self._read_metadata()
+        except ProfileError:
+            self._h5.close()
+            raise
+        except Exception as exc:
+            self._h5.close()
+            raise _read_error(self.path, exc) from None
+        self._starts: dict[int, np.ndarray] = {}
+
+    # -- metadata -------------------------------------------------------------------------------
+    def _read_metadata(self) -> None:
+        root = {k: _decode(v) for k, v in self._h5.attrs.items()}
+        fmt = root.get("format")
+        if fmt != schema.FORMAT_NAME:
+            what = "has no 'format' attribute" if fmt is None else f"has format {fmt!r}"
+            raise ProfileError(
+                f"profile {self.path} is not an IPU profile (the file {what}, "
+                f"expected {schema.FORMAT_NAME!r})."
+            )
+        try:
+            version = schema.parse_version(str(root.get("format_version", "")))
+        except ValueError:
+            raise ProfileError(
+                f"profile {self.path} has an unreadable format version "
+                f"{root.get('format_version')!r} (expected 'major.minor')."
+            ) from None
+        if version[0] != schema.FORMAT_VERSION[0]:
+            newer = "a newer" if version[0] > schema.FORMAT_VERSION[0] else "an older"
+            raise ProfileError(
+                f"profile {self.path} uses {newer} profile format "
+                f"{schema.version_string(version)}; this build reads profile format "
+                f"{schema.FORMAT_VERSION[0]}.x."
+            )
+        self.version: tuple[int, int] = version
+        self.root_attrs: dict[str, Any] = root
+        if "meta" not in self._h5:
+            raise ProfileError(f"profile {self.path} has no /meta group.")
+        meta = {k: _decode(v) for k, v in self._h5["meta"].attrs.items()}
+        for name in ("status", "num_ipus", "tiles_per_ipu"):
+            if name not in meta:
+                raise ProfileError(f"profile {self.path}: /meta attribute {name!r} is missing.")
+        self.meta: dict[str, Any] = meta
+        self.num_ipus = _as_int("num_ipus", meta["num_ipus"], self.path)
+        self.tiles_per_ipu = _as_int("tiles_per_ipu", meta["tiles_per_ipu"], self.path)
+        if not 0 < self.num_ipus <= MAX_IPUS:
+            raise ProfileError(f"profile {self.path} claims {self.num_ipus} IPUs, an absurd size.")
+        if not 0 < self.tiles_per_ipu <= MAX_TILES:
+            raise ProfileError(
+                f"profile {self.path} claims {self.tiles_per_ipu} tiles per IPU, an absurd size."
+            )
+        self.status: str = str(meta["status"])
+        self.has_execution: bool = "execution" in self._h5 and "steps" in self._h5["execution"]
+        self._exec_attrs = (
+            {k: _decode(v) for k, v in self._h5["execution"].attrs.items()}
+            if "execution" in self._h5
+            else {}
+        )
+        if self.has_execution:
+            off = self._dataset("/execution/ipu_offsets")
+            if off.shape != (self.num_ipus + 1,):
+                raise ProfileError(
+                    f"profile {self.path}: /execution/ipu_offsets has shape {off.shape}, "
+                    f"expected ({self.num_ipus + 1},)."
+                )
+            self.ipu_offsets: np.ndarray = off[()].astype(np.int64)
+            n = self.n_rows(STEPS)
+            if (
+                self.ipu_offsets[0] != 0
+                or self.ipu_offsets[-1] != n
+                or np.any(np.diff(self.ipu_offsets) < 0)
+            ):
+                raise ProfileError(
+                    f"profile {self.path}: /execution/ipu_offsets {self.ipu_offsets.tolist()} "
+                    f"does not split the {n} executed steps."
+                )
+        else:
+            self.ipu_offsets = np.zeros(self.num_ipus + 1, dtype=np.int64)
+
+    @property
+    def format_version(self) -> str:
+        return schema.version_string(self.version)
+
+    @property
+    def engine_version(self) -> str:
+        return str(self.root_attrs.get("engine_version", "unknown"))
+
+    @property
+    def created(self) -> str:
+        return str(self.root_attrs.get("created", ""))
+
+    @cached_property
+    def run_config(self) -> dict[str, Any]:
+        """The run configuration (decoded JSON)."""
+        return self._json_attr("run_config")
+
+    @cached_property
+    def target(self) -> dict[str, Any]:
+        """The hardware target (decoded JSON)."""
+        return self._json_attr("target")
+
+    @cached_property
+    def notes(self) -> list[str]:
+        return self._json_attr("notes", []) if "notes" in self.meta else []
+
+    @cached_property
+    def enums(self) -> dict[str, tuple[str, ...]]:
+        """Enumerations stored in the file (falls back to this build's)."""
+        raw = self.root_attrs.get("enums")
+        try:
+            stored = json.loads(raw) if isinstance(raw, str) else {}
+        except ValueError:
+            stored = {}
+        out = {k: tuple(v) for k, v in schema.ENUMS.items()}
+        out.update({k: tuple(v) for k, v in stored.items() if isinstance(v, list)})
+        return out
+
+    def _json_attr(self, name: str, default: Any = None) -> Any:
+        raw = self.meta.get(name)
+        if raw is None:
+            if default is not None:
+                return default
+            raise ProfileError(f"profile {self.path}: /meta attribute {name!r} is missing.")
+        try:
+            return json.loads(raw)
+        except (TypeError, ValueError):
+            raise ProfileError(
+                f"profile {self.path}: /meta attribute {name!r} is not valid JSON."
+            ) from None
+
+    @property
+    def model(self) -> str:
+        return str(self.meta.get("model", ""))
+
+    @property
+    def replicas(self) -> int:
+        return int(self.meta.get("replicas", 1))
+
+    @property
+    def sram_per_tile(self) -> int:
+        return int(self.meta.get("sram_per_tile", 0))
+
+    @property
+    def clock_hz(self) -> float:
+        return float(self.meta.get("clock_hz", 0.0))
+
+    @property
+    def samples_per_step(self) -> int:
+        return int(self.meta.get("samples_per_step", 0))
+
+    @property
+    def is_oom(self) -> bool:
+        return self.status == "oom"
+
+    @property
+    def n_steps(self) -> int:
+        """Executed steps over all IPUs (0 without an execution)."""
+        return int(self.ipu_offsets[-1])
+
+    def execution_totals(self) -> dict[str, Any]:
+        """The /execution attributes (total_cycles, samples, throughput...) as a dict."""
+        return dict(self._exec_attrs)
+
+    @cached_property
+    def sizes(self) -> dict[str, int]:
+        """Rows of every table present (from dataset shapes; nothing is read)."""
+        out = {}
+        for g in schema.GROUPS:
+            if g.table and g.path.lstrip("/") in self._h5:
+                out[g.path] = self.n_rows(g.path)
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        """A small summary from metadata plus the per-tile memory totals (tiny arrays)."""
+        out: dict[str, Any] = {
+            "path": str(self.path),
+            "format_version": self.format_version,
+            "engine_version": self.engine_version,
+            "model": self.model,
+            "status": self.status,
+            "num_ipus": self.num_ipus,
+            "tiles_per_ipu": self.tiles_per_ipu,
+            "replicas": self.replicas,
+            "sram_per_tile": self.sram_per_tile,
+            "clock_hz": self.clock_hz,
+            "n_steps": self.n_steps,
+            "sizes": self.sizes,
+        }
+        if "memory" in self._h5 and "total" in self._h5["memory"]:
+            total = self.array("/memory/total")
+            gaps = self.array("/memory/gaps") if "gaps" in self._h5["memory"] else 0 * total
+            used = total + gaps
+            out["memory_per_ipu"] = used.sum(axis=1).tolist()
+            out["max_tile_memory"] = int(used.max()) if used.size else 0
+            out["oom_tiles"] = int((used > self.sram_per_tile).sum()) if self.sram_per_tile else 0
+        out.update(self.execution_totals())
+        return out
+
+    # -- generic access -------------------------------------------------------------------------
+    def __contains__(self, path: str) -> bool:
+        return path.strip("/") in self._h5 if path.strip("/") else True
+
+    def _dataset(self, path: str) -> h5py.Dataset:
+        key = path.strip("/")
+        try:
+            obj = self._h5[key]
+        except KeyError:
+            raise ProfileError(f"profile {self.path}: dataset {path} is missing.") from None
+        except Exception as exc:
+            raise _read_error(self.path, exc) from None
+        if not isinstance(obj, h5py.Dataset):
+            raise ProfileError(f"profile {self.path}: {path} is a group, not a dataset.")
+        gpath, _, name = ("/" + key).rpartition("/")
+        g = schema.GROUPS_BY_PATH.get(gpath or "/")
+        if g is not None:
+            try:
+                f = g.field(name)
+            except KeyError:
+                f = None
+            if f is not None and f.kind != "attribute":
+                if not dtype_ok(f.dtype, obj.dtype, exact=False) and not (
+                    f.dtype == "str" and h5py.check_string_dtype(obj.dtype)
+                ):
+                    raise ProfileError(
+                        f"profile {self.path}: dataset {path} has type {obj.dtype}, "
+                        f"expected {f.dtype}."
+                    )
+                if f.dtype == "str" and h5py.check_string_dtype(obj.dtype) is None:
+                    raise ProfileError(
+                        f"profile {self.path}: dataset {path} has type {obj.dtype}, expected str."
+                    )
+                if len(obj.shape) != len(f.shape):
+                    raise ProfileError(
+                        f"profile {self.path}: dataset {path} has shape {obj.shape}, "
+                        f"expected {len(f.shape)} dimension(s)."
+                    )
+        if obj.shape and obj.shape[0] > MAX_ROWS:
+            raise ProfileError(
+                f"profile {self.path}: dataset {path} claims {obj.shape[0]} rows, an absurd size."
+            )
+        return obj
+
+    def _read(self, ds: h5py.Dataset, sel: Any = ()) -> np.ndarray:
+        if isinstance(sel, _Reindexed):
+            return self._read(ds, sel.uniq)[sel.inverse]
+        if isinstance(sel, np.ndarray) and sel.size == 0:
+            sel = slice(0, 0)
+        try:
+            if h5py.check_string_dtype(ds.dtype) is not None:
+                out = ds.asstr()[sel]
+                return np.asarray(out, dtype=object)
+            return ds[sel]
+        except (OSError, RuntimeError) as exc:
+            raise ProfileError(
+                f"profile {self.path}: dataset {ds.name} cannot be read ({exc})."
+            ) from None
+
+    def array(self, path: str, sel: Any = ()) -> np.ndarray:
+        """A dataset (or a selection of it: ``sel`` as for numpy, read on demand) as numpy."""
+        return self._read(self._dataset(path), sel)
+
+    def shape(self, path: str) -> tuple[int, ...]:
+        return tuple(self._dataset(path).shape)
+
+    def n_rows(self, table: str) -> int:
+        """Rows of a table (from the shape of its first column; nothing is read)."""
+        g = self._table_decl(table)
+        for c in g.columns:
+            key = f"{g.path}/{c.name}".strip("/")
+            if key in self._h5:
+                return int(self._dataset(f"{g.path}/{c.name}").shape[0])
+        raise ProfileError(f"profile {self.path}: table {table} has no columns.")
+
+    def _table_decl(self, table: str) -> schema.Group:
+        tp = "/" + table.strip("/")
+        g = schema.GROUPS_BY_PATH.get(tp)
+        if g is None or not g.table:
+            raise ProfileError(f"{tp} is not a table of the profile schema.")
+        if tp.strip("/") not in self._h5:
+            raise ProfileError(f"profile {self.path} has no table {tp}.")
+        return g
+
+    def table(
+        self,
+        path: str,
+        columns: Sequence[str] | None = None,
+        rows: slice | np.ndarray | Sequence[int] | None = None,
+        *,
+        decode: bool = False,
+    ) -> pd.DataFrame:
+        """A table (or some of its columns / rows) as a pandas DataFrame.
+
+        ``rows``: a slice (read on demand) or an array of row indices. The DataFrame index holds
+        the row numbers within the table. ``decode=True`` turns enumerated columns into pandas
+        Categoricals with the enumeration's names.
+        """
+        import pandas as pd
+
+        g = self._table_decl(path)
+        n = self.n_rows(g.path)
+        if columns is None:
+            cols = [c for c in g.columns if f"{g.path}/{c.name}".strip("/") in self._h5]
+        else:
+            cols = []
+            for name in columns:
+                try:
+                    cols.append(g.field(name))
+                except KeyError:
+                    raise ProfileError(
+                        f"table {g.path} has no column {name!r}; its columns are "
+                        f"{', '.join(c.name for c in g.columns)}."
+                    ) from None
+        sel, index = _row_selection(rows, n)
+        data = {}
+        for c in cols:
+            ds = self._dataset(f"{g.path}/{c.name}")
+            if ds.shape[0] != n:
+                raise ProfileError(
+                    f"profile {self.path}: column {g.path}/{c.name} has {ds.shape[0]} rows, "
+                    f"the table has {n}."
+                )
+            values = self._read(ds, sel)
+            if decode and c.enum is not None:
+                values = _categorical(values, self.enums[c.enum])
+            data[c.name] = values
+        return pd.DataFrame(data, index=pd.RangeIndex(0, 0) if index is None else index)
+
+    # -- executed steps -------------------------------------------------------------------------
+    def _require_execution(self) -> None:
+        if not self.has_execution:
+            raise ProfileError(
+                f"profile {self.path} has no execution (status {self.status!r}): "
+                "the program did not fit, so nothing ran."
+            )
+
+    def ipu_rows(self, ipu: int) -> tuple[int, int]:
+        """Row range [start, stop) of ``ipu``'s steps in /execution/steps."""
+        self._require_execution()
+        if not 0 <= ipu < self.num_ipus:
+            raise ProfileError(f"IPU {ipu} does not exist; the profile has {self.num_ipus} IPU(s).")
+        return int(self.ipu_offsets[ipu]), int(self.ipu_offsets[ipu + 1])
+
+    def steps(
+        self,
+        ipu: int | None = None,
+        rows: slice | None = None,
+        columns: Sequence[str] | None = None,
+        *,
+        decode: bool = False,
+    ) -> pd.DataFrame:
+        """Executed steps, of one IPU (``rows`` then counts within that IPU) or of all."""
+        self._require_execution()
+        if ipu is None:
+            return self.table(STEPS, columns, rows, decode=decode)
+        lo, hi = self.ipu_rows(ipu)
+        if rows is None:
+            sl = slice(lo, hi)
+        else:
+            if not isinstance(rows, slice) or rows.step not in (None, 1):
+                raise ProfileError("steps(ipu=...) takes rows as a contiguous slice.")
+            a, b, _ = rows.indices(hi - lo)
+            sl = slice(lo + a, lo + max(a, b))
+        return self.table(STEPS, columns, sl, decode=decode)
+
+    def step_starts(self, ipu: int) -> np.ndarray:
+        """Start cycles of one IPU's steps (read once, then cached)."""
+        if ipu not in self._starts:
+            lo, hi = self.ipu_rows(ipu)
+            self._starts[ipu] = self.array(f"{STEPS}/start", slice(lo, hi))
+        return self._starts[ipu]
+
+    @cached_property
+    def max_step_cycles(self) -> np.ndarray:
+        """Longest step per IPU (stored by the writer; computed once for older files)."""
+        self._require_execution()
+        if "max_step_cycles" in self._h5["execution"]:
+            return self.array("/execution/max_step_cycles").astype(np.int64)
+        out = np.zeros(self.num_ipus, dtype=np.int64)
+        for i in range(self.num_ipus):
+            lo, hi = self.ipu_rows(i)
+            if hi > lo:
+                out[i] = int(self.array(f"{STEPS}/cycles", slice(lo, hi)).max())
+        return out
+
+    def window_rows(self, ipu: int, start_cycle: int, end_cycle: int) -> tuple[int, int]:
+        """Row range (global) of ``ipu``'s steps that may overlap [start_cycle, end_cycle)."""
+        starts = self.step_starts(ipu)
+        lo, _ = self.ipu_rows(ipu)
+        reach = int(self.max_step_cycles[ipu])
+        a = int(np.searchsorted(starts, start_cycle - reach, side="right"))
+        b = int(np.searchsorted(starts, end_cycle, side="left"))
+        return lo + a, lo + max(a, b)
+
+    def step_window(
+        self,
+        ipu: int,
+        start_cycle: int,
+        end_cycle: int,
+        columns: Sequence[str] | None = None,
+        *,
+        decode: bool = False,
+    ) -> pd.DataFrame:
+        """Steps of ``ipu`` overlapping the cycle window [start_cycle, end_cycle).
+
+        A step overlaps when it starts before ``end_cycle`` and ends after ``start_cycle``
+        (zero-length steps count when they start inside the window). Steps that start before the
+        window but reach into it are included. Only the rows in range are read.
+        """
+        a, b = self.window_rows(ipu, start_cycle, end_cycle)
+        need = None if columns is None else list(dict.fromkeys([*columns, "start", "cycles"]))
+        df = self.table(STEPS, need, slice(a, b), decode=decode)
+        s = df["start"].to_numpy()
+        keep = ((s + df["cycles"].to_numpy()) > start_cycle) | (s >= start_cycle)
+        df = df[keep]
+        return df if columns is None else df[list(columns)]
+
+    def tile_cycles(self, program_ids: Iterable[int] | np.ndarray) -> np.ndarray:
+        """Per-tile cycles of one execution of each program: shape (len(ids), tiles)."""
+        ids = np.asarray(
+            list(program_ids) if not isinstance(program_ids, np.ndarray) else program_ids
+        )
+        ids = ids.astype(np.int64).ravel()
+        ds = self._dataset("/programs/tile_cycles")
+        if ids.size and (ids.min() < 0 or ids.max() >= ds.shape[0]):
+            raise ProfileError(
+                f"program ids must be in 0..{ds.shape[0] - 1}; got {ids.min()}..{ids.max()}."
+            )
+        if ids.size == 0:
+            return np.zeros((0, ds.shape[1]), dtype=ds.dtype)
+        uniq, inverse = np.unique(ids, return_inverse=True)
+        if uniq.size > 1 and (uniq[-1] - uniq[0] + 1) <= 4 * uniq.size:
+            block = self._read(ds, slice(int(uniq[0]), int(uniq[-1]) + 1))
+            return block[ids - uniq[0]]
+        return self._read(ds, uniq)[inverse]
+
+    def cycles_by_type(self, ipu: int | None = None) -> dict[str, int]:
+        """Sum of step cycles per step type (reads two columns of the selected IPU's steps)."""
+        self._require_execution()
+        sl = slice(*self.ipu_rows(ipu)) if ipu is not None else slice(None)
+        types = self.array(f"{STEPS}/type", sl)
+        cyc = self.array(f"{STEPS}/cycles", sl)
+        names = self.enums["program_type"]
+        sums = np.bincount(types, weights=cyc, minlength=len(names))
+        return {names[i]: int(sums[i]) for i in range(len(names))}
+
+    # -- lifetime -------------------------------------------------------------------------------
+    def close(self) -> None:
+        with contextlib.suppress(Exception):  # already closed
+            self._h5.close()
+
+    def __enter__(self) -> Profile:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"Profile({str(self.path)!r}, format {self.format_version}, status {self.status!r}, "
+            f"{self.num_ipus} IPU(s) x {self.tiles_per_ipu} tiles, {self.n_steps} steps)"
+        )
+
+
+def _row_selection(rows: Any, n: int) -> tuple[Any, Any]:
+    """(h5py selection, pandas index) for a row selection of an n-row table."""
+    import pandas as pd
+
+    if rows is None:
+        return slice(None), pd.RangeIndex(0, n)
+    if isinstance(rows, slice):
+        a, b, st = rows.indices(n)
+        if st != 1:
+            idx = np.arange(a, b, st)
+            return (idx if idx.size else slice(0, 0)), pd.Index(idx)
+        b = max(a, b)
+        return slice(a, b), pd.RangeIndex(a, b)
+    idx = np.asarray(rows, dtype=np.int64).ravel()
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        raise ProfileError(f"row indices must be in 0..{n - 1}.")
+    if idx.size and np.all(np.diff(idx) > 0):
+        return idx, pd.Index(idx)
+    uniq, inv = np.unique(idx, return_inverse=True)
+    return _Reindexed(uniq, inv), pd.Index(idx)
+
+
+class _Reindexed:
+    """Marker selection: read sorted unique rows, then reorder (h5py needs increasing indices)."""
+
+    def __init__(self, uniq: np.ndarray, inverse: np.ndarray) -> None:
+        self.uniq, self.inverse = uniq, inverse
+
+
+def _categorical(codes: np.ndarray, names: tuple[str, ...]) -> Any:
+    import pandas as pd
+
+    codes = np.asarray(codes).astype(np.int64)
+    codes = np.where((codes >= 0) & (codes < len(names)), codes, -1)
+    return pd.Categorical.from_codes(codes, categories=list(names))
+
+
+def open_profile(path: str | os.PathLike[str]) -> Profile:
+    """Open a profile lazily; raises :class:`ProfileError` (one sentence) when it cannot."""
+    return Profile(path)
+
+
+__all__ = ["Profile", "check_openable", "open_profile"]
