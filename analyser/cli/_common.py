@@ -1,0 +1,60 @@
+"""Helpers shared by the analysis sub-commands (summary, insights, report, compare,
+export-trace): opening profiles with clear errors, writing output files atomically, progress."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from analyser.cli.errors import CliError
+
+
+def open_analysis(path: str | os.PathLike[str]):
+    """Open a profile as an :class:`analyser.core.Analysis` (ProfileError on a bad file)."""
+    from analyser.core import Analysis
+
+    return Analysis.open(path)
+
+
+def check_output(path: str | os.PathLike[str], inputs: list[str] | None = None) -> Path:
+    """Validate an output path: its folder exists, it is not a folder, not one of the inputs."""
+    out = Path(path)
+    if out.is_dir():
+        raise CliError(f"output {out} is a directory; give a file name.")
+    if not out.parent.exists():
+        raise CliError(f"output folder {out.parent} does not exist.")
+    for p in inputs or []:
+        with contextlib.suppress(OSError):
+            if Path(p).resolve() == out.resolve():
+                raise CliError(
+                    f"output {out} is one of the input profiles; refusing to overwrite it."
+                )
+    return out
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | os.PathLike[str], mode: str = "w") -> Iterator:
+    """Write to a temporary file in the same folder, then rename over ``path``; on error the
+    previous file (if any) is left untouched and no temporary file remains."""
+    out = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent or ".")
+    try:
+        kw = {} if "b" in mode else {"encoding": "utf-8", "newline": "\n"}
+        with os.fdopen(fd, mode, **kw) as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, out)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def console(stderr: bool = False):
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=False)

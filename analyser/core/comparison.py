@@ -1,0 +1,523 @@
+"""Comparing profiles: which run options differ and which measured differences they explain.
+
+``compare([a, b, c, ...])`` compares consecutive pairs (a->b, b->c, ...: the walkthrough's steps)
+and returns a :class:`Comparison` with, per pair, the run-option differences, plain-language
+explanations linking each difference to the measured deltas it explains (e.g. "StreamCopy received
+by IPU 0 fell 50.0%: eight_bit_input true instead of false"), the largest deltas per step type /
+IPU, per memory category, per IPU and per operation, and operations added / removed.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analyser.core.analysis import Analysis, Metrics
+from analyser.core.units import fmt_bytes, fmt_int, fmt_pct, rel_change
+from profiles import schema
+
+#: Scalar metrics shown in comparisons (key, label, kind) - kind picks the formatting.
+METRICS: tuple[tuple[str, str, str], ...] = (
+    ("oom_tiles", "OOM tiles", "int"),
+    ("peak_memory_bytes", "peak memory", "bytes"),
+    ("max_tile_memory_bytes", "fullest tile", "bytes"),
+    ("remote_buffer_bytes", "remote-buffer bytes", "bytes"),
+    ("total_cycles", "total cycles", "int"),
+    ("cycles_per_sample", "cycles per sample", "float"),
+    ("throughput_samples_per_s", "throughput (samples/s)", "float"),
+    ("compute_share", "OnTileExecute share", "share"),
+    ("ramp_share", "ramp-up + ramp-down share", "share"),
+    ("host_wait_share", "host wait (StreamCopyBegin) share", "share"),
+    ("host_round_trips", "host round trips", "int"),
+    ("streamcopy_rx_bytes", "StreamCopy received", "bytes"),
+    ("streamcopy_tx_bytes", "StreamCopy sent", "bytes"),
+    ("tile_balance", "tile balance", "share"),
+)
+
+
+def fmt_value(v: Any, kind: str) -> str:
+    if v is None:
+        return "-"
+    return {"bytes": fmt_bytes, "int": fmt_int, "share": fmt_pct, "float": lambda x: f"{x:,.1f}"}[
+        kind
+    ](v)
+
+
+def change_words(a: float | None, b: float | None) -> str:
+    """'fell 50.0%', 'rose 12.3%', 'is unchanged', 'appeared', 'went to zero'."""
+    if a is None or b is None:
+        return "is not available in both"
+    if a == b:
+        return "is unchanged"
+    if a == 0:
+        return "appeared"
+    if b == 0:
+        return "fell to zero"
+    r = (b - a) / abs(a)
+    return f"{'rose' if r > 0 else 'fell'} {abs(r) * 100:.1f}%"
+
+
+@dataclass(frozen=True)
+class ConfigDiff:
+    key: str
+    before: Any
+    after: Any
+
+    def text(self) -> str:
+        return f"{self.key} {_show(self.after)} instead of {_show(self.before)}"
+
+
+def _show(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, list):
+        return "[" + ", ".join(map(str, v)) + "]"
+    return str(v)
+
+
+@dataclass(frozen=True)
+class MetricDelta:
+    key: str
+    label: str
+    kind: str
+    before: float | None
+    after: float | None
+
+    @property
+    def delta(self) -> float | None:
+        return None if self.before is None or self.after is None else self.after - self.before
+
+    @property
+    def rel(self) -> float | None:
+        return rel_change(self.before, self.after)
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """A measured difference and the run-option difference(s) that explain it."""
+
+    text: str
+    metric: str
+    config_keys: tuple[str, ...] = ()
+    rel: float | None = None
+
+
+@dataclass
+class PairComparison:
+    """Profile ``a`` (before) against ``b`` (after)."""
+
+    a: str
+    b: str
+    config_diffs: list[ConfigDiff]
+    metrics: list[MetricDelta]
+    explanations: list[Explanation]
+    #: rows (step type, ipu): cycles before / after / delta / rel; largest |delta| first.
+    step_types: pd.DataFrame
+    #: rows category: bytes before / after / delta / rel.
+    categories: pd.DataFrame
+    #: rows ipu: memory, cycles, StreamCopy rx / tx before and after.
+    ipus: pd.DataFrame
+    #: rows operation name (present in both): total cycles before / after / delta.
+    operations: pd.DataFrame
+    ops_added: list[str] = field(default_factory=list)
+    ops_removed: list[str] = field(default_factory=list)
+    #: plain-language list of the largest deltas not explained by a run-option difference
+    other_deltas: list[str] = field(default_factory=list)
+
+    def metric(self, key: str) -> MetricDelta:
+        for m in self.metrics:
+            if m.key == key:
+                return m
+        raise KeyError(key)
+
+    def to_dict(self) -> dict[str, Any]:
+        def df(d: pd.DataFrame) -> list[dict]:
+            return [
+                {k: _plain(v) for k, v in r.items()} for r in d.reset_index().to_dict("records")
+            ]
+
+        return {
+            "a": self.a,
+            "b": self.b,
+            "config_diffs": [
+                {"key": c.key, "before": c.before, "after": c.after} for c in self.config_diffs
+            ],
+            "metrics": [
+                {
+                    "key": m.key,
+                    "label": m.label,
+                    "before": m.before,
+                    "after": m.after,
+                    "delta": m.delta,
+                    "rel": _plain(m.rel),
+                }
+                for m in self.metrics
+            ],
+            "explanations": [
+                {
+                    "text": e.text,
+                    "metric": e.metric,
+                    "config_keys": list(e.config_keys),
+                    "rel": _plain(e.rel),
+                }
+                for e in self.explanations
+            ],
+            "other_deltas": self.other_deltas,
+            "step_types": df(self.step_types),
+            "categories": df(self.categories),
+            "ipus": df(self.ipus),
+            "operations": df(self.operations),
+            "ops_added": self.ops_added,
+            "ops_removed": self.ops_removed,
+        }
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float) and not np.isfinite(v):
+        return None
+    return v
+
+
+@dataclass
+class Comparison:
+    """Several profiles: a metrics table over all of them and consecutive pair comparisons."""
+
+    names: list[str]
+    metrics: list[Metrics]
+    pairs: list[PairComparison]
+
+    def table(self) -> pd.DataFrame:
+        """Rows = METRICS labels, columns = profile names."""
+        rows = {label: [m.scalar(k) for m in self.metrics] for k, label, _ in METRICS}
+        return pd.DataFrame(rows, index=self.names).T
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"names": self.names, "pairs": [p.to_dict() for p in self.pairs]}
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+def config_diffs(a: Analysis, b: Analysis) -> list[ConfigDiff]:
+    fa, fb = _flatten(a.run_config), _flatten(b.run_config)
+    keys = sorted(set(fa) | set(fb), key=lambda k: (list(fa) + list(fb)).index(k))
+    return [ConfigDiff(k, fa.get(k), fb.get(k)) for k in keys if fa.get(k) != fb.get(k)]
+
+
+def _step_type_table(a: Analysis, b: Analysis) -> pd.DataFrame:
+    rows = []
+    ea, eb = a.execution, b.execution
+    n = max(a.target.num_ipus, b.target.num_ipus)
+    for i in range(n):
+        for j, t in enumerate(schema.PROGRAM_TYPES):
+            ca = int(ea.cycles_by_type[i, j]) if ea is not None and i < ea.num_ipus else 0
+            cb = int(eb.cycles_by_type[i, j]) if eb is not None and i < eb.num_ipus else 0
+            if ca or cb:
+                rows.append((t, i, ca, cb, cb - ca, _plain(rel_change(ca, cb))))
+    df = pd.DataFrame(rows, columns=["step_type", "ipu", "before", "after", "delta", "rel"])
+    return df.reindex(df["delta"].abs().sort_values(ascending=False).index).reset_index(drop=True)
+
+
+def _category_table(a: Analysis, b: Analysis) -> pd.DataFrame:
+    ca = a.memory.by_category.sum(axis=0)
+    cb = b.memory.by_category.sum(axis=0)
+    df = pd.DataFrame({"category": list(schema.MEMORY_CATEGORIES), "before": ca, "after": cb})
+    df["delta"] = df["after"] - df["before"]
+    df["rel"] = [_plain(rel_change(x, y)) for x, y in zip(ca, cb)]
+    df = df[(df["before"] != 0) | (df["after"] != 0)]
+    return df.reindex(df["delta"].abs().sort_values(ascending=False).index).reset_index(drop=True)
+
+
+def _ipu_table(a: Analysis, b: Analysis) -> pd.DataFrame:
+    rows = []
+    ia = {m.ipu: m for m in a.metrics.ipus}
+    ib = {m.ipu: m for m in b.metrics.ipus}
+    for i in sorted(set(ia) | set(ib)):
+        x, y = ia.get(i), ib.get(i)
+        rows.append(
+            {
+                "ipu": i,
+                "memory_before": x.memory_bytes if x else None,
+                "memory_after": y.memory_bytes if y else None,
+                "cycles_before": x.cycles if x else None,
+                "cycles_after": y.cycles if y else None,
+                "rx_before": x.streamcopy_rx_bytes if x else None,
+                "rx_after": y.streamcopy_rx_bytes if y else None,
+                "tx_before": x.streamcopy_tx_bytes if x else None,
+                "tx_after": y.streamcopy_tx_bytes if y else None,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _op_tables(
+    a: Analysis, b: Analysis, top: int = 20
+) -> tuple[pd.DataFrame, list[str], list[str]]:
+    oa = a.operations.groupby("name")["total_cycles"].sum()
+    ob = b.operations.groupby("name")["total_cycles"].sum()
+    added = sorted(set(ob.index) - set(oa.index))
+    removed = sorted(set(oa.index) - set(ob.index))
+    common = oa.index.intersection(ob.index)
+    df = pd.DataFrame({"before": oa[common], "after": ob[common]})
+    df["delta"] = df["after"] - df["before"]
+    df.index.name = "operation"
+    df = df.reindex(df["delta"].abs().sort_values(ascending=False).index).head(top)
+    return df, added, removed
+
+
+def _input_ipu(x: Analysis) -> int:
+    """The IPU receiving the most StreamCopy bytes (the first stage's IPU for inputs)."""
+    ex = x.execution
+    return int(np.argmax(ex.streamcopy_rx_bytes)) if ex is not None else 0
+
+
+def _explain(a: Analysis, b: Analysis, diffs: list[ConfigDiff]) -> list[Explanation]:
+    ma, mb = a.metrics, b.metrics
+    ea, eb = a.execution, b.execution
+    by = {d.key: d for d in diffs}
+    out: list[Explanation] = []
+
+    def why(*keys: str) -> tuple[str, tuple[str, ...]]:
+        present = [by[k] for k in keys if k in by]
+        return "; ".join(d.text() for d in present), tuple(d.key for d in present)
+
+    def add(metric: str, sentence: str, keys: tuple[str, ...], r: float | None = None) -> None:
+        reason, ks = why(*keys)
+        if reason:
+            out.append(Explanation(f"{sentence}: {reason}.", metric, ks, r))
+
+    mem_keys = (
+        "precision",
+        "micro_batch_size",
+        "recomputation",
+        "schedule",
+        "available_memory_proportion",
+        "offload_optimiser_state",
+        "optimiser",
+        "replicated_tensor_sharding",
+        "split_points",
+        "first_moment_dtype",
+        "second_moment_dtype",
+        "offload_accumulators",
+        "gradient_accumulation",
+        "io_tiles",
+        "replication_factor",
+    )
+    if ma.oom_tiles != mb.oom_tiles:
+        if mb.oom_tiles == 0:
+            s = f"the program now fits (OOM tiles fell from {ma.oom_tiles:,} to 0)"
+        elif ma.oom_tiles == 0:
+            s = f"the program no longer fits ({mb.oom_tiles:,} tiles out of memory)"
+        else:
+            s = (
+                f"OOM tiles {change_words(ma.oom_tiles, mb.oom_tiles)} "
+                f"({ma.oom_tiles:,} to {mb.oom_tiles:,})"
+            )
+        add("oom_tiles", s[0].upper() + s[1:], mem_keys, rel_change(ma.oom_tiles, mb.oom_tiles))
+    if ma.peak_memory_bytes != mb.peak_memory_bytes:
+        r = rel_change(ma.peak_memory_bytes, mb.peak_memory_bytes)
+        if r is not None and abs(r) >= 0.01:
+            add(
+                "peak_memory_bytes",
+                f"Peak memory {change_words(ma.peak_memory_bytes, mb.peak_memory_bytes)} "
+                f"({fmt_bytes(ma.peak_memory_bytes)} to {fmt_bytes(mb.peak_memory_bytes)})",
+                mem_keys,
+                r,
+            )
+    if ea is None and eb is not None:
+        add(
+            "total_cycles",
+            "It now executes (the first profile did not fit, so it has no execution)",
+            mem_keys,
+        )
+        return out
+    if ea is None or eb is None:
+        return out
+
+    # compute share / ramp share / cycles per sample
+    if "gradient_accumulation" in by:
+        add(
+            "compute_share",
+            f"OnTileExecute share of cycles {change_words(ma.compute_share, mb.compute_share)} "
+            f"({fmt_pct(ma.compute_share)} to {fmt_pct(mb.compute_share)})",
+            ("gradient_accumulation",),
+            rel_change(ma.compute_share, mb.compute_share),
+        )
+        if (ma.ramp_share or 0) or (mb.ramp_share or 0):
+            add(
+                "ramp_share",
+                f"Pipeline ramp-up + ramp-down share {change_words(ma.ramp_share, mb.ramp_share)} "
+                f"({fmt_pct(ma.ramp_share)} to {fmt_pct(mb.ramp_share)})",
+                ("gradient_accumulation",),
+                rel_change(ma.ramp_share, mb.ramp_share),
+            )
+    if "device_iterations" in by:
+        ra, rb = ea.round_trips_per_sample, eb.round_trips_per_sample
+        add(
+            "host_round_trips",
+            f"Host round trips per sample {change_words(ra, rb)} ({ra:.4f} to {rb:.4f})",
+            ("device_iterations",),
+            rel_change(ra, rb),
+        )
+    io_keys = ("eight_bit_input", "micro_batch_size", "gradient_accumulation", "device_iterations")
+    i = _input_ipu(b)
+    rxa, rxb = (
+        int(ea.streamcopy_rx_bytes[i]) if i < ea.num_ipus else 0,
+        int(eb.streamcopy_rx_bytes[i]),
+    )
+    if rxa != rxb:
+        add(
+            "streamcopy_rx_bytes",
+            f"StreamCopy received by IPU {i} {change_words(rxa, rxb)} "
+            f"({fmt_bytes(rxa)} to {fmt_bytes(rxb)})",
+            io_keys,
+            rel_change(rxa, rxb),
+        )
+    if "eight_bit_input" in by and ea.samples and eb.samples:
+        ha, hb = ea.host_seconds / ea.samples, eb.host_seconds / eb.samples
+        if ha != hb:
+            add(
+                "host_seconds",
+                f"Host time per sample {change_words(ha, hb)} "
+                f"({ha * 1e6:.2f} µs to {hb * 1e6:.2f} µs)",
+                ("eight_bit_input",),
+                rel_change(ha, hb),
+            )
+    wait_keys = (
+        "loader_mode",
+        "loader_workers",
+        "prefetch_depth",
+        "eight_bit_input",
+        "host_preprocess_us_per_sample",
+        "io_tiles",
+        "device_iterations",
+    )
+    if ma.host_wait_share != mb.host_wait_share and any(k in by for k in wait_keys):
+        add(
+            "host_wait_share",
+            f"Host wait (StreamCopyBegin) share {change_words(ma.host_wait_share, mb.host_wait_share)} "
+            f"({fmt_pct(ma.host_wait_share)} to {fmt_pct(mb.host_wait_share)})",
+            wait_keys,
+            rel_change(ma.host_wait_share, mb.host_wait_share),
+        )
+    if "offload_optimiser_state" in by or "offload_accumulators" in by:
+        d = schema.DESTINATIONS.index("remoteBuffer")
+        xa = int(ea.streamcopy_rx_by_dest[:, d].sum() + ea.streamcopy_tx_by_dest[:, d].sum())
+        xb = int(eb.streamcopy_rx_by_dest[:, d].sum() + eb.streamcopy_tx_by_dest[:, d].sum())
+        add(
+            "remote_buffer_bytes",
+            f"Remote-buffer StreamCopy bytes {change_words(xa, xb)} "
+            f"({fmt_bytes(xa)} to {fmt_bytes(xb)})",
+            ("offload_optimiser_state", "offload_accumulators"),
+            rel_change(xa, xb),
+        )
+    if "replication_factor" in by:
+        ga_, gb_ = (
+            a.memory.category_totals()["globalExchangeCode"],
+            b.memory.category_totals()["globalExchangeCode"],
+        )
+        add(
+            "globalExchangeCode",
+            f"Global exchange code {change_words(ga_, gb_)} ({fmt_bytes(ga_)} to {fmt_bytes(gb_)})",
+            ("replication_factor",),
+            rel_change(ga_, gb_),
+        )
+    if "split_points" in by and ea.stage_cycles.size and eb.stage_cycles.size:
+        add(
+            "stage_imbalance",
+            f"Longest / mean stage went from {ea.stage_imbalance:.2f} to {eb.stage_imbalance:.2f}",
+            ("split_points",),
+        )
+    perf_keys = tuple(d.key for d in diffs)
+    if ma.cycles_per_sample != mb.cycles_per_sample:
+        add(
+            "cycles_per_sample",
+            f"Cycles per sample {change_words(ma.cycles_per_sample, mb.cycles_per_sample)} "
+            f"({fmt_int(ma.cycles_per_sample)} to {fmt_int(mb.cycles_per_sample)})",
+            perf_keys,
+            rel_change(ma.cycles_per_sample, mb.cycles_per_sample),
+        )
+    if ma.throughput_samples_per_s != mb.throughput_samples_per_s:
+        add(
+            "throughput_samples_per_s",
+            f"Throughput {change_words(ma.throughput_samples_per_s, mb.throughput_samples_per_s)} "
+            f"({ma.throughput_samples_per_s:,.1f} to {mb.throughput_samples_per_s:,.1f} "
+            "samples/s)",
+            perf_keys,
+            rel_change(ma.throughput_samples_per_s, mb.throughput_samples_per_s),
+        )
+    return out
+
+
+def compare_pair(a: Analysis, b: Analysis) -> PairComparison:
+    diffs = config_diffs(a, b)
+    ma, mb = a.metrics, b.metrics
+    metrics = [
+        MetricDelta(k, label, kind, ma.scalar(k), mb.scalar(k)) for k, label, kind in METRICS
+    ]
+    steps = _step_type_table(a, b)
+    cats = _category_table(a, b)
+    ops, added, removed = _op_tables(a, b)
+    expl = _explain(a, b, diffs)
+    other = []
+    for r in steps.head(3).itertuples():
+        if r.delta:
+            other.append(
+                f"{r.step_type} on IPU {r.ipu} {change_words(r.before, r.after)} "
+                f"({fmt_int(r.before)} to {fmt_int(r.after)} cycles)"
+            )
+    for r in cats.head(3).itertuples():
+        if r.delta:
+            other.append(
+                f"{r.category} memory {change_words(r.before, r.after)} "
+                f"({fmt_bytes(r.before)} to {fmt_bytes(r.after)})"
+            )
+    for name, r in ops.head(3).iterrows():
+        if r["delta"]:
+            other.append(
+                f"operation {name} {change_words(r['before'], r['after'])} "
+                f"({fmt_int(r['before'])} to {fmt_int(r['after'])} cycles)"
+            )
+    if added:
+        other.append(f"{len(added)} operations added (e.g. {', '.join(added[:3])})")
+    if removed:
+        other.append(f"{len(removed)} operations removed (e.g. {', '.join(removed[:3])})")
+    return PairComparison(
+        a.name,
+        b.name,
+        diffs,
+        metrics,
+        expl,
+        steps,
+        cats,
+        _ipu_table(a, b),
+        ops,
+        added,
+        removed,
+        other,
+    )
+
+
+def compare(analyses: list[Analysis]) -> Comparison:
+    """Compare two or more profiles (consecutive pairs)."""
+    if len(analyses) < 2:
+        raise ValueError("compare needs at least two profiles")
+    pairs = [compare_pair(x, y) for x, y in itertools.pairwise(analyses)]
+    return Comparison([x.name for x in analyses], [x.metrics for x in analyses], pairs)

@@ -1,0 +1,305 @@
+"""Execution statistics: one chunked pass over /execution/steps.
+
+Everything the CLI, the reports and the GUI show about the execution (cycles and counts by step
+type per IPU, tile balance, StreamCopy bytes by direction and destination, pipeline phases, stage
+load, host round trips, cycles per program and per operation) comes from a single pass over the
+step table, read in row chunks and aggregated with ``np.bincount``. The result is cached by
+:class:`analyser.core.Analysis`, so the step table is read at most once per open profile.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from analyser.core.source import Source
+from profiles import schema
+
+STEP_TYPES = schema.PROGRAM_TYPES
+PHASES = schema.PHASES
+DESTINATIONS = schema.DESTINATIONS
+_NT = len(STEP_TYPES)
+_NP = len(PHASES)
+_ND = len(DESTINATIONS)
+_T = {name: i for i, name in enumerate(STEP_TYPES)}
+STREAM_TYPES = tuple(_T[n] for n in ("StreamCopyBegin", "StreamCopyMid", "StreamCopyEnd"))
+#: Wall-clock precedence of phases: while any IPU fills or flushes the pipeline the run is in
+#: ramp-up / ramp-down, then the weight update, then the main phase, then host-only time.
+PHASE_PRECEDENCE = ("rampUp", "rampDown", "weightUpdate", "main", "host", "none")
+COLUMNS = (
+    "program",
+    "ipu",
+    "start",
+    "cycles",
+    "type",
+    "stage",
+    "phase",
+    "bytes_in",
+    "bytes_out",
+    "dest",
+)
+
+
+@dataclass
+class ExecutionSummary:
+    """Aggregated execution statistics of one profile (arrays indexed by IPU first).
+
+    Cycle figures are tile-clock cycles; ``clock_hz`` turns them into seconds.
+    """
+
+    num_ipus: int
+    clock_hz: float
+    n_steps: int
+    #: Cycles of the whole run (all IPUs, host waits included) and cycles the IPUs were busy.
+    total_cycles: int
+    device_cycles: int
+    host_seconds: float
+    samples: int
+    cycles_per_sample: float
+    throughput_samples_per_s: float
+    #: Host calls (device-iteration runs) in the profile.
+    host_round_trips: int
+    #: [ipus, step types]: summed cycles and number of executed steps per type.
+    cycles_by_type: np.ndarray
+    count_by_type: np.ndarray
+    #: [ipus, step types]: cycle-weighted mean tile balance of the steps of each type.
+    tile_balance_by_type: np.ndarray
+    #: [ipus]: cycle-weighted tile balance of the OnTileExecute (compute) steps.
+    tile_balance: np.ndarray
+    #: [ipus, destinations]: StreamCopy bytes received (host -> IPU) and sent (IPU -> host).
+    streamcopy_rx_by_dest: np.ndarray
+    streamcopy_tx_by_dest: np.ndarray
+    #: [ipus]: GlobalExchange (IPU-to-IPU) bytes received and sent.
+    global_exchange_rx: np.ndarray
+    global_exchange_tx: np.ndarray
+    #: [ipus, phases]: busy cycles per phase on each IPU.
+    phase_cycles: np.ndarray
+    #: [ipus, step types, phases]: busy cycles by step type and phase.
+    cycles_by_type_phase: np.ndarray
+    #: [ipus, destinations]: StreamCopyMid cycles receiving (rx) and sending (tx) per destination.
+    mid_rx_cycles_by_dest: np.ndarray
+    mid_tx_cycles_by_dest: np.ndarray
+    #: [phases]: wall-clock cycles of each phase; a moment where IPUs run steps of different
+    #: phases counts once, for the phase first in PHASE_PRECEDENCE (the shares sum to <= 1).
+    phase_wall_cycles: np.ndarray
+    #: [stages]: busy cycles per pipeline stage (all IPUs), and the compute (OnTileExecute) part.
+    stage_cycles: np.ndarray
+    stage_compute_cycles: np.ndarray
+    #: [ipus]: cycle at which each IPU's last step ends.
+    span_cycles: np.ndarray
+    #: [programs]: total cycles and executions of each program over the run.
+    program_cycles: np.ndarray = field(repr=False)
+    program_executions: np.ndarray = field(repr=False)
+
+    # -- derived figures -----------------------------------------------------------------------
+    @property
+    def step_types(self) -> tuple[str, ...]:
+        return STEP_TYPES
+
+    @property
+    def streamcopy_rx_bytes(self) -> np.ndarray:
+        """[ipus] StreamCopy bytes received by each IPU (all destinations)."""
+        return self.streamcopy_rx_by_dest.sum(axis=1)
+
+    @property
+    def streamcopy_tx_bytes(self) -> np.ndarray:
+        return self.streamcopy_tx_by_dest.sum(axis=1)
+
+    def type_share(self, ipu: int | None = None) -> dict[str, float]:
+        """Share of busy cycles by step type on one IPU, or over all IPUs when ``ipu`` is None."""
+        c = self.cycles_by_type.sum(axis=0) if ipu is None else self.cycles_by_type[ipu]
+        tot = float(c.sum())
+        return {t: (float(c[i]) / tot if tot else 0.0) for i, t in enumerate(STEP_TYPES[3:], 3)}
+
+    def cycles_of(self, step_type: str, ipu: int | None = None) -> int:
+        c = self.cycles_by_type[:, _T[step_type]]
+        return int(c.sum() if ipu is None else c[ipu])
+
+    def share_of(self, step_type: str, ipu: int | None = None) -> float:
+        return self.type_share(ipu).get(step_type, 0.0)
+
+    def phase_share(self) -> dict[str, float]:
+        """Wall-clock share of the run spent in each phase (ramp-up, main, ramp-down, ...)."""
+        tot = float(self.total_cycles) or 1.0
+        return {p: float(self.phase_wall_cycles[i]) / tot for i, p in enumerate(PHASES)}
+
+    @property
+    def ramp_share(self) -> float:
+        s = self.phase_share()
+        return s["rampUp"] + s["rampDown"]
+
+    @property
+    def host_wait_cycles(self) -> np.ndarray:
+        """[ipus] cycles each IPU waits for the host (StreamCopyBegin)."""
+        return self.cycles_by_type[:, _T["StreamCopyBegin"]]
+
+    @property
+    def host_wait_share(self) -> float:
+        """Largest share of the run any IPU spends waiting for the host (XProf-style grading)."""
+        if not self.total_cycles:
+            return 0.0
+        return float(self.host_wait_cycles.max()) / float(self.total_cycles)
+
+    @property
+    def compute_share(self) -> float:
+        return self.share_of("OnTileExecute")
+
+    @property
+    def round_trips_per_sample(self) -> float:
+        return self.host_round_trips / self.samples if self.samples else 0.0
+
+    @property
+    def stage_imbalance(self) -> float:
+        """Longest stage / mean stage (1.0 = balanced; 0 when there are no stages)."""
+        s = self.stage_cycles[self.stage_cycles > 0]
+        return float(s.max() / s.mean()) if s.size else 0.0
+
+
+def _union_length(starts: np.ndarray, ends: np.ndarray) -> int:
+    """Total length of the union of half-open intervals (vectorised)."""
+    if starts.size == 0:
+        return 0
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], ends[order]
+    cm = np.maximum.accumulate(e)
+    prev = np.concatenate(([np.iinfo(np.int64).min], cm[:-1]))
+    return int(np.maximum(0, cm - np.maximum(s, prev)).sum())
+
+
+def summarise_execution(src: Source) -> ExecutionSummary | None:
+    """Aggregate the whole step table of ``src`` (None when the profile has no execution)."""
+    if not src.has_execution:
+        return None
+    meta = src.meta
+    ex = src.execution_attrs
+    n_ipus = int(meta["num_ipus"])
+    clock = float(meta["clock_hz"])
+    prog_balance = src.column("/programs/nodes", "tile_balance").astype(np.float64)
+    n_prog = prog_balance.size
+
+    k = n_ipus * _NT
+    cyc = np.zeros(k, np.float64)
+    cnt = np.zeros(k, np.int64)
+    bal = np.zeros(k, np.float64)
+    rx = np.zeros(n_ipus * _ND, np.float64)
+    tx = np.zeros(n_ipus * _ND, np.float64)
+    grx = np.zeros(n_ipus, np.float64)
+    gtx = np.zeros(n_ipus, np.float64)
+    ph = np.zeros(n_ipus * _NT * _NP, np.float64)
+    mrx = np.zeros(n_ipus * _ND, np.float64)
+    mtx = np.zeros(n_ipus * _ND, np.float64)
+    mid = _T["StreamCopyMid"]
+    stage = np.zeros(1, np.float64)
+    stage_c = np.zeros(1, np.float64)
+    span = np.zeros(n_ipus, np.int64)
+    pcyc = np.zeros(n_prog, np.float64)
+    pexe = np.zeros(n_prog, np.int64)
+    seg_phase: list[np.ndarray] = []
+    seg_start: list[np.ndarray] = []
+    seg_end: list[np.ndarray] = []
+    is_stream = np.zeros(_NT, bool)
+    is_stream[list(STREAM_TYPES)] = True
+    ge = _T["GlobalExchange"]
+    ote = _T["OnTileExecute"]
+
+    for _, c in src.iter_steps(COLUMNS):
+        ipu = c["ipu"].astype(np.int64)
+        typ = c["type"].astype(np.int64)
+        cy = c["cycles"].astype(np.float64)
+        start = c["start"].astype(np.int64)
+        end = start + c["cycles"].astype(np.int64)
+        prog = c["program"].astype(np.int64)
+        it = ipu * _NT + typ
+        cyc += np.bincount(it, cy, k)
+        cnt += np.bincount(it, minlength=k)
+        bal += np.bincount(it, cy * prog_balance[prog], k)
+        pcyc += np.bincount(prog, cy, n_prog)
+        pexe += np.bincount(prog, minlength=n_prog)
+        sm = is_stream[typ]
+        idd = ipu[sm] * _ND + c["dest"][sm].astype(np.int64)
+        rx += np.bincount(idd, c["bytes_in"][sm].astype(np.float64), n_ipus * _ND)
+        tx += np.bincount(idd, c["bytes_out"][sm].astype(np.float64), n_ipus * _ND)
+        gm = typ == ge
+        grx += np.bincount(ipu[gm], c["bytes_in"][gm].astype(np.float64), n_ipus)
+        gtx += np.bincount(ipu[gm], c["bytes_out"][gm].astype(np.float64), n_ipus)
+        phase = c["phase"].astype(np.int64)
+        ph += np.bincount(it * _NP + phase, cy, n_ipus * _NT * _NP)
+        mm = typ == mid
+        idm = ipu[mm] * _ND + c["dest"][mm].astype(np.int64)
+        bi, bo, cm = c["bytes_in"][mm], c["bytes_out"][mm], cy[mm]
+        mrx += np.bincount(idm, np.where(bi > 0, cm, 0.0), n_ipus * _ND)
+        mtx += np.bincount(idm, np.where((bo > 0) & (bi == 0), cm, 0.0), n_ipus * _ND)
+        st = c["stage"].astype(np.int64)
+        sk = st >= 0
+        if sk.any():
+            ns = int(st[sk].max()) + 1
+            if ns > stage.size:
+                stage = np.pad(stage, (0, ns - stage.size))
+                stage_c = np.pad(stage_c, (0, ns - stage_c.size))
+            stage += np.bincount(st[sk], cy[sk], stage.size)
+            ck = sk & (typ == ote)
+            stage_c += np.bincount(st[ck], cy[ck], stage.size)
+        np.maximum.at(span, ipu, end)
+        # Runs of consecutive steps with one phase on one IPU become segments (few per run).
+        brk = np.flatnonzero((np.diff(phase) != 0) | (np.diff(ipu) != 0)) + 1
+        first = np.concatenate(([0], brk))
+        last = np.concatenate((brk, [phase.size])) - 1
+        seg_phase.append(phase[first])
+        seg_start.append(start[first])
+        seg_end.append(np.maximum.reduceat(end, first))
+        del last
+
+    sp = np.concatenate(seg_phase) if seg_phase else np.zeros(0, np.int64)
+    ss = np.concatenate(seg_start) if seg_start else np.zeros(0, np.int64)
+    se = np.concatenate(seg_end) if seg_end else np.zeros(0, np.int64)
+    # Partition wall-clock time: a moment belongs to the highest-precedence phase any IPU runs.
+    wall = np.zeros(_NP, np.int64)
+    covered = 0
+    chosen = np.zeros(sp.shape, bool)
+    for name in PHASE_PRECEDENCE:
+        chosen |= sp == PHASES.index(name)
+        u = _union_length(ss[chosen], se[chosen])
+        wall[PHASES.index(name)] = u - covered
+        covered = u
+
+    with np.errstate(invalid="ignore", divide="ignore"):
+        bal_t = np.where(cyc > 0, bal / np.where(cyc > 0, cyc, 1), 0.0).reshape(n_ipus, _NT)
+    cyc2 = cyc.reshape(n_ipus, _NT)
+    runs = ex.get("run_starts_count")
+    if runs is None:
+        runs = src.array("/execution/run_starts").size if src.has("/execution") else 0
+    total = int(ex.get("total_cycles", int(span.max()) if span.size else 0))
+    samples = int(ex.get("samples", 0))
+    cps = float(ex.get("cycles_per_sample", total / samples if samples else 0.0))
+    thr = float(ex.get("throughput", samples / (total / clock) if total and samples else 0.0))
+    return ExecutionSummary(
+        num_ipus=n_ipus,
+        clock_hz=clock,
+        n_steps=src.n_steps,
+        total_cycles=total,
+        device_cycles=int(ex.get("device_cycles", 0)),
+        host_seconds=float(ex.get("host_seconds", 0.0)),
+        samples=samples,
+        cycles_per_sample=cps,
+        throughput_samples_per_s=thr,
+        host_round_trips=int(runs),
+        cycles_by_type=cyc2.astype(np.int64),
+        count_by_type=cnt.reshape(n_ipus, _NT),
+        tile_balance_by_type=bal_t,
+        tile_balance=bal_t[:, ote].copy(),
+        streamcopy_rx_by_dest=rx.reshape(n_ipus, _ND).astype(np.int64),
+        streamcopy_tx_by_dest=tx.reshape(n_ipus, _ND).astype(np.int64),
+        global_exchange_rx=grx.astype(np.int64),
+        global_exchange_tx=gtx.astype(np.int64),
+        phase_cycles=ph.reshape(n_ipus, _NT, _NP).sum(axis=1).astype(np.int64),
+        cycles_by_type_phase=ph.reshape(n_ipus, _NT, _NP).astype(np.int64),
+        mid_rx_cycles_by_dest=mrx.reshape(n_ipus, _ND).astype(np.int64),
+        mid_tx_cycles_by_dest=mtx.reshape(n_ipus, _ND).astype(np.int64),
+        phase_wall_cycles=wall,
+        stage_cycles=stage.astype(np.int64) if stage.any() else np.zeros(0, np.int64),
+        stage_compute_cycles=stage_c.astype(np.int64) if stage.any() else np.zeros(0, np.int64),
+        span_cycles=span,
+        program_cycles=pcyc.astype(np.int64),
+        program_executions=pexe,
+    )

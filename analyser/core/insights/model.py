@@ -1,0 +1,90 @@
+"""Data model of an insight and of its predicted (re-simulated) effect."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+#: Metrics compared before / after a re-simulation (keys of analyser.core.Metrics).
+EFFECT_KEYS: tuple[str, ...] = (
+    "peak_memory_bytes",
+    "max_tile_memory_bytes",
+    "oom_tiles",
+    "total_cycles",
+    "cycles_per_sample",
+    "throughput_samples_per_s",
+)
+
+SEVERITIES = ("critical", "warning", "info")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A number read from the profile and where to look at it (report > item)."""
+
+    text: str
+    where: str = ""
+
+
+@dataclass
+class Effect:
+    """The predicted effect of an insight's change: the re-simulated metrics beside the
+    original ones.
+
+    ``status``: ``"fits"`` (re-simulated, fits), ``"oom"`` (re-simulated, does not fit),
+    ``"error"`` (the engine refused the changed configuration), ``"unavailable"`` (no engine or
+    the profile's run config cannot be re-simulated).
+    """
+
+    status: str
+    message: str
+    before: dict[str, float | None] = field(default_factory=dict)
+    after: dict[str, float | None] = field(default_factory=dict)
+    #: False when applying the change is not advised (it would cause or keep OOM, or is worse).
+    recommended: bool = True
+
+    def delta(self, key: str) -> float | None:
+        a, b = self.before.get(key), self.after.get(key)
+        return None if a is None or b is None else b - a
+
+    def rel(self, key: str) -> float | None:
+        a, b = self.before.get(key), self.after.get(key)
+        if a is None or b is None or a == 0:
+            return None
+        return (b - a) / abs(a)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["deltas"] = {k: self.delta(k) for k in EFFECT_KEYS}
+        return d
+
+
+@dataclass
+class Insight:
+    """One finding with its evidence, recommended run-config change, trade-off and effect."""
+
+    id: str
+    title: str
+    severity: str
+    category: str  # "memory" or "throughput"
+    summary: str
+    evidence: list[Evidence] = field(default_factory=list)
+    #: RunConfig field updates (dotted keys for nested fields); empty when no option exists.
+    change: dict[str, Any] = field(default_factory=dict)
+    trade_off: str = ""
+    effect: Effect | None = None
+    #: Rank within its category (lower first); memory tips follow the IPU memory guide's order.
+    rank: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "title": self.title,
+            "severity": self.severity,
+            "category": self.category,
+            "summary": self.summary,
+            "evidence": [asdict(e) for e in self.evidence],
+            "change": self.change,
+            "trade_off": self.trade_off,
+            "effect": self.effect.to_dict() if self.effect else None,
+        }

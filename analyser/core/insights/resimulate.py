@@ -1,0 +1,147 @@
+"""Predicted effects: re-simulate each insight's changed run config with the embedded engine.
+
+Several re-simulations run in parallel processes (``ProcessPoolExecutor``, at most ``workers``,
+2 by default on the 2-core reference machine). Each worker builds the changed
+``engine.config.RunConfig``, simulates it into a temporary profile, and reads back the same
+metrics as the original (``analyser.core.Metrics``), so before and after come from one code path.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import tempfile
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+from analyser.core.insights.model import EFFECT_KEYS, Effect, Insight
+from analyser.core.units import fmt_bytes, fmt_delta_pct
+from profiles.errors import UserFacingError
+
+ProgressFn = Callable[[int, int, str], None]
+
+
+def apply_change(run_config: dict[str, Any], change: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``run_config`` with ``change`` applied (dotted keys walk nested dicts)."""
+    out = copy.deepcopy(run_config)
+    for key, value in change.items():
+        node = out
+        parts = key.split(".")
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+        node[parts[-1]] = value
+    return out
+
+
+def simulate_metrics(run_config: dict[str, Any]) -> dict[str, Any]:
+    """Simulate ``run_config`` with the engine; return the effect metrics (runs in a worker)."""
+    from analyser.core.analysis import Analysis
+    from engine import simulate_to_file
+    from engine.config import RunConfig
+
+    cfg = RunConfig.from_dict(run_config)
+    with tempfile.TemporaryDirectory(prefix="ipu-whatif-") as tmp:
+        path = Path(tmp) / "whatif.h5"
+        simulate_to_file(cfg, path)
+        with Analysis.open(path) as a:
+            m = a.metrics
+            return {k: getattr(m, k) for k in EFFECT_KEYS}
+
+
+def _worker(run_config: dict[str, Any]) -> tuple[str, Any]:
+    try:
+        return "ok", simulate_metrics(run_config)
+    except UserFacingError as exc:
+        return "error", str(exc)
+    except Exception as exc:  # a configuration the engine rejects (pydantic) or cannot run
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return "error", msg
+
+
+def _judge(tip: Insight, before: dict[str, Any], after: dict[str, Any]) -> Effect:
+    oom_after = int(after.get("oom_tiles") or 0)
+    oom_before = int(before.get("oom_tiles") or 0)
+    eff = Effect("oom" if oom_after else "fits", "", dict(before), dict(after))
+    if oom_after and not oom_before:
+        eff.recommended = False
+        eff.message = (
+            f"not recommended: the changed configuration would not fit "
+            f"({oom_after:,} tiles out of memory)."
+        )
+    elif oom_after:
+        eff.recommended = oom_after < oom_before
+        eff.message = (
+            f"still does not fit: {oom_after:,} tiles out of memory "
+            f"(from {oom_before:,}); combine with other memory tips."
+        )
+    elif oom_before:
+        eff.message = (
+            f"fits: no tile out of memory (from {oom_before:,}); peak memory "
+            f"{fmt_bytes(after.get('peak_memory_bytes'))}."
+        )
+    else:
+        cps_a, cps_b = before.get("cycles_per_sample"), after.get("cycles_per_sample")
+        thr = fmt_delta_pct(
+            before.get("throughput_samples_per_s"), after.get("throughput_samples_per_s")
+        )
+        mem = fmt_delta_pct(before.get("peak_memory_bytes"), after.get("peak_memory_bytes"))
+        eff.message = (
+            f"throughput {thr}, cycles per sample {fmt_delta_pct(cps_a, cps_b)}, peak memory {mem}."
+        )
+        if tip.category == "throughput" and cps_a and cps_b and cps_b > cps_a * 1.001:
+            eff.recommended = False
+            eff.message = "not recommended: predicted slower; " + eff.message
+    return eff
+
+
+def predict_effects(
+    analysis, insights: list[Insight], *, workers: int = 2, progress: ProgressFn | None = None
+) -> list[Insight]:
+    """Fill ``insight.effect`` for every insight with a change (in place; also returned)."""
+    before = {k: getattr(analysis.metrics, k) for k in EFFECT_KEYS}
+    todo = [t for t in insights if t.change]
+    for t in insights:
+        if not t.change:
+            t.effect = Effect("unavailable", "no run option to re-simulate.", before, {})
+    if not todo:
+        return insights
+    base = analysis.run_config
+    if not base:
+        for t in todo:
+            t.effect = Effect(
+                "unavailable", "the profile has no run configuration to re-simulate.", before, {}
+            )
+        return insights
+    try:
+        import engine  # noqa: F401
+        from engine import simulate_to_file  # noqa: F401
+    except ImportError:
+        for t in todo:
+            t.effect = Effect("unavailable", "the engine is not available.", before, {})
+        return insights
+    n = max(1, min(workers, len(todo), os.cpu_count() or 1))
+    done = 0
+    if progress:
+        progress(0, len(todo), "")
+    with ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn")) as pool:
+        futs = {pool.submit(_worker, apply_change(base, t.change)): t for t in todo}
+        for fut in as_completed(futs):
+            tip = futs[fut]
+            status, value = fut.result()
+            if status == "ok":
+                tip.effect = _judge(tip, before, value)
+            else:
+                tip.effect = Effect(
+                    "error",
+                    f"the engine rejected the change: {value}",
+                    before,
+                    {},
+                    recommended=False,
+                )
+            done += 1
+            if progress:
+                progress(done, len(todo), tip.id)
+    return insights

@@ -1,0 +1,904 @@
+"""The insight catalogue (/work/shared/brief/insights.md): one function per insight.
+
+Each rule reads the analysis (never the raw file) and returns an :class:`Insight` or ``None``.
+Run-config field names used in recommended changes live in :data:`F`, the one place that ties
+the analyser to ``engine.config.RunConfig``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from analyser.core.analysis import Analysis
+from analyser.core.insights.model import Evidence, Insight
+from analyser.core.insights.thresholds import Thresholds
+from analyser.core.units import fmt_bytes, fmt_int, fmt_pct
+from profiles import schema
+
+#: RunConfig field names (dotted for nested models) used by recommended changes.
+F = {
+    "precision": "precision",
+    "micro_batch": "micro_batch_size",
+    "ga": "gradient_accumulation",
+    "di": "device_iterations",
+    "replicas": "replication_factor",
+    "strategy": "strategy",
+    "schedule": "schedule",
+    "splits": "split_points",
+    "recompute": "recomputation",
+    "checkpoints": "recompute_checkpoints",
+    "amp": "available_memory_proportion",
+    "offload": "offload_optimiser_state",
+    "rts": "replicated_tensor_sharding",
+    "io_tiles": "io_tiles",
+    "prefetch": "prefetch_depth",
+    "input8": "eight_bit_input",
+    "loader": "loader_mode",
+    "optimiser": "optimiser",
+    "call_overhead_us": "host_call_overhead_us",
+}
+
+
+@dataclass
+class Context:
+    a: Analysis
+    t: Thresholds
+
+    def cfg(self, key: str, default: Any = None) -> Any:
+        """Value of run-config field F[key] (dotted paths walk nested dicts)."""
+        node: Any = self.a.run_config
+        for part in F[key].split("."):
+            if not isinstance(node, dict) or part not in node:
+                return default
+            node = node[part]
+        return node
+
+    def has(self, key: str) -> bool:
+        return self.cfg(key, _MISSING) is not _MISSING
+
+    @property
+    def pipelined(self) -> bool:
+        return str(self.cfg("strategy", "")).lower().startswith("pipe")
+
+    @property
+    def n_stages(self) -> int:
+        ex = self.a.execution
+        if ex is not None and ex.stage_cycles.size:
+            return int(ex.stage_cycles.size)
+        ops = self.a.operations
+        return int(ops["stage"].max()) + 1 if len(ops) else 1
+
+    # memory by variable kind -------------------------------------------------------------------
+    def kind_bytes(self, kind: str, ipu: int | None = None) -> int:
+        v = self.a.variables
+        m = v["kind"] == kind
+        if ipu is not None:
+            m &= v["ipu"] == ipu
+        return int(v.loc[m, "bytes"].sum())
+
+    def kind_remote_bytes(self, kind: str) -> int:
+        v = self.a.variables
+        return int(v.loc[v["kind"] == kind, "remote_bytes"].sum())
+
+    @property
+    def fullest_ipu(self) -> int:
+        return int(np.argmax(self.a.memory.ipu_total()))
+
+    @property
+    def offloaded(self) -> bool:
+        """Optimiser state in remote buffers ('auto' means on when pipelined, as in Poplar)."""
+        v = self.cfg("offload", "auto")
+        if isinstance(v, bool):
+            return v
+        return v == "on" or (v == "auto" and self.pipelined)
+
+    @property
+    def memory_pressure(self) -> bool:
+        m = self.a.memory
+        return (not m.fits) or m.headroom_share < self.t.memory_headroom
+
+    def fullest_tile_where(self) -> str:
+        top = self.a.memory.top_tiles
+        if not top:
+            return "Memory Report"
+        return f"Memory Report > IPU {top[0].ipu} tile {top[0].tile}"
+
+
+_MISSING = object()
+Rule = Callable[[Context], Insight | None]
+
+
+def _memory_severity(c: Context) -> str:
+    return "critical" if not c.a.memory.fits else "warning"
+
+
+def _memory_evidence(c: Context) -> list[Evidence]:
+    m = c.a.memory
+    ev = []
+    if not m.fits:
+        per = m.oom_tiles_per_ipu()
+        ipus = ", ".join(f"IPU {i}: {int(n):,}" for i, n in enumerate(per) if n)
+        ev.append(
+            Evidence(
+                f"{m.n_oom_tiles:,} tiles out of memory ({ipus}); the fullest tile "
+                f"needs {fmt_bytes(m.max_tile_bytes)} of {fmt_bytes(m.sram_per_tile)}.",
+                c.fullest_tile_where(),
+            )
+        )
+    else:
+        ev.append(
+            Evidence(
+                f"the fullest tile has {fmt_pct(m.headroom_share)} of its SRAM free "
+                f"({fmt_bytes(m.headroom_bytes)}).",
+                c.fullest_tile_where(),
+            )
+        )
+    return ev
+
+
+# ---------------------------------------------------------------------------------------------
+# Memory (ranked as the IPU memory guide ranks them; FP16 first when the model runs in FP32)
+# ---------------------------------------------------------------------------------------------
+
+
+def use_fp16(c: Context) -> Insight | None:
+    prec = str(c.cfg("precision", ""))
+    if not c.memory_pressure or not prec.startswith("32"):
+        return None
+    w = c.kind_bytes("weight") + c.kind_bytes("activation") + c.kind_bytes("gradient")
+    ev = _memory_evidence(c)
+    ev.append(
+        Evidence(
+            f"precision {prec}: weights, activations and gradients hold {fmt_bytes(w)} in FP32.",
+            "Memory Report > Variables",
+        )
+    )
+    return Insight(
+        "memory.fp16",
+        "Use FP16 (weights, activations and partials)",
+        _memory_severity(c),
+        "memory",
+        "Running the model in FP16 halves the memory of weights, activations and gradients and "
+        "doubles the AMP rate of matmuls and convolutions.",
+        ev,
+        {F["precision"]: "16.16"},
+        "Lower numerical range: needs loss scaling, and FP32 master weights or FP32 second "
+        "moments where the optimiser is sensitive.",
+    )
+
+
+def reduce_micro_batch(c: Context) -> Insight | None:
+    mb = int(c.cfg("micro_batch", 0) or 0)
+    if not c.memory_pressure or mb < 2:
+        return None
+    ga = int(c.cfg("ga", 1) or 1)
+    act = c.kind_bytes("activation") + c.kind_bytes("stash")
+    ev = _memory_evidence(c)
+    ev.append(
+        Evidence(
+            f"micro-batch {mb}: activations and stashes hold {fmt_bytes(act)}.",
+            "Liveness Report > peak step",
+        )
+    )
+    return Insight(
+        "memory.micro_batch",
+        "Reduce the micro-batch size, raise gradient accumulation",
+        _memory_severity(c),
+        "memory",
+        f"Halving the micro-batch ({mb} to {mb // 2}) halves activation memory; doubling gradient "
+        f"accumulation ({ga} to {ga * 2}) keeps the global batch size.",
+        ev,
+        {F["micro_batch"]: mb // 2, F["ga"]: ga * 2},
+        "Smaller matmuls use the tiles less efficiently; more micro-batches per step.",
+    )
+
+
+def recomputation(c: Context) -> Insight | None:
+    rc = c.cfg("recompute", "off")
+    if not c.memory_pressure or (rc not in (None, "off", False, "none")):
+        return None
+    act = c.kind_bytes("activation") + c.kind_bytes("stash")
+    if act == 0:
+        return None
+    if c.pipelined:
+        change: dict[str, Any] = {F["recompute"]: "pipeline-stages"}
+    else:
+        names, _, _ = _layer_order(c)
+        k = max(1, int(math.sqrt(len(names))))
+        points = names[k - 1 :: k][:-1] or names[:1]
+        change = {F["recompute"]: "checkpoints", F["checkpoints"]: points}
+    ev = _memory_evidence(c)
+    ev.append(
+        Evidence(
+            f"activations and stashes kept for the backward pass: {fmt_bytes(act)}.",
+            "Liveness Report",
+        )
+    )
+    return Insight(
+        "memory.recompute",
+        "Recompute activations in the backward pass",
+        _memory_severity(c),
+        "memory",
+        "Recomputation keeps only checkpoint activations and recomputes the rest in the backward "
+        + ("pass of each pipeline stage." if c.pipelined else "pass."),
+        ev,
+        change,
+        "Extra forward cycles (up to one more forward pass).",
+    )
+
+
+def lower_amp(c: Context) -> Insight | None:
+    if not c.memory_pressure:
+        return None
+    ops = c.a.operations
+    if not len(ops) or "temp_bytes" not in ops:
+        return None
+    ipu = c.fullest_ipu
+    on = ops[ops["ipu"] == ipu]
+    peak_temp = int(on["temp_bytes"].max()) if len(on) else 0
+    ipu_mem = int(c.a.memory.ipu_total()[ipu]) or 1
+    if peak_temp / ipu_mem < c.t.temporary_share:
+        return None
+    amp = float(
+        c.cfg("amp", None) or c.a.target_config.get("available_memory_proportion", 0.6) or 0.6
+    )
+    new = round(max(0.1, amp / 2), 2)
+    worst = on.nlargest(3, "temp_bytes")
+    names = ", ".join(f"{n} ({fmt_bytes(b)})" for n, b in zip(worst["name"], worst["temp_bytes"]))
+    ev = _memory_evidence(c)
+    ev.append(
+        Evidence(f"largest temporary memory on IPU {ipu}: {names}.", "Operations > temp memory")
+    )
+    return Insight(
+        "memory.available_memory_proportion",
+        "Lower the available memory proportion of the ops with the largest temporaries",
+        _memory_severity(c),
+        "memory",
+        f"Planning matmuls / convolutions with {new} instead of {amp} of tile memory for "
+        "temporaries forces more serial splits and lowers their peak.",
+        ev,
+        {F["amp"]: new},
+        "More serial splits: more cycles for those operations.",
+    )
+
+
+def offload_optimiser(c: Context) -> Insight | None:
+    if not c.memory_pressure or c.offloaded:
+        return None
+    st = c.kind_bytes("optimiserState")
+    peak = c.a.memory.peak_memory_bytes or 1
+    if st / peak < c.t.optimiser_state_share:
+        return None
+    ev = _memory_evidence(c)
+    ev.append(
+        Evidence(
+            f"optimiser state on chip: {fmt_bytes(st)} ({fmt_pct(st / peak)} of the memory).",
+            "Memory Report > Variables (optimiserState)",
+        )
+    )
+    return Insight(
+        "memory.offload",
+        "Offload optimiser state to remote buffers",
+        _memory_severity(c),
+        "memory",
+        "Optimiser state only takes part in the weight update; keeping it in streaming memory "
+        "frees its tile memory.",
+        ev,
+        {F["offload"]: "on"},
+        "Each weight update streams the state in and out (StreamCopyMid to remote buffers).",
+    )
+
+
+def interleaved_schedule(c: Context) -> Insight | None:
+    if not c.memory_pressure or not c.pipelined:
+        return None
+    if str(c.cfg("schedule", "grouped")).lower() != "grouped":
+        return None
+    ipu = c.fullest_ipu
+    st = c.kind_bytes("stash", ipu)
+    mem = int(c.a.memory.ipu_total()[ipu]) or 1
+    if st / mem < c.t.stash_share:
+        return None
+    ev = _memory_evidence(c)
+    ev.append(
+        Evidence(
+            f"pipeline stashes on IPU {ipu}: {fmt_bytes(st)} ({fmt_pct(st / mem)}).",
+            "Memory Report > Variables (stash)",
+        )
+    )
+    return Insight(
+        "memory.interleaved",
+        "Use the interleaved pipeline schedule",
+        _memory_severity(c),
+        "memory",
+        "Interleaved keeps S-1-s stashed activations on stage s instead of 2(S-1-s) (grouped).",
+        ev,
+        {F["schedule"]: "interleaved"},
+        "Slower when the backward pass is longer than the forward pass.",
+    )
+
+
+def replicated_sharding(c: Context) -> Insight | None:
+    reps = int(c.cfg("replicas", 1) or 1)
+    if not c.memory_pressure or reps < 2 or c.cfg("rts", False):
+        return None
+    st = c.kind_bytes("optimiserState")
+    peak = c.a.memory.peak_memory_bytes or 1
+    if st / peak < c.t.optimiser_state_share:
+        return None
+    ev = _memory_evidence(c)
+    ev.append(
+        Evidence(
+            f"optimiser state: {fmt_bytes(st)} per replica, {reps} replicas.",
+            "Memory Report > Variables",
+        )
+    )
+    return Insight(
+        "memory.rts",
+        "Shard optimiser state across replicas",
+        _memory_severity(c),
+        "memory",
+        f"Replicated tensor sharding keeps 1/{reps} of the optimiser state on each replica.",
+        ev,
+        {F["rts"]: True},
+        "Extra collectives (reduce-scatter / all-gather) at each weight update.",
+    )
+
+
+def _layer_order(c: Context) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Split-point candidates (block names) in forward order with their cycles and memory."""
+    ops = c.a.operations
+    fwd = ops[ops["pass"] == "forward"]
+    blocks = fwd["layer"].astype(str).map(_block_name)
+    order = list(dict.fromkeys(blocks))
+    allb = ops["layer"].astype(str).map(_block_name)
+    cyc = ops.groupby(allb)["total_cycles"].sum().reindex(order).fillna(0).to_numpy(float)
+    mem = ops.groupby(allb)["memory_bytes"].sum().reindex(order).fillna(0).to_numpy(float)
+    return order, cyc, mem
+
+
+def _block_name(layer: str) -> str:
+    """'layer3.8.conv2' -> 'layer3.8'; 'encoder.layer.11.attn' -> 'encoder.layer.11'."""
+    parts = layer.split(".")
+    for i, p in enumerate(parts):
+        if p.isdigit():
+            return ".".join(parts[: i + 1])
+    return parts[0]
+
+
+def _propose_splits(weights: np.ndarray, names: list[str], stages: int) -> list[str]:
+    if stages < 2 or len(names) < stages:
+        return []
+    cum = np.cumsum(weights)
+    targets = cum[-1] * np.arange(1, stages) / stages
+    idx = np.searchsorted(cum, targets) + 1
+    idx = np.clip(idx, 1, len(names) - 1)
+    return [names[i] for i in np.unique(idx)]
+
+
+def move_split_memory(c: Context) -> Insight | None:
+    if not c.memory_pressure or not c.pipelined:
+        return None
+    tot = c.a.memory.ipu_total().astype(float)
+    if tot.size < 2 or tot.min() <= 0 or tot.max() / tot.min() < c.t.ipu_memory_imbalance:
+        return None
+    names, _, mem = _layer_order(c)
+    splits = _propose_splits(mem, names, c.n_stages)
+    current = c.cfg("splits", [])
+    if not splits or splits == list(current or []):
+        return None
+    ev = _memory_evidence(c)
+    ev.append(
+        Evidence(
+            "memory per IPU: "
+            + ", ".join(f"IPU {i}: {fmt_bytes(v)}" for i, v in enumerate(tot))
+            + ".",
+            "Summary > Memory",
+        )
+    )
+    return Insight(
+        "memory.move_split",
+        "Move the pipeline split away from the fullest IPU",
+        _memory_severity(c),
+        "memory",
+        f"Splitting at {', '.join(splits)} (now {', '.join(map(str, current or [])) or '-'}) "
+        "balances the memory of the stages.",
+        ev,
+        {F["splits"]: splits},
+        "Can unbalance the stages' cycles (pipeline throughput is bound by the longest stage).",
+    )
+
+
+def lighter_optimiser(c: Context) -> Insight | None:
+    opt = str(c.cfg("optimiser", "")).lower()
+    if not c.memory_pressure or not any(k in opt for k in ("adam", "lamb")):
+        return None
+    st = c.kind_bytes("optimiserState") + c.kind_remote_bytes("optimiserState")
+    peak = c.a.memory.peak_memory_bytes or 1
+    if c.kind_bytes("optimiserState") / peak < c.t.optimiser_state_share:
+        return None
+    ev = _memory_evidence(c)
+    ev.append(
+        Evidence(
+            f"{opt} keeps two moments per weight: {fmt_bytes(st)} of state.",
+            "Memory Report > Variables (optimiserState)",
+        )
+    )
+    return Insight(
+        "memory.optimiser",
+        "Use an optimiser with less state (SGD with momentum)",
+        _memory_severity(c),
+        "memory",
+        "SGD with momentum keeps one buffer per weight instead of two.",
+        ev,
+        {F["optimiser"]: "sgd-momentum"},
+        "Different convergence: learning-rate schedule and hyper-parameters must be retuned.",
+    )
+
+
+def outlining(c: Context) -> Insight | None:
+    if not c.memory_pressure:
+        return None
+    m = c.a.memory
+    code = m.code_bytes
+    if code / (m.peak_memory_bytes or 1) < c.t.code_share:
+        return None
+    ev = _memory_evidence(c)
+    ev.append(
+        Evidence(
+            f"code takes {fmt_bytes(code)} ({fmt_pct(code / m.peak_memory_bytes)} of the memory).",
+            "Memory Report > by category (vertexCode, controlCode...)",
+        )
+    )
+    return Insight(
+        "memory.outlining",
+        "Reuse identical subgraphs (outlining)",
+        _memory_severity(c),
+        "memory",
+        "Code dominates: outlining identical subgraphs shares their code between calls. "
+        "There is no run option for it in this engine; it is a graph-construction change.",
+        ev,
+        {},
+        "Call overhead and copies in and out of the outlined subgraph.",
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Throughput
+# ---------------------------------------------------------------------------------------------
+
+_D = {n: i for i, n in enumerate(schema.DESTINATIONS)}
+
+
+def _busiest(c: Context) -> tuple[int, float]:
+    ex = c.a.execution
+    busy = ex.cycles_by_type.sum(axis=1)
+    i = int(np.argmax(busy))
+    return i, float(ex.total_cycles or busy[i] or 1)
+
+
+def disable_offload(c: Context) -> Insight | None:
+    ex = c.a.execution
+    if ex is None or not c.offloaded:
+        return None
+    rb = (ex.mid_rx_cycles_by_dest + ex.mid_tx_cycles_by_dest)[:, _D["remoteBuffer"]]
+    i = int(np.argmax(rb))
+    share = float(rb[i]) / float(ex.total_cycles or 1)
+    if share < c.t.offload_share:
+        return None
+    return Insight(
+        "throughput.disable_offload",
+        "Disable variable offloading",
+        "warning",
+        "throughput",
+        f"Streaming offloaded state to and from remote buffers takes {fmt_pct(share)} of the "
+        "run; on-chip state avoids it if the model still fits (see the predicted effect).",
+        [
+            Evidence(
+                f"StreamCopyMid to remote buffers on IPU {i}: {fmt_int(rb[i])} cycles "
+                f"({fmt_pct(share)}).",
+                "Execution Trace > StreamCopyMid (remoteBuffer)",
+            ),
+            Evidence(
+                f"remote-buffer bytes: {fmt_bytes(c.a.memory.remote_bytes)}.", "Summary > Memory"
+            ),
+        ],
+        {F["offload"]: "off"},
+        "Optimiser state moves back onto the tiles (more memory).",
+    )
+
+
+def raise_ga(c: Context) -> Insight | None:
+    ex = c.a.execution
+    if ex is None:
+        return None
+    ga = int(c.cfg("ga", 1) or 1)
+    ps = ex.phase_share()
+    ramp = ps["rampUp"] + ps["rampDown"] if c.pipelined else 0.0
+    wu = ps["weightUpdate"]
+    reps = int(c.cfg("replicas", 1) or 1)
+    ge = schema.PROGRAM_TYPES.index("GlobalExchange")
+    wu_i = schema.PHASES.index("weightUpdate")
+    ar = (
+        float(ex.cycles_by_type_phase[:, ge, wu_i].max()) / float(ex.total_cycles or 1)
+        if reps > 1
+        else 0.0
+    )
+    ev = []
+    if ramp >= c.t.ramp_share:
+        ev.append(
+            Evidence(
+                f"pipeline ramp-up + ramp-down take {fmt_pct(ramp)} of the run "
+                f"(2(S-1)/(G+S-1) with S={c.n_stages}, G={ga}).",
+                "Pipeline view",
+            )
+        )
+    if wu >= c.t.weight_update_share:
+        ev.append(
+            Evidence(
+                f"the weight update takes {fmt_pct(wu)} of the run.",
+                "Pipeline view > weight update",
+            )
+        )
+    if ar >= c.t.allreduce_share:
+        ev.append(
+            Evidence(
+                f"the replica all-reduce takes {fmt_pct(ar)} of the run.",
+                "Execution Trace > GlobalExchange (weight update)",
+            )
+        )
+    if not ev:
+        return None
+    iid = (
+        "throughput.allreduce"
+        if ar >= c.t.allreduce_share and len(ev) == 1
+        else "throughput.gradient_accumulation"
+    )
+    new = ga * 2
+    return Insight(
+        iid,
+        "Raise gradient accumulation",
+        "warning",
+        "throughput",
+        f"Accumulating {new} micro-batches per weight update instead of {ga} amortises the "
+        "pipeline fill / flush, the weight update and the all-reduce over more samples.",
+        ev,
+        {F["ga"]: new},
+        "Larger global batch (learning-rate schedule may need retuning); more accumulator use.",
+    )
+
+
+def raise_device_iterations(c: Context) -> Insight | None:
+    ex = c.a.execution
+    if ex is None:
+        return None
+    di = int(c.cfg("di", 1) or 1)
+    share = ex.phase_share()["host"]
+    how = f"host phase {fmt_pct(share)}"
+    if share == 0 and c.cfg("call_overhead_us") is not None and ex.total_cycles:
+        per_call = float(c.cfg("call_overhead_us")) * 1e-6 * ex.clock_hz
+        share = ex.host_round_trips * per_call / ex.total_cycles
+        how = (
+            f"{ex.host_round_trips:,} calls x {c.cfg('call_overhead_us')} µs per call = "
+            f"{fmt_pct(share)} of the run"
+        )
+    if share < c.t.host_call_share:
+        return None
+    return Insight(
+        "throughput.device_iterations",
+        "Raise device iterations",
+        "warning",
+        "throughput",
+        f"Per-call host overhead takes {fmt_pct(share)} of the run; running {di * 4} iterations "
+        f"per host call instead of {di} cuts host round trips.",
+        [
+            Evidence(
+                f"{ex.host_round_trips:,} host calls for {ex.samples:,} samples "
+                f"({ex.round_trips_per_sample:.4f} per sample); {how}.",
+                "Execution Trace > host phase",
+            )
+        ],
+        {F["di"]: di * 4},
+        "Larger transfers per call (bigger stream buffers); the host sees results less often.",
+    )
+
+
+def _input_info(c: Context) -> tuple[str, str] | None:
+    v = c.a.variables
+    inp = v[v["kind"] == "input"]
+    if not len(inp):
+        return None
+    row = inp.iloc[0]
+    return str(row["dtype"]), str(row["shape"])
+
+
+def eight_bit_input(c: Context) -> Insight | None:
+    ex = c.a.execution
+    if ex is None or c.cfg("input8", False):
+        return None
+    info = _input_info(c)
+    if info is None:
+        return None
+    dtype, shape = info
+    dims = [d for d in shape.split("x") if d]
+    image = len(dims) >= 3 and dtype in ("float16", "float32")
+    if not image:
+        return None
+    rx = ex.mid_rx_cycles_by_dest[:, _D["host"]]
+    i = int(np.argmax(rx))
+    share = float(rx[i]) / float(ex.total_cycles or 1)
+    if share < c.t.input_stream_share:
+        return None
+    return Insight(
+        "throughput.8bit_input",
+        "Transfer input as 8-bit and normalise on the IPU",
+        "warning",
+        "throughput",
+        f"Input StreamCopy takes {fmt_pct(share)} of the run on IPU {i}; uint8 images halve the "
+        f"bytes against FP16 ({dtype} now) and move the cast and normalisation to the IPU.",
+        [
+            Evidence(
+                f"StreamCopy received by IPU {i}: {fmt_bytes(ex.streamcopy_rx_bytes[i])} in "
+                f"{fmt_int(rx[i])} cycles; input {dtype} {shape}.",
+                "Summary > StreamCopy by destination",
+            )
+        ],
+        {F["input8"]: True},
+        "A little IPU compute and memory for the cast and normalisation.",
+    )
+
+
+def async_loader(c: Context) -> Insight | None:
+    ex = c.a.execution
+    if ex is None:
+        return None
+    share = ex.host_wait_share
+    if share < c.t.host_wait_moderate:
+        return None
+    mode = str(c.cfg("loader", "sync")).lower()
+    high = share >= c.t.host_wait_high
+    i = int(np.argmax(ex.host_wait_cycles))
+    change = {F["loader"]: "async"} if mode == "sync" else {}
+    return Insight(
+        "throughput.async_loader",
+        "The device waits for the host: use an asynchronous data loader"
+        if mode == "sync"
+        else "The device waits for the host: speed up the data loader",
+        "critical" if high else "warning",
+        "throughput",
+        f"The run is {'highly' if high else 'moderately'} input-bound: IPU {i} waits for the "
+        f"host {fmt_pct(share)} of the time (graded moderate from "
+        f"{fmt_pct(c.t.host_wait_moderate, 0)}, high from {fmt_pct(c.t.host_wait_high, 0)}).",
+        [
+            Evidence(
+                f"StreamCopyBegin on IPU {i}: {fmt_int(ex.host_wait_cycles[i])} cycles "
+                f"({fmt_pct(share)}).",
+                "Execution Trace > StreamCopyBegin",
+            )
+        ],
+        change,
+        "Host memory and worker processes for the prefetched batches."
+        if change
+        else "More loader workers or cheaper host preprocessing (no run option changes it here).",
+    )
+
+
+def rebalance_stages(c: Context) -> Insight | None:
+    ex = c.a.execution
+    if ex is None or not c.pipelined or ex.stage_cycles.size < 2:
+        return None
+    imb = ex.stage_imbalance
+    if imb < c.t.stage_imbalance:
+        return None
+    names, cyc, _ = _layer_order(c)
+    splits = _propose_splits(cyc, names, int(ex.stage_cycles.size))
+    current = list(c.cfg("splits", []) or [])
+    change = {F["splits"]: splits} if splits and splits != current else {}
+    load = ", ".join(f"stage {s}: {fmt_int(v)}" for s, v in enumerate(ex.stage_cycles))
+    return Insight(
+        "throughput.rebalance_stages",
+        "Rebalance the pipeline stages",
+        "warning",
+        "throughput",
+        f"The longest stage takes {imb:.2f}x the mean stage; the pipeline runs at the pace of "
+        "the longest." + (f" Proposed split: {', '.join(splits)}." if change else ""),
+        [Evidence(f"busy cycles per stage: {load}.", "Pipeline view > stage load")],
+        change,
+        "Moves memory between IPUs (check the predicted memory).",
+    )
+
+
+def io_tiles(c: Context) -> Insight | None:
+    ex = c.a.execution
+    if ex is None or int(c.cfg("io_tiles", 0) or 0) > 0 or not c.has("io_tiles"):
+        return None
+    mid = ex.mid_rx_cycles_by_dest[:, _D["host"]] + ex.mid_tx_cycles_by_dest[:, _D["host"]]
+    i = int(np.argmax(mid))
+    share = float(mid[i]) / float(ex.total_cycles or 1)
+    if share < c.t.io_stream_share:
+        return None
+    mb = int(c.cfg("micro_batch", 1) or 1)
+    samples = ex.samples or 1
+    mb_bytes = float(ex.streamcopy_rx_bytes.sum()) / samples * mb
+    sram = c.a.memory.sram_per_tile
+    n = max(1.0, 1.05 * mb_bytes / sram)
+    n_io = int(2 ** math.ceil(math.log2(n)))
+    return Insight(
+        "throughput.io_tiles",
+        "Overlap host transfers with compute using I/O tiles",
+        "warning",
+        "throughput",
+        f"Host StreamCopy takes {fmt_pct(share)} of the run on IPU {i} and stalls compute; "
+        f"{n_io} I/O tiles (1.05 x {fmt_bytes(mb_bytes)} per micro-batch / "
+        f"{fmt_bytes(sram)} per tile, rounded up to a power of two) let it overlap.",
+        [
+            Evidence(
+                f"StreamCopyMid to / from the host on IPU {i}: {fmt_int(mid[i])} cycles.",
+                "Execution Trace > StreamCopyMid",
+            )
+        ],
+        {F["io_tiles"]: n_io},
+        f"{n_io} tiles per IPU no longer compute; about 5% of each I/O tile goes to exchange code.",
+    )
+
+
+def prefetch_depth(c: Context) -> Insight | None:
+    ex = c.a.execution
+    if ex is None or not c.has("prefetch"):
+        return None
+    depth = int(c.cfg("prefetch", 1) or 1)
+    want = int(c.t.prefetch_depth)
+    if depth >= want or ex.host_wait_share < c.t.host_wait_moderate:
+        return None
+    return Insight(
+        "throughput.prefetch",
+        f"Raise the prefetch depth to {want}",
+        "info",
+        "throughput",
+        f"Prefetch depth {depth}: the device waits for the host {fmt_pct(ex.host_wait_share)} "
+        f"of the time; {want} is the documented sweet spot.",
+        [
+            Evidence(
+                f"host wait share {fmt_pct(ex.host_wait_share)}.",
+                "Execution Trace > StreamCopyBegin",
+            )
+        ],
+        {F["prefetch"]: want},
+        "More stream buffer memory on the I/O tiles.",
+    )
+
+
+def tile_imbalance(c: Context) -> Insight | None:
+    ex = c.a.execution
+    if ex is None:
+        return None
+    nodes = c.a.src.table("/programs/nodes", ["name", "type", "tile_balance", "ipu"])
+    ote = schema.PROGRAM_TYPES.index("OnTileExecute")
+    is_ote = nodes["type"].to_numpy() == ote
+    pc = ex.program_cycles.astype(float)
+    total = float(pc[is_ote].sum()) or 1.0
+    bal = nodes["tile_balance"].to_numpy(float)
+    bad = is_ote & (pc / total >= c.t.heavy_compute_share) & (bal < c.t.tile_balance)
+    if not bad.any():
+        return None
+    idx = np.flatnonzero(bad)
+    idx = idx[np.argsort(-pc[idx])][:5]
+    share = float(pc[bad].sum()) / total
+    names = "; ".join(
+        f"{nodes['name'].iloc[i]} (balance {bal[i]:.2f}, {fmt_pct(pc[i] / total)} of compute)"
+        for i in idx
+    )
+    return Insight(
+        "throughput.tile_imbalance",
+        "Heavy compute sets use few tiles (tile imbalance)",
+        "warning" if share >= 0.1 else "info",
+        "throughput",
+        f"{int(bad.sum())} heavy compute sets ({fmt_pct(share)} of compute cycles) have tile "
+        f"balance below {c.t.tile_balance}; a better tile mapping spreads them.",
+        [Evidence(names, "Execution Trace > BSP view / Program Tree")],
+        {},
+        "Tile mapping is a graph-construction change (no run option).",
+    )
+
+
+_REARRANGE = re.compile(r"prearrange|rearrange|transpose", re.IGNORECASE)
+
+
+def rearrangements(c: Context) -> Insight | None:
+    ex = c.a.execution
+    if ex is None:
+        return None
+    nodes = c.a.src.table("/programs/nodes", ["name", "op"])
+    names = nodes["name"].astype(str)
+    rearr = names.str.contains(_REARRANGE).to_numpy()
+    if not rearr.any():
+        return None
+    op = nodes["op"].to_numpy().astype(np.int64)
+    pc = ex.program_cycles.astype(float)
+    n_ops = len(c.a.operations)
+    ok = op >= 0
+    r = np.bincount(op[ok & rearr], pc[ok & rearr], n_ops)
+    o = np.bincount(op[ok & ~rearr], pc[ok & ~rearr], n_ops)
+    bad = (r > c.t.prearrange_ratio * o) & (r > 0)
+    if not bad.any():
+        return None
+    ops = c.a.operations
+    idx = np.flatnonzero(bad)
+    idx = idx[np.argsort(-r[idx])][:5]
+    ev = "; ".join(
+        f"{ops['name'].iloc[i]}: {fmt_int(r[i])} rearrangement cycles vs {fmt_int(o[i])}"
+        for i in idx
+    )
+    return Insight(
+        "throughput.rearrangement",
+        "Rearrangement copies cost more than the ops they feed",
+        "info",
+        "throughput",
+        f"{int(bad.sum())} operations spend more cycles in PreArrange / transpose copies than "
+        "in their own compute; reverse the operands or use a different layout.",
+        [Evidence(ev, "Operations > rearrangement programs")],
+        {},
+        "Layout changes are graph changes (no run option).",
+    )
+
+
+def fp16_for_speed(c: Context) -> Insight | None:
+    ex = c.a.execution
+    prec = str(c.cfg("precision", ""))
+    if ex is None or not prec.startswith("32") or not c.a.memory.fits:
+        return None
+    ops = c.a.operations
+    mm = ops["type"].astype(str).str.contains("matmul|conv", case=False, regex=True)
+    total = float(ops["total_cycles"].sum()) or 1.0
+    share = float(ops.loc[mm, "total_cycles"].sum()) / total
+    if share < c.t.fp32_matmul_share:
+        return None
+    return Insight(
+        "throughput.fp16",
+        "Use FP16 for speed",
+        "warning",
+        "throughput",
+        f"FP32 matmuls / convolutions take {fmt_pct(share)} of the cycles; FP16 AMP runs 4x "
+        "the FP32 MAC rate (ipu-facts.md) and halves their memory.",
+        [
+            Evidence(
+                f"{int(mm.sum())} matmul / convolution operations in {prec}.",
+                "Operations (sort by total cycles)",
+            )
+        ],
+        {F["precision"]: "16.16"},
+        "Needs loss scaling; lower numerical range.",
+    )
+
+
+MEMORY_RULES: tuple[Rule, ...] = (
+    use_fp16,
+    reduce_micro_batch,
+    recomputation,
+    lower_amp,
+    offload_optimiser,
+    interleaved_schedule,
+    replicated_sharding,
+    move_split_memory,
+    lighter_optimiser,
+    outlining,
+)
+THROUGHPUT_RULES: tuple[Rule, ...] = (
+    disable_offload,
+    raise_ga,
+    raise_device_iterations,
+    eight_bit_input,
+    async_loader,
+    rebalance_stages,
+    io_tiles,
+    prefetch_depth,
+    tile_imbalance,
+    rearrangements,
+    fp16_for_speed,
+)

@@ -1,0 +1,117 @@
+"""Thin access layer between the analysis core and the profile reader.
+
+Every read the analysis core makes goes through :class:`Source`, so that the rest of the core is
+written against a handful of calls (attributes, small tables, small arrays, chunked step columns)
+and never against the reader's internals. Step columns are only ever read in row chunks: the
+1,000,000-row step table is never materialised whole by the core.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from profiles import schema
+
+#: Rows of /execution/steps read per chunk when aggregating (about 50 MB for every column).
+STEP_CHUNK_ROWS = 1 << 19
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, bytes):
+        value = value.decode("utf-8")
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+class Source:
+    """Read-only view of one open profile for the analysis core."""
+
+    def __init__(self, profile: Any, path: str | Path | None = None) -> None:
+        self.profile = profile
+        self.path = Path(path if path is not None else getattr(profile, "path", "") or "")
+        self._meta: dict[str, Any] | None = None
+        self._exec: dict[str, Any] | None = None
+
+    # -- metadata ---------------------------------------------------------------------------
+    @property
+    def meta(self) -> dict[str, Any]:
+        """All /meta attributes, JSON ones decoded."""
+        if self._meta is None:
+            raw = dict(self.profile.meta)
+            self._meta = {
+                k: _json(v) if k in ("run_config", "target", "notes") else v for k, v in raw.items()
+            }
+        return self._meta
+
+    @property
+    def has_execution(self) -> bool:
+        return bool(self.profile.has_execution)
+
+    @property
+    def execution_attrs(self) -> dict[str, Any]:
+        if self._exec is None:
+            self._exec = dict(self.profile.execution_totals()) if self.has_execution else {}
+        return self._exec
+
+    @property
+    def root_attrs(self) -> dict[str, Any]:
+        return dict(getattr(self.profile, "root_attrs", {}))
+
+    def has(self, group_path: str) -> bool:
+        return group_path in self.profile
+
+    # -- tables and arrays --------------------------------------------------------------------
+    def table(self, path: str, columns: Sequence[str] | None = None) -> pd.DataFrame:
+        return self.profile.table(path, columns=list(columns) if columns else None)
+
+    def column(self, path: str, name: str) -> np.ndarray:
+        return np.asarray(self.table(path, [name])[name].to_numpy())
+
+    def array(self, path: str) -> np.ndarray:
+        return np.asarray(self.profile.array(path))
+
+    def n_rows(self, path: str) -> int:
+        return int(self.profile.n_rows(path))
+
+    # -- steps ------------------------------------------------------------------------------
+    @property
+    def n_steps(self) -> int:
+        return self.n_rows("/execution/steps") if self.has_execution else 0
+
+    def ipu_offsets(self) -> np.ndarray:
+        return np.asarray(self.profile.ipu_offsets, dtype=np.int64)
+
+    def iter_steps(
+        self,
+        columns: Sequence[str],
+        *,
+        start: int = 0,
+        stop: int | None = None,
+        chunk_rows: int = STEP_CHUNK_ROWS,
+    ) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
+        """Yield ``(first_row, {column: array})`` over rows [start, stop) in chunks."""
+        if not self.has_execution:
+            return
+        stop = self.n_steps if stop is None else stop
+        for lo in range(start, stop, chunk_rows):
+            hi = min(stop, lo + chunk_rows)
+            df = self.profile.steps(rows=slice(lo, hi), columns=list(columns))
+            yield lo, {c: np.asarray(df[c].to_numpy()) for c in columns}
+
+    def close(self) -> None:
+        close = getattr(self.profile, "close", None)
+        if close is not None:
+            close()
+
+
+STEP_TYPES: tuple[str, ...] = schema.PROGRAM_TYPES
