@@ -199,6 +199,14 @@ class RunConfig(BaseModel):
         description="Fixed host round-trip cost per device call (per device-iteration loop), "
         "microseconds. Default 150.",
     )
+    host_stream_latency_us: float = Field(
+        5.0,
+        ge=0,
+        description="Host latency to service one stream-copy request (StreamCopyBegin wait per "
+        "micro-batch copy; a prefetch depth d > 1 hides it behind d - 1 compute steps), "
+        "microseconds. Default 5 (a PCIe / RoCE round trip through the gateway plus the "
+        "runtime's callback).",
+    )
     output_mode: Literal["auto", "all", "sum", "final", "every-n"] = Field(
         "auto",
         description="Outputs sent back: auto (final for training, all for inference), all, sum, "
