@@ -11,13 +11,16 @@ See docs/profile-format.md for the format and examples.
 from __future__ import annotations
 
 from profiles.errors import ProfileError, ProfileWriteError, SchemaMismatchError, UserFacingError
+from profiles.problems import Problem
 from profiles.reader import Profile, open_profile
 from profiles.schema import FORMAT_NAME, FORMAT_VERSION
+from profiles.validation import validate
 from profiles.writer import ProfileWriter, write_profile
 
 __all__ = [
     "FORMAT_NAME",
     "FORMAT_VERSION",
+    "Problem",
     "Profile",
     "ProfileError",
     "ProfileWriteError",
@@ -25,5 +28,6 @@ __all__ = [
     "SchemaMismatchError",
     "UserFacingError",
     "open_profile",
+    "validate",
     "write_profile",
 ]

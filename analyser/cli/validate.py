@@ -1,0 +1,76 @@
+"""``analyse validate FILE...``: check profiles against the schema.
+
+Prints every problem of every file (kind, where, what). Exit code: 0 when every file is valid,
+1 when any file has problems, 2 when any file cannot be opened at all (missing, not HDF5,
+truncated, not an IPU profile, newer major version).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("files", nargs="+", metavar="FILE", help="profile files (.h5) to check")
+    parser.add_argument(
+        "--json", action="store_true", help="print the problems as JSON (one object per file)"
+    )
+    parser.add_argument(
+        "--max-problems",
+        type=int,
+        default=50,
+        metavar="N",
+        help="show at most N problems per file (default 50; all are counted)",
+    )
+    parser.add_argument("-q", "--quiet", action="store_true", help="print nothing for valid files")
+
+
+def run(args: argparse.Namespace) -> int:
+    from profiles.validation import is_fatal, validate
+
+    if args.max_problems < 0:
+        from analyser.cli.errors import CliError
+
+        raise CliError("--max-problems must be 0 or more.")
+    worst = 0
+    reports = []
+    for name in args.files:
+        problems = validate(name)
+        fatal = any(is_fatal(p) for p in problems)
+        code = 2 if fatal else (1 if problems else 0)
+        worst = max(worst, code)
+        reports.append((name, problems, fatal))
+
+    if args.json:
+        out = [
+            {
+                "file": name,
+                "valid": not problems,
+                "openable": not fatal,
+                "problems": [
+                    {"kind": p.kind, "path": p.path, "message": p.message} for p in problems
+                ],
+            }
+            for name, problems, fatal in reports
+        ]
+        print(json.dumps(out if len(out) > 1 else out[0], indent=2))
+        return worst
+
+    for name, problems, fatal in reports:
+        if fatal:
+            print(f"{name}: cannot be opened: {problems[0].message}", file=sys.stderr)
+            continue
+        if not problems:
+            if not args.quiet:
+                print(f"{name}: valid")
+            continue
+        shown = problems[: args.max_problems]
+        print(f"{name}: {len(problems)} problem(s)")
+        width = max(len(p.kind) for p in shown) if shown else 0
+        for p in shown:
+            print(f"  {p.kind:<{width}}  {p.path}: {p.message}")
+        if len(problems) > len(shown):
+            print(f"  ... and {len(problems) - len(shown)} more (use --max-problems)")
+    return worst

@@ -1,0 +1,384 @@
+"""Validating a profile file against the schema: a list of typed problems, never a crash.
+
+``validate(path)`` checks, without stopping at the first problem:
+
+1. that the file opens and is an IPU profile of a version this build reads (``Unreadable``,
+   ``UnknownVersion``; these stop the check since nothing else can be interpreted);
+2. the structure, from metadata only: every required group, dataset and attribute, dtypes,
+   shapes against the /meta dimensions and the table lengths, absurd sizes (``MissingGroup``,
+   ``MissingDataset``, ``MissingAttribute``, ``WrongDtype``, ``WrongShape``, ``AbsurdSize``);
+3. the content, reading columns in blocks of ``BLOCK_ROWS`` rows so memory stays bounded: enum
+   codes in range, ids referring to existing rows, IPU and tile numbers in range, steps sorted
+   and grouped as ``ipu_offsets`` says, and the memory invariants (``OutOfRange``,
+   ``DanglingReference``, ``Inconsistent``). Content checks are skipped for datasets whose
+   structure is already wrong.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from profiles import schema
+from profiles._layout import MAX_ROWS, Layout, check_layout, dims_of, field_path
+from profiles.errors import ProfileError
+from profiles.problems import (
+    DanglingReference,
+    Inconsistent,
+    OutOfRange,
+    Problem,
+    UnknownVersion,
+    Unreadable,
+    WrongShape,
+)
+from profiles.reader import check_openable
+
+#: Rows read at a time by the content checks (8 MB for an int64 column).
+BLOCK_ROWS = 1 << 20
+STEPS = "/execution/steps"
+
+
+def is_fatal(problem: Problem) -> bool:
+    """True for problems that mean the file cannot be opened at all."""
+    return problem.path == "/" and isinstance(problem, Unreadable | UnknownVersion)
+
+
+def validate(path: str | os.PathLike[str]) -> list[Problem]:
+    """Every problem found in the profile at ``path`` (an empty list when it is valid)."""
+    p = Path(path)
+    try:
+        check_openable(p)
+    except ProfileError as exc:
+        return [Unreadable("/", str(exc))]
+    try:
+        h5 = h5py.File(p, "r")
+    except Exception as exc:
+        from profiles.reader import _read_error
+
+        return [Unreadable("/", str(_read_error(p, exc)))]
+    try:
+        return _validate_open(p, h5)
+    finally:
+        h5.close()
+
+
+def _decode(v: object) -> object:
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+def _validate_open(p: Path, h5: h5py.File) -> list[Problem]:
+    root = {k: _decode(v) for k, v in h5.attrs.items()}
+    fmt = root.get("format")
+    if fmt != schema.FORMAT_NAME:
+        what = "no 'format' attribute" if fmt is None else f"format {fmt!r}"
+        return [
+            UnknownVersion(
+                "/", f"{p} is not an IPU profile ({what}; expected {schema.FORMAT_NAME!r})."
+            )
+        ]
+    try:
+        version = schema.parse_version(str(root.get("format_version", "")))
+    except ValueError:
+        return [
+            UnknownVersion(
+                "/",
+                f"{p} has an unreadable format version {root.get('format_version')!r} "
+                "(expected 'major.minor').",
+            )
+        ]
+    if version[0] != schema.FORMAT_VERSION[0]:
+        return [
+            UnknownVersion(
+                "/",
+                f"{p} uses profile format {schema.version_string(version)}; this build reads "
+                f"profile format {schema.FORMAT_VERSION[0]}.x.",
+            )
+        ]
+
+    problems: list[Problem] = []
+    layout = Layout()
+    for g in schema.GROUPS:
+        key = g.path.strip("/")
+        obj = h5 if not key else h5.get(key)
+        if obj is None:
+            continue
+        if not isinstance(obj, h5py.Group):
+            problems.append(WrongShape(g.path, f"{g.path} is a dataset, expected a group."))
+            continue
+        layout.groups.add(g.path)
+        layout.attrs[g.path] = {k: _decode(v) for k, v in obj.attrs.items()}
+        dsets = {}
+        for name in obj:
+            try:
+                child = obj.get(name)
+            except Exception as exc:  # broken link / corrupt header
+                problems.append(Unreadable(field_path(g.path, name), f"cannot be read ({exc})."))
+                continue
+            if isinstance(child, h5py.Dataset):
+                dsets[name] = (tuple(child.shape), child.dtype)
+            elif name in {f.name for f in g.fields}:
+                problems.append(
+                    WrongShape(field_path(g.path, name), "is a group, expected a dataset.")
+                )
+        layout.datasets[g.path] = dsets
+    problems += check_layout(layout, version=version)
+    bad_paths = {pr.path for pr in problems}
+    problems += _content(h5, layout, bad_paths)
+    return problems
+
+
+def _blocks(
+    ds: h5py.Dataset, lo: int = 0, hi: int | None = None
+) -> Iterator[tuple[int, np.ndarray]]:
+    hi = ds.shape[0] if hi is None else hi
+    for r0 in range(lo, hi, BLOCK_ROWS):
+        yield r0, ds[r0 : min(hi, r0 + BLOCK_ROWS)]
+
+
+def _range_check(
+    ds: h5py.Dataset, fp: str, lo: int, hi: int, make: type[Problem], what: str
+) -> list[Problem]:
+    """Values outside [lo, hi) reported once per dataset with the count and first bad row."""
+    count = 0
+    first = None
+    vmin, vmax = None, None
+    for r0, block in _blocks(ds):
+        bad = (block < lo) | (block >= hi)
+        nb = int(np.count_nonzero(bad))
+        if nb:
+            if first is None:
+                first = r0 + int(np.argmax(bad))
+            count += nb
+            vals = block[bad]
+            vmin = int(vals.min()) if vmin is None else min(vmin, int(vals.min()))
+            vmax = int(vals.max()) if vmax is None else max(vmax, int(vals.max()))
+    if not count:
+        return []
+    return [
+        make(
+            fp,
+            f"{count} value(s) outside {what} {lo}..{hi - 1} (values {vmin}..{vmax}, "
+            f"first at row {first}).",
+        )
+    ]
+
+
+def _content(h5: h5py.File, layout: Layout, bad_paths: set[str]) -> list[Problem]:
+    problems: list[Problem] = []
+    dims = dims_of(layout)
+    ipus, tiles = dims["ipus"], dims["tiles"]
+
+    def usable(gp: str, name: str) -> h5py.Dataset | None:
+        fp = field_path(gp, name)
+        if fp in bad_paths or gp in bad_paths or name not in layout.datasets.get(gp, {}):
+            return None
+        shape = layout.datasets[gp][name][0]
+        if shape and shape[0] > MAX_ROWS:
+            return None
+        return h5[fp.strip("/")]
+
+    def read_error(fp: str, exc: Exception) -> None:
+        problems.append(Unreadable(fp, f"cannot be read ({exc})."))
+
+    for g in schema.GROUPS:
+        if g.path not in layout.groups:
+            continue
+        for f in g.fields:
+            if f.kind == "attribute":
+                continue
+            ds = usable(g.path, f.name)
+            if ds is None or ds.dtype.kind not in "iu":
+                continue
+            fp = field_path(g.path, f.name)
+            try:
+                if f.enum is not None:
+                    n = len(schema.ENUMS[f.enum])
+                    problems += _range_check(ds, fp, 0, n, OutOfRange, f"enum {f.enum!r} codes")
+                elif f.ref is not None:
+                    n_ref = layout.rows(f.ref) if f.ref in layout.groups else None
+                    if n_ref is None:
+                        continue
+                    problems += _range_check(
+                        ds, fp, -1, n_ref, DanglingReference, f"row ids of {f.ref} (or -1)"
+                    )
+                elif f.name == "ipu" and ipus is not None and ds.ndim == 1:
+                    lo = 0 if g.path == STEPS else -1
+                    problems += _range_check(ds, fp, lo, ipus, OutOfRange, "IPU numbers")
+                elif f.name in ("tile_start", "tile_count") and tiles is not None:
+                    problems += _range_check(ds, fp, 0, tiles + 1, OutOfRange, "tile numbers")
+            except (OSError, RuntimeError) as exc:
+                read_error(fp, exc)
+
+    problems += _check_tile_intervals(h5, layout, usable, tiles)
+    problems += _check_steps(h5, layout, usable, ipus, bad_paths)
+    problems += _check_memory(h5, layout, usable)
+    return problems
+
+
+def _check_tile_intervals(h5, layout, usable, tiles) -> list[Problem]:
+    out: list[Problem] = []
+    if tiles is None:
+        return out
+    for gp in ("/graph/variables", "/graph/compute_sets", "/graph/operations"):
+        count_name = "tiles_used" if gp == "/graph/operations" else "tile_count"
+        a, c = usable(gp, "tile_start"), usable(gp, count_name)
+        if a is None or c is None:
+            continue
+        try:
+            end = a[()].astype(np.int64) + c[()].astype(np.int64)
+        except (OSError, RuntimeError):
+            continue
+        bad = np.flatnonzero(end > tiles)
+        if bad.size:
+            out.append(
+                OutOfRange(
+                    gp,
+                    f"{bad.size} row(s) map past the last tile (tile_start + {count_name} > "
+                    f"{tiles}), first at row {int(bad[0])}.",
+                )
+            )
+    return out
+
+
+def _check_steps(h5, layout, usable, ipus, bad_paths) -> list[Problem]:
+    out: list[Problem] = []
+    if STEPS not in layout.groups or ipus is None:
+        return out
+    off_ds = usable("/execution", "ipu_offsets")
+    n = layout.rows(STEPS)
+    if off_ds is None or n is None:
+        return out
+    off = off_ds[()].astype(np.int64)
+    if off[0] != 0 or off[-1] != n or np.any(np.diff(off) < 0):
+        out.append(
+            Inconsistent(
+                "/execution/ipu_offsets",
+                f"{off.tolist()[:9]} does not split the {n} steps into IPU ranges "
+                "(must start at 0, never decrease, end at the row count).",
+            )
+        )
+        return out
+    ipu_ds, start_ds, cyc_ds = usable(STEPS, "ipu"), usable(STEPS, "start"), usable(STEPS, "cycles")
+    unsorted: list[int] = []
+    wrong_ipu: list[int] = []
+    negative = 0
+    longest = np.zeros(ipus, dtype=np.int64)
+    try:
+        for i in range(ipus):
+            last = None
+            blocks = _blocks(start_ds, int(off[i]), int(off[i + 1])) if start_ds else iter(())
+            for _r0, block in blocks:
+                if not block.size:
+                    continue
+                if (np.diff(block) < 0).any() or (last is not None and block[0] < last):
+                    unsorted.append(i)
+                    break
+                last = block[-1]
+            if ipu_ds is not None:
+                for _r0, block in _blocks(ipu_ds, int(off[i]), int(off[i + 1])):
+                    if (block != i).any():
+                        wrong_ipu.append(i)
+                        break
+            if cyc_ds is not None:
+                for _r0, block in _blocks(cyc_ds, int(off[i]), int(off[i + 1])):
+                    negative += int((block < 0).sum())
+                    if block.size:
+                        longest[i] = max(longest[i], int(block.max()))
+    except (OSError, RuntimeError) as exc:
+        out.append(Unreadable(STEPS, f"cannot be read ({exc})."))
+        return out
+    if unsorted:
+        out.append(
+            Inconsistent(
+                field_path(STEPS, "start"),
+                f"steps of IPU(s) {unsorted} are not sorted by start cycle.",
+            )
+        )
+    if wrong_ipu:
+        out.append(
+            Inconsistent(
+                field_path(STEPS, "ipu"),
+                f"rows of IPU(s) {wrong_ipu} (per ipu_offsets) hold steps of other IPUs.",
+            )
+        )
+    if negative:
+        out.append(
+            OutOfRange(field_path(STEPS, "cycles"), f"{negative} step(s) with negative cycles.")
+        )
+    mx = usable("/execution", "max_step_cycles")
+    if mx is not None and cyc_ds is not None and mx.shape == (ipus,):
+        stored = mx[()].astype(np.int64)
+        if np.any(stored < longest):
+            out.append(
+                Inconsistent(
+                    "/execution/max_step_cycles",
+                    f"{stored.tolist()} is shorter than the longest steps {longest.tolist()}; "
+                    "time-window queries would miss steps.",
+                )
+            )
+    return out
+
+
+def _check_memory(h5, layout, usable) -> list[Problem]:
+    out: list[Problem] = []
+    total_ds = usable("/memory", "total")
+    if total_ds is None:
+        return out
+    try:
+        total = total_ds[()].astype(np.int64)
+        for name in ("by_category", "by_region", "by_liveness"):
+            ds = usable("/memory", name)
+            if ds is None:
+                continue
+            s = ds[()].sum(axis=2, dtype=np.int64)
+            bad = np.argwhere(s != total)
+            if bad.size:
+                i, t = bad[0]
+                out.append(
+                    Inconsistent(
+                        field_path("/memory", name),
+                        f"sums differ from /memory/total on {len(bad)} tile(s), first IPU {i} "
+                        f"tile {t} ({int(s[i, t])} vs {int(total[i, t])} bytes).",
+                    )
+                )
+        if (total < 0).any():
+            out.append(OutOfRange("/memory/total", "negative byte counts."))
+        meta = layout.attrs.get("/meta", {})
+        sram, status = meta.get("sram_per_tile"), meta.get("status")
+        gaps_ds = usable("/memory", "gaps")
+        if isinstance(sram, int) and gaps_ds is not None and status in ("ok", "oom"):
+            over = int(((total + gaps_ds[()].astype(np.int64)) > sram).sum())
+            if status == "ok" and over:
+                out.append(
+                    Inconsistent(
+                        "/meta@status",
+                        f"status is 'ok' but {over} tile(s) exceed sram_per_tile ({sram} bytes) "
+                        "with gaps included.",
+                    )
+                )
+            if status == "oom" and not over:
+                out.append(
+                    Inconsistent("/meta@status", "status is 'oom' but every tile fits its SRAM.")
+                )
+            oom_ds = usable("/memory", "oom_tiles")
+            if oom_ds is not None and oom_ds.shape[0] != over:
+                out.append(
+                    Inconsistent(
+                        "/memory/oom_tiles",
+                        f"lists {oom_ds.shape[0]} tile(s) but {over} exceed their SRAM.",
+                    )
+                )
+    except (OSError, RuntimeError, ValueError) as exc:
+        out.append(Unreadable("/memory", f"cannot be read ({exc})."))
+    return out
+
+
+__all__ = ["is_fatal", "validate"]
