@@ -26,6 +26,7 @@ row chunks, and the BSP matrix (tiles x time buckets of per-tile cycles from
 from __future__ import annotations
 
 import itertools
+import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -49,6 +50,9 @@ GROUP_MODES: tuple[str, ...] = ("flat", "stage", "operation", "program")
 CHUNK_ROWS = 1 << 18
 #: Pyramid levels are this factor apart in bucket width.
 LEVEL_FACTOR = 4
+#: Rows per block of the drawing cache, and blocks kept (about 40 MB at most).
+CACHE_BLOCK_ROWS = 1 << 16
+CACHE_BLOCKS = 96
 #: Target mean number of steps per bucket at the finest pyramid level.
 STEPS_PER_FINEST_BUCKET = 8
 #: Most lanes a grouped view shows per IPU; smaller groups are merged into "other".
@@ -82,6 +86,7 @@ class StepAccess:
         self.ipu_offsets = np.asarray(profile.array("/execution/ipu_offsets"), dtype=np.int64)
         self.n_ipus = len(self.ipu_offsets) - 1
         self._lock = threading.RLock()
+        self._cache: dict[tuple[str, int], np.ndarray] = {}
 
     def ipu_rows(self, ipu: int) -> tuple[int, int]:
         if not 0 <= ipu < self.n_ipus:
@@ -95,6 +100,29 @@ class StepAccess:
                 c: np.asarray(self.profile.array(f"/execution/steps/{c}", slice(lo, hi)))
                 for c in columns
             }
+
+    def read_cached(self, lo: int, hi: int, columns: tuple[str, ...]) -> dict[str, np.ndarray]:
+        """Like :meth:`read`, through an LRU cache of aligned row blocks (the rows a pan or
+        zoom touches again are not decompressed again)."""
+        if hi <= lo:
+            return self.read(lo, lo, columns)
+        b0, b1 = lo // CACHE_BLOCK_ROWS, (hi - 1) // CACHE_BLOCK_ROWS
+        out: dict[str, list[np.ndarray]] = {c: [] for c in columns}
+        for b in range(b0, b1 + 1):
+            a = b * CACHE_BLOCK_ROWS
+            for c in columns:
+                key = (c, b)
+                with self._lock:
+                    block = self._cache.pop(key, None)
+                    if block is None:
+                        block = self.read(a, a + CACHE_BLOCK_ROWS, (c,))[c]
+                    self._cache[key] = block  # most recently used last
+                    while len(self._cache) > CACHE_BLOCKS:
+                        self._cache.pop(next(iter(self._cache)))
+                s0 = max(lo, a) - a
+                s1 = min(hi, a + CACHE_BLOCK_ROWS) - a
+                out[c].append(block[s0:s1])
+        return {c: v[0] if len(v) == 1 else np.concatenate(v) for c, v in out.items()}
 
     def chunks(
         self, lo: int, hi: int, columns: tuple[str, ...], chunk: int = CHUNK_ROWS
@@ -241,6 +269,26 @@ def aggregate_pixels(
     return gk // (width_px + 3), a, b, c, r
 
 
+def _dominant(key, x0, x1, sums, row, t0: float, pw: float, width_px: int):
+    """Keep, per lane and pixel, the narrow item of the type with the most busy cycles, and
+    every item at least two pixels wide."""
+    wide = (x1 - x0) >= 2 * pw
+    lane = key // NT
+    pix = np.clip(np.floor((x0 - t0) / pw), -1, width_px).astype(np.int64) + 1
+    g = lane * (width_px + 3) + pix
+    narrow = np.flatnonzero(~wide)
+    order = narrow[np.lexsort((-sums[narrow, 1], g[narrow]))]
+    first = order[np.r_[True, g[order][1:] != g[order][:-1]]] if len(order) else order
+    keep = np.sort(np.concatenate([np.flatnonzero(wide), first]))
+    x0, x1 = x0[keep].copy(), x1[keep].copy()
+    # a narrow aggregate fills its pixel, so a busy lane reads as busy (no hairline gaps)
+    snap = ~wide[keep]
+    px0 = t0 + (pix[keep][snap] - 1) * pw
+    x1[snap] = np.maximum(x1[snap], px0 + pw)
+    x0[snap] = np.minimum(x0[snap], np.maximum(px0, x0[snap] - pw))
+    return key[keep], x0, x1, sums[keep], row[keep]
+
+
 @dataclass
 class _Level:
     width: float  # bucket width in cycles
@@ -301,8 +349,9 @@ class _Pyramid:
             order = np.argsort(key.astype(np.uint16), kind="stable")
             g = key[order].astype(np.int64) * (n_b + 1) + bucket[order]
             rows = np.arange(a, a + len(start), dtype=np.int64)[order]
-            ones = np.ones(len(start), dtype=np.int64)
-            parts.append(_group_reduce(g, start[order], end[order], ones, rows))
+            # per item sums: [steps, busy cycles]
+            sums = np.stack([np.ones(len(start), dtype=np.int64), cols["cycles"][order]], axis=1)
+            parts.append(_group_reduce(g, start[order], end[order], sums, rows))
         g = np.concatenate([p[0] for p in parts])
         x0 = np.concatenate([p[1] for p in parts])
         x1 = np.concatenate([p[2] for p in parts])
@@ -351,6 +400,11 @@ class _Pyramid:
 # ---------------------------------------------------------------------------------------------
 # The window
 # ---------------------------------------------------------------------------------------------
+
+
+def _natural(text: str) -> list:
+    """Sort key that orders 'layer2' before 'layer10'."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", text)]
 
 
 def _top_components(names: pd.Series, depth: int = 1) -> pd.Series:
@@ -427,12 +481,23 @@ class TraceWindow:
                 has = anc >= 0
                 depth[has] += 1
                 anc[has] = parent[anc[has]]
-            target = 1
-            while True:
-                count = int((depth == target).sum())
-                if count > 1 or target > depth.max(initial=0):
+            # the shallowest depth whose ancestors split the executed programs into more
+            # groups than there are IPUs (the per-IPU wrappers are not a useful grouping)
+            exe = np.isin(
+                p["type"].to_numpy(), [STEP_TYPES.index(t) for t in schema.EXECUTABLE_TYPES]
+            )
+            max_depth = int(depth.max(initial=0))
+            target = max_depth
+            for d in range(1, max_depth + 1):
+                anc_d = np.arange(n)
+                for _ in range(max_depth):
+                    deeper = depth[anc_d] > d
+                    if not deeper.any():
+                        break
+                    anc_d[deeper] = parent[anc_d[deeper]]
+                if len(np.unique(anc_d[exe & (depth >= d)])) > max(1, self.n_ipus):
+                    target = d
                     break
-                target += 1
             anc = np.arange(n)
             for _ in range(int(depth.max(initial=0))):
                 deeper = depth[anc] > target
@@ -443,8 +508,15 @@ class TraceWindow:
             labels = pd.Series(
                 np.where(depth[anc] >= target, names[anc], "(top level)"), dtype=object
             )
-        codes, uniques = pd.factorize(labels)
+        codes, uniques = pd.factorize(labels, sort=True)
         uniques = list(map(str, uniques))
+        # named groups first (natural order), then the catch-all lanes
+        last = {"(none)", "(top level)"}
+        rank = sorted(range(len(uniques)), key=lambda i: (uniques[i] in last, _natural(uniques[i])))
+        remap0 = np.empty(len(uniques), dtype=np.int64)
+        remap0[rank] = np.arange(len(uniques))
+        codes = remap0[codes]
+        uniques = [uniques[i] for i in rank]
         if len(uniques) > MAX_LANES:  # keep the most common groups, merge the rest
             freq = np.bincount(codes, minlength=len(uniques))
             keep = np.argsort(-freq, kind="stable")[: MAX_LANES - 1]
@@ -464,6 +536,18 @@ class TraceWindow:
             n_stages = max(1, self._n_stages())
             return (*(f"stage {s}" for s in range(n_stages)), "no stage")
         return self._program_lanes(group)[1]
+
+    def ipu_lanes(self, group: str, ipu: int) -> tuple[tuple[str, ...], np.ndarray]:
+        """Labels of the lanes that hold steps of ``ipu`` and their global lane ids (the
+        ``lane`` values of :meth:`window`), in display order."""
+        labels = self.lanes(group)
+        if group == "flat":
+            return labels, np.zeros(1, dtype=np.int64)
+        pyr = self._pyramid(ipu, group)
+        if not pyr.levels:
+            return (), np.zeros(0, dtype=np.int64)
+        present = np.unique(pyr.levels[-1].key // NT).astype(np.int64)
+        return tuple(labels[i] for i in present), present
 
     def _n_stages(self) -> int:
         ops = self.access.table("/graph/operations", ["stage"])
@@ -503,9 +587,21 @@ class TraceWindow:
 
     # -- the window ---------------------------------------------------------------------------
     def window(
-        self, ipu: int, t0: float, t1: float, width_px: int, group: str = "flat"
+        self,
+        ipu: int,
+        t0: float,
+        t1: float,
+        width_px: int,
+        group: str = "flat",
+        dominant: bool = True,
     ) -> WindowResult:
-        """Rectangles per step type for ``[t0, t1)`` on ``width_px`` pixels (see module doc)."""
+        """Rectangles per step type for ``[t0, t1)`` on ``width_px`` pixels (see module doc).
+
+        With ``dominant`` (the default), a pixel of a lane where several step types are
+        aggregated shows only the type with the most cycles in it (as Perfetto does), so a
+        zoomed-out run is coloured by what dominates it rather than by whichever type is
+        painted last; steps wider than two pixels are always drawn.
+        """
         width_px = max(1, int(width_px))
         if not t1 > t0:
             raise TraceError(f"The trace window must have t1 > t0 (got {t0} .. {t1}).")
@@ -522,19 +618,23 @@ class TraceWindow:
         else:
             fn, cols = self._lane_fn(group)
             lo, hi = self.row_range(ipu, t0, t1)
-            data = self.access.read(lo, hi, cols)
+            data = self.access.read_cached(lo, hi, cols)
             x0 = data["start"].astype(np.float64)
             x1 = x0 + data["cycles"]
             keep = (x1 > t0) & (x0 < t1)
             key = (fn(data) * NT + data["type"].astype(np.int32))[keep]
             x0, x1 = x0[keep], x1[keep]
-            cnt = np.ones(len(x0), dtype=np.int64)
+            cnt = np.stack([np.ones(len(x0), dtype=np.int64), data["cycles"][keep]], axis=1)
             row = np.arange(lo, hi, dtype=np.int64)[keep]
             source = "rows"
         key, x0, x1, cnt, row = aggregate_pixels(key, x0, x1, cnt, row, t0, t1, width_px)
+        n_steps = int(cnt[:, 0].sum()) if len(cnt) else 0
+        if dominant and len(key):
+            key, x0, x1, cnt, row = _dominant(key, x0, x1, cnt, row, t0, pw, width_px)
         x1 = np.maximum(x1, x0 + pw)  # at least one pixel wide
         lane = (key // NT).astype(np.int32)
         typ = key % NT
+        cnt = cnt[:, 0]
         rects: dict[str, TypeRects] = {}
         if len(typ):
             order = np.argsort(typ, kind="stable")
@@ -543,7 +643,7 @@ class TraceWindow:
                 sel = order[a:b]
                 name = STEP_TYPES[int(typ[sel[0]])]
                 rects[name] = TypeRects(name, x0[sel], x1[sel], lane[sel], cnt[sel], row[sel])
-        return WindowResult(ipu, t0, t1, width_px, group, lanes, rects, source, int(cnt.sum()))
+        return WindowResult(ipu, t0, t1, width_px, group, lanes, rects, source, n_steps)
 
     # -- rows ------------------------------------------------------------------------------------
     def row_range(self, ipu: int, t0: float, t1: float) -> tuple[int, int]:
@@ -589,7 +689,7 @@ class TraceWindow:
         lo, hi = self.row_range(ipu, t - tolerance, t + tolerance + 1)
         if hi <= lo:
             return None
-        data = self.access.read(lo, hi, cols)
+        data = self.access.read_cached(lo, hi, cols)
         x0 = data["start"].astype(np.float64)
         x1 = x0 + data["cycles"]
         dist = np.where(t < x0, x0 - t, np.where(t >= x1, t - x1, 0.0))

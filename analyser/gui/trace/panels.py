@@ -1,0 +1,368 @@
+"""Side panels of the Execution Trace: visible-range summary, step details, search, BSP view."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QBrush, QColor
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from analyser.core.trace_window import (
+    STEP_TYPES,
+    BspMatrix,
+    RangeSummary,
+    SearchResult,
+    TraceWindow,
+)
+from analyser.gui.palette import heatmap_colors, qcolor
+
+#: Most search hits listed in the results table (the total is always shown).
+MAX_LISTED_HITS = 2000
+
+
+def fmt_int(v: float | int | None) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    return f"{round(float(v)):,}"
+
+
+def fmt_bytes(v: float | int | None) -> str:
+    if v is None:
+        return "–"
+    v = float(v)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(v) < 1024 or unit == "GiB":
+            return f"{v:,.0f} {unit}" if unit == "B" else f"{v:,.2f} {unit}"
+        v /= 1024
+    return f"{v:,.2f} GiB"
+
+
+def fmt_delta(a: float | None, b: float | None, pct: bool = True) -> str:
+    if a is None or b is None or (isinstance(a, float) and math.isnan(a)):
+        return "–"
+    d = b - a
+    if not pct or a == 0:
+        return f"{d:+,.0f}" if d else "0"
+    return f"{d:+,.0f} ({100 * d / a:+.1f}%)" if d else "0"
+
+
+def _item(text: str, align_right: bool = False, color: QColor | None = None) -> QTableWidgetItem:
+    it = QTableWidgetItem(text)
+    it.setFlags(it.flags() & ~Qt.ItemFlag.ItemIsEditable)
+    if align_right:
+        it.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+    if color is not None:
+        it.setForeground(QBrush(color))
+    return it
+
+
+def _table(headers: list[str]) -> QTableWidget:
+    t = QTableWidget(0, len(headers))
+    t.setHorizontalHeaderLabels(headers)
+    t.verticalHeader().setVisible(False)
+    t.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    t.setAlternatingRowColors(True)
+    t.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+    t.horizontalHeader().setStretchLastSection(True)
+    return t
+
+
+class RangeSummaryPanel(QWidget):
+    """Cycles by step type, tile balance and StreamCopy of the visible range (A, B, delta)."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(4, 4, 4, 4)
+        self.header = QLabel("")
+        self.header.setWordWrap(True)
+        lay.addWidget(self.header)
+        self.table = _table(["", "cycles", "share", "steps"])
+        lay.addWidget(self.table)
+        self.summaries: list[RangeSummary] = []
+
+    def set_summaries(
+        self, a: list[RangeSummary], b: list[RangeSummary] | None = None, names=("A", "B")
+    ) -> None:
+        """One summary per IPU of profile A (and, in compare mode, of profile B)."""
+        self.summaries = list(a) + list(b or [])
+        compare = b is not None
+        b = b or []
+        if compare:
+            headers = ["", f"A: {names[0]}", f"B: {names[1]}", "B − A"]
+        else:
+            headers = ["", "cycles", "share of busy", "steps"]
+        self.table.clear()
+        self.table.setColumnCount(len(headers))
+        self.table.setHorizontalHeaderLabels(headers)
+
+        def total(ss, fn):
+            return sum(fn(s) for s in ss) if ss else None
+
+        span = a[0].span if a else 0
+        self.header.setText(
+            f"Visible range {fmt_int(a[0].t0) if a else '–'} .. {fmt_int(a[0].t1) if a else '–'}"
+            f" ({fmt_int(span)} cycles) on {len(a)} IPU(s): steps overlapping the range, cycles"
+            " clipped to it."
+        )
+        rows: list[tuple[str, list[str], QColor | None]] = []
+        types = [t for t in STEP_TYPES if any(t in s.cycles_by_type for s in a + b)]
+        busy_a = total(a, lambda s: s.busy_cycles) or 0
+        busy_b = total(b, lambda s: s.busy_cycles)
+        for t in types:
+            ca = total(a, lambda s, t=t: s.cycles_by_type.get(t, 0))
+            color = qcolor("step_types", t)
+            if compare:
+                cb = total(b, lambda s, t=t: s.cycles_by_type.get(t, 0))
+                rows.append((t, [fmt_int(ca), fmt_int(cb), fmt_delta(ca, cb)], color))
+            else:
+                na = total(a, lambda s, t=t: s.steps_by_type.get(t, 0))
+                share = f"{100 * ca / busy_a:.1f}%" if busy_a else "–"
+                rows.append((t, [fmt_int(ca), share, fmt_int(na)], color))
+        if compare:
+            busy = [fmt_int(busy_a), fmt_int(busy_b), fmt_delta(busy_a, busy_b)]
+        else:
+            busy = [fmt_int(busy_a), "", fmt_int(total(a, lambda s: s.n_steps))]
+        rows.append(("busy cycles (all IPUs)", busy, None))
+        for i, sa in enumerate(a):
+            sb = b[i] if i < len(b) else None
+            bal = [_pct(sa.tile_balance)]
+            bal += [_pct(sb.tile_balance) if sb else "–", ""] if compare else ["", ""]
+            rows.append((f"IPU {sa.ipu} tile balance", bal, None))
+            for direction in ("received", "sent"):
+                dests = set(sa.streamcopy[direction]) | set(sb.streamcopy[direction] if sb else {})
+                for dest in sorted(dests):
+                    va = sa.streamcopy[direction].get(dest, 0)
+                    if compare:
+                        vb = sb.streamcopy[direction].get(dest, 0) if sb else None
+                        vals = [fmt_bytes(va), fmt_bytes(vb), fmt_delta(va, vb)]
+                    else:
+                        vals = [fmt_bytes(va), "", ""]
+                    rows.append((f"IPU {sa.ipu} StreamCopy {direction} · {dest}", vals, None))
+        self.table.setRowCount(len(rows))
+        for r, (label, vals, color) in enumerate(rows):
+            self.table.setItem(r, 0, _item(label, color=color))
+            for c, v in enumerate(vals):
+                self.table.setItem(r, c + 1, _item(v, align_right=True))
+
+    def value(self, label: str, column: int = 1) -> str:
+        """Text of the row whose first column is ``label`` (for tests)."""
+        for r in range(self.table.rowCount()):
+            if self.table.item(r, 0).text() == label:
+                return self.table.item(r, column).text()
+        raise KeyError(label)
+
+
+def _pct(v: float) -> str:
+    return "–" if v is None or math.isnan(v) else f"{100 * v:.1f}%"
+
+
+class StepDetailsPanel(QWidget):
+    """Every field of the selected step, and its per-tile cycles."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(4, 4, 4, 4)
+        self.table = _table(["field", "value"])
+        lay.addWidget(self.table, 2)
+        self.plot = pg.PlotWidget()
+        self.plot.setBackground("w")
+        self.plot.setLabel("bottom", "tile")
+        self.plot.setLabel("left", "cycles")
+        self.plot.setMenuEnabled(False)
+        self.curve = pg.PlotDataItem(
+            stepMode="center",
+            fillLevel=0,
+            brush=qcolor("step_types", "OnTileExecute", 160),
+            pen=None,
+        )
+        self.plot.addItem(self.curve)
+        lay.addWidget(self.plot, 3)
+        self.details: dict | None = None
+        self.show_details(None)
+
+    def show_details(self, details: dict | None, tile_cycles: np.ndarray | None = None) -> None:
+        self.details = details
+        if details is None:
+            self.table.setRowCount(1)
+            self.table.setItem(0, 0, _item("no step selected"))
+            self.table.setItem(0, 1, _item("click a step in the timeline or a search result"))
+            self.curve.setData([], [])
+            self.plot.setTitle("")
+            return
+        self.table.setRowCount(len(details))
+        for r, (k, v) in enumerate(details.items()):
+            if isinstance(v, float):
+                text = f"{100 * v:.1f}%" if k == "tile balance" else f"{v:,.3f}"
+            elif isinstance(v, int) and not isinstance(v, bool):
+                text = fmt_bytes(v) + f" ({v:,} B)" if k.startswith("bytes") and v else f"{v:,}"
+            else:
+                text = str(v)
+            self.table.setItem(r, 0, _item(k))
+            self.table.setItem(
+                r, 1, _item(text, color=qcolor("step_types", text) if k == "type" else None)
+            )
+        if tile_cycles is not None and len(tile_cycles):
+            self.curve.setData(np.arange(len(tile_cycles) + 1), tile_cycles.astype(np.float64))
+            self.curve.setBrush(qcolor("step_types", details.get("type", ""), 170))
+            self.plot.setTitle(f"cycles per tile of {details['name'][:60]}", size="9pt")
+        else:
+            self.curve.setData([], [])
+
+
+class SearchPanel(QWidget):
+    """Search steps by program / operation name over the whole trace."""
+
+    activated = Signal(int)  # global row
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(4, 4, 4, 4)
+        row = QHBoxLayout()
+        self.edit = QLineEdit()
+        self.edit.setPlaceholderText("Search steps by name (program, compute set or operation)…")
+        self.edit.setClearButtonEnabled(True)
+        self.button = QPushButton("Find")
+        self.prev_button = QPushButton("◀")
+        self.next_button = QPushButton("▶")
+        for w in (self.prev_button, self.next_button):
+            w.setFixedWidth(32)
+        row.addWidget(self.edit, 1)
+        row.addWidget(self.button)
+        row.addWidget(self.prev_button)
+        row.addWidget(self.next_button)
+        lay.addLayout(row)
+        self.status = QLabel("")
+        lay.addWidget(self.status)
+        self.table = _table(["#", "IPU", "start", "cycles", "name"])
+        self.table.cellDoubleClicked.connect(lambda r, _c: self._activate(r))
+        self.table.cellClicked.connect(lambda r, _c: self._activate(r))
+        lay.addWidget(self.table)
+        self.trace: TraceWindow | None = None
+        self.result: SearchResult | None = None
+        self.current = -1
+        self.edit.returnPressed.connect(self.run)
+        self.button.clicked.connect(self.run)
+        self.next_button.clicked.connect(lambda: self.step(1))
+        self.prev_button.clicked.connect(lambda: self.step(-1))
+
+    def set_trace(self, trace: TraceWindow | None) -> None:
+        self.trace = trace
+        self.result = None
+        self.table.setRowCount(0)
+        self.status.setText("")
+
+    def run(self, text: str | None = None) -> SearchResult | None:
+        if text is not None:
+            self.edit.setText(text)
+        if self.trace is None:
+            return None
+        text = self.edit.text().strip()
+        if not text:
+            self.status.setText("Type part of a step name.")
+            return None
+        res = self.trace.search(text, limit=MAX_LISTED_HITS)
+        self.result = res
+        self.current = -1
+        n = len(res.rows)
+        self.status.setText(
+            f"{res.total:,} steps match “{text}”"
+            + (f" (first {n:,} listed)" if res.total > n else "")
+            + ("." if res.total else ": no step has that name.")
+        )
+        names = self.trace.programs["name"].to_numpy()
+        self.table.setUpdatesEnabled(False)
+        self.table.setRowCount(n)
+        for i in range(n):
+            self.table.setItem(i, 0, _item(f"{i + 1}", True))
+            self.table.setItem(i, 1, _item(str(int(res.ipu[i])), True))
+            self.table.setItem(i, 2, _item(f"{int(res.start[i]):,}", True))
+            self.table.setItem(i, 3, _item(f"{int(res.cycles[i]):,}", True))
+            self.table.setItem(i, 4, _item(str(names[int(res.program[i])])))
+        self.table.setUpdatesEnabled(True)
+        if n:
+            self.step(1)
+        return res
+
+    def step(self, delta: int) -> None:
+        if self.result is None or not len(self.result.rows):
+            return
+        self.current = (self.current + delta) % len(self.result.rows)
+        self._activate(self.current)
+
+    def _activate(self, i: int) -> None:
+        if self.result is None or not 0 <= i < len(self.result.rows):
+            return
+        self.current = i
+        self.table.selectRow(i)
+        self.activated.emit(int(self.result.rows[i]))
+
+
+class BspView(QWidget):
+    """Tiles x time heat map of per-tile busy share for one IPU (x linked with the timeline)."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(4, 4, 4, 4)
+        self.label = QLabel("")
+        self.label.setWordWrap(True)
+        lay.addWidget(self.label)
+        self.plot = pg.PlotWidget()
+        self.plot.setBackground("w")
+        self.plot.setMenuEnabled(False)
+        self.plot.hideButtons()
+        self.plot.setLabel("left", "tile")
+        self.plot.getPlotItem().getAxis("left").setWidth(150)
+        self.plot.setLabel("bottom", "cycles")
+        self.plot.getViewBox().setMouseEnabled(x=False, y=True)
+        self.plot.getViewBox().invertY(True)
+        self.image = pg.ImageItem(axisOrder="row-major")
+        stops = heatmap_colors()
+        cmap = pg.ColorMap(np.linspace(0, 1, len(stops)), [QColor(c) for c in stops])
+        self.image.setLookupTable(cmap.getLookupTable(nPts=256))
+        self.plot.addItem(self.image)
+        self.bar = pg.ColorBarItem(
+            values=(0, 1),
+            colorMap=cmap,
+            label="busy share of the bucket",
+            interactive=False,
+            width=12,
+        )
+        self.bar.setImageItem(self.image, insert_in=self.plot.getPlotItem())
+        lay.addWidget(self.plot, 1)
+        self.matrix: BspMatrix | None = None
+
+    def show_matrix(self, m: BspMatrix | None, message: str = "") -> None:
+        self.matrix = m
+        if m is None:
+            self.image.clear()
+            self.label.setText(message)
+            return
+        tiles = m.values.shape[1]
+        self.image.setImage(m.values.T, autoLevels=False, levels=(0.0, 1.0))
+        self.image.setRect(pg.QtCore.QRectF(m.t0, 0, m.t1 - m.t0, tiles))
+        self.plot.setXRange(m.t0, m.t1, padding=0)
+        self.plot.setYRange(0, tiles, padding=0)
+        busy = m.values.mean() if m.values.size else 0.0
+        self.label.setText(
+            f"BSP view of IPU {m.ipu}: {m.n_steps:,} steps on {tiles:,} tiles in {m.values.shape[0]} "
+            f"time buckets; mean tile busy share {100 * busy:.1f}% (dark = idle, waiting for the "
+            f"sync; bright = computing or exchanging)."
+        )

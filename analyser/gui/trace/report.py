@@ -1,0 +1,251 @@
+"""The Execution Trace report: timeline(s), range summary, step details, BSP view and search.
+
+In compare mode the second profile's timeline sits under the first with the same cycle axis, and
+the range summary shows A, B and B − A for the visible window.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSpinBox,
+    QSplitter,
+    QStackedWidget,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from analyser.core.trace_window import GROUP_MODES, TraceWindow
+from analyser.gui.document import Document
+from analyser.gui.reports.base import MessagePanel, Report
+from analyser.gui.trace.panels import BspView, RangeSummaryPanel, SearchPanel, StepDetailsPanel
+from analyser.gui.trace.timeline import KEY_ZOOM, TimelineView
+
+GROUP_LABELS = {
+    "flat": "Flat (one lane per IPU)",
+    "stage": "Grouped by pipeline stage",
+    "operation": "Grouped by operation (layer)",
+    "program": "Grouped by program",
+}
+
+#: Delay after the last pan / zoom before the range summary and BSP view are recomputed (ms).
+SUMMARY_DELAY_MS = 150
+
+
+def trace_of(doc: Document) -> TraceWindow:
+    """The document's TraceWindow (built once, cached on the document)."""
+    return doc.cached("trace_window", lambda: TraceWindow(doc.profile))
+
+
+class TraceReport(Report):
+    title = "Execution Trace"
+    key = "trace"
+    needs_execution = True
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.trace: TraceWindow | None = None
+        self.trace_b: TraceWindow | None = None
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        self.stack = QStackedWidget()
+        outer.addWidget(self.stack)
+        self.message = MessagePanel("No profile open.")
+        self.stack.addWidget(self.message)
+
+        body = QWidget()
+        lay = QVBoxLayout(body)
+        lay.setContentsMargins(4, 4, 4, 4)
+        bar = QHBoxLayout()
+        bar.addWidget(QLabel("View:"))
+        self.group_combo = QComboBox()
+        for g in GROUP_MODES:
+            self.group_combo.addItem(GROUP_LABELS[g], g)
+        self.group_combo.currentIndexChanged.connect(self._on_group)
+        bar.addWidget(self.group_combo)
+        self.zoom_in_button = QPushButton("Zoom in (W)")
+        self.zoom_out_button = QPushButton("Zoom out (S)")
+        self.reset_button = QPushButton("Whole run (Home)")
+        self.zoom_in_button.clicked.connect(lambda: self.timeline.zoom(KEY_ZOOM))
+        self.zoom_out_button.clicked.connect(lambda: self.timeline.zoom(1 / KEY_ZOOM))
+        self.reset_button.clicked.connect(lambda: self.timeline.reset_zoom())
+        for w in (self.zoom_in_button, self.zoom_out_button, self.reset_button):
+            bar.addWidget(w)
+        bar.addWidget(QLabel("BSP IPU:"))
+        self.bsp_ipu = QSpinBox()
+        self.bsp_ipu.valueChanged.connect(lambda _v: self._schedule_details())
+        bar.addWidget(self.bsp_ipu)
+        bar.addStretch(1)
+        self.status = QLabel("")
+        bar.addWidget(self.status)
+        lay.addLayout(bar)
+
+        self.splitter = QSplitter(Qt.Orientation.Vertical)
+        self.timeline = TimelineView(title="")
+        self.timeline_b = TimelineView(title="")
+        self.timeline_b.setXLink(self.timeline)
+        self.timeline_b.hide()
+        self.splitter.addWidget(self.timeline)
+        self.splitter.addWidget(self.timeline_b)
+        self.tabs = QTabWidget()
+        self.summary = RangeSummaryPanel()
+        self.details = StepDetailsPanel()
+        self.bsp = BspView()
+        self.bsp.plot.setXLink(self.timeline)
+        self.search = SearchPanel()
+        self.tabs.addTab(self.summary, "Visible range")
+        self.tabs.addTab(self.details, "Selected step")
+        self.tabs.addTab(self.bsp, "BSP (tiles × time)")
+        self.tabs.addTab(self.search, "Search")
+        self.tabs.currentChanged.connect(lambda _i: self._schedule_details())
+        self.splitter.addWidget(self.tabs)
+        self.splitter.setSizes([330, 0, 300])
+        lay.addWidget(self.splitter, 1)
+        self.stack.addWidget(body)
+        self.body = body
+
+        self._detail_timer = QTimer(self)
+        self._detail_timer.setSingleShot(True)
+        self._detail_timer.setInterval(SUMMARY_DELAY_MS)
+        self._detail_timer.timeout.connect(self.update_details)
+        self.timeline.windowChanged.connect(self._on_window)
+        self.timeline_b.windowChanged.connect(lambda *_: self._schedule_details())
+        self.timeline.stepSelected.connect(lambda row: self._on_selected(self.timeline, row))
+        self.timeline_b.stepSelected.connect(lambda row: self._on_selected(self.timeline_b, row))
+        self.search.activated.connect(self._on_search_hit)
+
+    # -- Report interface ------------------------------------------------------------------------
+    def chart_widget(self) -> QWidget:
+        return self.splitter
+
+    def refresh(self) -> None:
+        doc, other = self.document, self.compare_doc
+        if doc is None:
+            self._message("No profile open.")
+            return
+        if not doc.has_execution:
+            self._message(
+                f"{doc.name} has no execution trace: the program does not fit in memory "
+                "(see the Memory Report and Insights), so it never ran."
+            )
+            return
+        self.trace = trace_of(doc)
+        self.trace_b = trace_of(other) if other is not None and other.has_execution else None
+        self.stack.setCurrentWidget(self.body)
+        group = self.group_combo.currentData()
+        self.timeline.getPlotItem().setTitle(
+            f"A: {doc.name}" if other is not None else doc.name, size="9pt"
+        )
+        self.timeline.set_trace(self.trace, group)
+        if self.trace_b is not None:
+            self.timeline_b.getPlotItem().setTitle(f"B: {other.name}", size="9pt")
+            self.timeline_b.set_trace(self.trace_b, group)
+            self.timeline_b.show()
+            self.splitter.setSizes([260, 260, 260])
+        else:
+            if other is not None:
+                self.statusMessage.emit(f"{other.name} has no execution trace to compare with.")
+            self.timeline_b.set_trace(None)
+            self.timeline_b.hide()
+        # the union of both runs is reachable; start on the whole of A and B
+        if self.trace_b is not None:
+            a0, a1 = self.timeline.full_range()
+            b0, b1 = self.timeline_b.full_range()
+            lo, hi = min(a0, b0), max(a1, b1)
+            pad = (hi - lo) * 0.05
+            for tl in (self.timeline, self.timeline_b):
+                tl.getPlotItem().getViewBox().setLimits(xMin=lo - pad, xMax=hi + pad)
+            self.timeline.set_x_range(lo, hi)
+        self.bsp_ipu.setRange(0, max(0, self.trace.n_ipus - 1))
+        self.search.set_trace(self.trace)
+        self.details.show_details(None)
+        self.timeline.redraw()
+        if self.trace_b is not None:
+            self.timeline_b.redraw()
+        self.update_details()
+
+    def shutdown(self) -> None:
+        self._detail_timer.stop()
+        self.timeline._timer.stop()
+        self.timeline_b._timer.stop()
+
+    def _message(self, text: str) -> None:
+        self.trace = self.trace_b = None
+        self.timeline.set_trace(None)
+        self.timeline_b.set_trace(None)
+        self.search.set_trace(None)
+        self.message.set_text(text)
+        self.stack.setCurrentWidget(self.message)
+
+    # -- events ----------------------------------------------------------------------------------
+    def _on_group(self, _index: int) -> None:
+        group = self.group_combo.currentData()
+        for tl in (self.timeline, self.timeline_b):
+            if tl.trace is not None:
+                tl.set_group(group)
+
+    def _on_window(self, t0: float, t1: float) -> None:
+        n = self.timeline.n_steps_visible
+        src = {r.source.split(" (")[0] for r in self.timeline.results.values()}
+        self.status.setText(
+            f"{t0:,.0f} .. {t1:,.0f} cycles · {n:,} steps in view · "
+            f"{self.timeline.n_rects:,} rectangles ({', '.join(sorted(src))})"
+        )
+        self._schedule_details()
+
+    def _schedule_details(self) -> None:
+        self._detail_timer.start()
+
+    def update_details(self) -> None:
+        """Recompute the visible-range summary and (when shown) the BSP view."""
+        self._detail_timer.stop()
+        if self.trace is None:
+            return
+        t0, t1 = self.timeline.x_range()
+        a = [self.trace.range_summary(i, t0, t1) for i in range(self.trace.n_ipus)]
+        if self.trace_b is not None:
+            b = [self.trace_b.range_summary(i, t0, t1) for i in range(self.trace_b.n_ipus)]
+            names = (self.document.name, self.compare_doc.name)
+            self.summary.set_summaries(a, b, names)
+        else:
+            self.summary.set_summaries(a)
+        if self.tabs.currentWidget() is self.bsp:
+            self.update_bsp()
+
+    def update_bsp(self) -> None:
+        if self.trace is None:
+            return
+        t0, t1 = self.timeline.x_range()
+        ipu = min(self.bsp_ipu.value(), self.trace.n_ipus - 1)
+        buckets = max(64, min(1024, self.timeline.pixel_width()))
+        m = self.trace.bsp(ipu, t0, t1, buckets=buckets)
+        self.bsp.show_matrix(
+            m,
+            "Too many steps in view for the BSP view: zoom in (W) until fewer than "
+            "20,000 steps are visible.",
+        )
+
+    def _on_selected(self, timeline: TimelineView, row: int) -> None:
+        trace = timeline.trace
+        if trace is None:
+            return
+        details = trace.step_details(row)
+        if timeline is self.timeline_b:
+            details = {"profile": f"B: {self.compare_doc.name}", **details}
+        tiles = trace.tile_cycles_of_step(row)
+        self.details.show_details(details, tiles)
+        self.bsp_ipu.setValue(details["ipu"])
+        if self.tabs.currentWidget() is not self.search:
+            self.tabs.setCurrentWidget(self.details)
+        self.statusMessage.emit(
+            f"{details['type']} {details['name']}: {details['cycles']:,} cycles on IPU "
+            f"{details['ipu']} at cycle {details['start']:,}"
+        )
+
+    def _on_search_hit(self, row: int) -> None:
+        self.timeline.select_row(row, center=True)

@@ -1,0 +1,361 @@
+"""The execution-trace timeline: one block of lanes per IPU, steps coloured by type.
+
+Drawing is driven by :class:`analyser.core.trace_window.TraceWindow`: on every pan or zoom the
+view asks for the rectangles of the visible window of each visible IPU at the plot's pixel width
+(level of detail: never more than pixels x types x lanes rectangles) and paints them with one
+``QPainter.drawRects`` call per step type from buffers filled by numpy (no Python loop over steps).
+
+Mouse: wheel zooms around the cursor, drag pans, click selects a step. Keyboard (Perfetto-style):
+W / S or + / - zoom in / out, A / D or Left / Right pan, Home or 0 shows the whole run.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from pyqtgraph.Qt import internals
+from PySide6.QtCore import QRectF, Qt, QTimer, Signal
+from PySide6.QtGui import QBrush, QColor, QPainter, QPen
+from PySide6.QtWidgets import QGraphicsRectItem
+
+from analyser.core.trace_window import STEP_TYPES, TraceWindow, WindowResult
+from analyser.gui.palette import qcolor
+
+#: Height of a step rectangle inside its lane (1.0 = whole lane).
+LANE_FILL = 0.8
+#: Zoom factor of one key press.
+KEY_ZOOM = 1.6
+#: Share of the visible width one key press pans.
+KEY_PAN = 0.2
+#: Narrowest window, in cycles.
+MIN_SPAN = 20.0
+
+
+class StepRectsItem(pg.GraphicsObject):
+    """Rectangles drawn with one ``drawRects`` call per step type (no outline, no antialiasing)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._groups: list[tuple[QBrush, internals.PrimitiveArray]] = []
+        self._bounds = QRectF()
+        self.draw_calls = 0
+        self.n_rects = 0
+        self._brushes = {t: QBrush(qcolor("step_types", t)) for t in STEP_TYPES}
+
+    def set_rects(self, rects: dict[str, np.ndarray]) -> None:
+        """``rects[type] = array (n, 4) of x, y, w, h`` in data coordinates."""
+        self.prepareGeometryChange()
+        groups = []
+        xmin = ymin = np.inf
+        xmax = ymax = -np.inf
+        total = 0
+        for name in STEP_TYPES:  # fixed order: later types paint over earlier ones
+            arr = rects.get(name)
+            if arr is None or not len(arr):
+                continue
+            prim = internals.PrimitiveArray(QRectF, 4)
+            prim.resize(len(arr))
+            prim.ndarray()[:] = arr
+            groups.append((self._brushes[name], prim))
+            xmin = min(xmin, float(arr[:, 0].min()))
+            xmax = max(xmax, float((arr[:, 0] + arr[:, 2]).max()))
+            ymin = min(ymin, float(arr[:, 1].min()))
+            ymax = max(ymax, float((arr[:, 1] + arr[:, 3]).max()))
+            total += len(arr)
+        self._groups = groups
+        self.n_rects = total
+        self._bounds = QRectF(xmin, ymin, xmax - xmin, ymax - ymin) if total else QRectF()
+        self.update()
+
+    def paint(self, painter: QPainter, *args) -> None:
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing, False)
+        painter.setPen(Qt.PenStyle.NoPen)
+        calls = 0
+        for brush, prim in self._groups:
+            painter.setBrush(brush)
+            painter.drawRects(*prim.drawargs())
+            calls += 1
+        self.draw_calls = calls
+
+    def boundingRect(self) -> QRectF:
+        return self._bounds
+
+
+class LaneAxis(pg.AxisItem):
+    """Left axis showing lane labels at lane centres."""
+
+    def __init__(self) -> None:
+        super().__init__("left")
+        self._labels: list[tuple[float, str]] = []
+        self.setWidth(150)
+
+    def set_labels(self, labels: list[tuple[float, str]]) -> None:
+        self._labels = labels
+        self.setTicks([labels, []])
+
+
+class TimelineView(pg.PlotWidget):
+    """Timeline of one profile. Emits ``stepSelected(row)`` and ``windowChanged(t0, t1)``."""
+
+    stepSelected = Signal(int)
+    windowChanged = Signal(float, float)
+    redrawn = Signal()
+
+    def __init__(self, parent=None, title: str = "") -> None:
+        self.lane_axis = LaneAxis()
+        super().__init__(parent, axisItems={"left": self.lane_axis})
+        self.setBackground("w")
+        self.trace: TraceWindow | None = None
+        self.group = "flat"
+        self.results: dict[int, WindowResult] = {}
+        self.ipu_base: dict[int, int] = {}
+        self.ipu_lanes: dict[int, tuple[str, ...]] = {}
+        self.selected_row: int | None = None
+        self.redraw_count = 0
+        plot = self.getPlotItem()
+        plot.setMenuEnabled(False)
+        plot.hideButtons()
+        plot.showGrid(x=True, y=False, alpha=0.15)
+        plot.setLabel("bottom", "cycles")
+        if title:
+            plot.setTitle(title, size="9pt")
+        vb = plot.getViewBox()
+        vb.invertY(True)
+        vb.setMouseEnabled(x=True, y=False)
+        vb.setDefaultPadding(0.0)
+        self.items = StepRectsItem()
+        plot.addItem(self.items)
+        self.highlight = QGraphicsRectItem()
+        pen = QPen(QColor("#111111"))
+        pen.setCosmetic(True)
+        pen.setWidth(2)
+        self.highlight.setPen(pen)
+        self.highlight.setBrush(QBrush(qcolor("chart", "selection", 90)))
+        self.highlight.setZValue(10)
+        self.highlight.hide()
+        plot.addItem(self.highlight)
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(0)
+        self._timer.timeout.connect(self.redraw)
+        vb.sigXRangeChanged.connect(self._schedule)
+        vb.sigResized.connect(self._schedule)
+        self.scene().sigMouseClicked.connect(self._on_click)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+
+    # -- data ------------------------------------------------------------------------------------
+    def set_trace(self, trace: TraceWindow | None, group: str = "flat") -> None:
+        self.trace = trace
+        self.group = group
+        self.selected_row = None
+        self.highlight.hide()
+        self._layout_lanes()
+        if trace is not None:
+            self.reset_zoom()
+        else:
+            self.items.set_rects({})
+
+    def set_group(self, group: str) -> None:
+        if group != self.group:
+            self.group = group
+            self._layout_lanes()
+            self.redraw()
+            if self.selected_row is not None:
+                self.select_row(self.selected_row, center=False)
+
+    def _layout_lanes(self) -> None:
+        self.ipu_base.clear()
+        self.ipu_lanes.clear()
+        self.ipu_lane_ids: dict[int, np.ndarray] = {}
+        self.lane_local: dict[int, np.ndarray] = {}
+        labels: list[tuple[float, str]] = []
+        self.separators: list[float] = []
+        y = 0
+        if self.trace is not None:
+            for ipu in range(self.trace.n_ipus):
+                names, ids = self.trace.ipu_lanes(self.group, ipu)
+                if not len(ids):
+                    names, ids = ("(no steps)",), np.zeros(1, dtype=np.int64)
+                self.ipu_base[ipu] = y
+                self.ipu_lanes[ipu] = names
+                self.ipu_lane_ids[ipu] = ids
+                local = np.full(int(ids.max()) + 1, -1, dtype=np.int64)
+                local[ids] = np.arange(len(ids))
+                self.lane_local[ipu] = local
+                if self.group == "flat":
+                    labels.append((y + 0.5, f"IPU {ipu}"))
+                else:
+                    labels.extend(
+                        (y + i + 0.5, f"IPU {ipu} · {name}"[:40]) for i, name in enumerate(names)
+                    )
+                y += len(names)
+                self.separators.append(y)
+        self.n_lanes = max(1, y)
+        for line in getattr(self, "_sep_items", []):
+            self.getPlotItem().removeItem(line)
+        self._sep_items = []
+        for sy in self.separators[:-1]:
+            line = pg.InfiniteLine(sy, angle=0, pen=pg.mkPen("#888888", width=1))
+            self.getPlotItem().addItem(line)
+            self._sep_items.append(line)
+        self.lane_axis.set_labels(labels)
+        vb = self.getPlotItem().getViewBox()
+        vb.setLimits(yMin=-0.2, yMax=self.n_lanes + 0.2)
+        vb.setYRange(-0.1, self.n_lanes + 0.1, padding=0)
+
+    def full_range(self) -> tuple[float, float]:
+        if self.trace is None:
+            return 0.0, 1.0
+        t0, t1 = self.trace.full_extent()
+        return t0, max(t1, t0 + MIN_SPAN)
+
+    def reset_zoom(self) -> None:
+        t0, t1 = self.full_range()
+        pad = (t1 - t0) * 0.01
+        vb = self.getPlotItem().getViewBox()
+        vb.setLimits(xMin=t0 - pad * 5, xMax=t1 + pad * 5, minXRange=MIN_SPAN)
+        vb.setXRange(t0 - pad, t1 + pad, padding=0)
+        self._schedule()
+
+    def x_range(self) -> tuple[float, float]:
+        (x0, x1), _ = self.getPlotItem().getViewBox().viewRange()
+        return float(x0), float(x1)
+
+    def set_x_range(self, t0: float, t1: float) -> None:
+        self.getPlotItem().getViewBox().setXRange(t0, t1, padding=0)
+
+    def pixel_width(self) -> int:
+        return max(50, int(self.getPlotItem().getViewBox().width()))
+
+    # -- drawing ---------------------------------------------------------------------------------
+    def _schedule(self, *args) -> None:
+        if not self._timer.isActive():
+            self._timer.start()
+
+    def redraw(self) -> None:
+        """Fetch the visible window of every IPU and repaint (one call per step type)."""
+        self._timer.stop()
+        if self.trace is None:
+            return
+        t0, t1 = self.x_range()
+        width = self.pixel_width()
+        parts: dict[str, list[np.ndarray]] = {}
+        self.results = {}
+        for ipu in range(self.trace.n_ipus):
+            res = self.trace.window(ipu, t0, t1, width, self.group)
+            self.results[ipu] = res
+            base = self.ipu_base[ipu]
+            for name, r in res.rects.items():
+                arr = np.empty((len(r), 4), dtype=np.float64)
+                arr[:, 0] = r.x0
+                local = self.lane_local[ipu]
+                lane = np.where(r.lane < len(local), local[np.minimum(r.lane, len(local) - 1)], 0)
+                arr[:, 1] = base + lane + (1 - LANE_FILL) / 2
+                arr[:, 2] = r.x1 - r.x0
+                arr[:, 3] = LANE_FILL
+                parts.setdefault(name, []).append(arr)
+        self.items.set_rects({k: np.concatenate(v) for k, v in parts.items()})
+        self.redraw_count += 1
+        self.windowChanged.emit(t0, t1)
+        self.redrawn.emit()
+
+    @property
+    def n_rects(self) -> int:
+        return self.items.n_rects
+
+    @property
+    def n_steps_visible(self) -> int:
+        return sum(r.n_steps for r in self.results.values())
+
+    # -- selection -------------------------------------------------------------------------------
+    def lane_at(self, y: float) -> tuple[int, int] | None:
+        """(IPU, global lane id) of the lane at height ``y``."""
+        for ipu, base in self.ipu_base.items():
+            ids = self.ipu_lane_ids[ipu]
+            if base <= y < base + len(ids):
+                return ipu, int(ids[int(y - base)])
+        return None
+
+    def _on_click(self, event) -> None:
+        if self.trace is None or event.button() != Qt.MouseButton.LeftButton:
+            return
+        vb = self.getPlotItem().getViewBox()
+        if not vb.sceneBoundingRect().contains(event.scenePos()):
+            return
+        p = vb.mapSceneToView(event.scenePos())
+        self.select_at(p.x(), p.y())
+
+    def select_at(self, x: float, y: float) -> int | None:
+        """Select the step at data point (x cycles, y lane); returns its row or None."""
+        if self.trace is None:
+            return None
+        hit = self.lane_at(y)
+        if hit is None:
+            return None
+        ipu, lane = hit
+        t0, t1 = self.x_range()
+        tol = 3 * (t1 - t0) / self.pixel_width()
+        row = self.trace.step_at(ipu, x, lane, self.group, tolerance=tol)
+        if row is not None:
+            self.select_row(row, center=False)
+        return row
+
+    def select_row(self, row: int, center: bool = True) -> None:
+        """Highlight step ``row`` (global row); with ``center`` the view moves to it, zooming
+        in so that the step is at least a tenth of the view when it is smaller."""
+        if self.trace is None:
+            return
+        d = self.trace.step_details(row)
+        self.selected_row = row
+        ipu = d["ipu"]
+        lane = 0
+        if self.group != "flat":
+            lane_fn, cols = self.trace._lane_fn(self.group)
+            data = self.trace.access.read_cached(row, row + 1, cols)
+            glob = int(lane_fn(data)[0])
+            local = self.lane_local.get(ipu, np.zeros(1, dtype=np.int64))
+            lane = int(local[glob]) if glob < len(local) and local[glob] >= 0 else 0
+        y = self.ipu_base.get(ipu, 0) + lane
+        start, cycles = float(d["start"]), float(max(1, d["cycles"]))
+        if center:
+            t0, t1 = self.x_range()
+            span = min(t1 - t0, max(cycles * 10, MIN_SPAN))
+            mid = start + cycles / 2
+            self.set_x_range(mid - span / 2, mid + span / 2)
+        t0, t1 = self.x_range()
+        min_w = (t1 - t0) / self.pixel_width() * 3
+        self.highlight.setRect(QRectF(start, y + 0.02, max(cycles, min_w), 0.96))
+        self.highlight.show()
+        self.stepSelected.emit(row)
+
+    # -- keyboard --------------------------------------------------------------------------------
+    def zoom(self, factor: float, center: float | None = None) -> None:
+        """Zoom by ``factor`` (>1 zooms in) around ``center`` (default: the middle)."""
+        t0, t1 = self.x_range()
+        c = (t0 + t1) / 2 if center is None else center
+        span = max(MIN_SPAN, (t1 - t0) / factor)
+        frac = (c - t0) / (t1 - t0)
+        self.set_x_range(c - frac * span, c + (1 - frac) * span)
+
+    def pan(self, fraction: float) -> None:
+        t0, t1 = self.x_range()
+        d = (t1 - t0) * fraction
+        self.set_x_range(t0 + d, t1 + d)
+
+    def keyPressEvent(self, event) -> None:
+        k = event.key()
+        K = Qt.Key
+        if k in (K.Key_W, K.Key_Plus, K.Key_Equal):
+            self.zoom(KEY_ZOOM)
+        elif k in (K.Key_S, K.Key_Minus):
+            self.zoom(1 / KEY_ZOOM)
+        elif k in (K.Key_A, K.Key_Left):
+            self.pan(-KEY_PAN)
+        elif k in (K.Key_D, K.Key_Right):
+            self.pan(KEY_PAN)
+        elif k in (K.Key_Home, K.Key_0):
+            self.reset_zoom()
+        else:
+            super().keyPressEvent(event)
+            return
+        event.accept()
