@@ -1,0 +1,194 @@
+"""The execution plan: the small, documented input of the execute half of the engine.
+
+``engine.execute`` does not read the compiler's internals directly. An adapter
+(:mod:`engine.execute.adapter`) turns the compile engineer's hand-off object
+(``engine.compiled.CompiledProgram``) into an :class:`ExecutionPlan`, a plain struct of numpy
+arrays and numbers:
+
+* the *leaf programs* the compiler produced (compute sets, on-chip exchanges, their per-tile
+  cycles), stored once each (:class:`LeafPrograms`);
+* for every pipeline stage, the ordered leaf programs of one micro-batch's forward pass, its
+  backward pass and its recomputation (:class:`StagePlan`), and the bytes it sends to the next /
+  previous stage over IPU-Links;
+* for every IPU of a replica, the weight-update leaf programs and the bytes the update moves
+  (gradients to all-reduce, weights to all-gather, offloaded optimiser state to stream in / out)
+  (:class:`IpuPlan`);
+* the run options execute needs (schedule, micro-batch, gradient accumulation, device iterations,
+  replication, I/O options) and the link / host parameters (:class:`Links`, :class:`HostModel`).
+
+Everything execute adds (stream copies, syncs, global exchanges, all-reduces, remote-buffer copies,
+control programs) it creates itself, so the plan is all it needs and tests can build one by hand.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+Schedule = Literal["single", "sharded", "grouped", "interleaved", "sequential"]
+OutputMode = Literal["all", "sum", "final", "every-n"]
+LoaderMode = Literal["sync", "async", "async-rebatched"]
+
+
+@dataclass
+class LeafPrograms:
+    """The compiler's leaf programs, one row per distinct program (struct of arrays).
+
+    ``type`` holds ``profiles.schema`` program-type codes (OnTileExecute, DoExchange, ...),
+    ``cycles`` the cycles of one execution (max over tiles), ``tile_cycles`` the per-tile cycles
+    ``[program, tile]`` on the program's IPU. ``bytes`` is what one execution moves (exchanges).
+    """
+
+    name: np.ndarray
+    type: np.ndarray
+    ipu: np.ndarray
+    op: np.ndarray
+    cycles: np.ndarray
+    tile_cycles: np.ndarray
+    bytes: np.ndarray
+    code_bytes: np.ndarray
+    tile_balance: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.name)
+
+    @classmethod
+    def empty(cls, tiles: int) -> LeafPrograms:
+        return cls(
+            name=np.array([], dtype=object),
+            type=np.zeros(0, np.uint8),
+            ipu=np.zeros(0, np.int16),
+            op=np.zeros(0, np.int32),
+            cycles=np.zeros(0, np.int64),
+            tile_cycles=np.zeros((0, tiles), np.int32),
+            bytes=np.zeros(0, np.int64),
+            code_bytes=np.zeros(0, np.int64),
+            tile_balance=np.zeros(0, np.float32),
+        )
+
+
+@dataclass
+class StagePlan:
+    """One pipeline stage (for an unpipelined model: the single stage 0 on IPU 0).
+
+    ``forward`` / ``backward`` / ``recompute`` are leaf-program ids (rows of
+    :class:`LeafPrograms`) in execution order for ONE micro-batch. ``recompute`` (forward compute
+    replayed before the backward pass when recomputation is on) may be empty.
+    ``activation_bytes`` is what one micro-batch's forward sends to stage ``s + 1``;
+    ``gradient_bytes`` what its backward sends to stage ``s - 1`` (both over IPU-Links).
+    """
+
+    ipu: int
+    forward: np.ndarray
+    backward: np.ndarray
+    recompute: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    activation_bytes: int = 0
+    gradient_bytes: int = 0
+
+
+@dataclass
+class IpuPlan:
+    """What the weight update of one IPU (of one replica) runs and moves."""
+
+    update: np.ndarray
+    #: Gradient bytes of the IPU's weights, all-reduced across replicas before the update.
+    gradient_bytes: int = 0
+    #: Weight bytes of the IPU (all-gathered after a sharded update under replicated tensor
+    #: sharding).
+    weight_bytes: int = 0
+    #: Bytes offloaded to streaming memory (optimiser state, offloaded variables) that the update
+    #: streams in and back out, for this replica (before replicated tensor sharding divides it).
+    remote_bytes: int = 0
+
+
+@dataclass
+class Links:
+    """Link and sync parameters, in cycles of the target clock (from ``engine.targets``)."""
+
+    clock_hz: float
+    ipu_link_bytes_per_cycle: float
+    host_link_bytes_per_cycle: float
+    streaming_bytes_per_cycle: float
+    external_sync_cycles: int
+    internal_sync_cycles: int
+    exchange_setup_cycles: int
+    #: IPU-Links that join two neighbouring pipeline stages (one by default: a ring/chain
+    #: topology gives each neighbour pair one link per direction).
+    links_between_stages: int = 1
+
+
+@dataclass
+class HostModel:
+    """The host side of a run (walkthrough.md "Host model"); every field is a RunConfig option.
+
+    Times are seconds. ``decode_augment_s`` is the per-sample cost of reading, decoding and
+    augmenting one sample on one loader worker; ``cast_normalise_s`` the per-sample cost of the
+    cast to the input dtype and the normalisation, paid on the host unless the input is sent as
+    8-bit and normalised on the IPU (``normalise_on_ipu``). ``call_overhead_s`` is the fixed
+    round-trip cost of one host call (one run of ``device_iterations`` steps).
+    ``stream_latency_s`` is the host's latency to service one stream-copy request (hidden by a
+    prefetch depth above one).
+    """
+
+    decode_augment_s: float = 50e-6
+    cast_normalise_s: float = 0.0
+    normalise_on_ipu: bool = False
+    workers: int = 8
+    loader: LoaderMode = "sync"
+    call_overhead_s: float = 150e-6
+    stream_latency_s: float = 5e-6
+    prefetch_depth: int = 1
+
+    @property
+    def per_sample_s(self) -> float:
+        """Host preparation time of one sample on one worker."""
+        return self.decode_augment_s + (0.0 if self.normalise_on_ipu else self.cast_normalise_s)
+
+
+@dataclass
+class ExecutionPlan:
+    """Everything :func:`engine.execute.execute_plan` needs (see the module docstring)."""
+
+    leaves: LeafPrograms
+    stages: list[StagePlan]
+    ipus: list[IpuPlan]
+    tiles_per_ipu: int
+    links: Links
+    host: HostModel = field(default_factory=HostModel)
+    schedule: Schedule = "single"
+    training: bool = True
+    micro_batch: int = 1
+    gradient_accumulation: int = 1
+    device_iterations: int = 1
+    replicas: int = 1
+    replicated_tensor_sharding: bool = False
+    #: I/O tiles per IPU (0: stream copies stall compute).
+    io_tiles: int = 0
+    #: Bytes of one input sample as streamed (after any 8-bit conversion), to stage 0's IPU.
+    input_bytes_per_sample: int = 0
+    #: Bytes of one sample's labels, to the IPU of the stage that computes the loss.
+    label_bytes_per_sample: int = 0
+    #: Bytes of one micro-batch's outputs (what mode "all" returns per micro-batch).
+    output_bytes_per_micro_batch: int = 0
+    output_mode: OutputMode = "final"
+    #: N of output mode "every-n": outputs of every N-th device iteration are sent back.
+    output_every_n: int = 1
+    #: Stage that computes the loss / outputs (default: the last stage).
+    loss_stage: int | None = None
+
+    @property
+    def num_ipus(self) -> int:
+        return len(self.ipus)
+
+    @property
+    def num_stages(self) -> int:
+        return len(self.stages)
+
+    @property
+    def samples_per_call(self) -> int:
+        """Samples one host call processes over all replicas."""
+        return (
+            self.micro_batch * self.gradient_accumulation * self.device_iterations * self.replicas
+        )
