@@ -477,6 +477,11 @@ def compare_pair(a: Analysis, b: Analysis) -> PairComparison:
     ops, added, removed = _op_tables(a, b)
     expl = _explain(a, b, diffs)
     other = []
+    if ma.oom_tiles != mb.oom_tiles and not any(e.metric == "oom_tiles" for e in expl):
+        other.append(
+            f"OOM tiles {change_words(ma.oom_tiles, mb.oom_tiles)} ({ma.oom_tiles:,} "
+            f"to {mb.oom_tiles:,}) with no run-option difference to explain it"
+        )
     for r in steps.head(3).itertuples():
         if r.delta:
             other.append(

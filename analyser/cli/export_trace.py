@@ -1,0 +1,44 @@
+"""``analyse export-trace FILE --format chrome|perfetto -o OUT [--split-by-run]``."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help="profile (.h5)")
+    parser.add_argument(
+        "--format",
+        choices=("chrome", "perfetto"),
+        default="chrome",
+        help="chrome: trace-event JSON (chrome://tracing, ui.perfetto.dev); "
+        "perfetto: protobuf (default chrome)",
+    )
+    parser.add_argument("-o", "--output", required=True, help="output file")
+    parser.add_argument(
+        "--split-by-run",
+        action="store_true",
+        help="one file per host call (device-iteration run): OUT.runNNNN.ext",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from analyser.cli._common import check_output, console, progress_bar
+    from analyser.export import export_trace
+
+    out = check_output(args.output, [args.file])
+    with progress_bar("exporting trace") as bar:
+        task = bar.add_task("exporting trace", total=None)
+
+        def tick(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        files = export_trace(
+            args.file, out, fmt=args.format, split_by_run=args.split_by_run, progress=tick
+        )
+    con = console()
+    if len(files) == 1:
+        con.print(f"wrote {files[0]} ({files[0].stat().st_size:,} bytes)")
+    else:
+        con.print(f"wrote {len(files)} files: {files[0]} ... {files[-1]}")
+    return 0

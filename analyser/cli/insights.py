@@ -1,0 +1,134 @@
+"""``analyse insights FILE [--json] [--no-resimulate] [--threshold name=value ...]``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help="profile (.h5)")
+    parser.add_argument("--json", action="store_true", help="print the insights as JSON")
+    parser.add_argument(
+        "--no-resimulate",
+        action="store_true",
+        help="do not re-simulate the recommended changes (no predicted effects)",
+    )
+    parser.add_argument(
+        "--threshold",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override a threshold (repeatable), e.g. host_wait_high=0.3; "
+        "--list-thresholds shows them",
+    )
+    parser.add_argument(
+        "--list-thresholds",
+        action="store_true",
+        help="list the thresholds with their defaults and exit",
+    )
+    parser.add_argument(
+        "--workers", type=int, default=2, help="parallel re-simulations (default 2)"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from analyser.cli._common import console, open_analysis, progress_bar
+    from analyser.cli.errors import CliError
+    from analyser.core.insights import Thresholds, find_insights
+    from analyser.core.units import fmt_bytes, fmt_delta_pct, fmt_int, fmt_pct, fmt_rate
+
+    con = console()
+    if args.list_thresholds:
+        tab = Table("threshold", "default", "meaning", title="Insight thresholds")
+        for name, (default, doc) in Thresholds.docs().items():
+            tab.add_row(name, f"{default:g}", doc)
+        con.print(tab)
+        return 0
+    if args.workers < 1:
+        raise CliError("--workers must be at least 1.")
+    thresholds = Thresholds().with_overrides(args.threshold)
+    with open_analysis(args.file) as a:
+        tips = find_insights(a, thresholds)
+        todo = sum(1 for t in tips if t.change)
+        if not args.no_resimulate and todo:
+            from analyser.core.insights import predict_effects
+
+            with progress_bar("re-simulating") as bar:
+                task = bar.add_task("re-simulating the recommended changes", total=todo)
+                predict_effects(
+                    a,
+                    tips,
+                    workers=args.workers,
+                    progress=lambda d, n, _i: bar.update(task, completed=d),
+                )
+        m = a.metrics
+        if args.json:
+            json.dump(
+                {
+                    "file": str(a.path),
+                    "fits": m.fits,
+                    "oom_tiles": m.oom_tiles,
+                    "memory_share_used": m.memory_share_used,
+                    "insights": [t.to_dict() for t in tips],
+                },
+                sys.stdout,
+                indent=2,
+            )
+            sys.stdout.write("\n")
+            return 0
+        mem = a.memory
+        banner = (
+            f"[bold green]fits[/]: {fmt_pct(mem.share_used)} of the memory used"
+            if mem.fits
+            else f"[bold red]OUT OF MEMORY[/]: {mem.n_oom_tiles:,} tiles, "
+            f"{fmt_pct(mem.share_used)} of the memory needed"
+        )
+        con.print(
+            f"{a.path.name}: {banner}; fullest tile {fmt_bytes(mem.max_tile_bytes)} of "
+            f"{fmt_bytes(mem.sram_per_tile)}"
+        )
+        if not tips:
+            con.print("No insights: nothing crosses its threshold (see --list-thresholds).")
+            return 0
+        colour = {"critical": "red", "warning": "yellow", "info": "cyan"}
+        for n, t in enumerate(tips, 1):
+            con.rule(
+                f"[bold]{n}. {t.title}[/]  [{colour[t.severity]}]{t.severity}[/] [dim]({t.id})[/]",
+                align="left",
+            )
+            con.print(t.summary)
+            for e in t.evidence:
+                con.print(f"  • {e.text}" + (f" [dim][{e.where}][/]" if e.where else ""))
+            if t.change:
+                con.print(
+                    "  [bold]change:[/] " + ", ".join(f"{k} = {v!r}" for k, v in t.change.items())
+                )
+            if t.trade_off:
+                con.print(f"  [bold]trade-off:[/] {t.trade_off}")
+            eff = t.effect
+            if eff is not None and eff.after:
+                tab = Table("predicted effect", "now", "after", "change", box=None, padding=(0, 2))
+                for key, label, f in (
+                    ("peak_memory_bytes", "peak memory", fmt_bytes),
+                    ("oom_tiles", "OOM tiles", fmt_int),
+                    ("total_cycles", "total cycles", fmt_int),
+                    ("cycles_per_sample", "cycles per sample", fmt_rate),
+                    ("throughput_samples_per_s", "samples/s", fmt_rate),
+                ):
+                    b, c = eff.before.get(key), eff.after.get(key)
+                    tab.add_row(f"  {label}", f(b), f(c), fmt_delta_pct(b, c))
+                con.print(tab)
+            if eff is not None:
+                style = (
+                    "green"
+                    if eff.recommended and eff.status == "fits"
+                    else "red"
+                    if not eff.recommended
+                    else "yellow"
+                )
+                con.print(f"  [{style}]{eff.message}[/]")
+    return 0

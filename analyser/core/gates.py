@@ -1,0 +1,95 @@
+"""Regression gates for ``analyse compare --fail-if``: conditions such as ``cycles>+5%``,
+``peak_memory>+2%``, ``throughput<-3%``, ``oom_tiles>0`` or ``cycles_per_sample>=+1000``.
+
+Grammar: ``METRIC OP VALUE`` where METRIC is a scalar of :class:`analyser.core.Metrics` (or an
+alias: cycles, peak_memory, memory, throughput, oom, max_tile_memory, host_wait, rx, tx), OP one
+of ``> >= < <= == !=``, and VALUE either a relative change (``+5%``, ``-2%``: of B against A),
+a signed absolute change (``+1000``, ``-3``) or a plain number (``0``, ``0.2``: B's own value).
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from dataclasses import dataclass
+
+from analyser.core.analysis import Metrics
+from profiles.errors import UserFacingError
+
+
+class GateSyntaxError(UserFacingError):
+    """A --fail-if condition that cannot be parsed (exit code 2)."""
+
+    exit_code = 2
+
+
+_OPS = {
+    ">": operator.gt,
+    ">=": operator.ge,
+    "<": operator.lt,
+    "<=": operator.le,
+    "==": operator.eq,
+    "!=": operator.ne,
+}
+_RE = re.compile(
+    r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(>=|<=|==|!=|>|<)\s*([+-]?)\s*"
+    r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(%?)\s*$"
+)
+
+
+@dataclass(frozen=True)
+class Gate:
+    text: str
+    metric: str
+    op: str
+    value: float
+    mode: str  # "rel" (percent change), "abs" (signed change) or "value" (B's value)
+
+    def evaluate(self, a: Metrics, b: Metrics) -> tuple[bool, str]:
+        """(holds, explanation) for profile ``a`` (baseline) against ``b`` (candidate)."""
+        va, vb = a.scalar(self.metric), b.scalar(self.metric)
+        if vb is None and (va is not None or self.mode == "value"):
+            return True, (
+                f"{self.text}: the candidate has no {self.metric} (it did not "
+                "execute: out of memory) HOLDS"
+            )
+        if vb is None or (self.mode != "value" and va is None):
+            return False, (
+                f"{self.text}: {self.metric} is not available in the baseline "
+                "(no execution), not evaluated"
+            )
+        if self.mode == "value":
+            x, shown = vb, f"{vb:g}"
+        elif self.mode == "abs":
+            x, shown = vb - va, f"{vb - va:+g}"
+        else:
+            if va == 0:
+                x = 0.0 if vb == 0 else float("inf") * (1 if vb > 0 else -1)
+            else:
+                x = 100.0 * (vb - va) / abs(va)
+            shown = f"{x:+.2f}%"
+        holds = _OPS[self.op](x, self.value)
+        before = "-" if va is None else f"{va:,.6g}"
+        return holds, (
+            f"{self.text}: {self.metric} {shown} ({before} -> {vb:,.6g}) "
+            f"{'HOLDS' if holds else 'ok'}"
+        )
+
+
+def parse_gate(text: str) -> Gate:
+    m = _RE.match(text)
+    if not m:
+        raise GateSyntaxError(
+            f"bad --fail-if condition {text!r}; expected METRIC OP VALUE such as 'cycles>+5%', "
+            "'peak_memory>+2%' or 'oom_tiles>0'."
+        )
+    name, op, sign, num, pct = m.groups()
+    key = Metrics.ALIASES.get(name, name)
+    if key not in Metrics.scalar_names():
+        raise GateSyntaxError(
+            f"unknown metric {name!r} in --fail-if {text!r}; use one of "
+            f"{', '.join(sorted(set(Metrics.scalar_names()) | set(Metrics.ALIASES)))}."
+        )
+    value = float(num) * (-1 if sign == "-" else 1)
+    mode = "rel" if pct else ("abs" if sign else "value")
+    return Gate(text.strip(), key, op, value, mode)
