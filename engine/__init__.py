@@ -1,0 +1,66 @@
+"""The embedded, vectorised IPU execution engine.
+
+Public API::
+
+    from engine import RunConfig, compile, simulate, simulate_to_file
+
+    config = RunConfig(model="resnet50", micro_batch_size=16, gradient_accumulation=4)
+    compiled = compile(config)          # CompiledProgram (engine.compiled): ops, programs,
+                                        # segments, memory, liveness, OOM flag
+    result = simulate(config)           # SimResult: compile + execute when it fits
+    result.to_profile_data()            # the dict profiles.write_profile() takes
+    simulate_to_file(config, "out.h5")  # all of the above, written atomically
+
+Submodules are imported lazily so ``import engine`` stays cheap.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+if TYPE_CHECKING:  # pragma: no cover
+    from engine.compiled import CompiledProgram
+    from engine.config import RunConfig
+    from engine.simulate import SimResult
+
+
+def compile(config: RunConfig | dict, progress=None) -> CompiledProgram:
+    """Compile a run configuration (lowering, tile plans, memory, liveness)."""
+    from engine.compile import compile_program
+
+    return compile_program(config, progress=progress)
+
+
+def simulate(config: RunConfig | dict, progress=None) -> SimResult:
+    """Compile and, when the program fits, execute (engine.execute)."""
+    from engine.simulate import simulate as _simulate
+
+    return _simulate(config, progress=progress)
+
+
+def simulate_to_file(config: RunConfig | dict, path, progress=None, *, overwrite: bool = True):
+    """Simulate and write the profile to ``path``; returns the SimResult."""
+    from engine.simulate import simulate_to_file as _stf
+
+    return _stf(config, path, progress=progress, overwrite=overwrite)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "RunConfig":
+        from engine.config import RunConfig
+
+        return RunConfig
+    if name == "CompiledProgram":
+        from engine.compiled import CompiledProgram
+
+        return CompiledProgram
+    if name == "SimResult":
+        from engine.simulate import SimResult
+
+        return SimResult
+    raise AttributeError(f"module 'engine' has no attribute {name!r}")
+
+
+__all__ = ["CompiledProgram", "RunConfig", "SimResult", "compile", "simulate", "simulate_to_file"]

@@ -1,0 +1,391 @@
+"""The compile result handed to the executor: :class:`CompiledProgram`.
+
+``engine.compile(config) -> CompiledProgram``. Everything is a struct of numpy arrays; nothing
+here needs the compiler's internals. How to schedule from it (the executor's view):
+
+Programs (``compiled.programs``, a :class:`ProgramTable`)
+    One row per *leaf* program (an executable step: OnTileExecute, DoExchange, GlobalExchange,
+    StreamCopyBegin / Mid / End, Sync). Columns: ``name``, ``type`` (code of
+    ``profiles.schema.PROGRAM_TYPES``), ``op`` (row of ``compiled.ops``, -1 for none), ``ipu``,
+    ``stage``, ``pass_`` (code of ``PASSES``), ``segment`` (row of ``compiled.segments``),
+    ``cycles`` (one execution: max over tiles), ``bytes_in`` / ``bytes_out`` (bytes received /
+    sent by the IPU in one execution: stream copies, remote buffers, inter-IPU copies; on-chip
+    exchanges count their bytes in ``bytes_in``), ``dest`` (code of ``DESTINATIONS``: host,
+    remoteBuffer, ipu, tile, none), ``peer`` (other IPU of a GlobalExchange, -1 otherwise),
+    ``sync`` (code of ``SYNC_KINDS``), ``transfers`` (ring steps of a collective, 1 otherwise),
+    ``code_bytes`` (control + exchange code of the program over all its tiles).
+    Per-tile cycles are stored compactly: a program runs on tiles ``[tile_start, tile_start +
+    tile_count)`` of its IPU; the first ``n_max`` of them take ``cycles`` and the rest take
+    ``cycles_min``; all other tiles 0 (they wait at the next sync). ``compiled.tile_cycles(rows)``
+    expands rows to a dense ``(len(rows), tiles_per_ipu)`` int32 matrix; ``tile_balance`` gives
+    mean/max per row without expanding.
+
+    Cycle figures of transfers leaving the chip (StreamCopyMid to host / remote buffer,
+    GlobalExchange) are compile-time estimates from the target's bandwidths (documented in
+    docs/engine.md); the executor may re-time them (host waits, I/O-tile overlap, ring all-reduce)
+    and should treat ``bytes_in`` / ``bytes_out`` / ``dest`` as the facts. StreamCopyBegin rows
+    have 0 cycles: the wait for the host is the executor's to compute.
+
+Segments (``compiled.segments``, a :class:`SegmentTable`)
+    Programs are stored grouped in ordered segments; segment ``i`` is the contiguous program rows
+    ``[first[i], stop[i])``, run in row order. Columns: ``kind``, ``ipu``, ``stage``, ``per``
+    (``"micro_batch"``: runs once per micro-batch; ``"step"``: once per weight update / run step)
+    and ``first`` / ``stop``. Kinds, in the canonical order of one training step:
+
+    - ``input`` (stage 0's IPU): StreamCopyBegin / Mid / End of one micro-batch's inputs
+      (``dest`` host, ``bytes_in`` = micro-batch x input bytes per sample), per micro-batch.
+    - ``labels`` (the IPU computing the loss): the labels' stream copy, per micro-batch.
+    - ``forward`` (one per stage, on the stage's IPU): the stage's forward ops (the last stage
+      also holds the loss ops), per micro-batch.
+    - ``fwd_copy`` (stage s -> s+1, on IPU s, ``peer`` = s+1): activations crossing the
+      boundary (GlobalExchange, ``dest`` ipu), per micro-batch.
+    - ``output`` (last stage's IPU): the output stream copy of one micro-batch (loss or logits,
+      ``dest`` host, ``bytes_out``); the executor applies the output mode (All / Sum / Final /
+      EveryN) to decide how often it runs.
+    - ``backward`` (stages in reverse order): gradients (input and weight), recomputation, and
+      with GA > 1 the accumulation into the accumulators (plus remote-buffer load / store of
+      offloaded accumulators), per micro-batch.
+    - ``bwd_copy`` (stage s -> s-1, on IPU s): gradients crossing the boundary, per micro-batch.
+    - ``allreduce`` (each IPU, replicated runs only): one GlobalExchange of the IPU's gradients
+      across replicas (``transfers`` = ring steps 2(R-1); reduce-scatter only with replicated
+      tensor sharding), per step.
+    - ``update`` (each stage): the optimiser update per weighted layer; offloaded optimiser state
+      is loaded (StreamCopyMid, ``dest`` remoteBuffer, ``bytes_in``) before and stored
+      (``bytes_out``) after each layer's update, inline, per step.
+    - ``allgather`` (each IPU, replicated tensor sharding only): gathers the updated weights, per
+      step.
+
+    Inference runs ``input``, ``forward``, ``fwd_copy`` and ``output`` only.
+
+Everything else
+    ``ops`` (:class:`OpTable`, the lowered operations), ``variables`` (:class:`VariableTable`),
+    ``vertex_types``, ``compute_sets`` (dicts of columns), ``memory`` (:class:`MemoryReport`),
+    ``liveness`` (:class:`LivenessReport`), ``oom`` (any tile of any IPU out of memory),
+    ``io`` (bytes per micro-batch and per IPU: inputs, labels, outputs, gradients, remote and
+    stash bytes), ``notes`` (engine notes for the profile), ``graph`` (the forward model graph).
+
+Profile data: :meth:`CompiledProgram.profile_data` returns the writer's dict for ``/meta``,
+``/graph/*``, ``/memory``, ``/liveness*`` and ``/programs*``. The program tree is either the
+default one (:func:`default_tree`: a root Sequence, one Sequence per segment, the leaves) or a
+:class:`ProgramTree` built by the executor (control nodes such as Repeat / Call around the same
+leaves); the leaves' node rows are remapped everywhere they are referenced.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import numpy as np
+
+from profiles import schema
+
+
+def _code(enum: str, name: str) -> int:
+    return schema.code(enum, name)
+
+
+T_ONTILE = _code("program_type", "OnTileExecute")
+T_EXCHANGE = _code("program_type", "DoExchange")
+T_GLOBAL = _code("program_type", "GlobalExchange")
+T_SC_BEGIN = _code("program_type", "StreamCopyBegin")
+T_SC_MID = _code("program_type", "StreamCopyMid")
+T_SC_END = _code("program_type", "StreamCopyEnd")
+T_SYNC = _code("program_type", "Sync")
+T_SEQUENCE = _code("program_type", "Sequence")
+T_REPEAT = _code("program_type", "Repeat")
+T_CALL = _code("program_type", "Call")
+
+
+@dataclass
+class _Columns:
+    """A struct of equal-length numpy arrays."""
+
+    def __len__(self) -> int:
+        return len(getattr(self, fields(self)[0].name))
+
+    def columns(self) -> dict[str, np.ndarray]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def take(self, idx) -> _Columns:
+        return type(self)(**{k: v[idx] for k, v in self.columns().items()})
+
+
+@dataclass
+class OpTable(_Columns):
+    """Lowered operations (one row per forward / backward / loss / update op)."""
+
+    name: np.ndarray  # str
+    type: np.ndarray  # str, e.g. 'Conv', 'ConvGradWeight', 'Relu', 'AdamUpdate'
+    layer: np.ndarray  # str module path
+    family: np.ndarray  # str codelet family
+    pass_: np.ndarray  # uint8 code of PASSES
+    ipu: np.ndarray  # int16
+    stage: np.ndarray  # int16
+    fwd: np.ndarray  # int32 forward graph op it derives from (-1 for none)
+    flops: np.ndarray  # int64, one execution
+    bytes_in: np.ndarray  # int64
+    bytes_out: np.ndarray  # int64
+    cycles: np.ndarray  # int64, sum over its leaf programs of max-over-tiles cycles
+    code_bytes: np.ndarray  # int64
+    temp_bytes: np.ndarray  # int64, plan temporaries over all tiles
+    tiles_used: np.ndarray  # int32
+    tile_start: np.ndarray  # int32
+    serial_splits: np.ndarray  # int32 (AMP plans: serial steps forced by memory)
+
+
+@dataclass
+class ProgramTable(_Columns):
+    """Leaf programs (see the module docstring)."""
+
+    name: np.ndarray
+    type: np.ndarray  # uint8
+    op: np.ndarray  # int32
+    ipu: np.ndarray  # int16
+    stage: np.ndarray  # int16
+    pass_: np.ndarray  # uint8
+    segment: np.ndarray  # int32
+    cycles: np.ndarray  # int64
+    cycles_min: np.ndarray  # int64
+    n_max: np.ndarray  # int32
+    tile_start: np.ndarray  # int32
+    tile_count: np.ndarray  # int32
+    bytes_in: np.ndarray  # int64
+    bytes_out: np.ndarray  # int64
+    dest: np.ndarray  # uint8
+    peer: np.ndarray  # int16
+    sync: np.ndarray  # uint8
+    transfers: np.ndarray  # int32
+    code_bytes: np.ndarray  # int64
+    family: np.ndarray  # int16: vertex type row for OnTileExecute (-1 otherwise)
+    vertices: np.ndarray  # int64: vertex instances over all tiles (OnTileExecute)
+
+    @property
+    def bytes(self) -> np.ndarray:
+        return self.bytes_in + self.bytes_out
+
+
+@dataclass
+class SegmentTable(_Columns):
+    kind: np.ndarray  # str
+    ipu: np.ndarray  # int16
+    stage: np.ndarray  # int16
+    per: np.ndarray  # str: 'micro_batch' | 'step'
+    first: np.ndarray  # int64
+    stop: np.ndarray  # int64
+
+    def find(self, kind: str, stage: int | None = None, ipu: int | None = None) -> np.ndarray:
+        """Segment rows of a kind (optionally one stage / IPU), in order."""
+        mask = self.kind == kind
+        if stage is not None:
+            mask &= self.stage == stage
+        if ipu is not None:
+            mask &= self.ipu == ipu
+        return np.flatnonzero(mask)
+
+    def programs(self, seg: int) -> np.ndarray:
+        return np.arange(self.first[seg], self.stop[seg])
+
+
+@dataclass
+class VariableTable(_Columns):
+    """Variables with memory (schema /graph/variables), live intervals in liveness steps."""
+
+    name: np.ndarray
+    kind: np.ndarray  # uint8 VARIABLE_KINDS
+    dtype: np.ndarray  # str
+    shape: np.ndarray  # str
+    bytes: np.ndarray  # int64 (0 when offloaded)
+    ipu: np.ndarray  # int16
+    always_live: np.ndarray  # bool
+    live_start: np.ndarray  # int32
+    live_end: np.ndarray  # int32
+    tile_start: np.ndarray  # int32
+    tile_count: np.ndarray  # int32
+    interleaved: np.ndarray  # bool
+    remote: np.ndarray  # bool
+    remote_bytes: np.ndarray  # int64
+    op: np.ndarray  # int32
+
+
+@dataclass
+class MemoryReport:
+    """Per-tile memory, arrays indexed [ipu, tile, ...] (schema /memory)."""
+
+    by_category: np.ndarray  # (ipus, tiles, categories) int64
+    by_region: np.ndarray  # (ipus, tiles, regions) int64
+    by_liveness: np.ndarray  # (ipus, tiles, 2) int64
+    total: np.ndarray  # (ipus, tiles) int64
+    gaps: np.ndarray  # (ipus, tiles) int64
+    physical_tile: np.ndarray  # (tiles,) int32
+    tile_xy: np.ndarray  # (tiles, 2) int16
+    oom_tiles: np.ndarray  # (k, 2) int32
+    sram_per_tile: int
+
+    @property
+    def peak_tile_bytes(self) -> int:
+        return int((self.total + self.gaps).max())
+
+
+@dataclass
+class LivenessReport:
+    """Not-always-live memory per liveness step (schema /liveness and /liveness/steps)."""
+
+    step_name: np.ndarray  # str
+    step_program: np.ndarray  # int32 leaf program row
+    step_op: np.ndarray  # int32
+    step_ipu: np.ndarray  # int16
+    not_always_live: np.ndarray  # (ipus, lsteps) int64
+    per_tile: np.ndarray  # (ipus, lsteps, tiles) int32
+    always_live: np.ndarray  # (ipus,) int64
+    peak_step: np.ndarray  # (ipus,) int32
+
+
+@dataclass
+class ProgramTree:
+    """A program tree in depth-first pre-order (schema /programs/nodes).
+
+    ``cols`` holds the node columns except the ones derived from leaves (name, type, parent, ipu,
+    repeat, op for every node); ``leaf`` gives, per node, the leaf program row it shows (-1 for
+    control nodes). Every leaf program must appear exactly once.
+    """
+
+    name: np.ndarray
+    type: np.ndarray  # uint8
+    parent: np.ndarray  # int32
+    ipu: np.ndarray  # int16
+    repeat: np.ndarray  # int64
+    leaf: np.ndarray  # int32 (-1 for control nodes)
+
+    def leaf_node(self, n_leaves: int) -> np.ndarray:
+        """Node row of each leaf program."""
+        out = np.full(n_leaves, -1, dtype=np.int64)
+        rows = np.flatnonzero(self.leaf >= 0)
+        out[self.leaf[rows]] = rows
+        if (out < 0).any():
+            missing = int(np.flatnonzero(out < 0)[0])
+            raise ValueError(f"program tree misses leaf program {missing}")
+        return out
+
+
+def default_tree(compiled: CompiledProgram) -> ProgramTree:
+    """Root Sequence -> one Sequence per segment -> its leaves (no loops shown)."""
+    segs = compiled.segments
+    n_seg = len(segs)
+    progs = compiled.programs
+    counts = (segs.stop - segs.first).astype(np.int64)
+    total = 1 + n_seg + len(progs)
+    # Node rows: root 0; segment i at 1 + i + first[i]; its leaves follow it.
+    seg_row = 1 + np.arange(n_seg) + segs.first
+    name = np.empty(total, dtype=object)
+    type_ = np.zeros(total, dtype=np.uint8)
+    parent = np.full(total, -1, dtype=np.int32)
+    ipu = np.full(total, -1, dtype=np.int16)
+    leaf = np.full(total, -1, dtype=np.int32)
+    name[0] = "main"
+    type_[0] = T_SEQUENCE
+    name[seg_row] = [f"{k}[stage {s}]" for k, s in zip(segs.kind, segs.stage)]
+    type_[seg_row] = T_SEQUENCE
+    parent[seg_row] = 0
+    ipu[seg_row] = segs.ipu
+    leaf_rows = (
+        np.repeat(seg_row, counts) + 1 + (np.arange(len(progs)) - np.repeat(segs.first, counts))
+    )
+    name[leaf_rows] = progs.name
+    type_[leaf_rows] = progs.type
+    parent[leaf_rows] = np.repeat(seg_row, counts)
+    ipu[leaf_rows] = progs.ipu
+    leaf[leaf_rows] = np.arange(len(progs))
+    return ProgramTree(
+        name=name,
+        type=type_,
+        parent=parent,
+        ipu=ipu,
+        repeat=np.ones(total, dtype=np.int64),
+        leaf=leaf,
+    )
+
+
+@dataclass
+class CompiledProgram:
+    """What ``engine.compile(config)`` returns (see the module docstring)."""
+
+    config: Any  # engine.config.RunConfig
+    target: Any  # engine.targets.Target
+    graph: Any  # engine.graph.Graph (forward, per sample)
+    ops: OpTable
+    programs: ProgramTable
+    segments: SegmentTable
+    variables: VariableTable
+    vertex_types: dict[str, np.ndarray]
+    compute_sets: dict[str, np.ndarray]
+    memory: MemoryReport
+    liveness: LivenessReport
+    oom: bool
+    io: dict[str, Any]
+    stage_ipu: np.ndarray  # IPU of each stage
+    compute_tiles: int  # tiles per IPU available to compute (tiles - I/O tiles)
+    notes: list[str] = field(default_factory=list)
+
+    # -- shapes ------------------------------------------------------------------------------
+    @property
+    def num_ipus(self) -> int:
+        return int(self.config.num_ipus)
+
+    @property
+    def tiles_per_ipu(self) -> int:
+        return int(self.target.tiles_per_ipu)
+
+    @property
+    def stages(self) -> int:
+        return int(self.config.stages)
+
+    # -- per-tile cycles -------------------------------------------------------------------
+    def tile_cycles(self, rows=None) -> np.ndarray:
+        """Dense per-tile cycles ``(len(rows), tiles_per_ipu)`` int32 of leaf programs."""
+        p = self.programs
+        rows = np.arange(len(p)) if rows is None else np.asarray(rows)
+        tiles = np.arange(self.tiles_per_ipu)[None, :]
+        start = p.tile_start[rows][:, None]
+        rel = tiles - start
+        inside = (rel >= 0) & (rel < p.tile_count[rows][:, None])
+        hi = rel < p.n_max[rows][:, None]
+        out = np.where(hi, p.cycles[rows][:, None], p.cycles_min[rows][:, None])
+        return np.where(inside, out, 0).astype(np.int32)
+
+    def tile_balance(self, rows=None) -> np.ndarray:
+        """Mean over the IPU's tiles of cycles / max cycles, per leaf program."""
+        p = self.programs
+        rows = np.arange(len(p)) if rows is None else np.asarray(rows)
+        c = p.cycles[rows].astype(np.float64)
+        total = c * p.n_max[rows] + p.cycles_min[rows] * (p.tile_count[rows] - p.n_max[rows])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            bal = np.where(c > 0, total / (np.maximum(c, 1) * self.tiles_per_ipu), 0.0)
+        return bal.astype(np.float32)
+
+    def segment_programs(self, kind: str, stage: int | None = None) -> np.ndarray:
+        """Leaf program rows of every segment of ``kind`` (optionally one stage), in order."""
+        segs = self.segments.find(kind, stage)
+        if not len(segs):
+            return np.zeros(0, dtype=np.int64)
+        return np.concatenate([self.segments.programs(s) for s in segs])
+
+    # -- profile data ------------------------------------------------------------------------
+    def profile_data(self, tree: ProgramTree | None = None) -> dict[str, dict[str, Any]]:
+        """The writer's data dict for everything the compile knows (no /execution)."""
+        from engine.compile.profile_data import build_profile_data
+
+        return build_profile_data(self, tree or default_tree(self))
+
+
+__all__ = [
+    "CompiledProgram",
+    "LivenessReport",
+    "MemoryReport",
+    "OpTable",
+    "ProgramTable",
+    "ProgramTree",
+    "SegmentTable",
+    "VariableTable",
+    "default_tree",
+]

@@ -1,0 +1,184 @@
+"""Model graph IR: the forward graph of a model as a struct of numpy arrays, per sample.
+
+A :class:`Graph` holds one row per forward operation, in topological (execution) order. Every
+column is a numpy array of the same length, so costs are computed for all operations at once:
+
+``name``            unique op name, e.g. ``layer1.0.conv1``, ``encoder.layer.3.attention.scores``
+``layer``           module path used for split points / checkpoints (``layer1.0.conv1``); a split
+                    point may name any prefix of it (``layer3.8`` starts at the first op of block 8)
+``type``            op type string (``Conv``, ``MatMul``, ``BatchMatMul``, ``BatchNorm``, ...)
+``family``          codelet family (keys of ``Target.vertex_families``: amp, elementwise, norm...)
+``in0``, ``in1``    producer op of each input (-1 = the graph input, -2 = none)
+``macs``            multiply-accumulates per sample (AMP ops; 0 otherwise)
+``groups``          independent matmul groups per sample (attention heads; 1 otherwise)
+``m``, ``k``, ``n`` AMP problem per group per sample: rows (output pixels / tokens), reduction,
+                    output columns (``macs = groups * m * k * n``)
+``cin``, ``kernel`` reduction split as ``k = cin * kernel`` (input channels x kernel positions)
+``out_elems``       output elements per sample
+``in_elems``        input elements read per sample (all inputs)
+``weight_elems``    trainable parameter elements of the op (0 if none or tied)
+``passes``          element-wise vector passes of the forward op over its elements (non-AMP)
+``bwd_passes``      element-wise passes of its backward (0 = no backward work)
+``saves_input``     the backward needs the op's input(s)
+``saves_output``    the backward needs the op's output
+``cross_tile``      the op reduces across tiles (batch-norm statistics, global pooling)
+
+Plus model-level facts: input elements and dtype per sample, label elements per sample, output
+elements per sample (the logits), and the ordered list of layer names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: Column names and dtypes of the graph table.
+COLUMNS: dict[str, str] = {
+    "name": "object",
+    "layer": "object",
+    "type": "object",
+    "family": "object",
+    "in0": "int32",
+    "in1": "int32",
+    "macs": "int64",
+    "groups": "int64",
+    "m": "int64",
+    "k": "int64",
+    "n": "int64",
+    "cin": "int64",
+    "kernel": "int64",
+    "out_elems": "int64",
+    "in_elems": "int64",
+    "weight_elems": "int64",
+    "passes": "float64",
+    "bwd_passes": "float64",
+    "saves_input": "bool",
+    "saves_output": "bool",
+    "cross_tile": "bool",
+}
+
+INPUT = -1
+NONE = -2
+
+
+@dataclass
+class Graph:
+    """The forward graph of one model, per sample (see the module docstring for the columns)."""
+
+    model: str
+    cols: dict[str, np.ndarray]
+    input_elems: int
+    input_kind: str  # "image" (float, uint8 possible) or "tokens" (int32)
+    input_shape: tuple[int, ...]
+    label_elems: int
+    output_elems: int
+    params: dict[str, int] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.cols["name"])
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        return self.cols[key]
+
+    @property
+    def num_params(self) -> int:
+        """Trainable parameters (tied weights counted once)."""
+        return int(self.cols["weight_elems"].sum())
+
+    @property
+    def layer_names(self) -> list[str]:
+        """Every module path and every prefix of one (``layer3``, ``layer3.8``, ...), in order."""
+        seen: dict[str, None] = {}
+        for layer in self.cols["layer"]:
+            parts = str(layer).split(".")
+            for i in range(1, len(parts) + 1):
+                seen.setdefault(".".join(parts[:i]), None)
+        return list(seen)
+
+    def first_op_of(self, layer: str) -> int:
+        """Index of the first op whose layer is ``layer`` or inside it (-1 if none)."""
+        lay = self.cols["layer"]
+        hits = np.flatnonzero((lay == layer) | np.char.startswith(lay.astype(str), layer + "."))
+        return int(hits[0]) if len(hits) else -1
+
+    def ops_of(self, layer: str) -> np.ndarray:
+        lay = self.cols["layer"].astype(str)
+        return np.flatnonzero((lay == layer) | np.char.startswith(lay, layer + "."))
+
+
+class GraphBuilder:
+    """Appends ops row by row (model construction is small; costing is vectorised)."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict] = []
+
+    def add(
+        self,
+        name: str,
+        type_: str,
+        family: str,
+        *,
+        layer: str | None = None,
+        in0: int = INPUT,
+        in1: int = NONE,
+        out_elems: int,
+        in_elems: int | None = None,
+        groups: int = 1,
+        m: int = 0,
+        k: int = 0,
+        n: int = 0,
+        cin: int = 0,
+        kernel: int = 1,
+        weight_elems: int = 0,
+        passes: float = 1.0,
+        bwd_passes: float = 1.0,
+        saves_input: bool = False,
+        saves_output: bool = False,
+        cross_tile: bool = False,
+    ) -> int:
+        if in_elems is None:
+            in_elems = self.out_elems(in0) + (self.out_elems(in1) if in1 >= 0 else 0)
+        self.rows.append(
+            dict(
+                name=name,
+                layer=layer if layer is not None else name,
+                type=type_,
+                family=family,
+                in0=in0,
+                in1=in1,
+                macs=groups * m * k * n,
+                groups=groups,
+                m=m,
+                k=k,
+                n=n,
+                cin=cin if cin else k,
+                kernel=kernel,
+                out_elems=out_elems,
+                in_elems=in_elems,
+                weight_elems=weight_elems,
+                passes=passes,
+                bwd_passes=bwd_passes,
+                saves_input=saves_input,
+                saves_output=saves_output,
+                cross_tile=cross_tile,
+            )
+        )
+        return len(self.rows) - 1
+
+    def out_elems(self, op: int) -> int:
+        if op < 0:
+            return self._input_elems
+        return self.rows[op]["out_elems"]
+
+    _input_elems: int = 0
+
+    def build(self, model: str, **kw) -> Graph:
+        cols = {
+            c: np.array([r[c] for r in self.rows], dtype=dt if dt != "object" else object)
+            for c, dt in COLUMNS.items()
+        }
+        return Graph(model=model, cols=cols, **kw)
+
+
+__all__ = ["COLUMNS", "INPUT", "NONE", "Graph", "GraphBuilder"]

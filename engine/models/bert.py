@@ -1,0 +1,187 @@
+"""BERT-Base / BERT-Large pre-training graphs (Hugging Face module paths).
+
+``embeddings.{word_embeddings,position_embeddings,token_type_embeddings,LayerNorm}``,
+``encoder.layer.N.attention.self.{query,key,value}``, ``...attention.self`` (scores, softmax,
+context), ``...attention.output.{dense,LayerNorm}``, ``...intermediate.dense``,
+``...output.{dense,LayerNorm}``, ``pooler.dense``, ``cls.predictions.transform.*``,
+``cls.predictions.decoder`` (tied to the word embeddings: bias only), ``cls.seq_relationship``.
+
+The masked-LM head runs on the masked positions only, ceil(15% x sequence length) of them (the
+standard BERT masking rate; Graphcore's BERT uses 20 for sequence length 128, the same figure).
+Inputs per sample: token ids, token-type ids and attention mask (int32, sequence length each).
+Labels per sample: one per masked token plus the next-sentence label.
+"""
+
+from __future__ import annotations
+
+import math
+
+from engine.graph import INPUT, Graph, GraphBuilder
+
+SIZES = {
+    "base": dict(hidden=768, layers=12, heads=12, intermediate=3072),
+    "large": dict(hidden=1024, layers=24, heads=16, intermediate=4096),
+}
+MASK_RATE = 0.15
+MAX_POSITIONS = 512
+
+
+def bert(
+    size: str = "base", seq_length: int = 128, vocab_size: int = 30522, num_classes: int = 2
+) -> Graph:
+    cfg = SIZES[size]
+    hid, heads, inter = cfg["hidden"], cfg["heads"], cfg["intermediate"]
+    dh = hid // heads
+    s = seq_length
+    masked = max(1, math.ceil(MASK_RATE * s))
+    b = GraphBuilder()
+    b._input_elems = 3 * s
+
+    def linear(name, src, m, k, n, *, weight=True):
+        return b.add(
+            name,
+            "MatMul",
+            "amp",
+            in0=src,
+            out_elems=m * n,
+            m=m,
+            k=k,
+            n=n,
+            weight_elems=(k * n + n) if weight else n,
+            bwd_passes=0,
+            saves_input=True,
+        )
+
+    def layernorm(name, src, rows):
+        return b.add(
+            name,
+            "LayerNorm",
+            "norm",
+            in0=src,
+            out_elems=rows * hid,
+            weight_elems=2 * hid,
+            passes=4,
+            bwd_passes=5,
+            saves_input=True,
+        )
+
+    def add(name, x, y, layer):
+        return b.add(
+            name, "Add", "elementwise", layer=layer, in0=x, in1=y, out_elems=b.out_elems(x)
+        )
+
+    def emb(name, rows):
+        return b.add(
+            name,
+            "Embedding",
+            "embedding",
+            in0=INPUT,
+            in_elems=s,
+            out_elems=s * hid,
+            weight_elems=rows * hid,
+        )
+
+    w = emb("embeddings.word_embeddings", vocab_size)
+    p = emb("embeddings.position_embeddings", max(MAX_POSITIONS, s))
+    t = emb("embeddings.token_type_embeddings", 2)
+    x = add("embeddings.add0", w, p, "embeddings")
+    x = add("embeddings.add1", x, t, "embeddings")
+    x = layernorm("embeddings.LayerNorm", x, s)
+    for i in range(cfg["layers"]):
+        p = f"encoder.layer.{i}"
+        q = linear(f"{p}.attention.self.query", x, s, hid, hid)
+        k = linear(f"{p}.attention.self.key", x, s, hid, hid)
+        v = linear(f"{p}.attention.self.value", x, s, hid, hid)
+        sc = b.add(
+            f"{p}.attention.self.scores",
+            "BatchMatMul",
+            "amp",
+            layer=f"{p}.attention.self",
+            in0=q,
+            in1=k,
+            out_elems=heads * s * s,
+            groups=heads,
+            m=s,
+            k=dh,
+            n=s,
+            bwd_passes=0,
+            saves_input=True,
+        )
+        pr = b.add(
+            f"{p}.attention.self.softmax",
+            "Softmax",
+            "nonlinearity",
+            layer=f"{p}.attention.self",
+            in0=sc,
+            out_elems=heads * s * s,
+            passes=4,
+            bwd_passes=3,
+            saves_output=True,
+        )
+        ctx = b.add(
+            f"{p}.attention.self.context",
+            "BatchMatMul",
+            "amp",
+            layer=f"{p}.attention.self",
+            in0=pr,
+            in1=v,
+            out_elems=s * hid,
+            groups=heads,
+            m=s,
+            k=s,
+            n=dh,
+            bwd_passes=0,
+            saves_input=True,
+        )
+        o = linear(f"{p}.attention.output.dense", ctx, s, hid, hid)
+        o = add(f"{p}.attention.output.add", o, x, f"{p}.attention.output")
+        a = layernorm(f"{p}.attention.output.LayerNorm", o, s)
+        h = linear(f"{p}.intermediate.dense", a, s, hid, inter)
+        h = b.add(
+            f"{p}.intermediate.gelu",
+            "Gelu",
+            "nonlinearity",
+            in0=h,
+            out_elems=s * inter,
+            passes=4,
+            bwd_passes=5,
+            saves_input=True,
+        )
+        o = linear(f"{p}.output.dense", h, s, inter, hid)
+        o = add(f"{p}.output.add", o, a, f"{p}.output")
+        x = layernorm(f"{p}.output.LayerNorm", o, s)
+    enc = x
+    pool = linear("pooler.dense", enc, 1, hid, hid)
+    pool = b.add(
+        "pooler.activation",
+        "Tanh",
+        "nonlinearity",
+        in0=pool,
+        out_elems=hid,
+        passes=2,
+        bwd_passes=2,
+        saves_output=True,
+    )
+    tr = linear("cls.predictions.transform.dense", enc, masked, hid, hid)
+    tr = b.add(
+        "cls.predictions.transform.gelu",
+        "Gelu",
+        "nonlinearity",
+        in0=tr,
+        out_elems=masked * hid,
+        passes=4,
+        bwd_passes=5,
+        saves_input=True,
+    )
+    tr = layernorm("cls.predictions.transform.LayerNorm", tr, masked)
+    mlm = linear("cls.predictions.decoder", tr, masked, hid, vocab_size, weight=False)
+    nsp = linear("cls.seq_relationship", pool, 1, hid, num_classes)
+    return b.build(
+        f"bert-{size}",
+        input_elems=3 * s,
+        input_kind="tokens",
+        input_shape=(3, s),
+        label_elems=masked + 1,
+        output_elems=masked * vocab_size + num_classes,
+        params={"loss_inputs": [mlm, nsp], "masked_tokens": masked},
+    )
