@@ -1,0 +1,1 @@
+"""Example run configurations (TOML) for `analyse profile`."""

@@ -1,0 +1,1 @@
+"""The six run configurations of the reference walkthrough (`analyse demo`)."""
