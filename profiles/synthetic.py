@@ -473,8 +473,36 @@ def _plan(
     return _Plan(data, leaves_by_ipu, ptype, prog_cycles, prog_bytes, grad_accum, seed)
 
 
+#: Rows generated per random block; the random stream depends only on (seed, IPU, block), so
+#: the same profile comes out whatever chunk size it is written with.
+GEN_BLOCK = 16384
+
+
 def _step_chunks(plan: _Plan, n_steps: int, chunk_rows: int) -> Iterator[dict[str, np.ndarray]]:
-    """Executed steps, IPU by IPU, in chunks; start cycles carry over between chunks."""
+    """Executed steps in chunks of about ``chunk_rows`` rows (never mixing IPUs)."""
+    buf: list[dict[str, np.ndarray]] = []
+    rows = 0
+    last_ipu = None
+    for block in _step_blocks(plan, n_steps):
+        ipu = int(block["ipu"][0])
+        if buf and (rows + block["ipu"].size > chunk_rows or ipu != last_ipu):
+            yield {k: np.concatenate([b[k] for b in buf]) for k in buf[0]}
+            buf, rows = [], 0
+        if block["ipu"].size > chunk_rows:  # split a block larger than a chunk
+            for a in range(0, block["ipu"].size, chunk_rows):
+                yield {k: v[a : a + chunk_rows] for k, v in block.items()}
+            last_ipu = ipu
+            continue
+        buf.append(block)
+        rows += block["ipu"].size
+        last_ipu = ipu
+    if buf:
+        yield {k: np.concatenate([b[k] for b in buf]) for k in buf[0]}
+
+
+def _step_blocks(plan: _Plan, n_steps: int) -> Iterator[dict[str, np.ndarray]]:
+    """Executed steps, IPU by IPU, in blocks; start cycles carry over between blocks."""
+    chunk_rows = GEN_BLOCK
     n_ipus = len(plan.leaves_by_ipu)
     per_ipu = np.full(n_ipus, n_steps // n_ipus)
     per_ipu[: n_steps % n_ipus] += 1

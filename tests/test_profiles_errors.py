@@ -1,0 +1,308 @@
+"""Bad input: every way a profile can fail to open or write gives one clear sentence."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+import profiles.reader
+from profiles import ProfileWriter, open_profile, schema, write_profile
+from profiles.errors import ProfileError, ProfileWriteError, SchemaMismatchError, UserFacingError
+from profiles.synthetic import make_synthetic_profile
+
+
+@pytest.fixture(scope="module")
+def data() -> dict:
+    return make_synthetic_profile(n_steps=400, n_ipus=2, tiles=16, n_programs=40, seed=5)
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory, data) -> Path:
+    path = tmp_path_factory.mktemp("good") / "good.h5"
+    write_profile(path, data)
+    return path
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    shutil.copyfile(src, dst)
+    return dst
+
+
+def _one_sentence(exc: BaseException, path: Path | str) -> str:
+    msg = str(exc)
+    assert str(path) in msg, msg
+    assert "\n" not in msg and "Traceback" not in msg
+    assert msg.endswith(".")
+    return msg
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ProfileError) as e:
+        open_profile(tmp_path / "nope.h5")
+    assert "does not exist" in _one_sentence(e.value, tmp_path / "nope.h5")
+
+
+def test_directory(tmp_path):
+    with pytest.raises(ProfileError) as e:
+        open_profile(tmp_path)
+    assert "is a folder" in _one_sentence(e.value, tmp_path)
+
+
+def test_empty_file(tmp_path):
+    p = tmp_path / "empty.h5"
+    p.touch()
+    with pytest.raises(ProfileError) as e:
+        open_profile(p)
+    assert "is empty" in _one_sentence(e.value, p)
+
+
+def test_not_hdf5(tmp_path):
+    p = tmp_path / "notes.h5"
+    p.write_text("this is not a profile\n" * 50)
+    with pytest.raises(ProfileError) as e:
+        open_profile(p)
+    assert "not an HDF5 file" in _one_sentence(e.value, p)
+
+
+@pytest.mark.parametrize("fraction", [0.02, 0.5, 0.95])
+def test_truncated(tmp_path, good, fraction):
+    raw = good.read_bytes()
+    p = tmp_path / "cut.h5"
+    p.write_bytes(raw[: int(len(raw) * fraction)])
+    with pytest.raises(ProfileError) as e:
+        open_profile(p)
+    assert "truncated" in _one_sentence(e.value, p)
+
+
+def test_unreadable(tmp_path, good, monkeypatch):
+    p = _copy(good, tmp_path / "locked.h5")
+    os.chmod(p, 0)
+    try:
+        try:
+            with open(p, "rb"):
+                readable = True  # running as root: permissions do not apply
+        except PermissionError:
+            readable = False
+        if readable:
+
+            def denied(*args, **kwargs):
+                raise PermissionError(13, "Permission denied")
+
+            monkeypatch.setattr(profiles.reader, "open", denied, raising=False)
+        with pytest.raises(ProfileError) as e:
+            open_profile(p)
+        assert "permission denied" in _one_sentence(e.value, p)
+    finally:
+        os.chmod(p, 0o644)
+
+
+def test_not_an_ipu_profile(tmp_path):
+    p = tmp_path / "other.h5"
+    with h5py.File(p, "w") as f:
+        f["x"] = np.arange(3)
+    with pytest.raises(ProfileError) as e:
+        open_profile(p)
+    assert "not an IPU profile" in _one_sentence(e.value, p)
+
+
+def test_newer_major_refused_with_version_message(tmp_path, good):
+    p = _copy(good, tmp_path / "v2.h5")
+    with h5py.File(p, "a") as f:
+        f.attrs["format_version"] = "2.0"
+    with pytest.raises(ProfileError) as e:
+        open_profile(p)
+    msg = _one_sentence(e.value, p)
+    assert "2.0" in msg and f"this build reads profile format {schema.FORMAT_VERSION[0]}.x" in msg
+
+
+def test_older_and_newer_minor_open(tmp_path, good, monkeypatch):
+    # a file written at 1.0 opens in a build that reads 1.3 (older minor) ...
+    monkeypatch.setattr(schema, "FORMAT_VERSION", (1, 3))
+    with open_profile(good) as p:
+        assert p.version == (1, 0)
+    monkeypatch.undo()
+    # ... and a file claiming a newer minor opens in this build (added fields are optional)
+    p2 = _copy(good, tmp_path / "v1_9.h5")
+    with h5py.File(p2, "a") as f:
+        f.attrs["format_version"] = "1.9"
+    with open_profile(p2) as p:
+        assert p.format_version == "1.9"
+
+
+def test_deleted_dataset(tmp_path, good):
+    p = _copy(good, tmp_path / "deleted.h5")
+    with h5py.File(p, "a") as f:
+        del f["graph/operations/flops"]
+    with open_profile(p) as prof:
+        with pytest.raises(ProfileError) as e:
+            prof.table("/graph/operations", columns=["flops"])
+        assert "/graph/operations/flops is missing" in _one_sentence(e.value, p)
+        # the rest of the table is still readable
+        assert "flops" not in prof.table("/graph/operations").columns
+
+
+def test_mistyped_dataset(tmp_path, good):
+    p = _copy(good, tmp_path / "mistyped.h5")
+    with h5py.File(p, "a") as f:
+        del f["memory/total"]
+        f["memory/total"] = np.zeros((2, 16), dtype="S4")
+    with open_profile(p) as prof, pytest.raises(ProfileError) as e:
+        prof.array("/memory/total")
+    assert "expected int64" in _one_sentence(e.value, p)
+
+
+def test_absurd_sizes_refused_without_allocation(tmp_path, good):
+    p = _copy(good, tmp_path / "absurd.h5")
+    with h5py.File(p, "a") as f:
+        f["meta"].attrs["num_ipus"] = 10**15
+    with pytest.raises(ProfileError) as e:
+        open_profile(p)
+    assert "absurd" in _one_sentence(e.value, p)
+    p2 = _copy(good, tmp_path / "absurd_rows.h5")
+    with h5py.File(p2, "a") as f:
+        del f["graph/operations/flops"]
+        f["graph/operations"].create_dataset(
+            "flops", shape=(10**15,), dtype=np.int64, chunks=(4096,)
+        )
+    with open_profile(p2) as prof, pytest.raises(ProfileError) as e:
+        prof.table("/graph/operations")
+    assert "absurd" in _one_sentence(e.value, p2)
+
+
+def test_errors_are_user_facing():
+    assert issubclass(ProfileError, UserFacingError)
+    assert issubclass(SchemaMismatchError, ProfileWriteError)
+    assert issubclass(ProfileWriteError, UserFacingError)
+
+
+# -- writing -------------------------------------------------------------------------------------
+
+
+def _digest(p: Path) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+def _leftovers(folder: Path) -> list[str]:
+    return sorted(x.name for x in folder.iterdir() if x.name.endswith(".tmp"))
+
+
+def test_interrupted_write_keeps_previous_file(tmp_path, data, monkeypatch):
+    path = tmp_path / "run.h5"
+    write_profile(path, data)
+    before = _digest(path)
+    calls = {"n": 0}
+    real = ProfileWriter._create_dataset
+
+    def interrupted(self, *args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 12:  # part-way through the datasets
+            raise KeyboardInterrupt
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(ProfileWriter, "_create_dataset", interrupted)
+    changed = make_synthetic_profile(n_steps=400, n_ipus=2, tiles=16, n_programs=40, seed=6)
+    with pytest.raises(KeyboardInterrupt):
+        write_profile(path, changed)
+    assert calls["n"] == 12
+    assert _digest(path) == before
+    assert _leftovers(tmp_path) == []
+    with open_profile(path) as p:
+        assert p.n_steps == 400
+
+
+def test_exception_inside_writer_context_leaves_nothing(tmp_path, data):
+    path = tmp_path / "partial.h5"
+    with pytest.raises(RuntimeError), ProfileWriter(path) as w:
+        w.write_group("/meta", data["/meta"])
+        raise RuntimeError("producer crashed")
+    assert not path.exists() and _leftovers(tmp_path) == []
+
+
+def test_schema_mismatch_detected_before_writing(tmp_path, data):
+    path = tmp_path / "keep.h5"
+    path.write_bytes(b"user data")
+    bad = {k: dict(v) for k, v in data.items()}
+    bad["/memory"]["total"] = bad["/memory"]["total"][:, :3]
+    with pytest.raises(SchemaMismatchError, match=r"/memory/total: has shape \(2, 3\), expected"):
+        write_profile(path, bad)
+    assert path.read_bytes() == b"user data" and _leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("edit", "match"),
+    [
+        (lambda d: d["/graph/operations"].pop("flops"), r"/graph/operations/flops: required"),
+        (lambda d: d["/meta"].pop("num_ipus"), r"/meta@num_ipus: required attribute"),
+        (lambda d: d.pop("/memory"), r"required group /memory is missing"),
+        (lambda d: d["/graph/operations"].update(flops=[1.5] * 2), r"rows but the other"),
+        (
+            lambda d: d["/graph/variables"].update(bytes=d["/graph/variables"]["bytes"] * 0.5),
+            "float64",
+        ),
+        (
+            lambda d: d["/graph/variables"].update(
+                ipu=d["/graph/variables"]["ipu"].astype(np.int64) + 40000
+            ),
+            "do not fit int16",
+        ),
+        (lambda d: d["/meta"].update(status="maybe"), "status is 'maybe'"),
+        (lambda d: d.update({"/extra": {"x": [1]}}), "unknown group '/extra'"),
+        (lambda d: d["/memory"].update(colour=[1]), "unknown field 'colour'"),
+        (lambda d: d.pop("/execution/steps"), "status is 'ok', so the execution is required"),
+    ],
+)
+def test_writer_names_group_and_field(tmp_path, data, edit, match):
+    bad = {k: dict(v) for k, v in data.items()}
+    edit(bad)
+    with pytest.raises(SchemaMismatchError, match=match):
+        write_profile(tmp_path / "bad.h5", bad)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_overwrite_refused_when_off(tmp_path, data):
+    path = tmp_path / "mine.h5"
+    path.write_bytes(b"precious")
+    with pytest.raises(ProfileWriteError, match="refusing to overwrite"):
+        write_profile(path, data, overwrite=False)
+    assert path.read_bytes() == b"precious"
+    # refused even when the file appears while writing (checked again at the final rename)
+    late = tmp_path / "late.h5"
+    w = ProfileWriter(late, overwrite=False)
+    for gp, fields in data.items():
+        w.write_group(gp, fields)
+    late.write_bytes(b"appeared")
+    with pytest.raises(ProfileWriteError, match="refusing to overwrite"):
+        w.close()
+    assert late.read_bytes() == b"appeared" and _leftovers(tmp_path) == []
+
+
+def test_overwrite_replaces_atomically(tmp_path, data):
+    path = tmp_path / "run.h5"
+    path.write_bytes(b"old")
+    write_profile(path, data)
+    with open_profile(path) as p:
+        assert p.status == "ok"
+
+
+def test_write_target_problems(tmp_path, data):
+    with pytest.raises(ProfileWriteError, match="does not exist"):
+        write_profile(tmp_path / "no" / "such" / "x.h5", data)
+    with pytest.raises(ProfileWriteError, match="is a folder"):
+        write_profile(tmp_path, data)
+
+
+def test_oom_profile_has_no_execution(tmp_path):
+    d = make_synthetic_profile(n_steps=10, n_ipus=2, tiles=16, n_programs=30, oom=True)
+    path = tmp_path / "oom.h5"
+    write_profile(path, d)
+    with open_profile(path) as p:
+        assert p.is_oom and not p.has_execution and p.n_steps == 0
+        assert p.summary()["oom_tiles"] > 0
+        with pytest.raises(ProfileError, match="has no execution"):
+            p.steps()
