@@ -4,58 +4,51 @@
 here needs the compiler's internals. How to schedule from it (the executor's view):
 
 Programs (``compiled.programs``, a :class:`ProgramTable`)
-    One row per *leaf* program (an executable step: OnTileExecute, DoExchange, GlobalExchange,
-    StreamCopyBegin / Mid / End, Sync). Columns: ``name``, ``type`` (code of
-    ``profiles.schema.PROGRAM_TYPES``), ``op`` (row of ``compiled.ops``, -1 for none), ``ipu``,
-    ``stage``, ``pass_`` (code of ``PASSES``), ``segment`` (row of ``compiled.segments``),
-    ``cycles`` (one execution: max over tiles), ``bytes_in`` / ``bytes_out`` (bytes received /
-    sent by the IPU in one execution: stream copies, remote buffers, inter-IPU copies; on-chip
-    exchanges count their bytes in ``bytes_in``), ``dest`` (code of ``DESTINATIONS``: host,
-    remoteBuffer, ipu, tile, none), ``peer`` (other IPU of a GlobalExchange, -1 otherwise),
-    ``sync`` (code of ``SYNC_KINDS``), ``transfers`` (ring steps of a collective, 1 otherwise),
-    ``code_bytes`` (control + exchange code of the program over all its tiles).
+    One row per *leaf* program the compiler makes: OnTileExecute (compute sets), DoExchange
+    (on-chip exchanges) and Sync (the internal sync that opens each BSP superstep). Stream copies,
+    inter-IPU copies, all-reduces and remote-buffer copies are NOT leaves here: the executor
+    creates them from the byte counts in ``compiled.io`` (below). Columns: ``name``, ``type``
+    (code of ``profiles.schema.PROGRAM_TYPES``), ``op`` (row of ``compiled.ops``, -1 for none),
+    ``ipu``, ``stage``, ``pass_`` (code of ``PASSES``), ``segment`` (row of
+    ``compiled.segments``), ``cycles`` (one execution: max over tiles), ``bytes_in`` (bytes a
+    DoExchange moves, over all tiles), ``bytes_out`` (0 here), ``dest`` (code of
+    ``DESTINATIONS``: ``tile`` for exchanges, ``none`` otherwise), ``peer`` (-1), ``sync`` (code of
+    ``SYNC_KINDS``), ``transfers`` (1), ``code_bytes`` (control + exchange code of the program
+    over all its tiles), ``family`` (vertex type row, OnTileExecute only), ``vertices``.
     Per-tile cycles are stored compactly: a program runs on tiles ``[tile_start, tile_start +
     tile_count)`` of its IPU; the first ``n_max`` of them take ``cycles`` and the rest take
     ``cycles_min``; all other tiles 0 (they wait at the next sync). ``compiled.tile_cycles(rows)``
-    expands rows to a dense ``(len(rows), tiles_per_ipu)`` int32 matrix; ``tile_balance`` gives
-    mean/max per row without expanding.
-
-    Cycle figures of transfers leaving the chip (StreamCopyMid to host / remote buffer,
-    GlobalExchange) are compile-time estimates from the target's bandwidths (documented in
-    docs/engine.md); the executor may re-time them (host waits, I/O-tile overlap, ring all-reduce)
-    and should treat ``bytes_in`` / ``bytes_out`` / ``dest`` as the facts. StreamCopyBegin rows
-    have 0 cycles: the wait for the host is the executor's to compute.
+    expands rows to a dense ``(len(rows), tiles_per_ipu)`` int32 matrix and
+    ``compiled.tile_balance(rows)`` gives mean / max without expanding.
 
 Segments (``compiled.segments``, a :class:`SegmentTable`)
     Programs are stored grouped in ordered segments; segment ``i`` is the contiguous program rows
     ``[first[i], stop[i])``, run in row order. Columns: ``kind``, ``ipu``, ``stage``, ``per``
-    (``"micro_batch"``: runs once per micro-batch; ``"step"``: once per weight update / run step)
-    and ``first`` / ``stop``. Kinds, in the canonical order of one training step:
+    (``"micro_batch"``: runs once per micro-batch; ``"step"``: once per weight update) and
+    ``first`` / ``stop``. One segment of each kind per stage (stage s runs on IPU
+    ``compiled.stage_ipu[s]``), possibly empty, in this canonical order:
 
-    - ``input`` (stage 0's IPU): StreamCopyBegin / Mid / End of one micro-batch's inputs
-      (``dest`` host, ``bytes_in`` = micro-batch x input bytes per sample), per micro-batch.
-    - ``labels`` (the IPU computing the loss): the labels' stream copy, per micro-batch.
-    - ``forward`` (one per stage, on the stage's IPU): the stage's forward ops (the last stage
-      also holds the loss ops), per micro-batch.
-    - ``fwd_copy`` (stage s -> s+1, on IPU s, ``peer`` = s+1): activations crossing the
-      boundary (GlobalExchange, ``dest`` ipu), per micro-batch.
-    - ``output`` (last stage's IPU): the output stream copy of one micro-batch (loss or logits,
-      ``dest`` host, ``bytes_out``); the executor applies the output mode (All / Sum / Final /
-      EveryN) to decide how often it runs.
-    - ``backward`` (stages in reverse order): gradients (input and weight), recomputation, and
-      with GA > 1 the accumulation into the accumulators (plus remote-buffer load / store of
-      offloaded accumulators), per micro-batch.
-    - ``bwd_copy`` (stage s -> s-1, on IPU s): gradients crossing the boundary, per micro-batch.
-    - ``allreduce`` (each IPU, replicated runs only): one GlobalExchange of the IPU's gradients
-      across replicas (``transfers`` = ring steps 2(R-1); reduce-scatter only with replicated
-      tensor sharding), per step.
-    - ``update`` (each stage): the optimiser update per weighted layer; offloaded optimiser state
-      is loaded (StreamCopyMid, ``dest`` remoteBuffer, ``bytes_in``) before and stored
-      (``bytes_out``) after each layer's update, inline, per step.
-    - ``allgather`` (each IPU, replicated tensor sharding only): gathers the updated weights, per
-      step.
+    - ``forward`` (stages 0..S-1): the stage's forward ops; the last stage also holds the loss
+      ops (pass ``loss``) in training; per micro-batch.
+    - ``recompute`` (training with recomputation): forward ops replayed before the stage's
+      backward (pipeline-stages: the whole stage; checkpoints: the ops between checkpoints);
+      per micro-batch, run just before ``backward`` of the same stage.
+    - ``backward`` (training; stages S-1..0): input and weight gradients, and with GA > 1 the
+      accumulation of weight gradients into the accumulators; per micro-batch.
+    - ``update`` (training; stages 0..S-1): the optimiser update of the stage's weights; per step.
 
-    Inference runs ``input``, ``forward``, ``fwd_copy`` and ``output`` only.
+``compiled.io`` (plain numbers and per-stage / per-IPU lists) gives what the executor moves:
+    ``input_bytes_per_sample`` (as streamed: 4 / 2 / 1 bytes per element for FP32 / FP16 /
+    8-bit input; token ids are int32), ``input_elems_per_sample``, ``label_bytes_per_sample``,
+    ``output_bytes_per_micro_batch`` (loss in training, logits in inference: what output mode
+    ``all`` returns per micro-batch), ``input_stage`` (0), ``loss_stage`` (S-1),
+    ``activation_bytes[s]`` (what one micro-batch's forward on stage s sends to stage s+1),
+    ``gradient_bytes[s]`` (what its backward sends to stage s-1), and per IPU:
+    ``weight_bytes[i]``, ``weight_gradient_bytes[i]`` (all-reduced across replicas before the
+    update), ``remote_bytes[i]`` (offloaded optimiser state streamed in and back out at each
+    update, for one replica, before replicated tensor sharding divides it),
+    ``remote_accumulator_bytes[i]`` (offloaded accumulators streamed in / out per micro-batch),
+    ``stash_bytes[i]``.
 
 Everything else
     ``ops`` (:class:`OpTable`, the lowered operations), ``variables`` (:class:`VariableTable`),
@@ -65,10 +58,11 @@ Everything else
     stash bytes), ``notes`` (engine notes for the profile), ``graph`` (the forward model graph).
 
 Profile data: :meth:`CompiledProgram.profile_data` returns the writer's dict for ``/meta``,
-``/graph/*``, ``/memory``, ``/liveness*`` and ``/programs*``. The program tree is either the
-default one (:func:`default_tree`: a root Sequence, one Sequence per segment, the leaves) or a
-:class:`ProgramTree` built by the executor (control nodes such as Repeat / Call around the same
-leaves); the leaves' node rows are remapped everywhere they are referenced.
+``/graph/*``, ``/memory``, ``/liveness*`` and ``/programs*``. With no execution (OOM) the program
+tree is the default one (:func:`default_tree`: a root Sequence, one Sequence per segment, the
+leaves). With an execution, pass ``leaf_node`` (node row of each leaf program in the executor's
+``/programs/nodes``): the compile's references to leaf programs (compute sets, liveness steps)
+are remapped, and ``/programs*`` is left to the executor.
 """
 
 from __future__ import annotations
@@ -371,11 +365,16 @@ class CompiledProgram:
         return np.concatenate([self.segments.programs(s) for s in segs])
 
     # -- profile data ------------------------------------------------------------------------
-    def profile_data(self, tree: ProgramTree | None = None) -> dict[str, dict[str, Any]]:
-        """The writer's data dict for everything the compile knows (no /execution)."""
+    def profile_data(self, leaf_node: np.ndarray | None = None) -> dict[str, dict[str, Any]]:
+        """The writer's data dict for everything the compile knows (no /execution).
+
+        Without ``leaf_node`` the default program tree is included (``/programs/nodes`` and
+        ``/programs``); with it (the executor's node row per leaf program) references to leaf
+        programs are remapped and ``/programs*`` is omitted (the executor writes it).
+        """
         from engine.compile.profile_data import build_profile_data
 
-        return build_profile_data(self, tree or default_tree(self))
+        return build_profile_data(self, leaf_node)
 
 
 __all__ = [
