@@ -1,0 +1,350 @@
+"""The Pipeline view: stages x time of micro-batches, phases, per-stage load and stash memory.
+
+The chart shows the first host call of the run: one row per pipeline stage, one box per
+micro-batch and pass (forward, backward, weight update) spanning its executed steps, with the
+ramp-up / main / ramp-down / weight-update phases shaded and labelled with their share of the
+whole run (analysis core). Below: busy cycles per stage with the bottleneck stage marked (pipeline
+throughput is bound by the longest stage), and stash memory per stage. In compare mode profile B
+is drawn under A and a table gives A, B and B − A.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QBrush, QColor, QFont
+from PySide6.QtWidgets import (
+    QGridLayout,
+    QLabel,
+    QScrollArea,
+    QStackedWidget,
+    QTableWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from analyser.gui.document import Document
+from analyser.gui.palette import hex_color, qcolor
+from analyser.gui.pipeline_model import PHASE_LABELS, PipelineChart, pipeline_chart
+from analyser.gui.reports.base import MessagePanel, Report
+from analyser.gui.trace.panels import _item, fmt_bytes, fmt_delta, fmt_int
+from analyser.gui.trace.report import trace_of
+from analyser.gui.trace.timeline import StepRectsItem
+
+#: Box colours per pass (shared palette "passes").
+PASS_ORDER = ("forward", "backward", "loss", "update", "io")
+#: Most micro-batch labels written inside boxes.
+MAX_BOX_LABELS = 400
+
+
+def chart_of(doc: Document) -> PipelineChart:
+    return doc.cached("pipeline_chart", lambda: pipeline_chart(doc.analysis, trace_of(doc)))
+
+
+def theoretical_ramp_share(stages: int, ga: int) -> float | None:
+    """2(S - 1) / (G + S - 1) (ipu-facts.md), for G >= S; None otherwise."""
+    if stages < 2 or ga < stages:
+        return None
+    return 2 * (stages - 1) / (ga + stages - 1)
+
+
+class BoxesItem(StepRectsItem):
+    """Rectangles grouped by brush (one drawRects call per pass)."""
+
+    def set_groups(self, groups: dict[str, tuple[QBrush, np.ndarray]]) -> None:
+        self._brushes = {k: b for k, (b, _a) in groups.items()}
+        order = [k for k in PASS_ORDER if k in groups] + [k for k in groups if k not in PASS_ORDER]
+        self._order = order
+        rects = {k: a for k, (_b, a) in groups.items()}
+        self._set(rects, order)
+
+    def _set(self, rects: dict[str, np.ndarray], order: list[str]) -> None:
+        from pyqtgraph.Qt import internals
+
+        self.prepareGeometryChange()
+        self._groups = []
+        total = 0
+        xs, ys = [], []
+        for name in order:
+            arr = rects[name]
+            if not len(arr):
+                continue
+            prim = internals.PrimitiveArray(QRectF, 4)
+            prim.resize(len(arr))
+            prim.ndarray()[:] = arr
+            self._groups.append((self._brushes[name], prim))
+            total += len(arr)
+            xs += [arr[:, 0].min(), (arr[:, 0] + arr[:, 2]).max()]
+            ys += [arr[:, 1].min(), (arr[:, 1] + arr[:, 3]).max()]
+        self.n_rects = total
+        self._bounds = (
+            QRectF(min(xs), min(ys), max(xs) - min(xs), max(ys) - min(ys)) if total else QRectF()
+        )
+        self.update()
+
+
+class PipelineChartView(QWidget):
+    """The chart, the per-stage load and the stash bars of one profile."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        lay = QGridLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        self.header = QLabel("")
+        self.header.setWordWrap(True)
+        self.header.setTextFormat(Qt.TextFormat.RichText)
+        lay.addWidget(self.header, 0, 0, 1, 2)
+        self.chart = pg.PlotWidget()
+        self.chart.setBackground("w")
+        self.chart.setMenuEnabled(False)
+        self.chart.hideButtons()
+        self.chart.getViewBox().invertY(True)
+        self.chart.getViewBox().setMouseEnabled(x=True, y=False)
+        self.chart.setLabel("bottom", "cycles (first host call)")
+        self.chart.getPlotItem().getAxis("left").setWidth(130)
+        self.boxes = BoxesItem()
+        self.chart.addItem(self.boxes)
+        lay.addWidget(self.chart, 1, 0, 1, 2)
+        self.load = pg.PlotWidget()
+        self.load.setBackground("w")
+        self.load.setMenuEnabled(False)
+        self.load.setTitle(
+            "Busy cycles per stage, whole run (wide bar: all steps; narrow: compute)", size="9pt"
+        )
+        self.stash = pg.PlotWidget()
+        self.stash.setBackground("w")
+        self.stash.setMenuEnabled(False)
+        self.stash.setTitle("Stash memory per stage", size="9pt")
+        lay.addWidget(self.load, 2, 0)
+        lay.addWidget(self.stash, 2, 1)
+        lay.setRowStretch(1, 3)
+        lay.setRowStretch(2, 2)
+        self._extra: list = []
+        self.data: PipelineChart | None = None
+        self.band_labels: dict[str, str] = {}
+
+    def _clear_extra(self) -> None:
+        for plot, item in self._extra:
+            plot.removeItem(item)
+        self._extra = []
+        self.load.clear()
+        self.stash.clear()
+
+    def _add(self, plot, item) -> None:
+        plot.addItem(item)
+        self._extra.append((plot, item))
+
+    def show_chart(self, c: PipelineChart, name: str) -> None:
+        self.data = c
+        self._clear_extra()
+        rc = c.run_config
+        ga = int(rc.get("gradient_accumulation", 0) or 0)
+        theo = theoretical_ramp_share(c.n_stages, ga)
+        ramp = c.phase_share.get("rampUp", 0.0) + c.phase_share.get("rampDown", 0.0)
+        parts = [
+            f"<b>{name}</b>: {c.n_stages} stage(s)"
+            + (f", schedule {rc.get('schedule')}" if c.pipelined and rc.get("schedule") else "")
+            + (f", gradient accumulation {ga}" if ga else "")
+            + f"; ramp-up + ramp-down {100 * ramp:.1f}% of the run"
+            + (f" (2(S−1)/(G+S−1) = {100 * theo:.1f}%)" if theo is not None else "")
+            + f", weight update {100 * c.phase_share.get('weightUpdate', 0.0):.1f}%."
+        ]
+        if c.pipelined:
+            parts.append(
+                f"Bottleneck: stage {c.bottleneck} (IPU {c.stage_ipu[c.bottleneck]}), "
+                f"longest / mean stage = {c.imbalance:.2f}."
+            )
+        else:
+            parts.append("Not pipelined: one stage; phases are shown for the run.")
+        self.header.setText(" ".join(parts))
+
+        # boxes per pass
+        groups = {}
+        b = c.boxes
+        for p in PASS_ORDER:
+            sel = b[b["pass_name"] == p]
+            if sel.empty:
+                continue
+            arr = np.empty((len(sel), 4))
+            arr[:, 0] = sel["start"].to_numpy(dtype=float)
+            arr[:, 1] = sel["stage"].to_numpy(dtype=float) + 0.15
+            arr[:, 2] = np.maximum(1.0, (sel["end"] - sel["start"]).to_numpy(dtype=float))
+            arr[:, 3] = 0.7
+            groups[p] = (QBrush(qcolor("passes", p, 220)), arr)
+        self.boxes.set_groups(groups)
+        self.chart.getPlotItem().getAxis("left").setTicks(
+            [[(s + 0.5, f"stage {s} · IPU {c.stage_ipu[s]}") for s in range(c.n_stages)], []]
+        )
+        span = c.t1 - c.t0
+        # phase bands with their share of the run
+        self.band_labels = {}
+        for i, (phase, a, z) in enumerate(c.bands):
+            region = pg.LinearRegionItem(
+                (a, z), movable=False, brush=qcolor("phases", phase, 45), pen=pg.mkPen(None)
+            )
+            region.setZValue(-10)
+            self._add(self.chart, region)
+            text = f"{PHASE_LABELS[phase]} {100 * c.phase_share.get(phase, 0.0):.1f}%"
+            self.band_labels[phase] = text
+            label = pg.TextItem(text, color=hex_color("phases", phase), anchor=(0, 1))
+            label.setFont(QFont("", 9, QFont.Weight.Bold))
+            y = -0.05 - 0.3 * (i % 2)
+            label.setPos(a, y)
+            self._add(self.chart, label)
+        if len(b) <= MAX_BOX_LABELS:
+            for row in b.itertuples():
+                if row.end - row.start > span / 60:
+                    t = pg.TextItem(str(row.micro_batch), color="w", anchor=(0.5, 0.5))
+                    t.setPos((row.start + row.end) / 2, row.stage + 0.5)
+                    self._add(self.chart, t)
+        self.chart.getViewBox().setLimits(yMin=-0.8, yMax=c.n_stages + 0.2)
+        self.chart.setYRange(-0.7, c.n_stages + 0.1, padding=0)
+        self.chart.setXRange(c.t0, c.t1, padding=0.01)
+        legend_items = [
+            f"<span style='color:{hex_color('passes', p)}'>■</span> {p}"
+            for p in PASS_ORDER
+            if p in groups
+        ]
+        self.chart.setTitle(" &nbsp; ".join(legend_items), size="9pt")
+
+        # per-stage load with the bottleneck marked
+        x = np.arange(c.n_stages)
+        brushes = [
+            qcolor("status", "critical")
+            if (s == c.bottleneck and c.pipelined)
+            else qcolor("passes", "forward")
+            for s in range(c.n_stages)
+        ]
+        self.load.addItem(
+            pg.BarGraphItem(x=x, height=c.stage_cycles, width=0.6, brushes=brushes, pen=None)
+        )
+        self.load.addItem(
+            pg.BarGraphItem(
+                x=x,
+                height=c.stage_compute_cycles,
+                width=0.3,
+                brush=qcolor("step_types", "OnTileExecute", 255).lighter(140),
+                pen=None,
+            )
+        )
+        if c.pipelined and len(c.stage_cycles):
+            mark = pg.TextItem("bottleneck", color=hex_color("status", "critical"), anchor=(0.5, 1))
+            mark.setPos(c.bottleneck, float(c.stage_cycles[c.bottleneck]))
+            self.load.addItem(mark)
+        self.load.getPlotItem().getAxis("bottom").setTicks(
+            [[(s, f"stage {s}") for s in range(c.n_stages)], []]
+        )
+        self.load.setLabel("left", "cycles")
+        top = float(c.stage_cycles.max()) if len(c.stage_cycles) else 1.0
+        self.load.setYRange(0, max(1.0, top) * 1.15, padding=0)
+        self.load.setXRange(-0.6, c.n_stages - 0.4, padding=0)
+        self.stash.addItem(
+            pg.BarGraphItem(
+                x=x,
+                height=c.stash_bytes / 2**20,
+                width=0.6,
+                brush=qcolor("variable_kinds", "stash"),
+                pen=None,
+            )
+        )
+        self.stash.getPlotItem().getAxis("bottom").setTicks(
+            [[(s, f"stage {s}") for s in range(c.n_stages)], []]
+        )
+        self.stash.setLabel("left", "MiB")
+        top = float(c.stash_bytes.max()) / 2**20 if len(c.stash_bytes) else 0.0
+        self.stash.setYRange(0, max(1.0, top * 1.15), padding=0)
+        self.stash.setXRange(-0.6, c.n_stages - 0.4, padding=0)
+
+
+class PipelineReport(Report):
+    title = "Pipeline"
+    key = "pipeline"
+    needs_execution = True
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        self.stack = QStackedWidget()
+        outer.addWidget(self.stack)
+        self.message = MessagePanel("No profile open.")
+        self.stack.addWidget(self.message)
+        self.body = QWidget()
+        lay = QVBoxLayout(self.body)
+        self.view_a = PipelineChartView()
+        self.view_b = PipelineChartView()
+        self.view_b.chart.setXLink(self.view_a.chart)
+        self.table = QTableWidget(0, 4)
+        self.table.setHorizontalHeaderLabels(["", "A", "B", "B − A"])
+        self.table.verticalHeader().setVisible(False)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.setMaximumHeight(220)
+        lay.addWidget(self.view_a, 3)
+        lay.addWidget(self.view_b, 3)
+        lay.addWidget(self.table, 1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(self.body)
+        self.stack.addWidget(scroll)
+        self.scroll = scroll
+
+    def chart_widget(self) -> QWidget:
+        return self.body
+
+    def refresh(self) -> None:
+        doc, other = self.document, self.compare_doc
+        if doc is None:
+            self._message("No profile open.")
+            return
+        if not doc.has_execution:
+            self._message(
+                f"{doc.name} has no execution (it does not fit in memory), so there is no "
+                "pipeline to show."
+            )
+            return
+        a = chart_of(doc)
+        self.view_a.show_chart(a, f"A: {doc.name}" if other is not None else doc.name)
+        b = chart_of(other) if other is not None and other.has_execution else None
+        self.view_b.setVisible(b is not None)
+        self.table.setVisible(b is not None)
+        if b is not None:
+            self.view_b.show_chart(b, f"B: {other.name}")
+            self._fill_table(a, b, doc.name, other.name)
+        self.stack.setCurrentWidget(self.scroll)
+
+    def _message(self, text: str) -> None:
+        self.message.set_text(text)
+        self.stack.setCurrentWidget(self.message)
+
+    def _fill_table(self, a: PipelineChart, b: PipelineChart, name_a: str, name_b: str) -> None:
+        self.table.setHorizontalHeaderLabels(["", f"A: {name_a}", f"B: {name_b}", "B − A"])
+        rows: list[tuple[str, str, str, str, QColor | None]] = []
+        for phase in ("rampUp", "main", "rampDown", "weightUpdate", "host"):
+            va, vb = 100 * a.phase_share.get(phase, 0.0), 100 * b.phase_share.get(phase, 0.0)
+            rows.append(
+                (
+                    f"{PHASE_LABELS[phase]} share of the run",
+                    f"{va:.1f}%",
+                    f"{vb:.1f}%",
+                    f"{vb - va:+.1f} pts",
+                    qcolor("phases", phase),
+                )
+            )
+        for s in range(max(a.n_stages, b.n_stages)):
+            ca = float(a.stage_cycles[s]) if s < a.n_stages else None
+            cb = float(b.stage_cycles[s]) if s < b.n_stages else None
+            rows.append(
+                (f"stage {s} busy cycles", fmt_int(ca), fmt_int(cb), fmt_delta(ca, cb), None)
+            )
+            sa = int(a.stash_bytes[s]) if s < len(a.stash_bytes) else None
+            sb = int(b.stash_bytes[s]) if s < len(b.stash_bytes) else None
+            delta = fmt_bytes(sb - sa) if sa is not None and sb is not None else "–"
+            rows.append((f"stage {s} stash memory", fmt_bytes(sa), fmt_bytes(sb), delta, None))
+        rows.append(("bottleneck stage", str(a.bottleneck), str(b.bottleneck), "", None))
+        self.table.setRowCount(len(rows))
+        for r, (label, va, vb, d, color) in enumerate(rows):
+            self.table.setItem(r, 0, _item(label, color=color))
+            self.table.setItem(r, 1, _item(va, True))
+            self.table.setItem(r, 2, _item(vb, True))
+            self.table.setItem(r, 3, _item(d, True))

@@ -1,0 +1,156 @@
+"""What the Pipeline view draws, without Qt.
+
+Phase shares, per-stage cycles and the bottleneck come from the analysis core's
+:class:`analyser.core.execution.ExecutionSummary` (whole run). The chart itself shows the first
+host call (device-iteration run): for every stage, micro-batch and pass (forward / backward /
+weight update) the span of its executed steps, read through the trace's row ranges (only the
+rows of that run are read). Stash memory per stage sums the ``stash`` variables by the stage of
+the operation that owns them (by the IPU's stage when a stash has no operation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from analyser.core.trace_window import TraceWindow
+from profiles import schema
+
+PASSES = schema.PASSES
+PHASES = schema.PHASES
+#: Phases drawn as shaded bands, in time order.
+BAND_PHASES = ("rampUp", "main", "rampDown", "weightUpdate")
+PHASE_LABELS = {
+    "rampUp": "ramp-up",
+    "main": "main",
+    "rampDown": "ramp-down",
+    "weightUpdate": "weight update",
+    "host": "host",
+    "none": "other",
+}
+#: Most step rows of one run the chart reads (a run is one host call; normally far fewer).
+MAX_RUN_ROWS = 2_000_000
+
+
+@dataclass
+class PipelineChart:
+    n_stages: int
+    #: IPU of each stage (the IPU that runs most of its steps).
+    stage_ipu: list[int]
+    #: One row per (stage, micro_batch, pass): start, end (cycles), steps, busy cycles.
+    boxes: pd.DataFrame
+    #: (phase, start, end) bands of the first run.
+    bands: list[tuple[str, float, float]]
+    #: Wall-clock share of the whole run per phase (analysis core).
+    phase_share: dict[str, float]
+    #: [stages] busy cycles and OnTileExecute cycles per stage over the whole run (analysis core).
+    stage_cycles: np.ndarray
+    stage_compute_cycles: np.ndarray
+    bottleneck: int
+    #: Longest stage / mean stage (analysis core).
+    imbalance: float
+    #: [stages] bytes of stash variables per stage.
+    stash_bytes: np.ndarray
+    #: Cycle window of the first run.
+    t0: float
+    t1: float
+    run_config: dict
+
+    @property
+    def pipelined(self) -> bool:
+        return self.n_stages > 1
+
+
+def _stash_by_stage(analysis, n_stages: int, stage_ipu: list[int]) -> np.ndarray:
+    out = np.zeros(max(1, n_stages), dtype=np.int64)
+    try:
+        v = analysis.src.table("/graph/variables", ["kind", "bytes", "op", "ipu"])
+        ops = analysis.src.table("/graph/operations", ["stage"])
+    except Exception:  # a profile without graph tables has no stash figures
+        return out
+    stash = v[v["kind"].to_numpy() == schema.code("variable_kind", "stash")]
+    if stash.empty:
+        return out
+    op = stash["op"].to_numpy().astype(np.int64)
+    op_stage = ops["stage"].to_numpy().astype(np.int64)
+    ipu_stage = {ipu: s for s, ipu in reversed(list(enumerate(stage_ipu)))}
+    by_ipu = np.array([ipu_stage.get(int(i), 0) for i in stash["ipu"].to_numpy()], dtype=np.int64)
+    valid = (op >= 0) & (op < len(op_stage))
+    stage = np.where(valid, op_stage[np.clip(op, 0, max(0, len(op_stage) - 1))], by_ipu)
+    stage = np.clip(stage, 0, len(out) - 1)
+    np.add.at(out, stage, stash["bytes"].to_numpy().astype(np.int64))
+    return out
+
+
+def pipeline_chart(analysis, trace: TraceWindow) -> PipelineChart:
+    """Build the chart data of one profile (which must have an execution)."""
+    ex = analysis.execution
+    runs = np.asarray(analysis.src.array("/execution/run_starts"), dtype=np.float64)
+    t_lo, t_hi = trace.full_extent()
+    t0 = float(runs[0]) if len(runs) else t_lo
+    t1 = float(runs[1]) if len(runs) > 1 else t_hi
+    parts = []
+    cols = ("program", "start", "cycles", "stage", "micro_batch", "phase")
+    for ipu in range(trace.n_ipus):
+        lo, hi = trace.row_range(ipu, t0, t1)
+        hi = min(hi, lo + MAX_RUN_ROWS)
+        d = trace.access.read(lo, hi, cols)
+        d["ipu"] = np.full(hi - lo, ipu, dtype=np.int64)
+        keep = (d["start"] >= t0) & (d["start"] < t1)
+        parts.append(pd.DataFrame({k: v[keep] for k, v in d.items()}))
+    steps = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=[*cols, "ipu"])
+    progs = trace.programs
+    ops = analysis.src.table("/graph/operations", ["pass"])
+    op = progs["op"].to_numpy()[steps["program"].to_numpy()] if len(steps) else np.zeros(0, int)
+    op_pass = ops["pass"].to_numpy().astype(np.int64)
+    pass_code = np.where((op >= 0) & (op < len(op_pass)), op_pass[np.clip(op, 0, None)], -1)
+    steps["pass"] = pass_code
+    steps["end"] = steps["start"] + steps["cycles"]
+
+    stage_cycles = np.asarray(ex.stage_cycles, dtype=np.float64)
+    n_stages = max(len(stage_cycles), int(steps["stage"].max()) + 1 if len(steps) else 1, 1)
+    if len(stage_cycles) < n_stages:
+        stage_cycles = np.r_[stage_cycles, np.zeros(n_stages - len(stage_cycles))]
+    stage_compute = np.asarray(ex.stage_compute_cycles, dtype=np.float64)
+    if len(stage_compute) < n_stages:
+        stage_compute = np.r_[stage_compute, np.zeros(n_stages - len(stage_compute))]
+    staged = steps[steps["stage"] >= 0]
+    stage_ipu = []
+    for s in range(n_stages):
+        ipus = staged.loc[staged["stage"] == s, "ipu"]
+        stage_ipu.append(int(ipus.mode().iloc[0]) if len(ipus) else s)
+
+    mb = staged[(staged["micro_batch"] >= 0) & (staged["pass"] >= 0)]
+    boxes = (
+        mb.groupby(["stage", "micro_batch", "pass"], sort=True)
+        .agg(
+            start=("start", "min"),
+            end=("end", "max"),
+            steps=("start", "size"),
+            busy=("cycles", "sum"),
+        )
+        .reset_index()
+    )
+    boxes["pass_name"] = [PASSES[int(p)] for p in boxes["pass"]]
+    bands = []
+    for name in BAND_PHASES:
+        sel = steps[steps["phase"] == PHASES.index(name)]
+        if len(sel):
+            bands.append((name, float(sel["start"].min()), float(sel["end"].max())))
+    return PipelineChart(
+        n_stages=n_stages,
+        stage_ipu=stage_ipu,
+        boxes=boxes,
+        bands=bands,
+        phase_share=ex.phase_share(),
+        stage_cycles=stage_cycles,
+        stage_compute_cycles=stage_compute,
+        bottleneck=int(np.argmax(stage_cycles)) if stage_cycles.any() else 0,
+        imbalance=float(ex.stage_imbalance),
+        stash_bytes=_stash_by_stage(analysis, n_stages, stage_ipu),
+        t0=t0,
+        t1=t1 if t1 > t0 else t0 + 1,
+        run_config=dict(analysis.run_config or {}),
+    )
