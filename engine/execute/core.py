@@ -184,6 +184,8 @@ class _Template:
     synth: _Synth | None = None
     nodes: np.ndarray | None = None  # node ids, set when the functions are built
     cycles: int = 0
+    #: Execute's own timing of a single compiler leaf (stream copies, collectives).
+    cycles_override: int | None = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -231,6 +233,7 @@ def execute_plan(plan: ExecutionPlan) -> Execution:
     mb_size = int(plan.micro_batch)
     leaves = plan.leaves
     lc = leaves.cycles.astype(np.int64)
+    leaf_bin, leaf_bout, _ = _leaf_io(leaves)
     loss_stage = S - 1 if plan.loss_stage is None else int(plan.loss_stage)
     stage_ipu = np.array([st.ipu for st in plan.stages], dtype=np.int64)
     notes: list[str] = []
@@ -244,7 +247,11 @@ def execute_plan(plan: ExecutionPlan) -> Execution:
     def tmpl(t: _Template) -> int:
         if t.leaves is not None:
             t.leaves = np.asarray(t.leaves, dtype=np.int64)
-            t.cycles = int(lc[t.leaves].sum()) if len(t.leaves) else 0
+            if t.cycles_override is not None:
+                assert len(t.leaves) == 1, "only single-leaf templates are re-timed"
+                t.cycles = int(t.cycles_override)
+            else:
+                t.cycles = int(lc[t.leaves].sum()) if len(t.leaves) else 0
         else:
             t.cycles = int(t.synth.cycles)
         by_name[t.name] = len(templates)
@@ -281,57 +288,69 @@ def execute_plan(plan: ExecutionPlan) -> Execution:
         overlap: int,
         dest=D_HOST,
         rate: float | None = None,
+        leaves3: tuple[int, int, int] | None = None,
     ):
-        """Begin / Mid / End templates of one stream copy; returns their ids."""
+        """Begin / Mid / End templates of one stream copy (timed here); returns their ids.
+
+        With ``leaves3`` the compiler's three leaf programs are used (their bytes are the facts),
+        otherwise execute adds its own."""
+        if leaves3 is not None:
+            mid_leaf = int(leaves3[1])
+            nbytes = int(max(leaf_bin[mid_leaf], leaf_bout[mid_leaf]))
         rate = L.host_link_bytes_per_cycle if rate is None else rate
         mid = int(costs.transfer_cycles(nbytes, rate))
         if io and dest == D_HOST:
             mid = max(0, mid - int(overlap))  # the I/O tiles overlap the copy with compute
         begin = (
-            costs.stream_begin_cycles(L, h, overlap)
-            if dest == D_HOST
-            else (L.exchange_setup_cycles)
+            costs.stream_begin_cycles(L, h, overlap) if dest == D_HOST else L.exchange_setup_cycles
         )
+        end = L.internal_sync_cycles
+        if leaves3 is not None:
+            return tuple(
+                tmpl(_Template(str(leaves.name[lf]), ipu, leaves=[lf], cycles_override=c))
+                for lf, c in zip(leaves3, (begin, mid, end))
+            )
         bi, bo = (nbytes, 0) if direction == "in" else (0, nbytes)
-        return (
-            tmpl(
-                _Template(
-                    f"ipu{ipu}/{prefix}.StreamCopyBegin",
-                    ipu,
-                    synth=_Synth(T_SCB, begin, dest=dest, tiles=io_range),
-                )
-            ),
-            tmpl(
-                _Template(
-                    f"ipu{ipu}/{prefix}.StreamCopyMid",
-                    ipu,
-                    synth=_Synth(T_SCM, mid, bi, bo, dest, tiles=io_range),
-                )
-            ),
-            tmpl(
-                _Template(
-                    f"ipu{ipu}/{prefix}.StreamCopyEnd",
-                    ipu,
-                    synth=_Synth(T_SCE, L.internal_sync_cycles, dest=dest, tiles=io_range),
-                )
-            ),
+        specs = (
+            ("StreamCopyBegin", _Synth(T_SCB, begin, dest=dest, tiles=io_range)),
+            ("StreamCopyMid", _Synth(T_SCM, mid, bi, bo, dest, tiles=io_range)),
+            ("StreamCopyEnd", _Synth(T_SCE, end, dest=dest, tiles=io_range)),
+        )
+        return tuple(
+            tmpl(_Template(f"ipu{ipu}/{prefix}.{kind}", ipu, synth=sy)) for kind, sy in specs
         )
 
     in_bytes = mb_size * int(plan.input_bytes_per_sample)
     lab_bytes = mb_size * int(plan.label_bytes_per_sample)
     out_bytes = int(plan.output_bytes_per_micro_batch)
-    in_t = stream_set("input", stage_ipu[0], in_bytes, "in", fwd_cyc[0]) if in_bytes else None
+    if plan.input_leaves is not None:
+        in_bytes = int(leaf_bin[plan.input_leaves[1]])
+    if plan.label_leaves is not None:
+        lab_bytes = int(leaf_bin[plan.label_leaves[1]])
+    if plan.output_leaves is not None:
+        out_bytes = int(leaf_bout[plan.output_leaves[1]])
+    in_t = (
+        stream_set("input", stage_ipu[0], in_bytes, "in", fwd_cyc[0], leaves3=plan.input_leaves)
+        if in_bytes
+        else None
+    )
     lab_ipu = stage_ipu[loss_stage]
     lab_t = (
-        stream_set("labels", lab_ipu, lab_bytes, "in", fwd_cyc[loss_stage])
+        stream_set(
+            "labels", lab_ipu, lab_bytes, "in", fwd_cyc[loss_stage], leaves3=plan.label_leaves
+        )
         if lab_bytes and plan.training
         else None
     )
     per_mb_out = plan.output_mode in ("all", "every-n") and out_bytes > 0
     out_overlap = bwd_cyc[loss_stage] if plan.training else fwd_cyc[loss_stage]
-    out_t = stream_set("output", lab_ipu, out_bytes, "out", out_overlap) if per_mb_out else None
+    out_t = (
+        stream_set("output", lab_ipu, out_bytes, "out", out_overlap, leaves3=plan.output_leaves)
+        if per_mb_out
+        else None
+    )
     end_out_t = (
-        stream_set("output.final", lab_ipu, out_bytes, "out", 0)
+        stream_set("output", lab_ipu, out_bytes, "out", 0, leaves3=plan.output_leaves)
         if plan.output_mode in ("sum", "final") and out_bytes > 0
         else None
     )
@@ -352,9 +371,7 @@ def execute_plan(plan: ExecutionPlan) -> Execution:
     )
     gex_t = (
         [
-            tmpl(
-                _Template(f"ipu{i}/pipeline.GlobalExchange", i, synth=_Synth(T_GEX, 0, dest=D_IPU))
-            )
+            tmpl(_Template(f"ipu{i}/stages.GlobalExchange", i, synth=_Synth(T_GEX, 0, dest=D_IPU)))
             for i in range(nI)
         ]
         if multi
@@ -432,38 +449,12 @@ def execute_plan(plan: ExecutionPlan) -> Execution:
     # inter-stage global exchanges and syncs, per row
     row_has = np.bincount(a_row, minlength=nrow) > 0
     if multi:
-        xin = np.zeros((nrow, nI), np.int64)
-        xout = np.zeros((nrow, nI), np.int64)
-        act_b = np.array([st.activation_bytes for st in plan.stages], np.int64)
-        grad_b = np.array([st.gradient_bytes for st in plan.stages], np.int64)
-        m = fwd_mask & (a_stage < S - 1)
-        m &= stage_ipu[np.minimum(a_stage + 1, S - 1)] != a_ipu
-        np.add.at(xout, (a_row[m], a_ipu[m]), act_b[a_stage[m]])
-        np.add.at(xin, (a_row[m], stage_ipu[a_stage[m] + 1]), act_b[a_stage[m]])
-        m = (a_pass == BACKWARD) & (a_stage > 0)
-        m &= stage_ipu[np.maximum(a_stage - 1, 0)] != a_ipu
-        np.add.at(xout, (a_row[m], a_ipu[m]), grad_b[a_stage[m]])
-        np.add.at(xin, (a_row[m], stage_ipu[a_stage[m] - 1]), grad_b[a_stage[m]])
-        xcyc = costs.global_exchange_cycles(np.maximum(xin, xout).max(axis=1), L)
+        _stage_exchanges(plan, inst, templates, tmpl, act, fwd_mask, a_ipu, stage_ipu, gex_t, L)
         rows = np.nonzero(row_has)[0]
         ipus = np.arange(nI)
         rr = np.repeat(rows, nI)
         ii = np.tile(ipus, len(rows))
         inst.add(len(rr), tmpl=np.array(sync_t)[ii], ipu=ii, row=rr, order=ORDER_SYNC, sync=1)
-        xr = np.nonzero(xcyc > 0)[0]
-        rr = np.repeat(xr, nI)
-        ii = np.tile(ipus, len(xr))
-        inst.add(
-            len(rr),
-            tmpl=np.array(gex_t)[ii],
-            ipu=ii,
-            row=rr,
-            order=ORDER_EXCH,
-            cyc=xcyc[rr],
-            bin=xin[rr, ii],
-            bout=xout[rr, ii],
-            exch=1,
-        )
 
     # weight update row
     row_phase = list(act.row_phase)
@@ -473,19 +464,34 @@ def execute_plan(plan: ExecutionPlan) -> Execution:
         row_phase.append(P_UPDATE)
         R = int(plan.replicas)
         rts = plan.replicated_tensor_sharding and R > 1
+
+        def collective(i, leaf, nbytes, phases, name):
+            """Ring collective across the replicas, timed here (the compiler's leaf if any)."""
+            if leaf >= 0:
+                nbytes = int(max(leaf_bin[leaf], leaf_bout[leaf]))
+            if nbytes <= 0:
+                return None
+            cyc = int(costs.ring_allreduce_cycles(nbytes, R, L, phases))
+            if leaf >= 0:
+                return tmpl(
+                    _Template(str(leaves.name[leaf]), i, leaves=[leaf], cycles_override=cyc)
+                )
+            return tmpl(
+                _Template(f"ipu{i}/{name}", i, synth=_Synth(T_GEX, cyc, nbytes, nbytes, D_IPU))
+            )
+
         for i, ip in enumerate(plan.ipus):
             o = 0
-            if R > 1 and ip.gradient_bytes > 0:
-                cyc = int(costs.ring_allreduce_cycles(ip.gradient_bytes, R, L, 1 if rts else 2))
-                name = "replicas.ReduceScatter" if rts else "replicas.AllReduce"
-                t = tmpl(
-                    _Template(
-                        f"ipu{i}/{name}",
-                        i,
-                        synth=_Synth(T_GEX, cyc, ip.gradient_bytes, ip.gradient_bytes, D_IPU),
-                    )
+            if R > 1:
+                t = collective(
+                    i,
+                    ip.allreduce_leaf,
+                    ip.gradient_bytes,
+                    1 if rts else 2,
+                    "replicas.ReduceScatter" if rts else "replicas.AllReduce",
                 )
-                inst.add(1, tmpl=t, ipu=i, row=upd_row, order=o)
+                if t is not None:
+                    inst.add(1, tmpl=t, ipu=i, row=upd_row, order=o)
             o += 1
             rb = int(ip.remote_bytes // R) if rts else int(ip.remote_bytes)
             if rb > 0:
@@ -507,16 +513,10 @@ def execute_plan(plan: ExecutionPlan) -> Execution:
                 ):
                     inst.add(1, tmpl=t, ipu=i, row=upd_row, order=o + j)
             o += 3
-            if rts and ip.weight_bytes > 0:
-                cyc = int(costs.ring_allreduce_cycles(ip.weight_bytes, R, L, 1))
-                t = tmpl(
-                    _Template(
-                        f"ipu{i}/replicas.AllGather",
-                        i,
-                        synth=_Synth(T_GEX, cyc, ip.weight_bytes, ip.weight_bytes, D_IPU),
-                    )
-                )
-                inst.add(1, tmpl=t, ipu=i, row=upd_row, order=o)
+            if rts:
+                t = collective(i, ip.allgather_leaf, ip.weight_bytes, 1, "replicas.AllGather")
+                if t is not None:
+                    inst.add(1, tmpl=t, ipu=i, row=upd_row, order=o)
             if multi:
                 inst.add(1, tmpl=sync_t[i], ipu=i, row=upd_row, order=ORDER_SYNC, sync=1)
     rows_it = len(row_phase)
@@ -667,10 +667,96 @@ def execute_plan(plan: ExecutionPlan) -> Execution:
     return Execution(node_cols, tile_cycles, leaf_node, steps, attrs, notes)
 
 
+def _leaf_io(leaves) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Bytes in / out and destination of every compiler leaf (see LeafPrograms)."""
+    if leaves.bytes_in is not None:
+        return (
+            np.asarray(leaves.bytes_in, np.int64),
+            np.asarray(leaves.bytes_out, np.int64),
+            np.asarray(leaves.dest, np.uint8),
+        )
+    is_x = np.asarray(leaves.type) == T_EXCH
+    b = np.asarray(leaves.bytes, np.int64)
+    return (
+        np.where(is_x, b, 0),
+        np.where(is_x, b, 0),
+        np.where(is_x, D_TILE, D_NONE).astype(np.uint8),
+    )
+
+
+def _stage_exchanges(plan, inst, templates, tmpl, act, fwd_mask, a_ipu, stage_ipu, gex_t, L):
+    """GlobalExchange steps of the rows: each IPU sends the activations / gradients of the
+    stage-passes it ran (one step per transfer, timed over the IPU-Links), then waits in one
+    receive step until the row's slowest transfer ends (bytes received, dest ipu)."""
+    S, nI, nrow = plan.num_stages, plan.num_ipus, act.n_rows
+    leaf_bin, leaf_bout, _ = _leaf_io(plan.leaves)
+    a_row, a_stage, a_pass, a_mb = act.row, act.stage, act.pass_, act.micro_batch
+    copy_t = np.full((2, S), -1, np.int64)
+    nbytes = np.zeros((2, S), np.int64)
+    for s, st in enumerate(plan.stages):
+        for k, (peer, leaf, b, label) in enumerate(
+            (
+                (s + 1, st.activation_copy, st.activation_bytes, "activations"),
+                (s - 1, st.gradient_copy, st.gradient_bytes, "gradients"),
+            )
+        ):
+            if not (0 <= peer < S) or stage_ipu[peer] == st.ipu or (k == 1 and not plan.training):
+                continue
+            if leaf >= 0:
+                b = int(max(leaf_bin[leaf], leaf_bout[leaf]))
+            if b <= 0:
+                continue
+            c = int(costs.global_exchange_cycles(b, L))
+            nbytes[k, s] = b
+            if leaf >= 0:
+                t = _Template(str(plan.leaves.name[leaf]), st.ipu, leaves=[leaf], cycles_override=c)
+            else:
+                t = _Template(
+                    f"ipu{st.ipu}/stage{s}.{label}.GlobalExchange",
+                    st.ipu,
+                    synth=_Synth(T_GEX, c, 0, b, D_IPU),
+                )
+            copy_t[k, s] = tmpl(t)
+    t_cyc = np.array([t.cycles for t in templates], np.int64)
+    send = np.zeros((nrow, nI), np.int64)
+    recv = np.zeros((nrow, nI), np.int64)
+    for k, (mask, step) in enumerate(((fwd_mask, 1), (a_pass == BACKWARD, -1))):
+        m = mask & (copy_t[k, a_stage] >= 0)
+        tm = copy_t[k, a_stage[m]]
+        inst.add(
+            int(m.sum()),
+            tmpl=tm,
+            ipu=a_ipu[m],
+            row=a_row[m],
+            order=ORDER_EXCH + k,
+            mb=a_mb[m],
+            stage=a_stage[m],
+            exch=1,
+        )
+        np.add.at(send, (a_row[m], a_ipu[m]), t_cyc[tm])
+        np.add.at(recv, (a_row[m], stage_ipu[a_stage[m] + step]), nbytes[k, a_stage[m]])
+    recv_cyc = costs.global_exchange_cycles(recv, L)
+    row_x = np.maximum(send.max(axis=1), recv_cyc.max(axis=1))
+    rest = row_x[:, None] - send
+    rr, ii = np.nonzero((rest > 0) | (recv > 0))
+    inst.add(
+        len(rr),
+        tmpl=np.asarray(gex_t)[ii],
+        ipu=ii,
+        row=rr,
+        order=ORDER_EXCH + 2,
+        cyc=rest[rr, ii],
+        bin=recv[rr, ii],
+        bout=0,
+        exch=1,
+    )
+
+
 def _build_tree(plan, act, templates, allv, rows_it, upd_row, has_end, DI, G):
     """Control program (Sequence / Repeat / Call) and one function per template."""
     nodes = _Nodes()
     leaves = plan.leaves
+    leaf_bin, leaf_bout, leaf_dest = _leaf_io(leaves)
     # calls per global row in iteration 0 (and the call frame rows), ordered (row, ipu, order)
     o = np.lexsort((allv["order"], allv["ipu"], allv["row"]))
     rows_sorted = allv["row"][o]
@@ -734,9 +820,9 @@ def _build_tree(plan, act, templates, allv, rows_it, upd_row, has_end, DI, G):
                         balance=float(leaves.tile_balance[lf]),
                         nbytes=int(leaves.bytes[lf]),
                         code_bytes=int(leaves.code_bytes[lf]),
-                        bytes_in=int(leaves.bytes[lf]) if leaves.type[lf] == T_EXCH else 0,
-                        bytes_out=int(leaves.bytes[lf]) if leaves.type[lf] == T_EXCH else 0,
-                        dest=D_TILE if leaves.type[lf] == T_EXCH else D_NONE,
+                        bytes_in=int(leaf_bin[lf]),
+                        bytes_out=int(leaf_bout[lf]),
+                        dest=int(leaf_dest[lf]),
                         leaf=lf,
                     )
                 ids.append(leaf_node[lf])
@@ -786,7 +872,10 @@ def _tile_cycles(plan, nodes, t_nodes, templates) -> np.ndarray:
     leaf = np.asarray(nodes.cols["x_leaf"], np.int64)
     is_leaf = leaf >= 0
     if is_leaf.any() and len(plan.leaves):
-        out[is_leaf] = plan.leaves.tile_cycles[leaf[is_leaf]]
+        rows = np.flatnonzero(is_leaf)
+        for a in range(0, len(rows), 4096):  # bounded temporary memory
+            r = rows[a : a + 4096]
+            out[r] = plan.leaves.dense_tile_cycles(leaf[r])
     for t in templates:
         if t.synth is not None:
             nid = int(t.nodes[0])

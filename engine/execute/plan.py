@@ -22,6 +22,7 @@ control programs) it creates itself, so the plan is all it needs and tests can b
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -46,13 +47,26 @@ class LeafPrograms:
     ipu: np.ndarray
     op: np.ndarray
     cycles: np.ndarray
-    tile_cycles: np.ndarray
+    tile_cycles: np.ndarray | Callable[[np.ndarray], np.ndarray]
     bytes: np.ndarray
     code_bytes: np.ndarray
     tile_balance: np.ndarray
+    #: Bytes received / sent by the IPU in one execution and their destination code (stream
+    #: copies, remote buffers, inter-IPU copies). When None: on-chip exchanges count ``bytes``
+    #: both ways with destination "tile", everything else moves nothing.
+    bytes_in: np.ndarray | None = None
+    bytes_out: np.ndarray | None = None
+    dest: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.name)
+
+    def dense_tile_cycles(self, rows: np.ndarray) -> np.ndarray:
+        """Per-tile cycles ``(len(rows), tiles)`` of some leaves (``tile_cycles`` may be a
+        function that expands them on demand)."""
+        if callable(self.tile_cycles):
+            return self.tile_cycles(rows)
+        return self.tile_cycles[rows]
 
     @classmethod
     def empty(cls, tiles: int) -> LeafPrograms:
@@ -86,6 +100,10 @@ class StagePlan:
     recompute: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     activation_bytes: int = 0
     gradient_bytes: int = 0
+    #: Optional compiler leaf (a GlobalExchange on this stage's IPU) that sends the activations /
+    #: gradients; when absent execute adds its own GlobalExchange program.
+    activation_copy: int = -1
+    gradient_copy: int = -1
 
 
 @dataclass
@@ -101,6 +119,10 @@ class IpuPlan:
     #: Bytes offloaded to streaming memory (optimiser state, offloaded variables) that the update
     #: streams in and back out, for this replica (before replicated tensor sharding divides it).
     remote_bytes: int = 0
+    #: Optional compiler leaves (GlobalExchange) of the replica all-reduce (reduce-scatter under
+    #: replicated tensor sharding) and of the all-gather; execute times them with its ring model.
+    allreduce_leaf: int = -1
+    allgather_leaf: int = -1
 
 
 @dataclass
@@ -177,6 +199,11 @@ class ExecutionPlan:
     output_every_n: int = 1
     #: Stage that computes the loss / outputs (default: the last stage).
     loss_stage: int | None = None
+    #: Optional compiler leaves (StreamCopyBegin, Mid, End) of one micro-batch's input, labels and
+    #: output stream copies; when absent execute adds its own. Execute times them either way.
+    input_leaves: tuple[int, int, int] | None = None
+    label_leaves: tuple[int, int, int] | None = None
+    output_leaves: tuple[int, int, int] | None = None
 
     @property
     def num_ipus(self) -> int:
