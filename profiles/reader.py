@@ -531,11 +531,21 @@ class Profile:
             )
         if ids.size == 0:
             return np.zeros((0, ds.shape[1]), dtype=ds.dtype)
-        uniq, inverse = np.unique(ids, return_inverse=True)
-        if uniq.size > 1 and (uniq[-1] - uniq[0] + 1) <= 4 * uniq.size:
+        uniq = np.unique(ids)
+        if (uniq[-1] - uniq[0] + 1) <= 4 * uniq.size:
             block = self._read(ds, slice(int(uniq[0]), int(uniq[-1]) + 1))
             return block[ids - uniq[0]]
-        return self._read(ds, uniq)[inverse]
+        # scattered ids: read each chunk that holds some of them once, as a slice (much faster
+        # than an h5py point selection, which walks the chunks once per row)
+        rows_per_chunk = ds.chunks[0] if ds.chunks else max(1, ds.shape[0])
+        out = np.empty((uniq.size, ds.shape[1]), dtype=ds.dtype)
+        which = uniq // rows_per_chunk
+        bounds = np.flatnonzero(np.r_[True, which[1:] != which[:-1]])
+        ends = np.r_[bounds[1:], uniq.size]
+        for b, e in zip(bounds.tolist(), ends.tolist()):
+            a, z = int(uniq[b]), int(uniq[e - 1]) + 1
+            out[b:e] = self._read(ds, slice(a, z))[uniq[b:e] - a]
+        return out[np.searchsorted(uniq, ids)]
 
     def cycles_by_type(self, ipu: int | None = None) -> dict[str, int]:
         """Sum of step cycles per step type (reads two columns of the selected IPU's steps)."""

@@ -497,6 +497,8 @@ PROGRAM_CYCLES = Group(
             unit="cycles",
         ),
     ),
+    # a few programs per chunk: a step's per-tile cycles are read without decompressing others
+    chunk_rows=8,
 )
 
 STEPS = Group(

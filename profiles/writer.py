@@ -104,8 +104,8 @@ def _attr_value(f: schema.Field | None, value: object) -> object:
 
 
 def _chunks(shape: tuple[int, ...], itemsize: int, chunk_rows: int | None) -> tuple[int, ...]:
-    if len(shape) == 1 and chunk_rows:
-        return (max(1, min(shape[0], chunk_rows)),)
+    if chunk_rows:
+        return (max(1, min(shape[0], chunk_rows)), *(max(1, s) for s in shape[1:]))
     chunk = [max(1, s) for s in shape]
     # shrink leading dimensions to 1 until a chunk is small enough, then fit the next one
     for axis in range(len(chunk)):
