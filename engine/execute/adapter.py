@@ -1,0 +1,136 @@
+"""From the compiler's hand-off (``engine.compiled.CompiledProgram``) to an ExecutionPlan.
+
+The compiler gives the compute leaves grouped in segments (forward / recompute / backward /
+update per stage) and the byte counts of every transfer in ``compiled.io``; the run options come
+from the RunConfig and the link figures from the target (``engine.targets``, sourced in
+ipu-facts.md). This module only reshapes them; every timing decision is in
+:mod:`engine.execute.core` and :mod:`engine.execute.costs`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from engine.execute.costs import external_sync_cycles
+from engine.execute.plan import ExecutionPlan, HostModel, IpuPlan, LeafPrograms, Links, StagePlan
+
+
+def _seq(io: dict[str, Any], key: str, n: int) -> list[int]:
+    v = io.get(key)
+    if v is None:
+        return [0] * n
+    v = list(np.asarray(v).reshape(-1))
+    return [int(x) for x in v] + [0] * (n - len(v))
+
+
+def host_model(config, io: dict[str, Any]) -> HostModel:
+    """The host model from the RunConfig's host options (walkthrough.md "Host model").
+
+    Cast and normalisation cost ``host_normalise_ns_per_element`` per input element on the host,
+    except for token ids (nothing to normalise) and 8-bit input normalised on the IPU."""
+    elems = int(io.get("input_elems_per_sample", 0) or 0)
+    is_image = not str(config.model).startswith("bert")
+    return HostModel(
+        decode_augment_s=config.host_preprocess_us_per_sample * 1e-6,
+        cast_normalise_s=(elems * config.host_normalise_ns_per_element * 1e-9) if is_image else 0.0,
+        normalise_on_ipu=bool(config.eight_bit_input),
+        workers=int(config.loader_workers),
+        loader=config.loader_mode,
+        call_overhead_s=config.host_call_overhead_us * 1e-6,
+        stream_latency_s=getattr(config, "host_stream_latency_us", 5.0) * 1e-6,
+        prefetch_depth=int(config.prefetch_depth),
+    )
+
+
+def links_of(target, total_ipus: int) -> Links:
+    """Link and sync figures of a target, per cycle of its clock."""
+    clock = float(target.clock_hz)
+    return Links(
+        clock_hz=clock,
+        ipu_link_bytes_per_cycle=target.ipu_link_bytes_per_s / clock,
+        host_link_bytes_per_cycle=target.host_link_bytes_per_s / clock,
+        streaming_bytes_per_cycle=target.streaming_memory_bytes_per_s / clock,
+        external_sync_cycles=external_sync_cycles(
+            total_ipus, target.external_sync_seconds_per_hop, clock
+        ),
+        internal_sync_cycles=int(target.internal_sync_cycles),
+        exchange_setup_cycles=int(target.exchange_setup_cycles),
+    )
+
+
+def plan_from_compiled(compiled, config=None) -> ExecutionPlan:
+    """Build the :class:`ExecutionPlan` of a compiled program."""
+    cfg = config if config is not None else compiled.config
+    tgt = compiled.target
+    p = compiled.programs
+    io = dict(compiled.io or {})
+    leaves = LeafPrograms(
+        name=np.asarray(p.name, dtype=object),
+        type=np.asarray(p.type, np.uint8),
+        ipu=np.asarray(p.ipu, np.int16),
+        op=np.asarray(p.op, np.int32),
+        cycles=np.asarray(p.cycles, np.int64),
+        tile_cycles=compiled.tile_cycles,
+        bytes=np.asarray(p.bytes_in, np.int64) + np.asarray(p.bytes_out, np.int64),
+        code_bytes=np.asarray(p.code_bytes, np.int64),
+        tile_balance=np.asarray(compiled.tile_balance(), np.float32),
+        bytes_in=np.asarray(p.bytes_in, np.int64),
+        bytes_out=np.asarray(p.bytes_out, np.int64),
+        dest=np.asarray(p.dest, np.uint8),
+    )
+    S = int(cfg.stages)
+    n_ipus = int(cfg.num_ipus)
+    stage_ipu = [int(x) for x in np.asarray(compiled.stage_ipu).reshape(-1)[:S]]
+    act = _seq(io, "activation_bytes", S)
+    grad = _seq(io, "gradient_bytes", S)
+    stages = [
+        StagePlan(
+            ipu=stage_ipu[s],
+            forward=compiled.segment_programs("forward", s),
+            backward=compiled.segment_programs("backward", s),
+            recompute=compiled.segment_programs("recompute", s),
+            activation_bytes=act[s],
+            gradient_bytes=grad[s],
+        )
+        for s in range(S)
+    ]
+    wb = _seq(io, "weight_bytes", n_ipus)
+    gb = _seq(io, "weight_gradient_bytes", n_ipus)
+    rb = _seq(io, "remote_bytes", n_ipus)
+    ipus = []
+    for i in range(n_ipus):
+        upd = [compiled.segment_programs("update", s) for s in range(S) if stage_ipu[s] == i]
+        ipus.append(
+            IpuPlan(
+                update=np.concatenate(upd) if upd else np.zeros(0, np.int64),
+                gradient_bytes=gb[i],
+                weight_bytes=wb[i],
+                remote_bytes=rb[i],
+            )
+        )
+    strategy = cfg.strategy
+    schedule = {"single": "single", "sharded": "sharded"}.get(strategy, cfg.schedule)
+    return ExecutionPlan(
+        leaves=leaves,
+        stages=stages,
+        ipus=ipus,
+        tiles_per_ipu=int(tgt.tiles_per_ipu),
+        links=links_of(tgt, n_ipus * int(cfg.replication_factor)),
+        host=host_model(cfg, io),
+        schedule=schedule,
+        training=bool(cfg.training),
+        micro_batch=int(cfg.micro_batch_size),
+        gradient_accumulation=int(cfg.gradient_accumulation),
+        device_iterations=int(cfg.device_iterations),
+        replicas=int(cfg.replication_factor),
+        replicated_tensor_sharding=bool(cfg.replicated_tensor_sharding),
+        io_tiles=int(cfg.io_tiles),
+        input_bytes_per_sample=int(io.get("input_bytes_per_sample", 0) or 0),
+        label_bytes_per_sample=int(io.get("label_bytes_per_sample", 0) or 0),
+        output_bytes_per_micro_batch=int(io.get("output_bytes_per_micro_batch", 0) or 0),
+        output_mode=cfg.resolved_output_mode,
+        output_every_n=int(cfg.output_return_period),
+        loss_stage=int(io.get("loss_stage", S - 1)),
+    )
