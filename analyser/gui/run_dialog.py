@@ -1,0 +1,359 @@
+"""The "Run engine" dialog: build a run configuration (every RunConfig field) and run it.
+
+The form is generated from ``engine.config.RunConfig.model_fields``, so it always offers every
+option the engine has, with its default, description (tooltip) and allowed values:
+``bool`` -> check box, ``Literal[...]`` -> combo box, ``int`` / ``float`` -> spin boxes bounded by
+the field's ``ge`` / ``le``, optional numbers -> a text field where empty means "default",
+lists -> comma-separated text, dicts -> JSON text, anything else -> text. Values are validated by
+``RunConfig.from_dict`` (one-sentence errors shown in the dialog); the run itself goes through
+:class:`analyser.gui.whatif.WhatIfDialog` (subprocess, progress, cancel) and the result opens in
+the window, compared with the current profile when asked.
+"""
+
+from __future__ import annotations
+
+import json
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QScrollArea,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from analyser.gui.whatif import WhatIfDialog, unique_output
+from profiles.errors import UserFacingError
+
+_INT_MAX = 2_000_000_000
+
+
+def _unwrap_optional(ann: Any) -> tuple[Any, bool]:
+    origin = typing.get_origin(ann)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(ann) if a is not type(None)]
+        if len(args) == 1 and len(typing.get_args(ann)) == 2:
+            return args[0], True
+    return ann, False
+
+
+def _bounds(field) -> tuple[float | None, float | None]:
+    lo = hi = None
+    for m in field.metadata:
+        for name in ("ge", "gt"):
+            v = getattr(m, name, None)
+            if v is not None:
+                lo = v
+        for name in ("le", "lt"):
+            v = getattr(m, name, None)
+            if v is not None:
+                hi = v
+    return lo, hi
+
+
+def _suggestions() -> dict[str, list[str]]:
+    """Known values of free-text fields (the target names)."""
+    try:
+        from engine.targets import TARGET_NAMES
+    except ImportError:
+        return {}
+    return {"target": list(TARGET_NAMES)}
+
+
+class FieldEditor:
+    """One form row: a widget plus how to read / write its value."""
+
+    def __init__(self, name: str, field, suggestions: list[str] | None = None) -> None:
+        self.name = name
+        self.field = field
+        ann, self.optional = _unwrap_optional(field.annotation)
+        self.kind = "text"
+        default = field.get_default(call_default_factory=True)
+        lo, hi = _bounds(field)
+        if typing.get_origin(ann) is typing.Literal:
+            self.kind = "choice"
+            w = QComboBox()
+            self.choices = list(typing.get_args(ann))
+            w.addItems([str(c) for c in self.choices])
+        elif ann is bool:
+            self.kind = "bool"
+            w = QCheckBox()
+        elif ann is int and not self.optional:
+            self.kind = "int"
+            w = QSpinBox()
+            w.setRange(
+                int(lo) if lo is not None else -_INT_MAX, int(hi) if hi is not None else _INT_MAX
+            )
+            w.setGroupSeparatorShown(True)
+        elif ann is float and not self.optional:
+            self.kind = "float"
+            w = QDoubleSpinBox()
+            w.setDecimals(4)
+            w.setRange(
+                float(lo) if lo is not None else -1e12, float(hi) if hi is not None else 1e12
+            )
+        elif typing.get_origin(ann) is list or ann is list:
+            self.kind = "list"
+            w = QLineEdit()
+            w.setPlaceholderText("comma-separated")
+        elif typing.get_origin(ann) is dict or ann is dict:
+            self.kind = "dict"
+            w = QLineEdit()
+            w.setPlaceholderText('JSON, e.g. {"clock_hz": 1.85e9}')
+        elif ann is str and suggestions:
+            self.kind = "choice"
+            w = QComboBox()
+            w.setEditable(True)
+            self.choices = list(suggestions)
+            w.addItems(self.choices)
+        else:
+            self.kind = "number?" if ann in (int, float) else "text"
+            self.number_type = ann if ann in (int, float) else None
+            w = QLineEdit()
+            if self.optional:
+                w.setPlaceholderText("empty = automatic / default")
+        self.widget = w
+        w.setObjectName(f"field_{name}")
+        w.setToolTip(field.description or name)
+        self.set_value(default)
+
+    def set_value(self, value: Any) -> None:
+        w = self.widget
+        if self.kind == "choice":
+            if value in self.choices:
+                w.setCurrentIndex(self.choices.index(value))
+            elif w.isEditable() and value is not None:
+                w.setEditText(str(value))
+        elif self.kind == "bool":
+            w.setChecked(bool(value))
+        elif self.kind == "int":
+            w.setValue(int(value or 0))
+        elif self.kind == "float":
+            w.setValue(float(value or 0.0))
+        elif self.kind == "list":
+            w.setText(", ".join(map(str, value or [])))
+        elif self.kind == "dict":
+            w.setText(json.dumps(value or {}) if value else "")
+        else:
+            w.setText("" if value is None else str(value))
+
+    def value(self) -> Any:
+        w = self.widget
+        if self.kind == "choice":
+            if w.isEditable():
+                return w.currentText().strip()
+            return self.choices[w.currentIndex()]
+        if self.kind == "bool":
+            return w.isChecked()
+        if self.kind in ("int", "float"):
+            return w.value()
+        text = w.text().strip()
+        if self.kind == "list":
+            return [t.strip() for t in text.split(",") if t.strip()]
+        if self.kind == "dict":
+            if not text:
+                return {}
+            try:
+                return json.loads(text)
+            except ValueError:
+                raise UserFacingError(f"{self.name}: {text!r} is not valid JSON.") from None
+        if self.kind == "number?":
+            if not text:
+                return None
+            try:
+                return self.number_type(text)
+            except ValueError:
+                raise UserFacingError(f"{self.name}: {text!r} is not a number.") from None
+        if not text and self.optional:
+            return None
+        return text
+
+
+class RunEngineDialog(QDialog):
+    """Form over every RunConfig field; "Run" validates and starts the engine."""
+
+    def __init__(self, window=None, initial: dict[str, Any] | None = None, parent=None) -> None:
+        super().__init__(parent or window)
+        from engine.config import RunConfig
+
+        self.RunConfig = RunConfig
+        self.window_ = window
+        self.setWindowTitle("Run the engine")
+        self.resize(620, 760)
+        lay = QVBoxLayout(self)
+        top = QHBoxLayout()
+        self.filter = QLineEdit()
+        self.filter.setPlaceholderText("Filter options…")
+        self.filter.textChanged.connect(self._apply_filter)
+        top.addWidget(self.filter, 1)
+        self.load_button = QPushButton("Load TOML…")
+        self.save_button = QPushButton("Save TOML…")
+        self.load_button.clicked.connect(self._load_dialog)
+        self.save_button.clicked.connect(self._save_dialog)
+        top.addWidget(self.load_button)
+        top.addWidget(self.save_button)
+        lay.addLayout(top)
+        form_host = QWidget()
+        self.form = QFormLayout(form_host)
+        self.editors: dict[str, FieldEditor] = {}
+        self.labels: dict[str, QLabel] = {}
+        suggestions = _suggestions()
+        for name, field in RunConfig.model_fields.items():
+            ed = FieldEditor(name, field, suggestions.get(name))
+            label = QLabel(name)
+            label.setToolTip(field.description or name)
+            self.form.addRow(label, ed.widget)
+            self.editors[name] = ed
+            self.labels[name] = label
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(form_host)
+        lay.addWidget(scroll, 1)
+        out_row = QHBoxLayout()
+        out_row.addWidget(QLabel("Output profile:"))
+        self.output = QLineEdit(str(Path.cwd() / "run.h5"))
+        browse = QPushButton("…")
+        browse.clicked.connect(self._browse_output)
+        out_row.addWidget(self.output, 1)
+        out_row.addWidget(browse)
+        lay.addLayout(out_row)
+        self.compare = QCheckBox("Open compared with the current profile")
+        doc = getattr(getattr(window, "workspace", None), "document", None)
+        self.current_doc = doc
+        self.compare.setEnabled(doc is not None)
+        self.compare.setChecked(doc is not None)
+        lay.addWidget(self.compare)
+        self.error = QLabel("")
+        self.error.setWordWrap(True)
+        self.error.setStyleSheet("color: #c62828;")
+        lay.addWidget(self.error)
+        self.buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
+        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Run")
+        self.buttons.accepted.connect(self.run)
+        self.buttons.rejected.connect(self.reject)
+        lay.addWidget(self.buttons)
+        self.job_dialog: WhatIfDialog | None = None
+        if initial is None and doc is not None:
+            initial = dict(doc.analysis.run_config or {})
+            self.output.setText(str(unique_output(Path(doc.path), "run")))
+        if initial:
+            self.set_config(initial)
+
+    # -- values ----------------------------------------------------------------------------------
+    def set_config(self, data: dict[str, Any]) -> None:
+        for name, value in data.items():
+            if name in self.editors:
+                self.editors[name].set_value(value)
+
+    def values(self) -> dict[str, Any]:
+        return {name: ed.value() for name, ed in self.editors.items()}
+
+    def config(self) -> dict[str, Any]:
+        """The validated configuration (raises a one-sentence UserFacingError)."""
+        return self.RunConfig.from_dict(self.values()).to_dict()
+
+    def _apply_filter(self, text: str) -> None:
+        t = text.lower().strip()
+        for name, ed in self.editors.items():
+            show = not t or t in name.lower() or t in (ed.field.description or "").lower()
+            self.form.setRowVisible(self.labels[name], show)
+
+    # -- files -----------------------------------------------------------------------------------
+    def load_toml(self, path: str | Path) -> None:
+        try:
+            cfg = self.RunConfig.from_toml(path)
+        except UserFacingError as exc:
+            self.error.setText(str(exc))
+            return
+        self.set_config(cfg.to_dict())
+        self.error.setText("")
+
+    def _load_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Load run configuration", "", "TOML (*.toml)")
+        if path:
+            self.load_toml(path)
+
+    def _save_dialog(self) -> None:
+        try:
+            cfg = self.RunConfig.from_dict(self.values())
+        except UserFacingError as exc:
+            self.error.setText(str(exc))
+            return
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Save run configuration", "run.toml", "TOML (*.toml)"
+        )
+        if path:
+            Path(path).write_text(cfg.to_toml(), encoding="utf-8")
+
+    def _browse_output(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Output profile", self.output.text(), "Profiles (*.h5)"
+        )
+        if path:
+            self.output.setText(path)
+
+    # -- run -------------------------------------------------------------------------------------
+    def run(self) -> WhatIfDialog | None:
+        try:
+            cfg = self.config()
+            out = Path(self.output.text().strip() or "run.h5")
+            if out.exists():
+                raise UserFacingError(
+                    f"{out} already exists; choose another output file (profiles are never "
+                    "overwritten from here)."
+                )
+            if not out.parent.exists():
+                raise UserFacingError(f"the folder {out.parent} does not exist.")
+        except UserFacingError as exc:
+            self.error.setText(str(exc))
+            return None
+        self.error.setText("")
+        original = (
+            Path(self.current_doc.path) if self.compare.isChecked() and self.current_doc else None
+        )
+        window = self.window_
+
+        def opened(orig: Path | None, result: Path) -> None:
+            if window is None:
+                return
+            if orig is not None and hasattr(window, "open_compare"):
+                window.open_compare(orig, result)
+            elif hasattr(window, "open_files"):
+                window.open_files([result])
+
+        self.job_dialog = WhatIfDialog(
+            "Running the engine",
+            f"Simulating <b>{cfg.get('model')}</b> on {cfg.get('num_ipus')} × {cfg.get('target')} "
+            f"into <code>{out}</code>.",
+            cfg,
+            out,
+            original,
+            opened,
+            window or self,
+        )
+        self.job_dialog.start()
+        self.accept()
+        return self.job_dialog
+
+
+def open_run_dialog(window) -> RunEngineDialog:
+    """Menu action: show the dialog (non-modal) and return it."""
+    dialog = RunEngineDialog(window)
+    dialog.show()
+    return dialog
