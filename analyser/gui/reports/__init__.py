@@ -38,7 +38,9 @@ REPORTS: list[str] = [
 
 APPLY_TIP_HANDLER: str = "analyser.gui.whatif:apply_tip"
 
-MENU_ACTIONS: list[tuple[str, str, str]] = []
+MENU_ACTIONS: list[tuple[str, str, str]] = [
+    ("&Tools", "&Run engine…", "analyser.gui.run_dialog:open_run_dialog"),
+]
 
 
 def _module_exists(module: str) -> bool:
