@@ -10,3 +10,7 @@ import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("MPLBACKEND", "Agg")
+
+# Shared session fixtures provided by plugin modules in tests/ (walkthrough_profiles: the six
+# walkthrough profiles simulated once per session).
+pytest_plugins = ["fixtures_walkthrough"]
