@@ -1,0 +1,193 @@
+"""``analyse demo``: run the reference walkthrough end to end with the embedded engine.
+
+Runs the six run configurations of ``assets/runs/walkthrough`` (ResNet-101 on 64 x 64 CIFAR-10
+images, two Mk2 IPUs pipelined at ``layer3.8``; see /work/shared/brief/walkthrough.md), writes one
+profile per step into the output folder (``1-base.h5`` ... ``6-async.h5``, named so they sort in
+step order), prints a table of the steps and, when the report writer is installed
+(``analyser.reports.write_report``), writes the comparative report ``report.html`` next to them.
+
+Only those seven names are ever written in the output folder; any other file there is left alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from analyser.cli.errors import CliError
+
+#: The report the demo writes next to the profiles (when the report writer exists).
+REPORT_NAME = "report.html"
+
+
+@dataclass
+class StepResult:
+    name: str
+    title: str
+    path: Path
+    fits: bool
+    peak_tile_bytes: int
+    peak_memory_bytes: int
+    total_cycles: int | None
+    cycles_per_sample: float | None
+    throughput: float | None
+    rx_by_ipu: list[int]
+    seconds: float
+
+
+def walkthrough_configs() -> list[Path]:
+    """The six walkthrough run configurations, in step order."""
+    import assets.runs.walkthrough as pkg
+
+    folder = Path(pkg.__file__).parent
+    paths = sorted(folder.glob("[0-9]-*.toml"))
+    if len(paths) != 6:
+        raise CliError(
+            f"the walkthrough needs six run configurations in {folder}; found {len(paths)} "
+            "(reinstall the package)."
+        )
+    return paths
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-o",
+        "--output",
+        default="demo",
+        metavar="DIR",
+        help="folder for the six profiles and the report (created if missing; default demo/). "
+        "Only 1-base.h5 ... 6-async.h5 and report.html are written there.",
+    )
+    parser.add_argument(
+        "--no-report", action="store_true", help="do not write the comparative report"
+    )
+
+
+def _prepare_folder(out: Path) -> Path:
+    if out.exists() and not out.is_dir():
+        raise CliError(f"output {out} exists and is not a folder; give a folder name.")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CliError(f"cannot create output folder {out}: {exc.strerror or exc}.") from None
+    return out
+
+
+def _step_result(cfg_path: Path, config, h5: Path, seconds: float) -> StepResult:
+    """Read back the figures of one written profile (the analyser's own numbers)."""
+    import numpy as np
+
+    from analyser.core import Analysis
+    from profiles.schema import code
+
+    with Analysis.open(h5) as a:
+        m = a.metrics
+        ex = a.execution
+        if ex is not None:
+            host = code("destination", "host")
+            rx = [int(x) for x in np.asarray(ex.streamcopy_rx_by_dest)[:, host]]
+        else:
+            rx = []
+        return StepResult(
+            name=cfg_path.stem,
+            title=config.name or cfg_path.stem,
+            path=h5,
+            fits=bool(m.fits),
+            peak_tile_bytes=int(m.max_tile_memory_bytes),
+            peak_memory_bytes=int(m.peak_memory_bytes),
+            total_cycles=m.total_cycles,
+            cycles_per_sample=m.cycles_per_sample,
+            throughput=m.throughput_samples_per_s,
+            rx_by_ipu=rx,
+            seconds=seconds,
+        )
+
+
+def run_walkthrough(out: Path, progress=None) -> list[StepResult]:
+    """Simulate the six steps into ``out``; returns their key figures (no printing)."""
+    import engine
+    from engine.config import RunConfig
+
+    results = []
+    for cfg_path in walkthrough_configs():
+        config = RunConfig.from_toml(cfg_path)
+        h5 = out / f"{cfg_path.stem}.h5"
+        t0 = time.perf_counter()
+        engine.simulate_to_file(config, h5, overwrite=True)
+        results.append(_step_result(cfg_path, config, h5, time.perf_counter() - t0))
+        if progress is not None:
+            progress()
+    return results
+
+
+def _report_writer():
+    """The analyser's comparative report function, when that module is installed."""
+    try:
+        mod = importlib.import_module("analyser.reports")
+    except ImportError:
+        return None
+    return getattr(mod, "write_report", None)
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:,.1f} MiB"
+
+
+def _table(results: list[StepResult]):
+    from rich.table import Table
+
+    t = Table(title="IPU walkthrough: ResNet-101, 2 x Mk2 IPUs, pipelined at layer3.8")
+    for col, just in (
+        ("step", "left"),
+        ("fits", "center"),
+        ("peak tile", "right"),
+        ("peak memory", "right"),
+        ("total cycles", "right"),
+        ("cycles / sample", "right"),
+        ("StreamCopy rx from host per IPU", "right"),
+        ("samples / s", "right"),
+    ):
+        t.add_column(col, justify=just)
+    for r in results:
+        t.add_row(
+            r.title,
+            "[green]fits[/]" if r.fits else "[red]OOM[/]",
+            f"{r.peak_tile_bytes / 1024:,.1f} KiB",
+            _mib(r.peak_memory_bytes),
+            "-" if r.total_cycles is None else f"{r.total_cycles:,}",
+            "-" if r.cycles_per_sample is None else f"{r.cycles_per_sample:,.0f}",
+            " / ".join(_mib(b) for b in r.rx_by_ipu) if r.rx_by_ipu else "-",
+            "-" if r.throughput is None else f"{r.throughput:,.1f}",
+        )
+    return t
+
+
+def run(args: argparse.Namespace) -> int:
+    from analyser.cli._common import console, progress_bar
+
+    out = _prepare_folder(Path(args.output))
+    writer = None if args.no_report else _report_writer()
+    total = 6 + (1 if writer else 0)
+    t0 = time.perf_counter()
+    with progress_bar("walkthrough") as bar:
+        task = bar.add_task("simulating the walkthrough", total=total)
+        results = run_walkthrough(out, progress=lambda: bar.advance(task))
+        report = None
+        if writer is not None:
+            bar.update(task, description="writing the comparative report")
+            report = out / REPORT_NAME
+            writer([str(r.path) for r in results], report, "html")
+            bar.advance(task)
+    con = console()
+    con.print(_table(results))
+    for r in results:
+        con.print(f"  {r.path}")
+    if report is not None:
+        con.print(f"  {report}  (comparative report)")
+    elif not args.no_report:
+        con.print("  (no report: the report writer analyser.reports is not installed)")
+    con.print(f"done in {time.perf_counter() - t0:.1f} s")
+    return 0
