@@ -1,0 +1,67 @@
+"""``analyse report FILE... --format html|md|json -o OUT``: one report of one or several
+profiles (several: with a comparison). The output file is written atomically."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("files", nargs="+", metavar="FILE", help="profiles (.h5), in order")
+    parser.add_argument(
+        "--format",
+        choices=("html", "md", "json"),
+        default=None,
+        help="report format (default: from the -o suffix, else html)",
+    )
+    parser.add_argument("-o", "--output", required=True, help="output file")
+    parser.add_argument("--title", default=None, help="report title")
+    parser.add_argument(
+        "--resimulate",
+        action="store_true",
+        help="re-simulate every insight's change to show its predicted effect "
+        "(slower: one engine run per tip)",
+    )
+    parser.add_argument("--no-insights", action="store_true", help="leave insights out")
+    parser.add_argument(
+        "--threshold",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override an insight threshold (see analyse insights --list-thresholds)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from analyser.cli._common import check_output, console, progress_bar
+    from analyser.core.insights import Thresholds
+    from analyser.reports import write_report
+
+    fmt = args.format
+    if fmt is None:
+        suffix = Path(args.output).suffix.lower().lstrip(".")
+        fmt = {"htm": "html", "html": "html", "md": "md", "markdown": "md", "json": "json"}.get(
+            suffix, "html"
+        )
+    out = check_output(args.output, args.files)
+    thresholds = Thresholds().with_overrides(args.threshold)
+    with progress_bar("report") as bar:
+        task = bar.add_task("writing report", total=None)
+
+        def tick(done: int, total: int, _id: str) -> None:
+            bar.update(task, completed=done, total=total, description="re-simulating")
+
+        write_report(
+            args.files,
+            out,
+            fmt,
+            insights=not args.no_insights,
+            resimulate=args.resimulate,
+            thresholds=thresholds,
+            title=args.title,
+            progress=tick,
+        )
+    console().print(f"wrote {out} ({out.stat().st_size:,} bytes, {fmt})")
+    return 0

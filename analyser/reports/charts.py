@@ -1,0 +1,338 @@
+"""Report charts drawn with matplotlib (no pyplot, no GUI backend) and returned as inline SVG.
+
+Colours come from assets/palette.json, shared with the GUI.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import matplotlib
+import numpy as np
+from matplotlib.figure import Figure
+
+_ids = itertools.count()
+
+#: Memory categories grouped for the per-tile chart (17 stacked series are unreadable).
+CATEGORY_GROUPS: dict[str, tuple[str, ...]] = {
+    "variables": ("variable",),
+    "constants": ("constant",),
+    "code": (
+        "vertexCode",
+        "controlCode",
+        "internalExchangeCode",
+        "hostExchangeCode",
+        "globalExchangeCode",
+    ),
+    "vertex state": (
+        "vertexInstanceState",
+        "vertexFieldData",
+        "vectorListDescriptor",
+        "copyDescriptor",
+    ),
+    "control / exchange data": (
+        "controlId",
+        "controlTable",
+        "hostExchangePacketHeader",
+        "globalExchangePacketHeader",
+        "instrumentationResults",
+    ),
+    "stack": ("stack",),
+}
+#: Columns of the per-tile memory chart (tiles are binned above this).
+MAX_TILE_COLUMNS = 368
+_GROUP_COLOURS = ("#4e79a7", "#9c755f", "#f28e2b", "#a0cbe8", "#bab0ac", "#59a14f")
+
+
+@cache
+def palette() -> dict[str, Any]:
+    try:
+        text = resources.files("assets").joinpath("palette.json").read_text(encoding="utf-8")
+        return json.loads(text)
+    except (OSError, ValueError, ModuleNotFoundError):
+        return {}
+
+
+def _colour(group: str, name: str, default: str = "#888888") -> str:
+    return palette().get(group, {}).get(name, default)
+
+
+def _fig(
+    w: float = 9.0,
+    h: float = 3.2,
+    *,
+    left: float = 0.8,
+    right: float = 0.2,
+    top: float = 0.35,
+    bottom: float = 0.5,
+    hspace: float = 0.45,
+    wspace: float = 0.3,
+) -> Figure:
+    """A figure with fixed margins in inches (constrained layout doubles the drawing time)."""
+    fig = Figure(figsize=(w, h), dpi=100)
+    fig.subplots_adjust(
+        left=left / w,
+        right=1 - right / w,
+        top=1 - top / h,
+        bottom=bottom / h,
+        hspace=hspace,
+        wspace=wspace,
+    )
+    return fig
+
+
+def to_svg(fig: Figure) -> str:
+    """The figure as an inline <svg> element (unique ids, text kept as text)."""
+    buf = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": f"c{next(_ids)}"}):
+        fig.savefig(buf, format="svg")
+    svg = buf.getvalue()
+    start = svg.find("<svg")
+    return svg[start:].strip()
+
+
+def _mib(x: np.ndarray | float) -> np.ndarray | float:
+    return np.asarray(x) / 2**20 if isinstance(x, np.ndarray) else x / 2**20
+
+
+def memory_per_tile(a) -> str:
+    """Memory per tile by category group, one panel per IPU, with the SRAM limit."""
+    m = a.memory
+    n = m.num_ipus
+    fig = _fig(9.0, 2.2 * n + 0.6, hspace=0.35)
+    axes = fig.subplots(n, 1, squeeze=False, sharex=True)[:, 0]
+    from profiles import schema
+
+    cats = list(schema.MEMORY_CATEGORIES)
+    # Bin tiles so the SVG stays small: stacked means per bin plus the max of each bin.
+    per_bin = max(1, int(np.ceil(m.tiles_per_ipu / MAX_TILE_COLUMNS)))
+    nb = int(np.ceil(m.tiles_per_ipu / per_bin))
+    pad = nb * per_bin - m.tiles_per_ipu
+    x = np.arange(nb) * per_bin + (per_bin - 1) / 2
+
+    def binned(v: np.ndarray, how: str) -> np.ndarray:
+        v = np.pad(v.astype(float), (0, pad), mode="edge").reshape(nb, per_bin)
+        return v.max(axis=1) if how == "max" else v.mean(axis=1)
+
+    for i, ax in enumerate(axes):
+        by_cat, _ = a.tile_breakdown(i, "category")
+        series = [
+            binned(by_cat[:, [cats.index(c) for c in grp]].sum(axis=1), "mean") / 1024
+            for grp in CATEGORY_GROUPS.values()
+        ]
+        ax.stackplot(x, series, labels=list(CATEGORY_GROUPS), colors=_GROUP_COLOURS, linewidth=0)
+        ax.plot(
+            x,
+            binned(m.tile_used[i], "max") / 1024,
+            color="#333333",
+            linewidth=0.6,
+            label="max incl. gaps" if per_bin > 1 else "incl. gaps",
+        )
+        ax.axhline(
+            m.sram_per_tile / 1024,
+            color=_colour("chart", "max_memory_line", "#c62828"),
+            linewidth=1,
+            linestyle="--",
+            label="tile SRAM",
+        )
+        oom = m.oom_tiles[m.oom_tiles[:, 0] == i, 1] if m.n_oom_tiles else np.zeros(0, int)
+        title = f"IPU {i}" + (f": {oom.size:,} tiles out of memory" if oom.size else "")
+        if per_bin > 1:
+            title += f"  (mean of every {per_bin} tiles; line: their max)"
+        ax.set_title(title, fontsize=9, loc="left")
+        ax.set_ylabel("KiB")
+        ax.set_xlim(0, m.tiles_per_ipu - 1)
+        ax.margins(x=0)
+    axes[-1].set_xlabel("tile")
+    axes[0].legend(fontsize=7, ncol=4, loc="upper right", framealpha=0.85)
+    return to_svg(fig)
+
+
+def memory_histogram(a) -> str:
+    m = a.memory
+    fig = _fig(4.5, 2.6, left=0.6)
+    ax = fig.subplots()
+    edges = m.histogram_edges / 1024
+    ax.bar(
+        edges[:-1],
+        m.histogram_counts,
+        width=np.diff(edges),
+        align="edge",
+        color=_colour("memory_categories", "variable", "#4e79a7"),
+    )
+    ax.axvline(
+        m.sram_per_tile / 1024,
+        color=_colour("chart", "max_memory_line", "#c62828"),
+        linestyle="--",
+        linewidth=1,
+    )
+    ax.set_xlabel("KiB per tile")
+    ax.set_ylabel("tiles")
+    ax.set_title("Memory over all tiles", fontsize=9, loc="left")
+    return to_svg(fig)
+
+
+def liveness_curve(a) -> str:
+    lv = a.liveness
+    fig = _fig(9.0, 3.0)
+    ax = fig.subplots()
+    x = np.arange(lv.n_steps)
+    for i in range(lv.not_always_live.shape[0]):
+        y = lv.curve(i, include_always_live=True) / 2**20
+        ax.plot(x, y, linewidth=1, label=f"IPU {i}")
+        p = int(lv.peak_step[i])
+        if 0 <= p < lv.n_steps:
+            ax.plot(
+                [p],
+                [y[p]],
+                marker="o",
+                color=_colour("chart", "peak_marker", "#c62828"),
+                markersize=4,
+            )
+            ax.annotate(
+                f"peak {y[p]:,.0f} MiB",
+                (p, y[p]),
+                fontsize=7,
+                xytext=(4, 4),
+                textcoords="offset points",
+            )
+    ax.set_xlabel("program step")
+    ax.set_ylabel("MiB (always-live + not-always-live)")
+    ax.set_title("Liveness", fontsize=9, loc="left")
+    ax.legend(fontsize=7)
+    ax.margins(x=0)
+    return to_svg(fig)
+
+
+def cycles_by_type(a) -> str:
+    from profiles import schema
+
+    ex = a.execution
+    n = ex.num_ipus
+    fig = _fig(9.0, 0.55 * n + 1.3, left=0.7)
+    ax = fig.subplots()
+    left = np.zeros(n)
+    for j, t in enumerate(schema.PROGRAM_TYPES):
+        v = ex.cycles_by_type[:, j].astype(float)
+        if not v.any():
+            continue
+        ax.barh(np.arange(n), v / 1e6, left=left, color=_colour("step_types", t), label=t)
+        left += v / 1e6
+    ax.set_yticks(np.arange(n), [f"IPU {i}" for i in range(n)])
+    ax.invert_yaxis()
+    ax.set_xlabel("million cycles")
+    ax.set_title("Cycles by step type", fontsize=9, loc="left")
+    ax.legend(fontsize=7, ncol=4, loc="lower right", framealpha=0.85)
+    return to_svg(fig)
+
+
+def pipeline_phases(a) -> str:
+    ex = a.execution
+    share = ex.phase_share()
+    fig = _fig(9.0, 2.6, left=0.3, bottom=1.0, wspace=0.25)
+    ax1, ax2 = fig.subplots(1, 2, width_ratios=(3, 2))
+    left = 0.0
+    for p, v in share.items():
+        if v <= 0:
+            continue
+        ax1.barh([0], [v * 100], left=left, color=_colour("phases", p), label=p)
+        if v > 0.06:
+            ax1.text(
+                left + v * 50, 0, f"{v:.0%}", ha="center", va="center", fontsize=7, color="white"
+            )
+        left += v * 100
+    ax1.set_xlim(0, 100)
+    ax1.set_yticks([])
+    ax1.set_xlabel("% of the run (wall clock)")
+    ax1.set_title("Pipeline phases", fontsize=9, loc="left")
+    ax1.legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.55))
+    st = ex.stage_cycles
+    if st.size:
+        colours = ["#4e79a7"] * st.size
+        colours[int(np.argmax(st))] = "#e15759"
+        ax2.bar(np.arange(st.size), st / 1e6, color=colours)
+        ax2.bar(
+            np.arange(st.size),
+            ex.stage_compute_cycles / 1e6,
+            color="none",
+            edgecolor="white",
+            hatch="//",
+            linewidth=0,
+        )
+        ax2.set_xticks(np.arange(st.size), [f"stage {s}" for s in range(st.size)])
+        ax2.set_ylabel("million cycles")
+        ax2.set_title("Stage load (red: bottleneck, hatched: compute)", fontsize=9, loc="left")
+    else:
+        ax2.set_axis_off()
+    return to_svg(fig)
+
+
+def comparison_metrics(analyses) -> str:
+    """Key metrics across profiles, one small bar chart each."""
+    keys = (
+        ("cycles_per_sample", "cycles per sample", 1.0),
+        ("throughput_samples_per_s", "samples/s", 1.0),
+        ("peak_memory_bytes", "peak memory (MiB)", 2**-20),
+        ("oom_tiles", "OOM tiles", 1.0),
+    )
+    names = [x.name for x in analyses]
+    fig = _fig(9.5, 3.0, left=0.6, bottom=1.2, wspace=0.45)
+    axes = fig.subplots(1, len(keys))
+    for ax, (k, label, scale) in zip(axes, keys):
+        vals = [x.metrics.scalar(k) for x in analyses]
+        v = np.array([np.nan if x is None else x * scale for x in vals])
+        ax.bar(np.arange(len(v)), np.nan_to_num(v), color="#4e79a7")
+        for i, x in enumerate(v):
+            if np.isnan(x):
+                ax.text(i, 0, "n/a", ha="center", va="bottom", fontsize=7)
+        ax.set_xticks(np.arange(len(v)), names, rotation=45, ha="right", fontsize=7)
+        ax.set_title(label, fontsize=9)
+        ax.tick_params(axis="y", labelsize=7)
+    return to_svg(fig)
+
+
+def comparison_step_types(analyses) -> str:
+    """Share of busy cycles by step type per profile (all IPUs)."""
+    from profiles import schema
+
+    names = [x.name for x in analyses]
+    fig = _fig(9.5, 0.4 * len(names) + 1.8, left=1.6, bottom=1.2)
+    ax = fig.subplots()
+    left = np.zeros(len(names))
+    for t in schema.PROGRAM_TYPES[3:]:
+        v = np.array([x.execution.share_of(t) * 100 if x.execution else 0.0 for x in analyses])
+        if not v.any():
+            continue
+        ax.barh(np.arange(len(names)), v, left=left, color=_colour("step_types", t), label=t)
+        left += v
+    ax.set_yticks(np.arange(len(names)), names, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("% of busy cycles (all IPUs); empty = no execution (OOM)")
+    ax.set_title("Cycles by step type", fontsize=9, loc="left")
+    ax.legend(
+        fontsize=7,
+        ncol=4,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.45 - 0.1 / max(1, len(names))),
+    )
+    return to_svg(fig)
+
+
+def profile_charts(a) -> dict[str, str]:
+    charts = {"memory_per_tile": memory_per_tile(a), "memory_histogram": memory_histogram(a)}
+    if a.liveness.n_steps:
+        charts["liveness"] = liveness_curve(a)
+    if a.execution is not None:
+        charts["cycles_by_type"] = cycles_by_type(a)
+        charts["pipeline_phases"] = pipeline_phases(a)
+    return charts
+
+
+def comparison_charts(analyses) -> dict[str, str]:
+    return {"metrics": comparison_metrics(analyses), "step_types": comparison_step_types(analyses)}

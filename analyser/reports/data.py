@@ -1,0 +1,189 @@
+"""The report content as plain data: one JSON-compatible dict that the HTML, Markdown and JSON
+writers all render, so the three formats always carry the same numbers.
+
+The layout is documented in docs/report-schema.md (``REPORT_SCHEMA`` / ``REPORT_SCHEMA_VERSION``).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from dataclasses import asdict
+from typing import Any
+
+import numpy as np
+
+from analyser.core import Analysis
+from profiles import schema
+
+REPORT_SCHEMA = "ipu-analyser-report"
+REPORT_SCHEMA_VERSION = "1.0"
+
+
+def plain(v: Any) -> Any:
+    """numpy / non-finite values to JSON-compatible Python values (NaN, inf -> None)."""
+    if isinstance(v, dict):
+        return {str(k): plain(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [plain(x) for x in v]
+    if isinstance(v, np.ndarray):
+        return plain(v.tolist())
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def _records(df, columns: list[str]) -> list[dict[str, Any]]:
+    cols = [c for c in columns if c in df.columns]
+    out = df[cols].copy()
+    for c in cols:
+        if str(out[c].dtype) == "category":
+            out[c] = out[c].astype(str)
+    return plain(out.to_dict("records"))
+
+
+def profile_data(a: Analysis, insights: list | None = None) -> dict[str, Any]:
+    """Everything the report says about one profile."""
+    t = a.target
+    m = a.memory
+    lv = a.liveness
+    ex = a.execution
+    met = a.metrics
+    d: dict[str, Any] = {
+        "file": str(a.path),
+        "name": a.name,
+        "model": t.model,
+        "status": t.status,
+        "fits": m.fits,
+        "target": {**asdict(t), "memory_per_ipu": t.memory_per_ipu, "memory_total": t.memory_total},
+        "run_config": a.run_config,
+        "metrics": {k: v for k, v in met.to_dict().items() if k not in ("ipus", "file")},
+        "ipus": [asdict(x) for x in met.ipus],
+        "memory": {
+            "sram_per_tile": m.sram_per_tile,
+            "capacity_bytes": m.capacity_bytes,
+            "headroom_bytes": m.headroom_bytes,
+            "by_category": m.category_totals(),
+            "by_category_per_ipu": [m.category_totals(i) for i in range(m.num_ipus)],
+            "by_region": m.region_totals(),
+            "by_liveness": m.liveness_totals(),
+            "oom_tiles_per_ipu": m.oom_tiles_per_ipu().tolist(),
+            "top_tiles": [asdict(x) for x in m.top_tiles],
+            "histogram": {
+                "edges": m.histogram_edges.tolist(),
+                "counts": m.histogram_counts.tolist(),
+            },
+            "largest_variables": _records(
+                a.largest_variables(10),
+                ["name", "kind", "dtype", "shape", "bytes", "ipu", "always_live"],
+            ),
+            "largest_vertices": _records(
+                a.largest_vertices(5),
+                ["name", "code_bytes", "state_bytes", "instances", "total_state_bytes"],
+            ),
+        },
+        "liveness": {
+            "steps": lv.n_steps,
+            "always_live": lv.always_live.tolist(),
+            "peak_step": lv.peak_step.tolist(),
+            "peak_step_name": [
+                lv.step_names[int(s)] if lv.step_names else "" for s in lv.peak_step
+            ],
+            "peak_bytes": lv.peak_bytes.tolist(),
+            "peak_live_variables": [
+                _records(a.peak_live_variables(i, 5), ["name", "kind", "bytes"])
+                for i in range(t.num_ipus)
+            ]
+            if lv.n_steps
+            else [],
+        },
+        "execution": None,
+        "operations_top": [],
+        "insights": [x.to_dict() for x in insights] if insights is not None else [],
+    }
+    if ex is not None:
+        d["execution"] = {
+            "total_cycles": ex.total_cycles,
+            "device_cycles": ex.device_cycles,
+            "host_seconds": ex.host_seconds,
+            "samples": ex.samples,
+            "host_round_trips": ex.host_round_trips,
+            "cycles_by_type_per_ipu": [
+                {
+                    tn: int(ex.cycles_by_type[i, j])
+                    for j, tn in enumerate(schema.PROGRAM_TYPES)
+                    if ex.count_by_type[i, j]
+                }
+                for i in range(ex.num_ipus)
+            ],
+            "type_share": ex.type_share(),
+            "phase_share": ex.phase_share(),
+            "stage_cycles": ex.stage_cycles.tolist(),
+            "stage_compute_cycles": ex.stage_compute_cycles.tolist(),
+            "streamcopy_by_destination_per_ipu": [
+                {
+                    dn: {
+                        "rx": int(ex.streamcopy_rx_by_dest[i, k]),
+                        "tx": int(ex.streamcopy_tx_by_dest[i, k]),
+                    }
+                    for k, dn in enumerate(schema.DESTINATIONS)
+                    if ex.streamcopy_rx_by_dest[i, k] or ex.streamcopy_tx_by_dest[i, k]
+                }
+                for i in range(ex.num_ipus)
+            ],
+        }
+        ops = a.operations.sort_values("total_cycles", ascending=False).head(15)
+        d["operations_top"] = _records(
+            ops,
+            [
+                "name",
+                "type",
+                "pass",
+                "ipu",
+                "stage",
+                "executions",
+                "total_cycles",
+                "cycles_share",
+                "flops",
+                "memory_bytes",
+                "code_bytes",
+            ],
+        )
+    return plain(d)
+
+
+def build_report(
+    analyses: list[Analysis],
+    *,
+    insights: bool = True,
+    resimulate: bool = False,
+    thresholds: Any = None,
+    progress: Any = None,
+) -> dict[str, Any]:
+    """The whole report (one or several profiles, with a comparison when several)."""
+    from analyser.core.comparison import compare
+    from analyser.core.insights import find_insights
+
+    profiles = []
+    for a in analyses:
+        tips = (
+            find_insights(a, thresholds, resimulate=resimulate, progress=progress)
+            if insights
+            else None
+        )
+        profiles.append(profile_data(a, tips))
+    comparison = compare(analyses).to_dict() if len(analyses) > 1 else None
+    import analyser
+
+    return plain(
+        {
+            "schema": REPORT_SCHEMA,
+            "schema_version": REPORT_SCHEMA_VERSION,
+            "generated": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+            "tool_version": getattr(analyser, "__version__", "0.1.0"),
+            "profiles": profiles,
+            "comparison": comparison,
+        }
+    )

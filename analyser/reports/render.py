@@ -1,0 +1,269 @@
+"""Renderers of the report data: HTML (Jinja2 template in assets/templates), Markdown, JSON."""
+
+from __future__ import annotations
+
+import base64
+import json
+from importlib import resources
+from typing import Any
+
+from analyser.core.comparison import METRICS, fmt_value
+from analyser.core.units import fmt_bytes, fmt_delta_pct, fmt_int, fmt_pct
+
+EFFECT_ROWS = (
+    ("peak_memory_bytes", "peak memory", "bytes"),
+    ("oom_tiles", "OOM tiles", "int"),
+    ("total_cycles", "total cycles", "int"),
+    ("cycles_per_sample", "cycles per sample", "float"),
+    ("throughput_samples_per_s", "throughput (samples/s)", "float"),
+)
+
+
+def _template() -> str:
+    return resources.files("assets").joinpath("templates/report.html.j2").read_text("utf-8")
+
+
+def render_json(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=1, allow_nan=False) + "\n"
+
+
+def render_html(data: dict[str, Any], analyses: list, title: str) -> str:
+    import jinja2
+
+    from analyser.reports import charts
+
+    env = jinja2.Environment(
+        autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True
+    )
+    tpl = env.from_string(_template())
+    return tpl.render(
+        r=data,
+        title=title,
+        fmt=fmt_value,
+        delta=fmt_delta_pct,
+        compare_metrics=METRICS,
+        effect_rows=EFFECT_ROWS,
+        charts=[charts.profile_charts(a) for a in analyses],
+        comparison_charts=charts.comparison_charts(analyses) if len(analyses) > 1 else {},
+    )
+
+
+def _img(svg: str, alt: str) -> str:
+    b64 = base64.b64encode(svg.encode("utf-8")).decode("ascii")
+    return f"![{alt}](data:image/svg+xml;base64,{b64})"
+
+
+def _md_table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    esc = [str(h).replace("|", "\\|") for h in header]
+    out = ["| " + " | ".join(esc) + " |", "|" + "---|" * len(header)]
+    for r in rows:
+        out.append(
+            "| " + " | ".join(str(c).replace("|", "\\|").replace("\n", " ") for c in r) + " |"
+        )
+    return [*out, ""]
+
+
+def render_markdown(data: dict[str, Any], analyses: list, title: str) -> str:
+    from analyser.reports import charts
+
+    L: list[str] = [
+        f"# {title}",
+        "",
+        f"Generated {data['generated']} by IPU Graph Analyser "
+        f"{data['tool_version']} (report schema {data['schema']} "
+        f"{data['schema_version']}).",
+        "",
+    ]
+    profs = data["profiles"]
+    if data.get("comparison"):
+        L += ["## Comparison", ""]
+        L += _md_table(
+            ["metric", *[p["name"] for p in profs]],
+            [
+                [label, *[fmt_value(p["metrics"][k], kind) for p in profs]]
+                for k, label, kind in METRICS
+            ],
+        )
+        cc = charts.comparison_charts(analyses)
+        L += [
+            _img(cc["metrics"], "key metrics per profile"),
+            "",
+            _img(cc["step_types"], "cycles by step type per profile"),
+            "",
+        ]
+        for pair in data["comparison"]["pairs"]:
+            L += [f"### {pair['a']} → {pair['b']}", ""]
+            diffs = (
+                "; ".join(
+                    f"`{d['key']}` {json.dumps(d['before'])} → {json.dumps(d['after'])}"
+                    for d in pair["config_diffs"]
+                )
+                or "identical"
+            )
+            L += [f"**Run options:** {diffs}", ""]
+            L += [f"- {e['text']}" for e in pair["explanations"]]
+            if pair["other_deltas"]:
+                L += ["", "Largest other differences:", ""]
+                L += [f"- {t}" for t in pair["other_deltas"]]
+            L.append("")
+    for p, a in zip(profs, analyses):
+        m = p["metrics"]
+        L += [f"## {p['name']} — {p['model']}", ""]
+        if p["fits"]:
+            L += [
+                f"**Fits:** {fmt_pct(m['memory_share_used'])} of the memory used; fullest tile "
+                f"{fmt_bytes(m['max_tile_memory_bytes'])} of "
+                f"{fmt_bytes(p['memory']['sram_per_tile'])}.",
+                "",
+            ]
+        else:
+            L += [
+                f"**Out of memory:** {m['oom_tiles']:,} tiles; the fullest needs "
+                f"{fmt_bytes(m['max_tile_memory_bytes'])} of "
+                f"{fmt_bytes(p['memory']['sram_per_tile'])}. No execution.",
+                "",
+            ]
+        t = p["target"]
+        L += _md_table(
+            ["target", "IPUs x replicas", "tiles/IPU", "memory/tile", "clock"],
+            [
+                [
+                    t["target_name"] or t["architecture"],
+                    f"{t['num_ipus']} x {t['replicas']}",
+                    f"{t['tiles_per_ipu']:,}",
+                    fmt_bytes(t["sram_per_tile"]),
+                    f"{t['clock_hz'] / 1e9:.3f} GHz",
+                ]
+            ],
+        )
+        L += _md_table(
+            ["figure", "value"],
+            [
+                ["peak memory", fmt_bytes(m["peak_memory_bytes"])],
+                ["OOM tiles", f"{m['oom_tiles']:,}"],
+                ["total cycles", fmt_int(m["total_cycles"])],
+                ["cycles per sample", fmt_value(m["cycles_per_sample"], "float")],
+                [
+                    "throughput (samples/s, host included)",
+                    fmt_value(m["throughput_samples_per_s"], "float"),
+                ],
+                ["host wait (StreamCopyBegin)", fmt_pct(m["host_wait_share"])],
+                ["host round trips", fmt_int(m["host_round_trips"])],
+            ],
+        )
+        L += ["### Insights", ""]
+        if not p["insights"]:
+            L += ["No insight crosses its threshold.", ""]
+        for n, tip in enumerate(p["insights"], 1):
+            L += [
+                f"**{n}. {tip['title']}** ({tip['severity']}, `{tip['id']}`)",
+                "",
+                tip["summary"],
+                "",
+            ]
+            L += [
+                f"- {e['text']}" + (f" _[{e['where']}]_" if e["where"] else "")
+                for e in tip["evidence"]
+            ]
+            if tip["change"]:
+                L += [
+                    "- change: "
+                    + ", ".join(f"`{k} = {json.dumps(v)}`" for k, v in tip["change"].items())
+                ]
+            if tip["trade_off"]:
+                L += [f"- trade-off: {tip['trade_off']}"]
+            eff = tip["effect"]
+            if eff:
+                if eff["after"]:
+                    L += [
+                        "",
+                        *_md_table(
+                            ["predicted effect", "now", "after", "change"],
+                            [
+                                [
+                                    label,
+                                    fmt_value(eff["before"].get(k), kind),
+                                    fmt_value(eff["after"].get(k), kind),
+                                    fmt_delta_pct(eff["before"].get(k), eff["after"].get(k)),
+                                ]
+                                for k, label, kind in EFFECT_ROWS
+                            ],
+                        ),
+                    ]
+                L += [f"- predicted: {eff['message']}"]
+            L.append("")
+        ch = charts.profile_charts(a)
+        L += ["### Memory", "", _img(ch["memory_per_tile"], "memory per tile by category"), ""]
+        L += _md_table(
+            ["category", *[f"IPU {i}" for i in range(t["num_ipus"])]],
+            [
+                [c, *[fmt_bytes(per[c]) for per in p["memory"]["by_category_per_ipu"]]]
+                for c, v in sorted(p["memory"]["by_category"].items(), key=lambda kv: -kv[1])
+                if v
+            ],
+        )
+        L += _md_table(
+            ["tile", "bytes", "of SRAM"],
+            [
+                [f"{x['ipu']}:{x['tile']}", fmt_bytes(x["bytes"]), fmt_pct(x["share"])]
+                for x in p["memory"]["top_tiles"]
+            ],
+        )
+        L += _md_table(
+            ["largest variables", "kind", "dtype", "shape", "IPU", "bytes"],
+            [
+                [v["name"], v["kind"], v["dtype"], v["shape"], v["ipu"], fmt_bytes(v["bytes"])]
+                for v in p["memory"]["largest_variables"]
+            ],
+        )
+        if "liveness" in ch:
+            L += ["### Liveness", "", _img(ch["liveness"], "liveness"), ""]
+            lv = p["liveness"]
+            L += _md_table(
+                ["IPU", "peak step", "peak bytes"],
+                [
+                    [
+                        i,
+                        f"{lv['peak_step'][i]} {lv['peak_step_name'][i]}",
+                        fmt_bytes(lv["peak_bytes"][i]),
+                    ]
+                    for i in range(t["num_ipus"])
+                ],
+            )
+        if p["execution"]:
+            L += [
+                "### Execution",
+                "",
+                _img(ch["cycles_by_type"], "cycles by step type"),
+                "",
+                _img(ch["pipeline_phases"], "pipeline phases"),
+                "",
+            ]
+            L += _md_table(
+                ["IPU", "busy cycles", "tile balance", "StreamCopy rx", "StreamCopy tx"],
+                [
+                    [
+                        x["ipu"],
+                        fmt_int(x["cycles"]),
+                        fmt_pct(x["tile_balance"]),
+                        fmt_bytes(x["streamcopy_rx_bytes"]),
+                        fmt_bytes(x["streamcopy_tx_bytes"]),
+                    ]
+                    for x in p["ipus"]
+                ],
+            )
+            L += _md_table(
+                ["operation", "type", "pass", "IPU", "total cycles", "share"],
+                [
+                    [
+                        o["name"],
+                        o["type"],
+                        o["pass"],
+                        o["ipu"],
+                        fmt_int(o["total_cycles"]),
+                        fmt_pct(o["cycles_share"]),
+                    ]
+                    for o in p["operations_top"]
+                ],
+            )
+    return "\n".join(L) + "\n"
