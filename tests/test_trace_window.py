@@ -1,0 +1,189 @@
+"""Level-of-detail trace windowing (analyser.core.trace_window), checked against brute force."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from analyser.core.trace_window import GROUP_MODES, NT, STEP_TYPES, TraceError, TraceWindow
+from profiles import open_profile, write_profile
+from profiles.synthetic import make_synthetic_profile, write_synthetic_profile
+
+
+def big_profile(tmp_path_factory) -> Path:
+    """The 1,000,000-step synthetic profile, written once per test session (shared by the
+    trace tests through the session's base temp folder)."""
+    path = tmp_path_factory.getbasetemp() / "trace-1m.h5"
+    if not path.exists():
+        write_synthetic_profile(path, n_steps=1_000_000, n_ipus=4, tiles=1472, n_programs=5000)
+    return path
+
+
+@pytest.fixture(scope="session")
+def big_path(tmp_path_factory) -> Path:
+    return big_profile(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def small(tmp_path_factory):
+    data = make_synthetic_profile(n_steps=30_000, n_ipus=2, tiles=64, n_programs=300, seed=3)
+    path = tmp_path_factory.mktemp("tw") / "small.h5"
+    write_profile(path, data)
+    steps = {k: np.asarray(v) for k, v in data["/execution/steps"].items()}
+    names = np.asarray(data["/programs/nodes"]["name"], dtype=object)
+    tc = np.asarray(data["/programs"]["tile_cycles"])
+    prof = open_profile(path)
+    yield TraceWindow(prof), steps, names, tc
+    prof.close()
+
+
+def _ipu_steps(steps, ipu):
+    m = steps["ipu"] == ipu
+    return {k: v[m] for k, v in steps.items()}, np.flatnonzero(m)
+
+
+def test_lod_bounded_by_pixels_not_steps(big_path):
+    with open_profile(big_path) as p:
+        tw = TraceWindow(p)
+        assert tw.step_count() == 1_000_000
+        t0, t1 = tw.full_extent()
+        for group in GROUP_MODES:
+            for width in (300, 1200):
+                for ipu in range(tw.n_ipus):
+                    r = tw.window(ipu, t0, t1, width, group)
+                    lanes = len(tw.ipu_lanes(group, ipu)[0])
+                    # every step of the IPU is represented ...
+                    assert r.n_steps == tw.step_count(ipu)
+                    # ... by at most one rectangle per pixel and lane (dominant type) plus the
+                    # steps wider than two pixels, far below the 250,000 steps of the IPU
+                    assert r.n_rects <= (width + 3) * lanes * 2
+                    raw = tw.window(ipu, t0, t1, width, group, dominant=False)
+                    assert raw.n_rects <= (width + 3) * NT * lanes
+        # zoomed in, the rows are read and still bounded
+        mid = (t0 + t1) / 2
+        r = tw.window(0, mid, mid + (t1 - t0) / 5000, 800)
+        assert r.source == "rows"
+        assert 0 < r.n_rects <= r.n_steps + 1
+
+
+def test_window_covers_every_overlapping_step(small):
+    tw, steps, _names, _tc = small
+    rng = np.random.default_rng(0)
+    for ipu in range(2):
+        s, _ = _ipu_steps(steps, ipu)
+        lo_t, hi_t = float(s["start"].min()), float((s["start"] + s["cycles"]).max())
+        for _ in range(12):
+            span = (hi_t - lo_t) * 10 ** rng.uniform(-4, 0)
+            t0 = rng.uniform(lo_t - span / 4, hi_t - span / 2)
+            t1 = t0 + span
+            width = int(rng.integers(100, 1500))
+            r = tw.window(ipu, t0, t1, width, dominant=False)
+            st = s["start"].astype(float)
+            en = st + s["cycles"]
+            over = (en > t0) & (st < t1)
+            if r.source == "rows":
+                assert r.n_steps == int(over.sum())
+            else:  # pyramid buckets may hold a few steps just outside the window
+                assert r.n_steps >= int(over.sum())
+            for code in np.unique(s["type"][over]):
+                name = STEP_TYPES[int(code)]
+                rect = r.rects[name]
+                x = np.maximum(st[over & (s["type"] == code)], t0)
+                # each overlapping step's visible start lies in a rectangle of its type
+                inside = (rect.x0[None, :] <= x[:, None] + 1e-6) & (x[:, None] < rect.x1[None, :])
+                assert inside.any(axis=1).all()
+
+
+def test_row_range_is_a_superset(small):
+    tw, steps, _names, _tc = small
+    rng = np.random.default_rng(1)
+    for ipu in range(2):
+        s, rows = _ipu_steps(steps, ipu)
+        st = s["start"].astype(float)
+        en = st + s["cycles"]
+        for _ in range(20):
+            t0 = rng.uniform(st.min(), en.max())
+            t1 = t0 + rng.uniform(1, (en.max() - st.min()) / 20)
+            lo, hi = tw.row_range(ipu, t0, t1)
+            want = rows[(en > t0) & (st < t1)]
+            if len(want):
+                assert lo <= want.min() and want.max() < hi
+
+
+def test_range_summary_matches_brute_force(small):
+    tw, steps, _names, _tc = small
+    s, _ = _ipu_steps(steps, 1)
+    st, cy = s["start"], s["cycles"]
+    t0 = float(st[len(st) // 3])
+    t1 = float(st[2 * len(st) // 3]) + 0.5
+    summ = tw.range_summary(1, t0, t1)
+    en = st + cy
+    over = (en > t0) & (st < t1)
+    clipped = np.minimum(en, t1) - np.maximum(st, t0)
+    assert summ.n_steps == int(over.sum())
+    for i, name in enumerate(STEP_TYPES):
+        m = over & (s["type"] == i)
+        assert summ.cycles_by_type.get(name, 0) == int(clipped[m].sum())
+        assert summ.steps_by_type.get(name, 0) == int(m.sum())
+    sc = np.isin(s["type"], [STEP_TYPES.index(t) for t in STEP_TYPES if "StreamCopy" in t])
+    starts_in = sc & (st >= t0) & (st < t1)
+    assert sum(summ.streamcopy["received"].values()) == int(s["bytes_in"][starts_in].sum())
+    assert sum(summ.streamcopy["sent"].values()) == int(s["bytes_out"][starts_in].sum())
+    assert 0.0 <= summ.tile_balance <= 1.0
+
+
+def test_search_whole_trace(small):
+    tw, steps, names, _tc = small
+    text = str(names[int(steps["program"][-1])]).upper()  # case-insensitive, from the last IPU
+    res = tw.search(text, limit=50)
+    ops = tw.programs["op_name"].to_numpy().astype(str)
+    in_name = np.array([text.lower() in str(n).lower() for n in names])
+    in_op = np.char.find(np.char.lower(ops.astype(str)), text.lower()) >= 0
+    hit = in_name | in_op
+    want = np.flatnonzero(hit[steps["program"]])
+    assert res.total == len(want)
+    assert np.array_equal(res.rows, want[:50])
+    assert np.array_equal(res.start, steps["start"][want[:50]])
+    assert tw.search("no such step name").total == 0
+
+
+def test_step_details_and_selection(small):
+    tw, steps, names, tc = small
+    row = int(len(steps["start"]) * 0.75)
+    d = tw.step_details(row)
+    assert d["start"] == int(steps["start"][row])
+    assert d["cycles"] == int(steps["cycles"][row])
+    assert d["name"] == names[int(steps["program"][row])]
+    assert d["type"] == STEP_TYPES[int(steps["type"][row])]
+    assert np.array_equal(tw.tile_cycles_of_step(row), tc[int(steps["program"][row])])
+    ipu = int(steps["ipu"][row])
+    mid = steps["start"][row] + steps["cycles"][row] / 2
+    assert tw.step_at(ipu, mid) == row
+    with pytest.raises(TraceError):
+        tw.step_details(10**9)
+    with pytest.raises(TraceError):
+        tw.window(7, 0, 10, 100)
+
+
+def test_bsp_conserves_tile_cycles(small):
+    tw, steps, _names, tc = small
+    s, _ = _ipu_steps(steps, 0)
+    i0 = len(s["start"]) // 2
+    t0 = float(s["start"][i0])
+    t1 = float(s["start"][i0 + 40])  # steps i0 .. i0+39 lie fully inside (sorted, no overlap)
+    m = tw.bsp(0, t0, t1, buckets=64)
+    assert m.values.shape == (64, tc.shape[1])
+    inside = (s["start"] >= t0) & (s["start"] + s["cycles"] <= t1) & (s["cycles"] > 0)
+    want = tc[s["program"][inside]].sum(axis=0)
+    got = (m.values * ((t1 - t0) / 64)).sum(axis=0)
+    np.testing.assert_allclose(got, want, rtol=1e-3, atol=1.0)
+    assert tw.bsp(0, *tw.full_extent(), max_steps=100) is None
+
+
+def test_oom_profile_has_no_trace(tmp_path):
+    path = tmp_path / "oom.h5"
+    write_profile(path, make_synthetic_profile(n_steps=0, n_ipus=1, tiles=16, oom=True))
+    with open_profile(path) as p, pytest.raises(TraceError, match="no execution trace"):
+        TraceWindow(p)
