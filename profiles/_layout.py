@@ -90,6 +90,19 @@ def dtype_ok(want: str, got: np.dtype, *, exact: bool) -> bool:
     return got == target
 
 
+def _json_default(obj: object) -> object:
+    """JSON encoding of the numpy / path / tuple values found in configs."""
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, tuple | set | frozenset):
+        return list(obj)
+    if hasattr(obj, "__fspath__"):
+        return str(obj)
+    raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
+
+
 def attr_ok(f: schema.Field, value: object) -> bool:
     if f.dtype == "json":
         if isinstance(value, str | bytes):
@@ -98,7 +111,13 @@ def attr_ok(f: schema.Field, value: object) -> bool:
             except ValueError:
                 return False
             return True
-        return isinstance(value, dict | list)
+        if not isinstance(value, dict | list):
+            return False
+        try:
+            json.dumps(value, default=_json_default)
+        except (TypeError, ValueError):
+            return False
+        return True
     if f.dtype == "str":
         return isinstance(value, str | bytes)
     kind = np.dtype(f.dtype).kind

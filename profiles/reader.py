@@ -333,16 +333,31 @@ class Profile:
                     raise ProfileError(
                         f"profile {self.path}: dataset {path} has type {obj.dtype}, expected str."
                     )
-                if len(obj.shape) != len(f.shape):
+                want = self._expected_shape(f)
+                if len(obj.shape) != len(want) or any(
+                    w is not None and w != s for s, w in zip(obj.shape, want)
+                ):
+                    shown = tuple("any" if w is None else w for w in want)
                     raise ProfileError(
                         f"profile {self.path}: dataset {path} has shape {obj.shape}, "
-                        f"expected {len(f.shape)} dimension(s)."
+                        f"expected {shown}."
                     )
         if obj.shape and obj.shape[0] > MAX_ROWS:
             raise ProfileError(
                 f"profile {self.path}: dataset {path} claims {obj.shape[0]} rows, an absurd size."
             )
         return obj
+
+    def _expected_shape(self, f: schema.Field) -> tuple[int | None, ...]:
+        """The field's shape with the dimensions this profile fixes (``n``: checked by table)."""
+        fixed = {
+            "ipus": self.num_ipus,
+            "ipus+1": self.num_ipus + 1,
+            "tiles": self.tiles_per_ipu,
+            "categories": len(schema.MEMORY_CATEGORIES),
+            "regions": len(schema.MEMORY_REGIONS),
+        }
+        return tuple(d if isinstance(d, int) else fixed.get(d) for d in f.shape)  # type: ignore[arg-type]
 
     def _read(self, ds: h5py.Dataset, sel: Any = ()) -> np.ndarray:
         if isinstance(sel, _Reindexed):
@@ -593,7 +608,12 @@ def _row_selection(rows: Any, n: int) -> tuple[Any, Any]:
             return (idx if idx.size else slice(0, 0)), pd.Index(idx)
         b = max(a, b)
         return slice(a, b), pd.RangeIndex(a, b)
-    idx = np.asarray(rows, dtype=np.int64).ravel()
+    idx = np.asarray(rows)
+    if idx.dtype == bool:
+        if idx.shape != (n,):
+            raise ProfileError(f"a boolean row mask must have {n} entries, got {idx.shape}.")
+        idx = np.flatnonzero(idx)
+    idx = idx.astype(np.int64).ravel()
     if idx.size and (idx.min() < 0 or idx.max() >= n):
         raise ProfileError(f"row indices must be in 0..{n - 1}.")
     if idx.size and np.all(np.diff(idx) > 0):

@@ -34,6 +34,7 @@ import numpy as np
 from profiles import schema
 from profiles._layout import (
     Layout,
+    _json_default,
     check_layout,
     dtype_ok,
     field_path,
@@ -77,18 +78,6 @@ def _raise_problems(problems: list[Problem], what: str) -> None:
         + more
         + "."
     )
-
-
-def _json_default(obj: object) -> object:
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, Path):
-        return str(obj)
-    if isinstance(obj, tuple | set | frozenset):
-        return list(obj)
-    raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
 
 
 def _attr_value(f: schema.Field | None, value: object) -> object:
@@ -379,6 +368,14 @@ class ProfileWriter:
                 f"/execution/steps ipu column holds IPUs outside 0..{ipus - 1} "
                 f"(/meta num_ipus is {ipus})."
             )
+        if "ipu_offsets" in have and STEPS.path in self._h5 and self._ipu_counts:
+            given = self._h5["/execution/ipu_offsets"][()]
+            derived = np.r_[0, np.cumsum(counts)]
+            if given.shape != derived.shape or np.any(given != derived):
+                raise SchemaMismatchError(
+                    f"/execution/ipu_offsets {given.tolist()[:9]} does not match the steps' ipu "
+                    f"column, which gives {derived.tolist()[:9]}."
+                )
         if "ipu_offsets" not in have:
             offsets = np.r_[0, np.cumsum(counts)].astype(np.int64)
             grp.create_dataset("ipu_offsets", data=offsets)

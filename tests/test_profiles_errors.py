@@ -306,3 +306,33 @@ def test_oom_profile_has_no_execution(tmp_path):
         assert p.summary()["oom_tiles"] > 0
         with pytest.raises(ProfileError, match="has no execution"):
             p.steps()
+
+
+def test_given_ipu_offsets_must_match_steps(tmp_path, data):
+    bad = {k: dict(v) for k, v in data.items()}
+    bad["/execution"]["ipu_offsets"] = np.array([0, 100, 400], dtype=np.int64)
+    with pytest.raises(SchemaMismatchError, match="does not match the steps' ipu column"):
+        write_profile(tmp_path / "off.h5", bad)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_json_attribute_must_serialise(tmp_path, data):
+    bad = {k: dict(v) for k, v in data.items()}
+    bad["/meta"]["run_config"] = {"model": object()}
+    with pytest.raises(SchemaMismatchError, match="/meta@run_config"):
+        write_profile(tmp_path / "json.h5", bad)
+    ok = {k: dict(v) for k, v in data.items()}
+    ok["/meta"]["run_config"] = {"shape": (3, 64, 64), "n": np.int64(4), "p": tmp_path}
+    write_profile(tmp_path / "json_ok.h5", ok)
+    with open_profile(tmp_path / "json_ok.h5") as p:
+        assert p.run_config == {"shape": [3, 64, 64], "n": 4, "p": str(tmp_path)}
+
+
+def test_shape_not_matching_metadata_is_refused_on_read(tmp_path, good):
+    p = _copy(good, tmp_path / "shape.h5")
+    with h5py.File(p, "a") as f:
+        del f["memory/gaps"]
+        f["memory/gaps"] = np.zeros((2, 5), dtype=np.int64)
+    with open_profile(p) as prof, pytest.raises(ProfileError) as e:
+        prof.array("/memory/gaps")
+    assert "expected (2, 16)" in _one_sentence(e.value, p)

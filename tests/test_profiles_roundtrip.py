@@ -297,3 +297,12 @@ def test_profile_writer_append_order_is_checked(tmp_path):
         w.write_group("/execution", ex)
     with open_profile(path) as p:
         assert p.ipu_offsets.tolist() == [0, 50, 100]
+
+
+def test_table_rows_by_boolean_mask(small_file, small_data):
+    cyc = small_data["/programs/nodes"]["cycles"]
+    with open_profile(small_file) as p:
+        df = p.table("/programs/nodes", columns=["cycles"], rows=cyc > 1000)
+        assert df.index.tolist() == np.flatnonzero(cyc > 1000).tolist()
+        with pytest.raises(ProfileError, match="boolean row mask"):
+            p.table("/programs/nodes", rows=np.ones(3, dtype=bool))
