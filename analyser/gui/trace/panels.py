@@ -358,7 +358,8 @@ class BspView(QWidget):
         tiles = m.values.shape[1]
         self.image.setImage(m.values.T, autoLevels=False, levels=(0.0, 1.0))
         self.image.setRect(pg.QtCore.QRectF(m.t0, 0, m.t1 - m.t0, tiles))
-        self.plot.setXRange(m.t0, m.t1, padding=0)
+        if self.plot.getViewBox().linkedView(0) is None:  # when x-linked, the timeline leads
+            self.plot.setXRange(m.t0, m.t1, padding=0)
         self.plot.setYRange(0, tiles, padding=0)
         busy = m.values.mean() if m.values.size else 0.0
         self.label.setText(

@@ -1,0 +1,262 @@
+"""Execution Trace report (pytest-qt, offscreen): zoom, pan, select, search, level of detail,
+compare mode."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QPoint, QPointF, Qt
+
+from analyser.core.trace_window import NT, TraceWindow
+from profiles import write_profile
+from profiles.synthetic import make_synthetic_profile, write_synthetic_profile
+
+pytestmark = pytest.mark.gui
+
+
+@pytest.fixture(scope="session")
+def big_path(tmp_path_factory) -> Path:
+    """The 1,000,000-step synthetic profile, shared with tests/test_trace_window.py through the
+    session's base temp folder (written once)."""
+    path = tmp_path_factory.getbasetemp() / "trace-1m.h5"
+    if not path.exists():
+        write_synthetic_profile(path, n_steps=1_000_000, n_ipus=4, tiles=1472, n_programs=5000)
+    return path
+
+
+@pytest.fixture(scope="session")
+def small_paths(tmp_path_factory) -> tuple[Path, Path]:
+    out = tmp_path_factory.mktemp("gui-trace")
+    paths = []
+    for seed, ga in ((1, 4), (2, 8)):
+        p = out / f"synthetic-{seed}.h5"
+        write_profile(
+            p,
+            make_synthetic_profile(
+                n_steps=20_000, n_ipus=2, tiles=64, n_programs=200, seed=seed, grad_accum=ga
+            ),
+        )
+        paths.append(p)
+    return tuple(paths)
+
+
+@pytest.fixture
+def report(qtbot):
+    from analyser.gui.trace import TraceReport
+
+    r = TraceReport()
+    qtbot.addWidget(r)
+    r.resize(1200, 800)
+    r.show()
+    qtbot.waitExposed(r)
+    docs = []
+    yield r, docs
+    r.shutdown()
+    for d in docs:
+        d.close()
+
+
+def _open(report, *paths):
+    from analyser.gui.document import Document
+
+    r, docs = report
+    opened = [Document.open(p) for p in paths]
+    docs.extend(opened)
+    r.set_document(opened[0], opened[1] if len(opened) > 1 else None)
+    return opened
+
+
+def _click_step(qtbot, timeline, x: float, y: float) -> None:
+    vb = timeline.getPlotItem().getViewBox()
+    scene = vb.mapViewToScene(QPointF(x, y))
+    pos = timeline.mapFromScene(scene)
+    qtbot.mouseClick(timeline.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(pos.x(), pos.y()))
+
+
+def test_level_of_detail_on_a_million_steps(qtbot, report, big_path):
+    r, _ = report
+    _open(report, big_path)
+    tl = r.timeline
+    assert tl.trace.step_count() == 1_000_000
+    assert tl.n_steps_visible == 1_000_000  # the whole run is in view ...
+    width = tl.pixel_width()
+    lanes = sum(len(v) for v in tl.ipu_lanes.values())
+    # ... drawn with rectangles bounded by pixels x types x lanes, not by steps
+    assert 0 < tl.n_rects <= (width + 3) * NT * lanes
+    assert tl.n_rects < 1_000_000 / 20
+    tl.grab()  # paint: one drawRects call per step type present
+    assert 0 < tl.items.draw_calls <= len(tl.items._groups) <= NT
+    for group in ("stage", "operation", "program"):
+        r.group_combo.setCurrentIndex(r.group_combo.findData(group))
+        lanes = sum(len(v) for v in tl.ipu_lanes.values())
+        assert lanes >= tl.trace.n_ipus
+        assert tl.n_rects <= (width + 3) * NT * lanes
+    r.group_combo.setCurrentIndex(0)
+
+
+def test_zoom_and_pan_with_keyboard_and_wheel(qtbot, report, small_paths):
+    r, _ = report
+    _open(report, small_paths[0])
+    tl = r.timeline
+    t0, t1 = tl.x_range()
+    tl.setFocus()
+    with qtbot.waitSignal(tl.redrawn, timeout=2000):
+        qtbot.keyClick(tl, Qt.Key.Key_W)
+    z0, z1 = tl.x_range()
+    assert z1 - z0 == pytest.approx((t1 - t0) / 1.6, rel=1e-3)
+    with qtbot.waitSignal(tl.redrawn, timeout=2000):
+        qtbot.keyClick(tl, Qt.Key.Key_D)
+    p0, p1 = tl.x_range()
+    assert p0 > z0 and p1 - p0 == pytest.approx(z1 - z0, rel=1e-6)
+    with qtbot.waitSignal(tl.redrawn, timeout=2000):
+        qtbot.keyClick(tl, Qt.Key.Key_A)
+    assert tl.x_range()[0] == pytest.approx(z0, rel=1e-6, abs=1.0)
+    with qtbot.waitSignal(tl.redrawn, timeout=2000):
+        qtbot.keyClick(tl, Qt.Key.Key_S)
+    # the mouse wheel zooms too (ViewBox wheel handling)
+    before = tl.x_range()
+    vb = tl.getPlotItem().getViewBox()
+    with qtbot.waitSignal(tl.redrawn, timeout=2000):
+        vb.scaleBy(x=0.5, center=vb.viewRect().center())
+    after = tl.x_range()
+    assert after[1] - after[0] == pytest.approx((before[1] - before[0]) * 0.5, rel=1e-3)
+    with qtbot.waitSignal(tl.redrawn, timeout=2000):
+        qtbot.keyClick(tl, Qt.Key.Key_Home)
+    h0, h1 = tl.x_range()
+    full = tl.full_range()
+    assert h0 <= full[0] and h1 >= full[1]
+    # zoomed in far enough, rows are read and every visible step is drawn
+    mid = (full[0] + full[1]) / 2
+    with qtbot.waitSignal(tl.redrawn, timeout=2000):
+        tl.set_x_range(mid, mid + (full[1] - full[0]) / 2000)
+    assert all(res.source == "rows" for res in tl.results.values())
+    assert "rows" in r.status.text()
+
+
+def test_click_selects_a_step_and_shows_its_details(qtbot, report, small_paths):
+    r, _ = report
+    _open(report, small_paths[0])
+    tl = r.timeline
+    tw: TraceWindow = tl.trace
+    # zoom on a known step of IPU 1 and click its middle
+    lo, hi = tw.access.ipu_rows(1)
+    row = lo + (hi - lo) // 2
+    d = tw.step_details(row)
+    span = max(d["cycles"] * 4, 50)
+    with qtbot.waitSignal(tl.redrawn, timeout=2000):
+        tl.set_x_range(d["start"] - span / 2, d["start"] + span / 2)
+    y = tl.ipu_base[1] + 0.5
+    with qtbot.waitSignal(tl.stepSelected, timeout=2000) as sig:
+        _click_step(qtbot, tl, d["start"] + d["cycles"] / 2, y)
+    assert sig.args == [row]
+    assert r.details.details["name"] == d["name"]
+    assert r.details.details["start"] == d["start"]
+    assert r.tabs.currentWidget() is r.details
+    assert tl.highlight.isVisible()
+    xs, _ = r.details.curve.getData()
+    assert len(xs) == tw.tile_cycles_of_step(row).size + 1
+
+
+def test_search_finds_steps_across_the_whole_trace(qtbot, report, small_paths):
+    r, _ = report
+    _open(report, small_paths[0])
+    tl = r.timeline
+    tw = tl.trace
+    # zoom into the very start so the match at the end of IPU 1 is not visible
+    full = tl.full_range()
+    tl.set_x_range(full[0], full[0] + (full[1] - full[0]) / 1000)
+    last_row = tw.step_count() - 1
+    name = tw.step_details(last_row)["name"]
+    r.tabs.setCurrentWidget(r.search)
+    with qtbot.waitSignal(tl.stepSelected, timeout=3000):
+        res = r.search.run(name.lower())
+    assert res.total == tw.search(name).total > 0
+    assert r.search.table.rowCount() == len(res.rows)
+    assert f"{res.total:,} steps match" in r.search.status.text()
+    # step through to the last hit: the view moves there and selects it
+    target = int(res.rows[-1])
+    with qtbot.waitSignal(tl.stepSelected, timeout=3000) as sig:
+        r.search.step(-1)  # wraps to the last hit
+    assert sig.args == [target]
+    d = tw.step_details(target)
+    a, b = tl.x_range()
+    assert a <= d["start"] <= b
+    r.search.run("zz-no-such-step")
+    assert "no step has that name" in r.search.status.text()
+
+
+def test_range_summary_and_bsp_follow_the_view(qtbot, report, small_paths):
+    r, _ = report
+    _open(report, small_paths[0])
+    tl = r.timeline
+    full = tl.full_range()
+    t0 = full[0] + (full[1] - full[0]) * 0.4
+    t1 = t0 + (full[1] - full[0]) / 300
+    tl.set_x_range(t0, t1)
+    r.tabs.setCurrentWidget(r.bsp)
+    qtbot.waitUntil(lambda: r.bsp.matrix is not None and r.bsp.matrix.t0 == tl.x_range()[0])
+    a, b = tl.x_range()
+    want = [tl.trace.range_summary(i, a, b) for i in range(tl.trace.n_ipus)]
+    total = sum(s.cycles_by_type.get("OnTileExecute", 0) for s in want)
+    assert r.summary.value("OnTileExecute") == f"{total:,}"
+    assert r.bsp.matrix.values.shape[1] == 64
+    assert r.bsp.image.image is not None
+
+
+def test_compare_mode_shows_both_runs_with_deltas(qtbot, report, small_paths):
+    r, _ = report
+    a, _b = _open(report, *small_paths)
+    assert r.timeline_b.isVisible() and r.timeline_b.trace is not None
+    assert r.summary.table.columnCount() == 4
+    assert r.summary.table.horizontalHeaderItem(1).text() == f"A: {a.name}"
+    # the two timelines share the cycle axis
+    with qtbot.waitSignal(r.timeline_b.redrawn, timeout=2000):
+        r.timeline.zoom(3.0)
+    assert r.timeline_b.x_range() == pytest.approx(r.timeline.x_range())
+    r.update_details()
+    t0, t1 = r.timeline.x_range()
+    ca = sum(
+        s.busy_cycles for s in (r.trace.range_summary(i, t0, t1) for i in range(r.trace.n_ipus))
+    )
+    cb = sum(
+        s.busy_cycles for s in (r.trace_b.range_summary(i, t0, t1) for i in range(r.trace_b.n_ipus))
+    )
+    assert r.summary.value("busy cycles (all IPUs)", 1) == f"{ca:,}"
+    assert r.summary.value("busy cycles (all IPUs)", 2) == f"{cb:,}"
+    delta = r.summary.value("busy cycles (all IPUs)", 3)
+    assert delta.startswith(f"{cb - ca:+,}")
+
+
+def test_oom_profile_shows_a_message(qtbot, report, tmp_path):
+    r, _ = report
+    path = tmp_path / "oom.h5"
+    write_profile(path, make_synthetic_profile(n_steps=0, n_ipus=1, tiles=16, oom=True))
+    _open(report, path)
+    assert r.stack.currentWidget() is r.message
+    assert "no execution trace" in r.message.label.text()
+
+
+def test_compare_mode_on_walkthrough_steps_4_and_5(qtbot, report, walkthrough_profiles):
+    """DI 4 -> 8-bit input: the trace shows both runs and the StreamCopy bytes received by IPU 0
+    over the whole run halve exactly."""
+    r, _ = report
+    _open(report, walkthrough_profiles["4-device-iterations"], walkthrough_profiles["5-8bit-io"])
+    assert r.timeline_b.isVisible()
+    with qtbot.waitSignal(r.timeline.redrawn, timeout=3000):
+        r.timeline.reset_zoom()
+    lo = min(r.timeline.full_range()[0], r.timeline_b.full_range()[0])
+    hi = max(r.timeline.full_range()[1], r.timeline_b.full_range()[1])
+    r.timeline.set_x_range(lo, hi + 1)
+    r.update_details()
+    sa = r.trace.range_summary(0, lo, hi + 1)
+    sb = r.trace_b.range_summary(0, lo, hi + 1)
+    rx_a = sa.streamcopy["received"].get("host", 0)
+    rx_b = sb.streamcopy["received"].get("host", 0)
+    assert rx_a > 0
+    text_a = r.summary.value("IPU 0 StreamCopy received · host", 1)
+    text_b = r.summary.value("IPU 0 StreamCopy received · host", 2)
+    assert text_a and text_b and text_a != text_b
+    assert rx_b * 2 == rx_a  # uint8 instead of float16 input: exactly half the bytes
+    r.timeline.grab()
+    assert r.timeline.items.draw_calls > 0 and r.timeline_b.n_rects > 0
