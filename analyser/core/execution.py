@@ -198,6 +198,7 @@ def summarise_execution(src: Source) -> ExecutionSummary | None:
     seg_phase: list[np.ndarray] = []
     seg_start: list[np.ndarray] = []
     seg_end: list[np.ndarray] = []
+    seg_ipu: list[np.ndarray] = []
     is_stream = np.zeros(_NT, bool)
     is_stream[list(STREAM_TYPES)] = True
     ge = _T["GlobalExchange"]
@@ -244,15 +245,18 @@ def summarise_execution(src: Source) -> ExecutionSummary | None:
         # Runs of consecutive steps with one phase on one IPU become segments (few per run).
         brk = np.flatnonzero((np.diff(phase) != 0) | (np.diff(ipu) != 0)) + 1
         first = np.concatenate(([0], brk))
-        last = np.concatenate((brk, [phase.size])) - 1
         seg_phase.append(phase[first])
         seg_start.append(start[first])
         seg_end.append(np.maximum.reduceat(end, first))
-        del last
+        seg_ipu.append(ipu[first])
 
     sp = np.concatenate(seg_phase) if seg_phase else np.zeros(0, np.int64)
     ss = np.concatenate(seg_start) if seg_start else np.zeros(0, np.int64)
     se = np.concatenate(seg_end) if seg_end else np.zeros(0, np.int64)
+    si = np.concatenate(seg_ipu) if seg_ipu else np.zeros(0, np.int64)
+    if sp.size:  # merge segments split by chunk boundaries (same IPU and phase, adjacent)
+        first = np.flatnonzero(np.concatenate(([True], (np.diff(sp) != 0) | (np.diff(si) != 0))))
+        sp, ss, se = sp[first], ss[first], np.maximum.reduceat(se, first)
     # Partition wall-clock time: a moment belongs to the highest-precedence phase any IPU runs.
     wall = np.zeros(_NP, np.int64)
     covered = 0

@@ -118,9 +118,10 @@ class _Prepared:
             lo, hi = int(self.offsets[i]), int(self.offsets[i + 1])
             if run is not None and hi > lo:
                 starts = np.asarray(self.src.profile.step_starts(i))
-                a = int(self.run_starts[run])
+                # the first run also takes any step before it, the last one any step after
+                a = int(self.run_starts[run]) if run > 0 else None
                 b = int(self.run_starts[run + 1]) if run + 1 < self.run_starts.size else None
-                lo2 = lo + int(np.searchsorted(starts, a, "left"))
+                lo2 = lo if a is None else lo + int(np.searchsorted(starts, a, "left"))
                 hi2 = hi if b is None else lo + int(np.searchsorted(starts, b, "left"))
                 lo, hi = lo2, hi2
             out.append((lo, hi))

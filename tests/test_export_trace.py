@@ -1,0 +1,105 @@
+"""Chrome / Perfetto trace export: parses, every event well formed, counts match the steps."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from analyser.cli import main
+from analyser.export import export_trace
+from profiles import open_profile, write_profile
+from profiles.synthetic import make_synthetic_profile
+
+
+@pytest.fixture(scope="session")
+def trace_profiles(tmp_path_factory):
+    d = tmp_path_factory.mktemp("trace")
+    fits, oom = d / "fits.h5", d / "oom.h5"
+    write_profile(
+        fits, make_synthetic_profile(n_steps=6000, n_ipus=2, tiles=128, seed=1, device_iterations=1)
+    )
+    write_profile(oom, make_synthetic_profile(n_steps=100, n_ipus=1, tiles=128, oom=True))
+    return fits, oom
+
+
+def test_chrome_trace_well_formed(trace_profiles, tmp_path):
+    fits, _ = trace_profiles
+    out = tmp_path / "t.json"
+    assert main(["export-trace", str(fits), "--format", "chrome", "-o", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    events = doc["traceEvents"]
+    with open_profile(fits) as p:
+        n_steps, n_ipus = p.n_steps, p.num_ipus
+    x = [e for e in events if e["ph"] == "X"]
+    m = [e for e in events if e["ph"] == "M"]
+    c = [e for e in events if e["ph"] == "C"]
+    assert len(x) == n_steps
+    assert {e["ph"] for e in events} <= {"X", "M", "C"}
+    for e in x:
+        assert isinstance(e["name"], str) and e["name"]
+        assert isinstance(e["pid"], int) and 0 <= e["pid"] < n_ipus
+        assert isinstance(e["tid"], int)
+        assert e["ts"] >= 0 and e["dur"] >= 0
+        assert e["args"]["cycles"] >= 0
+    names = {(e["pid"], e["args"]["name"]) for e in m if e["name"] == "process_name"}
+    assert names == {(i, f"IPU {i}") for i in range(n_ipus)}
+    assert any(e["name"] == "thread_name" for e in m)
+    assert c and all(isinstance(e["args"]["bytes"], int) and e["args"]["bytes"] > 0 for e in c)
+    # per lane, complete events never overlap partially (proper nesting for trace viewers)
+    for pid in range(n_ipus):
+        for tid in {e["tid"] for e in x if e["pid"] == pid}:
+            lane = sorted(
+                (e["ts"], e["ts"] + e["dur"]) for e in x if e["pid"] == pid and e["tid"] == tid
+            )
+            s = np.array([a for a, _ in lane])
+            e_ = np.array([b for _, b in lane])
+            assert (s[1:] >= e_[:-1] - 1e-3).all()
+
+
+def test_split_by_run(trace_profiles, tmp_path):
+    fits, _ = trace_profiles
+    files = export_trace(fits, tmp_path / "t.json", split_by_run=True)
+    with open_profile(fits) as p:
+        runs = p.array("/execution/run_starts").size
+        n_steps = p.n_steps
+    assert len(files) == runs > 1
+    total = 0
+    for f in files:
+        total += sum(1 for e in json.loads(f.read_text())["traceEvents"] if e["ph"] == "X")
+    assert total == n_steps
+
+
+def test_perfetto_trace(trace_profiles, tmp_path):
+    from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import Trace, TrackEvent
+
+    fits, _ = trace_profiles
+    out = tmp_path / "t.pftrace"
+    assert main(["export-trace", str(fits), "--format", "perfetto", "-o", str(out)]) == 0
+    trace = Trace.FromString(out.read_bytes())
+    with open_profile(fits) as p:
+        n_steps, n_ipus = p.n_steps, p.num_ipus
+    kinds = [pk.track_event.type for pk in trace.packet if pk.HasField("track_event")]
+    assert kinds.count(TrackEvent.Type.TYPE_SLICE_BEGIN) == n_steps
+    assert kinds.count(TrackEvent.Type.TYPE_SLICE_END) == n_steps
+    assert kinds.count(TrackEvent.Type.TYPE_COUNTER) > 0
+    procs = {
+        pk.track_descriptor.process.process_name
+        for pk in trace.packet
+        if pk.HasField("track_descriptor") and pk.track_descriptor.HasField("process")
+    }
+    assert procs == {f"IPU {i}" for i in range(n_ipus)}
+
+
+def test_export_errors(trace_profiles, tmp_path, capsys):
+    fits, oom = trace_profiles
+    assert main(["export-trace", str(oom), "-o", str(tmp_path / "x.json")]) == 2
+    err = capsys.readouterr().err
+    assert "no execution trace" in err and "Traceback" not in err
+    assert not (tmp_path / "x.json").exists()
+    assert main(["export-trace", str(fits), "-o", str(fits)]) == 2
+    assert "refusing to overwrite" in capsys.readouterr().err
+    assert main(["export-trace", str(tmp_path / "missing.h5"), "-o", str(tmp_path / "y.json")]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []  # no partial or temporary files left

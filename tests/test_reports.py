@@ -1,0 +1,101 @@
+"""Reports: the HTML parses and holds its charts; Markdown and JSON carry the same content; the
+JSON follows docs/report-schema.md."""
+
+from __future__ import annotations
+
+import json
+from html.parser import HTMLParser
+
+import pytest
+
+from analyser.cli import main
+from analyser.reports import REPORT_SCHEMA, REPORT_SCHEMA_VERSION, write_report
+from profiles import write_profile
+from profiles.synthetic import make_synthetic_profile
+
+
+@pytest.fixture(scope="session")
+def report_profiles(tmp_path_factory):
+    d = tmp_path_factory.mktemp("reports")
+    oom, fits = d / "a-oom.h5", d / "b-fits.h5"
+    write_profile(oom, make_synthetic_profile(n_steps=500, n_ipus=2, tiles=128, oom=True))
+    write_profile(fits, make_synthetic_profile(n_steps=5000, n_ipus=2, tiles=128, seed=2))
+    return [oom, fits]
+
+
+class _Collect(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.stack: list[str] = []
+        self.text: list[str] = []
+        self.external: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        for k, v in attrs:
+            if k in ("src", "href") and v and v.startswith(("http:", "https:", "//")):
+                self.external.append(v)
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def test_html_report(report_profiles, tmp_path):
+    out = tmp_path / "r.html"
+    assert main(["report", *map(str, report_profiles), "-o", str(out)]) == 0
+    html = out.read_text(encoding="utf-8")
+    p = _Collect()
+    p.feed(html)
+    p.close()
+    text = " ".join(p.text)
+    # charts: memory per tile + histogram + liveness for both profiles, cycles by step type and
+    # pipeline phases for the fitting one, and the two comparison charts
+    assert p.tags.count("svg") == 3 + 5 + 2
+    assert "Comparison" in text and "Out of memory" in text and "Fits" in text
+    assert "Insights" in text and "Cycles by step type" in html
+    assert not p.external  # self-contained: opens offline
+    assert "<script" not in html
+
+
+def test_markdown_and_json_same_content(report_profiles, tmp_path):
+    md = write_report(report_profiles, tmp_path / "r.md", fmt="md").read_text()
+    js = json.loads((write_report(report_profiles, tmp_path / "r.json", fmt="json")).read_text())
+    assert js["schema"] == REPORT_SCHEMA and js["schema_version"] == REPORT_SCHEMA_VERSION
+    assert len(js["profiles"]) == 2 and js["comparison"]["pairs"]
+    for prof in js["profiles"]:
+        assert prof["name"] in md
+        m = prof["metrics"]
+        for key in (
+            "total_cycles",
+            "cycles_per_sample",
+            "peak_memory_bytes",
+            "oom_tiles",
+            "throughput_samples_per_s",
+        ):
+            assert key in m
+        for ipu in prof["ipus"]:
+            assert {"streamcopy_rx_bytes", "streamcopy_tx_bytes"} <= set(ipu)
+        for tip in prof["insights"]:
+            assert tip["title"] in md
+    oom, fits = js["profiles"]
+    assert oom["metrics"]["total_cycles"] is None and oom["execution"] is None
+    assert oom["metrics"]["oom_tiles"] > 0
+    assert fits["metrics"]["total_cycles"] > 0
+    assert "data:image/svg+xml;base64," in md
+
+
+def test_report_errors(report_profiles, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:  # argparse: usage + one-line error
+        main(["report", str(report_profiles[0]), "--format", "pdf", "-o", str(tmp_path / "x")])
+    assert exc.value.code == 2
+    capsys.readouterr()
+    bad = tmp_path / "bad.h5"
+    bad.write_bytes(b"not hdf5 at all")
+    out = tmp_path / "keep.html"
+    out.write_text("previous")
+    assert main(["report", str(bad), "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert out.read_text() == "previous"  # the previous output is never lost
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["bad.h5", "keep.html"]
