@@ -1,7 +1,7 @@
 """The GUI's Qt-free model: an open profile plus cached analysis results, and the workspace.
 
 Following napari's split, nothing here imports Qt. Views subscribe to :class:`Workspace` events
-(``workspace.events.connect(callback)``); the model never calls a view directly. Heavy analysis is
+(``workspace.documents_changed.connect(callback)``); the model never calls a view directly. Heavy analysis is
 computed once per document through :meth:`Document.cached` (thread-safe, so a loader thread can
 warm the cache while the GUI thread reads it).
 """
@@ -37,11 +37,11 @@ class Event:
 
 
 class Document:
-    """One open profile and the analysis results computed from it (cached)."""
+    """One open profile and its :class:`analyser.core.Analysis` (results cached per key)."""
 
-    def __init__(self, path: str | Path, profile: Any) -> None:
+    def __init__(self, path: str | Path, analysis: Any) -> None:
         self.path = Path(path)
-        self.profile = profile
+        self.analysis = analysis
         self._cache: dict[str, Any] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
@@ -49,9 +49,14 @@ class Document:
     @classmethod
     def open(cls, path: str | Path) -> Document:
         """Open ``path`` lazily (metadata only). Raises ``profiles.errors.ProfileError``."""
-        from profiles import open_profile
+        from analyser.core.analysis import Analysis
 
-        return cls(path, open_profile(path))
+        return cls(path, Analysis.open(path))
+
+    @property
+    def profile(self) -> Any:
+        """The lazy profile reader (``profiles.open_profile``)."""
+        return self.analysis.src.profile
 
     @property
     def name(self) -> str:
@@ -59,11 +64,7 @@ class Document:
 
     @property
     def has_execution(self) -> bool:
-        return bool(getattr(self.profile, "has_execution", False))
-
-    @property
-    def status(self) -> str:
-        return str(getattr(self.profile, "status", "ok"))
+        return bool(self.analysis.has_execution)
 
     def cached(self, key: str, compute: Callable[[], Any]) -> Any:
         """``compute()`` once per key; concurrent callers of the same key wait for the first."""
@@ -80,9 +81,7 @@ class Document:
         return key in self._cache
 
     def close(self) -> None:
-        close = getattr(self.profile, "close", None)
-        if callable(close):
-            close()
+        self.analysis.close()
         self._cache.clear()
 
     def __repr__(self) -> str:

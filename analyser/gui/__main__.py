@@ -1,0 +1,7 @@
+"""``python -m analyser.gui [FILE...]``."""
+
+import sys
+
+from analyser.gui.app import main
+
+sys.exit(main())

@@ -1,0 +1,99 @@
+"""Where the GUI gets its numbers: :mod:`analyser.core`, cached per document. No Qt.
+
+Every figure a report shows comes through here from the analysis core (``doc.analysis`` is an
+:class:`analyser.core.Analysis`); widgets only format and draw. Results are cached per document
+(thread-safe), so the loader thread can compute what the first report needs before it is shown.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analyser.gui.document import Document
+
+
+def target(doc: Document) -> Any:
+    return doc.cached("target", lambda: doc.analysis.target)
+
+
+def memory(doc: Document) -> Any:
+    return doc.cached("memory", lambda: doc.analysis.memory)
+
+
+def liveness(doc: Document) -> Any:
+    return doc.cached("liveness", lambda: doc.analysis.liveness)
+
+
+def execution(doc: Document) -> Any:
+    """ExecutionSummary, or None for a profile without execution (OOM)."""
+    return doc.cached("execution", lambda: doc.analysis.execution)
+
+
+def operations(doc: Document) -> pd.DataFrame:
+    return doc.cached("operations", lambda: doc.analysis.operations)
+
+
+def variables(doc: Document) -> pd.DataFrame:
+    return doc.cached("variables", lambda: doc.analysis.variables)
+
+
+def metrics(doc: Document) -> Any:
+    return doc.cached("metrics", lambda: doc.analysis.metrics)
+
+
+def run_config(doc: Document) -> dict:
+    return doc.analysis.run_config
+
+
+def target_config(doc: Document) -> dict:
+    return doc.analysis.target_config
+
+
+def insights(doc: Document) -> list:
+    """Insights of the profile (without re-simulation; predicted effects come from what-if)."""
+    return doc.cached("insights", lambda: list(doc.analysis.insights(resimulate=False)))
+
+
+def tile_breakdown(doc: Document, ipu: int, by: str) -> tuple[np.ndarray, tuple]:
+    """[tiles, k] bytes of one IPU by ``category`` / ``region`` / ``liveness`` and the k names."""
+    return doc.cached(f"tiles:{ipu}:{by}", lambda: doc.analysis.tile_breakdown(ipu, by))
+
+
+def comparison(doc: Document, other: Document) -> Any:
+    """The analysis core's explained comparison of ``doc`` (A) with ``other`` (B)."""
+    from analyser.core import compare as _compare
+
+    return doc.cached(
+        f"compare:{other.path}",
+        lambda: _compare.compare(doc.analysis, other.analysis),
+    )
+
+
+def target_line(doc: Document) -> str:
+    """One line for the status bar: target, IPUs, tiles, status."""
+    t = target(doc)
+    arch = t.target_name or t.architecture or "IPU"
+    status = "fits" if t.status == "ok" else "OUT OF MEMORY" if t.status == "oom" else t.status
+    replicas = f" x {t.replicas} replicas" if t.replicas > 1 else ""
+    return f"{arch}: {t.num_ipus} IPU{'s' if t.num_ipus != 1 else ''}{replicas}, {t.tiles_per_ipu:,} tiles/IPU  |  {status}"
+
+
+#: What each report needs first (computed in the loader thread before the report is shown).
+WARMERS: dict[str, tuple[str, ...]] = {
+    "summary": ("target", "metrics", "execution"),
+    "insights": ("target", "memory", "insights"),
+    "memory": ("target", "memory"),
+    "liveness": ("target", "liveness"),
+    "program_tree": ("target",),
+    "operations": ("target", "operations"),
+}
+
+
+def warm(doc: Document, report_key: str | None) -> None:
+    """Compute (in the calling thread) what report ``report_key`` needs to paint."""
+    target(doc)
+    for name in WARMERS.get(report_key or "", ("target",)):
+        globals()[name](doc)

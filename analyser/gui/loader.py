@@ -1,0 +1,89 @@
+"""Loading profiles off the GUI thread.
+
+A load is a frozen request (paths to open, analysis keys to warm) run as a QRunnable on a
+QThreadPool; the result comes back to the GUI thread through a signal. Opening a profile reads
+metadata only; warming computes the analysis results the first report needs, so the first paint
+does not block the GUI thread either. Stale results (a newer load started meanwhile) are dropped
+by the window using the request id.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from PySide6.QtCore import QObject, QRunnable, Signal
+
+from analyser.gui.document import Document
+from profiles.errors import UserFacingError
+
+_ids = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class LoadRequest:
+    """Open ``paths`` (the first is the document, the second, if any, the compare document)."""
+
+    paths: tuple[Path, ...]
+    #: Called in the worker thread with each opened Document to warm its cache.
+    warm: Callable[[Document], None] | None = None
+    request_id: int = field(default_factory=lambda: next(_ids))
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    request: LoadRequest
+    documents: tuple[Document, ...] = ()
+    #: One sentence saying what went wrong, or "" on success.
+    error: str = ""
+    #: The file the error is about.
+    error_path: Path | None = None
+
+
+class _Signals(QObject):
+    finished = Signal(object)  # LoadResult
+
+
+class LoadTask(QRunnable):
+    """Open the profiles of a LoadRequest in a worker thread."""
+
+    def __init__(self, request: LoadRequest) -> None:
+        super().__init__()
+        self.request = request
+        self.signals = _Signals()
+        self.setAutoDelete(True)
+
+    def run(self) -> None:
+        docs: list[Document] = []
+        current: Path | None = None
+        try:
+            for path in self.request.paths:
+                current = path
+                doc = Document.open(path)
+                docs.append(doc)
+                if self.request.warm is not None:
+                    self.request.warm(doc)
+            result = LoadResult(self.request, tuple(docs))
+        except UserFacingError as exc:
+            for doc in docs:
+                doc.close()
+            result = LoadResult(self.request, (), str(exc), current)
+        except Exception as exc:  # a bug in reading or analysis: report it, keep the app alive
+            for doc in docs:
+                doc.close()
+            name = current.name if current is not None else "the profile"
+            result = LoadResult(
+                self.request,
+                (),
+                f"{name} could not be analysed: {type(exc).__name__}: {exc}",
+                current,
+            )
+        self.signals.finished.emit(result)
+
+
+def make_request(
+    paths: Sequence[str | Path], warm: Callable[[Document], None] | None = None
+) -> LoadRequest:
+    return LoadRequest(tuple(Path(p) for p in paths), warm)

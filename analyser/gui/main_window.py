@@ -1,0 +1,532 @@
+"""The Graph Analyser main window: side list of reports, menus, status bar, loading, settings.
+
+The window owns a Qt-free :class:`~analyser.gui.document.Workspace` (the open document, the
+document compared with, the memory units) and forwards its events to the reports from the
+registry (:mod:`analyser.gui.reports`). Profiles are opened on a QThreadPool
+(:mod:`analyser.gui.loader`) so the window never freezes; a file that cannot be read gives a
+message box with the reader's one-sentence error and the window carries on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from PySide6.QtCore import QByteArray, QSettings, Qt, QThreadPool, QTimer, Signal
+from PySide6.QtGui import (
+    QAction,
+    QActionGroup,
+    QCloseEvent,
+    QDragEnterEvent,
+    QDropEvent,
+    QKeySequence,
+)
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QMainWindow,
+    QMessageBox,
+    QProgressBar,
+    QSplitter,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from analyser.gui import reports as registry
+from analyser.gui.document import Document, Workspace
+from analyser.gui.loader import LoadResult, LoadTask, make_request
+from analyser.gui.reports.base import MessagePanel, Report
+from analyser.gui.theme import THEMES, apply_theme
+from analyser.gui.units import MemoryUnits
+from profiles.errors import UserFacingError
+
+APP_NAME = "IPU Graph Analyser"
+ORGANISATION = "ipu-graph-analyser"
+MAX_RECENT = 10
+PROFILE_FILTER = "IPU profiles (*.h5 *.hdf5 *.pvh5);;All files (*)"
+
+
+def default_settings() -> QSettings:
+    return QSettings(ORGANISATION, "graph-analyser")
+
+
+class MainWindow(QMainWindow):
+    """The application window. ``settings`` defaults to the user's QSettings (tests pass a
+    temporary ini file); ``pool`` defaults to a private QThreadPool."""
+
+    #: Emitted on the GUI thread when a load finished (successfully or not).
+    loadFinished = Signal(bool)
+
+    def __init__(
+        self,
+        settings: QSettings | None = None,
+        pool: QThreadPool | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.settings = settings if settings is not None else default_settings()
+        self.pool = pool if pool is not None else QThreadPool(self)
+        self.workspace = Workspace()
+        self.workspace.units = MemoryUnits.parse(
+            self.settings.value("units", MemoryUnits.KIB.value), MemoryUnits.KIB
+        )
+        self._report_classes = registry.report_classes()
+        self._reports: dict[int, Report] = {}
+        self._pending_id: int | None = None
+        self._tasks: dict[int, LoadTask] = {}
+        self.setWindowTitle(APP_NAME)
+        self.setAcceptDrops(True)
+        self.resize(1400, 880)
+        self._build_ui()
+        self._build_menus()
+        self.workspace.documents_changed.connect(self._on_documents_changed)
+        self.workspace.units_changed.connect(self._on_units_changed)
+        self.set_theme(str(self.settings.value("theme", "light")))
+        self._restore_state()
+        self._update_actions()
+
+    # ------------------------------------------------------------------ construction
+    def _build_ui(self) -> None:
+        self.report_list = QListWidget()
+        self.report_list.setObjectName("reportList")
+        self.report_list.setMinimumWidth(150)
+        self.report_list.setMaximumWidth(260)
+        for cls in self._report_classes:
+            item = QListWidgetItem(cls.title)
+            item.setData(Qt.ItemDataRole.UserRole, cls.key)
+            self.report_list.addItem(item)
+        self.stack = QStackedWidget()
+        self.empty_panel = MessagePanel(
+            "No profile open.\n\nUse File > Open (Ctrl+O) or drop a profile file here.\n"
+            "Drop two files to compare them."
+        )
+        self.stack.addWidget(self.empty_panel)
+        self.title_label = QLabel("")
+        self.title_label.setObjectName("reportTitle")
+        right = QWidget()
+        right_layout = QVBoxLayout(right)
+        right_layout.setContentsMargins(10, 6, 10, 6)
+        right_layout.addWidget(self.title_label)
+        right_layout.addWidget(self.stack, 1)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.addWidget(self.report_list)
+        self.splitter.addWidget(right)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes([190, 1200])
+        self.setCentralWidget(self.splitter)
+        self.report_list.currentRowChanged.connect(self._show_report_row)
+
+        bar = self.statusBar()
+        self.target_label = QLabel("")
+        self.file_label = QLabel("")
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 0)  # busy indicator
+        self.progress.setMaximumWidth(160)
+        self.progress.setMaximumHeight(14)
+        self.progress.setVisible(False)
+        bar.addWidget(self.file_label, 1)
+        bar.addPermanentWidget(self.target_label)
+        bar.addPermanentWidget(self.progress)
+
+    def _build_menus(self) -> None:
+        menu = self.menuBar().addMenu("&File")
+        self.act_open = self._action(
+            menu, "&Open...", QKeySequence.StandardKey.Open, self.open_dialog
+        )
+        self.recent_menu = menu.addMenu("Open &Recent")
+        self.act_compare = self._action(
+            menu, "&Compare with...", QKeySequence("Ctrl+Shift+O"), self.compare_dialog
+        )
+        self.act_stop_compare = self._action(menu, "Stop comparing", None, self.stop_compare)
+        menu.addSeparator()
+        self.act_reload = self._action(
+            menu, "&Reload", QKeySequence.StandardKey.Refresh, self.reload
+        )
+        self.act_close = self._action(
+            menu, "&Close", QKeySequence.StandardKey.Close, self.close_document
+        )
+        menu.addSeparator()
+        self.act_export = self._action(
+            menu, "&Export chart image...", QKeySequence("Ctrl+E"), self.export_dialog
+        )
+        menu.addSeparator()
+        self._action(menu, "&Quit", QKeySequence.StandardKey.Quit, self.close)
+        self._rebuild_recent_menu()
+
+        view = self.menuBar().addMenu("&View")
+        theme_menu = view.addMenu("&Theme")
+        self.theme_group = QActionGroup(self)
+        self.theme_actions: dict[str, QAction] = {}
+        for name in THEMES:
+            act = QAction(name.capitalize(), self, checkable=True)
+            act.triggered.connect(lambda _=False, n=name: self.set_theme(n))
+            self.theme_group.addAction(act)
+            theme_menu.addAction(act)
+            self.theme_actions[name] = act
+        units_menu = view.addMenu("Memory &units")
+        self.units_group = QActionGroup(self)
+        self.units_actions: dict[MemoryUnits, QAction] = {}
+        for unit in MemoryUnits:
+            act = QAction(unit.value, self, checkable=True)
+            act.setChecked(unit == self.workspace.units)
+            act.triggered.connect(lambda _=False, u=unit: self.set_units(u))
+            self.units_group.addAction(act)
+            units_menu.addAction(act)
+            self.units_actions[unit] = act
+        view.addSeparator()
+        self._action(view, "Next report", QKeySequence("Ctrl+PgDown"), lambda: self._step_report(1))
+        self._action(
+            view, "Previous report", QKeySequence("Ctrl+PgUp"), lambda: self._step_report(-1)
+        )
+
+        menus: dict[str, object] = {}
+        for menu_title, text, fn in registry.menu_actions():
+            target = menus.get(menu_title)
+            if target is None:
+                target = self.menuBar().addMenu(menu_title)
+                menus[menu_title] = target
+            self._action(target, text, None, lambda _=False, f=fn: f(self))
+
+        help_menu = self.menuBar().addMenu("&Help")
+        self._action(help_menu, "&About", None, self._about)
+
+    def _action(self, menu, text, shortcut, slot) -> QAction:
+        act = QAction(text, self)
+        if shortcut is not None:
+            act.setShortcut(shortcut)
+        act.triggered.connect(lambda _=False: slot())
+        menu.addAction(act)
+        return act
+
+    # ------------------------------------------------------------------ reports
+    @property
+    def report_keys(self) -> list[str]:
+        return [cls.key for cls in self._report_classes]
+
+    def report(self, key: str) -> Report:
+        """The report with ``key`` (created on first use)."""
+        return self._report_at(self.report_keys.index(key))
+
+    def current_report(self) -> Report | None:
+        row = self.report_list.currentRow()
+        return self._reports.get(row) if row >= 0 else None
+
+    def show_report(self, key: str) -> Report:
+        row = self.report_keys.index(key)
+        self.report_list.setCurrentRow(row)
+        return self._report_at(row)
+
+    def _report_at(self, row: int) -> Report:
+        report = self._reports.get(row)
+        if report is None:
+            report = self._report_classes[row]()
+            report.set_units(self.workspace.units)
+            report.set_document(self.workspace.document, self.workspace.compare)
+            report.statusMessage.connect(lambda text: self.statusBar().showMessage(text, 5000))
+            report.openRequested.connect(self._on_open_requested)
+            if hasattr(report, "applyTipRequested"):
+                report.applyTipRequested.connect(self._on_apply_tip)
+            self._reports[row] = report
+            self.stack.addWidget(report)
+        return report
+
+    def _show_report_row(self, row: int) -> None:
+        if row < 0 or row >= len(self._report_classes):
+            return
+        if self.workspace.document is None:
+            self.stack.setCurrentWidget(self.empty_panel)
+            self.title_label.setText(self._report_classes[row].title)
+            return
+        report = self._report_at(row)
+        self.stack.setCurrentWidget(report)
+        self.title_label.setText(self._title_text(report))
+        self.settings.setValue("report", report.key)
+
+    def _title_text(self, report: Report) -> str:
+        doc, cmp = self.workspace.document, self.workspace.compare
+        if doc is None:
+            return report.title
+        if cmp is not None:
+            return f"{report.title}: {doc.name} (A) compared with {cmp.name} (B)"
+        return f"{report.title}: {doc.name}"
+
+    def _step_report(self, delta: int) -> None:
+        n = self.report_list.count()
+        if n:
+            self.report_list.setCurrentRow((self.report_list.currentRow() + delta) % n)
+
+    # ------------------------------------------------------------------ opening and closing
+    def open_files(self, paths: Sequence[str | Path]) -> None:
+        """Open one profile, or two to compare (A = first, B = second), in the background."""
+        paths = [Path(p) for p in paths][:2]
+        if not paths:
+            return
+        self._start_load(paths)
+
+    def open_compare(self, path_a: str | Path, path_b: str | Path) -> None:
+        self._start_load([Path(path_a), Path(path_b)])
+
+    def compare_with(self, path: str | Path) -> None:
+        """Compare the open document (A) with ``path`` (B)."""
+        doc = self.workspace.document
+        if doc is None:
+            self.open_files([path])
+        else:
+            self._start_load([Path(path)], keep_document=True)
+
+    def reload(self) -> None:
+        doc, cmp = self.workspace.document, self.workspace.compare
+        if doc is None:
+            return
+        paths = [doc.path] + ([cmp.path] if cmp is not None else [])
+        self._start_load(paths)
+
+    def close_document(self) -> None:
+        self._pending_id = None
+        self.workspace.close()
+
+    def stop_compare(self) -> None:
+        if self.workspace.compare is not None:
+            self.workspace.set_compare(None)
+
+    def is_loading(self) -> bool:
+        return self._pending_id is not None
+
+    def _start_load(self, paths: list[Path], keep_document: bool = False) -> None:
+        from analyser.gui import data
+
+        key = self.current_report_key()
+        request = make_request(paths, warm=lambda doc, k=key: data.warm(doc, k))
+        task = LoadTask(request)
+        self._pending_id = request.request_id
+        self._keep_document = keep_document
+        self._tasks[request.request_id] = task
+        task.signals.finished.connect(self._on_loaded)
+        self.progress.setVisible(True)
+        self.file_label.setText("Opening " + ", ".join(p.name for p in paths) + "...")
+        self.pool.start(task)
+
+    def current_report_key(self) -> str | None:
+        row = self.report_list.currentRow()
+        if 0 <= row < len(self._report_classes):
+            return self._report_classes[row].key
+        return None
+
+    def _on_loaded(self, result: LoadResult) -> None:
+        self._tasks.pop(result.request.request_id, None)
+        if result.request.request_id != self._pending_id:
+            for doc in result.documents:  # stale: a newer load (or a close) superseded it
+                doc.close()
+            return
+        self._pending_id = None
+        self.progress.setVisible(False)
+        if result.error:
+            self._update_status()
+            self._show_error(result.error)
+            self.loadFinished.emit(False)
+            return
+        docs = result.documents
+        if getattr(self, "_keep_document", False) and self.workspace.document is not None:
+            self.workspace.set_documents(self.workspace.document, docs[0])
+        else:
+            self.workspace.set_documents(docs[0], docs[1] if len(docs) > 1 else None)
+        for doc in docs:
+            self._add_recent(doc.path)
+        self.loadFinished.emit(True)
+
+    def _show_error(self, message: str) -> None:
+        QMessageBox.critical(self, "Cannot open profile", message)
+
+    def _on_open_requested(self, path: str, compare_path: str) -> None:
+        if compare_path:
+            self.open_compare(path, compare_path)
+        else:
+            self.open_files([path])
+
+    def _on_apply_tip(self, insight: object) -> None:
+        handler = registry.apply_tip_handler()
+        if handler is None or self.workspace.document is None:
+            self.statusBar().showMessage("Applying a tip is not available in this build.", 5000)
+            return
+        try:
+            handler(self, self.workspace.document, insight)
+        except UserFacingError as exc:
+            QMessageBox.warning(self, "Cannot apply the tip", str(exc))
+
+    # ------------------------------------------------------------------ workspace events
+    def _on_documents_changed(self, document: Document | None, compare: Document | None) -> None:
+        for report in self._reports.values():
+            report.set_document(document, compare)
+        self._update_status()
+        self._update_actions()
+        row = self.report_list.currentRow()
+        if row < 0 and self.report_list.count():
+            self.report_list.setCurrentRow(0)
+        else:
+            self._show_report_row(row)
+
+    def _on_units_changed(self, units: MemoryUnits) -> None:
+        for report in self._reports.values():
+            report.set_units(units)
+        for unit, act in self.units_actions.items():
+            act.setChecked(unit == units)
+
+    def set_units(self, units: MemoryUnits | str) -> None:
+        units = MemoryUnits.parse(units)
+        self.settings.setValue("units", units.value)
+        self.workspace.set_units(units)
+
+    def set_theme(self, name: str) -> None:
+        if name not in THEMES:
+            name = "light"
+        apply_theme(name, self)
+        self.settings.setValue("theme", name)
+        if name in getattr(self, "theme_actions", {}):
+            self.theme_actions[name].setChecked(True)
+
+    def _update_status(self) -> None:
+        from analyser.gui import data
+
+        doc, cmp = self.workspace.document, self.workspace.compare
+        if doc is None:
+            self.file_label.setText("")
+            self.target_label.setText("")
+            self.setWindowTitle(APP_NAME)
+            return
+        files = str(doc.path) + (f"  vs  {cmp.path}" if cmp is not None else "")
+        self.file_label.setText(files)
+        self.target_label.setText(data.target_line(doc))
+        self.setWindowTitle(f"{doc.name} - {APP_NAME}")
+
+    def _update_actions(self) -> None:
+        has_doc = self.workspace.document is not None
+        for act in (self.act_compare, self.act_reload, self.act_close, self.act_export):
+            act.setEnabled(has_doc)
+        self.act_stop_compare.setEnabled(self.workspace.compare is not None)
+
+    # ------------------------------------------------------------------ dialogs
+    def open_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Open profile", self._last_dir(), PROFILE_FILTER
+        )
+        if path:
+            self.open_files([path])
+
+    def compare_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Compare with profile", self._last_dir(), PROFILE_FILTER
+        )
+        if path:
+            self.compare_with(path)
+
+    def export_dialog(self) -> None:
+        report = self.current_report()
+        if report is None or self.workspace.document is None:
+            return
+        default = str(Path(self._last_dir()) / f"{report.key}.png")
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Export chart image", default, "PNG image (*.png);;JPEG image (*.jpg)"
+        )
+        if not path:
+            return
+        try:
+            report.export_image(path)
+            self.statusBar().showMessage(f"Saved {path}", 5000)
+        except UserFacingError as exc:
+            QMessageBox.warning(self, "Cannot export the image", str(exc))
+
+    def _about(self) -> None:
+        QMessageBox.about(
+            self,
+            APP_NAME,
+            f"{APP_NAME}\n\nReads IPU profiles written by the embedded execution engine.",
+        )
+
+    def _last_dir(self) -> str:
+        recent = self.recent_files()
+        return str(Path(recent[0]).parent) if recent else str(Path.cwd())
+
+    # ------------------------------------------------------------------ recent files
+    def recent_files(self) -> list[str]:
+        value = self.settings.value("recent", [])
+        if isinstance(value, str):
+            value = [value]
+        return [str(v) for v in (value or [])]
+
+    def _add_recent(self, path: Path) -> None:
+        text = str(Path(path).resolve())
+        recent = [p for p in self.recent_files() if p != text]
+        recent.insert(0, text)
+        self.settings.setValue("recent", recent[:MAX_RECENT])
+        self._rebuild_recent_menu()
+
+    def _rebuild_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        recent = self.recent_files()
+        for path in recent:
+            act = self.recent_menu.addAction(path)
+            act.triggered.connect(lambda _=False, p=path: self.open_files([p]))
+        if recent:
+            self.recent_menu.addSeparator()
+            clear = self.recent_menu.addAction("Clear recent")
+            clear.triggered.connect(self._clear_recent)
+        self.recent_menu.setEnabled(bool(recent))
+
+    def _clear_recent(self) -> None:
+        self.settings.setValue("recent", [])
+        self._rebuild_recent_menu()
+
+    # ------------------------------------------------------------------ drag and drop
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
+        if event.mimeData().hasUrls() and any(u.isLocalFile() for u in event.mimeData().urls()):
+            event.acceptProposedAction()
+        else:
+            event.ignore()
+
+    def dropEvent(self, event: QDropEvent) -> None:
+        paths = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
+        if paths:
+            event.acceptProposedAction()
+            self.open_files(paths)
+
+    # ------------------------------------------------------------------ state
+    def _restore_state(self) -> None:
+        geometry = self.settings.value("geometry")
+        if isinstance(geometry, QByteArray | bytes):
+            self.restoreGeometry(QByteArray(geometry))
+        splitter = self.settings.value("splitter")
+        if isinstance(splitter, QByteArray | bytes):
+            self.splitter.restoreState(QByteArray(splitter))
+        key = self.settings.value("report", "")
+        row = self.report_keys.index(key) if key in self.report_keys else 0
+        if self.report_list.count():
+            QTimer.singleShot(0, lambda: self._select_initial(row))
+            self.report_list.blockSignals(True)
+            self.report_list.setCurrentRow(row)
+            self.report_list.blockSignals(False)
+            self.title_label.setText(self._report_classes[row].title)
+
+    def _select_initial(self, row: int) -> None:
+        if self.report_list.currentRow() == row:
+            self._show_report_row(row)
+
+    def save_state(self) -> None:
+        self.settings.setValue("geometry", self.saveGeometry())
+        self.settings.setValue("splitter", self.splitter.saveState())
+        self.settings.sync()
+
+    def shutdown(self) -> None:
+        """Stop background work: drop pending loads, wait for workers, close documents."""
+        self._pending_id = None
+        for report in self._reports.values():
+            report.shutdown()
+        self.pool.waitForDone(10000)
+        self.workspace.close()
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        self.save_state()
+        self.shutdown()
+        super().closeEvent(event)

@@ -1,0 +1,757 @@
+"""Memory Report: memory per tile for every IPU, broken down by category / region / liveness
+class (stacked, one filled path per class), in software or physical tile order, with the max-memory
+line, include-gaps option, tile selection (click, shift-click, typed list) and detail tabs for the
+selected tiles (tiles, variables, vertices, exchanges, compute sets); a variables view; and a tile
+map (memory over the chip floor plan). In compare mode, A and B are drawn one above the other
+with linked axes and every table carries both."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyqtgraph as pg
+from PySide6.QtCore import QSortFilterProxyModel, Qt, Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSplitter,
+    QTableView,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from analyser.core import gui_support
+from analyser.gui import data
+from analyser.gui.errors import TileSelectionError
+from analyser.gui.palette import heatmap_colors, hex_color
+from analyser.gui.reports.base import Report
+from analyser.gui.selection import format_tile_list, parse_tile_list, toggle_pair, unique_pairs
+from analyser.gui.theme import chart_colors, style_plot
+from analyser.gui.units import axis_scale, format_bytes, format_delta_bytes, format_delta_percent
+from analyser.gui.widgets import SORT_ROLE, DataFrameModel, KeyValueTree, LegendLabel, nice_name
+
+BREAKDOWNS = {"Total": None, "Category": "category", "Region": "region", "Liveness": "liveness"}
+PALETTE_GROUP = {
+    "category": "memory_categories",
+    "region": "memory_regions",
+    "liveness": "liveness_classes",
+}
+GAPS_COLOR = "#5f5f5f"
+TOTAL_COLOR = "#4e79a7"
+
+
+@dataclass
+class TileChart:
+    """What one plot shows: [n, k] stacked values over the displayed tiles."""
+
+    values: np.ndarray  # [n, k] bytes
+    names: list[str]
+    colors: list[str]
+    ipu_of: np.ndarray  # [n] IPU of each displayed position
+    tile_of: np.ndarray  # [n] software tile id of each displayed position
+    sram: int
+    ipus: list[int]
+    tiles_per_ipu: int
+
+    @property
+    def totals(self) -> np.ndarray:
+        return self.values.sum(axis=1)
+
+
+class MemoryPlot(pg.PlotWidget):
+    """Stacked per-tile memory. Each class is one filled step path (not one rectangle per tile),
+    drawn from the highest cumulative level down, so a 4 x 1,472-tile chart is k paths."""
+
+    tileClicked = Signal(int, int, bool)  # ipu, tile, shift
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent=parent)
+        style_plot(self)
+        item = self.getPlotItem()
+        item.setMenuEnabled(False)
+        item.showGrid(x=False, y=True, alpha=chart_colors().grid_alpha)
+        item.setLabel("bottom", "tile")
+        self.chart: TileChart | None = None
+        self.paths: list[pg.PlotDataItem] = []
+        self.max_line: pg.InfiniteLine | None = None
+        self.selection_item: pg.BarGraphItem | None = None
+        self.legend = LegendLabel()
+        self.scene().sigMouseClicked.connect(self._on_click)
+        self.setMinimumHeight(180)
+
+    def draw(
+        self, chart: TileChart, scale: float, unit: str, show_max: bool, title: str = ""
+    ) -> None:
+        item = self.getPlotItem()
+        for it in self.paths:
+            item.removeItem(it)
+        self.paths = []
+        for it in list(item.items):
+            if isinstance(it, pg.InfiniteLine | pg.TextItem):
+                item.removeItem(it)
+        self.max_line = None
+        self.chart = chart
+        n = chart.values.shape[0]
+        edges = np.arange(n + 1, dtype=np.float64) - 0.5
+        cum = np.cumsum(chart.values, axis=1, dtype=np.float64) / scale
+        present = [j for j in range(cum.shape[1]) if chart.values[:, j].any()]
+        for j in reversed(present):
+            color = chart.colors[j]
+            path = pg.PlotDataItem(
+                edges,
+                cum[:, j],
+                stepMode="center",
+                fillLevel=0,
+                brush=pg.mkBrush(color),
+                pen=pg.mkPen(color, width=0),
+            )
+            path.setSkipFiniteCheck(True)
+            item.addItem(path)
+            self.paths.append(path)
+        # Legend in category order (bottom of the stack first).
+        self.legend.set_entries([(chart.names[j], chart.colors[j]) for j in present])
+        sram = chart.sram / scale
+        if show_max:
+            self.max_line = pg.InfiniteLine(
+                pos=sram,
+                angle=0,
+                pen=pg.mkPen(
+                    hex_color("chart", "max_memory_line"), width=1.5, style=Qt.PenStyle.DashLine
+                ),
+                label=f"max memory per tile ({format_bytes(chart.sram)})",
+                labelOpts={
+                    "position": 0.02,
+                    "color": hex_color("chart", "max_memory_line"),
+                    "anchors": [(0, 1), (0, 1)],
+                },
+            )
+            item.addItem(self.max_line)
+        # IPU separators and ticks.
+        axis = item.getAxis("bottom")
+        if len(chart.ipus) > 1:
+            ticks = []
+            for k, ipu in enumerate(chart.ipus):
+                x0 = k * chart.tiles_per_ipu
+                if k:
+                    item.addItem(
+                        pg.InfiniteLine(
+                            pos=x0 - 0.5, angle=90, pen=pg.mkPen(chart_colors().foreground, width=1)
+                        )
+                    )
+                ticks.append((x0 + chart.tiles_per_ipu / 2, f"IPU {ipu}"))
+            axis.setTicks([ticks])
+            item.setLabel("bottom", "tiles of each IPU")
+        else:
+            axis.setTicks(None)
+            item.setLabel("bottom", f"tile (IPU {chart.ipus[0]})" if chart.ipus else "tile")
+        item.setLabel("left", f"memory ({unit})")
+        if title:
+            item.setTitle(title, size="9pt")
+        top = max(float(cum[:, -1].max()) if cum.size else 0.0, sram if show_max else 0.0)
+        item.getViewBox().setLimits(xMin=-0.5 - n * 0.02, xMax=n - 0.5 + n * 0.02, yMin=0)
+        item.setXRange(-0.5, n - 0.5, padding=0.01)
+        item.setYRange(0, top * 1.08 if top else 1, padding=0)
+
+    def show_selection(self, pairs: np.ndarray, scale: float) -> None:
+        item = self.getPlotItem()
+        if self.selection_item is not None:
+            item.removeItem(self.selection_item)
+            self.selection_item = None
+        chart = self.chart
+        if chart is None or len(pairs) == 0:
+            return
+        key = chart.ipu_of.astype(np.int64) * chart.tiles_per_ipu + chart.tile_of
+        want = pairs[:, 0] * chart.tiles_per_ipu + pairs[:, 1]
+        pos = np.flatnonzero(np.isin(key, want))
+        if pos.size == 0:
+            return
+        top = max(float(chart.totals.max()), float(chart.sram)) / scale
+        width = max(1.0, chart.values.shape[0] / 600.0)
+        color = pg.mkColor(hex_color("chart", "selection"))
+        color.setAlpha(110)
+        self.selection_item = pg.BarGraphItem(
+            x=pos.astype(float),
+            y0=0,
+            height=top * 1.05,
+            width=width,
+            brush=color,
+            pen=pg.mkPen(None),
+        )
+        self.selection_item.setZValue(50)
+        item.addItem(self.selection_item)
+
+    def position_at(self, scene_pos) -> int | None:
+        chart = self.chart
+        if chart is None:
+            return None
+        vb = self.getPlotItem().getViewBox()
+        if not vb.sceneBoundingRect().contains(scene_pos):
+            return None
+        x = vb.mapSceneToView(scene_pos).x()
+        pos = int(np.floor(x + 0.5))
+        return pos if 0 <= pos < chart.values.shape[0] else None
+
+    def _on_click(self, event) -> None:
+        pos = self.position_at(event.scenePos())
+        if pos is None or event.button() != Qt.MouseButton.LeftButton:
+            return
+        shift = bool(event.modifiers() & Qt.KeyboardModifier.ShiftModifier)
+        self.tileClicked.emit(int(self.chart.ipu_of[pos]), int(self.chart.tile_of[pos]), shift)
+
+
+class TileMap(pg.GraphicsLayoutWidget):
+    """Memory of one IPU's tiles over the chip floor plan (share of tile SRAM), as an ImageItem."""
+
+    tileClicked = Signal(int, int, bool)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent=parent)
+        self.setBackground(chart_colors().background)
+        self.plots: list[tuple[pg.PlotItem, pg.ImageItem, Any, int, Any]] = []
+        self.bar: pg.ColorBarItem | None = None
+        self.scene().sigMouseClicked.connect(self._on_click)
+        self.setMinimumHeight(200)
+
+    def show_maps(self, maps: list[tuple[str, np.ndarray, np.ndarray, int, Any]]) -> None:
+        """``maps``: (title, grid [cols, rows] of share used, oom mask grid, ipu, analysis)."""
+        self.clear()
+        self.plots = []
+        stops = heatmap_colors()
+        cmap = pg.ColorMap(np.linspace(0, 1, len(stops)), [pg.mkColor(c) for c in stops])
+        hi = max([1.0] + [float(np.nanmax(g)) for _, g, *_ in maps if np.isfinite(g).any()])
+        images = []
+        for col, (title, grid, oom, ipu, analysis) in enumerate(maps):
+            plot = self.addPlot(row=0, col=col, title=title)
+            plot.setAspectLocked(True)
+            plot.invertY(True)
+            plot.setMenuEnabled(False)
+            plot.setLabel("bottom", "column")
+            plot.setLabel("left", "row")
+            img = pg.ImageItem(grid, levels=(0.0, hi))
+            img.setColorMap(cmap)
+            plot.addItem(img)
+            if oom.any():
+                xs, ys = np.nonzero(oom)
+                plot.addItem(
+                    pg.ScatterPlotItem(
+                        xs + 0.5,
+                        ys + 0.5,
+                        symbol="x",
+                        size=6,
+                        pen=pg.mkPen("#ff2020", width=1.5),
+                        brush=None,
+                    )
+                )
+            images.append(img)
+            self.plots.append((plot, img, grid, ipu, analysis))
+        if images:
+            self.bar = pg.ColorBarItem(
+                values=(0.0, hi), colorMap=cmap, label="share of tile memory", interactive=False
+            )
+            self.bar.setImageItem(images, insert_in=self.plots[-1][0])
+
+    def _on_click(self, event) -> None:
+        for plot, _img, grid, ipu, analysis in self.plots:
+            vb = plot.getViewBox()
+            if not vb.sceneBoundingRect().contains(event.scenePos()):
+                continue
+            p = vb.mapSceneToView(event.scenePos())
+            cx, cy = int(np.floor(p.x())), int(np.floor(p.y()))
+            if not (0 <= cx < grid.shape[0] and 0 <= cy < grid.shape[1]):
+                return
+            xy = gui_support.tile_xy(analysis)
+            hit = np.flatnonzero((xy[:, 0] == cx) & (xy[:, 1] == cy))
+            if hit.size:
+                shift = bool(event.modifiers() & Qt.KeyboardModifier.ShiftModifier)
+                self.tileClicked.emit(ipu, int(hit[0]), shift)
+            return
+
+
+class FilterTable(QWidget):
+    """A sortable, filterable table over a DataFrame."""
+
+    def __init__(self, placeholder: str = "Filter", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.model = DataFrameModel()
+        self.proxy = QSortFilterProxyModel(self)
+        self.proxy.setSourceModel(self.model)
+        self.proxy.setSortRole(SORT_ROLE)
+        self.proxy.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+        self.proxy.setFilterKeyColumn(-1)
+        self.filter = QLineEdit()
+        self.filter.setPlaceholderText(placeholder)
+        self.filter.setClearButtonEnabled(True)
+        self.filter.textChanged.connect(self.proxy.setFilterFixedString)
+        self.view = QTableView()
+        self.view.setModel(self.proxy)
+        self.view.setSortingEnabled(True)
+        self.view.setAlternatingRowColors(True)
+        self.view.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
+        self.view.verticalHeader().setVisible(False)
+        self.view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        self.view.horizontalHeader().setStretchLastSection(True)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.filter)
+        layout.addWidget(self.view)
+
+    def set_frame(self, frame: pd.DataFrame, columns=None) -> None:
+        self.model.set_frame(frame, columns)
+        self.view.resizeColumnsToContents()
+
+    def visible_rows(self) -> int:
+        return self.proxy.rowCount()
+
+
+class MemoryReport(Report):
+    title = "Memory Report"
+    key = "memory"
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.selection = np.zeros((0, 2), np.int64)
+        self.charts: dict[str, TileChart] = {}
+
+        self.ipu_combo = QComboBox()
+        self.breakdown_combo = QComboBox()
+        self.breakdown_combo.addItems(list(BREAKDOWNS))
+        self.breakdown_combo.setCurrentText("Category")
+        self.order_combo = QComboBox()
+        self.order_combo.addItems(["Software tile id", "Physical tile id"])
+        self.gaps_check = QCheckBox("Include gaps")
+        self.max_check = QCheckBox("Show max memory")
+        self.max_check.setChecked(True)
+        self.tiles_edit = QLineEdit()
+        self.tiles_edit.setPlaceholderText("Select tiles: 0-15, 1000 or 1:0-15")
+        self.tiles_edit.setMinimumWidth(200)
+        self.select_button = QPushButton("Select")
+        self.clear_button = QPushButton("Clear")
+        self.error_label = QLabel("")
+        self.error_label.setStyleSheet(f"color: {hex_color('status', 'oom')};")
+        for w in (self.ipu_combo, self.breakdown_combo, self.order_combo):
+            w.currentIndexChanged.connect(self._redraw)
+        self.gaps_check.toggled.connect(self._redraw)
+        self.max_check.toggled.connect(self._redraw)
+        self.tiles_edit.returnPressed.connect(self.select_typed)
+        self.select_button.clicked.connect(self.select_typed)
+        self.clear_button.clicked.connect(lambda: self.set_selection(np.zeros((0, 2), np.int64)))
+
+        controls = QHBoxLayout()
+        for label, w in (
+            ("IPU", self.ipu_combo),
+            ("Breakdown", self.breakdown_combo),
+            ("Order", self.order_combo),
+        ):
+            controls.addWidget(QLabel(label))
+            controls.addWidget(w)
+        controls.addWidget(self.gaps_check)
+        controls.addWidget(self.max_check)
+        controls.addStretch(1)
+        controls.addWidget(self.tiles_edit)
+        controls.addWidget(self.select_button)
+        controls.addWidget(self.clear_button)
+
+        self.plot_a = MemoryPlot()
+        self.plot_b = MemoryPlot()
+        self.plot_b.setXLink(self.plot_a)
+        self.plot_b.setYLink(self.plot_a)
+        for p in (self.plot_a, self.plot_b):
+            p.tileClicked.connect(self.click_tile)
+        chart_page = QWidget()
+        cl = QVBoxLayout(chart_page)
+        cl.setContentsMargins(0, 0, 0, 0)
+        cl.addWidget(self.plot_a, 1)
+        cl.addWidget(self.plot_b, 1)
+        cl.addWidget(self.plot_a.legend)
+        self.tile_map = TileMap()
+        self.tile_map.tileClicked.connect(self.click_tile)
+        self.variables_table = FilterTable("Filter variables by name, kind, type...")
+
+        self.view_tabs = QTabWidget()
+        self.view_tabs.addTab(chart_page, "Memory per tile")
+        self.view_tabs.addTab(self.tile_map, "Tile map")
+        self.view_tabs.addTab(self.variables_table, "Variables")
+        self.view_tabs.currentChanged.connect(lambda _i: self._draw_secondary())
+
+        self.totals_tree = KeyValueTree()
+        self.tiles_table = FilterTable("Filter")
+        self.tile_vars_table = FilterTable("Filter variables on the selected tiles")
+        self.vertices_table = FilterTable("Filter vertex types")
+        self.exchanges_table = FilterTable("Filter exchanges")
+        self.compute_sets_table = FilterTable("Filter compute sets")
+        self.details = QTabWidget()
+        self.details.addTab(self.totals_tree, "Totals")
+        self.details.addTab(self.tiles_table, "Selected tiles")
+        self.details.addTab(self.tile_vars_table, "Variables")
+        self.details.addTab(self.vertices_table, "Vertices")
+        self.details.addTab(self.exchanges_table, "Exchanges")
+        self.details.addTab(self.compute_sets_table, "Compute sets")
+        self.details.currentChanged.connect(lambda _i: self._fill_details())
+
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.addWidget(self.view_tabs)
+        splitter.addWidget(self.details)
+        splitter.setSizes([520, 300])
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(controls)
+        layout.addWidget(self.error_label)
+        layout.addWidget(splitter, 1)
+        self.error_label.setVisible(False)
+        self._refreshing = False
+
+    def chart_widget(self) -> QWidget:
+        return self.view_tabs.currentWidget()
+
+    # ------------------------------------------------------------------ state helpers
+    def shown_ipus(self, doc: Any) -> list[int]:
+        n = data.target(doc).num_ipus
+        idx = self.ipu_combo.currentIndex()
+        if idx <= 0:
+            return list(range(n))
+        return [idx - 1] if idx - 1 < n else []
+
+    @property
+    def breakdown(self) -> str | None:
+        return BREAKDOWNS[self.breakdown_combo.currentText()]
+
+    @property
+    def physical(self) -> bool:
+        return self.order_combo.currentIndex() == 1
+
+    def build_chart(self, doc: Any) -> TileChart:
+        """The stacked values of ``doc`` for the current options (numbers from analyser.core)."""
+        mem = data.memory(doc)
+        tgt = data.target(doc)
+        ipus = self.shown_ipus(doc)
+        order = gui_support.tile_order(doc.analysis, self.physical)
+        by = self.breakdown
+        blocks = []
+        if by is None:
+            names, colors = ["Total"], [TOTAL_COLOR]
+        else:
+            _v, raw = data.tile_breakdown(doc, 0, by)
+            names = [nice_name(n) for n in raw]
+            colors = [hex_color(PALETTE_GROUP[by], n) for n in raw]
+        for ipu in ipus:
+            if by is None:
+                vals = mem.tile_total[ipu][:, None]
+            else:
+                vals = data.tile_breakdown(doc, ipu, by)[0]
+            vals = vals[order]
+            if self.gaps_check.isChecked():
+                vals = np.concatenate([vals, mem.tile_gaps[ipu][order][:, None]], axis=1)
+            blocks.append(vals)
+        if self.gaps_check.isChecked():
+            names, colors = [*names, "Gaps"], [*colors, GAPS_COLOR]
+        values = np.concatenate(blocks) if blocks else np.zeros((0, len(names)))
+        n = len(order)
+        return TileChart(
+            values=values.astype(np.int64),
+            names=names,
+            colors=colors,
+            ipu_of=np.repeat(np.asarray(ipus, np.int64), n),
+            tile_of=np.tile(order, len(ipus)),
+            sram=int(tgt.sram_per_tile),
+            ipus=ipus,
+            tiles_per_ipu=n,
+        )
+
+    # ------------------------------------------------------------------ refresh
+    def refresh(self) -> None:
+        doc = self.document
+        self._refreshing = True
+        try:
+            current = self.ipu_combo.currentIndex()
+            self.ipu_combo.clear()
+            if doc is not None:
+                n = data.target(doc).num_ipus
+                if self.compare_doc is not None:
+                    n = max(n, data.target(self.compare_doc).num_ipus)
+                self.ipu_combo.addItems(["All IPUs"] + [f"IPU {i}" for i in range(n)])
+                self.ipu_combo.setCurrentIndex(current if 0 <= current <= n else 0)
+        finally:
+            self._refreshing = False
+        self.selection = np.zeros((0, 2), np.int64)
+        self.tiles_edit.clear()
+        self._redraw()
+
+    def _redraw(self, *_args: Any) -> None:
+        if self._refreshing:
+            return
+        doc, cmp = self.document, self.compare_doc
+        self.plot_b.setVisible(cmp is not None)
+        if doc is None:
+            for p in (self.plot_a, self.plot_b):
+                p.getPlotItem().clear()
+            return
+        self.charts = {"A": self.build_chart(doc)}
+        if cmp is not None:
+            self.charts["B"] = self.build_chart(cmp)
+        top = max(float(c.totals.max()) if c.totals.size else 0.0 for c in self.charts.values())
+        scale, unit = axis_scale(self.units, top)
+        show_max = self.max_check.isChecked()
+        tag = (lambda t, d: f"{t}: {d.name}") if cmp is not None else (lambda t, d: "")
+        self.plot_a.draw(self.charts["A"], scale, unit, show_max, tag("A", doc))
+        if cmp is not None:
+            self.plot_b.draw(self.charts["B"], scale, unit, show_max, tag("B", cmp))
+        self._scale = scale
+        self._show_selection()
+        self._fill_totals()
+        self._draw_secondary()
+        self._fill_details()
+
+    def _draw_secondary(self) -> None:
+        doc = self.document
+        if doc is None:
+            return
+        page = self.view_tabs.currentWidget()
+        if page is self.tile_map:
+            self._draw_tile_map()
+        elif page is self.variables_table:
+            self._fill_variables()
+
+    def _draw_tile_map(self) -> None:
+        maps = []
+        ipus = self.shown_ipus(self.document)
+        ipu = ipus[0] if len(ipus) == 1 else 0
+        for tag, d in (("A", self.document), ("B", self.compare_doc)):
+            if d is None:
+                continue
+            mem = data.memory(d)
+            if ipu >= mem.num_ipus:
+                continue
+            used = mem.tile_used[ipu] if self.gaps_check.isChecked() else mem.tile_total[ipu]
+            share = used / float(mem.sram_per_tile)
+            grid = gui_support.floor_plan(d.analysis, share)
+            oom = (
+                np.nan_to_num(
+                    gui_support.floor_plan(d.analysis, mem.tile_used[ipu] > mem.sram_per_tile)
+                )
+                > 0
+            )
+            title = f"IPU {ipu}" + (f" ({tag}: {d.name})" if self.compare_doc is not None else "")
+            maps.append((title, grid, oom, ipu, d.analysis))
+        self.tile_map.show_maps(maps)
+
+    def _fill_variables(self) -> None:
+        frames = []
+        for tag, d in (("A", self.document), ("B", self.compare_doc)):
+            if d is None:
+                continue
+            v = data.variables(d)
+            v = v[np.isin(v["ipu"].to_numpy(), self.shown_ipus(d))]
+            v = v.sort_values("bytes", ascending=False)
+            if self.compare_doc is not None:
+                v = v.assign(profile=tag)
+            frames.append(v)
+        frame = pd.concat(frames) if frames else pd.DataFrame()
+        b = self._fmt_bytes
+        cols = [
+            ("profile", "Profile", None),
+            ("name", "Name", None),
+            ("kind", "Kind", None),
+            ("dtype", "Type", None),
+            ("shape", "Shape", None),
+            ("ipu", "IPU", None),
+            ("bytes", "Bytes", b),
+            ("always_live", "Always live", lambda v: "yes" if v else "no"),
+            ("live_start", "Live from", None),
+            ("live_end", "Live to", None),
+            ("tile_start", "First tile", None),
+            ("tile_count", "Tiles", None),
+            ("remote_bytes", "Remote buffer", b),
+        ]
+        self.variables_table.set_frame(frame.reset_index(drop=True), cols)
+
+    def _fmt_bytes(self, v: Any) -> str:
+        return format_bytes(v, self.units)
+
+    def _fill_totals(self) -> None:
+        tree = self.totals_tree
+        tree.clear()
+        doc, cmp = self.document, self.compare_doc
+        a = self.charts["A"]
+        if cmp is None:
+            tree.set_headers(("Class", "Bytes", "Share"))
+            total = float(a.values.sum()) or 1.0
+            rows = [
+                (
+                    name,
+                    format_bytes(int(a.values[:, j].sum()), self.units),
+                    f"{100 * a.values[:, j].sum() / total:.1f}%",
+                )
+                for j, name in enumerate(a.names)
+            ]
+            rows.append(("Total", format_bytes(int(a.values.sum()), self.units), "100.0%"))
+            tree.add_section(f"Memory of {', '.join(f'IPU {i}' for i in a.ipus)}", rows)
+            return
+        b = self.charts["B"]
+        tree.set_headers(("Class", "A", "B", "Change"))
+        names = list(dict.fromkeys(a.names + b.names))
+        rows = []
+        for name in names:
+            va = int(a.values[:, a.names.index(name)].sum()) if name in a.names else 0
+            vb = int(b.values[:, b.names.index(name)].sum()) if name in b.names else 0
+            rows.append(
+                (
+                    name,
+                    format_bytes(va, self.units),
+                    format_bytes(vb, self.units),
+                    f"{format_delta_bytes(vb - va, self.units)} ({format_delta_percent(va, vb)})",
+                )
+            )
+        ta, tb = int(a.values.sum()), int(b.values.sum())
+        rows.append(
+            (
+                "Total",
+                format_bytes(ta, self.units),
+                format_bytes(tb, self.units),
+                f"{format_delta_bytes(tb - ta, self.units)} ({format_delta_percent(ta, tb)})",
+            )
+        )
+        ma, mb = data.memory(doc), data.memory(cmp)
+        rows.append(
+            (
+                "Out-of-memory tiles",
+                f"{ma.n_oom_tiles:,}",
+                f"{mb.n_oom_tiles:,}",
+                f"{mb.n_oom_tiles - ma.n_oom_tiles:+,}",
+            )
+        )
+        tree.add_section("Memory of the shown IPUs", rows)
+
+    # ------------------------------------------------------------------ selection
+    def click_tile(self, ipu: int, tile: int, shift: bool) -> None:
+        if shift:
+            self.set_selection(toggle_pair(self.selection, ipu, tile))
+        else:
+            self.set_selection(np.array([[ipu, tile]], np.int64))
+
+    def select_typed(self) -> None:
+        doc = self.document
+        if doc is None:
+            return
+        tgt = data.target(doc)
+        ipus = self.shown_ipus(doc)
+        try:
+            pairs = parse_tile_list(
+                self.tiles_edit.text(),
+                tgt.num_ipus,
+                tgt.tiles_per_ipu,
+                ipus[0] if len(ipus) == 1 else 0,
+            )
+        except TileSelectionError as exc:
+            self.error_label.setText(str(exc))
+            self.error_label.setVisible(True)
+            return
+        self.set_selection(pairs)
+
+    def set_selection(self, pairs: np.ndarray) -> None:
+        self.error_label.setVisible(False)
+        self.selection = unique_pairs(pairs)
+        ipus = self.shown_ipus(self.document) if self.document is not None else []
+        single = ipus[0] if len(ipus) == 1 else (0 if ipus else None)
+        self.tiles_edit.setText(
+            format_tile_list(self.selection, single) if len(self.selection) else ""
+        )
+        self._show_selection()
+        if len(self.selection) and self.details.currentWidget() is self.totals_tree:
+            self.details.setCurrentWidget(self.tiles_table)
+        self._fill_details()
+        if len(self.selection):
+            self.statusMessage.emit(f"{len(self.selection)} tile(s) selected")
+
+    def _show_selection(self) -> None:
+        scale = getattr(self, "_scale", 1.0)
+        self.plot_a.show_selection(self.selection, scale)
+        if self.compare_doc is not None:
+            self.plot_b.show_selection(self.selection, scale)
+
+    def _fill_details(self) -> None:
+        page = self.details.currentWidget()
+        if page is self.totals_tree or self.document is None:
+            return
+        docs = [("A", self.document)] + (
+            [("B", self.compare_doc)] if self.compare_doc is not None else []
+        )
+        frames = []
+        for tag, d in docs:
+            n_ipus = data.target(d).num_ipus
+            for ipu in np.unique(self.selection[:, 0]) if len(self.selection) else []:
+                if ipu >= n_ipus:
+                    continue
+                tiles = self.selection[self.selection[:, 0] == ipu, 1]
+                if page is self.tiles_table:
+                    f = gui_support.tile_memory_rows(
+                        d.analysis, int(ipu), tiles, self.breakdown or "category"
+                    )
+                elif page is self.tile_vars_table:
+                    f = gui_support.tile_variables(d.analysis, int(ipu), tiles)
+                elif page is self.vertices_table:
+                    f = gui_support.tile_vertices(d.analysis, int(ipu), tiles)
+                elif page is self.exchanges_table:
+                    f = gui_support.tile_exchanges(d.analysis, int(ipu), tiles)
+                else:
+                    f = gui_support.tile_compute_sets(d.analysis, int(ipu), tiles)
+                f = f.assign(ipu=int(ipu))
+                if len(docs) > 1:
+                    f = f.assign(profile=tag)
+                frames.append(f)
+        frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        page.set_frame(frame, self._detail_columns(frame))
+
+    def _detail_columns(self, frame: pd.DataFrame) -> list:
+        b = self._fmt_bytes
+        byte_cols = {
+            "total",
+            "gaps",
+            "bytes",
+            "bytes_on_selection",
+            "code_bytes",
+            "state_bytes_on_selection",
+        }
+        cols = []
+        first = [
+            c
+            for c in ("profile", "ipu", "tile", "name", "vertex_type", "type")
+            if c in frame.columns
+        ]
+        for c in first + [c for c in frame.columns if c not in first]:
+            if c == "program":
+                continue
+            label = {"ipu": "IPU", "share_of_sram": "Share of tile memory"}.get(
+                c,
+                nice_name(str(c).replace("_", " "))
+                if "_" not in str(c)
+                else str(c).replace("_", " ").capitalize(),
+            )
+            if c in byte_cols or (
+                c not in ("tile", "ipu")
+                and frame[c].dtype.kind in "iu"
+                and c in _memory_class_names()
+            ):
+                fmt = b
+            elif c == "share_of_sram":
+                fmt = lambda v: f"{100 * v:.1f}%"  # noqa: E731
+            elif str(c).startswith("tile "):
+                fmt = b
+            else:
+                fmt = None
+            cols.append((c, label, fmt))
+        return cols
+
+
+def _memory_class_names() -> set[str]:
+    from profiles import schema
+
+    return set(schema.MEMORY_CATEGORIES) | set(schema.MEMORY_REGIONS) | set(schema.LIVENESS_CLASSES)

@@ -1,0 +1,563 @@
+"""Summary report: target, run configuration (with a filter), graph statistics, memory and
+execution statistics per IPU (cycles by step type, tile balance, StreamCopy by direction and
+destination) and throughput. In compare mode every figure shows A, B and the change."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QLineEdit,
+    QSplitter,
+    QStackedWidget,
+    QTabWidget,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
+
+from analyser.core.units import fmt_seconds
+from analyser.gui import data
+from analyser.gui.palette import hex_color
+from analyser.gui.reports.base import MessagePanel, Report
+from analyser.gui.units import (
+    format_bytes,
+    format_count,
+    format_delta_bytes,
+    format_delta_percent,
+    format_percent,
+)
+from analyser.gui.widgets import (
+    KeyValueTree,
+    LegendLabel,
+    color_delta_item,
+    make_plot,
+    stacked_bars,
+)
+from profiles import schema
+
+EXEC_TYPES = schema.EXECUTABLE_TYPES
+_T = {name: i for i, name in enumerate(schema.PROGRAM_TYPES)}
+
+
+def flatten(config: Any, prefix: str = "") -> list[tuple[str, str]]:
+    """Nested run config -> sorted ``(dotted.key, value)`` rows."""
+    rows: list[tuple[str, str]] = []
+    if isinstance(config, dict):
+        for key in sorted(config):
+            rows.extend(flatten(config[key], f"{prefix}.{key}" if prefix else str(key)))
+    elif isinstance(config, list) and config and all(isinstance(v, dict) for v in config):
+        for i, v in enumerate(config):
+            rows.extend(flatten(v, f"{prefix}[{i}]"))
+    else:
+        text = (
+            json.dumps(config) if isinstance(config, list | bool) or config is None else str(config)
+        )
+        rows.append((prefix, text))
+    return rows
+
+
+class Figure:
+    """One summary row: a label, how to read the value from a document, how to format it."""
+
+    def __init__(
+        self,
+        label: str,
+        get: Callable[[Any], Any],
+        fmt: Callable[[Any], str],
+        kind: str = "count",
+        higher_is_better: bool | None = None,
+    ) -> None:
+        self.label = label
+        self.get = get
+        self.fmt = fmt
+        self.kind = kind  # "count", "bytes", "share", "text"
+        self.higher_is_better = higher_is_better
+
+
+class SummaryReport(Report):
+    title = "Summary"
+    key = "summary"
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.tree = KeyValueTree()
+        self.ipu_tree = KeyValueTree()
+        self.stream_tree = KeyValueTree()
+        self.config_filter = QLineEdit()
+        self.config_filter.setPlaceholderText("Filter run configuration (e.g. precision, pipeline)")
+        self.config_filter.setClearButtonEnabled(True)
+        self.config_filter.textChanged.connect(self._apply_config_filter)
+        self.config_tree = KeyValueTree(("Option", "Value"))
+        self.explanation = QTextBrowser()
+        self.explanation.setOpenExternalLinks(False)
+        self.plot = make_plot(bottom="cycles", mouse=False)
+        self.plot.setMinimumHeight(140)
+        self.legend = LegendLabel()
+        self.chart_panel = QWidget()
+        chart_layout = QVBoxLayout(self.chart_panel)
+        chart_layout.setContentsMargins(0, 0, 0, 0)
+        chart_layout.addWidget(self.plot, 1)
+        chart_layout.addWidget(self.legend)
+        self.no_exec = MessagePanel("")
+
+        config_page = QWidget()
+        cl = QVBoxLayout(config_page)
+        cl.setContentsMargins(0, 0, 0, 0)
+        cl.addWidget(self.config_filter)
+        cl.addWidget(self.config_tree)
+
+        exec_page = QWidget()
+        el = QVBoxLayout(exec_page)
+        el.setContentsMargins(0, 0, 0, 0)
+        self.exec_stack = QStackedWidget()
+        exec_inner = QSplitter(Qt.Orientation.Vertical)
+        exec_inner.addWidget(self.chart_panel)
+        exec_inner.addWidget(self.ipu_tree)
+        exec_inner.setSizes([220, 400])
+        self.exec_stack.addWidget(exec_inner)
+        self.exec_stack.addWidget(self.no_exec)
+        el.addWidget(self.exec_stack)
+
+        self.tabs = QTabWidget()
+        self.tabs.addTab(exec_page, "Cycles by step type")
+        self.tabs.addTab(self.stream_tree, "StreamCopy")
+        self.tabs.addTab(config_page, "Run configuration")
+        self.explanation_index = self.tabs.addTab(self.explanation, "Comparison")
+
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(self.tree)
+        splitter.addWidget(self.tabs)
+        splitter.setSizes([480, 700])
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(splitter)
+
+    def chart_widget(self) -> QWidget:
+        return self.chart_panel
+
+    # ------------------------------------------------------------------ figures
+    def _figures(self) -> list[tuple[str, list[Figure]]]:
+        u = self.units
+
+        def b(v: Any) -> str:
+            return format_bytes(v, u)
+
+        def t(doc: Any) -> Any:
+            return data.target(doc)
+
+        def m(doc: Any) -> Any:
+            return data.metrics(doc)
+
+        target = [
+            Figure("Model", lambda d: t(d).model, str, "text"),
+            Figure("Target", lambda d: t(d).target_name or t(d).architecture, str, "text"),
+            Figure("Architecture", lambda d: t(d).architecture, str, "text"),
+            Figure("IPUs", lambda d: t(d).num_ipus, format_count),
+            Figure("Replicas", lambda d: t(d).replicas, format_count),
+            Figure("Tiles per IPU", lambda d: t(d).tiles_per_ipu, format_count),
+            Figure("Memory per tile", lambda d: t(d).sram_per_tile, b, "bytes"),
+            Figure("Memory per IPU", lambda d: t(d).memory_per_ipu, b, "bytes"),
+            Figure("Total memory", lambda d: t(d).memory_total, b, "bytes"),
+            Figure("Clock", lambda d: t(d).clock_hz / 1e9, lambda v: f"{v:.3f} GHz", "count"),
+            Figure("Samples per step", lambda d: t(d).samples_per_step, format_count),
+        ]
+        graph = [
+            Figure("Operations", lambda d: t(d).n_operations, format_count),
+            Figure("Variables", lambda d: t(d).n_variables, format_count),
+            Figure("Vertex types", lambda d: t(d).n_vertex_types, format_count),
+            Figure("Compute sets", lambda d: t(d).n_compute_sets, format_count),
+            Figure("Programs", lambda d: t(d).n_programs, format_count),
+            Figure("Liveness steps", lambda d: t(d).n_liveness_steps, format_count),
+            Figure("Executed steps", lambda d: t(d).n_executed_steps, format_count),
+            Figure("Engine version", lambda d: t(d).engine_version, str, "text"),
+            Figure("Created", lambda d: t(d).created, str, "text"),
+        ]
+        memory = [
+            Figure(
+                "Status",
+                lambda d: "fits" if m(d).fits else "OUT OF MEMORY",
+                str,
+                "text",
+            ),
+            Figure("Peak memory", lambda d: m(d).peak_memory_bytes, b, "bytes", False),
+            Figure(
+                "Share of memory used",
+                lambda d: m(d).memory_share_used,
+                format_percent,
+                "share",
+                False,
+            ),
+            Figure("Largest tile", lambda d: m(d).max_tile_memory_bytes, b, "bytes", False),
+            Figure("Out-of-memory tiles", lambda d: m(d).oom_tiles, format_count, "count", False),
+            Figure("Always-live", lambda d: m(d).always_live_bytes, b, "bytes", False),
+            Figure(
+                "Not-always-live peak", lambda d: m(d).not_always_live_peak_bytes, b, "bytes", False
+            ),
+            Figure("Code", lambda d: m(d).code_bytes, b, "bytes", False),
+            Figure(
+                "Remote buffers (streaming memory)", lambda d: m(d).remote_buffer_bytes, b, "bytes"
+            ),
+        ]
+        execution = [
+            Figure("Total cycles", lambda d: m(d).total_cycles, format_count, "count", False),
+            Figure("Device cycles", lambda d: m(d).device_cycles, format_count, "count", False),
+            Figure(
+                "Run time",
+                lambda d: None if m(d).total_cycles is None else m(d).total_cycles / t(d).clock_hz,
+                fmt_seconds,
+                "count",
+                False,
+            ),
+            Figure(
+                "Host time not hidden", lambda d: m(d).host_seconds, fmt_seconds, "count", False
+            ),
+            Figure("Samples", lambda d: m(d).samples, format_count),
+            Figure(
+                "Cycles per sample",
+                lambda d: m(d).cycles_per_sample,
+                lambda v: format_count(None if v is None else round(v, 1)),
+                "count",
+                False,
+            ),
+            Figure(
+                "Throughput (samples/s)",
+                lambda d: m(d).throughput_samples_per_s,
+                lambda v: "-" if v is None else f"{v:,.1f}",
+                "count",
+                True,
+            ),
+            Figure(
+                "Host round trips", lambda d: m(d).host_round_trips, format_count, "count", False
+            ),
+            Figure(
+                "Compute (OnTileExecute) share",
+                lambda d: m(d).compute_share,
+                format_percent,
+                "share",
+                True,
+            ),
+            Figure(
+                "Host wait (StreamCopyBegin) share",
+                lambda d: m(d).host_wait_share,
+                format_percent,
+                "share",
+                False,
+            ),
+            Figure(
+                "Ramp-up + ramp-down share",
+                lambda d: m(d).ramp_share,
+                format_percent,
+                "share",
+                False,
+            ),
+            Figure(
+                "Tile balance (compute)", lambda d: m(d).tile_balance, format_percent, "share", True
+            ),
+            Figure("StreamCopy received", lambda d: m(d).streamcopy_rx_bytes, b, "bytes"),
+            Figure("StreamCopy sent", lambda d: m(d).streamcopy_tx_bytes, b, "bytes"),
+        ]
+        return [("Target", target), ("Graph", graph), ("Memory", memory), ("Execution", execution)]
+
+    # ------------------------------------------------------------------ refresh
+    def refresh(self) -> None:
+        for tree in (self.tree, self.ipu_tree, self.stream_tree, self.config_tree):
+            tree.clear()
+        self.plot.getPlotItem().clear()
+        self.explanation.clear()
+        doc, cmp = self.document, self.compare_doc
+        self.tabs.setTabVisible(self.explanation_index, cmp is not None)
+        if doc is None:
+            return
+        compare = cmp is not None
+        headers = ("Name", "A", "B", "Change") if compare else ("Name", "Value")
+        for tree in (self.tree, self.ipu_tree, self.stream_tree):
+            tree.set_headers(headers)
+        self.config_tree.set_headers(("Option", "A", "B") if compare else ("Option", "Value"))
+
+        for section, figures in self._figures():
+            if section == "Execution" and not (doc.has_execution or (cmp and cmp.has_execution)):
+                continue
+            self._add_figures(section, figures, doc, cmp)
+        self._fill_ipus(doc, cmp)
+        self._fill_streams(doc, cmp)
+        self._fill_config(doc, cmp)
+        self._draw_chart(doc, cmp)
+        if compare:
+            self._fill_explanation(doc, cmp)
+
+    def _add_figures(self, section: str, figures: list[Figure], doc: Any, cmp: Any) -> None:
+        rows = []
+        deltas = []
+        for f in figures:
+            a = f.get(doc)
+            if cmp is None:
+                rows.append((f.label, f.fmt(a) if a is not None else "-"))
+                continue
+            bval = f.get(cmp)
+            fa = f.fmt(a) if a is not None else "-"
+            fb = f.fmt(bval) if bval is not None else "-"
+            change, delta = "", 0.0
+            if f.kind != "text" and a is not None and bval is not None:
+                delta = float(bval) - float(a)
+                if f.kind == "bytes":
+                    change = (
+                        f"{format_delta_bytes(delta, self.units)} ({format_delta_percent(a, bval)})"
+                    )
+                elif f.kind == "share":
+                    change = f"{100 * delta:+.1f} pts"
+                else:
+                    change = format_delta_percent(float(a), float(bval))
+            elif f.kind == "text" and fa != fb:
+                change = "differs"
+            rows.append((f.label, fa, fb, change))
+            deltas.append((delta, f.higher_is_better))
+        item = self.tree.add_section(section, rows)
+        if cmp is not None:
+            for i, (delta, hib) in enumerate(deltas):
+                if hib is not None:
+                    color_delta_item(item.child(i), 3, delta, hib)
+
+    def _fill_ipus(self, doc: Any, cmp: Any) -> None:
+        ea, eb = data.execution(doc), data.execution(cmp) if cmp is not None else None
+        if ea is None and eb is None:
+            self.exec_stack.setCurrentIndex(1)
+            self.no_exec.set_text(
+                "This profile has no execution: the program does not fit in memory, so it was "
+                "not run (as with Poplar's allowOutOfMemory). See the Memory and Insights reports."
+            )
+            return
+        self.exec_stack.setCurrentIndex(0)
+        n = max(e.num_ipus for e in (ea, eb) if e is not None)
+        for ipu in range(n):
+            rows = []
+            for name in EXEC_TYPES:
+                j = _T[name]
+                if cmp is None:
+                    c = int(ea.cycles_by_type[ipu, j])
+                    cnt = int(ea.count_by_type[ipu, j])
+                    if cnt == 0:
+                        continue
+                    total = int(ea.cycles_by_type[ipu].sum())
+                    rows.append(
+                        (
+                            name,
+                            f"{c:,} cycles  {format_percent(c / total if total else 0)}  "
+                            f"{cnt:,} steps  balance {format_percent(ea.tile_balance_by_type[ipu, j])}",
+                        )
+                    )
+                else:
+                    ca = _ipu_value(ea, ipu, lambda e, i, j=j: int(e.cycles_by_type[i, j]))
+                    cb = _ipu_value(eb, ipu, lambda e, i, j=j: int(e.cycles_by_type[i, j]))
+                    if not ca and not cb:
+                        continue
+                    rows.append(
+                        (
+                            name,
+                            format_count(ca),
+                            format_count(cb),
+                            format_delta_percent(ca or 0, cb or 0),
+                        )
+                    )
+            if cmp is None:
+                tb = float(ea.tile_balance[ipu])
+                rows.append(("Tile balance (compute)", format_percent(tb)))
+                rows.append(("Total", f"{int(ea.cycles_by_type[ipu].sum()):,} cycles"))
+            else:
+                ta = _ipu_value(ea, ipu, lambda e, i: int(e.cycles_by_type[i].sum()))
+                tb_ = _ipu_value(eb, ipu, lambda e, i: int(e.cycles_by_type[i].sum()))
+                rows.append(
+                    (
+                        "Total",
+                        format_count(ta),
+                        format_count(tb_),
+                        format_delta_percent(ta or 0, tb_ or 0),
+                    )
+                )
+                ba = _ipu_value(ea, ipu, lambda e, i: float(e.tile_balance[i]))
+                bb = _ipu_value(eb, ipu, lambda e, i: float(e.tile_balance[i]))
+                rows.append(
+                    (
+                        "Tile balance (compute)",
+                        format_percent(ba),
+                        format_percent(bb),
+                        "" if ba is None or bb is None else f"{100 * (bb - ba):+.1f} pts",
+                    )
+                )
+            self.ipu_tree.add_section(f"IPU {ipu}", rows)
+
+    def _fill_streams(self, doc: Any, cmp: Any) -> None:
+        ea, eb = data.execution(doc), data.execution(cmp) if cmp is not None else None
+        if ea is None and eb is None:
+            self.stream_tree.add_section("No execution", [])
+            return
+        n = max(e.num_ipus for e in (ea, eb) if e is not None)
+        u = self.units
+        for ipu in range(n):
+            rows = []
+            for label, attr in (
+                ("received", "streamcopy_rx_by_dest"),
+                ("sent", "streamcopy_tx_by_dest"),
+            ):
+                for k, dest in enumerate(schema.DESTINATIONS):
+                    va = _ipu_value(ea, ipu, lambda e, i, a=attr, k=k: int(getattr(e, a)[i, k]))
+                    vb = _ipu_value(eb, ipu, lambda e, i, a=attr, k=k: int(getattr(e, a)[i, k]))
+                    if not va and not vb and dest != "host":
+                        continue
+                    name = f"{label.capitalize()} ({_dest_label(dest, label)})"
+                    if cmp is None:
+                        rows.append((name, format_bytes(va or 0, u)))
+                    else:
+                        rows.append(
+                            (
+                                name,
+                                format_bytes(va or 0, u),
+                                format_bytes(vb or 0, u),
+                                format_delta_percent(va or 0, vb or 0),
+                            )
+                        )
+            for label, attr in (
+                ("GlobalExchange received", "global_exchange_rx"),
+                ("GlobalExchange sent", "global_exchange_tx"),
+            ):
+                va = _ipu_value(ea, ipu, lambda e, i, a=attr: int(getattr(e, a)[i]))
+                vb = _ipu_value(eb, ipu, lambda e, i, a=attr: int(getattr(e, a)[i]))
+                if not va and not vb:
+                    continue
+                if cmp is None:
+                    rows.append((label, format_bytes(va or 0, u)))
+                else:
+                    rows.append(
+                        (
+                            label,
+                            format_bytes(va or 0, u),
+                            format_bytes(vb or 0, u),
+                            format_delta_percent(va or 0, vb or 0),
+                        )
+                    )
+            self.stream_tree.add_section(f"IPU {ipu}", rows)
+
+    def _fill_config(self, doc: Any, cmp: Any) -> None:
+        a = dict(flatten(data.run_config(doc)))
+        if cmp is None:
+            self.config_tree.add_section("Run configuration", sorted(a.items()))
+            tc = flatten(data.target_config(doc))
+            self.config_tree.add_section("Target parameters", tc)
+        else:
+            b = dict(flatten(data.run_config(cmp)))
+            keys = sorted(set(a) | set(b))
+            differ = [(k, a.get(k, "-"), b.get(k, "-")) for k in keys if a.get(k) != b.get(k)]
+            same = [(k, a.get(k, "-"), b.get(k, "-")) for k in keys if a.get(k) == b.get(k)]
+            self.config_tree.add_section(f"Different ({len(differ)})", differ)
+            self.config_tree.add_section(f"Same ({len(same)})", same)
+        self._apply_config_filter(self.config_filter.text())
+
+    def _apply_config_filter(self, text: str) -> None:
+        needle = text.strip().lower()
+        for i in range(self.config_tree.topLevelItemCount()):
+            section = self.config_tree.topLevelItem(i)
+            for j in range(section.childCount()):
+                child = section.child(j)
+                hay = " ".join(child.text(c) for c in range(child.columnCount())).lower()
+                child.setHidden(bool(needle) and needle not in hay)
+
+    def visible_config_options(self) -> list[str]:
+        out = []
+        for i in range(self.config_tree.topLevelItemCount()):
+            section = self.config_tree.topLevelItem(i)
+            out.extend(
+                section.child(j).text(0)
+                for j in range(section.childCount())
+                if not section.child(j).isHidden()
+            )
+        return out
+
+    def _draw_chart(self, doc: Any, cmp: Any) -> None:
+        item = self.plot.getPlotItem()
+        item.clear()
+        self.legend.set_entries([])
+        docs = [("A", doc), ("B", cmp)] if cmp is not None else [("", doc)]
+        labels: list[str] = []
+        rows: list[np.ndarray] = []
+        for tag, d in docs:
+            e = data.execution(d)
+            if e is None:
+                continue
+            for ipu in range(e.num_ipus):
+                labels.append(f"IPU {ipu}" + (f" ({tag})" if tag else ""))
+                rows.append(e.cycles_by_type[ipu, 3:].astype(np.float64))
+        if not rows:
+            return
+        values = np.vstack(rows)
+        y = np.arange(len(labels), dtype=float)
+        colors = [hex_color("step_types", n) for n in EXEC_TYPES]
+        stacked_bars(
+            item,
+            y,
+            values,
+            colors,
+            list(EXEC_TYPES),
+            width=0.7,
+            horizontal=True,
+            legend=self.legend,
+        )
+        axis = item.getAxis("left")
+        axis.setTicks([list(zip(y, labels))])
+        item.setLabel("bottom", "cycles")
+        item.getViewBox().setLimits(xMin=0)
+        item.setYRange(-0.6, len(labels) - 0.4, padding=0)
+        item.setXRange(0, float(values.sum(axis=1).max()) * 1.02, padding=0)
+
+    def _fill_explanation(self, doc: Any, cmp: Any) -> None:
+        try:
+            result = data.comparison(doc, cmp)
+        except ModuleNotFoundError:
+            self.explanation.setPlainText(
+                "The analysis core in this build has no comparison module; only the figures are "
+                "compared."
+            )
+            return
+        self.explanation.setHtml(comparison_html(result))
+
+
+def comparison_html(result: Any) -> str:
+    """Render the analysis core's comparison: its plain-language explanations first."""
+    lines: Iterable[str] = (
+        getattr(result, "explanations", None) or getattr(result, "lines", None) or []
+    )
+    to_text = getattr(result, "to_text", None)
+    html = ["<h3>What changed and why</h3>"]
+    items = [str(x) for x in lines]
+    if not items and callable(to_text):
+        items = [ln for ln in str(to_text()).splitlines() if ln.strip()]
+    if items:
+        html.append("<ul>" + "".join(f"<li>{_esc(x)}</li>" for x in items) + "</ul>")
+    else:
+        html.append(f"<pre>{_esc(str(result))}</pre>")
+    return "".join(html)
+
+
+def _esc(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _ipu_value(e: Any, ipu: int, fn: Callable[[Any, int], Any]) -> Any:
+    if e is None or ipu >= e.num_ipus:
+        return None
+    return fn(e, ipu)
+
+
+def _dest_label(dest: str, direction: str) -> str:
+    names = {
+        "host": "host",
+        "remoteBuffer": "remote buffer",
+        "mixed": "mixed",
+        "ipu": "IPU",
+        "tile": "tile",
+        "none": "none",
+    }
+    return ("from " if direction == "received" else "to ") + names.get(dest, dest)

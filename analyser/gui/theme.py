@@ -1,0 +1,70 @@
+"""Light and dark themes: the Qt style sheets in ``assets/themes`` plus matching chart colours."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+
+import pyqtgraph as pg
+from PySide6.QtWidgets import QApplication, QWidget
+
+THEMES = ("light", "dark")
+
+
+@dataclass(frozen=True)
+class ChartColors:
+    background: str
+    foreground: str
+    grid_alpha: float
+
+
+CHART_COLORS = {
+    "light": ChartColors("#ffffff", "#303030", 0.25),
+    "dark": ChartColors("#202226", "#d0d0d0", 0.3),
+}
+
+_current = "light"
+
+
+def current_theme() -> str:
+    return _current
+
+
+def chart_colors() -> ChartColors:
+    return CHART_COLORS[_current]
+
+
+def style_sheet(name: str) -> str:
+    if name not in THEMES:
+        raise ValueError(f"unknown theme {name!r}; choose light or dark")
+    return resources.files("assets").joinpath("themes", f"{name}.qss").read_text(encoding="utf-8")
+
+
+def style_plot(plot: pg.PlotWidget) -> None:
+    """Apply the current chart colours to one pyqtgraph plot widget."""
+    colors = chart_colors()
+    plot.setBackground(colors.background)
+    item = plot.getPlotItem()
+    for name in ("left", "bottom", "right", "top"):
+        axis = item.getAxis(name)
+        axis.setPen(pg.mkPen(colors.foreground))
+        axis.setTextPen(pg.mkPen(colors.foreground))
+
+
+def apply_theme(name: str, root: QWidget | None = None) -> None:
+    """Switch to theme ``name``: style sheet on the application, chart colours on every plot."""
+    global _current
+    sheet = style_sheet(name)
+    _current = name
+    colors = CHART_COLORS[name]
+    pg.setConfigOptions(background=colors.background, foreground=colors.foreground)
+    app = QApplication.instance()
+    if app is not None and root is None:
+        app.setStyleSheet(sheet)
+    elif root is not None:
+        root.setStyleSheet(sheet)
+    if root is not None:
+        for plot in root.findChildren(pg.PlotWidget):
+            style_plot(plot)
+        for view in root.findChildren(pg.GraphicsLayoutWidget):
+            view.setBackground(colors.background)

@@ -1,0 +1,310 @@
+"""Small shared widgets and helpers for the reports: key/value trees, a DataFrame table model,
+banners, plots and stacked bar charts drawn with one item per category."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyqtgraph as pg
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtGui import QColor, QFont
+from PySide6.QtWidgets import (
+    QHeaderView,
+    QLabel,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QWidget,
+)
+
+from analyser.gui.palette import hex_color
+from analyser.gui.theme import chart_colors, style_plot
+
+SORT_ROLE = Qt.ItemDataRole.UserRole + 1
+
+Index = QModelIndex | QPersistentModelIndex
+_ROOT = QModelIndex()
+
+
+# ---------------------------------------------------------------------------------------------
+# Key / value tree (Summary, details panes)
+# ---------------------------------------------------------------------------------------------
+class KeyValueTree(QTreeWidget):
+    """Sections of ``name | value [| value B | delta]`` rows. ``value(section, name, col)`` reads
+    a cell back (tests use it to compare what is shown with the analysis core)."""
+
+    def __init__(self, headers: Sequence[str] = ("Name", "Value"), parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setAlternatingRowColors(True)
+        self.setRootIsDecorated(True)
+        self.setUniformRowHeights(True)
+        self.set_headers(headers)
+
+    def set_headers(self, headers: Sequence[str]) -> None:
+        self.setColumnCount(len(headers))
+        self.setHeaderLabels(list(headers))
+        header = self.header()
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+        for i in range(1, len(headers)):
+            header.setSectionResizeMode(i, QHeaderView.ResizeMode.ResizeToContents)
+        header.setStretchLastSection(True)
+
+    def add_section(self, title: str, rows: Sequence[Sequence[Any]]) -> QTreeWidgetItem:
+        section = QTreeWidgetItem([title])
+        font = QFont(section.font(0))
+        font.setBold(True)
+        section.setFont(0, font)
+        section.setFirstColumnSpanned(False)
+        self.addTopLevelItem(section)
+        for row in rows:
+            item = QTreeWidgetItem([str(v) for v in row])
+            for col in range(1, len(row)):
+                item.setTextAlignment(
+                    col, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
+                )
+            section.addChild(item)
+        section.setExpanded(True)
+        return section
+
+    def section(self, title: str) -> QTreeWidgetItem | None:
+        for i in range(self.topLevelItemCount()):
+            item = self.topLevelItem(i)
+            if item.text(0) == title:
+                return item
+        return None
+
+    def value(self, section: str, name: str, col: int = 1) -> str:
+        sec = self.section(section)
+        if sec is None:
+            raise KeyError(section)
+        for i in range(sec.childCount()):
+            child = sec.child(i)
+            if child.text(0) == name:
+                return child.text(col)
+        raise KeyError(f"{section}/{name}")
+
+    def names(self, section: str) -> list[str]:
+        sec = self.section(section)
+        return [sec.child(i).text(0) for i in range(sec.childCount())] if sec else []
+
+
+def color_delta_item(item: QTreeWidgetItem, col: int, delta: float, higher_is_better: bool) -> None:
+    if delta == 0 or not np.isfinite(delta):
+        return
+    good = (delta > 0) == higher_is_better
+    item.setForeground(col, QColor(hex_color("compare", "decrease" if good else "increase")))
+
+
+# ---------------------------------------------------------------------------------------------
+# DataFrame table model (Operations, variables, details tabs)
+# ---------------------------------------------------------------------------------------------
+class DataFrameModel(QAbstractTableModel):
+    """A read-only table over a pandas DataFrame.
+
+    ``columns`` maps a DataFrame column to ``(header, formatter)``; formatting happens only for
+    the rows Qt paints. The raw value is exposed under ``SORT_ROLE`` (and ``UserRole``) so a
+    QSortFilterProxyModel sorts numbers as numbers.
+    """
+
+    def __init__(
+        self,
+        frame: pd.DataFrame | None = None,
+        columns: Sequence[tuple[str, str, Callable[[Any], str] | None]] | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self._frame = pd.DataFrame()
+        self._cols: list[tuple[str, str, Callable[[Any], str] | None]] = []
+        self._values: list[np.ndarray] = []
+        self._numeric: list[bool] = []
+        self.set_frame(frame if frame is not None else pd.DataFrame(), columns)
+
+    def set_frame(
+        self,
+        frame: pd.DataFrame,
+        columns: Sequence[tuple[str, str, Callable[[Any], str] | None]] | None = None,
+    ) -> None:
+        self.beginResetModel()
+        self._frame = frame
+        if columns is None:
+            columns = [(c, str(c), None) for c in frame.columns]
+        self._cols = [c for c in columns if c[0] in frame.columns]
+        self._values = [frame[c[0]].to_numpy() for c in self._cols]
+        self._numeric = [pd.api.types.is_numeric_dtype(frame[c[0]]) for c in self._cols]
+        self.endResetModel()
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        return self._frame
+
+    def column_key(self, col: int) -> str:
+        return self._cols[col][0]
+
+    def column_of(self, key: str) -> int:
+        return [c[0] for c in self._cols].index(key)
+
+    def rowCount(self, parent: Index = _ROOT) -> int:
+        return 0 if parent.isValid() else len(self._frame)
+
+    def columnCount(self, parent: Index = _ROOT) -> int:
+        return 0 if parent.isValid() else len(self._cols)
+
+    def raw(self, row: int, col: int) -> Any:
+        return self._values[col][row]
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid():
+            return None
+        row, col = index.row(), index.column()
+        if role == Qt.ItemDataRole.DisplayRole:
+            value = self._values[col][row]
+            fmt = self._cols[col][2]
+            if fmt is not None:
+                return fmt(value)
+            if isinstance(value, float | np.floating):
+                return f"{value:,.3g}"
+            if isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_):
+                return f"{int(value):,}"
+            return str(value)
+        if role in (SORT_ROLE, Qt.ItemDataRole.UserRole):
+            value = self._values[col][row]
+            if isinstance(value, np.generic):
+                return value.item()
+            return value if isinstance(value, int | float | str) else str(value)
+        if role == Qt.ItemDataRole.TextAlignmentRole and self._numeric[col]:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        return None
+
+    def headerData(
+        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> Any:
+        if role != Qt.ItemDataRole.DisplayRole:
+            return None
+        if orientation == Qt.Orientation.Horizontal:
+            return self._cols[section][1] if section < len(self._cols) else None
+        return str(section + 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Labels and plots
+# ---------------------------------------------------------------------------------------------
+def section_label(text: str) -> QLabel:
+    label = QLabel(text)
+    label.setObjectName("sectionTitle")
+    return label
+
+
+class Banner(QLabel):
+    """Coloured banner ("Fits: 61.2% of memory used" / "Out of memory on 123 tiles")."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("banner")
+        self.setWordWrap(True)
+        self.state = ""
+
+    def show_state(self, state: str, text: str) -> None:
+        self.state = state
+        self.setText(text)
+        color = hex_color("status", state)
+        self.setStyleSheet(
+            f"QLabel#banner {{ background: {color}; color: white; border-radius: 4px;"
+            " padding: 8px 12px; font-size: 14px; font-weight: 600; }"
+        )
+
+
+class LegendLabel(QLabel):
+    """A chart legend as a plain Qt label under the plot (coloured squares and names).
+
+    Kept outside the graphics scene: it never covers data, wraps to the width, and avoids
+    pyqtgraph's LegendItem removal path (which crashes PySide6 6.12 at interpreter exit).
+    """
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWordWrap(True)
+        self.setTextFormat(Qt.TextFormat.RichText)
+        self.entries: list[tuple[str, str]] = []
+
+    def set_entries(self, entries: Sequence[tuple[str, str]]) -> None:
+        self.entries = list(entries)
+        parts = [
+            f'<span style="color:{color}; font-size:14px;">&#9632;</span>&nbsp;{name}'
+            for name, color in self.entries
+        ]
+        self.setText("&nbsp;&nbsp;&nbsp; ".join(parts))
+        self.setVisible(bool(self.entries))
+
+
+def make_plot(
+    left: str = "", bottom: str = "", parent: QWidget | None = None, mouse: bool = True
+) -> pg.PlotWidget:
+    plot = pg.PlotWidget(parent=parent)
+    style_plot(plot)
+    item = plot.getPlotItem()
+    item.showGrid(x=False, y=True, alpha=chart_colors().grid_alpha)
+    if left:
+        item.setLabel("left", left)
+    if bottom:
+        item.setLabel("bottom", bottom)
+    item.setMenuEnabled(False)
+    if not mouse:
+        item.setMouseEnabled(x=False, y=False)
+        item.hideButtons()
+    plot.setMinimumHeight(160)
+    return plot
+
+
+def stacked_bars(
+    plot: pg.PlotItem,
+    x: np.ndarray,
+    values: np.ndarray,
+    colors: Sequence[str],
+    names: Sequence[str],
+    width: float = 0.8,
+    horizontal: bool = False,
+    legend: LegendLabel | None = None,
+) -> list[pg.BarGraphItem]:
+    """Draw ``values`` ([n, k]) as bars stacked over the k categories: one BarGraphItem per
+    non-empty category, so n x k rectangles cost k draw items. Returns the items."""
+    items = []
+    entries: list[tuple[str, str]] = []
+    values = np.asarray(values, dtype=np.float64)
+    base = np.zeros(values.shape[0])
+    for j in range(values.shape[1]):
+        col = values[:, j]
+        if not np.any(col):
+            continue
+        color = colors[j]
+        brush = pg.mkBrush(color)
+        pen = pg.mkPen(None)
+        if horizontal:
+            item = pg.BarGraphItem(
+                x0=base.copy(), y=x, height=width, width=col, brush=brush, pen=pen
+            )
+        else:
+            item = pg.BarGraphItem(
+                x=x, y0=base.copy(), height=col, width=width, brush=brush, pen=pen
+            )
+        plot.addItem(item)
+        items.append(item)
+        entries.append((names[j], color))
+        base = base + col
+    if legend is not None:
+        legend.set_entries(entries)
+    return items
+
+
+def nice_name(camel: str) -> str:
+    """'vertexInstanceState' -> 'Vertex instance state'."""
+    out = []
+    for ch in camel:
+        if ch.isupper() and out:
+            out.append(" ")
+            out.append(ch.lower())
+        else:
+            out.append(ch)
+    text = "".join(out)
+    return text[:1].upper() + text[1:]
