@@ -385,3 +385,14 @@ def test_vectorised_generation_scales_to_many_steps():
     e = execute_plan(make_plan(S=4, G=64, DI=20, ops=10))
     assert e.num_steps > 100_000
     check_invariants(e, 4)
+
+
+def test_offloaded_accumulators_stream_around_every_backward():
+    plan = make_plan(S=2, G=8, DI=2)
+    plan.stages[0].remote_bytes_per_micro_batch = 10**5
+    e = execute_plan(plan)
+    s = e.steps
+    rb = (s["type"] == T["StreamCopyMid"]) & (s["dest"] == D_REMOTE) & (s["ipu"] == 0)
+    assert s["bytes_in"][rb].sum() == 8 * 2 * 10**5
+    assert s["bytes_out"][rb].sum() == 8 * 2 * 10**5
+    check_invariants(e, 2)

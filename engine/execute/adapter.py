@@ -85,6 +85,10 @@ def plan_from_compiled(compiled, config=None) -> ExecutionPlan:
     stage_ipu = [int(x) for x in np.asarray(compiled.stage_ipu).reshape(-1)[:S]]
     act = _seq(io, "activation_bytes", S)
     grad = _seq(io, "gradient_bytes", S)
+    racc = _seq(io, "remote_accumulator_bytes", n_ipus)
+    first_stage_of_ipu = {}
+    for s in range(S):
+        first_stage_of_ipu.setdefault(stage_ipu[s], s)
     stages = [
         StagePlan(
             ipu=stage_ipu[s],
@@ -93,6 +97,9 @@ def plan_from_compiled(compiled, config=None) -> ExecutionPlan:
             recompute=compiled.segment_programs("recompute", s),
             activation_bytes=act[s],
             gradient_bytes=grad[s],
+            remote_bytes_per_micro_batch=(
+                racc[stage_ipu[s]] if first_stage_of_ipu[stage_ipu[s]] == s else 0
+            ),
         )
         for s in range(S)
     ]

@@ -392,8 +392,10 @@ def execute_plan(plan: ExecutionPlan) -> Execution:
     row_first = np.searchsorted(a_row, a_row, side="left")
     a_pos = np.arange(n_act) - row_first
     a_tmpl = np.where(a_pass == FORWARD, fwd_t[a_stage], bwd_t[a_stage])
-    a_order = 10 + 8 * a_pos
-    inst.add(n_act, tmpl=a_tmpl, ipu=a_ipu, row=a_row, order=a_order + 2, mb=a_mb, stage=a_stage)
+    # order within a row: per stage-pass, [accumulator load B/M/E] [recompute] [pass]
+    # [accumulator store B/M/E] [output copy B/M/E]
+    a_order = 10 + 16 * a_pos
+    inst.add(n_act, tmpl=a_tmpl, ipu=a_ipu, row=a_row, order=a_order + 5, mb=a_mb, stage=a_stage)
     if plan.training:
         rec_mask = (a_pass == BACKWARD) & (rec_t[a_stage] >= 0)
         k = int(rec_mask.sum())
@@ -402,10 +404,33 @@ def execute_plan(plan: ExecutionPlan) -> Execution:
             tmpl=rec_t[a_stage[rec_mask]],
             ipu=a_ipu[rec_mask],
             row=a_row[rec_mask],
-            order=a_order[rec_mask] + 1,
+            order=a_order[rec_mask] + 4,
             mb=a_mb[rec_mask],
             stage=a_stage[rec_mask],
         )
+        # offloaded gradient accumulators: streamed in before and out after every backward
+        for s_, st in enumerate(plan.stages):
+            nb = int(st.remote_bytes_per_micro_batch)
+            if nb <= 0:
+                continue
+            m = (a_pass == BACKWARD) & (a_stage == s_)
+            rate = L.streaming_bytes_per_cycle
+            for base, name, direction in (
+                (1, "accumulators.load", "in"),
+                (6, "accumulators.store", "out"),
+            ):
+                for j, t in enumerate(
+                    stream_set(f"stage{s_}.{name}", st.ipu, nb, direction, 0, D_REMOTE, rate)
+                ):
+                    inst.add(
+                        int(m.sum()),
+                        tmpl=t,
+                        ipu=st.ipu,
+                        row=a_row[m],
+                        order=a_order[m] + base + j,
+                        mb=a_mb[m],
+                        stage=s_,
+                    )
     fwd_mask = a_pass == FORWARD
     first_in = fwd_mask & (a_stage == 0)
     if in_t is not None:
@@ -441,7 +466,7 @@ def execute_plan(plan: ExecutionPlan) -> Execution:
                 tmpl=t,
                 ipu=a_ipu[loss_fwd],
                 row=a_row[loss_fwd],
-                order=a_order[loss_fwd] + 3 + j,
+                order=a_order[loss_fwd] + 9 + j,
                 mb=a_mb[loss_fwd],
                 stage=loss_stage,
             )

@@ -104,6 +104,9 @@ class StagePlan:
     #: gradients; when absent execute adds its own GlobalExchange program.
     activation_copy: int = -1
     gradient_copy: int = -1
+    #: Offloaded gradient accumulators of the stage, streamed in from and back out to remote
+    #: buffers around every micro-batch's backward pass.
+    remote_bytes_per_micro_batch: int = 0
 
 
 @dataclass
