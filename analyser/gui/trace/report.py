@@ -167,7 +167,8 @@ class TraceReport(Report):
         self.timeline.redraw()
         if self.trace_b is not None:
             self.timeline_b.redraw()
-        self.update_details()
+        # the range summary reads the visible rows: after the first paint, not before it
+        self._schedule_details()
 
     def shutdown(self) -> None:
         self._detail_timer.stop()
