@@ -1,0 +1,127 @@
+"""Pipeline view (pytest-qt, offscreen): phases, shares, bottleneck, stash, compare mode."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from profiles import write_profile
+from profiles.synthetic import make_synthetic_profile
+
+pytestmark = pytest.mark.gui
+
+
+@pytest.fixture(scope="session")
+def pipe_paths(tmp_path_factory) -> tuple[Path, Path]:
+    out = tmp_path_factory.mktemp("gui-pipeline")
+    paths = []
+    for seed, ga in ((5, 4), (6, 16)):
+        p = out / f"pipe-ga{ga}.h5"
+        write_profile(
+            p,
+            make_synthetic_profile(
+                n_steps=16_000, n_ipus=2, tiles=32, n_programs=160, seed=seed, grad_accum=ga
+            ),
+        )
+        paths.append(p)
+    return tuple(paths)
+
+
+@pytest.fixture
+def pipeline(qtbot):
+    from analyser.gui.pipeline import PipelineReport
+
+    r = PipelineReport()
+    qtbot.addWidget(r)
+    r.resize(1200, 900)
+    r.show()
+    qtbot.waitExposed(r)
+    docs = []
+    yield r, docs
+    for d in docs:
+        d.close()
+
+
+def _open(pipeline, *paths):
+    from analyser.gui.document import Document
+
+    r, docs = pipeline
+    opened = [Document.open(p) for p in paths]
+    docs.extend(opened)
+    r.set_document(opened[0], opened[1] if len(opened) > 1 else None)
+    return opened
+
+
+def _check_chart(view, doc) -> None:
+    """The view shows the analysis core's numbers for ``doc``."""
+    ex = doc.analysis.execution
+    c = view.data
+    share = ex.phase_share()
+    for phase, _a, _b in c.bands:
+        assert view.band_labels[phase].endswith(f"{100 * share[phase]:.1f}%")
+    assert np.array_equal(c.stage_cycles[: len(ex.stage_cycles)], ex.stage_cycles)
+    assert c.bottleneck == int(np.argmax(ex.stage_cycles))
+    assert c.imbalance == pytest.approx(ex.stage_imbalance)
+    assert f"ramp-up + ramp-down {100 * (share['rampUp'] + share['rampDown']):.1f}%" in (
+        view.header.text()
+    )
+    # one box per stage, micro-batch and pass, each inside the first host call
+    assert view.boxes.n_rects == len(c.boxes) > 0
+    assert (c.boxes["start"] >= c.t0).all() and (c.boxes["start"] < c.t1).all()
+
+
+def test_phases_shares_and_bottleneck(qtbot, pipeline, pipe_paths):
+    r, _ = pipeline
+    (doc,) = _open(pipeline, pipe_paths[0])
+    assert r.stack.currentWidget() is r.scroll
+    c = r.view_a.data
+    assert c.n_stages >= 2
+    assert {"rampUp", "main", "rampDown"} <= {b[0] for b in c.bands}
+    _check_chart(r.view_a, doc)
+    assert f"Bottleneck: stage {c.bottleneck}" in r.view_a.header.text()
+    # stash bytes per stage add up to the stash variables of the profile
+    v = doc.analysis.src.table("/graph/variables", ["kind", "bytes"])
+    from profiles.schema import code
+
+    assert int(c.stash_bytes.sum()) == int(
+        v.loc[v["kind"] == code("variable_kind", "stash"), "bytes"].sum()
+    )
+    assert not r.view_b.isVisible()
+
+
+def test_compare_mode_table(qtbot, pipeline, pipe_paths):
+    r, _ = pipeline
+    a, b = _open(pipeline, *pipe_paths)
+    assert r.view_b.isVisible() and r.table.isVisible()
+    _check_chart(r.view_b, b)
+    rows = {r.table.item(i, 0).text(): i for i in range(r.table.rowCount())}
+    i = rows["ramp-up share of the run"]
+    sa = 100 * a.analysis.execution.phase_share()["rampUp"]
+    sb = 100 * b.analysis.execution.phase_share()["rampUp"]
+    assert r.table.item(i, 1).text() == f"{sa:.1f}%"
+    assert r.table.item(i, 2).text() == f"{sb:.1f}%"
+    assert r.table.item(i, 3).text() == f"{sb - sa:+.1f} pts"
+
+
+def test_walkthrough_pipeline_phases(qtbot, pipeline, walkthrough_profiles):
+    """Steps 2-6 are pipelined over 2 IPUs: ramp-up, main and ramp-down are shown with the
+    analysis core's shares; more gradient accumulation (step 3) lowers the ramp share."""
+    from analyser.gui.pipeline import theoretical_ramp_share
+
+    r, _ = pipeline
+    ramps = {}
+    for step in ("2-half", "3-accumulate"):
+        (doc,) = _open(pipeline, walkthrough_profiles[step])
+        c = r.view_a.data
+        assert c.n_stages == 2
+        assert {"rampUp", "main", "rampDown"} <= {b[0] for b in c.bands}
+        _check_chart(r.view_a, doc)
+        ramps[step] = c.phase_share["rampUp"] + c.phase_share["rampDown"]
+        ga = int(c.run_config["gradient_accumulation"])
+        assert theoretical_ramp_share(2, ga) is not None
+    assert ramps["3-accumulate"] < ramps["2-half"]
+    # the OOM base step has no pipeline to draw
+    _open(pipeline, walkthrough_profiles["1-base"])
+    assert r.stack.currentWidget() is r.message
