@@ -297,6 +297,8 @@ class PipelineReport(Report):
         if doc is None:
             self._message("No profile open.")
             return
+        if not doc.has_execution and other is not None and other.has_execution:
+            doc, other = other, None  # an OOM original compared with its fix: show the fix
         if not doc.has_execution:
             self._message(
                 f"{doc.name} has no execution (it does not fit in memory), so there is no "

@@ -128,6 +128,12 @@ class TraceReport(Report):
         if doc is None:
             self._message("No profile open.")
             return
+        if not doc.has_execution and other is not None and other.has_execution:
+            # e.g. an OOM original compared with its re-simulated fix: show B's trace alone
+            self.statusMessage.emit(
+                f"{doc.name} does not fit in memory, so only {other.name} has a trace."
+            )
+            doc, other = other, None
         if not doc.has_execution:
             self._message(
                 f"{doc.name} has no execution trace: the program does not fit in memory "
@@ -138,9 +144,10 @@ class TraceReport(Report):
         self.trace_b = trace_of(other) if other is not None and other.has_execution else None
         self.stack.setCurrentWidget(self.body)
         group = self.group_combo.currentData()
-        self.timeline.getPlotItem().setTitle(
-            f"A: {doc.name}" if other is not None else doc.name, size="9pt"
-        )
+        title = f"A: {doc.name}" if other is not None else doc.name
+        if doc is not self.document:
+            title = f"B: {doc.name} (A: {self.document.name} does not fit, so it has no trace)"
+        self.timeline.getPlotItem().setTitle(title, size="9pt")
         self.timeline.set_trace(self.trace, group)
         if self.trace_b is not None:
             self.timeline_b.getPlotItem().setTitle(f"B: {other.name}", size="9pt")
@@ -211,7 +218,7 @@ class TraceReport(Report):
         a = [self.trace.range_summary(i, t0, t1) for i in range(self.trace.n_ipus)]
         if self.trace_b is not None:
             b = [self.trace_b.range_summary(i, t0, t1) for i in range(self.trace_b.n_ipus)]
-            names = (self.document.name, self.compare_doc.name)
+            names = (self.document.name, self.compare_doc.name if self.compare_doc else "")
             self.summary.set_summaries(a, b, names)
         else:
             self.summary.set_summaries(a)
