@@ -22,6 +22,8 @@ column is a numpy array of the same length, so costs are computed for all operat
 ``saves_input``     the backward needs the op's input(s)
 ``saves_output``    the backward needs the op's output
 ``cross_tile``      the op reduces across tiles (batch-norm statistics, global pooling)
+``stats``           outputs of that cross-tile reduction (batch-norm: 2 x channels per
+                    micro-batch; global pooling: channels per sample)
 
 Plus model-level facts: input elements and dtype per sample, label elements per sample, output
 elements per sample (the logits), and the ordered list of layer names.
@@ -56,6 +58,7 @@ COLUMNS: dict[str, str] = {
     "saves_input": "bool",
     "saves_output": "bool",
     "cross_tile": "bool",
+    "stats": "int64",
 }
 
 INPUT = -1
@@ -136,6 +139,7 @@ class GraphBuilder:
         saves_input: bool = False,
         saves_output: bool = False,
         cross_tile: bool = False,
+        stats: int = 0,
     ) -> int:
         if in_elems is None:
             in_elems = self.out_elems(in0) + (self.out_elems(in1) if in1 >= 0 else 0)
@@ -162,6 +166,7 @@ class GraphBuilder:
                 saves_input=saves_input,
                 saves_output=saves_output,
                 cross_tile=cross_tile,
+                stats=stats,
             )
         )
         return len(self.rows) - 1

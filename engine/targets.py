@@ -230,8 +230,9 @@ class Target(BaseModel):
     exchange_bytes_per_instruction: int = Field(
         gt=0,
         description=(
-            "Payload bytes covered by one exchange instruction on average (assumption: 256 B, "
-            "i.e. contiguous regions of a few hundred bytes)."
+            "Payload bytes covered by one exchange instruction on average (assumption: 1 KiB: "
+            "one instruction streams one contiguous region, and PopLibs lays operands out in "
+            "blocks of whole AMP channel groups, so regions of about a kilobyte are typical)."
         ),
     )
     host_exchange_code_base_bytes: int = Field(
@@ -339,7 +340,7 @@ _COMMON: dict[str, Any] = dict(
     copy_descriptor_bytes_per_copy=16,
     exchange_code_base_bytes=24,
     exchange_code_bytes_per_instruction=4,
-    exchange_bytes_per_instruction=256,
+    exchange_bytes_per_instruction=1024,
     host_exchange_code_base_bytes=48,
     global_exchange_code_bytes_per_transfer=192,
     packet_payload_bytes=256,

@@ -61,6 +61,7 @@ def resnet(
             bwd_passes=5,
             saves_input=True,
             cross_tile=True,
+            stats=2 * c,
         )
 
     def relu(name, src, layer):
@@ -129,6 +130,7 @@ def resnet(
         passes=1,
         bwd_passes=1,
         cross_tile=True,
+        stats=cin,
     )
     x = b.add(
         "fc",

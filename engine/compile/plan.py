@@ -1,0 +1,466 @@
+"""Tile planning: per-op plans and the leaf programs they compile to, vectorised over ops.
+
+Matmul / convolution (AMP) ops
+    A plan partitions the problem ``G`` groups x ``M`` rows x ``K`` reduction x ``N`` columns
+    over the compute tiles: groups first (independent, no extra exchange), then, for every
+    candidate ``pn`` (N split) and ``pk`` (K split) among the powers of two, ``pm = tiles //
+    (pn x pk)`` (M split). Each tile then holds ``Mt x Kt`` of operand A, ``Kt x Nt`` of operand B
+    and ``Mt x Nt`` partials. Per-tile cycles of a candidate (ipu-facts.md, PopLibs estimators):
+
+    - exchange: ceil(received bytes / exchange bytes per cycle) + exchange setup;
+    - compute: ceil(Mt x Kt' x Nt' / AMP MACs per cycle) + vertex overhead + per conv group +
+      per output pass, where Kt' / Nt' are padded to the AMP input / output channel grouping;
+    - reduction when pk > 1: the partials go to their owner tile (exchange) and are summed:
+      partials x ceil(outputs per tile / vector width);
+    - one internal sync per superstep.
+
+    Temporary memory per tile = operands + partials (+ reduction buffer); it must fit in the
+    available memory proportion x tile SRAM. When it does not, the plan runs ``s`` serial splits
+    of M (operand B stays resident): temporaries shrink s-fold, fixed overheads are paid s times.
+    The fastest candidate that fits wins (argmin over a candidates x ops array).
+
+    Backward ops add a PreArrange copy (about 1 cycle per element, ipu-facts.md) of the operand
+    whose layout differs (weights for input gradients, activations for weight gradients);
+    16.32 adds a cast of the FP32 master weights before the exchange.
+
+Other ops (element-wise, normalisation, pooling, optimiser updates, loss)
+    Spread linearly over ``min(tiles, bytes / min_bytes_per_tile)`` tiles; cycles per tile from
+    the PopLibs element-wise estimate 11 + 6 x (27 + ceil(n / 6 / vector width) x 3) per pass
+    (ipu-facts.md); cross-tile reductions (batch-norm statistics, global pooling, LAMB norms) add
+    an exchange of partials and a reduce compute set.
+
+Output: program rows (struct of arrays) in op order, and per-op plan facts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.compiled import T_EXCHANGE, T_ONTILE, T_SYNC
+
+
+def _ceil_div(a, b):
+    return -(-a // b)
+
+
+@dataclass
+class OpPlans:
+    tiles_used: np.ndarray
+    tile_start: np.ndarray
+    serial_splits: np.ndarray
+    temp_per_tile: np.ndarray  # bytes on each used tile (max)
+    weight_tiles: np.ndarray  # tiles holding the op's weights / output
+    out_tiles: np.ndarray
+    programs: dict[str, np.ndarray]  # program columns (op-relative), see build_programs
+    vertex_types: dict[str, np.ndarray]
+    notes: list[str]
+
+
+def _ew_cycles(n, passes, db, t) -> np.ndarray:
+    """PopLibs element-wise estimate per tile for ``n`` elements and ``passes`` vector passes."""
+    W = t.workers_per_tile
+    vw = np.maximum(8 // np.maximum(db, 1), 1)
+    p_int = np.ceil(np.maximum(passes, 1e-9)).astype(np.int64)
+    work = np.ceil(n * passes / W / vw).astype(np.int64)
+    cyc = p_int * (t.elementwise_supervisor_cycles + W * t.elementwise_worker_overhead_cycles)
+    return np.where(n > 0, cyc + W * work * t.elementwise_cycles_per_vector, 0).astype(np.int64)
+
+
+def plan_amp(a: dict[str, np.ndarray], t, T: int, limit: float, rate: int, pb: int) -> dict:
+    """Choose a plan per AMP op (vectorised over ops x candidates); see the module docstring."""
+    n_ops = len(a["M"])
+    if n_ops == 0:
+        return {}
+    G, M, K, N = (a[k].astype(np.int64) for k in ("G", "M", "K", "N"))
+    cin, kernel, a_dup = a["cin"], a["kernel"], a["a_dup"]
+    db = a["db"]
+    bw = a["b_weight"]
+    cg = np.where(db >= 4, t.amp_input_channel_group_float, t.amp_input_channel_group_half)
+    ng = t.amp_output_channel_group
+    xb = t.exchange_bytes_per_cycle
+    setup = t.exchange_setup_cycles
+    sync = t.internal_sync_cycles
+    vwp = 8 // pb
+
+    emax = int(np.floor(np.log2(T)))
+    en, ek = np.meshgrid(np.arange(emax + 1), np.arange(emax + 1), indexing="ij")
+    keep = (en + ek) <= emax
+    cand_n = (2 ** en[keep]).astype(np.int64)[None, :]
+    cand_k = (2 ** ek[keep]).astype(np.int64)[None, :]
+
+    pg = np.minimum(G, T)[:, None]
+    gpt = _ceil_div(G[:, None], pg)
+    Tr = np.maximum(T // pg, 1)
+    pn = np.minimum(cand_n, N[:, None])
+    pk = np.minimum(cand_k, K[:, None])
+    valid = (
+        (pn * pk <= Tr)
+        & (cand_n <= np.maximum(N[:, None], 1) * 2)
+        & (cand_k <= np.maximum(K[:, None], 1) * 2)
+    )
+    # duplicates (pn clipped) are harmless; drop candidates that exceed the tiles
+    pm = np.clip(Tr // (pn * pk), 1, M[:, None])
+
+    def cost(pm, pn, pk, Mt):
+        Nt = _ceil_div(N[:, None], pn)
+        Kt = _ceil_div(K[:, None], pk)
+        c_in = cin[:, None]
+        kpos = np.where(
+            pk <= c_in, kernel[:, None], _ceil_div(kernel[:, None], np.maximum(pk // c_in, 1))
+        )
+        cin_t = np.where(pk <= c_in, _ceil_div(c_in, pk), c_in)
+        cgc = cg[:, None]
+        Kt_pad = kpos * _ceil_div(cin_t, cgc) * cgc
+        Nt_pad = _ceil_div(Nt, ng) * ng
+        compute = (
+            gpt * _ceil_div(Mt * Kt_pad * Nt_pad, rate)
+            + t.amp_vertex_overhead_cycles
+            + t.amp_conv_group_cycles * gpt
+            + t.amp_output_pass_cycles * gpt * _ceil_div(Nt_pad, ng) * _ceil_div(Kt_pad, cgc)
+        )
+        a_el = gpt * np.maximum(_ceil_div(Mt * Kt, a_dup[:, None]), Mt)
+        b_el = np.where(bw[:, None], 1, gpt) * Kt * Nt
+        recv = (a_el + b_el) * db[:, None]
+        exch = _ceil_div(recv, xb) + setup
+        p_el = gpt * Mt * Nt
+        red_recv = np.where(pk > 1, _ceil_div(p_el * pb * (pk - 1), pk), 0)
+        red_ex = np.where(pk > 1, _ceil_div(red_recv, xb) + setup, 0)
+        red_cs = np.where(
+            pk > 1,
+            t.elementwise_supervisor_cycles + pk * _ceil_div(_ceil_div(p_el, pk), vwp),
+            0,
+        )
+        static = b_el * db[:, None]
+        dyn = a_el * db[:, None] + p_el * pb + red_recv
+        return dict(
+            compute=compute,
+            exch=exch,
+            red_ex=red_ex,
+            red_cs=red_cs,
+            static=static,
+            dyn=dyn,
+            recv=recv,
+            red_recv=red_recv,
+            a_el=a_el,
+            b_el=b_el,
+            Kt=Kt,
+            Nt=Nt,
+        )
+
+    Mt = _ceil_div(M[:, None], pm)
+    c = cost(pm, pn, pk, Mt)
+    room = limit - c["static"]
+    fits_static = room > 0
+    s = np.where(fits_static, np.maximum(_ceil_div(c["dyn"], np.maximum(room, 1)), 1), 1)
+    s = np.minimum(s, np.maximum(Mt, 1))
+    feasible = valid & fits_static & (c["static"] + _ceil_div(c["dyn"], s) <= limit)
+    n_sync = 1 + (pk > 1)
+    total = (
+        c["exch"]
+        + c["compute"]
+        + c["red_ex"]
+        + c["red_cs"]
+        + (s - 1) * (setup + t.amp_vertex_overhead_cycles + t.amp_conv_group_cycles * gpt)
+        + s * n_sync * sync
+    )
+    big = np.iinfo(np.int64).max // 4
+    score = np.where(feasible, total, big)
+    none_fit = ~feasible.any(axis=1)
+    # when nothing fits, take the plan with the least temporary memory (it may go OOM)
+    temp_all = c["static"] + _ceil_div(c["dyn"], s)
+    score_nf = np.where(valid, temp_all, big)
+    best = np.where(none_fit, score_nf.argmin(axis=1), score.argmin(axis=1))
+    rows = np.arange(n_ops)
+
+    def pick(x):
+        x = np.broadcast_to(x, score.shape)
+        return x[rows, best]
+
+    pm_b, pn_b, pk_b, s_b, gpt_b = pick(pm), pick(pn), pick(pk), pick(s), pick(gpt)
+    pg_b = pick(pg)
+    Mt_b = _ceil_div(M, pm_b)
+    Mt_lo = np.maximum(M // pm_b, 1)
+    r = M - (M // pm_b) * pm_b
+    hi = cost(pm_b[:, None], pn_b[:, None], pk_b[:, None], Mt_b[:, None])
+    lo = cost(pm_b[:, None], pn_b[:, None], pk_b[:, None], Mt_lo[:, None])
+    # serial splits scale the per-split fixed costs; fold them into the programs
+    sfix = (s_b - 1)[:, None]
+    tiles_used = np.minimum(pg_b * pm_b * pn_b * pk_b, T)
+    n_max = np.where(r > 0, np.minimum(r * pn_b * pk_b * pg_b, tiles_used), tiles_used)
+    out = {
+        "pg": pg_b,
+        "pm": pm_b,
+        "pn": pn_b,
+        "pk": pk_b,
+        "s": s_b,
+        "gpt": gpt_b,
+        "tiles_used": tiles_used,
+        "n_max": n_max,
+        "none_fit": none_fit,
+    }
+    for key in ("compute", "exch", "red_ex", "red_cs", "recv", "red_recv", "a_el", "b_el"):
+        out[key] = hi[key][:, 0]
+        out[key + "_lo"] = lo[key][:, 0]
+    out["compute"] = out["compute"] + (sfix[:, 0]) * (
+        t.amp_vertex_overhead_cycles + t.amp_conv_group_cycles * gpt_b
+    )
+    out["compute_lo"] = out["compute_lo"] + sfix[:, 0] * (
+        t.amp_vertex_overhead_cycles + t.amp_conv_group_cycles * gpt_b
+    )
+    out["exch"] = out["exch"] + sfix[:, 0] * setup
+    out["exch_lo"] = out["exch_lo"] + sfix[:, 0] * setup
+    out["temp"] = hi["static"][:, 0] + _ceil_div(hi["dyn"][:, 0], s_b)
+    out["Kt"] = hi["Kt"][:, 0]
+    out["Nt"] = hi["Nt"][:, 0]
+    return out
+
+
+#: Program slots of one op, in execution order: (slot name, program type).
+SLOTS = (
+    ("sync_a", T_SYNC),
+    ("cast", T_ONTILE),
+    ("sync_b", T_SYNC),
+    ("exch", T_EXCHANGE),
+    ("prearr", T_ONTILE),
+    ("sync_c", T_SYNC),
+    ("main", T_ONTILE),
+    ("sync_d", T_SYNC),
+    ("rexch", T_EXCHANGE),
+    ("red", T_ONTILE),
+)
+
+_DT_NAME = {4: "float", 2: "half", 1: "unsigned char"}
+
+
+def plan_ops(L, t, config, T: int) -> OpPlans:
+    """Plan every lowered op and lay out its leaf programs (see the module docstring)."""
+    n = len(L)
+    amp = L["amp"]
+    ia = np.flatnonzero(amp)
+    ie = np.flatnonzero(~amp)
+    pb = 4 if config.partials_dtype == "float32" else 2
+    rate = t.amp_rate(config.compute_dtype, config.partials_dtype)
+    limit = config.amp * t.sram_per_tile
+    notes: list[str] = []
+    sync = t.internal_sync_cycles
+    setup = t.exchange_setup_cycles
+    xb = t.exchange_bytes_per_cycle
+
+    tiles_used = np.ones(n, dtype=np.int64)
+    n_max = np.ones(n, dtype=np.int64)
+    serial = np.ones(n, dtype=np.int64)
+    temp = np.zeros(n, dtype=np.int64)
+    present = np.zeros((n, len(SLOTS)), dtype=bool)
+    cyc = np.zeros((n, len(SLOTS)), dtype=np.int64)
+    cyc_lo = np.zeros((n, len(SLOTS)), dtype=np.int64)
+    byt = np.zeros((n, len(SLOTS)), dtype=np.int64)
+    verts = np.zeros((n, len(SLOTS)), dtype=np.int64)  # per tile
+    slot = {name: k for k, (name, _) in enumerate(SLOTS)}
+    present[:, slot["sync_a"]] = True
+    present[:, slot["main"]] = True
+
+    # ---- AMP ops ---------------------------------------------------------------------------
+    if len(ia):
+        a = {k: L[k][ia] for k in ("G", "M", "K", "N", "cin", "kernel", "a_dup", "db", "b_weight")}
+        p = plan_amp(a, t, T, limit, rate, pb)
+        if p["none_fit"].any():
+            names = ", ".join(L["name"][ia[p["none_fit"]]][:3])
+            notes.append(
+                f"{int(p['none_fit'].sum())} matmul / convolution plan(s) exceed the available "
+                f"memory proportion even with serial splits (e.g. {names})."
+            )
+        tu = p["tiles_used"]
+        tiles_used[ia] = tu
+        n_max[ia] = p["n_max"]
+        serial[ia] = p["s"]
+        temp[ia] = p["temp"]
+        k_main, k_ex = slot["main"], slot["exch"]
+        cyc[ia, k_main], cyc_lo[ia, k_main] = p["compute"], p["compute_lo"]
+        cyc[ia, k_ex], cyc_lo[ia, k_ex] = p["exch"], p["exch_lo"]
+        present[ia, k_ex] = True
+        byt[ia, k_ex] = p["recv"] * p["n_max"] + p["recv_lo"] * (tu - p["n_max"])
+        verts[ia, k_main] = p["gpt"] * p["s"]
+        # reduction of partial sums
+        red = p["pk"] > 1
+        for nm in ("sync_d", "rexch", "red"):
+            present[ia, slot[nm]] = red
+        cyc[ia, slot["rexch"]], cyc_lo[ia, slot["rexch"]] = p["red_ex"], p["red_ex_lo"]
+        cyc[ia, slot["red"]], cyc_lo[ia, slot["red"]] = p["red_cs"], p["red_cs_lo"]
+        byt[ia, slot["rexch"]] = p["red_recv"] * tu
+        verts[ia, slot["red"]] = np.where(red, 1, 0)
+        # PreArrange of the re-laid-out operand in backward matmuls / convolutions
+        role = L["role"][ia]
+        pre = (role == "gi") | (role == "gw")
+        pre_el = np.where(role == "gi", p["b_el"], p["a_el"])
+        pre_el_lo = np.where(role == "gi", p["b_el_lo"], p["a_el_lo"])
+        present[ia, slot["prearr"]] = pre
+        present[ia, slot["sync_c"]] = pre
+        cyc[ia, slot["prearr"]] = (
+            np.ceil(pre_el * t.prearrange_cycles_per_element).astype(np.int64)
+            + t.elementwise_supervisor_cycles
+        )
+        cyc_lo[ia, slot["prearr"]] = (
+            np.ceil(pre_el_lo * t.prearrange_cycles_per_element).astype(np.int64)
+            + t.elementwise_supervisor_cycles
+        )
+        verts[ia, slot["prearr"]] = 1
+        # 16.32: cast the FP32 master weights (on the tiles holding them) to FP16 before the
+        # exchange; the FP16 copy is a temporary of the op
+        cast = L["wcast"][ia] > 0
+        w_per_tile = _ceil_div(L["wcast"][ia], np.maximum(tu, 1))
+        present[ia, slot["cast"]] = cast
+        present[ia, slot["sync_b"]] = cast
+        cyc[ia, slot["cast"]] = np.where(cast, _ew_cycles(w_per_tile, 1.0, 4, t), 0)
+        cyc_lo[ia, slot["cast"]] = cyc[ia, slot["cast"]]
+        verts[ia, slot["cast"]] = 1
+        temp[ia] += w_per_tile * 2
+
+    # ---- element-wise and other ops ----------------------------------------------------------
+    if len(ie):
+        e = L["elems"][ie]
+        db = L["db"][ie]
+        tu = np.clip(_ceil_div(e * db, t.min_bytes_per_tile), 1, T)
+        per = _ceil_div(e, tu)
+        per_lo = e // tu
+        rem = e - per_lo * tu
+        tiles_used[ie] = tu
+        n_max[ie] = np.where(rem > 0, rem, tu)
+        passes = L["passes"][ie]
+        cyc[ie, slot["main"]] = _ew_cycles(per, passes, db, t)
+        cyc_lo[ie, slot["main"]] = _ew_cycles(per_lo, passes, db, t)
+        verts[ie, slot["main"]] = 1  # one multi-vertex per tile runs all passes
+        ct = L["cross_tile"][ie] & (tu > 1)
+        st = np.maximum(L["stats"][ie], 1)
+        red_el = np.minimum(st, per)  # partial statistics per tile (FP32)
+        for nm in ("sync_d", "rexch", "red"):
+            present[ie, slot[nm]] = ct
+        cyc[ie, slot["rexch"]] = _ceil_div(red_el * 4, xb) + setup
+        cyc_lo[ie, slot["rexch"]] = cyc[ie, slot["rexch"]]
+        byt[ie, slot["rexch"]] = np.where(ct, red_el * 4 * tu, 0)
+        cyc[ie, slot["red"]] = _ew_cycles(red_el, 1.0, 4, t)
+        cyc_lo[ie, slot["red"]] = cyc[ie, slot["red"]]
+        verts[ie, slot["red"]] = np.where(ct, 1, 0)
+        temp[ie] = np.where(ct, red_el * 4, 0)
+
+    # syncs: same cycles on every tile of the IPU
+    for nm in ("sync_a", "sync_b", "sync_c", "sync_d"):
+        cyc[:, slot[nm]] = sync
+        cyc_lo[:, slot[nm]] = sync
+
+    # ---- tile placement: rotate small ops so that they spread over the chip -------------------
+    start = np.zeros(n, dtype=np.int64)
+    stage = L["stage"].astype(np.int64)
+    for s in np.unique(stage):
+        sel = np.flatnonzero(stage == s)
+        offs = np.concatenate([[0], np.cumsum(tiles_used[sel])[:-1]])
+        span = T - tiles_used[sel] + 1
+        start[sel] = offs % np.maximum(span, 1)
+
+    # ---- flatten present slots into program rows (op order, slot order) ----------------------
+    op_idx, slot_idx = np.nonzero(present)
+    types = np.array([ty for _, ty in SLOTS], dtype=np.uint8)[slot_idx]
+    is_sync = types == T_SYNC
+    main_name = np.where(L["amp"], _amp_cs_name(L), L["type"])
+    suffix = np.array([nm for nm, _ in SLOTS], dtype=object)[slot_idx]
+    label = {
+        "sync_a": "Sync",
+        "sync_b": "Sync",
+        "sync_c": "Sync",
+        "sync_d": "Sync",
+        "cast": "Cast",
+        "exch": "Exchange",
+        "prearr": "PreArrange",
+        "rexch": "ReduceExchange",
+        "red": "Reduce",
+    }
+    lab = np.array([label.get(nm, "") for nm in suffix], dtype=object)
+    lab = np.where(suffix == "main", main_name[op_idx], lab)
+    names = L["name"][op_idx] + "/" + lab
+    c_hi = cyc[op_idx, slot_idx]
+    c_lo = cyc_lo[op_idx, slot_idx]
+    nm_ = np.where(is_sync, 0, n_max[op_idx])
+    tstart = np.where(is_sync, 0, start[op_idx])
+    tcount = np.where(is_sync, t.tiles_per_ipu, tiles_used[op_idx])
+    # vertex types per (family, main type, dtype) for compute sets
+    fam = np.where(
+        suffix == "main",
+        L["family"][op_idx],
+        np.where((suffix == "cast") | (suffix == "prearr"), "copy", "reduce"),
+    )
+    dtn = np.array([_DT_NAME.get(int(d), "float") for d in L["db"][op_idx]], dtype=object)
+    vt_key = np.where(
+        types == T_ONTILE,
+        fam + ":" + np.where(suffix == "main", L["type"][op_idx], lab) + "<" + dtn + ">",
+        "",
+    )
+    keys, vt_idx = np.unique(vt_key, return_inverse=True)
+    vt_idx = np.where(types == T_ONTILE, vt_idx, -1)
+    programs = {
+        "name": names.astype(object),
+        "type": types,
+        "op": op_idx.astype(np.int32),
+        "slot": suffix,
+        "cycles": np.where(c_hi > 0, c_hi, 0).astype(np.int64),
+        "cycles_min": np.where(nm_ < tcount, c_lo, c_hi).astype(np.int64),
+        "n_max": nm_.astype(np.int32),
+        "tile_start": tstart.astype(np.int32),
+        "tile_count": tcount.astype(np.int32),
+        "bytes_in": byt[op_idx, slot_idx].astype(np.int64),
+        "vt": vt_idx.astype(np.int16),
+        "vertices": (verts[op_idx, slot_idx] * tcount).astype(np.int64),
+        "family": fam,
+    }
+    # sync rows: n_max = tile_count (uniform)
+    programs["n_max"] = np.where(is_sync, tcount, programs["n_max"]).astype(np.int32)
+    vt_names, vt_fam = _vertex_type_names(keys)
+    vertex_types = {"key": keys, "name": vt_names, "family": vt_fam}
+    # weights / outputs of an op live on (a linear slice of) its tiles
+    return OpPlans(
+        tiles_used=tiles_used,
+        tile_start=start,
+        serial_splits=serial,
+        temp_per_tile=temp,
+        weight_tiles=tiles_used,
+        out_tiles=tiles_used,
+        programs=programs,
+        vertex_types=vertex_types,
+        notes=notes,
+    )
+
+
+def _amp_cs_name(L) -> np.ndarray:
+    conv = np.char.startswith(L["type"].astype(str), "Conv")
+    return np.where(conv, "ConvPartials", "MatMulPartials").astype(object)
+
+
+_CODELETS = {
+    "amp": "poplin::ConvPartial1x1Out",
+    "reduce": "popops::ReduceAdd",
+    "elementwise": "popops::{op}MultiVertex",
+    "norm": "popnn::{op}",
+    "nonlinearity": "popnn::NonLinearity{op}",
+    "pool": "popnn::{op}",
+    "embedding": "popops::MultiSlice{op}",
+    "copy": "poplin::{op}",
+    "loss": "popnn::{op}",
+    "optimiser": "popops::{op}",
+}
+
+
+def _vertex_type_names(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    names = np.empty(len(keys), dtype=object)
+    fams = np.empty(len(keys), dtype=object)
+    for i, key in enumerate(keys):  # one per distinct vertex type (tens), not per op or tile
+        if not key:
+            names[i], fams[i] = "", ""
+            continue
+        fam, rest = key.split(":", 1)
+        op, dt = rest.split("<", 1)
+        names[i] = _CODELETS.get(fam, "{op}").format(op=op) + "<" + dt
+        fams[i] = fam
+    return names, fams
+
+
+__all__ = ["SLOTS", "OpPlans", "plan_amp", "plan_ops"]
