@@ -18,13 +18,14 @@ file and the problem.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import cached_property
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import h5py
 import numpy as np
@@ -36,6 +37,7 @@ from profiles.errors import ProfileError
 if TYPE_CHECKING:
     import pandas as pd
 
+F = TypeVar("F", bound=Callable[..., Any])
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 STEPS = "/execution/steps"
 
@@ -76,6 +78,32 @@ def check_openable(path: Path) -> None:
         raise ProfileError(
             f"profile {path} is not an HDF5 file (it does not start with the HDF5 signature)."
         )
+
+
+#: Exceptions h5py / HDF5 raise on damaged files (bad checksums, broken heaps, bad chunks,
+#: undecodable strings). Public reading methods turn them into one-sentence ProfileErrors.
+_DAMAGE = (OSError, RuntimeError, KeyError, ValueError, UnicodeError, TypeError)
+
+
+def _guarded(fn: F) -> F:
+    """Turn an HDF5 failure inside a reading method into a ProfileError naming the file."""
+
+    @functools.wraps(fn)
+    def wrapper(self: Profile, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(self, *args, **kwargs)
+        except ProfileError:
+            raise
+        except _DAMAGE as exc:
+            if not self._h5.id.valid:
+                raise ProfileError(f"profile {self.path} is closed.") from None
+            text = str(exc).strip().strip("'\"").rstrip(".")
+            raise ProfileError(
+                f"profile {self.path} could not be read in {fn.__name__}(): the file is damaged "
+                f"({text})."
+            ) from None
+
+    return wrapper  # type: ignore[return-value]
 
 
 def _decode(value: Any) -> Any:
@@ -266,6 +294,7 @@ class Profile:
         return dict(self._exec_attrs)
 
     @cached_property
+    @_guarded
     def sizes(self) -> dict[str, int]:
         """Rows of every table present (from dataset shapes; nothing is read)."""
         out = {}
@@ -274,6 +303,7 @@ class Profile:
                 out[g.path] = self.n_rows(g.path)
         return out
 
+    @_guarded
     def summary(self) -> dict[str, Any]:
         """A small summary from metadata plus the per-tile memory totals (tiny arrays)."""
         out: dict[str, Any] = {
@@ -301,6 +331,7 @@ class Profile:
         return out
 
     # -- generic access -------------------------------------------------------------------------
+    @_guarded
     def __contains__(self, path: str) -> bool:
         return path.strip("/") in self._h5 if path.strip("/") else True
 
@@ -308,8 +339,10 @@ class Profile:
         key = path.strip("/")
         try:
             obj = self._h5[key]
-        except KeyError:
-            raise ProfileError(f"profile {self.path}: dataset {path} is missing.") from None
+        except KeyError as exc:
+            if "doesn't exist" in str(exc) or "not found" in str(exc):
+                raise ProfileError(f"profile {self.path}: dataset {path} is missing.") from None
+            raise _read_error(self.path, exc) from None
         except Exception as exc:
             raise _read_error(self.path, exc) from None
         if not isinstance(obj, h5py.Dataset):
@@ -369,18 +402,22 @@ class Profile:
                 out = ds.asstr()[sel]
                 return np.asarray(out, dtype=object)
             return ds[sel]
-        except (OSError, RuntimeError) as exc:
+        except (OSError, RuntimeError, UnicodeError) as exc:
             raise ProfileError(
-                f"profile {self.path}: dataset {ds.name} cannot be read ({exc})."
+                f"profile {self.path}: dataset {ds.name} cannot be read, the file is damaged "
+                f"({str(exc).rstrip('.')})."
             ) from None
 
+    @_guarded
     def array(self, path: str, sel: Any = ()) -> np.ndarray:
         """A dataset (or a selection of it: ``sel`` as for numpy, read on demand) as numpy."""
         return self._read(self._dataset(path), sel)
 
+    @_guarded
     def shape(self, path: str) -> tuple[int, ...]:
         return tuple(self._dataset(path).shape)
 
+    @_guarded
     def n_rows(self, table: str) -> int:
         """Rows of a table (from the shape of its first column; nothing is read)."""
         g = self._table_decl(table)
@@ -399,6 +436,7 @@ class Profile:
             raise ProfileError(f"profile {self.path} has no table {tp}.")
         return g
 
+    @_guarded
     def table(
         self,
         path: str,
@@ -459,6 +497,7 @@ class Profile:
             raise ProfileError(f"IPU {ipu} does not exist; the profile has {self.num_ipus} IPU(s).")
         return int(self.ipu_offsets[ipu]), int(self.ipu_offsets[ipu + 1])
 
+    @_guarded
     def steps(
         self,
         ipu: int | None = None,
@@ -481,6 +520,7 @@ class Profile:
             sl = slice(lo + a, lo + max(a, b))
         return self.table(STEPS, columns, sl, decode=decode)
 
+    @_guarded
     def step_starts(self, ipu: int) -> np.ndarray:
         """Start cycles of one IPU's steps (read once, then cached)."""
         if ipu not in self._starts:
@@ -489,6 +529,7 @@ class Profile:
         return self._starts[ipu]
 
     @cached_property
+    @_guarded
     def max_step_cycles(self) -> np.ndarray:
         """Longest step per IPU (stored by the writer; computed once for older files)."""
         self._require_execution()
@@ -501,6 +542,7 @@ class Profile:
                 out[i] = int(self.array(f"{STEPS}/cycles", slice(lo, hi)).max())
         return out
 
+    @_guarded
     def window_rows(self, ipu: int, start_cycle: int, end_cycle: int) -> tuple[int, int]:
         """Row range (global) of ``ipu``'s steps that may overlap [start_cycle, end_cycle)."""
         starts = self.step_starts(ipu)
@@ -510,6 +552,7 @@ class Profile:
         b = int(np.searchsorted(starts, end_cycle, side="left"))
         return lo + a, lo + max(a, b)
 
+    @_guarded
     def step_window(
         self,
         ipu: int,
@@ -533,6 +576,7 @@ class Profile:
         df = df[keep]
         return df if columns is None else df[list(columns)]
 
+    @_guarded
     def tile_cycles(self, program_ids: Iterable[int] | np.ndarray) -> np.ndarray:
         """Per-tile cycles of one execution of each program: shape (len(ids), tiles)."""
         ids = np.asarray(
@@ -562,6 +606,7 @@ class Profile:
             out[b:e] = self._read(ds, slice(a, z))[uniq[b:e] - a]
         return out[np.searchsorted(uniq, ids)]
 
+    @_guarded
     def cycles_by_type(self, ipu: int | None = None) -> dict[str, int]:
         """Sum of step cycles per step type (reads two columns of the selected IPU's steps)."""
         self._require_execution()

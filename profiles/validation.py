@@ -40,6 +40,8 @@ from profiles.reader import check_openable
 #: Rows read at a time by the content checks (8 MB for an int64 column).
 BLOCK_ROWS = 1 << 20
 STEPS = "/execution/steps"
+#: What h5py raises on damaged files (checksums, heaps, chunks, undecodable strings).
+_DAMAGE = (OSError, RuntimeError, KeyError, ValueError, UnicodeError)
 
 
 def is_fatal(problem: Problem) -> bool:
@@ -60,10 +62,22 @@ def validate(path: str | os.PathLike[str]) -> list[Problem]:
         from profiles.reader import _read_error
 
         return [Unreadable("/", str(_read_error(p, exc)))]
+    found: list[Problem] = []
     try:
-        return _validate_open(p, h5)
+        try:
+            root = {k: _decode(v) for k, v in h5.attrs.items()}
+        except _DAMAGE as exc:
+            return [Unreadable("/", f"{p} is damaged: {_text(exc)}.")]
+        _validate_open(p, h5, root, found)
+    except _DAMAGE as exc:  # damaged HDF5 structures: report where we got to, do not crash
+        found.append(Unreadable("(content)", f"{p} is damaged: {_text(exc)}."))
     finally:
         h5.close()
+    return found
+
+
+def _text(exc: BaseException) -> str:
+    return str(exc).strip().strip("'\"").rstrip(".")
 
 
 def _decode(v: object) -> object:
@@ -74,65 +88,76 @@ def _decode(v: object) -> object:
     return v
 
 
-def _validate_open(p: Path, h5: h5py.File) -> list[Problem]:
-    root = {k: _decode(v) for k, v in h5.attrs.items()}
+def _validate_open(
+    p: Path, h5: h5py.File, root: dict[str, object], problems: list[Problem]
+) -> None:
     fmt = root.get("format")
     if fmt != schema.FORMAT_NAME:
         what = "no 'format' attribute" if fmt is None else f"format {fmt!r}"
-        return [
+        problems.append(
             UnknownVersion(
                 "/", f"{p} is not an IPU profile ({what}; expected {schema.FORMAT_NAME!r})."
             )
-        ]
+        )
+        return
     try:
         version = schema.parse_version(str(root.get("format_version", "")))
     except ValueError:
-        return [
+        problems.append(
             UnknownVersion(
                 "/",
                 f"{p} has an unreadable format version {root.get('format_version')!r} "
                 "(expected 'major.minor').",
             )
-        ]
+        )
+        return
     if version[0] != schema.FORMAT_VERSION[0]:
-        return [
+        problems.append(
             UnknownVersion(
                 "/",
                 f"{p} uses profile format {schema.version_string(version)}; this build reads "
                 f"profile format {schema.FORMAT_VERSION[0]}.x.",
             )
-        ]
+        )
+        return
 
-    problems: list[Problem] = []
     layout = Layout()
     for g in schema.GROUPS:
         key = g.path.strip("/")
-        obj = h5 if not key else h5.get(key)
+        try:
+            obj = h5 if not key else h5.get(key)
+        except _DAMAGE as exc:
+            problems.append(Unreadable(g.path, f"cannot be read, damaged ({exc})."))
+            continue
         if obj is None:
             continue
-        if not isinstance(obj, h5py.Group):
-            problems.append(WrongShape(g.path, f"{g.path} is a dataset, expected a group."))
-            continue
-        layout.groups.add(g.path)
-        layout.attrs[g.path] = {k: _decode(v) for k, v in obj.attrs.items()}
-        dsets = {}
-        for name in obj:
+        if isinstance(obj, h5py.Group):
             try:
-                child = obj.get(name)
-            except Exception as exc:  # broken link / corrupt header
-                problems.append(Unreadable(field_path(g.path, name), f"cannot be read ({exc})."))
-                continue
-            if isinstance(child, h5py.Dataset):
-                dsets[name] = (tuple(child.shape), child.dtype)
-            elif name in {f.name for f in g.fields}:
-                problems.append(
-                    WrongShape(field_path(g.path, name), "is a group, expected a dataset.")
-                )
-        layout.datasets[g.path] = dsets
+                _list_group(g, obj, layout, problems)
+            except _DAMAGE as exc:
+                problems.append(Unreadable(g.path, f"cannot be read, damaged ({exc})."))
+            continue
+        problems.append(WrongShape(g.path, f"{g.path} is a dataset, expected a group."))
     problems += check_layout(layout, version=version)
     bad_paths = {pr.path for pr in problems}
     problems += _content(h5, layout, bad_paths)
-    return problems
+
+
+def _list_group(g: schema.Group, obj: h5py.Group, layout: Layout, problems: list[Problem]) -> None:
+    layout.attrs[g.path] = {k: _decode(v) for k, v in obj.attrs.items()}
+    layout.groups.add(g.path)
+    dsets = {}
+    for name in obj:
+        try:
+            child = obj.get(name)
+        except _DAMAGE as exc:  # broken link / corrupt header
+            problems.append(Unreadable(field_path(g.path, name), f"cannot be read ({exc})."))
+            continue
+        if isinstance(child, h5py.Dataset):
+            dsets[name] = (tuple(child.shape), child.dtype)
+        elif name in {f.name for f in g.fields}:
+            problems.append(WrongShape(field_path(g.path, name), "is a group, expected a dataset."))
+    layout.datasets[g.path] = dsets
 
 
 def _blocks(
@@ -214,7 +239,7 @@ def _content(h5: h5py.File, layout: Layout, bad_paths: set[str]) -> list[Problem
                     problems += _range_check(ds, fp, lo, ipus, OutOfRange, "IPU numbers")
                 elif f.name in ("tile_start", "tile_count") and tiles is not None:
                     problems += _range_check(ds, fp, 0, tiles + 1, OutOfRange, "tile numbers")
-            except (OSError, RuntimeError) as exc:
+            except _DAMAGE as exc:
                 read_error(fp, exc)
 
     problems += _check_tile_intervals(h5, layout, usable, tiles)
@@ -234,7 +259,7 @@ def _check_tile_intervals(h5, layout, usable, tiles) -> list[Problem]:
             continue
         try:
             end = a[()].astype(np.int64) + c[()].astype(np.int64)
-        except (OSError, RuntimeError):
+        except _DAMAGE:
             continue
         bad = np.flatnonzero(end > tiles)
         if bad.size:
@@ -292,7 +317,7 @@ def _check_steps(h5, layout, usable, ipus, bad_paths) -> list[Problem]:
                     negative += int((block < 0).sum())
                     if block.size:
                         longest[i] = max(longest[i], int(block.max()))
-    except (OSError, RuntimeError) as exc:
+    except _DAMAGE as exc:
         out.append(Unreadable(STEPS, f"cannot be read ({exc})."))
         return out
     if unsorted:
@@ -376,7 +401,7 @@ def _check_memory(h5, layout, usable) -> list[Problem]:
                         f"lists {oom_ds.shape[0]} tile(s) but {over} exceed their SRAM.",
                     )
                 )
-    except (OSError, RuntimeError, ValueError) as exc:
+    except _DAMAGE as exc:
         out.append(Unreadable("/memory", f"cannot be read ({exc})."))
     return out
 

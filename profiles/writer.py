@@ -272,6 +272,7 @@ class ProfileWriter:
                     chunks=(STEPS.chunk_rows or 65536,),
                     compression=COMPRESSION,
                     shuffle=True,
+                    fletcher32=True,
                 )
             self._layout.groups.add(gp)
             self._layout.groups.add("/execution")
@@ -435,6 +436,7 @@ class ProfileWriter:
             chunks=chunks,
             compression=COMPRESSION,
             shuffle=True,
+            fletcher32=True,
         )
         row_bytes = max(1, math.prod(arr.shape[1:]) * target.itemsize)
         step = max(chunks[0], (BLOCK_BYTES // row_bytes) // chunks[0] * chunks[0])

@@ -336,3 +336,37 @@ def test_shape_not_matching_metadata_is_refused_on_read(tmp_path, good):
     with open_profile(p) as prof, pytest.raises(ProfileError) as e:
         prof.array("/memory/gaps")
     assert "expected (2, 16)" in _one_sentence(e.value, p)
+
+
+def test_damaged_bytes_never_crash(tmp_path):
+    """Overwrite random byte runs: opening, reading and validating either work or say so."""
+    from profiles import validate
+
+    d = make_synthetic_profile(n_steps=12_000, n_ipus=2, tiles=32, n_programs=40, seed=2)
+    base = tmp_path / "base.h5"
+    write_profile(base, d)
+    raw = base.read_bytes()
+    rng = np.random.default_rng(0)
+    outcomes = set()
+    for trial in range(25):
+        b = bytearray(raw)
+        pos = int(rng.integers(0, len(b) - 64))
+        n = int(rng.integers(1, 64))
+        b[pos : pos + n] = rng.integers(0, 256, n, dtype=np.uint8).tobytes()
+        path = tmp_path / f"damaged{trial}.h5"
+        path.write_bytes(bytes(b))
+        problems = validate(path)  # never raises
+        outcomes.add("problems" if problems else "valid")
+        try:
+            with open_profile(path) as p:
+                p.summary()
+                for t in p.sizes:
+                    p.table(t)
+                p.array("/programs/tile_cycles")
+                p.step_window(0, 0, 10**6)
+            outcomes.add("read")
+        except ProfileError as exc:
+            assert str(path) in str(exc) and "\n" not in str(exc)
+            outcomes.add("error")
+        path.unlink()
+    assert {"problems", "error"} <= outcomes
