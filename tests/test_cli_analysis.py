@@ -40,7 +40,7 @@ def test_summary(cli_profiles, capsys):
 
 
 def test_insights_json(cli_profiles, capsys):
-    fits, oom = cli_profiles
+    _, oom = cli_profiles
     assert main(["insights", str(oom), "--json", "--no-resimulate"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["fits"] is False and doc["oom_tiles"] > 0

@@ -281,7 +281,7 @@ def comparison_metrics(analyses) -> str:
         ("oom_tiles", "OOM tiles", 1.0),
     )
     names = [x.name for x in analyses]
-    fig = _fig(9.5, 3.0, left=0.6, bottom=1.2, wspace=0.45)
+    fig = _fig(9.5, 2.8, left=0.6, bottom=0.95, wspace=0.45)
     axes = fig.subplots(1, len(keys))
     for ax, (k, label, scale) in zip(axes, keys):
         vals = [x.metrics.scalar(k) for x in analyses]
