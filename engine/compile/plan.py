@@ -74,7 +74,8 @@ def plan_amp(a: dict[str, np.ndarray], t, T: int, limit: float, rate: int, pb: i
     if n_ops == 0:
         return {}
     G, M, K, N = (a[k].astype(np.int64) for k in ("G", "M", "K", "N"))
-    cin, kernel, a_dup = a["cin"], a["kernel"], a["a_dup"]
+    cin = np.where(a["cin"] > 0, a["cin"], np.maximum(a["K"], 1))
+    kernel, a_dup = np.maximum(a["kernel"], 1), np.maximum(a["a_dup"], 1)
     db = a["db"]
     bw = a["b_weight"]
     cg = np.where(db >= 4, t.amp_input_channel_group_float, t.amp_input_channel_group_half)

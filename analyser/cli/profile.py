@@ -1,0 +1,129 @@
+"""``analyse profile [RUN.toml] -o OUT.h5 [--option value ...]``: simulate a run, write a profile.
+
+The run configuration comes from the TOML file (if given) with any ``--option`` flag overriding
+it (every ``engine.config.RunConfig`` field has a flag: ``--model resnet50 --batch-size 16
+--precision 16.16 ...``). The configuration is validated before anything runs: a bad one prints
+one sentence naming the option and writes no file. An existing file at ``-o`` is only replaced
+when it is an IPU profile (or with ``--force``); the write is atomic.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from analyser.cli.errors import CliError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from engine.config import add_config_arguments
+
+    parser.add_argument("config", nargs="?", help="run configuration (.toml); flags override it")
+    parser.add_argument(
+        "-o", "--output", required=True, metavar="OUT.h5", help="profile to write (.h5)"
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="replace OUT.h5 even when the existing file is not an IPU profile",
+    )
+    parser.add_argument(
+        "--print-config",
+        action="store_true",
+        help="print the full, validated run configuration (TOML) before simulating",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bar or summary line")
+    add_config_arguments(parser)
+
+
+def _check_output(out: Path, force: bool) -> None:
+    if out.is_dir():
+        raise CliError(f"output {out} is a directory; give a file name such as {out / 'run.h5'}.")
+    if not out.parent.exists():
+        raise CliError(f"output folder {out.parent} does not exist.")
+    if out.exists() and not force and not _is_profile(out):
+        raise CliError(
+            f"{out} exists and is not an IPU profile; refusing to overwrite it (use --force)."
+        )
+
+
+def _is_profile(path: Path) -> bool:
+    try:
+        import h5py
+
+        if not h5py.is_hdf5(path):
+            return False
+        with h5py.File(path, "r") as f:
+            fmt = f.attrs.get("format")
+        if isinstance(fmt, bytes):
+            fmt = fmt.decode()
+        from profiles.schema import FORMAT_NAME
+
+        return fmt == FORMAT_NAME
+    except OSError:
+        return False
+
+
+def run(args: argparse.Namespace) -> int:
+    from engine.config import RunConfig, config_from_args
+
+    base = RunConfig.from_toml(args.config).to_dict() if args.config else {}
+    config = config_from_args(args, base)  # ConfigError (one sentence) on a bad option
+    out = Path(args.output)
+    _check_output(out, args.force)
+    from engine.compile.lowering import assign_stages
+    from engine.models import build_model
+
+    # model-level checks (split points naming no layer...) before any work or file
+    assign_stages(build_model(config), config)
+
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    if args.print_config:
+        Console().print(config.to_toml(), markup=False, highlight=False)
+
+    from engine.simulate import simulate_to_file
+
+    if args.quiet:
+        result = simulate_to_file(config, out)
+    else:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        with Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            TextColumn("{task.percentage:>3.0f}%"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        ) as bar:
+            task = bar.add_task("simulating", total=1.0)
+
+            def progress(fraction: float, text: str) -> None:
+                bar.update(task, completed=fraction, description=text)
+
+            result = simulate_to_file(config, out, progress=progress)
+    if not args.quiet:
+        _summary_line(console, result, out)
+    return 0
+
+
+def _summary_line(console, result, out: Path) -> None:
+    c = result.compiled
+    peak = int((c.memory.total + c.memory.gaps).max())
+    sram = c.target.sram_per_tile
+    status = "fits" if result.fits else f"OUT OF MEMORY ({len(c.memory.oom_tiles)} tiles)"
+    parts = [
+        f"wrote {out}",
+        f"{c.config.model} on {c.num_ipus} x {c.target.display_name}",
+        status,
+        f"peak tile {peak / 1024:.1f} KiB of {sram / 1024:.0f} KiB",
+    ]
+    ex = result.execution
+    if ex is not None:
+        attrs = ex.attrs
+        parts.append(f"{int(attrs.get('total_cycles', 0)):,} cycles")
+        if attrs.get("throughput"):
+            parts.append(f"{float(attrs['throughput']):,.1f} samples/s")
+    console.print("; ".join(parts) + ".", markup=False, highlight=False)
