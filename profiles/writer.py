@@ -58,6 +58,12 @@ STR_DTYPE = h5py.string_dtype("utf-8")
 STEPS = schema.group("/execution/steps")
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def _engine_version() -> str:
     try:
         from importlib.metadata import version
@@ -148,6 +154,8 @@ class ProfileWriter:
         try:
             fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=parent)
             os.close(fd)
+            # mkstemp creates 0600; a profile gets the permissions of any new file (umask)
+            os.chmod(tmp, 0o666 & ~_umask())
         except OSError as exc:
             raise ProfileWriteError(
                 f"cannot write profile {self.path}: {exc.strerror or exc}."

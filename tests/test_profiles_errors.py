@@ -370,3 +370,13 @@ def test_damaged_bytes_never_crash(tmp_path):
             outcomes.add("error")
         path.unlink()
     assert {"problems", "error"} <= outcomes
+
+
+def test_written_file_has_ordinary_permissions(tmp_path, data):
+    path = tmp_path / "perm.h5"
+    old = os.umask(0o022)
+    try:
+        write_profile(path, data)
+    finally:
+        os.umask(old)
+    assert path.stat().st_mode & 0o777 == 0o644
