@@ -63,13 +63,30 @@ def tile_breakdown(doc: Document, ipu: int, by: str) -> tuple[np.ndarray, tuple]
 
 
 def comparison(doc: Document, other: Document) -> Any:
-    """The analysis core's explained comparison of ``doc`` (A) with ``other`` (B)."""
-    from analyser.core import compare as _compare
+    """The analysis core's explained comparison (``PairComparison``) of ``doc`` (A) with
+    ``other`` (B): run-option differences, metric deltas and the explanations linking them."""
+    from analyser.core.comparison import compare_pair
 
     return doc.cached(
-        f"compare:{other.path}",
-        lambda: _compare.compare(doc.analysis, other.analysis),
+        f"compare:{other.path}:{id(other)}",
+        lambda: compare_pair(doc.analysis, other.analysis),
     )
+
+
+def largest_vertices(doc: Document, n: int = 5) -> pd.DataFrame:
+    return doc.cached(f"largest_vertices:{n}", lambda: doc.analysis.largest_vertices(n))
+
+
+def largest_always_live(doc: Document, n: int = 5) -> pd.DataFrame:
+    return doc.cached(
+        f"largest_always_live:{n}", lambda: doc.analysis.largest_variables(n, always_live=True)
+    )
+
+
+def live_variables(
+    doc: Document, step: int, ipu: int, include_always_live: bool = False
+) -> pd.DataFrame:
+    return doc.analysis.live_variables(step, ipu, include_always_live=include_always_live)
 
 
 def target_line(doc: Document) -> str:
@@ -97,3 +114,28 @@ def warm(doc: Document, report_key: str | None) -> None:
     target(doc)
     for name in WARMERS.get(report_key or "", ("target",)):
         globals()[name](doc)
+
+
+def liveness_steps(doc: Document) -> pd.DataFrame:
+    """/liveness/steps (name, program, op, ipu) as read from the profile."""
+    return doc.cached("liveness_steps", lambda: doc.analysis.src.table("/liveness/steps"))
+
+
+def program_nodes(doc: Document) -> pd.DataFrame:
+    """/programs/nodes as read from the profile (program tree rows, pre-order)."""
+    return doc.cached("program_nodes", lambda: doc.analysis.src.table("/programs/nodes"))
+
+
+def operation_names(doc: Document) -> np.ndarray:
+    return doc.cached(
+        "operation_names", lambda: doc.analysis.src.column("/graph/operations", "name")
+    )
+
+
+def compute_sets(doc: Document) -> pd.DataFrame:
+    return doc.cached("compute_sets", lambda: doc.analysis.src.table("/graph/compute_sets"))
+
+
+def program_tile_cycles(doc: Document, program: int) -> np.ndarray:
+    """Per-tile cycles of one execution of ``program`` (from /programs/tile_cycles)."""
+    return doc.analysis.src.profile.tile_cycles([program])[0]

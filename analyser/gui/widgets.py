@@ -60,10 +60,11 @@ class KeyValueTree(QTreeWidget):
         self.addTopLevelItem(section)
         for row in rows:
             item = QTreeWidgetItem([str(v) for v in row])
-            for col in range(1, len(row)):
-                item.setTextAlignment(
-                    col, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
-                )
+            if self.columnCount() > 2:
+                for col in range(1, len(row)):
+                    item.setTextAlignment(
+                        col, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
+                    )
             section.addChild(item)
         section.setExpanded(True)
         return section

@@ -5,7 +5,7 @@ destination) and throughput. In compare mode every figure shows A, B and the cha
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -525,19 +525,32 @@ class SummaryReport(Report):
 
 
 def comparison_html(result: Any) -> str:
-    """Render the analysis core's comparison: its plain-language explanations first."""
-    lines: Iterable[str] = (
-        getattr(result, "explanations", None) or getattr(result, "lines", None) or []
-    )
-    to_text = getattr(result, "to_text", None)
+    """Render the analysis core's PairComparison: explanations first, then the rest."""
     html = ["<h3>What changed and why</h3>"]
-    items = [str(x) for x in lines]
-    if not items and callable(to_text):
-        items = [ln for ln in str(to_text()).splitlines() if ln.strip()]
-    if items:
-        html.append("<ul>" + "".join(f"<li>{_esc(x)}</li>" for x in items) + "</ul>")
+    expl = [e.text for e in getattr(result, "explanations", [])]
+    if expl:
+        html.append("<ul>" + "".join(f"<li>{_esc(x)}</li>" for x in expl) + "</ul>")
     else:
-        html.append(f"<pre>{_esc(str(result))}</pre>")
+        html.append("<p>No measured difference is explained by a run-option difference.</p>")
+    other = list(getattr(result, "other_deltas", []))
+    if other:
+        html.append("<h4>Other differences</h4><ul>")
+        html.append("".join(f"<li>{_esc(str(x))}</li>" for x in other) + "</ul>")
+    diffs = list(getattr(result, "config_diffs", []))
+    html.append(f"<h4>Run options that differ ({len(diffs)})</h4>")
+    if diffs:
+        html.append("<ul>" + "".join(f"<li>{_esc(d.text())}</li>" for d in diffs) + "</ul>")
+    added, removed = (
+        list(getattr(result, "ops_added", [])),
+        list(getattr(result, "ops_removed", [])),
+    )
+    if added or removed:
+        html.append(
+            f"<h4>Operations</h4><p>{len(added)} added, {len(removed)} removed"
+            + (": added " + _esc(", ".join(added[:10])) if added else "")
+            + ("; removed " + _esc(", ".join(removed[:10])) if removed else "")
+            + "</p>"
+        )
     return "".join(html)
 
 

@@ -1,0 +1,452 @@
+"""Insights report: fits / out-of-memory banner with the share of memory used, the five tiles
+with the most memory, a histogram of memory over all tiles, the largest vertex state / code and
+always-live variables, and the insight list (evidence, recommended change, trade-off, predicted
+effect). "Predict effects" re-simulates every tip with the engine in the background; "Apply"
+hands the tip to the what-if handler registered in :mod:`analyser.gui.reports`.
+
+In compare mode both banners are shown, the histograms are overlaid, and each insight is marked
+as present in A only (resolved by B), B only (new) or both."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import pyqtgraph as pg
+from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, Signal
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSplitter,
+    QTabWidget,
+    QTextBrowser,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from analyser.core.insights.model import EFFECT_KEYS
+from analyser.gui import data
+from analyser.gui import reports as registry
+from analyser.gui.palette import hex_color
+from analyser.gui.reports.base import Report
+from analyser.gui.reports.memory import FilterTable
+from analyser.gui.units import format_bytes, format_count, format_percent
+from analyser.gui.widgets import Banner, LegendLabel, make_plot
+
+EFFECT_LABELS = {
+    "peak_memory_bytes": "Peak memory",
+    "max_tile_memory_bytes": "Largest tile",
+    "oom_tiles": "Out-of-memory tiles",
+    "total_cycles": "Total cycles",
+    "cycles_per_sample": "Cycles per sample",
+    "throughput_samples_per_s": "Throughput (samples/s)",
+}
+
+
+def banner_text(doc: Any, units) -> tuple[str, str]:
+    """(state, text) of the fits / OOM banner, from the analysis core's memory summary."""
+    mem = data.memory(doc)
+    share = format_percent(mem.share_used)
+    used = format_bytes(mem.peak_memory_bytes, units)
+    cap = format_bytes(mem.capacity_bytes, units)
+    if mem.fits:
+        return "ok", (
+            f"Fits: {share} of memory used ({used} of {cap}); the fullest tile uses "
+            f"{format_bytes(mem.max_tile_bytes, units)} of {format_bytes(mem.sram_per_tile, units)}."
+        )
+    per_ipu = mem.oom_tiles_per_ipu()
+    where = ", ".join(f"IPU {i}: {int(n):,}" for i, n in enumerate(per_ipu) if n)
+    return "oom", (
+        f"Out of memory: {mem.n_oom_tiles:,} tiles exceed {format_bytes(mem.sram_per_tile, units)} "
+        f"({where}); {share} of memory used ({used} of {cap})."
+    )
+
+
+class _PredictSignals(QObject):
+    progress = Signal(int, int, str)
+    finished = Signal(object, str)  # insights list, error message
+
+
+class PredictTask(QRunnable):
+    """Re-simulate every insight's change (analysis core's predict_effects) off the GUI thread."""
+
+    def __init__(self, analysis: Any, insights: list) -> None:
+        super().__init__()
+        self.analysis = analysis
+        self.insights = insights
+        self.signals = _PredictSignals()
+
+    def run(self) -> None:
+        from analyser.core.insights import predict_effects
+
+        try:
+            out = predict_effects(
+                self.analysis,
+                self.insights,
+                workers=2,
+                progress=lambda d, t, name: self.signals.progress.emit(d, t, name),
+            )
+            self.signals.finished.emit(out, "")
+        except Exception as exc:  # report it in the panel; the app carries on
+            self.signals.finished.emit(self.insights, f"{type(exc).__name__}: {exc}")
+
+
+class InsightsReport(Report):
+    title = "Insights"
+    key = "insights"
+
+    applyTipRequested = Signal(object)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.pool = QThreadPool(self)
+        self.pool.setMaxThreadCount(1)
+        self._predicting = False
+        self.banner_a = Banner()
+        self.banner_b = Banner()
+
+        self.plot = make_plot(left="tiles", bottom="memory per tile", mouse=False)
+        self.legend = LegendLabel()
+        self.chart_panel = QWidget()
+        cp = QVBoxLayout(self.chart_panel)
+        cp.setContentsMargins(0, 0, 0, 0)
+        cp.addWidget(self.plot, 1)
+        cp.addWidget(self.legend)
+
+        self.top_tiles = FilterTable("Filter tiles")
+        self.vertices = FilterTable("Filter vertex types")
+        self.always_live = FilterTable("Filter variables")
+        side = QTabWidget()
+        side.addTab(self.top_tiles, "Top tiles")
+        side.addTab(self.vertices, "Largest vertex state")
+        side.addTab(self.always_live, "Largest always-live variables")
+
+        upper = QSplitter(Qt.Orientation.Horizontal)
+        upper.addWidget(self.chart_panel)
+        upper.addWidget(side)
+        upper.setSizes([650, 550])
+
+        self.list = QTreeWidget()
+        self.list.setRootIsDecorated(False)
+        self.list.setAlternatingRowColors(True)
+        self.list.setHeaderLabels(["Severity", "Insight", "Category"])
+        self.list.currentItemChanged.connect(lambda *_: self._show_selected())
+        self.details = QTextBrowser()
+        self.predict_button = QPushButton("Predict effects (re-simulate)")
+        self.predict_button.setToolTip(
+            "Re-simulate every tip's changed run configuration with the embedded engine"
+        )
+        self.predict_button.clicked.connect(self.predict_effects)
+        self.apply_button = QPushButton("Apply tip and compare...")
+        self.apply_button.clicked.connect(self._apply)
+        self.progress_label = QLabel("")
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.predict_button)
+        buttons.addWidget(self.apply_button)
+        buttons.addWidget(self.progress_label, 1)
+        right = QWidget()
+        rl = QVBoxLayout(right)
+        rl.setContentsMargins(0, 0, 0, 0)
+        rl.addLayout(buttons)
+        rl.addWidget(self.details)
+        lower = QSplitter(Qt.Orientation.Horizontal)
+        lower.addWidget(self.list)
+        lower.addWidget(right)
+        lower.setSizes([520, 680])
+
+        body = QSplitter(Qt.Orientation.Vertical)
+        body.addWidget(upper)
+        body.addWidget(lower)
+        body.setSizes([330, 420])
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.banner_a)
+        layout.addWidget(self.banner_b)
+        layout.addWidget(body, 1)
+        self._entries: list[tuple[str, Any, Any]] = []
+
+    def chart_widget(self) -> QWidget:
+        return self.chart_panel
+
+    # ------------------------------------------------------------------ refresh
+    def refresh(self) -> None:
+        doc, cmp = self.document, self.compare_doc
+        self.list.clear()
+        self.details.clear()
+        self.plot.getPlotItem().clear()
+        self.banner_b.setVisible(cmp is not None)
+        if doc is None:
+            self.banner_a.show_state("info", "No profile open.")
+            return
+        state, text = banner_text(doc, self.units)
+        self.banner_a.show_state(state, ("A: " if cmp is not None else "") + text)
+        if cmp is not None:
+            state_b, text_b = banner_text(cmp, self.units)
+            self.banner_b.show_state(state_b, "B: " + text_b)
+        self._draw_histogram()
+        self._fill_tables()
+        self._fill_list()
+        self._update_buttons()
+
+    def _docs(self) -> list[tuple[str, Any]]:
+        if self.compare_doc is None:
+            return [("", self.document)]
+        return [("A", self.document), ("B", self.compare_doc)]
+
+    def _draw_histogram(self) -> None:
+        item = self.plot.getPlotItem()
+        item.clear()
+        entries = []
+        unit_scale = 1.0
+        top = 0.0
+        for k, (tag, d) in enumerate(self._docs()):
+            mem = data.memory(d)
+            counts, edges = mem.histogram_counts, mem.histogram_edges
+            unit_scale = (
+                1024.0 if self.units.value == "KiB" else 1000.0 if self.units.value == "kB" else 1.0
+            )
+            color = hex_color("compare", "a" if k == 0 else "b")
+            brush = pg.mkColor(color)
+            brush.setAlpha(200 if k == 0 else 120)
+            centers = (edges[:-1] + edges[1:]) / 2 / unit_scale
+            width = float(edges[1] - edges[0]) / unit_scale if len(edges) > 1 else 1.0
+            bars = pg.BarGraphItem(
+                x=centers, height=counts, width=width * 0.95, brush=brush, pen=pg.mkPen(None)
+            )
+            item.addItem(bars)
+            top = max(top, float(counts.max()) if counts.size else 0.0)
+            entries.append(((f"{tag}: " if tag else "") + "tiles per memory bin", color))
+            sram = mem.sram_per_tile / unit_scale
+        line_color = hex_color("chart", "max_memory_line")
+        item.addItem(
+            pg.InfiniteLine(
+                pos=sram,
+                angle=90,
+                pen=pg.mkPen(line_color, width=1.5, style=Qt.PenStyle.DashLine),
+                label="tile memory",
+                labelOpts={"position": 0.9, "color": line_color},
+            )
+        )
+        entries.append(("memory per tile (SRAM)", line_color))
+        self.legend.set_entries(entries)
+        unit = {"KiB": "KiB", "kB": "kB"}.get(self.units.value, "bytes")
+        item.setLabel("bottom", f"memory per tile ({unit}, gaps included)")
+        item.setLabel("left", "tiles")
+        item.setYRange(0, top * 1.1 if top else 1, padding=0)
+
+    def _fill_tables(self) -> None:
+        b = lambda v: format_bytes(v, self.units)  # noqa: E731
+        rows, verts, alive = [], [], []
+        for tag, d in self._docs():
+            mem = data.memory(d)
+            for t in mem.top_tiles:
+                row = {"ipu": t.ipu, "tile": t.tile, "bytes": t.bytes, "share": t.share}
+                if tag:
+                    row["profile"] = tag
+                rows.append(row)
+            v = data.largest_vertices(d).copy()
+            a = data.largest_always_live(d).copy()
+            if tag:
+                v["profile"], a["profile"] = tag, tag
+            verts.append(v)
+            alive.append(a)
+        self.top_tiles.set_frame(
+            pd.DataFrame(rows),
+            [
+                ("profile", "Profile", None),
+                ("ipu", "IPU", None),
+                ("tile", "Tile", None),
+                ("bytes", "Memory", b),
+                ("share", "Share of tile memory", lambda v: f"{100 * v:.1f}%"),
+            ],
+        )
+        self.vertices.set_frame(
+            pd.concat(verts, ignore_index=True),
+            [
+                ("profile", "Profile", None),
+                ("name", "Vertex type", None),
+                ("total_state_bytes", "State (all instances)", b),
+                ("state_bytes", "State per instance", b),
+                ("instances", "Instances", None),
+                ("code_bytes", "Code per tile", b),
+            ],
+        )
+        self.always_live.set_frame(
+            pd.concat(alive, ignore_index=True),
+            [
+                ("profile", "Profile", None),
+                ("name", "Variable", None),
+                ("kind", "Kind", None),
+                ("dtype", "Type", None),
+                ("shape", "Shape", None),
+                ("ipu", "IPU", None),
+                ("bytes", "Bytes", b),
+            ],
+        )
+
+    def _fill_list(self) -> None:
+        self.list.clear()
+        self._entries = []
+        doc, cmp = self.document, self.compare_doc
+        ins_a = data.insights(doc)
+        if cmp is None:
+            self.list.setHeaderLabels(["Severity", "Insight", "Category"])
+            for tip in ins_a:
+                self._add_item(tip, "", doc)
+        else:
+            self.list.setHeaderLabels(["Severity", "Insight", "Category", "In"])
+            ins_b = data.insights(cmp)
+            ids_a, ids_b = {t.id for t in ins_a}, {t.id for t in ins_b}
+            for tip in ins_a:
+                self._add_item(tip, "A and B" if tip.id in ids_b else "A only (resolved in B)", doc)
+            for tip in ins_b:
+                if tip.id not in ids_a:
+                    self._add_item(tip, "B only (new)", cmp)
+        for c in range(self.list.columnCount()):
+            self.list.resizeColumnToContents(c)
+        if self.list.topLevelItemCount():
+            self.list.setCurrentItem(self.list.topLevelItem(0))
+        else:
+            self.details.setHtml(
+                "<p>No insight fires on this profile with the current thresholds.</p>"
+            )
+
+    def _add_item(self, tip: Any, where: str, doc: Any) -> None:
+        cols = [tip.severity, tip.title, tip.category] + ([where] if where else [])
+        item = QTreeWidgetItem(cols)
+        item.setForeground(0, QColor(hex_color("status", tip.severity)))
+        item.setData(0, Qt.ItemDataRole.UserRole, len(self._entries))
+        self._entries.append((tip.id, tip, doc))
+        self.list.addTopLevelItem(item)
+
+    def insight_titles(self) -> list[str]:
+        return [self.list.topLevelItem(i).text(1) for i in range(self.list.topLevelItemCount())]
+
+    def selected_insight(self) -> Any | None:
+        item = self.list.currentItem()
+        if item is None:
+            return None
+        return self._entries[int(item.data(0, Qt.ItemDataRole.UserRole))][1]
+
+    def select_insight(self, index: int) -> None:
+        self.list.setCurrentItem(self.list.topLevelItem(index))
+
+    def _show_selected(self) -> None:
+        tip = self.selected_insight()
+        self._update_buttons()
+        if tip is None:
+            return
+        self.details.setHtml(insight_html(tip, self.units))
+
+    def _update_buttons(self) -> None:
+        tip = self.selected_insight()
+        has_handler = registry.apply_tip_handler() is not None
+        self.apply_button.setVisible(has_handler)
+        self.apply_button.setEnabled(bool(tip is not None and tip.change) and has_handler)
+        self.predict_button.setEnabled(self.document is not None and not self._predicting)
+
+    def _apply(self) -> None:
+        tip = self.selected_insight()
+        if tip is not None and tip.change:
+            self.applyTipRequested.emit(tip)
+
+    # ------------------------------------------------------------------ prediction
+    def predict_effects(self) -> None:
+        """Re-simulate the tips of the open profile (A) in the background."""
+        doc = self.document
+        if doc is None or self._predicting:
+            return
+        self._predicting = True
+        tips = data.insights(doc)
+        task = PredictTask(doc.analysis, tips)
+        task.signals.progress.connect(self._on_progress)
+        task.signals.finished.connect(self._on_predicted)
+        self._task = task
+        self.progress_label.setText("Re-simulating...")
+        self._update_buttons()
+        self.pool.start(task)
+
+    def _on_progress(self, done: int, total: int, name: str) -> None:
+        self.progress_label.setText(
+            f"Re-simulated {done} of {total} tips" + (f" ({name})" if name else "")
+        )
+
+    def _on_predicted(self, insights: list, error: str) -> None:
+        self._predicting = False
+        self._task = None
+        self.progress_label.setText(error or "Predicted effects are shown with each tip.")
+        self._update_buttons()
+        self._show_selected()
+
+    def is_busy(self) -> bool:
+        return self._predicting
+
+    def shutdown(self) -> None:
+        self.pool.waitForDone(120000)
+
+
+def insight_html(tip: Any, units) -> str:
+    esc = _esc
+    color = hex_color("status", tip.severity)
+    parts = [
+        f"<h3 style='margin-bottom:2px'>{esc(tip.title)}</h3>",
+        f"<p><span style='color:{color}; font-weight:600'>{esc(tip.severity.upper())}</span>"
+        f" &middot; {esc(tip.category)} &middot; <code>{esc(tip.id)}</code></p>",
+        f"<p>{esc(tip.summary)}</p>",
+    ]
+    if tip.evidence:
+        parts.append("<h4>Evidence</h4><ul>")
+        for ev in tip.evidence:
+            where = f" <i>(see {esc(ev.where)})</i>" if ev.where else ""
+            parts.append(f"<li>{esc(ev.text)}{where}</li>")
+        parts.append("</ul>")
+    parts.append("<h4>Recommended change</h4>")
+    if tip.change:
+        parts.append(
+            "<ul>"
+            + "".join(
+                f"<li><code>{esc(k)} = {esc(repr(v))}</code></li>" for k, v in tip.change.items()
+            )
+            + "</ul>"
+        )
+    else:
+        parts.append(
+            "<p>No run option expresses this change (it is a model or mapping change).</p>"
+        )
+    if tip.trade_off:
+        parts.append(f"<h4>Trade-off</h4><p>{esc(tip.trade_off)}</p>")
+    parts.append("<h4>Predicted effect</h4>")
+    eff = tip.effect
+    if eff is None:
+        parts.append(
+            "<p>Not predicted yet: press <b>Predict effects</b> to re-simulate the changed "
+            "configuration with the engine.</p>"
+        )
+    else:
+        verdict = "" if eff.recommended else " <b>(not recommended)</b>"
+        parts.append(f"<p>{esc(eff.status)}: {esc(eff.message)}{verdict}</p>")
+        if eff.after:
+            parts.append(
+                "<table cellspacing='0' cellpadding='3' border='1'><tr><th>Metric</th><th>Now</th><th>Predicted</th><th>Change</th></tr>"
+            )
+            for key in EFFECT_KEYS:
+                a, b = eff.before.get(key), eff.after.get(key)
+                if a is None and b is None:
+                    continue
+                fmt = (lambda v: format_bytes(v, units)) if "bytes" in key else format_count
+                rel = eff.rel(key)
+                change = "-" if rel is None else f"{100 * rel:+.1f}%"
+                parts.append(
+                    f"<tr><td>{EFFECT_LABELS.get(key, key)}</td><td align='right'>{fmt(a) if a is not None else '-'}</td>"
+                    f"<td align='right'>{fmt(b) if b is not None else '-'}</td><td align='right'>{change}</td></tr>"
+                )
+            parts.append("</table>")
+    return "".join(parts)
+
+
+def _esc(text: str) -> str:
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

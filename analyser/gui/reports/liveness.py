@@ -1,0 +1,371 @@
+"""Liveness Report: not-always-live memory per program step (optionally plus always-live) for
+each IPU, the peak marked; click a step to list its live variables, shift-click a second step to
+compare the two; select a variable to shade its lifetime. Compare mode overlays B (dashed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QSplitter,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from analyser.gui import data
+from analyser.gui.palette import hex_color
+from analyser.gui.reports.base import Report
+from analyser.gui.reports.memory import FilterTable
+from analyser.gui.theme import chart_colors, style_plot
+from analyser.gui.units import axis_scale, format_bytes
+from analyser.gui.widgets import KeyValueTree, LegendLabel
+
+IPU_COLORS = [
+    "#4e79a7",
+    "#f28e2b",
+    "#59a14f",
+    "#e15759",
+    "#b07aa1",
+    "#76b7b2",
+    "#edc948",
+    "#9c755f",
+]
+
+
+class LivenessPlot(pg.PlotWidget):
+    stepClicked = Signal(int, bool)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent=parent)
+        style_plot(self)
+        item = self.getPlotItem()
+        item.setMenuEnabled(False)
+        item.showGrid(x=False, y=True, alpha=chart_colors().grid_alpha)
+        self.n_steps = 0
+        self.scene().sigMouseClicked.connect(self._on_click)
+
+    def _on_click(self, event) -> None:
+        if event.button() != Qt.MouseButton.LeftButton or self.n_steps == 0:
+            return
+        vb = self.getPlotItem().getViewBox()
+        if not vb.sceneBoundingRect().contains(event.scenePos()):
+            return
+        x = round(vb.mapSceneToView(event.scenePos()).x())
+        if 0 <= x < self.n_steps:
+            shift = bool(event.modifiers() & Qt.KeyboardModifier.ShiftModifier)
+            self.stepClicked.emit(x, shift)
+
+
+class LivenessReport(Report):
+    title = "Liveness Report"
+    key = "liveness"
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.ipu_combo = QComboBox()
+        self.always_check = QCheckBox("Include always-live")
+        self.ipu_combo.currentIndexChanged.connect(lambda _i: self._redraw())
+        self.always_check.toggled.connect(lambda _b: self._redraw())
+        self.hint = QLabel(
+            "Click a step to list its live variables; shift-click a second step to compare."
+        )
+        controls = QHBoxLayout()
+        controls.addWidget(QLabel("IPU"))
+        controls.addWidget(self.ipu_combo)
+        controls.addWidget(self.always_check)
+        controls.addStretch(1)
+        controls.addWidget(self.hint)
+
+        self.plot = LivenessPlot()
+        self.plot.stepClicked.connect(self.click_step)
+        self.legend = LegendLabel()
+        self.chart_panel = QWidget()
+        cp = QVBoxLayout(self.chart_panel)
+        cp.setContentsMargins(0, 0, 0, 0)
+        cp.addWidget(self.plot, 1)
+        cp.addWidget(self.legend)
+
+        self.step_tree = KeyValueTree()
+        self.live_table = FilterTable("Filter live variables (select one to shade its lifetime)")
+        self.live_table.view.selectionModel().currentRowChanged.connect(
+            lambda *_: self._shade_variable()
+        )
+        self.compare_table = FilterTable("Filter")
+        self.details = QTabWidget()
+        self.details.addTab(self.step_tree, "Step")
+        self.details.addTab(self.live_table, "Live variables")
+        self.details.addTab(self.compare_table, "Compare steps")
+
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.addWidget(self.chart_panel)
+        splitter.addWidget(self.details)
+        splitter.setSizes([450, 330])
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(controls)
+        layout.addWidget(splitter, 1)
+        self.steps: list[int] = []
+        self._scale = 1.0
+        self._markers: list[Any] = []
+        self._region: pg.LinearRegionItem | None = None
+        self._refreshing = False
+
+    def chart_widget(self) -> QWidget:
+        return self.chart_panel
+
+    def shown_ipus(self) -> list[int]:
+        doc = self.document
+        if doc is None:
+            return []
+        n = data.target(doc).num_ipus
+        idx = self.ipu_combo.currentIndex()
+        return list(range(n)) if idx <= 0 else [idx - 1]
+
+    def current_ipu(self) -> int:
+        ipus = self.shown_ipus()
+        return ipus[0] if ipus else 0
+
+    def refresh(self) -> None:
+        self._refreshing = True
+        try:
+            cur = self.ipu_combo.currentIndex()
+            self.ipu_combo.clear()
+            if self.document is not None:
+                n = data.target(self.document).num_ipus
+                self.ipu_combo.addItems(["All IPUs"] + [f"IPU {i}" for i in range(n)])
+                self.ipu_combo.setCurrentIndex(cur if 0 <= cur <= n else 0)
+        finally:
+            self._refreshing = False
+        self.steps = []
+        self._redraw()
+
+    def curves(self, doc: Any) -> dict[int, np.ndarray]:
+        """The curves drawn for ``doc`` (bytes per liveness step per shown IPU), from the core."""
+        lv = data.liveness(doc)
+        n = lv.not_always_live.shape[0]
+        return {
+            ipu: lv.curve(ipu, include_always_live=self.always_check.isChecked())
+            for ipu in self.shown_ipus()
+            if ipu < n
+        }
+
+    def _redraw(self) -> None:
+        if self._refreshing:
+            return
+        item = self.plot.getPlotItem()
+        item.clear()
+        self._markers = []
+        self._region = None
+        doc, cmp = self.document, self.compare_doc
+        if doc is None:
+            self.legend.set_entries([])
+            return
+        docs = [("A", doc, Qt.PenStyle.SolidLine)] + (
+            [("B", cmp, Qt.PenStyle.DashLine)] if cmp is not None else []
+        )
+        all_curves = [(tag, d, style, self.curves(d)) for tag, d, style in docs]
+        top = max(
+            (float(c.max()) for *_, cs in all_curves for c in cs.values() if c.size), default=0.0
+        )
+        scale, unit = axis_scale(self.units, top)
+        self._scale = scale
+        entries = []
+        n_steps = 0
+        n_labels = 0
+        for tag, d, style, cs in all_curves:
+            lv = data.liveness(d)
+            for ipu, curve in cs.items():
+                color = IPU_COLORS[ipu % len(IPU_COLORS)]
+                x = np.arange(curve.size, dtype=float)
+                item.addItem(
+                    pg.PlotDataItem(x, curve / scale, pen=pg.mkPen(color, width=2, style=style))
+                )
+                label = f"IPU {ipu}" + (f" ({tag})" if cmp is not None else "")
+                entries.append((label, color))
+                n_steps = max(n_steps, curve.size)
+                if curve.size:
+                    peak = int(lv.peak_step[ipu])
+                    peak_y = float(curve[peak]) / scale
+                    marker = pg.ScatterPlotItem(
+                        [peak],
+                        [peak_y],
+                        symbol="t1",
+                        size=13,
+                        brush=pg.mkBrush(hex_color("chart", "peak_marker")),
+                        pen=pg.mkPen(None),
+                    )
+                    item.addItem(marker)
+                    name = lv.step_names[peak] if peak < len(lv.step_names) else str(peak)
+                    text = pg.TextItem(
+                        f"peak{' ' + tag if cmp is not None else ''}: step {peak} ({name}) "
+                        f"{format_bytes(curve[peak], self.units)}",
+                        color=hex_color("chart", "peak_marker"),
+                        anchor=(0.5, 1.2 + 1.3 * n_labels),
+                    )
+                    n_labels += 1
+                    text.setPos(peak, peak_y)
+                    item.addItem(text)
+        self.plot.n_steps = n_steps
+        what = (
+            "not-always-live + always-live" if self.always_check.isChecked() else "not-always-live"
+        )
+        item.setLabel("left", f"{what} memory ({unit})")
+        item.setLabel("bottom", "program step (liveness)")
+        entries.append(("peak", hex_color("chart", "peak_marker")))
+        self.legend.set_entries(entries)
+        item.setXRange(0, max(n_steps - 1, 1), padding=0.01)
+        item.setYRange(0, top / scale * 1.15 if top else 1, padding=0)
+        self._show_steps()
+
+    # ------------------------------------------------------------------ steps
+    def click_step(self, step: int, shift: bool) -> None:
+        if shift and self.steps:
+            self.steps = [self.steps[0], step] if step != self.steps[0] else [step]
+        else:
+            self.steps = [step]
+        self._show_steps()
+
+    def _show_steps(self) -> None:
+        item = self.plot.getPlotItem()
+        for m in self._markers:
+            item.removeItem(m)
+        self._markers = []
+        for k, s in enumerate(self.steps):
+            line = pg.InfiniteLine(
+                pos=s,
+                angle=90,
+                pen=pg.mkPen(hex_color("chart", "selection"), width=2),
+                label=f"step {s}" if k == 0 else f"vs {s}",
+                labelOpts={"position": 0.95},
+            )
+            item.addItem(line)
+            self._markers.append(line)
+        self._fill_step_details()
+
+    def _fill_step_details(self) -> None:
+        tree = self.step_tree
+        tree.clear()
+        doc, cmp = self.document, self.compare_doc
+        if doc is None or not self.steps:
+            self.live_table.set_frame(pd.DataFrame())
+            self.compare_table.set_frame(pd.DataFrame())
+            return
+        ipu = self.current_ipu()
+        for s in self.steps:
+            rows = []
+            for tag, d in [("A", doc)] + ([("B", cmp)] if cmp is not None else []):
+                lv = data.liveness(d)
+                if s >= lv.n_steps or ipu >= lv.not_always_live.shape[0]:
+                    continue
+                steps = data.liveness_steps(d)
+                prefix = f"{tag}: " if cmp is not None else ""
+                rows.append((prefix + "Name", str(steps["name"].iloc[s])))
+                op = int(steps["op"].iloc[s])
+                names = data.operation_names(d)
+                rows.append((prefix + "Operation", str(names[op]) if 0 <= op < len(names) else "-"))
+                rows.append((prefix + "Program", str(int(steps["program"].iloc[s]))))
+                rows.append(
+                    (
+                        prefix + f"Not-always-live (IPU {ipu})",
+                        format_bytes(lv.not_always_live[ipu, s], self.units),
+                    )
+                )
+                rows.append(
+                    (
+                        prefix + f"Always-live (IPU {ipu})",
+                        format_bytes(lv.always_live[ipu], self.units),
+                    )
+                )
+            tree.add_section(f"Step {s}", rows)
+        b = lambda v: format_bytes(v, self.units)  # noqa: E731
+        frames = []
+        for tag, d in [("A", doc)] + ([("B", cmp)] if cmp is not None else []):
+            f = data.live_variables(d, self.steps[0], ipu, self.always_check.isChecked())
+            if cmp is not None:
+                f = f.assign(profile=tag)
+            frames.append(f)
+        self.live_table.set_frame(
+            pd.concat(frames, ignore_index=True),
+            [
+                ("profile", "Profile", None),
+                ("name", "Variable", None),
+                ("kind", "Kind", None),
+                ("dtype", "Type", None),
+                ("shape", "Shape", None),
+                ("bytes", "Bytes", b),
+                ("always_live", "Always live", lambda v: "yes" if v else "no"),
+                ("live_start", "Live from", None),
+                ("live_end", "Live to", None),
+            ],
+        )
+        if len(self.steps) == 2:
+            a = data.live_variables(doc, self.steps[0], ipu, self.always_check.isChecked())
+            c = data.live_variables(doc, self.steps[1], ipu, self.always_check.isChecked())
+            ia, ic = set(a["name"]), set(c["name"])
+            both = pd.concat([a, c]).drop_duplicates("name")
+            both = both.assign(
+                live_at=[
+                    "both"
+                    if n in ia and n in ic
+                    else f"step {self.steps[0]} only"
+                    if n in ia
+                    else f"step {self.steps[1]} only"
+                    for n in both["name"]
+                ]
+            ).sort_values(["live_at", "bytes"], ascending=[True, False])
+            self.compare_table.set_frame(
+                both.reset_index(drop=True),
+                [
+                    ("live_at", "Live at", None),
+                    ("name", "Variable", None),
+                    ("kind", "Kind", None),
+                    ("bytes", "Bytes", b),
+                    ("live_start", "Live from", None),
+                    ("live_end", "Live to", None),
+                ],
+            )
+            self.details.setCurrentWidget(self.compare_table)
+        else:
+            self.compare_table.set_frame(pd.DataFrame())
+            if self.details.currentWidget() is self.compare_table:
+                self.details.setCurrentWidget(self.live_table)
+
+    def live_variable_names(self) -> list[str]:
+        model = self.live_table.model
+        if model.rowCount() == 0:
+            return []
+        col = model.column_of("name")
+        return [str(model.raw(r, col)) for r in range(model.rowCount())]
+
+    def _shade_variable(self) -> None:
+        item = self.plot.getPlotItem()
+        if self._region is not None:
+            item.removeItem(self._region)
+            self._region = None
+        idx = self.live_table.view.currentIndex()
+        if not idx.isValid():
+            return
+        src = self.live_table.proxy.mapToSource(idx)
+        model = self.live_table.model
+        try:
+            start = int(model.raw(src.row(), model.column_of("live_start")))
+            end = int(model.raw(src.row(), model.column_of("live_end")))
+        except ValueError:
+            return
+        if start < 0:
+            return
+        color = pg.mkColor(hex_color("chart", "selection"))
+        color.setAlpha(60)
+        self._region = pg.LinearRegionItem(
+            values=(start - 0.5, end + 0.5), movable=False, brush=color
+        )
+        item.addItem(self._region)

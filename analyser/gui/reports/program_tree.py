@@ -1,0 +1,393 @@
+"""Program Tree: the control-program hierarchy (Sequence / Repeat / Call and leaf steps) as a
+QTreeView over a model of /programs/nodes, coloured by step type with the trace's palette,
+searchable by name (vectorised over all nodes, then next / previous), with the details of the
+selected step and the steps related to it (same operation). Compare mode shows A and B side by
+side, each with its own search and details."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from PySide6.QtCore import (
+    QAbstractItemModel,
+    QModelIndex,
+    QPersistentModelIndex,
+    Qt,
+)
+from PySide6.QtGui import QColor, QFont
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSplitter,
+    QTreeView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from analyser.gui import data
+from analyser.gui.palette import hex_color
+from analyser.gui.reports.base import Report
+from analyser.gui.units import format_bytes, format_count, format_percent
+from analyser.gui.widgets import KeyValueTree
+from profiles import schema
+
+Index = QModelIndex | QPersistentModelIndex
+_ROOT = QModelIndex()
+COLUMNS = (
+    "Program",
+    "Type",
+    "IPU",
+    "Repeat",
+    "Cycles",
+    "Tile balance",
+    "Executions",
+    "Total cycles",
+    "Bytes",
+    "Code",
+)
+
+
+class ProgramTreeModel(QAbstractItemModel):
+    """Tree model over the program-node table (pre-order rows with a parent column).
+
+    Children lists are built once with numpy (a stable sort by parent), so the model answers
+    ``index`` / ``parent`` / ``rowCount`` in O(1); internal ids are node ids + 1.
+    """
+
+    def __init__(
+        self,
+        nodes: pd.DataFrame,
+        executions: np.ndarray | None,
+        total: np.ndarray | None,
+        units,
+        parent=None,
+    ) -> None:
+        super().__init__(parent)
+        self.units = units
+        self.names = nodes["name"].to_numpy().astype(str)
+        self.types = nodes["type"].to_numpy().astype(np.int64)
+        self.parents = nodes["parent"].to_numpy().astype(np.int64)
+        self.ipus = nodes["ipu"].to_numpy()
+        self.repeat = nodes["repeat"].to_numpy()
+        self.cycles = nodes["cycles"].to_numpy()
+        self.balance = nodes["tile_balance"].to_numpy()
+        self.bytes = nodes["bytes"].to_numpy()
+        self.code = nodes["code_bytes"].to_numpy()
+        self.ops = nodes["op"].to_numpy().astype(np.int64)
+        n = len(nodes)
+        self.executions = executions if executions is not None and len(executions) == n else None
+        self.total = total if total is not None and len(total) == n else None
+        # children of each node (index n = the invisible root), in row (execution) order
+        key = np.where(self.parents < 0, n, self.parents)
+        order = np.argsort(key, kind="stable")
+        counts = np.bincount(key, minlength=n + 1)
+        bounds = np.concatenate(([0], np.cumsum(counts)))
+        self._order = order
+        self._bounds = bounds
+        self.row_in_parent = np.empty(n, np.int64)
+        self.row_in_parent[order] = np.arange(n) - bounds[key[order]]
+        self._colors = {
+            i: QColor(hex_color("step_types", t)) for i, t in enumerate(schema.PROGRAM_TYPES)
+        }
+        self.n = n
+
+    def children(self, node: int) -> np.ndarray:
+        k = self.n if node < 0 else node
+        return self._order[self._bounds[k] : self._bounds[k + 1]]
+
+    def node_of(self, index: Index) -> int:
+        return int(index.internalId()) - 1 if index.isValid() else -1
+
+    def index_of(self, node: int, column: int = 0) -> QModelIndex:
+        if node < 0:
+            return QModelIndex()
+        return self.createIndex(int(self.row_in_parent[node]), column, node + 1)
+
+    # -- QAbstractItemModel ----------------------------------------------------------------
+    def index(self, row: int, column: int, parent: Index = _ROOT) -> QModelIndex:
+        kids = self.children(self.node_of(parent))
+        if not (0 <= row < len(kids)) or not (0 <= column < len(COLUMNS)):
+            return QModelIndex()
+        return self.createIndex(row, column, int(kids[row]) + 1)
+
+    def parent(self, index: Index = _ROOT) -> QModelIndex:  # type: ignore[override]
+        node = self.node_of(index)
+        if node < 0:
+            return QModelIndex()
+        return self.index_of(int(self.parents[node]))
+
+    def rowCount(self, parent: Index = _ROOT) -> int:
+        if parent.isValid() and parent.column() != 0:
+            return 0
+        k = self.node_of(parent)
+        k = self.n if k < 0 else k
+        return int(self._bounds[k + 1] - self._bounds[k])
+
+    def columnCount(self, parent: Index = _ROOT) -> int:
+        return len(COLUMNS)
+
+    def headerData(
+        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> Any:
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            return COLUMNS[section]
+        return None
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        node = self.node_of(index)
+        if node < 0:
+            return None
+        col = index.column()
+        t = int(self.types[node])
+        if role == Qt.ItemDataRole.DisplayRole:
+            return self.text(node, col)
+        if role == Qt.ItemDataRole.DecorationRole and col == 0:
+            return self._colors.get(t)
+        if role == Qt.ItemDataRole.ForegroundRole and col == 1:
+            return self._colors.get(t)
+        if role == Qt.ItemDataRole.TextAlignmentRole and col >= 2:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.FontRole and col == 0 and t < 3:
+            f = QFont()
+            f.setBold(True)
+            return f
+        if role == Qt.ItemDataRole.UserRole:
+            return node
+        return None
+
+    def text(self, node: int, col: int) -> str:
+        t = int(self.types[node])
+        leaf = t >= 3
+        if col == 0:
+            return self.names[node]
+        if col == 1:
+            return schema.PROGRAM_TYPES[t] if 0 <= t < len(schema.PROGRAM_TYPES) else str(t)
+        if col == 2:
+            return "all" if self.ipus[node] < 0 else str(int(self.ipus[node]))
+        if col == 3:
+            return format_count(int(self.repeat[node])) if t == 1 else ""
+        if col == 4:
+            return format_count(int(self.cycles[node])) if leaf else ""
+        if col == 5:
+            return format_percent(float(self.balance[node])) if leaf else ""
+        if col == 6:
+            return (
+                format_count(int(self.executions[node]))
+                if self.executions is not None and leaf
+                else ""
+            )
+        if col == 7:
+            return format_count(int(self.total[node])) if self.total is not None and leaf else ""
+        if col == 8:
+            return format_bytes(int(self.bytes[node]), self.units) if self.bytes[node] else ""
+        if col == 9:
+            return format_bytes(int(self.code[node]), self.units) if self.code[node] else ""
+        return ""
+
+    def search(self, text: str) -> np.ndarray:
+        """Node ids whose name contains ``text`` (case-insensitive), in tree order."""
+        if not text:
+            return np.zeros(0, np.int64)
+        hits = pd.Series(self.names).str.contains(text, case=False, regex=False).to_numpy()
+        return np.flatnonzero(hits)
+
+    def ancestors(self, node: int) -> list[int]:
+        out = []
+        p = int(self.parents[node])
+        while p >= 0:
+            out.append(p)
+            p = int(self.parents[p])
+        return out[::-1]
+
+
+class ProgramTreePane(QWidget):
+    """One document's tree with search and details."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.doc: Any = None
+        self.model: ProgramTreeModel | None = None
+        self.units = None
+        self.title = QLabel("")
+        self.search_edit = QLineEdit()
+        self.search_edit.setPlaceholderText("Search programs by name (Enter: next match)")
+        self.search_edit.setClearButtonEnabled(True)
+        self.search_edit.returnPressed.connect(self.next_match)
+        self.search_edit.textChanged.connect(self._new_search)
+        self.prev_button = QPushButton("Previous")
+        self.next_button = QPushButton("Next")
+        self.prev_button.clicked.connect(self.previous_match)
+        self.next_button.clicked.connect(self.next_match)
+        self.match_label = QLabel("")
+        bar = QHBoxLayout()
+        bar.addWidget(self.search_edit, 1)
+        bar.addWidget(self.prev_button)
+        bar.addWidget(self.next_button)
+        bar.addWidget(self.match_label)
+        self.view = QTreeView()
+        self.view.setUniformRowHeights(True)
+        self.view.setAlternatingRowColors(True)
+        self.view.header().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        self.details = KeyValueTree()
+        split = QSplitter(Qt.Orientation.Vertical)
+        split.addWidget(self.view)
+        split.addWidget(self.details)
+        split.setSizes([520, 260])
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.title)
+        layout.addLayout(bar)
+        layout.addWidget(split, 1)
+        self.matches = np.zeros(0, np.int64)
+        self.match_pos = -1
+
+    def set_document(self, doc: Any, units, title: str = "") -> None:
+        self.doc = doc
+        self.units = units
+        self.title.setText(title)
+        self.title.setVisible(bool(title))
+        self.details.clear()
+        if doc is None:
+            self.view.setModel(None)
+            self.model = None
+            return
+        nodes = data.program_nodes(doc)
+        ex = data.execution(doc)
+        self.model = ProgramTreeModel(
+            nodes,
+            None if ex is None else ex.program_executions,
+            None if ex is None else ex.program_cycles,
+            units,
+            self,
+        )
+        self.view.setModel(self.model)
+        self.view.selectionModel().currentChanged.connect(
+            lambda cur, _prev: self._show_details(cur)
+        )
+        # Expand the first three levels (at most 256 nodes), like PopVision's initial view.
+        frontier = self.model.children(-1)
+        budget = 256
+        for _level in range(3):
+            frontier = frontier[:budget]
+            budget -= len(frontier)
+            for node in frontier:
+                self.view.expand(self.model.index_of(int(node)))
+            if budget <= 0 or not len(frontier):
+                break
+            frontier = np.concatenate([self.model.children(int(n)) for n in frontier])
+        self.view.setColumnWidth(0, 320)
+        for c in range(1, len(COLUMNS)):
+            self.view.resizeColumnToContents(c)
+        self._new_search(self.search_edit.text())
+        # Start on the step with the most cycles over the run (or the root).
+        if self.model.total is not None and self.model.n:
+            self.select_node(int(np.argmax(self.model.total)))
+        elif self.model.n:
+            self.select_node(0)
+
+    # -- search -----------------------------------------------------------------------------
+    def _new_search(self, text: str) -> None:
+        self.matches = (
+            self.model.search(text.strip()) if self.model is not None else np.zeros(0, np.int64)
+        )
+        self.match_pos = -1
+        self.match_label.setText(f"{len(self.matches):,} matches" if text.strip() else "")
+
+    def next_match(self) -> None:
+        self._step_match(1)
+
+    def previous_match(self) -> None:
+        self._step_match(-1)
+
+    def _step_match(self, delta: int) -> None:
+        if not len(self.matches):
+            return
+        self.match_pos = (self.match_pos + delta) % len(self.matches)
+        self.select_node(int(self.matches[self.match_pos]))
+        self.match_label.setText(f"{self.match_pos + 1} of {len(self.matches):,}")
+
+    def select_node(self, node: int) -> None:
+        model = self.model
+        if model is None:
+            return
+        for a in model.ancestors(node):
+            self.view.expand(model.index_of(a))
+        idx = model.index_of(node)
+        self.view.setCurrentIndex(idx)
+        self.view.scrollTo(idx)
+
+    def selected_node(self) -> int:
+        return self.model.node_of(self.view.currentIndex()) if self.model is not None else -1
+
+    # -- details ----------------------------------------------------------------------------
+    def _show_details(self, index: QModelIndex) -> None:
+        self.details.clear()
+        model, doc = self.model, self.doc
+        node = model.node_of(index) if model is not None else -1
+        if node < 0 or doc is None:
+            return
+        rows = [
+            (COLUMNS[c], model.text(node, c)) for c in range(len(COLUMNS)) if model.text(node, c)
+        ]
+        path = " > ".join(model.names[a] for a in model.ancestors(node))
+        rows.append(("Path", path or "(root)"))
+        names = data.operation_names(doc)
+        op = int(model.ops[node])
+        rows.append(("Operation", str(names[op]) if 0 <= op < len(names) else "-"))
+        rows.append(("Children", format_count(model.rowCount(model.index_of(node)))))
+        t = int(model.types[node])
+        if t >= 3:
+            tc = data.program_tile_cycles(doc, node)
+            used = tc[tc > 0]
+            if used.size:
+                rows.append(("Tiles used", format_count(int(used.size))))
+                rows.append(
+                    (
+                        "Cycles per tile (min / mean / max)",
+                        f"{int(used.min()):,} / {used.mean():,.0f} / {int(used.max()):,}",
+                    )
+                )
+        self.details.add_section(model.names[node], rows)
+        if op >= 0:
+            related = np.flatnonzero((model.ops == op) & (np.arange(model.n) != node))
+            rel_rows = [(model.names[r], model.text(r, 1), model.text(r, 4)) for r in related[:200]]
+            sec = self.details.add_section(
+                f"Related steps (same operation, {len(related):,})", rel_rows
+            )
+            sec.setExpanded(len(related) <= 50)
+
+
+class ProgramTreeReport(Report):
+    title = "Program Tree"
+    key = "program_tree"
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.pane_a = ProgramTreePane()
+        self.pane_b = ProgramTreePane()
+        split = QSplitter(Qt.Orientation.Horizontal)
+        split.addWidget(self.pane_a)
+        split.addWidget(self.pane_b)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(split)
+
+    @property
+    def model(self) -> ProgramTreeModel | None:
+        return self.pane_a.model
+
+    def refresh(self) -> None:
+        doc, cmp = self.document, self.compare_doc
+        self.pane_a.set_document(
+            doc, self.units, f"A: {doc.name}" if cmp is not None and doc else ""
+        )
+        self.pane_b.setVisible(cmp is not None)
+        self.pane_b.set_document(cmp, self.units, f"B: {cmp.name}" if cmp is not None else "")
+
+    def chart_widget(self) -> QWidget:
+        return self
