@@ -20,8 +20,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from analyser.core.trace_window import GROUP_MODES, TraceWindow
+from analyser.core.trace_window import GROUP_MODES, STEP_TYPES, TraceWindow
 from analyser.gui.document import Document
+from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import MessagePanel, Report
 from analyser.gui.trace.panels import BspView, RangeSummaryPanel, SearchPanel, StepDetailsPanel
 from analyser.gui.trace.timeline import KEY_ZOOM, TimelineView
@@ -84,6 +85,9 @@ class TraceReport(Report):
         self.status = QLabel("")
         bar.addWidget(self.status)
         lay.addLayout(bar)
+        self.legend = QLabel("")
+        self.legend.setTextFormat(Qt.TextFormat.RichText)
+        lay.addWidget(self.legend)
 
         self.splitter = QSplitter(Qt.Orientation.Vertical)
         self.timeline = TimelineView(title="")
@@ -203,6 +207,18 @@ class TraceReport(Report):
         self.status.setText(
             f"{t0:,.0f} .. {t1:,.0f} cycles · {n:,} steps in view · "
             f"{self.timeline.n_rects:,} rectangles ({', '.join(sorted(src))})"
+        )
+        present = set()
+        for tl in (self.timeline, self.timeline_b):
+            if tl.trace is not None:
+                for res in tl.results.values():
+                    present.update(res.rects)
+        self.legend.setText(
+            " &nbsp; ".join(
+                f"<span style='color:{hex_color('step_types', t)}'>■</span> {t}"
+                for t in STEP_TYPES
+                if t in present
+            )
         )
         self._schedule_details()
 
