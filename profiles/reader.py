@@ -321,12 +321,18 @@ class Profile:
             "sizes": self.sizes,
         }
         if "memory" in self._h5 and "total" in self._h5["memory"]:
-            total = self.array("/memory/total")
-            gaps = self.array("/memory/gaps") if "gaps" in self._h5["memory"] else 0 * total
-            used = total + gaps
-            out["memory_per_ipu"] = used.sum(axis=1).tolist()
-            out["max_tile_memory"] = int(used.max()) if used.size else 0
-            out["oom_tiles"] = int((used > self.sram_per_tile).sum()) if self.sram_per_tile else 0
+            has_gaps = "gaps" in self._h5["memory"]
+            per_ipu, biggest, oom = [], 0, 0
+            for i in range(self.num_ipus):  # one IPU at a time (bounded memory)
+                used = self.array("/memory/total", i).astype(np.int64)
+                if has_gaps:
+                    used = used + self.array("/memory/gaps", i)
+                per_ipu.append(int(used.sum()))
+                biggest = max(biggest, int(used.max()) if used.size else 0)
+                oom += int((used > self.sram_per_tile).sum()) if self.sram_per_tile else 0
+            out["memory_per_ipu"] = per_ipu
+            out["max_tile_memory"] = biggest
+            out["oom_tiles"] = oom
         out.update(self.execution_totals())
         return out
 

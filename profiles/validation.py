@@ -27,6 +27,7 @@ from profiles import schema
 from profiles._layout import MAX_ROWS, Layout, check_layout, dims_of, field_path
 from profiles.errors import ProfileError
 from profiles.problems import (
+    AbsurdSize,
     DanglingReference,
     Inconsistent,
     OutOfRange,
@@ -139,8 +140,37 @@ def _validate_open(
             continue
         problems.append(WrongShape(g.path, f"{g.path} is a dataset, expected a group."))
     problems += check_layout(layout, version=version)
+    problems += _sparse_claims(h5, layout, {pr.path for pr in problems})
     bad_paths = {pr.path for pr in problems}
     problems += _content(h5, layout, bad_paths)
+
+
+#: A dataset this large (uncompressed) that stores less than 1/SPARSE_RATIO of it is treated as a
+#: corrupt size claim (unwritten chunks): compression of real profile data is nowhere near that.
+SPARSE_BYTES = 256 * 2**20
+SPARSE_RATIO = 2000
+
+
+def _sparse_claims(h5: h5py.File, layout: Layout, bad: set[str]) -> list[Problem]:
+    out: list[Problem] = []
+    for gp, dsets in layout.datasets.items():
+        for name, (shape, dtype) in dsets.items():
+            fp = field_path(gp, name)
+            if fp in bad or not shape:
+                continue
+            logical = int(np.prod(shape, dtype=np.float64) * dtype.itemsize)
+            if logical < SPARSE_BYTES:
+                continue
+            stored = h5[fp.strip("/")].id.get_storage_size()
+            if stored * SPARSE_RATIO < logical:
+                out.append(
+                    AbsurdSize(
+                        fp,
+                        f"claims shape {tuple(shape)} ({logical / 2**30:.1f} GiB) but stores "
+                        f"only {stored} bytes; the size is not real.",
+                    )
+                )
+    return out
 
 
 def _list_group(g: schema.Group, obj: h5py.Group, layout: Layout, problems: list[Problem]) -> None:
@@ -257,17 +287,24 @@ def _check_tile_intervals(h5, layout, usable, tiles) -> list[Problem]:
         a, c = usable(gp, "tile_start"), usable(gp, count_name)
         if a is None or c is None:
             continue
+        if a.shape != c.shape:
+            continue  # reported as WrongShape
+        count, first = 0, -1
         try:
-            end = a[()].astype(np.int64) + c[()].astype(np.int64)
+            for r0, starts in _blocks(a):
+                end = starts.astype(np.int64) + c[r0 : r0 + starts.size].astype(np.int64)
+                bad = np.flatnonzero(end > tiles)
+                if bad.size and first < 0:
+                    first = r0 + int(bad[0])
+                count += bad.size
         except _DAMAGE:
             continue
-        bad = np.flatnonzero(end > tiles)
-        if bad.size:
+        if count:
             out.append(
                 OutOfRange(
                     gp,
-                    f"{bad.size} row(s) map past the last tile (tile_start + {count_name} > "
-                    f"{tiles}), first at row {int(bad[0])}.",
+                    f"{count} row(s) map past the last tile (tile_start + {count_name} > "
+                    f"{tiles}), first at row {first}.",
                 )
             )
     return out
@@ -357,30 +394,44 @@ def _check_memory(h5, layout, usable) -> list[Problem]:
     total_ds = usable("/memory", "total")
     if total_ds is None:
         return out
+    meta = layout.attrs.get("/meta", {})
+    sram, status = meta.get("sram_per_tile"), meta.get("status")
+    check_sram = isinstance(sram, int) and status in ("ok", "oom")
+    parts = {name: usable("/memory", name) for name in ("by_category", "by_region", "by_liveness")}
+    gaps_ds = usable("/memory", "gaps")
+    mismatch = {name: [0, None] for name in parts}  # count, first (ipu, tile, got, want)
+    over = 0
+    negative = False
     try:
-        total = total_ds[()].astype(np.int64)
-        for name in ("by_category", "by_region", "by_liveness"):
-            ds = usable("/memory", name)
-            if ds is None:
-                continue
-            s = ds[()].sum(axis=2, dtype=np.int64)
-            bad = np.argwhere(s != total)
-            if bad.size:
-                i, t = bad[0]
+        # one IPU at a time: memory stays bounded whatever the dimensions claim
+        for i in range(total_ds.shape[0]):
+            total = total_ds[i].astype(np.int64)
+            negative |= bool((total < 0).any())
+            for name, ds in parts.items():
+                if ds is None:
+                    continue
+                sums = ds[i].sum(axis=1, dtype=np.int64)
+                bad = np.flatnonzero(sums != total)
+                if bad.size:
+                    if mismatch[name][1] is None:
+                        t = int(bad[0])
+                        mismatch[name][1] = (i, t, int(sums[t]), int(total[t]))
+                    mismatch[name][0] += bad.size
+            if check_sram and gaps_ds is not None:
+                over += int(((total + gaps_ds[i].astype(np.int64)) > sram).sum())
+        for name, (count, first) in mismatch.items():
+            if count:
+                i, t, got, want = first
                 out.append(
                     Inconsistent(
                         field_path("/memory", name),
-                        f"sums differ from /memory/total on {len(bad)} tile(s), first IPU {i} "
-                        f"tile {t} ({int(s[i, t])} vs {int(total[i, t])} bytes).",
+                        f"sums differ from /memory/total on {count} tile(s), first IPU {i} "
+                        f"tile {t} ({got} vs {want} bytes).",
                     )
                 )
-        if (total < 0).any():
+        if negative:
             out.append(OutOfRange("/memory/total", "negative byte counts."))
-        meta = layout.attrs.get("/meta", {})
-        sram, status = meta.get("sram_per_tile"), meta.get("status")
-        gaps_ds = usable("/memory", "gaps")
-        if isinstance(sram, int) and gaps_ds is not None and status in ("ok", "oom"):
-            over = int(((total + gaps_ds[()].astype(np.int64)) > sram).sum())
+        if check_sram and gaps_ds is not None:
             if status == "ok" and over:
                 out.append(
                     Inconsistent(

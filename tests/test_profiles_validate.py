@@ -206,3 +206,20 @@ def test_cli_max_problems(good, tmp_path, capsys):
     bad = _edited(good, tmp_path, "bad.h5", edit)
     assert main(["validate", "--max-problems", "1", str(bad)]) == 1
     assert "and 2 more" in capsys.readouterr().out
+
+
+def test_huge_dimensions_with_sparse_datasets_are_absurd(good, tmp_path):
+    """Plausible-looking dims (1,024 IPUs x 65,536 tiles) backed by unwritten chunks."""
+
+    def edit(f):
+        f["meta"].attrs["num_ipus"] = 1024
+        f["meta"].attrs["tiles_per_ipu"] = 65536
+        for name, extra in (("total", ()), ("gaps", ()), ("by_category", (17,))):
+            del f[f"memory/{name}"]
+            f["memory"].create_dataset(
+                name, shape=(1024, 65536, *extra), dtype=np.int64, chunks=(1, 4096, *extra)
+            )
+
+    problems = validate(_edited(good, tmp_path, "sparse.h5", edit))
+    absurd = {p.path for p in problems if isinstance(p, AbsurdSize)}
+    assert {"/memory/total", "/memory/by_category"} <= absurd
