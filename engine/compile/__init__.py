@@ -11,6 +11,9 @@
 
 from __future__ import annotations
 
+import sys
+import types
+
 import numpy as np
 
 from engine.compile.lowering import lower
@@ -186,3 +189,17 @@ def compile_program(config: RunConfig | dict, progress=None) -> CompiledProgram:
 
 
 __all__ = ["SEGMENT_KINDS", "compile_program"]
+
+
+class _CallableModule(types.ModuleType):
+    """``engine.compile`` is both this package and the function ``engine.compile(config)``.
+
+    Importing ``engine.compile.<submodule>`` binds the package over the function of the same
+    name in ``engine``; making the package callable keeps ``engine.compile(config)`` working.
+    """
+
+    def __call__(self, config: RunConfig | dict, progress=None) -> CompiledProgram:
+        return compile_program(config, progress=progress)
+
+
+sys.modules[__name__].__class__ = _CallableModule
