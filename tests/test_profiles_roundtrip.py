@@ -306,3 +306,39 @@ def test_table_rows_by_boolean_mask(small_file, small_data):
         assert df.index.tolist() == np.flatnonzero(cyc > 1000).tolist()
         with pytest.raises(ProfileError, match="boolean row mask"):
             p.table("/programs/nodes", rows=np.ones(3, dtype=bool))
+
+
+@settings(
+    max_examples=10,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    names=st.lists(st.text(max_size=40), min_size=1, max_size=30),
+    flops=st.lists(st.integers(-(2**63), 2**63 - 1), min_size=1, max_size=30),
+    balance=st.floats(0, 1, width=32),
+)
+def test_round_trip_of_arbitrary_values(tmp_path_factory, small_data, names, flops, balance):
+    """Any unicode names (empty, emoji, NUL-free) and int64 extremes survive a round trip."""
+    names = [n.replace("\x00", "") for n in names]
+    n = min(len(names), len(flops))
+    data = {k: dict(v) for k, v in small_data.items()}
+    ops = {k: np.asarray(v)[:n] for k, v in data["/graph/operations"].items()}
+    ops["name"] = names[:n]
+    ops["flops"] = np.asarray(flops[:n], dtype=np.int64)
+    data["/graph/operations"] = ops
+    # keep references valid: operations referenced by other tables now have n rows
+    for gp in ("/graph/variables", "/graph/compute_sets", "/liveness/steps", "/programs/nodes"):
+        data[gp] = dict(data[gp])
+        data[gp]["op"] = np.where(np.asarray(data[gp]["op"]) < n, data[gp]["op"], -1)
+    data["/programs/nodes"]["tile_balance"] = np.full(
+        len(data["/programs/nodes"]["cycles"]), balance, dtype=np.float32
+    )
+    path = tmp_path_factory.mktemp("arb") / "arb.h5"
+    write_profile(path, data)
+    with open_profile(path) as p:
+        ops_back = p.table("/graph/operations", columns=["name", "flops"])
+        assert ops_back["name"].tolist() == names[:n]
+        assert ops_back["flops"].tolist() == flops[:n]
+        assert (p.array("/programs/nodes/tile_balance") == np.float32(balance)).all()
+    assert validate(path) == []
