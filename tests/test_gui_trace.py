@@ -156,6 +156,11 @@ def test_click_selects_a_step_and_shows_its_details(qtbot, report, small_paths):
     assert tl.highlight.isVisible()
     xs, _ = r.details.curve.getData()
     assert len(xs) == tw.tile_cycles_of_step(row).size + 1
+    # hovering names the step; zoomed out, it counts the steps under the cursor instead
+    assert tl.describe_at(d["start"] + d["cycles"] / 2, y).startswith(f"{d['type']}: {d['name']}")
+    with qtbot.waitSignal(tl.redrawn, timeout=2000):
+        tl.reset_zoom()
+    assert "steps around cycle" in tl.describe_at(d["start"], y)
 
 
 def test_search_finds_steps_across_the_whole_trace(qtbot, report, small_paths):

@@ -7,6 +7,7 @@ the range summary shows A, B and B − A for the visible window.
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -122,6 +123,13 @@ class TraceReport(Report):
         self.timeline.stepSelected.connect(lambda row: self._on_selected(self.timeline, row))
         self.timeline_b.stepSelected.connect(lambda row: self._on_selected(self.timeline_b, row))
         self.search.activated.connect(self._on_search_hit)
+        find = QShortcut(QKeySequence.StandardKey.Find, self)
+        find.activated.connect(self.focus_search)
+
+    def focus_search(self) -> None:
+        self.tabs.setCurrentWidget(self.search)
+        self.search.edit.setFocus()
+        self.search.edit.selectAll()
 
     # -- Report interface ------------------------------------------------------------------------
     def chart_widget(self) -> QWidget:

@@ -172,6 +172,13 @@ class TimelineView(pg.PlotWidget):
         vb.sigXRangeChanged.connect(self._schedule)
         vb.sigResized.connect(self._schedule)
         self.scene().sigMouseClicked.connect(self._on_click)
+        self._hover_pos = None
+        self._hover_timer = QTimer(self)
+        self._hover_timer.setSingleShot(True)
+        self._hover_timer.setInterval(80)
+        self._hover_timer.timeout.connect(self._update_hover)
+        self.scene().sigMouseMoved.connect(self._on_move)
+        self.hover_text = ""
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
 
     # -- data ------------------------------------------------------------------------------------
@@ -315,6 +322,51 @@ class TimelineView(pg.PlotWidget):
             return
         p = vb.mapSceneToView(event.scenePos())
         self.select_at(p.x(), p.y())
+
+    def _on_move(self, scene_pos) -> None:
+        self._hover_pos = scene_pos
+        self._hover_timer.start()
+
+    def _update_hover(self) -> None:
+        if self.trace is None or self._hover_pos is None:
+            return
+        vb = self.getPlotItem().getViewBox()
+        if not vb.sceneBoundingRect().contains(self._hover_pos):
+            self.setToolTip("")
+            return
+        p = vb.mapSceneToView(self._hover_pos)
+        self.hover_text = self.describe_at(p.x(), p.y())
+        self.setToolTip(self.hover_text)
+
+    def describe_at(self, x: float, y: float) -> str:
+        """Tooltip text of the step under data point (x, y) ("" when none)."""
+        hit = self.lane_at(y)
+        if hit is None or self.trace is None:
+            return ""
+        ipu, lane = hit
+        t0, t1 = self.x_range()
+        pw = (t1 - t0) / self.pixel_width()
+        res = self.results.get(ipu)
+        if res is not None and res.source != "rows":
+            # aggregated view: say how many steps the pixel holds instead of reading rows
+            n = 0
+            for r in res.rects.values():
+                m = (r.lane == lane) & (r.x0 <= x + pw) & (r.x1 >= x - pw)
+                n += int(r.count[m].sum())
+            return (
+                f"IPU {ipu}: {n:,} steps around cycle {x:,.0f}; zoom in (W) for details"
+                if n
+                else ""
+            )
+        row = self.trace.step_at(ipu, x, lane, self.group, tolerance=2 * pw)
+        if row is None:
+            return ""
+        d = self.trace.step_details(row)
+        return (
+            f"{d['type']}: {d['name']}\n{d['cycles']:,} cycles at {d['start']:,} on IPU {ipu}"
+            + (f"\noperation {d['operation']}" if d["operation"] else "")
+            + (f"\ntile balance {100 * d['tile balance']:.1f}%" if d["tile balance"] else "")
+        )
 
     def select_at(self, x: float, y: float) -> int | None:
         """Select the step at data point (x cycles, y lane); returns its row or None."""
