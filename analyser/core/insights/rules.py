@@ -618,6 +618,21 @@ def _input_info(c: Context) -> tuple[str, str] | None:
     return str(row["dtype"]), str(row["shape"])
 
 
+def _image_like(c: Context, shape: str) -> bool:
+    """Rank >= 3 per sample, or (flattened) channels x size x size elements of an image model."""
+    try:
+        dims = [int(d) for d in shape.split("x") if d]
+    except ValueError:
+        return False
+    if len(dims) >= 4 or (len(dims) == 3 and dims[0] in (1, 3, 4)):
+        return True
+    size, ch = c.a.run_config.get("image_size"), c.a.run_config.get("image_channels")
+    if not size or not ch or not dims:
+        return False
+    per_sample = dims[-1] if len(dims) >= 2 else dims[0]
+    return per_sample == int(ch) * int(size) ** 2
+
+
 def eight_bit_input(c: Context) -> Insight | None:
     ex = c.a.execution
     if ex is None or c.cfg("input8", False):
@@ -626,9 +641,7 @@ def eight_bit_input(c: Context) -> Insight | None:
     if info is None:
         return None
     dtype, shape = info
-    dims = [d for d in shape.split("x") if d]
-    image = len(dims) >= 3 and dtype in ("float16", "float32")
-    if not image:
+    if not _image_like(c, shape) or dtype not in ("float16", "float32"):
         return None
     rx = ex.mid_rx_cycles_by_dest[:, _D["host"]]
     i = int(np.argmax(rx))

@@ -1,0 +1,170 @@
+"""Insights on profiles simulated by the engine: each fires on a configuration built to trigger it
+and stays quiet on a tuned one; re-simulated effects have the right sign; memory tips are ranked
+FP16 first. Small models (mlp, ResNet-50 at 32x32) keep this fast."""
+
+from __future__ import annotations
+
+import pytest
+
+from analyser.core import Analysis
+from analyser.core.insights import Thresholds, find_insights, predict_effects
+
+_R50 = dict(model="resnet50", image_size=32, micro_batch_size=8, num_classes=10, precision="16.16")
+_FAST_HOST = dict(
+    device_iterations=64,
+    loader_mode="async",
+    prefetch_depth=3,
+    host_preprocess_us_per_sample=1.0,
+    loader_workers=32,
+)
+_PIPE = dict(
+    _R50, num_ipus=2, strategy="pipelined", split_points=["layer3.0"], gradient_accumulation=3
+)
+
+CONFIGS = {
+    # the host feeds a tiny model synchronously, one device iteration per call, FP32
+    "mlp_slow_host": dict(model="mlp", micro_batch_size=4096),
+    "mlp_tuned": dict(model="mlp", gradient_accumulation=16, **_FAST_HOST),
+    "mlp_tuned16": dict(model="mlp", gradient_accumulation=16, precision="16.16", **_FAST_HOST),
+    "mlp_offloaded": dict(
+        model="mlp", optimiser="adam", offload_optimiser_state="on", **_FAST_HOST
+    ),
+    "r50_oom32": dict(model="resnet50", image_size=224, micro_batch_size=16, num_classes=1000),
+    "r50_oom16": dict(
+        model="resnet50", image_size=224, micro_batch_size=16, num_classes=1000, precision="16.16"
+    ),
+    "r50_tuned": dict(_R50, **_FAST_HOST),
+    "r50_io_tiles": dict(_R50, io_tiles=32, eight_bit_input=True, **_FAST_HOST),
+    "pipe_ga3": _PIPE,
+    "pipe_ga32": dict(_PIPE, gradient_accumulation=32),
+    "pipe_unbalanced": dict(_PIPE, split_points=["layer1.1"]),
+}
+
+
+@pytest.fixture(scope="session")
+def sims(tmp_path_factory):
+    import engine
+    from engine.config import RunConfig
+
+    d = tmp_path_factory.mktemp("insights")
+    out = {}
+    for name, cfg in CONFIGS.items():
+        out[name] = d / f"{name}.h5"
+        engine.simulate_to_file(RunConfig.from_dict(cfg), out[name])
+    return out
+
+
+def _ids(path, thresholds=None) -> list[str]:
+    with Analysis.open(path) as a:
+        return [t.id for t in find_insights(a, thresholds)]
+
+
+@pytest.mark.parametrize(
+    ("insight", "fires", "quiet"),
+    [
+        ("throughput.async_loader", "mlp_slow_host", "mlp_tuned"),
+        ("throughput.device_iterations", "mlp_slow_host", "mlp_tuned"),
+        ("throughput.prefetch", "mlp_slow_host", "mlp_tuned"),
+        ("throughput.fp16", "mlp_tuned", "mlp_tuned16"),
+        ("throughput.disable_offload", "mlp_offloaded", "mlp_tuned"),
+        ("throughput.gradient_accumulation", "pipe_ga3", "pipe_ga32"),
+        ("throughput.rebalance_stages", "pipe_unbalanced", "pipe_ga3"),
+        ("memory.fp16", "r50_oom32", "r50_oom16"),
+        ("memory.micro_batch", "r50_oom16", "r50_tuned"),
+        ("memory.recompute", "r50_oom16", "r50_tuned"),
+        ("memory.available_memory_proportion", "r50_oom16", "r50_tuned"),
+    ],
+)
+def test_fires_and_stays_quiet(sims, insight, fires, quiet):
+    assert insight in _ids(sims[fires])
+    assert insight not in _ids(sims[quiet])
+
+
+def test_input_rules_with_lowered_thresholds(sims):
+    """8-bit input and I/O tiles: the small models do not stream enough input to cross the
+    default thresholds, so lower them to exercise the rules; the tuned run (uint8 input on I/O
+    tiles) stays quiet."""
+    low = Thresholds().with_overrides({"input_stream_share": 1e-4, "io_stream_share": 1e-4})
+    ids = _ids(sims["r50_tuned"], low)
+    assert "throughput.8bit_input" in ids and "throughput.io_tiles" in ids
+    quiet = _ids(sims["r50_io_tiles"], low)
+    assert "throughput.8bit_input" not in quiet and "throughput.io_tiles" not in quiet
+
+
+def test_host_wait_grading(sims):
+    with Analysis.open(sims["mlp_slow_host"]) as a:
+        tip = next(t for t in find_insights(a) if t.id == "throughput.async_loader")
+        assert a.metrics.host_wait_share >= 0.2 and tip.severity == "critical"
+        share = a.metrics.host_wait_share
+        high = Thresholds().with_overrides({"host_wait_high": min(1.0, share + 0.01)})
+        tip = next(t for t in find_insights(a, high) if t.id == "throughput.async_loader")
+        assert tip.severity == "warning"
+        assert tip.change == {"loader_mode": "async"}
+        assert tip.evidence and tip.evidence[0].where
+
+
+def test_memory_ranking_fp16_first(sims):
+    with Analysis.open(sims["r50_oom32"]) as a:
+        tips = find_insights(a)
+    assert tips[0].id == "memory.fp16"
+    assert tips[0].severity == "critical" and tips[0].change == {"precision": "16.16"}
+    mem = [t for t in tips if t.category == "memory"]
+    assert tips[: len(mem)] == mem  # memory tips come first
+
+
+def test_effects_have_the_right_sign(sims):
+    with Analysis.open(sims["mlp_slow_host"]) as a:
+        tips = [
+            t
+            for t in find_insights(a)
+            if t.id in ("throughput.async_loader", "throughput.device_iterations")
+        ]
+        seen = []
+        predict_effects(a, tips, workers=2, progress=lambda d, n, i: seen.append((d, n)))
+    assert seen[-1] == (2, 2)
+    for t in tips:
+        e = t.effect
+        assert e.status == "fits" and e.recommended, e.message
+        assert e.after["throughput_samples_per_s"] > e.before["throughput_samples_per_s"]
+        assert e.after["cycles_per_sample"] < e.before["cycles_per_sample"]
+    with Analysis.open(sims["r50_oom32"]) as a:
+        tips = [t for t in find_insights(a) if t.id == "memory.fp16"]
+        predict_effects(a, tips, workers=1)
+    e = tips[0].effect
+    assert e.after["peak_memory_bytes"] < e.before["peak_memory_bytes"]
+    assert e.after["oom_tiles"] <= e.before["oom_tiles"]
+
+
+def test_tip_that_would_cause_oom_is_not_recommended(sims):
+    """Re-simulating a change that makes a fitting run go out of memory says so."""
+    from analyser.core.insights.model import Insight
+
+    with Analysis.open(sims["r50_tuned"]) as a:
+        tip = Insight(
+            "test.huge_batch",
+            "Raise the micro-batch",
+            "info",
+            "throughput",
+            "",
+            change={"micro_batch_size": 4096},
+        )
+        predict_effects(a, [tip], workers=1)
+    assert tip.effect.status == "oom" and not tip.effect.recommended
+    assert "would not fit" in tip.effect.message
+
+
+def test_rejected_change_is_reported(sims):
+    from analyser.core.insights.model import Insight
+
+    with Analysis.open(sims["mlp_tuned"]) as a:
+        tip = Insight("test.bad", "Bad", "info", "throughput", "", change={"precision": "8.8"})
+        predict_effects(a, [tip], workers=1)
+    assert tip.effect.status == "error" and "precision" in tip.effect.message
+
+
+def test_walkthrough_step1_top_insight_is_fp16(walkthrough_profiles):
+    with Analysis.open(walkthrough_profiles["1-base"]) as a:
+        assert not a.memory.fits and a.execution is None
+        tips = find_insights(a)
+    assert tips[0].id == "memory.fp16"
+    assert tips[0].title.startswith("Use FP16")
