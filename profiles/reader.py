@@ -124,10 +124,12 @@ class Profile:
     """An open profile. Cheap to open; reads data only when asked. Close it (or use ``with``)."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
+        self.path = Path(path).expanduser()
         check_openable(self.path)
         try:
-            self._h5 = h5py.File(self.path, "r", rdcc_nbytes=8 * 1024 * 1024)
+            # no file locking: profiles are never written in place (the writer renames a
+            # finished temporary file), and locks fail on some network / read-only file systems
+            self._h5 = h5py.File(self.path, "r", rdcc_nbytes=8 * 1024 * 1024, locking=False)
         except Exception as exc:
             raise _read_error(self.path, exc) from None
         try:

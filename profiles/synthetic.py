@@ -689,7 +689,7 @@ def write_synthetic_profile(
                 w.append_steps(chunk)
             samples_per_step = micro_batch * grad_accum * device_iterations
             w.write_group("/execution", totals.execution(samples_per_step, device_iterations))
-    return Path(path)
+    return Path(path).expanduser()
 
 
 __all__ = ["make_synthetic_profile", "write_synthetic_profile"]

@@ -52,13 +52,13 @@ def is_fatal(problem: Problem) -> bool:
 
 def validate(path: str | os.PathLike[str]) -> list[Problem]:
     """Every problem found in the profile at ``path`` (an empty list when it is valid)."""
-    p = Path(path)
+    p = Path(path).expanduser()
     try:
         check_openable(p)
     except ProfileError as exc:
         return [Unreadable("/", str(exc))]
     try:
-        h5 = h5py.File(p, "r")
+        h5 = h5py.File(p, "r", locking=False)
     except Exception as exc:
         from profiles.reader import _read_error
 

@@ -137,7 +137,7 @@ class ProfileWriter:
         overwrite: bool = True,
         engine_version: str | None = None,
     ) -> None:
-        self.path = Path(path)
+        self.path = Path(path).expanduser()
         self.overwrite = overwrite
         self._engine_version = engine_version
         parent = self.path.parent
@@ -528,7 +528,7 @@ def write_profile(
     with ProfileWriter(path, overwrite=overwrite) as w:
         for gp in sorted(converted, key=lambda p: _ORDER.index(p) if p in _ORDER else 99):
             w._write_converted(schema.group(gp), converted[gp])
-    return Path(path)
+    return Path(path).expanduser()
 
 
 def _derived_layout(layout: Layout, converted: dict[str, dict]) -> list[Problem]:
