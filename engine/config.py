@@ -141,7 +141,8 @@ class RunConfig(BaseModel):
     )
     recompute_checkpoints: list[str] = Field(
         default_factory=list,
-        description="Layer names whose outputs are kept when recomputation = checkpoints. Default [].",
+        description="Layers whose outputs are kept (checkpoints) when recomputation = checkpoints; "
+        "the ops between checkpoints are recomputed in the backward. Default [].",
     )
     available_memory_proportion: float | None = Field(
         None,

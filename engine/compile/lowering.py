@@ -114,7 +114,9 @@ def lower(graph: Graph, config, target) -> Lowered:
         config.check_layers(graph.layer_names)
         is_ckpt = np.zeros(n, dtype=bool)
         for point in config.recompute_checkpoints:
-            is_ckpt[graph.ops_of(point)] = True
+            # a checkpoint keeps the named layer's output (its last op), like
+            # poptorch.recomputationCheckpoint on the layer's output tensor
+            is_ckpt[graph.ops_of(point)[-1]] = True
         recompute = ~is_ckpt
         # group = segment between checkpoints (a checkpoint op closes its segment), per stage
         seg = np.concatenate([[0], np.cumsum(is_ckpt)[:-1]])
