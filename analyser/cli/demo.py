@@ -139,27 +139,27 @@ def _mib(n: int) -> str:
 def _table(results: list[StepResult]):
     from rich.table import Table
 
-    t = Table(title="IPU walkthrough: ResNet-101, 2 x Mk2 IPUs, pipelined at layer3.8")
+    t = Table(title="IPU walkthrough: ResNet-101 64x64, 2 x Mk2 IPUs pipelined at layer3.8")
     for col, just in (
         ("step", "left"),
         ("fits", "center"),
         ("peak tile", "right"),
         ("peak memory", "right"),
         ("total cycles", "right"),
-        ("cycles / sample", "right"),
-        ("StreamCopy rx from host per IPU", "right"),
-        ("samples / s", "right"),
+        ("cycles/sample", "right"),
+        ("StreamCopy rx from host, MiB per IPU", "right"),
+        ("samples/s", "right"),
     ):
-        t.add_column(col, justify=just)
+        t.add_column(col, justify=just, no_wrap=True)
     for r in results:
         t.add_row(
-            r.title,
+            r.name,
             "[green]fits[/]" if r.fits else "[red]OOM[/]",
             f"{r.peak_tile_bytes / 1024:,.1f} KiB",
             _mib(r.peak_memory_bytes),
             "-" if r.total_cycles is None else f"{r.total_cycles:,}",
             "-" if r.cycles_per_sample is None else f"{r.cycles_per_sample:,.0f}",
-            " / ".join(_mib(b) for b in r.rx_by_ipu) if r.rx_by_ipu else "-",
+            " / ".join(f"{b / 2**20:,.2f}" for b in r.rx_by_ipu) if r.rx_by_ipu else "-",
             "-" if r.throughput is None else f"{r.throughput:,.1f}",
         )
     return t
@@ -182,6 +182,8 @@ def run(args: argparse.Namespace) -> int:
             writer([str(r.path) for r in results], report, "html")
             bar.advance(task)
     con = console()
+    if not con.is_terminal:
+        con.width = max(con.width, 150)  # a log file gets the whole table, unwrapped
     con.print(_table(results))
     for r in results:
         con.print(f"  {r.path}")
