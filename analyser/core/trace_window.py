@@ -427,6 +427,7 @@ class TraceWindow:
         self._programs: pd.DataFrame | None = None
         self._lanes: dict[str, tuple[np.ndarray, tuple[str, ...]]] = {}
         self._steps_per_ipu = np.diff(self.access.ipu_offsets)
+        self._stages: int | None = None
 
     # -- static tables ------------------------------------------------------------------------
     @property
@@ -550,8 +551,10 @@ class TraceWindow:
         return tuple(labels[i] for i in present), present
 
     def _n_stages(self) -> int:
-        ops = self.access.table("/graph/operations", ["stage"])
-        return int(ops["stage"].max()) + 1 if len(ops) else 1
+        if self._stages is None:
+            ops = self.access.table("/graph/operations", ["stage"])
+            self._stages = int(ops["stage"].max()) + 1 if len(ops) else 1
+        return self._stages
 
     def _lane_fn(self, group: str):
         if group == "flat":
