@@ -282,10 +282,13 @@ def _op_tables(
     return df, added, removed
 
 
+_HOST = schema.DESTINATIONS.index("host")
+
+
 def _input_ipu(x: Analysis) -> int:
-    """The IPU receiving the most StreamCopy bytes (the first stage's IPU for inputs)."""
+    """The IPU receiving the most bytes from the host (the first stage's IPU, for inputs)."""
     ex = x.execution
-    return int(np.argmax(ex.streamcopy_rx_bytes)) if ex is not None else 0
+    return int(np.argmax(ex.streamcopy_rx_by_dest[:, _HOST])) if ex is not None else 0
 
 
 def _explain(a: Analysis, b: Analysis, diffs: list[ConfigDiff]) -> list[Explanation]:
@@ -378,15 +381,13 @@ def _explain(a: Analysis, b: Analysis, diffs: list[ConfigDiff]) -> list[Explanat
         )
     io_keys = ("eight_bit_input", "micro_batch_size", "gradient_accumulation", "device_iterations")
     i = _input_ipu(b)
-    rxa, rxb = (
-        int(ea.streamcopy_rx_bytes[i]) if i < ea.num_ipus else 0,
-        int(eb.streamcopy_rx_bytes[i]),
-    )
+    rxa = int(ea.streamcopy_rx_by_dest[i, _HOST]) if i < ea.num_ipus else 0
+    rxb = int(eb.streamcopy_rx_by_dest[i, _HOST])
     if rxa != rxb:
         add(
             "streamcopy_rx_bytes",
-            f"StreamCopy received by IPU {i} {change_words(rxa, rxb)} "
-            f"({fmt_bytes(rxa)} to {fmt_bytes(rxb)})",
+            f"StreamCopy received from the host by IPU {i} "
+            f"{change_words(rxa, rxb)} ({fmt_bytes(rxa)} to {fmt_bytes(rxb)})",
             io_keys,
             rel_change(rxa, rxb),
         )

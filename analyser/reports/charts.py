@@ -315,6 +315,16 @@ def comparison_step_types(analyses) -> str:
     ax.set_xlim(0, 100)
     ax.set_xlabel("% of busy cycles (all IPUs); empty = no execution (OOM)")
     ax.set_title("Cycles by step type", fontsize=9, loc="left")
+    if not left.any():
+        ax.text(
+            50,
+            (len(names) - 1) / 2,
+            "no profile executed (all out of memory)",
+            ha="center",
+            va="center",
+            fontsize=9,
+        )
+        return to_svg(fig)
     ax.legend(
         fontsize=7,
         ncol=4,
