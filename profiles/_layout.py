@@ -382,12 +382,36 @@ def layout_of_data(
                                     f"should hold strings, found {type(bad).__name__} {bad!r:.40}.",
                                 )
                             )
+                        else:
+                            problems += _string_problems(field_path(gpn, name), arr)
                 elif dtype_ok(f.dtype, arr.dtype, exact=False):
                     problems += range_problems(gpn, f, arr)
         layout.attrs[gpn] = attrs
         layout.datasets[gpn] = dsets
         converted[gpn] = conv
     return layout, converted, problems
+
+
+def _string_problems(fp: str, arr: np.ndarray) -> list[Problem]:
+    """HDF5 strings are NUL-terminated UTF-8: refuse what would be silently cut or cannot encode."""
+    joined = "\x1f".join(arr.ravel().tolist())
+    if "\x00" in joined:
+        row = next(i for i, x in enumerate(arr.ravel()) if "\x00" in x)
+        return [WrongDtype(fp, f"string at row {row} contains a NUL character, which HDF5 cuts.")]
+    try:
+        joined.encode("utf-8")
+    except UnicodeEncodeError:
+        row = next(i for i, x in enumerate(arr.ravel()) if not _encodes(x))
+        return [WrongDtype(fp, f"string at row {row} is not valid Unicode (cannot be UTF-8).")]
+    return []
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def as_array(value: object, f: schema.Field | None) -> np.ndarray:

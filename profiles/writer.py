@@ -301,10 +301,7 @@ class ProfileWriter:
             return
         try:
             self._finish_execution()
-            meta = self._layout.attrs.get("/meta", {})
             problems = check_layout(self._layout, for_writer=True)
-            if "/meta" in self._layout.groups and "status" not in meta:
-                pass  # reported by check_layout
             _raise_problems(problems, f"profile {self.path.name}")
             self._write_root()
             self._h5.flush()
@@ -522,7 +519,7 @@ def write_profile(
     norm = {("/" + k.strip("/")) if k.strip("/") else "/": dict(v) for k, v in data.items()}
     norm.setdefault("/", {})
     layout, converted, problems = layout_of_data(norm)
-    problems += _derived_layout(layout, converted)
+    _derived_layout(layout, converted)
     problems += check_layout(layout, for_writer=True)
     _raise_problems(problems, "profile data")
     with ProfileWriter(path, overwrite=overwrite) as w:
@@ -531,17 +528,16 @@ def write_profile(
     return Path(path).expanduser()
 
 
-def _derived_layout(layout: Layout, converted: dict[str, dict]) -> list[Problem]:
+def _derived_layout(layout: Layout, converted: dict[str, dict]) -> None:
     """Account for the fields the writer derives (ipu_offsets, max_step_cycles) in the check."""
     steps = converted.get(STEPS.path)
     if not steps or "ipu" not in steps:
-        return []
+        return
     ex = layout.datasets.setdefault("/execution", {})
     ipus = layout.attrs.get("/meta", {}).get("num_ipus")
     if isinstance(ipus, int | np.integer):
         for name, shape in (("ipu_offsets", (int(ipus) + 1,)), ("max_step_cycles", (int(ipus),))):
             ex.setdefault(name, (shape, np.dtype(np.int64)))
-    return []
 
 
 __all__ = ["COMPRESSION", "ProfileWriter", "write_profile"]

@@ -380,3 +380,15 @@ def test_written_file_has_ordinary_permissions(tmp_path, data):
     finally:
         os.umask(old)
     assert path.stat().st_mode & 0o777 == 0o644
+
+
+@pytest.mark.parametrize(("bad", "words"), [("a\x00b", "NUL"), ("\ud800", "not valid Unicode")])
+def test_strings_that_hdf5_would_mangle_are_refused(tmp_path, data, bad, words):
+    d = {k: dict(v) for k, v in data.items()}
+    names = list(d["/graph/operations"]["name"])
+    names[1] = bad
+    d["/graph/operations"]["name"] = names
+    with pytest.raises(
+        SchemaMismatchError, match=rf"/graph/operations/name: string at row 1 .*{words}"
+    ):
+        write_profile(tmp_path / "s.h5", d)
