@@ -1,0 +1,91 @@
+"""Pipelines on the real compiler + executor: stash memory by schedule, replication code growth,
+offloading, and the ramp share of a compiled pipeline. Small models keep these fast."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import engine
+from engine.config import RunConfig
+from engine.execute import execute
+from profiles.schema import MEMORY_CATEGORIES, code
+
+STASH = code("variable_kind", "stash")
+D_REMOTE = code("destination", "remoteBuffer")
+CODE_CATS = [c for c in MEMORY_CATEGORIES if c.endswith("Code")]
+
+
+def cfg(**kw) -> RunConfig:
+    base = dict(
+        model="resnet50",
+        image_size=32,
+        num_classes=10,
+        num_ipus=2,
+        strategy="pipelined",
+        split_points=["layer3.0"],
+        micro_batch_size=4,
+        gradient_accumulation=8,
+        precision="16.16",
+        optimiser="adam",
+    )
+    base.update(kw)
+    return RunConfig.from_dict(base)
+
+
+@pytest.fixture(scope="module")
+def grouped():
+    return engine.compile(cfg())
+
+
+def _code_by_category(compiled) -> dict[str, int]:
+    by = compiled.memory.by_category.sum(axis=(0, 1))
+    return {c: int(by[MEMORY_CATEGORIES.index(c)]) for c in CODE_CATS}
+
+
+def test_grouped_stashes_more_than_interleaved(grouped):
+    inter = engine.compile(cfg(schedule="interleaved"))
+
+    def stash(c):
+        v = c.variables
+        return int(np.asarray(v.bytes)[np.asarray(v.kind) == STASH].sum())
+
+    assert stash(grouped) > stash(inter) > 0
+
+
+def test_replication_grows_global_exchange_code_linearly(grouped):
+    codes = {1: _code_by_category(grouped)}
+    for r in (2, 4):
+        codes[r] = _code_by_category(engine.compile(cfg(replication_factor=r)))
+    g = {r: codes[r]["globalExchangeCode"] for r in codes}
+    assert g[1] < g[2] < g[4]
+    # about linear: the step from 2 to 4 replicas adds about twice the step from 1 to 2
+    assert (g[4] - g[2]) == pytest.approx(2 * (g[2] - g[1]), rel=0.25)
+    for cat in CODE_CATS:
+        if cat == "globalExchangeCode" or codes[1][cat] == 0:
+            continue
+        assert codes[4][cat] == pytest.approx(codes[1][cat], rel=0.05), cat
+
+
+def test_offloading_off_removes_remote_copies_and_raises_on_chip_memory(grouped):
+    on = execute(grouped)
+    off_c = engine.compile(cfg(offload_optimiser_state="off"))
+    off = execute(off_c)
+    assert (on.steps["dest"] == D_REMOTE).any()
+    assert not (off.steps["dest"] == D_REMOTE).any()
+    assert off_c.memory.total.sum() > grouped.memory.total.sum()
+    assert off.attrs["total_cycles"] < on.attrs["total_cycles"]
+
+
+def test_compiled_pipeline_phases_follow_the_formula(grouped):
+    e = execute(grouped)
+    s = e.steps
+    S, G = 2, 8
+    P = 2 * S - 1
+    # one external Sync per row (pipeline cycle) on each IPU; internal syncs are the compiler's
+    ext = e.nodes["sync"][s["program"]] == code("sync_kind", "external")
+    sync0 = (s["ipu"] == 0) & (s["type"] == code("program_type", "Sync")) & ext
+    ph = s["phase"][sync0]
+    ramp_rows = np.isin(ph, [code("phase", "rampUp"), code("phase", "rampDown")]).sum()
+    pipe_rows = np.isin(ph, [code("phase", n) for n in ("rampUp", "main", "rampDown")]).sum()
+    assert ramp_rows / pipe_rows == pytest.approx(2 * (P - 1) / (G + P - 1))
