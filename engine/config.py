@@ -152,6 +152,12 @@ class RunConfig(BaseModel):
         "target's (0.6).",
     )
 
+    outlining: bool = Field(
+        True,
+        description="Share the compute sets, vertex state and exchange code of identical "
+        "operations (PopART outlining, on by default in Poplar's frameworks). Default true.",
+    )
+
     # -- memory placement ---------------------------------------------------------------------
     offload_optimiser_state: Literal["auto", "on", "off"] = Field(
         "auto",

@@ -495,4 +495,42 @@ def _columns(rows: list[dict]) -> dict[str, np.ndarray]:
     return {c: np.array([r[c] for r in rows], dtype=dt) for c, dt in COLUMNS.items()}
 
 
-__all__ = ["OPTIMISER_STATE", "Lowered", "assign_stages", "lower"]
+SIGNATURE_COLUMNS = (
+    "type",
+    "role",
+    "family",
+    "stage",
+    "G",
+    "M",
+    "K",
+    "N",
+    "cin",
+    "kernel",
+    "a_dup",
+    "b_weight",
+    "elems",
+    "passes",
+    "cross_tile",
+    "stats",
+    "db",
+    "weight_elems",
+    "wcast",
+)
+
+
+def op_signatures(cols: dict[str, np.ndarray]) -> np.ndarray:
+    """Id of each op's signature: ops with the same id are identical (outlining candidates)."""
+    parts = []
+    for key in SIGNATURE_COLUMNS:
+        col = cols[key]
+        if col.dtype == object:
+            col = np.unique(col.astype(str), return_inverse=True)[1]
+        elif col.dtype.kind == "f":
+            col = np.round(col * 1000).astype(np.int64)
+        parts.append(col.astype(np.int64))
+    if not parts[0].size:
+        return np.zeros(0, dtype=np.int64)
+    return np.unique(np.stack(parts, axis=1), axis=0, return_inverse=True)[1].reshape(-1)
+
+
+__all__ = ["OPTIMISER_STATE", "Lowered", "assign_stages", "lower", "op_signatures"]

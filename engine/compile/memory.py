@@ -750,6 +750,13 @@ def build_memory(graph, L, P, progs, seg_ipu_of_op, config, t, T: int) -> Memory
         + ex_code * p_tn
     )
     copy_fam = p_fam == "copy"
+    # outlining: a duplicate's compute set / exchange is the owner's; it costs a call only
+    own = progs["owner_op"] == progs["op"]
+    per_tile_vert = np.where(own, per_tile_vert, 0)
+    ex_code = np.where(own, ex_code, 0)
+    prog_code[:] = np.where(
+        own, prog_code, (t.control_code_bytes_per_program + t.control_table_bytes_per_program) * TT
+    )
 
     for ipu in range(n_ipus):
         on = p_ipu == ipu
@@ -764,12 +771,12 @@ def build_memory(graph, L, P, progs, seg_ipu_of_op, config, t, T: int) -> Memory
 
         sel = np.flatnonzero(on)
         t0s, tns = p_t0[sel], p_tn[sel]
-        part = participates[sel]
+        part = participates[sel] & own[sel]
         cat[:, CAT["controlCode"]] = n_ipu_progs[ipu] * t.control_code_bytes_per_program + spread(
             np.where(part, t.control_code_bytes_per_participation, 0), t0s, tns
         )
         cat[:, CAT["controlTable"]] = n_ipu_progs[ipu] * t.control_table_bytes_per_program
-        cs = is_cs[sel]
+        cs = is_cs[sel] & own[sel]
         cat[:, CAT["controlId"]] = spread(np.where(cs, t.control_id_bytes_per_program, 0), t0s, tns)
         cat[:, CAT["internalExchangeCode"]] = spread(ex_code[sel], t0s, tns)
         v = per_tile_vert[sel]
@@ -786,7 +793,7 @@ def build_memory(graph, L, P, progs, seg_ipu_of_op, config, t, T: int) -> Memory
             )
         cat[:, CAT["stack"]] = t.stack_bytes_per_tile
         # vertex code: each vertex type present on a tile costs its code once
-        vsel = sel[cs]
+        vsel = sel[is_cs[sel]]
         if len(vsel):
             d = np.zeros((len(code_vt), TT + 1), dtype=np.int64)
             vti = progs["vt"][vsel].astype(np.int64)

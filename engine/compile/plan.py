@@ -359,6 +359,16 @@ def plan_ops(L, t, config, T: int) -> OpPlans:
         span = T - tiles_used[sel] + 1
         start[sel] = offs % np.maximum(span, 1)
 
+    # outlined duplicates run the owner's compute sets, hence on the owner's tiles
+    owner = np.arange(n)
+    if config.outlining and n:
+        from engine.compile.lowering import op_signatures
+
+        sig = op_signatures(L.cols)
+        _, first = np.unique(sig, return_index=True)
+        owner = first[sig]
+        start = start[owner]
+
     # ---- flatten present slots into program rows (op order, slot order) ----------------------
     op_idx, slot_idx = np.nonzero(present)
     types = np.array([ty for _, ty in SLOTS], dtype=np.uint8)[slot_idx]
@@ -412,6 +422,7 @@ def plan_ops(L, t, config, T: int) -> OpPlans:
         "vt": vt_idx.astype(np.int16),
         "vertices": (verts[op_idx, slot_idx] * tcount).astype(np.int64),
         "family": fam,
+        "owner_op": owner[op_idx].astype(np.int32),
     }
     # sync rows: n_max = tile_count (uniform)
     programs["n_max"] = np.where(is_sync, tcount, programs["n_max"]).astype(np.int32)
