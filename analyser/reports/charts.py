@@ -155,7 +155,7 @@ def memory_per_tile(a) -> str:
 
 def memory_histogram(a) -> str:
     m = a.memory
-    fig = _fig(4.5, 2.6, left=0.6)
+    fig = _fig(4.5, 2.6, left=0.75)
     ax = fig.subplots()
     edges = m.histogram_edges / 1024
     ax.bar(
@@ -198,8 +198,9 @@ def liveness_curve(a) -> str:
                 f"peak {y[p]:,.0f} MiB",
                 (p, y[p]),
                 fontsize=7,
-                xytext=(4, 4),
+                xytext=(-4, 4) if p > 0.8 * lv.n_steps else (4, 4),
                 textcoords="offset points",
+                ha="right" if p > 0.8 * lv.n_steps else "left",
             )
     ax.set_xlabel("program step")
     ax.set_ylabel("MiB (always-live + not-always-live)")
@@ -214,7 +215,7 @@ def cycles_by_type(a) -> str:
 
     ex = a.execution
     n = ex.num_ipus
-    fig = _fig(9.0, 0.55 * n + 1.3, left=0.7)
+    fig = _fig(9.0, max(1.9, 0.55 * n + 1.0), left=0.7, right=1.7)
     ax = fig.subplots()
     left = np.zeros(n)
     for j, t in enumerate(schema.PROGRAM_TYPES):
@@ -227,7 +228,7 @@ def cycles_by_type(a) -> str:
     ax.invert_yaxis()
     ax.set_xlabel("million cycles")
     ax.set_title("Cycles by step type", fontsize=9, loc="left")
-    ax.legend(fontsize=7, ncol=4, loc="lower right", framealpha=0.85)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
     return to_svg(fig)
 
 
