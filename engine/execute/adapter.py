@@ -79,6 +79,10 @@ def plan_from_compiled(compiled, config=None) -> ExecutionPlan:
         bytes_in=np.asarray(p.bytes_in, np.int64),
         bytes_out=np.asarray(p.bytes_out, np.int64),
         dest=np.asarray(p.dest, np.uint8),
+        tile_start=np.asarray(p.tile_start, np.int64),
+        tile_count=np.asarray(p.tile_count, np.int64),
+        n_max=np.asarray(p.n_max, np.int64),
+        cycles_min=np.asarray(p.cycles_min, np.int64),
     )
     S = int(cfg.stages)
     n_ipus = int(cfg.num_ipus)

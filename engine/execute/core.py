@@ -163,6 +163,31 @@ class _Nodes:
         return len(c["name"]) - 1
 
 
+def _add_leaves(nodes: _Nodes, leaves, io, lf: np.ndarray, parent: int) -> np.ndarray:
+    """Append compiler leaves ``lf`` (children of ``parent``) in bulk; returns their node ids."""
+    leaf_bin, leaf_bout, leaf_dest = io
+    c = nodes.cols
+    first = len(nodes)
+    n = len(lf)
+    c["name"].extend(str(x) for x in leaves.name[lf])
+    c["type"].extend(leaves.type[lf].tolist())
+    c["parent"].extend([parent] * n)
+    c["ipu"].extend(leaves.ipu[lf].tolist())
+    c["repeat"].extend([1] * n)
+    c["op"].extend(leaves.op[lf].tolist())
+    c["cycles"].extend(leaves.cycles[lf].tolist())
+    c["tile_balance"].extend(leaves.tile_balance[lf].tolist())
+    c["bytes"].extend(leaves.bytes[lf].tolist())
+    c["sync"].extend([S_NONE] * n)
+    c["code_bytes"].extend(leaves.code_bytes[lf].tolist())
+    c["x_bytes_in"].extend(leaf_bin[lf].tolist())
+    c["x_bytes_out"].extend(leaf_bout[lf].tolist())
+    c["x_dest"].extend(leaf_dest[lf].tolist())
+    c["x_leaf"].extend(lf.tolist())
+    c["x_tiles"].extend([(0, 0)] * n)
+    return np.arange(first, first + n, dtype=np.int64)
+
+
 @dataclass
 class _Synth:
     """One leaf program execute adds."""
@@ -781,7 +806,7 @@ def _build_tree(plan, act, templates, allv, rows_it, upd_row, has_end, DI, G):
     """Control program (Sequence / Repeat / Call) and one function per template."""
     nodes = _Nodes()
     leaves = plan.leaves
-    leaf_bin, leaf_bout, leaf_dest = _leaf_io(leaves)
+    io = _leaf_io(leaves)
     # calls per global row in iteration 0 (and the call frame rows), ordered (row, ipu, order)
     o = np.lexsort((allv["order"], allv["ipu"], allv["row"]))
     rows_sorted = allv["row"][o]
@@ -832,26 +857,12 @@ def _build_tree(plan, act, templates, allv, rows_it, upd_row, has_end, DI, G):
     for t in templates:
         fn = nodes.add(t.name, T_SEQ, -1, t.ipu)
         if t.leaves is not None:
-            ids = []
-            for lf in t.leaves.tolist():
-                if leaf_node[lf] < 0:
-                    leaf_node[lf] = nodes.add(
-                        str(leaves.name[lf]),
-                        int(leaves.type[lf]),
-                        fn,
-                        int(leaves.ipu[lf]),
-                        op=int(leaves.op[lf]),
-                        cycles=int(leaves.cycles[lf]),
-                        balance=float(leaves.tile_balance[lf]),
-                        nbytes=int(leaves.bytes[lf]),
-                        code_bytes=int(leaves.code_bytes[lf]),
-                        bytes_in=int(leaf_bin[lf]),
-                        bytes_out=int(leaf_bout[lf]),
-                        dest=int(leaf_dest[lf]),
-                        leaf=lf,
-                    )
-                ids.append(leaf_node[lf])
-            t.nodes = np.asarray(ids, np.int64)
+            lf = t.leaves
+            new_lf = lf[leaf_node[lf] < 0]
+            if len(new_lf):
+                new_lf = new_lf[np.sort(np.unique(new_lf, return_index=True)[1])]
+                leaf_node[new_lf] = _add_leaves(nodes, leaves, io, new_lf, fn)
+            t.nodes = leaf_node[lf].astype(np.int64)
         else:
             s = t.synth
             name = t.name.split("/", 1)[1] if "/" in t.name else t.name
@@ -874,19 +885,7 @@ def _build_tree(plan, act, templates, allv, rows_it, upd_row, has_end, DI, G):
     missing = np.nonzero(leaf_node < 0)[0]
     if len(missing):
         fn = nodes.add("unscheduled", T_SEQ, -1)
-        for lf in missing.tolist():
-            leaf_node[lf] = nodes.add(
-                str(leaves.name[lf]),
-                int(leaves.type[lf]),
-                fn,
-                int(leaves.ipu[lf]),
-                op=int(leaves.op[lf]),
-                cycles=int(leaves.cycles[lf]),
-                balance=float(leaves.tile_balance[lf]),
-                nbytes=int(leaves.bytes[lf]),
-                code_bytes=int(leaves.code_bytes[lf]),
-                leaf=lf,
-            )
+        leaf_node[missing] = _add_leaves(nodes, leaves, io, missing, fn)
     return nodes, leaf_node, t_nodes
 
 
@@ -900,7 +899,7 @@ def _tile_cycles(plan, nodes, t_nodes, templates) -> np.ndarray:
         rows = np.flatnonzero(is_leaf)
         for a in range(0, len(rows), 4096):  # bounded temporary memory
             r = rows[a : a + 4096]
-            out[r] = plan.leaves.dense_tile_cycles(leaf[r])
+            out[r] = plan.leaves.dense_tile_cycles(leaf[r], plan.tiles_per_ipu)
     for t in templates:
         if t.synth is not None:
             nid = int(t.nodes[0])

@@ -57,16 +57,42 @@ class LeafPrograms:
     bytes_in: np.ndarray | None = None
     bytes_out: np.ndarray | None = None
     dest: np.ndarray | None = None
+    #: Optional compact per-tile cycles (the compiler's layout): a leaf runs on tiles
+    #: ``[tile_start, tile_start + tile_count)``, the first ``n_max`` of them for ``cycles`` and
+    #: the rest for ``cycles_min``; other tiles 0. Used to expand ``tile_cycles`` fast.
+    tile_start: np.ndarray | None = None
+    tile_count: np.ndarray | None = None
+    n_max: np.ndarray | None = None
+    cycles_min: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.name)
 
-    def dense_tile_cycles(self, rows: np.ndarray) -> np.ndarray:
+    def dense_tile_cycles(self, rows: np.ndarray, tiles: int) -> np.ndarray:
         """Per-tile cycles ``(len(rows), tiles)`` of some leaves (``tile_cycles`` may be a
         function that expands them on demand)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if self.tile_start is not None:
+            return self._expand_compact(rows, tiles)
         if callable(self.tile_cycles):
             return self.tile_cycles(rows)
         return self.tile_cycles[rows]
+
+    def _expand_compact(self, rows: np.ndarray, width: int) -> np.ndarray:
+        """Dense per-tile cycles from the compact layout: a difference array per row (three
+        scatter-adds) and one cumulative sum along the tiles."""
+        n = len(rows)
+        start = np.asarray(self.tile_start, np.int64)[rows]
+        count = np.asarray(self.tile_count, np.int64)[rows]
+        nmax = np.minimum(np.asarray(self.n_max, np.int64)[rows], count)
+        hi = np.asarray(self.cycles, np.int64)[rows]
+        lo = np.asarray(self.cycles_min, np.int64)[rows]
+        diff = np.zeros((n, width + 1), np.int64)
+        r = np.arange(n)
+        np.add.at(diff, (r, np.clip(start, 0, width)), hi)
+        np.add.at(diff, (r, np.clip(start + nmax, 0, width)), lo - hi)
+        np.add.at(diff, (r, np.clip(start + count, 0, width)), -lo)
+        return np.cumsum(diff, axis=1)[:, :width].astype(np.int32)
 
     @classmethod
     def empty(cls, tiles: int) -> LeafPrograms:
