@@ -73,7 +73,7 @@ class MemoryPlot(pg.PlotWidget):
 
     tileClicked = Signal(int, int, bool)  # ipu, tile, shift
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, legend: LegendLabel | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent=parent)
         style_plot(self)
         item = self.getPlotItem()
@@ -84,7 +84,7 @@ class MemoryPlot(pg.PlotWidget):
         self.paths: list[pg.PlotDataItem] = []
         self.max_line: pg.InfiniteLine | None = None
         self.selection_item: pg.BarGraphItem | None = None
-        self.legend = LegendLabel()
+        self.legend = legend
         self.scene().sigMouseClicked.connect(self._on_click)
         self.setMinimumHeight(180)
 
@@ -118,7 +118,8 @@ class MemoryPlot(pg.PlotWidget):
             item.addItem(path)
             self.paths.append(path)
         # Legend in category order (bottom of the stack first).
-        self.legend.set_entries([(chart.names[j], chart.colors[j]) for j in present])
+        if self.legend is not None:
+            self.legend.set_entries([(chart.names[j], chart.colors[j]) for j in present])
         sram = chart.sram / scale
         if show_max:
             self.max_line = pg.InfiniteLine(
@@ -360,7 +361,8 @@ class MemoryReport(Report):
         controls.addWidget(self.select_button)
         controls.addWidget(self.clear_button)
 
-        self.plot_a = MemoryPlot()
+        self.legend = LegendLabel()
+        self.plot_a = MemoryPlot(self.legend)
         self.plot_b = MemoryPlot()
         self.plot_b.setXLink(self.plot_a)
         self.plot_b.setYLink(self.plot_a)
@@ -371,7 +373,7 @@ class MemoryReport(Report):
         cl.setContentsMargins(0, 0, 0, 0)
         cl.addWidget(self.plot_a, 1)
         cl.addWidget(self.plot_b, 1)
-        cl.addWidget(self.plot_a.legend)
+        cl.addWidget(self.legend)
         self.tile_map = TileMap()
         self.tile_map.tileClicked.connect(self.click_tile)
         self.variables_table = FilterTable("Filter variables by name, kind, type...")

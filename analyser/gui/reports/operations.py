@@ -41,8 +41,13 @@ class OperationFilter(QSortFilterProxyModel):
         self._keep: np.ndarray | None = None
 
     def set_mask(self, keep: np.ndarray | None) -> None:
-        self._keep = keep
-        self.invalidateFilter()
+        if hasattr(self, "beginFilterChange"):  # Qt >= 6.9 (invalidateFilter is deprecated)
+            self.beginFilterChange()
+            self._keep = keep
+            self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
+        else:  # pragma: no cover - older Qt
+            self._keep = keep
+            self.invalidateFilter()
 
     def filterAcceptsRow(self, row: int, parent: Index) -> bool:
         return True if self._keep is None else bool(self._keep[row])

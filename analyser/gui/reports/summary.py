@@ -133,6 +133,7 @@ class SummaryReport(Report):
         splitter.addWidget(self.tree)
         splitter.addWidget(self.tabs)
         splitter.setSizes([480, 700])
+        self.splitter = splitter
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(splitter)
@@ -175,7 +176,7 @@ class SummaryReport(Report):
             Figure("Liveness steps", lambda d: t(d).n_liveness_steps, format_count),
             Figure("Executed steps", lambda d: t(d).n_executed_steps, format_count),
             Figure("Engine version", lambda d: t(d).engine_version, str, "text"),
-            Figure("Created", lambda d: t(d).created, str, "text"),
+            Figure("Created", lambda d: t(d).created[:16].replace("T", " "), str, "text"),
         ]
         memory = [
             Figure(
@@ -274,6 +275,7 @@ class SummaryReport(Report):
         if doc is None:
             return
         compare = cmp is not None
+        self.splitter.setSizes([760, 640] if compare else [480, 700])
         headers = ("Name", "A", "B", "Change") if compare else ("Name", "Value")
         for tree in (self.tree, self.ipu_tree, self.stream_tree):
             tree.set_headers(headers)

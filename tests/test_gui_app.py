@@ -1,0 +1,418 @@
+"""GUI shell and reports (pytest-qt, offscreen): every report of the Graph Analyser shows the
+analysis core's numbers on a fitting and an out-of-memory profile, selection / filtering /
+search work, compare mode shows A, B and the change, a broken file gives the error dialog and
+the application carries on, and no window or worker thread is left behind."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QThreadPool, QUrl
+from PySide6.QtGui import QDropEvent
+from PySide6.QtWidgets import QApplication, QMessageBox
+
+from analyser.core.analysis import Analysis
+from analyser.gui.units import MemoryUnits, format_bytes
+from profiles import write_profile
+from profiles.synthetic import make_synthetic_profile
+
+pytestmark = pytest.mark.gui
+
+MY_REPORTS = ("summary", "insights", "memory", "liveness", "program_tree", "operations")
+
+
+@pytest.fixture(scope="session")
+def profiles_dir(tmp_path_factory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("gui-app")
+    specs = {
+        "fit": dict(seed=1, grad_accum=8),
+        "fit2": dict(seed=1, grad_accum=16),
+        "oom": dict(seed=2, oom=True),
+    }
+    paths = {}
+    for name, kw in specs.items():
+        path = out / f"{name}.h5"
+        write_profile(
+            path, make_synthetic_profile(n_steps=3000, n_ipus=2, tiles=256, n_programs=200, **kw)
+        )
+        paths[name] = path
+    broken = out / "broken.h5"
+    broken.write_bytes(b"this is not an HDF5 file\n" * 10)
+    paths["broken"] = broken
+    return paths
+
+
+@pytest.fixture
+def settings(tmp_path) -> QSettings:
+    s = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    s.clear()
+    return s
+
+
+@pytest.fixture
+def make_window(qtbot, settings):
+    """Factory of main windows with a temporary settings file; closes them at teardown and
+    checks that no window is left open and no worker thread is still running."""
+    from analyser.gui.main_window import MainWindow
+
+    windows = []
+
+    def make(s: QSettings | None = None):
+        w = MainWindow(settings=s if s is not None else settings)
+        qtbot.addWidget(w)
+        w.resize(1300, 850)
+        w.show()
+        windows.append(w)
+        return w
+
+    yield make
+    for w in windows:
+        w.close()
+        assert w.pool.activeThreadCount() == 0
+    visible = [t for t in QApplication.topLevelWidgets() if t.isVisible()]
+    assert not visible, f"windows left open: {visible}"
+
+
+def open_and_wait(qtbot, w, *paths) -> None:
+    with qtbot.waitSignal(w.loadFinished, timeout=30000) as blocker:
+        if len(paths) == 2:
+            w.open_compare(*paths)
+        else:
+            w.open_files(list(paths))
+    assert blocker.args == [True]
+
+
+# ---------------------------------------------------------------------------------------------
+# Reports on a fitting profile, an OOM profile and the walkthrough
+# ---------------------------------------------------------------------------------------------
+def check_reports(qtbot, w, path: Path) -> None:
+    """Open every report of this engineer on ``path`` and compare what is shown with the core."""
+    with Analysis.open(path) as a:
+        m = a.metrics
+        # Summary
+        s = w.show_report("summary")
+        assert s.tree.value("Memory", "Peak memory") == format_bytes(m.peak_memory_bytes)
+        assert s.tree.value("Memory", "Out-of-memory tiles") == f"{m.oom_tiles:,}"
+        assert s.tree.value("Target", "Tiles per IPU") == f"{a.target.tiles_per_ipu:,}"
+        if a.has_execution:
+            assert s.tree.value("Execution", "Total cycles") == f"{m.total_cycles:,}"
+            ex = a.execution
+            ipu0 = s.ipu_tree.value("IPU 0", "Total")
+            assert ipu0 == f"{int(ex.cycles_by_type[0].sum()):,} cycles"
+        else:
+            assert s.tree.section("Execution") is None
+            assert s.exec_stack.currentIndex() == 1  # "no execution" message
+        # Insights
+        r = w.show_report("insights")
+        assert r.banner_a.state == ("ok" if a.memory.fits else "oom")
+        assert f"{a.memory.n_oom_tiles:,}" in r.banner_a.text() or a.memory.fits
+        assert r.insight_titles() == [t.title for t in a.insights()]
+        top = r.top_tiles.model.frame
+        assert list(top["tile"]) == [t.tile for t in a.memory.top_tiles]
+        # Memory: the chart is the core's per-tile bytes by category, summed over the stack
+        mr = w.show_report("memory")
+        chart = mr.charts["A"]
+        assert chart.values.shape == (a.target.num_ipus * a.target.tiles_per_ipu, 17)
+        np.testing.assert_array_equal(chart.totals, a.memory.tile_total.ravel())
+        assert len(mr.plot_a.paths) == int((chart.values.sum(axis=0) > 0).sum())
+        # Liveness: one curve per IPU equal to the core's, peak marked
+        lr = w.show_report("liveness")
+        curves = lr.curves(lr.document)
+        for ipu, c in curves.items():
+            np.testing.assert_array_equal(c, a.liveness.curve(ipu))
+        # Program tree over /programs/nodes
+        pt = w.show_report("program_tree")
+        model = pt.model
+        assert model.n == a.target.n_programs
+        roots = model.children(-1)
+        assert model.rowCount() == len(roots)
+        # Operations: all of the core's operations, sorted by total cycles
+        op = w.show_report("operations")
+        names = op.visible_names()
+        assert len(names) == len(a.operations)
+        totals = a.operations.set_index("name")["total_cycles"]
+        assert int(totals[names[0]]) == int(totals.max())
+
+
+def test_reports_on_fitting_and_oom_profiles(qtbot, make_window, profiles_dir):
+    w = make_window()
+    assert w.report_keys[: len(MY_REPORTS)] == list(MY_REPORTS)
+    open_and_wait(qtbot, w, profiles_dir["fit"])
+    check_reports(qtbot, w, profiles_dir["fit"])
+    assert "fits" in w.target_label.text()
+    open_and_wait(qtbot, w, profiles_dir["oom"])
+    check_reports(qtbot, w, profiles_dir["oom"])
+    assert "OUT OF MEMORY" in w.target_label.text()
+
+
+@pytest.mark.parametrize("step", ["1-base", "4-device-iterations"])
+def test_reports_on_walkthrough_profiles(qtbot, make_window, walkthrough_profiles, step):
+    w = make_window()
+    open_and_wait(qtbot, w, walkthrough_profiles[step])
+    check_reports(qtbot, w, walkthrough_profiles[step])
+    if step == "1-base":  # the reference OOM: FP16 is the first tip, the banner says OOM
+        r = w.show_report("insights")
+        assert r.banner_a.state == "oom"
+        assert r.selected_insight().id == r.document.analysis.insights()[0].id
+
+
+# ---------------------------------------------------------------------------------------------
+# Selection, filtering, search
+# ---------------------------------------------------------------------------------------------
+def test_memory_tile_selection_and_details(qtbot, make_window, profiles_dir):
+    w = make_window()
+    open_and_wait(qtbot, w, profiles_dir["fit"])
+    mr = w.show_report("memory")
+    a = mr.document.analysis
+    mr.click_tile(0, 5, False)
+    mr.click_tile(0, 9, True)  # shift-click adds
+    assert mr.selection.tolist() == [[0, 5], [0, 9]]
+    mr.click_tile(0, 5, True)  # shift-click on a selected tile removes it
+    assert mr.selection.tolist() == [[0, 9]]
+    mr.tiles_edit.setText("0-3, 1:10")
+    mr.select_typed()
+    assert mr.selection.tolist() == [[0, 0], [0, 1], [0, 2], [0, 3], [1, 10]]
+    assert mr.tiles_edit.text() == "0-3, 1:10"
+    mr.details.setCurrentWidget(mr.tiles_table)
+    frame = mr.tiles_table.model.frame
+    assert len(frame) == 5
+    got = {(int(i), int(t)): int(v) for i, t, v in zip(frame["ipu"], frame["tile"], frame["total"])}
+    for (ipu, tile), total in got.items():
+        assert total == int(a.memory.tile_total[ipu, tile])
+    # Variables on the selected tiles never exceed the variable memory the tiles hold in total.
+    mr.details.setCurrentWidget(mr.tile_vars_table)
+    assert mr.tile_vars_table.model.rowCount() > 0
+    for tab in (mr.vertices_table, mr.exchanges_table, mr.compute_sets_table):
+        mr.details.setCurrentWidget(tab)  # each tab fills without error
+    # A bad typed list says what is wrong and keeps the selection.
+    mr.tiles_edit.setText("0-99999")
+    mr.select_typed()
+    assert mr.error_label.isVisible() or not mr.isVisible()
+    assert "does not exist" in mr.error_label.text()
+    assert len(mr.selection) == 5
+    # Click on the chart selects the tile under the mouse.
+    plot = mr.plot_a
+    vb = plot.getPlotItem().getViewBox()
+    scene = vb.mapViewToScene(QPointF(20.0, 1.0))
+    assert plot.position_at(scene) == 20
+    # Options redraw from the core's numbers: one IPU, regions, physical order, gaps.
+    mr.ipu_combo.setCurrentIndex(2)
+    mr.breakdown_combo.setCurrentText("Region")
+    mr.gaps_check.setChecked(True)
+    chart = mr.charts["A"]
+    assert chart.ipus == [1]
+    np.testing.assert_array_equal(chart.totals, a.memory.tile_total[1] + a.memory.tile_gaps[1])
+    mr.order_combo.setCurrentIndex(1)
+    phys = a.src.array("/memory/physical_tile")
+    np.testing.assert_array_equal(mr.charts["A"].tile_of, np.argsort(phys, kind="stable"))
+    mr.view_tabs.setCurrentWidget(mr.tile_map)
+    assert len(mr.tile_map.plots) == 1
+    mr.view_tabs.setCurrentWidget(mr.variables_table)
+    assert mr.variables_table.visible_rows() == int((a.variables["ipu"] == 1).sum())
+
+
+def test_operations_filter_sort_and_details(qtbot, make_window, profiles_dir):
+    w = make_window()
+    open_and_wait(qtbot, w, profiles_dir["fit"])
+    op = w.show_report("operations")
+    ops = op.document.analysis.operations
+    op.filter_edit.setText("conv")
+    names = op.visible_names()
+    expected = ops[
+        (ops["name"] + " " + ops["type"] + " " + ops["layer"]).str.contains("conv", case=False)
+    ]
+    assert len(names) == len(expected) > 0
+    assert all("conv" in (n + t).lower() for n, t in zip(expected["name"], expected["type"]))
+    op.filter_edit.clear()
+    op.pass_combo.setCurrentText("backward")
+    assert len(op.visible_names()) == int((ops["pass"].astype(str) == "backward").sum())
+    op.pass_combo.setCurrentIndex(0)
+    # sort by FLOPs ascending through the header
+    col = op.model.column_of("flops")
+    op.view.sortByColumn(col, Qt.SortOrder.AscendingOrder)
+    flops = [
+        op.proxy.index(r, col).data(Qt.ItemDataRole.UserRole) for r in range(op.proxy.rowCount())
+    ]
+    assert flops == sorted(flops)
+    name = ops.sort_values("total_cycles").iloc[-1]["name"]
+    assert op.select_operation(name)
+    assert op.selected_name() == name
+    assert (
+        op.summary_tree.value(name, "Total cycles")
+        == f"{int(ops.set_index('name').loc[name, 'total_cycles']):,}"
+    )
+
+
+def test_program_tree_search_and_details(qtbot, make_window, profiles_dir):
+    w = make_window()
+    open_and_wait(qtbot, w, profiles_dir["fit"])
+    pt = w.show_report("program_tree")
+    pane = pt.pane_a
+    names = pane.model.names
+    pane.search_edit.setText("globalexchange")
+    expected = [i for i, n in enumerate(names) if "globalexchange" in n.lower()]
+    assert pane.matches.tolist() == expected and expected
+    pane.next_match()
+    assert pane.selected_node() == expected[0]
+    pane.next_match()
+    assert pane.selected_node() == expected[1]
+    pane.previous_match()
+    assert pane.selected_node() == expected[0]
+    node = expected[0]
+    assert pane.details.value(names[node], "Type") == "GlobalExchange"
+    ex = pt.document.analysis.execution
+    assert pane.details.value(names[node], "Total cycles") == f"{int(ex.program_cycles[node]):,}"
+
+
+def test_liveness_click_and_compare_steps(qtbot, make_window, profiles_dir):
+    w = make_window()
+    open_and_wait(qtbot, w, profiles_dir["fit"])
+    lr = w.show_report("liveness")
+    a = lr.document.analysis
+    peak = int(a.liveness.peak_step[0])
+    lr.ipu_combo.setCurrentIndex(1)  # IPU 0
+    lr.click_step(peak, False)
+    expected = list(a.live_variables(peak, 0)["name"])
+    assert lr.live_variable_names() == expected
+    lr.click_step(peak // 2, True)
+    assert lr.steps == [peak, peak // 2]
+    frame = lr.compare_table.model.frame
+    early = set(a.live_variables(peak // 2, 0)["name"])
+    assert set(frame["name"]) == set(expected) | early
+    assert set(frame.loc[frame["live_at"] == "both", "name"]) == set(expected) & early
+    lr.always_check.setChecked(True)
+    np.testing.assert_array_equal(
+        lr.curves(lr.document)[0], a.liveness.curve(0, include_always_live=True)
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Compare mode
+# ---------------------------------------------------------------------------------------------
+def test_compare_mode_in_every_report(qtbot, make_window, profiles_dir):
+    from analyser.core.comparison import compare_pair
+
+    w = make_window()
+    open_and_wait(qtbot, w, profiles_dir["fit"], profiles_dir["fit2"])
+    assert w.workspace.compare is not None
+    with Analysis.open(profiles_dir["fit"]) as a, Analysis.open(profiles_dir["fit2"]) as b:
+        s = w.show_report("summary")
+        assert s.tree.headerItem().text(3) == "Change"
+        assert s.tree.value("Execution", "Total cycles", 1) == f"{a.metrics.total_cycles:,}"
+        assert s.tree.value("Execution", "Total cycles", 2) == f"{b.metrics.total_cycles:,}"
+        pair = compare_pair(a, b)
+        assert s.tabs.isTabVisible(s.explanation_index)
+        html = s.explanation.toPlainText()
+        for d in pair.config_diffs:
+            assert d.text() in html
+        r = w.show_report("insights")
+        assert r.banner_b.isVisible()
+        assert r.list.headerItem().text(3) == "In"
+        mr = w.show_report("memory")
+        assert mr.plot_b.isVisible()
+        np.testing.assert_array_equal(mr.charts["B"].totals, b.memory.tile_total.ravel())
+        lr = w.show_report("liveness")
+        assert lr.compare_doc is not None
+        pt = w.show_report("program_tree")
+        assert pt.pane_b.isVisible() and pt.pane_b.model.n == b.target.n_programs
+        op = w.show_report("operations")
+        frame = op.frame
+        row = frame.set_index("name").loc[a.operations["name"].iloc[0]]
+        assert row["total_cycles_a"] == a.operations["total_cycles"].iloc[0]
+        assert row["total_cycles_b"] == int(
+            b.operations.set_index("name").loc[a.operations["name"].iloc[0], "total_cycles"]
+        )
+    w.stop_compare()
+    assert w.workspace.compare is None
+    assert w.show_report("summary").tree.columnCount() == 2
+
+
+# ---------------------------------------------------------------------------------------------
+# Shell: errors, units, settings, export, drag and drop, recent files
+# ---------------------------------------------------------------------------------------------
+def test_broken_file_shows_error_and_app_carries_on(qtbot, make_window, profiles_dir, monkeypatch):
+    shown = []
+    monkeypatch.setattr(
+        QMessageBox, "critical", staticmethod(lambda parent, title, text, *a: shown.append(text))
+    )
+    w = make_window()
+    with qtbot.waitSignal(w.loadFinished, timeout=30000) as blocker:
+        w.open_files([profiles_dir["broken"]])
+    assert blocker.args == [False]
+    assert len(shown) == 1 and "broken.h5" in shown[0]
+    assert w.workspace.document is None
+    missing = profiles_dir["fit"].parent / "missing.h5"
+    with qtbot.waitSignal(w.loadFinished, timeout=30000):
+        w.open_files([missing])
+    assert len(shown) == 2 and "missing.h5" in shown[1]
+    open_and_wait(qtbot, w, profiles_dir["fit"])  # still alive and working
+    assert w.workspace.document.name == "fit.h5"
+
+
+def test_units_theme_state_and_recent_files_persist(qtbot, make_window, profiles_dir, settings):
+    w = make_window()
+    open_and_wait(qtbot, w, profiles_dir["fit"])
+    s = w.show_report("summary")
+    peak = s.document.analysis.metrics.peak_memory_bytes
+    w.set_units(MemoryUnits.BYTES)
+    assert s.tree.value("Memory", "Peak memory") == f"{peak:,} B"
+    w.set_units("kB")
+    assert s.tree.value("Memory", "Peak memory") == format_bytes(peak, MemoryUnits.KB)
+    w.set_theme("dark")
+    w.show_report("memory")
+    assert w.recent_files()[0] == str(profiles_dir["fit"].resolve())
+    assert w.recent_menu.actions()[0].text() == str(profiles_dir["fit"].resolve())
+    w.close()
+    w2 = make_window(settings)
+    assert w2.workspace.units is MemoryUnits.KB
+    assert w2.theme_actions["dark"].isChecked()
+    assert w2.report_list.currentRow() == w2.report_keys.index("memory")
+    w2.set_theme("light")
+
+
+def test_export_image_and_drag_and_drop(qtbot, make_window, profiles_dir, tmp_path):
+    from analyser.gui.errors import GuiError
+
+    w = make_window()
+    mime = QMimeData()
+    mime.setUrls(
+        [
+            QUrl.fromLocalFile(str(profiles_dir["fit"])),
+            QUrl.fromLocalFile(str(profiles_dir["fit2"])),
+        ]
+    )
+    event = QDropEvent(
+        QPointF(50, 50),
+        Qt.DropAction.CopyAction,
+        mime,
+        Qt.MouseButton.NoButton,
+        Qt.KeyboardModifier.NoModifier,
+    )
+    with qtbot.waitSignal(w.loadFinished, timeout=30000):
+        w.dropEvent(event)
+    assert w.workspace.document.name == "fit.h5" and w.workspace.compare.name == "fit2.h5"
+    for key in MY_REPORTS:
+        path = tmp_path / f"{key}.png"
+        w.show_report(key).export_image(path)
+        assert path.stat().st_size > 1000
+    with pytest.raises(GuiError, match="ending in"):
+        w.report("summary").export_image(tmp_path / "chart.txt")
+    w.close_document()
+    assert w.workspace.document is None
+    assert QThreadPool.globalInstance().activeThreadCount() == 0
+
+
+def test_cli_gui_rejects_bad_arguments(capsys, tmp_path):
+    from analyser.cli import main
+
+    assert main(["gui", str(tmp_path / "nope.h5")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    files = []
+    for i in range(3):
+        f = tmp_path / f"{i}.h5"
+        f.write_bytes(b"x")
+        files.append(str(f))
+    assert main(["gui", *files]) == 2
+    assert "at most two" in capsys.readouterr().err
