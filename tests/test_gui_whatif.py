@@ -90,20 +90,13 @@ def test_job_reports_an_engine_error_in_one_sentence(qtbot, tmp_path):
 
 
 def test_cancel_really_stops_the_engine(qtbot, tmp_path):
+    # a large run: the walkthrough's pipelined ResNet-101 with many more steps per host call
+    from analyser.cli.demo import walkthrough_configs
     from analyser.gui.whatif import SimulationJob, validate_config
+    from engine.config import RunConfig
 
-    # a large run (BERT-Large over 16 IPUs) that takes far longer than the cancel
-    cfg = validate_config(
-        {
-            "model": "bert-large",
-            "num_ipus": 16,
-            "strategy": "pipelined",
-            "gradient_accumulation": 64,
-            "device_iterations": 16,
-            "micro_batch_size": 4,
-            "precision": "16.16",
-        }
-    )
+    base = RunConfig.from_toml(walkthrough_configs()[3]).to_dict()
+    cfg = validate_config({**base, "gradient_accumulation": 64, "device_iterations": 64})
     out = tmp_path / "big.h5"
     job = SimulationJob(cfg, out)
     with qtbot.waitSignal(job.progress, timeout=60_000):
@@ -144,7 +137,7 @@ def test_apply_fp16_tip_on_the_oom_walkthrough_step(qtbot, window, walkthrough_p
     with qtbot.waitSignal(window.loadFinished, timeout=60_000):
         window.open_files([src])
     doc = window.workspace.document
-    assert doc is not None and doc.status == "oom"
+    assert doc is not None and doc.profile.status == "oom"
     tips = doc.analysis.insights(resimulate=False)
     top = tips[0]
     assert top.id == "memory.fp16"
@@ -157,7 +150,7 @@ def test_apply_fp16_tip_on_the_oom_walkthrough_step(qtbot, window, walkthrough_p
     ws = window.workspace
     assert ws.document.path == src
     assert ws.compare is not None and ws.compare.path == dialog.result_path
-    assert ws.compare.status == "ok" and ws.compare.has_execution
+    assert ws.compare.profile.status == "ok" and ws.compare.has_execution
     # the Execution Trace shows the fitting run (the original has none)
     trace = window.show_report("trace")
     trace.ensure_refreshed()
