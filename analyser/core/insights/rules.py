@@ -42,6 +42,7 @@ F = {
     "loader": "loader_mode",
     "optimiser": "optimiser",
     "call_overhead_us": "host_call_overhead_us",
+    "outlining": "outlining",
 }
 
 
@@ -456,15 +457,21 @@ def outlining(c: Context) -> Insight | None:
             "Memory Report > by category (vertexCode, controlCode...)",
         )
     )
+    off = c.has("outlining") and not c.cfg("outlining", True)
     return Insight(
         "memory.outlining",
         "Reuse identical subgraphs (outlining)",
         _memory_severity(c),
         "memory",
-        "Code dominates: outlining identical subgraphs shares their code between calls. "
-        "There is no run option for it in this engine; it is a graph-construction change.",
+        "Code dominates: outlining identical subgraphs shares their code between calls."
+        + (
+            ""
+            if off
+            else " Outlining is already on (or not a run option here): reuse more "
+            "subgraphs by giving repeated layers identical shapes and settings."
+        ),
         ev,
-        {},
+        {F["outlining"]: True} if off else {},
         "Call overhead and copies in and out of the outlined subgraph.",
     )
 
