@@ -8,7 +8,9 @@ returns a result with memory data and no execution, like Poplar with ``debug.all
 
 from __future__ import annotations
 
+import sys
 import time
+import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -107,3 +109,18 @@ def simulate_to_file(
 
 
 __all__ = ["SimResult", "simulate", "simulate_to_file"]
+
+
+class _CallableModule(types.ModuleType):
+    """``engine.simulate`` is both this module and the function ``engine.simulate(config)``.
+
+    Importing ``engine.simulate`` binds the module over the function of the same name in
+    ``engine`` (as for ``engine.compile``); making the module callable keeps
+    ``engine.simulate(config)`` working after the first call.
+    """
+
+    def __call__(self, config: RunConfig | dict, progress=None) -> SimResult:
+        return simulate(config, progress=progress)
+
+
+sys.modules[__name__].__class__ = _CallableModule
