@@ -106,6 +106,19 @@ def _guarded(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def open_h5(path: Path, **kwargs: Any) -> h5py.File:
+    """Open read-only with HDF5's default locking (so that the same file opened elsewhere in this
+    process with h5py defaults does not clash), retrying without a lock on file systems that do
+    not support one (some network and read-only mounts). Profiles are never written in place,
+    so a reader needs no lock."""
+    try:
+        return h5py.File(path, "r", **kwargs)
+    except OSError as exc:
+        if "lock" not in str(exc).lower():
+            raise
+        return h5py.File(path, "r", locking=False, **kwargs)
+
+
 def _decode(value: Any) -> Any:
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
@@ -127,9 +140,7 @@ class Profile:
         self.path = Path(path).expanduser()
         check_openable(self.path)
         try:
-            # no file locking: profiles are never written in place (the writer renames a
-            # finished temporary file), and locks fail on some network / read-only file systems
-            self._h5 = h5py.File(self.path, "r", rdcc_nbytes=8 * 1024 * 1024, locking=False)
+            self._h5 = open_h5(self.path, rdcc_nbytes=8 * 1024 * 1024)
         except Exception as exc:
             raise _read_error(self.path, exc) from None
         try:

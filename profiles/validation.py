@@ -36,7 +36,7 @@ from profiles.problems import (
     Unreadable,
     WrongShape,
 )
-from profiles.reader import check_openable
+from profiles.reader import check_openable, open_h5
 
 #: Rows read at a time by the content checks (8 MB for an int64 column).
 BLOCK_ROWS = 1 << 20
@@ -58,7 +58,7 @@ def validate(path: str | os.PathLike[str]) -> list[Problem]:
     except ProfileError as exc:
         return [Unreadable("/", str(exc))]
     try:
-        h5 = h5py.File(p, "r", locking=False)
+        h5 = open_h5(p)
     except Exception as exc:
         from profiles.reader import _read_error
 

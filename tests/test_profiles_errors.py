@@ -392,3 +392,12 @@ def test_strings_that_hdf5_would_mangle_are_refused(tmp_path, data, bad, words):
         SchemaMismatchError, match=rf"/graph/operations/name: string at row 1 .*{words}"
     ):
         write_profile(tmp_path / "s.h5", d)
+
+
+def test_profile_and_plain_h5py_can_open_the_same_file(good):
+    with open_profile(good) as p, h5py.File(good, "r") as f:
+        assert f.attrs["format"] == "ipu-profile" and p.n_steps == 400
+    from profiles import validate
+
+    with open_profile(good):
+        assert validate(good) == []
