@@ -65,8 +65,9 @@ def run_case(cfg: dict, runs: int) -> dict:
                 [sys.executable, "-c", CHILD, json.dumps(cfg), out],
                 capture_output=True,
                 text=True,
-                check=True,
             )
+            if proc.returncode:
+                raise SystemExit(f"benchmark run failed:\n{proc.stderr}")
             results.append(json.loads(proc.stdout.strip().splitlines()[-1]))
     keys = [k for k in results[0] if k != "oom"]
     med = {k: statistics.median(r[k] for r in results) for k in keys}
