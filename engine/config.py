@@ -272,14 +272,18 @@ class RunConfig(BaseModel):
             raise ConfigError(
                 "gradient_accumulation: only training accumulates gradients; use 1 for inference."
             )
+        # Training pipelines run the backward passes as extra pipeline stages (PopART / PopTorch:
+        # 2S - 1 stages for S forward stages under Grouped / Interleaved), so the accumulation
+        # must cover them (engine.execute.schedule, docs/execution-model.md).
+        need = 2 * stages - 1 if self.schedule in ("grouped", "interleaved") else stages
         if (
             self.strategy == "pipelined"
             and self.mode == "training"
-            and self.gradient_accumulation < stages
+            and self.gradient_accumulation < need
         ):
             raise ConfigError(
-                f"gradient_accumulation: a {stages}-stage pipeline needs gradient_accumulation "
-                f">= {stages} (it is {self.gradient_accumulation})."
+                f"gradient_accumulation: a {stages}-stage {self.schedule} training pipeline needs "
+                f"gradient_accumulation >= {need} (it is {self.gradient_accumulation})."
             )
         if self.recomputation == "pipeline-stages" and self.strategy != "pipelined":
             raise ConfigError(
