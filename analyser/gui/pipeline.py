@@ -189,17 +189,18 @@ class PipelineChartView(QWidget):
             self.band_labels[phase] = text
             label = pg.TextItem(text, color=hex_color("phases", phase), anchor=(0, 1))
             label.setFont(QFont("", 9, QFont.Weight.Bold))
-            y = -0.05 - 0.3 * (i % 2)
+            y = -0.05 - 0.2 * (i % 4)
             label.setPos(a, y)
             self._add(self.chart, label)
         if len(b) <= MAX_BOX_LABELS:
             for row in b.itertuples():
                 if row.end - row.start > span / 60:
-                    t = pg.TextItem(str(row.micro_batch), color="w", anchor=(0.5, 0.5))
+                    text = str(row.micro_batch) if row.micro_batch >= 0 else "WU"
+                    t = pg.TextItem(text, color="w", anchor=(0.5, 0.5))
                     t.setPos((row.start + row.end) / 2, row.stage + 0.5)
                     self._add(self.chart, t)
-        self.chart.getViewBox().setLimits(yMin=-0.8, yMax=c.n_stages + 0.2)
-        self.chart.setYRange(-0.7, c.n_stages + 0.1, padding=0)
+        self.chart.getViewBox().setLimits(yMin=-1.0, yMax=c.n_stages + 0.2)
+        self.chart.setYRange(-0.9, c.n_stages + 0.1, padding=0)
         self.chart.setXRange(c.t0, c.t1, padding=0.01)
         legend_items = [
             f"<span style='color:{hex_color('passes', p)}'>■</span> {p}"
@@ -274,7 +275,6 @@ class PipelineReport(Report):
         lay = QVBoxLayout(self.body)
         self.view_a = PipelineChartView()
         self.view_b = PipelineChartView()
-        self.view_b.chart.setXLink(self.view_a.chart)
         self.table = QTableWidget(0, 4)
         self.table.setHorizontalHeaderLabels(["", "A", "B", "B − A"])
         self.table.verticalHeader().setVisible(False)

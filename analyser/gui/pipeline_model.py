@@ -122,7 +122,20 @@ def pipeline_chart(analysis, trace: TraceWindow) -> PipelineChart:
         ipus = staged.loc[staged["stage"] == s, "ipu"]
         stage_ipu.append(int(ipus.mode().iloc[0]) if len(ipus) else s)
 
-    mb = staged[(staged["micro_batch"] >= 0) & (staged["pass"] >= 0)]
+    # the weight update runs once per step on every IPU, outside any stage / micro-batch:
+    # draw it on the stage(s) of its IPU, as micro-batch -1
+    ipu_stage = {ipu: s for s, ipu in reversed(list(enumerate(stage_ipu)))}
+    upd = steps[
+        (steps["stage"] < 0)
+        & (steps["phase"] == PHASES.index("weightUpdate"))
+        & steps["ipu"].isin(list(ipu_stage))
+    ].copy()
+    upd["stage"] = upd["ipu"].map(ipu_stage)
+    upd["micro_batch"] = -1
+    upd["pass"] = PASSES.index("update")  # its stream copies belong to the update too
+    staged = pd.concat([staged, upd], ignore_index=True)
+    mb = staged[(staged["micro_batch"] >= -1) & (staged["pass"] >= 0)]
+    mb = mb[(mb["micro_batch"] >= 0) | (mb["pass"] == PASSES.index("update"))]
     boxes = (
         mb.groupby(["stage", "micro_batch", "pass"], sort=True)
         .agg(
