@@ -866,19 +866,20 @@ def _build_tree(plan, act, templates, allv, rows_it, upd_row, has_end, DI, G):
         else:
             s = t.synth
             name = t.name.split("/", 1)[1] if "/" in t.name else t.name
+            tiles = s.tiles if s.tiles is not None else (0, plan.tiles_per_ipu)
             nid = nodes.add(
                 name,
                 s.type_,
                 fn,
                 t.ipu,
                 cycles=s.cycles,
-                balance=1.0 if s.cycles else 0.0,
+                balance=tiles[1] / plan.tiles_per_ipu if s.cycles else 0.0,
                 nbytes=max(s.bytes_in, s.bytes_out),
                 sync=s.sync,
                 bytes_in=s.bytes_in,
                 bytes_out=s.bytes_out,
                 dest=s.dest,
-                tiles=s.tiles if s.tiles is not None else (0, plan.tiles_per_ipu),
+                tiles=tiles,
             )
             t.nodes = np.array([nid], np.int64)
         t_nodes.append(t.nodes)
