@@ -285,6 +285,16 @@ class RunConfig(BaseModel):
                 f"gradient_accumulation: a {stages}-stage {self.schedule} training pipeline needs "
                 f"gradient_accumulation >= {need} (it is {self.gradient_accumulation})."
             )
+        if (
+            self.strategy == "pipelined"
+            and self.mode == "inference"
+            and self.device_iterations < stages
+        ):
+            # PopART fills an inference pipeline with the batches of one step (batchesPerStep)
+            raise ConfigError(
+                f"device_iterations: a {stages}-stage inference pipeline needs device_iterations "
+                f">= {stages} to fill it (it is {self.device_iterations})."
+            )
         if self.recomputation == "pipeline-stages" and self.strategy != "pipelined":
             raise ConfigError(
                 "recomputation: 'pipeline-stages' needs strategy 'pipelined'; use 'checkpoints' "
