@@ -223,3 +223,57 @@ def test_outlining_shares_code_and_leaves_cycles_alone():
     var = cat.index("variable")
     assert on.programs.cycles.sum() == off.programs.cycles.sum()
     assert on.memory.by_category[..., var].sum() > 0
+
+
+def test_available_memory_proportion_bounds_plan_temporaries():
+    hi = engine.compile(rn50(available_memory_proportion=0.6))
+    lo = engine.compile(rn50(available_memory_proportion=0.05))
+    amp = hi.ops.family == "amp"
+    limit = 0.05 * lo.target.sram_per_tile
+    per_tile_lo = lo.ops.temp_bytes[amp] / np.maximum(lo.ops.tiles_used[amp], 1)
+    # plans that fit at the low proportion stay under it; some need serial splits to do so
+    assert (per_tile_lo <= limit + 1).mean() > 0.9
+    assert lo.ops.cycles[amp].sum() >= hi.ops.cycles[amp].sum()
+    # a large matmul needs serial splits under a small proportion: less memory, more cycles
+    t = get_target("mk2")
+    n = 4096
+    a = {
+        k: np.array([v])
+        for k, v in dict(G=1, M=n, K=n, N=n, cin=n, kernel=1, a_dup=1, db=2, b_weight=True).items()
+    }
+    rate = t.amp_rate("float16", "float16")
+    p6 = plan_amp(a, t, t.tiles_per_ipu, 0.6 * t.sram_per_tile, rate, 2)
+    p1 = plan_amp(a, t, t.tiles_per_ipu, 0.1 * t.sram_per_tile, rate, 2)
+    assert p1["s"][0] > p6["s"][0] >= 1
+    assert p1["temp"][0] <= 0.1 * t.sram_per_tile < p6["temp"][0]
+    cyc = [p["compute"][0] + p["exch"][0] + p["red_ex"][0] + p["red_cs"][0] for p in (p6, p1)]
+    assert cyc[1] > cyc[0]
+
+
+def test_mixed_precision_keeps_fp32_master_weights_and_casts():
+    mixed = engine.compile(rn50(precision="16.32"))
+    full = engine.compile(rn50(precision="32.32"))
+    wm = mixed.variables.bytes[mixed.variables.kind == WEIGHT].sum()
+    wf = full.variables.bytes[full.variables.kind == WEIGHT].sum()
+    assert wm == wf
+    assert np.char.endswith(mixed.programs.name.astype(str), "/Cast").any()
+    assert not np.char.endswith(full.programs.name.astype(str), "/Cast").any()
+
+
+def test_inference_and_other_targets_compile():
+    inf = engine.compile(rn50(mode="inference", target="mk1"))
+    assert inf.tiles_per_ipu == 1216
+    assert set(inf.segments.kind) == {"forward"}
+    assert inf.memory.total.shape == (1, 1216)
+    passes = set(inf.programs.pass_.tolist())
+    assert passes == {schema.code("pass", "forward")}
+
+
+def test_replicated_tensor_sharding_divides_optimiser_state():
+    base = dict(optimiser="adam", replication_factor=4, gradient_accumulation=2)
+    plain = engine.compile(rn50(**base))
+    rts = engine.compile(rn50(**base, replicated_tensor_sharding=True))
+    st = schema.code("variable_kind", "optimiserState")
+    a = plain.variables.bytes[plain.variables.kind == st].sum()
+    b = rts.variables.bytes[rts.variables.kind == st].sum()
+    assert b == pytest.approx(a / 4, rel=0.01)
