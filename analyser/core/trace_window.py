@@ -474,7 +474,7 @@ class TraceWindow:
         n = len(p)
         if group == "operation":
             labels = _top_components(pd.Series(p["layer"].to_numpy()), 1)
-        else:  # "program": the ancestor just below the first node with several children
+        else:  # "program": the shallowest ancestor (function, control program) that splits steps
             parent = p["parent"].to_numpy().astype(np.int64)
             depth = np.zeros(n, dtype=np.int64)
             anc = parent.copy()
@@ -489,7 +489,7 @@ class TraceWindow:
             )
             max_depth = int(depth.max(initial=0))
             target = max_depth
-            for d in range(1, max_depth + 1):
+            for d in range(0, max_depth + 1):
                 anc_d = np.arange(n)
                 for _ in range(max_depth):
                     deeper = depth[anc_d] > d

@@ -29,6 +29,7 @@ from analyser.core.trace_window import (
     TraceWindow,
 )
 from analyser.gui.palette import heatmap_colors, qcolor
+from analyser.gui.trace.timeline import LANE_AXIS_PX
 
 #: Most search hits listed in the results table (the total is always shown).
 MAX_LISTED_HITS = 2000
@@ -329,7 +330,7 @@ class BspView(QWidget):
         self.plot.setMenuEnabled(False)
         self.plot.hideButtons()
         self.plot.setLabel("left", "tile")
-        self.plot.getPlotItem().getAxis("left").setWidth(150)
+        self.plot.getPlotItem().getAxis("left").setWidth(LANE_AXIS_PX)
         self.plot.setLabel("bottom", "cycles")
         self.plot.getViewBox().setMouseEnabled(x=False, y=True)
         self.plot.getViewBox().invertY(True)

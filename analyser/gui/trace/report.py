@@ -94,9 +94,10 @@ class TraceReport(Report):
         self.timeline = TimelineView(title="")
         self.timeline_b = TimelineView(title="")
         self.timeline_b.setXLink(self.timeline)
-        self.timeline_b.hide()
-        self.splitter.addWidget(self.timeline)
-        self.splitter.addWidget(self.timeline_b)
+        self.splitter.addWidget(self._with_scrollbar(self.timeline))
+        self.timeline_b_box = self._with_scrollbar(self.timeline_b)
+        self.splitter.addWidget(self.timeline_b_box)
+        self.timeline_b_box.hide()
         self.tabs = QTabWidget()
         self.summary = RangeSummaryPanel()
         self.details = StepDetailsPanel()
@@ -131,6 +132,16 @@ class TraceReport(Report):
         self.search.edit.setFocus()
         self.search.edit.selectAll()
 
+    @staticmethod
+    def _with_scrollbar(timeline: TimelineView) -> QWidget:
+        box = QWidget()
+        row = QHBoxLayout(box)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.setSpacing(0)
+        row.addWidget(timeline, 1)
+        row.addWidget(timeline.scrollbar)
+        return box
+
     # -- Report interface ------------------------------------------------------------------------
     def chart_widget(self) -> QWidget:
         return self.splitter
@@ -164,13 +175,13 @@ class TraceReport(Report):
         if self.trace_b is not None:
             self.timeline_b.getPlotItem().setTitle(f"B: {other.name}", size="9pt")
             self.timeline_b.set_trace(self.trace_b, group)
-            self.timeline_b.show()
+            self.timeline_b_box.show()
             self.splitter.setSizes([260, 260, 260])
         else:
             if other is not None:
                 self.statusMessage.emit(f"{other.name} has no execution trace to compare with.")
             self.timeline_b.set_trace(None)
-            self.timeline_b.hide()
+            self.timeline_b_box.hide()
         # the union of both runs is reachable; start on the whole of A and B
         if self.trace_b is not None:
             a0, a1 = self.timeline.full_range()

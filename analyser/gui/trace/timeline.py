@@ -15,14 +15,18 @@ import numpy as np
 import pyqtgraph as pg
 from pyqtgraph.Qt import internals
 from PySide6.QtCore import QLineF, QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import QBrush, QColor, QPainter, QPen
-from PySide6.QtWidgets import QGraphicsRectItem
+from PySide6.QtGui import QBrush, QColor, QFont, QPainter, QPen
+from PySide6.QtWidgets import QGraphicsRectItem, QScrollBar
 
 from analyser.core.trace_window import STEP_TYPES, TraceWindow, WindowResult
 from analyser.gui.palette import qcolor
 
 #: Height of a step rectangle inside its lane (1.0 = whole lane).
 LANE_FILL = 0.8
+#: Width of the lane-label axis (the BSP view's axis matches it so x positions line up).
+LANE_AXIS_PX = 230
+#: Smallest lane height in pixels; more lanes than fit scroll vertically.
+MIN_LANE_PX = 18
 #: Zoom factor of one key press.
 KEY_ZOOM = 1.6
 #: Share of the visible width one key press pans.
@@ -81,6 +85,17 @@ class StepRectsItem(pg.GraphicsObject):
         return self._bounds
 
 
+def lane_label(ipu: int, name: str, width: int = 30) -> str:
+    """'IPU i · name', without a repeated 'ipuI/' prefix, elided in the middle."""
+    prefix = f"ipu{ipu}/"
+    if name.startswith(prefix):
+        name = name[len(prefix) :]
+    if len(name) > width:
+        keep = width - 1
+        name = name[: keep // 2] + "…" + name[-(keep - keep // 2) :]
+    return f"IPU {ipu} · {name}"
+
+
 class GridLines(pg.GraphicsObject):
     """Vertical lines at the bottom axis' major ticks, drawn with one ``drawLines`` call (the
     pyqtgraph grid re-renders the axis picture on every paint, which costs more than the steps)."""
@@ -118,7 +133,10 @@ class LaneAxis(pg.AxisItem):
     def __init__(self) -> None:
         super().__init__("left")
         self._labels: list[tuple[float, str]] = []
-        self.setWidth(150)
+        self.setWidth(LANE_AXIS_PX)
+        font = QFont()
+        font.setPointSize(8)
+        self.setStyle(tickFont=font, tickTextOffset=4)
 
     def set_labels(self, labels: list[tuple[float, str]]) -> None:
         self._labels = labels
@@ -143,6 +161,7 @@ class TimelineView(pg.PlotWidget):
         self.ipu_lanes: dict[int, tuple[str, ...]] = {}
         self.selected_row: int | None = None
         self.redraw_count = 0
+        self.n_lanes = 1
         plot = self.getPlotItem()
         plot.setMenuEnabled(False)
         plot.hideButtons()
@@ -170,7 +189,10 @@ class TimelineView(pg.PlotWidget):
         self._timer.setInterval(0)
         self._timer.timeout.connect(self.redraw)
         vb.sigXRangeChanged.connect(self._schedule)
-        vb.sigResized.connect(self._schedule)
+        vb.sigResized.connect(self._fit_lanes)
+        self.scrollbar = QScrollBar(Qt.Orientation.Vertical)
+        self.scrollbar.hide()
+        self.scrollbar.valueChanged.connect(self._fit_lanes)
         self.scene().sigMouseClicked.connect(self._on_click)
         self._hover_pos = None
         self._hover_timer = QTimer(self)
@@ -224,7 +246,7 @@ class TimelineView(pg.PlotWidget):
                     labels.append((y + 0.5, f"IPU {ipu}"))
                 else:
                     labels.extend(
-                        (y + i + 0.5, f"IPU {ipu} · {name}"[:40]) for i, name in enumerate(names)
+                        (y + i + 0.5, lane_label(ipu, name)) for i, name in enumerate(names)
                     )
                 y += len(names)
                 self.separators.append(y)
@@ -239,7 +261,31 @@ class TimelineView(pg.PlotWidget):
         self.lane_axis.set_labels(labels)
         vb = self.getPlotItem().getViewBox()
         vb.setLimits(yMin=-0.2, yMax=self.n_lanes + 0.2)
-        vb.setYRange(-0.1, self.n_lanes + 0.1, padding=0)
+        self.scrollbar.setValue(0)
+        self._fit_lanes()
+
+    def visible_lanes(self) -> int:
+        """Lanes that fit at a readable height (at least MIN_LANE_PX pixels each)."""
+        h = self.getPlotItem().getViewBox().height()
+        return max(2, int(h // MIN_LANE_PX)) if h > 0 else self.n_lanes
+
+    def _fit_lanes(self, *args) -> None:
+        """Show all lanes when they fit, else a window of lanes moved by the scroll bar."""
+        vis = min(self.n_lanes, self.visible_lanes())
+        extra = self.n_lanes - vis
+        self.scrollbar.blockSignals(True)
+        self.scrollbar.setRange(0, max(0, extra))
+        self.scrollbar.setPageStep(vis)
+        self.scrollbar.blockSignals(False)
+        self.scrollbar.setVisible(extra > 0)
+        top = min(self.scrollbar.value(), max(0, extra))
+        vb = self.getPlotItem().getViewBox()
+        vb.setYRange(top - 0.1, top + vis + 0.1, padding=0)
+        self._schedule()
+
+    def y_range(self) -> tuple[float, float]:
+        _, (y0, y1) = self.getPlotItem().getViewBox().viewRange()
+        return float(y0), float(y1)
 
     def full_range(self) -> tuple[float, float]:
         if self.trace is None:
@@ -279,7 +325,11 @@ class TimelineView(pg.PlotWidget):
         width = self.pixel_width()
         parts: dict[str, list[np.ndarray]] = {}
         self.results = {}
+        y0, y1 = self.y_range()
         for ipu in range(self.trace.n_ipus):
+            base = self.ipu_base[ipu]
+            if base + len(self.ipu_lanes[ipu]) < y0 or base > y1:
+                continue  # only the IPUs in view are read (as PopVision loads visible IPUs)
             res = self.trace.window(ipu, t0, t1, width, self.group)
             self.results[ipu] = res
             base = self.ipu_base[ipu]
@@ -405,6 +455,9 @@ class TimelineView(pg.PlotWidget):
             span = min(t1 - t0, max(cycles * 10, MIN_SPAN))
             mid = start + cycles / 2
             self.set_x_range(mid - span / 2, mid + span / 2)
+        y0, y1 = self.y_range()
+        if not y0 <= y < y1 - 0.5 and self.scrollbar.isVisible():
+            self.scrollbar.setValue(int(y - self.scrollbar.pageStep() / 2))
         t0, t1 = self.x_range()
         min_w = (t1 - t0) / self.pixel_width() * 3
         self.highlight.setRect(QRectF(start, y + 0.02, max(cycles, min_w), 0.96))
