@@ -168,3 +168,14 @@ def test_walkthrough_step1_top_insight_is_fp16(walkthrough_profiles):
         tips = find_insights(a)
     assert tips[0].id == "memory.fp16"
     assert tips[0].title.startswith("Use FP16")
+
+
+def test_walkthrough_tips_lead_to_the_next_step(walkthrough_profiles):
+    """Each later walkthrough step's change is suggested one step before and quiet after."""
+    ids = {k: _ids(p) for k, p in walkthrough_profiles.items() if k != "1-base"}
+    if any(not Analysis.open(walkthrough_profiles[k]).has_execution for k in ids):
+        pytest.skip("engine: a walkthrough step after 1-base does not fit")
+    assert "throughput.8bit_input" in ids["4-device-iterations"]
+    assert "throughput.8bit_input" not in ids["5-8bit-io"]
+    assert "throughput.async_loader" in ids["5-8bit-io"]
+    assert "throughput.async_loader" not in ids["6-async"]

@@ -20,6 +20,9 @@ from analyser.core.analysis import Analysis, Metrics
 from analyser.core.units import fmt_bytes, fmt_int, fmt_pct, rel_change
 from profiles import schema
 
+#: Run options that change nothing measurable (labels): listed as differences, never as reasons.
+COSMETIC_KEYS = frozenset({"name"})
+
 #: Scalar metrics shown in comparisons (key, label, kind) - kind picks the formatting.
 METRICS: tuple[tuple[str, str, str], ...] = (
     ("oom_tiles", "OOM tiles", "int"),
@@ -45,6 +48,10 @@ def fmt_value(v: Any, kind: str) -> str:
     return {"bytes": fmt_bytes, "int": fmt_int, "share": fmt_pct, "float": lambda x: f"{x:,.1f}"}[
         kind
     ](v)
+
+
+def _num(x: float) -> str:
+    return fmt_int(x) if abs(x) >= 100 or x == 0 else f"{x:,.2f}"
 
 
 def change_words(a: float | None, b: float | None) -> str:
@@ -221,17 +228,29 @@ def config_diffs(a: Analysis, b: Analysis) -> list[ConfigDiff]:
     return [ConfigDiff(k, fa.get(k), fb.get(k)) for k in keys if fa.get(k) != fb.get(k)]
 
 
+def _scales(a: Analysis, b: Analysis) -> tuple[float, float, str]:
+    """Divisors that make cycle totals comparable: per sample when the runs process different
+    numbers of samples (e.g. another GA or DI), else 1."""
+    ea, eb = a.execution, b.execution
+    if ea is not None and eb is not None and ea.samples and eb.samples and ea.samples != eb.samples:
+        return float(ea.samples), float(eb.samples), "cycles per sample"
+    return 1.0, 1.0, "cycles"
+
+
 def _step_type_table(a: Analysis, b: Analysis) -> pd.DataFrame:
+    """Cycles by step type and IPU (per sample when the sample counts differ: ``unit``)."""
     rows = []
     ea, eb = a.execution, b.execution
+    sa, sb, unit = _scales(a, b)
     n = max(a.target.num_ipus, b.target.num_ipus)
     for i in range(n):
         for j, t in enumerate(schema.PROGRAM_TYPES):
             ca = int(ea.cycles_by_type[i, j]) if ea is not None and i < ea.num_ipus else 0
             cb = int(eb.cycles_by_type[i, j]) if eb is not None and i < eb.num_ipus else 0
             if ca or cb:
-                rows.append((t, i, ca, cb, cb - ca, _plain(rel_change(ca, cb))))
-    df = pd.DataFrame(rows, columns=["step_type", "ipu", "before", "after", "delta", "rel"])
+                x, y = ca / sa, cb / sb
+                rows.append((t, i, x, y, y - x, _plain(rel_change(x, y)), unit))
+    df = pd.DataFrame(rows, columns=["step_type", "ipu", "before", "after", "delta", "rel", "unit"])
     return df.reindex(df["delta"].abs().sort_values(ascending=False).index).reset_index(drop=True)
 
 
@@ -270,8 +289,9 @@ def _ipu_table(a: Analysis, b: Analysis) -> pd.DataFrame:
 def _op_tables(
     a: Analysis, b: Analysis, top: int = 20
 ) -> tuple[pd.DataFrame, list[str], list[str]]:
-    oa = a.operations.groupby("name")["total_cycles"].sum()
-    ob = b.operations.groupby("name")["total_cycles"].sum()
+    sa, sb, _unit = _scales(a, b)
+    oa = a.operations.groupby("name")["total_cycles"].sum() / sa
+    ob = b.operations.groupby("name")["total_cycles"].sum() / sb
     added = sorted(set(ob.index) - set(oa.index))
     removed = sorted(set(oa.index) - set(ob.index))
     common = oa.index.intersection(ob.index)
@@ -298,7 +318,7 @@ def _explain(a: Analysis, b: Analysis, diffs: list[ConfigDiff]) -> list[Explanat
     out: list[Explanation] = []
 
     def why(*keys: str) -> tuple[str, tuple[str, ...]]:
-        present = [by[k] for k in keys if k in by]
+        present = [by[k] for k in keys if k in by and k not in COSMETIC_KEYS]
         return "; ".join(d.text() for d in present), tuple(d.key for d in present)
 
     def add(metric: str, sentence: str, keys: tuple[str, ...], r: float | None = None) -> None:
@@ -345,11 +365,12 @@ def _explain(a: Analysis, b: Analysis, diffs: list[ConfigDiff]) -> list[Explanat
                 r,
             )
     if ea is None and eb is not None:
-        add(
-            "total_cycles",
-            "It now executes (the first profile did not fit, so it has no execution)",
-            mem_keys,
-        )
+        if not any(e.metric == "oom_tiles" for e in out):
+            add(
+                "total_cycles",
+                "It now executes (the first profile did not fit, so it has no execution)",
+                mem_keys,
+            )
         return out
     if ea is None or eb is None:
         return out
@@ -446,7 +467,7 @@ def _explain(a: Analysis, b: Analysis, diffs: list[ConfigDiff]) -> list[Explanat
             f"Longest / mean stage went from {ea.stage_imbalance:.2f} to {eb.stage_imbalance:.2f}",
             ("split_points",),
         )
-    perf_keys = tuple(d.key for d in diffs)
+    perf_keys = tuple(d.key for d in diffs if d.key not in COSMETIC_KEYS)
     if ma.cycles_per_sample != mb.cycles_per_sample:
         add(
             "cycles_per_sample",
@@ -483,11 +504,12 @@ def compare_pair(a: Analysis, b: Analysis) -> PairComparison:
             f"OOM tiles {change_words(ma.oom_tiles, mb.oom_tiles)} ({ma.oom_tiles:,} "
             f"to {mb.oom_tiles:,}) with no run-option difference to explain it"
         )
+    unit = _scales(a, b)[2]
     for r in steps.head(3).itertuples():
-        if r.delta:
+        if abs(r.delta) > 1e-9 * max(abs(r.before), abs(r.after), 1):
             other.append(
                 f"{r.step_type} on IPU {r.ipu} {change_words(r.before, r.after)} "
-                f"({fmt_int(r.before)} to {fmt_int(r.after)} cycles)"
+                f"({_num(r.before)} to {_num(r.after)} {unit})"
             )
     for r in cats.head(3).itertuples():
         if r.delta:
@@ -496,10 +518,10 @@ def compare_pair(a: Analysis, b: Analysis) -> PairComparison:
                 f"({fmt_bytes(r.before)} to {fmt_bytes(r.after)})"
             )
     for name, r in ops.head(3).iterrows():
-        if r["delta"]:
+        if abs(r["delta"]) > 1e-9 * max(abs(r["before"]), abs(r["after"]), 1):
             other.append(
                 f"operation {name} {change_words(r['before'], r['after'])} "
-                f"({fmt_int(r['before'])} to {fmt_int(r['after'])} cycles)"
+                f"({_num(r['before'])} to {_num(r['after'])} {unit})"
             )
     if added:
         other.append(f"{len(added)} operations added (e.g. {', '.join(added[:3])})")
