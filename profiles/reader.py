@@ -82,7 +82,7 @@ def check_openable(path: Path) -> None:
 
 #: Exceptions h5py / HDF5 raise on damaged files (bad checksums, broken heaps, bad chunks,
 #: undecodable strings). Public reading methods turn them into one-sentence ProfileErrors.
-_DAMAGE = (OSError, RuntimeError, KeyError, ValueError, UnicodeError, TypeError)
+_DAMAGE = (OSError, RuntimeError, KeyError, UnicodeError)
 
 
 def _guarded(fn: F) -> F:

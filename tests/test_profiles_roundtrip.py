@@ -342,3 +342,11 @@ def test_round_trip_of_arbitrary_values(tmp_path_factory, small_data, names, flo
         assert ops_back["flops"].tolist() == flops[:n]
         assert (p.array("/programs/nodes/tile_balance") == np.float32(balance)).all()
     assert validate(path) == []
+
+
+def test_caller_mistakes_are_not_reported_as_damage(small_file):
+    with open_profile(small_file) as p:
+        with pytest.raises(IndexError):
+            p.array("/memory/total", (0, 10**7))
+        with pytest.raises(ValueError, match="compound"):
+            p.array("/memory/total", "bad")
