@@ -173,8 +173,10 @@ def test_walkthrough_step1_top_insight_is_fp16(walkthrough_profiles):
 def test_walkthrough_tips_lead_to_the_next_step(walkthrough_profiles):
     """Each later walkthrough step's change is suggested one step before and quiet after."""
     ids = {k: _ids(p) for k, p in walkthrough_profiles.items() if k != "1-base"}
-    if any(not Analysis.open(walkthrough_profiles[k]).has_execution for k in ids):
-        pytest.skip("engine: a walkthrough step after 1-base does not fit")
+    for k in ids:
+        with Analysis.open(walkthrough_profiles[k]) as a:
+            if not a.has_execution:
+                pytest.skip(f"engine: walkthrough step {k} does not fit")
     assert "throughput.8bit_input" in ids["4-device-iterations"]
     assert "throughput.8bit_input" not in ids["5-8bit-io"]
     assert "throughput.async_loader" in ids["5-8bit-io"]
