@@ -92,6 +92,16 @@ def test_level_of_detail_on_a_million_steps(qtbot, report, big_path):
         lanes = sum(len(v) for v in tl.ipu_lanes.values())
         assert lanes >= tl.trace.n_ipus
         assert tl.n_rects <= (width + 3) * NT * lanes
+    # many lanes: they scroll vertically and only the IPUs in view are read
+    assert tl.n_lanes > tl.visible_lanes()
+    assert tl.scrollbar.isVisible()
+    assert 0 < len(tl.results) < tl.trace.n_ipus
+    last_ipu = tl.trace.n_ipus - 1
+    assert last_ipu not in tl.results
+    lo, hi = tl.trace.access.ipu_rows(last_ipu)
+    with qtbot.waitSignal(tl.redrawn, timeout=3000):
+        tl.select_row(lo + (hi - lo) // 2)  # a step of the last IPU: the view scrolls to it
+    assert last_ipu in tl.results
     r.group_combo.setCurrentIndex(0)
 
 
