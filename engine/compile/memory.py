@@ -878,7 +878,11 @@ def build_memory(graph, L, P, progs, seg_ipu_of_op, config, t, T: int) -> Memory
                 np.add.at(d, (s0, a1), -val)
                 np.add.at(d, (s1, a0), -val)
                 np.add.at(d, (s1, a1), val)
-            grid = np.cumsum(np.cumsum(d, axis=0), axis=1)[:-1, :-1]
+            # cumulative sums over tiles (contiguous), then over steps on a transposed copy
+            # (a cumulative sum down the columns of a C-ordered array is strided and slow)
+            acc = np.ascontiguousarray(np.cumsum(d, axis=1).T)
+            np.cumsum(acc, axis=1, out=acc)
+            grid = acc.T[:-1, :-1]
             per_tile_steps[ipu] = grid.astype(np.int32)
             peak_nal[ipu] = grid.max(axis=0)
         cat[:, CAT["variable"]] = al_var[ipu] + peak_nal[ipu]
