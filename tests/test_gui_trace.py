@@ -211,6 +211,8 @@ def test_range_summary_and_bsp_follow_the_view(qtbot, report, small_paths):
     tl.set_x_range(t0, t1)
     r.tabs.setCurrentWidget(r.bsp)
     qtbot.waitUntil(lambda: r.bsp.matrix is not None and r.bsp.matrix.t0 == tl.x_range()[0])
+    with qtbot.waitSignal(r.summaryReady, timeout=10_000):
+        r.update_details()  # the summary is computed in the background
     a, b = tl.x_range()
     want = [tl.trace.range_summary(i, a, b) for i in range(tl.trace.n_ipus)]
     total = sum(s.cycles_by_type.get("OnTileExecute", 0) for s in want)
@@ -232,7 +234,8 @@ def test_compare_mode_shows_both_runs_with_deltas(qtbot, report, small_paths):
     with qtbot.waitSignal(r.timeline_b.redrawn, timeout=2000):
         r.timeline.zoom(3.0)
     assert r.timeline_b.x_range() == pytest.approx(r.timeline.x_range())
-    r.update_details()
+    with qtbot.waitSignal(r.summaryReady, timeout=10_000):
+        r.update_details()
     t0, t1 = r.timeline.x_range()
     ca = sum(
         s.busy_cycles for s in (r.trace.range_summary(i, t0, t1) for i in range(r.trace.n_ipus))
@@ -266,7 +269,8 @@ def test_compare_mode_on_walkthrough_steps_4_and_5(qtbot, report, walkthrough_pr
     lo = min(r.timeline.full_range()[0], r.timeline_b.full_range()[0])
     hi = max(r.timeline.full_range()[1], r.timeline_b.full_range()[1])
     r.timeline.set_x_range(lo, hi + 1)
-    r.update_details()
+    with qtbot.waitSignal(r.summaryReady, timeout=10_000):
+        r.update_details()
     sa = r.trace.range_summary(0, lo, hi + 1)
     sb = r.trace_b.range_summary(0, lo, hi + 1)
     rx_a = sa.streamcopy["received"].get("host", 0)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import itertools
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -741,9 +741,14 @@ class TraceWindow:
         return self.access.tile_cycles(np.array([prog]))[0]
 
     # -- summary -------------------------------------------------------------------------------
-    def range_summary(self, ipu: int, t0: float, t1: float) -> RangeSummary:
+    def range_summary(
+        self, ipu: int, t0: float, t1: float, cancelled: Callable[[], bool] | None = None
+    ) -> RangeSummary | None:
         """Cycles by step type, tile balance and StreamCopy bytes of the steps overlapping the
-        window (cycles clipped to it; bytes counted for steps starting in it)."""
+        window (cycles clipped to it; bytes counted for steps starting in it).
+
+        ``cancelled`` is polled between row chunks; when it returns True the summary stops and
+        None is returned (a newer window superseded it)."""
         lo, hi = self.row_range(ipu, t0, t1)
         by_type = np.zeros(NT, dtype=np.int64)
         n_type = np.zeros(NT, dtype=np.int64)
@@ -761,6 +766,8 @@ class TraceWindow:
         cols = ("program", "start", "cycles", "type", "bytes_in", "bytes_out", "dest")
         n = 0
         for _a, d in self.access.chunks(lo, hi, cols):
+            if cancelled is not None and cancelled():
+                return None
             s = d["start"]
             e = s + d["cycles"]
             m = (e > t0) & (s < t1)

@@ -6,7 +6,7 @@ the range summary shows A, B and B − A for the visible window.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, QTimer, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QComboBox,
@@ -44,13 +44,40 @@ def trace_of(doc: Document) -> TraceWindow:
     return doc.cached("trace_window", lambda: TraceWindow(doc.profile))
 
 
+class _Relay(QObject):
+    """Carries results from pool threads to the GUI thread (queued signal)."""
+
+    done = Signal(int, object)
+
+
+class _Task(QRunnable):
+    def __init__(self, fn, gen: int, relay: _Relay) -> None:
+        super().__init__()
+        self.fn, self.gen, self.relay = fn, gen, relay
+
+    def run(self) -> None:
+        try:
+            result = self.fn()
+        except Exception as exc:  # shown in the panel, never lost in a thread
+            result = exc
+        self.relay.done.emit(self.gen, result)
+
+
 class TraceReport(Report):
     title = "Execution Trace"
     key = "trace"
     needs_execution = True
 
+    #: The visible-range summary was updated.
+    summaryReady = Signal()
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self._pool = QThreadPool(self)
+        self._pool.setMaxThreadCount(1)
+        self._summary_gen = 0
+        self._relay = _Relay(self)
+        self._relay.done.connect(self._on_summary)
         self.trace: TraceWindow | None = None
         self.trace_b: TraceWindow | None = None
         outer = QVBoxLayout(self)
@@ -201,6 +228,8 @@ class TraceReport(Report):
         self._schedule_details()
 
     def shutdown(self) -> None:
+        self._summary_gen += 1  # running summaries stop at their next chunk
+        self._pool.waitForDone(30_000)
         self._detail_timer.stop()
         self.timeline._timer.stop()
         self.timeline_b._timer.stop()
@@ -245,20 +274,49 @@ class TraceReport(Report):
         self._detail_timer.start()
 
     def update_details(self) -> None:
-        """Recompute the visible-range summary and (when shown) the BSP view."""
+        """Recompute the visible-range summary (in the background: it reads every visible row)
+        and, when shown, the BSP view."""
         self._detail_timer.stop()
         if self.trace is None:
             return
         t0, t1 = self.timeline.x_range()
-        a = [self.trace.range_summary(i, t0, t1) for i in range(self.trace.n_ipus)]
-        if self.trace_b is not None:
-            b = [self.trace_b.range_summary(i, t0, t1) for i in range(self.trace_b.n_ipus)]
-            names = (self.document.name, self.compare_doc.name if self.compare_doc else "")
+        self._summary_gen += 1
+        gen = self._summary_gen
+        trace_a, trace_b = self.trace, self.trace_b
+        names = (self.document.name, self.compare_doc.name if self.compare_doc else "")
+
+        def stale() -> bool:
+            return gen != self._summary_gen
+
+        def compute():
+            a = [trace_a.range_summary(i, t0, t1, stale) for i in range(trace_a.n_ipus)]
+            b = None
+            if trace_b is not None:
+                b = [trace_b.range_summary(i, t0, t1, stale) for i in range(trace_b.n_ipus)]
+            if any(x is None for x in a + (b or [])):
+                return None
+            return a, b, names
+
+        self._pool.start(_Task(compute, gen, self._relay))
+        if self.tabs.currentWidget() is self.bsp:
+            self.update_bsp()
+
+    def _on_summary(self, gen: int, result: object) -> None:
+        if gen != self._summary_gen or result is None or self.trace is None:
+            return
+        if isinstance(result, Exception):
+            self.summary.header.setText(f"The range summary failed: {result}")
+            return
+        a, b, names = result
+        if b is not None:
             self.summary.set_summaries(a, b, names)
         else:
             self.summary.set_summaries(a)
-        if self.tabs.currentWidget() is self.bsp:
-            self.update_bsp()
+        self.summaryReady.emit()
+
+    def wait_for_summary(self, msecs: int = 30_000) -> bool:
+        """Block until background summaries finish (tests, shutdown)."""
+        return self._pool.waitForDone(msecs)
 
     def update_bsp(self) -> None:
         if self.trace is None:
