@@ -101,11 +101,11 @@ def target_line(doc: Document) -> str:
 #: What each report needs first (computed in the loader thread before the report is shown).
 WARMERS: dict[str, tuple[str, ...]] = {
     "summary": ("target", "metrics", "execution"),
-    "insights": ("target", "memory", "insights"),
+    "insights": ("target", "memory", "insights", "largest_vertices", "largest_always_live"),
     "memory": ("target", "memory"),
     "liveness": ("target", "liveness"),
-    "program_tree": ("target",),
-    "operations": ("target", "operations"),
+    "program_tree": ("target", "program_nodes", "execution"),
+    "operations": ("target", "operations", "variables", "compute_sets", "program_nodes"),
 }
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QSettings, Qt, QThreadPool, QTimer, Signal
+from PySide6.QtCore import QByteArray, QRunnable, QSettings, Qt, QThreadPool, QTimer, Signal
 from PySide6.QtGui import (
     QAction,
     QActionGroup,
@@ -47,6 +47,29 @@ APP_NAME = "IPU Graph Analyser"
 ORGANISATION = "ipu-graph-analyser"
 MAX_RECENT = 10
 PROFILE_FILTER = "IPU profiles (*.h5 *.hdf5 *.pvh5);;All files (*)"
+
+
+class PrefetchTask(QRunnable):
+    """Warm the analysis caches of freshly opened documents (best effort: a document closed
+    meanwhile just stops the warming)."""
+
+    def __init__(self, docs, keys) -> None:
+        super().__init__()
+        self.docs = docs
+        self.keys = keys
+        self.cancelled = False
+
+    def run(self) -> None:
+        from analyser.gui import data
+
+        for doc in self.docs:
+            for key in self.keys:
+                if self.cancelled:
+                    return
+                try:
+                    data.warm(doc, key)
+                except Exception:
+                    return
 
 
 def default_settings() -> QSettings:
@@ -335,7 +358,16 @@ class MainWindow(QMainWindow):
             self.workspace.set_documents(docs[0], docs[1] if len(docs) > 1 else None)
         for doc in docs:
             self._add_recent(doc.path)
+        self._prefetch(docs)
         self.loadFinished.emit(True)
+
+    def _prefetch(self, docs) -> None:
+        """Compute what the other reports need in the background, so first visits are fast."""
+        from analyser.gui import data
+
+        task = PrefetchTask(tuple(docs), tuple(data.WARMERS))
+        self._prefetch_task = task
+        self.pool.start(task)
 
     def _show_error(self, message: str) -> None:
         QMessageBox.critical(self, "Cannot open profile", message)
@@ -521,6 +553,9 @@ class MainWindow(QMainWindow):
     def shutdown(self) -> None:
         """Stop background work: drop pending loads, wait for workers, close documents."""
         self._pending_id = None
+        task = getattr(self, "_prefetch_task", None)
+        if task is not None:
+            task.cancelled = True
         for report in self._reports.values():
             report.shutdown()
         self.pool.waitForDone(10000)

@@ -105,8 +105,10 @@ class DataFrameModel(QAbstractTableModel):
     """A read-only table over a pandas DataFrame.
 
     ``columns`` maps a DataFrame column to ``(header, formatter)``; formatting happens only for
-    the rows Qt paints. The raw value is exposed under ``SORT_ROLE`` (and ``UserRole``) so a
-    QSortFilterProxyModel sorts numbers as numbers.
+    the rows Qt paints. The raw value is exposed under ``SORT_ROLE`` (and ``UserRole``).
+    Sorting is done here with one numpy / pandas argsort (``sort``), not row comparisons in
+    Python: a view connects its header to :func:`connect_header_sort`. Row ``r`` of the model
+    shows frame row ``source_row(r)``.
     """
 
     def __init__(
@@ -120,6 +122,9 @@ class DataFrameModel(QAbstractTableModel):
         self._cols: list[tuple[str, str, Callable[[Any], str] | None]] = []
         self._values: list[np.ndarray] = []
         self._numeric: list[bool] = []
+        self._n_rows = 0
+        self._n_cols = 0
+        self._order = np.zeros(0, np.int64)
         self.set_frame(frame if frame is not None else pd.DataFrame(), columns)
 
     def set_frame(
@@ -134,7 +139,28 @@ class DataFrameModel(QAbstractTableModel):
         self._cols = [c for c in columns if c[0] in frame.columns]
         self._values = [frame[c[0]].to_numpy() for c in self._cols]
         self._numeric = [pd.api.types.is_numeric_dtype(frame[c[0]]) for c in self._cols]
+        self._n_rows = len(frame)
+        self._n_cols = len(self._cols)
+        self._order = np.arange(self._n_rows)
         self.endResetModel()
+
+    def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
+        if not 0 <= column < self._n_cols or self._n_rows == 0:
+            return
+        self.layoutAboutToBeChanged.emit()
+        values = self._values[column]
+        if self._numeric[column] and values.dtype != object:
+            idx = np.argsort(values, kind="stable")
+        else:
+            idx = pd.Series(values).astype(str).str.lower().argsort(kind="stable").to_numpy()
+        if order == Qt.SortOrder.DescendingOrder:
+            idx = idx[::-1]
+        self._order = np.asarray(idx)
+        self.layoutChanged.emit()
+
+    def source_row(self, row: int) -> int:
+        """Frame row (position) shown at model row ``row``."""
+        return int(self._order[row])
 
     @property
     def frame(self) -> pd.DataFrame:
@@ -147,18 +173,18 @@ class DataFrameModel(QAbstractTableModel):
         return [c[0] for c in self._cols].index(key)
 
     def rowCount(self, parent: Index = _ROOT) -> int:
-        return 0 if parent.isValid() else len(self._frame)
+        return 0 if parent.isValid() else self._n_rows
 
     def columnCount(self, parent: Index = _ROOT) -> int:
-        return 0 if parent.isValid() else len(self._cols)
+        return 0 if parent.isValid() else self._n_cols
 
     def raw(self, row: int, col: int) -> Any:
-        return self._values[col][row]
+        return self._values[col][self._order[row]]
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid():
             return None
-        row, col = index.row(), index.column()
+        row, col = int(self._order[index.row()]), index.column()
         if role == Qt.ItemDataRole.DisplayRole:
             value = self._values[col][row]
             fmt = self._cols[col][2]
@@ -186,6 +212,15 @@ class DataFrameModel(QAbstractTableModel):
         if orientation == Qt.Orientation.Horizontal:
             return self._cols[section][1] if section < len(self._cols) else None
         return str(section + 1)
+
+
+def connect_header_sort(view: Any, model: DataFrameModel) -> None:
+    """Sort ``model`` (not a proxy) when the user clicks a header of ``view``."""
+    header = view.horizontalHeader()
+    view.setSortingEnabled(False)
+    header.setSectionsClickable(True)
+    header.setSortIndicatorShown(True)
+    header.sortIndicatorChanged.connect(lambda col, order: model.sort(col, order))
 
 
 # ---------------------------------------------------------------------------------------------

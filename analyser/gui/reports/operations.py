@@ -26,9 +26,9 @@ from PySide6.QtWidgets import (
 
 from analyser.gui import data
 from analyser.gui.reports.base import Report
-from analyser.gui.reports.memory import FilterTable
+from analyser.gui.reports.memory import RESIZE_PRECISION, FilterTable
 from analyser.gui.units import format_bytes, format_count, format_percent
-from analyser.gui.widgets import SORT_ROLE, DataFrameModel, KeyValueTree
+from analyser.gui.widgets import DataFrameModel, KeyValueTree, connect_header_sort
 
 Index = QModelIndex | QPersistentModelIndex
 
@@ -50,7 +50,9 @@ class OperationFilter(QSortFilterProxyModel):
             self.invalidateFilter()
 
     def filterAcceptsRow(self, row: int, parent: Index) -> bool:
-        return True if self._keep is None else bool(self._keep[row])
+        if self._keep is None:
+            return True
+        return bool(self._keep[self.sourceModel().source_row(row)])
 
 
 class OperationsReport(Report):
@@ -62,15 +64,16 @@ class OperationsReport(Report):
         self.model = DataFrameModel()
         self.proxy = OperationFilter(self)
         self.proxy.setSourceModel(self.model)
-        self.proxy.setSortRole(SORT_ROLE)
+        self.proxy.setDynamicSortFilter(False)
         self.view = QTableView()
         self.view.setModel(self.proxy)
-        self.view.setSortingEnabled(True)
+        connect_header_sort(self.view, self.model)
         self.view.setAlternatingRowColors(True)
         self.view.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
         self.view.setSelectionMode(QTableView.SelectionMode.SingleSelection)
         self.view.verticalHeader().setVisible(False)
         self.view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        self.view.horizontalHeader().setResizeContentsPrecision(RESIZE_PRECISION)
         self.view.selectionModel().currentRowChanged.connect(lambda cur, _p: self._show_details())
 
         self.filter_edit = QLineEdit()
@@ -229,9 +232,9 @@ class OperationsReport(Report):
         sort_col = self.model.column_of("total_cycles" if cmp is None else "total_cycles_delta")
         self._apply_filter()
         if cmp is None:
-            self.view.sortByColumn(sort_col, Qt.SortOrder.DescendingOrder)
+            self.view.horizontalHeader().setSortIndicator(sort_col, Qt.SortOrder.DescendingOrder)
         else:
-            self.proxy.sort(-1)
+            self.view.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
         self.view.resizeColumnsToContents()
         self.view.setColumnWidth(0, min(self.view.columnWidth(0), 320))
         if self.proxy.rowCount():

@@ -280,9 +280,12 @@ class ProgramTreePane(QWidget):
             if budget <= 0 or not len(frontier):
                 break
             frontier = np.concatenate([self.model.children(int(n)) for n in frontier])
-        self.view.setColumnWidth(0, 320)
+        # Fixed widths from the header text: measuring every row's contents is slow on big trees.
+        metrics = self.view.fontMetrics()
+        self.view.setColumnWidth(0, 340)
         for c in range(1, len(COLUMNS)):
-            self.view.resizeColumnToContents(c)
+            self.view.setColumnWidth(c, max(70, metrics.horizontalAdvance(COLUMNS[c]) + 24))
+        self.view.setColumnWidth(1, 120)
         self._new_search(self.search_edit.text())
         # Start on the step with the most cycles over the run (or the root).
         if self.model.total is not None and self.model.n:

@@ -1,0 +1,149 @@
+"""GUI benchmark (offscreen): prints figures, asserts nothing.
+
+1. Open to first painted report: ``MainWindow.open_files([step 4 of the walkthrough])`` until the
+   Summary report has loaded (in the background thread) and the window has painted (``grab``).
+2. Switching reports: time from ``show_report(key)`` to the painted window, first visit (builds the
+   report, after the background warm-up of the analysis has finished) and later visits.
+3. Memory Report redraw on 4 IPUs x 1,472 tiles (synthetic profile): rebuild the stacked chart
+   (breakdown toggled) and paint the plot.
+
+Usage: ``python benchmarks/bench_gui.py [--runs N] [--profile STEP4.h5]``. Targets (issue 6): open
+< 1.5 s, switch < 200 ms, memory redraw < 100 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+def _walkthrough_step4(out: Path) -> Path:
+    import engine
+    from analyser.cli.demo import walkthrough_configs
+    from engine.config import RunConfig
+
+    cfg = next(c for c in walkthrough_configs() if c.stem.startswith("4-"))
+    path = out / f"{cfg.stem}.h5"
+    engine.simulate_to_file(RunConfig.from_toml(cfg), path)
+    return path
+
+
+def _wait(app, cond, timeout: float = 60.0) -> None:
+    from PySide6.QtCore import QEventLoop
+
+    end = time.perf_counter() + timeout
+    while not cond():
+        if time.perf_counter() > end:
+            raise TimeoutError("timed out")
+        app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 5)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--profile", type=Path, help="walkthrough step 4 profile (else simulated)")
+    args = parser.parse_args()
+
+    from PySide6.QtCore import QSettings
+
+    from analyser.gui.app import ensure_app
+    from analyser.gui.main_window import MainWindow
+    from profiles.synthetic import write_synthetic_profile
+
+    app = ensure_app()
+    tmp = Path(tempfile.mkdtemp(prefix="bench-gui-"))
+    step4 = args.profile or _walkthrough_step4(tmp)
+    big = tmp / "memory-4x1472.h5"
+    write_synthetic_profile(big, n_steps=20_000, n_ipus=4, tiles=1472, n_programs=400, seed=4)
+    settings = QSettings(str(tmp / "settings.ini"), QSettings.Format.IniFormat)
+
+    print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}")
+    print(f"profile: {step4.name} ({step4.stat().st_size / 1e6:.1f} MB)")
+
+    # 1. open to first painted report ---------------------------------------------------------
+    opens = []
+    for _ in range(args.runs):
+        settings.clear()
+        w = MainWindow(settings=settings)
+        w.resize(1400, 900)
+        w.show()
+        _wait(app, lambda w=w: w.isVisible())
+        t0 = time.perf_counter()
+        w.open_files([step4])
+        _wait(app, lambda w=w: w.workspace.document is not None and not w.is_loading())
+        w.grab()
+        opens.append(time.perf_counter() - t0)
+        w.close()
+    print(
+        f"open to first painted report (Summary): median {statistics.median(opens) * 1e3:.0f} ms,"
+        f" first {opens[0] * 1e3:.0f} ms, max {max(opens) * 1e3:.0f} ms (target < 1500 ms)"
+    )
+
+    # 2. switching reports --------------------------------------------------------------------
+    w = MainWindow(settings=settings)
+    w.resize(1400, 900)
+    w.show()
+    w.open_files([step4])
+    _wait(app, lambda: w.workspace.document is not None and not w.is_loading())
+    w.grab()
+    # The window warms the other reports' analysis in the background after a load; a person
+    # takes longer than that to pick the next report, so switching starts once it is done.
+    w.pool.waitForDone()
+    keys = w.report_keys
+    first: dict[str, float] = {}
+    later: dict[str, list[float]] = {k: [] for k in keys}
+    for rnd in range(args.runs + 1):
+        for key in keys:
+            t0 = time.perf_counter()
+            w.show_report(key)
+            w.grab()
+            dt = time.perf_counter() - t0
+            if rnd == 0:
+                first[key] = dt
+            else:
+                later[key].append(dt)
+    for key in keys:
+        print(
+            f"switch to {key:<14} first visit {first[key] * 1e3:6.0f} ms, "
+            f"later visits median {statistics.median(later[key]) * 1e3:5.0f} ms"
+        )
+    all_later = [x for v in later.values() for x in v]
+    print(
+        f"switching reports: median {statistics.median(all_later) * 1e3:.0f} ms over later visits,"
+        f" worst first visit {max(first.values()) * 1e3:.0f} ms ({max(first, key=first.get)})"
+        " (target < 200 ms)"
+    )
+    w.close()
+
+    # 3. memory report redraw, 4 IPUs x 1,472 tiles --------------------------------------------
+    w = MainWindow(settings=settings)
+    w.resize(1400, 900)
+    w.show()
+    w.open_files([big])
+    _wait(app, lambda: w.workspace.document is not None and not w.is_loading())
+    mr = w.show_report("memory")
+    w.grab()
+    redraws = []
+    for i in range(max(10, 4 * args.runs)):
+        t0 = time.perf_counter()
+        mr.breakdown_combo.setCurrentText("Region" if i % 2 == 0 else "Category")
+        mr.plot_a.grab()
+        redraws.append(time.perf_counter() - t0)
+    n_tiles = mr.charts["A"].values.shape[0]
+    print(
+        f"memory report redraw ({n_tiles:,} tiles, category/region stacks): median "
+        f"{statistics.median(redraws) * 1e3:.0f} ms, max {max(redraws) * 1e3:.0f} ms (target < 100 ms)"
+    )
+    w.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
