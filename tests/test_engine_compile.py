@@ -277,3 +277,18 @@ def test_replicated_tensor_sharding_divides_optimiser_state():
     a = plain.variables.bytes[plain.variables.kind == st].sum()
     b = rts.variables.bytes[rts.variables.kind == st].sum()
     assert b == pytest.approx(a / 4, rel=0.01)
+
+
+def test_liveness_rises_through_forward_and_falls_through_backward(small):
+    lv = small.liveness
+    nal = lv.not_always_live[0]
+    fwd = small.segment_programs("forward")
+    bwd = small.segment_programs("backward")
+    step_of_prog = {int(p): i for i, p in enumerate(lv.step_program)}
+    last_fwd = max(step_of_prog[int(p)] for p in fwd if int(p) in step_of_prog)
+    last_bwd = max(step_of_prog[int(p)] for p in bwd if int(p) in step_of_prog)
+    peak = int(lv.peak_step[0])
+    # the peak sits around the turn from forward to backward, far above both ends
+    assert abs(peak - last_fwd) < 0.25 * len(nal)
+    assert nal[peak] > 4 * nal[0]
+    assert nal[peak] > 4 * nal[last_bwd]
