@@ -136,6 +136,14 @@ def _mib(n: int) -> str:
     return f"{n / 2**20:,.1f} MiB"
 
 
+def _bytes(n: int) -> str:
+    """Bytes in the largest binary unit that keeps a number >= 1 (exact below 1 KiB)."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:,.2f} {unit}"
+    return f"{int(n):,} B"
+
+
 def _table(results: list[StepResult]):
     from rich.table import Table
 
@@ -147,7 +155,7 @@ def _table(results: list[StepResult]):
         ("peak memory", "right"),
         ("total cycles", "right"),
         ("cycles/sample", "right"),
-        ("StreamCopy rx from host, MiB per IPU", "right"),
+        ("StreamCopy rx from host (IPU 0 / IPU 1)", "right"),
         ("samples/s", "right"),
     ):
         t.add_column(col, justify=just, no_wrap=True)
@@ -159,7 +167,7 @@ def _table(results: list[StepResult]):
             _mib(r.peak_memory_bytes),
             "-" if r.total_cycles is None else f"{r.total_cycles:,}",
             "-" if r.cycles_per_sample is None else f"{r.cycles_per_sample:,.0f}",
-            " / ".join(f"{b / 2**20:,.2f}" for b in r.rx_by_ipu) if r.rx_by_ipu else "-",
+            " / ".join(_bytes(b) for b in r.rx_by_ipu) if r.rx_by_ipu else "-",
             "-" if r.throughput is None else f"{r.throughput:,.1f}",
         )
     return t
