@@ -423,6 +423,7 @@ class TraceWindow:
         self.profile = profile
         self.n_ipus = self.access.n_ipus
         self._pyramids: dict[tuple[int, str], _Pyramid] = {}
+        self._build_locks: dict[tuple[int, str], threading.Lock] = {}
         self._lock = threading.Lock()
         self._programs: pd.DataFrame | None = None
         self._lanes: dict[str, tuple[np.ndarray, tuple[str, ...]]] = {}
@@ -581,6 +582,8 @@ class TraceWindow:
         p = self._pyramids.get(key)
         if p is None:
             with self._lock:
+                lock = self._build_locks.setdefault(key, threading.Lock())
+            with lock:  # one build per key; different IPUs build concurrently
                 p = self._pyramids.get(key)
                 if p is None:
                     fn, cols = self._lane_fn(group)
