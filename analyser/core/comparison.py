@@ -35,7 +35,7 @@ METRICS: tuple[tuple[str, str, str], ...] = (
     ("compute_share", "OnTileExecute share", "share"),
     ("ramp_share", "ramp-up + ramp-down share", "share"),
     ("host_wait_share", "host wait (StreamCopyBegin) share", "share"),
-    ("host_round_trips", "host round trips", "int"),
+    ("host_round_trips", "host calls (in the profile)", "int"),
     ("streamcopy_rx_bytes", "StreamCopy received", "bytes"),
     ("streamcopy_tx_bytes", "StreamCopy sent", "bytes"),
     ("tile_balance", "tile balance", "share"),

@@ -158,11 +158,10 @@ def memory_histogram(a) -> str:
     fig = _fig(4.5, 2.6, left=0.75)
     ax = fig.subplots()
     edges = m.histogram_edges / 1024
-    ax.bar(
-        edges[:-1],
+    ax.stairs(
         m.histogram_counts,
-        width=np.diff(edges),
-        align="edge",
+        edges,
+        fill=True,
         color=_colour("memory_categories", "variable", "#4e79a7"),
     )
     ax.axvline(
@@ -302,7 +301,7 @@ def comparison_step_types(analyses) -> str:
     from profiles import schema
 
     names = [x.name for x in analyses]
-    fig = _fig(9.5, 0.4 * len(names) + 1.8, left=1.6, bottom=1.2)
+    fig = _fig(9.5, 0.4 * len(names) + 1.2, left=1.6, right=1.7, bottom=0.6)
     ax = fig.subplots()
     left = np.zeros(len(names))
     for t in schema.PROGRAM_TYPES[3:]:
@@ -326,12 +325,7 @@ def comparison_step_types(analyses) -> str:
             fontsize=9,
         )
         return to_svg(fig)
-    ax.legend(
-        fontsize=7,
-        ncol=4,
-        loc="upper center",
-        bbox_to_anchor=(0.5, -0.45 - 0.1 / max(1, len(names))),
-    )
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
     return to_svg(fig)
 
 
