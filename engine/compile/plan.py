@@ -81,6 +81,7 @@ def plan_amp(a: dict[str, np.ndarray], t, T: int, limit: float, rate: int, pb: i
     cg = np.where(db >= 4, t.amp_input_channel_group_float, t.amp_input_channel_group_half)
     ng = t.amp_output_channel_group
     xb = t.exchange_bytes_per_cycle
+    xbb = t.exchange_broadcast_bytes_per_cycle
     setup = t.exchange_setup_cycles
     sync = t.internal_sync_cycles
     vwp = 8 // pb
@@ -124,7 +125,15 @@ def plan_amp(a: dict[str, np.ndarray], t, T: int, limit: float, rate: int, pb: i
         a_el = gpt * np.maximum(_ceil_div(Mt * Kt, a_dup[:, None]), Mt)
         b_el = np.where(bw[:, None], 1, gpt) * Kt * Nt
         recv = (a_el + b_el) * db[:, None]
-        exch = _ceil_div(recv, xb) + setup
+        # an operand slice needed by several tiles is broadcast: supertile neighbours receive
+        # the same data, at the broadcast rate (ipu-facts.md); A is shared by the pn column
+        # tiles, B by the pm row tiles
+        rate_a = np.where(pn > 1, xbb, xb)
+        rate_b = np.where(pm > 1, xbb, xb)
+        exch = (
+            np.ceil(a_el * db[:, None] / rate_a + b_el * db[:, None] / rate_b).astype(np.int64)
+            + setup
+        )
         p_el = gpt * Mt * Nt
         red_recv = np.where(pk > 1, _ceil_div(p_el * pb * (pk - 1), pk), 0)
         red_ex = np.where(pk > 1, _ceil_div(red_recv, xb) + setup, 0)
