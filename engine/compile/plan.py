@@ -51,8 +51,6 @@ class OpPlans:
     tile_start: np.ndarray
     serial_splits: np.ndarray
     temp_per_tile: np.ndarray  # bytes on each used tile (max)
-    weight_tiles: np.ndarray  # tiles holding the op's weights / output
-    out_tiles: np.ndarray
     programs: dict[str, np.ndarray]  # program columns (op-relative), see build_programs
     vertex_types: dict[str, np.ndarray]
     notes: list[str]
@@ -437,14 +435,11 @@ def plan_ops(L, t, config, T: int) -> OpPlans:
     programs["n_max"] = np.where(is_sync, tcount, programs["n_max"]).astype(np.int32)
     vt_names, vt_fam = _vertex_type_names(keys)
     vertex_types = {"key": keys, "name": vt_names, "family": vt_fam}
-    # weights / outputs of an op live on (a linear slice of) its tiles
     return OpPlans(
         tiles_used=tiles_used,
         tile_start=start,
         serial_splits=serial,
         temp_per_tile=temp,
-        weight_tiles=tiles_used,
-        out_tiles=tiles_used,
         programs=programs,
         vertex_types=vertex_types,
         notes=notes,
