@@ -113,7 +113,7 @@ def compile_program(config: RunConfig | dict, progress=None) -> CompiledProgram:
         sync=np.where(is_sync, schema.code("sync_kind", "internal"), 0).astype(np.uint8),
         transfers=np.ones(n_prog, dtype=np.int32),
         code_bytes=M.program_code,
-        family=pr["vt"].astype(np.int16),
+        family=np.zeros(n_prog, dtype=np.int16),  # set below: row of compiled.vertex_types
         vertices=pr["vertices"],
     )
     n_ops = len(L)
@@ -152,6 +152,9 @@ def compile_program(config: RunConfig | dict, progress=None) -> CompiledProgram:
         "state_bytes": np.array([fams[f].state_bytes for f in vt["family"][keep]], dtype=np.int64),
         "instances": inst[keep],
     }
+    programs.family = np.where(
+        pr["vt"] >= 0, remap[np.maximum(pr["vt"].astype(np.int64), 0)], -1
+    ).astype(np.int16)
     compute_sets = {
         "name": pr["name"][cs],
         "op": pr["op"][cs].astype(np.int32),
