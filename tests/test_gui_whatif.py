@@ -156,3 +156,27 @@ def test_apply_fp16_tip_on_the_oom_walkthrough_step(qtbot, window, walkthrough_p
     trace.ensure_refreshed()
     assert trace.trace is not None and trace.timeline.n_rects > 0
     assert "does not fit" in trace.timeline.getPlotItem().titleLabel.text
+
+
+def test_run_engine_dialog_runs_and_opens_the_profile(qtbot, window, tmp_path):
+    """Tools > Run engine…: a configuration built in the form is simulated in the background
+    and the written profile opens in the window."""
+    from analyser.gui import reports
+    from analyser.gui.run_dialog import RunEngineDialog
+
+    actions = {text: fn for _menu, text, fn in reports.menu_actions()}
+    dialog = actions["&Run engine…"](window)
+    assert isinstance(dialog, RunEngineDialog)
+    dialog.editors["model"].set_value("mlp")
+    dialog.editors["micro_batch_size"].set_value(16)
+    out = tmp_path / "mlp.h5"
+    dialog.output.setText(str(out))
+    assert not dialog.compare.isEnabled()  # nothing open to compare with
+    with qtbot.waitSignal(window.loadFinished, timeout=120_000) as loaded:
+        job = dialog.run()
+        assert job is not None
+    assert loaded.args == [True]
+    assert job.result_path == out and out.exists()
+    _assert_stopped(job.job)
+    assert window.workspace.document.path == out
+    assert window.workspace.document.analysis.run_config["model"] == "mlp"
