@@ -181,3 +181,28 @@ def test_walkthrough_tips_lead_to_the_next_step(walkthrough_profiles):
     assert "throughput.8bit_input" not in ids["5-8bit-io"]
     assert "throughput.async_loader" in ids["5-8bit-io"]
     assert "throughput.async_loader" not in ids["6-async"]
+
+
+def test_effect_verdicts():
+    from analyser.core.insights.model import Insight
+    from analyser.core.insights.resimulate import _judge
+
+    mem = Insight("m", "m", "critical", "memory", "")
+    thr = Insight("t", "t", "warning", "throughput", "")
+    base = {"oom_tiles": 10, "peak_memory_bytes": 100}
+    assert _judge(mem, base, {"oom_tiles": 0, "peak_memory_bytes": 80}).status == "fits"
+    better = _judge(mem, base, {"oom_tiles": 4, "peak_memory_bytes": 90})
+    assert better.status == "oom" and better.recommended and "still does not fit" in better.message
+    same = _judge(mem, base, {"oom_tiles": 10, "peak_memory_bytes": 99})
+    assert not same.recommended and "not recommended" in same.message
+    fits = {"oom_tiles": 0, "cycles_per_sample": 100.0, "throughput_samples_per_s": 10.0}
+    broke = _judge(thr, fits, {"oom_tiles": 1})
+    assert not broke.recommended and "would not fit (1 tile out of memory)" in broke.message
+    slower = _judge(
+        thr, fits, {"oom_tiles": 0, "cycles_per_sample": 120.0, "throughput_samples_per_s": 8.0}
+    )
+    assert not slower.recommended and "slower" in slower.message
+    faster = _judge(
+        thr, fits, {"oom_tiles": 0, "cycles_per_sample": 80.0, "throughput_samples_per_s": 12.0}
+    )
+    assert faster.recommended and faster.status == "fits"

@@ -24,6 +24,10 @@ from profiles.errors import UserFacingError
 ProgressFn = Callable[[int, int, str], None]
 
 
+def _tiles(n: int) -> str:
+    return f"{n:,} tile" + ("" if n == 1 else "s")
+
+
 def apply_change(run_config: dict[str, Any], change: dict[str, Any]) -> dict[str, Any]:
     """A copy of ``run_config`` with ``change`` applied (dotted keys walk nested dicts)."""
     out = copy.deepcopy(run_config)
@@ -69,14 +73,20 @@ def _judge(tip: Insight, before: dict[str, Any], after: dict[str, Any]) -> Effec
         eff.recommended = False
         eff.message = (
             f"not recommended: the changed configuration would not fit "
-            f"({oom_after:,} tiles out of memory)."
+            f"({_tiles(oom_after)} out of memory)."
         )
     elif oom_after:
         eff.recommended = oom_after < oom_before
-        eff.message = (
-            f"still does not fit: {oom_after:,} tiles out of memory "
-            f"(from {oom_before:,}); combine with other memory tips."
-        )
+        if eff.recommended:
+            eff.message = (
+                f"still does not fit: {_tiles(oom_after)} out of memory "
+                f"(from {oom_before:,}); combine with other memory tips."
+            )
+        else:
+            eff.message = (
+                f"not recommended on its own: {_tiles(oom_after)} out of memory "
+                f"(from {oom_before:,})."
+            )
     elif oom_before:
         eff.message = (
             f"fits: no tile out of memory (from {oom_before:,}); peak memory "
