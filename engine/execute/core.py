@@ -530,6 +530,9 @@ def execute_plan(plan: ExecutionPlan) -> Execution:
                 _Template(f"ipu{i}/{name}", i, synth=_Synth(T_GEX, cyc, nbytes, nbytes, D_IPU))
             )
 
+        ipu_stage = np.full(nI, -1, np.int64)
+        for s_ in range(S - 1, -1, -1):
+            ipu_stage[stage_ipu[s_]] = s_  # the first stage of each IPU
         for i, ip in enumerate(plan.ipus):
             o = 0
             if R > 1:
@@ -541,7 +544,7 @@ def execute_plan(plan: ExecutionPlan) -> Execution:
                     "replicas.ReduceScatter" if rts else "replicas.AllReduce",
                 )
                 if t is not None:
-                    inst.add(1, tmpl=t, ipu=i, row=upd_row, order=o)
+                    inst.add(1, tmpl=t, ipu=i, row=upd_row, stage=ipu_stage[i], order=o)
             o += 1
             rb = int(ip.remote_bytes // R) if rts else int(ip.remote_bytes)
             if rb > 0:
@@ -550,10 +553,10 @@ def execute_plan(plan: ExecutionPlan) -> Execution:
                         "optimiser.load", i, rb, "in", 0, D_REMOTE, L.streaming_bytes_per_cycle
                     )
                 ):
-                    inst.add(1, tmpl=t, ipu=i, row=upd_row, order=o + j)
+                    inst.add(1, tmpl=t, ipu=i, row=upd_row, stage=ipu_stage[i], order=o + j)
             o += 3
             t = tmpl(_Template(f"ipu{i}/weightUpdate", i, leaves=ip.update))
-            inst.add(1, tmpl=t, ipu=i, row=upd_row, order=o)
+            inst.add(1, tmpl=t, ipu=i, row=upd_row, stage=ipu_stage[i], order=o)
             o += 1
             if rb > 0:
                 for j, t in enumerate(
@@ -561,12 +564,12 @@ def execute_plan(plan: ExecutionPlan) -> Execution:
                         "optimiser.store", i, rb, "out", 0, D_REMOTE, L.streaming_bytes_per_cycle
                     )
                 ):
-                    inst.add(1, tmpl=t, ipu=i, row=upd_row, order=o + j)
+                    inst.add(1, tmpl=t, ipu=i, row=upd_row, stage=ipu_stage[i], order=o + j)
             o += 3
             if rts:
                 t = collective(i, ip.allgather_leaf, ip.weight_bytes, 1, "replicas.AllGather")
                 if t is not None:
-                    inst.add(1, tmpl=t, ipu=i, row=upd_row, order=o)
+                    inst.add(1, tmpl=t, ipu=i, row=upd_row, stage=ipu_stage[i], order=o)
             if multi:
                 inst.add(1, tmpl=sync_t[i], ipu=i, row=upd_row, order=ORDER_SYNC, sync=1)
     rows_it = len(row_phase)
@@ -622,6 +625,20 @@ def execute_plan(plan: ExecutionPlan) -> Execution:
     device_cycles = int(cyc[rows_per_ipu0 & (allv["row"] > 0)].sum())
     wait_s = costs.host_wait_seconds(plan, device_cycles / L.clock_hz)
     wait_cycles = round(wait_s * L.clock_hz)
+    prep = costs.host_prep_seconds(plan)
+    notes.append(
+        f"host: {plan.samples_per_call:,} samples per call prepared in {prep * 1e3:.3f} ms on "
+        f"{h.workers} worker(s) ({h.per_sample_s * 1e6:.1f} us per sample), {h.loader} loader, "
+        f"{h.call_overhead_s * 1e6:.0f} us per call; the device waits {wait_s * 1e3:.3f} ms for "
+        f"the host while running {device_cycles / L.clock_hz * 1e3:.3f} ms."
+    )
+    if act.pipelined:
+        P = act.program_stages
+        notes.append(
+            f"pipeline ({plan.schedule}): {S} stages = {P} pipeline-program stages; per step "
+            f"{P - 1} ramp-up, {G - (P - 1)} main and {P - 1} ramp-down cycles "
+            f"(ramp share of cycles {2 * (P - 1) / (G + P - 1):.1%})."
+        )
     cyc[allv["row"] == 0] = wait_cycles
     allv["cyc"] = cyc
 
