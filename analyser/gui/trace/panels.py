@@ -93,6 +93,9 @@ class RangeSummaryPanel(QWidget):
         self.header.setWordWrap(True)
         lay.addWidget(self.header)
         self.table = _table(["", "cycles", "share", "steps"])
+        header = self.table.horizontalHeader()
+        header.setStretchLastSection(False)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         lay.addWidget(self.table)
         self.summaries: list[RangeSummary] = []
 
