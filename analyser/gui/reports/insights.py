@@ -214,10 +214,17 @@ class InsightsReport(Report):
             brush.setAlpha(200 if k == 0 else 120)
             centers = (edges[:-1] + edges[1:]) / 2 / unit_scale
             width = float(edges[1] - edges[0]) / unit_scale if len(edges) > 1 else 1.0
-            bars = pg.BarGraphItem(
-                x=centers, height=counts, width=width * 0.95, brush=brush, pen=pg.mkPen(None)
-            )
-            item.addItem(bars)
+            if k == 0:
+                bars = pg.BarGraphItem(
+                    x=centers, height=counts, width=width * 0.95, brush=brush, pen=pg.mkPen(None)
+                )
+                item.addItem(bars)
+            else:  # B as an outline over A's bars, so both stay visible
+                item.addItem(
+                    pg.PlotDataItem(
+                        edges / unit_scale, counts, stepMode="center", pen=pg.mkPen(color, width=2)
+                    )
+                )
             top = max(top, float(counts.max()) if counts.size else 0.0)
             entries.append(((f"{tag}: " if tag else "") + "tiles per memory bin", color))
             sram = mem.sram_per_tile / unit_scale
