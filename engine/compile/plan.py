@@ -408,11 +408,17 @@ def plan_ops(L, t, config, T: int) -> OpPlans:
         np.where((suffix == "cast") | (suffix == "prearr"), "copy", "reduce"),
     )
     dtn = np.array([_DT_NAME.get(int(d), "float") for d in L["db"][op_idx]], dtype=object)
-    vt_key = np.where(
-        types == T_ONTILE,
-        fam + ":" + np.where(suffix == "main", L["type"][op_idx], lab) + "<" + dtn + ">",
-        "",
+    # AMP codelets are templated on input and partials types (e.g. <half,float>)
+    dtn = np.where((suffix == "main") & L["amp"][op_idx], dtn + "," + _DT_NAME[pb], dtn).astype(
+        object
     )
+    # the codelet a compute set runs: one per (family, codelet, dtypes), shared by every op that
+    # uses it (forward and backward convolutions run the same AMP partials codelet)
+    codelet = np.where(suffix == "main", L["type"][op_idx], lab)
+    codelet = np.where((suffix == "main") & L["amp"][op_idx], "Partials", codelet)
+    codelet = np.where(suffix == "red", "Add", codelet)
+    codelet = np.where((suffix == "main") & (fam == "reduce"), "Add", codelet)
+    vt_key = np.where(types == T_ONTILE, fam + ":" + codelet + "<" + dtn + ">", "")
     keys, vt_idx = np.unique(vt_key, return_inverse=True)
     vt_idx = np.where(types == T_ONTILE, vt_idx, -1)
     programs = {
@@ -453,7 +459,7 @@ def _amp_cs_name(L) -> np.ndarray:
 
 _CODELETS = {
     "amp": "poplin::ConvPartial1x1Out",
-    "reduce": "popops::ReduceAdd",
+    "reduce": "popops::Reduce{op}",
     "elementwise": "popops::{op}MultiVertex",
     "norm": "popnn::{op}",
     "nonlinearity": "popnn::NonLinearity{op}",
