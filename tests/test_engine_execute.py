@@ -396,3 +396,19 @@ def test_offloaded_accumulators_stream_around_every_backward():
     assert s["bytes_in"][rb].sum() == 8 * 2 * 10**5
     assert s["bytes_out"][rb].sum() == 8 * 2 * 10**5
     check_invariants(e, 2)
+
+
+def test_inference_pipeline_streams_the_device_iterations_through_one_pipeline():
+    e = execute_plan(make_plan(S=3, G=1, DI=10, training=False, output_mode="all"))
+    check_invariants(e, 3)
+    s = e.steps
+    comp = s["type"] == T["OnTileExecute"]
+    # every micro-batch (one per iteration) runs its forward on every stage, no backward
+    assert comp.sum() == 10 * 3 * 4
+    assert sorted(set(s["iteration"][comp].tolist())) == list(range(10))
+    # filled and flushed once per host call: P - 1 = 2 ramp-up cycles in all
+    ext = e.nodes["sync"][s["program"]] == code("sync_kind", "external")
+    ramp_up = (s["ipu"] == 0) & ext & (s["phase"] == PH["rampUp"])
+    assert ramp_up.sum() == 2
+    with pytest.raises(ConfigError, match="device_iterations"):
+        execute_plan(make_plan(S=3, G=1, DI=2, training=False))

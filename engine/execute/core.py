@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from engine.errors import ConfigError
 from engine.execute import costs
 from engine.execute.plan import ExecutionPlan
 from engine.execute.schedule import BACKWARD, FORWARD, build_activity
@@ -263,7 +264,17 @@ def execute_plan(plan: ExecutionPlan) -> Execution:
     stage_ipu = np.array([st.ipu for st in plan.stages], dtype=np.int64)
     notes: list[str] = []
 
-    act = build_activity(S, G, plan.schedule, plan.training)
+    # Inference pipelines stream all the micro-batches of a host call (device iterations x GA)
+    # through one pipeline, filling and flushing it once per call (PopART: the pipeline depth of
+    # inference is the batches per step); training pipelines fill and flush every weight update.
+    stream_iters = (not plan.training) and plan.schedule in ("grouped", "interleaved") and S > 1
+    G_run, DI_run = (G * DI, 1) if stream_iters else (G, DI)
+    if stream_iters and G_run < S:
+        raise ConfigError(
+            f"device_iterations: an inference pipeline of {S} stages needs at least {S} "
+            f"micro-batches per host call (device_iterations x gradient_accumulation); got {G_run}."
+        )
+    act = build_activity(S, G_run, plan.schedule, plan.training)
 
     # ---- templates --------------------------------------------------------------------------
     templates: list[_Template] = []
@@ -577,18 +588,22 @@ def execute_plan(plan: ExecutionPlan) -> Execution:
 
     # ---- tile over device iterations, frame with the host call ----------------------------
     n1 = len(one["tmpl"])
-    it = np.repeat(np.arange(DI), n1)
-    full = {k: np.tile(v, DI) for k, v in one.items()}
+    it = np.repeat(np.arange(DI_run), n1)
+    full = {k: np.tile(v, DI_run) for k, v in one.items()}
     full["row"] = full["row"] + 1 + it * rows_it
     full["iter"] = it
+    if stream_iters:  # one pipeline over the call: micro-batch m belongs to iteration m // G
+        has_mb = full["mb"] >= 0
+        full["iter"] = np.where(has_mb, full["mb"] // G, 0)
+        full["mb"] = np.where(has_mb, full["mb"] % G, -1)
     if out_t is not None and plan.output_mode == "every-n":
         # every N-th device iteration sends its micro-batches' outputs back
         n = max(1, int(plan.output_every_n))
         is_out = np.isin(full["tmpl"], np.array(out_t))
         keep = ~is_out | ((full["iter"] + 1) % n == 0)
         full = {k: v[keep] for k, v in full.items()}
-    n_rows_total = 1 + DI * rows_it
-    phases = np.concatenate([[P_HOST], np.tile(np.array(row_phase, np.uint8), DI)])
+    n_rows_total = 1 + DI_run * rows_it
+    phases = np.concatenate([[P_HOST], np.tile(np.array(row_phase, np.uint8), DI_run)])
     extra = _Instances()
     extra.add(nI, tmpl=np.array(wait_t), ipu=np.arange(nI), row=0, order=0)
     if end_out_t is not None:
@@ -644,7 +659,7 @@ def execute_plan(plan: ExecutionPlan) -> Execution:
 
     # ---- nodes: control tree + functions ----------------------------------------------------
     nodes, leaf_node, t_nodes = _build_tree(
-        plan, act, templates, allv, rows_it, upd_row, end_out_t is not None, DI, G
+        plan, act, templates, allv, rows_it, upd_row, end_out_t is not None, DI_run, G_run
     )
 
     # ---- expansion ----------------------------------------------------------------------------
