@@ -122,20 +122,20 @@ def pipeline_chart(analysis, trace: TraceWindow) -> PipelineChart:
         ipus = staged.loc[staged["stage"] == s, "ipu"]
         stage_ipu.append(int(ipus.mode().iloc[0]) if len(ipus) else s)
 
-    # the weight update runs once per step on every IPU, outside any stage / micro-batch:
-    # draw it on the stage(s) of its IPU, as micro-batch -1
+    # the weight update runs once per step on every IPU, outside the micro-batches: every
+    # step of that phase (its compute and its stream copies) becomes one box per stage, placed
+    # by the step's stage or, when it has none, by its IPU's stage
     ipu_stage = {ipu: s for s, ipu in reversed(list(enumerate(stage_ipu)))}
-    upd = steps[
-        (steps["stage"] < 0)
-        & (steps["phase"] == PHASES.index("weightUpdate"))
-        & steps["ipu"].isin(list(ipu_stage))
-    ].copy()
-    upd["stage"] = upd["ipu"].map(ipu_stage)
+    wu = (steps["phase"] == PHASES.index("weightUpdate")).to_numpy()
+    upd = steps[wu].copy()
+    by_ipu = upd["ipu"].map(ipu_stage)
+    upd["stage"] = np.where(upd["stage"] >= 0, upd["stage"], by_ipu.fillna(-1)).astype(np.int64)
+    upd = upd[upd["stage"] >= 0]
     upd["micro_batch"] = -1
-    upd["pass"] = PASSES.index("update")  # its stream copies belong to the update too
-    staged = pd.concat([staged, upd], ignore_index=True)
-    mb = staged[(staged["micro_batch"] >= -1) & (staged["pass"] >= 0)]
-    mb = mb[(mb["micro_batch"] >= 0) | (mb["pass"] == PASSES.index("update"))]
+    upd["pass"] = PASSES.index("update")
+    rest = steps[~wu]
+    rest = rest[(rest["stage"] >= 0) & (rest["micro_batch"] >= 0) & (rest["pass"] >= 0)]
+    mb = pd.concat([rest, upd], ignore_index=True)
     boxes = (
         mb.groupby(["stage", "micro_batch", "pass"], sort=True)
         .agg(
