@@ -412,3 +412,23 @@ def test_inference_pipeline_streams_the_device_iterations_through_one_pipeline()
     assert ramp_up.sum() == 2
     with pytest.raises(ConfigError, match="device_iterations"):
         execute_plan(make_plan(S=3, G=1, DI=2, training=False))
+
+
+def test_program_tree_control_nodes_and_calls():
+    e = execute_plan(make_plan(S=2, G=8, DI=4))
+    n = e.nodes
+    name = list(n["name"])
+    rep = dict(zip(name, n["repeat"]))
+    assert rep["deviceIterations"] == 4
+    assert rep["pipeline.main"] == 8 - 2  # G - (P - 1)
+    kids = lambda i: [name[k] for k in np.flatnonzero(n["parent"] == i)]  # noqa: E731
+    ramp_up = name.index("pipeline.rampUp")
+    assert kids(ramp_up) == ["rampUp.cycle0", "rampUp.cycle1"]
+    roots = {name[i] for i in np.flatnonzero(n["parent"] == -1)}
+    calls = [x for x, t in zip(name, n["type"]) if t == T["Call"]]
+    assert calls and all(c.removeprefix("Call ") in roots for c in calls)
+    # every executed program is a leaf under a function root, with per-tile cycles stored once
+    progs = np.unique(e.steps["program"])
+    assert (e.tile_cycles[progs].max(axis=1) >= 0).all()
+    comp = progs[n["type"][progs] == T["OnTileExecute"]]
+    assert (e.tile_cycles[comp].max(axis=1) == n["cycles"][comp]).all()
