@@ -30,9 +30,11 @@ Segments (``compiled.segments``, a :class:`SegmentTable`)
 
     - ``forward`` (stages 0..S-1): the stage's forward ops; the last stage also holds the loss
       ops (pass ``loss``) in training; per micro-batch.
-    - ``recompute`` (training with recomputation): forward ops replayed before the stage's
-      backward (pipeline-stages: the whole stage; checkpoints: the ops between checkpoints);
-      per micro-batch, run just before ``backward`` of the same stage.
+    - ``recompute`` (training with recomputation ``pipeline-stages``): the stage's forward ops
+      replayed before its backward (only the stage input was stashed); per micro-batch, run just
+      before ``backward`` of the same stage. With ``checkpoints`` the replayed ops (pass
+      backward, names ending ``/recompute``) sit inside ``backward``, each group just before
+      the backward ops that need it.
     - ``backward`` (training; stages S-1..0): input and weight gradients, and with GA > 1 the
       accumulation of weight gradients into the accumulators; per micro-batch.
     - ``update`` (training; stages 0..S-1): the optimiser update of the stage's weights; per step.
@@ -239,9 +241,9 @@ class LivenessReport:
 class ProgramTree:
     """A program tree in depth-first pre-order (schema /programs/nodes).
 
-    ``cols`` holds the node columns except the ones derived from leaves (name, type, parent, ipu,
-    repeat, op for every node); ``leaf`` gives, per node, the leaf program row it shows (-1 for
-    control nodes). Every leaf program must appear exactly once.
+    Columns ``name``, ``type``, ``parent``, ``ipu``, ``repeat`` for every node; ``leaf`` gives,
+    per node, the leaf program row it shows (-1 for control nodes). Every leaf program must
+    appear exactly once. Leaf cycles, bytes and code come from the program table.
     """
 
     name: np.ndarray
