@@ -38,6 +38,15 @@ CONFIGS = {
     "pipe_ga3": _PIPE,
     "pipe_ga32": dict(_PIPE, gradient_accumulation=32),
     "pipe_unbalanced": dict(_PIPE, split_points=["layer1.1"]),
+    "pipe_mb32": dict(_PIPE, micro_batch_size=32),
+    "pipe_mb32_interleaved": dict(_PIPE, micro_batch_size=32, schedule="interleaved"),
+    "pipe_split_balanced": dict(_PIPE, split_points=["layer3.3"]),
+    "rep2": dict(_R50, replication_factor=2, optimiser="adamw"),
+    "rep2_sharded": dict(
+        _R50, replication_factor=2, optimiser="adamw", replicated_tensor_sharding=True
+    ),
+    "rep2_sgd": dict(_R50, replication_factor=2, optimiser="sgd-momentum"),
+    "no_outlining": dict(_R50, outlining=False),
 }
 
 
@@ -78,6 +87,47 @@ def _ids(path, thresholds=None) -> list[str]:
 def test_fires_and_stays_quiet(sims, insight, fires, quiet):
     assert insight in _ids(sims[fires])
     assert insight not in _ids(sims[quiet])
+
+
+@pytest.mark.parametrize(
+    ("insight", "fires", "quiet", "change"),
+    [
+        ("memory.interleaved", "pipe_mb32", "pipe_mb32_interleaved", {"schedule": "interleaved"}),
+        ("memory.move_split", "pipe_ga3", "pipe_split_balanced", None),
+        ("memory.rts", "rep2", "rep2_sharded", {"replicated_tensor_sharding": True}),
+        ("memory.offload", "rep2", "pipe_ga3", {"offload_optimiser_state": "on"}),
+        ("memory.optimiser", "rep2", "rep2_sgd", {"optimiser": "sgd-momentum"}),
+    ],
+)
+def test_memory_rules_under_pressure(sims, insight, fires, quiet, change):
+    """These small models fit with room to spare, so memory pressure is forced through the
+    memory_headroom threshold (every tile counts as nearly full); the rules' own triggers decide."""
+    pressure = Thresholds().with_overrides({"memory_headroom": 1.0})
+    with Analysis.open(sims[fires]) as a:
+        tip = next((t for t in find_insights(a, pressure) if t.id == insight), None)
+    assert tip is not None and tip.severity == "warning"
+    if change is not None:
+        assert tip.change == change
+    else:
+        assert set(tip.change) == {"split_points"}
+    assert insight not in _ids(sims[quiet], pressure)
+    assert insight not in _ids(sims[fires])  # default headroom: no pressure, no memory tips
+
+
+def test_outlining_tip(sims):
+    """With outlining off the tip turns it on; with it on, the tip is advice only (no change)."""
+    low = Thresholds().with_overrides({"memory_headroom": 1.0, "code_share": 0.05})
+    with Analysis.open(sims["no_outlining"]) as a:
+        tip = next(t for t in find_insights(a, low) if t.id == "memory.outlining")
+        assert tip.change == {"outlining": True}
+    with Analysis.open(sims["r50_tuned"]) as a:
+        tip = next(t for t in find_insights(a, low) if t.id == "memory.outlining")
+        assert tip.change == {}
+        code_share = a.memory.code_bytes / a.memory.peak_memory_bytes
+    assert "memory.outlining" not in _ids(
+        sims["r50_tuned"],
+        Thresholds().with_overrides({"memory_headroom": 1.0, "code_share": code_share + 0.01}),
+    )
 
 
 def test_input_rules_with_lowered_thresholds(sims):

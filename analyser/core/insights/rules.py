@@ -301,9 +301,12 @@ def interleaved_schedule(c: Context) -> Insight | None:
         return None
     if str(c.cfg("schedule", "grouped")).lower() != "grouped":
         return None
-    ipu = c.fullest_ipu
+    # stashes live on the earlier stages' IPUs: take the IPU where they weigh the most
+    totals = c.a.memory.ipu_total()
+    shares = [c.kind_bytes("stash", i) / (int(totals[i]) or 1) for i in range(totals.size)]
+    ipu = int(np.argmax(shares))
     st = c.kind_bytes("stash", ipu)
-    mem = int(c.a.memory.ipu_total()[ipu]) or 1
+    mem = int(totals[ipu]) or 1
     if st / mem < c.t.stash_share:
         return None
     ev = _memory_evidence(c)
