@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
 
 from engine.errors import ConfigError
 from engine.execute import (
@@ -432,3 +434,57 @@ def test_program_tree_control_nodes_and_calls():
     assert (e.tile_cycles[progs].max(axis=1) >= 0).all()
     comp = progs[n["type"][progs] == T["OnTileExecute"]]
     assert (e.tile_cycles[comp].max(axis=1) == n["cycles"][comp]).all()
+
+
+def test_link_costs_follow_ipu_facts():
+    from engine.execute.costs import external_sync_cycles, ring_allreduce_cycles
+
+    # ipu-facts.md: 48 cycles for 2 IPUs and 240 for 16 IPUs at 1.6 GHz
+    assert external_sync_cycles(2, 15e-9, 1.6e9) == 48
+    assert external_sync_cycles(16, 15e-9, 1.6e9) == 240
+    links = make_plan().links
+    one = ring_allreduce_cycles(10**8, 2, links)
+    assert ring_allreduce_cycles(10**8, 1, links) == 0
+    # the data term tends to 2 x bytes / link rate as replicas grow
+    assert (
+        one
+        < ring_allreduce_cycles(10**8, 8, links)
+        < 2 * 10**8 / links.ipu_link_bytes_per_cycle * 1.1
+    )
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    S=hs.integers(1, 4),
+    extra=hs.integers(0, 5),
+    DI=hs.integers(1, 3),
+    R=hs.integers(1, 3),
+    schedule=hs.sampled_from(["grouped", "interleaved", "sequential"]),
+    mode=hs.sampled_from(["all", "final", "sum", "every-n"]),
+    training=hs.booleans(),
+)
+def test_random_plans_keep_the_invariants(S, extra, DI, R, schedule, mode, training):
+    G = (2 * S - 1 + extra) if training else 1
+    if not training and S > 1 and schedule != "sequential" and DI < S:
+        DI = S
+    plan = make_plan(
+        S=S,
+        G=G,
+        DI=DI,
+        R=R,
+        schedule=schedule,
+        training=training,
+        output_mode=mode,
+        output_every_n=1,
+        ops=2,
+    )
+    e = execute_plan(plan)
+    check_invariants(e, S)
+    s = e.steps
+    comp = (s["type"] == T["OnTileExecute"]) & (s["phase"] != PH["weightUpdate"])
+    passes = 2 if training else 1
+    assert comp.sum() == G * DI * S * passes * 2
+    rx0 = s["bytes_in"][(s["type"] == T["StreamCopyMid"]) & (s["dest"] == D_HOST) & (s["ipu"] == 0)]
+    assert rx0.sum() == plan.micro_batch * G * DI * plan.input_bytes_per_sample + (
+        plan.micro_batch * G * DI * plan.label_bytes_per_sample if (training and S == 1) else 0
+    )
