@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 
-from engine.execute.costs import external_sync_cycles
 from engine.execute.plan import ExecutionPlan, HostModel, IpuPlan, LeafPrograms, Links, StagePlan
 
 
@@ -52,9 +51,7 @@ def links_of(target, total_ipus: int) -> Links:
         ipu_link_bytes_per_cycle=target.ipu_link_bytes_per_s / clock,
         host_link_bytes_per_cycle=target.host_link_bytes_per_s / clock,
         streaming_bytes_per_cycle=target.streaming_memory_bytes_per_s / clock,
-        external_sync_cycles=external_sync_cycles(
-            total_ipus, target.external_sync_seconds_per_hop, clock
-        ),
+        external_sync_cycles=int(target.external_sync_cycles(total_ipus)),
         internal_sync_cycles=int(target.internal_sync_cycles),
         exchange_setup_cycles=int(target.exchange_setup_cycles),
     )
