@@ -166,6 +166,18 @@ def test_click_selects_a_step_and_shows_its_details(qtbot, report, small_paths):
     assert tl.highlight.isVisible()
     xs, _ = r.details.curve.getData()
     assert len(xs) == tw.tile_cycles_of_step(row).size + 1
+    # double-click fits the view to the step
+    with qtbot.waitSignal(tl.redrawn, timeout=2000):
+        tl.zoom(0.05)  # far out first
+    vb = tl.getPlotItem().getViewBox()
+    pos = tl.mapFromScene(vb.mapViewToScene(QPointF(d["start"] + d["cycles"] / 2, y)))
+    at = QPoint(pos.x(), pos.y())
+    with qtbot.waitSignal(tl.redrawn, timeout=2000):
+        qtbot.mouseClick(tl.viewport(), Qt.MouseButton.LeftButton, pos=at)
+        qtbot.mouseDClick(tl.viewport(), Qt.MouseButton.LeftButton, pos=at)
+        qtbot.mouseRelease(tl.viewport(), Qt.MouseButton.LeftButton, pos=at)  # as a real one
+    a, b = tl.x_range()
+    assert a < d["start"] and d["end"] < b and b - a <= max(d["cycles"] * 1.5, 200)
     # hovering names the step; zoomed out, it counts the steps under the cursor instead
     assert tl.describe_at(d["start"] + d["cycles"] / 2, y).startswith(f"{d['type']}: {d['name']}")
     with qtbot.waitSignal(tl.redrawn, timeout=2000):

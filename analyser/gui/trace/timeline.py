@@ -371,7 +371,17 @@ class TimelineView(pg.PlotWidget):
         if not vb.sceneBoundingRect().contains(event.scenePos()):
             return
         p = vb.mapSceneToView(event.scenePos())
-        self.select_at(p.x(), p.y())
+        row = self.select_at(p.x(), p.y())
+        if row is not None and event.double():
+            self.zoom_to_row(row)
+
+    def zoom_to_row(self, row: int) -> None:
+        """Fit the view to step ``row`` with a margin (double-click)."""
+        if self.trace is None:
+            return
+        d = self.trace.step_details(row)
+        pad = max(d["cycles"] * 0.25, MIN_SPAN)
+        self.set_x_range(d["start"] - pad, d["end"] + pad)
 
     def _on_move(self, scene_pos) -> None:
         self._hover_pos = scene_pos
