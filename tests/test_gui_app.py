@@ -100,7 +100,10 @@ def check_reports(qtbot, w, path: Path) -> None:
             assert s.tree.value("Execution", "Total cycles") == f"{m.total_cycles:,}"
             ex = a.execution
             ipu0 = s.ipu_tree.value("IPU 0", "Total")
-            assert ipu0 == f"{int(ex.cycles_by_type[0].sum()):,} cycles"
+            assert ipu0 == f"{int(ex.cycles_by_type[0].sum()):,}"
+            share = s.ipu_tree.value("IPU 0", "OnTileExecute", 2)
+            c0 = ex.cycles_by_type[0]
+            assert share == f"{100 * c0[3] / c0.sum():.1f}%"
         else:
             assert s.tree.section("Execution") is None
             assert s.exec_stack.currentIndex() == 1  # "no execution" message
@@ -416,3 +419,24 @@ def test_cli_gui_rejects_bad_arguments(capsys, tmp_path):
         files.append(str(f))
     assert main(["gui", *files]) == 2
     assert "at most two" in capsys.readouterr().err
+
+
+def test_compare_walkthrough_steps_4_and_5(qtbot, make_window, walkthrough_profiles):
+    """8-bit input: the Summary's comparison tab carries the core's explanations, and the
+    StreamCopy bytes shown for A and B are the core's."""
+    from analyser.core.comparison import compare_pair
+
+    a_path, b_path = walkthrough_profiles["4-device-iterations"], walkthrough_profiles["5-8bit-io"]
+    w = make_window()
+    open_and_wait(qtbot, w, a_path, b_path)
+    s = w.show_report("summary")
+    with Analysis.open(a_path) as a, Analysis.open(b_path) as b:
+        pair = compare_pair(a, b)
+        text = s.explanation.toPlainText()
+        assert pair.explanations
+        for e in pair.explanations:
+            assert e.text in text
+        got_a = s.tree.value("Execution", "StreamCopy received", 1)
+        got_b = s.tree.value("Execution", "StreamCopy received", 2)
+        assert got_a == format_bytes(a.metrics.streamcopy_rx_bytes)
+        assert got_b == format_bytes(b.metrics.streamcopy_rx_bytes)

@@ -277,8 +277,11 @@ class SummaryReport(Report):
         compare = cmp is not None
         self.splitter.setSizes([760, 640] if compare else [480, 700])
         headers = ("Name", "A", "B", "Change") if compare else ("Name", "Value")
-        for tree in (self.tree, self.ipu_tree, self.stream_tree):
+        for tree in (self.tree, self.stream_tree):
             tree.set_headers(headers)
+        self.ipu_tree.set_headers(
+            headers if compare else ("Step type", "Cycles", "Share", "Steps", "Tile balance")
+        )
         self.config_tree.set_headers(("Option", "A", "B") if compare else ("Option", "Value"))
 
         for section, figures in self._figures():
@@ -348,8 +351,10 @@ class SummaryReport(Report):
                     rows.append(
                         (
                             name,
-                            f"{c:,} cycles  {format_percent(c / total if total else 0)}  "
-                            f"{cnt:,} steps  balance {format_percent(ea.tile_balance_by_type[ipu, j])}",
+                            f"{c:,}",
+                            format_percent(c / total if total else 0),
+                            f"{cnt:,}",
+                            format_percent(ea.tile_balance_by_type[ipu, j]),
                         )
                     )
                 else:
@@ -366,9 +371,15 @@ class SummaryReport(Report):
                         )
                     )
             if cmp is None:
-                tb = float(ea.tile_balance[ipu])
-                rows.append(("Tile balance (compute)", format_percent(tb)))
-                rows.append(("Total", f"{int(ea.cycles_by_type[ipu].sum()):,} cycles"))
+                rows.append(
+                    (
+                        "Total",
+                        f"{int(ea.cycles_by_type[ipu].sum()):,}",
+                        "100.0%",
+                        f"{int(ea.count_by_type[ipu].sum()):,}",
+                        format_percent(float(ea.tile_balance[ipu])),
+                    )
+                )
             else:
                 ta = _ipu_value(ea, ipu, lambda e, i: int(e.cycles_by_type[i].sum()))
                 tb_ = _ipu_value(eb, ipu, lambda e, i: int(e.cycles_by_type[i].sum()))
