@@ -47,6 +47,10 @@ CONFIGS = {
     ),
     "rep2_sgd": dict(_R50, replication_factor=2, optimiser="sgd-momentum"),
     "no_outlining": dict(_R50, outlining=False),
+    "rep2_fast": dict(_R50, replication_factor=2, optimiser="adamw", **_FAST_HOST),
+    "rep2_fast_ga64": dict(
+        _R50, replication_factor=2, optimiser="adamw", gradient_accumulation=64, **_FAST_HOST
+    ),
 }
 
 
@@ -78,6 +82,9 @@ def _ids(path, thresholds=None) -> list[str]:
         ("throughput.disable_offload", "mlp_offloaded", "mlp_tuned"),
         ("throughput.gradient_accumulation", "pipe_ga3", "pipe_ga32"),
         ("throughput.rebalance_stages", "pipe_unbalanced", "pipe_ga3"),
+        ("throughput.tile_imbalance", "mlp_tuned", "r50_tuned"),
+        ("throughput.rearrangement", "r50_tuned", "mlp_tuned"),
+        ("throughput.gradient_accumulation", "rep2_fast", "rep2_fast_ga64"),
         ("memory.fp16", "r50_oom32", "r50_oom16"),
         ("memory.micro_batch", "r50_oom16", "r50_tuned"),
         ("memory.recompute", "r50_oom16", "r50_tuned"),
@@ -139,6 +146,17 @@ def test_input_rules_with_lowered_thresholds(sims):
     assert "throughput.8bit_input" in ids and "throughput.io_tiles" in ids
     quiet = _ids(sims["r50_io_tiles"], low)
     assert "throughput.8bit_input" not in quiet and "throughput.io_tiles" not in quiet
+
+
+def test_allreduce_evidence(sims):
+    with Analysis.open(sims["rep2_fast"]) as a:
+        tip = next(
+            t
+            for t in find_insights(a)
+            if t.id.startswith("throughput.") and "gradient_accumulation" in t.change
+        )
+    assert any("all-reduce" in e.text for e in tip.evidence)
+    assert tip.change == {"gradient_accumulation": 2}
 
 
 def test_host_wait_grading(sims):
