@@ -440,3 +440,24 @@ def test_compare_walkthrough_steps_4_and_5(qtbot, make_window, walkthrough_profi
         got_b = s.tree.value("Execution", "StreamCopy received", 2)
         assert got_a == format_bytes(a.metrics.streamcopy_rx_bytes)
         assert got_b == format_bytes(b.metrics.streamcopy_rx_bytes)
+
+
+def test_predict_effect_of_the_fp16_tip(qtbot, make_window, walkthrough_profiles):
+    """Walkthrough step 1: the first tip is FP16; "Predict effect" re-simulates it with the engine
+    in the background and the details show the predicted figures beside the current ones."""
+    w = make_window()
+    open_and_wait(qtbot, w, walkthrough_profiles["1-base"])
+    r = w.show_report("insights")
+    tip = r.selected_insight()
+    assert tip.change and tip.effect is None
+    assert r.predict_one_button.isEnabled()
+    r.predict_one_button.click()
+    assert r.is_busy()
+    qtbot.waitUntil(lambda: not r.is_busy(), timeout=180000)
+    eff = tip.effect
+    assert eff is not None and eff.status in ("fits", "oom"), eff
+    text = r.details.toPlainText()
+    assert "Out-of-memory tiles" in text
+    assert f"{int(eff.after['oom_tiles']):,}" in text
+    assert eff.before["oom_tiles"] > 0
+    assert eff.after["oom_tiles"] < eff.before["oom_tiles"]  # FP16 relieves the OOM

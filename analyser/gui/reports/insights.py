@@ -136,15 +136,21 @@ class InsightsReport(Report):
         self.list.setHeaderLabels(["Severity", "Insight", "Category"])
         self.list.currentItemChanged.connect(lambda *_: self._show_selected())
         self.details = QTextBrowser()
-        self.predict_button = QPushButton("Predict effects (re-simulate)")
+        self.predict_one_button = QPushButton("Predict effect")
+        self.predict_one_button.setToolTip(
+            "Re-simulate this tip's changed run configuration with the embedded engine"
+        )
+        self.predict_one_button.clicked.connect(lambda: self.predict_effects(selected_only=True))
+        self.predict_button = QPushButton("Predict all")
         self.predict_button.setToolTip(
             "Re-simulate every tip's changed run configuration with the embedded engine"
         )
-        self.predict_button.clicked.connect(self.predict_effects)
+        self.predict_button.clicked.connect(lambda: self.predict_effects())
         self.apply_button = QPushButton("Apply tip and compare...")
         self.apply_button.clicked.connect(self._apply)
         self.progress_label = QLabel("")
         buttons = QHBoxLayout()
+        buttons.addWidget(self.predict_one_button)
         buttons.addWidget(self.predict_button)
         buttons.addWidget(self.apply_button)
         buttons.addWidget(self.progress_label, 1)
@@ -355,6 +361,9 @@ class InsightsReport(Report):
         self.apply_button.setVisible(has_handler)
         self.apply_button.setEnabled(bool(tip is not None and tip.change) and has_handler)
         self.predict_button.setEnabled(self.document is not None and not self._predicting)
+        self.predict_one_button.setEnabled(
+            tip is not None and bool(tip.change) and tip.effect is None and not self._predicting
+        )
 
     def _apply(self) -> None:
         tip = self.selected_insight()
@@ -362,13 +371,22 @@ class InsightsReport(Report):
             self.applyTipRequested.emit(tip)
 
     # ------------------------------------------------------------------ prediction
-    def predict_effects(self) -> None:
-        """Re-simulate the tips of the open profile (A) in the background."""
+    def predict_effects(self, selected_only: bool = False) -> None:
+        """Re-simulate the tips (or only the selected one) of the profile the selected insight
+        belongs to, in the background; the effects are stored on the insights (cached)."""
         doc = self.document
         if doc is None or self._predicting:
             return
-        self._predicting = True
         tips = data.insights(doc)
+        if selected_only:
+            item = self.list.currentItem()
+            if item is None:
+                return
+            _id, tip, doc = self._entries[int(item.data(0, Qt.ItemDataRole.UserRole))]
+            if not tip.change:
+                return
+            tips = [tip]
+        self._predicting = True
         task = PredictTask(doc.analysis, tips)
         task.signals.progress.connect(self._on_progress)
         task.signals.finished.connect(self._on_predicted)
@@ -430,7 +448,7 @@ def insight_html(tip: Any, units) -> str:
     eff = tip.effect
     if eff is None:
         parts.append(
-            "<p>Not predicted yet: press <b>Predict effects</b> to re-simulate the changed "
+            "<p>Not predicted yet: press <b>Predict effect</b> to re-simulate the changed "
             "configuration with the engine.</p>"
         )
     else:
