@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QPoint, QPointF, Qt
+from PySide6.QtCore import QEvent, QPoint, QPointF, Qt
+from PySide6.QtGui import QMouseEvent, QWheelEvent
+from PySide6.QtWidgets import QApplication
 
 from analyser.core.trace_window import NT, TraceWindow
 from profiles import write_profile
@@ -124,13 +126,48 @@ def test_zoom_and_pan_with_keyboard_and_wheel(qtbot, report, small_paths):
     assert tl.x_range()[0] == pytest.approx(z0, rel=1e-6, abs=1.0)
     with qtbot.waitSignal(tl.redrawn, timeout=2000):
         qtbot.keyClick(tl, Qt.Key.Key_S)
-    # the mouse wheel zooms too (ViewBox wheel handling)
+    # the mouse wheel zooms the cycle axis only, around the cursor
     before = tl.x_range()
+    y_before = tl.y_range()
     vb = tl.getPlotItem().getViewBox()
+    c = vb.viewRect().center()
+    at = tl.mapFromScene(vb.mapViewToScene(c))
+    wheel = QWheelEvent(
+        QPointF(at),
+        QPointF(tl.viewport().mapToGlobal(at)),
+        QPoint(0, 0),
+        QPoint(0, 120),
+        Qt.MouseButton.NoButton,
+        Qt.KeyboardModifier.NoModifier,
+        Qt.ScrollPhase.NoScrollPhase,
+        False,
+    )
     with qtbot.waitSignal(tl.redrawn, timeout=2000):
-        vb.scaleBy(x=0.5, center=vb.viewRect().center())
+        QApplication.sendEvent(tl.viewport(), wheel)
     after = tl.x_range()
-    assert after[1] - after[0] == pytest.approx((before[1] - before[0]) * 0.5, rel=1e-3)
+    assert after[1] - after[0] < 0.95 * (before[1] - before[0])
+    assert after[0] < c.x() < after[1]
+    assert tl.y_range() == pytest.approx(y_before)
+    # dragging with the left button pans (the window keeps its width)
+    before = tl.x_range()
+    start = QPointF(at)
+    end = QPointF(at.x() - 200, at.y())
+    vp = tl.viewport()
+    left, none = Qt.MouseButton.LeftButton, Qt.MouseButton.NoButton
+    with qtbot.waitSignal(tl.redrawn, timeout=2000):
+        for kind, pos, button, buttons in (
+            (QEvent.Type.MouseButtonPress, start, left, left),
+            (QEvent.Type.MouseMove, (start + end) / 2, none, left),
+            (QEvent.Type.MouseMove, end, none, left),
+            (QEvent.Type.MouseButtonRelease, end, left, none),
+        ):
+            ev = QMouseEvent(
+                kind, pos, vp.mapToGlobal(pos), button, buttons, Qt.KeyboardModifier.NoModifier
+            )
+            QApplication.sendEvent(vp, ev)
+    after = tl.x_range()
+    assert after[0] > before[0]
+    assert after[1] - after[0] == pytest.approx(before[1] - before[0], rel=1e-6)
     with qtbot.waitSignal(tl.redrawn, timeout=2000):
         qtbot.keyClick(tl, Qt.Key.Key_Home)
     h0, h1 = tl.x_range()
