@@ -141,10 +141,15 @@ def test_apply_fp16_tip_on_the_oom_walkthrough_step(qtbot, window, walkthrough_p
     tips = doc.analysis.insights(resimulate=False)
     top = tips[0]
     assert top.id == "memory.fp16"
+    fractions: list[float] = []
     with qtbot.waitSignal(window.loadFinished, timeout=300_000) as loaded:
         dialog = whatif.apply_tip(window, doc, top)
         assert dialog is not None and dialog.job.is_running()
+        dialog.job.progress.connect(lambda f, _text: fractions.append(f))
     assert loaded.args == [True]
+    # the engine's progress reached the dialog, in order, up to the written profile
+    assert fractions and fractions == sorted(fractions) and fractions[-1] == 1.0
+    assert dialog.bar.value() == dialog.bar.maximum()
     assert dialog.result_path is not None and dialog.result_path.parent == tmp_path
     _assert_stopped(dialog.job)
     ws = window.workspace
