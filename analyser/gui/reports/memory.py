@@ -258,6 +258,19 @@ class MemoryPlot(pg.PlotWidget):
         self.tileClicked.emit(int(self.chart.ipu_of[pos]), int(self.chart.tile_of[pos]), shift)
 
 
+def oom_colormap(hi: float) -> pg.ColorMap:
+    """Heat-map colours from 0 to 100% of tile memory, reds from 100% to ``hi`` (> 1 when some
+    tile is out of memory)."""
+    stops = heatmap_colors()
+    edge = 1.0 / hi
+    pos = list(np.linspace(0.0, edge, len(stops)))
+    colors = [pg.mkColor(c) for c in stops]
+    if hi > 1.0:
+        pos += [min(1.0, edge + 1e-6), 1.0]
+        colors += [pg.mkColor("#ff6b6b"), pg.mkColor("#7f0000")]
+    return pg.ColorMap(pos, colors)
+
+
 class TileMap(pg.GraphicsLayoutWidget):
     """Memory of one IPU's tiles over the chip floor plan (share of tile SRAM), as an ImageItem."""
 
@@ -272,15 +285,19 @@ class TileMap(pg.GraphicsLayoutWidget):
         self.setMinimumHeight(200)
 
     def show_maps(self, maps: list[tuple[str, np.ndarray, np.ndarray, int, Any]]) -> None:
-        """``maps``: (title, grid [cols, rows] of share used, oom mask grid, ipu, analysis)."""
+        """``maps``: (title, grid [cols, rows] of share used, oom mask grid, ipu, analysis).
+
+        Colours run through the heat-map palette up to 100% of tile memory; tiles above it (out
+        of memory) are drawn in reds, so OOM tiles stand out without markers."""
         self.clear()
         self.plots = []
-        stops = heatmap_colors()
-        cmap = pg.ColorMap(np.linspace(0, 1, len(stops)), [pg.mkColor(c) for c in stops])
         hi = max([1.0] + [float(np.nanmax(g)) for _, g, *_ in maps if np.isfinite(g).any()])
+        cmap = oom_colormap(hi)
         images = []
-        for col, (title, grid, oom, ipu, analysis) in enumerate(maps):
-            plot = self.addPlot(row=0, col=col, title=title)
+        per_row = 2 if len(maps) > 1 else 1
+        for k, (title, grid, oom, ipu, analysis) in enumerate(maps):
+            plot = self.addPlot(row=k // per_row, col=k % per_row)
+            plot.setTitle(title, size="9pt")
             plot.setAspectLocked(True)
             plot.invertY(True)
             plot.setMenuEnabled(False)
@@ -289,18 +306,9 @@ class TileMap(pg.GraphicsLayoutWidget):
             img = pg.ImageItem(grid, levels=(0.0, hi))
             img.setColorMap(cmap)
             plot.addItem(img)
-            if oom.any():
-                xs, ys = np.nonzero(oom)
-                plot.addItem(
-                    pg.ScatterPlotItem(
-                        xs + 0.5,
-                        ys + 0.5,
-                        symbol="x",
-                        size=6,
-                        pen=pg.mkPen("#ff2020", width=1.5),
-                        brush=None,
-                    )
-                )
+            n_oom = int(np.count_nonzero(oom))
+            if n_oom:
+                plot.setTitle(f"{title}: {n_oom:,} tiles out of memory (red)", size="9pt")
             images.append(img)
             self.plots.append((plot, img, grid, ipu, analysis))
         if images:
@@ -574,26 +582,24 @@ class MemoryReport(Report):
             self._fill_variables()
 
     def _draw_tile_map(self) -> None:
+        """One floor plan per shown IPU (A and B side by side in compare mode, for the first
+        shown IPU)."""
         maps = []
         ipus = self.shown_ipus(self.document)
-        ipu = ipus[0] if len(ipus) == 1 else 0
-        for tag, d in (("A", self.document), ("B", self.compare_doc)):
-            if d is None:
-                continue
-            mem = data.memory(d)
-            if ipu >= mem.num_ipus:
-                continue
-            used = mem.tile_used[ipu] if self.gaps_check.isChecked() else mem.tile_total[ipu]
-            share = used / float(mem.sram_per_tile)
-            grid = gui_support.floor_plan(d.analysis, share)
-            oom = (
-                np.nan_to_num(
-                    gui_support.floor_plan(d.analysis, mem.tile_used[ipu] > mem.sram_per_tile)
-                )
-                > 0
-            )
-            title = f"IPU {ipu}" + (f" ({tag}: {d.name})" if self.compare_doc is not None else "")
-            maps.append((title, grid, oom, ipu, d.analysis))
+        docs = [("A", self.document)] + ([("B", self.compare_doc)] if self.compare_doc else [])
+        if len(docs) > 1:
+            ipus = ipus[:1]
+        for ipu in ipus:
+            for tag, d in docs:
+                mem = data.memory(d)
+                if ipu >= mem.num_ipus:
+                    continue
+                used = mem.tile_used[ipu] if self.gaps_check.isChecked() else mem.tile_total[ipu]
+                share = used / float(mem.sram_per_tile)
+                grid = gui_support.floor_plan(d.analysis, share)
+                oom = mem.tile_used[ipu] > mem.sram_per_tile
+                title = f"IPU {ipu}" + (f" ({tag}: {d.name})" if len(docs) > 1 else "")
+                maps.append((title, grid, oom, ipu, d.analysis))
         self.tile_map.show_maps(maps)
 
     def _fill_variables(self) -> None:
