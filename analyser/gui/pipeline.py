@@ -28,6 +28,7 @@ from analyser.gui.document import Document
 from analyser.gui.palette import hex_color, qcolor
 from analyser.gui.pipeline_model import PHASE_LABELS, PipelineChart, pipeline_chart
 from analyser.gui.reports.base import MessagePanel, Report
+from analyser.gui.theme import style_plot
 from analyser.gui.trace.panels import _item, fmt_bytes, fmt_delta, fmt_int
 from analyser.gui.trace.report import trace_of
 from analyser.gui.trace.timeline import StepRectsItem
@@ -96,7 +97,7 @@ class PipelineChartView(QWidget):
         self.header.setTextFormat(Qt.TextFormat.RichText)
         lay.addWidget(self.header, 0, 0, 1, 2)
         self.chart = pg.PlotWidget()
-        self.chart.setBackground("w")
+        style_plot(self.chart)
         self.chart.setMenuEnabled(False)
         self.chart.hideButtons()
         self.chart.getViewBox().invertY(True)
@@ -107,13 +108,13 @@ class PipelineChartView(QWidget):
         self.chart.addItem(self.boxes)
         lay.addWidget(self.chart, 1, 0, 1, 2)
         self.load = pg.PlotWidget()
-        self.load.setBackground("w")
+        style_plot(self.load)
         self.load.setMenuEnabled(False)
         self.load.setTitle(
             "Busy cycles per stage, whole run (wide bar: all steps; narrow: compute)", size="9pt"
         )
         self.stash = pg.PlotWidget()
-        self.stash.setBackground("w")
+        style_plot(self.stash)
         self.stash.setMenuEnabled(False)
         self.stash.setTitle("Stash memory per stage", size="9pt")
         lay.addWidget(self.load, 2, 0)

@@ -29,6 +29,7 @@ from analyser.core.trace_window import (
     TraceWindow,
 )
 from analyser.gui.palette import heatmap_colors, qcolor
+from analyser.gui.theme import style_plot
 from analyser.gui.trace.timeline import LANE_AXIS_PX
 
 #: Most search hits listed in the results table (the total is always shown).
@@ -185,7 +186,7 @@ class StepDetailsPanel(QWidget):
         self.table = _table(["field", "value"])
         lay.addWidget(self.table, 2)
         self.plot = pg.PlotWidget()
-        self.plot.setBackground("w")
+        style_plot(self.plot)
         self.plot.setLabel("bottom", "tile")
         self.plot.setLabel("left", "cycles")
         self.plot.setMenuEnabled(False)
@@ -329,7 +330,7 @@ class BspView(QWidget):
         self.label.setWordWrap(True)
         lay.addWidget(self.label)
         self.plot = pg.PlotWidget()
-        self.plot.setBackground("w")
+        style_plot(self.plot)
         self.plot.setMenuEnabled(False)
         self.plot.hideButtons()
         self.plot.setLabel("left", "tile")

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import QGraphicsRectItem, QScrollBar
 
 from analyser.core.trace_window import STEP_TYPES, TraceWindow, WindowResult
 from analyser.gui.palette import qcolor
+from analyser.gui.theme import chart_colors, style_plot
 
 #: Height of a step rectangle inside its lane (1.0 = whole lane).
 LANE_FILL = 0.8
@@ -104,7 +105,9 @@ class GridLines(pg.GraphicsObject):
         super().__init__()
         self.plot = plot
         self.setZValue(-100)
-        pen = QPen(QColor(0, 0, 0, 28))
+        color = QColor(chart_colors().foreground)
+        color.setAlpha(40)
+        pen = QPen(color)
         pen.setCosmetic(True)
         self.pen = pen
         plot.getViewBox().sigRangeChanged.connect(self._changed)
@@ -153,7 +156,7 @@ class TimelineView(pg.PlotWidget):
     def __init__(self, parent=None, title: str = "") -> None:
         self.lane_axis = LaneAxis()
         super().__init__(parent, axisItems={"left": self.lane_axis})
-        self.setBackground("w")
+        style_plot(self)
         self.trace: TraceWindow | None = None
         self.group = "flat"
         self.results: dict[int, WindowResult] = {}
@@ -176,7 +179,7 @@ class TimelineView(pg.PlotWidget):
         self.items = StepRectsItem()
         plot.addItem(self.items)
         self.highlight = QGraphicsRectItem()
-        pen = QPen(QColor("#111111"))
+        pen = QPen(QColor(chart_colors().foreground))
         pen.setCosmetic(True)
         pen.setWidth(2)
         self.highlight.setPen(pen)
