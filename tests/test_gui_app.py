@@ -212,7 +212,7 @@ def test_memory_tile_selection_and_details(qtbot, make_window, profiles_dir):
     np.testing.assert_array_equal(mr.charts["A"].tile_of, np.argsort(phys, kind="stable"))
     mr.view_tabs.setCurrentWidget(mr.tile_map)
     assert len(mr.tile_map.plots) == 1
-    mr.view_tabs.setCurrentWidget(mr.variables_table)
+    mr.view_tabs.setCurrentWidget(mr.variables_page)
     assert mr.variables_table.visible_rows() == int((a.variables["ipu"] == 1).sum())
 
 

@@ -220,6 +220,7 @@ def connect_header_sort(view: Any, model: DataFrameModel) -> None:
     view.setSortingEnabled(False)
     header.setSectionsClickable(True)
     header.setSortIndicatorShown(True)
+    header.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)  # rows start in the frame's order
     header.sortIndicatorChanged.connect(lambda col, order: model.sort(col, order))
 
 

@@ -272,7 +272,18 @@ class LivenessReport(Report):
                 op = int(steps["op"].iloc[s])
                 names = data.operation_names(d)
                 rows.append((prefix + "Operation", str(names[op]) if 0 <= op < len(names) else "-"))
-                rows.append((prefix + "Program", str(int(steps["program"].iloc[s]))))
+                prog = int(steps["program"].iloc[s])
+                rows.append((prefix + "Program", str(prog)))
+                nodes = data.program_nodes(d)
+                if 0 <= prog < len(nodes):
+                    node = nodes.iloc[prog]
+                    t = int(node["type"])
+                    rows.append((prefix + "Program type", _ptype(t)))
+                    if t >= 3:
+                        rows.append((prefix + "Cycles (one execution)", f"{int(node['cycles']):,}"))
+                        rows.append(
+                            (prefix + "Tile balance", f"{100 * float(node['tile_balance']):.1f}%")
+                        )
                 rows.append(
                     (
                         prefix + f"Not-always-live (IPU {ipu})",
@@ -369,3 +380,9 @@ class LivenessReport(Report):
             values=(start - 0.5, end + 0.5), movable=False, brush=color
         )
         item.addItem(self._region)
+
+
+def _ptype(code: int) -> str:
+    from profiles import schema
+
+    return schema.PROGRAM_TYPES[code] if 0 <= code < len(schema.PROGRAM_TYPES) else str(code)

@@ -44,6 +44,7 @@ from analyser.gui.widgets import (
     KeyValueTree,
     LegendLabel,
     connect_header_sort,
+    make_plot,
     nice_name,
 )
 
@@ -436,11 +437,23 @@ class MemoryReport(Report):
         self.tile_map = TileMap()
         self.tile_map.tileClicked.connect(self.click_tile)
         self.variables_table = FilterTable("Filter variables by name, kind, type...")
+        self.variables_plot = make_plot(bottom="bytes", mouse=False)
+        self.variables_plot.setMinimumHeight(120)
+        self.variables_legend = LegendLabel()
+        self.variables_page = QSplitter(Qt.Orientation.Horizontal)
+        vchart = QWidget()
+        vl = QVBoxLayout(vchart)
+        vl.setContentsMargins(0, 0, 0, 0)
+        vl.addWidget(self.variables_plot, 1)
+        vl.addWidget(self.variables_legend)
+        self.variables_page.addWidget(vchart)
+        self.variables_page.addWidget(self.variables_table)
+        self.variables_page.setSizes([520, 700])
 
         self.view_tabs = QTabWidget()
         self.view_tabs.addTab(chart_page, "Memory per tile")
         self.view_tabs.addTab(self.tile_map, "Tile map")
-        self.view_tabs.addTab(self.variables_table, "Variables")
+        self.view_tabs.addTab(self.variables_page, "Variables")
         self.view_tabs.currentChanged.connect(lambda _i: self._draw_secondary())
 
         self.totals_tree = KeyValueTree()
@@ -578,7 +591,7 @@ class MemoryReport(Report):
         page = self.view_tabs.currentWidget()
         if page is self.tile_map:
             self._draw_tile_map()
-        elif page is self.variables_table:
+        elif page is self.variables_page:
             self._fill_variables()
 
     def _draw_tile_map(self) -> None:
@@ -614,6 +627,7 @@ class MemoryReport(Report):
                 v = v.assign(profile=tag)
             frames.append(v)
         frame = pd.concat(frames) if frames else pd.DataFrame()
+        self._draw_largest_variables(frames[0] if frames else pd.DataFrame())
         b = self._fmt_bytes
         cols = [
             ("profile", "Profile", None),
@@ -631,6 +645,38 @@ class MemoryReport(Report):
             ("remote_bytes", "Remote buffer", b),
         ]
         self.variables_table.set_frame(frame.reset_index(drop=True), cols)
+
+    def _draw_largest_variables(self, frame: pd.DataFrame, n: int = 20) -> None:
+        """Horizontal bars of the ``n`` largest variables of A, coloured by kind."""
+        item = self.variables_plot.getPlotItem()
+        item.clear()
+        top = frame.head(n)
+        if top.empty:
+            self.variables_legend.set_entries([])
+            return
+        scale, unit = axis_scale(self.units, float(top["bytes"].max()))
+        y = np.arange(len(top), dtype=float)[::-1]
+        kinds = [str(k) for k in top["kind"]]
+        for kind in dict.fromkeys(kinds):
+            m = np.array([k == kind for k in kinds])
+            item.addItem(
+                pg.BarGraphItem(
+                    x0=0,
+                    y=y[m],
+                    height=0.7,
+                    width=top["bytes"].to_numpy()[m] / scale,
+                    brush=pg.mkBrush(hex_color("variable_kinds", kind)),
+                    pen=pg.mkPen(None),
+                )
+            )
+        names = [str(x) if len(str(x)) <= 28 else "..." + str(x)[-27:] for x in top["name"]]
+        item.getAxis("left").setTicks([list(zip(y, names))])
+        item.setLabel("bottom", f"bytes ({unit})")
+        item.setTitle(f"{len(top)} largest variables", size="9pt")
+        item.setYRange(-0.6, len(top) - 0.4, padding=0)
+        self.variables_legend.set_entries(
+            [(k, hex_color("variable_kinds", k)) for k in dict.fromkeys(kinds)]
+        )
 
     def _fmt_bytes(self, v: Any) -> str:
         return format_bytes(v, self.units)
