@@ -274,3 +274,16 @@ def test_effect_verdicts():
         thr, fits, {"oom_tiles": 0, "cycles_per_sample": 80.0, "throughput_samples_per_s": 12.0}
     )
     assert faster.recommended and faster.status == "fits"
+
+
+def test_combination_that_fits(sims):
+    """No single memory tip fits ResNet-50 224x224 micro-batch 16 in FP32; a combination does."""
+    with Analysis.open(sims["r50_oom32"]) as a:
+        tips = find_insights(a, resimulate=True, workers=2)
+    singles = [t for t in tips if t.category == "memory" and t.id != "memory.combined"]
+    assert singles and all(t.effect.status != "fits" for t in singles if t.change)
+    combo = next(t for t in tips if t.id == "memory.combined")
+    assert combo.effect.status == "fits" and combo.effect.recommended
+    assert combo.change.get("precision") == "16.16" and len(combo.evidence) >= 2
+    assert combo.effect.after["oom_tiles"] == 0 and combo.effect.after["total_cycles"] > 0
+    assert tips.index(combo) == len(singles)  # right after the single memory tips

@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         tips = find_insights(a, thresholds)
         todo = sum(1 for t in tips if t.change)
         if not args.no_resimulate and todo:
-            from analyser.core.insights import predict_effects
+            from analyser.core.insights import find_fitting_combination, predict_effects
 
             with progress_bar("re-simulating") as bar:
                 task = bar.add_task("re-simulating the recommended changes", total=todo)
@@ -65,6 +65,12 @@ def run(args: argparse.Namespace) -> int:
                     workers=args.workers,
                     progress=lambda d, n, _i: bar.update(task, completed=d),
                 )
+                bar.update(task, description="searching a combination that fits")
+                combo = find_fitting_combination(
+                    a, tips, progress=lambda d, n, _i: bar.update(task, completed=d, total=n)
+                )
+            if combo is not None:
+                tips.insert(sum(1 for t in tips if t.category == "memory"), combo)
         m = a.metrics
         if args.json:
             json.dump(

@@ -15,7 +15,11 @@ FP16 first when the model runs in FP32; throughput tips follow, most severe firs
 from __future__ import annotations
 
 from analyser.core.insights.model import EFFECT_KEYS, Effect, Evidence, Insight
-from analyser.core.insights.resimulate import ProgressFn, predict_effects
+from analyser.core.insights.resimulate import (
+    ProgressFn,
+    find_fitting_combination,
+    predict_effects,
+)
 from analyser.core.insights.rules import MEMORY_RULES, THROUGHPUT_RULES, Context
 from analyser.core.insights.thresholds import ThresholdError, Thresholds
 
@@ -53,6 +57,10 @@ def find_insights(
     found.extend(tput)
     if resimulate:
         predict_effects(analysis, found, workers=workers, progress=progress)
+        combo = find_fitting_combination(analysis, found)
+        if combo is not None:  # after the single memory tips it combines
+            n_mem = sum(1 for t in found if t.category == "memory")
+            found.insert(n_mem, combo)
     return found
 
 
@@ -63,6 +71,7 @@ __all__ = [
     "Insight",
     "ThresholdError",
     "Thresholds",
+    "find_fitting_combination",
     "find_insights",
     "predict_effects",
 ]

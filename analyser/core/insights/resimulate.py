@@ -10,18 +10,28 @@ from __future__ import annotations
 
 import copy
 import os
+import sys
 import tempfile
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from analyser.core.insights.model import EFFECT_KEYS, Effect, Insight
+from analyser.core.insights.model import EFFECT_KEYS, Effect, Evidence, Insight
 from analyser.core.units import fmt_bytes, fmt_delta_pct
 from profiles.errors import UserFacingError
 
 ProgressFn = Callable[[int, int, str], None]
+
+
+def _spawn_safe() -> bool:
+    """Spawned workers re-import ``__main__`` from its file; a script read from stdin (or an
+    otherwise missing file) cannot be, so run in this process instead."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    return path is None or os.path.exists(path)
 
 
 def _tiles(n: int) -> str:
@@ -136,22 +146,93 @@ def predict_effects(
     done = 0
     if progress:
         progress(0, len(todo), "")
-    with ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn")) as pool:
-        futs = {pool.submit(_worker, apply_change(base, t.change)): t for t in todo}
-        for fut in as_completed(futs):
-            tip = futs[fut]
-            status, value = fut.result()
-            if status == "ok":
-                tip.effect = _judge(tip, before, value)
-            else:
-                tip.effect = Effect(
-                    "error",
-                    f"the engine rejected the change: {value}",
-                    before,
-                    {},
-                    recommended=False,
-                )
-            done += 1
-            if progress:
-                progress(done, len(todo), tip.id)
+
+    def record(tip: Insight, status: str, value: Any) -> None:
+        nonlocal done
+        if status == "ok":
+            tip.effect = _judge(tip, before, value)
+        else:
+            tip.effect = Effect(
+                "error", f"the engine rejected the change: {value}", before, {}, recommended=False
+            )
+        done += 1
+        if progress:
+            progress(done, len(todo), tip.id)
+
+    pending = list(todo)
+    if n > 1 and _spawn_safe():
+        try:
+            with ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn")) as pool:
+                futs = {pool.submit(_worker, apply_change(base, t.change)): t for t in todo}
+                for fut in as_completed(futs):
+                    tip = futs[fut]
+                    record(tip, *fut.result())
+                    pending.remove(tip)
+        except (BrokenProcessPool, OSError):
+            # Workers could not start (e.g. __main__ is not importable: a script read from
+            # stdin): finish in this process.
+            pass
+    for tip in pending:
+        record(tip, *_worker(apply_change(base, tip.change)))
     return insights
+
+
+def find_fitting_combination(
+    analysis, insights: list[Insight], *, max_tips: int = 5, progress: ProgressFn | None = None
+) -> Insight | None:
+    """For an out-of-memory profile where no single memory tip fits (after
+    :func:`predict_effects`), re-simulate the memory tips' changes combined cumulatively in rank
+    order until the run fits, then drop any tip the fit does not need. Returns a
+    ``memory.combined`` insight (with its effect) or None when nothing fits within ``max_tips``.
+    Simulations run one after the other in this process (each depends on the previous)."""
+    before = {k: getattr(analysis.metrics, k) for k in EFFECT_KEYS}
+    if not before.get("oom_tiles") or not analysis.run_config:
+        return None
+    mem = [t for t in insights if t.category == "memory" and t.change][:max_tips]
+    if len(mem) < 2 or any(t.effect is not None and t.effect.status == "fits" for t in mem):
+        return None
+    base = analysis.run_config
+
+    def merged(tips: list[Insight]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for t in tips:
+            out.update(t.change)
+        return out
+
+    total = len(mem) - 1
+    chosen: list[Insight] | None = None
+    after: dict[str, Any] = {}
+    for k in range(2, len(mem) + 1):
+        status, value = _worker(apply_change(base, merged(mem[:k])))
+        if progress:
+            progress(k - 1, total, "memory.combined")
+        if status == "ok" and not value.get("oom_tiles"):
+            chosen, after = mem[:k], value
+            break
+    if chosen is None:
+        return None
+    for tip in list(chosen[:-1]):  # the last one was needed to fit; try without each earlier
+        trial = [t for t in chosen if t is not tip]
+        status, value = _worker(apply_change(base, merged(trial)))
+        if status == "ok" and not value.get("oom_tiles"):
+            chosen, after = trial, value
+    change = merged(chosen)
+    combo = Insight(
+        "memory.combined",
+        "Combine: " + " + ".join(t.title for t in chosen),
+        "critical",
+        "memory",
+        "No single memory tip makes the program fit; together these do.",
+        [
+            Evidence(
+                f"{t.title} alone: "
+                + (t.effect.message if t.effect is not None else "not re-simulated"),
+                t.id,
+            )
+            for t in chosen
+        ],
+        change,
+        " ".join(t.trade_off for t in chosen if t.trade_off),
+    )
+    combo.effect = _judge(combo, before, after)
+    return combo
