@@ -202,7 +202,7 @@ class Analysis:
             file=str(self.path),
             model=str(m.get("model", "")),
             status=str(m.get("status", "ok")),
-            target_name=str(t.get("name", t.get("target", ""))),
+            target_name=str(t.get("display_name") or t.get("name", t.get("target", ""))),
             architecture=str(t.get("architecture", t.get("arch", t.get("name", "")))),
             num_ipus=int(m["num_ipus"]),
             replicas=int(m.get("replicas", 1)),
