@@ -7,7 +7,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analyser.core.trace_window import GROUP_MODES, NT, STEP_TYPES, TraceError, TraceWindow
+from analyser.core.trace_window import (
+    DESTINATIONS,
+    GROUP_MODES,
+    NT,
+    STEP_TYPES,
+    TraceError,
+    TraceWindow,
+)
 from profiles import open_profile, write_profile
 from profiles.synthetic import make_synthetic_profile, write_synthetic_profile
 
@@ -187,3 +194,22 @@ def test_oom_profile_has_no_trace(tmp_path):
     write_profile(path, make_synthetic_profile(n_steps=0, n_ipus=1, tiles=16, oom=True))
     with open_profile(path) as p, pytest.raises(TraceError, match="no execution trace"):
         TraceWindow(p)
+
+
+def test_whole_run_summary_agrees_with_the_analysis_core(small):
+    """Over the whole run, the visible-range summary gives the analysis core's figures."""
+    from analyser.core.analysis import Analysis
+
+    tw, _steps, _names, _tc = small
+    with Analysis.open(tw.profile.path) as a:
+        ex = a.execution
+    t0, t1 = tw.full_extent()
+    for ipu in range(tw.n_ipus):
+        s = tw.range_summary(ipu, t0, t1 + 1)
+        for i, name in enumerate(STEP_TYPES):
+            assert s.cycles_by_type.get(name, 0) == int(ex.cycles_by_type[ipu, i])
+            assert s.steps_by_type.get(name, 0) == int(ex.count_by_type[ipu, i])
+        assert s.tile_balance == pytest.approx(float(ex.tile_balance[ipu]), rel=1e-6)
+        for d, dest in enumerate(DESTINATIONS):
+            assert s.streamcopy["received"].get(dest, 0) == int(ex.streamcopy_rx_by_dest[ipu, d])
+            assert s.streamcopy["sent"].get(dest, 0) == int(ex.streamcopy_tx_by_dest[ipu, d])

@@ -188,7 +188,8 @@ class RangeSummary:
     n_steps: int
     cycles_by_type: dict[str, int]
     steps_by_type: dict[str, int]
-    #: Cycle-weighted mean tile balance of the steps that run on tiles (compute and exchange).
+    #: Cycle-weighted mean tile balance of the compute (OnTileExecute) steps, clipped cycles as
+    #: weights (the analysis core's definition, over the window).
     tile_balance: float
     #: StreamCopy bytes: {"received": {dest: bytes}, "sent": {dest: bytes}}.
     streamcopy: dict[str, dict[str, int]]
@@ -762,9 +763,7 @@ class TraceWindow:
         bal_den = 0.0
         balance = self.programs["tile_balance"].to_numpy(dtype=np.float64)
         ptype = self.programs["type"].to_numpy()
-        on_tiles = np.isin(
-            ptype, [STEP_TYPES.index("OnTileExecute"), STEP_TYPES.index("DoExchange")]
-        )
+        on_tiles = ptype == STEP_TYPES.index("OnTileExecute")  # as analyser.core's tile balance
         sc_types = [STEP_TYPES.index(t) for t in STEP_TYPES if t.startswith("StreamCopy")]
         cols = ("program", "start", "cycles", "type", "bytes_in", "bytes_out", "dest")
         n = 0
