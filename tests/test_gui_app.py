@@ -461,3 +461,24 @@ def test_predict_effect_of_the_fp16_tip(qtbot, make_window, walkthrough_profiles
     assert f"{int(eff.after['oom_tiles']):,}" in text
     assert eff.before["oom_tiles"] > 0
     assert eff.after["oom_tiles"] < eff.before["oom_tiles"]  # FP16 relieves the OOM
+
+
+def test_profile_problem_found_by_a_report_is_shown(qtbot, make_window, profiles_dir, monkeypatch):
+    """A damaged dataset found lazily by one report gives a warning naming it; other reports work."""
+    from analyser.gui import data
+    from profiles.errors import ProfileError
+
+    warnings = []
+    monkeypatch.setattr(
+        QMessageBox, "warning", staticmethod(lambda parent, title, text, *a: warnings.append(text))
+    )
+
+    def broken(doc, ipu, by):
+        raise ProfileError(f"profile {doc.path}: dataset /memory/by_category cannot be read.")
+
+    w = make_window()
+    open_and_wait(qtbot, w, profiles_dir["fit"])
+    monkeypatch.setattr(data, "tile_breakdown", broken)
+    w.show_report("memory")
+    assert warnings and "/memory/by_category" in warnings[0]
+    assert w.show_report("summary").tree.value("Memory", "Status") == "fits"

@@ -23,11 +23,12 @@ from pathlib import Path
 from typing import ClassVar
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QMessageBox, QVBoxLayout, QWidget
 
 from analyser.gui.document import Document
 from analyser.gui.errors import GuiError
 from analyser.gui.units import MemoryUnits
+from profiles.errors import UserFacingError
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
 
@@ -91,7 +92,13 @@ class Report(QWidget):
     def ensure_refreshed(self) -> None:
         if self._dirty:
             self._dirty = False
-            self.refresh()
+            try:
+                self.refresh()
+            except UserFacingError as exc:
+                # A profile problem found while reading lazily (damaged dataset, ...): say what
+                # it is; the window and the other reports carry on.
+                self.statusMessage.emit(str(exc))
+                QMessageBox.warning(self, f"Cannot show the {self.title}", str(exc))
 
     def _mark_dirty(self) -> None:
         self._dirty = True
