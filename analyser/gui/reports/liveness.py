@@ -245,7 +245,7 @@ class LivenessReport(Report):
                 angle=90,
                 pen=pg.mkPen(hex_color("chart", "selection"), width=2),
                 label=f"step {s}" if k == 0 else f"vs {s}",
-                labelOpts={"position": 0.95},
+                labelOpts={"position": 0.95 - 0.08 * k, "color": chart_colors().foreground},
             )
             item.addItem(line)
             self._markers.append(line)
