@@ -231,8 +231,8 @@ class TraceReport(Report):
         self._summary_gen += 1  # running summaries stop at their next chunk
         self._pool.waitForDone(30_000)
         self._detail_timer.stop()
-        self.timeline._timer.stop()
-        self.timeline_b._timer.stop()
+        self.timeline.stop()
+        self.timeline_b.stop()
 
     def _message(self, text: str) -> None:
         self.trace = self.trace_b = None

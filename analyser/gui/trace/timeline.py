@@ -21,6 +21,7 @@ from PySide6.QtWidgets import QGraphicsRectItem, QScrollBar
 from analyser.core.trace_window import STEP_TYPES, TraceWindow, WindowResult
 from analyser.gui.palette import qcolor
 from analyser.gui.theme import chart_colors, style_plot
+from profiles.errors import UserFacingError
 
 #: Height of a step rectangle inside its lane (1.0 = whole lane).
 LANE_FILL = 0.8
@@ -390,6 +391,11 @@ class TimelineView(pg.PlotWidget):
         self._hover_pos = scene_pos
         self._hover_timer.start()
 
+    def stop(self) -> None:
+        """Stop pending redraw / hover work (before the profile is closed)."""
+        self._timer.stop()
+        self._hover_timer.stop()
+
     def _update_hover(self) -> None:
         if self.trace is None or self._hover_pos is None:
             return
@@ -398,7 +404,10 @@ class TimelineView(pg.PlotWidget):
             self.setToolTip("")
             return
         p = vb.mapSceneToView(self._hover_pos)
-        self.hover_text = self.describe_at(p.x(), p.y())
+        try:
+            self.hover_text = self.describe_at(p.x(), p.y())
+        except UserFacingError:  # the profile went away under the cursor: no tooltip
+            self.hover_text = ""
         self.setToolTip(self.hover_text)
 
     def describe_at(self, x: float, y: float) -> str:
