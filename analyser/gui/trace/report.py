@@ -227,6 +227,15 @@ class TraceReport(Report):
         # the range summary reads the visible rows: after the first paint, not before it
         self._schedule_details()
 
+    def set_document(self, doc, compare_doc=None) -> None:
+        # the window may already have closed the previous profile: stop everything that could
+        # still read it before the new documents are shown
+        self._summary_gen += 1
+        self._detail_timer.stop()
+        self.timeline.stop()
+        self.timeline_b.stop()
+        super().set_document(doc, compare_doc)
+
     def shutdown(self) -> None:
         self._summary_gen += 1  # running summaries stop at their next chunk
         self._pool.waitForDone(30_000)
