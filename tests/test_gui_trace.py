@@ -331,3 +331,35 @@ def test_compare_mode_on_walkthrough_steps_4_and_5(qtbot, report, walkthrough_pr
     assert rx_b * 2 == rx_a  # uint8 instead of float16 input: exactly half the bytes
     r.timeline.grab()
     assert r.timeline.items.draw_calls > 0 and r.timeline_b.n_rects > 0
+
+
+def test_in_the_main_window_documents_can_change_under_the_trace(qtbot, tmp_path, small_paths):
+    """Open, compare and close profiles while the trace is shown: no exception in the event loop
+    (pytest-qt fails the test on one), the views follow the workspace."""
+    from PySide6.QtCore import QSettings
+
+    from analyser.gui.main_window import MainWindow
+
+    w = MainWindow(settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(w)
+    w.show()
+    a, b = small_paths
+    with qtbot.waitSignal(w.loadFinished, timeout=60_000):
+        w.open_files([a])
+    trace = w.show_report("trace")
+    qtbot.waitUntil(lambda: trace.trace is not None and trace.timeline.n_rects > 0)
+    trace.timeline.zoom(4.0)
+    with qtbot.waitSignal(w.loadFinished, timeout=60_000):
+        w.compare_with(b)
+    qtbot.waitUntil(lambda: trace.trace_b is not None and trace.timeline_b.isVisible())
+    assert trace.compare_doc.path == b
+    pipeline = w.show_report("pipeline")
+    qtbot.waitUntil(lambda: pipeline.view_b.isVisible())
+    w.show_report("trace")
+    with qtbot.waitSignal(w.loadFinished, timeout=60_000):
+        w.open_files([b])
+    qtbot.waitUntil(lambda: trace.trace_b is None and trace.document.path == b)
+    w.close_document()
+    qtbot.waitUntil(lambda: trace.stack.currentWidget() is trace.message)
+    w.shutdown()
+    w.pool.waitForDone(30_000)
