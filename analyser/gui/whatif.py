@@ -170,6 +170,10 @@ class SimulationJob(QObject):
         self.failed.emit(str(err))
 
 
+#: Dialogs whose simulation is running or whose result has not been dismissed yet.
+_ACTIVE: set[WhatIfDialog] = set()
+
+
 class WhatIfDialog(QDialog):
     """Progress of one re-simulation; on success opens the result compared with the original.
 
@@ -215,6 +219,9 @@ class WhatIfDialog(QDialog):
         self.job.cancelled.connect(self._on_cancelled)
 
     def start(self) -> None:
+        # keep the dialog (and its job) alive while it runs, whoever called start()
+        _ACTIVE.add(self)
+        self.finished.connect(lambda _result: _ACTIVE.discard(self))
         self.job.start()
         self.show()
 
