@@ -316,6 +316,10 @@ def test_compare_mode_in_every_report(qtbot, make_window, profiles_dir):
         mr = w.show_report("memory")
         assert mr.plot_b.isVisible()
         np.testing.assert_array_equal(mr.charts["B"].totals, b.memory.tile_total.ravel())
+        assert mr.plot_delta.isVisible()
+        np.testing.assert_array_equal(
+            mr.tile_delta(), b.memory.tile_total.ravel() - a.memory.tile_total.ravel()
+        )
         lr = w.show_report("liveness")
         assert lr.compare_doc is not None
         pt = w.show_report("program_tree")
@@ -402,8 +406,12 @@ def test_export_image_and_drag_and_drop(qtbot, make_window, profiles_dir, tmp_pa
         assert path.stat().st_size > 1000
     with pytest.raises(GuiError, match="ending in"):
         w.report("summary").export_image(tmp_path / "chart.txt")
+    mr = w.show_report("memory")
     w.close_document()
     assert w.workspace.document is None
+    open_and_wait(qtbot, w, profiles_dir["oom"])  # reopening draws again after a close
+    mr = w.show_report("memory")
+    assert mr.plot_a.stack.scene() is not None and mr.plot_a.paths
     assert QThreadPool.globalInstance().activeThreadCount() == 0
 
 

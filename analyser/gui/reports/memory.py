@@ -162,6 +162,8 @@ class MemoryPlot(pg.PlotWidget):
         edges = np.arange(n + 1, dtype=np.float64) - 0.5
         cum = np.cumsum(chart.values, axis=1, dtype=np.float64) / scale
         present = [j for j in range(cum.shape[1]) if chart.values[:, j].any()]
+        if self.stack.scene() is None:
+            item.addItem(self.stack)
         self.stack.set_data(edges, cum, chart.colors, present)
         self.paths = present
         # Legend in category order (bottom of the stack first).
@@ -179,7 +181,8 @@ class MemoryPlot(pg.PlotWidget):
                 labelOpts={
                     "position": 0.02,
                     "color": hex_color("chart", "max_memory_line"),
-                    "anchors": [(0, 1), (0, 1)],
+                    "anchors": [(0, 0), (0, 0)],
+                    "fill": _label_fill(),
                 },
             )
             item.addItem(self.max_line)
@@ -211,6 +214,20 @@ class MemoryPlot(pg.PlotWidget):
         item.getViewBox().setLimits(xMin=-0.5 - n * 0.02, xMax=n - 0.5 + n * 0.02, yMin=0)
         item.setXRange(-0.5, n - 0.5, padding=0.01)
         item.setYRange(0, top * 1.12 if top else 1, padding=0)
+
+    def reset(self) -> None:
+        """Show nothing (no document) while keeping the plot's own items."""
+        item = self.getPlotItem()
+        self.stack.set_data(np.zeros(1), np.zeros((0, 1)), [], [])
+        for it in [self.max_line, self.selection_item, *self.separators]:
+            if it is not None:
+                item.removeItem(it)
+        self.max_line = None
+        self.selection_item = None
+        self.separators = []
+        self.chart = None
+        if self.legend is not None:
+            self.legend.set_entries([])
 
     def show_selection(self, pairs: np.ndarray, scale: float) -> None:
         item = self.getPlotItem()
@@ -257,6 +274,12 @@ class MemoryPlot(pg.PlotWidget):
             return
         shift = bool(event.modifiers() & Qt.KeyboardModifier.ShiftModifier)
         self.tileClicked.emit(int(self.chart.ipu_of[pos]), int(self.chart.tile_of[pos]), shift)
+
+
+def _label_fill() -> QtGui.QBrush:
+    color = pg.mkColor(chart_colors().background)
+    color.setAlpha(200)
+    return pg.mkBrush(color)
 
 
 def oom_colormap(hi: float) -> pg.ColorMap:
@@ -426,6 +449,10 @@ class MemoryReport(Report):
         self.plot_b = MemoryPlot()
         self.plot_b.setXLink(self.plot_a)
         self.plot_b.setYLink(self.plot_a)
+        self.plot_delta = make_plot(mouse=True)
+        self.plot_delta.setXLink(self.plot_a)
+        self.plot_delta.setMinimumHeight(110)
+        self.delta_items: list[pg.BarGraphItem] = []
         for p in (self.plot_a, self.plot_b):
             p.tileClicked.connect(self.click_tile)
         chart_page = QWidget()
@@ -433,6 +460,7 @@ class MemoryReport(Report):
         cl.setContentsMargins(0, 0, 0, 0)
         cl.addWidget(self.plot_a, 1)
         cl.addWidget(self.plot_b, 1)
+        cl.addWidget(self.plot_delta, 0)
         cl.addWidget(self.legend)
         self.tile_map = TileMap()
         self.tile_map.tileClicked.connect(self.click_tile)
@@ -564,9 +592,10 @@ class MemoryReport(Report):
             return
         doc, cmp = self.document, self.compare_doc
         self.plot_b.setVisible(cmp is not None)
+        self.plot_delta.setVisible(cmp is not None)
         if doc is None:
             for p in (self.plot_a, self.plot_b):
-                p.getPlotItem().clear()
+                p.reset()
             return
         self.charts = {"A": self.build_chart(doc)}
         if cmp is not None:
@@ -578,11 +607,42 @@ class MemoryReport(Report):
         self.plot_a.draw(self.charts["A"], scale, unit, show_max, tag("A", doc))
         if cmp is not None:
             self.plot_b.draw(self.charts["B"], scale, unit, show_max, tag("B", cmp))
+            self._draw_delta(scale, unit)
         self._scale = scale
         self._show_selection()
         self._fill_totals()
         self._draw_secondary()
         self._fill_details()
+
+    def tile_delta(self) -> np.ndarray:
+        """B minus A bytes per displayed tile (over the tiles both profiles have)."""
+        a, b = self.charts["A"].totals, self.charts["B"].totals
+        n = min(a.size, b.size)
+        return b[:n].astype(np.int64) - a[:n].astype(np.int64)
+
+    def _draw_delta(self, scale: float, unit: str) -> None:
+        """Per-tile change B - A: increases red, decreases green (one bar item each)."""
+        item = self.plot_delta.getPlotItem()
+        for it in self.delta_items:
+            item.removeItem(it)
+        self.delta_items = []
+        delta = self.tile_delta() / scale
+        x = np.arange(delta.size, dtype=float)
+        for mask, key in ((delta > 0, "increase"), (delta < 0, "decrease")):
+            if mask.any():
+                bars = pg.BarGraphItem(
+                    x=x[mask],
+                    y0=0,
+                    height=delta[mask],
+                    width=1.0,
+                    brush=pg.mkBrush(hex_color("compare", key)),
+                    pen=pg.mkPen(None),
+                )
+                item.addItem(bars)
+                self.delta_items.append(bars)
+        item.setLabel("left", f"B - A ({unit})")
+        span = float(np.abs(delta).max()) if delta.size else 0.0
+        item.setYRange(-span * 1.1 if span else -1, span * 1.1 if span else 1, padding=0)
 
     def _draw_secondary(self) -> None:
         doc = self.document
