@@ -62,6 +62,18 @@ def fmt_delta(a: float | None, b: float | None, pct: bool = True) -> str:
     return f"{d:+,.0f} ({100 * d / a:+.1f}%)" if d else "0"
 
 
+def fmt_bytes_delta(a: float | None, b: float | None) -> str:
+    """``+1.50 MiB (+50.0%)`` in the same units as :func:`fmt_bytes`."""
+    if a is None or b is None:
+        return "–"
+    d = b - a
+    if not d:
+        return "0"
+    sign = "+" if d > 0 else "−"
+    pct = f" ({100 * d / a:+.1f}%)" if a else ""
+    return f"{sign}{fmt_bytes(abs(d))}{pct}"
+
+
 def _item(text: str, align_right: bool = False, color: QColor | None = None) -> QTableWidgetItem:
     it = QTableWidgetItem(text)
     it.setFlags(it.flags() & ~Qt.ItemFlag.ItemIsEditable)
@@ -146,7 +158,12 @@ class RangeSummaryPanel(QWidget):
         for i, sa in enumerate(a):
             sb = b[i] if i < len(b) else None
             bal = [_pct(sa.tile_balance)]
-            bal += [_pct(sb.tile_balance) if sb else "–", ""] if compare else ["", ""]
+            if compare:
+                ok = sb is not None and not math.isnan(sa.tile_balance + sb.tile_balance)
+                delta = f"{100 * (sb.tile_balance - sa.tile_balance):+.1f} pts" if ok else "–"
+                bal += [_pct(sb.tile_balance) if sb else "–", delta]
+            else:
+                bal += ["", ""]
             rows.append((f"IPU {sa.ipu} tile balance", bal, None))
             for direction in ("received", "sent"):
                 dests = set(sa.streamcopy[direction]) | set(sb.streamcopy[direction] if sb else {})
@@ -154,7 +171,7 @@ class RangeSummaryPanel(QWidget):
                     va = sa.streamcopy[direction].get(dest, 0)
                     if compare:
                         vb = sb.streamcopy[direction].get(dest, 0) if sb else None
-                        vals = [fmt_bytes(va), fmt_bytes(vb), fmt_delta(va, vb)]
+                        vals = [fmt_bytes(va), fmt_bytes(vb), fmt_bytes_delta(va, vb)]
                     else:
                         vals = [fmt_bytes(va), "", ""]
                     rows.append((f"IPU {sa.ipu} StreamCopy {direction} · {dest}", vals, None))

@@ -334,6 +334,8 @@ class TraceReport(Report):
         ipu = min(self.bsp_ipu.value(), self.trace.n_ipus - 1)
         buckets = max(64, min(1024, self.timeline.pixel_width()))
         m = self.trace.bsp(ipu, t0, t1, buckets=buckets)
+        # same left margin as the timeline, so a cycle sits at the same x in both
+        self.bsp.plot.getPlotItem().getAxis("left").setWidth(self.timeline.lane_axis.width())
         self.bsp.show_matrix(
             m,
             "Too many steps in view for the BSP view: zoom in (W) until fewer than "

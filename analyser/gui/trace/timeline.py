@@ -263,6 +263,8 @@ class TimelineView(pg.PlotWidget):
             self.getPlotItem().addItem(line)
             self._sep_items.append(line)
         self.lane_axis.set_labels(labels)
+        longest = max((len(text) for _y, text in labels), default=6)
+        self.lane_axis.setWidth(int(min(LANE_AXIS_PX, max(56, 6.5 * longest + 16))))
         vb = self.getPlotItem().getViewBox()
         vb.setLimits(yMin=-0.2, yMax=self.n_lanes + 0.2)
         self.scrollbar.setValue(0)
