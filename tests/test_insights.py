@@ -287,3 +287,15 @@ def test_combination_that_fits(sims):
     assert combo.change.get("precision") == "16.16" and len(combo.evidence) >= 2
     assert combo.effect.after["oom_tiles"] == 0 and combo.effect.after["total_cycles"] > 0
     assert tips.index(combo) == len(singles)  # right after the single memory tips
+
+
+def test_split_change_is_explained_per_ipu(sims):
+    """(A comparison check that reuses this module's simulated pipelines.)"""
+    from analyser.core.comparison import compare_pair
+
+    with Analysis.open(sims["pipe_ga3"]) as a, Analysis.open(sims["pipe_split_balanced"]) as b:
+        p = compare_pair(a, b)
+    texts = {e.metric: e.text for e in p.explanations}
+    assert "split_points [layer3.3] instead of [layer3.0]" in texts["ipu_memory"]
+    assert "IPU 0" in texts["ipu_memory"] and "IPU 1" in texts["ipu_memory"]
+    assert "stage_imbalance" in texts

@@ -364,6 +364,16 @@ def _explain(a: Analysis, b: Analysis, diffs: list[ConfigDiff]) -> list[Explanat
                 mem_keys,
                 r,
             )
+    split_keys = ("split_points", "num_ipus", "io_tiles")
+    if any(k in by for k in split_keys) and a.target.num_ipus == b.target.num_ipus > 1:
+        pa, pb = a.memory.ipu_total(), b.memory.ipu_total()
+        moved = [
+            f"on IPU {i} {change_words(int(x), int(y))} ({fmt_bytes(x)} to {fmt_bytes(y)})"
+            for i, (x, y) in enumerate(zip(pa, pb))
+            if x != y
+        ]
+        if moved:
+            add("ipu_memory", "Memory " + ", ".join(moved), split_keys)
     if ea is None and eb is not None:
         if not any(e.metric == "oom_tiles" for e in out):
             add(
