@@ -103,6 +103,8 @@ def test_compare_mode_table(qtbot, pipeline, pipe_paths):
     assert r.table.item(i, 1).text() == f"{sa:.1f}%"
     assert r.table.item(i, 2).text() == f"{sb:.1f}%"
     assert r.table.item(i, 3).text() == f"{sb - sa:+.1f} pts"
+    # the run-option difference from the analysis core's comparison is named
+    assert r.explain.isVisible() and "gradient_accumulation" in r.explain.text()
 
 
 def test_walkthrough_pipeline_phases(qtbot, pipeline, walkthrough_profiles):

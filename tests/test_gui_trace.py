@@ -331,6 +331,10 @@ def test_compare_mode_on_walkthrough_steps_4_and_5(qtbot, report, walkthrough_pr
     assert rx_b * 2 == rx_a  # uint8 instead of float16 input: exactly half the bytes
     r.timeline.grab()
     assert r.timeline.items.draw_calls > 0 and r.timeline_b.n_rects > 0
+    # the analysis core's explanation of the difference is shown with the figures
+    assert r.summary.explain.isVisible()
+    assert "eight_bit_input" in r.summary.explain.text()
+    assert any(e.metric == "streamcopy_rx_bytes" for e in r.summary.explanations)
 
 
 def test_in_the_main_window_documents_can_change_under_the_trace(qtbot, tmp_path, small_paths):

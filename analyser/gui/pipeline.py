@@ -10,6 +10,8 @@ is drawn under A and a table gives A, B and B − A.
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
@@ -24,6 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from analyser.gui import data as gui_data
 from analyser.gui.document import Document
 from analyser.gui.palette import hex_color, qcolor
 from analyser.gui.pipeline_model import PHASE_LABELS, PipelineChart, pipeline_chart
@@ -281,8 +284,12 @@ class PipelineReport(Report):
         self.table.verticalHeader().setVisible(False)
         self.table.horizontalHeader().setStretchLastSection(True)
         self.table.setMaximumHeight(220)
+        self.explain = QLabel("")
+        self.explain.setWordWrap(True)
+        self.explain.setTextFormat(Qt.TextFormat.RichText)
         lay.addWidget(self.view_a, 3)
         lay.addWidget(self.view_b, 3)
+        lay.addWidget(self.explain)
         lay.addWidget(self.table, 1)
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
@@ -311,10 +318,23 @@ class PipelineReport(Report):
         b = chart_of(other) if other is not None and other.has_execution else None
         self.view_b.setVisible(b is not None)
         self.table.setVisible(b is not None)
+        self.explain.setVisible(b is not None)
         if b is not None:
             self.view_b.show_chart(b, f"B: {other.name}")
             self._fill_table(a, b, doc.name, other.name)
+            self._explain(gui_data.comparison(doc, other))
         self.stack.setCurrentWidget(self.scroll)
+
+    def _explain(self, comparison) -> None:
+        """The analysis core's explanations of the differences between the whole runs."""
+        self.explanations = list(comparison.explanations)
+        diffs = [d for d in comparison.config_diffs if d.key != "name"]
+        options = ", ".join(f"{d.key} {d.before!r} → {d.after!r}" for d in diffs) or "none"
+        items = "".join(f"<li>{html.escape(e.text)}</li>" for e in self.explanations[:8])
+        self.explain.setText(
+            f"<b>Why they differ (analysis core):</b> run options: {html.escape(options)}."
+            + (f"<ul style='margin:2px'>{items}</ul>" if items else "")
+        )
 
     def _message(self, text: str) -> None:
         self.message.set_text(text)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import math
 
 import numpy as np
@@ -105,6 +106,11 @@ class RangeSummaryPanel(QWidget):
         self.header = QLabel("")
         self.header.setWordWrap(True)
         lay.addWidget(self.header)
+        self.explain = QLabel("")
+        self.explain.setWordWrap(True)
+        self.explain.setTextFormat(Qt.TextFormat.RichText)
+        self.explain.hide()
+        lay.addWidget(self.explain)
         self.table = _table(["", "cycles", "share", "steps"])
         header = self.table.horizontalHeader()
         header.setStretchLastSection(False)
@@ -180,6 +186,23 @@ class RangeSummaryPanel(QWidget):
             self.table.setItem(r, 0, _item(label, color=color))
             for c, v in enumerate(vals):
                 self.table.setItem(r, c + 1, _item(v, align_right=True))
+
+    def set_explanations(self, comparison) -> None:
+        """The analysis core's explained comparison (``PairComparison``) of the whole runs, or
+        None outside compare mode."""
+        self.explanations = [] if comparison is None else list(comparison.explanations)
+        if comparison is None:
+            self.explain.hide()
+            return
+        diffs = [d for d in comparison.config_diffs if d.key != "name"]
+        options = ", ".join(f"{d.key} {d.before!r} → {d.after!r}" for d in diffs) or "none"
+        items = "".join(f"<li>{html.escape(e.text)}</li>" for e in self.explanations[:8])
+        more = "".join(f"<li>{html.escape(t)}</li>" for t in comparison.other_deltas[:3])
+        self.explain.setText(
+            f"<b>Whole runs (analysis core):</b> run options that differ: {html.escape(options)}."
+            + (f"<ul style='margin:2px'>{items}{more}</ul>" if items or more else "")
+        )
+        self.explain.show()
 
     def value(self, label: str, column: int = 1) -> str:
         """Text of the row whose first column is ``label`` (for tests)."""

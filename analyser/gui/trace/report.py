@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from analyser.core.trace_window import GROUP_MODES, STEP_TYPES, TraceWindow
+from analyser.gui import data as gui_data
 from analyser.gui.document import Document
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import MessagePanel, Report
@@ -297,14 +298,18 @@ class TraceReport(Report):
         def stale() -> bool:
             return gen != self._summary_gen
 
+        doc_a, doc_b = self.document, self.compare_doc
+
         def compute():
             a = [trace_a.range_summary(i, t0, t1, stale) for i in range(trace_a.n_ipus)]
             b = None
+            explained = None
             if trace_b is not None:
                 b = [trace_b.range_summary(i, t0, t1, stale) for i in range(trace_b.n_ipus)]
+                explained = gui_data.comparison(doc_a, doc_b)  # cached per document pair
             if any(x is None for x in a + (b or [])):
                 return None
-            return a, b, names
+            return a, b, names, explained
 
         self._pool.start(_Task(compute, gen, self._relay))
         if self.tabs.currentWidget() is self.bsp:
@@ -316,11 +321,12 @@ class TraceReport(Report):
         if isinstance(result, Exception):
             self.summary.header.setText(f"The range summary failed: {result}")
             return
-        a, b, names = result
+        a, b, names, explained = result
         if b is not None:
             self.summary.set_summaries(a, b, names)
         else:
             self.summary.set_summaries(a)
+        self.summary.set_explanations(explained)
         self.summaryReady.emit()
 
     def wait_for_summary(self, msecs: int = 30_000) -> bool:
