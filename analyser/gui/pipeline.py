@@ -240,7 +240,7 @@ class PipelineChartView(QWidget):
         self.load.getPlotItem().getAxis("bottom").setTicks(
             [[(s, f"stage {s}") for s in range(c.n_stages)], []]
         )
-        self.load.setLabel("left", "cycles")
+        self.load.getPlotItem().getAxis("left").setWidth(64)
         top = float(c.stage_cycles.max()) if len(c.stage_cycles) else 1.0
         self.load.setYRange(0, max(1.0, top) * 1.15, padding=0)
         self.load.setXRange(-0.6, c.n_stages - 0.4, padding=0)
