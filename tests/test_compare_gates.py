@@ -90,3 +90,17 @@ def test_oom_to_fits_comparison(pair):
         assert c.metric("oom_tiles").after == 0 and c.metric("oom_tiles").before > 0
         said = [e.text for e in c.explanations] + c.other_deltas
         assert any("now fits" in t or "OOM tiles fell" in t for t in said)
+
+
+def test_per_ipu_gates(pair, capsys):
+    a, b, oom = map(str, pair)
+    g = parse_gate("ipu0.host_rx<-40%")
+    assert g.metric == "ipu0.host_rx_bytes" and g.mode == "rel"
+    with pytest.raises(GateSyntaxError):
+        parse_gate("ipu0.bogus>1%")
+    assert main(["compare", a, a, "--fail-if", "ipu0.rx!=+0%"]) == 0
+    assert main(["compare", a, b, "--fail-if", "ipu7.memory>+1%"]) == 0  # no IPU 7: skipped
+    # memory exists without an execution; an execution figure of an OOM candidate fails
+    assert main(["compare", a, oom, "--fail-if", "ipu0.memory>+1000%"]) == 0
+    assert main(["compare", a, oom, "--fail-if", "ipu0.cycles>+5%"]) == 1
+    capsys.readouterr()

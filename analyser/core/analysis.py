@@ -30,6 +30,9 @@ from analyser.core import memory as _memory
 from analyser.core.execution import ExecutionSummary, summarise_execution
 from analyser.core.operations import operations_table
 from analyser.core.source import Source
+from profiles import schema as _schema
+
+_HOST = _schema.DESTINATIONS.index("host")
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,35 @@ class IpuMetrics:
     tile_balance: float
     host_wait_cycles: int
     cycles_by_type: dict[str, int] = field(default_factory=dict)
+    #: StreamCopy bytes from / to the host only (without remote-buffer traffic).
+    host_rx_bytes: int = 0
+    host_tx_bytes: int = 0
+
+
+#: Aliases of IpuMetrics fields for ``ipuN.<field>`` gates, and the fields that exist without an
+#: execution (memory).
+IPU_ALIASES = {
+    "rx": "streamcopy_rx_bytes",
+    "tx": "streamcopy_tx_bytes",
+    "memory": "memory_bytes",
+    "host_rx": "host_rx_bytes",
+    "host_tx": "host_tx_bytes",
+}
+IPU_MEMORY_FIELDS = frozenset({"memory_bytes", "memory", "max_tile_bytes", "oom_tiles"})
+IPU_SCALAR_FIELDS = (
+    "memory_bytes",
+    "max_tile_bytes",
+    "oom_tiles",
+    "cycles",
+    "streamcopy_rx_bytes",
+    "streamcopy_tx_bytes",
+    "global_exchange_rx_bytes",
+    "global_exchange_tx_bytes",
+    "tile_balance",
+    "host_wait_cycles",
+    "host_rx_bytes",
+    "host_tx_bytes",
+)
 
 
 @dataclass(frozen=True)
@@ -134,6 +166,17 @@ class Metrics:
     }
 
     def scalar(self, name: str) -> float | None:
+        """A scalar metric by name or alias; ``ipuN.field`` reads IPU N's IpuMetrics field
+        (None when the profile has no IPU N or no execution for an execution field)."""
+        if name.startswith("ipu") and "." in name:
+            head, field_ = name.split(".", 1)
+            i = int(head[3:])
+            if i >= len(self.ipus):
+                return None
+            if self.total_cycles is None and field_ not in IPU_MEMORY_FIELDS:
+                return None
+            v = getattr(self.ipus[i], IPU_ALIASES.get(field_, field_))
+            return None if v is None else float(v)
         key = self.ALIASES.get(name, name)
         v = getattr(self, key)
         return None if v is None else float(v)
@@ -292,6 +335,8 @@ class Analysis:
                     }
                     if ex
                     else {},
+                    host_rx_bytes=int(ex.streamcopy_rx_by_dest[i, _HOST]) if ex else 0,
+                    host_tx_bytes=int(ex.streamcopy_tx_by_dest[i, _HOST]) if ex else 0,
                 )
             )
         busy = ex.cycles_by_type[:, 3].astype(float) if ex else None

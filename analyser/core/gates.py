@@ -2,7 +2,8 @@
 ``peak_memory>+2%``, ``throughput<-3%``, ``oom_tiles>0`` or ``cycles_per_sample>=+1000``.
 
 Grammar: ``METRIC OP VALUE`` where METRIC is a scalar of :class:`analyser.core.Metrics` (or an
-alias: cycles, peak_memory, memory, throughput, oom, max_tile_memory, host_wait, rx, tx), OP one
+alias: cycles, peak_memory, memory, throughput, oom, max_tile_memory, host_wait, rx, tx) or a
+per-IPU figure ``ipuN.FIELD`` (e.g. ``ipu0.streamcopy_rx_bytes`` or ``ipu0.rx``), OP one
 of ``> >= < <= == !=``, and VALUE either a relative change (``+5%``, ``-2%``: of B against A),
 a signed absolute change (``+1000``, ``-3``) or a plain number (``0``, ``0.2``: B's own value).
 """
@@ -13,7 +14,7 @@ import operator
 import re
 from dataclasses import dataclass
 
-from analyser.core.analysis import Metrics
+from analyser.core.analysis import IPU_ALIASES, IPU_SCALAR_FIELDS, Metrics
 from profiles.errors import UserFacingError
 
 
@@ -32,7 +33,7 @@ _OPS = {
     "!=": operator.ne,
 }
 _RE = re.compile(
-    r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(>=|<=|==|!=|>|<)\s*([+-]?)\s*"
+    r"^\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)\s*(>=|<=|==|!=|>|<)\s*([+-]?)\s*"
     r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(%?)\s*$"
 )
 
@@ -84,8 +85,18 @@ def parse_gate(text: str) -> Gate:
             "'peak_memory>+2%' or 'oom_tiles>0'."
         )
     name, op, sign, num, pct = m.groups()
-    key = Metrics.ALIASES.get(name, name)
-    if key not in Metrics.scalar_names():
+    per_ipu = re.fullmatch(r"ipu(\d+)\.(\w+)", name)
+    if per_ipu:
+        field_ = IPU_ALIASES.get(per_ipu.group(2), per_ipu.group(2))
+        if field_ not in IPU_SCALAR_FIELDS:
+            raise GateSyntaxError(
+                f"unknown per-IPU metric {per_ipu.group(2)!r} in --fail-if {text!r}; use "
+                f"ipuN. followed by one of {', '.join(IPU_SCALAR_FIELDS + tuple(IPU_ALIASES))}."
+            )
+        key = f"ipu{int(per_ipu.group(1))}.{field_}"
+    else:
+        key = Metrics.ALIASES.get(name, name)
+    if not per_ipu and key not in Metrics.scalar_names():
         raise GateSyntaxError(
             f"unknown metric {name!r} in --fail-if {text!r}; use one of "
             f"{', '.join(sorted(set(Metrics.scalar_names()) | set(Metrics.ALIASES)))}."
