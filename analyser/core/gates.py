@@ -38,6 +38,10 @@ _RE = re.compile(
 )
 
 
+def _show(v: float) -> str:
+    return f"{v:,.0f}" if float(v).is_integer() else f"{v:,.6g}"
+
+
 @dataclass(frozen=True)
 class Gate:
     text: str
@@ -70,9 +74,9 @@ class Gate:
                 x = 100.0 * (vb - va) / abs(va)
             shown = f"{x:+.2f}%"
         holds = _OPS[self.op](x, self.value)
-        before = "-" if va is None else f"{va:,.6g}"
+        before = "-" if va is None else _show(va)
         return holds, (
-            f"{self.text}: {self.metric} {shown} ({before} -> {vb:,.6g}) "
+            f"{self.text}: {self.metric} {shown} ({before} -> {_show(vb)}) "
             f"{'HOLDS' if holds else 'ok'}"
         )
 
