@@ -44,6 +44,8 @@ CATEGORY_GROUPS: dict[str, tuple[str, ...]] = {
     ),
     "stack": ("stack",),
 }
+#: Most IPU panels in the per-tile memory chart (the fullest IPUs are shown).
+MAX_IPU_PANELS = 8
 #: Columns of the per-tile memory chart (tiles are binned above this).
 MAX_TILE_COLUMNS = 368
 _GROUP_COLOURS = ("#4e79a7", "#9c755f", "#f28e2b", "#a0cbe8", "#bab0ac", "#59a14f")
@@ -103,8 +105,12 @@ def _mib(x: np.ndarray | float) -> np.ndarray | float:
 def memory_per_tile(a) -> str:
     """Memory per tile by category group, one panel per IPU, with the SRAM limit."""
     m = a.memory
-    n = m.num_ipus
-    fig = _fig(9.0, 2.2 * n + 0.6, hspace=0.35)
+    # the fullest IPUs first when there are more than MAX_IPU_PANELS
+    order = np.argsort(-m.tile_used.max(axis=1), kind="stable")[:MAX_IPU_PANELS]
+    ipus = sorted(int(i) for i in order)
+    n = len(ipus)
+    per = 2.2 if n <= 4 else 1.4
+    fig = _fig(9.0, per * n + 0.6, hspace=0.35 if n <= 4 else 0.6)
     axes = fig.subplots(n, 1, squeeze=False, sharex=True)[:, 0]
     from profiles import schema
 
@@ -119,7 +125,7 @@ def memory_per_tile(a) -> str:
         v = np.pad(v.astype(float), (0, pad), mode="edge").reshape(nb, per_bin)
         return v.max(axis=1) if how == "max" else v.mean(axis=1)
 
-    for i, ax in enumerate(axes):
+    for i, ax in zip(ipus, axes):
         by_cat, _ = a.tile_breakdown(i, "category")
         series = [
             binned(by_cat[:, [cats.index(c) for c in grp]].sum(axis=1), "mean") / 1024
@@ -144,6 +150,8 @@ def memory_per_tile(a) -> str:
         title = f"IPU {i}" + (f": {oom.size:,} tiles out of memory" if oom.size else "")
         if per_bin > 1:
             title += f"  (mean of every {per_bin} tiles; line: their max)"
+        if i == ipus[0] and m.num_ipus > n:
+            title += f"  [the {n} fullest of {m.num_ipus} IPUs]"
         ax.set_title(title, fontsize=9, loc="left")
         ax.set_ylabel("KiB")
         ax.set_xlim(0, m.tiles_per_ipu - 1)
