@@ -90,3 +90,13 @@ def test_bad_files(tmp_path, capsys, content):
         assert main([cmd, str(path)]) == 2
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and "Traceback" not in err and "bad.h5" in err
+
+
+def test_summary_json(cli_profiles, capsys):
+    fits, oom = cli_profiles
+    for path in (fits, oom):
+        assert main(["summary", str(path), "--json"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        assert {"target", "metrics", "ipus", "memory", "liveness", "execution"} <= set(doc)
+        assert doc["insights"] == []
+    assert doc["execution"] is None and doc["metrics"]["oom_tiles"] > 0

@@ -13,6 +13,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--units", choices=("KiB", "kB", "bytes"), default="KiB", help="memory units (default KiB)"
     )
     parser.add_argument("--top", type=int, default=5, help="tiles with the most memory to list")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print the summary as JSON (the 'profiles' entry of the JSON "
+        "report, docs/report-schema.md, without insights)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -25,6 +31,15 @@ def run(args: argparse.Namespace) -> int:
     u = args.units
     con = console()
     with open_analysis(args.file) as a:
+        if args.json:
+            import json
+            import sys
+
+            from analyser.reports.data import profile_data
+
+            json.dump(profile_data(a), sys.stdout, indent=1, allow_nan=False)
+            sys.stdout.write("\n")
+            return 0
         t = a.target
         m = a.memory
         ex = a.execution
