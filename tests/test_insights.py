@@ -274,6 +274,10 @@ def test_effect_verdicts():
         thr, fits, {"oom_tiles": 0, "cycles_per_sample": 80.0, "throughput_samples_per_s": 12.0}
     )
     assert faster.recommended and faster.status == "fits"
+    tiny = _judge(
+        thr, fits, {"oom_tiles": 0, "cycles_per_sample": 99.5, "throughput_samples_per_s": 10.05}
+    )
+    assert tiny.recommended and tiny.message.startswith("little effect")
 
 
 def test_combination_that_fits(sims):

@@ -25,6 +25,9 @@ from profiles.errors import UserFacingError
 
 ProgressFn = Callable[[int, int, str], None]
 
+#: A throughput tip gaining less than this share of cycles per sample is labelled "little effect".
+LITTLE = 0.01
+
 
 def _spawn_safe() -> bool:
     """Spawned workers re-import ``__main__`` from its file; a script read from stdin (or an
@@ -114,6 +117,8 @@ def _judge(tip: Insight, before: dict[str, Any], after: dict[str, Any]) -> Effec
         if tip.category == "throughput" and cps_a and cps_b and cps_b > cps_a * 1.001:
             eff.recommended = False
             eff.message = "not recommended: predicted slower; " + eff.message
+        elif tip.category == "throughput" and cps_a and cps_b and cps_b > cps_a * (1 - LITTLE):
+            eff.message = f"little effect (under {LITTLE:.0%}): " + eff.message
     return eff
 
 
