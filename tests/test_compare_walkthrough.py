@@ -65,6 +65,8 @@ def test_8bit_halves_input_bytes(opened):
     p = _pair(opened, "4-device-iterations", "5-8bit-io")
     text = _texts(p, "streamcopy_rx_bytes")
     assert text and "IPU 0 fell 50.0%" in text[0] and "eight_bit_input true" in text[0]
+    assert p.ops_added and not p.ops_removed  # the cast / normalisation now runs on the IPU
+    assert any("operation added" in t or "operations added" in t for t in p.other_deltas)
 
 
 def test_async_cuts_host_wait(opened):

@@ -50,6 +50,10 @@ def fmt_value(v: Any, kind: str) -> str:
     ](v)
 
 
+def _ops(n: int) -> str:
+    return f"{n} operation" + ("" if n == 1 else "s")
+
+
 def _num(x: float) -> str:
     return fmt_int(x) if abs(x) >= 100 or x == 0 else f"{x:,.2f}"
 
@@ -534,9 +538,9 @@ def compare_pair(a: Analysis, b: Analysis) -> PairComparison:
                 f"({_num(r['before'])} to {_num(r['after'])} {unit})"
             )
     if added:
-        other.append(f"{len(added)} operations added (e.g. {', '.join(added[:3])})")
+        other.append(f"{_ops(len(added))} added (e.g. {', '.join(added[:3])})")
     if removed:
-        other.append(f"{len(removed)} operations removed (e.g. {', '.join(removed[:3])})")
+        other.append(f"{_ops(len(removed))} removed (e.g. {', '.join(removed[:3])})")
     return PairComparison(
         a.name,
         b.name,
