@@ -324,6 +324,22 @@ def test_compare_mode_in_every_report(qtbot, make_window, profiles_dir):
         assert lr.compare_doc is not None
         pt = w.show_report("program_tree")
         assert pt.pane_b.isVisible() and pt.pane_b.model.n == b.target.n_programs
+        # B's programs carry the change of total cycles against A's program of the same name
+        mb = pt.pane_b.model
+        assert mb.columns[-1] == "Change vs A"
+        na = list(pt.pane_a.model.names)
+        leaf = next(
+            i
+            for i in range(mb.n)
+            if mb.types[i] >= 3
+            and list(mb.names).count(mb.names[i]) == 1
+            and na.count(mb.names[i]) == 1
+        )
+        ia = na.index(mb.names[leaf])
+        expected = int(b.execution.program_cycles[leaf]) - int(a.execution.program_cycles[ia])
+        assert mb.text(leaf, 10) == f"{expected:+,}"
+        pt.pane_a.select_node(ia)  # selecting in A follows in B
+        assert pt.pane_b.selected_node() == leaf
         op = w.show_report("operations")
         frame = op.frame
         row = frame.set_index("name").loc[a.operations["name"].iloc[0]]

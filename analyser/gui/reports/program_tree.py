@@ -82,6 +82,10 @@ class ProgramTreeModel(QAbstractItemModel):
         n = len(nodes)
         self.executions = executions if executions is not None and len(executions) == n else None
         self.total = total if total is not None and len(total) == n else None
+        #: Compare mode (B pane): change of total cycles against the matching program of A
+        #: (NaN when A has no such program); adds a column.
+        self.delta: np.ndarray | None = None
+        self.columns: tuple[str, ...] = COLUMNS
         # children of each node (index n = the invisible root), in row (execution) order
         key = np.where(self.parents < 0, n, self.parents)
         order = np.argsort(key, kind="stable")
@@ -111,7 +115,7 @@ class ProgramTreeModel(QAbstractItemModel):
     # -- QAbstractItemModel ----------------------------------------------------------------
     def index(self, row: int, column: int, parent: Index = _ROOT) -> QModelIndex:
         kids = self.children(self.node_of(parent))
-        if not (0 <= row < len(kids)) or not (0 <= column < len(COLUMNS)):
+        if not (0 <= row < len(kids)) or not (0 <= column < len(self.columns)):
             return QModelIndex()
         return self.createIndex(row, column, int(kids[row]) + 1)
 
@@ -129,13 +133,20 @@ class ProgramTreeModel(QAbstractItemModel):
         return int(self._bounds[k + 1] - self._bounds[k])
 
     def columnCount(self, parent: Index = _ROOT) -> int:
-        return len(COLUMNS)
+        return len(self.columns)
+
+    def set_delta(self, delta: np.ndarray | None) -> None:
+        """Show the change of total cycles against the other profile (compare mode)."""
+        self.beginResetModel()
+        self.delta = delta
+        self.columns = COLUMNS + (("Change vs A",) if delta is not None else ())
+        self.endResetModel()
 
     def headerData(
         self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
     ) -> Any:
         if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return COLUMNS[section]
+            return self.columns[section] if section < len(self.columns) else None
         return None
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
@@ -187,6 +198,9 @@ class ProgramTreeModel(QAbstractItemModel):
             return format_bytes(int(self.bytes[node]), self.units) if self.bytes[node] else ""
         if col == 9:
             return format_bytes(int(self.code[node]), self.units) if self.code[node] else ""
+        if col == 10 and self.delta is not None and leaf:
+            d = self.delta[node]
+            return "new" if not np.isfinite(d) else f"{int(d):+,}"
         return ""
 
     def search(self, text: str) -> np.ndarray:
@@ -269,6 +283,12 @@ class ProgramTreePane(QWidget):
         self.view.selectionModel().currentChanged.connect(
             lambda cur, _prev: self._show_details(cur)
         )
+        self.restore_view()
+
+    def restore_view(self) -> None:
+        """Initial view: first levels expanded, column widths, the heaviest step selected."""
+        if self.model is None:
+            return
         # Expand the first three levels (at most 256 nodes), like PopVision's initial view.
         frontier = self.model.children(-1)
         budget = 256
@@ -283,8 +303,9 @@ class ProgramTreePane(QWidget):
         # Fixed widths from the header text: measuring every row's contents is slow on big trees.
         metrics = self.view.fontMetrics()
         self.view.setColumnWidth(0, 340)
-        for c in range(1, len(COLUMNS)):
-            self.view.setColumnWidth(c, max(70, metrics.horizontalAdvance(COLUMNS[c]) + 24))
+        cols = self.model.columns
+        for c in range(1, len(cols)):
+            self.view.setColumnWidth(c, max(70, metrics.horizontalAdvance(cols[c]) + 24))
         self.view.setColumnWidth(1, 120)
         self._new_search(self.search_edit.text())
         # Start on the step with the most cycles over the run (or the root).
@@ -335,7 +356,9 @@ class ProgramTreePane(QWidget):
         if node < 0 or doc is None:
             return
         rows = [
-            (COLUMNS[c], model.text(node, c)) for c in range(len(COLUMNS)) if model.text(node, c)
+            (model.columns[c], model.text(node, c))
+            for c in range(len(model.columns))
+            if model.text(node, c)
         ]
         path = " > ".join(model.names[a] for a in model.ancestors(node))
         rows.append(("Path", path or "(root)"))
@@ -379,6 +402,7 @@ class ProgramTreeReport(Report):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(split)
+        self._b_of_a: np.ndarray | None = None
 
     @property
     def model(self) -> ProgramTreeModel | None:
@@ -391,6 +415,46 @@ class ProgramTreeReport(Report):
         )
         self.pane_b.setVisible(cmp is not None)
         self.pane_b.set_document(cmp, self.units, f"B: {cmp.name}" if cmp is not None else "")
+        self._b_of_a = None
+        if cmp is not None and doc is not None and self.pane_b.model is not None:
+            delta = matched_cycle_change(doc, cmp)
+            if delta is not None:
+                self.pane_b.model.set_delta(delta)
+                self.pane_b.restore_view()
+            # Selecting a program in A selects the matching program of B (same name, k-th).
+            ka = _match_keys(self.pane_a.model.names)
+            kb = _match_keys(self.pane_b.model.names)
+            pos_b = pd.Series(np.arange(len(kb)), index=kb.to_numpy())
+            self._b_of_a = pos_b.reindex(ka.to_numpy()).fillna(-1).astype(np.int64).to_numpy()
+            self.pane_a.view.selectionModel().currentChanged.connect(self._follow_in_b)
+
+    def _follow_in_b(self, current, _previous) -> None:
+        node = self.pane_a.model.node_of(current) if self.pane_a.model is not None else -1
+        if self._b_of_a is None or node < 0 or node >= len(self._b_of_a):
+            return
+        match = int(self._b_of_a[node])
+        if match >= 0:
+            self.pane_b.select_node(match)
 
     def chart_widget(self) -> QWidget:
         return self
+
+
+def _match_keys(names: np.ndarray) -> pd.Series:
+    """``name#k`` where k counts earlier programs with the same name (tree order)."""
+    s = pd.Series(names.astype(str))
+    return s + "#" + s.groupby(s).cumcount().astype(str)
+
+
+def matched_cycle_change(doc_a: Any, doc_b: Any) -> np.ndarray | None:
+    """Per program of B: its total cycles over the run minus those of the program of A with the
+    same name (the k-th of that name matches the k-th), NaN when A has none; None when either
+    profile has no execution. Totals come from the analysis core (program_cycles)."""
+    ea, eb = data.execution(doc_a), data.execution(doc_b)
+    if ea is None or eb is None:
+        return None
+    ka = _match_keys(data.program_nodes(doc_a)["name"].to_numpy())
+    kb = _match_keys(data.program_nodes(doc_b)["name"].to_numpy())
+    a_total = pd.Series(ea.program_cycles.astype(np.float64), index=ka.to_numpy())
+    matched = a_total.reindex(kb.to_numpy()).to_numpy()
+    return eb.program_cycles.astype(np.float64) - matched
