@@ -287,8 +287,8 @@ class TraceReport(Report):
         """Recompute the visible-range summary (in the background: it reads every visible row)
         and, when shown, the BSP view."""
         self._detail_timer.stop()
-        if self.trace is None:
-            return
+        if self.trace is None or self.document is None:
+            return  # the document was closed while an update was pending
         t0, t1 = self.timeline.x_range()
         self._summary_gen += 1
         gen = self._summary_gen
