@@ -100,3 +100,16 @@ def test_summary_json(cli_profiles, capsys):
         assert {"target", "metrics", "ipus", "memory", "liveness", "execution"} <= set(doc)
         assert doc["insights"] == []
     assert doc["execution"] is None and doc["metrics"]["oom_tiles"] > 0
+
+
+def test_brackets_survive_terminal_markup(tmp_path, capsys):
+    """Lists such as split_points ['layer3.8'] are printed, not eaten as rich markup."""
+    paths = []
+    for name, split in (("a", []), ("b", ["layer3.8"])):
+        data = make_synthetic_profile(n_steps=500, n_ipus=2, tiles=64, seed=1)
+        data["/meta"]["run_config"] = {**data["/meta"]["run_config"], "split_points": split}
+        paths.append(tmp_path / f"{name}.h5")
+        write_profile(paths[-1], data)
+    assert main(["compare", *map(str, paths)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "split_points [layer3.8] instead of []" in out

@@ -29,6 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rich.markup import escape as esc
     from rich.table import Table
 
     from analyser.cli._common import console, open_analysis
@@ -70,19 +71,21 @@ def run(args: argparse.Namespace) -> int:
             )
         con.print(tab)
         for p in cmp.pairs:
-            con.rule(f"[bold]{p.a} -> {p.b}[/]", align="left")
+            con.rule(f"[bold]{esc(p.a)} -> {esc(p.b)}[/]", align="left")
             if p.config_diffs:
-                con.print("[bold]run options:[/] " + "; ".join(d.text() for d in p.config_diffs))
+                con.print(
+                    "[bold]run options:[/] " + esc("; ".join(d.text() for d in p.config_diffs))
+                )
             else:
                 con.print("[bold]run options:[/] identical")
             for e in p.explanations:
-                con.print(f"  • {e.text}")
+                con.print(f"  • {esc(e.text)}")
             if p.other_deltas:
                 con.print("[bold]largest other differences:[/]")
                 for t in p.other_deltas:
-                    con.print(f"  • {t}")
+                    con.print(f"  • {esc(t)}")
         for h, d in results:
-            con.print(("[bold red]FAIL[/] " if h else "[green]pass[/] ") + d)
+            con.print(("[bold red]FAIL[/] " if h else "[green]pass[/] ") + esc(d))
         return 1 if failed else 0
     finally:
         for a in analyses:

@@ -34,6 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rich.markup import escape as esc
     from rich.table import Table
 
     from analyser.cli._common import console, open_analysis, progress_bar
@@ -103,18 +104,21 @@ def run(args: argparse.Namespace) -> int:
         colour = {"critical": "red", "warning": "yellow", "info": "cyan"}
         for n, t in enumerate(tips, 1):
             con.rule(
-                f"[bold]{n}. {t.title}[/]  [{colour[t.severity]}]{t.severity}[/] [dim]({t.id})[/]",
+                f"[bold]{n}. {esc(t.title)}[/]  [{colour[t.severity]}]{t.severity}[/] [dim]({t.id})[/]",
                 align="left",
             )
-            con.print(t.summary)
+            con.print(esc(t.summary))
             for e in t.evidence:
-                con.print(f"  • {e.text}" + (f" [dim][{e.where}][/]" if e.where else ""))
+                con.print(
+                    f"  • {esc(e.text)}" + (f" [dim]\\[{esc(e.where)}][/]" if e.where else "")
+                )
             if t.change:
                 con.print(
-                    "  [bold]change:[/] " + ", ".join(f"{k} = {v!r}" for k, v in t.change.items())
+                    "  [bold]change:[/] "
+                    + esc(", ".join(f"{k} = {v!r}" for k, v in t.change.items()))
                 )
             if t.trade_off:
-                con.print(f"  [bold]trade-off:[/] {t.trade_off}")
+                con.print(f"  [bold]trade-off:[/] {esc(t.trade_off)}")
             eff = t.effect
             if eff is not None and eff.after:
                 tab = Table("predicted effect", "now", "after", "change", box=None, padding=(0, 2))
@@ -136,5 +140,5 @@ def run(args: argparse.Namespace) -> int:
                     if not eff.recommended
                     else "yellow"
                 )
-                con.print(f"  [{style}]{eff.message}[/]")
+                con.print(f"  [{style}]{esc(eff.message)}[/]")
     return 0

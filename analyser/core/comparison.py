@@ -83,6 +83,8 @@ class ConfigDiff:
 
 
 def _show(v: Any) -> str:
+    if v is None or v == "":
+        return '""' if v == "" else "none"
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, list):
