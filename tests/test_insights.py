@@ -303,3 +303,34 @@ def test_split_change_is_explained_per_ipu(sims):
     assert "split_points [layer3.3] instead of [layer3.0]" in texts["ipu_memory"]
     assert "IPU 0" in texts["ipu_memory"] and "IPU 1" in texts["ipu_memory"]
     assert "stage_imbalance" in texts
+
+
+def test_threshold_overrides():
+    from analyser.core.insights import ThresholdError
+
+    t = Thresholds().with_overrides(["host_wait_high=30%", "stage_imbalance=1.5"])
+    assert t.host_wait_high == pytest.approx(0.30) and t.stage_imbalance == 1.5
+    assert Thresholds().with_overrides({"ramp_share": 0.1}).ramp_share == 0.1
+    assert set(Thresholds.docs()) == {f for f in Thresholds.__dataclass_fields__}
+    for bad, word in (
+        ("nope=1", "unknown threshold"),
+        ("ramp_share", "name=value"),
+        ("ramp_share=x", "needs a number"),
+        ("ramp_share=-1", "negative"),
+    ):
+        with pytest.raises(ThresholdError, match=word):
+            Thresholds().with_overrides([bad])
+
+
+def test_every_threshold_and_insight_is_documented():
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).parents[1] / "docs" / "insights.md").read_text()
+    for name in Thresholds.__dataclass_fields__:
+        assert f"`{name}`" in doc, name
+    rules = (Path(__file__).parents[1] / "analyser/core/insights/rules.py").read_text()
+    ids = set(re.findall(r'"((?:memory|throughput)\.[a-z0-9_]+)"', rules))
+    assert len(ids) >= 20
+    for iid in ids | {"memory.combined"}:
+        assert f"`{iid}`" in doc, iid
