@@ -191,6 +191,8 @@ def render_markdown(data: dict[str, Any], analyses: list, title: str) -> str:
                         ),
                     ]
                 L += [f"- predicted: {eff['message']}"]
+            elif tip["change"]:
+                L += ["- predicted effect not computed (write the report with `--resimulate`)"]
             L.append("")
         ch = charts.profile_charts(a)
         L += ["### Memory", "", _img(ch["memory_per_tile"], "memory per tile by category"), ""]
