@@ -355,3 +355,18 @@ def test_every_threshold_and_insight_is_documented():
     assert len(ids) >= 20
     for iid in ids | {"memory.combined"}:
         assert f"`{iid}`" in doc, iid
+
+
+def test_split_moves_toward_the_loaded_stage(sims):
+    """The proposed split hands blocks from the fuller stage to its lighter neighbour."""
+    pressure = Thresholds().with_overrides({"memory_headroom": 1.0})
+    with Analysis.open(sims["pipe_ga3"]) as a:  # split at layer3.0, IPU 1 (stage 1) fuller
+        assert a.memory.ipu_total()[1] > a.memory.ipu_total()[0]
+        tip = next(t for t in find_insights(a, pressure) if t.id == "memory.move_split")
+    (new,) = tip.change["split_points"]
+    assert new.startswith("layer3.") and int(new.split(".")[1]) > 0  # later: stage 1 shrinks
+    with Analysis.open(sims["pipe_unbalanced"]) as a:  # split at layer1.1: stage 1 too long
+        tip = next(t for t in find_insights(a) if t.id == "throughput.rebalance_stages")
+        assert a.execution.stage_cycles[1] > a.execution.stage_cycles[0]
+    (new,) = tip.change["split_points"]
+    assert new > "layer1.1"  # later in the network

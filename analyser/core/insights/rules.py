@@ -376,14 +376,56 @@ def _block_name(layer: str) -> str:
     return parts[0]
 
 
-def _propose_splits(weights: np.ndarray, names: list[str], stages: int) -> list[str]:
-    if stages < 2 or len(names) < stages:
-        return []
-    cum = np.cumsum(weights)
-    targets = cum[-1] * np.arange(1, stages) / stages
-    idx = np.searchsorted(cum, targets) + 1
-    idx = np.clip(idx, 1, len(names) - 1)
-    return [names[i] for i in np.unique(idx)]
+def _block_stages(c: Context, names: list[str]) -> np.ndarray:
+    """Pipeline stage of each block (forward ops), in block order."""
+    ops = c.a.operations
+    fwd = ops[ops["pass"] == "forward"]
+    stage = fwd.groupby(fwd["layer"].astype(str).map(_block_name))["stage"].min()
+    return stage.reindex(names).fillna(0).to_numpy(np.int64)
+
+
+def _shift_split(
+    c: Context, names: list[str], weights: np.ndarray, loads: np.ndarray
+) -> list[str] | None:
+    """Move the boundary between the most loaded stage and its lighter neighbour toward the
+    loaded stage, by the blocks whose estimated load covers half the difference.
+
+    ``weights`` estimate each block's load; they are scaled so a stage's blocks sum to its
+    measured ``loads[stage]`` (memory of its IPU, or its cycles)."""
+    stages = _block_stages(c, names)
+    n_st = int(stages.max()) + 1 if stages.size else 0
+    if n_st < 2 or loads.size < n_st or len(names) < n_st:
+        return None
+    starts = [int(np.argmax(stages == s)) for s in range(n_st)]  # first block of each stage
+    w = weights.astype(float).copy()
+    for s in range(n_st):
+        m = stages == s
+        tot = w[m].sum()
+        w[m] = w[m] * (loads[s] / tot) if tot > 0 else loads[s] / max(1, m.sum())
+    f = int(np.argmax(loads[:n_st]))
+    nbs = [x for x in (f - 1, f + 1) if 0 <= x < n_st]
+    nb = min(nbs, key=lambda x: loads[x])
+    excess = (loads[f] - loads[nb]) / 2
+    if excess <= 0:
+        return None
+    if nb == f + 1:  # hand the last blocks of stage f to stage f + 1: boundary moves earlier
+        b, acc, k = starts[f + 1], 0.0, starts[f + 1]
+        while k - 1 > starts[f] and acc < excess:
+            k -= 1
+            acc += w[k]
+        if k == b:
+            return None
+        starts[f + 1] = k
+    else:  # hand the first blocks of stage f to stage f - 1: boundary moves later
+        end = starts[f + 1] if f + 1 < n_st else len(names)
+        b, acc, k = starts[f], 0.0, starts[f]
+        while k + 1 < end and acc < excess:
+            acc += w[k]
+            k += 1
+        if k == b:
+            return None
+        starts[f] = k
+    return [names[i] for i in starts[1:]]
 
 
 def move_split_memory(c: Context) -> Insight | None:
@@ -393,7 +435,8 @@ def move_split_memory(c: Context) -> Insight | None:
     if tot.size < 2 or tot.min() <= 0 or tot.max() / tot.min() < c.t.ipu_memory_imbalance:
         return None
     names, _, mem = _layer_order(c)
-    splits = _propose_splits(mem, names, c.n_stages)
+    stage_ipu = c.a.operations.groupby("stage")["ipu"].min().sort_index().to_numpy()
+    splits = _shift_split(c, names, mem, tot[stage_ipu]) if stage_ipu.size else None
     current = c.cfg("splits", [])
     if not splits or splits == list(current or []):
         return None
@@ -759,7 +802,7 @@ def rebalance_stages(c: Context) -> Insight | None:
     if imb < c.t.stage_imbalance:
         return None
     names, cyc, _ = _layer_order(c)
-    splits = _propose_splits(cyc, names, int(ex.stage_cycles.size))
+    splits = _shift_split(c, names, cyc, ex.stage_cycles.astype(float))
     current = list(c.cfg("splits", []) or [])
     change = {F["splits"]: splits} if splits and splits != current else {}
     load = ", ".join(f"stage {s}: {fmt_int(v)}" for s, v in enumerate(ex.stage_cycles))
