@@ -62,6 +62,7 @@ def test_markdown_and_json_same_content(report_profiles, tmp_path):
     md = write_report(report_profiles, tmp_path / "r.md", fmt="md").read_text()
     js = json.loads((write_report(report_profiles, tmp_path / "r.json", fmt="json")).read_text())
     assert js["schema"] == REPORT_SCHEMA and js["schema_version"] == REPORT_SCHEMA_VERSION
+    assert js["thresholds"]["host_wait_high"] == 0.2 and js["resimulated"] is False
     assert len(js["profiles"]) == 2 and js["comparison"]["pairs"]
     for prof in js["profiles"]:
         assert prof["name"] in md

@@ -175,6 +175,11 @@ def build_report(
         )
         profiles.append(profile_data(a, tips))
     comparison = compare(analyses).to_dict() if len(analyses) > 1 else None
+    from dataclasses import asdict as _asdict
+
+    from analyser.core.insights import Thresholds
+
+    used = _asdict(thresholds if thresholds is not None else Thresholds())
     import analyser
 
     return plain(
@@ -185,5 +190,7 @@ def build_report(
             "tool_version": getattr(analyser, "__version__", "0.1.0"),
             "profiles": profiles,
             "comparison": comparison,
+            "thresholds": used,
+            "resimulated": bool(resimulate and insights),
         }
     )
