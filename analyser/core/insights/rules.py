@@ -91,6 +91,19 @@ class Context:
     def fullest_ipu(self) -> int:
         return int(np.argmax(self.a.memory.ipu_total()))
 
+    def loader_wait(self) -> tuple[int, float, float]:
+        """(IPU, share of the run, fixed overhead cycles): the host wait a data loader can hide,
+        i.e. StreamCopyBegin minus the host calls' fixed round-trip overhead (host model)."""
+        ex = self.a.execution
+        wait = ex.host_wait_cycles.astype(float)
+        overhead = self.cfg("call_overhead_us")
+        fixed = 0.0
+        if overhead is not None:
+            fixed = ex.host_round_trips * float(overhead) * 1e-6 * ex.clock_hz
+        loader = np.maximum(0.0, wait - fixed)
+        i = int(np.argmax(loader))
+        return i, float(loader[i]) / float(ex.total_cycles or 1), fixed
+
     @property
     def offloaded(self) -> bool:
         """Optimiser state in remote buffers ('auto' means on when pipelined, as in Poplar)."""
@@ -752,14 +765,7 @@ def async_loader(c: Context) -> Insight | None:
         return None
     # The wait the loader can hide: host wait minus the fixed round-trip overhead of the calls
     # (that part is device_iterations' business).
-    wait = ex.host_wait_cycles.astype(float)
-    overhead = c.cfg("call_overhead_us")
-    fixed = 0.0
-    if overhead is not None:
-        fixed = ex.host_round_trips * float(overhead) * 1e-6 * ex.clock_hz
-    loader_wait = np.maximum(0.0, wait - fixed)
-    i = int(np.argmax(loader_wait))
-    share = float(loader_wait[i]) / float(ex.total_cycles or 1)
+    i, share, fixed = c.loader_wait()
     if share < c.t.host_wait_moderate:
         return None
     mode = str(c.cfg("loader", "sync")).lower()
@@ -859,18 +865,19 @@ def prefetch_depth(c: Context) -> Insight | None:
         return None
     depth = int(c.cfg("prefetch", 1) or 1)
     want = int(c.t.prefetch_depth)
-    if depth >= want or ex.host_wait_share < c.t.host_wait_moderate:
+    _, share, _ = c.loader_wait()
+    if depth >= want or share < c.t.host_wait_moderate:
         return None
     return Insight(
         "throughput.prefetch",
         f"Raise the prefetch depth to {want}",
         "info",
         "throughput",
-        f"Prefetch depth {depth}: the device waits for the host {fmt_pct(ex.host_wait_share)} "
-        f"of the time; {want} is the documented sweet spot.",
+        f"Prefetch depth {depth}: the device waits for the loader {fmt_pct(share)} of the "
+        f"time; {want} is the documented sweet spot.",
         [
             Evidence(
-                f"host wait share {fmt_pct(ex.host_wait_share)}.",
+                f"host wait (StreamCopyBegin) beyond the calls' fixed overhead: {fmt_pct(share)}.",
                 "Execution Trace > StreamCopyBegin",
             )
         ],
