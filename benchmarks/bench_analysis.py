@@ -41,8 +41,9 @@ print(json.dumps({"export": time.perf_counter() - t0, "bytes": files[0].stat().s
 
 
 def _run(code: str, *args: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, check=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -61,20 +62,28 @@ def main() -> None:
     prof = folder / "bench_1m.h5"
     t = time.perf_counter()
     write_synthetic_profile(prof, n_steps=args.steps, n_ipus=4, tiles=1472, n_programs=5000)
-    print(f"profile: {args.steps:,} steps, 4 IPUs x 1,472 tiles, 5,000 programs, "
-          f"{prof.stat().st_size / 2**20:.1f} MiB, written in {time.perf_counter() - t:.1f} s")
+    print(
+        f"profile: {args.steps:,} steps, 4 IPUs x 1,472 tiles, 5,000 programs, "
+        f"{prof.stat().st_size / 2**20:.1f} MiB, written in {time.perf_counter() - t:.1f} s"
+    )
     s = [_run(_SUMMARY, str(prof)) for _ in range(args.repeats)]
-    print(f"summary (open + target, memory, liveness, execution, operations, metrics): "
-          f"median {statistics.median(x['summary'] for x in s):.2f} s")
-    print(f"insights without re-simulation: median "
-          f"{statistics.median(x['insights'] for x in s):.3f} s ({s[0]['n_insights']} insights)")
+    print(
+        f"summary (open + target, memory, liveness, execution, operations, metrics): "
+        f"median {statistics.median(x['summary'] for x in s):.2f} s"
+    )
+    print(
+        f"insights without re-simulation: median "
+        f"{statistics.median(x['insights'] for x in s):.3f} s ({s[0]['n_insights']} insights)"
+    )
     print(f"peak RSS (summary + insights process): {max(x['rss_mb'] for x in s):.0f} MB")
     fmts = ["chrome"] + (["perfetto"] if args.perfetto else [])
     for fmt in fmts:
         out = folder / ("bench.json" if fmt == "chrome" else "bench.pftrace")
         e = [_run(_EXPORT, str(prof), str(out), fmt) for _ in range(args.repeats)]
-        print(f"export-trace {fmt}: median {statistics.median(x['export'] for x in e):.2f} s, "
-              f"{e[0]['bytes'] / 2**20:.0f} MiB, peak RSS {max(x['rss_mb'] for x in e):.0f} MB")
+        print(
+            f"export-trace {fmt}: median {statistics.median(x['export'] for x in e):.2f} s, "
+            f"{e[0]['bytes'] / 2**20:.0f} MiB, peak RSS {max(x['rss_mb'] for x in e):.0f} MB"
+        )
     tmp.cleanup()
 
 
