@@ -131,7 +131,9 @@ def test_memory_rules_under_pressure(sims, insight, fires, quiet, change):
     pressure = Thresholds().with_overrides({"memory_headroom": 1.0})
     with Analysis.open(sims[fires]) as a:
         tip = next((t for t in find_insights(a, pressure) if t.id == insight), None)
-    assert tip is not None and tip.severity == "warning"
+    assert (
+        tip is not None and tip.severity == "info"
+    )  # fits: low-headroom tips rank below throughput
     if change is not None:
         assert tip.change == change
     else:

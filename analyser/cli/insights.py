@@ -53,25 +53,26 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("--workers must be at least 1.")
     thresholds = Thresholds().with_overrides(args.threshold)
     with open_analysis(args.file) as a:
-        tips = find_insights(a, thresholds)
-        todo = sum(1 for t in tips if t.change)
-        if not args.no_resimulate and todo:
-            from analyser.core.insights import find_fitting_combination, predict_effects
-
+        if args.no_resimulate:
+            tips = find_insights(a, thresholds)
+        else:
             with progress_bar("re-simulating") as bar:
-                task = bar.add_task("re-simulating the recommended changes", total=todo)
-                predict_effects(
-                    a,
-                    tips,
-                    workers=args.workers,
-                    progress=lambda d, n, _i: bar.update(task, completed=d),
+                task = bar.add_task("re-simulating the recommended changes", total=None)
+
+                def step(done: int, total: int, iid: str) -> None:
+                    if iid == "memory.combined":
+                        bar.update(
+                            task,
+                            description="searching a combination that fits",
+                            completed=done,
+                            total=total,
+                        )
+                    else:
+                        bar.update(task, completed=done, total=total)
+
+                tips = find_insights(
+                    a, thresholds, resimulate=True, workers=args.workers, progress=step
                 )
-                bar.update(task, description="searching a combination that fits")
-                combo = find_fitting_combination(
-                    a, tips, progress=lambda d, n, _i: bar.update(task, completed=d, total=n)
-                )
-            if combo is not None:
-                tips.insert(sum(1 for t in tips if t.category == "memory"), combo)
         m = a.metrics
         if args.json:
             json.dump(
@@ -98,6 +99,17 @@ def run(args: argparse.Namespace) -> int:
             f"{a.path.name}: {banner}; fullest tile {fmt_bytes(mem.max_tile_bytes)} of "
             f"{fmt_bytes(mem.sram_per_tile)}"
         )
+        note = next(
+            (t.effect.baseline_note for t in tips if t.effect and t.effect.baseline_note), ""
+        )
+        if note:
+            warn = "reproduces" not in note
+            con.print(f"[{'yellow' if warn else 'dim'}]{esc(note)}[/]")
+        if mem.fits and any(t.category == "memory" for t in tips):
+            con.print(
+                "[dim]Ranked by predicted benefit; memory tips come last: the program fits, "
+                "they only buy headroom.[/]"
+            )
         if not tips:
             con.print("No insights: nothing crosses its threshold (see --list-thresholds).")
             return 0
@@ -121,7 +133,8 @@ def run(args: argparse.Namespace) -> int:
                 con.print(f"  [bold]trade-off:[/] {esc(t.trade_off)}")
             eff = t.effect
             if eff is not None and eff.after:
-                tab = Table("predicted effect", "now", "after", "change", box=None, padding=(0, 2))
+                now = "now (re-simulated)" if eff.baseline == "resimulated" else "now"
+                tab = Table("predicted effect", now, "after", "change", box=None, padding=(0, 2))
                 for key, label, f in (
                     ("peak_memory_bytes", "peak memory", fmt_bytes),
                     ("oom_tiles", "OOM tiles", fmt_int),
@@ -133,12 +146,6 @@ def run(args: argparse.Namespace) -> int:
                     tab.add_row(f"  {label}", f(b), f(c), fmt_delta_pct(b, c))
                 con.print(tab)
             if eff is not None:
-                style = (
-                    "green"
-                    if eff.recommended and eff.status == "fits"
-                    else "red"
-                    if not eff.recommended
-                    else "yellow"
-                )
+                style = {"good": "green", "bad": "red"}.get(eff.tone, "yellow")
                 con.print(f"  [{style}]{esc(eff.message)}[/]")
     return 0

@@ -8,15 +8,17 @@ predicted effect obtained by re-simulating the changed configuration with the en
                                  resimulate=True):
             print(tip.title, tip.change, tip.effect.after)
 
-Memory tips come first (critical when a tile is out of memory) in the IPU memory guide's order,
-FP16 first when the model runs in FP32; throughput tips follow, most severe first.
+Out of memory: memory tips first (critical) in the IPU memory guide's order, FP16 first when the
+model runs in FP32. Fits: throughput tips by predicted benefit, then the low-headroom memory tips
+(info: they cost throughput), then tips re-simulated as not recommended (``rank_insights``).
 """
 
 from __future__ import annotations
 
-from analyser.core.insights.model import EFFECT_KEYS, Effect, Evidence, Insight
+from analyser.core.insights.model import EFFECT_KEYS, Effect, Evidence, Insight, benefit
 from analyser.core.insights.resimulate import (
     ProgressFn,
+    baseline_metrics,
     find_fitting_combination,
     predict_effects,
 )
@@ -24,6 +26,48 @@ from analyser.core.insights.rules import MEMORY_RULES, THROUGHPUT_RULES, Context
 from analyser.core.insights.thresholds import ThresholdError, Thresholds
 
 _SEV = {"critical": 0, "warning": 1, "info": 2}
+
+#: Said of every memory tip on a program that fits (it only fires for low headroom).
+LOW_HEADROOM = (
+    "Low headroom: the program fits, with little of the fullest tile free; this frees memory, "
+    "usually at some cost in throughput (see the predicted effect): apply it if you need the "
+    "headroom, e.g. for a larger micro-batch."
+)
+
+
+def rank_insights(analysis, insights: list[Insight]) -> list[Insight]:
+    """The insights in the order a user should read them (a new list).
+
+    Out of memory: the memory tips first, in the IPU memory guide's order (FP16 first for FP32
+    models), ``memory.combined`` right after them, then the rest as below.
+
+    Fits: the throughput tips by predicted benefit (the re-simulated saving of cycles per
+    sample when there is one, else the share of the run the tip addresses; catalogue order
+    breaks ties), then the low-headroom memory tips (info: they cost throughput) by the same
+    benefit, then every tip re-simulated as not recommended (slower, or would not fit).
+    """
+
+    def ben(t: Insight) -> float:
+        b = benefit(t)
+        return -1.0 if b is None else b
+
+    def bad(t: Insight) -> bool:
+        return t.effect is not None and not t.effect.recommended
+
+    fits = bool(analysis.memory.fits)
+    mem = [t for t in insights if t.category == "memory"]
+    rest = [t for t in insights if t.category != "memory"]
+    if not fits:
+        combo = [t for t in mem if t.id == "memory.combined"]
+        singles = sorted((t for t in mem if t.id != "memory.combined"), key=lambda t: t.rank)
+        tput = sorted(rest, key=lambda t: (bad(t), _SEV.get(t.severity, 3), -ben(t), t.rank))
+        return singles + combo + tput
+    good = sorted((t for t in rest if not bad(t)), key=lambda t: (-ben(t), t.rank))
+    low = sorted((t for t in mem if not bad(t)), key=lambda t: (-ben(t), t.rank))
+    worse = sorted(
+        (t for t in insights if bad(t)), key=lambda t: (t.category == "memory", -ben(t), t.rank)
+    )
+    return good + low + worse
 
 
 def find_insights(
@@ -34,34 +78,33 @@ def find_insights(
     workers: int = 2,
     progress: ProgressFn | None = None,
 ) -> list[Insight]:
-    """Every insight that fires on ``analysis`` (an :class:`analyser.core.Analysis`).
+    """Every insight that fires on ``analysis`` (an :class:`analyser.core.Analysis`), ranked by
+    :func:`rank_insights`.
 
     With ``resimulate=True`` each insight with a run-config change gets its predicted
-    :class:`Effect` (re-simulations run in up to ``workers`` processes; ``progress(done, total,
-    insight_id)`` is called as they finish).
+    :class:`Effect` (re-simulations run in up to ``workers`` processes, the profile's own
+    configuration re-simulated too as the baseline of the deltas; ``progress(done, total,
+    insight_id)`` is called as they finish, then with ``insight_id == "memory.combined"`` while
+    a fitting combination is searched for an out-of-memory profile).
     """
     ctx = Context(analysis, thresholds or Thresholds())
     found: list[Insight] = []
-    for rank, rule in enumerate(MEMORY_RULES):
-        tip = rule(ctx)
-        if tip is not None:
-            tip.rank = rank
-            found.append(tip)
-    tput: list[Insight] = []
-    for rank, rule in enumerate(THROUGHPUT_RULES):
-        tip = rule(ctx)
-        if tip is not None:
-            tip.rank = rank
-            tput.append(tip)
-    tput.sort(key=lambda t: (_SEV.get(t.severity, 3), t.rank))
-    found.extend(tput)
+    for rules in (MEMORY_RULES, THROUGHPUT_RULES):
+        for rank, rule in enumerate(rules):
+            tip = rule(ctx)
+            if tip is not None:
+                tip.rank = rank
+                found.append(tip)
+    if analysis.memory.fits:
+        for t in found:
+            if t.category == "memory":
+                t.summary = f"{LOW_HEADROOM} {t.summary}"
     if resimulate:
         predict_effects(analysis, found, workers=workers, progress=progress)
-        combo = find_fitting_combination(analysis, found)
-        if combo is not None:  # after the single memory tips it combines
-            n_mem = sum(1 for t in found if t.category == "memory")
-            found.insert(n_mem, combo)
-    return found
+        combo = find_fitting_combination(analysis, found, progress=progress)
+        if combo is not None:
+            found.append(combo)
+    return rank_insights(analysis, found)
 
 
 __all__ = [
@@ -71,7 +114,10 @@ __all__ = [
     "Insight",
     "ThresholdError",
     "Thresholds",
+    "baseline_metrics",
+    "benefit",
     "find_fitting_combination",
     "find_insights",
     "predict_effects",
+    "rank_insights",
 ]

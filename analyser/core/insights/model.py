@@ -42,6 +42,15 @@ class Effect:
     after: dict[str, float | None] = field(default_factory=dict)
     #: False when applying the change is not advised (it would cause or keep OOM, or is worse).
     recommended: bool = True
+    #: Where ``before`` comes from: ``"resimulated"`` (the profile's own run config re-simulated
+    #: by this engine, so the deltas hold the change's effect only) or ``"profile"`` (the
+    #: profile's figures, when its configuration could not be re-simulated).
+    baseline: str = "profile"
+    #: One sentence on the baseline: why it was re-simulated and whether it matches the profile.
+    baseline_note: str = ""
+    #: How the verdict reads: ``"good"`` (do it), ``"neutral"`` (little effect, still OOM, or a
+    #: memory tip that costs throughput) or ``"bad"`` (not recommended).
+    tone: str = ""
 
     def delta(self, key: str) -> float | None:
         a, b = self.before.get(key), self.after.get(key)
@@ -75,6 +84,9 @@ class Insight:
     effect: Effect | None = None
     #: Rank within its category (lower first); memory tips follow the IPU memory guide's order.
     rank: int = 0
+    #: Share of the run (0..1) the change can save at most, estimated from the profile; orders
+    #: throughput tips that have no re-simulated effect (see analyser.core.insights.rank_insights).
+    addresses: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -87,4 +99,20 @@ class Insight:
             "change": self.change,
             "trade_off": self.trade_off,
             "effect": self.effect.to_dict() if self.effect else None,
+            "addresses": self.addresses,
+            "benefit": benefit(self),
         }
+
+
+def benefit(tip: Insight) -> float | None:
+    """Predicted share of cycles per sample the tip saves: from its re-simulated effect when it
+    has one that fits, else the share of the run it addresses (an estimate from the profile).
+    None for a tip re-simulated to an out-of-memory or rejected configuration."""
+    eff = tip.effect
+    if eff is not None and eff.status in ("oom", "error"):
+        return None
+    if eff is not None and eff.after:
+        rel = eff.rel("cycles_per_sample")
+        if rel is not None:
+            return -rel
+    return tip.addresses

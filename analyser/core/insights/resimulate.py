@@ -9,6 +9,7 @@ metrics as the original (``analyser.core.Metrics``), so before and after come fr
 from __future__ import annotations
 
 import copy
+import json
 import os
 import sys
 import tempfile
@@ -114,30 +115,125 @@ def _judge(tip: Insight, before: dict[str, Any], after: dict[str, Any]) -> Effec
         eff.message = (
             f"throughput {thr}, cycles per sample {fmt_delta_pct(cps_a, cps_b)}, peak memory {mem}."
         )
-        if tip.category == "throughput" and cps_a and cps_b and cps_b > cps_a * 1.001:
+        slower = bool(cps_a and cps_b and cps_b > cps_a * 1.001)
+        if tip.category == "throughput" and slower:
             eff.recommended = False
             eff.message = "not recommended: predicted slower; " + eff.message
         elif tip.category == "throughput" and cps_a and cps_b and cps_b > cps_a * (1 - LITTLE):
             eff.message = f"little effect (under {LITTLE:.0%}): " + eff.message
+            eff.tone = "neutral"
+        elif tip.category == "memory" and slower:
+            # the program fits already: this buys headroom with throughput
+            eff.message = (
+                f"costs throughput ({thr}) for memory ({mem}): the program fits already, so "
+                "apply it only if you need the headroom (e.g. for a larger micro-batch). "
+                + eff.message
+            )
+            eff.tone = "neutral"
+    if not eff.recommended:
+        eff.tone = "bad"
+    elif not eff.tone:
+        eff.tone = "good" if eff.status == "fits" else "neutral"
     return eff
 
 
+#: Re-simulated baselines per run configuration (this process): the engine is deterministic,
+#: so one re-simulation per profile configuration serves every later prediction.
+_BASELINES: dict[str, dict[str, Any]] = {}
+
+
+def _config_key(run_config: dict[str, Any]) -> str:
+    return json.dumps(run_config, sort_keys=True, default=str)
+
+
+def current_engine_version() -> str:
+    """The version this installation writes into profiles (root attribute engine_version)."""
+    try:
+        from importlib.metadata import version
+
+        return version("ipu-graph-analyser")
+    except Exception:  # not installed as a distribution
+        return "unknown"
+
+
+def _differs(a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return (a is None) != (b is None)
+    return abs(float(a) - float(b)) > 1e-6 * max(1.0, abs(float(a)))
+
+
+def _baseline(analysis, profile: dict[str, Any], status: str, value: Any) -> Effect:
+    """The baseline the deltas are computed against, as an Effect carrying only its origin
+    (``baseline``, ``baseline_note``) and its figures (``before``)."""
+    written = str(getattr(analysis.target, "engine_version", "") or "unknown")
+    now = current_engine_version()
+    if status != "ok":
+        return Effect(
+            "error",
+            "",
+            dict(profile),
+            baseline="profile",
+            baseline_note=(
+                "the profile's own configuration could not be re-simulated "
+                f"({value}); deltas are against the profile's figures and may include engine "
+                "differences."
+            ),
+        )
+    diff = [k for k in EFFECT_KEYS if _differs(profile.get(k), value.get(k))]
+    why = []
+    if written != now:
+        why.append(f"the profile was written by engine {written}, this is {now}")
+    if diff:
+        names = ", ".join(k.replace("_", " ") for k in diff[:3])
+        why.append(f"its figures differ from a re-simulation of its own configuration ({names})")
+    if why:
+        note = (
+            "Baseline re-simulated: "
+            + "; ".join(why)
+            + ". Deltas are against the re-simulation, so they hold the change's effect only."
+        )
+    else:
+        note = (
+            "Baseline re-simulated with this engine: it reproduces the profile's figures, so "
+            "the deltas are the change's effect only."
+        )
+    return Effect("fits", "", dict(value), baseline="resimulated", baseline_note=note)
+
+
 def predict_effects(
-    analysis, insights: list[Insight], *, workers: int = 2, progress: ProgressFn | None = None
+    analysis,
+    insights: list[Insight],
+    *,
+    workers: int = 2,
+    progress: ProgressFn | None = None,
+    baseline: bool = True,
 ) -> list[Insight]:
-    """Fill ``insight.effect`` for every insight with a change (in place; also returned)."""
-    before = {k: getattr(analysis.metrics, k) for k in EFFECT_KEYS}
+    """Fill ``insight.effect`` for every insight with a change (in place; also returned).
+
+    With ``baseline`` (default) the profile's own run config is re-simulated too (in the same
+    process pool, cached per configuration) and the deltas are computed against it, so a
+    profile written by another engine version, or whose figures the engine no longer
+    reproduces, does not mix model changes into a tip's effect; each effect says which
+    baseline it used (``Effect.baseline`` / ``baseline_note``).
+    """
+    profile = {k: getattr(analysis.metrics, k) for k in EFFECT_KEYS}
     todo = [t for t in insights if t.change]
     for t in insights:
         if not t.change:
-            t.effect = Effect("unavailable", "no run option to re-simulate.", before, {})
+            t.effect = Effect(
+                "unavailable", "no run option to re-simulate.", profile, {}, tone="neutral"
+            )
     if not todo:
         return insights
     base = analysis.run_config
     if not base:
         for t in todo:
             t.effect = Effect(
-                "unavailable", "the profile has no run configuration to re-simulate.", before, {}
+                "unavailable",
+                "the profile has no run configuration to re-simulate.",
+                profile,
+                {},
+                tone="neutral",
             )
         return insights
     try:
@@ -145,41 +241,85 @@ def predict_effects(
         from engine import simulate_to_file  # noqa: F401
     except ImportError:
         for t in todo:
-            t.effect = Effect("unavailable", "the engine is not available.", before, {})
+            t.effect = Effect(
+                "unavailable", "the engine is not available.", profile, {}, tone="neutral"
+            )
         return insights
-    n = max(1, min(workers, len(todo), os.cpu_count() or 1))
+    key = _config_key(base)
+    need_base = baseline and key not in _BASELINES
+    jobs: list[tuple[Insight | None, dict[str, Any]]] = [
+        (t, apply_change(base, t.change)) for t in todo
+    ]
+    if need_base:
+        jobs.insert(0, (None, copy.deepcopy(base)))
+    n = max(1, min(workers, len(jobs), os.cpu_count() or 1))
+    results: dict[int, tuple[str, Any]] = {}
     done = 0
     if progress:
         progress(0, len(todo), "")
 
-    def record(tip: Insight, status: str, value: Any) -> None:
+    def record(idx: int, result: tuple[str, Any]) -> None:
         nonlocal done
-        if status == "ok":
-            tip.effect = _judge(tip, before, value)
-        else:
-            tip.effect = Effect(
-                "error", f"the engine rejected the change: {value}", before, {}, recommended=False
-            )
+        results[idx] = result
+        tip = jobs[idx][0]
+        if tip is None:
+            return
         done += 1
         if progress:
             progress(done, len(todo), tip.id)
 
-    pending = list(todo)
     if n > 1 and _spawn_safe():
         try:
             with ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn")) as pool:
-                futs = {pool.submit(_worker, apply_change(base, t.change)): t for t in todo}
+                futs = {pool.submit(_worker, cfg): i for i, (_t, cfg) in enumerate(jobs)}
                 for fut in as_completed(futs):
-                    tip = futs[fut]
-                    record(tip, *fut.result())
-                    pending.remove(tip)
+                    record(futs[fut], fut.result())
         except (BrokenProcessPool, OSError):
             # Workers could not start (e.g. __main__ is not importable: a script read from
             # stdin): finish in this process.
             pass
-    for tip in pending:
-        record(tip, *_worker(apply_change(base, tip.change)))
+    for i, (_t, cfg) in enumerate(jobs):
+        if i not in results:
+            record(i, _worker(cfg))
+    if need_base:
+        status, value = results[0]
+        if status == "ok":
+            _BASELINES[key] = value
+    if baseline and key in _BASELINES:
+        ref = _baseline(analysis, profile, "ok", _BASELINES[key])
+    elif baseline:
+        ref = _baseline(analysis, profile, *results[0])
+    else:
+        ref = Effect("fits", "", dict(profile), baseline="profile")
+    for i, (tip, _cfg) in enumerate(jobs):
+        if tip is None:
+            continue
+        status, value = results[i]
+        if status == "ok":
+            tip.effect = _judge(tip, ref.before, value)
+        else:
+            tip.effect = Effect(
+                "error",
+                f"the engine rejected the change: {value}",
+                dict(ref.before),
+                {},
+                recommended=False,
+                tone="bad",
+            )
+        tip.effect.baseline = ref.baseline
+        tip.effect.baseline_note = ref.baseline_note
     return insights
+
+
+def baseline_metrics(analysis) -> Effect | None:
+    """The cached re-simulated baseline of ``analysis`` (after :func:`predict_effects`), as an
+    Effect whose ``before`` holds the figures and ``baseline_note`` says how they compare with
+    the profile; None when it has not been re-simulated in this process."""
+    base = analysis.run_config
+    if not base or _config_key(base) not in _BASELINES:
+        return None
+    profile = {k: getattr(analysis.metrics, k) for k in EFFECT_KEYS}
+    return _baseline(analysis, profile, "ok", _BASELINES[_config_key(base)])
 
 
 def find_fitting_combination(
@@ -193,6 +333,9 @@ def find_fitting_combination(
     before = {k: getattr(analysis.metrics, k) for k in EFFECT_KEYS}
     if not before.get("oom_tiles") or not analysis.run_config:
         return None
+    ref = baseline_metrics(analysis)
+    if ref is not None:
+        before = ref.before
     mem = [t for t in insights if t.category == "memory" and t.change][:max_tips]
     if len(mem) < 2 or any(t.effect is not None and t.effect.status == "fits" for t in mem):
         return None
@@ -240,4 +383,6 @@ def find_fitting_combination(
         " ".join(t.trade_off for t in chosen if t.trade_off),
     )
     combo.effect = _judge(combo, before, after)
+    if ref is not None:
+        combo.effect.baseline, combo.effect.baseline_note = ref.baseline, ref.baseline_note
     return combo

@@ -129,7 +129,22 @@ Rule = Callable[[Context], Insight | None]
 
 
 def _memory_severity(c: Context) -> str:
-    return "critical" if not c.a.memory.fits else "warning"
+    """Critical when out of memory; info when the program fits with little headroom (a memory
+    tip then frees memory at some cost in throughput: lower priority than throughput tips)."""
+    return "critical" if not c.a.memory.fits else "info"
+
+
+def _addressing(share: float, tip: Insight) -> Insight:
+    """Record on ``tip`` the share of the run its change can save at most (see Insight)."""
+    tip.addresses = float(min(1.0, max(0.0, share)))
+    return tip
+
+
+def _compute_share(c: Context) -> float:
+    """Share of the run in compute (OnTileExecute) on the busiest IPU."""
+    ex = c.a.execution
+    ote = schema.PROGRAM_TYPES.index("OnTileExecute")
+    return float(ex.cycles_by_type[:, ote].max()) / float(ex.total_cycles or 1)
 
 
 def _memory_evidence(c: Context) -> list[Evidence]:
@@ -558,25 +573,29 @@ def disable_offload(c: Context) -> Insight | None:
     share = float(rb[i]) / float(ex.total_cycles or 1)
     if share < c.t.offload_share:
         return None
-    return Insight(
-        "throughput.disable_offload",
-        "Disable variable offloading",
-        "warning",
-        "throughput",
-        f"Streaming offloaded state to and from remote buffers takes {fmt_pct(share)} of the "
-        "run; on-chip state avoids it if the model still fits (see the predicted effect).",
-        [
-            Evidence(
-                f"StreamCopyMid to remote buffers on IPU {i}: {fmt_int(rb[i])} cycles "
-                f"({fmt_pct(share)}).",
-                "Execution Trace > StreamCopyMid (remoteBuffer)",
-            ),
-            Evidence(
-                f"remote-buffer bytes: {fmt_bytes(c.a.memory.remote_bytes)}.", "Summary > Memory"
-            ),
-        ],
-        {F["offload"]: "off"},
-        "Optimiser state moves back onto the tiles (more memory).",
+    return _addressing(
+        share,
+        Insight(
+            "throughput.disable_offload",
+            "Disable variable offloading",
+            "warning",
+            "throughput",
+            f"Streaming offloaded state to and from remote buffers takes {fmt_pct(share)} of the "
+            "run; on-chip state avoids it if the model still fits (see the predicted effect).",
+            [
+                Evidence(
+                    f"StreamCopyMid to remote buffers on IPU {i}: {fmt_int(rb[i])} cycles "
+                    f"({fmt_pct(share)}).",
+                    "Execution Trace > StreamCopyMid (remoteBuffer)",
+                ),
+                Evidence(
+                    f"remote-buffer bytes: {fmt_bytes(c.a.memory.remote_bytes)}.",
+                    "Summary > Memory",
+                ),
+            ],
+            {F["offload"]: "off"},
+            "Optimiser state moves back onto the tiles (more memory).",
+        ),
     )
 
 
@@ -627,16 +646,19 @@ def raise_ga(c: Context) -> Insight | None:
         else "throughput.gradient_accumulation"
     )
     new = ga * 2
-    return Insight(
-        iid,
-        "Raise gradient accumulation",
-        "warning",
-        "throughput",
-        f"Accumulating {new} micro-batches per weight update instead of {ga} amortises the "
-        "pipeline fill / flush, the weight update and the all-reduce over more samples.",
-        ev,
-        {F["ga"]: new},
-        "Larger global batch (learning-rate schedule may need retuning); more accumulator use.",
+    return _addressing(
+        (ramp + wu + ar) / 2,
+        Insight(
+            iid,
+            "Raise gradient accumulation",
+            "warning",
+            "throughput",
+            f"Accumulating {new} micro-batches per weight update instead of {ga} amortises the "
+            "pipeline fill / flush, the weight update and the all-reduce over more samples.",
+            ev,
+            {F["ga"]: new},
+            "Larger global batch (learning-rate schedule may need retuning); more accumulator use.",
+        ),
     )
 
 
@@ -665,22 +687,25 @@ def raise_device_iterations(c: Context) -> Insight | None:
         how += f"; pipeline fill + flush once per call: {fmt_pct(ex.ramp_share)}"
     if share < c.t.host_call_share:
         return None
-    return Insight(
-        "throughput.device_iterations",
-        "Raise device iterations",
-        "warning",
-        "throughput",
-        f"What is paid once per host call takes {fmt_pct(share)} of the run; running {di * 4} "
-        f"iterations per host call instead of {di} spreads it over 4x the samples.",
-        [
-            Evidence(
-                f"{ex.host_round_trips:,} host calls for {ex.samples:,} samples "
-                f"({ex.round_trips_per_sample:.4f} per sample); {how}.",
-                "Execution Trace > host phase",
-            )
-        ],
-        {F["di"]: di * 4},
-        "Larger transfers per call (bigger stream buffers); the host sees results less often.",
+    return _addressing(
+        share * 3 / 4,
+        Insight(
+            "throughput.device_iterations",
+            "Raise device iterations",
+            "warning",
+            "throughput",
+            f"What is paid once per host call takes {fmt_pct(share)} of the run; running {di * 4} "
+            f"iterations per host call instead of {di} spreads it over 4x the samples.",
+            [
+                Evidence(
+                    f"{ex.host_round_trips:,} host calls for {ex.samples:,} samples "
+                    f"({ex.round_trips_per_sample:.4f} per sample); {how}.",
+                    "Execution Trace > host phase",
+                )
+            ],
+            {F["di"]: di * 4},
+            "Larger transfers per call (bigger stream buffers); the host sees results less often.",
+        ),
     )
 
 
@@ -744,18 +769,21 @@ def eight_bit_input(c: Context) -> Insight | None:
             )
         )
     big = share >= c.t.input_stream_share
-    return Insight(
-        "throughput.8bit_input",
-        "Transfer input as 8-bit and normalise on the IPU",
-        "warning" if big or wait >= c.t.host_wait_high else "info",
-        "throughput",
-        f"uint8 images halve the input bytes against FP16 ({dtype} now"
-        + (f", {fmt_pct(share)} of the run in input StreamCopy" if big else "")
-        + ") and move the cast and normalisation from the host to the IPU"
-        + (", shortening the host preparation the device waits for." if input_bound else "."),
-        ev,
-        {F["input8"]: True},
-        "A little IPU compute and memory for the cast and normalisation.",
+    return _addressing(
+        share / 2,
+        Insight(
+            "throughput.8bit_input",
+            "Transfer input as 8-bit and normalise on the IPU",
+            "warning" if big or wait >= c.t.host_wait_high else "info",
+            "throughput",
+            f"uint8 images halve the input bytes against FP16 ({dtype} now"
+            + (f", {fmt_pct(share)} of the run in input StreamCopy" if big else "")
+            + ") and move the cast and normalisation from the host to the IPU"
+            + (", shortening the host preparation the device waits for." if input_bound else "."),
+            ev,
+            {F["input8"]: True},
+            "A little IPU compute and memory for the cast and normalisation.",
+        ),
     )
 
 
@@ -771,32 +799,35 @@ def async_loader(c: Context) -> Insight | None:
     mode = str(c.cfg("loader", "sync")).lower()
     high = share >= c.t.host_wait_high
     change = {F["loader"]: "async"} if mode == "sync" else {}
-    return Insight(
-        "throughput.async_loader",
-        "The device waits for the host: use an asynchronous data loader"
-        if mode == "sync"
-        else "The device waits for the host: speed up the data loader",
-        "critical" if high else "warning",
-        "throughput",
-        f"The run is {'highly' if high else 'moderately'} input-bound: IPU {i} waits for the "
-        f"host {fmt_pct(share)} of the time (graded moderate from "
-        f"{fmt_pct(c.t.host_wait_moderate, 0)}, high from {fmt_pct(c.t.host_wait_high, 0)}).",
-        [
-            Evidence(
-                f"StreamCopyBegin on IPU {i}: {fmt_int(ex.host_wait_cycles[i])} cycles"
-                + (
-                    f", of which {fmt_int(fixed)} are the host calls' fixed overhead"
-                    if fixed
-                    else ""
+    return _addressing(
+        share,
+        Insight(
+            "throughput.async_loader",
+            "The device waits for the host: use an asynchronous data loader"
+            if mode == "sync"
+            else "The device waits for the host: speed up the data loader",
+            "critical" if high else "warning",
+            "throughput",
+            f"The run is {'highly' if high else 'moderately'} input-bound: IPU {i} waits for the "
+            f"host {fmt_pct(share)} of the time (graded moderate from "
+            f"{fmt_pct(c.t.host_wait_moderate, 0)}, high from {fmt_pct(c.t.host_wait_high, 0)}).",
+            [
+                Evidence(
+                    f"StreamCopyBegin on IPU {i}: {fmt_int(ex.host_wait_cycles[i])} cycles"
+                    + (
+                        f", of which {fmt_int(fixed)} are the host calls' fixed overhead"
+                        if fixed
+                        else ""
+                    )
+                    + f"; the loader's part is {fmt_pct(share)} of the run.",
+                    "Execution Trace > StreamCopyBegin",
                 )
-                + f"; the loader's part is {fmt_pct(share)} of the run.",
-                "Execution Trace > StreamCopyBegin",
-            )
-        ],
-        change,
-        "Host memory and worker processes for the prefetched batches."
-        if change
-        else "More loader workers or cheaper host preprocessing (no run option changes it here).",
+            ],
+            change,
+            "Host memory and worker processes for the prefetched batches."
+            if change
+            else "More loader workers or cheaper host preprocessing (no run option changes it here).",
+        ),
     )
 
 
@@ -812,16 +843,19 @@ def rebalance_stages(c: Context) -> Insight | None:
     current = list(c.cfg("splits", []) or [])
     change = {F["splits"]: splits} if splits and splits != current else {}
     load = ", ".join(f"stage {s}: {fmt_int(v)}" for s, v in enumerate(ex.stage_cycles))
-    return Insight(
-        "throughput.rebalance_stages",
-        "Rebalance the pipeline stages",
-        "warning",
-        "throughput",
-        f"The longest stage takes {imb:.2f}x the mean stage; the pipeline runs at the pace of "
-        "the longest." + (f" Proposed split: {', '.join(splits)}." if change else ""),
-        [Evidence(f"busy cycles per stage: {load}.", "Pipeline view > stage load")],
-        change,
-        "Moves memory between IPUs (check the predicted memory).",
+    return _addressing(
+        1 - 1 / imb,
+        Insight(
+            "throughput.rebalance_stages",
+            "Rebalance the pipeline stages",
+            "warning",
+            "throughput",
+            f"The longest stage takes {imb:.2f}x the mean stage; the pipeline runs at the pace of "
+            "the longest." + (f" Proposed split: {', '.join(splits)}." if change else ""),
+            [Evidence(f"busy cycles per stage: {load}.", "Pipeline view > stage load")],
+            change,
+            "Moves memory between IPUs (check the predicted memory).",
+        ),
     )
 
 
@@ -840,22 +874,25 @@ def io_tiles(c: Context) -> Insight | None:
     sram = c.a.memory.sram_per_tile
     n = max(1.0, 1.05 * mb_bytes / sram)
     n_io = int(2 ** math.ceil(math.log2(n)))
-    return Insight(
-        "throughput.io_tiles",
-        "Overlap host transfers with compute using I/O tiles",
-        "warning",
-        "throughput",
-        f"Host StreamCopy takes {fmt_pct(share)} of the run on IPU {i} and stalls compute; "
-        f"{n_io} I/O tiles (1.05 x {fmt_bytes(mb_bytes)} per micro-batch / "
-        f"{fmt_bytes(sram)} per tile, rounded up to a power of two) let it overlap.",
-        [
-            Evidence(
-                f"StreamCopyMid to / from the host on IPU {i}: {fmt_int(mid[i])} cycles.",
-                "Execution Trace > StreamCopyMid",
-            )
-        ],
-        {F["io_tiles"]: n_io},
-        f"{n_io} tiles per IPU no longer compute; about 5% of each I/O tile goes to exchange code.",
+    return _addressing(
+        share,
+        Insight(
+            "throughput.io_tiles",
+            "Overlap host transfers with compute using I/O tiles",
+            "warning",
+            "throughput",
+            f"Host StreamCopy takes {fmt_pct(share)} of the run on IPU {i} and stalls compute; "
+            f"{n_io} I/O tiles (1.05 x {fmt_bytes(mb_bytes)} per micro-batch / "
+            f"{fmt_bytes(sram)} per tile, rounded up to a power of two) let it overlap.",
+            [
+                Evidence(
+                    f"StreamCopyMid to / from the host on IPU {i}: {fmt_int(mid[i])} cycles.",
+                    "Execution Trace > StreamCopyMid",
+                )
+            ],
+            {F["io_tiles"]: n_io},
+            f"{n_io} tiles per IPU no longer compute; about 5% of each I/O tile goes to exchange code.",
+        ),
     )
 
 
@@ -868,21 +905,24 @@ def prefetch_depth(c: Context) -> Insight | None:
     _, share, _ = c.loader_wait()
     if depth >= want or share < c.t.host_wait_moderate:
         return None
-    return Insight(
-        "throughput.prefetch",
-        f"Raise the prefetch depth to {want}",
-        "info",
-        "throughput",
-        f"Prefetch depth {depth}: the device waits for the loader {fmt_pct(share)} of the "
-        f"time; {want} is the documented sweet spot.",
-        [
-            Evidence(
-                f"host wait (StreamCopyBegin) beyond the calls' fixed overhead: {fmt_pct(share)}.",
-                "Execution Trace > StreamCopyBegin",
-            )
-        ],
-        {F["prefetch"]: want},
-        "More stream buffer memory on the I/O tiles.",
+    return _addressing(
+        share,
+        Insight(
+            "throughput.prefetch",
+            f"Raise the prefetch depth to {want}",
+            "info",
+            "throughput",
+            f"Prefetch depth {depth}: the device waits for the loader {fmt_pct(share)} of the "
+            f"time; {want} is the documented sweet spot.",
+            [
+                Evidence(
+                    f"host wait (StreamCopyBegin) beyond the calls' fixed overhead: {fmt_pct(share)}.",
+                    "Execution Trace > StreamCopyBegin",
+                )
+            ],
+            {F["prefetch"]: want},
+            "More stream buffer memory on the I/O tiles.",
+        ),
     )
 
 
@@ -906,16 +946,19 @@ def tile_imbalance(c: Context) -> Insight | None:
         f"{nodes['name'].iloc[i]} (balance {bal[i]:.2f}, {fmt_pct(pc[i] / total)} of compute)"
         for i in idx
     )
-    return Insight(
-        "throughput.tile_imbalance",
-        "Heavy compute sets use few tiles (tile imbalance)",
-        "warning" if share >= 0.1 else "info",
-        "throughput",
-        f"{int(bad.sum())} heavy compute sets ({fmt_pct(share)} of compute cycles) have tile "
-        f"balance below {c.t.tile_balance}; a better tile mapping spreads them.",
-        [Evidence(names, "Execution Trace > BSP view / Program Tree")],
-        {},
-        "Tile mapping is a graph-construction change (no run option).",
+    return _addressing(
+        float((pc[bad] * (1 - bal[bad])).sum()) / float(ex.total_cycles or 1),
+        Insight(
+            "throughput.tile_imbalance",
+            "Heavy compute sets use few tiles (tile imbalance)",
+            "warning" if share >= 0.1 else "info",
+            "throughput",
+            f"{int(bad.sum())} heavy compute sets ({fmt_pct(share)} of compute cycles) have tile "
+            f"balance below {c.t.tile_balance}; a better tile mapping spreads them.",
+            [Evidence(names, "Execution Trace > BSP view / Program Tree")],
+            {},
+            "Tile mapping is a graph-construction change (no run option).",
+        ),
     )
 
 
@@ -947,16 +990,19 @@ def rearrangements(c: Context) -> Insight | None:
         f"{ops['name'].iloc[i]}: {fmt_int(r[i])} rearrangement cycles vs {fmt_int(o[i])}"
         for i in idx
     )
-    return Insight(
-        "throughput.rearrangement",
-        "Rearrangement copies cost more than the ops they feed",
-        "info",
-        "throughput",
-        f"{int(bad.sum())} operations spend more cycles in PreArrange / transpose copies than "
-        "in their own compute; reverse the operands or use a different layout.",
-        [Evidence(ev, "Operations > rearrangement programs")],
-        {},
-        "Layout changes are graph changes (no run option).",
+    return _addressing(
+        float(r[bad].sum()) / float(ex.total_cycles or 1),
+        Insight(
+            "throughput.rearrangement",
+            "Rearrangement copies cost more than the ops they feed",
+            "info",
+            "throughput",
+            f"{int(bad.sum())} operations spend more cycles in PreArrange / transpose copies than "
+            "in their own compute; reverse the operands or use a different layout.",
+            [Evidence(ev, "Operations > rearrangement programs")],
+            {},
+            "Layout changes are graph changes (no run option).",
+        ),
     )
 
 
@@ -971,21 +1017,24 @@ def fp16_for_speed(c: Context) -> Insight | None:
     share = float(ops.loc[mm, "total_cycles"].sum()) / total
     if share < c.t.fp32_matmul_share:
         return None
-    return Insight(
-        "throughput.fp16",
-        "Use FP16 for speed",
-        "warning",
-        "throughput",
-        f"FP32 matmuls / convolutions take {fmt_pct(share)} of the cycles; FP16 AMP runs 4x "
-        "the FP32 MAC rate (ipu-facts.md) and halves their memory.",
-        [
-            Evidence(
-                f"{int(mm.sum())} matmul / convolution operations in {prec}.",
-                "Operations (sort by total cycles)",
-            )
-        ],
-        {F["precision"]: "16.16"},
-        "Needs loss scaling; lower numerical range.",
+    return _addressing(
+        share * 3 / 4 * _compute_share(c),
+        Insight(
+            "throughput.fp16",
+            "Use FP16 for speed",
+            "warning",
+            "throughput",
+            f"FP32 matmuls / convolutions take {fmt_pct(share)} of the cycles; FP16 AMP runs 4x "
+            "the FP32 MAC rate (ipu-facts.md) and halves their memory.",
+            [
+                Evidence(
+                    f"{int(mm.sum())} matmul / convolution operations in {prec}.",
+                    "Operations (sort by total cycles)",
+                )
+            ],
+            {F["precision"]: "16.16"},
+            "Needs loss scaling; lower numerical range.",
+        ),
     )
 
 
