@@ -100,7 +100,8 @@ class RunConfig(BaseModel):
     partials_type: Literal["auto", "float", "half"] = Field(
         "auto",
         description="Matmul / convolution partials: auto (float for .32 models, half for 16.16), "
-        "float or half. Default auto.",
+        "float or half; FP32 operands always accumulate in float (the AMP has no FP32-in / "
+        "half-partials mode), so half applies to FP16 operands only. Default auto.",
     )
     optimiser: Literal["sgd", "sgd-momentum", "adam", "adamw", "lamb"] = Field(
         "sgd", description="Optimiser: sgd, sgd-momentum, adam, adamw, lamb. Default sgd."
@@ -356,7 +357,7 @@ class RunConfig(BaseModel):
 
     @property
     def partials_dtype(self) -> str:
-        if self.partials_type == "float":
+        if self.partials_type == "float" or self.compute_dtype == "float32":
             return "float32"
         if self.partials_type == "half":
             return "float16"

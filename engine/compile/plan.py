@@ -56,10 +56,19 @@ class OpPlans:
     notes: list[str]
 
 
+def vector_width(db, t) -> np.ndarray:
+    """Elements per vector for elements of ``db`` bytes: the target's float (4-byte) and half
+    (2-byte) widths; other sizes from the same datapath (``vector_width_float`` x 4 bytes)."""
+    db = np.asarray(db)
+    datapath = t.vector_width_float * 4
+    other = np.maximum(datapath // np.maximum(db, 1), 1)
+    return np.where(db == 4, t.vector_width_float, np.where(db == 2, t.vector_width_half, other))
+
+
 def _ew_cycles(n, passes, db, t) -> np.ndarray:
     """PopLibs element-wise estimate per tile for ``n`` elements and ``passes`` vector passes."""
     W = t.workers_per_tile
-    vw = np.maximum(8 // np.maximum(db, 1), 1)
+    vw = vector_width(db, t)
     p_int = np.ceil(np.maximum(passes, 1e-9)).astype(np.int64)
     work = np.ceil(n * passes / W / vw).astype(np.int64)
     cyc = p_int * (t.elementwise_supervisor_cycles + W * t.elementwise_worker_overhead_cycles)
@@ -82,7 +91,7 @@ def plan_amp(a: dict[str, np.ndarray], t, T: int, limit: float, rate: int, pb: i
     xbb = t.exchange_broadcast_bytes_per_cycle
     setup = t.exchange_setup_cycles
     sync = t.internal_sync_cycles
-    vwp = 8 // pb
+    vwp = int(vector_width(pb, t))
 
     emax = int(np.floor(np.log2(T)))
     en, ek = np.meshgrid(np.arange(emax + 1), np.arange(emax + 1), indexing="ij")
