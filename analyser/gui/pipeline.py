@@ -1,6 +1,6 @@
 """The Pipeline view: stages x time of micro-batches, phases, per-stage load and stash memory.
 
-The chart shows the first host call of the run: one row per pipeline stage, one box per
+The chart shows the first device iteration of the run: one row per pipeline stage, one box per
 micro-batch and pass (forward, backward, weight update) spanning its executed steps, with the
 ramp-up / main / ramp-down / weight-update phases shaded and labelled with their share of the
 whole run (analysis core). Below: busy cycles per stage with the bottleneck stage marked (pipeline
@@ -15,11 +15,12 @@ import html
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
-from PySide6.QtGui import QBrush, QColor, QFont
+from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import (
     QGridLayout,
     QLabel,
     QScrollArea,
+    QSizePolicy,
     QStackedWidget,
     QTableWidget,
     QVBoxLayout,
@@ -27,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from analyser.gui import data as gui_data
+from analyser.gui.axes import use_cycle_axis
 from analyser.gui.document import Document
 from analyser.gui.palette import hex_color, qcolor
 from analyser.gui.pipeline_model import PHASE_LABELS, PipelineChart, pipeline_chart
@@ -35,6 +37,7 @@ from analyser.gui.theme import style_plot
 from analyser.gui.trace.panels import _item, fmt_bytes, fmt_delta, fmt_int
 from analyser.gui.trace.report import trace_of
 from analyser.gui.trace.timeline import StepRectsItem
+from analyser.gui.widgets import compact_rows
 
 #: Box colours per pass (shared palette "passes").
 PASS_ORDER = ("forward", "backward", "loss", "update", "io")
@@ -105,7 +108,8 @@ class PipelineChartView(QWidget):
         self.chart.hideButtons()
         self.chart.getViewBox().invertY(True)
         self.chart.getViewBox().setMouseEnabled(x=True, y=False)
-        self.chart.setLabel("bottom", "cycles (first host call)")
+        self.chart.setLabel("bottom", "cycles (first device iteration)")
+        use_cycle_axis(self.chart, "bottom")
         self.chart.getPlotItem().getAxis("left").setWidth(130)
         self.boxes = BoxesItem()
         self.chart.addItem(self.boxes)
@@ -113,6 +117,7 @@ class PipelineChartView(QWidget):
         self.load = pg.PlotWidget()
         style_plot(self.load)
         self.load.setMenuEnabled(False)
+        use_cycle_axis(self.load, "left")
         self.load.setTitle(
             "Busy cycles per stage, whole run (wide bar: all steps; narrow: compute)", size="9pt"
         )
@@ -124,9 +129,28 @@ class PipelineChartView(QWidget):
         lay.addWidget(self.stash, 2, 1)
         lay.setRowStretch(1, 3)
         lay.setRowStretch(2, 2)
+        # sized by the space available, not by pyqtgraph's size hints: the word-wrapped header
+        # makes the scroll area size the body by height-for-width, which sums the hints and
+        # would push the per-stage charts below the fold
+        for plot, min_h in ((self.chart, 260), (self.load, 170), (self.stash, 170)):
+            plot.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Ignored)
+            plot.setMinimumHeight(min_h)
         self._extra: list = []
+        self.box_labels: list[tuple[pg.TextItem, float, str]] = []
+        self._metrics = QFontMetrics(QFont())
+        self.chart.getViewBox().sigXRangeChanged.connect(self._fit_labels)
+        self.chart.getViewBox().sigResized.connect(self._fit_labels)
         self.data: PipelineChart | None = None
         self.band_labels: dict[str, str] = {}
+
+    def _fit_labels(self, *args) -> None:
+        """Show a box's label only when the box is wider than the text at the current zoom
+        (thin micro-batch boxes would otherwise print their numbers on top of each other)."""
+        vb = self.chart.getViewBox()
+        (x0, x1), _ = vb.viewRange()
+        px_per_cycle = vb.width() / (x1 - x0) if x1 > x0 else 0.0
+        for item, width, text in self.box_labels:
+            item.setVisible(width * px_per_cycle >= self._metrics.horizontalAdvance(text) + 6)
 
     def _clear_extra(self) -> None:
         for plot, item in self._extra:
@@ -180,7 +204,6 @@ class PipelineChartView(QWidget):
         self.chart.getPlotItem().getAxis("left").setTicks(
             [[(s + 0.5, f"stage {s} · IPU {c.stage_ipu[s]}") for s in range(c.n_stages)], []]
         )
-        span = c.t1 - c.t0
         # phase bands with their share of the run
         self.band_labels = {}
         for i, (phase, a, z) in enumerate(c.bands):
@@ -196,16 +219,19 @@ class PipelineChartView(QWidget):
             y = -0.05 - 0.2 * (i % 4)
             label.setPos(a, y)
             self._add(self.chart, label)
+        # micro-batch numbers inside the boxes, shown only where they fit (see _fit_labels)
+        self.box_labels = []
         if len(b) <= MAX_BOX_LABELS:
             for row in b.itertuples():
-                if row.end - row.start > span / 60:
-                    text = str(row.micro_batch) if row.micro_batch >= 0 else "WU"
-                    t = pg.TextItem(text, color="w", anchor=(0.5, 0.5))
-                    t.setPos((row.start + row.end) / 2, row.stage + 0.5)
-                    self._add(self.chart, t)
+                text = str(row.micro_batch) if row.micro_batch >= 0 else "weight update"
+                t = pg.TextItem(text, color="w", anchor=(0.5, 0.5))
+                t.setPos((row.start + row.end) / 2, row.stage + 0.5)
+                self._add(self.chart, t)
+                self.box_labels.append((t, float(row.end - row.start), text))
         self.chart.getViewBox().setLimits(yMin=-1.0, yMax=c.n_stages + 0.2)
         self.chart.setYRange(-0.9, c.n_stages + 0.1, padding=0)
         self.chart.setXRange(c.t0, c.t1, padding=0.01)
+        self._fit_labels()
         legend_items = [
             f"<span style='color:{hex_color('passes', p)}'>■</span> {p}"
             for p in PASS_ORDER
@@ -282,6 +308,7 @@ class PipelineReport(Report):
         self.table = QTableWidget(0, 4)
         self.table.setHorizontalHeaderLabels(["", "A", "B", "B − A"])
         self.table.verticalHeader().setVisible(False)
+        compact_rows(self.table)
         self.table.horizontalHeader().setStretchLastSection(True)
         self.table.setMaximumHeight(220)
         self.explain = QLabel("")

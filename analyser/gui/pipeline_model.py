@@ -2,9 +2,10 @@
 
 Phase shares, per-stage cycles and the bottleneck come from the analysis core's
 :class:`analyser.core.execution.ExecutionSummary` (whole run). The chart itself shows the first
-host call (device-iteration run): for every stage, micro-batch and pass (forward / backward /
-weight update) the span of its executed steps, read through the trace's row ranges (only the
-rows of that run are read). Stash memory per stage sums the ``stash`` variables by the stage of
+device iteration of the first host call (one pipeline run: ramp-up, main, ramp-down and weight
+update; with device iterations > 1 a host call repeats it): for every stage, micro-batch and pass
+(forward / backward / weight update) the span of its executed steps, read through the trace's row
+ranges (only the rows of the first host call are read). Stash memory per stage sums the ``stash`` variables by the stage of
 the operation that owns them (by the IPU's stage when a stash has no operation).
 """
 
@@ -27,7 +28,7 @@ PHASE_LABELS = {
     "main": "main",
     "rampDown": "ramp-down",
     "weightUpdate": "weight update",
-    "host": "host",
+    "host": "host wait",
     "none": "other",
 }
 #: Most step rows of one run the chart reads (a run is one host call; normally far fewer).
@@ -53,7 +54,7 @@ class PipelineChart:
     imbalance: float
     #: [stages] bytes of stash variables per stage.
     stash_bytes: np.ndarray
-    #: Cycle window of the first run.
+    #: Cycle window of the first device iteration (the chart's x range).
     t0: float
     t1: float
     run_config: dict
@@ -92,7 +93,7 @@ def pipeline_chart(analysis, trace: TraceWindow) -> PipelineChart:
     t0 = float(runs[0]) if len(runs) else t_lo
     t1 = float(runs[1]) if len(runs) > 1 else t_hi
     parts = []
-    cols = ("program", "start", "cycles", "stage", "micro_batch", "phase")
+    cols = ("program", "start", "cycles", "stage", "micro_batch", "phase", "iteration")
     for ipu in range(trace.n_ipus):
         lo, hi = trace.row_range(ipu, t0, t1)
         hi = min(hi, lo + MAX_RUN_ROWS)
@@ -101,6 +102,12 @@ def pipeline_chart(analysis, trace: TraceWindow) -> PipelineChart:
         keep = (d["start"] >= t0) & (d["start"] < t1)
         parts.append(pd.DataFrame({k: v[keep] for k, v in d.items()}))
     steps = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=[*cols, "ipu"])
+    if len(steps):
+        # one pipeline run: the first device iteration of the call (the others repeat it); the
+        # call's closing host steps (no stage, no micro-batch) stay with the first iteration
+        first = int(steps["iteration"].min())
+        steps = steps[steps["iteration"] == first].reset_index(drop=True)
+        t1 = float((steps["start"] + steps["cycles"]).max())
     progs = trace.programs
     ops = analysis.src.table("/graph/operations", ["pass"])
     op = progs["op"].to_numpy()[steps["program"].to_numpy()] if len(steps) else np.zeros(0, int)
@@ -152,6 +159,11 @@ def pipeline_chart(analysis, trace: TraceWindow) -> PipelineChart:
         sel = steps[steps["phase"] == PHASES.index(name)]
         if len(sel):
             bands.append((name, float(sel["start"].min()), float(sel["end"].max())))
+    # the wait for the host before the pipeline starts (input StreamCopyBegin), when it is one
+    # stretch before the first band
+    host = steps[steps["phase"] == PHASES.index("host")]
+    if len(host) and bands and float(host["end"].max()) <= bands[0][1]:
+        bands.insert(0, ("host", float(host["start"].min()), float(host["end"].max())))
     return PipelineChart(
         n_stages=n_stages,
         stage_ipu=stage_ipu,

@@ -43,11 +43,15 @@ class KeyValueTree(QTreeWidget):
         self.set_headers(headers)
 
     def set_headers(self, headers: Sequence[str]) -> None:
+        headers = list(headers)
+        if len(headers) > 2:
+            # right-aligned figures stay next to their names: an empty last column takes the
+            # spare width instead of the last figure's column
+            headers.append("")
         self.setColumnCount(len(headers))
-        self.setHeaderLabels(list(headers))
+        self.setHeaderLabels(headers)
         header = self.header()
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
-        for i in range(1, len(headers)):
+        for i in range(len(headers)):
             header.setSectionResizeMode(i, QHeaderView.ResizeMode.ResizeToContents)
         header.setStretchLastSection(True)
 
@@ -89,6 +93,15 @@ class KeyValueTree(QTreeWidget):
     def names(self, section: str) -> list[str]:
         sec = self.section(section)
         return [sec.child(i).text(0) for i in range(sec.childCount())] if sec else []
+
+
+def compact_rows(view: Any) -> None:
+    """Rows as tall as the text needs (Qt's default table rows are about twice that), so a
+    table shows as many rows as the key / value trees next to it."""
+    height = view.fontMetrics().height() + 6
+    header = view.verticalHeader()
+    header.setMinimumSectionSize(height)
+    header.setDefaultSectionSize(height)
 
 
 def color_delta_item(item: QTreeWidgetItem, col: int, delta: float, higher_is_better: bool) -> None:

@@ -43,6 +43,7 @@ from analyser.gui.widgets import (
     DataFrameModel,
     KeyValueTree,
     LegendLabel,
+    compact_rows,
     connect_header_sort,
     make_plot,
     nice_name,
@@ -379,6 +380,7 @@ class FilterTable(QWidget):
         self.view.setAlternatingRowColors(True)
         self.view.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
         self.view.verticalHeader().setVisible(False)
+        compact_rows(self.view)
         self.view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         self.view.horizontalHeader().setStretchLastSection(True)
         # Size columns from the first rows only: measuring every row of a long table is slow.

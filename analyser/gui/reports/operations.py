@@ -28,7 +28,7 @@ from analyser.gui import data
 from analyser.gui.reports.base import Report
 from analyser.gui.reports.memory import RESIZE_PRECISION, FilterTable
 from analyser.gui.units import format_bytes, format_count, format_percent
-from analyser.gui.widgets import DataFrameModel, KeyValueTree, connect_header_sort
+from analyser.gui.widgets import DataFrameModel, KeyValueTree, compact_rows, connect_header_sort
 
 Index = QModelIndex | QPersistentModelIndex
 
@@ -72,6 +72,7 @@ class OperationsReport(Report):
         self.view.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
         self.view.setSelectionMode(QTableView.SelectionMode.SingleSelection)
         self.view.verticalHeader().setVisible(False)
+        compact_rows(self.view)
         self.view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         self.view.horizontalHeader().setResizeContentsPrecision(RESIZE_PRECISION)
         self.view.selectionModel().currentRowChanged.connect(lambda cur, _p: self._show_details())

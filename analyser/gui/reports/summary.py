@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 
 from analyser.core.units import fmt_seconds
 from analyser.gui import data
+from analyser.gui.axes import use_cycle_axis
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import MessagePanel, Report
 from analyser.gui.units import (
@@ -96,6 +97,8 @@ class SummaryReport(Report):
         self.explanation = QTextBrowser()
         self.explanation.setOpenExternalLinks(False)
         self.plot = make_plot(bottom="cycles", mouse=False)
+        use_cycle_axis(self.plot, "bottom")
+        self.plot.getPlotItem().getViewBox().invertY(True)  # IPU 0 on top, as in the trace
         self.plot.setMinimumHeight(140)
         self.legend = LegendLabel()
         self.chart_panel = QWidget()

@@ -29,9 +29,11 @@ from analyser.core.trace_window import (
     SearchResult,
     TraceWindow,
 )
+from analyser.gui.axes import use_cycle_axis
 from analyser.gui.palette import heatmap_colors, qcolor
 from analyser.gui.theme import style_plot
 from analyser.gui.trace.timeline import LANE_AXIS_PX
+from analyser.gui.widgets import compact_rows
 
 #: Most search hits listed in the results table (the total is always shown).
 MAX_LISTED_HITS = 2000
@@ -93,6 +95,7 @@ def _table(headers: list[str]) -> QTableWidget:
     t.setAlternatingRowColors(True)
     t.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
     t.horizontalHeader().setStretchLastSection(True)
+    compact_rows(t)
     return t
 
 
@@ -113,8 +116,9 @@ class RangeSummaryPanel(QWidget):
         lay.addWidget(self.explain)
         self.table = _table(["", "cycles", "share", "steps"])
         header = self.table.horizontalHeader()
+        # labels and figures side by side (not a stretched label column pushing the figures
+        # to the far edge); the spare width stays empty on the right
         header.setStretchLastSection(False)
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         lay.addWidget(self.table)
         self.summaries: list[RangeSummary] = []
 
@@ -229,6 +233,7 @@ class StepDetailsPanel(QWidget):
         style_plot(self.plot)
         self.plot.setLabel("bottom", "tile")
         self.plot.setLabel("left", "cycles")
+        use_cycle_axis(self.plot, "left")
         self.plot.setMenuEnabled(False)
         self.curve = pg.PlotDataItem(
             stepMode="center",
@@ -376,6 +381,7 @@ class BspView(QWidget):
         self.plot.setLabel("left", "tile")
         self.plot.getPlotItem().getAxis("left").setWidth(LANE_AXIS_PX)
         self.plot.setLabel("bottom", "cycles")
+        use_cycle_axis(self.plot, "bottom")
         self.plot.getViewBox().setMouseEnabled(x=False, y=True)
         self.plot.getViewBox().invertY(True)
         self.image = pg.ImageItem(axisOrder="row-major")

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QPushButton,
+    QSizePolicy,
     QSpinBox,
     QSplitter,
     QStackedWidget,
@@ -23,6 +24,7 @@ from PySide6.QtWidgets import (
 
 from analyser.core.trace_window import GROUP_MODES, STEP_TYPES, TraceWindow
 from analyser.gui import data as gui_data
+from analyser.gui.axes import short_cycles
 from analyser.gui.document import Document
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import MessagePanel, Report
@@ -110,9 +112,11 @@ class TraceReport(Report):
         self.bsp_ipu = QSpinBox()
         self.bsp_ipu.valueChanged.connect(lambda _v: self._schedule_details())
         bar.addWidget(self.bsp_ipu)
-        bar.addStretch(1)
         self.status = QLabel("")
-        bar.addWidget(self.status)
+        # a long read-out must not widen the window: it gives way and is elided by the layout
+        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.status.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        bar.addWidget(self.status, 1)
         lay.addLayout(bar)
         self.legend = QLabel("")
         self.legend.setTextFormat(Qt.TextFormat.RichText)
@@ -195,10 +199,11 @@ class TraceReport(Report):
         self.trace_b = trace_of(other) if other is not None and other.has_execution else None
         self.stack.setCurrentWidget(self.body)
         group = self.group_combo.currentData()
-        title = f"A: {doc.name}" if other is not None else doc.name
+        # the report's heading names a single profile; the plot titles tell A from B
+        title = f"A: {doc.name}" if other is not None else ""
         if doc is not self.document:
             title = f"B: {doc.name} (A: {self.document.name} does not fit, so it has no trace)"
-        self.timeline.getPlotItem().setTitle(title, size="9pt")
+        self.timeline.getPlotItem().setTitle(title or None, size="9pt")
         self.timeline.set_trace(self.trace, group)
         if self.trace_b is not None:
             self.timeline_b.getPlotItem().setTitle(f"B: {other.name}", size="9pt")
@@ -262,10 +267,14 @@ class TraceReport(Report):
     def _on_window(self, t0: float, t1: float) -> None:
         n = self.timeline.n_steps_visible
         src = {r.source.split(" (")[0] for r in self.timeline.results.values()}
-        self.status.setText(
-            f"{t0:,.0f} .. {t1:,.0f} cycles · {n:,} steps in view · "
+        lo, hi = self.timeline.full_range()
+        a, b = max(t0, lo), min(t1, hi)  # the part of the view the run covers
+        text = (
+            f"cycles {a:,.0f} .. {b:,.0f} ({short_cycles(b - a)}) · {n:,} steps in view · "
             f"{self.timeline.n_rects:,} rectangles ({', '.join(sorted(src))})"
         )
+        self.status.setText(text)
+        self.status.setToolTip(text)
         present = set()
         for tl in (self.timeline, self.timeline_b):
             if tl.trace is not None:

@@ -19,6 +19,7 @@ from PySide6.QtGui import QBrush, QColor, QFont, QPainter, QPen
 from PySide6.QtWidgets import QGraphicsRectItem, QScrollBar
 
 from analyser.core.trace_window import STEP_TYPES, TraceWindow, WindowResult
+from analyser.gui.axes import CycleAxis
 from analyser.gui.palette import qcolor
 from analyser.gui.theme import chart_colors, style_plot
 from profiles.errors import UserFacingError
@@ -156,7 +157,7 @@ class TimelineView(pg.PlotWidget):
 
     def __init__(self, parent=None, title: str = "") -> None:
         self.lane_axis = LaneAxis()
-        super().__init__(parent, axisItems={"left": self.lane_axis})
+        super().__init__(parent, axisItems={"left": self.lane_axis, "bottom": CycleAxis("bottom")})
         style_plot(self)
         self.trace: TraceWindow | None = None
         self.group = "flat"
@@ -303,8 +304,10 @@ class TimelineView(pg.PlotWidget):
         t0, t1 = self.full_range()
         pad = (t1 - t0) * 0.01
         vb = self.getPlotItem().getViewBox()
-        vb.setLimits(xMin=t0 - pad * 5, xMax=t1 + pad * 5, minXRange=MIN_SPAN)
-        vb.setXRange(t0 - pad, t1 + pad, padding=0)
+        # the run starts at its first cycle (no negative cycles on the axis, as in PopVision);
+        # a little room after the last step keeps it visible at the right edge
+        vb.setLimits(xMin=t0 - pad, xMax=t1 + pad * 5, minXRange=MIN_SPAN)
+        vb.setXRange(t0, t1 + pad, padding=0)
         self._schedule()
 
     def x_range(self) -> tuple[float, float]:

@@ -1,0 +1,85 @@
+"""Chart axes that read like PopVision's: cycle counts with units (k / M / G) instead of
+pyqtgraph's scientific notation ("1e+08"), exact (with thousands separators) once zoomed in."""
+
+from __future__ import annotations
+
+import math
+
+import pyqtgraph as pg
+
+from analyser.gui.theme import style_plot
+
+#: Unit prefixes for counts, largest first (SI, decimal: 1 M cycles = 10**6 cycles).
+PREFIXES = ((1e9, "G"), (1e6, "M"), (1e3, "k"))
+
+
+def _decimals(step: float) -> int:
+    """Fewest decimals (at most 6) that write ``step`` exactly enough."""
+    for d in range(7):
+        if abs(round(step, d) - step) <= 1e-9 * max(1.0, abs(step)):
+            return d
+    return 6
+
+
+def format_cycles(values, spacing: float) -> list[str]:
+    """Tick labels for ``values`` cycles ``spacing`` apart, with one prefix for all of them:
+    the largest (G, M, k) that keeps at most four integer digits and needs at most two decimals
+    to tell neighbouring ticks apart (``50M``, ``1.25G``, ``2.5k``); otherwise the full count
+    with thousands separators (``120,000,020`` once zoomed in)."""
+    vals = [float(v) for v in values]
+    finite = [abs(v) for v in vals if math.isfinite(v)]
+    top = max(finite, default=0.0)
+    spacing = abs(float(spacing)) or 1.0
+    scale, prefix = 1.0, ""
+    for s, p in PREFIXES:
+        if top >= s and spacing / s >= 0.01 and top / s < 10_000:
+            scale, prefix = s, p
+            break
+    digits = _decimals(spacing / scale)
+    out = []
+    for v in vals:
+        if not math.isfinite(v):
+            out.append("")
+            continue
+        text = f"{v / scale:,.{digits}f}"
+        if float(text.replace(",", "")) == 0:
+            out.append("0")
+        else:
+            out.append(text + prefix)
+    return out
+
+
+class CycleAxis(pg.AxisItem):
+    """An axis of cycle counts: ``50M`` / ``1.25G`` ticks, never ``1e+08``."""
+
+    def __init__(self, orientation: str = "bottom", **kwargs) -> None:
+        super().__init__(orientation, **kwargs)
+        self.enableAutoSIPrefix(False)
+
+    def tickStrings(self, values, scale, spacing) -> list[str]:
+        return format_cycles([v * scale for v in values], spacing * scale)
+
+
+def use_cycle_axis(plot: pg.PlotWidget | pg.PlotItem, side: str = "bottom") -> CycleAxis:
+    """Replace the ``side`` axis of ``plot`` with a :class:`CycleAxis` (label kept, themed)."""
+    item = plot.getPlotItem() if isinstance(plot, pg.PlotWidget) else plot
+    old = item.getAxis(side)
+    label = old.labelText
+    axis = CycleAxis(side)
+    item.setAxisItems({side: axis})
+    if label:
+        axis.setLabel(label)
+    if isinstance(plot, pg.PlotWidget):
+        style_plot(plot)
+    return axis
+
+
+def short_cycles(value: float) -> str:
+    """A cycle count to three significant digits with a prefix: ``245M``, ``1.25G``, ``980``."""
+    v = float(value)
+    for scale, prefix in PREFIXES:
+        if abs(v) >= scale:
+            x = v / scale
+            digits = 0 if abs(x) >= 100 else 1 if abs(x) >= 10 else 2
+            return f"{x:.{digits}f}{prefix}"
+    return f"{v:,.0f}"
