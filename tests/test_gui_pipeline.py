@@ -124,6 +124,36 @@ def test_walkthrough_pipeline_phases(qtbot, pipeline, walkthrough_profiles):
         ga = int(c.run_config["gradient_accumulation"])
         assert theoretical_ramp_share(2, ga) is not None
     assert ramps["3-accumulate"] < ramps["2-half"]
+    # device iterations 4 (step 4): the chart is one pipeline run, the first device iteration,
+    # not the whole host call (which would stretch every micro-batch box over all four)
+    (doc,) = _open(pipeline, walkthrough_profiles["4-device-iterations"])
+    c = r.view_a.data
+    _check_chart(r.view_a, doc)
+    steps = doc.profile.table("/execution/steps", ["iteration", "start", "cycles"])
+    first = steps[steps["iteration"] == steps["iteration"].min()]
+    assert c.t1 == float((first["start"] + first["cycles"]).max())
+    assert c.t1 < 0.5 * doc.analysis.execution.total_cycles
+    assert (c.boxes["end"] <= c.t1).all()
+    ga = int(c.run_config["gradient_accumulation"])
+    fwd = c.boxes[c.boxes["pass_name"] == "forward"]
+    assert len(fwd) == 2 * ga  # one forward box per stage and micro-batch
+    # bands in time order, without overlaps; the micro-batch numbers do not overprint
+    starts = [a for _p, a, _z in c.bands]
+    assert starts == sorted(starts)
+    assert all(z <= a2 for (_p, _a, z), (_q, a2, _y) in zip(c.bands, c.bands[1:]))
+    vb = r.view_a.chart.getViewBox()
+    (x0, x1), _ = vb.viewRange()
+    px = vb.width() / (x1 - x0)
+    fm = r.view_a._metrics
+    shown = [
+        (t.pos().y(), t.pos().x() * px, fm.horizontalAdvance(text))
+        for t, _w, text in r.view_a.box_labels
+        if t.isVisible()
+    ]
+    assert len(shown) >= ga, "the micro-batch numbers fit at the initial zoom"
+    for (ya, xa, wa), (yb, xb, wb) in zip(sorted(shown), sorted(shown)[1:]):
+        if ya == yb:  # same stage row: text extents (centred on the boxes) do not overlap
+            assert xb - xa >= (wa + wb) / 2
     # the OOM base step has no pipeline to draw
     _open(pipeline, walkthrough_profiles["1-base"])
     assert r.stack.currentWidget() is r.message
