@@ -33,10 +33,13 @@ def write_report(
     thresholds: Any = None,
     title: str | None = None,
     progress: Any = None,
+    predict_transitions: bool = True,
 ) -> Path:
     """Write a report of ``paths`` (several profiles: with a comparison) to ``out`` atomically.
 
-    This is the function ``analyse demo`` calls for the comparative walkthrough report.
+    This is the function ``analyse demo`` calls for the comparative walkthrough report. With
+    several profiles it tells the story step by step (``predict_transitions``: re-simulate the
+    insight behind each step's change, a few simulations, to show its predicted effect).
     """
     from analyser.cli._common import atomic_output
     from analyser.core import Analysis
@@ -56,6 +59,7 @@ def write_report(
             resimulate=resimulate,
             thresholds=thresholds,
             progress=progress,
+            predict_transitions=predict_transitions,
         )
         title = title or (
             f"IPU profile report: {analyses[0].name}"

@@ -161,19 +161,36 @@ def build_report(
     resimulate: bool = False,
     thresholds: Any = None,
     progress: Any = None,
+    predict_transitions: bool = True,
 ) -> dict[str, Any]:
-    """The whole report (one or several profiles, with a comparison when several)."""
+    """The whole report (one or several profiles, with a comparison when several).
+
+    Several profiles also get ``transitions`` (analyser.core.transitions): for each profile to
+    the next, the change, the insight that recommended it and its predicted effect, and the
+    measured effect. With ``predict_transitions`` the linked insights are re-simulated (only
+    those) even when ``resimulate`` is off.
+    """
     from analyser.core.comparison import compare
     from analyser.core.insights import find_insights
+    from analyser.core.transitions import explain_transitions
 
-    profiles = []
-    for a in analyses:
-        tips = (
-            find_insights(a, thresholds, resimulate=resimulate, progress=progress)
-            if insights
-            else None
-        )
-        profiles.append(profile_data(a, tips))
+    tips_all = [
+        find_insights(a, thresholds, resimulate=resimulate and insights, progress=progress)
+        if insights or len(analyses) > 1
+        else None
+        for a in analyses
+    ]
+    transitions = (
+        [
+            t.to_dict()
+            for t in explain_transitions(
+                analyses, tips_all, resimulate=predict_transitions or resimulate
+            )
+        ]
+        if len(analyses) > 1
+        else None
+    )
+    profiles = [profile_data(a, tips if insights else None) for a, tips in zip(analyses, tips_all)]
     comparison = compare(analyses).to_dict() if len(analyses) > 1 else None
     from dataclasses import asdict as _asdict
 
@@ -190,6 +207,7 @@ def build_report(
             "tool_version": getattr(analyser, "__version__", "0.1.0"),
             "profiles": profiles,
             "comparison": comparison,
+            "transitions": transitions,
             "thresholds": used,
             "resimulated": bool(resimulate and insights),
         }

@@ -573,15 +573,32 @@ def disable_offload(c: Context) -> Insight | None:
     share = float(rb[i]) / float(ex.total_cycles or 1)
     if share < c.t.offload_share:
         return None
+    # Would the state fit back on chip? Spread evenly over an IPU's tiles (the way the engine
+    # maps weights), it adds remote bytes / tiles to every tile, the fullest included.
+    m = c.a.memory
+    v = c.a.variables
+    remote = (
+        v.groupby("ipu")["remote_bytes"].sum().reindex(range(m.num_ipus)).fillna(0).to_numpy(float)
+    )
+    est = m.tile_used.max(axis=1) + remote / max(1, m.tiles_per_ipu)
+    full = np.flatnonzero(est > m.sram_per_tile)
+    likely_oom = bool(full.size)
     return _addressing(
-        share,
+        0.0 if likely_oom else share,
         Insight(
             "throughput.disable_offload",
             "Disable variable offloading",
-            "warning",
+            "info" if likely_oom else "warning",
             "throughput",
             f"Streaming offloaded state to and from remote buffers takes {fmt_pct(share)} of the "
-            "run; on-chip state avoids it if the model still fits (see the predicted effect).",
+            "run; on-chip state avoids it if the model still fits (see the predicted effect)."
+            + (
+                f" It probably does not: spread over the tiles, the state would take IPU "
+                f"{int(full[0])}'s fullest tile to about {fmt_bytes(est[full[0]])} of "
+                f"{fmt_bytes(m.sram_per_tile)}; free memory first."
+                if likely_oom
+                else ""
+            ),
             [
                 Evidence(
                     f"StreamCopyMid to remote buffers on IPU {i}: {fmt_int(rb[i])} cycles "
