@@ -545,16 +545,18 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
                 help="Override one target parameter, e.g. clock_hz=1.6e9 (repeatable).",
             )
             continue
+        # Values stay strings here and RunConfig validates them (pydantic converts "16" to 16),
+        # so a bad value gives RunConfig's one sentence instead of argparse's usage dump.
         if ann is bool:
             group.add_argument(*flags, action=argparse.BooleanOptionalAction, **kw)
         elif choices:
-            group.add_argument(*flags, choices=choices, **kw)
+            group.add_argument(*flags, metavar="{" + ",".join(choices) + "}", type=str, **kw)
         elif name in ("split_points", "recompute_checkpoints"):
             group.add_argument(*flags, metavar="LAYER[,LAYER...]", type=_csv, **kw)
         elif ann in (int, int | None):
-            group.add_argument(*flags, type=int, metavar="N", **kw)
+            group.add_argument(*flags, type=str, metavar="N", **kw)
         elif ann in (float, float | None):
-            group.add_argument(*flags, type=float, metavar="X", **kw)
+            group.add_argument(*flags, type=str, metavar="X", **kw)
         else:
             group.add_argument(*flags, type=str, **kw)
 

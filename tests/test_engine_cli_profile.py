@@ -79,6 +79,24 @@ def test_bad_configuration_writes_no_file(tmp_path, capsys):
     assert not out.exists()
 
 
+def test_bad_flag_values_give_one_sentence_not_a_usage_dump(tmp_path, capsys):
+    out = tmp_path / "bad.h5"
+    for flags, words in (
+        (["--precision", "8.8"], ["precision", "'16.16'"]),
+        (["--optimiser", "rmsprop"], ["optimiser", "'lamb'"]),
+        (["--batch-size", "abc"], ["micro_batch_size", "integer"]),
+        (["--batch-size", "-1"], ["micro_batch_size", "greater than or equal to 1"]),
+        (["--available-memory-proportion", "1.5"], ["available_memory_proportion"]),
+    ):
+        assert main(["profile", "-o", str(out), "--model", "mlp", *flags]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0, err
+        assert "usage:" not in err and "Traceback" not in err
+        for word in words:
+            assert word in err
+        assert not out.exists()
+
+
 def test_does_not_clobber_a_file_that_is_not_a_profile(tmp_path, capsys):
     out = tmp_path / "notes.h5"
     out.write_text("my notes")
