@@ -87,6 +87,42 @@ def test_walkthrough_report(walkthrough_profiles, tmp_path):
     HTMLParser().feed(html)
     assert html.count("<svg") >= 6 * 2 + 2
     assert "precision" in html and "Use FP16" in html
+    # the story: each step's change with the insight behind it and its re-simulated prediction
+    assert "Step by step" in html and html.count("Recommended by insight") >= 4
+    assert "Predicted: fits: no tile out of memory" in html  # FP16 on the OOM step 1
+    assert "Raise device iterations" in html  # step 3 -> 4, fired or below its threshold
+
+
+def test_walkthrough_story(walkthrough_profiles):
+    """Each transition names the insight of the earlier step that recommended its change; the
+    device-iterations step says how far below its threshold the rule was when it did not fire."""
+    from analyser.core.transitions import explain_transitions
+
+    analyses = [Analysis.open(p) for p in walkthrough_profiles.values()]
+    try:
+        story = explain_transitions(analyses, resimulate=False)
+    finally:
+        for a in analyses:
+            a.close()
+    assert len(story) == 5
+    expected = {
+        "precision": "memory.fp16",
+        "gradient_accumulation": "throughput.gradient_accumulation",
+        "device_iterations": "throughput.device_iterations",
+        "eight_bit_input": "throughput.8bit_input",
+        "loader_mode": "throughput.async_loader",
+    }
+    for key, iid in expected.items():
+        tr = next(t for t in story if any(k == key for k, _x, _y in t.changes))
+        link = next(lk for lk in tr.links if lk.key == key)
+        assert link.insight.id == iid, (key, [lk.insight.id for lk in tr.links])
+        assert tr.text[-1].startswith("Measured:")
+        if link.fired:
+            assert link.position >= 1 and any("Recommended by insight" in t for t in tr.text)
+        else:
+            assert link.thresholds and any("stays below its threshold" in t for t in tr.text)
+    assert story[0].links[0].fired and story[0].links[0].position == 1  # FP16 first
+    assert "now fits" in story[0].text[-1]
 
 
 # A scaled-down walkthrough: the same option changes, step by step, on ResNet-50 at 32x32

@@ -372,3 +372,99 @@ def test_split_moves_toward_the_loaded_stage(sims):
         assert a.execution.stage_cycles[1] > a.execution.stage_cycles[0]
     (new,) = tip.change["split_points"]
     assert new > "layer1.1"  # later in the network
+
+
+def _tip(iid, category, *, addresses=0.0, rank=0, effect=None):
+    from analyser.core.insights.model import Insight
+
+    t = Insight(iid, iid, "warning", category, "", change={"x": 1}, rank=rank)
+    t.addresses, t.effect = addresses, effect
+    return t
+
+
+def test_ranking_by_predicted_benefit():
+    """Fits: throughput tips by predicted benefit (re-simulated saving, else the share they
+    address), then low-headroom memory tips, then tips predicted not to help. OOM: memory tips
+    in the memory guide's order first."""
+    from types import SimpleNamespace
+
+    from analyser.core.insights import rank_insights
+    from analyser.core.insights.model import Effect
+
+    before = {"cycles_per_sample": 100.0, "oom_tiles": 0}
+
+    def eff(cps, recommended=True, status="fits"):
+        after = {"cycles_per_sample": cps, "oom_tiles": 0 if status == "fits" else 5}
+        return Effect(status, "", before, after, recommended=recommended)
+
+    est = _tip("t.estimate", "throughput", addresses=0.2, rank=0)
+    big = _tip("t.big", "throughput", rank=3, effect=eff(60.0))  # saves 40%
+    small = _tip("t.small", "throughput", rank=1, effect=eff(99.5))
+    worse = _tip("t.oom", "throughput", rank=2, effect=eff(0, False, "oom"))
+    mem_cost = _tip("m.costly", "memory", rank=0, effect=eff(110.0))
+    mem_free = _tip("m.free", "memory", rank=1, effect=eff(95.0))
+    tips = [est, big, small, worse, mem_cost, mem_free]
+    fits = SimpleNamespace(memory=SimpleNamespace(fits=True))
+    assert [t.id for t in rank_insights(fits, tips)] == [
+        "t.big",
+        "t.estimate",
+        "t.small",
+        "m.free",
+        "m.costly",
+        "t.oom",
+    ]
+    oom = SimpleNamespace(memory=SimpleNamespace(fits=False))
+    order = [t.id for t in rank_insights(oom, tips)]
+    assert order[:2] == ["m.costly", "m.free"]  # memory guide's order, whatever the benefit
+
+
+def test_walkthrough_fitting_step_ranks_throughput_first(walkthrough_profiles):
+    """Step 3 fits with little headroom: the memory tips fire but rank below the throughput
+    tips (as info), and the top tip is one that raises throughput."""
+    with Analysis.open(walkthrough_profiles["3-accumulate"]) as a:
+        if not a.memory.fits:
+            pytest.skip("engine: walkthrough step 3 does not fit")
+        tips = find_insights(a)
+    assert tips and tips[0].category == "throughput"
+    mem = [i for i, t in enumerate(tips) if t.category == "memory"]
+    useful = [i for i, t in enumerate(tips) if t.category == "throughput" and t.addresses > 0]
+    assert all(t.severity == "info" for t in tips if t.category == "memory")
+    assert not mem or max(useful) < min(mem)
+
+
+def test_deltas_are_against_a_resimulated_baseline(sims, tmp_path):
+    """The profile's own config is re-simulated and the deltas use it; when the profile came
+    from another engine version, or the engine no longer reproduces its figures, it says so."""
+    import shutil
+
+    import h5py
+
+    from analyser.core.insights import resimulate
+    from analyser.core.insights.model import Insight
+
+    def predict(path):
+        with Analysis.open(path) as a:
+            tip = Insight("t", "t", "info", "throughput", "", change={"loader_mode": "async"})
+            predict_effects(a, [tip], workers=1)
+            return tip.effect, a.metrics, a.run_config
+
+    eff, m, cfg = predict(sims["mlp_slow_host"])
+    assert eff.baseline == "resimulated" and "reproduces" in eff.baseline_note
+    assert eff.before["cycles_per_sample"] == pytest.approx(m.cycles_per_sample)
+    old = tmp_path / "old.h5"
+    shutil.copy(sims["mlp_slow_host"], old)
+    with h5py.File(old, "r+") as f:
+        f.attrs["engine_version"] = "0.0.1"
+    eff, _m, _cfg = predict(old)
+    assert "engine 0.0.1" in eff.baseline_note
+    # a baseline that no longer matches the profile: deltas follow the re-simulation
+    key = resimulate._config_key(cfg)
+    true = dict(resimulate._BASELINES[key])
+    try:
+        resimulate._BASELINES[key]["peak_memory_bytes"] = true["peak_memory_bytes"] + 45e6
+        eff, m, _cfg = predict(sims["mlp_slow_host"])
+    finally:
+        resimulate._BASELINES[key] = true
+    assert eff.before["peak_memory_bytes"] == m.peak_memory_bytes + 45e6
+    assert "differ" in eff.baseline_note and "peak memory" in eff.baseline_note
+    assert abs(eff.rel("peak_memory_bytes")) > 0.001  # the change's own effect vs the baseline

@@ -75,6 +75,37 @@ def render_markdown(data: dict[str, Any], analyses: list, title: str) -> str:
         "",
     ]
     profs = data["profiles"]
+    if data.get("transitions"):
+        L += ["## Step by step: change, insight, predicted and measured effect", ""]
+        rows = []
+        for tr in data["transitions"]:
+            shown = [c for c in tr["changes"] if c["key"] not in tr["uncovered"]] or tr["changes"]
+            rows.append(
+                [
+                    f"{tr['a']} → {tr['b']}",
+                    "; ".join(
+                        f"`{c['key']}` {json.dumps(c['before'])} → {json.dumps(c['after'])}"
+                        for c in shown
+                    ),
+                    "; ".join(
+                        f"#{t['position']} {t['title']}"
+                        if t["fired"]
+                        else f"none ({t['title'].lower()} stays below its threshold)"
+                        for t in tr["insights"]
+                    )
+                    or "no insight addresses it",
+                    "; ".join(
+                        t["predicted"]["message"] if t["predicted"] else "not re-simulated"
+                        for t in tr["insights"]
+                    ),
+                    tr["text"][-1].removeprefix("Measured: "),
+                ]
+            )
+        L += _md_table(["step", "change", "recommended by", "predicted", "measured"], rows)
+        for tr in data["transitions"]:
+            L += [f"**{tr['a']} → {tr['b']}**", ""]
+            L += [f"- {line}" for line in tr["text"]]
+            L.append("")
     if data.get("comparison"):
         L += ["## Comparison", ""]
         L += _md_table(

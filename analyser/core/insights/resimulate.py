@@ -156,6 +156,16 @@ def current_engine_version() -> str:
         return "unknown"
 
 
+_LABELS: dict[str, tuple[str, Callable[[Any], str]]] = {
+    "peak_memory_bytes": ("peak memory", fmt_bytes),
+    "max_tile_memory_bytes": ("fullest tile", fmt_bytes),
+    "oom_tiles": ("OOM tiles", lambda v: "-" if v is None else f"{int(v):,}"),
+    "total_cycles": ("total cycles", lambda v: "-" if v is None else f"{int(v):,}"),
+    "cycles_per_sample": ("cycles per sample", lambda v: "-" if v is None else f"{v:,.1f}"),
+    "throughput_samples_per_s": ("samples/s", lambda v: "-" if v is None else f"{v:,.1f}"),
+}
+
+
 def _differs(a: Any, b: Any) -> bool:
     if a is None or b is None:
         return (a is None) != (b is None)
@@ -184,8 +194,12 @@ def _baseline(analysis, profile: dict[str, Any], status: str, value: Any) -> Eff
     if written != now:
         why.append(f"the profile was written by engine {written}, this is {now}")
     if diff:
-        names = ", ".join(k.replace("_", " ") for k in diff[:3])
-        why.append(f"its figures differ from a re-simulation of its own configuration ({names})")
+        shown = "; ".join(
+            f"{_LABELS[k][0]} {_LABELS[k][1](profile.get(k))} in the profile, "
+            f"{_LABELS[k][1](value.get(k))} re-simulated"
+            for k in diff[:2]
+        )
+        why.append(f"its figures differ from a re-simulation of its own configuration ({shown})")
     if why:
         note = (
             "Baseline re-simulated: "
