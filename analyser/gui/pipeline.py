@@ -135,6 +135,9 @@ class PipelineChartView(QWidget):
         for plot, min_h in ((self.chart, 260), (self.load, 170), (self.stash, 170)):
             plot.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Ignored)
             plot.setMinimumHeight(min_h)
+        # height-for-width layouts may hand the view less than its parts' minimums (they then
+        # overlap): an explicit minimum for the whole view (header, chart, per-stage charts)
+        self.setMinimumHeight(260 + 170 + 90)
         self._extra: list = []
         self.box_labels: list[tuple[pg.TextItem, float, str]] = []
         self._metrics = QFontMetrics(QFont())

@@ -180,7 +180,10 @@ class LivenessReport(Report):
         self._scale = scale
         entries = []
         n_steps = 0
-        n_labels = 0
+        # peak labels: one per (IPU, step, bytes), naming every profile that peaks there (A and
+        # B often peak at the same step: two labels would print on top of each other)
+        peaks: dict[tuple[int, int, int], list[str]] = {}
+        peak_names: dict[tuple[int, int, int], str] = {}
         for tag, d, style, cs in all_curves:
             lv = data.liveness(d)
             for ipu, curve in cs.items():
@@ -189,7 +192,8 @@ class LivenessReport(Report):
                 item.addItem(
                     pg.PlotDataItem(x, curve / scale, pen=pg.mkPen(color, width=2, style=style))
                 )
-                label = f"IPU {ipu}" + (f" ({tag})" if cmp is not None else "")
+                dashed = ", dashed" if style == Qt.PenStyle.DashLine else ""
+                label = f"IPU {ipu}" + (f" ({tag}{dashed})" if cmp is not None else "")
                 entries.append((label, color))
                 n_steps = max(n_steps, curve.size)
                 if curve.size:
@@ -204,16 +208,32 @@ class LivenessReport(Report):
                         pen=pg.mkPen(None),
                     )
                     item.addItem(marker)
-                    name = lv.step_names[peak] if peak < len(lv.step_names) else str(peak)
-                    text = pg.TextItem(
-                        f"peak{' ' + tag if cmp is not None else ''}: step {peak} ({name}) "
-                        f"{format_bytes(curve[peak], self.units)}",
-                        color=hex_color("chart", "peak_marker"),
-                        anchor=(0.5, 1.2 + 1.3 * n_labels),
+                    key = (ipu, peak, int(curve[peak]))
+                    peaks.setdefault(key, []).append(tag)
+                    peak_names[key] = (
+                        lv.step_names[peak] if peak < len(lv.step_names) else str(peak)
                     )
-                    n_labels += 1
-                    text.setPos(peak, peak_y)
-                    item.addItem(text)
+        several_ipus = len({k[0] for k in peaks}) > 1
+        placed: list[tuple[float, int]] = []  # (peak bytes, stacking level) of drawn labels
+        for key, tags in sorted(peaks.items(), key=lambda kv: -kv[0][2]):
+            ipu, peak, nbytes = key
+            # a label goes right above its peak, one line higher for every label already drawn
+            # at a similar height (they would print on top of each other)
+            near = [lvl for y, lvl in placed if abs(y - nbytes) < 0.08 * top]
+            level = max(near) + 1 if near else 0
+            placed.append((nbytes, level))
+            who = " ".join(
+                ([" + ".join(tags)] if cmp is not None else [])
+                + ([f"IPU {ipu}"] if several_ipus else [])
+            )
+            text = pg.TextItem(
+                f"peak{' ' + who if who else ''}: step {peak} ({peak_names[key]}) "
+                f"{format_bytes(nbytes, self.units)}",
+                color=hex_color("chart", "peak_marker"),
+                anchor=(0.5, 1.2 + 1.3 * level),
+            )
+            text.setPos(peak, nbytes / scale)
+            item.addItem(text)
         self.plot.n_steps = n_steps
         what = (
             "not-always-live + always-live" if self.always_check.isChecked() else "not-always-live"
@@ -223,7 +243,8 @@ class LivenessReport(Report):
         entries.append(("peak", hex_color("chart", "peak_marker")))
         self.legend.set_entries(entries)
         item.setXRange(0, max(n_steps - 1, 1), padding=0.01)
-        item.setYRange(0, top / scale * 1.15 if top else 1, padding=0)
+        levels = max((lvl for _y, lvl in placed), default=0)
+        item.setYRange(0, top / scale * (1.15 + 0.07 * levels) if top else 1, padding=0)
         self._show_steps()
 
     # ------------------------------------------------------------------ steps

@@ -454,6 +454,9 @@ class MemoryReport(Report):
         self.plot_delta = make_plot(mouse=True)
         self.plot_delta.setXLink(self.plot_a)
         self.plot_delta.setMinimumHeight(110)
+        # one left-axis width for the three linked charts, so a tile sits at the same x in each
+        for plot in (self.plot_a, self.plot_b, self.plot_delta):
+            plot.getPlotItem().getAxis("left").setWidth(62)
         self.delta_items: list[pg.BarGraphItem] = []
         for p in (self.plot_a, self.plot_b):
             p.tileClicked.connect(self.click_tile)
@@ -642,7 +645,24 @@ class MemoryReport(Report):
                 )
                 item.addItem(bars)
                 self.delta_items.append(bars)
-        item.setLabel("left", f"B - A ({unit})")
+        item.setLabel("left", f"B−A {unit}")  # short: the chart is low
+        # the same tile axis as the charts above: IPU ticks and separators, not a bare index
+        chart = self.charts["A"]
+        axis = item.getAxis("bottom")
+        if len(chart.ipus) > 1:
+            ticks = []
+            for k, ipu in enumerate(chart.ipus):
+                x0 = k * chart.tiles_per_ipu
+                if k:
+                    line = pg.InfiniteLine(
+                        pos=x0 - 0.5, angle=90, pen=pg.mkPen(chart_colors().foreground, width=1)
+                    )
+                    item.addItem(line)
+                    self.delta_items.append(line)
+                ticks.append((x0 + chart.tiles_per_ipu / 2, f"IPU {ipu}"))
+            axis.setTicks([ticks])
+        else:
+            axis.setTicks(None)
         span = float(np.abs(delta).max()) if delta.size else 0.0
         item.setYRange(-span * 1.1 if span else -1, span * 1.1 if span else 1, padding=0)
 

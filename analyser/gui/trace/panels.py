@@ -113,13 +113,18 @@ class RangeSummaryPanel(QWidget):
         self.explain.setWordWrap(True)
         self.explain.setTextFormat(Qt.TextFormat.RichText)
         self.explain.hide()
-        lay.addWidget(self.explain)
+        self.explain.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         self.table = _table(["", "cycles", "share", "steps"])
         header = self.table.horizontalHeader()
         # labels and figures side by side (not a stretched label column pushing the figures
-        # to the far edge); the spare width stays empty on the right
+        # to the far edge)
         header.setStretchLastSection(False)
-        lay.addWidget(self.table)
+        # in compare mode the explanations sit beside the table, which keeps its height
+        row = QHBoxLayout()
+        row.addWidget(self.table, 1)
+        self.explain.setMaximumWidth(440)
+        row.addWidget(self.explain)
+        lay.addLayout(row, 1)
         self.summaries: list[RangeSummary] = []
 
     def set_summaries(

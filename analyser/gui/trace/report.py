@@ -116,11 +116,14 @@ class TraceReport(Report):
         # a long read-out must not widen the window: it gives way and is elided by the layout
         self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.status.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        bar.addWidget(self.status, 1)
+        bar.addStretch(1)
         lay.addLayout(bar)
         self.legend = QLabel("")
         self.legend.setTextFormat(Qt.TextFormat.RichText)
-        lay.addWidget(self.legend)
+        legend_row = QHBoxLayout()
+        legend_row.addWidget(self.legend)
+        legend_row.addWidget(self.status, 1)  # the read-out shares the legend's row
+        lay.addLayout(legend_row)
 
         self.splitter = QSplitter(Qt.Orientation.Vertical)
         self.timeline = TimelineView(title="")
@@ -223,7 +226,7 @@ class TraceReport(Report):
             pad = (hi - lo) * 0.05
             for tl in (self.timeline, self.timeline_b):
                 tl.getPlotItem().getViewBox().setLimits(xMin=lo - pad, xMax=hi + pad)
-            self.timeline.set_x_range(lo, hi)
+            self.timeline.set_x_range(lo, hi + pad / 5)
         self.bsp_ipu.setRange(0, max(0, self.trace.n_ipus - 1))
         self.search.set_trace(self.trace)
         self.details.show_details(None)
@@ -275,16 +278,11 @@ class TraceReport(Report):
         )
         self.status.setText(text)
         self.status.setToolTip(text)
-        present = set()
-        for tl in (self.timeline, self.timeline_b):
-            if tl.trace is not None:
-                for res in tl.results.values():
-                    present.update(res.rects)
+        # every step type, always: a zoomed-out view may paint a pixel with the type that
+        # dominates it, and a legend that drops the others would say they are absent
         self.legend.setText(
             " &nbsp; ".join(
-                f"<span style='color:{hex_color('step_types', t)}'>■</span> {t}"
-                for t in STEP_TYPES
-                if t in present
+                f"<span style='color:{hex_color('step_types', t)}'>■</span> {t}" for t in STEP_TYPES
             )
         )
         self._schedule_details()
