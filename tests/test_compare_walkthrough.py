@@ -76,6 +76,22 @@ def test_async_cuts_host_wait(opened):
     assert p.metric("throughput_samples_per_s").after > p.metric("throughput_samples_per_s").before
 
 
+def test_oom_to_fits_has_no_execution_deltas(opened):
+    """An OOM profile has no execution: the comparison says so instead of listing every step
+    type and operation as 'appeared'."""
+    p = _pair(opened, "1-base", "2-half", need_execution=False)
+    if opened["1-base"].execution is not None:
+        pytest.skip("engine: walkthrough step 1 fits")
+    assert any("has no execution" in t for t in p.other_deltas)
+    assert not any("appeared" in t for t in p.other_deltas)
+
+
+def test_shares_change_in_points(opened):
+    p = _pair(opened, "5-8bit-io", "6-async")
+    text = _texts(p, "host_wait_share")[0]
+    assert " point" in text and "%)" in text  # 'fell 7.2 points (7.4% to 0.2%)'
+
+
 def test_walkthrough_report(walkthrough_profiles, tmp_path):
     """The comparative report of the six steps (what `analyse demo` writes)."""
     from html.parser import HTMLParser

@@ -34,7 +34,13 @@ def run(args: argparse.Namespace) -> int:
 
     from analyser.cli._common import console, open_analysis
     from analyser.cli.errors import CliError
-    from analyser.core.comparison import METRICS, compare, fmt_value
+    from analyser.core.comparison import (
+        COSMETIC_KEYS,
+        METRICS,
+        compare,
+        fmt_share_delta,
+        fmt_value,
+    )
     from analyser.core.gates import parse_gate
     from analyser.core.units import fmt_delta_pct
 
@@ -66,16 +72,18 @@ def run(args: argparse.Namespace) -> int:
             vals = [a.metrics.scalar(key) for a in analyses]
             if all(v is None for v in vals):
                 continue
-            tab.add_row(
-                label, *(fmt_value(v, kind) for v in vals), fmt_delta_pct(vals[0], vals[-1])
+            delta = (
+                fmt_share_delta(vals[0], vals[-1])
+                if kind == "share"
+                else fmt_delta_pct(vals[0], vals[-1])
             )
+            tab.add_row(label, *(fmt_value(v, kind) for v in vals), delta)
         con.print(tab)
         for p in cmp.pairs:
             con.rule(f"[bold]{esc(p.a)} -> {esc(p.b)}[/]", align="left")
-            if p.config_diffs:
-                con.print(
-                    "[bold]run options:[/] " + esc("; ".join(d.text() for d in p.config_diffs))
-                )
+            diffs = [d for d in p.config_diffs if d.key not in COSMETIC_KEYS]
+            if diffs:
+                con.print("[bold]run options:[/] " + esc("; ".join(d.text() for d in diffs)))
             else:
                 con.print("[bold]run options:[/] identical")
             for e in p.explanations:

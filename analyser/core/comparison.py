@@ -72,6 +72,23 @@ def change_words(a: float | None, b: float | None) -> str:
     return f"{'rose' if r > 0 else 'fell'} {abs(r) * 100:.1f}%"
 
 
+def share_words(a: float | None, b: float | None) -> str:
+    """A change of a share in percentage points: 'fell 1.5 points', 'rose 0.7 points'."""
+    if a is None or b is None:
+        return "is not available in both"
+    d = (b - a) * 100
+    if abs(d) < 0.05:
+        return "is unchanged"
+    return f"{'rose' if d > 0 else 'fell'} {abs(d):.1f} point" + ("" if abs(d) == 1 else "s")
+
+
+def fmt_share_delta(a: float | None, b: float | None) -> str:
+    """'+0.7 pt' (percentage points) for shares; '-' when either is missing."""
+    if a is None or b is None:
+        return "-"
+    return f"{(b - a) * 100:+.1f} pt"
+
+
 @dataclass(frozen=True)
 class ConfigDiff:
     key: str
@@ -395,7 +412,7 @@ def _explain(a: Analysis, b: Analysis, diffs: list[ConfigDiff]) -> list[Explanat
     if "gradient_accumulation" in by:
         add(
             "compute_share",
-            f"OnTileExecute share of cycles {change_words(ma.compute_share, mb.compute_share)} "
+            f"OnTileExecute share of cycles {share_words(ma.compute_share, mb.compute_share)} "
             f"({fmt_pct(ma.compute_share)} to {fmt_pct(mb.compute_share)})",
             ("gradient_accumulation",),
             rel_change(ma.compute_share, mb.compute_share),
@@ -403,7 +420,7 @@ def _explain(a: Analysis, b: Analysis, diffs: list[ConfigDiff]) -> list[Explanat
         if (ma.ramp_share or 0) or (mb.ramp_share or 0):
             add(
                 "ramp_share",
-                f"Pipeline ramp-up + ramp-down share {change_words(ma.ramp_share, mb.ramp_share)} "
+                f"Pipeline ramp-up + ramp-down share {share_words(ma.ramp_share, mb.ramp_share)} "
                 f"({fmt_pct(ma.ramp_share)} to {fmt_pct(mb.ramp_share)})",
                 ("gradient_accumulation",),
                 rel_change(ma.ramp_share, mb.ramp_share),
@@ -450,7 +467,8 @@ def _explain(a: Analysis, b: Analysis, diffs: list[ConfigDiff]) -> list[Explanat
     if ma.host_wait_share != mb.host_wait_share and any(k in by for k in wait_keys):
         add(
             "host_wait_share",
-            f"Host wait (StreamCopyBegin) share {change_words(ma.host_wait_share, mb.host_wait_share)} "
+            f"Host wait (StreamCopyBegin) share "
+            f"{share_words(ma.host_wait_share, mb.host_wait_share)} "
             f"({fmt_pct(ma.host_wait_share)} to {fmt_pct(mb.host_wait_share)})",
             wait_keys,
             rel_change(ma.host_wait_share, mb.host_wait_share),
@@ -521,7 +539,14 @@ def compare_pair(a: Analysis, b: Analysis) -> PairComparison:
             f"to {mb.oom_tiles:,}) with no run-option difference to explain it"
         )
     unit = _scales(a, b)[2]
-    for r in steps.head(3).itertuples():
+    both_ran = a.execution is not None and b.execution is not None
+    if not both_ran and (a.execution is not None or b.execution is not None):
+        gone, ran = (a, b) if a.execution is None else (b, a)
+        other.append(
+            f"{gone.name} has no execution (out of memory): execution figures (step types, "
+            f"operation cycles) are only in {ran.name}"
+        )
+    for r in steps.head(3).itertuples() if both_ran else ():
         if abs(r.delta) > 1e-9 * max(abs(r.before), abs(r.after), 1):
             other.append(
                 f"{r.step_type} on IPU {r.ipu} {change_words(r.before, r.after)} "
@@ -533,7 +558,7 @@ def compare_pair(a: Analysis, b: Analysis) -> PairComparison:
                 f"{r.category} memory {change_words(r.before, r.after)} "
                 f"({fmt_bytes(r.before)} to {fmt_bytes(r.after)})"
             )
-    for name, r in ops.head(3).iterrows():
+    for name, r in ops.head(3).iterrows() if both_ran else ():
         if abs(r["delta"]) > 1e-9 * max(abs(r["before"]), abs(r["after"]), 1):
             other.append(
                 f"operation {name} {change_words(r['before'], r['after'])} "
