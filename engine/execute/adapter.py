@@ -38,7 +38,7 @@ def host_model(config, io: dict[str, Any]) -> HostModel:
         workers=int(config.loader_workers),
         loader=config.loader_mode,
         call_overhead_s=config.host_call_overhead_us * 1e-6,
-        stream_latency_s=getattr(config, "host_stream_latency_us", 5.0) * 1e-6,
+        stream_latency_s=config.host_stream_latency_us * 1e-6,
         prefetch_depth=int(config.prefetch_depth),
     )
 

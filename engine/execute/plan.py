@@ -170,6 +170,13 @@ class Links:
     links_between_stages: int = 1
 
 
+def _run_default(name: str):
+    """The default of a RunConfig option."""
+    from engine.config import RunConfig
+
+    return RunConfig.model_fields[name].default
+
+
 @dataclass
 class HostModel:
     """The host side of a run (walkthrough.md "Host model"); every field is a RunConfig option.
@@ -183,14 +190,22 @@ class HostModel:
     prefetch depth above one).
     """
 
-    decode_augment_s: float = 50e-6
+    # defaults: the RunConfig defaults (one source: engine.config; reasoning in docs/engine.md,
+    # "Host model defaults")
+    decode_augment_s: float = field(
+        default_factory=lambda: _run_default("host_preprocess_us_per_sample") * 1e-6
+    )
     cast_normalise_s: float = 0.0
     normalise_on_ipu: bool = False
-    workers: int = 8
+    workers: int = field(default_factory=lambda: _run_default("loader_workers"))
     loader: LoaderMode = "sync"
-    call_overhead_s: float = 150e-6
-    stream_latency_s: float = 5e-6
-    prefetch_depth: int = 1
+    call_overhead_s: float = field(
+        default_factory=lambda: _run_default("host_call_overhead_us") * 1e-6
+    )
+    stream_latency_s: float = field(
+        default_factory=lambda: _run_default("host_stream_latency_us") * 1e-6
+    )
+    prefetch_depth: int = field(default_factory=lambda: _run_default("prefetch_depth"))
 
     @property
     def per_sample_s(self) -> float:
