@@ -228,3 +228,20 @@ def test_split_points_checked_against_the_model(data, words):
         compile(cfg)
     for word in words:
         assert word in str(err.value)
+
+
+def test_liveness_beyond_two_gib_per_tile_is_capped_not_wrapped(tmp_path):
+    from engine import simulate_to_file
+    from profiles import validate
+
+    # a few tiles and a large micro-batch: more than 2 GiB of live data per tile
+    cfg = RunConfig(model="resnet50", micro_batch_size=1024, target_overrides={"tiles_per_ipu": 16})
+    result = simulate_to_file(cfg, tmp_path / "huge.h5")
+    lv, mem = result.compiled.liveness, result.compiled.memory
+    i32 = np.iinfo(np.int32).max
+    assert mem.by_liveness[..., 1].max() > i32  # exact int64 peak per tile
+    assert lv.per_tile.min() >= 0 and lv.per_tile.max() == i32  # capped, never negative
+    assert (lv.not_always_live >= lv.per_tile.sum(axis=2, dtype=np.int64)).all()
+    assert lv.not_always_live.max() > i32
+    assert any("capped at 2 GiB" in n for n in result.compiled.notes)
+    assert result.oom and validate(tmp_path / "huge.h5") == []

@@ -169,6 +169,11 @@ def compile_program(config: RunConfig | dict, progress=None) -> CompiledProgram:
     if M.oom:
         n_oom = len(M.memory.oom_tiles)
         notes.append(f"out of memory: {n_oom} tile(s) exceed {target.sram_per_tile} bytes.")
+    if (M.memory.by_liveness[..., 1] > np.iinfo(np.int32).max).any():
+        notes.append(
+            "liveness per tile is capped at 2 GiB per tile and step in /liveness/per_tile (the "
+            "run needs more); per-step sums and the memory report are exact."
+        )
     compiled = CompiledProgram(
         config=config,
         target=target,

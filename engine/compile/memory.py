@@ -712,7 +712,12 @@ def build_memory(graph, L, P, progs, seg_ipu_of_op, config, t, T: int) -> Memory
 
     # ---- per-tile memory -------------------------------------------------------------------
     by_cat = np.zeros((n_ipus, TT, len(CAT)), dtype=np.int64)
+    # per-tile liveness is stored as int32 (the schema's dtype): saturated at 2 GiB per tile,
+    # which only impossible configurations (thousands of times a tile's SRAM) reach; the sums per
+    # step are taken from the exact int64 grid
     per_tile_steps = np.zeros((n_ipus, n_steps, TT), dtype=np.int32)
+    nal_sum = np.zeros((n_ipus, n_steps), dtype=np.int64)
+    i32max = np.iinfo(np.int32).max
     al_var = np.zeros((n_ipus, TT), dtype=np.int64)
     peak_nal = np.zeros((n_ipus, TT), dtype=np.int64)
     var_count = np.zeros((n_ipus, TT), dtype=np.int64)
@@ -883,7 +888,8 @@ def build_memory(graph, L, P, progs, seg_ipu_of_op, config, t, T: int) -> Memory
             acc = np.ascontiguousarray(np.cumsum(d, axis=1).T)
             np.cumsum(acc, axis=1, out=acc)
             grid = acc.T[:-1, :-1]
-            per_tile_steps[ipu] = grid.astype(np.int32)
+            per_tile_steps[ipu] = np.minimum(grid, i32max).astype(np.int32)
+            nal_sum[ipu] = grid.sum(axis=1)
             peak_nal[ipu] = grid.max(axis=0)
         cat[:, CAT["variable"]] = al_var[ipu] + peak_nal[ipu]
 
@@ -902,7 +908,6 @@ def build_memory(graph, L, P, progs, seg_ipu_of_op, config, t, T: int) -> Memory
     gaps = var_count * t.variable_alignment_gap_bytes
     oom_mask = total + gaps > t.sram_per_tile
     oom_tiles = np.argwhere(oom_mask).astype(np.int32).reshape(-1, 2)
-    nal_sum = per_tile_steps.sum(axis=2, dtype=np.int64)
     memory = MemoryReport(
         by_category=by_cat,
         by_region=by_region,
