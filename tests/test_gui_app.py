@@ -395,6 +395,54 @@ def test_units_theme_state_and_recent_files_persist(qtbot, make_window, profiles
     w2.set_theme("light")
 
 
+def _contrast(fg: str, bg: str) -> float:
+    """WCAG contrast ratio of two '#rrggbb' colours."""
+
+    def lum(h: str) -> float:
+        c = [int(h[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+        c = [x / 12.92 if x <= 0.03928 else ((x + 0.055) / 1.055) ** 2.4 for x in c]
+        return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]
+
+    hi, lo = sorted((lum(fg), lum(bg)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def test_dark_theme_keeps_text_colours_readable_and_redraws(qtbot, make_window, profiles_dir):
+    """Colours written as text or thin lines on the chart background (severity, the change
+    column, peak / max-memory labels) reach a 3:1 contrast in both themes (WCAG for graphics
+    and large text), and switching theme redraws the shown report with them."""
+    from analyser.gui.palette import hex_color
+    from analyser.gui.theme import chart_colors
+
+    w = make_window()
+    open_and_wait(qtbot, w, profiles_dir["fit"], profiles_dir["fit2"])
+    s = w.show_report("summary")
+    texts = [("status_text", n) for n in ("ok", "oom", "warning", "info", "critical")] + [
+        ("compare", "increase"),
+        ("compare", "decrease"),
+        ("chart", "max_memory_line"),
+        ("chart", "peak_marker"),
+    ]
+    seen = {}
+    for theme in ("light", "dark"):
+        w.set_theme(theme)
+        bg = chart_colors().background
+        for group, name in texts:
+            assert _contrast(hex_color(group, name), bg) >= 3.0, (theme, group, name)
+        seen[theme] = hex_color("compare", "decrease")
+        # the summary was redrawn: its coloured changes use this theme's colour
+        colours = set()
+        for k in range(s.tree.topLevelItemCount()):
+            sec = s.tree.topLevelItem(k)
+            for i in range(sec.childCount()):
+                brush = sec.child(i).foreground(3)
+                if brush.style() != Qt.BrushStyle.NoBrush:
+                    colours.add(brush.color().name())
+        assert colours and colours <= {hex_color("compare", k) for k in ("increase", "decrease")}
+    assert seen["light"] != seen["dark"]
+    w.set_theme("light")
+
+
 def test_export_image_and_drag_and_drop(qtbot, make_window, profiles_dir, tmp_path):
     from analyser.gui.errors import GuiError
 

@@ -39,7 +39,7 @@ from analyser.gui import reports as registry
 from analyser.gui.document import Document, Workspace
 from analyser.gui.loader import LoadResult, LoadTask, make_request
 from analyser.gui.reports.base import MessagePanel, Report
-from analyser.gui.theme import THEMES, apply_theme
+from analyser.gui.theme import THEMES, apply_theme, current_theme
 from analyser.gui.units import MemoryUnits
 from profiles.errors import UserFacingError
 
@@ -414,8 +414,14 @@ class MainWindow(QMainWindow):
     def set_theme(self, name: str) -> None:
         if name not in THEMES:
             name = "light"
+        changed = name != current_theme()
         apply_theme(name, self)
         self.settings.setValue("theme", name)
+        if changed:
+            # chart items keep the colours they were drawn with: redraw the reports (the shown
+            # one now, the others when next shown)
+            for report in self._reports.values():
+                report._mark_dirty()
         if name in getattr(self, "theme_actions", {}):
             self.theme_actions[name].setChecked(True)
 
@@ -430,7 +436,12 @@ class MainWindow(QMainWindow):
             return
         files = str(doc.path) + (f"  vs  {cmp.path}" if cmp is not None else "")
         self.file_label.setText(files)
-        self.target_label.setText(data.target_line(doc))
+        line = data.target_line(doc)
+        if cmp is not None:
+            # both outcomes: A out of memory compared with a B that fits is the usual case
+            status_b = data.target_line(cmp).rsplit("|", 1)[-1].strip()
+            line = line.replace("|  ", "|  A: ", 1) + f"  ·  B: {status_b}"
+        self.target_label.setText(line)
         self.setWindowTitle(f"{doc.name} - {APP_NAME}")
 
     def _update_actions(self) -> None:

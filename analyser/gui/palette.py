@@ -21,6 +21,8 @@ from importlib import resources
 
 from PySide6.QtGui import QColor
 
+from analyser.gui.theme import current_theme
+
 FALLBACK = "#9e9e9e"
 
 #: Palette groups (keys of assets/palette.json besides ``_doc``).
@@ -34,6 +36,7 @@ GROUPS = (
     "variable_kinds",
     "destinations",
     "status",
+    "status_text",
     "compare",
     "chart",
 )
@@ -49,8 +52,14 @@ def load_palette() -> dict:
 
 
 def hex_color(group: str, name: str) -> str:
-    """``'#rrggbb'`` for ``name`` in palette ``group`` (grey when unknown)."""
-    value = load_palette().get(group, {}).get(name, FALLBACK)
+    """``'#rrggbb'`` for ``name`` in palette ``group`` (grey when unknown), with the dark
+    theme's override (palette ``"dark"``) when that theme is on."""
+    palette = load_palette()
+    value = None
+    if current_theme() == "dark":
+        value = palette.get("dark", {}).get(group, {}).get(name)
+    if value is None:
+        value = palette.get(group, {}).get(name, FALLBACK)
     return value if isinstance(value, str) else FALLBACK
 
 

@@ -263,7 +263,9 @@ class PipelineChartView(QWidget):
             )
         )
         if c.pipelined and len(c.stage_cycles):
-            mark = pg.TextItem("bottleneck", color=hex_color("status", "critical"), anchor=(0.5, 1))
+            mark = pg.TextItem(
+                "bottleneck", color=hex_color("status_text", "critical"), anchor=(0.5, 1)
+            )
             mark.setPos(c.bottleneck, float(c.stage_cycles[c.bottleneck]))
             self.load.addItem(mark)
         self.load.getPlotItem().getAxis("bottom").setTicks(

@@ -54,6 +54,7 @@ class KeyValueTree(QTreeWidget):
         for i in range(len(headers)):
             header.setSectionResizeMode(i, QHeaderView.ResizeMode.ResizeToContents)
         header.setStretchLastSection(True)
+        header.setMinimumSectionSize(4)  # the empty column may shrink to nothing
 
     def add_section(self, title: str, rows: Sequence[Sequence[Any]]) -> QTreeWidgetItem:
         section = QTreeWidgetItem([title])

@@ -331,7 +331,7 @@ class InsightsReport(Report):
     def _add_item(self, tip: Any, where: str, doc: Any) -> None:
         cols = [tip.severity, tip.title, tip.category] + ([where] if where else [])
         item = QTreeWidgetItem(cols)
-        item.setForeground(0, QColor(hex_color("status", tip.severity)))
+        item.setForeground(0, QColor(hex_color("status_text", tip.severity)))
         item.setData(0, Qt.ItemDataRole.UserRole, len(self._entries))
         self._entries.append((tip.id, tip, doc))
         self.list.addTopLevelItem(item)
@@ -416,7 +416,7 @@ class InsightsReport(Report):
 
 def insight_html(tip: Any, units) -> str:
     esc = _esc
-    color = hex_color("status", tip.severity)
+    color = hex_color("status_text", tip.severity)
     parts = [
         f"<h3 style='margin-bottom:2px'>{esc(tip.title)}</h3>",
         f"<p><span style='color:{color}; font-weight:600'>{esc(tip.severity.upper())}</span>"

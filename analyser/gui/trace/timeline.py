@@ -107,12 +107,16 @@ class GridLines(pg.GraphicsObject):
         super().__init__()
         self.plot = plot
         self.setZValue(-100)
+        plot.getViewBox().sigRangeChanged.connect(self._changed)
+
+    @property
+    def pen(self) -> QPen:
+        """A faint line in the current theme's foreground (read at paint: themes switch)."""
         color = QColor(chart_colors().foreground)
         color.setAlpha(40)
         pen = QPen(color)
         pen.setCosmetic(True)
-        self.pen = pen
-        plot.getViewBox().sigRangeChanged.connect(self._changed)
+        return pen
 
     def _changed(self, *args) -> None:
         self.prepareGeometryChange()
