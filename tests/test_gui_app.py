@@ -137,6 +137,15 @@ def check_reports(qtbot, w, path: Path) -> None:
         assert len(names) == len(a.operations)
         totals = a.operations.set_index("name")["total_cycles"]
         assert int(totals[names[0]]) == int(totals.max())
+        keys = [op.model.column_key(c) for c in range(op.model.columnCount())]
+        if not a.has_execution:
+            # a profile that never ran shows no zero-filled execution columns and puts the
+            # operations holding the most memory first
+            assert not {"executions", "total_cycles", "cycles_share"} & set(keys)
+            mem = a.operations.set_index("name")["memory_bytes"]
+            assert int(mem[names[0]]) == int(mem.max())
+        else:
+            assert {"executions", "total_cycles", "cycles_share"} <= set(keys)
 
 
 def test_reports_on_fitting_and_oom_profiles(qtbot, make_window, profiles_dir):

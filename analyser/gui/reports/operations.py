@@ -118,9 +118,26 @@ class OperationsReport(Report):
         return self.view
 
     # ------------------------------------------------------------------ table
-    def _columns(self, compare: bool) -> list:
+    def _columns(self, compare: bool, executed: bool = True) -> list:
         b = lambda v: format_bytes(v, self.units)  # noqa: E731
         pct = format_percent
+        if not compare and not executed:
+            # a profile that did not fit never ran: no executions, total cycles or shares
+            # (columns of zeros would read as measured); cycles are the compiler's estimate
+            return [
+                ("name", "Operation", None),
+                ("type", "Type", None),
+                ("layer", "Layer", None),
+                ("pass", "Pass", None),
+                ("ipu", "IPU", None),
+                ("stage", "Stage", None),
+                ("memory_bytes", "Memory", b),
+                ("temp_bytes", "Temporary", b),
+                ("code_bytes", "Code", b),
+                ("cycles", "Cycles (estimate)", format_count),
+                ("flops", "FLOPs", format_count),
+                ("tiles_used", "Tiles", format_count),
+            ]
         if not compare:
             return [
                 ("name", "Operation", None),
@@ -212,7 +229,8 @@ class OperationsReport(Report):
             self.frame = data.operations(doc).reset_index()
         else:
             self.frame = self.compare_frame(doc, cmp)
-        self.model.set_frame(self.frame, self._columns(cmp is not None))
+        executed = bool(doc.has_execution)
+        self.model.set_frame(self.frame, self._columns(cmp is not None, executed))
         for combo, values in (
             (
                 self.pass_combo,
@@ -230,7 +248,9 @@ class OperationsReport(Report):
             idx = combo.findText(current)
             combo.setCurrentIndex(idx if idx >= 0 else 0)
             combo.blockSignals(False)
-        sort_col = self.model.column_of("total_cycles" if cmp is None else "total_cycles_delta")
+        # most expensive first: total cycles, or memory when the profile never ran (OOM)
+        first = "total_cycles" if executed else "memory_bytes"
+        sort_col = self.model.column_of(first if cmp is None else "total_cycles_delta")
         self._apply_filter()
         if cmp is None:
             self.view.horizontalHeader().setSortIndicator(sort_col, Qt.SortOrder.DescendingOrder)
