@@ -185,7 +185,15 @@ def render_markdown(data: dict[str, Any], analyses: list, title: str) -> str:
         L += ["### Insights", ""]
         if not p["insights"]:
             L += ["No insight crosses its threshold.", ""]
+        low_shown = False
         for n, tip in enumerate(p["insights"], 1):
+            if p["fits"] and tip["category"] == "memory" and not low_shown:
+                low_shown = True
+                L += [
+                    "_Low headroom: the memory tips below free memory, usually at some cost in "
+                    "throughput; the program fits, so apply one only if you need the headroom._",
+                    "",
+                ]
             L += [
                 f"**{n}. {tip['title']}** ({tip['severity']}, `{tip['id']}`)",
                 "",

@@ -28,11 +28,7 @@ from analyser.core.insights.thresholds import ThresholdError, Thresholds
 _SEV = {"critical": 0, "warning": 1, "info": 2}
 
 #: Said of every memory tip on a program that fits (it only fires for low headroom).
-LOW_HEADROOM = (
-    "Low headroom: the program fits, with little of the fullest tile free; this frees memory, "
-    "usually at some cost in throughput (see the predicted effect): apply it if you need the "
-    "headroom, e.g. for a larger micro-batch."
-)
+LOW_HEADROOM = "Low headroom only (the program fits; see the predicted effect on throughput)."
 
 
 def rank_insights(analysis, insights: list[Insight]) -> list[Insight]:

@@ -42,6 +42,9 @@ F = {
     "loader": "loader_mode",
     "optimiser": "optimiser",
     "call_overhead_us": "host_call_overhead_us",
+    "stream_latency_us": "host_stream_latency_us",
+    "normalise_ns": "host_normalise_ns_per_element",
+    "preprocess_us": "host_preprocess_us_per_sample",
     "outlining": "outlining",
 }
 
@@ -777,6 +780,7 @@ def eight_bit_input(c: Context) -> Insight | None:
             "Summary > StreamCopy by destination",
         )
     ]
+    cast_share = 0.0
     if input_bound:
         ev.append(
             Evidence(
@@ -785,9 +789,25 @@ def eight_bit_input(c: Context) -> Insight | None:
                 "Execution Trace > StreamCopyBegin",
             )
         )
+        # The cast + normalise part of the loader's wait (host model: per-element cost beside
+        # the per-sample decode / augment cost).
+        ns, us = c.cfg("normalise_ns"), c.cfg("preprocess_us")
+        dims = [int(d) for d in shape.split("x") if d.isdigit()]
+        if ns is not None and us is not None and len(dims) >= 2:
+            cast = float(np.prod(dims[1:])) * float(ns) * 1e-3  # µs per sample
+            frac = cast / (cast + float(us)) if cast + float(us) > 0 else 0.0
+            cast_share = c.loader_wait()[1] * frac
+            ev.append(
+                Evidence(
+                    f"cast + normalise is {fmt_pct(frac)} of the host's preparation per sample "
+                    f"({cast:,.1f} of {cast + float(us):,.1f} µs): about {fmt_pct(cast_share)} "
+                    "of the run waiting for it.",
+                    "Summary > run configuration (host model)",
+                )
+            )
     big = share >= c.t.input_stream_share
     return _addressing(
-        share / 2,
+        share / 2 + cast_share,
         Insight(
             "throughput.8bit_input",
             "Transfer input as 8-bit and normalise on the IPU",
@@ -919,11 +939,32 @@ def prefetch_depth(c: Context) -> Insight | None:
         return None
     depth = int(c.cfg("prefetch", 1) or 1)
     want = int(c.t.prefetch_depth)
-    _, share, _ = c.loader_wait()
+    i, share, _ = c.loader_wait()
     if depth >= want or share < c.t.host_wait_moderate:
         return None
+    # A deeper prefetch hides the host's latency to service each stream copy (host model:
+    # host_stream_latency_us per StreamCopyBegin), not the loader's preparation time.
+    ev = [
+        Evidence(
+            f"host wait (StreamCopyBegin) beyond the calls' fixed overhead: {fmt_pct(share)}.",
+            "Execution Trace > StreamCopyBegin",
+        )
+    ]
+    hides = share
+    lat = c.cfg("stream_latency_us")
+    if lat is not None and ex.total_cycles:
+        scb = schema.PROGRAM_TYPES.index("StreamCopyBegin")
+        n = int(ex.count_by_type[i, scb])
+        hides = min(share, n * float(lat) * 1e-6 * ex.clock_hz / ex.total_cycles)
+        ev.append(
+            Evidence(
+                f"what a deeper prefetch can hide: {n:,} stream copies x {lat} µs service "
+                f"latency = {fmt_pct(hides)} of the run (the rest is the loader's preparation).",
+                "Execution Trace > StreamCopyBegin",
+            )
+        )
     return _addressing(
-        share,
+        hides,
         Insight(
             "throughput.prefetch",
             f"Raise the prefetch depth to {want}",
@@ -931,12 +972,7 @@ def prefetch_depth(c: Context) -> Insight | None:
             "throughput",
             f"Prefetch depth {depth}: the device waits for the loader {fmt_pct(share)} of the "
             f"time; {want} is the documented sweet spot.",
-            [
-                Evidence(
-                    f"host wait (StreamCopyBegin) beyond the calls' fixed overhead: {fmt_pct(share)}.",
-                    "Execution Trace > StreamCopyBegin",
-                )
-            ],
+            ev,
             {F["prefetch"]: want},
             "More stream buffer memory on the I/O tiles.",
         ),
