@@ -25,6 +25,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from analyser.cli._common import console, open_analysis
+    from analyser.core.insights.thresholds import Thresholds
     from analyser.core.units import fmt_bytes, fmt_int, fmt_pct, fmt_rate, fmt_seconds
     from profiles import schema
 
@@ -78,8 +79,16 @@ def run(args: argparse.Namespace) -> int:
             f"{fmt_bytes(m.peak_memory_bytes, u)} "
             f"({fmt_pct(m.share_used)} of {fmt_bytes(m.capacity_bytes, u)})",
         )
+        free = (
+            f" ({fmt_bytes(m.headroom_bytes, u)} free"
+            + (": low headroom" if m.headroom_share < Thresholds().memory_headroom else "")
+            + ")"
+            if m.fits
+            else ""
+        )
         mem.add_row(
-            "fullest tile", f"{fmt_bytes(m.max_tile_bytes, u)} of {fmt_bytes(m.sram_per_tile, u)}"
+            "fullest tile",
+            f"{fmt_bytes(m.max_tile_bytes, u)} of {fmt_bytes(m.sram_per_tile, u)}{free}",
         )
         per = m.oom_tiles_per_ipu()
         mem.add_row(
