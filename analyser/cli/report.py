@@ -22,6 +22,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="re-simulate every insight's change to show its predicted effect "
         "(slower: one engine run per tip)",
     )
+    parser.add_argument(
+        "--no-step-predictions",
+        action="store_true",
+        help="with several profiles, do not re-simulate the insight behind each step's change "
+        "(the step-by-step section then shows no predicted effect; faster)",
+    )
     parser.add_argument("--no-insights", action="store_true", help="leave insights out")
     parser.add_argument(
         "--threshold",
@@ -62,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
             thresholds=thresholds,
             title=args.title,
             progress=tick,
+            predict_transitions=not args.no_step_predictions,
         )
     console().print(f"wrote {out} ({out.stat().st_size:,} bytes, {fmt})")
     return 0
