@@ -49,6 +49,8 @@ def style_plot(plot: pg.PlotWidget) -> None:
         axis = item.getAxis(name)
         axis.setPen(pg.mkPen(colors.foreground))
         axis.setTextPen(pg.mkPen(colors.foreground))
+        # an axis draws its grid lines: below the data, not across the bars
+        axis.setZValue(-1)
 
 
 def apply_theme(name: str, root: QWidget | None = None) -> None:

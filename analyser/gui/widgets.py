@@ -44,17 +44,14 @@ class KeyValueTree(QTreeWidget):
 
     def set_headers(self, headers: Sequence[str]) -> None:
         headers = list(headers)
-        if len(headers) > 2:
-            # right-aligned figures stay next to their names: an empty last column takes the
-            # spare width instead of the last figure's column
-            headers.append("")
         self.setColumnCount(len(headers))
         self.setHeaderLabels(headers)
         header = self.header()
         for i in range(len(headers)):
             header.setSectionResizeMode(i, QHeaderView.ResizeMode.ResizeToContents)
-        header.setStretchLastSection(True)
-        header.setMinimumSectionSize(4)  # the empty column may shrink to nothing
+        # name | value: the value column takes the width; with several right-aligned figure
+        # columns none stretches, so the last figures stay next to their names
+        header.setStretchLastSection(len(headers) <= 2)
 
     def add_section(self, title: str, rows: Sequence[Sequence[Any]]) -> QTreeWidgetItem:
         section = QTreeWidgetItem([title])

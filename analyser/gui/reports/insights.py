@@ -5,7 +5,7 @@ effect). "Predict effects" re-simulates every tip with the engine in the backgro
 hands the tip to the what-if handler registered in :mod:`analyser.gui.reports`.
 
 In compare mode both banners are shown, the histograms are overlaid, and each insight is marked
-as present in A only (resolved by B), B only (new) or both."""
+as present in A only ("resolved" by B), B only ("new") or "both"."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QPushButton,
     QSplitter,
@@ -44,6 +45,14 @@ EFFECT_LABELS = {
     "total_cycles": "Total cycles",
     "cycles_per_sample": "Cycles per sample",
     "throughput_samples_per_s": "Throughput (samples/s)",
+}
+
+
+#: What the compare column's words mean (its tooltip).
+WHERE_TIPS = {
+    "both": "fires on A and on B",
+    "resolved": "fires on A only: B resolved it",
+    "new": "fires on B only: new in B",
 }
 
 
@@ -315,12 +324,21 @@ class InsightsReport(Report):
             ins_b = data.insights(cmp)
             ids_a, ids_b = {t.id for t in ins_a}, {t.id for t in ins_b}
             for tip in ins_a:
-                self._add_item(tip, "A and B" if tip.id in ids_b else "A only (resolved in B)", doc)
+                self._add_item(tip, "both" if tip.id in ids_b else "resolved", doc)
             for tip in ins_b:
                 if tip.id not in ids_a:
-                    self._add_item(tip, "B only (new)", cmp)
+                    self._add_item(tip, "new", cmp)
+        # the title column takes the width left by the short columns (elided when narrow; the
+        # details pane has it in full), so the compare column stays in view
+        header = self.list.header()
+        header.setStretchLastSection(False)
         for c in range(self.list.columnCount()):
-            self.list.resizeColumnToContents(c)
+            mode = (
+                QHeaderView.ResizeMode.Stretch
+                if c == 1
+                else QHeaderView.ResizeMode.ResizeToContents
+            )
+            header.setSectionResizeMode(c, mode)
         if self.list.topLevelItemCount():
             self.list.setCurrentItem(self.list.topLevelItem(0))
         else:
@@ -331,6 +349,9 @@ class InsightsReport(Report):
     def _add_item(self, tip: Any, where: str, doc: Any) -> None:
         cols = [tip.severity, tip.title, tip.category] + ([where] if where else [])
         item = QTreeWidgetItem(cols)
+        item.setToolTip(1, tip.title)
+        if where:
+            item.setToolTip(3, WHERE_TIPS[where])
         item.setForeground(0, QColor(hex_color("status_text", tip.severity)))
         item.setData(0, Qt.ItemDataRole.UserRole, len(self._entries))
         self._entries.append((tip.id, tip, doc))
