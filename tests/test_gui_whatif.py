@@ -57,6 +57,21 @@ def test_run_dialog_has_every_runconfig_field(qtbot, tmp_path):
     d.filter.setText("precision")
     assert d.form.isRowVisible(d.labels["precision"])
     assert not d.form.isRowVisible(d.labels["model"])
+    # ... and the section headings of sections left empty
+    assert d.form.isRowVisible(d.section_labels["Precision and optimiser"])
+    assert not d.form.isRowVisible(d.section_labels["Model and input"])
+    d.filter.setText("")
+    assert all(d.form.isRowVisible(h) for h in d.section_labels.values())
+    # every field sits under a heading, in the model's order
+    assert set(d._section_of) == set(RunConfig.model_fields) and all(d._section_of.values())
+    # starting from a bundled example loads it whole
+    from analyser.gui.run_dialog import example_configs
+
+    label, path = next((lab, p) for lab, p in example_configs() if lab.endswith("2-half"))
+    d.examples.setCurrentIndex(d.examples.findText(label))
+    d.examples.activated.emit(d.examples.currentIndex())
+    assert d.config() == RunConfig.from_toml(path).to_dict()
+    assert d.config()["precision"] == "16.16"
 
 
 def test_apply_tip_refuses_an_invalid_change(qtbot, monkeypatch):

@@ -41,6 +41,31 @@ from profiles.errors import UserFacingError
 
 _INT_MAX = 2_000_000_000
 
+#: Section headings of the form: the first RunConfig field of each section (fields keep the
+#: model's order; a field the model gains later falls in the section before it).
+SECTIONS: dict[str, str] = {
+    "name": "Run",
+    "model": "Model and input",
+    "target": "Target",
+    "micro_batch_size": "Batch",
+    "precision": "Precision and optimiser",
+    "strategy": "Execution strategy",
+    "available_memory_proportion": "Memory",
+    "io_tiles": "Host I/O and data loader",
+    "output_mode": "Outputs and instrumentation",
+}
+
+
+def example_configs() -> list[tuple[str, Path]]:
+    """The bundled example run configurations (``assets/runs``, walkthrough steps included) as
+    (label, path), to start a run from."""
+    from importlib import resources
+
+    root = Path(str(resources.files("assets").joinpath("runs")))
+    out = [(p.stem, p) for p in sorted(root.glob("*.toml"))]
+    out += [(f"walkthrough {p.stem}", p) for p in sorted((root / "walkthrough").glob("*.toml"))]
+    return out
+
 
 def _unwrap_optional(ann: Any) -> tuple[Any, bool]:
     origin = typing.get_origin(ann)
@@ -196,6 +221,13 @@ class RunEngineDialog(QDialog):
         self.resize(620, 760)
         lay = QVBoxLayout(self)
         top = QHBoxLayout()
+        # start from a bundled example (the walkthrough steps, ResNet-50, BERT, MLP)
+        self.examples = QComboBox()
+        self.examples.addItem("Start from an example…", None)
+        for label, path in example_configs():
+            self.examples.addItem(label, str(path))
+        self.examples.activated.connect(self._on_example)
+        top.addWidget(self.examples)
         self.filter = QLineEdit()
         self.filter.setPlaceholderText("Filter options…")
         self.filter.textChanged.connect(self._apply_filter)
@@ -212,7 +244,20 @@ class RunEngineDialog(QDialog):
         self.editors: dict[str, FieldEditor] = {}
         self.labels: dict[str, QLabel] = {}
         suggestions = _suggestions()
+        self.section_labels: dict[str, QLabel] = {}
+        self._section_of: dict[str, str] = {}
+        section = ""
         for name, field in RunConfig.model_fields.items():
+            if name in SECTIONS:
+                section = SECTIONS[name]
+                heading = QLabel(section)
+                heading.setObjectName("sectionTitle")
+                font = heading.font()
+                font.setBold(True)
+                heading.setFont(font)
+                self.form.addRow(heading)
+                self.section_labels[section] = heading
+            self._section_of[name] = section
             ed = FieldEditor(name, field, suggestions.get(name))
             label = QLabel(name)
             label.setToolTip(field.description or name)
@@ -270,9 +315,19 @@ class RunEngineDialog(QDialog):
 
     def _apply_filter(self, text: str) -> None:
         t = text.lower().strip()
+        shown_sections = set()
         for name, ed in self.editors.items():
             show = not t or t in name.lower() or t in (ed.field.description or "").lower()
             self.form.setRowVisible(self.labels[name], show)
+            if show:
+                shown_sections.add(self._section_of[name])
+        for section, heading in self.section_labels.items():
+            self.form.setRowVisible(heading, section in shown_sections)
+
+    def _on_example(self, index: int) -> None:
+        path = self.examples.itemData(index)
+        if path:
+            self.load_toml(path)
 
     # -- files -----------------------------------------------------------------------------------
     def load_toml(self, path: str | Path) -> None:

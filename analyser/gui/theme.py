@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 
 import pyqtgraph as pg
 from PySide6.QtWidgets import QApplication, QWidget
@@ -37,7 +38,9 @@ def chart_colors() -> ChartColors:
 def style_sheet(name: str) -> str:
     if name not in THEMES:
         raise ValueError(f"unknown theme {name!r}; choose light or dark")
-    return resources.files("assets").joinpath("themes", f"{name}.qss").read_text(encoding="utf-8")
+    text = resources.files("assets").joinpath("themes", f"{name}.qss").read_text(encoding="utf-8")
+    icons = Path(str(resources.files("assets").joinpath("icons"))).as_posix()
+    return text.replace("@ICONS@", icons)
 
 
 def style_plot(plot: pg.PlotWidget) -> None:
