@@ -341,6 +341,10 @@ class TileMap(pg.GraphicsLayoutWidget):
                 values=(0.0, hi), colorMap=cmap, label="share of tile memory", interactive=False
             )
             self.bar.setImageItem(images, insert_in=self.plots[-1][0])
+            # shares as percentages, 100% (the tile's SRAM) always among the ticks
+            step = 0.25 if hi <= 2.0 else 0.5 if hi <= 4.0 else 1.0
+            ticks = [(v, f"{100 * v:.0f}%") for v in np.arange(0.0, hi + 1e-9, step)]
+            self.bar.axis.setTicks([ticks])
 
     def _on_click(self, event) -> None:
         for plot, _img, grid, ipu, analysis in self.plots:
@@ -382,7 +386,9 @@ class FilterTable(QWidget):
         self.view.verticalHeader().setVisible(False)
         compact_rows(self.view)
         self.view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        self.view.horizontalHeader().setStretchLastSection(True)
+        # columns as wide as their contents; a stretched last column would push its (right-
+        # aligned) figures to the far edge, away from their rows' names
+        self.view.horizontalHeader().setStretchLastSection(False)
         # Size columns from the first rows only: measuring every row of a long table is slow.
         self.view.horizontalHeader().setResizeContentsPrecision(RESIZE_PRECISION)
         layout = QVBoxLayout(self)
