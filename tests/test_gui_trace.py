@@ -274,7 +274,12 @@ def test_range_summary_and_bsp_follow_the_view(qtbot, report, small_paths):
     r.tabs.setCurrentWidget(r.bsp)
     qtbot.waitUntil(lambda: r.bsp.matrix is not None and r.bsp.matrix.t0 == tl.x_range()[0])
     with qtbot.waitSignal(r.summaryReady, timeout=10_000):
-        r.update_details()  # the summary is computed in the background
+        r.update_details()  # the summary is computed in the background ...
+        # ... and says so meanwhile (the previous figures greyed, never an unexplained blank)
+        assert r.summary.header.text().startswith("Summarising")
+        assert not r.summary.table.isEnabled()
+    assert r.summary.header.text().startswith("Visible range")
+    assert r.summary.table.isEnabled() and r.summary.table.rowCount() > 0
     a, b = tl.x_range()
     want = [tl.trace.range_summary(i, a, b) for i in range(tl.trace.n_ipus)]
     total = sum(s.cycles_by_type.get("OnTileExecute", 0) for s in want)

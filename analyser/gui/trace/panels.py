@@ -127,11 +127,21 @@ class RangeSummaryPanel(QWidget):
         lay.addLayout(row, 1)
         self.summaries: list[RangeSummary] = []
 
+    def set_pending(self, t0: float, t1: float) -> None:
+        """Say that the summary of [t0, t1] is being computed (it reads every visible step in
+        the background; on a large trace that takes a moment): the previous figures stay,
+        greyed, instead of an empty or silently stale table."""
+        self.header.setText(
+            f"Summarising cycles {fmt_int(max(t0, 0))} .. {fmt_int(t1)} in the background…"
+        )
+        self.table.setEnabled(False)
+
     def set_summaries(
         self, a: list[RangeSummary], b: list[RangeSummary] | None = None, names=("A", "B")
     ) -> None:
         """One summary per IPU of profile A (and, in compare mode, of profile B)."""
         self.summaries = list(a) + list(b or [])
+        self.table.setEnabled(True)
         compare = b is not None
         b = b or []
         if compare:

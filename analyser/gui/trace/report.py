@@ -329,6 +329,7 @@ class TraceReport(Report):
                 return None
             return a, b, names, explained
 
+        self.summary.set_pending(t0, t1)
         self._pool.start(_Task(compute, gen, self._relay))
         if self.tabs.currentWidget() is self.bsp:
             self.update_bsp()
