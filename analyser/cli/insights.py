@@ -81,6 +81,14 @@ def run(args: argparse.Namespace) -> int:
                     "fits": m.fits,
                     "oom_tiles": m.oom_tiles,
                     "memory_share_used": m.memory_share_used,
+                    "baseline_note": next(
+                        (
+                            t.effect.baseline_note
+                            for t in tips
+                            if t.effect and t.effect.baseline_note
+                        ),
+                        None,
+                    ),
                     "insights": [t.to_dict() for t in tips],
                 },
                 sys.stdout,
@@ -114,7 +122,15 @@ def run(args: argparse.Namespace) -> int:
             con.print("No insights: nothing crosses its threshold (see --list-thresholds).")
             return 0
         colour = {"critical": "red", "warning": "yellow", "info": "cyan"}
+        low_shown = False
         for n, t in enumerate(tips, 1):
+            if mem.fits and t.category == "memory" and not low_shown:
+                low_shown = True
+                con.rule(
+                    "[dim]Low headroom: memory tips (the program fits; they free memory, usually "
+                    "at some cost in throughput)[/]",
+                    characters="═",
+                )
             con.rule(
                 f"[bold]{n}. {esc(t.title)}[/]  [{colour[t.severity]}]{t.severity}[/] [dim]({t.id})[/]",
                 align="left",

@@ -875,21 +875,53 @@ def rebalance_stages(c: Context) -> Insight | None:
     imb = ex.stage_imbalance
     if imb < c.t.stage_imbalance:
         return None
-    names, cyc, _ = _layer_order(c)
+    names, cyc, mem = _layer_order(c)
     splits = _shift_split(c, names, cyc, ex.stage_cycles.astype(float))
     current = list(c.cfg("splits", []) or [])
     change = {F["splits"]: splits} if splits and splits != current else {}
     load = ", ".join(f"stage {s}: {fmt_int(v)}" for s, v in enumerate(ex.stage_cycles))
+    ev = [Evidence(f"busy cycles per stage: {load}.", "Pipeline view > stage load")]
+    # Would the moved blocks fit on the IPU that receives them? Their memory (the blocks'
+    # operations), spread over that IPU's tiles, on top of its fullest tile.
+    full_note = ""
+    if change:
+        idx = np.array(sorted(names.index(sp) for sp in splits if sp in names))
+        new_stage = np.searchsorted(idx, np.arange(len(names)), side="right")
+        moved = new_stage != _block_stages(c, names)
+        ops = c.a.operations
+        stage_ipu = ops.groupby("stage")["ipu"].first()
+        m = c.a.memory
+        for s in np.unique(new_stage[moved]):
+            ipu = int(stage_ipu.get(int(s), int(s) % m.num_ipus))
+            est = float(m.tile_used[ipu].max()) + float(mem[moved & (new_stage == s)].sum()) / max(
+                1, m.tiles_per_ipu
+            )
+            if est > m.sram_per_tile:
+                full_note = (
+                    f" It probably does not fit: the blocks it moves to IPU {ipu} would take its "
+                    f"fullest tile to about {fmt_bytes(est)} of {fmt_bytes(m.sram_per_tile)}; "
+                    "free memory there first."
+                )
+                ev.append(
+                    Evidence(
+                        f"IPU {ipu} has {fmt_bytes(m.sram_per_tile - m.tile_used[ipu].max())} "
+                        "free on its fullest tile.",
+                        f"Memory Report > IPU {ipu}",
+                    )
+                )
+                break
     return _addressing(
-        1 - 1 / imb,
+        0.0 if full_note else 1 - 1 / imb,
         Insight(
             "throughput.rebalance_stages",
             "Rebalance the pipeline stages",
-            "warning",
+            "info" if full_note else "warning",
             "throughput",
             f"The longest stage takes {imb:.2f}x the mean stage; the pipeline runs at the pace of "
-            "the longest." + (f" Proposed split: {', '.join(splits)}." if change else ""),
-            [Evidence(f"busy cycles per stage: {load}.", "Pipeline view > stage load")],
+            "the longest."
+            + (f" Proposed split: {', '.join(splits)}." if change else "")
+            + full_note,
+            ev,
             change,
             "Moves memory between IPUs (check the predicted memory).",
         ),
