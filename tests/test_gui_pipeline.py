@@ -40,6 +40,9 @@ def pipeline(qtbot):
     qtbot.waitExposed(r)
     docs = []
     yield r, docs
+    from test_gui_trace import assert_nothing_left
+
+    assert_nothing_left(r)
     for d in docs:
         d.close()
 

@@ -55,8 +55,27 @@ def report(qtbot):
     docs = []
     yield r, docs
     r.shutdown()
+    assert r._pool.activeThreadCount() == 0
+    assert_nothing_left(r)
     for d in docs:
         d.close()
+
+
+def assert_nothing_left(*widgets) -> None:
+    """Close ``widgets`` and check that no window is left visible and no worker thread or
+    engine process is still running (the report / window fixtures call it at teardown)."""
+    from PySide6.QtCore import QThreadPool
+    from PySide6.QtWidgets import QApplication
+
+    from analyser.gui import whatif
+
+    for w in widgets:
+        w.close()
+    assert QThreadPool.globalInstance().waitForDone(30_000)
+    visible = [t for t in QApplication.topLevelWidgets() if t.isVisible()]
+    assert not visible, f"windows left open: {visible}"
+    running = [d for d in getattr(whatif, "_ACTIVE", ()) if d.job.is_running()]
+    assert not running, f"engine runs left running: {running}"
 
 
 def _open(report, *paths):

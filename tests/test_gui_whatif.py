@@ -138,6 +138,9 @@ def window(qtbot, tmp_path):
     yield w
     w.shutdown()
     w.pool.waitForDone(30_000)
+    from test_gui_trace import assert_nothing_left
+
+    assert_nothing_left(w)
 
 
 def test_apply_fp16_tip_on_the_oom_walkthrough_step(qtbot, window, walkthrough_profiles, tmp_path):
