@@ -468,3 +468,22 @@ def test_deltas_are_against_a_resimulated_baseline(sims, tmp_path):
     assert eff.before["peak_memory_bytes"] == m.peak_memory_bytes + 45e6
     assert "differ" in eff.baseline_note and "peak memory" in eff.baseline_note
     assert abs(eff.rel("peak_memory_bytes")) > 0.001  # the change's own effect vs the baseline
+
+
+def test_estimates_follow_the_host_model_and_memory(walkthrough_profiles):
+    """Walkthrough step 3 (IPU 0 nearly full): disabling offloading would put the state back on
+    a full IPU, so it says it probably does not fit and claims no benefit; a deeper prefetch
+    only hides the per-copy stream latency, 8-bit input also the host's cast + normalise."""
+    with Analysis.open(walkthrough_profiles["3-accumulate"]) as a:
+        if not a.has_execution:
+            pytest.skip("engine: walkthrough step 3 does not fit")
+        tips = {t.id: t for t in find_insights(a)}
+    off = tips["throughput.disable_offload"]  # pipelined: offloaded by default
+    probably_not = "probably does not" in off.summary
+    assert (off.severity, off.addresses == 0) == (
+        ("info", True) if probably_not else ("warning", False)
+    )
+    pre, eight = tips["throughput.prefetch"], tips["throughput.8bit_input"]  # input-bound
+    assert eight.addresses > pre.addresses
+    assert any("cast + normalise" in e.text for e in eight.evidence)
+    assert any("stream copies" in e.text for e in pre.evidence)
