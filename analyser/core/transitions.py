@@ -136,6 +136,8 @@ def _thresholds_of(iid: str, used: list[tuple[str, float]]) -> list[tuple[str, f
 
 
 def _fmt(v: Any) -> str:
+    if isinstance(v, bool) or v is None:
+        return {True: "true", False: "false", None: "none"}[v]
     if isinstance(v, float) and v.is_integer():
         v = int(v)
     if isinstance(v, list):
@@ -247,15 +249,21 @@ def _story(tr: Transition) -> list[str]:
             if t.effect is not None and t.effect.after:
                 rel = t.effect.rel("cycles_per_sample")
                 small = rel is not None and rel > -0.01
+                msg = _predicted_text(t)
+                if msg.startswith("little effect"):
+                    msg = msg.split(": ", 1)[-1]
                 pred = (
                     " Re-simulated anyway, the model predicts "
                     + ("little gain" if small else "a gain")
-                    + f": {_predicted_text(t)}."
+                    + f": {msg}."
                 )
+            why = t.evidence[0].text.rstrip(".") if t.evidence else ""
             lines.append(
                 f"No insight recommended it: “{t.title}” ({t.id}) stays below its threshold"
                 + (f" ({limits})" if limits else "")
-                + f" — {t.summary.rstrip('.')}.{pred}"
+                + f": {t.summary.rstrip('.')}."
+                + (f" Evidence: {why}." if why else "")
+                + pred
             )
     if tr.uncovered and tr.links:
         extra = ", ".join(tr.uncovered)
