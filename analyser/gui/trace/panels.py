@@ -404,14 +404,15 @@ class BspView(QWidget):
         cmap = pg.ColorMap(np.linspace(0, 1, len(stops)), [QColor(c) for c in stops])
         self.image.setLookupTable(cmap.getLookupTable(nPts=256))
         self.plot.addItem(self.image)
-        self.bar = pg.ColorBarItem(
-            values=(0, 1),
-            colorMap=cmap,
-            label="busy share of the bucket",
-            interactive=False,
-            width=12,
+        # the colour scale as a line of text above the plot: a colour bar inside the plot would
+        # narrow it, and a cycle would no longer sit at the same x as in the timeline above
+        swatches = "".join(
+            f"<span style='color:{c}; font-size:14px;'>&#9632;</span>"
+            for c in (cmap.map(v, mode="qcolor").name() for v in np.linspace(0, 1, 11))
         )
-        self.bar.setImageItem(self.image, insert_in=self.plot.getPlotItem())
+        self.scale = QLabel(f"busy share of each time bucket: 0% {swatches} 100%")
+        self.scale.setTextFormat(Qt.TextFormat.RichText)
+        lay.insertWidget(1, self.scale)
         lay.addWidget(self.plot, 1)
         self.matrix: BspMatrix | None = None
 

@@ -7,7 +7,7 @@ the range summary shows A, B and B − A for the visible window.
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, QTimer, Signal
+from PySide6.QtCore import QObject, QPoint, QRunnable, Qt, QThreadPool, QTimer, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QComboBox,
@@ -115,17 +115,14 @@ class TraceReport(Report):
         self.bsp_ipu.valueChanged.connect(lambda _v: self._schedule_details())
         bar.addWidget(self.bsp_ipu)
         self.status = QLabel("")
-        # a long read-out must not widen the window: it gives way and is elided by the layout
+        # a long read-out must not widen the window: it gives way (the full text is its tooltip)
         self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.status.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        bar.addStretch(1)
+        bar.addWidget(self.status, 1)
         lay.addLayout(bar)
         self.legend = QLabel("")
         self.legend.setTextFormat(Qt.TextFormat.RichText)
-        legend_row = QHBoxLayout()
-        legend_row.addWidget(self.legend)
-        legend_row.addWidget(self.status, 1)  # the read-out shares the legend's row
-        lay.addLayout(legend_row)
+        lay.addWidget(self.legend)
 
         self.splitter = QSplitter(Qt.Orientation.Vertical)
         self.timeline = TimelineView(title="")
@@ -275,8 +272,8 @@ class TraceReport(Report):
         lo, hi = self.timeline.full_range()
         a, b = max(t0, lo), min(t1, hi)  # the part of the view the run covers
         text = (
-            f"cycles {a:,.0f} .. {b:,.0f} ({short_cycles(b - a)}) · {n:,} steps in view · "
-            f"{self.timeline.n_rects:,} rectangles ({', '.join(sorted(src))})"
+            f"{a:,.0f} – {b:,.0f} cycles ({short_cycles(b - a)}) · {n:,} steps · "
+            f"{self.timeline.n_rects:,} rects ({', '.join(sorted(src))})"
         )
         self.status.setText(text)
         self.status.setToolTip(text)
@@ -359,8 +356,14 @@ class TraceReport(Report):
         ipu = min(self.bsp_ipu.value(), self.trace.n_ipus - 1)
         buckets = max(64, min(1024, self.timeline.pixel_width()))
         m = self.trace.bsp(ipu, t0, t1, buckets=buckets)
-        # same left margin as the timeline, so a cycle sits at the same x in both
-        self.bsp.plot.getPlotItem().getAxis("left").setWidth(self.timeline.lane_axis.width())
+        # same left edge of the data as the timeline, so a cycle sits at the same x in both (the
+        # tab's frame and margins shift the BSP plot to the right by a few pixels)
+        shift = (
+            self.bsp.plot.mapTo(self, QPoint(0, 0)).x()
+            - self.timeline.mapTo(self, QPoint(0, 0)).x()
+        )
+        width = max(20, self.timeline.lane_axis.width() - shift)
+        self.bsp.plot.getPlotItem().getAxis("left").setWidth(width)
         self.bsp.show_matrix(
             m,
             "Too many steps in view for the BSP view: zoom in (W) until fewer than "
