@@ -305,6 +305,16 @@ def test_range_summary_and_bsp_follow_the_view(qtbot, report, small_paths):
     assert r.summary.value("OnTileExecute") == f"{total:,}"
     assert r.bsp.matrix.values.shape[1] == 64
     assert r.bsp.image.image is not None
+    # a cycle sits at the same x (window pixels) in the timeline and in the BSP view below it
+    from PySide6.QtCore import QPointF
+
+    def x_in_report(plot_widget, t):
+        vb = plot_widget.getPlotItem().getViewBox()
+        pos = plot_widget.mapFromScene(vb.mapViewToScene(QPointF(t, 0)))
+        return plot_widget.mapTo(r, pos).x()
+
+    for t in (a, (a + b) / 2, b):
+        assert abs(x_in_report(tl, t) - x_in_report(r.bsp.plot, t)) <= 2
 
 
 def test_compare_mode_shows_both_runs_with_deltas(qtbot, report, small_paths):

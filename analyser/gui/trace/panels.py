@@ -415,6 +415,8 @@ class BspView(QWidget):
         lay.insertWidget(1, self.scale)
         lay.addWidget(self.plot, 1)
         self.matrix: BspMatrix | None = None
+        #: True when a timeline sets the cycle range (the report lines the two up)
+        self.follow_timeline = False
 
     def show_matrix(self, m: BspMatrix | None, message: str = "") -> None:
         self.matrix = m
@@ -425,7 +427,7 @@ class BspView(QWidget):
         tiles = m.values.shape[1]
         self.image.setImage(m.values.T, autoLevels=False, levels=(0.0, 1.0))
         self.image.setRect(pg.QtCore.QRectF(m.t0, 0, m.t1 - m.t0, tiles))
-        if self.plot.getViewBox().linkedView(0) is None:  # when x-linked, the timeline leads
+        if not self.follow_timeline:  # in the Trace report, the timeline leads
             self.plot.setXRange(m.t0, m.t1, padding=0)
         self.plot.setYRange(0, tiles, padding=0)
         busy = m.values.mean() if m.values.size else 0.0

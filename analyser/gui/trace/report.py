@@ -7,7 +7,7 @@ the range summary shows A, B and B − A for the visible window.
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import QObject, QPoint, QRunnable, Qt, QThreadPool, QTimer, Signal
+from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, QTimer, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QComboBox,
@@ -136,7 +136,14 @@ class TraceReport(Report):
         self.summary = RangeSummaryPanel()
         self.details = StepDetailsPanel()
         self.bsp = BspView()
-        self.bsp.plot.setXLink(self.timeline)
+        # the BSP view follows the timeline's cycle axis pixel for pixel (_align_bsp): not a
+        # pyqtgraph x-link, which lines views up by their screen geometry at the moment of a
+        # change and is left a few pixels off when the tab is laid out later
+        self.bsp.follow_timeline = True
+        self.bsp.plot.getPlotItem().getViewBox().sigResized.connect(self._align_bsp)
+        tl_vb = self.timeline.getPlotItem().getViewBox()
+        tl_vb.sigResized.connect(self._align_bsp)
+        tl_vb.sigXRangeChanged.connect(self._align_bsp)
         self.search = SearchPanel()
         self.tabs.addTab(self.summary, "Visible range")
         self.tabs.addTab(self.details, "Selected step")
@@ -356,19 +363,37 @@ class TraceReport(Report):
         ipu = min(self.bsp_ipu.value(), self.trace.n_ipus - 1)
         buckets = max(64, min(1024, self.timeline.pixel_width()))
         m = self.trace.bsp(ipu, t0, t1, buckets=buckets)
-        # same left edge of the data as the timeline, so a cycle sits at the same x in both (the
-        # tab's frame and margins shift the BSP plot to the right by a few pixels)
-        shift = (
-            self.bsp.plot.mapTo(self, QPoint(0, 0)).x()
-            - self.timeline.mapTo(self, QPoint(0, 0)).x()
-        )
-        width = max(20, self.timeline.lane_axis.width() - shift)
-        self.bsp.plot.getPlotItem().getAxis("left").setWidth(width)
+        self._align_bsp()
         self.bsp.show_matrix(
             m,
             "Too many steps in view for the BSP view: zoom in (W) until fewer than "
             "20,000 steps are visible.",
         )
+
+    def _data_left(self, plot) -> int:
+        """x (in this report's pixels) where the data area of ``plot`` begins."""
+        vb = plot.getPlotItem().getViewBox()
+        left = plot.mapFromScene(vb.sceneBoundingRect().topLeft())
+        return plot.mapTo(self, left).x()
+
+    def _align_bsp(self, *args) -> None:
+        """Give the BSP plot's tile axis the width that puts its data's left edge under the
+        timeline's (the tab frame and margins, and the lane labels' width, differ), so a cycle
+        sits at the same x in both. Re-run when either plot is resized."""
+        if not (self.bsp.isVisible() and self.timeline.isVisible()):
+            return
+        axis = self.bsp.plot.getPlotItem().getAxis("left")
+        delta = self._data_left(self.timeline) - self._data_left(self.bsp.plot)
+        if delta:
+            axis.setWidth(max(20, int(axis.width()) + delta))
+            return  # the resize this causes calls back here
+        # same left edge: the same cycles per pixel from there on
+        tl_vb = self.timeline.getPlotItem().getViewBox()
+        vb = self.bsp.plot.getPlotItem().getViewBox()
+        t0, t1 = self.timeline.x_range()
+        if tl_vb.width() > 0 and vb.width() > 0:
+            t1 = t0 + (t1 - t0) * vb.width() / tl_vb.width()
+        vb.setXRange(t0, t1, padding=0)
 
     def _on_selected(self, timeline: TimelineView, row: int) -> None:
         trace = timeline.trace
