@@ -307,6 +307,17 @@ class ProgramTreePane(QWidget):
         for c in range(1, len(cols)):
             self.view.setColumnWidth(c, max(70, metrics.horizontalAdvance(cols[c]) + 24))
         self.view.setColumnWidth(1, 120)
+        header = self.view.header()
+        if cols[-1] == "Change vs A":
+            # compare mode (half the width): the change right after the name, where it is seen
+            # without scrolling sideways
+            self.view.setColumnWidth(0, 260)
+            header.moveSection(header.visualIndex(len(cols) - 1), 1)
+        elif header.visualIndex(0) != 0 or any(
+            header.visualIndex(c) != c for c in range(len(cols))
+        ):
+            for c in range(len(cols)):
+                header.moveSection(header.visualIndex(c), c)
         self._new_search(self.search_edit.text())
         # Start on the step with the most cycles over the run (or the root).
         if self.model.total is not None and self.model.n:
