@@ -89,25 +89,35 @@ def pipeline_chart(analysis, trace: TraceWindow) -> PipelineChart:
     """Build the chart data of one profile (which must have an execution)."""
     ex = analysis.execution
     runs = np.asarray(analysis.src.array("/execution/run_starts"), dtype=np.float64)
-    t_lo, t_hi = trace.full_extent()
-    t0 = float(runs[0]) if len(runs) else t_lo
-    t1 = float(runs[1]) if len(runs) > 1 else t_hi
-    parts = []
-    cols = ("program", "start", "cycles", "stage", "micro_batch", "phase", "iteration")
+    t0 = float(runs[0]) if len(runs) else -np.inf
+    t1 = float(runs[1]) if len(runs) > 1 else np.inf
+    # rows of the first host call of each IPU; of those, the first device iteration's (one
+    # pipeline run; the others repeat it). The iteration column is read first and the other
+    # columns only for the rows of that iteration
+    spans = []
     for ipu in range(trace.n_ipus):
-        lo, hi = trace.row_range(ipu, t0, t1)
+        lo, hi = trace.access.ipu_rows(ipu) if np.isinf(t1) else trace.row_range(ipu, t0, t1)
         hi = min(hi, lo + MAX_RUN_ROWS)
-        d = trace.access.read(lo, hi, cols)
-        d["ipu"] = np.full(hi - lo, ipu, dtype=np.int64)
-        keep = (d["start"] >= t0) & (d["start"] < t1)
+        it = trace.access.read(lo, hi, ("iteration",))["iteration"]
+        spans.append((ipu, lo, it))
+    first = min((int(it.min()) for _i, _lo, it in spans if len(it)), default=0)
+    parts = []
+    cols = ("program", "start", "cycles", "stage", "micro_batch", "phase")
+    for ipu, lo, it in spans:
+        rows = np.flatnonzero(it == first)
+        if not len(rows):
+            continue
+        d = trace.access.read(lo, lo + int(rows[-1]) + 1, cols)
+        keep = it[: int(rows[-1]) + 1] == first
+        keep &= (d["start"] >= t0) & (d["start"] < t1)
+        d["ipu"] = np.full(len(keep), ipu, dtype=np.int64)
         parts.append(pd.DataFrame({k: v[keep] for k, v in d.items()}))
     steps = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=[*cols, "ipu"])
     if len(steps):
-        # one pipeline run: the first device iteration of the call (the others repeat it); the
-        # call's closing host steps (no stage, no micro-batch) stay with the first iteration
-        first = int(steps["iteration"].min())
-        steps = steps[steps["iteration"] == first].reset_index(drop=True)
+        t0 = float(steps["start"].min()) if np.isinf(t0) else t0
         t1 = float((steps["start"] + steps["cycles"]).max())
+    else:
+        t0 = t1 = 0.0
     progs = trace.programs
     ops = analysis.src.table("/graph/operations", ["pass"])
     op = progs["op"].to_numpy()[steps["program"].to_numpy()] if len(steps) else np.zeros(0, int)
