@@ -26,12 +26,19 @@ def check_output(path: str | os.PathLike[str], inputs: list[str] | None = None) 
         raise CliError(f"output {out} is a directory; give a file name.")
     if not out.parent.exists():
         raise CliError(f"output folder {out.parent} does not exist.")
+    if not out.parent.is_dir():
+        raise CliError(f"output folder {out.parent} is a file, not a folder.")
     for p in inputs or []:
         with contextlib.suppress(OSError):
             if Path(p).resolve() == out.resolve():
                 raise CliError(
                     f"output {out} is one of the input profiles; refusing to overwrite it."
                 )
+    with contextlib.suppress(OSError), open(out, "rb") as fh:
+        if fh.read(8) == b"\x89HDF\r\n\x1a\n":  # a profile (or other HDF5 data): never replace it
+            raise CliError(
+                f"output {out} is an existing HDF5 file (a profile?); refusing to overwrite it."
+            )
     return out
 
 
@@ -40,7 +47,10 @@ def atomic_output(path: str | os.PathLike[str], mode: str = "w") -> Iterator:
     """Write to a temporary file in the same folder, then rename over ``path``; on error the
     previous file (if any) is left untouched and no temporary file remains."""
     out = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent or ".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent or ".")
+    except OSError as exc:
+        raise CliError(f"cannot write {out}: {exc.strerror or exc}.") from None
     try:
         umask = os.umask(0)
         os.umask(umask)
@@ -51,9 +61,11 @@ def atomic_output(path: str | os.PathLike[str], mode: str = "w") -> Iterator:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, out)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError):  # disk full, quota, permission on replace
+            raise CliError(f"cannot write {out}: {exc.strerror or exc}.") from None
         raise
 
 
