@@ -52,11 +52,19 @@ def _read_error(path: Path, exc: BaseException) -> ProfileError:
         msg = "is not an HDF5 file"
     elif isinstance(exc, PermissionError) or "permission" in low:
         msg = "cannot be read: permission denied"
-    elif "bad object header" in low or "corrupt" in low or "checksum" in low:
-        msg = "is corrupt (damaged HDF5 structures)"
+    elif any(w in low for w in ("bad object header", "corrupt", "checksum", "superblock")):
+        msg = f"is corrupt (damaged HDF5 structures: {_hdf5_reason(text)})"
     else:
         msg = f"cannot be read ({text.strip().rstrip('.') or type(exc).__name__})"
     return ProfileError(f"profile {path} {msg}.")
+
+
+def _hdf5_reason(text: str) -> str:
+    """The innermost reason of an h5py message ("Unable to ... (bad superblock version number)")."""
+    text = text.strip().rstrip(".")
+    if text.endswith(")") and "(" in text:
+        text = text[text.rindex("(") + 1 : -1]
+    return text or "unknown damage"
 
 
 def check_openable(path: Path) -> None:
@@ -196,6 +204,16 @@ class Profile:
             )
         self.status: str = str(meta["status"])
         self.has_execution: bool = "execution" in self._h5 and "steps" in self._h5["execution"]
+        if self.status == "ok" and not self.has_execution:
+            # the writer never produces this: without the check, readers would present a damaged
+            # file as an out-of-memory compile ("nothing ran"), which it is not
+            raise ProfileError(
+                f"profile {self.path} is incomplete: its status is 'ok' (it fits) but "
+                f"/execution/steps is missing; 'analyse validate {self.path}' lists the problems."
+            )
+        for name in ("run_config", "target", "notes"):
+            if name in meta:
+                self._json_attr(name)  # a damaged JSON attribute fails here, not in a comparison
         self._exec_attrs = (
             {k: _decode(v) for k, v in self._h5["execution"].attrs.items()}
             if "execution" in self._h5

@@ -11,7 +11,9 @@
    codes in range, ids referring to existing rows, IPU and tile numbers in range, steps sorted
    and grouped as ``ipu_offsets`` says, and the memory invariants (``OutOfRange``,
    ``DanglingReference``, ``Inconsistent``). Content checks are skipped for datasets whose
-   structure is already wrong.
+   structure is already wrong;
+4. that every dataset of the schema reads back whole, block by block (``Unreadable``): a damaged
+   compressed chunk fails its checksum here, not later in the middle of an analysis.
 """
 
 from __future__ import annotations
@@ -143,6 +145,43 @@ def _validate_open(
     problems += _sparse_claims(h5, layout, {pr.path for pr in problems})
     bad_paths = {pr.path for pr in problems}
     problems += _content(h5, layout, bad_paths)
+    problems += _read_through(h5, layout, {pr.path for pr in problems})
+
+
+#: Bytes read at a time by the read-through check.
+READ_BLOCK_BYTES = 32 * 2**20
+
+
+def _read_through(h5: h5py.File, layout: Layout, bad: set[str]) -> list[Problem]:
+    """Read every schema dataset whole, in blocks of rows, so that damaged chunks (checksum or
+    decompression failures) are found; datasets already reported are skipped."""
+    from profiles.reader import _hdf5_reason
+
+    out: list[Problem] = []
+    for gp, dsets in layout.datasets.items():
+        for name, (shape, dtype) in dsets.items():
+            fp = field_path(gp, name)
+            if fp in bad or gp in bad:
+                continue
+            try:
+                ds = h5[fp.strip("/")]
+                if not shape:
+                    ds[()]
+                    continue
+                if shape[0] > MAX_ROWS:
+                    continue
+                row_bytes = max(1, int(np.prod(shape[1:], dtype=np.float64)) * dtype.itemsize)
+                step = max(1, READ_BLOCK_BYTES // row_bytes)
+                for r0 in range(0, shape[0], step):
+                    ds[r0 : r0 + step]
+            except _DAMAGE as exc:
+                out.append(
+                    Unreadable(
+                        fp,
+                        f"cannot be read: the stored data is damaged ({_hdf5_reason(str(exc))}).",
+                    )
+                )
+    return out
 
 
 #: A dataset this large (uncompressed) that stores less than 1/SPARSE_RATIO of it is treated as a
