@@ -10,15 +10,22 @@ and a command never pays for another's imports (the GUI's Qt, for instance).
 
 Expected errors are raised as :class:`analyser.cli.errors.CliError` (or any exception class that
 subclasses ``UserFacingError`` in ``profiles.errors``); ``main`` prints their one-sentence message
-to stderr and exits with their code, never a traceback.
+to stderr and exits with their code, never a traceback. Ctrl-C exits with 130 and one line; an
+``OSError`` reaching ``main`` (permission denied, disk full) is one sentence too (set
+``ANALYSE_TRACEBACK=1`` to see its traceback); anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import difflib
 import importlib
+import importlib.util
+import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 # name -> (module, one-line help). The single registry of sub-commands.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -42,54 +49,117 @@ def _available() -> dict[str, tuple[str, str]]:
     }
 
 
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("ipu-graph-analyser")
+    except Exception:  # not installed (run from a source tree)
+        return "unknown"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a short error: one sentence, the usage only when it fits on two lines,
+    otherwise a pointer to ``--help`` (``analyse profile`` has ~50 options)."""
+
+    def error(self, message: str) -> NoReturn:
+        usage = self.format_usage().strip()
+        if usage.count("\n") < 2:
+            print(usage, file=sys.stderr)
+        message = message[:1].lower() + message[1:]
+        self.exit(2, f"{self.prog}: error: {message.rstrip('.')} (see '{self.prog} --help').\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="analyse",
         description="IPU Graph Analyser: simulate IPU runs, read profiles, give insights.",
+        epilog="Run 'analyse COMMAND --help' for a command's options. "
+        "Quick start: 'analyse demo' writes the reference walkthrough to demo/.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (_module, help_text) in _available().items():
         sub.add_parser(name, help=help_text, add_help=False)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _main(argv: list[str]) -> int:
     from analyser.cli.errors import CliError, exit_code_for, message_for
 
-    argv = list(sys.argv[1:] if argv is None else argv)
     commands = _available()
     if not argv or argv[0] not in commands:
         parser = build_parser()
-        if argv and not argv[0].startswith("-"):
+        if not argv:
             parser.print_usage(sys.stderr)
             print(
-                f"analyse: error: unknown command {argv[0]!r}; choose from {', '.join(commands)}.",
+                f"analyse: error: no command given; choose one of {', '.join(commands)} "
+                "(see 'analyse --help').",
                 file=sys.stderr,
             )
             return 2
-        parser.parse_args(argv)  # handles --help
+        if not argv[0].startswith("-"):
+            parser.print_usage(sys.stderr)
+            close = difflib.get_close_matches(argv[0], list(commands), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            print(
+                f"analyse: error: unknown command {argv[0]!r}{hint}; "
+                f"choose one of {', '.join(commands)}.",
+                file=sys.stderr,
+            )
+            return 2
+        parser.parse_args(argv)  # --help / --version exit; anything else is an error
         parser.print_help()
-        return 0 if argv else 2
+        return 2
 
     name = argv[0]
     module = importlib.import_module(commands[name][0])
-    sub = argparse.ArgumentParser(prog=f"analyse {name}", description=commands[name][1])
+    sub = _Parser(prog=f"analyse {name}", description=commands[name][1])
     module.add_arguments(sub)
     args = sub.parse_args(argv[1:])
     try:
         return int(module.run(args) or 0)
-    except KeyboardInterrupt:
-        print("analyse: interrupted.", file=sys.stderr)
-        return 130
     except CliError as exc:
         print(f"analyse {name}: {exc}", file=sys.stderr)
         return exc.exit_code
+    except (KeyboardInterrupt, BrokenPipeError):
+        raise
+    except OSError as exc:
+        if os.environ.get("ANALYSE_TRACEBACK"):
+            raise
+        # the environment, not the input: permission denied, disk full, read-only file system
+        what = f" {exc.filename}" if exc.filename else ""
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        print(f"analyse {name}: cannot access{what}: {reason}.", file=sys.stderr)
+        return 1
     except Exception as exc:  # expected, user-facing errors from any layer
         code = exit_code_for(exc)
         if code is None:
+            print(
+                f"analyse {name}: internal error ({type(exc).__name__}); this is a bug, "
+                "please report it with the traceback below.",
+                file=sys.stderr,
+            )
             raise
         print(f"analyse {name}: {message_for(exc)}", file=sys.stderr)
         return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``analyse``; returns the exit code (0 ok, 1 failed check / environment, 2 bad input,
+    130 interrupted). Expected errors print one sentence to stderr, never a traceback."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("analyse: interrupted.", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # the reader of our output went away (analyse ... | head): stop quietly, like rich does
+        with contextlib.suppress(OSError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover
