@@ -64,7 +64,8 @@ long steps that begin before the window are included.
 Errors are one sentence naming the file and the problem (`profiles.errors.ProfileError`):
 missing file, folder, permission denied, empty, not HDF5, truncated, not an IPU profile, a newer
 major version ("this build reads profile format {major}.x"), a missing or mistyped dataset, an
-absurd size. Older minor versions open; fields added by a later minor are optional.
+absurd size, damaged JSON metadata, a status of 'ok' without `/execution/steps` (incomplete: it
+must not read as an out-of-memory compile). Older minor versions open; fields added by a later minor are optional.
 
 ## Writing a profile
 
@@ -98,7 +99,8 @@ interrupted write leaves no file under the final name and the previous file inta
 
 `profiles.validate(path)` returns a list of typed problems (`profiles.problems`:
 {problem_types}), each with a `path` and a one-sentence `message`; it never stops at the first
-problem and reads big columns in blocks. From the shell:
+problem, reads big columns in blocks, and reads every dataset through so that a damaged chunk
+(a failed Fletcher-32 checksum) is reported. From the shell:
 
 ```
 analyse validate run.h5 other.h5          # exit 0 valid, 1 problems, 2 cannot be opened

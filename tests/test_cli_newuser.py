@@ -334,3 +334,17 @@ def test_gui_without_display_in_a_real_process(prof):
     if sys.platform.startswith("linux"):
         assert r.returncode == 2
         assert "no display" in one_sentence(r.stderr)
+
+
+def test_file_system_error_is_one_sentence(monkeypatch, capsys):
+    """An OSError from deep inside a command (permission, disk full) is the environment, not a
+    bug: one sentence naming the file, no traceback."""
+    import analyser.cli.summary as summary
+
+    def run(args):
+        raise PermissionError(13, "Permission denied", "/data/run.h5")
+
+    monkeypatch.setattr(summary, "run", run)
+    assert main(["summary", "x.h5"]) == 2
+    line = one_sentence(capsys.readouterr().err)
+    assert "/data/run.h5" in line and "Permission denied" in line

@@ -131,7 +131,7 @@ def _main(argv: list[str]) -> int:
         what = f" {exc.filename}" if exc.filename else ""
         reason = exc.strerror or str(exc) or type(exc).__name__
         print(f"analyse {name}: cannot access{what}: {reason}.", file=sys.stderr)
-        return 1
+        return 2
     except Exception as exc:  # expected, user-facing errors from any layer
         code = exit_code_for(exc)
         if code is None:
@@ -146,8 +146,8 @@ def _main(argv: list[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``analyse``; returns the exit code (0 ok, 1 failed check / environment, 2 bad input,
-    130 interrupted). Expected errors print one sentence to stderr, never a traceback."""
+    """Run ``analyse``; returns the exit code (0 ok, 1 a check failed (``--fail-if``, ``validate``),
+    2 bad input or an output that cannot be written, 130 interrupted). Expected errors print one sentence to stderr, never a traceback."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return _main(argv)
