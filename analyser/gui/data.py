@@ -106,7 +106,29 @@ WARMERS: dict[str, tuple[str, ...]] = {
     "liveness": ("target", "liveness"),
     "program_tree": ("target", "program_nodes", "execution"),
     "operations": ("target", "operations", "variables", "compute_sets", "program_nodes"),
+    "trace": ("target", "execution", "trace_window"),
+    "pipeline": ("target", "execution", "trace_window", "pipeline_chart"),
 }
+
+
+def trace_window(doc: Document) -> Any:
+    """The document's TraceWindow (level-of-detail index of the execution trace), or None for a
+    profile without execution. Shared by the Execution Trace and Pipeline reports."""
+    if not doc.has_execution:
+        return None
+    from analyser.core.trace_window import TraceWindow
+
+    return doc.cached("trace_window", lambda: TraceWindow(doc.profile))
+
+
+def pipeline_chart(doc: Document) -> Any:
+    """What the Pipeline view draws (``analyser.gui.pipeline_model.PipelineChart``), or None
+    for a profile without execution."""
+    if not doc.has_execution:
+        return None
+    from analyser.gui.pipeline_model import pipeline_chart as build
+
+    return doc.cached("pipeline_chart", lambda: build(doc.analysis, trace_window(doc)))
 
 
 def warm(doc: Document, report_key: str | None) -> None:

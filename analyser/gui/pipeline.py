@@ -31,11 +31,10 @@ from analyser.gui import data as gui_data
 from analyser.gui.axes import use_cycle_axis
 from analyser.gui.document import Document
 from analyser.gui.palette import hex_color, qcolor
-from analyser.gui.pipeline_model import PHASE_LABELS, PipelineChart, pipeline_chart
+from analyser.gui.pipeline_model import PHASE_LABELS, PipelineChart
 from analyser.gui.reports.base import MessagePanel, Report
 from analyser.gui.theme import style_plot
 from analyser.gui.trace.panels import _item, fmt_bytes, fmt_delta, fmt_int
-from analyser.gui.trace.report import trace_of
 from analyser.gui.trace.timeline import StepRectsItem
 from analyser.gui.widgets import compact_rows
 
@@ -46,7 +45,7 @@ MAX_BOX_LABELS = 400
 
 
 def chart_of(doc: Document) -> PipelineChart:
-    return doc.cached("pipeline_chart", lambda: pipeline_chart(doc.analysis, trace_of(doc)))
+    return gui_data.pipeline_chart(doc)
 
 
 def theoretical_ramp_share(stages: int, ga: int) -> float | None:

@@ -46,7 +46,7 @@ SUMMARY_DELAY_MS = 150
 
 def trace_of(doc: Document) -> TraceWindow:
     """The document's TraceWindow (built once, cached on the document)."""
-    return doc.cached("trace_window", lambda: TraceWindow(doc.profile))
+    return gui_data.trace_window(doc)
 
 
 class _Relay(QObject):
