@@ -20,6 +20,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from analyser._sigint import quiet_worker, sigint_deferred
 from analyser.core.insights.model import EFFECT_KEYS, Effect, Evidence, Insight
 from analyser.core.units import fmt_bytes, fmt_delta_pct
 from profiles.errors import UserFacingError
@@ -284,8 +285,14 @@ def predict_effects(
 
     if n > 1 and _spawn_safe():
         try:
-            with ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn")) as pool:
-                futs = {pool.submit(_worker, cfg): i for i, (_t, cfg) in enumerate(jobs)}
+            # Ctrl-C reaches the workers too: they end silently (quiet_worker) and this process
+            # raises KeyboardInterrupt; each worker used to print its own traceback. Workers are
+            # spawned with Ctrl-C held back so an interrupt cannot cut a spawn in half.
+            with ProcessPoolExecutor(
+                max_workers=n, mp_context=get_context("spawn"), initializer=quiet_worker
+            ) as pool:
+                with sigint_deferred():
+                    futs = {pool.submit(_worker, cfg): i for i, (_t, cfg) in enumerate(jobs)}
                 for fut in as_completed(futs):
                     record(futs[fut], fut.result())
         except (BrokenProcessPool, OSError):
