@@ -348,3 +348,37 @@ def test_file_system_error_is_one_sentence(monkeypatch, capsys):
     assert main(["summary", "x.h5"]) == 2
     line = one_sentence(capsys.readouterr().err)
     assert "/data/run.h5" in line and "Permission denied" in line
+
+
+def test_ctrl_c_while_insights_re_simulate_in_workers(tmp_path):
+    """Ctrl-C reaches the whole process group, the spawned re-simulation workers included: each
+    used to print its own KeyboardInterrupt traceback. The signal is sent once the workers are
+    running (seen as child processes), not after a fixed delay."""
+    psutil = pytest.importorskip("psutil")
+    prof = tmp_path / "r101.h5"
+    args = ["--model", "resnet101", "--micro-batch-size", "8", "-o", str(prof), "--quiet"]
+    assert main(["profile", *args]) == 0
+    code = f"import sys; from analyser.cli import main; sys.exit(main(['insights', {str(prof)!r}]))"
+    p = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    try:
+        proc = psutil.Process(p.pid)
+        workers = []
+        while p.poll() is None and len(workers) < 2:
+            workers = [c for c in proc.children() if "multiprocessing" in " ".join(c.cmdline())]
+        assert workers, "the insights finished before any worker was seen"
+        os.killpg(p.pid, signal.SIGINT)  # what a terminal does on Ctrl-C
+        _out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130, err
+    assert err.strip() == "analyse: interrupted.", err
+    psutil.wait_procs(workers, timeout=30)
+    assert not any(w.is_running() and w.status() != psutil.STATUS_ZOMBIE for w in workers)
