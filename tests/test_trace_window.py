@@ -213,3 +213,12 @@ def test_whole_run_summary_agrees_with_the_analysis_core(small):
         for d, dest in enumerate(DESTINATIONS):
             assert s.streamcopy["received"].get(dest, 0) == int(ex.streamcopy_rx_by_dest[ipu, d])
             assert s.streamcopy["sent"].get(dest, 0) == int(ex.streamcopy_tx_by_dest[ipu, d])
+
+
+def test_step_types_are_those_executed(small):
+    from analyser.core.trace_window import STEP_TYPES
+
+    tw, steps, _names, _tc = small
+    want = [STEP_TYPES[i] for i in sorted(set(np.asarray(steps["type"]).tolist()))]
+    assert tw.step_types() == want
+    assert "Sequence" not in want  # control programs are never executed steps

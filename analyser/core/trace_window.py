@@ -461,6 +461,22 @@ class TraceWindow:
         p = self._pyramid(ipu, "flat")
         return p.t_min, p.t_max
 
+    def step_types(self) -> list[str]:
+        """The step types the run executed (on any IPU), in STEP_TYPES order; read from the
+        flat pyramids the timeline already builds (no pass over the steps); computed once."""
+        cached = getattr(self, "_step_types", None)
+        if cached is not None:
+            return list(cached)
+        present = np.zeros(NT, dtype=bool)
+        for ipu in range(self.n_ipus):
+            if not self.step_count(ipu):
+                continue
+            levels = self._pyramid(ipu, "flat").levels
+            if levels:
+                present[np.unique(levels[0].key % NT)] = True
+        self._step_types = tuple(t for i, t in enumerate(STEP_TYPES) if present[i])
+        return list(self._step_types)
+
     def full_extent(self) -> tuple[float, float]:
         ext = [self.extent(i) for i in range(self.n_ipus) if self.step_count(i)]
         if not ext:

@@ -6,7 +6,6 @@ the range summary shows A, B and B − A for the visible window.
 
 from __future__ import annotations
 
-import numpy as np
 from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, QTimer, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
@@ -23,7 +22,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from analyser.core.execution import STEP_TYPES as EXEC_STEP_TYPES
 from analyser.core.trace_window import GROUP_MODES, STEP_TYPES, TraceWindow
 from analyser.gui import data as gui_data
 from analyser.gui.axes import short_cycles
@@ -288,11 +286,9 @@ class TraceReport(Report):
         # pixel with the type that dominates it, and a legend of the painted types only would
         # say the others are absent
         present = set()
-        for doc in (self.document, self.compare_doc):
-            ex = gui_data.execution(doc) if doc is not None and doc.has_execution else None
-            if ex is not None:
-                counts = np.asarray(ex.count_by_type).sum(axis=0)
-                present.update(t for t, n in zip(EXEC_STEP_TYPES, counts) if n)
+        for tl in (self.timeline, self.timeline_b):
+            if tl.trace is not None:
+                present.update(tl.trace.step_types())
         self.legend.setText(
             " &nbsp; ".join(
                 f"<span style='color:{hex_color('step_types', t)}'>■</span> {t}"
