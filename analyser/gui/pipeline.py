@@ -308,7 +308,8 @@ class PipelineReport(Report):
         self.body = QWidget()
         lay = QVBoxLayout(self.body)
         self.view_a = PipelineChartView()
-        self.view_b = PipelineChartView()
+        self._view_b: PipelineChartView | None = None  # built on the first comparison
+        self._body_layout = lay
         self.table = QTableWidget(0, 4)
         self.table.setHorizontalHeaderLabels(["", "A", "B", "B − A"])
         self.table.verticalHeader().setVisible(False)
@@ -319,7 +320,6 @@ class PipelineReport(Report):
         self.explain.setWordWrap(True)
         self.explain.setTextFormat(Qt.TextFormat.RichText)
         lay.addWidget(self.view_a, 3)
-        lay.addWidget(self.view_b, 3)
         lay.addWidget(self.explain)
         lay.addWidget(self.table, 1)
         scroll = QScrollArea()
@@ -327,6 +327,16 @@ class PipelineReport(Report):
         scroll.setWidget(self.body)
         self.stack.addWidget(scroll)
         self.scroll = scroll
+
+    @property
+    def view_b(self) -> PipelineChartView:
+        """Profile B's view, created when first needed (three plots: half the cost of a first
+        visit when nothing is compared)."""
+        if self._view_b is None:
+            self._view_b = PipelineChartView()
+            self._view_b.hide()
+            self._body_layout.insertWidget(1, self._view_b, 3)
+        return self._view_b
 
     def chart_widget(self) -> QWidget:
         return self.body
@@ -347,7 +357,8 @@ class PipelineReport(Report):
         a = chart_of(doc)
         self.view_a.show_chart(a, f"A: {doc.name}" if other is not None else doc.name)
         b = chart_of(other) if other is not None and other.has_execution else None
-        self.view_b.setVisible(b is not None)
+        if b is not None or self._view_b is not None:
+            self.view_b.setVisible(b is not None)
         self.table.setVisible(b is not None)
         self.explain.setVisible(b is not None)
         if b is not None:
