@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+from PySide6.QtCore import QTimer
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
@@ -29,8 +32,29 @@ def ensure_app(argv: Sequence[str] | None = None) -> QApplication:
     return app  # type: ignore[return-value]
 
 
+def _quit_on_ctrl_c(app: QApplication) -> tuple[QTimer | None, list[int]]:
+    """Ctrl-C in the terminal closes the windows (as File > Quit does) and ends the event loop.
+    Qt's loop never lets Python run its signal handlers by itself, so a timer wakes the
+    interpreter every 200 ms; without this Ctrl-C was ignored until the window was closed."""
+    caught: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        return None, caught
+
+    def on_sigint(signum: int, _frame: object) -> None:
+        caught.append(signum)
+        app.closeAllWindows()
+        app.quit()
+
+    signal.signal(signal.SIGINT, on_sigint)
+    timer = QTimer()
+    timer.timeout.connect(lambda: None)
+    timer.start(200)
+    return timer, caught
+
+
 def run(files: Sequence[str | Path] = (), theme: str | None = None) -> int:
-    """Open the main window (with up to two files: the second is compared with the first)."""
+    """Open the main window (with up to two files: the second is compared with the first).
+    Ctrl-C in the terminal closes it and raises KeyboardInterrupt (``analyse`` exits 130)."""
     app = ensure_app()
     window = MainWindow()
     if theme is not None:
@@ -38,7 +62,16 @@ def run(files: Sequence[str | Path] = (), theme: str | None = None) -> int:
     window.show()
     if files:
         window.open_files(list(files))
-    return app.exec()
+    timer, interrupted = _quit_on_ctrl_c(app)
+    try:
+        code = app.exec()
+    finally:
+        if timer is not None:
+            timer.stop()
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+    if interrupted:
+        raise KeyboardInterrupt
+    return code
 
 
 def main() -> int:  # pragma: no cover - interactive
