@@ -382,3 +382,33 @@ def test_ctrl_c_while_insights_re_simulate_in_workers(tmp_path):
     assert err.strip() == "analyse: interrupted.", err
     psutil.wait_procs(workers, timeout=30)
     assert not any(w.is_running() and w.status() != psutil.STATUS_ZOMBIE for w in workers)
+
+
+def test_ctrl_c_closes_the_gui(prof):
+    """Qt's event loop never ran Python's SIGINT handler: Ctrl-C in the terminal was ignored until
+    the window was closed by hand. The signal comes from another thread while the loop runs."""
+    code = textwrap.dedent(
+        f"""
+        import os, signal, sys, threading
+        from PySide6.QtCore import QTimer
+        from analyser.cli import main
+        from analyser.gui.app import ensure_app
+        ensure_app()
+        # once the event loop runs: SIGINT from another thread, as a terminal's Ctrl-C arrives
+        kill = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+        QTimer.singleShot(0, kill.start)
+        sys.exit(main(["gui", {str(prof)!r}]))
+        """
+    )
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,  # the old behaviour: still running (Ctrl-C ignored)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    assert r.returncode == 130, r.stderr
+    assert "Traceback" not in r.stderr
+    assert r.stderr.strip().endswith("analyse: interrupted.")
