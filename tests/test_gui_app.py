@@ -283,6 +283,12 @@ def test_liveness_click_and_compare_steps(qtbot, make_window, profiles_dir):
     open_and_wait(qtbot, w, profiles_dir["fit"])
     lr = w.show_report("liveness")
     a = lr.document.analysis
+    # it opens on the highest peak of all IPUs, its live variables listed (no empty panels)
+    lv = a.liveness
+    curves = {i: lv.curve(i) for i in range(lv.not_always_live.shape[0])}
+    top = max(curves, key=lambda i: curves[i][int(lv.peak_step[i])])
+    assert lr.steps == [int(lv.peak_step[top])]
+    assert lr.live_variable_names()
     peak = int(a.liveness.peak_step[0])
     lr.ipu_combo.setCurrentIndex(1)  # IPU 0
     lr.click_step(peak, False)

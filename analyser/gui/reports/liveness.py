@@ -147,6 +147,24 @@ class LivenessReport(Report):
             self._refreshing = False
         self.steps = []
         self._redraw()
+        self._select_peak()
+
+    def _select_peak(self) -> None:
+        """Start on the highest peak of the shown IPUs: its step details and the variables live
+        there (what to shrink when memory is short) instead of empty panels."""
+        doc = self.document
+        if doc is None:
+            return
+        lv = data.liveness(doc)
+        best: tuple[float, int] | None = None
+        for ipu, curve in self.curves(doc).items():
+            if curve.size and ipu < len(lv.peak_step):
+                step = int(lv.peak_step[ipu])
+                value = float(curve[min(step, curve.size - 1)])
+                if best is None or value > best[0]:
+                    best = (value, step)
+        if best is not None:
+            self.click_step(best[1], False)
 
     def curves(self, doc: Any) -> dict[int, np.ndarray]:
         """The curves drawn for ``doc`` (bytes per liveness step per shown IPU), from the core."""
