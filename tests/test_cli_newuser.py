@@ -6,6 +6,7 @@ The profiles are small synthetic ones (profiles.synthetic), so the module runs i
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -367,11 +368,25 @@ def test_ctrl_c_while_insights_re_simulate_in_workers(tmp_path):
         start_new_session=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
+
+    def cmdline(c) -> str:
+        try:
+            return " ".join(c.cmdline())
+        except psutil.Error:  # exited meanwhile (zombie or gone)
+            return ""
+
+    def alive(w) -> bool:
+        try:
+            return w.is_running() and w.status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            return False
+
     try:
         proc = psutil.Process(p.pid)
         workers = []
         while p.poll() is None and len(workers) < 2:
-            workers = [c for c in proc.children() if "multiprocessing" in " ".join(c.cmdline())]
+            with contextlib.suppress(psutil.Error):
+                workers = [c for c in proc.children() if "spawn_main" in cmdline(c)]
         assert workers, "the insights finished before any worker was seen"
         os.killpg(p.pid, signal.SIGINT)  # what a terminal does on Ctrl-C
         _out, err = p.communicate(timeout=120)
@@ -381,7 +396,7 @@ def test_ctrl_c_while_insights_re_simulate_in_workers(tmp_path):
     assert p.returncode == 130, err
     assert err.strip() == "analyse: interrupted.", err
     psutil.wait_procs(workers, timeout=30)
-    assert not any(w.is_running() and w.status() != psutil.STATUS_ZOMBIE for w in workers)
+    assert not any(alive(w) for w in workers)
 
 
 def test_ctrl_c_closes_the_gui(prof):
