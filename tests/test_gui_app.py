@@ -435,6 +435,9 @@ def test_dark_theme_keeps_text_colours_readable_and_redraws(qtbot, make_window, 
     texts = [("status_text", n) for n in ("ok", "oom", "warning", "info", "critical")] + [
         ("compare", "increase"),
         ("compare", "decrease"),
+        ("tone", "good"),
+        ("tone", "neutral"),
+        ("tone", "bad"),
         ("chart", "max_memory_line"),
         ("chart", "peak_marker"),
     ]
@@ -569,3 +572,36 @@ def test_profile_problem_found_by_a_report_is_shown(qtbot, make_window, profiles
     w.show_report("memory")
     assert warnings and "/memory/by_category" in warnings[0]
     assert w.show_report("summary").tree.value("Memory", "Status") == "fits"
+
+
+def test_predict_all_reranks_and_shows_baseline_and_tone(qtbot, make_window, walkthrough_profiles):
+    """Walkthrough step 3: after "Predict all" the list follows the analysis core's
+    rank_insights over the predicted effects (a tip re-simulated out of memory moves to the
+    end), the selected tip stays selected, and its details give the baseline note and the
+    verdict in its Effect.tone colour."""
+    from analyser.core.insights import rank_insights
+    from analyser.gui import data
+    from analyser.gui.palette import hex_color
+
+    w = make_window()
+    open_and_wait(qtbot, w, walkthrough_profiles["3-accumulate"])
+    r = w.show_report("insights")
+    before = r.insight_titles()
+    r.select_insight(1)
+    selected = r.selected_insight()
+    r.predict_button.click()
+    qtbot.waitUntil(lambda: not r.is_busy(), timeout=180000)
+    tips = data.insights(r.document)
+    assert all(t.effect is not None for t in tips if t.change)
+    expected = [t.title for t in rank_insights(r.document.analysis, tips)]
+    assert r.insight_titles() == expected
+    assert sorted(expected) == sorted(before)
+    bad = [t for t in tips if t.effect is not None and not t.effect.recommended]
+    assert bad and set(r.insight_titles()[-len(bad) :]) == {t.title for t in bad}
+    assert r.selected_insight() is selected
+    for i, tip in enumerate(rank_insights(r.document.analysis, tips)):
+        if tip.effect is None or not tip.effect.baseline_note:
+            continue
+        r.select_insight(i)
+        assert tip.effect.baseline_note in r.details.toPlainText()
+        assert hex_color("tone", tip.effect.tone) in r.details.toHtml()

@@ -57,6 +57,17 @@ def insights(doc: Document) -> list:
     return doc.cached("insights", lambda: list(doc.analysis.insights(resimulate=False)))
 
 
+def rerank_insights(doc: Document) -> list:
+    """Re-order the document's cached insights with the analysis core's ``rank_insights`` (after
+    predicted effects were added: a tip re-simulated as slower or out of memory moves down, one
+    with a large predicted saving moves up); returns the (same, cached) list."""
+    from analyser.core.insights import rank_insights
+
+    tips = insights(doc)
+    tips[:] = rank_insights(doc.analysis, list(tips))
+    return tips
+
+
 def tile_breakdown(doc: Document, ipu: int, by: str) -> tuple[np.ndarray, tuple]:
     """[tiles, k] bytes of one IPU by ``category`` / ``region`` / ``liveness`` and the k names."""
     return doc.cached(f"tiles:{ipu}:{by}", lambda: doc.analysis.tile_breakdown(ipu, by))

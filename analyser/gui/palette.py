@@ -37,6 +37,7 @@ GROUPS = (
     "destinations",
     "status",
     "status_text",
+    "tone",
     "compare",
     "chart",
 )

@@ -409,6 +409,7 @@ class InsightsReport(Report):
             tips = [tip]
         self._predicting = True
         task = PredictTask(doc.analysis, tips)
+        self._predicted_doc = doc
         task.signals.progress.connect(self._on_progress)
         task.signals.finished.connect(self._on_predicted)
         self._task = task
@@ -424,9 +425,28 @@ class InsightsReport(Report):
     def _on_predicted(self, insights: list, error: str) -> None:
         self._predicting = False
         self._task = None
-        self.progress_label.setText(error or "Predicted effects are shown with each tip.")
+        doc, self._predicted_doc = getattr(self, "_predicted_doc", None), None
+        if doc is not None and not error:
+            # the predicted effects change the order (analysis core's rank_insights): re-rank
+            # the cached list and rebuild the list, keeping the selected tip selected
+            current = self.selected_insight()
+            data.rerank_insights(doc)
+            if doc is self.document or doc is self.compare_doc:
+                self._fill_list()
+                if current is not None:
+                    self._select_tip(current)
+        self.progress_label.setText(
+            error or "Predicted effects are shown with each tip; tips re-ranked by them."
+        )
         self._update_buttons()
         self._show_selected()
+
+    def _select_tip(self, tip: Any) -> None:
+        for i in range(self.list.topLevelItemCount()):
+            item = self.list.topLevelItem(i)
+            if self._entries[int(item.data(0, Qt.ItemDataRole.UserRole))][1] is tip:
+                self.list.setCurrentItem(item)
+                return
 
     def is_busy(self) -> bool:
         return self._predicting
@@ -474,7 +494,13 @@ def insight_html(tip: Any, units) -> str:
         )
     else:
         verdict = "" if eff.recommended else " <b>(not recommended)</b>"
-        parts.append(f"<p>{esc(eff.status)}: {esc(eff.message)}{verdict}</p>")
+        tone = hex_color("tone", eff.tone or ("good" if eff.recommended else "bad"))
+        parts.append(
+            f"<p><span style='color:{tone}; font-weight:600'>{esc(eff.status)}</span>: "
+            f"{esc(eff.message)}{verdict}</p>"
+        )
+        if eff.baseline_note:
+            parts.append(f"<p><i>Baseline: {esc(eff.baseline_note)}</i></p>")
         if eff.after:
             parts.append(
                 "<table cellspacing='0' cellpadding='3' border='1'><tr><th>Metric</th><th>Now</th><th>Predicted</th><th>Change</th></tr>"
