@@ -196,7 +196,10 @@ def test_memory_ranking_fp16_first(sims):
     with Analysis.open(sims["r50_oom32"]) as a:
         tips = find_insights(a)
     assert tips[0].id == "memory.fp16"
-    assert tips[0].severity == "critical" and tips[0].change == {"precision": "16.16"}
+    assert tips[0].severity == "critical"
+    # training without loss scaling: FP16 comes with the conventional static loss scale
+    assert tips[0].change == {"precision": "16.16", "loss_scaling": 128.0}
+    assert "loss scale of 128" in tips[0].trade_off
     mem = [t for t in tips if t.category == "memory"]
     assert tips[: len(mem)] == mem  # memory tips come first
 
@@ -259,6 +262,25 @@ def test_walkthrough_step1_top_insight_is_fp16(walkthrough_profiles):
         tips = find_insights(a)
     assert tips[0].id == "memory.fp16"
     assert tips[0].title.startswith("Use FP16")
+
+
+def test_fp16_tip_turns_walkthrough_step1_into_step2(walkthrough_profiles):
+    """The FP16 tip of step 1 (training, loss scaling 1) changes precision and loss scaling; the
+    configuration its what-if re-simulates equals step 2's on every field the tip changes, and
+    step 2 (already scaled) gets no FP16 tip."""
+    from analyser.core.insights.resimulate import apply_change
+    from engine.config import RunConfig
+
+    with Analysis.open(walkthrough_profiles["1-base"]) as a:
+        assert float(a.run_config.get("loss_scaling", 1.0)) == 1.0
+        tip = next(t for t in find_insights(a) if t.id == "memory.fp16")
+        whatif = RunConfig.from_dict(apply_change(a.run_config, tip.change)).model_dump()
+    with Analysis.open(walkthrough_profiles["2-half"]) as b:
+        step2 = RunConfig.from_dict(b.run_config).model_dump()
+    assert set(tip.change) == {"precision", "loss_scaling"}
+    for key in tip.change:
+        assert whatif[key] == step2[key], key
+    assert "memory.fp16" not in _ids(walkthrough_profiles["2-half"])
 
 
 def test_walkthrough_tips_lead_to_the_next_step(walkthrough_profiles):

@@ -38,6 +38,7 @@ F = {
     "rts": "replicated_tensor_sharding",
     "io_tiles": "io_tiles",
     "prefetch": "prefetch_depth",
+    "loss_scaling": "loss_scaling",
     "input8": "eight_bit_input",
     "loader": "loader_mode",
     "optimiser": "optimiser",
@@ -179,11 +180,37 @@ def _memory_evidence(c: Context) -> list[Evidence]:
 # ---------------------------------------------------------------------------------------------
 
 
+#: Static loss scale recommended with FP16 when training runs without one: 128 (2**7) is the
+#: conventional static value (a power of two, so scaling is exact in floating point) that keeps
+#: small FP16 gradients above FP16's smallest normal value (6.1e-5) without overflowing its
+#: maximum (65504) for typical losses; it is the value of walkthrough step 2 (2-half.toml).
+FP16_LOSS_SCALING = 128.0
+
+
+def _fp16_change(c: Context) -> tuple[dict[str, Any], str]:
+    """The FP16 run-config change and the loss-scaling part of its trade-off: training without
+    loss scaling (``loss_scaling`` 1) gets the static scale :data:`FP16_LOSS_SCALING` too."""
+    change: dict[str, Any] = {F["precision"]: "16.16"}
+    training = str(c.a.run_config.get("mode", "training")) == "training"
+    current = float(c.cfg("loss_scaling", 1.0) or 1.0)
+    if training and current == 1.0:
+        change[F["loss_scaling"]] = FP16_LOSS_SCALING
+        return change, (
+            f"FP16 gradients underflow without loss scaling, so the change sets a static loss "
+            f"scale of {FP16_LOSS_SCALING:g} (a power of two, exact in FP16; the conventional "
+            "static value): one more pass to unscale the gradients in the update."
+        )
+    if training:
+        return change, f"Keeps the current loss scaling ({current:g})."
+    return change, "Inference: no loss scaling needed."
+
+
 def use_fp16(c: Context) -> Insight | None:
     prec = str(c.cfg("precision", ""))
     if not c.memory_pressure or not prec.startswith("32"):
         return None
     w = c.kind_bytes("weight") + c.kind_bytes("activation") + c.kind_bytes("gradient")
+    change, scaling = _fp16_change(c)
     ev = _memory_evidence(c)
     ev.append(
         Evidence(
@@ -199,9 +226,9 @@ def use_fp16(c: Context) -> Insight | None:
         "Running the model in FP16 halves the memory of weights, activations and gradients and "
         "doubles the AMP rate of matmuls and convolutions.",
         ev,
-        {F["precision"]: "16.16"},
-        "Lower numerical range: needs loss scaling, and FP32 master weights or FP32 second "
-        "moments where the optimiser is sensitive.",
+        change,
+        f"Lower numerical range. {scaling} FP32 master weights or FP32 second moments may still "
+        "be needed where the optimiser is sensitive.",
     )
 
 
@@ -1102,6 +1129,7 @@ def fp16_for_speed(c: Context) -> Insight | None:
     share = float(ops.loc[mm, "total_cycles"].sum()) / total
     if share < c.t.fp32_matmul_share:
         return None
+    change, scaling = _fp16_change(c)
     return _addressing(
         share * 3 / 4 * _compute_share(c),
         Insight(
@@ -1117,8 +1145,8 @@ def fp16_for_speed(c: Context) -> Insight | None:
                     "Operations (sort by total cycles)",
                 )
             ],
-            {F["precision"]: "16.16"},
-            "Needs loss scaling; lower numerical range.",
+            change,
+            f"Lower numerical range. {scaling}",
         ),
     )
 
