@@ -275,7 +275,40 @@ def test_program_tree_search_and_details(qtbot, make_window, profiles_dir):
     node = expected[0]
     assert pane.details.value(names[node], "Type") == "GlobalExchange"
     ex = pt.document.analysis.execution
-    assert pane.details.value(names[node], "Total cycles") == f"{int(ex.program_cycles[node]):,}"
+    total = f"{int(ex.program_cycles[node]):,}"
+    assert pane.details.value(names[node], "Executed cycles (incl. waits)") == total
+
+
+def test_program_tree_separates_own_work_from_waits(qtbot, make_window, walkthrough_profiles):
+    """Walkthrough step 3 (two pipelined IPUs): a Sync's cycles per execution are its own work
+    (from the profile) while its executed cycles include the wait for the slowest IPU, shown in
+    its own column, own x executions + waiting = executed (analysis core); tile balance is shown
+    for compute and exchange steps only, not for syncs or stream copies."""
+    from profiles import schema
+
+    w = make_window()
+    open_and_wait(qtbot, w, walkthrough_profiles["3-accumulate"])
+    m = w.show_report("program_tree").model
+    ex = w.workspace.document.analysis.execution
+    headers = " | ".join(m.columns)
+    assert "own work" in headers and "incl. waits" in headers and "waiting" in headers
+    col = {k: m.column(k) for k in ("cycles", "balance", "executions", "total", "wait")}
+    t = {n: schema.PROGRAM_TYPES.index(n) for n in schema.PROGRAM_TYPES}
+    own = m.cycles.astype(np.int64) * ex.program_executions.astype(np.int64)
+    waited = np.flatnonzero((m.types == t["Sync"]) & (ex.program_cycles > own))
+    assert waited.size  # the stages wait for each other at syncs
+    for node in waited[:5]:
+        assert m.text(node, col["cycles"]) == f"{int(m.cycles[node]):,}"
+        assert m.text(node, col["total"]) == f"{int(ex.program_cycles[node]):,}"
+        wait = int(ex.program_cycles[node] - own[node])
+        assert m.text(node, col["wait"]) == f"{wait:,}"
+        assert m.text(node, col["balance"]) == ""
+    compute = np.flatnonzero(m.types == t["OnTileExecute"])
+    assert m.text(int(compute[0]), col["balance"]).endswith("%")
+    assert m.text(int(compute[0]), col["wait"]) == ""  # compute never waits
+    for name in ("StreamCopyBegin", "Sync", "StreamCopyEnd"):
+        nodes = np.flatnonzero(m.types == t[name])
+        assert all(m.text(int(i), col["balance"]) == "" for i in nodes)
 
 
 def test_liveness_click_and_compare_steps(qtbot, make_window, profiles_dir):
@@ -341,7 +374,7 @@ def test_compare_mode_in_every_report(qtbot, make_window, profiles_dir):
         assert pt.pane_b.isVisible() and pt.pane_b.model.n == b.target.n_programs
         # B's programs carry the change of total cycles against A's program of the same name
         mb = pt.pane_b.model
-        assert mb.columns[-1] == "Change vs A"
+        assert mb.columns[-1] == "Change vs A" and mb.column("delta") == len(mb.columns) - 1
         na = list(pt.pane_a.model.names)
         leaf = next(
             i
@@ -352,7 +385,7 @@ def test_compare_mode_in_every_report(qtbot, make_window, profiles_dir):
         )
         ia = na.index(mb.names[leaf])
         expected = int(b.execution.program_cycles[leaf]) - int(a.execution.program_cycles[ia])
-        assert mb.text(leaf, 10) == f"{expected:+,}"
+        assert mb.text(leaf, mb.column("delta")) == f"{expected:+,}"
         pt.pane_a.select_node(ia)  # selecting in A follows in B
         assert pt.pane_b.selected_node() == leaf
         op = w.show_report("operations")

@@ -172,3 +172,20 @@ def compute_sets(doc: Document) -> pd.DataFrame:
 def program_tile_cycles(doc: Document, program: int) -> np.ndarray:
     """Per-tile cycles of one execution of ``program`` (from /programs/tile_cycles)."""
     return doc.analysis.src.profile.tile_cycles([program])[0]
+
+
+def program_wait_cycles(doc: Document) -> np.ndarray | None:
+    """[programs] cycles each program spent waiting over the run (for the other IPUs at a
+    Sync, for the host at a StreamCopyBegin, for the slowest IPU at a GlobalExchange): its
+    executed cycles from the analysis core (``program_cycles``, waits included) minus its own
+    work, the profile's cycles of one execution times its executions. None without execution."""
+    ex = execution(doc)
+    if ex is None:
+        return None
+
+    def compute() -> np.ndarray:
+        own = program_nodes(doc)["cycles"].to_numpy().astype(np.int64)
+        waits = ex.program_cycles.astype(np.int64) - own * ex.program_executions.astype(np.int64)
+        return np.maximum(waits, 0)
+
+    return doc.cached("program_wait_cycles", compute)

@@ -1,6 +1,8 @@
 """Program Tree: the control-program hierarchy (Sequence / Repeat / Call and leaf steps) as a
 QTreeView over a model of /programs/nodes, coloured by step type with the trace's palette,
-searchable by name (vectorised over all nodes, then next / previous), with the details of the
+searchable by name (vectorised over all nodes, then next / previous). A step's own work per
+execution (profile) and its executed cycles over the run with the waiting part (analysis core)
+are separate columns; tile balance is shown for compute and exchange steps. With the details of the
 selected step and the steps related to it (same operation). Compare mode shows A and B side by
 side, each with its own search and details."""
 
@@ -38,17 +40,51 @@ from profiles import schema
 
 Index = QModelIndex | QPersistentModelIndex
 _ROOT = QModelIndex()
-COLUMNS = (
-    "Program",
-    "Type",
-    "IPU",
-    "Repeat",
-    "Cycles",
-    "Tile balance",
-    "Executions",
-    "Total cycles",
-    "Bytes",
-    "Code",
+#: (key, header, tooltip) of the tree's columns. Own work and executed cycles are separate
+#: columns: a Sync's own work is a few cycles, while its executed cycles include the wait for
+#: the slowest IPU (and a StreamCopyBegin's the wait for the host).
+COLUMN_SPECS: tuple[tuple[str, str, str], ...] = (
+    ("name", "Program", "Program name (leaf: compute set / exchange / stream)"),
+    ("type", "Type", "Program type"),
+    ("ipu", "IPU", "IPU the program runs on ('all' for programs spanning every IPU)"),
+    ("repeat", "Repeat", "Repeat count of a Repeat program"),
+    (
+        "cycles",
+        "Cycles / execution (own work)",
+        "Cycles of one execution of the step, max over tiles, without any wait (profile)",
+    ),
+    (
+        "balance",
+        "Tile balance",
+        "Mean over tiles of cycles / max cycles of one execution; compute and exchange steps "
+        "only (for a sync or a stream copy every tile waits alike, so it says nothing)",
+    ),
+    ("executions", "Executions", "Times the step ran over the run"),
+    (
+        "total",
+        "Executed cycles (incl. waits)",
+        "Cycles of all its executions over the run, waits for other IPUs or the host included "
+        "(analysis core)",
+    ),
+    (
+        "wait",
+        "Of which waiting",
+        "Part of the executed cycles spent waiting: for the slowest IPU (Sync, GlobalExchange) "
+        "or for the host (StreamCopyBegin)",
+    ),
+    ("bytes", "Bytes", "Bytes moved by one execution"),
+    ("code", "Code", "Code bytes"),
+)
+COLUMNS = tuple(h for _k, h, _t in COLUMN_SPECS)
+KEYS = tuple(k for k, _h, _t in COLUMN_SPECS)
+DELTA_HEADER = "Change vs A"
+#: Step types whose tile balance means something (compute and exchange).
+BALANCED_TYPES = frozenset(
+    schema.PROGRAM_TYPES.index(t) for t in ("OnTileExecute", "DoExchange", "GlobalExchange")
+)
+#: Step types that can wait (their executed cycles can exceed own work x executions).
+WAITING_TYPES = frozenset(
+    schema.PROGRAM_TYPES.index(t) for t in ("Sync", "SyncAns", "StreamCopyBegin", "GlobalExchange")
 )
 
 
@@ -66,6 +102,7 @@ class ProgramTreeModel(QAbstractItemModel):
         total: np.ndarray | None,
         units,
         parent=None,
+        wait: np.ndarray | None = None,
     ) -> None:
         super().__init__(parent)
         self.units = units
@@ -82,6 +119,7 @@ class ProgramTreeModel(QAbstractItemModel):
         n = len(nodes)
         self.executions = executions if executions is not None and len(executions) == n else None
         self.total = total if total is not None and len(total) == n else None
+        self.wait = wait if wait is not None and len(wait) == n else None
         #: Compare mode (B pane): change of total cycles against the matching program of A
         #: (NaN when A has no such program); adds a column.
         self.delta: np.ndarray | None = None
@@ -139,14 +177,20 @@ class ProgramTreeModel(QAbstractItemModel):
         """Show the change of total cycles against the other profile (compare mode)."""
         self.beginResetModel()
         self.delta = delta
-        self.columns = COLUMNS + (("Change vs A",) if delta is not None else ())
+        self.columns = COLUMNS + ((DELTA_HEADER,) if delta is not None else ())
         self.endResetModel()
 
     def headerData(
         self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
     ) -> Any:
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return self.columns[section] if section < len(self.columns) else None
+        if orientation != Qt.Orientation.Horizontal or section >= len(self.columns):
+            return None
+        if role == Qt.ItemDataRole.DisplayRole:
+            return self.columns[section]
+        if role == Qt.ItemDataRole.ToolTipRole:
+            if section < len(COLUMN_SPECS):
+                return COLUMN_SPECS[section][2]
+            return "Change of executed cycles against the program of A with the same name"
         return None
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
@@ -171,34 +215,44 @@ class ProgramTreeModel(QAbstractItemModel):
             return node
         return None
 
+    def column(self, key: str) -> int:
+        """Column number of column ``key`` (see COLUMN_SPECS; ``"delta"`` in compare mode)."""
+        return len(KEYS) if key == "delta" else KEYS.index(key)
+
     def text(self, node: int, col: int) -> str:
         t = int(self.types[node])
         leaf = t >= 3
-        if col == 0:
+        key = KEYS[col] if col < len(KEYS) else "delta"
+        if key == "name":
             return self.names[node]
-        if col == 1:
+        if key == "type":
             return schema.PROGRAM_TYPES[t] if 0 <= t < len(schema.PROGRAM_TYPES) else str(t)
-        if col == 2:
+        if key == "ipu":
             return "all" if self.ipus[node] < 0 else str(int(self.ipus[node]))
-        if col == 3:
+        if key == "repeat":
             return format_count(int(self.repeat[node])) if t == 1 else ""
-        if col == 4:
+        if key == "cycles":
             return format_count(int(self.cycles[node])) if leaf else ""
-        if col == 5:
-            return format_percent(float(self.balance[node])) if leaf else ""
-        if col == 6:
+        if key == "balance":
+            return format_percent(float(self.balance[node])) if t in BALANCED_TYPES else ""
+        if key == "executions":
             return (
                 format_count(int(self.executions[node]))
                 if self.executions is not None and leaf
                 else ""
             )
-        if col == 7:
+        if key == "total":
             return format_count(int(self.total[node])) if self.total is not None and leaf else ""
-        if col == 8:
+        if key == "wait":
+            if self.wait is None or not leaf:
+                return ""
+            w = int(self.wait[node])
+            return format_count(w) if w or t in WAITING_TYPES else ""
+        if key == "bytes":
             return format_bytes(int(self.bytes[node]), self.units) if self.bytes[node] else ""
-        if col == 9:
+        if key == "code":
             return format_bytes(int(self.code[node]), self.units) if self.code[node] else ""
-        if col == 10 and self.delta is not None and leaf:
+        if key == "delta" and self.delta is not None and leaf:
             d = self.delta[node]
             return "new" if not np.isfinite(d) else f"{int(d):+,}"
         return ""
@@ -278,6 +332,7 @@ class ProgramTreePane(QWidget):
             None if ex is None else ex.program_cycles,
             units,
             self,
+            wait=data.program_wait_cycles(doc),
         )
         self.view.setModel(self.model)
         self.view.selectionModel().currentChanged.connect(
@@ -308,7 +363,7 @@ class ProgramTreePane(QWidget):
             self.view.setColumnWidth(c, max(70, metrics.horizontalAdvance(cols[c]) + 24))
         self.view.setColumnWidth(1, 120)
         header = self.view.header()
-        if cols[-1] == "Change vs A":
+        if cols[-1] == DELTA_HEADER:
             # compare mode (half the width): the change right after the name, where it is seen
             # without scrolling sideways
             self.view.setColumnWidth(0, 260)
@@ -392,7 +447,10 @@ class ProgramTreePane(QWidget):
         self.details.add_section(model.names[node], rows)
         if op >= 0:
             related = np.flatnonzero((model.ops == op) & (np.arange(model.n) != node))
-            rel_rows = [(model.names[r], model.text(r, 1), model.text(r, 4)) for r in related[:200]]
+            cyc = model.column("cycles")
+            rel_rows = [
+                (model.names[r], model.text(r, 1), model.text(r, cyc)) for r in related[:200]
+            ]
             sec = self.details.add_section(
                 f"Related steps (same operation, {len(related):,})", rel_rows
             )
