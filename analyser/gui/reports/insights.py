@@ -493,14 +493,15 @@ def insight_html(tip: Any, units) -> str:
             "configuration with the engine.</p>"
         )
     else:
-        verdict = "" if eff.recommended else " <b>(not recommended)</b>"
+        said = "not recommended" in eff.message.lower()
+        verdict = "" if eff.recommended or said else " <b>(not recommended)</b>"
         tone = hex_color("tone", eff.tone or ("good" if eff.recommended else "bad"))
         parts.append(
             f"<p><span style='color:{tone}; font-weight:600'>{esc(eff.status)}</span>: "
             f"{esc(eff.message)}{verdict}</p>"
         )
         if eff.baseline_note:
-            parts.append(f"<p><i>Baseline: {esc(eff.baseline_note)}</i></p>")
+            parts.append(f"<p><i>{esc(eff.baseline_note)}</i></p>")
         if eff.after:
             parts.append(
                 "<table cellspacing='0' cellpadding='3' border='1'><tr><th>Metric</th><th>Now</th><th>Predicted</th><th>Change</th></tr>"
