@@ -276,7 +276,7 @@ def test_program_tree_search_and_details(qtbot, make_window, profiles_dir):
     assert pane.details.value(names[node], "Type") == "GlobalExchange"
     ex = pt.document.analysis.execution
     total = f"{int(ex.program_cycles[node]):,}"
-    assert pane.details.value(names[node], "Executed cycles (incl. waits)") == total
+    assert pane.details.value(names[node], "Executed (incl. waits)") == total
 
 
 def test_program_tree_separates_own_work_from_waits(qtbot, make_window, walkthrough_profiles):
@@ -291,7 +291,7 @@ def test_program_tree_separates_own_work_from_waits(qtbot, make_window, walkthro
     m = w.show_report("program_tree").model
     ex = w.workspace.document.analysis.execution
     headers = " | ".join(m.columns)
-    assert "own work" in headers and "incl. waits" in headers and "waiting" in headers
+    assert "Own cycles" in headers and "incl. waits" in headers and "waiting" in headers
     col = {k: m.column(k) for k in ("cycles", "balance", "executions", "total", "wait")}
     t = {n: schema.PROGRAM_TYPES.index(n) for n in schema.PROGRAM_TYPES}
     own = m.cycles.astype(np.int64) * ex.program_executions.astype(np.int64)

@@ -50,8 +50,9 @@ COLUMN_SPECS: tuple[tuple[str, str, str], ...] = (
     ("repeat", "Repeat", "Repeat count of a Repeat program"),
     (
         "cycles",
-        "Cycles / execution (own work)",
-        "Cycles of one execution of the step, max over tiles, without any wait (profile)",
+        "Own cycles / exec.",
+        "Cycles of one execution of the step (its own work), max over tiles, without any wait "
+        "(profile)",
     ),
     (
         "balance",
@@ -62,8 +63,9 @@ COLUMN_SPECS: tuple[tuple[str, str, str], ...] = (
     ("executions", "Executions", "Times the step ran over the run"),
     (
         "total",
-        "Executed cycles (incl. waits)",
-        "Cycles of all its executions over the run, waits for other IPUs or the host included "
+        "Executed (incl. waits)",
+        "Executed cycles: all its executions over the run, waits for other IPUs or the host "
+        "included "
         "(analysis core)",
     ),
     (
@@ -357,10 +359,10 @@ class ProgramTreePane(QWidget):
             frontier = np.concatenate([self.model.children(int(n)) for n in frontier])
         # Fixed widths from the header text: measuring every row's contents is slow on big trees.
         metrics = self.view.fontMetrics()
-        self.view.setColumnWidth(0, 340)
+        self.view.setColumnWidth(0, 320)
         cols = self.model.columns
         for c in range(1, len(cols)):
-            self.view.setColumnWidth(c, max(70, metrics.horizontalAdvance(cols[c]) + 24))
+            self.view.setColumnWidth(c, max(48, metrics.horizontalAdvance(cols[c]) + 36))
         self.view.setColumnWidth(1, 120)
         header = self.view.header()
         if cols[-1] == DELTA_HEADER:
