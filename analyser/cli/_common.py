@@ -19,8 +19,35 @@ def open_analysis(path: str | os.PathLike[str]):
     return Analysis.open(path)
 
 
-def check_output(path: str | os.PathLike[str], inputs: list[str] | None = None) -> Path:
-    """Validate an output path: its folder exists, it is not a folder, not one of the inputs."""
+#: Byte strings found near the start of every file analyse writes (reports, traces): an existing
+#: file with one of them is one of ours and may be replaced; any other file is the user's.
+OUR_MARKERS = (
+    b'<meta name="generator" content="IPU Graph Analyser',  # report.html
+    b"by IPU Graph Analyser",  # report.md (the 'Generated ... by' line under the title)
+    b'"schema": "ipu-analyser-report"',  # report.json (top-level key)
+    b'{"displayTimeUnit":"ns","otherData":{"source":',  # chrome trace-event JSON
+)
+
+
+def is_our_output(path: str | os.PathLike[str]) -> bool:
+    """Whether an existing file was written by analyse (a report or a trace export)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return False
+    if any(m in head for m in OUR_MARKERS):
+        return True
+    # perfetto protobuf: the first TracePacket (field 1) holds a track_descriptor (field 60)
+    # with uuid 1000 and process name "IPU 0" (analyser.export.trace._write_perfetto)
+    return head[:1] == b"\x0a" and head[2:4] == b"\xe2\x03" and b"IPU 0" in head[:48]
+
+
+def check_output(
+    path: str | os.PathLike[str], inputs: list[str] | None = None, force: bool = False
+) -> Path:
+    """Validate an output path: its folder exists, it is not a folder, not one of the inputs,
+    not an HDF5 file, and (unless ``force``) not an existing file that analyse did not write."""
     out = Path(path)
     if out.is_dir():
         raise CliError(f"output {out} is a directory; give a file name.")
@@ -39,7 +66,17 @@ def check_output(path: str | os.PathLike[str], inputs: list[str] | None = None) 
             raise CliError(
                 f"output {out} is an existing HDF5 file (a profile?); refusing to overwrite it."
             )
+    refuse_foreign(out, force)
     return out
+
+
+def refuse_foreign(out: Path, force: bool) -> None:
+    """CliError when ``out`` exists and is not a file analyse wrote, unless ``force``."""
+    if not force and out.is_file() and not is_our_output(out):
+        raise CliError(
+            f"output {out} exists and was not written by analyse; refusing to overwrite it "
+            "(use --force)."
+        )
 
 
 @contextlib.contextmanager

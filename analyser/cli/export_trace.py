@@ -16,6 +16,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("-o", "--output", required=True, help="output file")
     parser.add_argument(
+        "--force",
+        action="store_true",
+        help="replace OUT even when the existing file was not written by analyse "
+        "(an HDF5 file is never replaced)",
+    )
+    parser.add_argument(
         "--split-by-run",
         action="store_true",
         help="one file per host call (device-iteration run): OUT.runNNNN.ext",
@@ -26,7 +32,10 @@ def run(args: argparse.Namespace) -> int:
     from analyser.cli._common import check_output, console, progress_bar
     from analyser.export import export_trace
 
-    out = check_output(args.output, [args.file])
+    out = check_output(args.output, [args.file], force=args.force)
+    if args.split_by_run:  # the files written are OUT-stem.runNNNN.OUT-suffix
+        for part in sorted(out.parent.glob(f"{out.stem}.run[0-9][0-9][0-9][0-9]{out.suffix}")):
+            check_output(part, [args.file], force=args.force)
     with progress_bar("exporting trace") as bar:
         task = bar.add_task("exporting trace", total=None)
 

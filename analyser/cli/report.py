@@ -17,6 +17,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", required=True, help="output file")
     parser.add_argument("--title", default=None, help="report title")
     parser.add_argument(
+        "--force",
+        action="store_true",
+        help="replace OUT even when the existing file was not written by analyse "
+        "(an HDF5 file is never replaced)",
+    )
+    parser.add_argument(
         "--resimulate",
         action="store_true",
         help="re-simulate every insight's change to show its predicted effect "
@@ -51,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         fmt = {"htm": "html", "html": "html", "md": "md", "markdown": "md", "json": "json"}.get(
             suffix, "html"
         )
-    out = check_output(args.output, args.files)
+    out = check_output(args.output, args.files, force=args.force)
     thresholds = Thresholds().with_overrides(args.threshold)
     with progress_bar("report") as bar:
         task = bar.add_task("writing report", total=None)

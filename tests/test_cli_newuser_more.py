@@ -1,0 +1,68 @@
+"""More of a new user's mistakes (QA round 3): files that are not ours are never replaced without
+--force, run configurations that are not TOML files, option values out of range, and the
+insights' re-simulation failure said once. Small synthetic profiles, so the module runs fast."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from analyser.cli import main
+from profiles import write_profile
+from profiles.synthetic import make_synthetic_profile
+
+
+@pytest.fixture(scope="module")
+def prof(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("newuser_more") / "run.h5"
+    write_profile(
+        path, make_synthetic_profile(n_steps=400, n_ipus=2, tiles=32, n_programs=20, seed=3)
+    )
+    return path
+
+
+def one_sentence(err: str) -> str:
+    """The error output is one line (the sentence), with no traceback."""
+    assert "Traceback" not in err
+    lines = [ln for ln in err.strip().splitlines() if not ln.startswith("usage:")]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+# -- 5. report / export-trace never replace a file analyse did not write ------------------------
+@pytest.mark.parametrize(
+    ("cmd", "name"),
+    [
+        (["report", "--no-insights"], "notes.html"),
+        (["report", "--no-insights", "--format", "md"], "notes.txt"),
+        (["export-trace"], "notes.txt"),
+        (["export-trace", "--format", "perfetto"], "notes.pftrace"),
+        (["export-trace", "--split-by-run"], "t.run0003.json"),
+    ],
+    ids=["report-html", "report-md", "trace-chrome", "trace-perfetto", "trace-split"],
+)
+def test_outputs_refuse_a_file_not_written_by_analyse(cmd, name, tmp_path, prof, capsys):
+    notes = tmp_path / name
+    notes.write_text("precious\n")
+    out = tmp_path / "t.json" if name.startswith("t.run") else notes
+    argv = [cmd[0], str(prof), *cmd[1:], "-o", str(out)]
+    assert main(argv) == 2
+    line = one_sentence(capsys.readouterr().err)
+    assert name in line and "not written by analyse" in line and "--force" in line
+    assert notes.read_text() == "precious\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]
+    # --force replaces it; then the file is ours, and a second run replaces it without --force
+    assert main([*argv, "--force"]) == 0
+    assert notes.read_bytes() != b"precious\n"
+    assert main(argv) == 0
+
+
+def test_force_never_replaces_an_hdf5_file(tmp_path, prof, capsys):
+    other = tmp_path / "other.h5"
+    shutil.copy(prof, other)
+    before = other.read_bytes()
+    assert main(["report", str(prof), "--no-insights", "-o", str(other), "--force"]) == 2
+    assert "existing HDF5 file" in one_sentence(capsys.readouterr().err)
+    assert other.read_bytes() == before
