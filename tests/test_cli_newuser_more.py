@@ -31,6 +31,32 @@ def one_sentence(err: str) -> str:
     return lines[0]
 
 
+# -- 1. analyse demo never replaces a file that is not one of its own profiles -----------------
+def test_demo_refuses_a_non_profile_named_like_a_step(tmp_path, prof, capsys):
+    out = tmp_path / "demo"
+    out.mkdir()
+    shutil.copy(prof, out / "1-base.h5")  # an earlier profile: the demo may replace it
+    (out / "2-half.h5").write_text("my notes\n")  # not a profile: must not be replaced
+    before = (out / "1-base.h5").read_bytes()
+    assert main(["demo", "-o", str(out), "--no-report"]) == 2
+    line = one_sentence(capsys.readouterr().err)
+    assert "2-half.h5" in line and "not an IPU profile" in line and "--force" in line
+    assert (out / "2-half.h5").read_text() == "my notes\n"
+    assert (out / "1-base.h5").read_bytes() == before  # nothing written
+    assert sorted(p.name for p in out.iterdir()) == ["1-base.h5", "2-half.h5"]
+
+
+def test_demo_refuses_a_foreign_report_html(tmp_path, capsys):
+    out = tmp_path / "demo"
+    out.mkdir()
+    (out / "report.html").write_text("<html>my page</html>\n")
+    assert main(["demo", "-o", str(out)]) == 2
+    line = one_sentence(capsys.readouterr().err)
+    assert "report.html" in line and "not a report written by analyse" in line
+    assert (out / "report.html").read_text() == "<html>my page</html>\n"
+    assert [p.name for p in out.iterdir()] == ["report.html"]
+
+
 # -- 5. report / export-trace never replace a file analyse did not write ------------------------
 @pytest.mark.parametrize(
     ("cmd", "name"),

@@ -12,8 +12,11 @@ def test_demo_writes_six_profiles_and_leaves_other_files_alone(tmp_path, capsys)
     out = tmp_path / "demo"
     out.mkdir()
     (out / "notes.txt").write_text("mine")
-    (out / "2-half.h5").write_bytes(b"stale")  # one of the demo's own names: replaced
-    assert main(["demo", "-o", str(out), "--no-report"]) == 0
+    (out / "2-half.h5").write_bytes(b"stale")  # one of the demo's names, but not a profile:
+    assert main(["demo", "-o", str(out), "--no-report"]) == 2  # refused, nothing written
+    assert "2-half.h5" in capsys.readouterr().err
+    assert sorted(p.name for p in out.iterdir()) == ["2-half.h5", "notes.txt"]
+    assert main(["demo", "-o", str(out), "--no-report", "--force"]) == 0  # replaced on request
     text = capsys.readouterr().out
     assert (out / "notes.txt").read_text() == "mine"
     assert sorted(p.name for p in out.iterdir()) == sorted(

@@ -7,6 +7,8 @@ step order), prints a table of the steps and, when the report writer is installe
 (``analyser.reports.write_report``), writes the comparative report ``report.html`` next to them.
 
 Only those seven names are ever written in the output folder; any other file there is left alone.
+An existing file under one of those names is only replaced when it is one of ours (an IPU profile,
+or a report written by ``analyse``) or with ``--force``; otherwise nothing is written.
 """
 
 from __future__ import annotations
@@ -64,6 +66,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-report", action="store_true", help="do not write the comparative report"
     )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="replace files named like the demo's outputs even when they are not IPU profiles "
+        "or reports written by analyse",
+    )
 
 
 def _prepare_folder(out: Path) -> Path:
@@ -74,6 +82,30 @@ def _prepare_folder(out: Path) -> Path:
     except OSError as exc:
         raise CliError(f"cannot create output folder {out}: {exc.strerror or exc}.") from None
     return out
+
+
+def _check_own_names(out: Path, names: list[str], report: bool, force: bool) -> None:
+    """Refuse (before anything is written) when a file the demo would write exists and is not
+    one of ours: an IPU profile for the ``.h5`` names, a report written by analyse for
+    ``report.html``."""
+    if force:
+        return
+    from analyser.cli._common import is_our_output
+    from analyser.cli.profile import _is_profile
+
+    for name in names:
+        path = out / f"{name}.h5"
+        if path.exists() and not _is_profile(path):
+            raise CliError(
+                f"{path} exists and is not an IPU profile; refusing to overwrite it "
+                "(use --force, or another -o folder)."
+            )
+    path = out / REPORT_NAME
+    if report and path.exists() and not is_our_output(path):
+        raise CliError(
+            f"{path} exists and is not a report written by analyse; refusing to overwrite it "
+            "(use --force, or another -o folder)."
+        )
 
 
 def _step_result(cfg_path: Path, config, h5: Path, seconds: float) -> StepResult:
@@ -176,8 +208,12 @@ def _table(results: list[StepResult]):
 def run(args: argparse.Namespace) -> int:
     from analyser.cli._common import console, progress_bar
 
-    out = _prepare_folder(Path(args.output))
+    out = Path(args.output)
     writer = None if args.no_report else _report_writer()
+    if out.is_dir():
+        names = [p.stem for p in walkthrough_configs()]
+        _check_own_names(out, names, writer is not None, args.force)
+    out = _prepare_folder(out)
     total = 6 + (1 if writer else 0)
     t0 = time.perf_counter()
     with progress_bar("walkthrough") as bar:
