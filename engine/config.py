@@ -22,6 +22,7 @@ FP32 master weights and casts them to FP16 for compute.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import tomllib
 from pathlib import Path
@@ -441,21 +442,54 @@ class RunConfig(BaseModel):
 
     @classmethod
     def from_toml(cls, path: str | Path) -> RunConfig:
-        """Load a TOML run configuration (keys are the field names; a [run] table is accepted)."""
+        """Load a TOML run configuration (keys are the field names; a [run] table is accepted).
+
+        Every problem is one ConfigError sentence naming the file: missing, a folder, unreadable,
+        binary (an HDF5 profile given by mistake), not TOML, no options at all (an empty file
+        would silently simulate the default model), or an unknown key (with the close option).
+        """
         p = Path(path)
+        name = repr(str(p))
+        if p.is_dir():
+            raise ConfigError(
+                f"run configuration {name} is a folder; give a .toml file such as "
+                f"{str(p / 'run.toml')!r}."
+            )
         try:
-            text = p.read_text(encoding="utf-8")
+            raw = p.read_bytes()
         except FileNotFoundError:
-            raise ConfigError(f"run configuration {str(p)!r} does not exist.") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"run configuration {str(p)!r} cannot be read: {exc}.") from None
+            raise ConfigError(f"run configuration {name} does not exist.") from None
+        except OSError as exc:
+            raise ConfigError(
+                f"run configuration {name} cannot be read: {exc.strerror or exc}."
+            ) from None
+        if raw.startswith(b"\x89HDF\r\n\x1a\n"):
+            raise ConfigError(
+                f"run configuration {name} is an HDF5 file (a profile?), not a TOML run "
+                "configuration."
+            )
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ConfigError(
+                f"run configuration {name} is not a text file (not UTF-8); give a TOML run "
+                "configuration."
+            ) from None
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"run configuration {str(p)!r} is not valid TOML: {exc}.") from None
+            raise ConfigError(f"run configuration {name} is not valid TOML: {exc}.") from None
         if set(data) == {"run"} and isinstance(data["run"], dict):
             data = data["run"]
-        return cls.from_dict(data)
+        if not data:
+            raise ConfigError(
+                f"run configuration {name} sets no options; give at least `model` "
+                '(e.g. model = "resnet50").'
+            )
+        try:
+            return cls.from_dict(data)
+        except ConfigError as exc:
+            raise ConfigError(f"run configuration {name}: {exc}") from None
 
     def to_dict(self) -> dict[str, Any]:
         """Every option (defaults included), JSON-compatible."""
@@ -504,7 +538,9 @@ def validation_message(exc: ValidationError) -> str:
         loc = ".".join(str(p) for p in err["loc"]) or "run configuration"
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
-            msg = "is not a run option (see `analyse profile --help` for the options)"
+            close = difflib.get_close_matches(loc, RunConfig.model_fields, n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            msg = f"is not a run option ({hint}see `analyse profile --help` for the options)"
         elif err["type"] == "literal_error":
             msg = msg.replace("Input should be", "allowed values are")
         parts.append(f"{loc}: {msg}")
@@ -552,6 +588,10 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
         elif choices:
             group.add_argument(*flags, metavar="{" + ",".join(choices) + "}", type=str, **kw)
         elif name in ("split_points", "recompute_checkpoints"):
+            # the description shows the TOML list; on the command line it is comma-separated
+            kw["help"] = help_text.replace(
+                "(e.g. ['layer3.8'])", "(e.g. layer3.8 or layer2.3,layer3.8)"
+            ).replace(" Default [].", " Comma-separated; default none.")
             group.add_argument(*flags, metavar="LAYER[,LAYER...]", type=_csv, **kw)
         elif ann in (int, int | None):
             group.add_argument(*flags, type=str, metavar="N", **kw)

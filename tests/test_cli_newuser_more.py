@@ -92,3 +92,62 @@ def test_force_never_replaces_an_hdf5_file(tmp_path, prof, capsys):
     assert main(["report", str(prof), "--no-insights", "-o", str(other), "--force"]) == 2
     assert "existing HDF5 file" in one_sentence(capsys.readouterr().err)
     assert other.read_bytes() == before
+
+
+# -- 2. run configurations: one sentence naming the file ----------------------------------------
+@pytest.mark.parametrize(
+    ("kind", "words"),
+    [
+        ("profile", "is an HDF5 file"),
+        ("folder", "is a folder"),
+        ("binary", "is not a text file"),
+        ("misspelt", "did you mean 'micro_batch_size'"),
+        ("empty", "sets no options; give at least `model`"),
+        ("empty-run-table", "sets no options"),
+    ],
+)
+def test_run_config_that_is_not_a_config(kind, words, tmp_path, prof, capsys):
+    cfg = {
+        "profile": prof,
+        "folder": tmp_path / "configs",
+        "binary": tmp_path / "bin.toml",
+        "misspelt": tmp_path / "typo.toml",
+        "empty": tmp_path / "empty.toml",
+        "empty-run-table": tmp_path / "run-table.toml",
+    }[kind]
+    texts = {"misspelt": 'model = "mlp"\nmicro_bach_size = 4\n', "empty": "# nothing yet\n"}
+    if kind == "folder":
+        cfg.mkdir()
+    elif kind == "binary":
+        cfg.write_bytes(b"\xff\xfe\x00model" + bytes(range(256)))
+    elif kind == "empty-run-table":
+        cfg.write_text("[run]\n")
+    elif kind in texts:
+        cfg.write_text(texts[kind])
+    out = tmp_path / "out.h5"
+    assert main(["profile", str(cfg), "-o", str(out), "--quiet"]) == 2
+    line = one_sentence(capsys.readouterr().err)
+    assert words in line and repr(str(cfg)) in line, line
+    assert "codec" not in line and "Errno" not in line
+    assert not out.exists()
+
+
+def test_config_errors_from_the_api_name_the_file(tmp_path):
+    from engine.config import RunConfig
+    from engine.errors import ConfigError
+
+    cfg = tmp_path / "typo.toml"
+    cfg.write_text('[run]\nmodel = "mlp"\nprecison = "16.16"\n')
+    with pytest.raises(ConfigError, match=r"typo\.toml.*precison.*did you mean 'precision'"):
+        RunConfig.from_toml(cfg)
+    cfg.write_text('model = "mlp"\n')
+    assert RunConfig.from_toml(cfg).model == "mlp"
+
+
+def test_list_option_help_is_not_a_python_list(capsys):
+    with pytest.raises(SystemExit):
+        main(["profile", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    i = out.index("--split-points LAYER[,LAYER...] ")
+    text = out[i : i + 200]
+    assert "[]" not in text and "['" not in text and "comma-separated" in text.lower()
