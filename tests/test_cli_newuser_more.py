@@ -151,3 +151,41 @@ def test_list_option_help_is_not_a_python_list(capsys):
     i = out.index("--split-points LAYER[,LAYER...] ")
     text = out[i : i + 200]
     assert "[]" not in text and "['" not in text and "comma-separated" in text.lower()
+
+
+# -- 3. summary --top: validated, and larger values honoured -------------------------------------
+def _top_row(out: str) -> list[str]:
+    row = next(ln for ln in out.splitlines() if "top tiles" in ln)
+    cells = [c.strip() for c in row.split("│") if c.strip()]
+    return [t.strip() for t in cells[1].split(",")]
+
+
+@pytest.mark.parametrize("bad", ["0", "-3", "two"])
+def test_summary_top_must_be_at_least_one(bad, prof, capsys):
+    with pytest.raises(SystemExit) as exc:  # argparse's error: usage line + one sentence
+        main(["summary", str(prof), "--top", bad])
+    assert exc.value.code == 2
+    line = one_sentence(capsys.readouterr().err)
+    assert "--top" in line and ("whole number" in line or ">= 1" in line)
+
+
+def test_summary_top_above_five_is_honoured(prof, capsys, monkeypatch):
+    import numpy as np
+
+    from analyser.core import Analysis
+
+    monkeypatch.setenv("COLUMNS", "4000")  # one table line per row
+    assert main(["summary", str(prof), "--top", "5"]) == 0
+    five = _top_row(capsys.readouterr().out)
+    assert main(["summary", str(prof), "--top", "12"]) == 0
+    twelve = _top_row(capsys.readouterr().out)
+    assert len(five) == 5 and len(twelve) == 12 and twelve[:5] == five
+    assert main(["summary", str(prof), "--top", "100000"]) == 0  # more than there are tiles
+    with Analysis.open(prof) as a:
+        m = a.memory
+        used = np.sort((m.tile_total + m.tile_gaps).ravel())[::-1]
+        assert len(_top_row(capsys.readouterr().out)) == used.size == 64
+        from analyser.cli.summary import _top_tiles
+
+        listed = [b for _i, _t, b in _top_tiles(m, 12)]
+        assert listed == [int(x) for x in used[:12]]

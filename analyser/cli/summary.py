@@ -12,13 +12,43 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--units", choices=("KiB", "kB", "bytes"), default="KiB", help="memory units (default KiB)"
     )
-    parser.add_argument("--top", type=int, default=5, help="tiles with the most memory to list")
+    parser.add_argument(
+        "--top",
+        type=_at_least_one,
+        default=5,
+        metavar="N",
+        help="how many of the tiles with the most memory to list (N >= 1, default 5; "
+        "all tiles when N exceeds their number)",
+    )
     parser.add_argument(
         "--json",
         action="store_true",
         help="print the summary as JSON (the 'profiles' entry of the JSON "
         "report, docs/report-schema.md, without insights)",
     )
+
+
+def _at_least_one(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a number of tiles >= 1, got {n}")
+    return n
+
+
+def _top_tiles(m, n: int) -> list[tuple[int, int, int]]:
+    """The ``n`` tiles with the most memory (ipu, tile, bytes), most first; the memory summary
+    keeps five, so larger ``n`` are taken from its per-tile arrays (one vectorised sort)."""
+    if n <= len(m.top_tiles):
+        return [(x.ipu, x.tile, x.bytes) for x in m.top_tiles[:n]]
+    import numpy as np
+
+    flat = (np.asarray(m.tile_total, np.int64) + np.asarray(m.tile_gaps, np.int64)).ravel()
+    order = np.argsort(-flat, kind="stable")[:n]
+    tiles = int(m.tiles_per_ipu)
+    return [(int(i // tiles), int(i % tiles), int(flat[i])) for i in order]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -102,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
         )
         mem.add_row(
             "top tiles",
-            ", ".join(f"{x.ipu}:{x.tile} {fmt_bytes(x.bytes, u)}" for x in m.top_tiles[: args.top]),
+            ", ".join(f"{i}:{t} {fmt_bytes(b, u)}" for i, t, b in _top_tiles(m, args.top)),
         )
         liv = m.liveness_totals()
         mem.add_row(
