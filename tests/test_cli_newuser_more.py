@@ -189,3 +189,32 @@ def test_summary_top_above_five_is_honoured(prof, capsys, monkeypatch):
 
         listed = [b for _i, _t, b in _top_tiles(m, 12)]
         assert listed == [int(x) for x in used[:12]]
+
+
+# -- 4. insights on a profile the engine cannot re-simulate: the reason is said once -------------
+def test_insights_say_the_engine_rejection_once(prof, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "4000")
+    assert main(["insights", str(prof)]) == 0
+    out = capsys.readouterr().out
+    # the synthetic profile's run configuration names a model the engine does not know
+    reason = "execution_strategy: is not a run option"
+    assert out.count(reason) == 1, out
+    assert "rejects the profile's own configuration" in out
+    assert ".)" + ";" not in out and ".)." not in out and "..)" not in out
+    changed = out.count("  change: ")
+    assert changed >= 1
+    assert out.count("not predicted: the engine cannot re-simulate") == changed
+
+
+def test_a_rejected_change_still_gives_its_own_reason(prof):
+    from analyser.core import Analysis
+    from analyser.core.insights import resimulate
+
+    with Analysis.open(prof) as a:
+        tips = [t for t in a.insights() if t.change]
+        assert tips
+        resimulate.predict_effects(a, tips, baseline=False, workers=1)
+    for t in tips:  # no baseline re-simulated: each rejection carries the engine's sentence
+        assert t.effect.status == "error"
+        assert t.effect.message.startswith("the engine rejected the changed configuration: ")
+        assert "execution_strategy" in t.effect.message

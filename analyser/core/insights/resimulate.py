@@ -185,9 +185,9 @@ def _baseline(analysis, profile: dict[str, Any], status: str, value: Any) -> Eff
             dict(profile),
             baseline="profile",
             baseline_note=(
-                "the profile's own configuration could not be re-simulated "
-                f"({value}); deltas are against the profile's figures and may include engine "
-                "differences."
+                "Baseline not re-simulated, the engine rejects the profile's own configuration: "
+                f"{str(value).rstrip('.')}. Deltas are against the profile's figures and may "
+                "include engine differences."
             ),
         )
     diff = [k for k in EFFECT_KEYS if _differs(profile.get(k), value.get(k))]
@@ -319,9 +319,15 @@ def predict_effects(
         if status == "ok":
             tip.effect = _judge(tip, ref.before, value)
         else:
+            # the same rejection as the profile's own configuration: the reason is said once, in
+            # the baseline note (it was repeated under every tip)
+            same = need_base and results[0] == (status, value)
             tip.effect = Effect(
                 "error",
-                f"the engine rejected the change: {value}",
+                "not predicted: the engine cannot re-simulate the profile's own configuration "
+                "(reason in the baseline note)."
+                if same
+                else f"the engine rejected the changed configuration: {value}",
                 dict(ref.before),
                 {},
                 recommended=False,
