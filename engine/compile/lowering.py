@@ -95,6 +95,25 @@ def assign_stages(graph: Graph, config) -> np.ndarray:
     return np.searchsorted(np.array(starts), np.arange(n), side="right").astype(np.int16)
 
 
+# Fields of a row without AMP work (element-wise, loss, optimiser): each add() states only what
+# differs from these.
+ROW_DEFAULTS = dict(
+    amp=False,
+    G=1,
+    M=0,
+    K=0,
+    N=0,
+    cin=0,
+    kernel=1,
+    a_dup=1,
+    b_weight=False,
+    cross_tile=False,
+    stats=0,
+    weight_elems=0,
+    wcast=0,
+)
+
+
 def lower(graph: Graph, config, target) -> Lowered:
     g = graph.cols
     n = len(graph)
@@ -124,7 +143,7 @@ def lower(graph: Graph, config, target) -> Lowered:
     rows: list[dict] = []
 
     def add(**kw):
-        rows.append(kw)
+        rows.append({**ROW_DEFAULTS, **kw})
 
     is_amp = g["family"] == "amp"
     batched = g["type"] == "BatchMatMul"
@@ -182,25 +201,12 @@ def lower(graph: Graph, config, target) -> Lowered:
                 fwd=-1,
                 seg="forward",
                 role="normin",
-                amp=False,
-                G=1,
-                M=0,
-                K=0,
-                N=0,
-                cin=0,
-                kernel=1,
-                a_dup=1,
-                b_weight=False,
                 elems=e,
                 passes=2.0,  # cast uint8 -> float, then scale and shift
-                cross_tile=False,
-                stats=0,
                 db=cdt,
-                weight_elems=0,
                 flops=2 * e,
                 bytes_in=e,
                 bytes_out=e * cdt,
-                wcast=0,
             )
         for i in np.flatnonzero(stage_of == s):
             fwd_row(int(i), "fwd", "forward", P_FWD, "fwd")
@@ -221,25 +227,12 @@ def lower(graph: Graph, config, target) -> Lowered:
                 fwd=-1,
                 seg="forward" if role == "loss" else "backward",
                 role=role,
-                amp=False,
-                G=1,
-                M=0,
-                K=0,
-                N=0,
-                cin=0,
-                kernel=1,
-                a_dup=1,
-                b_weight=False,
                 elems=logits,
                 passes=passes,
-                cross_tile=False,
-                stats=0,
                 db=4,  # the loss is computed in FP32
-                weight_elems=0,
                 flops=int(logits * passes),
                 bytes_in=logits * cdt,
                 bytes_out=logits * cdt if role == "lossgrad" else 4 * B,
-                wcast=0,
             )
 
         # ---- backward, stage by stage in reverse ------------------------------------------
@@ -279,15 +272,6 @@ def lower(graph: Graph, config, target) -> Lowered:
                     fwd=i,
                     seg="update",
                     role="upd",
-                    amp=False,
-                    G=1,
-                    M=0,
-                    K=0,
-                    N=0,
-                    cin=0,
-                    kernel=1,
-                    a_dup=1,
-                    b_weight=False,
                     elems=e,
                     passes=float(passes),
                     cross_tile=opt == "lamb",
@@ -297,7 +281,6 @@ def lower(graph: Graph, config, target) -> Lowered:
                     flops=int(e * passes),
                     bytes_in=e * wdt * (2 + len(OPTIMISER_STATE[opt])),
                     bytes_out=e * wdt * (1 + len(OPTIMISER_STATE[opt])),
-                    wcast=0,
                 )
     cols = _columns(rows)
     return Lowered(cols=cols, stage_of_fwd=stage_of, recompute=recompute, loss_inputs=loss_inputs)
@@ -317,14 +300,7 @@ def _backward_rows(i, g, B, cdt, acc_dt, wdt, GA, stage_of, config, add) -> None
         stage=s,
         fwd=i,
         seg="backward",
-        cin=0,
-        kernel=1,
-        a_dup=1,
-        cross_tile=False,
-        stats=0,
         db=cdt,
-        weight_elems=0,
-        wcast=0,
     )
     if fam == "amp":
         batched = typ == "BatchMatMul"
@@ -346,7 +322,6 @@ def _backward_rows(i, g, B, cdt, acc_dt, wdt, GA, stage_of, config, add) -> None
                     M=M,
                     K=N,
                     N=K,
-                    b_weight=False,
                     bytes_in=(G * M * N + G * K * N) * cdt,
                     bytes_out=G * M * K * cdt,
                 )
@@ -361,7 +336,6 @@ def _backward_rows(i, g, B, cdt, acc_dt, wdt, GA, stage_of, config, add) -> None
                     M=K,
                     K=M,
                     N=N,
-                    b_weight=False,
                     bytes_in=(G * M * K + G * M * N) * cdt,
                     bytes_out=G * K * N * cdt,
                 )
@@ -398,9 +372,7 @@ def _backward_rows(i, g, B, cdt, acc_dt, wdt, GA, stage_of, config, add) -> None
                 K=M,
                 N=N,
                 cin=M,
-                kernel=1,
                 a_dup=kernel,
-                b_weight=False,
                 bytes_in=(M * K // kernel + M * N) * cdt,
                 bytes_out=w * wdt,
                 weight_elems=w,
@@ -416,12 +388,6 @@ def _backward_rows(i, g, B, cdt, acc_dt, wdt, GA, stage_of, config, add) -> None
                 type=f"{typ}Grad",
                 family=fam,
                 role="bwd",
-                amp=False,
-                G=1,
-                M=0,
-                K=0,
-                N=0,
-                b_weight=False,
                 elems=elems,
                 passes=float(g["bwd_passes"][i]),
                 cross_tile=bool(g["cross_tile"][i]),
@@ -442,12 +408,6 @@ def _backward_rows(i, g, B, cdt, acc_dt, wdt, GA, stage_of, config, add) -> None
                 type="AccumulateGrad",
                 family="elementwise",
                 role="acc",
-                amp=False,
-                G=1,
-                M=0,
-                K=0,
-                N=0,
-                b_weight=False,
                 elems=w,
                 passes=1.0,
                 db=acc_dt,
