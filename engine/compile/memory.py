@@ -40,6 +40,7 @@ the interleaved region first and spill into free non-interleaved memory; what fi
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -255,67 +256,37 @@ def build_memory(graph, L, P, progs, seg_ipu_of_op, config, t, T: int) -> Memory
             if i in loss_inputs and len(lossgrad_rows):
                 bwd_need = max(bwd_need, int(last_step[lossgrad_rows[0]]))
         shape = f"{B}x{int(g['out_elems'][i])}"
+        # this activation's variables: the same dtype, shape and bytes, live between two steps
+        act = partial(
+            V.add, kind="activation", dtype=cdt_name, shape=shape, nbytes=nbytes, always=False
+        )
         if bwd_need >= 0 and L.recompute[i] and rc[i] >= 0:
-            V.add(
-                g["name"][i],
-                "activation",
-                cdt_name,
-                shape,
-                nbytes,
-                ipu,
-                False,
-                start,
-                fwd_use,
-                t0,
-                tn,
-                op=row,
-            )
-            V.add(
+            act(g["name"][i], ipu=ipu, start=start, end=fwd_use, t0=t0, tn=tn, op=row)
+            act(
                 f"{g['name'][i]}/recomputed",
-                "activation",
-                cdt_name,
-                shape,
-                nbytes,
-                ipu,
-                False,
-                first_step[rc[i]],
-                max(bwd_need, first_step[rc[i]]),
-                t0,
-                tn,
+                ipu=ipu,
+                start=first_step[rc[i]],
+                end=max(bwd_need, first_step[rc[i]]),
+                t0=t0,
+                tn=tn,
                 op=int(rc[i]),
             )
         else:
             end = max(fwd_use, bwd_need)
-            V.add(
-                g["name"][i],
-                "activation",
-                cdt_name,
-                shape,
-                nbytes,
-                ipu,
-                False,
-                start,
-                end,
-                t0,
-                tn,
-                op=row,
-            )
+            act(g["name"][i], ipu=ipu, start=start, end=end, t0=t0, tn=tn, op=row)
             if bwd_need >= 0 and not L.recompute[i]:
                 saved_bytes_stage[stage_of[i]] += nbytes
         for j in far:
             jrow = int(fo[j])
             need = bwd_last[j] if (training and g["saves_input"][j]) else last_step[jrow]
-            V.add(
+            jt0, jtn = out_map(jrow, nbytes)
+            act(
                 f"{g['name'][i]}/received@ipu{int(ipu_of_g[j])}",
-                "activation",
-                cdt_name,
-                shape,
-                nbytes,
-                int(ipu_of_g[j]),
-                False,
-                first_step[jrow],
-                max(need, last_step[jrow]),
-                *out_map(jrow, nbytes),
+                ipu=int(ipu_of_g[j]),
+                start=first_step[jrow],
+                end=max(need, last_step[jrow]),
+                t0=jt0,
+                tn=jtn,
                 op=jrow,
             )
             if training and g["saves_input"][j]:
@@ -329,18 +300,14 @@ def build_memory(graph, L, P, progs, seg_ipu_of_op, config, t, T: int) -> Memory
                 gs = int(min(producers))
                 ge = int(bwd_last[i])
                 if gs <= ge:
-                    V.add(
+                    act(
                         f"{g['name'][i]}/grad",
-                        "gradient",
-                        cdt_name,
-                        shape,
-                        nbytes,
-                        ipu,
-                        False,
-                        gs,
-                        ge,
-                        t0,
-                        tn,
+                        kind="gradient",
+                        ipu=ipu,
+                        start=gs,
+                        end=ge,
+                        t0=t0,
+                        tn=tn,
                         op=row,
                     )
 
@@ -472,20 +439,9 @@ def build_memory(graph, L, P, progs, seg_ipu_of_op, config, t, T: int) -> Memory
         wb = w * wdt
         t0, tn = out_map(row, wb)
         weight_bytes[ipu] += wb
-        V.add(
-            f"{g['name'][i]}/weight",
-            "weight",
-            wdt_name,
-            str(w),
-            wb,
-            ipu,
-            True,
-            -1,
-            -1,
-            t0,
-            tn,
-            op=row,
-        )
+        # this weight's variables: on its tiles, made by its op
+        wvar = partial(V.add, shape=str(w), ipu=ipu, t0=t0, tn=tn, op=row)
+        wvar(f"{g['name'][i]}/weight", "weight", wdt_name, nbytes=wb, always=True, start=-1, end=-1)
         if not training:
             continue
         gdt = acc_dt if GA > 1 else wdt
@@ -495,137 +451,77 @@ def build_memory(graph, L, P, progs, seg_ipu_of_op, config, t, T: int) -> Memory
             continue
         if GA > 1:
             a_s = int(acc_step[i])
-            V.add(
+            wvar(
                 f"{g['name'][i]}/weightGrad",
                 "gradient",
                 cdt_name,
-                str(w),
-                w * cdt,
-                ipu,
-                False,
-                gs,
-                max(a_s, gs),
-                t0,
-                tn,
-                op=row,
+                nbytes=w * cdt,
+                always=False,
+                start=gs,
+                end=max(a_s, gs),
             )
             ab = w * acc_dt
+            acc = partial(wvar, kind="accumulator", dtype=config.accumulator)
             if config.offload_accumulators == "on":
                 remote_acc[ipu] += ab
-                V.add(
+                acc(
                     f"{g['name'][i]}/accumulator",
-                    "accumulator",
-                    config.accumulator,
-                    str(w),
-                    0,
-                    ipu,
-                    True,
-                    -1,
-                    -1,
-                    t0,
-                    tn,
+                    nbytes=0,
+                    always=True,
+                    start=-1,
+                    end=-1,
                     remote=True,
                     remote_bytes=ab,
-                    op=row,
                 )
-                V.add(
+                acc(
                     f"{g['name'][i]}/accumulator(buffer)",
-                    "accumulator",
-                    config.accumulator,
-                    str(w),
-                    ab,
-                    ipu,
-                    False,
-                    a_s,
-                    a_s,
-                    t0,
-                    tn,
-                    op=row,
+                    nbytes=ab,
+                    always=False,
+                    start=a_s,
+                    end=a_s,
                 )
             else:
-                V.add(
-                    f"{g['name'][i]}/accumulator",
-                    "accumulator",
-                    config.accumulator,
-                    str(w),
-                    ab,
-                    ipu,
-                    True,
-                    -1,
-                    -1,
-                    t0,
-                    tn,
-                    op=row,
-                )
+                acc(f"{g['name'][i]}/accumulator", nbytes=ab, always=True, start=-1, end=-1)
         else:
             u = int(upd_step[i])
-            V.add(
+            wvar(
                 f"{g['name'][i]}/weightGrad",
                 "gradient",
                 cdt_name,
-                str(w),
-                w * cdt,
-                ipu,
-                False,
-                gs,
-                max(u, gs),
-                t0,
-                tn,
-                op=row,
+                nbytes=w * cdt,
+                always=False,
+                start=gs,
+                end=max(u, gs),
             )
         shard = -(-w // R) if rts else w
         for state_name, prop in OPTIMISER_STATE[config.optimiser]:
             dt_name = getattr(config, prop)
             sb = shard * DTYPE_BYTES[dt_name]
             st_t0, st_tn = t0, max(1, -(-tn // R)) if rts else tn
+            state = partial(
+                wvar, kind="optimiserState", dtype=dt_name, shape=str(shard), t0=st_t0, tn=st_tn
+            )
             if config.offload_optimiser:
                 remote_bytes[ipu] += w * DTYPE_BYTES[dt_name]
-                V.add(
+                state(
                     f"{g['name'][i]}/{state_name}",
-                    "optimiserState",
-                    dt_name,
-                    str(shard),
-                    0,
-                    ipu,
-                    True,
-                    -1,
-                    -1,
-                    st_t0,
-                    st_tn,
+                    nbytes=0,
+                    always=True,
+                    start=-1,
+                    end=-1,
                     remote=True,
                     remote_bytes=sb,
-                    op=row,
                 )
                 u = int(upd_step[i])
-                V.add(
+                state(
                     f"{g['name'][i]}/{state_name}(buffer)",
-                    "optimiserState",
-                    dt_name,
-                    str(shard),
-                    sb,
-                    ipu,
-                    False,
-                    u,
-                    u,
-                    st_t0,
-                    st_tn,
-                    op=row,
+                    nbytes=sb,
+                    always=False,
+                    start=u,
+                    end=u,
                 )
             else:
-                V.add(
-                    f"{g['name'][i]}/{state_name}",
-                    "optimiserState",
-                    dt_name,
-                    str(shard),
-                    sb,
-                    ipu,
-                    True,
-                    -1,
-                    -1,
-                    st_t0,
-                    st_tn,
-                    op=row,
-                )
+                state(f"{g['name'][i]}/{state_name}", nbytes=sb, always=True, start=-1, end=-1)
 
     # ---- plan temporaries ----------------------------------------------------------------------
     tmp = np.flatnonzero(P.temp_per_tile > 0)
