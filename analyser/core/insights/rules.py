@@ -151,7 +151,8 @@ def _compute_share(c: Context) -> float:
     return float(ex.cycles_by_type[:, ote].max()) / float(ex.total_cycles or 1)
 
 
-def _memory_evidence(c: Context) -> list[Evidence]:
+def _memory_evidence(c: Context, message: str, where: str) -> list[Evidence]:
+    """The fullest tile's state (out of memory, or its headroom), then the tip's own evidence."""
     m = c.a.memory
     ev = []
     if not m.fits:
@@ -172,6 +173,7 @@ def _memory_evidence(c: Context) -> list[Evidence]:
                 c.fullest_tile_where(),
             )
         )
+    ev.append(Evidence(message, where))
     return ev
 
 
@@ -211,12 +213,10 @@ def use_fp16(c: Context) -> Insight | None:
         return None
     w = c.kind_bytes("weight") + c.kind_bytes("activation") + c.kind_bytes("gradient")
     change, scaling = _fp16_change(c)
-    ev = _memory_evidence(c)
-    ev.append(
-        Evidence(
-            f"precision {prec}: weights, activations and gradients hold {fmt_bytes(w)} in FP32.",
-            "Memory Report > Variables",
-        )
+    ev = _memory_evidence(
+        c,
+        f"precision {prec}: weights, activations and gradients hold {fmt_bytes(w)} in FP32.",
+        "Memory Report > Variables",
     )
     return Insight(
         "memory.fp16",
@@ -238,12 +238,10 @@ def reduce_micro_batch(c: Context) -> Insight | None:
         return None
     ga = int(c.cfg("ga", 1) or 1)
     act = c.kind_bytes("activation") + c.kind_bytes("stash")
-    ev = _memory_evidence(c)
-    ev.append(
-        Evidence(
-            f"micro-batch {mb}: activations and stashes hold {fmt_bytes(act)}.",
-            "Liveness Report > peak step",
-        )
+    ev = _memory_evidence(
+        c,
+        f"micro-batch {mb}: activations and stashes hold {fmt_bytes(act)}.",
+        "Liveness Report > peak step",
     )
     return Insight(
         "memory.micro_batch",
@@ -272,12 +270,10 @@ def recomputation(c: Context) -> Insight | None:
         k = max(1, int(math.sqrt(len(names))))
         points = names[k - 1 :: k][:-1] or names[:1]
         change = {F["recompute"]: "checkpoints", F["checkpoints"]: points}
-    ev = _memory_evidence(c)
-    ev.append(
-        Evidence(
-            f"activations and stashes kept for the backward pass: {fmt_bytes(act)}.",
-            "Liveness Report",
-        )
+    ev = _memory_evidence(
+        c,
+        f"activations and stashes kept for the backward pass: {fmt_bytes(act)}.",
+        "Liveness Report",
     )
     return Insight(
         "memory.recompute",
@@ -310,9 +306,8 @@ def lower_amp(c: Context) -> Insight | None:
     new = round(max(0.1, amp / 2), 2)
     worst = on.nlargest(3, "temp_bytes")
     names = ", ".join(f"{n} ({fmt_bytes(b)})" for n, b in zip(worst["name"], worst["temp_bytes"]))
-    ev = _memory_evidence(c)
-    ev.append(
-        Evidence(f"largest temporary memory on IPU {ipu}: {names}.", "Operations > temp memory")
+    ev = _memory_evidence(
+        c, f"largest temporary memory on IPU {ipu}: {names}.", "Operations > temp memory"
     )
     return Insight(
         "memory.available_memory_proportion",
@@ -334,12 +329,10 @@ def offload_optimiser(c: Context) -> Insight | None:
     peak = c.a.memory.peak_memory_bytes or 1
     if st / peak < c.t.optimiser_state_share:
         return None
-    ev = _memory_evidence(c)
-    ev.append(
-        Evidence(
-            f"optimiser state on chip: {fmt_bytes(st)} ({fmt_pct(st / peak)} of the memory).",
-            "Memory Report > Variables (optimiserState)",
-        )
+    ev = _memory_evidence(
+        c,
+        f"optimiser state on chip: {fmt_bytes(st)} ({fmt_pct(st / peak)} of the memory).",
+        "Memory Report > Variables (optimiserState)",
     )
     return Insight(
         "memory.offload",
@@ -367,12 +360,10 @@ def interleaved_schedule(c: Context) -> Insight | None:
     mem = int(totals[ipu]) or 1
     if st / mem < c.t.stash_share:
         return None
-    ev = _memory_evidence(c)
-    ev.append(
-        Evidence(
-            f"pipeline stashes on IPU {ipu}: {fmt_bytes(st)} ({fmt_pct(st / mem)}).",
-            "Memory Report > Variables (stash)",
-        )
+    ev = _memory_evidence(
+        c,
+        f"pipeline stashes on IPU {ipu}: {fmt_bytes(st)} ({fmt_pct(st / mem)}).",
+        "Memory Report > Variables (stash)",
     )
     return Insight(
         "memory.interleaved",
@@ -394,12 +385,10 @@ def replicated_sharding(c: Context) -> Insight | None:
     peak = c.a.memory.peak_memory_bytes or 1
     if st / peak < c.t.optimiser_state_share:
         return None
-    ev = _memory_evidence(c)
-    ev.append(
-        Evidence(
-            f"optimiser state: {fmt_bytes(st)} per replica, {reps} replicas.",
-            "Memory Report > Variables",
-        )
+    ev = _memory_evidence(
+        c,
+        f"optimiser state: {fmt_bytes(st)} per replica, {reps} replicas.",
+        "Memory Report > Variables",
     )
     return Insight(
         "memory.rts",
@@ -498,14 +487,10 @@ def move_split_memory(c: Context) -> Insight | None:
     current = c.cfg("splits", [])
     if not splits or splits == list(current or []):
         return None
-    ev = _memory_evidence(c)
-    ev.append(
-        Evidence(
-            "memory per IPU: "
-            + ", ".join(f"IPU {i}: {fmt_bytes(v)}" for i, v in enumerate(tot))
-            + ".",
-            "Summary > Memory",
-        )
+    ev = _memory_evidence(
+        c,
+        "memory per IPU: " + ", ".join(f"IPU {i}: {fmt_bytes(v)}" for i, v in enumerate(tot)) + ".",
+        "Summary > Memory",
     )
     return Insight(
         "memory.move_split",
@@ -528,12 +513,10 @@ def lighter_optimiser(c: Context) -> Insight | None:
     peak = c.a.memory.peak_memory_bytes or 1
     if c.kind_bytes("optimiserState") / peak < c.t.optimiser_state_share:
         return None
-    ev = _memory_evidence(c)
-    ev.append(
-        Evidence(
-            f"{opt} keeps two moments per weight: {fmt_bytes(st)} of state.",
-            "Memory Report > Variables (optimiserState)",
-        )
+    ev = _memory_evidence(
+        c,
+        f"{opt} keeps two moments per weight: {fmt_bytes(st)} of state.",
+        "Memory Report > Variables (optimiserState)",
     )
     return Insight(
         "memory.optimiser",
@@ -554,12 +537,10 @@ def outlining(c: Context) -> Insight | None:
     code = m.code_bytes
     if code / (m.peak_memory_bytes or 1) < c.t.code_share:
         return None
-    ev = _memory_evidence(c)
-    ev.append(
-        Evidence(
-            f"code takes {fmt_bytes(code)} ({fmt_pct(code / m.peak_memory_bytes)} of the memory).",
-            "Memory Report > by category (vertexCode, controlCode...)",
-        )
+    ev = _memory_evidence(
+        c,
+        f"code takes {fmt_bytes(code)} ({fmt_pct(code / m.peak_memory_bytes)} of the memory).",
+        "Memory Report > by category (vertexCode, controlCode...)",
     )
     off = c.has("outlining") and not c.cfg("outlining", True)
     return Insight(
