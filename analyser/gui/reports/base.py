@@ -22,8 +22,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
-from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QLabel, QMessageBox, QVBoxLayout, QWidget
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QLabel, QLayout, QMessageBox, QSplitter, QVBoxLayout, QWidget
 
 from analyser.gui.document import Document
 from analyser.gui.errors import GuiError
@@ -31,6 +31,29 @@ from analyser.gui.units import MemoryUnits
 from profiles.errors import UserFacingError
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
+
+
+def lay_out(
+    owner: QWidget,
+    header: list[QWidget | QLayout],
+    upper: QWidget,
+    lower: QWidget,
+    sizes: tuple[int, int],
+) -> None:
+    """``owner``'s layout, without margins: the ``header`` rows on top, then ``upper`` over
+    ``lower`` in a vertical splitter (initial heights ``sizes``) that takes the rest."""
+    split = QSplitter(Qt.Orientation.Vertical)
+    split.addWidget(upper)
+    split.addWidget(lower)
+    split.setSizes(list(sizes))
+    layout = QVBoxLayout(owner)
+    layout.setContentsMargins(0, 0, 0, 0)
+    for row in header:
+        if isinstance(row, QLayout):
+            layout.addLayout(row)
+        else:
+            layout.addWidget(row)
+    layout.addWidget(split, 1)
 
 
 class Report(QWidget):

@@ -33,7 +33,7 @@ from analyser.core.insights.model import EFFECT_KEYS
 from analyser.gui import data
 from analyser.gui import reports as registry
 from analyser.gui.palette import hex_color
-from analyser.gui.reports.base import Report
+from analyser.gui.reports.base import Report, lay_out
 from analyser.gui.reports.memory import FilterTable
 from analyser.gui.units import format_bytes, format_count, format_percent
 from analyser.gui.widgets import Banner, LegendLabel, make_plot
@@ -173,15 +173,7 @@ class InsightsReport(Report):
         lower.addWidget(right)
         lower.setSizes([520, 680])
 
-        body = QSplitter(Qt.Orientation.Vertical)
-        body.addWidget(upper)
-        body.addWidget(lower)
-        body.setSizes([330, 420])
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.banner_a)
-        layout.addWidget(self.banner_b)
-        layout.addWidget(body, 1)
+        lay_out(self, [self.banner_a, self.banner_b], upper, lower, (330, 420))
         self._entries: list[tuple[str, Any, Any]] = []
 
     def chart_widget(self) -> QWidget:

@@ -15,7 +15,6 @@ from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
     QLabel,
-    QSplitter,
     QTabWidget,
     QVBoxLayout,
     QWidget,
@@ -23,7 +22,7 @@ from PySide6.QtWidgets import (
 
 from analyser.gui import data
 from analyser.gui.palette import hex_color
-from analyser.gui.reports.base import Report
+from analyser.gui.reports.base import Report, lay_out
 from analyser.gui.reports.memory import FilterTable
 from analyser.gui.theme import chart_colors, style_plot
 from analyser.gui.units import axis_scale, format_bytes
@@ -105,14 +104,7 @@ class LivenessReport(Report):
         self.details.addTab(self.live_table, "Live variables")
         self.details.addTab(self.compare_table, "Compare steps")
 
-        splitter = QSplitter(Qt.Orientation.Vertical)
-        splitter.addWidget(self.chart_panel)
-        splitter.addWidget(self.details)
-        splitter.setSizes([450, 330])
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addLayout(controls)
-        layout.addWidget(splitter, 1)
+        lay_out(self, [controls], self.chart_panel, self.details, (450, 330))
         self.steps: list[int] = []
         self._scale = 1.0
         self._markers: list[Any] = []

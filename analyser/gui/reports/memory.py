@@ -35,7 +35,7 @@ from analyser.core import gui_support
 from analyser.gui import data
 from analyser.gui.errors import TileSelectionError
 from analyser.gui.palette import heatmap_colors, hex_color
-from analyser.gui.reports.base import Report
+from analyser.gui.reports.base import Report, lay_out
 from analyser.gui.selection import format_tile_list, parse_tile_list, toggle_pair, unique_pairs
 from analyser.gui.theme import chart_colors, style_plot
 from analyser.gui.units import axis_scale, format_bytes, format_delta_bytes, format_delta_percent
@@ -76,6 +76,28 @@ class TileChart:
     @property
     def totals(self) -> np.ndarray:
         return self.values.sum(axis=1)
+
+
+def ipu_tile_axis(item, chart: TileChart, lines: list) -> bool:
+    """Ticks naming each IPU under its tiles on ``item``'s bottom axis, with a separator line
+    between IPUs (appended to ``lines`` so the caller can remove them); True when there are
+    several IPUs, else the axis keeps plain tile numbers."""
+    axis = item.getAxis("bottom")
+    if len(chart.ipus) <= 1:
+        axis.setTicks(None)
+        return False
+    ticks = []
+    for k, ipu in enumerate(chart.ipus):
+        x0 = k * chart.tiles_per_ipu
+        if k:
+            line = pg.InfiniteLine(
+                pos=x0 - 0.5, angle=90, pen=pg.mkPen(chart_colors().foreground, width=1)
+            )
+            item.addItem(line)
+            lines.append(line)
+        ticks.append((x0 + chart.tiles_per_ipu / 2, f"IPU {ipu}"))
+    axis.setTicks([ticks])
+    return True
 
 
 class StackedStepItem(pg.GraphicsObject):
@@ -188,25 +210,12 @@ class MemoryPlot(pg.PlotWidget):
             )
             item.addItem(self.max_line)
         # IPU separators and ticks.
-        axis = item.getAxis("bottom")
         for line in self.separators:
             item.removeItem(line)
         self.separators = []
-        if len(chart.ipus) > 1:
-            ticks = []
-            for k, ipu in enumerate(chart.ipus):
-                x0 = k * chart.tiles_per_ipu
-                if k:
-                    line = pg.InfiniteLine(
-                        pos=x0 - 0.5, angle=90, pen=pg.mkPen(chart_colors().foreground, width=1)
-                    )
-                    item.addItem(line)
-                    self.separators.append(line)
-                ticks.append((x0 + chart.tiles_per_ipu / 2, f"IPU {ipu}"))
-            axis.setTicks([ticks])
+        if ipu_tile_axis(item, chart, self.separators):
             item.setLabel("bottom", "tiles of each IPU")
         else:
-            axis.setTicks(None)
             item.setLabel("bottom", f"tile (IPU {chart.ipus[0]})" if chart.ipus else "tile")
         item.setLabel("left", f"memory ({unit})")
         if title:
@@ -510,15 +519,7 @@ class MemoryReport(Report):
         self.details.addTab(self.compute_sets_table, "Compute sets")
         self.details.currentChanged.connect(lambda _i: self._fill_details())
 
-        splitter = QSplitter(Qt.Orientation.Vertical)
-        splitter.addWidget(self.view_tabs)
-        splitter.addWidget(self.details)
-        splitter.setSizes([520, 300])
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addLayout(controls)
-        layout.addWidget(self.error_label)
-        layout.addWidget(splitter, 1)
+        lay_out(self, [controls, self.error_label], self.view_tabs, self.details, (520, 300))
         self.error_label.setVisible(False)
         self._refreshing = False
 
@@ -653,22 +654,7 @@ class MemoryReport(Report):
                 self.delta_items.append(bars)
         item.setLabel("left", f"B−A {unit}")  # short: the chart is low
         # the same tile axis as the charts above: IPU ticks and separators, not a bare index
-        chart = self.charts["A"]
-        axis = item.getAxis("bottom")
-        if len(chart.ipus) > 1:
-            ticks = []
-            for k, ipu in enumerate(chart.ipus):
-                x0 = k * chart.tiles_per_ipu
-                if k:
-                    line = pg.InfiniteLine(
-                        pos=x0 - 0.5, angle=90, pen=pg.mkPen(chart_colors().foreground, width=1)
-                    )
-                    item.addItem(line)
-                    self.delta_items.append(line)
-                ticks.append((x0 + chart.tiles_per_ipu / 2, f"IPU {ipu}"))
-            axis.setTicks([ticks])
-        else:
-            axis.setTicks(None)
+        ipu_tile_axis(item, self.charts["A"], self.delta_items)
         span = float(np.abs(delta).max()) if delta.size else 0.0
         item.setYRange(-span * 1.1 if span else -1, span * 1.1 if span else 1, padding=0)
 

@@ -17,15 +17,13 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QLineEdit,
-    QSplitter,
     QTableView,
     QTabWidget,
-    QVBoxLayout,
     QWidget,
 )
 
 from analyser.gui import data
-from analyser.gui.reports.base import Report
+from analyser.gui.reports.base import Report, lay_out
 from analyser.gui.reports.memory import RESIZE_PRECISION, FilterTable
 from analyser.gui.units import format_bytes, format_count, format_percent
 from analyser.gui.widgets import DataFrameModel, KeyValueTree, compact_rows, connect_header_sort
@@ -104,14 +102,7 @@ class OperationsReport(Report):
         self.details.addTab(self.cs_table, "Compute sets")
         self.details.addTab(self.progs_table, "Programs")
 
-        split = QSplitter(Qt.Orientation.Vertical)
-        split.addWidget(self.view)
-        split.addWidget(self.details)
-        split.setSizes([520, 280])
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addLayout(bar)
-        layout.addWidget(split, 1)
+        lay_out(self, [bar], self.view, self.details, (520, 280))
         self.frame = pd.DataFrame()
 
     def chart_widget(self) -> QWidget:

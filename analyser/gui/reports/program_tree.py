@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
 
 from analyser.gui import data
 from analyser.gui.palette import hex_color
-from analyser.gui.reports.base import Report
+from analyser.gui.reports.base import Report, lay_out
 from analyser.gui.units import format_bytes, format_count, format_percent
 from analyser.gui.widgets import KeyValueTree
 from profiles import schema
@@ -304,15 +304,7 @@ class ProgramTreePane(QWidget):
         self.view.setAlternatingRowColors(True)
         self.view.header().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         self.details = KeyValueTree()
-        split = QSplitter(Qt.Orientation.Vertical)
-        split.addWidget(self.view)
-        split.addWidget(self.details)
-        split.setSizes([520, 260])
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.title)
-        layout.addLayout(bar)
-        layout.addWidget(split, 1)
+        lay_out(self, [self.title, bar], self.view, self.details, (520, 260))
         self.matches = np.zeros(0, np.int64)
         self.match_pos = -1
 
