@@ -449,17 +449,18 @@ def build_memory(graph, L, P, progs, seg_ipu_of_op, config, t, T: int) -> Memory
         gs = int(gw_step[i])
         if gs < 0:
             continue
+        # the gradient lives until the step that consumes it: its accumulation, or the update
+        a_s = int(acc_step[i]) if GA > 1 else int(upd_step[i])
+        wvar(
+            f"{g['name'][i]}/weightGrad",
+            "gradient",
+            cdt_name,
+            nbytes=w * cdt,
+            always=False,
+            start=gs,
+            end=max(a_s, gs),
+        )
         if GA > 1:
-            a_s = int(acc_step[i])
-            wvar(
-                f"{g['name'][i]}/weightGrad",
-                "gradient",
-                cdt_name,
-                nbytes=w * cdt,
-                always=False,
-                start=gs,
-                end=max(a_s, gs),
-            )
             ab = w * acc_dt
             acc = partial(wvar, kind="accumulator", dtype=config.accumulator)
             if config.offload_accumulators == "on":
@@ -482,17 +483,6 @@ def build_memory(graph, L, P, progs, seg_ipu_of_op, config, t, T: int) -> Memory
                 )
             else:
                 acc(f"{g['name'][i]}/accumulator", nbytes=ab, always=True, start=-1, end=-1)
-        else:
-            u = int(upd_step[i])
-            wvar(
-                f"{g['name'][i]}/weightGrad",
-                "gradient",
-                cdt_name,
-                nbytes=w * cdt,
-                always=False,
-                start=gs,
-                end=max(u, gs),
-            )
         shard = -(-w // R) if rts else w
         for state_name, prop in OPTIMISER_STATE[config.optimiser]:
             dt_name = getattr(config, prop)
