@@ -6,27 +6,23 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from profiles import write_profile
-from profiles.synthetic import make_synthetic_profile
+from gui_helpers import assert_nothing_left, write_synthetic_profiles
+from gui_helpers import open_documents as _open
 
 pytestmark = pytest.mark.gui
 
 
 @pytest.fixture(scope="session")
 def pipe_paths(tmp_path_factory) -> tuple[Path, Path]:
-    out = tmp_path_factory.mktemp("gui-pipeline")
-    paths = []
-    for seed, ga in ((5, 4), (6, 16)):
-        p = out / f"pipe-ga{ga}.h5"
-        write_profile(
-            p,
-            make_synthetic_profile(
-                n_steps=16_000, n_ipus=2, tiles=32, n_programs=160, seed=seed, grad_accum=ga
-            ),
-        )
-        paths.append(p)
-    return tuple(paths)
+    return write_synthetic_profiles(
+        tmp_path_factory.mktemp("gui-pipeline"),
+        "pipe",
+        ((5, 4), (6, 16)),
+        n_steps=16_000,
+        n_ipus=2,
+        tiles=32,
+        n_programs=160,
+    )
 
 
 @pytest.fixture
@@ -40,21 +36,9 @@ def pipeline(qtbot):
     qtbot.waitExposed(r)
     docs = []
     yield r, docs
-    from test_gui_trace import assert_nothing_left
-
     assert_nothing_left(r)
     for d in docs:
         d.close()
-
-
-def _open(pipeline, *paths):
-    from analyser.gui.document import Document
-
-    r, docs = pipeline
-    opened = [Document.open(p) for p in paths]
-    docs.extend(opened)
-    r.set_document(opened[0], opened[1] if len(opened) > 1 else None)
-    return opened
 
 
 def _check_chart(view, doc) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from gui_helpers import assert_nothing_left, write_synthetic_profiles
+from gui_helpers import open_documents as _open
 from PySide6.QtCore import QEvent, QPoint, QPointF, Qt
 from PySide6.QtGui import QMouseEvent, QWheelEvent
 from PySide6.QtWidgets import QApplication
@@ -29,18 +31,15 @@ def big_path(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def small_paths(tmp_path_factory) -> tuple[Path, Path]:
-    out = tmp_path_factory.mktemp("gui-trace")
-    paths = []
-    for seed, ga in ((1, 4), (2, 8)):
-        p = out / f"synthetic-{seed}.h5"
-        write_profile(
-            p,
-            make_synthetic_profile(
-                n_steps=20_000, n_ipus=2, tiles=64, n_programs=200, seed=seed, grad_accum=ga
-            ),
-        )
-        paths.append(p)
-    return tuple(paths)
+    return write_synthetic_profiles(
+        tmp_path_factory.mktemp("gui-trace"),
+        "synthetic",
+        ((1, 4), (2, 8)),
+        n_steps=20_000,
+        n_ipus=2,
+        tiles=64,
+        n_programs=200,
+    )
 
 
 @pytest.fixture
@@ -59,33 +58,6 @@ def report(qtbot):
     assert_nothing_left(r)
     for d in docs:
         d.close()
-
-
-def assert_nothing_left(*widgets) -> None:
-    """Close ``widgets`` and check that no window is left visible and no worker thread or
-    engine process is still running (the report / window fixtures call it at teardown)."""
-    from PySide6.QtCore import QThreadPool
-    from PySide6.QtWidgets import QApplication
-
-    from analyser.gui import whatif
-
-    for w in widgets:
-        w.close()
-    assert QThreadPool.globalInstance().waitForDone(30_000)
-    visible = [t for t in QApplication.topLevelWidgets() if t.isVisible()]
-    assert not visible, f"windows left open: {visible}"
-    running = [d for d in getattr(whatif, "_ACTIVE", ()) if d.job.is_running()]
-    assert not running, f"engine runs left running: {running}"
-
-
-def _open(report, *paths):
-    from analyser.gui.document import Document
-
-    r, docs = report
-    opened = [Document.open(p) for p in paths]
-    docs.extend(opened)
-    r.set_document(opened[0], opened[1] if len(opened) > 1 else None)
-    return opened
 
 
 def _click_step(qtbot, timeline, x: float, y: float) -> None:

@@ -138,7 +138,7 @@ def window(qtbot, tmp_path):
     yield w
     w.shutdown()
     w.pool.waitForDone(30_000)
-    from test_gui_trace import assert_nothing_left
+    from gui_helpers import assert_nothing_left
 
     assert_nothing_left(w)
 

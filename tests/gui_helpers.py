@@ -1,0 +1,49 @@
+"""Helpers shared by the GUI report tests (trace, pipeline, what-if)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from profiles import write_profile
+from profiles.synthetic import make_synthetic_profile
+
+
+def write_synthetic_profiles(
+    out: Path, stem: str, seeds_and_ga: tuple[tuple[int, int], ...], **sizes
+) -> tuple[Path, ...]:
+    """Write one small synthetic profile per ``(seed, gradient accumulation)`` into ``out``."""
+    paths = []
+    for seed, ga in seeds_and_ga:
+        path = out / f"{stem}-{seed}-ga{ga}.h5"
+        write_profile(path, make_synthetic_profile(seed=seed, grad_accum=ga, **sizes))
+        paths.append(path)
+    return tuple(paths)
+
+
+def open_documents(report_and_docs, *paths):
+    """Open ``paths`` as documents, remember them for closing at teardown, and show them in the
+    report (the first as A, the second, if any, as B)."""
+    from analyser.gui.document import Document
+
+    report, docs = report_and_docs
+    opened = [Document.open(p) for p in paths]
+    docs.extend(opened)
+    report.set_document(opened[0], opened[1] if len(opened) > 1 else None)
+    return opened
+
+
+def assert_nothing_left(*widgets) -> None:
+    """Close ``widgets`` and check that no window is left visible and no worker thread or
+    engine process is still running (the report / window fixtures call it at teardown)."""
+    from PySide6.QtCore import QThreadPool
+    from PySide6.QtWidgets import QApplication
+
+    from analyser.gui import whatif
+
+    for w in widgets:
+        w.close()
+    assert QThreadPool.globalInstance().waitForDone(30_000)
+    visible = [t for t in QApplication.topLevelWidgets() if t.isVisible()]
+    assert not visible, f"windows left open: {visible}"
+    running = [d for d in getattr(whatif, "_ACTIVE", ()) if d.job.is_running()]
+    assert not running, f"engine runs left running: {running}"
