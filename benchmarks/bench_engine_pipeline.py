@@ -74,6 +74,7 @@ def run_one(name: str) -> dict:
 
     import engine
     from engine.execute import execute
+    from engine.profile_data import profile_data
     from profiles import write_profile
 
     spec = BENCHES[name]
@@ -84,9 +85,7 @@ def run_one(name: str) -> dict:
         t1 = time.perf_counter()
         ex = execute(compiled)
         t2 = time.perf_counter()
-        data = compiled.profile_data(leaf_node=ex.leaf_node)
-        data.update(ex.group_data())
-        data["/"] = {"engine_version": engine.__version__}
+        data = profile_data(compiled, ex)
         data["/meta"]["status"] = "ok"
         write_profile(Path(d) / "bench.h5", data)
         t3 = time.perf_counter()

@@ -59,12 +59,10 @@ Everything else
     ``io`` (bytes per micro-batch and per IPU: inputs, labels, outputs, gradients, remote and
     stash bytes), ``notes`` (engine notes for the profile), ``graph`` (the forward model graph).
 
-Profile data: :meth:`CompiledProgram.profile_data` returns the writer's dict for ``/meta``,
-``/graph/*``, ``/memory``, ``/liveness*`` and ``/programs*``. With no execution (OOM) the program
-tree is the default one (:func:`default_tree`: a root Sequence, one Sequence per segment, the
-leaves). With an execution, pass ``leaf_node`` (node row of each leaf program in the executor's
-``/programs/nodes``): the compile's references to leaf programs (compute sets, liveness steps)
-are remapped, and ``/programs*`` is left to the executor.
+Profile data: :func:`engine.profile_data.profile_data` lays out a compiled program (and its
+execution, when it ran) as the writer's dict; with no execution (OOM) the program tree is the
+default one (:func:`default_tree`: a root Sequence, one Sequence per segment, the leaves). This
+module imports nothing of the engine's compile, execute or profile-data layers.
 """
 
 from __future__ import annotations
@@ -365,18 +363,6 @@ class CompiledProgram:
         if not len(segs):
             return np.zeros(0, dtype=np.int64)
         return np.concatenate([self.segments.programs(s) for s in segs])
-
-    # -- profile data ------------------------------------------------------------------------
-    def profile_data(self, leaf_node: np.ndarray | None = None) -> dict[str, dict[str, Any]]:
-        """The writer's data dict for everything the compile knows (no /execution).
-
-        Without ``leaf_node`` the default program tree is included (``/programs/nodes`` and
-        ``/programs``); with it (the executor's node row per leaf program) references to leaf
-        programs are remapped and ``/programs*`` is omitted (the executor writes it).
-        """
-        from engine.compile.profile_data import build_profile_data
-
-        return build_profile_data(self, leaf_node)
 
 
 __all__ = [

@@ -3,7 +3,8 @@
 ``simulate(config)`` compiles the configuration and, when the program fits, executes it with
 ``engine.execute.execute(compiled)`` (the execute half of the engine). An out-of-memory compile
 returns a result with memory data and no execution, like Poplar with ``debug.allowOutOfMemory``.
-``SimResult.to_profile_data()`` is the dict ``profiles.write_profile`` takes.
+``SimResult.to_profile_data()`` is the dict ``profiles.write_profile`` takes (laid out by
+``engine.profile_data``).
 """
 
 from __future__ import annotations
@@ -37,17 +38,10 @@ class SimResult:
         return self.compiled.oom
 
     def to_profile_data(self) -> dict[str, dict[str, Any]]:
-        """The writer's data dict: compile groups, plus the execution's when it ran."""
-        if self.execution is None:
-            return self.compiled.profile_data()
-        data = self.compiled.profile_data(leaf_node=self.execution.leaf_node)
-        data.update(self.execution.group_data())
-        notes = list(data["/meta"].get("notes", [])) + list(getattr(self.execution, "notes", []))
-        data["/meta"]["notes"] = notes
-        import engine
+        """The writer's data dict (:func:`engine.profile_data.profile_data`)."""
+        from engine.profile_data import profile_data
 
-        data["/"] = {"engine_version": engine.__version__}
-        return data
+        return profile_data(self.compiled, self.execution)
 
 
 def _coerce(config: RunConfig | dict) -> RunConfig:
@@ -97,10 +91,6 @@ def simulate_to_file(
         progress(0.85, "writing the profile")
     t0 = time.perf_counter()
     data = result.to_profile_data()
-    if "/" not in data:
-        import engine
-
-        data["/"] = {"engine_version": engine.__version__}
     write_profile(path, data, overwrite=overwrite)
     result.timings["write_s"] = time.perf_counter() - t0
     if progress is not None:

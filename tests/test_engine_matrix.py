@@ -26,7 +26,7 @@ SMALL_RESNET = dict(model="resnet50", image_size=32, num_classes=10, micro_batch
 def _check(cfg: RunConfig):
     result = simulate(cfg)
     assert result.fits, cfg
-    data = result.execution.group_data()
+    data = result.to_profile_data()
     ex, steps = data["/execution"], data["/execution/steps"]
     total = int(ex["total_cycles"])
     n_ipus = cfg.num_ipus * cfg.replication_factor

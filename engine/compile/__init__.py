@@ -53,23 +53,23 @@ def compile_program(config: RunConfig | dict, progress=None) -> CompiledProgram:
             progress(frac, text)
 
     target = config.get_target()
-    T = target.tiles_per_ipu - config.io_tiles
+    compute_tiles = target.tiles_per_ipu - config.io_tiles
     tick(0.0, "building the model graph")
     graph = build_model(config)
     tick(0.1, "lowering")
-    L = lower(graph, config, target)
+    lowered = lower(graph, config, target)
     # order the ops by segment (stable: keeps the order inside each segment)
     segs = _segments(config)
     seg_index = {key: i for i, key in enumerate(segs)}
     op_seg = np.array(
-        [seg_index[(k, int(s))] for k, s in zip(L["seg"], L["stage"])], dtype=np.int64
+        [seg_index[(k, int(s))] for k, s in zip(lowered["seg"], lowered["stage"])], dtype=np.int64
     )
     order = np.argsort(op_seg, kind="stable")
-    L.cols = {k: v[order] for k, v in L.cols.items()}
+    lowered.cols = {k: v[order] for k, v in lowered.cols.items()}
     op_seg = op_seg[order]
     tick(0.2, "planning tiles")
-    P = plan_ops(L, target, config, T)
-    pr = P.programs
+    tile_plan = plan_ops(lowered, target, config, compute_tiles)
+    pr = tile_plan.programs
     stage_ipu = np.arange(config.stages, dtype=np.int16)
     p_op = pr["op"].astype(np.int64)
     p_seg = op_seg[p_op]
@@ -84,11 +84,13 @@ def compile_program(config: RunConfig | dict, progress=None) -> CompiledProgram:
         first=first.astype(np.int64),
         stop=stop.astype(np.int64),
     )
-    op_ipu = stage_ipu[L["stage"].astype(np.int64)]
+    op_ipu = stage_ipu[lowered["stage"].astype(np.int64)]
     tick(0.4, "memory and liveness")
     progs_cols = dict(pr)
     progs_cols["ipu"] = op_ipu[p_op].astype(np.int16)
-    M = build_memory(graph, L, P, progs_cols, op_ipu, config, target, T)
+    memory_result = build_memory(
+        graph, lowered, tile_plan, progs_cols, op_ipu, config, target, compute_tiles
+    )
     tick(0.9, "assembling")
     dest_tile = schema.code("destination", "tile")
     is_ex = pr["type"] == schema.code("program_type", "DoExchange")
@@ -98,8 +100,8 @@ def compile_program(config: RunConfig | dict, progress=None) -> CompiledProgram:
         type=pr["type"],
         op=pr["op"],
         ipu=progs_cols["ipu"],
-        stage=L["stage"][p_op].astype(np.int16),
-        pass_=L["pass_"][p_op].astype(np.uint8),
+        stage=lowered["stage"][p_op].astype(np.int16),
+        pass_=lowered["pass_"][p_op].astype(np.uint8),
         segment=p_seg.astype(np.int32),
         cycles=pr["cycles"],
         cycles_min=pr["cycles_min"],
@@ -112,33 +114,35 @@ def compile_program(config: RunConfig | dict, progress=None) -> CompiledProgram:
         peer=np.full(n_prog, -1, dtype=np.int16),
         sync=np.where(is_sync, schema.code("sync_kind", "internal"), 0).astype(np.uint8),
         transfers=np.ones(n_prog, dtype=np.int32),
-        code_bytes=M.program_code,
+        code_bytes=memory_result.program_code,
         family=np.zeros(n_prog, dtype=np.int16),  # set below: row of compiled.vertex_types
         vertices=pr["vertices"],
     )
-    n_ops = len(L)
+    n_ops = len(lowered)
     op_cycles = np.bincount(p_op, weights=pr["cycles"], minlength=n_ops).astype(np.int64)
-    op_code = np.bincount(p_op, weights=M.program_code, minlength=n_ops).astype(np.int64)
+    op_code = np.bincount(p_op, weights=memory_result.program_code, minlength=n_ops).astype(
+        np.int64
+    )
     ops = OpTable(
-        name=L["name"],
-        type=L["type"],
-        layer=L["layer"],
-        family=L["family"],
-        pass_=L["pass_"],
+        name=lowered["name"],
+        type=lowered["type"],
+        layer=lowered["layer"],
+        family=lowered["family"],
+        pass_=lowered["pass_"],
         ipu=op_ipu.astype(np.int16),
-        stage=L["stage"].astype(np.int16),
-        fwd=L["fwd"].astype(np.int32),
-        flops=L["flops"].astype(np.int64),
-        bytes_in=L["bytes_in"].astype(np.int64),
-        bytes_out=L["bytes_out"].astype(np.int64),
+        stage=lowered["stage"].astype(np.int16),
+        fwd=lowered["fwd"].astype(np.int32),
+        flops=lowered["flops"].astype(np.int64),
+        bytes_in=lowered["bytes_in"].astype(np.int64),
+        bytes_out=lowered["bytes_out"].astype(np.int64),
         cycles=op_cycles,
         code_bytes=op_code,
-        temp_bytes=(P.temp_per_tile * P.tiles_used).astype(np.int64),
-        tiles_used=P.tiles_used.astype(np.int32),
-        tile_start=P.tile_start.astype(np.int32),
-        serial_splits=P.serial_splits.astype(np.int32),
+        temp_bytes=(tile_plan.temp_per_tile * tile_plan.tiles_used).astype(np.int64),
+        tiles_used=tile_plan.tiles_used.astype(np.int32),
+        tile_start=tile_plan.tile_start.astype(np.int32),
+        serial_splits=tile_plan.serial_splits.astype(np.int32),
     )
-    vt = P.vertex_types
+    vt = tile_plan.vertex_types
     fams = target.vertex_families
     cs = np.flatnonzero(pr["type"] == T_ONTILE)
     inst = np.bincount(
@@ -165,11 +169,11 @@ def compile_program(config: RunConfig | dict, progress=None) -> CompiledProgram:
         "tile_start": pr["tile_start"][cs].astype(np.int32),
         "tile_count": pr["tile_count"][cs].astype(np.int32),
     }
-    notes = list(P.notes)
-    if M.oom:
-        n_oom = len(M.memory.oom_tiles)
+    notes = list(tile_plan.notes)
+    if memory_result.oom:
+        n_oom = len(memory_result.memory.oom_tiles)
         notes.append(f"out of memory: {n_oom} tile(s) exceed {target.sram_per_tile} bytes.")
-    if (M.memory.by_liveness[..., 1] > np.iinfo(np.int32).max).any():
+    if (memory_result.memory.by_liveness[..., 1] > np.iinfo(np.int32).max).any():
         notes.append(
             "liveness per tile is capped at 2 GiB per tile and step in /liveness/per_tile (the "
             "run needs more); per-step sums and the memory report are exact."
@@ -181,15 +185,15 @@ def compile_program(config: RunConfig | dict, progress=None) -> CompiledProgram:
         ops=ops,
         programs=programs,
         segments=segments,
-        variables=M.variables,
+        variables=memory_result.variables,
         vertex_types=vertex_types,
         compute_sets=compute_sets,
-        memory=M.memory,
-        liveness=M.liveness,
-        oom=M.oom,
-        io=M.io,
+        memory=memory_result.memory,
+        liveness=memory_result.liveness,
+        oom=memory_result.oom,
+        io=memory_result.io,
         stage_ipu=stage_ipu,
-        compute_tiles=T,
+        compute_tiles=compute_tiles,
         notes=notes,
     )
     tick(1.0, "compiled")

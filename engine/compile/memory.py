@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -149,7 +150,148 @@ class _Vars:
         return VariableTable(**{n: np.array(c, dtype=d) for n, c, d in zip(names, cols, dts)})
 
 
-@dataclass
+# ---------------------------------------------------------------------------------------------
+# hand-offs between the phases (frozen: each phase reads the previous ones, never changes them)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MemoryInputs:
+    """What ``build_memory`` reads: the compile's tables and the run's figures."""
+
+    graph: Any  # engine.graph.Graph (forward, per sample)
+    lowered: Any  # engine.compile.lowering.Lowered (lowered op rows)
+    tile_plan: Any  # engine.compile.plan.OpPlans
+    programs: dict[str, np.ndarray]  # leaf program columns, with "ipu"
+    op_ipu: np.ndarray  # IPU of each lowered op
+    config: Any  # engine.config.RunConfig
+    target: Any  # engine.targets.Target
+    compute_tiles: int  # tiles per IPU available to compute (tiles - I/O tiles)
+
+    @property
+    def micro_batch(self) -> int:
+        return int(self.config.micro_batch_size)
+
+    @property
+    def stages(self) -> int:
+        return int(self.config.stages)
+
+    @property
+    def num_ipus(self) -> int:
+        return int(self.config.num_ipus)
+
+    @property
+    def tiles_per_ipu(self) -> int:
+        return int(self.target.tiles_per_ipu)
+
+    @property
+    def activation_bytes_per_element(self) -> int:
+        return DTYPE_BYTES[self.config.compute_dtype]
+
+    @property
+    def weight_bytes_per_element(self) -> int:
+        return DTYPE_BYTES[self.config.weight_dtype]
+
+    def output_tiles(self, row: int, nbytes: int) -> tuple[int, int]:
+        """First tile and tile count of an output of ``nbytes`` made by lowered op ``row``: the
+        op's tiles, no more than ``nbytes`` needs at the target's minimum bytes per tile."""
+        P = self.tile_plan
+        count = int(
+            min(P.tiles_used[row], max(1, _ceil_div(nbytes, self.target.min_bytes_per_tile)))
+        )
+        return int(P.tile_start[row]), count
+
+
+@dataclass(frozen=True)
+class LivenessSteps:
+    """Liveness steps (compute sets in program order) and the steps of every op's passes.
+
+    Arrays over lowered ops: ``first`` / ``last`` step of each op. Arrays over forward graph ops
+    (-1, or ``count`` for "none" in ``backward_first``): the lowered row of the op's forward and
+    recompute, the first / last step of its backward ops, its update, its accumulation and the
+    last step of the op that makes its weight gradient.
+    """
+
+    program_rows: np.ndarray  # program row of each step
+    step_op: np.ndarray  # lowered op of each step
+    first: np.ndarray
+    last: np.ndarray
+    forward_row: np.ndarray
+    recompute_row: np.ndarray
+    backward_first: np.ndarray
+    backward_last: np.ndarray
+    update_step: np.ndarray
+    accumulate_step: np.ndarray
+    weight_grad_step: np.ndarray
+    loss_rows: np.ndarray
+    loss_grad_rows: np.ndarray
+    normalise_rows: np.ndarray
+
+    @property
+    def count(self) -> int:
+        return len(self.program_rows)
+
+
+@dataclass(frozen=True)
+class ActivationBytes:
+    """Per stage: activation bytes kept for the backward (``saved``, stage inputs excluded) and
+    bytes sent from stage s to s + 1 (``boundary``)."""
+
+    saved: np.ndarray
+    boundary: np.ndarray
+
+
+@dataclass(frozen=True)
+class StreamedTensors:
+    """The graph input, labels and outputs as streamed to / from the host."""
+
+    input_bytes: int  # one micro-batch
+    input_bytes_per_element: int
+    input_dtype: str
+    saved_input_bytes: int  # input (or normalised input) bytes kept for the backward
+    label_bytes_per_sample: int
+    output_bytes_per_micro_batch: int
+
+
+@dataclass(frozen=True)
+class WeightBytes:
+    """Per IPU: weights, weight gradients (all-reduced across replicas), offloaded optimiser
+    state and offloaded accumulators (one replica, before replicated tensor sharding)."""
+
+    weights: np.ndarray
+    gradients: np.ndarray
+    remote: np.ndarray
+    remote_accumulators: np.ndarray
+
+
+@dataclass(frozen=True)
+class ProgramCode:
+    """Per leaf program: code bytes over its tiles and the per-tile figures that make them."""
+
+    code_bytes: np.ndarray  # control + exchange code over the program's tiles
+    owned: np.ndarray  # bool: not an outlined duplicate
+    participates: np.ndarray  # bool: takes part in control flow (not a Sync)
+    is_compute_set: np.ndarray
+    vertices_per_tile: np.ndarray  # 0 for duplicates and non-compute-sets
+    exchange_code_per_tile: np.ndarray  # 0 for duplicates and non-exchanges
+    state_bytes: np.ndarray  # per vertex, by vertex family
+    field_bytes: np.ndarray
+    vector_list_bytes: np.ndarray
+    vertex_type_code_bytes: np.ndarray  # per vertex type
+
+
+@dataclass(frozen=True)
+class TileMemory:
+    """Per IPU and tile: bytes per category and the not-always-live bytes per step."""
+
+    by_category: np.ndarray  # (ipus, tiles, categories)
+    per_tile_steps: np.ndarray  # (ipus, steps, tiles) int32, saturated
+    not_always_live_per_step: np.ndarray  # (ipus, steps), exact
+    peak_not_always_live: np.ndarray  # (ipus, tiles)
+    variable_count: np.ndarray  # (ipus, tiles)
+
+
+@dataclass(frozen=True)
 class MemoryResult:
     variables: VariableTable
     memory: MemoryReport
@@ -159,238 +301,308 @@ class MemoryResult:
     program_code: np.ndarray  # code bytes per leaf program (over its tiles)
 
 
-def build_memory(graph, L, P, progs, seg_ipu_of_op, config, t, T: int) -> MemoryResult:
-    """Variables, liveness and per-tile memory of a compiled program."""
-    g = graph.cols
-    B = config.micro_batch_size
-    training = config.training
-    S = config.stages
-    n_ipus = config.num_ipus
-    TT = t.tiles_per_ipu
-    cdt_name, wdt_name = config.compute_dtype, config.weight_dtype
-    cdt, wdt = DTYPE_BYTES[cdt_name], DTYPE_BYTES[wdt_name]
-    op_ipu = seg_ipu_of_op  # IPU of each lowered op
-    stage_of = L.stage_of_fwd
-    mb = t.min_bytes_per_tile
+# ---------------------------------------------------------------------------------------------
+# build_memory and its phases
+# ---------------------------------------------------------------------------------------------
 
-    # ---- liveness steps: compute sets in program order -----------------------------------
-    cs_rows = np.flatnonzero(progs["type"] == T_ONTILE)
-    n_steps = len(cs_rows)
-    step_op = progs["op"][cs_rows]
-    n_ops = len(L)
-    first_step = np.full(n_ops, n_steps, dtype=np.int64)
-    last_step = np.full(n_ops, -1, dtype=np.int64)
-    np.minimum.at(first_step, step_op, np.arange(n_steps))
-    np.maximum.at(last_step, step_op, np.arange(n_steps))
 
-    role = L["role"]
-    fwd = L["fwd"]
-    n_g = len(graph)
-    fo = np.full(n_g, -1, dtype=np.int64)  # forward lowered row of each graph op
+def build_memory(
+    graph, lowered, tile_plan, programs, op_ipu, config, target, compute_tiles: int
+) -> MemoryResult:
+    """Variables, liveness and per-tile memory of a compiled program.
+
+    Phases: liveness steps; variables (activations, streamed tensors, weights, temporaries,
+    stashes, stream buffers, in that row order); program code; memory per tile; reports.
+    """
+    inputs = MemoryInputs(
+        graph, lowered, tile_plan, programs, op_ipu, config, target, int(compute_tiles)
+    )
+    steps = liveness_steps(inputs)
+    rows = _Vars()
+    consumers = _consumers(graph)
+    activations = _activation_variables(inputs, steps, consumers, rows)
+    streamed = _streamed_variables(inputs, steps, consumers, rows)
+    weights = _weight_variables(inputs, steps, rows)
+    _temporary_variables(inputs, steps, rows)
+    stash_bytes = _stash_variables(inputs, steps, activations, streamed, rows)
+    _stream_buffer_variables(inputs, streamed, rows)
+    variables = rows.table()
+    code = program_code(inputs)
+    tiles = tile_memory(inputs, steps, variables, code, streamed, weights, activations)
+    memory, liveness, oom = _reports(inputs, steps, tiles)
+    io = _io_summary(inputs, activations, streamed, weights, stash_bytes)
+    return MemoryResult(
+        variables=variables,
+        memory=memory,
+        liveness=liveness,
+        io=io,
+        oom=oom,
+        program_code=code.code_bytes,
+    )
+
+
+def liveness_steps(inputs: MemoryInputs) -> LivenessSteps:
+    """The liveness steps and the steps of every op's passes (vectorised over ops)."""
+    lowered, progs = inputs.lowered, inputs.programs
+    program_rows = np.flatnonzero(progs["type"] == T_ONTILE)
+    n_steps = len(program_rows)
+    step_op = progs["op"][program_rows]
+    n_ops = len(lowered)
+    first = np.full(n_ops, n_steps, dtype=np.int64)
+    last = np.full(n_ops, -1, dtype=np.int64)
+    np.minimum.at(first, step_op, np.arange(n_steps))
+    np.maximum.at(last, step_op, np.arange(n_steps))
+
+    role = lowered["role"]
+    fwd = lowered["fwd"]
+    n_graph = len(inputs.graph)
+
+    def per_graph_op(selected, values, fill=-1):
+        out = np.full(n_graph, fill, dtype=np.int64)
+        out[fwd[selected]] = values
+        return out
+
     sel = np.flatnonzero(role == "fwd")
-    fo[fwd[sel]] = sel
-    rc = np.full(n_g, -1, dtype=np.int64)  # recompute row
+    forward_row = per_graph_op(sel, sel)
     sel = np.flatnonzero(role == "recomp")
-    rc[fwd[sel]] = sel
-    bwd_first = np.full(n_g, n_steps, dtype=np.int64)  # first / last backward step of op i
-    bwd_last = np.full(n_g, -1, dtype=np.int64)
+    recompute_row = per_graph_op(sel, sel)
+    backward_first = np.full(n_graph, n_steps, dtype=np.int64)
+    backward_last = np.full(n_graph, -1, dtype=np.int64)
     sel = np.flatnonzero(np.isin(role, ("gi", "gw", "bwd")))
-    np.minimum.at(bwd_first, fwd[sel], first_step[sel])
-    np.maximum.at(bwd_last, fwd[sel], last_step[sel])
-    upd_step = np.full(n_g, -1, dtype=np.int64)
+    np.minimum.at(backward_first, fwd[sel], first[sel])
+    np.maximum.at(backward_last, fwd[sel], last[sel])
     sel = np.flatnonzero(role == "upd")
-    upd_step[fwd[sel]] = first_step[sel]
-    acc_step = np.full(n_g, -1, dtype=np.int64)
+    update_step = per_graph_op(sel, first[sel])
     sel = np.flatnonzero(role == "acc")
-    acc_step[fwd[sel]] = first_step[sel]
-    gw_step = np.full(n_g, -1, dtype=np.int64)
-    sel = np.flatnonzero(np.isin(role, ("gw", "bwd")) & (L["weight_elems"] > 0))
-    gw_step[fwd[sel]] = last_step[sel]
-    loss_rows = np.flatnonzero(role == "loss")
-    lossgrad_rows = np.flatnonzero(role == "lossgrad")
-    norm_rows = np.flatnonzero(role == "normin")
-    last = n_steps - 1
+    accumulate_step = per_graph_op(sel, first[sel])
+    sel = np.flatnonzero(np.isin(role, ("gw", "bwd")) & (lowered["weight_elems"] > 0))
+    weight_grad_step = per_graph_op(sel, last[sel])
+    return LivenessSteps(
+        program_rows=program_rows,
+        step_op=step_op,
+        first=first,
+        last=last,
+        forward_row=forward_row,
+        recompute_row=recompute_row,
+        backward_first=backward_first,
+        backward_last=backward_last,
+        update_step=update_step,
+        accumulate_step=accumulate_step,
+        weight_grad_step=weight_grad_step,
+        loss_rows=np.flatnonzero(role == "loss"),
+        loss_grad_rows=np.flatnonzero(role == "lossgrad"),
+        normalise_rows=np.flatnonzero(role == "normin"),
+    )
 
-    V = _Vars()
-    stage_ipu = np.arange(S)
-    ipu_of_g = stage_ipu[stage_of]
 
-    def out_map(row: int, nbytes: int) -> tuple[int, int]:
-        count = int(min(P.tiles_used[row], max(1, _ceil_div(nbytes, mb))))
-        return int(P.tile_start[row]), count
-
-    # consumers of each graph op (and the graph input)
-    cons: dict[int, list[int]] = {}
-    for j in range(n_g):
-        for src in (int(g["in0"][j]), int(g["in1"][j])):
+def _consumers(graph) -> dict[int, list[int]]:
+    """Consumers of each graph op (and of the graph input, key ``INPUT``)."""
+    cols = graph.cols
+    consumers: dict[int, list[int]] = {}
+    for j in range(len(graph)):
+        for src in (int(cols["in0"][j]), int(cols["in1"][j])):
             if src >= INPUT:
-                cons.setdefault(src, []).append(j)
-    loss_inputs = set(L.loss_inputs)
+                consumers.setdefault(src, []).append(j)
+    return consumers
 
-    saved_bytes_stage = np.zeros(S, dtype=np.int64)  # activations kept for the backward
-    boundary_bytes = np.zeros(max(S - 1, 0) + 1, dtype=np.int64)
 
-    # ---- activations and their gradients ---------------------------------------------------
-    for i in range(n_g):
-        row = int(fo[i])
-        nbytes = B * int(g["out_elems"][i]) * cdt
-        ipu = int(ipu_of_g[i])
-        t0, tn = out_map(row, nbytes)
-        start = first_step[row]
-        users = cons.get(i, [])
-        fwd_use = max([last_step[fo[j]] for j in users if stage_of[j] == stage_of[i]] or [start])
-        if i in loss_inputs and len(loss_rows):
-            fwd_use = max(fwd_use, int(last_step[loss_rows[0]]))
+def _activation_variables(
+    inputs: MemoryInputs, steps: LivenessSteps, consumers, rows: _Vars
+) -> ActivationBytes:
+    """Activations, their received copies on later stages, recomputed copies and gradients."""
+    graph, lowered, config = inputs.graph, inputs.lowered, inputs.config
+    cols = graph.cols
+    B, S, training = inputs.micro_batch, inputs.stages, config.training
+    elem_bytes = inputs.activation_bytes_per_element
+    stage_of = lowered.stage_of_fwd
+    ipu_of_op = np.arange(S)[stage_of]
+    first, last = steps.first, steps.last
+    forward_row, recompute_row = steps.forward_row, steps.recompute_row
+    backward_first, backward_last = steps.backward_first, steps.backward_last
+    loss_inputs = set(lowered.loss_inputs)
+    has_loss = len(steps.loss_rows) > 0
+    has_loss_grad = len(steps.loss_grad_rows) > 0
+    saved = np.zeros(S, dtype=np.int64)
+    boundary = np.zeros(max(S - 1, 0) + 1, dtype=np.int64)
+
+    for i in range(len(graph)):
+        row = int(forward_row[i])
+        nbytes = B * int(cols["out_elems"][i]) * elem_bytes
+        ipu = int(ipu_of_op[i])
+        t0, tn = inputs.output_tiles(row, nbytes)
+        start = first[row]
+        users = consumers.get(i, [])
+        fwd_use = max(
+            [last[forward_row[j]] for j in users if stage_of[j] == stage_of[i]] or [start]
+        )
+        if i in loss_inputs and has_loss:
+            fwd_use = max(fwd_use, int(last[steps.loss_rows[0]]))
         # stage-crossing consumers: a received copy on the consumer's IPU
         far = [j for j in users if stage_of[j] != stage_of[i]]
         if far:
             for s in range(int(stage_of[i]), int(max(stage_of[j] for j in far))):
-                boundary_bytes[s] += nbytes
+                boundary[s] += nbytes
         bwd_need = -1
         if training:
-            if g["saves_output"][i]:
-                bwd_need = bwd_last[i]
+            if cols["saves_output"][i]:
+                bwd_need = backward_last[i]
             for j in users:
-                if g["saves_input"][j] and stage_of[j] == stage_of[i]:
-                    bwd_need = max(bwd_need, bwd_last[j])
-            if i in loss_inputs and len(lossgrad_rows):
-                bwd_need = max(bwd_need, int(last_step[lossgrad_rows[0]]))
-        shape = f"{B}x{int(g['out_elems'][i])}"
+                if cols["saves_input"][j] and stage_of[j] == stage_of[i]:
+                    bwd_need = max(bwd_need, backward_last[j])
+            if i in loss_inputs and has_loss_grad:
+                bwd_need = max(bwd_need, int(last[steps.loss_grad_rows[0]]))
+        shape = f"{B}x{int(cols['out_elems'][i])}"
         # this activation's variables: the same dtype, shape and bytes, live between two steps
         act = partial(
-            V.add, kind="activation", dtype=cdt_name, shape=shape, nbytes=nbytes, always=False
+            rows.add,
+            kind="activation",
+            dtype=config.compute_dtype,
+            shape=shape,
+            nbytes=nbytes,
+            always=False,
         )
-        if bwd_need >= 0 and L.recompute[i] and rc[i] >= 0:
-            act(g["name"][i], ipu=ipu, start=start, end=fwd_use, t0=t0, tn=tn, op=row)
+        if bwd_need >= 0 and lowered.recompute[i] and recompute_row[i] >= 0:
+            act(cols["name"][i], ipu=ipu, start=start, end=fwd_use, t0=t0, tn=tn, op=row)
             act(
-                f"{g['name'][i]}/recomputed",
+                f"{cols['name'][i]}/recomputed",
                 ipu=ipu,
-                start=first_step[rc[i]],
-                end=max(bwd_need, first_step[rc[i]]),
+                start=first[recompute_row[i]],
+                end=max(bwd_need, first[recompute_row[i]]),
                 t0=t0,
                 tn=tn,
-                op=int(rc[i]),
+                op=int(recompute_row[i]),
             )
         else:
             end = max(fwd_use, bwd_need)
-            act(g["name"][i], ipu=ipu, start=start, end=end, t0=t0, tn=tn, op=row)
-            if bwd_need >= 0 and not L.recompute[i]:
-                saved_bytes_stage[stage_of[i]] += nbytes
+            act(cols["name"][i], ipu=ipu, start=start, end=end, t0=t0, tn=tn, op=row)
+            if bwd_need >= 0 and not lowered.recompute[i]:
+                saved[stage_of[i]] += nbytes
         for j in far:
-            jrow = int(fo[j])
-            need = bwd_last[j] if (training and g["saves_input"][j]) else last_step[jrow]
-            jt0, jtn = out_map(jrow, nbytes)
+            jrow = int(forward_row[j])
+            need = backward_last[j] if (training and cols["saves_input"][j]) else last[jrow]
+            jt0, jtn = inputs.output_tiles(jrow, nbytes)
             act(
-                f"{g['name'][i]}/received@ipu{int(ipu_of_g[j])}",
-                ipu=int(ipu_of_g[j]),
-                start=first_step[jrow],
-                end=max(need, last_step[jrow]),
+                f"{cols['name'][i]}/received@ipu{int(ipu_of_op[j])}",
+                ipu=int(ipu_of_op[j]),
+                start=first[jrow],
+                end=max(need, last[jrow]),
                 t0=jt0,
                 tn=jtn,
                 op=jrow,
             )
-            if training and g["saves_input"][j]:
-                saved_bytes_stage[stage_of[j]] += nbytes
+            if training and cols["saves_input"][j]:
+                saved[stage_of[j]] += nbytes
         # gradient of this activation
-        if training and bwd_last[i] >= 0:
-            producers = [bwd_first[j] for j in users if bwd_last[j] >= 0]
-            if i in loss_inputs and len(lossgrad_rows):
-                producers.append(int(first_step[lossgrad_rows[0]]))
+        if training and backward_last[i] >= 0:
+            producers = [backward_first[j] for j in users if backward_last[j] >= 0]
+            if i in loss_inputs and has_loss_grad:
+                producers.append(int(first[steps.loss_grad_rows[0]]))
             if producers:
-                gs = int(min(producers))
-                ge = int(bwd_last[i])
-                if gs <= ge:
+                grad_start = int(min(producers))
+                grad_end = int(backward_last[i])
+                if grad_start <= grad_end:
                     act(
-                        f"{g['name'][i]}/grad",
+                        f"{cols['name'][i]}/grad",
                         kind="gradient",
                         ipu=ipu,
-                        start=gs,
-                        end=ge,
+                        start=grad_start,
+                        end=grad_end,
                         t0=t0,
                         tn=tn,
                         op=row,
                     )
+    return ActivationBytes(saved=saved, boundary=boundary)
 
-    # ---- graph input, labels, outputs ----------------------------------------------------------
-    in_users = cons.get(INPUT, [])
-    in_elem_bytes = 4 if graph.input_kind == "tokens" else (1 if config.eight_bit_input else cdt)
-    in_dtype = (
-        "int32"
-        if graph.input_kind == "tokens"
-        else ("uint8" if config.eight_bit_input else cdt_name)
-    )
+
+def _streamed_variables(
+    inputs: MemoryInputs, steps: LivenessSteps, consumers, rows: _Vars
+) -> StreamedTensors:
+    """The graph input (and its normalised copy), the labels and the outputs."""
+    graph, config = inputs.graph, inputs.config
+    cols = graph.cols
+    B, training = inputs.micro_batch, config.training
+    cdt_name, cdt = config.compute_dtype, inputs.activation_bytes_per_element
+    first, last, backward_last = steps.first, steps.last, steps.backward_last
+    forward_row = steps.forward_row
+    last_step = steps.count - 1
+    input_users = consumers.get(INPUT, [])
+    tokens = graph.input_kind == "tokens"
+    in_elem_bytes = 4 if tokens else (1 if config.eight_bit_input else cdt)
+    in_dtype = "int32" if tokens else ("uint8" if config.eight_bit_input else cdt_name)
     in_bytes = B * graph.input_elems * in_elem_bytes
-    first_in = int(fo[in_users[0]]) if in_users else 0
-    need = max([last_step[fo[j]] for j in in_users] or [0])
+    in_shape = f"{B}x{graph.input_elems}"
+    first_user = int(forward_row[input_users[0]]) if input_users else 0
+    need = max([last[forward_row[j]] for j in input_users] or [0])
     if training:
-        need = max([need] + [bwd_last[j] for j in in_users if g["saves_input"][j]])
-    in_map = out_map(first_in, in_bytes)
-    if len(norm_rows):
-        nr = int(norm_rows[0])
-        V.add(
+        need = max([need] + [backward_last[j] for j in input_users if cols["saves_input"][j]])
+    in_tiles = inputs.output_tiles(first_user, in_bytes)
+    saved_input = 0
+    if len(steps.normalise_rows):
+        norm = int(steps.normalise_rows[0])
+        rows.add(
             "input",
             "input",
             in_dtype,
-            f"{B}x{graph.input_elems}",
+            in_shape,
             in_bytes,
             0,
             False,
             0,
-            last_step[nr],
-            *in_map,
-            op=nr,
+            last[norm],
+            *in_tiles,
+            op=norm,
         )
         nb = B * graph.input_elems * cdt
-        V.add(
+        rows.add(
             "input/normalised",
             "activation",
             cdt_name,
-            f"{B}x{graph.input_elems}",
+            in_shape,
             nb,
             0,
             False,
-            first_step[nr],
-            max(need, last_step[nr]),
-            *out_map(nr, nb),
-            op=nr,
+            first[norm],
+            max(need, last[norm]),
+            *inputs.output_tiles(norm, nb),
+            op=norm,
         )
         if training:
-            saved_bytes_stage[0] += nb
+            saved_input = nb
     else:
-        V.add(
+        rows.add(
             "input",
             "input",
             in_dtype,
-            f"{B}x{graph.input_elems}",
+            in_shape,
             in_bytes,
             0,
             False,
             0,
             need,
-            *in_map,
-            op=first_in,
+            *in_tiles,
+            op=first_user,
         )
-        if training and any(g["saves_input"][j] for j in in_users):
-            saved_bytes_stage[0] += in_bytes
-    label_bytes_ps = 4 * graph.label_elems
-    last_ipu = S - 1
-    if training and len(loss_rows):
-        lr, lg = int(loss_rows[0]), int(lossgrad_rows[0])
-        lb = B * label_bytes_ps
-        V.add(
+        if training and any(cols["saves_input"][j] for j in input_users):
+            saved_input = in_bytes
+    label_bytes_per_sample = 4 * graph.label_elems
+    last_ipu = inputs.stages - 1
+    if training and len(steps.loss_rows):
+        loss, loss_grad = int(steps.loss_rows[0]), int(steps.loss_grad_rows[0])
+        label_bytes = B * label_bytes_per_sample
+        rows.add(
             "labels",
             "label",
             "int32",
             f"{B}x{graph.label_elems}",
-            lb,
+            label_bytes,
             last_ipu,
             False,
-            first_step[lr],
-            last_step[lg],
-            *out_map(lr, lb),
-            op=lr,
+            first[loss],
+            last[loss_grad],
+            *inputs.output_tiles(loss, label_bytes),
+            op=loss,
         )
-        V.add(
+        rows.add(
             "loss",
             "output",
             "float32",
@@ -398,67 +610,90 @@ def build_memory(graph, L, P, progs, seg_ipu_of_op, config, t, T: int) -> Memory
             4 * B,
             last_ipu,
             False,
-            last_step[lr],
-            last,
-            *out_map(lr, 4 * B),
-            op=lr,
+            last[loss],
+            last_step,
+            *inputs.output_tiles(loss, 4 * B),
+            op=loss,
         )
-        out_bytes_mb = 4 * B
+        out_bytes = 4 * B
     else:
-        last_row = int(fo[n_g - 1])
-        ob = B * graph.output_elems * cdt
-        V.add(
+        last_row = int(forward_row[len(graph) - 1])
+        out_bytes = B * graph.output_elems * cdt
+        rows.add(
             "logits",
             "output",
             cdt_name,
             f"{B}x{graph.output_elems}",
-            ob,
+            out_bytes,
             last_ipu,
             False,
-            last_step[last_row],
-            last,
-            *out_map(last_row, ob),
+            last[last_row],
+            last_step,
+            *inputs.output_tiles(last_row, out_bytes),
             op=last_row,
         )
-        out_bytes_mb = ob
+    return StreamedTensors(
+        input_bytes=int(in_bytes),
+        input_bytes_per_element=int(in_elem_bytes),
+        input_dtype=in_dtype,
+        saved_input_bytes=int(saved_input),
+        label_bytes_per_sample=int(label_bytes_per_sample),
+        output_bytes_per_micro_batch=int(out_bytes),
+    )
 
-    # ---- weights, weight gradients, accumulators, optimiser state ------------------------------
+
+def _weight_variables(inputs: MemoryInputs, steps: LivenessSteps, rows: _Vars) -> WeightBytes:
+    """Weights, weight gradients, accumulators (GA > 1) and optimiser state."""
+    cols, config = inputs.graph.cols, inputs.config
+    training = config.training
+    n_ipus = inputs.num_ipus
+    wdt_name, wdt = config.weight_dtype, inputs.weight_bytes_per_element
+    cdt_name, cdt = config.compute_dtype, inputs.activation_bytes_per_element
     GA = config.gradient_accumulation
     R = config.replication_factor
     rts = config.replicated_tensor_sharding
+    ipu_of_op = np.arange(inputs.stages)[inputs.lowered.stage_of_fwd]
     weight_bytes = np.zeros(n_ipus, dtype=np.int64)
     grad_bytes = np.zeros(n_ipus, dtype=np.int64)
     remote_bytes = np.zeros(n_ipus, dtype=np.int64)
     remote_acc = np.zeros(n_ipus, dtype=np.int64)
     acc_dt = DTYPE_BYTES[config.accumulator]
-    for i in np.flatnonzero(g["weight_elems"] > 0):
+    for i in np.flatnonzero(cols["weight_elems"] > 0):
         i = int(i)
-        w = int(g["weight_elems"][i])
-        row = int(fo[i])
-        ipu = int(ipu_of_g[i])
+        w = int(cols["weight_elems"][i])
+        row = int(steps.forward_row[i])
+        ipu = int(ipu_of_op[i])
         wb = w * wdt
-        t0, tn = out_map(row, wb)
+        t0, tn = inputs.output_tiles(row, wb)
         weight_bytes[ipu] += wb
         # this weight's variables: on its tiles, made by its op
-        wvar = partial(V.add, shape=str(w), ipu=ipu, t0=t0, tn=tn, op=row)
-        wvar(f"{g['name'][i]}/weight", "weight", wdt_name, nbytes=wb, always=True, start=-1, end=-1)
+        wvar = partial(rows.add, shape=str(w), ipu=ipu, t0=t0, tn=tn, op=row)
+        wvar(
+            f"{cols['name'][i]}/weight",
+            "weight",
+            wdt_name,
+            nbytes=wb,
+            always=True,
+            start=-1,
+            end=-1,
+        )
         if not training:
             continue
         gdt = acc_dt if GA > 1 else wdt
         grad_bytes[ipu] += w * gdt
-        gs = int(gw_step[i])
-        if gs < 0:
+        grad_step = int(steps.weight_grad_step[i])
+        if grad_step < 0:
             continue
         # the gradient lives until the step that consumes it: its accumulation, or the update
-        a_s = int(acc_step[i]) if GA > 1 else int(upd_step[i])
+        use_step = int(steps.accumulate_step[i]) if GA > 1 else int(steps.update_step[i])
         wvar(
-            f"{g['name'][i]}/weightGrad",
+            f"{cols['name'][i]}/weightGrad",
             "gradient",
             cdt_name,
             nbytes=w * cdt,
             always=False,
-            start=gs,
-            end=max(a_s, gs),
+            start=grad_step,
+            end=max(use_step, grad_step),
         )
         if GA > 1:
             ab = w * acc_dt
@@ -466,7 +701,7 @@ def build_memory(graph, L, P, progs, seg_ipu_of_op, config, t, T: int) -> Memory
             if config.offload_accumulators == "on":
                 remote_acc[ipu] += ab
                 acc(
-                    f"{g['name'][i]}/accumulator",
+                    f"{cols['name'][i]}/accumulator",
                     nbytes=0,
                     always=True,
                     start=-1,
@@ -475,14 +710,14 @@ def build_memory(graph, L, P, progs, seg_ipu_of_op, config, t, T: int) -> Memory
                     remote_bytes=ab,
                 )
                 acc(
-                    f"{g['name'][i]}/accumulator(buffer)",
+                    f"{cols['name'][i]}/accumulator(buffer)",
                     nbytes=ab,
                     always=False,
-                    start=a_s,
-                    end=a_s,
+                    start=use_step,
+                    end=use_step,
                 )
             else:
-                acc(f"{g['name'][i]}/accumulator", nbytes=ab, always=True, start=-1, end=-1)
+                acc(f"{cols['name'][i]}/accumulator", nbytes=ab, always=True, start=-1, end=-1)
         shard = -(-w // R) if rts else w
         for state_name, prop in OPTIMISER_STATE[config.optimiser]:
             dt_name = getattr(config, prop)
@@ -494,7 +729,7 @@ def build_memory(graph, L, P, progs, seg_ipu_of_op, config, t, T: int) -> Memory
             if config.offload_optimiser:
                 remote_bytes[ipu] += w * DTYPE_BYTES[dt_name]
                 state(
-                    f"{g['name'][i]}/{state_name}",
+                    f"{cols['name'][i]}/{state_name}",
                     nbytes=0,
                     always=True,
                     start=-1,
@@ -502,284 +737,394 @@ def build_memory(graph, L, P, progs, seg_ipu_of_op, config, t, T: int) -> Memory
                     remote=True,
                     remote_bytes=sb,
                 )
-                u = int(upd_step[i])
+                u = int(steps.update_step[i])
                 state(
-                    f"{g['name'][i]}/{state_name}(buffer)",
+                    f"{cols['name'][i]}/{state_name}(buffer)",
                     nbytes=sb,
                     always=False,
                     start=u,
                     end=u,
                 )
             else:
-                state(f"{g['name'][i]}/{state_name}", nbytes=sb, always=True, start=-1, end=-1)
+                state(f"{cols['name'][i]}/{state_name}", nbytes=sb, always=True, start=-1, end=-1)
+    return WeightBytes(
+        weights=weight_bytes,
+        gradients=grad_bytes,
+        remote=remote_bytes,
+        remote_accumulators=remote_acc,
+    )
 
-    # ---- plan temporaries ----------------------------------------------------------------------
-    tmp = np.flatnonzero(P.temp_per_tile > 0)
-    for row in tmp:
+
+def _temporary_variables(inputs: MemoryInputs, steps: LivenessSteps, rows: _Vars) -> None:
+    """The plan temporaries of each op, live during the op."""
+    P, lowered = inputs.tile_plan, inputs.lowered
+    for row in np.flatnonzero(P.temp_per_tile > 0):
         row = int(row)
-        V.add(
-            f"{L['name'][row]}/temporaries",
+        rows.add(
+            f"{lowered['name'][row]}/temporaries",
             "temporary",
-            cdt_name,
+            inputs.config.compute_dtype,
             "",
             int(P.temp_per_tile[row]) * int(P.tiles_used[row]),
-            int(op_ipu[row]),
+            int(inputs.op_ipu[row]),
             False,
-            first_step[row],
-            last_step[row],
+            steps.first[row],
+            steps.last[row],
             P.tile_start[row],
             P.tiles_used[row],
             op=row,
         )
 
-    # ---- pipeline stashes ------------------------------------------------------------------------
-    stash_bytes = np.zeros(n_ipus, dtype=np.int64)
-    if training and config.strategy == "pipelined" and S > 1:
-        for s in range(S):
-            depth = {"grouped": 2 * (S - 1 - s), "interleaved": S - 1 - s, "sequential": 0}[
-                config.schedule
-            ]
-            if depth <= 0:
-                continue
-            if config.recomputation == "pipeline-stages":
-                per_mb = in_bytes if s == 0 else int(boundary_bytes[s - 1])
-            else:
-                per_mb = int(saved_bytes_stage[s])
-            rows_s = np.flatnonzero(L["stage"] == s)
-            f_s = int(first_step[rows_s].min())
-            l_s = int(last_step[rows_s[np.isin(role[rows_s], ("gi", "gw", "bwd"))]].max())
-            stash_bytes[s] = depth * per_mb
-            V.add(
-                f"stage{s}/stash",
-                "stash",
-                cdt_name,
-                f"{depth}x{per_mb}",
-                depth * per_mb,
-                s,
-                False,
-                f_s,
-                l_s,
-                0,
-                T,
-            )
 
-    # ---- stream buffers on I/O tiles -------------------------------------------------------
-    io_tiles = config.io_tiles
-    if io_tiles:
-        V.add(
-            "input/streamBuffer",
-            "streamBuffer",
-            in_dtype,
-            "",
-            in_bytes,
+def _stash_variables(
+    inputs: MemoryInputs,
+    steps: LivenessSteps,
+    activations: ActivationBytes,
+    streamed: StreamedTensors,
+    rows: _Vars,
+) -> np.ndarray:
+    """Pipeline stashes (pipelined training): stash bytes per IPU."""
+    config, lowered = inputs.config, inputs.lowered
+    S = inputs.stages
+    stash_bytes = np.zeros(inputs.num_ipus, dtype=np.int64)
+    if not (config.training and config.strategy == "pipelined" and S > 1):
+        return stash_bytes
+    saved = activations.saved.copy()
+    saved[0] += streamed.saved_input_bytes
+    role = lowered["role"]
+    for s in range(S):
+        depth = {"grouped": 2 * (S - 1 - s), "interleaved": S - 1 - s, "sequential": 0}[
+            config.schedule
+        ]
+        if depth <= 0:
+            continue
+        if config.recomputation == "pipeline-stages":
+            per_mb = streamed.input_bytes if s == 0 else int(activations.boundary[s - 1])
+        else:
+            per_mb = int(saved[s])
+        stage_rows = np.flatnonzero(lowered["stage"] == s)
+        first = int(steps.first[stage_rows].min())
+        backward = stage_rows[np.isin(role[stage_rows], ("gi", "gw", "bwd"))]
+        last = int(steps.last[backward].max())
+        stash_bytes[s] = depth * per_mb
+        rows.add(
+            f"stage{s}/stash",
+            "stash",
+            config.compute_dtype,
+            f"{depth}x{per_mb}",
+            depth * per_mb,
+            s,
+            False,
+            first,
+            last,
             0,
+            inputs.compute_tiles,
+        )
+    return stash_bytes
+
+
+def _stream_buffer_variables(inputs: MemoryInputs, streamed: StreamedTensors, rows: _Vars) -> None:
+    """Stream buffers on the I/O tiles (when there are I/O tiles)."""
+    io_tiles = inputs.config.io_tiles
+    if not io_tiles:
+        return
+    T = inputs.compute_tiles
+    rows.add(
+        "input/streamBuffer",
+        "streamBuffer",
+        streamed.input_dtype,
+        "",
+        streamed.input_bytes,
+        0,
+        True,
+        -1,
+        -1,
+        T,
+        io_tiles,
+    )
+    if inputs.config.training:
+        rows.add(
+            "labels/streamBuffer",
+            "streamBuffer",
+            "int32",
+            "",
+            inputs.micro_batch * streamed.label_bytes_per_sample,
+            inputs.stages - 1,
             True,
             -1,
             -1,
             T,
             io_tiles,
         )
-        if training:
-            V.add(
-                "labels/streamBuffer",
-                "streamBuffer",
-                "int32",
-                "",
-                B * label_bytes_ps,
-                last_ipu,
-                True,
-                -1,
-                -1,
-                T,
-                io_tiles,
-            )
 
-    variables = V.table()
 
-    # ---- per-tile memory -------------------------------------------------------------------
-    by_cat = np.zeros((n_ipus, TT, len(CAT)), dtype=np.int64)
+def program_code(inputs: MemoryInputs) -> ProgramCode:
+    """Control, exchange and vertex figures of every leaf program (vectorised over programs)."""
+    t, progs = inputs.target, inputs.programs
+    TT = inputs.tiles_per_ipu
+    fams = t.vertex_families
+
+    def per_family(attr, families):
+        return np.array(
+            [getattr(fams[f], attr) if f in fams else 0 for f in families], dtype=np.int64
+        )
+
+    ptype = progs["type"]
+    tile_count = progs["tile_count"].astype(np.int64)
+    family = progs["family"]
+    is_cs = ptype == T_ONTILE
+    is_ex = ptype == T_EXCHANGE
+    vertices_per_tile = np.where(is_cs, _ceil_div(progs["vertices"], np.maximum(tile_count, 1)), 0)
+    ex_bytes_per_tile = np.where(is_ex, _ceil_div(progs["bytes_in"], np.maximum(tile_count, 1)), 0)
+    exchange_code = np.where(
+        is_ex,
+        t.exchange_code_base_bytes
+        + t.exchange_code_bytes_per_instruction
+        * _ceil_div(ex_bytes_per_tile, t.exchange_bytes_per_instruction),
+        0,
+    )
+    participates = ptype != schema.code("program_type", "Sync")
+    per_program = (t.control_code_bytes_per_program + t.control_table_bytes_per_program) * TT
+    code_bytes = (
+        per_program
+        + np.where(participates, t.control_code_bytes_per_participation * tile_count, 0)
+        + exchange_code * tile_count
+    )
+    # outlining: a duplicate's compute set / exchange is the owner's; it costs a call only
+    owned = progs["owner_op"] == progs["op"]
+    return ProgramCode(
+        code_bytes=np.where(owned, code_bytes, per_program),
+        owned=owned,
+        participates=participates,
+        is_compute_set=is_cs,
+        vertices_per_tile=np.where(owned, vertices_per_tile, 0),
+        exchange_code_per_tile=np.where(owned, exchange_code, 0),
+        state_bytes=per_family("state_bytes", family),
+        field_bytes=per_family("field_bytes", family),
+        vector_list_bytes=per_family("vector_list_bytes", family),
+        vertex_type_code_bytes=per_family("code_bytes", inputs.tile_plan.vertex_types["family"]),
+    )
+
+
+def _spread(values, t0, tn, size: int) -> np.ndarray:
+    """Sum of ``values`` (per tile) over tile ranges ``[t0, t0 + tn)`` -> (size,) per tile."""
+    d = np.zeros(size + 1, dtype=np.int64)
+    np.add.at(d, t0, values)
+    np.add.at(d, t0 + tn, -values)
+    return np.cumsum(d[:-1])
+
+
+def tile_memory(
+    inputs: MemoryInputs,
+    steps: LivenessSteps,
+    variables: VariableTable,
+    code: ProgramCode,
+    streamed: StreamedTensors,
+    weights: WeightBytes,
+    activations: ActivationBytes,
+) -> TileMemory:
+    """Bytes per category per tile, and not-always-live bytes per step per tile, per IPU."""
+    n_ipus, TT, n_steps = inputs.num_ipus, inputs.tiles_per_ipu, steps.count
+    by_category = np.zeros((n_ipus, TT, len(CAT)), dtype=np.int64)
     # per-tile liveness is stored as int32 (the schema's dtype): saturated at 2 GiB per tile,
     # which only impossible configurations (thousands of times a tile's SRAM) reach; the sums per
     # step are taken from the exact int64 grid
     per_tile_steps = np.zeros((n_ipus, n_steps, TT), dtype=np.int32)
-    nal_sum = np.zeros((n_ipus, n_steps), dtype=np.int64)
-    i32max = np.iinfo(np.int32).max
-    al_var = np.zeros((n_ipus, TT), dtype=np.int64)
+    nal_per_step = np.zeros((n_ipus, n_steps), dtype=np.int64)
     peak_nal = np.zeros((n_ipus, TT), dtype=np.int64)
-    var_count = np.zeros((n_ipus, TT), dtype=np.int64)
-    prog_code = np.zeros(len(progs["type"]), dtype=np.int64)
-    fams = t.vertex_families
-    vt = P.vertex_types
-    vt_fam = vt["family"]
-    code_vt = np.array([fams[f].code_bytes if f in fams else 0 for f in vt_fam], dtype=np.int64)
-    ptype = progs["type"]
-    p_ipu = progs["ipu"]
-    p_t0 = progs["tile_start"].astype(np.int64)
-    p_tn = progs["tile_count"].astype(np.int64)
-    p_fam = progs["family"]
-    state_b = np.array([fams[f].state_bytes if f in fams else 0 for f in p_fam], dtype=np.int64)
-    field_b = np.array([fams[f].field_bytes if f in fams else 0 for f in p_fam], dtype=np.int64)
-    vlist_b = np.array(
-        [fams[f].vector_list_bytes if f in fams else 0 for f in p_fam], dtype=np.int64
+    variable_count = np.zeros((n_ipus, TT), dtype=np.int64)
+    for ipu in range(n_ipus):
+        cat = by_category[ipu]
+        _code_categories(inputs, code, ipu, cat)
+        var_sel = np.flatnonzero(variables.ipu == ipu)
+        _host_exchange_categories(inputs, variables, var_sel, streamed, ipu, cat)
+        _global_exchange_categories(inputs, weights, activations, ipu, cat)
+        always_live, variable_count[ipu], nal = _variable_bytes(inputs, steps, variables, var_sel)
+        if nal is not None:
+            per_tile_steps[ipu] = np.minimum(nal, np.iinfo(np.int32).max).astype(np.int32)
+            nal_per_step[ipu] = nal.sum(axis=1)
+            peak_nal[ipu] = nal.max(axis=0)
+        cat[:, CAT["variable"]] = always_live + peak_nal[ipu]
+    return TileMemory(
+        by_category=by_category,
+        per_tile_steps=per_tile_steps,
+        not_always_live_per_step=nal_per_step,
+        peak_not_always_live=peak_nal,
+        variable_count=variable_count,
     )
-    is_cs = ptype == T_ONTILE
-    is_ex = ptype == T_EXCHANGE
-    per_tile_vert = np.where(is_cs, _ceil_div(progs["vertices"], np.maximum(p_tn, 1)), 0)
-    ex_per_tile = np.where(is_ex, _ceil_div(progs["bytes_in"], np.maximum(p_tn, 1)), 0)
-    ex_code = np.where(
-        is_ex,
-        t.exchange_code_base_bytes
-        + t.exchange_code_bytes_per_instruction
-        * _ceil_div(ex_per_tile, t.exchange_bytes_per_instruction),
+
+
+def _code_categories(inputs: MemoryInputs, code: ProgramCode, ipu: int, cat: np.ndarray) -> None:
+    """Control code / table / ids, internal exchange code, vertex state, descriptors, constants,
+    instrumentation, stack and vertex code of one IPU's tiles (fills ``cat`` in place)."""
+    t, progs, TT = inputs.target, inputs.programs, inputs.tiles_per_ipu
+    on_ipu = progs["ipu"] == ipu
+    n_programs = int(on_ipu.sum())
+    sel = np.flatnonzero(on_ipu)
+    t0s = progs["tile_start"].astype(np.int64)[sel]
+    tns = progs["tile_count"].astype(np.int64)[sel]
+    spread = partial(_spread, t0=t0s, tn=tns, size=TT)
+    takes_part = code.participates[sel] & code.owned[sel]
+    cat[:, CAT["controlCode"]] = n_programs * t.control_code_bytes_per_program + spread(
+        np.where(takes_part, t.control_code_bytes_per_participation, 0)
+    )
+    cat[:, CAT["controlTable"]] = n_programs * t.control_table_bytes_per_program
+    cs = code.is_compute_set[sel] & code.owned[sel]
+    cat[:, CAT["controlId"]] = spread(np.where(cs, t.control_id_bytes_per_program, 0))
+    cat[:, CAT["internalExchangeCode"]] = spread(code.exchange_code_per_tile[sel])
+    v = code.vertices_per_tile[sel]
+    cat[:, CAT["vertexInstanceState"]] = spread(v * code.state_bytes[sel])
+    cat[:, CAT["vertexFieldData"]] = spread(v * code.field_bytes[sel])
+    cat[:, CAT["vectorListDescriptor"]] = spread(v * code.vector_list_bytes[sel])
+    is_copy = progs["family"][sel] == "copy"
+    cat[:, CAT["copyDescriptor"]] = spread(
+        np.where(cs & is_copy, t.copy_descriptor_bytes_per_copy * v, 0)
+    )
+    cat[:, CAT["constant"]] = spread(np.where(cs, t.constant_bytes_per_op_tile, 0))
+    if inputs.config.instrumentation:
+        cat[:, CAT["instrumentationResults"]] = spread(
+            np.where(takes_part, t.instrumentation_bytes_per_program, 0)
+        )
+    cat[:, CAT["stack"]] = t.stack_bytes_per_tile
+    # vertex code: each vertex type present on a tile costs its code once
+    cs_rows = sel[code.is_compute_set[sel]]
+    if len(cs_rows):
+        t0 = progs["tile_start"].astype(np.int64)[cs_rows]
+        tn = progs["tile_count"].astype(np.int64)[cs_rows]
+        d = np.zeros((len(code.vertex_type_code_bytes), TT + 1), dtype=np.int64)
+        vertex_type = progs["vt"][cs_rows].astype(np.int64)
+        np.add.at(d, (vertex_type, t0), 1)
+        np.add.at(d, (vertex_type, t0 + tn), -1)
+        present = np.cumsum(d[:, :-1], axis=1) > 0
+        cat[:, CAT["vertexCode"]] = code.vertex_type_code_bytes @ present
+
+
+def _host_exchange_categories(
+    inputs: MemoryInputs,
+    variables: VariableTable,
+    var_sel: np.ndarray,
+    streamed: StreamedTensors,
+    ipu: int,
+    cat: np.ndarray,
+) -> None:
+    """Host exchange code and packet headers: input / label / output streams and remote-buffer
+    copies on the variables' tiles, or the I/O tiles' share (fills ``cat`` in place)."""
+    t, TT = inputs.target, inputs.tiles_per_ipu
+    io_tiles = inputs.config.io_tiles
+    vt0 = variables.tile_start[var_sel].astype(np.int64)
+    vtn = variables.tile_count[var_sel].astype(np.int64)
+    kind = variables.kind[var_sel]
+    streamed_var = np.isin(kind, (KIND["input"], KIND["label"], KIND["output"]))
+    if io_tiles:
+        streamed_var &= False
+    remote = variables.remote[var_sel]
+    remote_per_tile = _ceil_div(variables.remote_bytes[var_sel], np.maximum(vtn, 1))
+    streamed_per_tile = _ceil_div(variables.bytes[var_sel], np.maximum(vtn, 1))
+    n_streams = np.where(streamed_var, 1, 0) + np.where(remote, 2, 0)  # remote: load + store
+    bytes_per_tile = np.where(streamed_var, streamed_per_tile, 0) + np.where(
+        remote, remote_per_tile, 0
+    )
+    host_code = n_streams * t.host_exchange_code_base_bytes + np.where(
+        n_streams > 0,
+        t.exchange_code_bytes_per_instruction
+        * _ceil_div(bytes_per_tile, t.exchange_bytes_per_instruction)
+        * n_streams,
         0,
     )
-    n_ipu_progs = np.bincount(p_ipu.astype(np.int64), minlength=n_ipus)
-    participates = ptype != schema.code("program_type", "Sync")
-    prog_code[:] = (
-        (t.control_code_bytes_per_program + t.control_table_bytes_per_program) * TT
-        + np.where(participates, t.control_code_bytes_per_participation * p_tn, 0)
-        + ex_code * p_tn
+    cat[:, CAT["hostExchangeCode"]] = _spread(host_code, vt0, vtn, TT)
+    cat[:, CAT["hostExchangePacketHeader"]] = _spread(
+        n_streams * _ceil_div(bytes_per_tile, t.packet_payload_bytes) * t.packet_header_bytes,
+        vt0,
+        vtn,
+        TT,
     )
-    copy_fam = p_fam == "copy"
-    # outlining: a duplicate's compute set / exchange is the owner's; it costs a call only
-    own = progs["owner_op"] == progs["op"]
-    per_tile_vert = np.where(own, per_tile_vert, 0)
-    ex_code = np.where(own, ex_code, 0)
-    prog_code[:] = np.where(
-        own, prog_code, (t.control_code_bytes_per_program + t.control_table_bytes_per_program) * TT
+    if io_tiles:
+        T = inputs.compute_tiles
+        last_ipu = inputs.stages - 1
+        io = slice(T, T + io_tiles)
+        cat[io, CAT["hostExchangeCode"]] += int(t.io_tile_overhead_fraction * t.sram_per_tile)
+        n_io_streams = 1 + (1 if inputs.config.training and ipu == last_ipu else 0)
+        if ipu == 0 or ipu == last_ipu:
+            packets = _ceil_div(_ceil_div(streamed.input_bytes, io_tiles), t.packet_payload_bytes)
+            cat[io, CAT["hostExchangePacketHeader"]] += (
+                n_io_streams * packets * t.packet_header_bytes
+            )
+
+
+def _global_exchange_categories(
+    inputs: MemoryInputs, weights: WeightBytes, activations: ActivationBytes, ipu: int, cat
+) -> None:
+    """Global exchange code and packet headers: inter-IPU copies and cross-replica collectives
+    (fills ``cat`` in place)."""
+    t, S, T = inputs.target, inputs.stages, inputs.compute_tiles
+    training = inputs.config.training
+    R = inputs.config.replication_factor
+    boundary = activations.boundary
+    transfers = 0
+    if S > 1:
+        sends = (1 if ipu < S - 1 else 0) + (1 if ipu > 0 else 0)
+        transfers += sends * (2 if training else 1)
+    if training and R > 1:
+        transfers += 2 * (R - 1)
+    if not transfers:
+        return
+    gx_bytes = (
+        (boundary[ipu] if ipu < S - 1 else 0)
+        + (boundary[ipu - 1] if ipu > 0 else 0)
+        + (weights.gradients[ipu] if R > 1 else 0)
+    )
+    per_tile = _ceil_div(int(gx_bytes), T)
+    cat[:T, CAT["globalExchangeCode"]] = transfers * t.global_exchange_code_bytes_per_transfer
+    cat[:T, CAT["globalExchangePacketHeader"]] = (
+        _ceil_div(per_tile, t.packet_payload_bytes) * t.packet_header_bytes
     )
 
-    for ipu in range(n_ipus):
-        on = p_ipu == ipu
-        cat = by_cat[ipu]
 
-        def spread(values, t0, tn, rows=None, _size=TT):
-            """Sum of ``values`` (per tile) over tile ranges -> (TT,) per-tile totals."""
-            d = np.zeros(_size + 1, dtype=np.int64)
-            np.add.at(d, t0, values)
-            np.add.at(d, t0 + tn, -values)
-            return np.cumsum(d[:-1])
+def _variable_bytes(
+    inputs: MemoryInputs, steps: LivenessSteps, variables: VariableTable, var_sel: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """One IPU's always-live variable bytes per tile, variables per tile and not-always-live
+    bytes per step per tile (None when there are none)."""
+    TT, n_steps = inputs.tiles_per_ipu, steps.count
+    vt0 = variables.tile_start[var_sel].astype(np.int64)
+    vtn = variables.tile_count[var_sel].astype(np.int64)
+    nbytes = variables.bytes[var_sel]
+    always = variables.always_live[var_sel]
+    base = nbytes // np.maximum(vtn, 1)
+    rem = nbytes - base * np.maximum(vtn, 1)  # remainder bytes: one more on the first tiles
+    al = np.flatnonzero(always)
+    always_live = _spread(base[al], vt0[al], vtn[al], TT) + _spread(
+        np.ones(len(al), dtype=np.int64), vt0[al], rem[al], TT
+    )
+    count = _spread(np.ones(len(var_sel), dtype=np.int64), vt0, vtn, TT)
+    nal = np.flatnonzero(~always & (nbytes > 0))
+    if not (n_steps and len(nal)):
+        return always_live, count, None
+    s0 = variables.live_start[var_sel][nal].astype(np.int64)
+    s1 = variables.live_end[var_sel][nal].astype(np.int64) + 1
+    d = np.zeros((n_steps + 1, TT + 1), dtype=np.int64)
+    for val, a0, a1 in (
+        (base[nal], vt0[nal], vt0[nal] + vtn[nal]),
+        (np.ones(len(nal), dtype=np.int64), vt0[nal], vt0[nal] + rem[nal]),
+    ):
+        np.add.at(d, (s0, a0), val)
+        np.add.at(d, (s0, a1), -val)
+        np.add.at(d, (s1, a0), -val)
+        np.add.at(d, (s1, a1), val)
+    # cumulative sums over tiles (contiguous), then over steps on a transposed copy
+    # (a cumulative sum down the columns of a C-ordered array is strided and slow)
+    acc = np.ascontiguousarray(np.cumsum(d, axis=1).T)
+    np.cumsum(acc, axis=1, out=acc)
+    return always_live, count, acc.T[:-1, :-1]
 
-        sel = np.flatnonzero(on)
-        t0s, tns = p_t0[sel], p_tn[sel]
-        part = participates[sel] & own[sel]
-        cat[:, CAT["controlCode"]] = n_ipu_progs[ipu] * t.control_code_bytes_per_program + spread(
-            np.where(part, t.control_code_bytes_per_participation, 0), t0s, tns
-        )
-        cat[:, CAT["controlTable"]] = n_ipu_progs[ipu] * t.control_table_bytes_per_program
-        cs = is_cs[sel] & own[sel]
-        cat[:, CAT["controlId"]] = spread(np.where(cs, t.control_id_bytes_per_program, 0), t0s, tns)
-        cat[:, CAT["internalExchangeCode"]] = spread(ex_code[sel], t0s, tns)
-        v = per_tile_vert[sel]
-        cat[:, CAT["vertexInstanceState"]] = spread(v * state_b[sel], t0s, tns)
-        cat[:, CAT["vertexFieldData"]] = spread(v * field_b[sel], t0s, tns)
-        cat[:, CAT["vectorListDescriptor"]] = spread(v * vlist_b[sel], t0s, tns)
-        cat[:, CAT["copyDescriptor"]] = spread(
-            np.where(cs & copy_fam[sel], t.copy_descriptor_bytes_per_copy * v, 0), t0s, tns
-        )
-        cat[:, CAT["constant"]] = spread(np.where(cs, t.constant_bytes_per_op_tile, 0), t0s, tns)
-        if config.instrumentation:
-            cat[:, CAT["instrumentationResults"]] = spread(
-                np.where(part, t.instrumentation_bytes_per_program, 0), t0s, tns
-            )
-        cat[:, CAT["stack"]] = t.stack_bytes_per_tile
-        # vertex code: each vertex type present on a tile costs its code once
-        vsel = sel[is_cs[sel]]
-        if len(vsel):
-            d = np.zeros((len(code_vt), TT + 1), dtype=np.int64)
-            vti = progs["vt"][vsel].astype(np.int64)
-            np.add.at(d, (vti, p_t0[vsel]), 1)
-            np.add.at(d, (vti, p_t0[vsel] + p_tn[vsel]), -1)
-            present = np.cumsum(d[:, :-1], axis=1) > 0
-            cat[:, CAT["vertexCode"]] = code_vt @ present
-        # host exchange: input / label / output streams and remote-buffer copies
-        var_sel = np.flatnonzero(variables.ipu == ipu)
-        vt0 = variables.tile_start[var_sel].astype(np.int64)
-        vtn = variables.tile_count[var_sel].astype(np.int64)
-        kind = variables.kind[var_sel]
-        vbytes = variables.bytes[var_sel]
-        streamed = np.isin(kind, (KIND["input"], KIND["label"], KIND["output"]))
-        if io_tiles:
-            streamed &= False
-        remote = variables.remote[var_sel]
-        rb_tile = _ceil_div(variables.remote_bytes[var_sel], np.maximum(vtn, 1))
-        sb_tile = _ceil_div(vbytes, np.maximum(vtn, 1))
-        hx_streams = np.where(streamed, 1, 0) + np.where(remote, 2, 0)  # remote: load + store
-        per_tile_bytes = np.where(streamed, sb_tile, 0) + np.where(remote, rb_tile, 0)
-        hx_code = hx_streams * t.host_exchange_code_base_bytes + np.where(
-            hx_streams > 0,
-            t.exchange_code_bytes_per_instruction
-            * _ceil_div(per_tile_bytes, t.exchange_bytes_per_instruction)
-            * hx_streams,
-            0,
-        )
-        cat[:, CAT["hostExchangeCode"]] = spread(hx_code, vt0, vtn)
-        cat[:, CAT["hostExchangePacketHeader"]] = spread(
-            hx_streams * _ceil_div(per_tile_bytes, t.packet_payload_bytes) * t.packet_header_bytes,
-            vt0,
-            vtn,
-        )
-        if io_tiles:
-            io = slice(T, T + io_tiles)
-            cat[io, CAT["hostExchangeCode"]] += int(t.io_tile_overhead_fraction * t.sram_per_tile)
-            n_streams = 1 + (1 if training and ipu == last_ipu else 0)
-            if ipu == 0 or ipu == last_ipu:
-                pkt = _ceil_div(_ceil_div(in_bytes, io_tiles), t.packet_payload_bytes)
-                cat[io, CAT["hostExchangePacketHeader"]] += n_streams * pkt * t.packet_header_bytes
-        # global exchange: inter-IPU copies and cross-replica collectives
-        transfers = 0
-        if S > 1:
-            sends = (1 if ipu < S - 1 else 0) + (1 if ipu > 0 else 0)
-            transfers += sends * (2 if training else 1)
-        if training and R > 1:
-            transfers += 2 * (R - 1)
-        if transfers:
-            gx_bytes = (
-                (boundary_bytes[ipu] if ipu < S - 1 else 0)
-                + (boundary_bytes[ipu - 1] if ipu > 0 else 0)
-                + (grad_bytes[ipu] if R > 1 else 0)
-            )
-            per_tile = _ceil_div(int(gx_bytes), T)
-            cat[:T, CAT["globalExchangeCode"]] = (
-                transfers * t.global_exchange_code_bytes_per_transfer
-            )
-            cat[:T, CAT["globalExchangePacketHeader"]] = (
-                _ceil_div(per_tile, t.packet_payload_bytes) * t.packet_header_bytes
-            )
-        # variables: always-live per tile, not-always-live per step per tile
-        always = variables.always_live[var_sel]
-        nb = vbytes
-        base = nb // np.maximum(vtn, 1)
-        rem = nb - base * np.maximum(vtn, 1)
-        al = np.flatnonzero(always)
-        al_var[ipu] = spread(base[al], vt0[al], vtn[al]) + spread(
-            np.ones(len(al), dtype=np.int64), vt0[al], rem[al]
-        )
-        var_count[ipu] = spread(np.ones(len(var_sel), dtype=np.int64), vt0, vtn)
-        nal = np.flatnonzero(~always & (nb > 0))
-        if n_steps and len(nal):
-            s0 = variables.live_start[var_sel][nal].astype(np.int64)
-            s1 = variables.live_end[var_sel][nal].astype(np.int64) + 1
-            d = np.zeros((n_steps + 1, TT + 1), dtype=np.int64)
-            for val, a0, a1 in (
-                (base[nal], vt0[nal], vt0[nal] + vtn[nal]),
-                (np.ones(len(nal), dtype=np.int64), vt0[nal], vt0[nal] + rem[nal]),
-            ):
-                np.add.at(d, (s0, a0), val)
-                np.add.at(d, (s0, a1), -val)
-                np.add.at(d, (s1, a0), -val)
-                np.add.at(d, (s1, a1), val)
-            # cumulative sums over tiles (contiguous), then over steps on a transposed copy
-            # (a cumulative sum down the columns of a C-ordered array is strided and slow)
-            acc = np.ascontiguousarray(np.cumsum(d, axis=1).T)
-            np.cumsum(acc, axis=1, out=acc)
-            grid = acc.T[:-1, :-1]
-            per_tile_steps[ipu] = np.minimum(grid, i32max).astype(np.int32)
-            nal_sum[ipu] = grid.sum(axis=1)
-            peak_nal[ipu] = grid.max(axis=0)
-        cat[:, CAT["variable"]] = al_var[ipu] + peak_nal[ipu]
 
-    # ---- regions, liveness classes, gaps, OOM ------------------------------------------------
+def _reports(
+    inputs: MemoryInputs, steps: LivenessSteps, tiles: TileMemory
+) -> tuple[MemoryReport, LivenessReport, bool]:
+    """Regions, liveness classes, gaps and OOM; the memory and liveness reports."""
+    t, TT, n_ipus = inputs.target, inputs.tiles_per_ipu, inputs.num_ipus
+    by_cat = tiles.by_category
+    peak_nal = tiles.peak_not_always_live
     non_var = by_cat.sum(axis=2) - by_cat[:, :, CAT["variable"]]
     var = by_cat[:, :, CAT["variable"]]
     cap_ni = t.non_interleaved_bytes_per_tile
@@ -791,9 +1136,8 @@ def build_memory(graph, L, P, progs, seg_ipu_of_op, config, t, T: int) -> Memory
     by_region = np.stack([var_i, code_ni + var_ni, overflow], axis=2)
     total = by_cat.sum(axis=2)
     by_live = np.stack([total - peak_nal, peak_nal], axis=2)
-    gaps = var_count * t.variable_alignment_gap_bytes
+    gaps = tiles.variable_count * t.variable_alignment_gap_bytes
     oom_mask = total + gaps > t.sram_per_tile
-    oom_tiles = np.argwhere(oom_mask).astype(np.int32).reshape(-1, 2)
     memory = MemoryReport(
         by_category=by_cat,
         by_region=by_region,
@@ -802,44 +1146,52 @@ def build_memory(graph, L, P, progs, seg_ipu_of_op, config, t, T: int) -> Memory
         gaps=gaps,
         physical_tile=_physical_tiles(TT),
         tile_xy=_tile_xy(TT),
-        oom_tiles=oom_tiles,
+        oom_tiles=np.argwhere(oom_mask).astype(np.int32).reshape(-1, 2),
         sram_per_tile=t.sram_per_tile,
     )
+    progs, rows = inputs.programs, steps.program_rows
+    nal_per_step = tiles.not_always_live_per_step
     liveness = LivenessReport(
-        step_name=progs["name"][cs_rows],
-        step_program=cs_rows.astype(np.int32),
-        step_op=step_op.astype(np.int32),
-        step_ipu=p_ipu[cs_rows].astype(np.int16),
-        not_always_live=nal_sum,
-        per_tile=per_tile_steps,
+        step_name=progs["name"][rows],
+        step_program=rows.astype(np.int32),
+        step_op=steps.step_op.astype(np.int32),
+        step_ipu=progs["ipu"][rows].astype(np.int16),
+        not_always_live=nal_per_step,
+        per_tile=tiles.per_tile_steps,
         always_live=(total - peak_nal).sum(axis=1),
-        peak_step=(nal_sum.argmax(axis=1) if n_steps else np.zeros(n_ipus)).astype(np.int32),
+        peak_step=(nal_per_step.argmax(axis=1) if steps.count else np.zeros(n_ipus)).astype(
+            np.int32
+        ),
     )
-    act_b = [int(boundary_bytes[s]) if s < S - 1 else 0 for s in range(S)]
-    io = {
+    return memory, liveness, bool(oom_mask.any())
+
+
+def _io_summary(
+    inputs: MemoryInputs,
+    activations: ActivationBytes,
+    streamed: StreamedTensors,
+    weights: WeightBytes,
+    stash_bytes: np.ndarray,
+) -> dict:
+    """``compiled.io``: what the executor moves (see engine.compiled)."""
+    S, graph, training = inputs.stages, inputs.graph, inputs.config.training
+    act_b = [int(activations.boundary[s]) if s < S - 1 else 0 for s in range(S)]
+    return {
         "input_elems_per_sample": int(graph.input_elems),
-        "input_bytes_per_sample": int(graph.input_elems * in_elem_bytes),
-        "input_dtype": in_dtype,
-        "label_bytes_per_sample": int(label_bytes_ps) if training else 0,
-        "output_bytes_per_micro_batch": int(out_bytes_mb),
+        "input_bytes_per_sample": int(graph.input_elems * streamed.input_bytes_per_element),
+        "input_dtype": streamed.input_dtype,
+        "label_bytes_per_sample": streamed.label_bytes_per_sample if training else 0,
+        "output_bytes_per_micro_batch": streamed.output_bytes_per_micro_batch,
         "input_stage": 0,
         "loss_stage": S - 1,
         "activation_bytes": act_b,
         "gradient_bytes": [0, *act_b[:-1]] if training else [0] * S,
-        "weight_bytes": weight_bytes.tolist(),
-        "weight_gradient_bytes": grad_bytes.tolist(),
-        "remote_bytes": remote_bytes.tolist(),
-        "remote_accumulator_bytes": remote_acc.tolist(),
+        "weight_bytes": weights.weights.tolist(),
+        "weight_gradient_bytes": weights.gradients.tolist(),
+        "remote_bytes": weights.remote.tolist(),
+        "remote_accumulator_bytes": weights.remote_accumulators.tolist(),
         "stash_bytes": stash_bytes.tolist(),
     }
-    return MemoryResult(
-        variables=variables,
-        memory=memory,
-        liveness=liveness,
-        io=io,
-        oom=bool(oom_mask.any()),
-        program_code=prog_code,
-    )
 
 
 def _physical_tiles(n: int) -> np.ndarray:
@@ -860,4 +1212,17 @@ def _tile_xy(n: int) -> np.ndarray:
     return np.stack([phys % cols, phys // cols], axis=1).astype(np.int16)
 
 
-__all__ = ["MemoryResult", "build_memory"]
+__all__ = [
+    "ActivationBytes",
+    "LivenessSteps",
+    "MemoryInputs",
+    "MemoryResult",
+    "ProgramCode",
+    "StreamedTensors",
+    "TileMemory",
+    "WeightBytes",
+    "build_memory",
+    "liveness_steps",
+    "program_code",
+    "tile_memory",
+]

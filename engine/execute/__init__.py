@@ -8,7 +8,7 @@ Public API
   (:class:`ExecutionPlan`, see :mod:`engine.execute.plan`), usable without the compiler.
 * :class:`Execution`: ``nodes`` (``/programs/nodes`` columns), ``tile_cycles``, ``leaf_node``
   (compiler leaf id -> node id), ``steps`` (``/execution/steps`` columns), ``attrs``
-  (``/execution`` datasets and totals); ``group_data()`` gives the writer's groups.
+  (``/execution`` datasets and totals); ``engine.profile_data`` lays them out for the writer.
 
 The model is described in docs/execution-model.md.
 """

@@ -23,13 +23,14 @@ iterations; loops are over stages, IPUs and templates only):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
 from engine.errors import ConfigError
 from engine.execute import costs
 from engine.execute.plan import ExecutionPlan
-from engine.execute.schedule import BACKWARD, FORWARD, build_activity
+from engine.execute.schedule import BACKWARD, FORWARD, Activity, build_activity
 from profiles.schema import code
 
 T_SEQ = code("program_type", "Sequence")
@@ -78,16 +79,6 @@ class Execution:
     @property
     def num_steps(self) -> int:
         return len(self.steps["program"])
-
-    def group_data(self) -> dict[str, dict[str, object]]:
-        """The writer's groups this result fills."""
-        exe = dict(self.attrs)
-        return {
-            "/programs/nodes": dict(self.nodes),
-            "/programs": {"tile_cycles": self.tile_cycles},
-            "/execution": exe,
-            "/execution/steps": dict(self.steps),
-        }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -244,79 +235,48 @@ class _Instances:
 
 
 # ---------------------------------------------------------------------------------------------
-# execute
+# hand-offs between the phases of execute_plan
 # ---------------------------------------------------------------------------------------------
 
 
-def execute_plan(plan: ExecutionPlan) -> Execution:
-    """Build the program tree and every executed step of one host call of ``plan``."""
-    L = plan.links
-    h = plan.host
-    S = plan.num_stages
-    nI = plan.num_ipus
-    G = int(plan.gradient_accumulation)
-    DI = int(plan.device_iterations)
-    mb_size = int(plan.micro_batch)
-    leaves = plan.leaves
-    lc = leaves.cycles.astype(np.int64)
-    leaf_bin, leaf_bout, _ = _leaf_io(leaves)
-    loss_stage = S - 1 if plan.loss_stage is None else int(plan.loss_stage)
-    stage_ipu = np.array([st.ipu for st in plan.stages], dtype=np.int64)
-    notes: list[str] = []
+class _Templates:
+    """The templates of one execution, by id (their index); adds time them."""
 
-    # Inference pipelines stream all the micro-batches of a host call (device iterations x GA)
-    # through one pipeline, filling and flushing it once per call (PopART: the pipeline depth of
-    # inference is the batches per step); training pipelines fill and flush every weight update.
-    stream_iters = (not plan.training) and plan.schedule in ("grouped", "interleaved") and S > 1
-    G_run, DI_run = (G * DI, 1) if stream_iters else (G, DI)
-    if stream_iters and G_run < S:
-        raise ConfigError(
-            f"device_iterations: an inference pipeline of {S} stages needs at least {S} "
-            f"micro-batches per host call (device_iterations x gradient_accumulation); got {G_run}."
+    def __init__(self, plan: ExecutionPlan) -> None:
+        self.plan = plan
+        self.items: list[_Template] = []
+        self.leaf_cycles = plan.leaves.cycles.astype(np.int64)
+        self.leaf_bytes_in, self.leaf_bytes_out, _ = _leaf_io(plan.leaves)
+        self.io_range = (
+            (plan.tiles_per_ipu - plan.io_tiles, plan.io_tiles) if plan.io_tiles > 0 else None
         )
-    act = build_activity(S, G_run, plan.schedule, plan.training)
 
-    # ---- templates --------------------------------------------------------------------------
-    templates: list[_Template] = []
-    by_name: dict[str, int] = {}
+    def __getitem__(self, i: int) -> _Template:
+        return self.items[i]
 
-    def tmpl(t: _Template) -> int:
+    def add(self, t: _Template) -> int:
+        """Time ``t`` (its leaves' cycles, its override or its synthetic program) and add it."""
         if t.leaves is not None:
             t.leaves = np.asarray(t.leaves, dtype=np.int64)
             if t.cycles_override is not None:
                 assert len(t.leaves) == 1, "only single-leaf templates are re-timed"
                 t.cycles = int(t.cycles_override)
             else:
-                t.cycles = int(lc[t.leaves].sum()) if len(t.leaves) else 0
+                t.cycles = int(self.leaf_cycles[t.leaves].sum()) if len(t.leaves) else 0
         else:
             t.cycles = int(t.synth.cycles)
-        by_name[t.name] = len(templates)
-        templates.append(t)
-        return len(templates) - 1
+        self.items.append(t)
+        return len(self.items) - 1
 
-    fwd_t = np.full(S, -1)
-    bwd_t = np.full(S, -1)
-    rec_t = np.full(S, -1)
-    fwd_cyc = np.zeros(S, np.int64)
-    bwd_cyc = np.zeros(S, np.int64)
-    for s, st in enumerate(plan.stages):
-        fwd_t[s] = tmpl(_Template(f"stage{s}/forward", st.ipu, leaves=st.forward))
-        fwd_cyc[s] = templates[fwd_t[s]].cycles
-        if plan.training:
-            bwd_t[s] = tmpl(_Template(f"stage{s}/backward", st.ipu, leaves=st.backward))
-            bwd_cyc[s] = templates[bwd_t[s]].cycles
-            rec = np.asarray(st.recompute, dtype=np.int64)
-            if len(rec):
-                if np.array_equal(rec, np.asarray(st.forward, dtype=np.int64)):
-                    rec_t[s] = fwd_t[s]  # recomputation re-runs the forward function
-                else:
-                    rec_t[s] = tmpl(_Template(f"stage{s}/recompute", st.ipu, leaves=rec))
-                bwd_cyc[s] += templates[rec_t[s]].cycles
+    def cycles(self) -> np.ndarray:
+        return np.array([t.cycles for t in self.items], np.int64)
 
-    io = plan.io_tiles > 0
-    io_range = (plan.tiles_per_ipu - plan.io_tiles, plan.io_tiles) if io else None
+    def leaf_bytes(self, leaf: int) -> int:
+        """What a compiler leaf moves (the larger of bytes in and out)."""
+        return int(max(self.leaf_bytes_in[leaf], self.leaf_bytes_out[leaf]))
 
-    def stream_set(
+    def stream_copy(
+        self,
         prefix: str,
         ipu: int,
         nbytes: int,
@@ -325,37 +285,215 @@ def execute_plan(plan: ExecutionPlan) -> Execution:
         dest=D_HOST,
         rate: float | None = None,
         leaves3: tuple[int, int, int] | None = None,
-    ):
+    ) -> tuple[int, int, int]:
         """Begin / Mid / End templates of one stream copy (timed here); returns their ids.
 
         With ``leaves3`` the compiler's three leaf programs are used (their bytes are the facts),
         otherwise execute adds its own."""
+        plan, links = self.plan, self.plan.links
         if leaves3 is not None:
-            mid_leaf = int(leaves3[1])
-            nbytes = int(max(leaf_bin[mid_leaf], leaf_bout[mid_leaf]))
-        rate = L.host_link_bytes_per_cycle if rate is None else rate
+            nbytes = self.leaf_bytes(int(leaves3[1]))
+        rate = links.host_link_bytes_per_cycle if rate is None else rate
         mid = int(costs.transfer_cycles(nbytes, rate))
-        if io and dest == D_HOST:
+        if self.io_range is not None and dest == D_HOST:
             mid = max(0, mid - int(overlap))  # the I/O tiles overlap the copy with compute
         begin = (
-            costs.stream_begin_cycles(L, h, overlap) if dest == D_HOST else L.exchange_setup_cycles
+            costs.stream_begin_cycles(links, plan.host, overlap)
+            if dest == D_HOST
+            else links.exchange_setup_cycles
         )
-        end = L.internal_sync_cycles
+        end = links.internal_sync_cycles
         if leaves3 is not None:
             return tuple(
-                tmpl(_Template(str(leaves.name[lf]), ipu, leaves=[lf], cycles_override=c))
+                self.add(_Template(str(plan.leaves.name[lf]), ipu, leaves=[lf], cycles_override=c))
                 for lf, c in zip(leaves3, (begin, mid, end))
             )
         bi, bo = (nbytes, 0) if direction == "in" else (0, nbytes)
+        tiles = self.io_range
         specs = (
-            ("StreamCopyBegin", _Synth(T_SCB, begin, dest=dest, tiles=io_range)),
-            ("StreamCopyMid", _Synth(T_SCM, mid, bi, bo, dest, tiles=io_range)),
-            ("StreamCopyEnd", _Synth(T_SCE, end, dest=dest, tiles=io_range)),
+            ("StreamCopyBegin", _Synth(T_SCB, begin, dest=dest, tiles=tiles)),
+            ("StreamCopyMid", _Synth(T_SCM, mid, bi, bo, dest, tiles=tiles)),
+            ("StreamCopyEnd", _Synth(T_SCE, end, dest=dest, tiles=tiles)),
         )
         return tuple(
-            tmpl(_Template(f"ipu{ipu}/{prefix}.{kind}", ipu, synth=sy)) for kind, sy in specs
+            self.add(_Template(f"ipu{ipu}/{prefix}.{kind}", ipu, synth=sy)) for kind, sy in specs
         )
 
+
+@dataclass(frozen=True)
+class CallShape:
+    """How one host call runs: the schedule's rows of one run and how many runs.
+
+    Inference pipelines stream all the micro-batches of a host call (device iterations x GA)
+    through one pipeline, filling and flushing it once per call (PopART: the pipeline depth of
+    inference is the batches per step); training pipelines fill and flush every weight update.
+    """
+
+    streams_iterations: bool  # one pipeline run over all the call's micro-batches
+    micro_batches_per_run: int
+    runs: int  # device iterations as executed (1 when the iterations are streamed)
+    activity: Activity
+    stage_ipu: np.ndarray
+    loss_stage: int
+
+
+@dataclass(frozen=True)
+class StageTemplates:
+    """Template ids (-1: none) and cycles of every stage's forward, backward and recompute."""
+
+    forward: np.ndarray
+    backward: np.ndarray
+    recompute: np.ndarray
+    forward_cycles: np.ndarray
+    backward_cycles: np.ndarray  # with the recomputation
+
+
+@dataclass(frozen=True)
+class TransferTemplates:
+    """Templates of the host streams, syncs, inter-stage exchanges and the host wait."""
+
+    input: tuple[int, ...] | None  # per micro-batch
+    labels: tuple[int, ...] | None
+    output: tuple[int, ...] | None  # per micro-batch (output modes all / every-n)
+    end_output: tuple[int, ...] | None  # once per call (output modes sum / final)
+    label_ipu: int
+    sync: list[int]  # per IPU (multi-IPU replicas)
+    stage_exchange: list[int]  # per IPU: the receive step of the inter-stage exchanges
+    host_wait: list[int]  # per IPU
+
+
+@dataclass(frozen=True)
+class IterationInstances:
+    """Template instances of one iteration (rows numbered from 0), its rows' phases and the row
+    of the weight update (-1 in inference)."""
+
+    instances: dict[str, np.ndarray]
+    row_phase: tuple[int, ...]
+    update_row: int
+
+    @property
+    def rows(self) -> int:
+        return len(self.row_phase)
+
+
+@dataclass(frozen=True)
+class CallInstances:
+    """Template instances of the whole host call (row 0: the host wait), with ``iter``."""
+
+    instances: dict[str, np.ndarray]
+    row_phase: np.ndarray
+    rows: int
+    has_end_row: bool
+
+
+@dataclass(frozen=True)
+class CallTiming:
+    """Cycles of every instance of the call, and the host wait that frames it."""
+
+    cycles: np.ndarray
+    device_cycles: int
+    host_wait_s: float
+    host_wait_cycles: int
+
+
+# ---------------------------------------------------------------------------------------------
+# execute_plan and its phases
+# ---------------------------------------------------------------------------------------------
+
+
+def execute_plan(plan: ExecutionPlan) -> Execution:
+    """Build the program tree and every executed step of one host call of ``plan``.
+
+    Phases: the call's shape (schedule rows); templates of the stages and of the transfers;
+    one iteration's instances; the call's instances; their timing; the program tree; the steps.
+    """
+    shape = call_shape(plan)
+    templates = _Templates(plan)
+    stage_t = _stage_templates(plan, templates)
+    transfer_t = _transfer_templates(plan, shape, templates, stage_t)
+    iteration = iteration_instances(plan, shape, templates, stage_t, transfer_t)
+    call = call_instances(plan, shape, iteration, transfer_t)
+    timing = call_timing(plan, templates, call)
+    notes = _notes(plan, shape, timing)
+    nodes, leaf_node, t_nodes = _build_tree(
+        plan,
+        shape.activity,
+        templates.items,
+        call.instances,
+        iteration.rows,
+        iteration.update_row,
+        call.has_end_row,
+        shape.runs,
+        shape.micro_batches_per_run,
+    )
+    steps, ipu_offsets, total = _expand_steps(plan, templates, call, timing, nodes)
+    samples = int(plan.samples_per_call)
+    seconds = total / plan.links.clock_hz
+    attrs = {
+        "ipu_offsets": ipu_offsets,
+        "run_starts": np.array([0], np.int64),
+        "total_cycles": total,
+        "device_cycles": int(total - timing.host_wait_cycles),
+        "host_seconds": float(timing.host_wait_s),
+        "samples": int(samples),
+        "cycles_per_sample": float(total / samples) if samples else 0.0,
+        "throughput": float(samples / seconds) if seconds > 0 else 0.0,
+    }
+    tile_cycles = _tile_cycles(plan, nodes, t_nodes, templates.items)
+    return Execution(_node_columns(nodes), tile_cycles, leaf_node, steps, attrs, notes)
+
+
+def call_shape(plan: ExecutionPlan) -> CallShape:
+    """The schedule's rows of one run (see :class:`CallShape`)."""
+    S = plan.num_stages
+    G, DI = int(plan.gradient_accumulation), int(plan.device_iterations)
+    streams = (not plan.training) and plan.schedule in ("grouped", "interleaved") and S > 1
+    per_run, runs = (G * DI, 1) if streams else (G, DI)
+    if streams and per_run < S:
+        raise ConfigError(
+            f"device_iterations: an inference pipeline of {S} stages needs at least {S} "
+            f"micro-batches per host call (device_iterations x gradient_accumulation); "
+            f"got {per_run}."
+        )
+    return CallShape(
+        streams_iterations=streams,
+        micro_batches_per_run=per_run,
+        runs=runs,
+        activity=build_activity(S, per_run, plan.schedule, plan.training),
+        stage_ipu=np.array([st.ipu for st in plan.stages], dtype=np.int64),
+        loss_stage=S - 1 if plan.loss_stage is None else int(plan.loss_stage),
+    )
+
+
+def _stage_templates(plan: ExecutionPlan, templates: _Templates) -> StageTemplates:
+    """One function per stage pass: forward, backward and (when it differs) recompute."""
+    S = plan.num_stages
+    fwd_t, bwd_t, rec_t = np.full(S, -1), np.full(S, -1), np.full(S, -1)
+    fwd_cyc, bwd_cyc = np.zeros(S, np.int64), np.zeros(S, np.int64)
+    for s, st in enumerate(plan.stages):
+        fwd_t[s] = templates.add(_Template(f"stage{s}/forward", st.ipu, leaves=st.forward))
+        fwd_cyc[s] = templates[fwd_t[s]].cycles
+        if not plan.training:
+            continue
+        bwd_t[s] = templates.add(_Template(f"stage{s}/backward", st.ipu, leaves=st.backward))
+        bwd_cyc[s] = templates[bwd_t[s]].cycles
+        rec = np.asarray(st.recompute, dtype=np.int64)
+        if len(rec):
+            if np.array_equal(rec, np.asarray(st.forward, dtype=np.int64)):
+                rec_t[s] = fwd_t[s]  # recomputation re-runs the forward function
+            else:
+                rec_t[s] = templates.add(_Template(f"stage{s}/recompute", st.ipu, leaves=rec))
+            bwd_cyc[s] += templates[rec_t[s]].cycles
+    return StageTemplates(fwd_t, bwd_t, rec_t, fwd_cyc, bwd_cyc)
+
+
+def _transfer_templates(
+    plan: ExecutionPlan, shape: CallShape, templates: _Templates, stage_t: StageTemplates
+) -> TransferTemplates:
+    """Stream copies (input, labels, outputs), syncs, exchange receive steps and host waits."""
+    nI, mb_size = plan.num_ipus, int(plan.micro_batch)
+    stage_ipu, loss_stage = shape.stage_ipu, shape.loss_stage
+    leaf_bin, leaf_bout = templates.leaf_bytes_in, templates.leaf_bytes_out
     in_bytes = mb_size * int(plan.input_bytes_per_sample)
     lab_bytes = mb_size * int(plan.label_bytes_per_sample)
     out_bytes = int(plan.output_bytes_per_micro_batch)
@@ -365,39 +503,55 @@ def execute_plan(plan: ExecutionPlan) -> Execution:
         lab_bytes = int(leaf_bin[plan.label_leaves[1]])
     if plan.output_leaves is not None:
         out_bytes = int(leaf_bout[plan.output_leaves[1]])
+    stream = templates.stream_copy
     in_t = (
-        stream_set("input", stage_ipu[0], in_bytes, "in", fwd_cyc[0], leaves3=plan.input_leaves)
+        stream(
+            "input",
+            stage_ipu[0],
+            in_bytes,
+            "in",
+            stage_t.forward_cycles[0],
+            leaves3=plan.input_leaves,
+        )
         if in_bytes
         else None
     )
     lab_ipu = stage_ipu[loss_stage]
     lab_t = (
-        stream_set(
-            "labels", lab_ipu, lab_bytes, "in", fwd_cyc[loss_stage], leaves3=plan.label_leaves
+        stream(
+            "labels",
+            lab_ipu,
+            lab_bytes,
+            "in",
+            stage_t.forward_cycles[loss_stage],
+            leaves3=plan.label_leaves,
         )
         if lab_bytes and plan.training
         else None
     )
     per_mb_out = plan.output_mode in ("all", "every-n") and out_bytes > 0
-    out_overlap = bwd_cyc[loss_stage] if plan.training else fwd_cyc[loss_stage]
+    out_overlap = (
+        stage_t.backward_cycles[loss_stage] if plan.training else stage_t.forward_cycles[loss_stage]
+    )
     out_t = (
-        stream_set("output", lab_ipu, out_bytes, "out", out_overlap, leaves3=plan.output_leaves)
+        stream("output", lab_ipu, out_bytes, "out", out_overlap, leaves3=plan.output_leaves)
         if per_mb_out
         else None
     )
     end_out_t = (
-        stream_set("output", lab_ipu, out_bytes, "out", 0, leaves3=plan.output_leaves)
+        stream("output", lab_ipu, out_bytes, "out", 0, leaves3=plan.output_leaves)
         if plan.output_mode in ("sum", "final") and out_bytes > 0
         else None
     )
     multi = nI > 1
+    links = plan.links
     sync_t = (
         [
-            tmpl(
+            templates.add(
                 _Template(
                     f"ipu{i}/sync.external",
                     i,
-                    synth=_Synth(T_SYNC, L.external_sync_cycles, sync=S_EXT),
+                    synth=_Synth(T_SYNC, links.external_sync_cycles, sync=S_EXT),
                 )
             )
             for i in range(nI)
@@ -407,268 +561,362 @@ def execute_plan(plan: ExecutionPlan) -> Execution:
     )
     gex_t = (
         [
-            tmpl(_Template(f"ipu{i}/stages.GlobalExchange", i, synth=_Synth(T_GEX, 0, dest=D_IPU)))
+            templates.add(
+                _Template(f"ipu{i}/stages.GlobalExchange", i, synth=_Synth(T_GEX, 0, dest=D_IPU))
+            )
             for i in range(nI)
         ]
         if multi
         else []
     )
     wait_t = [
-        tmpl(_Template(f"ipu{i}/hostCall.StreamCopyBegin", i, synth=_Synth(T_SCB, 0, dest=D_HOST)))
+        templates.add(
+            _Template(f"ipu{i}/hostCall.StreamCopyBegin", i, synth=_Synth(T_SCB, 0, dest=D_HOST))
+        )
         for i in range(nI)
     ]
+    return TransferTemplates(
+        input=in_t,
+        labels=lab_t,
+        output=out_t,
+        end_output=end_out_t,
+        label_ipu=int(lab_ipu),
+        sync=sync_t,
+        stage_exchange=gex_t,
+        host_wait=wait_t,
+    )
 
-    # ---- one iteration's instances -----------------------------------------------------------
+
+def iteration_instances(
+    plan: ExecutionPlan,
+    shape: CallShape,
+    templates: _Templates,
+    stage_t: StageTemplates,
+    transfer_t: TransferTemplates,
+) -> IterationInstances:
+    """Template instances of one iteration: the stage passes (with recomputation and offloaded
+    accumulators), the streams, the inter-stage exchanges and syncs, the weight update."""
     inst = _Instances()
-    nrow = act.n_rows
-    a_row, a_stage, a_pass, a_mb = act.row, act.stage, act.pass_, act.micro_batch
-    a_ipu = stage_ipu[a_stage]
-    n_act = len(a_row)
-    # position of each activity within its row (for ordering)
-    row_first = np.searchsorted(a_row, a_row, side="left")
-    a_pos = np.arange(n_act) - row_first
-    a_tmpl = np.where(a_pass == FORWARD, fwd_t[a_stage], bwd_t[a_stage])
-    # order within a row: per stage-pass, [accumulator load B/M/E] [recompute] [pass]
-    # [accumulator store B/M/E] [output copy B/M/E]
-    a_order = 10 + 16 * a_pos
-    inst.add(n_act, tmpl=a_tmpl, ipu=a_ipu, row=a_row, order=a_order + 5, mb=a_mb, stage=a_stage)
-    if plan.training:
-        rec_mask = (a_pass == BACKWARD) & (rec_t[a_stage] >= 0)
-        k = int(rec_mask.sum())
-        inst.add(
-            k,
-            tmpl=rec_t[a_stage[rec_mask]],
-            ipu=a_ipu[rec_mask],
-            row=a_row[rec_mask],
-            order=a_order[rec_mask] + 4,
-            mb=a_mb[rec_mask],
-            stage=a_stage[rec_mask],
+    _pass_instances(plan, shape, templates, stage_t, inst)
+    _stream_instances(shape, transfer_t, inst)
+    act = shape.activity
+    if plan.num_ipus > 1:  # inter-stage global exchanges and syncs, per row
+        a_ipu = shape.stage_ipu[act.stage]
+        _stage_exchanges(
+            plan,
+            inst,
+            templates.items,
+            templates.add,
+            act,
+            act.pass_ == FORWARD,
+            a_ipu,
+            shape.stage_ipu,
+            transfer_t.stage_exchange,
+            plan.links,
         )
-        # offloaded gradient accumulators: streamed in before and out after every backward
-        for s_, st in enumerate(plan.stages):
-            nb = int(st.remote_bytes_per_micro_batch)
-            if nb <= 0:
-                continue
-            m = (a_pass == BACKWARD) & (a_stage == s_)
-            rate = L.streaming_bytes_per_cycle
-            for base, name, direction in (
-                (1, "accumulators.load", "in"),
-                (6, "accumulators.store", "out"),
-            ):
-                for j, t in enumerate(
-                    stream_set(f"stage{s_}.{name}", st.ipu, nb, direction, 0, D_REMOTE, rate)
-                ):
-                    inst.add(
-                        int(m.sum()),
-                        tmpl=t,
-                        ipu=st.ipu,
-                        row=a_row[m],
-                        order=a_order[m] + base + j,
-                        mb=a_mb[m],
-                        stage=s_,
-                    )
-    fwd_mask = a_pass == FORWARD
-    first_in = fwd_mask & (a_stage == 0)
-    if in_t is not None:
-        k = int(first_in.sum())
-        for j, t in enumerate(in_t):
-            inst.add(
-                k,
-                tmpl=t,
-                ipu=a_ipu[first_in],
-                row=a_row[first_in],
-                order=j,
-                mb=a_mb[first_in],
-                stage=0,
-            )
-    loss_fwd = fwd_mask & (a_stage == loss_stage)
-    if lab_t is not None:
-        k = int(loss_fwd.sum())
-        for j, t in enumerate(lab_t):
-            inst.add(
-                k,
-                tmpl=t,
-                ipu=a_ipu[loss_fwd],
-                row=a_row[loss_fwd],
-                order=3 + j,
-                mb=a_mb[loss_fwd],
-                stage=loss_stage,
-            )
-    if out_t is not None:
-        k = int(loss_fwd.sum())
-        for j, t in enumerate(out_t):
-            inst.add(
-                k,
-                tmpl=t,
-                ipu=a_ipu[loss_fwd],
-                row=a_row[loss_fwd],
-                order=a_order[loss_fwd] + 9 + j,
-                mb=a_mb[loss_fwd],
-                stage=loss_stage,
-            )
-
-    # inter-stage global exchanges and syncs, per row
-    row_has = np.bincount(a_row, minlength=nrow) > 0
-    if multi:
-        _stage_exchanges(plan, inst, templates, tmpl, act, fwd_mask, a_ipu, stage_ipu, gex_t, L)
-        rows = np.nonzero(row_has)[0]
-        ipus = np.arange(nI)
+        rows = np.nonzero(np.bincount(act.row, minlength=act.n_rows) > 0)[0]
+        nI = plan.num_ipus
         rr = np.repeat(rows, nI)
-        ii = np.tile(ipus, len(rows))
-        inst.add(len(rr), tmpl=np.array(sync_t)[ii], ipu=ii, row=rr, order=ORDER_SYNC, sync=1)
-
-    # weight update row
-    row_phase = list(act.row_phase)
-    upd_row = -1
+        ii = np.tile(np.arange(nI), len(rows))
+        inst.add(
+            len(rr),
+            tmpl=np.array(transfer_t.sync)[ii],
+            ipu=ii,
+            row=rr,
+            order=ORDER_SYNC,
+            sync=1,
+        )
+    row_phase = tuple(int(p) for p in act.row_phase)
+    update_row = -1
     if plan.training:
-        upd_row = nrow
-        row_phase.append(P_UPDATE)
-        R = int(plan.replicas)
-        rts = plan.replicated_tensor_sharding and R > 1
+        update_row = act.n_rows
+        row_phase += (int(P_UPDATE),)
+        _weight_update_instances(plan, shape, templates, transfer_t, update_row, inst)
+    return IterationInstances(inst.concat(), row_phase, update_row)
 
-        def collective(i, leaf, nbytes, phases, name):
-            """Ring collective across the replicas, timed here (the compiler's leaf if any)."""
-            if leaf >= 0:
-                nbytes = int(max(leaf_bin[leaf], leaf_bout[leaf]))
-            if nbytes <= 0:
-                return None
-            cyc = int(costs.ring_allreduce_cycles(nbytes, R, L, phases))
-            if leaf >= 0:
-                return tmpl(
-                    _Template(str(leaves.name[leaf]), i, leaves=[leaf], cycles_override=cyc)
+
+def _pass_order(act: Activity) -> np.ndarray:
+    """Order base of each stage-pass within its row: per stage-pass, [accumulator load B/M/E]
+    [recompute] [pass] [accumulator store B/M/E] [output copy B/M/E]."""
+    row_first = np.searchsorted(act.row, act.row, side="left")
+    return 10 + 16 * (np.arange(len(act.row)) - row_first)
+
+
+def _pass_instances(
+    plan: ExecutionPlan,
+    shape: CallShape,
+    templates: _Templates,
+    stage_t: StageTemplates,
+    inst: _Instances,
+) -> None:
+    """Stage passes, their recomputation and the offloaded accumulators' streams."""
+    act = shape.activity
+    a_row, a_stage, a_pass, a_mb = act.row, act.stage, act.pass_, act.micro_batch
+    a_ipu = shape.stage_ipu[a_stage]
+    a_order = _pass_order(act)
+    a_tmpl = np.where(a_pass == FORWARD, stage_t.forward[a_stage], stage_t.backward[a_stage])
+    inst.add(
+        len(a_row), tmpl=a_tmpl, ipu=a_ipu, row=a_row, order=a_order + 5, mb=a_mb, stage=a_stage
+    )
+    if not plan.training:
+        return
+    rec_mask = (a_pass == BACKWARD) & (stage_t.recompute[a_stage] >= 0)
+    inst.add(
+        int(rec_mask.sum()),
+        tmpl=stage_t.recompute[a_stage[rec_mask]],
+        ipu=a_ipu[rec_mask],
+        row=a_row[rec_mask],
+        order=a_order[rec_mask] + 4,
+        mb=a_mb[rec_mask],
+        stage=a_stage[rec_mask],
+    )
+    # offloaded gradient accumulators: streamed in before and out after every backward
+    rate = plan.links.streaming_bytes_per_cycle
+    for s, st in enumerate(plan.stages):
+        nb = int(st.remote_bytes_per_micro_batch)
+        if nb <= 0:
+            continue
+        m = (a_pass == BACKWARD) & (a_stage == s)
+        for base, name, direction in (
+            (1, "accumulators.load", "in"),
+            (6, "accumulators.store", "out"),
+        ):
+            copies = templates.stream_copy(
+                f"stage{s}.{name}", st.ipu, nb, direction, 0, D_REMOTE, rate
+            )
+            for j, t in enumerate(copies):
+                inst.add(
+                    int(m.sum()),
+                    tmpl=t,
+                    ipu=st.ipu,
+                    row=a_row[m],
+                    order=a_order[m] + base + j,
+                    mb=a_mb[m],
+                    stage=s,
                 )
-            return tmpl(
-                _Template(f"ipu{i}/{name}", i, synth=_Synth(T_GEX, cyc, nbytes, nbytes, D_IPU))
+
+
+def _stream_instances(shape: CallShape, transfer_t: TransferTemplates, inst: _Instances) -> None:
+    """Per micro-batch: the input before stage 0's forward, the labels before the loss stage's
+    forward, the outputs after the loss stage's pass."""
+    act = shape.activity
+    a_row, a_stage, a_mb = act.row, act.stage, act.micro_batch
+    a_ipu = shape.stage_ipu[a_stage]
+    a_order = _pass_order(act)
+    fwd_mask = act.pass_ == FORWARD
+    loss_stage = shape.loss_stage
+    first_in = fwd_mask & (a_stage == 0)
+    loss_fwd = fwd_mask & (a_stage == loss_stage)
+    zero = np.zeros(len(a_row), np.int64)
+    for copies, mask, stage, order in (
+        (transfer_t.input, first_in, 0, zero),
+        (transfer_t.labels, loss_fwd, loss_stage, zero + 3),
+        (transfer_t.output, loss_fwd, loss_stage, a_order + 9),
+    ):
+        if copies is None:
+            continue
+        for j, t in enumerate(copies):
+            inst.add(
+                int(mask.sum()),
+                tmpl=t,
+                ipu=a_ipu[mask],
+                row=a_row[mask],
+                order=order[mask] + j,
+                mb=a_mb[mask],
+                stage=stage,
             )
 
-        ipu_stage = np.full(nI, -1, np.int64)
-        for s_ in range(S - 1, -1, -1):
-            ipu_stage[stage_ipu[s_]] = s_  # the first stage of each IPU
-        for i, ip in enumerate(plan.ipus):
-            o = 0
-            if R > 1:
-                t = collective(
-                    i,
-                    ip.allreduce_leaf,
-                    ip.gradient_bytes,
-                    1 if rts else 2,
-                    "replicas.ReduceScatter" if rts else "replicas.AllReduce",
-                )
-                if t is not None:
-                    inst.add(1, tmpl=t, ipu=i, row=upd_row, stage=ipu_stage[i], order=o)
-            o += 1
-            rb = int(ip.remote_bytes // R) if rts else int(ip.remote_bytes)
-            if rb > 0:
-                for j, t in enumerate(
-                    stream_set(
-                        "optimiser.load", i, rb, "in", 0, D_REMOTE, L.streaming_bytes_per_cycle
-                    )
-                ):
-                    inst.add(1, tmpl=t, ipu=i, row=upd_row, stage=ipu_stage[i], order=o + j)
-            o += 3
-            t = tmpl(_Template(f"ipu{i}/weightUpdate", i, leaves=ip.update))
-            inst.add(1, tmpl=t, ipu=i, row=upd_row, stage=ipu_stage[i], order=o)
-            o += 1
-            if rb > 0:
-                for j, t in enumerate(
-                    stream_set(
-                        "optimiser.store", i, rb, "out", 0, D_REMOTE, L.streaming_bytes_per_cycle
-                    )
-                ):
-                    inst.add(1, tmpl=t, ipu=i, row=upd_row, stage=ipu_stage[i], order=o + j)
-            o += 3
-            if rts:
-                t = collective(i, ip.allgather_leaf, ip.weight_bytes, 1, "replicas.AllGather")
-                if t is not None:
-                    inst.add(1, tmpl=t, ipu=i, row=upd_row, stage=ipu_stage[i], order=o)
-            if multi:
-                inst.add(1, tmpl=sync_t[i], ipu=i, row=upd_row, order=ORDER_SYNC, sync=1)
-    rows_it = len(row_phase)
-    one = inst.concat()
 
-    # ---- tile over device iterations, frame with the host call ----------------------------
+def _weight_update_instances(
+    plan: ExecutionPlan,
+    shape: CallShape,
+    templates: _Templates,
+    transfer_t: TransferTemplates,
+    update_row: int,
+    inst: _Instances,
+) -> None:
+    """Per IPU, in the update row: the replica collective (all-reduce, or reduce-scatter under
+    replicated tensor sharding), the offloaded optimiser state's load, the update, the state's
+    store, the all-gather (replicated tensor sharding) and the sync."""
+    S, nI, links = plan.num_stages, plan.num_ipus, plan.links
+    R = int(plan.replicas)
+    rts = plan.replicated_tensor_sharding and R > 1
+
+    def collective(i, leaf, nbytes, phases, name):
+        """Ring collective across the replicas, timed here (the compiler's leaf if any)."""
+        if leaf >= 0:
+            nbytes = templates.leaf_bytes(leaf)
+        if nbytes <= 0:
+            return None
+        cyc = int(costs.ring_allreduce_cycles(nbytes, R, links, phases))
+        if leaf >= 0:
+            return templates.add(
+                _Template(str(plan.leaves.name[leaf]), i, leaves=[leaf], cycles_override=cyc)
+            )
+        return templates.add(
+            _Template(f"ipu{i}/{name}", i, synth=_Synth(T_GEX, cyc, nbytes, nbytes, D_IPU))
+        )
+
+    ipu_stage = np.full(nI, -1, np.int64)
+    for s in range(S - 1, -1, -1):
+        ipu_stage[shape.stage_ipu[s]] = s  # the first stage of each IPU
+    rate = links.streaming_bytes_per_cycle
+    for i, ip in enumerate(plan.ipus):
+        in_row = partial(inst.add, 1, ipu=i, row=update_row, stage=ipu_stage[i])
+        order = 0
+        if R > 1:
+            t = collective(
+                i,
+                ip.allreduce_leaf,
+                ip.gradient_bytes,
+                1 if rts else 2,
+                "replicas.ReduceScatter" if rts else "replicas.AllReduce",
+            )
+            if t is not None:
+                in_row(tmpl=t, order=order)
+        order += 1
+        remote = int(ip.remote_bytes // R) if rts else int(ip.remote_bytes)
+        if remote > 0:
+            for j, t in enumerate(
+                templates.stream_copy("optimiser.load", i, remote, "in", 0, D_REMOTE, rate)
+            ):
+                in_row(tmpl=t, order=order + j)
+        order += 3
+        t = templates.add(_Template(f"ipu{i}/weightUpdate", i, leaves=ip.update))
+        in_row(tmpl=t, order=order)
+        order += 1
+        if remote > 0:
+            for j, t in enumerate(
+                templates.stream_copy("optimiser.store", i, remote, "out", 0, D_REMOTE, rate)
+            ):
+                in_row(tmpl=t, order=order + j)
+        order += 3
+        if rts:
+            t = collective(i, ip.allgather_leaf, ip.weight_bytes, 1, "replicas.AllGather")
+            if t is not None:
+                in_row(tmpl=t, order=order)
+        if nI > 1:
+            inst.add(1, tmpl=transfer_t.sync[i], ipu=i, row=update_row, order=ORDER_SYNC, sync=1)
+
+
+def call_instances(
+    plan: ExecutionPlan,
+    shape: CallShape,
+    iteration: IterationInstances,
+    transfer_t: TransferTemplates,
+) -> CallInstances:
+    """Tile one iteration over the device iterations and frame it with the host call: row 0
+    waits for the host; outputs of modes sum / final go back in a last row."""
+    nI, G, DI = plan.num_ipus, int(plan.gradient_accumulation), int(plan.device_iterations)
+    runs, rows_it = shape.runs, iteration.rows
+    one = iteration.instances
     n1 = len(one["tmpl"])
-    it = np.repeat(np.arange(DI_run), n1)
-    full = {k: np.tile(v, DI_run) for k, v in one.items()}
+    it = np.repeat(np.arange(runs), n1)
+    full = {k: np.tile(v, runs) for k, v in one.items()}
     full["row"] = full["row"] + 1 + it * rows_it
     full["iter"] = it
-    if stream_iters:  # one pipeline over the call: micro-batch m belongs to iteration m // G
+    if shape.streams_iterations:  # one pipeline over the call: micro-batch m is in iteration m // G
         has_mb = full["mb"] >= 0
         full["iter"] = np.where(has_mb, full["mb"] // G, 0)
         full["mb"] = np.where(has_mb, full["mb"] % G, -1)
-    if out_t is not None and plan.output_mode == "every-n":
+    if transfer_t.output is not None and plan.output_mode == "every-n":
         # every N-th device iteration sends its micro-batches' outputs back
         n = max(1, int(plan.output_every_n))
-        is_out = np.isin(full["tmpl"], np.array(out_t))
+        is_out = np.isin(full["tmpl"], np.array(transfer_t.output))
         keep = ~is_out | ((full["iter"] + 1) % n == 0)
         full = {k: v[keep] for k, v in full.items()}
-    n_rows_total = 1 + DI_run * rows_it
-    phases = np.concatenate([[P_HOST], np.tile(np.array(row_phase, np.uint8), DI_run)])
-    extra = _Instances()
-    extra.add(nI, tmpl=np.array(wait_t), ipu=np.arange(nI), row=0, order=0)
-    if end_out_t is not None:
-        end_row = n_rows_total
-        n_rows_total += 1
+    n_rows = 1 + runs * rows_it
+    phases = np.concatenate([[P_HOST], np.tile(np.array(iteration.row_phase, np.uint8), runs)])
+    frame = _Instances()
+    frame.add(nI, tmpl=np.array(transfer_t.host_wait), ipu=np.arange(nI), row=0, order=0)
+    has_end = transfer_t.end_output is not None
+    if has_end:
+        end_row = n_rows
+        n_rows += 1
         phases = np.concatenate([phases, [P_HOST]])
-        for j, t in enumerate(end_out_t):
-            extra.add(1, tmpl=t, ipu=lab_ipu, row=end_row, order=j)
-        if multi:
-            extra.add(
-                nI, tmpl=np.array(sync_t), ipu=np.arange(nI), row=end_row, order=ORDER_SYNC, sync=1
+        for j, t in enumerate(transfer_t.end_output):
+            frame.add(1, tmpl=t, ipu=transfer_t.label_ipu, row=end_row, order=j)
+        if nI > 1:
+            frame.add(
+                nI,
+                tmpl=np.array(transfer_t.sync),
+                ipu=np.arange(nI),
+                row=end_row,
+                order=ORDER_SYNC,
+                sync=1,
             )
-    ex = extra.concat()
+    ex = frame.concat()
     ex["iter"] = np.where(ex["row"] == 0, 0, DI - 1)
-    allv = {k: np.concatenate([ex[k], full[k]]) for k in full}
+    instances = {k: np.concatenate([ex[k], full[k]]) for k in full}
+    return CallInstances(instances, phases, n_rows, has_end)
 
-    # ---- timing ---------------------------------------------------------------------------
-    t_cyc = np.array([t.cycles for t in templates], np.int64)
-    cyc = np.where(allv["cyc"] >= 0, allv["cyc"], t_cyc[allv["tmpl"]])
-    is_sync = allv["sync"] == 1
-    is_ex = allv["exch"] == 1
-    key = allv["row"] * nI + allv["ipu"]
+
+def call_timing(plan: ExecutionPlan, templates: _Templates, call: CallInstances) -> CallTiming:
+    """Per (row, IPU) work; every IPU's external Sync absorbs its wait for the row's slowest
+    IPU; the host wait (row 0) from the host model and the device time of the call."""
+    nI, links = plan.num_ipus, plan.links
+    inst = call.instances
+    cyc = np.where(inst["cyc"] >= 0, inst["cyc"], templates.cycles()[inst["tmpl"]])
+    is_sync = inst["sync"] == 1
+    is_ex = inst["exch"] == 1
+    key = inst["row"] * nI + inst["ipu"]
     work = np.bincount(
-        key, weights=np.where(is_sync | is_ex, 0, cyc), minlength=n_rows_total * nI
-    ).reshape(n_rows_total, nI)
+        key, weights=np.where(is_sync | is_ex, 0, cyc), minlength=call.rows * nI
+    ).reshape(call.rows, nI)
     row_len = work.max(axis=1)
     cyc = np.where(
         is_sync,
-        row_len[allv["row"]] - work[allv["row"], allv["ipu"]] + L.external_sync_cycles,
+        row_len[inst["row"]] - work[inst["row"], inst["ipu"]] + links.external_sync_cycles,
         cyc,
     ).astype(np.int64)
     # device time of the call (everything but the host wait row) -> host wait
-    rows_per_ipu0 = allv["ipu"] == 0
-    device_cycles = int(cyc[rows_per_ipu0 & (allv["row"] > 0)].sum())
-    wait_s = costs.host_wait_seconds(plan, device_cycles / L.clock_hz)
-    wait_cycles = round(wait_s * L.clock_hz)
+    device_cycles = int(cyc[(inst["ipu"] == 0) & (inst["row"] > 0)].sum())
+    wait_s = costs.host_wait_seconds(plan, device_cycles / links.clock_hz)
+    wait_cycles = round(wait_s * links.clock_hz)
+    cyc[inst["row"] == 0] = wait_cycles
+    return CallTiming(cyc, device_cycles, wait_s, wait_cycles)
+
+
+def _notes(plan: ExecutionPlan, shape: CallShape, timing: CallTiming) -> list[str]:
+    """The host and pipeline notes of the profile."""
+    h, clock = plan.host, plan.links.clock_hz
     prep = costs.host_prep_seconds(plan)
-    notes.append(
+    notes = [
         f"host: {plan.samples_per_call:,} samples per call prepared in {prep * 1e3:.3f} ms on "
         f"{h.workers} worker(s) ({h.per_sample_s * 1e6:.1f} us per sample), {h.loader} loader, "
-        f"{h.call_overhead_s * 1e6:.0f} us per call; the device waits {wait_s * 1e3:.3f} ms for "
-        f"the host while running {device_cycles / L.clock_hz * 1e3:.3f} ms."
-    )
+        f"{h.call_overhead_s * 1e6:.0f} us per call; the device waits "
+        f"{timing.host_wait_s * 1e3:.3f} ms for the host while running "
+        f"{timing.device_cycles / clock * 1e3:.3f} ms."
+    ]
+    act = shape.activity
     if act.pipelined:
-        P = act.program_stages
+        P, S, G = act.program_stages, plan.num_stages, int(plan.gradient_accumulation)
         notes.append(
             f"pipeline ({plan.schedule}): {S} stages = {P} pipeline-program stages; per step "
             f"{P - 1} ramp-up, {G - (P - 1)} main and {P - 1} ramp-down cycles "
             f"(ramp share of cycles {2 * (P - 1) / (G + P - 1):.1%})."
         )
-    cyc[allv["row"] == 0] = wait_cycles
-    allv["cyc"] = cyc
+    return notes
 
-    # ---- nodes: control tree + functions ----------------------------------------------------
-    nodes, leaf_node, t_nodes = _build_tree(
-        plan, act, templates, allv, rows_it, upd_row, end_out_t is not None, DI_run, G_run
-    )
 
-    # ---- expansion ----------------------------------------------------------------------------
-    order = np.lexsort((allv["order"], allv["row"], allv["ipu"]))
-    allv = {k: v[order] for k, v in allv.items()}
-    tm = allv["tmpl"]
-    t_len = np.array([len(t.nodes) for t in templates], np.int64)
+def _expand_steps(
+    plan: ExecutionPlan,
+    templates: _Templates,
+    call: CallInstances,
+    timing: CallTiming,
+    nodes: _Nodes,
+) -> tuple[dict[str, np.ndarray], np.ndarray, int]:
+    """Every executed step: instances sorted by (ipu, row, order) and expanded by gathering
+    their templates' nodes. Returns the steps, the IPU offsets and the total cycles."""
+    nI = plan.num_ipus
+    inst = dict(call.instances, cyc=timing.cycles)
+    order = np.lexsort((inst["order"], inst["row"], inst["ipu"]))
+    inst = {k: v[order] for k, v in inst.items()}
+    tm = inst["tmpl"]
+    items = templates.items
+    t_len = np.array([len(t.nodes) for t in items], np.int64)
     t_start = np.concatenate([[0], np.cumsum(t_len)[:-1]])
-    t_flat = np.concatenate([t.nodes for t in templates]) if templates else np.zeros(0, np.int64)
+    t_flat = np.concatenate([t.nodes for t in items]) if items else np.zeros(0, np.int64)
     lens = t_len[tm]
     n_steps = int(lens.sum())
     inst_first = np.cumsum(lens) - lens
@@ -676,22 +924,17 @@ def execute_plan(plan: ExecutionPlan) -> Execution:
     pos = np.arange(n_steps, dtype=np.int64) - inst_first[step_inst]
     step_node = t_flat[t_start[tm][step_inst] + pos]
     ncols = nodes.cols
-    n_cycles = np.asarray(ncols["cycles"], np.int64)
-    n_type = np.asarray(ncols["type"], np.uint8)
-    n_bin = np.asarray(ncols["x_bytes_in"], np.int64)
-    n_bout = np.asarray(ncols["x_bytes_out"], np.int64)
-    n_dest = np.asarray(ncols["x_dest"], np.uint8)
-    s_cycles = n_cycles[step_node]
-    s_bin = n_bin[step_node]
-    s_bout = n_bout[step_node]
+    s_cycles = np.asarray(ncols["cycles"], np.int64)[step_node]
+    s_bin = np.asarray(ncols["x_bytes_in"], np.int64)[step_node]
+    s_bout = np.asarray(ncols["x_bytes_out"], np.int64)[step_node]
+    # single-step instances carry their own timing and bytes
     single = lens == 1
-    idx = inst_first[single]
-    s_cycles[idx] = allv["cyc"][single]
-    ov = single & (allv["bin"] >= 0)
-    s_bin[inst_first[ov]] = allv["bin"][ov]
-    ov = single & (allv["bout"] >= 0)
-    s_bout[inst_first[ov]] = allv["bout"][ov]
-    s_ipu = allv["ipu"][step_inst]
+    s_cycles[inst_first[single]] = inst["cyc"][single]
+    ov = single & (inst["bin"] >= 0)
+    s_bin[inst_first[ov]] = inst["bin"][ov]
+    ov = single & (inst["bout"] >= 0)
+    s_bout[inst_first[ov]] = inst["bout"][ov]
+    s_ipu = inst["ipu"][step_inst]
     counts = np.bincount(s_ipu, minlength=nI)
     ipu_offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     cs = np.cumsum(s_cycles)
@@ -711,42 +954,34 @@ def execute_plan(plan: ExecutionPlan) -> Execution:
         "ipu": s_ipu.astype(np.int16),
         "start": start.astype(np.int64),
         "cycles": s_cycles.astype(np.int64),
-        "type": n_type[step_node],
-        "micro_batch": allv["mb"][step_inst].astype(np.int32),
-        "stage": allv["stage"][step_inst].astype(np.int16),
-        "phase": phases[allv["row"]][step_inst].astype(np.uint8),
-        "iteration": allv["iter"][step_inst].astype(np.int32),
+        "type": np.asarray(ncols["type"], np.uint8)[step_node],
+        "micro_batch": inst["mb"][step_inst].astype(np.int32),
+        "stage": inst["stage"][step_inst].astype(np.int16),
+        "phase": call.row_phase[inst["row"]][step_inst].astype(np.uint8),
+        "iteration": inst["iter"][step_inst].astype(np.int32),
         "bytes_in": s_bin,
         "bytes_out": s_bout,
-        "dest": n_dest[step_node],
+        "dest": np.asarray(ncols["x_dest"], np.uint8)[step_node],
     }
-    samples = mb_size * G * DI * int(plan.replicas)
-    seconds = total / L.clock_hz
-    attrs = {
-        "ipu_offsets": ipu_offsets,
-        "run_starts": np.array([0], np.int64),
-        "total_cycles": total,
-        "device_cycles": int(total - wait_cycles),
-        "host_seconds": float(wait_s),
-        "samples": int(samples),
-        "cycles_per_sample": float(total / samples) if samples else 0.0,
-        "throughput": float(samples / seconds) if seconds > 0 else 0.0,
-    }
-    tile_cycles = _tile_cycles(plan, nodes, t_nodes, templates)
-    node_cols = {
+    return steps, ipu_offsets, total
+
+
+def _node_columns(nodes: _Nodes) -> dict[str, np.ndarray]:
+    """The ``/programs/nodes`` columns."""
+    ncols = nodes.cols
+    return {
         "name": np.array(ncols["name"], dtype=object),
         "type": np.asarray(ncols["type"], np.uint8),
         "parent": np.asarray(ncols["parent"], np.int32),
         "ipu": np.asarray(ncols["ipu"], np.int16),
         "repeat": np.asarray(ncols["repeat"], np.int64),
         "op": np.asarray(ncols["op"], np.int32),
-        "cycles": n_cycles,
+        "cycles": np.asarray(ncols["cycles"], np.int64),
         "tile_balance": np.asarray(ncols["tile_balance"], np.float32),
         "bytes": np.asarray(ncols["bytes"], np.int64),
         "sync": np.asarray(ncols["sync"], np.uint8),
         "code_bytes": np.asarray(ncols["code_bytes"], np.int64),
     }
-    return Execution(node_cols, tile_cycles, leaf_node, steps, attrs, notes)
 
 
 def _leaf_io(leaves) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

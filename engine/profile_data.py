@@ -1,24 +1,59 @@
-"""The profile data (writer dict) of everything the compile knows (schema v1 groups)."""
+"""The profile's data: the one place that turns an engine run into the writer's dict.
+
+``profile_data(compiled, execution=None)`` returns the dict ``profiles.write_profile`` takes:
+
+- from the compile (``engine.compiled.CompiledProgram``): ``/meta``, ``/graph/operations``,
+  ``/graph/variables``, ``/graph/vertex_types``, ``/graph/compute_sets``, ``/memory``,
+  ``/liveness`` and ``/liveness/steps``;
+- from the execution (``engine.execute.Execution``) when the program fits: ``/programs/nodes``,
+  ``/programs``, ``/execution`` and ``/execution/steps``; the compile's references to leaf
+  programs (compute sets, liveness steps) are remapped to the executor's program-tree nodes
+  and the execution's notes follow the compile's in ``/meta``;
+- without an execution (out of memory, as Poplar with ``debug.allowOutOfMemory``): the default
+  program tree of the compile (``engine.compiled.default_tree``: a root Sequence, one Sequence
+  per segment, the leaves);
+- ``/``: the engine version.
+
+Nothing here computes a figure: it only lays out what the compile and the execution produced.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from engine.compiled import CompiledProgram, default_tree
+from engine.compiled import CompiledProgram, ProgramTree, default_tree
+
+if TYPE_CHECKING:  # pragma: no cover
+    from engine.execute.core import Execution
+
+Groups = dict[str, dict[str, Any]]
 
 
-def build_profile_data(
-    c: CompiledProgram, leaf_node: np.ndarray | None
-) -> dict[str, dict[str, Any]]:
+def profile_data(compiled: CompiledProgram, execution: Execution | None = None) -> Groups:
+    """The writer's data dict of a compiled program and (when it ran) its execution."""
+    import engine
+
+    if execution is None:
+        tree = default_tree(compiled)
+        leaf_node = tree.leaf_node(len(compiled.programs))
+        data = _default_tree_groups(compiled, tree)
+    else:
+        leaf_node = np.asarray(execution.leaf_node, dtype=np.int64)
+        data = {}
+    data.update(_compile_groups(compiled, np.asarray(leaf_node, dtype=np.int64)))
+    if execution is not None:
+        data.update(_execution_groups(execution))
+        data["/meta"]["notes"] = list(data["/meta"]["notes"]) + list(execution.notes)
+    data["/"] = {"engine_version": engine.__version__}
+    return data
+
+
+def _compile_groups(c: CompiledProgram, leaf_node: np.ndarray) -> Groups:
+    """Everything the compile knows, leaf-program references mapped through ``leaf_node``."""
     cfg, t = c.config, c.target
-    data: dict[str, dict[str, Any]] = {}
-    if leaf_node is None:
-        tree = default_tree(c)
-        leaf_node = tree.leaf_node(len(c.programs))
-        data.update(_tree_groups(c, tree))
-    leaf_node = np.asarray(leaf_node, dtype=np.int64)
+    data: Groups = {}
     data["/meta"] = {
         "run_config": cfg.to_dict(),
         "target": t.to_dict(),
@@ -49,24 +84,7 @@ def build_profile_data(
         "tiles_used": o.tiles_used,
         "tile_start": o.tile_start,
     }
-    v = c.variables
-    data["/graph/variables"] = {
-        "name": v.name,
-        "kind": v.kind,
-        "dtype": v.dtype,
-        "shape": v.shape,
-        "bytes": v.bytes,
-        "ipu": v.ipu,
-        "always_live": v.always_live,
-        "live_start": v.live_start,
-        "live_end": v.live_end,
-        "tile_start": v.tile_start,
-        "tile_count": v.tile_count,
-        "interleaved": v.interleaved,
-        "remote": v.remote,
-        "remote_bytes": v.remote_bytes,
-        "op": v.op,
-    }
+    data["/graph/variables"] = c.variables.columns()
     data["/graph/vertex_types"] = dict(c.vertex_types)
     cs = dict(c.compute_sets)
     cs["program"] = leaf_node[cs["program"]].astype(np.int32)
@@ -98,7 +116,8 @@ def build_profile_data(
     return data
 
 
-def _tree_groups(c: CompiledProgram, tree) -> dict[str, dict[str, Any]]:
+def _default_tree_groups(c: CompiledProgram, tree: ProgramTree) -> Groups:
+    """``/programs/nodes`` and ``/programs`` of the compile's default tree (no execution)."""
     p = c.programs
     leaf = tree.leaf
     is_leaf = leaf >= 0
@@ -125,3 +144,16 @@ def _tree_groups(c: CompiledProgram, tree) -> dict[str, dict[str, Any]]:
         },
         "/programs": {"tile_cycles": tile_cycles},
     }
+
+
+def _execution_groups(e: Execution) -> Groups:
+    """The executor's program tree and executed steps."""
+    return {
+        "/programs/nodes": dict(e.nodes),
+        "/programs": {"tile_cycles": e.tile_cycles},
+        "/execution": dict(e.attrs),
+        "/execution/steps": dict(e.steps),
+    }
+
+
+__all__ = ["profile_data"]
