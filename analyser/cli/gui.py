@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -41,6 +44,102 @@ def check_display(environ: dict[str, str] | None = None, platform: str | None = 
     )
 
 
+# Debian package names that do not follow the library-packaging policy's "soname -> package" rule
+# (Debian Policy 8.1: libfoo.so.N -> libfooN, libfoo-1.so.N -> libfoo-1-N).
+_PACKAGE_EXCEPTIONS = {"libglib-2.0.so.0": "libglib2.0-0", "libgthread-2.0.so.0": "libglib2.0-0"}
+
+#: Every Debian package Qt 6's xcb platform plugin (PySide6's ``plugins/platforms/libqxcb.so``)
+#: links against beyond the C library: ``ldd libqxcb.so`` on PySide6 6.11. README lists them.
+XCB_PACKAGES = (
+    "libxcb-cursor0",
+    "libxcb-icccm4",
+    "libxcb-image0",
+    "libxcb-keysyms1",
+    "libxcb-randr0",
+    "libxcb-render-util0",
+    "libxcb-shape0",
+    "libxcb-xkb1",
+    "libxkbcommon-x11-0",
+    "libegl1",
+    "libgl1",
+    "libfontconfig1",
+    "libdbus-1-3",
+)
+
+
+def debian_package(soname: str) -> str:
+    """The Debian package that ships a shared library, by the packaging policy's naming rule:
+    ``libxcb-cursor.so.0`` -> ``libxcb-cursor0``, ``libxkbcommon-x11.so.0`` -> ``libxkbcommon-x11-0``,
+    ``libEGL.so.1`` -> ``libegl1``."""
+    if soname in _PACKAGE_EXCEPTIONS:
+        return _PACKAGE_EXCEPTIONS[soname]
+    m = re.fullmatch(r"(.+?)\.so\.(\d+).*", soname)
+    if not m:
+        return soname
+    name, major = m.group(1).lower(), m.group(2)
+    return f"{name}-{major}" if name[-1].isdigit() else f"{name}{major}"
+
+
+def _xcb_plugin() -> Path | None:
+    try:
+        import PySide6
+    except ImportError:
+        return None
+    plugin = Path(PySide6.__file__).parent / "Qt" / "plugins" / "platforms" / "libqxcb.so"
+    return plugin if plugin.is_file() else None
+
+
+def missing_libraries(plugin: Path) -> list[str]:
+    """Shared libraries the plugin needs that the dynamic loader cannot find: every one that
+    ``ldd`` reports "not found", else the one named by the loader's own error; [] when it loads."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(str(plugin))
+        return []
+    except OSError as exc:
+        first = str(exc).split(":", 1)[0].strip()
+    missing: list[str] = []
+    if shutil.which("ldd"):
+        out = subprocess.run(["ldd", str(plugin)], capture_output=True, text=True, check=False)
+        for line in out.stdout.splitlines():
+            if "not found" in line:
+                soname = line.split("=>", 1)[0].strip()
+                if soname not in missing:
+                    missing.append(soname)
+    return missing or [Path(first).name]
+
+
+def check_xcb_libraries(
+    environ: dict[str, str] | None = None,
+    platform: str | None = None,
+    plugin: Path | None = None,
+) -> None:
+    """Raise CliError when Qt would use its xcb plugin and a system library it needs is missing:
+    Qt itself then prints a raw plugin error and aborts (exit 134)."""
+    env = os.environ if environ is None else environ
+    platform = sys.platform if platform is None else platform
+    if not platform.startswith("linux"):
+        return
+    qpa = env.get("QT_QPA_PLATFORM", "")
+    if qpa and not qpa.startswith("xcb"):
+        return
+    if not qpa and not env.get("DISPLAY"):
+        return  # Wayland or no display: check_display speaks for that case
+    plugin = plugin or _xcb_plugin()
+    if plugin is None:
+        return
+    missing = missing_libraries(plugin)
+    if not missing:
+        return
+    packages = sorted({debian_package(s) for s in missing})
+    raise CliError(
+        f"the GUI cannot start: Qt's X11 (xcb) platform plugin needs system libraries that are "
+        f"not installed ({', '.join(missing)}); on Debian or Ubuntu install them with "
+        f"'sudo apt-get install {' '.join(packages)}'."
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     files = [Path(f) for f in args.files]
     if len(files) > 2:
@@ -53,6 +152,7 @@ def run(args: argparse.Namespace) -> int:
         with open_profile(f):  # ProfileError (one sentence) for a missing or broken file
             pass
     check_display()
+    check_xcb_libraries()
     try:
         from analyser.gui.app import run as run_app
     except ImportError as exc:  # pragma: no cover - depends on the installation
