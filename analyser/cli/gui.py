@@ -81,12 +81,17 @@ def debian_package(soname: str) -> str:
 
 
 def _xcb_plugin() -> Path | None:
-    try:
-        import PySide6
-    except ImportError:
+    """PySide6's xcb plugin, found without importing Qt (only analyser.gui imports Qt)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("PySide6")
+    if spec is None or not spec.submodule_search_locations:
         return None
-    plugin = Path(PySide6.__file__).parent / "Qt" / "plugins" / "platforms" / "libqxcb.so"
-    return plugin if plugin.is_file() else None
+    for folder in spec.submodule_search_locations:
+        plugin = Path(folder) / "Qt" / "plugins" / "platforms" / "libqxcb.so"
+        if plugin.is_file():
+            return plugin
+    return None
 
 
 def missing_libraries(plugin: Path) -> list[str]:
