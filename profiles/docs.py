@@ -100,7 +100,12 @@ interrupted write leaves no file under the final name and the previous file inta
 `profiles.validate(path)` returns a list of typed problems (`profiles.problems`:
 {problem_types}), each with a `path` and a one-sentence `message`; it never stops at the first
 problem, reads big columns in blocks, and reads every dataset through so that a damaged chunk
-(a failed Fletcher-32 checksum) is reported. From the shell:
+(a failed Fletcher-32 checksum) is reported.
+
+A profile is self-contained: a file that keeps data in other files (an HDF5 external link,
+external raw storage, a virtual dataset) is refused on open and by `validate` (`ForeignData`,
+exit 2) before anything is read, so a hostile file cannot make a report show another file's
+contents (`profiles.foreign`). From the shell:
 
 ```
 analyse validate run.h5 other.h5          # exit 0 valid, 1 problems, 2 cannot be opened

@@ -18,6 +18,11 @@ class ProfileError(UserFacingError):
     """A profile file cannot be read: missing, not HDF5, truncated, wrong schema or version."""
 
 
+class ForeignDataError(ProfileError):
+    """A profile keeps data outside the file (external link, external raw storage, virtual
+    dataset); it is refused before anything is read (see :mod:`profiles.foreign`)."""
+
+
 class ProfileWriteError(UserFacingError):
     """A profile cannot be written: refused overwrite, missing folder, no permission, disk full."""
 

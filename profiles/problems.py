@@ -70,6 +70,11 @@ class Inconsistent(Problem):
     """Values that contradict each other (unsorted steps, offsets not matching rows, status)."""
 
 
+class ForeignData(Problem):
+    """The file keeps data in other files (external link, external raw storage, virtual
+    dataset): refused, nothing outside the file is read."""
+
+
 PROBLEM_TYPES: tuple[type[Problem], ...] = (
     Unreadable,
     UnknownVersion,
@@ -82,6 +87,7 @@ PROBLEM_TYPES: tuple[type[Problem], ...] = (
     OutOfRange,
     DanglingReference,
     Inconsistent,
+    ForeignData,
 )
 
 __all__ = ["PROBLEM_TYPES", "Problem", *(t.__name__ for t in PROBLEM_TYPES)]

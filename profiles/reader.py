@@ -32,7 +32,8 @@ import numpy as np
 
 from profiles import schema
 from profiles._layout import MAX_IPUS, MAX_ROWS, MAX_TILES, dtype_ok
-from profiles.errors import ProfileError
+from profiles.errors import ForeignDataError, ProfileError
+from profiles.foreign import foreign_data, foreign_sentence
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -118,13 +119,23 @@ def open_h5(path: Path, **kwargs: Any) -> h5py.File:
     """Open read-only with HDF5's default locking (so that the same file opened elsewhere in this
     process with h5py defaults does not clash), retrying without a lock on file systems that do
     not support one (some network and read-only mounts). Profiles are never written in place,
-    so a reader needs no lock."""
+    so a reader needs no lock. A file that keeps data in other files is refused
+    (:class:`ForeignDataError`) before anything is read."""
     try:
-        return h5py.File(path, "r", **kwargs)
+        h5 = h5py.File(path, "r", **kwargs)
     except OSError as exc:
         if "lock" not in str(exc).lower():
             raise
-        return h5py.File(path, "r", locking=False, **kwargs)
+        h5 = h5py.File(path, "r", locking=False, **kwargs)
+    try:
+        found = foreign_data(h5)
+    except BaseException:
+        h5.close()
+        raise
+    if found is not None:
+        h5.close()
+        raise ForeignDataError(foreign_sentence(f"profile {path}", *found))
+    return h5
 
 
 def _decode(value: Any) -> Any:
@@ -149,6 +160,8 @@ class Profile:
         check_openable(self.path)
         try:
             self._h5 = open_h5(self.path, rdcc_nbytes=8 * 1024 * 1024)
+        except ProfileError:
+            raise
         except Exception as exc:
             raise _read_error(self.path, exc) from None
         try:

@@ -27,10 +27,11 @@ import numpy as np
 
 from profiles import schema
 from profiles._layout import MAX_ROWS, Layout, check_layout, dims_of, field_path
-from profiles.errors import ProfileError
+from profiles.errors import ForeignDataError, ProfileError
 from profiles.problems import (
     AbsurdSize,
     DanglingReference,
+    ForeignData,
     Inconsistent,
     OutOfRange,
     Problem,
@@ -49,7 +50,7 @@ _DAMAGE = (OSError, RuntimeError, KeyError, ValueError, UnicodeError)
 
 def is_fatal(problem: Problem) -> bool:
     """True for problems that mean the file cannot be opened at all."""
-    return problem.path == "/" and isinstance(problem, Unreadable | UnknownVersion)
+    return problem.path == "/" and isinstance(problem, Unreadable | UnknownVersion | ForeignData)
 
 
 def validate(path: str | os.PathLike[str]) -> list[Problem]:
@@ -61,6 +62,8 @@ def validate(path: str | os.PathLike[str]) -> list[Problem]:
         return [Unreadable("/", str(exc))]
     try:
         h5 = open_h5(p)
+    except ForeignDataError as exc:
+        return [ForeignData("/", str(exc))]
     except Exception as exc:
         from profiles.reader import _read_error
 
