@@ -86,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _main(argv: list[str]) -> int:
     from analyser.cli.errors import CliError, exit_code_for, message_for
+    from analyser.literal import terminal
 
     commands = _available()
     if not argv or argv[0] not in commands:
@@ -120,7 +121,7 @@ def _main(argv: list[str]) -> int:
     try:
         return int(module.run(args) or 0)
     except CliError as exc:
-        print(f"analyse {name}: {exc}", file=sys.stderr)
+        print(terminal(f"analyse {name}: {exc}"), file=sys.stderr)
         return exc.exit_code
     except (KeyboardInterrupt, BrokenPipeError):
         raise
@@ -130,7 +131,7 @@ def _main(argv: list[str]) -> int:
         # the environment, not the input: permission denied, disk full, read-only file system
         what = f" {exc.filename}" if exc.filename else ""
         reason = exc.strerror or str(exc) or type(exc).__name__
-        print(f"analyse {name}: cannot access{what}: {reason}.", file=sys.stderr)
+        print(terminal(f"analyse {name}: cannot access{what}: {reason}."), file=sys.stderr)
         return 2
     except Exception as exc:  # expected, user-facing errors from any layer
         code = exit_code_for(exc)
@@ -141,7 +142,7 @@ def _main(argv: list[str]) -> int:
                 file=sys.stderr,
             )
             raise
-        print(f"analyse {name}: {message_for(exc)}", file=sys.stderr)
+        print(terminal(f"analyse {name}: {message_for(exc)}"), file=sys.stderr)
         return code
 
 

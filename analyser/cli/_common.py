@@ -107,9 +107,17 @@ def atomic_output(path: str | os.PathLike[str], mode: str = "w") -> Iterator:
 
 
 def console(stderr: bool = False):
+    """A rich console that shows every control character of the text it prints as an escape
+    (:func:`analyser.literal.terminal`): names from a profile never reach the terminal raw."""
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+    from analyser.literal import terminal
+
+    class LiteralConsole(Console):
+        def render_str(self, text: str, **kwargs):  # every str printed or put in a table
+            return super().render_str(terminal(text), **kwargs)
+
+    return LiteralConsole(stderr=stderr, highlight=False, soft_wrap=False)
 
 
 def progress_bar(description: str):

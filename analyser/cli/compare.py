@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         tab = Table(title="Comparison", title_justify="left")
         tab.add_column("metric")
         for a in analyses:
-            tab.add_column(a.name, justify="right")
+            tab.add_column(esc(a.name), justify="right")
         tab.add_column("last vs first", justify="right")
         for key, label, kind in METRICS:
             vals = [a.metrics.scalar(key) for a in analyses]

@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
             f"{fmt_pct(mem.share_used)} of the memory needed"
         )
         con.print(
-            f"{a.path.name}: {banner}; fullest tile {fmt_bytes(mem.max_tile_bytes)} of "
+            f"{esc(a.path.name)}: {banner}; fullest tile {fmt_bytes(mem.max_tile_bytes)} of "
             f"{fmt_bytes(mem.sram_per_tile)}"
         )
         note = next(

@@ -52,6 +52,7 @@ def _top_tiles(m, n: int) -> list[tuple[int, int, int]]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rich.markup import escape as esc
     from rich.table import Table
 
     from analyser.cli._common import console, open_analysis
@@ -77,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         mt = a.metrics
 
         tab = Table(
-            title=f"{a.path.name}: {t.model} ({'fits' if m.fits else 'OUT OF MEMORY'})",
+            title=f"{esc(a.path.name)}: {esc(t.model)} ({'fits' if m.fits else 'OUT OF MEMORY'})",
             show_header=False,
             title_justify="left",
         )
@@ -85,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         tab.add_column()
         tab.add_row(
             "target",
-            f"{t.target_name or t.architecture}, {t.num_ipus} IPU(s) x "
+            f"{esc(t.target_name or t.architecture)}, {t.num_ipus} IPU(s) x "
             f"{t.replicas} replica(s), {t.tiles_per_ipu:,} tiles/IPU",
         )
         tab.add_row(

@@ -58,9 +58,12 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(out if len(out) > 1 else out[0], indent=2))
         return worst
 
+    from analyser.literal import terminal
+
     for name, problems, fatal in reports:
+        name = terminal(name)
         if fatal:
-            print(f"{name}: cannot be opened: {problems[0].message}", file=sys.stderr)
+            print(f"{name}: cannot be opened: {terminal(problems[0].message)}", file=sys.stderr)
             continue
         if not problems:
             if not args.quiet:
@@ -70,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{name}: {len(problems)} problem(s)")
         width = max(len(p.kind) for p in shown) if shown else 0
         for p in shown:
-            print(f"  {p.kind:<{width}}  {p.path}: {p.message}")
+            print(terminal(f"  {p.kind:<{width}}  {p.path}: {p.message}"))
         if len(problems) > len(shown):
             print(f"  ... and {len(problems) - len(shown)} more (use --max-problems)")
     return worst

@@ -37,6 +37,7 @@ from analyser.gui.theme import style_plot
 from analyser.gui.trace.panels import _item, fmt_bytes, fmt_delta, fmt_int
 from analyser.gui.trace.timeline import StepRectsItem
 from analyser.gui.widgets import compact_rows
+from analyser.literal import html as lit
 
 #: Box colours per pass (shared palette "passes").
 PASS_ORDER = ("forward", "backward", "loss", "update", "io")
@@ -173,7 +174,7 @@ class PipelineChartView(QWidget):
         theo = theoretical_ramp_share(c.n_stages, ga)
         ramp = c.phase_share.get("rampUp", 0.0) + c.phase_share.get("rampDown", 0.0)
         parts = [
-            f"<b>{name}</b>: {c.n_stages} stage(s)"
+            f"<b>{lit(name)}</b>: {c.n_stages} stage(s)"
             + (f", schedule {rc.get('schedule')}" if c.pipelined and rc.get("schedule") else "")
             + (f", gradient accumulation {ga}" if ga else "")
             + f"; ramp-up + ramp-down {100 * ramp:.1f}% of the run"

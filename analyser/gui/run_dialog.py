@@ -37,6 +37,7 @@ from PySide6.QtWidgets import (
 )
 
 from analyser.gui.whatif import WhatIfDialog, unique_output
+from analyser.literal import html as lit
 from profiles.errors import UserFacingError
 
 _INT_MAX = 2_000_000_000
@@ -394,8 +395,8 @@ class RunEngineDialog(QDialog):
 
         self.job_dialog = WhatIfDialog(
             "Running the engine",
-            f"Simulating <b>{cfg.get('model')}</b> on {cfg.get('num_ipus')} × {cfg.get('target')} "
-            f"into <code>{out}</code>.",
+            f"Simulating <b>{lit(cfg.get('model'))}</b> on {lit(cfg.get('num_ipus'))} × "
+            f"{lit(cfg.get('target'))} into <code>{lit(out)}</code>.",
             cfg,
             out,
             original,

@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from analyser.literal import html as lit
 from profiles.errors import UserFacingError
 
 
@@ -274,7 +275,7 @@ def describe_change(run_config: dict[str, Any], change: dict[str, Any]) -> str:
         node: Any = run_config
         for part in key.split("."):
             node = node.get(part) if isinstance(node, dict) else None
-        rows.append(f"<li><code>{key}</code>: {node!r} → <b>{new!r}</b></li>")
+        rows.append(f"<li><code>{lit(key)}</code>: {lit(repr(node))} → <b>{lit(repr(new))}</b></li>")
     return "<ul>" + "".join(rows) + "</ul>"
 
 
@@ -303,8 +304,8 @@ def apply_tip(window, document, insight) -> WhatIfDialog | None:
 
     dialog = WhatIfDialog(
         f"What-if: {title}",
-        f"Re-simulating <b>{document.name}</b> with:{describe_change(base, change)}"
-        f"The result is written to <code>{out}</code> and opened compared with the original.",
+        f"Re-simulating <b>{lit(document.name)}</b> with:{describe_change(base, change)}"
+        f"The result is written to <code>{lit(out)}</code> and opened compared with the original.",
         cfg,
         out,
         Path(document.path),

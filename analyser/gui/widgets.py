@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 
 from analyser.gui.palette import hex_color
 from analyser.gui.theme import chart_colors, style_plot
+from analyser.literal import html as lit
 
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 
@@ -279,7 +280,7 @@ class LegendLabel(QLabel):
     def set_entries(self, entries: Sequence[tuple[str, str]]) -> None:
         self.entries = list(entries)
         parts = [
-            f'<span style="color:{color}; font-size:14px;">&#9632;</span>&nbsp;{name}'
+            f'<span style="color:{color}; font-size:14px;">&#9632;</span>&nbsp;{lit(name)}'
             for name, color in self.entries
         ]
         self.setText("&nbsp;&nbsp;&nbsp; ".join(parts))

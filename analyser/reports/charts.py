@@ -16,6 +16,8 @@ import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
 
+from analyser.literal import mathtext
+
 _ids = itertools.count()
 
 #: Memory categories grouped for the per-tile chart (17 stacked series are unreadable).
@@ -288,7 +290,7 @@ def comparison_metrics(analyses) -> str:
         ("peak_memory_bytes", "peak memory (MiB)", 2**-20),
         ("oom_tiles", "OOM tiles", 1.0),
     )
-    names = [x.name for x in analyses]
+    names = [mathtext(x.name) for x in analyses]
     fig = _fig(9.5, 2.8, left=0.6, bottom=0.95, wspace=0.45)
     axes = fig.subplots(1, len(keys))
     for ax, (k, label, scale) in zip(axes, keys):
@@ -308,7 +310,7 @@ def comparison_step_types(analyses) -> str:
     """Share of busy cycles by step type per profile (all IPUs)."""
     from profiles import schema
 
-    names = [x.name for x in analyses]
+    names = [mathtext(x.name) for x in analyses]
     fig = _fig(9.5, 0.4 * len(names) + 1.2, left=1.6, right=1.7, bottom=0.6)
     ax = fig.subplots()
     left = np.zeros(len(names))

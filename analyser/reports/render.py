@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from importlib import resources
 from typing import Any
 
 from analyser.core.comparison import METRICS, fmt_value
 from analyser.core.units import fmt_bytes, fmt_delta_pct, fmt_int, fmt_pct
+from analyser.literal import markdown as lit
+from analyser.literal import one_line, terminal
 
 EFFECT_ROWS = (
     ("peak_memory_bytes", "peak memory", "bytes"),
@@ -29,11 +32,22 @@ def render_json(data: dict[str, Any]) -> str:
 
 def render_html(data: dict[str, Any], analyses: list, title: str) -> str:
     import jinja2
+    import markupsafe
 
     from analyser.reports import charts
 
+    def literal(value: Any) -> Any:
+        """Every value shown: control characters as visible escapes (autoescape does the rest)."""
+        if isinstance(value, str) and not isinstance(value, markupsafe.Markup):
+            return terminal(value)
+        return value
+
     env = jinja2.Environment(
-        autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        finalize=literal,
     )
     tpl = env.from_string(_template())
     return tpl.render(
@@ -48,18 +62,31 @@ def render_html(data: dict[str, Any], analyses: list, title: str) -> str:
     )
 
 
+class Md(str):
+    """Markdown written by this module (trusted); any other text is escaped by :func:`_cell`."""
+
+
 def _img(svg: str, alt: str) -> str:
     b64 = base64.b64encode(svg.encode("utf-8")).decode("ascii")
-    return f"![{alt}](data:image/svg+xml;base64,{b64})"
+    return f"![{lit(alt)}](data:image/svg+xml;base64,{b64})"
+
+
+def _code(text: object) -> str:
+    """``text`` as a Markdown code span (literal; a fence longer than any backtick run in it)."""
+    s = one_line(text).replace("|", "\\|")
+    fence = "`" * (max((len(r) for r in re.findall(r"`+", s)), default=0) + 1)
+    pad = " " if s.startswith("`") or s.endswith("`") else ""
+    return f"{fence}{pad}{s}{pad}{fence}"
+
+
+def _cell(value: Any) -> str:
+    return str(value) if isinstance(value, Md) else lit(value)
 
 
 def _md_table(header: list[str], rows: list[list[Any]]) -> list[str]:
-    esc = [str(h).replace("|", "\\|") for h in header]
-    out = ["| " + " | ".join(esc) + " |", "|" + "---|" * len(header)]
+    out = ["| " + " | ".join(_cell(h) for h in header) + " |", "|" + "---|" * len(header)]
     for r in rows:
-        out.append(
-            "| " + " | ".join(str(c).replace("|", "\\|").replace("\n", " ") for c in r) + " |"
-        )
+        out.append("| " + " | ".join(_cell(c) for c in r) + " |")
     return [*out, ""]
 
 
@@ -67,7 +94,7 @@ def render_markdown(data: dict[str, Any], analyses: list, title: str) -> str:
     from analyser.reports import charts
 
     L: list[str] = [
-        f"# {title}",
+        f"# {lit(title)}",
         "",
         f"Generated {data['generated']} by IPU Graph Analyser "
         f"{data['tool_version']} (report schema {data['schema']} "
@@ -83,9 +110,12 @@ def render_markdown(data: dict[str, Any], analyses: list, title: str) -> str:
             rows.append(
                 [
                     f"{tr['a']} → {tr['b']}",
-                    "; ".join(
-                        f"`{c['key']}` {json.dumps(c['before'])} → {json.dumps(c['after'])}"
-                        for c in shown
+                    Md(
+                        "; ".join(
+                            f"{_code(c['key'])} {lit(json.dumps(c['before']))} → "
+                            f"{lit(json.dumps(c['after']))}"
+                            for c in shown
+                        )
                     ),
                     "; ".join(
                         f"#{t['position']} {t['title']}"
@@ -103,8 +133,8 @@ def render_markdown(data: dict[str, Any], analyses: list, title: str) -> str:
             )
         L += _md_table(["step", "change", "recommended by", "predicted", "measured"], rows)
         for tr in data["transitions"]:
-            L += [f"**{tr['a']} → {tr['b']}**", ""]
-            L += [f"- {line}" for line in tr["text"]]
+            L += [f"**{lit(tr['a'])} → {lit(tr['b'])}**", ""]
+            L += [f"- {lit(line)}" for line in tr["text"]]
             L.append("")
     if data.get("comparison"):
         L += ["## Comparison", ""]
@@ -123,23 +153,24 @@ def render_markdown(data: dict[str, Any], analyses: list, title: str) -> str:
             "",
         ]
         for pair in data["comparison"]["pairs"]:
-            L += [f"### {pair['a']} → {pair['b']}", ""]
+            L += [f"### {lit(pair['a'])} → {lit(pair['b'])}", ""]
             diffs = (
                 "; ".join(
-                    f"`{d['key']}` {json.dumps(d['before'])} → {json.dumps(d['after'])}"
+                    f"{_code(d['key'])} {lit(json.dumps(d['before']))} → "
+                    f"{lit(json.dumps(d['after']))}"
                     for d in pair["config_diffs"]
                 )
                 or "identical"
             )
             L += [f"**Run options:** {diffs}", ""]
-            L += [f"- {e['text']}" for e in pair["explanations"]]
+            L += [f"- {lit(e['text'])}" for e in pair["explanations"]]
             if pair["other_deltas"]:
                 L += ["", "Largest other differences:", ""]
-                L += [f"- {t}" for t in pair["other_deltas"]]
+                L += [f"- {lit(t)}" for t in pair["other_deltas"]]
             L.append("")
     for p, a in zip(profs, analyses):
         m = p["metrics"]
-        L += [f"## {p['name']} — {p['model']}", ""]
+        L += [f"## {lit(p['name'])} — {lit(p['model'])}", ""]
         if p["fits"]:
             L += [
                 f"**Fits:** {fmt_pct(m['memory_share_used'])} of the memory used; fullest tile "
@@ -195,22 +226,22 @@ def render_markdown(data: dict[str, Any], analyses: list, title: str) -> str:
                     "",
                 ]
             L += [
-                f"**{n}. {tip['title']}** ({tip['severity']}, `{tip['id']}`)",
+                f"**{n}. {lit(tip['title'])}** ({lit(tip['severity'])}, {_code(tip['id'])})",
                 "",
-                tip["summary"],
+                lit(tip["summary"]),
                 "",
             ]
             L += [
-                f"- {e['text']}" + (f" _[{e['where']}]_" if e["where"] else "")
+                f"- {lit(e['text'])}" + (f" _\\[{lit(e['where'])}\\]_" if e["where"] else "")
                 for e in tip["evidence"]
             ]
             if tip["change"]:
                 L += [
                     "- change: "
-                    + ", ".join(f"`{k} = {json.dumps(v)}`" for k, v in tip["change"].items())
+                    + ", ".join(_code(f"{k} = {json.dumps(v)}") for k, v in tip["change"].items())
                 ]
             if tip["trade_off"]:
-                L += [f"- trade-off: {tip['trade_off']}"]
+                L += [f"- trade-off: {lit(tip['trade_off'])}"]
             eff = tip["effect"]
             if eff:
                 if eff["after"]:
@@ -229,7 +260,7 @@ def render_markdown(data: dict[str, Any], analyses: list, title: str) -> str:
                             ],
                         ),
                     ]
-                L += [f"- predicted: {eff['message']}"]
+                L += [f"- predicted: {lit(eff['message'])}"]
             elif tip["change"]:
                 L += ["- predicted effect not computed (write the report with `--resimulate`)"]
             L.append("")
