@@ -135,3 +135,10 @@ def test_json_outputs_stay_exact(injected, capsys):
     assert hostile.INJECTIONS["terminal"] + "model" in out.encode().decode("unicode_escape") or (
         hostile.INJECTIONS["terminal"] + "model" in json.dumps(json.loads(out), ensure_ascii=False)
     )
+
+
+def test_list_thresholds_needs_no_file(capsys):
+    code, out, _ = run_cli(capsys, "insights", "--list-thresholds")
+    assert code == 0 and "host_wait_high" in out
+    code, _, err = run_cli(capsys, "insights")
+    assert code == 2 and "--list-thresholds" in err and "Traceback" not in err

@@ -8,7 +8,7 @@ import sys
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", help="profile (.h5)")
+    parser.add_argument("file", nargs="?", help="profile (.h5); not needed with --list-thresholds")
     parser.add_argument("--json", action="store_true", help="print the insights as JSON")
     parser.add_argument(
         "--no-resimulate",
@@ -49,6 +49,8 @@ def run(args: argparse.Namespace) -> int:
             tab.add_row(name, f"{default:g}", doc)
         con.print(tab)
         return 0
+    if args.file is None:
+        raise CliError("give a profile (.h5) to analyse, or --list-thresholds.")
     if args.workers < 1:
         raise CliError("--workers must be at least 1.")
     thresholds = Thresholds().with_overrides(args.threshold)
