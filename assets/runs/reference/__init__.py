@@ -1,0 +1,1 @@
+"""Run configurations of the public reference figures (benchmarks/bench_fidelity.py)."""
