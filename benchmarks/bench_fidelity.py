@@ -1,0 +1,333 @@
+"""Benchmark: the engine's figures against public reference figures (issue 10, evidence).
+
+For every row of ``assets/runs/reference/references.toml`` (a published figure, its source and
+the run configuration that expresses its setup) this script runs the engine in-process, through
+the API ``analyse profile`` uses (``engine.simulate``: compile, then execute when the program
+fits; no profile is written), and prints the published figure, the engine's figure, the error
+and what the row measures, with the time each row took. docs/fidelity.md records the table
+with its sources and the analysis of the errors; nothing here is tuned to make a row match.
+
+Quantities:
+
+* ``throughput``: samples per second of one host call in steady state, host-inclusive (as the
+  published real-data figures are); the device-only figure (device cycles, without the wait for
+  the host) is printed beside it. A configuration the engine finds out of memory has no
+  throughput: the row says so and gives the fullest tile against the tile's SRAM.
+* ``params``: trainable parameters of the model graph; ``gmacs``: forward multiply-accumulates
+  per sample, in billions.
+* ``ratio``: the engine's throughput of one row over another's, against the published ratio
+  (scaling from Pod16 to Pod64, Bow vs Mk2).
+
+Error = (engine - reference) / reference, in percent (positive: the engine is optimistic).
+
+Usage: python benchmarks/bench_fidelity.py [--rows ID[,ID...]] [--markdown] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+import tomllib
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+REFERENCE_DIR = REPO / "assets" / "runs" / "reference"
+REFERENCES = REFERENCE_DIR / "references.toml"
+
+#: Quantities a row may measure, and whether it needs a run configuration of its own.
+QUANTITIES = {"throughput": True, "params": True, "gmacs": True, "ratio": False}
+#: Text fields every row must fill (its source and configuration among them).
+TEXT_FIELDS = ("id", "measures", "configuration", "source", "url", "config_source", "units")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One published figure and how to reproduce its setup."""
+
+    id: str
+    quantity: str
+    figure: float
+    units: str
+    measures: str
+    configuration: str
+    source: str
+    url: str
+    config_source: str
+    config: str | None = None
+    rows: tuple[str, ...] = ()
+    approximate: bool = False
+
+
+@dataclass
+class Measured:
+    """The engine's figure for one row (``value`` None: no figure, ``note`` says why)."""
+
+    value: float | None
+    device_value: float | None = None
+    note: str = ""
+    seconds: float = 0.0
+
+
+@dataclass
+class Result:
+    """A row with the engine's figure and the error against the reference."""
+
+    row: Row
+    measured: Measured
+    error_pct: float | None = field(default=None)
+
+
+def load_rows(path: str | Path = REFERENCES) -> list[Row]:
+    """Read and check the reference table; a problem raises ValueError with one sentence."""
+    data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    raw = data.get("row")
+    if not isinstance(raw, list) or not raw:
+        raise ValueError(f"{path}: no [[row]] entries.")
+    rows: list[Row] = []
+    seen: set[str] = set()
+    for i, entry in enumerate(raw):
+        where = f"{path}: row {i + 1} ({entry.get('id', '?')})"
+        for name in TEXT_FIELDS:
+            if not str(entry.get(name, "")).strip():
+                raise ValueError(f"{where}: '{name}' is missing or empty.")
+        quantity = entry.get("quantity")
+        if quantity not in QUANTITIES:
+            raise ValueError(f"{where}: quantity must be one of {sorted(QUANTITIES)}.")
+        figure = entry.get("figure")
+        if not isinstance(figure, int | float) or isinstance(figure, bool) or figure <= 0:
+            raise ValueError(f"{where}: figure must be a positive number.")
+        if entry["id"] in seen:
+            raise ValueError(f"{where}: the id is used twice.")
+        seen.add(entry["id"])
+        config = entry.get("config")
+        refs = tuple(entry.get("rows", ()))
+        if QUANTITIES[quantity]:
+            if not config or refs:
+                raise ValueError(f"{where}: a {quantity} row names one config and no rows.")
+        elif config or len(refs) != 2:
+            raise ValueError(f"{where}: a ratio row names two rows and no config.")
+        known = {k for k in Row.__dataclass_fields__}
+        extra = set(entry) - known
+        if extra:
+            raise ValueError(f"{where}: unknown field(s) {sorted(extra)}.")
+        rows.append(
+            Row(
+                id=entry["id"],
+                quantity=quantity,
+                figure=float(figure),
+                units=entry["units"],
+                measures=entry["measures"],
+                configuration=entry["configuration"],
+                source=entry["source"],
+                url=entry["url"],
+                config_source=entry["config_source"],
+                config=config,
+                rows=refs,
+                approximate=bool(entry.get("approximate", False)),
+            )
+        )
+    by_id = {r.id: r for r in rows}
+    for r in rows:
+        for ref in r.rows:
+            if ref not in by_id or by_id[ref].quantity != "throughput":
+                raise ValueError(f"{path}: ratio row {r.id} names {ref!r}, not a throughput row.")
+    return rows
+
+
+def config_path(row: Row, folder: Path = REFERENCE_DIR) -> Path:
+    return folder / str(row.config)
+
+
+def error_pct(engine_value: float | None, reference: float) -> float | None:
+    """(engine - reference) / reference in percent; None without an engine figure."""
+    if engine_value is None:
+        return None
+    return (engine_value - reference) / reference * 100.0
+
+
+def measure(row: Row, folder: Path = REFERENCE_DIR) -> Measured:
+    """The engine's figure for a throughput / params / gmacs row (not ratios)."""
+    import engine
+    from engine.config import RunConfig
+    from engine.models import build_model
+
+    t0 = time.perf_counter()
+    config = RunConfig.from_toml(config_path(row, folder))
+    if row.quantity in ("params", "gmacs"):
+        graph = build_model(config)
+        if row.quantity == "params":
+            value = float(graph.num_params)
+        else:
+            value = float(graph["macs"].sum()) / 1e9
+        return Measured(value, seconds=time.perf_counter() - t0)
+    result = engine.simulate(config)
+    seconds = time.perf_counter() - t0
+    if result.execution is None:
+        mem = result.compiled.memory
+        kib = mem.peak_tile_bytes / 1024
+        sram = mem.sram_per_tile / 1024
+        return Measured(
+            None,
+            note=f"out of memory: fullest tile {kib:,.0f} KiB of {sram:,.0f} KiB",
+            seconds=seconds,
+        )
+    attrs = result.execution.attrs
+    clock = float(result.compiled.target.clock_hz)
+    samples = float(attrs["samples"])
+    device_cycles = float(attrs.get("device_cycles", attrs["total_cycles"]))
+    device = samples / (device_cycles / clock) if device_cycles > 0 else None
+    host_s = float(attrs.get("host_seconds", 0.0))
+    note = f"host wait {host_s * 1e3:,.2f} ms per call" if host_s > 0 else ""
+    return Measured(float(attrs["throughput"]), device, note, seconds)
+
+
+def evaluate(rows: Iterable[Row], measure_fn: Callable[[Row], Measured] = measure) -> list[Result]:
+    """Measure every non-ratio row, derive the ratio rows from them, and compute the errors."""
+    rows = list(rows)
+    measured: dict[str, Measured] = {}
+    for row in rows:
+        if row.quantity != "ratio":
+            measured[row.id] = measure_fn(row)
+    for row in rows:
+        if row.quantity != "ratio":
+            continue
+        a, b = (measured.get(r) for r in row.rows)
+        if a is None or b is None:
+            measured[row.id] = Measured(None, note="a row of the ratio was not run")
+        elif a.value is None or b.value is None or b.value == 0:
+            measured[row.id] = Measured(None, note="a row of the ratio has no engine figure")
+        else:
+            dev = None
+            if a.device_value and b.device_value:
+                dev = a.device_value / b.device_value
+            measured[row.id] = Measured(a.value / b.value, dev)
+    return [Result(r, measured[r.id], error_pct(measured[r.id].value, r.figure)) for r in rows]
+
+
+def select(rows: list[Row], ids: list[str]) -> list[Row]:
+    """The rows named (with the rows their ratios need), in table order."""
+    if not ids:
+        return rows
+    by_id = {r.id: r for r in rows}
+    unknown = [i for i in ids if i not in by_id]
+    if unknown:
+        raise ValueError(f"--rows: unknown row id(s) {', '.join(unknown)}.")
+    want = set(ids)
+    for i in ids:
+        want.update(by_id[i].rows)
+    return [r for r in rows if r.id in want]
+
+
+def _num(value: float | None, units: str) -> str:
+    if value is None:
+        return "-"
+    if units == "x":
+        return f"{value:.2f}"
+    if units == "parameters":
+        return f"{value:,.0f}"
+    if abs(value) >= 1e6:
+        return f"{value / 1e6:,.1f} M"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    return f"{value:,.2f}"
+
+
+def _err(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.1f}%"
+
+
+def format_text(results: list[Result]) -> str:
+    head = ("row", "reference", "engine", "device-only", "error", "units", "time", "measures")
+    lines = []
+    for res in results:
+        r, m = res.row, res.measured
+        ref = ("~" if r.approximate else "") + _num(r.figure, r.units)
+        engine_fig = _num(m.value, r.units) if m.value is not None else "n/a"
+        lines.append(
+            (
+                r.id,
+                ref,
+                engine_fig,
+                _num(m.device_value, r.units),
+                _err(res.error_pct),
+                r.units,
+                f"{m.seconds:.1f} s" if m.seconds else "-",
+                r.measures + (f" [{m.note}]" if m.note else ""),
+            )
+        )
+    widths = [max(len(h), *(len(x[i]) for x in lines)) for i, h in enumerate(head[:-1])]
+    out = ["  ".join(h.ljust(w) for h, w in zip(head, [*widths, 0], strict=False))]
+    for x in lines:
+        out.append("  ".join(v.ljust(w) for v, w in zip(x, [*widths, 0], strict=False)))
+    return "\n".join(out)
+
+
+def format_markdown(results: list[Result]) -> str:
+    out = [
+        "| row | reference | engine | device-only | error | units | what it measures |",
+        "|---|---:|---:|---:|---:|---|---|",
+    ]
+    for res in results:
+        r, m = res.row, res.measured
+        ref = ("about " if r.approximate else "") + _num(r.figure, r.units)
+        engine_fig = _num(m.value, r.units) if m.value is not None else f"n/a ({m.note})"
+        note = f" ({m.note})" if m.note and m.value is not None else ""
+        out.append(
+            f"| {r.id} | {ref} | {engine_fig} | {_num(m.device_value, r.units)} | "
+            f"{_err(res.error_pct)} | {r.units} | {r.measures}{note} |"
+        )
+    return "\n".join(out)
+
+
+def _commit() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return out.stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", default="", help="comma-separated row ids (default: all)")
+    ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    ap.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    args = ap.parse_args(argv)
+    try:
+        rows = select(load_rows(), [i.strip() for i in args.rows.split(",") if i.strip()])
+    except (OSError, ValueError, tomllib.TOMLDecodeError) as exc:
+        print(f"bench_fidelity: {exc}", file=sys.stderr)
+        return 2
+    t0 = time.perf_counter()
+    results = evaluate(rows)
+    total = time.perf_counter() - t0
+    print(format_markdown(results) if args.markdown else format_text(results))
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(
+        f"\n{len(results)} rows in {total:.1f} s on commit {_commit()} "
+        f"({platform.machine()}, {os.cpu_count()} cores, load {load:.1f}); "
+        "error = (engine - reference) / reference."
+    )
+    if args.json:
+        payload = [
+            {**asdict(r.row), **asdict(r.measured), "error_pct": r.error_pct} for r in results
+        ]
+        Path(args.json).write_text(json.dumps(payload, indent=2), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(REPO))
+    raise SystemExit(main())
