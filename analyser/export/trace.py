@@ -25,6 +25,7 @@ from typing import IO
 import numpy as np
 
 from analyser.core.source import Source
+from analyser.export.rowbytes import RowBytes, byte_table, varint, varint_lengths
 from profiles import schema
 from profiles.errors import UserFacingError
 
@@ -170,6 +171,34 @@ def _chrome_metadata(p: _Prepared, title: str) -> list[str]:
     return ev
 
 
+def _mem_changes(
+    p: _Prepared, ipu: np.ndarray, prog: np.ndarray, last_mem: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Memory counter of a chunk: (rows where the IPU's value changes, value of every row).
+
+    The value of a row is the always-live + not-always-live bytes of the liveness step of its
+    program (-1 when the program has none); ``last_mem`` (per IPU, updated) carries the last
+    value across chunks, so a counter is emitted only when it changes.
+    """
+    mem = p.mem_of_prog[ipu, np.clip(prog, 0, p.n_prog - 1)]
+    change = np.zeros(mem.size, bool)
+    idx = np.flatnonzero(mem >= 0)
+    if idx.size:
+        mv, mi = mem[idx], ipu[idx]
+        prev = np.concatenate(([-2], mv[:-1]))
+        newipu = np.concatenate(([True], mi[1:] != mi[:-1]))
+        ch = (mv != prev) | newipu
+        ch[newipu] &= mv[newipu] != last_mem[mi[newipu]]
+        change[idx[ch]] = True
+        last = np.flatnonzero(np.concatenate((mi[1:] != mi[:-1], [True])))
+        last_mem[mi[last]] = mv[last]
+    return change, mem
+
+
+def _json_table(values) -> tuple[np.ndarray, np.ndarray]:
+    return byte_table([json.dumps(str(v)).encode() for v in values])
+
+
 def _write_chrome(
     p: _Prepared,
     fh: IO[str],
@@ -179,10 +208,12 @@ def _write_chrome(
     total_rows: int,
     done0: int,
 ) -> int:
-    types = schema.PROGRAM_TYPES
-    phases = schema.PHASES
-    dests = schema.DESTINATIONS
-    prefix = [f'{{"name":{json.dumps(n)},"ph":"X","cat":"' for n in p.names]
+    """Chrome trace-event JSON; each chunk of steps is formatted by :class:`RowBytes` (numpy),
+    one "X" event per step and a "C" memory counter event where the value changes."""
+    names = _json_table(p.names)
+    types = _json_table(schema.PROGRAM_TYPES)
+    phases = _json_table(schema.PHASES)
+    dests = _json_table(schema.DESTINATIONS)
     fh.write('{"displayTimeUnit":"ns","otherData":')
     fh.write(
         json.dumps(
@@ -196,6 +227,8 @@ def _write_chrome(
     )
     fh.write(',"traceEvents":[\n')
     fh.write(",\n".join(_chrome_metadata(p, title)))
+    fh.flush()
+    raw = fh.buffer if hasattr(fh, "buffer") else None
     done = done0
     last_mem = np.full(p.n_ipus, -1, np.int64)
     for c in p.chunks(ranges):
@@ -204,53 +237,55 @@ def _write_chrome(
             continue
         ipu = c["ipu"].astype(np.int64)
         typ = c["type"].astype(np.int64)
-        lane = _LANE_OF_TYPE[typ]
-        ts = p.us(c["start"])
-        dur = p.us(c["cycles"])
         prog = c["program"].astype(np.int64)
-        lines = [
-            f'{prefix[pg]}{types[ty]}","pid":{ip},"tid":{ln},"ts":{t:.4f},"dur":{d:.4f},'
-            f'"args":{{"cycles":{cy},"start_cycle":{st},"micro_batch":{mb},"stage":{sg},'
-            f'"phase":"{phases[ph]}"'
-            + (f',"bytes_in":{bi},"bytes_out":{bo},"dest":"{dests[de]}"}}}}' if bi or bo else "}}")
-            for pg, ty, ip, ln, t, d, cy, st, mb, sg, ph, bi, bo, de in zip(
-                prog.tolist(),
-                typ.tolist(),
-                ipu.tolist(),
-                lane.tolist(),
-                ts.tolist(),
-                dur.tolist(),
-                c["cycles"].tolist(),
-                c["start"].tolist(),
-                c["micro_batch"].tolist(),
-                c["stage"].tolist(),
-                c["phase"].tolist(),
-                c["bytes_in"].tolist(),
-                c["bytes_out"].tolist(),
-                c["dest"].tolist(),
-            )
-        ]
-        # memory counter: value of the liveness step of each program, when it changes
-        mem = p.mem_of_prog[ipu, np.clip(prog, 0, p.n_prog - 1)]
-        has = mem >= 0
-        if has.any():
-            idx = np.flatnonzero(has)
-            mv, mi = mem[idx], ipu[idx]
-            prev = np.concatenate(([-2], mv[:-1]))
-            newipu = np.concatenate(([True], mi[1:] != mi[:-1]))
-            first_of_ipu = np.zeros(idx.size, bool)
-            first_of_ipu[newipu] = True
-            change = (mv != prev) | newipu
-            change[first_of_ipu] &= mv[first_of_ipu] != last_mem[mi[first_of_ipu]]
-            sel = idx[change]
-            lines.extend(
-                f'{{"name":"memory","ph":"C","pid":{ip},"ts":{t:.4f},"args":{{"bytes":{v}}}}}'
-                for ip, t, v in zip(ipu[sel].tolist(), ts[sel].tolist(), mem[sel].tolist())
-            )
-            for i in np.unique(mi):
-                last_mem[i] = mv[mi == i][-1]
-        fh.write(",\n")
-        fh.write(",\n".join(lines))
+        ts = p.us(c["start"])
+        r = RowBytes(n)
+        r.const(b',\n{"name":')
+        r.lookup_table(*names, np.clip(prog, 0, p.n_prog - 1))
+        r.const(b',"ph":"X","cat":')
+        r.lookup_table(*types, typ)
+        r.const(b',"pid":')
+        r.decimal(ipu)
+        r.const(b',"tid":')
+        r.decimal(_LANE_OF_TYPE[typ])
+        r.const(b',"ts":')
+        r.fixed(ts, 4)
+        r.const(b',"dur":')
+        r.fixed(p.us(c["cycles"]), 4)
+        r.const(b',"args":{"cycles":')
+        r.decimal(c["cycles"])
+        r.const(b',"start_cycle":')
+        r.decimal(c["start"])
+        r.const(b',"micro_batch":')
+        r.decimal(c["micro_batch"])
+        r.const(b',"stage":')
+        r.decimal(c["stage"])
+        r.const(b',"phase":')
+        r.lookup_table(*phases, c["phase"])
+        moved = (c["bytes_in"] != 0) | (c["bytes_out"] != 0)
+        r.const(b',"bytes_in":', moved)
+        r.decimal(c["bytes_in"], moved)
+        r.const(b',"bytes_out":', moved)
+        r.decimal(c["bytes_out"], moved)
+        r.const(b',"dest":', moved)
+        r.lookup_table(*dests, c["dest"], moved)
+        r.const(b"}}")
+        change, mem = _mem_changes(p, ipu, prog, last_mem)
+        sel = np.flatnonzero(change)
+        m = RowBytes(sel.size)
+        m.const(b',\n{"name":"memory","ph":"C","pid":')
+        m.decimal(ipu[sel])
+        m.const(b',"ts":')
+        m.fixed(ts[sel], 4)
+        m.const(b',"args":{"bytes":')
+        m.decimal(mem[sel])
+        m.const(b"}}")
+        if raw is not None:
+            r.write(raw)
+            m.write(raw)
+        else:
+            fh.write(r.tobytes().decode())
+            fh.write(m.tobytes().decode())
         done += n
         if progress:
             progress(done, total_rows)
@@ -263,6 +298,22 @@ def _write_chrome(
 # ---------------------------------------------------------------------------------------------
 
 _SEQ = 7
+# TracePacket fields (perfetto/trace/trace_packet.proto): timestamp 8, trusted_packet_sequence_id
+# 10, track_event 11; TrackEvent (perfetto/trace/track_event/track_event.proto):
+# debug_annotations 4, type 9, track_uuid 11, categories 22, name 23, counter_value 30;
+# DebugAnnotation: int_value 4, name 10. Fields in number order, as protobuf serialises them.
+_PACKET = b"\x0a"  # Trace.packet (field 1, length-delimited)
+_TS = b"\x40"
+_SEQ_ID = b"\x50" + bytes([_SEQ])
+_TRACK_EVENT = b"\x5a"
+_TYPE_BEGIN, _TYPE_END, _TYPE_COUNTER = b"\x48\x01", b"\x48\x02", b"\x48\x04"
+_UUID = b"\x58"
+_CYCLES_NAME = b"\x52\x06cycles"
+
+
+def _lp(field: bytes, payload: bytes) -> bytes:
+    """A length-delimited field."""
+    return field + varint(len(payload)) + payload
 
 
 def _write_perfetto(
@@ -274,10 +325,13 @@ def _write_perfetto(
     total_rows: int,
     done0: int,
 ) -> int:
-    from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import TrackEvent
+    """Perfetto protobuf: track descriptors through ``perfetto.trace_builder``, then per step a
+    slice begin (name, category = step type, cycles as a debug annotation) and end packet on
+    its lane's track, plus a memory counter packet where the value changes. The step packets
+    are encoded from the numpy columns by :class:`RowBytes` (the same bytes protobuf would
+    serialise; tests compare them)."""
     from perfetto.trace_builder.proto_builder import TraceProtoBuilder
 
-    types = schema.PROGRAM_TYPES
     b = TraceProtoBuilder()
     lane_uuid = np.zeros((p.n_ipus, len(LANES)), np.int64)
     mem_uuid = np.zeros(p.n_ipus, np.int64)
@@ -302,60 +356,70 @@ def _write_perfetto(
         pk.track_descriptor.counter.unit_name = "bytes"
     fh.write(b.serialize())
     del title
-    BEGIN, END, COUNTER = (
-        TrackEvent.Type.TYPE_SLICE_BEGIN,
-        TrackEvent.Type.TYPE_SLICE_END,
-        TrackEvent.Type.TYPE_COUNTER,
-    )
+    # categories (the step type) and name (the program) fields of the slice begin events
+    cats = byte_table([_lp(b"\xb2\x01", t.encode()) for t in schema.PROGRAM_TYPES])
+    names = byte_table([_lp(b"\xba\x01", nm.encode()) for nm in p.names])
     ns = 1e9 / p.clock
     done = done0
+    last_mem = np.full(p.n_ipus, -1, np.int64)
     for c in p.chunks(ranges):
         n = c["start"].size
         if n == 0:
             continue
-        b = TraceProtoBuilder()
         ipu = c["ipu"].astype(np.int64)
         typ = c["type"].astype(np.int64)
-        prog = c["program"].astype(np.int64)
+        prog = np.clip(c["program"].astype(np.int64), 0, p.n_prog - 1)
         start = c["start"].astype(np.int64)
+        cyc = c["cycles"].astype(np.int64)
         t0 = np.rint(start * ns).astype(np.int64)
-        t1 = np.rint((start + c["cycles"].astype(np.int64)) * ns).astype(np.int64)
+        t1 = np.rint((start + cyc) * ns).astype(np.int64)
         uu = lane_uuid[ipu, _LANE_OF_TYPE[typ]]
-        mem = p.mem_of_prog[ipu, np.clip(prog, 0, p.n_prog - 1)]
-        for pg, ty, a, z, u, cy, ip, mv in zip(
-            prog.tolist(),
-            typ.tolist(),
-            t0.tolist(),
-            t1.tolist(),
-            uu.tolist(),
-            c["cycles"].tolist(),
-            ipu.tolist(),
-            mem.tolist(),
-        ):
-            pk = b.add_packet()
-            pk.timestamp = a
-            pk.trusted_packet_sequence_id = _SEQ
-            ev = pk.track_event
-            ev.type = BEGIN
-            ev.track_uuid = u
-            ev.name = p.names[pg]
-            ev.categories.append(types[ty])
-            da = ev.debug_annotations.add()
-            da.name = "cycles"
-            da.int_value = cy
-            pk = b.add_packet()
-            pk.timestamp = z
-            pk.trusted_packet_sequence_id = _SEQ
-            pk.track_event.type = END
-            pk.track_event.track_uuid = u
-            if mv >= 0:
-                pk = b.add_packet()
-                pk.timestamp = a
-                pk.trusted_packet_sequence_id = _SEQ
-                pk.track_event.type = COUNTER
-                pk.track_event.track_uuid = int(mem_uuid[ip])
-                pk.track_event.counter_value = mv
-        fh.write(b.serialize())
+        lu = varint_lengths(uu)
+        lc = varint_lengths(cyc)
+        da_len = 1 + lc + len(_CYCLES_NAME)
+        te_len = 1 + varint_lengths(da_len) + da_len + 2 + 1 + lu + cats[1][typ] + names[1][prog]
+        pk_len = 1 + varint_lengths(t0) + 2 + 1 + varint_lengths(te_len) + te_len
+        r = RowBytes(n)
+        # slice begin
+        r.const(_PACKET)
+        r.varint(pk_len)
+        r.const(_TS)
+        r.varint(t0)
+        r.const(_SEQ_ID + _TRACK_EVENT)
+        r.varint(te_len)
+        r.const(b"\x22")
+        r.varint(da_len)
+        r.const(b"\x20")
+        r.varint(cyc)
+        r.const(_CYCLES_NAME + _TYPE_BEGIN + _UUID)
+        r.varint(uu)
+        r.lookup_table(*cats, typ)
+        r.lookup_table(*names, prog)
+        # slice end
+        te2 = 2 + 1 + lu
+        r.const(_PACKET)
+        r.varint(1 + varint_lengths(t1) + 2 + 1 + varint_lengths(te2) + te2)
+        r.const(_TS)
+        r.varint(t1)
+        r.const(_SEQ_ID + _TRACK_EVENT)
+        r.varint(te2)
+        r.const(_TYPE_END + _UUID)
+        r.varint(uu)
+        # memory counter where it changes
+        change, mem = _mem_changes(p, ipu, prog, last_mem)
+        mu = mem_uuid[ipu]
+        te3 = 2 + 1 + varint_lengths(mu) + 2 + varint_lengths(np.maximum(mem, 0))
+        r.const(_PACKET, change)
+        r.varint(1 + varint_lengths(t0) + 2 + 1 + varint_lengths(te3) + te3, change)
+        r.const(_TS, change)
+        r.varint(t0, change)
+        r.const(_SEQ_ID + _TRACK_EVENT, change)
+        r.varint(te3, change)
+        r.const(_TYPE_COUNTER + _UUID, change)
+        r.varint(mu, change)
+        r.const(b"\xf0\x01", change)
+        r.varint(np.maximum(mem, 0), change)
+        r.write(fh)
         done += n
         if progress:
             progress(done, total_rows)
