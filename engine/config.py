@@ -28,7 +28,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from engine.errors import ConfigError, TargetError
 
@@ -48,10 +48,23 @@ class RunConfig(BaseModel):
     name: str = Field("", description="Free-form run label shown in reports. Default ''.")
 
     # -- model and input ----------------------------------------------------------------------
-    model: ModelName = Field(
+    model: str = Field(
         "resnet50",
         description="Zoo model: mlp (784-784-784-128-10), resnet50, resnet101, bert-base, "
-        "bert-large. Default 'resnet50'.",
+        "bert-large; or an ONNX file (path ending in .onnx, relative to the run config file "
+        "or, on the command line, to the current folder; see docs/onnx.md). Default 'resnet50'.",
+    )
+    input_shapes: dict[str, list[int]] = Field(
+        default_factory=dict,
+        description="ONNX models: shapes binding the dynamic dimensions of graph inputs, e.g. "
+        "{input_ids = [1, 128]}; a dynamic first (batch) dimension not given here is bound by "
+        "the micro-batch. Default none.",
+    )
+    unknown_ops: Literal["error", "elementwise"] = Field(
+        "error",
+        description="ONNX models: an operator the engine cannot cost is an error (error), or is "
+        "costed as an element-wise operation over its output and noted in the profile "
+        "(elementwise). Default error.",
     )
     image_size: int = Field(
         224, ge=8, le=4096, description="Image height = width for ResNets (pixels). Default 224."
@@ -231,6 +244,31 @@ class RunConfig(BaseModel):
     )
 
     # ------------------------------------------------------------------------------------------
+    @field_validator("model")
+    @classmethod
+    def _model_name(cls, value: str) -> str:
+        if value in MODEL_NAMES or is_onnx_path(value):
+            return value
+        raise ValueError(
+            f"allowed values are {', '.join(repr(m) for m in MODEL_NAMES)} or the path of an "
+            f"ONNX file ending in .onnx; got {value!r}"
+        )
+
+    @field_validator("input_shapes")
+    @classmethod
+    def _input_shapes(cls, value: dict[str, list[int]]) -> dict[str, list[int]]:
+        for name, dims in value.items():
+            if not dims or any(d < 1 for d in dims):
+                raise ValueError(
+                    f"input {name!r}: give every dimension as a whole number >= 1, e.g. [1, 128]"
+                )
+        return value
+
+    @property
+    def is_onnx(self) -> bool:
+        """The model is an ONNX file (``model`` is its path)."""
+        return is_onnx_path(self.model)
+
     @model_validator(mode="after")
     def _cross_checks(self) -> RunConfig:
         from engine.targets import get_target
@@ -312,6 +350,11 @@ class RunConfig(BaseModel):
             )
         if self.replicated_tensor_sharding and self.replication_factor < 2:
             raise ConfigError("replicated_tensor_sharding: needs replication_factor > 1 (it is 1).")
+        if (self.input_shapes or self.unknown_ops != "error") and not self.is_onnx:
+            raise ConfigError(
+                "input_shapes / unknown_ops: only ONNX models take them (model is "
+                f"{self.model!r})."
+            )
         if self.eight_bit_input and self.model.startswith("bert"):
             raise ConfigError(
                 "eight_bit_input: BERT inputs are token ids, not images; use it with mlp or "
@@ -399,7 +442,9 @@ class RunConfig(BaseModel):
 
     @property
     def classes(self) -> int:
-        return self.num_classes if self.num_classes is not None else DEFAULT_CLASSES[self.model]
+        if self.num_classes is not None:
+            return self.num_classes
+        return DEFAULT_CLASSES.get(self.model, 0)  # ONNX models: the graph's outputs decide
 
     @property
     def samples_per_step(self) -> int:
@@ -486,6 +531,10 @@ class RunConfig(BaseModel):
                 f"run configuration {name} sets no options; give at least `model` "
                 '(e.g. model = "resnet50").'
             )
+        model = data.get("model")
+        if isinstance(model, str) and is_onnx_path(model):
+            # an ONNX model path is relative to the run configuration file
+            data["model"] = str((p.parent / Path(model).expanduser()).resolve())
         try:
             return cls.from_dict(data)
         except ConfigError as exc:
@@ -517,6 +566,23 @@ class RunConfig(BaseModel):
         return RunConfig.from_dict(self.to_dict())
 
 
+def is_onnx_path(model: str) -> bool:
+    """``model`` names an ONNX file (ends in .onnx, any case) rather than a zoo model."""
+    return isinstance(model, str) and model.lower().endswith(".onnx")
+
+
+def parse_input_shape(text: str) -> tuple[str, list[int]]:
+    """``NAME=DIMS`` (``input_ids=1x128`` or ``input_ids=1,128``) -> (name, dims)."""
+    name, sep, dims = text.partition("=")
+    parts = [d.strip() for d in dims.replace(",", "x").replace("X", "x").split("x")]
+    if not sep or not name.strip() or not all(d.isdigit() and int(d) > 0 for d in parts):
+        raise ConfigError(
+            f"--input-shape: expected NAME=DIMS with whole dimensions >= 1, such as "
+            f"input_ids=1x128; got {text!r}."
+        )
+    return name.strip(), [int(d) for d in parts]
+
+
 def _toml_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -527,8 +593,14 @@ def _toml_value(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items()) + "}"
     raise ConfigError(f"cannot write {value!r} to TOML.")
+
+
+def _toml_key(key: str) -> str:
+    """A bare TOML key when it is one (``clock_hz``), else quoted (ONNX input ``input.1``)."""
+    bare = key and all(c.isascii() and (c.isalnum() or c in "_-") for c in key)
+    return key if bare else json.dumps(key)
 
 
 def validation_message(exc: ValidationError) -> str:
@@ -541,6 +613,8 @@ def validation_message(exc: ValidationError) -> str:
             close = difflib.get_close_matches(loc, RunConfig.model_fields, n=1, cutoff=0.6)
             hint = f"did you mean {close[0]!r}? " if close else ""
             msg = f"is not a run option ({hint}see `analyse profile --help` for the options)"
+        elif err["type"] == "value_error":
+            msg = msg.removeprefix("Value error, ")
         elif err["type"] == "literal_error":
             msg = msg.replace("Input should be", "allowed values are")
         parts.append(f"{loc}: {msg}")
@@ -571,6 +645,17 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
         ann = field.annotation
         choices = _literal_choices(ann)
         kw: dict[str, Any] = dict(dest=name, default=argparse.SUPPRESS, help=help_text)
+        if name == "input_shapes":
+            group.add_argument(
+                "--input-shape",
+                dest=name,
+                action="append",
+                metavar="NAME=DIMS",
+                default=argparse.SUPPRESS,
+                help="ONNX models: bind the shape of graph input NAME, e.g. input_ids=1x128 "
+                "(repeatable); a dynamic batch dimension not given is bound by the micro-batch.",
+            )
+            continue
         if name == "target_overrides":
             group.add_argument(
                 "--target-override",
@@ -637,6 +722,13 @@ def config_from_args(args: argparse.Namespace, base: RunConfig | dict | None = N
                 merged = dict(data.get("target_overrides") or {})
                 merged.update(dict(_parse_override(v) for v in value))
                 value = merged
+            elif name == "input_shapes":
+                shapes = dict(data.get("input_shapes") or {})
+                shapes.update(dict(parse_input_shape(v) for v in value))
+                value = shapes
+            elif name == "model" and is_onnx_path(value):
+                # on the command line, an ONNX path is relative to the current folder
+                value = str(Path(value).expanduser().resolve())
             data[name] = value
     return RunConfig.from_dict(data)
 
@@ -647,5 +739,7 @@ __all__ = [
     "RunConfig",
     "add_config_arguments",
     "config_from_args",
+    "is_onnx_path",
+    "parse_input_shape",
     "validation_message",
 ]

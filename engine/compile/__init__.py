@@ -169,7 +169,7 @@ def compile_program(config: RunConfig | dict, progress=None) -> CompiledProgram:
         "tile_start": pr["tile_start"][cs].astype(np.int32),
         "tile_count": pr["tile_count"][cs].astype(np.int32),
     }
-    notes = list(tile_plan.notes)
+    notes = list(tile_plan.notes) + list(graph.params.get("notes", []))  # e.g. ONNX unknown ops
     if memory_result.oom:
         n_oom = len(memory_result.memory.oom_tiles)
         notes.append(f"out of memory: {n_oom} tile(s) exceed {target.sram_per_tile} bytes.")

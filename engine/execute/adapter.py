@@ -30,7 +30,7 @@ def host_model(config, io: dict[str, Any]) -> HostModel:
     Cast and normalisation cost ``host_normalise_ns_per_element`` per input element on the host,
     except for token ids (nothing to normalise) and 8-bit input normalised on the IPU."""
     elems = int(io.get("input_elems_per_sample", 0) or 0)
-    is_image = not str(config.model).startswith("bert")
+    is_image = io.get("input_dtype") != "int32"  # token ids (BERT, ONNX int inputs) are int32
     return HostModel(
         decode_augment_s=config.host_preprocess_us_per_sample * 1e-6,
         cast_normalise_s=(elems * config.host_normalise_ns_per_element * 1e-9) if is_image else 0.0,

@@ -18,8 +18,13 @@ ZOO = ("mlp", "resnet50", "resnet101", "bert-base", "bert-large")
 
 
 def build_model(config) -> Graph:
-    """The forward graph of ``config.model`` (a RunConfig) with its size parameters."""
+    """The forward graph of ``config.model`` (a RunConfig) with its size parameters; an ``.onnx``
+    path is imported by ``engine.onnx`` (docs/onnx.md)."""
     name = config.model
+    if getattr(config, "is_onnx", False):
+        from engine.onnx import load_graph  # the onnx package only when an ONNX model is used
+
+        return load_graph(config)
     if name == "mlp":
         return mlp(num_classes=config.classes)
     if name in ("resnet50", "resnet101"):

@@ -1,0 +1,423 @@
+"""ONNX graph -> engine.graph.Graph (the forward graph per sample, as the zoo builds it).
+
+The walk visits the nodes once in topological order (the work is per node; nothing quadratic).
+Each tensor is an activation (produced by a row or the graph input), a parameter (an initializer,
+or a view of one: ``Transpose(W)``) or a constant. Parameters are counted once per initializer
+(tied weights: the first user claims them), from their shapes only; float initializers of one
+element are constants (scales, epsilons), and batch-norm running statistics are buffers.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+from engine.graph import INPUT, NONE, Graph, GraphBuilder
+from engine.onnx import ops
+from engine.onnx.reader import OnnxError, numel, read_model, split_initializers
+from engine.onnx.shapes import bind_inputs, infer
+
+INT_TYPES = frozenset({2, 3, 4, 5, 6, 7, 9, 12, 13})  # uint8..int64, bool, uint32/64
+
+
+@dataclass
+class Unsupported:
+    count: int
+    first: str
+
+
+@dataclass
+class ImportInfo:
+    """Facts of an import that are not graph rows (model-info and notes)."""
+
+    path: str
+    opset: int
+    producer: str
+    inputs: list[tuple[str, tuple[int, ...], str]]
+    outputs: list[tuple[str, tuple[int, ...], str]]
+    batch: int
+    nodes: int
+    views: int
+    constants: int
+    unsupported: dict[str, Unsupported] = field(default_factory=dict)
+    costed_as_elementwise: dict[str, int] = field(default_factory=dict)
+    op_counts: dict[str, int] = field(default_factory=dict)
+
+
+def layer_path(node_name: str) -> tuple[str, str]:
+    """(layer, leaf) of an exporter node name.
+
+    PyTorch: ``/layer3/layer3.8/conv1/Conv`` -> (``layer3.8.conv1``, ``Conv``) (each scope repeats
+    its parent's path); TensorFlow / Hugging Face: ``bert/encoder/layer_3/attention/self/query/
+    MatMul`` -> (``bert.encoder.layer_3.attention.self.query``, ``MatMul``). A name without scopes
+    is its own layer.
+    """
+    parts = [p for p in node_name.strip().split("/") if p]
+    if len(parts) <= 1:
+        return (parts[0] if parts else ""), ""
+    path = ""
+    for c in parts[:-1]:
+        if path and (c == path or c.startswith(path + ".")):
+            path = c
+        else:
+            path = f"{path}.{c}" if path else c
+    return path, parts[-1]
+
+
+_SAFE = re.compile(r"\s+")
+
+
+class Context:
+    """The importer's state while walking the nodes (what translators see)."""
+
+    def __init__(self, name, shapes, dtypes, values, params, training, unknown_ops, batch):
+        self.name = name
+        self.shapes = shapes
+        self.dtypes = dtypes
+        self.values = values
+        self.params = params  # initializer name -> numel (parameter candidates)
+        self.training = training
+        self.unknown_ops = unknown_ops
+        self.batch = batch
+        self.b = GraphBuilder()
+        self.prod: dict[str, int] = {}  # activation -> row (or INPUT)
+        self.root: dict[str, str] = {}  # parameter view -> initializer
+        self.claimed: set[str] = set()
+        self.fusable: dict[str, int] = {}  # tensor -> AMP row whose bias it may take
+        self.uses: dict[str, int] = {}
+        self.row_names: dict[str, int] = {}
+        self.stats_per_sample: list[bool] = []
+        self.unsupported: dict[str, Unsupported] = {}
+        self.elementwise: dict[str, int] = {}
+        self.views = 0
+        self.constants = 0
+        self._index = 0
+
+    # ---- tensor facts ----------------------------------------------------------------------
+    def is_act(self, t: str) -> bool:
+        return t in self.prod
+
+    def is_param(self, t: str) -> bool:
+        return t in self.root
+
+    def shape(self, t: str) -> tuple[int, ...]:
+        s = self.shapes.get(t)
+        if s is None:
+            raise OnnxError(
+                f"{self.name}: the shape of tensor {t!r} is unknown after shape inference "
+                "(a dynamic dimension? bind the inputs with --input-shape)."
+            )
+        return s
+
+    def numel(self, t: str) -> int:
+        return numel(self.shape(t))
+
+    def dtype(self, t: str) -> int:
+        return int(self.dtypes.get(t, 1))
+
+    def value(self, t: str):
+        return self.values.get(t)
+
+    @staticmethod
+    def attr(node, key, default=None):
+        for a in node.attribute:
+            if a.name == key:
+                return onnx.helper.get_attribute_value(a)
+        return default
+
+    def claim(self, t: str) -> int:
+        """Parameter elements of ``t``'s initializer, the first time it is used (else 0)."""
+        r = self.root.get(t)
+        if r is None or r in self.claimed:
+            return 0
+        self.claimed.add(r)
+        return self.params[r]
+
+    # ---- outputs ---------------------------------------------------------------------------
+    def view(self, node) -> None:
+        """The outputs are views of the first activation input (no program on an IPU)."""
+        src = next(x for x in node.input if x in self.prod)
+        self.views += 1
+        for out in node.output:
+            if out:
+                self.prod[out] = self.prod[src]
+                if src in self.fusable and self.uses.get(src, 0) == 1:
+                    self.fusable[out] = self.fusable[src]
+
+    def row(
+        self,
+        node,
+        type_: str,
+        family: str,
+        *,
+        acts: list[str] | None = None,
+        in_elems: int | None = None,
+        stats_per_sample: bool = True,
+        **fields,
+    ) -> int:
+        """Append the node's row; its outputs become activations of that row."""
+        if acts is None:
+            acts = [x for x in node.input if x in self.prod]
+        acts = list(dict.fromkeys(acts))
+        srcs = [self.prod[x] for x in acts]
+        in0 = srcs[0] if srcs else NONE
+        in1 = next((s for s in srcs[1:] if s != in0), NONE)
+        if in_elems is None:
+            in_elems = sum(self.numel(x) for x in acts)
+        name, layer = self._names(node)
+        out_elems = self.numel(node.output[0])
+        fields.setdefault("weight_elems", 0)
+        r = self.b.add(
+            name,
+            type_,
+            family,
+            layer=layer,
+            in0=in0,
+            in1=in1,
+            out_elems=out_elems,
+            in_elems=in_elems,
+            **fields,
+        )
+        self.stats_per_sample.append(stats_per_sample)
+        for out in node.output:
+            if out:
+                self.prod[out] = r
+        return r
+
+    def amp_row(self, node, type_: str, *, groups: int = 1, m: int, k: int, n: int, acts,
+                cin: int = 0, kernel: int = 1, weight_elems: int = 0) -> int:
+        r = self.row(
+            node,
+            type_,
+            "amp",
+            acts=acts,
+            groups=groups,
+            m=m,
+            k=k,
+            n=n,
+            cin=cin,
+            kernel=kernel,
+            weight_elems=weight_elems,
+            bwd_passes=0,
+            saves_input=True,
+        )
+        if type_ != "BatchMatMul" or weight_elems:
+            self.fusable[node.output[0]] = r
+        return r
+
+    def fuse_bias(self, node) -> bool:
+        """Add(matmul or conv output, bias vector) -> the op's bias (poplin::addBias)."""
+        if len(node.input) != 2:
+            return False
+        x, p = node.input
+        if not (x in self.prod and p in self.root):
+            x, p = p, x
+        if not (x in self.fusable and p in self.root) or self.uses.get(x, 0) != 1:
+            return False
+        r = self.fusable[x]
+        row = self.b.rows[r]
+        channels = row["groups"] * row["n"]
+        pshape = [d for d in self.shape(p) if d != 1]
+        if pshape != [channels] or self.shape(node.output[0]) != self.shape(x):
+            return False
+        row["weight_elems"] += self.claim(p)
+        self.views += 1
+        self.prod[node.output[0]] = r
+        return True
+
+    def unsupported(self, node, op_type: str) -> None:
+        label = node.name or f"#{self._index} ({op_type})"
+        u = self.unsupported.get(op_type)
+        if u is None:
+            self.unsupported[op_type] = Unsupported(1, label)
+        else:
+            u.count += 1
+        if self.unknown_ops == "elementwise" and node.output and node.output[0] in self.shapes:
+            self.elementwise[op_type] = self.elementwise.get(op_type, 0) + 1
+            self.row(node, op_type, "elementwise", passes=1, bwd_passes=1)
+        else:
+            src = next((x for x in node.input if x in self.prod), None)
+            for out in node.output:
+                if out and src is not None and out in self.shapes:
+                    self.prod[out] = self.prod[src]  # keep walking to find every unsupported op
+
+    def _names(self, node) -> tuple[str, str]:
+        raw = _SAFE.sub("_", node.name or "")
+        layer, leaf = layer_path(raw)
+        if not layer:
+            layer = f"{node.op_type}_{self._index}"
+        name = f"{layer}/{leaf}" if leaf else layer
+        if name in self.row_names:
+            self.row_names[name] += 1
+            name = f"{name}#{self.row_names[name]}"
+        else:
+            self.row_names[name] = 1
+        return name, layer
+
+    # ---- the walk --------------------------------------------------------------------------
+    def walk(self, graph: onnx.GraphProto, inputs: list[str]) -> None:
+        for x in inputs:
+            self.prod[x] = INPUT
+        for r in self.params:
+            self.root[r] = r
+        for node in graph.node:
+            for x in node.input:
+                if x:
+                    self.uses[x] = self.uses.get(x, 0) + 1
+        for o in graph.output:
+            self.uses[o.name] = self.uses.get(o.name, 0) + 1
+        for node in graph.node:
+            self._index += 1
+            op = node.op_type
+            if node.domain not in ("", "ai.onnx"):
+                self.unsupported(node, f"{node.domain}.{op}")
+                continue
+            has_act = any(x in self.prod for x in node.input if x)
+            param_data = op == "Gather" and node.input and node.input[0] in self.root
+            if op in ops.CONSTANTS or (not has_act and not param_data):
+                self._constant(node)
+                continue
+            translate = ops.TRANSLATORS.get(op)
+            if translate is None:
+                self.unsupported(node, op)
+                continue
+            translate(self, node)
+
+    def _constant(self, node) -> None:
+        """Outputs computed without activations: views of a parameter, or constants."""
+        p = next((x for x in node.input if x in self.root), None)
+        for out in node.output:
+            if out and p is not None:
+                self.root[out] = self.root[p]
+        self.constants += 1
+
+
+def _per_sample(cols: dict[str, np.ndarray], per_sample_stats: np.ndarray, N: int) -> None:
+    """Divide the batch-proportional fields by the file's batch N (vectorised)."""
+    if N <= 1:
+        return
+
+    def div(a):
+        return np.maximum(-(-a // N), 1)
+
+    for key in ("out_elems", "in_elems"):
+        cols[key] = div(cols[key])
+    cols["stats"] = np.where(per_sample_stats & (cols["stats"] > 0), div(cols["stats"]), cols["stats"])
+    amp = cols["family"] == "amp"
+    batched = amp & (cols["type"] == "BatchMatMul") & (cols["groups"] % N == 0)
+    cols["groups"] = np.where(batched, cols["groups"] // N, cols["groups"])
+    other = amp & ~batched
+    cols["m"] = np.where(other, div(cols["m"]), cols["m"])
+    cols["macs"] = cols["groups"] * cols["m"] * cols["k"] * cols["n"]
+
+
+def import_onnx(
+    path: str | Path,
+    *,
+    input_shapes: dict[str, list[int]] | None = None,
+    training: bool = True,
+    unknown_ops: str = "error",
+) -> tuple[Graph, ImportInfo]:
+    """Import ``path`` as the engine's forward graph per sample (OnnxError on bad input)."""
+    p = Path(path)
+    name = f"ONNX model {str(p)!r}"
+    model = read_model(p)
+    opset = next(int(o.version) for o in model.opset_import if o.domain in ("", "ai.onnx"))
+    init = split_initializers(model)
+    true_inputs, batch = bind_inputs(model, name, dict(input_shapes or {}), init)
+    inferred, shapes, dtypes, values = infer(model, name)
+    params = {
+        k: numel(dims)
+        for k, (dims, dt) in init.items()
+        if dt in ops.FLOAT_TYPES and numel(dims) > 1
+    }
+    ctx = Context(name, shapes, dtypes, values, params, training, unknown_ops, batch)
+    ctx.walk(inferred.graph, true_inputs)
+    counts: dict[str, int] = {}
+    for node in model.graph.node:
+        counts[node.op_type] = counts.get(node.op_type, 0) + 1
+    info = ImportInfo(
+        path=str(p),
+        opset=opset,
+        producer=" ".join(x for x in (model.producer_name, model.producer_version) if x),
+        inputs=[(x, shapes.get(x, ()), _dtype_name(dtypes.get(x, 0))) for x in true_inputs],
+        outputs=[
+            (o.name, shapes.get(o.name, ()), _dtype_name(dtypes.get(o.name, 0)))
+            for o in inferred.graph.output
+        ],
+        batch=batch,
+        nodes=len(model.graph.node),
+        views=ctx.views,
+        constants=ctx.constants,
+        unsupported=ctx.unsupported,
+        costed_as_elementwise=ctx.elementwise,
+        op_counts=counts,
+    )
+    if ctx.unsupported and unknown_ops != "elementwise":
+        parts = [
+            f"{op} ({u.count} node{'s' * (u.count > 1)}, first {u.first!r})"
+            for op, u in sorted(ctx.unsupported.items())
+        ]
+        raise OnnxError(
+            f"{name} has operators the engine cannot cost: {'; '.join(parts)}; re-run with "
+            "--unknown-ops elementwise to cost them as element-wise operations."
+        )
+    if not ctx.b.rows:
+        raise OnnxError(f"{name} has no operation with work to cost (only views and constants).")
+    loss_rows = []
+    label_elems = 0
+    output_elems = 0
+    for o in inferred.graph.output:
+        r = ctx.prod.get(o.name)
+        if r is None or r < 0:
+            continue
+        loss_rows.append(r)
+        s = shapes.get(o.name, ())
+        output_elems += -(-numel(s) // max(batch, 1))
+        label_elems += -(-numel(s[:-1]) // max(batch, 1)) if len(s) > 1 else 1
+    if not loss_rows:
+        raise OnnxError(f"{name}: no graph output is computed from the inputs.")
+    loss_rows = list(dict.fromkeys(loss_rows))
+    in_elems = [numel(shapes[x]) for x in true_inputs]
+    input_elems = -(-sum(in_elems) // max(batch, 1))
+    is_tokens = any(dtypes.get(x, 1) in INT_TYPES for x in true_inputs)
+    per_shape = [tuple(shapes[x][1:]) for x in true_inputs]
+    if len(per_shape) == 1:
+        input_shape = per_shape[0] or (1,)
+    elif len(set(per_shape)) == 1:
+        input_shape = (len(per_shape), *per_shape[0])
+    else:
+        input_shape = (input_elems,)
+    notes = []
+    if ctx.elementwise:
+        listed = ", ".join(f"{op} x{n}" for op, n in sorted(ctx.elementwise.items()))
+        notes.append(
+            f"unknown_ops = elementwise: operators the engine cannot cost were costed as "
+            f"element-wise operations ({listed}); their figures are rough."
+        )
+    graph = ctx.b.build(
+        p.stem,
+        input_elems=max(input_elems, 1),
+        input_kind="tokens" if is_tokens else "image",
+        input_shape=tuple(int(d) for d in input_shape),
+        label_elems=max(label_elems, 1),
+        output_elems=max(output_elems, 1),
+        params={"loss_inputs": loss_rows, "notes": notes, "onnx": str(p)},
+    )
+    _per_sample(graph.cols, np.array(ctx.stats_per_sample, dtype=bool), batch)
+    return graph, info
+
+
+def _dtype_name(dt: int) -> str:
+    try:
+        return onnx.helper.tensor_dtype_to_np_dtype(dt).name if dt else "?"
+    except Exception:
+        return str(dt)
+
+
+__all__ = ["Context", "ImportInfo", "import_onnx", "layer_path", "math"]

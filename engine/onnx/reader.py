@@ -1,0 +1,213 @@
+"""Reading an ONNX file: parse, opset, external data, cycles, checker (no weight values).
+
+Every problem is an :class:`OnnxError` with one sentence naming the file. The weights' values are
+never read: external-data files are checked for presence and size only, and initializers of more
+than :data:`SMALL` elements are replaced by graph inputs of the same type and shape before shape
+inference (so their bytes are not copied around; parameters are counted from shapes).
+"""
+
+from __future__ import annotations
+
+import heapq
+from pathlib import Path
+
+import onnx
+from onnx import TensorProto
+
+from engine.errors import ModelError
+
+#: Oldest default-domain opset the importer accepts (PopART 1.x / 2.x import opsets 6..; exporters
+#: of the last years write 11 or newer).
+OLDEST_OPSET = 11
+#: Initializers with at most this many elements keep their values (shape computations, scales).
+SMALL = 4096
+
+
+class OnnxError(ModelError):
+    """An ONNX model cannot be imported (one sentence naming the file and the problem)."""
+
+
+def newest_opset() -> int:
+    """The newest default-domain opset of the installed onnx package."""
+    return int(onnx.defs.onnx_opset_version())
+
+
+def _first_line(exc: BaseException, limit: int = 240) -> str:
+    text = str(exc).strip().splitlines()
+    line = next((t.strip() for t in text if t.strip()), type(exc).__name__)
+    line = line.removeprefix("[ONNXRuntimeError]").strip()
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def read_model(path: str | Path) -> onnx.ModelProto:
+    """Parse and check ``path``; returns the model with large initializers' data dropped."""
+    p = Path(path)
+    name = f"ONNX model {str(p)!r}"
+    if not p.exists():
+        raise OnnxError(f"{name} does not exist.")
+    if p.is_dir():
+        raise OnnxError(f"{name} is a folder; give the .onnx file.")
+    try:
+        with p.open("rb") as f:
+            head = f.read(8)
+    except OSError as exc:
+        raise OnnxError(f"{name} cannot be read: {exc.strerror or exc}.") from None
+    if not head:
+        raise OnnxError(f"{name} is empty (0 bytes), not an ONNX model.")
+    if head.startswith(b"\x89HDF"):
+        raise OnnxError(f"{name} is an HDF5 file (a profile?), not an ONNX model.")
+    try:
+        model = onnx.load(str(p), load_external_data=False)
+    except Exception as exc:  # protobuf DecodeError and friends
+        raise OnnxError(
+            f"{name} is not an ONNX model or is truncated (the protobuf parser says: "
+            f"{_first_line(exc)})."
+        ) from None
+    if not model.HasField("graph") or not model.ir_version:
+        raise OnnxError(
+            f"{name} is not an ONNX model or is truncated (it holds no graph or IR version)."
+        )
+    _check_opset(model, name)
+    _check_external_data(model, p, name)
+    _sort_or_cycle(model, name)
+    external = any(_external(t) is not None for t in model.graph.initializer)
+    try:
+        # with external data the checker resolves the data files from the model's folder
+        onnx.checker.check_model(str(p) if external else model)
+    except Exception as exc:  # onnx.checker.ValidationError, or C++ errors for odd protos
+        raise OnnxError(f"{name} fails the ONNX checker: {_first_line(exc)}") from None
+    return model
+
+
+def _check_opset(model: onnx.ModelProto, name: str) -> None:
+    versions = {o.domain or "ai.onnx": int(o.version) for o in model.opset_import}
+    v = versions.get("ai.onnx")
+    newest = newest_opset()
+    if v is None:
+        raise OnnxError(f"{name} imports no default-domain (ai.onnx) opset.")
+    if v > newest:
+        raise OnnxError(
+            f"{name} uses opset {v}, newer than {newest}, the newest the installed onnx "
+            f"{onnx.__version__} supports; export with opset_version <= {newest} or upgrade onnx."
+        )
+    if v < OLDEST_OPSET:
+        raise OnnxError(
+            f"{name} uses opset {v}; the importer takes opsets {OLDEST_OPSET} to {newest}: "
+            f"export with opset_version >= {OLDEST_OPSET} (or convert it with "
+            "onnx.version_converter)."
+        )
+
+
+def _external(t: TensorProto) -> dict[str, str] | None:
+    if t.data_location != TensorProto.EXTERNAL:
+        return None
+    return {e.key: e.value for e in t.external_data}
+
+
+def _check_external_data(model: onnx.ModelProto, p: Path, name: str) -> None:
+    """Each external-data file exists and is long enough (never read)."""
+    sizes: dict[str, int | None] = {}
+    for t in model.graph.initializer:
+        ext = _external(t)
+        if ext is None:
+            continue
+        loc = ext.get("location", "")
+        if not loc:
+            raise OnnxError(f"{name}: initializer {t.name!r} has external data without a location.")
+        if loc not in sizes:
+            f = p.parent / loc
+            sizes[loc] = f.stat().st_size if f.is_file() else None
+        size = sizes[loc]
+        if size is None:
+            raise OnnxError(
+                f"{name}: the external data file {loc!r} of initializer {t.name!r} is missing "
+                f"(looked in {str(p.parent)!r})."
+            )
+        need = int(ext.get("offset", 0) or 0) + int(ext.get("length", 0) or 0)
+        if need > size:
+            raise OnnxError(
+                f"{name}: the external data file {loc!r} holds {size:,} bytes but initializer "
+                f"{t.name!r} needs bytes up to {need:,} (truncated?)."
+            )
+
+
+def _sort_or_cycle(model: onnx.ModelProto, name: str) -> None:
+    """Topologically sort the nodes (exporters already do); a cycle is an error."""
+    nodes = model.graph.node
+    producer: dict[str, int] = {}
+    for i, node in enumerate(nodes):
+        for out in node.output:
+            if out:
+                producer[out] = i
+    users: list[list[int]] = [[] for _ in nodes]
+    indeg = [0] * len(nodes)
+    in_order = True
+    for i, node in enumerate(nodes):
+        deps = {producer[x] for x in node.input if x in producer}
+        indeg[i] = len(deps)
+        in_order = in_order and all(d < i for d in deps)
+        for d in deps:
+            users[d].append(i)
+    if in_order:
+        return
+    # Kahn's algorithm, taking the earliest node in file order first (stable for sorted parts)
+    ready = [i for i, d in enumerate(indeg) if d == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for j in users[i]:
+            indeg[j] -= 1
+            if indeg[j] == 0:
+                heapq.heappush(ready, j)
+    if len(order) < len(nodes):
+        stuck = next(i for i, d in enumerate(indeg) if d > 0)
+        node = nodes[stuck]
+        label = node.name or f"#{stuck} ({node.op_type})"
+        raise OnnxError(
+            f"{name} has a cycle: node {label!r} ({node.op_type}) depends on its own output."
+        )
+    copies = [onnx.NodeProto() for _ in order]
+    for c, i in zip(copies, order):
+        c.CopyFrom(nodes[i])
+    model.graph.ClearField("node")
+    model.graph.node.extend(copies)
+
+
+def numel(dims) -> int:
+    n = 1
+    for d in dims:
+        n *= int(d)
+    return n
+
+
+def split_initializers(model: onnx.ModelProto) -> dict[str, tuple[tuple[int, ...], int]]:
+    """Replace large or external initializers by graph inputs of their type and shape.
+
+    Returns ``{name: (dims, onnx dtype)}`` of every initializer (the ones kept included).
+    """
+    g = model.graph
+    info: dict[str, tuple[tuple[int, ...], int]] = {}
+    keep = []
+    moved = []
+    input_names = {i.name for i in g.input}
+    for t in g.initializer:
+        dims = tuple(int(d) for d in t.dims)
+        info[t.name] = (dims, int(t.data_type))
+        if _external(t) is None and numel(dims) <= SMALL:
+            c = TensorProto()
+            c.CopyFrom(t)
+            keep.append(c)
+        else:
+            moved.append(t)
+    if moved:
+        g.ClearField("initializer")
+        g.initializer.extend(keep)
+        for t in moved:
+            if t.name not in input_names:
+                g.input.append(onnx.helper.make_tensor_value_info(t.name, t.data_type, t.dims))
+    return info
+
+
+__all__ = ["OLDEST_OPSET", "OnnxError", "newest_opset", "numel", "read_model", "split_initializers"]

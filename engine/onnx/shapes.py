@@ -1,0 +1,324 @@
+"""Shapes: bind dynamic dimensions, fold shape computations, infer every tensor's shape.
+
+Graph inputs' dynamic dimensions are bound by ``input_shapes`` (``--input-shape NAME=DIMS``) and a
+dynamic first (batch) dimension by 1: the engine's graph is per sample and the lowering multiplies
+by the micro-batch (a fixed batch N in the file divides each operation's work by N instead).
+Shape inference is ``onnx.shape_inference`` in strict mode with data propagation; what it cannot
+resolve (a ``Reshape`` whose target is computed from ``Shape`` of a tensor) is folded here with
+numpy on small integer tensors, and inference runs again until nothing new folds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from engine.onnx.reader import SMALL, OnnxError, _first_line
+
+#: Most inference rounds (each folds everything it can; chains resolve in a few).
+MAX_ROUNDS = 64
+
+
+def _dims(vi: onnx.ValueInfoProto) -> tuple[int, ...] | None:
+    t = vi.type.tensor_type
+    if not t.HasField("shape"):
+        return None
+    out = []
+    for d in t.shape.dim:
+        if d.HasField("dim_value"):
+            out.append(int(d.dim_value))
+        else:
+            return None
+    return tuple(out)
+
+
+def bind_inputs(
+    model: onnx.ModelProto, name: str, input_shapes: dict[str, list[int]], initializers
+) -> tuple[list[str], int]:
+    """Set every graph input's shape; returns (true input names, the file's batch N)."""
+    g = model.graph
+    inputs = [i for i in g.input if i.name not in initializers]
+    names = [i.name for i in inputs]
+    unknown = sorted(set(input_shapes) - set(names))
+    if unknown:
+        raise OnnxError(
+            f"{name} has no graph input {unknown[0]!r} to bind (--input-shape); its inputs are "
+            f"{', '.join(names) or 'none'}."
+        )
+    symbols: dict[str, int] = {}
+    # inputs given explicitly first: they bind the symbols they share with others
+    order = sorted(inputs, key=lambda i: i.name not in input_shapes)
+    bound: dict[str, list[int]] = {}
+    for vi in order:
+        t = vi.type.tensor_type
+        dims = list(t.shape.dim) if t.HasField("shape") else None
+        given = input_shapes.get(vi.name)
+        if given is not None:
+            if dims is not None and len(dims) != len(given):
+                raise OnnxError(
+                    f"{name}: input {vi.name!r} has {len(dims)} dimensions but --input-shape gives "
+                    f"{len(given)} ({'x'.join(map(str, given))})."
+                )
+            for i, v in enumerate(given):
+                if dims is None:
+                    continue
+                d = dims[i]
+                if d.HasField("dim_value") and d.dim_value > 0 and d.dim_value != v:
+                    raise OnnxError(
+                        f"{name}: dimension {i} of input {vi.name!r} is fixed at {d.dim_value} in "
+                        f"the file; --input-shape gives {v}."
+                    )
+                if d.HasField("dim_param") and d.dim_param:
+                    symbols.setdefault(d.dim_param, v)
+            bound[vi.name] = list(given)
+            continue
+        if dims is None:
+            raise OnnxError(
+                f"{name}: input {vi.name!r} has no shape in the file; give it with "
+                f"--input-shape {vi.name}=DIMS."
+            )
+        out = []
+        for i, d in enumerate(dims):
+            if d.HasField("dim_value") and d.dim_value > 0:
+                out.append(int(d.dim_value))
+            elif d.HasField("dim_param") and d.dim_param in symbols:
+                out.append(symbols[d.dim_param])
+            elif i == 0:
+                out.append(1)  # the batch: per sample (the micro-batch multiplies in lowering)
+                if d.HasField("dim_param") and d.dim_param:
+                    symbols[d.dim_param] = 1
+            else:
+                sym = d.dim_param if d.HasField("dim_param") and d.dim_param else "?"
+                example = "x".join(
+                    str(e.dim_value) if e.HasField("dim_value") and e.dim_value > 0
+                    else ("1" if j == 0 else f"<{e.dim_param or 'size'}>")
+                    for j, e in enumerate(dims)
+                )
+                raise OnnxError(
+                    f"{name}: dimension {i} ({sym!r}) of input {vi.name!r} is dynamic and "
+                    f"nothing binds it; give --input-shape {vi.name}={example} (or input_shapes "
+                    "in the run configuration)."
+                )
+        bound[vi.name] = out
+    for vi in inputs:
+        t = vi.type.tensor_type
+        t.ClearField("shape")
+        for v in bound[vi.name]:
+            t.shape.dim.add().dim_value = int(v)
+    first = bound[names[0]] if names else []
+    batch = int(first[0]) if first else 1
+    # stale intermediate shapes (symbolic) and output shapes are re-inferred
+    g.ClearField("value_info")
+    for o in g.output:
+        o.type.tensor_type.ClearField("shape")
+    return names, batch
+
+
+# ---- constant folding of shape computations -----------------------------------------------
+
+
+def _attr(node, key, default=None):
+    for a in node.attribute:
+        if a.name == key:
+            return onnx.helper.get_attribute_value(a)
+    return default
+
+
+def _axes(node, vals, pos):
+    ax = _attr(node, "axes")
+    if ax is None and len(node.input) > pos and node.input[pos]:
+        ax = vals[pos]
+    return None if ax is None else [int(a) for a in np.asarray(ax).reshape(-1)]
+
+
+def _fold(node, vals: list, shapes_in: list):
+    """numpy value of ``node``'s first output from constant inputs (None = cannot fold)."""
+    op = node.op_type
+    if op == "Shape":
+        s = np.array(shapes_in[0], dtype=np.int64)
+        start, end = _attr(node, "start", 0), _attr(node, "end", None)
+        return s[start:end]
+    if op == "Size":
+        return np.array(int(np.prod(shapes_in[0])), dtype=np.int64)
+    if op == "Constant":
+        for a in node.attribute:
+            v = onnx.helper.get_attribute_value(a)
+            if a.name == "value":
+                return numpy_helper.to_array(v)
+            if a.name in ("value_int", "value_float"):
+                return np.array(v)
+            if a.name in ("value_ints", "value_floats"):
+                return np.array(v)
+        return None
+    if any(v is None for v in vals[:1]):
+        return None
+    x = vals[0]
+    if op == "Identity":
+        return x
+    if op == "Cast":
+        to = onnx.helper.tensor_dtype_to_np_dtype(_attr(node, "to"))
+        return x.astype(to)
+    if op == "Gather":
+        return np.take(x, vals[1], axis=_attr(node, "axis", 0))
+    if op == "Unsqueeze":
+        for a in sorted(a % (x.ndim + len(_axes(node, vals, 1))) for a in _axes(node, vals, 1)):
+            x = np.expand_dims(x, a)
+        return x
+    if op == "Squeeze":
+        ax = _axes(node, vals, 1)
+        return np.squeeze(x, axis=None if ax is None else tuple(ax))
+    if op == "Concat":
+        return np.concatenate([np.atleast_1d(v) for v in vals], axis=_attr(node, "axis", 0))
+    if op == "Slice":
+        if len(node.input) > 1:
+            starts, ends = vals[1], vals[2]
+            axes = vals[3] if len(vals) > 3 and vals[3] is not None else range(len(starts))
+            steps = vals[4] if len(vals) > 4 and vals[4] is not None else [1] * len(starts)
+        else:
+            starts, ends = _attr(node, "starts"), _attr(node, "ends")
+            axes = _attr(node, "axes", list(range(len(starts))))
+            steps = [1] * len(starts)
+        idx = [slice(None)] * x.ndim
+        for s, e, a, st in zip(starts, ends, axes, steps):
+            idx[int(a)] = slice(int(s), int(e), int(st))
+        return x[tuple(idx)]
+    if op == "Reshape":
+        shape = [int(d) for d in vals[1]]
+        shape = [x.shape[i] if d == 0 else d for i, d in enumerate(shape)]
+        return x.reshape(shape)
+    if op == "ConstantOfShape":
+        value = _attr(node, "value")
+        v = numpy_helper.to_array(value).reshape(-1)[0] if value is not None else np.float32(0)
+        shape = [int(d) for d in x]
+        return None if np.prod(shape) > SMALL else np.full(shape, v)
+    if op == "Range":
+        return np.arange(x, vals[1], vals[2])
+    if op == "Expand":
+        return x * np.ones([int(d) for d in vals[1]], dtype=x.dtype)
+    if op == "Transpose":
+        return np.transpose(x, _attr(node, "perm"))
+    if op in _UNARY:
+        return _UNARY[op](x)
+    if op in _BINARY and len(vals) > 1:
+        return _BINARY[op](x, vals[1])
+    if op == "Where":
+        return np.where(x, vals[1], vals[2])
+    if op in ("ReduceProd", "ReduceSum", "ReduceMax", "ReduceMin"):
+        ax = _axes(node, vals, 1)
+        fn = {"ReduceProd": np.prod, "ReduceSum": np.sum, "ReduceMax": np.max, "ReduceMin": np.min}
+        return fn[op](x, axis=None if ax is None else tuple(ax), keepdims=bool(_attr(node, "keepdims", 1)))
+    return None
+
+
+_UNARY = {
+    "Neg": np.negative,
+    "Abs": np.abs,
+    "Floor": np.floor,
+    "Ceil": np.ceil,
+    "Sqrt": np.sqrt,
+    "Not": np.logical_not,
+}
+_BINARY = {
+    "Add": np.add,
+    "Sub": np.subtract,
+    "Mul": np.multiply,
+    "Div": lambda a, b: (a // b) if a.dtype.kind in "iu" and b.dtype.kind in "iu" else a / b,
+    "Equal": np.equal,
+    "Less": np.less,
+    "Greater": np.greater,
+    "Max": np.maximum,
+    "Min": np.minimum,
+    "Mod": np.mod,
+    "And": np.logical_and,
+    "Or": np.logical_or,
+}
+FOLDABLE = (
+    {"Shape", "Size", "Constant", "Identity", "Cast", "Gather", "Unsqueeze", "Squeeze", "Concat"}
+    | {"Slice", "Reshape", "ConstantOfShape", "Range", "Expand", "Transpose", "Where"}
+    | {"ReduceProd", "ReduceSum", "ReduceMax", "ReduceMin"}
+    | set(_UNARY)
+    | set(_BINARY)
+)
+
+
+def infer(model: onnx.ModelProto, name: str):
+    """Strict shape inference, folding shape computations until nothing new folds.
+
+    Returns (inferred model, shapes {tensor: dims}, dtypes {tensor: onnx dtype}, constant
+    values {tensor: ndarray} of the small constants).
+    """
+    values: dict[str, np.ndarray] = {}
+    for t in model.graph.initializer:  # only the small ones are left
+        values[t.name] = numpy_helper.to_array(t)
+    for _ in range(MAX_ROUNDS):
+        try:
+            inferred = onnx.shape_inference.infer_shapes(
+                model, check_type=True, strict_mode=True, data_prop=True
+            )
+        except Exception as exc:  # onnx.shape_inference.InferenceError
+            raise OnnxError(f"{name} fails shape inference: {_first_line(exc)}") from None
+        shapes, dtypes = _collect(inferred)
+        new = _fold_pass(inferred, shapes, values)
+        if not new:
+            return inferred, shapes, dtypes, values
+        # the folded outputs become initializers, so inference sees their values
+        g = model.graph
+        producers = {o for n in g.node for o in n.output if o in new}
+        g.initializer.extend(numpy_helper.from_array(values[t], t) for t in sorted(producers))
+        keep = [n for n in g.node if not (n.output and all(o in values for o in n.output if o))]
+        copies = []
+        for n in keep:
+            c = onnx.NodeProto()
+            c.CopyFrom(n)
+            copies.append(c)
+        g.ClearField("node")
+        g.node.extend(copies)
+    raise OnnxError(f"{name}: shape computations did not settle after {MAX_ROUNDS} rounds.")
+
+
+def _collect(model: onnx.ModelProto):
+    shapes: dict[str, tuple[int, ...]] = {}
+    dtypes: dict[str, int] = {}
+    g = model.graph
+    for vi in (*g.input, *g.value_info, *g.output):
+        d = _dims(vi)
+        if d is not None:
+            shapes[vi.name] = d
+        dtypes[vi.name] = int(vi.type.tensor_type.elem_type)
+    for t in g.initializer:
+        shapes[t.name] = tuple(int(x) for x in t.dims)
+        dtypes[t.name] = int(t.data_type)
+    return shapes, dtypes
+
+
+def _fold_pass(model, shapes, values) -> set[str]:
+    """Fold every node whose inputs are known constants (or Shape of a known shape)."""
+    new: set[str] = set()
+    for node in model.graph.node:
+        if node.op_type not in FOLDABLE or not node.output or node.output[0] in values:
+            continue
+        ins = [x for x in node.input]
+        if node.op_type in ("Shape", "Size"):
+            if ins[0] not in shapes:
+                continue
+            vals: list = [None]
+        else:
+            if not all((not x) or x in values for x in ins):
+                continue
+            vals = [values.get(x) if x else None for x in ins]
+        try:
+            out = _fold(node, vals, [shapes.get(x) for x in ins])
+        except Exception:  # an unusual form: leave it to the importer
+            out = None
+        if out is None:
+            continue
+        out = np.asarray(out)
+        if out.size > SMALL:
+            continue
+        values[node.output[0]] = out
+        new.add(node.output[0])
+    return new
+
+
+__all__ = ["bind_inputs", "infer"]
