@@ -352,8 +352,7 @@ class RunConfig(BaseModel):
             raise ConfigError("replicated_tensor_sharding: needs replication_factor > 1 (it is 1).")
         if (self.input_shapes or self.unknown_ops != "error") and not self.is_onnx:
             raise ConfigError(
-                "input_shapes / unknown_ops: only ONNX models take them (model is "
-                f"{self.model!r})."
+                f"input_shapes / unknown_ops: only ONNX models take them (model is {self.model!r})."
             )
         if self.eight_bit_input and self.model.startswith("bert"):
             raise ConfigError(

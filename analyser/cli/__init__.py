@@ -38,6 +38,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("analyser.cli.compare", "compare two profiles; --fail-if for regression gates"),
     "export-trace": ("analyser.cli.export_trace", "export the execution trace (Chrome / Perfetto)"),
     "gui": ("analyser.cli.gui", "open the desktop Graph Analyser"),
+    "model-info": ("analyser.cli.model_info", "describe an ONNX model and suggest split points"),
+    "export-onnx": ("analyser.cli.export_onnx", "write a zoo model as an ONNX file"),
 }
 
 

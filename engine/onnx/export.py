@@ -101,8 +101,12 @@ def _resnet(b: _Builder, config) -> tuple[list, list]:
     def conv(x, name, cin, cout, k, stride, pad):
         w = b.weight(f"{name}.weight", (cout, cin, k, k))
         return b.node(
-            "Conv", [x, w], f"/{name}/Conv",
-            kernel_shape=[k, k], strides=[stride, stride], pads=[pad] * 4,
+            "Conv",
+            [x, w],
+            f"/{name}/Conv",
+            kernel_shape=[k, k],
+            strides=[stride, stride],
+            pads=[pad] * 4,
         )
 
     def bn(x, name, c):
@@ -235,15 +239,21 @@ def export_zoo(config, out: str | Path) -> tuple[Path, Path]:
         b.nodes.append(h.make_node("Identity", [tensor], [name], name=f"/{name}/Identity"))
         outs.append(h.make_tensor_value_info(name, TensorProto.FLOAT, dims))
     graph = h.make_graph(b.nodes, config.model, inputs, outs, b.inits)
-    model = h.make_model(
-        graph, opset_imports=[h.make_opsetid("", OPSET)], producer_name=PRODUCER
-    )
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", OPSET)], producer_name=PRODUCER)
     model.doc_string = (
         f"{config.model} exported by the IPU Graph Analyser (zero-filled weights in {data.name})."
     )
     _atomic(data, lambda f: f.truncate(b.offset))
     _atomic(out, lambda f: f.write(model.SerializeToString()), check=True)
     return out, data
+
+
+def written_by_analyse(path: Path) -> bool:
+    """``path`` is an ONNX file this exporter wrote (so export-onnx may replace it)."""
+    try:
+        return onnx.load(str(path), load_external_data=False).producer_name == PRODUCER
+    except Exception:
+        return False
 
 
 def _atomic(path: Path, write, check: bool = False) -> None:
@@ -259,4 +269,4 @@ def _atomic(path: Path, write, check: bool = False) -> None:
         raise
 
 
-__all__ = ["OPSET", "PRODUCER", "export_zoo"]
+__all__ = ["OPSET", "PRODUCER", "export_zoo", "written_by_analyse"]

@@ -157,6 +157,7 @@ class Context:
         *,
         acts: list[str] | None = None,
         in_elems: int | None = None,
+        out_elems: int | None = None,
         stats_per_sample: bool = True,
         **fields,
     ) -> int:
@@ -170,7 +171,8 @@ class Context:
         if in_elems is None:
             in_elems = sum(self.numel(x) for x in acts)
         name, layer = self._names(node)
-        out_elems = self.numel(node.output[0])
+        if out_elems is None:
+            out_elems = self.numel(node.output[0])
         fields.setdefault("weight_elems", 0)
         r = self.b.add(
             name,
@@ -189,8 +191,20 @@ class Context:
                 self.prod[out] = r
         return r
 
-    def amp_row(self, node, type_: str, *, groups: int = 1, m: int, k: int, n: int, acts,
-                cin: int = 0, kernel: int = 1, weight_elems: int = 0) -> int:
+    def amp_row(
+        self,
+        node,
+        type_: str,
+        *,
+        groups: int = 1,
+        m: int,
+        k: int,
+        n: int,
+        acts,
+        cin: int = 0,
+        kernel: int = 1,
+        weight_elems: int = 0,
+    ) -> int:
         r = self.row(
             node,
             type_,
@@ -230,16 +244,20 @@ class Context:
         self.prod[node.output[0]] = r
         return True
 
-    def unsupported(self, node, op_type: str) -> None:
+    def not_costed(self, node, op_type: str) -> None:
         label = node.name or f"#{self._index} ({op_type})"
         u = self.unsupported.get(op_type)
         if u is None:
             self.unsupported[op_type] = Unsupported(1, label)
         else:
             u.count += 1
-        if self.unknown_ops == "elementwise" and node.output and node.output[0] in self.shapes:
+        acts = [x for x in node.input if x in self.prod]
+        if self.unknown_ops == "elementwise" and node.output and acts:
             self.elementwise[op_type] = self.elementwise.get(op_type, 0) + 1
-            self.row(node, op_type, "elementwise", passes=1, bwd_passes=1)
+            out = node.output[0]
+            # a data-dependent output shape (NonZero...): costed over the input's elements
+            size = self.numel(out) if out in self.shapes else self.numel(acts[0])
+            self.row(node, op_type, "elementwise", passes=1, bwd_passes=1, out_elems=size)
         else:
             src = next((x for x in node.input if x in self.prod), None)
             for out in node.output:
@@ -275,7 +293,7 @@ class Context:
             self._index += 1
             op = node.op_type
             if node.domain not in ("", "ai.onnx"):
-                self.unsupported(node, f"{node.domain}.{op}")
+                self.not_costed(node, f"{node.domain}.{op}")
                 continue
             has_act = any(x in self.prod for x in node.input if x)
             param_data = op == "Gather" and node.input and node.input[0] in self.root
@@ -284,7 +302,7 @@ class Context:
                 continue
             translate = ops.TRANSLATORS.get(op)
             if translate is None:
-                self.unsupported(node, op)
+                self.not_costed(node, op)
                 continue
             translate(self, node)
 
@@ -307,7 +325,9 @@ def _per_sample(cols: dict[str, np.ndarray], per_sample_stats: np.ndarray, N: in
 
     for key in ("out_elems", "in_elems"):
         cols[key] = div(cols[key])
-    cols["stats"] = np.where(per_sample_stats & (cols["stats"] > 0), div(cols["stats"]), cols["stats"])
+    cols["stats"] = np.where(
+        per_sample_stats & (cols["stats"] > 0), div(cols["stats"]), cols["stats"]
+    )
     amp = cols["family"] == "amp"
     batched = amp & (cols["type"] == "BatchMatMul") & (cols["groups"] % N == 0)
     cols["groups"] = np.where(batched, cols["groups"] // N, cols["groups"])

@@ -298,7 +298,9 @@ def _conv(ctx, node) -> None:
     kernel = math.prod(ws[2:])
     cin = xs[1] // g
     cout = ys[1]
-    weight = ctx.claim(w) + (ctx.claim(node.input[2]) if len(node.input) > 2 and node.input[2] else 0)
+    weight = ctx.claim(w) + (
+        ctx.claim(node.input[2]) if len(node.input) > 2 and node.input[2] else 0
+    )
     ctx.amp_row(
         node,
         "Conv",
@@ -322,7 +324,9 @@ def _conv_transpose(ctx, node) -> None:
     kernel = math.prod(ws[2:])
     cin = xs[1] // g
     cout_g = ws[1]
-    weight = ctx.claim(w) + (ctx.claim(node.input[2]) if len(node.input) > 2 and node.input[2] else 0)
+    weight = ctx.claim(w) + (
+        ctx.claim(node.input[2]) if len(node.input) > 2 and node.input[2] else 0
+    )
     ctx.amp_row(
         node,
         "ConvTranspose",
@@ -355,17 +359,33 @@ def _matmul(ctx, node) -> None:
         if len(bsh) > 2:
             batch = _broadcast(ash[:-2], bsh[:-2])
             ctx.amp_row(
-                node, "BatchMatMul", groups=math.prod(batch), m=M, k=K, n=N,
-                weight_elems=ctx.claim(b), acts=[a],
+                node,
+                "BatchMatMul",
+                groups=math.prod(batch),
+                m=M,
+                k=K,
+                n=N,
+                weight_elems=ctx.claim(b),
+                acts=[a],
             )
         else:
             ctx.amp_row(
-                node, "MatMul", m=math.prod(ash[:-1]), k=K, n=N, weight_elems=ctx.claim(b),
+                node,
+                "MatMul",
+                m=math.prod(ash[:-1]),
+                k=K,
+                n=N,
+                weight_elems=ctx.claim(b),
                 acts=[a],
             )
     else:  # W @ x = (x^T W^T)^T
         ctx.amp_row(
-            node, "MatMul", m=math.prod(bsh[:-2]) * N, k=K, n=M, weight_elems=ctx.claim(a),
+            node,
+            "MatMul",
+            m=math.prod(bsh[:-2]) * N,
+            k=K,
+            n=M,
+            weight_elems=ctx.claim(a),
             acts=[b],
         )
 
@@ -400,7 +420,7 @@ def _einsum(ctx, node) -> None:
     lhs, _, out = eq.partition("->")
     terms = lhs.split(",")
     if len(terms) != 2 or not out or len(node.input) != 2:
-        ctx.unsupported(node, "Einsum")
+        ctx.not_costed(node, "Einsum")
         return
     a, b = node.input
     shapes = [ctx.shape(a), ctx.shape(b)]
@@ -409,40 +429,61 @@ def _einsum(ctx, node) -> None:
     size: dict[str, int] = {}
     for t, s in zip(terms, shapes):
         if len(t) != len(s):
-            ctx.unsupported(node, "Einsum")
+            ctx.not_costed(node, "Einsum")
             return
         for ch, d in zip(t, s):
             size[ch] = max(size.get(ch, 1), int(d))
-    A, B, O = set(terms[0]), set(terms[1]), set(out)
-    if (A - B - O) or (B - A - O) or (O - A - B):
-        ctx.unsupported(node, "Einsum")  # a sum over one operand's own index: not a matmul
+    A, B, Z = set(terms[0]), set(terms[1]), set(out)
+    if (A - B - Z) or (B - A - Z) or (Z - A - B):
+        ctx.not_costed(node, "Einsum")  # a sum over one operand's own index: not a matmul
         return
 
     def prod(letters) -> int:
         return math.prod(size[c] for c in letters)
 
-    batch, contract = A & B & O, (A & B) - O
-    m_l, n_l = (A - B) & O, (B - A) & O
+    batch, contract = A & B & Z, (A & B) - Z
+    m_l, n_l = (A - B) & Z, (B - A) & Z
     a_act, b_act = ctx.is_act(a), ctx.is_act(b)
     if a_act and b_act:
         ctx.amp_row(
-            node, "BatchMatMul", groups=prod(batch), m=prod(m_l), k=prod(contract), n=prod(n_l),
+            node,
+            "BatchMatMul",
+            groups=prod(batch),
+            m=prod(m_l),
+            k=prod(contract),
+            n=prod(n_l),
             acts=[a, b],
         )
     elif a_act and not batch:
         ctx.amp_row(
-            node, "MatMul", m=prod(m_l), k=prod(contract), n=prod(n_l),
-            weight_elems=ctx.claim(b), acts=[a],
+            node,
+            "MatMul",
+            m=prod(m_l),
+            k=prod(contract),
+            n=prod(n_l),
+            weight_elems=ctx.claim(b),
+            acts=[a],
         )
     elif b_act and not batch:
         ctx.amp_row(
-            node, "MatMul", m=prod(n_l), k=prod(contract), n=prod(m_l),
-            weight_elems=ctx.claim(a), acts=[b],
+            node,
+            "MatMul",
+            m=prod(n_l),
+            k=prod(contract),
+            n=prod(m_l),
+            weight_elems=ctx.claim(a),
+            acts=[b],
         )
     else:
         ctx.amp_row(
-            node, "BatchMatMul", groups=prod(batch), m=prod(m_l), k=prod(contract), n=prod(n_l),
-            weight_elems=ctx.claim(a if b_act else b), acts=[a if a_act else b],
+            node,
+            "BatchMatMul",
+            groups=prod(batch),
+            m=prod(m_l),
+            k=prod(contract),
+            n=prod(n_l),
+            weight_elems=ctx.claim(a if b_act else b),
+            acts=[a if a_act else b],
         )
 
 
@@ -475,8 +516,18 @@ TRANSLATORS: dict[str, Callable] = {
     **{
         op: _reduce
         for op in (
-            "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
-            "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp", "ArgMax", "ArgMin",
+            "ReduceMean",
+            "ReduceSum",
+            "ReduceMax",
+            "ReduceMin",
+            "ReduceProd",
+            "ReduceL1",
+            "ReduceL2",
+            "ReduceSumSquare",
+            "ReduceLogSum",
+            "ReduceLogSumExp",
+            "ArgMax",
+            "ArgMin",
         )
     },
     "Resize": _resize,

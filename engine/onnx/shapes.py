@@ -91,7 +91,8 @@ def bind_inputs(
             else:
                 sym = d.dim_param if d.HasField("dim_param") and d.dim_param else "?"
                 example = "x".join(
-                    str(e.dim_value) if e.HasField("dim_value") and e.dim_value > 0
+                    str(e.dim_value)
+                    if e.HasField("dim_value") and e.dim_value > 0
                     else ("1" if j == 0 else f"<{e.dim_param or 'size'}>")
                     for j, e in enumerate(dims)
                 )
@@ -207,7 +208,9 @@ def _fold(node, vals: list, shapes_in: list):
     if op in ("ReduceProd", "ReduceSum", "ReduceMax", "ReduceMin"):
         ax = _axes(node, vals, 1)
         fn = {"ReduceProd": np.prod, "ReduceSum": np.sum, "ReduceMax": np.max, "ReduceMin": np.min}
-        return fn[op](x, axis=None if ax is None else tuple(ax), keepdims=bool(_attr(node, "keepdims", 1)))
+        return fn[op](
+            x, axis=None if ax is None else tuple(ax), keepdims=bool(_attr(node, "keepdims", 1))
+        )
     return None
 
 

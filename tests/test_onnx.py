@@ -1,0 +1,284 @@
+"""ONNX import (engine.onnx): small models built with onnx.helper, the zoo round trip, bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+
+from analyser.cli import main
+from engine.config import RunConfig
+from engine.errors import ConfigError
+from engine.models import build_model
+from engine.onnx import OnnxError, import_onnx, layer_path
+from engine.onnx.export import export_zoo
+from engine.simulate import simulate
+from tests import onnx_models as om
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("onnx")
+    paths = {}
+    for key, m in (
+        ("mlp", om.mlp()),
+        ("cnn", om.cnn()),
+        ("attn_matmul", om.transformer(einsum=False)),
+        ("attn_einsum", om.transformer(einsum=True)),
+    ):
+        paths[key] = d / f"{key}.onnx"
+        onnx.save(m, str(paths[key]))
+    paths["external"] = d / "ext" / "mlp_ext.onnx"
+    paths["external"].parent.mkdir()
+    om.save_external(om.mlp(), paths["external"])
+    return paths
+
+
+def rows(graph, type_):
+    return np.flatnonzero(graph.cols["type"] == type_)
+
+
+def test_layer_paths_from_exporter_names():
+    assert layer_path("/layer3/layer3.8/conv1/Conv") == ("layer3.8.conv1", "Conv")
+    assert layer_path("bert/encoder/layer_3/attention/self/query/MatMul") == (
+        "bert.encoder.layer_3.attention.self.query",
+        "MatMul",
+    )
+    assert layer_path("Conv_12") == ("Conv_12", "")
+
+
+def test_mlp_params_rows_and_bias_fusion(files):
+    g, info = import_onnx(files["mlp"])
+    assert list(g.cols["type"]) == ["MatMul", "Relu", "MatMul"]  # the bias Add is the matmul's
+    assert g.num_params == 64 * 32 + 32 + 32 * 10 + 10
+    assert g.cols["m"][0] == 1 and g.cols["k"][0] == 64 and g.cols["n"][0] == 32
+    assert g.input_elems == 64 and g.output_elems == 10 and g.input_kind == "image"
+    assert g.cols["in0"][0] == -1  # the graph input
+    assert "layers.1" in g.layer_names
+    assert info.views == 1  # the fused bias
+
+
+def test_cnn_groups_strides_and_pools(files):
+    g, _ = import_onnx(files["cnn"])
+    conv = rows(g, "Conv")
+    stem, grouped, dw = conv
+    # stem: 3 -> 32 channels, 3x3 stride 2 on 32x32 -> 16x16
+    assert (g.cols["m"][stem], g.cols["k"][stem], g.cols["n"][stem]) == (256, 27, 32)
+    # grouped: 4 groups of 8 -> 8 channels
+    assert g.cols["groups"][grouped] == 4 and g.cols["k"][grouped] == 8 * 9
+    assert g.cols["n"][grouped] == 8 and g.cols["macs"][grouped] == 4 * 256 * 72 * 8
+    # depthwise, stride 2: 8x8 outputs, one channel per group, bias 32
+    assert g.cols["groups"][dw] == 32 and g.cols["m"][dw] == 64 and g.cols["n"][dw] == 1
+    assert g.cols["weight_elems"][dw] == 32 * 9 + 32
+    bn = rows(g, "BatchNorm")[0]
+    assert g.cols["weight_elems"][bn] == 64 and g.cols["stats"][bn] == 64  # mean/var: buffers
+    gap = rows(g, "AvgPool")[0]
+    assert g.cols["cross_tile"][gap] and g.cols["stats"][gap] == 32
+    assert g.cols["passes"][rows(g, "MaxPool")[0]] == pytest.approx(4 * 16 / 64)
+    assert g.num_params == 32 * 27 + 64 + 32 * 8 * 9 + 32 * 9 + 32 + 330
+
+
+def test_attention_matmul_and_einsum_cost_the_same(files):
+    shapes = {"x": [1, 16, 64]}
+    a, _ = import_onnx(files["attn_matmul"], input_shapes=shapes)
+    b, _ = import_onnx(files["attn_einsum"], input_shapes=shapes)
+    for g in (a, b):
+        bmm = rows(g, "BatchMatMul")
+        assert len(bmm) == 2
+        assert list(g.cols["groups"][bmm]) == [4, 4]
+        assert list(g.cols["m"][bmm]) == [16, 16]
+        assert list(g.cols["k"][bmm]) == [16, 16]  # head dim, then sequence
+        assert list(g.cols["n"][bmm]) == [16, 16]
+        assert g.cols["type"][bmm[0] + 2] == "Softmax"
+        assert g.cols["out_elems"][bmm[0]] == 4 * 16 * 16
+    for col in ("type", "macs", "out_elems", "weight_elems", "passes"):
+        assert list(a.cols[col]) == list(b.cols[col])
+    assert a.num_params == 4 * (64 * 64 + 64) + 2 * 64 + 2 * 64 * 256 + 256 + 64
+
+
+def test_symbolic_dims(files, tmp_path):
+    with pytest.raises(OnnxError, match=r"dimension 1 \('seq'\) of input 'x' is dynamic"):
+        import_onnx(files["attn_einsum"])
+    with pytest.raises(OnnxError, match="fixed at 64"):
+        import_onnx(files["attn_einsum"], input_shapes={"x": [1, 16, 32]})
+    # the batch binds per sample; a seq bound by --input-shape scales the work
+    g16, _ = import_onnx(files["attn_einsum"], input_shapes={"x": [1, 16, 64]})
+    g32, _ = import_onnx(files["attn_einsum"], input_shapes={"x": [1, 32, 64]})
+    assert g32.cols["out_elems"].sum() > g16.cols["out_elems"].sum()
+    # a fixed batch of 4 in the input shape: the graph stays per sample
+    g4, _ = import_onnx(files["attn_einsum"], input_shapes={"x": [4, 16, 64]})
+    assert list(g4.cols["macs"]) == list(g16.cols["macs"])
+    assert list(g4.cols["out_elems"]) == list(g16.cols["out_elems"])
+
+
+def test_external_data_never_read(files):
+    g, _ = import_onnx(files["external"])
+    assert g.num_params == 64 * 32 + 32 + 32 * 10 + 10
+
+
+def test_profile_from_run_config_relative_path(files, tmp_path):
+    run = files["cnn"].parent / "run.toml"
+    run.write_text('model = "cnn.onnx"\nmicro_batch_size = 4\n')
+    config = RunConfig.from_toml(run)
+    assert config.model == str(files["cnn"].resolve())
+    res = simulate(config)
+    assert res.fits and res.execution.attrs["total_cycles"] > 0
+    # training lowered the forward graph: gradients and updates are there
+    assert (res.compiled.ops.type == "ConvGradWeight").sum() == 3
+    inf = simulate(config.model_copy(update={"mode": "inference"}).revalidate())
+    assert not (inf.compiled.ops.type == "ConvGradWeight").any()
+
+
+def test_split_points_name_exporter_layers(files):
+    cfg = RunConfig.from_dict(
+        dict(
+            model=str(files["cnn"]),
+            strategy="pipelined",
+            num_ipus=2,
+            split_points=["block.dw"],
+            gradient_accumulation=3,
+        )
+    )
+    res = simulate(cfg)
+    stage = res.compiled.ops.stage[res.compiled.ops.type == "Conv"]
+    assert list(stage) == [0, 0, 1]
+
+
+# ---- the zoo round trip ---------------------------------------------------------------------
+
+ROUND_TRIP = [
+    ("mlp", {}),
+    ("resnet50", {"image_size": 64, "micro_batch_size": 2}),
+    ("resnet101", {"image_size": 64}),
+    ("bert-base", {"seq_length": 32, "mode": "inference", "precision": "16.16"}),
+    ("bert-large", {"seq_length": 32, "mode": "inference", "precision": "16.16"}),
+]
+
+
+@pytest.mark.parametrize(("zoo", "opts"), ROUND_TRIP, ids=[z for z, _ in ROUND_TRIP])
+def test_zoo_round_trip(zoo, opts, tmp_path):
+    config = RunConfig.from_dict({"model": zoo, **opts})
+    path, data = export_zoo(config, tmp_path / f"{zoo}.onnx")
+    assert data.exists() and data.stat().st_blocks * 512 < data.stat().st_size // 10 + 2**20
+    imported = RunConfig.from_dict({**config.to_dict(), "model": str(path)})
+    a, b = simulate(config), simulate(imported)
+    assert b.compiled.graph.num_params == a.compiled.graph.num_params
+    assert b.compiled.ops.flops.sum() == a.compiled.ops.flops.sum()
+    assert np.array_equal(b.compiled.memory.by_category, a.compiled.memory.by_category)
+    assert a.fits == b.fits
+    if a.fits:
+        assert b.execution.attrs["total_cycles"] == a.execution.attrs["total_cycles"]
+
+
+def test_export_cli_refuses_foreign_file(tmp_path, capsys):
+    out = tmp_path / "m.onnx"
+    out.write_text("mine")
+    assert main(["export-onnx", "--model", "mlp", "-o", str(out)]) == 2
+    assert "refusing to overwrite" in capsys.readouterr().err
+    assert out.read_text() == "mine"
+    out.unlink()
+    assert main(["export-onnx", "--model", "mlp", "-o", str(out)]) == 0
+    assert main(["export-onnx", "--model", "mlp", "-o", str(out)]) == 0  # its own: replaced
+
+
+# ---- bad input -------------------------------------------------------------------------------
+
+
+def _bad_files(files, d):
+    out = {}
+    (d / "text.onnx").write_text("this is not a model\n")
+    out["not ONNX"] = (d / "text.onnx", "not an ONNX model")
+    raw = files["attn_einsum"].read_bytes()
+    (d / "trunc.onnx").write_bytes(raw[: len(raw) // 2])
+    out["truncated"] = (d / "trunc.onnx", "truncated")
+    m = om.mlp()
+    m.graph.node[1].input[0] = "nowhere"
+    onnx.save(m, str(d / "checker.onnx"))
+    out["checker"] = (d / "checker.onnx", "fails the ONNX checker")
+    m = om.mlp()
+    m.opset_import[0].version = 999
+    onnx.save(m, str(d / "opset.onnx"))
+    out["opset"] = (d / "opset.onnx", "uses opset 999, newer than")
+    m = om.mlp()
+    m.graph.node[0].input[0] = "a2"  # MatMul reads the Relu's output: a cycle
+    onnx.save(m, str(d / "cycle.onnx"))
+    out["cycle"] = (d / "cycle.onnx", "has a cycle")
+    ext = d / "ext.onnx"
+    om.save_external(om.mlp(), ext)
+    (d / "ext.onnx.data").unlink()
+    out["external"] = (ext, "external data file 'ext.onnx.data' of initializer")
+    out["dynamic"] = (files["attn_einsum"], "is dynamic and nothing binds it")
+    m = om.mlp()
+    extra = [
+        onnx.helper.make_node("TopK", ["y", "kk"], ["v", "i"], name="/head/TopK"),
+        onnx.helper.make_node("NonZero", ["a2"], ["nz"], name="/nz/NonZero"),
+        onnx.helper.make_node("NonZero", ["a2"], ["nz2"], name="/nz/NonZero_1"),
+    ]
+    m.graph.node.extend(extra)
+    m.graph.initializer.append(
+        onnx.numpy_helper.from_array(np.array([3], np.int64), "kk")
+    )
+    for name, dt in (("v", onnx.TensorProto.FLOAT), ("nz", 7), ("nz2", 7)):
+        m.graph.output.append(onnx.helper.make_tensor_value_info(name, dt, ["a", "b"]))
+    onnx.save(m, str(d / "unsupported.onnx"))
+    out["unsupported"] = (
+        d / "unsupported.onnx",
+        "NonZero (2 nodes, first '/nz/NonZero'); TopK (1 node, first '/head/TopK')",
+    )
+    return out
+
+
+@pytest.fixture(scope="module")
+def bad(files, tmp_path_factory):
+    return _bad_files(files, tmp_path_factory.mktemp("bad"))
+
+
+BAD = ["not ONNX", "truncated", "checker", "opset", "cycle", "external", "dynamic", "unsupported"]
+
+
+@pytest.mark.parametrize("case", BAD)
+def test_bad_input_one_sentence_exit_2_nothing_written(bad, case, tmp_path, capsys):
+    path, expected = bad[case]
+    out = tmp_path / "run.h5"
+    code = main(["profile", "--model", str(path), "-o", str(out), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert expected in err and str(path) in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert not out.exists()
+    assert main(["model-info", str(path)]) == 2
+    assert expected in capsys.readouterr().err
+
+
+def test_unknown_ops_elementwise_is_recorded(bad, tmp_path, capsys):
+    path, _ = bad["unsupported"]
+    out = tmp_path / "run.h5"
+    code = main(
+        ["profile", "--model", str(path), "-o", str(out), "--quiet", "--unknown-ops", "elementwise"]
+    )
+    assert code == 0, capsys.readouterr().err
+    from profiles import open_profile
+
+    with open_profile(out) as prof:
+        notes = " ".join(prof.notes)
+        assert prof.run_config["unknown_ops"] == "elementwise"
+    assert "unknown_ops = elementwise" in notes and "NonZero x2" in notes
+
+
+def test_config_rejects_unknown_model_and_zoo_only_options():
+    with pytest.raises(ConfigError, match="path of an ONNX file"):
+        RunConfig.from_dict({"model": "resnet5"})
+    with pytest.raises(ConfigError, match="only ONNX models"):
+        RunConfig.from_dict({"model": "mlp", "input_shapes": {"x": [1, 2]}})
+    assert build_model(RunConfig.from_dict({"model": "mlp"})).model == "mlp"
+
+
+def test_model_info_prints_facts_and_splits(files, capsys):
+    assert main(["model-info", str(files["cnn"]), "--json", "--ipus", "2"]) == 0
+    import json
+
+    facts = json.loads(capsys.readouterr().out)
+    assert facts["parameters"] == import_onnx(files["cnn"])[0].num_params
+    assert facts["inputs"][0]["shape"] == [1, 3, 32, 32]
+    assert facts["op_counts"]["Conv"] == 3
+    assert facts["splits"][0]["ipus"] == 2 and len(facts["splits"][0]["split_points"]) == 1
