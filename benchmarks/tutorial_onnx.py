@@ -1,0 +1,135 @@
+"""The CNN of Graphcore's PopTorch tutorial "Efficient data loading" as an ONNX file.
+
+graphcore/examples tutorials/tutorials/pytorch/efficient_data_loading (walkthrough.py and its
+README) trains this model on random 1 x 128 x 128 images and publishes the throughput it measured
+(docs/fidelity.md, rows data-loading-*):
+
+    conv1 = Conv2d(1, 5, 3); pool = MaxPool2d(2, 2); conv2 = Conv2d(5, 12, 5)
+    norm = GroupNorm(3, 12); fc1 = Linear(41772, 100); fc2 = Linear(100, 10)
+    forward: pool(relu(conv1(x))) -> norm(relu(conv2(.))) -> flatten -> relu(fc1) -> fc2
+             -> LogSoftmax(dim=0) (-> NLLLoss)
+
+GroupNorm is written as PyTorch's exporter writes it below opset 18 (Reshape to the groups,
+InstanceNormalization, Reshape back, per-channel Mul and Add). The weights are zero-filled
+external data in a sparse file next to the model: only shapes matter to the engine. Both files
+are generated (not committed): ``prepare(folder)`` writes them when they are missing;
+``python benchmarks/tutorial_onnx.py [FOLDER]`` does the same from the command line.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+MODEL = "data-loading-tutorial.onnx"
+DATA = "data-loading-tutorial.bin"
+REFERENCE_DIR = Path(__file__).resolve().parent.parent / "assets" / "runs" / "reference"
+
+
+def build(folder: Path) -> Path:
+    """Write the ONNX model and its zero-filled external data into ``folder``."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, numpy_helper
+    from onnx import helper as h
+
+    weights: list[TensorProto] = []
+    offset = 0
+
+    def w(name: str, dims: list[int]) -> str:
+        nonlocal offset
+        t = TensorProto()
+        t.name, t.data_type = name, TensorProto.FLOAT
+        t.dims.extend(dims)
+        t.data_location = TensorProto.EXTERNAL
+        length = 4 * math.prod(dims)
+        for key, value in (("location", DATA), ("offset", str(offset)), ("length", str(length))):
+            e = t.external_data.add()
+            e.key, e.value = key, value
+        offset += length
+        weights.append(t)
+        return name
+
+    def n(op: str, inputs: list[str], out: str, name: str, **attrs) -> onnx.NodeProto:
+        return h.make_node(op, inputs, [out], name=name, **attrs)
+
+    nodes = [
+        n(
+            "Conv",
+            ["x", w("conv1.weight", [5, 1, 3, 3]), w("conv1.bias", [5])],
+            "c1",
+            "/conv1/Conv",
+            kernel_shape=[3, 3],
+        ),
+        n("Relu", ["c1"], "r1", "/relu/Relu"),
+        n("MaxPool", ["r1"], "p1", "/pool/MaxPool", kernel_shape=[2, 2], strides=[2, 2]),
+        n(
+            "Conv",
+            ["p1", w("conv2.weight", [12, 5, 5, 5]), w("conv2.bias", [12])],
+            "c2",
+            "/conv2/Conv",
+            kernel_shape=[5, 5],
+        ),
+        n("Relu", ["c2"], "r2", "/relu_1/Relu"),
+        n("Reshape", ["r2", "groups_shape"], "g1", "/norm/Reshape"),
+        n(
+            "InstanceNormalization",
+            ["g1", "groups_scale", "groups_bias"],
+            "g2",
+            "/norm/InstanceNormalization",
+            epsilon=1e-5,
+        ),
+        n("Reshape", ["g2", "channels_shape"], "g3", "/norm/Reshape_1"),
+        n("Mul", ["g3", w("norm.weight", [12, 1, 1])], "g4", "/norm/Mul"),
+        n("Add", ["g4", w("norm.bias", [12, 1, 1])], "g5", "/norm/Add"),
+        n("Flatten", ["g5"], "f", "/Flatten", axis=1),
+        n(
+            "Gemm",
+            ["f", w("fc1.weight", [100, 41772]), w("fc1.bias", [100])],
+            "h1",
+            "/fc1/Gemm",
+            transB=1,
+        ),
+        n("Relu", ["h1"], "h2", "/relu_2/Relu"),
+        n(
+            "Gemm",
+            ["h2", w("fc2.weight", [10, 100]), w("fc2.bias", [10])],
+            "logits",
+            "/fc2/Gemm",
+            transB=1,
+        ),
+        n("LogSoftmax", ["logits"], "y", "/log_softmax/LogSoftmax", axis=0),
+    ]
+    consts = [
+        numpy_helper.from_array(np.array([0, 3, -1], np.int64), "groups_shape"),
+        numpy_helper.from_array(np.array([0, 12, 59, 59], np.int64), "channels_shape"),
+        numpy_helper.from_array(np.ones(3, np.float32), "groups_scale"),
+        numpy_helper.from_array(np.zeros(3, np.float32), "groups_bias"),
+    ]
+    graph = h.make_graph(
+        nodes,
+        "efficient_data_loading_tutorial",
+        [h.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 1, 128, 128])],
+        [h.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 10])],
+        initializer=weights + consts,
+    )
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+    model.producer_name = "ipu-graph-analyser benchmarks/tutorial_onnx.py"
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / DATA, "wb") as fh:
+        fh.truncate(offset)  # sparse: zeros cost no disk blocks
+    onnx.save(model, str(folder / MODEL))
+    return folder / MODEL
+
+
+def prepare(folder: Path = REFERENCE_DIR) -> Path:
+    """The model in ``folder``, built when it or its data file is missing."""
+    folder = Path(folder)
+    if not (folder / MODEL).is_file() or not (folder / DATA).is_file():
+        build(folder)
+    return folder / MODEL
+
+
+if __name__ == "__main__":
+    print(build(Path(sys.argv[1]) if len(sys.argv) > 1 else REFERENCE_DIR))
