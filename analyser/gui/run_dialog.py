@@ -92,12 +92,26 @@ def _bounds(field) -> tuple[float | None, float | None]:
 
 
 def _suggestions() -> dict[str, list[str]]:
-    """Known values of free-text fields (the target names)."""
+    """Known values of free-text fields (the target names, the zoo models; the model field also
+    takes an ONNX file: its button, or a file dropped on the dialog)."""
+    from engine.config import MODEL_NAMES
+
     try:
         from engine.targets import TARGET_NAMES
     except ImportError:
-        return {}
-    return {"target": list(TARGET_NAMES)}
+        return {"model": list(MODEL_NAMES)}
+    return {"target": list(TARGET_NAMES), "model": list(MODEL_NAMES)}
+
+
+def _onnx_file(mime) -> str | None:
+    """The first local .onnx file of a drag's mime data (None if there is none)."""
+    if not mime.hasUrls():
+        return None
+    for url in mime.urls():
+        path = url.toLocalFile()
+        if path.lower().endswith(".onnx"):
+            return path
+    return None
 
 
 class FieldEditor:
@@ -139,7 +153,8 @@ class FieldEditor:
         elif typing.get_origin(ann) is dict or ann is dict:
             self.kind = "dict"
             w = QLineEdit()
-            w.setPlaceholderText('JSON, e.g. {"clock_hz": 1.85e9}')
+            example = '{"input_ids": [1, 128]}' if name == "input_shapes" else '{"clock_hz": 1.85e9}'
+            w.setPlaceholderText(f"JSON, e.g. {example}")
         elif ann is str and suggestions:
             self.kind = "choice"
             w = QComboBox()
@@ -220,6 +235,7 @@ class RunEngineDialog(QDialog):
         self.window_ = window
         self.setWindowTitle("Run the engine")
         self.resize(620, 760)
+        self.setAcceptDrops(True)  # an .onnx file dropped here becomes the model
         lay = QVBoxLayout(self)
         top = QHBoxLayout()
         # start from a bundled example (the walkthrough steps, ResNet-50, BERT, MLP)
@@ -262,7 +278,21 @@ class RunEngineDialog(QDialog):
             ed = FieldEditor(name, field, suggestions.get(name))
             label = QLabel(name)
             label.setToolTip(field.description or name)
-            self.form.addRow(label, ed.widget)
+            if name == "model":
+                row = QWidget()
+                row_lay = QHBoxLayout(row)
+                row_lay.setContentsMargins(0, 0, 0, 0)
+                row_lay.addWidget(ed.widget, 1)
+                self.onnx_button = QPushButton("ONNX file…")
+                self.onnx_button.setObjectName("onnx_button")
+                self.onnx_button.setToolTip(
+                    "Choose your own model as an ONNX file (or drop an .onnx file on this dialog)."
+                )
+                self.onnx_button.clicked.connect(self._browse_onnx)
+                row_lay.addWidget(self.onnx_button)
+                self.form.addRow(label, row)
+            else:
+                self.form.addRow(label, ed.widget)
             self.editors[name] = ed
             self.labels[name] = label
         scroll = QScrollArea()
@@ -357,6 +387,30 @@ class RunEngineDialog(QDialog):
         if path:
             Path(path).write_text(cfg.to_toml(), encoding="utf-8")
 
+    def _browse_onnx(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Choose an ONNX model", "", "ONNX models (*.onnx);;All files (*)"
+        )
+        if path:
+            self.set_onnx_model(path)
+
+    def set_onnx_model(self, path: str | Path) -> None:
+        """Use the ONNX file at ``path`` as the model (absolute, as the engine records it)."""
+        self.editors["model"].set_value(str(Path(path).resolve()))
+        self.error.setText("")
+
+    def dragEnterEvent(self, event) -> None:  # Qt override
+        if _onnx_file(event.mimeData()):
+            event.acceptProposedAction()
+        else:
+            event.ignore()
+
+    def dropEvent(self, event) -> None:  # Qt override
+        path = _onnx_file(event.mimeData())
+        if path:
+            self.set_onnx_model(path)
+            event.acceptProposedAction()
+
     def _browse_output(self) -> None:
         path, _ = QFileDialog.getSaveFileName(
             self, "Output profile", self.output.text(), "Profiles (*.h5)"
@@ -365,9 +419,19 @@ class RunEngineDialog(QDialog):
             self.output.setText(path)
 
     # -- run -------------------------------------------------------------------------------------
+    def _check_model(self, cfg: dict[str, Any]) -> None:
+        """Model-level checks before starting (an ONNX file that cannot be imported, a split point
+        naming no layer), as ``analyse profile`` makes them: one sentence in the dialog."""
+        from engine.compile.lowering import assign_stages
+        from engine.models import build_model
+
+        config = self.RunConfig.from_dict(cfg)
+        assign_stages(build_model(config), config)
+
     def run(self) -> WhatIfDialog | None:
         try:
             cfg = self.config()
+            self._check_model(cfg)
             out = Path(self.output.text().strip() or "run.h5")
             if out.exists():
                 raise UserFacingError(

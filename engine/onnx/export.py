@@ -26,7 +26,10 @@ OPSET = 20  # Gelu and LayerNormalization as single operators
 PRODUCER = "ipu-graph-analyser"
 
 
-class _Builder:
+class GraphWriter:
+    """Nodes and zero-filled external initializers of a graph being written (also used by
+    benchmarks/bench_onnx_import.py to generate its BERT-Large-sized graph)."""
+
     def __init__(self, data_file: str) -> None:
         self.nodes: list[onnx.NodeProto] = []
         self.inits: list[TensorProto] = []
@@ -79,7 +82,7 @@ class _Builder:
         return self.node("Add", [y, self.weight(f"{layer}.bias", (n,))], f"/{layer}/Add")
 
 
-def _mlp(b: _Builder, config) -> tuple[list, list]:
+def _mlp(b: GraphWriter, config) -> tuple[list, list]:
     sizes = (784, 784, 784, 128)
     dims = [*sizes, config.classes]
     x = "input"
@@ -94,7 +97,7 @@ def _mlp(b: _Builder, config) -> tuple[list, list]:
     return inputs, [(x, "logits", ["batch", config.classes])]
 
 
-def _resnet(b: _Builder, config) -> tuple[list, list]:
+def _resnet(b: GraphWriter, config) -> tuple[list, list]:
     depth = int(config.model[6:])
     ch, size = config.image_channels, config.image_size
 
@@ -150,7 +153,7 @@ def _resnet(b: _Builder, config) -> tuple[list, list]:
     return inputs, [(x, "logits", ["batch", config.classes])]
 
 
-def _bert(b: _Builder, config) -> tuple[list, list]:
+def _bert(b: GraphWriter, config) -> tuple[list, list]:
     cfg = SIZES[config.model[5:]]
     hid, heads, inter = cfg["hidden"], cfg["heads"], cfg["intermediate"]
     dh = hid // heads
@@ -222,12 +225,25 @@ def _bert(b: _Builder, config) -> tuple[list, list]:
     return inputs, outputs
 
 
+def save(writer: GraphWriter, out: Path, name: str, inputs, outputs) -> tuple[Path, Path]:
+    """Write the writer's graph to ``out`` and its zero weights to ``out`` + ``.data``."""
+    data = out.with_name(writer.data_file)
+    graph = h.make_graph(writer.nodes, name, inputs, outputs, writer.inits)
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", OPSET)], producer_name=PRODUCER)
+    model.doc_string = (
+        f"{name} written by the IPU Graph Analyser (zero-filled weights in {data.name})."
+    )
+    _atomic(data, lambda f: f.truncate(writer.offset))
+    _atomic(out, lambda f: f.write(model.SerializeToString()), check=True)
+    return out, data
+
+
 def export_zoo(config, out: str | Path) -> tuple[Path, Path]:
     """Write ``config.model`` (a zoo model with the config's sizes) to ``out`` as ONNX, weights in
     ``out`` + ``.data``; both files are written to temporaries and renamed (atomic)."""
     out = Path(out)
     data = out.with_name(out.name + ".data")
-    b = _Builder(data.name)
+    b = GraphWriter(data.name)
     if config.model == "mlp":
         inputs, outputs = _mlp(b, config)
     elif config.model.startswith("resnet"):
@@ -269,4 +285,4 @@ def _atomic(path: Path, write, check: bool = False) -> None:
         raise
 
 
-__all__ = ["OPSET", "PRODUCER", "export_zoo", "written_by_analyse"]
+__all__ = ["OPSET", "PRODUCER", "GraphWriter", "export_zoo", "save", "written_by_analyse"]

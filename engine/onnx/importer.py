@@ -347,6 +347,10 @@ def import_onnx(
     p = Path(path)
     name = f"ONNX model {str(p)!r}"
     model = read_model(p)
+    counts: dict[str, int] = {}
+    for node in model.graph.node:  # as in the file (folding removes nodes below)
+        counts[node.op_type] = counts.get(node.op_type, 0) + 1
+    n_nodes = len(model.graph.node)
     opset = next(int(o.version) for o in model.opset_import if o.domain in ("", "ai.onnx"))
     init = split_initializers(model)
     true_inputs, batch = bind_inputs(model, name, dict(input_shapes or {}), init)
@@ -358,9 +362,6 @@ def import_onnx(
     }
     ctx = Context(name, shapes, dtypes, values, params, training, unknown_ops, batch)
     ctx.walk(inferred.graph, true_inputs)
-    counts: dict[str, int] = {}
-    for node in model.graph.node:
-        counts[node.op_type] = counts.get(node.op_type, 0) + 1
     info = ImportInfo(
         path=str(p),
         opset=opset,
@@ -371,7 +372,7 @@ def import_onnx(
             for o in inferred.graph.output
         ],
         batch=batch,
-        nodes=len(model.graph.node),
+        nodes=n_nodes,
         views=ctx.views,
         constants=ctx.constants,
         unsupported=ctx.unsupported,
@@ -405,7 +406,7 @@ def import_onnx(
     loss_rows = list(dict.fromkeys(loss_rows))
     in_elems = [numel(shapes[x]) for x in true_inputs]
     input_elems = -(-sum(in_elems) // max(batch, 1))
-    is_tokens = any(dtypes.get(x, 1) in INT_TYPES for x in true_inputs)
+    is_tokens = all(dtypes.get(x, 1) in INT_TYPES for x in true_inputs)  # ids, no images
     per_shape = [tuple(shapes[x][1:]) for x in true_inputs]
     if len(per_shape) == 1:
         input_shape = per_shape[0] or (1,)

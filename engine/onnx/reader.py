@@ -60,12 +60,13 @@ def read_model(path: str | Path) -> onnx.ModelProto:
         model = onnx.load(str(p), load_external_data=False)
     except Exception as exc:  # protobuf DecodeError and friends
         raise OnnxError(
-            f"{name} is not an ONNX model or is truncated (the protobuf parser says: "
+            f"file {str(p)!r} is not an ONNX model or is truncated (the protobuf parser says: "
             f"{_first_line(exc)})."
         ) from None
     if not model.HasField("graph") or not model.ir_version:
         raise OnnxError(
-            f"{name} is not an ONNX model or is truncated (it holds no graph or IR version)."
+            f"file {str(p)!r} is not an ONNX model or is truncated (it holds no graph or IR "
+            "version)."
         )
     _check_opset(model, name)
     _check_external_data(model, p, name)
