@@ -215,9 +215,7 @@ def _bad_files(files, d):
         onnx.helper.make_node("NonZero", ["a2"], ["nz2"], name="/nz/NonZero_1"),
     ]
     m.graph.node.extend(extra)
-    m.graph.initializer.append(
-        onnx.numpy_helper.from_array(np.array([3], np.int64), "kk")
-    )
+    m.graph.initializer.append(onnx.numpy_helper.from_array(np.array([3], np.int64), "kk"))
     for name, dt in (("v", onnx.TensorProto.FLOAT), ("nz", 7), ("nz2", 7)):
         m.graph.output.append(onnx.helper.make_tensor_value_info(name, dt, ["a", "b"]))
     onnx.save(m, str(d / "unsupported.onnx"))
@@ -282,3 +280,92 @@ def test_model_info_prints_facts_and_splits(files, capsys):
     assert facts["inputs"][0]["shape"] == [1, 3, 32, 32]
     assert facts["op_counts"]["Conv"] == 3
     assert facts["splits"][0]["ipus"] == 2 and len(facts["splits"][0]["split_points"]) == 1
+
+
+def _opset11_model():
+    """Opset-11 forms (axes as attributes, Slice / Pad / Resize inputs), shape ops, a decomposed
+    normalisation, ConvTranspose, pooling, Where and Dropout."""
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    def c(name, v, dt=np.int64):
+        return onnx.numpy_helper.from_array(np.array(v, dt), name)
+
+    n = onnx.helper.make_node
+    nodes = [
+        n("Conv", ["x", "cw"], ["a"], name="/enc/conv/Conv", kernel_shape=[3, 3], pads=[1] * 4),
+        n("Split", ["a"], ["s0", "s1"], name="/enc/Split", axis=1, split=[8, 8]),
+        n("Concat", ["s1", "s0"], ["cc"], name="/enc/Concat", axis=1),
+        n("Pad", ["cc", "pads"], ["pd"], name="/enc/Pad"),
+        n("Slice", ["pd", "st", "en", "ax"], ["sl"], name="/enc/Slice"),
+        n("Resize", ["sl", "roi", "scales"], ["up"], name="/dec/Resize", mode="linear"),
+        n(
+            "ConvTranspose",
+            ["up", "tw"],
+            ["ct"],
+            name="/dec/deconv/ConvTranspose",
+            kernel_shape=[2, 2],
+            strides=[2, 2],
+        ),
+        n("ReduceMean", ["ct"], ["rm"], name="/ln/ReduceMean", axes=[1], keepdims=1),
+        n("Sub", ["ct", "rm"], ["d"], name="/ln/Sub"),
+        n("Pow", ["d", "two"], ["p"], name="/ln/Pow"),
+        n("ReduceMean", ["p"], ["v"], name="/ln/ReduceMean_1", axes=[1], keepdims=1),
+        n("Sqrt", ["v"], ["sd"], name="/ln/Sqrt"),
+        n("Div", ["d", "sd"], ["nrm"], name="/ln/Div"),
+        n("LeakyRelu", ["nrm"], ["lr"], name="/act/LeakyRelu"),
+        n(
+            "AveragePool",
+            ["lr"],
+            ["ap"],
+            name="/pool/AveragePool",
+            kernel_shape=[2, 2],
+            strides=[2, 2],
+        ),
+        n("Squeeze", ["rm"], ["sq"], name="/x/Squeeze", axes=[1]),
+        n("Unsqueeze", ["sq"], ["us"], name="/x/Unsqueeze", axes=[1]),
+        n("Where", ["cond", "ap", "ap"], ["wh"], name="/x/Where"),
+        n("Dropout", ["wh"], ["y"], name="/x/Dropout"),
+        n("Tanh", ["us"], ["y2"], name="/x/Tanh"),
+    ]
+    inits = [
+        om.w("cw", 16, 3, 3, 3),
+        c("pads", [0, 0, 1, 1, 0, 0, 1, 1]),
+        c("st", [1, 1]),
+        c("en", [17, 17]),
+        c("ax", [2, 3]),
+        c("scales", [1, 1, 2, 2], np.float32),
+        om.w("tw", 16, 4, 2, 2),
+        c("two", 2.0, np.float32),
+        c("roi", [], np.float32),
+    ]
+    inputs = [
+        h.make_tensor_value_info("x", T.FLOAT, ["N", 3, 16, 16]),
+        h.make_tensor_value_info("cond", T.BOOL, [1, 1, 32, 32]),
+    ]
+    outputs = [h.make_tensor_value_info(o, T.FLOAT, ["a", "b", "c", "d"]) for o in ("y", "y2")]
+    return om.model(nodes, inputs, outputs, inits, opset=11)
+
+
+def test_opset11_forms_and_shape_ops(tmp_path):
+    path = tmp_path / "op11.onnx"
+    onnx.save(_opset11_model(), str(path))
+    g, info = import_onnx(path)
+    types = list(g.cols["type"])
+    # Split, Slice, Squeeze, Unsqueeze are views; the decomposed normalisation is one row each
+    assert info.views == 4 and "Split" not in types and "Slice" not in types
+    assert types.count("ReduceMean") == 2 and "Pow" in types and "Sqrt" in types
+    assert g.input_kind == "image"  # a float image plus a bool mask
+    ct = rows(g, "ConvTranspose")[0]
+    # useful work: 32x32 input pixels x 16 channels x 4 taps x 4 output channels
+    assert g.cols["macs"][ct] == 32 * 32 * 16 * 4 * 4
+    assert g.cols["passes"][rows(g, "Resize")[0]] == 4  # linear
+    # training applies dropout (PopART does); inference makes it a view
+    assert "Dropout" in types
+    g_inf, _ = import_onnx(path, training=False)
+    assert "Dropout" not in list(g_inf.cols["type"])
+    m = _opset11_model()
+    m.opset_import[0].version = 10
+    onnx.save(m, str(tmp_path / "op10.onnx"))
+    with pytest.raises(OnnxError, match="uses opset 10; the importer takes opsets 11 to"):
+        import_onnx(tmp_path / "op10.onnx")
