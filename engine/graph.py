@@ -14,6 +14,8 @@ column is a numpy array of the same length, so costs are computed for all operat
 ``m``, ``k``, ``n`` AMP problem per group per sample: rows (output pixels / tokens), reduction,
                     output columns (``macs = groups * m * k * n``)
 ``cin``, ``kernel`` reduction split as ``k = cin * kernel`` (input channels x kernel positions)
+``out_width``       width of one row of an AMP op's output field (a convolution's output width;
+                    0 = the field is one row, as for matmuls): PopLibs' AMP vertices run per row
 ``out_elems``       output elements per sample
 ``in_elems``        input elements read per sample (all inputs)
 ``weight_elems``    trainable parameter elements of the op (0 if none or tied)
@@ -50,6 +52,7 @@ COLUMNS: dict[str, str] = {
     "n": "int64",
     "cin": "int64",
     "kernel": "int64",
+    "out_width": "int64",
     "out_elems": "int64",
     "in_elems": "int64",
     "weight_elems": "int64",
@@ -133,6 +136,7 @@ class GraphBuilder:
         n: int = 0,
         cin: int = 0,
         kernel: int = 1,
+        out_width: int = 0,
         weight_elems: int = 0,
         passes: float = 1.0,
         bwd_passes: float = 1.0,
@@ -158,6 +162,7 @@ class GraphBuilder:
                 n=n,
                 cin=cin if cin else k,
                 kernel=kernel,
+                out_width=out_width,
                 out_elems=out_elems,
                 in_elems=in_elems,
                 weight_elems=weight_elems,

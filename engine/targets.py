@@ -139,10 +139,16 @@ class Target(BaseModel):
 
     # -- vertex-level cycle estimates (ipu-facts.md, PopLibs cycle estimators) ---------------
     amp_vertex_overhead_cycles: int = Field(
-        ge=0, description="Supervisor overhead per AMP vertex (about 50 cycles)."
+        ge=0,
+        description="Supervisor overhead per AMP vertex (about 50 cycles; the brief's summary, "
+        "kept for recorded targets: AMP costs follow engine.compile.vertex_costs).",
     )
-    amp_conv_group_cycles: int = Field(ge=0, description="Cycles per conv group (about 12).")
-    amp_output_pass_cycles: int = Field(ge=0, description="Cycles per AMP output pass (about 6).")
+    amp_conv_group_cycles: int = Field(
+        ge=0, description="Cycles per conv group (about 12; summary, not read by the engine)."
+    )
+    amp_output_pass_cycles: int = Field(
+        ge=0, description="Cycles per AMP output pass (about 6; summary, not read by the engine)."
+    )
     amp_input_channel_group_half: int = Field(
         gt=0,
         description=(
@@ -155,8 +161,18 @@ class Target(BaseModel):
     )
     amp_output_channel_group: int = Field(
         gt=0,
-        description="Output channels per AMP pass (assumption: 8, the number of conv units "
-        "accumulating in parallel); the output dimension is padded to it.",
+        description="Output channels per AMP pass (assumption: 8; no longer read: the engine "
+        "derives the conv units per tile from the AMP rate, engine.compile.vertex_costs).",
+    )
+    amp_coeff_load_bytes_per_cycle: int = Field(
+        16,
+        gt=0,
+        description=(
+            "Bytes of weights per cycle a tile loads into its conv units (Poplar's "
+            "convUnitCoeffLoadBytesPerCycle; 16 in PopLibs include/popnn/Net.hpp). PopLibs' "
+            "planner halves it unless the convolution option use128BitConvUnitLoad is set "
+            "(default off, lib/poplin/ConvOptions.hpp)."
+        ),
     )
     prearrange_cycles_per_element: float = Field(
         ge=0, description="Cycles per element of a rearrangement (PreArrange) copy (about 1)."

@@ -113,7 +113,7 @@ def test_doubling_micro_batch_doubles_activations_and_compute():
 
 def _amp_problems():
     c = engine.compile(rn50())
-    keys = ("G", "M", "K", "N", "cin", "kernel", "a_dup", "db", "b_weight")
+    keys = ("G", "M", "K", "N", "cin", "kernel", "row_width", "a_dup", "db", "b_weight")
     amp = c.ops.family == "amp"
     # rebuild the AMP problems from the lowered graph of the same config
     from engine.compile.lowering import lower

@@ -52,6 +52,9 @@ CONFIGS = {
         model="resnet50", image_size=224, micro_batch_size=16, num_classes=1000, precision="16.16"
     ),
     "r50_tuned": dict(_R50, **_FAST_HOST),
+    # 32 samples at 32 px: the stride-2 1x1 downsample's weight gradient re-lays out a large
+    # activation operand for a small matmul (PopLibs AMP costs), so its PreArrange costs more
+    "r50_mb32": dict(_R50, micro_batch_size=32, **_FAST_HOST),
     "r50_io_tiles": dict(_R50, io_tiles=32, eight_bit_input=True, **_FAST_HOST),
     "pipe_ga3": _PIPE,
     "pipe_ga32": dict(_PIPE, gradient_accumulation=32),
@@ -102,7 +105,7 @@ def _ids(path, thresholds=None) -> list[str]:
         ("throughput.gradient_accumulation", "pipe_ga3", "pipe_ga32"),
         ("throughput.rebalance_stages", "pipe_unbalanced", "pipe_ga3"),
         ("throughput.tile_imbalance", "mlp_tuned", "r50_tuned"),
-        ("throughput.rearrangement", "r50_tuned", "mlp_tuned"),
+        ("throughput.rearrangement", "r50_mb32", "mlp_tuned"),
         ("throughput.gradient_accumulation", "rep2_fast", "rep2_fast_ga64"),
         ("memory.fp16", "r50_oom32", "r50_oom16"),
         ("memory.micro_batch", "r50_oom16", "r50_tuned"),

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.compile import vertex_costs
 from engine.compiled import T_EXCHANGE, T_ONTILE, T_SYNC
 
 
@@ -65,16 +66,6 @@ def vector_width(db, t) -> np.ndarray:
     return np.where(db == 4, t.vector_width_float, np.where(db == 2, t.vector_width_half, other))
 
 
-def _ew_cycles(n, passes, db, t) -> np.ndarray:
-    """PopLibs element-wise estimate per tile for ``n`` elements and ``passes`` vector passes."""
-    W = t.workers_per_tile
-    vw = vector_width(db, t)
-    p_int = np.ceil(np.maximum(passes, 1e-9)).astype(np.int64)
-    work = np.ceil(n * passes / W / vw).astype(np.int64)
-    cyc = p_int * (t.elementwise_supervisor_cycles + W * t.elementwise_worker_overhead_cycles)
-    return np.where(n > 0, cyc + W * work * t.elementwise_cycles_per_vector, 0).astype(np.int64)
-
-
 def plan_amp(a: dict[str, np.ndarray], t, T: int, limit: float, rate: int, pb: int) -> dict:
     """Choose a plan per AMP op (vectorised over ops x candidates); see the module docstring."""
     n_ops = len(a["M"])
@@ -83,15 +74,18 @@ def plan_amp(a: dict[str, np.ndarray], t, T: int, limit: float, rate: int, pb: i
     G, M, K, N = (a[k].astype(np.int64) for k in ("G", "M", "K", "N"))
     cin = np.where(a["cin"] > 0, a["cin"], np.maximum(a["K"], 1))
     kernel, a_dup = np.maximum(a["kernel"], 1), np.maximum(a["a_dup"], 1)
+    kernel_width = np.maximum(np.round(np.sqrt(kernel)).astype(np.int64), 1)  # square kernels
+    # width of one row of the output field (0 or absent: one row, as for matmuls)
+    row_width = np.asarray(a.get("row_width", np.zeros(n_ops)), np.int64)
     db = a["db"]
+    acts_bytes = int(db.max())  # every AMP op of a run has the compute dtype
     bw = a["b_weight"]
-    cg = np.where(db >= 4, t.amp_input_channel_group_float, t.amp_input_channel_group_half)
-    ng = t.amp_output_channel_group
+    cg = vertex_costs.weights_per_conv_unit(t, acts_bytes)
+    units = vertex_costs.conv_units(t, acts_bytes, pb)
     xb = t.exchange_bytes_per_cycle
     xbb = t.exchange_broadcast_bytes_per_cycle
     setup = t.exchange_setup_cycles
     sync = t.internal_sync_cycles
-    vwp = int(vector_width(pb, t))
 
     emax = int(np.floor(np.log2(T)))
     en, ek = np.meshgrid(np.arange(emax + 1), np.arange(emax + 1), indexing="ij")
@@ -112,23 +106,38 @@ def plan_amp(a: dict[str, np.ndarray], t, T: int, limit: float, rate: int, pb: i
     # duplicates (pn clipped) are harmless; drop candidates that exceed the tiles
     pm = np.clip(Tr // (pn * pk), 1, M[:, None])
 
-    def cost(pm, pn, pk, Mt):
-        Nt = _ceil_div(N[:, None], pn)
-        Kt = _ceil_div(K[:, None], pk)
+    def tile_work(pn, pk):
+        """Kernel positions and input channels of a tile's share of the reduction."""
         c_in = cin[:, None]
         kpos = np.where(
             pk <= c_in, kernel[:, None], _ceil_div(kernel[:, None], np.maximum(pk // c_in, 1))
         )
         cin_t = np.where(pk <= c_in, _ceil_div(c_in, pk), c_in)
-        cgc = cg[:, None]
-        Kt_pad = kpos * _ceil_div(cin_t, cgc) * cgc
-        Nt_pad = _ceil_div(Nt, ng) * ng
-        compute = (
-            gpt * _ceil_div(Mt * Kt_pad * Nt_pad, rate)
-            + t.amp_vertex_overhead_cycles
-            + t.amp_conv_group_cycles * gpt
-            + t.amp_output_pass_cycles * gpt * _ceil_div(Nt_pad, ng) * _ceil_div(Kt_pad, cgc)
+        return kpos, cin_t
+
+    def compute(pn, pk, Mt, s, gpt):
+        """``s`` serial runs of the PopLibs AMP partials vertex over ``ceil(Mt / s)`` outputs."""
+        kpos, cin_t = tile_work(pn, pk)
+        field = _ceil_div(Mt, s)
+        width = np.where(row_width[:, None] > 0, np.minimum(row_width[:, None], field), field)
+        one = vertex_costs.amp_partials_cycles(
+            t,
+            field=field,
+            row_width=width,
+            kernel_positions=kpos,
+            kernel_width=kernel_width[:, None],
+            in_groups=_ceil_div(cin_t, cg),
+            out_groups=_ceil_div(_ceil_div(N[:, None], pn), units),
+            conv_groups=gpt,
+            acts_bytes=acts_bytes,
+            partials_bytes=pb,
+            one_by_one=(kernel == 1)[:, None],
         )
+        return s * one
+
+    def cost(pm, pn, pk, Mt):
+        Nt = _ceil_div(N[:, None], pn)
+        Kt = _ceil_div(K[:, None], pk)
         a_el = gpt * np.maximum(_ceil_div(Mt * Kt, a_dup[:, None]), Mt)
         b_el = np.where(bw[:, None], 1, gpt) * Kt * Nt
         recv = (a_el + b_el) * db[:, None]
@@ -144,15 +153,10 @@ def plan_amp(a: dict[str, np.ndarray], t, T: int, limit: float, rate: int, pb: i
         p_el = gpt * Mt * Nt
         red_recv = np.where(pk > 1, _ceil_div(p_el * pb * (pk - 1), pk), 0)
         red_ex = np.where(pk > 1, _ceil_div(red_recv, xb) + setup, 0)
-        red_cs = np.where(
-            pk > 1,
-            t.elementwise_supervisor_cycles + pk * _ceil_div(_ceil_div(p_el, pk), vwp),
-            0,
-        )
+        red_cs = vertex_costs.conv_reduce_cycles(t, _ceil_div(p_el, pk), pk, acts_bytes, pb)
         static = b_el * db[:, None]
         dyn = a_el * db[:, None] + p_el * pb + red_recv
         return dict(
-            compute=compute,
             exch=exch,
             red_ex=red_ex,
             red_cs=red_cs,
@@ -176,10 +180,10 @@ def plan_amp(a: dict[str, np.ndarray], t, T: int, limit: float, rate: int, pb: i
     n_sync = 1 + (pk > 1)
     total = (
         c["exch"]
-        + c["compute"]
+        + compute(pn, pk, Mt, s, gpt)
         + c["red_ex"]
         + c["red_cs"]
-        + (s - 1) * (setup + t.amp_vertex_overhead_cycles + t.amp_conv_group_cycles * gpt)
+        + (s - 1) * setup
         + s * n_sync * sync
     )
     big = np.iinfo(np.int64).max // 4
@@ -202,8 +206,6 @@ def plan_amp(a: dict[str, np.ndarray], t, T: int, limit: float, rate: int, pb: i
     r = M - (M // pm_b) * pm_b
     hi = cost(pm_b[:, None], pn_b[:, None], pk_b[:, None], Mt_b[:, None])
     lo = cost(pm_b[:, None], pn_b[:, None], pk_b[:, None], Mt_lo[:, None])
-    # serial splits scale the per-split fixed costs; fold them into the programs
-    sfix = (s_b - 1)[:, None]
     tiles_used = np.minimum(pg_b * pm_b * pn_b * pk_b, T)
     n_max = np.where(r > 0, np.minimum(r * pn_b * pk_b * pg_b, tiles_used), tiles_used)
     out = {
@@ -217,17 +219,15 @@ def plan_amp(a: dict[str, np.ndarray], t, T: int, limit: float, rate: int, pb: i
         "n_max": n_max,
         "none_fit": none_fit,
     }
-    for key in ("compute", "exch", "red_ex", "red_cs", "recv", "red_recv", "a_el", "b_el"):
+    for key in ("exch", "red_ex", "red_cs", "recv", "red_recv", "a_el", "b_el"):
         out[key] = hi[key][:, 0]
         out[key + "_lo"] = lo[key][:, 0]
-    out["compute"] = out["compute"] + (sfix[:, 0]) * (
-        t.amp_vertex_overhead_cycles + t.amp_conv_group_cycles * gpt_b
-    )
-    out["compute_lo"] = out["compute_lo"] + sfix[:, 0] * (
-        t.amp_vertex_overhead_cycles + t.amp_conv_group_cycles * gpt_b
-    )
-    out["exch"] = out["exch"] + sfix[:, 0] * setup
-    out["exch_lo"] = out["exch_lo"] + sfix[:, 0] * setup
+    args = (pn_b[:, None], pk_b[:, None])
+    out["compute"] = compute(*args, Mt_b[:, None], s_b[:, None], gpt_b[:, None])[:, 0]
+    out["compute_lo"] = compute(*args, Mt_lo[:, None], s_b[:, None], gpt_b[:, None])[:, 0]
+    # serial splits repeat the exchange's fixed cost; fold it into the programs
+    out["exch"] = out["exch"] + (s_b - 1) * setup
+    out["exch_lo"] = out["exch_lo"] + (s_b - 1) * setup
     out["temp"] = hi["static"][:, 0] + _ceil_div(hi["dyn"][:, 0], s_b)
     out["Kt"] = hi["Kt"][:, 0]
     out["Nt"] = hi["Nt"][:, 0]
@@ -280,7 +280,8 @@ def plan_ops(L, t, config, T: int) -> OpPlans:
 
     # ---- AMP ops ---------------------------------------------------------------------------
     if len(ia):
-        a = {k: L[k][ia] for k in ("G", "M", "K", "N", "cin", "kernel", "a_dup", "db", "b_weight")}
+        keys = ("G", "M", "K", "N", "cin", "kernel", "row_width", "a_dup", "db", "b_weight")
+        a = {k: L[k][ia] for k in keys}
         p = plan_amp(a, t, T, limit, rate, pb)
         if p["none_fit"].any():
             names = ", ".join(L["name"][ia[p["none_fit"]]][:3])
@@ -329,7 +330,7 @@ def plan_ops(L, t, config, T: int) -> OpPlans:
         w_per_tile = _ceil_div(L["wcast"][ia], np.maximum(tu, 1))
         present[ia, slot["cast"]] = cast
         present[ia, slot["sync_b"]] = cast
-        cyc[ia, slot["cast"]] = np.where(cast, _ew_cycles(w_per_tile, 1.0, 4, t), 0)
+        cyc[ia, slot["cast"]] = np.where(cast, vertex_costs.cast_cycles(t, w_per_tile, 4, 2), 0)
         cyc_lo[ia, slot["cast"]] = cyc[ia, slot["cast"]]
         verts[ia, slot["cast"]] = 1
         temp[ia] += w_per_tile * 2
@@ -345,8 +346,8 @@ def plan_ops(L, t, config, T: int) -> OpPlans:
         tiles_used[ie] = tu
         n_max[ie] = np.where(rem > 0, rem, tu)
         passes = L["passes"][ie]
-        cyc[ie, slot["main"]] = _ew_cycles(per, passes, db, t)
-        cyc_lo[ie, slot["main"]] = _ew_cycles(per_lo, passes, db, t)
+        cyc[ie, slot["main"]] = vertex_costs.elementwise_cycles(t, per, passes, db)
+        cyc_lo[ie, slot["main"]] = vertex_costs.elementwise_cycles(t, per_lo, passes, db)
         verts[ie, slot["main"]] = 1  # one multi-vertex per tile runs all passes
         ct = L["cross_tile"][ie] & (tu > 1)
         st = np.maximum(L["stats"][ie], 1)
@@ -356,7 +357,7 @@ def plan_ops(L, t, config, T: int) -> OpPlans:
         cyc[ie, slot["rexch"]] = _ceil_div(red_el * 4, xb) + setup
         cyc_lo[ie, slot["rexch"]] = cyc[ie, slot["rexch"]]
         byt[ie, slot["rexch"]] = np.where(ct, red_el * 4 * tu, 0)
-        cyc[ie, slot["red"]] = _ew_cycles(red_el, 1.0, 4, t)
+        cyc[ie, slot["red"]] = vertex_costs.elementwise_cycles(t, red_el, 1.0, 4)
         cyc_lo[ie, slot["red"]] = cyc[ie, slot["red"]]
         verts[ie, slot["red"]] = np.where(ct, 1, 0)
         temp[ie] = np.where(ct, red_el * 4, 0)
@@ -365,6 +366,11 @@ def plan_ops(L, t, config, T: int) -> OpPlans:
     for nm in ("sync_a", "sync_b", "sync_c", "sync_d"):
         cyc[:, slot[nm]] = sync
         cyc_lo[:, slot[nm]] = sync
+
+    # PopLibs' planners cost the largest tile share (poplin ConvModel.cpp); a smaller share can
+    # cost a few cycles more in the vertex estimators (runs of 2 outputs cost more than runs of 3;
+    # a ragged reduction takes a slower remainder path), which the largest share's cost covers
+    cyc_lo = np.minimum(cyc_lo, cyc)
 
     # ---- tile placement: rotate small ops so that they spread over the chip -------------------
     start = np.zeros(n, dtype=np.int64)

@@ -43,6 +43,7 @@ def resnet(
             n=cout,
             cin=cin,
             kernel=k * k,
+            out_width=h_out,
             weight_elems=cout * cin * k * k,
             bwd_passes=0,
             saves_input=True,

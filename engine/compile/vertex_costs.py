@@ -1,0 +1,351 @@
+"""Vertex cycle costs with the structure of PopLibs' own estimators, vectorised over arrays.
+
+Every function takes numpy arrays (any broadcastable shape: ops, or ops x plan candidates) and
+returns the cycles of ONE vertex run on one tile, as PopLibs' cycle estimators compute them
+(github.com/graphcore/poplibs). Sources, by function:
+
+AMP convolution / matmul partials (``amp_partials_cycles``)
+    ``lib/poplin/ConvModel.cpp`` ``addPartialCalcCycleEstimate`` (the planner's tile cost):
+    the 1x1 vertex (``ConvPartial1x1Out``) when the kernel is 1 (``canUse1x1Vertex``; matmuls and
+    1x1 convolutions, their field flattened to one row), otherwise the nx1 vertex
+    (``ConvPartialnx1``) plus zeroing of the partials. ``lib/poplin/PerformanceEstimation.hpp``:
+    ``getConvPartial1x1SupervisorInnerLoopCycleEstimateHalfFloat``,
+    ``getConvPartial1x1SupervisorOuterLoopCycleEstimateHalfFloat``,
+    ``getConvPartialnx1WorkerCycles``, ``getConvPartialnx1SupervisorKernelLoopCycleEstimateHalfFloat``,
+    ``getConvPartialnx1SupervisorInnerLoopCycleEstimateHalfFloat``,
+    ``getConvPartialnx1SupervisorOuterLoopCycleEstimateHalfFloat``,
+    ``getConvPartialAmpSupervisorWeightLoadCycleEstimate``, ``estimateZeroSupervisorCycles`` /
+    ``getZeroSupervisorVertexCycleEstimate`` and the retention savings at the top of that file.
+    The output field of a tile is split between the workers as ``partitionConvPartialByWorker``
+    (``lib/poplin/ConvUtilInternal.cpp``) does: equal contiguous ranges of the flattened
+    (rows x row width) field, each worker's range cut into row segments ("output runs").
+    Structure: per conv group x input-channel group x output-channel group x kernel position x
+    output-channel pass, the slowest worker's runs (per run: a fixed cost plus 4 cycles per
+    output for half, 8 for float), plus the supervisor's weight loads and loop overheads.
+
+Convolution partial-sum reduction (``conv_reduce_cycles``)
+    ``lib/poplin/PerformanceEstimation.hpp`` ``getReduceCycleEstimate`` (the general,
+    not-single-input path: one reduction stage).
+
+Cast (``cast_cycles``)
+    ``lib/popops/PerformanceEstimation.cpp`` ``getCast1DCycleEstimate`` and ``castWorkerCycles``
+    (float <-> half on the auxiliary pipeline; unsigned char -> half).
+
+Element-wise (``elementwise_cycles``)
+    ``lib/popops/popopsCycleEstimators.cpp`` ``BinaryOp1D`` / ``UnaryOp1D`` multi-vertices:
+    ``basicOpSupervisorOverhead`` (11) + workers x (worker overhead + ceil(elements per worker /
+    vector width) x cycles per vector), per vector pass.
+
+Hardware figures come from the target (``engine.targets``): workers per tile, vector widths
+(64-bit data path), AMP MACs per cycle, input channels per conv unit (``amp_input_channel_group_*``:
+the conv-unit pipeline depth 4 x input load elements per cycle, as ``getConvUnitWeightHeight``
+computes ``weightsPerConvUnit``) and the conv units' coefficient load bytes per cycle. The number
+of conv units is derived so that PopLibs' core loop (4 cycles per output for half, 8 for float)
+reaches the published MACs per cycle: ``units = MACs/cycle x core cycles / weights per unit``
+(Mk2: 16 half / half, 8 half / float, 16 float).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: PopLibs ConvOptions default ``use128BitConvUnitLoad = false`` (lib/poplin/ConvOptions.hpp):
+#: the planner halves the target's coefficient load bytes per cycle.
+USE_128BIT_CONV_UNIT_LOAD = False
+#: Core loop cycles per output element of the AMP vertices (PerformanceEstimation.hpp:
+#: ``coreCycles = floatActivations ? 8 : 4``).
+AMP_CORE_CYCLES_HALF = 4
+AMP_CORE_CYCLES_FLOAT = 8
+#: Data path width in bits (PopLibs ``target.getDataPathWidth()``, 64 on every IPU; the target's
+#: vector widths are elements per 64-bit vector).
+DATA_PATH_BITS = 64
+
+
+def _cdiv(a, b):
+    return -(-np.asarray(a) // np.asarray(b))
+
+
+def conv_units(target, acts_bytes: int, partials_bytes: int) -> int:
+    """Conv units per tile, derived from the published AMP rate (see the module docstring)."""
+    floats = acts_bytes >= 4
+    rate = target.amp_rate("float32" if floats else "float16", _dtype(partials_bytes))
+    core = AMP_CORE_CYCLES_FLOAT if floats else AMP_CORE_CYCLES_HALF
+    return max(1, rate * core // weights_per_conv_unit(target, acts_bytes))
+
+
+def weights_per_conv_unit(target, acts_bytes: int) -> int:
+    """Input channels one conv unit consumes (``inChansPerGroup`` of the AMP vertex)."""
+    if acts_bytes >= 4:
+        return int(target.amp_input_channel_group_float)
+    return int(target.amp_input_channel_group_half)
+
+
+def _dtype(nbytes: int) -> str:
+    return "float32" if nbytes >= 4 else "float16"
+
+
+def worker_runs(elements, row_width, workers: int):
+    """``partitionConvPartialByWorker``: per worker (last axis), its output runs.
+
+    ``elements`` output positions of a tile, laid out in rows of ``row_width``; worker ``i`` gets
+    the flattened range ``[i E / W, (i + 1) E / W)``. Returns ``(count, first, middle, width,
+    last)``: the number of runs, the first run's length, the number of whole rows between the
+    first and the last run, the row width and the last run's length (0 when the worker has a
+    single run).
+    """
+    e = np.asarray(elements, np.int64)[..., None]
+    w = np.maximum(np.asarray(row_width, np.int64), 1)[..., None]
+    i = np.arange(workers, dtype=np.int64)
+    begin = i * e // workers
+    end = (i + 1) * e // workers
+    empty = begin == end
+    r0 = begin // w
+    r1 = np.maximum(end - 1, 0) // w
+    single = r0 == r1
+    first = np.where(empty, 0, np.where(single, end - begin, w - begin % w))
+    last = np.where(empty | single, 0, (end - 1) % w + 1)
+    middle = np.where(empty | single, 0, r1 - r0 - 1)
+    count = np.where(empty, 0, np.where(single, 1, 2 + middle))
+    return count, first, middle, np.broadcast_to(w, count.shape), last
+
+
+def _nx1_run_cycles(n, float_acts: bool, extra_stride: int):
+    """``getConvPartialnx1WorkerCycles``: cycles of one run of ``n`` outputs (``switch``)."""
+    n = np.asarray(n, np.int64)
+    if float_acts:
+        return np.select([n == 0, n == 1, n == 2], [17, 33, 44], 45 + (n - 3) * 8)
+    return np.select([n == 0, n == 1, n == 2], [17, 29, 33 + extra_stride], 34 + (n - 3) * 4)
+
+
+def _nx1_worker_cycles(runs, float_acts: bool, float_partials: bool, extra_stride: int):
+    """Cycles of one worker over its runs, the same for every kernel position."""
+    count, first, middle, width, last = runs
+    retention = 9  # convnx1WorkerRetentionSavings
+    per_run = 3 - retention  # second tripack pointer and special stride, minus retention
+    cycles = 17 + (0 if float_partials else 1) + count * per_run
+    cycles = cycles + np.where(count > 0, _nx1_run_cycles(first, float_acts, extra_stride), 0)
+    cycles = cycles + middle * _nx1_run_cycles(width, float_acts, extra_stride)
+    return cycles + np.where(count > 1, _nx1_run_cycles(last, float_acts, extra_stride), 0)
+
+
+def _1x1_worker_cycles(n, zeroing: bool, float_acts: bool, float_partials: bool, units: int):
+    """``getConvPartial1x1SupervisorInnerLoopCycleEstimateHalfFloat``, one worker with one run
+    of ``n`` outputs (0 for a worker with no run)."""
+    n = np.asarray(n, np.int64)
+    z = 1 if zeroing else 0
+    common = (not float_acts and units == 16) or float_partials
+    zero_per_group = 8 if (float_acts and units == 16) else (4 if float_partials else 2)
+    retention = 7 if (not float_acts and (float_partials or units == 16)) else 0
+    if float_acts:
+        c = np.select(
+            [n == 1, n == 2],
+            [47 + (2 + zero_per_group) * z, 46 + (2 + zero_per_group * 2) * z],
+            46 + (2 + zero_per_group * n) * z + (n - 3) * AMP_CORE_CYCLES_FLOAT,
+        )
+    elif common:
+        tail = 1 if zeroing else 2
+        c = np.select(
+            [n == 1, n == 2],
+            [31 + tail, 40 + tail],
+            (37 if zeroing else 38) + (n - 3) * AMP_CORE_CYCLES_HALF,
+        )
+    else:
+        c = np.select(
+            [n == 1, n == 2],
+            [39 + (2 + zero_per_group) * z, 40 + (2 + zero_per_group * 2) * z],
+            41 + (2 + zero_per_group * n) * z + (n - 3) * AMP_CORE_CYCLES_HALF,
+        )
+    # a worker with no output run has an empty work list: no cycles
+    return np.where(n > 0, c - retention, 0).astype(np.int64)
+
+
+def _slowest(worker_cycles, workers: int, tag: int):
+    """Supervisor view of a worker loop: the slowest worker x workers, and at least the fastest
+    plus the cost of tagging it (``max(max, min + tag)``)."""
+    total = workers * worker_cycles
+    return np.maximum(total.max(axis=-1), total.min(axis=-1) + tag)
+
+
+def amp_partials_cycles(
+    target,
+    *,
+    field,
+    row_width,
+    kernel_positions,
+    kernel_width,
+    in_groups,
+    out_groups,
+    conv_groups,
+    acts_bytes: int,
+    partials_bytes: int,
+    one_by_one,
+):
+    """Cycles of one AMP partials vertex on a tile (see the module docstring).
+
+    ``field``: output positions on the tile; ``row_width``: their row width (the field is
+    ``ceil(field / row_width)`` rows); ``kernel_positions`` on the tile and the kernel's width
+    (rows of the kernel = ``ceil(kernel_positions / kernel_width)``); ``in_groups`` /
+    ``out_groups``: input-channel groups of ``weights_per_conv_unit`` and output-channel groups
+    of ``conv_units``; ``conv_groups`` on the tile; ``one_by_one``: the 1x1 vertex (kernel 1).
+    """
+    W = int(target.workers_per_tile)
+    float_acts = acts_bytes >= 4
+    float_partials = partials_bytes >= 4
+    units = conv_units(target, acts_bytes, partials_bytes)
+    out_chans = units  # partialChansPerGroup = numConvUnits: one output-channel pass per group
+    passes = out_chans // units
+    weight_bytes_per_unit = weights_per_conv_unit(target, acts_bytes) * acts_bytes
+    coeff = int(target.amp_coeff_load_bytes_per_cycle)
+    if not USE_128BIT_CONV_UNIT_LOAD:
+        coeff //= 2
+    num_loads = units * weight_bytes_per_unit // coeff  # filter height 1
+    field = np.asarray(field, np.int64)
+    CG = np.asarray(conv_groups, np.int64)
+    IG = np.asarray(in_groups, np.int64)
+    OG = np.asarray(out_groups, np.int64)
+
+    # ---- 1x1 vertex: the field flattened to one run per worker
+    runs_1x1 = worker_runs(field, field, W)[1]
+    inner_zero = _slowest(
+        _1x1_worker_cycles(runs_1x1, True, float_acts, float_partials, units), W, 14
+    )
+    inner_acc = _slowest(
+        _1x1_worker_cycles(runs_1x1, False, float_acts, float_partials, units), W, 14
+    )
+    common = int((not float_acts and units == 16) or float_partials)
+    ret_first, ret_second = (7, 3) if (not float_acts and common) else (0, 0)
+    one = (
+        50
+        + W * (ret_first + ret_second * (IG * CG - 1))
+        + CG
+        * (
+            12
+            + common
+            + (IG - 1) * (15 - common + 1 + OG * (19 + passes * (6 + num_loads + inner_acc)))
+            + (10 + 1 + OG * (19 - common + passes * (7 + num_loads + inner_zero)))
+        )
+    )
+
+    # ---- nx1 vertex: every kernel position runs the workers over their output runs
+    extra_stride = int(
+        (not float_acts and not float_partials and units == 16)
+        or (not float_acts and float_partials and units == 8)
+    )
+    worker = _nx1_worker_cycles(
+        worker_runs(field, row_width, W), float_acts, float_partials, extra_stride
+    )
+    per_position = _slowest(worker, W, 9) * passes
+    K = np.maximum(np.asarray(kernel_positions, np.int64), 1)
+    kernel_rows = _cdiv(K, np.maximum(np.asarray(kernel_width, np.int64), 1))
+    innermost = num_loads + 15 + 3  # weight loads + filter-height-1 loads + 3
+    inner = kernel_rows * 14 + K * (17 - 5 + passes * innermost) + K * per_position
+    zero_partials_retention = 9 if float_partials else 10
+    outer = (
+        109
+        + W * 9
+        + W * zero_partials_retention
+        + CG * (OG * 17 + (OG - 1) * 6 + 1)
+        + (CG - 1) * 6
+        + 1
+        + CG * (16 + IG * (14 + OG * (14 + inner)))
+    )
+    # zeroing of the partials (estimateZeroSupervisorCycles, float partials vector width)
+    zero_elems = _cdiv(field * out_chans, W)
+    zero = (_cdiv(zero_elems, DATA_PATH_BITS // 32) + 14 - 9) * W * OG * CG
+    nx1 = outer + zero
+    return np.where(np.asarray(one_by_one, bool), one, nx1).astype(np.int64)
+
+
+def amp_mac_bound(field, kernel_positions, in_chans, out_chans, conv_groups, rate: int):
+    """MACs / (MACs per cycle) of the same tile work: the AMP lower bound."""
+    macs = (
+        np.asarray(field, np.int64)
+        * np.asarray(kernel_positions, np.int64)
+        * np.asarray(in_chans, np.int64)
+        * np.asarray(out_chans, np.int64)
+        * np.asarray(conv_groups, np.int64)
+    )
+    return _cdiv(macs, rate)
+
+
+def conv_reduce_cycles(target, out_size, depth, out_bytes: int, partials_bytes: int):
+    """``getReduceCycleEstimate`` (general path): reduce ``depth`` partials of ``out_size``
+    outputs on one tile; 0 when ``depth`` <= 1."""
+    W = int(target.workers_per_tile)
+    float_partials = partials_bytes >= 4
+    acc_width = 4 if float_partials else 8
+    in_data_path = DATA_PATH_BITS // (8 * partials_bytes)
+    cycles_per_loop = acc_width // min(acc_width, in_data_path) + 1
+    out_size = np.asarray(out_size, np.int64)
+    depth = np.asarray(depth, np.int64)
+    loops = out_size // acc_width
+    for i in range(int(np.ceil(np.log2(acc_width)))):
+        loops = loops + ((out_size >> i) & 1)
+    per_worker = loops // W
+    rem = loops % W > 0
+    ragged = (out_size & (acc_width - 1)) > 0
+    cycles = 32 + np.where(rem & ragged, 2 * depth + (13 if float_partials else 11), 0)
+    per_worker = per_worker + (rem & ~ragged)
+    tail = (7 if float_partials else 9) if out_bytes >= 4 else (6 if float_partials else 8)
+    cycles = cycles + (cycles_per_loop * depth + tail) * per_worker
+    return np.where(depth > 1, cycles * W, 0).astype(np.int64)
+
+
+def cast_cycles(target, n, from_bytes: int, to_bytes: int):
+    """``getCast1DCycleEstimate``: cast ``n`` elements on one tile (float <-> half on the
+    auxiliary pipeline; 1-byte -> half as the unsigned-char -> half assembly)."""
+    W = int(target.workers_per_tile)
+    n = np.asarray(n, np.int64)
+    per = _cdiv(n, W)
+    if from_bytes == 1:
+        # castWorkerCycles isCharFloat: 4 + workCycles(4, 14, 9, 12, 14, 22)
+        atoms = per // 4
+        rem = per % 4
+        work = np.where(atoms > 0, 14 + (atoms - 1) * 9, 0) + np.select(
+            [rem == 0, rem == 1, rem == 2], [2, 12, 14], 22
+        )
+        worker = 4 + work
+    else:
+        data_path = DATA_PATH_BITS // 8
+        from_load = data_path // from_bytes
+        to_store = data_path // to_bytes
+        width = min(from_load * 2, to_store * 1)  # two read ports, one write port
+        load = width // min(width, from_load)
+        store = width // min(width, to_store)
+        per_vector = max(load, store)
+        worker = 19 + per_vector * (per // width)
+        remaining = per % width
+        for i in range(int(np.ceil(np.log2(width)))):
+            worker = worker + 1 + 2 * ((remaining >> i) & 1)
+    return (12 + W * (worker + 18)).astype(np.int64)
+
+
+def elementwise_cycles(target, n, passes, db):
+    """``BinaryOp1D`` / ``UnaryOp1D`` multi-vertex per vector pass: supervisor overhead +
+    workers x (worker overhead + vectors per worker x cycles per vector)."""
+    W = int(target.workers_per_tile)
+    db = np.asarray(db)
+    vw = np.where(db >= 4, target.vector_width_float, target.vector_width_half)
+    vw = np.where(db == 1, target.vector_width_float * 4, vw)
+    n = np.asarray(n)
+    passes = np.asarray(passes, np.float64)
+    p_int = np.ceil(np.maximum(passes, 1e-9)).astype(np.int64)
+    work = np.ceil(n * passes / W / vw).astype(np.int64)
+    cyc = p_int * (
+        target.elementwise_supervisor_cycles + W * target.elementwise_worker_overhead_cycles
+    )
+    return np.where(n > 0, cyc + W * work * target.elementwise_cycles_per_vector, 0).astype(
+        np.int64
+    )
+
+
+__all__ = [
+    "amp_mac_bound",
+    "amp_partials_cycles",
+    "cast_cycles",
+    "conv_reduce_cycles",
+    "conv_units",
+    "elementwise_cycles",
+    "weights_per_conv_unit",
+    "worker_runs",
+]
