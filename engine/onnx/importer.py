@@ -203,6 +203,7 @@ class Context:
         acts,
         cin: int = 0,
         kernel: int = 1,
+        out_width: int = 0,
         weight_elems: int = 0,
     ) -> int:
         r = self.row(
@@ -216,6 +217,7 @@ class Context:
             n=n,
             cin=cin,
             kernel=kernel,
+            out_width=out_width,
             weight_elems=weight_elems,
             bwd_passes=0,
             saves_input=True,

@@ -310,6 +310,7 @@ def _conv(ctx, node) -> None:
         n=cout // g,
         cin=cin,
         kernel=kernel,
+        out_width=ys[-1] if len(ys) > 2 else 0,  # output row width (PopLibs AMP runs per row)
         weight_elems=weight,
         acts=[x],
     )
@@ -336,6 +337,7 @@ def _conv_transpose(ctx, node) -> None:
         n=cout_g,
         cin=cin,
         kernel=kernel,
+        out_width=xs[-1] if len(xs) > 2 else 0,  # the useful work runs over the input's rows
         weight_elems=weight,
         acts=[x],
     )
