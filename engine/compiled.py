@@ -73,6 +73,7 @@ from typing import Any
 import numpy as np
 
 from profiles import schema
+from profiles.liveness import TileChanges
 
 
 def _code(enum: str, name: str) -> int:
@@ -230,7 +231,7 @@ class LivenessReport:
     step_op: np.ndarray  # int32
     step_ipu: np.ndarray  # int16
     not_always_live: np.ndarray  # (ipus, lsteps) int64
-    per_tile: np.ndarray  # (ipus, lsteps, tiles) int32
+    per_tile: TileChanges  # per-tile bytes per IPU as changed rows (profiles.liveness)
     always_live: np.ndarray  # (ipus,) int64
     peak_step: np.ndarray  # (ipus,) int32
 

@@ -109,7 +109,9 @@ def _compile_groups(c: CompiledProgram, leaf_node: np.ndarray) -> Groups:
     }
     data["/liveness"] = {
         "not_always_live": lv.not_always_live,
-        "per_tile": lv.per_tile,
+        "per_tile_ipu_offsets": lv.per_tile.ipu_offsets,
+        "per_tile_step": lv.per_tile.step,
+        "per_tile_rows": lv.per_tile.rows,
         "always_live": lv.always_live,
         "peak_step": lv.peak_step,
     }

@@ -657,6 +657,42 @@ class Profile:
         return out[np.searchsorted(uniq, ids)]
 
     @_guarded
+    def liveness_per_tile(
+        self, ipu: int | None = None, steps: slice | np.ndarray | None = None
+    ) -> np.ndarray:
+        """Not-always-live bytes per tile and liveness step: ``(ipus, steps, tiles)``, or
+        ``(steps, tiles)`` for one IPU; ``steps`` selects liveness steps (default all).
+
+        Format 1.1 files store the values as changes (``/liveness/per_tile_*``, see
+        :mod:`profiles.liveness`), format 1.0 files densely (``/liveness/per_tile``); both read
+        the same values.
+        """
+        from profiles import liveness
+
+        if ipu is not None and not 0 <= ipu < self.num_ipus:
+            raise ProfileError(f"IPU {ipu} does not exist; the profile has {self.num_ipus} IPU(s).")
+        n_steps = self.n_rows("/liveness/steps")
+        want = np.arange(n_steps)[steps if steps is not None else slice(None)]
+        if "liveness/per_tile_ipu_offsets" not in self._h5:
+            ds = self._dataset("/liveness/per_tile")
+            sel = want if want.size != n_steps else slice(None)
+            if ipu is not None:
+                return self._read(ds, (ipu, sel)) if want.size else ds[ipu, :0]
+            return self._read(ds, (slice(None), sel)) if want.size else ds[:, :0]
+        off = self.array("/liveness/per_tile_ipu_offsets").astype(np.int64)
+        step = self.array("/liveness/per_tile_step").astype(np.int64)
+        rows_ds = self._dataset("/liveness/per_tile_rows")
+        bad = liveness.problems(off, step, rows_ds.shape[0], n_steps)
+        if bad:
+            raise ProfileError(f"profile {self.path}: {bad[0]}")
+        out = []
+        for i in range(self.num_ipus) if ipu is None else [ipu]:
+            a, b = int(off[i]), int(off[i + 1])
+            rows = self._read(rows_ds, slice(a, b))
+            out.append(liveness.expand(step[a:b], rows, want, self.tiles_per_ipu))
+        return out[0] if ipu is not None else np.stack(out)
+
+    @_guarded
     def cycles_by_type(self, ipu: int | None = None) -> dict[str, int]:
         """Sum of step cycles per step type (reads two columns of the selected IPU's steps)."""
         self._require_execution()

@@ -30,12 +30,13 @@ for older files, see ``Field.since``).
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import asdict, dataclass
 from typing import Literal
 
 FORMAT_NAME = "ipu-profile"
-FORMAT_VERSION: tuple[int, int] = (1, 0)
+FORMAT_VERSION: tuple[int, int] = (1, 1)
 
 # ---------------------------------------------------------------------------------------------
 # Enumerations (stored as integer codes; the index in each tuple is the code)
@@ -436,8 +437,38 @@ LIVENESS = Group(
             "per_tile",
             "int32",
             ("ipus", "lsteps", "tiles"),
-            "Not-always-live bytes per tile per step (chunked by step).",
+            "Not-always-live bytes per tile per step, dense (format 1.0 only; from 1.1 the "
+            "per_tile_* datasets hold the same values as changes). Read either form with "
+            "Profile.liveness_per_tile().",
             unit="bytes",
+            required=False,
+        ),
+        _d(
+            "per_tile_ipu_offsets",
+            "int64",
+            ("ipus+1",),
+            "Per-tile liveness as changes: IPU i's rows of per_tile_step / per_tile_rows are "
+            "[per_tile_ipu_offsets[i], per_tile_ipu_offsets[i + 1]).",
+            since=(1, 1),
+        ),
+        _d(
+            "per_tile_step",
+            "int32",
+            (None,),
+            "Liveness step from which each stored row holds, increasing within an IPU; an IPU's "
+            "first row starts at step 0 and a row is stored only where the IPU's per-tile "
+            "values change.",
+            ref="/liveness/steps",
+            since=(1, 1),
+        ),
+        _d(
+            "per_tile_rows",
+            "int32",
+            (None, "tiles"),
+            "Not-always-live bytes per tile from step per_tile_step[k] until the IPU's next "
+            "stored row (or the last step), saturated at 2**31 - 1.",
+            unit="bytes",
+            since=(1, 1),
         ),
         _d("always_live", "int64", ("ipus",), "Always-live bytes per IPU.", unit="bytes"),
         _d("peak_step", "int32", ("ipus",), "Liveness step with the most not-always-live bytes."),
@@ -626,6 +657,14 @@ def schema_dict() -> dict:
 
 
 def schema_json() -> str:
+    return _schema_json(FORMAT_VERSION)
+
+
+@functools.lru_cache(maxsize=4)
+def _schema_json(version: tuple[int, int]) -> str:
+    # the schema is constant (its version is the key): every profile written stores it, and
+    # building it through dataclasses.asdict costs about 80 ms
+    del version
     return json.dumps(schema_dict(), separators=(",", ":"))
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from profiles import schema
+from profiles.liveness import from_dense as tile_changes
 from profiles.writer import ProfileWriter
 
 C = schema.code
@@ -412,9 +413,12 @@ def _plan(
         "tile_xy": tile_xy,
         "oom_tiles": oom_tiles,
     }
+    changes = tile_changes(per_tile)
     liveness = {
         "not_always_live": not_always,
-        "per_tile": per_tile,
+        "per_tile_ipu_offsets": changes.ipu_offsets,
+        "per_tile_step": changes.step,
+        "per_tile_rows": changes.rows,
         "always_live": always_tile.sum(axis=1),
         "peak_step": not_always.argmax(axis=1).astype(np.int32),
     }

@@ -317,7 +317,25 @@ def _content(h5: h5py.File, layout: Layout, bad_paths: set[str]) -> list[Problem
     problems += _check_tile_intervals(h5, layout, usable, tiles)
     problems += _check_steps(h5, layout, usable, ipus, bad_paths)
     problems += _check_memory(h5, layout, usable)
+    problems += _check_liveness_changes(h5, layout, usable)
     return problems
+
+
+def _check_liveness_changes(h5, layout, usable) -> list[Problem]:
+    """Per-tile liveness changes (format 1.1): offsets, steps and rows agree."""
+    from profiles import liveness
+
+    off, step, rows = (
+        usable("/liveness", n) for n in ("per_tile_ipu_offsets", "per_tile_step", "per_tile_rows")
+    )
+    if off is None or step is None or rows is None:
+        return []
+    try:
+        n_steps = layout.rows("/liveness/steps") or 0
+        bad = liveness.problems(off[()], step[()], rows.shape[0], n_steps)
+    except _DAMAGE as exc:
+        return [Unreadable("/liveness", f"cannot be read ({exc}).")]
+    return [Inconsistent("/liveness/per_tile_step", b) for b in bad[:3]]
 
 
 def _check_tile_intervals(h5, layout, usable, tiles) -> list[Problem]:

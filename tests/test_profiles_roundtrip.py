@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from profiles import ProfileWriter, open_profile, schema, validate, write_profile
 from profiles.errors import ProfileError, SchemaMismatchError
+from profiles.liveness import TileChanges
 from profiles.synthetic import make_synthetic_profile, write_synthetic_profile
 
 STEPS = "/execution/steps"
@@ -245,7 +246,11 @@ def test_synthetic_invariants(small_data):
     total = mem["total"]
     for name in ("by_category", "by_region", "by_liveness"):
         np.testing.assert_array_equal(mem[name].sum(axis=2), total)
-    per_tile = d["/liveness"]["per_tile"]
+    lv = d["/liveness"]
+    n_steps = len(d["/liveness/steps"]["program"])
+    per_tile = TileChanges(
+        lv["per_tile_ipu_offsets"], lv["per_tile_step"], lv["per_tile_rows"], n_steps
+    ).dense()
     np.testing.assert_array_equal(per_tile.max(axis=1), mem["by_liveness"][:, :, 1])
     curve = d["/liveness"]["not_always_live"][0]
     peak = int(np.argmax(curve))

@@ -55,6 +55,7 @@ from engine.compiled import (
 )
 from engine.graph import INPUT
 from profiles import schema
+from profiles.liveness import TileChanges
 
 CAT = {name: i for i, name in enumerate(schema.MEMORY_CATEGORIES)}
 KIND = {name: i for i, name in enumerate(schema.VARIABLE_KINDS)}
@@ -285,7 +286,7 @@ class TileMemory:
     """Per IPU and tile: bytes per category and the not-always-live bytes per step."""
 
     by_category: np.ndarray  # (ipus, tiles, categories)
-    per_tile_steps: np.ndarray  # (ipus, steps, tiles) int32, saturated
+    per_tile: TileChanges  # per IPU, the steps where its per-tile bytes change (int32, saturated)
     not_always_live_per_step: np.ndarray  # (ipus, steps), exact
     peak_not_always_live: np.ndarray  # (ipus, tiles)
     variable_count: np.ndarray  # (ipus, tiles)
@@ -926,10 +927,12 @@ def tile_memory(
     """Bytes per category per tile, and not-always-live bytes per step per tile, per IPU."""
     n_ipus, TT, n_steps = inputs.num_ipus, inputs.tiles_per_ipu, steps.count
     by_category = np.zeros((n_ipus, TT, len(CAT)), dtype=np.int64)
-    # per-tile liveness is stored as int32 (the schema's dtype): saturated at 2 GiB per tile,
-    # which only impossible configurations (thousands of times a tile's SRAM) reach; the sums per
-    # step are taken from the exact int64 grid
-    per_tile_steps = np.zeros((n_ipus, n_steps, TT), dtype=np.int32)
+    # per-tile liveness is kept as changes (the steps where an IPU's per-tile bytes change, one
+    # row each) and stored as int32 (the schema's dtype): saturated at 2 GiB per tile, which only
+    # impossible configurations (thousands of times a tile's SRAM) reach; the sums per step are
+    # taken from the exact int64 rows
+    change_steps: list[np.ndarray] = []
+    change_rows: list[np.ndarray] = []
     nal_per_step = np.zeros((n_ipus, n_steps), dtype=np.int64)
     peak_nal = np.zeros((n_ipus, TT), dtype=np.int64)
     variable_count = np.zeros((n_ipus, TT), dtype=np.int64)
@@ -939,15 +942,27 @@ def tile_memory(
         var_sel = np.flatnonzero(variables.ipu == ipu)
         _host_exchange_categories(inputs, variables, var_sel, streamed, ipu, cat)
         _global_exchange_categories(inputs, weights, activations, ipu, cat)
-        always_live, variable_count[ipu], nal = _variable_bytes(inputs, steps, variables, var_sel)
-        if nal is not None:
-            per_tile_steps[ipu] = np.minimum(nal, np.iinfo(np.int32).max).astype(np.int32)
-            nal_per_step[ipu] = nal.sum(axis=1)
-            peak_nal[ipu] = nal.max(axis=0)
+        always_live, variable_count[ipu], at, rows = _variable_bytes(
+            inputs, steps, variables, var_sel
+        )
+        change_steps.append(at)
+        change_rows.append(np.minimum(rows, np.iinfo(np.int32).max).astype(np.int32))
+        if len(at):
+            # each step takes the row of the last change at or before it
+            nal_per_step[ipu] = rows.sum(axis=1)[
+                np.searchsorted(at, np.arange(n_steps), "right") - 1
+            ]
+            peak_nal[ipu] = rows.max(axis=0)
         cat[:, CAT["variable"]] = always_live + peak_nal[ipu]
+    per_tile = TileChanges(
+        ipu_offsets=np.r_[0, np.cumsum([len(a) for a in change_steps])].astype(np.int64),
+        step=np.concatenate(change_steps).astype(np.int32),
+        rows=np.concatenate(change_rows) if change_rows else np.zeros((0, TT), np.int32),
+        n_steps=n_steps,
+    )
     return TileMemory(
         by_category=by_category,
-        per_tile_steps=per_tile_steps,
+        per_tile=per_tile,
         not_always_live_per_step=nal_per_step,
         peak_not_always_live=peak_nal,
         variable_count=variable_count,
@@ -1082,9 +1097,16 @@ def _global_exchange_categories(
 
 def _variable_bytes(
     inputs: MemoryInputs, steps: LivenessSteps, variables: VariableTable, var_sel: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """One IPU's always-live variable bytes per tile, variables per tile and not-always-live
-    bytes per step per tile (None when there are none)."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One IPU's always-live variable bytes per tile, variables per tile, and its not-always-live
+    bytes per tile as changes: the steps where they change (0 first, increasing) and, for each,
+    the bytes per tile (int64, one row per change) that hold until the next one.
+
+    Only the steps where one of the IPU's variables becomes live or dies can change its bytes,
+    so the difference grid (bytes entering and leaving each tile range) has one row per such
+    step rather than one per liveness step of the whole program; rows equal to the previous one
+    (a variable dying where an identical one starts) are dropped.
+    """
     TT, n_steps = inputs.tiles_per_ipu, steps.count
     vt0 = variables.tile_start[var_sel].astype(np.int64)
     vtn = variables.tile_count[var_sel].astype(np.int64)
@@ -1097,25 +1119,29 @@ def _variable_bytes(
         np.ones(len(al), dtype=np.int64), vt0[al], rem[al], TT
     )
     count = _spread(np.ones(len(var_sel), dtype=np.int64), vt0, vtn, TT)
+    if not n_steps:
+        return always_live, count, np.zeros(0, np.int64), np.zeros((0, TT), np.int64)
     nal = np.flatnonzero(~always & (nbytes > 0))
-    if not (n_steps and len(nal)):
-        return always_live, count, None
+    if not len(nal):
+        return always_live, count, np.zeros(1, np.int64), np.zeros((1, TT), np.int64)
     s0 = variables.live_start[var_sel][nal].astype(np.int64)
     s1 = variables.live_end[var_sel][nal].astype(np.int64) + 1
-    d = np.zeros((n_steps + 1, TT + 1), dtype=np.int64)
+    at = np.unique(np.concatenate(([0], s0, s1[s1 < n_steps])))
+    i0 = np.searchsorted(at, s0)
+    i1 = np.searchsorted(at, s1)  # len(at) for variables live to the last step
+    d = np.zeros((len(at) + 1, TT + 1), dtype=np.int64)
     for val, a0, a1 in (
         (base[nal], vt0[nal], vt0[nal] + vtn[nal]),
         (np.ones(len(nal), dtype=np.int64), vt0[nal], vt0[nal] + rem[nal]),
     ):
-        np.add.at(d, (s0, a0), val)
-        np.add.at(d, (s0, a1), -val)
-        np.add.at(d, (s1, a0), -val)
-        np.add.at(d, (s1, a1), val)
-    # cumulative sums over tiles (contiguous), then over steps on a transposed copy
-    # (a cumulative sum down the columns of a C-ordered array is strided and slow)
-    acc = np.ascontiguousarray(np.cumsum(d, axis=1).T)
-    np.cumsum(acc, axis=1, out=acc)
-    return always_live, count, acc.T[:-1, :-1]
+        np.add.at(d, (i0, a0), val)
+        np.add.at(d, (i0, a1), -val)
+        np.add.at(d, (i1, a0), -val)
+        np.add.at(d, (i1, a1), val)
+    rows = np.cumsum(np.cumsum(d, axis=1), axis=0)[:-1, :-1]
+    keep = np.ones(len(at), bool)
+    keep[1:] = (rows[1:] != rows[:-1]).any(axis=1)
+    return always_live, count, at[keep], rows[keep]
 
 
 def _reports(
@@ -1157,7 +1183,7 @@ def _reports(
         step_op=steps.step_op.astype(np.int32),
         step_ipu=progs["ipu"][rows].astype(np.int16),
         not_always_live=nal_per_step,
-        per_tile=tiles.per_tile_steps,
+        per_tile=tiles.per_tile,
         always_live=(total - peak_nal).sum(axis=1),
         peak_step=(nal_per_step.argmax(axis=1) if steps.count else np.zeros(n_ipus)).astype(
             np.int32
