@@ -25,7 +25,7 @@ def test_records_equal_python_formatting(block_rows, monkeypatch):
     u[0] = np.uint64(2**64 - 1)
     f = rng.random(n) * 10.0 ** rng.integers(0, 10, n)
     idx = rng.integers(0, 4, n)
-    table = [b"", b"x", b'"Compute"', "Ünïcode".encode()]
+    table = [b"", b"x", b'"Compute"', "Ünïcode".encode() * 40]  # one entry wider than 256
     where = rng.random(n) < 0.5
     r = RowBytes(n)
     r.const(b"[")

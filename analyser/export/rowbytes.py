@@ -201,7 +201,7 @@ class RowBytes:
                 for k in range(w):
                     byte = (v >> np.uint64(7 * k)) & np.uint64(0x7F)
                     mat[:, sl.start + k] = byte | ((lens > k + 1) * np.uint64(0x80))
-                mask[:, sl] = _RANGE[:w] < lens[:, None]
+                mask[:, sl] = _cols(w) < lens[:, None]
             elif kind in ("decimal", "digits"):
                 q = payload[0][r0:r1]
                 for k in range(w):  # right-aligned digits; leading columns masked out
@@ -209,11 +209,11 @@ class RowBytes:
                     mat[:, sl.stop - 1 - k] = d
                 mat[:, sl] += 48
                 if kind == "decimal":
-                    mask[:, sl] = _RANGE[:w] >= (w - payload[1][r0:r1])[:, None]
+                    mask[:, sl] = _cols(w) >= (w - payload[1][r0:r1])[:, None]
             elif kind == "table":
                 tab, lens, idx = payload
                 mat[:, sl] = tab[idx[r0:r1], :w]
-                mask[:, sl] = _RANGE[:w] < lens[r0:r1, None]
+                mask[:, sl] = _cols(w) < lens[r0:r1, None]
             if where is not None:
                 if kind == "const":
                     mask[:, sl] = where[r0:r1, None]
@@ -222,7 +222,12 @@ class RowBytes:
         return mat[mask]
 
 
-_RANGE = np.arange(64)
+#: Column numbers of a slot (widths above this are rare: names longer than 256 bytes).
+_RANGE = np.arange(256)
+
+
+def _cols(w: int) -> np.ndarray:
+    return _RANGE[:w] if w <= _RANGE.size else np.arange(w)
 
 
 def varint_lengths(v: np.ndarray) -> np.ndarray:
