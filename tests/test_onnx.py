@@ -369,3 +369,30 @@ def test_opset11_forms_and_shape_ops(tmp_path):
     onnx.save(m, str(tmp_path / "op10.onnx"))
     with pytest.raises(OnnxError, match="uses opset 10; the importer takes opsets 11 to"):
         import_onnx(tmp_path / "op10.onnx")
+
+
+def test_einsum_with_a_weight_is_a_matmul(tmp_path):
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    x = h.make_tensor_value_info("x", T.FLOAT, ["b", 8, 16])
+    y = h.make_tensor_value_info("y", T.FLOAT, ["b", 8, 4])
+    graphs = {}
+    for key, node in (
+        (
+            "einsum",
+            h.make_node("Einsum", ["x", "w"], ["y"], name="/p/Einsum", equation="bij,jk->bik"),
+        ),
+        (
+            "einsum_wx",
+            h.make_node("Einsum", ["w", "x"], ["y"], name="/p/Einsum", equation="jk,bij->bik"),
+        ),
+        ("matmul", h.make_node("MatMul", ["x", "w"], ["y"], name="/p/MatMul")),
+    ):
+        path = tmp_path / f"{key}.onnx"
+        onnx.save(om.model([node], [x], [y], [om.w("w", 16, 4)]), str(path))
+        graphs[key] = import_onnx(path)[0]
+    for g in graphs.values():
+        assert list(g.cols["type"]) == ["MatMul"]
+        assert (g.cols["m"][0], g.cols["k"][0], g.cols["n"][0]) == (8, 16, 4)
+        assert g.num_params == 64

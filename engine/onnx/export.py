@@ -254,14 +254,7 @@ def export_zoo(config, out: str | Path) -> tuple[Path, Path]:
     for tensor, name, dims in outputs:
         b.nodes.append(h.make_node("Identity", [tensor], [name], name=f"/{name}/Identity"))
         outs.append(h.make_tensor_value_info(name, TensorProto.FLOAT, dims))
-    graph = h.make_graph(b.nodes, config.model, inputs, outs, b.inits)
-    model = h.make_model(graph, opset_imports=[h.make_opsetid("", OPSET)], producer_name=PRODUCER)
-    model.doc_string = (
-        f"{config.model} exported by the IPU Graph Analyser (zero-filled weights in {data.name})."
-    )
-    _atomic(data, lambda f: f.truncate(b.offset))
-    _atomic(out, lambda f: f.write(model.SerializeToString()), check=True)
-    return out, data
+    return save(b, out, config.model, inputs, outs)
 
 
 def written_by_analyse(path: Path) -> bool:

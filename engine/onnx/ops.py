@@ -292,53 +292,33 @@ def _resize(ctx, node) -> None:
 
 
 def _conv(ctx, node) -> None:
-    x, w = node.input[0], node.input[1]
-    xs, ws, ys = ctx.shape(x), ctx.shape(w), ctx.shape(node.output[0])
-    g = int(ctx.attr(node, "group", 1))
-    kernel = math.prod(ws[2:])
-    cin = xs[1] // g
-    cout = ys[1]
-    weight = ctx.claim(w) + (
-        ctx.claim(node.input[2]) if len(node.input) > 2 and node.input[2] else 0
-    )
-    ctx.amp_row(
-        node,
-        "Conv",
-        groups=g,
-        m=ys[0] * math.prod(ys[2:]),
-        k=cin * kernel,
-        n=cout // g,
-        cin=cin,
-        kernel=kernel,
-        out_width=ys[-1] if len(ys) > 2 else 0,  # output row width (PopLibs AMP runs per row)
-        weight_elems=weight,
-        acts=[x],
-    )
+    """Conv: ``m`` output pixels, ``k = C/g x kernel``, ``n = Cout/g``, ``g`` groups.
 
-
-def _conv_transpose(ctx, node) -> None:
-    """The useful work of a transposed convolution: every input pixel times the kernel
-    (poplin runs it as a convolution of the input-dilated tensor; its zero taps are skipped)."""
+    ConvTranspose: the useful work, every input pixel times the kernel (``m`` input pixels,
+    ``n = Cout/g`` from the weight's second dimension); poplin runs it as a convolution of the
+    input-dilated tensor, and the engine assumes its work lists skip the dilation zeros."""
     x, w = node.input[0], node.input[1]
     xs, ws = ctx.shape(x), ctx.shape(w)
     g = int(ctx.attr(node, "group", 1))
     kernel = math.prod(ws[2:])
     cin = xs[1] // g
-    cout_g = ws[1]
-    weight = ctx.claim(w) + (
-        ctx.claim(node.input[2]) if len(node.input) > 2 and node.input[2] else 0
-    )
+    if node.op_type == "ConvTranspose":  # the useful work runs over the input's rows
+        pixels, n, rows_of = xs[0] * math.prod(xs[2:]), ws[1], xs
+    else:
+        ys = ctx.shape(node.output[0])
+        pixels, n, rows_of = ys[0] * math.prod(ys[2:]), ys[1] // g, ys
+    bias = node.input[2] if len(node.input) > 2 and node.input[2] else None
     ctx.amp_row(
         node,
-        "ConvTranspose",
+        node.op_type,
         groups=g,
-        m=xs[0] * math.prod(xs[2:]),
+        m=pixels,
         k=cin * kernel,
-        n=cout_g,
+        n=n,
         cin=cin,
         kernel=kernel,
-        out_width=xs[-1] if len(xs) > 2 else 0,  # the useful work runs over the input's rows
-        weight_elems=weight,
+        out_width=rows_of[-1] if len(rows_of) > 2 else 0,  # row width (PopLibs AMP runs per row)
+        weight_elems=ctx.claim(w) + (ctx.claim(bias) if bias else 0),
         acts=[x],
     )
 
@@ -447,46 +427,21 @@ def _einsum(ctx, node) -> None:
     m_l, n_l = (A - B) & Z, (B - A) & Z
     a_act, b_act = ctx.is_act(a), ctx.is_act(b)
     if a_act and b_act:
-        ctx.amp_row(
-            node,
-            "BatchMatMul",
-            groups=prod(batch),
-            m=prod(m_l),
-            k=prod(contract),
-            n=prod(n_l),
-            acts=[a, b],
-        )
-    elif a_act and not batch:
-        ctx.amp_row(
-            node,
-            "MatMul",
-            m=prod(m_l),
-            k=prod(contract),
-            n=prod(n_l),
-            weight_elems=ctx.claim(b),
-            acts=[a],
-        )
-    elif b_act and not batch:
-        ctx.amp_row(
-            node,
-            "MatMul",
-            m=prod(n_l),
-            k=prod(contract),
-            n=prod(m_l),
-            weight_elems=ctx.claim(a),
-            acts=[b],
-        )
-    else:
-        ctx.amp_row(
-            node,
-            "BatchMatMul",
-            groups=prod(batch),
-            m=prod(m_l),
-            k=prod(contract),
-            n=prod(n_l),
-            weight_elems=ctx.claim(a if b_act else b),
-            acts=[a if a_act else b],
-        )
+        weight, acts, m, n = 0, [a, b], prod(m_l), prod(n_l)
+    else:  # one operand is a weight: rows come from the activation's own indices
+        act, par, m_own, n_own = (a, b, m_l, n_l) if a_act else (b, a, n_l, m_l)
+        weight, acts, m, n = ctx.claim(par), [act], prod(m_own), prod(n_own)
+    batched = bool(batch) or (a_act and b_act)
+    ctx.amp_row(
+        node,
+        "BatchMatMul" if batched else "MatMul",
+        groups=prod(batch),
+        m=m,
+        k=prod(contract),
+        n=n,
+        weight_elems=weight,
+        acts=acts,
+    )
 
 
 def _expand_ellipsis(term: str, rank: int, max_len: bool = False) -> str:
@@ -535,7 +490,7 @@ TRANSLATORS: dict[str, Callable] = {
     "Resize": _resize,
     "Upsample": _resize,
     "Conv": _conv,
-    "ConvTranspose": _conv_transpose,
+    "ConvTranspose": _conv,
     "MatMul": _matmul,
     "Gemm": _gemm,
     "Einsum": _einsum,
