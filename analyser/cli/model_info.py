@@ -149,9 +149,13 @@ def run(args: argparse.Namespace) -> int:
             )
         con.print(t)
         first = facts["splits"][0]
+        shapes_flags = "".join(
+            f" --input-shape {k}={'x'.join(map(str, v))}" for k, v in shapes.items()
+        )
         con.print(
-            f"e.g. analyse profile --model {info.path} --strategy pipelined --ipus {first.ipus} "
-            f"--split-points {','.join(first.points)} --ga {2 * first.ipus - 1} -o run.h5",
+            f"e.g. analyse profile --model {info.path}{shapes_flags} --strategy pipelined "
+            f"--ipus {first.ipus} --split-points {','.join(first.points)} "
+            f"--ga {2 * first.ipus - 1} -o run.h5",
             highlight=False,
             markup=False,
         )

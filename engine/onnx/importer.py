@@ -95,7 +95,6 @@ class Context:
         self.unsupported: dict[str, Unsupported] = {}
         self.elementwise: dict[str, int] = {}
         self.views = 0
-        self.constants = 0
         self._index = 0
 
     # ---- tensor facts ----------------------------------------------------------------------
@@ -314,7 +313,6 @@ class Context:
         for out in node.output:
             if out and p is not None:
                 self.root[out] = self.root[p]
-        self.constants += 1
 
 
 def _per_sample(cols: dict[str, np.ndarray], per_sample_stats: np.ndarray, N: int) -> None:
@@ -376,7 +374,7 @@ def import_onnx(
         batch=batch,
         nodes=n_nodes,
         views=ctx.views,
-        constants=ctx.constants,
+        constants=n_nodes - len(ctx.b.rows) - ctx.views,  # folded before the walk, or in it
         unsupported=ctx.unsupported,
         costed_as_elementwise=ctx.elementwise,
         op_counts=counts,
