@@ -396,3 +396,22 @@ def test_einsum_with_a_weight_is_a_matmul(tmp_path):
         assert list(g.cols["type"]) == ["MatMul"]
         assert (g.cols["m"][0], g.cols["k"][0], g.cols["n"][0]) == (8, 16, 4)
         assert g.num_params == 64
+
+
+def test_sequence_first_batch_axis(tmp_path):
+    """A [seq, batch, hidden] input (nn.MultiheadAttention's default layout): the symbol naming
+    the batch is bound per sample; the sequence needs --input-shape, and its batch stays 1."""
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    x = h.make_tensor_value_info("x", T.FLOAT, ["seq", "batch", 16])
+    y = h.make_tensor_value_info("y", T.FLOAT, ["seq", "batch", 4])
+    node = h.make_node("MatMul", ["x", "w"], ["y"], name="/proj/MatMul")
+    path = tmp_path / "seqfirst.onnx"
+    onnx.save(om.model([node], [x], [y], [om.w("w", 16, 4)]), str(path))
+    with pytest.raises(OnnxError, match=r"give --input-shape x=<seq>x1x16"):
+        import_onnx(path)
+    g, info = import_onnx(path, input_shapes={"x": [10, 1, 16]})
+    assert info.batch == 1 and g.cols["m"][0] == 10
+    g8, info8 = import_onnx(path, input_shapes={"x": [10, 8, 16]})
+    assert info8.batch == 8 and g8.cols["m"][0] == 10  # per sample

@@ -84,7 +84,7 @@ def bind_inputs(
                 out.append(int(d.dim_value))
             elif d.HasField("dim_param") and d.dim_param in symbols:
                 out.append(symbols[d.dim_param])
-            elif i == 0:
+            elif i == _batch_axis(dims):
                 out.append(1)  # the batch: per sample (the micro-batch multiplies in lowering)
                 if d.HasField("dim_param") and d.dim_param:
                     symbols[d.dim_param] = 1
@@ -93,7 +93,7 @@ def bind_inputs(
                 example = "x".join(
                     str(e.dim_value)
                     if e.HasField("dim_value") and e.dim_value > 0
-                    else ("1" if j == 0 else f"<{e.dim_param or 'size'}>")
+                    else ("1" if j == _batch_axis(dims) else f"<{e.dim_param or 'size'}>")
                     for j, e in enumerate(dims)
                 )
                 raise OnnxError(
@@ -102,18 +102,29 @@ def bind_inputs(
                     "in the run configuration)."
                 )
         bound[vi.name] = out
+    axis = _batch_axis(list(inputs[0].type.tensor_type.shape.dim)) if inputs else 0
+    first = bound[names[0]] if names else []
+    batch = int(first[axis]) if len(first) > axis else 1
     for vi in inputs:
         t = vi.type.tensor_type
         t.ClearField("shape")
         for v in bound[vi.name]:
             t.shape.dim.add().dim_value = int(v)
-    first = bound[names[0]] if names else []
-    batch = int(first[0]) if first else 1
     # stale intermediate shapes (symbolic) and output shapes are re-inferred
     g.ClearField("value_info")
     for o in g.output:
         o.type.tensor_type.ClearField("shape")
     return names, batch
+
+
+def _batch_axis(dims) -> int:
+    """The batch axis of an input: the dimension whose symbol names a batch (``batch``,
+    ``batch_size``, ``N``, ``B``, ``bs``: sequence-first layouts put it second), else the first."""
+    for i, d in enumerate(dims):
+        sym = d.dim_param.lower() if d.HasField("dim_param") else ""
+        if "batch" in sym or sym in ("n", "b", "bs"):
+            return i
+    return 0
 
 
 # ---- constant folding of shape computations -----------------------------------------------
