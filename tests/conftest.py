@@ -10,6 +10,8 @@ import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("MPLBACKEND", "Agg")
+# no trace level-of-detail cache in the user's cache folder (tests that check it set their own)
+os.environ.setdefault("IPU_ANALYSER_CACHE", "")
 
 # Shared session fixtures provided by plugin modules in tests/ (walkthrough_profiles: the six
 # walkthrough profiles simulated once per session).

@@ -222,3 +222,46 @@ def test_step_types_are_those_executed(small):
     want = [STEP_TYPES[i] for i in sorted(set(np.asarray(steps["type"]).tolist()))]
     assert tw.step_types() == want
     assert "Sequence" not in want  # control programs are never executed steps
+
+
+def test_lod_cache_saves_then_memory_maps_the_same_pyramids(tmp_path, monkeypatch):
+    """Pyramids of big IPUs are saved to the level-of-detail cache and, when the profile is
+    opened again, memory-mapped from it: same windows; a changed file is not served stale."""
+    import analyser.core.trace_window as tw_mod
+
+    monkeypatch.setattr(tw_mod, "LOD_CACHE_MIN_ROWS", 1000)
+    monkeypatch.setenv("IPU_ANALYSER_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "p.h5"
+    write_profile(path, make_synthetic_profile(n_steps=20_000, n_ipus=2, tiles=64, seed=5))
+
+    def windows(tw):
+        t0, t1 = tw.full_extent()
+        out = []
+        for group in ("flat", "stage"):
+            for a, b, w in ((t0, t1, 800), (t0, t0 + (t1 - t0) / 50, 400)):
+                r = tw.window(1, a, b, w, group)
+                out.append(
+                    {
+                        k: (v.x0.tolist(), v.lane.tolist(), v.count.tolist())
+                        for k, v in r.rects.items()
+                    }
+                )
+        return out
+
+    with open_profile(path) as p:
+        built = TraceWindow(p)
+        first = windows(built)
+        assert not isinstance(built._pyramid(1, "flat").levels[0].x0, np.memmap)
+    saved = list((tmp_path / "cache" / "trace-lod").glob("*/ipu1-flat/meta.json"))
+    assert len(saved) == 1
+    with open_profile(path) as p:
+        loaded = TraceWindow(p)
+        assert isinstance(loaded._pyramid(1, "flat").levels[0].x0, np.memmap)
+        assert windows(loaded) == first
+    # rewriting the file gives it another identity: its pyramids are built again, not loaded
+    write_profile(path, make_synthetic_profile(n_steps=20_000, n_ipus=2, tiles=64, seed=6))
+    with open_profile(path) as p:
+        assert not isinstance(TraceWindow(p)._pyramid(1, "flat").levels[0].x0, np.memmap)
+    # an empty IPU_ANALYSER_CACHE turns the cache off
+    monkeypatch.setenv("IPU_ANALYSER_CACHE", "")
+    assert tw_mod.lod_cache_dir() is None

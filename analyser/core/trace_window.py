@@ -25,11 +25,17 @@ row chunks, and the BSP matrix (tiles x time buckets of per-tile cycles from
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import itertools
+import json
+import os
 import re
+import shutil
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -57,6 +63,14 @@ CACHE_BLOCKS = 96
 STEPS_PER_FINEST_BUCKET = 8
 #: Most lanes a grouped view shows per IPU; smaller groups are merged into "other".
 MAX_LANES = 48
+#: Pyramids of IPUs with at least this many steps (about 0.15 s of CPU to build per 500,000
+#: steps) are saved to the level-of-detail cache after they are built, and memory-mapped from it
+#: when the same profile is opened again (see :func:`lod_cache_dir`).
+LOD_CACHE_MIN_ROWS = 1 << 19
+#: Profiles whose pyramids the cache keeps (least recently written dropped first).
+LOD_CACHE_PROFILES = 8
+_LOD_CACHE_VERSION = 1
+_LEVEL_FIELDS = ("key", "x0", "x1", "count", "row", "bucket", "cummax_x1")
 
 _COLUMNS_DRAW = ("start", "cycles", "type")
 
@@ -374,6 +388,47 @@ class _Pyramid:
             levels.append(cls._sorted_by_bucket(width, key, x0, x1, cnt, rw, bucket))
         return cls(levels, n, t_min, t_max)
 
+    def save(self, folder: Path) -> None:
+        """Write the levels as .npy files (one per level and field) and their widths; atomic
+        (a temporary folder renamed into place)."""
+        tmp = folder.with_name(f".{folder.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.mkdir(parents=True, exist_ok=True)
+        for i, lev in enumerate(self.levels):
+            for name in _LEVEL_FIELDS:
+                np.save(tmp / f"L{i}-{name}.npy", getattr(lev, name), allow_pickle=False)
+        meta = {
+            "version": _LOD_CACHE_VERSION,
+            "n_rows": self.n_rows,
+            "t_min": self.t_min,
+            "t_max": self.t_max,
+            "widths": [lev.width for lev in self.levels],
+        }
+        (tmp / "meta.json").write_text(json.dumps(meta))
+        try:
+            os.replace(tmp, folder)
+        except OSError:  # another process saved it first
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    @classmethod
+    def load(cls, folder: Path, n_rows: int) -> _Pyramid | None:
+        """The pyramid saved in ``folder`` (memory-mapped), or None when absent or unusable."""
+        try:
+            meta = json.loads((folder / "meta.json").read_text())
+            if meta.get("version") != _LOD_CACHE_VERSION or meta.get("n_rows") != n_rows:
+                return None
+            levels = []
+            for i, width in enumerate(meta["widths"]):
+                arrs = {
+                    name: np.load(folder / f"L{i}-{name}.npy", mmap_mode="r", allow_pickle=False)
+                    for name in _LEVEL_FIELDS
+                }
+                if len({len(a) for a in arrs.values()}) != 1:
+                    return None
+                levels.append(_Level(float(width), **arrs))
+            return cls(levels, n_rows, float(meta["t_min"]), float(meta["t_max"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
     def level_for(self, pixel_cycles: float) -> int | None:
         """Index of the coarsest level whose bucket is no wider than a pixel, or None."""
         best = None
@@ -396,6 +451,30 @@ class _Pyramid:
             lev.count[sl][keep],
             lev.row[sl][keep],
         )
+
+
+def lod_cache_dir() -> Path | None:
+    """Folder of the trace level-of-detail cache: ``$IPU_ANALYSER_CACHE/trace-lod``, else
+    ``$XDG_CACHE_HOME`` (or ``~/.cache``) ``/ipu-graph-analyser/trace-lod``; None (no cache)
+    when ``IPU_ANALYSER_CACHE`` is set to an empty string."""
+    env = os.environ.get("IPU_ANALYSER_CACHE")
+    if env is not None:
+        return Path(env) / "trace-lod" if env else None
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "ipu-graph-analyser" / "trace-lod"
+
+
+def _prune_cache(root: Path) -> None:
+    """Keep the pyramids of the :data:`LOD_CACHE_PROFILES` most recently written profiles."""
+    try:
+        entries = sorted(
+            (e for e in root.iterdir() if e.is_dir() and not e.name.startswith(".")),
+            key=lambda e: e.stat().st_mtime,
+        )
+    except OSError:
+        return
+    for e in entries[:-LOD_CACHE_PROFILES]:
+        shutil.rmtree(e, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -603,10 +682,41 @@ class TraceWindow:
             with lock:  # one build per key; different IPUs build concurrently
                 p = self._pyramids.get(key)
                 if p is None:
-                    fn, cols = self._lane_fn(group)
-                    p = _Pyramid.build(self.access, ipu, fn, cols)
+                    folder = self._cache_folder(ipu, group)
+                    n_rows = self.step_count(ipu)
+                    p = _Pyramid.load(folder, n_rows) if folder is not None else None
+                    if p is None:
+                        fn, cols = self._lane_fn(group)
+                        p = _Pyramid.build(self.access, ipu, fn, cols)
+                        if folder is not None:
+                            with contextlib.suppress(OSError):
+                                p.save(folder)
+                                _prune_cache(folder.parent)
                     self._pyramids[key] = p
         return p
+
+    def _cache_folder(self, ipu: int, group: str) -> Path | None:
+        """Where the pyramid of (IPU, grouping) is cached, or None (small IPU, no cache)."""
+        if self.step_count(ipu) < LOD_CACHE_MIN_ROWS:
+            return None
+        root = lod_cache_dir()
+        key = self._cache_key()
+        if root is None or key is None:
+            return None
+        return root / key / f"ipu{ipu}-{group}"
+
+    def _cache_key(self) -> str | None:
+        """Identity of the profile file: path, size, modification time and creation stamp."""
+        if not hasattr(self, "_key"):
+            try:
+                path = Path(self.profile.path).resolve()
+                st = path.stat()
+                created = str(getattr(self.profile, "root_attrs", {}).get("created", ""))
+                ident = [str(path), st.st_size, st.st_mtime_ns, created, STEPS_PER_FINEST_BUCKET]
+                self._key = hashlib.sha1(json.dumps(ident).encode()).hexdigest()[:20]
+            except (OSError, TypeError, AttributeError):
+                self._key = None
+        return self._key
 
     # -- the window ---------------------------------------------------------------------------
     def window(
