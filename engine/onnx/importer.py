@@ -205,6 +205,7 @@ class Context:
         out_width: int = 0,
         weight_elems: int = 0,
     ) -> int:
+        amp = ops.facts_of(type_ if type_ in ops.zoo_facts() else "MatMul")
         r = self.row(
             node,
             type_,
@@ -218,8 +219,8 @@ class Context:
             kernel=kernel,
             out_width=out_width,
             weight_elems=weight_elems,
-            bwd_passes=0,
-            saves_input=True,
+            bwd_passes=amp["bwd_passes"],  # the zoo's: gradients are AMP ops of their own
+            saves_input=amp["saves_input"],
         )
         if type_ != "BatchMatMul" or weight_elems:
             self.fusable[node.output[0]] = r

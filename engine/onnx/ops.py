@@ -23,6 +23,7 @@ What each shape operator is on an IPU (PopART lowers them to Poplar tensor expre
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,38 +31,79 @@ from dataclasses import dataclass
 FAMILIES = ("amp", "elementwise", "nonlinearity", "norm", "pool", "reduce", "embedding", "copy")
 
 
+#: Row fields that describe an op type (not its size).
+FACT_FIELDS = ("family", "passes", "bwd_passes", "saves_input", "saves_output", "cross_tile")
+
+
+@functools.cache
+def zoo_facts() -> dict[str, dict]:
+    """The type facts of every op type the zoo's models write (``Relu``, ``Gelu``, ``LayerNorm``,
+    ``BatchNorm``, ``Conv``, ...), read from their graphs: the zoo is the one statement of them,
+    so an imported op of a zoo type is costed exactly as the zoo's (graphs built at small sizes;
+    the facts do not depend on sizes, except MaxPool's passes, which the importer computes)."""
+    from engine.models.bert import bert
+    from engine.models.resnet import resnet
+
+    facts: dict[str, dict] = {}
+    for g in (resnet(50, image_size=32), bert("base", seq_length=8, vocab_size=16)):
+        c = g.cols
+        for i in range(len(g)):
+            facts.setdefault(
+                str(c["type"][i]),
+                {
+                    "family": str(c["family"][i]),
+                    "passes": float(c["passes"][i]),
+                    "bwd_passes": float(c["bwd_passes"][i]),
+                    "saves_input": bool(c["saves_input"][i]),
+                    "saves_output": bool(c["saves_output"][i]),
+                    "cross_tile": bool(c["cross_tile"][i]),
+                },
+            )
+    return facts
+
+
+def facts_of(type_: str) -> dict:
+    """The zoo's facts of ``type_`` (KeyError when the zoo has no such op)."""
+    return dict(zoo_facts()[type_])
+
+
 @dataclass(frozen=True)
 class Pointwise:
-    """An element-wise op over its output: forward / backward vector passes, saved tensors."""
+    """An element-wise op over its output: forward / backward vector passes, saved tensors.
+
+    ``Pointwise(type)`` alone takes the zoo's facts of that type (:func:`zoo_facts`)."""
 
     type: str
-    family: str = "elementwise"
+    family: str | None = None
     passes: float = 1.0
     bwd: float = 1.0
     saves_input: bool = False
     saves_output: bool = False
 
-    def __call__(self, ctx, node) -> None:
-        w = sum(ctx.claim(x) for x in node.input if x and ctx.is_param(x))
-        ctx.row(
-            node,
-            self.type,
-            self.family,
+    def fields(self) -> dict:
+        if self.family is None:
+            return facts_of(self.type)
+        return dict(
+            family=self.family,
             passes=self.passes,
             bwd_passes=self.bwd,
             saves_input=self.saves_input,
             saves_output=self.saves_output,
-            weight_elems=w,
         )
+
+    def __call__(self, ctx, node) -> None:
+        w = sum(ctx.claim(x) for x in node.input if x and ctx.is_param(x))
+        f = self.fields()
+        ctx.row(node, self.type, f.pop("family"), weight_elems=w, **f)
 
 
 E, NL = "elementwise", "nonlinearity"
 
-# The zoo's own figures (engine/models): Relu 1/1 saving its output, Add 1/1, Gelu 4/5 saving its
-# input, Tanh 2/2 saving its output, Softmax 4/3 saving its output; the others follow the same
-# rule: one pass per vector operation of the forward / backward formula.
+# Relu, Tanh, Gelu, Softmax (and Add, the norms, Embedding, the AMP ops, global average pooling)
+# take the zoo's facts; the others follow the zoo's rule: one pass per vector operation of the
+# forward / backward formula.
 POINTWISE: dict[str, Pointwise] = {
-    "Relu": Pointwise("Relu", E, 1, 1, saves_output=True),
+    "Relu": Pointwise("Relu"),
     "LeakyRelu": Pointwise("LeakyRelu", E, 1, 1, saves_input=True),
     "PRelu": Pointwise("PRelu", E, 2, 2, saves_input=True),
     "ThresholdedRelu": Pointwise("ThresholdedRelu", E, 1, 1, saves_input=True),
@@ -82,8 +124,8 @@ POINTWISE: dict[str, Pointwise] = {
     "Softsign": Pointwise("Softsign", E, 2, 2, saves_input=True),
     "Trilu": Pointwise("Trilu", E, 1, 1),
     "Sigmoid": Pointwise("Sigmoid", NL, 2, 2, saves_output=True),
-    "Tanh": Pointwise("Tanh", NL, 2, 2, saves_output=True),
-    "Gelu": Pointwise("Gelu", NL, 4, 5, saves_input=True),
+    "Tanh": Pointwise("Tanh"),
+    "Gelu": Pointwise("Gelu"),
     "Erf": Pointwise("Erf", NL, 2, 2, saves_input=True),
     "Exp": Pointwise("Exp", NL, 2, 1, saves_output=True),
     "Log": Pointwise("Log", NL, 2, 1, saves_input=True),
@@ -95,7 +137,7 @@ POINTWISE: dict[str, Pointwise] = {
     "Mish": Pointwise("Mish", NL, 4, 5, saves_input=True),
     "Sin": Pointwise("Sin", NL, 2, 2, saves_input=True),
     "Cos": Pointwise("Cos", NL, 2, 2, saves_input=True),
-    "Softmax": Pointwise("Softmax", NL, 4, 3, saves_output=True),
+    "Softmax": Pointwise("Softmax"),
     "LogSoftmax": Pointwise("LogSoftmax", NL, 4, 3, saves_output=True),
     # binary and variadic element-wise
     "Sub": Pointwise("Sub", E, 1, 1),
@@ -153,7 +195,7 @@ def _add(ctx, node) -> None:
     POINTWISE_ADD(ctx, node)
 
 
-POINTWISE_ADD = Pointwise("Add", E, 1, 1)
+POINTWISE_ADD = Pointwise("Add")
 
 
 def _cast(ctx, node) -> None:
@@ -186,12 +228,14 @@ def _gather(ctx, node) -> None:
     data, idx = node.input[0], node.input[1]
     if ctx.is_param(data):
         # an embedding lookup (popops::multiSlice; its gradient a multiUpdateAdd)
+        f = facts_of("Embedding")
         ctx.row(
             node,
             "Embedding",
-            "embedding",
+            f.pop("family"),
             in_elems=ctx.numel(idx),
             weight_elems=ctx.claim(data),
+            **f,
         )
     elif not ctx.is_act(idx):
         ctx.view(node)  # constant indices on an activation: a static slice
@@ -202,24 +246,20 @@ def _gather(ctx, node) -> None:
 def _batchnorm(ctx, node) -> None:
     c = ctx.shape(node.input[0])[1] if len(ctx.shape(node.input[0])) > 1 else 1
     w = ctx.claim(node.input[1]) + ctx.claim(node.input[2])  # mean / var are buffers
+    f = facts_of("BatchNorm")  # cross-tile statistics: mean and variance per channel
     ctx.row(
-        node,
-        "BatchNorm",
-        "norm",
-        passes=4,
-        bwd_passes=5,
-        saves_input=True,
-        cross_tile=True,
-        stats=2 * c,
-        stats_per_sample=False,
-        weight_elems=w,
+        node, "BatchNorm", f.pop("family"), stats=2 * c, stats_per_sample=False, weight_elems=w, **f
     )
 
 
 def _norm(type_: str) -> Callable:
+    """LayerNorm as the zoo's; group / instance / other norms with the same facts (statistics
+    per sample over a slice of the features, then whitening and scale)."""
+
     def translate(ctx, node) -> None:
         w = sum(ctx.claim(x) for x in node.input[1:] if x and ctx.is_param(x))
-        ctx.row(node, type_, "norm", passes=4, bwd_passes=5, saves_input=True, weight_elems=w)
+        f = facts_of("LayerNorm")
+        ctx.row(node, type_, f.pop("family"), weight_elems=w, **f)
 
     return translate
 
@@ -228,17 +268,9 @@ def _global_pool(type_: str) -> Callable:
     def translate(ctx, node) -> None:
         shape = ctx.shape(node.input[0])
         c = int(math.prod(shape[:2]))  # batch x channels
-        ctx.row(
-            node,
-            type_,
-            "reduce",
-            passes=1,
-            bwd_passes=1,
-            saves_input=type_ != "AvgPool",
-            cross_tile=True,
-            stats=c,
-            stats_per_sample=True,
-        )
+        f = facts_of("AvgPool")  # the zoo's global average pooling (ResNet's head)
+        f["saves_input"] = f["saves_input"] or type_ != "AvgPool"  # max: where the max was
+        ctx.row(node, type_, f.pop("family"), stats=c, stats_per_sample=True, **f)
 
     return translate
 
