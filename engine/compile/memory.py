@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.compile import collectives
 from engine.compile.lowering import DTYPE_BYTES, OPTIMISER_STATE
 from engine.compiled import (
     T_EXCHANGE,
@@ -274,7 +275,10 @@ class ProgramCode:
     participates: np.ndarray  # bool: takes part in control flow (not a Sync)
     is_compute_set: np.ndarray
     vertices_per_tile: np.ndarray  # 0 for duplicates and non-compute-sets
-    exchange_code_per_tile: np.ndarray  # 0 for duplicates and non-exchanges
+    exchange_code_per_tile: np.ndarray  # receiving tiles; 0 for duplicates and non-exchanges
+    sender_tile_start: np.ndarray  # the tiles that send an exchange's data (its source tensor)
+    sender_tile_count: np.ndarray
+    sender_code_per_tile: np.ndarray  # 0 for duplicates and non-exchanges
     state_bytes: np.ndarray  # per vertex, by vertex family
     field_bytes: np.ndarray
     vector_list_bytes: np.ndarray
@@ -328,7 +332,7 @@ def build_memory(
     stash_bytes = _stash_variables(inputs, steps, activations, streamed, rows)
     _stream_buffer_variables(inputs, streamed, rows)
     variables = rows.table()
-    code = program_code(inputs)
+    code = program_code(inputs, steps)
     tiles = tile_memory(inputs, steps, variables, code, streamed, weights, activations)
     memory, liveness, oom = _reports(inputs, steps, tiles)
     io = _io_summary(inputs, activations, streamed, weights, stash_bytes)
@@ -723,10 +727,9 @@ def _weight_variables(inputs: MemoryInputs, steps: LivenessSteps, rows: _Vars) -
         for state_name, prop in OPTIMISER_STATE[config.optimiser]:
             dt_name = getattr(config, prop)
             sb = shard * DTYPE_BYTES[dt_name]
-            st_t0, st_tn = t0, max(1, -(-tn // R)) if rts else tn
-            state = partial(
-                wvar, kind="optimiserState", dtype=dt_name, shape=str(shard), t0=st_t0, tn=st_tn
-            )
+            # a shard keeps the tensor's layout: 1/R of each of its tiles' elements, so its
+            # stream region (and host exchange code) is the tensor's
+            state = partial(wvar, kind="optimiserState", dtype=dt_name, shape=str(shard))
             if config.offload_optimiser:
                 remote_bytes[ipu] += w * DTYPE_BYTES[dt_name]
                 state(
@@ -859,8 +862,14 @@ def _stream_buffer_variables(inputs: MemoryInputs, streamed: StreamedTensors, ro
         )
 
 
-def program_code(inputs: MemoryInputs) -> ProgramCode:
-    """Control, exchange and vertex figures of every leaf program (vectorised over programs)."""
+def program_code(inputs: MemoryInputs, steps: LivenessSteps) -> ProgramCode:
+    """Control, exchange and vertex figures of every leaf program (vectorised over programs).
+
+    An exchange has code on both sides: on its receiving tiles (the op's tiles) and on the tiles
+    that send (the tiles of its source tensor: the producer's output for a forward op, the op's
+    own forward output and saved tensors for backward, update and loss ops), each side per tile
+    a base plus one instruction per ``exchange_bytes_per_instruction`` it moves.
+    """
     t, progs = inputs.target, inputs.programs
     TT = inputs.tiles_per_ipu
     fams = t.vertex_families
@@ -870,26 +879,30 @@ def program_code(inputs: MemoryInputs) -> ProgramCode:
             [getattr(fams[f], attr) if f in fams else 0 for f in families], dtype=np.int64
         )
 
+    def exchange_code(nbytes, tiles):
+        per_tile = _ceil_div(nbytes, np.maximum(tiles, 1))
+        return t.exchange_code_base_bytes + t.exchange_code_bytes_per_instruction * _ceil_div(
+            per_tile, t.exchange_bytes_per_instruction
+        )
+
     ptype = progs["type"]
     tile_count = progs["tile_count"].astype(np.int64)
     family = progs["family"]
     is_cs = ptype == T_ONTILE
     is_ex = ptype == T_EXCHANGE
     vertices_per_tile = np.where(is_cs, _ceil_div(progs["vertices"], np.maximum(tile_count, 1)), 0)
-    ex_bytes_per_tile = np.where(is_ex, _ceil_div(progs["bytes_in"], np.maximum(tile_count, 1)), 0)
-    exchange_code = np.where(
-        is_ex,
-        t.exchange_code_base_bytes
-        + t.exchange_code_bytes_per_instruction
-        * _ceil_div(ex_bytes_per_tile, t.exchange_bytes_per_instruction),
-        0,
-    )
+    receiver_code = np.where(is_ex, exchange_code(progs["bytes_in"], tile_count), 0)
+    sender_start, sender_count = _exchange_sources(inputs, steps)
+    p_op = progs["op"].astype(np.int64)
+    s_start, s_count = sender_start[p_op], sender_count[p_op]
+    sender_code = np.where(is_ex, exchange_code(progs["bytes_in"], s_count), 0)
     participates = ptype != schema.code("program_type", "Sync")
     per_program = (t.control_code_bytes_per_program + t.control_table_bytes_per_program) * TT
     code_bytes = (
         per_program
         + np.where(participates, t.control_code_bytes_per_participation * tile_count, 0)
-        + exchange_code * tile_count
+        + receiver_code * tile_count
+        + sender_code * s_count
     )
     # outlining: a duplicate's compute set / exchange is the owner's; it costs a call only
     owned = progs["owner_op"] == progs["op"]
@@ -899,12 +912,34 @@ def program_code(inputs: MemoryInputs) -> ProgramCode:
         participates=participates,
         is_compute_set=is_cs,
         vertices_per_tile=np.where(owned, vertices_per_tile, 0),
-        exchange_code_per_tile=np.where(owned, exchange_code, 0),
+        exchange_code_per_tile=np.where(owned, receiver_code, 0),
+        sender_tile_start=s_start,
+        sender_tile_count=s_count,
+        sender_code_per_tile=np.where(owned, sender_code, 0),
         state_bytes=per_family("state_bytes", family),
         field_bytes=per_family("field_bytes", family),
         vector_list_bytes=per_family("vector_list_bytes", family),
         vertex_type_code_bytes=per_family("code_bytes", inputs.tile_plan.vertex_types["family"]),
     )
+
+
+def _exchange_sources(inputs: MemoryInputs, steps: LivenessSteps) -> tuple[np.ndarray, np.ndarray]:
+    """First tile and tile count of the tensor each lowered op's exchange reads: a forward (or
+    recomputed) op reads its first input's producer (the graph input: the op's own tiles, where
+    it is streamed); other ops read their forward op's output and saved tensors."""
+    lowered, P = inputs.lowered, inputs.tile_plan
+    cols = inputs.graph.cols
+    fwd = lowered["fwd"].astype(np.int64)
+    own_forward = np.where(fwd >= 0, steps.forward_row[np.maximum(fwd, 0)], -1)
+    producer = np.where(fwd >= 0, cols["in0"][np.maximum(fwd, 0)].astype(np.int64), -1)
+    producer_row = np.where(producer >= 0, steps.forward_row[np.maximum(producer, 0)], -1)
+    reads_producer = np.isin(lowered["role"], ("fwd", "recomp"))
+    source = np.where(reads_producer, producer_row, own_forward)
+    source = np.where(source >= 0, source, np.arange(len(lowered)))
+    # a stage-crossing input arrives as a copy on the consumer's tiles
+    crosses = inputs.op_ipu[source] != inputs.op_ipu
+    source = np.where(crosses, np.arange(len(lowered)), source)
+    return P.tile_start[source].astype(np.int64), P.tiles_used[source].astype(np.int64)
 
 
 def _spread(values, t0, tn, size: int) -> np.ndarray:
@@ -986,7 +1021,12 @@ def _code_categories(inputs: MemoryInputs, code: ProgramCode, ipu: int, cat: np.
     cat[:, CAT["controlTable"]] = n_programs * t.control_table_bytes_per_program
     cs = code.is_compute_set[sel] & code.owned[sel]
     cat[:, CAT["controlId"]] = spread(np.where(cs, t.control_id_bytes_per_program, 0))
-    cat[:, CAT["internalExchangeCode"]] = spread(code.exchange_code_per_tile[sel])
+    cat[:, CAT["internalExchangeCode"]] = spread(code.exchange_code_per_tile[sel]) + _spread(
+        code.sender_code_per_tile[sel],
+        code.sender_tile_start[sel],
+        code.sender_tile_count[sel],
+        TT,
+    )
     v = code.vertices_per_tile[sel]
     cat[:, CAT["vertexInstanceState"]] = spread(v * code.state_bytes[sel])
     cat[:, CAT["vertexFieldData"]] = spread(v * code.field_bytes[sel])
@@ -1069,30 +1109,69 @@ def _host_exchange_categories(
 def _global_exchange_categories(
     inputs: MemoryInputs, weights: WeightBytes, activations: ActivationBytes, ipu: int, cat
 ) -> None:
-    """Global exchange code and packet headers: inter-IPU copies and cross-replica collectives
-    (fills ``cat`` in place)."""
+    """Global exchange code and packet headers of the inter-IPU copies, and the code of the
+    cross-replica collectives compiled as PopLibs' ring programs (``engine.compile.collectives``):
+    per cross-replica copy its global exchange code, per ring program its control programs and
+    switch cases (fills ``cat`` in place)."""
     t, S, T = inputs.target, inputs.stages, inputs.compute_tiles
     training = inputs.config.training
-    R = inputs.config.replication_factor
     boundary = activations.boundary
+    stage_bytes = (boundary[ipu] if ipu < S - 1 else 0) + (boundary[ipu - 1] if ipu > 0 else 0)
     transfers = 0
     if S > 1:
         sends = (1 if ipu < S - 1 else 0) + (1 if ipu > 0 else 0)
         transfers += sends * (2 if training else 1)
-    if training and R > 1:
-        transfers += 2 * (R - 1)
-    if not transfers:
-        return
-    gx_bytes = (
-        (boundary[ipu] if ipu < S - 1 else 0)
-        + (boundary[ipu - 1] if ipu > 0 else 0)
-        + (weights.gradients[ipu] if R > 1 else 0)
+    code = transfers * t.global_exchange_code_bytes_per_transfer
+    header_bytes = _ceil_div(int(stage_bytes), T)
+    headers = _ceil_div(header_bytes, t.packet_payload_bytes) * t.packet_header_bytes
+    for ring in replica_collectives(inputs, weights, ipu):
+        for level in ring.levels:
+            per_tile = _ceil_div(level.fragment_bytes, T)
+            # each cross-replica copy sends and receives one fragment on every buffer tile
+            code += level.directions * (
+                t.global_exchange_code_bytes_per_transfer
+                + 2
+                * t.exchange_code_bytes_per_instruction
+                * _ceil_div(per_tile, t.exchange_bytes_per_instruction)
+            )
+            headers += (
+                level.directions
+                * (level.ranks - 1)
+                * _ceil_div(per_tile, t.packet_payload_bytes)
+                * t.packet_header_bytes
+            )
+        programs = ring.programs
+        cat[:, CAT["controlCode"]] += programs * t.control_code_bytes_per_program
+        cat[:, CAT["controlTable"]] += programs * t.control_table_bytes_per_program
+        cat[:T, CAT["controlCode"]] += (
+            programs * t.control_code_bytes_per_participation
+            + ring.switch_cases * collectives.SWITCH_BYTES_PER_CASE
+        )
+        cat[:T, CAT["copyDescriptor"]] += ring.switch_cases * t.copy_descriptor_bytes_per_copy
+    if code:
+        cat[:T, CAT["globalExchangeCode"]] = code
+        cat[:T, CAT["globalExchangePacketHeader"]] = headers
+
+
+def replica_collectives(
+    inputs: MemoryInputs, weights: WeightBytes, ipu: int
+) -> list[collectives.CollectivePrograms]:
+    """The cross-replica collectives one IPU compiles (training with replicas): the gradients'
+    reduce-scatter and all-gather (an all-reduce), or under replicated tensor sharding the
+    gradients' reduce-scatter and the updated weights' all-gather."""
+    config = inputs.config
+    R = int(config.replication_factor)
+    if not (config.training and R > 1):
+        return []
+    ring = partial(
+        collectives.collective,
+        bytes_per_element=inputs.weight_bytes_per_element,
+        tiles=inputs.compute_tiles,
+        replicas=R,
+        ipus_per_replica=inputs.num_ipus,
     )
-    per_tile = _ceil_div(int(gx_bytes), T)
-    cat[:T, CAT["globalExchangeCode"]] = transfers * t.global_exchange_code_bytes_per_transfer
-    cat[:T, CAT["globalExchangePacketHeader"]] = (
-        _ceil_div(per_tile, t.packet_payload_bytes) * t.packet_header_bytes
-    )
+    gathered = weights.weights[ipu] if config.replicated_tensor_sharding else weights.gradients[ipu]
+    return [ring(int(weights.gradients[ipu])), ring(int(gathered))]
 
 
 def _variable_bytes(

@@ -1,0 +1,111 @@
+"""Code sizes of the cross-replica collectives, compiled as PopLibs' ring programs, and of
+exchanges and streams (engine.compile.collectives, engine.compile.memory)."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+import numpy as np
+import pytest
+
+import engine
+from engine.compile import collectives
+from profiles.schema import MEMORY_CATEGORIES
+
+BASE = dict(model="resnet50", image_size=32, micro_batch_size=8, num_classes=10, precision="16.16")
+REPLICAS = (1, 2, 8, 64, 256)
+
+
+def _per_tile_peak(compiled, cat: str) -> int:
+    return int(compiled.memory.by_category[..., MEMORY_CATEGORIES.index(cat)].max())
+
+
+def _total(compiled, cat: str) -> int:
+    return int(compiled.memory.by_category[..., MEMORY_CATEGORIES.index(cat)].sum())
+
+
+@pytest.fixture(scope="module")
+def by_replicas():
+    return {r: engine.compile(dict(BASE, replication_factor=r)) for r in REPLICAS}
+
+
+def test_global_exchange_and_control_code_grow_with_replicas_host_exchange_stays(by_replicas):
+    c = by_replicas
+    glob = [_per_tile_peak(c[r], "globalExchangeCode") for r in REPLICAS]
+    control = [_total(c[r], "controlCode") for r in REPLICAS]
+    host = [_total(c[r], "hostExchangeCode") for r in REPLICAS]
+    assert glob[0] == 0 and min(glob[1:]) > 0
+    # a second ring level (replicas beyond one IPU-POD64, over the GW-Links) adds its copies
+    assert glob[-1] > glob[1]
+    # the fragment switches add control code per replica in the ring
+    assert all(a < b for a, b in pairwise(control))
+    assert len(set(host)) == 1
+    # the ring is a Repeat loop, not one program per step: far below 2(R-1) transfers
+    assert glob[-1] < 2 * 255 * 192
+
+
+def test_other_code_categories_do_not_depend_on_replicas(by_replicas):
+    grown = {
+        "globalExchangeCode",
+        "controlCode",
+        "controlTable",
+        "copyDescriptor",
+        "globalExchangePacketHeader",
+    }
+    one, many = by_replicas[1], by_replicas[64]
+    for cat in MEMORY_CATEGORIES:
+        if cat in grown or cat == "variable":
+            continue
+        assert _total(many, cat) == pytest.approx(_total(one, cat), rel=0.01), cat
+
+
+def test_replicated_tensor_sharding_keeps_the_stream_regions():
+    cfg = dict(BASE, optimiser="adam", offload_optimiser_state="on", replication_factor=4)
+    plain = engine.compile(cfg)
+    sharded = engine.compile(dict(cfg, replicated_tensor_sharding=True))
+    h_plain, h_sharded = _total(plain, "hostExchangeCode"), _total(sharded, "hostExchangeCode")
+    # one stream region per offloaded tensor either way: only the instructions for fewer bytes
+    assert h_sharded == pytest.approx(h_plain, rel=0.1)
+    assert h_sharded > 0.75 * h_plain  # far from divided by the replicas
+    # the sharded state itself is a quarter of the on-tile buffers
+    kind = sharded.variables.kind
+    assert (
+        np.asarray(sharded.variables.remote_bytes).sum()
+        < np.asarray(plain.variables.remote_bytes).sum()
+    )
+    del kind
+
+
+def test_internal_exchange_code_sits_on_senders_and_receivers():
+    c = engine.compile(dict(BASE, mode="inference"))
+    code = _total(c, "internalExchangeCode")
+    p = c.programs
+    # receivers only would be sum over exchanges of (base + instructions) x receiving tiles
+    t = c.target
+    is_ex = np.char.endswith(p.name.astype(str), "/Exchange")
+    per_tile = -(-p.bytes_in[is_ex] // np.maximum(p.tile_count[is_ex], 1))
+    receivers = int(
+        (
+            (
+                t.exchange_code_base_bytes
+                + t.exchange_code_bytes_per_instruction
+                * -(-per_tile // t.exchange_bytes_per_instruction)
+            )
+            * p.tile_count[is_ex]
+        ).sum()
+    )
+    assert code > receivers
+
+
+def test_ring_levels_and_directions_follow_poplibs():
+    assert collectives.ring_sizes(2, 1, 64) == [2]
+    assert collectives.ring_sizes(64, 1, 64) == [64]
+    assert collectives.ring_sizes(128, 1, 64) == [64, 2]
+    assert collectives.ring_sizes(32, 4, 64) == [16, 2]
+    assert collectives.ring_directions(2, 1) == 1  # clockwise ring
+    assert collectives.ring_directions(8, 1) == 2  # meet in the middle / bidirectional pair
+    assert collectives.ring_directions(8, 2) == 1  # several IPUs per replica: clockwise
+    big = collectives.collective(64 << 20, 2, 1472, 16, 1)
+    small = collectives.collective(64 << 10, 2, 1472, 16, 1)
+    assert big.switch_cases == 2 * 16  # a switch case per fragment, per direction
+    assert small.switch_cases == 0  # a sliceable copy costs less than the switch code
