@@ -354,6 +354,14 @@ class RunConfig(BaseModel):
             raise ConfigError(
                 f"input_shapes / unknown_ops: only ONNX models take them (model is {self.model!r})."
             )
+        if self.is_onnx:
+            sizes = ("image_size", "image_channels", "num_classes", "seq_length", "vocab_size")
+            changed = [f for f in sizes if getattr(self, f) != type(self).model_fields[f].default]
+            if changed:
+                raise ConfigError(
+                    f"{changed[0]}: an ONNX model takes its sizes from the file; bind its dynamic "
+                    "dimensions with input_shapes (--input-shape NAME=DIMS) instead."
+                )
         if self.eight_bit_input and self.model.startswith("bert"):
             raise ConfigError(
                 "eight_bit_input: BERT inputs are token ids, not images; use it with mlp or "

@@ -160,7 +160,9 @@ def test_zoo_round_trip(zoo, opts, tmp_path):
     config = RunConfig.from_dict({"model": zoo, **opts})
     path, data = export_zoo(config, tmp_path / f"{zoo}.onnx")
     assert data.exists() and data.stat().st_blocks * 512 < data.stat().st_size // 10 + 2**20
-    imported = RunConfig.from_dict({**config.to_dict(), "model": str(path)})
+    sizes = ("image_size", "image_channels", "num_classes", "seq_length", "vocab_size")
+    same = {k: v for k, v in config.to_dict().items() if k not in sizes}  # the file has them
+    imported = RunConfig.from_dict({**same, "model": str(path)})
     a, b = simulate(config), simulate(imported)
     assert b.compiled.graph.num_params == a.compiled.graph.num_params
     assert b.compiled.ops.flops.sum() == a.compiled.ops.flops.sum()
@@ -415,3 +417,11 @@ def test_sequence_first_batch_axis(tmp_path):
     assert info.batch == 1 and g.cols["m"][0] == 10
     g8, info8 = import_onnx(path, input_shapes={"x": [10, 8, 16]})
     assert info8.batch == 8 and g8.cols["m"][0] == 10  # per sample
+
+
+def test_zoo_size_options_refused_for_onnx():
+    with pytest.raises(
+        ConfigError, match="seq_length: an ONNX model takes its sizes from the file"
+    ):
+        RunConfig.from_dict({"model": "x.onnx", "seq_length": 256})
+    assert RunConfig.from_dict({"model": "x.onnx", "seq_length": 128}).is_onnx  # the default

@@ -27,8 +27,10 @@ def test_run_dialog_takes_an_onnx_file(qtbot, tmp_path, monkeypatch):
     monkeypatch.setattr(
         run_dialog.QFileDialog, "getOpenFileName", staticmethod(lambda *a, **k: (str(path), ""))
     )
+    d.editors["image_size"].set_value(64)  # e.g. from a walkthrough example
     d.onnx_button.click()
     assert d.config()["model"] == str(path.resolve())
+    assert d.config()["image_size"] == 224  # the file has its own sizes
     # drag and drop: an .onnx file is accepted, anything else is not
     d.editors["model"].set_value("mlp")
     for name, accepted in (("notes.txt", False), ("mlp.onnx", True)):

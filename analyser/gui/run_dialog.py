@@ -397,6 +397,10 @@ class RunEngineDialog(QDialog):
     def set_onnx_model(self, path: str | Path) -> None:
         """Use the ONNX file at ``path`` as the model (absolute, as the engine records it)."""
         self.editors["model"].set_value(str(Path(path).resolve()))
+        # the file has its own sizes: the zoo's size options go back to their defaults
+        for name in ("image_size", "image_channels", "num_classes", "seq_length", "vocab_size"):
+            ed = self.editors[name]
+            ed.set_value(ed.field.get_default(call_default_factory=True))
         self.error.setText("")
 
     def dragEnterEvent(self, event) -> None:  # Qt override
