@@ -14,5 +14,6 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ.setdefault("IPU_ANALYSER_CACHE", "")
 
 # Shared session fixtures provided by plugin modules in tests/ (walkthrough_profiles: the six
-# walkthrough profiles simulated once per session).
-pytest_plugins = ["fixtures_walkthrough"]
+# walkthrough profiles simulated once per session; sim_cluster: one Dask cluster for the
+# simulation service).
+pytest_plugins = ["fixtures_walkthrough", "fixtures_service"]

@@ -1,5 +1,6 @@
 """``analyse report FILE... --format html|md|json -o OUT``: one report of one or several
-profiles (several: with a comparison). The output file is written atomically."""
+profiles (several: with a comparison), or of a tune's results (``analyse report tune-results -o
+tune.html``: the folder ``analyse tune`` wrote). The output file is written atomically."""
 
 from __future__ import annotations
 
@@ -7,7 +8,12 @@ import argparse
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("files", nargs="+", metavar="FILE", help="profiles (.h5), in order")
+    parser.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="profiles (.h5), in order; or the folder written by analyse tune",
+    )
     parser.add_argument(
         "--format",
         choices=("html", "md", "json"),
@@ -58,6 +64,10 @@ def run(args: argparse.Namespace) -> int:
             suffix, "html"
         )
     out = check_output(args.output, args.files, force=args.force)
+    from analyser.core.tune import is_tune_results
+
+    if any(is_tune_results(f) for f in args.files):
+        return _tune_report(args, out, fmt)
     thresholds = Thresholds().with_overrides(args.threshold)
     with progress_bar("report") as bar:
         task = bar.add_task("writing report", total=None)
@@ -77,4 +87,18 @@ def run(args: argparse.Namespace) -> int:
             predict_transitions=not args.no_step_predictions,
         )
     console().print(f"wrote {out} ({out.stat().st_size:,} bytes, {fmt})")
+    return 0
+
+
+def _tune_report(args: argparse.Namespace, out, fmt: str) -> int:
+    from analyser.cli._common import console
+    from analyser.cli.errors import CliError
+    from analyser.reports.tune import write_tune_report
+
+    if len(args.files) != 1:
+        raise CliError("a tune report takes one tune folder, not profiles beside it.")
+    if fmt != "html":
+        raise CliError(f"a tune report is HTML; the table is {args.files[0]}/results.parquet.")
+    write_tune_report(args.files[0], out, title=args.title)
+    console().print(f"wrote {out} ({out.stat().st_size:,} bytes, html)")
     return 0

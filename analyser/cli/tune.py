@@ -1,0 +1,325 @@
+"""``analyse tune CONFIG [--vary NAME=VALUES ...] [--objective ...] [--constraint ...]
+[--budget N] [-o DIR]``: search the run-option space for the best configuration that fits.
+
+Simulations run on the simulation service (an embedded Dask cluster, or ``--scheduler`` /
+``ANALYSE_SCHEDULER``) and are cached, so an interrupted tune resumes where it stopped. The
+output folder (default ``tune-results``) receives ``results.parquet``, ``tune.json``,
+``start.h5``, ``best-1.h5`` ... and ``report.html`` (``analyse report DIR`` writes it again).
+See docs/tune.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from analyser.cli.errors import CliError
+
+
+def add_service_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of the simulation service (shared by the commands that simulate)."""
+    g = parser.add_argument_group("simulation service")
+    g.add_argument(
+        "--scheduler",
+        metavar="tcp://HOST:PORT",
+        default=None,
+        help="use the Dask cluster at this scheduler address (default: $ANALYSE_SCHEDULER, "
+        "else a local cluster with one worker process per core)",
+    )
+    g.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="worker processes of the local cluster (default: the number of cores)",
+    )
+    g.add_argument(
+        "--cache",
+        metavar="DIR",
+        default=None,
+        help="simulation cache folder (default: $ANALYSE_CACHE, else "
+        "~/.cache/ipu-graph-analyser/simulations)",
+    )
+    g.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="stop a simulation after this long (default 600)",
+    )
+    g.add_argument(
+        "--memory-limit",
+        default=None,
+        metavar="BYTES",
+        help="stop a simulation that needs more memory than this, e.g. 4GiB "
+        "(default: 85%% of the machine's memory per worker)",
+    )
+
+
+def configure_from_args(args: argparse.Namespace) -> None:
+    """Set up the process-wide simulation service from :func:`add_service_arguments`."""
+    from analyser.core.service import configure_service
+
+    if args.workers is not None and args.workers < 1:
+        raise CliError("--workers must be at least 1.")
+    if args.time_limit is not None and args.time_limit <= 0:
+        raise CliError("--time-limit must be a positive number of seconds.")
+    memory = None
+    if args.memory_limit is not None:
+        from dask.utils import parse_bytes
+
+        try:
+            memory = int(parse_bytes(args.memory_limit))
+        except (ValueError, TypeError):
+            raise CliError(
+                f"--memory-limit {args.memory_limit}: give a size such as 4GiB or 512MB."
+            ) from None
+        if memory <= 0:
+            raise CliError("--memory-limit must be positive.")
+    if args.scheduler is not None and not args.scheduler.strip():
+        raise CliError("--scheduler: give an address such as tcp://10.0.0.5:8786.")
+    configure_service(
+        scheduler=args.scheduler,
+        workers=args.workers,
+        cache_dir=args.cache,
+        memory_limit=memory,
+        time_limit=args.time_limit,
+    )
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("config", help="start run configuration (.toml)")
+    parser.add_argument(
+        "--vary",
+        action="append",
+        default=[],
+        metavar="NAME=VALUES",
+        help="an option and its values: a list (micro_batch_size=8,16,32), a range "
+        "(gradient_accumulation=8..64 doubles, 8..64:8 steps by 8) or auto "
+        "(split_points=auto); repeatable; none: the levers the insights and the memory guide name",
+    )
+    parser.add_argument(
+        "--objective",
+        default="throughput",
+        help="throughput (default), cycles_per_sample or memory_headroom",
+    )
+    parser.add_argument(
+        "--constraint",
+        action="append",
+        default=[],
+        metavar="EXPR",
+        help="fits (always), global_batch=N, ipus<=N, or NAME OP VALUE on a run option or a "
+        "figure (throughput, headroom, peak_memory); repeatable",
+    )
+    parser.add_argument(
+        "--budget",
+        type=int,
+        default=64,
+        metavar="N",
+        help="most configurations to simulate, the start included (default 64)",
+    )
+    parser.add_argument(
+        "--strategy",
+        choices=("auto", "grid", "guided"),
+        default="auto",
+        help="grid (every configuration), guided (insights beam, then refine) or auto "
+        "(grid when it fits the budget; default)",
+    )
+    parser.add_argument(
+        "--beam",
+        type=int,
+        default=4,
+        metavar="B",
+        help="beam width of the guided search (default 4)",
+    )
+    parser.add_argument(
+        "--best",
+        type=int,
+        default=3,
+        metavar="K",
+        help="copy the profiles of the best K configurations (default 3)",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        default="tune-results",
+        metavar="DIR",
+        help="output folder (default tune-results)",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="write into DIR even when it holds files analyse tune did not write",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bar or tables")
+    add_service_arguments(parser)
+
+
+def _check_output(out: Path, force: bool) -> None:
+    from analyser.core.tune.results import META
+
+    if out.exists() and not out.is_dir():
+        raise CliError(f"output {out} is a file; give a folder for the tune results.")
+    if not out.parent.exists():
+        raise CliError(f"output folder {out.parent} does not exist.")
+    if out.is_dir() and not force and any(out.iterdir()) and not (out / META).exists():
+        raise CliError(
+            f"output folder {out} is not empty and holds no earlier tune; refusing to write "
+            "into it (use --force or another -o)."
+        )
+
+
+def run(args: argparse.Namespace) -> int:
+    from analyser.cli._common import console
+    from analyser.core.service import get_service
+    from analyser.core.tune import TuneError, build_space, grid_size, tune, write_results
+    from analyser.core.tune.space import MAX_GRID
+    from engine.config import RunConfig
+
+    if args.budget < 1:
+        raise CliError("--budget must be at least 1.")
+    if args.beam < 1:
+        raise CliError("--beam must be at least 1.")
+    if args.best < 0:
+        raise CliError("--best must be 0 or more.")
+    start = RunConfig.from_toml(args.config).to_dict()
+    out = Path(args.output)
+    _check_output(out, args.force)
+    # parse everything that can be checked without simulating first (one sentence, exit 2)
+    space = build_space(
+        start, args.vary or ["precision=" + start["precision"]], args.constraint, args.objective
+    )
+    configure_from_args(args)
+    service = get_service()
+    con = console(stderr=True)
+    changes = []
+    if not args.vary:
+        # the insights on the start profile name the levers and their values
+        if not args.quiet:
+            con.print("simulating the start configuration…", highlight=False)
+        first = service.simulate(start)
+        if first.simulated:
+            from analyser.core.analysis import Analysis
+            from analyser.core.insights import find_insights
+
+            with Analysis.open(first.profile) as a:
+                changes = [dict(t.change) for t in find_insights(a) if t.change]
+        space = build_space(start, [], args.constraint, args.objective, changes)
+    if args.strategy == "grid":
+        n = grid_size(space) if space.size <= MAX_GRID else space.size
+        if n + 1 > args.budget:
+            raise TuneError(
+                f"the grid has {n:,} configurations (plus the start), more than --budget "
+                f"{args.budget}; raise --budget or use --strategy guided."
+            )
+
+    result = _search(args, space, service, con, tune)
+    meta = write_results(result, out, best_k=args.best, config_file=str(args.config))
+    from analyser.reports.tune import write_tune_report
+
+    write_tune_report(out, out / "report.html")
+    if not args.quiet:
+        _print_summary(result, meta, out)
+    if result.interrupted:
+        con.print(
+            "analyse tune: interrupted; run the same command again to resume from the cache.",
+            highlight=False,
+        )
+        return 130
+    return 0
+
+
+def _search(args, space, service, con, tune):
+    if args.quiet:
+        return tune(space, service, budget=args.budget, strategy=args.strategy, beam=args.beam)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    label = space.objective.replace("_", " ")
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[state]}"),
+        TimeElapsedColumn(),
+        console=con,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("tuning", total=args.budget, state="starting the workers…")
+
+        def progress(s):
+            best = "-" if s["best"] is None else f"{abs(s['best']):,.4g}"
+            bar.update(
+                task,
+                completed=s["tried"],
+                description=f"tuning ({s['phase']})",
+                state=f"running {s['running']}, queued {s['queued']}, simulated "
+                f"{s['simulated']}, best {label} {best}",
+            )
+
+        return tune(
+            space,
+            service,
+            budget=args.budget,
+            strategy=args.strategy,
+            beam=args.beam,
+            progress=progress,
+        )
+
+
+def _print_summary(result, meta, out: Path) -> None:
+    from rich.table import Table
+
+    from analyser.cli._common import console
+    from analyser.core.tune import pareto_front
+    from analyser.core.units import fmt_bytes
+
+    con = console()
+    names = result.space.names
+    ranked = result.ranked()
+    tab = Table(title=f"Best configurations ({result.space.objective.replace('_', ' ')})")
+    tab.add_column("#", justify="right")
+    for n in names:
+        tab.add_column(n)
+    tab.add_column("samples/s", justify="right")
+    tab.add_column("headroom", justify="right")
+    tab.add_column("peak memory", justify="right")
+    for i, r in enumerate(ranked[:5]):
+        f = r.figures
+        tab.add_row(
+            str(i + 1),
+            *[_cell(r.config.get(n)) for n in names],
+            f"{f['throughput_samples_per_s']:,.1f}",
+            fmt_bytes(f["headroom_bytes"]),
+            fmt_bytes(f["peak_memory_bytes"]),
+        )
+    if ranked:
+        con.print(tab)
+    oom = sum(1 for r in result.rows if r.response.status == "oom")
+    refused = sum(1 for r in result.rows if r.response.status == "refused")
+    other = sum(
+        1 for r in result.rows if not r.response.simulated and r.response.status != "refused"
+    )
+    con.print(
+        f"{result.strategy} search: {len(result.rows)} configurations "
+        f"({result.simulations} simulated, {len(result.rows) - result.simulations} from the "
+        f"cache; {oom} out of memory, {refused} refused by the engine"
+        + (f", {other} without an answer" if other else "")
+        + f") in {result.seconds:.1f} s; Pareto front {len(pareto_front(result.rows))}.",
+        highlight=False,
+    )
+    best = result.best
+    if best is None:
+        con.print("No configuration in the space fits and meets the constraints.", highlight=False)
+    else:
+        diff = ", ".join(f"{k} {_cell(a)} → {_cell(b)}" for k, (a, b) in meta["diff"].items())
+        con.print(f"Best: {diff or 'the start configuration itself'}.", highlight=False)
+    con.print(
+        f"wrote {out}/ (results.parquet, report.html, {len(meta['best'])} best profile(s)).",
+        highlight=False,
+    )
+
+
+def _cell(v) -> str:
+    if isinstance(v, list):
+        return "+".join(map(str, v)) or "[]"
+    return str(v)

@@ -1,0 +1,611 @@
+"""The simulation service: requests in, profiles and key figures out, on Dask ``distributed``.
+
+    from analyser.core.service import get_service, SimRequest
+    svc = get_service()                      # embedded LocalCluster, started on first use
+    batch = svc.submit([SimRequest.make(cfg) for cfg in configs])
+    for index, response in batch.as_completed():
+        print(response.status, response.figures.get("throughput_samples_per_s"))
+
+Where the work runs: by default an embedded ``distributed.LocalCluster`` (one single-threaded
+worker process per core, loopback only, no dashboard) started on the first request and closed
+at exit. ``scheduler="tcp://HOST:PORT"`` (or the ``ANALYSE_SCHEDULER`` environment variable)
+connects to an existing Dask cluster instead; its workers need this package installed (the same
+engine: a worker whose engine differs refuses the work rather than cache another engine's
+figures under this one's key).
+
+What the service guarantees:
+
+* a configuration is simulated once: answers (``ok``, ``oom`` and the engine's ``refused``)
+  are cached on disk under :attr:`SimRequest.key` and identical requests in flight share one
+  task;
+* cancellation (:meth:`Batch.cancel`): queued simulations are dropped, running ones stopped;
+* progress (:meth:`Batch.progress`): done / running / queued;
+* a worker that dies mid-simulation: the simulation is retried once on another worker, then
+  reported as ``killed`` (the embedded cluster's scheduler gives up on a task at the first
+  death, ``allowed-failures = 0``, so the retry is the service's own; a remote scheduler applies
+  its own setting first);
+* memory and time limits per simulation, enforced in the worker
+  (:mod:`analyser.core.service.worker`), reported as ``memory`` / ``timeout``;
+* worker processes die with the process that started them: ``distributed`` starts them with a
+  pipe to the parent and they exit when it closes, so a killed ``analyse`` leaves no orphans.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import os
+import queue
+import secrets
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from analyser.core.service.request import (
+    CACHED_STATUSES,
+    SimRequest,
+    SimResponse,
+    SimulationRefused,
+    engine_fingerprint,
+)
+from analyser.core.service.worker import TOKEN_FILE, cancel_keys, run_simulation
+from profiles.errors import UserFacingError
+
+ENV_SCHEDULER = "ANALYSE_SCHEDULER"
+ENV_CACHE = "ANALYSE_CACHE"
+
+#: Default per-simulation time limit (seconds); the walkthrough's ResNet-101 takes about 1 s.
+DEFAULT_TIME_LIMIT = 600.0
+
+
+class ServiceError(UserFacingError):
+    """The service cannot start (no scheduler at the address, a cache folder not writable)."""
+
+
+class Progress(NamedTuple):
+    done: int
+    running: int
+    queued: int
+    total: int
+
+
+def default_cache_dir() -> Path:
+    """``$ANALYSE_CACHE``, else ``$XDG_CACHE_HOME/ipu-graph-analyser/simulations``, else
+    ``~/.cache/ipu-graph-analyser/simulations``."""
+    if os.environ.get(ENV_CACHE):
+        return Path(os.environ[ENV_CACHE]).expanduser()
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(root) / "ipu-graph-analyser" / "simulations"
+
+
+def available_cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class SimCache:
+    """Answers on disk: ``<key>.json`` (the response) and ``<key>.h5`` (its profile), written
+    atomically, so two processes may share a cache folder."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root).expanduser()
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            token = self.root / TOKEN_FILE
+            if not token.exists():
+                self._write(token, secrets.token_hex(16).encode())
+            self.token = token.read_text()
+        except OSError as exc:
+            raise ServiceError(
+                f"the simulation cache folder {str(self.root)!r} cannot be used: "
+                f"{exc.strerror or exc}."
+            ) from None
+
+    @staticmethod
+    def _write(path: Path, data: bytes) -> None:
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        try:
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
+        finally:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+
+    def profile_path(self, key: str) -> Path:
+        return self.root / f"{key}.h5"
+
+    def get(self, key: str) -> SimResponse | None:
+        import json
+
+        try:
+            data = json.loads((self.root / f"{key}.json").read_text())
+        except (OSError, ValueError):
+            return None
+        resp = SimResponse.from_dict(data)
+        if resp.simulated:
+            prof = self.profile_path(key)
+            if not prof.exists():
+                return None
+            resp.profile = str(prof)
+        resp.cached = True
+        return resp
+
+    def put(self, resp: SimResponse, profile_bytes: bytes | None = None) -> None:
+        import json
+
+        if resp.status not in CACHED_STATUSES:
+            return
+        if profile_bytes is not None:
+            self._write(self.profile_path(resp.key), profile_bytes)
+            resp.profile = str(self.profile_path(resp.key))
+        data = resp.to_dict()
+        data.pop("cached", None)
+        self._write(self.root / f"{resp.key}.json", json.dumps(data, default=str).encode())
+
+
+@dataclass
+class _Job:
+    request: SimRequest
+    indices: list[int]
+    future: Any = None
+    attempt: int = 1
+
+
+class Batch:
+    """Requests submitted together. Answers arrive in :attr:`responses` (by request index) as
+    they finish; :meth:`as_completed` yields them, :meth:`progress` counts them, :meth:`cancel`
+    stops the rest. ``on_result(index, response)`` (if given) is called from the batch's
+    collector thread."""
+
+    def __init__(
+        self,
+        service: SimulationService,
+        requests: list[SimRequest | SimResponse],
+        on_result: Callable[[int, SimResponse], None] | None = None,
+    ) -> None:
+        self.service = service
+        self.total = len(requests)
+        self.responses: list[SimResponse | None] = [None] * self.total
+        self._on_result = on_result
+        self._queue: queue.Queue[tuple[int, SimResponse] | None] = queue.Queue()
+        self._done = threading.Event()
+        self._cancelled = False
+        self._lock = threading.Lock()
+        self._jobs: dict[str, _Job] = {}
+        self._tags = [r.tag for r in requests]
+        for i, req in enumerate(requests):
+            if isinstance(req, SimResponse):  # refused before submission
+                self._answer(i, req)
+                continue
+            hit = service.cache.get(req.key)
+            if hit is not None:
+                hit.tag = req.tag
+                self._answer(i, hit)
+            elif req.key in self._jobs:
+                self._jobs[req.key].indices.append(i)
+            else:
+                self._jobs[req.key] = _Job(req, [i])
+        self._thread: threading.Thread | None = None
+        if self._jobs:
+            for job in self._jobs.values():
+                service._submit(job)
+            self._thread = threading.Thread(target=self._collect, name="sim-batch", daemon=True)
+            self._thread.start()
+        else:
+            self._finish()
+
+    # -- answers -------------------------------------------------------------------------------
+    def _answer(self, index: int, resp: SimResponse) -> None:
+        with self._lock:
+            self.responses[index] = resp
+        self._queue.put((index, resp))
+        if self._on_result is not None:
+            with contextlib.suppress(Exception):  # a failing callback must not stop the batch
+                self._on_result(index, resp)
+
+    def _finish(self) -> None:
+        self._done.set()
+        self._queue.put(None)
+
+    def _deliver(self, job: _Job, resp: SimResponse) -> None:
+        for n, i in enumerate(job.indices):
+            r = resp if n == 0 else SimResponse.from_dict(resp.to_dict())
+            r.tag = self._tags[i]
+            self._answer(i, r)
+
+    def _collect(self) -> None:
+        from distributed import as_completed
+
+        futures = {job.future: job for job in self._jobs.values()}
+        ac = as_completed(list(futures), loop=self.service.client().loop)
+        for fut in ac:
+            job = futures.pop(fut)
+            resp, retry = self.service._response(job, fut, self._cancelled)
+            if retry:
+                self.service._submit(job)
+                futures[job.future] = job
+                ac.add(job.future)
+                continue
+            self._deliver(job, resp)
+        self._finish()
+
+    # -- public --------------------------------------------------------------------------------
+    def as_completed(self, timeout: float | None = None) -> Iterator[tuple[int, SimResponse]]:
+        """Yield ``(index, response)`` as answers arrive (cached ones first)."""
+        seen = 0
+        while seen < self.total:
+            item = self._queue.get(timeout=timeout)
+            if item is None:
+                break
+            seen += 1
+            yield item
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until every request is answered; False on timeout."""
+        return self._done.wait(timeout)
+
+    def results(self, timeout: float | None = None) -> list[SimResponse]:
+        """Every response, in request order (waits)."""
+        if not self.wait(timeout):
+            raise TimeoutError("the simulations did not finish in time")
+        return [r for r in self.responses if r is not None]
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def progress(self) -> Progress:
+        """Answered / running / queued requests (running = assigned to a worker now)."""
+        with self._lock:
+            done = sum(r is not None for r in self.responses)
+        pending = {
+            job.future.key: len(job.indices)
+            for job in self._jobs.values()
+            if job.future is not None and not job.future.done()
+        }
+        running = 0
+        if pending and self.service._client is not None:
+            with contextlib.suppress(Exception):
+                busy = {k for keys in self.service._client.processing().values() for k in keys}
+                running = sum(n for k, n in pending.items() if k in busy)
+        queued = max(0, self.total - done - running)
+        return Progress(done, running, queued, self.total)
+
+    def cancel(self) -> None:
+        """Drop the queued simulations and stop the running ones; their answers are
+        ``cancelled``. Already answered requests keep their answers."""
+        self._cancelled = True
+        futs = [j.future for j in self._jobs.values() if j.future is not None]
+        keys = [j.future.key for j in self._jobs.values() if j.future is not None]
+        client = self.service._client
+        if client is not None and futs:
+            with contextlib.suppress(Exception):
+                client.cancel(futs)
+            with contextlib.suppress(Exception):
+                client.run(cancel_keys, keys, wait=False)
+
+
+class SimulationService:
+    """One simulation service (see the module docstring). Thread-safe; the Dask client is
+    created on the first :meth:`submit`."""
+
+    def __init__(
+        self,
+        scheduler: str | None = None,
+        *,
+        workers: int | None = None,
+        cache_dir: str | Path | None = None,
+        memory_limit: int | None = None,
+        time_limit: float | None = DEFAULT_TIME_LIMIT,
+    ) -> None:
+        self.scheduler = scheduler if scheduler is not None else os.environ.get(ENV_SCHEDULER)
+        self.scheduler = self.scheduler or None
+        self.workers = workers
+        self.cache = SimCache(cache_dir or default_cache_dir())
+        self.memory_limit = memory_limit
+        self.time_limit = time_limit
+        self._client = None
+        self._cluster = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    @property
+    def started(self) -> bool:
+        return self._client is not None
+
+    @property
+    def n_workers(self) -> int:
+        """Workers of the cluster now (starts it)."""
+        client = self.client()
+        return len(client.scheduler_info().get("workers", {}))
+
+    def client(self):
+        """The Dask client (starting the embedded cluster, or connecting, on first use)."""
+        with self._lock:
+            if self._client is None:
+                if self._closed:
+                    raise ServiceError("the simulation service has been closed.")
+                self._client = self._connect()
+            return self._client
+
+    def _connect(self):
+        import dask
+        from distributed import Client, LocalCluster
+
+        if self.scheduler:
+            _check_reachable(self.scheduler)
+            try:
+                return Client(self.scheduler, timeout=10, set_as_default=False)
+            except (OSError, TimeoutError, ValueError) as exc:
+                raise ServiceError(
+                    f"cannot reach the Dask scheduler at {self.scheduler!r}: "
+                    f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}."
+                ) from None
+        n = self.workers or available_cores()
+        per_worker = _memory_per_worker(n)
+        if self.memory_limit is None:
+            # each simulation may use most of its worker's share; the nanny's own limit
+            # (terminate at 95 %) stays as the backstop
+            self.memory_limit = int(per_worker * 0.85)
+        with dask.config.set(
+            {
+                "distributed.scheduler.allowed-failures": 0,
+                "distributed.scheduler.worker-saturation": 1.0,
+                "distributed.worker.memory.target": False,
+                "distributed.worker.memory.spill": False,
+                "distributed.worker.memory.pause": False,
+                "distributed.admin.system-monitor.gil.enabled": False,
+            }
+        ):
+            self._cluster = LocalCluster(
+                n_workers=n,
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                scheduler_port=0,
+                dashboard_address=None,
+                # the scheduler's HTTP routes (health, metrics) on a free loopback port, not
+                # 8787 on every interface
+                scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+                silence_logs=logging.CRITICAL,
+                memory_limit=per_worker,
+            )
+            return Client(self._cluster, set_as_default=False)
+
+    def close(self) -> None:
+        """Close the client and the embedded cluster (idempotent)."""
+        with self._lock:
+            self._closed = True
+            client, cluster = self._client, self._cluster
+            self._client = self._cluster = None
+        # the nannies log their workers' ends at INFO / WARNING while closing; nothing for users
+        logging.getLogger("distributed").setLevel(logging.CRITICAL)
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.close(timeout=10)
+        if cluster is not None:
+            with contextlib.suppress(Exception):
+                cluster.close(timeout=10)
+
+    def __enter__(self) -> SimulationService:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def restart_workers(self) -> None:
+        """Restart every worker (drops a stuck simulation; the embedded cluster only)."""
+        if self._client is not None and self._cluster is not None:
+            workers = list(self._client.scheduler_info()["workers"])
+            self._client.restart_workers(workers, raise_for_error=False)
+
+    # -- requests ------------------------------------------------------------------------------
+    def request(
+        self, config: dict[str, Any] | Any, model_file: str | Path | None = None, tag: str = ""
+    ) -> SimRequest | SimResponse:
+        """A validated request, or the ``refused`` response when the engine rejects the
+        configuration before any work (its one sentence)."""
+        try:
+            return SimRequest.make(config, model_file, tag)
+        except SimulationRefused as exc:
+            return SimResponse("", "refused", str(exc), tag=tag, cached=True)
+
+    def submit(
+        self,
+        requests: Iterable[SimRequest | SimResponse | dict[str, Any]],
+        on_result: Callable[[int, SimResponse], None] | None = None,
+    ) -> Batch:
+        """Submit requests (run configs are validated first); returns at once."""
+        reqs = [r if isinstance(r, SimRequest | SimResponse) else self.request(r) for r in requests]
+        return Batch(self, reqs, on_result)
+
+    def run(
+        self,
+        requests: Iterable[SimRequest | SimResponse | dict[str, Any]],
+        progress: Callable[[Progress], None] | None = None,
+    ) -> list[SimResponse]:
+        """Submit and wait; ``progress(Progress)`` after each answer. Ctrl-C cancels."""
+        batch = self.submit(requests)
+        try:
+            for _ in batch.as_completed():
+                if progress is not None:
+                    progress(batch.progress())
+        except BaseException:
+            batch.cancel()
+            raise
+        return batch.results()
+
+    def simulate(self, config: dict[str, Any] | Any, model_file=None) -> SimResponse:
+        """One configuration, waited for."""
+        return self.run([self.request(config, model_file)])[0]
+
+    # -- internals used by Batch ---------------------------------------------------------------
+    def _submit(self, job: _Job) -> None:
+        client = self.client()
+        req = job.request
+        task = f"sim-{req.key}-{job.attempt}-{secrets.token_hex(4)}"
+        payload = {
+            "key": req.key,
+            "task": task,
+            "config": req.config,
+            "tag": req.tag,
+            "cache_dir": str(self.cache.root),
+            "token": self.cache.token,
+            "engine": engine_fingerprint(),
+            "model_file": req.model_file,
+            "model_bytes": _read(req.model_file) if req.model_file and self.scheduler else None,
+            "memory_limit": self.memory_limit,
+            "time_limit": self.time_limit,
+            "attempt": job.attempt,
+        }
+        job.future = client.submit(_task, payload, key=task, pure=False, retries=0)
+        job.attempt += 1
+
+    def _response(self, job: _Job, fut, cancelled: bool) -> tuple[SimResponse | None, bool]:
+        """The response of a finished future, or (None, True) to retry it once."""
+        from distributed import KilledWorker
+
+        key = job.request.key
+        if fut.status == "cancelled" or (cancelled and fut.status != "finished"):
+            return SimResponse(key, "cancelled", "cancelled.", attempts=job.attempt - 1), False
+        try:
+            data = fut.result()
+        except KilledWorker:
+            if job.attempt <= 2 and not cancelled:
+                return None, True
+            return (
+                SimResponse(
+                    key,
+                    "killed",
+                    "the worker process simulating this configuration died twice (killed, or "
+                    "out of memory); it was not retried again.",
+                    attempts=job.attempt - 1,
+                ),
+                False,
+            )
+        except Exception as exc:  # cancelled while fetching, a lost connection
+            if cancelled:
+                return SimResponse(key, "cancelled", "cancelled.", attempts=job.attempt - 1), False
+            text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            return SimResponse(key, "failed", f"the simulation failed: {text}."), False
+        finally:
+            with contextlib.suppress(Exception):
+                fut.release()
+        profile_bytes = data.pop("profile_bytes", None)
+        resp = SimResponse.from_dict(data)
+        self.cache.put(resp, profile_bytes)
+        return resp, False
+
+
+def _task(payload: dict[str, Any]) -> dict[str, Any]:
+    """The Dask task: refuse when this worker's engine differs from the client's."""
+    mine = engine_fingerprint()
+    if payload.get("engine") != mine:
+        return {
+            "key": payload["key"],
+            "status": "failed",
+            "message": f"the worker's engine ({mine}) differs from the one that asked "
+            f"({payload.get('engine')}); install the same version on every worker.",
+        }
+    return run_simulation(payload)
+
+
+def _check_reachable(address: str) -> None:
+    """One sentence at once when nothing listens at a ``tcp://HOST:PORT`` scheduler address
+    (the Dask client would retry for its whole timeout)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    url = urlsplit(address if "://" in address else f"tcp://{address}")
+    if url.scheme != "tcp":
+        return
+    try:
+        host, port = url.hostname, url.port
+    except ValueError:
+        host, port = None, None
+    if not host or not port:
+        raise ServiceError(
+            f"the Dask scheduler address {address!r} is not of the form tcp://HOST:PORT."
+        )
+    try:
+        socket.create_connection((host, port), timeout=5).close()
+    except OSError as exc:
+        raise ServiceError(
+            f"cannot reach the Dask scheduler at {address!r}: {exc.strerror or exc}."
+        ) from None
+
+
+def _read(path: str | None) -> bytes | None:
+    if not path:
+        return None
+    try:
+        return Path(path).read_bytes()
+    except OSError:
+        return None
+
+
+def _memory_per_worker(n: int) -> int:
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        total = 8 << 30
+    return max(1 << 30, int(total / max(1, n)))
+
+
+# -- the process-wide service ------------------------------------------------------------------
+_SERVICE: SimulationService | None = None
+_SERVICE_LOCK = threading.Lock()
+_OPTIONS: dict[str, Any] = {}
+
+
+def configure_service(**options: Any) -> None:
+    """Set the options of the process-wide service (``scheduler``, ``workers``, ``cache_dir``,
+    ``memory_limit``, ``time_limit``) before its first use; closes a running one whose options
+    differ."""
+    global _SERVICE
+    with _SERVICE_LOCK:
+        if _SERVICE is not None and options != _OPTIONS:
+            _SERVICE.close()
+            _SERVICE = None
+        _OPTIONS.clear()
+        _OPTIONS.update({k: v for k, v in options.items() if v is not None})
+
+
+def get_service() -> SimulationService:
+    """The process-wide service (created on first use, closed at exit)."""
+    global _SERVICE
+    with _SERVICE_LOCK:
+        if _SERVICE is None or _SERVICE._closed:
+            _SERVICE = SimulationService(**_OPTIONS)
+        return _SERVICE
+
+
+def set_service(service: SimulationService | None) -> None:
+    """Use ``service`` as the process-wide one (tests share one cluster this way)."""
+    global _SERVICE
+    with _SERVICE_LOCK:
+        _SERVICE = service
+
+
+@atexit.register
+def _close_at_exit() -> None:
+    svc = _SERVICE
+    if svc is not None:
+        svc.close()
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float, step: float = 0.05) -> bool:
+    """Poll ``predicate`` until true or ``timeout`` seconds pass (tests and the GUI)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(step)
+    return predicate()

@@ -1,0 +1,232 @@
+"""What runs on a Dask worker: one simulation, under the service's limits.
+
+:func:`run_simulation` is the task. It simulates the request's configuration with the embedded
+engine, reads the key figures back from the written profile with the analysis core (the same
+code path as every other figure the analyser shows), and returns a plain dict (a
+:class:`~analyser.core.service.request.SimResponse` as a dict).
+
+Where the profile goes: when the service's cache folder is visible from the worker (same machine
+or a shared file system, recognised by the token file the service wrote there) the profile is
+written straight into it; otherwise (a remote worker) its bytes travel back with the answer and
+the service writes them.
+
+Limits, enforced inside the worker so a runaway simulation is stopped rather than waited for:
+
+* memory: the process's address-space limit (``RLIMIT_AS``, Linux) is set to what the worker
+  already maps plus the per-simulation budget for the duration of the task, so an allocation
+  beyond it raises ``MemoryError`` in the engine instead of swapping or waking the OOM killer;
+* time and cancellation: a watchdog thread raises :class:`SimulationStopped` in the task's
+  thread (``PyThreadState_SetAsyncExc``) when the time limit passes or the service cancels the
+  request (:func:`cancel_keys`, sent to every worker with ``Client.run``). The engine runs
+  Python between its numpy calls, so the exception lands within one vectorised operation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import resource
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+#: Keys the service asked this worker process to stop (see :func:`cancel_keys`).
+_CANCELLED: set[str] = set()
+_LOCK = threading.Lock()
+
+TOKEN_FILE = ".service-token"
+
+
+class SimulationStopped(BaseException):
+    """Raised asynchronously in a simulation's thread to stop it (time limit or cancel)."""
+
+
+def cancel_keys(keys: list[str]) -> int:
+    """Ask this worker to stop the simulation tasks ``keys`` (Dask task keys, unique per
+    submission; run via ``Client.run``)."""
+    with _LOCK:
+        _CANCELLED.update(keys)
+    return os.getpid()
+
+
+def forget_keys(keys: list[str]) -> None:
+    with _LOCK:
+        _CANCELLED.difference_update(keys)
+
+
+def _raise_in(thread_id: int) -> None:
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+        ctypes.c_ulong(thread_id), ctypes.py_object(SimulationStopped)
+    )
+
+
+@contextlib.contextmanager
+def _watchdog(key: str, seconds: float | None, why: dict[str, str]):
+    """Stop the current thread when ``seconds`` pass or ``key`` is cancelled.
+
+    The exception is raised again every 50 ms until the thread leaves this block: an
+    asynchronous exception that lands in a callback whose errors are ignored (a gc callback,
+    a ``__del__``) is swallowed there. On the way out any exception still pending is cleared,
+    under the same lock, so none escapes the block."""
+    target = threading.get_ident()
+    done = threading.Event()
+    lock = threading.Lock()
+    deadline = time.monotonic() + seconds if seconds else None
+
+    def watch() -> None:
+        while not done.wait(0.05):
+            if not why:
+                with _LOCK:
+                    cancelled = key in _CANCELLED
+                if cancelled:
+                    why["reason"] = "cancelled"
+                elif deadline is not None and time.monotonic() > deadline:
+                    why["reason"] = "timeout"
+                else:
+                    continue
+            with lock:
+                if done.is_set():
+                    return
+                _raise_in(target)
+
+    t = threading.Thread(target=watch, name=f"sim-watchdog-{key[:8]}", daemon=True)
+    t.start()
+    try:
+        yield
+    finally:
+        while True:
+            try:
+                with lock:
+                    done.set()
+                    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), None)
+                break
+            except SimulationStopped:  # raised between the bytecodes above: try again
+                continue
+        t.join()
+
+
+def _vm_bytes() -> int | None:
+    try:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+@contextlib.contextmanager
+def _memory_limit(budget: int | None):
+    """Cap the address space at what is mapped now plus ``budget`` bytes (Linux)."""
+    now = _vm_bytes() if budget else None
+    if not budget or now is None:
+        yield
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = now + int(budget)
+    if hard != resource.RLIM_INFINITY:
+        cap = min(cap, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    except (ValueError, OSError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def _fmt_bytes(n: int) -> str:
+    from analyser.core.units import fmt_bytes
+
+    return fmt_bytes(n)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def run_simulation(payload: dict[str, Any]) -> dict[str, Any]:
+    """Simulate one request (the Dask task). ``payload``: ``key``, ``config``, ``tag``,
+    ``cache_dir``, ``token``, ``model_file``, ``model_bytes`` (when the file may not be visible
+    here), ``memory_limit`` (bytes or None), ``time_limit`` (seconds or None), ``attempt``."""
+    key = payload["key"]
+    t0 = time.perf_counter()
+    base = {"key": key, "tag": payload.get("tag", ""), "attempts": payload.get("attempt", 1)}
+    cache = Path(payload["cache_dir"])
+    shared = False
+    with contextlib.suppress(OSError):
+        shared = (cache / TOKEN_FILE).read_text() == payload["token"]
+    why: dict[str, str] = {}
+    with tempfile.TemporaryDirectory(prefix="ipu-sim-") as tmp:
+        config = dict(payload["config"])
+        model_file = payload.get("model_file")
+        if model_file and not os.path.exists(model_file) and payload.get("model_bytes"):
+            local = Path(tmp) / Path(model_file).name
+            local.write_bytes(payload["model_bytes"])
+            config = {k: (str(local) if v == model_file else v) for k, v in config.items()}
+        out = (cache / f".{key}.{os.getpid()}.tmp.h5") if shared else Path(tmp) / f"{key}.h5"
+        try:
+            with (
+                _watchdog(payload.get("task", key), payload.get("time_limit"), why),
+                _memory_limit(payload.get("memory_limit")),
+            ):
+                result = _simulate(config, out)
+        except SimulationStopped:
+            with contextlib.suppress(OSError):
+                out.unlink()
+            if why.get("reason") == "timeout":
+                return {
+                    **base,
+                    "status": "timeout",
+                    "message": f"the simulation exceeded the time limit of "
+                    f"{payload['time_limit']:g} s and was stopped.",
+                    "seconds": time.perf_counter() - t0,
+                }
+            return {**base, "status": "cancelled", "message": "cancelled."}
+        except MemoryError:
+            with contextlib.suppress(OSError):
+                out.unlink()
+            return {
+                **base,
+                "status": "memory",
+                "message": "the simulation needed more than the memory limit of "
+                f"{_fmt_bytes(payload['memory_limit'])} and was stopped.",
+                "seconds": time.perf_counter() - t0,
+            }
+        finally:
+            forget_keys([payload.get("task", key)])
+        result.update(base, seconds=time.perf_counter() - t0)
+        if result["status"] not in ("ok", "oom"):
+            return result
+        if shared:
+            final = cache / f"{key}.h5"
+            os.replace(out, final)
+            result["profile"] = str(final)
+        else:
+            result["profile_bytes"] = out.read_bytes()
+        return result
+
+
+def _simulate(config: dict[str, Any], out: Path) -> dict[str, Any]:
+    from analyser.core.analysis import Analysis
+    from analyser.core.service.request import figures_of
+    from engine import simulate_to_file
+    from engine.config import RunConfig
+    from profiles.errors import UserFacingError
+
+    try:
+        cfg = RunConfig.from_dict(config)
+        simulate_to_file(cfg, out)
+    except UserFacingError as exc:
+        return {"status": "refused", "message": str(exc)}
+    except MemoryError:
+        raise
+    except Exception as exc:  # an engine bug: one line, never a traceback to the user
+        return {"status": "failed", "message": f"the engine failed: {_one_line(exc)}."}
+    with Analysis.open(out) as a:
+        figures = figures_of(a)
+    return {"status": "ok" if figures["fits"] else "oom", "figures": figures}

@@ -1,0 +1,219 @@
+"""The output of a tune: a results table (Parquet), its metadata, and the best profiles.
+
+A tune folder holds
+
+* ``results.parquet``: one row per configuration tried (OOM and refused rows included): ``id``,
+  ``origin`` (start / grid / beam / refine), ``status``, ``message``, one column per varied
+  option (plus the options the space couples to them), the key figures
+  (:data:`analyser.core.service.FIGURE_KEYS`), ``feasible``, ``objective``, ``pareto``,
+  ``rank`` (1 = best), ``profile`` (the cached profile) and ``key`` (the cache key);
+* ``tune.json``: the start configuration, the dimensions, constraints, objective, strategy,
+  budget, the engine, timing, and the file names below;
+* ``start.h5`` and ``best-1.h5`` ... ``best-K.h5``: copies of those profiles (hard links when
+  the cache is on the same file system).
+
+:func:`load_results` reads a folder (or its ``results.parquet``) back for the HTML report and
+the GUI's Design space report.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from analyser.core.service import FIGURE_KEYS, engine_fingerprint
+from analyser.core.tune.search import TuneResult, pareto_front
+from analyser.core.tune.space import OBJECTIVES
+from profiles.errors import UserFacingError
+
+RESULTS = "results.parquet"
+META = "tune.json"
+SCHEMA = "ipu-analyser-tune"
+
+
+class TuneResultsError(UserFacingError):
+    """A folder or file that is not a tune's results."""
+
+
+def coupled_names(result: TuneResult) -> list[str]:
+    """The varied options plus any option the space set alongside them (loss scaling with
+    FP16, gradient accumulation under a global-batch constraint)."""
+    names = list(result.space.names)
+    start = result.space.start
+    for row in result.rows:
+        for k, v in row.config.items():
+            if k not in names and v != start.get(k):
+                names.append(k)
+    return names
+
+
+def to_frame(result: TuneResult):
+    """The results table as a pandas DataFrame (one row per configuration)."""
+    import pandas as pd
+
+    names = coupled_names(result)
+    front = {r.id for r in pareto_front(result.rows)}
+    rank = {r.id: i + 1 for i, r in enumerate(result.ranked())}
+    records = []
+    for r in result.rows:
+        rec: dict[str, Any] = {
+            "id": r.id,
+            "origin": r.origin,
+            "round": r.round,
+            "status": r.response.status,
+            "message": r.response.message,
+        }
+        for n in names:
+            v = r.config.get(n)
+            rec[n] = "+".join(v) if isinstance(v, list) else v
+        for k in FIGURE_KEYS:
+            rec[k] = r.figures.get(k)
+        rec["feasible"] = result.space.feasible(r.figures)
+        rec["objective"] = (
+            None if result.space.score(r.figures) is None else abs(result.space.score(r.figures))
+        )
+        rec["pareto"] = r.id in front
+        rec["rank"] = rank.get(r.id)
+        rec["cached"] = r.response.cached
+        rec["seconds"] = r.response.seconds
+        rec["profile"] = r.response.profile
+        rec["key"] = r.response.key
+        records.append(rec)
+    df = pd.DataFrame.from_records(records)
+    # mixed None / number columns: keep them numeric (Parquet wants one type per column)
+    for col in [*FIGURE_KEYS, "objective", "rank"]:
+        if col in df and col != "fits":
+            df[col] = pd.to_numeric(df[col], errors="coerce")
+    for n in names:
+        if n in df and df[n].map(type).nunique() > 1:
+            df[n] = df[n].map(lambda v: None if v is None else str(v))
+    return df
+
+
+def _link_or_copy(src: str, dst: Path) -> None:
+    with contextlib.suppress(OSError):
+        dst.unlink()
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copyfile(src, dst)
+
+
+def write_results(
+    result: TuneResult, folder: Path, *, best_k: int = 3, config_file: str | None = None
+) -> dict[str, Any]:
+    """Write the table, the metadata and the profiles into ``folder``; returns the metadata."""
+    folder.mkdir(parents=True, exist_ok=True)
+    df = to_frame(result)
+    tmp = folder / f".{RESULTS}.tmp"
+    df.to_parquet(tmp, index=False)
+    os.replace(tmp, folder / RESULTS)
+    for old in folder.glob("best-*.h5"):
+        with contextlib.suppress(OSError):
+            old.unlink()
+    files: dict[str, str] = {}
+    start = result.start
+    if start.response.profile:
+        _link_or_copy(start.response.profile, folder / "start.h5")
+        files["start"] = "start.h5"
+    best = []
+    seen: set[str] = set()
+    for row in result.ranked():
+        if len(best) >= best_k:
+            break
+        if row.response.key in seen:
+            continue
+        seen.add(row.response.key)
+        name = f"best-{len(best) + 1}.h5"
+        _link_or_copy(row.response.profile, folder / name)
+        best.append({"file": name, "id": row.id})
+    b = result.best
+    meta = {
+        "schema": SCHEMA,
+        "config_file": config_file,
+        "start": result.space.start,
+        "dimensions": {d.name: d.values for d in result.space.dims},
+        "constraints": ["fits"] + [c.text for c in result.space.constraints],
+        "objective": result.space.objective,
+        "objective_label": OBJECTIVES[result.space.objective][2],
+        "strategy": result.strategy,
+        "space_size": result.space.size,
+        "tried": len(result.rows),
+        "simulations": result.simulations,
+        "seconds": result.seconds,
+        "interrupted": result.interrupted,
+        "engine": engine_fingerprint(),
+        "files": files,
+        "best": best,
+        "best_id": None if b is None else b.id,
+        "start_id": start.id,
+        "diff": diff_configs(start.config, b.config) if b is not None else {},
+    }
+    tmp = folder / f".{META}.tmp"
+    tmp.write_text(json.dumps(meta, indent=1, default=str))
+    os.replace(tmp, folder / META)
+    return meta
+
+
+def diff_configs(a: dict[str, Any], b: dict[str, Any]) -> dict[str, list[Any]]:
+    """``{option: [start value, new value]}`` for every option that differs."""
+    return {k: [a.get(k), b.get(k)] for k in b if a.get(k) != b.get(k) and k != "name"}
+
+
+@dataclass
+class TuneTable:
+    folder: Path
+    frame: Any  # pandas DataFrame
+    meta: dict[str, Any]
+
+    def profile(self, row_id: int) -> Path | None:
+        """The profile of a row: its copy in the folder when there is one, else the cache."""
+        for b in self.meta.get("best", []):
+            if b["id"] == row_id and (self.folder / b["file"]).exists():
+                return self.folder / b["file"]
+        if row_id == self.meta.get("start_id") and (self.folder / "start.h5").exists():
+            return self.folder / "start.h5"
+        rows = self.frame[self.frame["id"] == row_id]
+        if len(rows) and isinstance(rows.iloc[0]["profile"], str):
+            p = Path(rows.iloc[0]["profile"])
+            return p if p.exists() else None
+        return None
+
+    @property
+    def start_profile(self) -> Path | None:
+        return self.profile(int(self.meta["start_id"]))
+
+
+def is_tune_results(path: str | os.PathLike[str]) -> bool:
+    p = Path(path)
+    if p.is_dir():
+        return (p / META).is_file() and (p / RESULTS).is_file()
+    return p.name == RESULTS and (p.parent / META).is_file()
+
+
+def load_results(path: str | os.PathLike[str]) -> TuneTable:
+    """A tune folder (or its results.parquet) -> :class:`TuneTable`."""
+    import pandas as pd
+
+    p = Path(path)
+    folder = p if p.is_dir() else p.parent
+    meta_path, table = folder / META, folder / RESULTS
+    if not meta_path.is_file() or not table.is_file():
+        raise TuneResultsError(
+            f"{str(path)!r} is not the output of analyse tune (no {META} and {RESULTS})."
+        )
+    try:
+        meta = json.loads(meta_path.read_text())
+        if meta.get("schema") != SCHEMA:
+            raise ValueError
+        frame = pd.read_parquet(table)
+    except (ValueError, OSError) as exc:
+        raise TuneResultsError(
+            f"{str(folder)!r}: the tune results cannot be read ({str(exc) or 'not a tune'})."
+        ) from None
+    return TuneTable(folder, frame, meta)

@@ -1,0 +1,368 @@
+"""Search strategies of ``analyse tune``: a full grid, or a guided search.
+
+Guided search (when the space is larger than the budget):
+
+1. simulate the start configuration and its projection onto the space;
+2. beam: from every configuration in the beam, follow the changes the insights on its profile
+   recommend (each tip's change alone, and all of them together), projected onto the space;
+   simulate the new configurations in parallel, keep the best ``beam`` of everything seen; repeat
+   while the best improves;
+3. refine: try every neighbour of the best (one step along one dimension) in parallel; move to a
+   better one and repeat until none is better or the budget is spent.
+
+"Best" is the objective among feasible configurations (fits, constraints hold); among
+configurations that do not fit, fewer out-of-memory tiles and a smaller fullest tile are better,
+so a beam starting out of memory walks towards fitting.
+
+Every simulation goes through :mod:`analyser.core.service` (cached, so an interrupted tune
+resumes where it stopped and a second tune over the same space simulates nothing twice).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from analyser.core.service import SimRequest, SimResponse
+from analyser.core.tune.space import MAX_GRID, Space
+
+
+@dataclass
+class Row:
+    """One configuration tried."""
+
+    id: int
+    assignment: tuple[int, ...] | None
+    config: dict[str, Any]
+    response: SimResponse
+    origin: str  # start, grid, beam, refine
+    round: int = 0
+
+    @property
+    def figures(self) -> dict[str, Any]:
+        return self.response.figures or {}
+
+
+@dataclass
+class TuneResult:
+    space: Space
+    strategy: str
+    rows: list[Row] = field(default_factory=list)
+    seconds: float = 0.0
+    simulations: int = 0  # answers that were not cache hits
+    interrupted: bool = False
+
+    def feasible(self) -> list[Row]:
+        return [r for r in self.rows if self.space.feasible(r.figures)]
+
+    def ranked(self) -> list[Row]:
+        """Feasible rows, best first (ties: fewer IPUs, then the earlier row)."""
+        rows = [r for r in self.feasible() if self.space.score(r.figures) is not None]
+        return sorted(rows, key=lambda r: (-self.space.score(r.figures), r.id))
+
+    @property
+    def best(self) -> Row | None:
+        ranked = self.ranked()
+        return ranked[0] if ranked else None
+
+    @property
+    def start(self) -> Row:
+        return next(r for r in self.rows if r.origin == "start")
+
+
+ProgressFn = Callable[[dict[str, Any]], None]
+
+
+class Tuner:
+    """Runs one search over ``space`` with ``service``; ``progress(state)`` receives a dict
+    (done, running, queued, total, best, phase) after every answer."""
+
+    def __init__(
+        self,
+        space: Space,
+        service,
+        *,
+        budget: int,
+        beam: int = 4,
+        progress: ProgressFn | None = None,
+        model_file=None,
+    ) -> None:
+        self.space = space
+        self.service = service
+        self.budget = budget
+        self.beam_width = beam
+        self.progress = progress
+        self.model_file = model_file
+        self.rows: list[Row] = []
+        self._by_key: dict[str, Row] = {}
+        self._by_assignment: dict[tuple[int, ...], Row] = {}
+        self._tried: set[tuple[int, ...]] = set()
+        self._sims = 0
+        self._phase = ""
+        self._round = 0
+
+    # -- evaluation ----------------------------------------------------------------------------
+    def _spent(self) -> int:
+        return len(self.rows)
+
+    def left(self) -> int:
+        return max(0, self.budget - self._spent())
+
+    def evaluate(
+        self, items: list[tuple[tuple[int, ...] | None, dict[str, Any], str]]
+    ) -> list[Row]:
+        """Simulate (config, origin) items not tried before, in parallel; returns their rows."""
+        todo: list[
+            tuple[tuple[int, ...] | None, dict[str, Any], str, SimRequest | SimResponse]
+        ] = []
+        for assignment, cfg, origin in items:
+            if assignment is not None:
+                if assignment in self._tried:
+                    continue
+                self._tried.add(assignment)
+            req = self.service.request(cfg, self.model_file)
+            key = req.key if isinstance(req, SimRequest) else None
+            if key is not None and key in self._by_key:
+                if assignment is not None:
+                    self._by_assignment[assignment] = self._by_key[key]
+                continue
+            todo.append((assignment, cfg, origin, req))
+        if not todo:
+            return []
+        batch = self.service.submit([t[3] for t in todo])
+        new: list[Row] = []
+        try:
+            for i, resp in batch.as_completed():
+                assignment, cfg, origin, req = todo[i]
+                row = Row(len(self.rows), assignment, cfg, resp, origin, self._round)
+                self.rows.append(row)
+                new.append(row)
+                if resp.key:
+                    self._by_key.setdefault(resp.key, row)
+                if assignment is not None:
+                    self._by_assignment[assignment] = row
+                if not resp.cached:
+                    self._sims += 1
+                self._report(batch)
+        except BaseException:
+            batch.cancel()
+            raise
+        return new
+
+    def _report(self, batch) -> None:
+        if self.progress is None:
+            return
+        p = batch.progress()
+        best = self.best()
+        self.progress(
+            {
+                "tried": len(self.rows),
+                "budget": self.budget,
+                "done": p.done,
+                "running": p.running,
+                "queued": p.queued,
+                "batch": p.total,
+                "phase": self._phase,
+                "best": None if best is None else self.space.score(best.figures),
+                "simulated": self._sims,
+            }
+        )
+
+    def _key(self, row: Row) -> tuple:
+        f = row.figures
+        if self.space.feasible(f) and self.space.score(f) is not None:
+            return (2, self.space.score(f), -row.id)
+        if row.response.simulated:
+            return (
+                1,
+                -float(f.get("oom_tiles") or 0),
+                -float(f.get("max_tile_memory_bytes") or 0),
+                -row.id,
+            )
+        return (0, -row.id)
+
+    def best(self) -> Row | None:
+        rows = [r for r in self.rows if self.space.feasible(r.figures)]
+        return max(rows, key=self._key) if rows else None
+
+    # -- strategies ----------------------------------------------------------------------------
+    def run_start(self) -> Row:
+        self._phase = "start"
+        rows = self.evaluate([(None, dict(self.space.start), "start")])
+        if rows:
+            return rows[0]
+        return next(r for r in self.rows if r.origin == "start")
+
+    def grid(self) -> None:
+        self._phase = "grid"
+        items = []
+        for a in self.space.assignments():
+            cfg = self.space.config(a)
+            if cfg is not None:
+                items.append((a, cfg, "grid"))
+        self.evaluate(items[: self.left()])
+
+    def guided(self) -> None:
+        sp = self.space
+        start_row = self.rows[0] if self.rows else self.run_start()
+        proj = sp.project(start_row.config)
+        cfg = sp.config(proj)
+        beam: list[Row] = [start_row]
+        if cfg is not None and self.left():
+            self._phase = "beam"
+            beam += self.evaluate([(proj, cfg, "beam")])
+        # -- beam over the insights' changes
+        best_key = max((self._key(r) for r in self.rows), default=None)
+        while self.left():
+            self._round += 1
+            self._phase = f"beam {self._round}"
+            items = []
+            for row in beam:
+                for change in self._insight_changes(row):
+                    merged = dict(row.config)
+                    merged.update(change)
+                    a = sp.project(merged)
+                    c = sp.config(a)
+                    if c is not None and a not in self._tried:
+                        items.append((a, c, "beam"))
+            if not items:
+                break
+            self.evaluate(self._dedupe(items)[: self.left()])
+            pool = [r for r in self.rows if r.response.simulated]
+            beam = sorted(pool, key=self._key, reverse=True)[: self.beam_width]
+            top = max(self._key(r) for r in self.rows)
+            if best_key is not None and top <= best_key:
+                break
+            best_key = top
+        # -- refine around the best
+        while self.left():
+            self._round += 1
+            self._phase = f"refine {self._round}"
+            centre = max(
+                (r for r in self.rows if r.assignment is not None), key=self._key, default=None
+            )
+            if centre is None:
+                break
+            items = [(a, c, "refine") for a, c in self._neighbours(centre.assignment)]
+            if not items:
+                break
+            before = self._key(centre)
+            self.evaluate(items[: self.left()])
+            after = max(self._key(r) for r in self.rows if r.assignment is not None)
+            if after <= before:
+                break
+
+    def _dedupe(self, items):
+        seen, out = set(), []
+        for a, c, o in items:
+            if a not in seen:
+                seen.add(a)
+                out.append((a, c, o))
+        return out
+
+    def _neighbours(self, assignment: tuple[int, ...]):
+        out = []
+        for d, dim in enumerate(self.space.dims):
+            for step in (-1, 1):
+                i = assignment[d] + step
+                if 0 <= i < len(dim.values):
+                    a = (*assignment[:d], i, *assignment[d + 1 :])
+                    if a in self._tried:
+                        continue
+                    c = self.space.config(a)
+                    if c is not None:
+                        out.append((a, c))
+                    else:
+                        self._tried.add(a)
+        return out
+
+    def _insight_changes(self, row: Row) -> list[dict[str, Any]]:
+        """The run-config changes the insights on ``row``'s profile recommend: each alone, in
+        rank order, then all of the category's changes together."""
+        if not row.response.simulated or not row.response.profile:
+            return []
+        from analyser.core.analysis import Analysis
+        from analyser.core.insights import find_insights
+
+        try:
+            with Analysis.open(row.response.profile) as a:
+                tips = find_insights(a)
+                fits = bool(a.memory.fits)
+        except Exception:  # a profile that cannot be analysed: no moves from it
+            return []
+        want = "throughput" if fits else "memory"
+        changes = [dict(t.change) for t in tips if t.change and t.category == want]
+        if not changes and not fits:
+            changes = [dict(t.change) for t in tips if t.change]
+        out = list(changes)
+        if len(changes) > 1:
+            merged: dict[str, Any] = {}
+            for c in changes:
+                merged.update(c)
+            out.append(merged)
+        return out
+
+
+def tune(
+    space: Space,
+    service,
+    *,
+    budget: int,
+    strategy: str = "auto",
+    beam: int = 4,
+    progress: ProgressFn | None = None,
+    model_file=None,
+) -> TuneResult:
+    """Search ``space``: ``grid`` (every configuration, refused when larger than the budget),
+    ``guided``, or ``auto`` (grid when it fits the budget with the start, else guided).
+    Ctrl-C stops the search and returns what was found (``interrupted``)."""
+    t0 = time.perf_counter()
+    tuner = Tuner(
+        space, service, budget=budget, beam=beam, progress=progress, model_file=model_file
+    )
+    if strategy == "auto":
+        small = space.size <= MAX_GRID and grid_size(space) + 1 <= budget
+        strategy = "grid" if small else "guided"
+    result = TuneResult(space, strategy)
+    try:
+        tuner.run_start()
+        if strategy == "grid":
+            tuner.grid()
+        else:
+            tuner.guided()
+    except KeyboardInterrupt:
+        result.interrupted = True
+    result.rows = tuner.rows
+    result.simulations = tuner._sims
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+def grid_size(space: Space) -> int:
+    """Configurations of the grid that meet the configuration constraints."""
+    return sum(1 for a in space.assignments() if space.config(a) is not None)
+
+
+def pareto_front(rows: list[Row]) -> list[Row]:
+    """Fitting rows not dominated in (throughput, memory headroom): nobody is at least as
+    good on both and better on one. Sorted by throughput, highest first."""
+    pts = [
+        r
+        for r in rows
+        if r.figures.get("fits") and r.figures.get("throughput_samples_per_s") is not None
+    ]
+    pts.sort(key=lambda r: (-r.figures["throughput_samples_per_s"], -r.figures["headroom_bytes"]))
+    front: list[Row] = []
+    best_headroom = None
+    seen_keys = set()
+    for r in pts:
+        h = r.figures["headroom_bytes"]
+        if r.response.key in seen_keys:
+            continue
+        if best_headroom is None or h > best_headroom:
+            front.append(r)
+            best_headroom = h
+            seen_keys.add(r.response.key)
+    return front
