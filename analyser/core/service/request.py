@@ -101,6 +101,8 @@ class SimRequest:
         except UserFacingError as exc:
             raise SimulationRefused(str(exc)) from None
         digest = None
+        if model_file is None and getattr(cfg, "is_onnx", False):
+            model_file = resolved["model"]  # an ONNX model: its bytes are part of the key
         if model_file is not None:
             p = Path(model_file)
             try:
@@ -109,6 +111,8 @@ class SimRequest:
                 raise SimulationRefused(
                     f"model file {str(p)!r} cannot be read: {exc.strerror or exc}."
                 ) from None
+            if resolved.get("model") == str(model_file):
+                resolved["model"] = str(p.resolve())
             model_file = str(p.resolve())
         return cls(resolved, model_file, digest, tag)
 
