@@ -52,7 +52,19 @@ P_LOSS = schema.code("pass", "loss")
 P_UPD = schema.code("pass", "update")
 
 #: Lowered op roles (what the op does, used by the memory model).
-ROLES = ("fwd", "gi", "gw", "bwd", "acc", "upd", "loss", "lossgrad", "normin", "recomp")
+ROLES = (
+    "fwd",
+    "gi",
+    "gw",
+    "bwd",
+    "acc",
+    "upd",
+    "acczero",
+    "loss",
+    "lossgrad",
+    "normin",
+    "recomp",
+)
 
 
 @dataclass
@@ -284,6 +296,28 @@ def lower(graph: Graph, config, target) -> Lowered:
                     bytes_in=e * wdt * (2 + len(OPTIMISER_STATE[opt])),
                     bytes_out=e * wdt * (1 + len(OPTIMISER_STATE[opt])),
                 )
+                if GA > 1 and config.offload_accumulators != "on":
+                    # once per weight update, after the optimiser step, the gradient accumulator
+                    # is reset (PopART AccumulatorZeroOp, an AccumulatorScaleOp of factor 0:
+                    # willow/include/popart/op/accumulatorzero.hpp)
+                    add(
+                        name=f"{g['name'][i]}/accumulatorZero",
+                        type="AccumulatorZero",
+                        layer=str(g["layer"][i]),
+                        family="elementwise",
+                        pass_=P_UPD,
+                        stage=s,
+                        fwd=i,
+                        seg="update",
+                        role="acczero",
+                        elems=w,
+                        passes=1.0,
+                        db=acc_dt,
+                        weight_elems=w,
+                        flops=0,
+                        bytes_in=0,
+                        bytes_out=w * acc_dt,
+                    )
     cols = _columns(rows)
     return Lowered(cols=cols, stage_of_fwd=stage_of, recompute=recompute, loss_inputs=loss_inputs)
 
