@@ -211,14 +211,9 @@ AMP_SHAPES = [
 ]
 
 
-@pytest.mark.parametrize("shape", AMP_SHAPES)
-def test_amp_vertex_cost_is_poplibs_estimate(shape):
-    field, width, kh, kw, cin, cout, cg, ab, pb = shape
-    units = vc.conv_units(MK2, ab, pb)
-    wpu = vc.weights_per_conv_unit(MK2, ab)
-    ig, og = -(-cin // wpu), -(-cout // units)
-    one = kh * kw == 1
-    got = int(
+def _engine_amp(field, width, kh, kw, ig, og, cg, ab, pb) -> int:
+    """The engine's AMP vertex cost of one tile (arrays of one element)."""
+    return int(
         vc.amp_partials_cycles(
             MK2,
             field=np.array([field]),
@@ -230,10 +225,19 @@ def test_amp_vertex_cost_is_poplibs_estimate(shape):
             conv_groups=np.array([cg]),
             acts_bytes=ab,
             partials_bytes=pb,
-            one_by_one=np.array([one]),
+            one_by_one=np.array([kh * kw == 1]),
         )[0]
     )
-    if one:
+
+
+@pytest.mark.parametrize("shape", AMP_SHAPES)
+def test_amp_vertex_cost_is_poplibs_estimate(shape):
+    field, width, kh, kw, cin, cout, cg, ab, pb = shape
+    units = vc.conv_units(MK2, ab, pb)
+    wpu = vc.weights_per_conv_unit(MK2, ab)
+    ig, og = -(-cin // wpu), -(-cout // units)
+    got = _engine_amp(field, width, kh, kw, ig, og, cg, ab, pb)
+    if kh * kw == 1:
         want = one_by_one_vertex(field, ig, og, cg, ab == 4, pb == 4, units, wpu)
     else:
         want = nx1_vertex(field, width, kh, kw, ig, og, cg, ab == 4, pb == 4, units, wpu)
@@ -265,22 +269,11 @@ def test_cast_is_poplibs_estimate(n, src, dst):
 
 def test_small_maps_cost_several_times_the_mac_bound():
     # a 2 x 2 and a 4 x 4 map, 3 x 3 kernel, 64 -> 64 channels, on one tile
-    ratios = []
-    for field, width in ((4, 2), (16, 4), (3136, 56)):
-        c = vc.amp_partials_cycles(
-            MK2,
-            field=np.array([field]),
-            row_width=np.array([width]),
-            kernel_positions=np.array([9]),
-            kernel_width=np.array([3]),
-            in_groups=np.array([4]),
-            out_groups=np.array([8]),
-            conv_groups=np.array([1]),
-            acts_bytes=2,
-            partials_bytes=4,
-            one_by_one=np.array([False]),
-        )[0]
-        ratios.append(c / vc.amp_mac_bound(field, 9, 64, 64, 1, MK2.amp_rate("float16", "float32")))
+    rate = MK2.amp_rate("float16", "float32")
+    ratios = [
+        _engine_amp(field, width, 3, 3, 4, 8, 1, 2, 4) / vc.amp_mac_bound(field, 9, 64, 64, 1, rate)
+        for field, width in ((4, 2), (16, 4), (3136, 56))
+    ]
     assert ratios[0] > 5 and ratios[1] > 3  # per-run and per-position overheads dominate
     assert ratios[2] < 1.5  # a large map approaches the MAC bound
     assert ratios[0] > ratios[1] > ratios[2]

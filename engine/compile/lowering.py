@@ -21,6 +21,7 @@ a cross-tile reduction). Loss scaling adds one pass (unscale the gradient).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -276,44 +277,43 @@ def lower(graph: Graph, config, target) -> Lowered:
                 i = int(i)
                 w = int(g["weight_elems"][i])
                 e = -(-w // R)
-                add(
-                    name=f"{g['name'][i]}/update",
-                    type=f"{OPTIMISER_NAMES[opt]}Update",
+                # this weight's per-update ops: the optimiser step, then (GA > 1) the accumulator
+                # reset
+                per_update = partial(
+                    add,
                     layer=str(g["layer"][i]),
-                    family="optimiser",
                     pass_=P_UPD,
                     stage=s,
                     fwd=i,
                     seg="update",
+                    weight_elems=w,
+                )
+                per_update(
+                    name=f"{g['name'][i]}/update",
+                    type=f"{OPTIMISER_NAMES[opt]}Update",
+                    family="optimiser",
                     role="upd",
                     elems=e,
                     passes=float(passes),
                     cross_tile=opt == "lamb",
                     stats=2 if opt == "lamb" else 0,
                     db=wdt,
-                    weight_elems=w,
                     flops=int(e * passes),
                     bytes_in=e * wdt * (2 + len(OPTIMISER_STATE[opt])),
                     bytes_out=e * wdt * (1 + len(OPTIMISER_STATE[opt])),
                 )
                 if GA > 1 and config.offload_accumulators != "on":
-                    # once per weight update, after the optimiser step, the gradient accumulator
-                    # is reset (PopART AccumulatorZeroOp, an AccumulatorScaleOp of factor 0:
+                    # the gradient accumulator is reset after the optimiser step (PopART
+                    # AccumulatorZeroOp, an AccumulatorScaleOp of factor 0:
                     # willow/include/popart/op/accumulatorzero.hpp)
-                    add(
+                    per_update(
                         name=f"{g['name'][i]}/accumulatorZero",
                         type="AccumulatorZero",
-                        layer=str(g["layer"][i]),
                         family="elementwise",
-                        pass_=P_UPD,
-                        stage=s,
-                        fwd=i,
-                        seg="update",
                         role="acczero",
                         elems=w,
                         passes=1.0,
                         db=acc_dt,
-                        weight_elems=w,
                         flops=0,
                         bytes_in=0,
                         bytes_out=w * acc_dt,
