@@ -425,3 +425,34 @@ def test_zoo_size_options_refused_for_onnx():
     ):
         RunConfig.from_dict({"model": "x.onnx", "seq_length": 256})
     assert RunConfig.from_dict({"model": "x.onnx", "seq_length": 128}).is_onnx  # the default
+
+
+def test_pytorch2_exporter_scopes_and_castlike(tmp_path):
+    """torch.onnx.export(dynamo=True) names nodes node_Conv_755 and keeps the module path in the
+    node's metadata (pkg.torch.onnx.name_scopes); CastLike between floats is a view."""
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    conv = h.make_node("Conv", ["x", "w"], ["a"], name="node_Conv_755", kernel_shape=[1, 1])
+    scopes = conv.metadata_props.add()
+    scopes.key, scopes.value = (
+        "pkg.torch.onnx.name_scopes",
+        "['', 'layer2', 'layer2.2', 'layer2.2.conv1', 'conv2d_18']",
+    )
+    cast = h.make_node("CastLike", ["a", "x"], ["b"], name="node_CastLike_5")
+    relu = h.make_node("Relu", ["b"], ["y"], name="node_relu")
+    scopes = relu.metadata_props.add()
+    scopes.key, scopes.value = "pkg.torch.onnx.name_scopes", "['', 'relu', 'relu']"
+    m = om.model(
+        [conv, cast, relu],
+        [h.make_tensor_value_info("x", T.FLOAT, ["batch", 4, 8, 8])],
+        [h.make_tensor_value_info("y", T.FLOAT, ["batch", 4, 8, 8])],
+        [om.w("w", 4, 4, 1, 1)],
+        opset=18,
+    )
+    path = tmp_path / "dynamo.onnx"
+    onnx.save(m, str(path))
+    g, info = import_onnx(path)
+    assert list(g.cols["layer"]) == ["layer2.2.conv1", "relu"]
+    assert list(g.cols["name"]) == ["layer2.2.conv1/conv2d_18", "relu"]
+    assert "layer2.2" in g.layer_names and info.views == 1

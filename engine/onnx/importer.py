@@ -9,6 +9,7 @@ element are constants (scales, epsilons), and batch-norm running statistics are 
 
 from __future__ import annotations
 
+import ast
 import math
 import re
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ import onnx
 
 from engine.graph import INPUT, NONE, Graph, GraphBuilder
 from engine.onnx import ops
-from engine.onnx.reader import OnnxError, numel, read_model, split_initializers
+from engine.onnx.reader import OnnxError, numel, read_model
 from engine.onnx.shapes import bind_inputs, infer
 
 INT_TYPES = frozenset({2, 3, 4, 5, 6, 7, 9, 12, 13})  # uint8..int64, bool, uint32/64
@@ -70,6 +71,27 @@ def layer_path(node_name: str) -> tuple[str, str]:
 
 
 _SAFE = re.compile(r"\s+")
+#: Module scopes the PyTorch 2 (torch.export-based) exporter writes into each node's metadata:
+#: ``['', 'layer2', 'layer2.2', 'layer2.2.relu', 'relu_16']`` (its node names carry none).
+TORCH_SCOPES = "pkg.torch.onnx.name_scopes"
+
+
+def torch_scopes(node) -> tuple[str, str] | None:
+    """(layer, leaf) from the PyTorch 2 exporter's name scopes, or None without them."""
+    for prop in node.metadata_props:
+        if prop.key != TORCH_SCOPES:
+            continue
+        try:
+            scopes = ast.literal_eval(prop.value)
+        except (ValueError, SyntaxError):
+            return None
+        scopes = [str(x) for x in scopes if str(x)] if isinstance(scopes, list) else []
+        if not scopes:
+            return None
+        leaf = _SAFE.sub("_", scopes[-1])
+        module = _SAFE.sub("_", scopes[-2]) if len(scopes) > 1 else leaf
+        return module, leaf if module != leaf else ""
+    return None
 
 
 class Context:
@@ -267,8 +289,11 @@ class Context:
                     self.prod[out] = self.prod[src]  # keep walking to find every unsupported op
 
     def _names(self, node) -> tuple[str, str]:
-        raw = _SAFE.sub("_", node.name or "")
-        layer, leaf = layer_path(raw)
+        scoped = torch_scopes(node)
+        if scoped is not None:
+            layer, leaf = scoped
+        else:
+            layer, leaf = layer_path(_SAFE.sub("_", node.name or ""))
         if not layer:
             layer = f"{node.op_type}_{self._index}"
         name = f"{layer}/{leaf}" if leaf else layer
@@ -347,13 +372,12 @@ def import_onnx(
     """Import ``path`` as the engine's forward graph per sample (OnnxError on bad input)."""
     p = Path(path)
     name = f"ONNX model {str(p)!r}"
-    model = read_model(p)
+    model, init = read_model(p)
     counts: dict[str, int] = {}
     for node in model.graph.node:  # as in the file (folding removes nodes below)
         counts[node.op_type] = counts.get(node.op_type, 0) + 1
     n_nodes = len(model.graph.node)
     opset = next(int(o.version) for o in model.opset_import if o.domain in ("", "ai.onnx"))
-    init = split_initializers(model)
     true_inputs, batch = bind_inputs(model, name, dict(input_shapes or {}), init)
     inferred, shapes, dtypes, values = infer(model, name)
     params = {

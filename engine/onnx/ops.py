@@ -199,8 +199,9 @@ POINTWISE_ADD = Pointwise("Add")
 
 
 def _cast(ctx, node) -> None:
+    """Cast (to ``to``) and CastLike (to its second input's type)."""
     src = ctx.dtype(node.input[0])
-    to = int(ctx.attr(node, "to"))
+    to = int(ctx.attr(node, "to")) if node.op_type == "Cast" else ctx.dtype(node.input[1])
     if src in FLOAT_TYPES and to in FLOAT_TYPES:
         ctx.view(node)  # the run's precision decides every float dtype
     else:
@@ -489,6 +490,7 @@ TRANSLATORS: dict[str, Callable] = {
     **{op: _view for op in VIEWS},
     "Add": _add,
     "Cast": _cast,
+    "CastLike": _cast,
     "Dropout": _dropout,
     "Gather": _gather,
     "BatchNormalization": _batchnorm,
