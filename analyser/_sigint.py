@@ -1,6 +1,4 @@
-"""Ctrl-C with worker processes. Kept tiny and free of heavy imports: a spawned worker unpickles
-(imports) its initializer before anything else.
-"""
+"""Ctrl-C while worker processes start (the simulation service's cluster)."""
 
 from __future__ import annotations
 
@@ -14,10 +12,9 @@ from collections.abc import Iterator
 def sigint_deferred() -> Iterator[None]:
     """Hold a Ctrl-C back until the block ends, then raise KeyboardInterrupt (nothing is lost).
 
-    For spawning worker processes: an interrupt in the middle of a spawn left a half-started
-    worker that printed a traceback. Processes spawned inside also inherit SIGINT blocked, so a
-    Ctrl-C during their start-up stays pending until their initializer (:func:`quiet_worker`)
-    takes it. Only the main thread receives KeyboardInterrupt, so elsewhere this does nothing.
+    For starting the simulation service's worker processes (analyser.core.service): an
+    interrupt in the middle of the start left a half-started cluster. Only the main thread
+    receives KeyboardInterrupt, so elsewhere this does nothing.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -36,11 +33,3 @@ def sigint_deferred() -> Iterator[None]:
         )
     if caught:
         raise KeyboardInterrupt
-
-
-def quiet_worker() -> None:
-    """Pool initializer: Ctrl-C ends this worker silently (the default action) instead of raising
-    KeyboardInterrupt with a traceback of its own; the parent process reports the interrupt."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})

@@ -1,21 +1,39 @@
-"""Session fixtures of the simulation service: one embedded Dask cluster (two single-threaded
-worker processes, loopback only) shared by every test that simulates through the service, so
-the cluster's start-up (seconds) is paid once per session."""
+"""Session fixtures of the simulation service.
+
+Every simulation of the test session (the service's own tests, tune, the insights' predicted
+effects, the GUI's what-ifs) runs on one Dask cluster, the process-wide service's, started on
+first use (two single-threaded worker processes, loopback only), so its start-up (seconds) is
+paid once. The cache is a temporary folder for the session (``ANALYSE_CACHE``, inherited by the
+``analyse`` subprocesses the tests start), removed at the end.
+"""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+
 import pytest
+
+_CACHE = None
+if not os.environ.get("ANALYSE_CACHE"):
+    _CACHE = tempfile.mkdtemp(prefix="analyse-test-cache-")
+    os.environ["ANALYSE_CACHE"] = _CACHE
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _CACHE:
+        shutil.rmtree(_CACHE, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
-def sim_cluster(tmp_path_factory):
-    """The embedded service (its own LocalCluster), started once per session."""
-    from analyser.core.service import SimulationService
+def sim_cluster():
+    """The process-wide service (its embedded LocalCluster started now)."""
+    from analyser.core.service import get_service
 
-    svc = SimulationService(workers=2, cache_dir=tmp_path_factory.mktemp("simcache"))
+    svc = get_service()
     svc.client()
-    yield svc
-    svc.close()
+    return svc
 
 
 @pytest.fixture

@@ -28,9 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="list the thresholds with their defaults and exit",
     )
-    parser.add_argument(
-        "--workers", type=int, default=2, help="parallel re-simulations (default 2)"
-    )
+    from analyser.cli._service import add_service_arguments
+
+    add_service_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -51,8 +51,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.file is None:
         raise CliError("give a profile (.h5) to analyse, or --list-thresholds.")
-    if args.workers < 1:
-        raise CliError("--workers must be at least 1.")
+    from analyser.cli._service import configure_from_args
+
+    configure_from_args(args)
     thresholds = Thresholds().with_overrides(args.threshold)
     with open_analysis(args.file) as a:
         if args.no_resimulate:
@@ -73,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
                         bar.update(task, completed=done, total=total)
 
                 tips = find_insights(
-                    a, thresholds, resimulate=True, workers=args.workers, progress=step
+                    a, thresholds, resimulate=True, progress=step
                 )
         m = a.metrics
         if args.json:

@@ -78,7 +78,7 @@ def find_insights(
     :func:`rank_insights`.
 
     With ``resimulate=True`` each insight with a run-config change gets its predicted
-    :class:`Effect` (re-simulations run in up to ``workers`` processes, the profile's own
+    :class:`Effect` (re-simulations run on the simulation service, the profile's own
     configuration re-simulated too as the baseline of the deltas; ``progress(done, total,
     insight_id)`` is called as they finish, then with ``insight_id == "memory.combined"`` while
     a fitting combination is searched for an out-of-memory profile).

@@ -1,42 +1,26 @@
 """Predicted effects: re-simulate each insight's changed run config with the embedded engine.
 
-Several re-simulations run in parallel processes (``ProcessPoolExecutor``, at most ``workers``,
-2 by default on the 2-core reference machine). Each worker builds the changed
-``engine.config.RunConfig``, simulates it into a temporary profile, and reads back the same
-metrics as the original (``analyser.core.Metrics``), so before and after come from one code path.
+Re-simulations go through the simulation service (:mod:`analyser.core.service`): they run in
+parallel on its Dask workers (an embedded local cluster, or the cluster at ``ANALYSE_SCHEDULER``),
+and every answer is cached, so a configuration already simulated (by an earlier prediction, a
+what-if or ``analyse tune``) is not simulated again. The service reads back the same metrics as
+the original (``analyser.core.Metrics``), so before and after come from one code path.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import os
-import sys
-import tempfile
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
-from multiprocessing import get_context
-from pathlib import Path
 from typing import Any
 
-from analyser._sigint import quiet_worker, sigint_deferred
 from analyser.core.insights.model import EFFECT_KEYS, Effect, Evidence, Insight
 from analyser.core.units import fmt_bytes, fmt_delta_pct
-from profiles.errors import UserFacingError
 
 ProgressFn = Callable[[int, int, str], None]
 
 #: A throughput tip gaining less than this share of cycles per sample is labelled "little effect".
 LITTLE = 0.01
-
-
-def _spawn_safe() -> bool:
-    """Spawned workers re-import ``__main__`` from its file; a script read from stdin (or an
-    otherwise missing file) cannot be, so run in this process instead."""
-    main = sys.modules.get("__main__")
-    path = getattr(main, "__file__", None)
-    return path is None or os.path.exists(path)
 
 
 def _tiles(n: int) -> str:
@@ -55,29 +39,31 @@ def apply_change(run_config: dict[str, Any], change: dict[str, Any]) -> dict[str
     return out
 
 
-def simulate_metrics(run_config: dict[str, Any]) -> dict[str, Any]:
-    """Simulate ``run_config`` with the engine; return the effect metrics (runs in a worker)."""
-    from analyser.core.analysis import Analysis
-    from engine import simulate_to_file
-    from engine.config import RunConfig
-
-    cfg = RunConfig.from_dict(run_config)
-    with tempfile.TemporaryDirectory(prefix="ipu-whatif-") as tmp:
-        path = Path(tmp) / "whatif.h5"
-        simulate_to_file(cfg, path)
-        with Analysis.open(path) as a:
-            m = a.metrics
-            return {k: getattr(m, k) for k in EFFECT_KEYS}
+def _result(response) -> tuple[str, Any]:
+    """A service response as ``("ok", effect metrics)`` or ``("error", one sentence)``."""
+    if response.simulated:
+        return "ok", {k: response.figures.get(k) for k in EFFECT_KEYS}
+    return "error", response.message
 
 
-def _worker(run_config: dict[str, Any]) -> tuple[str, Any]:
+def _simulate_all(configs: list[dict[str, Any]], done: Callable[[int, tuple[str, Any]], None]):
+    """Simulate ``configs`` on the service, calling ``done(index, result)`` as each finishes;
+    an interrupt cancels the rest."""
+    from analyser.core.service import get_service
+
+    batch = get_service().submit(configs)
     try:
-        return "ok", simulate_metrics(run_config)
-    except UserFacingError as exc:
-        return "error", str(exc)
-    except Exception as exc:  # a configuration the engine rejects (pydantic) or cannot run
-        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return "error", msg
+        for i, response in batch.as_completed():
+            done(i, _result(response))
+    except BaseException:
+        batch.cancel()
+        raise
+
+
+def _simulate(run_config: dict[str, Any]) -> tuple[str, Any]:
+    from analyser.core.service import get_service
+
+    return _result(get_service().simulate(run_config))
 
 
 def _judge(tip: Insight, before: dict[str, Any], after: dict[str, Any]) -> Effect:
@@ -225,8 +211,11 @@ def predict_effects(
 ) -> list[Insight]:
     """Fill ``insight.effect`` for every insight with a change (in place; also returned).
 
+    Re-simulations run on the simulation service (``workers`` is kept for callers and not
+    used: the service's own workers, ``configure_service(workers=...)``, do the work).
+
     With ``baseline`` (default) the profile's own run config is re-simulated too (in the same
-    process pool, cached per configuration) and the deltas are computed against it, so a
+    batch, cached per configuration) and the deltas are computed against it, so a
     profile written by another engine version, or whose figures the engine no longer
     reproduces, does not mix model changes into a tip's effect; each effect says which
     baseline it used (``Effect.baseline`` / ``baseline_note``).
@@ -267,7 +256,6 @@ def predict_effects(
     ]
     if need_base:
         jobs.insert(0, (None, copy.deepcopy(base)))
-    n = max(1, min(workers, len(jobs), os.cpu_count() or 1))
     results: dict[int, tuple[str, Any]] = {}
     done = 0
     if progress:
@@ -283,25 +271,7 @@ def predict_effects(
         if progress:
             progress(done, len(todo), tip.id)
 
-    if n > 1 and _spawn_safe():
-        try:
-            # Ctrl-C reaches the workers too: they end silently (quiet_worker) and this process
-            # raises KeyboardInterrupt; each worker used to print its own traceback. Workers are
-            # spawned with Ctrl-C held back so an interrupt cannot cut a spawn in half.
-            with ProcessPoolExecutor(
-                max_workers=n, mp_context=get_context("spawn"), initializer=quiet_worker
-            ) as pool:
-                with sigint_deferred():
-                    futs = {pool.submit(_worker, cfg): i for i, (_t, cfg) in enumerate(jobs)}
-                for fut in as_completed(futs):
-                    record(futs[fut], fut.result())
-        except (BrokenProcessPool, OSError):
-            # Workers could not start (e.g. __main__ is not importable: a script read from
-            # stdin): finish in this process.
-            pass
-    for i, (_t, cfg) in enumerate(jobs):
-        if i not in results:
-            record(i, _worker(cfg))
+    _simulate_all([cfg for _t, cfg in jobs], record)
     if need_base:
         status, value = results[0]
         if status == "ok":
@@ -356,7 +326,7 @@ def find_fitting_combination(
     :func:`predict_effects`), re-simulate the memory tips' changes combined cumulatively in rank
     order until the run fits, then drop any tip the fit does not need. Returns a
     ``memory.combined`` insight (with its effect) or None when nothing fits within ``max_tips``.
-    Simulations run one after the other in this process (each depends on the previous)."""
+    Simulations run one after the other on the service (each depends on the previous)."""
     before = {k: getattr(analysis.metrics, k) for k in EFFECT_KEYS}
     if not before.get("oom_tiles") or not analysis.run_config:
         return None
@@ -378,7 +348,7 @@ def find_fitting_combination(
     chosen: list[Insight] | None = None
     after: dict[str, Any] = {}
     for k in range(2, len(mem) + 1):
-        status, value = _worker(apply_change(base, merged(mem[:k])))
+        status, value = _simulate(apply_change(base, merged(mem[:k])))
         if progress:
             progress(k - 1, total, "memory.combined")
         if status == "ok" and not value.get("oom_tiles"):
@@ -388,7 +358,7 @@ def find_fitting_combination(
         return None
     for tip in list(chosen[:-1]):  # the last one was needed to fit; try without each earlier
         trial = [t for t in chosen if t is not tip]
-        status, value = _worker(apply_change(base, merged(trial)))
+        status, value = _simulate(apply_change(base, merged(trial)))
         if status == "ok" and not value.get("oom_tiles"):
             chosen, after = trial, value
     change = merged(chosen)

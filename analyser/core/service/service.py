@@ -354,7 +354,11 @@ class SimulationService:
             # each simulation may use most of its worker's share; the nanny's own limit
             # (terminate at 95 %) stays as the backstop
             self.memory_limit = int(per_worker * 0.85)
-        with dask.config.set(
+        from analyser._sigint import sigint_deferred
+
+        _workers_ignore_sigint()
+        # Ctrl-C while the workers start is held back until they are up, then raised here
+        with sigint_deferred(), dask.config.set(
             {
                 "distributed.scheduler.allowed-failures": 0,
                 "distributed.scheduler.worker-saturation": 1.0,
@@ -376,6 +380,7 @@ class SimulationService:
                 scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
                 silence_logs=logging.CRITICAL,
                 memory_limit=per_worker,
+                preload=["analyser.core.service.worker"],
             )
             return Client(self._cluster, set_as_default=False)
 
@@ -549,6 +554,33 @@ def _read(path: str | None) -> bytes | None:
         return Path(path).read_bytes()
     except OSError:
         return None
+
+
+def _workers_ignore_sigint() -> None:
+    """Make the worker processes this process spawns ignore Ctrl-C from their first instruction.
+
+    A terminal sends Ctrl-C to the whole process group, workers included; a worker still
+    importing Python when it arrives died with a KeyboardInterrupt traceback of its own. A
+    signal ignored when a program starts stays ignored (and Python then installs no
+    KeyboardInterrupt handler), so the spawn executable becomes a two-line shell wrapper that
+    ignores SIGINT and runs this Python. This process keeps its own Ctrl-C: it cancels the work
+    and closes the cluster, and the workers end with it. POSIX only."""
+    import multiprocessing.spawn as mp_spawn
+    import shlex
+    import shutil
+    import tempfile
+
+    if os.name != "posix" or not shutil.which("sh"):
+        return
+    exe = os.fsdecode(mp_spawn.get_executable())
+    if os.path.basename(exe) == "python-no-sigint":
+        return
+    folder = tempfile.mkdtemp(prefix="analyse-workers-")
+    wrapper = Path(folder) / "python-no-sigint"
+    wrapper.write_text(f'#!/bin/sh\ntrap "" INT\nexec {shlex.quote(exe)} "$@"\n')
+    wrapper.chmod(0o755)
+    mp_spawn.set_executable(str(wrapper))
+    atexit.register(shutil.rmtree, folder, True)
 
 
 def _memory_per_worker(n: int) -> int:

@@ -1,0 +1,79 @@
+"""Command-line options of the simulation service, shared by the commands that simulate
+(``tune``, ``insights``): where the work runs, the cache and the per-simulation limits."""
+
+from __future__ import annotations
+
+import argparse
+
+from analyser.cli.errors import CliError
+
+
+def add_service_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of the simulation service (shared by the commands that simulate)."""
+    g = parser.add_argument_group("simulation service")
+    g.add_argument(
+        "--scheduler",
+        metavar="tcp://HOST:PORT",
+        default=None,
+        help="use the Dask cluster at this scheduler address (default: $ANALYSE_SCHEDULER, "
+        "else a local cluster with one worker process per core)",
+    )
+    g.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="worker processes of the local cluster (default: the number of cores)",
+    )
+    g.add_argument(
+        "--cache",
+        metavar="DIR",
+        default=None,
+        help="simulation cache folder (default: $ANALYSE_CACHE, else "
+        "~/.cache/ipu-graph-analyser/simulations)",
+    )
+    g.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="stop a simulation after this long (default 600)",
+    )
+    g.add_argument(
+        "--memory-limit",
+        default=None,
+        metavar="BYTES",
+        help="stop a simulation that needs more memory than this, e.g. 4GiB "
+        "(default: 85%% of the machine's memory per worker)",
+    )
+
+
+def configure_from_args(args: argparse.Namespace) -> None:
+    """Set up the process-wide simulation service from :func:`add_service_arguments`."""
+    from analyser.core.service import configure_service
+
+    if args.workers is not None and args.workers < 1:
+        raise CliError("--workers must be at least 1.")
+    if args.time_limit is not None and args.time_limit <= 0:
+        raise CliError("--time-limit must be a positive number of seconds.")
+    memory = None
+    if args.memory_limit is not None:
+        from dask.utils import parse_bytes
+
+        try:
+            memory = int(parse_bytes(args.memory_limit))
+        except (ValueError, TypeError):
+            raise CliError(
+                f"--memory-limit {args.memory_limit}: give a size such as 4GiB or 512MB."
+            ) from None
+        if memory <= 0:
+            raise CliError("--memory-limit must be positive.")
+    if args.scheduler is not None and not args.scheduler.strip():
+        raise CliError("--scheduler: give an address such as tcp://10.0.0.5:8786.")
+    configure_service(
+        scheduler=args.scheduler,
+        workers=args.workers,
+        cache_dir=args.cache,
+        memory_limit=memory,
+        time_limit=args.time_limit,
+    )
