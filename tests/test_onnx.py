@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import onnx
 import pytest
@@ -456,3 +458,55 @@ def test_pytorch2_exporter_scopes_and_castlike(tmp_path):
     assert list(g.cols["layer"]) == ["layer2.2.conv1", "relu"]
     assert list(g.cols["name"]) == ["layer2.2.conv1/conv2d_18", "relu"]
     assert "layer2.2" in g.layer_names and info.views == 1
+
+
+# ---- real PyTorch exports (tests/data/onnx, made by make_exports.py with torch 2.13) -------
+
+EXPORTS = Path(__file__).parent / "data" / "onnx"
+
+
+@pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
+def test_real_pytorch_resnet_exports(exporter):
+    import json
+
+    counts = json.loads((EXPORTS / "exports.json").read_text())["parameters"]
+    g, _ = import_onnx(EXPORTS / f"tiny_resnet_{exporter}.onnx")
+    assert g.num_params == counts["tiny_resnet"]  # what PyTorch's model.parameters() counts
+    types = list(g.cols["type"])
+    assert types.count("Conv") == 7 and types.count("BatchNorm") == 7  # training export
+    assert "layer1.0.downsample.0" in g.layer_names and "layer1.1.conv2" in g.layer_names
+    conv2 = g.ops_of("layer1.0.conv2")[0]
+    assert g.cols["groups"][conv2] == 2
+    res = simulate(
+        RunConfig.from_dict(
+            dict(
+                model=str(EXPORTS / f"tiny_resnet_{exporter}.onnx"),
+                micro_batch_size=4,
+                strategy="pipelined",
+                num_ipus=2,
+                split_points=["layer1.1"],
+                gradient_accumulation=3,
+            )
+        )
+    )
+    assert res.fits and res.execution.attrs["total_cycles"] > 0
+
+
+def test_real_hugging_face_bert_export():
+    import json
+
+    counts = json.loads((EXPORTS / "exports.json").read_text())["parameters"]
+    path = EXPORTS / "tiny_bert_dynamo.onnx"
+    # the exporter fixed the sequence at 16 and left the batch dynamic; binding it agrees
+    shapes = {"input_ids": [1, 16], "attention_mask": [1, 16]}
+    assert import_onnx(path)[0].num_params == counts["tiny_bert"]
+    g, _ = import_onnx(path, input_shapes=shapes)
+    assert g.num_params == counts["tiny_bert"]
+    assert g.input_kind == "tokens" and g.input_elems == 32
+    types = list(g.cols["type"])
+    assert types.count("Embedding") == 3 and types.count("BatchMatMul") == 4
+    assert "bert.encoder.layer.1" in g.layer_names
+    q = g.ops_of("bert.encoder.layer.0.attention.self.query")[0]
+    assert (g.cols["m"][q], g.cols["k"][q], g.cols["n"][q]) == (16, 32, 32)
+    res = simulate(RunConfig.from_dict({"model": str(path), "input_shapes": shapes}))
+    assert res.fits

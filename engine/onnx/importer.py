@@ -53,21 +53,25 @@ class ImportInfo:
 def layer_path(node_name: str) -> tuple[str, str]:
     """(layer, leaf) of an exporter node name.
 
-    PyTorch: ``/layer3/layer3.8/conv1/Conv`` -> (``layer3.8.conv1``, ``Conv``) (each scope repeats
-    its parent's path); TensorFlow / Hugging Face: ``bert/encoder/layer_3/attention/self/query/
+    PyTorch: ``/layer3/layer3.8/conv1/Conv`` -> (``layer3.8.conv1``, ``Conv``) and
+    ``/layer1/layer1.0/downsample/downsample.0/Conv`` -> ``layer1.0.downsample.0`` (a numbered
+    child repeats its container's name); TensorFlow / Hugging Face: ``bert/encoder/layer_3/attention/self/query/
     MatMul`` -> (``bert.encoder.layer_3.attention.self.query``, ``MatMul``). A name without scopes
     is its own layer.
     """
     parts = [p for p in node_name.strip().split("/") if p]
     if len(parts) <= 1:
         return (parts[0] if parts else ""), ""
-    path = ""
+    units: list[str] = []  # the path as the scopes gave it
     for c in parts[:-1]:
-        if path and (c == path or c.startswith(path + ".")):
-            path = c
+        path = ".".join(units)
+        if units and (c == path or c.startswith(path + ".")):
+            units = [c]  # the scope repeats the whole path
+        elif units and c.startswith(units[-1] + "."):
+            units[-1] = c  # a numbered child repeats its container's name: downsample.0
         else:
-            path = f"{path}.{c}" if path else c
-    return path, parts[-1]
+            units.append(c)
+    return ".".join(units), parts[-1]
 
 
 _SAFE = re.compile(r"\s+")

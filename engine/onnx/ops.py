@@ -28,6 +28,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from engine.onnx.shapes import FLOAT_TYPES  # FLOAT, FLOAT16, DOUBLE, BFLOAT16
+
 FAMILIES = ("amp", "elementwise", "nonlinearity", "norm", "pool", "reduce", "embedding", "copy")
 
 
@@ -208,7 +210,6 @@ def _cast(ctx, node) -> None:
         ctx.row(node, "Cast", "elementwise", passes=1, bwd_passes=0)
 
 
-FLOAT_TYPES = frozenset({1, 10, 11, 16})  # FLOAT, FLOAT16, DOUBLE, BFLOAT16
 
 
 def _dropout(ctx, node) -> None:

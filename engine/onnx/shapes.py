@@ -10,12 +10,17 @@ numpy on small integer tensors, and inference runs again until nothing new folds
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import onnx
 from onnx import numpy_helper
 
 from engine.onnx.reader import SMALL, OnnxError, _first_line
 
+#: ONNX float element types (FLOAT, FLOAT16, DOUBLE, BFLOAT16): initializers of these with more
+#: than one element are parameters.
+FLOAT_TYPES = frozenset({1, 10, 11, 16})
 #: Most inference rounds (each folds everything it can; chains resolve in a few).
 MAX_ROUNDS = 64
 
@@ -264,6 +269,8 @@ def infer(model: onnx.ModelProto, name: str):
     """
     values: dict[str, np.ndarray] = {}
     for t in model.graph.initializer:  # only the small ones are left
+        if t.data_type in FLOAT_TYPES and math.prod(t.dims) > 1:
+            continue  # a parameter: never folded (Transpose(W) stays a view of the weight)
         values[t.name] = numpy_helper.to_array(t)
     for _ in range(MAX_ROUNDS):
         try:
