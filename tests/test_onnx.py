@@ -510,3 +510,23 @@ def test_real_hugging_face_bert_export():
     assert (g.cols["m"][q], g.cols["k"][q], g.cols["n"][q]) == (16, 32, 32)
     res = simulate(RunConfig.from_dict({"model": str(path), "input_shapes": shapes}))
     assert res.fits
+
+
+def test_concat_of_three_keeps_the_earliest_producers(tmp_path):
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    nodes = [h.make_node("Relu", ["x"], [f"r{i}"], name=f"/b{i}/Relu") for i in range(3)]
+    nodes.append(h.make_node("Concat", ["r2", "r1", "r0"], ["y"], name="/cat/Concat", axis=1))
+    m = om.model(
+        nodes,
+        [h.make_tensor_value_info("x", T.FLOAT, ["batch", 4])],
+        [h.make_tensor_value_info("y", T.FLOAT, ["batch", 12])],
+        [],
+    )
+    path = tmp_path / "cat.onnx"
+    onnx.save(m, str(path))
+    g, _ = import_onnx(path)
+    cat = rows(g, "Concat")[0]
+    assert (g.cols["in0"][cat], g.cols["in1"][cat]) == (0, 1)
+    assert g.cols["in_elems"][cat] == 12 and g.cols["out_elems"][cat] == 12

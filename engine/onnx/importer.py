@@ -190,9 +190,13 @@ class Context:
         if acts is None:
             acts = [x for x in node.input if x in self.prod]
         acts = list(dict.fromkeys(acts))
-        srcs = [self.prod[x] for x in acts]
+        srcs = list(dict.fromkeys(self.prod[x] for x in acts))
+        if len(srcs) > 2 and family != "amp":
+            # the IR keeps two producer edges: those produced earliest, whose activations the
+            # op's use keeps alive longest (later ones are more likely still live anyway)
+            srcs = sorted(srcs)[:2]
         in0 = srcs[0] if srcs else NONE
-        in1 = next((s for s in srcs[1:] if s != in0), NONE)
+        in1 = srcs[1] if len(srcs) > 1 else NONE
         if in_elems is None:
             in_elems = sum(self.numel(x) for x in acts)
         name, layer = self._names(node)
