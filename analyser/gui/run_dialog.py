@@ -6,8 +6,8 @@ option the engine has, with its default, description (tooltip) and allowed value
 the field's ``ge`` / ``le``, optional numbers -> a text field where empty means "default",
 lists -> comma-separated text, dicts -> JSON text, anything else -> text. Values are validated by
 ``RunConfig.from_dict`` (one-sentence errors shown in the dialog); the run itself goes through
-:class:`analyser.gui.whatif.WhatIfDialog` (subprocess, progress, cancel) and the result opens in
-the window, compared with the current profile when asked.
+:class:`analyser.gui.whatif.WhatIfDialog` (the simulation service, progress, cancel) and the
+result opens in the window, compared with the current profile when asked.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """What-if: re-simulate a changed run configuration in the background and compare.
 
-* :class:`SimulationJob` runs the embedded engine in a subprocess
-  (:mod:`analyser.gui.whatif_worker`, driven by a ``QProcess``): progress arrives as JSON lines,
-  the GUI never blocks, and :meth:`SimulationJob.cancel` kills the process, so cancelling really
-  stops the work (no thread is left behind).
+* :class:`SimulationJob` simulates on the simulation service (:mod:`analyser.core.service`,
+  Dask workers, cached answers): the GUI never blocks, and :meth:`SimulationJob.cancel` stops
+  the simulation in its worker.
 * :class:`WhatIfDialog` shows the change, the progress and a Cancel button, and when the profile
   is written asks the window to open it compared with the original.
 * :func:`apply_tip` is the Insights report's "Apply" hook (``APPLY_TIP_HANDLER`` in the report
@@ -15,14 +14,15 @@ existing file), or in the temporary folder when that folder is not writable.
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
-import sys
+import shutil
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, QProcess, QProcessEnvironment, Qt, Signal
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -70,105 +70,130 @@ def unique_output(original: Path, tag: str) -> Path:
 
 
 class SimulationJob(QObject):
-    """One engine run in a subprocess. Signals: ``progress(fraction or -1, message)``,
-    ``finished(path, status)``, ``failed(message)``, ``cancelled()``."""
+    """One configuration simulated on the simulation service (:mod:`analyser.core.service`),
+    the profile then copied to ``out_path``. Signals: ``progress(fraction or -1, message)``,
+    ``finished(path, status)``, ``failed(message)``, ``cancelled()``.
+
+    The request is submitted from a helper thread (the service may be starting its cluster);
+    a timer in the GUI thread then follows the answer, so every signal is emitted from the GUI
+    thread. The service caches answers: a configuration simulated before (by a prediction, an
+    earlier what-if or ``analyse tune``) is copied at once."""
 
     progress = Signal(float, str)
     finished = Signal(str, str)
     failed = Signal(str)
     cancelled = Signal()
 
+    #: How often the timer looks at the answer and the progress (ms).
+    POLL_MS = 150
+
     def __init__(self, run_config: dict[str, Any], out_path: str | Path, parent=None) -> None:
         super().__init__(parent)
         self.run_config = run_config
         self.out_path = Path(out_path)
-        self.process: QProcess | None = None
-        self._buffer = b""
-        self._result: dict[str, Any] = {}
-        self._cancelled = False
-        self._config_file: Path | None = None
+        self.batch = None
+        self.response = None
+        self._error: str | None = None
+        self._cancel = False
+        self._said = ""
+        self._timer = QTimer(self)
+        self._timer.setInterval(self.POLL_MS)
+        self._timer.timeout.connect(self._poll)
         self.state = "idle"  # idle, running, done, failed, cancelled
 
     def start(self) -> None:
-        fd, name = tempfile.mkstemp(prefix="ipu-run-", suffix=".json")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(self.run_config, f)
-        self._config_file = Path(name)
-        p = QProcess(self)
-        env = QProcessEnvironment.systemEnvironment()
-        root = str(Path(__file__).resolve().parents[2])
-        env.insert("PYTHONPATH", os.pathsep.join(filter(None, [root, env.value("PYTHONPATH")])))
-        p.setProcessEnvironment(env)
-        p.setProcessChannelMode(QProcess.ProcessChannelMode.SeparateChannels)
-        p.readyReadStandardOutput.connect(self._read)
-        p.finished.connect(self._on_finished)
-        p.errorOccurred.connect(self._on_error)
-        self.process = p
+        from analyser.core.service import get_service
+
+        service = get_service()
         self.state = "running"
-        p.start(
-            sys.executable,
-            ["-m", "analyser.gui.whatif_worker", str(self._config_file), str(self.out_path)],
-        )
+        self._say(-1.0, "queued" if service.started else "starting the simulation service")
+        threading.Thread(target=self._submit, args=(service,), daemon=True).start()
+        self._timer.start()
+
+    def _submit(self, service) -> None:
+        try:
+            batch = service.submit([self.run_config])
+            self.batch = batch
+            if self._cancel:  # cancelled while the service was starting
+                batch.cancel()
+        except UserFacingError as exc:
+            self._error = str(exc)
+        except Exception as exc:  # the service could not start: one line in the dialog
+            self._error = f"the simulation service could not start: {type(exc).__name__}: {exc}"
 
     def is_running(self) -> bool:
         return self.state == "running"
 
     def cancel(self) -> None:
-        """Kill the engine process (the partial output is removed by the writer's atomic
-        rename: nothing is left under the output name)."""
-        if self.process is not None and self.state == "running":
-            self._cancelled = True
-            self.process.terminate()  # the worker exits cleanly (the writer removes its temp file)
-            if not self.process.waitForFinished(3000):
-                self.process.kill()
-                self.process.waitForFinished(3000)
+        """Stop the simulation (queued: dropped; running: stopped in its worker). Nothing is
+        written under the output name."""
+        if self.state == "running":
+            self._cancel = True
+            if self.batch is not None:
+                self.batch.cancel()
+            else:  # not submitted yet (the service is starting): it is cancelled on arrival
+                self._end("cancelled")
+                self.cancelled.emit()
 
-    def _read(self) -> None:
-        if self.process is None:
+    def _say(self, fraction: float, message: str) -> None:
+        if message != self._said or fraction >= 0:
+            self._said = message
+            self.progress.emit(fraction, message)
+
+    def _poll(self) -> None:
+        if self.state != "running":
+            self._timer.stop()
             return
-        self._buffer += bytes(self.process.readAllStandardOutput())
-        *lines, self._buffer = self._buffer.split(b"\n")
-        for line in lines:
-            try:
-                msg = json.loads(line.decode("utf-8", "replace"))
-            except ValueError:
-                continue
-            if "progress" in msg:
-                frac = msg["progress"]
-                self.progress.emit(
-                    -1.0 if frac is None else float(frac), str(msg.get("message", ""))
-                )
-            else:
-                self._result.update(msg)
-
-    def _cleanup(self) -> None:
-        if self._config_file is not None:
-            self._config_file.unlink(missing_ok=True)
-            self._config_file = None
-
-    def _on_error(self, error) -> None:
-        if error == QProcess.ProcessError.FailedToStart:
-            self.state = "failed"
-            self._cleanup()
-            self.failed.emit("the engine process could not be started.")
-
-    def _on_finished(self, code: int, _status) -> None:
-        self._read()
-        self._cleanup()
-        if self._cancelled:
-            self.state = "cancelled"
+        if self._error is not None:
+            self._end("failed")
+            self.failed.emit(self._error)
+            return
+        batch = self.batch
+        if batch is None:
+            return
+        if self._cancel:
+            batch.cancel()
+        if not batch.done:
+            p = batch.progress()
+            self._say(-1.0, "simulating on a worker" if p.running else "queued")
+            return
+        resp = batch.responses[0]
+        self.response = resp
+        if self._cancel or resp.status == "cancelled":
+            self._end("cancelled")
             self.cancelled.emit()
-            return
-        if code == 0 and "done" in self._result:
-            self.state = "done"
-            self.finished.emit(str(self._result["done"]), str(self._result.get("status", "ok")))
-            return
-        self.state = "failed"
-        err = self._result.get("error")
-        if not err and self.process is not None:
-            tail = bytes(self.process.readAllStandardError()).decode("utf-8", "replace").strip()
-            err = tail.splitlines()[-1] if tail else f"the engine exited with code {code}."
-        self.failed.emit(str(err))
+        elif resp.simulated:
+            try:
+                _place(Path(resp.profile), self.out_path)
+            except OSError as exc:
+                self._end("failed")
+                self.failed.emit(f"cannot write {self.out_path}: {exc.strerror or exc}.")
+                return
+            self._say(1.0, "done")
+            self._end("done")
+            self.finished.emit(str(self.out_path), resp.status)
+        else:
+            self._end("failed")
+            self.failed.emit(resp.message)
+
+    def _end(self, state: str) -> None:
+        self.state = state
+        self._timer.stop()
+
+
+def _place(source: Path, out: Path) -> None:
+    """``source`` (a cached profile) under the name ``out``: a hard link when the cache is on
+    the same file system, else a copy; written under a temporary name, then renamed."""
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:
+        try:
+            os.link(source, tmp)
+        except OSError:
+            shutil.copyfile(source, tmp)
+        os.replace(tmp, out)
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
 
 
 #: Dialogs whose simulation is running or whose result has not been dismissed yet.
@@ -207,7 +232,7 @@ class WhatIfDialog(QDialog):
         self.bar = QProgressBar()
         self.bar.setRange(0, 0)  # busy until the first figure arrives
         lay.addWidget(self.bar)
-        self.status = QLabel("Starting the engine…")
+        self.status = QLabel("Submitting the simulation…")
         self.status.setWordWrap(True)
         lay.addWidget(self.status)
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel)
@@ -243,7 +268,7 @@ class WhatIfDialog(QDialog):
             self.bar.setRange(0, 1000)
             self.bar.setValue(int(frac * 1000))
         if message:
-            self.status.setText(f"Simulating: {message}")
+            self.status.setText(message[:1].upper() + message[1:] + "…")
 
     def _on_finished(self, path: str, status: str) -> None:
         self.result_path = Path(path)
