@@ -265,6 +265,13 @@ def test_unknown_ops_elementwise_is_recorded(bad, tmp_path, capsys):
         notes = " ".join(prof.notes)
         assert prof.run_config["unknown_ops"] == "elementwise"
     assert "unknown_ops = elementwise" in notes and "NonZero x2" in notes
+    # the reports say so too
+    assert main(["summary", str(out)]) == 0
+    assert "caveat" in capsys.readouterr().out
+    for ext in ("md", "html"):
+        report = tmp_path / f"report.{ext}"
+        assert main(["report", str(out), "-o", str(report), "--no-insights"]) == 0
+        assert "NonZero x2" in report.read_text()
 
 
 def test_config_rejects_unknown_model_and_zoo_only_options():

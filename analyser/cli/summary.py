@@ -100,6 +100,9 @@ def run(args: argparse.Namespace) -> int:
             f"{t.n_operations:,} operations, {t.n_variables:,} variables, "
             f"{t.n_compute_sets:,} compute sets, {t.n_programs:,} programs",
         )
+        for note in t.notes:  # an ONNX model's operators costed as element-wise: a caveat
+            if note.startswith("unknown_ops"):
+                tab.add_row("caveat", esc(note))
         con.print(tab)
 
         mem = Table(title="Memory", title_justify="left")

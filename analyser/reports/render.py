@@ -186,6 +186,9 @@ def render_markdown(data: dict[str, Any], analyses: list, title: str) -> str:
                 "",
             ]
         t = p["target"]
+        # an ONNX model's operators costed as element-wise (--unknown-ops elementwise): a caveat
+        L += [f"**Caveat:** {lit(n)}" for n in t["notes"] if n.startswith("unknown_ops")]
+        L += [""] if any(n.startswith("unknown_ops") for n in t["notes"]) else []
         L += _md_table(
             ["target", "IPUs x replicas", "tiles/IPU", "memory/tile", "clock"],
             [
