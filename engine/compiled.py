@@ -50,7 +50,8 @@ Segments (``compiled.segments``, a :class:`SegmentTable`)
     update), ``remote_bytes[i]`` (offloaded optimiser state streamed in and back out at each
     update, for one replica, before replicated tensor sharding divides it),
     ``remote_accumulator_bytes[i]`` (offloaded accumulators streamed in / out per micro-batch),
-    ``stash_bytes[i]``.
+    ``stash_bytes[i]``, ``collective_code_bytes[i]`` (code over the IPU's tiles of its
+    cross-replica reduce-scatter and all-gather ring programs; empty without replicas).
 
 Everything else
     ``ops`` (:class:`OpTable`, the lowered operations), ``variables`` (:class:`VariableTable`),

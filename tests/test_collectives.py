@@ -109,3 +109,17 @@ def test_ring_levels_and_directions_follow_poplibs():
     small = collectives.collective(64 << 10, 2, 1472, 16, 1)
     assert big.switch_cases == 2 * 16  # a switch case per fragment, per direction
     assert small.switch_cases == 0  # a sliceable copy costs less than the switch code
+
+
+def test_collective_programs_in_the_tree_carry_their_code(by_replicas):
+    from engine.execute import execute
+
+    code = {}
+    for r in (2, 64):
+        nodes = execute(by_replicas[r]).nodes
+        leaf = np.asarray(nodes["name"]).astype(str) == "replicas.AllReduce"
+        assert leaf.sum() == 1
+        code[r] = int(nodes["code_bytes"][leaf][0])
+        # the node's code is the compile's reduce-scatter and all-gather ring programs
+        assert code[r] == sum(by_replicas[r].io["collective_code_bytes"][0]) > 0
+    assert code[64] > code[2]

@@ -1106,13 +1106,65 @@ def _host_exchange_categories(
             )
 
 
+@dataclass(frozen=True)
+class RingCode:
+    """Per-tile code of one collective's ring programs on one IPU: on every tile of the IPU
+    (``all_tiles``: control code and table per program) and on the ``tiles`` buffer tiles."""
+
+    tiles: int
+    global_exchange: int  # per buffer tile
+    packet_headers: int  # per buffer tile
+    control: int  # per buffer tile: participation and switch cases
+    copy_descriptors: int  # per buffer tile: one copy per switch case
+    control_all_tiles: int  # per tile of the IPU
+    table_all_tiles: int
+
+    def total(self, tiles_per_ipu: int) -> int:
+        """Code bytes over the IPU's tiles (as a program's ``code_bytes``)."""
+        on_buffer = self.global_exchange + self.control + self.copy_descriptors
+        return on_buffer * self.tiles + (self.control_all_tiles + self.table_all_tiles) * (
+            tiles_per_ipu
+        )
+
+
+def ring_code(target, ring: collectives.CollectivePrograms, tiles: int) -> RingCode:
+    """Per cross-replica copy its global exchange code (sending and receiving one fragment on
+    every buffer tile), per ring program its control code, per switch case its 12 bytes of
+    control code and a copy."""
+    t = target
+    code = headers = 0
+    for level in ring.levels:
+        per_tile = _ceil_div(level.fragment_bytes, tiles)
+        code += level.directions * (
+            t.global_exchange_code_bytes_per_transfer
+            + 2
+            * t.exchange_code_bytes_per_instruction
+            * _ceil_div(per_tile, t.exchange_bytes_per_instruction)
+        )
+        headers += (
+            level.directions
+            * (level.ranks - 1)
+            * _ceil_div(per_tile, t.packet_payload_bytes)
+            * t.packet_header_bytes
+        )
+    return RingCode(
+        tiles=tiles,
+        global_exchange=int(code),
+        packet_headers=int(headers),
+        control=ring.programs * t.control_code_bytes_per_participation
+        + ring.switch_cases * collectives.SWITCH_BYTES_PER_CASE,
+        copy_descriptors=ring.switch_cases * t.copy_descriptor_bytes_per_copy,
+        control_all_tiles=ring.programs * t.control_code_bytes_per_program,
+        table_all_tiles=ring.programs * t.control_table_bytes_per_program,
+    )
+
+
 def _global_exchange_categories(
     inputs: MemoryInputs, weights: WeightBytes, activations: ActivationBytes, ipu: int, cat
 ) -> None:
     """Global exchange code and packet headers of the inter-IPU copies, and the code of the
-    cross-replica collectives compiled as PopLibs' ring programs (``engine.compile.collectives``):
-    per cross-replica copy its global exchange code, per ring program its control programs and
-    switch cases (fills ``cat`` in place)."""
+    cross-replica collectives compiled as PopLibs' ring programs (``ring_code``; fills ``cat``
+    in place)."""
     t, S, T = inputs.target, inputs.stages, inputs.compute_tiles
     training = inputs.config.training
     boundary = activations.boundary
@@ -1122,32 +1174,17 @@ def _global_exchange_categories(
         sends = (1 if ipu < S - 1 else 0) + (1 if ipu > 0 else 0)
         transfers += sends * (2 if training else 1)
     code = transfers * t.global_exchange_code_bytes_per_transfer
-    header_bytes = _ceil_div(int(stage_bytes), T)
-    headers = _ceil_div(header_bytes, t.packet_payload_bytes) * t.packet_header_bytes
+    headers = _ceil_div(_ceil_div(int(stage_bytes), T), t.packet_payload_bytes) * (
+        t.packet_header_bytes
+    )
     for ring in replica_collectives(inputs, weights, ipu):
-        for level in ring.levels:
-            per_tile = _ceil_div(level.fragment_bytes, T)
-            # each cross-replica copy sends and receives one fragment on every buffer tile
-            code += level.directions * (
-                t.global_exchange_code_bytes_per_transfer
-                + 2
-                * t.exchange_code_bytes_per_instruction
-                * _ceil_div(per_tile, t.exchange_bytes_per_instruction)
-            )
-            headers += (
-                level.directions
-                * (level.ranks - 1)
-                * _ceil_div(per_tile, t.packet_payload_bytes)
-                * t.packet_header_bytes
-            )
-        programs = ring.programs
-        cat[:, CAT["controlCode"]] += programs * t.control_code_bytes_per_program
-        cat[:, CAT["controlTable"]] += programs * t.control_table_bytes_per_program
-        cat[:T, CAT["controlCode"]] += (
-            programs * t.control_code_bytes_per_participation
-            + ring.switch_cases * collectives.SWITCH_BYTES_PER_CASE
-        )
-        cat[:T, CAT["copyDescriptor"]] += ring.switch_cases * t.copy_descriptor_bytes_per_copy
+        rc = ring_code(t, ring, T)
+        code += rc.global_exchange
+        headers += rc.packet_headers
+        cat[:, CAT["controlCode"]] += rc.control_all_tiles
+        cat[:, CAT["controlTable"]] += rc.table_all_tiles
+        cat[:T, CAT["controlCode"]] += rc.control
+        cat[:T, CAT["copyDescriptor"]] += rc.copy_descriptors
     if code:
         cat[:T, CAT["globalExchangeCode"]] = code
         cat[:T, CAT["globalExchangePacketHeader"]] = headers
@@ -1296,6 +1333,13 @@ def _io_summary(
         "remote_bytes": weights.remote.tolist(),
         "remote_accumulator_bytes": weights.remote_accumulators.tolist(),
         "stash_bytes": stash_bytes.tolist(),
+        "collective_code_bytes": [
+            [
+                ring_code(inputs.target, ring, inputs.compute_tiles).total(inputs.tiles_per_ipu)
+                for ring in replica_collectives(inputs, weights, ipu)
+            ]
+            for ipu in range(inputs.num_ipus)
+        ],
     }
 
 

@@ -107,6 +107,7 @@ def plan_from_compiled(compiled, config=None) -> ExecutionPlan:
     wb = _seq(io, "weight_bytes", n_ipus)
     gb = _seq(io, "weight_gradient_bytes", n_ipus)
     rb = _seq(io, "remote_bytes", n_ipus)
+    ring_code = list(io.get("collective_code_bytes") or []) + [[]] * n_ipus
     ipus = []
     for i in range(n_ipus):
         upd = [compiled.segment_programs("update", s) for s in range(S) if stage_ipu[s] == i]
@@ -116,6 +117,7 @@ def plan_from_compiled(compiled, config=None) -> ExecutionPlan:
                 gradient_bytes=gb[i],
                 weight_bytes=wb[i],
                 remote_bytes=rb[i],
+                collective_code_bytes=tuple(int(x) for x in ring_code[i]),
             )
         )
     strategy = cfg.strategy

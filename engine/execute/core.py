@@ -191,6 +191,7 @@ class _Synth:
     dest: int = D_NONE
     sync: int = S_NONE
     tiles: tuple[int, int] | None = None  # (first, count); None = all tiles
+    code_bytes: int = 0  # the program's code over its tiles (collectives: from the compile)
 
 
 @dataclass
@@ -742,8 +743,9 @@ def _weight_update_instances(
     R = int(plan.replicas)
     rts = plan.replicated_tensor_sharding and R > 1
 
-    def collective(i, leaf, nbytes, phases, name):
-        """Ring collective across the replicas, timed here (the compiler's leaf if any)."""
+    def collective(i, leaf, nbytes, phases, name, code_bytes=0):
+        """Ring collective across the replicas, timed here (the compiler's leaf if any); its
+        code is the compile's ring programs' (``IpuPlan.collective_code_bytes``)."""
         if leaf >= 0:
             nbytes = templates.leaf_bytes(leaf)
         if nbytes <= 0:
@@ -754,7 +756,11 @@ def _weight_update_instances(
                 _Template(str(plan.leaves.name[leaf]), i, leaves=[leaf], cycles_override=cyc)
             )
         return templates.add(
-            _Template(f"ipu{i}/{name}", i, synth=_Synth(T_GEX, cyc, nbytes, nbytes, D_IPU))
+            _Template(
+                f"ipu{i}/{name}",
+                i,
+                synth=_Synth(T_GEX, cyc, nbytes, nbytes, D_IPU, code_bytes=int(code_bytes)),
+            )
         )
 
     ipu_stage = np.full(nI, -1, np.int64)
@@ -764,6 +770,8 @@ def _weight_update_instances(
     for i, ip in enumerate(plan.ipus):
         in_row = partial(inst.add, 1, ipu=i, row=update_row, stage=ipu_stage[i])
         order = 0
+        # the compile's reduce-scatter and all-gather ring programs: an all-reduce is both
+        ring_code = [*ip.collective_code_bytes, 0, 0]
         if R > 1:
             t = collective(
                 i,
@@ -771,6 +779,7 @@ def _weight_update_instances(
                 ip.gradient_bytes,
                 1 if rts else 2,
                 "replicas.ReduceScatter" if rts else "replicas.AllReduce",
+                ring_code[0] if rts else ring_code[0] + ring_code[1],
             )
             if t is not None:
                 in_row(tmpl=t, order=order)
@@ -792,7 +801,9 @@ def _weight_update_instances(
                 in_row(tmpl=t, order=order + j)
         order += 3
         if rts:
-            t = collective(i, ip.allgather_leaf, ip.weight_bytes, 1, "replicas.AllGather")
+            t = collective(
+                i, ip.allgather_leaf, ip.weight_bytes, 1, "replicas.AllGather", ring_code[1]
+            )
             if t is not None:
                 in_row(tmpl=t, order=order)
         if nI > 1:
@@ -1147,6 +1158,7 @@ def _build_tree(plan, act, templates, allv, rows_it, upd_row, has_end, DI, G):
                 bytes_out=s.bytes_out,
                 dest=s.dest,
                 tiles=tiles,
+                code_bytes=s.code_bytes,
             )
             t.nodes = np.array([nid], np.int64)
         t_nodes.append(t.nodes)

@@ -152,6 +152,9 @@ class IpuPlan:
     #: replicated tensor sharding) and of the all-gather; execute times them with its ring model.
     allreduce_leaf: int = -1
     allgather_leaf: int = -1
+    #: Code bytes (over the IPU's tiles) of the compile's reduce-scatter and all-gather ring
+    #: programs, shown on the collective programs execute adds.
+    collective_code_bytes: tuple[int, ...] = ()
 
 
 @dataclass
