@@ -24,7 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "files",
         nargs="*",
         metavar="FILE",
-        help="profile(s) to open; with two files the second is compared with the first",
+        help="profile(s) to open; with two files the second is compared with the first; or the "
+        "folder analyse tune wrote (its Design space)",
     )
     parser.add_argument("--theme", choices=("light", "dark"), help="colour theme (remembered)")
 
@@ -147,6 +148,12 @@ def check_xcb_libraries(
 
 def run(args: argparse.Namespace) -> int:
     files = [Path(f) for f in args.files]
+    from analyser.core.tune import is_tune_results, load_results
+
+    tune = None
+    if len(files) == 1 and is_tune_results(files[0]):
+        load_results(files[0])  # one sentence for unreadable results, before Qt starts
+        tune, files = files[0], []
     if len(files) > 2:
         raise CliError(
             f"analyse gui opens at most two profiles (one to compare with); got {len(files)}."
@@ -164,4 +171,4 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(
             f"the GUI needs PySide6 and pyqtgraph ({exc}); install the package with its dependencies."
         ) from None
-    return run_app(files, theme=args.theme)
+    return run_app(files, theme=args.theme, tune=tune)

@@ -52,9 +52,12 @@ def _quit_on_ctrl_c(app: QApplication) -> tuple[QTimer | None, list[int]]:
     return timer, caught
 
 
-def run(files: Sequence[str | Path] = (), theme: str | None = None) -> int:
-    """Open the main window (with up to two files: the second is compared with the first).
-    Ctrl-C in the terminal closes it and raises KeyboardInterrupt (``analyse`` exits 130)."""
+def run(
+    files: Sequence[str | Path] = (), theme: str | None = None, tune: str | Path | None = None
+) -> int:
+    """Open the main window (with up to two files: the second is compared with the first; or
+    with the Design space of a tune folder). Ctrl-C in the terminal closes it and raises
+    KeyboardInterrupt (``analyse`` exits 130)."""
     app = ensure_app()
     window = MainWindow()
     if theme is not None:
@@ -62,6 +65,10 @@ def run(files: Sequence[str | Path] = (), theme: str | None = None) -> int:
     window.show()
     if files:
         window.open_files(list(files))
+    if tune is not None:
+        from analyser.gui.design_space import open_design_space
+
+        open_design_space(window, tune)
     timer, interrupted = _quit_on_ctrl_c(app)
     try:
         code = app.exec()

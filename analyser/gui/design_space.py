@@ -1,0 +1,278 @@
+"""The Design space report: the results of an ``analyse tune`` (a tune folder).
+
+A scatter of every simulated configuration, throughput against the memory of its fullest tile
+(the dashed line is the tile's SRAM), out-of-memory configurations marked with red crosses on
+the axis (they have no execution), the Pareto front of throughput vs memory headroom joined,
+the start and the best ringed. Clicking a point selects it (its options and figures are shown
+below); "Open profile" opens its profile in the main window, "Compare with start" opens the
+start's profile compared with it (double-click does the latter).
+
+Opened from Tools > Design space (tune results)… or ``analyse gui TUNE-FOLDER``. The numbers
+come from the tune's results table (:mod:`analyser.core.tune.results`), the chart's arrays from
+:func:`analyser.reports.tune.design_space_points`, shared with the HTML report.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QMessageBox,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from analyser.gui.palette import hex_color
+from analyser.gui.widgets import LegendLabel, make_plot, section_label
+
+FITS = "#4e79a7"
+CONSTRAINT = "#bab0ac"
+OOM = "#c62828"
+FRONT = "#f28e2b"
+START = "#333333"
+BEST = "#2e7d32"
+
+
+def _fmt(key: str, v: Any) -> str:
+    from analyser.reports.tune import _fmt_figure
+
+    return _fmt_figure(key, v)
+
+
+class DesignSpaceWindow(QWidget):
+    """The Design space of one tune folder (a top-level window beside the main window)."""
+
+    def __init__(self, folder: str | Path, window=None, parent: QWidget | None = None) -> None:
+        super().__init__(parent, Qt.WindowType.Window)
+        from analyser.core.tune import load_results
+        from analyser.reports.tune import design_space_points
+
+        self.main_window = window
+        self.table = load_results(folder)
+        self.points = design_space_points(self.table)
+        self.selected: int | None = None
+        meta = self.table.meta
+        self.setWindowTitle(f"Design space: {Path(self.table.folder).name}")
+        self.resize(980, 680)
+
+        lay = QVBoxLayout(self)
+        head = QLabel(self._headline())
+        head.setWordWrap(True)
+        lay.addWidget(head)
+        self.plot = make_plot(left="throughput (samples/s)", bottom="fullest tile (KiB)")
+        lay.addWidget(self.plot, 1)
+        self.legend = LegendLabel()
+        self.legend.set_entries(
+            [("fits", FITS), ("out of memory (no execution)", OOM), ("Pareto front", FRONT)]
+            + ([("breaks a constraint", CONSTRAINT)] if self._any_breaking() else [])
+        )
+        lay.addWidget(self.legend)
+        lay.addWidget(section_label("Selected configuration"))
+        self.details = QLabel("Click a point to see its configuration.")
+        self.details.setWordWrap(True)
+        self.details.setTextFormat(Qt.TextFormat.RichText)
+        self.details.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        lay.addWidget(self.details)
+        row = QHBoxLayout()
+        self.open_button = QPushButton("Open profile")
+        self.compare_button = QPushButton("Compare with start")
+        self.open_button.clicked.connect(self.open_selected)
+        self.compare_button.clicked.connect(self.compare_selected)
+        row.addWidget(self.open_button)
+        row.addWidget(self.compare_button)
+        row.addStretch(1)
+        lay.addLayout(row)
+        self._draw()
+        best = meta.get("best_id")
+        self.select(int(best) if best is not None else None)
+
+    # -- content ---------------------------------------------------------------------------
+    def _headline(self) -> str:
+        m = self.table.meta
+        counts = self.table.frame["status"].value_counts().to_dict()
+        parts = ", ".join(f"{n} {s}" for s, n in counts.items())
+        return (
+            f"{m['strategy']} search over {', '.join(m['dimensions'])}: {m['tried']} "
+            f"configurations ({parts}); objective {m['objective'].replace('_', ' ')}, "
+            f"constraints {', '.join(m['constraints'])}."
+        )
+
+    def _any_breaking(self) -> bool:
+        p = self.points
+        return bool((~p["oom"] & ~p["feasible"]).any())
+
+    def _draw(self) -> None:
+        p = self.points
+        item = self.plot.getPlotItem()
+        ok = ~p["oom"]
+        self.scatters: list[pg.ScatterPlotItem] = []
+        for sel, colour, symbol in (
+            (ok & ~p["feasible"], CONSTRAINT, "o"),
+            (ok & p["feasible"], FITS, "o"),
+            (p["oom"], OOM, "x"),
+        ):
+            if not sel.any():
+                continue
+            ys = np.where(np.isfinite(p["throughput"][sel]), p["throughput"][sel], 0.0)
+            sc = pg.ScatterPlotItem(
+                x=p["tile_kib"][sel],
+                y=ys,
+                data=p["id"][sel],
+                symbol=symbol,
+                size=11 if symbol == "x" else 9,
+                brush=pg.mkBrush(colour),
+                pen=pg.mkPen(colour),
+                hoverable=True,
+            )
+            sc.sigClicked.connect(self._on_clicked)
+            item.addItem(sc)
+            self.scatters.append(sc)
+        front = p["pareto"]
+        if front.any():
+            order = np.argsort(p["tile_kib"][front])
+            item.addItem(
+                pg.PlotDataItem(
+                    p["tile_kib"][front][order],
+                    p["throughput"][front][order],
+                    pen=pg.mkPen(FRONT, width=2),
+                )
+            )
+        sram = float(p["sram_kib"][0])
+        if np.isfinite(sram):
+            item.addItem(
+                pg.InfiniteLine(sram, angle=90, pen=pg.mkPen(OOM, style=Qt.PenStyle.DashLine))
+            )
+        meta = self.table.meta
+        self.rings = {}
+        for key, colour in (("start_id", START), ("best_id", BEST)):
+            rid = meta.get(key)
+            hit = np.flatnonzero(p["id"] == rid) if rid is not None else []
+            if len(hit):
+                i = hit[0]
+                y = p["throughput"][i] if np.isfinite(p["throughput"][i]) else 0.0
+                ring = pg.ScatterPlotItem(
+                    x=[p["tile_kib"][i]],
+                    y=[y],
+                    symbol="o",
+                    size=20,
+                    brush=None,
+                    pen=pg.mkPen(colour, width=2),
+                )
+                item.addItem(ring)
+                label = pg.TextItem(key.split("_")[0], color=colour, anchor=(0, 1))
+                label.setPos(p["tile_kib"][i], y)
+                item.addItem(label)
+                self.rings[key] = (float(p["tile_kib"][i]), float(y))
+        self.highlight = pg.ScatterPlotItem(
+            symbol="o", size=16, brush=None, pen=pg.mkPen(hex_color("status", "info"), width=2)
+        )
+        item.addItem(self.highlight)
+
+    # -- selection ----------------------------------------------------------------------------
+    def _on_clicked(self, _scatter, points, ev=None) -> None:
+        if not len(points):
+            return
+        self.select(int(points[0].data()))
+        if ev is not None and hasattr(ev, "double") and ev.double():
+            self.compare_selected()
+
+    def select(self, row_id: int | None) -> None:
+        """Select a configuration by its row id (the results table's ``id``)."""
+        self.selected = row_id
+        df = self.table.frame
+        rows = df[df["id"] == row_id] if row_id is not None else df.iloc[0:0]
+        if not len(rows):
+            self.details.setText("Click a point to see its configuration.")
+            self.highlight.setData([], [])
+            self._update_buttons()
+            return
+        r = rows.iloc[0]
+        p = self.points
+        hit = np.flatnonzero(p["id"] == row_id)
+        if len(hit):
+            y = p["throughput"][hit[0]]
+            self.highlight.setData([p["tile_kib"][hit[0]]], [y if np.isfinite(y) else 0.0])
+        meta = self.table.meta
+        opts = ", ".join(f"<code>{k}</code> = {r[k]}" for k in meta["dimensions"] if k in r)
+        figs = "; ".join(
+            f"{label} {_fmt(k, r[k])}"
+            for k, label in (
+                ("throughput_samples_per_s", "samples/s"),
+                ("max_tile_memory_bytes", "fullest tile"),
+                ("headroom_bytes", "headroom"),
+                ("peak_memory_bytes", "peak memory"),
+                ("oom_tiles", "OOM tiles"),
+            )
+        )
+        tags = []
+        if row_id == meta.get("best_id"):
+            tags.append("best")
+        if row_id == meta.get("start_id"):
+            tags.append("start")
+        if bool(r["pareto"]):
+            tags.append("on the Pareto front")
+        tag = f" ({', '.join(tags)})" if tags else ""
+        self.details.setText(
+            f"<b>#{int(r['id'])}</b>{tag}: {r['status']}; {opts}<br>{figs}"
+            + (f"<br>{r['message']}" if r["message"] else "")
+        )
+        self._update_buttons()
+
+    def selected_profile(self) -> Path | None:
+        return None if self.selected is None else self.table.profile(self.selected)
+
+    def _update_buttons(self) -> None:
+        prof = self.selected_profile()
+        has_window = self.main_window is not None
+        self.open_button.setEnabled(prof is not None and has_window)
+        start = self.table.start_profile
+        self.compare_button.setEnabled(
+            prof is not None and start is not None and has_window and prof != start
+        )
+
+    def open_selected(self) -> None:
+        prof = self.selected_profile()
+        if prof is not None and self.main_window is not None:
+            self.main_window.open_files([prof])
+
+    def compare_selected(self) -> None:
+        prof, start = self.selected_profile(), self.table.start_profile
+        if prof is not None and start is not None and self.main_window is not None:
+            self.main_window.open_compare(start, prof)
+
+
+#: Open windows (kept alive while shown).
+_OPEN: set[DesignSpaceWindow] = set()
+
+
+def open_design_space(window, folder: str | Path) -> DesignSpaceWindow | None:
+    """Show the Design space of ``folder``; a folder that is not a tune's output gives one
+    sentence in a dialog."""
+    from profiles.errors import UserFacingError
+
+    try:
+        view = DesignSpaceWindow(folder, window)
+    except UserFacingError as exc:
+        QMessageBox.warning(window, "Cannot open the tune results", str(exc))
+        return None
+    _OPEN.add(view)
+    view.destroyed.connect(lambda *_: _OPEN.discard(view))
+    view.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    view.show()
+    return view
+
+
+def open_design_space_dialog(window) -> DesignSpaceWindow | None:
+    """Menu action: choose a tune folder (``analyse tune -o``), then show its Design space."""
+    folder = QFileDialog.getExistingDirectory(window, "Open tune results (the analyse tune folder)")
+    if not folder:
+        return None
+    return open_design_space(window, folder)

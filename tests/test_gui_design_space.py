@@ -1,0 +1,99 @@
+"""The Design space report of a tune folder (pytest-qt, offscreen)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.gui
+
+
+class _Window:
+    """Records what the Design space asks the main window to open."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+
+    def open_files(self, paths) -> None:
+        self.calls.append(("open", *paths))
+
+    def open_compare(self, a, b) -> None:
+        self.calls.append(("compare", a, b))
+
+
+@pytest.fixture
+def tune_folder(sim_service, tmp_path) -> Path:
+    from analyser.core.tune import build_space, tune, write_results
+    from engine.config import RunConfig
+
+    start = RunConfig.from_dict({"model": "mlp", "micro_batch_size": 2}).to_dict()
+    space = build_space(start, ["mbs=1,2,4", "precision=32.32,16.16"], [], "throughput")
+    result = tune(space, sim_service, budget=10, strategy="grid")
+    out = tmp_path / "tune-results"
+    write_results(result, out, best_k=2)
+    return out
+
+
+def test_design_space_click_opens_and_compares(qtbot, tune_folder):
+    from analyser.gui.design_space import DesignSpaceWindow
+
+    win = _Window()
+    view = DesignSpaceWindow(tune_folder, win)
+    qtbot.addWidget(view)
+    view.show()
+    meta = view.table.meta
+    # the best configuration is selected at first, and said to be
+    assert view.selected == meta["best_id"] and "best" in view.details.text()
+    # every simulated configuration is one point
+    n_points = sum(len(s.points()) for s in view.scatters)
+    assert n_points == int(view.table.frame["status"].isin(["ok", "oom"]).sum())
+    # clicking another point selects it; the buttons open its profile / compare it with start
+    other = next(
+        p for s in view.scatters for p in s.points() if int(p.data()) != meta["best_id"]
+    )
+    view._on_clicked(None, [other])
+    assert view.selected == int(other.data())
+    assert f"#{view.selected}" in view.details.text()
+    view.open_selected()
+    view.compare_selected()
+    prof = view.table.profile(view.selected)
+    assert prof is not None and prof.is_file()
+    assert win.calls[0] == ("open", prof)
+    if view.selected != meta["start_id"]:
+        assert win.calls[1] == ("compare", tune_folder / "start.h5", prof)
+    view.grab().save(str(tune_folder / "design-space.png"))
+
+
+def test_out_of_memory_points_are_marked(qtbot, tune_folder):
+    """A configuration that does not fit sits on the axis as a red cross, off the front."""
+    from analyser.core.tune import load_results
+    from analyser.gui.design_space import OOM, DesignSpaceWindow
+    from analyser.reports.tune import design_space_points
+
+    table = load_results(tune_folder)
+    df = table.frame
+    i = df.index[df["id"] != table.meta["best_id"]][0]
+    df.loc[i, ["status", "fits", "feasible", "pareto"]] = ["oom", False, False, False]
+    df.loc[i, "throughput_samples_per_s"] = np.nan
+    df.to_parquet(tune_folder / "results.parquet", index=False)
+    p = design_space_points(load_results(tune_folder))
+    assert p["oom"].sum() == 1 and not p["pareto"][p["oom"]].any()
+    view = DesignSpaceWindow(tune_folder, _Window())
+    qtbot.addWidget(view)
+    crosses = [s for s in view.scatters if s.opts["symbol"] == "x"]
+    assert len(crosses) == 1 and len(crosses[0].points()) == 1
+    assert crosses[0].points()[0].pos().y() == 0.0
+    assert crosses[0].opts["pen"].color().name() == OOM.lower()
+
+
+def test_menu_action_and_bad_folder(qtbot, tmp_path, monkeypatch):
+    from analyser.gui import design_space, reports
+
+    actions = {text: fn for _menu, text, fn in reports.menu_actions()}
+    assert "&Design space (tune results)…" in actions
+    shown = []
+    monkeypatch.setattr(design_space.QMessageBox, "warning", lambda *a: shown.append(a[2]))
+    assert design_space.open_design_space(None, tmp_path) is None
+    assert len(shown) == 1 and "not the output of analyse tune" in shown[0]
