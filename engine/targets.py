@@ -10,13 +10,15 @@ any parameter through ``RunConfig.target_overrides`` (``{"clock_hz": 1.6e9}``); 
 :func:`get_target` with those overrides, which validates the result again. The whole target (with
 the overrides applied) is recorded in every profile (``/meta`` attribute ``target``).
 
-Sources quoted below (see ipu-facts.md): Jia et al. 2019, "Dissecting the Graphcore IPU
+The figures live in ``engine/data/chips.toml`` (hardware as data). Sources (see ipu-facts.md): Jia et al. 2019, "Dissecting the Graphcore IPU
 Architecture via Microbenchmarking" (Citadel); Graphcore glossary, IPU-POD128 and Bow-2000
 datasheets; PopLibs ``popnn/Net.hpp``, ``poplin/ConvModel.cpp``, ``poplin/ConvVertexType.cpp``.
 """
 
 from __future__ import annotations
 
+import tomllib
+from importlib import resources
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -209,6 +211,21 @@ class Target(BaseModel):
         ge=0, lt=1, description="Share of an I/O tile taken by exchange code and buffers (5%)."
     )
 
+    # -- the machine the chip sits in (IPU-M2000 / Bow-2000 / C2 card), shared by its IPUs ----
+    machine_name: str = Field(description="The machine of 'ipus_per_machine' IPUs.")
+    ipus_per_machine: int = Field(gt=0, description="IPUs per machine (4 per IPU-M2000).")
+    machine_host_link_bytes_per_s: float = Field(
+        gt=0,
+        description="Host-link bandwidth of one machine, shared by its IPUs' streams (B/s).",
+    )
+    machine_streaming_memory_bytes_per_s: float = Field(
+        gt=0,
+        description="Streaming-memory bandwidth of one machine's gateway, shared by its IPUs.",
+    )
+    gw_link_bytes_per_s_per_machine: float = Field(
+        ge=0, description="GW-Link bandwidth of one machine to other Pod64 racks (B/s)."
+    )
+
     # -- code and descriptor sizes (assumptions; see docs/engine.md) ------------------------
     vertex_families: dict[str, VertexFamily] = Field(
         default_factory=_default_families,
@@ -327,128 +344,17 @@ class Target(BaseModel):
         return self.model_dump(mode="json")
 
 
-_COMMON: dict[str, Any] = dict(
-    workers_per_tile=6,
-    exchange_bytes_per_cycle=4,
-    exchange_broadcast_bytes_per_cycle=8,
-    exchange_setup_cycles=100,
-    internal_sync_cycles=90,
-    external_sync_seconds_per_hop=15e-9,
-    amp_vertex_overhead_cycles=50,
-    amp_conv_group_cycles=12,
-    amp_output_pass_cycles=6,
-    amp_input_channel_group_half=16,
-    amp_input_channel_group_float=8,
-    amp_output_channel_group=8,
-    prearrange_cycles_per_element=1.0,
-    elementwise_supervisor_cycles=11,
-    elementwise_worker_overhead_cycles=27,
-    elementwise_cycles_per_vector=3,
-    vector_width_float=2,
-    vector_width_half=4,
-    default_available_memory_proportion=0.6,
-    stream_buffer_max_bytes=128 * 1000 * 1000,
-    io_tile_overhead_fraction=0.05,
-    control_code_bytes_per_program=8,
-    control_code_bytes_per_participation=16,
-    control_table_bytes_per_program=4,
-    control_id_bytes_per_program=2,
-    copy_descriptor_bytes_per_copy=16,
-    exchange_code_base_bytes=24,
-    exchange_code_bytes_per_instruction=4,
-    exchange_bytes_per_instruction=1024,
-    host_exchange_code_base_bytes=48,
-    global_exchange_code_bytes_per_transfer=192,
-    packet_payload_bytes=256,
-    packet_header_bytes=8,
-    instrumentation_bytes_per_program=8,
-    stack_bytes_per_tile=1024,
-    constant_bytes_per_op_tile=8,
-    variable_alignment_gap_bytes=4,
-    min_bytes_per_tile=256,
-)
+def _load_chips() -> dict[str, dict[str, Any]]:
+    """The chips of ``engine/data/chips.toml``: each chip's table over the ``[common]`` one."""
+    text = resources.files("engine").joinpath("data/chips.toml").read_text("utf-8")
+    raw = tomllib.loads(text)
+    common = raw.pop("common")
+    return {name: {**common, **table} for name, table in raw.items()}
 
-#: The built-in targets, by short name. Sources per figure in ipu-facts.md.
-TARGETS: dict[str, dict[str, Any]] = {
-    "mk1": dict(
-        _COMMON,
-        name="mk1",
-        display_name="Mk1 GC2",
-        architecture="ipu1",
-        tiles_per_ipu=1216,
-        sram_per_tile=256 * KiB,
-        bank_bytes=32 * KiB,
-        non_interleaved_bytes_per_tile=64 * KiB,
-        # 124.5 TFLOPS FP16 / (2 x 32 MACs x 1216 tiles) = 1.6 GHz (derived).
-        clock_hz=1.6e9,
-        amp_macs_half_half=32,
-        amp_macs_half_float=16,
-        amp_macs_float=8,
-        # 45 TB/s aggregate / (1216 tiles x 1.6 GHz) = 23.1 B/cycle/tile (derived).
-        local_memory_bytes_per_cycle=45e12 / (1216 * 1.6e9),
-        # C2 card: 3 IPU-Links of 64 GB/s.
-        ipu_links=3,
-        ipu_link_bytes_per_s=64e9,
-        # C2 card on PCIe: assumption, half of a PCIe Gen4 x16 link (31.5 GB/s raw) per IPU,
-        # the card's two IPUs sharing it.
-        host_link_bytes_per_s=15.75e9,
-        # Remote buffers live in host DRAM, reached over the same PCIe link.
-        streaming_memory_bytes_per_s=15.75e9,
-        # Host DRAM: assumption, 64 GiB usable per IPU.
-        streaming_memory_bytes=64 * 1024**3,
-    ),
-    "mk2": dict(
-        _COMMON,
-        name="mk2",
-        display_name="Mk2 GC200",
-        architecture="ipu2",
-        tiles_per_ipu=1472,
-        sram_per_tile=624 * KiB,
-        bank_bytes=16 * KiB,
-        non_interleaved_bytes_per_tile=156 * KiB,
-        # 249.6 TFLOPS / (2 x 64 MACs x 1472 tiles) = 1.325 GHz (derived).
-        clock_hz=1.325e9,
-        amp_macs_half_half=64,
-        amp_macs_half_float=32,
-        amp_macs_float=16,
-        # 47.5 TB/s / (1472 x 1.325 GHz) = 24.4 B/cycle/tile (derived).
-        local_memory_bytes_per_cycle=47.5e12 / (1472 * 1.325e9),
-        # 10 IPU-Links, 320 GB/s in total -> 32 GB/s each.
-        ipu_links=10,
-        ipu_link_bytes_per_s=32e9,
-        # Host -> gateway over 100 GbE RoCE (12.5 GB/s raw), the narrower of the two hops
-        # (gateway -> IPU is PCIe Gen4 x8, about 16 GB/s).
-        host_link_bytes_per_s=12.5e9,
-        # Streaming memory sits behind the gateway, reached over PCIe Gen4 x8 (about 16 GB/s).
-        streaming_memory_bytes_per_s=16e9,
-        # Up to 448 GB per IPU-M2000 (4 IPUs) -> 112 GB per IPU.
-        streaming_memory_bytes=112e9,
-    ),
-    "bow": dict(
-        _COMMON,
-        name="bow",
-        display_name="Bow IPU (Bow-2000)",
-        architecture="ipu21",
-        tiles_per_ipu=1472,
-        sram_per_tile=624 * KiB,
-        bank_bytes=16 * KiB,
-        non_interleaved_bytes_per_tile=156 * KiB,
-        # PopLibs tools use 1.85 GHz for Bow.
-        clock_hz=1.85e9,
-        amp_macs_half_half=64,
-        amp_macs_half_float=32,
-        amp_macs_float=16,
-        # Same memory per cycle as Mk2 (same tile), at the higher clock.
-        local_memory_bytes_per_cycle=47.5e12 / (1472 * 1.325e9),
-        # 512 Gbps per IPU-Link = 64 GB/s; 10 links as on Mk2.
-        ipu_links=10,
-        ipu_link_bytes_per_s=64e9,
-        host_link_bytes_per_s=12.5e9,
-        streaming_memory_bytes_per_s=16e9,
-        # Up to 256 GB per Bow-2000 (4 IPUs) -> 64 GB per IPU.
-        streaming_memory_bytes=64e9,
-    ),
-}
+
+#: The built-in targets, by short name (engine/data/chips.toml; sources per figure there and in
+#: ipu-facts.md).
+TARGETS: dict[str, dict[str, Any]] = _load_chips()
 
 #: Accepted spellings of target names -> short name.
 ALIASES: dict[str, str] = {
