@@ -86,14 +86,30 @@ class RunConfig(BaseModel):
 
     # -- target -------------------------------------------------------------------------------
     target: str = Field(
-        "mk2", description="Hardware target: mk1 (GC2), mk2 (GC200), bow. Default mk2."
+        "mk2",
+        description="Hardware target: mk1 (GC2), mk2 (GC200), bow. Default mk2 (or the chip of "
+        "the system).",
+    )
+    system: str | None = Field(
+        None,
+        description="IPU system (engine/data/systems.toml): mk2-pod16, mk2-pod64, mk2-pod128, "
+        "mk2-pod256, bow-pod16, bow-pod64, bow-pod128, bow-pod256. Sets the target and, unless "
+        "given, the replication factor that fills it. Default none (one machine's chips).",
+    )
+    host_servers: int | None = Field(
+        None,
+        ge=1,
+        description="Host servers preparing the data, one loader instance each (data-parallel "
+        "loading is per host server). Default the system's (1 without a system).",
     )
     target_overrides: dict[str, Any] = Field(
         default_factory=dict,
         description="Target parameters to override, e.g. {clock_hz = 1.6e9}. Default none.",
     )
     num_ipus: int = Field(1, ge=1, le=64, description="IPUs per replica. Default 1.")
-    replication_factor: int = Field(1, ge=1, le=256, description="Model replicas. Default 1.")
+    replication_factor: int = Field(
+        1, ge=1, le=256, description="Model replicas. Default 1 (with a system: as many as fit)."
+    )
 
     # -- batch and loops ----------------------------------------------------------------------
     micro_batch_size: int = Field(
@@ -149,10 +165,12 @@ class RunConfig(BaseModel):
         default_factory=list,
         description="Layer names where each new stage / IPU begins (e.g. ['layer3.8']). Default [].",
     )
-    recomputation: Literal["off", "pipeline-stages", "checkpoints"] = Field(
-        "off",
-        description="off, pipeline-stages (stash stage inputs only, recompute the forward in the "
-        "backward) or checkpoints (at recompute_checkpoints). Default off.",
+    recomputation: Literal["auto", "off", "pipeline-stages", "checkpoints"] = Field(
+        "auto",
+        description="auto (the framework's default: PopTorch recomputes pipeline stages when "
+        "pipelining over more than one IPU, PopART and TensorFlow do not), off, pipeline-stages "
+        "(stash stage inputs only, recompute the forward in the backward) or checkpoints (at "
+        "recompute_checkpoints). Default auto.",
     )
     recompute_checkpoints: list[str] = Field(
         default_factory=list,
@@ -176,8 +194,9 @@ class RunConfig(BaseModel):
     # -- memory placement ---------------------------------------------------------------------
     offload_optimiser_state: Literal["auto", "on", "off"] = Field(
         "auto",
-        description="Optimiser state in remote buffers: auto = on when pipelined (as in Poplar), "
-        "on, off. Default auto.",
+        description="Optimiser state in remote buffers: auto = the framework's default (PopTorch "
+        "and PopART: on chip; TensorFlow's pipelining API: offloaded when pipelined), on, off. "
+        "Default auto.",
     )
     offload_accumulators: Literal["on", "off"] = Field(
         "off", description="Gradient accumulators in remote buffers: on or off. Default off."
@@ -197,23 +216,55 @@ class RunConfig(BaseModel):
         False,
         description="Send images as uint8 and normalise on the IPU (image models). Default false.",
     )
-    loader_mode: Literal["sync", "async", "async-rebatched"] = Field(
-        "sync", description="Data loader: sync, async, async-rebatched. Default sync."
+    framework: Literal["poptorch", "popart", "tensorflow"] = Field(
+        "poptorch",
+        description="Framework whose defaults apply to the options left unset (loader workers "
+        "and mode, optimiser-state location, recomputation; engine/data/frameworks.toml). "
+        "Default poptorch.",
     )
-    loader_workers: int = Field(
-        8, ge=1, le=512, description="Data loader worker processes. Default 8."
+    loader_mode: Literal["sync", "async", "async-rebatched"] | None = Field(
+        None,
+        description="Data loader: sync (prepared between device calls), async (a separate "
+        "process overlaps the device), async-rebatched. Default the framework's (PopTorch: "
+        "sync).",
     )
-    host_preprocess_us_per_sample: float = Field(
-        50.0,
+    loader_workers: int | None = Field(
+        None,
         ge=0,
-        description="Host decode / augment time per sample for one worker (microseconds). "
-        "Default 50.",
+        le=512,
+        description="Data loader worker processes (0 = in the loader's own process). Default "
+        "the framework's (PyTorch DataLoader: 0).",
     )
-    host_normalise_ns_per_element: float = Field(
-        1.0,
+    host_transforms: list[str] | None = Field(
+        None,
+        description="Host transforms per sample, in order: decode_jpeg, from_array, flip, "
+        "random_crop, resize, to_tensor, convert_dtype, normalise, collate; each costed from the "
+        "host profile (convert_dtype and normalise run on the IPU with eight_bit_input). Default "
+        "none (then host_preprocess_us_per_sample and host_normalise_ns_per_element apply).",
+    )
+    host_input_size: int | None = Field(
+        None,
+        ge=1,
+        le=16384,
+        description="Side of the stored / decoded image before resize or random_crop (pixels). "
+        "Default image_size.",
+    )
+    host_profile: str = Field(
+        "default",
+        description="Host profile with the per-transform costs: 'default' (shipped, see "
+        "docs/engine.md) or a TOML file written by `analyse calibrate-host`. Default 'default'.",
+    )
+    host_preprocess_us_per_sample: float | None = Field(
+        None,
         ge=0,
-        description="Host cast + normalise time per input element for one worker when not done "
-        "on the IPU (nanoseconds). Default 1.",
+        description="Extra host time per sample on one core beyond the named transforms "
+        "(microseconds). Default 0 with host_transforms, else 50 (a flat decode / augment cost).",
+    )
+    host_normalise_ns_per_element: float | None = Field(
+        None,
+        ge=0,
+        description="Extra host cast + normalise time per input element on one core when not "
+        "done on the IPU (nanoseconds). Default 0 with host_transforms, else 1.",
     )
     host_call_overhead_us: float = Field(
         150.0,
@@ -269,6 +320,36 @@ class RunConfig(BaseModel):
         """The model is an ONNX file (``model`` is its path)."""
         return is_onnx_path(self.model)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _system_defaults(cls, data: Any) -> Any:
+        """A system sets the target (its chip) and, unless given, the replicas that fill it."""
+        if not isinstance(data, dict) or not data.get("system"):
+            return data
+        from engine.systems import get_system
+        from engine.targets import canonical_name
+
+        system = get_system(str(data["system"]))
+        data = dict(data, system=system.name)
+        if "target" in data:
+            try:
+                chip = canonical_name(str(data["target"]))
+            except TargetError as exc:
+                raise ConfigError(str(exc)) from None
+            if chip != system.chip:
+                raise ConfigError(
+                    f"target: {data['target']!r} is not the chip of system {system.name!r} "
+                    f"({system.chip}); leave target out or pick a {data['target']} system."
+                )
+        data["target"] = system.chip
+        if data.get("replication_factor") is None:
+            try:
+                ipus = int(data.get("num_ipus") or 1)
+            except (TypeError, ValueError):
+                return data  # num_ipus's own validation names the problem
+            data["replication_factor"] = max(1, system.ipus // max(1, ipus))
+        return data
+
     @model_validator(mode="after")
     def _cross_checks(self) -> RunConfig:
         from engine.targets import get_target
@@ -277,6 +358,8 @@ class RunConfig(BaseModel):
             target = get_target(self.target, self.target_overrides)
         except TargetError as exc:
             raise ConfigError(str(exc)) from None
+        self._check_system()
+        self._apply_framework_defaults(target)
         stages = len(self.split_points) + 1
         if self.strategy == "single":
             if self.split_points:
@@ -384,6 +467,61 @@ class RunConfig(BaseModel):
             )
         return self
 
+    def _check_system(self) -> None:
+        if self.system is None:
+            if self.host_servers not in (None, 1):
+                raise ConfigError(
+                    f"host_servers: {self.host_servers} host servers need a system (e.g. "
+                    "system = 'mk2-pod64'); without one the run has a single host."
+                )
+            return
+        from engine.systems import get_system
+
+        system = get_system(self.system)
+        need = self.num_ipus * self.replication_factor
+        if need > system.ipus:
+            raise ConfigError(
+                f"system: {self.replication_factor} replicas x {self.num_ipus} IPUs = {need} "
+                f"IPUs do not fit in {system.display_name}, which has {system.ipus}."
+            )
+        if self.host_servers is not None and self.host_servers > system.machines:
+            raise ConfigError(
+                f"host_servers: {system.display_name} takes at most {system.machines} host "
+                f"servers (one per machine); got {self.host_servers}."
+            )
+
+    def _apply_framework_defaults(self, target) -> None:
+        """Fill the options left unset from the framework's defaults (frameworks.toml)."""
+        from engine.host.frameworks import get_framework
+
+        fw = get_framework(self.framework)
+        pipelined = self.strategy == "pipelined"
+        if self.loader_workers is None:
+            self.loader_workers = fw.loader_workers
+        if self.loader_mode is None:
+            self.loader_mode = fw.loader_mode
+        if self.recomputation == "auto":
+            self.recomputation = fw.recomputation(pipelined and self.num_ipus > 1)
+        if self.offload_optimiser_state == "auto":
+            has_remote = target.streaming_memory_bytes > 0
+            self.offload_optimiser_state = "on" if fw.offload(pipelined, has_remote) else "off"
+        if self.host_transforms is not None:
+            from engine.host.profile import TRANSFORMS
+
+            for t in self.host_transforms:
+                if t not in TRANSFORMS:
+                    close = difflib.get_close_matches(t, list(TRANSFORMS), n=1)
+                    hint = f" (did you mean {close[0]!r}?)" if close else ""
+                    raise ConfigError(
+                        f"host_transforms: {t!r} is not a host transform{hint}; allowed: "
+                        f"{', '.join(TRANSFORMS)}."
+                    )
+        named = bool(self.host_transforms)
+        if self.host_preprocess_us_per_sample is None:
+            self.host_preprocess_us_per_sample = 0.0 if named else 50.0
+        if self.host_normalise_ns_per_element is None:
+            self.host_normalise_ns_per_element = 0.0 if named else 1.0
+
     # ------------------------------------------------------------------------------------------
     # Resolved values ("auto" options) used by the engine
     # ------------------------------------------------------------------------------------------
@@ -430,8 +568,7 @@ class RunConfig(BaseModel):
 
     @property
     def offload_optimiser(self) -> bool:
-        if self.offload_optimiser_state == "auto":
-            return self.strategy == "pipelined"
+        """Optimiser state in streaming memory ('auto' was resolved from the framework)."""
         return self.offload_optimiser_state == "on"
 
     @property
@@ -679,12 +816,13 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
             group.add_argument(*flags, action=argparse.BooleanOptionalAction, **kw)
         elif choices:
             group.add_argument(*flags, metavar="{" + ",".join(choices) + "}", type=str, **kw)
-        elif name in ("split_points", "recompute_checkpoints"):
+        elif name in ("split_points", "recompute_checkpoints", "host_transforms"):
             # the description shows the TOML list; on the command line it is comma-separated
             kw["help"] = help_text.replace(
                 "(e.g. ['layer3.8'])", "(e.g. layer3.8 or layer2.3,layer3.8)"
             ).replace(" Default [].", " Comma-separated; default none.")
-            group.add_argument(*flags, metavar="LAYER[,LAYER...]", type=_csv, **kw)
+            meta = "NAME[,NAME...]" if name == "host_transforms" else "LAYER[,LAYER...]"
+            group.add_argument(*flags, metavar=meta, type=_csv, **kw)
         elif ann in (int, int | None):
             group.add_argument(*flags, type=str, metavar="N", **kw)
         elif ann in (float, float | None):
@@ -698,10 +836,14 @@ def _csv(text: str) -> list[str]:
 
 
 def _literal_choices(ann: Any) -> tuple[str, ...] | None:
-    from typing import get_args, get_origin
+    from typing import Union, get_args, get_origin
 
     if get_origin(ann) is Literal:
         return tuple(get_args(ann))
+    if get_origin(ann) in (Union, getattr(__import__("types"), "UnionType", Union)):
+        for arg in get_args(ann):
+            if get_origin(arg) is Literal:
+                return tuple(get_args(arg))
     return None
 
 

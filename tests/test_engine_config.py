@@ -87,7 +87,10 @@ def test_split_point_naming_no_layer_is_reported_at_compile():
 
 def test_resolved_options():
     cfg = walkthrough_base(precision="16.16")
-    assert cfg.offload_optimiser  # on by default when pipelined
+    # PopTorch (the default framework) keeps optimiser state on chip (PopART's default location);
+    # TensorFlow's pipelining API offloads it when pipelined
+    assert not cfg.offload_optimiser
+    assert walkthrough_base(precision="16.16", framework="tensorflow").offload_optimiser
     assert cfg.first_moment == "float16" and cfg.second_moment == "float32"
     assert cfg.partials_dtype == "float16"
     assert RunConfig().resolved_output_mode == "final"

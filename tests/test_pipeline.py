@@ -27,6 +27,9 @@ def cfg(**kw) -> RunConfig:
         gradient_accumulation=8,
         precision="16.16",
         optimiser="adam",
+        # pipeline mechanics, not framework defaults: state offloaded, no recomputation
+        offload_optimiser_state="on",
+        recomputation="off",
     )
     base.update(kw)
     return RunConfig.from_dict(base)

@@ -1,0 +1,59 @@
+"""Framework defaults as data (``engine/data/frameworks.toml``).
+
+A run names its framework (``RunConfig.framework``: ``poptorch``, ``popart`` or ``tensorflow``);
+every option the framework decides when the user does not (data-loader workers, sync / async
+loading, optimiser-state location, recomputation) comes from this table, each value with the
+framework source it was read from. An option the run sets explicitly always wins.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from functools import cache
+from importlib import resources
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+FRAMEWORK_NAMES: tuple[str, ...] = ("poptorch", "popart", "tensorflow")
+
+
+class Framework(BaseModel):
+    """The defaults of one framework, each with its source."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    display_name: str
+    loader_workers: int = Field(ge=0)
+    loader_workers_source: str
+    loader_mode: Literal["sync", "async", "async-rebatched"]
+    loader_mode_source: str
+    offload_optimiser_state: Literal["on", "off", "pipelined-if-remote-memory"]
+    offload_optimiser_state_source: str
+    recomputation_pipelined: Literal["off", "pipeline-stages"]
+    recomputation_other: Literal["off"]
+    recomputation_source: str
+
+    def offload(self, pipelined: bool, has_remote_memory: bool) -> bool:
+        """Optimiser state in streaming memory by default?"""
+        if self.offload_optimiser_state == "pipelined-if-remote-memory":
+            return pipelined and has_remote_memory
+        return self.offload_optimiser_state == "on"
+
+    def recomputation(self, pipelined_multi_ipu: bool) -> str:
+        return self.recomputation_pipelined if pipelined_multi_ipu else self.recomputation_other
+
+
+@cache
+def frameworks() -> dict[str, Framework]:
+    """All frameworks of ``engine/data/frameworks.toml``, validated."""
+    text = resources.files("engine").joinpath("data/frameworks.toml").read_text("utf-8")
+    raw = tomllib.loads(text)
+    return {name: Framework(**raw[name]) for name in FRAMEWORK_NAMES}
+
+
+def get_framework(name: str) -> Framework:
+    return frameworks()[name]
+
+
+__all__ = ["FRAMEWORK_NAMES", "Framework", "frameworks", "get_framework"]
