@@ -41,6 +41,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "gui": ("analyser.cli.gui", "open the desktop Graph Analyser"),
     "model-info": ("analyser.cli.model_info", "describe an ONNX model and suggest split points"),
     "export-onnx": ("analyser.cli.export_onnx", "write a zoo model as an ONNX file"),
+    "calibrate-host": (
+        "analyser.cli.calibrate_host",
+        "measure the host data-pipeline transforms here and write a host profile",
+    ),
 }
 
 

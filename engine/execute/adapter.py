@@ -24,36 +24,103 @@ def _seq(io: dict[str, Any], key: str, n: int) -> list[int]:
     return [int(x) for x in v] + [0] * (n - len(v))
 
 
-def host_model(config, io: dict[str, Any]) -> HostModel:
-    """The host model from the RunConfig's host options (walkthrough.md "Host model").
+def host_model(config, io: dict[str, Any], target=None) -> HostModel:
+    """The host model of a run (docs/execution-model.md, "Host model").
 
-    Cast and normalisation cost ``host_normalise_ns_per_element`` per input element on the host,
-    except for token ids (nothing to normalise) and 8-bit input normalised on the IPU."""
+    Per-sample cost: the named host transforms costed on the host profile (engine.host.profile;
+    convert_dtype and normalise move to the IPU with 8-bit input), plus the flat
+    ``host_preprocess_us_per_sample`` and, for images not normalised on the IPU,
+    ``host_normalise_ns_per_element`` per input element. Parallelism: the loader's workers (at
+    least its own process), at most the cores of one host server; one loader instance per host
+    server (data-parallel loading is per host server)."""
+    from engine.host.profile import load_host_profile, sample_cost
+    from engine.systems import get_system
+
     elems = int(io.get("input_elems_per_sample", 0) or 0)
     is_image = io.get("input_dtype") != "int32"  # token ids (BERT, ONNX int inputs) are int32
+    transforms_s, breakdown = 0.0, None
+    if config.host_transforms and is_image:
+        cost = sample_cost(
+            load_host_profile(config.host_profile),
+            config.host_transforms,
+            input_size=config.host_input_size or config.image_size,
+            image_size=config.image_size,
+            channels=config.image_channels,
+            input_dtype=config.compute_dtype,
+            eight_bit=bool(config.eight_bit_input),
+        )
+        transforms_s, breakdown = cost.total_us * 1e-6, cost.as_dict()
+    system = get_system(config.system) if config.system else None
+    instances = int(config.host_servers or (system.host_servers if system else 1))
+    cores = default_host_cores(config, system)
+    workers = int(config.loader_workers or 0)
     return HostModel(
-        decode_augment_s=config.host_preprocess_us_per_sample * 1e-6,
-        cast_normalise_s=(elems * config.host_normalise_ns_per_element * 1e-9) if is_image else 0.0,
+        decode_augment_s=float(config.host_preprocess_us_per_sample or 0.0) * 1e-6,
+        cast_normalise_s=(
+            (elems * float(config.host_normalise_ns_per_element or 0.0) * 1e-9) if is_image else 0.0
+        ),
         normalise_on_ipu=bool(config.eight_bit_input),
-        workers=int(config.loader_workers),
+        transforms_s=transforms_s,
+        workers=workers,
+        parallel=max(1, min(max(1, workers), cores)),
+        instances=instances,
         loader=config.loader_mode,
         call_overhead_s=config.host_call_overhead_us * 1e-6,
         stream_latency_s=config.host_stream_latency_us * 1e-6,
         prefetch_depth=int(config.prefetch_depth),
+        breakdown=breakdown,
     )
 
 
-def links_of(target, total_ipus: int) -> Links:
-    """Link and sync figures of a target, per cycle of its clock."""
+def default_host_cores(config, system=None) -> int:
+    """Cores of one host server: the system's, else those of the servers the chip's systems
+    use (engine/data/systems.toml), else the IPU-POD reference server's 128."""
+    from engine.systems import systems
+
+    if system is not None:
+        return int(system.host_server_cores)
+    from engine.targets import canonical_name
+
+    chip = canonical_name(config.target)
+    cores = [s.host_server_cores for s in systems().values() if s.chip == chip]
+    return int(max(cores)) if cores else 128
+
+
+def links_of(target, total_ipus: int, config=None) -> Links:
+    """Link and sync figures of a target, per cycle of its clock.
+
+    The IPUs of one machine (IPU-M2000 / Bow-2000) share its host links and its gateway's
+    streaming memory: each replica's input streams get the machine's host-link bandwidth over
+    the replicas streaming at once in that machine (at most the one-IPU figure), and each IPU's
+    remote-buffer copies the machine's streaming-memory bandwidth over the IPUs of the machine
+    the run uses (at most the one-IPU figure). Replicas beyond one Pod64 rack of a system reach
+    the other racks over the GW-Links (hierarchical all-reduce)."""
+    from engine.systems import get_system, racks_spanned
+
     clock = float(target.clock_hz)
+    per_machine = int(target.ipus_per_machine)
+    num_ipus = int(getattr(config, "num_ipus", 1) or 1) if config is not None else 1
+    replicas = max(1, total_ipus // max(1, num_ipus))
+    replicas_in_machine = max(1, min(replicas, per_machine // max(1, num_ipus)))
+    ipus_in_machine = max(1, min(total_ipus, per_machine))
+    host_rate = min(
+        target.host_link_bytes_per_s, target.machine_host_link_bytes_per_s / replicas_in_machine
+    )
+    stream_rate = min(
+        target.streaming_memory_bytes_per_s,
+        target.machine_streaming_memory_bytes_per_s / ipus_in_machine,
+    )
+    system = get_system(config.system) if config is not None and config.system else None
     return Links(
         clock_hz=clock,
         ipu_link_bytes_per_cycle=target.ipu_link_bytes_per_s / clock,
-        host_link_bytes_per_cycle=target.host_link_bytes_per_s / clock,
-        streaming_bytes_per_cycle=target.streaming_memory_bytes_per_s / clock,
+        host_link_bytes_per_cycle=host_rate / clock,
+        streaming_bytes_per_cycle=stream_rate / clock,
         external_sync_cycles=int(target.external_sync_cycles(total_ipus)),
         internal_sync_cycles=int(target.internal_sync_cycles),
         exchange_setup_cycles=int(target.exchange_setup_cycles),
+        racks=racks_spanned(total_ipus, system),
+        gw_link_bytes_per_cycle=target.gw_link_bytes_per_s_per_machine / per_machine / clock,
     )
 
 
@@ -127,8 +194,8 @@ def plan_from_compiled(compiled, config=None) -> ExecutionPlan:
         stages=stages,
         ipus=ipus,
         tiles_per_ipu=int(tgt.tiles_per_ipu),
-        links=links_of(tgt, n_ipus * int(cfg.replication_factor)),
-        host=host_model(cfg, io),
+        links=links_of(tgt, n_ipus * int(cfg.replication_factor), cfg),
+        host=host_model(cfg, io, tgt),
         schedule=schedule,
         training=bool(cfg.training),
         micro_batch=int(cfg.micro_batch_size),

@@ -27,43 +27,56 @@ def global_exchange_cycles(nbytes, links: Links):
     return transfer_cycles(nbytes, rate, links.exchange_setup_cycles)
 
 
+def _ring(nbytes, n: int, rate: float, phases: int, per_step: float):
+    """``phases`` rings of ``n - 1`` steps, each moving ``bytes / n`` at ``rate`` B/cycle."""
+    if n <= 1:
+        return np.zeros_like(nbytes)
+    data = np.ceil(phases * (n - 1) / n * nbytes / rate)
+    return data + phases * (n - 1) * per_step
+
+
 def ring_allreduce_cycles(nbytes, replicas: int, links: Links, phases: int = 2):
-    """Ring all-reduce of ``nbytes`` per IPU across ``replicas`` (ipu-facts.md: ring collectives
-    over IPU-Links). A reduce-scatter and an all-gather (``phases=2``) each take ``R - 1`` steps
-    moving ``bytes / R``; every step pays an external sync and an exchange setup. ``phases=1``
-    gives a lone reduce-scatter or all-gather (replicated tensor sharding)."""
+    """All-reduce of ``nbytes`` per IPU across ``replicas`` (``phases=2``: a reduce-scatter and
+    an all-gather; ``phases=1``: one of them, for replicated tensor sharding), hierarchical as
+    PopLibs' collectives over a Pod: rings over IPU-Links among the replicas of one Pod64 rack
+    (``R / racks`` of them), and between racks a ring over the GW-Links on the ``1 / (R /
+    racks)`` share each IPU holds after the in-rack reduce-scatter. Every ring step pays an
+    external sync and an exchange setup."""
     R = int(replicas)
     b = np.asarray(nbytes, dtype=np.float64)
     if R <= 1:
         return np.zeros_like(b, dtype=np.int64)
-    steps = phases * (R - 1)
-    data = np.ceil(phases * (R - 1) / R * b / links.ipu_link_bytes_per_cycle)
+    racks = max(1, min(int(links.racks), R))
+    r_in = max(1, R // racks)
     per_step = links.external_sync_cycles + links.exchange_setup_cycles
-    return np.where(b > 0, data + steps * per_step, 0).astype(np.int64)
+    total = _ring(b, r_in, links.ipu_link_bytes_per_cycle, phases, per_step)
+    if racks > 1:
+        gw = links.gw_link_bytes_per_cycle or links.ipu_link_bytes_per_cycle
+        total = total + _ring(b / r_in, racks, gw, phases, per_step)
+    return np.where(b > 0, total, 0).astype(np.int64)
 
 
 def host_prep_seconds(plan: ExecutionPlan) -> float:
-    """Host preparation time of one host call's samples, spread over the loader's workers."""
+    """Host preparation of one host call's samples: each host server prepares its share
+    (``instances``), ``parallel`` processes at a time."""
     h = plan.host
-    return h.per_sample_s * plan.samples_per_call / max(1, h.workers)
+    per_instance = plan.samples_per_call / max(1, h.instances)
+    return h.per_sample_s * per_instance / max(1, h.parallel)
 
 
 def host_wait_seconds(plan: ExecutionPlan, device_seconds: float) -> float:
-    """How long the device waits for the host at the start of a host call (steady state).
+    """How long the device is idle waiting for the host per host call (steady state).
 
-    * ``sync``: the loader prepares the call's samples while the device waits, then the call's
-      round trip: ``prep + overhead``.
-    * ``async`` / ``async-rebatched``: workers prepare the next call while the device runs this
-      one, so only the part of the preparation longer than the device time shows:
-      ``max(0, prep - device) + overhead``. (Rebatching changes how the workers share a batch,
-      which matters for the first call's latency, not for the steady state modelled here.)
+    * preparation in the main process (``sync`` loader without worker processes, PyTorch's
+      ``num_workers=0``): the call's samples are prepared between device calls, then the call's
+      round trip: ``prep + overhead``;
+    * overlapped (``async`` / ``async-rebatched``: a separate process; or worker processes that
+      prefetch): the next call is prepared while the device runs this one, so only the part of
+      the preparation longer than the device time shows: ``max(0, prep - device) + overhead``.
     """
     h: HostModel = plan.host
     prep = host_prep_seconds(plan)
-    if h.loader == "sync":
-        hidden = prep
-    else:
-        hidden = max(0.0, prep - device_seconds)
+    hidden = max(0.0, prep - device_seconds) if h.overlapped else prep
     return hidden + h.call_overhead_s
 
 

@@ -171,6 +171,10 @@ class Links:
     #: IPU-Links that join two neighbouring pipeline stages (one by default: a ring/chain
     #: topology gives each neighbour pair one link per direction).
     links_between_stages: int = 1
+    #: Pod64 racks (IPU-Link domains) the replicas span, and the GW-Link bandwidth per IPU
+    #: between racks (its machine's GW-Links shared by its IPUs); 1 rack: no GW-Link hop.
+    racks: int = 1
+    gw_link_bytes_per_cycle: float = 0.0
 
 
 def _run_default(name: str):
@@ -182,25 +186,28 @@ def _run_default(name: str):
 
 @dataclass
 class HostModel:
-    """The host side of a run (walkthrough.md "Host model"); every field is a RunConfig option.
+    """The host side of a run (walkthrough.md "The host side"; docs/execution-model.md).
 
-    Times are seconds. ``decode_augment_s`` is the per-sample cost of reading, decoding and
-    augmenting one sample on one loader worker; ``cast_normalise_s`` the per-sample cost of the
-    cast to the input dtype and the normalisation, paid on the host unless the input is sent as
-    8-bit and normalised on the IPU (``normalise_on_ipu``). ``call_overhead_s`` is the fixed
-    round-trip cost of one host call (one run of ``device_iterations`` steps).
-    ``stream_latency_s`` is the host's latency to service one stream-copy request (hidden by a
-    prefetch depth above one).
+    Times are seconds on one host core. ``transforms_s`` is the per-sample cost of the run's
+    named host transforms (engine.host.profile, 8-bit input already taken off), plus
+    ``decode_augment_s`` (a flat extra per-sample cost) and ``cast_normalise_s`` (a flat cast +
+    normalise cost, dropped when ``normalise_on_ipu``). ``parallel`` processes prepare samples
+    at once (loader workers, at least the loader's own process, at most the host server's
+    cores), on each of ``instances`` host servers (data-parallel loading is per host server).
+    ``overlapped``: the preparation runs beside the device (an async loader, or DataLoader
+    worker processes prefetching) instead of in the main process between device calls.
+    ``call_overhead_s`` is the fixed round-trip cost of one host call; ``stream_latency_s`` the
+    host's latency to service one stream-copy request (hidden by a prefetch depth above one).
     """
 
-    # defaults: the RunConfig defaults (one source: engine.config; reasoning in docs/engine.md,
-    # "Host model defaults")
-    decode_augment_s: float = field(
-        default_factory=lambda: _run_default("host_preprocess_us_per_sample") * 1e-6
-    )
+    # defaults: the RunConfig defaults (one source: engine.config; reasoning in docs/engine.md)
+    decode_augment_s: float = field(default_factory=lambda: 50e-6)
     cast_normalise_s: float = 0.0
     normalise_on_ipu: bool = False
-    workers: int = field(default_factory=lambda: _run_default("loader_workers"))
+    transforms_s: float = 0.0
+    workers: int = 0
+    parallel: int = 1
+    instances: int = 1
     loader: LoaderMode = "sync"
     call_overhead_s: float = field(
         default_factory=lambda: _run_default("host_call_overhead_us") * 1e-6
@@ -209,11 +216,22 @@ class HostModel:
         default_factory=lambda: _run_default("host_stream_latency_us") * 1e-6
     )
     prefetch_depth: int = field(default_factory=lambda: _run_default("prefetch_depth"))
+    #: The per-transform breakdown (engine.host.profile.SampleCost.as_dict), for the profile.
+    breakdown: dict | None = None
 
     @property
     def per_sample_s(self) -> float:
-        """Host preparation time of one sample on one worker."""
-        return self.decode_augment_s + (0.0 if self.normalise_on_ipu else self.cast_normalise_s)
+        """Host preparation time of one sample on one core."""
+        return (
+            self.decode_augment_s
+            + self.transforms_s
+            + (0.0 if self.normalise_on_ipu else self.cast_normalise_s)
+        )
+
+    @property
+    def overlapped(self) -> bool:
+        """Preparation beside the device: an async loader or prefetching worker processes."""
+        return self.loader != "sync" or self.workers > 0
 
 
 @dataclass

@@ -1,0 +1,199 @@
+"""Measure the host transforms' costs on this machine (``analyse calibrate-host``).
+
+Each transform of the host model (:mod:`engine.host.profile`) is run with the library the
+PyTorch / torchvision data pipelines use underneath: Pillow for the image operations
+(torchvision's ``RandomHorizontalFlip`` / ``Resize`` / ``RandomCrop`` on a PIL image call
+``Image.transpose`` / ``Image.resize`` (bilinear) / ``Image.crop``; ``PILToTensor`` copies the
+image into a channels-first array; decoding a JPEG is ``Image.open(...).convert("RGB")``) and
+NumPy for the tensor operations (``ConvertImageDtype`` casts and scales by 1/255, ``Normalize``
+subtracts the mean and divides by the standard deviation per channel, the default collate stacks
+the samples of a batch). Each transform is timed at two image sizes; a straight line through the
+two per-call medians gives a fixed cost per call (microseconds) and a cost per element
+(nanoseconds) for each element dtype it works in. One core, a few seconds in all.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import platform
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import numpy as np
+
+#: (side of the small image, side of the large image): the two points of the line fit.
+SIZES = (32, 128)
+#: Mean / std used by the normalisation (torchvision's ImageNet statistics).
+MEAN = np.array([0.485, 0.456, 0.406])
+STD = np.array([0.229, 0.224, 0.225])
+
+
+def _median_call_s(fn: Callable[[], object], budget_s: float) -> float:
+    """Median seconds of one call of ``fn`` over batches filling about ``budget_s``."""
+    fn()  # warm up
+    t0 = time.perf_counter()
+    fn()
+    one = max(time.perf_counter() - t0, 1e-7)
+    per_batch = max(1, int(budget_s / 7 / one))
+    times = []
+    for _ in range(7):
+        t0 = time.perf_counter()
+        for _ in range(per_batch):
+            fn()
+        times.append((time.perf_counter() - t0) / per_batch)
+    return float(np.median(times))
+
+
+def _image(side: int):
+    from PIL import Image
+
+    rng = np.random.default_rng(side)
+    # smooth content plus noise, so a JPEG of it has a realistic size
+    y, x = np.mgrid[0:side, 0:side]
+    base = (np.stack([x, y, x + y], axis=-1) * (255.0 / (2 * side))).astype(np.float64)
+    arr = np.clip(base + rng.normal(0, 12, base.shape), 0, 255).astype(np.uint8)
+    return Image.fromarray(arr, "RGB"), arr
+
+
+def _cases(dtype_names: tuple[str, ...]):
+    """(transform, element dtype, factory(side) -> (callable, elements per call))."""
+    from PIL import Image
+
+    def decode(side):
+        img, _ = _image(side)
+        buf = io.BytesIO()
+        img.save(buf, format="JPEG", quality=90)
+        data = buf.getvalue()
+        return (lambda: Image.open(io.BytesIO(data)).convert("RGB").load()), side * side * 3
+
+    def from_array(side):
+        _, arr = _image(side)
+        return (lambda: Image.fromarray(arr, "RGB")), side * side * 3
+
+    def flip(side):
+        img, _ = _image(side)
+        return (lambda: img.transpose(Image.Transpose.FLIP_LEFT_RIGHT)), side * side * 3
+
+    def resize(side):
+        img, _ = _image(side // 2)  # upscale by two, as 32 -> 64 (cost follows the output)
+        return (lambda: img.resize((side, side), Image.Resampling.BILINEAR)), side * side * 3
+
+    def random_crop(side):
+        img, _ = _image(side + 8)
+        return (lambda: img.crop((4, 4, 4 + side, 4 + side)).load()), side * side * 3
+
+    def to_tensor(side):
+        img, _ = _image(side)
+        return (
+            lambda: np.ascontiguousarray(np.asarray(img).transpose(2, 0, 1))
+        ), side * side * 3
+
+    def convert(dt):
+        def make(side):
+            _, arr = _image(side)
+            chw = np.ascontiguousarray(arr.transpose(2, 0, 1))
+            scale = np.asarray(1 / 255, dtype=dt)
+            return (lambda: chw.astype(dt) * scale), side * side * 3
+
+        return make
+
+    def normalise(dt):
+        def make(side):
+            _, arr = _image(side)
+            x = (arr.transpose(2, 0, 1) / 255.0).astype(dt)
+            m = MEAN.astype(dt)[:, None, None]
+            s = STD.astype(dt)[:, None, None]
+            return (lambda: (x - m) / s), side * side * 3
+
+        return make
+
+    def collate(dt):
+        def make(side):
+            _, arr = _image(side)
+            samples = [arr.transpose(2, 0, 1).astype(dt) for _ in range(16)]
+            # per sample: one sixteenth of stacking sixteen samples
+            return (lambda: np.stack(samples)), 16 * side * side * 3
+
+        return make
+
+    out = [
+        ("decode_jpeg", "uint8", decode),
+        ("from_array", "uint8", from_array),
+        ("flip", "uint8", flip),
+        ("resize", "uint8", resize),
+        ("random_crop", "uint8", random_crop),
+        ("to_tensor", "uint8", to_tensor),
+        ("collate", "uint8", collate(np.uint8)),
+    ]
+    for name in dtype_names:
+        dt = np.dtype(name)
+        out += [
+            ("convert_dtype", name, convert(dt)),
+            ("normalise", name, normalise(dt)),
+            ("collate", name, collate(dt)),
+        ]
+    return out
+
+
+def cpu_name() -> str:
+    """The CPU model as the OS reports it (``/proc/cpuinfo`` model name, or platform)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            info = f.read()
+        fields = dict(
+            line.split(":", 1) for line in info.splitlines() if ":" in line
+        )
+        fields = {k.strip(): v.strip() for k, v in fields.items()}
+        name = fields.get("model name", "")
+        fam, model = fields.get("cpu family"), fields.get("model")
+        extra = f" (family {fam}, model {model})" if fam and model else ""
+        if name:
+            return f"{name}{extra}"
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def calibrate(
+    budget_s: float = 4.0, progress: Callable[[int, int, str], None] | None = None
+) -> dict:
+    """Measure every transform; returns the host-profile dict (see engine.host.profile)."""
+    import PIL
+
+    cases = _cases(("float16", "float32"))
+    per_case = budget_s / (2 * len(cases))
+    transforms: dict[str, dict] = {}
+    for k, (name, dtype, make) in enumerate(cases):
+        if progress is not None:
+            progress(k, len(cases), f"{name} ({dtype})")
+        points = []
+        for side in SIZES:
+            fn, elems = make(side)
+            t = _median_call_s(fn, per_case)
+            per = 16 if name == "collate" else 1
+            points.append((elems / per, t / per))
+        (e0, t0), (e1, t1) = points
+        slope = max(0.0, (t1 - t0) / (e1 - e0))
+        fixed = max(0.0, t0 - slope * e0)
+        entry = transforms.setdefault(name, {"fixed_us": 0.0, "ns_per_element": {}})
+        entry["ns_per_element"][dtype] = round(slope * 1e9, 4)
+        entry["fixed_us"] = round(max(entry["fixed_us"], fixed * 1e6), 3)
+    if progress is not None:
+        progress(len(cases), len(cases), "done")
+    return {
+        "name": f"measured on {platform.node() or 'this machine'}",
+        "cpu": cpu_name(),
+        "cores": os.cpu_count() or 1,
+        "measured": datetime.now(UTC).strftime("%Y-%m-%dT%H:%MZ"),
+        "method": (
+            f"analyse calibrate-host: numpy {np.__version__}, Pillow {PIL.__version__}, "
+            f"one core, medians of 7 batches at {SIZES[0]}x{SIZES[0]} and "
+            f"{SIZES[1]}x{SIZES[1]} RGB images, a line through the two"
+        ),
+        "transforms": transforms,
+    }
+
+
+__all__ = ["calibrate", "cpu_name"]

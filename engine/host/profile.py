@@ -1,0 +1,197 @@
+"""Host profiles and the per-sample cost of a run's data pipeline.
+
+A *host profile* (TOML, written by ``analyse calibrate-host``) holds, for every host transform,
+a fixed cost per call (``fixed_us``) and a cost per element for each element dtype it works in
+(``ns_per_element``), measured on one core. A run names its transforms in order
+(``RunConfig.host_transforms``); walking them gives each one's element count and dtype:
+
+* images start at ``host_input_size`` squared x channels, uint8 (as decoded / stored);
+* ``resize`` and ``random_crop`` produce ``image_size`` squared x channels (cost per output element);
+* ``convert_dtype`` produces the run's input dtype (float16 / float32 from the precision), and
+  ``normalise`` works in it; with ``eight_bit_input`` both run on the IPU instead, so the host
+  skips them and the sample stays uint8;
+* the loader's default collate (stacking the samples of a batch) is always added, per element of
+  the final dtype.
+
+The per-sample cost is the sum: ``fixed_us + ns_per_element[dtype] x elements`` per transform.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from engine.errors import ConfigError
+
+#: Every transform the host model knows, and what it does to the image (docs/engine.md).
+TRANSFORMS: dict[str, str] = {
+    "decode_jpeg": "decode a JPEG into an RGB image (Pillow Image.open + convert)",
+    "from_array": "wrap a stored uint8 array as a PIL image (torchvision CIFAR10.__getitem__)",
+    "flip": "RandomHorizontalFlip on a PIL image (Image.transpose)",
+    "random_crop": "RandomCrop to image_size (Image.crop)",
+    "resize": "Resize to image_size, bilinear (Image.resize)",
+    "to_tensor": "PILToTensor: channels-first uint8 array",
+    "convert_dtype": "ConvertImageDtype to the input dtype (cast, scale by 1/255)",
+    "normalise": "Normalize by per-channel mean and standard deviation",
+    "collate": "default collate: stack the samples of a batch",
+}
+#: Transforms that move to the IPU with 8-bit input (the model casts and normalises there).
+ON_IPU_WITH_8BIT = ("convert_dtype", "normalise")
+RESIZING = ("resize", "random_crop")
+DTYPES = ("uint8", "float16", "float32")
+
+
+class TransformCost(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    fixed_us: float = Field(ge=0, description="Fixed cost per call (microseconds).")
+    ns_per_element: dict[str, float] = Field(
+        description="Cost per element for each element dtype (nanoseconds)."
+    )
+
+
+class HostProfile(BaseModel):
+    """Per-transform costs of one host CPU core (measured by ``analyse calibrate-host``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    cpu: str = Field(description="The CPU the costs were measured on.")
+    cores: int = Field(ge=1, description="Cores of the measured machine (informative).")
+    measured: str = ""
+    method: str = ""
+    transforms: dict[str, TransformCost]
+
+    def cost_us(self, transform: str, dtype: str, elements: float) -> float:
+        t = self.transforms.get(transform)
+        if t is None:
+            raise ConfigError(
+                f"host_profile {self.name!r} has no cost for transform {transform!r}; "
+                "re-measure it with `analyse calibrate-host`."
+            )
+        ns = t.ns_per_element.get(dtype)
+        if ns is None:
+            raise ConfigError(
+                f"host_profile {self.name!r} has no {dtype} cost for transform {transform!r}; "
+                "re-measure it with `analyse calibrate-host`."
+            )
+        return t.fixed_us + ns * elements * 1e-3
+
+
+def _parse(text: str, where: str) -> HostProfile:
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"host_profile {where} is not valid TOML: {exc}.") from None
+    try:
+        return HostProfile(**raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"]) or "host profile"
+        raise ConfigError(f"host_profile {where}: {loc}: {err['msg']}.") from None
+    except TypeError as exc:
+        raise ConfigError(f"host_profile {where}: {exc}.") from None
+
+
+@cache
+def _builtin(name: str) -> HostProfile:
+    text = resources.files("engine").joinpath(f"data/host/{name}.toml").read_text("utf-8")
+    return _parse(text, repr(name))
+
+
+def builtin_names() -> tuple[str, ...]:
+    folder = resources.files("engine").joinpath("data/host")
+    return tuple(sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".toml")))
+
+
+def load_host_profile(name_or_path: str) -> HostProfile:
+    """A shipped host profile by name (``default``) or a TOML file written by calibrate-host."""
+    if name_or_path in builtin_names():
+        return _builtin(name_or_path)
+    p = Path(name_or_path)
+    if not p.suffix and not p.exists():
+        raise ConfigError(
+            f"host_profile: {name_or_path!r} is neither a shipped profile "
+            f"({', '.join(builtin_names())}) nor a file."
+        )
+    try:
+        text = p.read_text("utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"host_profile {str(p)!r} does not exist.") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"host_profile {str(p)!r} cannot be read: {exc}.") from None
+    return _parse(text, repr(str(p)))
+
+
+@dataclass(frozen=True)
+class SampleCost:
+    """The per-sample host cost of a pipeline, by transform (microseconds, one core)."""
+
+    by_transform: tuple[tuple[str, str, int, float], ...]  # (transform, dtype, elements, us)
+    skipped: tuple[str, ...]  # transforms moved to the IPU (8-bit input)
+
+    @property
+    def total_us(self) -> float:
+        return float(sum(us for *_, us in self.by_transform))
+
+    def as_dict(self) -> dict:
+        return {
+            "per_sample_us": round(self.total_us, 4),
+            "transforms": [
+                {"transform": t, "dtype": d, "elements": e, "us": round(us, 4)}
+                for t, d, e, us in self.by_transform
+            ],
+            "on_ipu": list(self.skipped),
+        }
+
+
+def sample_cost(
+    profile: HostProfile,
+    transforms: list[str] | tuple[str, ...],
+    *,
+    input_size: int,
+    image_size: int,
+    channels: int,
+    input_dtype: str,
+    eight_bit: bool,
+) -> SampleCost:
+    """Walk the transforms (module docstring) and cost each one on ``profile``."""
+    side, dtype = int(input_size), "uint8"
+    rows: list[tuple[str, str, int, float]] = []
+    skipped: list[str] = []
+    for t in transforms:
+        if t not in TRANSFORMS:
+            raise ConfigError(
+                f"host_transforms: unknown transform {t!r}; allowed: {', '.join(TRANSFORMS)}."
+            )
+        if eight_bit and t in ON_IPU_WITH_8BIT:
+            skipped.append(t)
+            continue
+        if t in RESIZING:
+            side = int(image_size)
+        if t == "convert_dtype":
+            dtype = input_dtype
+        elems = side * side * channels
+        rows.append((t, dtype, elems, profile.cost_us(t, dtype, elems)))
+    if "collate" not in transforms:
+        elems = side * side * channels
+        rows.append(("collate", dtype, elems, profile.cost_us("collate", dtype, elems)))
+    return SampleCost(tuple(rows), tuple(skipped))
+
+
+__all__ = [
+    "DTYPES",
+    "ON_IPU_WITH_8BIT",
+    "TRANSFORMS",
+    "HostProfile",
+    "SampleCost",
+    "TransformCost",
+    "builtin_names",
+    "load_host_profile",
+    "sample_cost",
+]
