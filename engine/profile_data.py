@@ -150,12 +150,15 @@ def _default_tree_groups(c: CompiledProgram, tree: ProgramTree) -> Groups:
 
 def _execution_groups(e: Execution) -> Groups:
     """The executor's program tree and executed steps."""
-    return {
+    out = {
         "/programs/nodes": dict(e.nodes),
         "/programs": {"tile_cycles": e.tile_cycles},
         "/execution": dict(e.attrs),
         "/execution/steps": dict(e.steps),
     }
+    if e.host is not None:  # the host's timeline, outside the device trace (format 1.1)
+        out["/execution/host"] = dict(e.host)
+    return out
 
 
 __all__ = ["profile_data"]

@@ -114,6 +114,13 @@ VARIABLE_KINDS: tuple[str, ...] = (
 #: Sync kinds.
 SYNC_KINDS: tuple[str, ...] = ("none", "internal", "external")
 
+#: Host timeline lanes (since 1.1): the main process that makes the host calls, and the loader
+#: (an async loader's process or the DataLoader's worker processes).
+HOST_LANES: tuple[str, ...] = ("main", "loader")
+#: Host timeline events (since 1.1): preparing samples, a host call's fixed round trip, the host
+#: blocked while the device runs the call, the main process waiting for the loader.
+HOST_EVENTS: tuple[str, ...] = ("prepare", "call", "waitDevice", "waitLoader")
+
 ENUMS: dict[str, tuple[str, ...]] = {
     "memory_category": MEMORY_CATEGORIES,
     "memory_region": MEMORY_REGIONS,
@@ -124,6 +131,8 @@ ENUMS: dict[str, tuple[str, ...]] = {
     "destination": DESTINATIONS,
     "variable_kind": VARIABLE_KINDS,
     "sync_kind": SYNC_KINDS,
+    "host_lane": HOST_LANES,
+    "host_event": HOST_EVENTS,
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -555,6 +564,23 @@ STEPS = Group(
     chunk_rows=65536,
 )
 
+HOST = Group(
+    "/execution/host",
+    "The host's timeline of one host call in steady state (since 1.1), outside the device "
+    "trace: host preparation, the call's round trip and the waits, in cycles of the target "
+    "clock from the start of the device trace (negative = before the device starts). The "
+    "device cycles of /execution/steps exclude all of it, as PopVision's trace does.",
+    (
+        _c("lane", "uint8", "Host lane.", enum="host_lane", since=(1, 1)),
+        _c("kind", "uint8", "What the host does.", enum="host_event", since=(1, 1)),
+        _c("start", "int64", "Start cycle (device-trace clock).", unit="cycles", since=(1, 1)),
+        _c("cycles", "int64", "Length in cycles.", unit="cycles", since=(1, 1)),
+        _c("samples", "int64", "Samples prepared (prepare events; else 0).", since=(1, 1)),
+    ),
+    table=True,
+    required=False,
+)
+
 EXECUTION = Group(
     "/execution",
     "The execution (absent when the program does not fit).",
@@ -584,19 +610,20 @@ EXECUTION = Group(
         _a(
             "total_cycles",
             "int64",
-            "Cycles of the whole run (all IPUs, host waits included).",
+            "Cycles of the device trace (all IPUs). Before 1.1 this included the host's wait at "
+            "the start of a call; from 1.1 host time is in /execution/host only.",
             unit="cycles",
         ),
         _a(
             "device_cycles",
             "int64",
-            "Cycles the IPUs spend busy (excluding host waits).",
+            "Device cycles of the run (from 1.1 equal to total_cycles).",
             unit="cycles",
         ),
         _a(
             "host_seconds",
             "float64",
-            "Host-side time that is not hidden behind device work.",
+            "Host-side time per host call that is not hidden behind device work.",
             unit="s",
         ),
         _a("samples", "int64", "Samples processed by the run."),
@@ -604,8 +631,32 @@ EXECUTION = Group(
         _a(
             "throughput",
             "float64",
-            "Samples per second at the target clock, host included.",
+            "Samples per second at the target clock, host included (host-inclusive).",
             unit="samples/s",
+        ),
+        _a(
+            "device_throughput",
+            "float64",
+            "Samples per second of the device alone (total_cycles at the target clock).",
+            unit="samples/s",
+            required=False,
+            since=(1, 1),
+        ),
+        _a(
+            "host_inclusive_cycles",
+            "int64",
+            "Cycles of one host call including the host time not hidden behind the device.",
+            unit="cycles",
+            required=False,
+            since=(1, 1),
+        ),
+        _a(
+            "host_model",
+            "json",
+            "The host model of the run: per-sample cost by transform, loader, workers, "
+            "processes in parallel, host servers, preparation per call.",
+            required=False,
+            since=(1, 1),
         ),
     ),
     required=False,
@@ -625,6 +676,7 @@ GROUPS: tuple[Group, ...] = (
     PROGRAM_CYCLES,
     EXECUTION,
     STEPS,
+    HOST,
 )
 
 GROUPS_BY_PATH: dict[str, Group] = {g.path: g for g in GROUPS}
@@ -684,6 +736,8 @@ __all__ = [
     "EXECUTABLE_TYPES",
     "FORMAT_NAME",
     "FORMAT_VERSION",
+    "HOST_EVENTS",
+    "HOST_LANES",
     "GROUPS",
     "LIVENESS_CLASSES",
     "MEMORY_CATEGORIES",

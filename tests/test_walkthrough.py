@@ -53,11 +53,16 @@ class Run:
         host_mid = (typ == T_MID) & (s["dest"] == D_HOST)
         self.rx_host = np.bincount(ipu[host_mid], weights=s["bytes_in"][host_mid], minlength=2)
         self.compute_share = cyc[typ == T_COMPUTE].sum() / cyc.sum()
-        self.begin_share = cyc[(typ == T_BEGIN) & (ipu == 0)].sum() / self.total
+        # host wait on the host-inclusive time: StreamCopyBegin in the device trace plus the host
+        # time outside it (the host lane) that the device waits for between calls
+        self.inclusive = int(totals.get("host_inclusive_cycles", self.total))
+        outside = self.inclusive - self.total
+        self.begin_share = (cyc[(typ == T_BEGIN) & (ipu == 0)].sum() + outside) / self.inclusive
         ramp = (ipu == 0) & np.isin(s["phase"], RAMP)
         self.ramp_share = cyc[ramp].sum() / self.total
         self.cycles_per_sample = float(totals["cycles_per_sample"])
         self.throughput = float(totals["throughput"])
+        self.device_throughput = float(totals.get("device_throughput", 0.0))
         self.host_seconds = float(totals["host_seconds"])
         self.round_trips_per_sample = len(run_starts) / self.samples
 

@@ -222,11 +222,19 @@ def run(args: argparse.Namespace) -> int:
         run.add_row("samples", f"{ex.samples:,} in {ex.host_round_trips:,} host call(s)")
         run.add_row("cycles per sample", fmt_rate(ex.cycles_per_sample))
         run.add_row(
-            "throughput", f"{fmt_rate(ex.throughput_samples_per_s)} samples/s (host time included)"
+            "throughput",
+            f"{fmt_rate(ex.throughput_samples_per_s)} samples/s host-inclusive, "
+            f"{fmt_rate(ex.device_throughput_samples_per_s)} samples/s device only",
         )
+        if ex.host_exposed_cycles:
+            run.add_row(
+                "host outside the trace",
+                f"{fmt_seconds(ex.host_exposed_cycles / ex.clock_hz)} per host call not hidden "
+                "behind the device (host lane)",
+            )
         ps = ex.phase_share()
         run.add_row("phases", ", ".join(f"{p} {fmt_pct(v)}" for p, v in ps.items() if v > 0))
-        run.add_row("host wait (StreamCopyBegin)", fmt_pct(ex.host_wait_share))
+        run.add_row("host wait (host-inclusive)", fmt_pct(ex.host_wait_share))
         if ex.stage_cycles.size > 1:
             run.add_row(
                 "stage load",

@@ -148,6 +148,8 @@ class Metrics:
     streamcopy_rx_bytes: int | None
     streamcopy_tx_bytes: int | None
     ipus: tuple[IpuMetrics, ...] = ()
+    #: Samples per second of the device alone (throughput_samples_per_s is host-inclusive).
+    device_throughput_samples_per_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -158,6 +160,7 @@ class Metrics:
         "peak_memory": "peak_memory_bytes",
         "memory": "peak_memory_bytes",
         "throughput": "throughput_samples_per_s",
+        "device_throughput": "device_throughput_samples_per_s",
         "oom": "oom_tiles",
         "max_tile_memory": "max_tile_memory_bytes",
         "host_wait": "host_wait_share",
@@ -362,6 +365,7 @@ class Analysis:
             device_cycles=ex.device_cycles if ex else None,
             cycles_per_sample=ex.cycles_per_sample if ex else None,
             throughput_samples_per_s=ex.throughput_samples_per_s if ex else None,
+            device_throughput_samples_per_s=ex.device_throughput_samples_per_s if ex else None,
             samples=ex.samples if ex else None,
             host_seconds=ex.host_seconds if ex else None,
             host_round_trips=ex.host_round_trips if ex else None,

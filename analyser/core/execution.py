@@ -51,12 +51,15 @@ class ExecutionSummary:
     num_ipus: int
     clock_hz: float
     n_steps: int
-    #: Cycles of the whole run (all IPUs, host waits included) and cycles the IPUs were busy.
+    #: Cycles of the device trace (all IPUs; profiles before format 1.1 included the host's
+    #: wait at the start of a call) and cycles the IPUs were busy.
     total_cycles: int
     device_cycles: int
+    #: Host time per call not hidden behind the device.
     host_seconds: float
     samples: int
     cycles_per_sample: float
+    #: Host-inclusive samples per second (what a training loop's progress bar shows).
     throughput_samples_per_s: float
     #: Host calls (device-iteration runs) in the profile.
     host_round_trips: int
@@ -91,6 +94,18 @@ class ExecutionSummary:
     #: [programs]: total cycles and executions of each program over the run.
     program_cycles: np.ndarray = field(repr=False)
     program_executions: np.ndarray = field(repr=False)
+    #: One host call including the host time not hidden behind the device (format 1.1; for
+    #: older profiles the device trace, which then held that time as StreamCopyBegin).
+    host_inclusive_cycles: int = 0
+    #: Samples per second of the device alone.
+    device_throughput_samples_per_s: float = 0.0
+    #: The engine's host model of the run (format 1.1 ``host_model``; empty before).
+    host_model: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def host_exposed_cycles(self) -> int:
+        """Host time outside the device trace that the device waits for (cycles per call)."""
+        return max(0, int(self.host_inclusive_cycles) - int(self.total_cycles))
 
     # -- derived figures -----------------------------------------------------------------------
     @property
@@ -136,10 +151,12 @@ class ExecutionSummary:
 
     @property
     def host_wait_share(self) -> float:
-        """Largest share of the run any IPU spends waiting for the host (XProf-style grading)."""
-        if not self.total_cycles:
+        """Largest share of the host-inclusive run any IPU spends waiting for the host
+        (StreamCopyBegin in the trace plus the host time outside it; XProf-style grading)."""
+        span = self.host_inclusive_cycles or self.total_cycles
+        if not span:
             return 0.0
-        return float(self.host_wait_cycles.max()) / float(self.total_cycles)
+        return float(self.host_wait_cycles.max() + self.host_exposed_cycles) / float(span)
 
     @property
     def compute_share(self) -> float:
@@ -277,6 +294,16 @@ def summarise_execution(src: Source) -> ExecutionSummary | None:
     samples = int(ex.get("samples", 0))
     cps = float(ex.get("cycles_per_sample", total / samples if samples else 0.0))
     thr = float(ex.get("throughput", samples / (total / clock) if total and samples else 0.0))
+    inclusive = int(ex.get("host_inclusive_cycles", total))
+    device = int(ex.get("device_cycles", 0))
+    dev_thr = ex.get("device_throughput")
+    if dev_thr is None:  # before 1.1: the device part of total_cycles
+        dev_thr = samples / (device / clock) if device and samples else thr
+    host_model = ex.get("host_model") or {}
+    if isinstance(host_model, str):
+        import json
+
+        host_model = json.loads(host_model)
     return ExecutionSummary(
         num_ipus=n_ipus,
         clock_hz=clock,
@@ -306,4 +333,7 @@ def summarise_execution(src: Source) -> ExecutionSummary | None:
         span_cycles=span,
         program_cycles=pcyc.astype(np.int64),
         program_executions=pexe,
+        host_inclusive_cycles=inclusive,
+        device_throughput_samples_per_s=float(dev_thr),
+        host_model=dict(host_model),
     )

@@ -529,6 +529,28 @@ class TraceWindow:
             self._programs = p
         return self._programs
 
+    def host_lane(self) -> pd.DataFrame:
+        """The host's timeline of a call (profile format 1.1, ``/execution/host``), outside the
+        device cycles: one row per event with ``lane`` (main / loader), ``kind`` (prepare, call,
+        waitDevice, waitLoader), ``start`` and ``end`` in device-trace cycles (negative before
+        the device starts) and ``samples``. Empty for profiles without it (format 1.0)."""
+        cols = ["lane", "kind", "start", "end", "samples"]
+        if "/execution/host" not in self.profile:
+            return pd.DataFrame({c: [] for c in cols})
+        t = self.access.table("/execution/host", ["lane", "kind", "start", "cycles", "samples"])
+        lanes = np.asarray(schema.HOST_LANES, dtype=object)
+        kinds = np.asarray(schema.HOST_EVENTS, dtype=object)
+        start = t["start"].to_numpy(np.int64)
+        return pd.DataFrame(
+            {
+                "lane": lanes[t["lane"].to_numpy(np.int64)],
+                "kind": kinds[t["kind"].to_numpy(np.int64)],
+                "start": start,
+                "end": start + t["cycles"].to_numpy(np.int64),
+                "samples": t["samples"].to_numpy(np.int64),
+            }
+        )
+
     def step_count(self, ipu: int | None = None) -> int:
         if ipu is None:
             return int(self.access.ipu_offsets[-1])

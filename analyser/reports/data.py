@@ -108,6 +108,8 @@ def profile_data(a: Analysis, insights: list | None = None) -> dict[str, Any]:
             "total_cycles": ex.total_cycles,
             "device_cycles": ex.device_cycles,
             "host_seconds": ex.host_seconds,
+            "host_inclusive_cycles": ex.host_inclusive_cycles,
+            "device_throughput": ex.device_throughput_samples_per_s,
             "samples": ex.samples,
             "host_round_trips": ex.host_round_trips,
             "cycles_by_type_per_ipu": [

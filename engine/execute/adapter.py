@@ -64,6 +64,7 @@ def host_model(config, io: dict[str, Any], target=None) -> HostModel:
         workers=workers,
         parallel=max(1, min(max(1, workers), cores)),
         instances=instances,
+        cores=cores,
         loader=config.loader_mode,
         call_overhead_s=config.host_call_overhead_us * 1e-6,
         stream_latency_s=config.host_stream_latency_us * 1e-6,

@@ -29,6 +29,7 @@ import numpy as np
 
 from engine.errors import ConfigError
 from engine.execute import costs
+from engine.execute.host import HostTimeline, host_model_summary, host_timeline
 from engine.execute.plan import ExecutionPlan
 from engine.execute.schedule import BACKWARD, FORWARD, Activity, build_activity
 from profiles.schema import code
@@ -75,6 +76,9 @@ class Execution:
     steps: dict[str, np.ndarray]
     attrs: dict[str, object]
     notes: list[str] = field(default_factory=list)
+    #: The host's timeline of the call (``/execution/host`` columns), outside the device trace
+    #: (engine.execute.host).
+    host: dict[str, np.ndarray] | None = None
 
     @property
     def num_steps(self) -> int:
@@ -389,12 +393,9 @@ class CallInstances:
 
 @dataclass(frozen=True)
 class CallTiming:
-    """Cycles of every instance of the call, and the host wait that frames it."""
+    """Cycles of every instance of the call (row 0: the call's start on the device)."""
 
     cycles: np.ndarray
-    device_cycles: int
-    host_wait_s: float
-    host_wait_cycles: int
 
 
 # ---------------------------------------------------------------------------------------------
@@ -415,7 +416,6 @@ def execute_plan(plan: ExecutionPlan) -> Execution:
     iteration = iteration_instances(plan, shape, templates, stage_t, transfer_t)
     call = call_instances(plan, shape, iteration, transfer_t)
     timing = call_timing(plan, templates, call)
-    notes = _notes(plan, shape, timing)
     nodes, leaf_node, t_nodes = _build_tree(
         plan,
         shape.activity,
@@ -428,20 +428,23 @@ def execute_plan(plan: ExecutionPlan) -> Execution:
         shape.micro_batches_per_run,
     )
     steps, ipu_offsets, total = _expand_steps(plan, templates, call, timing, nodes)
+    # the host's own time is outside the device trace: its timeline (engine.execute.host)
+    timeline = host_timeline(plan, total)
+    notes = _notes(plan, shape, timeline)
     samples = int(plan.samples_per_call)
-    seconds = total / plan.links.clock_hz
     attrs = {
         "ipu_offsets": ipu_offsets,
         "run_starts": np.array([0], np.int64),
         "total_cycles": total,
-        "device_cycles": int(total - timing.host_wait_cycles),
-        "host_seconds": float(timing.host_wait_s),
+        "device_cycles": total,
         "samples": int(samples),
         "cycles_per_sample": float(total / samples) if samples else 0.0,
-        "throughput": float(samples / seconds) if seconds > 0 else 0.0,
+        **timeline.attrs(plan.links.clock_hz, host_model_summary(plan, timeline)),
     }
     tile_cycles = _tile_cycles(plan, nodes, t_nodes, templates.items)
-    return Execution(_node_columns(nodes), tile_cycles, leaf_node, steps, attrs, notes)
+    return Execution(
+        _node_columns(nodes), tile_cycles, leaf_node, steps, attrs, notes, timeline.events
+    )
 
 
 def call_shape(plan: ExecutionPlan) -> CallShape:
@@ -864,7 +867,8 @@ def call_instances(
 
 def call_timing(plan: ExecutionPlan, templates: _Templates, call: CallInstances) -> CallTiming:
     """Per (row, IPU) work; every IPU's external Sync absorbs its wait for the row's slowest
-    IPU; the host wait (row 0) from the host model and the device time of the call."""
+    IPU; the call starts (row 0) with the device's sync with the host: the host's own time is
+    outside the device trace (engine.execute.host)."""
     nI, links = plan.num_ipus, plan.links
     inst = call.instances
     cyc = np.where(inst["cyc"] >= 0, inst["cyc"], templates.cycles()[inst["tmpl"]])
@@ -880,24 +884,22 @@ def call_timing(plan: ExecutionPlan, templates: _Templates, call: CallInstances)
         row_len[inst["row"]] - work[inst["row"], inst["ipu"]] + links.external_sync_cycles,
         cyc,
     ).astype(np.int64)
-    # device time of the call (everything but the host wait row) -> host wait
-    device_cycles = int(cyc[(inst["ipu"] == 0) & (inst["row"] > 0)].sum())
-    wait_s = costs.host_wait_seconds(plan, device_cycles / links.clock_hz)
-    wait_cycles = round(wait_s * links.clock_hz)
-    cyc[inst["row"] == 0] = wait_cycles
-    return CallTiming(cyc, device_cycles, wait_s, wait_cycles)
+    # The first stream copy's StreamCopyBegin then waits for the host's service as every copy
+    # does; preparation, the call and the waits between calls are the host timeline's.
+    cyc[inst["row"] == 0] = int(links.external_sync_cycles)
+    return CallTiming(cyc)
 
 
-def _notes(plan: ExecutionPlan, shape: CallShape, timing: CallTiming) -> list[str]:
+def _notes(plan: ExecutionPlan, shape: CallShape, timeline: HostTimeline) -> list[str]:
     """The host and pipeline notes of the profile."""
-    h, clock = plan.host, plan.links.clock_hz
-    prep = costs.host_prep_seconds(plan)
+    h = plan.host
     notes = [
-        f"host: {plan.samples_per_call:,} samples per call prepared in {prep * 1e3:.3f} ms on "
-        f"{h.workers} worker(s) ({h.per_sample_s * 1e6:.1f} us per sample), {h.loader} loader, "
-        f"{h.call_overhead_s * 1e6:.0f} us per call; the device waits "
-        f"{timing.host_wait_s * 1e3:.3f} ms for the host while running "
-        f"{timing.device_cycles / clock * 1e3:.3f} ms."
+        f"host: {plan.samples_per_call:,} samples per call prepared in "
+        f"{timeline.prep_s * 1e3:.3f} ms ({h.per_sample_s * 1e6:.1f} us per sample on one core, "
+        f"{h.parallel} process(es) at a time on each of {h.instances} host server(s)), "
+        f"{h.loader} loader with {h.workers} worker(s), {h.call_overhead_s * 1e6:.0f} us per "
+        f"call; the device runs {timeline.device_s * 1e3:.3f} ms per call and waits "
+        f"{timeline.exposed_s * 1e3:.3f} ms for the host outside its trace."
     ]
     act = shape.activity
     if act.pipelined:

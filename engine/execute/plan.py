@@ -208,6 +208,8 @@ class HostModel:
     workers: int = 0
     parallel: int = 1
     instances: int = 1
+    #: Cores of one host server (the bound on ``parallel``).
+    cores: int = 128
     loader: LoaderMode = "sync"
     call_overhead_s: float = field(
         default_factory=lambda: _run_default("host_call_overhead_us") * 1e-6
