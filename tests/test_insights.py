@@ -18,7 +18,14 @@ _FAST_HOST = dict(
     loader_workers=32,
 )
 _PIPE = dict(
-    _R50, num_ipus=2, strategy="pipelined", split_points=["layer3.0"], gradient_accumulation=3
+    _R50,
+    num_ipus=2,
+    strategy="pipelined",
+    split_points=["layer3.0"],
+    gradient_accumulation=3,
+    # the pipeline rules' triggers, not PopTorch's defaults (on-chip state, recomputed stages)
+    offload_optimiser_state="on",
+    recomputation="off",
 )
 
 CONFIGS = {
@@ -222,8 +229,11 @@ def test_effects_have_the_right_sign(sims):
     for t in tips:
         e = t.effect
         assert e.status == "fits" and e.recommended, e.message
+        # host-inclusive throughput rises; the device trace (cycles per sample) does not grow
         assert e.after["throughput_samples_per_s"] > e.before["throughput_samples_per_s"]
-        assert e.after["cycles_per_sample"] < e.before["cycles_per_sample"]
+        assert e.after["cycles_per_sample"] <= e.before["cycles_per_sample"]
+    # more device iterations per call also shorten the device trace per sample (one call start)
+    assert tips[1].effect.after["cycles_per_sample"] < tips[1].effect.before["cycles_per_sample"]
     with Analysis.open(sims["r50_oom32"]) as a:
         tips = [t for t in find_insights(a) if t.id == "memory.fp16"]
         predict_effects(a, tips, workers=1)
@@ -297,6 +307,8 @@ def test_walkthrough_tips_lead_to_the_next_step(walkthrough_profiles):
     assert "throughput.8bit_input" not in ids["5-8bit-io"]
     assert "throughput.async_loader" in ids["5-8bit-io"]
     assert "throughput.async_loader" not in ids["6-async"]
+    # still input-bound with PyTorch's num_workers = 0: the next step is loader workers
+    assert "throughput.loader_workers" in ids["6-async"]
 
 
 def test_effect_verdicts():
@@ -503,11 +515,8 @@ def test_estimates_follow_the_host_model_and_memory(walkthrough_profiles):
         if not a.has_execution:
             pytest.skip("engine: walkthrough step 3 does not fit")
         tips = {t.id: t for t in find_insights(a)}
-    off = tips["throughput.disable_offload"]  # pipelined: offloaded by default
-    probably_not = "probably does not" in off.summary
-    assert (off.severity, off.addresses == 0) == (
-        ("info", True) if probably_not else ("warning", False)
-    )
+    # PopTorch keeps optimiser state on chip (PopART's default location): nothing to disable
+    assert "throughput.disable_offload" not in tips
     pre, eight = tips["throughput.prefetch"], tips["throughput.8bit_input"]  # input-bound
     assert eight.addresses > pre.addresses
     assert any("cast + normalise" in e.text for e in eight.evidence)

@@ -124,6 +124,7 @@ _RULE_THRESHOLDS = {
     "throughput.device_iterations": ("host_call_share",),
     "throughput.8bit_input": ("input_stream_share", "host_wait_moderate"),
     "throughput.async_loader": ("host_wait_moderate",),
+    "throughput.loader_workers": ("host_wait_moderate",),
     "throughput.io_tiles": ("io_stream_share",),
     "throughput.prefetch": ("host_wait_moderate",),
     "throughput.fp16": ("fp32_matmul_share",),

@@ -41,6 +41,7 @@ F = {
     "loss_scaling": "loss_scaling",
     "input8": "eight_bit_input",
     "loader": "loader_mode",
+    "workers": "loader_workers",
     "optimiser": "optimiser",
     "call_overhead_us": "host_call_overhead_us",
     "stream_latency_us": "host_stream_latency_us",
@@ -99,14 +100,17 @@ class Context:
         """(IPU, share of the run, fixed overhead cycles): the host wait a data loader can hide,
         i.e. StreamCopyBegin minus the host calls' fixed round-trip overhead (host model)."""
         ex = self.a.execution
-        wait = ex.host_wait_cycles.astype(float)
+        # StreamCopyBegin in the device trace plus the host time outside it (format 1.1), over
+        # the host-inclusive time: what a data loader can hide is judged on what the user sees
+        wait = ex.host_wait_cycles.astype(float) + ex.host_exposed_cycles
         overhead = self.cfg("call_overhead_us")
         fixed = 0.0
         if overhead is not None:
             fixed = ex.host_round_trips * float(overhead) * 1e-6 * ex.clock_hz
         loader = np.maximum(0.0, wait - fixed)
         i = int(np.argmax(loader))
-        return i, float(loader[i]) / float(ex.total_cycles or 1), fixed
+        span = ex.host_inclusive_cycles or ex.total_cycles or 1
+        return i, float(loader[i]) / float(span), fixed
 
     @property
     def offloaded(self) -> bool:
@@ -797,11 +801,32 @@ def eight_bit_input(c: Context) -> Insight | None:
                 "Execution Trace > StreamCopyBegin",
             )
         )
-        # The cast + normalise part of the loader's wait (host model: per-element cost beside
-        # the per-sample decode / augment cost).
+        # The cast + normalise part of the loader's wait (host model: the transforms that move
+        # to the IPU with 8-bit input, or the flat per-element cost beside the per-sample one).
         ns, us = c.cfg("normalise_ns"), c.cfg("preprocess_us")
         dims = [int(d) for d in shape.split("x") if d.isdigit()]
-        if ns is not None and us is not None and len(dims) >= 2:
+        steps = ex.host_model.get("transforms") or []
+        movable = sum(
+            float(t["us"]) for t in steps if t.get("transform") in ("convert_dtype", "normalise")
+        )
+        total_us = float(ex.host_model.get("per_sample_us") or 0.0)
+        if movable > 0 and total_us > 0:
+            frac = movable / total_us
+            cast_share = c.loader_wait()[1] * frac
+            names = ", ".join(
+                f"{t['transform']} {float(t['us']):,.1f} µs"
+                for t in steps
+                if t.get("transform") in ("convert_dtype", "normalise")
+            )
+            ev.append(
+                Evidence(
+                    f"cast + normalise ({names}) is {fmt_pct(frac)} of the host's "
+                    f"{total_us:,.1f} µs per sample: about {fmt_pct(cast_share)} of the run "
+                    "waiting for it.",
+                    "Summary > host model",
+                )
+            )
+        elif ns is not None and us is not None and len(dims) >= 2:
             cast = float(np.prod(dims[1:])) * float(ns) * 1e-3  # µs per sample
             frac = cast / (cast + float(us)) if cast + float(us) > 0 else 0.0
             cast_share = c.loader_wait()[1] * frac
@@ -832,6 +857,20 @@ def eight_bit_input(c: Context) -> Insight | None:
     )
 
 
+def _workers_to_hide(ex, workers: int) -> int | None:
+    """Loader processes that would prepare a call within its device time (with a quarter to
+    spare), from the profile's host model; None when the profile does not say."""
+    hm = ex.host_model
+    prep, dev = hm.get("prepare_ms_per_call"), hm.get("device_ms_per_call")
+    parallel = int(hm.get("parallel") or max(1, workers))
+    if not prep or not dev:
+        return None
+    one = float(prep) * parallel  # one process
+    need = math.ceil(1.25 * one / float(dev))
+    cores = int(hm.get("host_server_cores") or need)
+    return max(parallel + 1, min(need, cores))
+
+
 def async_loader(c: Context) -> Insight | None:
     ex = c.a.execution
     if ex is None:
@@ -842,15 +881,25 @@ def async_loader(c: Context) -> Insight | None:
     if share < c.t.host_wait_moderate:
         return None
     mode = str(c.cfg("loader", "sync")).lower()
+    workers = int(c.cfg("workers", 0) or 0)
     high = share >= c.t.host_wait_high
-    change = {F["loader"]: "async"} if mode == "sync" else {}
+    # Preparation in the main process: an async loader overlaps it with the device. Already
+    # overlapped (async, or worker processes): more processes prepare the call sooner.
+    in_main = mode == "sync" and workers == 0
+    if in_main:
+        iid, title = "throughput.async_loader", "use an asynchronous data loader"
+        change: dict = {F["loader"]: "async"}
+        trade = "Host memory and a process for the prefetched batches."
+    else:
+        n = _workers_to_hide(ex, workers) or max(2, 2 * workers)
+        iid, title = "throughput.loader_workers", f"use {n} data loader workers"
+        change = {F["workers"]: n}
+        trade = "Host cores and memory for the worker processes."
     return _addressing(
         share,
         Insight(
-            "throughput.async_loader",
-            "The device waits for the host: use an asynchronous data loader"
-            if mode == "sync"
-            else "The device waits for the host: speed up the data loader",
+            iid,
+            f"The device waits for the host: {title}",
             "critical" if high else "warning",
             "throughput",
             f"The run is {'highly' if high else 'moderately'} input-bound: IPU {i} waits for the "
@@ -858,20 +907,25 @@ def async_loader(c: Context) -> Insight | None:
             f"{fmt_pct(c.t.host_wait_moderate, 0)}, high from {fmt_pct(c.t.host_wait_high, 0)}).",
             [
                 Evidence(
-                    f"StreamCopyBegin on IPU {i}: {fmt_int(ex.host_wait_cycles[i])} cycles"
+                    f"IPU {i} waits for the host {fmt_int(ex.host_wait_cycles[i])} cycles at "
+                    "StreamCopyBegin"
+                    + (
+                        f" and {fmt_int(ex.host_exposed_cycles)} cycles between device calls "
+                        "(host lane)"
+                        if ex.host_exposed_cycles
+                        else ""
+                    )
                     + (
                         f", of which {fmt_int(fixed)} are the host calls' fixed overhead"
                         if fixed
                         else ""
                     )
                     + f"; the loader's part is {fmt_pct(share)} of the run.",
-                    "Execution Trace > StreamCopyBegin",
+                    "Execution Trace > host lane",
                 )
             ],
             change,
-            "Host memory and worker processes for the prefetched batches."
-            if change
-            else "More loader workers or cheaper host preprocessing (no run option changes it here).",
+            trade,
         ),
     )
 
