@@ -516,6 +516,14 @@ class RunConfig(BaseModel):
                         f"host_transforms: {t!r} is not a host transform{hint}; allowed: "
                         f"{', '.join(TRANSFORMS)}."
                     )
+            ts = list(self.host_transforms)
+            if "normalise" in ts and (
+                "convert_dtype" not in ts or ts.index("convert_dtype") > ts.index("normalise")
+            ):
+                raise ConfigError(
+                    "host_transforms: normalise works on a float tensor (as torchvision's "
+                    "Normalize); put convert_dtype before it."
+                )
         named = bool(self.host_transforms)
         if self.host_preprocess_us_per_sample is None:
             self.host_preprocess_us_per_sample = 0.0 if named else 50.0
