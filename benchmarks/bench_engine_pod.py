@@ -32,7 +32,13 @@ def main() -> int:
             out.unlink(missing_ok=True)
             t0 = time.perf_counter()
             subprocess.run(
-                [str(Path(sys.executable).with_name("analyse")), "profile", str(CONFIG), "-o", str(out)],
+                [
+                    str(Path(sys.executable).with_name("analyse")),
+                    "profile",
+                    str(CONFIG),
+                    "-o",
+                    str(out),
+                ],
                 check=True,
                 capture_output=True,
             )
@@ -48,15 +54,21 @@ def main() -> int:
 
         host = json.loads(host)
     print(f"config: {CONFIG.name} ({meta_replicas} replicas)")
-    print(f"end to end (analyse profile, fresh process): median {statistics.median(times):.2f} s "
-          f"over {args.runs} runs ({', '.join(f'{t:.2f}' for t in times)}); target < 5 s")
-    print(f"throughput: {ex['throughput']:,.0f} images/s host-inclusive, "
-          f"{ex.get('device_throughput', 0):,.0f} images/s device only")
+    print(
+        f"end to end (analyse profile, fresh process): median {statistics.median(times):.2f} s "
+        f"over {args.runs} runs ({', '.join(f'{t:.2f}' for t in times)}); target < 5 s"
+    )
+    print(
+        f"throughput: {ex['throughput']:,.0f} images/s host-inclusive, "
+        f"{ex.get('device_throughput', 0):,.0f} images/s device only"
+    )
     if host:
-        print(f"host: {host['per_sample_us']:.1f} us per image on one core, {host['parallel']} "
-              f"processes on each of {host['host_servers']} host servers, "
-              f"{host['prepare_ms_per_call']:.2f} ms to prepare a call vs "
-              f"{host['device_ms_per_call']:.2f} ms of device time")
+        print(
+            f"host: {host['per_sample_us']:.1f} us per image on one core, {host['parallel']} "
+            f"processes on each of {host['host_servers']} host servers, "
+            f"{host['prepare_ms_per_call']:.2f} ms to prepare a call vs "
+            f"{host['device_ms_per_call']:.2f} ms of device time"
+        )
     return 0
 
 

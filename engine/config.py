@@ -235,8 +235,8 @@ class RunConfig(BaseModel):
         description="Data loader worker processes (0 = in the loader's own process). Default "
         "the framework's (PyTorch DataLoader: 0).",
     )
-    host_transforms: list[str] | None = Field(
-        None,
+    host_transforms: list[str] = Field(
+        default_factory=list,
         description="Host transforms per sample, in order: decode_jpeg, from_array, flip, "
         "random_crop, resize, to_tensor, convert_dtype, normalise, collate; each costed from the "
         "host profile (convert_dtype and normalise run on the IPU with eight_bit_input). Default "
@@ -481,8 +481,8 @@ class RunConfig(BaseModel):
         need = self.num_ipus * self.replication_factor
         if need > system.ipus:
             raise ConfigError(
-                f"system: {self.replication_factor} replicas x {self.num_ipus} IPUs = {need} "
-                f"IPUs do not fit in {system.display_name}, which has {system.ipus}."
+                f"system: {self.replication_factor} replica(s) x {self.num_ipus} IPU(s) = "
+                f"{need} IPUs do not fit in {system.display_name}, which has {system.ipus}."
             )
         if self.host_servers is not None and self.host_servers > system.machines:
             raise ConfigError(
@@ -505,7 +505,7 @@ class RunConfig(BaseModel):
         if self.offload_optimiser_state == "auto":
             has_remote = target.streaming_memory_bytes > 0
             self.offload_optimiser_state = "on" if fw.offload(pipelined, has_remote) else "off"
-        if self.host_transforms is not None:
+        if self.host_transforms:
             from engine.host.profile import TRANSFORMS
 
             for t in self.host_transforms:
@@ -516,6 +516,9 @@ class RunConfig(BaseModel):
                         f"host_transforms: {t!r} is not a host transform{hint}; allowed: "
                         f"{', '.join(TRANSFORMS)}."
                     )
+            from engine.host.profile import load_host_profile
+
+            load_host_profile(self.host_profile)  # a missing or broken profile: one sentence now
             ts = list(self.host_transforms)
             if "normalise" in ts and (
                 "convert_dtype" not in ts or ts.index("convert_dtype") > ts.index("normalise")

@@ -3,7 +3,6 @@ device trace, systems (Pods) as data, per-machine sharing and hierarchical all-r
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from engine.config import RunConfig
@@ -50,7 +49,10 @@ def test_other_frameworks_and_explicit_options_win():
     pa = RunConfig(**PIPE, framework="popart")
     assert pa.recomputation == "off" and not pa.offload_optimiser and pa.loader_mode == "sync"
     mine = RunConfig(
-        **PIPE, loader_workers=6, loader_mode="async", recomputation="off",
+        **PIPE,
+        loader_workers=6,
+        loader_mode="async",
+        recomputation="off",
         offload_optimiser_state="on",
     )
     assert (mine.loader_workers, mine.loader_mode, mine.recomputation) == (6, "async", "off")
@@ -63,10 +65,8 @@ def test_other_frameworks_and_explicit_options_win():
 def test_per_sample_cost_is_the_sum_of_the_transforms():
     prof = load_host_profile("default")
     steps = ["from_array", "flip", "resize", "to_tensor", "convert_dtype", "normalise"]
-    cost = sample_cost(
-        prof, steps, input_size=32, image_size=64, channels=3, input_dtype="float16",
-        eight_bit=False,
-    )
+    kw = dict(input_size=32, image_size=64, channels=3, input_dtype="float16")
+    cost = sample_cost(prof, steps, eight_bit=False, **kw)
     small, big = 32 * 32 * 3, 64 * 64 * 3
     expect = {
         "from_array": ("uint8", small),
@@ -85,18 +85,18 @@ def test_per_sample_cost_is_the_sum_of_the_transforms():
     )
     assert cost.total_us == pytest.approx(total)
     # 8-bit input: the cast and normalisation run on the IPU, the sample stays uint8
-    eight = sample_cost(
-        prof, steps, input_size=32, image_size=64, channels=3, input_dtype="float16",
-        eight_bit=True,
-    )
+    eight = sample_cost(prof, steps, eight_bit=True, **kw)
     assert eight.skipped == ("convert_dtype", "normalise")
     assert dict((t, d) for t, d, *_ in eight.by_transform)["collate"] == "uint8"
     assert eight.total_us < cost.total_us
 
 
 def test_unknown_transform_is_one_sentence():
-    with pytest.raises(ConfigError, match=r"host_transforms: 'flipp' is not a host transform "
-                       r"\(did you mean 'flip'\?\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"host_transforms: 'flipp' is not a host transform "
+        r"\(did you mean 'flip'\?\)",
+    ):
         RunConfig(model="mlp", host_transforms=["flipp"])
     with pytest.raises(ConfigError, match="put convert_dtype before it"):
         RunConfig(model="mlp", host_transforms=["normalise", "convert_dtype"])
@@ -156,7 +156,7 @@ def test_a_pod_that_does_not_fit_is_refused_in_one_sentence():
         RunConfig(model="mlp", system="bow-pod16", replication_factor=32)
     msg = str(e.value)
     assert msg.count(". ") == 0 and msg.endswith(".")
-    assert "32 replicas x 1 IPUs = 32 IPUs do not fit in Bow Pod16" in msg
+    assert "32 replica(s) x 1 IPU(s) = 32 IPUs do not fit in Bow Pod16" in msg
     with pytest.raises(ConfigError, match="not the chip of system"):
         RunConfig(model="mlp", system="bow-pod64", target="mk2")
 
@@ -172,10 +172,15 @@ def test_pod64_scales_below_4x_pod16():
 
     def thr(system):
         cfg = RunConfig(
-            model="mlp", micro_batch_size=32, gradient_accumulation=4, device_iterations=4,
-            system=system, loader_workers=16,
+            model="mlp",
+            micro_batch_size=32,
+            gradient_accumulation=4,
+            device_iterations=4,
+            system=system,
+            loader_workers=16,
             host_transforms=["to_tensor", "convert_dtype", "normalise"],
-            image_size=16, image_channels=3,
+            image_size=16,
+            image_channels=3,
         )
         r = engine.simulate(cfg)
         return float(r.execution.attrs["throughput"]), r
@@ -214,16 +219,22 @@ def test_mk2_and_bow_differ_when_host_bound_in_sync_and_match_when_the_host_hide
 
     def run(target, mode):
         cfg = RunConfig(
-            model="mlp", micro_batch_size=64, gradient_accumulation=4, target=target,
+            model="mlp",
+            micro_batch_size=64,
+            gradient_accumulation=4,
+            target=target,
             host_transforms=["from_array", "to_tensor", "convert_dtype", "normalise"],
-            image_size=28, image_channels=1, loader_mode=mode,
+            image_size=28,
+            image_channels=1,
+            loader_mode=mode,
         )
         return engine.simulate(cfg).execution.attrs
 
     s_mk2, s_bow = run("mk2", "sync"), run("bow", "sync")
-    assert s_bow["total_cycles"] / get_target("bow").clock_hz < s_mk2["total_cycles"] / get_target(
-        "mk2"
-    ).clock_hz
+    assert (
+        s_bow["total_cycles"] / get_target("bow").clock_hz
+        < s_mk2["total_cycles"] / get_target("mk2").clock_hz
+    )
     assert s_bow["throughput"] > s_mk2["throughput"]  # sync: host + device time add up
     a_mk2, a_bow = run("mk2", "async"), run("bow", "async")
     # async and host-bound: the same host server and gateway bound both (identical hardware)

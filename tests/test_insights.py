@@ -521,3 +521,17 @@ def test_estimates_follow_the_host_model_and_memory(walkthrough_profiles):
     assert eight.addresses > pre.addresses
     assert any("cast + normalise" in e.text for e in eight.evidence)
     assert any("stream copies" in e.text for e in pre.evidence)
+
+
+def test_walkthrough_host_tips_rank_first_on_steps_4_and_5(walkthrough_profiles):
+    """With the host following PopTorch's defaults (num_workers 0, sync), 8-bit I/O and the
+    async loader are the two largest host-inclusive gains of steps 4 to 6, and the insights
+    rank them so: on step 4 8-bit I/O then the async loader, on step 5 the async loader."""
+    order = {}
+    for step in ("4-device-iterations", "5-8bit-io"):
+        with Analysis.open(walkthrough_profiles[step]) as a:
+            if not a.has_execution:
+                pytest.skip(f"engine: walkthrough step {step} does not fit")
+            order[step] = [t.id for t in find_insights(a) if t.category == "throughput"]
+    assert order["4-device-iterations"][:2] == ["throughput.8bit_input", "throughput.async_loader"]
+    assert order["5-8bit-io"][0] == "throughput.async_loader"

@@ -139,6 +139,7 @@ def test_split_points_name_exporter_layers(files):
             num_ipus=2,
             split_points=["block.dw"],
             gradient_accumulation=3,
+            recomputation="off",  # stage assignment only (PopTorch would recompute the stages)
         )
     )
     res = simulate(cfg)

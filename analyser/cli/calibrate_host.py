@@ -60,7 +60,9 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--seconds must be between 0.5 and 600; got {args.seconds:g}.")
     out = Path(args.output)
     if out.is_dir():
-        raise CliError(f"output {out} is a directory; give a file name such as {out / 'host.toml'}.")
+        raise CliError(
+            f"output {out} is a directory; give a file name such as {out / 'host.toml'}."
+        )
     if not out.parent.exists():
         raise CliError(f"output folder {out.parent} does not exist.")
     if out.exists() and not args.force:

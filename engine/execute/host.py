@@ -58,7 +58,7 @@ class HostTimeline:
             if self.host_inclusive_s > 0
             else 0.0,
             "device_throughput": float(self.samples / self.device_s) if self.device_s > 0 else 0.0,
-            "host_inclusive_cycles": int(round(self.host_inclusive_s * clock_hz)),
+            "host_inclusive_cycles": round(self.host_inclusive_s * clock_hz),
             "host_model": model,
         }
 
@@ -71,10 +71,10 @@ def host_timeline(plan: ExecutionPlan, device_cycles: int) -> HostTimeline:
     prep = costs.host_prep_seconds(plan)
     ovh = h.call_overhead_s
     exposed_prep = max(0.0, prep - device_s) if h.overlapped else prep
-    per_instance = int(math.ceil(plan.samples_per_call / max(1, h.instances)))
+    per_instance = math.ceil(plan.samples_per_call / max(1, h.instances))
 
     def cyc(seconds: float) -> int:
-        return int(round(seconds * clock))
+        return round(seconds * clock)
 
     rows: list[tuple[int, int, int, int, int]] = []  # lane, kind, start, cycles, samples
     c_ovh, c_dev = cyc(ovh), int(device_cycles)

@@ -86,9 +86,7 @@ def _cases(dtype_names: tuple[str, ...]):
 
     def to_tensor(side):
         img, _ = _image(side)
-        return (
-            lambda: np.ascontiguousarray(np.asarray(img).transpose(2, 0, 1))
-        ), side * side * 3
+        return (lambda: np.ascontiguousarray(np.asarray(img).transpose(2, 0, 1))), side * side * 3
 
     def convert(dt):
         def make(side):
@@ -142,9 +140,7 @@ def cpu_name() -> str:
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
             info = f.read()
-        fields = dict(
-            line.split(":", 1) for line in info.splitlines() if ":" in line
-        )
+        fields = dict(line.split(":", 1) for line in info.splitlines() if ":" in line)
         fields = {k.strip(): v.strip() for k, v in fields.items()}
         name = fields.get("model name", "")
         fam, model = fields.get("cpu family"), fields.get("model")

@@ -22,7 +22,7 @@ from analyser.core.insights.resimulate import (
     find_fitting_combination,
     predict_effects,
 )
-from analyser.core.insights.rules import MEMORY_RULES, THROUGHPUT_RULES, Context
+from analyser.core.insights.rules import HOST_INCLUSIVE, MEMORY_RULES, THROUGHPUT_RULES, Context
 from analyser.core.insights.thresholds import ThresholdError, Thresholds
 
 _SEV = {"critical": 0, "warning": 1, "info": 2}
@@ -90,6 +90,9 @@ def find_insights(
             tip = rule(ctx)
             if tip is not None:
                 tip.rank = rank
+                if tip.category == "throughput" and tip.id not in HOST_INCLUSIVE:
+                    # a share of the device trace -> of the host-inclusive time
+                    tip.addresses *= ctx.device_share
                 found.append(tip)
     if analysis.memory.fits:
         for t in found:

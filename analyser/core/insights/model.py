@@ -105,13 +105,17 @@ class Insight:
 
 
 def benefit(tip: Insight) -> float | None:
-    """Predicted share of cycles per sample the tip saves: from its re-simulated effect when it
-    has one that fits, else the share of the run it addresses (an estimate from the profile).
-    None for a tip re-simulated to an out-of-memory or rejected configuration."""
+    """Predicted share of time per sample the tip saves (host-inclusive): from its re-simulated
+    effect when it has one that fits, else the share of the run it addresses (an estimate from
+    the profile). None for a tip re-simulated to an out-of-memory or rejected configuration."""
     eff = tip.effect
     if eff is not None and eff.status in ("oom", "error"):
         return None
     if eff is not None and eff.after:
+        # the saving of host-inclusive time per sample (1 / throughput), else of device cycles
+        rel = eff.rel("throughput_samples_per_s")
+        if rel is not None and rel > -1:
+            return rel / (1.0 + rel)
         rel = eff.rel("cycles_per_sample")
         if rel is not None:
             return -rel

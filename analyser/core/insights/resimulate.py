@@ -102,11 +102,18 @@ def _judge(tip: Insight, before: dict[str, Any], after: dict[str, Any]) -> Effec
         eff.message = (
             f"throughput {thr}, cycles per sample {fmt_delta_pct(cps_a, cps_b)}, peak memory {mem}."
         )
-        slower = bool(cps_a and cps_b and cps_b > cps_a * 1.001)
+        # judged on the host-inclusive time per sample (1 / throughput: host time outside the
+        # device trace included), falling back to the device's cycles per sample
+        thr_a, thr_b = before.get("throughput_samples_per_s"), after.get("throughput_samples_per_s")
+        if thr_a and thr_b:
+            per_a, per_b = 1.0 / thr_a, 1.0 / thr_b
+        else:
+            per_a, per_b = cps_a, cps_b
+        slower = bool(per_a and per_b and per_b > per_a * 1.001)
         if tip.category == "throughput" and slower:
             eff.recommended = False
             eff.message = "not recommended: predicted slower; " + eff.message
-        elif tip.category == "throughput" and cps_a and cps_b and cps_b > cps_a * (1 - LITTLE):
+        elif tip.category == "throughput" and per_a and per_b and per_b > per_a * (1 - LITTLE):
             eff.message = f"little effect (under {LITTLE:.0%}): " + eff.message
             eff.tone = "neutral"
         elif tip.category == "memory" and slower:

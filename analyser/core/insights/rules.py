@@ -113,6 +113,14 @@ class Context:
         return i, float(loader[i]) / float(span), fixed
 
     @property
+    def device_share(self) -> float:
+        """The device trace's share of the host-inclusive time (1 before profile format 1.1)."""
+        ex = self.a.execution
+        if ex is None or not ex.host_inclusive_cycles or not ex.total_cycles:
+            return 1.0
+        return min(1.0, float(ex.total_cycles) / float(ex.host_inclusive_cycles))
+
+    @property
     def offloaded(self) -> bool:
         """Optimiser state in remote buffers ('auto' means on when pipelined, as in Poplar)."""
         v = self.cfg("offload", "auto")
@@ -140,6 +148,20 @@ def _memory_severity(c: Context) -> str:
     """Critical when out of memory; info when the program fits with little headroom (a memory
     tip then frees memory at some cost in throughput: lower priority than throughput tips)."""
     return "critical" if not c.a.memory.fits else "info"
+
+
+#: Throughput tips whose ``addresses`` is already a share of the host-inclusive time (host time
+#: outside the device trace included); the others measure a share of the device trace, which
+#: find_insights scales by the device's share of the host-inclusive time (Context.device_share).
+HOST_INCLUSIVE = frozenset(
+    {
+        "throughput.async_loader",
+        "throughput.loader_workers",
+        "throughput.8bit_input",
+        "throughput.prefetch",
+        "throughput.device_iterations",
+    }
+)
 
 
 def _addressing(share: float, tip: Insight) -> Insight:
@@ -705,7 +727,7 @@ def raise_device_iterations(c: Context) -> Insight | None:
     overhead = c.cfg("call_overhead_us")
     if overhead is not None and ex.total_cycles:
         per_call = float(overhead) * 1e-6 * ex.clock_hz
-        share = ex.host_round_trips * per_call / ex.total_cycles
+        share = ex.host_round_trips * per_call / (ex.host_inclusive_cycles or ex.total_cycles)
         how = (
             f"{ex.host_round_trips:,} call(s) x {overhead} µs round-trip overhead = "
             f"{fmt_pct(share)} of the run"
@@ -715,7 +737,7 @@ def raise_device_iterations(c: Context) -> Insight | None:
         how = f"host phase {fmt_pct(share)} of the run"
     inference_pipeline = c.pipelined and c.a.run_config.get("mode") == "inference"
     if inference_pipeline:
-        share += ex.ramp_share
+        share += ex.ramp_share * c.device_share
         how += f"; pipeline fill + flush once per call: {fmt_pct(ex.ramp_share)}"
     if share < c.t.host_call_share:
         return None
@@ -840,7 +862,7 @@ def eight_bit_input(c: Context) -> Insight | None:
             )
     big = share >= c.t.input_stream_share
     return _addressing(
-        share / 2 + cast_share,
+        share / 2 * c.device_share + cast_share,
         Insight(
             "throughput.8bit_input",
             "Transfer input as 8-bit and normalise on the IPU",
@@ -886,17 +908,25 @@ def async_loader(c: Context) -> Insight | None:
     # Preparation in the main process: an async loader overlaps it with the device. Already
     # overlapped (async, or worker processes): more processes prepare the call sooner.
     in_main = mode == "sync" and workers == 0
+    # What the change can save (host model): overlapping hides at most the device time of a
+    # call; more processes shorten the preparation that is still longer than the device time.
+    span = float(ex.host_inclusive_cycles or ex.total_cycles or 1)
+    device_share = float(ex.total_cycles) / span if ex.host_inclusive_cycles else 1.0
     if in_main:
         iid, title = "throughput.async_loader", "use an asynchronous data loader"
         change: dict = {F["loader"]: "async"}
         trade = "Host memory and a process for the prefetched batches."
+        saving = min(share, device_share)
     else:
         n = _workers_to_hide(ex, workers) or max(2, 2 * workers)
         iid, title = "throughput.loader_workers", f"use {n} data loader workers"
         change = {F["workers"]: n}
         trade = "Host cores and memory for the worker processes."
+        parallel = int(ex.host_model.get("parallel") or max(1, workers))
+        prep_share = share + device_share  # an overlapped loader's preparation per call
+        saving = min(share, max(0.0, share - max(0.0, prep_share * parallel / n - device_share)))
     return _addressing(
-        share,
+        saving,
         Insight(
             iid,
             f"The device waits for the host: {title}",
@@ -1049,7 +1079,8 @@ def prefetch_depth(c: Context) -> Insight | None:
     if lat is not None and ex.total_cycles:
         scb = schema.PROGRAM_TYPES.index("StreamCopyBegin")
         n = int(ex.count_by_type[i, scb])
-        hides = min(share, n * float(lat) * 1e-6 * ex.clock_hz / ex.total_cycles)
+        span = ex.host_inclusive_cycles or ex.total_cycles
+        hides = min(share, n * float(lat) * 1e-6 * ex.clock_hz / span)
         ev.append(
             Evidence(
                 f"what a deeper prefetch can hide: {n:,} stream copies x {lat} µs service "
