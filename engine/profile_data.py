@@ -156,7 +156,7 @@ def _execution_groups(e: Execution) -> Groups:
         "/execution": dict(e.attrs),
         "/execution/steps": dict(e.steps),
     }
-    if e.host is not None:  # the host's timeline, outside the device trace (format 1.1)
+    if e.host is not None:  # the host's timeline, outside the device trace (format 1.2)
         out["/execution/host"] = dict(e.host)
     return out
 

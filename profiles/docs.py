@@ -67,11 +67,12 @@ major version ("this build reads profile format {major}.x"), a missing or mistyp
 absurd size, damaged JSON metadata, a status of 'ok' without `/execution/steps` (incomplete: it
 must not read as an out-of-memory compile). Older minor versions open; fields added by a later minor are optional.
 
-Versions: 1.0 first release. 1.1 keeps the host out of the device trace: `/execution/host` (the
-host's timeline of a call: preparation, the call's round trip, the waits, on a `main` and a
-`loader` lane), `/execution` attributes `device_throughput`, `host_inclusive_cycles` and
-`host_model`; from 1.1 `total_cycles` counts device cycles only (as PopVision's trace), while a
-1.0 profile's `total_cycles` included the host's wait at the start of a call.
+Versions: 1.0 first release. 1.1 stores the per-tile liveness as changes. 1.2 keeps the host
+out of the device trace: `/execution/host` (the host's timeline of a call: preparation, the
+call's round trip, the waits, on a `main` and a `loader` lane), `/execution` attributes
+`device_throughput`, `host_inclusive_cycles` and `host_model`; from 1.2 `total_cycles` counts
+device cycles only (as PopVision's trace), while before 1.2 it included the host's wait at the
+start of a call.
 
 ## Writing a profile
 

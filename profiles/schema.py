@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass
 from typing import Literal
 
 FORMAT_NAME = "ipu-profile"
-FORMAT_VERSION: tuple[int, int] = (1, 1)
+FORMAT_VERSION: tuple[int, int] = (1, 2)
 
 # ---------------------------------------------------------------------------------------------
 # Enumerations (stored as integer codes; the index in each tuple is the code)
@@ -114,10 +114,10 @@ VARIABLE_KINDS: tuple[str, ...] = (
 #: Sync kinds.
 SYNC_KINDS: tuple[str, ...] = ("none", "internal", "external")
 
-#: Host timeline lanes (since 1.1): the main process that makes the host calls, and the loader
+#: Host timeline lanes (since 1.2): the main process that makes the host calls, and the loader
 #: (an async loader's process or the DataLoader's worker processes).
 HOST_LANES: tuple[str, ...] = ("main", "loader")
-#: Host timeline events (since 1.1): preparing samples, a host call's fixed round trip, the host
+#: Host timeline events (since 1.2): preparing samples, a host call's fixed round trip, the host
 #: blocked while the device runs the call, the main process waiting for the loader.
 HOST_EVENTS: tuple[str, ...] = ("prepare", "call", "waitDevice", "waitLoader")
 
@@ -566,16 +566,16 @@ STEPS = Group(
 
 HOST = Group(
     "/execution/host",
-    "The host's timeline of one host call in steady state (since 1.1), outside the device "
+    "The host's timeline of one host call in steady state (since 1.2), outside the device "
     "trace: host preparation, the call's round trip and the waits, in cycles of the target "
     "clock from the start of the device trace (negative = before the device starts). The "
     "device cycles of /execution/steps exclude all of it, as PopVision's trace does.",
     (
-        _c("lane", "uint8", "Host lane.", enum="host_lane", since=(1, 1)),
-        _c("kind", "uint8", "What the host does.", enum="host_event", since=(1, 1)),
-        _c("start", "int64", "Start cycle (device-trace clock).", unit="cycles", since=(1, 1)),
-        _c("cycles", "int64", "Length in cycles.", unit="cycles", since=(1, 1)),
-        _c("samples", "int64", "Samples prepared (prepare events; else 0).", since=(1, 1)),
+        _c("lane", "uint8", "Host lane.", enum="host_lane", since=(1, 2)),
+        _c("kind", "uint8", "What the host does.", enum="host_event", since=(1, 2)),
+        _c("start", "int64", "Start cycle (device-trace clock).", unit="cycles", since=(1, 2)),
+        _c("cycles", "int64", "Length in cycles.", unit="cycles", since=(1, 2)),
+        _c("samples", "int64", "Samples prepared (prepare events; else 0).", since=(1, 2)),
     ),
     table=True,
     required=False,
@@ -610,14 +610,14 @@ EXECUTION = Group(
         _a(
             "total_cycles",
             "int64",
-            "Cycles of the device trace (all IPUs). Before 1.1 this included the host's wait at "
-            "the start of a call; from 1.1 host time is in /execution/host only.",
+            "Cycles of the device trace (all IPUs). Before 1.2 this included the host's wait at "
+            "the start of a call; from 1.2 host time is in /execution/host only.",
             unit="cycles",
         ),
         _a(
             "device_cycles",
             "int64",
-            "Device cycles of the run (from 1.1 equal to total_cycles).",
+            "Device cycles of the run (from 1.2 equal to total_cycles).",
             unit="cycles",
         ),
         _a(
@@ -640,7 +640,7 @@ EXECUTION = Group(
             "Samples per second of the device alone (total_cycles at the target clock).",
             unit="samples/s",
             required=False,
-            since=(1, 1),
+            since=(1, 2),
         ),
         _a(
             "host_inclusive_cycles",
@@ -648,7 +648,7 @@ EXECUTION = Group(
             "Cycles of one host call including the host time not hidden behind the device.",
             unit="cycles",
             required=False,
-            since=(1, 1),
+            since=(1, 2),
         ),
         _a(
             "host_model",
@@ -656,7 +656,7 @@ EXECUTION = Group(
             "The host model of the run: per-sample cost by transform, loader, workers, "
             "processes in parallel, host servers, preparation per call.",
             required=False,
-            since=(1, 1),
+            since=(1, 2),
         ),
     ),
     required=False,

@@ -51,7 +51,7 @@ class ExecutionSummary:
     num_ipus: int
     clock_hz: float
     n_steps: int
-    #: Cycles of the device trace (all IPUs; profiles before format 1.1 included the host's
+    #: Cycles of the device trace (all IPUs; profiles before format 1.2 included the host's
     #: wait at the start of a call) and cycles the IPUs were busy.
     total_cycles: int
     device_cycles: int
@@ -94,12 +94,12 @@ class ExecutionSummary:
     #: [programs]: total cycles and executions of each program over the run.
     program_cycles: np.ndarray = field(repr=False)
     program_executions: np.ndarray = field(repr=False)
-    #: One host call including the host time not hidden behind the device (format 1.1; for
+    #: One host call including the host time not hidden behind the device (format 1.2; for
     #: older profiles the device trace, which then held that time as StreamCopyBegin).
     host_inclusive_cycles: int = 0
     #: Samples per second of the device alone.
     device_throughput_samples_per_s: float = 0.0
-    #: The engine's host model of the run (format 1.1 ``host_model``; empty before).
+    #: The engine's host model of the run (format 1.2 ``host_model``; empty before).
     host_model: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -297,7 +297,7 @@ def summarise_execution(src: Source) -> ExecutionSummary | None:
     inclusive = int(ex.get("host_inclusive_cycles", total))
     device = int(ex.get("device_cycles", 0))
     dev_thr = ex.get("device_throughput")
-    if dev_thr is None:  # before 1.1: the device part of total_cycles
+    if dev_thr is None:  # before 1.2: the device part of total_cycles
         dev_thr = samples / (device / clock) if device and samples else thr
     host_model = ex.get("host_model") or {}
     if isinstance(host_model, str):

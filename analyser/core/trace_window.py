@@ -530,7 +530,7 @@ class TraceWindow:
         return self._programs
 
     def host_lane(self) -> pd.DataFrame:
-        """The host's timeline of a call (profile format 1.1, ``/execution/host``), outside the
+        """The host's timeline of a call (profile format 1.2, ``/execution/host``), outside the
         device cycles: one row per event with ``lane`` (main / loader), ``kind`` (prepare, call,
         waitDevice, waitLoader), ``start`` and ``end`` in device-trace cycles (negative before
         the device starts) and ``samples``. Empty for profiles without it (format 1.0)."""

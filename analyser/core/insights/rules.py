@@ -100,7 +100,7 @@ class Context:
         """(IPU, share of the run, fixed overhead cycles): the host wait a data loader can hide,
         i.e. StreamCopyBegin minus the host calls' fixed round-trip overhead (host model)."""
         ex = self.a.execution
-        # StreamCopyBegin in the device trace plus the host time outside it (format 1.1), over
+        # StreamCopyBegin in the device trace plus the host time outside it (format 1.2), over
         # the host-inclusive time: what a data loader can hide is judged on what the user sees
         wait = ex.host_wait_cycles.astype(float) + ex.host_exposed_cycles
         overhead = self.cfg("call_overhead_us")
@@ -114,7 +114,7 @@ class Context:
 
     @property
     def device_share(self) -> float:
-        """The device trace's share of the host-inclusive time (1 before profile format 1.1)."""
+        """The device trace's share of the host-inclusive time (1 before profile format 1.2)."""
         ex = self.a.execution
         if ex is None or not ex.host_inclusive_cycles or not ex.total_cycles:
             return 1.0
