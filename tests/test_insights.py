@@ -307,8 +307,6 @@ def test_walkthrough_tips_lead_to_the_next_step(walkthrough_profiles):
     assert "throughput.8bit_input" not in ids["5-8bit-io"]
     assert "throughput.async_loader" in ids["5-8bit-io"]
     assert "throughput.async_loader" not in ids["6-async"]
-    # still input-bound with PyTorch's num_workers = 0: the next step is loader workers
-    assert "throughput.loader_workers" in ids["6-async"]
 
 
 def test_effect_verdicts():
