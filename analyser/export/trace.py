@@ -211,8 +211,15 @@ def _write_chrome(
     """Chrome trace-event JSON; each chunk of steps is formatted by :class:`RowBytes` (numpy),
     one "X" event per step and a "C" memory counter event where the value changes."""
     names = _json_table(p.names)
-    types = _json_table(schema.PROGRAM_TYPES)
-    phases = _json_table(schema.PHASES)
+    # small fields looked up whole: category + pid + tid by (type, IPU), the phase with its key
+    cat_pid_tid = byte_table(
+        [
+            f'{json.dumps(t)},"pid":{i},"tid":{_LANE_OF_TYPE[k]}'.encode()
+            for k, t in enumerate(schema.PROGRAM_TYPES)
+            for i in range(p.n_ipus)
+        ]
+    )
+    phases = byte_table([f',"phase":{json.dumps(ph)}'.encode() for ph in schema.PHASES])
     dests = _json_table(schema.DESTINATIONS)
     fh.write('{"displayTimeUnit":"ns","otherData":')
     fh.write(
@@ -243,11 +250,7 @@ def _write_chrome(
         r.const(b',\n{"name":')
         r.lookup_table(*names, np.clip(prog, 0, p.n_prog - 1))
         r.const(b',"ph":"X","cat":')
-        r.lookup_table(*types, typ)
-        r.const(b',"pid":')
-        r.decimal(ipu)
-        r.const(b',"tid":')
-        r.decimal(_LANE_OF_TYPE[typ])
+        r.lookup_table(*cat_pid_tid, typ * p.n_ipus + ipu)
         r.const(b',"ts":')
         r.fixed(ts, 4)
         r.const(b',"dur":')
@@ -260,7 +263,6 @@ def _write_chrome(
         r.decimal(c["micro_batch"])
         r.const(b',"stage":')
         r.decimal(c["stage"])
-        r.const(b',"phase":')
         r.lookup_table(*phases, c["phase"])
         moved = (c["bytes_in"] != 0) | (c["bytes_out"] != 0)
         r.const(b',"bytes_in":', moved)
