@@ -890,6 +890,12 @@ def config_from_args(args: argparse.Namespace, base: RunConfig | dict | None = N
                 # on the command line, an ONNX path is relative to the current folder
                 value = str(Path(value).expanduser().resolve())
             data[name] = value
+    if getattr(args, "system", None) and data.get("system") != getattr(base, "system", None):
+        # a system named on the command line sets the chip and the replicas that fill it, unless
+        # those are given on the command line too (the base's own values are its defaults)
+        for name in ("target", "replication_factor"):
+            if not hasattr(args, name):
+                data.pop(name, None)
     return RunConfig.from_dict(data)
 
 

@@ -276,3 +276,17 @@ def test_calibrate_host_writes_a_profile_runs_can_name(tmp_path):
     assert host_model(cfg, IMAGE_IO).transforms_s > 0
     (tmp_path / "mine.toml").write_text("x = 1\n")
     assert main(["calibrate-host", "-o", str(tmp_path / "mine.toml"), "-q"]) == 2
+
+
+def test_system_on_the_command_line_fills_the_replicas(tmp_path):
+    import argparse
+
+    from engine.config import add_config_arguments, config_from_args
+
+    parser = argparse.ArgumentParser()
+    add_config_arguments(parser)
+    base = RunConfig(model="mlp")  # target mk2, 1 replica by default
+    cfg = config_from_args(parser.parse_args(["--system", "bow-pod16"]), base)
+    assert (cfg.target, cfg.replication_factor) == ("bow", 16)
+    cfg = config_from_args(parser.parse_args(["--system", "bow-pod16", "--replicas", "4"]), base)
+    assert cfg.replication_factor == 4

@@ -116,7 +116,13 @@ def _summary_line(console, result, out: Path) -> None:
     status = "fits" if result.fits else f"OUT OF MEMORY ({len(c.memory.oom_tiles)} tiles)"
     parts = [
         f"wrote {out}",
-        f"{c.config.model} on {c.num_ipus} x {c.target.display_name}",
+        f"{c.config.model} on {c.num_ipus} x {c.target.display_name}"
+        + (
+            f" x {c.config.replication_factor} replicas"
+            if c.config.replication_factor > 1
+            else ""
+        )
+        + (f" ({c.config.system})" if c.config.system else ""),
         status,
         f"peak tile {peak / 1024:.1f} KiB of {sram / 1024:.0f} KiB",
     ]
