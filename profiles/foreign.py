@@ -10,61 +10,78 @@ holds one is refused before anything is read, as the HDF5 documentation's own ad
 untrusted files suggests (https://docs.hdfgroup.org/hdf5/develop/group___h5_l.html,
 "External links"; H5Pset_external; H5Pset_virtual).
 
-:func:`foreign_data` walks every link of the file once (HDF5's link iteration visits a group
-reached by several hard links once, so a group linked into itself cannot loop) and opens each
-dataset's header only: no data is read. It also bounds the walk, since a profile holds about a
-hundred objects and a file with millions of them only asks for work.
+:func:`foreign_data` checks every object a reader may touch: the groups of the schema (each
+link on their path) and every member of those groups, opening dataset headers only: no data is
+read. It never walks the rest of the file (nothing else is read), and a schema group with more
+members than any profile has is refused, so a file made of millions of objects costs nothing.
 """
 
 from __future__ import annotations
 
 import h5py
 
-#: More objects than this is not a profile (the writer makes about 100) and is refused.
-MAX_OBJECTS = 20_000
+#: More members than this in one group is not a profile (the largest group has ~15).
+MAX_OBJECTS = 10_000
+
+
+def _link_problem(link: object) -> str | None:
+    if isinstance(link, h5py.ExternalLink):
+        return f"an external link to {link.filename!r}"
+    if isinstance(link, h5py.SoftLink):
+        return f"a soft link to {link.path!r} (a profile keeps its data in place)"
+    return None
+
+
+def _dataset_problem(obj: object) -> str | None:
+    if not isinstance(obj, h5py.Dataset):
+        return None
+    if obj.is_virtual:
+        sources = sorted({m.file_name for m in obj.virtual_sources()})
+        shown = ", ".join(repr(s) for s in sources[:3]) or "other files"
+        return f"a virtual dataset mapping data of {shown}"
+    if obj.external:
+        return f"stored in the external file {obj.external[0][0]!r}"
+    return None
 
 
 def foreign_data(h5: h5py.File) -> tuple[str, str] | None:
-    """The first object of ``h5`` whose data lives outside the file, as ``(path, what)``, or
-    ``None`` when the file is self-contained. ``what`` completes "is ..." in a sentence."""
-    found: list[tuple[str, str]] = []
-    count = 0
+    """The first object a reader may touch whose data lives outside the file, as ``(path,
+    what)``, or ``None`` when the file is self-contained. ``what`` completes "is ..."."""
+    from profiles import schema
 
-    def visit(name: str, link: h5py.HardLink | h5py.SoftLink | h5py.ExternalLink) -> object:
-        nonlocal count
-        count += 1
-        path = "/" + name
-        if count > MAX_OBJECTS:
-            found.append(("/", f"made of more than {MAX_OBJECTS:,} objects (a profile has ~100)"))
-            return True
-        if isinstance(link, h5py.ExternalLink):
-            found.append((path, f"an external link to {link.filename!r}"))
-            return True
-        if isinstance(link, h5py.SoftLink):
-            return None  # a path inside this file; its target is visited under its own name
-        obj = h5.get(name)
-        if isinstance(obj, h5py.Dataset):
-            if obj.is_virtual:
-                sources = sorted({m.file_name for m in obj.virtual_sources()})
-                shown = ", ".join(repr(s) for s in sources[:3]) or "other files"
-                found.append((path, f"a virtual dataset mapping data of {shown}"))
-                return True
-            if obj.external:
-                found.append((path, f"stored in the external file {obj.external[0][0]!r}"))
-                return True
-        return None
-
-    h5.visititems_links(visit)
-    if not found:
-        # the root's own attributes cannot point outside; a root that is itself a link cannot be
-        return None
-    return found[0]
+    checked: set[str] = set()
+    for g in schema.GROUPS:
+        node: h5py.Group = h5
+        path = ""
+        for part in [p for p in g.path.split("/") if p]:
+            path += "/" + part
+            link = node.get(part, getlink=True)
+            if link is None:
+                break
+            bad = _link_problem(link)
+            if bad:
+                return path, bad
+            child = node.get(part)
+            if not isinstance(child, h5py.Group):
+                break
+            node = child
+        else:
+            if g.path in checked:
+                continue
+            checked.add(g.path)
+            if len(node) > MAX_OBJECTS:
+                return g.path, f"a group of {len(node):,} members (a profile has a few dozen)"
+            for name in node:
+                link = node.get(name, getlink=True)
+                where = f"{g.path.rstrip('/')}/{name}"
+                bad = _link_problem(link) or _dataset_problem(node.get(name))
+                if bad:
+                    return where, bad
+    return None
 
 
 def foreign_sentence(where: str, path: str, what: str) -> str:
     """One sentence refusing a file (``where`` names it, e.g. ``"profile run.h5"``)."""
-    if path == "/":
-        return f"{where} is {what}; it is not read."
     return (
         f"{where}: {path} is {what}; profiles must be self-contained, so nothing outside the "
         "file is read."

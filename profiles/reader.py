@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import h5py
 import numpy as np
 
-from profiles import schema
+from profiles import schema, semantic
 from profiles._layout import MAX_IPUS, MAX_ROWS, MAX_TILES, dtype_ok
 from profiles.errors import ForeignDataError, ProfileError
 from profiles.foreign import foreign_data, foreign_sentence
@@ -232,6 +232,11 @@ class Profile:
             if "execution" in self._h5
             else {}
         )
+        for group, attrs in (("/meta", meta), ("/execution", self._exec_attrs)):
+            bad = semantic.attribute_problems(group, attrs)
+            if bad:
+                raise ProfileError(f"profile {self.path}: {bad[0]}")
+        self._check_storage()
         if self.has_execution:
             off = self._dataset("/execution/ipu_offsets")
             if off.shape != (self.num_ipus + 1,):
@@ -252,6 +257,24 @@ class Profile:
                 )
         else:
             self.ipu_offsets = np.zeros(self.num_ipus + 1, dtype=np.int64)
+
+    def _check_storage(self) -> None:
+        """Every schema dataset: its declared size against the bytes it stores (metadata only),
+        so a file that declares 10^9 rows it never wrote is refused before any work."""
+        for g in schema.GROUPS:
+            grp = self._h5.get(g.path.strip("/")) if g.path != "/" else None
+            if not isinstance(grp, h5py.Group):
+                continue
+            for f in g.datasets:
+                ds = grp.get(f.name)
+                if not isinstance(ds, h5py.Dataset) or not ds.shape:
+                    continue
+                itemsize = 8 if ds.dtype.kind == "O" else ds.dtype.itemsize
+                bad = semantic.storage_problem(
+                    ds.name, ds.shape, itemsize, ds.id.get_storage_size()
+                )
+                if bad is not None:
+                    raise ProfileError(f"profile {self.path}: {bad}")
 
     @property
     def format_version(self) -> str:
@@ -440,23 +463,77 @@ class Profile:
             "categories": len(schema.MEMORY_CATEGORIES),
             "regions": len(schema.MEMORY_REGIONS),
         }
-        return tuple(d if isinstance(d, int) else fixed.get(d) for d in f.shape)  # type: ignore[arg-type]
+        tables = {"lsteps": "/liveness/steps", "programs": "/programs/nodes"}
+
+        def dim(d: object) -> int | None:
+            if isinstance(d, int):
+                return d
+            if d in tables:  # rows of the table the dimension counts (when it is present)
+                return self.sizes.get(tables[d])  # type: ignore[index]
+            return fixed.get(d)  # type: ignore[arg-type]
+
+        return tuple(dim(d) for d in f.shape)
 
     def _read(self, ds: h5py.Dataset, sel: Any = ()) -> np.ndarray:
         if isinstance(sel, _Reindexed):
             return self._read(ds, sel.uniq)[sel.inverse]
         if isinstance(sel, np.ndarray) and sel.size == 0:
             sel = slice(0, 0)
+        self._check_read_size(ds, sel)
         try:
             if h5py.check_string_dtype(ds.dtype) is not None:
-                out = ds.asstr()[sel]
-                return np.asarray(out, dtype=object)
-            return ds[sel]
+                out = np.asarray(ds.asstr()[sel], dtype=object)
+            else:
+                out = ds[sel]
         except (OSError, RuntimeError, UnicodeError) as exc:
             raise ProfileError(
                 f"profile {self.path}: dataset {ds.name} cannot be read, the file is damaged "
                 f"({str(exc).rstrip('.')})."
             ) from None
+        self._check_values(ds.name, np.asarray(out), sel)
+        return out
+
+    def _check_read_size(self, ds: h5py.Dataset, sel: Any) -> None:
+        """Refuse a read that would allocate more than :func:`semantic.read_limit` (a file may
+        declare sizes it never wrote; nothing is allocated for them)."""
+        from h5py._hl import selections
+
+        try:
+            shape = selections.select(
+                ds.shape, sel if isinstance(sel, tuple) else (sel,), ds
+            ).mshape
+        except Exception:  # h5py raises the precise error when it reads
+            return
+        itemsize = 8 if ds.dtype.kind == "O" else ds.dtype.itemsize
+        need = int(np.prod(shape, dtype=np.float64)) * itemsize
+        limit = semantic.read_limit()
+        if need > limit:
+            raise ProfileError(
+                f"profile {self.path}: reading {ds.name} {tuple(shape)} would need "
+                f"{semantic.fmt_size(need)}, more than the {semantic.fmt_size(limit)} this machine "
+                "can spare (half its free memory)."
+            )
+
+    def _check_values(self, name: str, values: np.ndarray, sel: Any) -> None:
+        """Raise ProfileError when the values read break a rule of :mod:`profiles.semantic`."""
+        group, _, field = name.rpartition("/")
+        if group not in schema.GROUPS_BY_PATH or values.size == 0:
+            return
+        if isinstance(sel, slice):
+            row0: Any = sel.start or 0
+        elif isinstance(sel, np.ndarray):
+            row0 = sel
+        else:
+            row0 = 0
+        bad = semantic.column_problem(group, field, values, self._dims, row0)
+        if bad is not None:
+            raise ProfileError(
+                f"profile {self.path}: {bad.path} {bad.message[:1].lower()}{bad.message[1:]}"
+            )
+
+    @cached_property
+    def _dims(self) -> semantic.Dims:
+        return semantic.Dims(self.num_ipus, self.tiles_per_ipu, dict(self.sizes))
 
     @_guarded
     def array(self, path: str, sel: Any = ()) -> np.ndarray:

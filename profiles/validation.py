@@ -25,12 +25,18 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from profiles import schema
-from profiles._layout import MAX_ROWS, Layout, check_layout, dims_of, field_path
+from profiles import schema, semantic
+from profiles._layout import (
+    MAX_IPUS,
+    MAX_ROWS,
+    MAX_TILES,
+    Layout,
+    check_layout,
+    dims_of,
+    field_path,
+)
 from profiles.errors import ForeignDataError, ProfileError
 from profiles.problems import (
-    AbsurdSize,
-    DanglingReference,
     ForeignData,
     Inconsistent,
     OutOfRange,
@@ -145,6 +151,8 @@ def _validate_open(
             continue
         problems.append(WrongShape(g.path, f"{g.path} is a dataset, expected a group."))
     problems += check_layout(layout, version=version)
+    for gp in ("/meta", "/execution"):
+        problems += semantic.attribute_problems(gp, layout.attrs.get(gp, {}))
     problems += _sparse_claims(h5, layout, {pr.path for pr in problems})
     bad_paths = {pr.path for pr in problems}
     problems += _content(h5, layout, bad_paths)
@@ -187,31 +195,19 @@ def _read_through(h5: h5py.File, layout: Layout, bad: set[str]) -> list[Problem]
     return out
 
 
-#: A dataset this large (uncompressed) that stores less than 1/SPARSE_RATIO of it is treated as a
-#: corrupt size claim (unwritten chunks): compression of real profile data is nowhere near that.
-SPARSE_BYTES = 256 * 2**20
-SPARSE_RATIO = 2000
-
-
 def _sparse_claims(h5: h5py.File, layout: Layout, bad: set[str]) -> list[Problem]:
+    """Datasets whose declared size is not real (profiles.semantic.storage_problem)."""
     out: list[Problem] = []
     for gp, dsets in layout.datasets.items():
         for name, (shape, dtype) in dsets.items():
             fp = field_path(gp, name)
             if fp in bad or not shape:
                 continue
-            logical = int(np.prod(shape, dtype=np.float64) * dtype.itemsize)
-            if logical < SPARSE_BYTES:
-                continue
+            itemsize = 8 if dtype.kind == "O" else dtype.itemsize
             stored = h5[fp.strip("/")].id.get_storage_size()
-            if stored * SPARSE_RATIO < logical:
-                out.append(
-                    AbsurdSize(
-                        fp,
-                        f"claims shape {tuple(shape)} ({logical / 2**30:.1f} GiB) but stores "
-                        f"only {stored} bytes; the size is not real.",
-                    )
-                )
+            problem = semantic.storage_problem(fp, shape, itemsize, stored)
+            if problem is not None:
+                out.append(problem)
     return out
 
 
@@ -233,11 +229,17 @@ def _list_group(g: schema.Group, obj: h5py.Group, layout: Layout, problems: list
 
 
 def _blocks(
-    ds: h5py.Dataset, lo: int = 0, hi: int | None = None
+    ds: h5py.Dataset, lo: int = 0, hi: int | None = None, *, strings: bool = False
 ) -> Iterator[tuple[int, np.ndarray]]:
     hi = ds.shape[0] if hi is None else hi
-    for r0 in range(lo, hi, BLOCK_ROWS):
-        yield r0, ds[r0 : min(hi, r0 + BLOCK_ROWS)]
+    if strings and h5py.check_string_dtype(ds.dtype) is None:
+        return
+    src = ds.asstr() if strings else ds
+    row_items = max(1, int(np.prod(ds.shape[1:], dtype=np.float64)))
+    step = max(1, BLOCK_ROWS // row_items)
+    for r0 in range(lo, hi, step):
+        block = src[r0 : min(hi, r0 + step)]
+        yield r0, np.asarray(block, dtype=object) if strings else block
 
 
 def _range_check(
@@ -283,8 +285,19 @@ def _content(h5: h5py.File, layout: Layout, bad_paths: set[str]) -> list[Problem
         return h5[fp.strip("/")]
 
     def read_error(fp: str, exc: Exception) -> None:
-        problems.append(Unreadable(fp, f"cannot be read ({exc})."))
+        from profiles.reader import _hdf5_reason
 
+        problems.append(
+            Unreadable(
+                fp, f"cannot be read: the stored data is damaged ({_hdf5_reason(str(exc))})."
+            )
+        )
+
+    sem_dims = semantic.Dims(
+        ipus if ipus is not None else MAX_IPUS,
+        tiles if tiles is not None else MAX_TILES,
+        {g.path: n for g in schema.GROUPS if g.table and (n := layout.rows(g.path)) is not None},
+    )
     for g in schema.GROUPS:
         if g.path not in layout.groups:
             continue
@@ -292,25 +305,15 @@ def _content(h5: h5py.File, layout: Layout, bad_paths: set[str]) -> list[Problem
             if f.kind == "attribute":
                 continue
             ds = usable(g.path, f.name)
-            if ds is None or ds.dtype.kind not in "iu":
+            if ds is None or not ds.shape:
                 continue
             fp = field_path(g.path, f.name)
             try:
-                if f.enum is not None:
-                    n = len(schema.ENUMS[f.enum])
-                    problems += _range_check(ds, fp, 0, n, OutOfRange, f"enum {f.enum!r} codes")
-                elif f.ref is not None:
-                    n_ref = layout.rows(f.ref) if f.ref in layout.groups else None
-                    if n_ref is None:
-                        continue
-                    problems += _range_check(
-                        ds, fp, -1, n_ref, DanglingReference, f"row ids of {f.ref} (or -1)"
-                    )
-                elif f.name == "ipu" and ipus is not None and ds.ndim == 1:
-                    lo = 0 if g.path == STEPS else -1
-                    problems += _range_check(ds, fp, lo, ipus, OutOfRange, "IPU numbers")
-                elif f.name in ("tile_start", "tile_count") and tiles is not None:
-                    problems += _range_check(ds, fp, 0, tiles + 1, OutOfRange, "tile numbers")
+                for r0, block in _blocks(ds, strings=f.dtype == "str"):
+                    bad = semantic.column_problem(g.path, f.name, block, sem_dims, r0)
+                    if bad is not None:
+                        problems.append(bad)
+                        break
             except _DAMAGE as exc:
                 read_error(fp, exc)
 

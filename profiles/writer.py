@@ -23,7 +23,6 @@ import datetime as _dt
 import json
 import math
 import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
@@ -31,11 +30,12 @@ from types import TracebackType
 import h5py
 import numpy as np
 
-from profiles import schema
+from profiles import atomic, schema, semantic
 from profiles._layout import (
     Layout,
     _json_default,
     check_layout,
+    dims_of,
     dtype_ok,
     field_path,
     layout_of_data,
@@ -151,20 +151,26 @@ class ProfileWriter:
             raise ProfileWriteError(
                 f"refusing to overwrite existing file {self.path} (overwrite is off)."
             )
+        atomic.clean_stale(self.path)  # temporaries of writers that were killed (kill -9)
+        self._space(0)
+        self._signals = atomic.deferred_signals()
+        self._pending = self._signals.start()  # Ctrl-C / SIGTERM: abandon at the next check
         try:
-            fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=parent)
-            os.close(fd)
-            # mkstemp creates 0600; a profile gets the permissions of any new file (umask)
-            os.chmod(tmp, 0o666 & ~_umask())
+            self._tmp = atomic.temp_path(self.path)  # mode from the umask, like any new file
         except OSError as exc:
+            self._signals.stop()
             raise ProfileWriteError(
                 f"cannot write profile {self.path}: {exc.strerror or exc}."
             ) from exc
-        self._tmp = Path(tmp)
         try:
             self._h5 = h5py.File(self._tmp, "w", libver=("v110", "latest"))
-        except Exception:
+        except Exception as exc:
             self._tmp.unlink(missing_ok=True)
+            self._signals.stop()
+            if atomic.is_disk_full(exc):
+                raise ProfileWriteError(
+                    f"cannot write profile {self.path}: the disk is full."
+                ) from None
             raise
         self._layout = Layout(groups={"/"}, attrs={"/": {}}, datasets={"/": {}})
         self._closed = False
@@ -288,6 +294,7 @@ class ProfileWriter:
             self._layout.attrs.setdefault("/execution", {})
             self._layout.datasets.setdefault("/execution", {})
         r0, r1 = self._step_rows, self._step_rows + n
+        self._check(n * sum(np.dtype(f.dtype).itemsize for f in STEPS.columns))
         for f in STEPS.columns:
             ds = self._step_ds[f.name]
             ds.resize((r1,))
@@ -304,13 +311,20 @@ class ProfileWriter:
             problems = check_layout(self._layout, for_writer=True)
             _raise_problems(problems, f"profile {self.path.name}")
             self._write_root()
+            self._space(0)
             self._h5.flush()
             self._h5.close()
+            self._pending.check()  # the last moment a Ctrl-C / SIGTERM keeps the previous file
             self._commit()
-        except BaseException:
+        except BaseException as exc:
             self.abort()
+            if atomic.is_disk_full(exc) and not isinstance(exc, ProfileWriteError):
+                raise ProfileWriteError(
+                    f"cannot write profile {self.path}: the disk is full."
+                ) from None
             raise
         self._closed = True
+        self._signals.stop()
 
     def abort(self) -> None:
         """Discard everything written; the destination is left as it was."""
@@ -321,6 +335,20 @@ class ProfileWriter:
             self._h5.close()
         with contextlib.suppress(OSError):
             self._tmp.unlink()
+        self._signals.stop()
+
+    def _space(self, need: int) -> None:
+        """ProfileWriteError when the disk cannot take ``need`` more bytes (and a margin)."""
+        problem = atomic.space_problem(self.path.parent, need)
+        if problem:
+            raise ProfileWriteError(f"cannot write profile {self.path}: {problem}.")
+
+    def _check(self, need: int = 0) -> None:
+        """Between blocks: a deferred Ctrl-C / SIGTERM ends the write here, as does a disk too
+        full for the next ``need`` bytes (before HDF5 sees it)."""
+        self._pending.check()
+        if need:
+            self._space(need)
 
     # -- internals ------------------------------------------------------------------------------
     def _check_open(self) -> None:
@@ -419,6 +447,7 @@ class ProfileWriter:
         self, h5g: h5py.Group, f: schema.Field, arr: np.ndarray, chunk_rows: int | None
     ) -> None:
         if f.dtype == "str":
+            self._check(sum(map(len, arr.ravel().tolist())) * 4 + 16 * arr.size)
             data = arr.astype(object) if arr.dtype.kind in "US" else arr
             big = arr.size > 4096
             h5g.create_dataset(
@@ -431,6 +460,7 @@ class ProfileWriter:
         target = np.dtype(f.dtype)
         nbytes = arr.size * target.itemsize
         if nbytes <= SMALL_BYTES or arr.ndim == 0 or arr.size == 0:
+            self._check(nbytes)
             h5g.create_dataset(f.name, data=arr.astype(target, copy=False))
             return
         chunks = _chunks(arr.shape, target.itemsize, chunk_rows)
@@ -446,7 +476,9 @@ class ProfileWriter:
         row_bytes = max(1, math.prod(arr.shape[1:]) * target.itemsize)
         step = max(chunks[0], (BLOCK_BYTES // row_bytes) // chunks[0] * chunks[0])
         for r0 in range(0, arr.shape[0], step):
-            ds[r0 : r0 + step] = arr[r0 : r0 + step].astype(target, copy=False)
+            block = arr[r0 : r0 + step].astype(target, copy=False)
+            self._check(block.nbytes)
+            ds[r0 : r0 + step] = block
 
     def _write_root(self) -> None:
         root = self._h5.attrs
@@ -521,11 +553,34 @@ def write_profile(
     layout, converted, problems = layout_of_data(norm)
     _derived_layout(layout, converted)
     problems += check_layout(layout, for_writer=True)
+    if not problems:  # values: the rules the reader enforces, so nothing written is refused later
+        problems += _semantic_problems(layout, converted)
     _raise_problems(problems, "profile data")
     with ProfileWriter(path, overwrite=overwrite) as w:
         for gp in sorted(converted, key=lambda p: _ORDER.index(p) if p in _ORDER else 99):
             w._write_converted(schema.group(gp), converted[gp])
     return Path(path).expanduser()
+
+
+def _semantic_problems(layout: Layout, converted: dict[str, dict]) -> list[Problem]:
+    dims = dims_of(layout)
+    sem = semantic.Dims(
+        int(dims["ipus"] or 0),
+        int(dims["tiles"] or 0),
+        {g.path: n for g in schema.GROUPS if g.table and (n := layout.rows(g.path)) is not None},
+    )
+    out: list[Problem] = []
+    for gp in ("/meta", "/execution"):
+        out += semantic.attribute_problems(gp, layout.attrs.get(gp, {}))
+    for gp, fields in converted.items():
+        if gp not in schema.GROUPS_BY_PATH:
+            continue
+        for name, value in fields.items():
+            if isinstance(value, np.ndarray) and value.ndim:
+                bad = semantic.column_problem(gp, name, value, sem)
+                if bad is not None:
+                    out.append(bad)
+    return out
 
 
 def _derived_layout(layout: Layout, converted: dict[str, dict]) -> None:

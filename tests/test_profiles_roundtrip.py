@@ -320,11 +320,12 @@ def test_table_rows_by_boolean_mask(small_file, small_data):
 )
 @given(
     names=st.lists(st.text(max_size=40), min_size=1, max_size=30),
-    flops=st.lists(st.integers(-(2**63), 2**63 - 1), min_size=1, max_size=30),
+    flops=st.lists(st.integers(0, 2**53 - 1), min_size=1, max_size=30),
     balance=st.floats(0, 1, width=32),
 )
 def test_round_trip_of_arbitrary_values(tmp_path_factory, small_data, names, flops, balance):
-    """Any unicode names (empty, emoji, NUL-free) and int64 extremes survive a round trip."""
+    """Any unicode names (empty, emoji, NUL-free) and counts over the whole plausible range
+    (0..2^53, profiles.semantic) survive a round trip."""
     names = [n.replace("\x00", "") for n in names]
     n = min(len(names), len(flops))
     data = {k: dict(v) for k, v in small_data.items()}
@@ -355,3 +356,15 @@ def test_caller_mistakes_are_not_reported_as_damage(small_file):
             p.array("/memory/total", (0, 10**7))
         with pytest.raises(ValueError, match="compound"):
             p.array("/memory/total", "bad")
+
+
+def test_writer_refuses_values_the_reader_refuses(tmp_path, small_data):
+    """Negative or absurd counts, ids past their table: refused before writing (the reader
+    would refuse the file)."""
+    data = {k: dict(v) for k, v in small_data.items()}
+    flops = np.asarray(data["/graph/operations"]["flops"]).copy()
+    flops[0] = -1
+    data["/graph/operations"]["flops"] = flops
+    with pytest.raises(SchemaMismatchError, match="flops"):
+        write_profile(tmp_path / "bad.h5", data)
+    assert not list(tmp_path.iterdir())

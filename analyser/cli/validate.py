@@ -39,6 +39,8 @@ def run(args: argparse.Namespace) -> int:
     for name in args.files:
         problems = validate(name)
         fatal = any(is_fatal(p) for p in problems)
+        if not fatal:
+            problems += _run_config_problems(name, problems)
         code = 2 if fatal else (1 if problems else 0)
         worst = max(worst, code)
         reports.append((name, problems, fatal))
@@ -77,3 +79,27 @@ def run(args: argparse.Namespace) -> int:
         if len(problems) > len(shown):
             print(f"  ... and {len(problems) - len(shown)} more (use --max-problems)")
     return worst
+
+
+def _run_config_problems(name: str, found: list) -> list:
+    """The stored run configuration against the engine's options (profiles cannot import the
+    engine, so this check of the full pass lives here)."""
+    import json
+
+    import h5py
+
+    from engine.config import stored_config_problem
+    from profiles.problems import WrongDtype
+
+    if any(p.path == "/meta@run_config" for p in found):
+        return []
+    try:
+        with h5py.File(name, "r") as h5:
+            raw = h5["meta"].attrs.get("run_config")
+        doc = json.loads(raw)
+    except Exception:  # unreadable: the validator has said so
+        return []
+    if not isinstance(doc, dict):
+        return []
+    bad = stored_config_problem(doc)
+    return [WrongDtype("/meta@run_config", f"option {bad}")] if bad else []

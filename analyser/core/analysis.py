@@ -220,10 +220,20 @@ class Analysis:
     def name(self) -> str:
         return self.path.name or self.target.model
 
-    @property
+    @cached_property
     def run_config(self) -> dict[str, Any]:
+        """The stored run configuration, each known option checked against the engine's type
+        and bounds (ProfileError naming the option when one is unusable)."""
         rc = self.src.meta.get("run_config") or {}
-        return rc if isinstance(rc, dict) else {}
+        if not isinstance(rc, dict):
+            return {}
+        from engine.config import stored_config_problem
+        from profiles.errors import ProfileError
+
+        bad = stored_config_problem(rc)
+        if bad:
+            raise ProfileError(f"profile {self.path}: its stored run configuration's {bad}")
+        return rc
 
     @property
     def target_config(self) -> dict[str, Any]:
