@@ -48,11 +48,19 @@ def _coerce(config: RunConfig | dict) -> RunConfig:
     return config if isinstance(config, RunConfig) else RunConfig.from_dict(dict(config))
 
 
-def simulate(config: RunConfig | dict, progress=None) -> SimResult:
-    """Compile and, when it fits, execute. ``progress(fraction, text)`` is optional."""
+def simulate(
+    config: RunConfig | dict, progress=None, *, max_memory: int | None = None
+) -> SimResult:
+    """Compile and, when it fits, execute. ``progress(fraction, text)`` is optional.
+
+    ``max_memory``: bytes the run may need (``None``: most of the memory available, 0: no
+    limit); a configuration estimated above it is refused before the work
+    (:class:`engine.resources.ResourceError`, one sentence naming the option)."""
+    from engine import resources
     from engine.compile import compile_program
 
     config = _coerce(config)
+    resources.check_config(config, max_memory)
 
     def sub(lo: float, hi: float):
         if progress is None:
@@ -65,6 +73,8 @@ def simulate(config: RunConfig | dict, progress=None) -> SimResult:
     execution = None
     if not compiled.oom:
         from engine.execute import execute
+
+        resources.check_compiled(compiled, max_memory)
 
         if progress is not None:
             progress(0.5, "executing")
@@ -81,12 +91,17 @@ def simulate(config: RunConfig | dict, progress=None) -> SimResult:
 
 
 def simulate_to_file(
-    config: RunConfig | dict, path: str | Path, progress=None, *, overwrite: bool = True
+    config: RunConfig | dict,
+    path: str | Path,
+    progress=None,
+    *,
+    overwrite: bool = True,
+    max_memory: int | None = None,
 ) -> SimResult:
     """Simulate and write the profile to ``path`` (atomically); returns the SimResult."""
     from profiles import write_profile
 
-    result = simulate(config, progress=progress)
+    result = simulate(config, progress=progress, max_memory=max_memory)
     if progress is not None:
         progress(0.85, "writing the profile")
     t0 = time.perf_counter()
@@ -109,8 +124,10 @@ class _CallableModule(types.ModuleType):
     ``engine.simulate(config)`` working after the first call.
     """
 
-    def __call__(self, config: RunConfig | dict, progress=None) -> SimResult:
-        return simulate(config, progress=progress)
+    def __call__(
+        self, config: RunConfig | dict, progress=None, *, max_memory: int | None = None
+    ) -> SimResult:
+        return simulate(config, progress=progress, max_memory=max_memory)
 
 
 sys.modules[__name__].__class__ = _CallableModule

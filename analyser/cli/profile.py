@@ -33,6 +33,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="print the full, validated run configuration (TOML) before simulating",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar or summary line")
+    parser.add_argument(
+        "--max-memory",
+        metavar="SIZE",
+        help="memory the simulation may need, e.g. 8G or 512M (default: 80%% of the memory "
+        "available; 0: no limit); a larger run is refused before any work",
+    )
     add_config_arguments(parser)
 
 
@@ -83,10 +89,12 @@ def run(args: argparse.Namespace) -> int:
     if args.print_config:
         Console().print(config.to_toml(), markup=False, highlight=False)
 
+    from engine.resources import parse_size
     from engine.simulate import simulate_to_file
 
+    limit = None if args.max_memory is None else parse_size(args.max_memory)
     if args.quiet:
-        result = simulate_to_file(config, out)
+        result = simulate_to_file(config, out, max_memory=limit)
     else:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -103,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
             def progress(fraction: float, text: str) -> None:
                 bar.update(task, completed=fraction, description=text)
 
-            result = simulate_to_file(config, out, progress=progress)
+            result = simulate_to_file(config, out, progress=progress, max_memory=limit)
     if not args.quiet:
         _summary_line(console, result, out)
     return 0

@@ -3,6 +3,7 @@ Nsight Systems' rule parameters). Every default is listed in docs/insights.md.""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, fields, replace
 
 from profiles.errors import UserFacingError
@@ -133,6 +134,8 @@ class Thresholds:
                 value = float(str(raw).rstrip("%")) / (100 if str(raw).endswith("%") else 1)
             except ValueError:
                 raise ThresholdError(f"threshold {name!r} needs a number, not {raw!r}.") from None
+            if not math.isfinite(value):
+                raise ThresholdError(f"threshold {name!r} needs a finite number, not {raw!r}.")
             if value < 0:
                 raise ThresholdError(f"threshold {name!r} must not be negative.")
             pairs[name] = value
