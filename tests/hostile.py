@@ -21,6 +21,7 @@ import json
 import random
 import shutil
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import h5py
@@ -198,6 +199,265 @@ def inject_names(text: str) -> Mutation:
     )
 
 
+# -- semantic ----------------------------------------------------------------------------------
+BIG_ID = 2**31 - 1
+
+
+def _col_set(path: str, value: object, rows: slice | None = None) -> Mutation:
+    def values(old: np.ndarray) -> np.ndarray:
+        new = np.array(old, copy=True)
+        new[slice(None) if rows is None else rows] = value
+        return new
+
+    return set_values(path, values)
+
+
+def semantic_mutations() -> dict[str, Mutation]:
+    e, m = "/execution", "/meta"
+    return {
+        "clock-zero": set_attr(m, "clock_hz", 0.0),
+        "clock-nan": set_attr(m, "clock_hz", float("nan")),
+        "clock-inf": set_attr(m, "clock_hz", float("inf")),
+        "clock-tiny": set_attr(m, "clock_hz", 1e-300),
+        "clock-text": set_attr(m, "clock_hz", "fast"),
+        "sram-zero": set_attr(m, "sram_per_tile", 0),
+        "sram-text": set_attr(m, "sram_per_tile", "big"),
+        "sram-negative": set_attr(m, "sram_per_tile", -1),
+        "replicas-text": set_attr(m, "replicas", "two"),
+        "replicas-array": set_attr(m, "replicas", np.array([1, 2])),
+        "replicas-huge": set_attr(m, "replicas", 2**40),
+        "samples-negative": set_attr(m, "samples_per_step", -5),
+        "status-odd": set_attr(m, "status", "maybe"),
+        "total-cycles-nan": set_attr(e, "total_cycles", float("nan")),
+        "throughput-text": set_attr(e, "throughput", "many"),
+        "host-seconds-inf": set_attr(e, "host_seconds", float("inf")),
+        "samples-zero": set_attr(e, "samples", 0),
+        "run-config-list": set_attr(m, "run_config", "[1, 2]"),
+        "run-config-types": edit_json_attr(
+            m, "run_config", lambda c: _with(c, micro_batch_size="x", mode=5, num_ipus=[1])
+        ),
+        "run-config-bool": edit_json_attr(
+            m, "run_config", lambda c: _with(c, micro_batch_size=True, device_iterations=1e300)
+        ),
+        "target-types": edit_json_attr(
+            m, "target", lambda t: _with(t, tiles_per_ipu="many", clock_hz=None)
+        ),
+        "target-list": set_attr(m, "target", "[]"),
+        "notes-dict": set_attr(m, "notes", '{"a": 1}'),
+        "step-program-big": _col_set("/execution/steps/program", BIG_ID, slice(0, 1)),
+        "step-program-negative": _col_set("/execution/steps/program", -7, slice(0, 1)),
+        "step-ipu-out": _col_set("/execution/steps/ipu", 5, slice(0, 1)),
+        "step-type-out": _col_set("/execution/steps/type", 200, slice(0, 1)),
+        "step-phase-out": _col_set("/execution/steps/phase", 99, slice(0, 1)),
+        "step-dest-out": _col_set("/execution/steps/dest", 77, slice(0, 1)),
+        "step-stage-30000": _col_set("/execution/steps/stage", 30000),
+        "step-cycles-negative": _col_set("/execution/steps/cycles", -100, slice(0, 3)),
+        "step-start-unsorted": set_values("/execution/steps/start", lambda a: a[::-1].copy()),
+        "step-iteration-big": _col_set("/execution/steps/iteration", BIG_ID),
+        "step-micro-batch-big": _col_set("/execution/steps/micro_batch", BIG_ID),
+        "op-ipu-out": _col_set("/graph/operations/ipu", 99, slice(0, 1)),
+        "op-stage-huge": _col_set("/graph/operations/stage", 30000),
+        "op-tiles-huge": _col_set("/graph/operations/tiles_used", BIG_ID, slice(0, 1)),
+        "var-op-big": _col_set("/graph/variables/op", BIG_ID, slice(0, 1)),
+        "var-ipu-out": _col_set("/graph/variables/ipu", 42, slice(0, 1)),
+        "var-live-big": _col_set("/graph/variables/live_end", BIG_ID, slice(0, 1)),
+        "var-kind-out": _col_set("/graph/variables/kind", 250, slice(0, 1)),
+        "var-tile-start-big": _col_set("/graph/variables/tile_start", BIG_ID, slice(0, 1)),
+        "cs-vertex-type-big": _col_set("/graph/compute_sets/vertex_type", BIG_ID, slice(0, 1)),
+        "cs-program-negative": _col_set("/graph/compute_sets/program", -3, slice(0, 1)),
+        "lstep-program-big": _col_set("/liveness/steps/program", BIG_ID, slice(0, 1)),
+        "lstep-ipu-out": _col_set("/liveness/steps/ipu", 9, slice(0, 1)),
+        "peak-step-out": set_values("/liveness/peak_step", lambda a: np.full_like(a, BIG_ID)),
+        "peak-step-negative": set_values("/liveness/peak_step", lambda a: np.full_like(a, -4)),
+        "liveness-lengths": set_values("/liveness/not_always_live", lambda a: a[:, :3].copy()),
+        "program-parent-loop": set_values(
+            "/programs/nodes/parent", lambda a: np.where(np.arange(a.size) == 0, 1, a)
+        ),
+        "program-parent-self": set_values(
+            "/programs/nodes/parent", lambda a: np.arange(a.size, dtype=a.dtype)
+        ),
+        "program-type-out": _col_set("/programs/nodes/type", 99, slice(0, 1)),
+        "program-repeat-huge": _col_set("/programs/nodes/repeat", 2**62),
+        "program-balance-nan": _col_set("/programs/nodes/tile_balance", np.nan),
+        "memory-negative": set_values("/memory/total", lambda a: -np.abs(a) - 1),
+        "memory-huge": set_values("/memory/total", lambda a: np.full_like(a, 2**62)),
+        "offsets-wrong": set_values("/execution/ipu_offsets", lambda a: a[::-1].copy()),
+        "max-step-short": set_values("/execution/max_step_cycles", lambda a: np.zeros_like(a)),
+        "run-starts-unsorted": set_values("/execution/run_starts", lambda a: -a - 5),
+        "tile-cycles-negative": set_values(
+            "/programs/tile_cycles", lambda a: np.full_like(a, -(2**31))
+        ),
+        "names-1mb": set_values(
+            "/programs/nodes/name",
+            lambda a: np.array(["n" * 2**20 if i < 3 else x for i, x in enumerate(a)], object),
+        ),
+        "names-empty": set_values(
+            "/graph/operations/name", lambda a: np.array([""] * a.size, object)
+        ),
+        "version-minor-future": set_attr("/", "format_version", "1.999"),
+    }
+
+
+# -- structural --------------------------------------------------------------------------------
+def structural_mutations() -> dict[str, Mutation]:
+    return {
+        "no-steps-program": delete("/execution/steps/program"),
+        "no-memory": delete("/memory"),
+        "no-meta-status": lambda p: _del_attr(p, "/meta", "status"),
+        "float-ids": set_values("/execution/steps/program", lambda a: a.astype(np.float64) + 0.5),
+        "text-cycles": set_values(
+            "/execution/steps/cycles", lambda a: np.array([str(x) for x in a], dtype=object)
+        ),
+        "short-column": set_values("/execution/steps/start", lambda a: a[:-1].copy()),
+        "memory-2d-wrong": set_values("/memory/total", lambda a: a.reshape(-1)),
+        "group-as-dataset": combine(delete("/liveness/steps"), _dataset_at("/liveness/steps")),
+        "dataset-as-group": lambda p: _group_at(p, "/execution/ipu_offsets"),
+        "scalar-offsets": set_values("/execution/ipu_offsets", lambda a: np.int64(a[-1])),
+        "truncated": _truncate(0.6),
+        "zero-bytes": _truncate(0.0),
+    }
+
+
+def _del_attr(p: Path, group: str, name: str) -> None:
+    with h5py.File(p, "r+") as h5:
+        del h5[group.strip("/")].attrs[name]
+
+
+def _dataset_at(path: str) -> Mutation:
+    def mutate(p: Path) -> None:
+        with h5py.File(p, "r+") as h5:
+            h5[path.strip("/")] = np.arange(4)
+
+    return mutate
+
+
+def _group_at(p: Path, path: str) -> None:
+    with h5py.File(p, "r+") as h5:
+        del h5[path.strip("/")]
+        h5.create_group(path.strip("/"))
+
+
+def _truncate(fraction: float) -> Mutation:
+    def mutate(p: Path) -> None:
+        data = p.read_bytes()
+        p.write_bytes(data[: int(len(data) * fraction)])
+
+    return mutate
+
+
+# -- resource ----------------------------------------------------------------------------------
+def _unwritten(path: str, rows: int, extra: tuple[int, ...] = ()) -> Callable[[h5py.File], None]:
+    """Dataset ``path`` resized to ``rows`` rows that are never written (a few bytes on disk)."""
+
+    def edit(h5: h5py.File) -> None:
+        key = path.strip("/")
+        dtype = h5[key].dtype
+        del h5[key]
+        shape = (rows, *extra)
+        chunks = (min(rows, 65536), *extra) if extra else (min(rows, 65536),)
+        h5.create_dataset(key, shape=shape, dtype=dtype, chunks=chunks, compression="gzip")
+
+    return edit
+
+
+def _edit(*edits: Callable[[h5py.File], None]) -> Mutation:
+    def mutate(p: Path) -> None:
+        with h5py.File(p, "r+") as h5:
+            for e in edits:
+                e(h5)
+
+    return mutate
+
+
+def resource_mutations() -> dict[str, Mutation]:
+    steps = [
+        f"/execution/steps/{c}"
+        for c in (
+            "program",
+            "ipu",
+            "start",
+            "cycles",
+            "type",
+            "micro_batch",
+            "stage",
+            "phase",
+            "iteration",
+            "bytes_in",
+            "bytes_out",
+            "dest",
+        )
+    ]
+    huge = 10**9
+
+    def offsets(h5: h5py.File) -> None:
+        h5["execution/ipu_offsets"][...] = np.array([0, huge])
+
+    def lsteps(h5: h5py.File) -> None:
+        for c in ("name", "program", "op", "ipu"):
+            _unwritten(f"/liveness/steps/{c}", huge)(h5)
+        ipus = h5["liveness/always_live"].shape[0]
+        tiles = h5["memory/total"].shape[1]
+        for key, extra in (("not_always_live", ()), ("per_tile", (tiles,))):
+            dtype = h5[f"liveness/{key}"].dtype
+            del h5[f"liveness/{key}"]
+            h5.create_dataset(
+                f"liveness/{key}",
+                shape=(ipus, huge, *extra),
+                dtype=dtype,
+                chunks=(1, 1024, *extra),
+                compression="gzip",
+            )
+
+    def tile_cycles(h5: h5py.File) -> None:
+        tiles = h5["programs/tile_cycles"].shape[1]
+        n = h5["programs/nodes/name"].shape[0]
+        del h5["programs/tile_cycles"]
+        h5.create_dataset(
+            "programs/tile_cycles", shape=(n, tiles), dtype="int32", chunks=(1, tiles)
+        )
+
+    def compressed_zeros(h5: h5py.File) -> None:
+        # real bytes, written: 200 M zeros of per-tile liveness compress ~1000:1 with gzip
+        tiles = h5["memory/total"].shape[1]
+        n = 20_000
+        for c in ("name", "program", "op", "ipu"):
+            old = h5[f"liveness/steps/{c}"]
+            fill = np.array([""] * n, object) if c == "name" else np.zeros(n, old.dtype)
+            dt = h5py.string_dtype() if c == "name" else old.dtype
+            del h5[f"liveness/steps/{c}"]
+            h5.create_dataset(f"liveness/steps/{c}", data=fill, dtype=dt)
+        del h5["liveness/not_always_live"], h5["liveness/per_tile"]
+        h5.create_dataset("liveness/not_always_live", data=np.zeros((1, n), np.int64))
+        ds = h5.create_dataset(
+            "liveness/per_tile",
+            shape=(1, n, tiles),
+            dtype="int32",
+            chunks=(1, 256, tiles),
+            compression="gzip",
+            compression_opts=9,
+        )
+        block = np.zeros((1, 4096, tiles), np.int32)
+        for r in range(0, n, 4096):
+            ds[:, r : r + 4096] = block[:, : min(4096, n - r)]
+
+    return {
+        "unwritten-steps-1e9": _edit(*(_unwritten(c, huge) for c in steps), offsets),
+        "liveness-steps-1e9": _edit(lsteps),
+        "tile-cycles-unwritten": _edit(tile_cycles),
+        "liveness-zeros-gzip": _edit(compressed_zeros),
+        "tiles-65536": combine(set_attr("/meta", "tiles_per_ipu", 65536)),
+        "ipus-1024": set_attr("/meta", "num_ipus", 1024),
+        "objects-many": _edit(_many_groups),
+        "attr-huge": set_attr("/meta", "notes", json.dumps(["x" * 2**20] * 16)),
+    }
+
+
+def _many_groups(h5: h5py.File) -> None:
+    g = h5.create_group("junk")
+    for i in range(3_000):
+        g.create_group(str(i))
+
+
 # -- corpus -----------------------------------------------------------------------------------
 def profile_mutations() -> dict[str, dict[str, Mutation]]:
     """category -> {name: mutation}."""
@@ -209,6 +469,9 @@ def profile_mutations() -> dict[str, dict[str, Mutation]]:
             "external-raw-offsets": external_raw("/execution/ipu_offsets"),
         },
         "injection": {f"names-{k}": inject_names(v) for k, v in INJECTIONS.items()},
+        "semantic": semantic_mutations(),
+        "structural": structural_mutations(),
+        "resource": resource_mutations(),
     }
     return corpus
 
@@ -233,3 +496,88 @@ def iter_corpus(
             continue
         for name, m in muts.items():
             yield cat, name, mutated(base, folder / cat, name, m)
+
+
+# -- probes ------------------------------------------------------------------------------------
+#: Commands run on every hostile profile ({file}, {base}: a valid profile, {out}: an output stem).
+PROFILE_COMMANDS: tuple[tuple[str, ...], ...] = (
+    ("validate", "{file}"),
+    ("summary", "{file}"),
+    ("summary", "--json", "{file}"),
+    ("insights", "--no-resimulate", "{file}"),
+    ("report", "{file}", "-o", "{out}.md"),
+    ("compare", "{base}", "{file}"),
+    ("export-trace", "{file}", "-o", "{out}.json"),
+)
+#: Exit codes a command may give on any input: ok, a check failed, bad input, interrupted.
+CLEAN_EXITS = (0, 1, 2, 130)
+
+
+class Hang(BaseException):
+    """Raised by the probe's alarm: the command ran longer than its time limit."""
+
+
+@dataclass
+class Outcome:
+    argv: tuple[str, ...]
+    code: int | None
+    seconds: float
+    traceback: str = ""
+    hung: bool = False
+    stderr: str = ""
+
+    @property
+    def clean(self) -> bool:
+        return (
+            not self.hung
+            and not self.traceback
+            and self.code in CLEAN_EXITS
+            and "Traceback" not in self.stderr
+            and self.stderr.strip().count("\n") <= 3
+        )
+
+
+def run_in_process(argv: tuple[str, ...], seconds: float = 20.0) -> Outcome:
+    """Run ``analyse argv`` in this process with a time limit (SIGALRM; main thread only)."""
+    import contextlib
+    import io
+    import signal
+    import time
+    import traceback
+
+    from analyser.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+
+    def alarm(signum: int, frame: object) -> None:
+        raise Hang
+
+    old = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    t0 = time.perf_counter()
+    code: int | None = None
+    tb, hung = "", False
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(list(argv))
+    except Hang:
+        hung = True
+    except SystemExit as exc:  # argparse
+        code = exc.code if isinstance(exc.code, int) else 2
+    except BaseException:
+        tb = traceback.format_exc()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    return Outcome(argv, code, time.perf_counter() - t0, tb, hung, err.getvalue())
+
+
+def profile_probes(
+    file: Path, base: Path, out: Path, only: tuple[str, ...] | None = None
+) -> list[tuple[str, ...]]:
+    """The command lines of :data:`PROFILE_COMMANDS` for ``file`` (``only``: those whose first
+    words are listed, e.g. ``("validate", "summary --json")``)."""
+    cmds = PROFILE_COMMANDS
+    if only is not None:
+        cmds = tuple(c for c in cmds if any(" ".join(c).startswith(o) for o in only))
+    return [tuple(a.format(file=file, base=base, out=out) for a in cmd) for cmd in cmds]

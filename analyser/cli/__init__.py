@@ -153,15 +153,35 @@ def _main(argv: list[str]) -> int:
         return code
 
 
+def _terminate_like_ctrl_c() -> None:
+    """SIGTERM ends a command as Ctrl-C does (outputs abandoned cleanly, temporary files
+    removed), with exit code 143 (128 + 15) instead of dying where it stands."""
+    import signal
+    import threading
+
+    from profiles.atomic import Interrupted
+
+    def terminate(signum: int, frame: object) -> None:
+        raise Interrupted(signum)
+
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(
+        signal.SIGTERM
+    ) in (signal.SIG_DFL, None):
+        signal.signal(signal.SIGTERM, terminate)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``analyse``; returns the exit code (0 ok, 1 a check failed (``--fail-if``, ``validate``),
     2 bad input or an output that cannot be written, 130 interrupted). Expected errors print one sentence to stderr, never a traceback."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    _terminate_like_ctrl_c()
     try:
         return _main(argv)
-    except KeyboardInterrupt:
-        print("analyse: interrupted.", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        # Ctrl-C: 130; SIGTERM deferred by a write (profiles.atomic.Interrupted): 143
+        code = getattr(exc, "exit_code", 130)
+        print("analyse: interrupted." if code == 130 else "analyse: terminated.", file=sys.stderr)
+        return code
     except BrokenPipeError:
         # the reader of our output went away (analyse ... | head): stop quietly, like rich does
         with contextlib.suppress(OSError):

@@ -61,13 +61,29 @@ def check_output(
                 raise CliError(
                     f"output {out} is one of the input profiles; refusing to overwrite it."
                 )
-    with contextlib.suppress(OSError), open(out, "rb") as fh:
-        if fh.read(8) == b"\x89HDF\r\n\x1a\n":  # a profile (or other HDF5 data): never replace it
-            raise CliError(
-                f"output {out} is an existing HDF5 file (a profile?); refusing to overwrite it."
-            )
+    if is_hdf5(out):  # a profile (or other HDF5 data): never replace it
+        raise CliError(
+            f"output {out} is an existing HDF5 file (a profile?); refusing to overwrite it."
+        )
     refuse_foreign(out, force)
     return out
+
+
+def is_hdf5(path: Path) -> bool:
+    """Whether ``path`` is an HDF5 file: the signature at offset 0 or after a user block (512,
+    1024, 2048... bytes of anything, zeros included), where HDF5 itself looks for it."""
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            offset = 0
+            while offset + 8 <= size:
+                fh.seek(offset)
+                if fh.read(8) == b"\x89HDF\r\n\x1a\n":
+                    return True
+                offset = 512 if offset == 0 else offset * 2
+    except OSError:
+        return False
+    return False
 
 
 def refuse_foreign(out: Path, force: bool) -> None:
