@@ -148,11 +148,13 @@ class RowBytes:
             total += block.size
         return total
 
-    def blocks(self, workers: int = WORKERS) -> Iterator[np.ndarray]:
+    def blocks(self, workers: int | None = None) -> Iterator[np.ndarray]:
         """The records in row order, as uint8 arrays of :data:`BLOCK_ROWS` rows each, assembled
-        by ``workers`` threads (numpy releases the GIL inside its loops)."""
+        by ``workers`` threads (default :data:`WORKERS`; numpy releases the GIL inside its
+        loops)."""
         if not self._segs or self.n == 0:
             return
+        workers = WORKERS if workers is None else workers
         width = sum(s[1] for s in self._segs)
         bn = min(self.n, BLOCK_ROWS)
         variable = []
