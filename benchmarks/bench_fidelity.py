@@ -209,8 +209,11 @@ def measure(row: Row, folder: Path = REFERENCE_DIR) -> Measured:
     attrs = result.execution.attrs
     clock = float(result.compiled.target.clock_hz)
     samples = float(attrs["samples"])
-    device_cycles = float(attrs.get("device_cycles", attrs["total_cycles"]))
-    device = samples / (device_cycles / clock) if device_cycles > 0 else None
+    if "device_throughput" in attrs:  # profile format 1.1: both throughputs are recorded
+        device = float(attrs["device_throughput"])
+    else:  # 1.0: total cycles included the host wait; device cycles did not
+        device_cycles = float(attrs.get("device_cycles", attrs["total_cycles"]))
+        device = samples / (device_cycles / clock) if device_cycles > 0 else None
     host_s = float(attrs.get("host_seconds", 0.0))
     note = f"host wait {host_s * 1e3:,.2f} ms per call" if host_s > 0 else ""
     _SIMULATED[key] = Measured(float(attrs["throughput"]), device, note, seconds)
