@@ -20,18 +20,17 @@ in github.com/graphcore/poplibs):
   ring of 2 or for several IPUs per replica; otherwise meet-in-the-middle (two directions) below
   the byte thresholds or above 16 ranks, else the bidirectional ring pair (two directions).
 
-Beyond one IPU-POD64 the replicas are joined hierarchically (the issue's GW-Links between
-Pod64s; Graphcore's GCL does this in closed source): a ring over the IPU-Links inside each Pod64,
-then a ring over the Pods through the GW-Links, each level one such program.
-``ipus_per_ring_domain`` is the hook for the system topology (64 IPUs: one IPU-POD64).
+On a system of several Pod64 racks (``engine.systems``: ``racks_spanned``) the replicas are
+joined hierarchically, as the execution times them (GW-Links between Pod64s; Graphcore's GCL
+does this in closed source): a ring over the IPU-Links inside each rack, then a ring over the
+racks through the GW-Links, each level one such program. Without a system the replicas form one
+ring.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-#: IPUs joined by IPU-Links in one ring (an IPU-POD64); replicas beyond it use GW-Links.
-IPUS_PER_RING_DOMAIN = 64
 #: ``createSliceableTensorIfBenefical``: bytes of control code per switch case (3 instructions)
 #: and the number of collective calls PopLibs assumes when weighing switch against slice.
 SWITCH_BYTES_PER_CASE = 3 * 4
@@ -73,14 +72,15 @@ class CollectivePrograms:
         return sum(RING_PROGRAMS + lv.directions * (1 + lv.switch_cases) for lv in self.levels)
 
 
-def ring_sizes(replicas: int, ipus_per_replica: int, ipus_per_ring_domain: int) -> list[int]:
-    """Replicas per ring at each level: IPU-Links inside a domain, GW-Links across domains."""
+def ring_sizes(replicas: int, racks: int = 1) -> list[int]:
+    """Replicas per ring at each level: the replicas of one rack over its IPU-Links, then the
+    racks over the GW-Links."""
     if replicas <= 1:
         return []
-    per_domain = max(1, ipus_per_ring_domain // max(ipus_per_replica, 1))
-    if replicas <= per_domain:
+    racks = max(1, min(int(racks), replicas))
+    if racks == 1:
         return [replicas]
-    return [per_domain, -(-replicas // per_domain)]
+    return [-(-replicas // racks), racks]
 
 
 def ring_directions(ranks: int, ipus_per_replica: int) -> int:
@@ -99,13 +99,13 @@ def collective(
     tiles: int,
     replicas: int,
     ipus_per_replica: int,
-    ipus_per_ring_domain: int = IPUS_PER_RING_DOMAIN,
+    racks: int = 1,
 ) -> CollectivePrograms:
     """The ring programs of a reduce-scatter or an all-gather (the same structure) of ``nbytes``
     on one IPU whose fragments spread over ``tiles`` tiles."""
     levels = []
     remaining = nbytes
-    for ranks in ring_sizes(replicas, ipus_per_replica, ipus_per_ring_domain):
+    for ranks in ring_sizes(replicas, racks):
         fragment = -(-remaining // ranks)
         elems_per_tile = -(-fragment // max(bytes_per_element, 1)) // max(tiles, 1)
         # switch unless a sliceable copy of the input takes less memory than the switch code
@@ -125,7 +125,6 @@ def collective(
 
 
 __all__ = [
-    "IPUS_PER_RING_DOMAIN",
     "CollectivePrograms",
     "RingLevel",
     "collective",

@@ -55,6 +55,7 @@ from engine.compiled import (
     VariableTable,
 )
 from engine.graph import INPUT
+from engine.systems import get_system, racks_spanned
 from profiles import schema
 from profiles.liveness import TileChanges
 
@@ -1200,12 +1201,14 @@ def replica_collectives(
     R = int(config.replication_factor)
     if not (config.training and R > 1):
         return []
+    system = get_system(config.system) if config.system else None
     ring = partial(
         collectives.collective,
         bytes_per_element=inputs.weight_bytes_per_element,
         tiles=inputs.compute_tiles,
         replicas=R,
         ipus_per_replica=inputs.num_ipus,
+        racks=racks_spanned(inputs.num_ipus * R, system),
     )
     gathered = weights.weights[ipu] if config.replicated_tensor_sharding else weights.gradients[ipu]
     return [ring(int(weights.gradients[ipu])), ring(int(gathered))]

@@ -210,8 +210,6 @@ def _cast(ctx, node) -> None:
         ctx.row(node, "Cast", "elementwise", passes=1, bwd_passes=0)
 
 
-
-
 def _dropout(ctx, node) -> None:
     ratio = ctx.attr(node, "ratio", None)
     if ratio is None and len(node.input) > 1 and node.input[1]:
