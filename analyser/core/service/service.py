@@ -40,6 +40,7 @@ import queue
 import secrets
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -314,6 +315,7 @@ class SimulationService:
         self._cluster = None
         self._lock = threading.Lock()
         self._closed = False
+        self._batches: weakref.WeakSet[Batch] = weakref.WeakSet()
 
     # -- lifecycle -----------------------------------------------------------------------------
     @property
@@ -429,7 +431,18 @@ class SimulationService:
     ) -> Batch:
         """Submit requests (run configs are validated first); returns at once."""
         reqs = [r if isinstance(r, SimRequest | SimResponse) else self.request(r) for r in requests]
-        return Batch(self, reqs, on_result)
+        batch = Batch(self, reqs, on_result)
+        if not batch.done:
+            self._batches.add(batch)
+        return batch
+
+    def cancel_all(self) -> int:
+        """Cancel every batch still running (a window closing, an application quitting);
+        returns how many were cancelled."""
+        live = [b for b in list(self._batches) if not b.done]
+        for b in live:
+            b.cancel()
+        return len(live)
 
     def run(
         self,

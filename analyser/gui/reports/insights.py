@@ -444,6 +444,10 @@ class InsightsReport(Report):
         return self._predicting
 
     def shutdown(self) -> None:
+        if self._predicting:  # stop the re-simulations on the service rather than wait for them
+            from analyser.core.service import get_service
+
+            get_service().cancel_all()
         self.pool.waitForDone(120000)
 
 
