@@ -27,6 +27,15 @@ from typing import Any
 STATUSES = ("ok", "oom", "refused", "cancelled", "killed", "memory", "timeout", "failed")
 CACHED_STATUSES = ("ok", "oom", "refused")
 
+#: Figures of the execution (None for a configuration that does not fit: no execution).
+_EXECUTION_KEYS = (
+    "total_cycles",
+    "cycles_per_sample",
+    "throughput_samples_per_s",
+    "samples",
+    "host_wait_share",
+    "compute_share",
+)
 #: Key figures of a simulated configuration (analyser.core.Metrics plus the headroom of the
 #: fullest tile), as stored in the cache and in tune's results table.
 FIGURE_KEYS: tuple[str, ...] = (
@@ -37,12 +46,7 @@ FIGURE_KEYS: tuple[str, ...] = (
     "headroom_bytes",
     "headroom_share",
     "memory_share_used",
-    "total_cycles",
-    "cycles_per_sample",
-    "throughput_samples_per_s",
-    "samples",
-    "host_wait_share",
-    "compute_share",
+    *_EXECUTION_KEYS,
 )
 
 
@@ -174,14 +178,7 @@ def figures_of(analysis) -> dict[str, Any]:
         "headroom_share": float(mem.headroom_share),
         "memory_share_used": float(m.memory_share_used),
     }
-    for k in (
-        "total_cycles",
-        "cycles_per_sample",
-        "throughput_samples_per_s",
-        "samples",
-        "host_wait_share",
-        "compute_share",
-    ):
+    for k in _EXECUTION_KEYS:
         v = getattr(m, k)
         out[k] = None if v is None else (int(v) if isinstance(v, int) else float(v))
     return out
