@@ -28,17 +28,23 @@ def pytest_sessionfinish(session, exitstatus):
 
 @pytest.fixture(scope="session")
 def sim_cluster():
-    """The process-wide service (its embedded LocalCluster started now)."""
-    from analyser.core.service import get_service
+    """The service that owns the session's cluster: the process-wide one's (started now if it
+    was not yet). The process-wide service becomes a client of that cluster, so a test that
+    reconfigures it (an in-process ``analyse tune --scheduler ...``) never closes the cluster."""
+    from analyser.core.service import SimulationService, get_service, set_service
 
-    svc = get_service()
-    svc.client()
-    return svc
+    owner = get_service()
+    owner.client()
+    address = owner._cluster.scheduler_address if owner._cluster is not None else owner.scheduler
+    set_service(SimulationService(scheduler=address))
+    yield owner
+    owner.close()
 
 
 @pytest.fixture
 def scheduler_address(sim_cluster) -> str:
-    return sim_cluster._cluster.scheduler_address
+    cluster = sim_cluster._cluster
+    return cluster.scheduler_address if cluster is not None else sim_cluster.scheduler
 
 
 @pytest.fixture
