@@ -218,7 +218,7 @@ _COUNTS = {
     "/programs/nodes": ("cycles", "bytes", "code_bytes"),
     "/execution/steps": ("start", "cycles", "bytes_in", "bytes_out"),
     "/memory": ("by_category", "by_region", "by_liveness", "total", "gaps"),
-    "/liveness": ("not_always_live", "per_tile", "always_live"),
+    "/liveness": ("not_always_live", "per_tile", "per_tile_rows", "always_live"),
     "/programs": ("tile_cycles",),
     "/execution": ("run_starts", "max_step_cycles"),
 }
@@ -237,7 +237,7 @@ def bounds(group: str, name: str, dims: Dims) -> tuple[float, float, str] | None
         n = dims.table_rows(f.ref)
         if n is None:
             return None
-        lo = -1 if "-1" in f.doc or f.ref == "/liveness/steps" else 0
+        lo = -1 if "-1" in f.doc else 0
         if group == "/execution/steps" or (group, name) == ("/graph/compute_sets", "program"):
             lo = 0
         return lo, n, f"row ids of {f.ref}" + (" (or -1)" if lo < 0 else "")
@@ -304,6 +304,10 @@ def column_problem(
                 f"row {int(rows[i])} names parent {int(values[i])}; a parent precedes its "
                 "children (pre-order), so the tree cannot loop.",
             )
+        return None
+    if name == "per_tile_ipu_offsets" and values.ndim == 1:
+        if values[0] != 0 or (np.diff(values) < 0).any():
+            return OutOfRange(where, "row offsets must start at 0 and never decrease.")
         return None
     b = bounds(group, name, dims)
     if b is None:

@@ -396,17 +396,29 @@ def resource_mutations() -> dict[str, Mutation]:
         for c in ("name", "program", "op", "ipu"):
             _unwritten(f"/liveness/steps/{c}", huge)(h5)
         ipus = h5["liveness/always_live"].shape[0]
+        dtype = h5["liveness/not_always_live"].dtype
+        del h5["liveness/not_always_live"]
+        h5.create_dataset(
+            "liveness/not_always_live",
+            shape=(ipus, huge),
+            dtype=dtype,
+            chunks=(1, 65536),
+            compression="gzip",
+        )
+
+    def tile_rows(h5: h5py.File) -> None:
         tiles = h5["memory/total"].shape[1]
-        for key, extra in (("not_always_live", ()), ("per_tile", (tiles,))):
+        for key, extra in (("per_tile_rows", (tiles,)), ("per_tile_step", ())):
             dtype = h5[f"liveness/{key}"].dtype
             del h5[f"liveness/{key}"]
             h5.create_dataset(
                 f"liveness/{key}",
-                shape=(ipus, huge, *extra),
+                shape=(huge, *extra),
                 dtype=dtype,
-                chunks=(1, 1024, *extra),
+                chunks=(64, *extra),
                 compression="gzip",
             )
+        h5["liveness/per_tile_ipu_offsets"][...] = np.array([0, huge])
 
     def tile_cycles(h5: h5py.File) -> None:
         tiles = h5["programs/tile_cycles"].shape[1]
@@ -417,7 +429,7 @@ def resource_mutations() -> dict[str, Mutation]:
         )
 
     def compressed_zeros(h5: h5py.File) -> None:
-        # real bytes, written: 200 M zeros of per-tile liveness compress ~1000:1 with gzip
+        # real bytes, written: 20,000 liveness steps of per-tile rows, zeros compress ~1000:1
         tiles = h5["memory/total"].shape[1]
         n = 20_000
         for c in ("name", "program", "op", "ipu"):
@@ -426,23 +438,27 @@ def resource_mutations() -> dict[str, Mutation]:
             dt = h5py.string_dtype() if c == "name" else old.dtype
             del h5[f"liveness/steps/{c}"]
             h5.create_dataset(f"liveness/steps/{c}", data=fill, dtype=dt)
-        del h5["liveness/not_always_live"], h5["liveness/per_tile"]
+        for key in ("not_always_live", "per_tile_rows", "per_tile_step"):
+            del h5[f"liveness/{key}"]
         h5.create_dataset("liveness/not_always_live", data=np.zeros((1, n), np.int64))
+        h5.create_dataset("liveness/per_tile_step", data=np.arange(n, dtype=np.int32))
+        h5["liveness/per_tile_ipu_offsets"][...] = np.array([0, n])
         ds = h5.create_dataset(
-            "liveness/per_tile",
-            shape=(1, n, tiles),
+            "liveness/per_tile_rows",
+            shape=(n, tiles),
             dtype="int32",
-            chunks=(1, 256, tiles),
+            chunks=(256, tiles),
             compression="gzip",
             compression_opts=9,
         )
-        block = np.zeros((1, 4096, tiles), np.int32)
+        block = np.zeros((4096, tiles), np.int32)
         for r in range(0, n, 4096):
-            ds[:, r : r + 4096] = block[:, : min(4096, n - r)]
+            ds[r : r + 4096] = block[: min(4096, n - r)]
 
     return {
         "unwritten-steps-1e9": _edit(*(_unwritten(c, huge) for c in steps), offsets),
         "liveness-steps-1e9": _edit(lsteps),
+        "liveness-rows-1e9": _edit(tile_rows),
         "tile-cycles-unwritten": _edit(tile_cycles),
         "liveness-zeros-gzip": _edit(compressed_zeros),
         "tiles-65536": combine(set_attr("/meta", "tiles_per_ipu", 65536)),

@@ -203,3 +203,61 @@ def test_profile_with_user_block_is_never_replaced(previous, tmp_path, capsys):
         assert main(argv) == 2
         assert "HDF5" in capsys.readouterr().err
     assert _digest(target) == before
+
+
+# -- workers die with their parent ----------------------------------------------------------------
+def _descendants(pid: int) -> list[int]:
+    """Child processes of ``pid``, recursively (from /proc, Linux)."""
+    kids: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            kids.setdefault(ppid, []).append(int(d.name))
+    out, todo = [], [pid]
+    while todo:
+        for k in kids.get(todo.pop(), []):
+            out.append(k)
+            todo.append(k)
+    return out
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux)")
+def test_simulation_workers_die_with_their_parent(previous, tmp_path):
+    """kill -9 of an `analyse insights` that re-simulates with its workers: no worker, nanny or
+    resource tracker outlives it (they held ~130 MB each for minutes). Whatever runs the
+    re-simulations (a process pool, the Dask service) must keep this."""
+    env = {**os.environ, "ANALYSE_CACHE": str(tmp_path / "cache")}
+    env.pop("ANALYSE_SCHEDULER", None)
+    proc = subprocess.Popen(
+        [*ANALYSE, "insights", str(previous)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    deadline = time.monotonic() + 120
+    while len(_descendants(proc.pid)) < 2 and time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.skip("the command ended before its workers were seen")
+        time.sleep(0.1)
+    time.sleep(0.5)
+    workers = _descendants(proc.pid)
+    assert workers, "no worker process was started"
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 20
+    while any(_running(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = [w for w in workers if _running(w)]
+    for w in left:
+        os.kill(w, signal.SIGKILL)
+    assert not left, f"{len(left)} worker process(es) outlived their parent"

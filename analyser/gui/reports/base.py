@@ -19,8 +19,10 @@ Reports never compute numbers themselves: they read them from :mod:`analyser.cor
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QLabel, QLayout, QMessageBox, QSplitter, QVBoxLayout, QWidget
@@ -120,8 +122,12 @@ class Report(QWidget):
             except UserFacingError as exc:
                 # A profile problem found while reading lazily (damaged dataset, ...): say what
                 # it is; the window and the other reports carry on.
-                self.statusMessage.emit(str(exc))
-                QMessageBox.warning(self, f"Cannot show the {self.title}", str(exc))
+                self.say_profile_problem(exc)
+
+    def say_profile_problem(self, exc: UserFacingError) -> None:
+        """A profile problem found while reading lazily: one sentence, the window carries on."""
+        self.statusMessage.emit(str(exc))
+        QMessageBox.warning(self, f"Cannot show the {self.title}", str(exc))
 
     def _mark_dirty(self) -> None:
         self._dirty = True
@@ -152,3 +158,19 @@ class MessagePanel(QWidget):
 
     def set_text(self, text: str) -> None:
         self.label.setText(text)
+
+
+def shows_profile_problems(method: Callable[..., Any]) -> Callable[..., Any]:
+    """For a report's slots that read the profile (selection details, ...): a profile problem
+    found there is said in one sentence (:meth:`Report.say_profile_problem`) instead of escaping
+    into Qt's event loop as a traceback."""
+
+    @functools.wraps(method)
+    def slot(self: Report, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except UserFacingError as exc:
+            self.say_profile_problem(exc)
+            return None
+
+    return slot

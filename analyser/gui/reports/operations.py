@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from analyser.gui import data
-from analyser.gui.reports.base import Report, lay_out
+from analyser.gui.reports.base import Report, lay_out, shows_profile_problems
 from analyser.gui.reports.memory import RESIZE_PRECISION, FilterTable
 from analyser.gui.units import format_bytes, format_count, format_percent
 from analyser.gui.widgets import DataFrameModel, KeyValueTree, compact_rows, connect_header_sort
@@ -293,6 +293,7 @@ class OperationsReport(Report):
         return str(self.model.raw(src.row(), self.model.column_of("name")))
 
     # ------------------------------------------------------------------ details
+    @shows_profile_problems
     def _show_details(self) -> None:
         self.summary_tree.clear()
         name = self.selected_name()
