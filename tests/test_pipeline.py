@@ -72,3 +72,19 @@ def test_compiled_pipeline_phases_follow_the_formula(grouped):
     ramp_rows = np.isin(ph, [code("phase", "rampUp"), code("phase", "rampDown")]).sum()
     pipe_rows = np.isin(ph, [code("phase", n) for n in ("rampUp", "main", "rampDown")]).sum()
     assert ramp_rows / pipe_rows == pytest.approx(2 * (P - 1) / (G + P - 1))
+
+
+def test_stash_shape_counts_elements_of_its_dtype(grouped):
+    """A stash's shape is elements of its dtype, so shape x dtype size is its bytes (issue 14)."""
+    from engine.compile.lowering import DTYPE_BYTES
+
+    v = grouped.variables
+    kinds = np.asarray(v.kind)
+    rows = np.flatnonzero(kinds == STASH)
+    assert rows.size
+    for i in rows:
+        dims = [int(d) for d in str(v.shape[i]).split("x")]
+        elems = int(np.prod(dims))
+        size = DTYPE_BYTES[str(v.dtype[i])]
+        # whole elements: at most one element of padding per stashed micro-batch
+        assert int(v.bytes[i]) <= elems * size < int(v.bytes[i]) + dims[0] * size

@@ -816,7 +816,8 @@ def _stash_variables(
             f"stage{s}/stash",
             "stash",
             config.compute_dtype,
-            f"{depth}x{per_mb}",
+            # elements of the compute dtype (the stashed activations), not bytes
+            f"{depth}x{_ceil_div(per_mb, DTYPE_BYTES[config.compute_dtype])}",
             depth * per_mb,
             s,
             False,
