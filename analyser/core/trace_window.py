@@ -153,6 +153,11 @@ class StepAccess:
             return np.asarray(self.profile.tile_cycles(np.asarray(program_ids, dtype=np.int64)))
 
 
+def _index_or_none(value: int, what: str) -> int | str:
+    """A micro-batch or stage index; the profile's -1 (a step outside any) said in words."""
+    return value if value >= 0 else f"none (outside {what})"
+
+
 # ---------------------------------------------------------------------------------------------
 # Results
 # ---------------------------------------------------------------------------------------------
@@ -876,8 +881,8 @@ class TraceWindow:
             "operation type": str(prog["op_type"]),
             "layer": str(prog["layer"]),
             "tile balance": float(prog["tile_balance"]),
-            "micro-batch": int(data["micro_batch"]),
-            "stage": int(data["stage"]),
+            "micro-batch": _index_or_none(int(data["micro_batch"]), "micro-batches"),
+            "stage": _index_or_none(int(data["stage"]), "pipeline stages"),
             "phase": PHASES[int(data["phase"])],
             "iteration": int(data["iteration"]),
             "bytes in": int(data["bytes_in"]),
@@ -889,8 +894,14 @@ class TraceWindow:
         return out
 
     def tile_cycles_of_step(self, row: int) -> np.ndarray:
-        prog = int(self.access.read(row, row + 1, ("program",))["program"][0])
-        return self.access.tile_cycles(np.array([prog]))[0]
+        """Cycles each tile spends in the step: its program's per-tile cycles, except for a
+        Sync / SyncAns, where every tile is in the sync (arrived, waiting for the others or the
+        host) for the whole step, not only the program's few cycles of sync instruction."""
+        data = self.access.read(row, row + 1, ("program", "type", "cycles"))
+        tiles = self.access.tile_cycles(np.array([int(data["program"][0])]))[0]
+        if STEP_TYPES[int(data["type"][0])] in ("Sync", "SyncAns"):
+            return np.full(tiles.shape, int(data["cycles"][0]), dtype=np.int64)
+        return tiles
 
     # -- summary -------------------------------------------------------------------------------
     def range_summary(
