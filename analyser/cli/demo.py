@@ -90,8 +90,8 @@ def _check_own_names(out: Path, names: list[str], report: bool, force: bool) -> 
     ``report.html``."""
     if force:
         return
-    from analyser.cli._common import is_our_output
     from analyser.cli.profile import _is_profile
+    from analyser.output import is_our_output
 
     for name in names:
         path = out / f"{name}.h5"

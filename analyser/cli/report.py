@@ -53,8 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from analyser.cli._common import check_output, console, progress_bar
+    from analyser.cli._common import console, progress_bar
     from analyser.core.insights import Thresholds
+    from analyser.output import check_output
     from analyser.reports import write_report
 
     fmt = args.format

@@ -26,6 +26,7 @@ import numpy as np
 
 from analyser.core.source import Source
 from analyser.export.rowbytes import RowBytes, byte_table, varint, varint_lengths
+from analyser.output import atomic_output
 from profiles import schema
 from profiles.errors import UserFacingError
 
@@ -431,12 +432,6 @@ def _write_perfetto(
 # ---------------------------------------------------------------------------------------------
 
 
-def _atomic(path: Path, binary: bool):
-    from analyser.cli._common import atomic_output
-
-    return atomic_output(path, "wb" if binary else "w")
-
-
 def export_trace(
     profile_path: str | os.PathLike[str],
     out: str | os.PathLike[str],
@@ -467,7 +462,7 @@ def export_trace(
             ranges = p.ranges(r)
             path = out if r is None else out.with_name(f"{out.stem}.run{r:04d}{out.suffix}")
             title = f"{a.path.name}" + ("" if r is None else f" run {r}")
-            with _atomic(path, fmt == "perfetto") as fh:
+            with atomic_output(path, "wb" if fmt == "perfetto" else "w") as fh:
                 done = writer(p, fh, ranges, title, progress, total, done)
             written.append(path)
     return written

@@ -41,8 +41,8 @@ def write_report(
     several profiles it tells the story step by step (``predict_transitions``: re-simulate the
     insight behind each step's change, a few simulations, to show its predicted effect).
     """
-    from analyser.cli._common import atomic_output
     from analyser.core import Analysis
+    from analyser.output import atomic_output
 
     if fmt not in FORMATS:
         raise ReportError(f"unknown report format {fmt!r}; choose html, md or json.")

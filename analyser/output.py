@@ -1,0 +1,131 @@
+"""Writing output files (reports, traces): the one place that decides whether a path may be
+written and writes it atomically. Shared by the CLI, :mod:`analyser.reports` and
+:mod:`analyser.export`, so that none of them imports another's helpers.
+
+    from analyser.output import atomic_output, check_output
+    out = check_output("report.html", inputs=["a.h5"], force=False)
+    with atomic_output(out) as fh:
+        fh.write(text)
+
+Problems (missing folder, an input or an HDF5 file as the output, a file analyse did not write,
+a full disk) raise :class:`OutputError`, one sentence, exit code 2 in the CLI.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from profiles.errors import UserFacingError
+
+
+class OutputError(UserFacingError):
+    """An output file cannot be written (bad path, refused overwrite, full disk)."""
+
+    exit_code = 2
+
+
+#: Byte strings found near the start of every file analyse writes (reports, traces): an existing
+#: file with one of them is one of ours and may be replaced; any other file is the user's.
+OUR_MARKERS = (
+    b'<meta name="generator" content="IPU Graph Analyser',  # report.html
+    b"by IPU Graph Analyser",  # report.md (the 'Generated ... by' line under the title)
+    b'"schema": "ipu-analyser-report"',  # report.json (top-level key)
+    b'{"displayTimeUnit":"ns","otherData":{"source":',  # chrome trace-event JSON
+)
+
+
+def is_our_output(path: str | os.PathLike[str]) -> bool:
+    """Whether an existing file was written by analyse (a report or a trace export)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return False
+    if any(m in head for m in OUR_MARKERS):
+        return True
+    # perfetto protobuf: the first TracePacket (field 1) holds a track_descriptor (field 60)
+    # with uuid 1000 and process name "IPU 0" (analyser.export.trace._write_perfetto)
+    return head[:1] == b"\x0a" and head[2:4] == b"\xe2\x03" and b"IPU 0" in head[:48]
+
+
+def check_output(
+    path: str | os.PathLike[str], inputs: list[str] | None = None, force: bool = False
+) -> Path:
+    """Validate an output path: its folder exists, it is not a folder, not one of the inputs,
+    not an HDF5 file, and (unless ``force``) not an existing file that analyse did not write."""
+    out = Path(path)
+    if out.is_dir():
+        raise OutputError(f"output {out} is a directory; give a file name.")
+    if not out.parent.exists():
+        raise OutputError(f"output folder {out.parent} does not exist.")
+    if not out.parent.is_dir():
+        raise OutputError(f"output folder {out.parent} is a file, not a folder.")
+    for p in inputs or []:
+        with contextlib.suppress(OSError):
+            if Path(p).resolve() == out.resolve():
+                raise OutputError(
+                    f"output {out} is one of the input profiles; refusing to overwrite it."
+                )
+    if is_hdf5(out):  # a profile (or other HDF5 data): never replace it
+        raise OutputError(
+            f"output {out} is an existing HDF5 file (a profile?); refusing to overwrite it."
+        )
+    refuse_foreign(out, force)
+    return out
+
+
+def is_hdf5(path: Path) -> bool:
+    """Whether ``path`` is an HDF5 file: the signature at offset 0 or after a user block (512,
+    1024, 2048... bytes of anything, zeros included), where HDF5 itself looks for it."""
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            offset = 0
+            while offset + 8 <= size:
+                fh.seek(offset)
+                if fh.read(8) == b"\x89HDF\r\n\x1a\n":
+                    return True
+                offset = 512 if offset == 0 else offset * 2
+    except OSError:
+        return False
+    return False
+
+
+def refuse_foreign(out: Path, force: bool) -> None:
+    """OutputError when ``out`` exists and is not a file analyse wrote, unless ``force``."""
+    if not force and out.is_file() and not is_our_output(out):
+        raise OutputError(
+            f"output {out} exists and was not written by analyse; refusing to overwrite it "
+            "(use --force)."
+        )
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | os.PathLike[str], mode: str = "w") -> Iterator:
+    """Write to a temporary file in the same folder, then rename over ``path``; on error the
+    previous file (if any) is left untouched and no temporary file remains."""
+    out = Path(path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent or ".")
+    except OSError as exc:
+        raise OutputError(f"cannot write {out}: {exc.strerror or exc}.") from None
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        kw = {} if "b" in mode else {"encoding": "utf-8", "newline": "\n"}
+        with os.fdopen(fd, mode, **kw) as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, out)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError):  # disk full, quota, permission on replace
+            raise OutputError(f"cannot write {out}: {exc.strerror or exc}.") from None
+        raise
