@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from analyser.cli import main
+from analyser.core.insights import find_insights
 from profiles import write_profile
 from profiles.synthetic import make_synthetic_profile
 
@@ -211,7 +212,7 @@ def test_a_rejected_change_still_gives_its_own_reason(prof):
     from analyser.core.insights import resimulate
 
     with Analysis.open(prof) as a:
-        tips = [t for t in a.insights() if t.change]
+        tips = [t for t in find_insights(a) if t.change]
         assert tips
         resimulate.predict_effects(a, tips, baseline=False, workers=1)
     for t in tips:  # no baseline re-simulated: each rejection carries the engine's sentence

@@ -14,6 +14,7 @@ from PySide6.QtGui import QDropEvent
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from analyser.core.analysis import Analysis
+from analyser.core.insights import find_insights
 from analyser.gui.units import MemoryUnits, format_bytes
 from profiles import write_profile
 from profiles.synthetic import make_synthetic_profile
@@ -111,7 +112,7 @@ def check_reports(qtbot, w, path: Path) -> None:
         r = w.show_report("insights")
         assert r.banner_a.state == ("ok" if a.memory.fits else "oom")
         assert f"{a.memory.n_oom_tiles:,}" in r.banner_a.text() or a.memory.fits
-        assert r.insight_titles() == [t.title for t in a.insights()]
+        assert r.insight_titles() == [t.title for t in find_insights(a)]
         top = r.top_tiles.model.frame
         assert list(top["tile"]) == [t.tile for t in a.memory.top_tiles]
         # Memory: the chart is the core's per-tile bytes by category, summed over the stack
@@ -167,7 +168,7 @@ def test_reports_on_walkthrough_profiles(qtbot, make_window, walkthrough_profile
     if step == "1-base":  # the reference OOM: FP16 is the first tip, the banner says OOM
         r = w.show_report("insights")
         assert r.banner_a.state == "oom"
-        assert r.selected_insight().id == r.document.analysis.insights()[0].id
+        assert r.selected_insight().id == find_insights(r.document.analysis)[0].id
 
 
 # ---------------------------------------------------------------------------------------------

@@ -153,6 +153,7 @@ def test_apply_fp16_tip_on_the_oom_walkthrough_step(qtbot, window, walkthrough_p
     background and shows the fitting result compared with the original."""
     import shutil
 
+    from analyser.core.insights import find_insights
     from analyser.gui import whatif
 
     src = tmp_path / "1-base.h5"  # a private copy: the result is written beside it
@@ -161,7 +162,7 @@ def test_apply_fp16_tip_on_the_oom_walkthrough_step(qtbot, window, walkthrough_p
         window.open_files([src])
     doc = window.workspace.document
     assert doc is not None and doc.profile.status == "oom"
-    tips = doc.analysis.insights(resimulate=False)
+    tips = find_insights(doc.analysis, resimulate=False)
     top = tips[0]
     assert top.id == "memory.fp16"
     fractions: list[float] = []

@@ -93,7 +93,7 @@ def test_step1_fp32_does_not_fit_and_has_memory_but_no_execution(runs):
 def test_step1_top_insight_is_use_fp16(walkthrough_profiles):
     core = pytest.importorskip("analyser.core")
     with core.Analysis.open(walkthrough_profiles["1-base"]) as a:
-        insights = a.insights()
+        insights = core.find_insights(a)
     assert insights, "an OOM profile must produce insights"
     top = insights[0]
     text = f"{getattr(top, 'id', '')} {getattr(top, 'title', '')}".lower()

@@ -5,7 +5,9 @@ No Qt. Everything is a plain dataclass, a numpy array or a pandas DataFrame::
     from analyser.core import Analysis
     with Analysis.open("profile.h5") as a:
         a.target, a.memory, a.liveness, a.execution, a.operations, a.metrics
-        a.insights(resimulate=True)
+
+    from analyser.core.insights import find_insights
+    find_insights(a, resimulate=True)
 
     from analyser.core import compare
     cmp = compare([Analysis.open("a.h5"), Analysis.open("b.h5")])

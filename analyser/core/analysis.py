@@ -10,7 +10,6 @@ Open a profile once, ask for any part; each part is computed on first use and ca
         a.execution         # ExecutionSummary or None for an OOM profile
         a.operations        # pandas DataFrame
         a.metrics           # Metrics: the flat key figures used by reports and comparisons
-        a.insights()        # list[Insight] (analyser.core.insights)
 
 No Qt; everything returned is a dataclass, a numpy array or a pandas DataFrame.
 """
@@ -386,19 +385,4 @@ class Analysis:
             streamcopy_rx_bytes=int(ex.streamcopy_rx_bytes.sum()) if ex else None,
             streamcopy_tx_bytes=int(ex.streamcopy_tx_bytes.sum()) if ex else None,
             ipus=tuple(ipus),
-        )
-
-    def insights(
-        self,
-        thresholds: Any = None,
-        *,
-        resimulate: bool = False,
-        workers: int = 2,
-        progress: Any = None,
-    ) -> list:
-        """Insights for this profile (see :mod:`analyser.core.insights`)."""
-        from analyser.core.insights import find_insights
-
-        return find_insights(
-            self, thresholds, resimulate=resimulate, workers=workers, progress=progress
         )

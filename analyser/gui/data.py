@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analyser.core.insights import find_insights
 from analyser.gui.document import Document
 
 
@@ -54,7 +55,7 @@ def target_config(doc: Document) -> dict:
 
 def insights(doc: Document) -> list:
     """Insights of the profile (without re-simulation; predicted effects come from what-if)."""
-    return doc.cached("insights", lambda: list(doc.analysis.insights(resimulate=False)))
+    return doc.cached("insights", lambda: find_insights(doc.analysis, resimulate=False))
 
 
 def rerank_insights(doc: Document) -> list:

@@ -11,15 +11,17 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from analyser.core.analysis import Analysis
 from analyser.core.insights.model import Evidence, Insight
 from analyser.core.insights.thresholds import Thresholds
 from analyser.core.units import fmt_bytes, fmt_int, fmt_pct
 from profiles import schema
+
+if TYPE_CHECKING:  # the rules read an Analysis; importing it would make a loop
+    from analyser.core.analysis import Analysis
 
 #: RunConfig field names (dotted for nested models) used by recommended changes.
 F = {
@@ -592,13 +594,6 @@ def outlining(c: Context) -> Insight | None:
 # ---------------------------------------------------------------------------------------------
 
 _D = {n: i for i, n in enumerate(schema.DESTINATIONS)}
-
-
-def _busiest(c: Context) -> tuple[int, float]:
-    ex = c.a.execution
-    busy = ex.cycles_by_type.sum(axis=1)
-    i = int(np.argmax(busy))
-    return i, float(ex.total_cycles or busy[i] or 1)
 
 
 def disable_offload(c: Context) -> Insight | None:
