@@ -127,10 +127,6 @@ class ExecutionSummary:
         tot = float(c.sum())
         return {t: (float(c[i]) / tot if tot else 0.0) for i, t in enumerate(STEP_TYPES[3:], 3)}
 
-    def cycles_of(self, step_type: str, ipu: int | None = None) -> int:
-        c = self.cycles_by_type[:, _T[step_type]]
-        return int(c.sum() if ipu is None else c[ipu])
-
     def share_of(self, step_type: str, ipu: int | None = None) -> float:
         return self.type_share(ipu).get(step_type, 0.0)
 

@@ -32,13 +32,6 @@ def tile_order(analysis: Any, physical: bool) -> np.ndarray:
     return np.argsort(phys, kind="stable")
 
 
-def physical_ids(analysis: Any) -> np.ndarray:
-    tiles = int(analysis.target.tiles_per_ipu)
-    if not analysis.src.has("/memory/physical_tile"):
-        return np.arange(tiles, dtype=np.int64)
-    return analysis.src.array("/memory/physical_tile").astype(np.int64)
-
-
 def tile_xy(analysis: Any) -> np.ndarray:
     """[tiles, 2] (column, row) of each software tile on the chip floor plan."""
     return analysis.src.array("/memory/tile_xy").astype(np.int64)

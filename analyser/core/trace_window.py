@@ -512,7 +512,6 @@ class TraceWindow:
         self._lock = threading.Lock()
         self._programs: pd.DataFrame | None = None
         self._lanes: dict[str, tuple[np.ndarray, tuple[str, ...]]] = {}
-        self._steps_per_ipu = np.diff(self.access.ipu_offsets)
         self._stages: int | None = None
 
     # -- static tables ------------------------------------------------------------------------

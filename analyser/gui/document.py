@@ -77,9 +77,6 @@ class Document:
                 self._cache[key] = compute()
             return self._cache[key]
 
-    def is_cached(self, key: str) -> bool:
-        return key in self._cache
-
     def close(self) -> None:
         self.analysis.close()
         self._cache.clear()

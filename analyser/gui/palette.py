@@ -15,7 +15,6 @@ still draws.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from functools import lru_cache
 from importlib import resources
 
@@ -69,10 +68,6 @@ def qcolor(group: str, name: str, alpha: int = 255) -> QColor:
     color = QColor(hex_color(group, name))
     color.setAlpha(alpha)
     return color
-
-
-def qcolors(group: str, names: Iterable[str], alpha: int = 255) -> list[QColor]:
-    return [qcolor(group, n, alpha) for n in names]
 
 
 def heatmap_colors() -> list[str]:

@@ -481,17 +481,6 @@ class SummaryReport(Report):
                 hay = " ".join(child.text(c) for c in range(child.columnCount())).lower()
                 child.setHidden(bool(needle) and needle not in hay)
 
-    def visible_config_options(self) -> list[str]:
-        out = []
-        for i in range(self.config_tree.topLevelItemCount()):
-            section = self.config_tree.topLevelItem(i)
-            out.extend(
-                section.child(j).text(0)
-                for j in range(section.childCount())
-                if not section.child(j).isHidden()
-            )
-        return out
-
     def _draw_chart(self, doc: Any, cmp: Any) -> None:
         item = self.plot.getPlotItem()
         item.clear()
