@@ -380,18 +380,41 @@ def test_threshold_overrides():
             Thresholds().with_overrides([bad])
 
 
-def test_every_threshold_and_insight_is_documented():
-    import re
-    from pathlib import Path
+def test_insights_doc_is_generated_from_the_registry():
+    from analyser.core.insights.docs import DOC_PATH, render_markdown
 
-    doc = (Path(__file__).parents[1] / "docs" / "insights.md").read_text()
-    for name in Thresholds.__dataclass_fields__:
-        assert f"`{name}`" in doc, name
-    rules = (Path(__file__).parents[1] / "analyser/core/insights/rules.py").read_text()
-    ids = set(re.findall(r'"((?:memory|throughput)\.[a-z0-9_]+)"', rules))
-    assert len(ids) >= 20
-    for iid in ids | {"memory.combined"}:
-        assert f"`{iid}`" in doc, iid
+    assert DOC_PATH.read_text(encoding="utf-8") == render_markdown(), (
+        "docs/insights.md is stale: run `python -m analyser.core.insights.docs --write`"
+    )
+
+
+def test_every_rule_declares_what_it_reads_and_changes():
+    """A rule's declared thresholds and run options are the ones its code uses, every
+    threshold is read by some rule, and every declared option is a RunConfig field."""
+    import inspect
+    import re
+
+    from analyser.core.insights import all_rules
+    from analyser.core.insights.context import F
+    from engine.config import RunConfig
+
+    rules = all_rules()
+    assert len(rules) >= 20
+    ids = [i for r in rules for i in r.ids]
+    assert len(ids) == len(set(ids))
+    for r in rules:
+        code = inspect.getsource(r.evaluate)
+        read = set(re.findall(r"c\.thresholds\.([a-z0-9_]+)", code))
+        if "c.memory_pressure" in code:
+            read.add("memory_headroom")
+        assert read <= set(r.thresholds), (r.id, read - set(r.thresholds))
+        assert set(r.thresholds) <= set(Thresholds.__dataclass_fields__), r.id
+        set_here = {F[k] for k in re.findall(r'F\["([a-z0-9_]+)"\]', code)}
+        assert set_here <= set(r.changes), (r.id, set_here - set(r.changes))
+        assert set(r.changes) <= set(RunConfig.model_fields), r.id
+        assert r.category == r.id.split(".")[0]
+    read_by_some = {t for r in rules for t in r.thresholds}
+    assert read_by_some == set(Thresholds.__dataclass_fields__)
 
 
 def test_split_moves_toward_the_loaded_stage(sims):

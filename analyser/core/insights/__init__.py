@@ -15,14 +15,15 @@ model runs in FP32. Fits: throughput tips by predicted benefit, then the low-hea
 
 from __future__ import annotations
 
+from analyser.core.insights.context import HOST_INCLUSIVE, Context
 from analyser.core.insights.model import EFFECT_KEYS, Effect, Evidence, Insight, benefit
+from analyser.core.insights.registry import CATEGORIES, Rule, all_rules, rules_of
 from analyser.core.insights.resimulate import (
     ProgressFn,
     baseline_metrics,
     find_fitting_combination,
     predict_effects,
 )
-from analyser.core.insights.rules import HOST_INCLUSIVE, MEMORY_RULES, THROUGHPUT_RULES, Context
 from analyser.core.insights.thresholds import ThresholdError, Thresholds
 
 _SEV = {"critical": 0, "warning": 1, "info": 2}
@@ -85,9 +86,9 @@ def find_insights(
     """
     ctx = Context(analysis, thresholds or Thresholds())
     found: list[Insight] = []
-    for rules in (MEMORY_RULES, THROUGHPUT_RULES):
-        for rank, rule in enumerate(rules):
-            tip = rule(ctx)
+    for category in CATEGORIES:
+        for rank, rule in enumerate(rules_of(category)):
+            tip = rule.evaluate(ctx)
             if tip is not None:
                 tip.rank = rank
                 if tip.category == "throughput" and tip.id not in HOST_INCLUSIVE:
@@ -111,8 +112,10 @@ __all__ = [
     "Effect",
     "Evidence",
     "Insight",
+    "Rule",
     "ThresholdError",
     "Thresholds",
+    "all_rules",
     "baseline_metrics",
     "benefit",
     "find_fitting_combination",

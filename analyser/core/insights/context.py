@@ -1,0 +1,308 @@
+"""What the insight rules share: :class:`Context` (the analysis and the thresholds a rule reads),
+the run-config field names used in recommended changes (:data:`F`), and helpers used by both the
+memory and the throughput rules (severity, evidence, the FP16 change, pipeline split moves).
+
+The rules themselves live in :mod:`~analyser.core.insights.memory_rules` and
+:mod:`~analyser.core.insights.throughput_rules`, registered in
+:mod:`~analyser.core.insights.registry`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from analyser.core.insights.model import Evidence, Insight
+from analyser.core.insights.thresholds import Thresholds
+from analyser.core.units import fmt_bytes, fmt_pct
+from profiles import schema
+
+if TYPE_CHECKING:  # the rules read an Analysis; importing it would make a loop
+    from analyser.core.analysis import Analysis
+
+#: RunConfig field names (dotted for nested models) used by recommended changes.
+F = {
+    "precision": "precision",
+    "micro_batch": "micro_batch_size",
+    "ga": "gradient_accumulation",
+    "di": "device_iterations",
+    "replicas": "replication_factor",
+    "strategy": "strategy",
+    "schedule": "schedule",
+    "splits": "split_points",
+    "recompute": "recomputation",
+    "checkpoints": "recompute_checkpoints",
+    "amp": "available_memory_proportion",
+    "offload": "offload_optimiser_state",
+    "rts": "replicated_tensor_sharding",
+    "io_tiles": "io_tiles",
+    "prefetch": "prefetch_depth",
+    "loss_scaling": "loss_scaling",
+    "input8": "eight_bit_input",
+    "loader": "loader_mode",
+    "workers": "loader_workers",
+    "optimiser": "optimiser",
+    "call_overhead_us": "host_call_overhead_us",
+    "stream_latency_us": "host_stream_latency_us",
+    "normalise_ns": "host_normalise_ns_per_element",
+    "preprocess_us": "host_preprocess_us_per_sample",
+    "outlining": "outlining",
+}
+
+
+@dataclass
+class Context:
+    """What every rule reads: the analysis of the profile and the thresholds in force."""
+
+    analysis: Analysis
+    thresholds: Thresholds
+
+    def cfg(self, key: str, default: Any = None) -> Any:
+        """Value of run-config field F[key] (dotted paths walk nested dicts)."""
+        node: Any = self.analysis.run_config
+        for part in F[key].split("."):
+            if not isinstance(node, dict) or part not in node:
+                return default
+            node = node[part]
+        return node
+
+    def has(self, key: str) -> bool:
+        return self.cfg(key, _MISSING) is not _MISSING
+
+    @property
+    def pipelined(self) -> bool:
+        return str(self.cfg("strategy", "")).lower().startswith("pipe")
+
+    @property
+    def n_stages(self) -> int:
+        ex = self.analysis.execution
+        if ex is not None and ex.stage_cycles.size:
+            return int(ex.stage_cycles.size)
+        ops = self.analysis.operations
+        return int(ops["stage"].max()) + 1 if len(ops) else 1
+
+    # memory by variable kind -------------------------------------------------------------------
+    def kind_bytes(self, kind: str, ipu: int | None = None) -> int:
+        v = self.analysis.variables
+        m = v["kind"] == kind
+        if ipu is not None:
+            m &= v["ipu"] == ipu
+        return int(v.loc[m, "bytes"].sum())
+
+    def kind_remote_bytes(self, kind: str) -> int:
+        v = self.analysis.variables
+        return int(v.loc[v["kind"] == kind, "remote_bytes"].sum())
+
+    @property
+    def fullest_ipu(self) -> int:
+        return int(np.argmax(self.analysis.memory.ipu_total()))
+
+    def loader_wait(self) -> tuple[int, float, float]:
+        """(IPU, share of the run, fixed overhead cycles): the host wait a data loader can hide,
+        i.e. StreamCopyBegin minus the host calls' fixed round-trip overhead (host model)."""
+        ex = self.analysis.execution
+        # StreamCopyBegin in the device trace plus the host time outside it (format 1.2), over
+        # the host-inclusive time: what a data loader can hide is judged on what the user sees
+        wait = ex.host_wait_cycles.astype(float) + ex.host_exposed_cycles
+        overhead = self.cfg("call_overhead_us")
+        fixed = 0.0
+        if overhead is not None:
+            fixed = ex.host_round_trips * float(overhead) * 1e-6 * ex.clock_hz
+        loader = np.maximum(0.0, wait - fixed)
+        i = int(np.argmax(loader))
+        span = ex.host_inclusive_cycles or ex.total_cycles or 1
+        return i, float(loader[i]) / float(span), fixed
+
+    @property
+    def device_share(self) -> float:
+        """The device trace's share of the host-inclusive time (1 before profile format 1.2)."""
+        ex = self.analysis.execution
+        if ex is None or not ex.host_inclusive_cycles or not ex.total_cycles:
+            return 1.0
+        return min(1.0, float(ex.total_cycles) / float(ex.host_inclusive_cycles))
+
+    @property
+    def offloaded(self) -> bool:
+        """Optimiser state in remote buffers ('auto' means on when pipelined, as in Poplar)."""
+        v = self.cfg("offload", "auto")
+        if isinstance(v, bool):
+            return v
+        return v == "on" or (v == "auto" and self.pipelined)
+
+    @property
+    def memory_pressure(self) -> bool:
+        m = self.analysis.memory
+        return (not m.fits) or m.headroom_share < self.thresholds.memory_headroom
+
+    def fullest_tile_where(self) -> str:
+        top = self.analysis.memory.top_tiles
+        if not top:
+            return "Memory Report"
+        return f"Memory Report > IPU {top[0].ipu} tile {top[0].tile}"
+
+
+_MISSING = object()
+
+
+def memory_severity(c: Context) -> str:
+    """Critical when out of memory; info when the program fits with little headroom (a memory
+    tip then frees memory at some cost in throughput: lower priority than throughput tips)."""
+    return "critical" if not c.analysis.memory.fits else "info"
+
+
+#: Throughput tips whose ``addresses`` is already a share of the host-inclusive time (host time
+#: outside the device trace included); the others measure a share of the device trace, which
+#: find_insights scales by the device's share of the host-inclusive time (Context.device_share).
+HOST_INCLUSIVE = frozenset(
+    {
+        "throughput.async_loader",
+        "throughput.loader_workers",
+        "throughput.8bit_input",
+        "throughput.prefetch",
+        "throughput.device_iterations",
+    }
+)
+
+
+def addressing(share: float, tip: Insight) -> Insight:
+    """Record on ``tip`` the share of the run its change can save at most (see Insight)."""
+    tip.addresses = float(min(1.0, max(0.0, share)))
+    return tip
+
+
+def compute_share(c: Context) -> float:
+    """Share of the run in compute (OnTileExecute) on the busiest IPU."""
+    ex = c.analysis.execution
+    ote = schema.PROGRAM_TYPES.index("OnTileExecute")
+    return float(ex.cycles_by_type[:, ote].max()) / float(ex.total_cycles or 1)
+
+
+def memory_evidence(c: Context, message: str, where: str) -> list[Evidence]:
+    """The fullest tile's state (out of memory, or its headroom), then the tip's own evidence."""
+    m = c.analysis.memory
+    ev = []
+    if not m.fits:
+        per = m.oom_tiles_per_ipu()
+        ipus = ", ".join(f"IPU {i}: {int(n):,}" for i, n in enumerate(per) if n)
+        ev.append(
+            Evidence(
+                f"{m.n_oom_tiles:,} tiles out of memory ({ipus}); the fullest tile "
+                f"needs {fmt_bytes(m.max_tile_bytes)} of {fmt_bytes(m.sram_per_tile)}.",
+                c.fullest_tile_where(),
+            )
+        )
+    else:
+        ev.append(
+            Evidence(
+                f"the fullest tile has {fmt_pct(m.headroom_share)} of its SRAM free "
+                f"({fmt_bytes(m.headroom_bytes)}).",
+                c.fullest_tile_where(),
+            )
+        )
+    ev.append(Evidence(message, where))
+    return ev
+
+
+# ---------------------------------------------------------------------------------------------
+# Memory (ranked as the IPU memory guide ranks them; FP16 first when the model runs in FP32)
+# ---------------------------------------------------------------------------------------------
+
+
+#: Static loss scale recommended with FP16 when training runs without one: 128 (2**7) is the
+#: conventional static value (a power of two, so scaling is exact in floating point) that keeps
+#: small FP16 gradients above FP16's smallest normal value (6.1e-5) without overflowing its
+#: maximum (65504) for typical losses; it is the value of walkthrough step 2 (2-half.toml).
+FP16_LOSS_SCALING = 128.0
+
+
+def fp16_change(c: Context) -> tuple[dict[str, Any], str]:
+    """The FP16 run-config change and the loss-scaling part of its trade-off: training without
+    loss scaling (``loss_scaling`` 1) gets the static scale :data:`FP16_LOSS_SCALING` too."""
+    change: dict[str, Any] = {F["precision"]: "16.16"}
+    training = str(c.analysis.run_config.get("mode", "training")) == "training"
+    current = float(c.cfg("loss_scaling", 1.0) or 1.0)
+    if training and current == 1.0:
+        change[F["loss_scaling"]] = FP16_LOSS_SCALING
+        return change, (
+            f"FP16 gradients underflow without loss scaling, so the change sets a static loss "
+            f"scale of {FP16_LOSS_SCALING:g} (a power of two, exact in FP16; the conventional "
+            "static value): one more pass to unscale the gradients in the update."
+        )
+    if training:
+        return change, f"Keeps the current loss scaling ({current:g})."
+    return change, "Inference: no loss scaling needed."
+
+
+def layer_order(c: Context) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Split-point candidates (block names) in forward order with their cycles and memory."""
+    ops = c.analysis.operations
+    fwd = ops[ops["pass"] == "forward"]
+    blocks = fwd["layer"].astype(str).map(block_name)
+    order = list(dict.fromkeys(blocks))
+    allb = ops["layer"].astype(str).map(block_name)
+    cyc = ops.groupby(allb)["total_cycles"].sum().reindex(order).fillna(0).to_numpy(float)
+    mem = ops.groupby(allb)["memory_bytes"].sum().reindex(order).fillna(0).to_numpy(float)
+    return order, cyc, mem
+
+
+def block_name(layer: str) -> str:
+    """'layer3.8.conv2' -> 'layer3.8'; 'encoder.layer.11.attn' -> 'encoder.layer.11'."""
+    parts = layer.split(".")
+    for i, p in enumerate(parts):
+        if p.isdigit():
+            return ".".join(parts[: i + 1])
+    return parts[0]
+
+
+def block_stages(c: Context, names: list[str]) -> np.ndarray:
+    """Pipeline stage of each block (forward ops), in block order."""
+    ops = c.analysis.operations
+    fwd = ops[ops["pass"] == "forward"]
+    stage = fwd.groupby(fwd["layer"].astype(str).map(block_name))["stage"].min()
+    return stage.reindex(names).fillna(0).to_numpy(np.int64)
+
+
+def shift_split(
+    c: Context, names: list[str], weights: np.ndarray, loads: np.ndarray
+) -> list[str] | None:
+    """Move the boundary between the most loaded stage and its lighter neighbour toward the
+    loaded stage, by the blocks whose estimated load covers half the difference.
+
+    ``weights`` estimate each block's load; they are scaled so a stage's blocks sum to its
+    measured ``loads[stage]`` (memory of its IPU, or its cycles)."""
+    stages = block_stages(c, names)
+    n_st = int(stages.max()) + 1 if stages.size else 0
+    if n_st < 2 or loads.size < n_st or len(names) < n_st:
+        return None
+    starts = [int(np.argmax(stages == s)) for s in range(n_st)]  # first block of each stage
+    w = weights.astype(float).copy()
+    for s in range(n_st):
+        m = stages == s
+        tot = w[m].sum()
+        w[m] = w[m] * (loads[s] / tot) if tot > 0 else loads[s] / max(1, m.sum())
+    f = int(np.argmax(loads[:n_st]))
+    nbs = [x for x in (f - 1, f + 1) if 0 <= x < n_st]
+    nb = min(nbs, key=lambda x: loads[x])
+    excess = (loads[f] - loads[nb]) / 2
+    if excess <= 0:
+        return None
+    if nb == f + 1:  # hand the last blocks of stage f to stage f + 1: boundary moves earlier
+        b, acc, k = starts[f + 1], 0.0, starts[f + 1]
+        while k - 1 > starts[f] and acc < excess:
+            k -= 1
+            acc += w[k]
+        if k == b:
+            return None
+        starts[f + 1] = k
+    else:  # hand the first blocks of stage f to stage f - 1: boundary moves later
+        end = starts[f + 1] if f + 1 < n_st else len(names)
+        b, acc, k = starts[f], 0.0, starts[f]
+        while k + 1 < end and acc < excess:
+            acc += w[k]
+            k += 1
+        if k == b:
+            return None
+        starts[f] = k
+    return [names[i] for i in starts[1:]]

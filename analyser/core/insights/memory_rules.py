@@ -1,0 +1,407 @@
+"""The memory insights (what to change when a tile is out of memory or nearly full), in the
+order of the IPU memory guide: each a function registered with :func:`~analyser.core.insights.
+registry.rule`, which declares its id, thresholds, the run options it changes and its docs."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from analyser.core.insights.context import (
+    Context,
+    F,
+    fp16_change,
+    layer_order,
+    memory_evidence,
+    memory_severity,
+    shift_split,
+)
+from analyser.core.insights.model import Insight
+from analyser.core.insights.registry import rule
+from analyser.core.units import fmt_bytes, fmt_pct
+
+
+@rule(
+    "memory.fp16",
+    thresholds=("memory_headroom",),
+    changes=("precision", "loss_scaling"),
+    fires_when="memory pressure and precision `32.*`",
+    change=('`precision = "16.16"`, plus `loss_scaling = 128` when training with `loss_scaling` 1'),
+    trade_off=(
+        "numerical range; loss scaling (static scale 128: a power of two, the conventional value, "
+        "walkthrough step 2)"
+    ),
+)
+def use_fp16(c: Context) -> Insight | None:
+    prec = str(c.cfg("precision", ""))
+    if not c.memory_pressure or not prec.startswith("32"):
+        return None
+    w = c.kind_bytes("weight") + c.kind_bytes("activation") + c.kind_bytes("gradient")
+    change, scaling = fp16_change(c)
+    ev = memory_evidence(
+        c,
+        f"precision {prec}: weights, activations and gradients hold {fmt_bytes(w)} in FP32.",
+        "Memory Report > Variables",
+    )
+    return Insight(
+        "memory.fp16",
+        "Use FP16 (weights, activations and partials)",
+        memory_severity(c),
+        "memory",
+        "Running the model in FP16 halves the memory of weights, activations and gradients and "
+        "doubles the AMP rate of matmuls and convolutions.",
+        ev,
+        change,
+        f"Lower numerical range. {scaling} FP32 master weights or FP32 second moments may still "
+        "be needed where the optimiser is sensitive.",
+    )
+
+
+@rule(
+    "memory.micro_batch",
+    thresholds=("memory_headroom",),
+    changes=("micro_batch_size", "gradient_accumulation"),
+    fires_when="memory pressure and micro-batch >= 2",
+    change="halve `micro_batch_size`, double `gradient_accumulation`",
+    trade_off="smaller, less efficient matmuls",
+)
+def reduce_micro_batch(c: Context) -> Insight | None:
+    mb = int(c.cfg("micro_batch", 0) or 0)
+    if not c.memory_pressure or mb < 2:
+        return None
+    ga = int(c.cfg("ga", 1) or 1)
+    act = c.kind_bytes("activation") + c.kind_bytes("stash")
+    ev = memory_evidence(
+        c,
+        f"micro-batch {mb}: activations and stashes hold {fmt_bytes(act)}.",
+        "Liveness Report > peak step",
+    )
+    return Insight(
+        "memory.micro_batch",
+        "Reduce the micro-batch size, raise gradient accumulation",
+        memory_severity(c),
+        "memory",
+        f"Halving the micro-batch ({mb} to {mb // 2}) halves activation memory; doubling gradient "
+        f"accumulation ({ga} to {ga * 2}) keeps the global batch size.",
+        ev,
+        {F["micro_batch"]: mb // 2, F["ga"]: ga * 2},
+        "Smaller matmuls use the tiles less efficiently; more micro-batches per step.",
+    )
+
+
+@rule(
+    "memory.recompute",
+    thresholds=("memory_headroom",),
+    changes=("recomputation", "recompute_checkpoints"),
+    fires_when="memory pressure, `recomputation = off`, activations/stashes present",
+    change=(
+        "`pipeline-stages` when pipelined, else `checkpoints` at about sqrt(n) evenly spaced blocks"
+    ),
+    trade_off="extra forward cycles",
+)
+def recomputation(c: Context) -> Insight | None:
+    rc = c.cfg("recompute", "off")
+    if not c.memory_pressure or (rc not in (None, "off", False, "none")):
+        return None
+    act = c.kind_bytes("activation") + c.kind_bytes("stash")
+    if act == 0:
+        return None
+    if c.pipelined:
+        change: dict[str, Any] = {F["recompute"]: "pipeline-stages"}
+    else:
+        names, _, _ = layer_order(c)
+        k = max(1, int(math.sqrt(len(names))))
+        points = names[k - 1 :: k][:-1] or names[:1]
+        change = {F["recompute"]: "checkpoints", F["checkpoints"]: points}
+    ev = memory_evidence(
+        c,
+        f"activations and stashes kept for the backward pass: {fmt_bytes(act)}.",
+        "Liveness Report",
+    )
+    return Insight(
+        "memory.recompute",
+        "Recompute activations in the backward pass",
+        memory_severity(c),
+        "memory",
+        "Recomputation keeps only checkpoint activations and recomputes the rest in the backward "
+        + ("pass of each pipeline stage." if c.pipelined else "pass."),
+        ev,
+        change,
+        "Extra forward cycles (up to one more forward pass).",
+    )
+
+
+@rule(
+    "memory.available_memory_proportion",
+    thresholds=("memory_headroom", "temporary_share"),
+    changes=("available_memory_proportion",),
+    fires_when=(
+        "memory pressure and the largest op temporary on the fullest IPU >= `temporary_share` of "
+        "its memory"
+    ),
+    change="halve `available_memory_proportion` (min 0.1)",
+    trade_off="more serial splits, more cycles",
+)
+def lower_amp(c: Context) -> Insight | None:
+    if not c.memory_pressure:
+        return None
+    ops = c.analysis.operations
+    if not len(ops) or "temp_bytes" not in ops:
+        return None
+    ipu = c.fullest_ipu
+    on = ops[ops["ipu"] == ipu]
+    peak_temp = int(on["temp_bytes"].max()) if len(on) else 0
+    ipu_mem = int(c.analysis.memory.ipu_total()[ipu]) or 1
+    if peak_temp / ipu_mem < c.thresholds.temporary_share:
+        return None
+    amp = float(
+        c.cfg("amp", None)
+        or c.analysis.target_config.get("available_memory_proportion", 0.6)
+        or 0.6
+    )
+    new = round(max(0.1, amp / 2), 2)
+    worst = on.nlargest(3, "temp_bytes")
+    names = ", ".join(f"{n} ({fmt_bytes(b)})" for n, b in zip(worst["name"], worst["temp_bytes"]))
+    ev = memory_evidence(
+        c, f"largest temporary memory on IPU {ipu}: {names}.", "Operations > temp memory"
+    )
+    return Insight(
+        "memory.available_memory_proportion",
+        "Lower the available memory proportion of the ops with the largest temporaries",
+        memory_severity(c),
+        "memory",
+        f"Planning matmuls / convolutions with {new} instead of {amp} of tile memory for "
+        "temporaries forces more serial splits and lowers their peak.",
+        ev,
+        {F["amp"]: new},
+        "More serial splits: more cycles for those operations.",
+    )
+
+
+@rule(
+    "memory.offload",
+    thresholds=("memory_headroom", "optimiser_state_share"),
+    changes=("offload_optimiser_state",),
+    fires_when=(
+        "memory pressure, optimiser state on chip >= `optimiser_state_share` of the memory"
+    ),
+    change='`offload_optimiser_state = "on"`',
+    trade_off="remote-buffer streaming at each update",
+)
+def offload_optimiser(c: Context) -> Insight | None:
+    if not c.memory_pressure or c.offloaded:
+        return None
+    st = c.kind_bytes("optimiserState")
+    peak = c.analysis.memory.peak_memory_bytes or 1
+    if st / peak < c.thresholds.optimiser_state_share:
+        return None
+    ev = memory_evidence(
+        c,
+        f"optimiser state on chip: {fmt_bytes(st)} ({fmt_pct(st / peak)} of the memory).",
+        "Memory Report > Variables (optimiserState)",
+    )
+    return Insight(
+        "memory.offload",
+        "Offload optimiser state to remote buffers",
+        memory_severity(c),
+        "memory",
+        "Optimiser state only takes part in the weight update; keeping it in streaming memory "
+        "frees its tile memory.",
+        ev,
+        {F["offload"]: "on"},
+        "Each weight update streams the state in and out (StreamCopyMid to remote buffers).",
+    )
+
+
+@rule(
+    "memory.interleaved",
+    thresholds=("memory_headroom", "stash_share"),
+    changes=("schedule",),
+    fires_when=(
+        "memory pressure, pipelined with the grouped schedule, stashes >= `stash_share` of the "
+        "fullest IPU"
+    ),
+    change='`schedule = "interleaved"`',
+    trade_off="slower when backward > forward",
+)
+def interleaved_schedule(c: Context) -> Insight | None:
+    if not c.memory_pressure or not c.pipelined:
+        return None
+    if str(c.cfg("schedule", "grouped")).lower() != "grouped":
+        return None
+    # stashes live on the earlier stages' IPUs: take the IPU where they weigh the most
+    totals = c.analysis.memory.ipu_total()
+    shares = [c.kind_bytes("stash", i) / (int(totals[i]) or 1) for i in range(totals.size)]
+    ipu = int(np.argmax(shares))
+    st = c.kind_bytes("stash", ipu)
+    mem = int(totals[ipu]) or 1
+    if st / mem < c.thresholds.stash_share:
+        return None
+    ev = memory_evidence(
+        c,
+        f"pipeline stashes on IPU {ipu}: {fmt_bytes(st)} ({fmt_pct(st / mem)}).",
+        "Memory Report > Variables (stash)",
+    )
+    return Insight(
+        "memory.interleaved",
+        "Use the interleaved pipeline schedule",
+        memory_severity(c),
+        "memory",
+        "Interleaved keeps S-1-s stashed activations on stage s instead of 2(S-1-s) (grouped).",
+        ev,
+        {F["schedule"]: "interleaved"},
+        "Slower when the backward pass is longer than the forward pass.",
+    )
+
+
+@rule(
+    "memory.rts",
+    thresholds=("memory_headroom", "optimiser_state_share"),
+    changes=("replicated_tensor_sharding",),
+    fires_when=(
+        "memory pressure, replicas >= 2, no sharding, optimiser state >= `optimiser_state_share`"
+    ),
+    change="`replicated_tensor_sharding = true`",
+    trade_off="extra collectives",
+)
+def replicated_sharding(c: Context) -> Insight | None:
+    reps = int(c.cfg("replicas", 1) or 1)
+    if not c.memory_pressure or reps < 2 or c.cfg("rts", False):
+        return None
+    st = c.kind_bytes("optimiserState")
+    peak = c.analysis.memory.peak_memory_bytes or 1
+    if st / peak < c.thresholds.optimiser_state_share:
+        return None
+    ev = memory_evidence(
+        c,
+        f"optimiser state: {fmt_bytes(st)} per replica, {reps} replicas.",
+        "Memory Report > Variables",
+    )
+    return Insight(
+        "memory.rts",
+        "Shard optimiser state across replicas",
+        memory_severity(c),
+        "memory",
+        f"Replicated tensor sharding keeps 1/{reps} of the optimiser state on each replica.",
+        ev,
+        {F["rts"]: True},
+        "Extra collectives (reduce-scatter / all-gather) at each weight update.",
+    )
+
+
+@rule(
+    "memory.move_split",
+    thresholds=("memory_headroom", "ipu_memory_imbalance"),
+    changes=("split_points",),
+    fires_when=(
+        "memory pressure, pipelined, fullest / emptiest IPU memory >= `ipu_memory_imbalance`"
+    ),
+    change=(
+        "`split_points` with the boundary between the fullest stage and its lighter neighbour "
+        "moved toward the fullest, by the blocks whose memory (each block's variables, scaled to "
+        "the stage's measured memory) covers half the difference"
+    ),
+    trade_off="may unbalance stage cycles",
+)
+def move_split_memory(c: Context) -> Insight | None:
+    if not c.memory_pressure or not c.pipelined:
+        return None
+    tot = c.analysis.memory.ipu_total().astype(float)
+    if tot.size < 2 or tot.min() <= 0 or tot.max() / tot.min() < c.thresholds.ipu_memory_imbalance:
+        return None
+    names, _, mem = layer_order(c)
+    stage_ipu = c.analysis.operations.groupby("stage")["ipu"].min().sort_index().to_numpy()
+    splits = shift_split(c, names, mem, tot[stage_ipu]) if stage_ipu.size else None
+    current = c.cfg("splits", [])
+    if not splits or splits == list(current or []):
+        return None
+    ev = memory_evidence(
+        c,
+        "memory per IPU: " + ", ".join(f"IPU {i}: {fmt_bytes(v)}" for i, v in enumerate(tot)) + ".",
+        "Summary > Memory",
+    )
+    return Insight(
+        "memory.move_split",
+        "Move the pipeline split away from the fullest IPU",
+        memory_severity(c),
+        "memory",
+        f"Splitting at {', '.join(splits)} (now {', '.join(map(str, current or [])) or '-'}) "
+        "balances the memory of the stages.",
+        ev,
+        {F["splits"]: splits},
+        "Can unbalance the stages' cycles (pipeline throughput is bound by the longest stage).",
+    )
+
+
+@rule(
+    "memory.optimiser",
+    thresholds=("memory_headroom", "optimiser_state_share"),
+    changes=("optimiser",),
+    fires_when="memory pressure, Adam/LAMB state >= `optimiser_state_share`",
+    change='`optimiser = "sgd-momentum"`',
+    trade_off="convergence, retuning",
+)
+def lighter_optimiser(c: Context) -> Insight | None:
+    opt = str(c.cfg("optimiser", "")).lower()
+    if not c.memory_pressure or not any(k in opt for k in ("adam", "lamb")):
+        return None
+    st = c.kind_bytes("optimiserState") + c.kind_remote_bytes("optimiserState")
+    peak = c.analysis.memory.peak_memory_bytes or 1
+    if c.kind_bytes("optimiserState") / peak < c.thresholds.optimiser_state_share:
+        return None
+    ev = memory_evidence(
+        c,
+        f"{opt} keeps two moments per weight: {fmt_bytes(st)} of state.",
+        "Memory Report > Variables (optimiserState)",
+    )
+    return Insight(
+        "memory.optimiser",
+        "Use an optimiser with less state (SGD with momentum)",
+        memory_severity(c),
+        "memory",
+        "SGD with momentum keeps one buffer per weight instead of two.",
+        ev,
+        {F["optimiser"]: "sgd-momentum"},
+        "Different convergence: learning-rate schedule and hyper-parameters must be retuned.",
+    )
+
+
+@rule(
+    "memory.outlining",
+    thresholds=("memory_headroom", "code_share"),
+    changes=("outlining",),
+    fires_when="memory pressure, code >= `code_share` of the memory",
+    change=("`outlining = true` when it is off, else advice only (reuse identical subgraphs)"),
+    trade_off="call overhead",
+)
+def outlining(c: Context) -> Insight | None:
+    if not c.memory_pressure:
+        return None
+    m = c.analysis.memory
+    code = m.code_bytes
+    if code / (m.peak_memory_bytes or 1) < c.thresholds.code_share:
+        return None
+    ev = memory_evidence(
+        c,
+        f"code takes {fmt_bytes(code)} ({fmt_pct(code / m.peak_memory_bytes)} of the memory).",
+        "Memory Report > by category (vertexCode, controlCode...)",
+    )
+    off = c.has("outlining") and not c.cfg("outlining", True)
+    return Insight(
+        "memory.outlining",
+        "Reuse identical subgraphs (outlining)",
+        memory_severity(c),
+        "memory",
+        "Code dominates: outlining identical subgraphs shares their code between calls."
+        + (
+            ""
+            if off
+            else " Outlining is already on (or not a run option here): reuse more "
+            "subgraphs by giving repeated layers identical shapes and settings."
+        ),
+        ev,
+        {F["outlining"]: True} if off else {},
+        "Call overhead and copies in and out of the outlined subgraph.",
+    )

@@ -1,0 +1,108 @@
+"""The registry of insight rules: each rule declared once, with everything said about it.
+
+A rule is a function ``evaluate(context) -> Insight | None`` decorated with :func:`rule`, which
+records its id, its category (the id's prefix: ``memory`` or ``throughput``), the thresholds it
+reads, the run options (``engine.config.RunConfig`` fields) its change may set, and its
+catalogue entry (when it fires, the change, the trade-off). ``docs/insights.md``'s catalogue and
+threshold tables are generated from here (:mod:`analyser.core.insights.docs`), and
+:func:`analyser.core.insights.find_insights` runs :func:`rules_of` each category in registration
+order (the catalogue order, which breaks ranking ties).
+
+To add an insight: write the function in ``memory_rules.py`` or ``throughput_rules.py`` under
+``@rule(...)``; nothing else to edit (run ``python -m analyser.core.insights.docs --write``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from analyser.core.insights.context import Context
+    from analyser.core.insights.model import Insight
+
+CATEGORIES = ("memory", "throughput")
+
+
+@dataclass(frozen=True)
+class CatalogueEntry:
+    """One row of the catalogue in docs/insights.md (Markdown cells)."""
+
+    id: str
+    fires_when: str
+    change: str
+    trade_off: str
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A registered insight rule."""
+
+    id: str
+    category: str
+    evaluate: Callable[[Context], Insight | None]
+    #: names of the :class:`~analyser.core.insights.Thresholds` fields the rule reads
+    thresholds: tuple[str, ...]
+    #: RunConfig fields the rule's recommended change may set (empty: advice only)
+    changes: tuple[str, ...]
+    entry: CatalogueEntry
+    #: further ids the same rule can report (e.g. the all-reduce variant of raising GA)
+    also: tuple[CatalogueEntry, ...] = ()
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return (self.id, *(e.id for e in self.also))
+
+
+_RULES: list[Rule] = []
+
+
+def rule(
+    id: str,
+    *,
+    thresholds: tuple[str, ...],
+    changes: tuple[str, ...],
+    fires_when: str,
+    change: str,
+    trade_off: str,
+    also: tuple[CatalogueEntry, ...] = (),
+) -> Callable[[Callable[[Context], Insight | None]], Callable[[Context], Insight | None]]:
+    """Register the decorated function as the rule ``id`` (see the module docstring)."""
+    category = id.partition(".")[0]
+    if category not in CATEGORIES:
+        raise ValueError(f"insight id {id!r} must start with one of {CATEGORIES}")
+
+    def register(evaluate: Callable[[Context], Insight | None]):
+        if any(id in r.ids for r in _RULES):
+            raise ValueError(f"insight id {id!r} is registered twice")
+        entry = CatalogueEntry(id, fires_when, change, trade_off)
+        _RULES.append(Rule(id, category, evaluate, thresholds, changes, entry, also))
+        return evaluate
+
+    return register
+
+
+def all_rules() -> tuple[Rule, ...]:
+    """Every registered rule, memory rules first, each category in catalogue order."""
+    # importing the rule modules registers their rules (memory first: the catalogue order)
+    from analyser.core.insights import memory_rules, throughput_rules  # noqa: F401
+
+    return tuple(r for c in CATEGORIES for r in _RULES if r.category == c)
+
+
+def rules_of(category: str) -> tuple[Rule, ...]:
+    return tuple(r for r in all_rules() if r.category == category)
+
+
+#: Insights made by the re-simulation rather than a rule (documented in the same catalogue).
+DERIVED = (
+    CatalogueEntry(
+        "memory.combined",
+        "only with re-simulation: the profile is OOM and no single memory tip fits",
+        "the memory tips' changes merged cumulatively in rank order (at most 5) until the run "
+        "fits, then each tip the fit does not need is dropped "
+        "(`analyser.core.insights.find_fitting_combination`)",
+        "the trade-offs of the combined tips",
+    ),
+)

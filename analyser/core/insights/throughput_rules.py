@@ -1,0 +1,789 @@
+"""The throughput insights (what to change when the run spends its cycles badly): each a
+function registered with :func:`~analyser.core.insights.registry.rule`, which declares its id,
+thresholds, the run options it changes and its docs."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+
+from analyser.core.insights.context import (
+    Context,
+    F,
+    addressing,
+    block_stages,
+    compute_share,
+    fp16_change,
+    layer_order,
+    shift_split,
+)
+from analyser.core.insights.model import Evidence, Insight
+from analyser.core.insights.registry import CatalogueEntry, rule
+from analyser.core.units import fmt_bytes, fmt_int, fmt_pct
+from profiles import schema
+
+# ---------------------------------------------------------------------------------------------
+# Throughput
+# ---------------------------------------------------------------------------------------------
+
+_D = {n: i for i, n in enumerate(schema.DESTINATIONS)}
+
+
+@rule(
+    "throughput.disable_offload",
+    thresholds=("offload_share",),
+    changes=("offload_optimiser_state",),
+    fires_when=(
+        "state offloaded and remote-buffer StreamCopyMid >= `offload_share` of the run (info, "
+        "with no estimated benefit, when the state probably does not fit back: see Ranking)"
+    ),
+    change='`offload_optimiser_state = "off"` (the effect confirms it still fits)',
+    trade_off="more tile memory",
+)
+def disable_offload(c: Context) -> Insight | None:
+    ex = c.analysis.execution
+    if ex is None or not c.offloaded:
+        return None
+    rb = (ex.mid_rx_cycles_by_dest + ex.mid_tx_cycles_by_dest)[:, _D["remoteBuffer"]]
+    i = int(np.argmax(rb))
+    share = float(rb[i]) / float(ex.total_cycles or 1)
+    if share < c.thresholds.offload_share:
+        return None
+    # Would the state fit back on chip? Spread evenly over an IPU's tiles (the way the engine
+    # maps weights), it adds remote bytes / tiles to every tile, the fullest included.
+    m = c.analysis.memory
+    v = c.analysis.variables
+    remote = (
+        v.groupby("ipu")["remote_bytes"].sum().reindex(range(m.num_ipus)).fillna(0).to_numpy(float)
+    )
+    est = m.tile_used.max(axis=1) + remote / max(1, m.tiles_per_ipu)
+    full = np.flatnonzero(est > m.sram_per_tile)
+    likely_oom = bool(full.size)
+    return addressing(
+        0.0 if likely_oom else share,
+        Insight(
+            "throughput.disable_offload",
+            "Disable variable offloading",
+            "info" if likely_oom else "warning",
+            "throughput",
+            f"Streaming offloaded state to and from remote buffers takes {fmt_pct(share)} of the "
+            "run; on-chip state avoids it if the model still fits (see the predicted effect)."
+            + (
+                f" It probably does not: spread over the tiles, the state would take IPU "
+                f"{int(full[0])}'s fullest tile to about {fmt_bytes(est[full[0]])} of "
+                f"{fmt_bytes(m.sram_per_tile)}; free memory first."
+                if likely_oom
+                else ""
+            ),
+            [
+                Evidence(
+                    f"StreamCopyMid to remote buffers on IPU {i}: {fmt_int(rb[i])} cycles "
+                    f"({fmt_pct(share)}).",
+                    "Execution Trace > StreamCopyMid (remoteBuffer)",
+                ),
+                Evidence(
+                    f"remote-buffer bytes: {fmt_bytes(c.analysis.memory.remote_bytes)}.",
+                    "Summary > Memory",
+                ),
+            ],
+            {F["offload"]: "off"},
+            "Optimiser state moves back onto the tiles (more memory).",
+        ),
+    )
+
+
+@rule(
+    "throughput.gradient_accumulation",
+    thresholds=("ramp_share", "weight_update_share", "allreduce_share"),
+    changes=("gradient_accumulation",),
+    fires_when=(
+        "pipelined ramp-up + ramp-down >= `ramp_share`, or weight update >= "
+        "`weight_update_share`, or all-reduce >= `allreduce_share`"
+    ),
+    change="double `gradient_accumulation`",
+    trade_off="larger global batch",
+    also=(
+        CatalogueEntry(
+            "throughput.allreduce",
+            "the same rule when only the replica all-reduce crosses its threshold",
+            "double `gradient_accumulation`",
+            "larger global batch",
+        ),
+    ),
+)
+def raise_ga(c: Context) -> Insight | None:
+    ex = c.analysis.execution
+    if ex is None:
+        return None
+    ga = int(c.cfg("ga", 1) or 1)
+    ps = ex.phase_share()
+    ramp = ps["rampUp"] + ps["rampDown"] if c.pipelined else 0.0
+    wu = ps["weightUpdate"]
+    reps = int(c.cfg("replicas", 1) or 1)
+    ge = schema.PROGRAM_TYPES.index("GlobalExchange")
+    wu_i = schema.PHASES.index("weightUpdate")
+    ar = (
+        float(ex.cycles_by_type_phase[:, ge, wu_i].max()) / float(ex.total_cycles or 1)
+        if reps > 1
+        else 0.0
+    )
+    ev = []
+    if ramp >= c.thresholds.ramp_share:
+        ev.append(
+            Evidence(
+                f"pipeline ramp-up + ramp-down take {fmt_pct(ramp)} of the run "
+                f"(2(S-1)/(G+S-1) with S={c.n_stages}, G={ga}).",
+                "Pipeline view",
+            )
+        )
+    if wu >= c.thresholds.weight_update_share:
+        ev.append(
+            Evidence(
+                f"the weight update takes {fmt_pct(wu)} of the run.",
+                "Pipeline view > weight update",
+            )
+        )
+    if ar >= c.thresholds.allreduce_share:
+        ev.append(
+            Evidence(
+                f"the replica all-reduce takes {fmt_pct(ar)} of the run.",
+                "Execution Trace > GlobalExchange (weight update)",
+            )
+        )
+    if not ev:
+        return None
+    iid = (
+        "throughput.allreduce"
+        if ar >= c.thresholds.allreduce_share and len(ev) == 1
+        else "throughput.gradient_accumulation"
+    )
+    new = ga * 2
+    return addressing(
+        (ramp + wu + ar) / 2,
+        Insight(
+            iid,
+            "Raise gradient accumulation",
+            "warning",
+            "throughput",
+            f"Accumulating {new} micro-batches per weight update instead of {ga} amortises the "
+            "pipeline fill / flush, the weight update and the all-reduce over more samples.",
+            ev,
+            {F["ga"]: new},
+            "Larger global batch (learning-rate schedule may need retuning); more accumulator use.",
+        ),
+    )
+
+
+@rule(
+    "throughput.device_iterations",
+    thresholds=("host_call_share",),
+    changes=("device_iterations",),
+    fires_when=(
+        "what is paid once per host call >= `host_call_share` of the run: host calls x "
+        "`host_call_overhead_us` (the engine's host model; the measured host-only phase for "
+        "profiles without it), plus the pipeline fill + flush for inference pipelines. Host "
+        "preparation scales with samples per call, so it is left to the loader tips"
+    ),
+    change="`device_iterations` x 4",
+    trade_off="larger transfers per call",
+)
+def raise_device_iterations(c: Context) -> Insight | None:
+    ex = c.analysis.execution
+    if ex is None:
+        return None
+    di = int(c.cfg("di", 1) or 1)
+    # Device iterations amortise what is paid once per host call: the fixed round-trip overhead
+    # (and, for inference pipelines, the fill and flush). Host preparation scales with the
+    # samples of the call, so it is the loader's business (async loader / 8-bit input), not DI's.
+    overhead = c.cfg("call_overhead_us")
+    if overhead is not None and ex.total_cycles:
+        per_call = float(overhead) * 1e-6 * ex.clock_hz
+        share = ex.host_round_trips * per_call / (ex.host_inclusive_cycles or ex.total_cycles)
+        how = (
+            f"{ex.host_round_trips:,} call(s) x {overhead} µs round-trip overhead = "
+            f"{fmt_pct(share)} of the run"
+        )
+    else:  # a profile without the host model's parameters: the measured host-only time
+        share = ex.phase_share()["host"]
+        how = f"host phase {fmt_pct(share)} of the run"
+    inference_pipeline = c.pipelined and c.analysis.run_config.get("mode") == "inference"
+    if inference_pipeline:
+        share += ex.ramp_share * c.device_share
+        how += f"; pipeline fill + flush once per call: {fmt_pct(ex.ramp_share)}"
+    if share < c.thresholds.host_call_share:
+        return None
+    return addressing(
+        share * 3 / 4,
+        Insight(
+            "throughput.device_iterations",
+            "Raise device iterations",
+            "warning",
+            "throughput",
+            f"What is paid once per host call takes {fmt_pct(share)} of the run; running {di * 4} "
+            f"iterations per host call instead of {di} spreads it over 4x the samples.",
+            [
+                Evidence(
+                    f"{ex.host_round_trips:,} host calls for {ex.samples:,} samples "
+                    f"({ex.round_trips_per_sample:.4f} per sample); {how}.",
+                    "Execution Trace > host phase",
+                )
+            ],
+            {F["di"]: di * 4},
+            "Larger transfers per call (bigger stream buffers); the host sees results less often.",
+        ),
+    )
+
+
+def _input_info(c: Context) -> tuple[str, str] | None:
+    v = c.analysis.variables
+    inp = v[v["kind"] == "input"]
+    if not len(inp):
+        return None
+    row = inp.iloc[0]
+    return str(row["dtype"]), str(row["shape"])
+
+
+def _image_like(c: Context, shape: str) -> bool:
+    """Rank >= 3 per sample, or (flattened) channels x size x size elements of an image model."""
+    try:
+        dims = [int(d) for d in shape.split("x") if d]
+    except ValueError:
+        return False
+    if len(dims) >= 4 or (len(dims) == 3 and dims[0] in (1, 3, 4)):
+        return True
+    size, ch = c.analysis.run_config.get("image_size"), c.analysis.run_config.get("image_channels")
+    if not size or not ch or not dims:
+        return False
+    per_sample = dims[-1] if len(dims) >= 2 else dims[0]
+    return per_sample == int(ch) * int(size) ** 2
+
+
+@rule(
+    "throughput.8bit_input",
+    thresholds=("host_wait_moderate", "input_stream_share", "host_wait_high"),
+    changes=("eight_bit_input",),
+    fires_when=(
+        "FP16/FP32 image input (rank >= 3, or flattened channels x size x size of an image model) "
+        "and either input StreamCopyMid >= `input_stream_share` (warning) or the run is "
+        "input-bound (host wait >= `host_wait_moderate`) while the host casts and normalises "
+        "(info; warning from `host_wait_high`)"
+    ),
+    change="`eight_bit_input = true`",
+    trade_off="cast/normalise on the IPU",
+)
+def eight_bit_input(c: Context) -> Insight | None:
+    ex = c.analysis.execution
+    if ex is None or c.cfg("input8", False):
+        return None
+    info = _input_info(c)
+    if info is None:
+        return None
+    dtype, shape = info
+    if not _image_like(c, shape) or dtype not in ("float16", "float32"):
+        return None
+    rx = ex.mid_rx_cycles_by_dest[:, _D["host"]]
+    i = int(np.argmax(rx))
+    share = float(rx[i]) / float(ex.total_cycles or 1)
+    # The host casts and normalises FP input unless it arrives as uint8: an input-bound run
+    # (graded like XProf) also gains from moving that work onto the IPU.
+    wait = ex.host_wait_share
+    input_bound = wait >= c.thresholds.host_wait_moderate
+    if share < c.thresholds.input_stream_share and not input_bound:
+        return None
+    ev = [
+        Evidence(
+            f"StreamCopy received from the host by IPU {i}: "
+            f"{fmt_bytes(ex.streamcopy_rx_by_dest[i, _D['host']])} in {fmt_int(rx[i])} cycles "
+            f"({fmt_pct(share)} of the run); input {dtype} {shape}.",
+            "Summary > StreamCopy by destination",
+        )
+    ]
+    cast_share = 0.0
+    if input_bound:
+        ev.append(
+            Evidence(
+                f"the device waits for the host {fmt_pct(wait)} of the run while the host casts "
+                f"and normalises every {dtype} input element.",
+                "Execution Trace > StreamCopyBegin",
+            )
+        )
+        # The cast + normalise part of the loader's wait (host model: the transforms that move
+        # to the IPU with 8-bit input, or the flat per-element cost beside the per-sample one).
+        ns, us = c.cfg("normalise_ns"), c.cfg("preprocess_us")
+        dims = [int(d) for d in shape.split("x") if d.isdigit()]
+        steps = ex.host_model.get("transforms") or []
+        movable = sum(
+            float(t["us"]) for t in steps if t.get("transform") in ("convert_dtype", "normalise")
+        )
+        total_us = float(ex.host_model.get("per_sample_us") or 0.0)
+        if movable > 0 and total_us > 0:
+            frac = movable / total_us
+            cast_share = c.loader_wait()[1] * frac
+            names = ", ".join(
+                f"{t['transform']} {float(t['us']):,.1f} µs"
+                for t in steps
+                if t.get("transform") in ("convert_dtype", "normalise")
+            )
+            ev.append(
+                Evidence(
+                    f"cast + normalise ({names}) is {fmt_pct(frac)} of the host's "
+                    f"{total_us:,.1f} µs per sample: about {fmt_pct(cast_share)} of the run "
+                    "waiting for it.",
+                    "Summary > host model",
+                )
+            )
+        elif ns is not None and us is not None and len(dims) >= 2:
+            cast = float(np.prod(dims[1:])) * float(ns) * 1e-3  # µs per sample
+            frac = cast / (cast + float(us)) if cast + float(us) > 0 else 0.0
+            cast_share = c.loader_wait()[1] * frac
+            ev.append(
+                Evidence(
+                    f"cast + normalise is {fmt_pct(frac)} of the host's preparation per sample "
+                    f"({cast:,.1f} of {cast + float(us):,.1f} µs): about {fmt_pct(cast_share)} "
+                    "of the run waiting for it.",
+                    "Summary > run configuration (host model)",
+                )
+            )
+    big = share >= c.thresholds.input_stream_share
+    return addressing(
+        share / 2 * c.device_share + cast_share,
+        Insight(
+            "throughput.8bit_input",
+            "Transfer input as 8-bit and normalise on the IPU",
+            "warning" if big or wait >= c.thresholds.host_wait_high else "info",
+            "throughput",
+            f"uint8 images halve the input bytes against FP16 ({dtype} now"
+            + (f", {fmt_pct(share)} of the run in input StreamCopy" if big else "")
+            + ") and move the cast and normalisation from the host to the IPU"
+            + (", shortening the host preparation the device waits for." if input_bound else "."),
+            ev,
+            {F["input8"]: True},
+            "A little IPU compute and memory for the cast and normalisation.",
+        ),
+    )
+
+
+def _workers_to_hide(ex, workers: int) -> int | None:
+    """Loader processes that would prepare a call within its device time (with a quarter to
+    spare), from the profile's host model; None when the profile does not say."""
+    hm = ex.host_model
+    prep, dev = hm.get("prepare_ms_per_call"), hm.get("device_ms_per_call")
+    parallel = int(hm.get("parallel") or max(1, workers))
+    if not prep or not dev:
+        return None
+    one = float(prep) * parallel  # one process
+    need = math.ceil(1.25 * one / float(dev))
+    cores = int(hm.get("host_server_cores") or need)
+    return max(parallel + 1, min(need, cores))
+
+
+@rule(
+    "throughput.async_loader",
+    thresholds=("host_wait_moderate", "host_wait_high"),
+    changes=("loader_mode", "loader_workers"),
+    fires_when=(
+        "samples prepared in the main process (`sync`, no workers) and the loader's part of the "
+        "host wait (StreamCopyBegin plus the host time outside the trace, minus the calls' fixed "
+        "`host_call_overhead_us`, over the host-inclusive time) >= `host_wait_moderate` "
+        "(warning), >= `host_wait_high` (critical), graded like XProf"
+    ),
+    change='`loader_mode = "async"`',
+    trade_off="host memory, a process",
+    also=(
+        CatalogueEntry(
+            "throughput.loader_workers",
+            "as `async_loader`, when the preparation already overlaps the device (async, or worker processes)",
+            "`loader_workers` = the processes that would prepare a call within 80% of its device time (from the profile's host model), at most the host server's cores",
+            "host cores and memory",
+        ),
+    ),
+)
+def async_loader(c: Context) -> Insight | None:
+    ex = c.analysis.execution
+    if ex is None:
+        return None
+    # The wait the loader can hide: host wait minus the fixed round-trip overhead of the calls
+    # (that part is device_iterations' business).
+    i, share, fixed = c.loader_wait()
+    if share < c.thresholds.host_wait_moderate:
+        return None
+    mode = str(c.cfg("loader", "sync")).lower()
+    workers = int(c.cfg("workers", 0) or 0)
+    high = share >= c.thresholds.host_wait_high
+    # Preparation in the main process: an async loader overlaps it with the device. Already
+    # overlapped (async, or worker processes): more processes prepare the call sooner.
+    in_main = mode == "sync" and workers == 0
+    # What the change can save (host model): overlapping hides at most the device time of a
+    # call; more processes shorten the preparation that is still longer than the device time.
+    span = float(ex.host_inclusive_cycles or ex.total_cycles or 1)
+    device_share = float(ex.total_cycles) / span if ex.host_inclusive_cycles else 1.0
+    if in_main:
+        iid, title = "throughput.async_loader", "use an asynchronous data loader"
+        change: dict = {F["loader"]: "async"}
+        trade = "Host memory and a process for the prefetched batches."
+        saving = min(share, device_share)
+    else:
+        n = _workers_to_hide(ex, workers) or max(2, 2 * workers)
+        iid, title = "throughput.loader_workers", f"use {n} data loader workers"
+        change = {F["workers"]: n}
+        trade = "Host cores and memory for the worker processes."
+        parallel = int(ex.host_model.get("parallel") or max(1, workers))
+        prep_share = share + device_share  # an overlapped loader's preparation per call
+        saving = min(share, max(0.0, share - max(0.0, prep_share * parallel / n - device_share)))
+    return addressing(
+        saving,
+        Insight(
+            iid,
+            f"The device waits for the host: {title}",
+            "critical" if high else "warning",
+            "throughput",
+            f"The run is {'highly' if high else 'moderately'} input-bound: IPU {i} waits for the "
+            f"host {fmt_pct(share)} of the time (graded moderate from "
+            f"{fmt_pct(c.thresholds.host_wait_moderate, 0)}, high from {fmt_pct(c.thresholds.host_wait_high, 0)}).",
+            [
+                Evidence(
+                    f"IPU {i} waits for the host {fmt_int(ex.host_wait_cycles[i])} cycles at "
+                    "StreamCopyBegin"
+                    + (
+                        f" and {fmt_int(ex.host_exposed_cycles)} cycles between device calls "
+                        "(host lane)"
+                        if ex.host_exposed_cycles
+                        else ""
+                    )
+                    + (
+                        f", of which {fmt_int(fixed)} are the host calls' fixed overhead"
+                        if fixed
+                        else ""
+                    )
+                    + f"; the loader's part is {fmt_pct(share)} of the run.",
+                    "Execution Trace > host lane",
+                )
+            ],
+            change,
+            trade,
+        ),
+    )
+
+
+@rule(
+    "throughput.rebalance_stages",
+    thresholds=("stage_imbalance",),
+    changes=("split_points",),
+    fires_when="pipelined, longest stage / mean stage >= `stage_imbalance`",
+    change=(
+        "`split_points` moved the same way by measured cycles per block (scaled to the stage's "
+        "busy cycles)"
+    ),
+    trade_off="moves memory between IPUs",
+)
+def rebalance_stages(c: Context) -> Insight | None:
+    ex = c.analysis.execution
+    if ex is None or not c.pipelined or ex.stage_cycles.size < 2:
+        return None
+    imb = ex.stage_imbalance
+    if imb < c.thresholds.stage_imbalance:
+        return None
+    names, cyc, mem = layer_order(c)
+    splits = shift_split(c, names, cyc, ex.stage_cycles.astype(float))
+    current = list(c.cfg("splits", []) or [])
+    change = {F["splits"]: splits} if splits and splits != current else {}
+    load = ", ".join(f"stage {s}: {fmt_int(v)}" for s, v in enumerate(ex.stage_cycles))
+    ev = [Evidence(f"busy cycles per stage: {load}.", "Pipeline view > stage load")]
+    # Would the moved blocks fit on the IPU that receives them? Their memory (the blocks'
+    # operations), spread over that IPU's tiles, on top of its fullest tile.
+    full_note = ""
+    if change:
+        idx = np.array(sorted(names.index(sp) for sp in splits if sp in names))
+        new_stage = np.searchsorted(idx, np.arange(len(names)), side="right")
+        moved = new_stage != block_stages(c, names)
+        ops = c.analysis.operations
+        stage_ipu = ops.groupby("stage")["ipu"].first()
+        m = c.analysis.memory
+        for s in np.unique(new_stage[moved]):
+            ipu = int(stage_ipu.get(int(s), int(s) % m.num_ipus))
+            est = float(m.tile_used[ipu].max()) + float(mem[moved & (new_stage == s)].sum()) / max(
+                1, m.tiles_per_ipu
+            )
+            if est > m.sram_per_tile:
+                full_note = (
+                    f" It probably does not fit: the blocks it moves to IPU {ipu} would take its "
+                    f"fullest tile to about {fmt_bytes(est)} of {fmt_bytes(m.sram_per_tile)}; "
+                    "free memory there first."
+                )
+                ev.append(
+                    Evidence(
+                        f"IPU {ipu} has {fmt_bytes(m.sram_per_tile - m.tile_used[ipu].max())} "
+                        "free on its fullest tile.",
+                        f"Memory Report > IPU {ipu}",
+                    )
+                )
+                break
+    return addressing(
+        0.0 if full_note else 1 - 1 / imb,
+        Insight(
+            "throughput.rebalance_stages",
+            "Rebalance the pipeline stages",
+            "info" if full_note else "warning",
+            "throughput",
+            f"The longest stage takes {imb:.2f}x the mean stage; the pipeline runs at the pace of "
+            "the longest."
+            + (f" Proposed split: {', '.join(splits)}." if change else "")
+            + full_note,
+            ev,
+            change,
+            "Moves memory between IPUs (check the predicted memory).",
+        ),
+    )
+
+
+@rule(
+    "throughput.io_tiles",
+    thresholds=("io_stream_share",),
+    changes=("io_tiles",),
+    fires_when="no I/O tiles, host StreamCopyMid >= `io_stream_share`",
+    change=(
+        "`io_tiles` = next power of two of 1.05 x micro-batch bytes / tile SRAM (ipu-facts.md)"
+    ),
+    trade_off="tiles no longer compute",
+)
+def io_tiles(c: Context) -> Insight | None:
+    ex = c.analysis.execution
+    if ex is None or int(c.cfg("io_tiles", 0) or 0) > 0 or not c.has("io_tiles"):
+        return None
+    mid = ex.mid_rx_cycles_by_dest[:, _D["host"]] + ex.mid_tx_cycles_by_dest[:, _D["host"]]
+    i = int(np.argmax(mid))
+    share = float(mid[i]) / float(ex.total_cycles or 1)
+    if share < c.thresholds.io_stream_share:
+        return None
+    mb = int(c.cfg("micro_batch", 1) or 1)
+    samples = ex.samples or 1
+    mb_bytes = float(ex.streamcopy_rx_bytes.sum()) / samples * mb
+    sram = c.analysis.memory.sram_per_tile
+    n = max(1.0, 1.05 * mb_bytes / sram)
+    n_io = int(2 ** math.ceil(math.log2(n)))
+    return addressing(
+        share,
+        Insight(
+            "throughput.io_tiles",
+            "Overlap host transfers with compute using I/O tiles",
+            "warning",
+            "throughput",
+            f"Host StreamCopy takes {fmt_pct(share)} of the run on IPU {i} and stalls compute; "
+            f"{n_io} I/O tiles (1.05 x {fmt_bytes(mb_bytes)} per micro-batch / "
+            f"{fmt_bytes(sram)} per tile, rounded up to a power of two) let it overlap.",
+            [
+                Evidence(
+                    f"StreamCopyMid to / from the host on IPU {i}: {fmt_int(mid[i])} cycles.",
+                    "Execution Trace > StreamCopyMid",
+                )
+            ],
+            {F["io_tiles"]: n_io},
+            f"{n_io} tiles per IPU no longer compute; about 5% of each I/O tile goes to exchange code.",
+        ),
+    )
+
+
+@rule(
+    "throughput.prefetch",
+    thresholds=("prefetch_depth", "host_wait_moderate"),
+    changes=("prefetch_depth",),
+    fires_when=(
+        "`prefetch_depth` < 3 and the loader's part of the host wait >= `host_wait_moderate`"
+    ),
+    change="`prefetch_depth = 3`",
+    trade_off="stream buffer memory",
+)
+def prefetch_depth(c: Context) -> Insight | None:
+    ex = c.analysis.execution
+    if ex is None or not c.has("prefetch"):
+        return None
+    depth = int(c.cfg("prefetch", 1) or 1)
+    want = int(c.thresholds.prefetch_depth)
+    i, share, _ = c.loader_wait()
+    if depth >= want or share < c.thresholds.host_wait_moderate:
+        return None
+    # A deeper prefetch hides the host's latency to service each stream copy (host model:
+    # host_stream_latency_us per StreamCopyBegin), not the loader's preparation time.
+    ev = [
+        Evidence(
+            f"host wait (StreamCopyBegin) beyond the calls' fixed overhead: {fmt_pct(share)}.",
+            "Execution Trace > StreamCopyBegin",
+        )
+    ]
+    hides = share
+    lat = c.cfg("stream_latency_us")
+    if lat is not None and ex.total_cycles:
+        scb = schema.PROGRAM_TYPES.index("StreamCopyBegin")
+        n = int(ex.count_by_type[i, scb])
+        span = ex.host_inclusive_cycles or ex.total_cycles
+        hides = min(share, n * float(lat) * 1e-6 * ex.clock_hz / span)
+        ev.append(
+            Evidence(
+                f"what a deeper prefetch can hide: {n:,} stream copies x {lat} µs service "
+                f"latency = {fmt_pct(hides)} of the run (the rest is the loader's preparation).",
+                "Execution Trace > StreamCopyBegin",
+            )
+        )
+    return addressing(
+        hides,
+        Insight(
+            "throughput.prefetch",
+            f"Raise the prefetch depth to {want}",
+            "info",
+            "throughput",
+            f"Prefetch depth {depth}: the device waits for the loader {fmt_pct(share)} of the "
+            f"time; {want} is the documented sweet spot.",
+            ev,
+            {F["prefetch"]: want},
+            "More stream buffer memory on the I/O tiles.",
+        ),
+    )
+
+
+@rule(
+    "throughput.tile_imbalance",
+    thresholds=("heavy_compute_share", "tile_balance"),
+    changes=(),
+    fires_when=(
+        "compute sets with >= `heavy_compute_share` of compute cycles and tile balance < "
+        "`tile_balance`"
+    ),
+    change="none (tile mapping)",
+    trade_off="-",
+)
+def tile_imbalance(c: Context) -> Insight | None:
+    ex = c.analysis.execution
+    if ex is None:
+        return None
+    nodes = c.analysis.src.table("/programs/nodes", ["name", "type", "tile_balance", "ipu"])
+    ote = schema.PROGRAM_TYPES.index("OnTileExecute")
+    is_ote = nodes["type"].to_numpy() == ote
+    pc = ex.program_cycles.astype(float)
+    total = float(pc[is_ote].sum()) or 1.0
+    bal = nodes["tile_balance"].to_numpy(float)
+    bad = (
+        is_ote
+        & (pc / total >= c.thresholds.heavy_compute_share)
+        & (bal < c.thresholds.tile_balance)
+    )
+    if not bad.any():
+        return None
+    idx = np.flatnonzero(bad)
+    idx = idx[np.argsort(-pc[idx])][:5]
+    share = float(pc[bad].sum()) / total
+    names = "; ".join(
+        f"{nodes['name'].iloc[i]} (balance {bal[i]:.2f}, {fmt_pct(pc[i] / total)} of compute)"
+        for i in idx
+    )
+    return addressing(
+        float((pc[bad] * (1 - bal[bad])).sum()) / float(ex.total_cycles or 1),
+        Insight(
+            "throughput.tile_imbalance",
+            "Heavy compute sets use few tiles (tile imbalance)",
+            "warning" if share >= 0.1 else "info",
+            "throughput",
+            f"{int(bad.sum())} heavy compute sets ({fmt_pct(share)} of compute cycles) have tile "
+            f"balance below {c.thresholds.tile_balance}; a better tile mapping spreads them.",
+            [Evidence(names, "Execution Trace > BSP view / Program Tree")],
+            {},
+            "Tile mapping is a graph-construction change (no run option).",
+        ),
+    )
+
+
+_REARRANGE = re.compile(r"prearrange|rearrange|transpose", re.IGNORECASE)
+
+
+@rule(
+    "throughput.rearrangement",
+    thresholds=("prearrange_ratio",),
+    changes=(),
+    fires_when=(
+        "PreArrange / rearrange / transpose programs of an op take > `prearrange_ratio` x its "
+        "other cycles"
+    ),
+    change="none (layout)",
+    trade_off="-",
+)
+def rearrangements(c: Context) -> Insight | None:
+    ex = c.analysis.execution
+    if ex is None:
+        return None
+    nodes = c.analysis.src.table("/programs/nodes", ["name", "op"])
+    names = nodes["name"].astype(str)
+    rearr = names.str.contains(_REARRANGE).to_numpy()
+    if not rearr.any():
+        return None
+    op = nodes["op"].to_numpy().astype(np.int64)
+    pc = ex.program_cycles.astype(float)
+    n_ops = len(c.analysis.operations)
+    ok = op >= 0
+    r = np.bincount(op[ok & rearr], pc[ok & rearr], n_ops)
+    o = np.bincount(op[ok & ~rearr], pc[ok & ~rearr], n_ops)
+    bad = (r > c.thresholds.prearrange_ratio * o) & (r > 0)
+    if not bad.any():
+        return None
+    ops = c.analysis.operations
+    idx = np.flatnonzero(bad)
+    idx = idx[np.argsort(-r[idx])][:5]
+    ev = "; ".join(
+        f"{ops['name'].iloc[i]}: {fmt_int(r[i])} rearrangement cycles vs {fmt_int(o[i])}"
+        for i in idx
+    )
+    return addressing(
+        float(r[bad].sum()) / float(ex.total_cycles or 1),
+        Insight(
+            "throughput.rearrangement",
+            "Rearrangement copies cost more than the ops they feed",
+            "info",
+            "throughput",
+            f"{int(bad.sum())} operations spend more cycles in PreArrange / transpose copies than "
+            "in their own compute; reverse the operands or use a different layout.",
+            [Evidence(ev, "Operations > rearrangement programs")],
+            {},
+            "Layout changes are graph changes (no run option).",
+        ),
+    )
+
+
+@rule(
+    "throughput.fp16",
+    thresholds=("fp32_matmul_share",),
+    changes=("precision", "loss_scaling"),
+    fires_when=("fits in `32.*` and matmul/conv ops take >= `fp32_matmul_share` of the cycles"),
+    change=('`precision = "16.16"`, plus `loss_scaling = 128` when training with `loss_scaling` 1'),
+    trade_off="loss scaling (as `memory.fp16`)",
+)
+def fp16_for_speed(c: Context) -> Insight | None:
+    ex = c.analysis.execution
+    prec = str(c.cfg("precision", ""))
+    if ex is None or not prec.startswith("32") or not c.analysis.memory.fits:
+        return None
+    ops = c.analysis.operations
+    mm = ops["type"].astype(str).str.contains("matmul|conv", case=False, regex=True)
+    total = float(ops["total_cycles"].sum()) or 1.0
+    share = float(ops.loc[mm, "total_cycles"].sum()) / total
+    if share < c.thresholds.fp32_matmul_share:
+        return None
+    change, scaling = fp16_change(c)
+    return addressing(
+        share * 3 / 4 * compute_share(c),
+        Insight(
+            "throughput.fp16",
+            "Use FP16 for speed",
+            "warning",
+            "throughput",
+            f"FP32 matmuls / convolutions take {fmt_pct(share)} of the cycles; FP16 AMP runs 4x "
+            "the FP32 MAC rate (ipu-facts.md) and halves their memory.",
+            [
+                Evidence(
+                    f"{int(mm.sum())} matmul / convolution operations in {prec}.",
+                    "Operations (sort by total cycles)",
+                )
+            ],
+            change,
+            f"Lower numerical range. {scaling}",
+        ),
+    )
