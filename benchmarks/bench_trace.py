@@ -38,8 +38,8 @@ def child(path: str, ops: int) -> dict:
 
     app = QApplication.instance() or QApplication([])
     t_qt = time.perf_counter()
-    from analyser.gui.document import Document
-    from analyser.gui.trace import TraceReport
+    from analyser.gui.model.document import Document
+    from analyser.gui.reports.trace import TraceReport
 
     t0 = time.perf_counter()
     doc = Document.open(path)

@@ -23,7 +23,7 @@ def write_synthetic_profiles(
 def open_documents(report_and_docs, *paths):
     """Open ``paths`` as documents, remember them for closing at teardown, and show them in the
     report (the first as A, the second, if any, as B)."""
-    from analyser.gui.document import Document
+    from analyser.gui.model.document import Document
 
     report, docs = report_and_docs
     opened = [Document.open(p) for p in paths]

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 
 from analyser.core.analysis import Analysis
 from analyser.core.insights import find_insights
-from analyser.gui.units import MemoryUnits, format_bytes
+from analyser.gui.model.units import MemoryUnits, format_bytes
 from profiles import write_profile
 from profiles.synthetic import make_synthetic_profile
 
@@ -496,7 +496,7 @@ def test_dark_theme_keeps_text_colours_readable_and_redraws(qtbot, make_window, 
 
 
 def test_export_image_and_drag_and_drop(qtbot, make_window, profiles_dir, tmp_path):
-    from analyser.gui.errors import GuiError
+    from analyser.gui.model.errors import GuiError
 
     w = make_window()
     mime = QMimeData()
@@ -589,7 +589,7 @@ def test_predict_effect_of_the_fp16_tip(qtbot, make_window, walkthrough_profiles
 
 def test_profile_problem_found_by_a_report_is_shown(qtbot, make_window, profiles_dir, monkeypatch):
     """A damaged dataset found lazily by one report gives a warning naming it; other reports work."""
-    from analyser.gui import data
+    from analyser.gui.model import data
     from profiles.errors import ProfileError
 
     warnings = []
@@ -614,7 +614,7 @@ def test_predict_all_reranks_and_shows_baseline_and_tone(qtbot, make_window, wal
     end), the selected tip stays selected, and its details give the baseline note and the
     verdict in its Effect.tone colour."""
     from analyser.core.insights import rank_insights
-    from analyser.gui import data
+    from analyser.gui.model import data
     from analyser.gui.palette import hex_color
 
     w = make_window()
@@ -641,3 +641,19 @@ def test_predict_all_reranks_and_shows_baseline_and_tone(qtbot, make_window, wal
         r.select_insight(i)
         assert tip.effect.baseline_note in r.details.toPlainText()
         assert hex_color("tone", tip.effect.tone) in r.details.toHtml()
+
+
+def test_every_report_declares_data_the_model_can_warm():
+    """Each report's data_needs names accessors of the Qt-free model (warmed on opening)."""
+    from analyser.gui import reports as registry
+    from analyser.gui.model import data
+
+    classes = registry.report_classes()
+    assert len(classes) == len(registry.REPORTS)
+    for cls in classes:
+        assert cls.data_needs, cls.key
+        for name in cls.data_needs:
+            data.accessor(name)
+    for bad in ("warm", "accessor", "_no_such", "Document"):
+        with pytest.raises(ValueError):
+            data.accessor(bad)

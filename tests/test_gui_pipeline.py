@@ -27,7 +27,7 @@ def pipe_paths(tmp_path_factory) -> tuple[Path, Path]:
 
 @pytest.fixture
 def pipeline(qtbot):
-    from analyser.gui.pipeline import PipelineReport
+    from analyser.gui.reports.pipeline import PipelineReport
 
     r = PipelineReport()
     qtbot.addWidget(r)
@@ -97,7 +97,7 @@ def test_compare_mode_table(qtbot, pipeline, pipe_paths):
 def test_walkthrough_pipeline_phases(qtbot, pipeline, walkthrough_profiles):
     """Steps 2-6 are pipelined over 2 IPUs: ramp-up, main and ramp-down are shown with the
     analysis core's shares; more gradient accumulation (step 3) lowers the ramp share."""
-    from analyser.gui.pipeline import theoretical_ramp_share
+    from analyser.gui.reports.pipeline import theoretical_ramp_share
 
     r, _ = pipeline
     ramps = {}

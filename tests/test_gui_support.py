@@ -7,9 +7,9 @@ import pytest
 
 from analyser.core import gui_support
 from analyser.core.analysis import Analysis
-from analyser.gui.errors import TileSelectionError
-from analyser.gui.selection import format_tile_list, parse_tile_list, toggle_pair
-from analyser.gui.units import MemoryUnits, axis_scale, format_bytes
+from analyser.gui.model.errors import TileSelectionError
+from analyser.gui.model.selection import format_tile_list, parse_tile_list, toggle_pair
+from analyser.gui.model.units import MemoryUnits, axis_scale, format_bytes
 from profiles import write_profile
 from profiles.synthetic import make_synthetic_profile
 

@@ -44,7 +44,7 @@ def small_paths(tmp_path_factory) -> tuple[Path, Path]:
 
 @pytest.fixture
 def report(qtbot):
-    from analyser.gui.trace import TraceReport
+    from analyser.gui.reports.trace import TraceReport
 
     r = TraceReport()
     qtbot.addWidget(r)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QRunnable, Signal
 
-from analyser.gui.document import Document
+from analyser.gui.model.document import Document
 from profiles.errors import UserFacingError
 
 _ids = itertools.count(1)

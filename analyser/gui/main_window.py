@@ -1,6 +1,6 @@
 """The Graph Analyser main window: side list of reports, menus, status bar, loading, settings.
 
-The window owns a Qt-free :class:`~analyser.gui.document.Workspace` (the open document, the
+The window owns a Qt-free :class:`~analyser.gui.model.document.Workspace` (the open document, the
 document compared with, the memory units) and forwards its events to the reports from the
 registry (:mod:`analyser.gui.reports`). Profiles are opened on a QThreadPool
 (:mod:`analyser.gui.loader`) so the window never freezes; a file that cannot be read gives a
@@ -36,11 +36,11 @@ from PySide6.QtWidgets import (
 )
 
 from analyser.gui import reports as registry
-from analyser.gui.document import Document, Workspace
 from analyser.gui.loader import LoadResult, LoadTask, make_request
+from analyser.gui.model.document import Document, Workspace
+from analyser.gui.model.units import MemoryUnits
 from analyser.gui.reports.base import MessagePanel, Report
 from analyser.gui.theme import THEMES, apply_theme, current_theme
-from analyser.gui.units import MemoryUnits
 from profiles.errors import UserFacingError
 
 APP_NAME = "IPU Graph Analyser"
@@ -53,21 +53,21 @@ class PrefetchTask(QRunnable):
     """Warm the analysis caches of freshly opened documents (best effort: a document closed
     meanwhile just stops the warming)."""
 
-    def __init__(self, docs, keys) -> None:
+    def __init__(self, docs, needs) -> None:
         super().__init__()
         self.docs = docs
-        self.keys = keys
+        self.needs = needs
         self.cancelled = False
 
     def run(self) -> None:
-        from analyser.gui import data
+        from analyser.gui.model import data
 
         for doc in self.docs:
-            for key in self.keys:
+            for report_needs in self.needs:
                 if self.cancelled:
                     return
                 try:
-                    data.warm(doc, key)
+                    data.warm(doc, report_needs)
                 except Exception:
                     return
 
@@ -319,10 +319,15 @@ class MainWindow(QMainWindow):
         return self._pending_id is not None
 
     def _start_load(self, paths: list[Path], keep_document: bool = False) -> None:
-        from analyser.gui import data
+        from analyser.gui.model import data
 
-        key = self.current_report_key()
-        request = make_request(paths, warm=lambda doc, k=key: data.warm(doc, k))
+        row = self.report_list.currentRow()
+        needs = (
+            self._report_classes[row].data_needs
+            if 0 <= row < len(self._report_classes)
+            else ("target",)
+        )
+        request = make_request(paths, warm=lambda doc: data.warm(doc, needs))
         task = LoadTask(request)
         self._pending_id = request.request_id
         self._keep_document = keep_document
@@ -363,9 +368,8 @@ class MainWindow(QMainWindow):
 
     def _prefetch(self, docs) -> None:
         """Compute what the other reports need in the background, so first visits are fast."""
-        from analyser.gui import data
 
-        task = PrefetchTask(tuple(docs), tuple(data.WARMERS))
+        task = PrefetchTask(tuple(docs), tuple(cls.data_needs for cls in self._report_classes))
         self._prefetch_task = task
         self.pool.start(task)
 
@@ -426,7 +430,7 @@ class MainWindow(QMainWindow):
             self.theme_actions[name].setChecked(True)
 
     def _update_status(self) -> None:
-        from analyser.gui import data
+        from analyser.gui.model import data
 
         doc, cmp = self.workspace.document, self.workspace.compare
         if doc is None:

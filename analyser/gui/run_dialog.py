@@ -153,7 +153,9 @@ class FieldEditor:
         elif typing.get_origin(ann) is dict or ann is dict:
             self.kind = "dict"
             w = QLineEdit()
-            example = '{"input_ids": [1, 128]}' if name == "input_shapes" else '{"clock_hz": 1.85e9}'
+            example = (
+                '{"input_ids": [1, 128]}' if name == "input_shapes" else '{"clock_hz": 1.85e9}'
+            )
             w.setPlaceholderText(f"JSON, e.g. {example}")
         elif ann is str and suggestions:
             self.kind = "choice"

@@ -300,7 +300,9 @@ def describe_change(run_config: dict[str, Any], change: dict[str, Any]) -> str:
         node: Any = run_config
         for part in key.split("."):
             node = node.get(part) if isinstance(node, dict) else None
-        rows.append(f"<li><code>{lit(key)}</code>: {lit(repr(node))} → <b>{lit(repr(new))}</b></li>")
+        rows.append(
+            f"<li><code>{lit(key)}</code>: {lit(repr(node))} → <b>{lit(repr(new))}</b></li>"
+        )
     return "<ul>" + "".join(rows) + "</ul>"
 
 

@@ -32,8 +32,8 @@ REPORTS: list[str] = [
     "analyser.gui.reports.liveness:LivenessReport",
     "analyser.gui.reports.program_tree:ProgramTreeReport",
     "analyser.gui.reports.operations:OperationsReport",
-    "analyser.gui.trace:TraceReport",
-    "analyser.gui.pipeline:PipelineReport",
+    "analyser.gui.reports.trace:TraceReport",
+    "analyser.gui.reports.pipeline:PipelineReport",
 ]
 
 APPLY_TIP_HANDLER: str = "analyser.gui.whatif:apply_tip"

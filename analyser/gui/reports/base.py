@@ -3,18 +3,23 @@
 A report is a QWidget subclass with:
 
 * ``title`` (shown in the side list) and ``key`` (stable id used in settings and tests);
-* ``set_document(doc, compare_doc=None)``: show ``doc`` (an :class:`analyser.gui.document.Document`
+* ``set_document(doc, compare_doc=None)``: show ``doc`` (an :class:`analyser.gui.model.document.Document`
   or ``None`` to clear), side by side with / overlaid on ``compare_doc`` in compare mode;
 * ``set_units(units)``: the memory units preference changed (bytes / kB / KiB);
 * ``export_image(path)``: save the report's chart (``chart_widget()``) as a PNG / JPG image;
 * ``shutdown()``: stop any background work before the window closes.
 
 Subclasses implement ``refresh()`` (rebuild the view from ``self.document`` / ``self.compare_doc``)
-and usually ``chart_widget()``. ``set_document`` and ``set_units`` call ``refresh()`` lazily: a
+and usually ``chart_widget()``. A report can instead leave its empty states to this class: it
+calls :meth:`Report.lay_out_with_empty_states` and :meth:`Report.set_content` when it builds
+itself, and implements ``show_documents(doc, other)``; the base ``refresh()`` then shows "No
+profile open." without a document and, for a report with ``needs_execution``, its
+``no_execution_text`` for a profile that never ran (showing B alone when only B ran).
+Every report declares what it reads (``data_needs``), warmed in the background on opening. ``set_document`` and ``set_units`` call ``refresh()`` lazily: a
 report that is not visible refreshes when it is next shown, so switching documents stays cheap.
 
 Reports never compute numbers themselves: they read them from :mod:`analyser.core` (through
-:mod:`analyser.gui.data`, which caches per document).
+:mod:`analyser.gui.model.data`, which caches per document).
 """
 
 from __future__ import annotations
@@ -25,11 +30,19 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QLabel, QLayout, QMessageBox, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QLabel,
+    QLayout,
+    QMessageBox,
+    QSplitter,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
-from analyser.gui.document import Document
-from analyser.gui.errors import GuiError
-from analyser.gui.units import MemoryUnits
+from analyser.gui.model.document import Document
+from analyser.gui.model.errors import GuiError
+from analyser.gui.model.units import MemoryUnits
 from profiles.errors import UserFacingError
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
@@ -65,14 +78,23 @@ class Report(QWidget):
     key: ClassVar[str] = ""
     #: True when the report needs the execution (absent from OOM profiles).
     needs_execution: ClassVar[bool] = False
+    #: What the report reads: names of :mod:`analyser.gui.model.data` accessors, computed in the
+    #: loader thread before the report is first shown (and for the other reports afterwards).
+    data_needs: ClassVar[tuple[str, ...]] = ("target",)
 
     #: Ask the window to show a status-bar message.
     statusMessage = Signal(str)
     #: Ask the window to open profiles: (path, compare_path or "").
     openRequested = Signal(str, str)
 
+    #: Shown (by the base ``refresh()``) when no profile is open.
+    no_document_text: ClassVar[str] = "No profile open."
+    #: Shown for a profile without execution when ``needs_execution`` (``{name}``: its name).
+    no_execution_text: ClassVar[str] = "{name} has no execution: it does not fit in memory."
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self._content: QWidget | None = None
         self.document: Document | None = None
         self.compare_doc: Document | None = None
         self.units: MemoryUnits = MemoryUnits.KIB
@@ -110,9 +132,57 @@ class Report(QWidget):
     def shutdown(self) -> None:
         """Stop background work (default: nothing to stop)."""
 
-    # -- refresh machinery ----------------------------------------------------------------------
-    def refresh(self) -> None:  # pragma: no cover - every subclass overrides it
+    # -- empty states ---------------------------------------------------------------------------
+    def lay_out_with_empty_states(self) -> None:
+        """Make the report a stack of a message panel (the empty states) and, once
+        :meth:`set_content` is called, its content."""
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        self.stack = QStackedWidget()
+        outer.addWidget(self.stack)
+        self.message = MessagePanel(self.no_document_text)
+        self.stack.addWidget(self.message)
+
+    def set_content(self, content: QWidget) -> None:
+        self.stack.addWidget(content)
+        self._content = content
+
+    def show_message(self, text: str) -> None:
+        """Show ``text`` instead of the content (after :meth:`clear`)."""
+        self.clear()
+        self.message.set_text(text)
+        self.stack.setCurrentWidget(self.message)
+
+    def clear(self) -> None:
+        """Drop what the content shows (an empty state is about to be shown)."""
+
+    def only_compare_has_execution(self, doc: Document, other: Document) -> None:
+        """Called before B is shown alone because A never ran (default: nothing)."""
+
+    def show_documents(self, doc: Document, other: Document | None) -> None:
+        """Show ``doc`` (compared with ``other``): reports using the base empty states."""
         raise NotImplementedError
+
+    # -- refresh machinery ----------------------------------------------------------------------
+    def refresh(self) -> None:
+        """The base empty states, then :meth:`show_documents` (reports with their own
+        ``refresh`` override this)."""
+        if self._content is None:  # pragma: no cover - a report without content overrides it
+            raise NotImplementedError(f"{type(self).__name__} must implement refresh()")
+        doc, other = self.document, self.compare_doc
+        if doc is None:
+            self.show_message(self.no_document_text)
+            return
+        if self.needs_execution:
+            if not doc.has_execution and other is not None and other.has_execution:
+                # e.g. an OOM original compared with its re-simulated fix: show the fix alone
+                self.only_compare_has_execution(doc, other)
+                doc, other = other, None
+            if not doc.has_execution:
+                self.show_message(self.no_execution_text.format(name=doc.name))
+                return
+        self.stack.setCurrentWidget(self._content)
+        self.show_documents(doc, other)
 
     def ensure_refreshed(self) -> None:
         if self._dirty:

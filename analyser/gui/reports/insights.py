@@ -30,12 +30,12 @@ from PySide6.QtWidgets import (
 )
 
 from analyser.core.insights.model import EFFECT_KEYS
-from analyser.gui import data
 from analyser.gui import reports as registry
+from analyser.gui.model import data
+from analyser.gui.model.units import format_bytes, format_count, format_percent
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report, lay_out
 from analyser.gui.reports.memory import FilterTable
-from analyser.gui.units import format_bytes, format_count, format_percent
 from analyser.gui.widgets import Banner, LegendLabel, make_plot
 
 EFFECT_LABELS = {
@@ -107,6 +107,7 @@ class PredictTask(QRunnable):
 class InsightsReport(Report):
     title = "Insights"
     key = "insights"
+    data_needs = ("target", "memory", "insights", "largest_vertices", "largest_always_live")
 
     applyTipRequested = Signal(object)
 

@@ -20,12 +20,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from analyser.gui import data
+from analyser.gui.model import data
+from analyser.gui.model.units import axis_scale, format_bytes
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report, lay_out
 from analyser.gui.reports.memory import FilterTable
 from analyser.gui.theme import chart_colors, style_plot
-from analyser.gui.units import axis_scale, format_bytes
 from analyser.gui.widgets import KeyValueTree, LegendLabel
 
 IPU_COLORS = [
@@ -67,6 +67,7 @@ class LivenessPlot(pg.PlotWidget):
 class LivenessReport(Report):
     title = "Liveness Report"
     key = "liveness"
+    data_needs = ("target", "liveness")
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)

@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyqtgraph as pg
-from pyqtgraph.Qt import internals
 from PySide6 import QtCore, QtGui
 from PySide6.QtCore import QSortFilterProxyModel, Qt, Signal
 from PySide6.QtWidgets import (
@@ -32,13 +31,24 @@ from PySide6.QtWidgets import (
 )
 
 from analyser.core import gui_support
-from analyser.gui import data
-from analyser.gui.errors import TileSelectionError
+from analyser.gui.items import BatchedRectsItem
+from analyser.gui.model import data
+from analyser.gui.model.errors import TileSelectionError
+from analyser.gui.model.selection import (
+    format_tile_list,
+    parse_tile_list,
+    toggle_pair,
+    unique_pairs,
+)
+from analyser.gui.model.units import (
+    axis_scale,
+    format_bytes,
+    format_delta_bytes,
+    format_delta_percent,
+)
 from analyser.gui.palette import heatmap_colors, hex_color
 from analyser.gui.reports.base import Report, lay_out
-from analyser.gui.selection import format_tile_list, parse_tile_list, toggle_pair, unique_pairs
 from analyser.gui.theme import chart_colors, style_plot
-from analyser.gui.units import axis_scale, format_bytes, format_delta_bytes, format_delta_percent
 from analyser.gui.widgets import (
     DataFrameModel,
     KeyValueTree,
@@ -100,53 +110,30 @@ def ipu_tile_axis(item, chart: TileChart, lines: list) -> bool:
     return True
 
 
-class StackedStepItem(pg.GraphicsObject):
-    """Stacked per-tile bars: one ``drawRects`` call per class, whatever the number of tiles.
-
-    The rectangles of each class (x, bottom, width 1, height) are written from numpy straight
-    into a QRectF array (pyqtgraph's PrimitiveArray, as BarGraphItem does), so a redraw of
-    4 x 1,472 tiles x 17 categories is k C++ calls, not a Python loop. (Filled polygons with one
-    vertex per tile edge are far slower in Qt's rasteriser.)
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._layers: list[tuple[Any, QtGui.QBrush]] = []
-        self._rect = QtCore.QRectF()
-
-    def set_data(
-        self, edges: np.ndarray, cum: np.ndarray, colors: list[str], present: list[int]
-    ) -> None:
-        self.prepareGeometryChange()
-        layers = []
-        lower = np.zeros(cum.shape[0])
-        for j in range(cum.shape[1]):
-            upper = cum[:, j]
-            if j in present:
-                keep = np.flatnonzero(upper > lower)
-                arr = internals.PrimitiveArray(QtCore.QRectF, 4)
-                arr.resize(keep.size)
-                mem = arr.ndarray()
-                mem[:, 0] = edges[keep]
-                mem[:, 1] = lower[keep]
-                mem[:, 2] = 1.0
-                mem[:, 3] = upper[keep] - lower[keep]
-                layers.append((arr, pg.mkBrush(colors[j])))
-            lower = upper
-        self._layers = layers
-        top = float(cum[:, -1].max()) if cum.size else 1.0
-        self._rect = QtCore.QRectF(float(edges[0]), 0.0, float(edges[-1] - edges[0]), top or 1.0)
-        self.update()
-
-    def boundingRect(self) -> QtCore.QRectF:
-        return self._rect
-
-    def paint(self, painter, option, widget=None) -> None:
-        painter.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing, False)
-        painter.setPen(QtCore.Qt.PenStyle.NoPen)
-        for arr, brush in self._layers:
-            painter.setBrush(brush)
-            painter.drawRects(*arr.drawargs())
+def stacked_bars(
+    edges: np.ndarray, cum: np.ndarray, colors: list[str], present: list[int]
+) -> tuple[list[tuple[QtGui.QBrush, np.ndarray]], QtCore.QRectF]:
+    """Stacked per-tile bars as rectangle groups for :class:`BatchedRectsItem` (one group, so
+    one ``drawRects`` call, per category present, whatever the number of tiles) and their
+    bounds. Column ``j`` of ``cum`` is the top of category ``j`` on each tile; each bar is
+    (x, bottom, width 1, height), written from numpy. (Filled polygons with one vertex per tile
+    edge are far slower in Qt's rasteriser.)"""
+    groups = []
+    lower = np.zeros(cum.shape[0])
+    for j in range(cum.shape[1]):
+        upper = cum[:, j]
+        if j in present:
+            keep = np.flatnonzero(upper > lower)
+            rects = np.empty((keep.size, 4))
+            rects[:, 0] = edges[keep]
+            rects[:, 1] = lower[keep]
+            rects[:, 2] = 1.0
+            rects[:, 3] = upper[keep] - lower[keep]
+            groups.append((pg.mkBrush(colors[j]), rects))
+        lower = upper
+    top = float(cum[:, -1].max()) if cum.size else 1.0
+    bounds = QtCore.QRectF(float(edges[0]), 0.0, float(edges[-1] - edges[0]), top or 1.0)
+    return groups, bounds
 
 
 class MemoryPlot(pg.PlotWidget):
@@ -163,7 +150,7 @@ class MemoryPlot(pg.PlotWidget):
         item.showGrid(x=False, y=True, alpha=chart_colors().grid_alpha)
         item.setLabel("bottom", "tile")
         self.chart: TileChart | None = None
-        self.stack = StackedStepItem()
+        self.stack = BatchedRectsItem()
         item.addItem(self.stack)
         self.paths: list[int] = []
         self.max_line: pg.InfiniteLine | None = None
@@ -187,7 +174,7 @@ class MemoryPlot(pg.PlotWidget):
         present = [j for j in range(cum.shape[1]) if chart.values[:, j].any()]
         if self.stack.scene() is None:
             item.addItem(self.stack)
-        self.stack.set_data(edges, cum, chart.colors, present)
+        self.stack.set_groups(*stacked_bars(edges, cum, chart.colors, present))
         self.paths = present
         # Legend in category order (bottom of the stack first).
         if self.legend is not None:
@@ -228,7 +215,7 @@ class MemoryPlot(pg.PlotWidget):
     def reset(self) -> None:
         """Show nothing (no document) while keeping the plot's own items."""
         item = self.getPlotItem()
-        self.stack.set_data(np.zeros(1), np.zeros((0, 1)), [], [])
+        self.stack.set_groups(*stacked_bars(np.zeros(1), np.zeros((0, 1)), [], []))
         for it in [self.max_line, self.selection_item, *self.separators]:
             if it is not None:
                 item.removeItem(it)
@@ -416,6 +403,7 @@ class FilterTable(QWidget):
 class MemoryReport(Report):
     title = "Memory Report"
     key = "memory"
+    data_needs = ("target", "memory")
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)

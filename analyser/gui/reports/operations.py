@@ -22,10 +22,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from analyser.gui import data
+from analyser.gui.model import data
+from analyser.gui.model.units import format_bytes, format_count, format_percent
 from analyser.gui.reports.base import Report, lay_out, shows_profile_problems
 from analyser.gui.reports.memory import RESIZE_PRECISION, FilterTable
-from analyser.gui.units import format_bytes, format_count, format_percent
 from analyser.gui.widgets import DataFrameModel, KeyValueTree, compact_rows, connect_header_sort
 
 Index = QModelIndex | QPersistentModelIndex
@@ -56,6 +56,7 @@ class OperationFilter(QSortFilterProxyModel):
 class OperationsReport(Report):
     title = "Operations"
     key = "operations"
+    data_needs = ("target", "operations", "variables", "compute_sets", "program_nodes")
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)

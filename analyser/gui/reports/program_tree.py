@@ -31,10 +31,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from analyser.gui import data
+from analyser.gui.model import data
+from analyser.gui.model.units import format_bytes, format_count, format_percent
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report, lay_out
-from analyser.gui.units import format_bytes, format_count, format_percent
 from analyser.gui.widgets import KeyValueTree
 from profiles import schema
 
@@ -454,6 +454,7 @@ class ProgramTreePane(QWidget):
 class ProgramTreeReport(Report):
     title = "Program Tree"
     key = "program_tree"
+    data_needs = ("target", "program_nodes", "execution")
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)

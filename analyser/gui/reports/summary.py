@@ -21,17 +21,17 @@ from PySide6.QtWidgets import (
 )
 
 from analyser.core.units import fmt_seconds
-from analyser.gui import data
 from analyser.gui.axes import use_cycle_axis
-from analyser.gui.palette import hex_color
-from analyser.gui.reports.base import MessagePanel, Report
-from analyser.gui.units import (
+from analyser.gui.model import data
+from analyser.gui.model.units import (
     format_bytes,
     format_count,
     format_delta_bytes,
     format_delta_percent,
     format_percent,
 )
+from analyser.gui.palette import hex_color
+from analyser.gui.reports.base import MessagePanel, Report
 from analyser.gui.widgets import (
     KeyValueTree,
     LegendLabel,
@@ -83,6 +83,7 @@ class Figure:
 class SummaryReport(Report):
     title = "Summary"
     key = "summary"
+    data_needs = ("target", "metrics", "execution")
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)

@@ -1,5 +1,5 @@
 """Execution Trace report: level-of-detail timeline, BSP view, range summary, details, search."""
 
-from analyser.gui.trace.report import TraceReport
+from analyser.gui.reports.trace.report import TraceReport
 
 __all__ = ["TraceReport"]

@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 
-from analyser.gui.errors import TileSelectionError
+from analyser.gui.model.errors import TileSelectionError
 
 _ITEM = re.compile(r"^(?:(\d+)\s*:\s*)?(\d+)(?:\s*-\s*(\d+))?$")
 

@@ -14,28 +14,27 @@ import html
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import (
     QGridLayout,
     QLabel,
     QScrollArea,
     QSizePolicy,
-    QStackedWidget,
     QTableWidget,
     QVBoxLayout,
     QWidget,
 )
 
-from analyser.gui import data as gui_data
 from analyser.gui.axes import use_cycle_axis
-from analyser.gui.document import Document
+from analyser.gui.items import BatchedRectsItem
+from analyser.gui.model import data as gui_data
+from analyser.gui.model.document import Document
+from analyser.gui.model.pipeline import PHASE_LABELS, PipelineChart
 from analyser.gui.palette import hex_color, qcolor
-from analyser.gui.pipeline_model import PHASE_LABELS, PipelineChart
-from analyser.gui.reports.base import MessagePanel, Report
+from analyser.gui.reports.base import Report
+from analyser.gui.reports.trace.panels import _item, fmt_bytes, fmt_delta, fmt_int
 from analyser.gui.theme import style_plot
-from analyser.gui.trace.panels import _item, fmt_bytes, fmt_delta, fmt_int
-from analyser.gui.trace.timeline import StepRectsItem
 from analyser.gui.widgets import compact_rows
 from analyser.literal import html as lit
 
@@ -54,41 +53,6 @@ def theoretical_ramp_share(stages: int, ga: int) -> float | None:
     if stages < 2 or ga < stages:
         return None
     return 2 * (stages - 1) / (ga + stages - 1)
-
-
-class BoxesItem(StepRectsItem):
-    """Rectangles grouped by brush (one drawRects call per pass)."""
-
-    def set_groups(self, groups: dict[str, tuple[QBrush, np.ndarray]]) -> None:
-        self._brushes = {k: b for k, (b, _a) in groups.items()}
-        order = [k for k in PASS_ORDER if k in groups] + [k for k in groups if k not in PASS_ORDER]
-        self._order = order
-        rects = {k: a for k, (_b, a) in groups.items()}
-        self._set(rects, order)
-
-    def _set(self, rects: dict[str, np.ndarray], order: list[str]) -> None:
-        from pyqtgraph.Qt import internals
-
-        self.prepareGeometryChange()
-        self._groups = []
-        total = 0
-        xs, ys = [], []
-        for name in order:
-            arr = rects[name]
-            if not len(arr):
-                continue
-            prim = internals.PrimitiveArray(QRectF, 4)
-            prim.resize(len(arr))
-            prim.ndarray()[:] = arr
-            self._groups.append((self._brushes[name], prim))
-            total += len(arr)
-            xs += [arr[:, 0].min(), (arr[:, 0] + arr[:, 2]).max()]
-            ys += [arr[:, 1].min(), (arr[:, 1] + arr[:, 3]).max()]
-        self.n_rects = total
-        self._bounds = (
-            QRectF(min(xs), min(ys), max(xs) - min(xs), max(ys) - min(ys)) if total else QRectF()
-        )
-        self.update()
 
 
 class PipelineChartView(QWidget):
@@ -111,7 +75,7 @@ class PipelineChartView(QWidget):
         self.chart.setLabel("bottom", "cycles (first device iteration)")
         use_cycle_axis(self.chart, "bottom")
         self.chart.getPlotItem().getAxis("left").setWidth(130)
-        self.boxes = BoxesItem()
+        self.boxes = BatchedRectsItem()
         self.chart.addItem(self.boxes)
         lay.addWidget(self.chart, 1, 0, 1, 2)
         self.load = pg.PlotWidget()
@@ -203,7 +167,10 @@ class PipelineChartView(QWidget):
             arr[:, 2] = np.maximum(1.0, (sel["end"] - sel["start"]).to_numpy(dtype=float))
             arr[:, 3] = 0.7
             groups[p] = (QBrush(qcolor("passes", p, 220)), arr)
-        self.boxes.set_groups(groups)
+        self.boxes.set_groups(
+            [groups[p] for p in PASS_ORDER if p in groups]
+            + [g for p, g in groups.items() if p not in PASS_ORDER]
+        )
         self.chart.getPlotItem().getAxis("left").setTicks(
             [[(s + 0.5, f"stage {s} · IPU {c.stage_ipu[s]}") for s in range(c.n_stages)], []]
         )
@@ -296,16 +263,15 @@ class PipelineChartView(QWidget):
 class PipelineReport(Report):
     title = "Pipeline"
     key = "pipeline"
+    data_needs = ("target", "execution", "trace_window", "pipeline_chart")
     needs_execution = True
+    no_execution_text = (
+        "{name} has no execution (it does not fit in memory), so there is no pipeline to show."
+    )
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        outer = QVBoxLayout(self)
-        outer.setContentsMargins(0, 0, 0, 0)
-        self.stack = QStackedWidget()
-        outer.addWidget(self.stack)
-        self.message = MessagePanel("No profile open.")
-        self.stack.addWidget(self.message)
+        self.lay_out_with_empty_states()
         self.body = QWidget()
         lay = QVBoxLayout(self.body)
         self.view_a = PipelineChartView()
@@ -326,7 +292,7 @@ class PipelineReport(Report):
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setWidget(self.body)
-        self.stack.addWidget(scroll)
+        self.set_content(scroll)
         self.scroll = scroll
 
     @property
@@ -342,19 +308,7 @@ class PipelineReport(Report):
     def chart_widget(self) -> QWidget:
         return self.body
 
-    def refresh(self) -> None:
-        doc, other = self.document, self.compare_doc
-        if doc is None:
-            self._message("No profile open.")
-            return
-        if not doc.has_execution and other is not None and other.has_execution:
-            doc, other = other, None  # an OOM original compared with its fix: show the fix
-        if not doc.has_execution:
-            self._message(
-                f"{doc.name} has no execution (it does not fit in memory), so there is no "
-                "pipeline to show."
-            )
-            return
+    def show_documents(self, doc: Document, other: Document | None) -> None:
         a = chart_of(doc)
         self.view_a.show_chart(a, f"A: {doc.name}" if other is not None else doc.name)
         b = chart_of(other) if other is not None and other.has_execution else None
@@ -366,7 +320,6 @@ class PipelineReport(Report):
             self.view_b.show_chart(b, f"B: {other.name}")
             self._fill_table(a, b, doc.name, other.name)
             self._explain(gui_data.comparison(doc, other))
-        self.stack.setCurrentWidget(self.scroll)
 
     def _explain(self, comparison) -> None:
         """The analysis core's explanations of the differences between the whole runs."""
@@ -378,10 +331,6 @@ class PipelineReport(Report):
             f"<b>Why they differ (analysis core):</b> run options: {html.escape(options)}."
             + (f"<ul style='margin:2px'>{items}</ul>" if items else "")
         )
-
-    def _message(self, text: str) -> None:
-        self.message.set_text(text)
-        self.stack.setCurrentWidget(self.message)
 
     def _fill_table(self, a: PipelineChart, b: PipelineChart, name_a: str, name_b: str) -> None:
         self.table.setHorizontalHeaderLabels(["", f"A: {name_a}", f"B: {name_b}", "B − A"])

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analyser.gui.units import MemoryUnits
+from analyser.gui.model.units import MemoryUnits
 
 
 class Event:

@@ -7,13 +7,14 @@ Every figure a report shows comes through here from the analysis core (``doc.ana
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from analyser.core.insights import find_insights
-from analyser.gui.document import Document
+from analyser.gui.model.document import Document
 
 
 def target(doc: Document) -> Any:
@@ -110,19 +111,6 @@ def target_line(doc: Document) -> str:
     return f"{arch}: {t.num_ipus} IPU{'s' if t.num_ipus != 1 else ''}{replicas}, {t.tiles_per_ipu:,} tiles/IPU  |  {status}"
 
 
-#: What each report needs first (computed in the loader thread before the report is shown).
-WARMERS: dict[str, tuple[str, ...]] = {
-    "summary": ("target", "metrics", "execution"),
-    "insights": ("target", "memory", "insights", "largest_vertices", "largest_always_live"),
-    "memory": ("target", "memory"),
-    "liveness": ("target", "liveness"),
-    "program_tree": ("target", "program_nodes", "execution"),
-    "operations": ("target", "operations", "variables", "compute_sets", "program_nodes"),
-    "trace": ("target", "execution", "trace_window"),
-    "pipeline": ("target", "execution", "trace_window", "pipeline_chart"),
-}
-
-
 def trace_window(doc: Document) -> Any:
     """The document's TraceWindow (level-of-detail index of the execution trace), or None for a
     profile without execution. Shared by the Execution Trace and Pipeline reports."""
@@ -134,20 +122,35 @@ def trace_window(doc: Document) -> Any:
 
 
 def pipeline_chart(doc: Document) -> Any:
-    """What the Pipeline view draws (``analyser.gui.pipeline_model.PipelineChart``), or None
+    """What the Pipeline view draws (``analyser.gui.model.pipeline.PipelineChart``), or None
     for a profile without execution."""
     if not doc.has_execution:
         return None
-    from analyser.gui.pipeline_model import pipeline_chart as build
+    from analyser.gui.model.pipeline import pipeline_chart as build
 
     return doc.cached("pipeline_chart", lambda: build(doc.analysis, trace_window(doc)))
 
 
-def warm(doc: Document, report_key: str | None) -> None:
-    """Compute (in the calling thread) what report ``report_key`` needs to paint."""
+def warm(doc: Document, needs: Iterable[str]) -> None:
+    """Compute (in the calling thread) the accessors of this module named in ``needs`` (a
+    report's ``data_needs``), so that the report paints from the cache."""
     target(doc)
-    for name in WARMERS.get(report_key or "", ("target",)):
-        globals()[name](doc)
+    for name in needs:
+        accessor(name)(doc)
+
+
+def accessor(name: str) -> Callable[[Document], Any]:
+    """The accessor of this module called ``name`` (a report's data need); ValueError for a
+    name that is not one."""
+    fn = globals().get(name)
+    if (
+        name.startswith("_")
+        or name in ("warm", "accessor")
+        or not callable(fn)
+        or getattr(fn, "__module__", None) != __name__
+    ):
+        raise ValueError(f"{name!r} is not an accessor of {__name__}")
+    return fn
 
 
 def liveness_steps(doc: Document) -> pd.DataFrame:

@@ -16,20 +16,24 @@ from PySide6.QtWidgets import (
     QSizePolicy,
     QSpinBox,
     QSplitter,
-    QStackedWidget,
     QTabWidget,
     QVBoxLayout,
     QWidget,
 )
 
 from analyser.core.trace_window import GROUP_MODES, STEP_TYPES, TraceWindow
-from analyser.gui import data as gui_data
 from analyser.gui.axes import short_cycles
-from analyser.gui.document import Document
+from analyser.gui.model import data as gui_data
+from analyser.gui.model.document import Document
 from analyser.gui.palette import hex_color
-from analyser.gui.reports.base import MessagePanel, Report
-from analyser.gui.trace.panels import BspView, RangeSummaryPanel, SearchPanel, StepDetailsPanel
-from analyser.gui.trace.timeline import KEY_ZOOM, TimelineView
+from analyser.gui.reports.base import Report
+from analyser.gui.reports.trace.panels import (
+    BspView,
+    RangeSummaryPanel,
+    SearchPanel,
+    StepDetailsPanel,
+)
+from analyser.gui.reports.trace.timeline import KEY_ZOOM, TimelineView
 
 GROUP_LABELS = {
     "flat": "Flat (one lane per IPU)",
@@ -69,7 +73,12 @@ class _Task(QRunnable):
 class TraceReport(Report):
     title = "Execution Trace"
     key = "trace"
+    data_needs = ("target", "execution", "trace_window")
     needs_execution = True
+    no_execution_text = (
+        "{name} has no execution trace: the program does not fit in memory "
+        "(see the Memory Report and Insights), so it never ran."
+    )
 
     #: The visible-range summary was updated.
     summaryReady = Signal()
@@ -83,12 +92,7 @@ class TraceReport(Report):
         self._relay.done.connect(self._on_summary)
         self.trace: TraceWindow | None = None
         self.trace_b: TraceWindow | None = None
-        outer = QVBoxLayout(self)
-        outer.setContentsMargins(0, 0, 0, 0)
-        self.stack = QStackedWidget()
-        outer.addWidget(self.stack)
-        self.message = MessagePanel("No profile open.")
-        self.stack.addWidget(self.message)
+        self.lay_out_with_empty_states()
 
         body = QWidget()
         lay = QVBoxLayout(body)
@@ -151,7 +155,7 @@ class TraceReport(Report):
         self.splitter.addWidget(self.tabs)
         self.splitter.setSizes([330, 0, 300])
         lay.addWidget(self.splitter, 1)
-        self.stack.addWidget(body)
+        self.set_content(body)
         self.body = body
 
         self._detail_timer = QTimer(self)
@@ -185,26 +189,14 @@ class TraceReport(Report):
     def chart_widget(self) -> QWidget:
         return self.splitter
 
-    def refresh(self) -> None:
-        doc, other = self.document, self.compare_doc
-        if doc is None:
-            self._message("No profile open.")
-            return
-        if not doc.has_execution and other is not None and other.has_execution:
-            # e.g. an OOM original compared with its re-simulated fix: show B's trace alone
-            self.statusMessage.emit(
-                f"{doc.name} does not fit in memory, so only {other.name} has a trace."
-            )
-            doc, other = other, None
-        if not doc.has_execution:
-            self._message(
-                f"{doc.name} has no execution trace: the program does not fit in memory "
-                "(see the Memory Report and Insights), so it never ran."
-            )
-            return
+    def only_compare_has_execution(self, doc: Document, other: Document) -> None:
+        self.statusMessage.emit(
+            f"{doc.name} does not fit in memory, so only {other.name} has a trace."
+        )
+
+    def show_documents(self, doc: Document, other: Document | None) -> None:
         self.trace = trace_of(doc)
         self.trace_b = trace_of(other) if other is not None and other.has_execution else None
-        self.stack.setCurrentWidget(self.body)
         group = self.group_combo.currentData()
         # the report's heading names a single profile; the plot titles tell A from B
         title = f"A: {doc.name}" if other is not None else ""
@@ -256,13 +248,11 @@ class TraceReport(Report):
         self.timeline.stop()
         self.timeline_b.stop()
 
-    def _message(self, text: str) -> None:
+    def clear(self) -> None:
         self.trace = self.trace_b = None
         self.timeline.set_trace(None)
         self.timeline_b.set_trace(None)
         self.search.set_trace(None)
-        self.message.set_text(text)
-        self.stack.setCurrentWidget(self.message)
 
     # -- events ----------------------------------------------------------------------------------
     def _on_group(self, _index: int) -> None:

@@ -31,8 +31,8 @@ from analyser.core.trace_window import (
 )
 from analyser.gui.axes import use_cycle_axis
 from analyser.gui.palette import heatmap_colors, qcolor
+from analyser.gui.reports.trace.timeline import LANE_AXIS_PX
 from analyser.gui.theme import style_plot
-from analyser.gui.trace.timeline import LANE_AXIS_PX
 from analyser.gui.widgets import compact_rows
 
 #: Most search hits listed in the results table (the total is always shown).

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from pyqtgraph.Qt import internals
 from PySide6.QtCore import QLineF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor, QFont, QPainter, QPen
 from PySide6.QtWidgets import QGraphicsRectItem, QScrollBar
 
 from analyser.core.trace_window import STEP_TYPES, TraceWindow, WindowResult
 from analyser.gui.axes import CycleAxis
+from analyser.gui.items import BatchedRectsItem
 from analyser.gui.palette import qcolor
 from analyser.gui.theme import chart_colors, style_plot
 from profiles.errors import UserFacingError
@@ -36,56 +36,6 @@ KEY_ZOOM = 1.6
 KEY_PAN = 0.2
 #: Narrowest window, in cycles.
 MIN_SPAN = 20.0
-
-
-class StepRectsItem(pg.GraphicsObject):
-    """Rectangles drawn with one ``drawRects`` call per step type (no outline, no antialiasing)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._groups: list[tuple[QBrush, internals.PrimitiveArray]] = []
-        self._bounds = QRectF()
-        self.draw_calls = 0
-        self.n_rects = 0
-        self._brushes = {t: QBrush(qcolor("step_types", t)) for t in STEP_TYPES}
-
-    def set_rects(self, rects: dict[str, np.ndarray]) -> None:
-        """``rects[type] = array (n, 4) of x, y, w, h`` in data coordinates."""
-        self.prepareGeometryChange()
-        groups = []
-        xmin = ymin = np.inf
-        xmax = ymax = -np.inf
-        total = 0
-        for name in STEP_TYPES:  # fixed order: later types paint over earlier ones
-            arr = rects.get(name)
-            if arr is None or not len(arr):
-                continue
-            prim = internals.PrimitiveArray(QRectF, 4)
-            prim.resize(len(arr))
-            prim.ndarray()[:] = arr
-            groups.append((self._brushes[name], prim))
-            xmin = min(xmin, float(arr[:, 0].min()))
-            xmax = max(xmax, float((arr[:, 0] + arr[:, 2]).max()))
-            ymin = min(ymin, float(arr[:, 1].min()))
-            ymax = max(ymax, float((arr[:, 1] + arr[:, 3]).max()))
-            total += len(arr)
-        self._groups = groups
-        self.n_rects = total
-        self._bounds = QRectF(xmin, ymin, xmax - xmin, ymax - ymin) if total else QRectF()
-        self.update()
-
-    def paint(self, painter: QPainter, *args) -> None:
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing, False)
-        painter.setPen(Qt.PenStyle.NoPen)
-        calls = 0
-        for brush, prim in self._groups:
-            painter.setBrush(brush)
-            painter.drawRects(*prim.drawargs())
-            calls += 1
-        self.draw_calls = calls
-
-    def boundingRect(self) -> QRectF:
-        return self._bounds
 
 
 def lane_label(ipu: int, name: str, width: int = 30) -> str:
@@ -182,7 +132,8 @@ class TimelineView(pg.PlotWidget):
         vb.invertY(True)
         vb.setMouseEnabled(x=True, y=False)
         vb.setDefaultPadding(0.0)
-        self.items = StepRectsItem()
+        self.items = BatchedRectsItem()
+        self._step_brushes = {t: QBrush(qcolor("step_types", t)) for t in STEP_TYPES}
         plot.addItem(self.items)
         self.highlight = QGraphicsRectItem()
         pen = QPen(QColor(chart_colors().foreground))
@@ -222,7 +173,7 @@ class TimelineView(pg.PlotWidget):
         if trace is not None:
             self.reset_zoom()
         else:
-            self.items.set_rects({})
+            self.items.set_groups([])
 
     def set_group(self, group: str) -> None:
         if group != self.group:
@@ -355,7 +306,10 @@ class TimelineView(pg.PlotWidget):
                 arr[:, 2] = r.x1 - r.x0
                 arr[:, 3] = LANE_FILL
                 parts.setdefault(name, []).append(arr)
-        self.items.set_rects({k: np.concatenate(v) for k, v in parts.items()})
+        # fixed order: later step types paint over earlier ones
+        self.items.set_groups(
+            [(self._step_brushes[t], np.concatenate(parts[t])) for t in STEP_TYPES if t in parts]
+        )
         self.redraw_count += 1
         self.windowChanged.emit(t0, t1)
         self.redrawn.emit()
