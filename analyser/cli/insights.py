@@ -40,7 +40,8 @@ def run(args: argparse.Namespace) -> int:
     from analyser.cli._common import console, open_analysis, progress_bar
     from analyser.cli.errors import CliError
     from analyser.core.insights import Thresholds, find_insights
-    from analyser.core.units import fmt_bytes, fmt_delta_pct, fmt_int, fmt_pct, fmt_rate
+    from analyser.core.quantities import QUANTITIES
+    from analyser.core.units import fmt_bytes, fmt_delta_pct, fmt_pct
 
     con = console()
     if args.list_thresholds:
@@ -154,15 +155,16 @@ def run(args: argparse.Namespace) -> int:
             if eff is not None and eff.after:
                 now = "now (re-simulated)" if eff.baseline == "resimulated" else "now"
                 tab = Table("predicted effect", now, "after", "change", box=None, padding=(0, 2))
-                for key, label, f in (
-                    ("peak_memory_bytes", "peak memory", fmt_bytes),
-                    ("oom_tiles", "OOM tiles", fmt_int),
-                    ("total_cycles", "total cycles", fmt_int),
-                    ("cycles_per_sample", "cycles per sample", fmt_rate),
-                    ("throughput_samples_per_s", "samples/s", fmt_rate),
+                for key in (
+                    "peak_memory_bytes",
+                    "oom_tiles",
+                    "total_cycles",
+                    "cycles_per_sample",
+                    "throughput_samples_per_s",
                 ):
+                    q = QUANTITIES[key]
                     b, c = eff.before.get(key), eff.after.get(key)
-                    tab.add_row(f"  {label}", f(b), f(c), fmt_delta_pct(b, c))
+                    tab.add_row(f"  {q.short}", q.format(b), q.format(c), fmt_delta_pct(b, c))
                 con.print(tab)
             if eff is not None:
                 style = {"good": "green", "bad": "red"}.get(eff.tone, "yellow")

@@ -17,37 +17,39 @@ import numpy as np
 import pandas as pd
 
 from analyser.core.analysis import Analysis, Metrics
+from analyser.core.quantities import FORMATTERS, QUANTITIES
 from analyser.core.units import fmt_bytes, fmt_int, fmt_pct, rel_change
 from profiles import schema
 
 #: Run options that change nothing measurable (labels): listed as differences, never as reasons.
 COSMETIC_KEYS = frozenset({"name"})
 
-#: Scalar metrics shown in comparisons (key, label, kind) - kind picks the formatting.
-METRICS: tuple[tuple[str, str, str], ...] = (
-    ("oom_tiles", "OOM tiles", "int"),
-    ("peak_memory_bytes", "peak memory", "bytes"),
-    ("max_tile_memory_bytes", "fullest tile", "bytes"),
-    ("remote_buffer_bytes", "remote-buffer bytes", "bytes"),
-    ("total_cycles", "total cycles", "int"),
-    ("cycles_per_sample", "cycles per sample", "float"),
-    ("throughput_samples_per_s", "throughput (samples/s)", "float"),
-    ("compute_share", "OnTileExecute share", "share"),
-    ("ramp_share", "ramp-up + ramp-down share", "share"),
-    ("host_wait_share", "host wait (StreamCopyBegin) share", "share"),
-    ("host_round_trips", "host calls (in the profile)", "int"),
-    ("streamcopy_rx_bytes", "StreamCopy received", "bytes"),
-    ("streamcopy_tx_bytes", "StreamCopy sent", "bytes"),
-    ("tile_balance", "tile balance", "share"),
+#: The metrics shown in comparisons, in order (labels and formats: analyser.core.quantities).
+COMPARED = (
+    "oom_tiles",
+    "peak_memory_bytes",
+    "max_tile_memory_bytes",
+    "remote_buffer_bytes",
+    "total_cycles",
+    "cycles_per_sample",
+    "throughput_samples_per_s",
+    "compute_share",
+    "ramp_share",
+    "host_wait_share",
+    "host_round_trips",
+    "streamcopy_rx_bytes",
+    "streamcopy_tx_bytes",
+    "tile_balance",
+)
+#: (key, label, kind) of each compared metric.
+METRICS: tuple[tuple[str, str, str], ...] = tuple(
+    (k, QUANTITIES[k].label, QUANTITIES[k].kind) for k in COMPARED
 )
 
 
 def fmt_value(v: Any, kind: str) -> str:
-    if v is None:
-        return "-"
-    return {"bytes": fmt_bytes, "int": fmt_int, "share": fmt_pct, "float": lambda x: f"{x:,.1f}"}[
-        kind
-    ](v)
+    """``v`` formatted as a quantity of ``kind`` ('-' for None)."""
+    return "-" if v is None else FORMATTERS[kind](v)
 
 
 def _ops(n: int) -> str:

@@ -9,16 +9,21 @@ from importlib import resources
 from typing import Any
 
 from analyser.core.comparison import METRICS, fmt_value
+from analyser.core.quantities import QUANTITIES
 from analyser.core.units import fmt_bytes, fmt_delta_pct, fmt_int, fmt_pct
 from analyser.literal import markdown as lit
 from analyser.literal import one_line, terminal
 
-EFFECT_ROWS = (
-    ("peak_memory_bytes", "peak memory", "bytes"),
-    ("oom_tiles", "OOM tiles", "int"),
-    ("total_cycles", "total cycles", "int"),
-    ("cycles_per_sample", "cycles per sample", "float"),
-    ("throughput_samples_per_s", "throughput (samples/s)", "float"),
+#: (key, label, kind) of the predicted-effect rows (analyser.core.quantities).
+EFFECT_ROWS = tuple(
+    (k, QUANTITIES[k].label, QUANTITIES[k].kind)
+    for k in (
+        "peak_memory_bytes",
+        "oom_tiles",
+        "total_cycles",
+        "cycles_per_sample",
+        "throughput_samples_per_s",
+    )
 )
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from analyser.core.insights.model import EFFECT_KEYS, Effect, Evidence, Insight
+from analyser.core.quantities import QUANTITIES
 from analyser.core.units import fmt_bytes, fmt_delta_pct
 
 ProgressFn = Callable[[int, int, str], None]
@@ -151,12 +152,15 @@ def current_engine_version() -> str:
 
 
 _LABELS: dict[str, tuple[str, Callable[[Any], str]]] = {
-    "peak_memory_bytes": ("peak memory", fmt_bytes),
-    "max_tile_memory_bytes": ("fullest tile", fmt_bytes),
-    "oom_tiles": ("OOM tiles", lambda v: "-" if v is None else f"{int(v):,}"),
-    "total_cycles": ("total cycles", lambda v: "-" if v is None else f"{int(v):,}"),
-    "cycles_per_sample": ("cycles per sample", lambda v: "-" if v is None else f"{v:,.1f}"),
-    "throughput_samples_per_s": ("samples/s", lambda v: "-" if v is None else f"{v:,.1f}"),
+    k: (QUANTITIES[k].short, QUANTITIES[k].format)
+    for k in (
+        "peak_memory_bytes",
+        "max_tile_memory_bytes",
+        "oom_tiles",
+        "total_cycles",
+        "cycles_per_sample",
+        "throughput_samples_per_s",
+    )
 }
 
 

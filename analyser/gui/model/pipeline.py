@@ -16,11 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from analyser.core.quantities import PASSES, PHASES, variable_kind_code
 from analyser.core.trace_window import TraceWindow
-from profiles import schema
 
-PASSES = schema.PASSES
-PHASES = schema.PHASES
 #: Phases drawn as shaded bands, in time order.
 BAND_PHASES = ("rampUp", "main", "rampDown", "weightUpdate")
 PHASE_LABELS = {
@@ -71,7 +69,7 @@ def _stash_by_stage(analysis, n_stages: int, stage_ipu: list[int]) -> np.ndarray
         ops = analysis.src.table("/graph/operations", ["stage"])
     except Exception:  # a profile without graph tables has no stash figures
         return out
-    stash = v[v["kind"].to_numpy() == schema.code("variable_kind", "stash")]
+    stash = v[v["kind"].to_numpy() == variable_kind_code("stash")]
     if stash.empty:
         return out
     op = stash["op"].to_numpy().astype(np.int64)

@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from analyser.core.insights.model import EFFECT_KEYS
+from analyser.core.quantities import QUANTITIES
 from analyser.gui import reports as registry
 from analyser.gui.model import data
 from analyser.gui.model.units import format_bytes, format_count, format_percent
@@ -38,14 +39,7 @@ from analyser.gui.reports.base import Report, lay_out
 from analyser.gui.reports.memory import FilterTable
 from analyser.gui.widgets import Banner, LegendLabel, make_plot
 
-EFFECT_LABELS = {
-    "peak_memory_bytes": "Peak memory",
-    "max_tile_memory_bytes": "Largest tile",
-    "oom_tiles": "Out-of-memory tiles",
-    "total_cycles": "Total cycles",
-    "cycles_per_sample": "Cycles per sample",
-    "throughput_samples_per_s": "Throughput (samples/s)",
-}
+EFFECT_LABELS = {k: QUANTITIES[k].title for k in EFFECT_KEYS}
 
 
 #: What the compare column's words mean (its tooltip).

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from analyser.core.quantities import step_type_name
 from analyser.gui.model import data
 from analyser.gui.model.units import axis_scale, format_bytes
 from analyser.gui.palette import hex_color
@@ -415,6 +416,4 @@ class LivenessReport(Report):
 
 
 def _ptype(code: int) -> str:
-    from profiles import schema
-
-    return schema.PROGRAM_TYPES[code] if 0 <= code < len(schema.PROGRAM_TYPES) else str(code)
+    return step_type_name(code)

@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from analyser.core import gui_support
+from analyser.core.quantities import LIVENESS_CLASSES, MEMORY_CATEGORIES, MEMORY_REGIONS
 from analyser.gui.items import BatchedRectsItem
 from analyser.gui.model import data
 from analyser.gui.model.errors import TileSelectionError
@@ -919,6 +920,4 @@ class MemoryReport(Report):
 
 
 def _memory_class_names() -> set[str]:
-    from profiles import schema
-
-    return set(schema.MEMORY_CATEGORIES) | set(schema.MEMORY_REGIONS) | set(schema.LIVENESS_CLASSES)
+    return set(MEMORY_CATEGORIES) | set(MEMORY_REGIONS) | set(LIVENESS_CLASSES)

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from analyser.core.quantities import step_type_name
 from analyser.gui.model import data
 from analyser.gui.model.units import format_bytes, format_count, format_percent
 from analyser.gui.reports.base import Report, lay_out, shows_profile_problems
@@ -394,6 +395,4 @@ class OperationsReport(Report):
 
 
 def _ptype(code: int) -> str:
-    from profiles import schema
-
-    return schema.PROGRAM_TYPES[code] if 0 <= code < len(schema.PROGRAM_TYPES) else str(code)
+    return step_type_name(code)

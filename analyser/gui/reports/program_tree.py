@@ -31,12 +31,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from analyser.core.quantities import STEP_TYPES
 from analyser.gui.model import data
 from analyser.gui.model.units import format_bytes, format_count, format_percent
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report, lay_out
 from analyser.gui.widgets import KeyValueTree
-from profiles import schema
 
 Index = QModelIndex | QPersistentModelIndex
 _ROOT = QModelIndex()
@@ -82,11 +82,11 @@ KEYS = tuple(k for k, _h, _t in COLUMN_SPECS)
 DELTA_HEADER = "Change vs A"
 #: Step types whose tile balance means something (compute and exchange).
 BALANCED_TYPES = frozenset(
-    schema.PROGRAM_TYPES.index(t) for t in ("OnTileExecute", "DoExchange", "GlobalExchange")
+    STEP_TYPES.index(t) for t in ("OnTileExecute", "DoExchange", "GlobalExchange")
 )
 #: Step types that can wait (their executed cycles can exceed own work x executions).
 WAITING_TYPES = frozenset(
-    schema.PROGRAM_TYPES.index(t) for t in ("Sync", "SyncAns", "StreamCopyBegin", "GlobalExchange")
+    STEP_TYPES.index(t) for t in ("Sync", "SyncAns", "StreamCopyBegin", "GlobalExchange")
 )
 
 
@@ -135,9 +135,7 @@ class ProgramTreeModel(QAbstractItemModel):
         self._bounds = bounds
         self.row_in_parent = np.empty(n, np.int64)
         self.row_in_parent[order] = np.arange(n) - bounds[key[order]]
-        self._colors = {
-            i: QColor(hex_color("step_types", t)) for i, t in enumerate(schema.PROGRAM_TYPES)
-        }
+        self._colors = {i: QColor(hex_color("step_types", t)) for i, t in enumerate(STEP_TYPES)}
         self.n = n
 
     def children(self, node: int) -> np.ndarray:
@@ -228,7 +226,7 @@ class ProgramTreeModel(QAbstractItemModel):
         if key == "name":
             return self.names[node]
         if key == "type":
-            return schema.PROGRAM_TYPES[t] if 0 <= t < len(schema.PROGRAM_TYPES) else str(t)
+            return STEP_TYPES[t] if 0 <= t < len(STEP_TYPES) else str(t)
         if key == "ipu":
             return "all" if self.ipus[node] < 0 else str(int(self.ipus[node]))
         if key == "repeat":

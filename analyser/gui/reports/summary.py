@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from analyser.core.quantities import DESTINATIONS, EXECUTABLE_TYPES, QUANTITIES, STEP_TYPES
 from analyser.core.units import fmt_seconds
 from analyser.gui.axes import use_cycle_axis
 from analyser.gui.model import data
@@ -39,10 +40,9 @@ from analyser.gui.widgets import (
     make_plot,
     stacked_bars,
 )
-from profiles import schema
 
-EXEC_TYPES = schema.EXECUTABLE_TYPES
-_T = {name: i for i, name in enumerate(schema.PROGRAM_TYPES)}
+EXEC_TYPES = EXECUTABLE_TYPES
+_T = {name: i for i, name in enumerate(STEP_TYPES)}
 
 
 def flatten(config: Any, prefix: str = "") -> list[tuple[str, str]]:
@@ -182,6 +182,19 @@ class SummaryReport(Report):
             Figure("Engine version", lambda d: t(d).engine_version, str, "text"),
             Figure("Created", lambda d: t(d).created[:16].replace("T", " "), str, "text"),
         ]
+        by_kind = {"bytes": b, "share": format_percent, "int": format_count, "seconds": fmt_seconds}
+
+        def metric(key: str, fmt: Callable[[Any], str] | None = None) -> Figure:
+            """A key figure of the catalogue (analyser.core.quantities): its title, direction."""
+            q = QUANTITIES[key]
+            return Figure(
+                q.title,
+                lambda d: getattr(m(d), key),
+                fmt or by_kind[q.kind],
+                {"bytes": "bytes", "share": "share"}.get(q.kind, "count"),
+                q.higher_is_better,
+            )
+
         memory = [
             Figure(
                 "Status",
@@ -189,28 +202,18 @@ class SummaryReport(Report):
                 str,
                 "text",
             ),
-            Figure("Peak memory", lambda d: m(d).peak_memory_bytes, b, "bytes", False),
-            Figure(
-                "Share of memory used",
-                lambda d: m(d).memory_share_used,
-                format_percent,
-                "share",
-                False,
-            ),
-            Figure("Largest tile", lambda d: m(d).max_tile_memory_bytes, b, "bytes", False),
-            Figure("Out-of-memory tiles", lambda d: m(d).oom_tiles, format_count, "count", False),
-            Figure("Always-live", lambda d: m(d).always_live_bytes, b, "bytes", False),
-            Figure(
-                "Not-always-live peak", lambda d: m(d).not_always_live_peak_bytes, b, "bytes", False
-            ),
-            Figure("Code", lambda d: m(d).code_bytes, b, "bytes", False),
-            Figure(
-                "Remote buffers (streaming memory)", lambda d: m(d).remote_buffer_bytes, b, "bytes"
-            ),
+            metric("peak_memory_bytes"),
+            metric("memory_share_used"),
+            metric("max_tile_memory_bytes"),
+            metric("oom_tiles"),
+            metric("always_live_bytes"),
+            metric("not_always_live_peak_bytes"),
+            metric("code_bytes"),
+            metric("remote_buffer_bytes"),
         ]
         execution = [
-            Figure("Total cycles", lambda d: m(d).total_cycles, format_count, "count", False),
-            Figure("Device cycles", lambda d: m(d).device_cycles, format_count, "count", False),
+            metric("total_cycles"),
+            metric("device_cycles"),
             Figure(
                 "Run time",
                 lambda d: None if m(d).total_cycles is None else m(d).total_cycles / t(d).clock_hz,
@@ -218,53 +221,17 @@ class SummaryReport(Report):
                 "count",
                 False,
             ),
-            Figure(
-                "Host time not hidden", lambda d: m(d).host_seconds, fmt_seconds, "count", False
-            ),
-            Figure("Samples", lambda d: m(d).samples, format_count),
-            Figure(
-                "Cycles per sample",
-                lambda d: m(d).cycles_per_sample,
-                lambda v: format_count(None if v is None else round(v, 1)),
-                "count",
-                False,
-            ),
-            Figure(
-                "Throughput (samples/s)",
-                lambda d: m(d).throughput_samples_per_s,
-                lambda v: "-" if v is None else f"{v:,.1f}",
-                "count",
-                True,
-            ),
-            Figure(
-                "Host round trips", lambda d: m(d).host_round_trips, format_count, "count", False
-            ),
-            Figure(
-                "Compute (OnTileExecute) share",
-                lambda d: m(d).compute_share,
-                format_percent,
-                "share",
-                True,
-            ),
-            Figure(
-                "Host wait (StreamCopyBegin) share",
-                lambda d: m(d).host_wait_share,
-                format_percent,
-                "share",
-                False,
-            ),
-            Figure(
-                "Ramp-up + ramp-down share",
-                lambda d: m(d).ramp_share,
-                format_percent,
-                "share",
-                False,
-            ),
-            Figure(
-                "Tile balance (compute)", lambda d: m(d).tile_balance, format_percent, "share", True
-            ),
-            Figure("StreamCopy received", lambda d: m(d).streamcopy_rx_bytes, b, "bytes"),
-            Figure("StreamCopy sent", lambda d: m(d).streamcopy_tx_bytes, b, "bytes"),
+            metric("host_seconds"),
+            metric("samples"),
+            metric("cycles_per_sample", lambda v: format_count(None if v is None else round(v, 1))),
+            metric("throughput_samples_per_s", lambda v: "-" if v is None else f"{v:,.1f}"),
+            metric("host_round_trips"),
+            metric("compute_share"),
+            metric("host_wait_share"),
+            metric("ramp_share"),
+            metric("tile_balance"),
+            metric("streamcopy_rx_bytes"),
+            metric("streamcopy_tx_bytes"),
         ]
         return [("Target", target), ("Graph", graph), ("Memory", memory), ("Execution", execution)]
 
@@ -420,7 +387,7 @@ class SummaryReport(Report):
                 ("received", "streamcopy_rx_by_dest"),
                 ("sent", "streamcopy_tx_by_dest"),
             ):
-                for k, dest in enumerate(schema.DESTINATIONS):
+                for k, dest in enumerate(DESTINATIONS):
                     va = _ipu_value(ea, ipu, lambda e, i, a=attr, k=k: int(getattr(e, a)[i, k]))
                     vb = _ipu_value(eb, ipu, lambda e, i, a=attr, k=k: int(getattr(e, a)[i, k]))
                     if not va and not vb and dest != "host":

@@ -1,0 +1,153 @@
+"""The catalogue of quantities: each key figure of a profile declared once, with its label, the
+GUI's title, its kind (which picks the formatter), and which way is better.
+
+The CLI, the reports, the comparisons and the GUI take labels, formatting and direction from
+here instead of spelling them out. The keys are the fields of :class:`analyser.core.Metrics`
+(also the keys of the JSON report and of ``--fail-if``). Enumerations of the profile format that
+views show (step types, destinations, memory categories, ...) are decoded here too, so that no
+view imports ``profiles.schema``.
+
+    from analyser.core.quantities import QUANTITIES
+    q = QUANTITIES["cycles_per_sample"]
+    q.label, q.title, q.format(1234.5), q.better    # 'cycles per sample', ..., '1,234.5', 'lower'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from analyser.core.units import fmt_bytes, fmt_int, fmt_pct, fmt_rate, fmt_seconds
+from profiles import schema
+
+#: Formatter of each kind of quantity (None gives '-').
+FORMATTERS = {
+    "bytes": fmt_bytes,
+    "int": fmt_int,
+    "share": fmt_pct,
+    "float": fmt_rate,
+    "seconds": fmt_seconds,
+}
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """One key figure."""
+
+    key: str
+    #: lower-case label of the CLI and the reports ("cycles per sample")
+    label: str
+    #: "bytes", "int", "share", "float" or "seconds" (the formatter, :data:`FORMATTERS`)
+    kind: str
+    #: "lower" or "higher" is better; None when neither (a count of samples, say)
+    better: str | None
+    #: the GUI's capitalised title (default: the label, capitalised)
+    title: str = ""
+    #: a shorter label where space is tight (default: the label)
+    short: str = ""
+
+    def format(self, value: Any) -> str:
+        return "-" if value is None else FORMATTERS[self.kind](value)
+
+    @property
+    def higher_is_better(self) -> bool | None:
+        return None if self.better is None else self.better == "higher"
+
+    def __post_init__(self) -> None:
+        if self.kind not in FORMATTERS:
+            raise ValueError(f"{self.key}: unknown kind {self.kind!r}")
+        if self.better not in (None, "lower", "higher"):
+            raise ValueError(f"{self.key}: better must be 'lower', 'higher' or None")
+        if not self.title:
+            object.__setattr__(self, "title", self.label[:1].upper() + self.label[1:])
+        if not self.short:
+            object.__setattr__(self, "short", self.label)
+
+
+def _q(*args: Any, **kw: Any) -> tuple[str, Quantity]:
+    q = Quantity(*args, **kw)
+    return q.key, q
+
+
+QUANTITIES: dict[str, Quantity] = dict(
+    (
+        _q("peak_memory_bytes", "peak memory", "bytes", "lower"),
+        _q("max_tile_memory_bytes", "fullest tile", "bytes", "lower", title="Largest tile"),
+        _q("memory_share_used", "share of memory used", "share", "lower"),
+        _q("oom_tiles", "OOM tiles", "int", "lower", title="Out-of-memory tiles"),
+        _q("always_live_bytes", "always-live", "bytes", "lower"),
+        _q("not_always_live_peak_bytes", "not-always-live peak", "bytes", "lower"),
+        _q(
+            "remote_buffer_bytes",
+            "remote-buffer bytes",
+            "bytes",
+            None,
+            title="Remote buffers (streaming memory)",
+        ),
+        _q("code_bytes", "code", "bytes", "lower"),
+        _q("total_cycles", "total cycles", "int", "lower"),
+        _q("device_cycles", "device cycles", "int", "lower"),
+        _q("cycles_per_sample", "cycles per sample", "float", "lower"),
+        _q(
+            "throughput_samples_per_s",
+            "throughput (samples/s)",
+            "float",
+            "higher",
+            short="samples/s",
+        ),
+        _q("samples", "samples", "int", None),
+        _q("host_seconds", "host time not hidden", "seconds", "lower"),
+        _q(
+            "host_round_trips",
+            "host calls (in the profile)",
+            "int",
+            "lower",
+            title="Host round trips",
+        ),
+        _q(
+            "compute_share",
+            "OnTileExecute share",
+            "share",
+            "higher",
+            title="Compute (OnTileExecute) share",
+        ),
+        _q("host_wait_share", "host wait (StreamCopyBegin) share", "share", "lower"),
+        _q("ramp_share", "ramp-up + ramp-down share", "share", "lower"),
+        _q("tile_balance", "tile balance", "share", "higher", title="Tile balance (compute)"),
+        _q("streamcopy_rx_bytes", "StreamCopy received", "bytes", None),
+        _q("streamcopy_tx_bytes", "StreamCopy sent", "bytes", None),
+    )
+)
+
+
+def quantity(key: str) -> Quantity:
+    return QUANTITIES[key]
+
+
+# ---------------------------------------------------------------------------------------------
+# Enumerations of the profile format, decoded for the views
+# ---------------------------------------------------------------------------------------------
+#: Every step / program type, indexed by its code.
+STEP_TYPES: tuple[str, ...] = tuple(schema.PROGRAM_TYPES)
+#: The step types that execute (the per-IPU cycle breakdowns).
+EXECUTABLE_TYPES: tuple[str, ...] = tuple(schema.EXECUTABLE_TYPES)
+#: Where StreamCopy data goes / comes from, indexed by code.
+DESTINATIONS: tuple[str, ...] = tuple(schema.DESTINATIONS)
+PASSES: tuple[str, ...] = tuple(schema.PASSES)
+PHASES: tuple[str, ...] = tuple(schema.PHASES)
+MEMORY_CATEGORIES: tuple[str, ...] = tuple(schema.MEMORY_CATEGORIES)
+MEMORY_REGIONS: tuple[str, ...] = tuple(schema.MEMORY_REGIONS)
+LIVENESS_CLASSES: tuple[str, ...] = tuple(schema.LIVENESS_CLASSES)
+
+
+def step_type_code(name: str) -> int:
+    return STEP_TYPES.index(name)
+
+
+def step_type_name(code: int) -> str:
+    """The step type of ``code`` (the code itself, as text, when out of range)."""
+    return STEP_TYPES[code] if 0 <= code < len(STEP_TYPES) else str(code)
+
+
+def variable_kind_code(name: str) -> int:
+    return schema.code("variable_kind", name)
