@@ -395,7 +395,6 @@ def test_every_rule_declares_what_it_reads_and_changes():
     import re
 
     from analyser.core.insights import all_rules
-    from analyser.core.insights.context import F
     from engine.config import RunConfig
 
     rules = all_rules()
@@ -409,9 +408,14 @@ def test_every_rule_declares_what_it_reads_and_changes():
             read.add("memory_headroom")
         assert read <= set(r.thresholds), (r.id, read - set(r.thresholds))
         assert set(r.thresholds) <= set(Thresholds.__dataclass_fields__), r.id
-        set_here = {F[k] for k in re.findall(r'F\["([a-z0-9_]+)"\]', code)}
+        set_here = set(re.findall(r'(?:[{,]\s*|change\[)"([a-z0-9_]+)"\]?:?', code)) & set(
+            RunConfig.model_fields
+        )
         assert set_here <= set(r.changes), (r.id, set_here - set(r.changes))
         assert set(r.changes) <= set(RunConfig.model_fields), r.id
+        assert set(re.findall(r'\.(?:cfg|has)\("([a-z0-9_]+)"', code)) <= set(
+            RunConfig.model_fields
+        )
         assert r.category == r.id.split(".")[0]
     read_by_some = {t for r in rules for t in r.thresholds}
     assert read_by_some == set(Thresholds.__dataclass_fields__)

@@ -1,5 +1,5 @@
-"""What the insight rules share: :class:`Context` (the analysis and the thresholds a rule reads),
-the run-config field names used in recommended changes (:data:`F`), and helpers used by both the
+"""What the insight rules share: :class:`Context` (the analysis and the thresholds a rule reads;
+run options by their ``engine.config.RunConfig`` field names), and helpers used by both the
 memory and the throughput rules (severity, evidence, the FP16 change, pipeline split moves).
 
 The rules themselves live in :mod:`~analyser.core.insights.memory_rules` and
@@ -17,39 +17,15 @@ import numpy as np
 from analyser.core.insights.model import Evidence, Insight
 from analyser.core.insights.thresholds import Thresholds
 from analyser.core.units import fmt_bytes, fmt_pct
+from engine.config import RunConfig
 from profiles import schema
 
 if TYPE_CHECKING:  # the rules read an Analysis; importing it would make a loop
     from analyser.core.analysis import Analysis
 
-#: RunConfig field names (dotted for nested models) used by recommended changes.
-F = {
-    "precision": "precision",
-    "micro_batch": "micro_batch_size",
-    "ga": "gradient_accumulation",
-    "di": "device_iterations",
-    "replicas": "replication_factor",
-    "strategy": "strategy",
-    "schedule": "schedule",
-    "splits": "split_points",
-    "recompute": "recomputation",
-    "checkpoints": "recompute_checkpoints",
-    "amp": "available_memory_proportion",
-    "offload": "offload_optimiser_state",
-    "rts": "replicated_tensor_sharding",
-    "io_tiles": "io_tiles",
-    "prefetch": "prefetch_depth",
-    "loss_scaling": "loss_scaling",
-    "input8": "eight_bit_input",
-    "loader": "loader_mode",
-    "workers": "loader_workers",
-    "optimiser": "optimiser",
-    "call_overhead_us": "host_call_overhead_us",
-    "stream_latency_us": "host_stream_latency_us",
-    "normalise_ns": "host_normalise_ns_per_element",
-    "preprocess_us": "host_preprocess_us_per_sample",
-    "outlining": "outlining",
-}
+#: Every run option (``engine.config.RunConfig`` field): what :meth:`Context.cfg` may read and a
+#: rule's change may set (a test checks the rules use no other name).
+RUN_OPTIONS: frozenset[str] = frozenset(RunConfig.model_fields)
 
 
 @dataclass
@@ -59,14 +35,12 @@ class Context:
     analysis: Analysis
     thresholds: Thresholds
 
-    def cfg(self, key: str, default: Any = None) -> Any:
-        """Value of run-config field F[key] (dotted paths walk nested dicts)."""
-        node: Any = self.analysis.run_config
-        for part in F[key].split("."):
-            if not isinstance(node, dict) or part not in node:
-                return default
-            node = node[part]
-        return node
+    def cfg(self, option: str, default: Any = None) -> Any:
+        """The profile's value of run option ``option`` (a RunConfig field), or ``default`` when
+        the profile does not record it."""
+        if option not in RUN_OPTIONS:
+            raise ValueError(f"{option!r} is not a run option (engine.config.RunConfig field)")
+        return self.analysis.run_config.get(option, default)
 
     def has(self, key: str) -> bool:
         return self.cfg(key, _MISSING) is not _MISSING
@@ -106,7 +80,7 @@ class Context:
         # StreamCopyBegin in the device trace plus the host time outside it (format 1.2), over
         # the host-inclusive time: what a data loader can hide is judged on what the user sees
         wait = ex.host_wait_cycles.astype(float) + ex.host_exposed_cycles
-        overhead = self.cfg("call_overhead_us")
+        overhead = self.cfg("host_call_overhead_us")
         fixed = 0.0
         if overhead is not None:
             fixed = ex.host_round_trips * float(overhead) * 1e-6 * ex.clock_hz
@@ -126,7 +100,7 @@ class Context:
     @property
     def offloaded(self) -> bool:
         """Optimiser state in remote buffers ('auto' means on when pipelined, as in Poplar)."""
-        v = self.cfg("offload", "auto")
+        v = self.cfg("offload_optimiser_state", "auto")
         if isinstance(v, bool):
             return v
         return v == "on" or (v == "auto" and self.pipelined)
@@ -220,11 +194,11 @@ FP16_LOSS_SCALING = 128.0
 def fp16_change(c: Context) -> tuple[dict[str, Any], str]:
     """The FP16 run-config change and the loss-scaling part of its trade-off: training without
     loss scaling (``loss_scaling`` 1) gets the static scale :data:`FP16_LOSS_SCALING` too."""
-    change: dict[str, Any] = {F["precision"]: "16.16"}
+    change: dict[str, Any] = {"precision": "16.16"}
     training = str(c.analysis.run_config.get("mode", "training")) == "training"
     current = float(c.cfg("loss_scaling", 1.0) or 1.0)
     if training and current == 1.0:
-        change[F["loss_scaling"]] = FP16_LOSS_SCALING
+        change["loss_scaling"] = FP16_LOSS_SCALING
         return change, (
             f"FP16 gradients underflow without loss scaling, so the change sets a static loss "
             f"scale of {FP16_LOSS_SCALING:g} (a power of two, exact in FP16; the conventional "

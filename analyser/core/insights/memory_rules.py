@@ -11,7 +11,6 @@ import numpy as np
 
 from analyser.core.insights.context import (
     Context,
-    F,
     fp16_change,
     layer_order,
     memory_evidence,
@@ -68,10 +67,10 @@ def use_fp16(c: Context) -> Insight | None:
     trade_off="smaller, less efficient matmuls",
 )
 def reduce_micro_batch(c: Context) -> Insight | None:
-    mb = int(c.cfg("micro_batch", 0) or 0)
+    mb = int(c.cfg("micro_batch_size", 0) or 0)
     if not c.memory_pressure or mb < 2:
         return None
-    ga = int(c.cfg("ga", 1) or 1)
+    ga = int(c.cfg("gradient_accumulation", 1) or 1)
     act = c.kind_bytes("activation") + c.kind_bytes("stash")
     ev = memory_evidence(
         c,
@@ -86,7 +85,7 @@ def reduce_micro_batch(c: Context) -> Insight | None:
         f"Halving the micro-batch ({mb} to {mb // 2}) halves activation memory; doubling gradient "
         f"accumulation ({ga} to {ga * 2}) keeps the global batch size.",
         ev,
-        {F["micro_batch"]: mb // 2, F["ga"]: ga * 2},
+        {"micro_batch_size": mb // 2, "gradient_accumulation": ga * 2},
         "Smaller matmuls use the tiles less efficiently; more micro-batches per step.",
     )
 
@@ -102,19 +101,19 @@ def reduce_micro_batch(c: Context) -> Insight | None:
     trade_off="extra forward cycles",
 )
 def recomputation(c: Context) -> Insight | None:
-    rc = c.cfg("recompute", "off")
+    rc = c.cfg("recomputation", "off")
     if not c.memory_pressure or (rc not in (None, "off", False, "none")):
         return None
     act = c.kind_bytes("activation") + c.kind_bytes("stash")
     if act == 0:
         return None
     if c.pipelined:
-        change: dict[str, Any] = {F["recompute"]: "pipeline-stages"}
+        change: dict[str, Any] = {"recomputation": "pipeline-stages"}
     else:
         names, _, _ = layer_order(c)
         k = max(1, int(math.sqrt(len(names))))
         points = names[k - 1 :: k][:-1] or names[:1]
-        change = {F["recompute"]: "checkpoints", F["checkpoints"]: points}
+        change = {"recomputation": "checkpoints", "recompute_checkpoints": points}
     ev = memory_evidence(
         c,
         f"activations and stashes kept for the backward pass: {fmt_bytes(act)}.",
@@ -157,7 +156,7 @@ def lower_amp(c: Context) -> Insight | None:
     if peak_temp / ipu_mem < c.thresholds.temporary_share:
         return None
     amp = float(
-        c.cfg("amp", None)
+        c.cfg("available_memory_proportion", None)
         or c.analysis.target_config.get("available_memory_proportion", 0.6)
         or 0.6
     )
@@ -175,7 +174,7 @@ def lower_amp(c: Context) -> Insight | None:
         f"Planning matmuls / convolutions with {new} instead of {amp} of tile memory for "
         "temporaries forces more serial splits and lowers their peak.",
         ev,
-        {F["amp"]: new},
+        {"available_memory_proportion": new},
         "More serial splits: more cycles for those operations.",
     )
 
@@ -210,7 +209,7 @@ def offload_optimiser(c: Context) -> Insight | None:
         "Optimiser state only takes part in the weight update; keeping it in streaming memory "
         "frees its tile memory.",
         ev,
-        {F["offload"]: "on"},
+        {"offload_optimiser_state": "on"},
         "Each weight update streams the state in and out (StreamCopyMid to remote buffers).",
     )
 
@@ -251,7 +250,7 @@ def interleaved_schedule(c: Context) -> Insight | None:
         "memory",
         "Interleaved keeps S-1-s stashed activations on stage s instead of 2(S-1-s) (grouped).",
         ev,
-        {F["schedule"]: "interleaved"},
+        {"schedule": "interleaved"},
         "Slower when the backward pass is longer than the forward pass.",
     )
 
@@ -267,8 +266,8 @@ def interleaved_schedule(c: Context) -> Insight | None:
     trade_off="extra collectives",
 )
 def replicated_sharding(c: Context) -> Insight | None:
-    reps = int(c.cfg("replicas", 1) or 1)
-    if not c.memory_pressure or reps < 2 or c.cfg("rts", False):
+    reps = int(c.cfg("replication_factor", 1) or 1)
+    if not c.memory_pressure or reps < 2 or c.cfg("replicated_tensor_sharding", False):
         return None
     st = c.kind_bytes("optimiserState")
     peak = c.analysis.memory.peak_memory_bytes or 1
@@ -286,7 +285,7 @@ def replicated_sharding(c: Context) -> Insight | None:
         "memory",
         f"Replicated tensor sharding keeps 1/{reps} of the optimiser state on each replica.",
         ev,
-        {F["rts"]: True},
+        {"replicated_tensor_sharding": True},
         "Extra collectives (reduce-scatter / all-gather) at each weight update.",
     )
 
@@ -314,7 +313,7 @@ def move_split_memory(c: Context) -> Insight | None:
     names, _, mem = layer_order(c)
     stage_ipu = c.analysis.operations.groupby("stage")["ipu"].min().sort_index().to_numpy()
     splits = shift_split(c, names, mem, tot[stage_ipu]) if stage_ipu.size else None
-    current = c.cfg("splits", [])
+    current = c.cfg("split_points", [])
     if not splits or splits == list(current or []):
         return None
     ev = memory_evidence(
@@ -330,7 +329,7 @@ def move_split_memory(c: Context) -> Insight | None:
         f"Splitting at {', '.join(splits)} (now {', '.join(map(str, current or [])) or '-'}) "
         "balances the memory of the stages.",
         ev,
-        {F["splits"]: splits},
+        {"split_points": splits},
         "Can unbalance the stages' cycles (pipeline throughput is bound by the longest stage).",
     )
 
@@ -363,7 +362,7 @@ def lighter_optimiser(c: Context) -> Insight | None:
         "memory",
         "SGD with momentum keeps one buffer per weight instead of two.",
         ev,
-        {F["optimiser"]: "sgd-momentum"},
+        {"optimiser": "sgd-momentum"},
         "Different convergence: learning-rate schedule and hyper-parameters must be retuned.",
     )
 
@@ -402,6 +401,6 @@ def outlining(c: Context) -> Insight | None:
             "subgraphs by giving repeated layers identical shapes and settings."
         ),
         ev,
-        {F["outlining"]: True} if off else {},
+        {"outlining": True} if off else {},
         "Call overhead and copies in and out of the outlined subgraph.",
     )

@@ -11,7 +11,6 @@ import numpy as np
 
 from analyser.core.insights.context import (
     Context,
-    F,
     addressing,
     block_stages,
     compute_share,
@@ -88,7 +87,7 @@ def disable_offload(c: Context) -> Insight | None:
                     "Summary > Memory",
                 ),
             ],
-            {F["offload"]: "off"},
+            {"offload_optimiser_state": "off"},
             "Optimiser state moves back onto the tiles (more memory).",
         ),
     )
@@ -117,11 +116,11 @@ def raise_ga(c: Context) -> Insight | None:
     ex = c.analysis.execution
     if ex is None:
         return None
-    ga = int(c.cfg("ga", 1) or 1)
+    ga = int(c.cfg("gradient_accumulation", 1) or 1)
     ps = ex.phase_share()
     ramp = ps["rampUp"] + ps["rampDown"] if c.pipelined else 0.0
     wu = ps["weightUpdate"]
-    reps = int(c.cfg("replicas", 1) or 1)
+    reps = int(c.cfg("replication_factor", 1) or 1)
     ge = schema.PROGRAM_TYPES.index("GlobalExchange")
     wu_i = schema.PHASES.index("weightUpdate")
     ar = (
@@ -170,7 +169,7 @@ def raise_ga(c: Context) -> Insight | None:
             f"Accumulating {new} micro-batches per weight update instead of {ga} amortises the "
             "pipeline fill / flush, the weight update and the all-reduce over more samples.",
             ev,
-            {F["ga"]: new},
+            {"gradient_accumulation": new},
             "Larger global batch (learning-rate schedule may need retuning); more accumulator use.",
         ),
     )
@@ -193,11 +192,11 @@ def raise_device_iterations(c: Context) -> Insight | None:
     ex = c.analysis.execution
     if ex is None:
         return None
-    di = int(c.cfg("di", 1) or 1)
+    di = int(c.cfg("device_iterations", 1) or 1)
     # Device iterations amortise what is paid once per host call: the fixed round-trip overhead
     # (and, for inference pipelines, the fill and flush). Host preparation scales with the
     # samples of the call, so it is the loader's business (async loader / 8-bit input), not DI's.
-    overhead = c.cfg("call_overhead_us")
+    overhead = c.cfg("host_call_overhead_us")
     if overhead is not None and ex.total_cycles:
         per_call = float(overhead) * 1e-6 * ex.clock_hz
         share = ex.host_round_trips * per_call / (ex.host_inclusive_cycles or ex.total_cycles)
@@ -230,7 +229,7 @@ def raise_device_iterations(c: Context) -> Insight | None:
                     "Execution Trace > host phase",
                 )
             ],
-            {F["di"]: di * 4},
+            {"device_iterations": di * 4},
             "Larger transfers per call (bigger stream buffers); the host sees results less often.",
         ),
     )
@@ -275,7 +274,7 @@ def _image_like(c: Context, shape: str) -> bool:
 )
 def eight_bit_input(c: Context) -> Insight | None:
     ex = c.analysis.execution
-    if ex is None or c.cfg("input8", False):
+    if ex is None or c.cfg("eight_bit_input", False):
         return None
     info = _input_info(c)
     if info is None:
@@ -311,7 +310,7 @@ def eight_bit_input(c: Context) -> Insight | None:
         )
         # The cast + normalise part of the loader's wait (host model: the transforms that move
         # to the IPU with 8-bit input, or the flat per-element cost beside the per-sample one).
-        ns, us = c.cfg("normalise_ns"), c.cfg("preprocess_us")
+        ns, us = c.cfg("host_normalise_ns_per_element"), c.cfg("host_preprocess_us_per_sample")
         dims = [int(d) for d in shape.split("x") if d.isdigit()]
         steps = ex.host_model.get("transforms") or []
         movable = sum(
@@ -359,7 +358,7 @@ def eight_bit_input(c: Context) -> Insight | None:
             + ") and move the cast and normalisation from the host to the IPU"
             + (", shortening the host preparation the device waits for." if input_bound else "."),
             ev,
-            {F["input8"]: True},
+            {"eight_bit_input": True},
             "A little IPU compute and memory for the cast and normalisation.",
         ),
     )
@@ -409,8 +408,8 @@ def async_loader(c: Context) -> Insight | None:
     i, share, fixed = c.loader_wait()
     if share < c.thresholds.host_wait_moderate:
         return None
-    mode = str(c.cfg("loader", "sync")).lower()
-    workers = int(c.cfg("workers", 0) or 0)
+    mode = str(c.cfg("loader_mode", "sync")).lower()
+    workers = int(c.cfg("loader_workers", 0) or 0)
     high = share >= c.thresholds.host_wait_high
     # Preparation in the main process: an async loader overlaps it with the device. Already
     # overlapped (async, or worker processes): more processes prepare the call sooner.
@@ -421,13 +420,13 @@ def async_loader(c: Context) -> Insight | None:
     device_share = float(ex.total_cycles) / span if ex.host_inclusive_cycles else 1.0
     if in_main:
         iid, title = "throughput.async_loader", "use an asynchronous data loader"
-        change: dict = {F["loader"]: "async"}
+        change: dict = {"loader_mode": "async"}
         trade = "Host memory and a process for the prefetched batches."
         saving = min(share, device_share)
     else:
         n = _workers_to_hide(ex, workers) or max(2, 2 * workers)
         iid, title = "throughput.loader_workers", f"use {n} data loader workers"
-        change = {F["workers"]: n}
+        change = {"loader_workers": n}
         trade = "Host cores and memory for the worker processes."
         parallel = int(ex.host_model.get("parallel") or max(1, workers))
         prep_share = share + device_share  # an overlapped loader's preparation per call
@@ -487,8 +486,8 @@ def rebalance_stages(c: Context) -> Insight | None:
         return None
     names, cyc, mem = layer_order(c)
     splits = shift_split(c, names, cyc, ex.stage_cycles.astype(float))
-    current = list(c.cfg("splits", []) or [])
-    change = {F["splits"]: splits} if splits and splits != current else {}
+    current = list(c.cfg("split_points", []) or [])
+    change = {"split_points": splits} if splits and splits != current else {}
     load = ", ".join(f"stage {s}: {fmt_int(v)}" for s, v in enumerate(ex.stage_cycles))
     ev = [Evidence(f"busy cycles per stage: {load}.", "Pipeline view > stage load")]
     # Would the moved blocks fit on the IPU that receives them? Their memory (the blocks'
@@ -557,7 +556,7 @@ def io_tiles(c: Context) -> Insight | None:
     share = float(mid[i]) / float(ex.total_cycles or 1)
     if share < c.thresholds.io_stream_share:
         return None
-    mb = int(c.cfg("micro_batch", 1) or 1)
+    mb = int(c.cfg("micro_batch_size", 1) or 1)
     samples = ex.samples or 1
     mb_bytes = float(ex.streamcopy_rx_bytes.sum()) / samples * mb
     sram = c.analysis.memory.sram_per_tile
@@ -579,7 +578,7 @@ def io_tiles(c: Context) -> Insight | None:
                     "Execution Trace > StreamCopyMid",
                 )
             ],
-            {F["io_tiles"]: n_io},
+            {"io_tiles": n_io},
             f"{n_io} tiles per IPU no longer compute; about 5% of each I/O tile goes to exchange code.",
         ),
     )
@@ -597,9 +596,9 @@ def io_tiles(c: Context) -> Insight | None:
 )
 def prefetch_depth(c: Context) -> Insight | None:
     ex = c.analysis.execution
-    if ex is None or not c.has("prefetch"):
+    if ex is None or not c.has("prefetch_depth"):
         return None
-    depth = int(c.cfg("prefetch", 1) or 1)
+    depth = int(c.cfg("prefetch_depth", 1) or 1)
     want = int(c.thresholds.prefetch_depth)
     i, share, _ = c.loader_wait()
     if depth >= want or share < c.thresholds.host_wait_moderate:
@@ -613,7 +612,7 @@ def prefetch_depth(c: Context) -> Insight | None:
         )
     ]
     hides = share
-    lat = c.cfg("stream_latency_us")
+    lat = c.cfg("host_stream_latency_us")
     if lat is not None and ex.total_cycles:
         scb = schema.PROGRAM_TYPES.index("StreamCopyBegin")
         n = int(ex.count_by_type[i, scb])
@@ -636,7 +635,7 @@ def prefetch_depth(c: Context) -> Insight | None:
             f"Prefetch depth {depth}: the device waits for the loader {fmt_pct(share)} of the "
             f"time; {want} is the documented sweet spot.",
             ev,
-            {F["prefetch"]: want},
+            {"prefetch_depth": want},
             "More stream buffer memory on the I/O tiles.",
         ),
     )
