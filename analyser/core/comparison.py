@@ -18,6 +18,7 @@ import pandas as pd
 
 from analyser.core.analysis import Analysis, Metrics
 from analyser.core.quantities import FORMATTERS, QUANTITIES
+from analyser.core.run_options import options_explaining
 from analyser.core.units import fmt_bytes, fmt_int, fmt_pct, rel_change
 from profiles import schema
 
@@ -351,23 +352,7 @@ def _explain(a: Analysis, b: Analysis, diffs: list[ConfigDiff]) -> list[Explanat
         if reason:
             out.append(Explanation(f"{sentence}: {reason}.", metric, ks, r))
 
-    mem_keys = (
-        "precision",
-        "micro_batch_size",
-        "recomputation",
-        "schedule",
-        "available_memory_proportion",
-        "offload_optimiser_state",
-        "optimiser",
-        "replicated_tensor_sharding",
-        "split_points",
-        "first_moment_dtype",
-        "second_moment_dtype",
-        "offload_accumulators",
-        "gradient_accumulation",
-        "io_tiles",
-        "replication_factor",
-    )
+    mem_keys = options_explaining("memory")
     if ma.oom_tiles != mb.oom_tiles:
         if mb.oom_tiles == 0:
             s = f"the program now fits (OOM tiles fell from {ma.oom_tiles:,} to 0)"
@@ -389,7 +374,7 @@ def _explain(a: Analysis, b: Analysis, diffs: list[ConfigDiff]) -> list[Explanat
                 mem_keys,
                 r,
             )
-    split_keys = ("split_points", "num_ipus", "io_tiles")
+    split_keys = options_explaining("ipu_memory")
     if any(k in by for k in split_keys) and a.target.num_ipus == b.target.num_ipus > 1:
         pa, pb = a.memory.ipu_total(), b.memory.ipu_total()
         moved = [
@@ -416,7 +401,7 @@ def _explain(a: Analysis, b: Analysis, diffs: list[ConfigDiff]) -> list[Explanat
             "compute_share",
             f"OnTileExecute share of cycles {share_words(ma.compute_share, mb.compute_share)} "
             f"({fmt_pct(ma.compute_share)} to {fmt_pct(mb.compute_share)})",
-            ("gradient_accumulation",),
+            options_explaining("compute_share"),
             rel_change(ma.compute_share, mb.compute_share),
         )
         if (ma.ramp_share or 0) or (mb.ramp_share or 0):
@@ -424,7 +409,7 @@ def _explain(a: Analysis, b: Analysis, diffs: list[ConfigDiff]) -> list[Explanat
                 "ramp_share",
                 f"Pipeline ramp-up + ramp-down share {share_words(ma.ramp_share, mb.ramp_share)} "
                 f"({fmt_pct(ma.ramp_share)} to {fmt_pct(mb.ramp_share)})",
-                ("gradient_accumulation",),
+                options_explaining("compute_share"),
                 rel_change(ma.ramp_share, mb.ramp_share),
             )
     if "device_iterations" in by:
@@ -432,10 +417,10 @@ def _explain(a: Analysis, b: Analysis, diffs: list[ConfigDiff]) -> list[Explanat
         add(
             "host_round_trips",
             f"Host round trips per sample {change_words(ra, rb)} ({ra:.4f} to {rb:.4f})",
-            ("device_iterations",),
+            options_explaining("host_round_trips"),
             rel_change(ra, rb),
         )
-    io_keys = ("eight_bit_input", "micro_batch_size", "gradient_accumulation", "device_iterations")
+    io_keys = options_explaining("input")
     i = _input_ipu(b)
     rxa = int(ea.streamcopy_rx_by_dest[i, _HOST]) if i < ea.num_ipus else 0
     rxb = int(eb.streamcopy_rx_by_dest[i, _HOST])
@@ -454,18 +439,10 @@ def _explain(a: Analysis, b: Analysis, diffs: list[ConfigDiff]) -> list[Explanat
                 "host_seconds",
                 f"Host time per sample {change_words(ha, hb)} "
                 f"({ha * 1e6:.2f} µs to {hb * 1e6:.2f} µs)",
-                ("eight_bit_input",),
+                options_explaining("host_time"),
                 rel_change(ha, hb),
             )
-    wait_keys = (
-        "loader_mode",
-        "loader_workers",
-        "prefetch_depth",
-        "eight_bit_input",
-        "host_preprocess_us_per_sample",
-        "io_tiles",
-        "device_iterations",
-    )
+    wait_keys = options_explaining("host_wait")
     if ma.host_wait_share != mb.host_wait_share and any(k in by for k in wait_keys):
         add(
             "host_wait_share",
@@ -483,7 +460,7 @@ def _explain(a: Analysis, b: Analysis, diffs: list[ConfigDiff]) -> list[Explanat
             "remote_buffer_bytes",
             f"Remote-buffer StreamCopy bytes {change_words(xa, xb)} "
             f"({fmt_bytes(xa)} to {fmt_bytes(xb)})",
-            ("offload_optimiser_state", "offload_accumulators"),
+            options_explaining("remote_buffers"),
             rel_change(xa, xb),
         )
     if "replication_factor" in by:
@@ -494,14 +471,14 @@ def _explain(a: Analysis, b: Analysis, diffs: list[ConfigDiff]) -> list[Explanat
         add(
             "globalExchangeCode",
             f"Global exchange code {change_words(ga_, gb_)} ({fmt_bytes(ga_)} to {fmt_bytes(gb_)})",
-            ("replication_factor",),
+            options_explaining("allreduce"),
             rel_change(ga_, gb_),
         )
     if "split_points" in by and ea.stage_cycles.size and eb.stage_cycles.size:
         add(
             "stage_imbalance",
             f"Longest / mean stage went from {ea.stage_imbalance:.2f} to {eb.stage_imbalance:.2f}",
-            ("split_points",),
+            options_explaining("stage_balance"),
         )
     perf_keys = tuple(d.key for d in diffs if d.key not in COSMETIC_KEYS)
     if ma.cycles_per_sample != mb.cycles_per_sample:

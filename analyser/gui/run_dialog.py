@@ -36,25 +36,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from analyser.core.run_options import SECTION_STARTS
 from analyser.gui.whatif import WhatIfDialog, unique_output
 from analyser.literal import html as lit
 from profiles.errors import UserFacingError
 
 _INT_MAX = 2_000_000_000
 
-#: Section headings of the form: the first RunConfig field of each section (fields keep the
-#: model's order; a field the model gains later falls in the section before it).
-SECTIONS: dict[str, str] = {
-    "name": "Run",
-    "model": "Model and input",
-    "target": "Target",
-    "micro_batch_size": "Batch",
-    "precision": "Precision and optimiser",
-    "strategy": "Execution strategy",
-    "available_memory_proportion": "Memory",
-    "io_tiles": "Host I/O and data loader",
-    "output_mode": "Outputs and instrumentation",
-}
+#: Section headings of the form (analyser.core.run_options: the first field of each section).
+SECTIONS: dict[str, str] = SECTION_STARTS
 
 
 def example_configs() -> list[tuple[str, Path]]:
