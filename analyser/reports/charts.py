@@ -10,11 +10,14 @@ import itertools
 import json
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
+
+if TYPE_CHECKING:
+    from analyser.core.analysis import Analysis
 
 from analyser.literal import mathtext
 
@@ -104,9 +107,9 @@ def _mib(x: np.ndarray | float) -> np.ndarray | float:
     return np.asarray(x) / 2**20 if isinstance(x, np.ndarray) else x / 2**20
 
 
-def memory_per_tile(a) -> str:
+def memory_per_tile(analysis: Analysis) -> str:
     """Memory per tile by category group, one panel per IPU, with the SRAM limit."""
-    m = a.memory
+    m = analysis.memory
     # the fullest IPUs first when there are more than MAX_IPU_PANELS
     order = np.argsort(-m.tile_used.max(axis=1), kind="stable")[:MAX_IPU_PANELS]
     ipus = sorted(int(i) for i in order)
@@ -128,7 +131,7 @@ def memory_per_tile(a) -> str:
         return v.max(axis=1) if how == "max" else v.mean(axis=1)
 
     for i, ax in zip(ipus, axes):
-        by_cat, _ = a.tile_breakdown(i, "category")
+        by_cat, _ = analysis.tile_breakdown(i, "category")
         series = [
             binned(by_cat[:, [cats.index(c) for c in grp]].sum(axis=1), "mean") / 1024
             for grp in CATEGORY_GROUPS.values()
@@ -163,8 +166,8 @@ def memory_per_tile(a) -> str:
     return to_svg(fig)
 
 
-def memory_histogram(a) -> str:
-    m = a.memory
+def memory_histogram(analysis: Analysis) -> str:
+    m = analysis.memory
     fig = _fig(4.5, 2.6, left=0.75)
     ax = fig.subplots()
     edges = m.histogram_edges / 1024
@@ -186,8 +189,8 @@ def memory_histogram(a) -> str:
     return to_svg(fig)
 
 
-def liveness_curve(a) -> str:
-    lv = a.liveness
+def liveness_curve(analysis: Analysis) -> str:
+    lv = analysis.liveness
     fig = _fig(9.0, 3.0)
     ax = fig.subplots()
     x = np.arange(lv.n_steps)
@@ -219,10 +222,10 @@ def liveness_curve(a) -> str:
     return to_svg(fig)
 
 
-def cycles_by_type(a) -> str:
+def cycles_by_type(analysis: Analysis) -> str:
     from profiles import schema
 
-    ex = a.execution
+    ex = analysis.execution
     n = ex.num_ipus
     fig = _fig(9.0, max(1.9, 0.55 * n + 1.0), left=0.7, right=1.7)
     ax = fig.subplots()
@@ -241,8 +244,8 @@ def cycles_by_type(a) -> str:
     return to_svg(fig)
 
 
-def pipeline_phases(a) -> str:
-    ex = a.execution
+def pipeline_phases(analysis: Analysis) -> str:
+    ex = analysis.execution
     share = ex.phase_share()
     fig = _fig(9.0, 2.6, left=0.3, bottom=1.0, wspace=0.25)
     ax1, ax2 = fig.subplots(1, 2, width_ratios=(3, 2))
@@ -339,13 +342,16 @@ def comparison_step_types(analyses) -> str:
     return to_svg(fig)
 
 
-def profile_charts(a) -> dict[str, str]:
-    charts = {"memory_per_tile": memory_per_tile(a), "memory_histogram": memory_histogram(a)}
-    if a.liveness.n_steps:
-        charts["liveness"] = liveness_curve(a)
-    if a.execution is not None:
-        charts["cycles_by_type"] = cycles_by_type(a)
-        charts["pipeline_phases"] = pipeline_phases(a)
+def profile_charts(analysis: Analysis) -> dict[str, str]:
+    charts = {
+        "memory_per_tile": memory_per_tile(analysis),
+        "memory_histogram": memory_histogram(analysis),
+    }
+    if analysis.liveness.n_steps:
+        charts["liveness"] = liveness_curve(analysis)
+    if analysis.execution is not None:
+        charts["cycles_by_type"] = cycles_by_type(analysis)
+        charts["pipeline_phases"] = pipeline_phases(analysis)
     return charts
 
 

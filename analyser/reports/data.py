@@ -44,21 +44,21 @@ def _records(df, columns: list[str]) -> list[dict[str, Any]]:
     return plain(out.to_dict("records"))
 
 
-def profile_data(a: Analysis, insights: list | None = None) -> dict[str, Any]:
+def profile_data(analysis: Analysis, insights: list | None = None) -> dict[str, Any]:
     """Everything the report says about one profile."""
-    t = a.target
-    m = a.memory
-    lv = a.liveness
-    ex = a.execution
-    met = a.metrics
+    t = analysis.target
+    m = analysis.memory
+    lv = analysis.liveness
+    ex = analysis.execution
+    met = analysis.metrics
     d: dict[str, Any] = {
-        "file": str(a.path),
-        "name": a.name,
+        "file": str(analysis.path),
+        "name": analysis.name,
         "model": t.model,
         "status": t.status,
         "fits": m.fits,
         "target": {**asdict(t), "memory_per_ipu": t.memory_per_ipu, "memory_total": t.memory_total},
-        "run_config": a.run_config,
+        "run_config": analysis.run_config,
         "metrics": {k: v for k, v in met.to_dict().items() if k not in ("ipus", "file")},
         "ipus": [asdict(x) for x in met.ipus],
         "memory": {
@@ -76,11 +76,11 @@ def profile_data(a: Analysis, insights: list | None = None) -> dict[str, Any]:
                 "counts": m.histogram_counts.tolist(),
             },
             "largest_variables": _records(
-                a.largest_variables(10),
+                analysis.largest_variables(10),
                 ["name", "kind", "dtype", "shape", "bytes", "ipu", "always_live"],
             ),
             "largest_vertices": _records(
-                a.largest_vertices(5),
+                analysis.largest_vertices(5),
                 ["name", "code_bytes", "state_bytes", "instances", "total_state_bytes"],
             ),
         },
@@ -93,7 +93,7 @@ def profile_data(a: Analysis, insights: list | None = None) -> dict[str, Any]:
             ],
             "peak_bytes": lv.peak_bytes.tolist(),
             "peak_live_variables": [
-                _records(a.peak_live_variables(i, 5), ["name", "kind", "bytes"])
+                _records(analysis.peak_live_variables(i, 5), ["name", "kind", "bytes"])
                 for i in range(t.num_ipus)
             ]
             if lv.n_steps
@@ -136,7 +136,7 @@ def profile_data(a: Analysis, insights: list | None = None) -> dict[str, Any]:
                 for i in range(ex.num_ipus)
             ],
         }
-        ops = a.operations.sort_values("total_cycles", ascending=False).head(15)
+        ops = analysis.operations.sort_values("total_cycles", ascending=False).head(15)
         d["operations_top"] = _records(
             ops,
             [

@@ -120,10 +120,10 @@ class Context:
 _MISSING = object()
 
 
-def memory_severity(c: Context) -> str:
+def memory_severity(ctx: Context) -> str:
     """Critical when out of memory; info when the program fits with little headroom (a memory
     tip then frees memory at some cost in throughput: lower priority than throughput tips)."""
-    return "critical" if not c.analysis.memory.fits else "info"
+    return "critical" if not ctx.analysis.memory.fits else "info"
 
 
 #: Throughput tips whose ``addresses`` is already a share of the host-inclusive time (host time
@@ -146,16 +146,16 @@ def addressing(share: float, tip: Insight) -> Insight:
     return tip
 
 
-def compute_share(c: Context) -> float:
+def compute_share(ctx: Context) -> float:
     """Share of the run in compute (OnTileExecute) on the busiest IPU."""
-    ex = c.analysis.execution
+    ex = ctx.analysis.execution
     ote = schema.PROGRAM_TYPES.index("OnTileExecute")
     return float(ex.cycles_by_type[:, ote].max()) / float(ex.total_cycles or 1)
 
 
-def memory_evidence(c: Context, message: str, where: str) -> list[Evidence]:
+def memory_evidence(ctx: Context, message: str, where: str) -> list[Evidence]:
     """The fullest tile's state (out of memory, or its headroom), then the tip's own evidence."""
-    m = c.analysis.memory
+    m = ctx.analysis.memory
     ev = []
     if not m.fits:
         per = m.oom_tiles_per_ipu()
@@ -164,7 +164,7 @@ def memory_evidence(c: Context, message: str, where: str) -> list[Evidence]:
             Evidence(
                 f"{m.n_oom_tiles:,} tiles out of memory ({ipus}); the fullest tile "
                 f"needs {fmt_bytes(m.max_tile_bytes)} of {fmt_bytes(m.sram_per_tile)}.",
-                c.fullest_tile_where(),
+                ctx.fullest_tile_where(),
             )
         )
     else:
@@ -172,7 +172,7 @@ def memory_evidence(c: Context, message: str, where: str) -> list[Evidence]:
             Evidence(
                 f"the fullest tile has {fmt_pct(m.headroom_share)} of its SRAM free "
                 f"({fmt_bytes(m.headroom_bytes)}).",
-                c.fullest_tile_where(),
+                ctx.fullest_tile_where(),
             )
         )
     ev.append(Evidence(message, where))
@@ -191,12 +191,12 @@ def memory_evidence(c: Context, message: str, where: str) -> list[Evidence]:
 FP16_LOSS_SCALING = 128.0
 
 
-def fp16_change(c: Context) -> tuple[dict[str, Any], str]:
+def fp16_change(ctx: Context) -> tuple[dict[str, Any], str]:
     """The FP16 run-config change and the loss-scaling part of its trade-off: training without
     loss scaling (``loss_scaling`` 1) gets the static scale :data:`FP16_LOSS_SCALING` too."""
     change: dict[str, Any] = {"precision": "16.16"}
-    training = str(c.analysis.run_config.get("mode", "training")) == "training"
-    current = float(c.cfg("loss_scaling", 1.0) or 1.0)
+    training = str(ctx.analysis.run_config.get("mode", "training")) == "training"
+    current = float(ctx.cfg("loss_scaling", 1.0) or 1.0)
     if training and current == 1.0:
         change["loss_scaling"] = FP16_LOSS_SCALING
         return change, (
@@ -209,9 +209,9 @@ def fp16_change(c: Context) -> tuple[dict[str, Any], str]:
     return change, "Inference: no loss scaling needed."
 
 
-def layer_order(c: Context) -> tuple[list[str], np.ndarray, np.ndarray]:
+def layer_order(ctx: Context) -> tuple[list[str], np.ndarray, np.ndarray]:
     """Split-point candidates (block names) in forward order with their cycles and memory."""
-    ops = c.analysis.operations
+    ops = ctx.analysis.operations
     fwd = ops[ops["pass"] == "forward"]
     blocks = fwd["layer"].astype(str).map(block_name)
     order = list(dict.fromkeys(blocks))
@@ -230,23 +230,23 @@ def block_name(layer: str) -> str:
     return parts[0]
 
 
-def block_stages(c: Context, names: list[str]) -> np.ndarray:
+def block_stages(ctx: Context, names: list[str]) -> np.ndarray:
     """Pipeline stage of each block (forward ops), in block order."""
-    ops = c.analysis.operations
+    ops = ctx.analysis.operations
     fwd = ops[ops["pass"] == "forward"]
     stage = fwd.groupby(fwd["layer"].astype(str).map(block_name))["stage"].min()
     return stage.reindex(names).fillna(0).to_numpy(np.int64)
 
 
 def shift_split(
-    c: Context, names: list[str], weights: np.ndarray, loads: np.ndarray
+    ctx: Context, names: list[str], weights: np.ndarray, loads: np.ndarray
 ) -> list[str] | None:
     """Move the boundary between the most loaded stage and its lighter neighbour toward the
     loaded stage, by the blocks whose estimated load covers half the difference.
 
     ``weights`` estimate each block's load; they are scaled so a stage's blocks sum to its
     measured ``loads[stage]`` (memory of its IPU, or its cycles)."""
-    stages = block_stages(c, names)
+    stages = block_stages(ctx, names)
     n_st = int(stages.max()) + 1 if stages.size else 0
     if n_st < 2 or loads.size < n_st or len(names) < n_st:
         return None

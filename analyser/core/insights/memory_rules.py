@@ -33,21 +33,21 @@ from analyser.core.units import fmt_bytes, fmt_pct
         "walkthrough step 2)"
     ),
 )
-def use_fp16(c: Context) -> Insight | None:
-    prec = str(c.cfg("precision", ""))
-    if not c.memory_pressure or not prec.startswith("32"):
+def use_fp16(ctx: Context) -> Insight | None:
+    prec = str(ctx.cfg("precision", ""))
+    if not ctx.memory_pressure or not prec.startswith("32"):
         return None
-    w = c.kind_bytes("weight") + c.kind_bytes("activation") + c.kind_bytes("gradient")
-    change, scaling = fp16_change(c)
+    w = ctx.kind_bytes("weight") + ctx.kind_bytes("activation") + ctx.kind_bytes("gradient")
+    change, scaling = fp16_change(ctx)
     ev = memory_evidence(
-        c,
+        ctx,
         f"precision {prec}: weights, activations and gradients hold {fmt_bytes(w)} in FP32.",
         "Memory Report > Variables",
     )
     return Insight(
         "memory.fp16",
         "Use FP16 (weights, activations and partials)",
-        memory_severity(c),
+        memory_severity(ctx),
         "memory",
         "Running the model in FP16 halves the memory of weights, activations and gradients and "
         "doubles the AMP rate of matmuls and convolutions.",
@@ -66,21 +66,21 @@ def use_fp16(c: Context) -> Insight | None:
     change="halve `micro_batch_size`, double `gradient_accumulation`",
     trade_off="smaller, less efficient matmuls",
 )
-def reduce_micro_batch(c: Context) -> Insight | None:
-    mb = int(c.cfg("micro_batch_size", 0) or 0)
-    if not c.memory_pressure or mb < 2:
+def reduce_micro_batch(ctx: Context) -> Insight | None:
+    mb = int(ctx.cfg("micro_batch_size", 0) or 0)
+    if not ctx.memory_pressure or mb < 2:
         return None
-    ga = int(c.cfg("gradient_accumulation", 1) or 1)
-    act = c.kind_bytes("activation") + c.kind_bytes("stash")
+    ga = int(ctx.cfg("gradient_accumulation", 1) or 1)
+    act = ctx.kind_bytes("activation") + ctx.kind_bytes("stash")
     ev = memory_evidence(
-        c,
+        ctx,
         f"micro-batch {mb}: activations and stashes hold {fmt_bytes(act)}.",
         "Liveness Report > peak step",
     )
     return Insight(
         "memory.micro_batch",
         "Reduce the micro-batch size, raise gradient accumulation",
-        memory_severity(c),
+        memory_severity(ctx),
         "memory",
         f"Halving the micro-batch ({mb} to {mb // 2}) halves activation memory; doubling gradient "
         f"accumulation ({ga} to {ga * 2}) keeps the global batch size.",
@@ -100,32 +100,32 @@ def reduce_micro_batch(c: Context) -> Insight | None:
     ),
     trade_off="extra forward cycles",
 )
-def recomputation(c: Context) -> Insight | None:
-    rc = c.cfg("recomputation", "off")
-    if not c.memory_pressure or (rc not in (None, "off", False, "none")):
+def recomputation(ctx: Context) -> Insight | None:
+    rc = ctx.cfg("recomputation", "off")
+    if not ctx.memory_pressure or (rc not in (None, "off", False, "none")):
         return None
-    act = c.kind_bytes("activation") + c.kind_bytes("stash")
+    act = ctx.kind_bytes("activation") + ctx.kind_bytes("stash")
     if act == 0:
         return None
-    if c.pipelined:
+    if ctx.pipelined:
         change: dict[str, Any] = {"recomputation": "pipeline-stages"}
     else:
-        names, _, _ = layer_order(c)
+        names, _, _ = layer_order(ctx)
         k = max(1, int(math.sqrt(len(names))))
         points = names[k - 1 :: k][:-1] or names[:1]
         change = {"recomputation": "checkpoints", "recompute_checkpoints": points}
     ev = memory_evidence(
-        c,
+        ctx,
         f"activations and stashes kept for the backward pass: {fmt_bytes(act)}.",
         "Liveness Report",
     )
     return Insight(
         "memory.recompute",
         "Recompute activations in the backward pass",
-        memory_severity(c),
+        memory_severity(ctx),
         "memory",
         "Recomputation keeps only checkpoint activations and recomputes the rest in the backward "
-        + ("pass of each pipeline stage." if c.pipelined else "pass."),
+        + ("pass of each pipeline stage." if ctx.pipelined else "pass."),
         ev,
         change,
         "Extra forward cycles (up to one more forward pass).",
@@ -143,33 +143,33 @@ def recomputation(c: Context) -> Insight | None:
     change="halve `available_memory_proportion` (min 0.1)",
     trade_off="more serial splits, more cycles",
 )
-def lower_amp(c: Context) -> Insight | None:
-    if not c.memory_pressure:
+def lower_amp(ctx: Context) -> Insight | None:
+    if not ctx.memory_pressure:
         return None
-    ops = c.analysis.operations
+    ops = ctx.analysis.operations
     if not len(ops) or "temp_bytes" not in ops:
         return None
-    ipu = c.fullest_ipu
+    ipu = ctx.fullest_ipu
     on = ops[ops["ipu"] == ipu]
     peak_temp = int(on["temp_bytes"].max()) if len(on) else 0
-    ipu_mem = int(c.analysis.memory.ipu_total()[ipu]) or 1
-    if peak_temp / ipu_mem < c.thresholds.temporary_share:
+    ipu_mem = int(ctx.analysis.memory.ipu_total()[ipu]) or 1
+    if peak_temp / ipu_mem < ctx.thresholds.temporary_share:
         return None
     amp = float(
-        c.cfg("available_memory_proportion", None)
-        or c.analysis.target_config.get("available_memory_proportion", 0.6)
+        ctx.cfg("available_memory_proportion", None)
+        or ctx.analysis.target_config.get("available_memory_proportion", 0.6)
         or 0.6
     )
     new = round(max(0.1, amp / 2), 2)
     worst = on.nlargest(3, "temp_bytes")
     names = ", ".join(f"{n} ({fmt_bytes(b)})" for n, b in zip(worst["name"], worst["temp_bytes"]))
     ev = memory_evidence(
-        c, f"largest temporary memory on IPU {ipu}: {names}.", "Operations > temp memory"
+        ctx, f"largest temporary memory on IPU {ipu}: {names}.", "Operations > temp memory"
     )
     return Insight(
         "memory.available_memory_proportion",
         "Lower the available memory proportion of the ops with the largest temporaries",
-        memory_severity(c),
+        memory_severity(ctx),
         "memory",
         f"Planning matmuls / convolutions with {new} instead of {amp} of tile memory for "
         "temporaries forces more serial splits and lowers their peak.",
@@ -189,22 +189,22 @@ def lower_amp(c: Context) -> Insight | None:
     change='`offload_optimiser_state = "on"`',
     trade_off="remote-buffer streaming at each update",
 )
-def offload_optimiser(c: Context) -> Insight | None:
-    if not c.memory_pressure or c.offloaded:
+def offload_optimiser(ctx: Context) -> Insight | None:
+    if not ctx.memory_pressure or ctx.offloaded:
         return None
-    st = c.kind_bytes("optimiserState")
-    peak = c.analysis.memory.peak_memory_bytes or 1
-    if st / peak < c.thresholds.optimiser_state_share:
+    st = ctx.kind_bytes("optimiserState")
+    peak = ctx.analysis.memory.peak_memory_bytes or 1
+    if st / peak < ctx.thresholds.optimiser_state_share:
         return None
     ev = memory_evidence(
-        c,
+        ctx,
         f"optimiser state on chip: {fmt_bytes(st)} ({fmt_pct(st / peak)} of the memory).",
         "Memory Report > Variables (optimiserState)",
     )
     return Insight(
         "memory.offload",
         "Offload optimiser state to remote buffers",
-        memory_severity(c),
+        memory_severity(ctx),
         "memory",
         "Optimiser state only takes part in the weight update; keeping it in streaming memory "
         "frees its tile memory.",
@@ -225,28 +225,28 @@ def offload_optimiser(c: Context) -> Insight | None:
     change='`schedule = "interleaved"`',
     trade_off="slower when backward > forward",
 )
-def interleaved_schedule(c: Context) -> Insight | None:
-    if not c.memory_pressure or not c.pipelined:
+def interleaved_schedule(ctx: Context) -> Insight | None:
+    if not ctx.memory_pressure or not ctx.pipelined:
         return None
-    if str(c.cfg("schedule", "grouped")).lower() != "grouped":
+    if str(ctx.cfg("schedule", "grouped")).lower() != "grouped":
         return None
     # stashes live on the earlier stages' IPUs: take the IPU where they weigh the most
-    totals = c.analysis.memory.ipu_total()
-    shares = [c.kind_bytes("stash", i) / (int(totals[i]) or 1) for i in range(totals.size)]
+    totals = ctx.analysis.memory.ipu_total()
+    shares = [ctx.kind_bytes("stash", i) / (int(totals[i]) or 1) for i in range(totals.size)]
     ipu = int(np.argmax(shares))
-    st = c.kind_bytes("stash", ipu)
+    st = ctx.kind_bytes("stash", ipu)
     mem = int(totals[ipu]) or 1
-    if st / mem < c.thresholds.stash_share:
+    if st / mem < ctx.thresholds.stash_share:
         return None
     ev = memory_evidence(
-        c,
+        ctx,
         f"pipeline stashes on IPU {ipu}: {fmt_bytes(st)} ({fmt_pct(st / mem)}).",
         "Memory Report > Variables (stash)",
     )
     return Insight(
         "memory.interleaved",
         "Use the interleaved pipeline schedule",
-        memory_severity(c),
+        memory_severity(ctx),
         "memory",
         "Interleaved keeps S-1-s stashed activations on stage s instead of 2(S-1-s) (grouped).",
         ev,
@@ -265,23 +265,23 @@ def interleaved_schedule(c: Context) -> Insight | None:
     change="`replicated_tensor_sharding = true`",
     trade_off="extra collectives",
 )
-def replicated_sharding(c: Context) -> Insight | None:
-    reps = int(c.cfg("replication_factor", 1) or 1)
-    if not c.memory_pressure or reps < 2 or c.cfg("replicated_tensor_sharding", False):
+def replicated_sharding(ctx: Context) -> Insight | None:
+    reps = int(ctx.cfg("replication_factor", 1) or 1)
+    if not ctx.memory_pressure or reps < 2 or ctx.cfg("replicated_tensor_sharding", False):
         return None
-    st = c.kind_bytes("optimiserState")
-    peak = c.analysis.memory.peak_memory_bytes or 1
-    if st / peak < c.thresholds.optimiser_state_share:
+    st = ctx.kind_bytes("optimiserState")
+    peak = ctx.analysis.memory.peak_memory_bytes or 1
+    if st / peak < ctx.thresholds.optimiser_state_share:
         return None
     ev = memory_evidence(
-        c,
+        ctx,
         f"optimiser state: {fmt_bytes(st)} per replica, {reps} replicas.",
         "Memory Report > Variables",
     )
     return Insight(
         "memory.rts",
         "Shard optimiser state across replicas",
-        memory_severity(c),
+        memory_severity(ctx),
         "memory",
         f"Replicated tensor sharding keeps 1/{reps} of the optimiser state on each replica.",
         ev,
@@ -304,27 +304,31 @@ def replicated_sharding(c: Context) -> Insight | None:
     ),
     trade_off="may unbalance stage cycles",
 )
-def move_split_memory(c: Context) -> Insight | None:
-    if not c.memory_pressure or not c.pipelined:
+def move_split_memory(ctx: Context) -> Insight | None:
+    if not ctx.memory_pressure or not ctx.pipelined:
         return None
-    tot = c.analysis.memory.ipu_total().astype(float)
-    if tot.size < 2 or tot.min() <= 0 or tot.max() / tot.min() < c.thresholds.ipu_memory_imbalance:
+    tot = ctx.analysis.memory.ipu_total().astype(float)
+    if (
+        tot.size < 2
+        or tot.min() <= 0
+        or tot.max() / tot.min() < ctx.thresholds.ipu_memory_imbalance
+    ):
         return None
-    names, _, mem = layer_order(c)
-    stage_ipu = c.analysis.operations.groupby("stage")["ipu"].min().sort_index().to_numpy()
-    splits = shift_split(c, names, mem, tot[stage_ipu]) if stage_ipu.size else None
-    current = c.cfg("split_points", [])
+    names, _, mem = layer_order(ctx)
+    stage_ipu = ctx.analysis.operations.groupby("stage")["ipu"].min().sort_index().to_numpy()
+    splits = shift_split(ctx, names, mem, tot[stage_ipu]) if stage_ipu.size else None
+    current = ctx.cfg("split_points", [])
     if not splits or splits == list(current or []):
         return None
     ev = memory_evidence(
-        c,
+        ctx,
         "memory per IPU: " + ", ".join(f"IPU {i}: {fmt_bytes(v)}" for i, v in enumerate(tot)) + ".",
         "Summary > Memory",
     )
     return Insight(
         "memory.move_split",
         "Move the pipeline split away from the fullest IPU",
-        memory_severity(c),
+        memory_severity(ctx),
         "memory",
         f"Splitting at {', '.join(splits)} (now {', '.join(map(str, current or [])) or '-'}) "
         "balances the memory of the stages.",
@@ -342,23 +346,23 @@ def move_split_memory(c: Context) -> Insight | None:
     change='`optimiser = "sgd-momentum"`',
     trade_off="convergence, retuning",
 )
-def lighter_optimiser(c: Context) -> Insight | None:
-    opt = str(c.cfg("optimiser", "")).lower()
-    if not c.memory_pressure or not any(k in opt for k in ("adam", "lamb")):
+def lighter_optimiser(ctx: Context) -> Insight | None:
+    opt = str(ctx.cfg("optimiser", "")).lower()
+    if not ctx.memory_pressure or not any(k in opt for k in ("adam", "lamb")):
         return None
-    st = c.kind_bytes("optimiserState") + c.kind_remote_bytes("optimiserState")
-    peak = c.analysis.memory.peak_memory_bytes or 1
-    if c.kind_bytes("optimiserState") / peak < c.thresholds.optimiser_state_share:
+    st = ctx.kind_bytes("optimiserState") + ctx.kind_remote_bytes("optimiserState")
+    peak = ctx.analysis.memory.peak_memory_bytes or 1
+    if ctx.kind_bytes("optimiserState") / peak < ctx.thresholds.optimiser_state_share:
         return None
     ev = memory_evidence(
-        c,
+        ctx,
         f"{opt} keeps two moments per weight: {fmt_bytes(st)} of state.",
         "Memory Report > Variables (optimiserState)",
     )
     return Insight(
         "memory.optimiser",
         "Use an optimiser with less state (SGD with momentum)",
-        memory_severity(c),
+        memory_severity(ctx),
         "memory",
         "SGD with momentum keeps one buffer per weight instead of two.",
         ev,
@@ -375,23 +379,23 @@ def lighter_optimiser(c: Context) -> Insight | None:
     change=("`outlining = true` when it is off, else advice only (reuse identical subgraphs)"),
     trade_off="call overhead",
 )
-def outlining(c: Context) -> Insight | None:
-    if not c.memory_pressure:
+def outlining(ctx: Context) -> Insight | None:
+    if not ctx.memory_pressure:
         return None
-    m = c.analysis.memory
+    m = ctx.analysis.memory
     code = m.code_bytes
-    if code / (m.peak_memory_bytes or 1) < c.thresholds.code_share:
+    if code / (m.peak_memory_bytes or 1) < ctx.thresholds.code_share:
         return None
     ev = memory_evidence(
-        c,
+        ctx,
         f"code takes {fmt_bytes(code)} ({fmt_pct(code / m.peak_memory_bytes)} of the memory).",
         "Memory Report > by category (vertexCode, controlCode...)",
     )
-    off = c.has("outlining") and not c.cfg("outlining", True)
+    off = ctx.has("outlining") and not ctx.cfg("outlining", True)
     return Insight(
         "memory.outlining",
         "Reuse identical subgraphs (outlining)",
-        memory_severity(c),
+        memory_severity(ctx),
         "memory",
         "Code dominates: outlining identical subgraphs shares their code between calls."
         + (

@@ -41,19 +41,19 @@ _D = {n: i for i, n in enumerate(schema.DESTINATIONS)}
     change='`offload_optimiser_state = "off"` (the effect confirms it still fits)',
     trade_off="more tile memory",
 )
-def disable_offload(c: Context) -> Insight | None:
-    ex = c.analysis.execution
-    if ex is None or not c.offloaded:
+def disable_offload(ctx: Context) -> Insight | None:
+    ex = ctx.analysis.execution
+    if ex is None or not ctx.offloaded:
         return None
     rb = (ex.mid_rx_cycles_by_dest + ex.mid_tx_cycles_by_dest)[:, _D["remoteBuffer"]]
     i = int(np.argmax(rb))
     share = float(rb[i]) / float(ex.total_cycles or 1)
-    if share < c.thresholds.offload_share:
+    if share < ctx.thresholds.offload_share:
         return None
     # Would the state fit back on chip? Spread evenly over an IPU's tiles (the way the engine
     # maps weights), it adds remote bytes / tiles to every tile, the fullest included.
-    m = c.analysis.memory
-    v = c.analysis.variables
+    m = ctx.analysis.memory
+    v = ctx.analysis.variables
     remote = (
         v.groupby("ipu")["remote_bytes"].sum().reindex(range(m.num_ipus)).fillna(0).to_numpy(float)
     )
@@ -83,7 +83,7 @@ def disable_offload(c: Context) -> Insight | None:
                     "Execution Trace > StreamCopyMid (remoteBuffer)",
                 ),
                 Evidence(
-                    f"remote-buffer bytes: {fmt_bytes(c.analysis.memory.remote_bytes)}.",
+                    f"remote-buffer bytes: {fmt_bytes(ctx.analysis.memory.remote_bytes)}.",
                     "Summary > Memory",
                 ),
             ],
@@ -112,15 +112,15 @@ def disable_offload(c: Context) -> Insight | None:
         ),
     ),
 )
-def raise_ga(c: Context) -> Insight | None:
-    ex = c.analysis.execution
+def raise_ga(ctx: Context) -> Insight | None:
+    ex = ctx.analysis.execution
     if ex is None:
         return None
-    ga = int(c.cfg("gradient_accumulation", 1) or 1)
+    ga = int(ctx.cfg("gradient_accumulation", 1) or 1)
     ps = ex.phase_share()
-    ramp = ps["rampUp"] + ps["rampDown"] if c.pipelined else 0.0
+    ramp = ps["rampUp"] + ps["rampDown"] if ctx.pipelined else 0.0
     wu = ps["weightUpdate"]
-    reps = int(c.cfg("replication_factor", 1) or 1)
+    reps = int(ctx.cfg("replication_factor", 1) or 1)
     ge = schema.PROGRAM_TYPES.index("GlobalExchange")
     wu_i = schema.PHASES.index("weightUpdate")
     ar = (
@@ -129,22 +129,22 @@ def raise_ga(c: Context) -> Insight | None:
         else 0.0
     )
     ev = []
-    if ramp >= c.thresholds.ramp_share:
+    if ramp >= ctx.thresholds.ramp_share:
         ev.append(
             Evidence(
                 f"pipeline ramp-up + ramp-down take {fmt_pct(ramp)} of the run "
-                f"(2(S-1)/(G+S-1) with S={c.n_stages}, G={ga}).",
+                f"(2(S-1)/(G+S-1) with S={ctx.n_stages}, G={ga}).",
                 "Pipeline view",
             )
         )
-    if wu >= c.thresholds.weight_update_share:
+    if wu >= ctx.thresholds.weight_update_share:
         ev.append(
             Evidence(
                 f"the weight update takes {fmt_pct(wu)} of the run.",
                 "Pipeline view > weight update",
             )
         )
-    if ar >= c.thresholds.allreduce_share:
+    if ar >= ctx.thresholds.allreduce_share:
         ev.append(
             Evidence(
                 f"the replica all-reduce takes {fmt_pct(ar)} of the run.",
@@ -155,7 +155,7 @@ def raise_ga(c: Context) -> Insight | None:
         return None
     iid = (
         "throughput.allreduce"
-        if ar >= c.thresholds.allreduce_share and len(ev) == 1
+        if ar >= ctx.thresholds.allreduce_share and len(ev) == 1
         else "throughput.gradient_accumulation"
     )
     new = ga * 2
@@ -188,15 +188,15 @@ def raise_ga(c: Context) -> Insight | None:
     change="`device_iterations` x 4",
     trade_off="larger transfers per call",
 )
-def raise_device_iterations(c: Context) -> Insight | None:
-    ex = c.analysis.execution
+def raise_device_iterations(ctx: Context) -> Insight | None:
+    ex = ctx.analysis.execution
     if ex is None:
         return None
-    di = int(c.cfg("device_iterations", 1) or 1)
+    di = int(ctx.cfg("device_iterations", 1) or 1)
     # Device iterations amortise what is paid once per host call: the fixed round-trip overhead
     # (and, for inference pipelines, the fill and flush). Host preparation scales with the
     # samples of the call, so it is the loader's business (async loader / 8-bit input), not DI's.
-    overhead = c.cfg("host_call_overhead_us")
+    overhead = ctx.cfg("host_call_overhead_us")
     if overhead is not None and ex.total_cycles:
         per_call = float(overhead) * 1e-6 * ex.clock_hz
         share = ex.host_round_trips * per_call / (ex.host_inclusive_cycles or ex.total_cycles)
@@ -207,11 +207,11 @@ def raise_device_iterations(c: Context) -> Insight | None:
     else:  # a profile without the host model's parameters: the measured host-only time
         share = ex.phase_share()["host"]
         how = f"host phase {fmt_pct(share)} of the run"
-    inference_pipeline = c.pipelined and c.analysis.run_config.get("mode") == "inference"
+    inference_pipeline = ctx.pipelined and ctx.analysis.run_config.get("mode") == "inference"
     if inference_pipeline:
-        share += ex.ramp_share * c.device_share
+        share += ex.ramp_share * ctx.device_share
         how += f"; pipeline fill + flush once per call: {fmt_pct(ex.ramp_share)}"
-    if share < c.thresholds.host_call_share:
+    if share < ctx.thresholds.host_call_share:
         return None
     return addressing(
         share * 3 / 4,
@@ -235,8 +235,8 @@ def raise_device_iterations(c: Context) -> Insight | None:
     )
 
 
-def _input_info(c: Context) -> tuple[str, str] | None:
-    v = c.analysis.variables
+def _input_info(ctx: Context) -> tuple[str, str] | None:
+    v = ctx.analysis.variables
     inp = v[v["kind"] == "input"]
     if not len(inp):
         return None
@@ -244,7 +244,7 @@ def _input_info(c: Context) -> tuple[str, str] | None:
     return str(row["dtype"]), str(row["shape"])
 
 
-def _image_like(c: Context, shape: str) -> bool:
+def _image_like(ctx: Context, shape: str) -> bool:
     """Rank >= 3 per sample, or (flattened) channels x size x size elements of an image model."""
     try:
         dims = [int(d) for d in shape.split("x") if d]
@@ -252,7 +252,10 @@ def _image_like(c: Context, shape: str) -> bool:
         return False
     if len(dims) >= 4 or (len(dims) == 3 and dims[0] in (1, 3, 4)):
         return True
-    size, ch = c.analysis.run_config.get("image_size"), c.analysis.run_config.get("image_channels")
+    size, ch = (
+        ctx.analysis.run_config.get("image_size"),
+        ctx.analysis.run_config.get("image_channels"),
+    )
     if not size or not ch or not dims:
         return False
     per_sample = dims[-1] if len(dims) >= 2 else dims[0]
@@ -272,15 +275,15 @@ def _image_like(c: Context, shape: str) -> bool:
     change="`eight_bit_input = true`",
     trade_off="cast/normalise on the IPU",
 )
-def eight_bit_input(c: Context) -> Insight | None:
-    ex = c.analysis.execution
-    if ex is None or c.cfg("eight_bit_input", False):
+def eight_bit_input(ctx: Context) -> Insight | None:
+    ex = ctx.analysis.execution
+    if ex is None or ctx.cfg("eight_bit_input", False):
         return None
-    info = _input_info(c)
+    info = _input_info(ctx)
     if info is None:
         return None
     dtype, shape = info
-    if not _image_like(c, shape) or dtype not in ("float16", "float32"):
+    if not _image_like(ctx, shape) or dtype not in ("float16", "float32"):
         return None
     rx = ex.mid_rx_cycles_by_dest[:, _D["host"]]
     i = int(np.argmax(rx))
@@ -288,8 +291,8 @@ def eight_bit_input(c: Context) -> Insight | None:
     # The host casts and normalises FP input unless it arrives as uint8: an input-bound run
     # (graded like XProf) also gains from moving that work onto the IPU.
     wait = ex.host_wait_share
-    input_bound = wait >= c.thresholds.host_wait_moderate
-    if share < c.thresholds.input_stream_share and not input_bound:
+    input_bound = wait >= ctx.thresholds.host_wait_moderate
+    if share < ctx.thresholds.input_stream_share and not input_bound:
         return None
     ev = [
         Evidence(
@@ -310,7 +313,7 @@ def eight_bit_input(c: Context) -> Insight | None:
         )
         # The cast + normalise part of the loader's wait (host model: the transforms that move
         # to the IPU with 8-bit input, or the flat per-element cost beside the per-sample one).
-        ns, us = c.cfg("host_normalise_ns_per_element"), c.cfg("host_preprocess_us_per_sample")
+        ns, us = ctx.cfg("host_normalise_ns_per_element"), ctx.cfg("host_preprocess_us_per_sample")
         dims = [int(d) for d in shape.split("x") if d.isdigit()]
         steps = ex.host_model.get("transforms") or []
         movable = sum(
@@ -319,7 +322,7 @@ def eight_bit_input(c: Context) -> Insight | None:
         total_us = float(ex.host_model.get("per_sample_us") or 0.0)
         if movable > 0 and total_us > 0:
             frac = movable / total_us
-            cast_share = c.loader_wait()[1] * frac
+            cast_share = ctx.loader_wait()[1] * frac
             names = ", ".join(
                 f"{t['transform']} {float(t['us']):,.1f} µs"
                 for t in steps
@@ -336,7 +339,7 @@ def eight_bit_input(c: Context) -> Insight | None:
         elif ns is not None and us is not None and len(dims) >= 2:
             cast = float(np.prod(dims[1:])) * float(ns) * 1e-3  # µs per sample
             frac = cast / (cast + float(us)) if cast + float(us) > 0 else 0.0
-            cast_share = c.loader_wait()[1] * frac
+            cast_share = ctx.loader_wait()[1] * frac
             ev.append(
                 Evidence(
                     f"cast + normalise is {fmt_pct(frac)} of the host's preparation per sample "
@@ -345,13 +348,13 @@ def eight_bit_input(c: Context) -> Insight | None:
                     "Summary > run configuration (host model)",
                 )
             )
-    big = share >= c.thresholds.input_stream_share
+    big = share >= ctx.thresholds.input_stream_share
     return addressing(
-        share / 2 * c.device_share + cast_share,
+        share / 2 * ctx.device_share + cast_share,
         Insight(
             "throughput.8bit_input",
             "Transfer input as 8-bit and normalise on the IPU",
-            "warning" if big or wait >= c.thresholds.host_wait_high else "info",
+            "warning" if big or wait >= ctx.thresholds.host_wait_high else "info",
             "throughput",
             f"uint8 images halve the input bytes against FP16 ({dtype} now"
             + (f", {fmt_pct(share)} of the run in input StreamCopy" if big else "")
@@ -399,18 +402,18 @@ def _workers_to_hide(ex, workers: int) -> int | None:
         ),
     ),
 )
-def async_loader(c: Context) -> Insight | None:
-    ex = c.analysis.execution
+def async_loader(ctx: Context) -> Insight | None:
+    ex = ctx.analysis.execution
     if ex is None:
         return None
     # The wait the loader can hide: host wait minus the fixed round-trip overhead of the calls
     # (that part is device_iterations' business).
-    i, share, fixed = c.loader_wait()
-    if share < c.thresholds.host_wait_moderate:
+    i, share, fixed = ctx.loader_wait()
+    if share < ctx.thresholds.host_wait_moderate:
         return None
-    mode = str(c.cfg("loader_mode", "sync")).lower()
-    workers = int(c.cfg("loader_workers", 0) or 0)
-    high = share >= c.thresholds.host_wait_high
+    mode = str(ctx.cfg("loader_mode", "sync")).lower()
+    workers = int(ctx.cfg("loader_workers", 0) or 0)
+    high = share >= ctx.thresholds.host_wait_high
     # Preparation in the main process: an async loader overlaps it with the device. Already
     # overlapped (async, or worker processes): more processes prepare the call sooner.
     in_main = mode == "sync" and workers == 0
@@ -440,7 +443,7 @@ def async_loader(c: Context) -> Insight | None:
             "throughput",
             f"The run is {'highly' if high else 'moderately'} input-bound: IPU {i} waits for the "
             f"host {fmt_pct(share)} of the time (graded moderate from "
-            f"{fmt_pct(c.thresholds.host_wait_moderate, 0)}, high from {fmt_pct(c.thresholds.host_wait_high, 0)}).",
+            f"{fmt_pct(ctx.thresholds.host_wait_moderate, 0)}, high from {fmt_pct(ctx.thresholds.host_wait_high, 0)}).",
             [
                 Evidence(
                     f"IPU {i} waits for the host {fmt_int(ex.host_wait_cycles[i])} cycles at "
@@ -477,16 +480,16 @@ def async_loader(c: Context) -> Insight | None:
     ),
     trade_off="moves memory between IPUs",
 )
-def rebalance_stages(c: Context) -> Insight | None:
-    ex = c.analysis.execution
-    if ex is None or not c.pipelined or ex.stage_cycles.size < 2:
+def rebalance_stages(ctx: Context) -> Insight | None:
+    ex = ctx.analysis.execution
+    if ex is None or not ctx.pipelined or ex.stage_cycles.size < 2:
         return None
     imb = ex.stage_imbalance
-    if imb < c.thresholds.stage_imbalance:
+    if imb < ctx.thresholds.stage_imbalance:
         return None
-    names, cyc, mem = layer_order(c)
-    splits = shift_split(c, names, cyc, ex.stage_cycles.astype(float))
-    current = list(c.cfg("split_points", []) or [])
+    names, cyc, mem = layer_order(ctx)
+    splits = shift_split(ctx, names, cyc, ex.stage_cycles.astype(float))
+    current = list(ctx.cfg("split_points", []) or [])
     change = {"split_points": splits} if splits and splits != current else {}
     load = ", ".join(f"stage {s}: {fmt_int(v)}" for s, v in enumerate(ex.stage_cycles))
     ev = [Evidence(f"busy cycles per stage: {load}.", "Pipeline view > stage load")]
@@ -496,10 +499,10 @@ def rebalance_stages(c: Context) -> Insight | None:
     if change:
         idx = np.array(sorted(names.index(sp) for sp in splits if sp in names))
         new_stage = np.searchsorted(idx, np.arange(len(names)), side="right")
-        moved = new_stage != block_stages(c, names)
-        ops = c.analysis.operations
+        moved = new_stage != block_stages(ctx, names)
+        ops = ctx.analysis.operations
         stage_ipu = ops.groupby("stage")["ipu"].first()
-        m = c.analysis.memory
+        m = ctx.analysis.memory
         for s in np.unique(new_stage[moved]):
             ipu = int(stage_ipu.get(int(s), int(s) % m.num_ipus))
             est = float(m.tile_used[ipu].max()) + float(mem[moved & (new_stage == s)].sum()) / max(
@@ -547,19 +550,19 @@ def rebalance_stages(c: Context) -> Insight | None:
     ),
     trade_off="tiles no longer compute",
 )
-def io_tiles(c: Context) -> Insight | None:
-    ex = c.analysis.execution
-    if ex is None or int(c.cfg("io_tiles", 0) or 0) > 0 or not c.has("io_tiles"):
+def io_tiles(ctx: Context) -> Insight | None:
+    ex = ctx.analysis.execution
+    if ex is None or int(ctx.cfg("io_tiles", 0) or 0) > 0 or not ctx.has("io_tiles"):
         return None
     mid = ex.mid_rx_cycles_by_dest[:, _D["host"]] + ex.mid_tx_cycles_by_dest[:, _D["host"]]
     i = int(np.argmax(mid))
     share = float(mid[i]) / float(ex.total_cycles or 1)
-    if share < c.thresholds.io_stream_share:
+    if share < ctx.thresholds.io_stream_share:
         return None
-    mb = int(c.cfg("micro_batch_size", 1) or 1)
+    mb = int(ctx.cfg("micro_batch_size", 1) or 1)
     samples = ex.samples or 1
     mb_bytes = float(ex.streamcopy_rx_bytes.sum()) / samples * mb
-    sram = c.analysis.memory.sram_per_tile
+    sram = ctx.analysis.memory.sram_per_tile
     n = max(1.0, 1.05 * mb_bytes / sram)
     n_io = int(2 ** math.ceil(math.log2(n)))
     return addressing(
@@ -594,14 +597,14 @@ def io_tiles(c: Context) -> Insight | None:
     change="`prefetch_depth = 3`",
     trade_off="stream buffer memory",
 )
-def prefetch_depth(c: Context) -> Insight | None:
-    ex = c.analysis.execution
-    if ex is None or not c.has("prefetch_depth"):
+def prefetch_depth(ctx: Context) -> Insight | None:
+    ex = ctx.analysis.execution
+    if ex is None or not ctx.has("prefetch_depth"):
         return None
-    depth = int(c.cfg("prefetch_depth", 1) or 1)
-    want = int(c.thresholds.prefetch_depth)
-    i, share, _ = c.loader_wait()
-    if depth >= want or share < c.thresholds.host_wait_moderate:
+    depth = int(ctx.cfg("prefetch_depth", 1) or 1)
+    want = int(ctx.thresholds.prefetch_depth)
+    i, share, _ = ctx.loader_wait()
+    if depth >= want or share < ctx.thresholds.host_wait_moderate:
         return None
     # A deeper prefetch hides the host's latency to service each stream copy (host model:
     # host_stream_latency_us per StreamCopyBegin), not the loader's preparation time.
@@ -612,7 +615,7 @@ def prefetch_depth(c: Context) -> Insight | None:
         )
     ]
     hides = share
-    lat = c.cfg("host_stream_latency_us")
+    lat = ctx.cfg("host_stream_latency_us")
     if lat is not None and ex.total_cycles:
         scb = schema.PROGRAM_TYPES.index("StreamCopyBegin")
         n = int(ex.count_by_type[i, scb])
@@ -652,11 +655,11 @@ def prefetch_depth(c: Context) -> Insight | None:
     change="none (tile mapping)",
     trade_off="-",
 )
-def tile_imbalance(c: Context) -> Insight | None:
-    ex = c.analysis.execution
+def tile_imbalance(ctx: Context) -> Insight | None:
+    ex = ctx.analysis.execution
     if ex is None:
         return None
-    nodes = c.analysis.src.table("/programs/nodes", ["name", "type", "tile_balance", "ipu"])
+    nodes = ctx.analysis.src.table("/programs/nodes", ["name", "type", "tile_balance", "ipu"])
     ote = schema.PROGRAM_TYPES.index("OnTileExecute")
     is_ote = nodes["type"].to_numpy() == ote
     pc = ex.program_cycles.astype(float)
@@ -664,8 +667,8 @@ def tile_imbalance(c: Context) -> Insight | None:
     bal = nodes["tile_balance"].to_numpy(float)
     bad = (
         is_ote
-        & (pc / total >= c.thresholds.heavy_compute_share)
-        & (bal < c.thresholds.tile_balance)
+        & (pc / total >= ctx.thresholds.heavy_compute_share)
+        & (bal < ctx.thresholds.tile_balance)
     )
     if not bad.any():
         return None
@@ -684,7 +687,7 @@ def tile_imbalance(c: Context) -> Insight | None:
             "warning" if share >= 0.1 else "info",
             "throughput",
             f"{int(bad.sum())} heavy compute sets ({fmt_pct(share)} of compute cycles) have tile "
-            f"balance below {c.thresholds.tile_balance}; a better tile mapping spreads them.",
+            f"balance below {ctx.thresholds.tile_balance}; a better tile mapping spreads them.",
             [Evidence(names, "Execution Trace > BSP view / Program Tree")],
             {},
             "Tile mapping is a graph-construction change (no run option).",
@@ -706,25 +709,25 @@ _REARRANGE = re.compile(r"prearrange|rearrange|transpose", re.IGNORECASE)
     change="none (layout)",
     trade_off="-",
 )
-def rearrangements(c: Context) -> Insight | None:
-    ex = c.analysis.execution
+def rearrangements(ctx: Context) -> Insight | None:
+    ex = ctx.analysis.execution
     if ex is None:
         return None
-    nodes = c.analysis.src.table("/programs/nodes", ["name", "op"])
+    nodes = ctx.analysis.src.table("/programs/nodes", ["name", "op"])
     names = nodes["name"].astype(str)
     rearr = names.str.contains(_REARRANGE).to_numpy()
     if not rearr.any():
         return None
     op = nodes["op"].to_numpy().astype(np.int64)
     pc = ex.program_cycles.astype(float)
-    n_ops = len(c.analysis.operations)
+    n_ops = len(ctx.analysis.operations)
     ok = op >= 0
     r = np.bincount(op[ok & rearr], pc[ok & rearr], n_ops)
     o = np.bincount(op[ok & ~rearr], pc[ok & ~rearr], n_ops)
-    bad = (r > c.thresholds.prearrange_ratio * o) & (r > 0)
+    bad = (r > ctx.thresholds.prearrange_ratio * o) & (r > 0)
     if not bad.any():
         return None
-    ops = c.analysis.operations
+    ops = ctx.analysis.operations
     idx = np.flatnonzero(bad)
     idx = idx[np.argsort(-r[idx])][:5]
     ev = "; ".join(
@@ -755,20 +758,20 @@ def rearrangements(c: Context) -> Insight | None:
     change=('`precision = "16.16"`, plus `loss_scaling = 128` when training with `loss_scaling` 1'),
     trade_off="loss scaling (as `memory.fp16`)",
 )
-def fp16_for_speed(c: Context) -> Insight | None:
-    ex = c.analysis.execution
-    prec = str(c.cfg("precision", ""))
-    if ex is None or not prec.startswith("32") or not c.analysis.memory.fits:
+def fp16_for_speed(ctx: Context) -> Insight | None:
+    ex = ctx.analysis.execution
+    prec = str(ctx.cfg("precision", ""))
+    if ex is None or not prec.startswith("32") or not ctx.analysis.memory.fits:
         return None
-    ops = c.analysis.operations
+    ops = ctx.analysis.operations
     mm = ops["type"].astype(str).str.contains("matmul|conv", case=False, regex=True)
     total = float(ops["total_cycles"].sum()) or 1.0
     share = float(ops.loc[mm, "total_cycles"].sum()) / total
-    if share < c.thresholds.fp32_matmul_share:
+    if share < ctx.thresholds.fp32_matmul_share:
         return None
-    change, scaling = fp16_change(c)
+    change, scaling = fp16_change(ctx)
     return addressing(
-        share * 3 / 4 * compute_share(c),
+        share * 3 / 4 * compute_share(ctx),
         Insight(
             "throughput.fp16",
             "Use FP16 for speed",
