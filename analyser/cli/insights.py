@@ -40,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from analyser.cli._common import console, open_analysis, progress_bar
     from analyser.cli.errors import CliError
     from analyser.core.insights import Thresholds, find_insights
+    from analyser.core.insights.model import SHOWN_EFFECTS
     from analyser.core.quantities import QUANTITIES
     from analyser.core.units import fmt_bytes, fmt_delta_pct, fmt_pct
 
@@ -155,13 +156,7 @@ def run(args: argparse.Namespace) -> int:
             if eff is not None and eff.after:
                 now = "now (re-simulated)" if eff.baseline == "resimulated" else "now"
                 tab = Table("predicted effect", now, "after", "change", box=None, padding=(0, 2))
-                for key in (
-                    "peak_memory_bytes",
-                    "oom_tiles",
-                    "total_cycles",
-                    "cycles_per_sample",
-                    "throughput_samples_per_s",
-                ):
+                for key in SHOWN_EFFECTS:
                     q = QUANTITIES[key]
                     b, c = eff.before.get(key), eff.after.get(key)
                     tab.add_row(f"  {q.short}", q.format(b), q.format(c), fmt_delta_pct(b, c))

@@ -64,60 +64,47 @@ class Quantity:
             object.__setattr__(self, "short", self.label)
 
 
-def _q(*args: Any, **kw: Any) -> tuple[str, Quantity]:
-    q = Quantity(*args, **kw)
-    return q.key, q
+#: The GUI's titles where they are not the capitalised label.
+TITLES = {
+    "max_tile_memory_bytes": "Largest tile",
+    "oom_tiles": "Out-of-memory tiles",
+    "remote_buffer_bytes": "Remote buffers (streaming memory)",
+    "host_round_trips": "Host round trips",
+    "compute_share": "Compute (OnTileExecute) share",
+    "tile_balance": "Tile balance (compute)",
+}
+#: Shorter labels where space is tight.
+SHORT = {"throughput_samples_per_s": "samples/s"}
 
-
-QUANTITIES: dict[str, Quantity] = dict(
-    (
-        _q("peak_memory_bytes", "peak memory", "bytes", "lower"),
-        _q("max_tile_memory_bytes", "fullest tile", "bytes", "lower", title="Largest tile"),
-        _q("memory_share_used", "share of memory used", "share", "lower"),
-        _q("oom_tiles", "OOM tiles", "int", "lower", title="Out-of-memory tiles"),
-        _q("always_live_bytes", "always-live", "bytes", "lower"),
-        _q("not_always_live_peak_bytes", "not-always-live peak", "bytes", "lower"),
-        _q(
-            "remote_buffer_bytes",
-            "remote-buffer bytes",
-            "bytes",
-            None,
-            title="Remote buffers (streaming memory)",
-        ),
-        _q("code_bytes", "code", "bytes", "lower"),
-        _q("total_cycles", "total cycles", "int", "lower"),
-        _q("device_cycles", "device cycles", "int", "lower"),
-        _q("cycles_per_sample", "cycles per sample", "float", "lower"),
-        _q(
-            "throughput_samples_per_s",
-            "throughput (samples/s)",
-            "float",
-            "higher",
-            short="samples/s",
-        ),
-        _q("samples", "samples", "int", None),
-        _q("host_seconds", "host time not hidden", "seconds", "lower"),
-        _q(
-            "host_round_trips",
-            "host calls (in the profile)",
-            "int",
-            "lower",
-            title="Host round trips",
-        ),
-        _q(
-            "compute_share",
-            "OnTileExecute share",
-            "share",
-            "higher",
-            title="Compute (OnTileExecute) share",
-        ),
-        _q("host_wait_share", "host wait (StreamCopyBegin) share", "share", "lower"),
-        _q("ramp_share", "ramp-up + ramp-down share", "share", "lower"),
-        _q("tile_balance", "tile balance", "share", "higher", title="Tile balance (compute)"),
-        _q("streamcopy_rx_bytes", "StreamCopy received", "bytes", None),
-        _q("streamcopy_tx_bytes", "StreamCopy sent", "bytes", None),
-    )
+#: key, label, kind, which way is better
+_TABLE = (
+    ("peak_memory_bytes", "peak memory", "bytes", "lower"),
+    ("max_tile_memory_bytes", "fullest tile", "bytes", "lower"),
+    ("memory_share_used", "share of memory used", "share", "lower"),
+    ("oom_tiles", "OOM tiles", "int", "lower"),
+    ("always_live_bytes", "always-live", "bytes", "lower"),
+    ("not_always_live_peak_bytes", "not-always-live peak", "bytes", "lower"),
+    ("remote_buffer_bytes", "remote-buffer bytes", "bytes", None),
+    ("code_bytes", "code", "bytes", "lower"),
+    ("total_cycles", "total cycles", "int", "lower"),
+    ("device_cycles", "device cycles", "int", "lower"),
+    ("cycles_per_sample", "cycles per sample", "float", "lower"),
+    ("throughput_samples_per_s", "throughput (samples/s)", "float", "higher"),
+    ("samples", "samples", "int", None),
+    ("host_seconds", "host time not hidden", "seconds", "lower"),
+    ("host_round_trips", "host calls (in the profile)", "int", "lower"),
+    ("compute_share", "OnTileExecute share", "share", "higher"),
+    ("host_wait_share", "host wait (StreamCopyBegin) share", "share", "lower"),
+    ("ramp_share", "ramp-up + ramp-down share", "share", "lower"),
+    ("tile_balance", "tile balance", "share", "higher"),
+    ("streamcopy_rx_bytes", "StreamCopy received", "bytes", None),
+    ("streamcopy_tx_bytes", "StreamCopy sent", "bytes", None),
 )
+
+QUANTITIES: dict[str, Quantity] = {
+    key: Quantity(key, label, kind, better, TITLES.get(key, ""), SHORT.get(key, ""))
+    for key, label, kind, better in _TABLE
+}
 
 
 def quantity(key: str) -> Quantity:

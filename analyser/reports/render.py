@@ -9,22 +9,14 @@ from importlib import resources
 from typing import Any
 
 from analyser.core.comparison import METRICS, fmt_value
+from analyser.core.insights.model import SHOWN_EFFECTS
 from analyser.core.quantities import QUANTITIES
 from analyser.core.units import fmt_bytes, fmt_delta_pct, fmt_int, fmt_pct
 from analyser.literal import markdown as lit
 from analyser.literal import one_line, terminal
 
 #: (key, label, kind) of the predicted-effect rows (analyser.core.quantities).
-EFFECT_ROWS = tuple(
-    (k, QUANTITIES[k].label, QUANTITIES[k].kind)
-    for k in (
-        "peak_memory_bytes",
-        "oom_tiles",
-        "total_cycles",
-        "cycles_per_sample",
-        "throughput_samples_per_s",
-    )
-)
+EFFECT_ROWS = tuple((k, QUANTITIES[k].label, QUANTITIES[k].kind) for k in SHOWN_EFFECTS)
 
 
 def _template() -> str:

@@ -14,6 +14,8 @@ EFFECT_KEYS: tuple[str, ...] = (
     "cycles_per_sample",
     "throughput_samples_per_s",
 )
+#: The effects the text outputs list (the CLI's and the reports' effect tables).
+SHOWN_EFFECTS: tuple[str, ...] = tuple(k for k in EFFECT_KEYS if k != "max_tile_memory_bytes")
 
 SEVERITIES = ("critical", "warning", "info")
 

@@ -152,15 +152,7 @@ def current_engine_version() -> str:
 
 
 _LABELS: dict[str, tuple[str, Callable[[Any], str]]] = {
-    k: (QUANTITIES[k].short, QUANTITIES[k].format)
-    for k in (
-        "peak_memory_bytes",
-        "max_tile_memory_bytes",
-        "oom_tiles",
-        "total_cycles",
-        "cycles_per_sample",
-        "throughput_samples_per_s",
-    )
+    k: (QUANTITIES[k].short, QUANTITIES[k].format) for k in EFFECT_KEYS
 }
 
 
