@@ -14,6 +14,18 @@ def open_analysis(path: str | os.PathLike[str]):
     return Analysis.open(path)
 
 
+def add_output_arguments(parser) -> None:
+    """``-o/--output OUT`` and ``--force`` of the sub-commands that write a file (report,
+    export-trace), checked by :func:`analyser.output.check_output`."""
+    parser.add_argument("-o", "--output", required=True, help="output file")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="replace OUT even when the existing file was not written by analyse "
+        "(an HDF5 file is never replaced)",
+    )
+
+
 def console(stderr: bool = False):
     """A rich console that shows every control character of the text it prints as an escape
     (:func:`analyser.literal.terminal`): names from a profile never reach the terminal raw."""

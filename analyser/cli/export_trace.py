@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from analyser.cli._common import add_output_arguments
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="profile (.h5)")
@@ -14,13 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="chrome: trace-event JSON (chrome://tracing, ui.perfetto.dev); "
         "perfetto: protobuf (default chrome)",
     )
-    parser.add_argument("-o", "--output", required=True, help="output file")
-    parser.add_argument(
-        "--force",
-        action="store_true",
-        help="replace OUT even when the existing file was not written by analyse "
-        "(an HDF5 file is never replaced)",
-    )
+    add_output_arguments(parser)
     parser.add_argument(
         "--split-by-run",
         action="store_true",

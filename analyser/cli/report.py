@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 
+from analyser.cli._common import add_output_arguments
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -20,14 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="report format (default: from the -o suffix, else html)",
     )
-    parser.add_argument("-o", "--output", required=True, help="output file")
+    add_output_arguments(parser)
     parser.add_argument("--title", default=None, help="report title")
-    parser.add_argument(
-        "--force",
-        action="store_true",
-        help="replace OUT even when the existing file was not written by analyse "
-        "(an HDF5 file is never replaced)",
-    )
     parser.add_argument(
         "--resimulate",
         action="store_true",
