@@ -9,13 +9,22 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyqtgraph as pg
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QModelIndex,
+    QPersistentModelIndex,
+    QSortFilterProxyModel,
+    Qt,
+)
 from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
+    QLineEdit,
+    QTableView,
     QTreeWidget,
     QTreeWidgetItem,
+    QVBoxLayout,
     QWidget,
 )
 
@@ -351,3 +360,48 @@ def nice_name(camel: str) -> str:
             out.append(ch)
     text = "".join(out)
     return text[:1].upper() + text[1:]
+
+
+#: Rows measured when sizing table columns to their contents (all rows of a long table is slow).
+RESIZE_PRECISION = 30
+
+
+class FilterTable(QWidget):
+    """A sortable, filterable table over a DataFrame."""
+
+    def __init__(self, placeholder: str = "Filter", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.model = DataFrameModel()
+        self.proxy = QSortFilterProxyModel(self)
+        self.proxy.setSourceModel(self.model)
+        self.proxy.setDynamicSortFilter(False)
+        self.proxy.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+        self.proxy.setFilterKeyColumn(-1)
+        self.filter = QLineEdit()
+        self.filter.setPlaceholderText(placeholder)
+        self.filter.setClearButtonEnabled(True)
+        self.filter.textChanged.connect(self.proxy.setFilterFixedString)
+        self.view = QTableView()
+        self.view.setModel(self.proxy)
+        connect_header_sort(self.view, self.model)
+        self.view.setAlternatingRowColors(True)
+        self.view.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
+        self.view.verticalHeader().setVisible(False)
+        compact_rows(self.view)
+        self.view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        # columns as wide as their contents; a stretched last column would push its (right-
+        # aligned) figures to the far edge, away from their rows' names
+        self.view.horizontalHeader().setStretchLastSection(False)
+        # Size columns from the first rows only: measuring every row of a long table is slow.
+        self.view.horizontalHeader().setResizeContentsPrecision(RESIZE_PRECISION)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.filter)
+        layout.addWidget(self.view)
+
+    def set_frame(self, frame: pd.DataFrame, columns=None) -> None:
+        self.model.set_frame(frame, columns)
+        self.view.resizeColumnsToContents()
+
+    def visible_rows(self) -> int:
+        return self.proxy.rowCount()

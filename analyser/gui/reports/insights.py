@@ -36,8 +36,7 @@ from analyser.gui.model import data
 from analyser.gui.model.units import format_bytes, format_count, format_percent
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report, lay_out
-from analyser.gui.reports.memory import FilterTable
-from analyser.gui.widgets import Banner, LegendLabel, make_plot
+from analyser.gui.widgets import Banner, FilterTable, LegendLabel, make_plot
 
 EFFECT_LABELS = {k: QUANTITIES[k].title for k in EFFECT_KEYS}
 

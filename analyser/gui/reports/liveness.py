@@ -25,9 +25,8 @@ from analyser.gui.model import data
 from analyser.gui.model.units import axis_scale, format_bytes
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report, lay_out
-from analyser.gui.reports.memory import FilterTable
 from analyser.gui.theme import chart_colors, style_plot
-from analyser.gui.widgets import KeyValueTree, LegendLabel
+from analyser.gui.widgets import FilterTable, KeyValueTree, LegendLabel
 
 IPU_COLORS = [
     "#4e79a7",

@@ -14,17 +14,15 @@ import numpy as np
 import pandas as pd
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui
-from PySide6.QtCore import QSortFilterProxyModel, Qt, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QLineEdit,
     QPushButton,
     QSplitter,
-    QTableView,
     QTabWidget,
     QVBoxLayout,
     QWidget,
@@ -51,11 +49,9 @@ from analyser.gui.palette import heatmap_colors, hex_color
 from analyser.gui.reports.base import Report, lay_out
 from analyser.gui.theme import chart_colors, style_plot
 from analyser.gui.widgets import (
-    DataFrameModel,
+    FilterTable,
     KeyValueTree,
     LegendLabel,
-    compact_rows,
-    connect_header_sort,
     make_plot,
     nice_name,
 )
@@ -67,7 +63,6 @@ PALETTE_GROUP = {
     "liveness": "liveness_classes",
 }
 GAPS_COLOR = "#5f5f5f"
-RESIZE_PRECISION = 30
 TOTAL_COLOR = "#4e79a7"
 
 
@@ -358,47 +353,6 @@ class TileMap(pg.GraphicsLayoutWidget):
                 shift = bool(event.modifiers() & Qt.KeyboardModifier.ShiftModifier)
                 self.tileClicked.emit(ipu, int(hit[0]), shift)
             return
-
-
-class FilterTable(QWidget):
-    """A sortable, filterable table over a DataFrame."""
-
-    def __init__(self, placeholder: str = "Filter", parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.model = DataFrameModel()
-        self.proxy = QSortFilterProxyModel(self)
-        self.proxy.setSourceModel(self.model)
-        self.proxy.setDynamicSortFilter(False)
-        self.proxy.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
-        self.proxy.setFilterKeyColumn(-1)
-        self.filter = QLineEdit()
-        self.filter.setPlaceholderText(placeholder)
-        self.filter.setClearButtonEnabled(True)
-        self.filter.textChanged.connect(self.proxy.setFilterFixedString)
-        self.view = QTableView()
-        self.view.setModel(self.proxy)
-        connect_header_sort(self.view, self.model)
-        self.view.setAlternatingRowColors(True)
-        self.view.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
-        self.view.verticalHeader().setVisible(False)
-        compact_rows(self.view)
-        self.view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        # columns as wide as their contents; a stretched last column would push its (right-
-        # aligned) figures to the far edge, away from their rows' names
-        self.view.horizontalHeader().setStretchLastSection(False)
-        # Size columns from the first rows only: measuring every row of a long table is slow.
-        self.view.horizontalHeader().setResizeContentsPrecision(RESIZE_PRECISION)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.filter)
-        layout.addWidget(self.view)
-
-    def set_frame(self, frame: pd.DataFrame, columns=None) -> None:
-        self.model.set_frame(frame, columns)
-        self.view.resizeColumnsToContents()
-
-    def visible_rows(self) -> int:
-        return self.proxy.rowCount()
 
 
 class MemoryReport(Report):

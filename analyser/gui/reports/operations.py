@@ -26,8 +26,14 @@ from analyser.core.quantities import step_type_name
 from analyser.gui.model import data
 from analyser.gui.model.units import format_bytes, format_count, format_percent
 from analyser.gui.reports.base import Report, lay_out, shows_profile_problems
-from analyser.gui.reports.memory import RESIZE_PRECISION, FilterTable
-from analyser.gui.widgets import DataFrameModel, KeyValueTree, compact_rows, connect_header_sort
+from analyser.gui.widgets import (
+    RESIZE_PRECISION,
+    DataFrameModel,
+    FilterTable,
+    KeyValueTree,
+    compact_rows,
+    connect_header_sort,
+)
 
 Index = QModelIndex | QPersistentModelIndex
 
