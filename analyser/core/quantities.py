@@ -107,6 +107,37 @@ QUANTITIES: dict[str, Quantity] = {
 }
 
 
+#: Column titles of the variables table (``Analysis.variables``, /graph/variables decoded), the
+#: shared ``profile`` column of compared tables included.
+VARIABLE_COLUMNS: dict[str, str] = {
+    "profile": "Profile",
+    "name": "Variable",
+    "kind": "Kind",
+    "dtype": "Type",
+    "shape": "Shape",
+    "ipu": "IPU",
+    "bytes": "Bytes",
+    "always_live": "Always live",
+    "live_start": "Live from",
+    "live_end": "Live to",
+    "tile_start": "First tile",
+    "tile_count": "Tiles",
+    "remote_bytes": "Remote buffer",
+}
+#: The variables table's usual columns, in order.
+VARIABLE_TABLE = (
+    "profile",
+    "name",
+    "kind",
+    "dtype",
+    "shape",
+    "bytes",
+    "always_live",
+    "live_start",
+    "live_end",
+)
+
+
 def quantity(key: str) -> Quantity:
     return QUANTITIES[key]
 

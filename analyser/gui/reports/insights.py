@@ -30,13 +30,13 @@ from PySide6.QtWidgets import (
 )
 
 from analyser.core.insights.model import EFFECT_KEYS
-from analyser.core.quantities import QUANTITIES
+from analyser.core.quantities import QUANTITIES, VARIABLE_COLUMNS
 from analyser.gui import reports as registry
 from analyser.gui.model import data
 from analyser.gui.model.units import format_bytes, format_count, format_percent
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report, lay_out
-from analyser.gui.widgets import Banner, FilterTable, LegendLabel, make_plot
+from analyser.gui.widgets import Banner, FilterTable, LegendLabel, make_plot, table_columns
 
 EFFECT_LABELS = {k: QUANTITIES[k].title for k in EFFECT_KEYS}
 
@@ -285,15 +285,11 @@ class InsightsReport(Report):
         )
         self.always_live.set_frame(
             pd.concat(alive, ignore_index=True),
-            [
-                ("profile", "Profile", None),
-                ("name", "Variable", None),
-                ("kind", "Kind", None),
-                ("dtype", "Type", None),
-                ("shape", "Shape", None),
-                ("ipu", "IPU", None),
-                ("bytes", "Bytes", b),
-            ],
+            table_columns(
+                VARIABLE_COLUMNS,
+                ("profile", "name", "kind", "dtype", "shape", "ipu", "bytes"),
+                {"bytes": b},
+            ),
         )
 
     def _fill_list(self) -> None:

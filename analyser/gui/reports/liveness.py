@@ -20,13 +20,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from analyser.core.quantities import step_type_name
+from analyser.core.quantities import VARIABLE_COLUMNS, VARIABLE_TABLE, step_type_name
 from analyser.gui.model import data
 from analyser.gui.model.units import axis_scale, format_bytes
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report, lay_out
 from analyser.gui.theme import chart_colors, style_plot
-from analyser.gui.widgets import FilterTable, KeyValueTree, LegendLabel
+from analyser.gui.widgets import FilterTable, KeyValueTree, LegendLabel, table_columns, yes_no
 
 IPU_COLORS = [
     "#4e79a7",
@@ -338,17 +338,7 @@ class LivenessReport(Report):
             frames.append(f)
         self.live_table.set_frame(
             pd.concat(frames, ignore_index=True),
-            [
-                ("profile", "Profile", None),
-                ("name", "Variable", None),
-                ("kind", "Kind", None),
-                ("dtype", "Type", None),
-                ("shape", "Shape", None),
-                ("bytes", "Bytes", b),
-                ("always_live", "Always live", lambda v: "yes" if v else "no"),
-                ("live_start", "Live from", None),
-                ("live_end", "Live to", None),
-            ],
+            table_columns(VARIABLE_COLUMNS, VARIABLE_TABLE, {"bytes": b, "always_live": yes_no}),
         )
         if len(self.steps) == 2:
             a = data.live_variables(doc, self.steps[0], ipu, self.always_check.isChecked())

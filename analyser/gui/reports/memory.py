@@ -29,7 +29,12 @@ from PySide6.QtWidgets import (
 )
 
 from analyser.core import gui_support
-from analyser.core.quantities import LIVENESS_CLASSES, MEMORY_CATEGORIES, MEMORY_REGIONS
+from analyser.core.quantities import (
+    LIVENESS_CLASSES,
+    MEMORY_CATEGORIES,
+    MEMORY_REGIONS,
+    VARIABLE_COLUMNS,
+)
 from analyser.gui.items import BatchedRectsItem
 from analyser.gui.model import data
 from analyser.gui.model.errors import TileSelectionError
@@ -54,6 +59,8 @@ from analyser.gui.widgets import (
     LegendLabel,
     make_plot,
     nice_name,
+    table_columns,
+    yes_no,
 )
 
 BREAKDOWNS = {"Total": None, "Category": "category", "Region": "region", "Liveness": "liveness"}
@@ -646,21 +653,12 @@ class MemoryReport(Report):
         frame = pd.concat(frames) if frames else pd.DataFrame()
         self._draw_largest_variables(frames[0] if frames else pd.DataFrame())
         b = self._fmt_bytes
-        cols = [
-            ("profile", "Profile", None),
-            ("name", "Name", None),
-            ("kind", "Kind", None),
-            ("dtype", "Type", None),
-            ("shape", "Shape", None),
-            ("ipu", "IPU", None),
-            ("bytes", "Bytes", b),
-            ("always_live", "Always live", lambda v: "yes" if v else "no"),
-            ("live_start", "Live from", None),
-            ("live_end", "Live to", None),
-            ("tile_start", "First tile", None),
-            ("tile_count", "Tiles", None),
-            ("remote_bytes", "Remote buffer", b),
-        ]
+        cols = table_columns(
+            VARIABLE_COLUMNS,
+            list(VARIABLE_COLUMNS),
+            {"bytes": b, "remote_bytes": b, "always_live": yes_no},
+            name="Name",
+        )
         self.variables_table.set_frame(frame.reset_index(drop=True), cols)
 
     def _draw_largest_variables(self, frame: pd.DataFrame, n: int = 20) -> None:

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from analyser.core.quantities import step_type_name
+from analyser.core.quantities import VARIABLE_COLUMNS, VARIABLE_TABLE, step_type_name
 from analyser.gui.model import data
 from analyser.gui.model.units import format_bytes, format_count, format_percent
 from analyser.gui.reports.base import Report, lay_out, shows_profile_problems
@@ -33,6 +33,7 @@ from analyser.gui.widgets import (
     KeyValueTree,
     compact_rows,
     connect_header_sort,
+    table_columns,
 )
 
 Index = QModelIndex | QPersistentModelIndex
@@ -363,17 +364,7 @@ class OperationsReport(Report):
         cat = lambda fs: pd.concat(fs, ignore_index=True) if fs else pd.DataFrame()  # noqa: E731
         self.vars_table.set_frame(
             cat(vars_frames),
-            [
-                ("profile", "Profile", None),
-                ("name", "Variable", None),
-                ("kind", "Kind", None),
-                ("dtype", "Type", None),
-                ("shape", "Shape", None),
-                ("bytes", "Bytes", b),
-                ("always_live", "Always live", None),
-                ("live_start", "Live from", None),
-                ("live_end", "Live to", None),
-            ],
+            table_columns(VARIABLE_COLUMNS, VARIABLE_TABLE, {"bytes": b}),
         )
         self.cs_table.set_frame(
             cat(cs_frames),
