@@ -211,7 +211,7 @@ def write_tune_report(
     folder: str | os.PathLike[str], out: str | os.PathLike[str], title: str | None = None
 ) -> Path:
     """Write the HTML report of the tune in ``folder`` to ``out`` (atomically)."""
-    from analyser.cli._common import atomic_output
+    from analyser.output import atomic_output
 
     table = load_results(folder)
     text = render_tune_html(table, title)
