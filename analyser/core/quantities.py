@@ -90,6 +90,7 @@ _TABLE = (
     ("device_cycles", "device cycles", "int", "lower"),
     ("cycles_per_sample", "cycles per sample", "float", "lower"),
     ("throughput_samples_per_s", "throughput (samples/s)", "float", "higher"),
+    ("device_throughput_samples_per_s", "device throughput (samples/s)", "float", "higher"),
     ("samples", "samples", "int", None),
     ("host_seconds", "host time not hidden", "seconds", "lower"),
     ("host_round_trips", "host calls (in the profile)", "int", "lower"),
