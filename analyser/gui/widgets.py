@@ -248,6 +248,12 @@ def connect_header_sort(view: Any, model: DataFrameModel) -> None:
 # ---------------------------------------------------------------------------------------------
 # Labels and plots
 # ---------------------------------------------------------------------------------------------
+def section_label(text: str) -> QLabel:
+    label = QLabel(text)
+    label.setObjectName("sectionTitle")
+    return label
+
+
 class Banner(QLabel):
     """Coloured banner ("Fits: 61.2% of memory used" / "Out of memory on 123 tiles")."""
 
