@@ -54,7 +54,7 @@ def to_toml(profile: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from analyser.cli._common import atomic_output
+    from analyser.output import atomic_output
 
     if not (0.5 <= args.seconds <= 600):
         raise CliError(f"--seconds must be between 0.5 and 600; got {args.seconds:g}.")
