@@ -24,11 +24,11 @@ above the limit: by default :data:`LIMIT_SHARE` of the memory this machine has a
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 
 from engine.config import RunConfig
 from engine.errors import ConfigError
+from profiles.atomic import available_memory, fmt_size
 
 #: Bytes per executed step from execution to the written profile (see the module docstring).
 BYTES_PER_STEP = 200
@@ -52,21 +52,6 @@ class ResourceError(ConfigError):
     """The configuration would need more memory than allowed (one sentence, exit 2)."""
 
 
-def available_memory() -> int:
-    """Bytes this machine can still give (``MemAvailable`` from /proc/meminfo)."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return 8 * 2**30
-
-
 def default_limit() -> int:
     return int(available_memory() * LIMIT_SHARE)
 
@@ -85,13 +70,6 @@ def parse_size(text: str) -> int:
     if not math.isfinite(value) or value < 0:
         raise ConfigError(f"--max-memory: {text!r} must be a finite size of 0 or more.")
     return int(value * scale)
-
-
-def fmt_size(n: float) -> str:
-    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n / 2**10:.0f} KiB"
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,8 @@ against the world outside the process:
 * **Leftovers.** Temporary files are named ``.NAME.PID.RANDOM.tmp``; :func:`clean_stale`
   removes those of ``NAME`` whose process is gone (a ``kill -9`` or a power cut), on the next
   write of the same file.
+* **Room.** :func:`free_bytes` (disk) and :func:`available_memory` (memory) say what the machine
+  has left, for the limits of the readers and the engine's resource estimate.
 * **Full disk.** :func:`ensure_space` refuses, in one sentence, a write that needs more bytes
   than the disk has free, before HDF5 sees the full disk (HDF5's own write errors on a full disk
   surfaced as 190 lines of tracebacks and a segmentation fault).
@@ -164,8 +166,25 @@ def free_bytes(folder: Path) -> int | None:
         return None
 
 
+def available_memory() -> int:
+    """Bytes of memory this machine can still give (``MemAvailable`` from /proc/meminfo; the
+    free physical pages elsewhere), the base of every "too big" limit."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 4 * 2**30
+
+
 def fmt_size(n: float) -> str:
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+    """Bytes for a sentence: ``1.5 GiB``, ``300.0 KiB``, ``12 bytes``."""
+    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if n >= scale:
             return f"{n / scale:.1f} {unit}"
     return f"{int(n)} bytes"
@@ -190,9 +209,11 @@ def is_disk_full(exc: BaseException) -> bool:
 __all__ = [
     "Interrupted",
     "Pending",
+    "available_memory",
     "check_pending",
     "clean_stale",
     "deferred_signals",
+    "fmt_size",
     "is_disk_full",
     "space_problem",
     "temp_path",

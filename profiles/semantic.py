@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from profiles import schema
+from profiles.atomic import available_memory, fmt_size
 from profiles.problems import AbsurdSize, DanglingReference, OutOfRange, Problem, WrongDtype
 
 #: Longest name (characters) of any string column: real Poplar / framework debug names are a few
@@ -54,22 +55,6 @@ SPARSE_BYTES = 256 * 2**20
 SPARSE_RATIO = 2000
 
 
-def available_memory() -> int:
-    """Bytes of memory this machine can still give (MemAvailable; a conservative guess without
-    /proc), the base of every "too big" limit."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return 4 * 2**30
-
-
 def read_limit() -> int:
     """Most bytes one read may allocate: half of the memory available (``IPU_ANALYSER_READ_LIMIT``
     in bytes overrides it), so a file that declares more fails in one sentence, not in the
@@ -78,13 +63,6 @@ def read_limit() -> int:
     if env.isdigit():
         return int(env)
     return max(256 * 2**20, available_memory() // 2)
-
-
-def fmt_size(n: float) -> str:
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{int(n)} bytes"
 
 
 # -- attributes ---------------------------------------------------------------------------------

@@ -474,6 +474,45 @@ def _many_groups(h5: h5py.File) -> None:
         g.create_group(str(i))
 
 
+# -- random values -----------------------------------------------------------------------------
+#: Values that break assumptions: zero, -1, the int32 extremes, huge, NaN / inf, tiny.
+ODD_VALUES = (0, -1, 1, 2**31 - 1, -(2**31), 2**62, float("nan"), float("inf"), -1e300, 1e-300)
+
+
+def numeric_datasets(path: Path) -> list[str]:
+    """Every non-empty numeric dataset of a profile (the targets of value mutations)."""
+    out: list[str] = []
+    with h5py.File(path, "r") as h5:
+        h5.visititems(
+            lambda n, o: (
+                out.append(n)
+                if isinstance(o, h5py.Dataset) and o.dtype.kind in "iuf" and o.size
+                else None
+            )
+        )
+    return sorted(out)
+
+
+def set_elements(edits: list[tuple[str, int, float]]) -> Mutation:
+    """Dataset element (``index`` modulo its size) := value, for each ``(dataset, index,
+    value)``; integers are clipped to the dtype, non-finite values skipped for them."""
+
+    def mutate(p: Path) -> None:
+        with h5py.File(p, "r+") as h5:
+            for name, where, value in edits:
+                ds = h5[name]
+                flat = ds[()].reshape(-1)
+                if ds.dtype.kind in "iu":
+                    if not np.isfinite(value):
+                        continue
+                    info = np.iinfo(ds.dtype)
+                    value = int(min(max(value, info.min), info.max))
+                flat[where % flat.size] = value
+                ds[...] = flat.reshape(ds.shape)
+
+    return mutate
+
+
 # -- corpus -----------------------------------------------------------------------------------
 def profile_mutations() -> dict[str, dict[str, Mutation]]:
     """category -> {name: mutation}."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import hostile
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -53,28 +52,9 @@ def test_every_command_is_clean_on_hostile_profiles(fuzz_base, tmp_path, categor
 
 
 # -- Hypothesis: the reader on randomly damaged values ------------------------------------------
-#: Values that break assumptions: zero, -1, the int32 extremes, huge, NaN / inf.
-ODD = [0, -1, 1, 2**31 - 1, -(2**31), 2**62, float("nan"), float("inf"), -1e300]
-
-
-def _datasets(path: Path) -> list[str]:
-    import h5py
-
-    out: list[str] = []
-    with h5py.File(path, "r") as h5:
-        h5.visititems(
-            lambda n, o: (
-                out.append(n)
-                if isinstance(o, h5py.Dataset) and o.dtype.kind in "iuf" and o.size
-                else None
-            )
-        )
-    return sorted(out)
-
-
 @pytest.fixture(scope="module")
 def datasets(fuzz_base) -> list[str]:
-    return _datasets(fuzz_base)
+    return hostile.numeric_datasets(fuzz_base)
 
 
 @settings(
@@ -86,32 +66,23 @@ def datasets(fuzz_base) -> list[str]:
 def test_reader_and_analysis_never_crash(fuzz_base, datasets, tmp_path_factory, data):
     """Any numeric dataset, any element, any odd value: opening and analysing either work or
     raise one ProfileError (a UserFacingError), never anything else."""
-    import h5py
-
     from analyser.core import Analysis
     from profiles.errors import UserFacingError
 
-    folder = tmp_path_factory.mktemp("hyp")
-    path = folder / "p.h5"
-    path.write_bytes(fuzz_base.read_bytes())
     edits = data.draw(
         st.lists(
-            st.tuples(st.sampled_from(datasets), st.integers(0, 10**6), st.sampled_from(ODD)),
+            st.tuples(
+                st.sampled_from(datasets),
+                st.integers(0, 10**6),
+                st.sampled_from(hostile.ODD_VALUES),
+            ),
             min_size=1,
             max_size=3,
         )
     )
-    with h5py.File(path, "r+") as h5:
-        for name, where, value in edits:
-            ds = h5[name]
-            flat = ds[()].reshape(-1)
-            info = np.iinfo(ds.dtype) if ds.dtype.kind in "iu" else None
-            if info is not None:
-                if not np.isfinite(value):
-                    continue
-                value = int(min(max(value, info.min), info.max))
-            flat[where % flat.size] = value
-            ds[...] = flat.reshape(ds.shape)
+    path = hostile.mutated(
+        fuzz_base, tmp_path_factory.mktemp("hyp"), "p", hostile.set_elements(edits)
+    )
     try:
         with Analysis.open(path) as a:
             a.metrics  # noqa: B018 - every part the reports use
