@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -108,17 +107,17 @@ def refuse_foreign(out: Path, force: bool) -> None:
 def atomic_output(path: str | os.PathLike[str], mode: str = "w") -> Iterator:
     """Write to a temporary file in the same folder, then rename over ``path``; on error the
     previous file (if any) is left untouched and no temporary file remains."""
+    from profiles import atomic
+
     out = Path(path)
+    atomic.clean_stale(out)  # temporaries of earlier writes that were killed (kill -9)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent or ".")
+        tmp = atomic.temp_path(out)  # .NAME.PID.RANDOM.tmp, mode from the umask
     except OSError as exc:
         raise OutputError(f"cannot write {out}: {exc.strerror or exc}.") from None
     try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
         kw = {} if "b" in mode else {"encoding": "utf-8", "newline": "\n"}
-        with os.fdopen(fd, mode, **kw) as fh:
+        with open(tmp, mode, **kw) as fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
