@@ -406,3 +406,46 @@ def test_cycle_axis_reads_in_units_not_scientific_notation(qtbot, report, small_
     for spacing, values in axis.tickValues(x0, x1, tl.pixel_width()):
         for text in axis.tickStrings(values, 1.0, spacing):
             assert "e+" not in text and "e-" not in text
+
+
+def test_trace_keys_from_the_view_box_and_zoom_about_the_cursor(qtbot, report, small_paths):
+    """Issue 14 defect 1: after choosing a grouping in the View box (which keeps the focus),
+    Home shows the whole run instead of putting the box back to Flat, W / S zoom the timeline;
+    W / S zoom about the cursor, as the wheel does."""
+    from PySide6.QtGui import QCursor
+
+    r, _ = report
+    _open(report, small_paths[0])
+    tl = r.timeline
+    combo = r.group_combo
+    combo.setFocus()
+    combo.setCurrentIndex(combo.findData("operation"))
+    full = tl.x_range()
+    with qtbot.waitSignal(tl.redrawn, timeout=2000):
+        qtbot.keyClick(combo, Qt.Key.Key_W)
+    assert combo.currentData() == "operation"
+    assert tl.x_range()[1] - tl.x_range()[0] < (full[1] - full[0]) * 0.7
+    with qtbot.waitSignal(tl.redrawn, timeout=2000):
+        qtbot.keyClick(combo, Qt.Key.Key_Home)
+    assert combo.currentData() == "operation"
+    assert tl.x_range() == pytest.approx(full)
+    # the cursor a fifth of the way across the plot: the cycle under it stays under it
+    vb = tl.getPlotItem().getViewBox()
+    rect = vb.viewRect()
+    x = rect.left() + rect.width() * 0.2
+    at = tl.viewport().mapToGlobal(
+        tl.mapFromScene(vb.mapViewToScene(QPointF(x, rect.center().y())))
+    )
+    QCursor.setPos(at)
+    assert tl.cursor_cycle() == pytest.approx(x, rel=0.02)
+    tl.setFocus()
+    with qtbot.waitSignal(tl.redrawn, timeout=2000):
+        qtbot.keyClick(tl, Qt.Key.Key_W)
+    z0, z1 = tl.x_range()
+    assert z1 - z0 == pytest.approx((full[1] - full[0]) / 1.6, rel=1e-3)
+    assert (x - z0) / (z1 - z0) == pytest.approx((x - full[0]) / (full[1] - full[0]), abs=0.02)
+    # panning stops at the run's first cycle (defect 6: it went before cycle 0)
+    for _ in range(8):
+        qtbot.keyClick(tl, Qt.Key.Key_A)
+    qtbot.waitUntil(lambda: tl.x_range()[0] <= full[0] + 1, timeout=2000)
+    assert tl.x_range()[0] >= tl.trace.full_extent()[0] - 1e-6

@@ -6,7 +6,7 @@ the range summary shows A, B and B − A for the visible window.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, QRunnable, Qt, QThreadPool, QTimer, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QComboBox,
@@ -33,7 +33,7 @@ from analyser.gui.reports.trace.panels import (
     SearchPanel,
     StepDetailsPanel,
 )
-from analyser.gui.reports.trace.timeline import KEY_ZOOM, TimelineView
+from analyser.gui.reports.trace.timeline import KEY_ZOOM, TRACE_KEYS, TimelineView
 
 GROUP_LABELS = {
     "flat": "Flat (one lane per IPU)",
@@ -169,6 +169,30 @@ class TraceReport(Report):
         self.search.activated.connect(self._on_search_hit)
         find = QShortcut(QKeySequence.StandardKey.Find, self)
         find.activated.connect(self.focus_search)
+        # a control keeps the focus after a click (the View box after choosing a grouping):
+        # the trace's keys pressed there drive the timeline instead of the control (Home used
+        # to put the View box back to Flat, W to pick an item starting with W)
+        self._key_sources = (
+            self.group_combo,
+            self.zoom_in_button,
+            self.zoom_out_button,
+            self.reset_button,
+            self.tabs.tabBar(),
+        )
+        for w in self._key_sources:
+            w.installEventFilter(self)
+
+    def eventFilter(self, obj, event) -> bool:
+        if (
+            obj in self._key_sources
+            and event.type() == QEvent.Type.KeyPress
+            and event.key() in TRACE_KEYS
+            and not event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier
+            and self.timeline.trace is not None
+        ):
+            self.timeline.keyPressEvent(event)
+            return True
+        return super().eventFilter(obj, event)
 
     def focus_search(self) -> None:
         self.tabs.setCurrentWidget(self.search)

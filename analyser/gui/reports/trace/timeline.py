@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QLineF, QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import QBrush, QColor, QFont, QPainter, QPen
+from PySide6.QtGui import QBrush, QColor, QCursor, QFont, QPainter, QPen
 from PySide6.QtWidgets import QGraphicsRectItem, QScrollBar
 
 from analyser.core.trace_window import STEP_TYPES, TraceWindow, WindowResult
@@ -36,6 +36,23 @@ KEY_ZOOM = 1.6
 KEY_PAN = 0.2
 #: Narrowest window, in cycles.
 MIN_SPAN = 20.0
+# the trace's own keys (W / S zoom, A / D pan, Home / 0 whole run), also taken from the report's
+# controls that have no use for them (the View box, the buttons, the tabs): see TraceReport
+TRACE_KEYS = frozenset(
+    (
+        Qt.Key.Key_W,
+        Qt.Key.Key_S,
+        Qt.Key.Key_A,
+        Qt.Key.Key_D,
+        Qt.Key.Key_Plus,
+        Qt.Key.Key_Minus,
+        Qt.Key.Key_Equal,
+        Qt.Key.Key_Left,
+        Qt.Key.Key_Right,
+        Qt.Key.Key_Home,
+        Qt.Key.Key_0,
+    )
+)
 
 
 def lane_label(ipu: int, name: str, width: int = 30) -> str:
@@ -261,7 +278,7 @@ class TimelineView(pg.PlotWidget):
         vb = self.getPlotItem().getViewBox()
         # the run starts at its first cycle (no negative cycles on the axis, as in PopVision);
         # a little room after the last step keeps it visible at the right edge
-        vb.setLimits(xMin=t0 - pad, xMax=t1 + pad * 5, minXRange=MIN_SPAN)
+        vb.setLimits(xMin=t0, xMax=t1 + pad * 5, minXRange=MIN_SPAN)
         vb.setXRange(t0, t1 + pad, padding=0)
         self._schedule()
 
@@ -463,13 +480,22 @@ class TimelineView(pg.PlotWidget):
         d = (t1 - t0) * fraction
         self.set_x_range(t0 + d, t1 + d)
 
+    def cursor_cycle(self) -> float | None:
+        """The cycle under the mouse pointer when it is over the plot, else None."""
+        vb = self.getPlotItem().getViewBox()
+        scene = self.mapToScene(self.viewport().mapFromGlobal(QCursor.pos()))
+        if not vb.sceneBoundingRect().contains(scene):
+            return None
+        return float(vb.mapSceneToView(scene).x())
+
     def keyPressEvent(self, event) -> None:
         k = event.key()
         K = Qt.Key
         if k in (K.Key_W, K.Key_Plus, K.Key_Equal):
-            self.zoom(KEY_ZOOM)
+            # about the cursor, as the wheel does (and Perfetto's W / S)
+            self.zoom(KEY_ZOOM, self.cursor_cycle())
         elif k in (K.Key_S, K.Key_Minus):
-            self.zoom(1 / KEY_ZOOM)
+            self.zoom(1 / KEY_ZOOM, self.cursor_cycle())
         elif k in (K.Key_A, K.Key_Left):
             self.pan(-KEY_PAN)
         elif k in (K.Key_D, K.Key_Right):
