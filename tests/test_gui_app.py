@@ -657,3 +657,38 @@ def test_every_report_declares_data_the_model_can_warm():
     for bad in ("warm", "accessor", "_no_such", "Document"):
         with pytest.raises(ValueError):
             data.accessor(bad)
+
+
+def test_keys_reach_the_trace_and_reports_step_from_anywhere(qtbot, make_window, profiles_dir):
+    """Issue 14 defect 1 as seen in a real X server (benchmarks/gui_real_x.py): after choosing
+    the Execution Trace in the side list (which keeps the focus), W zooms the trace and Home
+    shows the whole run instead of jumping to the first report; Ctrl+PgDown / Ctrl+PgUp step
+    to the next / previous report from the list and from a table."""
+    from PySide6.QtWidgets import QAbstractItemView
+
+    w = make_window()
+    open_and_wait(qtbot, w, profiles_dir["fit"])
+    trace_row = w.report_keys.index("trace")
+    w.report_list.setFocus()
+    w.report_list.setCurrentRow(trace_row)
+    tl = w.current_report().timeline
+    qtbot.waitUntil(lambda: tl.trace is not None, timeout=10000)
+    full = tl.x_range()
+    qtbot.keyClick(w.report_list, Qt.Key.Key_W)
+    assert tl.x_range()[1] - tl.x_range()[0] < (full[1] - full[0]) * 0.7
+    qtbot.keyClick(w.report_list, Qt.Key.Key_Home)
+    assert w.report_list.currentRow() == trace_row
+    assert tl.x_range() == pytest.approx(full)
+    # Ctrl+PgDown / Ctrl+PgUp: one report at a time, from the list and from a table
+    w.report_list.setCurrentRow(0)
+    qtbot.keyClick(w.report_list, Qt.Key.Key_PageDown, Qt.KeyboardModifier.ControlModifier)
+    assert w.report_list.currentRow() == 1
+    ops_row = w.report_keys.index("operations")
+    w.report_list.setCurrentRow(ops_row)
+    table = next(t for t in w.current_report().findChildren(QAbstractItemView) if t.isVisible())
+    table.setFocus()
+    qtbot.keyClick(table, Qt.Key.Key_PageDown, Qt.KeyboardModifier.ControlModifier)
+    assert w.report_list.currentRow() == ops_row + 1
+    table.setFocus()
+    qtbot.keyClick(table, Qt.Key.Key_PageUp, Qt.KeyboardModifier.ControlModifier)
+    assert w.report_list.currentRow() == ops_row

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QRunnable, QSettings, Qt, QThreadPool, QTimer, Signal
+from PySide6.QtCore import QByteArray, QEvent, QRunnable, QSettings, Qt, QThreadPool, QTimer, Signal
 from PySide6.QtGui import (
     QAction,
     QActionGroup,
@@ -117,6 +117,7 @@ class MainWindow(QMainWindow):
         self.report_list.setObjectName("reportList")
         self.report_list.setMinimumWidth(150)
         self.report_list.setMaximumWidth(260)
+        self.report_list.installEventFilter(self)
         for cls in self._report_classes:
             item = QListWidgetItem(cls.title)
             item.setData(Qt.ItemDataRole.UserRole, cls.key)
@@ -215,6 +216,15 @@ class MainWindow(QMainWindow):
 
         help_menu = self.menuBar().addMenu("&Help")
         self._action(help_menu, "&About", None, self._about)
+
+    def eventFilter(self, obj, event) -> bool:
+        # the shown report's own keys pressed on the side list go to the report (W / Home on
+        # the list after choosing the Execution Trace zoom the trace; issue 14)
+        if obj is self.report_list and event.type() == QEvent.Type.KeyPress:
+            report = self.current_report()
+            if report is not None and report.report_key(event):
+                return True
+        return super().eventFilter(obj, event)
 
     def _action(self, menu, text, shortcut, slot) -> QAction:
         act = QAction(text, self)

@@ -101,6 +101,12 @@ class Report(QWidget):
         self._dirty = True
 
     # -- interface used by the main window ------------------------------------------------------
+    def report_key(self, event) -> bool:
+        """A key pressed on the window's side list while this report is shown: True when the
+        report used it (the Execution Trace takes its zoom and pan keys, so W or Home after
+        choosing the report in the list drive the trace, not the list)."""
+        return False
+
     def set_document(self, doc: Document | None, compare_doc: Document | None = None) -> None:
         self.document = doc
         self.compare_doc = compare_doc if doc is not None else None

@@ -182,15 +182,22 @@ class TraceReport(Report):
         for w in self._key_sources:
             w.installEventFilter(self)
 
-    def eventFilter(self, obj, event) -> bool:
+    def report_key(self, event) -> bool:
         if (
-            obj in self._key_sources
-            and event.type() == QEvent.Type.KeyPress
-            and event.key() in TRACE_KEYS
+            event.key() in TRACE_KEYS
             and not event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier
             and self.timeline.trace is not None
         ):
             self.timeline.keyPressEvent(event)
+            return True
+        return False
+
+    def eventFilter(self, obj, event) -> bool:
+        if (
+            obj in self._key_sources
+            and event.type() == QEvent.Type.KeyPress
+            and self.report_key(event)
+        ):
             return True
         return super().eventFilter(obj, event)
 

@@ -1,0 +1,193 @@
+"""Drive ``analyse gui`` in a real X server (Xvfb) with xdotool key presses and grab screenshots.
+
+The pytest-qt tests run on Qt's offscreen platform, which has no window manager, no real focus
+and no xcb plugin: this script checks what a person sees in an X server (issue 14). It starts
+Xvfb on a free display, opens the profile(s) in ``analyse gui``, steps through every report with
+Ctrl+PgDown (from the side list and from inside a report), zooms the Execution Trace with W
+about the mouse pointer and back with Home, and grabs the screen after each step with
+ImageMagick's ``import``. It prints one line per step and the screenshot's path; exit code 0 when
+every check held, 1 otherwise, 2 when Xvfb / xdotool / import are missing.
+
+    python benchmarks/gui_real_x.py PROFILE [PROFILE_B] [-o DIR]
+
+tests/test_gui_real_x.py runs it on a small synthetic profile (skipped without Xvfb).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+TOOLS = ("Xvfb", "xdotool", "import")
+SCREEN = (1600, 1000)
+REPORTS = 8  # Summary ... Pipeline in the side list
+
+
+def missing_tools() -> list[str]:
+    return [t for t in TOOLS if shutil.which(t) is None]
+
+
+def _free_display() -> int:
+    for n in range(90, 200):
+        if not Path(f"/tmp/.X{n}-lock").exists() and not Path(f"/tmp/.X11-unix/X{n}").exists():
+            return n
+    raise RuntimeError("no free X display number between :90 and :199")
+
+
+class RealX:
+    """An Xvfb server and the GUI running in it (both stopped by :meth:`close`)."""
+
+    def __init__(self, profiles: list[Path], out: Path, timeout: float = 60.0) -> None:
+        self.out = out
+        out.mkdir(parents=True, exist_ok=True)
+        self.display = f":{_free_display()}"
+        self.env = dict(os.environ, DISPLAY=self.display)
+        self.env.pop("QT_QPA_PLATFORM", None)  # the real xcb platform, not offscreen
+        w, h = SCREEN
+        self.xvfb = subprocess.Popen(
+            ["Xvfb", self.display, "-screen", "0", f"{w}x{h}x24", "-nolisten", "tcp"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        self.gui = None
+        self._wait(lambda: self._run("xdotool", "getdisplaygeometry").returncode == 0, timeout)
+        settings = out / "settings"
+        settings.mkdir(exist_ok=True)
+        env = dict(self.env, XDG_CONFIG_HOME=str(settings))
+        analyse = Path(sys.executable).with_name("analyse")
+        cmd = [str(analyse)] if analyse.exists() else [sys.executable, "-m", "analyser.cli"]
+        self.log = open(out / "gui.log", "w")  # noqa: SIM115 (closed in close())
+        self.gui = subprocess.Popen(
+            [*cmd, "gui", *map(str, profiles)], env=env, stdout=self.log, stderr=self.log
+        )
+        self.window = ""
+        self._wait(self._find_window, timeout)
+        # the window is shown before the profile has loaded: wait for its reports to fill
+        time.sleep(3.0)
+        self._run("xdotool", "windowmove", self.window, "0", "0")
+        self._run("xdotool", "windowsize", self.window, str(w), str(h))
+        time.sleep(1.0)
+
+    def _run(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(args, env=self.env, capture_output=True, text=True, timeout=30)
+
+    def _wait(self, ok, timeout: float) -> None:
+        end = time.monotonic() + timeout
+        while not ok():
+            if self.gui is not None and self.gui.poll() is not None:
+                raise RuntimeError(f"analyse gui exited with {self.gui.returncode}")
+            if time.monotonic() > end:
+                raise RuntimeError("timed out waiting for the X server or the GUI window")
+            time.sleep(0.3)
+
+    def _find_window(self) -> bool:
+        r = self._run("xdotool", "search", "--onlyvisible", "--name", "Graph Analyser")
+        ids = r.stdout.split()
+        if ids:
+            self.window = ids[-1]
+        return bool(ids)
+
+    def key(self, *keys: str, settle: float = 1.0) -> None:
+        self._run("xdotool", "key", "--window", self.window, *keys)
+        time.sleep(settle)
+
+    def click(self, x: int, y: int, settle: float = 1.0) -> None:
+        self._run("xdotool", "mousemove", str(x), str(y), "click", "1")
+        time.sleep(settle)
+
+    def move(self, x: int, y: int) -> None:
+        self._run("xdotool", "mousemove", str(x), str(y))
+        time.sleep(0.3)
+
+    def shot(self, name: str) -> Path:
+        path = self.out / f"{name}.png"
+        self._run("import", "-window", "root", str(path))
+        return path
+
+    def close(self) -> int | None:
+        code = None
+        if self.gui is not None:
+            if self.window:
+                self.key("ctrl+q", settle=0.5)
+            try:
+                code = self.gui.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.gui.kill()
+                self.gui.wait()
+            self.log.close()
+        self.xvfb.terminate()
+        try:
+            self.xvfb.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.xvfb.kill()
+        return code
+
+
+def _same(a: Path, b: Path) -> bool:
+    r = subprocess.run(
+        ["compare", "-metric", "AE", str(a), str(b), "null:"], capture_output=True, text=True
+    )
+    try:
+        return float(r.stderr.split()[0]) == 0
+    except (ValueError, IndexError):
+        return a.read_bytes() == b.read_bytes()
+
+
+def drive(profiles: list[Path], out: Path) -> list[tuple[str, bool, str]]:
+    """Run the key-press walk; returns (check, held, detail) rows."""
+    checks: list[tuple[str, bool, str]] = []
+    x = RealX(profiles, out)
+    try:
+        shots = [x.shot("00-summary")]
+        x.click(60, 35)  # the side list's first entry (Summary) takes the focus
+        for i in range(1, REPORTS):
+            x.key("ctrl+Next")
+            shots.append(x.shot(f"{i:02d}-report"))
+        changed = [not _same(a, b) for a, b in itertools.pairwise(shots)]
+        checks.append(("Ctrl+PgDown steps through every report", all(changed), str(changed)))
+        x.key("ctrl+Prior")  # back to the Execution Trace (report 7)
+        trace = x.shot("trace-whole-run")
+        w, h = SCREEN
+        x.move(int(w * 0.35), int(h * 0.25))  # over the timeline, left of centre
+        x.key("w")
+        zoomed = x.shot("trace-zoom-w")
+        checks.append(("W zooms the trace", not _same(trace, zoomed), zoomed.name))
+        x.key("Home")
+        x.move(60, 35)  # where the pointer was for the first shot (no tooltip, same hover)
+        time.sleep(0.7)
+        home = x.shot("trace-home")
+        checks.append(("Home shows the whole run again", _same(trace, home), home.name))
+    finally:
+        code = x.close()
+    checks.append(("Ctrl+Q ends the GUI with exit code 0", code == 0, f"exit {code}"))
+    return checks
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("profiles", nargs="+", type=Path)
+    ap.add_argument("-o", "--output", type=Path, default=Path("gui-real-x"))
+    args = ap.parse_args(argv)
+    missing = missing_tools()
+    if missing:
+        print(f"error: {', '.join(missing)} not found; install xvfb, xdotool and imagemagick.")
+        return 2
+    for p in args.profiles:
+        if not p.is_file():
+            print(f"error: {p} is not a file.")
+            return 2
+    checks = drive(args.profiles[:2], args.output)
+    for name, ok, detail in checks:
+        print(f"{'ok  ' if ok else 'FAIL'} {name} ({detail})")
+    print(f"screenshots in {args.output}/")
+    return 0 if all(ok for _, ok, _ in checks) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
