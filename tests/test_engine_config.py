@@ -85,6 +85,22 @@ def test_split_point_naming_no_layer_is_reported_at_compile():
         engine.compile(cfg)
 
 
+def test_split_points_that_leave_a_stage_empty_are_refused():
+    """A split point inside the layer the previous one starts (same first operation) left a stage
+    with no operations and crashed building its stash (ValueError from an empty min)."""
+    import engine
+
+    cfg = RunConfig(
+        model="bert-base",
+        num_ipus=3,
+        strategy="pipelined",
+        gradient_accumulation=8,
+        split_points=["encoder.layer.1", "encoder.layer.1.attention"],
+    )
+    with pytest.raises(ConfigError, match="would leave stage 1 empty"):
+        engine.compile(cfg)
+
+
 def test_resolved_options():
     cfg = walkthrough_base(precision="16.16")
     # PopTorch (the default framework) keeps optimiser state on chip (PopART's default location);

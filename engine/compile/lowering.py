@@ -20,6 +20,7 @@ a cross-tile reduction). Loss scaling adds one pass (unscale the gradient).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from functools import partial
 
@@ -105,6 +106,13 @@ def assign_stages(graph: Graph, config) -> np.ndarray:
             f"split_points: {config.split_points} must be listed in model order "
             f"({', '.join(p for _, p in sorted(zip(starts, config.split_points)))})."
         )
+    for stage_no, (a, b) in enumerate(itertools.pairwise(starts), start=1):
+        if a == b:
+            point_a, point_b = config.split_points[stage_no - 1], config.split_points[stage_no]
+            raise ConfigError(
+                f"split_points: {point_a!r} and {point_b!r} start at the same operation, which "
+                f"would leave stage {stage_no} empty; give each stage at least one layer."
+            )
     return np.searchsorted(np.array(starts), np.arange(n), side="right").astype(np.int16)
 
 
