@@ -692,3 +692,38 @@ def test_keys_reach_the_trace_and_reports_step_from_anywhere(qtbot, make_window,
     table.setFocus()
     qtbot.keyClick(table, Qt.Key.Key_PageUp, Qt.KeyboardModifier.ControlModifier)
     assert w.report_list.currentRow() == ops_row
+
+
+def test_compare_insights_show_each_profiles_severity(
+    qtbot, make_window, profiles_dir, monkeypatch
+):
+    """Issue 14 defect 4: a tip present in A and B reads B's own severity too (after the FP16
+    what-if B fits, yet memory tips read A's "critical - both")."""
+    import dataclasses
+
+    from analyser.gui.model import data as gui_data
+    from analyser.gui.reports import insights as insights_report
+
+    w = make_window()
+    open_and_wait(qtbot, w, profiles_dir["oom"], profiles_dir["fit"])
+    real = gui_data.insights
+    tips_a = real(w.workspace.document)
+    assert tips_a
+    first = tips_a[0]
+    other = "info" if first.severity != "info" else "warning"
+
+    def fake(doc):
+        if doc is w.workspace.document:
+            return tips_a
+        return [dataclasses.replace(first, severity=other)]
+
+    monkeypatch.setattr(insights_report.data, "insights", fake)
+    r = w.show_report("insights")
+    r.refresh()
+    row = next(
+        r.list.topLevelItem(i)
+        for i in range(r.list.topLevelItemCount())
+        if r.list.topLevelItem(i).text(1) == first.title
+    )
+    assert row.text(3) == "both"
+    assert row.text(0) == f"{first.severity} → {other}"

@@ -304,9 +304,14 @@ class InsightsReport(Report):
         else:
             self.list.setHeaderLabels(["Severity", "Insight", "Category", "In"])
             ins_b = data.insights(cmp)
-            ids_a, ids_b = {t.id for t in ins_a}, {t.id for t in ins_b}
+            ids_a = {t.id for t in ins_a}
+            by_id_b = {t.id: t for t in ins_b}
             for tip in ins_a:
-                self._add_item(tip, "both" if tip.id in ids_b else "resolved", doc)
+                tip_b = by_id_b.get(tip.id)
+                if tip_b is None:
+                    self._add_item(tip, "resolved", doc)
+                else:  # each profile's own severity (B may have improved or worsened)
+                    self._add_item(tip, "both", doc, severity_b=tip_b.severity)
             for tip in ins_b:
                 if tip.id not in ids_a:
                     self._add_item(tip, "new", cmp)
@@ -328,13 +333,19 @@ class InsightsReport(Report):
                 "<p>No insight fires on this profile with the current thresholds.</p>"
             )
 
-    def _add_item(self, tip: Any, where: str, doc: Any) -> None:
-        cols = [tip.severity, tip.title, tip.category] + ([where] if where else [])
+    def _add_item(self, tip: Any, where: str, doc: Any, severity_b: str | None = None) -> None:
+        severity = tip.severity
+        if severity_b is not None and severity_b != severity:
+            severity = f"{tip.severity} → {severity_b}"
+        cols = [severity, tip.title, tip.category] + ([where] if where else [])
         item = QTreeWidgetItem(cols)
         item.setToolTip(1, tip.title)
         if where:
             item.setToolTip(3, WHERE_TIPS[where])
-        item.setForeground(0, QColor(hex_color("status_text", tip.severity)))
+        if severity_b is not None:
+            item.setToolTip(0, f"A: {tip.severity}, B: {severity_b}")
+        # coloured by where the tip stands now: B's severity when both profiles have it
+        item.setForeground(0, QColor(hex_color("status_text", severity_b or tip.severity)))
         item.setData(0, Qt.ItemDataRole.UserRole, len(self._entries))
         self._entries.append((tip.id, tip, doc))
         self.list.addTopLevelItem(item)
