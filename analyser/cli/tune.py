@@ -204,9 +204,16 @@ def _print_summary(result, meta, out: Path) -> None:
     from analyser.core.units import fmt_bytes
 
     con = console()
-    names = result.space.names
     ranked = result.ranked()
-    tab = Table(title=f"Best configurations ({result.space.objective.replace('_', ' ')})")
+    start = result.space.start
+    # only the options some of the shown configurations change (a derived space has many)
+    names = [
+        n for n in result.space.names if any(r.config.get(n) != start.get(n) for r in ranked[:5])
+    ]
+    tab = Table(
+        title=f"Best configurations ({result.space.objective.replace('_', ' ')}; options "
+        "that differ from the start)"
+    )
     tab.add_column("#", justify="right")
     for n in names:
         tab.add_column(n)
