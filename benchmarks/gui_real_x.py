@@ -110,6 +110,16 @@ class RealX:
         self._run("import", "-window", "root", str(path))
         return path
 
+    def shot_changed(self, name: str, previous: Path, timeout: float = 20.0) -> Path:
+        """A screenshot once the screen differs from ``previous`` (a report shown for the first
+        time builds itself, which takes longer on a busy machine), or after ``timeout``."""
+        end = time.monotonic() + timeout
+        path = self.shot(name)
+        while _same(path, previous) and time.monotonic() < end:
+            time.sleep(1.0)
+            path = self.shot(name)
+        return path
+
     def close(self) -> int | None:
         code = None
         if self.gui is not None:
@@ -148,7 +158,7 @@ def drive(profiles: list[Path], out: Path) -> list[tuple[str, bool, str]]:
         x.click(60, 35)  # the side list's first entry (Summary) takes the focus
         for i in range(1, REPORTS):
             x.key("ctrl+Next")
-            shots.append(x.shot(f"{i:02d}-report"))
+            shots.append(x.shot_changed(f"{i:02d}-report", shots[-1]))
         changed = [not _same(a, b) for a, b in itertools.pairwise(shots)]
         checks.append(("Ctrl+PgDown steps through every report", all(changed), str(changed)))
         x.key("ctrl+Prior")  # back to the Execution Trace (report 7)
