@@ -727,3 +727,27 @@ def test_compare_insights_show_each_profiles_severity(
     )
     assert row.text(3) == "both"
     assert row.text(0) == f"{first.severity} → {other}"
+
+
+def test_compare_summary_colours_only_changes_that_show(qtbot):
+    """Issue 14 defect 6: a share 0.02 points apart read '+0.0 pts' in red; a shown change
+    (+1.0 pts, -24 MiB of a lower-is-better figure) is coloured."""
+    from analyser.gui.reports.summary import Figure, SummaryReport
+
+    r = SummaryReport()
+    qtbot.addWidget(r)
+    a = {"tiny": 0.5000, "share": 0.50, "peak": 100 * 2**20}
+    b = {"tiny": 0.5002, "share": 0.51, "peak": 76 * 2**20}
+    figures = [
+        Figure("tiny", lambda d: d["tiny"], str, "share", True),
+        Figure("share", lambda d: d["share"], str, "share", True),
+        Figure("peak", lambda d: d["peak"], str, "bytes", False),
+    ]
+    r._add_figures("Test", figures, a, b)
+    section = r.tree.topLevelItem(r.tree.topLevelItemCount() - 1)
+    tiny, share, peak = (section.child(i) for i in range(3))
+    assert tiny.text(3) == "+0.0 pts"
+    assert tiny.foreground(3).style() == Qt.BrushStyle.NoBrush
+    assert share.foreground(3).style() != Qt.BrushStyle.NoBrush
+    assert peak.text(3).startswith("-24") or peak.text(3).startswith("−24")
+    assert peak.foreground(3).style() != Qt.BrushStyle.NoBrush

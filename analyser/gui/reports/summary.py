@@ -291,7 +291,11 @@ class SummaryReport(Report):
             elif f.kind == "text" and fa != fb:
                 change = "differs"
             rows.append((f.label, fa, fb, change))
-            deltas.append((delta, f.higher_is_better))
+            # coloured only when the change as shown is not zero ("+0.0 pts" stays plain)
+            shown = change.split("(")[0]
+            deltas.append(
+                (delta if any(c in "123456789" for c in shown) else 0.0, f.higher_is_better)
+            )
         item = self.tree.add_section(section, rows)
         if cmp is not None:
             for i, (delta, hib) in enumerate(deltas):
