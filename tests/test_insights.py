@@ -560,3 +560,17 @@ def test_walkthrough_host_tips_rank_first_on_steps_4_and_5(walkthrough_profiles)
             order[step] = [t.id for t in find_insights(a) if t.category == "throughput"]
     assert order["4-device-iterations"][:2] == ["throughput.8bit_input", "throughput.async_loader"]
     assert order["5-8bit-io"][0] == "throughput.async_loader"
+
+
+def test_memory_evidence_says_what_its_figure_is(sims):
+    """Issue 14 defect 5: 'weights, activations and gradients hold 2.52 GiB' read as memory in
+    use when the whole peak was 2.20 GiB; the evidence names the figure (variables summed over
+    the run, not all live at once) and gives the peak beside it."""
+    from analyser.core.units import fmt_bytes
+
+    with Analysis.open(sims["r50_oom32"]) as a:
+        tip = next(t for t in find_insights(a) if t.id == "memory.fp16")
+        peak = fmt_bytes(a.metrics.peak_memory_bytes)
+    text = next(e.text for e in tip.evidence if "FP32" in e.text)
+    assert "not all live at the same time" in text
+    assert f"peak memory {peak}" in text

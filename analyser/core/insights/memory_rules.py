@@ -41,7 +41,9 @@ def use_fp16(ctx: Context) -> Insight | None:
     change, scaling = fp16_change(ctx)
     ev = memory_evidence(
         ctx,
-        f"precision {prec}: weights, activations and gradients hold {fmt_bytes(w)} in FP32.",
+        f"precision {prec}: the weight, activation and gradient variables add up to "
+        f"{fmt_bytes(w)} in FP32 over the whole run (each counted once, not all live at the "
+        f"same time; peak memory {fmt_bytes(ctx.analysis.metrics.peak_memory_bytes)}).",
         "Memory Report > Variables",
     )
     return Insight(
@@ -74,7 +76,9 @@ def reduce_micro_batch(ctx: Context) -> Insight | None:
     act = ctx.kind_bytes("activation") + ctx.kind_bytes("stash")
     ev = memory_evidence(
         ctx,
-        f"micro-batch {mb}: activations and stashes hold {fmt_bytes(act)}.",
+        f"micro-batch {mb}: the activation and stash variables add up to {fmt_bytes(act)} "
+        f"over the whole run (each counted once, not all live at the same time; peak memory "
+        f"{fmt_bytes(ctx.analysis.metrics.peak_memory_bytes)}).",
         "Liveness Report > peak step",
     )
     return Insight(
