@@ -38,6 +38,7 @@ def sim_cluster():
     address = owner._cluster.scheduler_address if owner._cluster is not None else owner.scheduler
     set_service(SimulationService(scheduler=address))
     yield owner
+    get_service().close()  # the clients first: a client left on a closed cluster logs errors at exit
     owner.close()
 
 
