@@ -167,8 +167,38 @@ def free_bytes(folder: Path) -> int | None:
 
 
 def available_memory() -> int:
-    """Bytes of memory this machine can still give (``MemAvailable`` from /proc/meminfo; the
-    free physical pages elsewhere), the base of every "too big" limit."""
+    """Bytes of memory this process can still get: the least of the machine's ``MemAvailable``
+    (/proc/meminfo), its cgroup's room (``memory.max - memory.current``, cgroup v2) and its
+    address-space limit's room (``RLIMIT_AS`` minus ``VmSize``, e.g. ``ulimit -v``); the base of
+    every "too big" limit."""
+    room = [_meminfo_available()]
+    try:
+        cg = Path("/sys/fs/cgroup")
+        limit = (cg / "memory.max").read_text().strip()
+        if limit.isdigit():
+            room.append(int(limit) - int((cg / "memory.current").read_text().strip()))
+    except (OSError, ValueError):
+        pass
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft != resource.RLIM_INFINITY:
+            room.append(soft - _vm_size())
+    except (ImportError, OSError, ValueError):
+        pass
+    return max(0, min(room))
+
+
+def _vm_size() -> int:
+    with open("/proc/self/status", encoding="ascii") as fh:
+        for line in fh:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _meminfo_available() -> int:
     try:
         with open("/proc/meminfo", encoding="ascii") as fh:
             for line in fh:

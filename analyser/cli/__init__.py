@@ -132,6 +132,14 @@ def _main(argv: list[str]) -> int:
         return exc.exit_code
     except (KeyboardInterrupt, BrokenPipeError):
         raise
+    except MemoryError:
+        # an allocation above what the process may get (the estimates did not foresee it)
+        print(
+            f"analyse {name}: out of memory; use a smaller configuration or input, or run where "
+            "more memory is available.",
+            file=sys.stderr,
+        )
+        return 2
     except OSError as exc:
         if os.environ.get("ANALYSE_TRACEBACK"):
             raise
