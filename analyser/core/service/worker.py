@@ -226,11 +226,14 @@ def _simulate(config: dict[str, Any], out: Path) -> dict[str, Any]:
     from analyser.core.service.request import figures_of
     from engine import simulate_to_file
     from engine.config import RunConfig
+    from engine.resources import ResourceError
     from profiles.errors import UserFacingError
 
     try:
         cfg = RunConfig.from_dict(config)
         simulate_to_file(cfg, out)
+    except ResourceError as exc:  # estimated above this worker's memory before any work
+        return {"status": "memory", "message": f"over the memory limit before starting: {exc}"}
     except UserFacingError as exc:
         return {"status": "refused", "message": str(exc)}
     except MemoryError:
