@@ -446,7 +446,7 @@ def _explain(a: Analysis, b: Analysis, diffs: list[ConfigDiff]) -> list[Explanat
     if ma.host_wait_share != mb.host_wait_share and any(k in by for k in wait_keys):
         add(
             "host_wait_share",
-            f"Host wait (StreamCopyBegin) share "
+            f"Host wait share (host-inclusive) "
             f"{share_words(ma.host_wait_share, mb.host_wait_share)} "
             f"({fmt_pct(ma.host_wait_share)} to {fmt_pct(mb.host_wait_share)})",
             wait_keys,

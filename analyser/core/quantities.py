@@ -95,7 +95,7 @@ _TABLE = (
     ("host_seconds", "host time not hidden", "seconds", "lower"),
     ("host_round_trips", "host calls (in the profile)", "int", "lower"),
     ("compute_share", "OnTileExecute share", "share", "higher"),
-    ("host_wait_share", "host wait (StreamCopyBegin) share", "share", "lower"),
+    ("host_wait_share", "host wait share (host-inclusive)", "share", "lower"),
     ("ramp_share", "ramp-up + ramp-down share", "share", "lower"),
     ("tile_balance", "tile balance", "share", "higher"),
     ("streamcopy_rx_bytes", "StreamCopy received", "bytes", None),

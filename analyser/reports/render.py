@@ -209,7 +209,7 @@ def render_markdown(data: dict[str, Any], analyses: list, title: str) -> str:
                     "throughput (samples/s, host included)",
                     fmt_value(m["throughput_samples_per_s"], "float"),
                 ],
-                ["host wait (StreamCopyBegin)", fmt_pct(m["host_wait_share"])],
+                ["host wait (host-inclusive)", fmt_pct(m["host_wait_share"])],
                 ["host round trips", fmt_int(m["host_round_trips"])],
             ],
         )

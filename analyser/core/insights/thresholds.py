@@ -51,8 +51,8 @@ class Thresholds:
     )
     host_wait_moderate: float = _t(
         0.05,
-        "Host wait (StreamCopyBegin) share from which the run is graded moderately "
-        "input-bound (XProf's 5%).",
+        "Host wait share (host-inclusive: StreamCopyBegin in the trace plus host time outside "
+        "it) from which the run is graded moderately input-bound (XProf's 5%).",
     )
     host_wait_high: float = _t(
         0.20, "Host wait share from which the run is graded highly input-bound (XProf's 20%)."
