@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from gui_helpers import assert_nothing_left, write_synthetic_profiles
 from gui_helpers import open_documents as _open
@@ -14,6 +15,7 @@ from PySide6.QtWidgets import QApplication
 
 from analyser.core.trace_window import NT, TraceWindow
 from profiles import write_profile
+from profiles.schema import HOST_EVENTS
 from profiles.synthetic import make_synthetic_profile, write_synthetic_profile
 
 pytestmark = pytest.mark.gui
@@ -449,3 +451,94 @@ def test_trace_keys_from_the_view_box_and_zoom_about_the_cursor(qtbot, report, s
         qtbot.keyClick(tl, Qt.Key.Key_A)
     qtbot.waitUntil(lambda: tl.x_range()[0] <= full[0] + 1, timeout=2000)
     assert tl.x_range()[0] >= tl.trace.full_extent()[0] - 1e-6
+
+
+# -- the host lanes (profile format 1.2, /execution/host) ------------------------------------------
+@pytest.fixture(scope="module")
+def host_paths(tmp_path_factory) -> dict[str, Path]:
+    """A tiny engine-written mlp run with a sync and an async loader, and the sync one with its
+    /execution/host removed (a profile without a host timeline)."""
+    import shutil
+
+    import h5py
+
+    import engine
+    from engine.config import RunConfig
+
+    out = tmp_path_factory.mktemp("gui-host")
+    paths = {}
+    for mode in ("sync", "async"):
+        paths[mode] = out / f"{mode}.h5"
+        cfg = RunConfig(model="mlp", micro_batch_size=8, gradient_accumulation=2, loader_mode=mode)
+        engine.simulate_to_file(cfg, paths[mode])
+    paths["none"] = out / "none.h5"
+    shutil.copy(paths["sync"], paths["none"])
+    with h5py.File(paths["none"], "a") as f:
+        del f["execution/host"]
+    return paths
+
+
+def _host_rects(tl) -> dict[str, np.ndarray]:
+    """The host lane's drawn rectangles per event kind (x, y, width, height), by x."""
+    from analyser.gui.palette import qcolor
+
+    out = {}
+    for brush, prim in tl.host_items._groups:
+        kind = next(k for k in HOST_EVENTS if qcolor("host_events", k) == brush.color())
+        rects = np.array(prim.ndarray(), dtype=np.float64)
+        out[kind] = rects[np.argsort(rects[:, 0])]
+    return out
+
+
+def test_host_lane_is_drawn_selectable_and_reaches_before_cycle_0(qtbot, report, host_paths):
+    r, _ = report
+    _open(report, host_paths["sync"])
+    tl = r.timeline
+    host = tl.trace.host_lane()
+    assert len(host) and set(host["lane"]) == {"main"}  # sync: the main process prepares
+    assert tl.host_lanes == ("main",)
+    assert (tl.host_base + 0.5, "Host · main") in tl.lane_axis._labels
+    # one rectangle per host event, in its kind's colour, at its start and length, in its lane
+    drawn = _host_rects(tl)
+    assert set(drawn) == set(host["kind"])
+    for kind, rects in drawn.items():
+        rows = host[host["kind"] == kind].sort_values("start")
+        np.testing.assert_array_equal(rects[:, 0], rows["start"])
+        np.testing.assert_array_equal(rects[:, 2], rows["end"] - rows["start"])
+        assert ((rects[:, 1] > tl.host_base) & (rects[:, 1] + rects[:, 3] < tl.n_lanes)).all()
+    assert "Host:" in r.legend.text() and all(k in r.legend.text() for k in drawn)
+    # the preparation before the call is reachable: the view may pan back to its start
+    first = int(host["start"].min())
+    assert first < 0
+    vb = tl.getPlotItem().getViewBox()
+    assert vb.state["limits"]["xLimits"][0] == pytest.approx(first)
+    assert tl.x_range()[0] >= 0  # Home still shows the device run
+    with qtbot.waitSignal(tl.redrawn, timeout=2000):
+        tl.set_x_range(first, 0)
+    assert tl.x_range()[0] == pytest.approx(first, abs=1)
+    # clicking the prepare event selects it and the details name its fields
+    i = int(np.flatnonzero(host["kind"] == "prepare")[0])
+    row = host.iloc[i]
+    _click_step(qtbot, tl, (row["start"] + row["end"]) / 2, tl.host_base + 0.5)
+    assert tl.selected_host == i and tl.selected_row is None
+    d = r.details.details
+    assert (d["kind"], d["lane"], d["start"]) == ("prepare", "host main", row["start"])
+    assert d["cycles"] == row["end"] - row["start"] and d["samples"] == row["samples"] > 0
+    assert r.tabs.currentWidget() is r.details
+    # an async loader prepares in its own lane beside the device
+    _open(report, host_paths["async"])
+    assert r.timeline.host_lanes == ("main", "loader")
+    assert set(_host_rects(r.timeline)) == set(r.timeline.trace.host_lane()["kind"])
+
+
+def test_no_host_lane_without_a_host_timeline(qtbot, report, host_paths):
+    r, _ = report
+    _open(report, host_paths["none"])
+    tl = r.timeline
+    assert tl.trace.host_lane().empty
+    assert tl.host_lanes == () and tl.host_items.n_rects == 0
+    assert not any("Host" in text for _y, text in tl.lane_axis._labels)
+    assert "Host:" not in r.legend.text()
+    # the run starts at its first cycle: no panning before it
+    vb = tl.getPlotItem().getViewBox()
+    assert vb.state["limits"]["xLimits"][0] == pytest.approx(tl.full_range()[0])

@@ -34,6 +34,7 @@ from analyser.gui.reports.trace.panels import (
     StepDetailsPanel,
 )
 from analyser.gui.reports.trace.timeline import KEY_ZOOM, TRACE_KEYS, TimelineView
+from profiles.schema import HOST_EVENTS
 
 GROUP_LABELS = {
     "flat": "Flat (one lane per IPU)",
@@ -166,6 +167,8 @@ class TraceReport(Report):
         self.timeline_b.windowChanged.connect(lambda *_: self._schedule_details())
         self.timeline.stepSelected.connect(lambda row: self._on_selected(self.timeline, row))
         self.timeline_b.stepSelected.connect(lambda row: self._on_selected(self.timeline_b, row))
+        self.timeline.hostSelected.connect(lambda row: self._on_host(self.timeline, row))
+        self.timeline_b.hostSelected.connect(lambda row: self._on_host(self.timeline_b, row))
         self.search.activated.connect(self._on_search_hit)
         find = QShortcut(QKeySequence.StandardKey.Find, self)
         find.activated.connect(self.focus_search)
@@ -251,8 +254,12 @@ class TraceReport(Report):
             b0, b1 = self.timeline_b.full_range()
             lo, hi = min(a0, b0), max(a1, b1)
             pad = (hi - lo) * 0.05
+            # the host lanes of either run may reach before cycle 0 / after the last step
+            (c0, c1), (d0, d1) = self.timeline.allowed_range(), self.timeline_b.allowed_range()
             for tl in (self.timeline, self.timeline_b):
-                tl.getPlotItem().getViewBox().setLimits(xMin=lo - pad, xMax=hi + pad)
+                tl.getPlotItem().getViewBox().setLimits(
+                    xMin=min(lo - pad, c0, d0), xMax=max(hi + pad, c1, d1)
+                )
             self.timeline.set_x_range(lo, hi + pad / 5)
         self.bsp_ipu.setRange(0, max(0, self.trace.n_ipus - 1))
         self.search.set_trace(self.trace)
@@ -310,12 +317,22 @@ class TraceReport(Report):
         for tl in (self.timeline, self.timeline_b):
             if tl.trace is not None:
                 present.update(tl.trace.step_types())
+        kinds = set()
+        for tl in (self.timeline, self.timeline_b):
+            if tl.trace is not None and tl.host_lanes:
+                kinds.update(tl.host["kind"])
+        host = [
+            f"<span style='color:{hex_color('host_events', k)}'>■</span> {k}"
+            for k in HOST_EVENTS
+            if k in kinds
+        ]
         self.legend.setText(
             " &nbsp; ".join(
                 f"<span style='color:{hex_color('step_types', t)}'>■</span> {t}"
                 for t in STEP_TYPES
                 if t in present
             )
+            + (" &nbsp;·&nbsp; Host: " + " &nbsp; ".join(host) if host else "")
         )
         self._schedule_details()
 
@@ -427,6 +444,19 @@ class TraceReport(Report):
         self.statusMessage.emit(
             f"{details['type']} {details['name']}: {details['cycles']:,} cycles on IPU "
             f"{details['ipu']} at cycle {details['start']:,}"
+        )
+
+    def _on_host(self, timeline: TimelineView, row: int) -> None:
+        """A host event was clicked: its kind, lane, start, cycles and samples."""
+        details = timeline.host_details(row)
+        if timeline is self.timeline_b:
+            details = {"profile": f"B: {self.compare_doc.name}", **details}
+        self.details.show_details(details)
+        if self.tabs.currentWidget() is not self.search:
+            self.tabs.setCurrentWidget(self.details)
+        self.statusMessage.emit(
+            f"host {details['kind']} on the {details['lane']} lane: {details['cycles']:,} cycles "
+            f"at cycle {details['start']:,}"
         )
 
     def _on_search_hit(self, row: int) -> None:

@@ -5,6 +5,11 @@ view asks for the rectangles of the visible window of each visible IPU at the pl
 (level of detail: never more than pixels x types x lanes rectangles) and paints them with one
 ``QPainter.drawRects`` call per step type from buffers filled by numpy (no Python loop over steps).
 
+The host's timeline of the call (profile format 1.2, ``/execution/host``: preparing samples,
+the call's round trip, waiting for the device or the loader) is drawn under the IPUs as "Host"
+lanes (main, loader), one colour per event kind; the view may then pan back to the host's first
+event, before cycle 0 of the device trace. Profiles without it show no host lanes.
+
 Mouse: wheel zooms around the cursor, drag pans, click selects a step. Keyboard (Perfetto-style):
 W / S or + / - zoom in / out, A / D or Left / Right pan, Home or 0 shows the whole run.
 """
@@ -12,6 +17,7 @@ W / S or + / - zoom in / out, A / D or Left / Right pan, Home or 0 shows the who
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pyqtgraph as pg
 from PySide6.QtCore import QLineF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor, QCursor, QFont, QPainter, QPen
@@ -23,6 +29,7 @@ from analyser.gui.items import BatchedRectsItem
 from analyser.gui.palette import qcolor
 from analyser.gui.theme import chart_colors, style_plot
 from profiles.errors import UserFacingError
+from profiles.schema import HOST_EVENTS, HOST_LANES
 
 #: Height of a step rectangle inside its lane (1.0 = whole lane).
 LANE_FILL = 0.8
@@ -123,6 +130,7 @@ class TimelineView(pg.PlotWidget):
     """Timeline of one profile. Emits ``stepSelected(row)`` and ``windowChanged(t0, t1)``."""
 
     stepSelected = Signal(int)
+    hostSelected = Signal(int)  # row of TraceWindow.host_lane()
     windowChanged = Signal(float, float)
     redrawn = Signal()
 
@@ -136,6 +144,10 @@ class TimelineView(pg.PlotWidget):
         self.ipu_base: dict[int, int] = {}
         self.ipu_lanes: dict[int, tuple[str, ...]] = {}
         self.selected_row: int | None = None
+        self.selected_host: int | None = None
+        self.host = pd.DataFrame()
+        self.host_lanes: tuple[str, ...] = ()
+        self.host_base = 0
         self.redraw_count = 0
         self.n_lanes = 1
         plot = self.getPlotItem()
@@ -152,6 +164,9 @@ class TimelineView(pg.PlotWidget):
         self.items = BatchedRectsItem()
         self._step_brushes = {t: QBrush(qcolor("step_types", t)) for t in STEP_TYPES}
         plot.addItem(self.items)
+        self.host_items = BatchedRectsItem()
+        self._host_brushes = {k: QBrush(qcolor("host_events", k)) for k in HOST_EVENTS}
+        plot.addItem(self.host_items)
         self.highlight = QGraphicsRectItem()
         pen = QPen(QColor(chart_colors().foreground))
         pen.setCosmetic(True)
@@ -185,7 +200,9 @@ class TimelineView(pg.PlotWidget):
         self.trace = trace
         self.group = group
         self.selected_row = None
+        self.selected_host = None
         self.highlight.hide()
+        self.host = trace.host_lane() if trace is not None else pd.DataFrame()
         self._layout_lanes()
         if trace is not None:
             self.reset_zoom()
@@ -199,6 +216,8 @@ class TimelineView(pg.PlotWidget):
             self.redraw()
             if self.selected_row is not None:
                 self.select_row(self.selected_row, center=False)
+            elif self.selected_host is not None:  # the host lanes moved with the IPUs' lanes
+                self.select_host(self.selected_host)
 
     def _layout_lanes(self) -> None:
         self.ipu_base.clear()
@@ -227,6 +246,15 @@ class TimelineView(pg.PlotWidget):
                     )
                 y += len(names)
                 self.separators.append(y)
+        # the host lanes (main, loader) under the IPUs, only those the profile records
+        present = set(self.host["lane"]) if len(self.host) else set()
+        self.host_lanes = tuple(lane for lane in HOST_LANES if lane in present)
+        self.host_base = y
+        labels.extend((y + i + 0.5, f"Host · {lane}") for i, lane in enumerate(self.host_lanes))
+        y += len(self.host_lanes)
+        if self.host_lanes:
+            self.separators.append(y)
+        self._draw_host()
         self.n_lanes = max(1, y)
         for line in getattr(self, "_sep_items", []):
             self.getPlotItem().removeItem(line)
@@ -242,6 +270,55 @@ class TimelineView(pg.PlotWidget):
         vb.setLimits(yMin=-0.2, yMax=self.n_lanes + 0.2)
         self.scrollbar.setValue(0)
         self._fit_lanes()
+
+    def host_lane_of(self, row: int) -> int:
+        """The lane index (y) of host event ``row``."""
+        return self.host_base + self.host_lanes.index(self.host["lane"].iat[row])
+
+    def _draw_host(self) -> None:
+        """The host events, one group per kind (a handful of rows: drawn once, whole)."""
+        if not self.host_lanes:
+            self.host_items.set_groups([])
+            return
+        h = self.host
+        lane = np.array([self.host_lanes.index(x) for x in h["lane"]], dtype=np.float64)
+        rects = np.empty((len(h), 4), dtype=np.float64)
+        rects[:, 0] = h["start"].to_numpy(np.float64)
+        rects[:, 1] = self.host_base + lane + (1 - LANE_FILL) / 2
+        rects[:, 2] = (h["end"] - h["start"]).to_numpy(np.float64)
+        rects[:, 3] = LANE_FILL
+        kind = h["kind"].to_numpy()
+        self.host_items.set_groups(
+            [(self._host_brushes[k], rects[kind == k]) for k in HOST_EVENTS if (kind == k).any()]
+        )
+
+    def host_at(self, x: float, y: float, tolerance: float = 0.0) -> int | None:
+        """Row of the host event under data point (x, y), the shortest when several touch it."""
+        if not self.host_lanes or not self.host_base <= y < self.host_base + len(self.host_lanes):
+            return None
+        h = self.host
+        lane = self.host_lanes[int(y - self.host_base)]
+        hit = np.flatnonzero(
+            (h["lane"].to_numpy() == lane)
+            & (h["start"].to_numpy() <= x + tolerance)
+            & (h["end"].to_numpy() >= x - tolerance)
+        )
+        if not len(hit):
+            return None
+        length = (h["end"] - h["start"]).to_numpy()[hit]
+        return int(hit[np.argmin(length)])
+
+    def host_details(self, row: int) -> dict:
+        """The fields of host event ``row`` for the details panel."""
+        r = self.host.iloc[row]
+        return {
+            "kind": str(r["kind"]),
+            "lane": f"host {r['lane']}",
+            "start": int(r["start"]),
+            "end": int(r["end"]),
+            "cycles": int(r["end"] - r["start"]),
+            "samples": int(r["samples"]),
+        }
 
     def visible_lanes(self) -> int:
         """Lanes that fit at a readable height (at least MIN_LANE_PX pixels each)."""
@@ -272,13 +349,23 @@ class TimelineView(pg.PlotWidget):
         t0, t1 = self.trace.full_extent()
         return t0, max(t1, t0 + MIN_SPAN)
 
+    def allowed_range(self) -> tuple[float, float]:
+        """The device run, widened to the host lane's events (which start before cycle 0)."""
+        t0, t1 = self.full_range()
+        if self.host_lanes:
+            t0 = min(t0, float(self.host["start"].min()))
+            t1 = max(t1, float(self.host["end"].max()))
+        return t0, t1
+
     def reset_zoom(self) -> None:
         t0, t1 = self.full_range()
         pad = (t1 - t0) * 0.01
+        lo, hi = self.allowed_range()
         vb = self.getPlotItem().getViewBox()
-        # the run starts at its first cycle (no negative cycles on the axis, as in PopVision);
-        # a little room after the last step keeps it visible at the right edge
-        vb.setLimits(xMin=t0, xMax=t1 + pad * 5, minXRange=MIN_SPAN)
+        # the run starts at its first cycle (no negative cycles on the axis, as in PopVision)
+        # unless the host lane records time before it; a little room after the last step keeps
+        # it visible at the right edge
+        vb.setLimits(xMin=lo, xMax=max(hi, t1 + pad * 5), minXRange=MIN_SPAN)
         vb.setXRange(t0, t1 + pad, padding=0)
         self._schedule()
 
@@ -392,12 +479,20 @@ class TimelineView(pg.PlotWidget):
 
     def describe_at(self, x: float, y: float) -> str:
         """Tooltip text of the step under data point (x, y) ("" when none)."""
-        hit = self.lane_at(y)
-        if hit is None or self.trace is None:
+        if self.trace is None:
             return ""
-        ipu, lane = hit
         t0, t1 = self.x_range()
         pw = (t1 - t0) / self.pixel_width()
+        host = self.host_at(x, y, 2 * pw)
+        if host is not None:
+            d = self.host_details(host)
+            return f"{d['kind']} ({d['lane']}): {d['cycles']:,} cycles at {d['start']:,}" + (
+                f", {d['samples']:,} samples" if d["samples"] else ""
+            )
+        hit = self.lane_at(y)
+        if hit is None:
+            return ""
+        ipu, lane = hit
         res = self.results.get(ipu)
         if res is not None and res.source != "rows":
             # aggregated view: say how many steps the pixel holds instead of reading rows
@@ -424,12 +519,16 @@ class TimelineView(pg.PlotWidget):
         """Select the step at data point (x cycles, y lane); returns its row or None."""
         if self.trace is None:
             return None
+        t0, t1 = self.x_range()
+        tol = 3 * (t1 - t0) / self.pixel_width()
+        host = self.host_at(x, y, tol)
+        if host is not None:
+            self.select_host(host)
+            return None
         hit = self.lane_at(y)
         if hit is None:
             return None
         ipu, lane = hit
-        t0, t1 = self.x_range()
-        tol = 3 * (t1 - t0) / self.pixel_width()
         row = self.trace.step_at(ipu, x, lane, self.group, tolerance=tol)
         if row is not None:
             self.select_row(row, center=False)
@@ -442,6 +541,7 @@ class TimelineView(pg.PlotWidget):
             return
         d = self.trace.step_details(row)
         self.selected_row = row
+        self.selected_host = None
         ipu = d["ipu"]
         lane = 0
         if self.group != "flat":
@@ -465,6 +565,18 @@ class TimelineView(pg.PlotWidget):
         self.highlight.setRect(QRectF(start, y + 0.02, max(cycles, min_w), 0.96))
         self.highlight.show()
         self.stepSelected.emit(row)
+
+    def select_host(self, row: int) -> None:
+        """Highlight host event ``row`` (of ``TraceWindow.host_lane()``)."""
+        d = self.host_details(row)
+        self.selected_row = None
+        self.selected_host = row
+        t0, t1 = self.x_range()
+        min_w = (t1 - t0) / self.pixel_width() * 3
+        y = self.host_lane_of(row)
+        self.highlight.setRect(QRectF(d["start"], y + 0.02, max(d["cycles"], min_w), 0.96))
+        self.highlight.show()
+        self.hostSelected.emit(row)
 
     # -- keyboard --------------------------------------------------------------------------------
     def zoom(self, factor: float, center: float | None = None) -> None:
