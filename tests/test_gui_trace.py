@@ -13,9 +13,8 @@ from PySide6.QtCore import QEvent, QPoint, QPointF, Qt
 from PySide6.QtGui import QMouseEvent, QWheelEvent
 from PySide6.QtWidgets import QApplication
 
-from analyser.core.trace_window import NT, TraceWindow
+from analyser.core.trace_window import HOST_EVENTS, NT, TraceWindow
 from profiles import write_profile
-from profiles.schema import HOST_EVENTS
 from profiles.synthetic import make_synthetic_profile, write_synthetic_profile
 
 pytestmark = pytest.mark.gui

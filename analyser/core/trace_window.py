@@ -45,6 +45,9 @@ from profiles import schema
 from profiles.errors import UserFacingError
 
 STEP_TYPES: tuple[str, ...] = schema.PROGRAM_TYPES
+#: The host timeline's lanes and event kinds (``/execution/host``), in the profile's code order.
+HOST_LANES: tuple[str, ...] = schema.HOST_LANES
+HOST_EVENTS: tuple[str, ...] = schema.HOST_EVENTS
 DESTINATIONS: tuple[str, ...] = schema.DESTINATIONS
 PHASES: tuple[str, ...] = schema.PHASES
 NT = len(STEP_TYPES)
@@ -542,8 +545,8 @@ class TraceWindow:
         if "/execution/host" not in self.profile:
             return pd.DataFrame({c: [] for c in cols})
         t = self.access.table("/execution/host", ["lane", "kind", "start", "cycles", "samples"])
-        lanes = np.asarray(schema.HOST_LANES, dtype=object)
-        kinds = np.asarray(schema.HOST_EVENTS, dtype=object)
+        lanes = np.asarray(HOST_LANES, dtype=object)
+        kinds = np.asarray(HOST_EVENTS, dtype=object)
         start = t["start"].to_numpy(np.int64)
         return pd.DataFrame(
             {

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from analyser.core.trace_window import GROUP_MODES, STEP_TYPES, TraceWindow
+from analyser.core.trace_window import GROUP_MODES, HOST_EVENTS, STEP_TYPES, TraceWindow
 from analyser.gui.axes import short_cycles
 from analyser.gui.model import data as gui_data
 from analyser.gui.model.document import Document
@@ -34,7 +34,6 @@ from analyser.gui.reports.trace.panels import (
     StepDetailsPanel,
 )
 from analyser.gui.reports.trace.timeline import KEY_ZOOM, TRACE_KEYS, TimelineView
-from profiles.schema import HOST_EVENTS
 
 GROUP_LABELS = {
     "flat": "Flat (one lane per IPU)",

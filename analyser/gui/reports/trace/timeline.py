@@ -23,13 +23,18 @@ from PySide6.QtCore import QLineF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor, QCursor, QFont, QPainter, QPen
 from PySide6.QtWidgets import QGraphicsRectItem, QScrollBar
 
-from analyser.core.trace_window import STEP_TYPES, TraceWindow, WindowResult
+from analyser.core.trace_window import (
+    HOST_EVENTS,
+    HOST_LANES,
+    STEP_TYPES,
+    TraceWindow,
+    WindowResult,
+)
 from analyser.gui.axes import CycleAxis
 from analyser.gui.items import BatchedRectsItem
 from analyser.gui.palette import qcolor
 from analyser.gui.theme import chart_colors, style_plot
 from profiles.errors import UserFacingError
-from profiles.schema import HOST_EVENTS, HOST_LANES
 
 #: Height of a step rectangle inside its lane (1.0 = whole lane).
 LANE_FILL = 0.8
