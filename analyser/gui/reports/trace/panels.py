@@ -288,6 +288,7 @@ class StepDetailsPanel(QWidget):
             self.plot.setTitle(f"cycles per tile of {details['name'][:60]}", size="9pt")
         else:
             self.curve.setData([], [])
+            self.plot.setTitle("")  # a host event (or a step without per-tile cycles)
 
 
 class SearchPanel(QWidget):
