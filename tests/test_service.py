@@ -114,7 +114,11 @@ def test_killed_worker_is_retried_once_then_reported(sim_service):
     assert r.status == "ok" and r.attempts == 2  # retried on a worker that lives
     assert wait_until(lambda: sim_service.n_workers == 2, 60)
 
-    twice = sim_service.submit([{**cfg, "micro_batch_size": 48}])
+    # long enough (~1M executed steps) that the retried attempt is still running when the test
+    # looks for it: on a quiet machine a warm worker finished the short 2-half run before the
+    # second kill, and the test waited 60 s for a task that had already succeeded
+    slow = {**cfg, "micro_batch_size": 48, "gradient_accumulation": 128, "device_iterations": 8}
+    twice = sim_service.submit([slow])
     for _ in range(2):
         assert wait_until(lambda: _worker_running(sim_service, twice) is not None, 60)
         pid = _worker_running(sim_service, twice)
