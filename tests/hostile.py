@@ -27,6 +27,8 @@ from pathlib import Path
 import h5py
 import numpy as np
 
+from profiles import schema
+
 Mutation = Callable[[Path], None]
 
 #: Text that must reach every output literally: terminal escapes (clear screen, window title,
@@ -370,23 +372,7 @@ def _edit(*edits: Callable[[h5py.File], None]) -> Mutation:
 
 
 def resource_mutations() -> dict[str, Mutation]:
-    steps = [
-        f"/execution/steps/{c}"
-        for c in (
-            "program",
-            "ipu",
-            "start",
-            "cycles",
-            "type",
-            "micro_batch",
-            "stage",
-            "phase",
-            "iteration",
-            "bytes_in",
-            "bytes_out",
-            "dest",
-        )
-    ]
+    steps = [f"/execution/steps/{f.name}" for f in schema.STEPS.fields]
     huge = 10**9
 
     def offsets(h5: h5py.File) -> None:
