@@ -27,8 +27,8 @@ from analyser.gui.model import data as gui_data
 from analyser.gui.model.document import Document
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report
+from analyser.gui.reports.trace.bsp import BspView
 from analyser.gui.reports.trace.panels import (
-    BspView,
     RangeSummaryPanel,
     SearchPanel,
     StepDetailsPanel,
