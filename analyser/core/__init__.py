@@ -17,10 +17,34 @@ See docs/analysis.md.
 
 from __future__ import annotations
 
-from analyser.core.analysis import Analysis, IpuMetrics, Metrics, TargetSummary
-from analyser.core.execution import ExecutionSummary
-from analyser.core.liveness import LivenessSummary
-from analyser.core.memory import MemorySummary, TileMemory
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from analyser.core.analysis import Analysis, IpuMetrics, Metrics, TargetSummary
+    from analyser.core.execution import ExecutionSummary
+    from analyser.core.liveness import LivenessSummary
+    from analyser.core.memory import MemorySummary, TileMemory
+
+# Every name is imported on first use, so `import analyser.core.source` (the trace exporter)
+# does not import pandas through analyser.core.analysis (0.3 s of a 1M-step export, issue 15).
+_LAZY = {
+    "Analysis": "analysis",
+    "IpuMetrics": "analysis",
+    "Metrics": "analysis",
+    "TargetSummary": "analysis",
+    "ExecutionSummary": "execution",
+    "LivenessSummary": "liveness",
+    "MemorySummary": "memory",
+    "TileMemory": "memory",
+    "compare": "comparison",
+    "compare_pair": "comparison",
+    "Comparison": "comparison",
+    "PairComparison": "comparison",
+    "find_insights": "insights",
+    "Thresholds": "insights",
+    "Insight": "insights",
+}
 
 __all__ = [
     "Analysis",
@@ -35,13 +59,7 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    # comparisons and insights are imported on first use (keeps `import analyser.core` light)
-    if name in ("compare", "compare_pair", "Comparison", "PairComparison"):
-        from analyser.core import comparison as _c
-
-        return getattr(_c, name)
-    if name in ("find_insights", "Thresholds", "Insight"):
-        from analyser.core import insights as _i
-
-        return getattr(_i, name)
-    raise AttributeError(name)
+    mod = _LAZY.get(name)
+    if mod is None:
+        raise AttributeError(name)
+    return getattr(importlib.import_module(f"analyser.core.{mod}"), name)

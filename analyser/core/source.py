@@ -11,13 +11,15 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from profiles import schema
 from profiles.errors import ProfileError
+
+if TYPE_CHECKING:  # pandas is imported by the reader's table(), not by the exporters
+    import pandas as pd
 
 #: Rows of /execution/steps read per chunk when aggregating (about 50 MB for every column).
 STEP_CHUNK_ROWS = 1 << 19
