@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -55,3 +56,88 @@ def live_variables(
     if ipu is not None:
         live &= df["ipu"] == ipu
     return df[live].sort_values("bytes", ascending=False)
+
+
+#: What an aligned row holds (:class:`StepAlignment`).
+ALIGN_BOTH, ALIGN_REMOVED, ALIGN_ADDED = "both", "A only (removed)", "B only (added)"
+
+
+@dataclass
+class StepAlignment:
+    """Two profiles' liveness steps aligned by program, as a diff aligns lines.
+
+    One row per position of the common axis: ``a[row]`` is A's step there and ``b[row]`` B's
+    (-1 where that profile has no step: removed from A, or added in B). ``a_pos`` / ``b_pos`` give
+    each step's row (the x of a compared chart)."""
+
+    a: np.ndarray
+    b: np.ndarray
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.a.size)
+
+    @property
+    def a_pos(self) -> np.ndarray:
+        out = np.empty(int((self.a >= 0).sum()), np.int64)
+        rows = np.flatnonzero(self.a >= 0)
+        out[self.a[rows]] = rows
+        return out
+
+    @property
+    def b_pos(self) -> np.ndarray:
+        out = np.empty(int((self.b >= 0).sum()), np.int64)
+        rows = np.flatnonzero(self.b >= 0)
+        out[self.b[rows]] = rows
+        return out
+
+    def status(self, row: int) -> str:
+        a, b = int(self.a[row]), int(self.b[row])
+        return ALIGN_BOTH if a >= 0 and b >= 0 else ALIGN_REMOVED if a >= 0 else ALIGN_ADDED
+
+    def unmatched_runs(self) -> list[tuple[str, int, int]]:
+        """(status, first row, last row) of every run of consecutive removed / added rows."""
+        kind = np.where(self.a < 0, 2, np.where(self.b < 0, 1, 0))
+        edges = np.flatnonzero(np.diff(np.r_[-1, kind, -1]) != 0)
+        runs = []
+        for lo, hi in itertools.pairwise(edges):
+            k = int(kind[lo])
+            if k:
+                runs.append((ALIGN_REMOVED if k == 1 else ALIGN_ADDED, int(lo), int(hi - 1)))
+        return runs
+
+
+def _occurrence_keys(names: list[str]) -> list[tuple[str, int]]:
+    seen: dict[str, int] = {}
+    keys = []
+    for n in names:
+        k = seen.get(n, 0)
+        seen[n] = k + 1
+        keys.append((n, k))
+    return keys
+
+
+def align_steps(names_a: list[str], names_b: list[str]) -> StepAlignment:
+    """Align A's and B's liveness steps by program name and position: the longest matching
+    blocks of (name, occurrence) keys (``difflib.SequenceMatcher``, the algorithm of ``diff``),
+    so a step inserted in B shifts nothing after it. Steps of a changed block come as removed
+    (A's) then added (B's)."""
+    from difflib import SequenceMatcher
+
+    ka, kb = _occurrence_keys(names_a), _occurrence_keys(names_b)
+    sm = SequenceMatcher(None, ka, kb, autojunk=False)
+    a_rows: list[np.ndarray] = []
+    b_rows: list[np.ndarray] = []
+    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+        if tag == "equal":
+            a_rows.append(np.arange(i1, i2))
+            b_rows.append(np.arange(j1, j2))
+            continue
+        if i2 > i1:  # removed (A's steps of a deleted or replaced block)
+            a_rows.append(np.arange(i1, i2))
+            b_rows.append(np.full(i2 - i1, -1))
+        if j2 > j1:  # added (B's)
+            a_rows.append(np.full(j2 - j1, -1))
+            b_rows.append(np.arange(j1, j2))
+    cat = lambda parts: np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)  # noqa: E731
+    return StepAlignment(cat(a_rows), cat(b_rows))

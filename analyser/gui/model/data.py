@@ -193,3 +193,14 @@ def program_wait_cycles(doc: Document) -> np.ndarray | None:
         return np.maximum(waits, 0)
 
     return doc.cached("program_wait_cycles", compute)
+
+
+def liveness_alignment(doc: Document, other: Document) -> Any:
+    """A's and B's liveness steps aligned by program (``analyser.core.liveness.align_steps``):
+    the common x axis of the compared Liveness chart."""
+    from analyser.core.liveness import align_steps
+
+    return doc.cached(
+        f"liveness_alignment:{other.path}:{id(other)}",
+        lambda: align_steps(liveness(doc).step_names, liveness(other).step_names),
+    )

@@ -4,6 +4,7 @@ compare the two; select a variable to shade its lifetime. Compare mode overlays 
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from analyser.core.liveness import ALIGN_ADDED, ALIGN_REMOVED
 from analyser.core.quantities import VARIABLE_COLUMNS, VARIABLE_TABLE, step_type_name
 from analyser.gui.model import data
 from analyser.gui.model.units import axis_scale, format_bytes
@@ -157,7 +159,7 @@ class LivenessReport(Report):
                 if best is None or value > best[0]:
                     best = (value, step)
         if best is not None:
-            self.click_step(best[1], False)
+            self.click_step(int(self.positions("A", lv.n_steps)[best[1]]), False)
 
     def curves(self, doc: Any) -> dict[int, np.ndarray]:
         """The curves drawn for ``doc`` (bytes per liveness step per shown IPU), from the core."""
@@ -169,6 +171,30 @@ class LivenessReport(Report):
             if ipu < n
         }
 
+    # ------------------------------------------------------------------ alignment
+    def alignment(self) -> Any:
+        """A's and B's steps aligned by program (core ``align_steps``), None without B."""
+        if self.document is None or self.compare_doc is None:
+            return None
+        return data.liveness_alignment(self.document, self.compare_doc)
+
+    def positions(self, tag: str, n: int) -> np.ndarray:
+        """x of each of ``n`` steps of profile ``tag`` ("A" / "B") on the chart: its step index,
+        or its row of the alignment when comparing."""
+        al = self.alignment()
+        if al is None:
+            return np.arange(n)
+        return al.a_pos if tag == "A" else al.b_pos
+
+    def steps_at(self, x: int) -> dict[str, int]:
+        """{"A": step, "B": step} at chart position ``x`` (-1: that profile has no step there)."""
+        al = self.alignment()
+        if al is None:
+            return {"A": x}
+        if not 0 <= x < al.n_rows:
+            return {"A": -1, "B": -1}
+        return {"A": int(al.a[x]), "B": int(al.b[x])}
+
     def _redraw(self) -> None:
         if self._refreshing:
             return
@@ -176,6 +202,7 @@ class LivenessReport(Report):
         item.clear()
         self._markers = []
         self._region = None
+        self.peak_labels: list[pg.TextItem] = []
         doc, cmp = self.document, self.compare_doc
         if doc is None:
             self.legend.set_entries([])
@@ -190,16 +217,17 @@ class LivenessReport(Report):
         scale, unit = axis_scale(self.units, top)
         self._scale = scale
         entries = []
-        n_steps = 0
-        # peak labels: one per (IPU, step, bytes), naming every profile that peaks there (A and
-        # B often peak at the same step: two labels would print on top of each other)
-        peaks: dict[tuple[int, int, int], list[str]] = {}
-        peak_names: dict[tuple[int, int, int], str] = {}
+        al = self.alignment()
+        n_steps = al.n_rows if al is not None else 0
+        # peak labels: one per (IPU, position), naming every profile that peaks there (A and B
+        # often peak at the same program: two labels would print on top of each other)
+        peaks: dict[tuple[int, int], list[tuple[str, int, int]]] = {}
+        peak_names: dict[tuple[int, int], str] = {}
         for tag, d, style, cs in all_curves:
             lv = data.liveness(d)
             for ipu, curve in cs.items():
                 color = IPU_COLORS[ipu % len(IPU_COLORS)]
-                x = np.arange(curve.size, dtype=float)
+                x = self.positions(tag, curve.size).astype(float)
                 item.addItem(
                     pg.PlotDataItem(x, curve / scale, pen=pg.mkPen(color, width=2, style=style))
                 )
@@ -209,9 +237,10 @@ class LivenessReport(Report):
                 n_steps = max(n_steps, curve.size)
                 if curve.size:
                     peak = int(lv.peak_step[ipu])
+                    px = int(x[peak])
                     peak_y = float(curve[peak]) / scale
                     marker = pg.ScatterPlotItem(
-                        [peak],
+                        [px],
                         [peak_y],
                         symbol="t1",
                         size=13,
@@ -219,38 +248,56 @@ class LivenessReport(Report):
                         pen=pg.mkPen(None),
                     )
                     item.addItem(marker)
-                    key = (ipu, peak, int(curve[peak]))
-                    peaks.setdefault(key, []).append(tag)
+                    key = (ipu, px)
+                    peaks.setdefault(key, []).append((tag, peak, int(curve[peak])))
                     peak_names[key] = (
                         lv.step_names[peak] if peak < len(lv.step_names) else str(peak)
                     )
+        if al is not None:
+            entries += self._draw_unmatched(al)
         several_ipus = len({k[0] for k in peaks}) > 1
         placed: list[tuple[float, int]] = []  # (peak bytes, stacking level) of drawn labels
-        for key, tags in sorted(peaks.items(), key=lambda kv: -kv[0][2]):
-            ipu, peak, nbytes = key
+        fb = lambda v: format_bytes(v, self.units)  # noqa: E731
+        for key, where in sorted(peaks.items(), key=lambda kv: -max(w[2] for w in kv[1])):
+            ipu, px = key
+            nbytes = max(w[2] for w in where)
             # a label goes right above its peak, one line higher for every label already drawn
             # at a similar height (they would print on top of each other)
             near = [lvl for y, lvl in placed if abs(y - nbytes) < 0.08 * top]
             level = max(near) + 1 if near else 0
             placed.append((nbytes, level))
             who = " ".join(
-                ([" + ".join(tags)] if cmp is not None else [])
+                ([" + ".join(t for t, _s, _b in where)] if cmp is not None else [])
                 + ([f"IPU {ipu}"] if several_ipus else [])
             )
+            if cmp is None:
+                steps = f"step {where[0][1]} ({peak_names[key]}) {fb(nbytes)}"
+            elif len({b for _t, _s, b in where}) == 1:
+                # each profile's own step number: the same program may sit at another index
+                steps = ", ".join(f"{t} step {s}" for t, s, _b in where)
+                steps += f" ({peak_names[key]}) {fb(nbytes)}"
+            else:
+                steps = ", ".join(f"{t} step {s} {fb(b)}" for t, s, b in where)
+                steps += f" ({peak_names[key]})"
             text = pg.TextItem(
-                f"peak{' ' + who if who else ''}: step {peak} ({peak_names[key]}) "
-                f"{format_bytes(nbytes, self.units)}",
+                f"peak{' ' + who if who else ''}: {steps}",
                 color=hex_color("chart", "peak_marker"),
                 anchor=(0.5, 1.2 + 1.3 * level),
             )
-            text.setPos(peak, nbytes / scale)
+            text.setPos(px, nbytes / scale)
             item.addItem(text)
+            self.peak_labels.append(text)
         self.plot.n_steps = n_steps
         what = (
             "not-always-live + always-live" if self.always_check.isChecked() else "not-always-live"
         )
         item.setLabel("left", f"{what} memory ({unit})")
-        item.setLabel("bottom", "program step (liveness)")
+        item.setLabel(
+            "bottom",
+            "program step (liveness)"
+            if al is None
+            else "program step, A and B aligned by program (as a diff)",
+        )
         entries.append(("peak", hex_color("chart", "peak_marker")))
         self.legend.set_entries(entries)
         item.setXRange(0, max(n_steps - 1, 1), padding=0.01)
@@ -258,13 +305,46 @@ class LivenessReport(Report):
         item.setYRange(0, top / scale * (1.15 + 0.07 * levels) if top else 1, padding=0)
         self._show_steps()
 
+    #: Most added / removed runs shaded (profiles of different models differ everywhere).
+    MAX_UNMATCHED_RUNS = 300
+
+    def _draw_unmatched(self, al: Any) -> list[tuple[str, str]]:
+        """Shade the steps only A has (removed in B) and only B has (added), as a diff would."""
+        item = self.plot.getPlotItem()
+        colors = {ALIGN_REMOVED: hex_color("compare", "a"), ALIGN_ADDED: hex_color("compare", "b")}
+        seen = set()
+        for status, lo, hi in al.unmatched_runs()[: self.MAX_UNMATCHED_RUNS]:
+            brush = pg.mkColor(colors[status])
+            brush.setAlpha(70)
+            # edged in the full colour: a run of one step is thinner than a pixel
+            region = pg.LinearRegionItem(
+                values=(lo - 0.5, hi + 0.5),
+                movable=False,
+                brush=brush,
+                pen=pg.mkPen(colors[status], width=1),
+            )
+            region.setZValue(-10)
+            item.addItem(region)
+            seen.add(status)
+        names = {ALIGN_REMOVED: "steps only in A (removed)", ALIGN_ADDED: "steps only in B (added)"}
+        return [(names[s], colors[s]) for s in (ALIGN_REMOVED, ALIGN_ADDED) if s in seen]
+
     # ------------------------------------------------------------------ steps
     def click_step(self, step: int, shift: bool) -> None:
+        """Select chart position ``step`` (A's step index, or the aligned row when comparing);
+        with ``shift`` a second one to compare with the first."""
         if shift and self.steps:
             self.steps = [self.steps[0], step] if step != self.steps[0] else [step]
         else:
             self.steps = [step]
         self._show_steps()
+
+    def _step_text(self, x: int, first: bool) -> str:
+        at = self.steps_at(x)
+        if self.compare_doc is None:
+            return f"step {x}" if first else f"vs {x}"
+        show = lambda s: str(s) if s >= 0 else "–"  # noqa: E731
+        return ("step " if first else "vs ") + f"A {show(at['A'])} · B {show(at['B'])}"
 
     def _show_steps(self) -> None:
         item = self.plot.getPlotItem()
@@ -272,12 +352,19 @@ class LivenessReport(Report):
             item.removeItem(m)
         self._markers = []
         for k, s in enumerate(self.steps):
+            # the selection's labels go at the foot of the chart: the peak labels (and the
+            # default selection is the peak) take its top
             line = pg.InfiniteLine(
                 pos=s,
                 angle=90,
                 pen=pg.mkPen(hex_color("chart", "selection"), width=2),
-                label=f"step {s}" if k == 0 else f"vs {s}",
-                labelOpts={"position": 0.95 - 0.08 * k, "color": chart_colors().foreground},
+                label=self._step_text(s, k == 0),
+                labelOpts={
+                    "position": 0.04 + 0.08 * k,
+                    "anchors": [(0, 1), (0, 1)],
+                    "color": chart_colors().foreground,
+                    "fill": pg.mkBrush(chart_colors().background),
+                },
             )
             item.addItem(line)
             self._markers.append(line)
@@ -290,16 +377,30 @@ class LivenessReport(Report):
         if doc is None or not self.steps:
             self.live_table.set_frame(pd.DataFrame())
             self.compare_table.set_frame(pd.DataFrame())
+            self._details_changed()
             return
         ipu = self.current_ipu()
-        for s in self.steps:
+        al = self.alignment()
+        for x in self.steps:
             rows = []
+            at = self.steps_at(x)
             for tag, d in [("A", doc)] + ([("B", cmp)] if cmp is not None else []):
                 lv = data.liveness(d)
+                s = at[tag]
+                prefix = f"{tag}: " if cmp is not None else ""
+                if s < 0:
+                    rows.append(
+                        (
+                            prefix + "Step",
+                            "none: removed in B" if tag == "B" else "none: added in B",
+                        )
+                    )
+                    continue
                 if s >= lv.n_steps or ipu >= lv.not_always_live.shape[0]:
                     continue
                 steps = data.liveness_steps(d)
-                prefix = f"{tag}: " if cmp is not None else ""
+                if cmp is not None:
+                    rows.append((prefix + "Step", str(s)))
                 rows.append((prefix + "Name", str(steps["name"].iloc[s])))
                 op = int(steps["op"].iloc[s])
                 names = data.operation_names(d)
@@ -328,30 +429,36 @@ class LivenessReport(Report):
                         format_bytes(lv.always_live[ipu], self.units),
                     )
                 )
-            tree.add_section(f"Step {s}", rows)
+            title = f"Step {x}" if al is None else f"{self._step_text(x, True)} ({al.status(x)})"
+            tree.add_section(title, rows)
         b = lambda v: format_bytes(v, self.units)  # noqa: E731
         frames = []
+        first = self.steps_at(self.steps[0])
         for tag, d in [("A", doc)] + ([("B", cmp)] if cmp is not None else []):
-            f = data.live_variables(d, self.steps[0], ipu, self.always_check.isChecked())
+            if first[tag] < 0:
+                continue
+            f = data.live_variables(d, first[tag], ipu, self.always_check.isChecked())
             if cmp is not None:
                 f = f.assign(profile=tag)
             frames.append(f)
         self.live_table.set_frame(
-            pd.concat(frames, ignore_index=True),
+            pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(),
             table_columns(VARIABLE_COLUMNS, VARIABLE_TABLE, {"bytes": b, "always_live": yes_no}),
         )
-        if len(self.steps) == 2:
-            a = data.live_variables(doc, self.steps[0], ipu, self.always_check.isChecked())
-            c = data.live_variables(doc, self.steps[1], ipu, self.always_check.isChecked())
+        a_steps = [self.steps_at(x)["A"] for x in self.steps]
+        if len(self.steps) == 2 and min(a_steps) >= 0:
+            sa, sc = a_steps
+            a = data.live_variables(doc, sa, ipu, self.always_check.isChecked())
+            c = data.live_variables(doc, sc, ipu, self.always_check.isChecked())
             ia, ic = set(a["name"]), set(c["name"])
             both = pd.concat([a, c]).drop_duplicates("name")
             both = both.assign(
                 live_at=[
                     "both"
                     if n in ia and n in ic
-                    else f"step {self.steps[0]} only"
+                    else f"step {sa} only"
                     if n in ia
-                    else f"step {self.steps[1]} only"
+                    else f"step {sc} only"
                     for n in both["name"]
                 ]
             ).sort_values(["live_at", "bytes"], ascending=[True, False])
@@ -371,6 +478,10 @@ class LivenessReport(Report):
             self.compare_table.set_frame(pd.DataFrame())
             if self.details.currentWidget() is self.compare_table:
                 self.details.setCurrentWidget(self.live_table)
+        self._details_changed()
+
+    def _details_changed(self) -> None:
+        """The selected step changed: the per-step tabs are filled when shown."""
 
     def live_variable_names(self) -> list[str]:
         model = self.live_table.model
@@ -396,6 +507,16 @@ class LivenessReport(Report):
             return
         if start < 0:
             return
+        tag = "A"
+        if self.compare_doc is not None:
+            with contextlib.suppress(ValueError):
+                tag = str(model.raw(src.row(), model.column_of("profile")))
+            doc = self.document if tag == "A" else self.compare_doc
+            pos = self.positions(tag, data.liveness(doc).n_steps)
+            if not len(pos):
+                return
+            start = int(pos[min(start, len(pos) - 1)])
+            end = int(pos[min(end, len(pos) - 1)])
         color = pg.mkColor(hex_color("chart", "selection"))
         color.setAlpha(60)
         self._region = pg.LinearRegionItem(

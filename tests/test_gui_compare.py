@@ -1,0 +1,114 @@
+"""Compare mode and the Liveness / Pipeline / Insights / Operations reports (issue 14): steps
+aligned by program, one cycle axis for A and B, the host's wait drawn, labels that do not
+overlap, Predict effect re-ranking in compare mode, per-step and per-operation tabs."""
+
+from __future__ import annotations
+
+import pytest
+from gui_helpers import assert_nothing_left
+from gui_helpers import open_documents as _open
+
+from analyser.core.liveness import ALIGN_ADDED, ALIGN_BOTH, ALIGN_REMOVED, align_steps
+
+
+# ---------------------------------------------------------------------------------------------
+# Core (no Qt)
+# ---------------------------------------------------------------------------------------------
+def test_align_steps_matches_programs_as_a_diff():
+    """A step inserted in B shifts nothing after it; a changed step is removed + added; repeated
+    names pair by occurrence."""
+    a = ["in", "conv", "relu", "conv", "relu", "loss"]
+    b = ["norm", "in", "conv", "relu", "conv", "gelu", "loss"]
+    al = align_steps(a, b)
+    for row in range(al.n_rows):
+        i, j = int(al.a[row]), int(al.b[row])
+        if i >= 0 and j >= 0:
+            assert a[i] == b[j]
+            assert al.status(row) == ALIGN_BOTH
+    # every step of each profile appears once, in order
+    assert list(al.a[al.a >= 0]) == list(range(len(a)))
+    assert list(al.b[al.b >= 0]) == list(range(len(b)))
+    assert al.status(0) == ALIGN_ADDED and b[al.b[0]] == "norm"
+    # the second relu of A faces nothing in B (gelu there), so it is removed, gelu added
+    removed = [a[al.a[r]] for r in range(al.n_rows) if al.status(r) == ALIGN_REMOVED]
+    added = [b[al.b[r]] for r in range(al.n_rows) if al.status(r) == ALIGN_ADDED]
+    assert removed == ["relu"] and added == ["norm", "gelu"]
+    assert al.a_pos[5] == al.b_pos[6]  # the losses face each other
+    assert [s for s, _lo, _hi in al.unmatched_runs()] == [ALIGN_ADDED, ALIGN_REMOVED, ALIGN_ADDED]
+
+
+# ---------------------------------------------------------------------------------------------
+# Liveness
+# ---------------------------------------------------------------------------------------------
+@pytest.fixture
+def liveness(qtbot):
+    from analyser.gui.reports.liveness import LivenessReport
+
+    r = LivenessReport()
+    qtbot.addWidget(r)
+    r.resize(1300, 850)
+    r.show()
+    qtbot.waitExposed(r)
+    docs = []
+    yield r, docs
+    assert_nothing_left(r)
+    for d in docs:
+        d.close()
+
+
+def _scene_rect(item):
+    return item.mapRectToScene(item.boundingRect())
+
+
+@pytest.mark.gui
+def test_compare_liveness_aligns_steps_by_program(qtbot, liveness, walkthrough_profiles):
+    """Issue 14 defect 2: walkthrough step 5 has one more liveness step than step 4 (the input
+    normalisation at the front); A's step N faces B's step N + 1 of the same program, the peaks
+    (same program) share one label giving each profile's step, the added step is marked."""
+    r, _ = liveness
+    a_doc, b_doc = _open(
+        liveness, walkthrough_profiles["4-device-iterations"], walkthrough_profiles["5-8bit-io"]
+    )
+    la, lb = a_doc.analysis.liveness, b_doc.analysis.liveness
+    assert lb.n_steps == la.n_steps + 1
+    al = r.alignment()
+    for row in range(al.n_rows):
+        i, j = int(al.a[row]), int(al.b[row])
+        if i >= 0 and j >= 0:
+            assert la.step_names[i] == lb.step_names[j]
+    assert al.status(0) == ALIGN_ADDED
+    pa, pb = int(la.peak_step[0]), int(lb.peak_step[0])
+    assert la.step_names[pa] == lb.step_names[pb] and pb == pa + 1
+    x = int(r.positions("A", la.n_steps)[pa])
+    assert x == int(r.positions("B", lb.n_steps)[pb])
+    # the default selection (the peak) reads each profile's own step of the same program
+    assert r.steps == [x]
+    assert r.steps_at(x) == {"A": pa, "B": pb}
+    text = [t.textItem.toPlainText() for t in r.peak_labels]
+    assert any(f"A step {pa}" in t and f"B step {pb}" in t for t in text), text
+    section = r.step_tree.topLevelItem(0)
+    rows = {section.child(k).text(0): section.child(k).text(1) for k in range(section.childCount())}
+    assert rows["A: Name"] == rows["B: Name"] == la.step_names[pa], rows
+    # the step only B has: selected, it says so for A
+    r.click_step(0, False)
+    section = r.step_tree.topLevelItem(0)
+    rows = {section.child(k).text(0): section.child(k).text(1) for k in range(section.childCount())}
+    assert rows["A: Step"].startswith("none") and rows["B: Step"] == "0"
+    # B's live variables are B's own at its step 0
+    assert set(r.live_table.model.frame["profile"]) == {"B"}
+
+
+@pytest.mark.gui
+def test_liveness_selection_labels_do_not_sit_on_peak_labels(qtbot, liveness, walkthrough_profiles):
+    """Issue 14 defect 6: the 'step N' / 'vs N' labels printed on the peak labels."""
+    r, _ = liveness
+    _open(liveness, walkthrough_profiles["4-device-iterations"], walkthrough_profiles["5-8bit-io"])
+    x = r.steps[0]
+    r.click_step(x + 3, True)
+    qtbot.wait(50)
+    peak_rects = [_scene_rect(t) for t in r.peak_labels]
+    assert peak_rects
+    for line in r._markers:
+        label = _scene_rect(line.label)
+        for rect in peak_rects:
+            assert not label.intersects(rect), (line.label.toPlainText(), label, rect)
