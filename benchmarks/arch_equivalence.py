@@ -30,10 +30,19 @@ CONFIGS: dict[str, list[str]] = {
     "mlp-inference": ["--model", "mlp", "--mode", "inference", "--micro-batch-size", "16"],
     "resnet50-mb8": ["--model", "resnet50", "--micro-batch-size", "8"],
     "bert-large-4x4": [
-        "--model", "bert-large", "--num-ipus", "4", "--replication-factor", "4",
-        "--strategy", "pipelined", "--gradient-accumulation", "16",
-        "--split-points", "encoder.layer.5,encoder.layer.11,encoder.layer.17",
-    ],  # fmt: skip
+        "--model",
+        "bert-large",
+        "--num-ipus",
+        "4",
+        "--replication-factor",
+        "4",
+        "--strategy",
+        "pipelined",
+        "--gradient-accumulation",
+        "16",
+        "--split-points",
+        "encoder.layer.5,encoder.layer.11,encoder.layer.17",
+    ],
 }
 #: compared pairs (A, B) by profile stem
 PAIRS = (("1-base", "2-half"), ("3-accumulate", "4-device-iterations"), ("5-8bit-io", "6-async"))

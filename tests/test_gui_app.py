@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 
 from analyser.core.analysis import Analysis
 from analyser.core.insights import find_insights
-from analyser.gui.model.units import MemoryUnits, format_bytes
+from analyser.core.units import MemoryUnits, fmt_bytes
 from profiles import write_profile
 from profiles.synthetic import make_synthetic_profile
 
@@ -94,7 +94,7 @@ def check_reports(qtbot, w, path: Path) -> None:
         m = a.metrics
         # Summary
         s = w.show_report("summary")
-        assert s.tree.value("Memory", "Peak memory") == format_bytes(m.peak_memory_bytes)
+        assert s.tree.value("Memory", "Peak memory") == fmt_bytes(m.peak_memory_bytes)
         assert s.tree.value("Memory", "Out-of-memory tiles") == f"{m.oom_tiles:,}"
         assert s.tree.value("Target", "Tiles per IPU") == f"{a.target.tiles_per_ipu:,}"
         if a.has_execution:
@@ -431,7 +431,7 @@ def test_units_theme_state_and_recent_files_persist(qtbot, make_window, profiles
     w.set_units(MemoryUnits.BYTES)
     assert s.tree.value("Memory", "Peak memory") == f"{peak:,} B"
     w.set_units("kB")
-    assert s.tree.value("Memory", "Peak memory") == format_bytes(peak, MemoryUnits.KB)
+    assert s.tree.value("Memory", "Peak memory") == fmt_bytes(peak, MemoryUnits.KB)
     w.set_theme("dark")
     w.show_report("memory")
     assert w.recent_files()[0] == str(profiles_dir["fit"].resolve())
@@ -562,8 +562,8 @@ def test_compare_walkthrough_steps_4_and_5(qtbot, make_window, walkthrough_profi
             assert e.text in text
         got_a = s.tree.value("Execution", "StreamCopy received", 1)
         got_b = s.tree.value("Execution", "StreamCopy received", 2)
-        assert got_a == format_bytes(a.metrics.streamcopy_rx_bytes)
-        assert got_b == format_bytes(b.metrics.streamcopy_rx_bytes)
+        assert got_a == fmt_bytes(a.metrics.streamcopy_rx_bytes)
+        assert got_b == fmt_bytes(b.metrics.streamcopy_rx_bytes)
 
 
 def test_predict_effect_of_the_fp16_tip(qtbot, make_window, walkthrough_profiles):

@@ -7,9 +7,9 @@ import pytest
 
 from analyser.core import gui_support
 from analyser.core.analysis import Analysis
+from analyser.core.units import MemoryUnits, axis_scale, fmt_bytes
 from analyser.gui.model.errors import TileSelectionError
 from analyser.gui.model.selection import format_tile_list, parse_tile_list, toggle_pair
-from analyser.gui.model.units import MemoryUnits, axis_scale, format_bytes
 from profiles import write_profile
 from profiles.synthetic import make_synthetic_profile
 
@@ -38,9 +38,9 @@ def test_tile_list_errors_are_one_sentence(text, message):
 
 
 def test_units():
-    assert format_bytes(1536, MemoryUnits.KIB) == "1.50 KiB"
-    assert format_bytes(1500, MemoryUnits.KB) == "1.50 kB"
-    assert format_bytes(1536, MemoryUnits.BYTES) == "1,536 B"
+    assert fmt_bytes(1536, MemoryUnits.KIB) == "1.50 KiB"
+    assert fmt_bytes(1500, MemoryUnits.KB) == "1.50 kB"
+    assert fmt_bytes(1536, MemoryUnits.BYTES) == "1,536 B"
     assert axis_scale(MemoryUnits.KIB, 600 * 1024) == (1024.0, "KiB")
     assert axis_scale(MemoryUnits.BYTES, 10) == (1.0, "bytes")
 

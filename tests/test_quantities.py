@@ -33,3 +33,23 @@ def test_formats_and_directions():
     with pytest.raises(ValueError):
         Quantity("x", "x", "furlongs", None)
     assert step_type_name(3) == "OnTileExecute" and step_type_name(999) == "999"
+
+
+def test_one_set_of_formatters_one_missing_mark_one_new_wording():
+    """CLI, reports and GUI share analyser.core.units: None and NaN are MISSING everywhere, a
+    change from zero is NEW, bytes follow the units preference."""
+    from analyser.core import units
+
+    nan = float("nan")
+    for fmt in (units.fmt_bytes, units.fmt_int, units.fmt_count, units.fmt_pct, units.fmt_rate):
+        assert fmt(None) == units.MISSING and fmt(nan) == units.MISSING
+    assert units.fmt_delta_pct(0, 5) == units.NEW == "new"
+    assert units.fmt_change(0, 5) == "+5 (new)"
+    assert units.fmt_change(None, 5) == units.MISSING
+    assert units.fmt_change(2 * 2**20, 3 * 2**20, "KiB") == "+1.00 MiB (+50.0%)"
+    assert units.fmt_change(2000, 1000, units.MemoryUnits.KB) == "-1.00 kB (-50.0%)"
+    assert units.fmt_change(7, 7) == "0" and units.fmt_change(7, 7, "bytes") == "0 B"
+    assert units.fmt_bytes(1_234_567, units.MemoryUnits.BYTES) == "1,234,567 B"
+    assert units.fmt_bytes(1_234_567, "kB") == "1.23 MB"
+    assert units.fmt_pts_delta(0.5, 0.515) == "+1.5 pts"
+    assert QUANTITIES["peak_memory_bytes"].format(2**20, units.MemoryUnits.KB) == "1.05 MB"

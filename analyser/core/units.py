@@ -1,45 +1,123 @@
-"""Formatting of bytes, cycles, shares and rates for the CLI, reports and GUI."""
+"""The one set of formatters of the CLI, the reports and the GUI: bytes, counts, shares, rates,
+seconds and changes, and the memory units preference (bytes / kB / KiB).
+
+Two words are fixed here and nowhere else: :data:`MISSING` marks a value that does not exist (a
+profile without execution has no cycles), and :data:`NEW` is the relative change of a figure that
+was zero and is not any more. GUI modules add only presentation (colours, alignment).
+
+PopVision users choose how memory is shown: plain bytes, decimal kilobytes (1 kB = 1000 B) or
+binary kibibytes (1 KiB = 1024 B). Larger values step up within the same family (MB / MiB, ...).
+"""
 
 from __future__ import annotations
 
 import math
+from enum import StrEnum
 
-_BIN = ("B", "KiB", "MiB", "GiB", "TiB")
-_DEC = ("B", "kB", "MB", "GB", "TB")
+#: The mark of a missing value (every formatter returns it for None and NaN).
+MISSING = "-"
+#: The relative change of a figure from zero to non-zero.
+NEW = "new"
+
+
+class MemoryUnits(StrEnum):
+    """How memory is shown (``analyse summary --units``, the GUI's preference)."""
+
+    BYTES = "bytes"
+    KB = "kB"
+    KIB = "KiB"
+
+    @classmethod
+    def parse(cls, value: object, default: MemoryUnits | None = None) -> MemoryUnits:
+        for unit in cls:
+            if value == unit.value or value == unit:
+                return unit
+        if default is not None:
+            return default
+        raise ValueError(f"unknown memory unit {value!r}; choose bytes, kB or KiB")
+
+    @property
+    def base(self) -> int:
+        return 1024 if self is MemoryUnits.KIB else 1000
+
+    @property
+    def prefixes(self) -> tuple[str, ...]:
+        if self is MemoryUnits.KIB:
+            return ("B", "KiB", "MiB", "GiB", "TiB")
+        return ("B", "kB", "MB", "GB", "TB")
+
+
+def _missing(value: object) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 def fmt_bytes(n: float | None, unit: str = "KiB") -> str:
-    """Bytes in binary (``KiB``), decimal (``kB``) or plain (``bytes``) units."""
-    if n is None:
-        return "-"
-    if unit == "bytes":
+    """Bytes in binary (``KiB``: '1.18 MiB'), decimal (``kB``: '1.23 MB') or plain (``bytes``:
+    '1,234,567 B') units; ``unit`` is a :class:`MemoryUnits` or its value."""
+    if _missing(n):
+        return MISSING
+    units = MemoryUnits.parse(unit, MemoryUnits.KIB)
+    if units is MemoryUnits.BYTES:
         return f"{int(n):,} B"
-    base, names = (1000.0, _DEC) if unit == "kB" else (1024.0, _BIN)
     v = float(n)
     i = 0
-    while abs(v) >= base and i < len(names) - 1:
-        v /= base
+    while abs(v) >= units.base and i < len(units.prefixes) - 1:
+        v /= units.base
         i += 1
-    return f"{int(v)} {names[i]}" if i == 0 else f"{v:,.2f} {names[i]}"
+    return f"{int(v):,} B" if i == 0 else f"{v:,.2f} {units.prefixes[i]}"
+
+
+def fmt_bytes_delta(d: float | None, unit: str = "KiB") -> str:
+    """A signed difference of bytes: '+1.50 MiB', '-512 B', '0 B'."""
+    text = fmt_bytes(d, unit)
+    return "+" + text if not _missing(d) and d > 0 else text
 
 
 def fmt_int(n: float | None) -> str:
-    return "-" if n is None else f"{round(n):,}"
+    """A whole number with thousands separators ('1,235' for 1234.5)."""
+    return MISSING if _missing(n) else f"{round(n):,}"
+
+
+def fmt_count(n: float | None) -> str:
+    """A count: whole numbers as :func:`fmt_int`, fractions with two decimals ('2.50')."""
+    if _missing(n):
+        return MISSING
+    if isinstance(n, float) and not n.is_integer():
+        return f"{n:,.2f}"
+    return f"{int(n):,}"
 
 
 def fmt_pct(x: float | None, digits: int = 1) -> str:
-    return (
-        "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.{digits}f}%"
-    )
+    """A share (0..1) as a percentage: '12.3%'."""
+    return MISSING if _missing(x) else f"{100 * x:.{digits}f}%"
+
+
+def fmt_pts_delta(a: float | None, b: float | None) -> str:
+    """The change of a share in percentage points: '+1.5 pts'."""
+    if _missing(a) or _missing(b):
+        return MISSING
+    return f"{100 * (b - a):+.1f} pts"
 
 
 def fmt_delta_pct(a: float | None, b: float | None) -> str:
-    """Relative change from ``a`` to ``b`` as '+12.3%' ('-' when undefined)."""
-    if a is None or b is None:
-        return "-"
+    """Relative change from ``a`` to ``b`` as '+12.3%' (:data:`NEW` from zero)."""
+    if _missing(a) or _missing(b):
+        return MISSING
     if a == 0:
-        return "0.0%" if b == 0 else "new"
+        return "0.0%" if b == 0 else NEW
     return f"{100 * (b - a) / abs(a):+.1f}%"
+
+
+def fmt_change(a: float | None, b: float | None, unit: str | None = None) -> str:
+    """The change from ``a`` to ``b``, absolute and relative: '+1,234 (+5.0%)' for counts,
+    '+1.50 MiB (+50.0%)' for bytes (``unit`` given); '0' / '0 B' when equal."""
+    if _missing(a) or _missing(b):
+        return MISSING
+    d = b - a
+    text = fmt_bytes_delta(d, unit) if unit is not None else f"{round(d):+,}"
+    if d == 0:
+        return fmt_bytes(0, unit) if unit is not None else "0"
+    return f"{text} ({fmt_delta_pct(a, b)})"
 
 
 def rel_change(a: float | None, b: float | None) -> float | None:
@@ -51,14 +129,27 @@ def rel_change(a: float | None, b: float | None) -> float | None:
 
 
 def fmt_rate(x: float | None) -> str:
-    return "-" if x is None else f"{x:,.1f}"
+    """A rate or a ratio with one decimal ('1,725.7')."""
+    return MISSING if _missing(x) else f"{x:,.1f}"
 
 
 def fmt_seconds(s: float | None) -> str:
-    if s is None:
-        return "-"
+    if _missing(s):
+        return MISSING
     if s >= 1:
         return f"{s:.3f} s"
     if s >= 1e-3:
         return f"{s * 1e3:.3f} ms"
     return f"{s * 1e6:.1f} µs"
+
+
+def axis_scale(units: MemoryUnits, max_value: float = 0.0) -> tuple[float, str]:
+    """(divisor, label) for a memory chart axis: bytes, or kB / KiB (MB / MiB when large)."""
+    if units is MemoryUnits.BYTES:
+        return 1.0, "bytes"
+    base = units.base
+    if max_value >= base**3:
+        return float(base**3), units.prefixes[3]
+    if max_value >= base**2 * 10:
+        return float(base**2), units.prefixes[2]
+    return float(base), units.prefixes[1]

@@ -35,10 +35,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from analyser.core.units import MemoryUnits
 from analyser.gui import reports as registry
 from analyser.gui.loader import LoadResult, LoadTask, make_request
 from analyser.gui.model.document import Document, Workspace
-from analyser.gui.model.units import MemoryUnits
 from analyser.gui.reports.base import MessagePanel, Report
 from analyser.gui.theme import THEMES, apply_theme, current_theme
 from profiles.errors import UserFacingError

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analyser.gui.model.units import MemoryUnits
+from analyser.core.units import MemoryUnits
 
 
 class Event:

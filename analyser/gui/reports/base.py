@@ -40,9 +40,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from analyser.core.units import MemoryUnits
 from analyser.gui.model.document import Document
 from analyser.gui.model.errors import GuiError
-from analyser.gui.model.units import MemoryUnits
 from profiles.errors import UserFacingError
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")

@@ -31,9 +31,9 @@ from PySide6.QtWidgets import (
 
 from analyser.core.insights.model import EFFECT_KEYS
 from analyser.core.quantities import QUANTITIES, VARIABLE_COLUMNS
+from analyser.core.units import fmt_bytes, fmt_count, fmt_pct
 from analyser.gui import reports as registry
 from analyser.gui.model import data
-from analyser.gui.model.units import format_bytes, format_count, format_percent
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report, lay_out
 from analyser.gui.widgets import Banner, FilterTable, LegendLabel, make_plot, table_columns
@@ -52,18 +52,18 @@ WHERE_TIPS = {
 def banner_text(doc: Any, units) -> tuple[str, str]:
     """(state, text) of the fits / OOM banner, from the analysis core's memory summary."""
     mem = data.memory(doc)
-    share = format_percent(mem.share_used)
-    used = format_bytes(mem.peak_memory_bytes, units)
-    cap = format_bytes(mem.capacity_bytes, units)
+    share = fmt_pct(mem.share_used)
+    used = fmt_bytes(mem.peak_memory_bytes, units)
+    cap = fmt_bytes(mem.capacity_bytes, units)
     if mem.fits:
         return "ok", (
             f"Fits: {share} of memory used ({used} of {cap}); the fullest tile uses "
-            f"{format_bytes(mem.max_tile_bytes, units)} of {format_bytes(mem.sram_per_tile, units)}."
+            f"{fmt_bytes(mem.max_tile_bytes, units)} of {fmt_bytes(mem.sram_per_tile, units)}."
         )
     per_ipu = mem.oom_tiles_per_ipu()
     where = ", ".join(f"IPU {i}: {int(n):,}" for i, n in enumerate(per_ipu) if n)
     return "oom", (
-        f"Out of memory: {mem.n_oom_tiles:,} tiles exceed {format_bytes(mem.sram_per_tile, units)} "
+        f"Out of memory: {mem.n_oom_tiles:,} tiles exceed {fmt_bytes(mem.sram_per_tile, units)} "
         f"({where}); {share} of memory used ({used} of {cap})."
     )
 
@@ -247,7 +247,7 @@ class InsightsReport(Report):
         item.setYRange(0, top * 1.1 if top else 1, padding=0)
 
     def _fill_tables(self) -> None:
-        b = lambda v: format_bytes(v, self.units)  # noqa: E731
+        b = lambda v: fmt_bytes(v, self.units)  # noqa: E731
         rows, verts, alive = [], [], []
         for tag, d in self._docs():
             mem = data.memory(d)
@@ -507,7 +507,7 @@ def insight_html(tip: Any, units) -> str:
                 a, b = eff.before.get(key), eff.after.get(key)
                 if a is None and b is None:
                     continue
-                fmt = (lambda v: format_bytes(v, units)) if "bytes" in key else format_count
+                fmt = (lambda v: fmt_bytes(v, units)) if "bytes" in key else fmt_count
                 rel = eff.rel(key)
                 change = "-" if rel is None else f"{100 * rel:+.1f}%"
                 parts.append(

@@ -23,8 +23,8 @@ from PySide6.QtWidgets import (
 
 from analyser.core.liveness import ALIGN_ADDED, ALIGN_REMOVED
 from analyser.core.quantities import VARIABLE_COLUMNS, VARIABLE_TABLE, step_type_name
+from analyser.core.units import axis_scale, fmt_bytes
 from analyser.gui.model import data
-from analyser.gui.model.units import axis_scale, format_bytes
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report, lay_out
 from analyser.gui.theme import chart_colors, style_plot
@@ -257,7 +257,7 @@ class LivenessReport(Report):
             entries += self._draw_unmatched(al)
         several_ipus = len({k[0] for k in peaks}) > 1
         placed: list[tuple[float, int]] = []  # (peak bytes, stacking level) of drawn labels
-        fb = lambda v: format_bytes(v, self.units)  # noqa: E731
+        fb = lambda v: fmt_bytes(v, self.units)  # noqa: E731
         for key, where in sorted(peaks.items(), key=lambda kv: -max(w[2] for w in kv[1])):
             ipu, px = key
             nbytes = max(w[2] for w in where)
@@ -420,18 +420,18 @@ class LivenessReport(Report):
                 rows.append(
                     (
                         prefix + f"Not-always-live (IPU {ipu})",
-                        format_bytes(lv.not_always_live[ipu, s], self.units),
+                        fmt_bytes(lv.not_always_live[ipu, s], self.units),
                     )
                 )
                 rows.append(
                     (
                         prefix + f"Always-live (IPU {ipu})",
-                        format_bytes(lv.always_live[ipu], self.units),
+                        fmt_bytes(lv.always_live[ipu], self.units),
                     )
                 )
             title = f"Step {x}" if al is None else f"{self._step_text(x, True)} ({al.status(x)})"
             tree.add_section(title, rows)
-        b = lambda v: format_bytes(v, self.units)  # noqa: E731
+        b = lambda v: fmt_bytes(v, self.units)  # noqa: E731
         frames = []
         first = self.steps_at(self.steps[0])
         for tag, d in [("A", doc)] + ([("B", cmp)] if cmp is not None else []):

@@ -35,6 +35,11 @@ from analyser.core.quantities import (
     MEMORY_REGIONS,
     VARIABLE_COLUMNS,
 )
+from analyser.core.units import (
+    axis_scale,
+    fmt_bytes,
+    fmt_change,
+)
 from analyser.gui.items import BatchedRectsItem
 from analyser.gui.model import data
 from analyser.gui.model.errors import TileSelectionError
@@ -43,12 +48,6 @@ from analyser.gui.model.selection import (
     parse_tile_list,
     toggle_pair,
     unique_pairs,
-)
-from analyser.gui.model.units import (
-    axis_scale,
-    format_bytes,
-    format_delta_bytes,
-    format_delta_percent,
 )
 from analyser.gui.palette import heatmap_colors, hex_color
 from analyser.gui.reports.base import Report, lay_out
@@ -190,7 +189,7 @@ class MemoryPlot(pg.PlotWidget):
                 pen=pg.mkPen(
                     hex_color("chart", "max_memory_line"), width=1.5, style=Qt.PenStyle.DashLine
                 ),
-                label=f"max memory per tile ({format_bytes(chart.sram)})",
+                label=f"max memory per tile ({fmt_bytes(chart.sram)})",
                 labelOpts={
                     "position": 0.02,
                     "color": hex_color("chart", "max_memory_line"),
@@ -694,7 +693,7 @@ class MemoryReport(Report):
         )
 
     def _fmt_bytes(self, v: Any) -> str:
-        return format_bytes(v, self.units)
+        return fmt_bytes(v, self.units)
 
     def _fill_totals(self) -> None:
         tree = self.totals_tree
@@ -707,12 +706,12 @@ class MemoryReport(Report):
             rows = [
                 (
                     name,
-                    format_bytes(int(a.values[:, j].sum()), self.units),
+                    fmt_bytes(int(a.values[:, j].sum()), self.units),
                     f"{100 * a.values[:, j].sum() / total:.1f}%",
                 )
                 for j, name in enumerate(a.names)
             ]
-            rows.append(("Total", format_bytes(int(a.values.sum()), self.units), "100.0%"))
+            rows.append(("Total", fmt_bytes(int(a.values.sum()), self.units), "100.0%"))
             tree.add_section(f"Memory of {', '.join(f'IPU {i}' for i in a.ipus)}", rows)
             return
         b = self.charts["B"]
@@ -725,18 +724,18 @@ class MemoryReport(Report):
             rows.append(
                 (
                     name,
-                    format_bytes(va, self.units),
-                    format_bytes(vb, self.units),
-                    f"{format_delta_bytes(vb - va, self.units)} ({format_delta_percent(va, vb)})",
+                    fmt_bytes(va, self.units),
+                    fmt_bytes(vb, self.units),
+                    fmt_change(va, vb, self.units),
                 )
             )
         ta, tb = int(a.values.sum()), int(b.values.sum())
         rows.append(
             (
                 "Total",
-                format_bytes(ta, self.units),
-                format_bytes(tb, self.units),
-                f"{format_delta_bytes(tb - ta, self.units)} ({format_delta_percent(ta, tb)})",
+                fmt_bytes(ta, self.units),
+                fmt_bytes(tb, self.units),
+                fmt_change(ta, tb, self.units),
             )
         )
         ma, mb = data.memory(doc), data.memory(cmp)

@@ -23,8 +23,8 @@ from PySide6.QtWidgets import (
 )
 
 from analyser.core.quantities import VARIABLE_COLUMNS, VARIABLE_TABLE, step_type_name
+from analyser.core.units import fmt_bytes, fmt_count, fmt_pct
 from analyser.gui.model import data
-from analyser.gui.model.units import format_bytes, format_count, format_percent
 from analyser.gui.reports.base import Report, lay_out, shows_profile_problems
 from analyser.gui.widgets import (
     RESIZE_PRECISION,
@@ -119,8 +119,8 @@ class OperationsReport(Report):
 
     # ------------------------------------------------------------------ table
     def _columns(self, compare: bool, executed: bool = True) -> list:
-        b = lambda v: format_bytes(v, self.units)  # noqa: E731
-        pct = format_percent
+        b = lambda v: fmt_bytes(v, self.units)  # noqa: E731
+        pct = fmt_pct
         if not compare and not executed:
             # a profile that did not fit never ran: no executions, total cycles or shares
             # (columns of zeros would read as measured); cycles are the compiler's estimate
@@ -134,9 +134,9 @@ class OperationsReport(Report):
                 ("memory_bytes", "Memory", b),
                 ("temp_bytes", "Temporary", b),
                 ("code_bytes", "Code", b),
-                ("cycles", "Cycles (estimate)", format_count),
-                ("flops", "FLOPs", format_count),
-                ("tiles_used", "Tiles", format_count),
+                ("cycles", "Cycles (estimate)", fmt_count),
+                ("flops", "FLOPs", fmt_count),
+                ("tiles_used", "Tiles", fmt_count),
             ]
         if not compare:
             return [
@@ -146,16 +146,16 @@ class OperationsReport(Report):
                 ("pass", "Pass", None),
                 ("ipu", "IPU", None),
                 ("stage", "Stage", None),
-                ("cycles", "Cycles", format_count),
-                ("executions", "Executions", format_count),
-                ("total_cycles", "Total cycles", format_count),
+                ("cycles", "Cycles", fmt_count),
+                ("executions", "Executions", fmt_count),
+                ("total_cycles", "Total cycles", fmt_count),
                 ("cycles_share", "Share of cycles", pct),
-                ("flops", "FLOPs", format_count),
+                ("flops", "FLOPs", fmt_count),
                 ("flops_per_cycle", "FLOPs / cycle", lambda v: f"{v:,.1f}"),
                 ("memory_bytes", "Memory", b),
                 ("temp_bytes", "Temporary", b),
                 ("code_bytes", "Code", b),
-                ("tiles_used", "Tiles", format_count),
+                ("tiles_used", "Tiles", fmt_count),
             ]
         return [
             ("name", "Operation", None),
@@ -163,8 +163,8 @@ class OperationsReport(Report):
             ("pass", "Pass", None),
             ("ipu", "IPU", None),
             ("status", "In", None),
-            ("total_cycles_a", "Total cycles A", format_count),
-            ("total_cycles_b", "Total cycles B", format_count),
+            ("total_cycles_a", "Total cycles A", fmt_count),
+            ("total_cycles_b", "Total cycles B", fmt_count),
             ("total_cycles_delta", "Change", lambda v: f"{int(v):+,}"),
             (
                 "total_cycles_rel",
@@ -175,8 +175,8 @@ class OperationsReport(Report):
             ("memory_bytes_b", "Memory B", b),
             ("code_bytes_a", "Code A", b),
             ("code_bytes_b", "Code B", b),
-            ("flops_a", "FLOPs A", format_count),
-            ("flops_b", "FLOPs B", format_count),
+            ("flops_a", "FLOPs A", fmt_count),
+            ("flops_b", "FLOPs B", fmt_count),
         ]
 
     def compare_frame(self, doc: Any, cmp: Any) -> pd.DataFrame:
@@ -313,7 +313,7 @@ class OperationsReport(Report):
             for t in (self.vars_table, self.cs_table, self.progs_table):
                 t.set_frame(pd.DataFrame())
             return
-        b = lambda v: format_bytes(v, self.units)  # noqa: E731
+        b = lambda v: fmt_bytes(v, self.units)  # noqa: E731
         vars_frames, cs_frames, prog_frames = [], [], []
         for tag, d in docs:
             ops = data.operations(d)
@@ -330,11 +330,11 @@ class OperationsReport(Report):
                 ("Pass", str(row["pass"])),
                 ("IPU", str(row["ipu"])),
                 ("Pipeline stage", str(row["stage"])),
-                ("Cycles (one execution)", format_count(int(row["cycles"]))),
-                ("Executions", format_count(int(row["executions"]))),
-                ("Total cycles", format_count(int(row["total_cycles"]))),
-                ("Share of cycles", format_percent(float(row["cycles_share"]))),
-                ("FLOPs", format_count(int(row["flops"]))),
+                ("Cycles (one execution)", fmt_count(int(row["cycles"]))),
+                ("Executions", fmt_count(int(row["executions"]))),
+                ("Total cycles", fmt_count(int(row["total_cycles"]))),
+                ("Share of cycles", fmt_pct(float(row["cycles_share"]))),
+                ("FLOPs", fmt_count(int(row["flops"]))),
                 ("FLOPs per cycle", f"{float(row['flops_per_cycle']):,.1f}"),
                 ("Bytes in / out", f"{b(int(row['bytes_in']))} / {b(int(row['bytes_out']))}"),
                 ("Memory (variables it owns)", b(int(row["memory_bytes"]))),
@@ -371,7 +371,7 @@ class OperationsReport(Report):
             [
                 ("profile", "Profile", None),
                 ("name", "Compute set", None),
-                ("vertices", "Vertices", format_count),
+                ("vertices", "Vertices", fmt_count),
                 ("ipu", "IPU", None),
                 ("tile_start", "First tile", None),
                 ("tile_count", "Tiles", None),
@@ -384,8 +384,8 @@ class OperationsReport(Report):
                 ("name", "Program", None),
                 ("type", "Type", None),
                 ("ipu", "IPU", None),
-                ("cycles", "Cycles", format_count),
-                ("tile_balance", "Tile balance", format_percent),
+                ("cycles", "Cycles", fmt_count),
+                ("tile_balance", "Tile balance", fmt_pct),
                 ("bytes", "Bytes", b),
             ],
         )

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from analyser.core.units import fmt_bytes, fmt_change, fmt_int, fmt_pct, fmt_pts_delta
 from analyser.gui.axes import use_cycle_axis
 from analyser.gui.items import BatchedRectsItem
 from analyser.gui.model import data as gui_data
@@ -33,7 +34,7 @@ from analyser.gui.model.document import Document
 from analyser.gui.model.pipeline import PHASE_LABELS, PipelineChart
 from analyser.gui.palette import hex_color, qcolor
 from analyser.gui.reports.base import Report
-from analyser.gui.reports.trace.panels import _item, fmt_bytes, fmt_delta, fmt_int
+from analyser.gui.reports.trace.panels import _item
 from analyser.gui.theme import style_plot
 from analyser.gui.widgets import compact_rows
 from analyser.literal import html as lit
@@ -336,13 +337,13 @@ class PipelineReport(Report):
         self.table.setHorizontalHeaderLabels(["", f"A: {name_a}", f"B: {name_b}", "B − A"])
         rows: list[tuple[str, str, str, str, QColor | None]] = []
         for phase in ("rampUp", "main", "rampDown", "weightUpdate", "host"):
-            va, vb = 100 * a.phase_share.get(phase, 0.0), 100 * b.phase_share.get(phase, 0.0)
+            va, vb = a.phase_share.get(phase, 0.0), b.phase_share.get(phase, 0.0)
             rows.append(
                 (
                     f"{PHASE_LABELS[phase]} share of the run",
-                    f"{va:.1f}%",
-                    f"{vb:.1f}%",
-                    f"{vb - va:+.1f} pts",
+                    fmt_pct(va),
+                    fmt_pct(vb),
+                    fmt_pts_delta(va, vb),
                     qcolor("phases", phase),
                 )
             )
@@ -350,11 +351,11 @@ class PipelineReport(Report):
             ca = float(a.stage_cycles[s]) if s < a.n_stages else None
             cb = float(b.stage_cycles[s]) if s < b.n_stages else None
             rows.append(
-                (f"stage {s} busy cycles", fmt_int(ca), fmt_int(cb), fmt_delta(ca, cb), None)
+                (f"stage {s} busy cycles", fmt_int(ca), fmt_int(cb), fmt_change(ca, cb), None)
             )
             sa = int(a.stash_bytes[s]) if s < len(a.stash_bytes) else None
             sb = int(b.stash_bytes[s]) if s < len(b.stash_bytes) else None
-            delta = fmt_bytes(sb - sa) if sa is not None and sb is not None else "–"
+            delta = fmt_change(sa, sb, "KiB")
             rows.append((f"stage {s} stash memory", fmt_bytes(sa), fmt_bytes(sb), delta, None))
         rows.append(("bottleneck stage", str(a.bottleneck), str(b.bottleneck), "", None))
         self.table.setRowCount(len(rows))

@@ -32,8 +32,8 @@ from PySide6.QtWidgets import (
 )
 
 from analyser.core.quantities import STEP_TYPES
+from analyser.core.units import fmt_bytes, fmt_count, fmt_pct
 from analyser.gui.model import data
-from analyser.gui.model.units import format_bytes, format_count, format_percent
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report, lay_out
 from analyser.gui.widgets import KeyValueTree
@@ -230,28 +230,28 @@ class ProgramTreeModel(QAbstractItemModel):
         if key == "ipu":
             return "all" if self.ipus[node] < 0 else str(int(self.ipus[node]))
         if key == "repeat":
-            return format_count(int(self.repeat[node])) if t == 1 else ""
+            return fmt_count(int(self.repeat[node])) if t == 1 else ""
         if key == "cycles":
-            return format_count(int(self.cycles[node])) if leaf else ""
+            return fmt_count(int(self.cycles[node])) if leaf else ""
         if key == "balance":
-            return format_percent(float(self.balance[node])) if t in BALANCED_TYPES else ""
+            return fmt_pct(float(self.balance[node])) if t in BALANCED_TYPES else ""
         if key == "executions":
             return (
-                format_count(int(self.executions[node]))
+                fmt_count(int(self.executions[node]))
                 if self.executions is not None and leaf
                 else ""
             )
         if key == "total":
-            return format_count(int(self.total[node])) if self.total is not None and leaf else ""
+            return fmt_count(int(self.total[node])) if self.total is not None and leaf else ""
         if key == "wait":
             if self.wait is None or not leaf:
                 return ""
             w = int(self.wait[node])
-            return format_count(w) if w or t in WAITING_TYPES else ""
+            return fmt_count(w) if w or t in WAITING_TYPES else ""
         if key == "bytes":
-            return format_bytes(int(self.bytes[node]), self.units) if self.bytes[node] else ""
+            return fmt_bytes(int(self.bytes[node]), self.units) if self.bytes[node] else ""
         if key == "code":
-            return format_bytes(int(self.code[node]), self.units) if self.code[node] else ""
+            return fmt_bytes(int(self.code[node]), self.units) if self.code[node] else ""
         if key == "delta" and self.delta is not None and leaf:
             d = self.delta[node]
             return "new" if not np.isfinite(d) else f"{int(d):+,}"
@@ -423,13 +423,13 @@ class ProgramTreePane(QWidget):
         names = data.operation_names(doc)
         op = int(model.ops[node])
         rows.append(("Operation", str(names[op]) if 0 <= op < len(names) else "-"))
-        rows.append(("Children", format_count(model.rowCount(model.index_of(node)))))
+        rows.append(("Children", fmt_count(model.rowCount(model.index_of(node)))))
         t = int(model.types[node])
         if t >= 3:
             tc = data.program_tile_cycles(doc, node)
             used = tc[tc > 0]
             if used.size:
-                rows.append(("Tiles used", format_count(int(used.size))))
+                rows.append(("Tiles used", fmt_count(int(used.size))))
                 rows.append(
                     (
                         "Cycles per tile (min / mean / max)",

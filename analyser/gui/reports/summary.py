@@ -21,16 +21,19 @@ from PySide6.QtWidgets import (
 )
 
 from analyser.core.quantities import DESTINATIONS, EXECUTABLE_TYPES, QUANTITIES, STEP_TYPES
-from analyser.core.units import fmt_seconds
+from analyser.core.units import (
+    MISSING,
+    fmt_bytes,
+    fmt_change,
+    fmt_count,
+    fmt_delta_pct,
+    fmt_int,
+    fmt_pct,
+    fmt_pts_delta,
+    fmt_seconds,
+)
 from analyser.gui.axes import use_cycle_axis
 from analyser.gui.model import data
-from analyser.gui.model.units import (
-    format_bytes,
-    format_count,
-    format_delta_bytes,
-    format_delta_percent,
-    format_percent,
-)
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import MessagePanel, Report
 from analyser.gui.widgets import (
@@ -150,7 +153,7 @@ class SummaryReport(Report):
         u = self.units
 
         def b(v: Any) -> str:
-            return format_bytes(v, u)
+            return fmt_bytes(v, u)
 
         def t(doc: Any) -> Any:
             return data.target(doc)
@@ -162,35 +165,36 @@ class SummaryReport(Report):
             Figure("Model", lambda d: t(d).model, str, "text"),
             Figure("Target", lambda d: t(d).target_name or t(d).architecture, str, "text"),
             Figure("Architecture", lambda d: t(d).architecture, str, "text"),
-            Figure("IPUs", lambda d: t(d).num_ipus, format_count),
-            Figure("Replicas", lambda d: t(d).replicas, format_count),
-            Figure("Tiles per IPU", lambda d: t(d).tiles_per_ipu, format_count),
-            Figure("Memory per tile", lambda d: t(d).sram_per_tile, b, "bytes"),
-            Figure("Memory per IPU", lambda d: t(d).memory_per_ipu, b, "bytes"),
-            Figure("Total memory", lambda d: t(d).memory_total, b, "bytes"),
+            Figure("IPUs", lambda d: t(d).num_ipus, fmt_count),
+            Figure("Replicas", lambda d: t(d).replicas, fmt_count),
+            Figure("Tiles per IPU", lambda d: t(d).tiles_per_ipu, fmt_count),
+            # the target's memory: more is better (a change of target)
+            Figure("Memory per tile", lambda d: t(d).sram_per_tile, b, "bytes", True),
+            Figure("Memory per IPU", lambda d: t(d).memory_per_ipu, b, "bytes", True),
+            Figure("Total memory", lambda d: t(d).memory_total, b, "bytes", True),
             Figure("Clock", lambda d: t(d).clock_hz / 1e9, lambda v: f"{v:.3f} GHz", "count"),
-            Figure("Samples per step", lambda d: t(d).samples_per_step, format_count),
+            Figure("Samples per step", lambda d: t(d).samples_per_step, fmt_count),
         ]
         graph = [
-            Figure("Operations", lambda d: t(d).n_operations, format_count),
-            Figure("Variables", lambda d: t(d).n_variables, format_count),
-            Figure("Vertex types", lambda d: t(d).n_vertex_types, format_count),
-            Figure("Compute sets", lambda d: t(d).n_compute_sets, format_count),
-            Figure("Programs", lambda d: t(d).n_programs, format_count),
-            Figure("Liveness steps", lambda d: t(d).n_liveness_steps, format_count),
-            Figure("Executed steps", lambda d: t(d).n_executed_steps, format_count),
+            Figure("Operations", lambda d: t(d).n_operations, fmt_count),
+            Figure("Variables", lambda d: t(d).n_variables, fmt_count),
+            Figure("Vertex types", lambda d: t(d).n_vertex_types, fmt_count),
+            Figure("Compute sets", lambda d: t(d).n_compute_sets, fmt_count),
+            Figure("Programs", lambda d: t(d).n_programs, fmt_count),
+            Figure("Liveness steps", lambda d: t(d).n_liveness_steps, fmt_count),
+            Figure("Executed steps", lambda d: t(d).n_executed_steps, fmt_count),
             Figure("Engine version", lambda d: t(d).engine_version, str, "text"),
             Figure("Created", lambda d: t(d).created[:16].replace("T", " "), str, "text"),
         ]
-        by_kind = {"bytes": b, "share": format_percent, "int": format_count, "seconds": fmt_seconds}
 
-        def metric(key: str, fmt: Callable[[Any], str] | None = None) -> Figure:
-            """A key figure of the catalogue (analyser.core.quantities): its title, direction."""
+        def metric(key: str) -> Figure:
+            """A key figure of the catalogue (analyser.core.quantities): its title, formatter
+            and direction."""
             q = QUANTITIES[key]
             return Figure(
                 q.title,
                 lambda d: getattr(m(d), key),
-                fmt or by_kind[q.kind],
+                lambda v: q.format(v, u),
                 {"bytes": "bytes", "share": "share"}.get(q.kind, "count"),
                 q.higher_is_better,
             )
@@ -223,8 +227,8 @@ class SummaryReport(Report):
             ),
             metric("host_seconds"),
             metric("samples"),
-            metric("cycles_per_sample", lambda v: format_count(None if v is None else round(v, 1))),
-            metric("throughput_samples_per_s", lambda v: "-" if v is None else f"{v:,.1f}"),
+            metric("cycles_per_sample"),
+            metric("throughput_samples_per_s"),
             metric("host_round_trips"),
             metric("compute_share"),
             metric("host_wait_share"),
@@ -271,23 +275,21 @@ class SummaryReport(Report):
         deltas = []
         for f in figures:
             a = f.get(doc)
+            fa = f.fmt(a) if a is not None else MISSING
             if cmp is None:
-                rows.append((f.label, f.fmt(a) if a is not None else "-"))
+                rows.append((f.label, fa))
                 continue
             bval = f.get(cmp)
-            fa = f.fmt(a) if a is not None else "-"
-            fb = f.fmt(bval) if bval is not None else "-"
+            fb = f.fmt(bval) if bval is not None else MISSING
             change, delta = "", 0.0
             if f.kind != "text" and a is not None and bval is not None:
                 delta = float(bval) - float(a)
                 if f.kind == "bytes":
-                    change = (
-                        f"{format_delta_bytes(delta, self.units)} ({format_delta_percent(a, bval)})"
-                    )
+                    change = fmt_change(a, bval, self.units)
                 elif f.kind == "share":
-                    change = f"{100 * delta:+.1f} pts"
+                    change = fmt_pts_delta(a, bval)
                 else:
-                    change = format_delta_percent(float(a), float(bval))
+                    change = fmt_delta_pct(float(a), float(bval))
             elif f.kind == "text" and fa != fb:
                 change = "differs"
             rows.append((f.label, fa, fb, change))
@@ -326,10 +328,10 @@ class SummaryReport(Report):
                     rows.append(
                         (
                             name,
-                            f"{c:,}",
-                            format_percent(c / total if total else 0),
-                            f"{cnt:,}",
-                            format_percent(ea.tile_balance_by_type[ipu, j]),
+                            fmt_int(c),
+                            fmt_pct(c / total if total else 0),
+                            fmt_int(cnt),
+                            fmt_pct(ea.tile_balance_by_type[ipu, j]),
                         )
                     )
                 else:
@@ -340,19 +342,19 @@ class SummaryReport(Report):
                     rows.append(
                         (
                             name,
-                            format_count(ca),
-                            format_count(cb),
-                            format_delta_percent(ca or 0, cb or 0),
+                            fmt_count(ca),
+                            fmt_count(cb),
+                            fmt_delta_pct(ca or 0, cb or 0),
                         )
                     )
             if cmp is None:
                 rows.append(
                     (
                         "Total",
-                        f"{int(ea.cycles_by_type[ipu].sum()):,}",
+                        fmt_int(ea.cycles_by_type[ipu].sum()),
                         "100.0%",
-                        f"{int(ea.count_by_type[ipu].sum()):,}",
-                        format_percent(float(ea.tile_balance[ipu])),
+                        fmt_int(ea.count_by_type[ipu].sum()),
+                        fmt_pct(float(ea.tile_balance[ipu])),
                     )
                 )
             else:
@@ -361,9 +363,9 @@ class SummaryReport(Report):
                 rows.append(
                     (
                         "Total",
-                        format_count(ta),
-                        format_count(tb_),
-                        format_delta_percent(ta or 0, tb_ or 0),
+                        fmt_count(ta),
+                        fmt_count(tb_),
+                        fmt_delta_pct(ta or 0, tb_ or 0),
                     )
                 )
                 ba = _ipu_value(ea, ipu, lambda e, i: float(e.tile_balance[i]))
@@ -371,9 +373,9 @@ class SummaryReport(Report):
                 rows.append(
                     (
                         "Tile balance (compute)",
-                        format_percent(ba),
-                        format_percent(bb),
-                        "" if ba is None or bb is None else f"{100 * (bb - ba):+.1f} pts",
+                        fmt_pct(ba),
+                        fmt_pct(bb),
+                        "" if ba is None or bb is None else fmt_pts_delta(ba, bb),
                     )
                 )
             self.ipu_tree.add_section(f"IPU {ipu}", rows)
@@ -398,14 +400,14 @@ class SummaryReport(Report):
                         continue
                     name = f"{label.capitalize()} ({_dest_label(dest, label)})"
                     if cmp is None:
-                        rows.append((name, format_bytes(va or 0, u)))
+                        rows.append((name, fmt_bytes(va or 0, u)))
                     else:
                         rows.append(
                             (
                                 name,
-                                format_bytes(va or 0, u),
-                                format_bytes(vb or 0, u),
-                                format_delta_percent(va or 0, vb or 0),
+                                fmt_bytes(va or 0, u),
+                                fmt_bytes(vb or 0, u),
+                                fmt_delta_pct(va or 0, vb or 0),
                             )
                         )
             for label, attr in (
@@ -417,14 +419,14 @@ class SummaryReport(Report):
                 if not va and not vb:
                     continue
                 if cmp is None:
-                    rows.append((label, format_bytes(va or 0, u)))
+                    rows.append((label, fmt_bytes(va or 0, u)))
                 else:
                     rows.append(
                         (
                             label,
-                            format_bytes(va or 0, u),
-                            format_bytes(vb or 0, u),
-                            format_delta_percent(va or 0, vb or 0),
+                            fmt_bytes(va or 0, u),
+                            fmt_bytes(vb or 0, u),
+                            fmt_delta_pct(va or 0, vb or 0),
                         )
                     )
             self.stream_tree.add_section(f"IPU {ipu}", rows)

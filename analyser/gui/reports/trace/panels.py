@@ -4,7 +4,6 @@ is in bsp.py)."""
 from __future__ import annotations
 
 import html
-import math
 
 import numpy as np
 import pyqtgraph as pg
@@ -29,6 +28,7 @@ from analyser.core.trace_window import (
     SearchResult,
     TraceWindow,
 )
+from analyser.core.units import MISSING, fmt_bytes, fmt_change, fmt_int, fmt_pct, fmt_pts_delta
 from analyser.gui.axes import use_cycle_axis
 from analyser.gui.palette import qcolor
 from analyser.gui.theme import style_plot
@@ -36,44 +36,6 @@ from analyser.gui.widgets import compact_rows
 
 #: Most search hits listed in the results table (the total is always shown).
 MAX_LISTED_HITS = 2000
-
-
-def fmt_int(v: float | int | None) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "–"
-    return f"{round(float(v)):,}"
-
-
-def fmt_bytes(v: float | int | None) -> str:
-    if v is None:
-        return "–"
-    v = float(v)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(v) < 1024 or unit == "GiB":
-            return f"{v:,.0f} {unit}" if unit == "B" else f"{v:,.2f} {unit}"
-        v /= 1024
-    return f"{v:,.2f} GiB"
-
-
-def fmt_delta(a: float | None, b: float | None, pct: bool = True) -> str:
-    if a is None or b is None or (isinstance(a, float) and math.isnan(a)):
-        return "–"
-    d = b - a
-    if not pct or a == 0:
-        return f"{d:+,.0f}" if d else "0"
-    return f"{d:+,.0f} ({100 * d / a:+.1f}%)" if d else "0"
-
-
-def fmt_bytes_delta(a: float | None, b: float | None) -> str:
-    """``+1.50 MiB (+50.0%)`` in the same units as :func:`fmt_bytes`."""
-    if a is None or b is None:
-        return "–"
-    d = b - a
-    if not d:
-        return "0"
-    sign = "+" if d > 0 else "−"
-    pct = f" ({100 * d / a:+.1f}%)" if a else ""
-    return f"{sign}{fmt_bytes(abs(d))}{pct}"
 
 
 def _item(text: str, align_right: bool = False, color: QColor | None = None) -> QTableWidgetItem:
@@ -155,8 +117,9 @@ class RangeSummaryPanel(QWidget):
             return sum(fn(s) for s in ss) if ss else None
 
         span = a[0].span if a else 0
+        t0, t1 = (fmt_int(a[0].t0), fmt_int(a[0].t1)) if a else (MISSING, MISSING)
         self.header.setText(
-            f"Visible range {fmt_int(a[0].t0) if a else '–'} .. {fmt_int(a[0].t1) if a else '–'}"
+            f"Visible range {t0} .. {t1}"
             f" ({fmt_int(span)} cycles) on {len(a)} IPU(s): steps overlapping the range, cycles"
             " clipped to it."
         )
@@ -169,23 +132,22 @@ class RangeSummaryPanel(QWidget):
             color = qcolor("step_types", t)
             if compare:
                 cb = total(b, lambda s, t=t: s.cycles_by_type.get(t, 0))
-                rows.append((t, [fmt_int(ca), fmt_int(cb), fmt_delta(ca, cb)], color))
+                rows.append((t, [fmt_int(ca), fmt_int(cb), fmt_change(ca, cb)], color))
             else:
                 na = total(a, lambda s, t=t: s.steps_by_type.get(t, 0))
-                share = f"{100 * ca / busy_a:.1f}%" if busy_a else "–"
+                share = fmt_pct(ca / busy_a if busy_a else None)
                 rows.append((t, [fmt_int(ca), share, fmt_int(na)], color))
         if compare:
-            busy = [fmt_int(busy_a), fmt_int(busy_b), fmt_delta(busy_a, busy_b)]
+            busy = [fmt_int(busy_a), fmt_int(busy_b), fmt_change(busy_a, busy_b)]
         else:
             busy = [fmt_int(busy_a), "", fmt_int(total(a, lambda s: s.n_steps))]
         rows.append(("busy cycles (all IPUs)", busy, None))
         for i, sa in enumerate(a):
             sb = b[i] if i < len(b) else None
-            bal = [_pct(sa.tile_balance)]
+            bal = [fmt_pct(sa.tile_balance)]
             if compare:
-                ok = sb is not None and not math.isnan(sa.tile_balance + sb.tile_balance)
-                delta = f"{100 * (sb.tile_balance - sa.tile_balance):+.1f} pts" if ok else "–"
-                bal += [_pct(sb.tile_balance) if sb else "–", delta]
+                balance_b = sb.tile_balance if sb else None
+                bal += [fmt_pct(balance_b), fmt_pts_delta(sa.tile_balance, balance_b)]
             else:
                 bal += ["", ""]
             rows.append((f"IPU {sa.ipu} tile balance", bal, None))
@@ -195,7 +157,7 @@ class RangeSummaryPanel(QWidget):
                     va = sa.streamcopy[direction].get(dest, 0)
                     if compare:
                         vb = sb.streamcopy[direction].get(dest, 0) if sb else None
-                        vals = [fmt_bytes(va), fmt_bytes(vb), fmt_bytes_delta(va, vb)]
+                        vals = [fmt_bytes(va), fmt_bytes(vb), fmt_change(va, vb, "KiB")]
                     else:
                         vals = [fmt_bytes(va), "", ""]
                     rows.append((f"IPU {sa.ipu} StreamCopy {direction} · {dest}", vals, None))
@@ -228,10 +190,6 @@ class RangeSummaryPanel(QWidget):
             if self.table.item(r, 0).text() == label:
                 return self.table.item(r, column).text()
         raise KeyError(label)
-
-
-def _pct(v: float) -> str:
-    return "–" if v is None or math.isnan(v) else f"{100 * v:.1f}%"
 
 
 class StepDetailsPanel(QWidget):
@@ -272,7 +230,7 @@ class StepDetailsPanel(QWidget):
         self.table.setRowCount(len(details))
         for r, (k, v) in enumerate(details.items()):
             if isinstance(v, float):
-                text = f"{100 * v:.1f}%" if k == "tile balance" else f"{v:,.3f}"
+                text = fmt_pct(v) if k == "tile balance" else f"{v:,.3f}"
             elif isinstance(v, int) and not isinstance(v, bool):
                 text = fmt_bytes(v) + f" ({v:,} B)" if k.startswith("bytes") and v else f"{v:,}"
             else:
