@@ -264,7 +264,7 @@ def test_range_summary_and_bsp_follow_the_view(qtbot, report, small_paths):
     t1 = t0 + (full[1] - full[0]) / 300
     tl.set_x_range(t0, t1)
     r.tabs.setCurrentWidget(r.bsp)
-    qtbot.waitUntil(lambda: r.bsp.matrix is not None and r.bsp.matrix.t0 == tl.x_range()[0])
+    qtbot.waitUntil(lambda: r.bsp.states is not None and r.bsp.states.t0 == tl.x_range()[0])
     with qtbot.waitSignal(r.summaryReady, timeout=10_000):
         r.update_details()  # the summary is computed in the background ...
         # ... and says so meanwhile (the previous figures greyed, never an unexplained blank)
@@ -276,7 +276,7 @@ def test_range_summary_and_bsp_follow_the_view(qtbot, report, small_paths):
     want = [tl.trace.range_summary(i, a, b) for i in range(tl.trace.n_ipus)]
     total = sum(s.cycles_by_type.get("OnTileExecute", 0) for s in want)
     assert r.summary.value("OnTileExecute") == f"{total:,}"
-    assert r.bsp.matrix.values.shape[1] == 64
+    assert r.bsp.states.tile_edges[-1] - r.bsp.states.tile_edges[0] == 64
     assert r.bsp.image.image is not None
     # a cycle sits at the same x (window pixels) in the timeline and in the BSP view below it
     from PySide6.QtCore import QPointF

@@ -27,6 +27,7 @@ FALLBACK = "#9e9e9e"
 #: Palette groups (keys of assets/palette.json besides ``_doc``).
 GROUPS = (
     "step_types",
+    "bsp_states",
     "host_events",
     "memory_categories",
     "memory_regions",

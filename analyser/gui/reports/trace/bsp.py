@@ -1,22 +1,57 @@
-"""BSP view of the Execution Trace: tiles x time for one IPU, x linked with the timeline."""
+"""BSP view of the Execution Trace: tiles x time for one IPU, each cell coloured by the share of
+its time in each BSP state (compute, exchange, sync, idle), x linked with the timeline, with
+vertical zoom over the tiles. The numbers come from :mod:`analyser.core.bsp`; this widget only
+draws them."""
 
 from __future__ import annotations
 
+import html
+from typing import Any
+
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
 
-from analyser.core.trace_window import BspMatrix
-from analyser.gui.axes import use_cycle_axis
-from analyser.gui.palette import heatmap_colors
+from analyser.core.bsp import BSP_STATES, TYPES_OF_STATE, BspStates, blend, bsp_states
+from analyser.core.units import fmt_int, fmt_pct
+from analyser.gui.axes import short_cycles, use_cycle_axis
+from analyser.gui.palette import hex_color
 from analyser.gui.reports.trace.timeline import LANE_AXIS_PX
 from analyser.gui.theme import style_plot
 
+#: Wheel zoom factor over the tiles per wheel notch.
+WHEEL_ZOOM = 1.25
+#: Delay after a vertical zoom / pan before the cells are recomputed (ms).
+REQUERY_MS = 60
+
+
+def state_colors() -> list[str]:
+    """``'#rrggbb'`` of each BSP state, from the palette (``bsp_states``)."""
+    return [hex_color("bsp_states", s) for s in BSP_STATES]
+
+
+class _TileViewBox(pg.ViewBox):
+    """x follows the timeline (no mouse); the wheel zooms the tiles about the pointer (with or
+    without Ctrl), drag pans them."""
+
+    def __init__(self, owner: BspView) -> None:
+        super().__init__()
+        self.owner = owner
+        self.setMouseEnabled(x=False, y=True)
+
+    def wheelEvent(self, ev, axis=None) -> None:
+        delta = ev.delta() if hasattr(ev, "delta") else ev.angleDelta().y()
+        if not delta:
+            return
+        y = self.mapSceneToView(ev.scenePos()).y()
+        self.owner.zoom_tiles(WHEEL_ZOOM ** (delta / 120), y)
+        ev.accept()
+
 
 class BspView(QWidget):
-    """Tiles x time heat map of per-tile busy share for one IPU (x linked with the timeline)."""
+    """Tiles x time cells of one IPU coloured by BSP state (blend by share)."""
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -25,7 +60,29 @@ class BspView(QWidget):
         self.label = QLabel("")
         self.label.setWordWrap(True)
         lay.addWidget(self.label)
-        self.plot = pg.PlotWidget()
+        self.legend = QLabel("")
+        self.legend.setTextFormat(Qt.TextFormat.RichText)
+        self.legend.setWordWrap(True)
+        lay.addWidget(self.legend)
+        bar = QHBoxLayout()
+        bar.addWidget(QLabel("Tiles:"))
+        self.tiles_edit = QLineEdit()
+        self.tiles_edit.setPlaceholderText("e.g. 0-127")
+        self.tiles_edit.setMaximumWidth(140)
+        self.tiles_edit.setToolTip(
+            "Tile range to show (first-last); the wheel over the view zooms the tiles about "
+            "the pointer, drag pans them."
+        )
+        self.tiles_edit.returnPressed.connect(self._typed_range)
+        bar.addWidget(self.tiles_edit)
+        self.all_tiles_button = QPushButton("All tiles")
+        self.all_tiles_button.clicked.connect(self.show_all_tiles)
+        bar.addWidget(self.all_tiles_button)
+        self.readout = QLabel("")
+        self.readout.setTextFormat(Qt.TextFormat.RichText)
+        bar.addWidget(self.readout, 1)
+        lay.addLayout(bar)
+        self.plot = pg.PlotWidget(viewBox=_TileViewBox(self))
         style_plot(self.plot)
         self.plot.setMenuEnabled(False)
         self.plot.hideButtons()
@@ -33,42 +90,165 @@ class BspView(QWidget):
         self.plot.getPlotItem().getAxis("left").setWidth(LANE_AXIS_PX)
         self.plot.setLabel("bottom", "cycles")
         use_cycle_axis(self.plot, "bottom")
-        self.plot.getViewBox().setMouseEnabled(x=False, y=True)
-        self.plot.getViewBox().invertY(True)
+        self.vb = self.plot.getPlotItem().getViewBox()
+        self.vb.invertY(True)
         self.image = pg.ImageItem(axisOrder="row-major")
-        stops = heatmap_colors()
-        cmap = pg.ColorMap(np.linspace(0, 1, len(stops)), [QColor(c) for c in stops])
-        self.image.setLookupTable(cmap.getLookupTable(nPts=256))
         self.plot.addItem(self.image)
-        # the colour scale as a line of text above the plot: a colour bar inside the plot would
-        # narrow it, and a cycle would no longer sit at the same x as in the timeline above
-        swatches = "".join(
-            f"<span style='color:{c}; font-size:14px;'>&#9632;</span>"
-            for c in (cmap.map(v, mode="qcolor").name() for v in np.linspace(0, 1, 11))
-        )
-        self.scale = QLabel(f"busy share of each time bucket: 0% {swatches} 100%")
-        self.scale.setTextFormat(Qt.TextFormat.RichText)
-        lay.insertWidget(1, self.scale)
         lay.addWidget(self.plot, 1)
-        self.matrix: BspMatrix | None = None
+        self.states: BspStates | None = None
         #: True when a timeline sets the cycle range (the report lines the two up)
         self.follow_timeline = False
+        self._query: tuple[Any, int, float, float, int] | None = None
+        self.n_tiles = 0
+        self.tile_range: tuple[int, int] = (0, 0)
+        self._requery = QTimer(self)
+        self._requery.setSingleShot(True)
+        self._requery.setInterval(REQUERY_MS)
+        self._requery.timeout.connect(self._compute)
+        self.vb.sigYRangeChanged.connect(self._on_y_range)
+        self.plot.scene().sigMouseMoved.connect(self._on_mouse)
+        self._setting_range = False
+        self.set_legend()
 
-    def show_matrix(self, m: BspMatrix | None, message: str = "") -> None:
-        self.matrix = m
-        if m is None:
-            self.image.clear()
-            self.label.setText(message)
+    # -- legend --------------------------------------------------------------------------------
+    def set_legend(self) -> None:
+        """One swatch per state in the colour the cells use for it (the same palette entry)."""
+        parts = []
+        for state, color in zip(BSP_STATES, state_colors(), strict=True):
+            types = ", ".join(TYPES_OF_STATE[state]) or "no step, or a tile done early"
+            parts.append(
+                f"<span style='color:{color}; font-size:14px;'>&#9632;</span>&nbsp;"
+                f"<span title='{html.escape(types)}'>{state}</span>"
+            )
+        self.legend.setText(
+            "&nbsp;&nbsp; ".join(parts) + "&nbsp;&nbsp; <i>a cell mixing states blends their "
+            "colours by share of its cycles</i>"
+        )
+        self.legend_colors = dict(zip(BSP_STATES, state_colors(), strict=True))
+
+    # -- data ----------------------------------------------------------------------------------
+    def show_range(self, trace: Any, ipu: int, t0: float, t1: float, width_px: int) -> None:
+        """Show IPU ``ipu`` of ``trace`` (a TraceWindow) over cycles ``[t0, t1)`` in
+        ``width_px`` buckets, keeping the tile range unless the IPU's tile count changed."""
+        n_tiles = int(getattr(trace.profile, "tiles_per_ipu", 0) or 0)
+        if n_tiles != self.n_tiles or self._query is None or self._query[0] is not trace:
+            self.n_tiles = n_tiles
+            self.tile_range = (0, n_tiles)
+        self._query = (trace, int(ipu), float(t0), float(t1), int(max(16, width_px)))
+        self._compute()
+
+    def clear(self, message: str = "") -> None:
+        self._query = None
+        self.states = None
+        self.image.clear()
+        self.label.setText(message)
+
+    def _compute(self) -> None:
+        if self._query is None:
             return
-        tiles = m.values.shape[1]
-        self.image.setImage(m.values.T, autoLevels=False, levels=(0.0, 1.0))
-        self.image.setRect(pg.QtCore.QRectF(m.t0, 0, m.t1 - m.t0, tiles))
+        trace, ipu, t0, t1, width = self._query
+        a, b = self.tile_range
+        rows = max(16, int(self.vb.height()) or 256)
+        m = bsp_states(trace, ipu, t0, t1, buckets=min(width, 2048), tiles=(a, b), rows=rows)
+        self.show_states(m)
+
+    def show_states(self, m: BspStates) -> None:
+        self.states = m
+        colors = np.array([QColor(c).getRgb()[:3] for c in state_colors()], np.float32)
+        rgb = blend(m.shares, colors)  # [bucket, row, 3]
+        self.image.setImage(np.ascontiguousarray(rgb.transpose(1, 0, 2)), autoLevels=False)
+        a, b = int(m.tile_edges[0]), int(m.tile_edges[-1])
+        self.image.setRect(pg.QtCore.QRectF(m.t0, a, m.t1 - m.t0, b - a))
         if not self.follow_timeline:  # in the Trace report, the timeline leads
             self.plot.setXRange(m.t0, m.t1, padding=0)
-        self.plot.setYRange(0, tiles, padding=0)
-        busy = m.values.mean() if m.values.size else 0.0
-        self.label.setText(
-            f"BSP view of IPU {m.ipu}: {m.n_steps:,} steps on {tiles:,} tiles in {m.values.shape[0]} "
-            f"time buckets; mean tile busy share {100 * busy:.1f}% (dark = idle, waiting for the "
-            f"sync; bright = computing or exchanging)."
+        self._set_y(a, b)
+        self.tiles_edit.setText(f"{a}-{b - 1}")
+        mean = m.mean_shares()
+        rows = (
+            f"{m.rows:,} rows of {(b - a) / m.rows:.1f} tiles" if m.rows < b - a else "a row each"
         )
+        self.label.setText(
+            f"BSP view of IPU {m.ipu}: {fmt_int(m.n_steps)} steps, tiles {a}-{b - 1} "
+            f"({rows}), {m.buckets:,} time buckets of {short_cycles((m.t1 - m.t0) / m.buckets)} "
+            "cycles; "
+            + ", ".join(f"{s} {fmt_pct(mean[s])}" for s in BSP_STATES)
+            + " of the tiles' time."
+        )
+
+    # -- tiles (vertical zoom) -----------------------------------------------------------------
+    def _set_y(self, a: float, b: float) -> None:
+        self._setting_range = True
+        try:
+            self.vb.setYRange(a, b, padding=0)
+        finally:
+            self._setting_range = False
+
+    def set_tile_range(self, first: int, end: int) -> None:
+        """Show tiles ``[first, end)`` (clamped to the IPU, at least one tile)."""
+        n = max(1, self.n_tiles)
+        first = int(np.clip(first, 0, n - 1))
+        end = int(np.clip(end, first + 1, n))
+        if (first, end) == self.tile_range and self.states is not None:
+            return
+        self.tile_range = (first, end)
+        self._set_y(first, end)
+        self._requery.start()
+
+    def zoom_tiles(self, factor: float, about: float | None = None) -> None:
+        """Zoom the tile axis by ``factor`` (> 1 zooms in) about tile ``about``."""
+        a, b = self.tile_range
+        about = (a + b) / 2 if about is None else float(np.clip(about, a, b))
+        span = max(1.0, (b - a) / factor)
+        lo = about - (about - a) * span / (b - a)
+        lo = float(np.clip(lo, 0, max(0, self.n_tiles - span)))
+        self.set_tile_range(int(np.floor(lo)), int(np.ceil(lo + span)))
+
+    def show_all_tiles(self) -> None:
+        self.set_tile_range(0, self.n_tiles)
+
+    def _typed_range(self) -> None:
+        text = self.tiles_edit.text().strip()
+        try:
+            parts = [int(p) for p in text.replace(" ", "").split("-")]
+            first, last = (parts[0], parts[0]) if len(parts) == 1 else (parts[0], parts[1])
+            if len(parts) > 2 or last < first:
+                raise ValueError
+        except ValueError:
+            self.readout.setText(
+                f"<span style='color:{hex_color('status', 'oom')}'>cannot read "
+                f"{html.escape(text)!s} as a tile range; type e.g. 0-127.</span>"
+            )
+            return
+        self.set_tile_range(first, last + 1)
+
+    def _on_y_range(self, _vb, rng) -> None:
+        if self._setting_range or self._query is None:
+            return  # our own setYRange, or nothing shown
+        lo, hi = sorted(rng)
+        self.tile_range = (
+            int(np.clip(np.floor(lo), 0, max(0, self.n_tiles - 1))),
+            int(np.clip(np.ceil(hi), 1, self.n_tiles)),
+        )
+        self._requery.start()
+
+    # -- hover ---------------------------------------------------------------------------------
+    def cell_text(self, t: float, tile: float) -> str:
+        """What the cell under cycle ``t`` and tile ``tile`` holds, in words."""
+        m = self.states
+        cell = m.cell(t, tile) if m is not None else None
+        if cell is None:
+            return ""
+        b, r = cell
+        a, z = int(m.tile_edges[r]), int(m.tile_edges[r + 1]) - 1
+        tiles = f"tile {a}" if a == z else f"tiles {a}-{z}"
+        t0, t1 = m.edges[b], m.edges[b + 1]
+        shares = ", ".join(
+            f"{s} {fmt_pct(float(m.shares[b, r, i]))}" for i, s in enumerate(BSP_STATES)
+        )
+        return f"{tiles}, cycles {fmt_int(t0)}-{fmt_int(t1)}: {shares}"
+
+    def _on_mouse(self, pos) -> None:
+        if self.states is None or not self.vb.sceneBoundingRect().contains(pos):
+            return
+        p = self.vb.mapSceneToView(pos)
+        self.readout.setText(html.escape(self.cell_text(p.x(), p.y())))

@@ -394,14 +394,8 @@ class TraceReport(Report):
             return
         t0, t1 = self.timeline.x_range()
         ipu = min(self.bsp_ipu.value(), self.trace.n_ipus - 1)
-        buckets = max(64, min(1024, self.timeline.pixel_width()))
-        m = self.trace.bsp(ipu, t0, t1, buckets=buckets)
         self._align_bsp()
-        self.bsp.show_matrix(
-            m,
-            "Too many steps in view for the BSP view: zoom in (W) until fewer than "
-            "20,000 steps are visible.",
-        )
+        self.bsp.show_range(self.trace, ipu, t0, t1, self.timeline.pixel_width())
 
     def _data_left(self, plot) -> int:
         """x (in this report's pixels) where the data area of ``plot`` begins."""

@@ -1,0 +1,232 @@
+"""The BSP view's numbers (no Qt): for one IPU, the share of each tile's time spent in each BSP
+state (compute, exchange, sync, idle) in each time bucket, at any zoom level from a few cycles
+to the whole run.
+
+A step is one superstep phase on every tile of its IPU (ipu-facts.md, "BSP execution"): during an
+``OnTileExecute`` step a tile computes for its program's per-tile cycles
+(``/programs/tile_cycles``) from the step's start and then idles until the step ends (it waits
+for the slowest tile and the next sync); an exchange step (``DoExchange``, ``GlobalExchange``,
+``StreamCopy*``) is the same with exchange instead of compute; during a ``Sync`` / ``SyncAns``
+step every tile is in the sync for the whole step (arrived and waiting for the others or the
+host), whatever the program's few cycles of sync instruction; time covered by no step is idle.
+
+Aggregation (per tile, or per group of tiles, x time bucket), vectorised, bounded by the pixels
+and never by the steps:
+
+* steps that lie inside one bucket add their whole per-tile cycles to it: a (bucket x program)
+  count matrix times the programs' per-tile cycles (one matrix product per state), the tiles
+  grouped to the plot's pixel rows first (the shares are linear, so the mean over a group of
+  tiles is the group's share);
+* the steps that cross a bucket edge (at most one per edge, as an IPU's steps follow one another)
+  are cut exactly per tile: a tile's busy interval ``[start, start + its cycles)`` against each
+  bucket, so a zoomed-in view shows every tile finishing at its own time (the BSP staircase);
+* idle = the bucket's cycles minus the three busy states.
+
+The colour of a cell is the blend of the four state colours weighted by their shares
+(:func:`blend`): a cell wholly in one state has exactly that state's colour, a mixed cell shows
+the mix instead of hiding the minority states (as a "dominant state" rule would: a run whose
+every pixel is 55% compute and 40% exchange would read as pure compute), and, being linear, the
+blend of a group of tiles or cycles is the mean of the blends below it, so zooming never
+changes what a region's colour says.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from profiles import schema
+
+#: BSP states in drawing / legend order.
+BSP_STATES: tuple[str, ...] = ("compute", "exchange", "sync", "idle")
+COMPUTE, EXCHANGE, SYNC, IDLE = range(4)
+
+#: State of each program type (index = ``profiles.schema.PROGRAM_TYPES`` code); -1 for the
+#: control programs, which never run as steps.
+_STATE_BY_TYPE = {
+    "OnTileExecute": COMPUTE,
+    "DoExchange": EXCHANGE,
+    "GlobalExchange": EXCHANGE,
+    "StreamCopyBegin": EXCHANGE,
+    "StreamCopyMid": EXCHANGE,
+    "StreamCopyEnd": EXCHANGE,
+    "Sync": SYNC,
+    "SyncAns": SYNC,
+}
+STATE_OF_TYPE = np.array([_STATE_BY_TYPE.get(t, -1) for t in schema.PROGRAM_TYPES], np.int8)
+
+#: Step types drawn in each state (for the legend and the docs).
+TYPES_OF_STATE: dict[str, tuple[str, ...]] = {
+    s: tuple(t for t, v in _STATE_BY_TYPE.items() if v == i) for i, s in enumerate(BSP_STATES)
+}
+
+
+@dataclass
+class BspStates:
+    """Shares of each BSP state per time bucket and tile row: ``shares[bucket, row, state]``
+    (float32, each cell summing to 1)."""
+
+    ipu: int
+    t0: float
+    t1: float
+    #: Bucket edges in cycles (len = buckets + 1).
+    edges: np.ndarray
+    #: First tile of each row, and the end of the last row (len = rows + 1): a row is the mean
+    #: of tiles ``[tile_edges[r], tile_edges[r + 1])``.
+    tile_edges: np.ndarray
+    shares: np.ndarray
+    #: Steps overlapping the window.
+    n_steps: int
+
+    @property
+    def buckets(self) -> int:
+        return self.shares.shape[0]
+
+    @property
+    def rows(self) -> int:
+        return self.shares.shape[1]
+
+    def mean_shares(self) -> dict[str, float]:
+        """Share of each state over the whole window and the rows shown (tile-weighted)."""
+        w = np.diff(self.tile_edges).astype(np.float64)
+        if not self.shares.size or not w.sum():
+            return {s: 0.0 for s in BSP_STATES}
+        per = (self.shares.astype(np.float64) * w[None, :, None]).sum(axis=(0, 1))
+        per /= self.buckets * w.sum()
+        return {s: float(per[i]) for i, s in enumerate(BSP_STATES)}
+
+    def cell(self, t: float, tile: float) -> tuple[int, int] | None:
+        """(bucket, row) under cycle ``t`` and tile ``tile``, or None outside."""
+        if not (self.t0 <= t < self.t1) or not self.rows:
+            return None
+        b = int(min(self.buckets - 1, (t - self.t0) / (self.t1 - self.t0) * self.buckets))
+        r = int(np.searchsorted(self.tile_edges, tile, side="right")) - 1
+        return (b, r) if 0 <= r < self.rows else None
+
+
+def blend(shares: np.ndarray, colors: np.ndarray) -> np.ndarray:
+    """RGB (uint8) of each cell: the state colours (``colors[state] = (r, g, b)``) weighted by
+    the cell's shares. ``shares[..., state]`` -> ``rgb[..., 3]``."""
+    rgb = shares.astype(np.float32) @ np.asarray(colors, np.float32)
+    return np.clip(np.rint(rgb), 0, 255).astype(np.uint8)
+
+
+# per TraceWindow: cached per-tile cycles of the programs read so far
+_TILE_CYCLES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _tile_cycles(trace: Any, programs: np.ndarray) -> np.ndarray:
+    """Per-tile cycles (float32) of ``programs`` (sorted, unique), read once per program."""
+    cache = _TILE_CYCLES.setdefault(trace, {})
+    missing = np.array([p for p in programs.tolist() if p not in cache], np.int64)
+    if len(missing):
+        rows = np.asarray(trace.access.tile_cycles(missing), np.float32)
+        for p, row in zip(missing.tolist(), rows, strict=True):
+            cache[p] = row
+    if not len(programs):
+        return np.zeros((0, int(getattr(trace.profile, "tiles_per_ipu", 0) or 1)), np.float32)
+    return np.stack([cache[p] for p in programs.tolist()])
+
+
+def _group_tiles(x: np.ndarray, tile_edges: np.ndarray, tile0: int) -> np.ndarray:
+    """Mean over each row's tiles along the last axis (``x[..., tiles in range]``)."""
+    starts = tile_edges[:-1] - tile0
+    sums = np.add.reduceat(x, starts, axis=-1)
+    return sums / np.diff(tile_edges).astype(np.float32)
+
+
+def bsp_states(
+    trace: Any,
+    ipu: int,
+    t0: float,
+    t1: float,
+    buckets: int = 512,
+    tiles: tuple[int, int] | None = None,
+    rows: int | None = None,
+) -> BspStates:
+    """The state shares of IPU ``ipu`` over ``[t0, t1)`` in ``buckets`` time buckets, for the
+    tiles ``tiles = (first, end)`` (all by default) in at most ``rows`` rows (one per tile when
+    ``rows`` is None or at least the tile count). ``trace`` is a
+    :class:`analyser.core.trace_window.TraceWindow`."""
+    buckets = max(1, int(buckets))
+    t0, t1 = float(t0), float(max(t1, t0 + 1e-9))
+    n_tiles = int(getattr(trace.profile, "tiles_per_ipu", 0) or 0)
+    a, b = (0, n_tiles) if tiles is None else (max(0, tiles[0]), min(n_tiles, tiles[1]))
+    b = max(b, a + 1)
+    span = b - a
+    n_rows = span if rows is None else max(1, min(span, int(rows)))
+    tile_edges = a + np.round(np.linspace(0, span, n_rows + 1)).astype(np.int64)
+    edges = np.linspace(t0, t1, buckets + 1)
+    bw = (t1 - t0) / buckets
+
+    lo, hi = trace.row_range(ipu, t0, t1)
+    d = trace.access.read_cached(lo, hi, ("program", "start", "cycles"))
+    s = d["start"].astype(np.float64)
+    dur = d["cycles"].astype(np.float64)
+    e = s + dur
+    prog = d["program"].astype(np.int64)
+    ptype = trace.programs["type"].to_numpy()
+    state = STATE_OF_TYPE[ptype[prog]] if len(prog) else np.zeros(0, np.int8)
+    keep = (e > t0) & (s < t1) & (dur > 0) & (state >= 0)
+    s, e, dur, prog, state = s[keep], e[keep], dur[keep], prog[keep], state[keep]
+
+    busy = np.zeros((3, buckets, n_rows), np.float32)  # compute, exchange, sync cycles
+    b0 = np.clip(np.floor((s - t0) / bw), 0, buckets - 1).astype(np.int64)
+    b1 = np.clip(np.ceil((e - t0) / bw) - 1, 0, buckets - 1).astype(np.int64)
+    uprog, inv = np.unique(prog, return_inverse=True)
+    tc_all = _tile_cycles(trace, uprog)
+    tc = tc_all[:, a:b] if len(uprog) else np.zeros((0, span), np.float32)
+    # a step shorter than its program's slowest tile (not written by the engine, but a profile
+    # may hold them) is cut per tile below, like the steps crossing a bucket edge
+    whole = dur >= (tc_all.max(axis=1)[inv] if len(uprog) else dur)
+    inside = (b0 == b1) & (s >= t0) & (e <= t1) & whole
+
+    # whole steps: (bucket x program) counts times the programs' per-tile cycles, per state
+    tc_rows = _group_tiles(tc, tile_edges, a) if len(uprog) else np.zeros((0, n_rows), np.float32)
+    for st in (COMPUTE, EXCHANGE):
+        m = inside & (state == st)
+        if not m.any():
+            continue
+        cols, ci = np.unique(inv[m], return_inverse=True)
+        counts = np.bincount(b0[m] * len(cols) + ci, minlength=buckets * len(cols))
+        counts = counts.reshape(buckets, len(cols)).astype(np.float32)
+        busy[st] += counts @ tc_rows[cols]
+    m = inside & (state == SYNC)
+    if m.any():  # every tile is in the sync for the whole step
+        busy[SYNC] += np.bincount(b0[m], weights=dur[m], minlength=buckets)[:, None].astype(
+            np.float32
+        )
+
+    # steps crossing bucket edges (at most about one per edge): cut exactly, per tile, in
+    # chunks (the pairs of step and bucket x tiles stay small)
+    for cross in np.array_split(np.flatnonzero(~inside), max(1, (~inside).sum() // 2048)):
+        if not len(cross):
+            continue
+        nspan = b1[cross] - b0[cross] + 1
+        step = np.repeat(cross, nspan)
+        first = np.repeat(np.cumsum(nspan) - nspan, nspan)
+        bk = np.repeat(b0[cross], nspan) + (np.arange(len(step)) - first)
+        per_tile = np.minimum(tc[inv[step]], dur[step][:, None]).astype(np.float64)
+        per_tile[state[step] == SYNC] = dur[step][state[step] == SYNC][:, None]
+        start = s[step][:, None]
+        lo_e, hi_e = edges[bk][:, None], edges[bk + 1][:, None]
+        overlap = np.clip(np.minimum(start + per_tile, hi_e) - np.maximum(start, lo_e), 0, None)
+        grouped = _group_tiles(overlap.astype(np.float32), tile_edges, a)
+        for st in (COMPUTE, EXCHANGE, SYNC):
+            m = state[step] == st
+            if m.any():
+                np.add.at(busy[st], bk[m], grouped[m])
+
+    shares = np.empty((buckets, n_rows, 4), np.float32)
+    shares[..., :3] = np.moveaxis(busy, 0, -1) / np.float32(bw)
+    total = shares[..., :3].sum(axis=-1)
+    over = total > 1  # overlapping steps (or rounding): scale the busy states down to the bucket
+    shares[over, :3] /= total[over][:, None]
+    shares[..., IDLE] = np.clip(1 - np.minimum(total, 1), 0, 1)
+    return BspStates(ipu, t0, t1, edges, tile_edges, shares, int(keep.sum()))
+
+
+__all__ = ["BSP_STATES", "TYPES_OF_STATE", "BspStates", "blend", "bsp_states"]

@@ -1,0 +1,137 @@
+"""The Execution Trace's BSP view (pytest-qt, offscreen): state colours at every zoom level, a
+legend that matches the cells, vertical zoom over the tiles."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gui_helpers import assert_nothing_left
+from gui_helpers import open_documents as _open
+from PySide6.QtCore import QPoint, QPointF, Qt
+from PySide6.QtGui import QColor, QWheelEvent
+
+from analyser.core.bsp import STATE_OF_TYPE
+from profiles import write_profile
+from profiles.synthetic import make_synthetic_profile
+
+pytestmark = pytest.mark.gui
+
+
+@pytest.fixture(scope="module")
+def path(tmp_path_factory):
+    p = tmp_path_factory.mktemp("gui-bsp") / "bsp.h5"
+    write_profile(p, make_synthetic_profile(n_steps=8_000, n_ipus=2, tiles=64, n_programs=150))
+    return p
+
+
+@pytest.fixture
+def report(qtbot, path):
+    from analyser.gui.reports.trace import TraceReport
+
+    r = TraceReport()
+    qtbot.addWidget(r)
+    r.resize(1200, 800)
+    r.show()
+    qtbot.waitExposed(r)
+    docs = []
+    _open((r, docs), path)
+    r.tabs.setCurrentWidget(r.bsp)
+    r.update_bsp()
+    yield r
+    r.shutdown()
+    assert_nothing_left(r)
+    for d in docs:
+        d.close()
+
+
+def _rgb(view, t: float, tile: float) -> tuple[int, int, int]:
+    """Colour of the image cell under cycle ``t`` and tile ``tile``."""
+    m = view.states
+    b, r = m.cell(t, tile)
+    return tuple(int(x) for x in view.image.image[r, b, :3])
+
+
+def _legend(view) -> dict[str, tuple[int, int, int]]:
+    return {k: QColor(c).getRgb()[:3] for k, c in view.legend_colors.items()}
+
+
+def test_whole_run_is_drawn_by_state(report):
+    """The whole run (every step in view) is drawn, not refused, and each cell is the blend of
+    the legend's colours by the cell's shares."""
+    bsp = report.bsp
+    m = bsp.states
+    assert m is not None and m.t0 == pytest.approx(report.timeline.x_range()[0])
+    assert m.n_steps == report.trace.step_count(0)
+    assert "too many" not in bsp.label.text().lower()
+    legend = _legend(bsp)
+    assert list(legend) == ["compute", "exchange", "sync", "idle"]
+    for name in legend:  # every state is in the legend text, with its swatch
+        assert name in bsp.legend.text()
+    colors = np.array(list(legend.values()), float)
+    b, r = m.buckets // 3, m.rows // 2
+    want = np.rint(m.shares[b, r] @ colors)
+    assert np.abs(np.array(bsp.image.image[r, b, :3], float) - want).max() <= 1
+    assert "compute" in bsp.label.text() and "%" in bsp.label.text()
+
+
+def test_sync_steps_are_drawn_in_the_legends_sync_colour(report):
+    """Issue 14 defect 5: 'the BSP legend says dark = idle but Sync steps are drawn bright'.
+    Zoomed on a Sync step the cells have exactly the legend's sync colour; on a compute step,
+    the compute colour on the working tiles."""
+    tw = report.trace
+    lo, hi = tw.access.ipu_rows(0)
+    d = tw.access.read(lo, hi, ("program", "start", "cycles"))
+    state = STATE_OF_TYPE[tw.programs["type"].to_numpy()[d["program"]]]
+    legend = _legend(report.bsp)
+    for st, name in ((2, "sync"), (0, "compute")):
+        i = int(np.flatnonzero((state == st) & (d["cycles"] > 50))[0])
+        a, c = float(d["start"][i]), float(d["cycles"][i])
+        report.timeline.set_x_range(a, a + c)
+        report.update_bsp()
+        tiles = tw.access.tile_cycles(np.array([d["program"][i]]))[0]
+        tile = int(np.argmax(tiles))
+        assert _rgb(report.bsp, a + 1, tile + 0.5) == legend[name]
+    assert legend["sync"] != legend["idle"]
+
+
+def test_vertical_zoom_over_tiles(qtbot, report):
+    """The wheel zooms the tiles about the pointer, the range box takes a typed range, the axis
+    is in tile ids, and each row is then one tile."""
+    bsp = report.bsp
+    assert bsp.tile_range == (0, 64)
+    bsp.tiles_edit.setText("16-31")
+    bsp.tiles_edit.returnPressed.emit()
+    qtbot.waitUntil(lambda: bsp.states.tile_edges[0] == 16 and bsp.states.tile_edges[-1] == 32)
+    assert bsp.states.rows == 16  # one row per tile
+    y0, y1 = bsp.vb.viewRange()[1]
+    assert (round(y0), round(y1)) == (16, 32)  # the axis reads tile ids
+    # the wheel zooms in about the tile under the pointer
+    vb = bsp.vb
+    scene = vb.mapViewToScene(QPointF(sum(report.timeline.x_range()) / 2, 20.0))
+    pos = bsp.plot.mapFromScene(scene)
+    ev = QWheelEvent(
+        QPointF(pos),
+        QPointF(bsp.plot.mapToGlobal(pos)),
+        QPoint(0, 0),
+        QPoint(0, 240),
+        Qt.MouseButton.NoButton,
+        Qt.KeyboardModifier.ControlModifier,
+        Qt.ScrollPhase.NoScrollPhase,
+        False,
+    )
+    bsp.plot.viewport().setFocus()
+    from PySide6.QtWidgets import QApplication
+
+    QApplication.sendEvent(bsp.plot.viewport(), ev)
+    qtbot.waitUntil(lambda: bsp.states.tile_edges[-1] - bsp.states.tile_edges[0] < 16)
+    a, b = bsp.tile_range
+    assert a <= 20 < b and b - a < 16
+    # a bad range says so in one sentence and keeps the view
+    bsp.tiles_edit.setText("40-x")
+    bsp.tiles_edit.returnPressed.emit()
+    assert "cannot read" in bsp.readout.text() and bsp.tile_range == (a, b)
+    bsp.all_tiles_button.click()
+    qtbot.waitUntil(lambda: bsp.states.tile_edges[-1] - bsp.states.tile_edges[0] == 64)
+    # hovering names the cell's tiles and shares
+    text = bsp.cell_text(sum(report.timeline.x_range()) / 2, 5.5)
+    assert text.startswith("tile") and "compute" in text and "idle" in text
