@@ -9,6 +9,8 @@ import pytest
 from gui_helpers import assert_nothing_left, write_synthetic_profiles
 from gui_helpers import open_documents as _open
 
+from analyser.core.quantities import QUANTITIES
+
 pytestmark = pytest.mark.gui
 
 
@@ -47,6 +49,11 @@ def _check_chart(view, doc) -> None:
     c = view.data
     share = ex.phase_share()
     for phase, _a, _b in c.bands:
+        if phase == "host" and c.host_wait_share is not None:
+            # the host's time before the device: the host-inclusive metric, as the Summary
+            expected = QUANTITIES["host_wait_share"].format(doc.analysis.metrics.host_wait_share)
+            assert view.band_labels[phase].endswith(expected)
+            continue
         assert view.band_labels[phase].endswith(f"{100 * share[phase]:.1f}%")
     assert np.array_equal(c.stage_cycles[: len(ex.stage_cycles)], ex.stage_cycles)
     assert c.bottleneck == int(np.argmax(ex.stage_cycles))
@@ -144,3 +151,58 @@ def test_walkthrough_pipeline_phases(qtbot, pipeline, walkthrough_profiles):
     # the OOM base step has no pipeline to draw
     _open(pipeline, walkthrough_profiles["1-base"])
     assert r.stack.currentWidget() is r.message
+
+
+def _label_rects(view):
+    return [
+        (text, item.mapRectToScene(item.boundingRect()))
+        for item, _a, _z, text in view.band_items
+        if item.isVisible()
+    ]
+
+
+def test_walkthrough_host_wait_axis_labels_and_table(qtbot, pipeline, walkthrough_profiles):
+    """Issue 14 defects 2 and 3 on walkthrough steps 3 and 4 compared: the host's time before
+    the device (/execution/host) is drawn as a host-wait band and host lanes, not left blank;
+    A and B share one cycle axis; no phase label prints on another; the table's host wait is
+    the Summary's figure (the core's host-inclusive metric, the catalogue's format); no
+    header or row label of the table is cut."""
+    from PySide6.QtGui import QFontMetrics
+
+    r, _ = pipeline
+    a, b = _open(
+        pipeline, walkthrough_profiles["3-accumulate"], walkthrough_profiles["4-device-iterations"]
+    )
+    for view, doc in ((r.view_a, a), (r.view_b, b)):
+        c = view.data
+        host = doc.analysis.src.table("/execution/host", ["start"])
+        assert c.bands[0][0] == "host"
+        assert c.bands[0][1] == float(host["start"].min()) < c.t0
+        assert view.host_lanes == ("main",)
+        assert view.host_boxes.n_rects == len(host)
+        (x0, _x1), _ = view.chart.getViewBox().viewRange()
+        assert x0 < c.t0, "the host band is in view before the device's first cycle"
+        rects = _label_rects(view)
+        assert {t for t, _r in rects} >= {view.band_labels[p] for p in ("host", "rampUp")}
+        for i, (t1, r1) in enumerate(rects):
+            for t2, r2 in rects[i + 1 :]:
+                assert not r1.intersects(r2), (t1, t2)
+    # one cycle axis
+    assert r.view_a.chart.getViewBox().viewRange()[0] == r.view_b.chart.getViewBox().viewRange()[0]
+    r.view_a.chart.setXRange(1e6, 2e6, padding=0)
+    assert r.view_b.chart.getViewBox().viewRange()[0] == pytest.approx([1e6, 2e6])
+    # host wait: one source, one format
+    q = QUANTITIES["host_wait_share"]
+    rows = {r.table.item(i, 0).text(): i for i in range(r.table.rowCount())}
+    i = rows[q.title]
+    assert r.table.item(i, 1).text() == q.format(a.analysis.metrics.host_wait_share)
+    assert r.table.item(i, 2).text() == q.format(b.analysis.metrics.host_wait_share)
+    # nothing cut: every header and cell fits its column
+    fm = QFontMetrics(r.table.font())
+    hfm = QFontMetrics(r.table.horizontalHeader().font())
+    for col in range(r.table.columnCount()):
+        width = r.table.columnWidth(col)
+        head = r.table.horizontalHeaderItem(col).text()
+        assert hfm.horizontalAdvance(head) < width, head
+        for row in range(r.table.rowCount()):
+            assert fm.horizontalAdvance(r.table.item(row, col).text()) < width

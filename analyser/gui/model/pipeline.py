@@ -56,6 +56,36 @@ class PipelineChart:
     t0: float
     t1: float
     run_config: dict
+    #: The host's timeline of a call (``TraceWindow.host_lane``: lane, kind, start, end in
+    #: device-trace cycles, negative before the device starts); empty before format 1.2.
+    host_events: pd.DataFrame | None = None
+    #: Host-inclusive host wait share of the run (the analysis core's metric, as the Summary).
+    host_wait_share: float | None = None
+
+    @property
+    def host_before(self) -> tuple[float, float] | None:
+        """(start, end) of the host's time before the device starts (preparation, the call's
+        round trip) from the host timeline, None when there is none."""
+        h = self.host_events
+        if h is None or h.empty or float(h["start"].min()) >= self.t0:
+            return None
+        return float(h["start"].min()), self.t0
+
+    @property
+    def x_range(self) -> tuple[float, float]:
+        """The chart's first view: the device iteration, with the host's time before it as a
+        lead of 8% of the width when there is any (all of it is a pan or a zoom away)."""
+        span = max(self.t1 - self.t0, 1.0)
+        before = self.host_before
+        if before is None:
+            return self.t0, self.t1
+        return max(before[0], self.t0 - 0.08 * span), self.t1
+
+    @property
+    def x_limits(self) -> tuple[float, float]:
+        """How far the chart may pan: from the host's first event to the iteration's end."""
+        before = self.host_before
+        return (before[0] if before else self.t0), self.t1
 
     @property
     def pipelined(self) -> bool:
@@ -170,8 +200,14 @@ def pipeline_chart(analysis, trace: TraceWindow) -> PipelineChart:
     # the wait for the host before the pipeline starts (input StreamCopyBegin), when it is one
     # stretch before the first band
     host = steps[steps["phase"] == PHASES.index("host")]
-    if len(host) and bands and float(host["end"].max()) <= bands[0][1]:
+    host_events = trace.host_lane()
+    if host_events.empty and len(host) and bands and float(host["end"].max()) <= bands[0][1]:
+        # before format 1.2 the host's wait at the start of a call was in the device trace
         bands.insert(0, ("host", float(host["start"].min()), float(host["end"].max())))
+    if not host_events.empty and len(steps) and float(host_events["start"].min()) < t0:
+        # the host's time before the device starts (preparation, the call's round trip), from
+        # the host timeline: drawn as the host-wait band in front of the pipeline
+        bands.insert(0, ("host", float(host_events["start"].min()), t0))
     return PipelineChart(
         n_stages=n_stages,
         stage_ipu=stage_ipu,
@@ -186,4 +222,6 @@ def pipeline_chart(analysis, trace: TraceWindow) -> PipelineChart:
         t0=t0,
         t1=t1 if t1 > t0 else t0 + 1,
         run_config=dict(analysis.run_config or {}),
+        host_events=host_events,
+        host_wait_share=analysis.metrics.host_wait_share,
     )

@@ -18,6 +18,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import (
     QGridLayout,
+    QHeaderView,
     QLabel,
     QScrollArea,
     QSizePolicy,
@@ -26,6 +27,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from analyser.core.quantities import QUANTITIES
+from analyser.core.trace_window import HOST_EVENTS, HOST_LANES
 from analyser.core.units import fmt_bytes, fmt_change, fmt_int, fmt_pct, fmt_pts_delta
 from analyser.gui.axes import use_cycle_axis
 from analyser.gui.items import BatchedRectsItem
@@ -78,6 +81,10 @@ class PipelineChartView(QWidget):
         self.chart.getPlotItem().getAxis("left").setWidth(130)
         self.boxes = BatchedRectsItem()
         self.chart.addItem(self.boxes)
+        # the host's timeline (/execution/host) in lanes under the stages
+        self.host_boxes = BatchedRectsItem()
+        self.chart.addItem(self.host_boxes)
+        self.host_lanes: tuple[str, ...] = ()
         lay.addWidget(self.chart, 1, 0, 1, 2)
         self.load = pg.PlotWidget()
         style_plot(self.load)
@@ -106,6 +113,10 @@ class PipelineChartView(QWidget):
         self._extra: list = []
         self.box_labels: list[tuple[pg.TextItem, float, str]] = []
         self._metrics = QFontMetrics(QFont())
+        self._band_font = QFont("", 9, QFont.Weight.Bold)
+        self._band_metrics = QFontMetrics(self._band_font)
+        #: (label, band start, band end, text) of the phase bands, laid out by _fit_labels
+        self.band_items: list[tuple[pg.TextItem, float, float, str]] = []
         self.chart.getViewBox().sigXRangeChanged.connect(self._fit_labels)
         self.chart.getViewBox().sigResized.connect(self._fit_labels)
         self.data: PipelineChart | None = None
@@ -119,6 +130,46 @@ class PipelineChartView(QWidget):
         px_per_cycle = vb.width() / (x1 - x0) if x1 > x0 else 0.0
         for item, width, text in self.box_labels:
             item.setVisible(width * px_per_cycle >= self._metrics.horizontalAdvance(text) + 6)
+        self._lay_out_band_labels(x0, x1, px_per_cycle)
+
+    #: Rows of phase labels above the stages (the space the y range leaves there).
+    LABEL_ROWS = 4
+
+    def _lay_out_band_labels(self, x0: float, x1: float, px_per_cycle: float) -> None:
+        """Each phase label starts at its band (or at the view's left edge when the band began
+        before it), on the first row where it does not run into the label before it: short
+        bands side by side ("ramp-down" beside "weight update") no longer print on each other."""
+        row_end: list[float] = []  # right edge (pixels) of the last label of each row
+        for item, a, z, text in sorted(self.band_items, key=lambda t: t[1]):
+            if z <= x0 or a >= x1 or px_per_cycle <= 0:
+                item.setVisible(False)
+                continue
+            width = self._band_metrics.horizontalAdvance(text) + 8
+            # from its band's start, or the view's left edge; kept inside the right edge
+            x = max(x0, min(max(a, x0), x1 - width / px_per_cycle))
+            left = (x - x0) * px_per_cycle
+            right = left + width
+            row = next((r for r, end in enumerate(row_end) if end <= left), len(row_end))
+            if row >= self.LABEL_ROWS:
+                item.setVisible(False)
+                continue
+            if row == len(row_end):
+                row_end.append(right)
+            else:
+                row_end[row] = right
+            item.setPos(x, -0.05 - 0.2 * row)
+            item.setVisible(True)
+
+    def set_x_range(self, x0: float, x1: float) -> None:
+        """Show cycles ``x0`` .. ``x1`` (compare mode gives A and B one range), widening the
+        pan limits when the range goes past them."""
+        vb = self.chart.getViewBox()
+        lim = vb.state["limits"]["xLimits"]
+        lo = x0 if lim[0] is None else min(lim[0], x0)
+        hi = x1 if lim[1] is None else max(lim[1], x1)
+        vb.setLimits(xMin=lo, xMax=hi)
+        self.chart.setXRange(x0, x1, padding=0.01)
+        self._fit_labels()
 
     def _clear_extra(self) -> None:
         for plot, item in self._extra:
@@ -172,24 +223,48 @@ class PipelineChartView(QWidget):
             [groups[p] for p in PASS_ORDER if p in groups]
             + [g for p, g in groups.items() if p not in PASS_ORDER]
         )
-        self.chart.getPlotItem().getAxis("left").setTicks(
-            [[(s + 0.5, f"stage {s} · IPU {c.stage_ipu[s]}") for s in range(c.n_stages)], []]
-        )
-        # phase bands with their share of the run
+        # phase bands with their share of the run; the host's time before the device with the
+        # host-inclusive host wait share (the analysis core's metric, as the Summary shows it)
         self.band_labels = {}
-        for i, (phase, a, z) in enumerate(c.bands):
+        self.band_items = []
+        host_q = QUANTITIES["host_wait_share"]
+        for phase, a, z in c.bands:
             region = pg.LinearRegionItem(
                 (a, z), movable=False, brush=qcolor("phases", phase, 45), pen=pg.mkPen(None)
             )
             region.setZValue(-10)
             self._add(self.chart, region)
-            text = f"{PHASE_LABELS[phase]} {100 * c.phase_share.get(phase, 0.0):.1f}%"
+            if phase == "host" and c.host_wait_share is not None:
+                text = f"{host_q.label} {host_q.format(c.host_wait_share)}"
+            else:
+                text = f"{PHASE_LABELS[phase]} {100 * c.phase_share.get(phase, 0.0):.1f}%"
             self.band_labels[phase] = text
             label = pg.TextItem(text, color=hex_color("phases", phase), anchor=(0, 1))
-            label.setFont(QFont("", 9, QFont.Weight.Bold))
-            y = -0.05 - 0.2 * (i % 4)
-            label.setPos(a, y)
+            label.setFont(self._band_font)
+            label.setPos(a, -0.05)
             self._add(self.chart, label)
+            self.band_items.append((label, a, z, text))
+        # the host's lanes under the stages (preparation, the call, the waits)
+        h = c.host_events
+        self.host_lanes = (
+            tuple(lane for lane in HOST_LANES if lane in set(h["lane"])) if h is not None else ()
+        )
+        host_groups = []
+        host_kinds: list[str] = []
+        if self.host_lanes:
+            lane_y = np.array([self.host_lanes.index(x) for x in h["lane"]], dtype=float)
+            rects = np.empty((len(h), 4))
+            rects[:, 0] = h["start"].to_numpy(dtype=float)
+            rects[:, 1] = c.n_stages + lane_y + 0.15
+            rects[:, 2] = np.maximum(1.0, (h["end"] - h["start"]).to_numpy(dtype=float))
+            rects[:, 3] = 0.7
+            kind = h["kind"].to_numpy()
+            host_kinds = [k for k in HOST_EVENTS if (kind == k).any()]
+            host_groups = [
+                (QBrush(qcolor("host_events", k, 220)), rects[kind == k]) for k in host_kinds
+            ]
+        self.host_boxes.set_groups(host_groups)
+        n_rows = c.n_stages + len(self.host_lanes)
         # micro-batch numbers inside the boxes, shown only where they fit (see _fit_labels)
         self.box_labels = []
         if len(b) <= MAX_BOX_LABELS:
@@ -199,14 +274,30 @@ class PipelineChartView(QWidget):
                 t.setPos((row.start + row.end) / 2, row.stage + 0.5)
                 self._add(self.chart, t)
                 self.box_labels.append((t, float(row.end - row.start), text))
-        self.chart.getViewBox().setLimits(yMin=-1.0, yMax=c.n_stages + 0.2)
-        self.chart.setYRange(-0.9, c.n_stages + 0.1, padding=0)
-        self.chart.setXRange(c.t0, c.t1, padding=0.01)
-        self._fit_labels()
+        self.chart.getPlotItem().getAxis("left").setTicks(
+            [
+                [(s + 0.5, f"stage {s} · IPU {c.stage_ipu[s]}") for s in range(c.n_stages)]
+                + [
+                    (c.n_stages + i + 0.5, f"host · {lane}")
+                    for i, lane in enumerate(self.host_lanes)
+                ],
+                [],
+            ]
+        )
+        lo, hi = c.x_limits
+        pad = 0.02 * max(hi - lo, 1.0)
+        self.chart.getViewBox().setLimits(
+            yMin=-1.0, yMax=n_rows + 0.2, xMin=lo - pad, xMax=hi + pad
+        )
+        self.chart.setYRange(-0.9, n_rows + 0.1, padding=0)
+        self.set_x_range(*c.x_range)
         legend_items = [
             f"<span style='color:{hex_color('passes', p)}'>■</span> {p}"
             for p in PASS_ORDER
             if p in groups
+        ] + [
+            f"<span style='color:{hex_color('host_events', k)}'>■</span> host {k}"
+            for k in host_kinds
         ]
         self.chart.setTitle(" &nbsp; ".join(legend_items), size="9pt")
 
@@ -282,7 +373,11 @@ class PipelineReport(Report):
         self.table.setHorizontalHeaderLabels(["", "A", "B", "B − A"])
         self.table.verticalHeader().setVisible(False)
         compact_rows(self.table)
-        self.table.horizontalHeader().setStretchLastSection(True)
+        # every column as wide as its header and values (B − A used to take the width while
+        # the A / B headers and the row labels were cut)
+        header = self.table.horizontalHeader()
+        header.setStretchLastSection(False)
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.table.setMaximumHeight(220)
         self.explain = QLabel("")
         self.explain.setWordWrap(True)
@@ -319,8 +414,16 @@ class PipelineReport(Report):
         self.explain.setVisible(b is not None)
         if b is not None:
             self.view_b.show_chart(b, f"B: {other.name}")
+            # one cycle axis: both charts show the same range and pan / zoom together
+            x0 = min(a.x_range[0], b.x_range[0])
+            x1 = max(a.x_range[1], b.x_range[1])
+            self.view_b.chart.setXLink(self.view_a.chart)
+            self.view_a.set_x_range(x0, x1)
+            self.view_b.set_x_range(x0, x1)
             self._fill_table(a, b, doc.name, other.name)
             self._explain(gui_data.comparison(doc, other))
+        elif self._view_b is not None:
+            self._view_b.chart.setXLink(None)
 
     def _explain(self, comparison) -> None:
         """The analysis core's explanations of the differences between the whole runs."""
@@ -336,7 +439,7 @@ class PipelineReport(Report):
     def _fill_table(self, a: PipelineChart, b: PipelineChart, name_a: str, name_b: str) -> None:
         self.table.setHorizontalHeaderLabels(["", f"A: {name_a}", f"B: {name_b}", "B − A"])
         rows: list[tuple[str, str, str, str, QColor | None]] = []
-        for phase in ("rampUp", "main", "rampDown", "weightUpdate", "host"):
+        for phase in ("rampUp", "main", "rampDown", "weightUpdate"):
             va, vb = a.phase_share.get(phase, 0.0), b.phase_share.get(phase, 0.0)
             rows.append(
                 (
@@ -347,6 +450,20 @@ class PipelineReport(Report):
                     qcolor("phases", phase),
                 )
             )
+        # the host wait: the analysis core's host-inclusive metric and the catalogue's format,
+        # as in the Summary and the explanations above (the device trace's own host phase is
+        # a few cycles since the host's time left it, format 1.2)
+        q = QUANTITIES["host_wait_share"]
+        ha, hb = a.host_wait_share, b.host_wait_share
+        rows.append(
+            (
+                q.title,
+                q.format(ha),
+                q.format(hb),
+                fmt_pts_delta(ha, hb),
+                qcolor("phases", "host"),
+            )
+        )
         for s in range(max(a.n_stages, b.n_stages)):
             ca = float(a.stage_cycles[s]) if s < a.n_stages else None
             cb = float(b.stage_cycles[s]) if s < b.n_stages else None
