@@ -265,3 +265,118 @@ def test_lod_cache_saves_then_memory_maps_the_same_pyramids(tmp_path, monkeypatc
     # an empty IPU_ANALYSER_CACHE turns the cache off
     monkeypatch.setenv("IPU_ANALYSER_CACHE", "")
     assert tw_mod.lod_cache_dir() is None
+
+
+def test_range_statistics_by_name_and_operation_match_brute_force(small):
+    """Perfetto's area selection: steps overlapping the range, cycles clipped to it, grouped by
+    step name and by operation; checked row by row against a plain pandas group-by."""
+    import pandas as pd
+
+    tw, steps, names, _tc = small
+    p = tw.programs
+    st, en = steps["start"].astype(np.int64), (steps["start"] + steps["cycles"]).astype(np.int64)
+    t0 = float(np.percentile(st, 30))
+    t1 = float(np.percentile(st, 45)) + 0.5
+    over = (en > t0) & (st < t1)
+    clipped = np.minimum(en, t1) - np.maximum(st, t0)
+    prog = steps["program"][over]
+    ops = p["op_name"].to_numpy().astype(str)[prog]
+    frames = {
+        "name": names[prog].astype(str),
+        "operation": np.where(ops == "", "(no operation)", ops),
+    }
+    for by, keys in frames.items():
+        stats = tw.range_statistics(t0, t1, by=by)
+        want = (
+            pd.DataFrame({"k": keys, "c": clipped[over]})
+            .groupby("k")["c"]
+            .agg(["count", "sum", "max", "mean"])
+        )
+        got = stats.table.set_index("name")
+        assert set(got.index) == set(want.index)
+        assert (got.loc[want.index, "steps"].to_numpy() == want["count"].to_numpy()).all()
+        assert np.allclose(got.loc[want.index, "total_cycles"], want["sum"])
+        assert np.allclose(got.loc[want.index, "max_cycles"], want["max"])
+        assert np.allclose(got.loc[want.index, "mean_cycles"], want["mean"])
+        assert stats.n_steps == int(over.sum())
+        # most cycles first; shares of the range's IPU time add up to its busy share
+        assert (np.diff(stats.table["total_cycles"].to_numpy()) <= 0).all()
+        busy = clipped[over].sum() / ((t1 - t0) * tw.n_ipus)
+        assert stats.table["share"].sum() == pytest.approx(busy)
+    one = tw.range_statistics(t0, t1, ipus=[1])
+    assert one.n_steps == int((over & (steps["ipu"] == 1)).sum())
+    with pytest.raises(TraceError, match="choose from name, operation"):
+        tw.range_statistics(t0, t1, by="colour")
+    assert tw.range_statistics(t0, t1, cancelled=lambda: True) is None
+
+
+def test_step_names_of_rows(small):
+    tw, steps, names, _tc = small
+    rows = np.array([29_999, 0, 17, 70_000 % 30_000, 17], dtype=np.int64)
+    assert list(tw.step_names(rows)) == [str(names[steps["program"][r]]) for r in rows]
+
+
+def test_overview_busy_share_agrees_with_the_range_summary(small):
+    tw, _steps, _names, _tc = small
+    f0, f1 = tw.full_extent()
+    ov = tw.overview(300)
+    assert ov.busy.shape == (tw.n_ipus, 300)
+    assert ((ov.busy >= 0) & (ov.busy <= 1)).all()
+    bw = (ov.t1 - ov.t0) / 300
+    for ipu in range(tw.n_ipus):
+        # the buckets hold the IPU's busy cycles (the pyramid's aggregates spread evenly)
+        busy = tw.range_summary(ipu, f0, f1).busy_cycles
+        assert ov.busy[ipu].sum() * bw == pytest.approx(busy, rel=0.02)
+        # and where they are: the first and second halves of the run separately
+        mid = ov.t0 + 150 * bw
+        half = tw.range_summary(ipu, f0, mid).busy_cycles
+        assert ov.busy[ipu, :150].sum() * bw == pytest.approx(half, rel=0.05)
+
+
+def test_runs_and_clock(small):
+    tw, _steps, _names, _tc = small
+    runs = tw.runs()
+    f0, f1 = tw.full_extent()
+    assert runs[0, 0] == f0 and runs[-1, 1] == f1
+    assert (runs[1:, 0] == runs[:-1, 1]).all() and (runs[:, 1] > runs[:, 0]).all()
+    recorded = np.asarray(tw.profile.array("/execution/run_starts"))
+    assert set(runs[1:, 0]) == set(recorded[(recorded > f0) & (recorded < f1)])
+    assert tw.clock_hz == pytest.approx(tw.profile.clock_hz)
+
+
+def test_grouped_lanes_are_in_execution_order(tmp_path):
+    """Layer (operation) and program lanes are ordered by each IPU's first step in them, as
+    PopVision does, not alphabetically; catch-all lanes last (issue 14 defect 6)."""
+    data = make_synthetic_profile(n_steps=6_000, n_ipus=2, tiles=16, n_programs=120, seed=5)
+    # the first layer to run sorts last by name
+    layers = np.asarray(data["/graph/operations"]["layer"], dtype=object)
+    data["/graph/operations"]["layer"] = [
+        str(x).replace("layer1", "zeta").replace("layer2", "alpha") for x in layers
+    ]
+    write_profile(tmp_path / "order.h5", data)
+    steps = {k: np.asarray(v) for k, v in data["/execution/steps"].items()}
+    tw = TraceWindow(open_profile(tmp_path / "order.h5"))
+    assert tw.ipu_lanes("operation", 0)[0][:2] == ("zeta", "alpha")
+    for group in ("operation", "program"):
+        lane_of_prog, labels = tw._program_lanes(group)
+        for ipu in range(tw.n_ipus):
+            _names, ids = tw.ipu_lanes(group, ipu)
+            m = steps["ipu"] == ipu
+            first = (
+                pd_first_start(lane_of_prog[steps["program"][m]], steps["start"][m])
+                if m.any()
+                else {}
+            )
+            named = [i for i in ids if labels[i] not in ("(none)", "(top level)", "other")]
+            starts = [first[i] for i in named]
+            assert starts == sorted(starts)
+            assert named == list(ids[: len(named)])  # catch-alls after the named lanes
+    tw.profile.close()
+
+
+def pd_first_start(lanes: np.ndarray, starts: np.ndarray) -> dict[int, int]:
+    first: dict[int, int] = {}
+    order = np.argsort(starts, kind="stable")
+    for lane, s in zip(lanes[order], starts[order], strict=True):
+        first.setdefault(int(lane), int(s))
+    return first

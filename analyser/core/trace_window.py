@@ -250,6 +250,45 @@ class BspMatrix:
     n_steps: int
 
 
+#: Groupings of the range statistics (Perfetto's area selection): by step (program) name, or by
+#: the operation the step belongs to.
+STATISTICS_BY: tuple[str, ...] = ("name", "operation")
+
+
+@dataclass
+class RangeStatistics:
+    """Steps overlapping ``[t0, t1)`` on ``ipus``, aggregated by step name or by operation.
+
+    ``table`` has one row per name (or operation), most cycles first, with the columns ``name``,
+    ``type`` (the step type of its programs; "mixed" when they differ), ``steps`` (how many
+    overlap the range), ``total_cycles``, ``mean_cycles`` and ``max_cycles`` (cycles clipped to
+    the range) and ``share``: total cycles / (range cycles x IPUs), the part of the range's
+    IPU time the row takes (steps of one IPU do not overlap, so the shares add up to the busy
+    share of the range)."""
+
+    t0: float
+    t1: float
+    ipus: tuple[int, ...]
+    by: str
+    table: pd.DataFrame
+    n_steps: int
+    busy_cycles: float
+
+    @property
+    def span(self) -> float:
+        return self.t1 - self.t0
+
+
+@dataclass
+class Overview:
+    """Busy share of each IPU in ``buckets`` equal time buckets of ``[t0, t1)``:
+    ``busy[ipu, bucket]`` in 0..1 (steps spread evenly over the cycles they cover)."""
+
+    t0: float
+    t1: float
+    busy: np.ndarray
+
+
 # ---------------------------------------------------------------------------------------------
 # Vectorised aggregation
 # ---------------------------------------------------------------------------------------------
@@ -310,6 +349,35 @@ def _dominant(key, x0, x1, sums, row, t0: float, pw: float, width_px: int):
     x1[snap] = np.maximum(x1[snap], px0 + pw)
     x0[snap] = np.minimum(x0[snap], np.maximum(px0, x0[snap] - pw))
     return key[keep], x0, x1, sums[keep], row[keep]
+
+
+def _spread(x0, x1, cycles, t0: float, bw: float, buckets: int) -> np.ndarray:
+    """Cycles per bucket of ``buckets`` buckets ``bw`` wide from ``t0`` when each item spreads
+    its ``cycles`` evenly over ``[x0, x1)``: the two end buckets take their parts, the buckets in
+    between a full bucket each (a difference array, cumulated once)."""
+    t1 = t0 + bw * buckets
+    length = np.maximum(x1 - x0, 1e-9)
+    rate = cycles / length
+    a = np.clip(x0, t0, t1)
+    b = np.clip(x1, t0, t1)
+    keep = b > a
+    a, b, rate = a[keep], b[keep], rate[keep]
+    out = np.zeros(buckets, dtype=np.float64)
+    if not len(a):
+        return out
+    b0 = np.minimum(((a - t0) // bw).astype(np.int64), buckets - 1)
+    b1 = np.minimum(((b - t0) // bw).astype(np.int64), buckets - 1)
+    same = b0 == b1
+    out += np.bincount(b0[same], weights=rate[same] * (b[same] - a[same]), minlength=buckets)
+    d = ~same
+    e0 = t0 + (b0[d] + 1) * bw  # end of the first bucket
+    e1 = t0 + b1[d] * bw  # start of the last bucket
+    out += np.bincount(b0[d], weights=rate[d] * (e0 - a[d]), minlength=buckets)
+    out += np.bincount(b1[d], weights=rate[d] * (b[d] - e1), minlength=buckets)
+    diff = np.bincount(b0[d] + 1, weights=rate[d], minlength=buckets + 1)
+    diff -= np.bincount(b1[d], weights=rate[d], minlength=buckets + 1)
+    out += np.cumsum(diff)[:buckets] * bw
+    return out
 
 
 @dataclass
@@ -490,6 +558,10 @@ def _prune_cache(root: Path) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
+#: Lanes of a grouped view that gather steps without a group of their own (shown last).
+_CATCH_ALL = frozenset(("(none)", "(top level)", "other"))
+
+
 def _natural(text: str) -> list:
     """Sort key that orders 'layer2' before 'layer10'."""
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", text)]
@@ -638,8 +710,9 @@ class TraceWindow:
         codes, uniques = pd.factorize(labels, sort=True)
         uniques = list(map(str, uniques))
         # named groups first (natural order), then the catch-all lanes
-        last = {"(none)", "(top level)"}
-        rank = sorted(range(len(uniques)), key=lambda i: (uniques[i] in last, _natural(uniques[i])))
+        rank = sorted(
+            range(len(uniques)), key=lambda i: (uniques[i] in _CATCH_ALL, _natural(uniques[i]))
+        )
         remap0 = np.empty(len(uniques), dtype=np.int64)
         remap0[rank] = np.arange(len(uniques))
         codes = remap0[codes]
@@ -673,7 +746,16 @@ class TraceWindow:
         pyr = self._pyramid(ipu, group)
         if not pyr.levels:
             return (), np.zeros(0, dtype=np.int64)
-        present = np.unique(pyr.levels[-1].key // NT).astype(np.int64)
+        lev = pyr.levels[-1]
+        lane = (lev.key // NT).astype(np.int64)
+        present = np.unique(lane)
+        if group in ("operation", "program"):
+            # in execution order, as PopVision orders layer lanes: by the IPU's first step of
+            # each lane (the catch-all lanes last)
+            first = np.full(len(labels), np.inf)
+            np.minimum.at(first, lane, np.asarray(lev.x0, dtype=np.float64))
+            catch_all = np.array([labels[i] in _CATCH_ALL for i in present], dtype=bool)
+            present = present[np.lexsort((present, first[present], catch_all))]
         return tuple(labels[i] for i in present), present
 
     def _n_stages(self) -> int:
@@ -1005,6 +1087,158 @@ class TraceWindow:
             text, r, sel["ipu"], sel["start"], sel["cycles"], sel["program"], total, names
         )
 
+    # -- range statistics (area selection) -----------------------------------------------------
+    def range_statistics(
+        self,
+        t0: float,
+        t1: float,
+        by: str = "name",
+        ipus: tuple[int, ...] | list[int] | None = None,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> RangeStatistics | None:
+        """The steps overlapping ``[t0, t1)`` on ``ipus`` (default: every IPU) aggregated by
+        step name or operation (see :class:`RangeStatistics`): per program id with
+        ``np.bincount`` over row chunks, then per name over the (few) programs. ``cancelled``
+        is polled between chunks (None returned when it says so)."""
+        if by not in STATISTICS_BY:
+            raise TraceError(
+                f"Unknown statistics grouping {by!r}; choose from {', '.join(STATISTICS_BY)}."
+            )
+        if not t1 > t0:
+            raise TraceError(f"The range must have t1 > t0 (got {t0} .. {t1}).")
+        ipus = tuple(range(self.n_ipus)) if ipus is None else tuple(int(i) for i in ipus)
+        p = self.programs
+        n_prog = len(p)
+        count = np.zeros(n_prog, dtype=np.int64)
+        total = np.zeros(n_prog, dtype=np.float64)
+        longest = np.zeros(n_prog, dtype=np.float64)
+        for ipu in ipus:
+            lo, hi = self.row_range(ipu, t0, t1)
+            for _a, d in self.access.chunks(lo, hi, ("program", "start", "cycles")):
+                if cancelled is not None and cancelled():
+                    return None
+                s = d["start"]
+                e = s + d["cycles"]
+                m = (e > t0) & (s < t1)
+                if not m.any():
+                    continue
+                prog = d["program"][m].astype(np.int64)
+                clipped = np.minimum(e[m], t1) - np.maximum(s[m], t0)
+                count += np.bincount(prog, minlength=n_prog)
+                total += np.bincount(prog, weights=clipped, minlength=n_prog)
+                np.maximum.at(longest, prog, clipped)
+        ran = np.flatnonzero(count)
+        if by == "name":
+            keys = p["name"].to_numpy().astype(str)[ran]
+        else:
+            ops = p["op_name"].to_numpy().astype(str)[ran]
+            keys = np.where(ops == "", "(no operation)", ops)
+        types = np.asarray(STEP_TYPES, dtype=object)[p["type"].to_numpy()[ran].astype(np.int64)]
+        frame = pd.DataFrame(
+            {
+                "name": keys,
+                "type": types,
+                "steps": count[ran],
+                "total_cycles": total[ran],
+                "max_cycles": longest[ran],
+            }
+        )
+        g = frame.groupby("name", sort=False)
+        table = g.agg(
+            steps=("steps", "sum"),
+            total_cycles=("total_cycles", "sum"),
+            max_cycles=("max_cycles", "max"),
+        )
+        n_types = g["type"].nunique()
+        table.insert(0, "type", np.where(n_types.to_numpy() > 1, "mixed", g["type"].first()))
+        table["mean_cycles"] = table["total_cycles"] / table["steps"]
+        room = float(t1 - t0) * max(1, len(ipus))
+        table["share"] = table["total_cycles"] / room
+        table = table.reset_index().sort_values(
+            ["total_cycles", "name"], ascending=[False, True], kind="stable"
+        )
+        columns = ["name", "type", "steps", "total_cycles", "mean_cycles", "max_cycles", "share"]
+        return RangeStatistics(
+            float(t0),
+            float(t1),
+            ipus,
+            by,
+            table[columns].reset_index(drop=True),
+            int(count.sum()),
+            float(total.sum()),
+        )
+
+    # -- slice labels --------------------------------------------------------------------------
+    def programs_of_rows(self, rows: np.ndarray) -> np.ndarray:
+        """The program id of each global step row, read through the drawing cache one row block
+        at a time (a loop over the few blocks the rows fall in, never over rows)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        out = np.empty(len(rows), dtype=np.int64)
+        if not len(rows):
+            return out
+        order = np.argsort(rows, kind="stable")
+        r = rows[order]
+        block = r // CACHE_BLOCK_ROWS
+        bounds = np.r_[np.flatnonzero(np.r_[True, block[1:] != block[:-1]]), len(r)]
+        for a, b in itertools.pairwise(bounds):
+            lo, hi = int(r[a]), int(r[b - 1]) + 1
+            prog = self.access.read_cached(lo, hi, ("program",))["program"]
+            out[order[a:b]] = prog[r[a:b] - lo]
+        return out
+
+    def step_names(self, rows: np.ndarray) -> np.ndarray:
+        """The name (program / compute set name) of each global step row."""
+        names = self.programs["name"].to_numpy()
+        return names[self.programs_of_rows(rows)].astype(str)
+
+    # -- overview, runs, clock -----------------------------------------------------------------
+    def overview(self, buckets: int, t0: float | None = None, t1: float | None = None) -> Overview:
+        """Busy share per IPU and time bucket of the whole run (or ``[t0, t1)``), from the flat
+        pyramid level whose buckets are no wider than the overview's (no read of the steps):
+        each aggregate's busy cycles spread evenly over the cycles it covers, summed per
+        bucket with a difference array (no loop over items or buckets)."""
+        buckets = max(1, int(buckets))
+        f0, f1 = self.full_extent()
+        t0 = f0 if t0 is None else float(t0)
+        t1 = max(f1, t0 + 1.0) if t1 is None else float(t1)
+        bw = (t1 - t0) / buckets
+        busy = np.zeros((self.n_ipus, buckets), dtype=np.float64)
+        for ipu in range(self.n_ipus):
+            if not self.step_count(ipu):
+                continue
+            pyr = self._pyramid(ipu, "flat")
+            lvl = pyr.level_for(bw)
+            lvl = 0 if lvl is None else lvl
+            lev = pyr.levels[lvl]
+            x0 = np.asarray(lev.x0, dtype=np.float64)
+            x1 = np.asarray(lev.x1, dtype=np.float64)
+            cyc = np.asarray(lev.count, dtype=np.float64)[:, 1]
+            busy[ipu] = _spread(x0, x1, cyc, t0, bw, buckets)
+        return Overview(t0, t1, np.clip(busy / bw, 0.0, 1.0))
+
+    def runs(self) -> np.ndarray:
+        """``(n, 2)`` start and end cycles of each host call (run of device iterations) of the
+        device trace (``/execution/run_starts``; a run ends where the next begins, the last at
+        the end of the trace). One run when the profile records none."""
+        f0, f1 = self.full_extent()
+        starts = np.asarray([], dtype=np.float64)
+        if "/execution/run_starts" in self.profile:
+            starts = np.asarray(self.profile.array("/execution/run_starts"), dtype=np.float64)
+        starts = np.unique(starts[starts < f1]) if len(starts) else np.asarray([f0])
+        # the first run starts with the trace (an IPU may start a cycle before the recorded
+        # start of the call)
+        starts[0] = f0
+        return np.stack([starts, np.r_[starts[1:], f1]], axis=1)
+
+    @property
+    def clock_hz(self) -> float | None:
+        """The IPU tile clock of the profile's target (Hz), or None when it is not recorded."""
+        try:
+            hz = float(self.profile.clock_hz)
+        except (AttributeError, KeyError, TypeError, ValueError):
+            return None
+        return hz if hz > 0 else None
+
     # -- BSP -----------------------------------------------------------------------------------
     def bsp(
         self, ipu: int, t0: float, t1: float, buckets: int = 512, max_steps: int = 20_000
@@ -1046,8 +1280,11 @@ class TraceWindow:
 
 __all__ = [
     "GROUP_MODES",
+    "STATISTICS_BY",
     "STEP_TYPES",
     "BspMatrix",
+    "Overview",
+    "RangeStatistics",
     "RangeSummary",
     "SearchResult",
     "StepAccess",
