@@ -541,3 +541,167 @@ def test_no_host_lane_without_a_host_timeline(qtbot, report, host_paths):
     # the run starts at its first cycle: no panning before it
     vb = tl.getPlotItem().getViewBox()
     assert vb.state["limits"]["xLimits"][0] == pytest.approx(tl.full_range()[0])
+
+
+def _drag(qtbot, widget, start: QPointF, end: QPointF, modifiers=Qt.KeyboardModifier.NoModifier):
+    """A left-button drag from ``start`` to ``end`` (viewport pixels) as real mouse events."""
+    vp = widget.viewport()
+    left, none = Qt.MouseButton.LeftButton, Qt.MouseButton.NoButton
+    for kind, pos, button, buttons in (
+        (QEvent.Type.MouseButtonPress, start, left, left),
+        (QEvent.Type.MouseMove, (start + end) / 2, none, left),
+        (QEvent.Type.MouseMove, end, none, left),
+        (QEvent.Type.MouseButtonRelease, end, left, none),
+    ):
+        ev = QMouseEvent(kind, pos, vp.mapToGlobal(pos), button, buttons, modifiers)
+        QApplication.sendEvent(vp, ev)
+
+
+def _view_x(tl, t: float, y: float | None = None) -> QPointF:
+    """Viewport pixel of cycle ``t`` (at lane height ``y``, default the middle of the view)."""
+    vb = tl.getPlotItem().getViewBox()
+    y = sum(tl.y_range()) / 2 if y is None else y
+    return QPointF(tl.mapFromScene(vb.mapViewToScene(QPointF(t, y))))
+
+
+def test_step_names_are_drawn_inside_slices_that_fit(qtbot, report, small_paths):
+    """Perfetto's slice titles: a single step wide enough gets its name (elided to fit), a
+    narrow one none, and a zoomed-out run is not covered with text."""
+    r, _ = report
+    _open(report, small_paths[0])
+    tl = r.timeline
+    tl.grab()  # paint
+    full = tl.full_range()
+    # zoomed out, a pixel holds many steps: no aggregate is labelled
+    assert len(tl.labels.drawn) <= sum(len(v) for v in tl.ipu_lanes.values()) * 5
+    row = int(np.argmax(tl.trace.access.read(0, 5000, ("cycles",))["cycles"]))
+    d = tl.trace.step_details(row)
+    _redrawn_after(
+        qtbot, tl, lambda: tl.set_x_range(d["start"] - d["cycles"], d["end"] + d["cycles"])
+    )
+    tl.grab()
+    assert tl.labels.drawn, "a step a third of the view wide shows its name"
+    names = set(tl.trace.programs["name"].astype(str))
+    for text in tl.labels.drawn:
+        stem = text.removesuffix("…")
+        assert any(n.startswith(stem) for n in names), text
+    assert d["name"] in tl.labels.drawn or any(
+        t.endswith("…") and d["name"].startswith(t[:-1]) for t in tl.labels.drawn
+    )
+    # a name is drawn only where it has MIN_PX pixels of the step in view, and only steps
+    # that wide in all are considered
+    from analyser.gui.items import SliceLabelsItem
+
+    assert min(tl.labels.drawn_px) >= SliceLabelsItem.MIN_PX
+    x0, x1 = tl.x_range()
+    px = tl.pixel_width() / (x1 - x0)
+    assert (tl.labels._rects[:, 2] * px >= SliceLabelsItem.MIN_PX - 1e-6).all()
+    # the names follow the zoom: out again, fewer names
+    _redrawn_after(qtbot, tl, lambda: tl.set_x_range(*full))
+    tl.grab()
+    assert len(tl.labels.drawn) < 200
+
+
+def test_drag_on_the_time_axis_selects_a_range_with_statistics(qtbot, report, small_paths):
+    """Perfetto's area selection: a drag on the time axis (or Shift + drag over the lanes)
+    selects cycles, shown as a band with its duration; the summary tab becomes the selected
+    range's, with its steps by name or operation (sortable); F fits it; Esc clears it."""
+    r, _ = report
+    _open(report, small_paths[0])
+    tl = r.timeline
+    x0, x1 = tl.x_range()
+    axis = tl.getPlotItem().getAxis("bottom")
+    ay = tl.mapFromScene(axis.sceneBoundingRect().center()).y()
+    a, b = x0 + (x1 - x0) * 0.2, x0 + (x1 - x0) * 0.45
+    pa, pb = _view_x(tl, a), _view_x(tl, b)
+    with qtbot.waitSignal(tl.rangeSelected, timeout=5000) as sig:
+        _drag(qtbot, tl, QPointF(pa.x(), ay), QPointF(pb.x(), ay))
+    t0, t1 = sig.args
+    px = (x1 - x0) / tl.pixel_width()
+    assert t0 == pytest.approx(a, abs=3 * px) and t1 == pytest.approx(b, abs=3 * px)
+    assert tl.x_range() == pytest.approx((x0, x1))  # the drag did not pan
+    assert tl.band.isVisible() and tl.band.getRegion() == pytest.approx((t0, t1))
+    assert "cycles" in tl.band_label.textItem.toPlainText()
+    assert r.tabs.tabText(r.tabs.indexOf(r.summary)) == "Selected range"
+    qtbot.waitUntil(
+        lambda: r.summary.statistics is not None and r.summary.statistics.t0 == t0, timeout=15_000
+    )
+    assert r.summary.header.text().startswith("Selected range")
+    want = tl.trace.range_statistics(t0, t1)
+    table = r.summary.stats_table
+    assert table.visible_rows() == len(want.table)
+    model = table.view.model()
+    assert model.index(0, 0).data() == want.table["name"].iat[0]
+    # sortable: by steps, ascending
+    table.view.sortByColumn(2, Qt.SortOrder.AscendingOrder)
+    steps = [int(model.index(i, 2).data().replace(",", "")) for i in range(model.rowCount())]
+    assert steps == sorted(steps)
+    # by operation
+    r.summary.stats_by.setCurrentIndex(1)
+    qtbot.waitUntil(lambda: r.summary.statistics.by == "operation", timeout=15_000)
+    assert table.view.model().headerData(0, Qt.Orientation.Horizontal) == "Operation"
+    # F fits the range, Esc clears it
+    tl.setFocus()
+    with qtbot.waitSignal(tl.redrawn, timeout=5000):
+        qtbot.keyClick(tl, Qt.Key.Key_F)
+    f0, f1 = tl.x_range()
+    assert f0 < t0 < t1 < f1 and (f1 - f0) < 1.5 * (t1 - t0)
+    with qtbot.waitSignal(tl.rangeCleared, timeout=2000):
+        qtbot.keyClick(tl, Qt.Key.Key_Escape)
+    assert not tl.band.isVisible()
+    assert r.tabs.tabText(r.tabs.indexOf(r.summary)) == "Visible range"
+    # Shift + drag over the lanes selects too; a plain drag still pans
+    c0, c1 = tl.x_range()
+    p0, p1 = _view_x(tl, c0 + (c1 - c0) * 0.3), _view_x(tl, c0 + (c1 - c0) * 0.6)
+    with qtbot.waitSignal(tl.rangeSelected, timeout=5000):
+        _drag(qtbot, tl, p0, p1, Qt.KeyboardModifier.ShiftModifier)
+    assert tl.x_range() == pytest.approx((c0, c1))
+
+
+def test_f_fits_the_selected_step(qtbot, report, small_paths):
+    r, _ = report
+    _open(report, small_paths[0])
+    tl = r.timeline
+    tl.select_row(10, center=False)
+    d = tl.trace.step_details(10)
+    tl.setFocus()
+    with qtbot.waitSignal(tl.redrawn, timeout=5000):
+        qtbot.keyClick(tl, Qt.Key.Key_F)
+    f0, f1 = tl.x_range()
+    assert f0 < d["start"] < d["end"] < f1
+    assert f1 - f0 <= max(1.5 * d["cycles"], d["cycles"] + 40)
+
+
+def test_time_axis_in_cycles_or_time_at_the_ipu_clock(qtbot, report, small_paths):
+    r, _ = report
+    _open(report, small_paths[0])
+    tl = r.timeline
+    axis = tl.getPlotItem().getAxis("bottom")
+    x0, x1 = tl.x_range()
+    width = tl.pixel_width()
+
+    def labels():
+        return [t for _s, ticks in axis.tickStrings_levels(x0, x1, width) for t in ticks]
+
+    axis.tickStrings_levels = lambda a, b, w: [
+        (s, axis.tickStrings(v, 1.0, s)) for s, v in axis.tickValues(a, b, w)
+    ]
+    assert not any(t.endswith("s") for t in labels())
+    r.axis_combo.setCurrentIndex(1)
+    clock = tl.trace.clock_hz
+    assert axis.clock_hz == clock
+    texts = labels()
+    assert texts and all(t == "0" or t.endswith((" ms", " µs", " s")) for t in texts)
+    # ticks at round times: the major ticks' values are whole multiples of their spacing
+    spacing, values = axis.tickValues(x0, x1, width)[0]
+    secs = np.asarray(values) / clock
+    step = spacing / clock
+    assert np.allclose(secs / step, np.round(secs / step))
+    # the band's duration reads in both
+    tl.set_range(x0 + (x1 - x0) * 0.1, x0 + (x1 - x0) * 0.2)
+    assert "cycles" in tl.band_label.textItem.toPlainText()
+    assert (
+        "ms" in tl.band_label.textItem.toPlainText() or "µs" in tl.band_label.textItem.toPlainText()
+    )
+    r.axis_combo.setCurrentIndex(0)
+    assert axis.clock_hz is None and tl.getPlotItem().getAxis("bottom").labelText == "cycles"

@@ -144,6 +144,20 @@ VARIABLE_TABLE = (
 )
 
 
+#: The figures of the Execution Trace's range statistics (``TraceWindow.range_statistics``:
+#: the steps of a selected range of cycles by step name or operation), keyed by its columns.
+RANGE_STATISTICS: dict[str, Quantity] = {
+    key: Quantity(key, label, kind, None, title)
+    for key, label, kind, title in (
+        ("steps", "steps in the range", "int", "Steps"),
+        ("total_cycles", "cycles in the range", "int", "Total cycles"),
+        ("mean_cycles", "mean cycles per step in the range", "int", "Mean cycles"),
+        ("max_cycles", "most cycles of one step in the range", "int", "Max cycles"),
+        ("share", "share of the range's IPU time", "share", "Share of range"),
+    )
+}
+
+
 def quantity(key: str) -> Quantity:
     return QUANTITIES[key]
 

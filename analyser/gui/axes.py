@@ -49,14 +49,59 @@ def format_cycles(values, spacing: float) -> list[str]:
     return out
 
 
+#: Time units of a time axis, largest first.
+TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
+
+
+def format_time(values, spacing: float, clock_hz: float) -> list[str]:
+    """Tick labels of ``values`` cycles ``spacing`` apart as time at ``clock_hz``: one unit for
+    all of them (the largest of s, ms, µs, ns in which the ticks' spacing is at least 0.01),
+    with the decimals that tell neighbouring ticks apart (``0.25 ms``, ``120 µs``)."""
+    secs = [float(v) / clock_hz for v in values]
+    step = abs(float(spacing)) / clock_hz or 1e-9
+    scale, unit = TIME_UNITS[-1]
+    for s, u in TIME_UNITS:
+        if step / s >= 0.01:
+            scale, unit = s, u
+            break
+    digits = _decimals(step / scale)
+    out = []
+    for v in secs:
+        if not math.isfinite(v):
+            out.append("")
+            continue
+        text = f"{v / scale:,.{digits}f}"
+        out.append("0" if float(text.replace(",", "")) == 0 else f"{text} {unit}")
+    return out
+
+
 class CycleAxis(pg.AxisItem):
-    """An axis of cycle counts: ``50M`` / ``1.25G`` ticks, never ``1e+08``."""
+    """An axis of cycle counts: ``50M`` / ``1.25G`` ticks, never ``1e+08``; or, with
+    :meth:`set_time` given the IPU clock, the same positions read as time (``1.5 ms``)."""
 
     def __init__(self, orientation: str = "bottom", **kwargs) -> None:
         super().__init__(orientation, **kwargs)
         self.enableAutoSIPrefix(False)
+        #: the IPU clock (Hz) when the axis reads in time, else None (cycles)
+        self.clock_hz: float | None = None
+
+    def set_time(self, clock_hz: float | None) -> None:
+        """Read the axis as time at ``clock_hz`` (None: back to cycles)."""
+        self.clock_hz = clock_hz
+        self.picture = None  # the tick labels change
+        self.update()
+
+    def tickValues(self, minVal, maxVal, size):
+        if not self.clock_hz:
+            return super().tickValues(minVal, maxVal, size)
+        # ticks at round times (1, 2, 5 x 10^k seconds), not at round cycle counts
+        c = self.clock_hz
+        levels = super().tickValues(minVal / c, maxVal / c, size)
+        return [(spacing * c, [v * c for v in values]) for spacing, values in levels]
 
     def tickStrings(self, values, scale, spacing) -> list[str]:
+        if self.clock_hz:
+            return format_time([v * scale for v in values], spacing * scale, self.clock_hz)
         return format_cycles([v * scale for v in values], spacing * scale)
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import pyqtgraph as pg
 from pyqtgraph.Qt import internals
 from PySide6.QtCore import QRectF, Qt
-from PySide6.QtGui import QBrush, QPainter
+from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QPainter, QPen
 
 
 class BatchedRectsItem(pg.GraphicsObject):
@@ -77,3 +77,92 @@ class BatchedRectsItem(pg.GraphicsObject):
 
     def boundingRect(self) -> QRectF:
         return self._bounds
+
+
+class SliceLabelsItem(pg.GraphicsObject):
+    """Names drawn inside rectangles (Perfetto's slice titles): centred in the visible part of
+    each rectangle, elided with "…" to its width, and left out where not even a few letters
+    fit. Only the rectangles the caller passes are labelled (the visible ones wide enough for
+    a label), so a paint is a few hundred ``drawText`` calls at most, at every zoom.
+
+    ``set_labels(rects, texts, dark)``: ``rects`` an ``(n, 4)`` array of x, y, width, height in
+    data coordinates; ``dark[i]`` True for a light fill (dark text), else white text.
+    ``drawn`` (the labels of the last paint, elided) and ``drawn_px`` (the room each had, in
+    pixels) are kept for tests.
+    """
+
+    #: Narrowest label in pixels (about three letters); narrower rectangles get none.
+    MIN_PX = 22
+    #: Horizontal padding inside a rectangle, pixels.
+    PAD_PX = 3
+
+    def __init__(self, point_size: int = 8) -> None:
+        super().__init__()
+        self._rects = np.zeros((0, 4))
+        self._texts: list[str] = []
+        self._dark = np.zeros(0, dtype=bool)
+        self.font = QFont()
+        self.font.setPointSize(point_size)
+        self._metrics = QFontMetrics(self.font)
+        self.drawn: list[str] = []
+        self.drawn_px: list[float] = []
+        self.setZValue(5)
+
+    def set_labels(self, rects: np.ndarray, texts: Sequence[str], dark: np.ndarray) -> None:
+        self.prepareGeometryChange()
+        self._rects = np.asarray(rects, dtype=np.float64).reshape(-1, 4)
+        self._texts = list(texts)
+        self._dark = np.asarray(dark, dtype=bool)
+        self.update()
+
+    def boundingRect(self) -> QRectF:
+        if not len(self._rects):
+            return QRectF()
+        r = self._rects
+        x0, y0 = float(r[:, 0].min()), float(r[:, 1].min())
+        x1, y1 = float((r[:, 0] + r[:, 2]).max()), float((r[:, 1] + r[:, 3]).max())
+        return QRectF(x0, y0, x1 - x0, y1 - y0)
+
+    def paint(self, painter: QPainter, *args) -> None:
+        self.drawn = []
+        self.drawn_px = []
+        if not len(self._rects):
+            return
+        t = painter.transform()  # data -> device (scale and translation only)
+        r = self._rects
+        left = t.m11() * r[:, 0] + t.m31()
+        right = t.m11() * (r[:, 0] + r[:, 2]) + t.m31()
+        top = t.m22() * r[:, 1] + t.m32()
+        bottom = t.m22() * (r[:, 1] + r[:, 3]) + t.m32()
+        left, right = np.minimum(left, right), np.maximum(left, right)
+        top, bottom = np.minimum(top, bottom), np.maximum(top, bottom)
+        # only the part of the rectangle in view holds its label
+        vb = self.getViewBox()
+        if vb is not None:
+            view = vb.viewRect()
+            a = t.m11() * view.left() + t.m31()
+            b = t.m11() * view.right() + t.m31()
+            left = np.maximum(left, min(a, b))
+            right = np.minimum(right, max(a, b))
+        left = left + self.PAD_PX
+        right = right - self.PAD_PX
+        room = right - left
+        fm = self._metrics
+        keep = np.flatnonzero((room >= self.MIN_PX) & (bottom - top >= fm.height() * 0.8))
+        if not len(keep):
+            return
+        painter.save()
+        painter.resetTransform()
+        painter.setFont(self.font)
+        pens = (QPen(QColor(255, 255, 255)), QPen(QColor(20, 20, 20)))
+        flags = Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextSingleLine
+        elide = Qt.TextElideMode.ElideRight
+        for i in keep:  # the labels that fit: bounded by the visible pixels, not by steps
+            text = fm.elidedText(self._texts[i], elide, int(room[i]))
+            if len(text) < 2:  # nothing but the ellipsis fits
+                continue
+            painter.setPen(pens[int(self._dark[i])])
+            painter.drawText(QRectF(left[i], top[i], room[i], bottom[i] - top[i]), int(flags), text)
+            self.drawn.append(text)
+            self.drawn_px.append(float(room[i]))
+        painter.restore()

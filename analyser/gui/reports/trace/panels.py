@@ -6,24 +6,30 @@ from __future__ import annotations
 import html
 
 import numpy as np
+import pandas as pd
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QComboBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
     QLineEdit,
     QPushButton,
+    QSplitter,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
+from analyser.core.quantities import RANGE_STATISTICS
 from analyser.core.trace_window import (
+    STATISTICS_BY,
     STEP_TYPES,
+    RangeStatistics,
     RangeSummary,
     SearchResult,
     TraceWindow,
@@ -32,7 +38,7 @@ from analyser.core.units import MISSING, fmt_bytes, fmt_change, fmt_int, fmt_pct
 from analyser.gui.axes import use_cycle_axis
 from analyser.gui.palette import qcolor
 from analyser.gui.theme import style_plot
-from analyser.gui.widgets import compact_rows
+from analyser.gui.widgets import FilterTable, compact_rows
 
 #: Most search hits listed in the results table (the total is always shown).
 MAX_LISTED_HITS = 2000
@@ -60,8 +66,17 @@ def _table(headers: list[str]) -> QTableWidget:
     return t
 
 
+#: Titles of the range statistics' groupings.
+STATISTICS_TITLES = {"name": "step name", "operation": "operation"}
+
+
 class RangeSummaryPanel(QWidget):
-    """Cycles by step type, tile balance and StreamCopy of the visible range (A, B, delta)."""
+    """Cycles by step type, tile balance and StreamCopy of the visible or selected range (A, B,
+    delta), and the range's steps aggregated by step name or operation (profile A; a sortable,
+    filterable table: Perfetto's area-selection statistics)."""
+
+    #: the grouping of the statistics changed (the report recomputes them)
+    groupingChanged = Signal(str)
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -80,15 +95,63 @@ class RangeSummaryPanel(QWidget):
         # labels and figures side by side (not a stretched label column pushing the figures
         # to the far edge)
         header.setStretchLastSection(False)
-        # in compare mode the explanations sit beside the table, which keeps its height
-        row = QHBoxLayout()
-        row.addWidget(self.table, 1)
+        # the range's steps by name / operation beside the table of step types
+        stats = QWidget()
+        stats_lay = QVBoxLayout(stats)
+        stats_lay.setContentsMargins(0, 0, 0, 0)
+        by_row = QHBoxLayout()
+        self.stats_label = QLabel("Steps in the range by")
+        by_row.addWidget(self.stats_label)
+        self.stats_by = QComboBox()
+        for key in STATISTICS_BY:
+            self.stats_by.addItem(STATISTICS_TITLES[key], key)
+        self.stats_by.currentIndexChanged.connect(
+            lambda _i: self.groupingChanged.emit(self.stats_by.currentData())
+        )
+        by_row.addWidget(self.stats_by)
+        by_row.addStretch(1)
+        stats_lay.addLayout(by_row)
+        self.stats_table = FilterTable("Filter by name or type")
+        stats_lay.addWidget(self.stats_table, 1)
+        self.statistics: RangeStatistics | None = None
+        # in compare mode the explanations sit beside the tables, which keep their height
+        row = QSplitter(Qt.Orientation.Horizontal)
+        row.setChildrenCollapsible(False)
+        row.addWidget(self.table)
+        row.addWidget(stats)
         self.explain.setMaximumWidth(440)
         row.addWidget(self.explain)
-        lay.addLayout(row, 1)
+        row.setStretchFactor(0, 2)
+        row.setStretchFactor(1, 3)
+        lay.addWidget(row, 1)
         self.summaries: list[RangeSummary] = []
+        #: "Visible range" or "Selected range" (what the figures are of)
+        self.what = "Visible range"
 
-    def set_pending(self, t0: float, t1: float) -> None:
+    @property
+    def grouping(self) -> str:
+        """The statistics' grouping: "name" or "operation"."""
+        return self.stats_by.currentData()
+
+    def set_statistics(self, stats: RangeStatistics | None, profile: str = "") -> None:
+        """The range's steps by name or operation (None: clear). Columns and formats from the
+        catalogue (``analyser.core.quantities.RANGE_STATISTICS``)."""
+        self.statistics = stats
+        if stats is None:
+            self.stats_table.set_frame(pd.DataFrame())
+            return
+        first = "Step name" if stats.by == "name" else "Operation"
+        columns = [("name", first, None), ("type", "Type", None)] + [
+            (key, q.title, q.format) for key, q in RANGE_STATISTICS.items()
+        ]
+        self.stats_table.set_frame(stats.table, columns)
+        of = f" of {profile}" if profile else ""
+        self.stats_label.setText(
+            f"{stats.n_steps:,} steps{of} in the range ({len(stats.table):,} "
+            f"{'names' if stats.by == 'name' else 'operations'}), by"
+        )
+
+    def set_pending(self, t0: float, t1: float, what: str = "Visible range") -> None:
         """Say that the summary of [t0, t1] is being computed (it reads every visible step in
         the background; on a large trace that takes a moment): the previous figures stay,
         greyed, instead of an empty or silently stale table."""
@@ -96,6 +159,8 @@ class RangeSummaryPanel(QWidget):
             f"Summarising cycles {fmt_int(max(t0, 0))} .. {fmt_int(t1)} in the background…"
         )
         self.table.setEnabled(False)
+        self.stats_table.setEnabled(False)
+        self.what = what
 
     def set_summaries(
         self, a: list[RangeSummary], b: list[RangeSummary] | None = None, names=("A", "B")
@@ -103,6 +168,7 @@ class RangeSummaryPanel(QWidget):
         """One summary per IPU of profile A (and, in compare mode, of profile B)."""
         self.summaries = list(a) + list(b or [])
         self.table.setEnabled(True)
+        self.stats_table.setEnabled(True)
         compare = b is not None
         b = b or []
         if compare:
@@ -119,7 +185,7 @@ class RangeSummaryPanel(QWidget):
         span = a[0].span if a else 0
         t0, t1 = (fmt_int(a[0].t0), fmt_int(a[0].t1)) if a else (MISSING, MISSING)
         self.header.setText(
-            f"Visible range {t0} .. {t1}"
+            f"{self.what} {t0} .. {t1}"
             f" ({fmt_int(span)} cycles) on {len(a)} IPU(s): steps overlapping the range, cycles"
             " clipped to it."
         )

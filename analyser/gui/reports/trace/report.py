@@ -112,6 +112,13 @@ class TraceReport(Report):
         self.reset_button.clicked.connect(lambda: self.timeline.reset_zoom())
         for w in (self.zoom_in_button, self.zoom_out_button, self.reset_button):
             bar.addWidget(w)
+        bar.addWidget(QLabel("Axis:"))
+        self.axis_combo = QComboBox()
+        self.axis_combo.addItem("cycles", False)
+        self.axis_combo.addItem("time (µs / ms)", True)
+        self.axis_combo.setToolTip("Read the time axis in cycles or in time at the IPU clock")
+        self.axis_combo.currentIndexChanged.connect(self._on_axis)
+        bar.addWidget(self.axis_combo)
         bar.addWidget(QLabel("BSP IPU:"))
         self.bsp_ipu = QSpinBox()
         self.bsp_ipu.valueChanged.connect(lambda _v: self._schedule_details())
@@ -168,6 +175,11 @@ class TraceReport(Report):
         self.timeline_b.stepSelected.connect(lambda row: self._on_selected(self.timeline_b, row))
         self.timeline.hostSelected.connect(lambda row: self._on_host(self.timeline, row))
         self.timeline_b.hostSelected.connect(lambda row: self._on_host(self.timeline_b, row))
+        # a selected range of cycles: both timelines show the band, the summary is of it
+        for tl, other in ((self.timeline, self.timeline_b), (self.timeline_b, self.timeline)):
+            tl.rangeSelected.connect(lambda t0, t1, other=other: self._on_range(other, t0, t1))
+            tl.rangeCleared.connect(lambda other=other: self._on_range(other, None, None))
+        self.summary.groupingChanged.connect(lambda _by: self._schedule_details())
         self.search.activated.connect(self._on_search_hit)
         find = QShortcut(QKeySequence.StandardKey.Find, self)
         find.activated.connect(self.focus_search)
@@ -176,6 +188,7 @@ class TraceReport(Report):
         # to put the View box back to Flat, W to pick an item starting with W)
         self._key_sources = (
             self.group_combo,
+            self.axis_combo,
             self.zoom_in_button,
             self.zoom_out_button,
             self.reset_button,
@@ -237,9 +250,11 @@ class TraceReport(Report):
             title = f"B: {doc.name} (A: {self.document.name} does not fit, so it has no trace)"
         self.timeline.getPlotItem().setTitle(title or None, size="9pt")
         self.timeline.set_trace(self.trace, group)
+        self.timeline.set_time_axis(self.axis_combo.currentData())
         if self.trace_b is not None:
             self.timeline_b.getPlotItem().setTitle(f"B: {other.name}", size="9pt")
             self.timeline_b.set_trace(self.trace_b, group)
+            self.timeline_b.set_time_axis(self.axis_combo.currentData())
             self.timeline_b_box.show()
             self.splitter.setSizes([260, 260, 260])
         else:
@@ -298,6 +313,31 @@ class TraceReport(Report):
             if tl.trace is not None:
                 tl.set_group(group)
 
+    def _on_axis(self, _index: int) -> None:
+        for tl in (self.timeline, self.timeline_b):
+            tl.set_time_axis(self.axis_combo.currentData())
+
+    def _on_range(self, other: TimelineView, t0: float | None, t1: float | None) -> None:
+        """A range was selected (or cleared) on one timeline: the other shows the same band,
+        and the summary tab is of the range."""
+        if other.trace is not None:
+            if t0 is None:
+                other.clear_range(emit=False)
+            else:
+                other.set_range(t0, t1, emit=False)
+        self.tabs.setTabText(
+            self.tabs.indexOf(self.summary), "Visible range" if t0 is None else "Selected range"
+        )
+        if t0 is not None and self.tabs.currentWidget() is not self.search:
+            self.tabs.setCurrentWidget(self.summary)
+        self._schedule_details()
+
+    def summary_range(self) -> tuple[float, float, str]:
+        """The range the summary is of: the selected range, else the visible window."""
+        if self.timeline.range_sel is not None:
+            return (*self.timeline.range_sel, "Selected range")
+        return (*self.timeline.x_range(), "Visible range")
+
     def _on_window(self, t0: float, t1: float) -> None:
         n = self.timeline.n_steps_visible
         src = {r.source.split(" (")[0] for r in self.timeline.results.values()}
@@ -344,7 +384,8 @@ class TraceReport(Report):
         self._detail_timer.stop()
         if self.trace is None or self.document is None:
             return  # the document was closed while an update was pending
-        t0, t1 = self.timeline.x_range()
+        t0, t1, what = self.summary_range()
+        by = self.summary.grouping
         self._summary_gen += 1
         gen = self._summary_gen
         trace_a, trace_b = self.trace, self.trace_b
@@ -362,11 +403,12 @@ class TraceReport(Report):
             if trace_b is not None:
                 b = [trace_b.range_summary(i, t0, t1, stale) for i in range(trace_b.n_ipus)]
                 explained = gui_data.comparison(doc_a, doc_b)  # cached per document pair
-            if any(x is None for x in a + (b or [])):
+            stats = trace_a.range_statistics(t0, t1, by=by, cancelled=stale)
+            if stats is None or any(x is None for x in a + (b or [])):
                 return None
-            return a, b, names, explained
+            return a, b, names, explained, stats
 
-        self.summary.set_pending(t0, t1)
+        self.summary.set_pending(t0, t1, what)
         self._pool.start(_Task(compute, gen, self._relay))
         if self.tabs.currentWidget() is self.bsp:
             self.update_bsp()
@@ -377,11 +419,12 @@ class TraceReport(Report):
         if isinstance(result, Exception):
             self.summary.header.setText(f"The range summary failed: {result}")
             return
-        a, b, names, explained = result
+        a, b, names, explained, stats = result
         if b is not None:
             self.summary.set_summaries(a, b, names)
         else:
             self.summary.set_summaries(a)
+        self.summary.set_statistics(stats, f"A: {names[0]}" if b is not None else "")
         self.summary.set_explanations(explained)
         self.summaryReady.emit()
 

@@ -10,8 +10,15 @@ the call's round trip, waiting for the device or the loader) is drawn under the 
 lanes (main, loader), one colour per event kind; the view may then pan back to the host's first
 event, before cycle 0 of the device trace. Profiles without it show no host lanes.
 
-Mouse: wheel zooms around the cursor, drag pans, click selects a step. Keyboard (Perfetto-style):
-W / S or + / - zoom in / out, A / D or Left / Right pan, Home or 0 shows the whole run.
+Step names are drawn inside the slices wide enough to hold a few letters (elided, as Perfetto
+does): only single steps in view at least :attr:`SliceLabelsItem.MIN_PX` pixels wide are
+labelled, so the labels never cost more than the pixels in view.
+
+Mouse: wheel zooms around the cursor, drag pans, click selects a step; a drag on the time axis
+(or Shift + drag over the lanes) selects a range of cycles (Perfetto's area selection), shown as
+a shaded band with its duration (Esc or a click clears it). Keyboard (Perfetto-style): W / S or
++ / - zoom in / out, A / D or Left / Right pan, Home or 0 shows the whole run, F fits the
+selection (the selected range, step or host event).
 """
 
 from __future__ import annotations
@@ -30,8 +37,9 @@ from analyser.core.trace_window import (
     TraceWindow,
     WindowResult,
 )
-from analyser.gui.axes import CycleAxis
-from analyser.gui.items import BatchedRectsItem
+from analyser.core.units import fmt_seconds
+from analyser.gui.axes import CycleAxis, short_cycles
+from analyser.gui.items import BatchedRectsItem, SliceLabelsItem
 from analyser.gui.palette import qcolor
 from analyser.gui.theme import chart_colors, style_plot
 from profiles.errors import UserFacingError
@@ -48,6 +56,8 @@ KEY_ZOOM = 1.6
 KEY_PAN = 0.2
 #: Narrowest window, in cycles.
 MIN_SPAN = 20.0
+#: Most step names drawn at once (the widest slices first).
+MAX_LABELS = 3000
 # the trace's own keys (W / S zoom, A / D pan, Home / 0 whole run), also taken from the report's
 # controls that have no use for them (the View box, the buttons, the tabs): see TraceReport
 TRACE_KEYS = frozenset(
@@ -63,6 +73,8 @@ TRACE_KEYS = frozenset(
         Qt.Key.Key_Right,
         Qt.Key.Key_Home,
         Qt.Key.Key_0,
+        Qt.Key.Key_F,
+        Qt.Key.Key_Escape,
     )
 )
 
@@ -115,6 +127,31 @@ class GridLines(pg.GraphicsObject):
         painter.drawLines([QLineF(x, y0, x, y1) for x in xs])
 
 
+class TraceViewBox(pg.ViewBox):
+    """The timeline's view box: a drag on the time axis, or a Shift + drag over the lanes,
+    selects a range of cycles (handed to ``range_drag``) instead of panning."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.range_drag = None
+
+    def mouseDragEvent(self, ev, axis=None) -> None:
+        if (
+            self.range_drag is not None
+            and ev.button() == Qt.MouseButton.LeftButton
+            and (axis == 0 or (axis is None and ev.modifiers() & Qt.KeyboardModifier.ShiftModifier))
+        ):
+            ev.accept()
+            self.range_drag(ev)
+            return
+        super().mouseDragEvent(ev, axis)
+
+
+def light_fill(color: QColor) -> bool:
+    """True when dark text reads better than white on ``color`` (relative luminance)."""
+    return 0.299 * color.redF() + 0.587 * color.greenF() + 0.114 * color.blueF() > 0.6
+
+
 class LaneAxis(pg.AxisItem):
     """Left axis showing lane labels at lane centres."""
 
@@ -137,11 +174,19 @@ class TimelineView(pg.PlotWidget):
     stepSelected = Signal(int)
     hostSelected = Signal(int)  # row of TraceWindow.host_lane()
     windowChanged = Signal(float, float)
+    #: a range of cycles was selected (t0, t1) by a drag on the time axis or Shift + drag
+    rangeSelected = Signal(float, float)
+    rangeCleared = Signal()
     redrawn = Signal()
 
     def __init__(self, parent=None, title: str = "") -> None:
         self.lane_axis = LaneAxis()
-        super().__init__(parent, axisItems={"left": self.lane_axis, "bottom": CycleAxis("bottom")})
+        self.time_axis = CycleAxis("bottom")
+        vb = TraceViewBox()
+        super().__init__(
+            parent, viewBox=vb, axisItems={"left": self.lane_axis, "bottom": self.time_axis}
+        )
+        vb.range_drag = self._range_drag
         style_plot(self)
         self.trace: TraceWindow | None = None
         self.group = "flat"
@@ -169,9 +214,27 @@ class TimelineView(pg.PlotWidget):
         self.items = BatchedRectsItem()
         self._step_brushes = {t: QBrush(qcolor("step_types", t)) for t in STEP_TYPES}
         plot.addItem(self.items)
+        self._step_dark = {t: light_fill(qcolor("step_types", t)) for t in STEP_TYPES}
         self.host_items = BatchedRectsItem()
         self._host_brushes = {k: QBrush(qcolor("host_events", k)) for k in HOST_EVENTS}
         plot.addItem(self.host_items)
+        self.labels = SliceLabelsItem()
+        plot.addItem(self.labels)
+        self.host_labels = SliceLabelsItem()
+        plot.addItem(self.host_labels)
+        # the selected range of cycles: a shaded band over every lane, its duration above it
+        self.range_sel: tuple[float, float] | None = None
+        self._drag_from = 0.0
+        self.band = pg.LinearRegionItem(
+            (0, 1), movable=False, brush=qcolor("chart", "selection", 60), pen=pg.mkPen(None)
+        )
+        self.band.setZValue(8)
+        self.band.hide()
+        plot.addItem(self.band, ignoreBounds=True)
+        self.band_label = pg.TextItem("", anchor=(0.5, 0.0), color=chart_colors().foreground)
+        self.band_label.setZValue(12)
+        self.band_label.hide()
+        plot.addItem(self.band_label, ignoreBounds=True)
         self.highlight = QGraphicsRectItem()
         pen = QPen(QColor(chart_colors().foreground))
         pen.setCosmetic(True)
@@ -207,6 +270,7 @@ class TimelineView(pg.PlotWidget):
         self.selected_row = None
         self.selected_host = None
         self.highlight.hide()
+        self.clear_range(emit=False)
         self.host = trace.host_lane() if trace is not None else pd.DataFrame()
         self._layout_lanes()
         if trace is not None:
@@ -284,6 +348,7 @@ class TimelineView(pg.PlotWidget):
         """The host events, one group per kind (a handful of rows: drawn once, whole)."""
         if not self.host_lanes:
             self.host_items.set_groups([])
+            self.host_labels.set_labels(np.zeros((0, 4)), [], np.zeros(0, dtype=bool))
             return
         h = self.host
         lane = np.array([self.host_lanes.index(x) for x in h["lane"]], dtype=np.float64)
@@ -296,6 +361,8 @@ class TimelineView(pg.PlotWidget):
         self.host_items.set_groups(
             [(self._host_brushes[k], rects[kind == k]) for k in HOST_EVENTS if (kind == k).any()]
         )
+        dark = np.array([light_fill(qcolor("host_events", k)) for k in kind], dtype=bool)
+        self.host_labels.set_labels(rects, [str(k) for k in kind], dark)
 
     def host_at(self, x: float, y: float, tolerance: float = 0.0) -> int | None:
         """Row of the host event under data point (x, y), the shortest when several touch it."""
@@ -396,7 +463,9 @@ class TimelineView(pg.PlotWidget):
             return
         t0, t1 = self.x_range()
         width = self.pixel_width()
+        min_label = SliceLabelsItem.MIN_PX * (t1 - t0) / width
         parts: dict[str, list[np.ndarray]] = {}
+        labelled: list[tuple[np.ndarray, np.ndarray, bool]] = []
         self.results = {}
         y0, y1 = self.y_range()
         for ipu in range(self.trace.n_ipus):
@@ -415,13 +484,37 @@ class TimelineView(pg.PlotWidget):
                 arr[:, 2] = r.x1 - r.x0
                 arr[:, 3] = LANE_FILL
                 parts.setdefault(name, []).append(arr)
+                # single steps wide enough for a few letters get their name
+                wide = np.flatnonzero((r.count == 1) & (arr[:, 2] >= min_label))
+                if len(wide):
+                    labelled.append((arr[wide], r.row[wide], self._step_dark[name]))
         # fixed order: later step types paint over earlier ones
         self.items.set_groups(
             [(self._step_brushes[t], np.concatenate(parts[t])) for t in STEP_TYPES if t in parts]
         )
+        self._draw_labels(labelled, t0, t1)
+        self._place_band_label()
         self.redraw_count += 1
         self.windowChanged.emit(t0, t1)
         self.redrawn.emit()
+
+    def _draw_labels(self, labelled, t0: float, t1: float) -> None:
+        """The names of the labelled single steps (the widest :data:`MAX_LABELS` in view)."""
+        if not labelled:
+            self.labels.set_labels(np.zeros((0, 4)), [], np.zeros(0, dtype=bool))
+            return
+        rects = np.concatenate([a for a, _r, _d in labelled])
+        rows = np.concatenate([r for _a, r, _d in labelled])
+        dark = np.concatenate([np.full(len(r), d) for _a, r, d in labelled])
+        if len(rows) > MAX_LABELS:
+            seen = np.minimum(rects[:, 0] + rects[:, 2], t1) - np.maximum(rects[:, 0], t0)
+            keep = np.argsort(-seen, kind="stable")[:MAX_LABELS]
+            rects, rows, dark = rects[keep], rows[keep], dark[keep]
+        try:
+            names = self.trace.step_names(rows)
+        except UserFacingError:  # the profile went away: no names this time
+            names = np.full(len(rows), "")
+        self.labels.set_labels(rects, names, dark)
 
     @property
     def n_rects(self) -> int:
@@ -447,6 +540,8 @@ class TimelineView(pg.PlotWidget):
         if not vb.sceneBoundingRect().contains(event.scenePos()):
             return
         p = vb.mapSceneToView(event.scenePos())
+        if self.range_sel is not None:  # a click ends the range selection (as in Perfetto)
+            self.clear_range()
         row = self.select_at(p.x(), p.y())
         if row is not None and event.double():
             self.zoom_to_row(row)
@@ -619,7 +714,83 @@ class TimelineView(pg.PlotWidget):
             self.pan(KEY_PAN)
         elif k in (K.Key_Home, K.Key_0):
             self.reset_zoom()
+        elif k == K.Key_F:
+            self.fit_selection()
+        elif k == K.Key_Escape and self.range_sel is not None:
+            self.clear_range()
         else:
             super().keyPressEvent(event)
             return
         event.accept()
+
+    # -- range selection (Perfetto's area selection) and F ---------------------------------------
+    def _range_drag(self, ev) -> None:
+        vb = self.getPlotItem().getViewBox()
+        x = float(vb.mapSceneToView(ev.scenePos()).x())
+        if ev.isStart():
+            self._drag_from = float(vb.mapSceneToView(ev.buttonDownScenePos()).x())
+        a, b = sorted((self._drag_from, x))
+        self.set_range(a, b, emit=ev.isFinish())
+
+    def set_range(self, t0: float, t1: float, emit: bool = True) -> None:
+        """Select cycles ``[t0, t1)`` (clipped to the run and its host lanes): the shaded band
+        and its duration; ``rangeSelected`` is emitted unless ``emit`` is False (while
+        dragging). A range narrower than two pixels clears the selection."""
+        lo, hi = self.allowed_range()
+        t0, t1 = max(t0, lo), min(t1, hi)
+        x0, x1 = self.x_range()
+        if t1 - t0 < 2 * (x1 - x0) / self.pixel_width():
+            self.clear_range(emit=emit)
+            return
+        self.range_sel = (t0, t1)
+        self.band.setRegion((t0, t1))
+        self.band.show()
+        self.band_label.setText(self.duration_text(t1 - t0))
+        self.band_label.show()
+        self._place_band_label()
+        if emit:
+            self.rangeSelected.emit(t0, t1)
+
+    def clear_range(self, emit: bool = True) -> None:
+        had = self.range_sel is not None
+        self.range_sel = None
+        self.band.hide()
+        self.band_label.hide()
+        if had and emit:
+            self.rangeCleared.emit()
+
+    def _place_band_label(self) -> None:
+        if self.range_sel is None:
+            return
+        t0, t1 = self.range_sel
+        x0, x1 = self.x_range()
+        mid = (max(t0, x0) + min(t1, x1)) / 2  # over the part of the band in view
+        self.band_label.setPos(mid, self.y_range()[0])
+
+    def duration_text(self, cycles: float) -> str:
+        """``1.25M cycles`` and, when the profile records its clock, the time (``0.944 ms``)."""
+        text = f"{short_cycles(cycles)} cycles"
+        clock = self.trace.clock_hz if self.trace is not None else None
+        return f"{text} · {fmt_seconds(cycles / clock)}" if clock else text
+
+    def set_time_axis(self, on: bool) -> None:
+        """Read the time axis in µs / ms at the profile's IPU clock (``on``) or in cycles."""
+        clock = self.trace.clock_hz if self.trace is not None and on else None
+        self.time_axis.set_time(clock)
+        self.getPlotItem().setLabel("bottom", "time" if clock else "cycles")
+
+    def fit_selection(self) -> None:
+        """F: fit the view to the selected range, else the selected step or host event (a
+        margin of a tenth on each side), as Perfetto's F does."""
+        if self.range_sel is not None:
+            t0, t1 = self.range_sel
+        elif self.selected_row is not None and self.trace is not None:
+            d = self.trace.step_details(self.selected_row)
+            t0, t1 = float(d["start"]), float(d["end"])
+        elif self.selected_host is not None:
+            d = self.host_details(self.selected_host)
+            t0, t1 = float(d["start"]), float(d["end"])
+        else:
+            return
+        pad = max((t1 - t0) * 0.1, MIN_SPAN / 2)
+        self.set_x_range(t0 - pad, t1 + pad)
