@@ -112,3 +112,91 @@ def test_liveness_selection_labels_do_not_sit_on_peak_labels(qtbot, liveness, wa
         label = _scene_rect(line.label)
         for rect in peak_rects:
             assert not label.intersects(rect), (line.label.toPlainText(), label, rect)
+
+
+# ---------------------------------------------------------------------------------------------
+# Insights
+# ---------------------------------------------------------------------------------------------
+@pytest.fixture
+def insights(qtbot, monkeypatch):
+    """The Insights report with the engine's re-simulation replaced by a fixed verdict (each
+    tip with a change is predicted as not recommended), so the tests run in milliseconds."""
+    from analyser.core.insights.model import Effect
+    from analyser.gui.reports.insights import InsightsReport, PredictTask
+
+    def fake_run(self):
+        for t in self.insights:
+            if t.change:
+                t.effect = Effect("oom", "would not fit", {}, {}, recommended=False, tone="bad")
+        self.signals.finished.emit(self.insights, "")
+
+    monkeypatch.setattr(PredictTask, "run", fake_run)
+    r = InsightsReport()
+    qtbot.addWidget(r)
+    r.resize(1300, 850)
+    r.show()
+    qtbot.waitExposed(r)
+    docs = []
+    yield r, docs
+    assert_nothing_left(r)
+    for d in docs:
+        d.close()
+
+
+def _predict(qtbot, r, selected_only):
+    (r.predict_one_button if selected_only else r.predict_button).click()
+    qtbot.waitUntil(lambda: not r.is_busy(), timeout=10000)
+
+
+@pytest.mark.gui
+def test_compare_predict_effect_reranks_and_says_what_it_did(qtbot, insights, walkthrough_profiles):
+    """Issue 14 defect 4: in compare mode "Predict effect" re-ranks the list (a tip predicted as
+    not recommended moves to the end, after the core's rank_insights) and the status says so;
+    when the order cannot change (memory tips of an out-of-memory profile keep the memory
+    guide's order) the status says that instead of "re-ranked"."""
+    from analyser.core.insights import rank_insights
+    from analyser.gui.model import data
+
+    r, _ = insights
+    a, _b = _open(insights, walkthrough_profiles["3-accumulate"], walkthrough_profiles["5-8bit-io"])
+    before = r.insight_titles()
+    first = r.selected_insight()
+    assert first.change and r.insight_titles()[0] == first.title
+    _predict(qtbot, r, True)
+    after = r.insight_titles()
+    assert after != before and after[-1] == first.title
+    order_a = [t.title for t in rank_insights(a.analysis, data.insights(a))]
+    assert [t for t in after if t in order_a] == order_a
+    assert "re-ranked" in r.progress_label.text()
+    assert r.selected_insight() is first
+
+
+@pytest.mark.gui
+def test_compare_predict_on_oom_memory_tips_says_order_unchanged(
+    qtbot, insights, walkthrough_profiles
+):
+    r, _ = insights
+    _open(insights, walkthrough_profiles["1-base"], walkthrough_profiles["2-half"])
+    before = r.insight_titles()
+    tip = r.selected_insight()
+    assert tip.category == "memory" and tip.change
+    _predict(qtbot, r, True)
+    assert r.insight_titles() == before
+    text = r.progress_label.text()
+    assert "re-ranked" not in text and "order is unchanged" in text
+    # Predict all in compare mode gives every row (B's own tips too) an effect
+    _predict(qtbot, r, False)
+    for _id, t, _doc in r._entries:
+        assert not t.change or t.effect is not None, t.title
+
+
+@pytest.mark.gui
+def test_status_label_does_not_squeeze_the_insight_list(qtbot, insights, walkthrough_profiles):
+    """Issue 14 defect 6: a long status message beside the buttons widened the details pane."""
+    r, _ = insights
+    _open(insights, walkthrough_profiles["3-accumulate"])
+    qtbot.wait(20)
+    width = r.list.width()
+    r.progress_label.setText("Predicted effects are shown with each tip; " * 6)
+    qtbot.wait(50)
+    assert r.list.width() == width

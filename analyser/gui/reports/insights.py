@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QPushButton,
+    QSizePolicy,
     QSplitter,
     QTabWidget,
     QTextBrowser,
@@ -156,11 +157,16 @@ class InsightsReport(Report):
         buttons.addWidget(self.predict_one_button)
         buttons.addWidget(self.predict_button)
         buttons.addWidget(self.apply_button)
-        buttons.addWidget(self.progress_label, 1)
+        buttons.addStretch(1)
+        # the status goes on its own row, word-wrapped: beside the buttons a long message
+        # widened the pane and squeezed the insight list
+        self.progress_label.setWordWrap(True)
+        self.progress_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         right = QWidget()
         rl = QVBoxLayout(right)
         rl.setContentsMargins(0, 0, 0, 0)
         rl.addLayout(buttons)
+        rl.addWidget(self.progress_label)
         rl.addWidget(self.details)
         lower = QSplitter(Qt.Orientation.Horizontal)
         lower.addWidget(self.list)
@@ -386,12 +392,13 @@ class InsightsReport(Report):
 
     # ------------------------------------------------------------------ prediction
     def predict_effects(self, selected_only: bool = False) -> None:
-        """Re-simulate the tips (or only the selected one) of the profile the selected insight
-        belongs to, in the background; the effects are stored on the insights (cached)."""
+        """Re-simulate the tips (or only the selected one, with the profile it belongs to) in
+        the background; the effects are stored on the insights (cached). In compare mode
+        "Predict all" re-simulates A's tips and the tips only B has (one profile after the
+        other), so every row of the list gets its effect."""
         doc = self.document
         if doc is None or self._predicting:
             return
-        tips = data.insights(doc)
         if selected_only:
             item = self.list.currentItem()
             if item is None:
@@ -399,15 +406,30 @@ class InsightsReport(Report):
             _id, tip, doc = self._entries[int(item.data(0, Qt.ItemDataRole.UserRole))]
             if not tip.change:
                 return
-            tips = [tip]
+            jobs = [(doc, [tip])]
+        else:
+            tips = data.insights(doc)
+            jobs = [(doc, tips)]
+            if self.compare_doc is not None:
+                ids_a = {t.id for t in tips}
+                only_b = [t for t in data.insights(self.compare_doc) if t.id not in ids_a]
+                if only_b:
+                    jobs.append((self.compare_doc, only_b))
+        self._jobs = jobs
+        self._order_before = self.insight_titles()
+        self._predicted_docs: list[Any] = []
         self._predicting = True
+        self.progress_label.setText("Re-simulating...")
+        self._update_buttons()
+        self._start_next_job()
+
+    def _start_next_job(self) -> None:
+        doc, tips = self._jobs.pop(0)
         task = PredictTask(doc.analysis, tips)
         self._predicted_doc = doc
         task.signals.progress.connect(self._on_progress)
         task.signals.finished.connect(self._on_predicted)
         self._task = task
-        self.progress_label.setText("Re-simulating...")
-        self._update_buttons()
         self.pool.start(task)
 
     def _on_progress(self, done: int, total: int, name: str) -> None:
@@ -416,23 +438,43 @@ class InsightsReport(Report):
         )
 
     def _on_predicted(self, insights: list, error: str) -> None:
-        self._predicting = False
         self._task = None
         doc, self._predicted_doc = getattr(self, "_predicted_doc", None), None
         if doc is not None and not error:
-            # the predicted effects change the order (analysis core's rank_insights): re-rank
-            # the cached list and rebuild the list, keeping the selected tip selected
-            current = self.selected_insight()
+            # the predicted effects may change the order (analysis core's rank_insights)
             data.rerank_insights(doc)
-            if doc is self.document or doc is self.compare_doc:
-                self._fill_list()
-                if current is not None:
-                    self._select_tip(current)
-        self.progress_label.setText(
-            error or "Predicted effects are shown with each tip; tips re-ranked by them."
-        )
+            self._predicted_docs.append(doc)
+        if error:
+            self._jobs = []
+        if self._jobs:
+            self._start_next_job()
+            return
+        self._predicting = False
+        if self._predicted_docs and any(
+            d is self.document or d is self.compare_doc for d in self._predicted_docs
+        ):
+            # rebuild the list in the new order, keeping the selected tip selected
+            current = self.selected_insight()
+            self._fill_list()
+            if current is not None:
+                self._select_tip(current)
+        self.progress_label.setText(error or self._order_message())
         self._update_buttons()
         self._show_selected()
+
+    def _order_message(self) -> str:
+        """What the prediction did to the list, as it is (it used to say "re-ranked" when the
+        order stayed as it was)."""
+        before = getattr(self, "_order_before", [])
+        if self.insight_titles() != before:
+            return "Predicted effects are shown with each tip; tips re-ranked by them."
+        why = ""
+        if any(not data.memory(d).fits for d in self._predicted_docs):
+            why = (
+                " (out of memory: the memory tips keep the IPU memory guide's order, "
+                "whatever their predicted effect)"
+            )
+        return "Predicted effects are shown with each tip; the order is unchanged" + why + "."
 
     def _select_tip(self, tip: Any) -> None:
         for i in range(self.list.topLevelItemCount()):
