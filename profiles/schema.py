@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 from typing import Literal
 
 FORMAT_NAME = "ipu-profile"
@@ -699,13 +700,16 @@ def schema_dict() -> dict:
         "version": f"{FORMAT_VERSION[0]}.{FORMAT_VERSION[1]}",
         "enums": {k: list(v) for k, v in ENUMS.items()},
         "groups": [
-            {
-                **{k: v for k, v in asdict(g).items() if k != "fields"},
-                "fields": [asdict(f) for f in g.fields],
-            }
+            {**_shallow(g, skip="fields"), "fields": [_shallow(f) for f in g.fields]}
             for g in GROUPS
         ],
     }
+
+
+def _shallow(obj: Field | Group, skip: str = "") -> dict:
+    # what dataclasses.asdict gives for these flat declarations (their values are strings,
+    # numbers, None and tuples of those) without its deep copies: 35 ms -> about 1 ms
+    return {f.name: getattr(obj, f.name) for f in dataclass_fields(obj) if f.name != skip}
 
 
 def schema_json() -> str:
@@ -715,7 +719,7 @@ def schema_json() -> str:
 @functools.lru_cache(maxsize=4)
 def _schema_json(version: tuple[int, int]) -> str:
     # the schema is constant (its version is the key): every profile written stores it, and
-    # building it through dataclasses.asdict costs about 80 ms
+    # building it costs a few milliseconds (80 ms through dataclasses.asdict)
     del version
     return json.dumps(schema_dict(), separators=(",", ":"))
 
