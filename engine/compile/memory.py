@@ -1258,10 +1258,16 @@ def _variable_bytes(
         np.add.at(d, (i0, a1), -val)
         np.add.at(d, (i1, a0), -val)
         np.add.at(d, (i1, a1), val)
-    rows = np.cumsum(np.cumsum(d, axis=1), axis=0)[:-1, :-1]
+    # a change row equals the one before it exactly when its difference row is all zero: keep
+    # the others, then the prefix sums along the tiles and down the kept rows (row by row:
+    # numpy's cumsum along axis 0 of a C-ordered grid walks each column with a stride of a
+    # whole row, 7x slower here; one vectorised add per kept change row)
     keep = np.ones(len(at), bool)
-    keep[1:] = (rows[1:] != rows[:-1]).any(axis=1)
-    return always_live, count, at[keep], rows[keep]
+    keep[1:] = d[1 : len(at)].any(axis=1)
+    rows = np.cumsum(d[: len(at)][keep], axis=1)
+    for i in range(1, len(rows)):
+        np.add(rows[i], rows[i - 1], out=rows[i])
+    return always_live, count, at[keep], rows[:, :TT]
 
 
 def _reports(
