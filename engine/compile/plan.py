@@ -234,6 +234,25 @@ def plan_amp(a: dict[str, np.ndarray], t, T: int, limit: float, rate: int, pb: i
     return out
 
 
+def _plan_amp_distinct(a: dict[str, np.ndarray], t, T: int, limit: float, rate: int, pb: int) -> dict:
+    """:func:`plan_amp` of the distinct ops only, spread back to every op: an op's plan depends
+    on its own row alone (and on the largest ``db``, the same over the distinct rows), and
+    repeated layers give the same rows (ResNet-101's 23 identical blocks, BERT's 24 encoder
+    layers): the same plans at a fraction of the ops x candidates work."""
+    n = len(a["M"])
+    if n < 2:
+        return plan_amp(a, t, T, limit, rate, pb)
+    cols = [np.asarray(a[k]).astype(np.int64) for k in a]
+    _, first, inverse = np.unique(
+        np.stack(cols, axis=1), axis=0, return_index=True, return_inverse=True
+    )
+    if len(first) == n:
+        return plan_amp(a, t, T, limit, rate, pb)
+    p = plan_amp({k: v[first] for k, v in a.items()}, t, T, limit, rate, pb)
+    inverse = inverse.reshape(-1)
+    return {k: v[inverse] for k, v in p.items()}
+
+
 #: Program slots of one op, in execution order: (slot name, program type).
 SLOTS = (
     ("sync_a", T_SYNC),
@@ -282,7 +301,7 @@ def plan_ops(L, t, config, T: int) -> OpPlans:
     if len(ia):
         keys = ("G", "M", "K", "N", "cin", "kernel", "row_width", "a_dup", "db", "b_weight")
         a = {k: L[k][ia] for k in keys}
-        p = plan_amp(a, t, T, limit, rate, pb)
+        p = _plan_amp_distinct(a, t, T, limit, rate, pb)
         if p["none_fit"].any():
             names = ", ".join(L["name"][ia[p["none_fit"]]][:3])
             notes.append(
