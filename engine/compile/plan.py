@@ -242,14 +242,12 @@ def _plan_amp_distinct(a: dict[str, np.ndarray], t, T: int, limit: float, rate: 
     n = len(a["M"])
     if n < 2:
         return plan_amp(a, t, T, limit, rate, pb)
-    cols = [np.asarray(a[k]).astype(np.int64) for k in a]
-    _, first, inverse = np.unique(
-        np.stack(cols, axis=1), axis=0, return_index=True, return_inverse=True
-    )
+    from engine.compile.lowering import row_ids
+
+    inverse, first = row_ids([np.asarray(a[k]).astype(np.int64) for k in a])
     if len(first) == n:
         return plan_amp(a, t, T, limit, rate, pb)
     p = plan_amp({k: v[first] for k, v in a.items()}, t, T, limit, rate, pb)
-    inverse = inverse.reshape(-1)
     return {k: v[inverse] for k, v in p.items()}
 
 
