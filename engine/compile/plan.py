@@ -234,7 +234,9 @@ def plan_amp(a: dict[str, np.ndarray], t, T: int, limit: float, rate: int, pb: i
     return out
 
 
-def _plan_amp_distinct(a: dict[str, np.ndarray], t, T: int, limit: float, rate: int, pb: int) -> dict:
+def _plan_amp_distinct(
+    a: dict[str, np.ndarray], t, T: int, limit: float, rate: int, pb: int
+) -> dict:
     """:func:`plan_amp` of the distinct ops only, spread back to every op: an op's plan depends
     on its own row alone (and on the largest ``db``, the same over the distinct rows), and
     repeated layers give the same rows (ResNet-101's 23 identical blocks, BERT's 24 encoder

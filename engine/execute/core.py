@@ -1174,10 +1174,18 @@ def _build_tree(plan, act, templates, allv, rows_it, upd_row, has_end, DI, G):
 def _tile_cycles(plan, nodes, t_nodes, templates) -> np.ndarray:
     """Per-tile cycles of every node: compiler leaves copied, added leaves on their tiles."""
     n = len(nodes)
-    out = np.zeros((n, plan.tiles_per_ipu), np.int32)
     leaf = np.asarray(nodes.cols["x_leaf"], np.int64)
     is_leaf = leaf >= 0
-    if is_leaf.any() and len(plan.leaves):
+    whole = (
+        plan.leaves.tile_start is not None
+        and len(plan.leaves) > 0
+        and n * plan.tiles_per_ipu <= 1 << 28
+    )
+    if whole:  # compact layout: every row laid out at once (other nodes zero), no copy
+        out = plan.leaves._expand_compact(np.where(is_leaf, leaf, -1), plan.tiles_per_ipu)
+    else:
+        out = np.zeros((n, plan.tiles_per_ipu), np.int32)
+    if not whole and is_leaf.any() and len(plan.leaves):
         rows = np.flatnonzero(is_leaf)
         for a in range(0, len(rows), 4096):  # bounded temporary memory
             r = rows[a : a + 4096]

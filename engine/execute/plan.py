@@ -79,26 +79,28 @@ class LeafPrograms:
         return self.tile_cycles[rows]
 
     def _expand_compact(self, rows: np.ndarray, width: int) -> np.ndarray:
-        """Dense per-tile cycles from the compact layout: each row is four runs (zeros before
-        the first tile, ``cycles`` on the first ``n_max`` tiles, ``cycles_min`` on the rest,
-        zeros after), laid out with one ``np.repeat`` (6x faster than the difference array and
-        cumulative sum it replaced, with the same values)."""
+        """Dense per-tile cycles from the compact layout (rows < 0: all zeros): each row is
+        four runs (zeros before the first tile, ``cycles`` on the first ``n_max`` tiles,
+        ``cycles_min`` on the rest, zeros after), laid out with one ``np.repeat`` (6x faster
+        than the difference array and cumulative sum it replaced, with the same values)."""
         n = len(rows)
-        start = np.asarray(self.tile_start, np.int64)[rows]
-        count = np.asarray(self.tile_count, np.int64)[rows]
-        nmax = np.minimum(np.asarray(self.n_max, np.int64)[rows], count)
-        hi = np.asarray(self.cycles, np.int64)[rows]
-        lo = np.asarray(self.cycles_min, np.int64)[rows]
+        leaf = rows >= 0
+        r = np.where(leaf, rows, 0)
+        count = np.where(leaf, np.asarray(self.tile_count, np.int64)[r], 0)
+        start = np.where(leaf, np.asarray(self.tile_start, np.int64)[r], 0)
+        nmax = np.minimum(np.asarray(self.n_max, np.int64)[r], count)
+        hi = np.asarray(self.cycles, np.int64)[r]
+        lo = np.asarray(self.cycles_min, np.int64)[r]
         a = np.clip(start, 0, width)
         b = np.clip(start + nmax, 0, width)
         c = np.clip(start + count, 0, width)
         lens = np.stack([a, b - a, c - b, width - c], axis=1)
         if lens.min(initial=0) < 0:  # negative counts: the difference array's reading of them
             diff = np.zeros((n, width + 1), np.int64)
-            r = np.arange(n)
-            np.add.at(diff, (r, a), hi)
-            np.add.at(diff, (r, b), lo - hi)
-            np.add.at(diff, (r, c), -lo)
+            i = np.arange(n)
+            np.add.at(diff, (i, a), hi)
+            np.add.at(diff, (i, b), lo - hi)
+            np.add.at(diff, (i, c), -lo)
             return np.cumsum(diff, axis=1)[:, :width].astype(np.int32)
         vals = np.zeros((n, 4), np.int32)
         vals[:, 1] = hi  # int32 as the dense array is (wrapping like astype would)
