@@ -37,6 +37,7 @@ def report(qtbot, path):
     _open((r, docs), path)
     r.tabs.setCurrentWidget(r.bsp)
     r.update_bsp()
+    assert r.bsp.wait_for_cells()
     yield r
     r.shutdown()
     assert_nothing_left(r)
@@ -88,6 +89,7 @@ def test_sync_steps_are_drawn_in_the_legends_sync_colour(report):
         a, c = float(d["start"][i]), float(d["cycles"][i])
         report.timeline.set_x_range(a, a + c)
         report.update_bsp()
+        assert report.bsp.wait_for_cells()
         tiles = tw.access.tile_cycles(np.array([d["program"][i]]))[0]
         tile = int(np.argmax(tiles))
         assert _rgb(report.bsp, a + 1, tile + 0.5) == legend[name]

@@ -114,21 +114,28 @@ def blend(shares: np.ndarray, colors: np.ndarray) -> np.ndarray:
     return np.clip(np.rint(rgb), 0, 255).astype(np.uint8)
 
 
-# per TraceWindow: cached per-tile cycles of the programs read so far
+# per TraceWindow: the per-tile cycles of the programs read so far (float32, one row per
+# program id, filled on first use) and which rows are filled
 _TILE_CYCLES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _tile_cycles(trace: Any, programs: np.ndarray) -> np.ndarray:
-    """Per-tile cycles (float32) of ``programs`` (sorted, unique), read once per program."""
-    cache = _TILE_CYCLES.setdefault(trace, {})
-    missing = np.array([p for p in programs.tolist() if p not in cache], np.int64)
+def _tile_cycles(trace: Any, programs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-tile cycles (float32) of ``programs`` (sorted, unique) and each one's slowest tile,
+    read from the profile once per program."""
+    n_tiles = int(getattr(trace.profile, "tiles_per_ipu", 0) or 1)
+    n_prog = len(trace.programs)
+    cache = _TILE_CYCLES.get(trace)
+    if cache is None:
+        # np.zeros maps pages lazily: rows never read cost no memory
+        cache = (np.zeros((n_prog, n_tiles), np.float32), np.zeros(n_prog, bool))
+        _TILE_CYCLES[trace] = cache
+    dense, have = cache
+    missing = programs[~have[programs]]
     if len(missing):
-        rows = np.asarray(trace.access.tile_cycles(missing), np.float32)
-        for p, row in zip(missing.tolist(), rows, strict=True):
-            cache[p] = row
-    if not len(programs):
-        return np.zeros((0, int(getattr(trace.profile, "tiles_per_ipu", 0) or 1)), np.float32)
-    return np.stack([cache[p] for p in programs.tolist()])
+        dense[missing] = np.asarray(trace.access.tile_cycles(missing), np.float32)
+        have[missing] = True
+    tc = dense[programs]
+    return tc, tc.max(axis=1, initial=0.0)
 
 
 def _group_tiles(x: np.ndarray, tile_edges: np.ndarray, tile0: int) -> np.ndarray:
@@ -176,49 +183,57 @@ def bsp_states(
     busy = np.zeros((3, buckets, n_rows), np.float32)  # compute, exchange, sync cycles
     b0 = np.clip(np.floor((s - t0) / bw), 0, buckets - 1).astype(np.int64)
     b1 = np.clip(np.ceil((e - t0) / bw) - 1, 0, buckets - 1).astype(np.int64)
-    uprog, inv = np.unique(prog, return_inverse=True)
-    tc_all = _tile_cycles(trace, uprog)
-    tc = tc_all[:, a:b] if len(uprog) else np.zeros((0, span), np.float32)
+    # the programs in view, numbered 0..U-1 without a sort of the steps
+    present = np.zeros(len(ptype), bool)
+    present[prog] = True
+    uprog = np.flatnonzero(present)
+    inv = (np.cumsum(present) - 1)[prog]
+    tc_all, slowest = _tile_cycles(trace, uprog)
+    tc = tc_all[:, a:b]
     # a step shorter than its program's slowest tile (not written by the engine, but a profile
     # may hold them) is cut per tile below, like the steps crossing a bucket edge
-    whole = dur >= (tc_all.max(axis=1)[inv] if len(uprog) else dur)
-    inside = (b0 == b1) & (s >= t0) & (e <= t1) & whole
+    inside = (b0 == b1) & (s >= t0) & (e <= t1) & (dur >= slowest[inv])
 
     # whole steps: (bucket x program) counts times the programs' per-tile cycles, per state
-    tc_rows = _group_tiles(tc, tile_edges, a) if len(uprog) else np.zeros((0, n_rows), np.float32)
-    for st in (COMPUTE, EXCHANGE):
-        m = inside & (state == st)
-        if not m.any():
-            continue
-        cols, ci = np.unique(inv[m], return_inverse=True)
-        counts = np.bincount(b0[m] * len(cols) + ci, minlength=buckets * len(cols))
-        counts = counts.reshape(buckets, len(cols)).astype(np.float32)
-        busy[st] += counts @ tc_rows[cols]
+    m = inside & (state != SYNC)
+    if m.any():
+        tc_rows = _group_tiles(tc, tile_edges, a)
+        counts = np.bincount(b0[m] * len(uprog) + inv[m], minlength=buckets * len(uprog))
+        counts = counts.reshape(buckets, len(uprog)).astype(np.float32)
+        prog_state = STATE_OF_TYPE[ptype[uprog]]
+        for st in (COMPUTE, EXCHANGE):
+            cols = np.flatnonzero((prog_state == st) & counts.any(axis=0))
+            if len(cols):
+                busy[st] += counts[:, cols] @ tc_rows[cols]
     m = inside & (state == SYNC)
     if m.any():  # every tile is in the sync for the whole step
-        busy[SYNC] += np.bincount(b0[m], weights=dur[m], minlength=buckets)[:, None].astype(
-            np.float32
-        )
+        sync = np.bincount(b0[m], weights=dur[m], minlength=buckets)
+        busy[SYNC] += sync[:, None].astype(np.float32)
 
-    # steps crossing bucket edges (at most about one per edge): cut exactly, per tile, in
-    # chunks (the pairs of step and bucket x tiles stay small)
-    for cross in np.array_split(np.flatnonzero(~inside), max(1, (~inside).sum() // 2048)):
+    # steps crossing bucket edges (at most about one per edge) and short steps: cut exactly,
+    # per tile, in chunks (pairs of step and bucket x tiles stay small)
+    rest = np.flatnonzero(~inside)
+    for cross in np.array_split(rest, max(1, len(rest) // 2048)):
         if not len(cross):
             continue
         nspan = b1[cross] - b0[cross] + 1
         step = np.repeat(cross, nspan)
         first = np.repeat(np.cumsum(nspan) - nspan, nspan)
         bk = np.repeat(b0[cross], nspan) + (np.arange(len(step)) - first)
-        per_tile = np.minimum(tc[inv[step]], dur[step][:, None]).astype(np.float64)
-        per_tile[state[step] == SYNC] = dur[step][state[step] == SYNC][:, None]
-        start = s[step][:, None]
-        lo_e, hi_e = edges[bk][:, None], edges[bk + 1][:, None]
-        overlap = np.clip(np.minimum(start + per_tile, hi_e) - np.maximum(start, lo_e), 0, None)
-        grouped = _group_tiles(overlap.astype(np.float32), tile_edges, a)
+        # a tile is busy over [start, start + its cycles): its overlap with the bucket
+        # [lo, hi) is clip(cycles, lo - start, hi - start) - (lo - start), with the bucket's
+        # bounds taken relative to the step's start and floored at 0
+        lo_r = np.maximum(edges[bk] - s[step], 0).astype(np.float32)[:, None]
+        hi_r = np.maximum(edges[bk + 1] - s[step], 0).astype(np.float32)[:, None]
+        per_tile = np.minimum(tc[inv[step]], dur[step].astype(np.float32)[:, None])
+        is_sync = state[step] == SYNC
+        per_tile[is_sync] = dur[step][is_sync].astype(np.float32)[:, None]
+        overlap = np.clip(per_tile, lo_r, np.maximum(hi_r, lo_r)) - lo_r
+        grouped = _group_tiles(overlap, tile_edges, a)
         for st in (COMPUTE, EXCHANGE, SYNC):
-            m = state[step] == st
-            if m.any():
-                np.add.at(busy[st], bk[m], grouped[m])
+            sel = state[step] == st
+            if sel.any():
+                np.add.at(busy[st], bk[sel], grouped[sel])
 
     shares = np.empty((buckets, n_rows, 4), np.float32)
     shares[..., :3] = np.moveaxis(busy, 0, -1) / np.float32(bw)

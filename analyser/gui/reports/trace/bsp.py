@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, QTimer, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
 
@@ -25,6 +25,25 @@ from analyser.gui.theme import style_plot
 WHEEL_ZOOM = 1.25
 #: Delay after a vertical zoom / pan before the cells are recomputed (ms).
 REQUERY_MS = 60
+
+
+class _Relay(QObject):
+    """Carries a computed :class:`BspStates` from the pool thread to the GUI thread."""
+
+    done = Signal(int, object)
+
+
+class _Task(QRunnable):
+    def __init__(self, fn, gen: int, relay: _Relay) -> None:
+        super().__init__()
+        self.fn, self.gen, self.relay = fn, gen, relay
+
+    def run(self) -> None:
+        try:
+            result = self.fn()
+        except Exception as exc:  # shown in the view, never lost in a thread
+            result = exc
+        self.relay.done.emit(self.gen, result)
 
 
 def state_colors() -> list[str]:
@@ -92,6 +111,7 @@ class BspView(QWidget):
         use_cycle_axis(self.plot, "bottom")
         self.vb = self.plot.getPlotItem().getViewBox()
         self.vb.invertY(True)
+        self.vb.disableAutoRange()  # the tile range is ours (a new image must not reset it)
         self.image = pg.ImageItem(axisOrder="row-major")
         self.plot.addItem(self.image)
         lay.addWidget(self.plot, 1)
@@ -108,6 +128,13 @@ class BspView(QWidget):
         self.vb.sigYRangeChanged.connect(self._on_y_range)
         self.plot.scene().sigMouseMoved.connect(self._on_mouse)
         self._setting_range = False
+        # cells are computed in a pool thread (about 0.2 s for a whole 250,000-step IPU), the
+        # newest request wins
+        self._pool = QThreadPool(self)
+        self._pool.setMaxThreadCount(1)
+        self._gen = 0
+        self._relay = _Relay(self)
+        self._relay.done.connect(self._on_done)
         self.set_legend()
 
     # -- legend --------------------------------------------------------------------------------
@@ -135,22 +162,51 @@ class BspView(QWidget):
             self.n_tiles = n_tiles
             self.tile_range = (0, n_tiles)
         self._query = (trace, int(ipu), float(t0), float(t1), int(max(16, width_px)))
+        self._set_y(*self.tile_range)
         self._compute()
 
     def clear(self, message: str = "") -> None:
+        self._gen += 1
         self._query = None
         self.states = None
         self.image.clear()
         self.label.setText(message)
 
+    def shutdown(self) -> None:
+        """Forget pending work and wait for the running computation (the report closes)."""
+        self._requery.stop()
+        self._gen += 1
+        self._pool.waitForDone(30_000)
+
+    def wait_for_cells(self, msecs: int = 30_000) -> bool:
+        """Block until the pending computation is shown (tests, screenshots)."""
+        from PySide6.QtWidgets import QApplication
+
+        self._requery.stop()
+        done = self._pool.waitForDone(msecs)
+        QApplication.processEvents()
+        return done
+
     def _compute(self) -> None:
         if self._query is None:
             return
         trace, ipu, t0, t1, width = self._query
-        a, b = self.tile_range
+        tiles = self.tile_range
         rows = max(16, int(self.vb.height()) or 256)
-        m = bsp_states(trace, ipu, t0, t1, buckets=min(width, 2048), tiles=(a, b), rows=rows)
-        self.show_states(m)
+        self._gen += 1
+
+        def work() -> BspStates:
+            return bsp_states(trace, ipu, t0, t1, buckets=min(width, 2048), tiles=tiles, rows=rows)
+
+        self._pool.start(_Task(work, self._gen, self._relay))
+
+    def _on_done(self, gen: int, result: object) -> None:
+        if gen != self._gen or self._query is None:
+            return  # a newer request is on its way, or the view was cleared
+        if isinstance(result, Exception):
+            self.label.setText(f"The BSP view could not be computed: {result}")
+            return
+        self.show_states(result)
 
     def show_states(self, m: BspStates) -> None:
         self.states = m

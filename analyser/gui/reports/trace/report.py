@@ -296,12 +296,14 @@ class TraceReport(Report):
     def shutdown(self) -> None:
         self._summary_gen += 1  # running summaries stop at their next chunk
         self._pool.waitForDone(30_000)
+        self.bsp.shutdown()
         self._detail_timer.stop()
         self.timeline.stop()
         self.timeline_b.stop()
 
     def clear(self) -> None:
         self.trace = self.trace_b = None
+        self.bsp.clear()
         self.timeline.set_trace(None)
         self.timeline_b.set_trace(None)
         self.search.set_trace(None)
