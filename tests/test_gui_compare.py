@@ -200,3 +200,64 @@ def test_status_label_does_not_squeeze_the_insight_list(qtbot, insights, walkthr
     r.progress_label.setText("Predicted effects are shown with each tip; " * 6)
     qtbot.wait(50)
     assert r.list.width() == width
+
+
+# ---------------------------------------------------------------------------------------------
+# Liveness: per-step Vertices and Cycle estimate tabs
+# ---------------------------------------------------------------------------------------------
+def test_step_vertices_against_the_profile_tables(walkthrough_profiles):
+    """The core's per-step vertices: the step program's compute sets, their vertex type, and
+    the max / mean of the program's per-tile cycles over each compute set's tiles."""
+    from analyser.core.analysis import Analysis
+    from analyser.core.liveness import step_program, step_tile_cycles, step_vertices
+
+    with Analysis.open(walkthrough_profiles["3-accumulate"]) as a:
+        src = a.src
+        step = int(a.liveness.peak_step[0])
+        prog = step_program(src, step)
+        cs = src.table("/graph/compute_sets")
+        mine = cs[cs["program"] == prog]
+        f = step_vertices(src, step)
+        assert len(f) == len(mine) >= 1
+        cycles = src.profile.tile_cycles([prog])[0]
+        assert (step_tile_cycles(src, step) == cycles).all()
+        vt = src.table("/graph/vertex_types")
+        for row in f.itertuples():
+            m = mine[mine["name"] == row.compute_set].iloc[0]
+            assert row.vertex_type == vt["name"].iloc[int(m["vertex_type"])]
+            assert row.vertices == int(m["vertices"])
+            tiles = cycles[int(m["tile_start"]) : int(m["tile_start"]) + int(m["tile_count"])]
+            assert row.max_tile_cycles == int(tiles.max())
+            assert row.mean_tile_cycles == pytest.approx(float(tiles.mean()))
+            assert row.state_bytes == int(m["vertices"]) * int(
+                vt["state_bytes"].iloc[int(m["vertex_type"])]
+            )
+
+
+@pytest.mark.gui
+def test_liveness_vertices_and_cycle_tabs_fill_when_shown(qtbot, liveness, walkthrough_profiles):
+    """Issue 14: the Liveness report's per-step Vertices and Cycle estimate tabs (A and B at
+    the aligned step), filled only when shown."""
+    from analyser.core.liveness import step_tile_cycles, step_vertices
+
+    r, _ = liveness
+    a, b = _open(
+        liveness, walkthrough_profiles["4-device-iterations"], walkthrough_profiles["5-8bit-io"]
+    )
+    # nothing computed while the tabs are hidden
+    assert r.vertices_table.model.rowCount() == 0 and r.cycles_plot is None
+    assert r.details.tabText(1) == "Vertices" and r.details.tabText(2) == "Cycle estimate"
+    r.details.setCurrentWidget(r.vertices_table)
+    at = r.steps_at(r.steps[0])
+    frame = r.vertices_table.model.frame
+    assert set(frame["profile"]) == {"A", "B"}
+    expected = step_vertices(a.analysis.src, at["A"])["vertices"]
+    assert list(frame.loc[frame["profile"] == "A", "vertices"]) == list(expected)
+    r.details.setCurrentWidget(r.cycles_panel)
+    assert r.cycles_plot is not None
+    top = int(step_tile_cycles(b.analysis.src, at["B"]).max())
+    assert f"B: step {at['B']}" in r.cycles_text.text()
+    assert f"{top:,} cycles on the slowest tile" in r.cycles_text.text()
+    # a new step refreshes the shown tab
+    r.click_step(5, False)
+    assert "A: step 4 (" in r.cycles_text.text() and "B: step 5 (" in r.cycles_text.text()

@@ -141,3 +141,75 @@ def align_steps(names_a: list[str], names_b: list[str]) -> StepAlignment:
             b_rows.append(np.arange(j1, j2))
     cat = lambda parts: np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)  # noqa: E731
     return StepAlignment(cat(a_rows), cat(b_rows))
+
+
+def step_program(src: Source, step: int) -> int:
+    """The program (row of /programs/nodes) liveness step ``step`` runs."""
+    return int(src.column("/liveness/steps", "program")[step])
+
+
+def step_tile_cycles(src: Source, step: int) -> np.ndarray:
+    """[tiles] cycles of one execution of liveness step ``step``'s program on each tile of its
+    IPU (/programs/tile_cycles: the compiler's estimate, 0 where a tile is idle)."""
+    return np.asarray(src.profile.tile_cycles([step_program(src, step)])[0], dtype=np.int64)
+
+
+#: Columns of :func:`step_vertices`.
+STEP_VERTEX_COLUMNS = (
+    "compute_set",
+    "vertex_type",
+    "vertices",
+    "tile_start",
+    "tile_count",
+    "vertices_per_tile",
+    "state_bytes",
+    "code_bytes",
+    "max_tile_cycles",
+    "mean_tile_cycles",
+)
+
+
+def step_vertices(src: Source, step: int) -> pd.DataFrame:
+    """The vertices liveness step ``step`` runs (PopVision's Liveness "Vertices" tab), one row
+    per compute set of its program and vertex type: instances, the tiles they run on (first
+    tile, count, instances per tile), their state bytes (instances x state per instance), the
+    codelet's code on each tile, and the cycle estimate of one execution over those tiles (max
+    and mean of /programs/tile_cycles). Empty for a step that runs no compute set (an
+    exchange, a stream copy, a sync)."""
+    prog = step_program(src, step)
+    cs = src.table("/graph/compute_sets")
+    cs = cs[cs["program"].to_numpy() == prog]
+    if cs.empty:
+        return pd.DataFrame({c: [] for c in STEP_VERTEX_COLUMNS})
+    vt = src.table("/graph/vertex_types")
+    t = cs["vertex_type"].to_numpy().astype(np.int64)
+    ok = (t >= 0) & (t < len(vt))
+    ti = np.clip(t, 0, max(len(vt) - 1, 0))
+    names = np.where(ok, vt["name"].to_numpy(dtype=object)[ti], "-")
+    state = np.where(ok, vt["state_bytes"].to_numpy()[ti], 0).astype(np.int64)
+    code = np.where(ok, vt["code_bytes"].to_numpy()[ti], 0).astype(np.int64)
+    cycles = src.profile.tile_cycles([prog])[0].astype(np.int64)
+    first = cs["tile_start"].to_numpy().astype(np.int64)
+    count = cs["tile_count"].to_numpy().astype(np.int64)
+    # max / mean over each compute set's tiles: prefix sums and a sparse max over the ranges
+    lo = np.clip(first, 0, cycles.size)
+    hi = np.clip(first + count, 0, cycles.size)
+    csum = np.r_[0, np.cumsum(cycles)]
+    n = np.maximum(hi - lo, 1)
+    mean = (csum[hi] - csum[lo]) / n
+    mx = np.array([int(cycles[a:b].max()) if b > a else 0 for a, b in zip(lo, hi, strict=True)])
+    vertices = cs["vertices"].to_numpy().astype(np.int64)
+    return pd.DataFrame(
+        {
+            "compute_set": cs["name"].astype(str).to_numpy(),
+            "vertex_type": names.astype(str),
+            "vertices": vertices,
+            "tile_start": first,
+            "tile_count": count,
+            "vertices_per_tile": vertices / np.maximum(count, 1),
+            "state_bytes": vertices * state,
+            "code_bytes": code,
+            "max_tile_cycles": mx,
+            "mean_tile_cycles": mean,
+        }
+    ).sort_values("vertices", ascending=False, ignore_index=True)

@@ -204,3 +204,18 @@ def liveness_alignment(doc: Document, other: Document) -> Any:
         f"liveness_alignment:{other.path}:{id(other)}",
         lambda: align_steps(liveness(doc).step_names, liveness(other).step_names),
     )
+
+
+def step_vertices(doc: Document, step: int) -> pd.DataFrame:
+    """The vertices liveness step ``step`` runs, by compute set and type, with the cycle
+    estimate over their tiles (``analyser.core.liveness.step_vertices``)."""
+    from analyser.core.liveness import step_vertices as build
+
+    return doc.cached(f"step_vertices:{step}", lambda: build(doc.analysis.src, step))
+
+
+def step_tile_cycles(doc: Document, step: int) -> np.ndarray:
+    """[tiles] cycles of one execution of liveness step ``step`` on each tile of its IPU."""
+    from analyser.core.liveness import step_tile_cycles as build
+
+    return doc.cached(f"step_tile_cycles:{step}", lambda: build(doc.analysis.src, step))

@@ -5,6 +5,7 @@ compare the two; select a variable to shade its lifetime. Compare mode overlays 
 from __future__ import annotations
 
 import contextlib
+import html
 from typing import Any
 
 import numpy as np
@@ -23,12 +24,19 @@ from PySide6.QtWidgets import (
 
 from analyser.core.liveness import ALIGN_ADDED, ALIGN_REMOVED
 from analyser.core.quantities import VARIABLE_COLUMNS, VARIABLE_TABLE, step_type_name
-from analyser.core.units import axis_scale, fmt_bytes
+from analyser.core.units import axis_scale, fmt_bytes, fmt_count, fmt_int, fmt_pct
 from analyser.gui.model import data
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report, lay_out
 from analyser.gui.theme import chart_colors, style_plot
-from analyser.gui.widgets import FilterTable, KeyValueTree, LegendLabel, table_columns, yes_no
+from analyser.gui.widgets import (
+    FilterTable,
+    KeyValueTree,
+    LegendLabel,
+    make_plot,
+    table_columns,
+    yes_no,
+)
 
 IPU_COLORS = [
     "#4e79a7",
@@ -106,6 +114,20 @@ class LivenessReport(Report):
         self.details.addTab(self.step_tree, "Step")
         self.details.addTab(self.live_table, "Live variables")
         self.details.addTab(self.compare_table, "Compare steps")
+        # the selected step's vertices and per-tile cycle estimate (PopVision's Liveness tabs),
+        # computed only when their tab is shown
+        self.vertices_table = FilterTable("Filter vertices")
+        self.cycles_panel = QWidget()
+        cl = QVBoxLayout(self.cycles_panel)
+        cl.setContentsMargins(0, 0, 0, 0)
+        self.cycles_text = QLabel("")
+        self.cycles_text.setWordWrap(True)
+        cl.addWidget(self.cycles_text)
+        self.cycles_plot: pg.PlotWidget | None = None  # built on the tab's first visit
+        self.details.insertTab(1, self.vertices_table, "Vertices")
+        self.details.insertTab(2, self.cycles_panel, "Cycle estimate")
+        self._tabs_stale = True
+        self.details.currentChanged.connect(lambda _i: self._fill_step_tabs())
 
         lay_out(self, [controls], self.chart_panel, self.details, (450, 330))
         self.steps: list[int] = []
@@ -482,6 +504,91 @@ class LivenessReport(Report):
 
     def _details_changed(self) -> None:
         """The selected step changed: the per-step tabs are filled when shown."""
+        self._tabs_stale = True
+        self._fill_step_tabs()
+
+    def _step_docs(self) -> list[tuple[str, Any, int]]:
+        """(tag, document, its step) at the first selected position, profiles with a step."""
+        if self.document is None or not self.steps:
+            return []
+        at = self.steps_at(self.steps[0])
+        docs = [("A", self.document)] + (
+            [("B", self.compare_doc)] if self.compare_doc is not None else []
+        )
+        return [(tag, d, at[tag]) for tag, d in docs if at[tag] >= 0]
+
+    def _fill_step_tabs(self) -> None:
+        """Fill the Vertices and Cycle estimate tabs when one of them is shown (first visit and
+        step changes cost nothing while they are hidden)."""
+        current = self.details.currentWidget()
+        if not self._tabs_stale or current not in (self.vertices_table, self.cycles_panel):
+            return
+        self._tabs_stale = False
+        self._fill_vertices()
+        self._fill_cycles()
+
+    def _fill_vertices(self) -> None:
+        b = lambda v: fmt_bytes(v, self.units)  # noqa: E731
+        frames = []
+        compare = self.compare_doc is not None
+        for tag, d, step in self._step_docs():
+            f = data.step_vertices(d, step)
+            frames.append(f.assign(profile=tag) if compare else f)
+        frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        self.vertices_table.set_frame(
+            frame,
+            [
+                ("profile", "Profile", None),
+                ("compute_set", "Compute set", None),
+                ("vertex_type", "Vertex type", None),
+                ("vertices", "Vertices", fmt_int),
+                ("tile_count", "Tiles", fmt_int),
+                ("tile_start", "First tile", None),
+                ("vertices_per_tile", "Vertices per tile", fmt_count),
+                ("state_bytes", "Vertex state", b),
+                ("code_bytes", "Code per tile", b),
+                ("max_tile_cycles", "Cycles (max over tiles)", fmt_int),
+                ("mean_tile_cycles", "Cycles (mean over tiles)", fmt_int),
+            ],
+        )
+
+    def _fill_cycles(self) -> None:
+        if self.cycles_plot is None:
+            self.cycles_plot = make_plot(left="cycles (one execution)", bottom="tile", mouse=True)
+            self.cycles_panel.layout().addWidget(self.cycles_plot, 1)
+        item = self.cycles_plot.getPlotItem()
+        item.clear()
+        lines = []
+        for k, (tag, d, step) in enumerate(self._step_docs()):
+            cycles = data.step_tile_cycles(d, step)
+            color = hex_color("compare", "a" if k == 0 else "b")
+            x = np.arange(cycles.size + 1, dtype=float) - 0.5
+            if k == 0:
+                brush = pg.mkColor(color)
+                brush.setAlpha(150)
+                curve = pg.PlotDataItem(
+                    x, cycles, stepMode="center", fillLevel=0, brush=brush, pen=pg.mkPen(color)
+                )
+            else:  # B as an outline over A, both visible
+                curve = pg.PlotDataItem(x, cycles, stepMode="center", pen=pg.mkPen(color, width=2))
+            item.addItem(curve)
+            busy = cycles[cycles > 0]
+            name = data.liveness(d).step_names[step]
+            who = f"{tag}: " if self.compare_doc is not None else ""
+            swatch = (
+                f"<span style='color:{color}'>■</span> " if self.compare_doc is not None else ""
+            )
+            if busy.size:
+                text = (
+                    f"{who}step {step} ({name}): {fmt_int(int(busy.max()))} cycles on the "
+                    f"slowest tile (tile {int(np.argmax(cycles))}), mean "
+                    f"{fmt_int(float(busy.mean()))} over {fmt_int(busy.size)} busy tiles "
+                    f"(balance {fmt_pct(float(busy.mean()) / float(busy.max()))})"
+                )
+            else:
+                text = f"{who}step {step} ({name}): no tile computes in this step"
+            lines.append(swatch + html.escape(text))
+        self.cycles_text.setText("<br>".join(lines))
 
     def live_variable_names(self) -> list[str]:
         model = self.live_table.model
