@@ -705,3 +705,59 @@ def test_time_axis_in_cycles_or_time_at_the_ipu_clock(qtbot, report, small_paths
     )
     r.axis_combo.setCurrentIndex(0)
     assert axis.clock_hz is None and tl.getPlotItem().getAxis("bottom").labelText == "cycles"
+
+
+def test_overview_strip_shows_the_whole_run_and_moves_the_view(qtbot, report, small_paths):
+    """The overview above the lanes: the whole run's active share per IPU, the visible window
+    marked; a click there centres the view, dragging the band moves it."""
+    r, _ = report
+    _open(report, small_paths[0])
+    tl, ov = r.timeline, r.overview
+    full = tl.full_range()
+    assert ov.overview.busy.shape == (tl.trace.n_ipus, ov.BUCKETS)
+    assert ov.image.image is not None
+    span = (full[1] - full[0]) / 20
+    _redrawn_after(qtbot, tl, lambda: tl.set_x_range(full[0], full[0] + span))
+    assert ov.band.getRegion() == pytest.approx(tl.x_range())
+    # a click at 3/4 of the run centres the view there, keeping its width
+    vb = ov.getPlotItem().getViewBox()
+    target = full[0] + 0.75 * (full[1] - full[0])
+    pos = ov.mapFromScene(vb.mapViewToScene(QPointF(target, 0.5)))
+    _redrawn_after(
+        qtbot,
+        tl,
+        lambda: qtbot.mouseClick(
+            ov.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(pos.x(), pos.y())
+        ),
+    )
+    a, b = tl.x_range()
+    px = (full[1] - full[0]) / vb.width()
+    assert (a + b) / 2 == pytest.approx(target, abs=3 * px)
+    assert b - a == pytest.approx(span, rel=1e-6)
+    # dragging the band moves the timeline
+    _redrawn_after(qtbot, tl, lambda: ov.band.setRegion((full[0] + span, full[0] + 2 * span)))
+    assert tl.x_range() == pytest.approx((full[0] + span, full[0] + 2 * span))
+
+
+def test_run_selector_jumps_to_and_keeps_the_view_in_one_host_call(qtbot, report, small_paths):
+    r, _ = report
+    _open(report, small_paths[0])
+    tl = r.timeline
+    runs = tl.trace.runs()
+    assert len(runs) > 2 and r.run_combo.count() == len(runs) + 1
+    assert r.run_combo.isEnabled()
+    _redrawn_after(qtbot, tl, lambda: r.run_combo.setCurrentIndex(3))
+    a, b = runs[2]
+    assert tl.x_range() == pytest.approx((a, b))
+    # panning stops at the run's ends; Home shows the run
+    tl.setFocus()
+    _redrawn_after(qtbot, tl, lambda: qtbot.keyClick(tl, Qt.Key.Key_W))
+    for _ in range(8):
+        qtbot.keyClick(tl, Qt.Key.Key_D)
+    qtbot.waitUntil(lambda: tl.x_range()[1] == pytest.approx(b), timeout=5000)
+    _redrawn_after(qtbot, tl, lambda: qtbot.keyClick(tl, Qt.Key.Key_Home))
+    assert tl.x_range() == pytest.approx((a, b))
+    # the whole trace again
+    _redrawn_after(qtbot, tl, lambda: r.run_combo.setCurrentIndex(0))
+    f0, f1 = tl.full_range()
+    assert tl.x_range()[0] <= f0 and tl.x_range()[1] >= f1

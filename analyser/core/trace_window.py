@@ -52,6 +52,9 @@ DESTINATIONS: tuple[str, ...] = schema.DESTINATIONS
 PHASES: tuple[str, ...] = schema.PHASES
 NT = len(STEP_TYPES)
 
+#: Step types in which an IPU waits (the overview's idle time).
+_WAIT_TYPES = np.array([STEP_TYPES.index("Sync"), STEP_TYPES.index("SyncAns")])
+
 #: Grouping modes of the trace: one lane per IPU, or lanes inside each IPU.
 GROUP_MODES: tuple[str, ...] = ("flat", "stage", "operation", "program")
 
@@ -281,8 +284,10 @@ class RangeStatistics:
 
 @dataclass
 class Overview:
-    """Busy share of each IPU in ``buckets`` equal time buckets of ``[t0, t1)``:
-    ``busy[ipu, bucket]`` in 0..1 (steps spread evenly over the cycles they cover)."""
+    """Active share of each IPU in ``buckets`` equal time buckets of ``[t0, t1)``:
+    ``busy[ipu, bucket]`` in 0..1, the share of the bucket's cycles in steps that compute or
+    move data (every type but Sync / SyncAns, which wait), steps spread evenly over the cycles
+    they cover."""
 
     t0: float
     t1: float
@@ -1193,8 +1198,9 @@ class TraceWindow:
 
     # -- overview, runs, clock -----------------------------------------------------------------
     def overview(self, buckets: int, t0: float | None = None, t1: float | None = None) -> Overview:
-        """Busy share per IPU and time bucket of the whole run (or ``[t0, t1)``), from the flat
-        pyramid level whose buckets are no wider than the overview's (no read of the steps):
+        """Active share per IPU and time bucket of the whole run (or ``[t0, t1)``; see
+        :class:`Overview`), from the flat pyramid level whose buckets are no wider than the
+        overview's (no read of the steps):
         each aggregate's busy cycles spread evenly over the cycles it covers, summed per
         bucket with a difference array (no loop over items or buckets)."""
         buckets = max(1, int(buckets))
@@ -1210,9 +1216,10 @@ class TraceWindow:
             lvl = pyr.level_for(bw)
             lvl = 0 if lvl is None else lvl
             lev = pyr.levels[lvl]
-            x0 = np.asarray(lev.x0, dtype=np.float64)
-            x1 = np.asarray(lev.x1, dtype=np.float64)
-            cyc = np.asarray(lev.count, dtype=np.float64)[:, 1]
+            active = ~np.isin(np.asarray(lev.key) % NT, _WAIT_TYPES)
+            x0 = np.asarray(lev.x0, dtype=np.float64)[active]
+            x1 = np.asarray(lev.x1, dtype=np.float64)[active]
+            cyc = np.asarray(lev.count, dtype=np.float64)[active, 1]
             busy[ipu] = _spread(x0, x1, cyc, t0, bw, buckets)
         return Overview(t0, t1, np.clip(busy / bw, 0.0, 1.0))
 

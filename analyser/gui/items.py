@@ -81,9 +81,10 @@ class BatchedRectsItem(pg.GraphicsObject):
 
 class SliceLabelsItem(pg.GraphicsObject):
     """Names drawn inside rectangles (Perfetto's slice titles): centred in the visible part of
-    each rectangle, elided with "…" to its width, and left out where not even a few letters
-    fit. Only the rectangles the caller passes are labelled (the visible ones wide enough for
-    a label), so a paint is a few hundred ``drawText`` calls at most, at every zoom.
+    each rectangle, elided with "…" to its width, and left out where fewer than
+    :attr:`MIN_CHARS` letters fit. Only the rectangles the caller passes are labelled (the
+    visible ones wide enough for a label), so a paint is a few hundred ``drawText`` calls at
+    most, at every zoom.
 
     ``set_labels(rects, texts, dark)``: ``rects`` an ``(n, 4)`` array of x, y, width, height in
     data coordinates; ``dark[i]`` True for a light fill (dark text), else white text.
@@ -93,6 +94,8 @@ class SliceLabelsItem(pg.GraphicsObject):
 
     #: Narrowest label in pixels (about three letters); narrower rectangles get none.
     MIN_PX = 22
+    #: Fewest letters of an elided name worth drawing (with its "…").
+    MIN_CHARS = 3
     #: Horizontal padding inside a rectangle, pixels.
     PAD_PX = 3
 
@@ -159,8 +162,8 @@ class SliceLabelsItem(pg.GraphicsObject):
         elide = Qt.TextElideMode.ElideRight
         for i in keep:  # the labels that fit: bounded by the visible pixels, not by steps
             text = fm.elidedText(self._texts[i], elide, int(room[i]))
-            if len(text) < 2:  # nothing but the ellipsis fits
-                continue
+            if text != self._texts[i] and len(text) < self.MIN_CHARS + 1:
+                continue  # too few letters before the ellipsis to tell names apart
             painter.setPen(pens[int(self._dark[i])])
             painter.drawText(QRectF(left[i], top[i], room[i], bottom[i] - top[i]), int(flags), text)
             self.drawn.append(text)

@@ -33,7 +33,12 @@ from analyser.gui.reports.trace.panels import (
     SearchPanel,
     StepDetailsPanel,
 )
-from analyser.gui.reports.trace.timeline import KEY_ZOOM, TRACE_KEYS, TimelineView
+from analyser.gui.reports.trace.timeline import (
+    KEY_ZOOM,
+    TRACE_KEYS,
+    OverviewStrip,
+    TimelineView,
+)
 
 GROUP_LABELS = {
     "flat": "Flat (one lane per IPU)",
@@ -119,6 +124,13 @@ class TraceReport(Report):
         self.axis_combo.setToolTip("Read the time axis in cycles or in time at the IPU clock")
         self.axis_combo.currentIndexChanged.connect(self._on_axis)
         bar.addWidget(self.axis_combo)
+        bar.addWidget(QLabel("Run:"))
+        self.run_combo = QComboBox()
+        self.run_combo.setToolTip(
+            "Jump to one host call (run) of the program and keep the view inside it"
+        )
+        self.run_combo.currentIndexChanged.connect(self._on_run)
+        bar.addWidget(self.run_combo)
         bar.addWidget(QLabel("BSP IPU:"))
         self.bsp_ipu = QSpinBox()
         self.bsp_ipu.valueChanged.connect(lambda _v: self._schedule_details())
@@ -133,6 +145,8 @@ class TraceReport(Report):
         self.legend.setTextFormat(Qt.TextFormat.RichText)
         lay.addWidget(self.legend)
 
+        self.overview = OverviewStrip()
+        lay.addWidget(self.overview)
         self.splitter = QSplitter(Qt.Orientation.Vertical)
         self.timeline = TimelineView(title="")
         self.timeline_b = TimelineView(title="")
@@ -170,6 +184,7 @@ class TraceReport(Report):
         self._detail_timer.setInterval(SUMMARY_DELAY_MS)
         self._detail_timer.timeout.connect(self.update_details)
         self.timeline.windowChanged.connect(self._on_window)
+        self.overview.windowRequested.connect(self._on_overview)
         self.timeline_b.windowChanged.connect(lambda *_: self._schedule_details())
         self.timeline.stepSelected.connect(lambda row: self._on_selected(self.timeline, row))
         self.timeline_b.stepSelected.connect(lambda row: self._on_selected(self.timeline_b, row))
@@ -189,6 +204,7 @@ class TraceReport(Report):
         self._key_sources = (
             self.group_combo,
             self.axis_combo,
+            self.run_combo,
             self.zoom_in_button,
             self.zoom_out_button,
             self.reset_button,
@@ -251,6 +267,8 @@ class TraceReport(Report):
         self.timeline.getPlotItem().setTitle(title or None, size="9pt")
         self.timeline.set_trace(self.trace, group)
         self.timeline.set_time_axis(self.axis_combo.currentData())
+        self.overview.set_trace(self.trace)
+        self._fill_runs()
         if self.trace_b is not None:
             self.timeline_b.getPlotItem().setTitle(f"B: {other.name}", size="9pt")
             self.timeline_b.set_trace(self.trace_b, group)
@@ -304,6 +322,7 @@ class TraceReport(Report):
     def clear(self) -> None:
         self.trace = self.trace_b = None
         self.bsp.clear()
+        self.overview.set_trace(None)
         self.timeline.set_trace(None)
         self.timeline_b.set_trace(None)
         self.search.set_trace(None)
@@ -314,6 +333,33 @@ class TraceReport(Report):
         for tl in (self.timeline, self.timeline_b):
             if tl.trace is not None:
                 tl.set_group(group)
+
+    def _fill_runs(self) -> None:
+        """The run selector: the whole trace, then each host call (run) with its cycles."""
+        self.runs = self.trace.runs() if self.trace is not None else None
+        self.run_combo.blockSignals(True)
+        self.run_combo.clear()
+        n = 0 if self.runs is None else len(self.runs)
+        self.run_combo.addItem(f"whole trace ({n:,} run{'s' if n != 1 else ''})", None)
+        for i, (a, b) in enumerate(self.runs if n > 1 else []):
+            self.run_combo.addItem(
+                f"run {i + 1}: {short_cycles(a)} – {short_cycles(b)} cycles", (float(a), float(b))
+            )
+        self.run_combo.setEnabled(n > 1)
+        self.run_combo.blockSignals(False)
+
+    def _on_run(self, _index: int) -> None:
+        """Jump to the chosen run and keep the view inside it (or back to the whole trace)."""
+        if self.trace is None:
+            return
+        self.timeline.restrict(self.run_combo.currentData())
+
+    def _on_overview(self, t0: float, t1: float) -> None:
+        """The overview strip asked for a window: keep it inside the run's reachable range."""
+        lo, hi = self.timeline.allowed_range()
+        span = min(t1 - t0, hi - lo)
+        t0 = min(max(t0, lo), hi - span)
+        self.timeline.set_x_range(t0, t0 + span)
 
     def _on_axis(self, _index: int) -> None:
         for tl in (self.timeline, self.timeline_b):
@@ -341,6 +387,8 @@ class TraceReport(Report):
         return (*self.timeline.x_range(), "Visible range")
 
     def _on_window(self, t0: float, t1: float) -> None:
+        self.overview.show_window(t0, t1)
+        self.overview.align_left(int(self.timeline.lane_axis.width()))
         n = self.timeline.n_steps_visible
         src = {r.source.split(" (")[0] for r in self.timeline.results.values()}
         lo, hi = self.timeline.full_range()

@@ -40,7 +40,7 @@ from analyser.core.trace_window import (
 from analyser.core.units import fmt_seconds
 from analyser.gui.axes import CycleAxis, short_cycles
 from analyser.gui.items import BatchedRectsItem, SliceLabelsItem
-from analyser.gui.palette import qcolor
+from analyser.gui.palette import heatmap_colors, qcolor
 from analyser.gui.theme import chart_colors, style_plot
 from profiles.errors import UserFacingError
 
@@ -200,6 +200,7 @@ class TimelineView(pg.PlotWidget):
         self.host_base = 0
         self.redraw_count = 0
         self.n_lanes = 1
+        self.restricted: tuple[float, float] | None = None
         plot = self.getPlotItem()
         plot.setMenuEnabled(False)
         plot.hideButtons()
@@ -271,6 +272,7 @@ class TimelineView(pg.PlotWidget):
         self.selected_host = None
         self.highlight.hide()
         self.clear_range(emit=False)
+        self.restricted = None
         self.host = trace.host_lane() if trace is not None else pd.DataFrame()
         self._layout_lanes()
         if trace is not None:
@@ -416,14 +418,28 @@ class TimelineView(pg.PlotWidget):
         return float(y0), float(y1)
 
     def full_range(self) -> tuple[float, float]:
+        """The device run (or the run, host call, the view is restricted to)."""
         if self.trace is None:
             return 0.0, 1.0
+        if self.restricted is not None:
+            return self.restricted
         t0, t1 = self.trace.full_extent()
         return t0, max(t1, t0 + MIN_SPAN)
 
+    def restrict(self, run: tuple[float, float] | None) -> None:
+        """Restrict the view to cycles ``run`` (one host call of the program; None: the whole
+        trace): Home shows it, panning stops at its ends; the view moves to it."""
+        self.restricted = (
+            None if run is None else (float(run[0]), float(max(run[1], run[0] + MIN_SPAN)))
+        )
+        self.reset_zoom()
+
     def allowed_range(self) -> tuple[float, float]:
-        """The device run, widened to the host lane's events (which start before cycle 0)."""
+        """The device run, widened to the host lane's events (which start before cycle 0);
+        only the run when the view is restricted to one."""
         t0, t1 = self.full_range()
+        if self.restricted is not None:
+            return t0, t1
         if self.host_lanes:
             t0 = min(t0, float(self.host["start"].min()))
             t1 = max(t1, float(self.host["end"].max()))
@@ -431,7 +447,7 @@ class TimelineView(pg.PlotWidget):
 
     def reset_zoom(self) -> None:
         t0, t1 = self.full_range()
-        pad = (t1 - t0) * 0.01
+        pad = (t1 - t0) * 0.01 if self.restricted is None else 0.0
         lo, hi = self.allowed_range()
         vb = self.getPlotItem().getViewBox()
         # the run starts at its first cycle (no negative cycles on the axis, as in PopVision)
@@ -794,3 +810,95 @@ class TimelineView(pg.PlotWidget):
             return
         pad = max((t1 - t0) * 0.1, MIN_SPAN / 2)
         self.set_x_range(t0 - pad, t1 + pad)
+
+
+class OverviewStrip(pg.PlotWidget):
+    """The whole run in a strip above the lanes (Perfetto's overview): the busy share of each
+    IPU per pixel (one row per IPU, the heat map's colours), the timeline's visible window
+    marked as a band. Click to centre the view there, drag the band to move it, drag its
+    edges to resize it. Computed once per profile from the trace's pyramids
+    (:meth:`TraceWindow.overview`)."""
+
+    #: the user moved the window: (t0, t1) for the timeline
+    windowRequested = Signal(float, float)
+
+    #: Buckets of the overview (a few per pixel of a wide screen).
+    BUCKETS = 1200
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent, axisItems={"left": LaneAxis(), "bottom": CycleAxis("bottom")})
+        style_plot(self)
+        plot = self.getPlotItem()
+        plot.setMenuEnabled(False)
+        plot.hideButtons()
+        plot.hideAxis("bottom")
+        vb = plot.getViewBox()
+        vb.setMouseEnabled(x=False, y=False)
+        vb.invertY(True)
+        vb.setDefaultPadding(0.0)
+        self.image = pg.ImageItem(axisOrder="row-major")
+        stops = heatmap_colors()
+        cmap = pg.ColorMap(np.linspace(0, 1, len(stops)), [QColor(c) for c in stops])
+        self.image.setLookupTable(cmap.getLookupTable(nPts=256))
+        plot.addItem(self.image)
+        self.band = pg.LinearRegionItem(
+            (0, 1), movable=True, brush=qcolor("chart", "selection", 70), pen=pg.mkPen("#333")
+        )
+        self.band.setZValue(10)
+        plot.addItem(self.band)
+        self.band.sigRegionChanged.connect(self._band_moved)
+        self.scene().sigMouseClicked.connect(self._on_click)
+        self.overview = None
+        self._updating = False
+        self.setFixedHeight(54)
+        self.setToolTip(
+            "The whole run: share of each IPU's time computing or exchanging (dark: waiting "
+            "in syncs). Click to move the view there; drag the band."
+        )
+
+    def set_trace(self, trace: TraceWindow | None) -> None:
+        self.overview = None if trace is None else trace.overview(self.BUCKETS)
+        if self.overview is None:
+            self.image.clear()
+            return
+        ov = self.overview
+        n = ov.busy.shape[0]
+        self.image.setImage(ov.busy, autoLevels=False, levels=(0.0, 1.0))
+        self.image.setRect(QRectF(ov.t0, 0, ov.t1 - ov.t0, n))
+        axis = self.getPlotItem().getAxis("left")
+        axis.set_labels([(n / 2, "Overview")])
+        vb = self.getPlotItem().getViewBox()
+        vb.setLimits(xMin=None, xMax=None)
+        vb.setRange(xRange=(ov.t0, ov.t1), yRange=(0, n), padding=0)
+
+    def align_left(self, width: int) -> None:
+        """Give the label axis ``width`` pixels, as the timeline's, so cycles line up."""
+        self.getPlotItem().getAxis("left").setWidth(width)
+
+    def show_window(self, t0: float, t1: float) -> None:
+        """Mark the timeline's visible window."""
+        self._updating = True
+        try:
+            self.band.setRegion((t0, t1))
+        finally:
+            self._updating = False
+
+    def _band_moved(self, *args) -> None:
+        if self._updating or self.overview is None:
+            return
+        a, b = self.band.getRegion()
+        if b > a:
+            self.windowRequested.emit(float(a), float(b))
+
+    def _on_click(self, event) -> None:
+        if self.overview is None or event.button() != Qt.MouseButton.LeftButton:
+            return
+        vb = self.getPlotItem().getViewBox()
+        if not vb.sceneBoundingRect().contains(event.scenePos()):
+            return
+        x = float(vb.mapSceneToView(event.scenePos()).x())
+        a, b = self.band.getRegion()
+        if a <= x <= b:
+            return  # a click on the band itself (or the end of a drag of it)
+        half = (b - a) / 2
+        self.windowRequested.emit(x - half, x + half)
