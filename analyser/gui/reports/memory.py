@@ -43,6 +43,7 @@ from analyser.core.units import (
 from analyser.gui.items import BatchedRectsItem
 from analyser.gui.model import data
 from analyser.gui.model.errors import TileSelectionError
+from analyser.gui.model.labels import distinct_labels
 from analyser.gui.model.selection import (
     format_tile_list,
     parse_tile_list,
@@ -69,6 +70,8 @@ PALETTE_GROUP = {
     "liveness": "liveness_classes",
 }
 GAPS_COLOR = "#5f5f5f"
+#: Longest variable name on the Variables chart's axis (longer ones are elided in the middle).
+VARIABLE_LABEL_CHARS = 32
 TOTAL_COLOR = "#4e79a7"
 
 
@@ -437,6 +440,7 @@ class MemoryReport(Report):
         self.variables_plot = make_plot(bottom="bytes", mouse=False)
         self.variables_plot.setMinimumHeight(120)
         self.variables_legend = LegendLabel()
+        self.variables_plot.scene().sigMouseMoved.connect(self._on_variables_hover)
         self.variables_page = QSplitter(Qt.Orientation.Horizontal)
         vchart = QWidget()
         vl = QVBoxLayout(vchart)
@@ -602,6 +606,9 @@ class MemoryReport(Report):
                 item.addItem(bars)
                 self.delta_items.append(bars)
         item.setLabel("left", f"B−A {unit}")  # short: the chart is low
+        # pyqtgraph places an axis title only when the axis is resized: without this the title
+        # keeps the place computed for the empty title and its end is cut ("B−A Ki")
+        item.getAxis("left").resizeEvent()
         # the same tile axis as the charts above: IPU ticks and separators, not a bare index
         ipu_tile_axis(item, self.charts["A"], self.delta_items)
         span = float(np.abs(delta).max()) if delta.size else 0.0
@@ -683,7 +690,13 @@ class MemoryReport(Report):
                     pen=pg.mkPen(None),
                 )
             )
-        names = [str(x) if len(str(x)) <= 28 else "..." + str(x)[-27:] for x in top["name"]]
+        full = [str(x) for x in top["name"]]
+        if "ipu" in top.columns and len(set(full)) < len(full):  # the same name on two IPUs
+            full = [f"{n} · IPU {i}" for n, i in zip(full, top["ipu"], strict=True)]
+        # elided in the middle, distinct (the start says where, the end what); full names in
+        # the bars' tooltips
+        names = distinct_labels(full, VARIABLE_LABEL_CHARS)
+        self._variable_bars = (y, full, top["bytes"].to_numpy())
         item.getAxis("left").setTicks([list(zip(y, names))])
         item.setLabel("bottom", f"bytes ({unit})")
         item.setTitle(f"{len(top)} largest variables", size="9pt")
@@ -691,6 +704,22 @@ class MemoryReport(Report):
         self.variables_legend.set_entries(
             [(k, hex_color("variable_kinds", k)) for k in dict.fromkeys(kinds)]
         )
+
+    def _on_variables_hover(self, pos) -> None:
+        """Tooltip of the bar under the pointer: the variable's full name and bytes."""
+        bars = getattr(self, "_variable_bars", None)
+        vb = self.variables_plot.getPlotItem().getViewBox()
+        if bars is None or not vb.sceneBoundingRect().contains(pos):
+            self.variables_plot.setToolTip("")
+            return
+        y, names, sizes = bars
+        p = vb.mapSceneToView(pos)
+        hit = np.flatnonzero(np.abs(y - p.y()) <= 0.4)
+        if not len(hit):
+            self.variables_plot.setToolTip("")
+            return
+        i = int(hit[0])
+        self.variables_plot.setToolTip(f"{names[i]}: {self._fmt_bytes(int(sizes[i]))}")
 
     def _fmt_bytes(self, v: Any) -> str:
         return fmt_bytes(v, self.units)

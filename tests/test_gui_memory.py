@@ -1,0 +1,112 @@
+"""Memory Report (pytest-qt, offscreen): issue 14's layout defects, the per-tile memory map and
+the vertex / exchange size insights."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QPointF
+from PySide6.QtWidgets import QApplication
+
+from analyser.gui.model.labels import distinct_labels, elide_middle
+from profiles import write_profile
+from profiles.synthetic import make_synthetic_profile
+
+pytestmark = pytest.mark.gui
+
+
+@pytest.fixture(scope="module")
+def paths(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gui-memory")
+    paths = []
+    for seed, ga in ((1, 8), (1, 16)):
+        p = out / f"m{ga}.h5"
+        write_profile(
+            p,
+            make_synthetic_profile(
+                n_steps=2000, n_ipus=2, tiles=128, n_programs=120, seed=seed, grad_accum=ga
+            ),
+        )
+        paths.append(p)
+    return paths
+
+
+@pytest.fixture
+def memory(qtbot):
+    from analyser.gui.reports.memory import MemoryReport
+
+    r = MemoryReport()
+    qtbot.addWidget(r)
+    r.resize(1300, 820)
+    r.show()
+    qtbot.waitExposed(r)
+    docs = []
+
+    def show(*paths):
+        from analyser.gui.model.document import Document
+
+        opened = [Document.open(p) for p in paths]
+        docs.extend(opened)
+        r.set_document(opened[0], opened[1] if len(opened) > 1 else None)
+        QApplication.processEvents()
+        return opened
+
+    yield r, show
+    r.close()
+    for d in docs:
+        d.close()
+
+
+def test_compare_delta_axis_title_is_not_clipped(memory, paths):
+    """Issue 14 defect 6: the Memory compare "B-A KiB" axis title read "B-A Ki" (the label
+    kept the position computed for an empty title)."""
+    r, show = memory
+    show(*paths)
+    plot = r.plot_delta
+    axis = plot.getPlotItem().getAxis("left")
+    assert axis.label.toPlainText().startswith("B−A ")
+    label = axis.label.mapRectToScene(axis.label.boundingRect())
+    view = plot.mapToScene(plot.viewport().rect()).boundingRect()
+    assert label.top() >= view.top() - 0.5 and label.bottom() <= view.bottom() + 0.5
+    axis_rect = axis.mapRectToScene(axis.rect())
+    assert label.top() >= axis_rect.top() - 0.5 and label.bottom() <= axis_rect.bottom() + 0.5
+
+
+def test_labels_elide_in_the_middle_and_stay_distinct():
+    a = "stage0/layer3.8/conv2/weights/optimiser/momentum"
+    b = "stage1/layer3.8/conv2/weights/optimiser/momentum"
+    c = "stage0/layer3.8/conv2/weights/optimiser/velocity"
+    assert elide_middle(a, 20).count("…") == 1 and len(elide_middle(a, 20)) == 20
+    assert elide_middle("short", 20) == "short"
+    labels = distinct_labels([a, b, c, "short"], 24)
+    assert len(set(labels)) == 4 and all(len(x) <= 24 for x in labels)
+    assert labels[3] == "short"
+    # names that differ only deep in the middle still get distinct labels
+    d = "x" * 20 + "A" + "y" * 20
+    e = "x" * 20 + "B" + "y" * 20
+    assert len(set(distinct_labels([d, e], 16))) == 2
+
+
+def test_variables_chart_names_are_distinct_with_full_name_tooltips(memory, paths, monkeypatch):
+    """Issue 14 defect 6: the Variables chart cut names at the left, so two variables read the
+    same. Visible names are distinct and the full name is the bar's tooltip."""
+    r, show = memory
+    from analyser.gui.model import data
+
+    (doc,) = show(paths[0])
+    r.view_tabs.setCurrentWidget(r.variables_page)
+    QApplication.processEvents()
+    v = data.variables(doc).sort_values("bytes", ascending=False).head(20).copy()
+    long = "stage0/encoder/layer{}/attention/self/query/weights/optimiser/momentum"
+    v["name"] = [long.format(i) for i in range(len(v))]  # differ only in the middle
+    r._draw_largest_variables(v)
+    ticks = r.variables_plot.getPlotItem().getAxis("left")._tickLevels[0]
+    shown = [t for _y, t in ticks]
+    assert len(shown) == len(v) and len(set(shown)) == len(v)
+    assert all(len(t) <= 32 for t in shown)
+    # hovering a bar gives the full name
+    vb = r.variables_plot.getPlotItem().getViewBox()
+    y = float(ticks[3][0])
+    r._on_variables_hover(vb.mapViewToScene(QPointF(1.0, y)))
+    assert r.variables_plot.toolTip().startswith(str(v["name"].iloc[3]))
+    assert np.isfinite(y)
