@@ -53,3 +53,34 @@ def test_one_set_of_formatters_one_missing_mark_one_new_wording():
     assert units.fmt_bytes(1_234_567, "kB") == "1.23 MB"
     assert units.fmt_pts_delta(0.5, 0.515) == "+1.5 pts"
     assert QUANTITIES["peak_memory_bytes"].format(2**20, units.MemoryUnits.KB) == "1.05 MB"
+
+
+def test_table_columns_and_chart_series_are_declared_in_the_catalogue():
+    """Every GUI table column comes from TABLES with a formatter for its kind; bytes columns
+    follow the memory units; the charts' series name palette groups of the GUI."""
+    import json
+    from importlib import resources
+
+    from analyser.core.quantities import SERIES, TABLES, columns
+    from analyser.core.units import NEW, MemoryUnits
+
+    for table, declared in TABLES.items():
+        for key, column in declared.items():
+            assert column.key == key and column.title, (table, key)
+            assert column.better in (None, "lower", "higher")
+    cols = {k: (title, fmt) for k, title, fmt in columns("programs", MemoryUnits.KB)}
+    assert cols["bytes"][1](2_000_000) == "2.00 MB"
+    assert cols["tile_balance"][1](0.25) == "25.0%"
+    assert cols["name"][1] is None
+    compared = {k: fmt for k, _title, fmt in columns("operations_compared")}
+    assert compared["total_cycles_rel"](float("inf")) == NEW
+    assert compared["total_cycles_delta"](-1234) == "-1,234"
+    assert [k for k, *_ in columns("variables", keys=("name", "bytes"), name="Name")] == [
+        "name",
+        "bytes",
+    ]
+    palette = json.loads(resources.files("assets").joinpath("palette.json").read_text())
+    for series in SERIES.values():
+        assert series.palette in palette and series.unit in ("cycles", "bytes")
+        for name in series.names:
+            assert name in palette[series.palette], (series.key, name)

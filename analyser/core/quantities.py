@@ -14,10 +14,21 @@ view imports ``profiles.schema``.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from analyser.core.units import fmt_bytes, fmt_int, fmt_pct, fmt_rate, fmt_seconds
+from analyser.core.units import (
+    fmt_bytes,
+    fmt_count,
+    fmt_int,
+    fmt_pct,
+    fmt_rate,
+    fmt_rel_change,
+    fmt_seconds,
+    fmt_signed_int,
+    fmt_yes_no,
+)
 from profiles import schema
 
 #: Formatter of each kind of quantity (None gives '-').
@@ -113,37 +124,6 @@ QUANTITIES: dict[str, Quantity] = {
 }
 
 
-#: Column titles of the variables table (``Analysis.variables``, /graph/variables decoded), the
-#: shared ``profile`` column of compared tables included.
-VARIABLE_COLUMNS: dict[str, str] = {
-    "profile": "Profile",
-    "name": "Variable",
-    "kind": "Kind",
-    "dtype": "Type",
-    "shape": "Shape",
-    "ipu": "IPU",
-    "bytes": "Bytes",
-    "always_live": "Always live",
-    "live_start": "Live from",
-    "live_end": "Live to",
-    "tile_start": "First tile",
-    "tile_count": "Tiles",
-    "remote_bytes": "Remote buffer",
-}
-#: The variables table's usual columns, in order.
-VARIABLE_TABLE = (
-    "profile",
-    "name",
-    "kind",
-    "dtype",
-    "shape",
-    "bytes",
-    "always_live",
-    "live_start",
-    "live_end",
-)
-
-
 #: The figures of the Execution Trace's range statistics (``TraceWindow.range_statistics``:
 #: the steps of a selected range of cycles by step name or operation), keyed by its columns.
 RANGE_STATISTICS: dict[str, Quantity] = {
@@ -176,6 +156,278 @@ PHASES: tuple[str, ...] = tuple(schema.PHASES)
 MEMORY_CATEGORIES: tuple[str, ...] = tuple(schema.MEMORY_CATEGORIES)
 MEMORY_REGIONS: tuple[str, ...] = tuple(schema.MEMORY_REGIONS)
 LIVENESS_CLASSES: tuple[str, ...] = tuple(schema.LIVENESS_CLASSES)
+
+
+# ---------------------------------------------------------------------------------------------
+# Table columns and chart series of the views, each declared once
+# ---------------------------------------------------------------------------------------------
+#: Formatter of each kind of table cell (None: the value as text). Bytes take the memory units.
+CELL_FORMATTERS: dict[str, Callable[[Any], str]] = {
+    "count": fmt_count,
+    "int": fmt_int,
+    "share": fmt_pct,
+    "float": fmt_rate,
+    "signed": fmt_signed_int,
+    "change": fmt_rel_change,
+    "yes_no": fmt_yes_no,
+}
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a view's table: the frame's column ``key``, its title, its kind (which
+    picks the formatter: ``"bytes"``, a key of :data:`CELL_FORMATTERS`, or None for text), which
+    way is better (None when neither) and a tooltip."""
+
+    key: str
+    title: str
+    kind: str | None = None
+    better: str | None = None
+    tip: str = ""
+
+    def formatter(self, unit: str = "KiB") -> Callable[[Any], str] | None:
+        if self.kind is None:
+            return None
+        if self.kind == "bytes":
+            return lambda value: fmt_bytes(value, unit)
+        return CELL_FORMATTERS[self.kind]
+
+    def __post_init__(self) -> None:
+        if self.kind not in (None, "bytes", *CELL_FORMATTERS):
+            raise ValueError(f"{self.key}: unknown kind {self.kind!r}")
+        if self.better not in (None, "lower", "higher"):
+            raise ValueError(f"{self.key}: better must be 'lower', 'higher' or None")
+
+
+def _cols(*specs: tuple) -> dict[str, Column]:
+    return {spec[0]: Column(*spec) for spec in specs}
+
+
+_PROFILE = ("profile", "Profile")
+#: Every table of the views, by name: its columns (key -> Column) in their usual order. A view
+#: shows a table with :func:`columns`; a new column is one row here.
+TABLES: dict[str, dict[str, Column]] = {
+    # /graph/variables decoded (Analysis.variables): Memory, Liveness, Operations, Insights
+    "variables": _cols(
+        _PROFILE,
+        ("name", "Variable"),
+        ("kind", "Kind"),
+        ("dtype", "Type"),
+        ("shape", "Shape"),
+        ("ipu", "IPU"),
+        ("bytes", "Bytes", "bytes", "lower"),
+        ("always_live", "Always live", "yes_no"),
+        ("live_start", "Live from"),
+        ("live_end", "Live to"),
+        ("tile_start", "First tile"),
+        ("tile_count", "Tiles"),
+        ("remote_bytes", "Remote buffer", "bytes"),
+    ),
+    # the Operations report's table (Analysis.operations)
+    "operations": _cols(
+        ("name", "Operation"),
+        ("type", "Type"),
+        ("layer", "Layer"),
+        ("pass", "Pass"),
+        ("ipu", "IPU"),
+        ("stage", "Stage"),
+        ("cycles", "Cycles", "count", "lower"),
+        ("executions", "Executions", "count"),
+        ("total_cycles", "Total cycles", "count", "lower"),
+        ("cycles_share", "Share of cycles", "share"),
+        ("flops", "FLOPs", "count"),
+        ("flops_per_cycle", "FLOPs / cycle", "float", "higher"),
+        ("memory_bytes", "Memory", "bytes", "lower"),
+        ("temp_bytes", "Temporary", "bytes", "lower"),
+        ("code_bytes", "Code", "bytes", "lower"),
+        ("tiles_used", "Tiles", "count"),
+    ),
+    # the Operations report in compare mode (A and B joined by name)
+    "operations_compared": _cols(
+        ("name", "Operation"),
+        ("type", "Type"),
+        ("pass", "Pass"),
+        ("ipu", "IPU"),
+        ("status", "In"),
+        ("total_cycles_a", "Total cycles A", "count", "lower"),
+        ("total_cycles_b", "Total cycles B", "count", "lower"),
+        ("total_cycles_delta", "Change", "signed", "lower"),
+        ("total_cycles_rel", "Change %", "change", "lower"),
+        ("memory_bytes_a", "Memory A", "bytes", "lower"),
+        ("memory_bytes_b", "Memory B", "bytes", "lower"),
+        ("code_bytes_a", "Code A", "bytes", "lower"),
+        ("code_bytes_b", "Code B", "bytes", "lower"),
+        ("flops_a", "FLOPs A", "count"),
+        ("flops_b", "FLOPs B", "count"),
+    ),
+    "compute_sets": _cols(
+        _PROFILE,
+        ("name", "Compute set"),
+        ("vertices", "Vertices", "count"),
+        ("ipu", "IPU"),
+        ("tile_start", "First tile"),
+        ("tile_count", "Tiles"),
+    ),
+    "programs": _cols(
+        _PROFILE,
+        ("name", "Program"),
+        ("type", "Type"),
+        ("ipu", "IPU"),
+        ("cycles", "Cycles", "count", "lower"),
+        ("tile_balance", "Tile balance", "share", "higher"),
+        ("bytes", "Bytes", "bytes"),
+    ),
+    # Insights: the fullest tiles and the largest vertex types
+    "tiles": _cols(
+        _PROFILE,
+        ("ipu", "IPU"),
+        ("tile", "Tile"),
+        ("bytes", "Memory", "bytes", "lower"),
+        ("share", "Share of tile memory", "share", "lower"),
+    ),
+    "vertex_types": _cols(
+        _PROFILE,
+        ("name", "Vertex type"),
+        ("total_state_bytes", "State (all instances)", "bytes", "lower"),
+        ("state_bytes", "State per instance", "bytes", "lower"),
+        ("instances", "Instances"),
+        ("code_bytes", "Code per tile", "bytes", "lower"),
+    ),
+    # Liveness: the variables live at one of two selected steps
+    "live_at_steps": _cols(
+        ("live_at", "Live at"),
+        ("name", "Variable"),
+        ("kind", "Kind"),
+        ("bytes", "Bytes", "bytes", "lower"),
+        ("live_start", "Live from"),
+        ("live_end", "Live to"),
+    ),
+    # Liveness: the compute sets of the selected step by vertex type (core liveness.step_vertices)
+    "step_vertices": _cols(
+        _PROFILE,
+        ("compute_set", "Compute set"),
+        ("vertex_type", "Vertex type"),
+        ("vertices", "Vertices", "int"),
+        ("tile_count", "Tiles", "int"),
+        ("tile_start", "First tile"),
+        ("vertices_per_tile", "Vertices per tile", "count"),
+        ("state_bytes", "Vertex state", "bytes", "lower"),
+        ("code_bytes", "Code per tile", "bytes", "lower"),
+        ("max_tile_cycles", "Cycles (max over tiles)", "int", "lower"),
+        ("mean_tile_cycles", "Cycles (mean over tiles)", "int", "lower"),
+    ),
+    # the Program Tree: one row per program; own work and executed cycles are separate columns
+    # (a Sync's own work is a few cycles, its executed cycles include the wait for the slowest
+    # IPU, a StreamCopyBegin's the wait for the host); "delta" in compare mode
+    "program_tree": _cols(
+        ("name", "Program", None, None, "Program name (leaf: compute set / exchange / stream)"),
+        ("type", "Type", None, None, "Program type"),
+        (
+            "ipu",
+            "IPU",
+            None,
+            None,
+            "IPU the program runs on ('all' for programs spanning every IPU)",
+        ),
+        ("repeat", "Repeat", "count", None, "Repeat count of a Repeat program"),
+        (
+            "cycles",
+            "Own cycles / exec.",
+            "count",
+            "lower",
+            "Cycles of one execution of the step (its own work), max over tiles, without any wait "
+            "(profile)",
+        ),
+        (
+            "balance",
+            "Tile balance",
+            "share",
+            "higher",
+            "Mean over tiles of cycles / max cycles of one execution; compute and exchange steps "
+            "only (for a sync or a stream copy every tile waits alike, so it says nothing)",
+        ),
+        ("executions", "Executions", "count", None, "Times the step ran over the run"),
+        (
+            "total",
+            "Executed (incl. waits)",
+            "count",
+            "lower",
+            "Executed cycles: all its executions over the run, waits for other IPUs or the host "
+            "included (analysis core)",
+        ),
+        (
+            "wait",
+            "Of which waiting",
+            "count",
+            "lower",
+            "Part of the executed cycles spent waiting: for the slowest IPU (Sync, GlobalExchange) "
+            "or for the host (StreamCopyBegin)",
+        ),
+        ("bytes", "Bytes", "bytes", None, "Bytes moved by one execution"),
+        ("code", "Code", "bytes", "lower", "Code bytes"),
+        ("delta", "Change vs A", "signed", "lower", "Executed cycles of B minus those of A"),
+    ),
+}
+#: Column titles of the variables table (the shared ``profile`` column included).
+VARIABLE_COLUMNS: dict[str, str] = {key: c.title for key, c in TABLES["variables"].items()}
+#: The variables table's usual columns, in order.
+VARIABLE_TABLE = (
+    "profile",
+    "name",
+    "kind",
+    "dtype",
+    "shape",
+    "bytes",
+    "always_live",
+    "live_start",
+    "live_end",
+)
+
+
+def columns(
+    table: str, unit: str = "KiB", keys: Sequence[str] | None = None, **retitled: str
+) -> list[tuple[str, str, Callable[[Any], str] | None]]:
+    """``(key, title, formatter)`` of ``table``'s columns (all, or ``keys`` in that order) with
+    bytes in ``unit``: what the GUI's tables (``FilterTable.set_frame``) take."""
+    declared = TABLES[table]
+    return [
+        (k, retitled.get(k, declared[k].title), declared[k].formatter(unit))
+        for k in (keys if keys is not None else declared)
+    ]
+
+
+@dataclass(frozen=True)
+class Series:
+    """The series of a chart with a legend: what is drawn (one entry per name, coloured by the
+    palette group), its unit and which way is better."""
+
+    key: str
+    title: str
+    #: "cycles" or "bytes" (the axis)
+    unit: str
+    #: the palette group of the series' colours (analyser.gui.palette)
+    palette: str
+    #: the series' names (besides one per IPU where the chart draws one per IPU)
+    names: tuple[str, ...]
+    better: str | None = "lower"
+
+
+#: The three charts with a legend: Summary's cycles by step type per IPU, Memory's per-tile
+#: memory by category, Liveness's memory over the program steps.
+SERIES: dict[str, Series] = {
+    "cycles_by_step_type": Series(
+        "cycles_by_step_type",
+        "Cycles by step type",
+        "cycles",
+        "step_types",
+        EXECUTABLE_TYPES,
+    ),
+    "memory_by_category": Series(
+        "memory_by_category", "Memory per tile", "bytes", "memory_categories", MEMORY_CATEGORIES
+    ),
+    # one line per IPU (and profile), coloured by IPU, and the peaks' markers
+    "liveness": Series("liveness", "not-always-live memory", "bytes", "chart", ("peak_marker",)),
+}
 
 
 def step_type_code(name: str) -> int:

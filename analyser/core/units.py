@@ -87,6 +87,22 @@ def fmt_count(n: float | None) -> str:
     return f"{int(n):,}"
 
 
+def fmt_signed_int(n: float | None) -> str:
+    """A signed whole number: '+1,234', '-5', '+0'."""
+    return MISSING if _missing(n) else f"{round(n):+,}"
+
+
+def fmt_rel_change(r: float | None) -> str:
+    """A relative change (0.05 = 5%) as '+5.0%'; :data:`NEW` for an infinite one (from zero)."""
+    if _missing(r):
+        return MISSING
+    return NEW if math.isinf(r) else f"{100 * r:+.1f}%"
+
+
+def fmt_yes_no(value: object) -> str:
+    return "yes" if value else "no"
+
+
 def fmt_pct(x: float | None, digits: int = 1) -> str:
     """A share (0..1) as a percentage: '12.3%'."""
     return MISSING if _missing(x) else f"{100 * x:.{digits}f}%"

@@ -411,20 +411,3 @@ class FilterTable(QWidget):
 
     def visible_rows(self) -> int:
         return self.proxy.rowCount()
-
-
-def yes_no(value: Any) -> str:
-    return "yes" if value else "no"
-
-
-def table_columns(
-    titles: dict[str, str],
-    keys: Sequence[str],
-    formats: dict[str, Callable[[Any], str]] | None = None,
-    **retitled: str,
-) -> list[tuple[str, str, Callable[[Any], str] | None]]:
-    """The ``(key, title, formatter)`` columns of :meth:`DataFrameModel.set_frame` for ``keys``,
-    titled from a catalogue (``analyser.core.quantities.VARIABLE_COLUMNS``) unless
-    ``retitled``."""
-    formats = formats or {}
-    return [(k, retitled.get(k, titles[k]), formats.get(k)) for k in keys]

@@ -31,13 +31,13 @@ from PySide6.QtWidgets import (
 )
 
 from analyser.core.insights.model import EFFECT_KEYS
-from analyser.core.quantities import QUANTITIES, VARIABLE_COLUMNS
+from analyser.core.quantities import QUANTITIES, columns
 from analyser.core.units import fmt_bytes, fmt_count, fmt_pct
 from analyser.gui import reports as registry
 from analyser.gui.model import data
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report, lay_out
-from analyser.gui.widgets import Banner, FilterTable, LegendLabel, make_plot, table_columns
+from analyser.gui.widgets import Banner, FilterTable, LegendLabel, make_plot
 
 EFFECT_LABELS = {k: QUANTITIES[k].title for k in EFFECT_KEYS}
 
@@ -253,7 +253,6 @@ class InsightsReport(Report):
         item.setYRange(0, top * 1.1 if top else 1, padding=0)
 
     def _fill_tables(self) -> None:
-        b = lambda v: fmt_bytes(v, self.units)  # noqa: E731
         rows, verts, alive = [], [], []
         for tag, d in self._docs():
             mem = data.memory(d)
@@ -268,33 +267,16 @@ class InsightsReport(Report):
                 v["profile"], a["profile"] = tag, tag
             verts.append(v)
             alive.append(a)
-        self.top_tiles.set_frame(
-            pd.DataFrame(rows),
-            [
-                ("profile", "Profile", None),
-                ("ipu", "IPU", None),
-                ("tile", "Tile", None),
-                ("bytes", "Memory", b),
-                ("share", "Share of tile memory", lambda v: f"{100 * v:.1f}%"),
-            ],
-        )
+        self.top_tiles.set_frame(pd.DataFrame(rows), columns("tiles", self.units))
         self.vertices.set_frame(
-            pd.concat(verts, ignore_index=True),
-            [
-                ("profile", "Profile", None),
-                ("name", "Vertex type", None),
-                ("total_state_bytes", "State (all instances)", b),
-                ("state_bytes", "State per instance", b),
-                ("instances", "Instances", None),
-                ("code_bytes", "Code per tile", b),
-            ],
+            pd.concat(verts, ignore_index=True), columns("vertex_types", self.units)
         )
         self.always_live.set_frame(
             pd.concat(alive, ignore_index=True),
-            table_columns(
-                VARIABLE_COLUMNS,
+            columns(
+                "variables",
+                self.units,
                 ("profile", "name", "kind", "dtype", "shape", "ipu", "bytes"),
-                {"bytes": b},
             ),
         )
 

@@ -23,20 +23,13 @@ from PySide6.QtWidgets import (
 )
 
 from analyser.core.liveness import ALIGN_ADDED, ALIGN_REMOVED
-from analyser.core.quantities import VARIABLE_COLUMNS, VARIABLE_TABLE, step_type_name
-from analyser.core.units import axis_scale, fmt_bytes, fmt_count, fmt_int, fmt_pct
+from analyser.core.quantities import VARIABLE_TABLE, columns, step_type_name
+from analyser.core.units import axis_scale, fmt_bytes, fmt_int, fmt_pct
 from analyser.gui.model import data
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report, lay_out
 from analyser.gui.theme import chart_colors, style_plot
-from analyser.gui.widgets import (
-    FilterTable,
-    KeyValueTree,
-    LegendLabel,
-    make_plot,
-    table_columns,
-    yes_no,
-)
+from analyser.gui.widgets import FilterTable, KeyValueTree, LegendLabel, make_plot
 
 IPU_COLORS = [
     "#4e79a7",
@@ -453,7 +446,6 @@ class LivenessReport(Report):
                 )
             title = f"Step {x}" if al is None else f"{self._step_text(x, True)} ({al.status(x)})"
             tree.add_section(title, rows)
-        b = lambda v: fmt_bytes(v, self.units)  # noqa: E731
         frames = []
         first = self.steps_at(self.steps[0])
         for tag, d in [("A", doc)] + ([("B", cmp)] if cmp is not None else []):
@@ -465,7 +457,7 @@ class LivenessReport(Report):
             frames.append(f)
         self.live_table.set_frame(
             pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(),
-            table_columns(VARIABLE_COLUMNS, VARIABLE_TABLE, {"bytes": b, "always_live": yes_no}),
+            columns("variables", self.units, VARIABLE_TABLE),
         )
         a_steps = [self.steps_at(x)["A"] for x in self.steps]
         if len(self.steps) == 2 and min(a_steps) >= 0:
@@ -485,15 +477,7 @@ class LivenessReport(Report):
                 ]
             ).sort_values(["live_at", "bytes"], ascending=[True, False])
             self.compare_table.set_frame(
-                both.reset_index(drop=True),
-                [
-                    ("live_at", "Live at", None),
-                    ("name", "Variable", None),
-                    ("kind", "Kind", None),
-                    ("bytes", "Bytes", b),
-                    ("live_start", "Live from", None),
-                    ("live_end", "Live to", None),
-                ],
+                both.reset_index(drop=True), columns("live_at_steps", self.units)
             )
             self.details.setCurrentWidget(self.compare_table)
         else:
@@ -528,29 +512,13 @@ class LivenessReport(Report):
         self._fill_cycles()
 
     def _fill_vertices(self) -> None:
-        b = lambda v: fmt_bytes(v, self.units)  # noqa: E731
         frames = []
         compare = self.compare_doc is not None
         for tag, d, step in self._step_docs():
             f = data.step_vertices(d, step)
             frames.append(f.assign(profile=tag) if compare else f)
         frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-        self.vertices_table.set_frame(
-            frame,
-            [
-                ("profile", "Profile", None),
-                ("compute_set", "Compute set", None),
-                ("vertex_type", "Vertex type", None),
-                ("vertices", "Vertices", fmt_int),
-                ("tile_count", "Tiles", fmt_int),
-                ("tile_start", "First tile", None),
-                ("vertices_per_tile", "Vertices per tile", fmt_count),
-                ("state_bytes", "Vertex state", b),
-                ("code_bytes", "Code per tile", b),
-                ("max_tile_cycles", "Cycles (max over tiles)", fmt_int),
-                ("mean_tile_cycles", "Cycles (mean over tiles)", fmt_int),
-            ],
-        )
+        self.vertices_table.set_frame(frame, columns("step_vertices", self.units))
 
     def _fill_cycles(self) -> None:
         if self.cycles_plot is None:

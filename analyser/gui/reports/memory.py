@@ -33,7 +33,7 @@ from analyser.core.quantities import (
     LIVENESS_CLASSES,
     MEMORY_CATEGORIES,
     MEMORY_REGIONS,
-    VARIABLE_COLUMNS,
+    columns,
 )
 from analyser.core.units import (
     axis_scale,
@@ -59,8 +59,6 @@ from analyser.gui.widgets import (
     LegendLabel,
     make_plot,
     nice_name,
-    table_columns,
-    yes_no,
 )
 
 BREAKDOWNS = {"Total": None, "Category": "category", "Region": "region", "Liveness": "liveness"}
@@ -658,13 +656,7 @@ class MemoryReport(Report):
             frames.append(v)
         frame = pd.concat(frames) if frames else pd.DataFrame()
         self._draw_largest_variables(frames[0] if frames else pd.DataFrame())
-        b = self._fmt_bytes
-        cols = table_columns(
-            VARIABLE_COLUMNS,
-            list(VARIABLE_COLUMNS),
-            {"bytes": b, "remote_bytes": b, "always_live": yes_no},
-            name="Name",
-        )
+        cols = columns("variables", self.units, name="Name")
         self.variables_table.set_frame(frame.reset_index(drop=True), cols)
 
     def _draw_largest_variables(self, frame: pd.DataFrame, n: int = 20) -> None:

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from analyser.core.quantities import VARIABLE_COLUMNS, VARIABLE_TABLE, step_type_name
+from analyser.core.quantities import VARIABLE_TABLE, columns, step_type_name
 from analyser.core.units import fmt_bytes, fmt_count, fmt_pct
 from analyser.gui.model import data
 from analyser.gui.reports.base import Report, lay_out, shows_profile_problems
@@ -33,7 +33,6 @@ from analyser.gui.widgets import (
     KeyValueTree,
     compact_rows,
     connect_header_sort,
-    table_columns,
 )
 
 Index = QModelIndex | QPersistentModelIndex
@@ -59,6 +58,23 @@ class OperationFilter(QSortFilterProxyModel):
         if self._keep is None:
             return True
         return bool(self._keep[self.sourceModel().source_row(row)])
+
+
+#: The operations table's columns for a profile that never ran (out of memory).
+NOT_EXECUTED_COLUMNS = (
+    "name",
+    "type",
+    "layer",
+    "pass",
+    "ipu",
+    "stage",
+    "memory_bytes",
+    "temp_bytes",
+    "code_bytes",
+    "cycles",
+    "flops",
+    "tiles_used",
+)
 
 
 class OperationsReport(Report):
@@ -119,65 +135,18 @@ class OperationsReport(Report):
 
     # ------------------------------------------------------------------ table
     def _columns(self, compare: bool, executed: bool = True) -> list:
-        b = lambda v: fmt_bytes(v, self.units)  # noqa: E731
-        pct = fmt_pct
-        if not compare and not executed:
+        if compare:
+            return columns("operations_compared", self.units)
+        if not executed:
             # a profile that did not fit never ran: no executions, total cycles or shares
             # (columns of zeros would read as measured); cycles are the compiler's estimate
-            return [
-                ("name", "Operation", None),
-                ("type", "Type", None),
-                ("layer", "Layer", None),
-                ("pass", "Pass", None),
-                ("ipu", "IPU", None),
-                ("stage", "Stage", None),
-                ("memory_bytes", "Memory", b),
-                ("temp_bytes", "Temporary", b),
-                ("code_bytes", "Code", b),
-                ("cycles", "Cycles (estimate)", fmt_count),
-                ("flops", "FLOPs", fmt_count),
-                ("tiles_used", "Tiles", fmt_count),
-            ]
-        if not compare:
-            return [
-                ("name", "Operation", None),
-                ("type", "Type", None),
-                ("layer", "Layer", None),
-                ("pass", "Pass", None),
-                ("ipu", "IPU", None),
-                ("stage", "Stage", None),
-                ("cycles", "Cycles", fmt_count),
-                ("executions", "Executions", fmt_count),
-                ("total_cycles", "Total cycles", fmt_count),
-                ("cycles_share", "Share of cycles", pct),
-                ("flops", "FLOPs", fmt_count),
-                ("flops_per_cycle", "FLOPs / cycle", lambda v: f"{v:,.1f}"),
-                ("memory_bytes", "Memory", b),
-                ("temp_bytes", "Temporary", b),
-                ("code_bytes", "Code", b),
-                ("tiles_used", "Tiles", fmt_count),
-            ]
-        return [
-            ("name", "Operation", None),
-            ("type", "Type", None),
-            ("pass", "Pass", None),
-            ("ipu", "IPU", None),
-            ("status", "In", None),
-            ("total_cycles_a", "Total cycles A", fmt_count),
-            ("total_cycles_b", "Total cycles B", fmt_count),
-            ("total_cycles_delta", "Change", lambda v: f"{int(v):+,}"),
-            (
-                "total_cycles_rel",
-                "Change %",
-                lambda v: "-" if not np.isfinite(v) else f"{100 * v:+.1f}%",
-            ),
-            ("memory_bytes_a", "Memory A", b),
-            ("memory_bytes_b", "Memory B", b),
-            ("code_bytes_a", "Code A", b),
-            ("code_bytes_b", "Code B", b),
-            ("flops_a", "FLOPs A", fmt_count),
-            ("flops_b", "FLOPs B", fmt_count),
-        ]
+            return columns(
+                "operations",
+                self.units,
+                NOT_EXECUTED_COLUMNS,
+                cycles="Cycles (estimate)",
+            )
+        return columns("operations", self.units)
 
     def compare_frame(self, doc: Any, cmp: Any) -> pd.DataFrame:
         """A and B operations joined by name (values from each document's operations table)."""
@@ -364,31 +333,10 @@ class OperationsReport(Report):
         cat = lambda fs: pd.concat(fs, ignore_index=True) if fs else pd.DataFrame()  # noqa: E731
         self.vars_table.set_frame(
             cat(vars_frames),
-            table_columns(VARIABLE_COLUMNS, VARIABLE_TABLE, {"bytes": b}),
+            columns("variables", self.units, VARIABLE_TABLE),
         )
-        self.cs_table.set_frame(
-            cat(cs_frames),
-            [
-                ("profile", "Profile", None),
-                ("name", "Compute set", None),
-                ("vertices", "Vertices", fmt_count),
-                ("ipu", "IPU", None),
-                ("tile_start", "First tile", None),
-                ("tile_count", "Tiles", None),
-            ],
-        )
-        self.progs_table.set_frame(
-            cat(prog_frames),
-            [
-                ("profile", "Profile", None),
-                ("name", "Program", None),
-                ("type", "Type", None),
-                ("ipu", "IPU", None),
-                ("cycles", "Cycles", fmt_count),
-                ("tile_balance", "Tile balance", fmt_pct),
-                ("bytes", "Bytes", b),
-            ],
-        )
+        self.cs_table.set_frame(cat(cs_frames), columns("compute_sets", self.units))
+        self.progs_table.set_frame(cat(prog_frames), columns("programs", self.units))
 
 
 def _ptype(code: int) -> str:

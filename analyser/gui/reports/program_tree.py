@@ -31,8 +31,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from analyser.core.quantities import STEP_TYPES
-from analyser.core.units import fmt_bytes, fmt_count, fmt_pct
+from analyser.core.quantities import STEP_TYPES, TABLES
+from analyser.core.units import NEW, fmt_bytes, fmt_count, fmt_pct, fmt_signed_int
 from analyser.gui.model import data
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report, lay_out
@@ -40,46 +40,13 @@ from analyser.gui.widgets import KeyValueTree
 
 Index = QModelIndex | QPersistentModelIndex
 _ROOT = QModelIndex()
-#: (key, header, tooltip) of the tree's columns. Own work and executed cycles are separate
-#: columns: a Sync's own work is a few cycles, while its executed cycles include the wait for
-#: the slowest IPU (and a StreamCopyBegin's the wait for the host).
-COLUMN_SPECS: tuple[tuple[str, str, str], ...] = (
-    ("name", "Program", "Program name (leaf: compute set / exchange / stream)"),
-    ("type", "Type", "Program type"),
-    ("ipu", "IPU", "IPU the program runs on ('all' for programs spanning every IPU)"),
-    ("repeat", "Repeat", "Repeat count of a Repeat program"),
-    (
-        "cycles",
-        "Own cycles / exec.",
-        "Cycles of one execution of the step (its own work), max over tiles, without any wait "
-        "(profile)",
-    ),
-    (
-        "balance",
-        "Tile balance",
-        "Mean over tiles of cycles / max cycles of one execution; compute and exchange steps "
-        "only (for a sync or a stream copy every tile waits alike, so it says nothing)",
-    ),
-    ("executions", "Executions", "Times the step ran over the run"),
-    (
-        "total",
-        "Executed (incl. waits)",
-        "Executed cycles: all its executions over the run, waits for other IPUs or the host "
-        "included "
-        "(analysis core)",
-    ),
-    (
-        "wait",
-        "Of which waiting",
-        "Part of the executed cycles spent waiting: for the slowest IPU (Sync, GlobalExchange) "
-        "or for the host (StreamCopyBegin)",
-    ),
-    ("bytes", "Bytes", "Bytes moved by one execution"),
-    ("code", "Code", "Code bytes"),
-)
+#: The tree's columns (the catalogue, analyser.core.quantities.TABLES["program_tree"]); the last
+#: one, "delta", only in compare mode.
+_COLUMNS = tuple(TABLES["program_tree"].values())
+COLUMN_SPECS = tuple((c.key, c.title, c.tip) for c in _COLUMNS if c.key != "delta")
 COLUMNS = tuple(h for _k, h, _t in COLUMN_SPECS)
 KEYS = tuple(k for k, _h, _t in COLUMN_SPECS)
-DELTA_HEADER = "Change vs A"
+DELTA_HEADER = TABLES["program_tree"]["delta"].title
 #: Step types whose tile balance means something (compute and exchange).
 BALANCED_TYPES = frozenset(
     STEP_TYPES.index(t) for t in ("OnTileExecute", "DoExchange", "GlobalExchange")
@@ -254,7 +221,7 @@ class ProgramTreeModel(QAbstractItemModel):
             return fmt_bytes(int(self.code[node]), self.units) if self.code[node] else ""
         if key == "delta" and self.delta is not None and leaf:
             d = self.delta[node]
-            return "new" if not np.isfinite(d) else f"{int(d):+,}"
+            return NEW if np.isinf(d) else fmt_signed_int(d)
         return ""
 
     def search(self, text: str) -> np.ndarray:

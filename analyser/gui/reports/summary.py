@@ -20,7 +20,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from analyser.core.quantities import DESTINATIONS, EXECUTABLE_TYPES, QUANTITIES, STEP_TYPES
+from analyser.core.quantities import (
+    DESTINATIONS,
+    EXECUTABLE_TYPES,
+    QUANTITIES,
+    SERIES,
+    STEP_TYPES,
+)
 from analyser.core.units import (
     MISSING,
     fmt_bytes,
@@ -460,6 +466,7 @@ class SummaryReport(Report):
         item.clear()
         self.legend.set_entries([])
         docs = [("A", doc), ("B", cmp)] if cmp is not None else [("", doc)]
+        series = SERIES["cycles_by_step_type"]
         labels: list[str] = []
         rows: list[np.ndarray] = []
         for tag, d in docs:
@@ -468,25 +475,25 @@ class SummaryReport(Report):
                 continue
             for ipu in range(e.num_ipus):
                 labels.append(f"IPU {ipu}" + (f" ({tag})" if tag else ""))
-                rows.append(e.cycles_by_type[ipu, 3:].astype(np.float64))
+                rows.append(e.cycles_by_type[ipu, [_T[n] for n in series.names]].astype(np.float64))
         if not rows:
             return
         values = np.vstack(rows)
         y = np.arange(len(labels), dtype=float)
-        colors = [hex_color("step_types", n) for n in EXEC_TYPES]
+        colors = [hex_color(series.palette, n) for n in series.names]
         stacked_bars(
             item,
             y,
             values,
             colors,
-            list(EXEC_TYPES),
+            list(series.names),
             width=0.7,
             horizontal=True,
             legend=self.legend,
         )
         axis = item.getAxis("left")
         axis.setTicks([list(zip(y, labels))])
-        item.setLabel("bottom", "cycles")
+        item.setLabel("bottom", series.unit)
         item.getViewBox().setLimits(xMin=0)
         item.setYRange(-0.6, len(labels) - 0.4, padding=0)
         item.setXRange(0, float(values.sum(axis=1).max()) * 1.02, padding=0)
