@@ -87,6 +87,20 @@ def dump_cli(paths: dict[str, Path], out: Path) -> None:
     for a, b in PAIRS:
         run(f"compare.{a}.{b}.txt", "compare", str(paths[a]), str(paths[b]))
         run(f"compare.{a}.{b}.json", "compare", "--json", str(paths[a]), str(paths[b]))
+    normalise(out)
+
+
+def normalise(out: Path) -> None:
+    """Drop what differs between any two runs: the reports' time of writing and the output
+    folder's name in the CLI's messages."""
+    import json
+
+    for path in out.glob("*.report.json"):
+        report = json.loads(path.read_text())
+        report.pop("generated", None)
+        path.write_text(json.dumps(report, indent=1, sort_keys=True))
+    for path in out.glob("*.log"):
+        path.write_text(path.read_text().replace(str(out), "OUT"))
 
 
 def dump_gui(paths: dict[str, Path], out: Path) -> None:
@@ -153,9 +167,13 @@ def main() -> int:
     parser.add_argument("--profiles", type=Path, default=Path("/tmp/arch-eq-profiles"))
     parser.add_argument("--diff", action="store_true", help="compare two output folders")
     parser.add_argument("--no-gui", action="store_true")
+    parser.add_argument("--normalise", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.diff:
         return diff(*args.out[:2])
+    if args.normalise:  # a folder written before normalise() existed
+        normalise(args.out[0])
+        return 0
     out = args.out[0]
     out.mkdir(parents=True, exist_ok=True)
     paths = make_profiles(args.profiles)

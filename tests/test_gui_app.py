@@ -659,6 +659,29 @@ def test_every_report_declares_data_the_model_can_warm():
             data.accessor(bad)
 
 
+def test_every_report_uses_the_base_empty_states(qtbot, profiles_dir):
+    """Every report is a stack of the base class's message panel and its content: 'No profile
+    open.' without a document, the content with one, the message again once closed."""
+    from analyser.gui import reports as registry
+    from analyser.gui.model.document import Document
+
+    doc = Document.open(profiles_dir["fit"])
+    try:
+        for cls in registry.report_classes():
+            report = cls()
+            qtbot.addWidget(report)
+            report.show()
+            assert report.stack.currentWidget() is report.message, cls.key
+            assert report.message.label.text() == report.no_document_text
+            report.set_document(doc)
+            assert report.stack.currentWidget() is not report.message, cls.key
+            report.set_document(None)
+            assert report.stack.currentWidget() is report.message, cls.key
+            report.close()
+    finally:
+        doc.close()
+
+
 def test_keys_reach_the_trace_and_reports_step_from_anywhere(qtbot, make_window, profiles_dir):
     """Issue 14 defect 1 as seen in a real X server (benchmarks/gui_real_x.py): after choosing
     the Execution Trace in the side list (which keeps the focus), W zooms the trace and Home

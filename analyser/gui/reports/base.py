@@ -56,11 +56,17 @@ def lay_out(
     sizes: tuple[int, int],
 ) -> None:
     """``owner``'s layout, without margins: the ``header`` rows on top, then ``upper`` over
-    ``lower`` in a vertical splitter (initial heights ``sizes``) that takes the rest."""
+    ``lower`` in a vertical splitter (initial heights ``sizes``) that takes the rest. For a
+    :class:`Report` this is its content, under the base class's empty states."""
     split = QSplitter(Qt.Orientation.Vertical)
     split.addWidget(upper)
     split.addWidget(lower)
     split.setSizes(list(sizes))
+    if isinstance(owner, Report):
+        owner.lay_out_with_empty_states()
+        content = QWidget()
+        owner.set_content(content)
+        owner = content
     layout = QVBoxLayout(owner)
     layout.setContentsMargins(0, 0, 0, 0)
     for row in header:

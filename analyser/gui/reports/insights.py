@@ -180,15 +180,14 @@ class InsightsReport(Report):
         return self.chart_panel
 
     # ------------------------------------------------------------------ refresh
-    def refresh(self) -> None:
-        doc, cmp = self.document, self.compare_doc
+    def clear(self) -> None:
         self.list.clear()
         self.details.clear()
         self.plot.getPlotItem().clear()
+
+    def show_documents(self, doc: Any, cmp: Any) -> None:
+        self.clear()
         self.banner_b.setVisible(cmp is not None)
-        if doc is None:
-            self.banner_a.show_state("info", "No profile open.")
-            return
         state, text = banner_text(doc, self.units)
         self.banner_a.show_state(state, ("A: " if cmp is not None else "") + text)
         if cmp is not None:

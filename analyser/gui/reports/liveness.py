@@ -144,7 +144,7 @@ class LivenessReport(Report):
         ipus = self.shown_ipus()
         return ipus[0] if ipus else 0
 
-    def refresh(self) -> None:
+    def show_documents(self, doc: Any, other: Any) -> None:
         self._refreshing = True
         try:
             cur = self.ipu_combo.currentIndex()

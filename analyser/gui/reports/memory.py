@@ -532,8 +532,7 @@ class MemoryReport(Report):
         )
 
     # ------------------------------------------------------------------ refresh
-    def refresh(self) -> None:
-        doc = self.document
+    def show_documents(self, doc: Any, other: Any) -> None:
         self._refreshing = True
         try:
             current = self.ipu_combo.currentIndex()

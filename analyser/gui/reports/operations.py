@@ -188,12 +188,11 @@ class OperationsReport(Report):
         order = np.argsort(-np.abs(m["total_cycles_delta"].to_numpy()), kind="stable")
         return m.iloc[order].reset_index(drop=True)
 
-    def refresh(self) -> None:
-        doc, cmp = self.document, self.compare_doc
-        if doc is None:
-            self.frame = pd.DataFrame()
-            self.model.set_frame(self.frame)
-            return
+    def clear(self) -> None:
+        self.frame = pd.DataFrame()
+        self.model.set_frame(self.frame)
+
+    def show_documents(self, doc: Any, cmp: Any) -> None:
         if cmp is None:
             self.frame = data.operations(doc).reset_index()
         else:

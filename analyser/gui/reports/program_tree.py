@@ -27,7 +27,6 @@ from PySide6.QtWidgets import (
     QPushButton,
     QSplitter,
     QTreeView,
-    QVBoxLayout,
     QWidget,
 )
 
@@ -428,24 +427,25 @@ class ProgramTreeReport(Report):
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self.pane_a)
         split.addWidget(self.pane_b)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(split)
+        self.lay_out_with_empty_states()
+        self.set_content(split)
         self._b_of_a: np.ndarray | None = None
 
     @property
     def model(self) -> ProgramTreeModel | None:
         return self.pane_a.model
 
-    def refresh(self) -> None:
-        doc, cmp = self.document, self.compare_doc
-        self.pane_a.set_document(
-            doc, self.units, f"A: {doc.name}" if cmp is not None and doc else ""
-        )
+    def clear(self) -> None:
+        self.pane_a.set_document(None, self.units, "")
+        self.pane_b.set_document(None, self.units, "")
+        self._b_of_a = None
+
+    def show_documents(self, doc: Any, cmp: Any) -> None:
+        self.pane_a.set_document(doc, self.units, f"A: {doc.name}" if cmp is not None else "")
         self.pane_b.setVisible(cmp is not None)
         self.pane_b.set_document(cmp, self.units, f"B: {cmp.name}" if cmp is not None else "")
         self._b_of_a = None
-        if cmp is not None and doc is not None and self.pane_b.model is not None:
+        if cmp is not None and self.pane_b.model is not None:
             delta = matched_cycle_change(doc, cmp)
             if delta is not None:
                 self.pane_b.model.set_delta(delta)

@@ -147,9 +147,8 @@ class SummaryReport(Report):
         splitter.addWidget(self.tabs)
         splitter.setSizes([480, 700])
         self.splitter = splitter
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(splitter)
+        self.lay_out_with_empty_states()
+        self.set_content(splitter)
 
     def chart_widget(self) -> QWidget:
         return self.chart_panel
@@ -246,15 +245,15 @@ class SummaryReport(Report):
         return [("Target", target), ("Graph", graph), ("Memory", memory), ("Execution", execution)]
 
     # ------------------------------------------------------------------ refresh
-    def refresh(self) -> None:
+    def clear(self) -> None:
         for tree in (self.tree, self.ipu_tree, self.stream_tree, self.config_tree):
             tree.clear()
         self.plot.getPlotItem().clear()
         self.explanation.clear()
-        doc, cmp = self.document, self.compare_doc
+
+    def show_documents(self, doc: Any, cmp: Any) -> None:
+        self.clear()
         self.tabs.setTabVisible(self.explanation_index, cmp is not None)
-        if doc is None:
-            return
         compare = cmp is not None
         self.splitter.setSizes([760, 640] if compare else [480, 700])
         headers = ("Name", "A", "B", "Change") if compare else ("Name", "Value")
