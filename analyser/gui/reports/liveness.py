@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 
 from analyser.core.liveness import ALIGN_ADDED, ALIGN_REMOVED
 from analyser.core.quantities import VARIABLE_TABLE, columns, step_type_name
-from analyser.core.units import axis_scale, fmt_bytes, fmt_int, fmt_pct
+from analyser.core.units import MISSING, axis_scale, fmt_bytes, fmt_int, fmt_pct
 from analyser.gui.model import data
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report, lay_out
@@ -358,7 +358,7 @@ class LivenessReport(Report):
         at = self.steps_at(x)
         if self.compare_doc is None:
             return f"step {x}" if first else f"vs {x}"
-        show = lambda s: str(s) if s >= 0 else "–"  # noqa: E731
+        show = lambda s: str(s) if s >= 0 else MISSING  # noqa: E731
         return ("step " if first else "vs ") + f"A {show(at['A'])} · B {show(at['B'])}"
 
     def _show_steps(self) -> None:
