@@ -761,3 +761,39 @@ def test_run_selector_jumps_to_and_keeps_the_view_in_one_host_call(qtbot, report
     _redrawn_after(qtbot, tl, lambda: r.run_combo.setCurrentIndex(0))
     f0, f1 = tl.full_range()
     assert tl.x_range()[0] <= f0 and tl.x_range()[1] >= f1
+
+
+def test_flow_arrows_for_cross_ipu_exchanges_and_syncs(
+    qtbot, report, walkthrough_profiles, monkeypatch
+):
+    """Arrows from the sending IPU's step to the receiving IPU's (exchanges) and from the last
+    IPU to reach an external sync to the others, for the visible window only; a toggle hides
+    them; zoomed out past FLOW_ROWS steps none are drawn."""
+    r, _ = report
+    _open(report, walkthrough_profiles["2-half"])
+    tl = r.timeline
+    fl = tl.trace.flows(*tl.full_range())
+    assert len(fl) and {"exchange", "sync"} <= set(fl.kind)
+    # around the first exchange
+    i = int(np.flatnonzero(fl.kind == "exchange")[0])
+    a, b = float(fl.x0[i]), float(fl.x1[i])
+    _redrawn_after(qtbot, tl, lambda: tl.set_x_range(a - (b - a), b + (b - a)))
+    assert tl.flows is not None and not tl.flows.too_many
+    assert tl.flows_item.n_arrows == len(tl.flows) >= 1
+    x0, x1 = tl.x_range()
+    assert ((tl.flows.x0 >= x0 - (x1 - x0)) & (tl.flows.x0 <= x1)).all()  # the window's only
+    xy = np.concatenate([xy for _p, xy in tl.flows_item._groups])
+    # from one IPU's lane to another's
+    assert (np.abs(xy[:, 1] - xy[:, 3]) >= 1).all()
+    tl.grab()
+    r.flows_box.setChecked(False)
+    assert tl.flows_item.n_arrows == 0
+    r.flows_box.setChecked(True)
+    assert tl.flows_item.n_arrows >= 1
+    # zoomed out: too many steps for flows
+    from analyser.gui.reports.trace import timeline
+
+    monkeypatch.setattr(timeline, "FLOW_ROWS", 2000)
+    assert tl.trace.step_count() > timeline.FLOW_ROWS
+    _redrawn_after(qtbot, tl, lambda: tl.reset_zoom())
+    assert tl.flows.too_many and tl.flows_item.n_arrows == 0

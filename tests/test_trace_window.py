@@ -385,3 +385,53 @@ def pd_first_start(lanes: np.ndarray, starts: np.ndarray) -> dict[int, int]:
     for lane, s in zip(lanes[order], starts[order], strict=True):
         first.setdefault(int(lane), int(s))
     return first
+
+
+def _brute_exchanges(steps, t0, t1) -> set[tuple[int, int]]:
+    ge = STEP_TYPES.index("GlobalExchange")
+    st = steps["start"].astype(np.int64)
+    en = st + steps["cycles"]
+    over = (en > t0) & (st < t1) & (steps["type"] == ge)
+    snd = np.flatnonzero(over & (steps["bytes_out"] > 0))
+    rcv = np.flatnonzero(over & (steps["bytes_in"] > 0))
+    return {
+        (int(a), int(b))
+        for a in snd
+        for b in rcv
+        if steps["ipu"][a] != steps["ipu"][b] and st[a] <= st[b] <= en[a]
+    }
+
+
+def test_flows_pair_cross_ipu_exchanges(small):
+    """Flow arrows: every GlobalExchange send goes to the receives on other IPUs that start
+    while it runs (checked against a brute-force pairing), from the send's start to the
+    receive's end; capped; none when the window holds too many steps."""
+    tw, steps, _names, _tc = small
+    f0, f1 = tw.full_extent()
+    t0, t1 = f0 + (f1 - f0) * 0.2, f0 + (f1 - f0) * 0.5
+    fl = tw.flows(t0, t1)
+    want = _brute_exchanges(steps, t0, t1)
+    assert len(want) > 5
+    assert set(zip(fl.src_row.tolist(), fl.dst_row.tolist(), strict=True)) == want
+    assert set(fl.kind) == {"exchange"}
+    assert (fl.x0 == steps["start"][fl.src_row]).all()
+    assert (fl.x1 == (steps["start"] + steps["cycles"])[fl.dst_row]).all()
+    assert (fl.src_ipu != fl.dst_ipu).all()
+    assert len(tw.flows(t0, t1, limit=3)) == 3
+    assert tw.flows(t0, t1, max_rows=10).too_many
+
+
+def test_flows_of_external_syncs(walkthrough_profiles):
+    """An external sync releases every IPU at one cycle: the arrow goes from the IPU that
+    arrived last to each other IPU's sync, at the release."""
+    with open_profile(walkthrough_profiles["2-half"]) as p:
+        tw = TraceWindow(p)
+        fl = tw.flows(*tw.full_extent())
+        sync = fl.kind == "sync"
+        assert sync.sum() >= 4 and (fl.kind == "exchange").sum() >= 4
+        d = tw.access.read(0, tw.step_count(), ("start", "cycles"))
+        end = d["start"] + d["cycles"]
+        src, dst = fl.src_row[sync], fl.dst_row[sync]
+        assert (end[src] == end[dst]).all()  # one barrier
+        assert (d["start"][src] >= d["start"][dst]).all()  # the last to arrive releases
+        assert (fl.src_ipu[sync] != fl.dst_ipu[sync]).all()

@@ -283,6 +283,33 @@ class RangeStatistics:
 
 
 @dataclass
+class Flows:
+    """Arrows between IPUs (Perfetto's flows) of a window: ``kind[i]`` is "exchange" (a
+    GlobalExchange sending to another IPU, to the exchange step receiving it, which starts while
+    the send runs: from the send's start to the receive's end) or "sync" (an external sync:
+    from the IPU that arrived last, at its arrival, to every other IPU's sync at the release).
+    ``too_many`` when the window held more steps than a flow query reads (none computed)."""
+
+    kind: np.ndarray  # object: "exchange" | "sync"
+    src_ipu: np.ndarray
+    src_row: np.ndarray
+    x0: np.ndarray  # cycle at the source
+    dst_ipu: np.ndarray
+    dst_row: np.ndarray
+    x1: np.ndarray  # cycle at the destination
+    too_many: bool = False
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+
+def _no_flows(too_many: bool = False) -> Flows:
+    e = np.empty(0, dtype=np.int64)
+    f = np.empty(0, dtype=np.float64)
+    return Flows(np.empty(0, dtype=object), e, e, f, e, e, f, too_many)
+
+
+@dataclass
 class Overview:
     """Active share of each IPU in ``buckets`` equal time buckets of ``[t0, t1)``:
     ``busy[ipu, bucket]`` in 0..1, the share of the bucket's cycles in steps that compute or
@@ -1173,10 +1200,91 @@ class TraceWindow:
             float(total.sum()),
         )
 
+    # -- flows ---------------------------------------------------------------------------------
+    def flows(self, t0: float, t1: float, max_rows: int = 200_000, limit: int = 500) -> Flows:
+        """Cross-IPU exchanges and external syncs of the steps overlapping ``[t0, t1)`` (see
+        :class:`Flows`), at most ``limit`` arrows (the first in time); none, with
+        ``too_many``, when the IPUs hold more than ``max_rows`` steps there. Vectorised: the
+        senders find their receivers with ``np.searchsorted`` over the receivers' starts, the
+        syncs their partners by equal end cycles."""
+        spans = [self.row_range(i, t0, t1) for i in range(self.n_ipus)]
+        if sum(b - a for a, b in spans) > max_rows:
+            return _no_flows(too_many=True)
+        cols = ("start", "cycles", "type", "bytes_in", "bytes_out", "program")
+        parts = []
+        for ipu, (lo, hi) in enumerate(spans):
+            if hi <= lo:
+                continue
+            d = self.access.read_cached(lo, hi, cols)
+            s = d["start"].astype(np.float64)
+            e = s + d["cycles"]
+            m = (e > t0) & (s < t1)
+            rows = np.arange(lo, hi, dtype=np.int64)[m]
+            parts.append((np.full(len(rows), ipu), rows, s[m], e[m], *(d[c][m] for c in cols[2:])))
+        if not parts:
+            return _no_flows()
+        ipu, row, s, e, typ, b_in, b_out, prog = (np.concatenate(x) for x in zip(*parts))
+        out = []
+        # exchanges: each send to the receives on other IPUs starting while it runs
+        ge = typ == STEP_TYPES.index("GlobalExchange")
+        snd = np.flatnonzero(ge & (b_out > 0))
+        rcv = np.flatnonzero(ge & (b_in > 0))
+        if len(snd) and len(rcv):
+            rcv = rcv[np.argsort(s[rcv], kind="stable")]
+            a = np.searchsorted(s[rcv], s[snd], side="left")
+            b = np.searchsorted(s[rcv], e[snd], side="right")
+            n = b - a
+            src = np.repeat(snd, n)
+            dst = rcv[np.repeat(a, n) + np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n)]
+            other = ipu[src] != ipu[dst]
+            src, dst = src[other], dst[other]
+            out.append(("exchange", src, s[src], dst, e[dst]))
+        # external syncs: the last IPU to arrive releases the others (equal end cycles)
+        sync_kind = self.programs["sync"].to_numpy()
+        ext = np.flatnonzero(
+            np.isin(typ, _WAIT_TYPES) & (sync_kind[prog] == schema.SYNC_KINDS.index("external"))
+        )
+        if len(ext):
+            order = ext[np.lexsort((-s[ext], e[ext]))]  # by end, the latest arrival first
+            ends = e[order]
+            first = np.r_[True, ends[1:] != ends[:-1]]
+            group = np.cumsum(first) - 1
+            releaser = order[first][group]
+            keep = (~first) & (ipu[order] != ipu[releaser])
+            src, dst = releaser[keep], order[keep]
+            out.append(("sync", src, s[src], dst, e[dst]))
+        if not out:
+            return _no_flows()
+        kind = np.concatenate([np.full(len(x[1]), x[0], dtype=object) for x in out])
+        src = np.concatenate([x[1] for x in out])
+        x0 = np.concatenate([x[2] for x in out])
+        dst = np.concatenate([x[3] for x in out])
+        x1 = np.concatenate([x[4] for x in out])
+        first = np.argsort(x0, kind="stable")[:limit]
+        return Flows(
+            kind[first],
+            ipu[src][first],
+            row[src][first],
+            x0[first],
+            ipu[dst][first],
+            row[dst][first],
+            x1[first],
+        )
+
     # -- slice labels --------------------------------------------------------------------------
     def programs_of_rows(self, rows: np.ndarray) -> np.ndarray:
         """The program id of each global step row, read through the drawing cache one row block
         at a time (a loop over the few blocks the rows fall in, never over rows)."""
+        return self.column_of_rows(rows, "program")
+
+    def lanes_of_rows(self, rows: np.ndarray, group: str) -> np.ndarray:
+        """The lane (global lane id of :meth:`window`) of each global step row."""
+        fn, cols = self._lane_fn(group)
+        data = {c: self.column_of_rows(rows, c) for c in cols}
+        return np.asarray(fn(data), dtype=np.int64)
+
+    def column_of_rows(self, rows: np.ndarray, column: str) -> np.ndarray:
+        """Column ``column`` of each global step row (through the drawing cache, by block)."""
         rows = np.asarray(rows, dtype=np.int64)
         out = np.empty(len(rows), dtype=np.int64)
         if not len(rows):
@@ -1187,8 +1295,8 @@ class TraceWindow:
         bounds = np.r_[np.flatnonzero(np.r_[True, block[1:] != block[:-1]]), len(r)]
         for a, b in itertools.pairwise(bounds):
             lo, hi = int(r[a]), int(r[b - 1]) + 1
-            prog = self.access.read_cached(lo, hi, ("program",))["program"]
-            out[order[a:b]] = prog[r[a:b] - lo]
+            values = self.access.read_cached(lo, hi, (column,))[column]
+            out[order[a:b]] = values[r[a:b] - lo]
         return out
 
     def step_names(self, rows: np.ndarray) -> np.ndarray:
@@ -1290,6 +1398,7 @@ __all__ = [
     "STATISTICS_BY",
     "STEP_TYPES",
     "BspMatrix",
+    "Flows",
     "Overview",
     "RangeStatistics",
     "RangeSummary",

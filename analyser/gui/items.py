@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import pyqtgraph as pg
 from pyqtgraph.Qt import internals
-from PySide6.QtCore import QRectF, Qt
+from PySide6.QtCore import QLineF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QPainter, QPen
 
 
@@ -168,4 +168,62 @@ class SliceLabelsItem(pg.GraphicsObject):
             painter.drawText(QRectF(left[i], top[i], room[i], bottom[i] - top[i]), int(flags), text)
             self.drawn.append(text)
             self.drawn_px.append(float(room[i]))
+        painter.restore()
+
+
+class ArrowsItem(pg.GraphicsObject):
+    """Arrows from (x0, y0) to (x1, y1) in data coordinates (Perfetto's flow arrows), one pen
+    per group, heads drawn in pixels (they keep their size at every zoom). The caller passes
+    the arrows of the visible window only, capped, so a paint is a few hundred lines.
+
+    ``set_arrows([(pen, xy), ...])`` with ``xy`` an ``(n, 4)`` array of x0, y0, x1, y1."""
+
+    #: Arrow head length and half width, pixels.
+    HEAD_PX = (7.0, 3.5)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._groups: list[tuple[QPen, np.ndarray]] = []
+        self.n_arrows = 0
+        self.setZValue(9)
+
+    def set_arrows(self, groups: Sequence[tuple[QPen, np.ndarray]]) -> None:
+        self.prepareGeometryChange()
+        self._groups = [(pen, np.asarray(xy, dtype=np.float64)) for pen, xy in groups if len(xy)]
+        self.n_arrows = sum(len(xy) for _p, xy in self._groups)
+        self.update()
+
+    def boundingRect(self) -> QRectF:
+        if not self._groups:
+            return QRectF()
+        xy = np.concatenate([xy for _p, xy in self._groups])
+        xs, ys = xy[:, [0, 2]], xy[:, [1, 3]]
+        return QRectF(xs.min(), ys.min(), xs.max() - xs.min(), ys.max() - ys.min())
+
+    def paint(self, painter: QPainter, *args) -> None:
+        if not self._groups:
+            return
+        t = painter.transform()
+        painter.save()
+        painter.resetTransform()
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing, True)
+        length, half = self.HEAD_PX
+        for pen, xy in self._groups:
+            x0 = t.m11() * xy[:, 0] + t.m31()
+            y0 = t.m22() * xy[:, 1] + t.m32()
+            x1 = t.m11() * xy[:, 2] + t.m31()
+            y1 = t.m22() * xy[:, 3] + t.m32()
+            dx, dy = x1 - x0, y1 - y0
+            norm = np.maximum(np.hypot(dx, dy), 1e-9)
+            ux, uy = dx / norm, dy / norm
+            # the head's two barbs, from the tip back along the arrow and to each side
+            bx, by = x1 - ux * length, y1 - uy * length
+            lx, ly = bx - uy * half, by + ux * half
+            rx, ry = bx + uy * half, by - ux * half
+            painter.setPen(pen)
+            painter.drawLines(
+                [QLineF(*p) for p in np.stack([x0, y0, x1, y1], axis=1).tolist()]
+                + [QLineF(*p) for p in np.stack([x1, y1, lx, ly], axis=1).tolist()]
+                + [QLineF(*p) for p in np.stack([x1, y1, rx, ry], axis=1).tolist()]
+            )
         painter.restore()

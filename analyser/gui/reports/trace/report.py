@@ -9,6 +9,7 @@ from __future__ import annotations
 from PySide6.QtCore import QEvent, QObject, QRunnable, Qt, QThreadPool, QTimer, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QHBoxLayout,
     QLabel,
@@ -34,6 +35,7 @@ from analyser.gui.reports.trace.panels import (
     StepDetailsPanel,
 )
 from analyser.gui.reports.trace.timeline import (
+    FLOW_ROWS,
     KEY_ZOOM,
     TRACE_KEYS,
     OverviewStrip,
@@ -124,6 +126,14 @@ class TraceReport(Report):
         self.axis_combo.setToolTip("Read the time axis in cycles or in time at the IPU clock")
         self.axis_combo.currentIndexChanged.connect(self._on_axis)
         bar.addWidget(self.axis_combo)
+        self.flows_box = QCheckBox("Flows")
+        self.flows_box.setChecked(True)
+        self.flows_box.setToolTip(
+            "Arrows for cross-IPU exchanges and syncs (drawn when fewer than "
+            f"{FLOW_ROWS:,} steps are in view)"
+        )
+        self.flows_box.toggled.connect(self._on_flows)
+        bar.addWidget(self.flows_box)
         bar.addWidget(QLabel("Run:"))
         self.run_combo = QComboBox()
         self.run_combo.setToolTip(
@@ -139,11 +149,15 @@ class TraceReport(Report):
         # a long read-out must not widen the window: it gives way (the full text is its tooltip)
         self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.status.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        bar.addWidget(self.status, 1)
+        bar.addStretch(1)
         lay.addLayout(bar)
+        # the legend, and the window's read-out at the right of the same line
+        legend_row = QHBoxLayout()
         self.legend = QLabel("")
         self.legend.setTextFormat(Qt.TextFormat.RichText)
-        lay.addWidget(self.legend)
+        legend_row.addWidget(self.legend)
+        legend_row.addWidget(self.status, 1)
+        lay.addLayout(legend_row)
 
         self.overview = OverviewStrip()
         lay.addWidget(self.overview)
@@ -205,6 +219,7 @@ class TraceReport(Report):
             self.group_combo,
             self.axis_combo,
             self.run_combo,
+            self.flows_box,
             self.zoom_in_button,
             self.zoom_out_button,
             self.reset_button,
@@ -360,6 +375,10 @@ class TraceReport(Report):
         span = min(t1 - t0, hi - lo)
         t0 = min(max(t0, lo), hi - span)
         self.timeline.set_x_range(t0, t0 + span)
+
+    def _on_flows(self, on: bool) -> None:
+        for tl in (self.timeline, self.timeline_b):
+            tl.set_flows_visible(on)
 
     def _on_axis(self, _index: int) -> None:
         for tl in (self.timeline, self.timeline_b):

@@ -39,7 +39,7 @@ from analyser.core.trace_window import (
 )
 from analyser.core.units import fmt_seconds
 from analyser.gui.axes import CycleAxis, short_cycles
-from analyser.gui.items import BatchedRectsItem, SliceLabelsItem
+from analyser.gui.items import ArrowsItem, BatchedRectsItem, SliceLabelsItem
 from analyser.gui.palette import heatmap_colors, qcolor
 from analyser.gui.theme import chart_colors, style_plot
 from profiles.errors import UserFacingError
@@ -58,6 +58,9 @@ KEY_PAN = 0.2
 MIN_SPAN = 20.0
 #: Most step names drawn at once (the widest slices first).
 MAX_LABELS = 3000
+#: Flow arrows are drawn when the window holds at most this many steps, at most MAX_FLOWS.
+FLOW_ROWS = 20_000
+MAX_FLOWS = 500
 # the trace's own keys (W / S zoom, A / D pan, Home / 0 whole run), also taken from the report's
 # controls that have no use for them (the View box, the buttons, the tabs): see TraceReport
 TRACE_KEYS = frozenset(
@@ -223,6 +226,16 @@ class TimelineView(pg.PlotWidget):
         plot.addItem(self.labels)
         self.host_labels = SliceLabelsItem()
         plot.addItem(self.host_labels)
+        # flow arrows between IPUs (cross-IPU exchanges, external syncs) of the visible window
+        self.flows_item = ArrowsItem()
+        plot.addItem(self.flows_item)
+        self.show_flows = True
+        self.flows = None
+        exchange = QPen(qcolor("step_types", "GlobalExchange").darker(140))
+        sync = QPen(QColor(chart_colors().foreground))
+        for pen in (exchange, sync):
+            pen.setWidthF(1.4)
+        self._flow_pens = {"exchange": exchange, "sync": sync}
         # the selected range of cycles: a shaded band over every lane, its duration above it
         self.range_sel: tuple[float, float] | None = None
         self._drag_from = 0.0
@@ -509,6 +522,7 @@ class TimelineView(pg.PlotWidget):
             [(self._step_brushes[t], np.concatenate(parts[t])) for t in STEP_TYPES if t in parts]
         )
         self._draw_labels(labelled, t0, t1)
+        self._draw_flows(t0, t1)
         self._place_band_label()
         self.redraw_count += 1
         self.windowChanged.emit(t0, t1)
@@ -531,6 +545,47 @@ class TimelineView(pg.PlotWidget):
         except UserFacingError:  # the profile went away: no names this time
             names = np.full(len(rows), "")
         self.labels.set_labels(rects, names, dark)
+
+    def set_flows_visible(self, on: bool) -> None:
+        """Show or hide the flow arrows."""
+        self.show_flows = bool(on)
+        self._draw_flows(*self.x_range())
+
+    def _draw_flows(self, t0: float, t1: float) -> None:
+        """Arrows of the window's cross-IPU exchanges and external syncs (none when hidden or
+        when the window holds more than FLOW_ROWS steps: ``flows.too_many``)."""
+        self.flows = None
+        if not self.show_flows or self.trace is None or self.trace.n_ipus < 2:
+            self.flows_item.set_arrows([])
+            return
+        try:
+            fl = self.trace.flows(t0, t1, max_rows=FLOW_ROWS, limit=MAX_FLOWS)
+        except UserFacingError:
+            fl = None
+        self.flows = fl
+        if fl is None or not len(fl):
+            self.flows_item.set_arrows([])
+            return
+        y0 = self._lane_y(fl.src_ipu, fl.src_row)
+        y1 = self._lane_y(fl.dst_ipu, fl.dst_row)
+        xy = np.stack([fl.x0, y0, fl.x1, y1], axis=1)
+        self.flows_item.set_arrows(
+            [(pen, xy[fl.kind == kind]) for kind, pen in self._flow_pens.items()]
+        )
+
+    def _lane_y(self, ipus: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """The middle of the lane of each step (``rows`` of IPUs ``ipus``) in the current
+        grouping."""
+        base = np.array([self.ipu_base.get(int(i), 0) for i in range(self.trace.n_ipus)])
+        y = base[ipus].astype(np.float64) + 0.5
+        if self.group != "flat":
+            lanes = self.trace.lanes_of_rows(rows, self.group)
+            for ipu in np.unique(ipus):  # a loop over the IPUs, not over the arrows
+                m = ipus == ipu
+                local = self.lane_local.get(int(ipu), np.zeros(1, dtype=np.int64))
+                lane = np.clip(lanes[m], 0, len(local) - 1)
+                y[m] += np.maximum(local[lane], 0)
+        return y
 
     @property
     def n_rects(self) -> int:
