@@ -797,3 +797,56 @@ def test_flow_arrows_for_cross_ipu_exchanges_and_syncs(
     assert tl.trace.step_count() > timeline.FLOW_ROWS
     _redrawn_after(qtbot, tl, lambda: tl.reset_zoom())
     assert tl.flows.too_many and tl.flows_item.n_arrows == 0
+
+
+def _click_label(qtbot, tl, y: float) -> None:
+    """Click the lane label at lane height ``y`` (the left axis)."""
+    axis = tl.lane_axis
+    vb = tl.getPlotItem().getViewBox()
+    scene_y = vb.mapViewToScene(QPointF(0, y)).y()
+    pos = tl.mapFromScene(QPointF(axis.sceneBoundingRect().center().x(), scene_y))
+    qtbot.mouseClick(tl.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(pos.x(), pos.y()))
+
+
+def test_lane_groups_fold_and_unfold_and_are_remembered_per_document(
+    qtbot, report, small_paths, host_paths
+):
+    """A click on an IPU's lane label folds its lanes into one (all its steps drawn there) and
+    unfolds them again; the host lanes fold likewise; the folds are kept per document."""
+    r, _ = report
+    a, b = _open(report, small_paths[0], small_paths[1])
+    r.set_document(a)
+    r.group_combo.setCurrentIndex(r.group_combo.findData("operation"))
+    tl = r.timeline
+    lanes0 = len(tl.ipu_lanes[0])
+    assert lanes0 >= 2
+    n_lanes, steps = tl.n_lanes, tl.n_steps_visible
+    assert tl.lane_axis._labels[0][1].startswith("▾ IPU 0")
+    _redrawn_after(qtbot, tl, lambda: _click_label(qtbot, tl, 0.5))
+    assert tl.n_lanes == n_lanes - lanes0 + 1
+    assert tl.lane_axis._labels[0][1] == f"▸ IPU 0 · {lanes0} lanes"
+    assert tl.n_steps_visible == steps  # every step still drawn, in the one lane
+    ys = np.concatenate([prim.ndarray()[:, 1] for _b, prim in tl.items._groups])
+    assert (ys[ys < 1] >= 0).any() and tl.ipu_base[1] == 1
+    # a step of the folded IPU is still found under the pointer
+    x0, x1 = tl.x_range()
+    assert tl.describe_at((x0 + x1) / 2, 0.5)
+    # remembered per document: B has its own folds, A's come back with A
+    r.set_document(b)
+    assert tl.lane_axis._labels[0][1].startswith("▾ IPU 0")
+    r.set_document(a)
+    assert tl.lane_axis._labels[0][1].startswith("▸ IPU 0")
+    _redrawn_after(qtbot, tl, lambda: _click_label(qtbot, tl, 0.5))
+    assert tl.n_lanes == n_lanes
+    # the host lanes (main and loader) fold into one
+    _open(report, host_paths["async"])
+    assert tl.host_lanes == ("main", "loader")
+    before = tl.n_lanes
+    _redrawn_after(qtbot, tl, lambda: _click_label(qtbot, tl, tl.host_base + 0.5))
+    assert tl.n_lanes == before - 1 and tl.host_folded
+    assert (tl.host_base + 0.5, "▸ Host · 2 lanes") in tl.lane_axis._labels
+    rects = np.concatenate([prim.ndarray() for _b, prim in tl.host_items._groups])
+    assert np.allclose(rects[:, 1], rects[0, 1])  # one lane
+    row = int(np.argmax((tl.host["end"] - tl.host["start"]).to_numpy()))
+    mid = float(tl.host["start"].iat[row] + tl.host["end"].iat[row]) / 2
+    assert tl.host_at(mid, tl.host_base + 0.5) is not None

@@ -148,7 +148,8 @@ class TraceReport(Report):
         self.status = QLabel("")
         # a long read-out must not widen the window: it gives way (the full text is its tooltip)
         self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        self.status.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        # left-aligned beside the legend: when space runs out the cycles stay, the tail goes
+        self.status.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
         bar.addStretch(1)
         lay.addLayout(bar)
         # the legend, and the window's read-out at the right of the same line
@@ -156,6 +157,7 @@ class TraceReport(Report):
         self.legend = QLabel("")
         self.legend.setTextFormat(Qt.TextFormat.RichText)
         legend_row.addWidget(self.legend)
+        legend_row.addSpacing(16)
         legend_row.addWidget(self.status, 1)
         lay.addLayout(legend_row)
 

@@ -23,6 +23,8 @@ selection (the selected range, step or host event).
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import pandas as pd
 import pyqtgraph as pg
@@ -156,11 +158,13 @@ def light_fill(color: QColor) -> bool:
 
 
 class LaneAxis(pg.AxisItem):
-    """Left axis showing lane labels at lane centres."""
+    """Left axis showing lane labels at lane centres; a click on a label is handed to
+    ``clicked(y)`` (y in lanes) when set (the timeline folds lane groups)."""
 
     def __init__(self) -> None:
         super().__init__("left")
         self._labels: list[tuple[float, str]] = []
+        self.clicked = None
         self.setWidth(LANE_AXIS_PX)
         font = QFont()
         font.setPointSize(8)
@@ -169,6 +173,14 @@ class LaneAxis(pg.AxisItem):
     def set_labels(self, labels: list[tuple[float, str]]) -> None:
         self._labels = labels
         self.setTicks([labels, []])
+
+    def mouseClickEvent(self, event) -> None:
+        vb = self.linkedView()
+        if self.clicked is None or vb is None or event.button() != Qt.MouseButton.LeftButton:
+            super().mouseClickEvent(event)
+            return
+        event.accept()
+        self.clicked(float(vb.mapSceneToView(event.scenePos()).y()))
 
 
 class TimelineView(pg.PlotWidget):
@@ -190,6 +202,9 @@ class TimelineView(pg.PlotWidget):
             parent, viewBox=vb, axisItems={"left": self.lane_axis, "bottom": self.time_axis}
         )
         vb.range_drag = self._range_drag
+        self.lane_axis.clicked = self.toggle_group_at
+        #: folded lane groups ("ipu", i) / ("host",), remembered per trace (per document)
+        self._folded_by_trace: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         style_plot(self)
         self.trace: TraceWindow | None = None
         self.group = "flat"
@@ -316,6 +331,9 @@ class TimelineView(pg.PlotWidget):
                 names, ids = self.trace.ipu_lanes(self.group, ipu)
                 if not len(ids):
                     names, ids = ("(no steps)",), np.zeros(1, dtype=np.int64)
+                n_group = len(names)
+                if self.group_of(ipu) == "flat" and self.group != "flat":  # folded: one lane
+                    names, ids = (f"{n_group} lanes",), np.zeros(1, dtype=np.int64)
                 self.ipu_base[ipu] = y
                 self.ipu_lanes[ipu] = names
                 self.ipu_lane_ids[ipu] = ids
@@ -324,9 +342,12 @@ class TimelineView(pg.PlotWidget):
                 self.lane_local[ipu] = local
                 if self.group == "flat":
                     labels.append((y + 0.5, f"IPU {ipu}"))
+                elif self.group_of(ipu) == "flat":
+                    labels.append((y + 0.5, f"▸ IPU {ipu} · {n_group} lanes"))
                 else:
                     labels.extend(
-                        (y + i + 0.5, lane_label(ipu, name)) for i, name in enumerate(names)
+                        (y + i + 0.5, ("▾ " if i == 0 else "") + lane_label(ipu, name))
+                        for i, name in enumerate(names)
                     )
                 y += len(names)
                 self.separators.append(y)
@@ -334,8 +355,15 @@ class TimelineView(pg.PlotWidget):
         present = set(self.host["lane"]) if len(self.host) else set()
         self.host_lanes = tuple(lane for lane in HOST_LANES if lane in present)
         self.host_base = y
-        labels.extend((y + i + 0.5, f"Host · {lane}") for i, lane in enumerate(self.host_lanes))
-        y += len(self.host_lanes)
+        if self.host_folded:
+            labels.append((y + 0.5, f"▸ Host · {len(self.host_lanes)} lanes"))
+        else:
+            fold = "▾ " if len(self.host_lanes) > 1 else ""
+            labels.extend(
+                (y + i + 0.5, (fold if i == 0 else "") + f"Host · {lane}")
+                for i, lane in enumerate(self.host_lanes)
+            )
+        y += self.n_host_rows
         if self.host_lanes:
             self.separators.append(y)
         self._draw_host()
@@ -355,8 +383,51 @@ class TimelineView(pg.PlotWidget):
         self.scrollbar.setValue(0)
         self._fit_lanes()
 
+    # -- lane groups (folded / unfolded, per IPU and the host) ----------------------------------
+    @property
+    def folded(self) -> set:
+        """The folded lane groups of the shown trace: ("ipu", i) and / or ("host",)."""
+        if self.trace is None:
+            return set()
+        return self._folded_by_trace.setdefault(self.trace, set())
+
+    def group_of(self, ipu: int) -> str:
+        """The grouping IPU ``ipu``'s lanes are drawn with: "flat" (one lane) when folded."""
+        return "flat" if ("ipu", ipu) in self.folded else self.group
+
+    @property
+    def host_folded(self) -> bool:
+        return ("host",) in self.folded and len(self.host_lanes) > 1
+
+    @property
+    def n_host_rows(self) -> int:
+        return 1 if self.host_folded else len(self.host_lanes)
+
+    def toggle_group(self, key: tuple) -> None:
+        """Fold or unfold a lane group (an IPU's lanes in a grouped view, or the host's)."""
+        folded = self.folded
+        folded.symmetric_difference_update({key})
+        self._layout_lanes()
+        self.redraw()
+        if self.selected_row is not None:
+            self.select_row(self.selected_row, center=False)
+        elif self.selected_host is not None:
+            self.select_host(self.selected_host)
+
+    def toggle_group_at(self, y: float) -> None:
+        """A click on the lane label at height ``y``: fold / unfold its group."""
+        if self.host_lanes and self.host_base <= y < self.host_base + self.n_host_rows:
+            if len(self.host_lanes) > 1:
+                self.toggle_group(("host",))
+            return
+        hit = self.lane_at(y)
+        if hit is not None and self.group != "flat":
+            self.toggle_group(("ipu", hit[0]))
+
     def host_lane_of(self, row: int) -> int:
         """The lane index (y) of host event ``row``."""
+        if self.host_folded:
+            return self.host_base
         return self.host_base + self.host_lanes.index(self.host["lane"].iat[row])
 
     def _draw_host(self) -> None:
@@ -367,6 +438,8 @@ class TimelineView(pg.PlotWidget):
             return
         h = self.host
         lane = np.array([self.host_lanes.index(x) for x in h["lane"]], dtype=np.float64)
+        if self.host_folded:
+            lane[:] = 0
         rects = np.empty((len(h), 4), dtype=np.float64)
         rects[:, 0] = h["start"].to_numpy(np.float64)
         rects[:, 1] = self.host_base + lane + (1 - LANE_FILL) / 2
@@ -377,16 +450,23 @@ class TimelineView(pg.PlotWidget):
             [(self._host_brushes[k], rects[kind == k]) for k in HOST_EVENTS if (kind == k).any()]
         )
         dark = np.array([light_fill(qcolor("host_events", k)) for k in kind], dtype=bool)
+        if self.host_folded:  # the lanes' events overlap in one lane: no names over each other
+            rects, kind, dark = rects[:0], kind[:0], dark[:0]
         self.host_labels.set_labels(rects, [str(k) for k in kind], dark)
 
     def host_at(self, x: float, y: float, tolerance: float = 0.0) -> int | None:
         """Row of the host event under data point (x, y), the shortest when several touch it."""
-        if not self.host_lanes or not self.host_base <= y < self.host_base + len(self.host_lanes):
+        if not self.host_lanes or not self.host_base <= y < self.host_base + self.n_host_rows:
             return None
         h = self.host
-        lane = self.host_lanes[int(y - self.host_base)]
+        lanes = h["lane"].to_numpy()
+        on_lane = (
+            np.ones(len(h), dtype=bool)
+            if self.host_folded
+            else lanes == self.host_lanes[int(y - self.host_base)]
+        )
         hit = np.flatnonzero(
-            (h["lane"].to_numpy() == lane)
+            on_lane
             & (h["start"].to_numpy() <= x + tolerance)
             & (h["end"].to_numpy() >= x - tolerance)
         )
@@ -501,7 +581,7 @@ class TimelineView(pg.PlotWidget):
             base = self.ipu_base[ipu]
             if base + len(self.ipu_lanes[ipu]) < y0 or base > y1:
                 continue  # only the IPUs in view are read (as PopVision loads visible IPUs)
-            res = self.trace.window(ipu, t0, t1, width, self.group)
+            res = self.trace.window(ipu, t0, t1, width, self.group_of(ipu))
             self.results[ipu] = res
             base = self.ipu_base[ipu]
             for name, r in res.rects.items():
@@ -581,6 +661,8 @@ class TimelineView(pg.PlotWidget):
         if self.group != "flat":
             lanes = self.trace.lanes_of_rows(rows, self.group)
             for ipu in np.unique(ipus):  # a loop over the IPUs, not over the arrows
+                if self.group_of(int(ipu)) == "flat":
+                    continue  # folded: one lane
                 m = ipus == ipu
                 local = self.lane_local.get(int(ipu), np.zeros(1, dtype=np.int64))
                 lane = np.clip(lanes[m], 0, len(local) - 1)
@@ -676,7 +758,7 @@ class TimelineView(pg.PlotWidget):
                 if n
                 else ""
             )
-        row = self.trace.step_at(ipu, x, lane, self.group, tolerance=2 * pw)
+        row = self.trace.step_at(ipu, x, lane, self.group_of(ipu), tolerance=2 * pw)
         if row is None:
             return ""
         d = self.trace.step_details(row)
@@ -700,7 +782,7 @@ class TimelineView(pg.PlotWidget):
         if hit is None:
             return None
         ipu, lane = hit
-        row = self.trace.step_at(ipu, x, lane, self.group, tolerance=tol)
+        row = self.trace.step_at(ipu, x, lane, self.group_of(ipu), tolerance=tol)
         if row is not None:
             self.select_row(row, center=False)
         return row
@@ -715,7 +797,7 @@ class TimelineView(pg.PlotWidget):
         self.selected_host = None
         ipu = d["ipu"]
         lane = 0
-        if self.group != "flat":
+        if self.group_of(ipu) != "flat":
             lane_fn, cols = self.trace._lane_fn(self.group)
             data = self.trace.access.read_cached(row, row + 1, cols)
             glob = int(lane_fn(data)[0])
