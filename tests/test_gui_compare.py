@@ -4,6 +4,7 @@ overlap, Predict effect re-ranking in compare mode, per-step and per-operation t
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from gui_helpers import assert_nothing_left
 from gui_helpers import open_documents as _open
@@ -261,3 +262,122 @@ def test_liveness_vertices_and_cycle_tabs_fill_when_shown(qtbot, liveness, walkt
     # a new step refreshes the shown tab
     r.click_step(5, False)
     assert "A: step 4 (" in r.cycles_text.text() and "B: step 5 (" in r.cycles_text.text()
+
+
+# ---------------------------------------------------------------------------------------------
+# Operations: software layers, column chooser, per-operation charts
+# ---------------------------------------------------------------------------------------------
+@pytest.fixture
+def operations(qtbot, tmp_path):
+    from PySide6.QtCore import QSettings
+
+    from analyser.gui.reports.operations import OperationsReport
+
+    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    r = OperationsReport()
+    r.set_settings(settings)
+    qtbot.addWidget(r)
+    r.resize(1300, 850)
+    r.show()
+    qtbot.waitExposed(r)
+    docs = []
+    yield r, docs, settings
+    assert_nothing_left(r)
+    for d in docs:
+        d.close()
+
+
+def test_software_layers_add_up_to_the_operations(walkthrough_profiles):
+    """Core: layers and programs cover the same run as the operations table (cycles of the
+    whole run, memory, code)."""
+    from analyser.core.analysis import Analysis
+    from analyser.core.operations import layer_table, memory_by_category, program_table
+
+    with Analysis.open(walkthrough_profiles["3-accumulate"]) as a:
+        ops = a.operations
+        layers = layer_table(ops)
+        assert layers["operations"].sum() == len(ops)
+        for col in ("total_cycles", "memory_bytes", "code_bytes", "flops"):
+            assert layers[col].sum() == ops[col].sum()
+        progs = program_table(a.src, a.execution, ops)
+        with_op = progs[progs["operation"] != "-"]
+        assert with_op["total_cycles"].sum() == ops["total_cycles"].sum()
+        assert progs["cycles_share"].sum() == pytest.approx(1.0)
+        mem = memory_by_category(a.variables, ops, np.array([0]))
+        v = a.variables
+        assert mem.drop("code").sum() == v.loc[v["op"] == 0, "bytes"].sum()
+        assert mem.drop("code").sum() == ops["memory_bytes"].iloc[0]
+        assert mem["code"] == ops["code_bytes"].iloc[0]
+
+
+@pytest.mark.gui
+def test_operations_layer_selector_columns_and_charts(qtbot, operations, walkthrough_profiles):
+    """Issue 14: the software-layer selector (PopTorch operations / model layers / Poplar
+    programs), the column chooser remembered in the settings per layer, and the selected
+    row's charts (cycles by tile, memory by category) drawn only when shown."""
+    from PySide6.QtCore import Qt
+
+    from analyser.gui.reports.operations import OperationsReport
+
+    r, docs, settings = operations
+    (doc,) = _open((r, docs), walkthrough_profiles["3-accumulate"])
+    assert r.layer_combo.itemText(0) == "PopTorch operations"
+    n_ops = r.model.rowCount()
+    r.set_layer("layers")
+    layers = r.model.frame
+    assert r.model.headerData(0, Qt.Orientation.Horizontal) == "Layer" and 0 < len(layers) < n_ops
+    top = r.selected_name()
+    top_cycles = layers.loc[layers["name"] == top, "total_cycles"].iloc[0]
+    assert top_cycles == layers["total_cycles"].max()  # most expensive first
+    ops = doc.analysis.operations
+    section = r.summary_tree.topLevelItem(0)
+    assert section.text(0) == top
+    # the layer's programs are its operations' programs
+    op_ids, progs = r.selection_of(doc, top)
+    assert set(ops["layer"].iloc[op_ids]) == {top}
+    assert r.progs_table.model.rowCount() == len(progs)
+    # charts: nothing drawn until shown, then the core's figures
+    assert r.tile_plot is None
+    r.details.setCurrentWidget(r.charts_panel)
+    assert r.tile_plot is not None and r.tile_plot.getPlotItem().listDataItems()
+    from analyser.core.operations import tile_cycles_by_ipu
+
+    by_ipu = tile_cycles_by_ipu(doc.analysis.src, progs)
+    ipu, cycles = next(iter(by_ipu.items()))
+    assert f"IPU {ipu}: {int(cycles.max()):,} cycles on the slowest tile" in r.charts_text.text()
+    ticks = r.memory_plot.getPlotItem().getAxis("left")._tickLevels[0]
+    assert "code" in {t for _p, t in ticks}
+    # programs: one row per executable program, its operation named
+    r.set_layer("programs")
+    assert r.model.headerData(0, Qt.Orientation.Horizontal) == "Program"
+    assert "operation" in [r.model.column_key(c) for c in range(r.model.columnCount())]
+    # column chooser: hiding a column hides it, the choice is remembered per layer
+    r.set_layer("operations")
+    col = r.model.column_of("flops")
+    action = next(a for a in r.columns_menu.actions() if a.text() == "FLOPs")
+    action.setChecked(False)
+    assert r.view.isColumnHidden(col)
+    assert "flops" in settings.value("operations/hidden/operations")
+    r.set_layer("layers")
+    assert not r.view.isColumnHidden(r.model.column_of("flops"))
+    r2 = OperationsReport()
+    qtbot.addWidget(r2)
+    r2.set_settings(settings)
+    r2.show()
+    r2.set_document(doc, None)
+    assert r2.view.isColumnHidden(r2.model.column_of("flops"))
+    r2.close()
+
+
+@pytest.mark.gui
+def test_operations_layers_in_compare_mode(qtbot, operations, walkthrough_profiles):
+    r, docs, _s = operations
+    a, b = _open((r, docs), walkthrough_profiles["2-half"], walkthrough_profiles["3-accumulate"])
+    r.set_layer("layers")
+    f = r.model.frame
+    la, lb = a.analysis.operations, b.analysis.operations
+    row = f.set_index("name").loc["conv1"]
+    assert row["total_cycles_a"] == la.loc[la["layer"] == "conv1", "total_cycles"].sum()
+    assert row["total_cycles_b"] == lb.loc[lb["layer"] == "conv1", "total_cycles"].sum()
+    r.details.setCurrentWidget(r.charts_panel)
+    assert "A: IPU" in r.charts_text.text() and "B: IPU" in r.charts_text.text()

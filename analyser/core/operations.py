@@ -51,3 +51,123 @@ def operations_table(src: Source, execution: ExecutionSummary | None) -> pd.Data
     df["memory_bytes"] = mem
     df.index.name = "op"
     return df
+
+
+# ---------------------------------------------------------------------------------------------
+# Software layers: the same run as framework operations, model layers or Poplar programs
+# ---------------------------------------------------------------------------------------------
+#: The software layers of the Operations report, in the order offered.
+SOFTWARE_LAYERS = ("operations", "layers", "programs")
+
+_FRAMEWORKS = {"poptorch": "PopTorch", "popart": "PopART", "tensorflow": "TensorFlow"}
+
+
+def software_layer_titles(framework: str | None) -> dict[str, str]:
+    """What each software layer is called for a run of ``framework`` (run config)."""
+    fw = _FRAMEWORKS.get(str(framework or "").lower(), "framework")
+    return {
+        "operations": f"{fw} operations",
+        "layers": "Model layers (modules)",
+        "programs": "Poplar programs (compute sets, exchanges, copies)",
+    }
+
+
+def layer_table(ops: pd.DataFrame) -> pd.DataFrame:
+    """The operations table summed by model layer (module path): one row per layer in the
+    order its first operation appears, with ``operations`` (count), ``type`` (its operation
+    types), ``ipu`` / ``stage`` (of its first operation), and sums of ``cycles`` (one execution
+    of each), ``total_cycles``, ``cycles_share``, ``flops``, ``memory_bytes``, ``temp_bytes``
+    and ``code_bytes``."""
+    if ops.empty:
+        return pd.DataFrame(columns=["name", "operations", "type", "ipu", "stage"])
+    layer = ops["layer"].astype(str).to_numpy()
+    g = ops.assign(_layer=layer).groupby("_layer", sort=False)
+    sums = g[
+        [
+            "cycles",
+            "total_cycles",
+            "cycles_share",
+            "flops",
+            "memory_bytes",
+            "temp_bytes",
+            "code_bytes",
+        ]
+    ].sum()
+    first = g[["ipu", "stage"]].first()
+    types = g["type"].agg(lambda t: ", ".join(dict.fromkeys(map(str, t))))
+    out = pd.DataFrame(
+        {
+            "name": sums.index.to_numpy(),
+            "operations": g.size().to_numpy(),
+            "type": types.to_numpy(),
+            "ipu": first["ipu"].to_numpy(),
+            "stage": first["stage"].to_numpy(),
+        }
+    )
+    for col in sums.columns:
+        out[col] = sums[col].to_numpy()
+    return out
+
+
+def program_table(
+    src: Source, execution: ExecutionSummary | None, ops: pd.DataFrame
+) -> pd.DataFrame:
+    """The executable programs (Poplar's level: compute sets, exchanges, stream copies, syncs),
+    one row per leaf of /programs/nodes with ``program`` (its row), ``type`` (step type),
+    ``ipu``, ``operation`` (name of the framework operation it belongs to, '-' for none),
+    ``pass``, ``cycles`` (one execution, max over tiles), ``executions``, ``total_cycles``,
+    ``cycles_share``, ``tile_balance``, ``bytes`` (moved by one execution) and ``code_bytes``."""
+    nodes = src.table("/programs/nodes")
+    types = nodes["type"].to_numpy().astype(np.int64)
+    leaf = np.flatnonzero(types >= len(schema.PROGRAM_TYPES) - len(schema.EXECUTABLE_TYPES))
+    op = nodes["op"].to_numpy().astype(np.int64)[leaf]
+    names = ops["name"].astype(str).to_numpy() if len(ops) else np.zeros(0, dtype=object)
+    passes = ops["pass"].astype(str).to_numpy() if len(ops) else np.zeros(0, dtype=object)
+    has = (op >= 0) & (op < len(names))
+    safe = np.clip(op, 0, max(len(names) - 1, 0))
+    total = np.zeros(leaf.size, np.int64)
+    execs = np.zeros(leaf.size, np.int64)
+    if execution is not None:
+        total = np.asarray(execution.program_cycles, dtype=np.int64)[leaf]
+        execs = np.asarray(execution.program_executions, dtype=np.int64)[leaf]
+    busy = float(total.sum())
+    return pd.DataFrame(
+        {
+            "name": nodes["name"].astype(str).to_numpy()[leaf],
+            "program": leaf,
+            "type": np.asarray(schema.PROGRAM_TYPES, dtype=object)[types[leaf]],
+            "ipu": nodes["ipu"].to_numpy()[leaf],
+            "operation": np.where(has, names[safe] if len(names) else "-", "-"),
+            "pass": np.where(has, passes[safe] if len(passes) else "-", "-"),
+            "cycles": nodes["cycles"].to_numpy().astype(np.int64)[leaf],
+            "executions": execs,
+            "total_cycles": total,
+            "cycles_share": total / busy if busy else np.zeros(leaf.size),
+            "tile_balance": nodes["tile_balance"].to_numpy().astype(np.float64)[leaf],
+            "bytes": nodes["bytes"].to_numpy().astype(np.int64)[leaf],
+            "code_bytes": nodes["code_bytes"].to_numpy().astype(np.int64)[leaf],
+        }
+    )
+
+
+def tile_cycles_by_ipu(src: Source, programs: np.ndarray) -> dict[int, np.ndarray]:
+    """{IPU: [tiles] cycles} of one execution of each of ``programs`` summed per tile (an
+    operation's or a layer's cycle estimate by tile; /programs/tile_cycles)."""
+    programs = np.asarray(programs, dtype=np.int64)
+    if programs.size == 0:
+        return {}
+    ipu = src.column("/programs/nodes", "ipu").astype(np.int64)[programs]
+    cycles = src.profile.tile_cycles(programs).astype(np.int64)
+    return {int(i): cycles[ipu == i].sum(axis=0) for i in np.unique(ipu)}
+
+
+def memory_by_category(variables: pd.DataFrame, ops: pd.DataFrame, op_ids: np.ndarray) -> pd.Series:
+    """Bytes of operations ``op_ids`` by what they hold: the variables they own by kind
+    (weights, activations, gradients, optimiser state, stashes, temporaries...; they add up to
+    the table's ``memory_bytes``) and their ``code``, all IPUs (bytes over all tiles)."""
+    op_ids = np.asarray(op_ids, dtype=np.int64)
+    mine = variables[np.isin(variables["op"].to_numpy(), op_ids)]
+    out = mine.groupby(mine["kind"].astype(str), sort=False)["bytes"].sum().astype(np.int64)
+    sel = ops.iloc[op_ids] if len(op_ids) else ops.iloc[:0]
+    out["code"] = int(sel["code_bytes"].sum()) if "code_bytes" in sel else 0
+    return out[out > 0].sort_values(ascending=False)

@@ -262,6 +262,8 @@ class MainWindow(QMainWindow):
             report.openRequested.connect(self._on_open_requested)
             if hasattr(report, "applyTipRequested"):
                 report.applyTipRequested.connect(self._on_apply_tip)
+            if hasattr(report, "set_settings"):  # choices a report remembers (columns shown)
+                report.set_settings(self.settings)
             self._reports[row] = report
             self.stack.addWidget(report)
         return report

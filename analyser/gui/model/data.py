@@ -219,3 +219,34 @@ def step_tile_cycles(doc: Document, step: int) -> np.ndarray:
     from analyser.core.liveness import step_tile_cycles as build
 
     return doc.cached(f"step_tile_cycles:{step}", lambda: build(doc.analysis.src, step))
+
+
+def operation_layer(doc: Document, layer: str) -> pd.DataFrame:
+    """The Operations report's table at one software layer (``analyser.core.operations``):
+    ``operations`` (the framework's), ``layers`` (model modules) or ``programs`` (Poplar)."""
+    from analyser.core import operations as ops_core
+
+    if layer == "operations":
+        return operations(doc)
+    if layer == "layers":
+        return doc.cached("layer_table", lambda: ops_core.layer_table(operations(doc)))
+    if layer == "programs":
+        return doc.cached(
+            "program_table",
+            lambda: ops_core.program_table(doc.analysis.src, execution(doc), operations(doc)),
+        )
+    raise ValueError(f"unknown software layer {layer!r}")
+
+
+def tile_cycles_by_ipu(doc: Document, programs: np.ndarray) -> dict[int, np.ndarray]:
+    """{IPU: [tiles] cycles} of one execution of ``programs`` summed per tile."""
+    from analyser.core.operations import tile_cycles_by_ipu as build
+
+    return build(doc.analysis.src, programs)
+
+
+def memory_by_category(doc: Document, op_ids: np.ndarray) -> pd.Series:
+    """Bytes of operations ``op_ids`` by what they hold (variables by kind, temporary, code)."""
+    from analyser.core.operations import memory_by_category as build
+
+    return build(variables(doc), operations(doc), op_ids)
