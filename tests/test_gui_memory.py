@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QPointF
+from PySide6.QtCore import QPointF, Qt
 from PySide6.QtWidgets import QApplication
 
 from analyser.gui.model.labels import distinct_labels, elide_middle
@@ -110,3 +110,57 @@ def test_variables_chart_names_are_distinct_with_full_name_tooltips(memory, path
     r._on_variables_hover(vb.mapViewToScene(QPointF(1.0, y)))
     assert r.variables_plot.toolTip().startswith(str(v["name"].iloc[3]))
     assert np.isfinite(y)
+
+
+def test_tile_memory_map_shows_the_modelled_layout_and_names_clicked_blocks(qtbot, memory, paths):
+    """PopVision's per-tile memory map: the fullest tile by default, regions and blocks by
+    address, labelled as the simulator's modelled layout; a click on a block names the
+    variable, its bytes, address range and liveness; a tile clicked in the chart is mapped."""
+    from PySide6.QtCore import QPoint
+    from PySide6.QtTest import QTest
+
+    from analyser.core.units import fmt_bytes
+
+    r, show = memory
+    (doc,) = show(paths[0])
+    r.view_tabs.setCurrentWidget(r.memory_map)
+    QApplication.processEvents()
+    page = r.memory_map
+    assert "Modelled layout" in page.header.text() and "not a compiler" in page.header.text()
+    mem = doc.analysis.memory
+    ipu, tile = r.mapped_tile()
+    assert mem.tile_used[ipu][tile] == mem.tile_used.max()  # the fullest tile
+    lay = page.map_a.layout_
+    assert (lay.ipu, lay.tile) == (ipu, tile)
+    assert f"IPU {ipu}, tile {tile}" in page.map_a.title.text()
+    assert page.map_a.rects.n_rects == len(lay.blocks)
+    # click the middle of a not-always-live variable's block
+    b = lay.blocks
+    row = b[(b["category"] == "variable") & ~b["always_live"]].iloc[0]
+    vb = page.map_a.plot.getPlotItem().getViewBox()
+    step = (row["live_start"] + row["live_end"] + 1) / 2
+    addr = (row["start"] + row["end"]) / 2 / page.map_a.scale
+    pos = page.map_a.plot.mapFromScene(vb.mapViewToScene(QPointF(step, addr)))
+    QTest.mouseClick(page.map_a.plot.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(pos))
+    qtbot.waitUntil(lambda: page.details.text() != "")
+    text = page.details.text()
+    hit = page.map_a.selected
+    assert hit is not None and text.startswith(str(hit["name"]))
+    assert fmt_bytes(int(hit["bytes"]), r.units) in text
+    assert f"0x{int(hit['start']):05x}-0x{int(hit['end']) - 1:05x}" in text
+    assert "live at steps" in text or "always live" in text
+    assert page.map_a.highlight.isVisible()
+    # a tile clicked in the chart is mapped
+    r.click_tile(1, 3, False)
+    assert r.mapped_tile() == (1, 3) and page.map_a.layout_.tile == 3
+
+
+def test_tile_memory_map_in_compare_mode_shows_b_below_a(memory, paths):
+    r, show = memory
+    show(*paths)
+    r.view_tabs.setCurrentWidget(r.memory_map)
+    QApplication.processEvents()
+    page = r.memory_map
+    assert page.map_b.isVisible() and page.map_b.layout_ is not None
+    assert page.map_a.title.text().startswith("A: ") and page.map_b.title.text().startswith("B: ")
+    assert (page.map_b.layout_.ipu, page.map_b.layout_.tile) == r.mapped_tile()

@@ -42,6 +42,13 @@ def variables(doc: Document) -> pd.DataFrame:
     return doc.cached("variables", lambda: doc.analysis.variables)
 
 
+def tile_layout(doc: Document, ipu: int, tile: int) -> Any:
+    """The modelled address layout of one tile (``analyser.core.memory_layout.TileLayout``)."""
+    from analyser.core.memory_layout import tile_layout as layout
+
+    return doc.cached(f"tile-layout:{ipu}:{tile}", lambda: layout(doc.analysis, ipu, tile))
+
+
 def metrics(doc: Document) -> Any:
     return doc.cached("metrics", lambda: doc.analysis.metrics)
 

@@ -52,6 +52,7 @@ from analyser.gui.model.selection import (
 )
 from analyser.gui.palette import heatmap_colors, hex_color
 from analyser.gui.reports.base import Report, lay_out
+from analyser.gui.reports.memory_map import MemoryMapPage
 from analyser.gui.theme import chart_colors, style_plot
 from analyser.gui.widgets import (
     FilterTable,
@@ -453,6 +454,10 @@ class MemoryReport(Report):
         self.view_tabs.addTab(chart_page, "Memory per tile")
         self.view_tabs.addTab(self.tile_map, "Tile map")
         self.view_tabs.addTab(self.variables_page, "Variables")
+        self.memory_map = MemoryMapPage()
+        self.view_tabs.addTab(self.memory_map, "Tile memory map")
+        #: (ipu, tile) the memory map shows: the last tile clicked, else the fullest shown
+        self.map_tile: tuple[int, int] | None = None
         self.view_tabs.currentChanged.connect(lambda _i: self._draw_secondary())
 
         self.totals_tree = KeyValueTree()
@@ -546,6 +551,7 @@ class MemoryReport(Report):
         finally:
             self._refreshing = False
         self.selection = np.zeros((0, 2), np.int64)
+        self.map_tile = None
         self.tiles_edit.clear()
         self._redraw()
 
@@ -620,6 +626,38 @@ class MemoryReport(Report):
             self._draw_tile_map()
         elif page is self.variables_page:
             self._fill_variables()
+        elif page is self.memory_map:
+            self._draw_memory_map()
+
+    def mapped_tile(self) -> tuple[int, int] | None:
+        """The tile the memory map shows: the last one clicked or typed (first of the
+        selection) when its IPU is shown, else the fullest tile of the shown IPUs."""
+        doc = self.document
+        if doc is None:
+            return None
+        ipus = self.shown_ipus(doc)
+        if self.map_tile is not None and self.map_tile[0] in ipus:
+            return self.map_tile
+        mem = data.memory(doc)
+        if not ipus:
+            return None
+        used = mem.tile_used[ipus]
+        k = int(np.argmax(used))
+        return ipus[k // used.shape[1]], k % used.shape[1]
+
+    def _draw_memory_map(self) -> None:
+        where = self.mapped_tile()
+        if where is None:
+            self.memory_map.show_layouts(None, None, self.units)
+            return
+        ipu, tile = where
+        a = data.tile_layout(self.document, ipu, tile)
+        b = None
+        cmp = self.compare_doc
+        fits = cmp is not None and ipu < data.target(cmp).num_ipus
+        if fits and tile < data.target(cmp).tiles_per_ipu:
+            b = data.tile_layout(cmp, ipu, tile)
+        self.memory_map.show_layouts(a, b, self.units)
 
     def _draw_tile_map(self) -> None:
         """One floor plan per shown IPU (A and B side by side in compare mode, for the first
@@ -798,6 +836,10 @@ class MemoryReport(Report):
     def set_selection(self, pairs: np.ndarray) -> None:
         self.error_label.setVisible(False)
         self.selection = unique_pairs(pairs)
+        if len(self.selection):
+            self.map_tile = (int(self.selection[0, 0]), int(self.selection[0, 1]))
+            if self.view_tabs.currentWidget() is self.memory_map:
+                self._draw_memory_map()
         ipus = self.shown_ipus(self.document) if self.document is not None else []
         single = ipus[0] if len(ipus) == 1 else (0 if ipus else None)
         self.tiles_edit.setText(

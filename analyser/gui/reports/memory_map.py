@@ -1,0 +1,267 @@
+"""The Memory Report's per-tile memory map: the address layout of one tile over the run
+(addresses up, liveness steps across), its regions (non-interleaved, interleaved, overflowed),
+the code and other always-live categories, every variable as a block of its bytes over its live
+steps, and the gaps. The layout is :func:`analyser.core.memory_layout.tile_layout`'s: the
+simulator's modelled allocation, which the map says in its header; this module only draws it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QRectF, Qt, Signal
+from PySide6.QtGui import QBrush, QColor, QPen
+from PySide6.QtWidgets import QGraphicsRectItem, QLabel, QVBoxLayout, QWidget
+
+from analyser.core.memory_layout import TileLayout
+from analyser.core.units import MemoryUnits, axis_scale, fmt_bytes
+from analyser.gui.items import BatchedRectsItem
+from analyser.gui.palette import hex_color
+from analyser.gui.widgets import LegendLabel, make_plot, nice_name
+
+#: Region bands behind the blocks (palette memory_regions), drawn faint.
+REGION_ALPHA = 40
+
+
+def block_text(layout: TileLayout, row: Any, units: MemoryUnits) -> str:
+    """One line naming a block: name, bytes, address range, liveness, region."""
+    live = (
+        "always live"
+        if bool(row["always_live"])
+        else f"live at steps {int(row['live_start']):,}-{int(row['live_end']):,}"
+    )
+    what = nice_name(str(row["category"])) if row["category"] != "variable" else str(row["kind"])
+    return (
+        f"{row['name']} ({what}): {fmt_bytes(int(row['bytes']), units)} at addresses "
+        f"0x{int(row['start']):05x}-0x{int(row['end']) - 1:05x}, {live}, "
+        f"{nice_name(str(row['region'])).lower()} memory"
+    )
+
+
+class MemoryMapPlot(QWidget):
+    """The map of one tile of one profile; ``blockClicked`` carries the block's text."""
+
+    blockClicked = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        self.title = QLabel("")
+        self.title.setWordWrap(True)
+        lay.addWidget(self.title)
+        self.plot = make_plot(bottom="liveness step", mouse=True)
+        self.plot.getPlotItem().getAxis("left").setWidth(62)
+        lay.addWidget(self.plot, 1)
+        self.rects = BatchedRectsItem()
+        self.rects.setZValue(1)
+        self.plot.addItem(self.rects)
+        self.extras: list[Any] = []
+        self.highlight = QGraphicsRectItem()
+        self.highlight.setZValue(3)
+        self.highlight.setBrush(QBrush(Qt.BrushStyle.NoBrush))
+        self.highlight.setVisible(False)
+        self.plot.addItem(self.highlight)
+        self.layout_: TileLayout | None = None
+        self.scale = 1.0
+        self.units = MemoryUnits.KIB
+        self.selected: Any = None
+        self.plot.scene().sigMouseClicked.connect(self._on_click)
+
+    def show_layout(self, layout: TileLayout | None, units: MemoryUnits, title: str = "") -> None:
+        item = self.plot.getPlotItem()
+        for it in self.extras:
+            item.removeItem(it)
+        self.extras = []
+        self.highlight.setVisible(False)
+        self.selected = None
+        self.layout_ = layout
+        self.units = units
+        if layout is None:
+            self.rects.set_groups([])
+            self.title.setText(title)
+            return
+        top = max(layout.sram, layout.top_address)
+        self.scale, unit = axis_scale(units, top)
+        b = layout.blocks
+        x0 = b["live_start"].to_numpy().astype(float)
+        w = b["live_end"].to_numpy() + 1 - x0
+        y0 = b["start"].to_numpy() / self.scale
+        h = b["bytes"].to_numpy() / self.scale
+        rects = np.stack([x0, y0, w, h], axis=1)
+        # colour: categories by the memory-category palette, variables by kind; neighbours in
+        # address alternate a shade so two blocks of one colour still read as two
+        names = np.where(b["category"] == "variable", b["kind"].astype(str), b["category"])
+        groups = np.where(b["category"] == "variable", "variable_kinds", "memory_categories")
+        shade = (np.argsort(np.argsort(b["start"].to_numpy(), kind="stable")) % 2).astype(bool)
+        out = []
+        keys = dict.fromkeys(zip(groups, names, strict=True))
+        for g, n in keys:
+            base = QColor(hex_color(g, n))
+            for dark in (False, True):
+                m = (groups == g) & (names == n) & (shade == dark)
+                if m.any():
+                    color = base.darker(118) if dark else base
+                    out.append((QBrush(color), rects[m]))
+        n_steps = max(1, layout.n_steps)
+        self.rects.set_groups(out, QRectF(0, 0, n_steps, top / self.scale))
+        # regions: faint bands with their names, the tile's end dashed
+        for region, lo, hi in layout.regions:
+            color = QColor(hex_color("memory_regions", region))
+            color.setAlpha(REGION_ALPHA)
+            band = pg.LinearRegionItem(
+                (lo / self.scale, hi / self.scale),
+                orientation="horizontal",
+                movable=False,
+                brush=QBrush(color),
+                pen=pg.mkPen(None),
+            )
+            band.setZValue(0)
+            label = pg.TextItem(
+                f"{nice_name(region).lower()} ({fmt_bytes(hi - lo, units)})",
+                color=hex_color("memory_regions", region),
+                anchor=(1, 0),
+            )
+            label.setPos(n_steps, hi / self.scale)
+            label.setZValue(4)
+            for it in (band, label):
+                item.addItem(it)
+                self.extras.append(it)
+        end = pg.InfiniteLine(
+            pos=layout.sram / self.scale,
+            angle=0,
+            pen=pg.mkPen(hex_color("chart", "max_memory_line"), style=Qt.PenStyle.DashLine),
+        )
+        peak = layout.peak_step()
+        peak_line = pg.InfiniteLine(
+            pos=peak + 0.5, angle=90, pen=pg.mkPen(hex_color("chart", "peak_marker"), width=1)
+        )
+        for it in (end, peak_line):
+            it.setZValue(2)
+            item.addItem(it)
+            self.extras.append(it)
+        item.setLabel("left", f"address ({unit})")
+        item.setXRange(0, n_steps, padding=0.01)
+        item.setYRange(0, top / self.scale, padding=0.02)
+        self.title.setText(title)
+
+    def select_at(self, step: float, address: float) -> Any:
+        """Select the block at liveness ``step`` and byte ``address``; returns its row."""
+        lay = self.layout_
+        if lay is None:
+            return None
+        row = lay.block_at(address, step)
+        self.selected = row
+        if row is None:
+            self.highlight.setVisible(False)
+            self.blockClicked.emit(
+                f"free memory at 0x{int(address):05x}, step {round(step):,}"
+                if 0 <= address < lay.sram
+                else ""
+            )
+            return None
+        pen = QPen(QColor(hex_color("chart", "selection")))
+        pen.setCosmetic(True)
+        pen.setWidth(2)
+        self.highlight.setPen(pen)
+        self.highlight.setRect(
+            QRectF(
+                float(row["live_start"]),
+                row["start"] / self.scale,
+                float(row["live_end"] + 1 - row["live_start"]),
+                row["bytes"] / self.scale,
+            )
+        )
+        self.highlight.setVisible(True)
+        self.blockClicked.emit(block_text(lay, row, self.units))
+        return row
+
+    def _on_click(self, event) -> None:
+        vb = self.plot.getPlotItem().getViewBox()
+        if not vb.sceneBoundingRect().contains(event.scenePos()):
+            return
+        p = vb.mapSceneToView(event.scenePos())
+        self.select_at(p.x(), p.y() * self.scale)
+
+
+def layout_title(layout: TileLayout, units: MemoryUnits, tag: str = "") -> str:
+    """The map's header: which tile, and the figures of its layout against the profile's."""
+    peak = int(layout.live_bytes().max())
+    return (
+        f"{tag}IPU {layout.ipu}, tile {layout.tile}: peak {fmt_bytes(peak, units)} live at step "
+        f"{layout.peak_step():,} (profile: {fmt_bytes(layout.profile_total, units)} + "
+        f"{fmt_bytes(layout.profile_gaps, units)} gaps), highest address used "
+        f"{fmt_bytes(layout.top_address, units)} of {fmt_bytes(layout.sram, units)}; "
+        f"{len(layout.blocks):,} blocks."
+    )
+
+
+def legend_entries(layouts: list[TileLayout]) -> list[tuple[str, str]]:
+    """(name, colour) of every category and variable kind drawn (the regions are named on
+    their bands)."""
+    seen: dict[tuple[str, str], None] = {}
+    for lay in layouts:
+        b = lay.blocks
+        for cat, kind in zip(b["category"], b["kind"], strict=True):
+            seen[
+                ("variable_kinds", str(kind)) if cat == "variable" else ("memory_categories", cat)
+            ] = None
+    return [(nice_name(n) if g == "memory_categories" else n, hex_color(g, n)) for g, n in seen]
+
+
+class MemoryMapPage(QWidget):
+    """The tab: a header saying what the map is, A's map (and B's in compare mode), a legend
+    and the clicked block's description."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(4, 4, 4, 4)
+        self.header = QLabel(
+            "Modelled layout: the profile stores bytes per tile, category and variable, not "
+            "addresses, so the simulator lays them out with a documented policy (code first in "
+            "non-interleaved memory; always-live variables, then the others sharing addresses "
+            "when their live ranges do not overlap, largest first in interleaved memory). It is "
+            "not a compiler's allocation. Click a block to name it; click a tile in "
+            "'Memory per tile' to map it."
+        )
+        self.header.setWordWrap(True)
+        lay.addWidget(self.header)
+        self.map_a = MemoryMapPlot()
+        self.map_b = MemoryMapPlot()
+        self.map_b.plot.setXLink(self.map_a.plot)
+        self.map_b.plot.setYLink(self.map_a.plot)
+        lay.addWidget(self.map_a, 1)
+        lay.addWidget(self.map_b, 1)
+        self.map_b.setVisible(False)
+        self.legend = LegendLabel()
+        lay.addWidget(self.legend)
+        self.details = QLabel("")
+        self.details.setWordWrap(True)
+        self.details.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        lay.addWidget(self.details)
+        for m, tag in ((self.map_a, "A: "), (self.map_b, "B: ")):
+            m.blockClicked.connect(lambda text, tag=tag: self._clicked(text, tag))
+        self.compare = False
+
+    def _clicked(self, text: str, tag: str) -> None:
+        self.details.setText((tag if self.compare else "") + text)
+
+    def show_layouts(self, a: TileLayout | None, b: TileLayout | None, units: MemoryUnits) -> None:
+        self.compare = b is not None
+        self.map_b.setVisible(b is not None)
+        tag = "A: " if b is not None else ""
+        self.map_a.show_layout(a, units, layout_title(a, units, tag) if a is not None else "")
+        if b is not None:
+            self.map_b.show_layout(b, units, layout_title(b, units, "B: "))
+            # one address axis for both (linked): up to the higher of the two tops, so an
+            # overflow above the tile's end shows in either
+            top = max(max(x.sram, x.top_address) for x in (a, b) if x is not None)
+            scale = self.map_a.scale
+            self.map_a.plot.getPlotItem().setYRange(0, top / scale, padding=0.02)
+        self.legend.set_entries(legend_entries([x for x in (a, b) if x is not None]))
+        self.details.setText("")
+
+
+__all__ = ["MemoryMapPage", "MemoryMapPlot", "block_text", "layout_title", "legend_entries"]
