@@ -4,8 +4,9 @@ The pytest-qt tests run on Qt's offscreen platform, which has no window manager,
 and no xcb plugin: this script checks what a person sees in an X server (issue 14). It starts
 Xvfb on a free display, opens the profile(s) in ``analyse gui``, steps through every report with
 Ctrl+PgDown (from the side list and from inside a report), zooms the Execution Trace with W
-about the mouse pointer and back with Home, and grabs the screen after each step with
-ImageMagick's ``import``. It prints one line per step and the screenshot's path; exit code 0 when
+about the mouse pointer and back with Home, selects a range of cycles with a Shift + drag over
+the lanes (the mouse held down with xdotool), fits it with F, clears it with Esc, and grabs the
+screen after each step with ImageMagick's ``import``. It prints one line per step and the screenshot's path; exit code 0 when
 every check held, 1 otherwise, 2 when Xvfb / xdotool / import are missing.
 
     python benchmarks/gui_real_x.py PROFILE [PROFILE_B] [-o DIR]
@@ -105,6 +106,17 @@ class RealX:
         self._run("xdotool", "mousemove", str(x), str(y))
         time.sleep(0.3)
 
+    def drag(self, x0: int, x1: int, y: int, modifier: str = "", settle: float = 1.5) -> None:
+        """A left-button drag from (x0, y) to (x1, y) in steps, with ``modifier`` held."""
+        steps = [str(int(x0 + (x1 - x0) * k / 6)) for k in range(1, 7)]
+        args = ["keydown", modifier] if modifier else []
+        args += ["mousemove", str(x0), str(y), "mousedown", "1"]
+        for sx in steps:
+            args += ["mousemove", sx, str(y), "sleep", "0.05"]
+        args += ["mouseup", "1"] + (["keyup", modifier] if modifier else [])
+        self._run("xdotool", *args)
+        time.sleep(settle)
+
     def shot(self, name: str) -> Path:
         path = self.out / f"{name}.png"
         self._run("import", "-window", "root", str(path))
@@ -173,6 +185,21 @@ def drive(profiles: list[Path], out: Path) -> list[tuple[str, bool, str]]:
         time.sleep(0.7)
         home = x.shot("trace-home")
         checks.append(("Home shows the whole run again", _same(trace, home), home.name))
+        # Perfetto's area selection: Shift + drag over the lanes, then F fits it, Esc clears it
+        x.drag(int(w * 0.30), int(w * 0.45), int(h * 0.25), modifier="shift")
+        x.move(60, 35)
+        selected = x.shot_changed("trace-range-selected", home)
+        checks.append(("Shift + drag selects a range", not _same(home, selected), selected.name))
+        x.move(int(w * 0.35), int(h * 0.25))
+        x.key("f")
+        x.move(60, 35)
+        fitted = x.shot_changed("trace-range-fit-f", selected)
+        checks.append(("F fits the selected range", not _same(selected, fitted), fitted.name))
+        x.key("Escape")
+        x.key("Home")
+        time.sleep(0.7)
+        cleared = x.shot("trace-range-cleared")
+        checks.append(("Esc clears the range, Home", _same(home, cleared), cleared.name))
     finally:
         code = x.close()
     checks.append(("Ctrl+Q ends the GUI with exit code 0", code == 0, f"exit {code}"))

@@ -1,5 +1,6 @@
-"""The GUI in a real X server (Xvfb, xdotool key presses, screenshots): benchmarks/gui_real_x.py
-on a small synthetic profile. Skipped when Xvfb, xdotool or ImageMagick's import is absent."""
+"""The GUI in a real X server (Xvfb, xdotool key presses and a Shift + drag, screenshots):
+benchmarks/gui_real_x.py on a small synthetic profile. Skipped when Xvfb, xdotool or
+ImageMagick's import is absent."""
 
 from __future__ import annotations
 
@@ -31,4 +32,4 @@ def test_keys_in_a_real_x_server(tmp_path):
     checks = gui_real_x.drive([path], tmp_path / "shots")
     failed = [f"{name} ({detail})" for name, ok, detail in checks if not ok]
     assert not failed, failed
-    assert len(list((tmp_path / "shots").glob("*.png"))) >= 10
+    assert len(list((tmp_path / "shots").glob("*.png"))) >= 13
