@@ -94,7 +94,7 @@ columns, scalars for attributes, dicts / lists for `json` attributes. Enumerated
 integer codes (`schema.code("program_type", "Sync")`). The writer fills the root attributes
 itself, derives `/execution/ipu_offsets` and `/execution/max_step_cycles` when they are not
 given, checks everything against the schema before writing (an error names the group and field),
-chunks and compresses large datasets (LZF with shuffle, Fletcher-32 checksums so corruption is
+chunks and compresses large datasets (deflate level 1 after shuffle, Fletcher-32 checksums so corruption is
 detected), converts dtypes block by block without a second copy, and writes atomically: a temporary file in the destination folder, `fsync`, then
 `os.replace` (with `overwrite=False`, a hard link that never replaces an existing file). An
 interrupted write leaves no file under the final name and the previous file intact.
