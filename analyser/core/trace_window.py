@@ -838,6 +838,15 @@ class TraceWindow:
                     self._pyramids[key] = p
         return p
 
+    def prepare(self, group: str = "flat") -> TraceWindow:
+        """Build (or load from the cache) the level-of-detail pyramids of ``group`` for every
+        IPU with steps, so that the first paint only queries them: called by the GUI's
+        background warm-up after a profile opens. Returns ``self``."""
+        for ipu in range(self.n_ipus):
+            if self.step_count(ipu):
+                self._pyramid(ipu, group)
+        return self
+
     def _cache_folder(self, ipu: int, group: str) -> Path | None:
         """Where the pyramid of (IPU, grouping) is cached, or None (small IPU, no cache)."""
         if self.step_count(ipu) < LOD_CACHE_MIN_ROWS:

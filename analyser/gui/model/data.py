@@ -125,7 +125,9 @@ def trace_window(doc: Document) -> Any:
         return None
     from analyser.core.trace_window import TraceWindow
 
-    return doc.cached("trace_window", lambda: TraceWindow(doc.profile))
+    # the flat pyramids (the default view's level of detail, and the extents and row ranges of
+    # every view) are built here, in the background warm-up, not on the first paint
+    return doc.cached("trace_window", lambda: TraceWindow(doc.profile).prepare("flat"))
 
 
 def pipeline_chart(doc: Document) -> Any:
