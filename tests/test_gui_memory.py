@@ -164,3 +164,44 @@ def test_tile_memory_map_in_compare_mode_shows_b_below_a(memory, paths):
     assert page.map_b.isVisible() and page.map_b.layout_ is not None
     assert page.map_a.title.text().startswith("A: ") and page.map_b.title.text().startswith("B: ")
     assert (page.map_b.layout_.ipu, page.map_b.layout_.tile) == r.mapped_tile()
+
+
+def test_insights_tab_shows_vertex_and_exchange_sizes_and_goes_to_their_tiles(memory, paths):
+    """PopVision's Memory Report insights: vertex state and exchange code by model, IPU and
+    tile, the largest vertex types and exchanges; a double-click selects the row's tile."""
+    from analyser.core.units import fmt_bytes
+    from analyser.gui.model import data
+
+    r, show = memory
+    (doc,) = show(paths[0])
+    r.view_tabs.setCurrentWidget(r.insights_page)
+    QApplication.processEvents()
+    page = r.insights_page
+    ins = data.memory_insights(doc)
+    assert page.totals.value("Model", "Vertex state") == fmt_bytes(
+        ins.model["vertex state"], r.units
+    )
+    assert page.totals.value("IPU 1", "Exchange code") == fmt_bytes(
+        int(ins.per_ipu["exchange_code"].iloc[1]), r.units
+    )
+    assert page.vertices.visible_rows() == len(ins.vertices) > 0
+    assert page.exchanges.visible_rows() == len(ins.exchanges) > 0
+    # double-click the fullest tile's row: the report selects that tile
+    page.tabs.setCurrentWidget(page.tiles)
+    view = page.tiles.view
+    index = view.model().index(0, 0)
+    view.doubleClicked.emit(index)
+    top = ins.top_tiles.iloc[0]
+    assert r.selection.tolist() == [[int(top["ipu"]), int(top["tile"])]]
+
+
+def test_insights_tab_in_compare_mode_carries_both(memory, paths):
+    r, show = memory
+    show(*paths)
+    r.view_tabs.setCurrentWidget(r.insights_page)
+    QApplication.processEvents()
+    page = r.insights_page
+    assert page.totals.headerItem().text(3) == "Change"
+    assert page.totals.section("A: IPU 0") is not None and page.totals.section("B: IPU 0")
+    profiles = set(page.vertices.model.frame["profile"])
+    assert profiles == {"A", "B"}

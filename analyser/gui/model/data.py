@@ -49,6 +49,14 @@ def tile_layout(doc: Document, ipu: int, tile: int) -> Any:
     return doc.cached(f"tile-layout:{ipu}:{tile}", lambda: layout(doc.analysis, ipu, tile))
 
 
+def memory_insights(doc: Document) -> Any:
+    """Vertex state and exchange code by model, IPU and tile, the largest vertex types and
+    exchanges (``analyser.core.memory_insights.MemoryInsights``)."""
+    from analyser.core.memory_insights import memory_insights as insights
+
+    return doc.cached("memory-insights", lambda: insights(doc.analysis))
+
+
 def metrics(doc: Document) -> Any:
     return doc.cached("metrics", lambda: doc.analysis.metrics)
 

@@ -52,6 +52,7 @@ from analyser.gui.model.selection import (
 )
 from analyser.gui.palette import heatmap_colors, hex_color
 from analyser.gui.reports.base import Report, lay_out
+from analyser.gui.reports.memory_insights import MemoryInsightsPage
 from analyser.gui.reports.memory_map import MemoryMapPage
 from analyser.gui.theme import chart_colors, style_plot
 from analyser.gui.widgets import (
@@ -456,6 +457,11 @@ class MemoryReport(Report):
         self.view_tabs.addTab(self.variables_page, "Variables")
         self.memory_map = MemoryMapPage()
         self.view_tabs.addTab(self.memory_map, "Tile memory map")
+        self.insights_page = MemoryInsightsPage()
+        self.insights_page.tileChosen.connect(
+            lambda ipu, tile: self.set_selection(np.array([[ipu, tile]], np.int64))
+        )
+        self.view_tabs.addTab(self.insights_page, "Insights")
         #: (ipu, tile) the memory map shows: the last tile clicked, else the fullest shown
         self.map_tile: tuple[int, int] | None = None
         self.view_tabs.currentChanged.connect(lambda _i: self._draw_secondary())
@@ -628,6 +634,12 @@ class MemoryReport(Report):
             self._fill_variables()
         elif page is self.memory_map:
             self._draw_memory_map()
+        elif page is self.insights_page:
+            docs = [("A: ", self.document), ("B: ", self.compare_doc)]
+            items = [(t, data.memory_insights(d)) for t, d in docs if d is not None]
+            if len(items) == 1:
+                items = [("", items[0][1])]
+            self.insights_page.show_insights(items, self.units)
 
     def mapped_tile(self) -> tuple[int, int] | None:
         """The tile the memory map shows: the last one clicked or typed (first of the
