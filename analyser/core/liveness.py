@@ -49,7 +49,14 @@ def live_variables(
     src: Source, step: int, ipu: int | None = None, *, include_always_live: bool = False
 ) -> pd.DataFrame:
     """Variables live at liveness step ``step`` (on ``ipu``), largest first."""
-    df = variables_table(src)
+    return live_in(variables_table(src), step, ipu, include_always_live=include_always_live)
+
+
+def live_in(
+    df: pd.DataFrame, step: int, ipu: int | None = None, *, include_always_live: bool = False
+) -> pd.DataFrame:
+    """The rows of a variables table (``variables_table``, read once and kept by the caller)
+    live at liveness step ``step`` (on ``ipu``), largest first."""
     live = (df["live_start"] <= step) & (df["live_end"] >= step) & ~df["always_live"]
     if include_always_live:
         live |= df["always_live"]

@@ -114,7 +114,11 @@ def largest_always_live(doc: Document, n: int = 5) -> pd.DataFrame:
 def live_variables(
     doc: Document, step: int, ipu: int, include_always_live: bool = False
 ) -> pd.DataFrame:
-    return doc.analysis.live_variables(step, ipu, include_always_live=include_always_live)
+    """Variables live at liveness step ``step`` on ``ipu``, from the document's cached variables
+    table (``analyser.core.liveness.live_in``: no read of /graph/variables per click)."""
+    from analyser.core.liveness import live_in
+
+    return live_in(variables(doc), step, ipu, include_always_live=include_always_live)
 
 
 def target_line(doc: Document) -> str:

@@ -308,9 +308,11 @@ class OperationsReport(Report):
             self.view.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
         self.view.resizeColumnsToContents()
         self.view.setColumnWidth(0, min(self.view.columnWidth(0), 320))
+        before = self.view.currentIndex()
         if self.proxy.rowCount():
             self.view.selectRow(0)
-        self._show_details()
+        if self.view.currentIndex() == before:  # else currentRowChanged showed them already
+            self._show_details()
 
     def _apply_filter(self) -> None:
         f = self.frame
@@ -503,6 +505,7 @@ class OperationsReport(Report):
             mem = data.memory_by_category(d, op_ids)
             values[tag] = mem
             categories += [c for c in mem.index if c not in categories]
+        tp.enableAutoRange()
         if not lines:
             lines.append("No program of this row runs on a tile.")
         self.charts_text.setText("; ".join(lines))
@@ -520,12 +523,18 @@ class OperationsReport(Report):
             )
         mp.getAxis("left").setTicks([[(i, c) for i, c in enumerate(categories)], []])
         top = max((float(m.max()) for m in values.values() if len(m)), default=0.0)
+        self.memory_plot.setVisible(bool(categories))
+        if not categories:
+            self.charts_text.setText(
+                self.charts_text.text() + "; no memory is attributed to it (no variables, no code)."
+            )
+            return
+        mp.getAxis("bottom").enableAutoSIPrefix(False)
         scale, unit = axis_scale(self.units, top)
         mp.getAxis("bottom").setScale(1.0 / scale)
         mp.setLabel("bottom", f"memory ({unit})" + ("  (A, B)" if len(values) > 1 else ""))
         mp.setYRange(-0.6, max(n - 0.4, 0.6), padding=0)
         mp.setXRange(0, top * 1.05 if top else 1, padding=0)
-        tp.enableAutoRange()
 
     # ------------------------------------------------------------------ columns
     def set_settings(self, settings: Any) -> None:
