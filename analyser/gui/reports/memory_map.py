@@ -18,6 +18,7 @@ from analyser.core.memory_layout import TileLayout
 from analyser.core.units import MemoryUnits, axis_scale, fmt_bytes
 from analyser.gui.items import BatchedRectsItem
 from analyser.gui.palette import hex_color
+from analyser.gui.theme import chart_colors
 from analyser.gui.widgets import LegendLabel, make_plot, nice_name
 
 #: Region bands behind the blocks (palette memory_regions), drawn faint.
@@ -106,7 +107,9 @@ class MemoryMapPlot(QWidget):
                     out.append((QBrush(color), rects[m]))
         n_steps = max(1, layout.n_steps)
         self.rects.set_groups(out, QRectF(0, 0, n_steps, top / self.scale))
-        # regions: faint bands with their names, the tile's end dashed
+        # regions: faint bands with their names (on the background colour, over the blocks),
+        # the tile's end dashed
+        bg = QColor(chart_colors().background)
         for region, lo, hi in layout.regions:
             color = QColor(hex_color("memory_regions", region))
             color.setAlpha(REGION_ALPHA)
@@ -122,6 +125,7 @@ class MemoryMapPlot(QWidget):
                 f"{nice_name(region).lower()} ({fmt_bytes(hi - lo, units)})",
                 color=hex_color("memory_regions", region),
                 anchor=(1, 0),
+                fill=pg.mkBrush(QColor(bg.red(), bg.green(), bg.blue(), 200)),
             )
             label.setPos(n_steps, hi / self.scale)
             label.setZValue(4)
