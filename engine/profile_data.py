@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from engine.compiled import CompiledProgram, ProgramTree, default_tree
+from profiles.schema import RUN_CONFIG_VERSION
 
 if TYPE_CHECKING:  # pragma: no cover
     from engine.execute.core import Execution
@@ -56,6 +57,7 @@ def _compile_groups(c: CompiledProgram, leaf_node: np.ndarray) -> Groups:
     data: Groups = {}
     data["/meta"] = {
         "run_config": cfg.to_dict(),
+        "run_config_version": RUN_CONFIG_VERSION,
         "target": t.to_dict(),
         "model": cfg.model,
         "status": "oom" if c.oom else "ok",

@@ -37,7 +37,13 @@ from dataclasses import fields as dataclass_fields
 from typing import Literal
 
 FORMAT_NAME = "ipu-profile"
-FORMAT_VERSION: tuple[int, int] = (1, 2)
+FORMAT_VERSION: tuple[int, int] = (1, 3)
+#: Version of the options stored in ``/meta@run_config``: the names and meanings of the fields of
+#: ``engine.config.RunConfig`` (the one declaration of every run option; its JSON dump is what is
+#: stored). Bump it when a field is renamed or removed or changes meaning, and teach the
+#: analyser's reader (``analyser.core.run_options.read_run_config``) the older version. A new
+#: field with a default needs no bump: a profile written before it reads it as its default.
+RUN_CONFIG_VERSION = 1
 
 # ---------------------------------------------------------------------------------------------
 # Enumerations (stored as integer codes; the index in each tuple is the code)
@@ -228,7 +234,19 @@ META = Group(
     "What was run: the full run configuration, the target, and the compile outcome. "
     "Everything here is small and read when a profile is opened.",
     (
-        _a("run_config", "json", "The complete, validated run configuration (every option)."),
+        _a(
+            "run_config",
+            "json",
+            "The complete, validated run configuration: every field of engine.config.RunConfig "
+            "by name, as RunConfig.to_dict() dumps it (version: run_config_version).",
+        ),
+        _a(
+            "run_config_version",
+            "int64",
+            "Version of run_config's options (profiles.schema.RUN_CONFIG_VERSION); read as 1 "
+            "when absent (profiles written before format 1.3).",
+            since=(1, 3),
+        ),
         _a("target", "json", "The hardware target with every parameter the engine used."),
         _a("model", "str", "Model name (zoo name or file)."),
         _a("status", "str", "'ok' when the program fits and executed, 'oom' when it does not fit."),

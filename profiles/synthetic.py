@@ -424,7 +424,10 @@ def _plan(
     }
 
     samples_per_step = micro_batch * grad_accum * device_iterations
+    # options by engine.config.RunConfig's field names (the rest read as their defaults); the
+    # model is no zoo model, so the options say what the synthetic data stands for
     run_config = {
+        "name": f"synthetic profile (seed {seed})",
         "model": "synthetic",
         "target": "mk2",
         "num_ipus": n_ipus,
@@ -433,8 +436,7 @@ def _plan(
         "device_iterations": device_iterations,
         "replication_factor": 1,
         "precision": "16.16",
-        "execution_strategy": "pipelined" if n_ipus > 1 else "single",
-        "seed": seed,
+        "strategy": "pipelined" if n_ipus > 1 else "single",
     }
     target = {
         "name": "Mk2 GC200",
@@ -446,6 +448,7 @@ def _plan(
     }
     meta = {
         "run_config": run_config,
+        "run_config_version": schema.RUN_CONFIG_VERSION,
         "target": target,
         "model": "synthetic",
         "status": "oom" if oom else "ok",

@@ -198,7 +198,7 @@ def test_insights_say_the_engine_rejection_once(prof, capsys, monkeypatch):
     assert main(["insights", str(prof)]) == 0
     out = capsys.readouterr().out
     # the synthetic profile's run configuration names a model the engine does not know
-    reason = "execution_strategy: is not a run option"
+    reason = "model: allowed values are 'mlp', "
     assert out.count(reason) == 1, out
     assert "rejects the profile's own configuration" in out
     assert ".)" + ";" not in out and ".)." not in out and "..)" not in out
@@ -218,4 +218,4 @@ def test_a_rejected_change_still_gives_its_own_reason(prof):
     for t in tips:  # no baseline re-simulated: each rejection carries the engine's sentence
         assert t.effect.status == "error"
         assert t.effect.message.startswith("the engine rejected the changed configuration: ")
-        assert "execution_strategy" in t.effect.message
+        assert "got 'synthetic'" in t.effect.message

@@ -103,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
         for note in t.notes:  # an ONNX model's operators costed as element-wise: a caveat
             if note.startswith("unknown_ops"):
                 tab.add_row("caveat", esc(note))
+        if a.stored_run_config.note:  # options of a newer or foreign writer, not read
+            tab.add_row("caveat", esc(a.stored_run_config.note))
         con.print(tab)
 
         mem = Table(title="Memory", title_justify="left")

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -30,6 +30,10 @@ from analyser.core.execution import ExecutionSummary, summarise_execution
 from analyser.core.operations import operations_table
 from analyser.core.source import Source
 from profiles import schema as _schema
+
+if TYPE_CHECKING:
+    from analyser.core.run_options import StoredRunConfig
+    from engine.config import RunConfig
 
 _HOST = _schema.DESTINATIONS.index("host")
 
@@ -220,19 +224,28 @@ class Analysis:
         return self.path.name or self.target.model
 
     @cached_property
-    def run_config(self) -> dict[str, Any]:
-        """The stored run configuration, each known option checked against the engine's type
-        and bounds (ProfileError naming the option when one is unusable)."""
-        rc = self.src.meta.get("run_config") or {}
-        if not isinstance(rc, dict):
-            return {}
-        from engine.config import stored_config_problem
-        from profiles.errors import ProfileError
+    def stored_run_config(self) -> StoredRunConfig:
+        """The run configuration as the profile stores it, read as the engine's RunConfig
+        (:func:`analyser.core.run_options.read_run_config`: each known option checked against
+        its type and bounds, ProfileError naming the option when one is unusable)."""
+        from analyser.core.run_options import read_run_config
 
-        bad = stored_config_problem(rc)
-        if bad:
-            raise ProfileError(f"profile {self.path}: its stored run configuration's {bad}")
-        return rc
+        meta = self.src.meta
+        return read_run_config(
+            meta.get("run_config"), meta.get("run_config_version"), f"profile {self.path}"
+        )
+
+    @property
+    def options(self) -> RunConfig:
+        """The run options, typed (``analysis.options.micro_batch_size``); an option the
+        profile does not store reads as RunConfig's default."""
+        return self.stored_run_config.config
+
+    @property
+    def run_config(self) -> dict[str, Any]:
+        """The run configuration exactly as stored (shown literally by the views and the JSON
+        report); read options through :attr:`options`."""
+        return self.stored_run_config.stored
 
     @property
     def target_config(self) -> dict[str, Any]:

@@ -249,7 +249,9 @@ def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def config_diffs(a: Analysis, b: Analysis) -> list[ConfigDiff]:
-    fa, fb = _flatten(a.run_config), _flatten(b.run_config)
+    """The run options that differ, in RunConfig's order (typed: an option one profile does not
+    store compares as its default)."""
+    fa, fb = (_flatten(x.options.model_dump(mode="json", warnings=False)) for x in (a, b))
     keys = sorted(set(fa) | set(fb), key=lambda k: (list(fa) + list(fb)).index(k))
     return [ConfigDiff(k, fa.get(k), fb.get(k)) for k in keys if fa.get(k) != fb.get(k)]
 

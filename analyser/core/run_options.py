@@ -14,9 +14,12 @@ used here is a RunConfig field.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
+from typing import Any
 
 from engine.config import RunConfig
+from profiles.schema import RUN_CONFIG_VERSION
 
 #: Section headings: the first RunConfig field of each section.
 SECTION_STARTS: dict[str, str] = {
@@ -88,3 +91,73 @@ OPTIONS: dict[str, RunOption] = _options()
 def options_explaining(figure: str) -> tuple[str, ...]:
     """The options whose change can explain ``figure``, in the order reasons are given."""
     return tuple(name for name, figures in EXPLAINS.items() if figure in figures)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading the run configuration a profile stores
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class StoredRunConfig:
+    """The run configuration of a profile, read as the engine's :class:`RunConfig`.
+
+    The read is tolerant, so that older, newer and foreign profiles open:
+
+    * each option the analyser knows is checked against the type and bounds RunConfig declares
+      (a value that cannot be one is a :class:`profiles.errors.ProfileError` naming the option,
+      raised by :func:`read_run_config`);
+    * an option missing from the profile (one added to RunConfig after the profile was written)
+      reads as RunConfig's default;
+    * an option RunConfig does not have (a newer engine's, a foreign writer's) is left out of
+      :attr:`config` and named in :attr:`ignored` and :attr:`note`;
+    * the checks across options (a pipeline's split points, a system's replicas) are not run
+      again: the engine ran them when it wrote the profile, and a synthetic profile's model is
+      no zoo model.
+
+    ``stored`` is the dict as the file holds it (shown literally by the Summary and the JSON
+    report).
+    """
+
+    config: RunConfig
+    stored: dict[str, Any]
+    version: int
+    ignored: tuple[str, ...] = ()
+
+    @property
+    def note(self) -> str:
+        """One sentence on what was not read ('' when everything was)."""
+        parts = []
+        if self.version > RUN_CONFIG_VERSION:
+            parts.append(
+                f"its run configuration follows version {self.version} of the run options, newer "
+                f"than this analyser's {RUN_CONFIG_VERSION}"
+            )
+        if self.ignored:
+            parts.append(
+                "options this analyser does not know were ignored: " + ", ".join(self.ignored)
+            )
+        return ("This profile: " + "; ".join(parts) + ".") if parts else ""
+
+
+def read_run_config(stored: Any, version: Any = None, where: str = "profile") -> StoredRunConfig:
+    """The run configuration ``stored`` in a profile (``/meta@run_config``, written as version
+    ``version`` of the options, ``/meta@run_config_version``; None before format 1.3) as a
+    :class:`StoredRunConfig`. Raises ProfileError naming ``where`` and the option when a known
+    option's value is unusable."""
+    from engine.config import stored_config_problem
+    from profiles.errors import ProfileError
+
+    data = stored if isinstance(stored, dict) else {}
+    if version is None:
+        version = 1  # profiles written before format 1.3 hold version 1's options
+    if isinstance(version, bool) or not isinstance(version, numbers.Integral) or version < 1:
+        raise ProfileError(
+            f"{where}: run_config_version must be a whole number >= 1, got {version!r:.40}."
+        )
+    version = int(version)
+    bad = stored_config_problem(data)
+    if bad:
+        raise ProfileError(f"{where}: its stored run configuration's {bad}")
+    known = {k: v for k, v in data.items() if k in RunConfig.model_fields}
+    ignored = tuple(k for k in data if k not in RunConfig.model_fields)
+    config = RunConfig.model_construct(**known)
+    return StoredRunConfig(config, data, version, ignored)

@@ -36,11 +36,13 @@ class Context:
     thresholds: Thresholds
 
     def cfg(self, option: str, default: Any = None) -> Any:
-        """The profile's value of run option ``option`` (a RunConfig field), or ``default`` when
-        the profile does not record it."""
+        """The profile's value of run option ``option`` (a RunConfig field, read from the typed
+        :attr:`Analysis.options`), or ``default`` when the profile does not record it."""
         if option not in RUN_OPTIONS:
             raise ValueError(f"{option!r} is not a run option (engine.config.RunConfig field)")
-        return self.analysis.run_config.get(option, default)
+        if option not in self.analysis.run_config:
+            return default
+        return getattr(self.analysis.options, option)
 
     def has(self, key: str) -> bool:
         return self.cfg(key, _MISSING) is not _MISSING
@@ -195,7 +197,7 @@ def fp16_change(ctx: Context) -> tuple[dict[str, Any], str]:
     """The FP16 run-config change and the loss-scaling part of its trade-off: training without
     loss scaling (``loss_scaling`` 1) gets the static scale :data:`FP16_LOSS_SCALING` too."""
     change: dict[str, Any] = {"precision": "16.16"}
-    training = str(ctx.analysis.run_config.get("mode", "training")) == "training"
+    training = str(ctx.cfg("mode", "training")) == "training"
     current = float(ctx.cfg("loss_scaling", 1.0) or 1.0)
     if training and current == 1.0:
         change["loss_scaling"] = FP16_LOSS_SCALING

@@ -207,7 +207,7 @@ def raise_device_iterations(ctx: Context) -> Insight | None:
     else:  # a profile without the host model's parameters: the measured host-only time
         share = ex.phase_share()["host"]
         how = f"host phase {fmt_pct(share)} of the run"
-    inference_pipeline = ctx.pipelined and ctx.analysis.run_config.get("mode") == "inference"
+    inference_pipeline = ctx.pipelined and ctx.cfg("mode") == "inference"
     if inference_pipeline:
         share += ex.ramp_share * ctx.device_share
         how += f"; pipeline fill + flush once per call: {fmt_pct(ex.ramp_share)}"
@@ -253,8 +253,8 @@ def _image_like(ctx: Context, shape: str) -> bool:
     if len(dims) >= 4 or (len(dims) == 3 and dims[0] in (1, 3, 4)):
         return True
     size, ch = (
-        ctx.analysis.run_config.get("image_size"),
-        ctx.analysis.run_config.get("image_channels"),
+        ctx.cfg("image_size"),
+        ctx.cfg("image_channels"),
     )
     if not size or not ch or not dims:
         return False

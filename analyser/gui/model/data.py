@@ -65,6 +65,11 @@ def run_config(doc: Document) -> dict:
     return doc.analysis.run_config
 
 
+def run_config_note(doc: Document) -> str:
+    """One sentence on the stored options this analyser did not read ('' when none)."""
+    return doc.analysis.stored_run_config.note
+
+
 def target_config(doc: Document) -> dict:
     return doc.analysis.target_config
 

@@ -442,6 +442,9 @@ class SummaryReport(Report):
             self.config_tree.add_section("Run configuration", sorted(a.items()))
             tc = flatten(data.target_config(doc))
             self.config_tree.add_section("Target parameters", tc)
+            note = data.run_config_note(doc)
+            if note:
+                self.config_tree.add_section(note, [])
         else:
             b = dict(flatten(data.run_config(cmp)))
             keys = sorted(set(a) | set(b))
