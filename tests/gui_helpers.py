@@ -47,3 +47,18 @@ def assert_nothing_left(*widgets) -> None:
     assert not visible, f"windows left open: {visible}"
     running = [d for d in getattr(whatif, "_ACTIVE", ()) if d.job.is_running()]
     assert not running, f"engine runs left running: {running}"
+
+
+def shown_report(qtbot, report, size=(1300, 850)):
+    """Generator for a report fixture: shows ``report`` at ``size``, yields ``(report, docs)``
+    (``open_documents`` fills ``docs``), then checks that nothing is left and closes the
+    documents. Use as ``yield from shown_report(qtbot, LivenessReport())``."""
+    qtbot.addWidget(report)
+    report.resize(*size)
+    report.show()
+    qtbot.waitExposed(report)
+    docs = []
+    yield report, docs
+    assert_nothing_left(report)
+    for d in docs:
+        d.close()

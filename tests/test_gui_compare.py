@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gui_helpers import assert_nothing_left
 from gui_helpers import open_documents as _open
+from gui_helpers import shown_report
 
 from analyser.core.liveness import ALIGN_ADDED, ALIGN_BOTH, ALIGN_REMOVED, align_steps
 
@@ -45,16 +45,7 @@ def test_align_steps_matches_programs_as_a_diff():
 def liveness(qtbot):
     from analyser.gui.reports.liveness import LivenessReport
 
-    r = LivenessReport()
-    qtbot.addWidget(r)
-    r.resize(1300, 850)
-    r.show()
-    qtbot.waitExposed(r)
-    docs = []
-    yield r, docs
-    assert_nothing_left(r)
-    for d in docs:
-        d.close()
+    yield from shown_report(qtbot, LivenessReport())
 
 
 def _scene_rect(item):
@@ -132,16 +123,7 @@ def insights(qtbot, monkeypatch):
         self.signals.finished.emit(self.insights, "")
 
     monkeypatch.setattr(PredictTask, "run", fake_run)
-    r = InsightsReport()
-    qtbot.addWidget(r)
-    r.resize(1300, 850)
-    r.show()
-    qtbot.waitExposed(r)
-    docs = []
-    yield r, docs
-    assert_nothing_left(r)
-    for d in docs:
-        d.close()
+    yield from shown_report(qtbot, InsightsReport())
 
 
 def _predict(qtbot, r, selected_only):
@@ -274,17 +256,10 @@ def operations(qtbot, tmp_path):
     from analyser.gui.reports.operations import OperationsReport
 
     settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
-    r = OperationsReport()
-    r.set_settings(settings)
-    qtbot.addWidget(r)
-    r.resize(1300, 850)
-    r.show()
-    qtbot.waitExposed(r)
-    docs = []
-    yield r, docs, settings
-    assert_nothing_left(r)
-    for d in docs:
-        d.close()
+    report = OperationsReport()
+    report.set_settings(settings)
+    for r, docs in shown_report(qtbot, report):
+        yield r, docs, settings
 
 
 def test_software_layers_add_up_to_the_operations(walkthrough_profiles):

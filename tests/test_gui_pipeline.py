@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from gui_helpers import assert_nothing_left, write_synthetic_profiles
 from gui_helpers import open_documents as _open
+from gui_helpers import shown_report, write_synthetic_profiles
 
 from analyser.core.quantities import QUANTITIES
 
@@ -31,16 +31,7 @@ def pipe_paths(tmp_path_factory) -> tuple[Path, Path]:
 def pipeline(qtbot):
     from analyser.gui.reports.pipeline import PipelineReport
 
-    r = PipelineReport()
-    qtbot.addWidget(r)
-    r.resize(1200, 900)
-    r.show()
-    qtbot.waitExposed(r)
-    docs = []
-    yield r, docs
-    assert_nothing_left(r)
-    for d in docs:
-        d.close()
+    yield from shown_report(qtbot, PipelineReport(), (1200, 900))
 
 
 def _check_chart(view, doc) -> None:

@@ -315,6 +315,20 @@ def make_plot(
     return plot
 
 
+def tile_curve(values: np.ndarray, profile: int = 0) -> pg.PlotDataItem:
+    """One value per tile as steps over the tiles: profile A (``profile`` 0) filled, B (1) as
+    an outline over it so both stay visible (palette ``compare``)."""
+    color = hex_color("compare", "a" if profile == 0 else "b")
+    x = np.arange(values.size + 1, dtype=float) - 0.5
+    if profile == 0:
+        brush = pg.mkColor(color)
+        brush.setAlpha(150)
+        return pg.PlotDataItem(
+            x, values, stepMode="center", fillLevel=0, brush=brush, pen=pg.mkPen(color)
+        )
+    return pg.PlotDataItem(x, values, stepMode="center", pen=pg.mkPen(color, width=2))
+
+
 def stacked_bars(
     plot: pg.PlotItem,
     x: np.ndarray,

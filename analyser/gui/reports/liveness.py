@@ -29,7 +29,7 @@ from analyser.gui.model import data
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report, lay_out
 from analyser.gui.theme import chart_colors, style_plot
-from analyser.gui.widgets import FilterTable, KeyValueTree, LegendLabel, make_plot
+from analyser.gui.widgets import FilterTable, KeyValueTree, LegendLabel, make_plot, tile_curve
 
 IPU_COLORS = [
     "#4e79a7",
@@ -530,16 +530,7 @@ class LivenessReport(Report):
         for k, (tag, d, step) in enumerate(self._step_docs()):
             cycles = data.step_tile_cycles(d, step)
             color = hex_color("compare", "a" if k == 0 else "b")
-            x = np.arange(cycles.size + 1, dtype=float) - 0.5
-            if k == 0:
-                brush = pg.mkColor(color)
-                brush.setAlpha(150)
-                curve = pg.PlotDataItem(
-                    x, cycles, stepMode="center", fillLevel=0, brush=brush, pen=pg.mkPen(color)
-                )
-            else:  # B as an outline over A, both visible
-                curve = pg.PlotDataItem(x, cycles, stepMode="center", pen=pg.mkPen(color, width=2))
-            item.addItem(curve)
+            item.addItem(tile_curve(cycles, k))
             busy = cycles[cycles > 0]
             name = data.liveness(d).step_names[step]
             who = f"{tag}: " if self.compare_doc is not None else ""

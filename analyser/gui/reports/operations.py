@@ -43,6 +43,7 @@ from analyser.gui.widgets import (
     compact_rows,
     connect_header_sort,
     make_plot,
+    tile_curve,
 )
 
 Index = QModelIndex | QPersistentModelIndex
@@ -485,18 +486,7 @@ class OperationsReport(Report):
             who = f"{tag}: " if len(docs) > 1 else ""
             by_ipu = data.tile_cycles_by_ipu(d, progs)
             for ipu, cycles in by_ipu.items():
-                x = np.arange(cycles.size + 1, dtype=float) - 0.5
-                if k == 0:
-                    brush = pg.mkColor(color)
-                    brush.setAlpha(150)
-                    item = pg.PlotDataItem(
-                        x, cycles, stepMode="center", fillLevel=0, brush=brush, pen=pg.mkPen(color)
-                    )
-                else:
-                    item = pg.PlotDataItem(
-                        x, cycles, stepMode="center", pen=pg.mkPen(color, width=2)
-                    )
-                tp.addItem(item)
+                tp.addItem(tile_curve(cycles, k))
                 busy = cycles[cycles > 0]
                 lines.append(
                     f"{who}IPU {ipu}: {fmt_count(int(cycles.max()))} cycles on the slowest tile, "
