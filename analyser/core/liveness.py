@@ -86,17 +86,13 @@ class StepAlignment:
 
     @property
     def a_pos(self) -> np.ndarray:
-        out = np.empty(int((self.a >= 0).sum()), np.int64)
-        rows = np.flatnonzero(self.a >= 0)
-        out[self.a[rows]] = rows
-        return out
+        """[A's steps] the row of each of A's steps."""
+        return _rows_of(self.a)
 
     @property
     def b_pos(self) -> np.ndarray:
-        out = np.empty(int((self.b >= 0).sum()), np.int64)
-        rows = np.flatnonzero(self.b >= 0)
-        out[self.b[rows]] = rows
-        return out
+        """[B's steps] the row of each of B's steps."""
+        return _rows_of(self.b)
 
     def status(self, row: int) -> str:
         a, b = int(self.a[row]), int(self.b[row])
@@ -112,6 +108,13 @@ class StepAlignment:
             if k:
                 runs.append((ALIGN_REMOVED if k == 1 else ALIGN_ADDED, int(lo), int(hi - 1)))
         return runs
+
+
+def _rows_of(steps: np.ndarray) -> np.ndarray:
+    rows = np.flatnonzero(steps >= 0)
+    out = np.empty(rows.size, np.int64)
+    out[steps[rows]] = rows
+    return out
 
 
 def _occurrence_keys(names: list[str]) -> list[tuple[str, int]]:
