@@ -70,7 +70,7 @@ class LivenessPlot(pg.PlotWidget):
 class LivenessReport(Report):
     title = "Liveness Report"
     key = "liveness"
-    data_needs = ("target", "liveness", "variables")
+    data_needs = ("target", "liveness", "liveness_steps", "variables", "operation_names")
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
