@@ -12,9 +12,12 @@ import pyqtgraph as pg
 from PySide6.QtCore import (
     QAbstractTableModel,
     QModelIndex,
+    QObject,
     QPersistentModelIndex,
+    QRunnable,
     QSortFilterProxyModel,
     Qt,
+    Signal,
 )
 from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import (
@@ -42,6 +45,29 @@ _MODEL_ROLES = frozenset({_DISPLAY_ROLE, _ALIGN_ROLE, SORT_ROLE, Qt.ItemDataRole
 #: Numeric cells: right-aligned, vertically centred.
 _ALIGN_RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 _ROOT = QModelIndex()
+
+
+class Relay(QObject):
+    """Carries results from pool threads to the GUI thread (queued signal): ``done(gen,
+    result)``, ``gen`` telling the receiver whether the result is still wanted."""
+
+    done = Signal(int, object)
+
+
+class PoolTask(QRunnable):
+    """Runs ``fn`` in a QThreadPool and emits its result (or the exception it raised, which the
+    receiver shows, never lost in a thread) through ``relay.done`` with ``gen``."""
+
+    def __init__(self, fn: Callable[[], Any], gen: int, relay: Relay) -> None:
+        super().__init__()
+        self.fn, self.gen, self.relay = fn, gen, relay
+
+    def run(self) -> None:
+        try:
+            result = self.fn()
+        except Exception as exc:
+            result = exc
+        self.relay.done.emit(self.gen, result)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, QTimer, Signal
+from PySide6.QtCore import Qt, QThreadPool, QTimer
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
 
@@ -20,30 +20,12 @@ from analyser.gui.axes import short_cycles, use_cycle_axis
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.trace.timeline import LANE_AXIS_PX
 from analyser.gui.theme import style_plot
+from analyser.gui.widgets import PoolTask, Relay
 
 #: Wheel zoom factor over the tiles per wheel notch.
 WHEEL_ZOOM = 1.25
 #: Delay after a vertical zoom / pan before the cells are recomputed (ms).
 REQUERY_MS = 60
-
-
-class _Relay(QObject):
-    """Carries a computed :class:`BspStates` from the pool thread to the GUI thread."""
-
-    done = Signal(int, object)
-
-
-class _Task(QRunnable):
-    def __init__(self, fn, gen: int, relay: _Relay) -> None:
-        super().__init__()
-        self.fn, self.gen, self.relay = fn, gen, relay
-
-    def run(self) -> None:
-        try:
-            result = self.fn()
-        except Exception as exc:  # shown in the view, never lost in a thread
-            result = exc
-        self.relay.done.emit(self.gen, result)
 
 
 def state_colors() -> list[str]:
@@ -133,7 +115,7 @@ class BspView(QWidget):
         self._pool = QThreadPool(self)
         self._pool.setMaxThreadCount(1)
         self._gen = 0
-        self._relay = _Relay(self)
+        self._relay = Relay(self)
         self._relay.done.connect(self._on_done)
         self.set_legend()
 
@@ -198,7 +180,7 @@ class BspView(QWidget):
         def work() -> BspStates:
             return bsp_states(trace, ipu, t0, t1, buckets=min(width, 2048), tiles=tiles, rows=rows)
 
-        self._pool.start(_Task(work, self._gen, self._relay))
+        self._pool.start(PoolTask(work, self._gen, self._relay))
 
     def _on_done(self, gen: int, result: object) -> None:
         if gen != self._gen or self._query is None:

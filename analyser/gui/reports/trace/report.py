@@ -6,7 +6,7 @@ the range summary shows A, B and B − A for the visible window.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QObject, QRunnable, Qt, QThreadPool, QTimer, Signal
+from PySide6.QtCore import QEvent, Qt, QThreadPool, QTimer, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -41,6 +41,7 @@ from analyser.gui.reports.trace.timeline import (
     OverviewStrip,
     TimelineView,
 )
+from analyser.gui.widgets import PoolTask, Relay
 
 GROUP_LABELS = {
     "flat": "Flat (one lane per IPU)",
@@ -56,25 +57,6 @@ SUMMARY_DELAY_MS = 150
 def trace_of(doc: Document) -> TraceWindow:
     """The document's TraceWindow (built once, cached on the document)."""
     return gui_data.trace_window(doc)
-
-
-class _Relay(QObject):
-    """Carries results from pool threads to the GUI thread (queued signal)."""
-
-    done = Signal(int, object)
-
-
-class _Task(QRunnable):
-    def __init__(self, fn, gen: int, relay: _Relay) -> None:
-        super().__init__()
-        self.fn, self.gen, self.relay = fn, gen, relay
-
-    def run(self) -> None:
-        try:
-            result = self.fn()
-        except Exception as exc:  # shown in the panel, never lost in a thread
-            result = exc
-        self.relay.done.emit(self.gen, result)
 
 
 class TraceReport(Report):
@@ -95,7 +77,7 @@ class TraceReport(Report):
         self._pool = QThreadPool(self)
         self._pool.setMaxThreadCount(1)
         self._summary_gen = 0
-        self._relay = _Relay(self)
+        self._relay = Relay(self)
         self._relay.done.connect(self._on_summary)
         self.trace: TraceWindow | None = None
         self.trace_b: TraceWindow | None = None
@@ -480,7 +462,7 @@ class TraceReport(Report):
             return a, b, names, explained, stats
 
         self.summary.set_pending(t0, t1, what)
-        self._pool.start(_Task(compute, gen, self._relay))
+        self._pool.start(PoolTask(compute, gen, self._relay))
         if self.tabs.currentWidget() is self.bsp:
             self.update_bsp()
 
