@@ -85,7 +85,7 @@ def bare_write(path: Path, data: dict) -> None:
 
 def run_one(which: str) -> dict:
     import engine
-    import engine.compile as ec
+    import engine.compiler as ec
     from engine.execute import execute
     from engine.profile_data import profile_data
     from profiles import write_profile

@@ -26,7 +26,7 @@ from pathlib import Path
 
 CHILD = r"""
 import json, resource, sys, time
-import engine, engine.onnx, engine.compile  # loaded before the baseline
+import engine, engine.onnx, engine.compiler  # loaded before the baseline
 from engine.config import RunConfig
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 t0 = time.perf_counter()

@@ -11,7 +11,8 @@ Public API::
     result.to_profile_data()            # the dict profiles.write_profile() takes
     simulate_to_file(config, "out.h5")  # all of the above, written atomically
 
-Submodules are imported lazily so ``import engine`` stays cheap.
+Submodules are imported lazily so ``import engine`` stays cheap. ``compile`` and ``simulate``
+are these functions; their modules are ``engine.compiler`` and ``engine.simulation``.
 """
 
 from __future__ import annotations
@@ -23,28 +24,38 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:  # pragma: no cover
     from engine.compiled import CompiledProgram
     from engine.config import RunConfig
-    from engine.simulate import SimResult
+    from engine.simulation import SimResult
 
 
 def compile(config: RunConfig | dict, progress=None) -> CompiledProgram:
     """Compile a run configuration (lowering, tile plans, memory, liveness)."""
-    from engine.compile import compile_program
+    from engine.compiler import compile_program
 
     return compile_program(config, progress=progress)
 
 
-def simulate(config: RunConfig | dict, progress=None) -> SimResult:
-    """Compile and, when the program fits, execute (engine.execute)."""
-    from engine.simulate import simulate as _simulate
+def simulate(
+    config: RunConfig | dict, progress=None, *, max_memory: int | None = None
+) -> SimResult:
+    """Compile and, when the program fits, execute (engine.execute); ``max_memory`` bytes caps
+    the run's estimated memory (engine.resources)."""
+    from engine.simulation import simulate as _simulate
 
-    return _simulate(config, progress=progress)
+    return _simulate(config, progress=progress, max_memory=max_memory)
 
 
-def simulate_to_file(config: RunConfig | dict, path, progress=None, *, overwrite: bool = True):
+def simulate_to_file(
+    config: RunConfig | dict,
+    path,
+    progress=None,
+    *,
+    overwrite: bool = True,
+    max_memory: int | None = None,
+):
     """Simulate and write the profile to ``path``; returns the SimResult."""
-    from engine.simulate import simulate_to_file as _stf
+    from engine.simulation import simulate_to_file as _stf
 
-    return _stf(config, path, progress=progress, overwrite=overwrite)
+    return _stf(config, path, progress=progress, overwrite=overwrite, max_memory=max_memory)
 
 
 def __getattr__(name: str) -> Any:
@@ -57,7 +68,7 @@ def __getattr__(name: str) -> Any:
 
         return CompiledProgram
     if name == "SimResult":
-        from engine.simulate import SimResult
+        from engine.simulation import SimResult
 
         return SimResult
     raise AttributeError(f"module 'engine' has no attribute {name!r}")

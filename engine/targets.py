@@ -143,7 +143,7 @@ class Target(BaseModel):
     amp_vertex_overhead_cycles: int = Field(
         ge=0,
         description="Supervisor overhead per AMP vertex (about 50 cycles; the brief's summary, "
-        "kept for recorded targets: AMP costs follow engine.compile.vertex_costs).",
+        "kept for recorded targets: AMP costs follow engine.compiler.vertex_costs).",
     )
     amp_conv_group_cycles: int = Field(
         ge=0, description="Cycles per conv group (about 12; summary, not read by the engine)."
@@ -164,7 +164,7 @@ class Target(BaseModel):
     amp_output_channel_group: int = Field(
         gt=0,
         description="Output channels per AMP pass (assumption: 8; no longer read: the engine "
-        "derives the conv units per tile from the AMP rate, engine.compile.vertex_costs).",
+        "derives the conv units per tile from the AMP rate, engine.compiler.vertex_costs).",
     )
     amp_coeff_load_bytes_per_cycle: int = Field(
         16,

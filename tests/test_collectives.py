@@ -1,5 +1,5 @@
 """Code sizes of the cross-replica collectives, compiled as PopLibs' ring programs, and of
-exchanges and streams (engine.compile.collectives, engine.compile.memory)."""
+exchanges and streams (engine.compiler.collectives, engine.compiler.memory)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import engine
-from engine.compile import collectives
+from engine.compiler import collectives
 from profiles.schema import MEMORY_CATEGORIES
 
 BASE = dict(model="resnet50", image_size=32, micro_batch_size=8, num_classes=10, precision="16.16")

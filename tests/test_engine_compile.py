@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import engine
-from engine.compile.plan import plan_amp
+from engine.compiler.plan import plan_amp
 from engine.config import RunConfig
 from engine.targets import get_target
 from profiles import schema
@@ -116,7 +116,7 @@ def _amp_problems():
     keys = ("G", "M", "K", "N", "cin", "kernel", "row_width", "a_dup", "db", "b_weight")
     amp = c.ops.family == "amp"
     # rebuild the AMP problems from the lowered graph of the same config
-    from engine.compile.lowering import lower
+    from engine.compiler.lowering import lower
     from engine.models import build_model
 
     L = lower(build_model(c.config), c.config, c.target)

@@ -14,7 +14,7 @@ from engine.errors import ConfigError
 from engine.models import build_model
 from engine.onnx import OnnxError, import_onnx, layer_path
 from engine.onnx.export import export_zoo
-from engine.simulate import simulate
+from engine.simulation import simulate
 from tests import onnx_models as om
 
 

@@ -4,7 +4,7 @@ The reference functions below follow github.com/graphcore/poplibs line by line, 
 loops over workers and work-list entries as the C++ does (``lib/poplin/PerformanceEstimation.hpp``,
 ``lib/poplin/ConvUtilInternal.cpp`` ``partitionConvPartialByWorker``,
 ``lib/popops/PerformanceEstimation.cpp``); the engine's versions
-(``engine.compile.vertex_costs``) are vectorised numpy over whole arrays of tiles and plans.
+(``engine.compiler.vertex_costs``) are vectorised numpy over whole arrays of tiles and plans.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import engine
-from engine.compile import vertex_costs as vc
+from engine.compiler import vertex_costs as vc
 from engine.config import RunConfig
 from engine.targets import get_target
 

@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(args, base)  # ConfigError (one sentence) on a bad option
     out = Path(args.output)
     _check_output(out, args.force)
-    from engine.compile.lowering import assign_stages
+    from engine.compiler.lowering import assign_stages
     from engine.models import build_model
 
     # model-level checks (split points naming no layer...) before any work or file
@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         Console().print(config.to_toml(), markup=False, highlight=False)
 
     from engine.resources import parse_size
-    from engine.simulate import simulate_to_file
+    from engine.simulation import simulate_to_file
 
     limit = None if args.max_memory is None else parse_size(args.max_memory)
     if args.quiet:

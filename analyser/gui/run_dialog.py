@@ -418,7 +418,7 @@ class RunEngineDialog(QDialog):
     def _check_model(self, cfg: dict[str, Any]) -> None:
         """Model-level checks before starting (an ONNX file that cannot be imported, a split point
         naming no layer), as ``analyse profile`` makes them: one sentence in the dialog."""
-        from engine.compile.lowering import assign_stages
+        from engine.compiler.lowering import assign_stages
         from engine.models import build_model
 
         config = self.RunConfig.from_dict(cfg)

@@ -80,7 +80,7 @@ def suggest_splits(graph: Graph, cost: np.ndarray, ipus: int) -> list[int]:
 
 def model_info(path, *, input_shapes=None, ipus=(2, 4), unknown_ops="error", config=None):
     """Facts and split suggestions of an ONNX model (OnnxError on bad input)."""
-    from engine.compile import compile_program
+    from engine.compiler import compile_program
     from engine.config import RunConfig
 
     graph, info = import_onnx(path, input_shapes=input_shapes, unknown_ops=unknown_ops)

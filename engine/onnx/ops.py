@@ -5,7 +5,7 @@
 constants. A row carries the same fields the zoo's models write (engine.graph: family, passes,
 backward passes, saved tensors, AMP problem m x k x n), so an ONNX ``Conv`` costs exactly what a zoo
 convolution costs: FLOPs, bytes and vertex costs all come from the one cost model in
-engine/compile. Adding an operator is one entry here.
+engine/compiler. Adding an operator is one entry here.
 
 What each shape operator is on an IPU (PopART lowers them to Poplar tensor expressions):
 

@@ -38,8 +38,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.compile import vertex_costs
 from engine.compiled import T_EXCHANGE, T_ONTILE, T_SYNC
+from engine.compiler import vertex_costs
 
 
 def _ceil_div(a, b):
@@ -244,7 +244,7 @@ def _plan_amp_distinct(
     n = len(a["M"])
     if n < 2:
         return plan_amp(a, t, T, limit, rate, pb)
-    from engine.compile.lowering import row_ids
+    from engine.compiler.lowering import row_ids
 
     inverse, first = row_ids([np.asarray(a[k]).astype(np.int64) for k in a])
     if len(first) == n:
@@ -403,7 +403,7 @@ def plan_ops(L, t, config, T: int) -> OpPlans:
     # outlined duplicates run the owner's compute sets, hence on the owner's tiles
     owner = np.arange(n)
     if config.outlining and n:
-        from engine.compile.lowering import op_signatures
+        from engine.compiler.lowering import op_signatures
 
         sig = op_signatures(L.cols)
         _, first = np.unique(sig, return_index=True)

@@ -9,9 +9,7 @@ returns a result with memory data and no execution, like Poplar with ``debug.all
 
 from __future__ import annotations
 
-import sys
 import time
-import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,7 +55,7 @@ def simulate(
     limit); a configuration estimated above it is refused before the work
     (:class:`engine.resources.ResourceError`, one sentence naming the option)."""
     from engine import resources
-    from engine.compile import compile_program
+    from engine.compiler import compile_program
 
     config = _coerce(config)
     resources.check_config(config, max_memory)
@@ -114,20 +112,3 @@ def simulate_to_file(
 
 
 __all__ = ["SimResult", "simulate", "simulate_to_file"]
-
-
-class _CallableModule(types.ModuleType):
-    """``engine.simulate`` is both this module and the function ``engine.simulate(config)``.
-
-    Importing ``engine.simulate`` binds the module over the function of the same name in
-    ``engine`` (as for ``engine.compile``); making the module callable keeps
-    ``engine.simulate(config)`` working after the first call.
-    """
-
-    def __call__(
-        self, config: RunConfig | dict, progress=None, *, max_memory: int | None = None
-    ) -> SimResult:
-        return simulate(config, progress=progress, max_memory=max_memory)
-
-
-sys.modules[__name__].__class__ = _CallableModule

@@ -11,14 +11,8 @@
 
 from __future__ import annotations
 
-import sys
-import types
-
 import numpy as np
 
-from engine.compile.lowering import lower
-from engine.compile.memory import build_memory
-from engine.compile.plan import plan_ops
 from engine.compiled import (
     T_ONTILE,
     CompiledProgram,
@@ -26,6 +20,9 @@ from engine.compiled import (
     ProgramTable,
     SegmentTable,
 )
+from engine.compiler.lowering import lower
+from engine.compiler.memory import build_memory
+from engine.compiler.plan import plan_ops
 from engine.config import RunConfig
 from engine.models import build_model
 from profiles import schema
@@ -201,17 +198,3 @@ def compile_program(config: RunConfig | dict, progress=None) -> CompiledProgram:
 
 
 __all__ = ["SEGMENT_KINDS", "compile_program"]
-
-
-class _CallableModule(types.ModuleType):
-    """``engine.compile`` is both this package and the function ``engine.compile(config)``.
-
-    Importing ``engine.compile.<submodule>`` binds the package over the function of the same
-    name in ``engine``; making the package callable keeps ``engine.compile(config)`` working.
-    """
-
-    def __call__(self, config: RunConfig | dict, progress=None) -> CompiledProgram:
-        return compile_program(config, progress=progress)
-
-
-sys.modules[__name__].__class__ = _CallableModule

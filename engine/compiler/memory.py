@@ -45,8 +45,6 @@ from typing import Any
 
 import numpy as np
 
-from engine.compile import collectives
-from engine.compile.lowering import DTYPE_BYTES, OPTIMISER_STATE
 from engine.compiled import (
     T_EXCHANGE,
     T_ONTILE,
@@ -54,6 +52,8 @@ from engine.compiled import (
     MemoryReport,
     VariableTable,
 )
+from engine.compiler import collectives
+from engine.compiler.lowering import DTYPE_BYTES, OPTIMISER_STATE
 from engine.graph import INPUT
 from engine.systems import get_system, racks_spanned
 from profiles import schema
@@ -163,8 +163,8 @@ class MemoryInputs:
     """What ``build_memory`` reads: the compile's tables and the run's figures."""
 
     graph: Any  # engine.graph.Graph (forward, per sample)
-    lowered: Any  # engine.compile.lowering.Lowered (lowered op rows)
-    tile_plan: Any  # engine.compile.plan.OpPlans
+    lowered: Any  # engine.compiler.lowering.Lowered (lowered op rows)
+    tile_plan: Any  # engine.compiler.plan.OpPlans
     programs: dict[str, np.ndarray]  # leaf program columns, with "ipu"
     op_ipu: np.ndarray  # IPU of each lowered op
     config: Any  # engine.config.RunConfig
