@@ -121,6 +121,11 @@ class StepAccess:
                 for c in columns
             }
 
+    def is_cached(self, column: str, row: int) -> bool:
+        """True when the drawing cache holds the block of ``row`` of ``column``."""
+        with self._lock:
+            return (column, row // CACHE_BLOCK_ROWS) in self._cache
+
     def read_cached(self, lo: int, hi: int, columns: tuple[str, ...]) -> dict[str, np.ndarray]:
         """Like :meth:`read`, through an LRU cache of aligned row blocks (the rows a pan or
         zoom touches again are not decompressed again)."""
@@ -1292,8 +1297,12 @@ class TraceWindow:
         data = {c: self.column_of_rows(rows, c) for c in cols}
         return np.asarray(fn(data), dtype=np.int64)
 
-    def column_of_rows(self, rows: np.ndarray, column: str) -> np.ndarray:
-        """Column ``column`` of each global step row (through the drawing cache, by block)."""
+    def column_of_rows(
+        self, rows: np.ndarray, column: str, cached_only: bool = False
+    ) -> np.ndarray:
+        """Column ``column`` of each global step row (through the drawing cache, by block);
+        with ``cached_only``, -1 for the rows whose block the cache does not hold (nothing is
+        read: the view asks for those later, off its redraw path)."""
         rows = np.asarray(rows, dtype=np.int64)
         out = np.empty(len(rows), dtype=np.int64)
         if not len(rows):
@@ -1304,14 +1313,19 @@ class TraceWindow:
         bounds = np.r_[np.flatnonzero(np.r_[True, block[1:] != block[:-1]]), len(r)]
         for a, b in itertools.pairwise(bounds):
             lo, hi = int(r[a]), int(r[b - 1]) + 1
+            if cached_only and not self.access.is_cached(column, lo):
+                out[order[a:b]] = -1
+                continue
             values = self.access.read_cached(lo, hi, (column,))[column]
             out[order[a:b]] = values[r[a:b] - lo]
         return out
 
-    def step_names(self, rows: np.ndarray) -> np.ndarray:
-        """The name (program / compute set name) of each global step row."""
-        names = self.programs["name"].to_numpy()
-        return names[self.programs_of_rows(rows)].astype(str)
+    def step_names(self, rows: np.ndarray, cached_only: bool = False) -> np.ndarray:
+        """The name (program / compute set name) of each global step row; with
+        ``cached_only``, "" for the rows whose block is not in the drawing cache yet."""
+        names = np.r_[self.programs["name"].to_numpy().astype(str), np.array([""])]
+        prog = self.column_of_rows(rows, "program", cached_only)
+        return names[np.where(prog < 0, len(names) - 1, prog)]
 
     # -- overview, runs, clock -----------------------------------------------------------------
     def overview(self, buckets: int, t0: float | None = None, t1: float | None = None) -> Overview:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import pyqtgraph as pg
 from pyqtgraph.Qt import internals
-from PySide6.QtCore import QLineF, QRectF, Qt
+from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QPainter, QPen
 
 
@@ -107,6 +107,10 @@ class SliceLabelsItem(pg.GraphicsObject):
         self.font = QFont()
         self.font.setPointSize(point_size)
         self._metrics = QFontMetrics(self.font)
+        # the first elision loads the font's shaping data (tens of ms): here, not mid-zoom
+        self._metrics.elidedText("warm up", Qt.TextElideMode.ElideRight, 30)
+        #: elided names by (name, room in 4-pixel steps): pans and zooms show the same steps
+        self._elided: dict[tuple[str, int], str] = {}
         self.drawn: list[str] = []
         self.drawn_px: list[float] = []
         self.setZValue(5)
@@ -160,8 +164,13 @@ class SliceLabelsItem(pg.GraphicsObject):
         pens = (QPen(QColor(255, 255, 255)), QPen(QColor(20, 20, 20)))
         flags = Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextSingleLine
         elide = Qt.TextElideMode.ElideRight
+        if len(self._elided) > 20_000:
+            self._elided.clear()
         for i in keep:  # the labels that fit: bounded by the visible pixels, not by steps
-            text = fm.elidedText(self._texts[i], elide, int(room[i]))
+            key = (self._texts[i], int(room[i]) // 4)
+            text = self._elided.get(key)
+            if text is None:
+                text = self._elided[key] = fm.elidedText(key[0], elide, key[1] * 4)
             if text != self._texts[i] and len(text) < self.MIN_CHARS + 1:
                 continue  # too few letters before the ellipsis to tell names apart
             painter.setPen(pens[int(self._dark[i])])
@@ -206,7 +215,6 @@ class ArrowsItem(pg.GraphicsObject):
         t = painter.transform()
         painter.save()
         painter.resetTransform()
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing, True)
         length, half = self.HEAD_PX
         for pen, xy in self._groups:
             x0 = t.m11() * xy[:, 0] + t.m31()
@@ -220,10 +228,10 @@ class ArrowsItem(pg.GraphicsObject):
             bx, by = x1 - ux * length, y1 - uy * length
             lx, ly = bx - uy * half, by + ux * half
             rx, ry = bx + uy * half, by - ux * half
+            # shafts and barbs as one path of segments (pyqtgraph fills it from numpy)
+            xs = np.stack([x0, x1, x1, lx, x1, rx], axis=1).ravel()
+            ys = np.stack([y0, y1, y1, ly, y1, ry], axis=1).ravel()
             painter.setPen(pen)
-            painter.drawLines(
-                [QLineF(*p) for p in np.stack([x0, y0, x1, y1], axis=1).tolist()]
-                + [QLineF(*p) for p in np.stack([x1, y1, lx, ly], axis=1).tolist()]
-                + [QLineF(*p) for p in np.stack([x1, y1, rx, ry], axis=1).tolist()]
-            )
+            painter.setBrush(Qt.BrushStyle.NoBrush)
+            painter.drawPath(pg.arrayToQPath(xs, ys, connect="pairs"))
         painter.restore()

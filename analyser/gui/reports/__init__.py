@@ -40,7 +40,11 @@ APPLY_TIP_HANDLER: str = "analyser.gui.whatif:apply_tip"
 
 MENU_ACTIONS: list[tuple[str, str, str]] = [
     ("&Tools", "&Run engine…", "analyser.gui.run_dialog:open_run_dialog"),
-    ("&Tools", "&Design space (tune results)…", "analyser.gui.design_space:open_design_space_dialog"),
+    (
+        "&Tools",
+        "&Design space (tune results)…",
+        "analyser.gui.design_space:open_design_space_dialog",
+    ),
 ]
 
 

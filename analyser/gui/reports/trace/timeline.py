@@ -28,7 +28,16 @@ import weakref
 import numpy as np
 import pandas as pd
 import pyqtgraph as pg
-from PySide6.QtCore import QLineF, QRectF, Qt, QTimer, Signal
+from PySide6.QtCore import (
+    QLineF,
+    QObject,
+    QRectF,
+    QRunnable,
+    Qt,
+    QThreadPool,
+    QTimer,
+    Signal,
+)
 from PySide6.QtGui import QBrush, QColor, QCursor, QFont, QPainter, QPen
 from PySide6.QtWidgets import QGraphicsRectItem, QScrollBar
 
@@ -36,6 +45,7 @@ from analyser.core.trace_window import (
     HOST_EVENTS,
     HOST_LANES,
     STEP_TYPES,
+    Flows,
     TraceWindow,
     WindowResult,
 )
@@ -63,6 +73,9 @@ MAX_LABELS = 3000
 #: Flow arrows are drawn when the window holds at most this many steps, at most MAX_FLOWS.
 FLOW_ROWS = 20_000
 MAX_FLOWS = 500
+_FLOW_FIELDS = ("kind", "src_ipu", "src_row", "x0", "dst_ipu", "dst_row", "x1")
+#: The flows are queried once the view has rested this long (ms).
+FLOW_DELAY_MS = 120
 # the trace's own keys (W / S zoom, A / D pan, Home / 0 whole run), also taken from the report's
 # controls that have no use for them (the View box, the buttons, the tabs): see TraceReport
 TRACE_KEYS = frozenset(
@@ -132,6 +145,25 @@ class GridLines(pg.GraphicsObject):
         painter.drawLines([QLineF(x, y0, x, y1) for x in xs])
 
 
+class _FlowRelay(QObject):
+    """Carries a flow query's result from the pool thread to the GUI thread."""
+
+    done = Signal(int, object)
+
+
+class _FlowTask(QRunnable):
+    def __init__(self, fn, gen: int, relay: _FlowRelay) -> None:
+        super().__init__()
+        self.fn, self.gen, self.relay = fn, gen, relay
+
+    def run(self) -> None:
+        try:
+            result = self.fn()
+        except Exception as exc:  # the profile closed under the query: dropped by _on_flows
+            result = exc
+        self.relay.done.emit(self.gen, result)
+
+
 class TraceViewBox(pg.ViewBox):
     """The timeline's view box: a drag on the time axis, or a Shift + drag over the lanes,
     selects a range of cycles (handed to ``range_drag``) instead of panning."""
@@ -192,6 +224,10 @@ class TimelineView(pg.PlotWidget):
     #: a range of cycles was selected (t0, t1) by a drag on the time axis or Shift + drag
     rangeSelected = Signal(float, float)
     rangeCleared = Signal()
+    #: the flows of the view arrived from the background query and are drawn
+    flowsReady = Signal()
+    #: step names read in the background were drawn
+    namesReady = Signal()
     redrawn = Signal()
 
     def __init__(self, parent=None, title: str = "") -> None:
@@ -246,6 +282,25 @@ class TimelineView(pg.PlotWidget):
         plot.addItem(self.flows_item)
         self.show_flows = True
         self.flows = None
+        self._flows_cache = None
+        self._flow_gen = 0
+        self._label_gen = 0
+        self._flow_pool = QThreadPool(self)
+        self._flow_pool.setMaxThreadCount(1)
+        self._flow_relay = _FlowRelay(self)
+        self._flow_relay.done.connect(self._on_flows)
+        self._flow_timer = QTimer(self)
+        self._flow_timer.setSingleShot(True)
+        self._flow_timer.setInterval(FLOW_DELAY_MS)
+        self._flow_timer.timeout.connect(self._query_flows)
+        self._label_rows = np.zeros(0, dtype=np.int64)
+        self._label_relay = _FlowRelay(self)
+        self._label_relay.done.connect(self._on_label_rows)
+        self._label_timer = QTimer(self)
+        self._label_timer.setSingleShot(True)
+        self._label_timer.setInterval(FLOW_DELAY_MS)
+        self._label_timer.timeout.connect(self._read_label_rows)
+
         exchange = QPen(qcolor("step_types", "GlobalExchange").darker(140))
         sync = QPen(QColor(chart_colors().foreground))
         for pen in (exchange, sync):
@@ -301,6 +356,11 @@ class TimelineView(pg.PlotWidget):
         self.highlight.hide()
         self.clear_range(emit=False)
         self.restricted = None
+        self._flow_timer.stop()
+        self._label_timer.stop()
+        self._flow_gen += 1
+        self._label_gen += 1
+        self._flows_cache = None
         self.host = trace.host_lane() if trace is not None else pd.DataFrame()
         self._layout_lanes()
         if trace is not None:
@@ -621,10 +681,19 @@ class TimelineView(pg.PlotWidget):
             keep = np.argsort(-seen, kind="stable")[:MAX_LABELS]
             rects, rows, dark = rects[keep], rows[keep], dark[keep]
         try:
-            names = self.trace.step_names(rows)
+            # names from the blocks already read; the others are read in the background
+            # once the view rests (a first visit to a part of a long trace), then redrawn
+            prog = self.trace.column_of_rows(rows, "program", cached_only=True)
+            names = self._program_names()[np.maximum(prog, 0)]
         except UserFacingError:  # the profile went away: no names this time
+            prog = np.full(len(rows), -1)
             names = np.full(len(rows), "")
-        self.labels.set_labels(rects, names, dark)
+        unknown = prog < 0
+        if unknown.any():
+            self._label_rows = rows[unknown]
+            self._label_timer.start()
+        known = ~unknown
+        self.labels.set_labels(rects[known], names[known], dark[known])
 
     def set_flows_visible(self, on: bool) -> None:
         """Show or hide the flow arrows."""
@@ -633,17 +702,22 @@ class TimelineView(pg.PlotWidget):
 
     def _draw_flows(self, t0: float, t1: float) -> None:
         """Arrows of the window's cross-IPU exchanges and external syncs (none when hidden or
-        when the window holds more than FLOW_ROWS steps: ``flows.too_many``)."""
+        when the window holds more than FLOW_ROWS steps: ``flows.too_many``). They come from
+        the kept flows of a wider window when it covers this one; otherwise they are queried
+        in the background once the view rests (FLOW_DELAY_MS), off the pan / zoom path, and
+        drawn when they arrive (``flowsReady``)."""
         self.flows = None
         if not self.show_flows or self.trace is None or self.trace.n_ipus < 2:
+            self._flow_timer.stop()
             self.flows_item.set_arrows([])
             return
-        try:
-            fl = self.trace.flows(t0, t1, max_rows=FLOW_ROWS, limit=MAX_FLOWS)
-        except UserFacingError:
-            fl = None
+        fl = self._kept_flows(t0, t1)
+        if fl is None:
+            self.flows_item.set_arrows([])
+            self._flow_timer.start()
+            return
         self.flows = fl
-        if fl is None or not len(fl):
+        if not len(fl):
             self.flows_item.set_arrows([])
             return
         y0 = self._lane_y(fl.src_ipu, fl.src_row)
@@ -652,6 +726,72 @@ class TimelineView(pg.PlotWidget):
         self.flows_item.set_arrows(
             [(pen, xy[fl.kind == kind]) for kind, pen in self._flow_pens.items()]
         )
+
+    def _kept_flows(self, t0: float, t1: float) -> Flows | None:
+        """The flows of ``[t0, t1)`` from the kept query when it covers the window (and is
+        not more than 6 times wider), else None."""
+        if self._flows_cache is None:
+            return None
+        (c0, c1), fl = self._flows_cache
+        span = t1 - t0
+        if not (c0 <= t0 and t1 <= c1 and (c1 - c0) <= 6 * span + 1):
+            return None
+        if fl.too_many:
+            return fl
+        if len(fl) >= MAX_FLOWS:  # capped: the kept arrows may miss some of this window
+            if (c0, c1) != (t0, t1):
+                return None
+            return fl
+        keep = (np.maximum(fl.x0, fl.x1) >= t0) & (np.minimum(fl.x0, fl.x1) <= t1)
+        return Flows(*(getattr(fl, f)[keep] for f in _FLOW_FIELDS), too_many=False)
+
+    def _query_flows(self) -> None:
+        """Query the flows of the window widened by its width on each side, in the pool."""
+        if self.trace is None or not self.show_flows:
+            return
+        t0, t1 = self.x_range()
+        self._flow_gen += 1
+        gen, trace, span = self._flow_gen, self.trace, t1 - t0
+
+        def query():
+            lo, hi = t0 - span, t1 + span
+            fl = trace.flows(lo, hi, max_rows=FLOW_ROWS, limit=MAX_FLOWS)
+            if fl.too_many or len(fl) >= MAX_FLOWS:  # too wide: the window itself
+                lo, hi = t0, t1
+                fl = trace.flows(lo, hi, max_rows=FLOW_ROWS, limit=MAX_FLOWS)
+            return (lo, hi), fl
+
+        self._flow_pool.start(_FlowTask(query, gen, self._flow_relay))
+
+    def _program_names(self) -> np.ndarray:
+        """The program names of the shown trace, as a numpy array of str (kept)."""
+        if getattr(self, "_names_of", None) is not self.trace:
+            self._names = self.trace.programs["name"].to_numpy().astype(str)
+            self._names_of = self.trace
+        return self._names
+
+    def _read_label_rows(self) -> None:
+        """Read, in the pool, the blocks of the steps whose names the last redraw lacked."""
+        if self.trace is None or not len(self._label_rows):
+            return
+        trace, rows = self.trace, self._label_rows
+        self._label_rows = np.zeros(0, dtype=np.int64)
+        self._flow_pool.start(
+            _FlowTask(lambda: trace.programs_of_rows(rows), self._label_gen, self._label_relay)
+        )
+
+    def _on_label_rows(self, gen: int, result: object) -> None:
+        if gen != self._label_gen or isinstance(result, Exception) or self.trace is None:
+            return
+        self.redraw()  # the names are in the cache now
+        self.namesReady.emit()
+
+    def _on_flows(self, gen: int, result: object) -> None:
+        if gen != self._flow_gen or isinstance(result, Exception) or self.trace is None:
+            return  # superseded, or the profile went away under the query
+        self._flows_cache = result
+        self._draw_flows(*self.x_range())
+        self.flowsReady.emit()
 
     def _lane_y(self, ipus: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """The middle of the lane of each step (``rows`` of IPUs ``ipus``) in the current
@@ -712,9 +852,15 @@ class TimelineView(pg.PlotWidget):
         self._hover_timer.start()
 
     def stop(self) -> None:
-        """Stop pending redraw / hover work (before the profile is closed)."""
+        """Stop pending redraw / hover / flow work (before the profile is closed); a flow
+        query still running is waited for."""
         self._timer.stop()
         self._hover_timer.stop()
+        self._flow_timer.stop()
+        self._label_timer.stop()
+        self._flow_gen += 1
+        self._label_gen += 1
+        self._flow_pool.waitForDone(30_000)
 
     def _update_hover(self) -> None:
         if self.trace is None or self._hover_pos is None:
