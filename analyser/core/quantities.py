@@ -124,20 +124,6 @@ QUANTITIES: dict[str, Quantity] = {
 }
 
 
-#: The figures of the Execution Trace's range statistics (``TraceWindow.range_statistics``:
-#: the steps of a selected range of cycles by step name or operation), keyed by its columns.
-RANGE_STATISTICS: dict[str, Quantity] = {
-    key: Quantity(key, label, kind, None, title)
-    for key, label, kind, title in (
-        ("steps", "steps in the range", "int", "Steps"),
-        ("total_cycles", "cycles in the range", "int", "Total cycles"),
-        ("mean_cycles", "mean cycles per step in the range", "int", "Mean cycles"),
-        ("max_cycles", "most cycles of one step in the range", "int", "Max cycles"),
-        ("share", "share of the range's IPU time", "share", "Share of range"),
-    )
-}
-
-
 def quantity(key: str) -> Quantity:
     return QUANTITIES[key]
 
@@ -241,6 +227,17 @@ TABLES: dict[str, dict[str, Column]] = {
         ("temp_bytes", "Temporary", "bytes", "lower"),
         ("code_bytes", "Code", "bytes", "lower"),
         ("tiles_used", "Tiles", "count"),
+    ),
+    # the Execution Trace's range statistics (TraceWindow.range_statistics: the steps of a
+    # selected range of cycles by step name or operation, cycles clipped to the range)
+    "range_statistics": _cols(
+        ("name", "Step name"),
+        ("type", "Type"),
+        ("steps", "Steps", "int"),
+        ("total_cycles", "Total cycles", "int"),
+        ("mean_cycles", "Mean cycles", "int"),
+        ("max_cycles", "Max cycles", "int"),
+        ("share", "Share of range", "share", None, "total cycles / (range cycles x IPUs)"),
     ),
     # the Operations report in compare mode (A and B joined by name)
     "operations_compared": _cols(

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from analyser.core.quantities import RANGE_STATISTICS
+from analyser.core.quantities import columns
 from analyser.core.trace_window import (
     STATISTICS_BY,
     STEP_TYPES,
@@ -135,16 +135,13 @@ class RangeSummaryPanel(QWidget):
 
     def set_statistics(self, stats: RangeStatistics | None, profile: str = "") -> None:
         """The range's steps by name or operation (None: clear). Columns and formats from the
-        catalogue (``analyser.core.quantities.RANGE_STATISTICS``)."""
+        catalogue (``analyser.core.quantities.TABLES["range_statistics"]``)."""
         self.statistics = stats
         if stats is None:
             self.stats_table.set_frame(pd.DataFrame())
             return
         first = "Step name" if stats.by == "name" else "Operation"
-        columns = [("name", first, None), ("type", "Type", None)] + [
-            (key, q.title, q.format) for key, q in RANGE_STATISTICS.items()
-        ]
-        self.stats_table.set_frame(stats.table, columns)
+        self.stats_table.set_frame(stats.table, columns("range_statistics", name=first))
         of = f" of {profile}" if profile else ""
         self.stats_label.setText(
             f"{stats.n_steps:,} steps{of} in the range ({len(stats.table):,} "

@@ -28,16 +28,7 @@ import weakref
 import numpy as np
 import pandas as pd
 import pyqtgraph as pg
-from PySide6.QtCore import (
-    QLineF,
-    QObject,
-    QRectF,
-    QRunnable,
-    Qt,
-    QThreadPool,
-    QTimer,
-    Signal,
-)
+from PySide6.QtCore import QLineF, QRectF, Qt, QThreadPool, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor, QCursor, QFont, QPainter, QPen
 from PySide6.QtWidgets import QGraphicsRectItem, QScrollBar
 
@@ -54,6 +45,7 @@ from analyser.gui.axes import CycleAxis, short_cycles
 from analyser.gui.items import ArrowsItem, BatchedRectsItem, SliceLabelsItem
 from analyser.gui.palette import heatmap_colors, qcolor
 from analyser.gui.theme import chart_colors, style_plot
+from analyser.gui.widgets import PoolTask, Relay
 from profiles.errors import UserFacingError
 
 #: Height of a step rectangle inside its lane (1.0 = whole lane).
@@ -143,25 +135,6 @@ class GridLines(pg.GraphicsObject):
             return
         painter.setPen(self.pen)
         painter.drawLines([QLineF(x, y0, x, y1) for x in xs])
-
-
-class _FlowRelay(QObject):
-    """Carries a flow query's result from the pool thread to the GUI thread."""
-
-    done = Signal(int, object)
-
-
-class _FlowTask(QRunnable):
-    def __init__(self, fn, gen: int, relay: _FlowRelay) -> None:
-        super().__init__()
-        self.fn, self.gen, self.relay = fn, gen, relay
-
-    def run(self) -> None:
-        try:
-            result = self.fn()
-        except Exception as exc:  # the profile closed under the query: dropped by _on_flows
-            result = exc
-        self.relay.done.emit(self.gen, result)
 
 
 class TraceViewBox(pg.ViewBox):
@@ -287,19 +260,13 @@ class TimelineView(pg.PlotWidget):
         self._label_gen = 0
         self._flow_pool = QThreadPool(self)
         self._flow_pool.setMaxThreadCount(1)
-        self._flow_relay = _FlowRelay(self)
+        self._flow_relay = Relay(self)
         self._flow_relay.done.connect(self._on_flows)
-        self._flow_timer = QTimer(self)
-        self._flow_timer.setSingleShot(True)
-        self._flow_timer.setInterval(FLOW_DELAY_MS)
-        self._flow_timer.timeout.connect(self._query_flows)
+        self._flow_timer = self._rest_timer(self._query_flows)
         self._label_rows = np.zeros(0, dtype=np.int64)
-        self._label_relay = _FlowRelay(self)
+        self._label_relay = Relay(self)
         self._label_relay.done.connect(self._on_label_rows)
-        self._label_timer = QTimer(self)
-        self._label_timer.setSingleShot(True)
-        self._label_timer.setInterval(FLOW_DELAY_MS)
-        self._label_timer.timeout.connect(self._read_label_rows)
+        self._label_timer = self._rest_timer(self._read_label_rows)
 
         exchange = QPen(qcolor("step_types", "GlobalExchange").darker(140))
         sync = QPen(QColor(chart_colors().foreground))
@@ -761,7 +728,15 @@ class TimelineView(pg.PlotWidget):
                 fl = trace.flows(lo, hi, max_rows=FLOW_ROWS, limit=MAX_FLOWS)
             return (lo, hi), fl
 
-        self._flow_pool.start(_FlowTask(query, gen, self._flow_relay))
+        self._flow_pool.start(PoolTask(query, gen, self._flow_relay))
+
+    def _rest_timer(self, slot) -> QTimer:
+        """A single-shot timer calling ``slot`` once the view has rested FLOW_DELAY_MS."""
+        timer = QTimer(self)
+        timer.setSingleShot(True)
+        timer.setInterval(FLOW_DELAY_MS)
+        timer.timeout.connect(slot)
+        return timer
 
     def _program_names(self) -> np.ndarray:
         """The program names of the shown trace, as a numpy array of str (kept)."""
@@ -777,7 +752,7 @@ class TimelineView(pg.PlotWidget):
         trace, rows = self.trace, self._label_rows
         self._label_rows = np.zeros(0, dtype=np.int64)
         self._flow_pool.start(
-            _FlowTask(lambda: trace.programs_of_rows(rows), self._label_gen, self._label_relay)
+            PoolTask(lambda: trace.programs_of_rows(rows), self._label_gen, self._label_relay)
         )
 
     def _on_label_rows(self, gen: int, result: object) -> None:
