@@ -574,3 +574,17 @@ def test_memory_evidence_says_what_its_figure_is(sims):
     text = next(e.text for e in tip.evidence if "FP32" in e.text)
     assert "not all live at the same time" in text
     assert f"peak memory {peak}" in text
+
+
+def test_each_throughput_rule_declares_what_its_share_is_of():
+    """The host-inclusive tips are a property of their @rule (share_of), not a list kept apart:
+    every throughput rule says it, memory rules do not, and registering without it fails."""
+    from analyser.core.insights.registry import SHARES_OF, all_rules, rule
+
+    for r in all_rules():
+        assert (r.share_of in SHARES_OF) == (r.category == "throughput"), r.id
+    host = {i for r in all_rules() if r.share_of == "host-inclusive time" for i in r.ids}
+    assert {"throughput.async_loader", "throughput.loader_workers"} <= host
+    assert "throughput.tile_imbalance" not in host
+    with pytest.raises(ValueError, match="share_of"):
+        rule("throughput.x", thresholds=(), changes=(), fires_when="", change="", trade_off="")

@@ -15,7 +15,7 @@ model runs in FP32. Fits: throughput tips by predicted benefit, then the low-hea
 
 from __future__ import annotations
 
-from analyser.core.insights.context import HOST_INCLUSIVE, Context
+from analyser.core.insights.context import Context
 from analyser.core.insights.model import EFFECT_KEYS, Effect, Evidence, Insight, benefit
 from analyser.core.insights.registry import CATEGORIES, Rule, all_rules, rules_of
 from analyser.core.insights.resimulate import (
@@ -91,7 +91,7 @@ def find_insights(
             tip = rule.evaluate(ctx)
             if tip is not None:
                 tip.rank = rank
-                if tip.category == "throughput" and tip.id not in HOST_INCLUSIVE:
+                if rule.share_of == "device trace":
                     # a share of the device trace -> of the host-inclusive time
                     tip.addresses *= ctx.device_share
                 found.append(tip)

@@ -128,20 +128,6 @@ def memory_severity(ctx: Context) -> str:
     return "critical" if not ctx.analysis.memory.fits else "info"
 
 
-#: Throughput tips whose ``addresses`` is already a share of the host-inclusive time (host time
-#: outside the device trace included); the others measure a share of the device trace, which
-#: find_insights scales by the device's share of the host-inclusive time (Context.device_share).
-HOST_INCLUSIVE = frozenset(
-    {
-        "throughput.async_loader",
-        "throughput.loader_workers",
-        "throughput.8bit_input",
-        "throughput.prefetch",
-        "throughput.device_iterations",
-    }
-)
-
-
 def addressing(share: float, tip: Insight) -> Insight:
     """Record on ``tip`` the share of the run its change can save at most (see Insight)."""
     tip.addresses = float(min(1.0, max(0.0, share)))

@@ -19,20 +19,27 @@ DOC_PATH = Path(__file__).resolve().parents[3] / "docs" / "insights.md"
 _BLOCK = re.compile(r"(<!-- generated: (\w+) -->\n).*?(<!-- end generated -->)", re.S)
 
 
-def _row(entry: CatalogueEntry) -> str:
-    return f"| `{entry.id}` | {entry.fires_when} | {entry.change} | {entry.trade_off} |"
+def _row(entry: CatalogueEntry, share_of: str | None = None) -> str:
+    return (
+        f"| `{entry.id}` | {entry.fires_when} | {entry.change} | {entry.trade_off} "
+        f"| {share_of or '-'} |"
+    )
 
 
 def render_catalogue() -> str:
     """The catalogue table: every registered rule (memory first, in catalogue order), the
-    re-simulation's ``memory.combined`` after the memory rules."""
-    lines = ["| id | fires when | change | trade-off |", "|---|---|---|---|"]
+    re-simulation's ``memory.combined`` after the memory rules; for a throughput rule, what the
+    share of the run its change can save is a share of (``share_of`` in its ``@rule``)."""
+    lines = [
+        "| id | fires when | change | trade-off | saves a share of |",
+        "|---|---|---|---|---|",
+    ]
     rules = all_rules()
     for rule in (r for r in rules if r.category == "memory"):
         lines += [_row(e) for e in (rule.entry, *rule.also)]
     lines += [_row(e) for e in DERIVED]
     for rule in (r for r in rules if r.category != "memory"):
-        lines += [_row(e) for e in (rule.entry, *rule.also)]
+        lines += [_row(e, rule.share_of) for e in (rule.entry, *rule.also)]
     return "\n".join(lines) + "\n"
 
 

@@ -23,6 +23,11 @@ if TYPE_CHECKING:
     from analyser.core.insights.model import Insight
 
 CATEGORIES = ("memory", "throughput")
+#: What a throughput rule's ``addresses`` (the share of the run its change can save) is a share
+#: of: the device trace (find_insights scales it by the device's share of the host-inclusive
+#: time, Context.device_share) or already the host-inclusive time (the host time outside the
+#: device trace included: the loader and host-call tips).
+SHARES_OF = ("device trace", "host-inclusive time")
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,9 @@ class Rule:
     entry: CatalogueEntry
     #: further ids the same rule can report (e.g. the all-reduce variant of raising GA)
     also: tuple[CatalogueEntry, ...] = ()
+    #: throughput rules: what their ``addresses`` is a share of (:data:`SHARES_OF`); memory
+    #: rules: None
+    share_of: str | None = None
 
     @property
     def ids(self) -> tuple[str, ...]:
@@ -67,17 +75,23 @@ def rule(
     change: str,
     trade_off: str,
     also: tuple[CatalogueEntry, ...] = (),
+    share_of: str | None = None,
 ) -> Callable[[Callable[[Context], Insight | None]], Callable[[Context], Insight | None]]:
     """Register the decorated function as the rule ``id`` (see the module docstring)."""
     category = id.partition(".")[0]
     if category not in CATEGORIES:
         raise ValueError(f"insight id {id!r} must start with one of {CATEGORIES}")
+    if (category == "throughput") != (share_of in SHARES_OF):
+        raise ValueError(
+            f"insight {id!r}: a throughput rule says what its addresses share is of "
+            f"(share_of one of {SHARES_OF}); a memory rule does not"
+        )
 
     def register(evaluate: Callable[[Context], Insight | None]):
         if any(id in r.ids for r in _RULES):
             raise ValueError(f"insight id {id!r} is registered twice")
         entry = CatalogueEntry(id, fires_when, change, trade_off)
-        _RULES.append(Rule(id, category, evaluate, thresholds, changes, entry, also))
+        _RULES.append(Rule(id, category, evaluate, thresholds, changes, entry, also, share_of))
         return evaluate
 
     return register

@@ -32,6 +32,7 @@ _D = {n: i for i, n in enumerate(schema.DESTINATIONS)}
 
 @rule(
     "throughput.disable_offload",
+    share_of="device trace",
     thresholds=("offload_share",),
     changes=("offload_optimiser_state",),
     fires_when=(
@@ -95,6 +96,7 @@ def disable_offload(ctx: Context) -> Insight | None:
 
 @rule(
     "throughput.gradient_accumulation",
+    share_of="device trace",
     thresholds=("ramp_share", "weight_update_share", "allreduce_share"),
     changes=("gradient_accumulation",),
     fires_when=(
@@ -177,6 +179,7 @@ def raise_ga(ctx: Context) -> Insight | None:
 
 @rule(
     "throughput.device_iterations",
+    share_of="host-inclusive time",
     thresholds=("host_call_share",),
     changes=("device_iterations",),
     fires_when=(
@@ -264,6 +267,7 @@ def _image_like(ctx: Context, shape: str) -> bool:
 
 @rule(
     "throughput.8bit_input",
+    share_of="host-inclusive time",
     thresholds=("host_wait_moderate", "input_stream_share", "host_wait_high"),
     changes=("eight_bit_input",),
     fires_when=(
@@ -383,6 +387,7 @@ def _workers_to_hide(ex, workers: int) -> int | None:
 
 @rule(
     "throughput.async_loader",
+    share_of="host-inclusive time",
     thresholds=("host_wait_moderate", "host_wait_high"),
     changes=("loader_mode", "loader_workers"),
     fires_when=(
@@ -471,6 +476,7 @@ def async_loader(ctx: Context) -> Insight | None:
 
 @rule(
     "throughput.rebalance_stages",
+    share_of="device trace",
     thresholds=("stage_imbalance",),
     changes=("split_points",),
     fires_when="pipelined, longest stage / mean stage >= `stage_imbalance`",
@@ -542,6 +548,7 @@ def rebalance_stages(ctx: Context) -> Insight | None:
 
 @rule(
     "throughput.io_tiles",
+    share_of="device trace",
     thresholds=("io_stream_share",),
     changes=("io_tiles",),
     fires_when="no I/O tiles, host StreamCopyMid >= `io_stream_share`",
@@ -589,6 +596,7 @@ def io_tiles(ctx: Context) -> Insight | None:
 
 @rule(
     "throughput.prefetch",
+    share_of="host-inclusive time",
     thresholds=("prefetch_depth", "host_wait_moderate"),
     changes=("prefetch_depth",),
     fires_when=(
@@ -646,6 +654,7 @@ def prefetch_depth(ctx: Context) -> Insight | None:
 
 @rule(
     "throughput.tile_imbalance",
+    share_of="device trace",
     thresholds=("heavy_compute_share", "tile_balance"),
     changes=(),
     fires_when=(
@@ -700,6 +709,7 @@ _REARRANGE = re.compile(r"prearrange|rearrange|transpose", re.IGNORECASE)
 
 @rule(
     "throughput.rearrangement",
+    share_of="device trace",
     thresholds=("prearrange_ratio",),
     changes=(),
     fires_when=(
@@ -752,6 +762,7 @@ def rearrangements(ctx: Context) -> Insight | None:
 
 @rule(
     "throughput.fp16",
+    share_of="device trace",
     thresholds=("fp32_matmul_share",),
     changes=("precision", "loss_scaling"),
     fires_when=("fits in `32.*` and matmul/conv ops take >= `fp32_matmul_share` of the cycles"),
