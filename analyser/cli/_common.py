@@ -40,15 +40,17 @@ def console(stderr: bool = False):
     return LiteralConsole(stderr=stderr, highlight=False, soft_wrap=False)
 
 
-def progress_bar(description: str):
-    """A rich progress bar on stderr (hidden when stderr is not a terminal)."""
+def progress_bar(*, percent: bool = False, status: bool = False):
+    """The progress bar of every command: a transient rich bar on stderr (hidden when stderr is
+    not a terminal) with the task's description, the bar, ``done/total`` (the percentage with
+    ``percent``, for a fraction), the task's ``state`` field with ``status``, the elapsed time."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    return Progress(
+    columns = [
         TextColumn("{task.description}"),
         BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console(stderr=True),
-        transient=True,
-    )
+        TextColumn("{task.percentage:>3.0f}%") if percent else MofNCompleteColumn(),
+    ]
+    if status:
+        columns.append(TextColumn("{task.fields[state]}"))
+    return Progress(*columns, TimeElapsedColumn(), console=console(stderr=True), transient=True)

@@ -84,18 +84,9 @@ def run(args: argparse.Namespace) -> int:
     if args.quiet:
         profile = calibrate(args.seconds)
     else:
-        from rich.console import Console
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+        from analyser.cli._common import progress_bar
 
-        console = Console(stderr=True)
-        with Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            TextColumn("{task.completed}/{task.total}"),
-            TimeElapsedColumn(),
-            console=console,
-            transient=True,
-        ) as bar:
+        with progress_bar() as bar:
             task = bar.add_task("measuring", total=1)
 
             def progress(done: int, total: int, text: str) -> None:

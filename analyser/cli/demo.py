@@ -216,7 +216,7 @@ def run(args: argparse.Namespace) -> int:
     out = _prepare_folder(out)
     total = 6 + (1 if writer else 0)
     t0 = time.perf_counter()
-    with progress_bar("walkthrough") as bar:
+    with progress_bar() as bar:
         task = bar.add_task("simulating the walkthrough", total=total)
         results = run_walkthrough(out, progress=lambda: bar.advance(task))
         report = None

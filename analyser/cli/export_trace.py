@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     if args.split_by_run:  # the files written are OUT-stem.runNNNN.OUT-suffix
         for part in sorted(out.parent.glob(f"{out.stem}.run[0-9][0-9][0-9][0-9]{out.suffix}")):
             check_output(part, [args.file], force=args.force)
-    with progress_bar("exporting trace") as bar:
+    with progress_bar() as bar:
         task = bar.add_task("exporting trace", total=None)
 
         def tick(done: int, total: int) -> None:

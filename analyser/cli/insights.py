@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         if args.no_resimulate:
             tips = find_insights(a, thresholds)
         else:
-            with progress_bar("re-simulating") as bar:
+            with progress_bar() as bar:
                 task = bar.add_task("re-simulating the recommended changes", total=None)
 
                 def step(done: int, total: int, iid: str) -> None:
@@ -75,9 +75,7 @@ def run(args: argparse.Namespace) -> int:
                     else:
                         bar.update(task, completed=done, total=total)
 
-                tips = find_insights(
-                    a, thresholds, resimulate=True, progress=step
-                )
+                tips = find_insights(a, thresholds, resimulate=True, progress=step)
         m = a.metrics
         if args.json:
             json.dump(

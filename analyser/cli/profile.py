@@ -96,16 +96,9 @@ def run(args: argparse.Namespace) -> int:
     if args.quiet:
         result = simulate_to_file(config, out, max_memory=limit)
     else:
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+        from analyser.cli._common import progress_bar
 
-        with Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            TextColumn("{task.percentage:>3.0f}%"),
-            TimeElapsedColumn(),
-            console=console,
-            transient=True,
-        ) as bar:
+        with progress_bar(percent=True) as bar:
             task = bar.add_task("simulating", total=1.0)
 
             def progress(fraction: float, text: str) -> None:
@@ -125,11 +118,7 @@ def _summary_line(console, result, out: Path) -> None:
     parts = [
         f"wrote {out}",
         f"{c.config.model} on {c.num_ipus} x {c.target.display_name}"
-        + (
-            f" x {c.config.replication_factor} replicas"
-            if c.config.replication_factor > 1
-            else ""
-        )
+        + (f" x {c.config.replication_factor} replicas" if c.config.replication_factor > 1 else "")
         + (f" ({c.config.system})" if c.config.system else ""),
         status,
         f"peak tile {peak / 1024:.1f} KiB of {sram / 1024:.0f} KiB",

@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     if any(is_tune_results(f) for f in args.files):
         return _tune_report(args, out, fmt)
     thresholds = Thresholds().with_overrides(args.threshold)
-    with progress_bar("report") as bar:
+    with progress_bar() as bar:
         task = bar.add_task("writing report", total=None)
 
         def tick(done: int, total: int, _id: str) -> None:

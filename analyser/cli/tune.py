@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
                 f"{args.budget}; raise --budget or use --strategy guided."
             )
 
-    result = _search(args, space, service, con, tune)
+    result = _search(args, space, service, tune)
     meta = write_results(result, out, best_k=args.best, config_file=str(args.config))
     from analyser.reports.tune import write_tune_report
 
@@ -159,21 +159,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _search(args, space, service, con, tune):
+def _search(args, space, service, tune):
     if args.quiet:
         return tune(space, service, budget=args.budget, strategy=args.strategy, beam=args.beam)
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from analyser.cli._common import progress_bar
 
     label = space.objective.replace("_", " ")
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[state]}"),
-        TimeElapsedColumn(),
-        console=con,
-        transient=True,
-    ) as bar:
+    with progress_bar(status=True) as bar:
         task = bar.add_task("tuning", total=args.budget, state="starting the workers…")
 
         def progress(s):
