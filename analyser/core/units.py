@@ -67,10 +67,10 @@ def fmt_bytes(n: float | None, unit: str = "KiB") -> str:
     return f"{int(v):,} B" if i == 0 else f"{v:,.2f} {units.prefixes[i]}"
 
 
-def fmt_bytes_delta(d: float | None, unit: str = "KiB") -> str:
+def fmt_bytes_delta(delta: float | None, unit: str = "KiB") -> str:
     """A signed difference of bytes: '+1.50 MiB', '-512 B', '0 B'."""
-    text = fmt_bytes(d, unit)
-    return "+" + text if not _missing(d) and d > 0 else text
+    text = fmt_bytes(delta, unit)
+    return "+" + text if not _missing(delta) and delta > 0 else text
 
 
 def fmt_int(n: float | None) -> str:
@@ -92,11 +92,11 @@ def fmt_signed_int(n: float | None) -> str:
     return MISSING if _missing(n) else f"{round(n):+,}"
 
 
-def fmt_rel_change(r: float | None) -> str:
+def fmt_rel_change(change: float | None) -> str:
     """A relative change (0.05 = 5%) as '+5.0%'; :data:`NEW` for an infinite one (from zero)."""
-    if _missing(r):
+    if _missing(change):
         return MISSING
-    return NEW if math.isinf(r) else f"{100 * r:+.1f}%"
+    return NEW if math.isinf(change) else f"{100 * change:+.1f}%"
 
 
 def fmt_yes_no(value: object) -> str:
@@ -108,40 +108,40 @@ def fmt_pct(x: float | None, digits: int = 1) -> str:
     return MISSING if _missing(x) else f"{100 * x:.{digits}f}%"
 
 
-def fmt_pts_delta(a: float | None, b: float | None) -> str:
+def fmt_pts_delta(before: float | None, after: float | None) -> str:
     """The change of a share in percentage points: '+1.5 pts'."""
-    if _missing(a) or _missing(b):
+    if _missing(before) or _missing(after):
         return MISSING
-    return f"{100 * (b - a):+.1f} pts"
+    return f"{100 * (after - before):+.1f} pts"
 
 
-def fmt_delta_pct(a: float | None, b: float | None) -> str:
-    """Relative change from ``a`` to ``b`` as '+12.3%' (:data:`NEW` from zero)."""
-    if _missing(a) or _missing(b):
+def fmt_delta_pct(before: float | None, after: float | None) -> str:
+    """Relative change from ``before`` to ``after`` as '+12.3%' (:data:`NEW` from zero)."""
+    if _missing(before) or _missing(after):
         return MISSING
-    if a == 0:
-        return "0.0%" if b == 0 else NEW
-    return f"{100 * (b - a) / abs(a):+.1f}%"
+    if before == 0:
+        return "0.0%" if after == 0 else NEW
+    return f"{100 * (after - before) / abs(before):+.1f}%"
 
 
-def fmt_change(a: float | None, b: float | None, unit: str | None = None) -> str:
-    """The change from ``a`` to ``b``, absolute and relative: '+1,234 (+5.0%)' for counts,
+def fmt_change(before: float | None, after: float | None, unit: str | None = None) -> str:
+    """The change from ``before`` to ``after``, absolute and relative: '+1,234 (+5.0%)' for counts,
     '+1.50 MiB (+50.0%)' for bytes (``unit`` given); '0' / '0 B' when equal."""
-    if _missing(a) or _missing(b):
+    if _missing(before) or _missing(after):
         return MISSING
-    d = b - a
-    text = fmt_bytes_delta(d, unit) if unit is not None else f"{round(d):+,}"
-    if d == 0:
+    delta = after - before
+    text = fmt_bytes_delta(delta, unit) if unit is not None else f"{round(delta):+,}"
+    if delta == 0:
         return fmt_bytes(0, unit) if unit is not None else "0"
-    return f"{text} ({fmt_delta_pct(a, b)})"
+    return f"{text} ({fmt_delta_pct(before, after)})"
 
 
-def rel_change(a: float | None, b: float | None) -> float | None:
-    if a is None or b is None:
+def rel_change(before: float | None, after: float | None) -> float | None:
+    if before is None or after is None:
         return None
-    if a == 0:
-        return 0.0 if b == 0 else math.inf
-    return (b - a) / abs(a)
+    if before == 0:
+        return 0.0 if after == 0 else math.inf
+    return (after - before) / abs(before)
 
 
 def fmt_rate(x: float | None) -> str:
@@ -149,14 +149,14 @@ def fmt_rate(x: float | None) -> str:
     return MISSING if _missing(x) else f"{x:,.1f}"
 
 
-def fmt_seconds(s: float | None) -> str:
-    if _missing(s):
+def fmt_seconds(seconds: float | None) -> str:
+    if _missing(seconds):
         return MISSING
-    if s >= 1:
-        return f"{s:.3f} s"
-    if s >= 1e-3:
-        return f"{s * 1e3:.3f} ms"
-    return f"{s * 1e6:.1f} µs"
+    if seconds >= 1:
+        return f"{seconds:.3f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.3f} ms"
+    return f"{seconds * 1e6:.1f} µs"
 
 
 def axis_scale(units: MemoryUnits, max_value: float = 0.0) -> tuple[float, str]:

@@ -44,12 +44,13 @@ def rank_insights(analysis, insights: list[Insight]) -> list[Insight]:
     benefit, then every tip re-simulated as not recommended (slower, or would not fit).
     """
 
-    def ben(t: Insight) -> float:
-        b = benefit(t)
-        return -1.0 if b is None else b
+    def gain(tip: Insight) -> float:
+        value = benefit(tip)
+        return -1.0 if value is None else value
 
-    def bad(t: Insight) -> bool:
-        return t.effect is not None and not t.effect.recommended
+    def recommended(tip: Insight) -> bool:
+        """Not re-simulated, or re-simulated and recommended."""
+        return tip.effect is None or tip.effect.recommended
 
     fits = bool(analysis.memory.fits)
     mem = [t for t in insights if t.category == "memory"]
@@ -57,12 +58,15 @@ def rank_insights(analysis, insights: list[Insight]) -> list[Insight]:
     if not fits:
         combo = [t for t in mem if t.id == "memory.combined"]
         singles = sorted((t for t in mem if t.id != "memory.combined"), key=lambda t: t.rank)
-        tput = sorted(rest, key=lambda t: (bad(t), _SEV.get(t.severity, 3), -ben(t), t.rank))
+        tput = sorted(
+            rest, key=lambda t: (not recommended(t), _SEV.get(t.severity, 3), -gain(t), t.rank)
+        )
         return singles + combo + tput
-    good = sorted((t for t in rest if not bad(t)), key=lambda t: (-ben(t), t.rank))
-    low = sorted((t for t in mem if not bad(t)), key=lambda t: (-ben(t), t.rank))
+    good = sorted((t for t in rest if recommended(t)), key=lambda t: (-gain(t), t.rank))
+    low = sorted((t for t in mem if recommended(t)), key=lambda t: (-gain(t), t.rank))
     worse = sorted(
-        (t for t in insights if bad(t)), key=lambda t: (t.category == "memory", -ben(t), t.rank)
+        (t for t in insights if not recommended(t)),
+        key=lambda t: (t.category == "memory", -gain(t), t.rank),
     )
     return good + low + worse
 
