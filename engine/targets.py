@@ -356,17 +356,15 @@ def _load_chips() -> dict[str, dict[str, Any]]:
 #: ipu-facts.md).
 TARGETS: dict[str, dict[str, Any]] = _load_chips()
 
-#: Accepted spellings of target names -> short name.
-ALIASES: dict[str, str] = {
-    "mk1": "mk1",
+#: Accepted spellings of target names -> short name: every chip's own short name (its table in
+#: chips.toml, so a new chip needs nothing here) and these other spellings.
+ALIASES: dict[str, str] = {name: name for name in TARGETS} | {
     "gc2": "mk1",
     "mk1 gc2": "mk1",
     "ipu1": "mk1",
-    "mk2": "mk2",
     "gc200": "mk2",
     "mk2 gc200": "mk2",
     "ipu2": "mk2",
-    "bow": "bow",
     "bow-2000": "bow",
     "ipu21": "bow",
 }

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from engine.config import RunConfig
 
 _HOST = _schema.DESTINATIONS.index("host")
+_ON_TILE_EXECUTE = _schema.PROGRAM_TYPES.index("OnTileExecute")
 
 
 @dataclass(frozen=True)
@@ -364,7 +365,7 @@ class Analysis:
                     host_tx_bytes=int(ex.streamcopy_tx_by_dest[i, _HOST]) if ex else 0,
                 )
             )
-        busy = ex.cycles_by_type[:, 3].astype(float) if ex else None
+        busy = ex.cycles_by_type[:, _ON_TILE_EXECUTE].astype(float) if ex else None
         tb = None
         if ex is not None:
             tb = float((ex.tile_balance * busy).sum() / busy.sum()) if busy.sum() else 0.0

@@ -4,7 +4,8 @@ Each entry is ``"module:ClassName"`` of a :class:`analyser.gui.reports.base.Repo
 imported lazily when the window is built. An entry whose *module* does not exist (yet) is skipped,
 so a report can be listed before its module lands; any other import error is a bug and raises.
 
-To add a report: write a ``Report`` subclass (``title``, ``key``, ``refresh()``, optionally
+To add a report: write a ``Report`` subclass (``title``, ``key``, ``data_needs``, its content
+under the base class's empty states and ``show_documents(doc, other)``, optionally
 ``chart_widget()``, ``needs_execution``) and add one line below.
 
 Hooks for contributed actions (looked up lazily, skipped when the module does not exist):

@@ -9,14 +9,15 @@ A report is a QWidget subclass with:
 * ``export_image(path)``: save the report's chart (``chart_widget()``) as a PNG / JPG image;
 * ``shutdown()``: stop any background work before the window closes.
 
-Subclasses implement ``refresh()`` (rebuild the view from ``self.document`` / ``self.compare_doc``)
-and usually ``chart_widget()``. A report can instead leave its empty states to this class: it
-calls :meth:`Report.lay_out_with_empty_states` and :meth:`Report.set_content` when it builds
-itself, and implements ``show_documents(doc, other)``; the base ``refresh()`` then shows "No
-profile open." without a document and, for a report with ``needs_execution``, its
-``no_execution_text`` for a profile that never ran (showing B alone when only B ran).
-Every report declares what it reads (``data_needs``), warmed in the background on opening. ``set_document`` and ``set_units`` call ``refresh()`` lazily: a
-report that is not visible refreshes when it is next shown, so switching documents stays cheap.
+Every report leaves its empty states to this class: it lays its content out with
+:func:`lay_out` (header rows, chart over details) or :meth:`Report.lay_out_with_empty_states` and
+:meth:`Report.set_content`, and implements ``show_documents(doc, other)`` (and ``clear()`` when
+it holds something to drop); the base ``refresh()`` shows "No profile open." without a document
+and, for a report with ``needs_execution``, its ``no_execution_text`` for a profile that never
+ran (showing B alone when only B ran), else the content. Most reports also give
+``chart_widget()``. Every report declares what it reads (``data_needs``), warmed in the
+background on opening. ``set_document`` and ``set_units`` call ``refresh()`` lazily: a report
+that is not visible refreshes when it is next shown, so switching documents stays cheap.
 
 Reports never compute numbers themselves: they read them from :mod:`analyser.core` (through
 :mod:`analyser.gui.model.data`, which caches per document).
