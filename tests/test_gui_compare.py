@@ -356,3 +356,25 @@ def test_operations_layers_in_compare_mode(qtbot, operations, walkthrough_profil
     assert row["total_cycles_b"] == lb.loc[lb["layer"] == "conv1", "total_cycles"].sum()
     r.details.setCurrentWidget(r.charts_panel)
     assert "A: IPU" in r.charts_text.text() and "B: IPU" in r.charts_text.text()
+
+
+@pytest.mark.gui
+def test_compare_warms_the_liveness_alignment_in_the_background(
+    qtbot, tmp_path, walkthrough_profiles
+):
+    """Opening two profiles computes the pair's aligned steps off the GUI thread (seconds for
+    10^5 program steps), so the compared Liveness report's first visit draws from the cache."""
+    from PySide6.QtCore import QSettings
+
+    from analyser.gui.main_window import MainWindow
+
+    w = MainWindow(settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(w)
+    with qtbot.waitSignal(w.loadFinished, timeout=60000):
+        w.open_compare(
+            walkthrough_profiles["4-device-iterations"], walkthrough_profiles["5-8bit-io"]
+        )
+    assert w.pool.waitForDone(60000)
+    a, b = w.workspace.document, w.workspace.compare
+    assert any(k.startswith(f"liveness_alignment:{b.path}") for k in a._cache)
+    w.close()

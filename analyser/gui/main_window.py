@@ -53,10 +53,13 @@ class PrefetchTask(QRunnable):
     """Warm the analysis caches of freshly opened documents (best effort: a document closed
     meanwhile just stops the warming)."""
 
-    def __init__(self, docs, needs) -> None:
+    def __init__(self, docs, needs, pair=None) -> None:
         super().__init__()
         self.docs = docs
         self.needs = needs
+        #: (A, B) when comparing: what compare mode computes for the pair (Liveness's steps
+        #: aligned by program: seconds for 10^5 program steps) is warmed too
+        self.pair = pair
         self.cancelled = False
 
     def run(self) -> None:
@@ -70,6 +73,11 @@ class PrefetchTask(QRunnable):
                     data.warm(doc, report_needs)
                 except Exception:
                     return
+        if self.pair is not None and not self.cancelled:
+            try:
+                data.liveness_alignment(*self.pair)
+            except Exception:
+                return
 
 
 def default_settings() -> QSettings:
@@ -381,7 +389,11 @@ class MainWindow(QMainWindow):
     def _prefetch(self, docs) -> None:
         """Compute what the other reports need in the background, so first visits are fast."""
 
-        task = PrefetchTask(tuple(docs), tuple(cls.data_needs for cls in self._report_classes))
+        ws = self.workspace
+        pair = (ws.document, ws.compare) if ws.document is not None and ws.compare else None
+        task = PrefetchTask(
+            tuple(docs), tuple(cls.data_needs for cls in self._report_classes), pair
+        )
         self._prefetch_task = task
         self.pool.start(task)
 
