@@ -377,4 +377,5 @@ def test_compare_warms_the_liveness_alignment_in_the_background(
     assert w.pool.waitForDone(60000)
     a, b = w.workspace.document, w.workspace.compare
     assert any(k.startswith(f"liveness_alignment:{b.path}") for k in a._cache)
+    assert any(k.startswith(f"compare:{b.path}") for k in a._cache)
     w.close()

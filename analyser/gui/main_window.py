@@ -57,8 +57,9 @@ class PrefetchTask(QRunnable):
         super().__init__()
         self.docs = docs
         self.needs = needs
-        #: (A, B) when comparing: what compare mode computes for the pair (Liveness's steps
-        #: aligned by program: seconds for 10^5 program steps) is warmed too
+        #: (A, B) when comparing: what compare mode computes for the pair (the explained
+        #: comparison, Liveness's steps aligned by program: seconds for 10^5 program steps) is
+        #: warmed too
         self.pair = pair
         self.cancelled = False
 
@@ -75,6 +76,7 @@ class PrefetchTask(QRunnable):
                     return
         if self.pair is not None and not self.cancelled:
             try:
+                data.comparison(*self.pair)  # the Summary's and the Pipeline's explanations
                 data.liveness_alignment(*self.pair)
             except Exception:
                 return
