@@ -137,3 +137,40 @@ def test_vertical_zoom_over_tiles(qtbot, report):
     # hovering names the cell's tiles and shares
     text = bsp.cell_text(sum(report.timeline.x_range()) / 2, 5.5)
     assert text.startswith("tile") and "compute" in text and "idle" in text
+
+
+def test_compare_mode_shows_a_or_b(qtbot, tmp_path, path):
+    """In compare mode the Profile box picks A's or B's BSP view (same cycles and tiles)."""
+    from analyser.gui.model.document import Document
+    from analyser.gui.reports.trace import TraceReport
+
+    other = tmp_path / "b.h5"
+    write_profile(other, make_synthetic_profile(n_steps=3_000, n_ipus=2, tiles=64, n_programs=90))
+    r = TraceReport()
+    qtbot.addWidget(r)
+    r.resize(1100, 760)
+    r.show()
+    a, b = Document.open(path), Document.open(other)
+    try:
+        r.set_document(a, b)
+        r.tabs.setCurrentWidget(r.bsp)
+        r.update_bsp()
+        assert r.bsp.wait_for_cells()
+        assert r.bsp.profile_combo.isVisible()
+        assert r.bsp.label.text().startswith("A: ")
+        t0, t1 = r.timeline.x_range()
+        lo, hi = r.trace.row_range(0, t0, t1)
+        assert 0 < r.bsp.states.n_steps <= hi - lo
+        n_a = r.bsp.states.n_steps
+        r.bsp.profile_combo.setCurrentIndex(1)
+        assert r.bsp.wait_for_cells()
+        assert r.bsp.label.text().startswith("B: ")
+        want = r.trace_b.access.read(*r.trace_b.access.ipu_rows(0), ("start", "cycles"))
+        inside = (want["start"] < t1) & (want["start"] + want["cycles"] > t0) & (want["cycles"] > 0)
+        assert 0 < r.bsp.states.n_steps <= int(inside.sum()) and r.bsp.states.n_steps != n_a
+        assert (r.bsp.states.t0, r.bsp.states.t1) == (t0, t1)
+    finally:
+        r.shutdown()
+        r.close()
+        a.close()
+        b.close()

@@ -12,7 +12,15 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QThreadPool, QTimer
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from analyser.core.bsp import BSP_STATES, TYPES_OF_STATE, BspStates, blend, bsp_states
 from analyser.core.units import fmt_int, fmt_pct
@@ -66,6 +74,16 @@ class BspView(QWidget):
         self.legend.setWordWrap(True)
         lay.addWidget(self.legend)
         bar = QHBoxLayout()
+        self.profile_label = QLabel("Profile:")
+        self.profile_combo = QComboBox()
+        self.profile_combo.addItems(["A", "B"])
+        self.profile_combo.setToolTip("In compare mode: the BSP view of profile A or B")
+        self.profile_combo.currentIndexChanged.connect(self._on_profile)
+        for w in (self.profile_label, self.profile_combo):
+            bar.addWidget(w)
+            w.setVisible(False)
+        self.tag = ""
+        self._args = None
         bar.addWidget(QLabel("Tiles:"))
         self.tiles_edit = QLineEdit()
         self.tiles_edit.setPlaceholderText("e.g. 0-127")
@@ -136,20 +154,41 @@ class BspView(QWidget):
         self.legend_colors = dict(zip(BSP_STATES, state_colors(), strict=True))
 
     # -- data ----------------------------------------------------------------------------------
-    def show_range(self, trace: Any, ipu: int, t0: float, t1: float, width_px: int) -> None:
+    def show_range(
+        self,
+        trace: Any,
+        ipu: int,
+        t0: float,
+        t1: float,
+        width_px: int,
+        trace_b: Any = None,
+    ) -> None:
         """Show IPU ``ipu`` of ``trace`` (a TraceWindow) over cycles ``[t0, t1)`` in
-        ``width_px`` buckets, keeping the tile range unless the IPU's tile count changed."""
-        n_tiles = int(getattr(trace.profile, "tiles_per_ipu", 0) or 0)
-        if n_tiles != self.n_tiles or self._query is None or self._query[0] is not trace:
+        ``width_px`` buckets, keeping the tile range unless the IPU's tile count changed. In
+        compare mode (``trace_b``), the Profile box picks A's or B's trace."""
+        self._args = (trace, int(ipu), float(t0), float(t1), int(max(16, width_px)), trace_b)
+        self.profile_combo.setVisible(trace_b is not None)
+        self.profile_label.setVisible(trace_b is not None)
+        use_b = trace_b is not None and self.profile_combo.currentIndex() == 1
+        shown = trace_b if use_b else trace
+        ipu = min(int(ipu), shown.n_ipus - 1)
+        n_tiles = int(getattr(shown.profile, "tiles_per_ipu", 0) or 0)
+        if n_tiles != self.n_tiles or self._query is None:
             self.n_tiles = n_tiles
             self.tile_range = (0, n_tiles)
-        self._query = (trace, int(ipu), float(t0), float(t1), int(max(16, width_px)))
+        self.tag = ("B: " if use_b else "A: ") if trace_b is not None else ""
+        self._query = (shown, ipu, float(t0), float(t1), int(max(16, width_px)))
         self._set_y(*self.tile_range)
         self._compute()
+
+    def _on_profile(self, _index: int) -> None:
+        if getattr(self, "_args", None) is not None and self._query is not None:
+            self.show_range(*self._args[:5], trace_b=self._args[5])
 
     def clear(self, message: str = "") -> None:
         self._gen += 1
         self._query = None
+        self._args = None
         self.states = None
         self.image.clear()
         self.label.setText(message)
@@ -206,7 +245,7 @@ class BspView(QWidget):
             f"{m.rows:,} rows of {(b - a) / m.rows:.1f} tiles" if m.rows < b - a else "a row each"
         )
         self.label.setText(
-            f"BSP view of IPU {m.ipu}: {fmt_int(m.n_steps)} steps, tiles {a}-{b - 1} "
+            f"{self.tag}BSP view of IPU {m.ipu}: {fmt_int(m.n_steps)} steps, tiles {a}-{b - 1} "
             f"({rows}), {m.buckets:,} time buckets of {short_cycles((m.t1 - m.t0) / m.buckets)} "
             "cycles; "
             + ", ".join(f"{s} {fmt_pct(mean[s])}" for s in BSP_STATES)

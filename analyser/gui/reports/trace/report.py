@@ -491,7 +491,9 @@ class TraceReport(Report):
         t0, t1 = self.timeline.x_range()
         ipu = min(self.bsp_ipu.value(), self.trace.n_ipus - 1)
         self._align_bsp()
-        self.bsp.show_range(self.trace, ipu, t0, t1, self.timeline.pixel_width())
+        self.bsp.show_range(
+            self.trace, ipu, t0, t1, self.timeline.pixel_width(), trace_b=self.trace_b
+        )
 
     def _data_left(self, plot) -> int:
         """x (in this report's pixels) where the data area of ``plot`` begins."""
