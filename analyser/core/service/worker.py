@@ -148,6 +148,37 @@ def _memory_limit(budget: int | None):
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
+#: Set once this process has run a simulation without a memory limit (see :func:`_warm_up`).
+_WARM = False
+
+
+def _warm_up() -> None:
+    """Run one tiny simulation without limits, once per worker process, before the first
+    memory-limited one. The engine, the analysis core, pandas and pyarrow load some modules
+    on first use; loaded under ``RLIMIT_AS`` a shared object may fail to map ("failed to map
+    segment from shared object"), which surfaces as an ``ImportError`` rather than a
+    ``MemoryError`` and can leave a half-imported package behind that breaks every later
+    simulation in the process. With everything loaded up front, the limit only meets the
+    simulation's own allocations."""
+    global _WARM
+    if _WARM:
+        return
+    _WARM = True
+    with (
+        tempfile.TemporaryDirectory(prefix="ipu-sim-warm-") as tmp,
+        contextlib.suppress(Exception),
+    ):
+        _simulate({"model": "mlp", "micro_batch_size": 1}, Path(tmp) / "warm.h5")
+
+
+def _is_mapping_failure(exc: BaseException) -> bool:
+    """An import that failed because the address-space limit left no room to map it."""
+    text = str(exc)
+    return isinstance(exc, (ImportError, OSError)) and (
+        "failed to map segment" in text or "Cannot allocate memory" in text
+    )
+
+
 def _fmt_bytes(n: int) -> str:
     from analyser.core.units import fmt_bytes
 
@@ -179,6 +210,8 @@ def run_simulation(payload: dict[str, Any]) -> dict[str, Any]:
             local.write_bytes(payload["model_bytes"])
             config = {k: (str(local) if v == model_file else v) for k, v in config.items()}
         out = (cache / f".{key}.{os.getpid()}.tmp.h5") if shared else Path(tmp) / f"{key}.h5"
+        if payload.get("memory_limit"):
+            _warm_up()
         try:
             _preload()
             with (
@@ -255,6 +288,8 @@ def _simulate(config: dict[str, Any], out: Path) -> dict[str, Any]:
     except MemoryError:
         raise
     except Exception as exc:  # an engine bug: one line, never a traceback to the user
+        if _is_mapping_failure(exc):  # a module loaded under the memory limit did not fit
+            raise MemoryError(str(exc)) from exc
         return {"status": "failed", "message": f"the engine failed: {_one_line(exc)}."}
     with Analysis.open(out) as a:
         figures = figures_of(a)
