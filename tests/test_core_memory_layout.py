@@ -104,3 +104,12 @@ def test_block_at_names_the_variable_under_an_address(analyses):
     free = lay.sram - 1
     assert lay.block_at(free, 0) is None or lay.block_at(free, 0)["end"] > free
     assert 0 <= lay.free_bytes() <= lay.sram
+
+
+def test_steps_are_named_as_the_liveness_steps(analyses):
+    a = analyses["engine"]
+    lay = tile_layout(a, 0, 0)
+    names = a.src.column("/liveness/steps", "name")
+    assert len(lay.step_names) == lay.n_steps == len(names)
+    assert lay.step_name(lay.peak_step()) == str(names[lay.peak_step()])
+    assert lay.step_name(lay.n_steps) == ""

@@ -148,7 +148,8 @@ def test_tile_memory_map_shows_the_modelled_layout_and_names_clicked_blocks(qtbo
     assert hit is not None and text.startswith(str(hit["name"]))
     assert fmt_bytes(int(hit["bytes"]), r.units) in text
     assert f"0x{int(hit['start']):05x}-0x{int(hit['end']) - 1:05x}" in text
-    assert "live at steps" in text or "always live" in text
+    assert "live at step" in text or "always live" in text
+    assert lay.step_name(int(hit["live_start"])) in text
     assert page.map_a.highlight.isVisible()
     # a tile clicked in the chart is mapped
     r.click_tile(1, 3, False)

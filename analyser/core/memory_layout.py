@@ -90,6 +90,12 @@ class TileLayout:
     #: alignment gaps.
     profile_total: int
     profile_gaps: int
+    #: Name of each liveness step (the program it runs), empty strings when the profile has none.
+    step_names: np.ndarray | None = None
+
+    def step_name(self, step: int) -> str:
+        names = self.step_names
+        return str(names[step]) if names is not None and 0 <= step < len(names) else ""
 
     @property
     def regions(self) -> list[tuple[str, int, int]]:
@@ -194,8 +200,9 @@ def tile_layout(analysis: Any, ipu: int, tile: int) -> TileLayout:
     ni = int(tgt.get("non_interleaved_bytes_per_tile") or sram // 4)
     ni = min(ni, sram)
     src = analysis.src
-    n_steps = int(src.n_rows("/liveness/steps")) if src.has("/liveness/steps") else 1
-    n_steps = max(1, n_steps)
+    has_steps = src.has("/liveness/steps")
+    step_names = src.column("/liveness/steps", "name") if has_steps else np.array([""], object)
+    n_steps = max(1, len(step_names))
     last = n_steps - 1
     cats = np.asarray(src.profile.array("/memory/by_category", sel=np.s_[ipu, tile]), np.int64)
     rows: list[tuple] = []
@@ -265,6 +272,7 @@ def tile_layout(analysis: Any, ipu: int, tile: int) -> TileLayout:
         blocks=blocks,
         profile_total=int(mem.tile_total[ipu][tile]),
         profile_gaps=int(mem.tile_gaps[ipu][tile]),
+        step_names=np.asarray(step_names, dtype=object),
     )
 
 

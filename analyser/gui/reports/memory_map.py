@@ -27,11 +27,13 @@ REGION_ALPHA = 40
 
 def block_text(layout: TileLayout, row: Any, units: MemoryUnits) -> str:
     """One line naming a block: name, bytes, address range, liveness, region."""
-    live = (
-        "always live"
-        if bool(row["always_live"])
-        else f"live at steps {int(row['live_start']):,}-{int(row['live_end']):,}"
-    )
+    a, b = int(row["live_start"]), int(row["live_end"])
+    if bool(row["always_live"]):
+        live = "always live"
+    elif a == b:
+        live = f"live at step {a:,} ({layout.step_name(a)})"
+    else:
+        live = f"live at steps {a:,} ({layout.step_name(a)}) to {b:,} ({layout.step_name(b)})"
     what = nice_name(str(row["category"])) if row["category"] != "variable" else str(row["kind"])
     return (
         f"{row['name']} ({what}): {fmt_bytes(int(row['bytes']), units)} at addresses "
@@ -194,7 +196,8 @@ def layout_title(layout: TileLayout, units: MemoryUnits, tag: str = "") -> str:
     peak = int(layout.live_bytes().max())
     return (
         f"{tag}IPU {layout.ipu}, tile {layout.tile}: peak {fmt_bytes(peak, units)} live at step "
-        f"{layout.peak_step():,} (profile: {fmt_bytes(layout.profile_total, units)} + "
+        f"{layout.peak_step():,} ({layout.step_name(layout.peak_step())}; profile: "
+        f"{fmt_bytes(layout.profile_total, units)} + "
         f"{fmt_bytes(layout.profile_gaps, units)} gaps), highest address used "
         f"{fmt_bytes(layout.top_address, units)} of {fmt_bytes(layout.sram, units)}; "
         f"{len(layout.blocks):,} blocks."
