@@ -135,8 +135,12 @@ def test_vertical_zoom_over_tiles(qtbot, report):
     bsp.all_tiles_button.click()
     qtbot.waitUntil(lambda: bsp.states.tile_edges[-1] - bsp.states.tile_edges[0] == 64)
     # hovering names the cell's tiles and shares
-    text = bsp.cell_text(sum(report.timeline.x_range()) / 2, 5.5)
+    t = sum(report.timeline.x_range()) / 2
+    text = bsp.cell_text(t, 5.5)
     assert text.startswith("tile") and "compute" in text and "idle" in text
+    row = report.trace.step_at(0, t)
+    if row is not None:  # and names the step running there
+        assert text.endswith(f"step {report.trace.step_details(row)['name']}")
 
 
 def test_compare_mode_shows_a_or_b(qtbot, tmp_path, path):

@@ -322,7 +322,20 @@ class BspView(QWidget):
         shares = ", ".join(
             f"{s} {fmt_pct(float(m.shares[b, r, i]))}" for i, s in enumerate(BSP_STATES)
         )
-        return f"{tiles}, cycles {fmt_int(t0)}-{fmt_int(t1)}: {shares}"
+        text = f"{tiles}, cycles {fmt_int(t0)}-{fmt_int(t1)}: {shares}"
+        step = self._step_name(t)
+        return f"{text}; step {step}" if step else text
+
+    def _step_name(self, t: float) -> str:
+        """Name of the step running at cycle ``t`` on the shown IPU ("" between steps)."""
+        if self._query is None:
+            return ""
+        trace, ipu = self._query[0], self._query[1]
+        try:
+            row = trace.step_at(ipu, t)
+            return str(trace.step_names(np.array([row]))[0]) if row is not None else ""
+        except Exception:  # a read-out only: never an error over the view
+            return ""
 
     def _on_mouse(self, pos) -> None:
         if self.states is None or not self.vb.sceneBoundingRect().contains(pos):
