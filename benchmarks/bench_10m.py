@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -75,12 +76,28 @@ def _py(code: str, *args: str, env: dict | None = None) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+#: CPU seconds (user + system) of the finished child processes of each _timed call.
+_CPU: list[float] = []
+
+
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def _timed(cmd: list[str], env: dict | None = None) -> float:
-    t = time.perf_counter()
+    """Wall time of ``cmd``; its CPU time is appended to ``_CPU``."""
+    t, c = time.perf_counter(), _children_cpu()
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
     if out.returncode:
         sys.exit(f"{' '.join(cmd)} failed:\n{out.stderr[-3000:]}")
+    _CPU.append(_children_cpu() - c)
     return time.perf_counter() - t
+
+
+def _cpu_median(n: int) -> float:
+    """Median CPU time of the last ``n`` _timed calls."""
+    return statistics.median(_CPU[-n:])
 
 
 def _trace(path: Path, env: dict) -> dict:
@@ -114,7 +131,7 @@ def measure(kind: str, folder: Path, repeats: int, trace: bool) -> None:
     summ = [_timed([*analyse, "summary", str(path)]) for _ in range(repeats)]
     print(
         f"  analyse summary: median {statistics.median(summ):.2f} s "
-        f"({' / '.join(f'{x:.2f}' for x in summ)}; target < 3 s)"
+        f"({' / '.join(f'{x:.2f}' for x in summ)}; target < 3 s), CPU {_cpu_median(repeats):.2f} s"
     )
     out = folder / f"{kind}.pftrace"
     exp = []
@@ -124,8 +141,8 @@ def measure(kind: str, folder: Path, repeats: int, trace: bool) -> None:
         )
     print(
         f"  analyse export-trace --format perfetto: median {statistics.median(exp):.1f} s "
-        f"({' / '.join(f'{x:.1f}' for x in exp)}), {out.stat().st_size / 2**20:.0f} MiB "
-        "(target < 20 s)"
+        f"({' / '.join(f'{x:.1f}' for x in exp)}), CPU {_cpu_median(repeats):.1f} s, "
+        f"{out.stat().st_size / 2**20:.0f} MiB (target < 20 s)"
     )
     out.unlink()
     if not trace:
