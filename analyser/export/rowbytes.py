@@ -92,7 +92,7 @@ class RowBytes:
         lens = decimal_lengths(a)
         where = self._where(where)
         width = int(lens.max()) if self.n else 1
-        self._segs.append(("decimal", width, (a, lens), where))
+        self._segs.append(("decimal", width, (_unsigned(a), lens), where))
         lens = lens + neg
         return lens if where is None else np.where(where, lens, 0)
 
@@ -105,7 +105,7 @@ class RowBytes:
         scale = int(_POW10[decimals])
         self.decimal(q // scale, where)
         self.const(b".", where)
-        self._segs.append(("digits", decimals, (q % scale,), self._where(where)))
+        self._segs.append(("digits", decimals, (_unsigned(q % scale),), self._where(where)))
 
     def lookup(
         self, table: Sequence[bytes], index: np.ndarray, where: np.ndarray | None = None
@@ -206,9 +206,13 @@ class RowBytes:
                 mask[:, sl] = _cols(w) < lens[:, None]
             elif kind in ("decimal", "digits"):
                 q = payload[0][r0:r1]
+                ten = q.dtype.type(10)
                 for k in range(w):  # right-aligned digits; leading columns masked out
-                    q, d = np.divmod(q, 10)
-                    mat[:, sl.stop - 1 - k] = d
+                    # unsigned // by a scalar is a multiply (numpy's libdivide): 3x faster
+                    # than int64 divmod
+                    q10 = q // ten
+                    mat[:, sl.stop - 1 - k] = q - q10 * ten
+                    q = q10
                 mat[:, sl] += 48
                 if kind == "decimal":
                     mask[:, sl] = _cols(w) >= (w - payload[1][r0:r1])[:, None]
@@ -222,6 +226,14 @@ class RowBytes:
                 else:
                     mask[:, sl] &= where[r0:r1, None]
         return mat[mask]
+
+
+def _unsigned(a: np.ndarray) -> np.ndarray:
+    """Non-negative integers as uint32 when they fit, else uint64 (for the digit loop)."""
+    a = np.asarray(a)
+    if a.size and int(a.max()) >= 1 << 32:
+        return a.astype(np.uint64)
+    return a.astype(np.uint32)
 
 
 #: Column numbers of a slot (widths above this are rare: names longer than 256 bytes).
