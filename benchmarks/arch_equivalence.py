@@ -167,6 +167,7 @@ def main() -> int:
     parser.add_argument("--profiles", type=Path, default=Path("/tmp/arch-eq-profiles"))
     parser.add_argument("--diff", action="store_true", help="compare two output folders")
     parser.add_argument("--no-gui", action="store_true")
+    parser.add_argument("--gui-only", action="store_true")
     parser.add_argument("--normalise", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.diff:
@@ -177,7 +178,8 @@ def main() -> int:
     out = args.out[0]
     out.mkdir(parents=True, exist_ok=True)
     paths = make_profiles(args.profiles)
-    dump_cli(paths, out)
+    if not args.gui_only:
+        dump_cli(paths, out)
     if not args.no_gui:
         dump_gui(paths, out)
     return 0
