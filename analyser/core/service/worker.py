@@ -213,7 +213,6 @@ def run_simulation(payload: dict[str, Any]) -> dict[str, Any]:
         if payload.get("memory_limit"):
             _warm_up()
         try:
-            _preload()
             with (
                 _watchdog(payload.get("task", key), payload.get("time_limit"), why),
                 _memory_limit(payload.get("memory_limit")),
@@ -253,21 +252,6 @@ def run_simulation(payload: dict[str, Any]) -> dict[str, Any]:
         else:
             result["profile_bytes"] = out.read_bytes()
         return result
-
-
-def _preload() -> None:
-    """Import what a simulation loads before the memory limit applies: mapping a shared library
-    (pandas's, h5py's) under a tight ``RLIMIT_AS`` fails ("failed to map segment from shared
-    object") and would read as an engine failure instead of the memory limit; since the analysis
-    core imports its names on first use, the first import of pandas happened inside the task."""
-    import h5py  # noqa: F401
-    import pandas  # noqa: F401
-
-    import analyser.core.analysis
-    import analyser.core.service.request  # noqa: F401
-    import engine
-    import engine.config
-    import engine.resources  # noqa: F401
 
 
 def _simulate(config: dict[str, Any], out: Path) -> dict[str, Any]:
