@@ -23,6 +23,7 @@ import filecmp
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 #: name -> ``analyse profile`` flags (besides the walkthrough's six profiles)
@@ -122,9 +123,12 @@ def dump_gui(paths: dict[str, Path], out: Path) -> None:
             report.resize(1400, 900)
             report.set_document(docs[0], docs[1] if len(docs) > 1 else None)
             report.show()
-            for _ in range(20):
-                QCoreApplication.processEvents()
-            QThreadPool.globalInstance().waitForDone(60_000)
+            # settle: background work (the trace's range summary starts after a short timer)
+            for _ in range(3):
+                for _ in range(20):
+                    QCoreApplication.processEvents()
+                QThreadPool.globalInstance().waitForDone(60_000)
+                time.sleep(0.3)
             for _ in range(20):
                 QCoreApplication.processEvents()
             report.grab().save(str(out / f"gui.{case}.{cls.key}.png"))
