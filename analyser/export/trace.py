@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO
 
@@ -83,17 +85,21 @@ class _Prepared:
         self.src = src
         self.n_ipus = int(meta["num_ipus"])
         self.clock = float(meta["clock_hz"])
-        nodes = src.table("/programs/nodes", ["name"])
-        self.names = [str(x) for x in nodes["name"].to_numpy()]
+        # columns read straight into numpy (Source.table would import pandas: 0.2-0.3 s)
+        self.names = [
+            x.decode("utf-8") if isinstance(x, bytes) else str(x)
+            for x in src.array("/programs/nodes/name").tolist()
+        ]
         self.n_prog = len(self.names)
         # memory counter: program -> liveness step (first occurrence) per IPU
         self.mem_of_prog = np.full((self.n_ipus, self.n_prog), -1, np.int64)
         try:
-            ls = src.table("/liveness/steps", ["program", "ipu"])
+            prog = src.array("/liveness/steps/program").astype(np.int64)
+            lipu = src.array("/liveness/steps/ipu").astype(np.int64)
+            if prog.size != lipu.size:
+                raise TraceExportError("liveness step columns of different lengths")
             nal = src.array("/liveness/not_always_live").astype(np.int64)
             al = src.array("/liveness/always_live").astype(np.int64)
-            prog = ls["program"].to_numpy().astype(np.int64)
-            lipu = ls["ipu"].to_numpy().astype(np.int64)
             for i in range(self.n_ipus):
                 sel = np.flatnonzero(
                     ((lipu == i) | (lipu < 0)) & (prog >= 0) & (prog < self.n_prog)
@@ -133,6 +139,47 @@ class _Prepared:
         for lo, hi in ranges:
             for _, c in self.src.iter_steps(_COLS, start=lo, stop=hi, chunk_rows=CHUNK_ROWS):
                 yield c
+
+
+#: Chunks formatted at once by worker threads (numpy releases the GIL in its loops, so the
+#: chunks' formatting runs on both cores while the main thread reads the next columns and
+#: writes the finished bytes, in order; at most this many + 1 chunks are held in memory).
+WORKERS = 2
+
+FormatFn = Callable[[dict[str, np.ndarray], np.ndarray, np.ndarray], list[np.ndarray]]
+
+
+def _pipelined(
+    p: _Prepared, ranges: list[tuple[int, int]], fmt: FormatFn
+) -> Iterator[tuple[int, list[np.ndarray]]]:
+    """``(rows, byte blocks)`` of each chunk of steps, in order: the columns are read and the
+    memory counter's changes found (sequential: the last value carries across chunks) on the
+    calling thread, and ``fmt(columns, change, mem)`` runs on :data:`WORKERS` threads."""
+    last_mem = np.full(p.n_ipus, -1, np.int64)
+
+    def jobs() -> Iterator[tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]]:
+        for c in p.chunks(ranges):
+            if c["start"].size == 0:
+                continue
+            ipu = c["ipu"].astype(np.int64)
+            prog = c["program"].astype(np.int64)
+            change, mem = _mem_changes(p, ipu, prog, last_mem)
+            yield c, change, mem
+
+    if WORKERS <= 1:
+        for c, change, mem in jobs():
+            yield c["start"].size, fmt(c, change, mem)
+        return
+    pending: deque = deque()
+    with ThreadPoolExecutor(WORKERS) as ex:
+        for c, change, mem in jobs():
+            pending.append((c["start"].size, ex.submit(fmt, c, change, mem)))
+            if len(pending) > WORKERS:
+                n, fut = pending.popleft()
+                yield n, fut.result()
+        while pending:
+            n, fut = pending.popleft()
+            yield n, fut.result()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -237,12 +284,9 @@ def _write_chrome(
     fh.write(",\n".join(_chrome_metadata(p, title)))
     fh.flush()
     raw = fh.buffer if hasattr(fh, "buffer") else None
-    done = done0
-    last_mem = np.full(p.n_ipus, -1, np.int64)
-    for c in p.chunks(ranges):
+
+    def fmt(c: dict[str, np.ndarray], change: np.ndarray, mem: np.ndarray) -> list[np.ndarray]:
         n = c["start"].size
-        if n == 0:
-            continue
         ipu = c["ipu"].astype(np.int64)
         typ = c["type"].astype(np.int64)
         prog = c["program"].astype(np.int64)
@@ -273,7 +317,6 @@ def _write_chrome(
         r.const(b',"dest":', moved)
         r.lookup_table(*dests, c["dest"], moved)
         r.const(b"}}")
-        change, mem = _mem_changes(p, ipu, prog, last_mem)
         sel = np.flatnonzero(change)
         m = RowBytes(sel.size)
         m.const(b',\n{"name":"memory","ph":"C","pid":')
@@ -283,12 +326,15 @@ def _write_chrome(
         m.const(b',"args":{"bytes":')
         m.decimal(mem[sel])
         m.const(b"}}")
-        if raw is not None:
-            r.write(raw)
-            m.write(raw)
-        else:
-            fh.write(r.tobytes().decode())
-            fh.write(m.tobytes().decode())
+        return [*r.blocks(workers=1), *m.blocks(workers=1)]
+
+    done = done0
+    for n, blocks in _pipelined(p, ranges, fmt):
+        for block in blocks:
+            if raw is not None:
+                raw.write(block)
+            else:
+                fh.write(block.tobytes().decode())
         done += n
         if progress:
             progress(done, total_rows)
@@ -363,12 +409,9 @@ def _write_perfetto(
     cats = byte_table([_lp(b"\xb2\x01", t.encode()) for t in schema.PROGRAM_TYPES])
     names = byte_table([_lp(b"\xba\x01", nm.encode()) for nm in p.names])
     ns = 1e9 / p.clock
-    done = done0
-    last_mem = np.full(p.n_ipus, -1, np.int64)
-    for c in p.chunks(ranges):
+
+    def fmt(c: dict[str, np.ndarray], change: np.ndarray, mem: np.ndarray) -> list[np.ndarray]:
         n = c["start"].size
-        if n == 0:
-            continue
         ipu = c["ipu"].astype(np.int64)
         typ = c["type"].astype(np.int64)
         prog = np.clip(c["program"].astype(np.int64), 0, p.n_prog - 1)
@@ -409,7 +452,6 @@ def _write_perfetto(
         r.const(_TYPE_END + _UUID)
         r.varint(uu)
         # memory counter where it changes
-        change, mem = _mem_changes(p, ipu, prog, last_mem)
         mu = mem_uuid[ipu]
         te3 = 2 + 1 + varint_lengths(mu) + 2 + varint_lengths(np.maximum(mem, 0))
         r.const(_PACKET, change)
@@ -422,7 +464,12 @@ def _write_perfetto(
         r.varint(mu, change)
         r.const(b"\xf0\x01", change)
         r.varint(np.maximum(mem, 0), change)
-        r.write(fh)
+        return list(r.blocks(workers=1))
+
+    done = done0
+    for n, blocks in _pipelined(p, ranges, fmt):
+        for block in blocks:
+            fh.write(block)
         done += n
         if progress:
             progress(done, total_rows)
@@ -446,14 +493,15 @@ def export_trace(
     ``"perfetto"`` (protobuf). ``split_by_run`` writes one file per host call (device-iteration
     run), named ``OUT-stem.runNNNN.OUT-suffix``.
     """
-    from analyser.core import Analysis
+    from profiles import open_profile
 
     if fmt not in ("chrome", "perfetto"):
         raise TraceExportError(f"unknown trace format {fmt!r}; choose chrome or perfetto.")
     out = Path(out)
     writer = _write_chrome if fmt == "chrome" else _write_perfetto
-    with Analysis.open(profile_path) as a:
-        p = _Prepared(a.src)
+    src = Source(open_profile(profile_path), profile_path)
+    try:
+        p = _Prepared(src)
         runs: list[int | None] = list(range(p.run_starts.size)) if split_by_run else [None]
         total = p.src.n_steps
         written = []
@@ -461,8 +509,10 @@ def export_trace(
         for r in runs:
             ranges = p.ranges(r)
             path = out if r is None else out.with_name(f"{out.stem}.run{r:04d}{out.suffix}")
-            title = f"{a.path.name}" + ("" if r is None else f" run {r}")
+            title = f"{src.path.name}" + ("" if r is None else f" run {r}")
             with atomic_output(path, "wb" if fmt == "perfetto" else "w") as fh:
                 done = writer(p, fh, ranges, title, progress, total, done)
             written.append(path)
+    finally:
+        src.close()
     return written
