@@ -10,6 +10,7 @@ import pytest
 
 from analyser.core import Analysis
 from analyser.core.comparison import compare_pair
+from tests.run_configs import small_pipelined
 
 
 @pytest.fixture(scope="module")
@@ -144,14 +145,8 @@ def test_walkthrough_story(walkthrough_profiles):
 # A scaled-down walkthrough: the same option changes, step by step, on ResNet-50 at 32x32
 # (pipelined on 2 IPUs), which fits, so every transition's explanation is checked whatever the
 # full-size model does.
-_MINI_BASE = dict(
-    model="resnet50",
-    image_size=32,
-    num_classes=10,
+_MINI_BASE = small_pipelined(
     micro_batch_size=8,
-    num_ipus=2,
-    strategy="pipelined",
-    split_points=["layer3.0"],
     optimiser="adamw",
     precision="32.32",
     gradient_accumulation=3,

@@ -10,6 +10,7 @@ from engine.compiler.plan import plan_amp
 from engine.config import RunConfig
 from engine.targets import get_target
 from profiles import schema
+from tests.run_configs import walkthrough_model
 
 WEIGHT = schema.code("variable_kind", "weight")
 ACT = schema.code("variable_kind", "activation")
@@ -22,20 +23,7 @@ def rn50(**kw) -> RunConfig:
 
 
 def walkthrough(precision: str) -> RunConfig:
-    return RunConfig.from_dict(
-        dict(
-            model="resnet101",
-            image_size=64,
-            num_classes=10,
-            micro_batch_size=64,
-            num_ipus=2,
-            strategy="pipelined",
-            split_points=["layer3.8"],
-            gradient_accumulation=3,
-            optimiser="adamw",
-            precision=precision,
-        )
-    )
+    return RunConfig.from_dict(walkthrough_model(gradient_accumulation=3, precision=precision))
 
 
 @pytest.fixture(scope="session")

@@ -9,23 +9,13 @@ import pytest
 from engine.config import RunConfig, add_config_arguments, config_from_args
 from engine.errors import ConfigError, TargetError
 from engine.targets import TARGET_NAMES, get_target
+from tests.run_configs import walkthrough_model
 
 
 def walkthrough_base(**kw) -> RunConfig:
-    base = dict(
-        model="resnet101",
-        image_size=64,
-        num_classes=10,
-        micro_batch_size=64,
-        num_ipus=2,
-        strategy="pipelined",
-        split_points=["layer3.8"],
-        gradient_accumulation=3,
-        optimiser="adamw",
-        precision="32.32",
+    return RunConfig.from_dict(
+        walkthrough_model(**{"gradient_accumulation": 3, "precision": "32.32", **kw})
     )
-    base.update(kw)
-    return RunConfig.from_dict(base)
 
 
 def test_toml_round_trip(tmp_path):

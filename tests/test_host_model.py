@@ -14,20 +14,10 @@ from engine.execute.plan import HostModel
 from engine.host.profile import load_host_profile, sample_cost
 from engine.targets import get_target
 from profiles.schema import code
+from tests.run_configs import walkthrough_model
 from tests.test_engine_execute import CLOCK, make_plan
 
-PIPE = dict(
-    model="resnet101",
-    image_size=64,
-    num_classes=10,
-    num_ipus=2,
-    strategy="pipelined",
-    split_points=["layer3.8"],
-    micro_batch_size=64,
-    gradient_accumulation=8,
-    precision="16.16",
-    optimiser="adamw",
-)
+PIPE = walkthrough_model(gradient_accumulation=8, precision="16.16")
 IMAGE_IO = {"input_elems_per_sample": 3 * 64 * 64}
 
 

@@ -10,19 +10,14 @@ import engine
 from engine.config import RunConfig
 from engine.execute import execute
 from profiles.schema import code
+from tests.run_configs import small_pipelined
 
 STASH = code("variable_kind", "stash")
 D_REMOTE = code("destination", "remoteBuffer")
 
 
 def cfg(**kw) -> RunConfig:
-    base = dict(
-        model="resnet50",
-        image_size=32,
-        num_classes=10,
-        num_ipus=2,
-        strategy="pipelined",
-        split_points=["layer3.0"],
+    base = small_pipelined(
         micro_batch_size=4,
         gradient_accumulation=8,
         precision="16.16",

@@ -9,21 +9,12 @@ import pytest
 import engine
 from analyser.core.trace_window import STEP_TYPES, TraceWindow
 from profiles import open_profile
+from tests.run_configs import small_pipelined
 
 
 @pytest.fixture(scope="module")
 def pipelined(tmp_path_factory):
-    cfg = dict(
-        model="resnet50",
-        image_size=32,
-        num_classes=10,
-        num_ipus=2,
-        strategy="pipelined",
-        split_points=["layer3.0"],
-        micro_batch_size=4,
-        gradient_accumulation=4,
-        precision="16.16",
-    )
+    cfg = small_pipelined(micro_batch_size=4, gradient_accumulation=4, precision="16.16")
     path = tmp_path_factory.mktemp("sync") / "p.h5"
     engine.simulate_to_file(cfg, path)
     prof = open_profile(path)
