@@ -862,3 +862,32 @@ def test_lane_groups_fold_and_unfold_and_are_remembered_per_document(
     row = int(np.argmax((tl.host["end"] - tl.host["start"]).to_numpy()))
     mid = float(tl.host["start"].iat[row] + tl.host["end"].iat[row]) / 2
     assert tl.host_at(mid, tl.host_base + 0.5) is not None
+
+
+def test_compare_mode_range_statistics_of_a_and_of_b(qtbot, report, small_paths):
+    """In compare mode the selected range's steps are listed for A or for B (a box)."""
+    r, _ = report
+    a, b = _open(report, *small_paths)
+    tl = r.timeline
+    x0, x1 = tl.x_range()
+    t0, t1 = x0 + (x1 - x0) * 0.3, x0 + (x1 - x0) * 0.4
+    tl.set_range(t0, t1)
+    assert r.timeline_b.range_sel == pytest.approx((t0, t1))  # B shows the same band
+    qtbot.waitUntil(
+        lambda: r.summary.statistics is not None and r.summary.statistics.t0 == t0, timeout=15_000
+    )
+    box = r.summary.stats_of
+    assert box.isVisible() and [box.itemText(i) for i in range(2)] == [
+        f"A: {a.name}",
+        f"B: {b.name}",
+    ]
+    want_a = tl.trace.range_statistics(t0, t1)
+    want_b = r.timeline_b.trace.range_statistics(t0, t1)
+    assert r.summary.statistics.n_steps == want_a.n_steps
+    box.setCurrentIndex(1)
+    assert r.summary.statistics.n_steps == want_b.n_steps != want_a.n_steps
+    assert r.summary.stats_label.text().startswith(f"{want_b.n_steps:,} steps of B: {b.name}")
+    assert r.summary.stats_table.visible_rows() == len(want_b.table)
+    # one profile again: no box
+    r.set_document(a)
+    qtbot.waitUntil(lambda: not box.isVisible(), timeout=15_000)

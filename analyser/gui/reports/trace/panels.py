@@ -109,6 +109,12 @@ class RangeSummaryPanel(QWidget):
             lambda _i: self.groupingChanged.emit(self.stats_by.currentData())
         )
         by_row.addWidget(self.stats_by)
+        # compare mode: whose steps (A or B) the table lists
+        self.stats_of = QComboBox()
+        self.stats_of.currentIndexChanged.connect(lambda _i: self._show_compared())
+        self.stats_of.hide()
+        by_row.addWidget(self.stats_of)
+        self._compared: tuple = ()
         by_row.addStretch(1)
         stats_lay.addLayout(by_row)
         self.stats_table = FilterTable("Filter by name or type")
@@ -133,9 +139,33 @@ class RangeSummaryPanel(QWidget):
         """The statistics' grouping: "name" or "operation"."""
         return self.stats_by.currentData()
 
-    def set_statistics(self, stats: RangeStatistics | None, profile: str = "") -> None:
+    def set_compared_statistics(
+        self, a: RangeStatistics, b: RangeStatistics | None, names: tuple[str, str]
+    ) -> None:
+        """Compare mode: the range's steps of A and of B; a box chooses which are listed."""
+        self._compared = ((a, f"A: {names[0]}"), (b, f"B: {names[1]}"))
+        labels = [label for _s, label in self._compared]
+        if [self.stats_of.itemText(i) for i in range(self.stats_of.count())] != labels:
+            self.stats_of.blockSignals(True)
+            self.stats_of.clear()
+            self.stats_of.addItems(labels)
+            self.stats_of.blockSignals(False)
+        self.stats_of.show()
+        self._show_compared()
+
+    def _show_compared(self) -> None:
+        if self._compared:
+            stats, label = self._compared[max(0, self.stats_of.currentIndex())]
+            self.set_statistics(stats, label, compared=True)
+
+    def set_statistics(
+        self, stats: RangeStatistics | None, profile: str = "", compared: bool = False
+    ) -> None:
         """The range's steps by name or operation (None: clear). Columns and formats from the
         catalogue (``analyser.core.quantities.TABLES["range_statistics"]``)."""
+        if not compared:  # a single profile: no A / B box
+            self._compared = ()
+            self.stats_of.hide()
         self.statistics = stats
         if stats is None:
             self.stats_table.set_frame(pd.DataFrame())

@@ -457,9 +457,16 @@ class TraceReport(Report):
                 b = [trace_b.range_summary(i, t0, t1, stale) for i in range(trace_b.n_ipus)]
                 explained = gui_data.comparison(doc_a, doc_b)  # cached per document pair
             stats = trace_a.range_statistics(t0, t1, by=by, cancelled=stale)
-            if stats is None or any(x is None for x in a + (b or [])):
+            stats_b = (
+                trace_b.range_statistics(t0, t1, by=by, cancelled=stale)
+                if trace_b is not None
+                else None
+            )
+            if stats is None or (trace_b is not None and stats_b is None):
+                return None  # cancelled: a newer window superseded it
+            if any(x is None for x in a + (b or [])):
                 return None
-            return a, b, names, explained, stats
+            return a, b, names, explained, (stats, stats_b)
 
         self.summary.set_pending(t0, t1, what)
         self._pool.start(PoolTask(compute, gen, self._relay))
@@ -472,12 +479,15 @@ class TraceReport(Report):
         if isinstance(result, Exception):
             self.summary.header.setText(f"The range summary failed: {result}")
             return
-        a, b, names, explained, stats = result
+        a, b, names, explained, (stats, stats_b) = result
         if b is not None:
             self.summary.set_summaries(a, b, names)
         else:
             self.summary.set_summaries(a)
-        self.summary.set_statistics(stats, f"A: {names[0]}" if b is not None else "")
+        if b is not None:
+            self.summary.set_compared_statistics(stats, stats_b, names)
+        else:
+            self.summary.set_statistics(stats)
         self.summary.set_explanations(explained)
         self.summaryReady.emit()
 
