@@ -1,4 +1,4 @@
-"""Helpers shared by the GUI report tests (trace, pipeline, what-if)."""
+"""Helpers shared by the GUI report tests (trace, BSP, memory, pipeline, what-if, ...)."""
 
 from __future__ import annotations
 
@@ -49,16 +49,27 @@ def assert_nothing_left(*widgets) -> None:
     assert not running, f"engine runs left running: {running}"
 
 
-def shown_report(qtbot, report, size=(1300, 850)):
+def shut_down_trace(report) -> None:
+    """Teardown for an Execution Trace report: stop its background work and check it stopped."""
+    report.shutdown()
+    assert report._pool.activeThreadCount() == 0
+
+
+def shown_report(qtbot, report, size=(1300, 850), before_close=None):
     """Generator for a report fixture: shows ``report`` at ``size``, yields ``(report, docs)``
-    (``open_documents`` fills ``docs``), then checks that nothing is left and closes the
-    documents. Use as ``yield from shown_report(qtbot, LivenessReport())``."""
+    (``open_documents`` fills ``docs``), then calls ``before_close(report)`` if given, checks that
+    nothing is left and closes the documents. Use as
+    ``yield from shown_report(qtbot, LivenessReport())``, or, to open documents before the test,
+    ``fixture = shown_report(...)``, ``report, docs = next(fixture)``, ..., ``yield``,
+    ``next(fixture, None)``."""
     qtbot.addWidget(report)
     report.resize(*size)
     report.show()
     qtbot.waitExposed(report)
     docs = []
     yield report, docs
+    if before_close is not None:
+        before_close(report)
     assert_nothing_left(report)
     for d in docs:
         d.close()

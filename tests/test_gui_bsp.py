@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gui_helpers import assert_nothing_left
 from gui_helpers import open_documents as _open
+from gui_helpers import shown_report, shut_down_trace
 from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QColor, QWheelEvent
 
@@ -28,21 +28,14 @@ def path(tmp_path_factory):
 def report(qtbot, path):
     from analyser.gui.reports.trace import TraceReport
 
-    r = TraceReport()
-    qtbot.addWidget(r)
-    r.resize(1200, 800)
-    r.show()
-    qtbot.waitExposed(r)
-    docs = []
+    fixture = shown_report(qtbot, TraceReport(), (1200, 800), before_close=shut_down_trace)
+    r, docs = next(fixture)
     _open((r, docs), path)
     r.tabs.setCurrentWidget(r.bsp)
     r.update_bsp()
     assert r.bsp.wait_for_cells()
     yield r
-    r.shutdown()
-    assert_nothing_left(r)
-    for d in docs:
-        d.close()
+    next(fixture, None)
 
 
 def _rgb(view, t: float, tile: float) -> tuple[int, int, int]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from gui_helpers import open_documents, shown_report
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtWidgets import QApplication
 
@@ -35,26 +36,16 @@ def paths(tmp_path_factory):
 def memory(qtbot):
     from analyser.gui.reports.memory import MemoryReport
 
-    r = MemoryReport()
-    qtbot.addWidget(r)
-    r.resize(1300, 820)
-    r.show()
-    qtbot.waitExposed(r)
-    docs = []
+    fixture = shown_report(qtbot, MemoryReport(), (1300, 820))
+    r, docs = next(fixture)
 
     def show(*paths):
-        from analyser.gui.model.document import Document
-
-        opened = [Document.open(p) for p in paths]
-        docs.extend(opened)
-        r.set_document(opened[0], opened[1] if len(opened) > 1 else None)
+        opened = open_documents((r, docs), *paths)
         QApplication.processEvents()
         return opened
 
     yield r, show
-    r.close()
-    for d in docs:
-        d.close()
+    next(fixture, None)
 
 
 def test_compare_delta_axis_title_is_not_clipped(memory, paths):

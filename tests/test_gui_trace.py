@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from gui_helpers import assert_nothing_left, write_synthetic_profiles
 from gui_helpers import open_documents as _open
+from gui_helpers import shown_report, shut_down_trace, write_synthetic_profiles
 from PySide6.QtCore import QEvent, QPoint, QPointF, Qt
 from PySide6.QtGui import QMouseEvent, QWheelEvent
 from PySide6.QtWidgets import QApplication
@@ -47,18 +47,7 @@ def small_paths(tmp_path_factory) -> tuple[Path, Path]:
 def report(qtbot):
     from analyser.gui.reports.trace import TraceReport
 
-    r = TraceReport()
-    qtbot.addWidget(r)
-    r.resize(1200, 800)
-    r.show()
-    qtbot.waitExposed(r)
-    docs = []
-    yield r, docs
-    r.shutdown()
-    assert r._pool.activeThreadCount() == 0
-    assert_nothing_left(r)
-    for d in docs:
-        d.close()
+    yield from shown_report(qtbot, TraceReport(), (1200, 800), before_close=shut_down_trace)
 
 
 def _click_step(qtbot, timeline, x: float, y: float) -> None:
