@@ -68,6 +68,16 @@ def _ceil_div(a, b):
     return -(-a // b)
 
 
+def _distinct(values) -> tuple[list, np.ndarray]:
+    """The distinct values of a 1-D array (strings or objects) in first-seen order, and each
+    element's index among them (a dict pass: no sort of Python objects)."""
+    index: dict = {}
+    inverse = np.fromiter(
+        (index.setdefault(v, len(index)) for v in values), dtype=np.int64, count=len(values)
+    )
+    return list(index), inverse
+
+
 class _Vars:
     """Row-wise accumulation of variables (O(variables); costing is vectorised afterwards)."""
 
@@ -876,10 +886,13 @@ def program_code(inputs: MemoryInputs, steps: LivenessSteps) -> ProgramCode:
     TT = inputs.tiles_per_ipu
     fams = t.vertex_families
 
-    def per_family(attr, families):
-        return np.array(
-            [getattr(fams[f], attr) if f in fams else 0 for f in families], dtype=np.int64
+    def per_family(attr, distinct):
+        # looked up once per distinct family (a few dozen) and spread back over the programs
+        names, inverse = distinct
+        per_name = np.array(
+            [getattr(fams[f], attr) if f in fams else 0 for f in names], dtype=np.int64
         )
+        return per_name[inverse]
 
     def exchange_code(nbytes, tiles):
         per_tile = _ceil_div(nbytes, np.maximum(tiles, 1))
@@ -889,7 +902,7 @@ def program_code(inputs: MemoryInputs, steps: LivenessSteps) -> ProgramCode:
 
     ptype = progs["type"]
     tile_count = progs["tile_count"].astype(np.int64)
-    family = progs["family"]
+    families = _distinct(progs["family"])
     is_cs = ptype == T_ONTILE
     is_ex = ptype == T_EXCHANGE
     vertices_per_tile = np.where(is_cs, _ceil_div(progs["vertices"], np.maximum(tile_count, 1)), 0)
@@ -918,10 +931,12 @@ def program_code(inputs: MemoryInputs, steps: LivenessSteps) -> ProgramCode:
         sender_tile_start=s_start,
         sender_tile_count=s_count,
         sender_code_per_tile=np.where(owned, sender_code, 0),
-        state_bytes=per_family("state_bytes", family),
-        field_bytes=per_family("field_bytes", family),
-        vector_list_bytes=per_family("vector_list_bytes", family),
-        vertex_type_code_bytes=per_family("code_bytes", inputs.tile_plan.vertex_types["family"]),
+        state_bytes=per_family("state_bytes", families),
+        field_bytes=per_family("field_bytes", families),
+        vector_list_bytes=per_family("vector_list_bytes", families),
+        vertex_type_code_bytes=per_family(
+            "code_bytes", _distinct(inputs.tile_plan.vertex_types["family"])
+        ),
     )
 
 
@@ -983,13 +998,15 @@ def tile_memory(
             inputs, steps, variables, var_sel
         )
         change_steps.append(at)
-        change_rows.append(np.minimum(rows, np.iinfo(np.int32).max).astype(np.int32))
         if len(at):
             # each step takes the row of the last change at or before it
             nal_per_step[ipu] = rows.sum(axis=1)[
                 np.searchsorted(at, np.arange(n_steps), "right") - 1
             ]
             peak_nal[ipu] = rows.max(axis=0)
+        if len(at) and peak_nal[ipu].max() > np.iinfo(np.int32).max:
+            np.minimum(rows, np.iinfo(np.int32).max, out=rows)
+        change_rows.append(rows.astype(np.int32))
         cat[:, CAT["variable"]] = always_live + peak_nal[ipu]
     per_tile = TileChanges(
         ipu_offsets=np.r_[0, np.cumsum([len(a) for a in change_steps])].astype(np.int64),
@@ -1264,7 +1281,8 @@ def _variable_bytes(
     # whole row, 7x slower here; one vectorised add per kept change row)
     keep = np.ones(len(at), bool)
     keep[1:] = d[1 : len(at)].any(axis=1)
-    rows = np.cumsum(d[: len(at)][keep], axis=1)
+    rows = d[: len(at)][keep]  # a copy: summed in place
+    np.cumsum(rows, axis=1, out=rows)
     for i in range(1, len(rows)):
         np.add(rows[i], rows[i - 1], out=rows[i])
     return always_live, count, at[keep], rows[:, :TT]
