@@ -197,3 +197,32 @@ def test_insights_tab_in_compare_mode_carries_both(memory, paths):
     assert page.totals.section("A: IPU 0") is not None and page.totals.section("B: IPU 0")
     profiles = set(page.vertices.model.frame["profile"])
     assert profiles == {"A", "B"}
+
+
+def test_each_breakdown_draws_its_catalogue_series(memory, paths):
+    """The per-tile chart's categories, regions and liveness classes are the catalogue's series
+    (analyser.core.quantities.SERIES: names in order, palette colours), and each breakdown's
+    stacked bytes add up to the tile totals."""
+    from analyser.core.quantities import SERIES
+    from analyser.gui.palette import hex_color
+    from analyser.gui.widgets import nice_name
+
+    r, show = memory
+    (doc,) = show(paths[0])
+    r.gaps_check.setChecked(False)
+    r.breakdown_combo.setCurrentText("Total")
+    totals = r.build_chart(doc).totals
+    for text, key in (
+        ("Category", "memory_by_category"),
+        ("Region", "memory_by_region"),
+        ("Liveness", "memory_by_liveness"),
+    ):
+        r.breakdown_combo.setCurrentText(text)
+        QApplication.processEvents()
+        series = SERIES[key]
+        chart = r.build_chart(doc)
+        want = [(nice_name(n), hex_color(series.palette, n)) for n in series.names]
+        assert list(zip(chart.names, chart.colors)) == want
+        assert chart.values.shape[1] == len(series.names)
+        assert r.legend.entries and set(r.legend.entries) <= set(want)
+        np.testing.assert_array_equal(chart.totals, totals)

@@ -439,8 +439,9 @@ class Series:
     better: str | None = "lower"
 
 
-#: The three charts with a legend: Summary's cycles by step type per IPU, Memory's per-tile
-#: memory by category, Liveness's memory over the program steps.
+#: The charts with a legend: Summary's cycles by step type per IPU, Memory's per-tile memory by
+#: category, region or liveness class (its Breakdown choice), Liveness's memory over the program
+#: steps.
 SERIES: dict[str, Series] = {
     "cycles_by_step_type": Series(
         "cycles_by_step_type",
@@ -451,6 +452,12 @@ SERIES: dict[str, Series] = {
     ),
     "memory_by_category": Series(
         "memory_by_category", "Memory per tile", "bytes", "memory_categories", MEMORY_CATEGORIES
+    ),
+    "memory_by_region": Series(
+        "memory_by_region", "Memory per tile", "bytes", "memory_regions", MEMORY_REGIONS
+    ),
+    "memory_by_liveness": Series(
+        "memory_by_liveness", "Memory per tile", "bytes", "liveness_classes", LIVENESS_CLASSES
     ),
     # one line per IPU (and profile), coloured by IPU, and the peaks' markers
     "liveness": Series("liveness", "not-always-live memory", "bytes", "chart", ("peak_marker",)),

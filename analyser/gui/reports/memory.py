@@ -29,12 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from analyser.core import gui_support
-from analyser.core.quantities import (
-    LIVENESS_CLASSES,
-    MEMORY_CATEGORIES,
-    MEMORY_REGIONS,
-    columns,
-)
+from analyser.core.quantities import SERIES, Series, columns
 from analyser.core.units import (
     axis_scale,
     fmt_bytes,
@@ -64,10 +59,11 @@ from analyser.gui.widgets import (
 )
 
 BREAKDOWNS = {"Total": None, "Category": "category", "Region": "region", "Liveness": "liveness"}
-PALETTE_GROUP = {
-    "category": "memory_categories",
-    "region": "memory_regions",
-    "liveness": "liveness_classes",
+#: Each breakdown's chart series (names, palette group) in the catalogue.
+BREAKDOWN_SERIES: dict[str, Series] = {
+    "category": SERIES["memory_by_category"],
+    "region": SERIES["memory_by_region"],
+    "liveness": SERIES["memory_by_liveness"],
 }
 GAPS_COLOR = "#5f5f5f"
 #: Longest variable name on the Variables chart's axis (longer ones are elided in the middle).
@@ -515,9 +511,9 @@ class MemoryReport(Report):
         if by is None:
             names, colors = ["Total"], [TOTAL_COLOR]
         else:
-            _v, raw = data.tile_breakdown(doc, 0, by)
-            names = [nice_name(n) for n in raw]
-            colors = [hex_color(PALETTE_GROUP[by], n) for n in raw]
+            series = BREAKDOWN_SERIES[by]
+            names = [nice_name(n) for n in series.names]
+            colors = [hex_color(series.palette, n) for n in series.names]
         for ipu in ipus:
             if by is None:
                 vals = mem.tile_total[ipu][:, None]
@@ -945,4 +941,4 @@ class MemoryReport(Report):
 
 
 def _memory_class_names() -> set[str]:
-    return set(MEMORY_CATEGORIES) | set(MEMORY_REGIONS) | set(LIVENESS_CLASSES)
+    return {n for series in BREAKDOWN_SERIES.values() for n in series.names}
