@@ -60,6 +60,22 @@ def _bytes_on_tiles(
     return np.where(inside, base + ((t - s) < rem), 0)
 
 
+def _spread_on_tiles(
+    frame: pd.DataFrame, column: str, tiles: np.ndarray
+) -> tuple[pd.DataFrame, np.ndarray]:
+    """The rows of ``frame`` (tile intervals ``tile_start`` / ``tile_count``) that hold any of
+    ``tiles`` (sorted, non-empty), and [rows, len(tiles)] of their ``column`` spread evenly over
+    each row's tiles (``_bytes_on_tiles``)."""
+    start = frame["tile_start"].to_numpy().astype(np.int64)
+    count = frame["tile_count"].to_numpy().astype(np.int64)
+    # Intervals that touch the selection at all (cheap pre-filter before the dense matrix).
+    first = np.searchsorted(tiles, start, side="left")
+    touches = (first < tiles.size) & (tiles[np.minimum(first, tiles.size - 1)] < start + count)
+    frame = frame[touches]
+    amounts = frame[column].to_numpy().astype(np.int64)
+    return frame, _bytes_on_tiles(start[touches], count[touches], amounts, tiles)
+
+
 def tile_variables(analysis: Any, ipu: int, tiles: np.ndarray) -> pd.DataFrame:
     """Variables with bytes on any of ``tiles`` of ``ipu``: name, kind, dtype, shape, always_live,
     live_start, live_end, bytes (total), ``bytes_on_selection`` and one ``tile N`` column per
@@ -69,15 +85,7 @@ def tile_variables(analysis: Any, ipu: int, tiles: np.ndarray) -> pd.DataFrame:
     df = df[(df["ipu"].to_numpy() == ipu) & (df["bytes"].to_numpy() > 0)]
     if df.empty or tiles.size == 0:
         return df.assign(bytes_on_selection=np.zeros(len(df), np.int64)).iloc[0:0]
-    start = df["tile_start"].to_numpy().astype(np.int64)
-    count = df["tile_count"].to_numpy().astype(np.int64)
-    # Intervals that touch the selection at all (cheap pre-filter before the dense matrix).
-    first = np.searchsorted(tiles, start, side="left")
-    touches = (first < tiles.size) & (tiles[np.minimum(first, tiles.size - 1)] < start + count)
-    df = df[touches]
-    on = _bytes_on_tiles(
-        start[touches], count[touches], df["bytes"].to_numpy().astype(np.int64), tiles
-    )
+    df, on = _spread_on_tiles(df, "bytes", tiles)
     out = df[
         ["name", "kind", "dtype", "shape", "bytes", "always_live", "live_start", "live_end"]
     ].copy()
@@ -105,14 +113,8 @@ def tile_compute_sets(analysis: Any, ipu: int, tiles: np.ndarray) -> pd.DataFram
         )
     cs = src.table("/graph/compute_sets")
     cs = cs[cs["ipu"].to_numpy() == ipu]
-    start = cs["tile_start"].to_numpy().astype(np.int64)
-    count = cs["tile_count"].to_numpy().astype(np.int64)
-    first = np.searchsorted(tiles, start, side="left")
-    touches = (first < tiles.size) & (tiles[np.minimum(first, tiles.size - 1)] < start + count)
-    cs = cs[touches]
-    verts = _bytes_on_tiles(
-        start[touches], count[touches], cs["vertices"].to_numpy().astype(np.int64), tiles
-    ).sum(axis=1)
+    cs, on = _spread_on_tiles(cs, "vertices", tiles)
+    verts = on.sum(axis=1)
     ops = src.column("/graph/operations", "name") if src.has("/graph/operations") else np.array([])
     vts = (
         src.column("/graph/vertex_types", "name")

@@ -404,17 +404,7 @@ class SummaryReport(Report):
                     if not va and not vb and dest != "host":
                         continue
                     name = f"{label.capitalize()} ({_dest_label(dest, label)})"
-                    if cmp is None:
-                        rows.append((name, fmt_bytes(va or 0, u)))
-                    else:
-                        rows.append(
-                            (
-                                name,
-                                fmt_bytes(va or 0, u),
-                                fmt_bytes(vb or 0, u),
-                                fmt_delta_pct(va or 0, vb or 0),
-                            )
-                        )
+                    rows.append(_bytes_row(name, va, vb, cmp is not None, u))
             for label, attr in (
                 ("GlobalExchange received", "global_exchange_rx"),
                 ("GlobalExchange sent", "global_exchange_tx"),
@@ -423,17 +413,7 @@ class SummaryReport(Report):
                 vb = _ipu_value(eb, ipu, lambda e, i, a=attr: int(getattr(e, a)[i]))
                 if not va and not vb:
                     continue
-                if cmp is None:
-                    rows.append((label, fmt_bytes(va or 0, u)))
-                else:
-                    rows.append(
-                        (
-                            label,
-                            fmt_bytes(va or 0, u),
-                            fmt_bytes(vb or 0, u),
-                            fmt_delta_pct(va or 0, vb or 0),
-                        )
-                    )
+                rows.append(_bytes_row(label, va, vb, cmp is not None, u))
             self.stream_tree.add_section(f"IPU {ipu}", rows)
 
     def _fill_config(self, doc: Any, cmp: Any) -> None:
@@ -550,6 +530,14 @@ def _ipu_value(e: Any, ipu: int, fn: Callable[[Any, int], Any]) -> Any:
     if e is None or ipu >= e.num_ipus:
         return None
     return fn(e, ipu)
+
+
+def _bytes_row(name: str, a: int | None, b: int | None, compare: bool, unit: str) -> tuple:
+    """A row of bytes: ``(name, A)``, or in compare mode ``(name, A, B, change)`` (a missing
+    value counts as 0)."""
+    if not compare:
+        return (name, fmt_bytes(a or 0, unit))
+    return (name, fmt_bytes(a or 0, unit), fmt_bytes(b or 0, unit), fmt_delta_pct(a or 0, b or 0))
 
 
 def _dest_label(dest: str, direction: str) -> str:
