@@ -28,29 +28,23 @@ _PIPE = dict(
     recomputation="off",
 )
 
+# a tiny step behind a fast asynchronous host: the fixed per-call overhead dominates
+_ROUND_TRIPS = dict(
+    model="mlp",
+    micro_batch_size=16,
+    loader_mode="async",
+    prefetch_depth=3,
+    host_preprocess_us_per_sample=1.0,
+    loader_workers=32,
+)
+
 CONFIGS = {
     # the host feeds a tiny model synchronously, one device iteration per call, FP32
     "mlp_slow_host": dict(model="mlp", micro_batch_size=4096),
     "mlp_tuned": dict(model="mlp", gradient_accumulation=16, **_FAST_HOST),
     "mlp_tuned16": dict(model="mlp", gradient_accumulation=16, precision="16.16", **_FAST_HOST),
-    # a tiny step behind a fast asynchronous host: the fixed per-call overhead dominates
-    "mlp_round_trips": dict(
-        model="mlp",
-        micro_batch_size=16,
-        loader_mode="async",
-        prefetch_depth=3,
-        host_preprocess_us_per_sample=1.0,
-        loader_workers=32,
-    ),
-    "mlp_round_trips_di256": dict(
-        model="mlp",
-        micro_batch_size=16,
-        loader_mode="async",
-        prefetch_depth=3,
-        host_preprocess_us_per_sample=1.0,
-        loader_workers=32,
-        device_iterations=256,
-    ),
+    "mlp_round_trips": _ROUND_TRIPS,
+    "mlp_round_trips_di256": dict(_ROUND_TRIPS, device_iterations=256),
     "mlp_offloaded": dict(
         model="mlp", optimiser="adam", offload_optimiser_state="on", **_FAST_HOST
     ),
