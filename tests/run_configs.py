@@ -10,29 +10,26 @@ Precision, gradient accumulation and the rest are each test's own choice (keywor
 from __future__ import annotations
 
 
-def walkthrough_model(**overrides) -> dict:
+def _two_stage_resnet(model: str, image_size: int, split_at: str, overrides: dict) -> dict:
+    """A ResNet on CIFAR-10 (10 classes) pipelined in two stages split at ``split_at`` on two
+    IPUs, with ``overrides``."""
     cfg = dict(
-        model="resnet101",
-        image_size=64,
+        model=model,
+        image_size=image_size,
         num_classes=10,
-        micro_batch_size=64,
         num_ipus=2,
         strategy="pipelined",
-        split_points=["layer3.8"],
-        optimiser="adamw",
+        split_points=[split_at],
     )
     cfg.update(overrides)
     return cfg
+
+
+def walkthrough_model(**overrides) -> dict:
+    return _two_stage_resnet(
+        "resnet101", 64, "layer3.8", {"micro_batch_size": 64, "optimiser": "adamw", **overrides}
+    )
 
 
 def small_pipelined(**overrides) -> dict:
-    cfg = dict(
-        model="resnet50",
-        image_size=32,
-        num_classes=10,
-        num_ipus=2,
-        strategy="pipelined",
-        split_points=["layer3.0"],
-    )
-    cfg.update(overrides)
-    return cfg
+    return _two_stage_resnet("resnet50", 32, "layer3.0", overrides)
