@@ -21,6 +21,7 @@ a cross-tile reduction). Loss scaling adds one pass (unscale the gradient).
 from __future__ import annotations
 
 import itertools
+import operator
 from dataclasses import dataclass
 from functools import partial
 
@@ -498,7 +499,13 @@ COLUMNS = {
 
 
 def _columns(rows: list[dict]) -> dict[str, np.ndarray]:
-    return {c: np.array([r[c] for r in rows], dtype=dt) for c, dt in COLUMNS.items()}
+    # one C-level itemgetter per row, then the columns transposed with zip (a dict lookup per
+    # row and column in Python took 3x as long)
+    names = list(COLUMNS)
+    if not rows:
+        return {c: np.array([], dtype=dt) for c, dt in COLUMNS.items()}
+    cols = zip(*map(operator.itemgetter(*names), rows))
+    return {c: np.array(col, dtype=COLUMNS[c]) for c, col in zip(names, cols)}
 
 
 SIGNATURE_COLUMNS = (

@@ -427,7 +427,7 @@ def plan_ops(L, t, config, T: int) -> OpPlans:
         "rexch": "ReduceExchange",
         "red": "Reduce",
     }
-    lab = np.array([label.get(nm, "") for nm in suffix], dtype=object)
+    lab = np.array([label.get(nm, "") for nm, _ in SLOTS], dtype=object)[slot_idx]
     lab = np.where(suffix == "main", main_name[op_idx], lab)
     names = L["name"][op_idx] + "/" + lab
     c_hi = cyc[op_idx, slot_idx]
@@ -441,7 +441,8 @@ def plan_ops(L, t, config, T: int) -> OpPlans:
         L["family"][op_idx],
         np.where((suffix == "cast") | (suffix == "prearr"), "copy", "reduce"),
     )
-    dtn = np.array([_DT_NAME.get(int(d), "float") for d in L["db"][op_idx]], dtype=object)
+    # looked up per op (not per program) and spread over its programs
+    dtn = np.array([_DT_NAME.get(d, "float") for d in L["db"].tolist()], dtype=object)[op_idx]
     # AMP codelets are templated on input and partials types (e.g. <half,float>)
     dtn = np.where((suffix == "main") & L["amp"][op_idx], dtn + "," + _DT_NAME[pb], dtn).astype(
         object
