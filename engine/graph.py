@@ -104,13 +104,19 @@ class Graph:
 
     def first_op_of(self, layer: str) -> int:
         """Index of the first op whose layer is ``layer`` or inside it (-1 if none)."""
-        lay = self.cols["layer"]
-        hits = np.flatnonzero((lay == layer) | np.char.startswith(lay.astype(str), layer + "."))
-        return int(hits[0]) if len(hits) else -1
+        # a plain str.startswith per op: numpy.char costs a 5 ms import in a fresh process
+        prefix = layer + "."
+        for i, name in enumerate(self.cols["layer"].tolist()):
+            name = str(name)
+            if name == layer or name.startswith(prefix):
+                return i
+        return -1
 
     def ops_of(self, layer: str) -> np.ndarray:
-        lay = self.cols["layer"].astype(str)
-        return np.flatnonzero((lay == layer) | np.char.startswith(lay, layer + "."))
+        prefix = layer + "."
+        return np.flatnonzero(
+            [name == layer or name.startswith(prefix) for name in map(str, self.cols["layer"])]
+        )
 
 
 class GraphBuilder:

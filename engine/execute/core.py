@@ -1109,7 +1109,8 @@ def _build_tree(plan, act, templates, allv, rows_it, upd_row, has_end, DI, G):
             rows = np.nonzero(act.row_phase == ph_code)[0]
             if len(rows) == 0:
                 continue
-            cycles = np.unique(cyc_of_row[rows])
+            # (np.unique's hash path, without return_index, imports numpy.ma: 13 ms cold)
+            cycles = np.unique(cyc_of_row[rows], return_index=True)[0]
             if ph_name == "main":
                 grp = nodes.add("pipeline.main", T_REPEAT, body, repeat=len(cycles))
                 cycles = cycles[:1]
