@@ -125,6 +125,24 @@ class GraphBuilder:
     def __init__(self) -> None:
         self.rows: list[dict] = []
 
+    def linear(self, name: str, src: int, m: int, k: int, n: int, *, weight: bool = True) -> int:
+        """A fully connected layer (``MatMul`` on the AMP): [m, k] x [k, n] plus a bias of n; its
+        trainable elements are the [k, n] weight and the bias, or, with ``weight=False`` (a weight
+        tied to another op's, e.g. BERT's decoder), the bias only."""
+        return self.add(
+            name,
+            "MatMul",
+            "amp",
+            in0=src,
+            out_elems=m * n,
+            m=m,
+            k=k,
+            n=n,
+            weight_elems=(k * n + n) if weight else n,
+            bwd_passes=0,
+            saves_input=True,
+        )
+
     def add(
         self,
         name: str,

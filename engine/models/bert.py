@@ -37,20 +37,7 @@ def bert(
     b = GraphBuilder()
     b._input_elems = 3 * s
 
-    def linear(name, src, m, k, n, *, weight=True):
-        return b.add(
-            name,
-            "MatMul",
-            "amp",
-            in0=src,
-            out_elems=m * n,
-            m=m,
-            k=k,
-            n=n,
-            weight_elems=(k * n + n) if weight else n,
-            bwd_passes=0,
-            saves_input=True,
-        )
+    linear = b.linear
 
     def layernorm(name, src, rows):
         return b.add(

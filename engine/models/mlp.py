@@ -14,19 +14,7 @@ def mlp(num_classes: int = 10, sizes: tuple[int, ...] = (784, 784, 784, 128)) ->
     idx = 0
     for i in range(len(dims) - 1):
         k, n = dims[i], dims[i + 1]
-        prev = b.add(
-            f"layers.{idx}",
-            "MatMul",
-            "amp",
-            in0=prev,
-            out_elems=n,
-            m=1,
-            k=k,
-            n=n,
-            weight_elems=k * n + n,
-            bwd_passes=0,
-            saves_input=True,
-        )
+        prev = b.linear(f"layers.{idx}", prev, 1, k, n)
         idx += 1
         if i < len(dims) - 2:
             prev = b.add(

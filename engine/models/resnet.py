@@ -133,19 +133,7 @@ def resnet(
         cross_tile=True,
         stats=cin,
     )
-    x = b.add(
-        "fc",
-        "MatMul",
-        "amp",
-        in0=x,
-        out_elems=num_classes,
-        m=1,
-        k=cin,
-        n=num_classes,
-        weight_elems=cin * num_classes + num_classes,
-        bwd_passes=0,
-        saves_input=True,
-    )
+    x = b.linear("fc", x, 1, cin, num_classes)
     return b.build(
         f"resnet{depth}",
         input_elems=channels * image_size * image_size,
