@@ -52,6 +52,9 @@ def test_one_set_of_formatters_one_missing_mark_one_new_wording():
     assert units.fmt_bytes(1_234_567, units.MemoryUnits.BYTES) == "1,234,567 B"
     assert units.fmt_bytes(1_234_567, "kB") == "1.23 MB"
     assert units.fmt_pts_delta(0.5, 0.515) == "+1.5 pts"
+    # a change too small to show reads +0.0, never "-0.0" (seen in the Pipeline compare table)
+    assert units.fmt_pts_delta(0.5, 0.49999) == "+0.0 pts"
+    assert units.fmt_delta_pct(100, 99.99) == "+0.0%" and units.fmt_delta_pct(100, 99.9) == "-0.1%"
     assert QUANTITIES["peak_memory_bytes"].format(2**20, units.MemoryUnits.KB) == "1.05 MB"
 
 

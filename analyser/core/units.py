@@ -96,7 +96,7 @@ def fmt_rel_change(change: float | None) -> str:
     """A relative change (0.05 = 5%) as '+5.0%'; :data:`NEW` for an infinite one (from zero)."""
     if _missing(change):
         return MISSING
-    return NEW if math.isinf(change) else f"{100 * change:+.1f}%"
+    return NEW if math.isinf(change) else f"{_no_negative_zero(100 * change, 1):+.1f}%"
 
 
 def fmt_yes_no(value: object) -> str:
@@ -108,11 +108,18 @@ def fmt_pct(x: float | None, digits: int = 1) -> str:
     return MISSING if _missing(x) else f"{100 * x:.{digits}f}%"
 
 
+def _no_negative_zero(value: float, digits: int) -> float:
+    """``value`` rounded to ``digits`` places, with a change that rounds to zero read as +0
+    (a tiny decrease would otherwise print as '-0.0')."""
+    rounded = round(value, digits)
+    return 0.0 if rounded == 0 else rounded
+
+
 def fmt_pts_delta(before: float | None, after: float | None) -> str:
     """The change of a share in percentage points: '+1.5 pts'."""
     if _missing(before) or _missing(after):
         return MISSING
-    return f"{100 * (after - before):+.1f} pts"
+    return f"{_no_negative_zero(100 * (after - before), 1):+.1f} pts"
 
 
 def fmt_delta_pct(before: float | None, after: float | None) -> str:
@@ -121,7 +128,7 @@ def fmt_delta_pct(before: float | None, after: float | None) -> str:
         return MISSING
     if before == 0:
         return "0.0%" if after == 0 else NEW
-    return f"{100 * (after - before) / abs(before):+.1f}%"
+    return f"{_no_negative_zero(100 * (after - before) / abs(before), 1):+.1f}%"
 
 
 def fmt_change(before: float | None, after: float | None, unit: str | None = None) -> str:
