@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from analyser.core import liveness as _liveness
 from analyser.core import memory as _memory
@@ -32,6 +31,8 @@ from analyser.core.source import Source
 from profiles import schema as _schema
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from analyser.core.run_options import StoredRunConfig
     from engine.config import RunConfig
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from analyser.core.memory import variables_table
 from analyser.core.source import Source
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass
@@ -186,6 +189,8 @@ def step_vertices(src: Source, step: int) -> pd.DataFrame:
     codelet's code on each tile, and the cycle estimate of one execution over those tiles (max
     and mean of /programs/tile_cycles). Empty for a step that runs no compute set (an
     exchange, a stream copy, a sync)."""
+    import pandas as pd  # imported on first use (not by `analyse summary`)
+
     prog = step_program(src, step)
     cs = src.table("/graph/compute_sets")
     cs = cs[cs["program"].to_numpy() == prog]

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from analyser.core.source import Source
 from profiles import schema
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 CATEGORIES = schema.MEMORY_CATEGORIES
 REGIONS = schema.MEMORY_REGIONS
@@ -186,6 +189,8 @@ def tile_breakdown(src: Source, ipu: int, by: str = "category") -> tuple[np.ndar
 
 def variables_table(src: Source) -> pd.DataFrame:
     """/graph/variables with ``kind`` decoded to names."""
+    import pandas as pd  # imported on first use (not by `analyse summary`)
+
     df = src.table("/graph/variables").copy()
     if "kind" in df and not isinstance(df["kind"].dtype, pd.CategoricalDtype):
         df["kind"] = pd.Categorical.from_codes(

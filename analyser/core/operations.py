@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from analyser.core.execution import ExecutionSummary
 from analyser.core.source import Source
 from profiles import schema
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def operations_table(src: Source, execution: ExecutionSummary | None) -> pd.DataFrame:
@@ -17,6 +21,8 @@ def operations_table(src: Source, execution: ExecutionSummary | None) -> pd.Data
     over the run, all IPUs), ``cycles_share`` (of all busy cycles), ``flops_per_cycle``
     (FLOPs of one execution / its cycles) and ``memory_bytes`` (bytes of the variables it owns).
     """
+    import pandas as pd  # imported on first use (not by `analyse summary`)
+
     df = src.table("/graph/operations").copy()
     n = len(df)
     if "pass" in df and not isinstance(df["pass"].dtype, pd.CategoricalDtype):
@@ -78,6 +84,8 @@ def layer_table(ops: pd.DataFrame) -> pd.DataFrame:
     types), ``ipu`` / ``stage`` (of its first operation), and sums of ``cycles`` (one execution
     of each), ``total_cycles``, ``cycles_share``, ``flops``, ``memory_bytes``, ``temp_bytes``
     and ``code_bytes``."""
+    import pandas as pd  # imported on first use (not by `analyse summary`)
+
     if ops.empty:
         return pd.DataFrame(columns=["name", "operations", "type", "ipu", "stage"])
     layer = ops["layer"].astype(str).to_numpy()
@@ -117,6 +125,8 @@ def program_table(
     ``ipu``, ``operation`` (name of the framework operation it belongs to, '-' for none),
     ``pass``, ``cycles`` (one execution, max over tiles), ``executions``, ``total_cycles``,
     ``cycles_share``, ``tile_balance``, ``bytes`` (moved by one execution) and ``code_bytes``."""
+    import pandas as pd  # imported on first use (not by `analyse summary`)
+
     nodes = src.table("/programs/nodes")
     types = nodes["type"].to_numpy().astype(np.int64)
     leaf = np.flatnonzero(types >= len(schema.PROGRAM_TYPES) - len(schema.EXECUTABLE_TYPES))

@@ -82,7 +82,19 @@ class Source:
         return self.profile.table(path, columns=list(columns) if columns else None)
 
     def column(self, path: str, name: str) -> np.ndarray:
-        return np.asarray(self.table(path, [name])[name].to_numpy())
+        """One column of a table, read straight into numpy (``table`` would import pandas:
+        about 0.35 s that ``analyse summary`` does not otherwise need)."""
+        g = schema.GROUPS_BY_PATH.get("/" + path.strip("/"))
+        if g is None or not g.table or all(c.name != name for c in g.columns):
+            return np.asarray(self.table(path, [name])[name].to_numpy())  # the reader's sentence
+        n = self.n_rows(g.path)
+        values = np.asarray(self.profile.array(f"{g.path}/{name}"))
+        if values.shape[:1] != (n,):
+            raise ProfileError(
+                f"profile {self.path}: column {g.path}/{name} has {values.shape[0] if values.ndim else 0} "
+                f"rows, the table has {n}."
+            )
+        return values
 
     def array(self, path: str) -> np.ndarray:
         return np.asarray(self.profile.array(path))
