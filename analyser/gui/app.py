@@ -35,19 +35,29 @@ def ensure_app(argv: Sequence[str] | None = None) -> QApplication:
 def _quit_on_ctrl_c(app: QApplication) -> tuple[QTimer | None, list[int]]:
     """Ctrl-C in the terminal closes the windows (as File > Quit does) and ends the event loop.
     Qt's loop never lets Python run its signal handlers by itself, so a timer wakes the
-    interpreter every 200 ms; without this Ctrl-C was ignored until the window was closed."""
+    interpreter every 200 ms; without this Ctrl-C was ignored until the window was closed.
+
+    The handler only records the signal: Python runs it between any two bytecodes, e.g. in the
+    middle of a report being filled, and closing the windows there tore the widgets down under
+    the running code (a traceback from ``set_documents``). The timer's own callback, which the
+    event loop calls between events, does the closing."""
     caught: list[int] = []
     if threading.current_thread() is not threading.main_thread():
         return None, caught
+    done: list[bool] = []
 
     def on_sigint(signum: int, _frame: object) -> None:
         caught.append(signum)
-        app.closeAllWindows()
-        app.quit()
+
+    def on_tick() -> None:
+        if caught and not done:
+            done.append(True)
+            app.closeAllWindows()
+            app.quit()
 
     signal.signal(signal.SIGINT, on_sigint)
     timer = QTimer()
-    timer.timeout.connect(lambda: None)
+    timer.timeout.connect(on_tick)
     timer.start(200)
     return timer, caught
 
