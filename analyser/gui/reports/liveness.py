@@ -23,13 +23,22 @@ from PySide6.QtWidgets import (
 )
 
 from analyser.core.liveness import ALIGN_ADDED, ALIGN_REMOVED
-from analyser.core.quantities import VARIABLE_TABLE, columns, step_type_name
+from analyser.core.quantities import SERIES, VARIABLE_TABLE, columns, step_type_name
 from analyser.core.units import MISSING, axis_scale, fmt_bytes, fmt_int, fmt_pct
 from analyser.gui.model import data
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report, lay_out
 from analyser.gui.theme import chart_colors, style_plot
 from analyser.gui.widgets import FilterTable, KeyValueTree, LegendLabel, make_plot, tile_curve
+
+#: The chart's series as the catalogue declares them: its axis title and the peaks' colour.
+LIVENESS_SERIES = SERIES["liveness"]
+
+
+def _peak_color() -> str:
+    """The peaks' colour, read at draw time (the theme may change the palette)."""
+    return hex_color(LIVENESS_SERIES.palette, LIVENESS_SERIES.names[0])
+
 
 IPU_COLORS = [
     "#4e79a7",
@@ -259,7 +268,7 @@ class LivenessReport(Report):
                         [peak_y],
                         symbol="t1",
                         size=13,
-                        brush=pg.mkBrush(hex_color("chart", "peak_marker")),
+                        brush=pg.mkBrush(_peak_color()),
                         pen=pg.mkPen(None),
                     )
                     item.addItem(marker)
@@ -296,24 +305,24 @@ class LivenessReport(Report):
                 steps += f" ({peak_names[key]})"
             text = pg.TextItem(
                 f"peak{' ' + who if who else ''}: {steps}",
-                color=hex_color("chart", "peak_marker"),
+                color=_peak_color(),
                 anchor=(0.5, 1.2 + 1.3 * level),
             )
             text.setPos(px, nbytes / scale)
             item.addItem(text)
             self.peak_labels.append(text)
         self.plot.n_steps = n_steps
-        what = (
-            "not-always-live + always-live" if self.always_check.isChecked() else "not-always-live"
-        )
-        item.setLabel("left", f"{what} memory ({unit})")
+        title = LIVENESS_SERIES.title
+        if self.always_check.isChecked():
+            title = title.replace("not-always-live", "not-always-live + always-live")
+        item.setLabel("left", f"{title} ({unit})")
         item.setLabel(
             "bottom",
             "program step (liveness)"
             if al is None
             else "program step, A and B aligned by program (as a diff)",
         )
-        entries.append(("peak", hex_color("chart", "peak_marker")))
+        entries.append(("peak", _peak_color()))
         self.legend.set_entries(entries)
         item.setXRange(0, max(n_steps - 1, 1), padding=0.01)
         levels = max((lvl for _y, lvl in placed), default=0)
