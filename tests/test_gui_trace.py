@@ -305,6 +305,14 @@ def test_compare_mode_shows_both_runs_with_deltas(qtbot, report, small_paths):
     assert r.summary.value("busy cycles (all IPUs)", 2) == f"{cb:,}"
     delta = r.summary.value("busy cycles (all IPUs)", 3)
     assert delta.startswith(f"{cb - ca:+,}")
+    # the A / B / B - A figures keep their width beside the statistics (they were squeezed to
+    # their first letters behind a scroll bar in a 1400-pixel window)
+    r.window().resize(1400, 880)
+    qtbot.wait(50)
+    table = r.summary.table
+    header = table.horizontalHeader()
+    widths = sum(header.sectionSize(c) for c in range(table.columnCount()))
+    assert table.width() >= min(widths, 760)
 
 
 def test_oom_profile_shows_a_message(qtbot, report, tmp_path):

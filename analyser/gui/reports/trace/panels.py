@@ -101,6 +101,7 @@ class RangeSummaryPanel(QWidget):
         stats_lay.setContentsMargins(0, 0, 0, 0)
         by_row = QHBoxLayout()
         self.stats_label = QLabel("Steps in the range by")
+        self.stats_label.setWordWrap(True)  # a long profile name must not widen the panel
         by_row.addWidget(self.stats_label)
         self.stats_by = QComboBox()
         for key in STATISTICS_BY:
@@ -259,6 +260,12 @@ class RangeSummaryPanel(QWidget):
             self.table.setItem(r, 0, _item(label, color=color))
             for c, v in enumerate(vals):
                 self.table.setItem(r, c + 1, _item(v, align_right=True))
+        # the figures keep their width: in compare mode (A, B, B - A) the statistics beside
+        # them squeezed the table to its first letters behind a scroll bar
+        header = self.table.horizontalHeader()
+        needed = sum(header.sectionSize(c) for c in range(self.table.columnCount()))
+        needed += 2 * self.table.frameWidth() + self.table.verticalScrollBar().sizeHint().width()
+        self.table.setMinimumWidth(min(needed, 760))
 
     def set_explanations(self, comparison) -> None:
         """The analysis core's explained comparison (``PairComparison``) of the whole runs, or
