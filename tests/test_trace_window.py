@@ -267,6 +267,70 @@ def test_lod_cache_saves_then_memory_maps_the_same_pyramids(tmp_path, monkeypatc
     assert tw_mod.lod_cache_dir() is None
 
 
+def test_coarse_first_open_draws_the_full_builds_picture(tmp_path, monkeypatch):
+    """A coarse-first prepare builds only the coarse levels before the first paint: they are
+    the full pyramid's coarsest levels, so the whole-run view, the overview, the step types and
+    the lanes are those of a full build; a finer zoom reads rows or waits for the full pyramid,
+    which the background thread builds and saves to the cache; then every zoom draws what a
+    full build draws, and the next open memory-maps the saved pyramids."""
+    import analyser.core.trace_window as tw_mod
+
+    monkeypatch.setattr(tw_mod, "LOD_CACHE_MIN_ROWS", 1000)
+    monkeypatch.setattr(tw_mod, "COARSE_BUCKETS", 128)
+    path = tmp_path / "p.h5"
+    write_profile(path, make_synthetic_profile(n_steps=20_000, n_ipus=2, tiles=64, seed=7))
+
+    def picture(tw, ipu, a, b, w):
+        r = tw.window(ipu, a, b, w)
+        return {k: (v.x0.tolist(), v.x1.tolist(), v.count.tolist()) for k, v in r.rects.items()}
+
+    def zooms(tw):
+        t0, t1 = tw.full_extent()
+        span = t1 - t0
+        return [(t0, t1, 100), (t0 + span / 3, t0 + span / 2, 300), (t0, t0 + span / 400, 200)]
+
+    monkeypatch.setenv("IPU_ANALYSER_CACHE", "")
+    with open_profile(path) as p:
+        full = TraceWindow(p).prepare("flat")
+        assert all(full._pyramid(i, "flat").complete for i in range(2))
+        want = [picture(full, i, *z) for i in range(2) for z in zooms(full)]
+        want_overview = full.overview(100).busy
+        want_types, want_lanes = full.step_types(), full.ipu_lanes("flat", 1)
+
+    monkeypatch.setenv("IPU_ANALYSER_CACHE", str(tmp_path / "cache"))
+    # the coarse levels alone (no background build): same whole-run picture and overview
+    with monkeypatch.context() as m:
+        m.setattr(TraceWindow, "_finish_pyramids", lambda self, group, ipus: None)
+        with open_profile(path) as p:
+            tw = TraceWindow(p).prepare("flat", coarse_first=True)
+            pyr = tw._pyramid(0, "flat")
+            assert not pyr.complete and pyr.first_level > 0
+            assert len(pyr.levels) < len(full._pyramids[(0, "flat")].levels)
+            assert picture(tw, 0, *zooms(tw)[0]) == want[0]
+            np.testing.assert_array_equal(tw.overview(100).busy, want_overview)
+            assert tw.step_types() == want_types and tw.ipu_lanes("flat", 1) == want_lanes
+            # a zoom finer than the coarse levels over few rows reads them
+            deep = tw.window(1, *zooms(tw)[2])
+            assert deep.source == "rows" and deep.n_steps > 0
+            assert not tw._pyramid(1, "flat").complete
+            # a zoom finer than the coarse levels over many rows waits for the full pyramid
+            m.setattr(tw_mod, "COARSE_ROWS_FALLBACK", 0)
+            assert picture(tw, 0, *zooms(tw)[1]) == want[1]
+            assert tw._pyramid(0, "flat").complete and not tw._pyramid(1, "flat").complete
+    # with the background build: all full, saved, and every zoom as the full build draws it
+    with open_profile(path) as p:
+        tw = TraceWindow(p).prepare("flat", coarse_first=True)
+        assert tw.wait_ready(60)
+        assert all(tw._pyramid(i, "flat").complete for i in range(2))
+        assert [picture(tw, i, *z) for i in range(2) for z in zooms(tw)] == want
+    assert len(list((tmp_path / "cache" / "trace-lod").glob("*/ipu*-flat/meta.json"))) == 2
+    with open_profile(path) as p:
+        tw = TraceWindow(p).prepare("flat", coarse_first=True)
+        assert isinstance(tw._pyramid(1, "flat").levels[0].x0, np.memmap)
+        assert tw._pyramid(1, "flat").complete
+        assert [picture(tw, i, *z) for i in range(2) for z in zooms(tw)] == want
+
+
 def test_range_statistics_by_name_and_operation_match_brute_force(small):
     """Perfetto's area selection: steps overlapping the range, cycles clipped to it, grouped by
     step name and by operation; checked row by row against a plain pandas group-by."""

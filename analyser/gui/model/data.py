@@ -143,8 +143,12 @@ def trace_window(doc: Document) -> Any:
     from analyser.core.trace_window import TraceWindow
 
     # the flat pyramids (the default view's level of detail, and the extents and row ranges of
-    # every view) are built here, in the background warm-up, not on the first paint
-    return doc.cached("trace_window", lambda: TraceWindow(doc.profile).prepare("flat"))
+    # every view) are built here, in the background warm-up, not on the first paint: for a big
+    # profile not in the level-of-detail cache, the coarse levels only (what the whole-run view
+    # draws), the finer ones in a background thread (TraceWindow.prepare's coarse_first)
+    return doc.cached(
+        "trace_window", lambda: TraceWindow(doc.profile).prepare("flat", coarse_first=True)
+    )
 
 
 def pipeline_chart(doc: Document) -> Any:
