@@ -25,6 +25,7 @@ row chunks, and the BSP matrix (tiles x time buckets of per-tile cycles from
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import itertools
@@ -601,6 +602,25 @@ class _Pyramid:
         )
 
 
+#: Background builds of coarse-first opens (:meth:`TraceWindow.prepare`) still running.
+_FINISHERS: set[threading.Thread] = set()
+_FINISHERS_LOCK = threading.Lock()
+_EXITING = threading.Event()
+
+
+@atexit.register
+def _stop_finishers() -> None:
+    """At interpreter exit, let the background pyramid builds stop after their current IPU and
+    wait for them: a daemon thread frozen at exit while it holds h5py's lock would hang the
+    closing of the profile's file."""
+    _EXITING.set()
+    with _FINISHERS_LOCK:
+        threads = list(_FINISHERS)
+        _FINISHERS.clear()
+    for t in threads:
+        t.join()
+
+
 def lod_cache_dir() -> Path | None:
     """Folder of the trace level-of-detail cache: ``$IPU_ANALYSER_CACHE/trace-lod``, else
     ``$XDG_CACHE_HOME`` (or ``~/.cache``) ``/ipu-graph-analyser/trace-lod``; None (no cache)
@@ -909,8 +929,11 @@ class TraceWindow:
 
     def _finish_pyramids(self, group: str, ipus: list[int]) -> None:
         """Background thread of a coarse-first open: the full pyramids, one IPU after the
-        other, each replacing the coarse levels (and saved to the cache) when done."""
+        other, each replacing the coarse levels (and saved to the cache) when done; stops
+        between IPUs when the interpreter exits (see :func:`_stop_finishers`)."""
         for ipu in ipus:
+            if _EXITING.is_set():
+                return
             try:
                 self._full_pyramid(ipu, group)
             except Exception:  # e.g. the profile was closed meanwhile:
@@ -939,6 +962,8 @@ class TraceWindow:
                 name="trace-lod-finish",
                 daemon=True,
             )
+            with _FINISHERS_LOCK:
+                _FINISHERS.add(self._finisher)
             self._finisher.start()
         return self
 
