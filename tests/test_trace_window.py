@@ -174,21 +174,6 @@ def test_step_details_and_selection(small):
         tw.window(7, 0, 10, 100)
 
 
-def test_bsp_conserves_tile_cycles(small):
-    tw, steps, _names, tc = small
-    s, _ = _ipu_steps(steps, 0)
-    i0 = len(s["start"]) // 2
-    t0 = float(s["start"][i0])
-    t1 = float(s["start"][i0 + 40])  # steps i0 .. i0+39 lie fully inside (sorted, no overlap)
-    m = tw.bsp(0, t0, t1, buckets=64)
-    assert m.values.shape == (64, tc.shape[1])
-    inside = (s["start"] >= t0) & (s["start"] + s["cycles"] <= t1) & (s["cycles"] > 0)
-    want = tc[s["program"][inside]].sum(axis=0)
-    got = (m.values * ((t1 - t0) / 64)).sum(axis=0)
-    np.testing.assert_allclose(got, want, rtol=1e-3, atol=1.0)
-    assert tw.bsp(0, *tw.full_extent(), max_steps=100) is None
-
-
 def test_oom_profile_has_no_trace(tmp_path):
     path = tmp_path / "oom.h5"
     write_profile(path, make_synthetic_profile(n_steps=0, n_ipus=1, tiles=16, oom=True))

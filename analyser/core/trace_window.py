@@ -253,20 +253,6 @@ class SearchResult:
     names: dict[int, str] = field(default_factory=dict)
 
 
-@dataclass
-class BspMatrix:
-    """Per-tile cycles of the steps in time buckets: ``values[bucket, tile]``."""
-
-    ipu: int
-    t0: float
-    t1: float
-    #: Bucket edges in cycles (len = buckets + 1).
-    edges: np.ndarray
-    #: Cycles each tile is busy in each bucket divided by the bucket width (0..1), float32.
-    values: np.ndarray
-    n_steps: int
-
-
 #: Groupings of the range statistics (Perfetto's area selection): by step (program) name, or by
 #: the operation the step belongs to.
 STATISTICS_BY: tuple[str, ...] = ("name", "operation")
@@ -1509,50 +1495,11 @@ class TraceWindow:
             return None
         return hz if hz > 0 else None
 
-    # -- BSP -----------------------------------------------------------------------------------
-    def bsp(
-        self, ipu: int, t0: float, t1: float, buckets: int = 512, max_steps: int = 20_000
-    ) -> BspMatrix | None:
-        """Per-tile busy share in ``buckets`` time buckets over ``[t0, t1)`` from
-        ``/programs/tile_cycles`` (each step's tile cycles spread over the buckets it covers in
-        proportion to the overlap). None when more than ``max_steps`` steps are visible."""
-        lo, hi = self.row_range(ipu, t0, t1)
-        if hi - lo > max_steps:
-            return None
-        d = self.access.read(lo, hi, ("program", "start", "cycles"))
-        s = d["start"].astype(np.float64)
-        e = s + d["cycles"]
-        m = (e > t0) & (s < t1) & (d["cycles"] > 0)
-        s, e, prog = s[m], e[m], d["program"][m]
-        edges = np.linspace(t0, t1, buckets + 1)
-        uprog, inv = np.unique(prog, return_inverse=True)
-        tc = self.access.tile_cycles(uprog).astype(np.float32) if len(uprog) else None
-        if tc is None:
-            tiles = int(getattr(self.profile, "tiles_per_ipu", 0) or 1)
-            return BspMatrix(ipu, t0, t1, edges, np.zeros((buckets, tiles), np.float32), 0)
-        bw = (t1 - t0) / buckets
-        # share of each step in each bucket it overlaps (steps cover few buckets when visible)
-        b0 = np.clip(((s - t0) // bw).astype(np.int64), 0, buckets - 1)
-        b1 = np.clip(((e - t0 - 1e-9) // bw).astype(np.int64), 0, buckets - 1)
-        nspan = b1 - b0 + 1
-        rep = np.repeat(np.arange(len(s)), nspan)
-        bk = np.repeat(b0, nspan) + (
-            np.arange(len(rep)) - np.repeat(np.cumsum(nspan) - nspan, nspan)
-        )
-        lo_e = np.maximum(s[rep], edges[bk])
-        hi_e = np.minimum(e[rep], edges[bk + 1])
-        frac = np.clip(hi_e - lo_e, 0, None) / (e[rep] - s[rep])
-        weights = np.zeros((buckets, len(uprog)), dtype=np.float32)
-        np.add.at(weights, (bk, inv[rep]), frac.astype(np.float32))
-        values = (weights @ tc) / np.float32(bw)
-        return BspMatrix(ipu, t0, t1, edges, np.clip(values, 0, None), int(m.sum()))
-
 
 __all__ = [
     "GROUP_MODES",
     "STATISTICS_BY",
     "STEP_TYPES",
-    "BspMatrix",
     "Flows",
     "Overview",
     "RangeStatistics",
