@@ -155,8 +155,8 @@ def measure(kind: str, folder: Path, repeats: int, trace: bool) -> None:
         return statistics.median(r[key] for r in later)
 
     print(
-        f"  trace, first open (builds and caches the level of detail): first paint "
-        f"{first['first_paint_s']:.2f} s, peak RSS {first['peak_rss_mib']:.0f} MiB"
+        "  trace, first open (coarse levels first, the rest built and cached in the background): "
+        f"first paint {first['first_paint_s']:.2f} s, peak RSS {first['peak_rss_mib']:.0f} MiB"
     )
     print(
         f"  trace, later opens (median of {repeats}): first paint {med('first_paint_s'):.2f} s "
