@@ -302,8 +302,25 @@ def default_tree(compiled: CompiledProgram) -> ProgramTree:
     )
 
 
+class RunShape:
+    """The run's shape read from ``config`` (engine.config.RunConfig) and ``target``
+    (engine.targets.Target), shared by every hand-off that carries both as fields."""
+
+    @property
+    def num_ipus(self) -> int:
+        return int(self.config.num_ipus)
+
+    @property
+    def tiles_per_ipu(self) -> int:
+        return int(self.target.tiles_per_ipu)
+
+    @property
+    def stages(self) -> int:
+        return int(self.config.stages)
+
+
 @dataclass
-class CompiledProgram:
+class CompiledProgram(RunShape):
     """What ``engine.compile(config)`` returns (see the module docstring)."""
 
     config: Any  # engine.config.RunConfig
@@ -322,19 +339,6 @@ class CompiledProgram:
     stage_ipu: np.ndarray  # IPU of each stage
     compute_tiles: int  # tiles per IPU available to compute (tiles - I/O tiles)
     notes: list[str] = field(default_factory=list)
-
-    # -- shapes ------------------------------------------------------------------------------
-    @property
-    def num_ipus(self) -> int:
-        return int(self.config.num_ipus)
-
-    @property
-    def tiles_per_ipu(self) -> int:
-        return int(self.target.tiles_per_ipu)
-
-    @property
-    def stages(self) -> int:
-        return int(self.config.stages)
 
     # -- per-tile cycles -------------------------------------------------------------------
     def tile_cycles(self, rows=None) -> np.ndarray:

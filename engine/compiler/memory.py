@@ -50,6 +50,7 @@ from engine.compiled import (
     T_ONTILE,
     LivenessReport,
     MemoryReport,
+    RunShape,
     VariableTable,
 )
 from engine.compiler import collectives
@@ -176,7 +177,7 @@ class _Vars:
 
 
 @dataclass(frozen=True)
-class MemoryInputs:
+class MemoryInputs(RunShape):
     """What ``build_memory`` reads: the compile's tables and the run's figures."""
 
     graph: Any  # engine.graph.Graph (forward, per sample)
@@ -191,18 +192,6 @@ class MemoryInputs:
     @property
     def micro_batch(self) -> int:
         return int(self.config.micro_batch_size)
-
-    @property
-    def stages(self) -> int:
-        return int(self.config.stages)
-
-    @property
-    def num_ipus(self) -> int:
-        return int(self.config.num_ipus)
-
-    @property
-    def tiles_per_ipu(self) -> int:
-        return int(self.target.tiles_per_ipu)
 
     @property
     def activation_bytes_per_element(self) -> int:
