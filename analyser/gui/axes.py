@@ -35,17 +35,19 @@ def format_cycles(values, spacing: float) -> list[str]:
         if top >= s and spacing / s >= 0.01 and top / s < 10_000:
             scale, prefix = s, p
             break
-    digits = _decimals(spacing / scale)
+    return _tick_labels(vals, scale, _decimals(spacing / scale), prefix)
+
+
+def _tick_labels(values, scale: float, digits: int, suffix: str) -> list[str]:
+    """``values / scale`` with ``digits`` decimals and thousands separators, then ``suffix``;
+    a tick that rounds to zero reads ``0`` and a non-finite one is left blank."""
     out = []
-    for v in vals:
+    for v in values:
         if not math.isfinite(v):
             out.append("")
             continue
         text = f"{v / scale:,.{digits}f}"
-        if float(text.replace(",", "")) == 0:
-            out.append("0")
-        else:
-            out.append(text + prefix)
+        out.append("0" if float(text.replace(",", "")) == 0 else text + suffix)
     return out
 
 
@@ -64,15 +66,7 @@ def format_time(values, spacing: float, clock_hz: float) -> list[str]:
         if step / s >= 0.01:
             scale, unit = s, u
             break
-    digits = _decimals(step / scale)
-    out = []
-    for v in secs:
-        if not math.isfinite(v):
-            out.append("")
-            continue
-        text = f"{v / scale:,.{digits}f}"
-        out.append("0" if float(text.replace(",", "")) == 0 else f"{text} {unit}")
-    return out
+    return _tick_labels(secs, scale, _decimals(step / scale), f" {unit}")
 
 
 class CycleAxis(pg.AxisItem):
