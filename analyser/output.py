@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -59,6 +60,7 @@ def check_output(
     out = Path(path)
     if out.is_dir():
         raise OutputError(f"output {out} is a directory; give a file name.")
+    refuse_special(out)
     if not out.parent.exists():
         raise OutputError(f"output folder {out.parent} does not exist.")
     if not out.parent.is_dir():
@@ -75,6 +77,29 @@ def check_output(
         )
     refuse_foreign(out, force)
     return out
+
+
+def refuse_special(out: str | os.PathLike[str]) -> None:
+    """OutputError when ``out`` exists and is neither a regular file nor a folder: a device, a
+    named pipe or a socket (``-o /dev/full``, ``-o /dev/stdout``). Writing replaces the output by
+    renaming a temporary file over it, which would put a plain file in place of the device (and
+    reading a pipe's head to see whose file it is would block), so these are refused even with
+    ``--force``."""
+    try:
+        mode = os.stat(out).st_mode
+    except OSError:  # missing, or a dangling link: written as a new file
+        return
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        kind = (
+            "a named pipe"
+            if stat.S_ISFIFO(mode)
+            else "a socket"
+            if stat.S_ISSOCK(mode)
+            else "a device"
+        )
+        raise OutputError(
+            f"output {out} is {kind}, not a regular file; give the path of a file to write."
+        )
 
 
 def is_hdf5(path: Path) -> bool:

@@ -261,3 +261,56 @@ def test_simulation_workers_die_with_their_parent(previous, tmp_path):
     for w in left:
         os.kill(w, signal.SIGKILL)
     assert not left, f"{len(left)} worker process(es) outlived their parent"
+
+
+# -- a device, pipe or socket as the output is refused, --force or not ----------------------------
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes (POSIX)")
+def test_pipe_or_socket_as_output_is_refused_and_kept(previous, tmp_path, capsys):
+    """Writing renames a temporary file over the output, which would put a plain file where the
+    pipe or device was (``-o /dev/full`` replaced the device node), and reading a pipe's head to
+    see whose file it is blocks: each command refuses at once in one sentence."""
+    import socket
+    import stat
+
+    fifo = tmp_path / "out.pipe"
+    os.mkfifo(fifo)
+    sock_path = tmp_path / "s.sock"
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(sock_path))
+    demo = tmp_path / "demo"
+    demo.mkdir()
+    os.mkfifo(demo / "1-base.h5")
+    onnx_pipe = tmp_path / "model.onnx"
+    os.mkfifo(onnx_pipe)
+    cfg = str(Path(__file__).resolve().parents[1] / "assets/runs/mlp-inference.toml")
+    try:
+        for target, word in ((fifo, "named pipe"), (sock_path, "socket")):
+            for argv in (
+                ["report", str(previous), "-o", str(target)],
+                ["export-trace", str(previous), "-o", str(target), "--force"],
+                ["export-trace", str(previous), "-o", str(target), "--format", "perfetto"],
+                ["profile", cfg, "-o", str(target), "--force", "--quiet"],
+                ["calibrate-host", "-o", str(target), "--force", "--seconds", "1"],
+            ):
+                assert main(argv) == 2, argv
+                err = capsys.readouterr().err
+                assert word in err and "Traceback" not in err, (argv, err)
+                assert len(err.strip().splitlines()) == 1, err
+        for argv in (
+            ["demo", "-o", str(demo), "--force"],
+            ["export-onnx", "--model", "mlp", "-o", str(onnx_pipe), "--force"],
+        ):
+            assert main(argv) == 2, argv
+            assert "named pipe" in capsys.readouterr().err
+        assert stat.S_ISFIFO(os.stat(onnx_pipe).st_mode)
+        assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+        assert stat.S_ISFIFO(os.stat(demo / "1-base.h5").st_mode)
+        assert stat.S_ISSOCK(os.stat(sock_path).st_mode)
+        assert sorted(p.name for p in tmp_path.iterdir()) == [
+            "demo",
+            "model.onnx",
+            "out.pipe",
+            "s.sock",
+        ]
+    finally:
+        sock.close()

@@ -65,6 +65,9 @@ def run(args: argparse.Namespace) -> int:
         )
     if not out.parent.exists():
         raise CliError(f"output folder {out.parent} does not exist.")
+    from analyser.output import refuse_special
+
+    refuse_special(out)
     if out.exists() and not args.force:
         try:
             head = out.read_bytes()[:200]

@@ -88,11 +88,13 @@ def _check_own_names(out: Path, names: list[str], report: bool, force: bool) -> 
     """Refuse (before anything is written) when a file the demo would write exists and is not
     one of ours: an IPU profile for the ``.h5`` names, a report written by analyse for
     ``report.html``."""
+    from analyser.cli.profile import _is_profile
+    from analyser.output import is_our_output, refuse_special
+
+    for p in [out / f"{name}.h5" for name in names] + ([out / REPORT_NAME] if report else []):
+        refuse_special(p)  # a device or pipe under a demo name: refused even with --force
     if force:
         return
-    from analyser.cli.profile import _is_profile
-    from analyser.output import is_our_output
-
     for name in names:
         path = out / f"{name}.h5"
         if path.exists() and not _is_profile(path):

@@ -58,7 +58,10 @@ def run(args: argparse.Namespace) -> int:
     from engine.onnx.export import export_zoo, written_by_analyse
 
     data_file = out.with_name(out.name + ".data")
+    from analyser.output import refuse_special
+
     for p in (out, data_file):
+        refuse_special(p)
         if p.exists() and not args.force and not written_by_analyse(out):
             raise CliError(
                 f"{p} exists and was not written by analyse export-onnx; refusing to overwrite "

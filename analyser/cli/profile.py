@@ -43,8 +43,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _check_output(out: Path, force: bool) -> None:
+    from analyser.output import refuse_special
+
     if out.is_dir():
         raise CliError(f"output {out} is a directory; give a file name such as {out / 'run.h5'}.")
+    refuse_special(out)
     if not out.parent.exists():
         raise CliError(f"output folder {out.parent} does not exist.")
     if out.exists() and not force and not _is_profile(out):
