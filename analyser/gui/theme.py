@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -65,7 +66,19 @@ def apply_theme(name: str, root: QWidget | None = None) -> None:
     pg.setConfigOptions(background=colors.background, foreground=colors.foreground)
     app = QApplication.instance()
     if app is not None and root is None:
-        app.setStyleSheet(sheet)
+        # The application-wide style sheet re-polishes every live widget, calling back into
+        # Python for pyqtgraph's widgets; a garbage collection started by one of those calls
+        # could delete an unreachable widget (a closed window still in a reference cycle) while
+        # Qt iterates over it (a segfault seen once in the test suite, in "Garbage-collecting"
+        # under setStyleSheet). Collect first, then keep the collector paused for the call.
+        gc.collect()
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            app.setStyleSheet(sheet)
+        finally:
+            if was_enabled:
+                gc.enable()
     elif root is not None:
         root.setStyleSheet(sheet)
     if root is not None:
