@@ -27,6 +27,7 @@ from profiles.problems import (
     WrongDtype,
     WrongShape,
 )
+from profiles.runs import RunRows
 
 #: Upper bounds beyond which a size is treated as corrupt rather than large. They are far above
 #: anything real (an IPU-POD holds at most 1,024 IPUs; a chip at most a few thousand tiles; a
@@ -415,7 +416,10 @@ def _encodes(text: str) -> bool:
 
 
 def as_array(value: object, f: schema.Field | None) -> np.ndarray:
-    """``value`` as a numpy array without copying numpy input; strings as an object array."""
+    """``value`` as a numpy array without copying numpy input; strings as an object array; a
+    :class:`profiles.runs.RunRows` as it is (laid out block by block when written)."""
+    if isinstance(value, RunRows):
+        return value  # type: ignore[return-value]
     if f is not None and f.dtype == "str":
         arr = np.asarray(value)
         if arr.dtype.kind in "US":

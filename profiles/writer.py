@@ -13,7 +13,9 @@ Both write to a temporary file in the destination folder, ``fsync`` it and ``os.
 the final name: an interrupted or refused write never leaves a broken file under the final name
 and never destroys an existing one. Large datasets are chunked (about ``CHUNK_BYTES`` per chunk,
 or the group's ``chunk_rows``) and compressed with ``COMPRESSION`` (level ``COMPRESSION_LEVEL``) after shuffle; small ones are stored
-contiguous. Arrays are converted to the schema dtype block by block, never as a whole copy.
+contiguous. Arrays are converted to the schema dtype block by block, never as a whole copy; a
+:class:`profiles.runs.RunRows` (an array given as runs of equal values) is laid out block by
+block, never whole.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from profiles._layout import (
 )
 from profiles.errors import ProfileWriteError, SchemaMismatchError
 from profiles.problems import MissingDataset, MissingGroup, Problem, WrongDtype, WrongShape
+from profiles.runs import RunRows
 
 #: Datasets smaller than this are stored contiguous and uncompressed (compression would not pay).
 SMALL_BYTES = 64 * 1024
@@ -437,7 +440,7 @@ class ProfileWriter:
                 h5g.attrs[name] = _attr_value(f, value)
                 lattrs[name] = value
                 continue
-            arr = value if isinstance(value, np.ndarray) else np.asarray(value)
+            arr = value if isinstance(value, np.ndarray | RunRows) else np.asarray(value)
             if name in h5g:
                 del h5g[name]
             self._create_dataset(h5g, f, arr, g.chunk_rows)
@@ -450,7 +453,7 @@ class ProfileWriter:
             )
 
     def _create_dataset(
-        self, h5g: h5py.Group, f: schema.Field, arr: np.ndarray, chunk_rows: int | None
+        self, h5g: h5py.Group, f: schema.Field, arr: np.ndarray | RunRows, chunk_rows: int | None
     ) -> None:
         if f.dtype == "str":
             self._check(sum(map(len, arr.ravel().tolist())) * 4 + 16 * arr.size)
@@ -467,7 +470,7 @@ class ProfileWriter:
         nbytes = arr.size * target.itemsize
         if nbytes <= SMALL_BYTES or arr.ndim == 0 or arr.size == 0:
             self._check(nbytes)
-            h5g.create_dataset(f.name, data=arr.astype(target, copy=False))
+            h5g.create_dataset(f.name, data=np.asarray(arr).astype(target, copy=False))
             return
         chunks = _chunks(arr.shape, target.itemsize, chunk_rows)
         ds = h5g.create_dataset(
@@ -482,7 +485,7 @@ class ProfileWriter:
         )
         row_bytes = max(1, math.prod(arr.shape[1:]) * target.itemsize)
         step = max(chunks[0], (BLOCK_BYTES // row_bytes) // chunks[0] * chunks[0])
-        for r0 in range(0, arr.shape[0], step):
+        for r0 in range(0, arr.shape[0], step):  # a RunRows is laid out block by block here
             block = arr[r0 : r0 + step].astype(target, copy=False)
             self._check(block.nbytes)
             ds[r0 : r0 + step] = block
@@ -583,7 +586,12 @@ def _semantic_problems(layout: Layout, converted: dict[str, dict]) -> list[Probl
         if gp not in schema.GROUPS_BY_PATH:
             continue
         for name, value in fields.items():
-            if isinstance(value, np.ndarray) and value.ndim:
+            if isinstance(value, RunRows):  # its values are those of its runs
+                bad = semantic.column_problem(gp, name, value.present(), sem)
+                if bad is not None:  # said of the array as written (row, element)
+                    bad = semantic.column_problem(gp, name, np.asarray(value), sem) or bad
+                    out.append(bad)
+            elif isinstance(value, np.ndarray) and value.ndim:
                 bad = semantic.column_problem(gp, name, value, sem)
                 if bad is not None:
                     out.append(bad)
@@ -602,4 +610,4 @@ def _derived_layout(layout: Layout, converted: dict[str, dict]) -> None:
             ex.setdefault(name, (shape, np.dtype(np.int64)))
 
 
-__all__ = ["COMPRESSION", "COMPRESSION_LEVEL", "ProfileWriter", "write_profile"]
+__all__ = ["COMPRESSION", "COMPRESSION_LEVEL", "ProfileWriter", "RunRows", "write_profile"]

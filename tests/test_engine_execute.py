@@ -492,3 +492,36 @@ def test_random_plans_keep_the_invariants(S, extra, DI, R, schedule, mode, train
     assert rx0.sum() == plan.micro_batch * G * DI * plan.input_bytes_per_sample + (
         plan.micro_batch * G * DI * plan.label_bytes_per_sample if (training and S == 1) else 0
     )
+
+
+@pytest.mark.parametrize("negative", [False, True])
+def test_per_tile_cycles_from_the_compact_layout_match_the_dense_array(negative):
+    """With the compiler's compact layout (a range of tiles, its first n_max at ``cycles``, the
+    rest at ``cycles_min``), execute hands the writer the per-tile cycles as runs, never laid out
+    whole; they hold the dense array's values, the added programs' rows included. A negative
+    count (no runs can say it) still gives the dense array."""
+    from profiles.runs import RunRows
+
+    rng = np.random.default_rng(5)
+    plan = make_plan(S=2, G=4, R=2)
+    lv = plan.leaves
+    n = len(lv)
+    lv.tile_start = rng.integers(0, TILES, n)
+    lv.tile_count = rng.integers(0, TILES + 3, n)  # some run past the last tile
+    lv.n_max = rng.integers(0, TILES, n)
+    lv.cycles_min = rng.integers(0, 500, n)
+    lv.cycles = rng.integers(500, 1000, n)
+    if negative:
+        lv.tile_count[3] = -2
+    e = execute_plan(plan)
+    dense = np.asarray(lv._expand_compact(np.arange(n), TILES))
+    lv.tile_start = None
+    lv.tile_cycles = dense
+    ref = execute_plan(plan)
+    assert isinstance(ref.tile_cycles, np.ndarray)
+    assert isinstance(e.tile_cycles, np.ndarray if negative else RunRows)
+    got = np.asarray(e.tile_cycles)
+    assert got.dtype == ref.tile_cycles.dtype == np.int32
+    np.testing.assert_array_equal(got, ref.tile_cycles)
+    added = ref.nodes["type"] == T["GlobalExchange"]  # programs execute adds on all tiles
+    assert added.any() and (got[added].max(axis=1) == ref.nodes["cycles"][added]).all()

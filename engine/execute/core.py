@@ -32,6 +32,7 @@ from engine.execute import costs
 from engine.execute.host import HostTimeline, host_model_summary, host_timeline
 from engine.execute.plan import ExecutionPlan
 from engine.execute.schedule import BACKWARD, FORWARD, Activity, build_activity
+from profiles.runs import RunRows
 from profiles.schema import code
 
 T_SEQ = code("program_type", "Sequence")
@@ -71,7 +72,7 @@ class Execution:
     """
 
     nodes: dict[str, np.ndarray]
-    tile_cycles: np.ndarray
+    tile_cycles: np.ndarray | RunRows
     leaf_node: np.ndarray
     steps: dict[str, np.ndarray]
     attrs: dict[str, object]
@@ -1172,21 +1173,31 @@ def _build_tree(plan, act, templates, allv, rows_it, upd_row, has_end, DI, G):
     return nodes, leaf_node, t_nodes
 
 
-def _tile_cycles(plan, nodes, t_nodes, templates) -> np.ndarray:
-    """Per-tile cycles of every node: compiler leaves copied, added leaves on their tiles."""
+def _tile_cycles(plan, nodes, t_nodes, templates) -> np.ndarray | RunRows:
+    """Per-tile cycles of every node: compiler leaves copied, added leaves on their tiles.
+
+    With the compiler's compact layout, the rows come as runs (:class:`profiles.runs.RunRows`,
+    four runs a row: zeros, ``cycles``, ``cycles_min``, zeros) that the writer lays out block
+    by block: the same values as the dense array, which is never built whole."""
     n = len(nodes)
     leaf = np.asarray(nodes.cols["x_leaf"], np.int64)
     is_leaf = leaf >= 0
-    whole = (
-        plan.leaves.tile_start is not None
-        and len(plan.leaves) > 0
-        and n * plan.tiles_per_ipu <= 1 << 28
-    )
-    if whole:  # compact layout: every row laid out at once (other nodes zero), no copy
-        out = plan.leaves._expand_compact(np.where(is_leaf, leaf, -1), plan.tiles_per_ipu)
-    else:
-        out = np.zeros((n, plan.tiles_per_ipu), np.int32)
-    if not whole and is_leaf.any() and len(plan.leaves):
+    if plan.leaves.tile_start is not None and len(plan.leaves) > 0:
+        runs = plan.leaves.compact_runs(np.where(is_leaf, leaf, -1), plan.tiles_per_ipu)
+        if runs is not None:
+            vals, lens = runs
+            width = plan.tiles_per_ipu
+            for t in templates:  # added leaves: their cycles on their tiles, zeros elsewhere
+                if t.synth is not None:
+                    nid = int(t.nodes[0])
+                    first, count = nodes.cols["x_tiles"][nid]
+                    a, b, _ = slice(int(first), int(first) + int(count)).indices(width)
+                    b = max(a, b)  # the tiles out[nid, first : first + count] names
+                    vals[nid] = (0, t.synth.cycles, 0, 0)
+                    lens[nid] = (a, b - a, 0, width - b)
+            return RunRows(vals, lens, width)
+    out = np.zeros((n, plan.tiles_per_ipu), np.int32)
+    if is_leaf.any() and len(plan.leaves):
         rows = np.flatnonzero(is_leaf)
         for a in range(0, len(rows), 4096):  # bounded temporary memory
             r = rows[a : a + 4096]
