@@ -86,11 +86,31 @@ def _distinct(values) -> tuple[list, np.ndarray]:
     return list(index), inverse
 
 
+_VARIABLE_COLUMNS = (
+    ("name", object),
+    ("kind", np.uint8),
+    ("dtype", object),
+    ("shape", object),
+    ("bytes", np.int64),
+    ("ipu", np.int16),
+    ("always_live", bool),
+    ("live_start", np.int32),
+    ("live_end", np.int32),
+    ("tile_start", np.int32),
+    ("tile_count", np.int32),
+    ("interleaved", bool),
+    ("remote", bool),
+    ("remote_bytes", np.int64),
+    ("op", np.int32),
+)
+
+
 class _Vars:
-    """Row-wise accumulation of variables (O(variables); costing is vectorised afterwards)."""
+    """Variables accumulated as blocks of columns, one block per rule (a whole-array rule adds
+    every variable it makes at once; costing is vectorised afterwards)."""
 
     def __init__(self) -> None:
-        self.rows: list[tuple] = []
+        self.blocks: list[tuple[dict[str, np.ndarray], np.ndarray]] = []
 
     def add(
         self,
@@ -109,66 +129,52 @@ class _Vars:
         remote=False,
         remote_bytes=0,
         op=-1,
-    ):
-        if nbytes <= 0 and not remote:
+        key=0,
+    ) -> None:
+        """One variable (``name`` a string) or a block of them (``name`` a list; every other
+        argument one value per variable or one for all). ``key`` orders the blocks merged by
+        ``merge``. Variables without bytes on chip (and not remote) are dropped by ``table``."""
+        many = not isinstance(name, str)
+        n = len(name) if many else 1
+        block: dict[str, np.ndarray] = {}
+        values = (name, KIND[kind], dtype, shape, nbytes, ipu, always, start, end, t0, tn)
+        values += (interleaved, remote, remote_bytes, op)
+        for (col, dt), value in zip(_VARIABLE_COLUMNS, values):
+            if dt is object:
+                column = np.empty(n, dtype=object)
+                column[:] = value if (many and not isinstance(value, str)) else [value] * n
+            else:
+                column = np.broadcast_to(np.asarray(value, dtype=np.int64), (n,))
+            block[col] = column
+        self.blocks.append((block, np.broadcast_to(np.asarray(key, dtype=np.int64), (n,))))
+
+    def merge(self, first: int) -> None:
+        """Blocks ``first`` onwards made one block, their variables ordered by key (stable: in
+        the order added among equal keys)."""
+        blocks = self.blocks[first:]
+        if len(blocks) < 2:
             return
-        self.rows.append(
-            (
-                name,
-                KIND[kind],
-                dtype,
-                shape,
-                int(nbytes),
-                int(ipu),
-                bool(always),
-                int(start) if not always else -1,
-                int(end) if not always else -1,
-                int(t0),
-                max(int(tn), 1),
-                bool(interleaved),
-                bool(remote),
-                int(remote_bytes),
-                int(op),
-            )
-        )
+        keys = np.concatenate([k for _, k in blocks])
+        order = np.argsort(keys, kind="stable")
+        merged = {
+            col: np.concatenate([b[col] for b, _ in blocks])[order] for col, _ in _VARIABLE_COLUMNS
+        }
+        self.blocks[first:] = [(merged, keys[order])]
 
     def table(self) -> VariableTable:
-        cols = list(zip(*self.rows)) if self.rows else [[]] * 15
-        dts = (
-            object,
-            np.uint8,
-            object,
-            object,
-            np.int64,
-            np.int16,
-            bool,
-            np.int32,
-            np.int32,
-            np.int32,
-            np.int32,
-            bool,
-            bool,
-            np.int64,
-            np.int32,
-        )
-        names = (
-            "name",
-            "kind",
-            "dtype",
-            "shape",
-            "bytes",
-            "ipu",
-            "always_live",
-            "live_start",
-            "live_end",
-            "tile_start",
-            "tile_count",
-            "interleaved",
-            "remote",
-            "remote_bytes",
-            "op",
-        )
-        return VariableTable(**{n: np.array(c, dtype=d) for n, c, d in zip(names, cols, dts)})
+        cols = {
+            col: np.concatenate([b[col] for b, _ in self.blocks])
+            if self.blocks
+            else np.zeros(0, dtype=dt)
+            for col, dt in _VARIABLE_COLUMNS
+        }
+        keep = (cols["bytes"] > 0) | (cols["remote"] != 0)
+        always = cols["always_live"][keep] != 0
+        out = {col: cols[col][keep].astype(dt) for col, dt in _VARIABLE_COLUMNS}
+        out["live_start"][always] = -1
+        out["live_end"][always] = -1
+        np.maximum(out["tile_count"], 1, out=out["tile_count"])
+        return VariableTable(**out)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -209,6 +215,15 @@ class MemoryInputs(RunShape):
             min(P.tiles_used[row], max(1, _ceil_div(nbytes, self.target.min_bytes_per_tile)))
         )
         return int(P.tile_start[row]), count
+
+    def output_tiles_of(
+        self, rows: np.ndarray, nbytes: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``output_tiles`` of many outputs at once (int64 arrays)."""
+        P = self.tile_plan
+        need = np.maximum(1, _ceil_div(nbytes, self.target.min_bytes_per_tile))
+        count = np.minimum(P.tiles_used[rows].astype(np.int64), need)
+        return P.tile_start[rows].astype(np.int64), count
 
 
 @dataclass(frozen=True)
@@ -333,7 +348,7 @@ def build_memory(
     rows = _Vars()
     consumers = _consumers(graph)
     activations = _activation_variables(inputs, steps, consumers, rows)
-    streamed = _streamed_variables(inputs, steps, consumers, rows)
+    streamed = _streamed_variables(inputs, steps, consumers.users_of_input, rows)
     weights = _weight_variables(inputs, steps, rows)
     _temporary_variables(inputs, steps, rows)
     stash_bytes = _stash_variables(inputs, steps, activations, streamed, rows)
@@ -407,127 +422,195 @@ def liveness_steps(inputs: MemoryInputs) -> LivenessSteps:
     )
 
 
-def _consumers(graph) -> dict[int, list[int]]:
-    """Consumers of each graph op (and of the graph input, key ``INPUT``)."""
-    cols = graph.cols
-    consumers: dict[int, list[int]] = {}
-    for j in range(len(graph)):
-        for src in (int(cols["in0"][j]), int(cols["in1"][j])):
-            if src >= INPUT:
-                consumers.setdefault(src, []).append(j)
-    return consumers
+@dataclass(frozen=True)
+class _Edges:
+    """Every use of an op's output by a consumer (``src`` -> ``dst``, graph ops), ordered by
+    producer, then consumer, then input slot: each producer's consumers in graph order, a
+    consumer listed twice when both its inputs read it. ``users_of_input``: the consumers of
+    the graph input in the same order."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    users_of_input: list[int]
+
+
+def _consumers(graph) -> _Edges:
+    """Consumers of each graph op and of the graph input (``INPUT``)."""
+    cols, n = graph.cols, len(graph)
+    src = np.stack([cols["in0"], cols["in1"]], axis=1).astype(np.int64).ravel()
+    dst = np.repeat(np.arange(n, dtype=np.int64), 2)
+    used = src >= INPUT
+    src, dst = src[used], dst[used]
+    order = np.argsort(src, kind="stable")  # by producer; by consumer and slot within one
+    src, dst = src[order], dst[order]
+    from_ops = src >= 0
+    return _Edges(src[from_ops], dst[from_ops], dst[src == INPUT].tolist())
 
 
 def _activation_variables(
-    inputs: MemoryInputs, steps: LivenessSteps, consumers, rows: _Vars
+    inputs: MemoryInputs, steps: LivenessSteps, edges: _Edges, rows: _Vars
 ) -> ActivationBytes:
-    """Activations, their received copies on later stages, recomputed copies and gradients."""
+    """Activations, their received copies on later stages, recomputed copies and gradients.
+
+    Whole-array rules over the graph's ops and its edges (producer -> consumer); each op's
+    variables in the order: its activation, its recomputed copy, its copies received by
+    consumers on other stages (in the consumers' order), its gradient."""
     graph, lowered, config = inputs.graph, inputs.lowered, inputs.config
     cols = graph.cols
+    n = len(graph)
     B, S, training = inputs.micro_batch, inputs.stages, config.training
     elem_bytes = inputs.activation_bytes_per_element
-    stage_of = lowered.stage_of_fwd
+    stage_of = lowered.stage_of_fwd.astype(np.int64)
     ipu_of_op = np.arange(S)[stage_of]
     first, last = steps.first, steps.last
     forward_row, recompute_row = steps.forward_row, steps.recompute_row
     backward_first, backward_last = steps.backward_first, steps.backward_last
-    loss_inputs = set(lowered.loss_inputs)
+    loss_inputs = np.array(sorted({i for i in lowered.loss_inputs if 0 <= i < n}), dtype=np.int64)
     has_loss = len(steps.loss_rows) > 0
     has_loss_grad = len(steps.loss_grad_rows) > 0
     saved = np.zeros(S, dtype=np.int64)
     boundary = np.zeros(max(S - 1, 0) + 1, dtype=np.int64)
+    if not n:
+        return ActivationBytes(saved=saved, boundary=boundary)
+    saves_input = cols["saves_input"].astype(bool)
+    src, dst = edges.src, edges.dst
 
-    for i in range(len(graph)):
-        row = int(forward_row[i])
-        nbytes = B * int(cols["out_elems"][i]) * elem_bytes
-        ipu = int(ipu_of_op[i])
-        t0, tn = inputs.output_tiles(row, nbytes)
-        start = first[row]
-        users = consumers.get(i, [])
-        fwd_use = max(
-            [last[forward_row[j]] for j in users if stage_of[j] == stage_of[i]] or [start]
+    row = forward_row
+    nbytes = B * cols["out_elems"].astype(np.int64) * elem_bytes
+    t0, tn = inputs.output_tiles_of(row, nbytes)
+    start = first[row]
+    # the last forward use: the last consumer on the op's own stage (the op's own step if none)
+    # and the loss for the loss's inputs
+    same = stage_of[src] == stage_of[dst]
+    fwd_use = np.where(
+        np.bincount(src[same], minlength=n) > 0,
+        _group_max(src[same], last[row[dst[same]]], n),
+        start,
+    )
+    if has_loss and len(loss_inputs):
+        fwd_use[loss_inputs] = np.maximum(fwd_use[loss_inputs], last[steps.loss_rows[0]])
+    # stage-crossing consumers: a received copy on the consumer's IPU; the bytes cross every
+    # stage boundary up to the farthest consumer
+    far = ~same
+    farthest = _group_max(src[far], stage_of[dst[far]], n)
+    crosses = np.flatnonzero(farthest > stage_of)
+    boundary += np.cumsum(
+        _scatter_add(
+            np.concatenate((stage_of[crosses], farthest[crosses])),
+            np.concatenate((nbytes[crosses], -nbytes[crosses])),
+            len(boundary) + 1,
         )
-        if i in loss_inputs and has_loss:
-            fwd_use = max(fwd_use, int(last[steps.loss_rows[0]]))
-        # stage-crossing consumers: a received copy on the consumer's IPU
-        far = [j for j in users if stage_of[j] != stage_of[i]]
-        if far:
-            for s in range(int(stage_of[i]), int(max(stage_of[j] for j in far))):
-                boundary[s] += nbytes
-        bwd_need = -1
-        if training:
-            if cols["saves_output"][i]:
-                bwd_need = backward_last[i]
-            for j in users:
-                if cols["saves_input"][j] and stage_of[j] == stage_of[i]:
-                    bwd_need = max(bwd_need, backward_last[j])
-            if i in loss_inputs and has_loss_grad:
-                bwd_need = max(bwd_need, int(last[steps.loss_grad_rows[0]]))
-        shape = f"{B}x{int(cols['out_elems'][i])}"
-        # this activation's variables: the same dtype, shape and bytes, live between two steps
-        act = partial(
-            rows.add,
-            kind="activation",
-            dtype=config.compute_dtype,
-            shape=shape,
-            nbytes=nbytes,
-            always=False,
+    )[:-1]
+    # the last backward step that needs the activation: its own backward when it saves its
+    # output, a same-stage consumer's that saves its input, the loss's gradient
+    bwd_need = np.full(n, -1, dtype=np.int64)
+    if training:
+        bwd_need = np.where(cols["saves_output"].astype(bool), backward_last, -1)
+        keeps = same & saves_input[dst]
+        bwd_need = np.maximum(bwd_need, _group_max(src[keeps], backward_last[dst[keeps]], n))
+        if has_loss_grad and len(loss_inputs):
+            bwd_need[loss_inputs] = np.maximum(bwd_need[loss_inputs], last[steps.loss_grad_rows[0]])
+    names = cols["name"].tolist()
+    shape = [f"{B}x{e}" for e in cols["out_elems"].tolist()]
+    # this op's activations: the same dtype and tiles, live between two steps
+    act = partial(rows.add, kind="activation", dtype=config.compute_dtype, always=False)
+    order = (
+        np.arange(n, dtype=np.int64) * 4
+    )  # key: op, then activation / recomputed / received / gradient
+    mark = len(rows.blocks)
+    needed = bwd_need >= 0
+    recomputed = needed & lowered.recompute.astype(bool) & (recompute_row >= 0)
+    act(
+        names,
+        shape=shape,
+        nbytes=nbytes,
+        ipu=ipu_of_op,
+        start=start,
+        end=np.where(recomputed, fwd_use, np.maximum(fwd_use, bwd_need)),
+        t0=t0,
+        tn=tn,
+        op=row,
+        key=order,
+    )
+    kept = needed & ~lowered.recompute.astype(bool)
+    saved += _scatter_add(stage_of[kept], nbytes[kept], S)
+    rc = np.flatnonzero(recomputed)
+    rc_first = first[recompute_row[rc]]
+    act(
+        [f"{names[i]}/recomputed" for i in rc.tolist()],
+        shape=[shape[i] for i in rc.tolist()],
+        nbytes=nbytes[rc],
+        ipu=ipu_of_op[rc],
+        start=rc_first,
+        end=np.maximum(bwd_need[rc], rc_first),
+        t0=t0[rc],
+        tn=tn[rc],
+        op=recompute_row[rc],
+        key=order[rc] + 1,
+    )
+    # received copies, one per stage-crossing use
+    i, j = src[far], dst[far]
+    jrow = row[j]
+    stashes = saves_input[j] if training else np.zeros(len(j), bool)
+    need = np.where(stashes, backward_last[j], last[jrow])
+    jt0, jtn = inputs.output_tiles_of(jrow, nbytes[i])
+    act(
+        [f"{names[a]}/received@ipu{b}" for a, b in zip(i.tolist(), ipu_of_op[j].tolist())],
+        shape=[shape[a] for a in i.tolist()],
+        nbytes=nbytes[i],
+        ipu=ipu_of_op[j],
+        start=first[jrow],
+        end=np.maximum(need, last[jrow]),
+        t0=jt0,
+        tn=jtn,
+        op=jrow,
+        key=order[i] + 2,
+    )
+    saved += _scatter_add(stage_of[j[stashes]], nbytes[i[stashes]], S)
+    # gradients: from the first consumer's backward (or the loss's gradient) to the op's own
+    if training:
+        makes = backward_last[dst] >= 0
+        produced = np.bincount(src[makes], minlength=n) > 0
+        grad_start = _group_min(src[makes], backward_first[dst[makes]], n)
+        if has_loss_grad and len(loss_inputs):
+            produced[loss_inputs] = True
+            grad_start[loss_inputs] = np.minimum(
+                grad_start[loss_inputs], first[steps.loss_grad_rows[0]]
+            )
+        g = np.flatnonzero((backward_last >= 0) & produced & (grad_start <= backward_last))
+        act(
+            [f"{names[i]}/grad" for i in g.tolist()],
+            kind="gradient",
+            shape=[shape[i] for i in g.tolist()],
+            nbytes=nbytes[g],
+            ipu=ipu_of_op[g],
+            start=grad_start[g],
+            end=backward_last[g],
+            t0=t0[g],
+            tn=tn[g],
+            op=row[g],
+            key=order[g] + 3,
         )
-        if bwd_need >= 0 and lowered.recompute[i] and recompute_row[i] >= 0:
-            act(cols["name"][i], ipu=ipu, start=start, end=fwd_use, t0=t0, tn=tn, op=row)
-            act(
-                f"{cols['name'][i]}/recomputed",
-                ipu=ipu,
-                start=first[recompute_row[i]],
-                end=max(bwd_need, first[recompute_row[i]]),
-                t0=t0,
-                tn=tn,
-                op=int(recompute_row[i]),
-            )
-        else:
-            end = max(fwd_use, bwd_need)
-            act(cols["name"][i], ipu=ipu, start=start, end=end, t0=t0, tn=tn, op=row)
-            if bwd_need >= 0 and not lowered.recompute[i]:
-                saved[stage_of[i]] += nbytes
-        for j in far:
-            jrow = int(forward_row[j])
-            need = backward_last[j] if (training and cols["saves_input"][j]) else last[jrow]
-            jt0, jtn = inputs.output_tiles(jrow, nbytes)
-            act(
-                f"{cols['name'][i]}/received@ipu{int(ipu_of_op[j])}",
-                ipu=int(ipu_of_op[j]),
-                start=first[jrow],
-                end=max(need, last[jrow]),
-                t0=jt0,
-                tn=jtn,
-                op=jrow,
-            )
-            if training and cols["saves_input"][j]:
-                saved[stage_of[j]] += nbytes
-        # gradient of this activation
-        if training and backward_last[i] >= 0:
-            producers = [backward_first[j] for j in users if backward_last[j] >= 0]
-            if i in loss_inputs and has_loss_grad:
-                producers.append(int(first[steps.loss_grad_rows[0]]))
-            if producers:
-                grad_start = int(min(producers))
-                grad_end = int(backward_last[i])
-                if grad_start <= grad_end:
-                    act(
-                        f"{cols['name'][i]}/grad",
-                        kind="gradient",
-                        ipu=ipu,
-                        start=grad_start,
-                        end=grad_end,
-                        t0=t0,
-                        tn=tn,
-                        op=row,
-                    )
+    rows.merge(mark)
     return ActivationBytes(saved=saved, boundary=boundary)
 
 
+def _group_max(group: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """Maximum of ``values`` per group ``0..n-1`` (-1 for an empty group; values >= -1)."""
+    out = np.full(n, -1, dtype=np.int64)
+    np.maximum.at(out, group, values)
+    return out
+
+
+def _group_min(group: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """Minimum of ``values`` per group ``0..n-1`` (int64 max for an empty group)."""
+    out = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(out, group, values)
+    return out
+
+
 def _streamed_variables(
-    inputs: MemoryInputs, steps: LivenessSteps, consumers, rows: _Vars
+    inputs: MemoryInputs, steps: LivenessSteps, input_users: list[int], rows: _Vars
 ) -> StreamedTensors:
     """The graph input (and its normalised copy), the labels and the outputs."""
     graph, config = inputs.graph, inputs.config
@@ -537,7 +620,6 @@ def _streamed_variables(
     first, last, backward_last = steps.first, steps.last, steps.backward_last
     forward_row = steps.forward_row
     last_step = steps.count - 1
-    input_users = consumers.get(INPUT, [])
     tokens = graph.input_kind == "tokens"
     in_elem_bytes = 4 if tokens else (1 if config.eight_bit_input else cdt)
     in_dtype = "int32" if tokens else ("uint8" if config.eight_bit_input else cdt_name)
@@ -655,7 +737,11 @@ def _streamed_variables(
 
 
 def _weight_variables(inputs: MemoryInputs, steps: LivenessSteps, rows: _Vars) -> WeightBytes:
-    """Weights, weight gradients, accumulators (GA > 1) and optimiser state."""
+    """Weights, weight gradients, accumulators (GA > 1) and optimiser state.
+
+    Whole-array rules over the ops with weights; each op's variables in the order: weight,
+    gradient, accumulator (and its buffer when offloaded), each optimiser state (and its
+    buffer when offloaded)."""
     cols, config = inputs.graph.cols, inputs.config
     training = config.training
     n_ipus = inputs.num_ipus
@@ -665,99 +751,119 @@ def _weight_variables(inputs: MemoryInputs, steps: LivenessSteps, rows: _Vars) -
     R = config.replication_factor
     rts = config.replicated_tensor_sharding
     ipu_of_op = np.arange(inputs.stages)[inputs.lowered.stage_of_fwd]
-    weight_bytes = np.zeros(n_ipus, dtype=np.int64)
+    acc_dt = DTYPE_BYTES[config.accumulator]
+    ops = np.flatnonzero(cols["weight_elems"] > 0)
+    w = cols["weight_elems"][ops].astype(np.int64)
+    row = steps.forward_row[ops]
+    ipu = ipu_of_op[ops].astype(np.int64)
+    wb = w * wdt
+    t0, tn = inputs.output_tiles_of(row, wb)
+    names = [str(x) for x in cols["name"][ops].tolist()]
+    shape = [str(x) for x in w.tolist()]
+    key = np.arange(len(ops), dtype=np.int64) * 64  # op, then its variables in order
+    weight_bytes = _scatter_add(ipu, wb, n_ipus)
     grad_bytes = np.zeros(n_ipus, dtype=np.int64)
     remote_bytes = np.zeros(n_ipus, dtype=np.int64)
     remote_acc = np.zeros(n_ipus, dtype=np.int64)
-    acc_dt = DTYPE_BYTES[config.accumulator]
-    for i in np.flatnonzero(cols["weight_elems"] > 0):
-        i = int(i)
-        w = int(cols["weight_elems"][i])
-        row = int(steps.forward_row[i])
-        ipu = int(ipu_of_op[i])
-        wb = w * wdt
-        t0, tn = inputs.output_tiles(row, wb)
-        weight_bytes[ipu] += wb
-        # this weight's variables: on its tiles, made by its op
-        wvar = partial(rows.add, shape=str(w), ipu=ipu, t0=t0, tn=tn, op=row)
-        wvar(
-            f"{cols['name'][i]}/weight",
-            "weight",
-            wdt_name,
-            nbytes=wb,
-            always=True,
-            start=-1,
-            end=-1,
-        )
-        if not training:
-            continue
-        gdt = acc_dt if GA > 1 else wdt
-        grad_bytes[ipu] += w * gdt
-        grad_step = int(steps.weight_grad_step[i])
-        if grad_step < 0:
-            continue
+    mark = len(rows.blocks)
+    # this op's weight variables: on its tiles, made by its op
+    rows.add(
+        [f"{x}/weight" for x in names],
+        "weight",
+        wdt_name,
+        shape,
+        wb,
+        ipu,
+        True,
+        -1,
+        -1,
+        t0,
+        tn,
+        op=row,
+        key=key,
+    )
+    if training:
+        grad_bytes = _scatter_add(ipu, w * (acc_dt if GA > 1 else wdt), n_ipus)
+        g = np.flatnonzero(steps.weight_grad_step[ops] >= 0)
+        gl = g.tolist()
+        grad_step = steps.weight_grad_step[ops[g]]
         # the gradient lives until the step that consumes it: its accumulation, or the update
-        use_step = int(steps.accumulate_step[i]) if GA > 1 else int(steps.update_step[i])
+        use_step = (steps.accumulate_step if GA > 1 else steps.update_step)[ops[g]]
+        update_step = steps.update_step[ops[g]]
+        wvar = partial(
+            rows.add, shape=[shape[i] for i in gl], ipu=ipu[g], t0=t0[g], tn=tn[g], op=row[g]
+        )
+
+        def named(suffix: str) -> list[str]:
+            return [f"{names[i]}/{suffix}" for i in gl]
+
         wvar(
-            f"{cols['name'][i]}/weightGrad",
+            named("weightGrad"),
             "gradient",
             cdt_name,
-            nbytes=w * cdt,
+            nbytes=w[g] * cdt,
             always=False,
             start=grad_step,
-            end=max(use_step, grad_step),
+            end=np.maximum(use_step, grad_step),
+            key=key[g] + 1,
         )
         if GA > 1:
-            ab = w * acc_dt
+            ab = w[g] * acc_dt
             acc = partial(wvar, kind="accumulator", dtype=config.accumulator)
             if config.offload_accumulators == "on":
-                remote_acc[ipu] += ab
+                remote_acc = _scatter_add(ipu[g], ab, n_ipus)
                 acc(
-                    f"{cols['name'][i]}/accumulator",
+                    named("accumulator"),
                     nbytes=0,
                     always=True,
                     start=-1,
                     end=-1,
                     remote=True,
                     remote_bytes=ab,
+                    key=key[g] + 2,
                 )
                 acc(
-                    f"{cols['name'][i]}/accumulator(buffer)",
+                    named("accumulator(buffer)"),
                     nbytes=ab,
                     always=False,
                     start=use_step,
                     end=use_step,
+                    key=key[g] + 3,
                 )
             else:
-                acc(f"{cols['name'][i]}/accumulator", nbytes=ab, always=True, start=-1, end=-1)
-        shard = -(-w // R) if rts else w
-        for state_name, prop in OPTIMISER_STATE[config.optimiser]:
+                acc(named("accumulator"), nbytes=ab, always=True, start=-1, end=-1, key=key[g] + 2)
+        shard = -(-w[g] // R) if rts else w[g]
+        shard_shape = [str(x) for x in shard.tolist()]
+        for k, (state_name, prop) in enumerate(OPTIMISER_STATE[config.optimiser]):
             dt_name = getattr(config, prop)
             sb = shard * DTYPE_BYTES[dt_name]
             # a shard keeps the tensor's layout: 1/R of each of its tiles' elements, so its
             # stream region (and host exchange code) is the tensor's
-            state = partial(wvar, kind="optimiserState", dtype=dt_name, shape=str(shard))
+            state = partial(wvar, kind="optimiserState", dtype=dt_name, shape=shard_shape)
+            slot = key[g] + 4 + 2 * k
             if config.offload_optimiser:
-                remote_bytes[ipu] += w * DTYPE_BYTES[dt_name]
+                remote_bytes += _scatter_add(ipu[g], w[g] * DTYPE_BYTES[dt_name], n_ipus)
                 state(
-                    f"{cols['name'][i]}/{state_name}",
+                    named(state_name),
                     nbytes=0,
                     always=True,
                     start=-1,
                     end=-1,
                     remote=True,
                     remote_bytes=sb,
+                    key=slot,
                 )
-                u = int(steps.update_step[i])
                 state(
-                    f"{cols['name'][i]}/{state_name}(buffer)",
+                    named(f"{state_name}(buffer)"),
                     nbytes=sb,
                     always=False,
-                    start=u,
-                    end=u,
+                    start=update_step,
+                    end=update_step,
+                    key=slot + 1,
                 )
             else:
-                state(f"{cols['name'][i]}/{state_name}", nbytes=sb, always=True, start=-1, end=-1)
+                state(named(state_name), nbytes=sb, always=True, start=-1, end=-1, key=slot)
+    rows.merge(mark)
     return WeightBytes(
         weights=weight_bytes,
         gradients=grad_bytes,
@@ -769,22 +875,22 @@ def _weight_variables(inputs: MemoryInputs, steps: LivenessSteps, rows: _Vars) -
 def _temporary_variables(inputs: MemoryInputs, steps: LivenessSteps, rows: _Vars) -> None:
     """The plan temporaries of each op, live during the op."""
     P, lowered = inputs.tile_plan, inputs.lowered
-    for row in np.flatnonzero(P.temp_per_tile > 0):
-        row = int(row)
-        rows.add(
-            f"{lowered['name'][row]}/temporaries",
-            "temporary",
-            inputs.config.compute_dtype,
-            "",
-            int(P.temp_per_tile[row]) * int(P.tiles_used[row]),
-            int(inputs.op_ipu[row]),
-            False,
-            steps.first[row],
-            steps.last[row],
-            P.tile_start[row],
-            P.tiles_used[row],
-            op=row,
-        )
+    ops = np.flatnonzero(P.temp_per_tile > 0)
+    tiles = P.tiles_used[ops].astype(np.int64)
+    rows.add(
+        [f"{x}/temporaries" for x in lowered["name"][ops].tolist()],
+        "temporary",
+        inputs.config.compute_dtype,
+        "",
+        P.temp_per_tile[ops].astype(np.int64) * tiles,
+        inputs.op_ipu[ops],
+        False,
+        steps.first[ops],
+        steps.last[ops],
+        P.tile_start[ops],
+        tiles,
+        op=ops,
+    )
 
 
 def _stash_variables(
@@ -1295,8 +1401,12 @@ def _variable_bytes(
         return always_live, count, _Changes(*([np.zeros(0, np.int64)] * 5), bound=0.0)
     nal = np.flatnonzero(~always & (nbytes > 0))
     if not len(nal):
-        return always_live, count, _Changes(
-            np.zeros(1, np.int64), *([np.zeros(0, np.int64)] * 3), np.zeros(1, np.int64), 0.0
+        return (
+            always_live,
+            count,
+            _Changes(
+                np.zeros(1, np.int64), *([np.zeros(0, np.int64)] * 3), np.zeros(1, np.int64), 0.0
+            ),
         )
     s0 = variables.live_start[var_sel][nal].astype(np.int64)
     s1 = variables.live_end[var_sel][nal].astype(np.int64) + 1
