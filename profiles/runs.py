@@ -81,7 +81,9 @@ class RunRows:
         return len(self.values)
 
     def __repr__(self) -> str:
-        return f"RunRows(shape={self.shape}, dtype={self.dtype}, runs per row={self.values.shape[1]})"
+        return (
+            f"RunRows(shape={self.shape}, dtype={self.dtype}, runs per row={self.values.shape[1]})"
+        )
 
     def rows(self, start: int, stop: int) -> np.ndarray:
         """Dense rows ``start:stop`` (clipped to the array, as a slice is)."""

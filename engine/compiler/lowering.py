@@ -21,9 +21,7 @@ a cross-tile reduction). Loss scaling adds one pass (unscale the gradient).
 from __future__ import annotations
 
 import itertools
-import operator
 from dataclasses import dataclass
-from functools import partial
 
 import numpy as np
 
@@ -138,6 +136,9 @@ ROW_DEFAULTS = dict(
 
 
 def lower(graph: Graph, config, target) -> Lowered:
+    """The lowered ops of one step (see the module docstring), built as whole arrays: each kind
+    of row (forward, recomputation, each gradient, accumulation, update) for all the ops that
+    have it at once, then put in the canonical order by one sort."""
     g = graph.cols
     n = len(graph)
     B = config.micro_batch_size
@@ -163,59 +164,18 @@ def lower(graph: Graph, config, target) -> Lowered:
         # group = segment between checkpoints (a checkpoint op closes its segment), per stage
         seg = np.concatenate([[0], np.cumsum(is_ckpt)[:-1]])
         group = seg * S + stage_of
-    rows: list[dict] = []
-
-    def add(**kw):
-        rows.append({**ROW_DEFAULTS, **kw})
-
-    is_amp = g["family"] == "amp"
-    batched = g["type"] == "BatchMatMul"
-
-    def fwd_row(i: int, role: str, seg: str, pass_code: int, suffix: str) -> None:
-        amp = bool(is_amp[i])
-        G = int(g["groups"][i]) * (B if batched[i] else 1)
-        M = int(g["m"][i]) * (1 if batched[i] else B)
-        elems = B * max(int(g["out_elems"][i]), int(g["in_elems"][i]))
-        stats = int(g["stats"][i]) * (B if g["type"][i] == "AvgPool" else 1)
-        add(
-            name=f"{g['name'][i]}/{suffix}",
-            type=str(g["type"][i]),
-            layer=str(g["layer"][i]),
-            family=str(g["family"][i]),
-            pass_=pass_code,
-            stage=int(stage_of[i]),
-            fwd=i,
-            seg=seg,
-            role=role,
-            amp=amp,
-            G=G,
-            M=M,
-            K=int(g["k"][i]),
-            N=int(g["n"][i]),
-            cin=int(g["cin"][i]),
-            kernel=int(g["kernel"][i]),
-            row_width=int(g["out_width"][i]),
-            a_dup=int(g["kernel"][i]),
-            b_weight=bool(g["weight_elems"][i] > 0) and not batched[i],
-            elems=0 if amp else elems,
-            passes=float(g["passes"][i]),
-            cross_tile=bool(g["cross_tile"][i]),
-            stats=stats,
-            db=cdt,
-            weight_elems=int(g["weight_elems"][i]),
-            flops=2 * B * int(g["macs"][i]) if amp else round(elems * g["passes"][i]),
-            bytes_in=(B * int(g["in_elems"][i]) + int(g["weight_elems"][i])) * cdt,
-            bytes_out=B * int(g["out_elems"][i]) * cdt,
-            wcast=int(g["weight_elems"][i])
-            if amp and config.weight_dtype != config.compute_dtype and not batched[i]
-            else 0,
-        )
+    # per forward op, the fields of its forward row (also its recomputation's), whole arrays
+    fw = _forward_fields(g, B, cdt, config)
+    fw["stage"] = stage_of
+    blocks: list[dict] = []
+    order = np.argsort(stage_of, kind="stable")  # stage by stage, graph order inside
 
     # ---- forward ------------------------------------------------------------------------
-    for s in range(S):
-        if s == 0 and config.eight_bit_input and graph.input_kind == "image":
-            e = B * graph.input_elems
-            add(
+    if S and config.eight_bit_input and graph.input_kind == "image":
+        e = B * graph.input_elems
+        blocks.append(
+            _block(
+                1,
                 name="input/normalise",
                 type="Normalise",
                 layer="input",
@@ -232,8 +192,8 @@ def lower(graph: Graph, config, target) -> Lowered:
                 bytes_in=e,
                 bytes_out=e * cdt,
             )
-        for i in np.flatnonzero(stage_of == s):
-            fwd_row(int(i), "fwd", "forward", P_FWD, "fwd")
+        )
+    blocks.append(_forward_block(fw, order, "fwd", "forward", P_FWD, "fwd"))
     loss_inputs = list(graph.params.get("loss_inputs", [n - 1]))
     if training:
         logits = B * graph.output_elems
@@ -241,228 +201,371 @@ def lower(graph: Graph, config, target) -> Lowered:
             ("loss", 4.0, "fwd"),
             ("lossgrad", 2.0 + (config.loss_scaling != 1), "bwd"),
         ):
-            add(
-                name=f"loss/{suffix}",
-                type="SoftmaxCrossEntropy" + ("Grad" if role == "lossgrad" else ""),
-                layer="loss",
-                family="loss",
-                pass_=P_LOSS,
-                stage=S - 1,
-                fwd=-1,
-                seg="forward" if role == "loss" else "backward",
-                role=role,
-                elems=logits,
-                passes=passes,
-                db=4,  # the loss is computed in FP32
-                flops=int(logits * passes),
-                bytes_in=logits * cdt,
-                bytes_out=logits * cdt if role == "lossgrad" else 4 * B,
+            blocks.append(
+                _block(
+                    1,
+                    name=f"loss/{suffix}",
+                    type="SoftmaxCrossEntropy" + ("Grad" if role == "lossgrad" else ""),
+                    layer="loss",
+                    family="loss",
+                    pass_=P_LOSS,
+                    stage=S - 1,
+                    fwd=-1,
+                    seg="forward" if role == "loss" else "backward",
+                    role=role,
+                    elems=logits,
+                    passes=passes,
+                    db=4,  # the loss is computed in FP32
+                    flops=int(logits * passes),
+                    bytes_in=logits * cdt,
+                    bytes_out=logits * cdt if role == "lossgrad" else 4 * B,
+                )
             )
-
         # ---- backward, stage by stage in reverse ------------------------------------------
         acc_dt = DTYPE_BYTES[config.accumulator]
-        GA = config.gradient_accumulation
-        for s in range(S - 1, -1, -1):
-            ops_s = np.flatnonzero(stage_of == s)
-            seen_groups: set[int] = set()
-            if config.recomputation == "pipeline-stages":
-                for i in ops_s:
-                    fwd_row(int(i), "recomp", "recompute", P_BWD, "recompute")
-                seen_groups.add(int(s))
-            for i in ops_s[::-1]:
-                i = int(i)
-                if config.recomputation == "checkpoints" and int(group[i]) not in seen_groups:
-                    seen_groups.add(int(group[i]))
-                    members = ops_s[(group[ops_s] == group[i]) & recompute[ops_s]]
-                    for j in members:
-                        fwd_row(int(j), "recomp", "backward", P_BWD, "recompute")
-                _backward_rows(i, g, B, cdt, acc_dt, wdt, GA, stage_of, config, add)
+        blocks.append(
+            _backward_block(g, fw, stage_of, recompute, group, B, cdt, acc_dt, wdt, config)
+        )
         # ---- updates ------------------------------------------------------------------------
-        opt = config.optimiser
-        passes = OPTIMISER_PASSES[opt] + (1 if config.loss_scaling != 1 else 0)
-        R = config.replication_factor if config.replicated_tensor_sharding else 1
-        for s in range(S):
-            for i in np.flatnonzero((stage_of == s) & (g["weight_elems"] > 0)):
-                i = int(i)
-                w = int(g["weight_elems"][i])
-                e = -(-w // R)
-                # this weight's per-update ops: the optimiser step, then (GA > 1) the accumulator
-                # reset
-                per_update = partial(
-                    add,
-                    layer=str(g["layer"][i]),
-                    pass_=P_UPD,
-                    stage=s,
-                    fwd=i,
-                    seg="update",
-                    weight_elems=w,
-                )
-                per_update(
-                    name=f"{g['name'][i]}/update",
-                    type=f"{OPTIMISER_NAMES[opt]}Update",
-                    family="optimiser",
-                    role="upd",
-                    elems=e,
-                    passes=float(passes),
-                    cross_tile=opt == "lamb",
-                    stats=2 if opt == "lamb" else 0,
-                    db=wdt,
-                    flops=int(e * passes),
-                    bytes_in=e * wdt * (2 + len(OPTIMISER_STATE[opt])),
-                    bytes_out=e * wdt * (1 + len(OPTIMISER_STATE[opt])),
-                )
-                if GA > 1 and config.offload_accumulators != "on":
-                    # the gradient accumulator is reset after the optimiser step (PopART
-                    # AccumulatorZeroOp, an AccumulatorScaleOp of factor 0:
-                    # willow/include/popart/op/accumulatorzero.hpp)
-                    per_update(
-                        name=f"{g['name'][i]}/accumulatorZero",
-                        type="AccumulatorZero",
-                        family="elementwise",
-                        role="acczero",
-                        elems=w,
-                        passes=1.0,
-                        db=acc_dt,
-                        flops=0,
-                        bytes_in=0,
-                        bytes_out=w * acc_dt,
-                    )
-    cols = _columns(rows)
+        blocks.append(_update_block(g, order, stage_of, wdt, acc_dt, config))
+    cols = _concat(blocks)
+    del cols["_len"]
     return Lowered(cols=cols, stage_of_fwd=stage_of, recompute=recompute, loss_inputs=loss_inputs)
 
 
-def _backward_rows(i, g, B, cdt, acc_dt, wdt, GA, stage_of, config, add) -> None:
-    """Append the backward ops of forward op ``i``."""
-    typ = str(g["type"][i])
-    fam = str(g["family"][i])
-    layer = str(g["layer"][i])
-    name = str(g["name"][i])
-    s = int(stage_of[i])
-    w = int(g["weight_elems"][i])
-    base = dict(
-        layer=layer,
-        pass_=P_BWD,
-        stage=s,
-        fwd=i,
-        seg="backward",
+def _forward_fields(g, B: int, cdt: int, config) -> dict[str, np.ndarray]:
+    """Every column of the forward row of each graph op (but name, pass, seg, role), as arrays."""
+    typ = g["type"]
+    amp = g["family"] == "amp"
+    batched = typ == "BatchMatMul"
+    w = g["weight_elems"]
+    elems = B * np.maximum(g["out_elems"], g["in_elems"])
+    cast = config.weight_dtype != config.compute_dtype
+    return dict(
+        name=g["name"],
+        type=typ,
+        layer=g["layer"],
+        family=g["family"],
+        fwd=np.arange(len(typ)),
+        amp=amp,
+        G=g["groups"] * np.where(batched, B, 1),
+        M=g["m"] * np.where(batched, 1, B),
+        K=g["k"],
+        N=g["n"],
+        cin=g["cin"],
+        kernel=g["kernel"],
+        row_width=g["out_width"],
+        a_dup=g["kernel"],
+        b_weight=(w > 0) & ~batched,
+        elems=np.where(amp, 0, elems),
+        passes=g["passes"],
+        cross_tile=g["cross_tile"],
+        stats=g["stats"] * np.where(typ == "AvgPool", B, 1),
         db=cdt,
+        weight_elems=w,
+        # 2 x MACs for matmuls / convolutions; element-wise: elements x passes, rounded half to
+        # even (as Python's round)
+        flops=np.where(amp, 2 * B * g["macs"], np.rint(elems * g["passes"]).astype(np.int64)),
+        bytes_in=(B * g["in_elems"] + w) * cdt,
+        bytes_out=B * g["out_elems"] * cdt,
+        wcast=np.where(amp & ~batched, w, 0) if cast else 0,
     )
-    if fam == "amp":
-        batched = typ == "BatchMatMul"
-        G = int(g["groups"][i]) * (B if batched else 1)
-        M = int(g["m"][i]) * (1 if batched else B)
-        K, N = int(g["k"][i]), int(g["n"][i])
-        cin, kernel = int(g["cin"][i]), int(g["kernel"][i])
-        macs = G * M * K * N
-        common = dict(base, amp=True, family="amp", elems=0, passes=0.0, flops=2 * macs)
-        if batched:
-            # dA = dC x B^T and dB = A^T x dC: both operands are activations.
-            add(
-                **dict(
-                    common,
-                    name=f"{name}/gradA",
-                    type=f"{typ}GradA",
-                    role="gi",
-                    G=G,
-                    M=M,
-                    K=N,
-                    N=K,
-                    bytes_in=(G * M * N + G * K * N) * cdt,
-                    bytes_out=G * M * K * cdt,
-                )
-            )
-            add(
-                **dict(
-                    common,
-                    name=f"{name}/gradB",
-                    type=f"{typ}GradB",
-                    role="gi",
-                    G=G,
-                    M=K,
-                    K=M,
-                    N=N,
-                    bytes_in=(G * M * K + G * M * N) * cdt,
-                    bytes_out=G * K * N * cdt,
-                )
-            )
-            return
-        if int(g["in0"][i]) != INPUT:
-            add(
-                **dict(
-                    common,
-                    name=f"{name}/gradInput",
-                    type=f"{typ}GradInput",
-                    role="gi",
-                    G=G,
-                    M=M,
-                    K=N * kernel,
-                    N=cin,
-                    cin=N,
-                    kernel=kernel,
-                    row_width=int(g["out_width"][i]),
-                    a_dup=kernel,
-                    b_weight=True,
-                    bytes_in=(M * N + w) * cdt,
-                    bytes_out=M * K * cdt // kernel,
-                    wcast=w if config.weight_dtype != config.compute_dtype else 0,
-                )
-            )
+
+
+def _forward_block(fw, ops, role: str, seg: str, pass_code: int, suffix: str) -> dict:
+    """Forward rows (or their recomputation) of graph ops ``ops``, in that order."""
+    cols = {k: v[ops] if isinstance(v, np.ndarray) else v for k, v in fw.items()}
+    cols["name"] = cols["name"] + f"/{suffix}"
+    return _block(len(ops), **cols, role=role, seg=seg, pass_=pass_code)
+
+
+def _backward_block(g, fw, stage_of, recompute, group, B, cdt, acc_dt, wdt, config) -> dict:
+    """The backward ops, stage S-1 down to 0, forward ops in reverse inside a stage: for each
+    forward op its recomputation (where it starts a recomputed segment), its gradient ops
+    (matmul / convolution: an input gradient, skipped for the first layer, and a weight
+    gradient; batched matmul: both operand gradients; other ops with backward work: one
+    gradient op) and, GA > 1, the accumulation of its weight gradient."""
+    n = len(stage_of)
+    idx = np.arange(n)
+    # position of each forward op in the backward walk (stage descending, op descending)
+    walk = np.lexsort((-idx, -stage_of.astype(np.int64)))
+    pos = np.empty(n, np.int64)
+    pos[walk] = idx
+    typ, fam = g["type"], g["family"]
+    w = g["weight_elems"]
+    amp = fam == "amp"
+    batched = typ == "BatchMatMul"
+    blocks, keys = [], []  # keys: (position of the op it precedes / belongs to, sub, order)
+
+    def add(block: dict, at: np.ndarray, sub: int, order) -> None:
+        blocks.append(block)
+        m = len(at)
+        keys.append(np.stack([at, np.full(m, sub), np.broadcast_to(order, (m,))]))
+
+    # recomputation: the replayed forward ops of a segment precede the backward of the segment's
+    # last forward op (pipeline stages: the whole stage, as its own "recompute" segment)
+    if config.recomputation == "pipeline-stages":
+        first_of_stage = np.full(int(stage_of.max(initial=0)) + 1, n, np.int64)
+        np.minimum.at(first_of_stage, stage_of.astype(np.int64), pos)
+        rec = idx
         add(
-            **dict(
-                common,
-                name=f"{name}/gradWeight",
-                type=f"{typ}GradWeight",
+            _forward_block(fw, rec, "recomp", "recompute", P_BWD, "recompute"),
+            first_of_stage[stage_of[rec]],
+            0,
+            rec,
+        )
+    elif config.recomputation == "checkpoints":
+        _, gid = np.unique(group, return_inverse=True)
+        first_of_group = np.full(int(gid.max(initial=0)) + 1, n, np.int64)
+        np.minimum.at(first_of_group, gid, pos)
+        rec = np.flatnonzero(recompute)
+        add(
+            _forward_block(fw, rec, "recomp", "backward", P_BWD, "recompute"),
+            first_of_group[gid[rec]],
+            0,
+            rec,
+        )
+
+    base = dict(pass_=P_BWD, seg="backward", db=cdt)
+
+    def rows(sel: np.ndarray, suffix: str, typ_suffix: str, **kw) -> dict:
+        return _block(
+            len(sel),
+            name=g["name"][sel] + f"/{suffix}",
+            type=typ[sel] + typ_suffix,
+            layer=g["layer"][sel],
+            stage=stage_of[sel],
+            fwd=sel,
+            **{**base, **kw},
+        )
+
+    # matmuls / convolutions
+    G, M = fw["G"], fw["M"]
+    K, N, cin, kernel = g["k"], g["n"], g["cin"], g["kernel"]
+    amp_common = dict(amp=True, family="amp", elems=0, passes=0.0, flops=2 * G * M * K * N)
+    bm = np.flatnonzero(amp & batched)
+    if len(bm):  # dA = dC x B^T and dB = A^T x dC: both operands are activations
+        Gb, Mb, Kb, Nb = G[bm], M[bm], K[bm], N[bm]
+        c = {k: v[bm] if isinstance(v, np.ndarray) else v for k, v in amp_common.items()}
+        add(
+            rows(
+                bm,
+                "gradA",
+                "GradA",
+                **c,
+                role="gi",
+                G=Gb,
+                M=Mb,
+                K=Nb,
+                N=Kb,
+                bytes_in=(Gb * Mb * Nb + Gb * Kb * Nb) * cdt,
+                bytes_out=Gb * Mb * Kb * cdt,
+            ),
+            pos[bm],
+            1,
+            0,
+        )
+        add(
+            rows(
+                bm,
+                "gradB",
+                "GradB",
+                **c,
+                role="gi",
+                G=Gb,
+                M=Kb,
+                K=Mb,
+                N=Nb,
+                bytes_in=(Gb * Mb * Kb + Gb * Mb * Nb) * cdt,
+                bytes_out=Gb * Kb * Nb * cdt,
+            ),
+            pos[bm],
+            1,
+            1,
+        )
+    am = np.flatnonzero(amp & ~batched)
+    gi = am[g["in0"][am] != INPUT]  # the first layer's input needs no gradient
+    if len(gi):
+        Gi, Mi, Ki, Ni, ki, wi = G[gi], M[gi], K[gi], N[gi], kernel[gi], w[gi]
+        c = {k: v[gi] if isinstance(v, np.ndarray) else v for k, v in amp_common.items()}
+        cast = config.weight_dtype != config.compute_dtype
+        add(
+            rows(
+                gi,
+                "gradInput",
+                "GradInput",
+                **c,
+                role="gi",
+                G=Gi,
+                M=Mi,
+                K=Ni * ki,
+                N=cin[gi],
+                cin=Ni,
+                kernel=ki,
+                row_width=g["out_width"][gi],
+                a_dup=ki,
+                b_weight=True,
+                bytes_in=(Mi * Ni + wi) * cdt,
+                bytes_out=Mi * Ki * cdt // ki,
+                wcast=wi if cast else 0,
+            ),
+            pos[gi],
+            1,
+            0,
+        )
+    if len(am):
+        Ga, Ma, Ka, Na, ka, wa = G[am], M[am], K[am], N[am], kernel[am], w[am]
+        c = {k: v[am] if isinstance(v, np.ndarray) else v for k, v in amp_common.items()}
+        add(
+            rows(
+                am,
+                "gradWeight",
+                "GradWeight",
+                **c,
                 role="gw",
-                G=G,
-                M=K,
-                K=M,
-                N=N,
-                cin=M,
-                a_dup=kernel,
-                bytes_in=(M * K // kernel + M * N) * cdt,
-                bytes_out=w * wdt,
-                weight_elems=w,
-            )
+                G=Ga,
+                M=Ka,
+                K=Ma,
+                N=Na,
+                cin=Ma,
+                a_dup=ka,
+                bytes_in=(Ma * Ka // ka + Ma * Na) * cdt,
+                bytes_out=wa * wdt,
+                weight_elems=wa,
+            ),
+            pos[am],
+            1,
+            1,
         )
-    elif float(g["bwd_passes"][i]) > 0:
-        elems = B * max(int(g["out_elems"][i]), int(g["in_elems"][i]))
-        stats = int(g["stats"][i]) * (B if typ == "AvgPool" else 1)
+    # other ops with backward work
+    ew = np.flatnonzero(~amp & (g["bwd_passes"] > 0))
+    if len(ew):
+        e = B * np.maximum(g["out_elems"][ew], g["in_elems"][ew])
+        bp = g["bwd_passes"][ew]
         add(
-            **dict(
-                base,
-                name=f"{name}/grad",
-                type=f"{typ}Grad",
-                family=fam,
+            rows(
+                ew,
+                "grad",
+                "Grad",
+                family=fam[ew],
                 role="bwd",
-                elems=elems,
-                passes=float(g["bwd_passes"][i]),
-                cross_tile=bool(g["cross_tile"][i]),
-                stats=stats,
-                weight_elems=w,
-                flops=round(elems * g["bwd_passes"][i]),
-                bytes_in=(B * int(g["in_elems"][i]) + B * int(g["out_elems"][i])) * cdt,
-                bytes_out=B * int(g["in_elems"][i]) * cdt + w * wdt,
-            )
+                elems=e,
+                passes=bp,
+                cross_tile=g["cross_tile"][ew],
+                stats=fw["stats"][ew],
+                weight_elems=w[ew],
+                flops=np.rint(e * bp).astype(np.int64),
+                bytes_in=(B * g["in_elems"][ew] + B * g["out_elems"][ew]) * cdt,
+                bytes_out=B * g["in_elems"][ew] * cdt + w[ew] * wdt,
+            ),
+            pos[ew],
+            1,
+            0,
         )
-    else:
-        return
-    if w > 0 and GA > 1:
-        add(
-            **dict(
-                base,
-                name=f"{name}/accumulate",
+    # GA > 1: each weight gradient accumulated into its accumulator
+    if config.gradient_accumulation > 1:
+        ac = np.flatnonzero((w > 0) & ((amp & ~batched) | (~amp & (g["bwd_passes"] > 0))))
+        wc = w[ac]
+        blocks.append(
+            _block(
+                len(ac),
+                name=g["name"][ac] + "/accumulate",
                 type="AccumulateGrad",
+                layer=g["layer"][ac],
+                stage=stage_of[ac],
+                fwd=ac,
+                pass_=P_BWD,
+                seg="backward",
                 family="elementwise",
                 role="acc",
+                elems=wc,
+                passes=1.0,
+                db=acc_dt,
+                weight_elems=wc,
+                flops=wc,
+                bytes_in=wc * (wdt + acc_dt),
+                bytes_out=wc * acc_dt,
+            )
+        )
+        keys.append(np.stack([pos[ac], np.ones(len(ac), np.int64), np.full(len(ac), 2)]))
+    k = np.concatenate(keys, axis=1) if keys else np.zeros((3, 0), np.int64)
+    return _concat(blocks, np.lexsort(k[::-1]))
+
+
+def _update_block(g, order, stage_of, wdt: int, acc_dt: int, config) -> dict:
+    """One optimiser update per weighted op, stage by stage, then (GA > 1) its accumulator's
+    reset."""
+    wo = order[g["weight_elems"][order] > 0]
+    w = g["weight_elems"][wo]
+    opt = config.optimiser
+    passes = OPTIMISER_PASSES[opt] + (1 if config.loss_scaling != 1 else 0)
+    R = config.replication_factor if config.replicated_tensor_sharding else 1
+    e = -(-w // R)
+    state = len(OPTIMISER_STATE[opt])
+    per_update = dict(
+        layer=g["layer"][wo], pass_=P_UPD, stage=stage_of[wo], fwd=wo, seg="update", weight_elems=w
+    )
+    blocks = [
+        _block(
+            len(wo),
+            **per_update,
+            name=g["name"][wo] + "/update",
+            type=f"{OPTIMISER_NAMES[opt]}Update",
+            family="optimiser",
+            role="upd",
+            elems=e,
+            passes=float(passes),
+            cross_tile=opt == "lamb",
+            stats=2 if opt == "lamb" else 0,
+            db=wdt,
+            flops=e * passes,
+            bytes_in=e * wdt * (2 + state),
+            bytes_out=e * wdt * (1 + state),
+        )
+    ]
+    if config.gradient_accumulation > 1 and config.offload_accumulators != "on":
+        # the gradient accumulator is reset after the optimiser step (PopART AccumulatorZeroOp,
+        # an AccumulatorScaleOp of factor 0: willow/include/popart/op/accumulatorzero.hpp)
+        blocks.append(
+            _block(
+                len(wo),
+                **per_update,
+                name=g["name"][wo] + "/accumulatorZero",
+                type="AccumulatorZero",
+                family="elementwise",
+                role="acczero",
                 elems=w,
                 passes=1.0,
                 db=acc_dt,
-                weight_elems=w,
-                flops=w,
-                bytes_in=w * (wdt + acc_dt),
+                flops=0,
+                bytes_in=0,
                 bytes_out=w * acc_dt,
             )
         )
+        # each weight's update, then its reset
+        return _concat(blocks, np.arange(2 * len(wo)).reshape(2, -1).T.ravel())
+    return _concat(blocks)
+
+
+def _block(m: int, **cols) -> dict:
+    """``m`` lowered op rows: every column of ``COLUMNS`` given as an array of ``m`` values or
+    one value for all (columns without AMP work default to ``ROW_DEFAULTS``)."""
+    out = {**ROW_DEFAULTS, **cols}
+    out["_len"] = m
+    return out
+
+
+def _concat(blocks: list[dict], order: np.ndarray | None = None) -> dict:
+    """The blocks' rows one after the other as ``COLUMNS`` arrays (then taken in ``order``)."""
+    total = sum(b["_len"] for b in blocks)
+    out: dict = {"_len": total}
+    for c, dt in COLUMNS.items():
+        parts = [
+            np.broadcast_to(np.asarray(b[c], dtype=dt), (b["_len"],)) for b in blocks if b["_len"]
+        ]
+        col = np.concatenate(parts) if parts else np.zeros(0, dt)
+        out[c] = col if order is None else col[order]
+    return out
 
 
 COLUMNS = {
@@ -496,16 +599,6 @@ COLUMNS = {
     "bytes_out": np.int64,
     "wcast": np.int64,
 }
-
-
-def _columns(rows: list[dict]) -> dict[str, np.ndarray]:
-    # one C-level itemgetter per row, then the columns transposed with zip (a dict lookup per
-    # row and column in Python took 3x as long)
-    names = list(COLUMNS)
-    if not rows:
-        return {c: np.array([], dtype=dt) for c, dt in COLUMNS.items()}
-    cols = zip(*map(operator.itemgetter(*names), rows))
-    return {c: np.array(col, dtype=COLUMNS[c]) for c, col in zip(names, cols)}
 
 
 SIGNATURE_COLUMNS = (
