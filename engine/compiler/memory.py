@@ -1080,6 +1080,16 @@ def _scatter_add(index, values, size: int) -> np.ndarray:
 _FLOAT_EXACT = 2.0**52  # below 2**53 with a margin for the float sum used to check it
 
 
+def _spread_ipus(values, ipu, t0, tn, n_ipus: int, size: int) -> np.ndarray:
+    """``_spread`` on every IPU at once: values over the tile ranges of their IPUs ->
+    (n_ipus, size) per tile."""
+    at = np.asarray(ipu, dtype=np.int64) * (size + 1) + np.asarray(t0, dtype=np.int64)
+    d = _scatter_add(
+        np.concatenate((at, at + tn)), np.concatenate((values, -values)), n_ipus * (size + 1)
+    )
+    return np.cumsum(d.reshape(n_ipus, size + 1)[:, :-1], axis=1)
+
+
 def _spread(values, t0, tn, size: int) -> np.ndarray:
     """Sum of ``values`` (per tile) over tile ranges ``[t0, t0 + tn)`` -> (size,) per tile."""
     t0 = np.asarray(t0, dtype=np.int64)
@@ -1107,12 +1117,11 @@ def tile_memory(
     peak_nal = np.zeros((n_ipus, TT), dtype=np.int64)
     variable_count = np.zeros((n_ipus, TT), dtype=np.int64)
     always_live, changes = [], []
+    _code_categories(inputs, code, by_category)
+    _host_exchange_categories(inputs, variables, streamed, by_category)
     for ipu in range(n_ipus):
-        cat = by_category[ipu]
-        _code_categories(inputs, code, ipu, cat)
+        _global_exchange_categories(inputs, weights, activations, ipu, by_category[ipu])
         var_sel = np.flatnonzero(variables.ipu == ipu)
-        _host_exchange_categories(inputs, variables, var_sel, streamed, ipu, cat)
-        _global_exchange_categories(inputs, weights, activations, ipu, cat)
         ipu_always_live, variable_count[ipu], ipu_changes = _variable_bytes(
             inputs, steps, variables, var_sel
         )
@@ -1144,78 +1153,91 @@ def tile_memory(
     )
 
 
-def _code_categories(inputs: MemoryInputs, code: ProgramCode, ipu: int, cat: np.ndarray) -> None:
+def _code_categories(inputs: MemoryInputs, code: ProgramCode, cat: np.ndarray) -> None:
     """Control code / table / ids, internal exchange code, vertex state, descriptors, constants,
-    instrumentation, stack and vertex code of one IPU's tiles (fills ``cat`` in place)."""
-    t, progs, TT = inputs.target, inputs.programs, inputs.tiles_per_ipu
-    on_ipu = progs["ipu"] == ipu
-    n_programs = int(on_ipu.sum())
-    sel = np.flatnonzero(on_ipu)
-    t0s = progs["tile_start"].astype(np.int64)[sel]
-    tns = progs["tile_count"].astype(np.int64)[sel]
-    spread = partial(_spread, t0=t0s, tn=tns, size=TT)
-    takes_part = code.participates[sel] & code.owned[sel]
-    cat[:, CAT["controlCode"]] = n_programs * t.control_code_bytes_per_program + spread(
+    instrumentation, stack and vertex code of every IPU's tiles (fills ``cat``, (IPUs, tiles,
+    categories), in place; whole arrays over all IPUs' programs at once)."""
+    t, progs, TT, n_ipus = inputs.target, inputs.programs, inputs.tiles_per_ipu, inputs.num_ipus
+    ipu = progs["ipu"].astype(np.int64)
+    n_programs = np.bincount(ipu, minlength=n_ipus)[:, None]
+    t0s = progs["tile_start"].astype(np.int64)
+    tns = progs["tile_count"].astype(np.int64)
+    spread = partial(_spread_ipus, ipu=ipu, t0=t0s, tn=tns, n_ipus=n_ipus, size=TT)
+    takes_part = code.participates & code.owned
+    cat[:, :, CAT["controlCode"]] = n_programs * t.control_code_bytes_per_program + spread(
         np.where(takes_part, t.control_code_bytes_per_participation, 0)
     )
-    cat[:, CAT["controlTable"]] = n_programs * t.control_table_bytes_per_program
-    cs = code.is_compute_set[sel] & code.owned[sel]
-    cat[:, CAT["controlId"]] = spread(np.where(cs, t.control_id_bytes_per_program, 0))
-    cat[:, CAT["internalExchangeCode"]] = spread(code.exchange_code_per_tile[sel]) + _spread(
-        code.sender_code_per_tile[sel],
-        code.sender_tile_start[sel],
-        code.sender_tile_count[sel],
+    cat[:, :, CAT["controlTable"]] = n_programs * t.control_table_bytes_per_program
+    cs = code.is_compute_set & code.owned
+    cat[:, :, CAT["controlId"]] = spread(np.where(cs, t.control_id_bytes_per_program, 0))
+    cat[:, :, CAT["internalExchangeCode"]] = spread(code.exchange_code_per_tile) + _spread_ipus(
+        code.sender_code_per_tile,
+        ipu,
+        code.sender_tile_start,
+        code.sender_tile_count,
+        n_ipus,
         TT,
     )
-    v = code.vertices_per_tile[sel]
-    cat[:, CAT["vertexInstanceState"]] = spread(v * code.state_bytes[sel])
-    cat[:, CAT["vertexFieldData"]] = spread(v * code.field_bytes[sel])
-    cat[:, CAT["vectorListDescriptor"]] = spread(v * code.vector_list_bytes[sel])
-    is_copy = progs["family"][sel] == "copy"
-    cat[:, CAT["copyDescriptor"]] = spread(
+    v = code.vertices_per_tile
+    cat[:, :, CAT["vertexInstanceState"]] = spread(v * code.state_bytes)
+    cat[:, :, CAT["vertexFieldData"]] = spread(v * code.field_bytes)
+    cat[:, :, CAT["vectorListDescriptor"]] = spread(v * code.vector_list_bytes)
+    is_copy = progs["family"] == "copy"
+    cat[:, :, CAT["copyDescriptor"]] = spread(
         np.where(cs & is_copy, t.copy_descriptor_bytes_per_copy * v, 0)
     )
-    cat[:, CAT["constant"]] = spread(np.where(cs, t.constant_bytes_per_op_tile, 0))
+    cat[:, :, CAT["constant"]] = spread(np.where(cs, t.constant_bytes_per_op_tile, 0))
     if inputs.config.instrumentation:
-        cat[:, CAT["instrumentationResults"]] = spread(
+        cat[:, :, CAT["instrumentationResults"]] = spread(
             np.where(takes_part, t.instrumentation_bytes_per_program, 0)
         )
-    cat[:, CAT["stack"]] = t.stack_bytes_per_tile
-    # vertex code: each vertex type present on a tile costs its code once
-    cs_rows = sel[code.is_compute_set[sel]]
+    cat[:, :, CAT["stack"]] = t.stack_bytes_per_tile
+    # vertex code: each vertex type present on a tile costs its code once. Per (IPU, vertex
+    # type), the compute sets' tile ranges enter (+1) and leave (-1) in tile order; where the
+    # running count is positive up to the next event, the type's code is on those tiles
+    cs_rows = np.flatnonzero(code.is_compute_set)
     if len(cs_rows):
-        t0 = progs["tile_start"].astype(np.int64)[cs_rows]
-        tn = progs["tile_count"].astype(np.int64)[cs_rows]
         n_types = len(code.vertex_type_code_bytes)
-        vertex_type = progs["vt"][cs_rows].astype(np.int64) * (TT + 1)
-        d = np.bincount(vertex_type + t0, minlength=n_types * (TT + 1)) - np.bincount(
-            vertex_type + t0 + tn, minlength=n_types * (TT + 1)
+        pair = ipu[cs_rows] * n_types + progs["vt"][cs_rows].astype(np.int64)
+        key = np.concatenate(
+            (pair * (TT + 1) + t0s[cs_rows], pair * (TT + 1) + t0s[cs_rows] + tns[cs_rows])
         )
-        present = np.cumsum(d.reshape(n_types, TT + 1)[:, :-1], axis=1) > 0
-        cat[:, CAT["vertexCode"]] = code.vertex_type_code_bytes @ present
+        delta = np.repeat(np.array([1, -1], dtype=np.int64), len(cs_rows))
+        order = np.argsort(key, kind="stable")
+        key, delta = key[order], delta[order]
+        first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+        key = key[first]
+        running = np.cumsum(np.add.reduceat(delta, first))  # 0 after each pair's last event
+        covered = np.flatnonzero(running[:-1] > 0)
+        pair_of, tile = np.divmod(key, TT + 1)
+        cat[:, :, CAT["vertexCode"]] = _spread_ipus(
+            code.vertex_type_code_bytes[pair_of[covered] % n_types],
+            pair_of[covered] // n_types,
+            tile[covered],
+            tile[covered + 1] - tile[covered],
+            n_ipus,
+            TT,
+        )
 
 
 def _host_exchange_categories(
-    inputs: MemoryInputs,
-    variables: VariableTable,
-    var_sel: np.ndarray,
-    streamed: StreamedTensors,
-    ipu: int,
-    cat: np.ndarray,
+    inputs: MemoryInputs, variables: VariableTable, streamed: StreamedTensors, cat: np.ndarray
 ) -> None:
     """Host exchange code and packet headers: input / label / output streams and remote-buffer
-    copies on the variables' tiles, or the I/O tiles' share (fills ``cat`` in place)."""
-    t, TT = inputs.target, inputs.tiles_per_ipu
+    copies on the variables' tiles, or the I/O tiles' share (fills ``cat``, (IPUs, tiles,
+    categories), in place)."""
+    t, TT, n_ipus = inputs.target, inputs.tiles_per_ipu, inputs.num_ipus
     io_tiles = inputs.config.io_tiles
-    vt0 = variables.tile_start[var_sel].astype(np.int64)
-    vtn = variables.tile_count[var_sel].astype(np.int64)
-    kind = variables.kind[var_sel]
+    ipu = variables.ipu.astype(np.int64)
+    vt0 = variables.tile_start.astype(np.int64)
+    vtn = variables.tile_count.astype(np.int64)
+    kind = variables.kind
     streamed_var = np.isin(kind, (KIND["input"], KIND["label"], KIND["output"]))
     if io_tiles:
         streamed_var &= False
-    remote = variables.remote[var_sel]
-    remote_per_tile = _ceil_div(variables.remote_bytes[var_sel], np.maximum(vtn, 1))
-    streamed_per_tile = _ceil_div(variables.bytes[var_sel], np.maximum(vtn, 1))
+    remote = variables.remote
+    remote_per_tile = _ceil_div(variables.remote_bytes, np.maximum(vtn, 1))
+    streamed_per_tile = _ceil_div(variables.bytes, np.maximum(vtn, 1))
     n_streams = np.where(streamed_var, 1, 0) + np.where(remote, 2, 0)  # remote: load + store
     bytes_per_tile = np.where(streamed_var, streamed_per_tile, 0) + np.where(
         remote, remote_per_tile, 0
@@ -1227,22 +1249,24 @@ def _host_exchange_categories(
         * n_streams,
         0,
     )
-    cat[:, CAT["hostExchangeCode"]] = _spread(host_code, vt0, vtn, TT)
-    cat[:, CAT["hostExchangePacketHeader"]] = _spread(
+    cat[:, :, CAT["hostExchangeCode"]] = _spread_ipus(host_code, ipu, vt0, vtn, n_ipus, TT)
+    cat[:, :, CAT["hostExchangePacketHeader"]] = _spread_ipus(
         n_streams * _ceil_div(bytes_per_tile, t.packet_payload_bytes) * t.packet_header_bytes,
+        ipu,
         vt0,
         vtn,
+        n_ipus,
         TT,
     )
     if io_tiles:
         T = inputs.compute_tiles
         last_ipu = inputs.stages - 1
         io = slice(T, T + io_tiles)
-        cat[io, CAT["hostExchangeCode"]] += int(t.io_tile_overhead_fraction * t.sram_per_tile)
-        n_io_streams = 1 + (1 if inputs.config.training and ipu == last_ipu else 0)
-        if ipu == 0 or ipu == last_ipu:
-            packets = _ceil_div(_ceil_div(streamed.input_bytes, io_tiles), t.packet_payload_bytes)
-            cat[io, CAT["hostExchangePacketHeader"]] += (
+        cat[:, io, CAT["hostExchangeCode"]] += int(t.io_tile_overhead_fraction * t.sram_per_tile)
+        packets = _ceil_div(_ceil_div(streamed.input_bytes, io_tiles), t.packet_payload_bytes)
+        for i in sorted({0, last_ipu} & set(range(n_ipus))):
+            n_io_streams = 1 + (1 if inputs.config.training and i == last_ipu else 0)
+            cat[i, io, CAT["hostExchangePacketHeader"]] += (
                 n_io_streams * packets * t.packet_header_bytes
             )
 
