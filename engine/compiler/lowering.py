@@ -630,8 +630,11 @@ def op_signatures(cols: dict[str, np.ndarray]) -> np.ndarray:
     parts = []
     for key in SIGNATURE_COLUMNS:
         col = cols[key]
-        if col.dtype == object:
-            col = np.unique(col.astype(str), return_inverse=True)[1]
+        if col.dtype == object:  # strings numbered in order of appearance (a dict, no sort)
+            codes: dict = {}
+            col = np.fromiter(
+                (codes.setdefault(x, len(codes)) for x in col.tolist()), np.int64, count=len(col)
+            )
         elif col.dtype.kind == "f":
             col = np.round(col * 1000).astype(np.int64)
         parts.append(col.astype(np.int64))

@@ -435,27 +435,16 @@ def plan_ops(L, t, config, T: int) -> OpPlans:
     nm_ = np.where(is_sync, 0, n_max[op_idx])
     tstart = np.where(is_sync, 0, start[op_idx])
     tcount = np.where(is_sync, t.tiles_per_ipu, tiles_used[op_idx])
-    # vertex types per (family, main type, dtype) for compute sets
-    fam = np.where(
-        suffix == "main",
-        L["family"][op_idx],
-        np.where((suffix == "cast") | (suffix == "prearr"), "copy", "reduce"),
-    )
-    # looked up per op (not per program) and spread over its programs
-    dtn = np.array([_DT_NAME.get(d, "float") for d in L["db"].tolist()], dtype=object)[op_idx]
-    # AMP codelets are templated on input and partials types (e.g. <half,float>)
-    dtn = np.where((suffix == "main") & L["amp"][op_idx], dtn + "," + _DT_NAME[pb], dtn).astype(
-        object
-    )
-    # the codelet a compute set runs: one per (family, codelet, dtypes), shared by every op that
-    # uses it (forward and backward convolutions run the same AMP partials codelet)
-    codelet = np.where(suffix == "main", L["type"][op_idx], lab)
-    codelet = np.where((suffix == "main") & L["amp"][op_idx], "Partials", codelet)
-    codelet = np.where(suffix == "red", "Add", codelet)
-    codelet = np.where((suffix == "main") & (fam == "reduce"), "Add", codelet)
-    vt_key = np.where(types == T_ONTILE, fam + ":" + codelet + "<" + dtn + ">", "")
-    keys, vt_idx = np.unique(vt_key, return_inverse=True)
-    vt_idx = np.where(types == T_ONTILE, vt_idx, -1)
+    # vertex types of the compute sets: one per (family, codelet, dtypes), shared by every op
+    # that uses it (forward and backward convolutions run the same AMP partials codelet); keyed
+    # "family:codelet<dtypes>" per op and slot, then spread over the programs
+    vt_slot, vt_keys = _slot_vertex_types(L, pb)
+    # family of each program: the op's for its main compute set, copy / reduce for the others
+    fam = np.array(["copy" if nm in ("cast", "prearr") else "reduce" for nm, _ in SLOTS], object)
+    fam = fam[slot_idx]
+    main = slot_idx == slot["main"]
+    fam[main] = L["family"][op_idx[main]]
+    keys, vt_idx = _vertex_type_index(vt_slot[op_idx, slot_idx], vt_keys)
     programs = {
         "name": names.astype(object),
         "type": types,
@@ -485,6 +474,58 @@ def plan_ops(L, t, config, T: int) -> OpPlans:
         vertex_types=vertex_types,
         notes=notes,
     )
+
+
+def _slot_vertex_types(L, pb: int) -> tuple[np.ndarray, list[str]]:
+    """Per op and slot (ops x SLOTS): the code of the vertex type key ``family:codelet<dtypes>``
+    of the slot's program (-1: not a compute set), and the keys by code.
+    Compute sets: the op's own family and codelet in the main slot (AMP: ``Partials``,
+    templated on input and partials types, e.g. ``<half,float>``; family ``reduce``: ``Add``),
+    ``copy`` for the weight cast and the PreArrange, ``reduce:Add`` for a reduction; the dtype
+    is the op's. Keyed once per distinct (family, type, AMP, dtype) of the ops."""
+    n = len(L)
+    slot = {name: k for k, (name, _) in enumerate(SLOTS)}
+    codes: dict[str, int] = {}
+    dts = {d: _DT_NAME.get(d, "float") for d in sorted(set(L["db"].tolist()))}
+    main: dict[tuple, int] = {}
+
+    def main_code(fm: str, ty: str, amp: bool, db: int) -> int:
+        k = (fm, ty, amp, db)
+        c = main.get(k)
+        if c is None:
+            dt = dts[db]
+            codelet = "Add" if fm == "reduce" else "Partials" if amp else ty
+            key = f"{fm}:{codelet}<{dt},{_DT_NAME[pb]}>" if amp else f"{fm}:{codelet}<{dt}>"
+            c = main[k] = codes.setdefault(key, len(codes))
+        return c
+
+    vt = np.full((n, len(SLOTS)), -1, np.int64)
+    vt[:, slot["main"]] = np.fromiter(
+        map(
+            main_code, L["family"].tolist(), L["type"].tolist(), L["amp"].tolist(), L["db"].tolist()
+        ),
+        np.int64,
+        count=n,
+    )
+    db_row = {d: i for i, d in enumerate(dts)}
+    row = np.array([db_row[d] for d in L["db"].tolist()], np.int64) if n else np.zeros(0, np.int64)
+    for nm, what in (("cast", "copy:Cast"), ("prearr", "copy:PreArrange"), ("red", "reduce:Add")):
+        per_dt = [codes.setdefault(f"{what}<{dt}>", len(codes)) for dt in dts.values()]
+        vt[:, slot[nm]] = np.array(per_dt, np.int64)[row]
+    return vt, list(codes)
+
+
+def _vertex_type_index(code: np.ndarray, keys: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The sorted distinct vertex type keys of the programs (key "" for programs that are not
+    compute sets, code -1) and each program's row among them (-1: not a compute set), as
+    ``np.unique`` of the programs' keys would give, sorting only the distinct keys."""
+    used = np.flatnonzero(np.bincount(code + 1, minlength=len(keys) + 1))  # code + 1
+    distinct = sorted(("" if c == 0 else keys[c - 1]) for c in used.tolist())
+    rank = np.full(len(keys) + 1, -1, np.int64)
+    for r, key in enumerate(distinct):
+        if key:
+            rank[keys.index(key) + 1] = r
+    return np.array(distinct, dtype=object), rank[code + 1]
 
 
 def _amp_cs_name(L) -> np.ndarray:
