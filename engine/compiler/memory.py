@@ -908,36 +908,36 @@ def _stash_variables(
         return stash_bytes
     saved = activations.saved.copy()
     saved[0] += streamed.saved_input_bytes
-    role = lowered["role"]
-    for s in range(S):
-        depth = {"grouped": 2 * (S - 1 - s), "interleaved": S - 1 - s, "sequential": 0}[
-            config.schedule
-        ]
-        if depth <= 0:
-            continue
-        if config.recomputation == "pipeline-stages":
-            per_mb = streamed.input_bytes if s == 0 else int(activations.boundary[s - 1])
-        else:
-            per_mb = int(saved[s])
-        stage_rows = np.flatnonzero(lowered["stage"] == s)
-        first = int(steps.first[stage_rows].min())
-        backward = stage_rows[np.isin(role[stage_rows], ("gi", "gw", "bwd"))]
-        last = int(steps.last[backward].max())
-        stash_bytes[s] = depth * per_mb
-        rows.add(
-            f"stage{s}/stash",
-            "stash",
-            config.compute_dtype,
-            # elements of the compute dtype (the stashed activations), not bytes
-            f"{depth}x{_ceil_div(per_mb, DTYPE_BYTES[config.compute_dtype])}",
-            depth * per_mb,
-            s,
-            False,
-            first,
-            last,
-            0,
-            inputs.compute_tiles,
-        )
+    stage = np.arange(S)
+    depth = {"grouped": 2 * (S - 1 - stage), "interleaved": S - 1 - stage, "sequential": 0 * stage}[
+        config.schedule
+    ]
+    if config.recomputation == "pipeline-stages":
+        per_mb = np.r_[streamed.input_bytes, activations.boundary[: S - 1]].astype(np.int64)
+    else:
+        per_mb = saved
+    # each stage's stash lives from its first forward step to its last backward step
+    op_stage = lowered["stage"].astype(np.int64)
+    backward = np.isin(lowered["role"], ("gi", "gw", "bwd"))
+    first = _group_min(op_stage, steps.first, S)
+    last = _group_max(op_stage[backward], steps.last[backward], S)
+    st = np.flatnonzero(depth > 0)
+    stash_bytes[st] = depth[st] * per_mb[st]
+    elems = _ceil_div(per_mb[st], DTYPE_BYTES[config.compute_dtype])
+    rows.add(
+        [f"stage{s}/stash" for s in st.tolist()],
+        "stash",
+        config.compute_dtype,
+        # elements of the compute dtype (the stashed activations), not bytes
+        [f"{d}x{e}" for d, e in zip(depth[st].tolist(), elems.tolist())],
+        depth[st] * per_mb[st],
+        st,
+        False,
+        first[st],
+        last[st],
+        0,
+        inputs.compute_tiles,
+    )
     return stash_bytes
 
 
@@ -1113,34 +1113,23 @@ def tile_memory(
     # row each) and stored as int32 (the schema's dtype): saturated at 2 GiB per tile, which only
     # impossible configurations (thousands of times a tile's SRAM) reach; the sums per step and
     # the peaks per tile are exact
-    nal_per_step = np.zeros((n_ipus, n_steps), dtype=np.int64)
-    peak_nal = np.zeros((n_ipus, TT), dtype=np.int64)
-    variable_count = np.zeros((n_ipus, TT), dtype=np.int64)
-    always_live, changes = [], []
     _code_categories(inputs, code, by_category)
     _host_exchange_categories(inputs, variables, streamed, by_category)
     for ipu in range(n_ipus):
         _global_exchange_categories(inputs, weights, activations, ipu, by_category[ipu])
-        var_sel = np.flatnonzero(variables.ipu == ipu)
-        ipu_always_live, variable_count[ipu], ipu_changes = _variable_bytes(
-            inputs, steps, variables, var_sel
-        )
-        always_live.append(ipu_always_live)
-        changes.append(ipu_changes)
-    # every IPU's change rows made in place in one array (no per-IPU copies to concatenate)
-    offsets = np.r_[0, np.cumsum([len(c.step) for c in changes])].astype(np.int64)
-    rows = np.zeros((int(offsets[-1]), TT), dtype=np.int32)
-    for ipu, ch in enumerate(changes):
-        if len(ch.step):
-            peak_nal[ipu] = _fill_changes(ch, rows[offsets[ipu] : offsets[ipu + 1]])
-            # each step takes the row of the last change at or before it
-            nal_per_step[ipu] = ch.sums[np.searchsorted(ch.step, np.arange(n_steps), "right") - 1]
-        by_category[ipu, :, CAT["variable"]] = always_live[ipu] + peak_nal[ipu]
+    always_live, variable_count, changes = _variable_bytes(inputs, steps, variables)
+    # every IPU's change rows made in place in the one array the profile stores
+    rows = np.zeros((len(changes.step), TT), dtype=np.int32)
+    peak_nal = _fill_changes(changes, rows)
+    by_category[:, :, CAT["variable"]] = always_live + peak_nal
+    # each step takes the row of the last change at or before it on its IPU
+    nal_per_step = np.zeros((n_ipus, n_steps), dtype=np.int64)
+    if len(changes.step):
+        at = np.arange(n_ipus)[:, None] * (n_steps + 3) + np.arange(n_steps) + 1  # as the keys
+        nal_per_step = changes.sums[np.searchsorted(changes.key, at, "right") - 1]
     per_tile = TileChanges(
-        ipu_offsets=offsets,
-        step=np.concatenate([c.step for c in changes]).astype(np.int32)
-        if changes
-        else np.zeros(0, np.int32),
+        ipu_offsets=changes.ipu_offsets,
+        step=changes.step.astype(np.int32),
         rows=rows,
         n_steps=n_steps,
     )
@@ -1380,13 +1369,17 @@ def replica_collectives(
 
 @dataclass(frozen=True)
 class _Changes:
-    """One IPU's not-always-live bytes per tile as changes, before the dense rows are made: the
-    steps where they change (0 first, increasing); the non-zero entries of the difference grid
-    (kept row, tile in ``0..tiles``, value), unique and sorted by row; the exact bytes summed over
-    the tiles of each kept row; and a bound on any per-tile value (the sum of every variable's
-    bytes per tile)."""
+    """Every IPU's not-always-live bytes per tile as changes, before the dense rows are made.
 
+    Kept rows in IPU order, each IPU's steps increasing from 0: ``key`` (IPU x (steps + 3) +
+    step + 1), ``step``, ``ipu_offsets`` (each IPU's first row; ``n_ipus + 1``); the non-zero
+    entries of the difference grid (kept row, tile in ``0..tiles``, value), unique and sorted
+    by row; the exact bytes summed over the tiles of each kept row; and a bound on any per-tile
+    value (an IPU's sum of every variable's bytes per tile)."""
+
+    key: np.ndarray
     step: np.ndarray
+    ipu_offsets: np.ndarray
     row: np.ndarray
     tile: np.ndarray
     value: np.ndarray
@@ -1395,98 +1388,117 @@ class _Changes:
 
 
 def _variable_bytes(
-    inputs: MemoryInputs, steps: LivenessSteps, variables: VariableTable, var_sel: np.ndarray
+    inputs: MemoryInputs, steps: LivenessSteps, variables: VariableTable
 ) -> tuple[np.ndarray, np.ndarray, _Changes]:
-    """One IPU's always-live variable bytes per tile, variables per tile, and its not-always-live
-    bytes per tile as changes (``_Changes``; ``_fill_changes`` makes the rows).
+    """Every IPU's always-live variable bytes per tile and variables per tile ((IPUs, tiles)
+    each), and its not-always-live bytes per tile as changes (``_Changes``; ``_fill_changes``
+    makes the rows).
 
-    Only the steps where one of the IPU's variables becomes live or dies can change its bytes,
+    Only the steps where one of an IPU's variables becomes live or dies can change its bytes,
     so the difference grid (bytes entering and leaving each tile range) has one row per such
-    step rather than one per liveness step of the whole program; it is kept sparse (a few
-    entries per variable, summed by key) and rows whose entries all cancel (a variable dying
-    where an identical one starts: the row equals the one before it) are dropped.
+    step of each IPU rather than one per liveness step of the whole program; it is kept sparse
+    (a few entries per variable, summed by key) and rows whose entries all cancel (a variable
+    dying where an identical one starts: the row equals the one before it) are dropped.
     """
-    TT, n_steps = inputs.tiles_per_ipu, steps.count
-    vt0 = variables.tile_start[var_sel].astype(np.int64)
-    vtn = variables.tile_count[var_sel].astype(np.int64)
-    nbytes = variables.bytes[var_sel]
-    always = variables.always_live[var_sel]
+    TT, n_steps, n_ipus = inputs.tiles_per_ipu, steps.count, inputs.num_ipus
+    ipu = variables.ipu.astype(np.int64)
+    vt0 = variables.tile_start.astype(np.int64)
+    vtn = variables.tile_count.astype(np.int64)
+    nbytes = variables.bytes
+    always = variables.always_live
     base = nbytes // np.maximum(vtn, 1)
     rem = nbytes - base * np.maximum(vtn, 1)  # remainder bytes: one more on the first tiles
     al = np.flatnonzero(always)
-    always_live = _spread(base[al], vt0[al], vtn[al], TT) + _spread(
-        np.ones(len(al), dtype=np.int64), vt0[al], rem[al], TT
+    always_live = _spread_ipus(base[al], ipu[al], vt0[al], vtn[al], n_ipus, TT) + _spread_ipus(
+        np.ones(len(al), dtype=np.int64), ipu[al], vt0[al], rem[al], n_ipus, TT
     )
-    ones = np.ones(len(var_sel), dtype=np.int64)
-    count = np.cumsum(
-        np.bincount(vt0, minlength=TT + 1) - np.bincount(vt0 + vtn, minlength=TT + 1)
-    )[:TT]
+    at = ipu * (TT + 1) + vt0
+    size = n_ipus * (TT + 1)
+    count = np.bincount(at, minlength=size) - np.bincount(at + vtn, minlength=size)
+    count = np.cumsum(count.reshape(n_ipus, TT + 1)[:, :-1], axis=1)
+    empty = np.zeros(0, np.int64)
     if not n_steps:
-        return always_live, count, _Changes(*([np.zeros(0, np.int64)] * 5), bound=0.0)
+        offsets = np.zeros(n_ipus + 1, np.int64)
+        return always_live, count, _Changes(*[empty] * 2, offsets, *[empty] * 4, bound=0.0)
     nal = np.flatnonzero(~always & (nbytes > 0))
-    if not len(nal):
-        return (
-            always_live,
-            count,
-            _Changes(
-                np.zeros(1, np.int64), *([np.zeros(0, np.int64)] * 3), np.zeros(1, np.int64), 0.0
-            ),
-        )
-    s0 = variables.live_start[var_sel][nal].astype(np.int64)
-    s1 = variables.live_end[var_sel][nal].astype(np.int64) + 1
-    at = _sorted_distinct(np.concatenate(([0], s0, s1[s1 < n_steps])))
-    i0 = np.searchsorted(at, s0)
-    i1 = np.searchsorted(at, s1)  # len(at) for variables live to the last step: no end row
-    a0 = vt0[nal]
-    b, r = base[nal], rem[nal]
+    # a change step of an IPU as one key: IPU x W + step + 1 (steps -1 .. n_steps + 1 fit)
+    W = n_steps + 3
+    v_ipu = ipu[nal]
+    k0 = v_ipu * W + variables.live_start[nal].astype(np.int64) + 1
+    s1 = variables.live_end[nal].astype(np.int64) + 1
+    k1 = v_ipu * W + s1 + 1
+    # every IPU's change steps: 0 and its variables' starts and ends (a variable live to the
+    # last step has no end row)
+    key = np.concatenate((np.arange(n_ipus, dtype=np.int64) * W + 1, k0, k1[s1 < n_steps]))
+    key = _sorted_distinct(key)
+    i0 = np.searchsorted(key, k0)
+    i1 = np.searchsorted(key, k1)
+    # an end falls on the IPU's first change row at or after it, if the IPU has one
+    ends = np.flatnonzero(i1 < len(key))
+    ends = ends[key[i1[ends]] // W == v_ipu[ends]]
+    i1 = i1[ends]
     # the difference grid's entries: per variable its bytes per tile over [a0, a0 + tn) and
     # one more byte over [a0, a0 + rem), entering at row i0 and leaving at row i1
+    b, r = base[nal], rem[nal]
+    a0 = vt0[nal]
     a1, ar = a0 + vtn[nal], a0 + r
-    one = ones[: len(nal)]
-    row = np.concatenate((i0, i0, i1, i1, i0, i0, i1, i1))
-    tile = np.concatenate((a0, a1, a0, a1, a0, ar, a0, ar))
-    value = np.concatenate((b, -b, -b, b, one, -one, -one, one))
-    inside = row < len(at)
-    key = row[inside] * (TT + 1) + tile[inside]
-    value = value[inside]
-    order = np.argsort(key, kind="stable")
-    key, value = key[order], value[order]
-    first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-    value = np.add.reduceat(value, first)
-    key = key[first]
+    one = np.ones(len(nal), dtype=np.int64)
+    row = np.concatenate((i0, i0, i0, i0, i1, i1, i1, i1))
+    tile = np.concatenate((a0, a1, a0, ar, a0[ends], a1[ends], a0[ends], ar[ends]))
+    value = np.concatenate((b, -b, one, -one, -b[ends], b[ends], -one[ends], one[ends]))
+    entry = row * (TT + 1) + tile
+    order = np.argsort(entry, kind="stable")
+    entry, value = entry[order], value[order]
+    if len(entry):
+        first = np.flatnonzero(np.r_[True, entry[1:] != entry[:-1]])
+        value = np.add.reduceat(value, first)
+        entry = entry[first]
     nonzero = value != 0
-    key, value = key[nonzero], value[nonzero]
-    row, tile = np.divmod(key, TT + 1)
-    keep = np.zeros(len(at), bool)
-    keep[0] = True
+    entry, value = entry[nonzero], value[nonzero]
+    row, tile = np.divmod(entry, TT + 1)
+    # kept: each IPU's first row, and the rows that differ from the one before
+    ipu_of_key = key // W
+    keep = np.r_[True, ipu_of_key[1:] != ipu_of_key[:-1]]
     keep[row] = True
     row = (np.cumsum(keep) - 1)[row]
-    n_rows = int(np.count_nonzero(keep))
-    # the bytes summed over a row: an entry at tile t adds its value to tiles t..TT-1
-    through = np.cumsum(value * (TT - tile))
-    last = np.searchsorted(row, np.arange(n_rows), "right") - 1
-    sums = np.where(last >= 0, through[np.maximum(last, 0)], 0) if len(through) else last * 0
-    bound = float(b.sum(dtype=np.float64)) + float(np.count_nonzero(r))
-    return always_live, count, _Changes(at[keep], row, tile, value, sums, bound)
+    key = key[keep]
+    offsets = np.r_[0, np.cumsum(np.bincount(key // W, minlength=n_ipus))].astype(np.int64)
+    # the bytes summed over a row: an entry at tile t adds its value to tiles t..TT-1 of its
+    # row and of its IPU's later rows
+    through = np.r_[0, np.cumsum(value * (TT - tile))]
+    before = through[np.searchsorted(row, offsets[:-1])]  # entries of earlier IPUs
+    sums = through[np.searchsorted(row, np.arange(len(key)), "right")] - np.repeat(
+        before, np.diff(offsets)
+    )
+    per_ipu = np.bincount(v_ipu, weights=b, minlength=n_ipus) + np.bincount(
+        v_ipu, weights=r > 0, minlength=n_ipus
+    )
+    bound = float(per_ipu.max()) if n_ipus else 0.0
+    return always_live, count, _Changes(key, key % W - 1, offsets, row, tile, value, sums, bound)
 
 
 def _fill_changes(changes: _Changes, out: np.ndarray) -> np.ndarray:
-    """Fill ``out`` (int32, zeroed, one row per change) with the per-tile bytes of each change,
-    saturated at 2 GiB; return the exact peak per tile (int64).
+    """Fill ``out`` (int32, zeroed, one row per change of every IPU) with the per-tile bytes of
+    each change, saturated at 2 GiB; return the exact peak per IPU and tile (int64).
 
-    The prefix sums along the tiles and down the rows run in place (row by row down the rows:
-    numpy's cumsum along axis 0 of a C-ordered grid walks each column with the stride of a whole
-    row); in int32 when no per-tile value can exceed it, else in an int64 copy."""
-    TT = out.shape[1]
+    The prefix sums along the tiles and down each IPU's rows run in place (row by row down the
+    rows: numpy's cumsum along axis 0 of a C-ordered grid walks each column with the stride of a
+    whole row); in int32 when no per-tile value can exceed it, else in an int64 copy."""
+    TT, offsets = out.shape[1], changes.ipu_offsets
+    n_ipus = len(offsets) - 1
+    if not len(out):
+        return np.zeros((n_ipus, TT), np.int64)
     inner = changes.tile < TT  # an entry at tile TT ends a range at the last tile: no effect
-    row, tile, value = changes.row[inner], changes.tile[inner], changes.value[inner]
     fits = changes.bound <= np.iinfo(np.int32).max
     grid = out if fits else np.zeros(out.shape, np.int64)
-    grid[row, tile] = value
+    grid[changes.row[inner], changes.tile[inner]] = changes.value[inner]
     np.cumsum(grid, axis=1, out=grid)
-    for i in range(1, len(grid)):
-        np.add(grid[i], grid[i - 1], out=grid[i])
-    peak = grid.max(axis=0).astype(np.int64) if len(grid) else np.zeros(TT, np.int64)
+    peak = np.zeros((n_ipus, TT), np.int64)
+    for ipu in range(n_ipus):
+        a, b = int(offsets[ipu]), int(offsets[ipu + 1])
+        for i in range(a + 1, b):
+            np.add(grid[i], grid[i - 1], out=grid[i])
+        peak[ipu] = grid[a:b].max(axis=0)  # (np.maximum.reduceat along axis 0 is 8x slower)
     if not fits:
         np.minimum(grid, np.iinfo(np.int32).max, out=grid)
         out[...] = grid
@@ -1500,8 +1512,9 @@ def _reports(
     t, TT, n_ipus = inputs.target, inputs.tiles_per_ipu, inputs.num_ipus
     by_cat = tiles.by_category
     peak_nal = tiles.peak_not_always_live
-    non_var = by_cat.sum(axis=2) - by_cat[:, :, CAT["variable"]]
+    total = by_cat.sum(axis=2)
     var = by_cat[:, :, CAT["variable"]]
+    non_var = total - var
     cap_ni = t.non_interleaved_bytes_per_tile
     cap_i = t.sram_per_tile - cap_ni
     code_ni = np.minimum(non_var, cap_ni)
@@ -1509,7 +1522,6 @@ def _reports(
     var_ni = np.minimum(var - var_i, cap_ni - code_ni)
     overflow = (non_var - code_ni) + (var - var_i - var_ni)
     by_region = np.stack([var_i, code_ni + var_ni, overflow], axis=2)
-    total = by_cat.sum(axis=2)
     by_live = np.stack([total - peak_nal, peak_nal], axis=2)
     gaps = tiles.variable_count * t.variable_alignment_gap_bytes
     oom_mask = total + gaps > t.sram_per_tile
