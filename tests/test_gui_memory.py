@@ -226,3 +226,47 @@ def test_each_breakdown_draws_its_catalogue_series(memory, paths):
         assert chart.values.shape[1] == len(series.names)
         assert r.legend.entries and set(r.legend.entries) <= set(want)
         np.testing.assert_array_equal(chart.totals, totals)
+
+
+def test_pages_and_compare_charts_are_built_on_first_show_and_only_once(memory, paths):
+    """Issue 15: the report opens on 'Memory per tile' without building the other tabs' charts
+    or the compare-mode charts; each is built when first shown, shows its content then, and
+    is built once however often it is shown again."""
+    from analyser.gui.reports.memory import MemoryPlot
+    from analyser.gui.reports.memory_map import MemoryMapPlot
+
+    r, show = memory
+    show(paths[0])
+    assert r._compare_plots is None and r._variables_plot is None
+    assert r.memory_map._map_a is None and r.memory_map._map_b is None
+    assert len(r.findChildren(MemoryPlot)) == 1
+    r.view_tabs.setCurrentWidget(r.variables_page)
+    QApplication.processEvents()
+    plot = r._variables_plot
+    assert plot is not None and plot.isVisible()
+    assert r.variables_plot.getPlotItem().getAxis("left")._tickLevels[0]  # the bars' names
+    r.view_tabs.setCurrentWidget(r.memory_map)
+    QApplication.processEvents()
+    first_map = r.memory_map._map_a
+    assert first_map is not None and first_map.isVisible() and first_map.layout_ is not None
+    assert r.memory_map._map_b is None  # one profile: no B map
+    for page in (r.chart_page, r.variables_page, r.memory_map, r.variables_page, r.memory_map):
+        r.view_tabs.setCurrentWidget(page)
+        QApplication.processEvents()
+    assert r.variables_plot is plot and r.memory_map.map_a is first_map
+    assert len(r.findChildren(MemoryMapPlot)) == 1
+    # compare mode builds B's chart and the B - A chart, once; back to one profile hides them
+    show(*paths)  # on the memory map's tab
+    assert r.memory_map.map_b.isVisible() and r.memory_map.map_b.layout_ is not None
+    r.view_tabs.setCurrentWidget(r.chart_page)
+    QApplication.processEvents()
+    plot_b, plot_delta = r.plot_b, r.plot_delta
+    assert plot_b.isVisible() and plot_delta.isVisible() and plot_b.chart is not None
+    assert len(r.findChildren(MemoryPlot)) == 2
+    show(paths[0])
+    assert not plot_b.isVisible() and not plot_delta.isVisible()
+    r.view_tabs.setCurrentWidget(r.memory_map)  # the map is drawn when its tab is shown
+    assert r.memory_map.map_b.isHidden()
+    show(*paths)
+    assert r.plot_b is plot_b and r.plot_delta is plot_delta and not plot_b.isHidden()
+    assert len(r.findChildren(MemoryPlot)) == 2 and len(r.findChildren(MemoryMapPlot)) == 2

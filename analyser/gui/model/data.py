@@ -95,6 +95,12 @@ def tile_breakdown(doc: Document, ipu: int, by: str) -> tuple[np.ndarray, tuple]
     return doc.cached(f"tiles:{ipu}:{by}", lambda: doc.analysis.tile_breakdown(ipu, by))
 
 
+def tile_breakdowns(doc: Document, by: str = "category") -> list[tuple[np.ndarray, tuple]]:
+    """:func:`tile_breakdown` of every IPU (the Memory Report's chart as it opens: by
+    category), so the background warm-up reads them instead of the report's first paint."""
+    return [tile_breakdown(doc, ipu, by) for ipu in range(target(doc).num_ipus)]
+
+
 def comparison(doc: Document, other: Document) -> Any:
     """The analysis core's explained comparison (``PairComparison``) of ``doc`` (A) with
     ``other`` (B): run-option differences, metric deltas and the explanations linking them."""

@@ -66,6 +66,9 @@ BREAKDOWN_SERIES: dict[str, Series] = {
     "liveness": SERIES["memory_by_liveness"],
 }
 GAPS_COLOR = "#5f5f5f"
+#: One left-axis width for the three linked charts (A, B, B - A), so a tile sits at the same x
+#: in each.
+LEFT_AXIS_WIDTH = 62
 #: Longest variable name on the Variables chart's axis (longer ones are elided in the middle).
 VARIABLE_LABEL_CHARS = 32
 TOTAL_COLOR = "#4e79a7"
@@ -144,7 +147,7 @@ class MemoryPlot(pg.PlotWidget):
     tileClicked = Signal(int, int, bool)  # ipu, tile, shift
 
     def __init__(self, legend: LegendLabel | None = None, parent: QWidget | None = None) -> None:
-        super().__init__(parent=parent)
+        super().__init__(parent=parent, enableMenu=False)
         style_plot(self)
         item = self.getPlotItem()
         item.setMenuEnabled(False)
@@ -206,6 +209,9 @@ class MemoryPlot(pg.PlotWidget):
         else:
             item.setLabel("bottom", f"tile (IPU {chart.ipus[0]})" if chart.ipus else "tile")
         item.setLabel("left", f"memory ({unit})")
+        # pyqtgraph centres an axis title when the axis is resized: without this a title set
+        # after the last resize keeps the place of the one before ("tile")
+        item.getAxis("bottom").resizeEvent()
         if title:
             item.setTitle(title, size="9pt")
         top = max(float(cum[:, -1].max()) if cum.size else 0.0, sram if show_max else 0.0)
@@ -363,7 +369,7 @@ class TileMap(pg.GraphicsLayoutWidget):
 class MemoryReport(Report):
     title = "Memory Report"
     key = "memory"
-    data_needs = ("target", "memory")
+    data_needs = ("target", "memory", "tile_breakdowns")
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -411,44 +417,34 @@ class MemoryReport(Report):
 
         self.legend = LegendLabel()
         self.plot_a = MemoryPlot(self.legend)
-        self.plot_b = MemoryPlot()
-        self.plot_b.setXLink(self.plot_a)
-        self.plot_b.setYLink(self.plot_a)
-        self.plot_delta = make_plot(mouse=True)
-        self.plot_delta.setXLink(self.plot_a)
-        self.plot_delta.setMinimumHeight(110)
-        # one left-axis width for the three linked charts, so a tile sits at the same x in each
-        for plot in (self.plot_a, self.plot_b, self.plot_delta):
-            plot.getPlotItem().getAxis("left").setWidth(62)
+        self.plot_a.getPlotItem().getAxis("left").setWidth(LEFT_AXIS_WIDTH)
+        self.plot_a.tileClicked.connect(self.click_tile)
+        #: B's chart and the B - A chart, built the first time compare mode draws (issue 15:
+        #: each plot costs 10-20 ms of the report's first visit)
+        self._compare_plots: tuple[MemoryPlot, pg.PlotWidget] | None = None
         self.delta_items: list[pg.BarGraphItem] = []
-        for p in (self.plot_a, self.plot_b):
-            p.tileClicked.connect(self.click_tile)
-        chart_page = QWidget()
-        cl = QVBoxLayout(chart_page)
+        self.chart_page = QWidget()
+        cl = QVBoxLayout(self.chart_page)
         cl.setContentsMargins(0, 0, 0, 0)
         cl.addWidget(self.plot_a, 1)
-        cl.addWidget(self.plot_b, 1)
-        cl.addWidget(self.plot_delta, 0)
         cl.addWidget(self.legend)
         self.tile_map = TileMap()
         self.tile_map.tileClicked.connect(self.click_tile)
         self.variables_table = FilterTable("Filter variables by name, kind, type...")
-        self.variables_plot = make_plot(bottom="bytes", mouse=False)
-        self.variables_plot.setMinimumHeight(120)
+        #: the Variables chart, built when the Variables tab is first filled
+        self._variables_plot: pg.PlotWidget | None = None
         self.variables_legend = LegendLabel()
-        self.variables_plot.scene().sigMouseMoved.connect(self._on_variables_hover)
         self.variables_page = QSplitter(Qt.Orientation.Horizontal)
-        vchart = QWidget()
-        vl = QVBoxLayout(vchart)
+        self._variables_chart = QWidget()
+        vl = QVBoxLayout(self._variables_chart)
         vl.setContentsMargins(0, 0, 0, 0)
-        vl.addWidget(self.variables_plot, 1)
         vl.addWidget(self.variables_legend)
-        self.variables_page.addWidget(vchart)
+        self.variables_page.addWidget(self._variables_chart)
         self.variables_page.addWidget(self.variables_table)
         self.variables_page.setSizes([520, 700])
 
         self.view_tabs = QTabWidget()
-        self.view_tabs.addTab(chart_page, "Memory per tile")
+        self.view_tabs.addTab(self.chart_page, "Memory per tile")
         self.view_tabs.addTab(self.tile_map, "Tile map")
         self.view_tabs.addTab(self.variables_page, "Variables")
         self.memory_map = MemoryMapPage()
@@ -483,6 +479,47 @@ class MemoryReport(Report):
 
     def chart_widget(self) -> QWidget:
         return self.view_tabs.currentWidget()
+
+    # ------------------------------------------------------------------ pages built on demand
+    @property
+    def plot_b(self) -> MemoryPlot:
+        """B's chart, under A's (compare mode); built on first use."""
+        return self._build_compare_plots()[0]
+
+    @property
+    def plot_delta(self) -> pg.PlotWidget:
+        """The per-tile B - A chart under B's (compare mode); built on first use."""
+        return self._build_compare_plots()[1]
+
+    def _build_compare_plots(self) -> tuple[MemoryPlot, pg.PlotWidget]:
+        if self._compare_plots is None:
+            plot_b = MemoryPlot()
+            plot_b.setXLink(self.plot_a)
+            plot_b.setYLink(self.plot_a)
+            plot_b.tileClicked.connect(self.click_tile)
+            plot_delta = make_plot(mouse=True)
+            plot_delta.setXLink(self.plot_a)
+            plot_delta.setMinimumHeight(110)
+            for plot in (plot_b, plot_delta):
+                plot.getPlotItem().getAxis("left").setWidth(LEFT_AXIS_WIDTH)
+                plot.setVisible(False)
+            layout = self.chart_page.layout()
+            layout.insertWidget(1, plot_b, 1)
+            layout.insertWidget(2, plot_delta, 0)
+            self._compare_plots = (plot_b, plot_delta)
+        return self._compare_plots
+
+    @property
+    def variables_plot(self) -> pg.PlotWidget:
+        """The Variables tab's chart of the largest variables; built on first use."""
+        if self._variables_plot is None:
+            plot = make_plot(bottom="bytes", mouse=False)
+            plot.setMinimumHeight(120)
+            plot.scene().sigMouseMoved.connect(self._on_variables_hover)
+            self._variables_chart.layout().insertWidget(0, plot, 1)
+            plot.show()  # now, not when the layout's queued show comes round
+            self._variables_plot = plot
+        return self._variables_plot
 
     # ------------------------------------------------------------------ state helpers
     def shown_ipus(self, doc: Any) -> list[int]:
@@ -561,11 +598,14 @@ class MemoryReport(Report):
         if self._refreshing:
             return
         doc, cmp = self.document, self.compare_doc
-        self.plot_b.setVisible(cmp is not None)
-        self.plot_delta.setVisible(cmp is not None)
+        if cmp is not None or self._compare_plots is not None:
+            plot_b, plot_delta = self._build_compare_plots()
+            plot_b.setVisible(cmp is not None)
+            plot_delta.setVisible(cmp is not None)
         if doc is None:
-            for p in (self.plot_a, self.plot_b):
-                p.reset()
+            self.plot_a.reset()
+            if self._compare_plots is not None:
+                self.plot_b.reset()
             return
         self.charts = {"A": self.build_chart(doc)}
         if cmp is not None:

@@ -235,29 +235,50 @@ class MemoryMapPage(QWidget):
         )
         self.header.setWordWrap(True)
         lay.addWidget(self.header)
-        self.map_a = MemoryMapPlot()
-        self.map_b = MemoryMapPlot()
-        self.map_b.plot.setXLink(self.map_a.plot)
-        self.map_b.plot.setYLink(self.map_a.plot)
-        lay.addWidget(self.map_a, 1)
-        lay.addWidget(self.map_b, 1)
-        self.map_b.setVisible(False)
+        #: A's and B's maps, built when first drawn (B's in compare mode only): each is a
+        #: pyqtgraph plot, 10-20 ms to build, and the Memory Report opens on another tab
+        self._map_a: MemoryMapPlot | None = None
+        self._map_b: MemoryMapPlot | None = None
         self.legend = LegendLabel()
         lay.addWidget(self.legend)
         self.details = QLabel("")
         self.details.setWordWrap(True)
         self.details.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         lay.addWidget(self.details)
-        for m, tag in ((self.map_a, "A: "), (self.map_b, "B: ")):
-            m.blockClicked.connect(lambda text, tag=tag: self._clicked(text, tag))
         self.compare = False
+
+    @property
+    def map_a(self) -> MemoryMapPlot:
+        """A's map (the only one outside compare mode); built on first use."""
+        if self._map_a is None:
+            self._map_a = self._add_map(1, "A: ")
+        return self._map_a
+
+    @property
+    def map_b(self) -> MemoryMapPlot:
+        """B's map, under A's, its axes linked to A's; built on first use."""
+        if self._map_b is None:
+            a = self.map_a
+            self._map_b = self._add_map(2, "B: ")
+            self._map_b.setVisible(False)
+            self._map_b.plot.setXLink(a.plot)
+            self._map_b.plot.setYLink(a.plot)
+        return self._map_b
+
+    def _add_map(self, index: int, tag: str) -> MemoryMapPlot:
+        m = MemoryMapPlot()
+        m.blockClicked.connect(lambda text: self._clicked(text, tag))
+        self.layout().insertWidget(index, m, 1)
+        m.show()  # now, not when the layout's queued show comes round
+        return m
 
     def _clicked(self, text: str, tag: str) -> None:
         self.details.setText((tag if self.compare else "") + text)
 
     def show_layouts(self, a: TileLayout | None, b: TileLayout | None, units: MemoryUnits) -> None:
         self.compare = b is not None
-        self.map_b.setVisible(b is not None)
+        if b is not None or self._map_b is not None:
+            self.map_b.setVisible(b is not None)
         tag = "A: " if b is not None else ""
         self.map_a.show_layout(a, units, layout_title(a, units, tag) if a is not None else "")
         if b is not None:
