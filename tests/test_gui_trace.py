@@ -888,3 +888,33 @@ def test_compare_mode_range_statistics_of_a_and_of_b(qtbot, report, small_paths)
     # one profile again: no box
     r.set_document(a)
     qtbot.waitUntil(lambda: not box.isVisible(), timeout=15_000)
+
+
+def test_b_timeline_and_bsp_plot_are_built_when_first_needed_and_only_once(
+    qtbot, report, small_paths
+):
+    """Issue 15: one profile opens without B's timeline or the BSP tab's plot (each a
+    pyqtgraph plot of the first visit's cost); the BSP plot is built when its tab is first
+    shown and B's timeline on the first comparison, each once."""
+    from analyser.gui.reports.trace.timeline import TimelineView
+
+    r, _ = report
+    _open(report, small_paths[0])
+    assert r._timeline_b is None and r.bsp._parts is None
+    assert len(r.findChildren(TimelineView)) == 1
+    r.tabs.setCurrentWidget(r.bsp)
+    qtbot.waitUntil(lambda: r.bsp.states is not None)
+    plot = r.bsp.plot
+    assert plot.isVisible() and r.bsp.image.image is not None  # the cells of the view
+    r.tabs.setCurrentWidget(r.summary)
+    r.tabs.setCurrentWidget(r.bsp)
+    assert r.bsp.plot is plot
+    r.flows_box.setChecked(False)  # a choice made before B's timeline exists
+    _open(report, *small_paths)
+    tl_b = r.timeline_b
+    assert tl_b.isVisible() and tl_b.trace is not None and not tl_b.show_flows
+    assert tl_b.x_range() == pytest.approx(r.timeline.x_range())  # x-linked to A's
+    _open(report, small_paths[0])
+    assert not r.timeline_b_box.isVisible()
+    _open(report, *small_paths)
+    assert r.timeline_b is tl_b and len(r.findChildren(TimelineView)) == 2

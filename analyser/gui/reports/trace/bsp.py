@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QThreadPool, QTimer
+from PySide6.QtCore import Qt, QThreadPool, QTimer, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QComboBox,
@@ -46,7 +46,7 @@ class _TileViewBox(pg.ViewBox):
     without Ctrl), drag pans them."""
 
     def __init__(self, owner: BspView) -> None:
-        super().__init__()
+        super().__init__(enableMenu=False)  # menus off: none to build
         self.owner = owner
         self.setMouseEnabled(x=False, y=True)
 
@@ -61,6 +61,9 @@ class _TileViewBox(pg.ViewBox):
 
 class BspView(QWidget):
     """Tiles x time cells of one IPU coloured by BSP state (blend by share)."""
+
+    #: the plot's view box was resized (the Execution Trace lines it up with its timeline)
+    plotResized = Signal()
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -101,20 +104,10 @@ class BspView(QWidget):
         self.readout.setTextFormat(Qt.TextFormat.RichText)
         bar.addWidget(self.readout, 1)
         lay.addLayout(bar)
-        self.plot = pg.PlotWidget(viewBox=_TileViewBox(self))
-        style_plot(self.plot)
-        self.plot.setMenuEnabled(False)
-        self.plot.hideButtons()
-        self.plot.setLabel("left", "tile")
-        self.plot.getPlotItem().getAxis("left").setWidth(LANE_AXIS_PX)
-        self.plot.setLabel("bottom", "cycles")
-        use_cycle_axis(self.plot, "bottom")
-        self.vb = self.plot.getPlotItem().getViewBox()
-        self.vb.invertY(True)
-        self.vb.disableAutoRange()  # the tile range is ours (a new image must not reset it)
-        self.image = pg.ImageItem(axisOrder="row-major")
-        self.plot.addItem(self.image)
-        lay.addWidget(self.plot, 1)
+        #: the view's plot, view box and image, built when first used (the view sits on a tab
+        #: the Execution Trace does not open on: its pyqtgraph plot is ~15 ms of that report's
+        #: first visit)
+        self._parts: tuple[pg.PlotWidget, pg.ViewBox, pg.ImageItem] | None = None
         self.states: BspStates | None = None
         #: True when a timeline sets the cycle range (the report lines the two up)
         self.follow_timeline = False
@@ -125,8 +118,6 @@ class BspView(QWidget):
         self._requery.setSingleShot(True)
         self._requery.setInterval(REQUERY_MS)
         self._requery.timeout.connect(self._compute)
-        self.vb.sigYRangeChanged.connect(self._on_y_range)
-        self.plot.scene().sigMouseMoved.connect(self._on_mouse)
         self._setting_range = False
         # cells are computed in a pool thread (about 0.2 s for a whole 250,000-step IPU), the
         # newest request wins
@@ -136,6 +127,46 @@ class BspView(QWidget):
         self._relay = Relay(self)
         self._relay.done.connect(self._on_done)
         self.set_legend()
+
+    @property
+    def plot(self) -> pg.PlotWidget:
+        """The tiles x cycles plot (built on first use)."""
+        return self._build()[0]
+
+    @property
+    def vb(self) -> pg.ViewBox:
+        return self._build()[1]
+
+    @property
+    def image(self) -> pg.ImageItem:
+        return self._build()[2]
+
+    def _build(self) -> tuple[pg.PlotWidget, pg.ViewBox, pg.ImageItem]:
+        if self._parts is None:
+            plot = pg.PlotWidget(viewBox=_TileViewBox(self))
+            style_plot(plot)
+            plot.setMenuEnabled(False)
+            plot.hideButtons()
+            plot.setLabel("left", "tile")
+            plot.getPlotItem().getAxis("left").setWidth(LANE_AXIS_PX)
+            plot.setLabel("bottom", "cycles")
+            use_cycle_axis(plot, "bottom")
+            vb = plot.getPlotItem().getViewBox()
+            vb.invertY(True)
+            vb.disableAutoRange()  # the tile range is ours (a new image must not reset it)
+            image = pg.ImageItem(axisOrder="row-major")
+            plot.addItem(image)
+            self.layout().addWidget(plot, 1)
+            plot.show()  # now, not when the layout's queued show comes round
+            vb.sigYRangeChanged.connect(self._on_y_range)
+            vb.sigResized.connect(self.plotResized)
+            plot.scene().sigMouseMoved.connect(self._on_mouse)
+            self._parts = (plot, vb, image)
+        return self._parts
+
+    def showEvent(self, event) -> None:
+        self._build()  # shown: the plot is part of what is painted
+        super().showEvent(event)
 
     # -- legend --------------------------------------------------------------------------------
     def set_legend(self) -> None:
@@ -190,7 +221,8 @@ class BspView(QWidget):
         self._query = None
         self._args = None
         self.states = None
-        self.image.clear()
+        if self._parts is not None:
+            self.image.clear()
         self.label.setText(message)
 
     def shutdown(self) -> None:

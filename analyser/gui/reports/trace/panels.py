@@ -301,7 +301,7 @@ class StepDetailsPanel(QWidget):
         lay.setContentsMargins(4, 4, 4, 4)
         self.table = _table(["field", "value"])
         lay.addWidget(self.table, 2)
-        self.plot = pg.PlotWidget()
+        self.plot = pg.PlotWidget(enableMenu=False)
         style_plot(self.plot)
         self.plot.setLabel("bottom", "tile")
         self.plot.setLabel("left", "cycles")

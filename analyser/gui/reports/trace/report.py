@@ -147,10 +147,11 @@ class TraceReport(Report):
         lay.addWidget(self.overview)
         self.splitter = QSplitter(Qt.Orientation.Vertical)
         self.timeline = TimelineView(title="")
-        self.timeline_b = TimelineView(title="")
-        self.timeline_b.setXLink(self.timeline)
         self.splitter.addWidget(self._with_scrollbar(self.timeline))
-        self.timeline_b_box = self._with_scrollbar(self.timeline_b)
+        #: B's timeline (compare mode), built into this box the first time it is needed
+        #: (a timeline is a pyqtgraph plot: ~20 ms of the report's first visit)
+        self._timeline_b: TimelineView | None = None
+        self.timeline_b_box = self._with_scrollbar(None)
         self.splitter.addWidget(self.timeline_b_box)
         self.timeline_b_box.hide()
         self.tabs = QTabWidget()
@@ -161,7 +162,7 @@ class TraceReport(Report):
         # pyqtgraph x-link, which lines views up by their screen geometry at the moment of a
         # change and is left a few pixels off when the tab is laid out later
         self.bsp.follow_timeline = True
-        self.bsp.plot.getPlotItem().getViewBox().sigResized.connect(self._align_bsp)
+        self.bsp.plotResized.connect(self._align_bsp)
         tl_vb = self.timeline.getPlotItem().getViewBox()
         tl_vb.sigResized.connect(self._align_bsp)
         tl_vb.sigXRangeChanged.connect(self._align_bsp)
@@ -183,15 +184,11 @@ class TraceReport(Report):
         self._detail_timer.timeout.connect(self.update_details)
         self.timeline.windowChanged.connect(self._on_window)
         self.overview.windowRequested.connect(self._on_overview)
-        self.timeline_b.windowChanged.connect(lambda *_: self._schedule_details())
         self.timeline.stepSelected.connect(lambda row: self._on_selected(self.timeline, row))
-        self.timeline_b.stepSelected.connect(lambda row: self._on_selected(self.timeline_b, row))
         self.timeline.hostSelected.connect(lambda row: self._on_host(self.timeline, row))
-        self.timeline_b.hostSelected.connect(lambda row: self._on_host(self.timeline_b, row))
         # a selected range of cycles: both timelines show the band, the summary is of it
-        for tl, other in ((self.timeline, self.timeline_b), (self.timeline_b, self.timeline)):
-            tl.rangeSelected.connect(lambda t0, t1, other=other: self._on_range(other, t0, t1))
-            tl.rangeCleared.connect(lambda other=other: self._on_range(other, None, None))
+        self.timeline.rangeSelected.connect(lambda t0, t1: self._on_range(self._timeline_b, t0, t1))
+        self.timeline.rangeCleared.connect(lambda: self._on_range(self._timeline_b, None, None))
         self.summary.groupingChanged.connect(lambda _by: self._schedule_details())
         self.search.activated.connect(self._on_search_hit)
         find = QShortcut(QKeySequence.StandardKey.Find, self)
@@ -237,14 +234,43 @@ class TraceReport(Report):
         self.search.edit.selectAll()
 
     @staticmethod
-    def _with_scrollbar(timeline: TimelineView) -> QWidget:
+    def _with_scrollbar(timeline: TimelineView | None) -> QWidget:
+        """A box with ``timeline`` and its scroll bar side by side (empty for ``None``: the
+        timeline is added later with :meth:`_fill_box`)."""
         box = QWidget()
         row = QHBoxLayout(box)
         row.setContentsMargins(0, 0, 0, 0)
         row.setSpacing(0)
-        row.addWidget(timeline, 1)
-        row.addWidget(timeline.scrollbar)
+        if timeline is not None:
+            TraceReport._fill_box(box, timeline)
         return box
+
+    @staticmethod
+    def _fill_box(box: QWidget, timeline: TimelineView) -> None:
+        box.layout().addWidget(timeline, 1)
+        box.layout().addWidget(timeline.scrollbar)
+
+    @property
+    def timeline_b(self) -> TimelineView:
+        """B's timeline under A's in compare mode, x-linked to it; built on first use."""
+        if self._timeline_b is None:
+            tl = TimelineView(title="")
+            tl.setXLink(self.timeline)
+            self._fill_box(self.timeline_b_box, tl)
+            tl.windowChanged.connect(lambda *_: self._schedule_details())
+            tl.stepSelected.connect(lambda row: self._on_selected(tl, row))
+            tl.hostSelected.connect(lambda row: self._on_host(tl, row))
+            tl.rangeSelected.connect(lambda t0, t1: self._on_range(self.timeline, t0, t1))
+            tl.rangeCleared.connect(lambda: self._on_range(self.timeline, None, None))
+            # the view's choices so far (set on A's timeline, and on B's once it exists)
+            tl.set_flows_visible(self.flows_box.isChecked())
+            tl.set_time_axis(self.axis_combo.currentData())
+            self._timeline_b = tl
+        return self._timeline_b
+
+    def _timelines(self) -> tuple[TimelineView, ...]:
+        """A's timeline, and B's once built."""
+        return (self.timeline,) if self._timeline_b is None else (self.timeline, self._timeline_b)
 
     # -- Report interface ------------------------------------------------------------------------
     def chart_widget(self) -> QWidget:
@@ -277,7 +303,8 @@ class TraceReport(Report):
         else:
             if other is not None:
                 self.statusMessage.emit(f"{other.name} has no execution trace to compare with.")
-            self.timeline_b.set_trace(None)
+            if self._timeline_b is not None:
+                self._timeline_b.set_trace(None)
             self.timeline_b_box.hide()
         # the union of both runs is reachable; start on the whole of A and B
         if self.trace_b is not None:
@@ -287,7 +314,7 @@ class TraceReport(Report):
             pad = (hi - lo) * 0.05
             # the host lanes of either run may reach before cycle 0 / after the last step
             (c0, c1), (d0, d1) = self.timeline.allowed_range(), self.timeline_b.allowed_range()
-            for tl in (self.timeline, self.timeline_b):
+            for tl in self._timelines():
                 tl.getPlotItem().getViewBox().setLimits(
                     xMin=min(lo - pad, c0, d0), xMax=max(hi + pad, c1, d1)
                 )
@@ -306,8 +333,8 @@ class TraceReport(Report):
         # still read it before the new documents are shown
         self._summary_gen += 1
         self._detail_timer.stop()
-        self.timeline.stop()
-        self.timeline_b.stop()
+        for tl in self._timelines():
+            tl.stop()
         super().set_document(doc, compare_doc)
 
     def shutdown(self) -> None:
@@ -315,21 +342,21 @@ class TraceReport(Report):
         self._pool.waitForDone(30_000)
         self.bsp.shutdown()
         self._detail_timer.stop()
-        self.timeline.stop()
-        self.timeline_b.stop()
+        for tl in self._timelines():
+            tl.stop()
 
     def clear(self) -> None:
         self.trace = self.trace_b = None
         self.bsp.clear()
         self.overview.set_trace(None)
-        self.timeline.set_trace(None)
-        self.timeline_b.set_trace(None)
+        for tl in self._timelines():
+            tl.set_trace(None)
         self.search.set_trace(None)
 
     # -- events ----------------------------------------------------------------------------------
     def _on_group(self, _index: int) -> None:
         group = self.group_combo.currentData()
-        for tl in (self.timeline, self.timeline_b):
+        for tl in self._timelines():
             if tl.trace is not None:
                 tl.set_group(group)
 
@@ -361,17 +388,17 @@ class TraceReport(Report):
         self.timeline.set_x_range(t0, t0 + span)
 
     def _on_flows(self, on: bool) -> None:
-        for tl in (self.timeline, self.timeline_b):
+        for tl in self._timelines():
             tl.set_flows_visible(on)
 
     def _on_axis(self, _index: int) -> None:
-        for tl in (self.timeline, self.timeline_b):
+        for tl in self._timelines():
             tl.set_time_axis(self.axis_combo.currentData())
 
-    def _on_range(self, other: TimelineView, t0: float | None, t1: float | None) -> None:
+    def _on_range(self, other: TimelineView | None, t0: float | None, t1: float | None) -> None:
         """A range was selected (or cleared) on one timeline: the other shows the same band,
         and the summary tab is of the range."""
-        if other.trace is not None:
+        if other is not None and other.trace is not None:
             if t0 is None:
                 other.clear_range(emit=False)
             else:
@@ -406,11 +433,11 @@ class TraceReport(Report):
         # pixel with the type that dominates it, and a legend of the painted types only would
         # say the others are absent
         present = set()
-        for tl in (self.timeline, self.timeline_b):
+        for tl in self._timelines():
             if tl.trace is not None:
                 present.update(tl.trace.step_types())
         kinds = set()
-        for tl in (self.timeline, self.timeline_b):
+        for tl in self._timelines():
             if tl.trace is not None and tl.host_lanes:
                 kinds.update(tl.host["kind"])
         host = [
@@ -535,7 +562,7 @@ class TraceReport(Report):
         if trace is None:
             return
         details = trace.step_details(row)
-        if timeline is self.timeline_b:
+        if timeline is self._timeline_b:
             details = {"profile": f"B: {self.compare_doc.name}", **details}
         tiles = trace.tile_cycles_of_step(row)
         self.details.show_details(details, tiles)
@@ -550,7 +577,7 @@ class TraceReport(Report):
     def _on_host(self, timeline: TimelineView, row: int) -> None:
         """A host event was clicked: its kind, lane, start, cycles and samples."""
         details = timeline.host_details(row)
-        if timeline is self.timeline_b:
+        if timeline is self._timeline_b:
             details = {"profile": f"B: {self.compare_doc.name}", **details}
         self.details.show_details(details)
         if self.tabs.currentWidget() is not self.search:

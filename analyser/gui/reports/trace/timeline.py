@@ -142,7 +142,7 @@ class TraceViewBox(pg.ViewBox):
     selects a range of cycles (handed to ``range_drag``) instead of panning."""
 
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__(enableMenu=False)  # the timeline has no context menu: none to build
         self.range_drag = None
 
     def mouseDragEvent(self, ev, axis=None) -> None:
@@ -1084,7 +1084,11 @@ class OverviewStrip(pg.PlotWidget):
     BUCKETS = 1200
 
     def __init__(self, parent=None) -> None:
-        super().__init__(parent, axisItems={"left": LaneAxis(), "bottom": CycleAxis("bottom")})
+        super().__init__(
+            parent,
+            enableMenu=False,
+            axisItems={"left": LaneAxis(), "bottom": CycleAxis("bottom")},
+        )
         style_plot(self)
         plot = self.getPlotItem()
         plot.setMenuEnabled(False)
