@@ -332,7 +332,7 @@ class LegendLabel(QLabel):
 def make_plot(
     left: str = "", bottom: str = "", parent: QWidget | None = None, mouse: bool = True
 ) -> pg.PlotWidget:
-    plot = pg.PlotWidget(parent=parent)
+    plot = pg.PlotWidget(parent=parent, enableMenu=False)  # no context-menu widgets to build
     style_plot(plot)
     item = plot.getPlotItem()
     item.showGrid(x=False, y=True, alpha=chart_colors().grid_alpha)

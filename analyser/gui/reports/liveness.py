@@ -56,7 +56,7 @@ class LivenessPlot(pg.PlotWidget):
     stepClicked = Signal(int, bool)
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent=parent)
+        super().__init__(parent=parent, enableMenu=False)
         style_plot(self)
         item = self.getPlotItem()
         item.setMenuEnabled(False)
