@@ -222,9 +222,11 @@ def plan_amp(a: dict[str, np.ndarray], t, T: int, limit: float, rate: int, pb: i
     for key in ("exch", "red_ex", "red_cs", "recv", "red_recv", "a_el", "b_el"):
         out[key] = hi[key][:, 0]
         out[key + "_lo"] = lo[key][:, 0]
-    args = (pn_b[:, None], pk_b[:, None])
-    out["compute"] = compute(*args, Mt_b[:, None], s_b[:, None], gpt_b[:, None])[:, 0]
-    out["compute_lo"] = compute(*args, Mt_lo[:, None], s_b[:, None], gpt_b[:, None])[:, 0]
+    # the largest and the smallest tile share at once (two columns)
+    both = compute(
+        pn_b[:, None], pk_b[:, None], np.stack([Mt_b, Mt_lo], axis=1), s_b[:, None], gpt_b[:, None]
+    )
+    out["compute"], out["compute_lo"] = both[:, 0], both[:, 1]
     # serial splits repeat the exchange's fixed cost; fold it into the programs
     out["exch"] = out["exch"] + (s_b - 1) * setup
     out["exch_lo"] = out["exch_lo"] + (s_b - 1) * setup

@@ -199,13 +199,56 @@ def amp_partials_cycles(
     if not USE_128BIT_CONV_UNIT_LOAD:
         coeff //= 2
     num_loads = units * weight_bytes_per_unit // coeff  # filter height 1
-    field = np.asarray(field, np.int64)
-    CG = np.asarray(conv_groups, np.int64)
-    IG = np.asarray(in_groups, np.int64)
-    OG = np.asarray(out_groups, np.int64)
+    # every input at the common shape; each vertex's formula only where it is the one used
+    args = np.broadcast_arrays(
+        np.asarray(field, np.int64),
+        np.asarray(row_width, np.int64),
+        np.asarray(kernel_positions, np.int64),
+        np.asarray(kernel_width, np.int64),
+        np.asarray(in_groups, np.int64),
+        np.asarray(out_groups, np.int64),
+        np.asarray(conv_groups, np.int64),
+        np.asarray(one_by_one, bool),
+    )
+    use_1x1 = args[-1]
+    consts = dict(
+        W=W,
+        float_acts=float_acts,
+        float_partials=float_partials,
+        units=units,
+        passes=passes,
+        num_loads=num_loads,
+        out_chans=out_chans,
+    )
+    out = np.empty(use_1x1.shape, np.int64)
+    for sel, vertex in ((use_1x1, _1x1_vertex_cycles), (~use_1x1, _nx1_vertex_cycles)):
+        if sel.any():
+            f, rw, kp, kw, IG, OG, CG = (x[sel] for x in args[:-1])
+            out[sel] = vertex(f, rw, kp, kw, IG, OG, CG, **consts)
+    return out
 
-    # ---- 1x1 vertex: the field flattened to one run per worker
-    runs_1x1 = worker_runs(field, field, W)[1]
+
+def _1x1_vertex_cycles(
+    field,
+    row_width,
+    kernel_positions,
+    kernel_width,
+    IG,
+    OG,
+    CG,
+    *,
+    W,
+    float_acts,
+    float_partials,
+    units,
+    passes,
+    num_loads,
+    out_chans,
+):
+    """The 1x1 vertex (``ConvPartial1x1Out``): the field flattened to one run per worker."""
+    i = np.arange(W, dtype=np.int64)
+    e = field[..., None]
+    runs_1x1 = (i + 1) * e // W - i * e // W  # worker_runs(field, field, W)'s single runs
     inner_zero = _slowest(
         _1x1_worker_cycles(runs_1x1, True, float_acts, float_partials, units), W, 14
     )
@@ -214,7 +257,7 @@ def amp_partials_cycles(
     )
     common = int((not float_acts and units == 16) or float_partials)
     ret_first, ret_second = (7, 3) if (not float_acts and common) else (0, 0)
-    one = (
+    return (
         50
         + W * (ret_first + ret_second * (IG * CG - 1))
         + CG
@@ -226,7 +269,26 @@ def amp_partials_cycles(
         )
     )
 
-    # ---- nx1 vertex: every kernel position runs the workers over their output runs
+
+def _nx1_vertex_cycles(
+    field,
+    row_width,
+    kernel_positions,
+    kernel_width,
+    IG,
+    OG,
+    CG,
+    *,
+    W,
+    float_acts,
+    float_partials,
+    units,
+    passes,
+    num_loads,
+    out_chans,
+):
+    """The nx1 vertex (``ConvPartialnx1``): every kernel position runs the workers over their
+    output runs, plus zeroing of the partials."""
     extra_stride = int(
         (not float_acts and not float_partials and units == 16)
         or (not float_acts and float_partials and units == 8)
@@ -235,8 +297,8 @@ def amp_partials_cycles(
         worker_runs(field, row_width, W), float_acts, float_partials, extra_stride
     )
     per_position = _slowest(worker, W, 9) * passes
-    K = np.maximum(np.asarray(kernel_positions, np.int64), 1)
-    kernel_rows = _cdiv(K, np.maximum(np.asarray(kernel_width, np.int64), 1))
+    K = np.maximum(kernel_positions, 1)
+    kernel_rows = _cdiv(K, np.maximum(kernel_width, 1))
     innermost = num_loads + 15 + 3  # weight loads + filter-height-1 loads + 3
     inner = kernel_rows * 14 + K * (17 - 5 + passes * innermost) + K * per_position
     zero_partials_retention = 9 if float_partials else 10
@@ -252,8 +314,7 @@ def amp_partials_cycles(
     # zeroing of the partials (estimateZeroSupervisorCycles, float partials vector width)
     zero_elems = _cdiv(field * out_chans, W)
     zero = (_cdiv(zero_elems, DATA_PATH_BITS // 32) + 14 - 9) * W * OG * CG
-    nx1 = outer + zero
-    return np.where(np.asarray(one_by_one, bool), one, nx1).astype(np.int64)
+    return outer + zero
 
 
 def amp_mac_bound(field, kernel_positions, in_chans, out_chans, conv_groups, rate: int):
