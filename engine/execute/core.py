@@ -934,9 +934,12 @@ def _expand_steps(
     lens = t_len[tm]
     n_steps = int(lens.sum())
     inst_first = np.cumsum(lens) - lens
-    step_inst = np.repeat(np.arange(len(tm)), lens)
-    pos = np.arange(n_steps, dtype=np.int64) - inst_first[step_inst]
-    step_node = t_flat[t_start[tm][step_inst] + pos]
+    # every step's node: its instance's template's nodes in order (instance columns are spread
+    # over the steps with np.repeat, in the dtype written; no step-to-instance index array)
+    at = np.repeat(t_start[tm] - inst_first, lens)
+    at += np.arange(n_steps, dtype=np.int64)
+    step_node = t_flat[at]
+    del at
     ncols = nodes.cols
     s_cycles = np.asarray(ncols["cycles"], np.int64)[step_node]
     s_bin = np.asarray(ncols["x_bytes_in"], np.int64)[step_node]
@@ -948,31 +951,28 @@ def _expand_steps(
     s_bin[inst_first[ov]] = inst["bin"][ov]
     ov = single & (inst["bout"] >= 0)
     s_bout[inst_first[ov]] = inst["bout"][ov]
-    s_ipu = inst["ipu"][step_inst]
-    counts = np.bincount(s_ipu, minlength=nI)
+    counts = np.bincount(inst["ipu"], weights=lens, minlength=nI).astype(np.int64)
     ipu_offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    cs = np.cumsum(s_cycles)
-    start = cs - s_cycles
-    base = start[np.minimum(ipu_offsets[:-1], max(n_steps - 1, 0))]
-    start = start - np.repeat(np.where(counts > 0, base, 0), counts)
-    ends = np.array(
-        [
-            start[ipu_offsets[i + 1] - 1] + s_cycles[ipu_offsets[i + 1] - 1] if counts[i] else 0
-            for i in range(nI)
-        ],
-        np.int64,
-    )
+    # start cycles: one running sum of the cycles, restarted at every IPU's first step
+    start = np.cumsum(s_cycles)
+    start -= s_cycles
+    ends = np.zeros(nI, np.int64)
+    for i in range(nI):
+        a, b = int(ipu_offsets[i]), int(ipu_offsets[i + 1])
+        if b > a:
+            start[a:b] -= start[a]
+            ends[i] = start[b - 1] + s_cycles[b - 1]
     total = int(ends.max()) if nI else 0
     steps = {
         "program": step_node.astype(np.int32),
-        "ipu": s_ipu.astype(np.int16),
-        "start": start.astype(np.int64),
-        "cycles": s_cycles.astype(np.int64),
+        "ipu": np.repeat(inst["ipu"].astype(np.int16), lens),
+        "start": start,
+        "cycles": s_cycles,
         "type": np.asarray(ncols["type"], np.uint8)[step_node],
-        "micro_batch": inst["mb"][step_inst].astype(np.int32),
-        "stage": inst["stage"][step_inst].astype(np.int16),
-        "phase": call.row_phase[inst["row"]][step_inst].astype(np.uint8),
-        "iteration": inst["iter"][step_inst].astype(np.int32),
+        "micro_batch": np.repeat(inst["mb"].astype(np.int32), lens),
+        "stage": np.repeat(inst["stage"].astype(np.int16), lens),
+        "phase": np.repeat(call.row_phase[inst["row"]].astype(np.uint8), lens),
+        "iteration": np.repeat(inst["iter"].astype(np.int32), lens),
         "bytes_in": s_bin,
         "bytes_out": s_bout,
         "dest": np.asarray(ncols["x_dest"], np.uint8)[step_node],
