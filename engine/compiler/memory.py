@@ -5,10 +5,13 @@ stages 0..S-1, then recompute / backward of stages S-1..0, then the updates. Eve
 live interval of steps (always-live variables have none) and a contiguous tile range on its IPU
 with its bytes spread evenly (remainder on the first tiles), as the schema stores it.
 
-Per-tile sums use difference arrays: a variable adds its per-tile bytes at ``tile_start`` and
-removes them at ``tile_start + tile_count``; not-always-live variables do so in two dimensions
-(step x tile) at their interval's end points, and two cumulative sums give bytes per step per
-tile. No loop runs over tiles or steps.
+The variables are made by whole-array rules (each rule adds all its variables as one block of
+columns, merged into the table's order by a key). Per-tile sums use difference arrays: a
+variable adds its per-tile bytes at ``tile_start`` and removes them at ``tile_start +
+tile_count`` (one ``np.bincount`` over IPU x tile for every IPU at once); not-always-live
+variables do so in two dimensions (change step x tile) at their interval's end points, kept as
+sparse entries, and two cumulative sums give the bytes per tile of each IPU's change steps (the
+rows the profile stores). No loop runs over tiles or steps.
 
 Variables (kinds of ``profiles.schema.VARIABLE_KINDS``):
 
@@ -1081,20 +1084,13 @@ _FLOAT_EXACT = 2.0**52  # below 2**53 with a margin for the float sum used to ch
 
 
 def _spread_ipus(values, ipu, t0, tn, n_ipus: int, size: int) -> np.ndarray:
-    """``_spread`` on every IPU at once: values over the tile ranges of their IPUs ->
+    """Sum of ``values`` (per tile) over the tile ranges ``[t0, t0 + tn)`` of their IPUs ->
     (n_ipus, size) per tile."""
     at = np.asarray(ipu, dtype=np.int64) * (size + 1) + np.asarray(t0, dtype=np.int64)
     d = _scatter_add(
         np.concatenate((at, at + tn)), np.concatenate((values, -values)), n_ipus * (size + 1)
     )
     return np.cumsum(d.reshape(n_ipus, size + 1)[:, :-1], axis=1)
-
-
-def _spread(values, t0, tn, size: int) -> np.ndarray:
-    """Sum of ``values`` (per tile) over tile ranges ``[t0, t0 + tn)`` -> (size,) per tile."""
-    t0 = np.asarray(t0, dtype=np.int64)
-    d = _scatter_add(np.concatenate((t0, t0 + tn)), np.concatenate((values, -values)), size + 1)
-    return np.cumsum(d[:-1])
 
 
 def tile_memory(
