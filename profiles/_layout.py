@@ -375,16 +375,7 @@ def layout_of_data(
                     continue
                 if f.dtype == "str":
                     if arr.dtype.kind == "O" and arr.size:
-                        bad = next((x for x in arr.ravel() if not isinstance(x, str)), None)
-                        if bad is not None:
-                            problems.append(
-                                WrongDtype(
-                                    field_path(gpn, name),
-                                    f"should hold strings, found {type(bad).__name__} {bad!r:.40}.",
-                                )
-                            )
-                        else:
-                            problems += _string_problems(field_path(gpn, name), arr)
+                        problems += _string_problems(field_path(gpn, name), arr)
                 elif dtype_ok(f.dtype, arr.dtype, exact=False):
                     problems += range_problems(gpn, f, arr)
         layout.attrs[gpn] = attrs
@@ -394,8 +385,15 @@ def layout_of_data(
 
 
 def _string_problems(fp: str, arr: np.ndarray) -> list[Problem]:
-    """HDF5 strings are NUL-terminated UTF-8: refuse what would be silently cut or cannot encode."""
-    joined = "\x1f".join(arr.ravel().tolist())
+    """An object column must hold strings, and HDF5 strings are NUL-terminated UTF-8: refuse
+    what is not a string, would be silently cut or cannot encode. (One join checks that every
+    value is a string; the value that is not is looked for only then.)"""
+    values = arr.ravel().tolist()
+    try:
+        joined = "\x1f".join(values)
+    except TypeError:
+        bad = next(x for x in values if not isinstance(x, str))
+        return [WrongDtype(fp, f"should hold strings, found {type(bad).__name__} {bad!r:.40}.")]
     if "\x00" in joined:
         row = next(i for i, x in enumerate(arr.ravel()) if "\x00" in x)
         return [WrongDtype(fp, f"string at row {row} contains a NUL character, which HDF5 cuts.")]

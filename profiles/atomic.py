@@ -222,7 +222,12 @@ def fmt_size(n: float) -> str:
 
 def space_problem(folder: Path, need: int) -> str | None:
     """Why ``need`` more bytes cannot be written in ``folder`` (one clause), or ``None``."""
-    free = free_bytes(folder)
+    return short_of_space(free_bytes(folder), need)
+
+
+def short_of_space(free: int | None, need: int) -> str | None:
+    """Why ``need`` more bytes do not fit in ``free`` bytes of a disk (one clause), or ``None``
+    (also when ``free`` is unknown)."""
     if free is None or free >= need + SPACE_MARGIN:
         return None
     return f"the disk is full ({fmt_size(free)} free, about {fmt_size(need + SPACE_MARGIN)} needed)"
@@ -245,6 +250,7 @@ __all__ = [
     "deferred_signals",
     "fmt_size",
     "is_disk_full",
+    "short_of_space",
     "space_problem",
     "temp_path",
 ]

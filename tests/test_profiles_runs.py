@@ -70,7 +70,7 @@ def test_run_rows_that_describe_no_array_are_refused(values, lengths, width, say
 
 def test_the_writer_writes_runs_as_it_writes_the_dense_array(tmp_path, data, monkeypatch):
     # blocks of a few rows, so the layout goes through many blocks and a short last one
-    monkeypatch.setattr(writer_mod, "BLOCK_BYTES", 40 * 300 * 4)
+    monkeypatch.setattr(writer_mod, "RUN_BLOCK_BYTES", 40 * 300 * 4)
     dense = np.asarray(data["/programs"]["tile_cycles"])
     runs = dict(data, **{"/programs": {"tile_cycles": _runs_of(dense)}})
     write_profile(tmp_path / "dense.h5", data)
