@@ -57,10 +57,14 @@ def compile_program(config: RunConfig | dict, progress=None) -> CompiledProgram:
     lowered = lower(graph, config, target)
     # order the ops by segment (stable: keeps the order inside each segment)
     segs = _segments(config)
-    seg_index = {key: i for i, key in enumerate(segs)}
-    op_seg = np.array(
-        [seg_index[(k, int(s))] for k, s in zip(lowered["seg"], lowered["stage"])], dtype=np.int64
-    )
+    # segment of each op: a (kind, stage) table looked up with whole arrays
+    kind_code = {k: i for i, k in enumerate(SEGMENT_KINDS)}
+    seg_of = np.full((len(SEGMENT_KINDS), max(config.stages, 1)), -1, np.int64)
+    for i, (k, s) in enumerate(segs):
+        seg_of[kind_code[k], s] = i
+    op_kind = np.fromiter(map(kind_code.__getitem__, lowered["seg"].tolist()), np.int64)
+    op_seg = seg_of[op_kind, lowered["stage"].astype(np.int64)]
+    assert (op_seg >= 0).all(), "every lowered op belongs to a segment"
     order = np.argsort(op_seg, kind="stable")
     lowered.cols = {k: v[order] for k, v in lowered.cols.items()}
     op_seg = op_seg[order]
