@@ -1085,18 +1085,12 @@ _FLOAT_EXACT = 2.0**52  # below 2**53 with a margin for the float sum used to ch
 
 def _spread_ipus(values, ipu, t0, tn, n_ipus: int, size: int) -> np.ndarray:
     """Sum of ``values`` (per tile) over the tile ranges ``[t0, t0 + tn)`` of their IPUs ->
-    (n_ipus, size) per tile; values (k, n) for k quantities over the same ranges at once ->
-    (k, n_ipus, size)."""
-    values = np.asarray(values)
-    many = values.reshape(-1, values.shape[-1])
-    k, width = len(many), n_ipus * (size + 1)
+    (n_ipus, size) per tile."""
     at = np.asarray(ipu, dtype=np.int64) * (size + 1) + np.asarray(t0, dtype=np.int64)
-    at = (np.arange(k, dtype=np.int64)[:, None] * width + at).ravel()
-    ends = at + np.tile(np.asarray(tn, dtype=np.int64), k)
-    flat = many.ravel()
-    d = _scatter_add(np.concatenate((at, ends)), np.concatenate((flat, -flat)), k * width)
-    out = np.cumsum(d.reshape(k, n_ipus, size + 1)[:, :, :-1], axis=2)
-    return out if values.ndim == 2 else out[0]
+    d = _scatter_add(
+        np.concatenate((at, at + tn)), np.concatenate((values, -values)), n_ipus * (size + 1)
+    )
+    return np.cumsum(d.reshape(n_ipus, size + 1)[:, :-1], axis=1)
 
 
 def tile_memory(
@@ -1153,32 +1147,15 @@ def _code_categories(inputs: MemoryInputs, code: ProgramCode, cat: np.ndarray) -
     n_programs = np.bincount(ipu, minlength=n_ipus)[:, None]
     t0s = progs["tile_start"].astype(np.int64)
     tns = progs["tile_count"].astype(np.int64)
+    spread = partial(_spread_ipus, ipu=ipu, t0=t0s, tn=tns, n_ipus=n_ipus, size=TT)
     takes_part = code.participates & code.owned
-    cs = code.is_compute_set & code.owned
-    v = code.vertices_per_tile
-    is_copy = progs["family"] == "copy"
-    # bytes per tile of each program over its tiles, per category (all spread at once)
-    per_program = {
-        "controlCode": np.where(takes_part, t.control_code_bytes_per_participation, 0),
-        "controlId": np.where(cs, t.control_id_bytes_per_program, 0),
-        "internalExchangeCode": code.exchange_code_per_tile,
-        "vertexInstanceState": v * code.state_bytes,
-        "vertexFieldData": v * code.field_bytes,
-        "vectorListDescriptor": v * code.vector_list_bytes,
-        "copyDescriptor": np.where(cs & is_copy, t.copy_descriptor_bytes_per_copy * v, 0),
-        "constant": np.where(cs, t.constant_bytes_per_op_tile, 0),
-    }
-    if inputs.config.instrumentation:
-        per_program["instrumentationResults"] = np.where(
-            takes_part, t.instrumentation_bytes_per_program, 0
-        )
-    spread = _spread_ipus(np.stack(list(per_program.values())), ipu, t0s, tns, n_ipus, TT)
-    for name, plane in zip(per_program, spread):
-        cat[:, :, CAT[name]] = plane
-    cat[:, :, CAT["controlCode"]] += n_programs * t.control_code_bytes_per_program
+    cat[:, :, CAT["controlCode"]] = n_programs * t.control_code_bytes_per_program + spread(
+        np.where(takes_part, t.control_code_bytes_per_participation, 0)
+    )
     cat[:, :, CAT["controlTable"]] = n_programs * t.control_table_bytes_per_program
-    # the exchanges' code on the tiles that send their data
-    cat[:, :, CAT["internalExchangeCode"]] += _spread_ipus(
+    cs = code.is_compute_set & code.owned
+    cat[:, :, CAT["controlId"]] = spread(np.where(cs, t.control_id_bytes_per_program, 0))
+    cat[:, :, CAT["internalExchangeCode"]] = spread(code.exchange_code_per_tile) + _spread_ipus(
         code.sender_code_per_tile,
         ipu,
         code.sender_tile_start,
@@ -1186,6 +1163,19 @@ def _code_categories(inputs: MemoryInputs, code: ProgramCode, cat: np.ndarray) -
         n_ipus,
         TT,
     )
+    v = code.vertices_per_tile
+    cat[:, :, CAT["vertexInstanceState"]] = spread(v * code.state_bytes)
+    cat[:, :, CAT["vertexFieldData"]] = spread(v * code.field_bytes)
+    cat[:, :, CAT["vectorListDescriptor"]] = spread(v * code.vector_list_bytes)
+    is_copy = progs["family"] == "copy"
+    cat[:, :, CAT["copyDescriptor"]] = spread(
+        np.where(cs & is_copy, t.copy_descriptor_bytes_per_copy * v, 0)
+    )
+    cat[:, :, CAT["constant"]] = spread(np.where(cs, t.constant_bytes_per_op_tile, 0))
+    if inputs.config.instrumentation:
+        cat[:, :, CAT["instrumentationResults"]] = spread(
+            np.where(takes_part, t.instrumentation_bytes_per_program, 0)
+        )
     cat[:, :, CAT["stack"]] = t.stack_bytes_per_tile
     # vertex code: each vertex type present on a tile costs its code once. Per (IPU, vertex
     # type), the compute sets' tile ranges enter (+1) and leave (-1) in tile order; where the
