@@ -1122,7 +1122,9 @@ def tile_memory(
     nal_per_step = np.zeros((n_ipus, n_steps), dtype=np.int64)
     if len(changes.step):
         at = np.arange(n_ipus)[:, None] * (n_steps + 3) + np.arange(n_steps) + 1  # as the keys
-        nal_per_step = changes.sums[np.searchsorted(changes.key, at, "right") - 1]
+        last = np.searchsorted(changes.key, at, "right")
+        last -= 1
+        nal_per_step = np.take(changes.sums, last, out=last)  # in place: no fresh array
     per_tile = TileChanges(
         ipu_offsets=changes.ipu_offsets,
         step=changes.step.astype(np.int32),
