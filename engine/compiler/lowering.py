@@ -347,42 +347,17 @@ def _backward_block(g, fw, stage_of, recompute, group, B, cdt, acc_dt, wdt, conf
     if len(bm):  # dA = dC x B^T and dB = A^T x dC: both operands are activations
         Gb, Mb, Kb, Nb = G[bm], M[bm], K[bm], N[bm]
         c = {k: v[bm] if isinstance(v, np.ndarray) else v for k, v in amp_common.items()}
-        add(
-            rows(
-                bm,
-                "gradA",
-                "GradA",
-                **c,
-                role="gi",
-                G=Gb,
-                M=Mb,
-                K=Nb,
-                N=Kb,
-                bytes_in=(Gb * Mb * Nb + Gb * Kb * Nb) * cdt,
-                bytes_out=Gb * Mb * Kb * cdt,
-            ),
-            pos[bm],
-            1,
-            0,
-        )
-        add(
-            rows(
-                bm,
-                "gradB",
-                "GradB",
-                **c,
-                role="gi",
-                G=Gb,
-                M=Kb,
-                K=Mb,
-                N=Nb,
-                bytes_in=(Gb * Mb * Kb + Gb * Mb * Nb) * cdt,
-                bytes_out=Gb * Kb * Nb * cdt,
-            ),
-            pos[bm],
-            1,
-            1,
-        )
+        # (operand, M, K, N of the gradient matmul, its bytes in, its bytes out)
+        for order, (x, Mg, Kg, Ng, b_in, b_out) in enumerate(
+            (
+                ("A", Mb, Nb, Kb, Gb * Mb * Nb + Gb * Kb * Nb, Gb * Mb * Kb),
+                ("B", Kb, Mb, Nb, Gb * Mb * Kb + Gb * Mb * Nb, Gb * Kb * Nb),
+            )
+        ):
+            grad = dict(
+                role="gi", G=Gb, M=Mg, K=Kg, N=Ng, bytes_in=b_in * cdt, bytes_out=b_out * cdt
+            )
+            add(rows(bm, f"grad{x}", f"Grad{x}", **c, **grad), pos[bm], 1, order)
     am = np.flatnonzero(amp & ~batched)
     gi = am[g["in0"][am] != INPUT]  # the first layer's input needs no gradient
     if len(gi):

@@ -47,6 +47,8 @@ reaches the published MACs per cycle: ``units = MACs/cycle x core cycles / weigh
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 #: PopLibs ConvOptions default ``use128BitConvUnitLoad = false`` (lib/poplin/ConvOptions.hpp):
@@ -166,6 +168,18 @@ def _slowest(worker_cycles, workers: int, tag: int):
     return np.maximum(total.max(axis=-1), total.min(axis=-1) + tag)
 
 
+class _Amp(NamedTuple):
+    """The figures of one AMP vertex estimate that are the same for every op and candidate."""
+
+    W: int  # workers per tile
+    float_acts: bool
+    float_partials: bool
+    units: int  # conv units
+    passes: int  # output-channel passes
+    num_loads: int  # weight loads per conv-unit group
+    out_chans: int
+
+
 def amp_partials_cycles(
     target,
     *,
@@ -211,109 +225,69 @@ def amp_partials_cycles(
         np.asarray(one_by_one, bool),
     )
     use_1x1 = args[-1]
-    consts = dict(
-        W=W,
-        float_acts=float_acts,
-        float_partials=float_partials,
-        units=units,
-        passes=passes,
-        num_loads=num_loads,
-        out_chans=out_chans,
-    )
+    k = _Amp(W, float_acts, float_partials, units, passes, num_loads, out_chans)
     out = np.empty(use_1x1.shape, np.int64)
     for sel, vertex in ((use_1x1, _1x1_vertex_cycles), (~use_1x1, _nx1_vertex_cycles)):
         if sel.any():
             f, rw, kp, kw, IG, OG, CG = (x[sel] for x in args[:-1])
-            out[sel] = vertex(f, rw, kp, kw, IG, OG, CG, **consts)
+            out[sel] = vertex(f, rw, kp, kw, IG, OG, CG, k)
     return out
 
 
-def _1x1_vertex_cycles(
-    field,
-    row_width,
-    kernel_positions,
-    kernel_width,
-    IG,
-    OG,
-    CG,
-    *,
-    W,
-    float_acts,
-    float_partials,
-    units,
-    passes,
-    num_loads,
-    out_chans,
-):
+def _1x1_vertex_cycles(field, row_width, kernel_positions, kernel_width, IG, OG, CG, k: _Amp):
     """The 1x1 vertex (``ConvPartial1x1Out``): the field flattened to one run per worker."""
-    i = np.arange(W, dtype=np.int64)
+    i = np.arange(k.W, dtype=np.int64)
     e = field[..., None]
-    runs_1x1 = (i + 1) * e // W - i * e // W  # worker_runs(field, field, W)'s single runs
+    runs_1x1 = (i + 1) * e // k.W - i * e // k.W  # worker_runs(field, field, W)'s single runs
     inner_zero = _slowest(
-        _1x1_worker_cycles(runs_1x1, True, float_acts, float_partials, units), W, 14
+        _1x1_worker_cycles(runs_1x1, True, k.float_acts, k.float_partials, k.units), k.W, 14
     )
     inner_acc = _slowest(
-        _1x1_worker_cycles(runs_1x1, False, float_acts, float_partials, units), W, 14
+        _1x1_worker_cycles(runs_1x1, False, k.float_acts, k.float_partials, k.units), k.W, 14
     )
-    common = int((not float_acts and units == 16) or float_partials)
-    ret_first, ret_second = (7, 3) if (not float_acts and common) else (0, 0)
+    common = int((not k.float_acts and k.units == 16) or k.float_partials)
+    ret_first, ret_second = (7, 3) if (not k.float_acts and common) else (0, 0)
     return (
         50
-        + W * (ret_first + ret_second * (IG * CG - 1))
+        + k.W * (ret_first + ret_second * (IG * CG - 1))
         + CG
         * (
             12
             + common
-            + (IG - 1) * (15 - common + 1 + OG * (19 + passes * (6 + num_loads + inner_acc)))
-            + (10 + 1 + OG * (19 - common + passes * (7 + num_loads + inner_zero)))
+            + (IG - 1) * (15 - common + 1 + OG * (19 + k.passes * (6 + k.num_loads + inner_acc)))
+            + (10 + 1 + OG * (19 - common + k.passes * (7 + k.num_loads + inner_zero)))
         )
     )
 
 
-def _nx1_vertex_cycles(
-    field,
-    row_width,
-    kernel_positions,
-    kernel_width,
-    IG,
-    OG,
-    CG,
-    *,
-    W,
-    float_acts,
-    float_partials,
-    units,
-    passes,
-    num_loads,
-    out_chans,
-):
+def _nx1_vertex_cycles(field, row_width, kernel_positions, kernel_width, IG, OG, CG, k: _Amp):
     """The nx1 vertex (``ConvPartialnx1``): every kernel position runs the workers over their
     output runs, plus zeroing of the partials."""
     extra_stride = int(
-        (not float_acts and not float_partials and units == 16)
-        or (not float_acts and float_partials and units == 8)
+        (not k.float_acts and not k.float_partials and k.units == 16)
+        or (not k.float_acts and k.float_partials and k.units == 8)
     )
     worker = _nx1_worker_cycles(
-        worker_runs(field, row_width, W), float_acts, float_partials, extra_stride
+        worker_runs(field, row_width, k.W), k.float_acts, k.float_partials, extra_stride
     )
-    per_position = _slowest(worker, W, 9) * passes
+    per_position = _slowest(worker, k.W, 9) * k.passes
     K = np.maximum(kernel_positions, 1)
     kernel_rows = _cdiv(K, np.maximum(kernel_width, 1))
-    innermost = num_loads + 15 + 3  # weight loads + filter-height-1 loads + 3
-    inner = kernel_rows * 14 + K * (17 - 5 + passes * innermost) + K * per_position
-    zero_partials_retention = 9 if float_partials else 10
+    innermost = k.num_loads + 15 + 3  # weight loads + filter-height-1 loads + 3
+    inner = kernel_rows * 14 + K * (17 - 5 + k.passes * innermost) + K * per_position
+    zero_partials_retention = 9 if k.float_partials else 10
     outer = (
         109
-        + W * 9
-        + W * zero_partials_retention
+        + k.W * 9
+        + k.W * zero_partials_retention
         + CG * (OG * 17 + (OG - 1) * 6 + 1)
         + (CG - 1) * 6
         + 1
         + CG * (16 + IG * (14 + OG * (14 + inner)))
     )
     # zeroing of the partials (estimateZeroSupervisorCycles, float partials vector width)
-    zero_elems = _cdiv(field * out_chans, W)
-    zero = (_cdiv(zero_elems, DATA_PATH_BITS // 32) + 14 - 9) * W * OG * CG
+    zero_elems = _cdiv(field * k.out_chans, k.W)
+    zero = (_cdiv(zero_elems, DATA_PATH_BITS // 32) + 14 - 9) * k.W * OG * CG
     return outer + zero
 
 
