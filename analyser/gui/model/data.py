@@ -199,6 +199,17 @@ def program_nodes(doc: Document) -> pd.DataFrame:
     return doc.cached("program_nodes", lambda: doc.analysis.src.table("/programs/nodes"))
 
 
+def program_match_keys(doc: Document) -> np.ndarray:
+    """``name#k`` of every program node, k counting the earlier nodes of that name (tree
+    order): the Program Tree matches A's k-th program of a name with B's k-th."""
+
+    def compute() -> np.ndarray:
+        s = pd.Series(program_nodes(doc)["name"].to_numpy().astype(str))
+        return (s + "#" + s.groupby(s).cumcount().astype(str)).to_numpy()
+
+    return doc.cached("program_match_keys", compute)
+
+
 def operation_names(doc: Document) -> np.ndarray:
     return doc.cached(
         "operation_names", lambda: doc.analysis.src.column("/graph/operations", "name")

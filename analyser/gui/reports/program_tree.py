@@ -113,6 +113,10 @@ class ProgramTreeModel(QAbstractItemModel):
         bounds = np.concatenate(([0], np.cumsum(counts)))
         self._order = order
         self._bounds = bounds
+        # the same as Python lists for index() / rowCount(), which the view calls for every
+        # shown row on each layout (a numpy scalar per call costs more than the call itself)
+        self._order_list: list[int] = order.tolist()
+        self._bounds_list: list[int] = bounds.tolist()
         self.row_in_parent = np.empty(n, np.int64)
         self.row_in_parent[order] = np.arange(n) - bounds[key[order]]
         self._colors = {i: QColor(hex_color("step_types", t)) for i, t in enumerate(STEP_TYPES)}
@@ -132,10 +136,11 @@ class ProgramTreeModel(QAbstractItemModel):
 
     # -- QAbstractItemModel ----------------------------------------------------------------
     def index(self, row: int, column: int, parent: Index = _ROOT) -> QModelIndex:
-        kids = self.children(self.node_of(parent))
-        if not (0 <= row < len(kids)) or not (0 <= column < len(self.columns)):
+        k = parent.internalId() - 1 if parent.isValid() else self.n
+        lo = self._bounds_list[k]
+        if not (0 <= row < self._bounds_list[k + 1] - lo) or not (0 <= column < len(self.columns)):
             return QModelIndex()
-        return self.createIndex(row, column, int(kids[row]) + 1)
+        return self.createIndex(row, column, self._order_list[lo + row] + 1)
 
     def parent(self, index: Index = _ROOT) -> QModelIndex:  # type: ignore[override]
         node = self.node_of(index)
@@ -146,9 +151,8 @@ class ProgramTreeModel(QAbstractItemModel):
     def rowCount(self, parent: Index = _ROOT) -> int:
         if parent.isValid() and parent.column() != 0:
             return 0
-        k = self.node_of(parent)
-        k = self.n if k < 0 else k
-        return int(self._bounds[k + 1] - self._bounds[k])
+        k = parent.internalId() - 1 if parent.isValid() else self.n
+        return self._bounds_list[k + 1] - self._bounds_list[k]
 
     def columnCount(self, parent: Index = _ROOT) -> int:
         return len(self.columns)
@@ -287,7 +291,10 @@ class ProgramTreePane(QWidget):
         self.matches = np.zeros(0, np.int64)
         self.match_pos = -1
 
-    def set_document(self, doc: Any, units, title: str = "") -> None:
+    def set_document(
+        self, doc: Any, units, title: str = "", delta: np.ndarray | None = None
+    ) -> None:
+        """Show ``doc``'s program tree (``delta``: compare mode's change column of B)."""
         self.doc = doc
         self.units = units
         self.title.setText(title)
@@ -307,6 +314,8 @@ class ProgramTreePane(QWidget):
             self,
             wait=data.program_wait_cycles(doc),
         )
+        if delta is not None:
+            self.model.set_delta(delta)
         self.view.setModel(self.model)
         self.view.selectionModel().currentChanged.connect(
             lambda cur, _prev: self._show_details(cur)
@@ -433,7 +442,7 @@ class ProgramTreePane(QWidget):
 class ProgramTreeReport(Report):
     title = "Program Tree"
     key = "program_tree"
-    data_needs = ("target", "program_nodes", "execution")
+    data_needs = ("target", "program_nodes", "execution", "program_match_keys")
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -458,18 +467,17 @@ class ProgramTreeReport(Report):
     def show_documents(self, doc: Any, cmp: Any) -> None:
         self.pane_a.set_document(doc, self.units, f"A: {doc.name}" if cmp is not None else "")
         self.pane_b.setVisible(cmp is not None)
-        self.pane_b.set_document(cmp, self.units, f"B: {cmp.name}" if cmp is not None else "")
+        # B's change column is set before B's tree is shown (one layout of B's view, not two)
+        delta = matched_cycle_change(doc, cmp) if cmp is not None else None
+        self.pane_b.set_document(
+            cmp, self.units, f"B: {cmp.name}" if cmp is not None else "", delta=delta
+        )
         self._b_of_a = None
         if cmp is not None and self.pane_b.model is not None:
-            delta = matched_cycle_change(doc, cmp)
-            if delta is not None:
-                self.pane_b.model.set_delta(delta)
-                self.pane_b.restore_view()
             # Selecting a program in A selects the matching program of B (same name, k-th).
-            ka = _match_keys(self.pane_a.model.names)
-            kb = _match_keys(self.pane_b.model.names)
-            pos_b = pd.Series(np.arange(len(kb)), index=kb.to_numpy())
-            self._b_of_a = pos_b.reindex(ka.to_numpy()).fillna(-1).astype(np.int64).to_numpy()
+            ka, kb = data.program_match_keys(doc), data.program_match_keys(cmp)
+            pos_b = pd.Series(np.arange(len(kb)), index=kb)
+            self._b_of_a = pos_b.reindex(ka).fillna(-1).astype(np.int64).to_numpy()
             self.pane_a.view.selectionModel().currentChanged.connect(self._follow_in_b)
 
     def _follow_in_b(self, current, _previous) -> None:
@@ -484,12 +492,6 @@ class ProgramTreeReport(Report):
         return self
 
 
-def _match_keys(names: np.ndarray) -> pd.Series:
-    """``name#k`` where k counts earlier programs with the same name (tree order)."""
-    s = pd.Series(names.astype(str))
-    return s + "#" + s.groupby(s).cumcount().astype(str)
-
-
 def matched_cycle_change(doc_a: Any, doc_b: Any) -> np.ndarray | None:
     """Per program of B: its total cycles over the run minus those of the program of A with the
     same name (the k-th of that name matches the k-th), NaN when A has none; None when either
@@ -497,8 +499,7 @@ def matched_cycle_change(doc_a: Any, doc_b: Any) -> np.ndarray | None:
     ea, eb = data.execution(doc_a), data.execution(doc_b)
     if ea is None or eb is None:
         return None
-    ka = _match_keys(data.program_nodes(doc_a)["name"].to_numpy())
-    kb = _match_keys(data.program_nodes(doc_b)["name"].to_numpy())
-    a_total = pd.Series(ea.program_cycles.astype(np.float64), index=ka.to_numpy())
-    matched = a_total.reindex(kb.to_numpy()).to_numpy()
+    ka, kb = data.program_match_keys(doc_a), data.program_match_keys(doc_b)
+    a_total = pd.Series(ea.program_cycles.astype(np.float64), index=ka)
+    matched = a_total.reindex(kb).to_numpy()
     return eb.program_cycles.astype(np.float64) - matched
