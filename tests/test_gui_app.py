@@ -401,6 +401,32 @@ def test_compare_mode_in_every_report(qtbot, make_window, profiles_dir):
     assert w.show_report("summary").tree.columnCount() == 2
 
 
+def test_reports_are_built_while_idle_once_and_show_their_documents_when_visited(
+    qtbot, make_window, profiles_dir
+):
+    """Issue 15: once profiles are open the window builds the reports not shown yet (and their
+    compare-mode parts) in its idle time, each once, without filling them; a first visit then
+    shows the documents as before."""
+    from analyser.gui.reports.memory import MemoryPlot
+
+    w = make_window()
+    open_and_wait(qtbot, w, profiles_dir["fit"], profiles_dir["fit2"])
+    qtbot.waitUntil(lambda: not w.prebuild_pending(), timeout=20_000)
+    assert sorted(r.key for r in w._reports.values()) == sorted(w.report_keys)
+    assert w.stack.count() == len(w.report_keys) + 1  # and the empty-state panel
+    shown = w.current_report()
+    assert all(r._dirty for r in w._reports.values() if r is not shown)  # built, not filled
+    mr, tr, pr = w.report("memory"), w.report("trace"), w.report("pipeline")
+    assert mr._compare_plots is not None and tr._timeline_b is not None and pr._view_b is not None
+    assert [k for k, _t in w.prebuild_steps].count("memory") == 2  # the report, its B charts
+    # nothing left to build: a later tick builds nothing more
+    w._prebuild_next()
+    assert not w.prebuild_pending() and len(w.findChildren(MemoryPlot)) == 2
+    assert w.show_report("memory") is mr and mr.plot_b.isVisible() and "B" in mr.charts
+    tl = w.show_report("trace").timeline_b
+    assert tl is tr._timeline_b and tl.isVisible() and tl.trace is not None
+
+
 # ---------------------------------------------------------------------------------------------
 # Shell: errors, units, settings, export, drag and drop, recent files
 # ---------------------------------------------------------------------------------------------

@@ -46,6 +46,8 @@ from profiles.errors import UserFacingError
 APP_NAME = "IPU Graph Analyser"
 ORGANISATION = "ipu-graph-analyser"
 MAX_RECENT = 10
+#: Pause between two reports built while the window is idle (ms; see MainWindow._prebuild_next).
+PREBUILD_INTERVAL_MS = 50
 PROFILE_FILTER = "IPU profiles (*.h5 *.hdf5 *.pvh5);;All files (*)"
 
 
@@ -110,6 +112,14 @@ class MainWindow(QMainWindow):
         self._reports: dict[int, Report] = {}
         self._pending_id: int | None = None
         self._tasks: dict[int, LoadTask] = {}
+        #: builds the reports not shown yet, one per tick, once a profile is open
+        self._prebuild_timer = QTimer(self)
+        self._prebuild_timer.setSingleShot(True)
+        self._prebuild_timer.setInterval(PREBUILD_INTERVAL_MS)
+        self._prebuild_timer.timeout.connect(self._prebuild_next)
+        #: seconds each step of the idle build took (the longest is how long a click arriving
+        #: during one can wait; bench_gui.py prints it)
+        self.prebuild_steps: list[tuple[str, float]] = []
         self.setWindowTitle(APP_NAME)
         self.setAcceptDrops(True)
         self.resize(1400, 880)
@@ -278,6 +288,31 @@ class MainWindow(QMainWindow):
             self.stack.addWidget(report)
         return report
 
+    def _prebuild_next(self) -> None:
+        """Build one report not shown yet (or the compare-mode parts of one, when comparing),
+        then wait for the next tick: a report's widgets and pyqtgraph plots cost 10-75 ms, which
+        a first visit then no longer pays (issue 15). Reports are built hidden and refresh when
+        first shown, so what they show is the same."""
+        import time
+
+        doc, cmp = self.workspace.document, self.workspace.compare
+        if doc is None:
+            return
+        for row, cls in enumerate(self._report_classes):
+            t0 = time.perf_counter()
+            report = self._reports.get(row)
+            if report is None:
+                self._report_at(row)
+            elif not report.prebuild(cmp is not None):
+                continue
+            self.prebuild_steps.append((cls.key, time.perf_counter() - t0))
+            self._prebuild_timer.start()
+            return
+
+    def prebuild_pending(self) -> bool:
+        """True while reports are still being built in the window's idle time."""
+        return self._prebuild_timer.isActive()
+
     def _show_report_row(self, row: int) -> None:
         if row < 0 or row >= len(self._report_classes):
             return
@@ -429,6 +464,8 @@ class MainWindow(QMainWindow):
             self.report_list.setCurrentRow(0)
         else:
             self._show_report_row(row)
+        if document is not None:
+            self._prebuild_timer.start()
 
     def _on_units_changed(self, units: MemoryUnits) -> None:
         for report in self._reports.values():
@@ -594,6 +631,7 @@ class MainWindow(QMainWindow):
     def shutdown(self) -> None:
         """Stop background work: drop pending loads, wait for workers, close documents."""
         self._pending_id = None
+        self._prebuild_timer.stop()
         task = getattr(self, "_prefetch_task", None)
         if task is not None:
             task.cancelled = True

@@ -145,6 +145,12 @@ class Report(QWidget):
     def shutdown(self) -> None:
         """Stop background work (default: nothing to stop)."""
 
+    def prebuild(self, compare: bool) -> bool:
+        """Build one widget the report builds on first use (its compare-mode charts when
+        ``compare``), while the window is idle; True when it built something, False when
+        nothing is left (default: nothing is built on first use)."""
+        return False
+
     # -- empty states ---------------------------------------------------------------------------
     def lay_out_with_empty_states(self) -> None:
         """Make the report a stack of a message panel (the empty states) and, once

@@ -153,6 +153,9 @@ class MemoryPlot(pg.PlotWidget):
         item.setMenuEnabled(False)
         item.showGrid(x=False, y=True, alpha=chart_colors().grid_alpha)
         item.setLabel("bottom", "tile")
+        # tile numbers take no SI prefix: pyqtgraph gives the empty plot's 0-1 range
+        # "(x0.001)" and centres the axis title for that longer text until the next resize
+        item.getAxis("bottom").enableAutoSIPrefix(False)
         self.chart: TileChart | None = None
         self.stack = BatchedRectsItem()
         item.addItem(self.stack)
@@ -490,6 +493,12 @@ class MemoryReport(Report):
     def plot_delta(self) -> pg.PlotWidget:
         """The per-tile B - A chart under B's (compare mode); built on first use."""
         return self._build_compare_plots()[1]
+
+    def prebuild(self, compare: bool) -> bool:
+        if compare and self._compare_plots is None:
+            self._build_compare_plots()
+            return True
+        return False
 
     def _build_compare_plots(self) -> tuple[MemoryPlot, pg.PlotWidget]:
         if self._compare_plots is None:

@@ -56,6 +56,9 @@ class MemoryMapPlot(QWidget):
         lay.addWidget(self.title)
         self.plot = make_plot(bottom="liveness step", mouse=True)
         self.plot.getPlotItem().getAxis("left").setWidth(62)
+        # step numbers take no SI prefix (the empty plot's "(x0.001)" put the axis title off
+        # centre: pyqtgraph centres it for the text it has when the axis is resized)
+        self.plot.getPlotItem().getAxis("bottom").enableAutoSIPrefix(False)
         lay.addWidget(self.plot, 1)
         self.rects = BatchedRectsItem()
         self.rects.setZValue(1)

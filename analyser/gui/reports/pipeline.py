@@ -401,6 +401,12 @@ class PipelineReport(Report):
             self._body_layout.insertWidget(1, self._view_b, 3)
         return self._view_b
 
+    def prebuild(self, compare: bool) -> bool:
+        if compare and self._view_b is None:
+            self.view_b  # noqa: B018 - built by the property
+            return True
+        return False
+
     def chart_widget(self) -> QWidget:
         return self.body
 

@@ -268,6 +268,12 @@ class TraceReport(Report):
             self._timeline_b = tl
         return self._timeline_b
 
+    def prebuild(self, compare: bool) -> bool:
+        if compare and self._timeline_b is None:
+            self.timeline_b  # noqa: B018 - built by the property
+            return True
+        return False
+
     def _timelines(self) -> tuple[TimelineView, ...]:
         """A's timeline, and B's once built."""
         return (self.timeline,) if self._timeline_b is None else (self.timeline, self._timeline_b)
