@@ -75,6 +75,7 @@ import numpy as np
 
 from profiles import schema
 from profiles.liveness import TileChanges
+from profiles.runs import RunRows, tile_ranges
 
 
 def _code(enum: str, name: str) -> int:
@@ -352,6 +353,23 @@ class CompiledProgram(RunShape):
         hi = rel < p.n_max[rows][:, None]
         out = np.where(hi, p.cycles[rows][:, None], p.cycles_min[rows][:, None])
         return np.where(inside, out, 0).astype(np.int32)
+
+    def tile_cycle_runs(self, rows) -> RunRows | None:
+        """The per-tile cycles of leaf programs ``rows`` (rows < 0: all zeros) as runs
+        (:func:`profiles.runs.tile_ranges`), the values :meth:`tile_cycles` lays out; ``None``
+        when a program's counts are negative (no runs describe its row)."""
+        p = self.programs
+        rows = np.asarray(rows, np.int64)
+        leaf = rows >= 0
+        r = np.where(leaf, rows, 0)
+        return tile_ranges(
+            np.where(leaf, p.tile_start[r], 0),
+            np.where(leaf, p.tile_count[r], 0),
+            p.n_max[r],
+            p.cycles[r],
+            p.cycles_min[r],
+            self.tiles_per_ipu,
+        )
 
     def tile_balance(self, rows=None) -> np.ndarray:
         """Mean over the IPU's tiles of cycles / max cycles, per leaf program."""

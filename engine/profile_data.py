@@ -129,9 +129,11 @@ def _default_tree_groups(c: CompiledProgram, tree: ProgramTree) -> Groups:
     n = len(leaf)
     cycles = np.where(is_leaf, p.cycles[li], 0).astype(np.int64)
     balance = np.where(is_leaf, c.tile_balance(li), 0).astype(np.float32)
-    tile_cycles = np.zeros((n, c.tiles_per_ipu), dtype=np.int32)
-    rows = np.flatnonzero(is_leaf)
-    tile_cycles[rows] = c.tile_cycles(leaf[rows])
+    tile_cycles = c.tile_cycle_runs(leaf)  # runs the writer lays out block by block
+    if tile_cycles is None:  # negative counts: laid out densely
+        tile_cycles = np.zeros((n, c.tiles_per_ipu), dtype=np.int32)
+        rows = np.flatnonzero(is_leaf)
+        tile_cycles[rows] = c.tile_cycles(leaf[rows])
     return {
         "/programs/nodes": {
             "name": tree.name,

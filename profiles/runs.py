@@ -128,4 +128,24 @@ class RunRows:
         return self.present().max()
 
 
-__all__ = ["RunRows"]
+def tile_ranges(start, count, n_first, first, rest, width: int, dtype=np.int32) -> RunRows | None:
+    """Rows that hold ``first`` on the first ``n_first`` of ``count`` tiles from tile ``start``,
+    ``rest`` on the others of them and 0 on every other tile, clipped to ``width`` tiles (the
+    compile's compact per-tile cycles: a program's longest and shortest tile shares), as runs
+    (four a row). Values are cast to ``dtype`` as ``astype`` would (wrapping). ``None`` when a
+    run would be negative (a negative count or ``n_first``): no runs describe such a row."""
+    start = np.asarray(start, np.int64)
+    count = np.asarray(count, np.int64)
+    a = np.clip(start, 0, width)
+    b = np.clip(start + np.minimum(np.asarray(n_first, np.int64), count), 0, width)
+    c = np.clip(start + count, 0, width)
+    lengths = np.stack([a, b - a, c - b, width - c], axis=1)
+    if lengths.min(initial=0) < 0:
+        return None
+    values = np.zeros((len(start), 4), dtype)
+    values[:, 1] = first
+    values[:, 2] = rest
+    return RunRows(values, lengths, width)
+
+
+__all__ = ["RunRows", "tile_ranges"]

@@ -280,3 +280,20 @@ def test_liveness_rises_through_forward_and_falls_through_backward(small):
     assert abs(peak - last_fwd) < 0.25 * len(nal)
     assert nal[peak] > 4 * nal[0]
     assert nal[peak] > 4 * nal[last_bwd]
+
+
+def test_an_oom_profile_hands_its_per_tile_cycles_over_as_runs(wt32):
+    """Without an execution, the default tree's per-tile cycles come as runs (not a programs x
+    tiles array built from three int64 temporaries) holding the compile's dense values."""
+    from engine.compiled import default_tree
+    from engine.profile_data import profile_data
+    from profiles.runs import RunRows
+
+    assert wt32.oom
+    tc = profile_data(wt32)["/programs"]["tile_cycles"]
+    assert isinstance(tc, RunRows)
+    leaf = default_tree(wt32).leaf
+    rows = np.flatnonzero(leaf >= 0)
+    dense = np.zeros((len(leaf), wt32.tiles_per_ipu), np.int32)
+    dense[rows] = wt32.tile_cycles(leaf[rows])
+    np.testing.assert_array_equal(np.asarray(tc), dense)

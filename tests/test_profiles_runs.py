@@ -104,3 +104,20 @@ def test_the_writer_refuses_bad_runs_in_one_sentence(tmp_path, data, edit, says)
     assert says in messages[0] and "/programs/tile_cycles" in messages[0]
     assert messages[0] == messages[1]  # said of the array as written, row and element included
     assert "\n" not in messages[1]
+
+
+def test_tile_ranges_lay_out_a_first_and_a_rest_share_clipped_to_the_tiles():
+    from profiles.runs import tile_ranges
+
+    rng = np.random.default_rng(2)
+    n, w = 200, 24
+    start, count = rng.integers(-5, w + 5, n), rng.integers(0, w + 5, n)
+    n_first, first, rest = rng.integers(0, w, n), rng.integers(1, 2**40, n), rng.integers(1, 9, n)
+    r = tile_ranges(start, count, n_first, first, rest, w)
+    want = np.zeros((n, w), np.int64)
+    for i in range(n):
+        for t in range(max(start[i], 0), min(start[i] + count[i], w)):
+            want[i, t] = first[i] if t < start[i] + n_first[i] else rest[i]
+    np.testing.assert_array_equal(np.asarray(r), want.astype(np.int32))  # wrapping as astype
+    assert tile_ranges([3], [-1], [0], [1], [1], w) is None  # a negative count: no runs
+    assert tile_ranges([3], [4], [-2], [1], [1], w) is None

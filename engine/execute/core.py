@@ -32,7 +32,7 @@ from engine.execute import costs
 from engine.execute.host import HostTimeline, host_model_summary, host_timeline
 from engine.execute.plan import ExecutionPlan
 from engine.execute.schedule import BACKWARD, FORWARD, Activity, build_activity
-from profiles.runs import RunRows
+from profiles.runs import RunRows, tile_ranges
 from profiles.schema import code
 
 T_SEQ = code("program_type", "Sequence")
@@ -1183,19 +1183,18 @@ def _tile_cycles(plan, nodes, t_nodes, templates) -> np.ndarray | RunRows:
     leaf = np.asarray(nodes.cols["x_leaf"], np.int64)
     is_leaf = leaf >= 0
     if plan.leaves.tile_start is not None and len(plan.leaves) > 0:
-        runs = plan.leaves.compact_runs(np.where(is_leaf, leaf, -1), plan.tiles_per_ipu)
+        start, count, nmax, hi, lo = plan.leaves.compact(np.where(is_leaf, leaf, -1))
+        for t in templates:  # added leaves: their cycles on their tiles, zeros elsewhere
+            if t.synth is not None:
+                nid = int(t.nodes[0])
+                first, n_tiles = nodes.cols["x_tiles"][nid]
+                a, b, _ = slice(int(first), int(first) + int(n_tiles)).indices(plan.tiles_per_ipu)
+                b = max(a, b)  # the tiles out[nid, first : first + n_tiles] names
+                start[nid], count[nid], nmax[nid] = a, b - a, b - a
+                hi[nid], lo[nid] = t.synth.cycles, 0
+        runs = tile_ranges(start, count, nmax, hi, lo, plan.tiles_per_ipu)
         if runs is not None:
-            vals, lens = runs
-            width = plan.tiles_per_ipu
-            for t in templates:  # added leaves: their cycles on their tiles, zeros elsewhere
-                if t.synth is not None:
-                    nid = int(t.nodes[0])
-                    first, count = nodes.cols["x_tiles"][nid]
-                    a, b, _ = slice(int(first), int(first) + int(count)).indices(width)
-                    b = max(a, b)  # the tiles out[nid, first : first + count] names
-                    vals[nid] = (0, t.synth.cycles, 0, 0)
-                    lens[nid] = (a, b - a, 0, width - b)
-            return RunRows(vals, lens, width)
+            return runs
     out = np.zeros((n, plan.tiles_per_ipu), np.int32)
     if is_leaf.any() and len(plan.leaves):
         rows = np.flatnonzero(is_leaf)
@@ -1205,6 +1204,6 @@ def _tile_cycles(plan, nodes, t_nodes, templates) -> np.ndarray | RunRows:
     for t in templates:
         if t.synth is not None:
             nid = int(t.nodes[0])
-            first, count = nodes.cols["x_tiles"][nid]
-            out[nid, first : first + count] = t.synth.cycles
+            first, n_tiles = nodes.cols["x_tiles"][nid]
+            out[nid, first : first + n_tiles] = t.synth.cycles
     return out

@@ -28,6 +28,8 @@ from typing import Literal
 
 import numpy as np
 
+from profiles.runs import tile_ranges
+
 Schedule = Literal["single", "sharded", "grouped", "interleaved", "sequential"]
 OutputMode = Literal["all", "sum", "final", "every-n"]
 LoaderMode = Literal["sync", "async", "async-rebatched"]
@@ -78,45 +80,31 @@ class LeafPrograms:
             return self.tile_cycles(rows)
         return self.tile_cycles[rows]
 
-    def _compact_bounds(self, rows: np.ndarray, width: int):
-        """Per row (rows < 0: none): the leaf, ``cycles``, ``cycles_min`` and the tiles where its
-        three parts end (first tile, end of the first ``n_max``, end of ``tile_count``)."""
+    def compact(self, rows: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The compact layout of some leaves (rows < 0: no tiles): first tile, tile count,
+        ``n_max``, ``cycles`` and ``cycles_min`` per row, as fresh int64 arrays."""
         leaf = rows >= 0
         r = np.where(leaf, rows, 0)
-        count = np.where(leaf, np.asarray(self.tile_count, np.int64)[r], 0)
-        start = np.where(leaf, np.asarray(self.tile_start, np.int64)[r], 0)
-        nmax = np.minimum(np.asarray(self.n_max, np.int64)[r], count)
-        hi = np.asarray(self.cycles, np.int64)[r]
-        lo = np.asarray(self.cycles_min, np.int64)[r]
+        return (
+            np.where(leaf, np.asarray(self.tile_start, np.int64)[r], 0),
+            np.where(leaf, np.asarray(self.tile_count, np.int64)[r], 0),
+            np.asarray(self.n_max, np.int64)[r],
+            np.asarray(self.cycles, np.int64)[r],
+            np.asarray(self.cycles_min, np.int64)[r],
+        )
+
+    def _expand_compact(self, rows: np.ndarray, width: int) -> np.ndarray:
+        """Dense per-tile cycles from the compact layout (rows < 0: all zeros): its runs
+        (:func:`profiles.runs.tile_ranges`) laid out; with a negative run length, the difference
+        array and cumulative sum they replaced."""
+        start, count, nmax, hi, lo = self.compact(rows)
+        runs = tile_ranges(start, count, nmax, hi, lo, width)
+        if runs is not None:
+            return np.asarray(runs)
+        nmax = np.minimum(nmax, count)
         a = np.clip(start, 0, width)
         b = np.clip(start + nmax, 0, width)
         c = np.clip(start + count, 0, width)
-        return hi, lo, a, b, c
-
-    def compact_runs(self, rows: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray] | None:
-        """The per-tile cycles of some leaves (rows < 0: all zeros) from the compact layout as
-        four runs a row: values ``(len(rows), 4)`` int32 (0, ``cycles``, ``cycles_min``, 0;
-        wrapping to int32 as the dense array's ``astype`` would) and their lengths (zeros
-        before the first tile, the first ``n_max`` tiles, the rest of ``tile_count``, zeros
-        after). ``None`` when a length would be negative (a negative count or ``n_max``)."""
-        hi, lo, a, b, c = self._compact_bounds(rows, width)
-        lens = np.stack([a, b - a, c - b, width - c], axis=1)
-        if lens.min(initial=0) < 0:
-            return None
-        vals = np.zeros((len(rows), 4), np.int32)
-        vals[:, 1] = hi
-        vals[:, 2] = lo
-        return vals, lens
-
-    def _expand_compact(self, rows: np.ndarray, width: int) -> np.ndarray:
-        """Dense per-tile cycles from the compact layout (rows < 0: all zeros): the four runs
-        of :meth:`compact_runs` laid out with one ``np.repeat``; with a negative run length,
-        the difference array and cumulative sum it replaced."""
-        runs = self.compact_runs(rows, width)
-        if runs is not None:
-            vals, lens = runs
-            return np.repeat(vals.ravel(), lens.ravel()).reshape(len(rows), width)
-        hi, lo, a, b, c = self._compact_bounds(rows, width)
         n = len(rows)
         diff = np.zeros((n, width + 1), np.int64)
         i = np.arange(n)
