@@ -511,7 +511,10 @@ class MemoryReport(Report):
             plot_delta.setMinimumHeight(110)
             for plot in (plot_b, plot_delta):
                 plot.getPlotItem().getAxis("left").setWidth(LEFT_AXIS_WIDTH)
-                plot.setVisible(False)
+                if self.compare_doc is None:
+                    # hidden only when not comparing: hidden and shown again, a plot took one
+                    # more repaint on every later visit of the report
+                    plot.setVisible(False)
             layout = self.chart_page.layout()
             layout.insertWidget(1, plot_b, 1)
             layout.insertWidget(2, plot_delta, 0)

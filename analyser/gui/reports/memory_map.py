@@ -263,7 +263,7 @@ class MemoryMapPage(QWidget):
         if self._map_b is None:
             a = self.map_a
             self._map_b = self._add_map(2, "B: ")
-            self._map_b.setVisible(False)
+            self._map_b.setVisible(self.compare)
             self._map_b.plot.setXLink(a.plot)
             self._map_b.plot.setYLink(a.plot)
         return self._map_b
