@@ -233,10 +233,11 @@ def _measure_switches(app, args, settings, files, watch, case: str) -> None:
         # the window builds the reports not shown yet in its idle time, one per tick (a person
         # takes longer than that to pick the next report); a click during one such step waits
         # for it: the longest step is printed
+        # (getattr: windows from before the idle build, for before / after figures)
         t0 = time.perf_counter()
-        _wait(app, lambda w=w: not w.prebuild_pending(), timeout=30)
+        _wait(app, lambda w=w: not getattr(w, "prebuild_pending", bool)(), timeout=30)
         idle_build.append(time.perf_counter() - t0)
-        steps.extend(w.prebuild_steps)
+        steps.extend(getattr(w, "prebuild_steps", ()))
         keys = w.report_keys
         opened_on = w.current_report_key()
         for rnd in range(1 if run < args.runs - 1 else args.runs + 1):
