@@ -88,6 +88,9 @@ class Report(QWidget):
     #: What the report reads: names of :mod:`analyser.gui.model.data` accessors, computed in the
     #: loader thread before the report is first shown (and for the other reports afterwards).
     data_needs: ClassVar[tuple[str, ...]] = ("target",)
+    #: (attribute, property) of a compare-mode part built on first use: the attribute is None
+    #: until the property builds it (``prebuild`` builds it while the window is idle)
+    compare_part: ClassVar[tuple[str, str] | None] = None
 
     #: Ask the window to show a status-bar message.
     statusMessage = Signal(str)
@@ -146,9 +149,13 @@ class Report(QWidget):
         """Stop background work (default: nothing to stop)."""
 
     def prebuild(self, compare: bool) -> bool:
-        """Build one widget the report builds on first use (its compare-mode charts when
-        ``compare``), while the window is idle; True when it built something, False when
-        nothing is left (default: nothing is built on first use)."""
+        """Build, while the window is idle, the compare-mode part the report builds on first
+        use (``compare_part``) when ``compare``; True when it built something, False when
+        nothing is left to build."""
+        part = self.compare_part
+        if compare and part is not None and getattr(self, part[0]) is None:
+            getattr(self, part[1])  # the property builds it
+            return True
         return False
 
     # -- empty states ---------------------------------------------------------------------------

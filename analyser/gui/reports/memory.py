@@ -373,6 +373,7 @@ class MemoryReport(Report):
     title = "Memory Report"
     key = "memory"
     data_needs = ("target", "memory", "tile_breakdowns")
+    compare_part = ("_compare_plots", "plot_b")
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -493,12 +494,6 @@ class MemoryReport(Report):
     def plot_delta(self) -> pg.PlotWidget:
         """The per-tile B - A chart under B's (compare mode); built on first use."""
         return self._build_compare_plots()[1]
-
-    def prebuild(self, compare: bool) -> bool:
-        if compare and self._compare_plots is None:
-            self._build_compare_plots()
-            return True
-        return False
 
     def _build_compare_plots(self) -> tuple[MemoryPlot, pg.PlotWidget]:
         if self._compare_plots is None:

@@ -356,6 +356,7 @@ class PipelineReport(Report):
     title = "Pipeline"
     key = "pipeline"
     data_needs = ("target", "execution", "trace_window", "pipeline_chart")
+    compare_part = ("_view_b", "view_b")
     needs_execution = True
     no_execution_text = (
         "{name} has no execution (it does not fit in memory), so there is no pipeline to show."
@@ -400,12 +401,6 @@ class PipelineReport(Report):
             self._view_b.hide()
             self._body_layout.insertWidget(1, self._view_b, 3)
         return self._view_b
-
-    def prebuild(self, compare: bool) -> bool:
-        if compare and self._view_b is None:
-            self.view_b  # noqa: B018 - built by the property
-            return True
-        return False
 
     def chart_widget(self) -> QWidget:
         return self.body

@@ -63,6 +63,7 @@ class TraceReport(Report):
     title = "Execution Trace"
     key = "trace"
     data_needs = ("target", "execution", "trace_window")
+    compare_part = ("_timeline_b", "timeline_b")
     needs_execution = True
     no_execution_text = (
         "{name} has no execution trace: the program does not fit in memory "
@@ -267,12 +268,6 @@ class TraceReport(Report):
             tl.set_time_axis(self.axis_combo.currentData())
             self._timeline_b = tl
         return self._timeline_b
-
-    def prebuild(self, compare: bool) -> bool:
-        if compare and self._timeline_b is None:
-            self.timeline_b  # noqa: B018 - built by the property
-            return True
-        return False
 
     def _timelines(self) -> tuple[TimelineView, ...]:
         """A's timeline, and B's once built."""
