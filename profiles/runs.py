@@ -7,7 +7,8 @@ for a shorter one, and every other tile is 0. Laid out whole, walkthrough step 4
 a machine whose transparent huge pages compact memory on demand (docs/performance.md, issue
 15). :class:`RunRows` keeps the runs (a few values per row) and gives the rows as dense numpy
 blocks when asked: the writer (:func:`profiles.write_profile`) writes it in blocks of about
-8 MiB, the same bytes as the dense array, and checks its values from the runs.
+1 MiB, the same values, chunks and filters as the dense array, and checks its values from the
+runs. :func:`tile_ranges` makes the engine's (a first share, the rest, zeros).
 
 Anything else may use it as a read-only array: ``shape``, ``dtype``, ``len()``, rows by index,
 slice, index array or mask (``r[5]``, ``r[10:20]``, ``r[ids]``), ``np.asarray(r)`` for the whole
@@ -27,8 +28,6 @@ class RunRows:
     ``values`` (integers or booleans) gives the dtype of the array. Raises ``ValueError`` (one
     sentence) when the runs do not describe such an array.
     """
-
-    __array_priority__ = 1.0
 
     def __init__(self, values: np.ndarray, lengths: np.ndarray, width: int) -> None:
         values = np.asarray(values)
