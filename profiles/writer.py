@@ -503,8 +503,8 @@ class ProfileWriter:
             fletcher32=True,
         )
         row_bytes = max(1, math.prod(arr.shape[1:]) * target.itemsize)
-        block = RUN_BLOCK_BYTES if isinstance(arr, RunRows) else BLOCK_BYTES
-        step = max(chunks[0], (block // row_bytes) // chunks[0] * chunks[0])
+        block_bytes = RUN_BLOCK_BYTES if isinstance(arr, RunRows) else BLOCK_BYTES
+        step = max(chunks[0], (block_bytes // row_bytes) // chunks[0] * chunks[0])
         for r0 in range(0, arr.shape[0], step):  # a RunRows is laid out block by block here
             block = arr[r0 : r0 + step].astype(target, copy=False)
             self._check(block.nbytes)
