@@ -92,33 +92,39 @@ class Execution:
 
 
 class _Nodes:
-    """Append-only program table, filled in depth-first pre-order."""
+    """Append-only program table, filled in depth-first pre-order: single nodes (control
+    programs, execute's own leaves) row by row, the compiler's leaves a block of arrays at a
+    time; :meth:`column` gives a whole column as one array (in its ``COLS`` dtype)."""
 
-    COLS = (
-        "name",
-        "type",
-        "parent",
-        "ipu",
-        "repeat",
-        "op",
-        "cycles",
-        "tile_balance",
-        "bytes",
-        "sync",
-        "code_bytes",
+    COLS = {
+        "name": object,
+        "type": np.uint8,
+        "parent": np.int32,
+        "ipu": np.int16,
+        "repeat": np.int64,
+        "op": np.int32,
+        "cycles": np.int64,
+        "tile_balance": np.float32,
+        "bytes": np.int64,
+        "sync": np.uint8,
+        "code_bytes": np.int64,
         # execution attributes of leaves (not written in /programs/nodes)
-        "x_bytes_in",
-        "x_bytes_out",
-        "x_dest",
-        "x_leaf",
-        "x_tiles",
-    )
+        "x_bytes_in": np.int64,
+        "x_bytes_out": np.int64,
+        "x_dest": np.uint8,
+        "x_leaf": np.int64,
+        "x_tile_first": np.int64,  # the tiles execute's own leaves run on
+        "x_tile_count": np.int64,
+    }
 
     def __init__(self) -> None:
-        self.cols: dict[str, list] = {c: [] for c in self.COLS}
+        self.parts: dict[str, list] = {c: [] for c in self.COLS}  # arrays and row lists
+        self.rows: dict[str, list] = {c: [] for c in self.COLS}  # rows since the last block
+        self.n = 0
+        self._done: dict[str, np.ndarray] = {}
 
     def __len__(self) -> int:
-        return len(self.cols["name"])
+        return self.n
 
     def add(
         self,
@@ -140,49 +146,72 @@ class _Nodes:
         leaf: int = -1,
         tiles: tuple[int, int] = (0, 0),
     ) -> int:
-        c = self.cols
-        c["name"].append(name)
-        c["type"].append(type_)
-        c["parent"].append(parent)
-        c["ipu"].append(ipu)
-        c["repeat"].append(repeat)
-        c["op"].append(op)
-        c["cycles"].append(int(cycles))
-        c["tile_balance"].append(balance)
-        c["bytes"].append(int(nbytes))
-        c["sync"].append(sync)
-        c["code_bytes"].append(int(code_bytes))
-        c["x_bytes_in"].append(int(bytes_in))
-        c["x_bytes_out"].append(int(bytes_out))
-        c["x_dest"].append(dest)
-        c["x_leaf"].append(leaf)
-        c["x_tiles"].append(tiles)
-        return len(c["name"]) - 1
+        values = (
+            name,
+            type_,
+            parent,
+            ipu,
+            repeat,
+            op,
+            int(cycles),
+            balance,
+            int(nbytes),
+            sync,
+            int(code_bytes),
+            int(bytes_in),
+            int(bytes_out),
+            dest,
+            leaf,
+            int(tiles[0]),
+            int(tiles[1]),
+        )
+        for rows, v in zip(self.rows.values(), values):
+            rows.append(v)
+        self.n += 1
+        return self.n - 1
+
+    def add_block(self, n: int, **cols: np.ndarray) -> np.ndarray:
+        """``n`` nodes at once (every column an array of ``n`` or one value); their ids."""
+        for c, dt in self.COLS.items():
+            if self.rows[c]:
+                self.parts[c].append(self.rows[c])
+                self.rows[c] = []
+            self.parts[c].append(np.broadcast_to(np.asarray(cols[c], dtype=dt), (n,)))
+        self.n += n
+        return np.arange(self.n - n, self.n, dtype=np.int64)
+
+    def column(self, c: str) -> np.ndarray:
+        """Column ``c`` of every node so far (built once, when the table is complete)."""
+        if c not in self._done:
+            dt = self.COLS[c]
+            parts = [np.asarray(p, dtype=dt) for p in (*self.parts[c], self.rows[c]) if len(p)]
+            self._done[c] = np.concatenate(parts) if parts else np.zeros(0, dt)
+        return self._done[c]
 
 
 def _add_leaves(nodes: _Nodes, leaves, io, lf: np.ndarray, parent: int) -> np.ndarray:
     """Append compiler leaves ``lf`` (children of ``parent``) in bulk; returns their node ids."""
     leaf_bin, leaf_bout, leaf_dest = io
-    c = nodes.cols
-    first = len(nodes)
-    n = len(lf)
-    c["name"].extend(str(x) for x in leaves.name[lf])
-    c["type"].extend(leaves.type[lf].tolist())
-    c["parent"].extend([parent] * n)
-    c["ipu"].extend(leaves.ipu[lf].tolist())
-    c["repeat"].extend([1] * n)
-    c["op"].extend(leaves.op[lf].tolist())
-    c["cycles"].extend(leaves.cycles[lf].tolist())
-    c["tile_balance"].extend(leaves.tile_balance[lf].tolist())
-    c["bytes"].extend(leaves.bytes[lf].tolist())
-    c["sync"].extend([S_NONE] * n)
-    c["code_bytes"].extend(leaves.code_bytes[lf].tolist())
-    c["x_bytes_in"].extend(leaf_bin[lf].tolist())
-    c["x_bytes_out"].extend(leaf_bout[lf].tolist())
-    c["x_dest"].extend(leaf_dest[lf].tolist())
-    c["x_leaf"].extend(lf.tolist())
-    c["x_tiles"].extend([(0, 0)] * n)
-    return np.arange(first, first + n, dtype=np.int64)
+    return nodes.add_block(
+        len(lf),
+        name=np.array([str(x) for x in leaves.name[lf]], dtype=object),
+        type=leaves.type[lf],
+        parent=parent,
+        ipu=leaves.ipu[lf],
+        repeat=1,
+        op=leaves.op[lf],
+        cycles=leaves.cycles[lf],
+        tile_balance=leaves.tile_balance[lf],
+        bytes=leaves.bytes[lf],
+        sync=S_NONE,
+        code_bytes=leaves.code_bytes[lf],
+        x_bytes_in=leaf_bin[lf],
+        x_bytes_out=leaf_bout[lf],
+        x_dest=leaf_dest[lf],
+        x_leaf=lf,
+        x_tile_first=0,
+        x_tile_count=0,
+    )
 
 
 @dataclass
@@ -940,10 +969,9 @@ def _expand_steps(
     at += np.arange(n_steps, dtype=np.int64)
     step_node = t_flat[at]
     del at
-    ncols = nodes.cols
-    s_cycles = np.asarray(ncols["cycles"], np.int64)[step_node]
-    s_bin = np.asarray(ncols["x_bytes_in"], np.int64)[step_node]
-    s_bout = np.asarray(ncols["x_bytes_out"], np.int64)[step_node]
+    s_cycles = nodes.column("cycles")[step_node]
+    s_bin = nodes.column("x_bytes_in")[step_node]
+    s_bout = nodes.column("x_bytes_out")[step_node]
     # single-step instances carry their own timing and bytes
     single = lens == 1
     s_cycles[inst_first[single]] = inst["cyc"][single]
@@ -968,34 +996,21 @@ def _expand_steps(
         "ipu": np.repeat(inst["ipu"].astype(np.int16), lens),
         "start": start,
         "cycles": s_cycles,
-        "type": np.asarray(ncols["type"], np.uint8)[step_node],
+        "type": nodes.column("type")[step_node],
         "micro_batch": np.repeat(inst["mb"].astype(np.int32), lens),
         "stage": np.repeat(inst["stage"].astype(np.int16), lens),
         "phase": np.repeat(call.row_phase[inst["row"]].astype(np.uint8), lens),
         "iteration": np.repeat(inst["iter"].astype(np.int32), lens),
         "bytes_in": s_bin,
         "bytes_out": s_bout,
-        "dest": np.asarray(ncols["x_dest"], np.uint8)[step_node],
+        "dest": nodes.column("x_dest")[step_node],
     }
     return steps, ipu_offsets, total
 
 
 def _node_columns(nodes: _Nodes) -> dict[str, np.ndarray]:
     """The ``/programs/nodes`` columns."""
-    ncols = nodes.cols
-    return {
-        "name": np.array(ncols["name"], dtype=object),
-        "type": np.asarray(ncols["type"], np.uint8),
-        "parent": np.asarray(ncols["parent"], np.int32),
-        "ipu": np.asarray(ncols["ipu"], np.int16),
-        "repeat": np.asarray(ncols["repeat"], np.int64),
-        "op": np.asarray(ncols["op"], np.int32),
-        "cycles": np.asarray(ncols["cycles"], np.int64),
-        "tile_balance": np.asarray(ncols["tile_balance"], np.float32),
-        "bytes": np.asarray(ncols["bytes"], np.int64),
-        "sync": np.asarray(ncols["sync"], np.uint8),
-        "code_bytes": np.asarray(ncols["code_bytes"], np.int64),
-    }
+    return {c: nodes.column(c) for c in nodes.COLS if not c.startswith("x_")}
 
 
 def _leaf_io(leaves) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -1180,15 +1195,16 @@ def _tile_cycles(plan, nodes, t_nodes, templates) -> np.ndarray | RunRows:
     four runs a row: zeros, ``cycles``, ``cycles_min``, zeros) that the writer lays out block
     by block: the same values as the dense array, which is never built whole."""
     n = len(nodes)
-    leaf = np.asarray(nodes.cols["x_leaf"], np.int64)
+    leaf = nodes.column("x_leaf")
     is_leaf = leaf >= 0
     if plan.leaves.tile_start is not None and len(plan.leaves) > 0:
         start, count, nmax, hi, lo = plan.leaves.compact(np.where(is_leaf, leaf, -1))
         for t in templates:  # added leaves: their cycles on their tiles, zeros elsewhere
             if t.synth is not None:
                 nid = int(t.nodes[0])
-                first, n_tiles = nodes.cols["x_tiles"][nid]
-                a, b, _ = slice(int(first), int(first) + int(n_tiles)).indices(plan.tiles_per_ipu)
+                first = int(nodes.column("x_tile_first")[nid])
+                n_tiles = int(nodes.column("x_tile_count")[nid])
+                a, b, _ = slice(first, first + n_tiles).indices(plan.tiles_per_ipu)
                 b = max(a, b)  # the tiles out[nid, first : first + n_tiles] names
                 start[nid], count[nid], nmax[nid] = a, b - a, b - a
                 hi[nid], lo[nid] = t.synth.cycles, 0
@@ -1204,6 +1220,7 @@ def _tile_cycles(plan, nodes, t_nodes, templates) -> np.ndarray | RunRows:
     for t in templates:
         if t.synth is not None:
             nid = int(t.nodes[0])
-            first, n_tiles = nodes.cols["x_tiles"][nid]
+            first = int(nodes.column("x_tile_first")[nid])
+            n_tiles = int(nodes.column("x_tile_count")[nid])
             out[nid, first : first + n_tiles] = t.synth.cycles
     return out
