@@ -1083,14 +1083,15 @@ def _scatter_add(index, values, size: int) -> np.ndarray:
 _FLOAT_EXACT = 2.0**52  # below 2**53 with a margin for the float sum used to check it
 
 
-def _spread_ipus(values, ipu, t0, tn, n_ipus: int, size: int) -> np.ndarray:
+def _spread_ipus(values, ipu, t0, tn, n_ipus: int, size: int, out=None) -> np.ndarray:
     """Sum of ``values`` (per tile) over the tile ranges ``[t0, t0 + tn)`` of their IPUs ->
-    (n_ipus, size) per tile."""
+    (n_ipus, size) per tile; written into ``out`` (e.g. one category of the per-tile table)
+    when given."""
     at = np.asarray(ipu, dtype=np.int64) * (size + 1) + np.asarray(t0, dtype=np.int64)
     d = _scatter_add(
         np.concatenate((at, at + tn)), np.concatenate((values, -values)), n_ipus * (size + 1)
     )
-    return np.cumsum(d.reshape(n_ipus, size + 1)[:, :-1], axis=1)
+    return np.cumsum(d.reshape(n_ipus, size + 1)[:, :-1], axis=1, out=out)
 
 
 def tile_memory(
@@ -1149,15 +1150,21 @@ def _code_categories(inputs: MemoryInputs, code: ProgramCode, cat: np.ndarray) -
     n_programs = np.bincount(ipu, minlength=n_ipus)[:, None]
     t0s = progs["tile_start"].astype(np.int64)
     tns = progs["tile_count"].astype(np.int64)
-    spread = partial(_spread_ipus, ipu=ipu, t0=t0s, tn=tns, n_ipus=n_ipus, size=TT)
     takes_part = code.participates & code.owned
-    cat[:, :, CAT["controlCode"]] = n_programs * t.control_code_bytes_per_program + spread(
-        np.where(takes_part, t.control_code_bytes_per_participation, 0)
-    )
-    cat[:, :, CAT["controlTable"]] = n_programs * t.control_table_bytes_per_program
     cs = code.is_compute_set & code.owned
-    cat[:, :, CAT["controlId"]] = spread(np.where(cs, t.control_id_bytes_per_program, 0))
-    cat[:, :, CAT["internalExchangeCode"]] = spread(code.exchange_code_per_tile) + _spread_ipus(
+    v = code.vertices_per_tile
+
+    def spread(name: str, values) -> np.ndarray:
+        # bytes per tile of each program over its tiles, summed into the category's column
+        return _spread_ipus(values, ipu, t0s, tns, n_ipus, TT, out=cat[:, :, CAT[name]])
+
+    spread("controlCode", np.where(takes_part, t.control_code_bytes_per_participation, 0))
+    cat[:, :, CAT["controlCode"]] += n_programs * t.control_code_bytes_per_program
+    cat[:, :, CAT["controlTable"]] = n_programs * t.control_table_bytes_per_program
+    spread("controlId", np.where(cs, t.control_id_bytes_per_program, 0))
+    spread("internalExchangeCode", code.exchange_code_per_tile)
+    # and the exchanges' code on the tiles that send their data
+    cat[:, :, CAT["internalExchangeCode"]] += _spread_ipus(
         code.sender_code_per_tile,
         ipu,
         code.sender_tile_start,
@@ -1165,18 +1172,15 @@ def _code_categories(inputs: MemoryInputs, code: ProgramCode, cat: np.ndarray) -
         n_ipus,
         TT,
     )
-    v = code.vertices_per_tile
-    cat[:, :, CAT["vertexInstanceState"]] = spread(v * code.state_bytes)
-    cat[:, :, CAT["vertexFieldData"]] = spread(v * code.field_bytes)
-    cat[:, :, CAT["vectorListDescriptor"]] = spread(v * code.vector_list_bytes)
+    spread("vertexInstanceState", v * code.state_bytes)
+    spread("vertexFieldData", v * code.field_bytes)
+    spread("vectorListDescriptor", v * code.vector_list_bytes)
     is_copy = progs["family"] == "copy"
-    cat[:, :, CAT["copyDescriptor"]] = spread(
-        np.where(cs & is_copy, t.copy_descriptor_bytes_per_copy * v, 0)
-    )
-    cat[:, :, CAT["constant"]] = spread(np.where(cs, t.constant_bytes_per_op_tile, 0))
+    spread("copyDescriptor", np.where(cs & is_copy, t.copy_descriptor_bytes_per_copy * v, 0))
+    spread("constant", np.where(cs, t.constant_bytes_per_op_tile, 0))
     if inputs.config.instrumentation:
-        cat[:, :, CAT["instrumentationResults"]] = spread(
-            np.where(takes_part, t.instrumentation_bytes_per_program, 0)
+        spread(
+            "instrumentationResults", np.where(takes_part, t.instrumentation_bytes_per_program, 0)
         )
     cat[:, :, CAT["stack"]] = t.stack_bytes_per_tile
     # vertex code: each vertex type present on a tile costs its code once. Per (IPU, vertex
@@ -1197,13 +1201,14 @@ def _code_categories(inputs: MemoryInputs, code: ProgramCode, cat: np.ndarray) -
         running = np.cumsum(np.add.reduceat(delta, first))  # 0 after each pair's last event
         covered = np.flatnonzero(running[:-1] > 0)
         pair_of, tile = np.divmod(key, TT + 1)
-        cat[:, :, CAT["vertexCode"]] = _spread_ipus(
+        _spread_ipus(
             code.vertex_type_code_bytes[pair_of[covered] % n_types],
             pair_of[covered] // n_types,
             tile[covered],
             tile[covered + 1] - tile[covered],
             n_ipus,
             TT,
+            out=cat[:, :, CAT["vertexCode"]],
         )
 
 
@@ -1236,14 +1241,15 @@ def _host_exchange_categories(
         * n_streams,
         0,
     )
-    cat[:, :, CAT["hostExchangeCode"]] = _spread_ipus(host_code, ipu, vt0, vtn, n_ipus, TT)
-    cat[:, :, CAT["hostExchangePacketHeader"]] = _spread_ipus(
+    _spread_ipus(host_code, ipu, vt0, vtn, n_ipus, TT, out=cat[:, :, CAT["hostExchangeCode"]])
+    _spread_ipus(
         n_streams * _ceil_div(bytes_per_tile, t.packet_payload_bytes) * t.packet_header_bytes,
         ipu,
         vt0,
         vtn,
         n_ipus,
         TT,
+        out=cat[:, :, CAT["hostExchangePacketHeader"]],
     )
     if io_tiles:
         T = inputs.compute_tiles
