@@ -126,19 +126,25 @@ def test_walkthrough_pipeline_phases(qtbot, pipeline, walkthrough_profiles):
     starts = [a for _p, a, _z in c.bands]
     assert starts == sorted(starts)
     assert all(z <= a2 for (_p, _a, z), (_q, a2, _y) in zip(c.bands, c.bands[1:]))
+    # the labels one item paints: every box's number is there, drawn where it fits
+    labels = r.view_a.box_labels
+    assert sorted(labels.texts) == sorted(
+        str(m) if m >= 0 else "weight update" for m in c.boxes["micro_batch"]
+    )
+    r.view_a.chart.grab()
+    shown = [(y, x, w) for _t, x, y, w in labels.drawn]
+    assert len(shown) >= ga, "the micro-batch numbers fit at the initial zoom"
     vb = r.view_a.chart.getViewBox()
     (x0, x1), _ = vb.viewRange()
-    px = vb.width() / (x1 - x0)
-    fm = r.view_a._metrics
-    shown = [
-        (t.pos().y(), t.pos().x() * px, fm.horizontalAdvance(text))
-        for t, _w, text in r.view_a.box_labels
-        if t.isVisible()
-    ]
-    assert len(shown) >= ga, "the micro-batch numbers fit at the initial zoom"
+    assert len(labels.shown(vb.width() / (x1 - x0))) == len(shown)
     for (ya, xa, wa), (yb, xb, wb) in zip(sorted(shown), sorted(shown)[1:]):
         if ya == yb:  # same stage row: text extents (centred on the boxes) do not overlap
             assert xb - xa >= (wa + wb) / 2
+    # zoomed out 50 times, no box is wide enough for its number: none is drawn
+    r.view_a.chart.getViewBox().setLimits(xMin=None, xMax=None)
+    r.view_a.chart.setXRange(x0, x0 + 50 * (x1 - x0), padding=0)
+    r.view_a.chart.grab()
+    assert labels.drawn == []
     # the OOM base step has no pipeline to draw
     _open(pipeline, walkthrough_profiles["1-base"])
     assert r.stack.currentWidget() is r.message

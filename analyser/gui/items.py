@@ -180,6 +180,86 @@ class SliceLabelsItem(pg.GraphicsObject):
         painter.restore()
 
 
+class PointLabelsItem(pg.GraphicsObject):
+    """Short texts centred on points, each drawn only where its box is wider on screen than the
+    text (the pipeline chart's micro-batch numbers: thin boxes would print their numbers on top
+    of each other). One item paints every label of a chart in its ``paint``: a pyqtgraph
+    ``TextItem`` per label cost ~0.3 ms each to build and add, and was moved on every change of
+    the view.
+
+    ``set_labels(x, y, widths, texts)``: centres in data coordinates, each box's width in data
+    units. :meth:`shown` gives the labels that fit at a scale; ``drawn`` (text, centre x and y in
+    pixels, text width in pixels, of the last paint) is kept for tests.
+    """
+
+    #: Room in pixels a box needs beyond its text's width.
+    PAD_PX = 6
+
+    def __init__(self, color: QColor | None = None, font: QFont | None = None) -> None:
+        super().__init__()
+        self.font = QFont(font) if font is not None else QFont()
+        self._metrics = QFontMetrics(self.font)
+        self._pen = QPen(color if color is not None else QColor(255, 255, 255))
+        self._x = np.zeros(0)
+        self._y = np.zeros(0)
+        self._w = np.zeros(0)
+        self._adv = np.zeros(0)
+        self.texts: list[str] = []
+        self.drawn: list[tuple[str, float, float, float]] = []
+
+    def set_labels(
+        self, x: np.ndarray, y: np.ndarray, widths: np.ndarray, texts: Sequence[str]
+    ) -> None:
+        self.prepareGeometryChange()
+        self._x = np.asarray(x, dtype=np.float64)
+        self._y = np.asarray(y, dtype=np.float64)
+        self._w = np.asarray(widths, dtype=np.float64)
+        self.texts = list(texts)
+        advances = {t: self._metrics.horizontalAdvance(t) for t in set(self.texts)}
+        self._adv = np.array([advances[t] for t in self.texts], dtype=np.float64)
+        self.update()
+
+    def fits(self, px_per_unit: float) -> np.ndarray:
+        """Indices of the labels whose box is wide enough at ``px_per_unit`` pixels per x
+        unit."""
+        return np.flatnonzero(self._w * abs(px_per_unit) >= self._adv + self.PAD_PX)
+
+    def shown(self, px_per_unit: float) -> list[tuple[float, float, str]]:
+        """(x, y, text) of the labels drawn at ``px_per_unit`` pixels per x unit."""
+        return [
+            (float(self._x[i]), float(self._y[i]), self.texts[i]) for i in self.fits(px_per_unit)
+        ]
+
+    def boundingRect(self) -> QRectF:
+        if not len(self._x):
+            return QRectF()
+        x0 = float((self._x - self._w / 2).min())
+        x1 = float((self._x + self._w / 2).max())
+        y0, y1 = float(self._y.min()) - 0.5, float(self._y.max()) + 0.5
+        return QRectF(x0, y0, x1 - x0, y1 - y0)
+
+    def paint(self, painter: QPainter, *args) -> None:
+        self.drawn = []
+        t = painter.transform()  # data -> device (scale and translation only)
+        keep = self.fits(t.m11())
+        if not len(keep):
+            return
+        cx = t.m11() * self._x[keep] + t.m31()
+        cy = t.m22() * self._y[keep] + t.m32()
+        h = float(self._metrics.height())
+        painter.save()
+        painter.resetTransform()
+        painter.setFont(self.font)
+        painter.setPen(self._pen)
+        flags = int(Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextSingleLine)
+        for j, i in enumerate(keep):
+            adv = float(self._adv[i])
+            text = self.texts[i]
+            painter.drawText(QRectF(cx[j] - adv / 2 - 1, cy[j] - h / 2, adv + 2, h), flags, text)
+            self.drawn.append((text, float(cx[j]), float(cy[j]), adv))
+        painter.restore()
+
+
 class ArrowsItem(pg.GraphicsObject):
     """Arrows from (x0, y0) to (x1, y1) in data coordinates (Perfetto's flow arrows), one pen
     per group, heads drawn in pixels (they keep their size at every zoom). The caller passes

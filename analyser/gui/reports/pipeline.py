@@ -31,7 +31,7 @@ from analyser.core.quantities import QUANTITIES
 from analyser.core.trace_window import HOST_EVENTS, HOST_LANES
 from analyser.core.units import fmt_bytes, fmt_change, fmt_int, fmt_pct, fmt_pts_delta
 from analyser.gui.axes import use_cycle_axis
-from analyser.gui.items import BatchedRectsItem
+from analyser.gui.items import BatchedRectsItem, PointLabelsItem
 from analyser.gui.model import data as gui_data
 from analyser.gui.model.document import Document
 from analyser.gui.model.pipeline import PHASE_LABELS, PipelineChart
@@ -85,6 +85,9 @@ class PipelineChartView(QWidget):
         self.host_boxes = BatchedRectsItem()
         self.chart.addItem(self.host_boxes)
         self.host_lanes: tuple[str, ...] = ()
+        # the micro-batch numbers inside the boxes, one item for all (drawn where they fit)
+        self.box_labels = PointLabelsItem()
+        self.chart.addItem(self.box_labels)
         lay.addWidget(self.chart, 1, 0, 1, 2)
         self.load = pg.PlotWidget(enableMenu=False)
         style_plot(self.load)
@@ -111,8 +114,6 @@ class PipelineChartView(QWidget):
         # overlap): an explicit minimum for the whole view (header, chart, per-stage charts)
         self.setMinimumHeight(260 + 170 + 90)
         self._extra: list = []
-        self.box_labels: list[tuple[pg.TextItem, float, str]] = []
-        self._metrics = QFontMetrics(QFont())
         self._band_font = QFont("", 9, QFont.Weight.Bold)
         self._band_metrics = QFontMetrics(self._band_font)
         #: (label, band start, band end, text) of the phase bands, laid out by _fit_labels
@@ -123,13 +124,11 @@ class PipelineChartView(QWidget):
         self.band_labels: dict[str, str] = {}
 
     def _fit_labels(self, *args) -> None:
-        """Show a box's label only when the box is wider than the text at the current zoom
-        (thin micro-batch boxes would otherwise print their numbers on top of each other)."""
+        """Lay out the phase labels for the current zoom (the micro-batch numbers pick the
+        boxes they fit in when painted: :class:`PointLabelsItem`)."""
         vb = self.chart.getViewBox()
         (x0, x1), _ = vb.viewRange()
         px_per_cycle = vb.width() / (x1 - x0) if x1 > x0 else 0.0
-        for item, width, text in self.box_labels:
-            item.setVisible(width * px_per_cycle >= self._metrics.horizontalAdvance(text) + 6)
         self._lay_out_band_labels(x0, x1, px_per_cycle)
 
     #: Rows of phase labels above the stages (the space the y range leaves there).
@@ -265,15 +264,19 @@ class PipelineChartView(QWidget):
             ]
         self.host_boxes.set_groups(host_groups)
         n_rows = c.n_stages + len(self.host_lanes)
-        # micro-batch numbers inside the boxes, shown only where they fit (see _fit_labels)
-        self.box_labels = []
+        # micro-batch numbers inside the boxes, drawn only where they fit (PointLabelsItem)
         if len(b) <= MAX_BOX_LABELS:
-            for row in b.itertuples():
-                text = str(row.micro_batch) if row.micro_batch >= 0 else "weight update"
-                t = pg.TextItem(text, color="w", anchor=(0.5, 0.5))
-                t.setPos((row.start + row.end) / 2, row.stage + 0.5)
-                self._add(self.chart, t)
-                self.box_labels.append((t, float(row.end - row.start), text))
+            start = b["start"].to_numpy(dtype=float)
+            end = b["end"].to_numpy(dtype=float)
+            mb = b["micro_batch"].to_numpy()
+            self.box_labels.set_labels(
+                (start + end) / 2,
+                b["stage"].to_numpy(dtype=float) + 0.5,
+                end - start,
+                [str(m) if m >= 0 else "weight update" for m in mb.tolist()],
+            )
+        else:
+            self.box_labels.set_labels(np.zeros(0), np.zeros(0), np.zeros(0), [])
         self.chart.getPlotItem().getAxis("left").setTicks(
             [
                 [(s + 0.5, f"stage {s} · IPU {c.stage_ipu[s]}") for s in range(c.n_stages)]
