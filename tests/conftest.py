@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("MPLBACKEND", "Agg")
 # no trace level-of-detail cache in the user's cache folder (tests that check it set their own)
@@ -17,3 +19,41 @@ os.environ.setdefault("IPU_ANALYSER_CACHE", "")
 # walkthrough profiles simulated once per session; sim_cluster: one Dask cluster for the
 # simulation service).
 pytest_plugins = ["fixtures_walkthrough", "fixtures_service"]
+
+
+# -- a hang ends the run with every thread's stack -------------------------------------------------
+# pytest-timeout (pyproject.toml: 300 s, thread method) needs the GIL to act; a run once hung in a
+# futex wait with the GIL held (a GUI test, no CPU used, SIGTERM ignored), where it never fired.
+# faulthandler's watchdog is a C thread that needs no GIL: after HANG_SECONDS in one test it writes
+# every thread's Python stack to the real stderr and exits the process (status 1), so CI fails
+# with the stacks instead of hanging until its time limit. HANG_TEST_SECONDS overrides it.
+HANG_SECONDS = int(os.environ.get("HANG_TEST_SECONDS", "420"))
+
+
+def pytest_configure(config):
+    import faulthandler
+    import sys
+
+    # a copy of the real stderr, taken before output capture starts for the tests
+    config._hang_dump_fd = os.dup(sys.stderr.fileno())
+    faulthandler.enable(file=config._hang_dump_fd)
+
+
+def pytest_unconfigure(config):
+    fd = getattr(config, "_hang_dump_fd", None)
+    if fd is not None:
+        import faulthandler
+
+        faulthandler.cancel_dump_traceback_later()
+        os.close(fd)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    import faulthandler
+
+    faulthandler.dump_traceback_later(HANG_SECONDS, exit=True, file=item.config._hang_dump_fd)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
