@@ -800,3 +800,32 @@ def test_compare_summary_colours_only_changes_that_show(qtbot):
     assert share.foreground(3).style() != Qt.BrushStyle.NoBrush
     assert peak.text(3).startswith("-24") or peak.text(3).startswith("−24")
     assert peak.foreground(3).style() != Qt.BrushStyle.NoBrush
+
+
+def test_a_click_right_after_an_open_goes_before_the_warm_up_and_the_idle_build(
+    qtbot, make_window, profiles_dir
+):
+    """Issue 15: a report clicked at once after an open is filled and painted with the
+    background warm-up held (it shares the interpreter lock with the GUI thread) and the next
+    idle-time build step put back after it; both carry on afterwards and build nothing twice."""
+    from analyser.gui.reports.pipeline import PipelineChartView
+
+    w = make_window()
+    open_and_wait(qtbot, w, profiles_dir["fit"])
+    task = w._prefetch_task
+    pending = w.prebuild_pending()
+    pipeline = w.show_report("pipeline")
+    assert not task._may_run.is_set(), "the warm-up waits while the clicked report fills"
+    if pending:
+        assert w._prebuild_timer.remainingTime() > 25  # a whole interval after the click
+    assert not pipeline.needs_refresh and pipeline.view_a.data is not None
+    qtbot.waitUntil(task._may_run.is_set, timeout=2_000)
+    w.pool.waitForDone()
+    qtbot.waitUntil(lambda: not w.prebuild_pending(), timeout=20_000)
+    assert sorted(r.key for r in w._reports.values()) == sorted(w.report_keys)
+    keys = [k for k, _t in w.prebuild_steps]
+    assert len(keys) == len(set(keys)) and "pipeline" not in keys
+    assert len(w.findChildren(PipelineChartView)) == 1
+    # the summary clicked again: nothing to fill, nothing held
+    w.show_report("summary")
+    assert task._may_run.is_set()

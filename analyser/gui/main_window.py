@@ -9,6 +9,7 @@ message box with the reader's one-sentence error and the window carries on.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -48,6 +49,9 @@ ORGANISATION = "ipu-graph-analyser"
 MAX_RECENT = 10
 #: Pause between two reports built while the window is idle (ms; see MainWindow._prebuild_next).
 PREBUILD_INTERVAL_MS = 50
+#: How long the background warm-up pauses after a click shows a report not filled yet (ms; see
+#: PrefetchTask.pause).
+PREFETCH_PAUSE_MS = 150
 PROFILE_FILTER = "IPU profiles (*.h5 *.hdf5 *.pvh5);;All files (*)"
 
 
@@ -64,18 +68,34 @@ class PrefetchTask(QRunnable):
         #: warmed too
         self.pair = pair
         self.cancelled = False
+        #: cleared while the GUI thread fills a report a click just showed (see pause)
+        self._may_run = threading.Event()
+        self._may_run.set()
+
+    def pause(self) -> None:
+        """Hold the warm-up at its next step while the GUI thread fills and paints the report
+        a click showed: the two threads share one interpreter lock, so a warm-up running
+        beside it about doubled that first visit when clicked right after an open (issue 15).
+        The report computes what it needs itself; the warm-up carries on after :meth:`resume`
+        (or a second at most)."""
+        self._may_run.clear()
+
+    def resume(self) -> None:
+        self._may_run.set()
 
     def run(self) -> None:
         from analyser.gui.model import data
 
         for doc in self.docs:
             for report_needs in self.needs:
+                self._may_run.wait(1.0)
                 if self.cancelled:
                     return
                 try:
                     data.warm(doc, report_needs)
                 except Exception:
                     return
+        self._may_run.wait(1.0)
         if self.pair is not None and not self.cancelled:
             try:
                 data.comparison(*self.pair)  # the Summary's and the Pipeline's explanations
@@ -321,7 +341,19 @@ class MainWindow(QMainWindow):
             self.title_label.setText(self._report_classes[row].title)
             return
         report = self._report_at(row)
-        self.stack.setCurrentWidget(report)
+        task = getattr(self, "_prefetch_task", None)
+        hold = (
+            task is not None and report.needs_refresh and report is not self.stack.currentWidget()
+        )
+        if hold:
+            task.pause()  # the report fills and paints without the warm-up beside it
+        self.stack.setCurrentWidget(report)  # fills the report if it was not yet
+        if hold:
+            QTimer.singleShot(PREFETCH_PAUSE_MS, task.resume)  # after the paint
+        if self._prebuild_timer.isActive():
+            # the next idle build step waits for the report shown to be painted (it used to run
+            # first when its tick fell between the click and the paint)
+            self._prebuild_timer.start()
         self.title_label.setText(self._title_text(report))
         self.settings.setValue("report", report.key)
 
@@ -635,6 +667,7 @@ class MainWindow(QMainWindow):
         task = getattr(self, "_prefetch_task", None)
         if task is not None:
             task.cancelled = True
+            task.resume()
         for report in self._reports.values():
             report.shutdown()
         self.pool.waitForDone(10000)

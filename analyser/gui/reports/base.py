@@ -225,6 +225,11 @@ class Report(QWidget):
         self.statusMessage.emit(str(exc))
         QMessageBox.warning(self, f"Cannot show the {self.title}", str(exc))
 
+    @property
+    def needs_refresh(self) -> bool:
+        """True when the report refreshes (fills from its documents) when next shown."""
+        return self._dirty
+
     def _mark_dirty(self) -> None:
         self._dirty = True
         if self.isVisible():
