@@ -212,13 +212,26 @@ def _measure(args) -> int:
     return 0
 
 
+def _opened_window(app, settings, files):
+    """A fresh window from cleared settings with ``files`` open and the Summary painted."""
+    from analyser.gui.main_window import MainWindow
+
+    settings.clear()
+    w = MainWindow(settings=settings)
+    w.resize(1400, 900)
+    w.show()
+    w.open_files(files)
+    _wait(app, lambda: w.workspace.document is not None and not w.is_loading())
+    w.grab()
+    return w
+
+
 def _measure_switches(app, args, settings, files, watch, case: str) -> None:
     """First visits in fresh windows (one per run), later visits in the last one. The window
     warms the other reports' analysis in the background after a load; a person takes longer
     than that to pick the next report, so switching starts once it is done. Each window starts
     from cleared settings, so it opens on the first report (the Summary: built and painted by
     the open, measured in 1.), not on the report shown last in the previous window."""
-    from analyser.gui.main_window import MainWindow
 
     first: dict[str, list[float]] = {}
     later: dict[str, list[float]] = {}
@@ -226,13 +239,7 @@ def _measure_switches(app, args, settings, files, watch, case: str) -> None:
     idle_build: list[float] = []
     steps: list[tuple[str, float]] = []
     for run in range(args.runs):
-        settings.clear()
-        w = MainWindow(settings=settings)
-        w.resize(1400, 900)
-        w.show()
-        w.open_files(files)
-        _wait(app, lambda w=w: w.workspace.document is not None and not w.is_loading())
-        w.grab()
+        w = _opened_window(app, settings, files)
         w.pool.waitForDone()
         # the window builds the reports not shown yet in its idle time, one per tick (a person
         # takes longer than that to pick the next report); a click during one such step waits
@@ -307,13 +314,7 @@ def _measure_immediate(app, args, settings, files, watch, case: str) -> None:
     probe.close()
     for _run in range(args.runs):
         for key in keys[1:]:  # the first (the Summary) is what the open shows
-            settings.clear()
-            w = MainWindow(settings=settings)
-            w.resize(1400, 900)
-            w.show()
-            w.open_files(files)
-            _wait(app, lambda w=w: w.workspace.document is not None and not w.is_loading())
-            w.grab()
+            w = _opened_window(app, settings, files)
             c0 = time.process_time()
             wall.setdefault(key, []).append(_switch(app, w, key, watch, args.sync))
             cpu.setdefault(key, []).append(time.process_time() - c0)

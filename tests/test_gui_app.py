@@ -829,3 +829,15 @@ def test_a_click_right_after_an_open_goes_before_the_warm_up_and_the_idle_build(
     # the summary clicked again: nothing to fill, nothing held
     w.show_report("summary")
     assert task._may_run.is_set()
+
+
+def test_a_held_warm_up_resumes_itself_when_nothing_resumes_it():
+    """A GUI thread blocked waiting for the pool cannot run the timer that resumes the warm-up:
+    the task then carries on by itself after one pause, not one pause per step."""
+    from analyser.gui.main_window import PrefetchTask
+
+    task = PrefetchTask((), ())
+    task.PAUSE_LIMIT_S = 0.01
+    task.pause()
+    task._wait_if_paused()
+    assert task._may_run.is_set()

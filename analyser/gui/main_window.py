@@ -75,27 +75,36 @@ class PrefetchTask(QRunnable):
     def pause(self) -> None:
         """Hold the warm-up at its next step while the GUI thread fills and paints the report
         a click showed: the two threads share one interpreter lock, so a warm-up running
-        beside it about doubled that first visit when clicked right after an open (issue 15).
+        beside it slowed that first visit when clicked right after an open (issue 15).
         The report computes what it needs itself; the warm-up carries on after :meth:`resume`
-        (or a second at most)."""
+        (or, should the GUI thread be blocked, :attr:`PAUSE_LIMIT_S` at most: it then resumes
+        itself)."""
         self._may_run.clear()
 
     def resume(self) -> None:
         self._may_run.set()
+
+    #: Longest pause (seconds) when nothing resumes the task (a GUI thread blocked waiting for
+    #: the pool would otherwise hold it at every step).
+    PAUSE_LIMIT_S = 0.3
+
+    def _wait_if_paused(self) -> None:
+        if not self._may_run.wait(self.PAUSE_LIMIT_S):
+            self._may_run.set()
 
     def run(self) -> None:
         from analyser.gui.model import data
 
         for doc in self.docs:
             for report_needs in self.needs:
-                self._may_run.wait(1.0)
+                self._wait_if_paused()
                 if self.cancelled:
                     return
                 try:
                     data.warm(doc, report_needs)
                 except Exception:
                     return
-        self._may_run.wait(1.0)
+        self._wait_if_paused()
         if self.pair is not None and not self.cancelled:
             try:
                 data.comparison(*self.pair)  # the Summary's and the Pipeline's explanations
