@@ -129,82 +129,104 @@ def pipeline_chart(analysis, trace: TraceWindow) -> PipelineChart:
         it = trace.access.read(lo, hi, ("iteration",))["iteration"]
         spans.append((ipu, lo, it))
     first = min((int(it.min()) for _i, _lo, it in spans if len(it)), default=0)
-    parts = []
+    # the steps as whole numpy columns (no DataFrame: its filtering and groupby were most of
+    # the chart's cost when the Pipeline is the first report opened)
     cols = ("program", "start", "cycles", "stage", "micro_batch", "phase")
+    parts = []
     for ipu, lo, it in spans:
         rows = np.flatnonzero(it == first)
         if not len(rows):
             continue
         d = trace.access.read(lo, lo + int(rows[-1]) + 1, cols)
-        keep = it[: int(rows[-1]) + 1] == first
-        keep &= (d["start"] >= t0) & (d["start"] < t1)
-        d["ipu"] = np.full(len(keep), ipu, dtype=np.int64)
-        parts.append(pd.DataFrame({k: v[keep] for k, v in d.items()}))
-    steps = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=[*cols, "ipu"])
-    if len(steps):
-        t0 = float(steps["start"].min()) if np.isinf(t0) else t0
-        t1 = float((steps["start"] + steps["cycles"]).max())
+        start = np.asarray(d["start"])
+        keep = (it[: int(rows[-1]) + 1] == first) & (start >= t0) & (start < t1)
+        part = {k: np.asarray(d[k], dtype=np.int64)[keep] for k in cols}
+        part["ipu"] = np.full(len(part["start"]), ipu, dtype=np.int64)
+        parts.append(part)
+    steps = {
+        k: np.concatenate([p[k] for p in parts]) if parts else np.zeros(0, dtype=np.int64)
+        for k in (*cols, "ipu")
+    }
+    start, stage, ipu_of = steps["start"], steps["stage"], steps["ipu"]
+    end = start + steps["cycles"]
+    n = len(start)
+    if n:
+        t0 = float(start.min()) if np.isinf(t0) else t0
+        t1 = float(end.max())
     else:
         t0 = t1 = 0.0
-    progs = trace.programs
+    # the pass of each step's operation (only the programs' op column is read: the whole
+    # programs table with op names is the Execution Trace's, built when that report needs it)
+    prog_op = np.asarray(trace.access.table("/programs/nodes", ["op"])["op"], dtype=np.int64)
     ops = analysis.src.table("/graph/operations", ["pass"])
-    op = progs["op"].to_numpy()[steps["program"].to_numpy()] if len(steps) else np.zeros(0, int)
+    op = prog_op[steps["program"]] if n else np.zeros(0, dtype=np.int64)
     op_pass = ops["pass"].to_numpy().astype(np.int64)
     pass_code = np.where((op >= 0) & (op < len(op_pass)), op_pass[np.clip(op, 0, None)], -1)
-    steps["pass"] = pass_code
-    steps["end"] = steps["start"] + steps["cycles"]
 
     stage_cycles = np.asarray(ex.stage_cycles, dtype=np.float64)
-    n_stages = max(len(stage_cycles), int(steps["stage"].max()) + 1 if len(steps) else 1, 1)
+    n_stages = max(len(stage_cycles), int(stage.max()) + 1 if n else 1, 1)
     if len(stage_cycles) < n_stages:
         stage_cycles = np.r_[stage_cycles, np.zeros(n_stages - len(stage_cycles))]
     stage_compute = np.asarray(ex.stage_compute_cycles, dtype=np.float64)
     if len(stage_compute) < n_stages:
         stage_compute = np.r_[stage_compute, np.zeros(n_stages - len(stage_compute))]
-    staged = steps[steps["stage"] >= 0]
+    # IPU of each stage: the IPU most of its steps run on (the lowest of a tie); a loop over
+    # the few stages
     stage_ipu = []
     for s in range(n_stages):
-        ipus = staged.loc[staged["stage"] == s, "ipu"]
-        stage_ipu.append(int(ipus.mode().iloc[0]) if len(ipus) else s)
+        ipus = ipu_of[stage == s]
+        stage_ipu.append(int(np.bincount(ipus).argmax()) if len(ipus) else s)
 
     # the weight update runs once per step on every IPU, outside the micro-batches: every
     # step of that phase (its compute and its stream copies) becomes one box per stage, placed
     # by the step's stage or, when it has none, by its IPU's stage
-    ipu_stage = {ipu: s for s, ipu in reversed(list(enumerate(stage_ipu)))}
-    wu = (steps["phase"] == PHASES.index("weightUpdate")).to_numpy()
-    upd = steps[wu].copy()
-    by_ipu = upd["ipu"].map(ipu_stage)
-    upd["stage"] = np.where(upd["stage"] >= 0, upd["stage"], by_ipu.fillna(-1)).astype(np.int64)
-    upd = upd[upd["stage"] >= 0]
-    upd["micro_batch"] = -1
-    upd["pass"] = PASSES.index("update")
-    rest = steps[~wu]
-    rest = rest[(rest["stage"] >= 0) & (rest["micro_batch"] >= 0) & (rest["pass"] >= 0)]
-    mb = pd.concat([rest, upd], ignore_index=True)
-    boxes = (
-        mb.groupby(["stage", "micro_batch", "pass"], sort=True)
-        .agg(
-            start=("start", "min"),
-            end=("end", "max"),
-            steps=("start", "size"),
-            busy=("cycles", "sum"),
-        )
-        .reset_index()
+    ipu_stage = np.full(max(trace.n_ipus, max(stage_ipu, default=0) + 1, 1), -1, dtype=np.int64)
+    for s, ipu in reversed(list(enumerate(stage_ipu))):
+        ipu_stage[ipu] = s
+    phase = steps["phase"]
+    wu = phase == PHASES.index("weightUpdate")
+    upd_stage = np.where(stage[wu] >= 0, stage[wu], ipu_stage[ipu_of[wu]])
+    upd = upd_stage >= 0
+    rest = ~wu & (stage >= 0) & (steps["micro_batch"] >= 0) & (pass_code >= 0)
+    k_stage = np.concatenate([stage[rest], upd_stage[upd]])
+    k_mb = np.concatenate([steps["micro_batch"][rest], np.full(int(upd.sum()), -1, np.int64)])
+    k_pass = np.concatenate(
+        [pass_code[rest], np.full(int(upd.sum()), PASSES.index("update"), np.int64)]
     )
-    boxes["pass_name"] = [PASSES[int(p)] for p in boxes["pass"]]
+    b_start = np.concatenate([start[rest], start[wu][upd]])
+    b_end = np.concatenate([end[rest], end[wu][upd]])
+    b_cycles = np.concatenate([steps["cycles"][rest], steps["cycles"][wu][upd]])
+    # one box per (stage, micro-batch, pass), in that order: sorted keys, reduced per run
+    order = np.lexsort((k_pass, k_mb, k_stage))
+    k_stage, k_mb, k_pass = k_stage[order], k_mb[order], k_pass[order]
+    new_key = np.ones(len(order), dtype=bool)
+    new_key[1:] = (np.diff(k_stage) != 0) | (np.diff(k_mb) != 0) | (np.diff(k_pass) != 0)
+    first_row = np.flatnonzero(new_key)
+    boxes = pd.DataFrame(
+        {
+            "stage": k_stage[first_row],
+            "micro_batch": k_mb[first_row],
+            "pass": k_pass[first_row],
+            "start": np.minimum.reduceat(b_start[order], first_row) if len(order) else b_start,
+            "end": np.maximum.reduceat(b_end[order], first_row) if len(order) else b_end,
+            "steps": np.diff(np.r_[first_row, len(order)]).astype(np.int64),
+            "busy": np.add.reduceat(b_cycles[order], first_row) if len(order) else b_cycles,
+            "pass_name": np.asarray(PASSES, dtype=object)[k_pass[first_row]],
+        }
+    )
     bands = []
     for name in BAND_PHASES:
-        sel = steps[steps["phase"] == PHASES.index(name)]
-        if len(sel):
-            bands.append((name, float(sel["start"].min()), float(sel["end"].max())))
+        sel = phase == PHASES.index(name)
+        if sel.any():
+            bands.append((name, float(start[sel].min()), float(end[sel].max())))
     # the wait for the host before the pipeline starts (input StreamCopyBegin), when it is one
     # stretch before the first band
-    host = steps[steps["phase"] == PHASES.index("host")]
+    host = phase == PHASES.index("host")
     host_events = trace.host_lane()
-    if host_events.empty and len(host) and bands and float(host["end"].max()) <= bands[0][1]:
+    if host_events.empty and host.any() and bands and float(end[host].max()) <= bands[0][1]:
         # before format 1.2 the host's wait at the start of a call was in the device trace
-        bands.insert(0, ("host", float(host["start"].min()), float(host["end"].max())))
-    if not host_events.empty and len(steps) and float(host_events["start"].min()) < t0:
+        bands.insert(0, ("host", float(start[host].min()), float(end[host].max())))
+    if not host_events.empty and n and float(host_events["start"].min()) < t0:
         # the host's time before the device starts (preparation, the call's round trip), from
         # the host timeline: drawn as the host-wait band in front of the pipeline
         bands.insert(0, ("host", float(host_events["start"].min()), t0))
