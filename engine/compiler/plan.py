@@ -268,132 +268,191 @@ SLOTS = (
     ("rexch", T_EXCHANGE),
     ("red", T_ONTILE),
 )
+SLOT = {name: k for k, (name, _) in enumerate(SLOTS)}
 
 _DT_NAME = {4: "float", 2: "half", 1: "unsigned char"}
 
 
+@dataclass
+class SlotTable:
+    """Per op and program slot (ops x SLOTS): presence, cycles of the largest and smallest tile
+    share, bytes received, vertices per tile; with per-op tiles used, tiles taking ``cycles``
+    (``n_max``), serial splits and temporary bytes per tile. Filled by the planning phases."""
+
+    present: np.ndarray
+    cyc: np.ndarray
+    cyc_lo: np.ndarray
+    byt: np.ndarray
+    verts: np.ndarray
+    tiles_used: np.ndarray
+    n_max: np.ndarray
+    serial: np.ndarray
+    temp: np.ndarray
+
+    @classmethod
+    def empty(cls, n: int) -> SlotTable:
+        """No program but the first sync and the main compute set of each op."""
+        k = len(SLOTS)
+        t = cls(
+            present=np.zeros((n, k), dtype=bool),
+            cyc=np.zeros((n, k), dtype=np.int64),
+            cyc_lo=np.zeros((n, k), dtype=np.int64),
+            byt=np.zeros((n, k), dtype=np.int64),
+            verts=np.zeros((n, k), dtype=np.int64),
+            tiles_used=np.ones(n, dtype=np.int64),
+            n_max=np.ones(n, dtype=np.int64),
+            serial=np.ones(n, dtype=np.int64),
+            temp=np.zeros(n, dtype=np.int64),
+        )
+        t.present[:, SLOT["sync_a"]] = True
+        t.present[:, SLOT["main"]] = True
+        return t
+
+
+@dataclass
+class Placement:
+    """Where each op's programs run: first tile, and the op whose compute sets it calls."""
+
+    start: np.ndarray
+    owner: np.ndarray
+
+
 def plan_ops(L, t, config, T: int) -> OpPlans:
-    """Plan every lowered op and lay out its leaf programs (see the module docstring)."""
+    """Plan every lowered op and lay out its leaf programs (see the module docstring):
+    AMP plans, then the other ops, syncs, placement, and the program rows."""
     n = len(L)
-    amp = L["amp"]
-    ia = np.flatnonzero(amp)
-    ie = np.flatnonzero(~amp)
     pb = 4 if config.partials_dtype == "float32" else 2
-    rate = t.amp_rate(config.compute_dtype, config.partials_dtype)
-    limit = config.amp * t.sram_per_tile
     notes: list[str] = []
-    sync = t.internal_sync_cycles
-    setup = t.exchange_setup_cycles
-    xb = t.exchange_bytes_per_cycle
-
-    tiles_used = np.ones(n, dtype=np.int64)
-    n_max = np.ones(n, dtype=np.int64)
-    serial = np.ones(n, dtype=np.int64)
-    temp = np.zeros(n, dtype=np.int64)
-    present = np.zeros((n, len(SLOTS)), dtype=bool)
-    cyc = np.zeros((n, len(SLOTS)), dtype=np.int64)
-    cyc_lo = np.zeros((n, len(SLOTS)), dtype=np.int64)
-    byt = np.zeros((n, len(SLOTS)), dtype=np.int64)
-    verts = np.zeros((n, len(SLOTS)), dtype=np.int64)  # per tile
-    slot = {name: k for k, (name, _) in enumerate(SLOTS)}
-    present[:, slot["sync_a"]] = True
-    present[:, slot["main"]] = True
-
-    # ---- AMP ops ---------------------------------------------------------------------------
-    if len(ia):
-        keys = ("G", "M", "K", "N", "cin", "kernel", "row_width", "a_dup", "db", "b_weight")
-        a = {k: L[k][ia] for k in keys}
-        p = _plan_amp_distinct(a, t, T, limit, rate, pb)
-        if p["none_fit"].any():
-            names = ", ".join(L["name"][ia[p["none_fit"]]][:3])
-            notes.append(
-                f"{int(p['none_fit'].sum())} matmul / convolution plan(s) exceed the available "
-                f"memory proportion even with serial splits (e.g. {names})."
-            )
-        tu = p["tiles_used"]
-        tiles_used[ia] = tu
-        n_max[ia] = p["n_max"]
-        serial[ia] = p["s"]
-        temp[ia] = p["temp"]
-        k_main, k_ex = slot["main"], slot["exch"]
-        cyc[ia, k_main], cyc_lo[ia, k_main] = p["compute"], p["compute_lo"]
-        cyc[ia, k_ex], cyc_lo[ia, k_ex] = p["exch"], p["exch_lo"]
-        present[ia, k_ex] = True
-        byt[ia, k_ex] = p["recv"] * p["n_max"] + p["recv_lo"] * (tu - p["n_max"])
-        verts[ia, k_main] = p["gpt"] * p["s"]
-        # reduction of partial sums
-        red = p["pk"] > 1
-        for nm in ("sync_d", "rexch", "red"):
-            present[ia, slot[nm]] = red
-        cyc[ia, slot["rexch"]], cyc_lo[ia, slot["rexch"]] = p["red_ex"], p["red_ex_lo"]
-        cyc[ia, slot["red"]], cyc_lo[ia, slot["red"]] = p["red_cs"], p["red_cs_lo"]
-        byt[ia, slot["rexch"]] = p["red_recv"] * tu
-        verts[ia, slot["red"]] = np.where(red, 1, 0)
-        # PreArrange of the re-laid-out operand in backward matmuls / convolutions
-        role = L["role"][ia]
-        pre = (role == "gi") | (role == "gw")
-        pre_el = np.where(role == "gi", p["b_el"], p["a_el"])
-        pre_el_lo = np.where(role == "gi", p["b_el_lo"], p["a_el_lo"])
-        present[ia, slot["prearr"]] = pre
-        present[ia, slot["sync_c"]] = pre
-        cyc[ia, slot["prearr"]] = (
-            np.ceil(pre_el * t.prearrange_cycles_per_element).astype(np.int64)
-            + t.elementwise_supervisor_cycles
-        )
-        cyc_lo[ia, slot["prearr"]] = (
-            np.ceil(pre_el_lo * t.prearrange_cycles_per_element).astype(np.int64)
-            + t.elementwise_supervisor_cycles
-        )
-        verts[ia, slot["prearr"]] = 1
-        # 16.32: cast the FP32 master weights (on the tiles holding them) to FP16 before the
-        # exchange; the FP16 copy is a temporary of the op
-        cast = L["wcast"][ia] > 0
-        w_per_tile = _ceil_div(L["wcast"][ia], np.maximum(tu, 1))
-        present[ia, slot["cast"]] = cast
-        present[ia, slot["sync_b"]] = cast
-        cyc[ia, slot["cast"]] = np.where(cast, vertex_costs.cast_cycles(t, w_per_tile, 4, 2), 0)
-        cyc_lo[ia, slot["cast"]] = cyc[ia, slot["cast"]]
-        verts[ia, slot["cast"]] = 1
-        temp[ia] += w_per_tile * 2
-
-    # ---- element-wise and other ops ----------------------------------------------------------
-    if len(ie):
-        e = L["elems"][ie]
-        db = L["db"][ie]
-        tu = np.clip(_ceil_div(e * db, t.min_bytes_per_tile), 1, T)
-        per = _ceil_div(e, tu)
-        per_lo = e // tu
-        rem = e - per_lo * tu
-        tiles_used[ie] = tu
-        n_max[ie] = np.where(rem > 0, rem, tu)
-        passes = L["passes"][ie]
-        cyc[ie, slot["main"]] = vertex_costs.elementwise_cycles(t, per, passes, db)
-        cyc_lo[ie, slot["main"]] = vertex_costs.elementwise_cycles(t, per_lo, passes, db)
-        verts[ie, slot["main"]] = 1  # one multi-vertex per tile runs all passes
-        ct = L["cross_tile"][ie] & (tu > 1)
-        st = np.maximum(L["stats"][ie], 1)
-        red_el = np.minimum(st, per)  # partial statistics per tile (FP32)
-        for nm in ("sync_d", "rexch", "red"):
-            present[ie, slot[nm]] = ct
-        cyc[ie, slot["rexch"]] = _ceil_div(red_el * 4, xb) + setup
-        cyc_lo[ie, slot["rexch"]] = cyc[ie, slot["rexch"]]
-        byt[ie, slot["rexch"]] = np.where(ct, red_el * 4 * tu, 0)
-        cyc[ie, slot["red"]] = vertex_costs.elementwise_cycles(t, red_el, 1.0, 4)
-        cyc_lo[ie, slot["red"]] = cyc[ie, slot["red"]]
-        verts[ie, slot["red"]] = np.where(ct, 1, 0)
-        temp[ie] = np.where(ct, red_el * 4, 0)
-
+    tab = SlotTable.empty(n)
+    _plan_amp_slots(L, t, config, T, pb, tab, notes)
+    _plan_other_slots(L, t, T, tab)
     # syncs: same cycles on every tile of the IPU
     for nm in ("sync_a", "sync_b", "sync_c", "sync_d"):
-        cyc[:, slot[nm]] = sync
-        cyc_lo[:, slot[nm]] = sync
-
+        tab.cyc[:, SLOT[nm]] = t.internal_sync_cycles
+        tab.cyc_lo[:, SLOT[nm]] = t.internal_sync_cycles
     # PopLibs' planners cost the largest tile share (poplin ConvModel.cpp); a smaller share can
     # cost a few cycles more in the vertex estimators (runs of 2 outputs cost more than runs of 3;
     # a ragged reduction takes a slower remainder path), which the largest share's cost covers
-    cyc_lo = np.minimum(cyc_lo, cyc)
+    tab.cyc_lo = np.minimum(tab.cyc_lo, tab.cyc)
+    place = _placement(L, config, T, tab.tiles_used)
+    programs, vertex_types = _program_rows(L, t, pb, tab, place)
+    return OpPlans(
+        tiles_used=tab.tiles_used,
+        tile_start=place.start,
+        serial_splits=tab.serial,
+        temp_per_tile=tab.temp,
+        programs=programs,
+        vertex_types=vertex_types,
+        notes=notes,
+    )
 
-    # ---- tile placement: rotate small ops so that they spread over the chip -------------------
+
+def _plan_amp_slots(L, t, config, T: int, pb: int, tab: SlotTable, notes: list[str]) -> None:
+    """Matmul / convolution ops: their plans (``plan_amp``) written into ``tab``."""
+    amp = L["amp"]
+    ia = np.flatnonzero(amp)
+    if not len(ia):
+        return
+    rate = t.amp_rate(config.compute_dtype, config.partials_dtype)
+    limit = config.amp * t.sram_per_tile
+    present, cyc, cyc_lo, byt, verts = tab.present, tab.cyc, tab.cyc_lo, tab.byt, tab.verts
+    slot = SLOT
+    keys = ("G", "M", "K", "N", "cin", "kernel", "row_width", "a_dup", "db", "b_weight")
+    a = {k: L[k][ia] for k in keys}
+    p = _plan_amp_distinct(a, t, T, limit, rate, pb)
+    if p["none_fit"].any():
+        names = ", ".join(L["name"][ia[p["none_fit"]]][:3])
+        notes.append(
+            f"{int(p['none_fit'].sum())} matmul / convolution plan(s) exceed the available "
+            f"memory proportion even with serial splits (e.g. {names})."
+        )
+    tu = p["tiles_used"]
+    tab.tiles_used[ia] = tu
+    tab.n_max[ia] = p["n_max"]
+    tab.serial[ia] = p["s"]
+    tab.temp[ia] = p["temp"]
+    k_main, k_ex = slot["main"], slot["exch"]
+    cyc[ia, k_main], cyc_lo[ia, k_main] = p["compute"], p["compute_lo"]
+    cyc[ia, k_ex], cyc_lo[ia, k_ex] = p["exch"], p["exch_lo"]
+    present[ia, k_ex] = True
+    byt[ia, k_ex] = p["recv"] * p["n_max"] + p["recv_lo"] * (tu - p["n_max"])
+    verts[ia, k_main] = p["gpt"] * p["s"]
+    # reduction of partial sums
+    red = p["pk"] > 1
+    for nm in ("sync_d", "rexch", "red"):
+        present[ia, slot[nm]] = red
+    cyc[ia, slot["rexch"]], cyc_lo[ia, slot["rexch"]] = p["red_ex"], p["red_ex_lo"]
+    cyc[ia, slot["red"]], cyc_lo[ia, slot["red"]] = p["red_cs"], p["red_cs_lo"]
+    byt[ia, slot["rexch"]] = p["red_recv"] * tu
+    verts[ia, slot["red"]] = np.where(red, 1, 0)
+    # PreArrange of the re-laid-out operand in backward matmuls / convolutions
+    role = L["role"][ia]
+    pre = (role == "gi") | (role == "gw")
+    pre_el = np.where(role == "gi", p["b_el"], p["a_el"])
+    pre_el_lo = np.where(role == "gi", p["b_el_lo"], p["a_el_lo"])
+    present[ia, slot["prearr"]] = pre
+    present[ia, slot["sync_c"]] = pre
+    cyc[ia, slot["prearr"]] = (
+        np.ceil(pre_el * t.prearrange_cycles_per_element).astype(np.int64)
+        + t.elementwise_supervisor_cycles
+    )
+    cyc_lo[ia, slot["prearr"]] = (
+        np.ceil(pre_el_lo * t.prearrange_cycles_per_element).astype(np.int64)
+        + t.elementwise_supervisor_cycles
+    )
+    verts[ia, slot["prearr"]] = 1
+    # 16.32: cast the FP32 master weights (on the tiles holding them) to FP16 before the
+    # exchange; the FP16 copy is a temporary of the op
+    cast = L["wcast"][ia] > 0
+    w_per_tile = _ceil_div(L["wcast"][ia], np.maximum(tu, 1))
+    present[ia, slot["cast"]] = cast
+    present[ia, slot["sync_b"]] = cast
+    cyc[ia, slot["cast"]] = np.where(cast, vertex_costs.cast_cycles(t, w_per_tile, 4, 2), 0)
+    cyc_lo[ia, slot["cast"]] = cyc[ia, slot["cast"]]
+    verts[ia, slot["cast"]] = 1
+    tab.temp[ia] += w_per_tile * 2
+
+
+def _plan_other_slots(L, t, T: int, tab: SlotTable) -> None:
+    """Element-wise and other ops: spread linearly, PopLibs element-wise cost per pass, and the
+    cross-tile reduction of their statistics."""
+    ie = np.flatnonzero(~L["amp"])
+    if not len(ie):
+        return
+    present, cyc, cyc_lo, byt, verts = tab.present, tab.cyc, tab.cyc_lo, tab.byt, tab.verts
+    slot = SLOT
+    setup = t.exchange_setup_cycles
+    xb = t.exchange_bytes_per_cycle
+    e = L["elems"][ie]
+    db = L["db"][ie]
+    tu = np.clip(_ceil_div(e * db, t.min_bytes_per_tile), 1, T)
+    per = _ceil_div(e, tu)
+    per_lo = e // tu
+    rem = e - per_lo * tu
+    tab.tiles_used[ie] = tu
+    tab.n_max[ie] = np.where(rem > 0, rem, tu)
+    passes = L["passes"][ie]
+    cyc[ie, slot["main"]] = vertex_costs.elementwise_cycles(t, per, passes, db)
+    cyc_lo[ie, slot["main"]] = vertex_costs.elementwise_cycles(t, per_lo, passes, db)
+    verts[ie, slot["main"]] = 1  # one multi-vertex per tile runs all passes
+    ct = L["cross_tile"][ie] & (tu > 1)
+    st = np.maximum(L["stats"][ie], 1)
+    red_el = np.minimum(st, per)  # partial statistics per tile (FP32)
+    for nm in ("sync_d", "rexch", "red"):
+        present[ie, slot[nm]] = ct
+    cyc[ie, slot["rexch"]] = _ceil_div(red_el * 4, xb) + setup
+    cyc_lo[ie, slot["rexch"]] = cyc[ie, slot["rexch"]]
+    byt[ie, slot["rexch"]] = np.where(ct, red_el * 4 * tu, 0)
+    cyc[ie, slot["red"]] = vertex_costs.elementwise_cycles(t, red_el, 1.0, 4)
+    cyc_lo[ie, slot["red"]] = cyc[ie, slot["red"]]
+    verts[ie, slot["red"]] = np.where(ct, 1, 0)
+    tab.temp[ie] = np.where(ct, red_el * 4, 0)
+
+
+def _placement(L, config, T: int, tiles_used: np.ndarray) -> Placement:
+    """Rotate small ops so that they spread over the chip; outlined duplicates run the owner's
+    compute sets, hence on the owner's tiles."""
+    n = len(L)
     start = np.zeros(n, dtype=np.int64)
     stage = L["stage"].astype(np.int64)
     for s in np.unique(stage, return_index=True)[0]:  # (the hash path imports numpy.ma)
@@ -401,8 +460,6 @@ def plan_ops(L, t, config, T: int) -> OpPlans:
         offs = np.concatenate([[0], np.cumsum(tiles_used[sel])[:-1]])
         span = T - tiles_used[sel] + 1
         start[sel] = offs % np.maximum(span, 1)
-
-    # outlined duplicates run the owner's compute sets, hence on the owner's tiles
     owner = np.arange(n)
     if config.outlining and n:
         from engine.compiler.lowering import op_signatures
@@ -411,32 +468,38 @@ def plan_ops(L, t, config, T: int) -> OpPlans:
         _, first = np.unique(sig, return_index=True)
         owner = first[sig]
         start = start[owner]
+    return Placement(start=start, owner=owner)
 
-    # ---- flatten present slots into program rows (op order, slot order) ----------------------
-    op_idx, slot_idx = np.nonzero(present)
+
+_SLOT_LABEL = {
+    "sync_a": "Sync",
+    "sync_b": "Sync",
+    "sync_c": "Sync",
+    "sync_d": "Sync",
+    "cast": "Cast",
+    "exch": "Exchange",
+    "prearr": "PreArrange",
+    "rexch": "ReduceExchange",
+    "red": "Reduce",
+}
+
+
+def _program_rows(L, t, pb: int, tab: SlotTable, place: Placement) -> tuple[dict, dict]:
+    """Flatten the present slots into program rows (op order, slot order), and the vertex
+    types of their compute sets."""
+    op_idx, slot_idx = np.nonzero(tab.present)
     types = np.array([ty for _, ty in SLOTS], dtype=np.uint8)[slot_idx]
     is_sync = types == T_SYNC
     main_name = np.where(L["amp"], _amp_cs_name(L), L["type"])
     suffix = np.array([nm for nm, _ in SLOTS], dtype=object)[slot_idx]
-    label = {
-        "sync_a": "Sync",
-        "sync_b": "Sync",
-        "sync_c": "Sync",
-        "sync_d": "Sync",
-        "cast": "Cast",
-        "exch": "Exchange",
-        "prearr": "PreArrange",
-        "rexch": "ReduceExchange",
-        "red": "Reduce",
-    }
-    lab = np.array([label.get(nm, "") for nm, _ in SLOTS], dtype=object)[slot_idx]
+    lab = np.array([_SLOT_LABEL.get(nm, "") for nm, _ in SLOTS], dtype=object)[slot_idx]
     lab = np.where(suffix == "main", main_name[op_idx], lab)
     names = L["name"][op_idx] + "/" + lab
-    c_hi = cyc[op_idx, slot_idx]
-    c_lo = cyc_lo[op_idx, slot_idx]
-    nm_ = np.where(is_sync, 0, n_max[op_idx])
-    tstart = np.where(is_sync, 0, start[op_idx])
-    tcount = np.where(is_sync, t.tiles_per_ipu, tiles_used[op_idx])
+    c_hi = tab.cyc[op_idx, slot_idx]
+    c_lo = tab.cyc_lo[op_idx, slot_idx]
+    nm_ = np.where(is_sync, 0, tab.n_max[op_idx])
+    tstart = np.where(is_sync, 0, place.start[op_idx])
+    tcount = np.where(is_sync, t.tiles_per_ipu, tab.tiles_used[op_idx])
     # vertex types of the compute sets: one per (family, codelet, dtypes), shared by every op
     # that uses it (forward and backward convolutions run the same AMP partials codelet); keyed
     # "family:codelet<dtypes>" per op and slot, then spread over the programs
@@ -444,7 +507,7 @@ def plan_ops(L, t, config, T: int) -> OpPlans:
     # family of each program: the op's for its main compute set, copy / reduce for the others
     fam = np.array(["copy" if nm in ("cast", "prearr") else "reduce" for nm, _ in SLOTS], object)
     fam = fam[slot_idx]
-    main = slot_idx == slot["main"]
+    main = slot_idx == SLOT["main"]
     fam[main] = L["family"][op_idx[main]]
     keys, vt_idx = _vertex_type_index(vt_slot[op_idx, slot_idx], vt_keys)
     programs = {
@@ -457,25 +520,16 @@ def plan_ops(L, t, config, T: int) -> OpPlans:
         "n_max": nm_.astype(np.int32),
         "tile_start": tstart.astype(np.int32),
         "tile_count": tcount.astype(np.int32),
-        "bytes_in": byt[op_idx, slot_idx].astype(np.int64),
+        "bytes_in": tab.byt[op_idx, slot_idx].astype(np.int64),
         "vt": vt_idx.astype(np.int16),
-        "vertices": (verts[op_idx, slot_idx] * tcount).astype(np.int64),
+        "vertices": (tab.verts[op_idx, slot_idx] * tcount).astype(np.int64),
         "family": fam,
-        "owner_op": owner[op_idx].astype(np.int32),
+        "owner_op": place.owner[op_idx].astype(np.int32),
     }
     # sync rows: n_max = tile_count (uniform)
     programs["n_max"] = np.where(is_sync, tcount, programs["n_max"]).astype(np.int32)
     vt_names, vt_fam = _vertex_type_names(keys)
-    vertex_types = {"key": keys, "name": vt_names, "family": vt_fam}
-    return OpPlans(
-        tiles_used=tiles_used,
-        tile_start=start,
-        serial_splits=serial,
-        temp_per_tile=temp,
-        programs=programs,
-        vertex_types=vertex_types,
-        notes=notes,
-    )
+    return programs, {"key": keys, "name": vt_names, "family": vt_fam}
 
 
 def _slot_vertex_types(L, pb: int) -> tuple[np.ndarray, list[str]]:
