@@ -549,6 +549,24 @@ PROFILE_COMMANDS: tuple[tuple[str, ...], ...] = (
     ("report", "{file}", "-o", "{out}.md"),
     ("compare", "{base}", "{file}"),
     ("export-trace", "{file}", "-o", "{out}.json"),
+    # SQL over every table (issue 25): the steps by type and name, then the other tables
+    (
+        "query",
+        "{file}",
+        "SELECT type, name, phase, dest, count(*) AS n, sum(cycles) AS c FROM steps GROUP BY ALL",
+    ),
+    (
+        "query",
+        "{file}",
+        "SELECT (SELECT count(*) FROM operations) + (SELECT count(*) FROM variables) + "
+        "(SELECT count(*) FROM programs) + (SELECT count(*) FROM compute_sets) + "
+        "(SELECT sum(bytes) FROM memory) + (SELECT sum(total) FROM tiles) + "
+        "(SELECT max(not_always_live) FROM liveness) + (SELECT count(*) FROM host) AS x",
+        "--format",
+        "csv",
+        "-o",
+        "{out}.csv",
+    ),
 )
 #: Exit codes a command may give on any input: ok, a check failed, bad input, interrupted.
 CLEAN_EXITS = (0, 1, 2, 130)

@@ -54,3 +54,16 @@ def progress_bar(*, percent: bool = False, status: bool = False):
     if status:
         columns.append(TextColumn("{task.fields[state]}"))
     return Progress(*columns, TimeElapsedColumn(), console=console(stderr=True), transient=True)
+
+
+def at_least_one(text: str) -> int:
+    """argparse type: a whole number >= 1 (one sentence otherwise)."""
+    import argparse
+
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {n}")
+    return n

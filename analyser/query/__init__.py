@@ -1,0 +1,176 @@
+"""SQL over a profile, through DuckDB (in-process), sandboxed to the profile's own tables.
+
+::
+
+    from analyser.query import query
+    df = query("demo/2-half.h5", "SELECT type, sum(cycles) AS cycles FROM steps GROUP BY type")
+
+The tables (``steps``, ``operations``, ``variables``, ``programs``, ``compute_sets``, ``memory``,
+``tiles``, ``liveness``, ``host``) are described in :mod:`analyser.query.tables` and
+docs/analysis.md. Only the tables a query names are read, and of ``steps`` only the columns it
+names, as Arrow arrays over the HDF5 columns (no copy of the numbers).
+
+The sandbox: one ``SELECT`` statement (``WITH`` included) on a fresh in-memory database with
+DuckDB's external access off (no file, URL or database outside the profile: ``read_csv``,
+``COPY ... TO``, ``ATTACH``, ``INSTALL`` / ``LOAD`` fail), extensions neither installed nor
+loaded automatically, and the configuration locked so that a query cannot turn any of it back
+on. Anything refused, and any SQL error, is a :class:`QueryError` (one sentence; the CLI exits 2).
+
+Only this package imports ``duckdb`` (an import contract in pyproject.toml); ``profiles`` never
+does.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from analyser.query.tables import TABLES, needed_columns, tables_named
+from profiles.errors import UserFacingError
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
+
+    from analyser.core import Analysis
+
+__all__ = ["TABLES", "QueryError", "query", "query_arrow"]
+
+#: Memory DuckDB may use for a query's intermediate results (joins, sorts, aggregates).
+MEMORY_LIMIT = "2GB"
+#: DuckDB's threads (the machine's cores, at most 4).
+THREADS = max(1, min(4, os.cpu_count() or 1))
+
+
+class QueryError(UserFacingError):
+    """A query that is not allowed, does not parse or fails (one sentence; exit 2)."""
+
+
+def _connect():
+    import duckdb
+
+    con = duckdb.connect(
+        ":memory:",
+        config={
+            "enable_external_access": False,
+            "autoload_known_extensions": False,
+            "autoinstall_known_extensions": False,
+            "allow_community_extensions": False,
+            "memory_limit": MEMORY_LIMIT,
+            "threads": THREADS,
+        },
+    )
+    return con
+
+
+def _lock(con) -> None:
+    con.execute("SET lock_configuration = true")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    line = text[0] if text else type(exc).__name__
+    return line.rstrip(".!")
+
+
+def _check_statement(sql: str) -> None:
+    import duckdb
+
+    try:
+        statements = duckdb.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise QueryError(f"the query does not parse: {_first_line(exc)}.") from None
+    if len(statements) != 1:
+        raise QueryError(f"give one SELECT query (this text holds {len(statements)} statements).")
+    kind = statements[0].type
+    if kind != duckdb.StatementType.SELECT:
+        name = getattr(kind, "name", str(kind))
+        raise QueryError(
+            f"only a SELECT query can run on a profile (this statement is {name}); "
+            "the profile's tables are read-only and nothing outside them can be read or written."
+        )
+
+
+def _source(profile: str | os.PathLike[str] | Analysis):
+    """(Source, close?) of a path or an open Analysis."""
+    from analyser.core.source import Source
+
+    src = getattr(profile, "src", None)
+    if isinstance(src, Source):
+        return src, False
+    from profiles import open_profile
+
+    return Source(open_profile(profile), Path(profile)), True
+
+
+def query_arrow(profile: str | os.PathLike[str] | Analysis, sql: str) -> pa.Table:
+    """Run one SELECT ``sql`` on ``profile`` (a path or an open Analysis); an Arrow table."""
+    import duckdb
+
+    if not sql or not sql.strip():
+        raise QueryError("the query is empty; give one SELECT statement.")
+    _check_statement(sql)
+    src, close = _source(profile)
+    try:
+        con = _connect()
+        try:
+            cols = needed_columns(sql)
+            for name in tables_named(sql):
+                spec = TABLES[name]
+                if spec.needs_execution and not src.has_execution:
+                    raise QueryError(
+                        f"profile {src.path} has no executed steps (the program does not fit in "
+                        f"memory), so it has no table {name!r}."
+                    )
+                con.register(name, spec.build(src, cols if spec.lazy_columns else None))
+            _lock(con)
+            try:
+                rel = con.sql(sql)
+                return _integers(rel.to_arrow_table()) if rel is not None else _empty()
+            except duckdb.PermissionException as exc:
+                raise QueryError(
+                    "the query tried to reach outside the profile, which is not allowed "
+                    f"(only the profile's tables can be read): {_first_line(exc)}."
+                ) from None
+            except duckdb.Error as exc:
+                known = ", ".join(TABLES)
+                hint = f" (the tables are {known})" if "Table with name" in str(exc) else ""
+                raise QueryError(f"the query failed: {_first_line(exc)}{hint}.") from None
+        finally:
+            con.close()
+    finally:
+        if close:
+            src.close()
+
+
+def _integers(table: pa.Table) -> pa.Table:
+    """DuckDB's sums of integers are 128-bit (decimal128 with scale 0 in Arrow): as int64 when
+    every value fits, so the DataFrame holds integers rather than Decimal objects."""
+    import pyarrow as pa
+
+    for i, f in enumerate(table.schema):
+        if pa.types.is_decimal(f.type) and f.type.scale == 0:
+            try:
+                col = table.column(i).cast(pa.int64())
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                continue
+            table = table.set_column(i, pa.field(f.name, pa.int64()), col)
+    return table
+
+
+def _empty() -> pa.Table:
+    import pyarrow as pa
+
+    return pa.table({})
+
+
+def query(profile: str | os.PathLike[str] | Analysis, sql: str) -> pd.DataFrame:
+    """Run one SELECT ``sql`` on ``profile`` (a path or an open :class:`Analysis`) and return
+    the result as a pandas DataFrame (QueryError, one sentence, when it is refused or fails)."""
+    return query_arrow(profile, sql).to_pandas()
+
+
+def describe_tables() -> list[tuple[str, str]]:
+    """(name, description) of every table a query can read."""
+    return [(name, spec.doc) for name, spec in TABLES.items()]

@@ -1,0 +1,163 @@
+"""Issue 25: SQL over a profile (analyser.query, ``analyse query``): results against the
+profile's own arrays, only the named step columns read, the sandbox's refusals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from analyser.cli import main
+from analyser.query import QueryError, query
+from analyser.query.tables import needed_columns, tables_named
+from profiles import open_profile, schema
+
+
+@pytest.fixture(scope="module")
+def prof(tmp_path_factory) -> Path:
+    from profiles import write_profile
+    from profiles.synthetic import make_synthetic_profile
+
+    path = tmp_path_factory.mktemp("query") / "p.h5"
+    write_profile(path, make_synthetic_profile(n_steps=6000, n_ipus=2, tiles=64, n_programs=60))
+    return path
+
+
+@pytest.fixture(scope="module")
+def oom(tmp_path_factory) -> Path:
+    from profiles import write_profile
+    from profiles.synthetic import make_synthetic_profile
+
+    path = tmp_path_factory.mktemp("query-oom") / "oom.h5"
+    write_profile(path, make_synthetic_profile(tiles=32, n_programs=20, oom=True))
+    return path
+
+
+def _steps(path: Path) -> dict[str, np.ndarray]:
+    with open_profile(path) as p:
+        return {c: p.array(f"/execution/steps/{c}") for c in ("ipu", "type", "cycles", "phase")}
+
+
+def test_group_by_matches_the_step_arrays(prof):
+    s = _steps(prof)
+    df = query(prof, "SELECT ipu, type, count(*) AS n, sum(cycles) AS c FROM steps GROUP BY ALL")
+    n_types = len(schema.PROGRAM_TYPES)
+    key = s["ipu"].astype(np.int64) * n_types + s["type"]
+    want_n = np.bincount(key, minlength=2 * n_types)
+    want_c = np.bincount(key, weights=s["cycles"], minlength=2 * n_types).astype(np.int64)
+    assert df["n"].sum() == s["cycles"].size
+    assert df["c"].dtype == np.int64  # 128-bit sums come back as integers
+    for r in df.itertuples():
+        k = r.ipu * n_types + schema.PROGRAM_TYPES.index(r.type)
+        assert (r.n, r.c) == (want_n[k], want_c[k])
+    main_steps = query(prof, "SELECT count(*) AS n FROM steps WHERE phase = 'main'")["n"][0]
+    assert main_steps == int((s["phase"] == schema.PHASES.index("main")).sum())
+
+
+def test_other_tables_match_the_profile(prof):
+    with open_profile(prof) as p:
+        by_cat = p.array("/memory/by_category")
+        total = p.array("/memory/total")
+        nal = p.array("/liveness/not_always_live")
+        flops = p.array("/graph/operations/flops")
+        n_vars = p.n_rows("/graph/variables")
+        n_prog = p.n_rows("/programs/nodes")
+        n_host = p.n_rows("/execution/host") if "/execution/host" in p else 0
+    mem = query(prof, "SELECT category, sum(bytes) AS b FROM memory GROUP BY category")
+    got = dict(zip(mem["category"], mem["b"]))
+    for k, name in enumerate(schema.MEMORY_CATEGORIES):
+        assert got[name] == by_cat[:, :, k].sum()
+    tiles = query(prof, "SELECT ipu, tile, total FROM tiles ORDER BY ipu, tile")
+    assert np.array_equal(tiles["total"].to_numpy(), total.reshape(-1))
+    peak = query(
+        prof, "SELECT ipu, max(not_always_live) AS m FROM liveness GROUP BY ipu ORDER BY ipu"
+    )
+    assert np.array_equal(peak["m"].to_numpy(), nal.max(axis=1))
+    ops = query(prof, "SELECT count(*) AS n, sum(flops) AS f FROM operations")
+    assert (ops["n"][0], ops["f"][0]) == (flops.size, flops.sum())
+    assert query(prof, "SELECT count(*) AS n FROM variables")["n"][0] == n_vars
+    assert query(prof, "SELECT count(*) AS n FROM programs")["n"][0] == n_prog
+    assert query(prof, "SELECT count(*) AS n FROM host")["n"][0] == n_host
+    # a join: steps by program name equals the programs table's names
+    j = query(
+        prof,
+        "SELECT count(*) AS n FROM steps s JOIN programs p ON s.program = p.id WHERE s.name = p.name",
+    )
+    assert j["n"][0] == _steps(prof)["cycles"].size
+
+
+def test_only_named_tables_and_step_columns_are_read():
+    assert needed_columns("SELECT count(*) FROM steps") == frozenset()
+    assert needed_columns("SELECT ipu, sum(cycles) FROM steps GROUP BY 1") == {"ipu", "cycles"}
+    assert needed_columns("SELECT cycles * 2 FROM steps") == {"cycles"}
+    assert needed_columns('SELECT "Start" FROM steps') == {"start"}
+    for star in (
+        "SELECT * FROM steps",
+        "SELECT s.* FROM steps s",
+        "SELECT 1, * FROM steps",
+        "SELECT COLUMNS('c.*') FROM steps",
+        "SELECT 1 FROM steps NATURAL JOIN host",
+    ):
+        assert needed_columns(star) is None, star
+    # names inside strings and comments are not tables
+    assert tables_named("SELECT 'memory' FROM steps -- and host") == ["steps"]
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT * FROM read_csv('/etc/passwd')",
+        "SELECT * FROM read_text('/etc/passwd')",
+        "SELECT * FROM '/etc/passwd'",
+        "COPY (SELECT 1) TO 'out.csv'",
+        "ATTACH 'other.db'",
+        "INSTALL httpfs",
+        "LOAD httpfs",
+        "SET enable_external_access = true",
+        "PRAGMA enable_profiling",
+        "SELECT 1; SELECT 2",
+        "CREATE TABLE t AS SELECT 1",
+        "SELECT * FROM glob('/*')",
+        "",
+    ],
+)
+def test_the_sandbox_refuses_in_one_sentence(prof, tmp_path, capsys, monkeypatch, sql):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(QueryError):
+        query(prof, sql)
+    assert main(["query", str(prof), sql]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("analyse query:") and "\n" not in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+def test_cli_formats_and_bad_input(prof, oom, tmp_path, capsys):
+    sql = "SELECT type, count(*) AS n FROM steps GROUP BY type ORDER BY type"
+    want = query(prof, sql)
+    assert main(["query", str(prof), sql, "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["n"] for r in rows] == want["n"].tolist()
+    out = tmp_path / "r.parquet"
+    assert main(["query", str(prof), sql, "--format", "parquet", "-o", str(out)]) == 0
+    import pyarrow.parquet as pq
+
+    assert pq.read_table(out).column("n").to_pylist() == want["n"].tolist()
+    assert main(["query", str(prof), sql, "--format", "csv", "-o", str(tmp_path / "r.csv")]) == 0
+    assert (tmp_path / "r.csv").read_text().splitlines()[0] == "type,n"
+    assert main(["query", str(prof), sql]) == 0
+    assert "OnTileExecute" in capsys.readouterr().out
+    for argv in (
+        ["query", str(prof), sql, "--format", "parquet"],  # no -o
+        ["query", str(prof), sql, "--format", "csv", "-o", str(prof)],  # over the input
+        ["query", str(oom), "SELECT count(*) FROM steps"],  # no execution
+        ["query", str(tmp_path / "missing.h5"), "SELECT 1"],
+        ["query", str(prof), "SELECT nope FROM steps"],
+    ):
+        capsys.readouterr()
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and "Traceback" not in err, err
+    # the memory of an OOM profile is there
+    assert query(oom, "SELECT count(*) AS n FROM tiles WHERE total + gaps > sram")["n"][0] > 0
