@@ -35,6 +35,7 @@ REPORTS: list[str] = [
     "analyser.gui.reports.operations:OperationsReport",
     "analyser.gui.reports.trace:TraceReport",
     "analyser.gui.reports.pipeline:PipelineReport",
+    "analyser.gui.reports.query:QueryReport",
 ]
 
 APPLY_TIP_HANDLER: str = "analyser.gui.whatif:apply_tip"

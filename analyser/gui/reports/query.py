@@ -1,0 +1,161 @@
+"""Query: SQL over the open profile (``analyser.query``, the same sandboxed DuckDB query as
+``analyse query``), the result as a sortable table. In compare mode a choice of profile A or B.
+
+The query runs on the GUI thread when asked (Run or Ctrl+Return): a GROUP BY over 10,000,000
+steps takes about a second, shown with a busy cursor. A refused or failing query is its one
+sentence under the editor; the last result stays until the next one succeeds."""
+
+from __future__ import annotations
+
+import time
+
+import pandas as pd
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontDatabase, QGuiApplication, QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QSplitter,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from analyser.gui.model.document import Document
+from analyser.gui.reports.base import Report
+from analyser.gui.widgets import DataFrameModel, connect_header_sort
+from analyser.query import QueryError, query
+from analyser.query.tables import TABLES
+
+#: The query shown when the report opens (cycles and steps by type and IPU).
+EXAMPLE = (
+    "SELECT ipu, type, count(*) AS steps, sum(cycles) AS cycles\n"
+    "FROM steps\nGROUP BY ipu, type\nORDER BY ipu, cycles DESC"
+)
+#: The example for a profile without execution (it has no steps).
+EXAMPLE_NO_STEPS = (
+    "SELECT ipu, category, sum(bytes) AS bytes\nFROM memory\nGROUP BY ipu, category\n"
+    "ORDER BY ipu, bytes DESC"
+)
+#: Rows the table shows (the rest are counted in the status line).
+MAX_ROWS = 100_000
+
+
+def _unique_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """Duplicate result names (``SELECT a.id, b.id``) made unique for the table model."""
+    seen: dict[str, int] = {}
+    names = []
+    for c in map(str, frame.columns):
+        seen[c] = seen.get(c, 0) + 1
+        names.append(c if seen[c] == 1 else f"{c}_{seen[c]}")
+    frame.columns = names
+    return frame
+
+
+class QueryReport(Report):
+    """SQL over the profile's tables, the result as a table."""
+
+    title = "Query"
+    key = "query"
+    data_needs = ("target",)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.lay_out_with_empty_states()
+        content = QWidget()
+        layout = QVBoxLayout(content)
+        self.editor = QPlainTextEdit()
+        self.editor.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        self.editor.setPlainText(EXAMPLE)
+        self.editor.setToolTip(
+            "One SELECT over the tables: "
+            + "; ".join(f"{n} ({s.doc})" for n, s in TABLES.items())
+            + ". Ctrl+Return runs it."
+        )
+        row = QHBoxLayout()
+        self.run_button = QPushButton("Run")
+        self.run_button.setToolTip("Run the query (Ctrl+Return)")
+        self.run_button.clicked.connect(self.run_query)
+        self.which = QComboBox()
+        self.which.setToolTip("The profile the query reads (compare mode)")
+        self.which.currentIndexChanged.connect(lambda _i: self.run_query())
+        self.status = QLabel("Tables: " + ", ".join(TABLES) + ".")
+        self.status.setWordWrap(True)
+        self.status.setTextFormat(Qt.TextFormat.PlainText)
+        row.addWidget(self.run_button)
+        row.addWidget(self.which)
+        row.addWidget(self.status, 1)
+        self.model = DataFrameModel()
+        self.view = QTableView()
+        self.view.setModel(self.model)
+        self.view.setSortingEnabled(False)
+        connect_header_sort(self.view, self.model)
+        split = QSplitter(Qt.Orientation.Vertical)
+        top = QWidget()
+        tl = QVBoxLayout(top)
+        tl.setContentsMargins(0, 0, 0, 0)
+        tl.addWidget(self.editor)
+        tl.addLayout(row)
+        split.addWidget(top)
+        split.addWidget(self.view)
+        split.setSizes([160, 600])
+        layout.addWidget(split)
+        self.set_content(content)
+        for keys in ("Ctrl+Return", "Ctrl+Enter"):
+            QShortcut(QKeySequence(keys), self.editor, activated=self.run_query)
+        self.error: str | None = None
+        self._ran_on: Document | None = None
+
+    # -- documents --------------------------------------------------------------------------
+    def show_documents(self, doc: Document, other: Document | None) -> None:
+        self.which.blockSignals(True)
+        self.which.clear()
+        self.which.addItem(f"A: {doc.name}")
+        if other is not None:
+            self.which.addItem(f"B: {other.name}")
+        self.which.setVisible(other is not None)
+        self.which.blockSignals(False)
+        if self._ran_on is None and not doc.has_execution:
+            self.editor.setPlainText(EXAMPLE_NO_STEPS)
+        self.run_query()
+
+    def clear(self) -> None:
+        self.model.set_frame(pd.DataFrame())
+        self._ran_on = None
+
+    def current_document(self) -> Document | None:
+        if self.which.currentIndex() == 1 and self.compare_doc is not None:
+            return self.compare_doc
+        return self.document
+
+    # -- running ------------------------------------------------------------------------------
+    def run_query(self) -> None:
+        """Run the editor's query on the chosen profile and show its result (or its error)."""
+        doc = self.current_document()
+        if doc is None:
+            return
+        sql = self.editor.toPlainText()
+        QGuiApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
+        t0 = time.perf_counter()
+        try:
+            frame = query(doc.analysis, sql)
+        except QueryError as exc:
+            self.error = str(exc)
+            self.status.setText(self.error)
+            self.status.setStyleSheet("color: #c62828;")
+            return
+        finally:
+            QGuiApplication.restoreOverrideCursor()
+        seconds = time.perf_counter() - t0
+        self.error = None
+        self._ran_on = doc
+        n = len(frame)
+        self.model.set_frame(_unique_columns(frame.head(MAX_ROWS)))
+        more = f", the first {MAX_ROWS:,} shown" if n > MAX_ROWS else ""
+        self.status.setStyleSheet("")
+        self.status.setText(
+            f"{n:,} row{'' if n == 1 else 's'}{more} from {doc.name} in {seconds:.2f} s."
+        )
