@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from gui_helpers import open_documents
 
 pytestmark = pytest.mark.gui
