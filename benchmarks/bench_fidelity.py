@@ -23,7 +23,18 @@ Quantities:
 
 Error = (engine - reference) / reference, in percent (positive: the engine is optimistic).
 
+Every row is printed with its figure and error *before* the current engine as well: the
+engine's figures of an earlier run, read from a JSON this script wrote (``--before FILE``;
+default ``assets/runs/reference/before-issue21.json``, main at b40eafe before issue 21's engine
+changes; ``--before none`` leaves the columns out). A row the earlier run did not have shows
+"-".
+
+Rows may name their ``mechanism`` class (what the engine must get right for the row:
+``device-at-scale``, ``small-feature-maps``, ``collectives-across-pods``, ``host-bound``,
+``model-facts``), which the prediction intervals group the errors by.
+
 Usage: python benchmarks/bench_fidelity.py [--rows ID[,ID...]] [--markdown] [--json FILE]
+                                           [--before FILE|none]
 """
 
 from __future__ import annotations
@@ -57,6 +68,16 @@ QUANTITIES = {
 }
 #: Quantities a ratio row may divide.
 RATE_QUANTITIES = ("throughput", "device_throughput")
+#: Mechanism classes a row may name (``mechanism``; the prediction intervals group by them).
+MECHANISMS = (
+    "device-at-scale",
+    "small-feature-maps",
+    "collectives-across-pods",
+    "host-bound",
+    "model-facts",
+)
+#: The engine's figures before issue 21's engine changes (main at b40eafe).
+BEFORE = REFERENCE_DIR / "before-issue21.json"
 #: Text fields every row must fill (its source and configuration among them).
 TEXT_FIELDS = ("id", "measures", "configuration", "source", "url", "config_source", "units")
 
@@ -77,6 +98,7 @@ class Row:
     config: str | None = None
     rows: tuple[str, ...] = ()
     approximate: bool = False
+    mechanism: str = ""
 
 
 @dataclass
@@ -127,6 +149,9 @@ def load_rows(path: str | Path = REFERENCES) -> list[Row]:
                 raise ValueError(f"{where}: a {quantity} row names one config and no rows.")
         elif config or len(refs) != 2:
             raise ValueError(f"{where}: a ratio row names two rows and no config.")
+        mechanism = str(entry.get("mechanism", ""))
+        if mechanism and mechanism not in MECHANISMS:
+            raise ValueError(f"{where}: mechanism must be one of {', '.join(MECHANISMS)}.")
         known = {k for k in Row.__dataclass_fields__}
         extra = set(entry) - known
         if extra:
@@ -145,6 +170,7 @@ def load_rows(path: str | Path = REFERENCES) -> list[Row]:
                 config=config,
                 rows=refs,
                 approximate=bool(entry.get("approximate", False)),
+                mechanism=mechanism,
             )
         )
     by_id = {r.id: r for r in rows}
@@ -179,9 +205,9 @@ def measure(row: Row, folder: Path = REFERENCE_DIR) -> Measured:
 
     t0 = time.perf_counter()
     config = RunConfig.from_toml(config_path(row, folder))
-    if Path(config.model).name == tutorial_onnx.MODEL:
+    if Path(config.model).name in tutorial_onnx.MODELS:
         where = Path(config.model).parent if Path(config.model).is_absolute() else folder
-        tutorial_onnx.prepare(where)
+        tutorial_onnx.prepare(where, Path(config.model).name)
     if row.quantity in ("params", "gmacs"):
         graph = build_model(config)
         if row.quantity == "params":
@@ -320,6 +346,49 @@ def format_markdown(results: list[Result]) -> str:
     return "\n".join(out)
 
 
+def load_before(path: str | Path) -> dict[str, dict]:
+    """An earlier run's figures by row id (a JSON this script wrote with ``--json``); a problem
+    raises ValueError with one sentence."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"--before {path}: not a JSON table of this benchmark ({exc}).") from None
+    if not isinstance(data, list) or not all(isinstance(d, dict) and "id" in d for d in data):
+        raise ValueError(f"--before {path}: not a JSON table of this benchmark.")
+    return {str(d["id"]): d for d in data}
+
+
+def format_before(results: list[Result], before: dict[str, dict], markdown: bool) -> str:
+    """Every row before and after: the earlier run's engine figure and error beside today's."""
+    head = ("row", "reference", "before", "error before", "after", "error after", "units")
+    lines = []
+    for res in results:
+        r, m = res.row, res.measured
+        b = before.get(r.id, {})
+        ref = ("about " if r.approximate and markdown else "~" if r.approximate else "") + _num(
+            r.figure, r.units
+        )
+        lines.append(
+            (
+                r.id,
+                ref,
+                _num(b.get("value"), r.units),
+                _err(b.get("error_pct")),
+                _num(m.value, r.units) if m.value is not None else "n/a",
+                _err(res.error_pct),
+                r.units,
+            )
+        )
+    if markdown:
+        out = ["| " + " | ".join(head) + " |", "|---|---:|---:|---:|---:|---:|---|"]
+        out += ["| " + " | ".join(x) + " |" for x in lines]
+        return "\n".join(out)
+    widths = [max(len(h), *(len(x[i]) for x in lines)) for i, h in enumerate(head)]
+    out = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True))]
+    out += ["  ".join(v.ljust(w) for v, w in zip(x, widths, strict=True)) for x in lines]
+    return "\n".join(out)
+
+
 def _commit() -> str:
     try:
         out = subprocess.run(
@@ -338,9 +407,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", default="", help="comma-separated row ids (default: all)")
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     ap.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    ap.add_argument(
+        "--before",
+        default=str(BEFORE),
+        help="an earlier run's JSON to print every row before and after ('none': leave out)",
+    )
     args = ap.parse_args(argv)
     try:
         rows = select(load_rows(), [i.strip() for i in args.rows.split(",") if i.strip()])
+        before = load_before(args.before) if args.before.lower() != "none" else None
     except (OSError, ValueError, tomllib.TOMLDecodeError) as exc:
         print(f"bench_fidelity: {exc}", file=sys.stderr)
         return 2
@@ -348,6 +423,9 @@ def main(argv: list[str] | None = None) -> int:
     results = evaluate(rows)
     total = time.perf_counter() - t0
     print(format_markdown(results) if args.markdown else format_text(results))
+    if before is not None:
+        print(f"\nBefore ({args.before}) and after (this run):")
+        print(format_before(results, before, args.markdown))
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(
         f"\n{len(results)} rows in {total:.1f} s on commit {_commit()} "

@@ -18,6 +18,7 @@ are generated (not committed): ``prepare(folder)`` writes them when they are mis
 
 from __future__ import annotations
 
+import itertools
 import math
 import sys
 from pathlib import Path
@@ -123,13 +124,77 @@ def build(folder: Path) -> Path:
     return folder / MODEL
 
 
-def prepare(folder: Path = REFERENCE_DIR) -> Path:
-    """The model in ``folder``, built when it or its data file is missing."""
+#: The MLP of Graphcore's PopXL MNIST tutorials (graphcore/examples tutorials/tutorials/popxl,
+#: e.g. 5_remote_variables_and_rts/mnist.ipynb, class Net): x.reshape(-1, 784) -> fc1 (512) ->
+#: gelu -> fc2 (512) -> gelu -> fc3 (512) -> gelu -> fc4 (10), FP32, biases on every layer.
+MNIST_MODEL = "popxl-mnist-mlp.onnx"
+MNIST_DATA = "popxl-mnist-mlp.bin"
+
+
+def build_mnist_mlp(folder: Path) -> Path:
+    """Write the PopXL tutorials' MNIST MLP and its zero-filled external data into ``folder``."""
+    import onnx
+    from onnx import TensorProto
+    from onnx import helper as h
+
+    weights: list[TensorProto] = []
+    offset = 0
+    nodes = [h.make_node("Flatten", ["x"], ["a0"], name="/Flatten", axis=1)]
+    widths = [784, 512, 512, 512, 10]
+    for i, (k, m) in enumerate(itertools.pairwise(widths), start=1):
+        for name, dims in ((f"fc{i}.weight", [k, m]), (f"fc{i}.bias", [m])):
+            t = TensorProto()
+            t.name, t.data_type = name, TensorProto.FLOAT
+            t.dims.extend(dims)
+            t.data_location = TensorProto.EXTERNAL
+            length = 4 * math.prod(dims)
+            for key, value in (
+                ("location", MNIST_DATA),
+                ("offset", str(offset)),
+                ("length", str(length)),
+            ):
+                e = t.external_data.add()
+                e.key, e.value = key, value
+            offset += length
+            weights.append(t)
+        out = f"h{i}" if i < 4 else "logits"
+        nodes.append(
+            h.make_node(
+                "Gemm", [f"a{i - 1}", f"fc{i}.weight", f"fc{i}.bias"], [out], name=f"/fc{i}"
+            )
+        )
+        if i < 4:
+            nodes.append(h.make_node("Gelu", [out], [f"a{i}"], name=f"/gelu{i}"))
+    graph = h.make_graph(
+        nodes,
+        "popxl_mnist_mlp",
+        [h.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 28, 28])],
+        [h.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 10])],
+        initializer=weights,
+    )
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 20)])
+    model.producer_name = "ipu-graph-analyser benchmarks/tutorial_onnx.py"
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / MNIST_DATA, "wb") as fh:
+        fh.truncate(offset)  # sparse: zeros cost no disk blocks
+    onnx.save(model, str(folder / MNIST_MODEL))
+    return folder / MNIST_MODEL
+
+
+#: The generated models, by file name: (their external data file, their builder).
+MODELS = {MODEL: (DATA, build), MNIST_MODEL: (MNIST_DATA, build_mnist_mlp)}
+
+
+def prepare(folder: Path = REFERENCE_DIR, model: str = MODEL) -> Path:
+    """The model ``model`` in ``folder``, built when it or its data file is missing."""
     folder = Path(folder)
-    if not (folder / MODEL).is_file() or not (folder / DATA).is_file():
-        build(folder)
-    return folder / MODEL
+    data, builder = MODELS[model]
+    if not (folder / model).is_file() or not (folder / data).is_file():
+        builder(folder)
+    return folder / model
 
 
 if __name__ == "__main__":
-    print(build(Path(sys.argv[1]) if len(sys.argv) > 1 else REFERENCE_DIR))
+    where = Path(sys.argv[1]) if len(sys.argv) > 1 else REFERENCE_DIR
+    print(build(where))
+    print(build_mnist_mlp(where))

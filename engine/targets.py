@@ -200,6 +200,14 @@ class Target(BaseModel):
     host_link_bytes_per_s: float = Field(
         gt=0, description="Host-to-IPU bandwidth per IPU and direction (B/s); see targets' notes."
     )
+    host_link_sustained_bytes_per_s: float | None = Field(
+        None,
+        gt=0,
+        description="Sustained host-to-IPU rate per IPU that stream copies get (B/s), from a "
+        "published measurement; None = the nominal host_link_bytes_per_s (profiles written "
+        "before it existed). The machine's host links sustain the same share of their nominal "
+        "rate.",
+    )
     streaming_memory_bytes_per_s: float = Field(
         gt=0, description="Remote-buffer (streaming memory) bandwidth per IPU (B/s)."
     )

@@ -46,11 +46,11 @@ def run_configs() -> list[Path]:
 def test_reference_config_parses_and_validates(path, bench, tmp_path):
     config = RunConfig.from_toml(path)
     if config.model.lower().endswith(".onnx"):
-        # the tutorial CNN's ONNX file is generated (benchmarks/tutorial_onnx.py), not committed
-        assert Path(config.model).name == bench.tutorial_onnx.MODEL
+        # the tutorials' ONNX files are generated (benchmarks/tutorial_onnx.py), not committed
+        assert Path(config.model).name in bench.tutorial_onnx.MODELS
         copy = tmp_path / path.name
         copy.write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
-        bench.tutorial_onnx.prepare(tmp_path)
+        bench.tutorial_onnx.prepare(tmp_path, Path(config.model).name)
         config = RunConfig.from_toml(copy)
     config.check_layers(build_model(config).layer_names)
     assert config.name.strip()
@@ -93,6 +93,28 @@ def test_table_refuses_rows_without_a_source(bench, tmp_path):
     )
     with pytest.raises(ValueError, match="not a throughput row"):
         bench.load_rows(ratio)
+
+
+def test_mechanism_classes_and_the_before_table(bench, rows, tmp_path):
+    """Rows name a known mechanism class (issue 21); every row prints before and after."""
+    assert all(r.mechanism in ("", *bench.MECHANISMS) for r in rows)
+    good = (REF_DIR / "references.toml").read_text(encoding="utf-8")
+    bad = tmp_path / "mech.toml"
+    bad.write_text(good.replace('mechanism = "host-bound"', 'mechanism = "luck"', 1))
+    with pytest.raises(ValueError, match="mechanism must be one of"):
+        bench.load_rows(bad)
+    not_json = tmp_path / "before.json"
+    not_json.write_text("[1, 2]")
+    with pytest.raises(ValueError, match="not a JSON table"):
+        bench.load_before(not_json)
+    before = bench.load_before(bench.BEFORE)
+    results = [
+        bench.Result(r, bench.Measured(r.figure * 1.1), 10.0) for r in rows if r.quantity != "ratio"
+    ]
+    text = bench.format_before(results, before, markdown=True)
+    lines = text.splitlines()
+    assert len(lines) == 2 + len(results)  # every row, with a "-" where the earlier run had none
+    assert all("+10.0%" in line for line in lines[2:])
 
 
 def test_error_and_ratio_bookkeeping(bench, rows):

@@ -198,9 +198,15 @@ def test_host_links_and_streaming_memory_shared_by_one_machine():
     t = get_target("mk2")
     solo = links_of(t, 1, RunConfig(model="mlp"))
     four = links_of(t, 4, RunConfig(model="mlp", replication_factor=4))
-    assert solo.host_link_bytes_per_cycle * CLOCK == pytest.approx(12.5e9 * CLOCK / t.clock_hz)
+    # stream copies get the host link's sustained rate (gc-hosttraffictest: 7.06 GB/s of the
+    # 12.5 GB/s nominal), and the machine's links the same share of their nominal rate
+    sustained = t.host_link_sustained_bytes_per_s
+    assert sustained < t.host_link_bytes_per_s
+    assert solo.host_link_bytes_per_cycle * t.clock_hz == pytest.approx(sustained)
     # four replicas of one IPU stream through one IPU-M2000's 2 x 100 GbE: 25 GB/s / 4 each
-    assert four.host_link_bytes_per_cycle * t.clock_hz == pytest.approx(25e9 / 4)
+    # nominally, at the measured share of it
+    share = sustained / t.host_link_bytes_per_s
+    assert four.host_link_bytes_per_cycle * t.clock_hz == pytest.approx(25e9 * share / 4)
     assert four.streaming_bytes_per_cycle * t.clock_hz == pytest.approx(51.2e9 / 4)
 
 

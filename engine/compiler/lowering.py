@@ -148,22 +148,7 @@ def lower(graph: Graph, config, target) -> Lowered:
     wdt = DTYPE_BYTES[config.weight_dtype]
     stage_of = assign_stages(graph, config)
 
-    # recomputation flags per forward op
-    recompute = np.zeros(n, dtype=bool)
-    group = stage_of.astype(np.int64).copy()  # recompute group: stage, or checkpoint segment
-    if training and config.recomputation == "pipeline-stages":
-        recompute[:] = True
-    elif training and config.recomputation == "checkpoints":
-        config.check_layers(graph.layer_names)
-        is_ckpt = np.zeros(n, dtype=bool)
-        for point in config.recompute_checkpoints:
-            # a checkpoint keeps the named layer's output (its last op), like
-            # poptorch.recomputationCheckpoint on the layer's output tensor
-            is_ckpt[graph.ops_of(point)[-1]] = True
-        recompute = ~is_ckpt
-        # group = segment between checkpoints (a checkpoint op closes its segment), per stage
-        seg = np.concatenate([[0], np.cumsum(is_ckpt)[:-1]])
-        group = seg * S + stage_of
+    recompute, group = recompute_flags(graph, config, stage_of)
     # per forward op, the fields of its forward row (also its recomputation's), whole arrays
     fw = _forward_fields(g, B, cdt, config)
     fw["stage"] = stage_of
@@ -231,6 +216,65 @@ def lower(graph: Graph, config, target) -> Lowered:
     cols = _concat(blocks)
     del cols["_len"]
     return Lowered(cols=cols, stage_of_fwd=stage_of, recompute=recompute, loss_inputs=loss_inputs)
+
+
+#: Frameworks built on PopART, whose pipeline transform leaves the final forward stage's ops
+#: after its last checkpoint un-recomputed (``Pipeline::setFinalFwdStageRecomputation``).
+POPART_FRAMEWORKS = ("poptorch", "popart")
+
+
+def final_stage_kept(config) -> bool:
+    """Whether the final forward stage keeps its activations instead of recomputing them.
+
+    PopART's pipeline transform (popart ``willow/src/transforms/pipeline.cpp``,
+    ``Pipeline::setFinalFwdStageRecomputation``, called from ``Ir::prepareImpl`` when implicit
+    pipelining runs with ``autoRecomputation = RecomputationType::Pipeline``) marks the ops of the
+    stage that holds the loss, from its topologically final checkpoints (the stage's inputs, its
+    IpuCopy ops, when it has no checkpoint of its own) to the loss, as checkpoints: "This avoids a
+    program where operations are run twice in a row with no benefit to liveness." PopTorch runs
+    on PopART and sets ``autoRecomputation`` to ``Pipeline`` when it pipelines over more than one
+    IPU, so both frameworks do it. TensorFlow's pipelining is not PopART: left as it was (every
+    stage recomputed), as no source for its final stage was found.
+    """
+    return (
+        config.training
+        and config.strategy == "pipelined"
+        and config.stages > 1
+        and config.framework in POPART_FRAMEWORKS
+        and config.recomputation in ("pipeline-stages", "checkpoints")
+    )
+
+
+def recompute_flags(graph: Graph, config, stage_of: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per forward op: whether it is recomputed in the backward, and its recompute group (its
+    stage, or its segment between checkpoints within its stage)."""
+    n = len(graph)
+    S = config.stages
+    recompute = np.zeros(n, dtype=bool)
+    group = stage_of.astype(np.int64).copy()  # recompute group: stage, or checkpoint segment
+    if not config.training:
+        return recompute, group
+    is_ckpt = np.zeros(n, dtype=bool)
+    if config.recomputation == "pipeline-stages":
+        recompute[:] = True
+    elif config.recomputation == "checkpoints":
+        config.check_layers(graph.layer_names)
+        for point in config.recompute_checkpoints:
+            # a checkpoint keeps the named layer's output (its last op), like
+            # poptorch.recomputationCheckpoint on the layer's output tensor
+            is_ckpt[graph.ops_of(point)[-1]] = True
+        recompute = ~is_ckpt
+        # group = segment between checkpoints (a checkpoint op closes its segment), per stage
+        seg = np.concatenate([[0], np.cumsum(is_ckpt)[:-1]])
+        group = seg * S + stage_of
+    if final_stage_kept(config):
+        # the final stage's ops after its last checkpoint (all of them when it has none) are
+        # not recomputed (PopART setFinalFwdStageRecomputation)
+        final = stage_of == S - 1
+        ckpts = np.flatnonzero(is_ckpt & final)
+        after = np.arange(n) > (ckpts[-1] if len(ckpts) else -1)
+        recompute[final & after] = False
+    return recompute, group
 
 
 def _forward_fields(g, B: int, cdt: int, config) -> dict[str, np.ndarray]:
@@ -307,7 +351,7 @@ def _backward_block(g, fw, stage_of, recompute, group, B, cdt, acc_dt, wdt, conf
     if config.recomputation == "pipeline-stages":
         first_of_stage = np.full(int(stage_of.max(initial=0)) + 1, n, np.int64)
         np.minimum.at(first_of_stage, stage_of.astype(np.int64), pos)
-        rec = idx
+        rec = np.flatnonzero(recompute)
         add(
             _forward_block(fw, rec, "recomp", "recompute", P_BWD, "recompute"),
             first_of_stage[stage_of[rec]],
@@ -634,4 +678,13 @@ def row_ids(parts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return ids, order[new]
 
 
-__all__ = ["OPTIMISER_STATE", "Lowered", "assign_stages", "lower", "op_signatures", "row_ids"]
+__all__ = [
+    "OPTIMISER_STATE",
+    "Lowered",
+    "assign_stages",
+    "final_stage_kept",
+    "lower",
+    "op_signatures",
+    "recompute_flags",
+    "row_ids",
+]

@@ -104,8 +104,13 @@ def links_of(target, total_ipus: int, config=None) -> Links:
     replicas = max(1, total_ipus // max(1, num_ipus))
     replicas_in_machine = max(1, min(replicas, per_machine // max(1, num_ipus)))
     ipus_in_machine = max(1, min(total_ipus, per_machine))
+    # stream copies get the host link's sustained rate (a measurement), and the machine's host
+    # links the same share of their nominal rate
+    nominal = float(target.host_link_bytes_per_s)
+    sustained = float(target.host_link_sustained_bytes_per_s or nominal)
     host_rate = min(
-        target.host_link_bytes_per_s, target.machine_host_link_bytes_per_s / replicas_in_machine
+        sustained,
+        target.machine_host_link_bytes_per_s * (sustained / nominal) / replicas_in_machine,
     )
     stream_rate = min(
         target.streaming_memory_bytes_per_s,

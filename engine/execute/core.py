@@ -58,6 +58,12 @@ S_NONE = code("sync_kind", "none")
 S_EXT = code("sync_kind", "external")
 
 ORDER_SYNC = 1_000_000_000
+#: Order of the sync that closes a pipeline cycle's ToDeviceStream fragment (after the input
+#: copies at 0..2 and the label copies at 3..5, before the first stage pass at 10 + 1).
+ORDER_TO_DEVICE_SYNC = 8
+#: ``frag`` column of the instances: not in a fragment of its own, a host-to-device copy of a
+#: pipeline cycle's ToDeviceStream fragment, the sync that closes that fragment.
+FRAG_NONE, FRAG_TO_DEVICE, FRAG_TO_DEVICE_SYNC = 0, 1, 2
 ORDER_EXCH = ORDER_SYNC + 1
 
 
@@ -248,7 +254,20 @@ class _Template:
 class _Instances:
     """Struct of arrays of template instances, built from vectorised chunks."""
 
-    FIELDS = ("tmpl", "ipu", "row", "order", "mb", "stage", "cyc", "bin", "bout", "sync", "exch")
+    FIELDS = (
+        "tmpl",
+        "ipu",
+        "row",
+        "order",
+        "mb",
+        "stage",
+        "cyc",
+        "bin",
+        "bout",
+        "sync",
+        "exch",
+        "frag",
+    )
 
     def __init__(self) -> None:
         self.chunks: list[dict[str, np.ndarray]] = []
@@ -257,7 +276,16 @@ class _Instances:
         if n <= 0:
             return
         chunk = {}
-        defaults = {"mb": -1, "stage": -1, "cyc": -1, "bin": -1, "bout": -1, "sync": 0, "exch": 0}
+        defaults = {
+            "mb": -1,
+            "stage": -1,
+            "cyc": -1,
+            "bin": -1,
+            "bout": -1,
+            "sync": 0,
+            "exch": 0,
+            "frag": FRAG_NONE,
+        }
         for f in self.FIELDS:
             v = kw.get(f, defaults.get(f))
             chunk[f] = np.broadcast_to(np.asarray(v, dtype=np.int64), (n,))
@@ -395,6 +423,9 @@ class TransferTemplates:
     sync: list[int]  # per IPU (multi-IPU replicas)
     stage_exchange: list[int]  # per IPU: the receive step of the inter-stage exchanges
     host_wait: list[int]  # per IPU
+    #: per IPU: the sync that closes a pipeline cycle's ToDeviceStream fragment (empty when the
+    #: copies are not a fragment of their own: one IPU, not pipelined, or I/O tiles)
+    to_device_sync: list[int]
 
 
 @dataclass(frozen=True)
@@ -609,6 +640,20 @@ def _transfer_templates(
         )
         for i in range(nI)
     ]
+    to_dev_t = (
+        [
+            templates.add(
+                _Template(
+                    f"ipu{i}/toDeviceStream.sync",
+                    i,
+                    synth=_Synth(T_SYNC, links.external_sync_cycles, sync=S_EXT),
+                )
+            )
+            for i in range(nI)
+        ]
+        if to_device_fragment(plan, shape)
+        else []
+    )
     return TransferTemplates(
         input=in_t,
         labels=lab_t,
@@ -618,7 +663,24 @@ def _transfer_templates(
         sync=sync_t,
         stage_exchange=gex_t,
         host_wait=wait_t,
+        to_device_sync=to_dev_t,
     )
+
+
+def to_device_fragment(plan: ExecutionPlan, shape: CallShape) -> bool:
+    """Whether a pipeline cycle's host-to-device copies run as a fragment of their own.
+
+    PopART builds every pipeline cycle as: the pre-forward fragment, then the ToDeviceStream
+    fragments of the stages that run in that cycle, then their Main fragments, then their
+    ToHostStream fragments, then the inter-IPU copies (popart ``willow/src/popx/popprograms.cpp``,
+    ``PopPrograms::addPipelineCycle``); PopTorch runs on PopART. Under PopART's default sync
+    pattern (``SyncPattern::Full``) "any communication between the IPUs or with the host will
+    require all IPUs to synchronise" (PopART user guide, "Sync configuration"), so no stage's
+    Main fragment starts before every copy of the cycle has arrived: the copies are not
+    overlapped with compute. With I/O tiles (PopART's overlapped I/O, where the fragment's code
+    is inlined "in order to not block overlap") the copies run beside the compute instead.
+    """
+    return bool(shape.activity.pipelined and plan.num_ipus > 1 and plan.io_tiles == 0)
 
 
 def iteration_instances(
@@ -632,7 +694,7 @@ def iteration_instances(
     accumulators), the streams, the inter-stage exchanges and syncs, the weight update."""
     inst = _Instances()
     _pass_instances(plan, shape, templates, stage_t, inst)
-    _stream_instances(shape, transfer_t, inst)
+    _stream_instances(plan, shape, transfer_t, inst)
     act = shape.activity
     if plan.num_ipus > 1:  # inter-stage global exchanges and syncs, per row
         a_ipu = shape.stage_ipu[act.stage]
@@ -730,9 +792,13 @@ def _pass_instances(
                 )
 
 
-def _stream_instances(shape: CallShape, transfer_t: TransferTemplates, inst: _Instances) -> None:
+def _stream_instances(
+    plan: ExecutionPlan, shape: CallShape, transfer_t: TransferTemplates, inst: _Instances
+) -> None:
     """Per micro-batch: the input before stage 0's forward, the labels before the loss stage's
-    forward, the outputs after the loss stage's pass."""
+    forward, the outputs after the loss stage's pass. In a pipeline the cycle's input and label
+    copies form its ToDeviceStream fragment, closed by a sync of every IPU
+    (:func:`to_device_fragment`)."""
     act = shape.activity
     a_row, a_stage, a_mb = act.row, act.stage, act.micro_batch
     a_ipu = shape.stage_ipu[a_stage]
@@ -742,10 +808,11 @@ def _stream_instances(shape: CallShape, transfer_t: TransferTemplates, inst: _In
     first_in = fwd_mask & (a_stage == 0)
     loss_fwd = fwd_mask & (a_stage == loss_stage)
     zero = np.zeros(len(a_row), np.int64)
-    for copies, mask, stage, order in (
-        (transfer_t.input, first_in, 0, zero),
-        (transfer_t.labels, loss_fwd, loss_stage, zero + 3),
-        (transfer_t.output, loss_fwd, loss_stage, a_order + 9),
+    frag = FRAG_TO_DEVICE if transfer_t.to_device_sync else FRAG_NONE
+    for copies, mask, stage, order, in_frag in (
+        (transfer_t.input, first_in, 0, zero, frag),
+        (transfer_t.labels, loss_fwd, loss_stage, zero + 3, frag),
+        (transfer_t.output, loss_fwd, loss_stage, a_order + 9, FRAG_NONE),
     ):
         if copies is None:
             continue
@@ -758,7 +825,24 @@ def _stream_instances(shape: CallShape, transfer_t: TransferTemplates, inst: _In
                 order=order[mask] + j,
                 mb=a_mb[mask],
                 stage=stage,
+                frag=in_frag,
             )
+    if not transfer_t.to_device_sync:
+        return
+    # every IPU closes the fragment of each cycle that copies anything to the device
+    copied = first_in if transfer_t.input is not None else np.zeros(len(a_row), bool)
+    if transfer_t.labels is not None:
+        copied = copied | loss_fwd
+    rows = np.unique(a_row[copied])
+    nI = plan.num_ipus
+    inst.add(
+        len(rows) * nI,
+        tmpl=np.tile(np.array(transfer_t.to_device_sync), len(rows)),
+        ipu=np.tile(np.arange(nI), len(rows)),
+        row=np.repeat(rows, nI),
+        order=ORDER_TO_DEVICE_SYNC,
+        frag=FRAG_TO_DEVICE_SYNC,
+    )
 
 
 def _weight_update_instances(
@@ -905,6 +989,19 @@ def call_timing(plan: ExecutionPlan, templates: _Templates, call: CallInstances)
     is_sync = inst["sync"] == 1
     is_ex = inst["exch"] == 1
     key = inst["row"] * nI + inst["ipu"]
+    frag_sync = inst["frag"] == FRAG_TO_DEVICE_SYNC
+    if frag_sync.any():
+        # a cycle's ToDeviceStream fragment lasts as long as its longest copy on any IPU: each
+        # IPU's closing sync absorbs its wait for that copy (to_device_fragment)
+        in_frag = inst["frag"] == FRAG_TO_DEVICE
+        copy_work = np.bincount(
+            key, weights=np.where(in_frag, cyc, 0), minlength=call.rows * nI
+        ).reshape(call.rows, nI)
+        copy_len = copy_work.max(axis=1)
+        r, i = inst["row"], inst["ipu"]
+        cyc = np.where(
+            frag_sync, copy_len[r] - copy_work[r, i] + links.external_sync_cycles, cyc
+        ).astype(np.int64)
     work = np.bincount(
         key, weights=np.where(is_sync | is_ex, 0, cyc), minlength=call.rows * nI
     ).reshape(call.rows, nI)
