@@ -25,6 +25,7 @@ import argparse
 import difflib
 import json
 import math
+import os
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -32,6 +33,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from engine.errors import ConfigError, TargetError
+from profiles.inputs import read_regular
 
 ModelName = Literal["mlp", "resnet50", "resnet101", "bert-base", "bert-large"]
 MODEL_NAMES: tuple[str, ...] = ("mlp", "resnet50", "resnet101", "bert-base", "bert-large")
@@ -309,11 +311,16 @@ class RunConfig(BaseModel):
     @field_validator("input_shapes")
     @classmethod
     def _input_shapes(cls, value: dict[str, list[int]]) -> dict[str, list[int]]:
+        from engine.graph import dims_problem
+
         for name, dims in value.items():
             if not dims or any(d < 1 for d in dims):
                 raise ValueError(
                     f"input {name!r}: give every dimension as a whole number >= 1, e.g. [1, 128]"
                 )
+            problem = dims_problem(dims)
+            if problem:
+                raise ValueError(f"input {name!r}: {problem}")
         return value
 
     @property
@@ -668,14 +675,9 @@ class RunConfig(BaseModel):
                 f"run configuration {name} is a folder; give a .toml file such as "
                 f"{str(p / 'run.toml')!r}."
             )
-        try:
-            raw = p.read_bytes()
-        except FileNotFoundError:
-            raise ConfigError(f"run configuration {name} does not exist.") from None
-        except OSError as exc:
-            raise ConfigError(
-                f"run configuration {name} cannot be read: {exc.strerror or exc}."
-            ) from None
+        raw = read_regular(
+            p, f"run configuration {name}", ConfigError, hint="(run configurations are a few kB.)"
+        )
         if raw.startswith(b"\x89HDF\r\n\x1a\n"):
             raise ConfigError(
                 f"run configuration {name} is an HDF5 file (a profile?), not a TOML run "
@@ -707,7 +709,8 @@ class RunConfig(BaseModel):
         model = data.get("model")
         if isinstance(model, str) and is_onnx_path(model):
             # an ONNX model path is relative to the run configuration file
-            data["model"] = str((p.parent / Path(model).expanduser()).resolve())
+            # (made absolute, links kept: a model.onnx linked to a blob keeps its name)
+            data["model"] = os.path.abspath(p.parent / Path(model).expanduser())
         try:
             return cls.from_dict(data)
         except ConfigError as exc:
@@ -1047,7 +1050,7 @@ def config_from_args(args: argparse.Namespace, base: RunConfig | dict | None = N
                 value = shapes
             elif name == "model" and is_onnx_path(value):
                 # on the command line, an ONNX path is relative to the current folder
-                value = str(Path(value).expanduser().resolve())
+                value = os.path.abspath(Path(value).expanduser())
             data[name] = value
     if getattr(args, "system", None) and data.get("system") != getattr(base, "system", None):
         # a system named on the command line sets the chip and the replicas that fill it, unless

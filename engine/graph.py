@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from engine.errors import ModelError
+
 #: Column names and dtypes of the graph table.
 COLUMNS: dict[str, str] = {
     "name": "object",
@@ -66,6 +68,32 @@ COLUMNS: dict[str, str] = {
 
 INPUT = -1
 NONE = -2
+#: Largest dimension a model's tensor may have (2^31 - 1: PopART and PopLibs index tensors with
+#: 32-bit sizes per dimension) and most elements one tensor may hold (2^40, 4 TiB of float32:
+#: beyond any IPU system's memory, and far enough below 2^63 that costs in int64 never wrap).
+MAX_DIM = 2**31 - 1
+MAX_ELEMENTS = 2**40
+#: Largest count (elements, MACs) of one operation per sample: the engine multiplies these by
+#: micro-batches, replicas and bytes in int64.
+COST_LIMIT = 2**48
+
+
+def dims_problem(dims) -> str | None:
+    """Why a tensor of ``dims`` cannot be simulated (None when it can): a dimension below 1 or
+    above :data:`MAX_DIM`, or more than :data:`MAX_ELEMENTS` elements."""
+    for i, d in enumerate(dims):
+        if int(d) < 1:
+            return f"dimension {i} is {int(d)}; dimensions are whole numbers >= 1"
+        if int(d) > MAX_DIM:
+            return (
+                f"dimension {i} is {int(d):,}, more than the largest the engine takes ({MAX_DIM:,})"
+            )
+    n = 1
+    for d in dims:
+        n *= int(d)
+    if n > MAX_ELEMENTS:
+        return f"it holds {n:,} elements, more than the engine simulates (2^40)"
+    return None
 
 
 @dataclass
@@ -208,11 +236,32 @@ class GraphBuilder:
     _input_elems: int = 0
 
     def build(self, model: str, **kw) -> Graph:
-        cols = {
-            c: np.array([r[c] for r in self.rows], dtype=dt if dt != "object" else object)
-            for c, dt in COLUMNS.items()
-        }
+        """The :class:`Graph` of the rows added; a count above :data:`COST_LIMIT` (it would
+        wrap int64 once multiplied by the micro-batch) is a ModelError naming the operation."""
+        cols: dict[str, np.ndarray] = {}
+        for c, dt in COLUMNS.items():
+            values = [r[c] for r in self.rows]
+            try:
+                cols[c] = np.array(values, dtype=dt if dt != "object" else object)
+            except OverflowError:
+                cols[c] = np.array([COST_LIMIT + 1], dtype=np.int64)
+            if dt == "int64" and cols[c].size and int(np.abs(cols[c]).max()) > COST_LIMIT:
+                big = next(r for r in self.rows if abs(int(r[c])) > COST_LIMIT)
+                raise ModelError(
+                    f"model {model!r}: operation {big['name']!r} has {c} = {int(big[c]):,} per "
+                    "sample, more than the engine can cost (2^48); check the model's dimensions."
+                )
         return Graph(model=model, cols=cols, **kw)
 
 
-__all__ = ["COLUMNS", "INPUT", "NONE", "Graph", "GraphBuilder"]
+__all__ = [
+    "COLUMNS",
+    "COST_LIMIT",
+    "INPUT",
+    "MAX_DIM",
+    "MAX_ELEMENTS",
+    "NONE",
+    "Graph",
+    "GraphBuilder",
+    "dims_problem",
+]

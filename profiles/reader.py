@@ -34,6 +34,7 @@ from profiles import schema, semantic
 from profiles._layout import MAX_IPUS, MAX_ROWS, MAX_TILES, dtype_ok
 from profiles.errors import ForeignDataError, ProfileError
 from profiles.foreign import foreign_data, foreign_sentence
+from profiles.inputs import open_regular
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -74,13 +75,8 @@ def check_openable(path: Path) -> None:
         raise ProfileError(f"profile {path} does not exist.")
     if path.is_dir():
         raise ProfileError(f"profile {path} is a folder, not a profile file.")
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(8)
-    except PermissionError:
-        raise ProfileError(f"profile {path} cannot be read: permission denied.") from None
-    except OSError as exc:
-        raise ProfileError(f"profile {path} cannot be read: {exc.strerror or exc}.") from None
+    with open_regular(path, f"profile {path}", ProfileError) as fh:
+        head = fh.read(8)
     if not head:
         raise ProfileError(f"profile {path} is empty (0 bytes).")
     if head != HDF5_SIGNATURE and not h5py.is_hdf5(str(path)):

@@ -640,3 +640,266 @@ def profile_probes(
     if only is not None:
         cmds = tuple(c for c in cmds if any(" ".join(c).startswith(o) for o in only))
     return [tuple(a.format(file=file, base=base, out=out) for a in cmd) for cmd in cmds]
+
+
+# -- hostile inputs other than profiles (issue 22) ----------------------------------------------
+# Each builder writes its input into ``folder`` and returns the path; :func:`input_cases` pairs
+# them with the command lines that read them. Every case must end with one sentence and exit 2.
+
+
+def _onnx_model(nodes, inputs, outputs, inits=(), opset: int = 17):
+    from onnx import helper as oh
+
+    g = oh.make_graph(nodes, "hostile", inputs, outputs, list(inits))
+    m = oh.make_model(g, opset_imports=[oh.make_opsetid("", opset)])
+    m.ir_version = 8
+    return m
+
+
+def _save_onnx(m, path: Path) -> Path:
+    import onnx
+
+    onnx.save_model(m, str(path))
+    return path
+
+
+def onnx_expand_bomb(
+    folder: Path, dims: tuple[int, ...] = (20000, 20000), name: str = "expand-bomb"
+) -> Path:
+    """229 bytes: Constant -> Expand to 20000 x 20000 -> ReduceSum (folding would fill 3 GB)."""
+    from onnx import TensorProto as T
+    from onnx import helper as oh
+
+    nodes = [
+        oh.make_node("Constant", [], ["c"], value=oh.make_tensor("v", T.INT64, [1], [1])),
+        oh.make_node(
+            "Constant", [], ["s"], value=oh.make_tensor("s", T.INT64, [len(dims)], list(dims))
+        ),
+        oh.make_node("Expand", ["c", "s"], ["e"]),
+        oh.make_node("ReduceSum", ["e"], ["r"], keepdims=0),
+        oh.make_node("Cast", ["r"], ["rf"], to=T.FLOAT),
+        oh.make_node("Add", ["x", "rf"], ["y"]),
+    ]
+    m = _onnx_model(
+        nodes,
+        [oh.make_tensor_value_info("x", T.FLOAT, [1, 4])],
+        [oh.make_tensor_value_info("y", T.FLOAT, [1, 4])],
+    )
+    return _save_onnx(m, folder / f"{name}.onnx")
+
+
+def onnx_range_bomb(folder: Path) -> Path:
+    """Range(0, 2.5e8, 1) -> ReduceSum: folding would allocate 2 GB."""
+    from onnx import TensorProto as T
+    from onnx import helper as oh
+
+    def const(name: str, v: int):
+        return oh.make_node("Constant", [], [name], value=oh.make_tensor(name, T.INT64, [], [v]))
+
+    nodes = [
+        const("a", 0),
+        const("b", 250_000_000),
+        const("d", 1),
+        oh.make_node("Range", ["a", "b", "d"], ["r"]),
+        oh.make_node("ReduceSum", ["r"], ["s"], keepdims=0),
+        oh.make_node("Cast", ["s"], ["sf"], to=T.FLOAT),
+        oh.make_node("Add", ["x", "sf"], ["y"]),
+    ]
+    m = _onnx_model(
+        nodes,
+        [oh.make_tensor_value_info("x", T.FLOAT, [1, 4])],
+        [oh.make_tensor_value_info("y", T.FLOAT, [1, 4])],
+    )
+    return _save_onnx(m, folder / "range-bomb.onnx")
+
+
+def onnx_where_bomb(folder: Path) -> Path:
+    """Where of three small constants broadcasting to 4096^3 elements."""
+    import numpy as _np
+    from onnx import TensorProto as T
+    from onnx import helper as oh
+    from onnx import numpy_helper as nh
+
+    shapes = {"c": (4096, 1, 1), "p": (1, 4096, 1), "q": (1, 1, 4096)}
+    inits = [nh.from_array(_np.ones(s, _np.int64), k) for k, s in shapes.items()]
+    inits[0] = nh.from_array(_np.ones(shapes["c"], bool), "c")
+    nodes = [
+        oh.make_node("Where", ["c", "p", "q"], ["w"]),
+        oh.make_node("ReduceSum", ["w"], ["s"], keepdims=0),
+        oh.make_node("Cast", ["s"], ["sf"], to=T.FLOAT),
+        oh.make_node("Add", ["x", "sf"], ["y"]),
+    ]
+    m = _onnx_model(
+        nodes,
+        [oh.make_tensor_value_info("x", T.FLOAT, [1, 4])],
+        [oh.make_tensor_value_info("y", T.FLOAT, [1, 4])],
+        inits,
+    )
+    return _save_onnx(m, folder / "where-bomb.onnx")
+
+
+def onnx_relu(folder: Path, name: str, dims: list, external: dict[str, str] | None = None) -> Path:
+    """x (dims) -> MatMul(w 4x4) -> y; ``external``: w's external-data entries (not written)."""
+    from onnx import TensorProto as T
+    from onnx import helper as oh
+
+    w = oh.make_tensor("w", T.FLOAT, [4, 4], [0.0] * 16)
+    if external is not None:
+        w.ClearField("float_data")
+        w.data_location = T.EXTERNAL
+        for k, v in external.items():
+            e = w.external_data.add()
+            e.key, e.value = k, v
+    m = _onnx_model(
+        [oh.make_node("MatMul", ["x", "w"], ["y"])],
+        [oh.make_tensor_value_info("x", T.FLOAT, dims)],
+        [oh.make_tensor_value_info("y", T.FLOAT, [*dims[:-1], 4])],
+        [w],
+    )
+    return _save_onnx(m, folder / f"{name}.onnx")
+
+
+def onnx_many_nodes(folder: Path, n: int = 1_000_000) -> Path:
+    """A chain of ``n`` Relu nodes (about 20 bytes each on disk)."""
+    from onnx import TensorProto as T
+    from onnx import helper as oh
+
+    nodes = [oh.make_node("Relu", [f"t{i}"], [f"t{i + 1}"]) for i in range(n)]
+    m = _onnx_model(
+        nodes,
+        [oh.make_tensor_value_info("t0", T.FLOAT, [1, 4])],
+        [oh.make_tensor_value_info(f"t{n}", T.FLOAT, [1, 4])],
+    )
+    return _save_onnx(m, folder / "many-nodes.onnx")
+
+
+@dataclass
+class InputCase:
+    """One hostile input and the command that reads it. ``expect``: the exit code it must give
+    (2: refused in one sentence; None: any clean exit, e.g. a folding bomb left unfolded)."""
+
+    argv: tuple[str, ...]
+    expect: int | None = 2
+    #: text that must not appear in the output (a secret, or an answer about another path)
+    hidden: tuple[str, ...] = ()
+
+
+def _nonregular(folder: Path, kind: str, suffix: str) -> Path:
+    """A name ending in ``suffix`` that is not a regular file: a FIFO, a device (through a link:
+    links are resolved before the check), a 2 GB sparse file, a folder."""
+    import os
+
+    path = folder / f"{kind}{suffix}"
+    if path.exists() or path.is_symlink():
+        return path
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind in ("zero", "urandom"):
+        path.symlink_to(f"/dev/{kind}")
+    elif kind == "sparse-2gb":
+        with open(path, "wb") as fh:
+            fh.truncate(2 * 10**9)
+    else:
+        path.mkdir()
+    return path
+
+
+NONREGULAR_KINDS = ("fifo", "zero", "urandom", "sparse-2gb", "folder")
+
+
+def nonregular_cases(folder: Path) -> dict[str, InputCase]:
+    """Each non-regular kind as an ONNX model (model-info, profile --model, a run config's
+    ``model``), as a host profile, as a run configuration and as a profile."""
+    folder.mkdir(parents=True, exist_ok=True)
+    out = str(folder / "never.h5")
+    cases: dict[str, InputCase] = {}
+    for kind in NONREGULAR_KINDS:
+        onnx_path = _nonregular(folder, kind, ".onnx")
+        toml_path = _nonregular(folder, kind, ".toml")
+        h5_path = _nonregular(folder, kind, ".h5")
+        cfg = folder / f"model-{kind}.toml"
+        cfg.write_text(f'model = "{onnx_path.name}"\n')
+        cases[f"{kind}/model-info"] = InputCase(("model-info", str(onnx_path)))
+        cases[f"{kind}/profile-model"] = InputCase(
+            ("profile", "--quiet", "--model", str(onnx_path), "-o", out)
+        )
+        cases[f"{kind}/config-model"] = InputCase(("profile", "--quiet", str(cfg), "-o", out))
+        host = ("--model", "resnet50", "--host-transforms", "to_tensor")
+        cases[f"{kind}/host-profile"] = InputCase(
+            ("profile", "--quiet", *host, "--host-profile", str(toml_path), "-o", out)
+        )
+        cases[f"{kind}/run-config"] = InputCase(("profile", "--quiet", str(toml_path), "-o", out))
+        cases[f"{kind}/summary"] = InputCase(("summary", str(h5_path)))
+    return cases
+
+
+def onnx_cases(folder: Path) -> dict[str, InputCase]:
+    """Folding bombs, a 10^6-node model, odd dimensions, hostile external data."""
+    folder.mkdir(parents=True, exist_ok=True)
+    out = str(folder / "never.h5")
+    secret = secret_file(folder.parent)
+    (folder / "w.bin").write_bytes(b"\0" * 64)
+    outside = folder.parent / "outside.bin"
+    outside.write_bytes(b"\0" * 12345)
+    link = folder / "link-out.bin"
+    if not link.is_symlink():
+        link.symlink_to(outside)
+    cases: dict[str, InputCase] = {}
+    for name, build in (
+        ("expand-20000x20000", onnx_expand_bomb),
+        ("range-2.5e8", onnx_range_bomb),
+        ("where-4096^3", onnx_where_bomb),
+    ):
+        path = str(build(folder))
+        cases[f"{name}/model-info"] = InputCase(("model-info", path), expect=None)
+        written = str(folder / f"{name}.h5")  # a clean run writes it (the bomb left unfolded)
+        cases[f"{name}/profile"] = InputCase(
+            ("profile", "--quiet", "--force", "--model", path, "-o", written), expect=None
+        )
+    huge_expand = onnx_expand_bomb(folder, (2**31 - 1,) * 3, "expand-2^93")
+    cases["expand-2^93/model-info"] = InputCase(("model-info", str(huge_expand)), expect=None)
+    from engine.onnx.reader import MAX_NODES
+
+    many = onnx_many_nodes(folder, MAX_NODES + 1)
+    cases[f"nodes-{MAX_NODES + 1}"] = InputCase(("model-info", str(many)))
+    relu = onnx_relu
+    huge, neg = relu(folder, "dim-2^62", [1, 2**62, 4]), relu(folder, "dim-neg", [-5, 3, 4])
+    named = relu(folder, "dim-named", ["batch", "n", 4])
+    cases["dim-2^62"] = InputCase(("model-info", str(huge)))
+    cases["dim-negative"] = InputCase(("model-info", str(neg)))
+    cases["input-shape-2^62"] = InputCase(
+        ("model-info", "--input-shape", f"x=1x{2**62}x4", str(named))
+    )
+    cases["input-shape-2^40-product"] = InputCase(
+        ("model-info", "--input-shape", f"x={2**30}x{2**30}x4", str(named))
+    )
+    cfg = folder / "huge-shapes.toml"
+    cfg.write_text(f'model = "{named.name}"\n[input_shapes]\nx = [1, {2**62}, 4]\n')
+    cases["input_shapes-2^62"] = InputCase(("profile", "--quiet", str(cfg), "-o", out))
+    ext = {
+        "length-abc": {"location": "w.bin", "length": "abc"},
+        "offset-negative": {"location": "w.bin", "offset": "-8", "length": "64"},
+        "absolute-secret": {"location": str(secret), "length": "64"},
+        "absolute-missing": {"location": "/nonexistent/x.bin", "length": "64"},
+        "dotdot-outside": {"location": "../outside.bin", "length": "64"},
+        "dotdot-missing": {"location": "../../missing.bin", "length": "64"},
+        "link-out": {"location": link.name, "length": "64"},
+        "fifo": {"location": "fifo.bin", "length": "64"},
+    }
+    import os
+
+    if not (folder / "fifo.bin").exists():
+        os.mkfifo(folder / "fifo.bin")
+    for name, entries in ext.items():
+        path = str(relu(folder, f"ext-{name}", [1, 4], entries))
+        # the size of a file outside the folder (12,345 bytes) must never be told
+        # the sizes of files outside the folder (12,345 and 1,920 bytes) must never be told
+        hidden = ("12,345", "12345", "1,920", "1920", SECRET)
+        cases[f"external-{name}"] = InputCase(("model-info", path), hidden=hidden)
+    return cases
+
+
+def many_nodes_case(folder: Path, n: int = 1_000_000) -> InputCase:
+    """A model of ``n`` nodes (slow to build: not in the CI corpus)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    return InputCase(("model-info", str(onnx_many_nodes(folder, n))))

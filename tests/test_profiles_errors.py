@@ -11,7 +11,6 @@ import h5py
 import numpy as np
 import pytest
 
-import profiles.reader
 from profiles import ProfileWriter, open_profile, schema, write_profile
 from profiles.errors import ProfileError, ProfileWriteError, SchemaMismatchError, UserFacingError
 from profiles.synthetic import make_synthetic_profile
@@ -94,7 +93,7 @@ def test_unreadable(tmp_path, good, monkeypatch):
             def denied(*args, **kwargs):
                 raise PermissionError(13, "Permission denied")
 
-            monkeypatch.setattr(profiles.reader, "open", denied, raising=False)
+            monkeypatch.setattr(os, "open", denied)  # profiles.inputs.open_regular opens so
         with pytest.raises(ProfileError) as e:
             open_profile(p)
         assert "permission denied" in _one_sentence(e.value, p)

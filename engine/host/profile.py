@@ -27,6 +27,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine.errors import ConfigError
+from profiles.inputs import read_regular
 
 #: Every transform the host model knows, and what it does to the image (docs/engine.md).
 TRANSFORMS: dict[str, str] = {
@@ -88,6 +89,8 @@ def _parse(text: str, where: str) -> HostProfile:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"host_profile {where} is not valid TOML: {exc}.") from None
+    except RecursionError:
+        raise ConfigError(f"host_profile {where} nests tables or arrays too deeply.") from None
     try:
         return HostProfile(**raw)
     except ValidationError as exc:
@@ -119,12 +122,12 @@ def load_host_profile(name_or_path: str) -> HostProfile:
             f"host_profile: {name_or_path!r} is neither a shipped profile "
             f"({', '.join(builtin_names())}) nor a file."
         )
+    what = f"host_profile {str(p)!r}"
+    raw = read_regular(p, what, ConfigError, hint="(host profiles are a few kB.)")
     try:
-        text = p.read_text("utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"host_profile {str(p)!r} does not exist.") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"host_profile {str(p)!r} cannot be read: {exc}.") from None
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{what} is not a text file (not UTF-8).") from None
     return _parse(text, repr(str(p)))
 
 

@@ -16,6 +16,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from engine.graph import dims_problem
 from engine.onnx.reader import SMALL, OnnxError, _first_line
 
 #: ONNX float element types (FLOAT, FLOAT16, DOUBLE, BFLOAT16): initializers of these with more
@@ -85,6 +86,12 @@ def bind_inputs(
             )
         out = []
         for i, d in enumerate(dims):
+            if d.HasField("dim_value") and d.dim_value < 0:
+                raise OnnxError(
+                    f"{name}: dimension {i} of input {vi.name!r} is {d.dim_value} in the file; "
+                    "dimensions are whole numbers (give it with --input-shape "
+                    f"{vi.name}=DIMS)."
+                )
             if d.HasField("dim_value") and d.dim_value > 0:
                 out.append(int(d.dim_value))
             elif d.HasField("dim_param") and d.dim_param in symbols:
@@ -107,6 +114,10 @@ def bind_inputs(
                     "in the run configuration)."
                 )
         bound[vi.name] = out
+    for vi in inputs:
+        problem = dims_problem(bound[vi.name])
+        if problem:
+            raise OnnxError(f"{name}: input {vi.name!r} cannot be simulated: {problem}.")
     axis = _batch_axis(list(inputs[0].type.tensor_type.shape.dim)) if inputs else 0
     first = bound[names[0]] if names else []
     batch = int(first[axis]) if len(first) > axis else 1
@@ -149,9 +160,58 @@ def _axes(node, vals, pos):
     return None if ax is None else [int(a) for a in np.asarray(ax).reshape(-1)]
 
 
-def _fold(node, vals: list, shapes_in: list):
-    """numpy value of ``node``'s first output from constant inputs (None = cannot fold)."""
+def _shape_of(v) -> tuple[int, ...]:
+    return tuple(np.shape(v))
+
+
+def _folded_size(node, vals: list) -> int | None:
+    """How many elements ``node``'s folded output would hold, computed from its inputs' values
+    and shapes before anything is allocated (None: unknown here, the op cannot grow its input)."""
     op = node.op_type
+    if op == "Range":
+        start, limit, delta = (float(np.asarray(v).reshape(-1)[0]) for v in vals[:3])
+        if delta == 0 or not all(map(math.isfinite, (start, limit, delta))):
+            return SMALL + 1  # never ends (or no number): leave it to shape inference
+        return max(0, math.ceil((limit - start) / delta))
+    if op in ("Expand", "ConstantOfShape"):
+        target = [int(d) for d in np.asarray(vals[1 if op == "Expand" else 0]).reshape(-1)]
+        if any(d < 0 for d in target):
+            return SMALL + 1
+        if op == "ConstantOfShape":
+            return math.prod(target)
+        return _broadcast_size(_shape_of(vals[0]), tuple(target))
+    if op in _BINARY or op == "Where":
+        return _broadcast_size(*(_shape_of(v) for v in vals if v is not None))
+    if op == "Gather":
+        shape = _shape_of(vals[0])
+        if not shape:
+            return None
+        axis = int(_attr(node, "axis", 0)) % len(shape)
+        return math.prod(shape) // max(1, shape[axis]) * int(np.size(vals[1]))
+    if op == "Concat":
+        return sum(int(np.size(v)) for v in vals if v is not None)
+    return None
+
+
+def _broadcast_size(*shapes: tuple[int, ...]) -> int:
+    """Elements of the numpy broadcast of ``shapes`` (Python integers: no overflow)."""
+    rank = max((len(s) for s in shapes), default=0)
+    out = []
+    for axis in range(rank):
+        dims = {s[axis - rank + len(s)] for s in shapes if axis - rank + len(s) >= 0}
+        big = {d for d in dims if d != 1}
+        out.append(max(big) if big else 1)
+    return math.prod(out)
+
+
+def _fold(node, vals: list, shapes_in: list):
+    """numpy value of ``node``'s first output from constant inputs (None = cannot fold, or the
+    result would hold more than :data:`SMALL` elements: checked before it is computed)."""
+    op = node.op_type
+    if op not in ("Shape", "Size", "Constant") and all(v is not None for v in vals[:1]):
+        size = _folded_size(node, vals)
+        if size is not None and size > SMALL:
+            return None
     if op == "Shape":
         s = np.array(shapes_in[0], dtype=np.int64)
         start, end = _attr(node, "start", 0), _attr(node, "end", None)
@@ -208,7 +268,7 @@ def _fold(node, vals: list, shapes_in: list):
         value = _attr(node, "value")
         v = numpy_helper.to_array(value).reshape(-1)[0] if value is not None else np.float32(0)
         shape = [int(d) for d in x]
-        return None if np.prod(shape) > SMALL else np.full(shape, v)
+        return np.full(shape, v)
     if op == "Range":
         return np.arange(x, vals[1], vals[2])
     if op == "Expand":
