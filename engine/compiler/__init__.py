@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from engine.compiled import (
@@ -20,7 +22,7 @@ from engine.compiled import (
     ProgramTable,
     SegmentTable,
 )
-from engine.compiler.lowering import lower
+from engine.compiler.lowering import Lowered, lower
 from engine.compiler.memory import build_memory
 from engine.compiler.plan import plan_ops
 from engine.config import RunConfig
@@ -40,8 +42,32 @@ def _segments(config) -> list[tuple[str, int]]:
     return segs
 
 
+@dataclass(frozen=True)
+class SegmentOrder:
+    """The lowered ops in segment order (stable inside a segment), each op's segment, and the
+    (kind, stage) of every segment."""
+
+    lowered: Lowered
+    op_seg: np.ndarray
+    segs: list[tuple[str, int]]
+
+
+@dataclass(frozen=True)
+class VertexTables:
+    """The compiled vertex types (their codelet family's sizes, their instances), the compute
+    sets, and the row of ``vertex_types`` of every program (-1: none)."""
+
+    vertex_types: dict[str, np.ndarray]
+    compute_sets: dict[str, np.ndarray]
+    program_family: np.ndarray
+
+
 def compile_program(config: RunConfig | dict, progress=None) -> CompiledProgram:
-    """Compile ``config`` (see the module docstring). ``progress(fraction, text)`` is optional."""
+    """Compile ``config`` (see the module docstring). ``progress(fraction, text)`` is optional.
+
+    Phases, each returning a record: the graph; the lowered ops in segment order
+    (:class:`SegmentOrder`); the tile plan (``plan.plan_ops``); the segment table; memory and
+    liveness (``memory.build_memory``); the program, op and vertex tables; the notes."""
     if not isinstance(config, RunConfig):
         config = RunConfig.from_dict(dict(config))
 
@@ -54,8 +80,52 @@ def compile_program(config: RunConfig | dict, progress=None) -> CompiledProgram:
     tick(0.0, "building the model graph")
     graph = build_model(config)
     tick(0.1, "lowering")
+    order = lowered_in_segment_order(graph, config, target)
+    lowered = order.lowered
+    tick(0.2, "planning tiles")
+    tile_plan = plan_ops(lowered, target, config, compute_tiles)
+    pr = tile_plan.programs
+    stage_ipu = np.arange(config.stages, dtype=np.int16)
+    p_op = pr["op"].astype(np.int64)
+    p_seg = order.op_seg[p_op]
+    segments = segment_table(order.segs, p_seg, stage_ipu)
+    op_ipu = stage_ipu[lowered["stage"].astype(np.int64)]
+    tick(0.4, "memory and liveness")
+    progs_cols = dict(pr)
+    progs_cols["ipu"] = op_ipu[p_op].astype(np.int16)
+    memory_result = build_memory(
+        graph, lowered, tile_plan, progs_cols, op_ipu, config, target, compute_tiles
+    )
+    tick(0.9, "assembling")
+    programs = program_table(pr, lowered, p_seg, progs_cols["ipu"], memory_result.program_code)
+    ops = op_table(lowered, op_ipu, pr, memory_result.program_code, tile_plan)
+    vt = vertex_tables(tile_plan, target, progs_cols["ipu"])
+    programs.family = vt.program_family
+    compiled = CompiledProgram(
+        config=config,
+        target=target,
+        graph=graph,
+        ops=ops,
+        programs=programs,
+        segments=segments,
+        variables=memory_result.variables,
+        vertex_types=vt.vertex_types,
+        compute_sets=vt.compute_sets,
+        memory=memory_result.memory,
+        liveness=memory_result.liveness,
+        oom=memory_result.oom,
+        io=memory_result.io,
+        stage_ipu=stage_ipu,
+        compute_tiles=compute_tiles,
+        notes=compile_notes(tile_plan, graph, memory_result, target),
+    )
+    tick(1.0, "compiled")
+    return compiled
+
+
+def lowered_in_segment_order(graph, config, target) -> SegmentOrder:
+    """Lower the graph and order its ops by segment (stable: keeps the order inside each)."""
     lowered = lower(graph, config, target)
-    # order the ops by segment (stable: keeps the order inside each segment)
     segs = _segments(config)
     # segment of each op: a (kind, stage) table looked up with whole arrays
     kind_code = {k: i for i, k in enumerate(SEGMENT_KINDS)}
@@ -67,17 +137,14 @@ def compile_program(config: RunConfig | dict, progress=None) -> CompiledProgram:
     assert (op_seg >= 0).all(), "every lowered op belongs to a segment"
     order = np.argsort(op_seg, kind="stable")
     lowered.cols = {k: v[order] for k, v in lowered.cols.items()}
-    op_seg = op_seg[order]
-    tick(0.2, "planning tiles")
-    tile_plan = plan_ops(lowered, target, config, compute_tiles)
-    pr = tile_plan.programs
-    stage_ipu = np.arange(config.stages, dtype=np.int16)
-    p_op = pr["op"].astype(np.int64)
-    p_seg = op_seg[p_op]
-    n_prog = len(p_op)
+    return SegmentOrder(lowered, op_seg[order], segs)
+
+
+def segment_table(segs, p_seg: np.ndarray, stage_ipu: np.ndarray) -> SegmentTable:
+    """Every segment's kind, IPU, stage, loop level and range of programs."""
     first = np.searchsorted(p_seg, np.arange(len(segs)), side="left")
     stop = np.searchsorted(p_seg, np.arange(len(segs)), side="right")
-    segments = SegmentTable(
+    return SegmentTable(
         kind=np.array([k for k, _ in segs], dtype=object),
         ipu=stage_ipu[[s for _, s in segs]].astype(np.int16),
         stage=np.array([s for _, s in segs], dtype=np.int16),
@@ -85,22 +152,21 @@ def compile_program(config: RunConfig | dict, progress=None) -> CompiledProgram:
         first=first.astype(np.int64),
         stop=stop.astype(np.int64),
     )
-    op_ipu = stage_ipu[lowered["stage"].astype(np.int64)]
-    tick(0.4, "memory and liveness")
-    progs_cols = dict(pr)
-    progs_cols["ipu"] = op_ipu[p_op].astype(np.int16)
-    memory_result = build_memory(
-        graph, lowered, tile_plan, progs_cols, op_ipu, config, target, compute_tiles
-    )
-    tick(0.9, "assembling")
+
+
+def program_table(pr, lowered, p_seg, p_ipu, program_code) -> ProgramTable:
+    """The leaf programs of the tile plan with their op's stage, pass and segment (``family``
+    is set from the vertex tables)."""
+    p_op = pr["op"].astype(np.int64)
+    n_prog = len(p_op)
     dest_tile = schema.code("destination", "tile")
     is_ex = pr["type"] == schema.code("program_type", "DoExchange")
     is_sync = pr["type"] == schema.code("program_type", "Sync")
-    programs = ProgramTable(
+    return ProgramTable(
         name=pr["name"],
         type=pr["type"],
         op=pr["op"],
-        ipu=progs_cols["ipu"],
+        ipu=p_ipu,
         stage=lowered["stage"][p_op].astype(np.int16),
         pass_=lowered["pass_"][p_op].astype(np.uint8),
         segment=p_seg.astype(np.int32),
@@ -115,16 +181,19 @@ def compile_program(config: RunConfig | dict, progress=None) -> CompiledProgram:
         peer=np.full(n_prog, -1, dtype=np.int16),
         sync=np.where(is_sync, schema.code("sync_kind", "internal"), 0).astype(np.uint8),
         transfers=np.ones(n_prog, dtype=np.int32),
-        code_bytes=memory_result.program_code,
-        family=np.zeros(n_prog, dtype=np.int16),  # set below: row of compiled.vertex_types
+        code_bytes=program_code,
+        family=np.zeros(n_prog, dtype=np.int16),  # set from the vertex tables
         vertices=pr["vertices"],
     )
+
+
+def op_table(lowered, op_ipu, pr, program_code, tile_plan) -> OpTable:
+    """Every lowered op with its programs' cycles and code summed and its tile plan."""
+    p_op = pr["op"].astype(np.int64)
     n_ops = len(lowered)
     op_cycles = np.bincount(p_op, weights=pr["cycles"], minlength=n_ops).astype(np.int64)
-    op_code = np.bincount(p_op, weights=memory_result.program_code, minlength=n_ops).astype(
-        np.int64
-    )
-    ops = OpTable(
+    op_code = np.bincount(p_op, weights=program_code, minlength=n_ops).astype(np.int64)
+    return OpTable(
         name=lowered["name"],
         type=lowered["type"],
         layer=lowered["layer"],
@@ -143,6 +212,12 @@ def compile_program(config: RunConfig | dict, progress=None) -> CompiledProgram:
         tile_start=tile_plan.tile_start.astype(np.int32),
         serial_splits=tile_plan.serial_splits.astype(np.int32),
     )
+
+
+def vertex_tables(tile_plan, target, p_ipu) -> VertexTables:
+    """The vertex types that run (codelet sizes from the target's families, instances summed
+    over the compute sets), the compute sets, and each program's vertex-type row."""
+    pr = tile_plan.programs
     vt = tile_plan.vertex_types
     fams = target.vertex_families
     cs = np.flatnonzero(pr["type"] == T_ONTILE)
@@ -157,20 +232,26 @@ def compile_program(config: RunConfig | dict, progress=None) -> CompiledProgram:
         "state_bytes": np.array([fams[f].state_bytes for f in vt["family"][keep]], dtype=np.int64),
         "instances": inst[keep],
     }
-    programs.family = np.where(
-        pr["vt"] >= 0, remap[np.maximum(pr["vt"].astype(np.int64), 0)], -1
-    ).astype(np.int16)
+    family = np.where(pr["vt"] >= 0, remap[np.maximum(pr["vt"].astype(np.int64), 0)], -1).astype(
+        np.int16
+    )
     compute_sets = {
         "name": pr["name"][cs],
         "op": pr["op"][cs].astype(np.int32),
         "program": cs.astype(np.int32),
         "vertex_type": remap[pr["vt"][cs].astype(np.int64)].astype(np.int32),
         "vertices": pr["vertices"][cs].astype(np.int64),
-        "ipu": progs_cols["ipu"][cs].astype(np.int16),
+        "ipu": p_ipu[cs].astype(np.int16),
         "tile_start": pr["tile_start"][cs].astype(np.int32),
         "tile_count": pr["tile_count"][cs].astype(np.int32),
     }
-    notes = list(tile_plan.notes) + list(graph.params.get("notes", []))  # e.g. ONNX unknown ops
+    return VertexTables(vertex_types, compute_sets, family)
+
+
+def compile_notes(tile_plan, graph, memory_result, target) -> list[str]:
+    """The plan's and the graph's notes (e.g. ONNX ops it does not know), then out of memory and
+    the liveness cap, when they apply."""
+    notes = list(tile_plan.notes) + list(graph.params.get("notes", []))
     if memory_result.oom:
         n_oom = len(memory_result.memory.oom_tiles)
         notes.append(f"out of memory: {n_oom} tile(s) exceed {target.sram_per_tile} bytes.")
@@ -179,26 +260,7 @@ def compile_program(config: RunConfig | dict, progress=None) -> CompiledProgram:
             "liveness per tile is capped at 2 GiB per tile and step in /liveness/per_tile (the "
             "run needs more); per-step sums and the memory report are exact."
         )
-    compiled = CompiledProgram(
-        config=config,
-        target=target,
-        graph=graph,
-        ops=ops,
-        programs=programs,
-        segments=segments,
-        variables=memory_result.variables,
-        vertex_types=vertex_types,
-        compute_sets=compute_sets,
-        memory=memory_result.memory,
-        liveness=memory_result.liveness,
-        oom=memory_result.oom,
-        io=memory_result.io,
-        stage_ipu=stage_ipu,
-        compute_tiles=compute_tiles,
-        notes=notes,
-    )
-    tick(1.0, "compiled")
-    return compiled
+    return notes
 
 
 __all__ = ["SEGMENT_KINDS", "compile_program"]

@@ -135,29 +135,81 @@ ROW_DEFAULTS = dict(
 )
 
 
+@dataclass(frozen=True)
+class LoweringPlan:
+    """The run options lowering reads, resolved once from the RunConfig (a typed compile plan:
+    the phases below read these fields, never the RunConfig)."""
+
+    micro_batch: int
+    training: bool
+    stages: int
+    compute_bytes: int  # bytes per element of inputs, activations and matmul operands
+    weight_bytes: int  # bytes per element of stored weights and the update
+    accumulator_bytes: int  # bytes per element of the gradient accumulators
+    weight_cast: bool  # stored weights are cast to the compute dtype before use (16.32)
+    eight_bit_input: bool
+    loss_scaled: bool  # loss scaling on: one more pass to unscale
+    recomputation: str  # off / pipeline-stages / checkpoints (auto already resolved)
+    gradient_accumulation: int
+    optimiser: str
+    state_shards: int  # replicas the optimiser update is sharded over (1 without RTS)
+    resets_accumulators: bool  # GA > 1 with on-chip accumulators: reset after the step
+
+    @classmethod
+    def from_config(cls, config) -> LoweringPlan:
+        """Resolve ``config`` (a validated RunConfig) once."""
+        ga = int(config.gradient_accumulation)
+        return cls(
+            micro_batch=int(config.micro_batch_size),
+            training=bool(config.training),
+            stages=int(config.stages),
+            compute_bytes=DTYPE_BYTES[config.compute_dtype],
+            weight_bytes=DTYPE_BYTES[config.weight_dtype],
+            accumulator_bytes=DTYPE_BYTES[config.accumulator],
+            weight_cast=config.weight_dtype != config.compute_dtype,
+            eight_bit_input=bool(config.eight_bit_input),
+            loss_scaled=config.loss_scaling != 1,
+            recomputation=str(config.recomputation),
+            gradient_accumulation=ga,
+            optimiser=str(config.optimiser),
+            state_shards=(
+                int(config.replication_factor) if config.replicated_tensor_sharding else 1
+            ),
+            resets_accumulators=ga > 1 and config.offload_accumulators != "on",
+        )
+
+
 def lower(graph: Graph, config, target) -> Lowered:
     """The lowered ops of one step (see the module docstring), built as whole arrays: each kind
     of row (forward, recomputation, each gradient, accumulation, update) for all the ops that
-    have it at once, then put in the canonical order by one sort."""
+    have it at once, then put in the canonical order by one sort. Phases: the stages and the
+    recomputation flags (from the RunConfig's layer names), then, on the resolved
+    :class:`LoweringPlan`, the forward rows, the loss rows, the backward rows, the updates."""
+    plan = LoweringPlan.from_config(config)
     g = graph.cols
-    n = len(graph)
-    B = config.micro_batch_size
-    training = config.training
-    S = config.stages
-    cdt = DTYPE_BYTES[config.compute_dtype]
-    wdt = DTYPE_BYTES[config.weight_dtype]
     stage_of = assign_stages(graph, config)
-
     recompute, group = recompute_flags(graph, config, stage_of)
     # per forward op, the fields of its forward row (also its recomputation's), whole arrays
-    fw = _forward_fields(g, B, cdt, config)
+    fw = _forward_fields(g, plan)
     fw["stage"] = stage_of
-    blocks: list[dict] = []
     order = np.argsort(stage_of, kind="stable")  # stage by stage, graph order inside
+    blocks = _forward_rows(graph, fw, order, plan)
+    if plan.training:
+        blocks += _loss_rows(graph, plan)
+        blocks.append(_backward_block(g, fw, stage_of, recompute, group, plan))
+        blocks.append(_update_block(g, order, stage_of, plan))
+    cols = _concat(blocks)
+    del cols["_len"]
+    loss_inputs = list(graph.params.get("loss_inputs", [len(graph) - 1]))
+    return Lowered(cols=cols, stage_of_fwd=stage_of, recompute=recompute, loss_inputs=loss_inputs)
 
-    # ---- forward ------------------------------------------------------------------------
-    if S and config.eight_bit_input and graph.input_kind == "image":
-        e = B * graph.input_elems
+
+def _forward_rows(graph: Graph, fw: dict, order: np.ndarray, plan: LoweringPlan) -> list[dict]:
+    """The forward rows, stage by stage: the on-IPU cast-and-normalise of 8-bit image input
+    first, then every forward graph op."""
+    blocks: list[dict] = []
+    if plan.stages and plan.eight_bit_input and graph.input_kind == "image":
+        e = plan.micro_batch * graph.input_elems
         blocks.append(
             _block(
                 1,
@@ -172,50 +224,46 @@ def lower(graph: Graph, config, target) -> Lowered:
                 role="normin",
                 elems=e,
                 passes=2.0,  # cast uint8 -> float, then scale and shift
-                db=cdt,
+                db=plan.compute_bytes,
                 flops=2 * e,
                 bytes_in=e,
-                bytes_out=e * cdt,
+                bytes_out=e * plan.compute_bytes,
             )
         )
     blocks.append(_forward_block(fw, order, "fwd", "forward", P_FWD, "fwd"))
-    loss_inputs = list(graph.params.get("loss_inputs", [n - 1]))
-    if training:
-        logits = B * graph.output_elems
-        for role, passes, suffix in (
-            ("loss", 4.0, "fwd"),
-            ("lossgrad", 2.0 + (config.loss_scaling != 1), "bwd"),
-        ):
-            blocks.append(
-                _block(
-                    1,
-                    name=f"loss/{suffix}",
-                    type="SoftmaxCrossEntropy" + ("Grad" if role == "lossgrad" else ""),
-                    layer="loss",
-                    family="loss",
-                    pass_=P_LOSS,
-                    stage=S - 1,
-                    fwd=-1,
-                    seg="forward" if role == "loss" else "backward",
-                    role=role,
-                    elems=logits,
-                    passes=passes,
-                    db=4,  # the loss is computed in FP32
-                    flops=int(logits * passes),
-                    bytes_in=logits * cdt,
-                    bytes_out=logits * cdt if role == "lossgrad" else 4 * B,
-                )
-            )
-        # ---- backward, stage by stage in reverse ------------------------------------------
-        acc_dt = DTYPE_BYTES[config.accumulator]
+    return blocks
+
+
+def _loss_rows(graph: Graph, plan: LoweringPlan) -> list[dict]:
+    """Softmax cross-entropy on the last stage (FP32): its forward and its gradient."""
+    B, cdt = plan.micro_batch, plan.compute_bytes
+    logits = B * graph.output_elems
+    blocks = []
+    for role, passes, suffix in (
+        ("loss", 4.0, "fwd"),
+        ("lossgrad", 2.0 + plan.loss_scaled, "bwd"),
+    ):
         blocks.append(
-            _backward_block(g, fw, stage_of, recompute, group, B, cdt, acc_dt, wdt, config)
+            _block(
+                1,
+                name=f"loss/{suffix}",
+                type="SoftmaxCrossEntropy" + ("Grad" if role == "lossgrad" else ""),
+                layer="loss",
+                family="loss",
+                pass_=P_LOSS,
+                stage=plan.stages - 1,
+                fwd=-1,
+                seg="forward" if role == "loss" else "backward",
+                role=role,
+                elems=logits,
+                passes=passes,
+                db=4,  # the loss is computed in FP32
+                flops=int(logits * passes),
+                bytes_in=logits * cdt,
+                bytes_out=logits * cdt if role == "lossgrad" else 4 * B,
+            )
         )
-        # ---- updates ------------------------------------------------------------------------
-        blocks.append(_update_block(g, order, stage_of, wdt, acc_dt, config))
-    cols = _concat(blocks)
-    del cols["_len"]
-    return Lowered(cols=cols, stage_of_fwd=stage_of, recompute=recompute, loss_inputs=loss_inputs)
+    return blocks
 
 
 #: Frameworks built on PopART, whose pipeline transform leaves the final forward stage's ops
@@ -277,14 +325,15 @@ def recompute_flags(graph: Graph, config, stage_of: np.ndarray) -> tuple[np.ndar
     return recompute, group
 
 
-def _forward_fields(g, B: int, cdt: int, config) -> dict[str, np.ndarray]:
+def _forward_fields(g, plan: LoweringPlan) -> dict[str, np.ndarray]:
     """Every column of the forward row of each graph op (but name, pass, seg, role), as arrays."""
+    B, cdt = plan.micro_batch, plan.compute_bytes
     typ = g["type"]
     amp = g["family"] == "amp"
     batched = typ == "BatchMatMul"
     w = g["weight_elems"]
     elems = B * np.maximum(g["out_elems"], g["in_elems"])
-    cast = config.weight_dtype != config.compute_dtype
+    cast = plan.weight_cast
     return dict(
         name=g["name"],
         type=typ,
@@ -323,99 +372,149 @@ def _forward_block(fw, ops, role: str, seg: str, pass_code: int, suffix: str) ->
     return _block(len(ops), **cols, role=role, seg=seg, pass_=pass_code)
 
 
-def _backward_block(g, fw, stage_of, recompute, group, B, cdt, acc_dt, wdt, config) -> dict:
-    """The backward ops, stage S-1 down to 0, forward ops in reverse inside a stage: for each
-    forward op its recomputation (where it starts a recomputed segment), its gradient ops
-    (matmul / convolution: an input gradient, skipped for the first layer, and a weight
-    gradient; batched matmul: both operand gradients; other ops with backward work: one
-    gradient op) and, GA > 1, the accumulation of its weight gradient."""
-    n = len(stage_of)
-    idx = np.arange(n)
-    # position of each forward op in the backward walk (stage descending, op descending)
-    walk = np.lexsort((-idx, -stage_of.astype(np.int64)))
-    pos = np.empty(n, np.int64)
-    pos[walk] = idx
-    typ, fam = g["type"], g["family"]
-    w = g["weight_elems"]
-    amp = fam == "amp"
-    batched = typ == "BatchMatMul"
-    blocks, keys = [], []  # keys: (position of the op it precedes / belongs to, sub, order)
+@dataclass
+class _Rows:
+    """Rows of a backward phase: its blocks and, per block, the sort keys (position in the
+    backward walk of the op it precedes or belongs to, sub-position, order) of its rows."""
 
-    def add(block: dict, at: np.ndarray, sub: int, order) -> None:
-        blocks.append(block)
+    blocks: list[dict]
+    keys: list[np.ndarray]
+
+    def add(self, block: dict, at: np.ndarray, sub: int, order) -> None:
+        self.blocks.append(block)
         m = len(at)
-        keys.append(np.stack([at, np.full(m, sub), np.broadcast_to(order, (m,))]))
+        self.keys.append(np.stack([at, np.full(m, sub), np.broadcast_to(order, (m,))]))
 
-    # recomputation: the replayed forward ops of a segment precede the backward of the segment's
-    # last forward op (pipeline stages: the whole stage, as its own "recompute" segment)
-    if config.recomputation == "pipeline-stages":
-        first_of_stage = np.full(int(stage_of.max(initial=0)) + 1, n, np.int64)
-        np.minimum.at(first_of_stage, stage_of.astype(np.int64), pos)
-        rec = np.flatnonzero(recompute)
-        add(
-            _forward_block(fw, rec, "recomp", "recompute", P_BWD, "recompute"),
-            first_of_stage[stage_of[rec]],
-            0,
-            rec,
-        )
-    elif config.recomputation == "checkpoints":
-        _, gid = np.unique(group, return_inverse=True)
-        first_of_group = np.full(int(gid.max(initial=0)) + 1, n, np.int64)
-        np.minimum.at(first_of_group, gid, pos)
-        rec = np.flatnonzero(recompute)
-        add(
-            _forward_block(fw, rec, "recomp", "backward", P_BWD, "recompute"),
-            first_of_group[gid[rec]],
-            0,
-            rec,
-        )
 
-    base = dict(pass_=P_BWD, seg="backward", db=cdt)
+@dataclass(frozen=True)
+class _BackwardInputs:
+    """What every backward phase reads: the graph's columns, the forward rows' fields, each
+    forward op's stage, its position in the backward walk (stage descending, op descending)."""
 
-    def rows(sel: np.ndarray, suffix: str, typ_suffix: str, **kw) -> dict:
+    g: dict
+    fw: dict
+    stage_of: np.ndarray
+    pos: np.ndarray
+    plan: LoweringPlan
+
+    def rows(self, sel: np.ndarray, suffix: str, typ_suffix: str, **kw) -> dict:
+        """Backward rows of the forward ops ``sel``, named after them."""
+        g = self.g
+        base = dict(pass_=P_BWD, seg="backward", db=self.plan.compute_bytes)
         return _block(
             len(sel),
             name=g["name"][sel] + f"/{suffix}",
-            type=typ[sel] + typ_suffix,
+            type=g["type"][sel] + typ_suffix,
             layer=g["layer"][sel],
-            stage=stage_of[sel],
+            stage=self.stage_of[sel],
             fwd=sel,
             **{**base, **kw},
         )
 
-    # matmuls / convolutions
-    G, M = fw["G"], fw["M"]
-    K, N, cin, kernel = g["k"], g["n"], g["cin"], g["kernel"]
-    amp_common = dict(amp=True, family="amp", elems=0, passes=0.0, flops=2 * G * M * K * N)
-    bm = np.flatnonzero(amp & batched)
-    if len(bm):  # dA = dC x B^T and dB = A^T x dC: both operands are activations
-        Gb, Mb, Kb, Nb = G[bm], M[bm], K[bm], N[bm]
-        c = {k: v[bm] if isinstance(v, np.ndarray) else v for k, v in amp_common.items()}
-        # (operand, M, K, N of the gradient matmul, its bytes in, its bytes out)
-        for order, (x, Mg, Kg, Ng, b_in, b_out) in enumerate(
-            (
-                ("A", Mb, Nb, Kb, Gb * Mb * Nb + Gb * Kb * Nb, Gb * Mb * Kb),
-                ("B", Kb, Mb, Nb, Gb * Mb * Kb + Gb * Mb * Nb, Gb * Kb * Nb),
-            )
-        ):
-            grad = dict(
-                role="gi", G=Gb, M=Mg, K=Kg, N=Ng, bytes_in=b_in * cdt, bytes_out=b_out * cdt
-            )
-            add(rows(bm, f"grad{x}", f"Grad{x}", **c, **grad), pos[bm], 1, order)
-    am = np.flatnonzero(amp & ~batched)
+
+def _backward_block(g, fw, stage_of, recompute, group, plan: LoweringPlan) -> dict:
+    """The backward ops, stage S-1 down to 0, forward ops in reverse inside a stage: for each
+    forward op its recomputation (where it starts a recomputed segment), its gradient ops
+    (matmul / convolution: an input gradient, skipped for the first layer, and a weight
+    gradient; batched matmul: both operand gradients; other ops with backward work: one
+    gradient op) and, GA > 1, the accumulation of its weight gradient. Each phase returns its
+    rows with their sort keys; one lexsort puts them in order."""
+    n = len(stage_of)
+    idx = np.arange(n)
+    walk = np.lexsort((-idx, -stage_of.astype(np.int64)))
+    pos = np.empty(n, np.int64)
+    pos[walk] = idx
+    bi = _BackwardInputs(g, fw, stage_of, pos, plan)
+    out = _Rows([], [])
+    for phase in (
+        _recompute_rows(bi, recompute, group),
+        _batched_matmul_grad_rows(bi),
+        _matmul_grad_rows(bi),
+        _other_grad_rows(bi),
+        _accumulate_rows(bi),
+    ):
+        out.blocks += phase.blocks
+        out.keys += phase.keys
+    k = np.concatenate(out.keys, axis=1) if out.keys else np.zeros((3, 0), np.int64)
+    return _concat(out.blocks, np.lexsort(k[::-1]))
+
+
+def _recompute_rows(bi: _BackwardInputs, recompute: np.ndarray, group: np.ndarray) -> _Rows:
+    """The replayed forward ops of a segment, before the backward of the segment's last forward
+    op (pipeline stages: the stage's recomputed ops, as its own "recompute" segment)."""
+    out = _Rows([], [])
+    n, pos, stage_of = len(bi.stage_of), bi.pos, bi.stage_of
+    if bi.plan.recomputation == "pipeline-stages":
+        first_of_stage = np.full(int(stage_of.max(initial=0)) + 1, n, np.int64)
+        np.minimum.at(first_of_stage, stage_of.astype(np.int64), pos)
+        rec = np.flatnonzero(recompute)
+        out.add(
+            _forward_block(bi.fw, rec, "recomp", "recompute", P_BWD, "recompute"),
+            first_of_stage[stage_of[rec]],
+            0,
+            rec,
+        )
+    elif bi.plan.recomputation == "checkpoints":
+        _, gid = np.unique(group, return_inverse=True)
+        first_of_group = np.full(int(gid.max(initial=0)) + 1, n, np.int64)
+        np.minimum.at(first_of_group, gid, pos)
+        rec = np.flatnonzero(recompute)
+        out.add(
+            _forward_block(bi.fw, rec, "recomp", "backward", P_BWD, "recompute"),
+            first_of_group[gid[rec]],
+            0,
+            rec,
+        )
+    return out
+
+
+def _amp_common(bi: _BackwardInputs, sel: np.ndarray) -> dict:
+    """The AMP columns every matmul / convolution gradient row of ``sel`` shares."""
+    G, M, K, N = bi.fw["G"], bi.fw["M"], bi.g["k"], bi.g["n"]
+    common = dict(amp=True, family="amp", elems=0, passes=0.0, flops=2 * G * M * K * N)
+    return {k: v[sel] if isinstance(v, np.ndarray) else v for k, v in common.items()}
+
+
+def _batched_matmul_grad_rows(bi: _BackwardInputs) -> _Rows:
+    """Batched matmuls: dA = dC x B^T and dB = A^T x dC (both operands are activations)."""
+    out = _Rows([], [])
+    g, cdt = bi.g, bi.plan.compute_bytes
+    bm = np.flatnonzero((g["family"] == "amp") & (g["type"] == "BatchMatMul"))
+    if not len(bm):
+        return out
+    Gb, Mb, Kb, Nb = bi.fw["G"][bm], bi.fw["M"][bm], g["k"][bm], g["n"][bm]
+    c = _amp_common(bi, bm)
+    # (operand, M, K, N of the gradient matmul, its bytes in, its bytes out)
+    for order, (x, Mg, Kg, Ng, b_in, b_out) in enumerate(
+        (
+            ("A", Mb, Nb, Kb, Gb * Mb * Nb + Gb * Kb * Nb, Gb * Mb * Kb),
+            ("B", Kb, Mb, Nb, Gb * Mb * Kb + Gb * Mb * Nb, Gb * Kb * Nb),
+        )
+    ):
+        grad = dict(role="gi", G=Gb, M=Mg, K=Kg, N=Ng, bytes_in=b_in * cdt, bytes_out=b_out * cdt)
+        out.add(bi.rows(bm, f"grad{x}", f"Grad{x}", **c, **grad), bi.pos[bm], 1, order)
+    return out
+
+
+def _matmul_grad_rows(bi: _BackwardInputs) -> _Rows:
+    """Matmuls / convolutions with a weight: the input gradient (not for the first layer, whose
+    input needs none) and the weight gradient, with the forward's MACs."""
+    out = _Rows([], [])
+    g, fw, plan = bi.g, bi.fw, bi.plan
+    cdt, wdt = plan.compute_bytes, plan.weight_bytes
+    w, kernel, cin = g["weight_elems"], g["kernel"], g["cin"]
+    am = np.flatnonzero((g["family"] == "amp") & (g["type"] != "BatchMatMul"))
     gi = am[g["in0"][am] != INPUT]  # the first layer's input needs no gradient
     if len(gi):
-        Gi, Mi, Ki, Ni, ki, wi = G[gi], M[gi], K[gi], N[gi], kernel[gi], w[gi]
-        c = {k: v[gi] if isinstance(v, np.ndarray) else v for k, v in amp_common.items()}
-        cast = config.weight_dtype != config.compute_dtype
-        add(
-            rows(
+        Mi, Ki, Ni, ki, wi = fw["M"][gi], g["k"][gi], g["n"][gi], kernel[gi], w[gi]
+        out.add(
+            bi.rows(
                 gi,
                 "gradInput",
                 "GradInput",
-                **c,
+                **_amp_common(bi, gi),
                 role="gi",
-                G=Gi,
+                G=fw["G"][gi],
                 M=Mi,
                 K=Ni * ki,
                 N=cin[gi],
@@ -426,23 +525,22 @@ def _backward_block(g, fw, stage_of, recompute, group, B, cdt, acc_dt, wdt, conf
                 b_weight=True,
                 bytes_in=(Mi * Ni + wi) * cdt,
                 bytes_out=Mi * Ki * cdt // ki,
-                wcast=wi if cast else 0,
+                wcast=wi if plan.weight_cast else 0,
             ),
-            pos[gi],
+            bi.pos[gi],
             1,
             0,
         )
     if len(am):
-        Ga, Ma, Ka, Na, ka, wa = G[am], M[am], K[am], N[am], kernel[am], w[am]
-        c = {k: v[am] if isinstance(v, np.ndarray) else v for k, v in amp_common.items()}
-        add(
-            rows(
+        Ma, Ka, Na, ka, wa = fw["M"][am], g["k"][am], g["n"][am], kernel[am], w[am]
+        out.add(
+            bi.rows(
                 am,
                 "gradWeight",
                 "GradWeight",
-                **c,
+                **_amp_common(bi, am),
                 role="gw",
-                G=Ga,
+                G=fw["G"][am],
                 M=Ka,
                 K=Ma,
                 N=Na,
@@ -452,73 +550,93 @@ def _backward_block(g, fw, stage_of, recompute, group, B, cdt, acc_dt, wdt, conf
                 bytes_out=wa * wdt,
                 weight_elems=wa,
             ),
-            pos[am],
+            bi.pos[am],
             1,
             1,
         )
-    # other ops with backward work
-    ew = np.flatnonzero(~amp & (g["bwd_passes"] > 0))
-    if len(ew):
-        e = B * np.maximum(g["out_elems"][ew], g["in_elems"][ew])
-        bp = g["bwd_passes"][ew]
-        add(
-            rows(
-                ew,
-                "grad",
-                "Grad",
-                family=fam[ew],
-                role="bwd",
-                elems=e,
-                passes=bp,
-                cross_tile=g["cross_tile"][ew],
-                stats=fw["stats"][ew],
-                weight_elems=w[ew],
-                flops=np.rint(e * bp).astype(np.int64),
-                bytes_in=(B * g["in_elems"][ew] + B * g["out_elems"][ew]) * cdt,
-                bytes_out=B * g["in_elems"][ew] * cdt + w[ew] * wdt,
-            ),
-            pos[ew],
-            1,
-            0,
-        )
-    # GA > 1: each weight gradient accumulated into its accumulator
-    if config.gradient_accumulation > 1:
-        ac = np.flatnonzero((w > 0) & ((amp & ~batched) | (~amp & (g["bwd_passes"] > 0))))
-        wc = w[ac]
-        blocks.append(
-            _block(
-                len(ac),
-                name=g["name"][ac] + "/accumulate",
-                type="AccumulateGrad",
-                layer=g["layer"][ac],
-                stage=stage_of[ac],
-                fwd=ac,
-                pass_=P_BWD,
-                seg="backward",
-                family="elementwise",
-                role="acc",
-                elems=wc,
-                passes=1.0,
-                db=acc_dt,
-                weight_elems=wc,
-                flops=wc,
-                bytes_in=wc * (wdt + acc_dt),
-                bytes_out=wc * acc_dt,
-            )
-        )
-        keys.append(np.stack([pos[ac], np.ones(len(ac), np.int64), np.full(len(ac), 2)]))
-    k = np.concatenate(keys, axis=1) if keys else np.zeros((3, 0), np.int64)
-    return _concat(blocks, np.lexsort(k[::-1]))
+    return out
 
 
-def _update_block(g, order, stage_of, wdt: int, acc_dt: int, config) -> dict:
+def _other_grad_rows(bi: _BackwardInputs) -> _Rows:
+    """One gradient op for every other op with backward work."""
+    out = _Rows([], [])
+    g, plan = bi.g, bi.plan
+    B, cdt, wdt = plan.micro_batch, plan.compute_bytes, plan.weight_bytes
+    w = g["weight_elems"]
+    ew = np.flatnonzero((g["family"] != "amp") & (g["bwd_passes"] > 0))
+    if not len(ew):
+        return out
+    e = B * np.maximum(g["out_elems"][ew], g["in_elems"][ew])
+    bp = g["bwd_passes"][ew]
+    out.add(
+        bi.rows(
+            ew,
+            "grad",
+            "Grad",
+            family=g["family"][ew],
+            role="bwd",
+            elems=e,
+            passes=bp,
+            cross_tile=g["cross_tile"][ew],
+            stats=bi.fw["stats"][ew],
+            weight_elems=w[ew],
+            flops=np.rint(e * bp).astype(np.int64),
+            bytes_in=(B * g["in_elems"][ew] + B * g["out_elems"][ew]) * cdt,
+            bytes_out=B * g["in_elems"][ew] * cdt + w[ew] * wdt,
+        ),
+        bi.pos[ew],
+        1,
+        0,
+    )
+    return out
+
+
+def _accumulate_rows(bi: _BackwardInputs) -> _Rows:
+    """GA > 1: each weight gradient accumulated into its accumulator, after its gradient op."""
+    out = _Rows([], [])
+    g, plan = bi.g, bi.plan
+    if plan.gradient_accumulation <= 1:
+        return out
+    w, amp, batched = g["weight_elems"], g["family"] == "amp", g["type"] == "BatchMatMul"
+    acc_dt, wdt = plan.accumulator_bytes, plan.weight_bytes
+    ac = np.flatnonzero((w > 0) & ((amp & ~batched) | (~amp & (g["bwd_passes"] > 0))))
+    wc = w[ac]
+    out.add(
+        _block(
+            len(ac),
+            name=g["name"][ac] + "/accumulate",
+            type="AccumulateGrad",
+            layer=g["layer"][ac],
+            stage=bi.stage_of[ac],
+            fwd=ac,
+            pass_=P_BWD,
+            seg="backward",
+            family="elementwise",
+            role="acc",
+            elems=wc,
+            passes=1.0,
+            db=acc_dt,
+            weight_elems=wc,
+            flops=wc,
+            bytes_in=wc * (wdt + acc_dt),
+            bytes_out=wc * acc_dt,
+        ),
+        bi.pos[ac],
+        1,
+        2,
+    )
+    return out
+
+
+def _update_block(g, order, stage_of, plan: LoweringPlan) -> dict:
     """One optimiser update per weighted op, stage by stage, then (GA > 1) its accumulator's
     reset."""
+    wdt, acc_dt = plan.weight_bytes, plan.accumulator_bytes
     wo = order[g["weight_elems"][order] > 0]
     w = g["weight_elems"][wo]
-    opt = config.optimiser
-    passes = OPTIMISER_PASSES[opt] + (1 if config.loss_scaling != 1 else 0)
-    R = config.replication_factor if config.replicated_tensor_sharding else 1
+    opt = plan.optimiser
+    passes = OPTIMISER_PASSES[opt] + (1 if plan.loss_scaled else 0)
+    R = plan.state_shards
     e = -(-w // R)
     state = len(OPTIMISER_STATE[opt])
     per_update = dict(
@@ -542,7 +660,7 @@ def _update_block(g, order, stage_of, wdt: int, acc_dt: int, config) -> dict:
             bytes_out=e * wdt * (1 + state),
         )
     ]
-    if config.gradient_accumulation > 1 and config.offload_accumulators != "on":
+    if plan.resets_accumulators:
         # the gradient accumulator is reset after the optimiser step (PopART AccumulatorZeroOp,
         # an AccumulatorScaleOp of factor 0: willow/include/popart/op/accumulatorzero.hpp)
         blocks.append(
