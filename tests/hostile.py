@@ -549,6 +549,9 @@ PROFILE_COMMANDS: tuple[tuple[str, ...], ...] = (
     ("report", "{file}", "-o", "{out}.md"),
     ("compare", "{base}", "{file}"),
     ("export-trace", "{file}", "-o", "{out}.json"),
+    # two runs aligned step by step, with both traces and the delta lane (issue 25)
+    ("diff", "{base}", "{file}", "--export-trace", "{out}.diff.json"),
+    ("diff", "{file}", "{base}", "--json"),
     # SQL over every table (issue 25): the steps by type and name, then the other tables
     (
         "query",

@@ -37,6 +37,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("analyser.cli.report", "write an HTML, Markdown or JSON report of profiles"),
     "compare": ("analyser.cli.compare", "compare two profiles; --fail-if for regression gates"),
     "export-trace": ("analyser.cli.export_trace", "export the execution trace (Chrome / Perfetto)"),
+    "diff": (
+        "analyser.cli.diff",
+        "two runs aligned step by step: the change in cycles by step type, layer and program",
+    ),
     "query": ("analyser.cli.query", "SQL over a profile's tables (DuckDB, read-only, sandboxed)"),
     "tune": ("analyser.cli.tune", "search the run options for the best configuration that fits"),
     "gui": ("analyser.cli.gui", "open the desktop Graph Analyser"),

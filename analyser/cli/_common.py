@@ -26,7 +26,7 @@ def add_output_arguments(parser) -> None:
     )
 
 
-def console(stderr: bool = False):
+def console(stderr: bool = False, file=None):
     """A rich console that shows every control character of the text it prints as an escape
     (:func:`analyser.literal.terminal`): names from a profile never reach the terminal raw."""
     from rich.console import Console
@@ -37,6 +37,10 @@ def console(stderr: bool = False):
         def render_str(self, text: str, **kwargs):  # every str printed or put in a table
             return super().render_str(terminal(text), **kwargs)
 
+    if file is not None:  # a text file (analyse diff -o): plain text, a fixed width
+        return LiteralConsole(
+            file=file, highlight=False, soft_wrap=False, width=120, color_system=None
+        )
     return LiteralConsole(stderr=stderr, highlight=False, soft_wrap=False)
 
 

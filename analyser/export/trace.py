@@ -187,21 +187,30 @@ def _pipelined(
 # ---------------------------------------------------------------------------------------------
 
 
-def _chrome_metadata(p: _Prepared, title: str) -> list[str]:
+def _chrome_metadata(p: _Prepared, pid0: int = 0, prefix: str = "") -> list[str]:
+    """Process and thread names of the IPUs (processes ``pid0 + i`` named ``prefix + 'IPU i'``)."""
     ev = []
     for i in range(p.n_ipus):
+        pid = pid0 + i
         ev.append(
-            json.dumps({"name": "process_name", "ph": "M", "pid": i, "args": {"name": f"IPU {i}"}})
+            json.dumps(
+                {
+                    "name": "process_name",
+                    "ph": "M",
+                    "pid": pid,
+                    "args": {"name": f"{prefix}IPU {i}"},
+                }
+            )
         )
         ev.append(
             json.dumps(
-                {"name": "process_sort_index", "ph": "M", "pid": i, "args": {"sort_index": i}}
+                {"name": "process_sort_index", "ph": "M", "pid": pid, "args": {"sort_index": pid}}
             )
         )
         for t, lane in enumerate(LANES):
             ev.append(
                 json.dumps(
-                    {"name": "thread_name", "ph": "M", "pid": i, "tid": t, "args": {"name": lane}}
+                    {"name": "thread_name", "ph": "M", "pid": pid, "tid": t, "args": {"name": lane}}
                 )
             )
             ev.append(
@@ -209,13 +218,12 @@ def _chrome_metadata(p: _Prepared, title: str) -> list[str]:
                     {
                         "name": "thread_sort_index",
                         "ph": "M",
-                        "pid": i,
+                        "pid": pid,
                         "tid": t,
                         "args": {"sort_index": t},
                     }
                 )
             )
-    del title
     return ev
 
 
@@ -247,6 +255,22 @@ def _json_table(values) -> tuple[np.ndarray, np.ndarray]:
     return byte_table([json.dumps(str(v)).encode() for v in values])
 
 
+def chrome_header(fh: IO[str], source: str, clock: float, title: str) -> None:
+    """The start of a Chrome trace-event JSON file as analyse writes it (up to the events)."""
+    fh.write('{"displayTimeUnit":"ns","otherData":')
+    fh.write(
+        json.dumps(
+            {
+                "source": source,
+                "clock_hz": clock,
+                "title": title,
+                "time": "microseconds at the target clock; cycles in args",
+            }
+        )
+    )
+    fh.write(',"traceEvents":[\n')
+
+
 def _write_chrome(
     p: _Prepared,
     fh: IO[str],
@@ -258,30 +282,35 @@ def _write_chrome(
 ) -> int:
     """Chrome trace-event JSON; each chunk of steps is formatted by :class:`RowBytes` (numpy),
     one "X" event per step and a "C" memory counter event where the value changes."""
+    chrome_header(fh, str(p.src.path), p.clock, title)
+    fh.write(",\n".join(_chrome_metadata(p)))
+    done = chrome_steps(p, fh, ranges, progress, total_rows, done0)
+    fh.write("\n]}\n")
+    return done
+
+
+def chrome_steps(
+    p: _Prepared,
+    fh: IO[str],
+    ranges: list[tuple[int, int]],
+    progress: ProgressFn | None,
+    total_rows: int,
+    done0: int,
+    pid0: int = 0,
+) -> int:
+    """The steps of ``ranges`` as Chrome events, each preceded by ``,\\n`` (IPU i is process
+    ``pid0 + i``); returns the rows done."""
     names = _json_table(p.names)
     # small fields looked up whole: category + pid + tid by (type, IPU), the phase with its key
     cat_pid_tid = byte_table(
         [
-            f'{json.dumps(t)},"pid":{i},"tid":{_LANE_OF_TYPE[k]}'.encode()
+            f'{json.dumps(t)},"pid":{pid0 + i},"tid":{_LANE_OF_TYPE[k]}'.encode()
             for k, t in enumerate(schema.PROGRAM_TYPES)
             for i in range(p.n_ipus)
         ]
     )
     phases = byte_table([f',"phase":{json.dumps(ph)}'.encode() for ph in schema.PHASES])
     dests = _json_table(schema.DESTINATIONS)
-    fh.write('{"displayTimeUnit":"ns","otherData":')
-    fh.write(
-        json.dumps(
-            {
-                "source": str(p.src.path),
-                "clock_hz": p.clock,
-                "title": title,
-                "time": "microseconds at the target clock; cycles in args",
-            }
-        )
-    )
-    fh.write(',"traceEvents":[\n')
-    fh.write(",\n".join(_chrome_metadata(p, title)))
     fh.flush()
     raw = fh.buffer if hasattr(fh, "buffer") else None
 
@@ -320,7 +349,7 @@ def _write_chrome(
         sel = np.flatnonzero(change)
         m = RowBytes(sel.size)
         m.const(b',\n{"name":"memory","ph":"C","pid":')
-        m.decimal(ipu[sel])
+        m.decimal(ipu[sel] + pid0)
         m.const(b',"ts":')
         m.fixed(ts[sel], 4)
         m.const(b',"args":{"bytes":')
@@ -338,7 +367,6 @@ def _write_chrome(
         done += n
         if progress:
             progress(done, total_rows)
-    fh.write("\n]}\n")
     return done
 
 

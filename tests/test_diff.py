@@ -1,0 +1,102 @@
+"""Issue 25: ``analyse diff``: two runs aligned step by step, the change in total cycles split by
+step type, layer and program adding up exactly, the explained run-option differences, and one
+trace with both runs and a delta lane."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from analyser.cli import main
+from analyser.core import Analysis
+from analyser.core.diff import NOT_IN_STEPS, diff_runs
+
+PAIRS = {
+    "8-bit I/O": ("4-device-iterations", "5-8bit-io"),
+    "gradient accumulation": ("2-half", "3-accumulate"),
+}
+
+
+@pytest.fixture(scope="module", params=list(PAIRS))
+def pair(request, walkthrough_profiles):
+    x, y = PAIRS[request.param]
+    with Analysis.open(walkthrough_profiles[x]) as a, Analysis.open(walkthrough_profiles[y]) as b:
+        yield request.param, a, b, diff_runs(a, b)
+
+
+def test_deltas_add_up_exactly_to_the_change_in_total_cycles(pair):
+    name, a, b, d = pair
+    assert d.delta == b.execution.total_cycles - a.execution.total_cycles != 0
+    for table, key in ((d.by_type, "type"), (d.by_layer, "layer"), (d.by_program, "program")):
+        assert table["delta"].dtype == np.int64
+        for _ipu, rows in table.groupby("ipu"):
+            assert int(rows["delta"].sum()) == d.delta, (name, key)
+            assert int(rows["a"].sum()) == d.total_a and int(rows["b"].sum()) == d.total_b
+            assert rows[key].is_unique
+    # each step type's cycles are the run's own (the core's cycles by type per IPU)
+    for side, an in (("a", a), ("b", b)):
+        got = d.by_type[d.by_type["type"] != NOT_IN_STEPS]
+        for r in got.itertuples():
+            j = an.execution.step_types.index(r.type)
+            assert getattr(r, side) == an.execution.cycles_by_type[r.ipu, j]
+
+
+def test_alignment_and_explanations(pair):
+    name, _a, _b, d = pair
+    al = d.alignment
+    assert (al["aligned"] + al["removed"] == al["steps_a"]).all()
+    assert (al["aligned"] + al["added"] == al["steps_b"]).all()
+    keys = {k for e in d.explanations for k in e.config_keys}
+    if name == "gradient accumulation":
+        # a larger accumulation runs every step of the smaller one, and more
+        assert (al["removed"] == 0).all() and (al["added"] > 0).all()
+        assert "gradient_accumulation" in keys
+        steps = d.by_program
+        assert (steps["steps_b"] >= steps["steps_a"]).all()
+    else:
+        assert "eight_bit_input" in keys
+        top = d.by_type[d.by_type["ipu"] == 0].iloc[0]
+        assert top["type"] == "StreamCopyMid" and top["delta"] < 0  # half the bytes in
+    assert all(s.delta != 0 for s in d.largest)
+    assert [abs(s.delta) for s in d.largest] == sorted(
+        (abs(s.delta) for s in d.largest), reverse=True
+    )
+
+
+def test_cli_json_trace_and_bad_input(walkthrough_profiles, tmp_path, capsys):
+    a, b = walkthrough_profiles["4-device-iterations"], walkthrough_profiles["5-8bit-io"]
+    trace = tmp_path / "diff.json"
+    assert main(["diff", str(a), str(b), "--json", "--export-trace", str(trace)]) == 0
+    d = json.loads(capsys.readouterr().out)
+    delta = d["total_cycles"]["delta"]
+    assert sum(r["delta"] for r in d["by_type"] if r["ipu"] == 0) == delta
+    ev = json.loads(trace.read_text())
+    names = {e["args"]["name"] for e in ev["traceEvents"] if e.get("name") == "process_name"}
+    assert {"A: IPU 0", "A: IPU 1", "B: IPU 0", "B: IPU 1", "B - A"} <= names
+    last = {}
+    for e in ev["traceEvents"]:
+        if e.get("ph") == "C" and e["name"].endswith("cumulative delta (cycles)"):
+            last[e["name"]] = e["args"]["cycles"]
+    # no step only in A and no cycles outside the steps: each IPU's running sum ends at the change
+    assert ev["diff"]["steps_only_in_a"] == 0
+    assert set(last.values()) == {delta} and len(last) == 2
+    n_a = sum(1 for e in ev["traceEvents"] if e.get("ph") == "X" and e["pid"] in (0, 1))
+    with Analysis.open(a) as an:
+        assert n_a == an.target.n_executed_steps
+    assert main(["diff", str(a), str(b)]) == 0
+    assert (
+        "run-option differences: eight_bit_input true instead of false" in capsys.readouterr().out
+    )
+    for argv in (
+        ["diff", str(walkthrough_profiles["1-base"]), str(b)],  # out of memory: no run
+        ["diff", str(a), str(b), "--ipu", "7"],
+        ["diff", str(a), str(b), "-o", str(tmp_path / "x"), "--export-trace", str(tmp_path / "x")],
+        ["diff", str(a), str(b), "-o", str(a)],
+        ["diff", str(a), str(tmp_path / "missing.h5")],
+    ):
+        capsys.readouterr()
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("analyse diff:") and "\n" not in err, err
