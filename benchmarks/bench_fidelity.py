@@ -13,9 +13,10 @@ Quantities:
   published real-data figures are); the device-only figure (device cycles, without the wait for
   the host) is printed beside it. A configuration the engine finds out of memory has no
   throughput: the row says so and gives the fullest tile against the tile's SRAM.
-* ``device_throughput``: the same run's device-only samples per second, for figures measured
-  with synthetic data (generated on the IPU: no host preparation; the engine still counts the
-  input stream copies).
+* ``device_throughput``: the same run's device-only samples per second. Figures measured with
+  synthetic data are ``throughput`` rows of a run configuration with ``synthetic_data = true``
+  (PopTorch ``enableSyntheticData``: no stream copies, no host preparation; the timed calls keep
+  their host call overhead).
 * ``params``: trainable parameters of the model graph; ``gmacs``: forward multiply-accumulates
   per sample, in billions.
 * ``ratio``: the engine's throughput of one row over another's, against the published ratio

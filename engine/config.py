@@ -289,6 +289,13 @@ class RunConfig(BaseModel):
         "final, every-n. Default auto.",
     )
     output_return_period: int = Field(1, ge=1, description="N of output_mode every-n. Default 1.")
+    synthetic_data: bool = Field(
+        False,
+        description="Inputs made on the IPU, no data copied between host and device (PopTorch "
+        "opts.enableSyntheticData(True), PopART syntheticDataMode): no input, label or output "
+        "stream copies and no host preparation; the host call remains. For benchmarking the "
+        "device. Default false.",
+    )
 
     # -- profiling ----------------------------------------------------------------------------
     instrumentation: bool = Field(

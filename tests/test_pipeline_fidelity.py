@@ -163,3 +163,19 @@ def test_per_call_cost_is_paid_once_per_host_call():
     assert out.sum() == 1
     waits = [e.attrs["host_inclusive_cycles"] - e.attrs["total_cycles"] for e in (e1, e4)]
     assert waits[0] == waits[1] > 0  # the host's per-call overhead does not grow with DI
+
+
+def test_synthetic_data_copies_nothing_between_host_and_device():
+    """PopTorch enableSyntheticData: no input, label or output stream copies, nothing prepared
+    on the host; the call itself (its start sync, the host's call overhead) remains."""
+    base = dict(walkthrough_model(gradient_accumulation=3, precision="16.16"))
+    real = engine.simulate(RunConfig.from_dict(base))
+    syn = engine.simulate(RunConfig.from_dict({**base, "synthetic_data": True}))
+    s = syn.execution.steps
+    host = s["dest"] == D_HOST
+    assert s["bytes_in"][host].sum() == 0 and s["bytes_out"][host].sum() == 0
+    assert real.execution.steps["bytes_in"][real.execution.steps["dest"] == D_HOST].sum() > 0
+    a, b = syn.execution.attrs, real.execution.attrs
+    assert a["device_throughput"] > b["device_throughput"]
+    overhead = RunConfig.from_dict(base).host_call_overhead_us * 1e-6
+    assert a["host_seconds"] == pytest.approx(overhead)  # no preparation, only the call

@@ -39,7 +39,8 @@ def host_model(config, io: dict[str, Any], target=None) -> HostModel:
     elems = int(io.get("input_elems_per_sample", 0) or 0)
     is_image = io.get("input_dtype") != "int32"  # token ids (BERT, ONNX int inputs) are int32
     transforms_s, breakdown = 0.0, None
-    if config.host_transforms and is_image:
+    synthetic = bool(getattr(config, "synthetic_data", False))  # nothing prepared on the host
+    if config.host_transforms and is_image and not synthetic:
         cost = sample_cost(
             load_host_profile(config.host_profile),
             config.host_transforms,
@@ -55,9 +56,13 @@ def host_model(config, io: dict[str, Any], target=None) -> HostModel:
     cores = default_host_cores(config, system)
     workers = int(config.loader_workers or 0)
     return HostModel(
-        decode_augment_s=float(config.host_preprocess_us_per_sample or 0.0) * 1e-6,
+        decode_augment_s=(
+            0.0 if synthetic else float(config.host_preprocess_us_per_sample or 0.0) * 1e-6
+        ),
         cast_normalise_s=(
-            (elems * float(config.host_normalise_ns_per_element or 0.0) * 1e-9) if is_image else 0.0
+            (elems * float(config.host_normalise_ns_per_element or 0.0) * 1e-9)
+            if is_image and not synthetic
+            else 0.0
         ),
         normalise_on_ipu=bool(config.eight_bit_input),
         transforms_s=transforms_s,
@@ -195,6 +200,7 @@ def plan_from_compiled(compiled, config=None) -> ExecutionPlan:
         )
     strategy = cfg.strategy
     schedule = {"single": "single", "sharded": "sharded"}.get(strategy, cfg.schedule)
+    synthetic = bool(getattr(cfg, "synthetic_data", False))
     return ExecutionPlan(
         leaves=leaves,
         stages=stages,
@@ -210,9 +216,12 @@ def plan_from_compiled(compiled, config=None) -> ExecutionPlan:
         replicas=int(cfg.replication_factor),
         replicated_tensor_sharding=bool(cfg.replicated_tensor_sharding),
         io_tiles=int(cfg.io_tiles),
-        input_bytes_per_sample=int(io.get("input_bytes_per_sample", 0) or 0),
-        label_bytes_per_sample=int(io.get("label_bytes_per_sample", 0) or 0),
-        output_bytes_per_micro_batch=int(io.get("output_bytes_per_micro_batch", 0) or 0),
+        # synthetic data (PopTorch enableSyntheticData): no stream copies to or from the host
+        input_bytes_per_sample=0 if synthetic else int(io.get("input_bytes_per_sample", 0) or 0),
+        label_bytes_per_sample=0 if synthetic else int(io.get("label_bytes_per_sample", 0) or 0),
+        output_bytes_per_micro_batch=(
+            0 if synthetic else int(io.get("output_bytes_per_micro_batch", 0) or 0)
+        ),
         output_mode=cfg.resolved_output_mode,
         output_every_n=int(cfg.output_return_period),
         loss_stage=int(io.get("loss_stage", S - 1)),
