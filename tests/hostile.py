@@ -499,6 +499,19 @@ def set_elements(edits: list[tuple[str, int, float]]) -> Mutation:
     return mutate
 
 
+# -- missing datasets (issue 23, defect 1) -----------------------------------------------------
+def missing_dataset_mutations() -> dict[str, Mutation]:
+    """Profiles that open but lack a dataset a report reads lazily: the GUI shows that report
+    (or tab) "unavailable" naming the dataset (tests/test_gui_walk.py). Not yet in
+    :func:`profile_mutations`: ``analyse summary`` fails on the first one (a KeyError inside
+    the core, reported in the GUI helper's notes)."""
+    return {
+        "no-live-end": delete("/graph/variables/live_end"),
+        "no-tile-xy": delete("/memory/tile_xy"),
+        "no-per-tile-rows": delete("/liveness/per_tile_rows"),
+    }
+
+
 # -- corpus -----------------------------------------------------------------------------------
 def profile_mutations() -> dict[str, dict[str, Mutation]]:
     """category -> {name: mutation}."""

@@ -324,6 +324,7 @@ TABLES: dict[str, dict[str, Column]] = {
     "live_at_steps": _cols(
         ("live_at", "Live at"),
         ("name", "Variable"),
+        ("ipu", "IPU"),
         ("kind", "Kind"),
         ("bytes", "Bytes", "bytes", "lower"),
         ("live_start", "Live from"),

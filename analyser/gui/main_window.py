@@ -503,6 +503,7 @@ class MainWindow(QMainWindow):
     def _on_documents_changed(self, document: Document | None, compare: Document | None) -> None:
         for report in self._reports.values():
             report.set_document(document, compare)
+        self._mark_unavailable_reports(document, compare)
         self._update_status()
         self._update_actions()
         row = self.report_list.currentRow()
@@ -512,6 +513,30 @@ class MainWindow(QMainWindow):
             self._show_report_row(row)
         if document is not None:
             self._prebuild_timer.start(PREBUILD_INTERVAL_MS)
+
+    def _mark_unavailable_reports(
+        self, document: Document | None, compare: Document | None
+    ) -> None:
+        """Say in the side list which reports a profile lacks the datasets for (checked when
+        it opens: membership tests only); they still open, on their "unavailable" state."""
+        from analyser.gui.model.errors import missing_sentence
+
+        for row, cls in enumerate(self._report_classes):
+            item = self.report_list.item(row)
+            tip = ""
+            for doc in (document, compare):
+                missing = doc.missing(cls.requires) if doc is not None and cls.requires else []
+                if missing and not tip:
+                    tip = f"{cls.title} unavailable: {missing_sentence(doc.name, missing)}"
+            item.setToolTip(tip)
+            item.setForeground(
+                self.report_list.palette().brush(
+                    self.report_list.palette().ColorGroup.Disabled
+                    if tip
+                    else self.report_list.palette().ColorGroup.Active,
+                    self.report_list.palette().ColorRole.Text,
+                )
+            )
 
     def _on_units_changed(self, units: MemoryUnits) -> None:
         for report in self._reports.values():

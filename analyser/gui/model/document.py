@@ -45,6 +45,8 @@ class Document:
         self._cache: dict[str, Any] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
+        #: dataset path -> present in the file (see missing)
+        self._present: dict[str, bool] = {}
 
     @classmethod
     def open(cls, path: str | Path) -> Document:
@@ -65,6 +67,22 @@ class Document:
     @property
     def has_execution(self) -> bool:
         return bool(self.analysis.has_execution)
+
+    def missing(self, paths: tuple[str, ...]) -> list[str]:
+        """The datasets of ``paths`` the profile lacks (membership tests on the file's index,
+        no data read: cheap enough when a profile opens); a path that cannot be looked up
+        counts as missing."""
+        known = self._present
+        out = []
+        for path in paths:
+            if path not in known:
+                try:
+                    known[path] = path in self.profile
+                except Exception:
+                    known[path] = False
+            if not known[path]:
+                out.append(path)
+        return out
 
     def cached(self, key: str, compute: Callable[[], Any]) -> Any:
         """``compute()`` once per key; concurrent callers of the same key wait for the first."""

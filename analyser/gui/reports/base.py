@@ -30,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import (
     QLabel,
     QLayout,
@@ -43,8 +43,13 @@ from PySide6.QtWidgets import (
 
 from analyser.core.units import MemoryUnits
 from analyser.gui.model.document import Document
-from analyser.gui.model.errors import GuiError
-from profiles.errors import UserFacingError
+from analyser.gui.model.errors import (
+    GuiError,
+    missing_sentence,
+    problem_sentence,
+    unavailable_text,
+)
+from analyser.gui.palette import hex_color
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
 
@@ -91,6 +96,10 @@ class Report(QWidget):
     #: (attribute, property) of a compare-mode part built on first use: the attribute is None
     #: until the property builds it (``prebuild`` builds it while the window is idle)
     compare_part: ClassVar[tuple[str, str] | None] = None
+    #: Datasets the report cannot show anything without (checked when a profile opens and
+    #: before filling: membership tests only); a profile lacking one shows the report's
+    #: "unavailable" state naming it instead of a blank panel (issue 23, defect 1)
+    requires: ClassVar[tuple[str, ...]] = ()
 
     #: Ask the window to show a status-bar message.
     statusMessage = Signal(str)
@@ -164,6 +173,14 @@ class Report(QWidget):
         :meth:`set_content` is called, its content."""
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
+        # a part of the report (a tab, a chart) that could not be shown says so here, above
+        # the rest, which keeps working (see run_part)
+        self.problem_label = QLabel("")
+        self.problem_label.setObjectName("partProblem")
+        self.problem_label.setWordWrap(True)
+        self.problem_label.setVisible(False)
+        self.problem_label.setStyleSheet(f"color: {hex_color('status', 'oom')};")
+        outer.addWidget(self.problem_label)
         self.stack = QStackedWidget()
         outer.addWidget(self.stack)
         self.message = MessagePanel(self.no_document_text)
@@ -196,6 +213,7 @@ class Report(QWidget):
         if self._content is None:  # pragma: no cover - a report without content overrides it
             raise NotImplementedError(f"{type(self).__name__} must implement refresh()")
         doc, other = self.document, self.compare_doc
+        self.show_part_problem("")
         if doc is None:
             self.show_message(self.no_document_text)
             return
@@ -207,23 +225,101 @@ class Report(QWidget):
             if not doc.has_execution:
                 self.show_message(self.no_execution_text.format(name=doc.name))
                 return
+        problem = self.missing_text(doc, other)
+        if problem:
+            self.show_message(unavailable_text(self.title, problem))
+            return
         self.stack.setCurrentWidget(self._content)
         self.show_documents(doc, other)
+
+    def run_part(
+        self,
+        title: str,
+        fill: Callable[[], Any],
+        requires: tuple[str, ...] = (),
+        page: QWidget | None = None,
+    ) -> bool:
+        """Fill one part of the report (a tab, a chart) with ``fill()``; when a shown profile
+        lacks one of ``requires`` or ``fill`` raises, the part's "unavailable: <sentence>" line
+        shows above the report and over ``page`` (the part's widget, instead of a blank
+        panel); the rest keeps working. True when the part filled."""
+        overlay = PageMessage.of(page) if page is not None else None
+        try:
+            problem = self.missing_text(self.document, self.compare_doc, requires)
+            if not problem:
+                fill()
+                if overlay is not None:
+                    overlay.set_text("")
+                return True
+        except Exception as exc:
+            problem = self.problem_sentence(exc)
+        text = unavailable_text(title, problem)
+        self.show_part_problem(text)
+        if overlay is not None:
+            overlay.set_text(text)
+        return False
+
+    def show_part_problem(self, text: str) -> None:
+        """Show ``text`` (a part unavailable) above the report; '' hides it."""
+        label = getattr(self, "problem_label", None)
+        if label is not None:
+            label.setText(text)
+            label.setVisible(bool(text))
+        if text:
+            self.statusMessage.emit(text)
+
+    def part_problem(self) -> str:
+        """The part-unavailable line shown above the report ('' when none)."""
+        label = getattr(self, "problem_label", None)
+        return label.text() if label is not None and label.isVisibleTo(self) else ""
+
+    def missing_text(
+        self,
+        doc: Document | None,
+        other: Document | None = None,
+        requires: tuple[str, ...] | None = None,
+    ) -> str:
+        """One sentence naming the required datasets (``requires``, default the report's) a
+        shown profile lacks, '' when none is missing."""
+        requires = self.requires if requires is None else requires
+        for d in (doc, other):
+            missing = d.missing(requires) if d is not None and requires else []
+            if missing:
+                return missing_sentence(d.name, missing)
+        return ""
+
+    def show_unavailable(self, sentence: str) -> None:
+        """Show the report's own "unavailable: <sentence>" state instead of its content (an
+        error while it filled: never a blank or half-filled panel)."""
+        try:
+            self.show_message(unavailable_text(self.title, sentence))
+        except Exception:  # clear() met the same problem: the message panel alone
+            self.message.set_text(unavailable_text(self.title, sentence))
+            self.stack.setCurrentWidget(self.message)
+        self.statusMessage.emit(unavailable_text(self.title, sentence))
 
     def ensure_refreshed(self) -> None:
         if self._dirty:
             self._dirty = False
             try:
                 self.refresh()
-            except UserFacingError as exc:
-                # A profile problem found while reading lazily (damaged dataset, ...): say what
-                # it is; the window and the other reports carry on.
-                self.say_profile_problem(exc)
+            except Exception as exc:
+                # a profile problem found while reading lazily (a missing or damaged dataset,
+                # an inconsistent value): the report says what it is in its own panel; the
+                # window and the other reports carry on
+                self.show_unavailable(self.problem_sentence(exc))
 
-    def say_profile_problem(self, exc: UserFacingError) -> None:
-        """A profile problem found while reading lazily: one sentence, the window carries on."""
-        self.statusMessage.emit(str(exc))
-        QMessageBox.warning(self, f"Cannot show the {self.title}", str(exc))
+    def problem_sentence(self, exc: BaseException) -> str:
+        """One sentence for ``exc`` met while reading the shown profiles."""
+        doc = self.document
+        return problem_sentence(exc, doc.name if doc is not None else "the profile")
+
+    def say_profile_problem(self, exc: BaseException) -> None:
+        """A problem met where the user acted (a click, a selection): a dialog with one
+        sentence; the report keeps what it showed and the window carries on."""
+        text = self.problem_sentence(exc)
+        self.statusMessage.emit(text)
+        QMessageBox.warning(self, f"Cannot show the {self.title}", text)
 
     @property
     def needs_refresh(self) -> bool:
@@ -261,16 +357,50 @@ class MessagePanel(QWidget):
         self.label.setText(text)
 
 
+class PageMessage(QLabel):
+    """A message covering a page whose part could not be shown (see :meth:`Report.run_part`):
+    the page keeps its widgets, hidden under it, and comes back when the part fills."""
+
+    @classmethod
+    def of(cls, page: QWidget) -> PageMessage:
+        """The page's message (created hidden on first use)."""
+        found = page.findChild(PageMessage, "pageMessage")
+        return found if found is not None else cls(page)
+
+    def __init__(self, page: QWidget) -> None:
+        super().__init__(page)
+        self.setObjectName("pageMessage")
+        self.setWordWrap(True)
+        self.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.setAutoFillBackground(True)
+        self.setMargin(24)
+        self.setStyleSheet("font-size: 14px;")
+        self.setVisible(False)
+        page.installEventFilter(self)
+
+    def set_text(self, text: str) -> None:
+        self.setText(text)
+        self.setVisible(bool(text))
+        if text:
+            self.setGeometry(self.parentWidget().rect())
+            self.raise_()
+
+    def eventFilter(self, obj, event) -> bool:
+        if obj is self.parentWidget() and event.type() == QEvent.Type.Resize:
+            self.setGeometry(obj.rect())
+        return False
+
+
 def shows_profile_problems(method: Callable[..., Any]) -> Callable[..., Any]:
-    """For a report's slots that read the profile (selection details, ...): a profile problem
-    found there is said in one sentence (:meth:`Report.say_profile_problem`) instead of escaping
+    """For a report's slots that read the profile (selection details, ...): a problem met there
+    is said in one sentence in a dialog (:meth:`Report.say_profile_problem`) instead of escaping
     into Qt's event loop as a traceback."""
 
     @functools.wraps(method)
     def slot(self: Report, *args: Any, **kwargs: Any) -> Any:
         try:
             return method(self, *args, **kwargs)
-        except UserFacingError as exc:
+        except Exception as exc:
             self.say_profile_problem(exc)
             return None
 

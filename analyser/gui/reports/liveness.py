@@ -23,9 +23,10 @@ from PySide6.QtWidgets import (
 )
 
 from analyser.core.liveness import ALIGN_ADDED, ALIGN_REMOVED
-from analyser.core.quantities import SERIES, VARIABLE_TABLE, columns, step_type_name
-from analyser.core.units import MISSING, axis_scale, fmt_bytes, fmt_int, fmt_pct
-from analyser.gui.model import data
+from analyser.core.quantities import SERIES, VARIABLE_TABLE, columns
+from analyser.core.units import MISSING, axis_scale
+from analyser.gui.model import data, datasets
+from analyser.gui.model import liveness as lvm
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report, lay_out
 from analyser.gui.theme import chart_colors, style_plot
@@ -79,6 +80,7 @@ class LivenessPlot(pg.PlotWidget):
 class LivenessReport(Report):
     title = "Liveness Report"
     key = "liveness"
+    requires = datasets.LIVENESS + datasets.VARIABLES
     data_needs = ("target", "liveness", "liveness_steps", "variables", "operation_names")
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -148,10 +150,6 @@ class LivenessReport(Report):
         n = data.target(doc).num_ipus
         idx = self.ipu_combo.currentIndex()
         return list(range(n)) if idx <= 0 else [idx - 1]
-
-    def current_ipu(self) -> int:
-        ipus = self.shown_ipus()
-        return ipus[0] if ipus else 0
 
     def show_documents(self, doc: Any, other: Any) -> None:
         self._refreshing = True
@@ -243,12 +241,8 @@ class LivenessReport(Report):
         entries = []
         al = self.alignment()
         n_steps = al.n_rows if al is not None else 0
-        # peak labels: one per (IPU, position), naming every profile that peaks there (A and B
-        # often peak at the same program: two labels would print on top of each other)
-        peaks: dict[tuple[int, int], list[tuple[str, int, int]]] = {}
-        peak_names: dict[tuple[int, int], str] = {}
+        peaks: list[lvm.Peak] = []
         for tag, d, style, cs in all_curves:
-            lv = data.liveness(d)
             for ipu, curve in cs.items():
                 color = IPU_COLORS[ipu % len(IPU_COLORS)]
                 x = self.positions(tag, curve.size).astype(float)
@@ -260,55 +254,25 @@ class LivenessReport(Report):
                 entries.append((label, color))
                 n_steps = max(n_steps, curve.size)
                 if curve.size:
-                    peak = int(lv.peak_step[ipu])
-                    px = int(x[peak])
-                    peak_y = float(curve[peak]) / scale
+                    peak = lvm.curve_peak(d, tag, ipu, x, curve)
+                    peaks.append(peak)
                     marker = pg.ScatterPlotItem(
-                        [px],
-                        [peak_y],
+                        [peak.x],
+                        [peak.nbytes / scale],
                         symbol="t1",
                         size=13,
                         brush=pg.mkBrush(_peak_color()),
                         pen=pg.mkPen(None),
                     )
                     item.addItem(marker)
-                    key = (ipu, px)
-                    peaks.setdefault(key, []).append((tag, peak, int(curve[peak])))
-                    peak_names[key] = (
-                        lv.step_names[peak] if peak < len(lv.step_names) else str(peak)
-                    )
         if al is not None:
             entries += self._draw_unmatched(al)
-        several_ipus = len({k[0] for k in peaks}) > 1
-        placed: list[tuple[float, int]] = []  # (peak bytes, stacking level) of drawn labels
-        fb = lambda v: fmt_bytes(v, self.units)  # noqa: E731
-        for key, where in sorted(peaks.items(), key=lambda kv: -max(w[2] for w in kv[1])):
-            ipu, px = key
-            nbytes = max(w[2] for w in where)
-            # a label goes right above its peak, one line higher for every label already drawn
-            # at a similar height (they would print on top of each other)
-            near = [lvl for y, lvl in placed if abs(y - nbytes) < 0.08 * top]
-            level = max(near) + 1 if near else 0
-            placed.append((nbytes, level))
-            who = " ".join(
-                ([" + ".join(t for t, _s, _b in where)] if cmp is not None else [])
-                + ([f"IPU {ipu}"] if several_ipus else [])
-            )
-            if cmp is None:
-                steps = f"step {where[0][1]} ({peak_names[key]}) {fb(nbytes)}"
-            elif len({b for _t, _s, b in where}) == 1:
-                # each profile's own step number: the same program may sit at another index
-                steps = ", ".join(f"{t} step {s}" for t, s, _b in where)
-                steps += f" ({peak_names[key]}) {fb(nbytes)}"
-            else:
-                steps = ", ".join(f"{t} step {s} {fb(b)}" for t, s, b in where)
-                steps += f" ({peak_names[key]})"
+        labels = lvm.peak_labels(peaks, top, self.units, cmp is not None)
+        for label in labels:
             text = pg.TextItem(
-                f"peak{' ' + who if who else ''}: {steps}",
-                color=_peak_color(),
-                anchor=(0.5, 1.2 + 1.3 * level),
+                label.text, color=_peak_color(), anchor=(0.5, 1.2 + 1.3 * label.level)
             )
-            text.setPos(px, nbytes / scale)
+            text.setPos(label.x, label.nbytes / scale)
             item.addItem(text)
             self.peak_labels.append(text)
         self.plot.n_steps = n_steps
@@ -325,7 +289,7 @@ class LivenessReport(Report):
         entries.append(("peak", _peak_color()))
         self.legend.set_entries(entries)
         item.setXRange(0, max(n_steps - 1, 1), padding=0.01)
-        levels = max((lvl for _y, lvl in placed), default=0)
+        levels = max((label.level for label in labels), default=0)
         item.setYRange(0, top / scale * (1.15 + 0.07 * levels) if top else 1, padding=0)
         self._show_steps()
 
@@ -403,91 +367,34 @@ class LivenessReport(Report):
             self.compare_table.set_frame(pd.DataFrame())
             self._details_changed()
             return
-        ipu = self.current_ipu()
+        ipus = self.shown_ipus()
         al = self.alignment()
         for x in self.steps:
             rows = []
             at = self.steps_at(x)
             for tag, d in [("A", doc)] + ([("B", cmp)] if cmp is not None else []):
-                lv = data.liveness(d)
                 s = at[tag]
                 prefix = f"{tag}: " if cmp is not None else ""
                 if s < 0:
-                    rows.append(
-                        (
-                            prefix + "Step",
-                            "none: removed in B" if tag == "B" else "none: added in B",
-                        )
-                    )
+                    gone = "none: removed in B" if tag == "B" else "none: added in B"
+                    rows.append((prefix + "Step", gone))
                     continue
-                if s >= lv.n_steps or ipu >= lv.not_always_live.shape[0]:
+                if s >= data.liveness(d).n_steps:
                     continue
-                steps = data.liveness_steps(d)
                 if cmp is not None:
                     rows.append((prefix + "Step", str(s)))
-                rows.append((prefix + "Name", str(steps["name"].iloc[s])))
-                op = int(steps["op"].iloc[s])
-                names = data.operation_names(d)
-                rows.append((prefix + "Operation", str(names[op]) if 0 <= op < len(names) else "-"))
-                prog = int(steps["program"].iloc[s])
-                rows.append((prefix + "Program", str(prog)))
-                nodes = data.program_nodes(d)
-                if 0 <= prog < len(nodes):
-                    node = nodes.iloc[prog]
-                    t = int(node["type"])
-                    rows.append((prefix + "Program type", _ptype(t)))
-                    if t >= 3:
-                        rows.append((prefix + "Cycles (one execution)", f"{int(node['cycles']):,}"))
-                        rows.append(
-                            (prefix + "Tile balance", f"{100 * float(node['tile_balance']):.1f}%")
-                        )
-                rows.append(
-                    (
-                        prefix + f"Not-always-live (IPU {ipu})",
-                        fmt_bytes(lv.not_always_live[ipu, s], self.units),
-                    )
-                )
-                rows.append(
-                    (
-                        prefix + f"Always-live (IPU {ipu})",
-                        fmt_bytes(lv.always_live[ipu], self.units),
-                    )
-                )
+                rows += lvm.step_rows(d, s, ipus, self.units, prefix)
             title = f"Step {x}" if al is None else f"{self._step_text(x, True)} ({al.status(x)})"
             tree.add_section(title, rows)
-        frames = []
-        first = self.steps_at(self.steps[0])
-        for tag, d in [("A", doc)] + ([("B", cmp)] if cmp is not None else []):
-            if first[tag] < 0:
-                continue
-            f = data.live_variables(d, first[tag], ipu, self.always_check.isChecked())
-            if cmp is not None:
-                f = f.assign(profile=tag)
-            frames.append(f)
-        self.live_table.set_frame(
-            pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(),
-            columns("variables", self.units, VARIABLE_TABLE),
-        )
+        always = self.always_check.isChecked()
+        live = lvm.live_variables_table(self._step_docs(), ipus, always, cmp is not None)
+        cols = list(VARIABLE_TABLE)
+        cols.insert(cols.index("bytes"), "ipu")
+        self.live_table.set_frame(live, columns("variables", self.units, cols))
         a_steps = [self.steps_at(x)["A"] for x in self.steps]
         if len(self.steps) == 2 and min(a_steps) >= 0:
-            sa, sc = a_steps
-            a = data.live_variables(doc, sa, ipu, self.always_check.isChecked())
-            c = data.live_variables(doc, sc, ipu, self.always_check.isChecked())
-            ia, ic = set(a["name"]), set(c["name"])
-            both = pd.concat([a, c]).drop_duplicates("name")
-            both = both.assign(
-                live_at=[
-                    "both"
-                    if n in ia and n in ic
-                    else f"step {sa} only"
-                    if n in ia
-                    else f"step {sc} only"
-                    for n in both["name"]
-                ]
-            ).sort_values(["live_at", "bytes"], ascending=[True, False])
-            self.compare_table.set_frame(
-                both.reset_index(drop=True), columns("live_at_steps", self.units)
-            )
+            both = lvm.compare_steps_table(doc, a_steps[0], a_steps[1], ipus, always)
+            self.compare_table.set_frame(both, columns("live_at_steps", self.units))
             self.details.setCurrentWidget(self.compare_table)
         else:
             self.compare_table.set_frame(pd.DataFrame())
@@ -502,13 +409,9 @@ class LivenessReport(Report):
 
     def _step_docs(self) -> list[tuple[str, Any, int]]:
         """(tag, document, its step) at the first selected position, profiles with a step."""
-        if self.document is None or not self.steps:
+        if not self.steps:
             return []
-        at = self.steps_at(self.steps[0])
-        docs = [("A", self.document)] + (
-            [("B", self.compare_doc)] if self.compare_doc is not None else []
-        )
-        return [(tag, d, at[tag]) for tag, d in docs if at[tag] >= 0]
+        return lvm.step_docs(self.document, self.compare_doc, self.steps_at(self.steps[0]))
 
     def _fill_step_tabs(self) -> None:
         """Fill the Vertices and Cycle estimate tabs when one of them is shown (first visit and
@@ -521,12 +424,7 @@ class LivenessReport(Report):
         self._fill_cycles()
 
     def _fill_vertices(self) -> None:
-        frames = []
-        compare = self.compare_doc is not None
-        for tag, d, step in self._step_docs():
-            f = data.step_vertices(d, step)
-            frames.append(f.assign(profile=tag) if compare else f)
-        frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        frame = lvm.vertices_table(self._step_docs(), self.compare_doc is not None)
         self.vertices_table.set_frame(frame, columns("step_vertices", self.units))
 
     def _fill_cycles(self) -> None:
@@ -536,25 +434,14 @@ class LivenessReport(Report):
         item = self.cycles_plot.getPlotItem()
         item.clear()
         lines = []
+        compare = self.compare_doc is not None
         for k, (tag, d, step) in enumerate(self._step_docs()):
             cycles = data.step_tile_cycles(d, step)
             color = hex_color("compare", "a" if k == 0 else "b")
             item.addItem(tile_curve(cycles, k))
-            busy = cycles[cycles > 0]
             name = data.liveness(d).step_names[step]
-            who = f"{tag}: " if self.compare_doc is not None else ""
-            swatch = (
-                f"<span style='color:{color}'>■</span> " if self.compare_doc is not None else ""
-            )
-            if busy.size:
-                text = (
-                    f"{who}step {step} ({name}): {fmt_int(int(busy.max()))} cycles on the "
-                    f"slowest tile (tile {int(np.argmax(cycles))}), mean "
-                    f"{fmt_int(float(busy.mean()))} over {fmt_int(busy.size)} busy tiles "
-                    f"(balance {fmt_pct(float(busy.mean()) / float(busy.max()))})"
-                )
-            else:
-                text = f"{who}step {step} ({name}): no tile computes in this step"
+            swatch = f"<span style='color:{color}'>■</span> " if compare else ""
+            text = lvm.cycles_line(tag if compare else "", step, name, cycles)
             lines.append(swatch + html.escape(text))
         self.cycles_text.setText("<br>".join(lines))
 
@@ -598,7 +485,3 @@ class LivenessReport(Report):
             values=(start - 0.5, end + 0.5), movable=False, brush=color
         )
         item.addItem(self._region)
-
-
-def _ptype(code: int) -> str:
-    return step_type_name(code)

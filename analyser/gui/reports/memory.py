@@ -36,7 +36,7 @@ from analyser.core.units import (
     fmt_change,
 )
 from analyser.gui.items import BatchedRectsItem
-from analyser.gui.model import data
+from analyser.gui.model import data, datasets
 from analyser.gui.model.errors import TileSelectionError
 from analyser.gui.model.labels import distinct_labels
 from analyser.gui.model.selection import (
@@ -372,6 +372,7 @@ class TileMap(pg.GraphicsLayoutWidget):
 class MemoryReport(Report):
     title = "Memory Report"
     key = "memory"
+    requires = datasets.MEMORY
     data_needs = ("target", "memory", "tile_breakdowns")
     compare_part = ("_compare_plots", "plot_b")
 
@@ -671,18 +672,23 @@ class MemoryReport(Report):
         if doc is None:
             return
         page = self.view_tabs.currentWidget()
+        self.show_part_problem("")
         if page is self.tile_map:
-            self._draw_tile_map()
+            self.run_part("Tile map", self._draw_tile_map, datasets.TILE_XY, page)
         elif page is self.variables_page:
-            self._fill_variables()
+            self.run_part("Variables", self._fill_variables, datasets.VARIABLES, page)
         elif page is self.memory_map:
-            self._draw_memory_map()
+            needs = datasets.TILE_LIVENESS + datasets.VARIABLES
+            self.run_part("Tile memory map", self._draw_memory_map, needs, page)
         elif page is self.insights_page:
-            docs = [("A: ", self.document), ("B: ", self.compare_doc)]
-            items = [(t, data.memory_insights(d)) for t, d in docs if d is not None]
-            if len(items) == 1:
-                items = [("", items[0][1])]
-            self.insights_page.show_insights(items, self.units)
+            self.run_part("Memory insights", self._show_insights, (), page)
+
+    def _show_insights(self) -> None:
+        docs = [("A: ", self.document), ("B: ", self.compare_doc)]
+        items = [(t, data.memory_insights(d)) for t, d in docs if d is not None]
+        if len(items) == 1:
+            items = [("", items[0][1])]
+        self.insights_page.show_insights(items, self.units)
 
     def mapped_tile(self) -> tuple[int, int] | None:
         """The tile the memory map shows: the last one clicked or typed (first of the
@@ -917,6 +923,12 @@ class MemoryReport(Report):
         page = self.details.currentWidget()
         if page is self.totals_tree or self.document is None:
             return
+        title = self.details.tabText(self.details.currentIndex())
+        self.run_part(
+            f"Selected tiles' {title.lower()}", lambda: self._fill_detail_page(page), (), page
+        )
+
+    def _fill_detail_page(self, page: Any) -> None:
         docs = [("A", self.document)] + (
             [("B", self.compare_doc)] if self.compare_doc is not None else []
         )
