@@ -86,6 +86,9 @@ def test_other_tables_match_the_profile(prof):
         "SELECT count(*) AS n FROM steps s JOIN programs p ON s.program = p.id WHERE s.name = p.name",
     )
     assert j["n"][0] == _steps(prof)["cycles"].size
+    # columns of the same name are all kept
+    both = query(prof, "SELECT a.id, b.id, a.name FROM programs a JOIN programs b ON a.id = b.id")
+    assert list(both.columns) == ["id", "id_2", "name"] and len(both) == n_prog
 
 
 def test_only_named_tables_and_step_columns_are_read():

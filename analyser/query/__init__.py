@@ -127,7 +127,9 @@ def query_arrow(profile: str | os.PathLike[str] | Analysis, sql: str) -> pa.Tabl
             _lock(con)
             try:
                 rel = con.sql(sql)
-                return _integers(rel.to_arrow_table()) if rel is not None else _empty()
+                return (
+                    _unique_names(_integers(rel.to_arrow_table())) if rel is not None else _empty()
+                )
             except duckdb.PermissionException as exc:
                 raise QueryError(
                     "the query tried to reach outside the profile, which is not allowed "
@@ -142,6 +144,17 @@ def query_arrow(profile: str | os.PathLike[str] | Analysis, sql: str) -> pa.Tabl
     finally:
         if close:
             src.close()
+
+
+def _unique_names(table: pa.Table) -> pa.Table:
+    """Result columns with the same name (``SELECT a.id, b.id``) made unique (``id``, ``id_2``),
+    so that a DataFrame, a JSON record or a table row keeps every column."""
+    seen: dict[str, int] = {}
+    names = []
+    for c in table.column_names:
+        seen[c] = seen.get(c, 0) + 1
+        names.append(c if seen[c] == 1 else f"{c}_{seen[c]}")
+    return table if names == table.column_names else table.rename_columns(names)
 
 
 def _integers(table: pa.Table) -> pa.Table:

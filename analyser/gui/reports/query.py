@@ -44,17 +44,6 @@ EXAMPLE_NO_STEPS = (
 MAX_ROWS = 100_000
 
 
-def _unique_columns(frame: pd.DataFrame) -> pd.DataFrame:
-    """Duplicate result names (``SELECT a.id, b.id``) made unique for the table model."""
-    seen: dict[str, int] = {}
-    names = []
-    for c in map(str, frame.columns):
-        seen[c] = seen.get(c, 0) + 1
-        names.append(c if seen[c] == 1 else f"{c}_{seen[c]}")
-    frame.columns = names
-    return frame
-
-
 class QueryReport(Report):
     """SQL over the profile's tables, the result as a table."""
 
@@ -153,7 +142,7 @@ class QueryReport(Report):
         self.error = None
         self._ran_on = doc
         n = len(frame)
-        self.model.set_frame(_unique_columns(frame.head(MAX_ROWS)))
+        self.model.set_frame(frame.head(MAX_ROWS))
         more = f", the first {MAX_ROWS:,} shown" if n > MAX_ROWS else ""
         self.status.setStyleSheet("")
         self.status.setText(
