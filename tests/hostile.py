@@ -565,6 +565,8 @@ PROFILE_COMMANDS: tuple[tuple[str, ...], ...] = (
     # two runs aligned step by step, with both traces and the delta lane (issue 25)
     ("diff", "{base}", "{file}", "--export-trace", "{out}.diff.json"),
     ("diff", "{file}", "{base}", "--json"),
+    # per-operation roofline from the target's figures (issue 25)
+    ("roofline", "{file}", "--json"),
     # SQL over every table (issue 25): the steps by type and name, then the other tables
     (
         "query",

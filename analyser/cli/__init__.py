@@ -41,6 +41,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "analyser.cli.diff",
         "two runs aligned step by step: the change in cycles by step type, layer and program",
     ),
+    "roofline": (
+        "analyser.cli.roofline",
+        "per operation: FLOPs, bytes moved, intensity, achieved and attainable FLOPs per cycle",
+    ),
     "query": ("analyser.cli.query", "SQL over a profile's tables (DuckDB, read-only, sandboxed)"),
     "tune": ("analyser.cli.tune", "search the run options for the best configuration that fits"),
     "gui": ("analyser.cli.gui", "open the desktop Graph Analyser"),
