@@ -30,22 +30,28 @@ default ``assets/runs/reference/before-issue21.json``, main at b40eafe before is
 changes; ``--before none`` leaves the columns out). A row the earlier run did not have shows
 "-".
 
-Rows may name their ``mechanism`` class (what the engine must get right for the row:
+Every row names its ``mechanism`` class (what the engine must get right for the row:
 ``device-at-scale``, ``small-feature-maps``, ``collectives-across-pods``, ``host-bound``,
-``model-facts``), which the prediction intervals group the errors by.
+``model-facts``; analyser.core.intervals.MECHANISMS), which the prediction intervals group the
+errors by. ``--write-errors FILE`` stores the errors as the data the analyser's intervals are
+read from (``analyser/core/fidelity_errors.json``: each row's error, class, the classes the
+analyser's classifier gives its configuration, the commit and the machine load), and prints
+every row against the band of the other rows of its class (leave-one-out).
 
 Usage: python benchmarks/bench_fidelity.py [--rows ID[,ID...]] [--markdown] [--json FILE]
-                                           [--before FILE|none]
+                                           [--before FILE|none] [--write-errors FILE]
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 import tomllib
 from collections.abc import Callable, Iterable
@@ -56,6 +62,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import tutorial_onnx  # benchmarks/tutorial_onnx.py: the tutorial CNN as an ONNX file
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from analyser.core import intervals  # noqa: E402  (the mechanism classes and the interval model)
+
 REFERENCE_DIR = REPO / "assets" / "runs" / "reference"
 REFERENCES = REFERENCE_DIR / "references.toml"
 
@@ -69,18 +78,21 @@ QUANTITIES = {
 }
 #: Quantities a ratio row may divide.
 RATE_QUANTITIES = ("throughput", "device_throughput")
-#: Mechanism classes a row may name (``mechanism``; the prediction intervals group by them).
-MECHANISMS = (
-    "device-at-scale",
-    "small-feature-maps",
-    "collectives-across-pods",
-    "host-bound",
-    "model-facts",
-)
+#: Mechanism classes a row names (``mechanism``; the prediction intervals group by them).
+MECHANISMS = tuple(intervals.MECHANISMS)
 #: The engine's figures before issue 21's engine changes (main at b40eafe).
 BEFORE = REFERENCE_DIR / "before-issue21.json"
 #: Text fields every row must fill (its source and configuration among them).
-TEXT_FIELDS = ("id", "measures", "configuration", "source", "url", "config_source", "units")
+TEXT_FIELDS = (
+    "id",
+    "measures",
+    "configuration",
+    "source",
+    "url",
+    "config_source",
+    "units",
+    "mechanism",
+)
 
 
 @dataclass(frozen=True)
@@ -96,10 +108,10 @@ class Row:
     source: str
     url: str
     config_source: str
+    mechanism: str
     config: str | None = None
     rows: tuple[str, ...] = ()
     approximate: bool = False
-    mechanism: str = ""
 
 
 @dataclass
@@ -110,6 +122,8 @@ class Measured:
     device_value: float | None = None
     note: str = ""
     seconds: float = 0.0
+    #: The analyser's features of the run (analyser.core.intervals.Features), when classified.
+    features: dict | None = None
 
 
 @dataclass
@@ -140,6 +154,8 @@ def load_rows(path: str | Path = REFERENCES) -> list[Row]:
         figure = entry.get("figure")
         if not isinstance(figure, int | float) or isinstance(figure, bool) or figure <= 0:
             raise ValueError(f"{where}: figure must be a positive number.")
+        if entry["mechanism"] not in MECHANISMS:
+            raise ValueError(f"{where}: mechanism must be one of {', '.join(MECHANISMS)}.")
         if entry["id"] in seen:
             raise ValueError(f"{where}: the id is used twice.")
         seen.add(entry["id"])
@@ -150,9 +166,6 @@ def load_rows(path: str | Path = REFERENCES) -> list[Row]:
                 raise ValueError(f"{where}: a {quantity} row names one config and no rows.")
         elif config or len(refs) != 2:
             raise ValueError(f"{where}: a ratio row names two rows and no config.")
-        mechanism = str(entry.get("mechanism", ""))
-        if mechanism and mechanism not in MECHANISMS:
-            raise ValueError(f"{where}: mechanism must be one of {', '.join(MECHANISMS)}.")
         known = {k for k in Row.__dataclass_fields__}
         extra = set(entry) - known
         if extra:
@@ -168,10 +181,10 @@ def load_rows(path: str | Path = REFERENCES) -> list[Row]:
                 source=entry["source"],
                 url=entry["url"],
                 config_source=entry["config_source"],
+                mechanism=entry["mechanism"],
                 config=config,
                 rows=refs,
                 approximate=bool(entry.get("approximate", False)),
-                mechanism=mechanism,
             )
         )
     by_id = {r.id: r for r in rows}
@@ -198,9 +211,32 @@ def error_pct(engine_value: float | None, reference: float) -> float | None:
     return (engine_value - reference) / reference * 100.0
 
 
-def measure(row: Row, folder: Path = REFERENCE_DIR) -> Measured:
-    """The engine's figure for a throughput / device_throughput / params / gmacs row."""
+def _simulate(config, classify: bool):
+    """``engine.simulate``; with ``classify`` the profile is written to a temporary file and
+    read back for the analyser's features (analyser.core.intervals.features_of)."""
     import engine
+
+    if not classify:
+        return engine.simulate(config), None
+    from analyser.core.analysis import Analysis
+
+    with tempfile.TemporaryDirectory(prefix="bench-fidelity-") as tmp:
+        out = Path(tmp) / "row.h5"
+        result = engine.simulate_to_file(config, out)
+        with Analysis.open(out) as a:
+            feats = intervals.features_of(a)
+    return result, {
+        "ipus": feats.ipus,
+        "replicas": feats.replicas,
+        "host_load": feats.host_load,
+        "host_overlapped": feats.host_overlapped,
+        "small_conv_share": feats.small_conv_share,
+    }
+
+
+def measure(row: Row, folder: Path = REFERENCE_DIR, classify: bool = False) -> Measured:
+    """The engine's figure for a throughput / device_throughput / params / gmacs row (with
+    ``classify``, also the analyser's features of the run)."""
     from engine.config import RunConfig
     from engine.models import build_model
 
@@ -221,8 +257,8 @@ def measure(row: Row, folder: Path = REFERENCE_DIR) -> Measured:
     if other in _SIMULATED:  # the same run configuration, measured for its other quantity
         got = _SIMULATED[other]
         value = got.device_value if row.quantity == "device_throughput" else got.value
-        return Measured(value, got.device_value, got.note, 0.0)
-    result = engine.simulate(config)
+        return Measured(value, got.device_value, got.note, 0.0, got.features)
+    result, feats = _simulate(config, classify)
     seconds = time.perf_counter() - t0
     if result.execution is None:
         mem = result.compiled.memory
@@ -243,10 +279,10 @@ def measure(row: Row, folder: Path = REFERENCE_DIR) -> Measured:
         device = samples / (device_cycles / clock) if device_cycles > 0 else None
     host_s = float(attrs.get("host_seconds", 0.0))
     note = f"host wait {host_s * 1e3:,.2f} ms per call" if host_s > 0 else ""
-    _SIMULATED[key] = Measured(float(attrs["throughput"]), device, note, seconds)
+    _SIMULATED[key] = Measured(float(attrs["throughput"]), device, note, seconds, feats)
     if row.quantity == "device_throughput":
-        return Measured(device, device, note, seconds)
-    return Measured(float(attrs["throughput"]), device, note, seconds)
+        return Measured(device, device, note, seconds, feats)
+    return Measured(float(attrs["throughput"]), device, note, seconds, feats)
 
 
 def evaluate(rows: Iterable[Row], measure_fn: Callable[[Row], Measured] = measure) -> list[Result]:
@@ -403,6 +439,59 @@ def _commit() -> str:
         return "unknown"
 
 
+def errors_payload(results: list[Result], commit: str, load: float) -> dict:
+    """The stored errors (analyser.core.intervals reads them): one entry per row with its error
+    as a fraction, its class, and the classes the analyser gives its configuration."""
+    rows = []
+    for res in results:
+        r, m = res.row, res.measured
+        feats = m.features
+        classes = None
+        if feats is not None:
+            f = intervals.Features(**feats)
+            classes = list(intervals.classify(f, host_inclusive=r.quantity == "throughput"))
+        rows.append(
+            {
+                "id": r.id,
+                "mechanism": r.mechanism,
+                "quantity": r.quantity,
+                "reference": r.figure,
+                "approximate": r.approximate,
+                "engine": m.value,
+                "error": None if res.error_pct is None else res.error_pct / 100.0,
+                "rows": list(r.rows),
+                "features": feats,
+                "classes": classes,
+            }
+        )
+    return {
+        "schema": intervals.SCHEMA,
+        "schema_version": intervals.SCHEMA_VERSION,
+        "commit": commit,
+        "measured": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, load {load:.1f}",
+        "references": "assets/runs/reference/references.toml",
+        "rows": rows,
+    }
+
+
+def format_loo(table: intervals.ErrorTable, payload: dict) -> str:
+    """Every performance row against the band of the other rows of its class, and whether the
+    analyser's classifier puts its configuration in the class the row names."""
+    classes = {r["id"]: r["classes"] for r in payload["rows"]}
+    out = ["row  class  error  band of the others  inside  classifier"]
+    for c in intervals.leave_one_out(table):
+        band = c["note"] or f"{c['low'] * 100:+.1f}% to {c['high'] * 100:+.1f}%"
+        got = classes.get(c["id"])
+        agree = "-" if got is None else ("agrees" if c["mechanism"] in got else "differs")
+        agree += "" if got is None else f" ({'+'.join(got)})"
+        inside = {True: "yes", False: "NO", None: "-"}[c["inside"]]
+        out.append(
+            f"{c['id']}  {c['mechanism']}  {c['error'] * 100:+.1f}%  {band}  {inside}  {agree}"
+        )
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", default="", help="comma-separated row ids (default: all)")
@@ -413,7 +502,16 @@ def main(argv: list[str] | None = None) -> int:
         default=str(BEFORE),
         help="an earlier run's JSON to print every row before and after ('none': leave out)",
     )
+    ap.add_argument(
+        "--write-errors",
+        metavar="FILE",
+        help="write the stored errors the analyser's intervals read "
+        "(analyser/core/fidelity_errors.json) and print the leave-one-out check",
+    )
     args = ap.parse_args(argv)
+    if args.write_errors and args.rows.strip():
+        print("bench_fidelity: --write-errors needs every row (leave out --rows).", file=sys.stderr)
+        return 2
     try:
         rows = select(load_rows(), [i.strip() for i in args.rows.split(",") if i.strip()])
         before = load_before(args.before) if args.before.lower() != "none" else None
@@ -421,7 +519,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench_fidelity: {exc}", file=sys.stderr)
         return 2
     t0 = time.perf_counter()
-    results = evaluate(rows)
+    if args.write_errors:
+        results = evaluate(rows, lambda row: measure(row, classify=True))
+    else:
+        results = evaluate(rows)
     total = time.perf_counter() - t0
     print(format_markdown(results) if args.markdown else format_text(results))
     if before is not None:
@@ -438,6 +539,12 @@ def main(argv: list[str] | None = None) -> int:
             {**asdict(r.row), **asdict(r.measured), "error_pct": r.error_pct} for r in results
         ]
         Path(args.json).write_text(json.dumps(payload, indent=2), encoding="utf-8")
+    if args.write_errors:
+        errors = errors_payload(results, _commit(), load)
+        table = intervals.parse_errors(json.loads(json.dumps(errors)), args.write_errors)
+        Path(args.write_errors).write_text(json.dumps(errors, indent=1) + "\n", encoding="utf-8")
+        print("\nLeave-one-out: each row against the band of the other rows of its class")
+        print(format_loo(table, errors))
     return 0
 
 

@@ -41,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from analyser.cli.errors import CliError
     from analyser.core.insights import Thresholds, find_insights
     from analyser.core.insights.model import SHOWN_EFFECTS
+    from analyser.core.intervals import change_note, range_text
     from analyser.core.quantities import QUANTITIES
     from analyser.core.units import fmt_bytes, fmt_delta_pct, fmt_pct
 
@@ -153,12 +154,20 @@ def run(args: argparse.Namespace) -> int:
             eff = t.effect
             if eff is not None and eff.after:
                 now = "now (re-simulated)" if eff.baseline == "resimulated" else "now"
-                tab = Table("predicted effect", now, "after", "change", box=None, padding=(0, 2))
+                tab = Table(
+                    "predicted effect", now, "after", "change", "range", box=None, padding=(0, 2)
+                )
                 for key in SHOWN_EFFECTS:
                     q = QUANTITIES[key]
                     b, c = eff.before.get(key), eff.after.get(key)
-                    tab.add_row(f"  {q.short}", q.format(b), q.format(c), fmt_delta_pct(b, c))
+                    iv = range_text((eff.intervals.get(key) or {}).get("change"))
+                    tab.add_row(f"  {q.short}", q.format(b), q.format(c), fmt_delta_pct(b, c), iv)
                 con.print(tab)
+                note = change_note(
+                    (eff.intervals.get("throughput_samples_per_s") or {}).get("change")
+                )
+                if note:
+                    con.print(f"  [dim]range of the throughput change: {esc(note)}[/]")
             if eff is not None:
                 style = {"good": "green", "bad": "red"}.get(eff.tone, "yellow")
                 con.print(f"  [{style}]{esc(eff.message)}[/]")

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analyser.core import intervals
 from analyser.core.analysis import Analysis, Metrics
 from analyser.core.quantities import FORMATTERS, QUANTITIES
 from analyser.core.run_options import options_explaining
@@ -119,6 +120,9 @@ class MetricDelta:
     kind: str
     before: float | None
     after: float | None
+    #: The change's interval (analyser.core.intervals.Interval.to_dict): the range the fidelity
+    #: table allows for ``rel``, or the note saying why there is none.
+    interval: dict[str, Any] | None = None
 
     @property
     def delta(self) -> float | None:
@@ -187,6 +191,7 @@ class PairComparison:
                     "after": m.after,
                     "delta": m.delta,
                     "rel": _plain(m.rel),
+                    "interval": m.interval,
                 }
                 for m in self.metrics
             ],
@@ -339,11 +344,17 @@ def _input_ipu(x: Analysis) -> int:
     return int(np.argmax(ex.streamcopy_rx_by_dest[:, _HOST])) if ex is not None else 0
 
 
-def _explain(a: Analysis, b: Analysis, diffs: list[ConfigDiff]) -> list[Explanation]:
+def _explain(
+    a: Analysis,
+    b: Analysis,
+    diffs: list[ConfigDiff],
+    ivs: dict[str, dict[str, Any]] | None = None,
+) -> list[Explanation]:
     ma, mb = a.metrics, b.metrics
     ea, eb = a.execution, b.execution
     by = {d.key: d for d in diffs}
     out: list[Explanation] = []
+    ivs = ivs or {}
 
     def why(*keys: str) -> tuple[str, tuple[str, ...]]:
         present = [by[k] for k in keys if k in by and k not in COSMETIC_KEYS]
@@ -487,7 +498,8 @@ def _explain(a: Analysis, b: Analysis, diffs: list[ConfigDiff]) -> list[Explanat
         add(
             "cycles_per_sample",
             f"Cycles per sample {change_words(ma.cycles_per_sample, mb.cycles_per_sample)} "
-            f"({fmt_int(ma.cycles_per_sample)} to {fmt_int(mb.cycles_per_sample)})",
+            f"({fmt_int(ma.cycles_per_sample)} to {fmt_int(mb.cycles_per_sample)}"
+            f"{_range_words(ivs.get('cycles_per_sample'))})",
             perf_keys,
             rel_change(ma.cycles_per_sample, mb.cycles_per_sample),
         )
@@ -496,23 +508,51 @@ def _explain(a: Analysis, b: Analysis, diffs: list[ConfigDiff]) -> list[Explanat
             "throughput_samples_per_s",
             f"Throughput {change_words(ma.throughput_samples_per_s, mb.throughput_samples_per_s)} "
             f"({ma.throughput_samples_per_s:,.1f} to {mb.throughput_samples_per_s:,.1f} "
-            "samples/s)",
+            f"samples/s{_range_words(ivs.get('throughput_samples_per_s'))})",
             perf_keys,
             rel_change(ma.throughput_samples_per_s, mb.throughput_samples_per_s),
         )
     return out
 
 
+def change_intervals(a: Analysis, b: Analysis) -> dict[str, dict[str, Any]]:
+    """The interval of each compared metric's change from ``a`` to ``b`` (both are the engine's
+    predictions): the range the fidelity table allows, or the note saying why there is none."""
+    fa, fb = intervals.features_of(a), intervals.features_of(b)
+    table = intervals.default_table()
+    out = {}
+    for k in COMPARED:
+        va, vb = a.metrics.scalar(k), b.metrics.scalar(k)
+        if k in intervals.FIGURE_KINDS:
+            iv = intervals.relative(k, va, vb, fa, fb, table)
+        else:
+            rel = rel_change(va, vb)
+            ok = rel is not None and np.isfinite(rel)
+            iv = intervals.Interval(rel if ok else None, None, None, note=intervals.NO_ROWS_NOTE)
+        out[k] = iv.to_dict()
+    return out
+
+
+def _range_words(iv: dict[str, Any] | None) -> str:
+    """'; range of the change +60% to +110%' (or '; no interval') for an explanation."""
+    if not iv:
+        return ""
+    text = intervals.range_text(iv)
+    return "; no interval" if text == "no interval" else f"; range of the change {text}"
+
+
 def compare_pair(a: Analysis, b: Analysis) -> PairComparison:
     diffs = config_diffs(a, b)
     ma, mb = a.metrics, b.metrics
+    ivs = change_intervals(a, b)
     metrics = [
-        MetricDelta(k, label, kind, ma.scalar(k), mb.scalar(k)) for k, label, kind in METRICS
+        MetricDelta(k, label, kind, ma.scalar(k), mb.scalar(k), ivs.get(k))
+        for k, label, kind in METRICS
     ]
     steps = _step_type_table(a, b)
     cats = _category_table(a, b)
     ops, added, removed = _op_tables(a, b)
-    expl = _explain(a, b, diffs)
+    expl = _explain(a, b, diffs, ivs)
     other = []
     if ma.oom_tiles != mb.oom_tiles and not any(e.metric == "oom_tiles" for e in expl):
         other.append(

@@ -13,11 +13,30 @@ from typing import Any
 
 import numpy as np
 
-from analyser.core import Analysis
+from analyser.core import Analysis, intervals
 from profiles import schema
 
 REPORT_SCHEMA = "ipu-analyser-report"
-REPORT_SCHEMA_VERSION = "1.0"
+REPORT_SCHEMA_VERSION = "1.1"
+
+
+#: The Metrics figures given an interval in ``prediction.intervals`` (the numeric ones).
+PREDICTED_METRICS: tuple[str, ...] = (
+    "peak_memory_bytes",
+    "max_tile_memory_bytes",
+    "memory_share_used",
+    "oom_tiles",
+    "total_cycles",
+    "device_cycles",
+    "cycles_per_sample",
+    "throughput_samples_per_s",
+    "device_throughput_samples_per_s",
+    "host_seconds",
+    "compute_share",
+    "host_wait_share",
+    "ramp_share",
+    "tile_balance",
+)
 
 
 def plain(v: Any) -> Any:
@@ -102,6 +121,8 @@ def profile_data(analysis: Analysis, insights: list | None = None) -> dict[str, 
         "execution": None,
         "operations_top": [],
         "insights": [x.to_dict() for x in insights] if insights is not None else [],
+        # schema 1.1: how far to trust the profile's predicted figures (docs/report-schema.md)
+        "prediction": intervals.profile_prediction(analysis, PREDICTED_METRICS),
     }
     if ex is not None:
         d["execution"] = {

@@ -10,6 +10,7 @@ from typing import Any
 
 from analyser.core.comparison import METRICS, fmt_value
 from analyser.core.insights.model import SHOWN_EFFECTS
+from analyser.core.intervals import change_note, prediction_note, range_text
 from analyser.core.quantities import QUANTITIES
 from analyser.core.units import fmt_bytes, fmt_delta_pct, fmt_int, fmt_pct
 from analyser.literal import markdown as lit
@@ -54,9 +55,20 @@ def render_html(data: dict[str, Any], analyses: list, title: str) -> str:
         delta=fmt_delta_pct,
         compare_metrics=METRICS,
         effect_rows=EFFECT_ROWS,
+        range_text=range_text,
+        change_of=_change,
+        change_note=change_note,
+        prediction_note=prediction_note,
+        fmt_int=lambda v: fmt_value(v, "int"),
+        fmt_float=lambda v: fmt_value(v, "float"),
         charts=[charts.profile_charts(a) for a in analyses],
         comparison_charts=charts.comparison_charts(analyses) if len(analyses) > 1 else {},
     )
+
+
+def _change(eff: dict[str, Any], key: str) -> dict[str, Any] | None:
+    """The interval of an effect's change of ``key`` (None for effects without intervals)."""
+    return ((eff.get("intervals") or {}).get(key) or {}).get("change")
 
 
 class Md(str):
@@ -198,21 +210,34 @@ def render_markdown(data: dict[str, Any], analyses: list, title: str) -> str:
                 ]
             ],
         )
+        pred = p.get("prediction") or {}
+        ivs = pred.get("intervals") or {}
+
+        def rng(key: str, fmt, ivs=ivs) -> str:
+            return range_text(ivs.get(key), fmt) or "-"
+
         L += _md_table(
-            ["figure", "value"],
+            ["figure", "value", "range (fidelity table)"],
             [
-                ["peak memory", fmt_bytes(m["peak_memory_bytes"])],
-                ["OOM tiles", f"{m['oom_tiles']:,}"],
-                ["total cycles", fmt_int(m["total_cycles"])],
-                ["cycles per sample", fmt_value(m["cycles_per_sample"], "float")],
+                ["peak memory", fmt_bytes(m["peak_memory_bytes"]), rng("peak_memory_bytes", None)],
+                ["OOM tiles", f"{m['oom_tiles']:,}", rng("oom_tiles", None)],
+                ["total cycles", fmt_int(m["total_cycles"]), rng("total_cycles", fmt_int)],
+                [
+                    "cycles per sample",
+                    fmt_value(m["cycles_per_sample"], "float"),
+                    rng("cycles_per_sample", lambda v: fmt_value(v, "float")),
+                ],
                 [
                     "throughput (samples/s, host included)",
                     fmt_value(m["throughput_samples_per_s"], "float"),
+                    rng("throughput_samples_per_s", lambda v: fmt_value(v, "float")),
                 ],
-                ["host wait (host-inclusive)", fmt_pct(m["host_wait_share"])],
-                ["host round trips", fmt_int(m["host_round_trips"])],
+                ["host wait (host-inclusive)", fmt_pct(m["host_wait_share"]), "-"],
+                ["host round trips", fmt_int(m["host_round_trips"]), "-"],
             ],
         )
+        if pred:
+            L += ["", f"_{lit(prediction_note(pred))}_"]
         L += ["### Insights", ""]
         if not p["insights"]:
             L += ["No insight crosses its threshold.", ""]
@@ -248,18 +273,21 @@ def render_markdown(data: dict[str, Any], analyses: list, title: str) -> str:
                     L += [
                         "",
                         *_md_table(
-                            ["predicted effect", "now", "after", "change"],
+                            ["predicted effect", "now", "after", "change", "range"],
                             [
                                 [
                                     label,
                                     fmt_value(eff["before"].get(k), kind),
                                     fmt_value(eff["after"].get(k), kind),
                                     fmt_delta_pct(eff["before"].get(k), eff["after"].get(k)),
+                                    range_text(_change(eff, k)) or "-",
                                 ]
                                 for k, label, kind in EFFECT_ROWS
                             ],
                         ),
                     ]
+                    note = change_note(_change(eff, "throughput_samples_per_s"))
+                    L += [f"- range of the throughput change: {lit(note)}"] if note else []
                 L += [f"- predicted: {lit(eff['message'])}"]
             elif tip["change"]:
                 L += ["- predicted effect not computed (write the report with `--resimulate`)"]

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from analyser.core.intervals import change_note, range_text
 from analyser.core.tune.results import TuneTable, load_results
 from analyser.core.units import fmt_bytes, fmt_delta_pct, fmt_pct
 
@@ -170,10 +171,14 @@ def build_tune_report(table: TuneTable) -> dict[str, Any]:
     start = df[df["id"] == meta["start_id"]].iloc[0]
     best = df[df["id"] == meta["best_id"]].iloc[0] if meta.get("best_id") is not None else None
     compare = []
+    ivs = meta.get("best_intervals") or {}  # tune.json before intervals: none
     for k, label in FIGURE_COLUMNS:
         a = _num(start[k])
         b = None if best is None else _num(best[k])
-        compare.append((label, _fmt_figure(k, a), _fmt_figure(k, b), fmt_delta_pct(a, b)))
+        iv = range_text(ivs.get(k, {}).get("change")) if isinstance(ivs.get(k), dict) else ""
+        compare.append((label, _fmt_figure(k, a), _fmt_figure(k, b), fmt_delta_pct(a, b), iv))
+    thr = ivs.get("throughput_samples_per_s") if isinstance(ivs, dict) else None
+    note = change_note(thr.get("change")) if isinstance(thr, dict) else ""
     counts = df["status"].value_counts().to_dict()
     return {
         "meta": meta,
@@ -184,6 +189,7 @@ def build_tune_report(table: TuneTable) -> dict[str, Any]:
         "start": by_id.get(int(meta["start_id"])),
         "best": None if best is None else by_id.get(int(meta["best_id"])),
         "compare": compare,
+        "interval_note": note,
         "diff": meta.get("diff", {}),
         "counts": counts,
         "chart": design_space_chart(table),

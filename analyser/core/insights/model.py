@@ -53,6 +53,10 @@ class Effect:
     #: How the verdict reads: ``"good"`` (do it), ``"neutral"`` (little effect, still OOM, or a
     #: memory tip that costs throughput) or ``"bad"`` (not recommended).
     tone: str = ""
+    #: Per figure (:data:`EFFECT_KEYS`): ``before``, ``after`` and ``change`` intervals, the
+    #: range the fidelity table allows (analyser.core.intervals.Interval.to_dict; docs/insights.md,
+    #: "Intervals"). Empty when nothing was re-simulated.
+    intervals: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def delta(self, key: str) -> float | None:
         a, b = self.before.get(key), self.after.get(key)

@@ -14,6 +14,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from analyser.core import intervals
 from analyser.core.insights.model import EFFECT_KEYS, Effect, Evidence, Insight
 from analyser.core.quantities import QUANTITIES
 from analyser.core.units import fmt_bytes, fmt_delta_pct
@@ -42,9 +43,32 @@ def apply_change(run_config: dict[str, Any], change: dict[str, Any]) -> dict[str
 
 def _result(response) -> tuple[str, Any]:
     """A service response as ``("ok", effect metrics)`` or ``("error", one sentence)``."""
-    if response.simulated:
-        return "ok", {k: response.figures.get(k) for k in EFFECT_KEYS}
+    if response.simulated:  # the figures, and the features their intervals are read from
+        keys = (*EFFECT_KEYS, *intervals.FEATURE_KEYS)
+        return "ok", {k: response.figures.get(k) for k in keys}
     return "error", response.message
+
+
+def _figures(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: d.get(k) for k in EFFECT_KEYS}
+
+
+def _attach_intervals(
+    eff: Effect,
+    before_features: intervals.Features,
+    after: dict[str, Any],
+    after_config: dict[str, Any],
+) -> Effect:
+    """Fill ``eff.intervals``: every figure before / after and its change, with the range the
+    fidelity table allows (analyser.core.intervals)."""
+    eff.intervals = intervals.change_intervals(
+        eff.before,
+        eff.after,
+        before_features,
+        intervals.features_from(after, after_config),
+        EFFECT_KEYS,
+    )
+    return eff
 
 
 def _simulate_all(configs: list[dict[str, Any]], done: Callable[[int, tuple[str, Any]], None]):
@@ -70,7 +94,7 @@ def _simulate(run_config: dict[str, Any]) -> tuple[str, Any]:
 def _judge(tip: Insight, before: dict[str, Any], after: dict[str, Any]) -> Effect:
     oom_after = int(after.get("oom_tiles") or 0)
     oom_before = int(before.get("oom_tiles") or 0)
-    eff = Effect("oom" if oom_after else "fits", "", dict(before), dict(after))
+    eff = Effect("oom" if oom_after else "fits", "", _figures(before), _figures(after))
     if oom_after and not oom_before:
         eff.recommended = False
         eff.message = (
@@ -201,7 +225,7 @@ def _baseline(analysis, profile: dict[str, Any], status: str, value: Any) -> Eff
             "Baseline re-simulated with this engine: it reproduces the profile's figures, so "
             "the deltas are the change's effect only."
         )
-    return Effect("fits", "", dict(value), baseline="resimulated", baseline_note=note)
+    return Effect("fits", "", _figures(value), baseline="resimulated", baseline_note=note)
 
 
 def predict_effects(
@@ -285,12 +309,15 @@ def predict_effects(
         ref = _baseline(analysis, profile, *results[0])
     else:
         ref = Effect("fits", "", dict(profile), baseline="profile")
-    for i, (tip, _cfg) in enumerate(jobs):
+    base_features = _base_features(analysis, ref, key)
+    for i, (tip, cfg) in enumerate(jobs):
         if tip is None:
             continue
         status, value = results[i]
         if status == "ok":
-            tip.effect = _judge(tip, ref.before, value)
+            tip.effect = _attach_intervals(
+                _judge(tip, ref.before, value), base_features, value, cfg
+            )
         else:
             # the same rejection as the profile's own configuration: the reason is said once, in
             # the baseline note (it was repeated under every tip)
@@ -309,6 +336,14 @@ def predict_effects(
         tip.effect.baseline = ref.baseline
         tip.effect.baseline_note = ref.baseline_note
     return insights
+
+
+def _base_features(analysis, ref: Effect, key: str) -> intervals.Features:
+    """The features of the baseline the deltas are against: the re-simulation's, else the
+    profile's own."""
+    if ref.baseline == "resimulated" and key in _BASELINES:
+        return intervals.features_from(_BASELINES[key], analysis.run_config)
+    return intervals.features_of(analysis)
 
 
 def baseline_metrics(analysis) -> Effect | None:
@@ -382,7 +417,12 @@ def find_fitting_combination(
         change,
         " ".join(t.trade_off for t in chosen if t.trade_off),
     )
-    combo.effect = _judge(combo, before, after)
+    combo.effect = _attach_intervals(
+        _judge(combo, before, after),
+        _base_features(analysis, ref or Effect("", ""), _config_key(base)),
+        after,
+        apply_change(base, change),
+    )
     if ref is not None:
         combo.effect.baseline, combo.effect.baseline_note = ref.baseline, ref.baseline_note
     return combo

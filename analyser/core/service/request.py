@@ -21,6 +21,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from analyser.core.intervals import FEATURE_KEYS, feature_figures
+
 #: Statuses of a response. ``ok`` and ``oom`` carry a profile and figures; ``refused`` is the
 #: engine's answer to a configuration it rejects (cached like a result); the others are not
 #: answers about the configuration and are never cached.
@@ -47,6 +49,8 @@ FIGURE_KEYS: tuple[str, ...] = (
     "headroom_share",
     "memory_share_used",
     *_EXECUTION_KEYS,
+    # what the prediction's interval classes are read from (analyser.core.intervals)
+    *FEATURE_KEYS,
 )
 
 
@@ -124,7 +128,12 @@ class SimRequest:
     def key(self) -> str:
         """sha256 of the resolved configuration, the model file's digest and the engine."""
         blob = json.dumps(
-            {"config": self.config, "model": self.model_digest, "engine": engine_fingerprint()},
+            {
+                "config": self.config,
+                "model": self.model_digest,
+                "engine": engine_fingerprint(),
+                "figures": FIGURE_KEYS,  # an answer cached with other figures is not reused
+            },
             sort_keys=True,
             default=str,
         )
@@ -181,4 +190,5 @@ def figures_of(analysis) -> dict[str, Any]:
     for k in _EXECUTION_KEYS:
         v = getattr(m, k)
         out[k] = None if v is None else (int(v) if isinstance(v, int) else float(v))
+    out.update(feature_figures(analysis))
     return out

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analyser.core import intervals
 from analyser.core.service import FIGURE_KEYS, engine_fingerprint
 from analyser.core.tune.search import TuneResult, pareto_front
 from analyser.core.tune.space import OBJECTIVES
@@ -60,6 +61,7 @@ def to_frame(result: TuneResult):
     front = {r.id for r in pareto_front(result.rows)}
     rank = {r.id: i + 1 for i, r in enumerate(result.ranked())}
     records = []
+    start = next((x for x in result.rows if x.origin == "start"), None)
     for r in result.rows:
         rec: dict[str, Any] = {
             "id": r.id,
@@ -73,6 +75,9 @@ def to_frame(result: TuneResult):
             rec[n] = "+".join(v) if isinstance(v, list) else v
         for k in FIGURE_KEYS:
             rec[k] = r.figures.get(k)
+        # the throughput's interval and its change from the start's (analyser.core.intervals)
+        sf, sc = (start.figures, start.config) if start is not None else (None, None)
+        rec.update(intervals.tune_columns(r.figures, r.config, sf, sc))
         rec["feasible"] = result.space.feasible(r.figures)
         rec["objective"] = (
             None if result.space.score(r.figures) is None else abs(result.space.score(r.figures))
@@ -86,7 +91,8 @@ def to_frame(result: TuneResult):
         records.append(rec)
     df = pd.DataFrame.from_records(records)
     # mixed None / number columns: keep them numeric (Parquet wants one type per column)
-    for col in [*FIGURE_KEYS, "objective", "rank"]:
+    numeric = [c for c in intervals.TUNE_COLUMNS if c not in ("interval_classes", "interval_note")]
+    for col in [*FIGURE_KEYS, *numeric, "objective", "rank"]:
         if col in df and col != "fits":
             df[col] = pd.to_numeric(df[col], errors="coerce")
     for n in names:
@@ -153,11 +159,26 @@ def write_results(
         "best_id": None if b is None else b.id,
         "start_id": start.id,
         "diff": diff_configs(start.config, b.config) if b is not None else {},
+        # the best's figures against the start's, each with its interval (schema additive)
+        "best_intervals": intervals.change_intervals(
+            start.figures,
+            b.figures,
+            intervals.features_from(start.figures, start.config),
+            intervals.features_from(b.figures, b.config),
+            BEST_FIGURES,
+        )
+        if b is not None
+        else {},
+        "fidelity_errors": intervals.table_info(),
     }
     tmp = folder / f".{META}.tmp"
     tmp.write_text(json.dumps(meta, indent=1, default=str))
     os.replace(tmp, folder / META)
     return meta
+
+
+#: Figures of the best configuration compared with the start's in ``tune.json``.
+BEST_FIGURES = ("throughput_samples_per_s", "cycles_per_sample", "peak_memory_bytes")
 
 
 def diff_configs(a: dict[str, Any], b: dict[str, Any]) -> dict[str, list[Any]]:

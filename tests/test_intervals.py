@@ -1,0 +1,349 @@
+"""Intervals on predictions (issue 21, item 7): the interval model on hand-made error tables
+(leave-one-out, bands, correlated and independent changes), the stored-errors file validated like
+any input, and an interval present and ordered (low <= value <= high) on every predicted figure
+of the insights' effects, comparisons, reports and tune results."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from analyser.core import Analysis, intervals
+from analyser.core.intervals import ErrorRow, ErrorsFileError, ErrorTable, Features
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _table(rows: dict[str, tuple[str, float]]) -> ErrorTable:
+    return ErrorTable(tuple(ErrorRow(k, m, "throughput", e) for k, (m, e) in rows.items()))
+
+
+HAND = _table(
+    {
+        "d1": ("device-at-scale", 0.02),
+        "d2": ("device-at-scale", 0.10),
+        "d3": ("device-at-scale", -0.03),
+        "d4": ("device-at-scale", 0.05),
+        "h1": ("host-bound", -0.50),
+        "h2": ("host-bound", 0.30),
+        "h3": ("host-bound", 2.00),
+        "s1": ("small-feature-maps", 0.30),
+        "s2": ("small-feature-maps", -0.12),
+    }
+)
+
+
+def _errors_doc(table: ErrorTable) -> dict:
+    return {
+        "schema": intervals.SCHEMA,
+        "schema_version": intervals.SCHEMA_VERSION,
+        "commit": "test",
+        "measured": "2026-11-26T00:00:00Z",
+        "rows": [
+            {"id": r.id, "mechanism": r.mechanism, "quantity": r.quantity, "error": r.error}
+            for r in table.rows
+        ],
+    }
+
+
+#: Three rows in every class: every prediction gets an interval.
+FULL = _table(
+    {
+        **{f"d{i}": ("device-at-scale", e) for i, e in enumerate((0.02, 0.10, -0.03))},
+        **{f"h{i}": ("host-bound", e) for i, e in enumerate((-0.5, 0.3, 2.0))},
+        **{f"s{i}": ("small-feature-maps", e) for i, e in enumerate((0.3, -0.12, 0.5))},
+        **{f"p{i}": ("collectives-across-pods", e) for i, e in enumerate((0.2, 0.45, 0.1))},
+    }
+)
+
+
+@pytest.fixture
+def full_errors(tmp_path, monkeypatch):
+    """The interval model reads FULL (through ANALYSE_FIDELITY_ERRORS, as a user would)."""
+    path = tmp_path / "errors.json"
+    path.write_text(json.dumps(_errors_doc(FULL)))
+    monkeypatch.setenv(intervals.ERRORS_ENV, str(path))
+    return path
+
+
+def _ordered(d: dict) -> bool:
+    """An interval object is well formed: bounds present and around the value, or a note."""
+    assert set(d) >= {"value", "low", "high", "classes", "rows", "note"}
+    if d["low"] is None or d["high"] is None:
+        assert d["low"] is None and d["high"] is None and d["note"]
+        return False
+    assert d["value"] is not None and d["low"] <= d["value"] <= d["high"], d
+    return True
+
+
+# -- the model on a hand-made table --------------------------------------------------------------
+def test_leave_one_out_on_a_hand_made_table():
+    got = {c["id"]: c for c in intervals.leave_one_out(HAND)}
+    # d2 (+10%) against the other device rows (-3% .. +5%): outside; d1 (+2%) inside -3% .. +10%
+    assert got["d2"]["low"] == pytest.approx(-0.03) and got["d2"]["high"] == pytest.approx(0.05)
+    assert got["d2"]["inside"] is False
+    assert got["d1"]["low"] == pytest.approx(-0.03) and got["d1"]["high"] == pytest.approx(0.10)
+    assert got["d1"]["inside"] is True
+    # a band always holds zero: the others of d3 are +2%, +10%, +5% -> 0 .. +10%
+    assert got["d3"]["low"] == 0.0 and got["d3"]["high"] == pytest.approx(0.10)
+    assert got["d3"]["inside"] is False
+    # two rows left: too few, said rather than invented
+    for rid in ("h1", "s1"):
+        assert got[rid]["inside"] is None and "too few reference rows" in got[rid]["note"]
+    # no row vouches for itself: every row's band is computed without it
+    for c in got.values():
+        band = HAND.band((c["mechanism"],), exclude=(c["id"],))
+        if not isinstance(band, str):
+            assert c["id"] not in band.ids
+
+
+def test_band_min_rows_and_union():
+    assert isinstance(HAND.band(("small-feature-maps",)), str)
+    assert HAND.band(("small-feature-maps",)).startswith("no interval: too few reference rows")
+    both = HAND.band(("device-at-scale", "host-bound"))
+    assert both.lo == pytest.approx(-0.5) and both.hi == pytest.approx(2.0)
+    assert len(both.ids) == 7
+    # one class short spoils the union: no interval rather than half of one
+    assert isinstance(HAND.band(("device-at-scale", "small-feature-maps")), str)
+
+
+def test_absolute_interval_rate_and_time():
+    f = Features()  # the device class
+    thr = intervals.absolute("throughput_samples_per_s", 1000.0, f, HAND)
+    # real = engine / (1 + error): errors -3% .. +10% -> 1000 / 1.10 .. 1000 / 0.97
+    assert thr.low == pytest.approx(1000 / 1.10) and thr.high == pytest.approx(1000 / 0.97)
+    assert thr.classes == ("device-at-scale",) and thr.rows == 4
+    cyc = intervals.absolute("cycles_per_sample", 1000.0, f, HAND)
+    assert cyc.low == pytest.approx(970.0) and cyc.high == pytest.approx(1100.0)
+    mem = intervals.absolute("peak_memory_bytes", 1.0, f, HAND)
+    assert not mem.available and "no reference rows" in mem.note
+    small = intervals.absolute("throughput_samples_per_s", 1000.0, Features(small_conv_share=0.9))
+    assert not small.available or small.low <= 1000.0 <= small.high
+
+
+def test_relative_change_correlated_and_independent():
+    dev = Features()
+    host = Features(host_load=2.0, host_overlapped=False)
+    # the same class: the classes' offset cancels, the spread (1.10 / 0.97) remains
+    same = intervals.relative("throughput_samples_per_s", 100.0, 186.0, dev, dev, HAND)
+    spread = 1.10 / 0.97
+    assert same.correlated is True and same.value == pytest.approx(0.86)
+    assert same.low == pytest.approx(1.86 / spread - 1) and same.high == pytest.approx(
+        1.86 * spread - 1
+    )
+    # host-bound before, device after: independent, each side's full band (through zero)
+    ind = intervals.relative("throughput_samples_per_s", 100.0, 186.0, host, dev, HAND)
+    assert ind.correlated is False
+    assert ind.low == pytest.approx(1.86 * (1 - 0.5) / 1.10 - 1)
+    assert ind.high == pytest.approx(1.86 * (1 + 2.0) / (1 - 0.03) - 1)
+    assert ind.low <= ind.value <= ind.high and ind.high - ind.low > same.high - same.low
+    # device cycles do not see the host: the host-bound run's cycles are in the device class
+    cyc = intervals.relative("cycles_per_sample", 100.0, 50.0, host, dev, HAND)
+    assert cyc.correlated is True and cyc.classes == ("device-at-scale",)
+    # cycles move the other way round: small convolutions before, device after
+    small = Features(small_conv_share=0.9)
+    cyc = intervals.relative("cycles_per_sample", 100.0, 50.0, small, dev, FULL)
+    assert cyc.low == pytest.approx(0.5 * (1 - 0.03) / (1 + 0.5) - 1)
+    assert cyc.high == pytest.approx(0.5 * (1 + 0.10) / (1 - 0.12) - 1)
+    assert intervals.describe_change(same) == "(+64% to +111%)"
+
+
+def test_classify_features():
+    assert intervals.classify(Features()) == ("device-at-scale",)
+    assert intervals.classify(Features(ipus=128, replicas=128)) == ("collectives-across-pods",)
+    assert intervals.classify(Features(ipus=128, replicas=1)) == ("device-at-scale",)
+    sync = Features(host_load=0.1, host_overlapped=False)
+    assert intervals.classify(sync) == ("host-bound",)
+    assert intervals.classify(sync, host_inclusive=False) == ("device-at-scale",)
+    assert intervals.classify(Features(host_load=0.1, host_overlapped=True)) == ("device-at-scale",)
+    assert intervals.classify(Features(host_load=0.5, host_overlapped=True)) == ("host-bound",)
+    both = Features(host_load=5.0, host_overlapped=False, small_conv_share=0.75)
+    assert intervals.classify(both) == ("small-feature-maps", "host-bound")
+
+
+def test_small_conv_share_from_flattened_shapes():
+    ops = pd.DataFrame(
+        {
+            # a 2 x 2 map, 64 -> 64 channels, 3 x 3, micro-batch 64: 256 positions < 1,472 tiles;
+            # a 32 x 32 map with 64 channels: 65,536 positions; a matmul; a backward conv
+            "type": ["Conv", "Conv", "MatMul", "ConvGradInput"],
+            "pass": [0, 0, 0, 1],
+            "flops": [2 * 64 * 4 * 64 * 576, 2 * 64 * 1024 * 64 * 576, 1_000_000, 10**12],
+        }
+    )
+    var = pd.DataFrame(
+        {
+            "op": [0, 0, 1, 1, 2],
+            "kind": [1, 0, 1, 0, 1],
+            "shape": ["64x256", "36864", "64x65536", "36864", "64x10"],
+        }
+    )
+    small = 2 * 64 * 4 * 64 * 576
+    total = small + 2 * 64 * 1024 * 64 * 576 + 1_000_000
+    assert intervals.small_conv_share(ops, var, 1472) == pytest.approx(small / total)
+    # few output channels: 5 and 12 channels on large maps (the PopTorch tutorial's CNN)
+    few = pd.DataFrame({"type": ["Conv"], "pass": [0], "flops": [2 * 16 * 79380 * 9]})
+    fvar = pd.DataFrame({"op": [0, 0], "kind": [1, 0], "shape": ["16x79380", "50"]})
+    assert intervals.small_conv_share(few, fvar, 1472) == pytest.approx(1.0)
+
+
+# -- the stored errors: validated like any input ------------------------------------------------
+def test_shipped_errors_load_and_agree_with_the_reference_table():
+    table = intervals.load_errors(intervals.DEFAULT_ERRORS)
+    assert table.commit and table.rows
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import bench_fidelity
+
+    declared = {r.id: r.mechanism for r in bench_fidelity.load_rows()}
+    for r in table.rows:  # stale rows would be a table measured on another reference list
+        assert declared.get(r.id) == r.mechanism, r.id
+    assert {r.mechanism for r in table.rows} <= set(intervals.MECHANISMS)
+
+
+def _doc(**edit):
+    d = _errors_doc(HAND)
+    d.update(edit)
+    return json.dumps(d)
+
+
+BAD = {
+    "not json": "{",
+    "nan": _doc().replace('"error": 0.02', '"error": NaN'),
+    "wrong schema": _doc(schema="something-else"),
+    "future major": _doc(schema_version="2.0"),
+    "no rows": _doc(rows=[]),
+    "unknown mechanism": _doc(rows=[{"id": "x", "mechanism": "magic", "quantity": "throughput"}]),
+    "error below -100%": _doc(
+        rows=[{"id": "x", "mechanism": "device-at-scale", "quantity": "throughput", "error": -1.5}]
+    ),
+    "text error": _doc(
+        rows=[{"id": "x", "mechanism": "device-at-scale", "quantity": "throughput", "error": "big"}]
+    ),
+    "duplicate id": _doc(
+        rows=[
+            {"id": "x", "mechanism": "device-at-scale", "quantity": "throughput", "error": 0.1},
+            {"id": "x", "mechanism": "device-at-scale", "quantity": "throughput", "error": 0.1},
+        ]
+    ),
+    "binary": b"\xff\xfe\x00garbage",
+    "huge": " " * (intervals.MAX_ERRORS_BYTES + 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_bad_stored_errors_are_one_sentence(tmp_path, monkeypatch, name):
+    path = tmp_path / "errors.json"
+    data = BAD[name]
+    path.write_bytes(data if isinstance(data, bytes) else data.encode())
+    with pytest.raises(ErrorsFileError) as exc:
+        intervals.load_errors(path)
+    msg = str(exc.value)
+    assert "\n" not in msg and msg.endswith(".") and "Traceback" not in msg
+    # in use, a bad file never stops an analysis: every interval says why it is missing
+    monkeypatch.setenv(intervals.ERRORS_ENV, str(path))
+    iv = intervals.absolute("throughput_samples_per_s", 10.0, Features())
+    assert not iv.available and iv.note.startswith("no interval:") and str(path) in iv.note
+
+
+def test_errors_path_that_is_a_folder(tmp_path):
+    with pytest.raises(ErrorsFileError, match="not a regular file"):
+        intervals.load_errors(tmp_path)
+
+
+# -- every predicted figure carries an interval ---------------------------------------------------
+@pytest.fixture(scope="module")
+def profiles(tmp_path_factory):
+    import engine
+
+    folder = tmp_path_factory.mktemp("iv")
+    base = dict(model="mlp", micro_batch_size=256, device_iterations=4)
+    out = {}
+    for name, extra in {"sync": {}, "async": {"loader_mode": "async", "loader_workers": 8}}.items():
+        engine.simulate_to_file(dict(base, **extra), folder / f"{name}.h5")
+        out[name] = folder / f"{name}.h5"
+    return out
+
+
+def test_insight_effects_carry_ordered_intervals(profiles, full_errors, monkeypatch):
+    from analyser.core.insights import find_insights, predict_effects
+    from analyser.core.insights import resimulate as rs
+    from analyser.core.insights.model import EFFECT_KEYS
+
+    with Analysis.open(profiles["async"]) as other:
+        faster = {k: getattr(other.metrics, k) for k in EFFECT_KEYS}
+        faster.update(intervals.feature_figures(other))
+
+    def fake(configs, done):  # the service answers every configuration with the async run
+        for i in range(len(configs)):
+            done(i, ("ok", dict(faster)))
+
+    monkeypatch.setattr(rs, "_simulate_all", fake)
+    rs._BASELINES.clear()
+    with Analysis.open(profiles["sync"]) as a:
+        tips = predict_effects(a, find_insights(a, resimulate=False), baseline=False)
+        predicted = [t for t in tips if t.effect is not None and t.effect.after]
+        assert predicted
+        seen = 0
+        for t in predicted:
+            d = t.to_dict()["effect"]["intervals"]
+            assert set(d) == set(EFFECT_KEYS)
+            for key in EFFECT_KEYS:
+                for part in ("before", "after", "change"):
+                    seen += _ordered(d[key][part])
+            json.dumps(d, allow_nan=False)
+            assert _ordered(d["throughput_samples_per_s"]["change"])
+        assert seen
+
+
+def test_compare_and_report_json_carry_ordered_intervals(profiles, full_errors):
+    from analyser.core.comparison import compare
+    from analyser.reports.data import PREDICTED_METRICS, build_report
+    from analyser.reports.render import render_markdown
+
+    with Analysis.open(profiles["sync"]) as a, Analysis.open(profiles["async"]) as b:
+        pair = compare([a, b]).pairs[0].to_dict()
+        for m in pair["metrics"]:
+            _ordered(m["interval"])
+        thr = next(m for m in pair["metrics"] if m["key"] == "throughput_samples_per_s")
+        assert _ordered(thr["interval"])
+        assert thr["interval"]["classes"] == ["host-bound"]  # the sync run waits for its host
+        text = [e["text"] for e in pair["explanations"] if e["metric"] == thr["key"]]
+        assert text and "range of the change" in text[0]
+        report = build_report([a, b], insights=False, predict_transitions=False)
+        assert report["schema_version"] == "1.1"
+        for p in report["profiles"]:
+            ivs = p["prediction"]["intervals"]
+            assert set(ivs) == set(PREDICTED_METRICS)
+            assert sum(_ordered(d) for d in ivs.values()) >= 3  # throughput, cycles, ...
+            assert not _ordered(ivs["peak_memory_bytes"])  # no memory rows: said, not made up
+        md = render_markdown(report, [a, b], "t")
+        assert "range (fidelity table)" in md and "Ranges:" in md
+
+
+def test_tune_results_carry_ordered_intervals(profiles, full_errors):
+    from analyser.core.service import SimResponse, figures_of
+    from analyser.core.tune.results import to_frame
+    from analyser.core.tune.search import Row, TuneResult
+    from analyser.core.tune.space import build_space
+
+    start_cfg = dict(model="mlp", micro_batch_size=256, device_iterations=4)
+    rows = []
+    for i, name in enumerate(("sync", "async")):
+        with Analysis.open(profiles[name]) as a:
+            figs = figures_of(a)
+        cfg = dict(start_cfg, loader_mode="sync" if name == "sync" else "async")
+        resp = SimResponse(f"k{i}", "ok", figures=figs, profile=str(profiles[name]))
+        rows.append(Row(i, None, cfg, resp, "start" if i == 0 else "grid"))
+    space = build_space(start_cfg, ["loader=sync,async"], [], "throughput")
+    df = to_frame(TuneResult(space, "grid", rows))
+    for col in intervals.TUNE_COLUMNS:
+        assert col in df.columns
+    for r in df.itertuples():
+        assert r.throughput_low <= r.throughput_samples_per_s <= r.throughput_high
+        assert r.throughput_change_low <= r.throughput_change <= r.throughput_change_high
+    assert math.isclose(df.iloc[0]["throughput_change"], 0.0, abs_tol=1e-12)
