@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 
 from analyser.gui.palette import hex_color
 from analyser.gui.widgets import LegendLabel, make_plot, section_label
+from analyser.literal import html as lit
 
 FITS = "#4e79a7"
 CONSTRAINT = "#bab0ac"
@@ -212,6 +213,7 @@ class DesignSpaceWindow(QWidget):
                 ("oom_tiles", "OOM tiles"),
             )
         )
+        figs += _range_words(r)
         tags = []
         if row_id == meta.get("best_id"):
             tags.append("best")
@@ -276,3 +278,22 @@ def open_design_space_dialog(window) -> DesignSpaceWindow | None:
     if not folder:
         return None
     return open_design_space(window, folder)
+
+
+def _range_words(r) -> str:
+    """The throughput's range and the change from the start with its range (tune's interval
+    columns; docs/fidelity.md, "Intervals"), or why there is none; '' for older tables."""
+    if "throughput_low" not in r.index:
+        return ""
+    lo, hi, ch = r["throughput_low"], r["throughput_high"], r.get("throughput_change")
+    clo, chi = r.get("throughput_change_low"), r.get("throughput_change_high")
+    ok = all(isinstance(v, int | float) and np.isfinite(v) for v in (lo, hi))
+    if not ok:
+        note = r.get("interval_note") or "no interval"
+        return f"<br>range of the throughput: {lit(str(note))}"
+    out = f"<br>throughput range {_fmt('throughput_samples_per_s', lo)} to "
+    out += f"{_fmt('throughput_samples_per_s', hi)}"
+    if all(isinstance(v, int | float) and np.isfinite(v) for v in (ch, clo, chi)) and ch:
+        out += f"; vs the start {100 * ch:+.0f}% ({100 * clo:+.0f}% to {100 * chi:+.0f}%)"
+    return out + f" [{lit(str(r.get('interval_classes') or ''))}]"
+

@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from analyser.core.insights.model import EFFECT_KEYS
+from analyser.core.intervals import change_note, range_text
 from analyser.core.quantities import QUANTITIES, columns
 from analyser.core.units import fmt_bytes, fmt_count, fmt_pct
 from analyser.gui import reports as registry
@@ -524,7 +525,7 @@ def insight_html(tip: Any, units) -> str:
             parts.append(f"<p><i>{esc(eff.baseline_note)}</i></p>")
         if eff.after:
             parts.append(
-                "<table cellspacing='0' cellpadding='3' border='1'><tr><th>Metric</th><th>Now</th><th>Predicted</th><th>Change</th></tr>"
+                "<table cellspacing='0' cellpadding='3' border='1'><tr><th>Metric</th><th>Now</th><th>Predicted</th><th>Change</th><th>Range</th></tr>"
             )
             for key in EFFECT_KEYS:
                 a, b = eff.before.get(key), eff.after.get(key)
@@ -533,11 +534,17 @@ def insight_html(tip: Any, units) -> str:
                 fmt = (lambda v: fmt_bytes(v, units)) if "bytes" in key else fmt_count
                 rel = eff.rel(key)
                 change = "-" if rel is None else f"{100 * rel:+.1f}%"
+                rng = range_text((eff.intervals.get(key) or {}).get("change")) or "-"
                 parts.append(
                     f"<tr><td>{EFFECT_LABELS.get(key, key)}</td><td align='right'>{fmt(a) if a is not None else '-'}</td>"
-                    f"<td align='right'>{fmt(b) if b is not None else '-'}</td><td align='right'>{change}</td></tr>"
+                    f"<td align='right'>{fmt(b) if b is not None else '-'}</td><td align='right'>{change}</td>"
+                    f"<td align='right'>{esc(rng)}</td></tr>"
                 )
             parts.append("</table>")
+            # how far to trust it: the fidelity table's range (docs/fidelity.md, "Intervals")
+            note = change_note((eff.intervals.get("throughput_samples_per_s") or {}).get("change"))
+            if note:
+                parts.append(f"<p><i>Range of the throughput change: {esc(note)}.</i></p>")
     return "".join(parts)
 
 
