@@ -257,6 +257,13 @@ class RunConfig(BaseModel):
         description="Host profile with the per-transform costs: 'default' (shipped, see "
         "docs/engine.md) or a TOML file written by `analyse calibrate-host`. Default 'default'.",
     )
+    host_cpu: str | None = Field(
+        None,
+        description="CPU of the host server the loader runs on (a key of engine/data/cpus.toml, "
+        "e.g. amd-epyc-7742), or 'as-measured' to use the host profile unscaled. The host "
+        "profile is scaled to it by the two CPUs' per-core figures. Default the system's host "
+        "server CPU (the IPU-POD reference server's AMD EPYC 7742 without a system).",
+    )
     host_preprocess_us_per_sample: float | None = Field(
         None,
         ge=0,
@@ -551,6 +558,14 @@ class RunConfig(BaseModel):
                 raise ConfigError(
                     "host_transforms: normalise works on a float tensor (as torchvision's "
                     "Normalize); put convert_dtype before it."
+                )
+        if self.host_cpu not in (None, "as-measured"):
+            from engine.host.cpus import cpus
+
+            if self.host_cpu not in cpus():
+                raise ConfigError(
+                    f"host_cpu: {self.host_cpu!r} is not a CPU of engine/data/cpus.toml; allowed: "
+                    f"{', '.join(cpus())} or as-measured."
                 )
         named = bool(self.host_transforms)
         if self.host_preprocess_us_per_sample is None:

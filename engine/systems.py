@@ -2,7 +2,8 @@
 
 A system is a number of machines (IPU-M2000 / Bow-2000, ``Target.ipus_per_machine`` IPUs each)
 in ``pod64_racks`` IPU-Link domains of at most 64 IPUs (an IPU-POD64 rack), joined by GW-Links
-between the racks, with ``host_servers`` host servers of ``host_server_cores`` cores each.
+between the racks, with ``host_servers`` host servers of ``host_server_cores`` cores each, whose CPU is
+``host_cpu`` (``engine/data/cpus.toml``).
 ``RunConfig.system`` names one: it sets the chip target and, unless given, the replication
 factor that fills the system, and refuses a run that needs more IPUs than the system has.
 """
@@ -34,11 +35,16 @@ class System(BaseModel):
     host_servers: int = Field(gt=0, description="Host servers (default of the datasheet).")
     host_server: str = Field(description="The host server model.")
     host_server_cores: int = Field(gt=0, description="CPU cores per host server.")
+    host_cpu: str = Field(description="The host server's CPU (a key of engine/data/cpus.toml).")
 
     @model_validator(mode="after")
     def _check(self) -> System:
         if self.host_servers > self.machines:
             raise ValueError("host_servers must not exceed machines")
+        from engine.host.cpus import cpus
+
+        if self.host_cpu not in cpus():
+            raise ValueError(f"host_cpu {self.host_cpu!r} is not in engine/data/cpus.toml")
         return self
 
     @property

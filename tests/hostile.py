@@ -552,6 +552,31 @@ def iter_corpus(
             yield cat, name, mutated(base, folder / cat, name, m)
 
 
+# -- host profiles (TOML: engine.host.profile.load_host_profile) --------------------------------
+def host_profile_texts() -> dict[str, str | bytes]:
+    """Broken host profiles, each of which must be refused in one sentence."""
+    head = 'name = "x"\ncpu = "y"\ncores = 1\n'
+    t = "\n[transforms.flip]\nfixed_us = 1.0\nns_per_element = { uint8 = %s }\n"
+    return {
+        "not-toml": "name = = 1\n",
+        "no-transforms": head,
+        "negative-fixed": head + "\n[transforms.flip]\nfixed_us = -1.0\nns_per_element = {}\n",
+        "negative-per-element": head + t % "-2.0",
+        "nan-per-element": head + t % "nan",
+        "inf-per-element": head + t % "inf",
+        "unknown-dtype": head + t.replace("uint8", "int4") % "1.0",
+        "unknown-key": head + "turbo = true\n" + t % "1.0",
+        "negative-loader": head + "loader_us_per_sample = -3.0\n" + t % "1.0",
+        "inf-loader": head + "loader_us_per_sample = inf\n" + t % "1.0",
+        "scaled-from-zero": head + t % "1.0" + "\n[scaled_from]\ncpu = 'a'\ncpu_ref = 'b'\n"
+        "factor = 0.0\nbasis = ''\n",
+        "bad-check": head + t % "1.0" + "\n[[checks]]\ntransforms = 'flip'\n",
+        "not-utf8": b'name = "\xff\xfe"\n',
+        "too-big": head + "# " + "x" * (1 << 20) + "\n" + t % "1.0",
+        "libraries-not-text": head + "libraries = { torch = 2 }\n" + t % "1.0",
+    }
+
+
 # -- probes ------------------------------------------------------------------------------------
 #: Commands run on every hostile profile ({file}, {base}: a valid profile, {out}: an output stem).
 PROFILE_COMMANDS: tuple[tuple[str, ...], ...] = (

@@ -33,16 +33,18 @@ def host_model(config, io: dict[str, Any], target=None) -> HostModel:
     ``host_normalise_ns_per_element`` per input element. Parallelism: the loader's workers (at
     least its own process), at most the cores of one host server; one loader instance per host
     server (data-parallel loading is per host server)."""
-    from engine.host.profile import load_host_profile, sample_cost
+    from engine.host.profile import sample_cost
     from engine.systems import get_system
 
     elems = int(io.get("input_elems_per_sample", 0) or 0)
     is_image = io.get("input_dtype") != "int32"  # token ids (BERT, ONNX int inputs) are int32
     transforms_s, breakdown = 0.0, None
     synthetic = bool(getattr(config, "synthetic_data", False))  # nothing prepared on the host
+    system = get_system(config.system) if config.system else None
     if config.host_transforms and is_image and not synthetic:
+        profile, scaling = host_profile_for(config, system)
         cost = sample_cost(
-            load_host_profile(config.host_profile),
+            profile,
             config.host_transforms,
             input_size=config.host_input_size or config.image_size,
             image_size=config.image_size,
@@ -50,8 +52,7 @@ def host_model(config, io: dict[str, Any], target=None) -> HostModel:
             input_dtype=config.compute_dtype,
             eight_bit=bool(config.eight_bit_input),
         )
-        transforms_s, breakdown = cost.total_us * 1e-6, cost.as_dict()
-    system = get_system(config.system) if config.system else None
+        transforms_s, breakdown = cost.total_us * 1e-6, {**cost.as_dict(), **scaling}
     instances = int(config.host_servers or (system.host_servers if system else 1))
     cores = default_host_cores(config, system)
     workers = int(config.loader_workers or 0)
@@ -76,6 +77,49 @@ def host_model(config, io: dict[str, Any], target=None) -> HostModel:
         prefetch_depth=int(config.prefetch_depth),
         breakdown=breakdown,
     )
+
+
+def host_cpu_of(config, system=None) -> str:
+    """The host server CPU a run's loader runs on (a key of engine/data/cpus.toml, or
+    ``as-measured``): the run's ``host_cpu``, else its system's, else that of the servers the
+    chip's systems use (the IPU-POD reference server's AMD EPYC 7742)."""
+    from engine.systems import systems
+
+    if config.host_cpu:
+        return str(config.host_cpu)
+    if system is not None:
+        return system.host_cpu
+    from engine.targets import canonical_name
+
+    chip = canonical_name(config.target)
+    found = sorted({s.host_cpu for s in systems().values() if s.chip == chip})
+    return found[0] if found else "amd-epyc-7742"
+
+
+def host_profile_for(config, system=None):
+    """The run's host profile on its host server CPU, and how it was scaled (for the profile's
+    ``host_model``): scaled by the two CPUs' per-core figures when the profile names its CPU
+    and the host is another; as measured when it does not, or with ``host_cpu = as-measured``."""
+    from engine.host.cpus import get_cpu
+    from engine.host.profile import load_host_profile, scale_profile
+
+    profile = load_host_profile(config.host_profile)
+    target = host_cpu_of(config, system)
+    info = {"host_cpu": target, "profile_cpu": profile.cpu_ref or profile.cpu}
+    if target == "as-measured" or not profile.cpu_ref:
+        info["scale"] = 1.0
+        info["scaling"] = (
+            "as measured (host_cpu = as-measured)"
+            if target == "as-measured"
+            else "as measured: the profile does not name its CPU in engine/data/cpus.toml"
+        )
+        return profile, info
+    scaled = scale_profile(profile, target)
+    k = scaled.scaled_from.factor if scaled.scaled_from else 1.0
+    base = profile.scaled_from.factor if profile.scaled_from else 1.0
+    info["scale"] = round(k / base, 6)
+    info["scaling"] = f"scaled to {get_cpu(target).display_name} by per-core SPECspeed2017_int_base"
+    return scaled, info
 
 
 def default_host_cores(config, system=None) -> int:

@@ -127,6 +127,9 @@ def host_model_summary(plan: ExecutionPlan, timeline: HostTimeline) -> dict:
     if h.breakdown:
         out["transforms"] = h.breakdown["transforms"]
         out["on_ipu"] = h.breakdown["on_ipu"]
+        for key in ("host_cpu", "profile_cpu", "scale", "scaling"):
+            if key in h.breakdown:
+                out[key] = h.breakdown[key]
     return out
 
 

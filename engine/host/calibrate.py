@@ -1,15 +1,28 @@
 """Measure the host transforms' costs on this machine (``analyse calibrate-host``).
 
-Each transform of the host model (:mod:`engine.host.profile`) is run with the library the
-PyTorch / torchvision data pipelines use underneath: Pillow for the image operations
-(torchvision's ``RandomHorizontalFlip`` / ``Resize`` / ``RandomCrop`` on a PIL image call
-``Image.transpose`` / ``Image.resize`` (bilinear) / ``Image.crop``; ``PILToTensor`` copies the
-image into a channels-first array; decoding a JPEG is ``Image.open(...).convert("RGB")``) and
-NumPy for the tensor operations (``ConvertImageDtype`` casts and scales by 1/255, ``Normalize``
-subtracts the mean and divides by the standard deviation per channel, the default collate stacks
-the samples of a batch). Each transform is timed at two image sizes; a straight line through the
-two per-call medians gives a fixed cost per call (microseconds) and a cost per element
-(nanoseconds) for each element dtype it works in. One core, a few seconds in all.
+Two methods, the first that is installed:
+
+* ``torch`` (:mod:`engine.host.calibrate_torch`, with the optional extra
+  ``pip install -e ".[torch]"``): the real torchvision transforms inside a real
+  ``torch.utils.data.DataLoader``, the DataLoader's own per-sample overhead, and two whole
+  pipelines timed end to end against the sum of their parts;
+* ``imitation`` (this module, NumPy + Pillow only; the labelled fallback): each transform run
+  with the library the PyTorch / torchvision pipelines use underneath: Pillow for the image
+  operations (torchvision's ``RandomHorizontalFlip`` / ``Resize`` / ``RandomCrop`` on a PIL image
+  call ``Image.transpose`` / ``Image.resize`` (bilinear) / ``Image.crop``; ``PILToTensor`` copies
+  the image into a channels-first array; decoding a JPEG is ``Image.open(...).convert("RGB")``)
+  and NumPy for the tensor operations (``ConvertImageDtype`` casts and scales by 1/255,
+  ``Normalize`` subtracts the mean and divides by the standard deviation per channel, the default
+  collate stacks the samples of a batch); the loader overhead is a plain-Python imitation of the
+  DataLoader's per-sample path. On one machine the real uint8 pipeline cost about twice the
+  imitation's sum (docs/engine.md), so the fallback is optimistic.
+
+Both take CPU time (``time.process_time``), not wall time, and the minimum over batches, so that
+a busy machine's other work does not inflate the figures. Each transform is timed at two image
+sizes; a straight line through the two gives a fixed cost per call (microseconds) and a cost per
+element (nanoseconds) for each element dtype it works in. The profile records the CPU (and its
+key in ``engine/data/cpus.toml`` when known), the core count, the library versions, the load
+averages before and after, and the method.
 """
 
 from __future__ import annotations
@@ -30,20 +43,45 @@ MEAN = np.array([0.485, 0.456, 0.406])
 STD = np.array([0.229, 0.224, 0.225])
 
 
-def _median_call_s(fn: Callable[[], object], budget_s: float) -> float:
-    """Median seconds of one call of ``fn`` over batches filling about ``budget_s``."""
+def _min_call_cpu_s(fn: Callable[[], object], budget_s: float) -> float:
+    """Minimum CPU seconds of one call of ``fn`` over 7 batches filling about ``budget_s``."""
     fn()  # warm up
     t0 = time.perf_counter()
     fn()
     one = max(time.perf_counter() - t0, 1e-7)
     per_batch = max(1, int(budget_s / 7 / one))
-    times = []
+    best = float("inf")
     for _ in range(7):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         for _ in range(per_batch):
             fn()
-        times.append((time.perf_counter() - t0) / per_batch)
-    return float(np.median(times))
+        best = min(best, (time.process_time() - t0) / per_batch)
+    return best
+
+
+def _loader_imitation_s(budget_s: float) -> float:
+    """CPU seconds per sample of a plain-Python imitation of a DataLoader's per-sample path
+    (a shuffled index, a map-style dataset's ``__getitem__``, an empty ``Compose`` loop, the
+    batch's list of ``(sample, label)``), in batches of 64."""
+    items = [np.zeros(3, np.uint8) for _ in range(128)]
+    steps: list[Callable] = []
+
+    def compose(x):
+        for t in steps:
+            x = t(x)
+        return x
+
+    class Dataset:
+        def __getitem__(self, i):
+            return compose(items[i % len(items)]), 0
+
+    ds = Dataset()
+    order = np.random.default_rng(0).permutation(64 * 64).tolist()
+
+    def batch():
+        return [ds[i] for i in order[:64]]
+
+    return _min_call_cpu_s(batch, budget_s) / 64
 
 
 def _image(side: int):
@@ -152,22 +190,18 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def calibrate(
-    budget_s: float = 4.0, progress: Callable[[int, int, str], None] | None = None
-) -> dict:
-    """Measure every transform; returns the host-profile dict (see engine.host.profile)."""
-    import PIL
-
+def _imitation(budget_s: float, progress: Callable[[int, int, str], None] | None) -> dict:
+    """The NumPy + Pillow measurement (part of a host profile)."""
     cases = _cases(("float16", "float32"))
-    per_case = budget_s / (2 * len(cases))
+    per_case = budget_s / (2 * len(cases) + 1)
     transforms: dict[str, dict] = {}
     for k, (name, dtype, make) in enumerate(cases):
         if progress is not None:
-            progress(k, len(cases), f"{name} ({dtype})")
+            progress(k, len(cases), f"{name} ({dtype}), imitation")
         points = []
         for side in SIZES:
             fn, elems = make(side)
-            t = _median_call_s(fn, per_case)
+            t = _min_call_cpu_s(fn, per_case)
             per = 16 if name == "collate" else 1
             points.append((elems / per, t / per))
         (e0, t0), (e1, t1) = points
@@ -176,20 +210,80 @@ def calibrate(
         entry = transforms.setdefault(name, {"fixed_us": 0.0, "ns_per_element": {}})
         entry["ns_per_element"][dtype] = round(slope * 1e9, 4)
         entry["fixed_us"] = round(max(entry["fixed_us"], fixed * 1e6), 3)
-    if progress is not None:
-        progress(len(cases), len(cases), "done")
-    return {
-        "name": f"measured on {platform.node() or 'this machine'}",
-        "cpu": cpu_name(),
+    loader = _loader_imitation_s(per_case)
+    return {"transforms": transforms, "loader_us_per_sample": round(loader * 1e6, 3)}
+
+
+def _load() -> tuple[float, float, float]:
+    try:
+        return os.getloadavg()
+    except OSError:  # not on every platform
+        return (0.0, 0.0, 0.0)
+
+
+def calibrate(
+    budget_s: float = 4.0,
+    progress: Callable[[int, int, str], None] | None = None,
+    *,
+    method: str = "auto",
+    cpu_ref: str | None = None,
+) -> dict:
+    """Measure every transform; returns the host-profile dict (see engine.host.profile).
+
+    ``method``: ``torch`` (the real transforms in a DataLoader; needs torch and torchvision),
+    ``imitation`` (NumPy + Pillow) or ``auto`` (torch when installed). ``cpu_ref``: this CPU's
+    key in engine/data/cpus.toml when the OS's model name does not identify it."""
+    import PIL
+
+    from engine.host import calibrate_torch
+    from engine.host.cpus import get_cpu, identify
+
+    if method == "auto":
+        method = "torch" if calibrate_torch.available() else "imitation"
+    if method == "torch" and not calibrate_torch.available():
+        raise ImportError("torch and torchvision")
+    cpu = cpu_name()
+    ref = cpu_ref or identify(cpu) or ""
+    if ref:
+        get_cpu(ref)  # a bad key: one sentence
+    before = _load()
+    if method == "torch":
+        part, batches = calibrate_torch.measure(budget_s, SIZES, progress)
+        libraries = calibrate_torch.versions()
+        how = (
+            f"analyse calibrate-host (torch): torchvision transforms in a torch.utils.data."
+            f"DataLoader (num_workers=0, batch_size=64, shuffle=True), one intra-op thread; "
+            f"CPU time, the minimum of {batches} batches per case, less the same loader with "
+            f"an empty Compose; {SIZES[0]}x{SIZES[0]} and {SIZES[1]}x{SIZES[1]} RGB images, a "
+            "line through the two"
+        )
+    else:
+        part = _imitation(budget_s, progress)
+        libraries = {"numpy": np.__version__, "Pillow": PIL.__version__}
+        how = (
+            "analyse calibrate-host (imitation, torch not installed): NumPy + Pillow "
+            "imitations of the transforms and of the DataLoader, one core; CPU time, the "
+            f"minimum of 7 batches at {SIZES[0]}x{SIZES[0]} and {SIZES[1]}x{SIZES[1]} RGB "
+            "images, a line through the two"
+        )
+    profile = {
+        "name": f"measured on {platform.node() or 'this machine'} ({method})",
+        "cpu": cpu,
+        "cpu_ref": ref,
         "cores": os.cpu_count() or 1,
         "measured": datetime.now(UTC).strftime("%Y-%m-%dT%H:%MZ"),
-        "method": (
-            f"analyse calibrate-host: numpy {np.__version__}, Pillow {PIL.__version__}, "
-            f"one core, medians of 7 batches at {SIZES[0]}x{SIZES[0]} and "
-            f"{SIZES[1]}x{SIZES[1]} RGB images, a line through the two"
-        ),
-        "transforms": transforms,
+        "method": how,
+        "measured_with": method,
+        "libraries": libraries,
+        **part,
     }
+    if method == "torch":
+        profile["checks"] = calibrate_torch.run_checks(profile, batches, budget_s)
+    after = _load()
+    profile["load"] = {"before_1min": round(before[0], 2), "after_1min": round(after[0], 2)}
+    if progress is not None:
+        progress(1, 1, "done")
+    return profile
 
 
 __all__ = ["calibrate", "cpu_name"]

@@ -13,18 +13,28 @@ a fixed cost per call (``fixed_us``) and a cost per element for each element dty
 * the loader's default collate (stacking the samples of a batch) is always added, per element of
   the final dtype.
 
-The per-sample cost is the sum: ``fixed_us + ns_per_element[dtype] x elements`` per transform.
+The per-sample cost is the sum: ``fixed_us + ns_per_element[dtype] x elements`` per transform,
+plus the profile's ``loader_us_per_sample``: what PyTorch's ``DataLoader`` itself costs per sample
+whatever the transforms (the sampler's index, the dataset's ``__getitem__`` call, ``Compose``
+walking its list, the batch's list and the per-batch overhead shared by its 64 samples), measured
+by ``analyse calibrate-host`` in a real DataLoader with an empty ``Compose`` (0 in profiles
+written before it was measured).
+
+A profile is measured on one CPU; ``cpu_ref`` names it in ``engine/data/cpus.toml`` when known.
+:func:`scale_profile` moves a profile to another CPU of that table by the ratio of their per-core
+figures (``engine.host.cpus.cost_factor``) and records where it came from (``scaled_from``).
 """
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from engine.errors import ConfigError
 from profiles.inputs import read_regular
@@ -44,29 +54,78 @@ TRANSFORMS: dict[str, str] = {
 #: Transforms that move to the IPU with 8-bit input (the model casts and normalises there).
 ON_IPU_WITH_8BIT = ("convert_dtype", "normalise")
 RESIZING = ("resize", "random_crop")
+#: The row of a SampleCost that holds the DataLoader's own per-sample overhead.
+LOADER = "loader"
 DTYPES = ("uint8", "float16", "float32")
 
 
 class TransformCost(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     fixed_us: float = Field(ge=0, description="Fixed cost per call (microseconds).")
     ns_per_element: dict[str, float] = Field(
         description="Cost per element for each element dtype (nanoseconds)."
     )
 
+    @field_validator("ns_per_element")
+    @classmethod
+    def _per_element(cls, value: dict[str, float]) -> dict[str, float]:
+        for dtype, ns in value.items():
+            if dtype not in DTYPES:
+                raise ValueError(f"{dtype!r} is not an element dtype ({', '.join(DTYPES)})")
+            if not (math.isfinite(ns) and ns >= 0):
+                raise ValueError(f"{dtype} cost must be a finite number >= 0, got {ns!r}")
+        return value
+
+
+class ScaledFrom(BaseModel):
+    """Where a scaled profile's figures were measured, and by what factor they were scaled."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    cpu: str = Field(description="The CPU the costs were measured on (as the OS reported it).")
+    cpu_ref: str = Field(description="Its key in engine/data/cpus.toml.")
+    factor: float = Field(gt=0, description="Every cost was multiplied by this.")
+    basis: str = Field(description="The per-core figures of the two CPUs and their sources.")
+
+
+class PipelineCheck(BaseModel):
+    """One whole pipeline timed end to end in a real DataLoader, against the sum of its parts."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    transforms: list[str]
+    input_size: int = Field(gt=0)
+    image_size: int = Field(gt=0)
+    dtype: str
+    measured_us: float = Field(ge=0, description="Per sample, measured (one core).")
+    modelled_us: float = Field(ge=0, description="Per sample, the sum of the profile's terms.")
+
 
 class HostProfile(BaseModel):
     """Per-transform costs of one host CPU core (measured by ``analyse calibrate-host``)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     name: str
-    cpu: str = Field(description="The CPU the costs were measured on.")
+    cpu: str = Field(description="The CPU the costs apply to (as the OS reported it).")
     cores: int = Field(ge=1, description="Cores of the measured machine (informative).")
     measured: str = ""
     method: str = ""
+    measured_with: str = Field(
+        default="", description="torch (the real transforms in a DataLoader) or imitation."
+    )
+    libraries: dict[str, str] = Field(default_factory=dict, description="Library versions.")
+    load: dict[str, float] = Field(
+        default_factory=dict, description="Load averages before and after the measurement."
+    )
+    cpu_ref: str = Field(default="", description="The CPU's key in engine/data/cpus.toml.")
+    scaled_from: ScaledFrom | None = None
+    loader_us_per_sample: float = Field(
+        default=0.0, ge=0, description="DataLoader overhead per sample (fetch, Compose, batch)."
+    )
     transforms: dict[str, TransformCost]
+    checks: list[PipelineCheck] = Field(default_factory=list)
 
     def cost_us(self, transform: str, dtype: str, elements: float) -> float:
         t = self.transforms.get(transform)
@@ -184,17 +243,77 @@ def sample_cost(
     if "collate" not in transforms:
         elems = side * side * channels
         rows.append(("collate", dtype, elems, profile.cost_us("collate", dtype, elems)))
+    if profile.loader_us_per_sample > 0:
+        rows.insert(0, (LOADER, "", 0, float(profile.loader_us_per_sample)))
     return SampleCost(tuple(rows), tuple(skipped))
+
+
+def scale_profile(profile: HostProfile, to_cpu: str) -> HostProfile:
+    """``profile`` moved to CPU ``to_cpu`` (a key of engine/data/cpus.toml) by the ratio of
+    the two CPUs' per-core figures; the profile itself when it is already there."""
+    from engine.host.cpus import cost_factor, get_cpu
+
+    if not profile.cpu_ref:
+        raise ConfigError(
+            f"host_profile {profile.name!r} does not name its CPU (cpu_ref), so it cannot be "
+            "scaled to another CPU; re-measure it with `analyse calibrate-host --cpu KEY`."
+        )
+    if profile.cpu_ref == to_cpu:
+        return profile
+    k = cost_factor(profile.cpu_ref, to_cpu)
+    a, b = get_cpu(profile.cpu_ref), get_cpu(to_cpu)
+    origin = profile.scaled_from or ScaledFrom(
+        cpu=profile.cpu, cpu_ref=profile.cpu_ref, factor=1.0, basis=""
+    )
+    basis = (
+        f"SPECspeed2017_int_base {a.specspeed2017_int_base:g} ({a.display_name}) / "
+        f"{b.specspeed2017_int_base:g} ({b.display_name}); sources in engine/data/cpus.toml"
+    )
+    transforms = {
+        name: TransformCost(
+            fixed_us=round(t.fixed_us * k, 3),
+            ns_per_element={d: round(v * k, 4) for d, v in t.ns_per_element.items()},
+        )
+        for name, t in profile.transforms.items()
+    }
+    return profile.model_copy(
+        update={
+            "name": f"{profile.name}, scaled to {b.display_name}",
+            "cpu": b.display_name,
+            "cpu_ref": to_cpu,
+            "transforms": transforms,
+            "loader_us_per_sample": round(profile.loader_us_per_sample * k, 3),
+            "scaled_from": ScaledFrom(
+                cpu=origin.cpu,
+                cpu_ref=origin.cpu_ref,
+                factor=round(origin.factor * k, 6),
+                basis=basis,
+            ),
+            "checks": [
+                c.model_copy(
+                    update={
+                        "measured_us": round(c.measured_us * k, 3),
+                        "modelled_us": round(c.modelled_us * k, 3),
+                    }
+                )
+                for c in profile.checks
+            ],
+        }
+    )
 
 
 __all__ = [
     "DTYPES",
+    "LOADER",
     "ON_IPU_WITH_8BIT",
     "TRANSFORMS",
     "HostProfile",
+    "PipelineCheck",
     "SampleCost",
+    "ScaledFrom",
     "TransformCost",
     "builtin_names",
     "load_host_profile",
     "sample_cost",
+    "scale_profile",
 ]
