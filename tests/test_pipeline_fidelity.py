@@ -179,3 +179,26 @@ def test_synthetic_data_copies_nothing_between_host_and_device():
     assert a["device_throughput"] > b["device_throughput"]
     overhead = RunConfig.from_dict(base).host_call_overhead_us * 1e-6
     assert a["host_seconds"] == pytest.approx(overhead)  # no preparation, only the call
+
+
+@pytest.mark.parametrize("mode,n", [("all", 1), ("every-n", 2)])
+def test_to_host_copies_wait_for_every_stage(mode, n):
+    """Outputs All / EveryN in a pipeline: the cycle's ToHostStream fragment starts after every
+    stage's Main fragment (PopART addPipelineCycle), opened by a sync of every IPU."""
+    e = execute_plan(make_plan(S=2, G=8, DI=4, output_mode=mode, output_every_n=n))
+    s, names = e.steps, e.nodes["name"].astype(str)
+    opens = np.char.endswith(names[s["program"]], "toHostStream.sync")
+    out = (s["type"] == SCM) & (s["dest"] == D_HOST) & (s["bytes_out"] > 0)
+    assert out.sum() == 8 * 4 // n
+    assert opens.sum() == 2 * out.sum()  # one per IPU for every cycle that copies outputs
+    ends = s["start"] + s["cycles"]
+    for t in np.unique(ends[opens]):
+        at = opens & (ends == t)
+        assert set(s["ipu"][at].tolist()) == {0, 1}
+        # the IPU with the longer Main fragment waits only the sync itself, the other waits
+        # for it: both have finished the cycle's compute when the fragment starts
+        cyc = s["cycles"][at]
+        assert cyc.min() == 40  # make_plan's external sync
+        assert cyc.max() >= cyc.min()
+        # the output copy follows the fragment's sync
+        assert (out & (s["start"] >= t)).any()

@@ -61,9 +61,18 @@ ORDER_SYNC = 1_000_000_000
 #: Order of the sync that closes a pipeline cycle's ToDeviceStream fragment (after the input
 #: copies at 0..2 and the label copies at 3..5, before the first stage pass at 10 + 1).
 ORDER_TO_DEVICE_SYNC = 8
+#: Order of the sync that opens a pipeline cycle's ToHostStream fragment (after every stage
+#: pass of the cycle), and of its device-to-host copies (right after it, before the row's Sync).
+ORDER_TO_HOST_SYNC = ORDER_SYNC - 10
 #: ``frag`` column of the instances: not in a fragment of its own, a host-to-device copy of a
-#: pipeline cycle's ToDeviceStream fragment, the sync that closes that fragment.
-FRAG_NONE, FRAG_TO_DEVICE, FRAG_TO_DEVICE_SYNC = 0, 1, 2
+#: pipeline cycle's ToDeviceStream fragment, the sync that closes that fragment, the sync that
+#: opens the cycle's ToHostStream fragment.
+FRAG_NONE, FRAG_TO_DEVICE, FRAG_TO_DEVICE_SYNC, FRAG_TO_HOST_SYNC = 0, 1, 2, 3
+#: The fragment syncs in the order they run within a row, with their instance order.
+FRAGMENT_SYNCS = (
+    (FRAG_TO_DEVICE_SYNC, ORDER_TO_DEVICE_SYNC),
+    (FRAG_TO_HOST_SYNC, ORDER_TO_HOST_SYNC),
+)
 ORDER_EXCH = ORDER_SYNC + 1
 
 
@@ -423,9 +432,11 @@ class TransferTemplates:
     sync: list[int]  # per IPU (multi-IPU replicas)
     stage_exchange: list[int]  # per IPU: the receive step of the inter-stage exchanges
     host_wait: list[int]  # per IPU
-    #: per IPU: the sync that closes a pipeline cycle's ToDeviceStream fragment (empty when the
-    #: copies are not a fragment of their own: one IPU, not pipelined, or I/O tiles)
+    #: per IPU: the sync that closes a pipeline cycle's ToDeviceStream fragment and the one that
+    #: opens its ToHostStream fragment (empty when the copies are not fragments of their own:
+    #: one IPU, not pipelined, or I/O tiles)
     to_device_sync: list[int]
+    to_host_sync: list[int]
 
 
 @dataclass(frozen=True)
@@ -640,19 +651,21 @@ def _transfer_templates(
         )
         for i in range(nI)
     ]
-    to_dev_t = (
+    fragments = to_device_fragment(plan, shape)
+    to_dev_t, to_host_t = (
         [
             templates.add(
                 _Template(
-                    f"ipu{i}/toDeviceStream.sync",
+                    f"ipu{i}/{kind}.sync",
                     i,
                     synth=_Synth(T_SYNC, links.external_sync_cycles, sync=S_EXT),
                 )
             )
             for i in range(nI)
         ]
-        if to_device_fragment(plan, shape)
+        if fragments
         else []
+        for kind in ("toDeviceStream", "toHostStream")
     )
     return TransferTemplates(
         input=in_t,
@@ -664,6 +677,7 @@ def _transfer_templates(
         stage_exchange=gex_t,
         host_wait=wait_t,
         to_device_sync=to_dev_t,
+        to_host_sync=to_host_t if per_mb_out else [],
     )
 
 
@@ -678,7 +692,9 @@ def to_device_fragment(plan: ExecutionPlan, shape: CallShape) -> bool:
     require all IPUs to synchronise" (PopART user guide, "Sync configuration"), so no stage's
     Main fragment starts before every copy of the cycle has arrived: the copies are not
     overlapped with compute. With I/O tiles (PopART's overlapped I/O, where the fragment's code
-    is inlined "in order to not block overlap") the copies run beside the compute instead.
+    is inlined "in order to not block overlap") the copies run beside the compute instead. The
+    same holds for the cycle's device-to-host copies (outputs All / EveryN): they wait for every
+    stage's Main fragment.
     """
     return bool(shape.activity.pipelined and plan.num_ipus > 1 and plan.io_tiles == 0)
 
@@ -809,10 +825,12 @@ def _stream_instances(
     loss_fwd = fwd_mask & (a_stage == loss_stage)
     zero = np.zeros(len(a_row), np.int64)
     frag = FRAG_TO_DEVICE if transfer_t.to_device_sync else FRAG_NONE
+    # outputs: after the loss stage's pass, or, as a ToHostStream fragment, after every pass
+    out_order = zero + ORDER_TO_HOST_SYNC + 1 if transfer_t.to_host_sync else a_order + 9
     for copies, mask, stage, order, in_frag in (
         (transfer_t.input, first_in, 0, zero, frag),
         (transfer_t.labels, loss_fwd, loss_stage, zero + 3, frag),
-        (transfer_t.output, loss_fwd, loss_stage, a_order + 9, FRAG_NONE),
+        (transfer_t.output, loss_fwd, loss_stage, out_order, FRAG_NONE),
     ):
         if copies is None:
             continue
@@ -829,20 +847,29 @@ def _stream_instances(
             )
     if not transfer_t.to_device_sync:
         return
-    # every IPU closes the fragment of each cycle that copies anything to the device
-    copied = first_in if transfer_t.input is not None else np.zeros(len(a_row), bool)
-    if transfer_t.labels is not None:
-        copied = copied | loss_fwd
-    rows = np.unique(a_row[copied])
-    nI = plan.num_ipus
-    inst.add(
-        len(rows) * nI,
-        tmpl=np.tile(np.array(transfer_t.to_device_sync), len(rows)),
-        ipu=np.tile(np.arange(nI), len(rows)),
-        row=np.repeat(rows, nI),
-        order=ORDER_TO_DEVICE_SYNC,
-        frag=FRAG_TO_DEVICE_SYNC,
+    # every IPU closes the ToDeviceStream fragment of each cycle that copies anything to the
+    # device, and opens the ToHostStream fragment of each cycle that copies outputs back
+    none = np.zeros(len(a_row), bool)
+    copied_in = (first_in if transfer_t.input is not None else none) | (
+        loss_fwd if transfer_t.labels is not None else none
     )
+    copied_out = loss_fwd if transfer_t.output is not None else none
+    nI = plan.num_ipus
+    for copied, syncs, order, kind in (
+        (copied_in, transfer_t.to_device_sync, ORDER_TO_DEVICE_SYNC, FRAG_TO_DEVICE_SYNC),
+        (copied_out, transfer_t.to_host_sync, ORDER_TO_HOST_SYNC, FRAG_TO_HOST_SYNC),
+    ):
+        rows = np.unique(a_row[copied])
+        if not syncs or not len(rows):
+            continue
+        inst.add(
+            len(rows) * nI,
+            tmpl=np.tile(np.array(syncs), len(rows)),
+            ipu=np.tile(np.arange(nI), len(rows)),
+            row=np.repeat(rows, nI),
+            order=order,
+            frag=kind,
+        )
 
 
 def _weight_update_instances(
@@ -952,6 +979,10 @@ def call_instances(
         n = max(1, int(plan.output_every_n))
         is_out = np.isin(full["tmpl"], np.array(transfer_t.output))
         keep = ~is_out | ((full["iter"] + 1) % n == 0)
+        if transfer_t.to_host_sync:  # a ToHostStream fragment only where outputs are copied
+            kept_rows = np.unique(full["row"][is_out & keep])
+            opens = np.isin(full["tmpl"], np.array(transfer_t.to_host_sync))
+            keep &= ~opens | np.isin(full["row"], kept_rows)
         full = {k: v[keep] for k, v in full.items()}
     n_rows = 1 + runs * rows_it
     phases = np.concatenate([[P_HOST], np.tile(np.array(iteration.row_phase, np.uint8), runs)])
@@ -989,18 +1020,21 @@ def call_timing(plan: ExecutionPlan, templates: _Templates, call: CallInstances)
     is_sync = inst["sync"] == 1
     is_ex = inst["exch"] == 1
     key = inst["row"] * nI + inst["ipu"]
-    frag_sync = inst["frag"] == FRAG_TO_DEVICE_SYNC
-    if frag_sync.any():
-        # a cycle's ToDeviceStream fragment lasts as long as its longest copy on any IPU: each
-        # IPU's closing sync absorbs its wait for that copy (to_device_fragment)
-        in_frag = inst["frag"] == FRAG_TO_DEVICE
-        copy_work = np.bincount(
-            key, weights=np.where(in_frag, cyc, 0), minlength=call.rows * nI
+    for kind, order in FRAGMENT_SYNCS:
+        # a fragment sync ends when every IPU has done its work of the row before it: the
+        # ToDeviceStream fragment lasts its longest copy on any IPU, the ToHostStream fragment
+        # starts after the longest Main fragment (to_device_fragment)
+        frag_sync = inst["frag"] == kind
+        if not frag_sync.any():
+            continue
+        before = (inst["order"] < order) & ~is_sync & ~is_ex
+        work_before = np.bincount(
+            key, weights=np.where(before, cyc, 0), minlength=call.rows * nI
         ).reshape(call.rows, nI)
-        copy_len = copy_work.max(axis=1)
+        longest = work_before.max(axis=1)
         r, i = inst["row"], inst["ipu"]
         cyc = np.where(
-            frag_sync, copy_len[r] - copy_work[r, i] + links.external_sync_cycles, cyc
+            frag_sync, longest[r] - work_before[r, i] + links.external_sync_cycles, cyc
         ).astype(np.int64)
     work = np.bincount(
         key, weights=np.where(is_sync | is_ex, 0, cyc), minlength=call.rows * nI
