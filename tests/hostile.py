@@ -946,3 +946,175 @@ def many_nodes_case(folder: Path, n: int = 1_000_000) -> InputCase:
     """A model of ``n`` nodes (slow to build: not in the CI corpus)."""
     folder.mkdir(parents=True, exist_ok=True)
     return InputCase(("model-info", str(onnx_many_nodes(folder, n))))
+
+
+# -- tune folders (issue 22 item 5) -------------------------------------------------------------
+def tune_folder(folder: Path, base: Path, rows: int = 3) -> Path:
+    """A valid tune folder written from scratch (no cluster): ``rows`` configurations of
+    ``micro_batch_size``, the start and the best one copied from the profile ``base``."""
+    import pandas as pd
+
+    from analyser.core.service import FIGURE_KEYS
+    from analyser.core.tune.results import META, RESULTS, SCHEMA
+
+    folder.mkdir(parents=True, exist_ok=True)
+    ids = np.arange(rows)
+    frame = {
+        "id": ids,
+        "origin": ["start"] + ["grid"] * (rows - 1),
+        "round": np.zeros(rows, np.int64),
+        "status": ["ok"] * rows,
+        "message": [""] * rows,
+        "micro_batch_size": ids + 1,
+    }
+    for k in FIGURE_KEYS:
+        frame[k] = np.ones(rows, bool) if k == "fits" else (ids + 1.0) * 1000.0
+    frame.update(
+        feasible=np.ones(rows, bool),
+        objective=(ids + 1.0) * 1000.0,
+        pareto=ids == rows - 1,
+        rank=(rows - ids).astype(float),
+        cached=np.zeros(rows, bool),
+        seconds=np.ones(rows),
+        profile=[str(folder / "start.h5")] * rows,
+        key=[f"k{i}" for i in ids],
+    )
+    pd.DataFrame(frame).to_parquet(folder / RESULTS, index=False)
+    shutil.copyfile(base, folder / "start.h5")
+    shutil.copyfile(base, folder / "best-1.h5")
+    meta = {
+        "schema": SCHEMA,
+        "config_file": None,
+        "start": {"model": "mlp", "micro_batch_size": 1},
+        "dimensions": {"micro_batch_size": [int(i + 1) for i in ids]},
+        "constraints": ["fits"],
+        "objective": "throughput",
+        "objective_label": "samples/s",
+        "strategy": "grid",
+        "space_size": rows,
+        "tried": rows,
+        "simulations": rows,
+        "seconds": 1.0,
+        "interrupted": False,
+        "engine": "test",
+        "files": {"start": "start.h5"},
+        "best": [{"file": "best-1.h5", "id": rows - 1}],
+        "best_id": rows - 1,
+        "start_id": 0,
+        "diff": {"micro_batch_size": [1, rows]},
+    }
+    (folder / META).write_text(json.dumps(meta))
+    return folder
+
+
+def _edit_meta(edit: Callable[[dict], object]) -> Callable[[Path], None]:
+    def mutate(folder: Path) -> None:
+        path = folder / "tune.json"
+        new = edit(json.loads(path.read_text()))
+        path.write_text(new if isinstance(new, str) else json.dumps(new))
+
+    return mutate
+
+
+def _edit_frame(edit: Callable[[object], object]) -> Callable[[Path], None]:
+    def mutate(folder: Path) -> None:
+        import pandas as pd
+
+        path = folder / "results.parquet"
+        pd.DataFrame(edit(pd.read_parquet(path))).to_parquet(path, index=False)
+
+    return mutate
+
+
+def _set(d: dict, **kw: object) -> dict:
+    return {**d, **kw}
+
+
+def _drop(d: dict, key: str) -> dict:
+    return {k: v for k, v in d.items() if k != key}
+
+
+def _replace_file(name: str, data: bytes | None = None) -> Callable[[Path], None]:
+    """``name`` in the folder becomes ``data`` (None: a FIFO)."""
+
+    def mutate(folder: Path) -> None:
+        import os
+
+        (folder / name).unlink()
+        if data is None:
+            os.mkfifo(folder / name)
+        else:
+            (folder / name).write_bytes(data)
+
+    return mutate
+
+
+def _many_rows(n: int) -> Callable[[Path], None]:
+    def edit(df):
+        import pandas as pd
+
+        big = pd.DataFrame({c: np.repeat(df[c].to_numpy(), -(-n // len(df)))[:n] for c in df})
+        big["id"] = np.arange(n)
+        return big
+
+    return _edit_frame(edit)
+
+
+def tune_mutations(rows_bomb: int = 1_000_000) -> dict[str, Callable[[Path], None]]:
+    """Crafted tune folders: tune.json of the wrong shape or with odd ids, results.parquet
+    without its key columns or of ``rows_bomb`` rows, profiles named outside the folder."""
+    secret = "/etc/passwd"
+    return {
+        "meta-list": _edit_meta(lambda m: [1, 2, 3]),
+        "meta-string": _edit_meta(lambda m: "a tune"),
+        "meta-deep": _edit_meta(lambda m: "[" * 100_000 + "]" * 100_000),
+        "meta-deep-dict": _edit_meta(lambda m: '{"a":' * 50_000 + "1" + "}" * 50_000),
+        "meta-not-json": _replace_file("tune.json", b"\x00\x01 not json"),
+        "meta-5mb": _edit_meta(lambda m: _set(m, notes=["x" * 1000] * 5000)),
+        "meta-fifo": _replace_file("tune.json"),
+        "meta-no-dimensions": _edit_meta(lambda m: _drop(m, "dimensions")),
+        "meta-no-start-id": _edit_meta(lambda m: _drop(m, "start_id")),
+        "meta-dimensions-list": _edit_meta(lambda m: _set(m, dimensions=["micro_batch_size"])),
+        "meta-dimension-unknown": _edit_meta(lambda m: _set(m, dimensions={"nope": [1, 2]})),
+        "meta-ids-strings": _edit_meta(lambda m: _set(m, start_id="0", best_id="2")),
+        "meta-ids-floats": _edit_meta(lambda m: _set(m, start_id=0.5, best_id=2.0)),
+        "meta-ids-out-of-range": _edit_meta(lambda m: _set(m, start_id=999, best_id=-3)),
+        "meta-id-huge": _edit_meta(lambda m: _set(m, start_id=10**30)),
+        "meta-best-id-string": _edit_meta(
+            lambda m: _set(m, best=[{"file": "best-1.h5", "id": "x"}])
+        ),
+        "meta-best-not-list": _edit_meta(lambda m: _set(m, best={"file": "best-1.h5"})),
+        "meta-types": _edit_meta(
+            lambda m: _set(m, tried="many", constraints="fits", objective=7, seconds="slow")
+        ),
+        "meta-best-file-absolute": _edit_meta(lambda m: _set(m, best=[{"file": secret, "id": 2}])),
+        "meta-best-file-dotdot": _edit_meta(
+            lambda m: _set(m, best=[{"file": "../../x.h5", "id": 2}])
+        ),
+        "meta-start-file-absolute": _edit_meta(lambda m: _set(m, files={"start": secret})),
+        "parquet-no-id": _edit_frame(lambda df: df.drop(columns=["id"])),
+        "parquet-no-rank": _edit_frame(lambda df: df.drop(columns=["rank"])),
+        "parquet-no-status": _edit_frame(lambda df: df.drop(columns=["status"])),
+        "parquet-no-figures": _edit_frame(lambda df: df.drop(columns=["headroom_bytes"])),
+        "parquet-id-strings": _edit_frame(lambda df: df.assign(id=df["id"].astype(str))),
+        "parquet-id-floats": _edit_frame(lambda df: df.assign(id=df["id"] + 0.5)),
+        "parquet-id-duplicate": _edit_frame(lambda df: df.assign(id=0)),
+        "parquet-status-numbers": _edit_frame(lambda df: df.assign(status=3)),
+        "parquet-figures-text": _edit_frame(lambda df: df.assign(headroom_bytes="lots")),
+        "parquet-empty": _edit_frame(lambda df: df.iloc[0:0]),
+        "parquet-not-parquet": _replace_file("results.parquet", b"PAR1 garbage PAR1"),
+        "parquet-fifo": _replace_file("results.parquet"),
+        f"parquet-{rows_bomb}-rows": _many_rows(rows_bomb),
+    }
+
+
+def tune_cases(folder: Path, base: Path, rows_bomb: int = 1_000_000) -> dict[str, InputCase]:
+    """Each crafted tune folder through ``analyse report DIR`` and ``analyse gui DIR``."""
+    cases: dict[str, InputCase] = {}
+    for name, mutate in tune_mutations(rows_bomb).items():
+        d = tune_folder(folder / name, base)
+        mutate(d)
+        out = str(folder / f"{name}.html")
+        cases[f"{name}/report"] = InputCase(("report", str(d), "-o", out), hidden=(SECRET,))
+        cases[f"{name}/gui"] = InputCase(("gui", str(d)), hidden=(SECRET,))
+    return cases

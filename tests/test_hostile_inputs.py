@@ -6,10 +6,14 @@ with nothing written and nothing told about files outside the model's folder."""
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import hostile
 import pytest
+
+from analyser.core.tune.folder import MAX_ROWS
 
 #: Seconds a case may take (each takes well under one; a hang is what this catches).
 SECONDS = 15.0
@@ -74,3 +78,75 @@ def test_open_regular_refuses_before_reading(tmp_path):
     assert inside(tmp_path / "sub", "a/b.bin") == (tmp_path / "sub" / "a" / "b.bin").resolve()
     for bad in ("/etc/passwd", "../big", "a/../../big", "out", ""):
         assert inside(tmp_path / "sub", bad) is None, bad
+
+
+# -- crafted tune folders ---------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def tune_corpus(tmp_path_factory) -> tuple[Path, dict[str, hostile.InputCase]]:
+    import engine
+    from engine.config import RunConfig
+
+    root = tmp_path_factory.mktemp("hostile-tune")
+    base = root / "base.h5"
+    engine.simulate_to_file(RunConfig(model="mlp"), base)
+    good = hostile.tune_folder(root / "good", base)
+    return good, hostile.tune_cases(root / "t", base, rows_bomb=MAX_ROWS + 1)
+
+
+TUNE_CASES = [
+    f"{n}/{c}" for n in hostile.tune_mutations(rows_bomb=MAX_ROWS + 1) for c in ("report", "gui")
+]
+
+
+def test_valid_tune_folder_reports(tune_corpus, tmp_path):
+    good, _ = tune_corpus
+    o = hostile.run_in_process(("report", str(good), "-o", str(tmp_path / "r.html")), SECONDS)
+    assert o.code == 0 and o.clean, (o.stderr, o.traceback)
+
+
+@pytest.mark.parametrize("name", TUNE_CASES)
+def test_crafted_tune_folder_gives_one_sentence(tune_corpus, name):
+    _, cases = tune_corpus
+    case = cases[name]
+    o = hostile.run_in_process(case.argv, SECONDS)
+    assert not o.hung and not o.traceback, o.traceback
+    assert o.code == 2 and o.clean, (case.argv, o.code, o.stderr)
+    assert o.stderr.strip().count("\n") == 0, o.stderr
+    assert "tune" in o.stderr, o.stderr
+    if "-o" in case.argv:
+        assert not Path(case.argv[-1]).exists()
+
+
+def test_row_profiles_are_confined_to_the_folder_or_the_cache(tune_corpus, tmp_path, monkeypatch):
+    """The table's ``profile`` column may name anything; only a file inside the tune folder or
+    the simulation cache is ever handed out (the rest: None, never opened)."""
+    import pandas as pd
+
+    from analyser.core.tune import load_results
+
+    good, _ = tune_corpus
+    folder = tmp_path / "tune"
+    shutil.copytree(good, folder)
+    cache = tmp_path / "cache"
+    (cache / "ab").mkdir(parents=True)
+    cached = cache / "ab" / "p.h5"
+    shutil.copyfile(folder / "start.h5", cached)
+    outside = tmp_path / "elsewhere.h5"
+    shutil.copyfile(folder / "start.h5", outside)
+    (folder / "link.h5").symlink_to(outside)
+    monkeypatch.setenv("ANALYSE_CACHE", str(cache))
+    df = pd.read_parquet(folder / "results.parquet")
+    df["profile"] = ["/etc/passwd", str(cached), "../elsewhere.h5"]
+    df.to_parquet(folder / "results.parquet", index=False)
+    meta = json.loads((folder / "tune.json").read_text())
+    meta["best"] = []
+    (folder / "tune.json").write_text(json.dumps(meta))
+    (folder / "start.h5").unlink()
+    table = load_results(folder)
+    assert table.profile(0) is None
+    assert table.profile(1) == cached.resolve()
+    assert table.profile(2) is None
+    df["profile"] = [str(folder / "link.h5"), "link.h5", None]
+    df.to_parquet(folder / "results.parquet", index=False)
+    table = load_results(folder)
+    assert table.profile(0) is None and table.profile(1) is None and table.profile(2) is None

@@ -16,6 +16,11 @@ from analyser.core.intervals import change_note, range_text
 from analyser.core.tune.results import TuneTable, load_results
 from analyser.core.units import fmt_bytes, fmt_delta_pct, fmt_pct
 
+#: Rows listed in the report's tables (the best first); the rest stay in results.parquet. The
+#: chart shows every configuration (rasterised beyond :data:`VECTOR_POINTS`).
+REPORT_ROWS = 1000
+VECTOR_POINTS = 2000
+
 
 def _template() -> str:
     return resources.files("assets").joinpath("templates/tune.html.j2").read_text("utf-8")
@@ -64,7 +69,12 @@ def design_space_chart(table: TuneTable) -> str:
         (ok & p["feasible"], {"s": 18, "c": "#4e79a7", "label": "fits"}),
     ):
         if sel.any():
-            ax.scatter(p["tile_kib"][sel], p["throughput"][sel], **style)
+            ax.scatter(
+                p["tile_kib"][sel],
+                p["throughput"][sel],
+                rasterized=len(p["id"]) > VECTOR_POINTS,
+                **style,
+            )
     ymax = np.nanmax(p["throughput"]) if np.isfinite(p["throughput"]).any() else 1.0
     if p["oom"].any():
         ax.scatter(
@@ -74,6 +84,7 @@ def design_space_chart(table: TuneTable) -> str:
             s=26,
             c="#c62828",
             label="out of memory (no execution)",
+            rasterized=len(p["id"]) > VECTOR_POINTS,
         )
     front = p["pareto"]
     if front.any():
@@ -86,6 +97,7 @@ def design_space_chart(table: TuneTable) -> str:
             ms=5,
             lw=1.2,
             label="Pareto front (throughput vs headroom)",
+            rasterized=int(front.sum()) > VECTOR_POINTS,
         )
     meta = table.meta
     for rid, label, colour in (
@@ -166,8 +178,11 @@ def build_tune_report(table: TuneTable) -> dict[str, Any]:
             "rank": None if _num(r["rank"]) is None else int(r["rank"]),
         }
 
-    rows = [row_dict(r) for _, r in df.sort_values(["rank", "id"], na_position="last").iterrows()]
-    by_id = {r["id"]: r for r in rows}
+    ordered = df.sort_values(["rank", "id"], na_position="last")
+    rows = [row_dict(r) for _, r in ordered.head(REPORT_ROWS).iterrows()]
+    front = [row_dict(r) for _, r in ordered[ordered["pareto"]].head(REPORT_ROWS).iterrows()]
+    named = df[df["id"].isin([meta["start_id"], meta.get("best_id")])]
+    by_id = {r["id"]: r for r in (row_dict(r) for _, r in named.iterrows())}
     start = df[df["id"] == meta["start_id"]].iloc[0]
     best = df[df["id"] == meta["best_id"]].iloc[0] if meta.get("best_id") is not None else None
     compare = []
@@ -185,7 +200,9 @@ def build_tune_report(table: TuneTable) -> dict[str, Any]:
         "options": options,
         "figure_labels": [label for _, label in FIGURE_COLUMNS],
         "rows": rows,
-        "front": [r for r in rows if r["pareto"]],
+        "front": front,
+        "rows_hidden": max(0, len(df) - len(rows)),
+        "front_hidden": max(0, int(df["pareto"].sum()) - len(front)),
         "start": by_id.get(int(meta["start_id"])),
         "best": None if best is None else by_id.get(int(meta["best_id"])),
         "compare": compare,

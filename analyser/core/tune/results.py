@@ -28,17 +28,13 @@ from typing import Any
 
 from analyser.core import intervals
 from analyser.core.service import FIGURE_KEYS, engine_fingerprint
+from analyser.core.tune.folder import TuneResultsError, confined_profile, read_folder
 from analyser.core.tune.search import TuneResult, pareto_front
 from analyser.core.tune.space import OBJECTIVES
-from profiles.errors import UserFacingError
 
 RESULTS = "results.parquet"
 META = "tune.json"
 SCHEMA = "ipu-analyser-tune"
-
-
-class TuneResultsError(UserFacingError):
-    """A folder or file that is not a tune's results."""
 
 
 def coupled_names(result: TuneResult) -> list[str]:
@@ -193,16 +189,19 @@ class TuneTable:
     meta: dict[str, Any]
 
     def profile(self, row_id: int) -> Path | None:
-        """The profile of a row: its copy in the folder when there is one, else the cache."""
+        """The profile of a row: its copy in the folder when there is one, else the cache's
+        (only a file inside the tune folder or the simulation cache is ever named: a crafted
+        table pointing at /etc/passwd or ../../x.h5 gets None)."""
         for b in self.meta.get("best", []):
-            if b["id"] == row_id and (self.folder / b["file"]).exists():
+            if b["id"] == row_id and (self.folder / b["file"]).is_file():
                 return self.folder / b["file"]
-        if row_id == self.meta.get("start_id") and (self.folder / "start.h5").exists():
+        if row_id == self.meta.get("start_id") and (self.folder / "start.h5").is_file():
             return self.folder / "start.h5"
         rows = self.frame[self.frame["id"] == row_id]
-        if len(rows) and isinstance(rows.iloc[0]["profile"], str):
-            p = Path(rows.iloc[0]["profile"])
-            return p if p.exists() else None
+        if len(rows) and "profile" in rows.columns:
+            from analyser.core.service import default_cache_dir
+
+            return confined_profile(self.folder, rows.iloc[0]["profile"], default_cache_dir())
         return None
 
     @property
@@ -211,30 +210,22 @@ class TuneTable:
 
 
 def is_tune_results(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is meant as a tune folder (or its results.parquet): tune.json is there
+    (whatever it is: :func:`load_results` says what is wrong with it)."""
     p = Path(path)
     if p.is_dir():
-        return (p / META).is_file() and (p / RESULTS).is_file()
-    return p.name == RESULTS and (p.parent / META).is_file()
+        return os.path.lexists(p / META)
+    return p.name == RESULTS and os.path.lexists(p.parent / META)
 
 
 def load_results(path: str | os.PathLike[str]) -> TuneTable:
-    """A tune folder (or its results.parquet) -> :class:`TuneTable`."""
-    import pandas as pd
-
+    """A tune folder (or its results.parquet) -> :class:`TuneTable`, validated as untrusted
+    input (:mod:`analyser.core.tune.folder`: one sentence per problem)."""
     p = Path(path)
     folder = p if p.is_dir() else p.parent
-    meta_path, table = folder / META, folder / RESULTS
-    if not meta_path.is_file() or not table.is_file():
+    if not os.path.lexists(folder / META) or not os.path.lexists(folder / RESULTS):
         raise TuneResultsError(
             f"{str(path)!r} is not the output of analyse tune (no {META} and {RESULTS})."
         )
-    try:
-        meta = json.loads(meta_path.read_text())
-        if meta.get("schema") != SCHEMA:
-            raise ValueError
-        frame = pd.read_parquet(table)
-    except (ValueError, OSError) as exc:
-        raise TuneResultsError(
-            f"{str(folder)!r}: the tune results cannot be read ({str(exc) or 'not a tune'})."
-        ) from None
+    meta, frame = read_folder(folder, SCHEMA)
     return TuneTable(folder, frame, meta)
