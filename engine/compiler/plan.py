@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.compiled import T_EXCHANGE, T_ONTILE, T_SYNC
-from engine.compiler import vertex_costs
+from engine.compiler import conv_plan, reduction, vertex_costs
 
 
 def _ceil_div(a, b):
@@ -67,195 +67,36 @@ def vector_width(db, t) -> np.ndarray:
 
 
 def plan_amp(a: dict[str, np.ndarray], t, T: int, limit: float, rate: int, pb: int) -> dict:
-    """Choose a plan per AMP op (vectorised over ops x candidates); see the module docstring."""
-    n_ops = len(a["M"])
-    if n_ops == 0:
-        return {}
-    G, M, K, N = (a[k].astype(np.int64) for k in ("G", "M", "K", "N"))
-    cin = np.where(a["cin"] > 0, a["cin"], np.maximum(a["K"], 1))
-    kernel, a_dup = np.maximum(a["kernel"], 1), np.maximum(a["a_dup"], 1)
-    kernel_width = np.maximum(np.round(np.sqrt(kernel)).astype(np.int64), 1)  # square kernels
-    # width of one row of the output field (0 or absent: one row, as for matmuls)
-    row_width = np.asarray(a.get("row_width", np.zeros(n_ops)), np.int64)
-    db = a["db"]
-    acts_bytes = int(db.max())  # every AMP op of a run has the compute dtype
-    bw = a["b_weight"]
-    cg = vertex_costs.weights_per_conv_unit(t, acts_bytes)
-    units = vertex_costs.conv_units(t, acts_bytes, pb)
-    xb = t.exchange_bytes_per_cycle
-    xbb = t.exchange_broadcast_bytes_per_cycle
-    setup = t.exchange_setup_cycles
-    sync = t.internal_sync_cycles
-
-    emax = int(np.floor(np.log2(T)))
-    en, ek = np.meshgrid(np.arange(emax + 1), np.arange(emax + 1), indexing="ij")
-    keep = (en + ek) <= emax
-    cand_n = (2 ** en[keep]).astype(np.int64)[None, :]
-    cand_k = (2 ** ek[keep]).astype(np.int64)[None, :]
-
-    pg = np.minimum(G, T)[:, None]
-    gpt = _ceil_div(G[:, None], pg)
-    Tr = np.maximum(T // pg, 1)
-    pn = np.minimum(cand_n, N[:, None])
-    pk = np.minimum(cand_k, K[:, None])
-    valid = (
-        (pn * pk <= Tr)
-        & (cand_n <= np.maximum(N[:, None], 1) * 2)
-        & (cand_k <= np.maximum(K[:, None], 1) * 2)
-    )
-    # duplicates (pn clipped) are harmless; drop candidates that exceed the tiles
-    pm = np.clip(Tr // (pn * pk), 1, M[:, None])
-
-    def tile_work(pn, pk):
-        """Kernel positions and input channels of a tile's share of the reduction."""
-        c_in = cin[:, None]
-        kpos = np.where(
-            pk <= c_in, kernel[:, None], _ceil_div(kernel[:, None], np.maximum(pk // c_in, 1))
-        )
-        cin_t = np.where(pk <= c_in, _ceil_div(c_in, pk), c_in)
-        return kpos, cin_t
-
-    def compute(pn, pk, Mt, s, gpt):
-        """``s`` serial runs of the PopLibs AMP partials vertex over ``ceil(Mt / s)`` outputs."""
-        kpos, cin_t = tile_work(pn, pk)
-        field = _ceil_div(Mt, s)
-        width = np.where(row_width[:, None] > 0, np.minimum(row_width[:, None], field), field)
-        one = vertex_costs.amp_partials_cycles(
-            t,
-            field=field,
-            row_width=width,
-            kernel_positions=kpos,
-            kernel_width=kernel_width[:, None],
-            in_groups=_ceil_div(cin_t, cg),
-            out_groups=_ceil_div(_ceil_div(N[:, None], pn), units),
-            conv_groups=gpt,
-            acts_bytes=acts_bytes,
-            partials_bytes=pb,
-            one_by_one=(kernel == 1)[:, None],
-        )
-        return s * one
-
-    def cost(pm, pn, pk, Mt):
-        Nt = _ceil_div(N[:, None], pn)
-        Kt = _ceil_div(K[:, None], pk)
-        a_el = gpt * np.maximum(_ceil_div(Mt * Kt, a_dup[:, None]), Mt)
-        b_el = np.where(bw[:, None], 1, gpt) * Kt * Nt
-        recv = (a_el + b_el) * db[:, None]
-        # an operand slice needed by several tiles is broadcast: supertile neighbours receive
-        # the same data, at the broadcast rate (ipu-facts.md); A is shared by the pn column
-        # tiles, B by the pm row tiles
-        rate_a = np.where(pn > 1, xbb, xb)
-        rate_b = np.where(pm > 1, xbb, xb)
-        exch = (
-            np.ceil(a_el * db[:, None] / rate_a + b_el * db[:, None] / rate_b).astype(np.int64)
-            + setup
-        )
-        p_el = gpt * Mt * Nt
-        red_recv = np.where(pk > 1, _ceil_div(p_el * pb * (pk - 1), pk), 0)
-        red_ex = np.where(pk > 1, _ceil_div(red_recv, xb) + setup, 0)
-        red_cs = vertex_costs.conv_reduce_cycles(t, _ceil_div(p_el, pk), pk, acts_bytes, pb)
-        static = b_el * db[:, None]
-        dyn = a_el * db[:, None] + p_el * pb + red_recv
-        return dict(
-            exch=exch,
-            red_ex=red_ex,
-            red_cs=red_cs,
-            static=static,
-            dyn=dyn,
-            recv=recv,
-            red_recv=red_recv,
-            a_el=a_el,
-            b_el=b_el,
-            Kt=Kt,
-            Nt=Nt,
-        )
-
-    Mt = _ceil_div(M[:, None], pm)
-    c = cost(pm, pn, pk, Mt)
-    room = limit - c["static"]
-    fits_static = room > 0
-    s = np.where(fits_static, np.maximum(_ceil_div(c["dyn"], np.maximum(room, 1)), 1), 1)
-    s = np.minimum(s, np.maximum(Mt, 1))
-    feasible = valid & fits_static & (c["static"] + _ceil_div(c["dyn"], s) <= limit)
-    n_sync = 1 + (pk > 1)
-    total = (
-        c["exch"]
-        + compute(pn, pk, Mt, s, gpt)
-        + c["red_ex"]
-        + c["red_cs"]
-        + (s - 1) * setup
-        + s * n_sync * sync
-    )
-    big = np.iinfo(np.int64).max // 4
-    score = np.where(feasible, total, big)
-    none_fit = ~feasible.any(axis=1)
-    # when nothing fits, take the plan with the least temporary memory (it may go OOM)
-    temp_all = c["static"] + _ceil_div(c["dyn"], s)
-    score_nf = np.where(valid, temp_all, big)
-    best = np.where(none_fit, score_nf.argmin(axis=1), score.argmin(axis=1))
-    rows = np.arange(n_ops)
-
-    def pick(x):
-        x = np.broadcast_to(x, score.shape)
-        return x[rows, best]
-
-    pm_b, pn_b, pk_b, s_b, gpt_b = pick(pm), pick(pn), pick(pk), pick(s), pick(gpt)
-    pg_b = pick(pg)
-    Mt_b = _ceil_div(M, pm_b)
-    Mt_lo = np.maximum(M // pm_b, 1)
-    r = M - (M // pm_b) * pm_b
-    hi = cost(pm_b[:, None], pn_b[:, None], pk_b[:, None], Mt_b[:, None])
-    lo = cost(pm_b[:, None], pn_b[:, None], pk_b[:, None], Mt_lo[:, None])
-    tiles_used = np.minimum(pg_b * pm_b * pn_b * pk_b, T)
-    n_max = np.where(r > 0, np.minimum(r * pn_b * pk_b * pg_b, tiles_used), tiles_used)
-    out = {
-        "pg": pg_b,
-        "pm": pm_b,
-        "pn": pn_b,
-        "pk": pk_b,
-        "s": s_b,
-        "gpt": gpt_b,
-        "tiles_used": tiles_used,
-        "n_max": n_max,
-        "none_fit": none_fit,
-    }
-    for key in ("exch", "red_ex", "red_cs", "recv", "red_recv", "a_el", "b_el"):
-        out[key] = hi[key][:, 0]
-        out[key + "_lo"] = lo[key][:, 0]
-    # the largest and the smallest tile share at once (two columns)
-    both = compute(
-        pn_b[:, None], pk_b[:, None], np.stack([Mt_b, Mt_lo], axis=1), s_b[:, None], gpt_b[:, None]
-    )
-    out["compute"], out["compute_lo"] = both[:, 0], both[:, 1]
-    # serial splits repeat the exchange's fixed cost; fold it into the programs
-    out["exch"] = out["exch"] + (s_b - 1) * setup
-    out["exch_lo"] = out["exch_lo"] + (s_b - 1) * setup
-    out["temp"] = hi["static"][:, 0] + _ceil_div(hi["dyn"][:, 0], s_b)
-    out["Kt"] = hi["Kt"][:, 0]
-    out["Nt"] = hi["Nt"][:, 0]
-    return out
+    """Choose a plan per AMP op with PopLibs' convolution planner (``engine.compiler.conv_plan``)
+    and give its programs' cycles; ``rate`` is kept for callers (the planner reads the AMP
+    rate from the target)."""
+    return conv_plan.plan(a, t, T, limit, pb)
 
 
-def _plan_amp_distinct(
-    a: dict[str, np.ndarray], t, T: int, limit: float, rate: int, pb: int
-) -> dict:
+def _plan_amp_distinct(a: dict[str, np.ndarray], t, T: int, limit: float, pb: int) -> dict:
     """:func:`plan_amp` of the distinct ops only, spread back to every op: an op's plan depends
     on its own row alone (and on the largest ``db``, the same over the distinct rows), and
     repeated layers give the same rows (ResNet-101's 23 identical blocks, BERT's 24 encoder
     layers): the same plans at a fraction of the ops x candidates work."""
     n = len(a["M"])
     if n < 2:
-        return plan_amp(a, t, T, limit, rate, pb)
+        return conv_plan.plan(a, t, T, limit, pb)
     from engine.compiler.lowering import row_ids
 
-    inverse, first = row_ids([np.asarray(a[k]).astype(np.int64) for k in a])
+    role_code = {r: i for i, r in enumerate(sorted(set(a["role"].tolist())))}
+    cols = [np.asarray(a[k]).astype(np.int64) for k in a if k != "role"]
+    cols.append(np.array([role_code[r] for r in a["role"].tolist()], np.int64))
+    inverse, first = row_ids(cols)
     if len(first) == n:
-        return plan_amp(a, t, T, limit, rate, pb)
-    p = plan_amp({k: v[first] for k, v in a.items()}, t, T, limit, rate, pb)
+        return conv_plan.plan(a, t, T, limit, pb)
+    p = conv_plan.plan({k: v[first] for k, v in a.items()}, t, T, limit, pb)
     return {k: v[inverse] for k, v in p.items()}
 
 
 #: Program slots of one op, in execution order: (slot name, program type).
+#: Reductions run up to four stages (``engine.compiler.reduction``): stage k's exchange and
+#: compute set are ``REDUCE_STAGES[k]``, each after its own sync; then the cast of the
+#: partials and the rearrangement of the outputs (PopLibs' convolution planner).
 SLOTS = (
     ("sync_a", T_SYNC),
     ("cast", T_ONTILE),
@@ -267,6 +108,27 @@ SLOTS = (
     ("sync_d", T_SYNC),
     ("rexch", T_EXCHANGE),
     ("red", T_ONTILE),
+    ("sync_e", T_SYNC),
+    ("rexch2", T_EXCHANGE),
+    ("red2", T_ONTILE),
+    ("sync_f", T_SYNC),
+    ("rexch3", T_EXCHANGE),
+    ("red3", T_ONTILE),
+    ("sync_g", T_SYNC),
+    ("rexch4", T_EXCHANGE),
+    ("red4", T_ONTILE),
+    ("sync_h", T_SYNC),
+    ("ocast", T_ONTILE),
+    ("sync_i", T_SYNC),
+    ("oexch", T_EXCHANGE),
+    ("orearr", T_ONTILE),
+)
+#: (sync, exchange, compute set) of each reduction stage
+REDUCE_STAGES = (
+    ("sync_d", "rexch", "red"),
+    ("sync_e", "rexch2", "red2"),
+    ("sync_f", "rexch3", "red3"),
+    ("sync_g", "rexch4", "red4"),
 )
 SLOT = {name: k for k, (name, _) in enumerate(SLOTS)}
 
@@ -327,7 +189,7 @@ def plan_ops(L, t, config, T: int) -> OpPlans:
     _plan_amp_slots(L, t, config, T, pb, tab, notes)
     _plan_other_slots(L, t, T, tab)
     # syncs: same cycles on every tile of the IPU
-    for nm in ("sync_a", "sync_b", "sync_c", "sync_d"):
+    for nm in (nm for nm, ty in SLOTS if ty == T_SYNC):
         tab.cyc[:, SLOT[nm]] = t.internal_sync_cycles
         tab.cyc_lo[:, SLOT[nm]] = t.internal_sync_cycles
     # PopLibs' planners cost the largest tile share (poplin ConvModel.cpp); a smaller share can
@@ -348,18 +210,15 @@ def plan_ops(L, t, config, T: int) -> OpPlans:
 
 
 def _plan_amp_slots(L, t, config, T: int, pb: int, tab: SlotTable, notes: list[str]) -> None:
-    """Matmul / convolution ops: their plans (``plan_amp``) written into ``tab``."""
-    amp = L["amp"]
-    ia = np.flatnonzero(amp)
+    """Matmul / convolution ops: their plans (``conv_plan``) written into ``tab``."""
+    ia = np.flatnonzero(L["amp"])
     if not len(ia):
         return
-    rate = t.amp_rate(config.compute_dtype, config.partials_dtype)
     limit = config.amp * t.sram_per_tile
-    present, cyc, cyc_lo, byt, verts = tab.present, tab.cyc, tab.cyc_lo, tab.byt, tab.verts
-    slot = SLOT
-    keys = ("G", "M", "K", "N", "cin", "kernel", "row_width", "a_dup", "db", "b_weight")
+    keys = ("G", "M", "K", "N", "cin", "kernel", "row_width", "a_dup", "db", "role")
     a = {k: L[k][ia] for k in keys}
-    p = _plan_amp_distinct(a, t, T, limit, rate, pb)
+    a["conv"] = _is_conv(L)[ia]
+    p = _plan_amp_distinct(a, t, T, limit, pb)
     if p["none_fit"].any():
         names = ", ".join(L["name"][ia[p["none_fit"]]][:3])
         notes.append(
@@ -371,58 +230,67 @@ def _plan_amp_slots(L, t, config, T: int, pb: int, tab: SlotTable, notes: list[s
     tab.n_max[ia] = p["n_max"]
     tab.serial[ia] = p["s"]
     tab.temp[ia] = p["temp"]
-    k_main, k_ex = slot["main"], slot["exch"]
-    cyc[ia, k_main], cyc_lo[ia, k_main] = p["compute"], p["compute_lo"]
-    cyc[ia, k_ex], cyc_lo[ia, k_ex] = p["exch"], p["exch_lo"]
-    present[ia, k_ex] = True
-    byt[ia, k_ex] = p["recv"] * p["n_max"] + p["recv_lo"] * (tu - p["n_max"])
-    verts[ia, k_main] = p["gpt"] * p["s"]
-    # reduction of partial sums
-    red = p["pk"] > 1
-    for nm in ("sync_d", "rexch", "red"):
-        present[ia, slot[nm]] = red
-    cyc[ia, slot["rexch"]], cyc_lo[ia, slot["rexch"]] = p["red_ex"], p["red_ex_lo"]
-    cyc[ia, slot["red"]], cyc_lo[ia, slot["red"]] = p["red_cs"], p["red_cs_lo"]
-    byt[ia, slot["rexch"]] = p["red_recv"] * tu
-    verts[ia, slot["red"]] = np.where(red, 1, 0)
-    # PreArrange of the re-laid-out operand in backward matmuls / convolutions
+
+    def put(slot: str, hi, lo=None, on=None, nbytes=None, verts=None) -> None:
+        k = SLOT[slot]
+        tab.cyc[ia, k] = hi
+        tab.cyc_lo[ia, k] = hi if lo is None else lo
+        if on is not None:
+            tab.present[ia, k] = on
+        if nbytes is not None:
+            tab.byt[ia, k] = nbytes
+        if verts is not None:
+            tab.verts[ia, k] = verts
+
+    put("main", p["compute"], p["compute_lo"], verts=p["gpt"] * p["s"])
+    put("exch", p["exch"], on=True, nbytes=p["recv"] * tu)
+    # the partial-sum reduction, stage by stage
+    for k, (sy, ex, red) in enumerate(REDUCE_STAGES[: reduction.MAX_STAGES]):
+        on = p["red_cs_stages"][:, k] > 0
+        put(sy, 0, on=on)
+        put(ex, p["red_ex_stages"][:, k], on=on, nbytes=p["red_recv_stages"][:, k] * tu)
+        put(red, p["red_cs_stages"][:, k], on=on, verts=np.where(on, 1, 0))
+    # float partials cast to a half output (no reduction, or after input-channel serial splits)
+    on = p["cast"] > 0
+    put("sync_h", 0, on=on)
+    put("ocast", p["cast"], on=on, verts=np.where(on, 1, 0))
+    # rearranged / regrouped outputs
+    on = (p["out_copy"] > 0) | (p["out_ex"] > 0)
+    put("sync_i", 0, on=on)
+    put("oexch", p["out_ex"], on=p["out_ex"] > 0, nbytes=(p["out_recv"] * tu).astype(np.int64))
+    put("orearr", p["out_copy"], on=p["out_copy"] > 0, verts=np.where(on, 1, 0))
+    # rearrangements before the convolution (the planner's transforms), and the input
+    # gradient's transposed, flipped weights (outside the planner: 1 cycle per element)
     role = L["role"][ia]
-    pre = (role == "gi") | (role == "gw")
-    pre_el = np.where(role == "gi", p["b_el"], p["a_el"])
-    pre_el_lo = np.where(role == "gi", p["b_el_lo"], p["a_el_lo"])
-    present[ia, slot["prearr"]] = pre
-    present[ia, slot["sync_c"]] = pre
-    cyc[ia, slot["prearr"]] = (
-        np.ceil(pre_el * t.prearrange_cycles_per_element).astype(np.int64)
-        + t.elementwise_supervisor_cycles
+    flip = np.where(
+        role == "gi",
+        np.ceil(p["n_w"] * t.prearrange_cycles_per_element).astype(np.int64)
+        + t.elementwise_supervisor_cycles,
+        0,
     )
-    cyc_lo[ia, slot["prearr"]] = (
-        np.ceil(pre_el_lo * t.prearrange_cycles_per_element).astype(np.int64)
-        + t.elementwise_supervisor_cycles
-    )
-    verts[ia, slot["prearr"]] = 1
+    pre = p["prearr"] + flip
+    put("prearr", pre, on=pre > 0, verts=1)
+    put("sync_c", 0, on=pre > 0)
     # 16.32: cast the FP32 master weights (on the tiles holding them) to FP16 before the
     # exchange; the FP16 copy is a temporary of the op
     cast = L["wcast"][ia] > 0
     w_per_tile = _ceil_div(L["wcast"][ia], np.maximum(tu, 1))
-    present[ia, slot["cast"]] = cast
-    present[ia, slot["sync_b"]] = cast
-    cyc[ia, slot["cast"]] = np.where(cast, vertex_costs.cast_cycles(t, w_per_tile, 4, 2), 0)
-    cyc_lo[ia, slot["cast"]] = cyc[ia, slot["cast"]]
-    verts[ia, slot["cast"]] = 1
+    put("cast", np.where(cast, vertex_costs.cast_cycles(t, w_per_tile, 4, 2), 0), on=cast, verts=1)
+    put("sync_b", 0, on=cast)
     tab.temp[ia] += w_per_tile * 2
+
+
+def _is_conv(L) -> np.ndarray:
+    # str.startswith per op: numpy.char costs a 5 ms import in a fresh process
+    return np.array([str(ty).startswith("Conv") for ty in L["type"].tolist()], dtype=bool)
 
 
 def _plan_other_slots(L, t, T: int, tab: SlotTable) -> None:
     """Element-wise and other ops: spread linearly, PopLibs element-wise cost per pass, and the
-    cross-tile reduction of their statistics."""
+    cross-tile stages of their reductions (``_plan_cross_tile``)."""
     ie = np.flatnonzero(~L["amp"])
     if not len(ie):
         return
-    present, cyc, cyc_lo, byt, verts = tab.present, tab.cyc, tab.cyc_lo, tab.byt, tab.verts
-    slot = SLOT
-    setup = t.exchange_setup_cycles
-    xb = t.exchange_bytes_per_cycle
     e = L["elems"][ie]
     db = L["db"][ie]
     tu = np.clip(_ceil_div(e * db, t.min_bytes_per_tile), 1, T)
@@ -432,21 +300,55 @@ def _plan_other_slots(L, t, T: int, tab: SlotTable) -> None:
     tab.tiles_used[ie] = tu
     tab.n_max[ie] = np.where(rem > 0, rem, tu)
     passes = L["passes"][ie]
-    cyc[ie, slot["main"]] = vertex_costs.elementwise_cycles(t, per, passes, db)
-    cyc_lo[ie, slot["main"]] = vertex_costs.elementwise_cycles(t, per_lo, passes, db)
-    verts[ie, slot["main"]] = 1  # one multi-vertex per tile runs all passes
+    k = SLOT["main"]
+    tab.cyc[ie, k] = vertex_costs.elementwise_cycles(t, per, passes, db)
+    tab.cyc_lo[ie, k] = vertex_costs.elementwise_cycles(t, per_lo, passes, db)
+    tab.verts[ie, k] = 1  # one multi-vertex per tile runs all passes
+    _plan_cross_tile(L, t, T, tab, ie, tu)
+
+
+def _reductions_per_op(L, ie: np.ndarray) -> np.ndarray:
+    """Reductions an op runs over the same input at once: batch norm's sum and sum of squares
+    (popnn ``batchNormStatistics``, forward; the gradient's two sums, backward) and LAMB's two
+    norms; one otherwise (pooling)."""
+    two = [str(ty).startswith(("BatchNorm", "GroupNorm", "LAMB")) for ty in L["type"][ie].tolist()]
+    return np.where(np.array(two, bool), 2, 1).astype(np.int64)
+
+
+def _plan_cross_tile(L, t, T: int, tab: SlotTable, ie: np.ndarray, tu: np.ndarray) -> None:
+    """Cross-tile reductions (batch-norm statistics forward and backward, global pooling, LAMB
+    norms) as popops plans them (``engine.compiler.reduction.popops_reduce``): the op's own
+    passes compute each tile's partial statistics (popops' on-tile stage), then each
+    intermediate stage and the final one exchange partials (FP32) and reduce them, each after
+    a sync; the stages that run are laid out in order in the reduction slots."""
     ct = L["cross_tile"][ie] & (tu > 1)
-    st = np.maximum(L["stats"][ie], 1)
-    red_el = np.minimum(st, per)  # partial statistics per tile (FP32)
-    for nm in ("sync_d", "rexch", "red"):
-        present[ie, slot[nm]] = ct
-    cyc[ie, slot["rexch"]] = _ceil_div(red_el * 4, xb) + setup
-    cyc_lo[ie, slot["rexch"]] = cyc[ie, slot["rexch"]]
-    byt[ie, slot["rexch"]] = np.where(ct, red_el * 4 * tu, 0)
-    cyc[ie, slot["red"]] = vertex_costs.elementwise_cycles(t, red_el, 1.0, 4)
-    cyc_lo[ie, slot["red"]] = cyc[ie, slot["red"]]
-    verts[ie, slot["red"]] = np.where(ct, 1, 0)
-    tab.temp[ie] = np.where(ct, red_el * 4, 0)
+    if not ct.any():
+        return
+    ic, tuc = ie[ct], tu[ct]
+    nr = _reductions_per_op(L, ic)
+    cols = np.maximum(np.maximum(L["stats"][ic], 1) // nr, 1)
+    r = reduction.popops_reduce(t, L["elems"][ic], cols, nr, tuc, L["db"][ic], T)
+    run = r["tiles"][:, 1:] > 0  # the cross-tile stages
+    pos = np.cumsum(run, axis=1) - 1
+    xb = t.exchange_bytes_per_cycle
+    for j in range(run.shape[1]):
+        on = run[:, j]
+        for k, (sy, ex, red) in enumerate(REDUCE_STAGES):
+            sel = on & (pos[:, j] == k)
+            if not sel.any():
+                continue
+            rows = ic[sel]
+            recv = r["recv"][sel, j + 1]
+            tab.present[rows, SLOT[sy]] = True
+            tab.present[rows, SLOT[ex]] = True
+            tab.present[rows, SLOT[red]] = True
+            tab.cyc[rows, SLOT[ex]] = _ceil_div(recv, xb) + t.exchange_setup_cycles
+            tab.byt[rows, SLOT[ex]] = recv * r["tiles"][sel, j + 1]
+            tab.cyc[rows, SLOT[red]] = r["compute"][sel, j + 1]
+            tab.verts[rows, SLOT[red]] = 1
+            tab.cyc_lo[rows, SLOT[ex]] = tab.cyc[rows, SLOT[ex]]
+            tab.cyc_lo[rows, SLOT[red]] = tab.cyc[rows, SLOT[red]]
+            tab.temp[rows] = np.maximum(tab.temp[rows], recv)
 
 
 def _placement(L, config, T: int, tiles_used: np.ndarray) -> Placement:
@@ -472,15 +374,17 @@ def _placement(L, config, T: int, tiles_used: np.ndarray) -> Placement:
 
 
 _SLOT_LABEL = {
-    "sync_a": "Sync",
-    "sync_b": "Sync",
-    "sync_c": "Sync",
-    "sync_d": "Sync",
+    **{nm: "Sync" for nm, ty in SLOTS if ty == T_SYNC},
     "cast": "Cast",
     "exch": "Exchange",
     "prearr": "PreArrange",
     "rexch": "ReduceExchange",
     "red": "Reduce",
+    **{f"rexch{k}": f"ReduceExchange{k}" for k in (2, 3, 4)},
+    **{f"red{k}": f"Reduce{k}" for k in (2, 3, 4)},
+    "ocast": "CastPartials",
+    "oexch": "OutputExchange",
+    "orearr": "OutputRearrange",
 }
 
 
@@ -505,7 +409,8 @@ def _program_rows(L, t, pb: int, tab: SlotTable, place: Placement) -> tuple[dict
     # "family:codelet<dtypes>" per op and slot, then spread over the programs
     vt_slot, vt_keys = _slot_vertex_types(L, pb)
     # family of each program: the op's for its main compute set, copy / reduce for the others
-    fam = np.array(["copy" if nm in ("cast", "prearr") else "reduce" for nm, _ in SLOTS], object)
+    copies = ("cast", "prearr", "ocast", "orearr")
+    fam = np.array(["copy" if nm in copies else "reduce" for nm, _ in SLOTS], object)
     fam = fam[slot_idx]
     main = slot_idx == SLOT["main"]
     fam[main] = L["family"][op_idx[main]]
@@ -565,7 +470,14 @@ def _slot_vertex_types(L, pb: int) -> tuple[np.ndarray, list[str]]:
     )
     db_row = {d: i for i, d in enumerate(dts)}
     row = np.array([db_row[d] for d in L["db"].tolist()], np.int64) if n else np.zeros(0, np.int64)
-    for nm, what in (("cast", "copy:Cast"), ("prearr", "copy:PreArrange"), ("red", "reduce:Add")):
+    slot_types = (
+        ("cast", "copy:Cast"),
+        ("prearr", "copy:PreArrange"),
+        ("ocast", "copy:Cast"),
+        ("orearr", "copy:PreArrange"),
+        *((red, "reduce:Add") for _, _, red in REDUCE_STAGES),
+    )
+    for nm, what in slot_types:
         per_dt = [codes.setdefault(f"{what}<{dt}>", len(codes)) for dt in dts.values()]
         vt[:, slot[nm]] = np.array(per_dt, np.int64)[row]
     return vt, list(codes)
@@ -585,9 +497,7 @@ def _vertex_type_index(code: np.ndarray, keys: list[str]) -> tuple[np.ndarray, n
 
 
 def _amp_cs_name(L) -> np.ndarray:
-    # str.startswith per op: numpy.char costs a 5 ms import in a fresh process
-    conv = np.array([str(ty).startswith("Conv") for ty in L["type"].tolist()], dtype=bool)
-    return np.where(conv, "ConvPartials", "MatMulPartials").astype(object)
+    return np.where(_is_conv(L), "ConvPartials", "MatMulPartials").astype(object)
 
 
 _CODELETS = {

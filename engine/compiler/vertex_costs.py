@@ -305,25 +305,15 @@ def amp_mac_bound(field, kernel_positions, in_chans, out_chans, conv_groups, rat
 
 def conv_reduce_cycles(target, out_size, depth, out_bytes: int, partials_bytes: int):
     """``getReduceCycleEstimate`` (general path): reduce ``depth`` partials of ``out_size``
-    outputs on one tile; 0 when ``depth`` <= 1."""
-    W = int(target.workers_per_tile)
-    float_partials = partials_bytes >= 4
-    acc_width = 4 if float_partials else 8
-    in_data_path = DATA_PATH_BITS // (8 * partials_bytes)
-    cycles_per_loop = acc_width // min(acc_width, in_data_path) + 1
-    out_size = np.asarray(out_size, np.int64)
+    outputs on one tile; 0 when ``depth`` <= 1 (``engine.compiler.reduction`` holds the
+    multi-stage plan around it)."""
+    from engine.compiler.reduction import reduce_vertex_cycles
+
     depth = np.asarray(depth, np.int64)
-    loops = out_size // acc_width
-    for i in range(int(np.ceil(np.log2(acc_width)))):
-        loops = loops + ((out_size >> i) & 1)
-    per_worker = loops // W
-    rem = loops % W > 0
-    ragged = (out_size & (acc_width - 1)) > 0
-    cycles = 32 + np.where(rem & ragged, 2 * depth + (13 if float_partials else 11), 0)
-    per_worker = per_worker + (rem & ~ragged)
-    tail = (7 if float_partials else 9) if out_bytes >= 4 else (6 if float_partials else 8)
-    cycles = cycles + (cycles_per_loop * depth + tail) * per_worker
-    return np.where(depth > 1, cycles * W, 0).astype(np.int64)
+    cycles = reduce_vertex_cycles(
+        out_size, depth, int(target.workers_per_tile), out_bytes >= 4, partials_bytes >= 4, False
+    )
+    return np.where(depth > 1, cycles, 0).astype(np.int64)
 
 
 def cast_cycles(target, n, from_bytes: int, to_bytes: int):

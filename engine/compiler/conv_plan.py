@@ -1,0 +1,557 @@
+"""PopLibs' convolution planner (poplin) as the engine runs it: partition search and cost model.
+
+Matmuls and convolutions are planned as ``lib/poplin/ConvPlan.cpp`` ``createPlan`` /
+``lib/poplin/ConvModel.cpp`` ``constructModel`` plan them on one IPU (two levels of hierarchy:
+the IPU, split over its tiles, and the tile). Every op is a convolution of ``G`` conv groups,
+a field of ``M`` output positions (batch x rows x row width; a matmul's rows), ``C`` input
+channels, ``k`` kernel positions (square, ``kh`` rows) and ``N`` output channels.
+
+Partition (``PartitionVariables``): conv groups ``pg`` (all of them first, as before), field
+``pf``, kernel rows ``pkh`` (the innermost kernel dimension is never split), input channels
+``pi`` and output channels ``po`` in grains of the AMP vertex's ``inChansPerGroup`` and
+``partialChansPerGroup`` (``getInChanGrainSizes`` / ``getOutChanGrainSizes``), with
+``pg x pf x pkh x pi x po <= tiles`` (``getUsedTiles``). A plan that does not fit the available
+memory proportion splits output or input channels serially (one kind at a time, as
+``constructModel``'s ``m.equal(min(serial splits), 1)``). The search is numpy over a grid of
+candidate partitions per op (powers of two clipped to each dimension's grains, all kernel-row
+splits up to 4 and the kernel's height, and for the field every power of two plus "all the
+tiles left"), not popsolver's branch and bound: the same objective over a subset of the space.
+
+Cost of a candidate (``addEstimates``; tile-level sizes are the largest tile's):
+
+- exchange (``addExchangeCycleEstimates``, ``ExchangeEstimator.hpp``): input elements of the
+  tile's input range (``getMaxInputRangeSize``: the output rows plus the kernel rows on the
+  tile minus one, clipped to the whole input; stride 1 assumed) less the share already on the
+  tile (1 / ``po``), at twice the exchange rate when ``po`` is even (supertile neighbours
+  receive the same inputs); weights less 1 / ``pf``; the tile's partial sums (first reduction
+  stage, always counted by the planner) and the later stages of the multi-stage reduction;
+- partial sums: the AMP vertex estimate (``addPartialCalcCycleEstimate``,
+  ``engine.compiler.vertex_costs.amp_partials_cycles``);
+- reduction: ``estimateConvReduceCycles`` (``engine.compiler.reduction.conv_reduce``) over
+  the reduction depth ``pkh x pi``, including the cast of float partials to a half output;
+- rearrangements (``addTransformCycleEstimate``) of inputs, weights and outputs, by pass: a
+  convolution's weight update rearranges all three, channel counts that are not whole grains
+  pad (rearrange) inputs / weights / outputs, a forward or input-gradient convolution whose
+  ``partialChansPerGroup`` is not ``weightsPerConvUnit`` regroups its output, a forward one its
+  weights; copies at ``min(memcpy bytes per cycle, element bytes)`` x 4/5 or 3/5
+  (``getScaleFactorForTransform``), exchanges at the exchange rate. Matmuls are planned with
+  the operands swapped where that removes the rearrangements (``getSwapOperandCandidates``),
+  so they carry none;
+- serial splits: the loop body's cycles x splits, plus dynamic slices of the inputs / weights
+  (``getDynamicSlice1DEstimate``), the dynamic update of outputs (output channels) or the
+  in-place add of partials and a final cast (input channels, ``getBinaryOp1DInPlaceEstimate``,
+  ``estimateCastCycles``).
+
+Temporary memory (``addConvTempMemoryEstimate`` etc.): inputs + weights + partials on the
+tile, the largest reduction stage, twice the largest rearranged tensor, the in-place partials;
+plans above ``availableMemoryProportion x`` tile memory are infeasible (``runPlanner``); when
+none fits, the plan with the least temporary memory is taken (it may go out of memory).
+
+Not ported (documented in docs/engine.md): other vertex methods (SLIC, horizontal / vertical
+MAC, outer product), the expand-dims / flatten / combine-conv-groups transforms, taller AMP
+filters, the broadcast of inputs before a serial loop, multi-IPU levels, convolution strides
+and dilations (the engine's ops carry neither).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.compiler import reduction, vertex_costs
+
+#: ``ExchangeEstimator``: inputs shared by supertile neighbours go at twice the rate when the
+#: output-channel split is a multiple of the tiles sharing an exchange bus (2).
+TILES_PER_SHARED_EXCHANGE_BUS = 2
+#: ``target.getMemcpyBytesPerCycle()``: one 64-bit load / store per cycle (PopLibs' IPU model
+#: sets ``memcpyBytesPerCycle = dataPathWidth / 8``).
+MEMCPY_BYTES_PER_CYCLE = vertex_costs.DATA_PATH_BITS // 8
+#: Candidate splits per dimension: powers of two up to 2^EXP_MAX (clipped to the grains).
+EXP_MAX = 11
+#: Kernel-row splits tried: these and the kernel's height.
+KERNEL_SPLITS = (1, 2, 3, 4)
+#: ``getBinaryOp1DInPlaceEstimate``: worker overhead 58, ADD 1 + 2 cycles per vector.
+ADD_IN_PLACE_WORKER_CYCLES = 58
+ADD_IN_PLACE_CYCLES_PER_VECTOR = 3
+
+
+def _cdiv(a, b):
+    return -(-np.asarray(a) // np.asarray(b))
+
+
+@dataclass
+class ConvShapes:
+    """The planner's view of each op (arrays over ops): sizes, grains and pass."""
+
+    G: np.ndarray
+    M: np.ndarray  # output field (batch x positions)
+    C: np.ndarray  # input channels
+    N: np.ndarray  # output channels
+    kernel: np.ndarray  # kernel positions
+    kh: np.ndarray  # kernel rows
+    kw: np.ndarray  # kernel width
+    width: np.ndarray  # output row width (0: a matmul's 1-D field)
+    conv: np.ndarray  # a convolution (else a matmul)
+    role: np.ndarray  # "fwd" / "gi" / "gw" / "recomp"
+    dup: np.ndarray  # rows of operand A that repeat one input (a weight gradient's kernel)
+    ci: int  # inChansPerGroup
+    co: int  # partialChansPerGroup
+    eb: int  # input / output element bytes
+    pb: int  # partials bytes (vertex and inter-tile)
+    wpu: int  # weightsPerConvUnit
+
+
+def conv_shapes(a: dict, t, pb: int) -> ConvShapes:
+    """The planner's sizes from the lowered AMP rows (``G, M, K, N, cin, kernel, row_width``)."""
+    K = np.maximum(a["K"].astype(np.int64), 1)
+    C = np.where(a["cin"] > 0, a["cin"], K).astype(np.int64)
+    kernel = np.maximum(K // np.maximum(C, 1), 1)
+    kw = np.maximum(np.round(np.sqrt(kernel)).astype(np.int64), 1)
+    eb = int(np.asarray(a["db"]).max())
+    conv = np.asarray(a.get("conv", np.zeros(len(K), bool)), bool)
+    return ConvShapes(
+        G=np.maximum(a["G"].astype(np.int64), 1),
+        M=np.maximum(a["M"].astype(np.int64), 1),
+        C=np.maximum(C, 1),
+        N=np.maximum(a["N"].astype(np.int64), 1),
+        kernel=kernel,
+        kh=_cdiv(kernel, kw),
+        kw=kw,
+        width=np.asarray(a.get("row_width", np.zeros(len(K))), np.int64),
+        conv=conv,
+        role=np.asarray(a.get("role", np.full(len(K), "fwd", object)), object),
+        dup=np.where(kernel == 1, np.maximum(np.asarray(a.get("a_dup", 1)), 1), 1).astype(np.int64)
+        * np.ones(len(K), np.int64),
+        ci=vertex_costs.weights_per_conv_unit(t, eb),
+        co=vertex_costs.conv_units(t, eb, pb),
+        eb=eb,
+        pb=pb,
+        wpu=vertex_costs.weights_per_conv_unit(t, eb),
+    )
+
+
+@dataclass
+class Candidates:
+    """Flattened (op, partition) pairs: op index and the splits, serial splits included."""
+
+    op: np.ndarray
+    pg: np.ndarray
+    pf: np.ndarray
+    pkh: np.ndarray
+    pi: np.ndarray
+    po: np.ndarray
+    si: np.ndarray  # input-channel serial splits
+    so: np.ndarray  # output-channel serial splits
+
+
+def _dedup(op: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """Indices of the first of each distinct (op, key) pair, sorted by op then key."""
+    order = np.lexsort((key, op))
+    o, k = op[order], key[order]
+    new = np.ones(len(order), bool)
+    new[1:] = (o[1:] != o[:-1]) | (k[1:] != k[:-1])
+    return order[new]
+
+
+def candidates(s: ConvShapes, T: int) -> Candidates:
+    """Every candidate partition of every op within the tiles (numpy, no loop over ops): the
+    distinct channel and kernel-row splits first, then the field splits of each."""
+    e = 2 ** np.arange(10)
+    ks = np.array((*KERNEL_SPLITS, 0))  # 0 stands for the kernel's own height
+    ei, eo, kk = (x.ravel() for x in np.meshgrid(e, e, ks, indexing="ij"))
+    Cg, Ng = _cdiv(s.C, s.ci), _cdiv(s.N, s.co)
+    pg = np.minimum(s.G, T)
+    Tr = np.maximum(T // pg, 1)
+    pi = np.minimum(ei[None, :], Cg[:, None])
+    po = np.minimum(eo[None, :], Ng[:, None])
+    pkh = np.minimum(np.where(kk == 0, s.kh[:, None], kk[None, :]), s.kh[:, None])
+    rest = pi * po * pkh
+    ok = (rest <= Tr[:, None]) & (pi == np.minimum(ei, Cg[:, None])) & (po <= eo)
+    op, col = np.nonzero(ok)
+    pi, po, pkh, rest = pi[op, col], po[op, col], pkh[op, col], rest[op, col]
+    keep = _dedup(op, (pi * 4096 + po) * 8 + pkh)
+    op, pi, po, pkh, rest = op[keep], pi[keep], po[keep], pkh[keep], rest[keep]
+    # field splits: powers of two and "all the tiles left"
+    ef = np.r_[2 ** np.arange(EXP_MAX + 1), 0]
+    pf_max = np.minimum(np.maximum(Tr[op] // rest, 1), s.M[op])
+    pf = np.where(ef[None, :] == 0, pf_max[:, None], np.minimum(ef[None, :], s.M[op][:, None]))
+    ok = rest[:, None] * pf <= Tr[op][:, None]
+    row, col = np.nonzero(ok)
+    pf = pf[row, col]
+    keep = _dedup(row, pf)
+    row, pf = row[keep], pf[keep]
+    one = np.ones(len(row), np.int64)
+    o = op[row]
+    return Candidates(o, pg[o], pf, pkh[row], pi[row], po[row], one, one)
+
+
+def _tile_sizes(s: ConvShapes, c: Candidates) -> dict:
+    """Largest tile's sizes of each candidate (``ConvSizeVariables`` at the tile level)."""
+    o = c.op
+    Cg, Ng = _cdiv(s.C[o], s.ci), _cdiv(s.N[o], s.co)
+    Ft = _cdiv(s.M[o], c.pf)
+    kht = _cdiv(s.kh[o], c.pkh)
+    Cgt = _cdiv(Cg, c.pi * c.si)
+    Ngt = _cdiv(Ng, c.po * c.so)
+    Gt = _cdiv(s.G[o], c.pg)
+    W = s.width[o]
+    is_conv = W > 0
+    H = np.maximum(W, 1)  # square maps
+    image = H * H
+    whole = Ft >= image
+    rows = np.where(whole, H, _cdiv(Ft, np.maximum(W, 1)))
+    cols = np.where(whole, H, np.minimum(Ft, np.maximum(W, 1)))
+    halo_rows = np.minimum(rows + kht - 1, H)
+    halo_cols = np.minimum(cols + s.kw[o] - 1, H)
+    batch = np.where(whole, _cdiv(Ft, image), 1)
+    in_field = np.where(is_conv, batch * halo_rows * halo_cols, Ft)
+    return dict(
+        Ft=Ft,
+        kt=kht * s.kw[o],
+        kwt=s.kw[o],
+        Cgt=Cgt,
+        Ngt=Ngt,
+        Gt=Gt,
+        n_in=np.maximum(_cdiv(in_field * Cgt * s.ci * Gt, s.dup[o]), in_field * Gt),
+        n_w=kht * s.kw[o] * Cgt * s.ci * Ngt * s.co * Gt,
+        n_out=Ft * Ngt * s.co * Gt,
+        depth=c.pkh * c.pi,
+        tiles=c.pg * c.pf * c.pkh * c.pi * c.po,
+    )
+
+
+@dataclass
+class PlanCosts:
+    """The planner's estimate of each candidate (cycles of the largest tile) by term, and its
+    temporary bytes per tile: the ``SinglePassEstimates`` the objective sums."""
+
+    input_exchange: np.ndarray
+    weight_exchange: np.ndarray
+    reduce_exchange: np.ndarray  # (n, 3): first stage (always counted) and later stages
+    partial_calc: np.ndarray
+    reduce: np.ndarray  # (n, 3) compute cycles per stage (stage 1 = cast when depth is 1)
+    transform_copy: np.ndarray  # inputs and weights rearranged before the convolution
+    transform_exchange: np.ndarray
+    output_copy: np.ndarray  # outputs rearranged / regrouped after it
+    output_exchange: np.ndarray
+    serial_extra: np.ndarray  # dynamic slices / updates and in-place adds, per iteration
+    output_cast: np.ndarray  # input-channel serial splits: the final cast, once
+    total: np.ndarray  # the planner's totalCycles
+    temp: np.ndarray  # totalTempBytes
+    sizes: dict
+
+
+def _transform_flags(s: ConvShapes, o: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``addTransformCycleEstimate``'s rearrange / regroup decisions per candidate's op."""
+    conv, role = s.conv[o], s.role[o]
+    wu = conv & (role == "gw")
+    fwd = conv & ((role == "fwd") | (role == "recomp"))
+    pad_in = conv & (s.C[o] % s.ci != 0)
+    pad_out = conv & (s.N[o] % s.co != 0)
+    r_in = wu | pad_in
+    r_w = wu | pad_in | pad_out
+    r_out = wu | pad_out
+    regroup_out = conv & ~wu & (s.co != s.wpu)
+    regroup_w = fwd & (s.co % s.wpu != 0)
+    return r_in, r_w, r_out, regroup_out & ~r_out, regroup_w & ~r_w
+
+
+def _transform_costs(s: ConvShapes, c: Candidates, xb: float) -> dict:
+    """Copy / exchange cycles and temporary bytes of the rearrangements (whole tensors of the
+    IPU level spread over the tiles used)."""
+    o = c.op
+    r_in, r_w, r_out, reg_out, reg_w = _transform_flags(s, o)
+    tiles = c.pg * c.pf * c.pkh * c.pi * c.po
+    Cp = _cdiv(s.C[o], s.ci) * s.ci
+    Np = _cdiv(s.N[o], s.co) * s.co
+    eb = s.eb
+    reorder = min(MEMCPY_BYTES_PER_CYCLE, eb)
+    f_io = np.where((s.C[o] * s.N[o]) % (2 if eb >= 4 else 4) == 0, 4, 3)  # 5 / factor
+    f_out = np.where(s.N[o] % (2 if eb >= 4 else 4) == 0, 4, 3)
+    # the whole input (stride 1: the output field; a weight gradient's activations once)
+    in_b = _cdiv(_cdiv(s.M[o] * Cp * s.G[o], s.dup[o]) * eb, tiles)
+    w_b = _cdiv(s.kernel[o] * Cp * Np * s.G[o] * eb, tiles)
+    out_b = _cdiv(s.M[o] * Np * s.G[o], tiles) * eb
+    copy = np.where(r_in, _cdiv(in_b * 5, reorder * f_io), 0)
+    exch = np.where(r_in, _cdiv(in_b, xb), 0)
+    copy = copy + np.where(r_w, _cdiv(w_b * 5, reorder * f_io), 0)
+    exch = exch + np.where(r_w, _cdiv(w_b, xb), 0)
+    regroup_w = min(MEMCPY_BYTES_PER_CYCLE, s.co * eb)
+    w_regroup = _cdiv(s.kernel[o] * Cp * Np * s.G[o], tiles) * eb
+    copy = copy + np.where(reg_w, _cdiv(w_regroup * 5, f_out * regroup_w), 0)
+    out_copy = np.where(r_out, _cdiv(out_b * 5, reorder * f_out), 0)
+    out_exch = np.where(r_out, _cdiv(out_b, xb), 0).astype(np.int64)
+    regroup_o = min(MEMCPY_BYTES_PER_CYCLE, s.co * eb)
+    out_copy = out_copy + np.where(reg_out, _cdiv(out_b * 5, regroup_o * f_out), 0)
+    temp = np.maximum.reduce(
+        [
+            np.where(r_in, in_b, 0),
+            np.where(r_w | reg_w, w_b, 0),
+            np.where(r_out | reg_out, out_b, 0),
+        ]
+    )
+    return dict(copy=copy, exch=exch, out_copy=out_copy, out_exch=out_exch, temp=2 * temp)
+
+
+def _dynamic_slice_cycles(t, elements, splits, eb: int):
+    """``getDynamicSlice1DEstimate`` of ``ceil(elements / splits)``; 0 without serial splits."""
+    W = int(t.workers_per_tile)
+    size = _cdiv(elements, np.maximum(splits, 1))
+    per = _cdiv(size, W)
+    vw = 4 if eb == 1 else vertex_costs.DATA_PATH_BITS // (16 if eb == 2 else 32)
+    worker = (76 + 72 + 2 * (per // vw)) if eb == 1 else (39 + 24 + 2 * (per // vw))
+    cycles = t.elementwise_supervisor_cycles + 14 + worker * W
+    return np.where(np.asarray(splits) > 1, cycles, 0).astype(np.int64)
+
+
+def estimate(s: ConvShapes, c: Candidates, t) -> PlanCosts:
+    """The planner's estimate of every candidate (see the module docstring)."""
+    o = c.op
+    z = _tile_sizes(s, c)
+    xb = float(t.exchange_bytes_per_cycle)
+    eb, pb = s.eb, s.pb
+    W = int(t.workers_per_tile)
+    in_rate = xb * np.where(c.po % TILES_PER_SHARED_EXCHANGE_BUS == 0, 2, 1)
+    n_in = z["n_in"] - z["n_in"] // c.po
+    n_w = z["n_w"] - z["n_w"] // c.pf
+    input_exchange = np.ceil(n_in * eb / in_rate).astype(np.int64)
+    weight_exchange = np.ceil(n_w * eb / xb).astype(np.int64)
+    depth = z["depth"]
+    first = np.ceil(z["n_out"] * pb / xb).astype(np.int64)
+    red_ex = reduction.conv_reduce_exchange(z["n_out"], depth, pb, xb)
+    red_ex[:, 0] = first  # the planner counts the first stage whatever the depth
+    partial = vertex_costs.amp_partials_cycles(
+        t,
+        field=z["Ft"],
+        row_width=np.where(s.width[o] > 0, np.minimum(s.width[o], z["Ft"]), z["Ft"]),
+        kernel_positions=z["kt"],
+        kernel_width=z["kwt"],
+        in_groups=z["Cgt"],
+        out_groups=z["Ngt"],
+        conv_groups=z["Gt"],
+        acts_bytes=eb,
+        partials_bytes=pb,
+        one_by_one=s.kernel[o] == 1,
+    )
+    outputs = _cdiv(z["n_out"], depth)
+    red, _, _ = reduction.conv_reduce(t, outputs, depth, c.si, eb, pb)
+    tr = _transform_costs(s, c, xb)
+    serial = c.si * c.so
+    # serial splits: slices of inputs (input channels) and weights, update / add of outputs
+    in_per_tile = _cdiv(s.M[o] * s.C[o] * s.G[o], z["tiles"])
+    w_per_tile = _cdiv(s.kernel[o] * s.C[o] * s.N[o] * s.G[o], z["tiles"])
+    extra = _dynamic_slice_cycles(t, in_per_tile, c.si, eb)
+    extra = extra + _dynamic_slice_cycles(t, w_per_tile, serial, eb)
+    extra = extra + _dynamic_slice_cycles(t, outputs, c.so, pb)
+    vw_p = vertex_costs.DATA_PATH_BITS // (8 * pb)
+    add = t.elementwise_supervisor_cycles + W * (
+        ADD_IN_PLACE_WORKER_CYCLES + _cdiv(_cdiv(outputs, W), vw_p) * ADD_IN_PLACE_CYCLES_PER_VECTOR
+    )
+    extra = extra + np.where(c.si > 1, add, 0)
+    vw_o = vertex_costs.DATA_PATH_BITS // (8 * eb)
+    out_cast = np.where(c.si > 1, reduction.cast_partials_cycles(outputs, vw_p, vw_o, W), 0).astype(
+        np.int64
+    )
+    per_iter = (
+        extra
+        + tr["copy"]
+        + tr["exch"]
+        + tr["out_copy"]
+        + tr["out_exch"]
+        + input_exchange
+        + weight_exchange
+        + red_ex.sum(axis=1)
+        + partial
+        + red.sum(axis=1)
+    )
+    total = per_iter * serial + out_cast
+    conv_temp = (z["n_in"] + z["n_w"]) * eb + z["n_out"] * pb
+    red_temp = reduction.conv_reduce_temp_bytes(outputs, depth, pb)
+    in_place = np.where(c.si > 1, outputs * pb, 0)
+    temp = np.maximum.reduce([tr["temp"], conv_temp, red_temp]) + in_place
+    return PlanCosts(
+        input_exchange=input_exchange,
+        weight_exchange=weight_exchange,
+        reduce_exchange=red_ex,
+        partial_calc=partial,
+        reduce=red,
+        transform_copy=tr["copy"],
+        transform_exchange=tr["exch"].astype(np.int64),
+        output_copy=tr["out_copy"],
+        output_exchange=tr["out_exch"],
+        serial_extra=extra,
+        output_cast=out_cast,
+        total=total.astype(np.int64),
+        temp=temp.astype(np.int64),
+        sizes=z,
+    )
+
+
+#: Serial splits tried for a partition whose temporaries do not fit (powers of two).
+SERIAL_SPLITS = (2, 4, 8, 16, 32, 64)
+
+
+def _take(c: Candidates, idx: np.ndarray) -> Candidates:
+    return Candidates(*(getattr(c, f)[idx] for f in Candidates.__dataclass_fields__))
+
+
+def _with_serial(s: ConvShapes, c: Candidates, over: np.ndarray) -> Candidates:
+    """The candidates that do not fit, again with output- or input-channel serial splits (one
+    kind at a time), each split within the channel grains left by the parallel split."""
+    idx = np.flatnonzero(over)
+    if not len(idx):
+        return _take(c, idx)
+    ss = np.array(SERIAL_SPLITS)
+    base = _take(c, np.repeat(idx, 2 * len(ss)))
+    k = np.tile(np.concatenate([ss, ss]), len(idx))
+    out_kind = np.tile(np.r_[np.ones(len(ss), bool), np.zeros(len(ss), bool)], len(idx))
+    o = base.op
+    left_o = _cdiv(_cdiv(s.N[o], s.co), base.po)
+    left_i = _cdiv(_cdiv(s.C[o], s.ci), base.pi)
+    base.so = np.where(out_kind, np.minimum(k, left_o), 1)
+    base.si = np.where(out_kind, 1, np.minimum(k, left_i))
+    fine = np.where(out_kind, k <= 2 * left_o, k <= 2 * left_i) & (base.so * base.si > 1)
+    return _take(base, np.flatnonzero(fine))
+
+
+def search(s: ConvShapes, t, T: int, limit: float) -> tuple[Candidates, PlanCosts, np.ndarray]:
+    """The best plan of every op: the fastest candidate whose temporaries fit ``limit`` bytes
+    per tile (ties: fewer tiles), else the one with the least temporary memory. Returns the
+    chosen candidates, their costs and which ops found no fitting plan."""
+    c = candidates(s, T)
+    e = estimate(s, c, t)
+    # serial splits only cost more than the same partition without them: try them on the
+    # partitions that do not fit yet would beat the best one that does
+    n = len(s.M)
+    best_fit = np.full(n, np.iinfo(np.int64).max)
+    fits = e.temp <= limit
+    np.minimum.at(best_fit, c.op[fits], e.total[fits])
+    extra = _with_serial(s, c, ~fits & (e.total < best_fit[c.op]))
+    if len(extra.op):
+        e2 = estimate(s, extra, t)
+        c = _concat(c, extra)
+        e = _concat_costs(e, e2)
+    fits = e.temp <= limit
+    any_fit = np.zeros(n, bool)
+    any_fit[c.op[fits]] = True
+    score = np.where(fits, e.total, np.iinfo(np.int64).max // 4)
+    score = np.where(any_fit[c.op], score, e.temp)
+    tiles = c.pg * c.pf * c.pkh * c.pi * c.po
+    order = np.lexsort((tiles, score, c.op))
+    first = np.ones(len(order), bool)
+    first[1:] = c.op[order][1:] != c.op[order][:-1]
+    best = order[first]  # one per op, in op order
+    return _take(c, best), _take_costs(e, best), ~any_fit
+
+
+def _concat(a: Candidates, b: Candidates) -> Candidates:
+    return Candidates(
+        *(np.concatenate([getattr(a, f), getattr(b, f)]) for f in Candidates.__dataclass_fields__)
+    )
+
+
+def _concat_costs(a: PlanCosts, b: PlanCosts) -> PlanCosts:
+    out = {}
+    for f in PlanCosts.__dataclass_fields__:
+        x, y = getattr(a, f), getattr(b, f)
+        out[f] = (
+            {k: np.concatenate([x[k], y[k]]) for k in x}
+            if isinstance(x, dict)
+            else np.concatenate([x, y])
+        )
+    return PlanCosts(**out)
+
+
+def _take_costs(e: PlanCosts, idx: np.ndarray) -> PlanCosts:
+    out = {}
+    for f in PlanCosts.__dataclass_fields__:
+        x = getattr(e, f)
+        out[f] = {k: v[idx] for k, v in x.items()} if isinstance(x, dict) else x[idx]
+    return PlanCosts(**out)
+
+
+def plan(a: dict, t, T: int, limit: float, pb: int) -> dict:
+    """Plan the AMP ops ``a`` (lowered columns) and give the cycles of their programs on the
+    largest tile share (``*_lo``: the smaller share, where it differs), keyed as
+    ``engine.compiler.plan`` lays them out. The programs carry what the chosen partition
+    does: the partial-sum exchanges only where the reduction depth is above 1 (the planner's
+    estimate, ``planner_cycles``, counts the first stage's exchange for every plan)."""
+    n = len(a["M"])
+    if n == 0:
+        return {}
+    s = conv_shapes(a, t, pb)
+    c, e, none_fit = search(s, t, T, limit)
+    z = e.sizes
+    setup = int(t.exchange_setup_cycles)
+    eb = s.eb
+    serial = c.si * c.so
+    tiles = z["tiles"]
+    M = s.M
+    r = M - (M // c.pf) * c.pf
+    n_max = np.where(r > 0, r * (tiles // c.pf), tiles)
+    depth = z["depth"]
+    reduces = depth > 1
+    exch = (e.input_exchange + e.weight_exchange + e.transform_exchange) * serial
+    recv = ((z["n_in"] - z["n_in"] // c.po) + (z["n_w"] - z["n_w"] // c.pf)) * eb
+    # the smaller field share (floor) of the other tiles, for the main compute set
+    Ft_lo = np.maximum(M // c.pf, 1)
+    lo = vertex_costs.amp_partials_cycles(
+        t,
+        field=Ft_lo,
+        row_width=np.where(s.width > 0, np.minimum(s.width, Ft_lo), Ft_lo),
+        kernel_positions=z["kt"],
+        kernel_width=z["kwt"],
+        in_groups=z["Cgt"],
+        out_groups=z["Ngt"],
+        conv_groups=z["Gt"],
+        acts_bytes=eb,
+        partials_bytes=pb,
+        one_by_one=s.kernel == 1,
+    )
+    red_ex = np.where(reduces[:, None], e.reduce_exchange, 0) * serial[:, None]
+    red_ex = np.where(red_ex > 0, red_ex + setup, 0)
+    red_cs = np.where(reduces[:, None], e.reduce, 0) * serial[:, None]
+    cast = np.where(reduces, 0, e.reduce[:, 0]) * serial + e.output_cast
+    outputs = _cdiv(z["n_out"], depth)
+    red_recv = np.zeros_like(red_ex)
+    size = z["n_out"]
+    d = reduction.stage_depths(depth)
+    for k in range(reduction.MAX_STAGES):
+        red_recv[:, k] = np.where(d[:, k] > 0, size * pb, 0)
+        size = _cdiv(size, np.maximum(d[:, k], 1))
+    out = {
+        "pg": c.pg,
+        "pf": c.pf,
+        "pkh": c.pkh,
+        "pi": c.pi,
+        "po": c.po,
+        "si": c.si,
+        "so": c.so,
+        "s": serial,
+        "gpt": z["Gt"],
+        "pk": depth,
+        "tiles_used": np.minimum(tiles, T),
+        "n_max": np.minimum(n_max, tiles),
+        "none_fit": none_fit,
+        "planner_cycles": e.total,
+        "temp": e.temp,
+        "exch": exch + setup * serial,
+        "recv": recv * serial,
+        "compute": (e.partial_calc + e.serial_extra) * serial,
+        "compute_lo": (lo + e.serial_extra) * serial,
+        "prearr": e.transform_copy * serial,
+        "red_ex_stages": red_ex,
+        "red_cs_stages": red_cs,
+        "red_recv_stages": red_recv * serial[:, None],
+        "red_ex": red_ex.sum(axis=1),
+        "red_cs": red_cs.sum(axis=1),
+        "cast": cast,
+        "out_ex": np.where(e.output_exchange > 0, e.output_exchange * serial + setup, 0),
+        "out_copy": e.output_copy * serial,
+        "out_recv": e.output_exchange * t.exchange_bytes_per_cycle,
+        "n_w": z["n_w"],
+        "n_in": z["n_in"],
+        "outputs": outputs,
+    }
+    return out
