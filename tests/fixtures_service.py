@@ -36,7 +36,8 @@ def sim_cluster():
     owner = get_service()
     owner.client()
     address = owner._cluster.scheduler_address if owner._cluster is not None else owner.scheduler
-    set_service(SimulationService(scheduler=address))
+    # the cluster requires its per-run TLS credentials of every client
+    set_service(SimulationService(scheduler=address, security=owner.security))
     yield owner
     get_service().close()  # the clients first: a client left on a closed cluster logs errors at exit
     owner.close()
@@ -49,10 +50,48 @@ def scheduler_address(sim_cluster) -> str:
 
 
 @pytest.fixture
+def cluster_security(sim_cluster):
+    """The shared cluster's TLS credentials (``distributed.security.Security``), which every
+    client connecting to it by address must present."""
+    return sim_cluster.security
+
+
+@pytest.fixture(scope="session")
+def scheduler_args(sim_cluster, tmp_path_factory) -> list[str]:
+    """``analyse`` options that reach the shared cluster: its address and its credentials as
+    the files ``--tls-ca-file`` / ``--tls-cert`` / ``--tls-key`` read (what a user of a
+    TLS-secured cluster of their own gives)."""
+    sec = sim_cluster.security
+    folder = tmp_path_factory.mktemp("cluster-tls")
+    files = {}
+    for name, text in (
+        ("ca.pem", sec.tls_ca_file),
+        ("cert.pem", sec.tls_client_cert),
+        ("key.pem", sec.tls_client_key),
+    ):
+        files[name] = folder / name
+        files[name].write_text(text)
+        files[name].chmod(0o600)
+    address = sim_cluster._cluster.scheduler_address
+    return [
+        "--scheduler",
+        address,
+        "--tls-ca-file",
+        str(files["ca.pem"]),
+        "--tls-cert",
+        str(files["cert.pem"]),
+        "--tls-key",
+        str(files["key.pem"]),
+    ]
+
+
+@pytest.fixture
 def sim_service(sim_cluster, scheduler_address, tmp_path):
     """A service on the shared cluster (connected by address) with a fresh, empty cache."""
     from analyser.core.service import SimulationService
 
-    svc = SimulationService(scheduler=scheduler_address, cache_dir=tmp_path / "cache")
+    svc = SimulationService(
+        scheduler=scheduler_address, cache_dir=tmp_path / "cache", security=sim_cluster.security
+    )
     yield svc
     svc.close()

@@ -96,16 +96,21 @@ def test_cancellation_drops_queued_and_stops_running(sim_service):
 
 
 def _worker_running(service, batch) -> int | None:
-    """pid of the worker running the batch's (only) task."""
-    client = service.client()
+    """pid of the worker running the batch's (only) task, asked of the scheduler (which knows
+    every worker's pid): asking a just-killed worker itself (``Client.run``) blocked for the
+    30 s connect timeout, long enough for the retried attempt to finish unseen."""
     keys = {j.future.key for j in batch._jobs.values()}
+
+    def pid_of(dask_scheduler, keys):
+        for ws in dask_scheduler.workers.values():
+            if any(ts.key in keys for ts in ws.processing):
+                return ws.pid
+        return None
+
     try:
-        for addr, tasks in client.processing().items():
-            if keys & set(tasks):
-                return client.run(os.getpid, workers=[addr])[addr]
-    except Exception:  # a worker going away while we ask
-        pass
-    return None
+        return service.client().run_on_scheduler(pid_of, keys=keys)
+    except Exception:  # the scheduler busy with a worker going away
+        return None
 
 
 def test_killed_worker_is_retried_once_then_reported(sim_service):
@@ -132,25 +137,29 @@ def test_killed_worker_is_retried_once_then_reported(sim_service):
     assert wait_until(lambda: sim_service.n_workers == 2, 60)
 
 
-def test_time_and_memory_limits_are_reported(scheduler_address, tmp_path):
+def test_time_and_memory_limits_are_reported(scheduler_address, cluster_security, tmp_path):
     cfg = _walk("2-half")
     # a simulation several times longer than the limit (the step alone now takes about 0.12 s,
     # under the limit since the engine got faster)
-    with SimulationService(scheduler=scheduler_address, cache_dir=tmp_path, time_limit=0.3) as s:
+    sec = cluster_security
+    with SimulationService(
+        scheduler=scheduler_address, cache_dir=tmp_path, time_limit=0.3, security=sec
+    ) as s:
         r = s.simulate({**cfg, **SLOW})
     assert r.status == "timeout" and "0.3 s" in r.message
     with SimulationService(
-        scheduler=scheduler_address, cache_dir=tmp_path, memory_limit=40 << 20
+        scheduler=scheduler_address, cache_dir=tmp_path, memory_limit=40 << 20, security=sec
     ) as s:
         r = s.simulate({**cfg, "micro_batch_size": 40})
     assert r.status == "memory" and "memory limit" in r.message
     # the workers are still usable afterwards
-    with SimulationService(scheduler=scheduler_address, cache_dir=tmp_path) as s:
+    with SimulationService(scheduler=scheduler_address, cache_dir=tmp_path, security=sec) as s:
         assert s.simulate(MLP).status == "ok"
 
 
-def test_tune_cli_on_a_scheduler_by_address(scheduler_address, tmp_path):
-    """`--scheduler tcp://127.0.0.1:PORT` (a cluster this test session started) does the work."""
+def test_tune_cli_on_a_scheduler_by_address(scheduler_args, tmp_path):
+    """`--scheduler tls://127.0.0.1:PORT` with `--tls-*` files (a cluster this test session
+    started) does the work."""
     cfg = tmp_path / "mlp.toml"
     cfg.write_text('model = "mlp"\n')
     out = tmp_path / "out"
@@ -161,8 +170,7 @@ def test_tune_cli_on_a_scheduler_by_address(scheduler_address, tmp_path):
             str(cfg),
             "--vary",
             "micro_batch_size=1,2,4",
-            "--scheduler",
-            scheduler_address,
+            *scheduler_args,
             "--cache",
             str(tmp_path / "cache"),
             "-o",

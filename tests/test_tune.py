@@ -126,7 +126,7 @@ def test_tune_from_walkthrough_step1_beats_step6(sim_service):
     assert best.figures["throughput_samples_per_s"] > ref.figures["throughput_samples_per_s"]
 
 
-def test_cli_writes_table_profiles_report_and_resumes(scheduler_address, tmp_path, capsys):
+def test_cli_writes_table_profiles_report_and_resumes(scheduler_args, tmp_path, capsys):
     from analyser.cli import main
 
     cfg = tmp_path / "mlp.toml"
@@ -139,8 +139,7 @@ def test_cli_writes_table_profiles_report_and_resumes(scheduler_address, tmp_pat
         "mbs=1,2,4",
         "--vary",
         "precision=32.32,16.16",
-        "--scheduler",
-        scheduler_address,
+        *scheduler_args,
         "--cache",
         str(tmp_path / "cache"),
         "-o",

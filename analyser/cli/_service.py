@@ -16,7 +16,28 @@ def add_service_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="tcp://HOST:PORT",
         default=None,
         help="use the Dask cluster at this scheduler address (default: $ANALYSE_SCHEDULER, "
-        "else a local cluster with one worker process per core)",
+        "else a local cluster with one worker process per core, secured by TLS credentials "
+        "made for the run)",
+    )
+    g.add_argument(
+        "--tls-ca-file",
+        metavar="PEM",
+        default=None,
+        help="with --scheduler tls://...: the CA certificate(s) the scheduler's certificate is "
+        "checked against (default: Dask's configuration, distributed.comm.tls.ca-file)",
+    )
+    g.add_argument(
+        "--tls-cert",
+        metavar="PEM",
+        default=None,
+        help="with --scheduler tls://...: this client's certificate (default: Dask's "
+        "configuration, distributed.comm.tls.client.cert)",
+    )
+    g.add_argument(
+        "--tls-key",
+        metavar="PEM",
+        default=None,
+        help="with --scheduler tls://...: the key of --tls-cert (default: inside --tls-cert)",
     )
     g.add_argument(
         "--workers",
@@ -70,10 +91,36 @@ def configure_from_args(args: argparse.Namespace) -> None:
             raise CliError("--memory-limit must be positive.")
     if args.scheduler is not None and not args.scheduler.strip():
         raise CliError("--scheduler: give an address such as tcp://10.0.0.5:8786.")
+    security = _tls_security(args)
     configure_service(
         scheduler=args.scheduler,
         workers=args.workers,
         cache_dir=args.cache,
         memory_limit=memory,
         time_limit=args.time_limit,
+        security=security,
     )
+
+
+def _tls_security(args: argparse.Namespace):
+    """The ``Security`` of ``--tls-ca-file`` / ``--tls-cert`` / ``--tls-key`` (None when none
+    is given: Dask's configuration applies)."""
+    import os
+
+    from analyser.core.service import ENV_SCHEDULER, tls_security
+
+    ca, cert, key = args.tls_ca_file, args.tls_cert, args.tls_key
+    if ca is None and cert is None and key is None:
+        return None
+    if ca is None or cert is None:
+        raise CliError(
+            "--tls-ca-file and --tls-cert go together (and --tls-key unless the "
+            "key is inside the certificate file)."
+        )
+    scheduler = args.scheduler or os.environ.get(ENV_SCHEDULER) or ""
+    if not scheduler.startswith("tls://"):
+        raise CliError(
+            "the --tls-* options secure a scheduler given as --scheduler tls://HOST:PORT "
+            "(the embedded cluster makes its own credentials)."
+        )
+    return tls_security(ca, cert, key)

@@ -29,6 +29,7 @@ from analyser.core.service.service import (
     default_cache_dir,
     get_service,
     set_service,
+    tls_security,
 )
 
 __all__ = [
@@ -49,4 +50,5 @@ __all__ = [
     "figures_of",
     "get_service",
     "set_service",
+    "tls_security",
 ]

@@ -13,6 +13,15 @@ connects to an existing Dask cluster instead; its workers need this package inst
 engine: a worker whose engine differs refuses the work rather than cache another engine's
 figures under this one's key).
 
+Who may talk to it: a Dask scheduler, its workers and nannies run any function a connected
+client sends, and loopback does not check who connects. The embedded cluster therefore gets a
+fresh TLS key and self-signed certificate per run (:meth:`Security.temporary`, kept in memory
+and handed to the worker processes it spawns) and requires them of every peer (mutual TLS,
+encryption required), so only this process's client and its own workers get in. For a
+cluster of the user's own, its security settings pass through: ``security=`` (the CLI's
+``--tls-ca-file`` / ``--tls-cert`` / ``--tls-key``, :func:`tls_security`), else Dask's own
+configuration (``distributed.comm.tls.*``). See docs/tune.md.
+
 What the service guarantees:
 
 * a configuration is simulated once: answers (``ok``, ``oom`` and the engine's ``refused``)
@@ -304,9 +313,14 @@ class SimulationService:
         cache_dir: str | Path | None = None,
         memory_limit: int | None = None,
         time_limit: float | None = DEFAULT_TIME_LIMIT,
+        security: Any = None,
     ) -> None:
         self.scheduler = scheduler if scheduler is not None else os.environ.get(ENV_SCHEDULER)
         self.scheduler = self.scheduler or None
+        #: ``distributed.security.Security`` of the connection: for a scheduler given by
+        #: address, the caller's (None: Dask's configuration); for the embedded cluster, its
+        #: per-run temporary credentials (set when it starts)
+        self.security = security
         self.workers = workers
         self.cache = SimCache(cache_dir or default_cache_dir())
         self.memory_limit = memory_limit
@@ -344,7 +358,9 @@ class SimulationService:
         if self.scheduler:
             _check_reachable(self.scheduler)
             try:
-                return Client(self.scheduler, timeout=10, set_as_default=False)
+                return Client(
+                    self.scheduler, timeout=10, set_as_default=False, security=self.security
+                )
             except (OSError, TimeoutError, ValueError) as exc:
                 raise ServiceError(
                     f"cannot reach the Dask scheduler at {self.scheduler!r}: "
@@ -358,23 +374,35 @@ class SimulationService:
             self.memory_limit = int(per_worker * 0.85)
         from analyser._sigint import sigint_deferred
 
+        self.security = _embedded_security()
         _workers_ignore_sigint()
         # Ctrl-C while the workers start is held back until they are up, then raised here
-        with sigint_deferred(), dask.config.set(
-            {
-                "distributed.scheduler.allowed-failures": 0,
-                "distributed.scheduler.worker-saturation": 1.0,
-                "distributed.worker.memory.target": False,
-                "distributed.worker.memory.spill": False,
-                "distributed.worker.memory.pause": False,
-                "distributed.admin.system-monitor.gil.enabled": False,
-            }
+        with (
+            sigint_deferred(),
+            dask.config.set(
+                {
+                    "distributed.scheduler.allowed-failures": 0,
+                    "distributed.scheduler.worker-saturation": 1.0,
+                    "distributed.worker.memory.target": False,
+                    "distributed.worker.memory.spill": False,
+                    "distributed.worker.memory.pause": False,
+                    "distributed.admin.system-monitor.gil.enabled": False,
+                    # the HTTP servers (plain HTTP, not covered by the TLS below) answer health
+                    # checks only: no pages listing workers, tasks or their logs
+                    "distributed.scheduler.http.routes": ["distributed.http.health"],
+                    "distributed.worker.http.routes": ["distributed.http.health"],
+                }
+            ),
         ):
             self._cluster = LocalCluster(
                 n_workers=n,
                 threads_per_worker=1,
                 processes=True,
                 host="127.0.0.1",
+                # every listener (scheduler, nannies, workers) speaks TLS and wants our
+                # certificate from whoever connects
+                protocol="tls://",
+                security=self.security,
                 scheduler_port=0,
                 dashboard_address=None,
                 # the scheduler's HTTP routes (health, metrics) on a free loopback port, not
@@ -535,6 +563,60 @@ def _task(payload: dict[str, Any]) -> dict[str, Any]:
     return run_simulation(payload)
 
 
+def _embedded_security():
+    """Fresh credentials for one embedded cluster: a TLS key and self-signed certificate (in
+    memory) that every peer must present, with encryption required."""
+    from distributed.security import Security
+
+    try:
+        return Security.temporary()
+    except ImportError:
+        raise ServiceError(
+            "the simulation service needs the Python package 'cryptography' to secure its "
+            "local cluster; install it (pip install cryptography)."
+        ) from None
+
+
+#: Largest TLS file (CA bundle, certificate or key) read for a scheduler's connection.
+MAX_TLS_FILE = 1 << 20
+
+
+def tls_security(ca_file: str, cert: str, key: str | None = None):
+    """A ``Security`` for a user's TLS-secured scheduler from a CA bundle, a client certificate
+    and its key (``key`` None: inside ``cert``); one sentence when a file cannot be used."""
+    import ssl
+    import stat
+
+    from distributed.security import Security
+
+    for what, path in (("CA file", ca_file), ("certificate", cert), ("key", key)):
+        if path is None:
+            continue
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            raise ServiceError(f"the TLS {what} {path!r} cannot be read: {exc.strerror}.") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise ServiceError(f"the TLS {what} {path!r} is not a regular file.")
+        if st.st_size > MAX_TLS_FILE:
+            raise ServiceError(
+                f"the TLS {what} {path!r} is {st.st_size:,} bytes, more than a PEM file "
+                f"holds (limit {MAX_TLS_FILE:,})."
+            )
+    sec = Security(
+        tls_ca_file=ca_file, tls_client_cert=cert, tls_client_key=key, require_encryption=True
+    )
+    try:
+        sec.get_connection_args("client")  # loads the files now, not at the first connection
+    except (ssl.SSLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", None) or str(exc).splitlines()[0] or type(exc).__name__
+        raise ServiceError(
+            f"the TLS files ({ca_file}, {cert}{', ' + key if key else ''}) cannot be used: "
+            f"{reason}."
+        ) from None
+    return sec
+
+
 def _check_reachable(address: str) -> None:
     """One sentence at once when nothing listens at a ``tcp://HOST:PORT`` scheduler address
     (the Dask client would retry for its whole timeout)."""
@@ -542,7 +624,7 @@ def _check_reachable(address: str) -> None:
     from urllib.parse import urlsplit
 
     url = urlsplit(address if "://" in address else f"tcp://{address}")
-    if url.scheme != "tcp":
+    if url.scheme not in ("tcp", "tls"):
         return
     try:
         host, port = url.hostname, url.port
@@ -550,7 +632,8 @@ def _check_reachable(address: str) -> None:
         host, port = None, None
     if not host or not port:
         raise ServiceError(
-            f"the Dask scheduler address {address!r} is not of the form tcp://HOST:PORT."
+            f"the Dask scheduler address {address!r} is not of the form tcp://HOST:PORT "
+            "(or tls://HOST:PORT)."
         )
     try:
         socket.create_connection((host, port), timeout=5).close()
@@ -612,8 +695,8 @@ _OPTIONS: dict[str, Any] = {}
 
 def configure_service(**options: Any) -> None:
     """Set the options of the process-wide service (``scheduler``, ``workers``, ``cache_dir``,
-    ``memory_limit``, ``time_limit``) before its first use; closes a running one whose options
-    differ."""
+    ``memory_limit``, ``time_limit``, ``security``) before its first use; closes a running one
+    whose options differ."""
     global _SERVICE
     with _SERVICE_LOCK:
         if _SERVICE is not None and options != _OPTIONS:
