@@ -156,7 +156,7 @@ def test_apply_fp16_tip_on_the_oom_walkthrough_step(qtbot, window, walkthrough_p
     from analyser.core.insights import find_insights
     from analyser.gui import whatif
 
-    src = tmp_path / "1-base.h5"  # a private copy: the result is written beside it
+    src = tmp_path / "1-base.h5"  # a private copy: nothing may be written beside it
     shutil.copy(walkthrough_profiles["1-base"], src)
     with qtbot.waitSignal(window.loadFinished, timeout=60_000):
         window.open_files([src])
@@ -174,7 +174,11 @@ def test_apply_fp16_tip_on_the_oom_walkthrough_step(qtbot, window, walkthrough_p
     # the service's progress reached the dialog, up to the written profile
     assert fractions and fractions[-1] == 1.0
     assert dialog.bar.value() == dialog.bar.maximum()
-    assert dialog.result_path is not None and dialog.result_path.parent == tmp_path
+    # the result stays in the cache, under a readable name; nothing is written beside the
+    # user's profile (issue 23, defect 3)
+    assert dialog.result_path is not None and dialog.result_path.parent.name == "results"
+    assert dialog.result_path.name.startswith("1-base-whatif-memory.fp16")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["1-base.h5", "settings.ini"]
     _assert_stopped(dialog.job)
     ws = window.workspace
     assert ws.document.path == src
@@ -185,6 +189,9 @@ def test_apply_fp16_tip_on_the_oom_walkthrough_step(qtbot, window, walkthrough_p
     trace.ensure_refreshed()
     assert trace.trace is not None and trace.timeline.n_rects > 0
     assert "does not fit" in trace.timeline.getPlotItem().titleLabel.text
+    # File > Save profile as... keeps a copy of the result (B) where the user asks
+    kept = window.save_profile_as(tmp_path / "kept.h5")
+    assert kept == tmp_path / "kept.h5" and kept.read_bytes() == dialog.result_path.read_bytes()
 
 
 def test_run_engine_dialog_runs_and_opens_the_profile(qtbot, window, tmp_path):
@@ -198,14 +205,15 @@ def test_run_engine_dialog_runs_and_opens_the_profile(qtbot, window, tmp_path):
     assert isinstance(dialog, RunEngineDialog)
     dialog.editors["model"].set_value("mlp")
     dialog.editors["micro_batch_size"].set_value(16)
-    out = tmp_path / "mlp.h5"
-    dialog.output.setText(str(out))
+    assert dialog.output.text() == ""  # kept in the cache unless the user names a file
     assert not dialog.compare.isEnabled()  # nothing open to compare with
     with qtbot.waitSignal(window.loadFinished, timeout=120_000) as loaded:
         job = dialog.run()
         assert job is not None
     assert loaded.args == [True]
-    assert job.result_path == out and out.exists()
+    out = job.result_path
+    assert out.parent.name == "results" and out.name.startswith("mlp-")
+    assert not list(tmp_path.glob("*.h5"))
     _assert_stopped(job.job)
     assert window.workspace.document.path == out
     assert window.workspace.document.analysis.run_config["model"] == "mlp"

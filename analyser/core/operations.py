@@ -14,11 +14,20 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+def run_step_cycles(execution: ExecutionSummary | None) -> float:
+    """The denominator of every ``cycles_share`` (operations, model layers, programs: one
+    definition, the catalogue's ``SHARE_OF_CYCLES`` tooltip): the cycles of all executed steps
+    of the run, summed over its IPUs (0 without execution)."""
+    if execution is None:
+        return 0.0
+    return float(np.asarray(execution.program_cycles, dtype=np.float64).sum())
+
+
 def operations_table(src: Source, execution: ExecutionSummary | None) -> pd.DataFrame:
     """One row per operation: the /graph/operations columns (``pass`` decoded) plus
 
     ``executions`` (times its steps ran), ``total_cycles`` (measured cycles of its executed steps
-    over the run, all IPUs), ``cycles_share`` (of all busy cycles), ``flops_per_cycle``
+    over the run, all IPUs), ``cycles_share`` (of :func:`run_step_cycles`), ``flops_per_cycle``
     (FLOPs of one execution / its cycles) and ``memory_bytes`` (bytes of the variables it owns).
     """
     import pandas as pd  # imported on first use (not by `analyse summary`)
@@ -41,7 +50,7 @@ def operations_table(src: Source, execution: ExecutionSummary | None) -> pd.Data
         execs = ex
     df["executions"] = execs
     df["total_cycles"] = total
-    busy = float(total.sum())
+    busy = run_step_cycles(execution)
     df["cycles_share"] = total / busy if busy else 0.0
     with np.errstate(divide="ignore", invalid="ignore"):
         df["flops_per_cycle"] = np.where(
@@ -123,8 +132,11 @@ def program_table(
     """The executable programs (Poplar's level: compute sets, exchanges, stream copies, syncs),
     one row per leaf of /programs/nodes with ``program`` (its row), ``type`` (step type),
     ``ipu``, ``operation`` (name of the framework operation it belongs to, '-' for none),
-    ``pass``, ``cycles`` (one execution, max over tiles), ``executions``, ``total_cycles``,
-    ``cycles_share``, ``tile_balance``, ``bytes`` (moved by one execution) and ``code_bytes``."""
+    ``pass``, ``cycles`` (one execution, max over tiles; for a program whose duration is known
+    only when it runs, a GlobalExchange or a sync that the compiler records as 0, the mean
+    measured execution), ``executions``, ``total_cycles``, ``cycles_share`` (of
+    :func:`run_step_cycles`), ``tile_balance``, ``bytes`` (moved by one execution) and
+    ``code_bytes``."""
     import pandas as pd  # imported on first use (not by `analyse summary`)
 
     nodes = src.table("/programs/nodes")
@@ -140,7 +152,10 @@ def program_table(
     if execution is not None:
         total = np.asarray(execution.program_cycles, dtype=np.int64)[leaf]
         execs = np.asarray(execution.program_executions, dtype=np.int64)[leaf]
-    busy = float(total.sum())
+    busy = run_step_cycles(execution)
+    cycles = nodes["cycles"].to_numpy().astype(np.int64)[leaf]
+    measured = (cycles == 0) & (execs > 0)
+    cycles = np.where(measured, total // np.maximum(execs, 1), cycles)
     return pd.DataFrame(
         {
             "name": nodes["name"].astype(str).to_numpy()[leaf],
@@ -149,7 +164,7 @@ def program_table(
             "ipu": nodes["ipu"].to_numpy()[leaf],
             "operation": np.where(has, names[safe] if len(names) else "-", "-"),
             "pass": np.where(has, passes[safe] if len(passes) else "-", "-"),
-            "cycles": nodes["cycles"].to_numpy().astype(np.int64)[leaf],
+            "cycles": cycles,
             "executions": execs,
             "total_cycles": total,
             "cycles_share": total / busy if busy else np.zeros(leaf.size),

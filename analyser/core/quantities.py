@@ -190,6 +190,11 @@ def _cols(*specs: tuple) -> dict[str, Column]:
 
 
 _PROFILE = ("profile", "Profile")
+#: The tooltip of every "Share of cycles" column (analyser.core.operations.run_step_cycles).
+SHARE_OF_CYCLES = (
+    "Total cycles / the cycles of every step the run executed, summed over its IPUs (syncs, "
+    "exchanges and host waits included): one denominator for operations, layers and programs"
+)
 #: Every table of the views, by name: its columns (key -> Column) in their usual order. A view
 #: shows a table with :func:`columns`; a new column is one row here.
 TABLES: dict[str, dict[str, Column]] = {
@@ -220,7 +225,7 @@ TABLES: dict[str, dict[str, Column]] = {
         ("cycles", "Cycles", "count", "lower"),
         ("executions", "Executions", "count"),
         ("total_cycles", "Total cycles", "count", "lower"),
-        ("cycles_share", "Share of cycles", "share"),
+        ("cycles_share", "Share of cycles", "share", None, SHARE_OF_CYCLES),
         ("flops", "FLOPs", "count"),
         ("flops_per_cycle", "FLOPs / cycle", "float", "higher"),
         ("memory_bytes", "Memory", "bytes", "lower"),
@@ -267,7 +272,7 @@ TABLES: dict[str, dict[str, Column]] = {
         ("stage", "Stage"),
         ("cycles", "Cycles", "count", "lower"),
         ("total_cycles", "Total cycles", "count", "lower"),
-        ("cycles_share", "Share of cycles", "share"),
+        ("cycles_share", "Share of cycles", "share", None, SHARE_OF_CYCLES),
         ("flops", "FLOPs", "count"),
         ("memory_bytes", "Memory", "bytes", "lower"),
         ("temp_bytes", "Temporary", "bytes", "lower"),
@@ -282,7 +287,7 @@ TABLES: dict[str, dict[str, Column]] = {
         ("cycles", "Cycles", "count", "lower"),
         ("executions", "Executions", "count"),
         ("total_cycles", "Total cycles", "count", "lower"),
-        ("cycles_share", "Share of cycles", "share"),
+        ("cycles_share", "Share of cycles", "share", None, SHARE_OF_CYCLES),
         ("tile_balance", "Tile balance", "share", "higher"),
         ("bytes", "Bytes moved", "bytes"),
         ("code_bytes", "Code", "bytes", "lower"),
@@ -412,14 +417,27 @@ VARIABLE_TABLE = (
 )
 
 
+class ColumnSpec(tuple):
+    """``(key, title, formatter)`` of one shown column, with its tooltip as ``tip`` (the
+    column's definition, shown over its header)."""
+
+    def __new__(cls, key: str, title: str, fmt: Callable[[Any], str] | None, tip: str = ""):
+        spec = super().__new__(cls, (key, title, fmt))
+        spec.tip = tip
+        return spec
+
+
 def columns(
     table: str, unit: str = "KiB", keys: Sequence[str] | None = None, **retitled: str
 ) -> list[tuple[str, str, Callable[[Any], str] | None]]:
     """``(key, title, formatter)`` of ``table``'s columns (all, or ``keys`` in that order) with
-    bytes in ``unit``: what the GUI's tables (``FilterTable.set_frame``) take."""
+    bytes in ``unit``, each with its tooltip (``.tip``): what the GUI's tables
+    (``FilterTable.set_frame``) take."""
     declared = TABLES[table]
     return [
-        (k, retitled.get(k, declared[k].title), declared[k].formatter(unit))
+        ColumnSpec(
+            k, retitled.get(k, declared[k].title), declared[k].formatter(unit), declared[k].tip
+        )
         for k in (keys if keys is not None else declared)
     ]
 

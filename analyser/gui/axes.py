@@ -23,16 +23,17 @@ def _decimals(step: float) -> int:
 
 def format_cycles(values, spacing: float) -> list[str]:
     """Tick labels for ``values`` cycles ``spacing`` apart, with one prefix for all of them:
-    the largest (G, M, k) that keeps at most four integer digits and needs at most two decimals
-    to tell neighbouring ticks apart (``50M``, ``1.25G``, ``2.5k``); otherwise the full count
-    with thousands separators (``120,000,020`` once zoomed in)."""
+    the largest (G, M, k) that keeps at most three integer digits and needs at most three
+    decimals to tell neighbouring ticks apart (``50M``, ``1.25G``, ``2.5k``, ``4.871G``);
+    otherwise the full count with thousands separators (``120,000,020`` once zoomed in). A
+    label never mixes both (``4,870.96M``, issue 23 defect 10)."""
     vals = [float(v) for v in values]
     finite = [abs(v) for v in vals if math.isfinite(v)]
     top = max(finite, default=0.0)
     spacing = abs(float(spacing)) or 1.0
     scale, prefix = 1.0, ""
     for s, p in PREFIXES:
-        if top >= s and spacing / s >= 0.01 and top / s < 10_000:
+        if top >= s and spacing / s >= 0.001 and top / s < 1000:
             scale, prefix = s, p
             break
     return _tick_labels(vals, scale, _decimals(spacing / scale), prefix)

@@ -224,6 +224,9 @@ class MainWindow(QMainWindow):
         self.act_close = self._action(
             menu, "&Close", QKeySequence.StandardKey.Close, self.close_document
         )
+        self.act_save_as = self._action(
+            menu, "Save profile &as...", QKeySequence("Ctrl+Shift+S"), self.save_profile_dialog
+        )
         menu.addSeparator()
         self.act_export = self._action(
             menu, "&Export chart image...", QKeySequence("Ctrl+E"), self.export_dialog
@@ -584,7 +587,13 @@ class MainWindow(QMainWindow):
 
     def _update_actions(self) -> None:
         has_doc = self.workspace.document is not None
-        for act in (self.act_compare, self.act_reload, self.act_close, self.act_export):
+        for act in (
+            self.act_compare,
+            self.act_reload,
+            self.act_close,
+            self.act_export,
+            self.act_save_as,
+        ):
             act.setEnabled(has_doc)
         self.act_stop_compare.setEnabled(self.workspace.compare is not None)
 
@@ -602,6 +611,46 @@ class MainWindow(QMainWindow):
         )
         if path:
             self.compare_with(path)
+
+    def saved_document(self) -> Document | None:
+        """What File > Save profile as... saves: B when comparing (a what-if or engine run's
+        result, kept in the cache), else the open profile."""
+        ws = self.workspace
+        return ws.compare if ws.compare is not None else ws.document
+
+    def save_profile_dialog(self) -> None:
+        doc = self.saved_document()
+        if doc is None:
+            return
+        default = str(Path(self._last_dir()) / doc.name)
+        path, _ = QFileDialog.getSaveFileName(self, f"Save {doc.name} as", default, PROFILE_FILTER)
+        if path:
+            self.save_profile_as(path)
+
+    def save_profile_as(self, path: str | Path) -> Path | None:
+        """Copy the profile File > Save profile as... names to ``path`` (never over a profile
+        or over the source; written under a temporary name, then renamed)."""
+        import shutil
+
+        from analyser.output import atomic_output, check_output
+
+        doc = self.saved_document()
+        if doc is None:
+            return None
+        try:
+            out = check_output(path, inputs=[str(doc.path)])
+            with open(doc.path, "rb") as src, atomic_output(out, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+        except UserFacingError as exc:
+            QMessageBox.warning(self, "Cannot save the profile", str(exc))
+            return None
+        except OSError as exc:
+            QMessageBox.warning(
+                self, "Cannot save the profile", f"cannot read {doc.path}: {exc.strerror or exc}."
+            )
+            return None
+        self.statusBar().showMessage(f"Saved {out}", 5000)
+        return Path(out)
 
     def export_dialog(self) -> None:
         report = self.current_report()

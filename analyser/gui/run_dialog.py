@@ -37,7 +37,7 @@ from PySide6.QtWidgets import (
 )
 
 from analyser.core.run_options import SECTION_STARTS
-from analyser.gui.whatif import WhatIfDialog, unique_output
+from analyser.gui.whatif import WhatIfDialog
 from analyser.literal import html as lit
 from profiles.errors import UserFacingError
 
@@ -293,7 +293,12 @@ class RunEngineDialog(QDialog):
         lay.addWidget(scroll, 1)
         out_row = QHBoxLayout()
         out_row.addWidget(QLabel("Output profile:"))
-        self.output = QLineEdit(str(Path.cwd() / "run.h5"))
+        # empty: the profile stays in the analyser's cache (File > Save profile as... keeps a
+        # copy); a file is written only where the user asks (issue 23, defect 3)
+        self.output = QLineEdit("")
+        self.output.setPlaceholderText(
+            "kept in the analyser's cache (or choose a file to write it to)"
+        )
         browse = QPushButton("…")
         browse.clicked.connect(self._browse_output)
         out_row.addWidget(self.output, 1)
@@ -319,7 +324,6 @@ class RunEngineDialog(QDialog):
         self.job_dialog: WhatIfDialog | None = None
         if initial is None and doc is not None:
             initial = dict(doc.analysis.run_config or {})
-            self.output.setText(str(unique_output(Path(doc.path), "run")))
         if initial:
             self.set_config(initial)
 
@@ -409,7 +413,7 @@ class RunEngineDialog(QDialog):
 
     def _browse_output(self) -> None:
         path, _ = QFileDialog.getSaveFileName(
-            self, "Output profile", self.output.text(), "Profiles (*.h5)"
+            self, "Output profile", self.output.text() or "run.h5", "Profiles (*.h5)"
         )
         if path:
             self.output.setText(path)
@@ -428,13 +432,14 @@ class RunEngineDialog(QDialog):
         try:
             cfg = self.config()
             self._check_model(cfg)
-            out = Path(self.output.text().strip() or "run.h5")
-            if out.exists():
+            text = self.output.text().strip()
+            out = Path(text).expanduser() if text else None
+            if out is not None and out.exists():
                 raise UserFacingError(
                     f"{out} already exists; choose another output file (profiles are never "
                     "overwritten from here)."
                 )
-            if not out.parent.exists():
+            if out is not None and not out.parent.exists():
                 raise UserFacingError(f"the folder {out.parent} does not exist.")
         except UserFacingError as exc:
             self.error.setText(str(exc))
@@ -456,12 +461,18 @@ class RunEngineDialog(QDialog):
         self.job_dialog = WhatIfDialog(
             "Running the engine",
             f"Simulating <b>{lit(cfg.get('model'))}</b> on {lit(cfg.get('num_ipus'))} × "
-            f"{lit(cfg.get('target'))} into <code>{lit(out)}</code>.",
+            f"{lit(cfg.get('target'))}"
+            + (
+                f" into <code>{lit(out)}</code>."
+                if out is not None
+                else " (kept in the analyser's cache; File &gt; Save profile as… keeps a copy)."
+            ),
             cfg,
             out,
             original,
             opened,
             window or self,
+            name=f"{cfg.get('model') or 'run'}-{cfg.get('num_ipus') or 1}ipu",
         )
         self.job_dialog.start()
         self.accept()

@@ -8,8 +8,10 @@
 * :func:`apply_tip` is the Insights report's "Apply" hook (``APPLY_TIP_HANDLER`` in the report
   registry): it applies the insight's recommended run-config change and starts the dialog.
 
-Results are written next to the original profile (``<name>-whatif-<tip>.h5``, never over an
-existing file), or in the temporary folder when that folder is not writable.
+Results stay in the simulation service's cache (``<cache>/results/<name>-whatif-<tip>.h5``, a
+hard link to the cached answer, never over an existing file): nothing is written next to the
+user's profile, which may sit in a shared or read-only folder (issue 23, defect 3). File > Save
+profile as... keeps a copy where the user chooses.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -56,22 +57,27 @@ def validate_config(run_config: dict[str, Any]) -> dict[str, Any]:
     return RunConfig.from_dict(run_config).to_dict()
 
 
-def unique_output(original: Path, tag: str) -> Path:
-    """A new file name ``<stem>-<tag>.h5`` beside ``original`` (or in the temp folder when that
-    folder is not writable); never an existing file."""
-    safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in tag).strip("-") or "whatif"
-    folder = original.parent if os.access(original.parent, os.W_OK) else Path(tempfile.gettempdir())
-    path = folder / f"{original.stem}-{safe}.h5"
+def unique_output(folder: Path, stem: str, tag: str = "") -> Path:
+    """A new file name ``<stem>-<tag>.h5`` (``<stem>.h5`` without a tag) in ``folder``, the
+    name made of letters, digits, ``-_.`` only; never an existing file."""
+    name = f"{stem}-{tag}" if tag else stem
+    safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in name).strip("-.") or "run"
+    path = folder / f"{safe}.h5"
     n = 2
     while path.exists():
-        path = folder / f"{original.stem}-{safe}-{n}.h5"
+        path = folder / f"{safe}-{n}.h5"
         n += 1
     return path
 
 
+#: Sub-folder of the simulation cache holding the results the GUI opened, under readable names.
+RESULTS_FOLDER = "results"
+
+
 class SimulationJob(QObject):
     """One configuration simulated on the simulation service (:mod:`analyser.core.service`),
-    the profile then copied to ``out_path``. Signals: ``progress(fraction or -1, message)``,
+    the profile then placed at ``out_path`` when the user chose one, else in the cache's
+    results folder as ``<name>.h5``. Signals: ``progress(fraction or -1, message)``,
     ``finished(path, status)``, ``failed(message)``, ``cancelled()``.
 
     The request is submitted from a helper thread (the service may be starting its cluster);
@@ -87,10 +93,18 @@ class SimulationJob(QObject):
     #: How often the timer looks at the answer and the progress (ms).
     POLL_MS = 150
 
-    def __init__(self, run_config: dict[str, Any], out_path: str | Path, parent=None) -> None:
+    def __init__(
+        self,
+        run_config: dict[str, Any],
+        out_path: str | Path | None = None,
+        parent=None,
+        name: str = "run",
+    ) -> None:
         super().__init__(parent)
         self.run_config = run_config
-        self.out_path = Path(out_path)
+        self.out_path = Path(out_path) if out_path is not None else None
+        self.name = name
+        self.cache_root: Path | None = None
         self.batch = None
         self.response = None
         self._error: str | None = None
@@ -105,6 +119,7 @@ class SimulationJob(QObject):
         from analyser.core.service import get_service
 
         service = get_service()
+        self.cache_root = Path(service.cache.root)
         self.state = "running"
         self._say(-1.0, "queued" if service.started else "starting the simulation service")
         threading.Thread(target=self._submit, args=(service,), daemon=True).start()
@@ -163,15 +178,21 @@ class SimulationJob(QObject):
             self._end("cancelled")
             self.cancelled.emit()
         elif resp.simulated:
+            out = self.out_path
             try:
-                _place(Path(resp.profile), self.out_path)
+                if out is None:
+                    folder = Path(resp.profile).parent / RESULTS_FOLDER
+                    folder.mkdir(exist_ok=True)
+                    out = unique_output(folder, self.name)
+                _place(Path(resp.profile), out)
             except OSError as exc:
                 self._end("failed")
-                self.failed.emit(f"cannot write {self.out_path}: {exc.strerror or exc}.")
+                self.failed.emit(f"cannot write {out}: {exc.strerror or exc}.")
                 return
+            self.out_path = out
             self._say(1.0, "done")
             self._end("done")
-            self.finished.emit(str(self.out_path), resp.status)
+            self.finished.emit(str(out), resp.status)
         else:
             self._end("failed")
             self.failed.emit(resp.message)
@@ -212,10 +233,11 @@ class WhatIfDialog(QDialog):
         title: str,
         description: str,
         run_config: dict[str, Any],
-        out_path: Path,
+        out_path: Path | None,
         original: Path | None,
         on_result=None,
         parent: QWidget | None = None,
+        name: str = "run",
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle(title)
@@ -238,7 +260,7 @@ class WhatIfDialog(QDialog):
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel)
         self.buttons.rejected.connect(self.cancel)
         lay.addWidget(self.buttons)
-        self.job = SimulationJob(run_config, out_path, self)
+        self.job = SimulationJob(run_config, out_path, self, name=name)
         self.job.progress.connect(self._on_progress)
         self.job.finished.connect(self._on_finished)
         self.job.failed.connect(self._on_failed)
@@ -323,7 +345,6 @@ def apply_tip(window, document, insight) -> WhatIfDialog | None:
     except UserFacingError as exc:
         QMessageBox.warning(window, "Cannot apply the tip", str(exc))
         return None
-    out = unique_output(Path(document.path), f"whatif-{getattr(insight, 'id', 'tip')}")
 
     def opened(original: Path | None, result: Path) -> None:
         if hasattr(window, "open_compare") and original is not None:
@@ -332,12 +353,14 @@ def apply_tip(window, document, insight) -> WhatIfDialog | None:
     dialog = WhatIfDialog(
         f"What-if: {title}",
         f"Re-simulating <b>{lit(document.name)}</b> with:{describe_change(base, change)}"
-        f"The result is written to <code>{lit(out)}</code> and opened compared with the original.",
+        "The result stays in the analyser's cache (nothing is written beside your profile) "
+        "and opens compared with the original; File &gt; Save profile as… keeps a copy.",
         cfg,
-        out,
+        None,
         Path(document.path),
         opened,
         window,
+        name=f"{Path(document.path).stem}-whatif-{getattr(insight, 'id', 'tip')}",
     )
     dialog.start()
     return dialog

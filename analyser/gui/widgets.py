@@ -261,9 +261,13 @@ class DataFrameModel(QAbstractTableModel):
     def headerData(
         self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
     ) -> Any:
+        horizontal = orientation == Qt.Orientation.Horizontal
+        if role == Qt.ItemDataRole.ToolTipRole and horizontal and section < len(self._cols):
+            # the column's definition from the catalogue (quantities.columns' ColumnSpec.tip)
+            return getattr(self._cols[section], "tip", "") or None
         if role != Qt.ItemDataRole.DisplayRole:
             return None
-        if orientation == Qt.Orientation.Horizontal:
+        if horizontal:
             return self._cols[section][1] if section < len(self._cols) else None
         return str(section + 1)
 

@@ -1,0 +1,92 @@
+"""Qt-free checks of what GUI reports show (issue 23's defects fixed in the analysis core or a
+report's view-model, issue 24 item 3): no Qt needed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from profiles import write_profile
+from profiles.synthetic import make_synthetic_profile
+
+
+@pytest.fixture(scope="module")
+def profile(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("models") / "p.h5"
+    write_profile(
+        path, make_synthetic_profile(n_steps=3000, n_ipus=2, tiles=256, n_programs=200, seed=3)
+    )
+    return path
+
+
+def test_share_of_cycles_has_one_denominator(profile):
+    """Issue 23 defect 8: the same operation's share read the same at every software layer
+    (0.6% vs 0.4% before), and a program the compiler records with 0 cycles but which ran
+    shows its measured cycles per execution."""
+    from analyser.core.analysis import Analysis
+    from analyser.core.operations import layer_table, program_table, run_step_cycles
+    from analyser.core.quantities import SHARE_OF_CYCLES, TABLES
+
+    with Analysis.open(profile) as a:
+        ops = a.operations
+        progs = program_table(a.src, a.execution, ops)
+        layers = layer_table(ops)
+        run = run_step_cycles(a.execution)
+        assert run == pytest.approx(float(np.asarray(a.execution.program_cycles).sum()))
+        assert progs["cycles_share"].sum() == pytest.approx(1.0)
+        by_op = progs[progs["operation"] != "-"].groupby("operation")["cycles_share"].sum()
+        shares = ops.set_index(ops["name"].astype(str))["cycles_share"]
+        for name, share in by_op.items():
+            assert share == pytest.approx(shares[name])
+        assert layers["cycles_share"].sum() == pytest.approx(ops["cycles_share"].sum())
+        ran = progs["executions"] > 0
+        assert (progs.loc[ran, "cycles"] > 0).all()
+    for table in ("operations", "operation_layers", "operation_programs"):
+        assert TABLES[table]["cycles_share"].tip == SHARE_OF_CYCLES
+
+
+def test_problem_sentences_are_one_sentence_without_python_names():
+    from analyser.gui.model.errors import missing_sentence, problem_sentence
+    from profiles.errors import ProfileError
+
+    assert problem_sentence(ProfileError("profile x: dataset /a is missing")) == (
+        "profile x: dataset /a is missing."
+    )
+    text = problem_sentence(KeyError("live_end"), "a.h5")
+    assert "live_end" in text and "KeyError" not in text and text.endswith(".")
+    text = problem_sentence(IndexError("index 5 is out of bounds"), "a.h5")
+    assert "IndexError" not in text and "analyse validate" in text
+    text = missing_sentence("a.h5", ["/x/1", "/x/2", "/x/3", "/x/4", "/x/5"])
+    assert "and 2 more" in text and "datasets" in text
+
+
+def test_document_missing_checks_the_file_index_only(profile, tmp_path):
+    import shutil
+
+    import h5py
+
+    from analyser.gui.model.document import Document
+
+    copy = tmp_path / "c.h5"
+    shutil.copy(profile, copy)
+    with h5py.File(copy, "r+") as h5:
+        del h5["memory/tile_xy"]
+    doc = Document.open(copy)
+    try:
+        assert doc.missing(("/memory/tile_xy", "/memory/total")) == ["/memory/tile_xy"]
+    finally:
+        doc.close()
+
+
+@pytest.mark.gui
+def test_cycle_axis_labels_never_mix_separators_and_prefixes():
+    from analyser.gui.axes import format_cycles
+
+    zoomed = format_cycles([4_870_960_000, 4_870_970_000], 10_000)
+    assert zoomed == ["4,870,960,000", "4,870,970,000"]
+    assert format_cycles([4.870e9, 4.871e9], 1e6) == ["4.870G", "4.871G"]
+    for spacing in (1e3, 1e4, 1e5, 1e6, 1e7, 1e8):
+        for label in format_cycles([0, 2.5e9, 4.8e9], spacing):
+            assert not ("," in label and label[-1] in "kMG"), label
