@@ -876,6 +876,29 @@ def nonregular_cases(folder: Path) -> dict[str, InputCase]:
     return cases
 
 
+def fidelity_errors_files(folder: Path) -> dict[str, Path]:
+    """Hostile stored-errors files (analyser.core.intervals, ``ANALYSE_FIDELITY_ERRORS``): every
+    non-regular kind, and well-formed JSON whose values are wrong or hostile."""
+    folder.mkdir(parents=True, exist_ok=True)
+    out = {kind: _nonregular(folder, kind, ".json") for kind in NONREGULAR_KINDS}
+    row = {"id": "r", "mechanism": "device-at-scale", "quantity": "throughput", "error": 0.1}
+    doc = {"schema": "ipu-fidelity-errors", "schema_version": "1.0", "rows": [row]}
+    bad = {
+        "nan": json.dumps(doc).replace("0.1", "NaN"),
+        "inf": json.dumps(doc).replace("0.1", "1e999"),
+        "terminal-id": json.dumps({**doc, "rows": [{**row, "id": INJECTIONS["terminal"]}]}),
+        "commit-injection": json.dumps({**doc, "commit": INJECTIONS["bidi"]}),
+        "deep": "[" * 100_000 + "]" * 100_000,
+        "rows-not-list": json.dumps({**doc, "rows": {"a": 1}}),
+        "error-text": json.dumps({**doc, "rows": [{**row, "error": "0.1"}]}),
+    }
+    for name, text in bad.items():
+        path = folder / f"{name}.json"
+        path.write_text(text, encoding="utf-8")
+        out[name] = path
+    return out
+
+
 def onnx_cases(folder: Path) -> dict[str, InputCase]:
     """Folding bombs, a 10^6-node model, odd dimensions, hostile external data."""
     folder.mkdir(parents=True, exist_ok=True)

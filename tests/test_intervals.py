@@ -250,9 +250,15 @@ def test_bad_stored_errors_are_one_sentence(tmp_path, monkeypatch, name):
     assert not iv.available and iv.note.startswith("no interval:") and str(path) in iv.note
 
 
-def test_errors_path_that_is_a_folder(tmp_path):
-    with pytest.raises(ErrorsFileError, match="not a regular file"):
-        intervals.load_errors(tmp_path)
+def test_hostile_errors_files_are_one_sentence(tmp_path):
+    from tests import hostile
+
+    for name, path in hostile.fidelity_errors_files(tmp_path / "errors").items():
+        with pytest.raises(ErrorsFileError) as exc:
+            intervals.load_errors(path)
+        msg = str(exc.value)
+        assert "\n" not in msg and msg.endswith("."), name
+        assert "\x1b" not in msg and "\u202e" not in msg, name
 
 
 # -- every predicted figure carries an interval ---------------------------------------------------

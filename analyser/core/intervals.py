@@ -52,7 +52,12 @@ MECHANISMS: dict[str, str] = {
     "model-facts": "model topology and work",
 }
 #: Classes that carry a performance error (``model-facts`` rows check counts, not speed).
-PERFORMANCE_CLASSES: tuple[str, ...] = ("device-at-scale", "small-feature-maps", "collectives-across-pods", "host-bound")
+PERFORMANCE_CLASSES: tuple[str, ...] = (
+    "device-at-scale",
+    "small-feature-maps",
+    "collectives-across-pods",
+    "host-bound",
+)
 #: Row quantities whose error is a rate's (engine / reference - 1 of samples per second).
 RATE_QUANTITIES: tuple[str, ...] = ("throughput", "device_throughput")
 #: Fewest reference rows a class needs to give an interval (a band from 3 rows holds a further,
@@ -339,8 +344,8 @@ def parse_errors(data: Any, source: str = "") -> ErrorTable:
         rows.append(_parse_row(r, f"{where}, row {i + 1}", seen))
     text = {k: data.get(k, "") for k in ("commit", "measured")}
     for k, v in text.items():
-        if not isinstance(v, str) or len(v) > 200:
-            raise ErrorsFileError(f"{where}: '{k}' must be a short text.")
+        if not isinstance(v, str) or len(v) > 200 or not v.isprintable():
+            raise ErrorsFileError(f"{where}: '{k}' must be a short printable text.")
     return ErrorTable(tuple(rows), text["commit"], text["measured"], source)
 
 
@@ -350,6 +355,8 @@ def _parse_row(r: Any, where: str, seen: set[str]) -> ErrorRow:
     rid, mech, qty = r.get("id"), r.get("mechanism"), r.get("quantity")
     if not isinstance(rid, str) or not rid or len(rid) > 200 or rid in seen:
         raise ErrorsFileError(f"{where}: 'id' must be a unique, non-empty short text.")
+    if not rid.isprintable():
+        raise ErrorsFileError(f"{where}: 'id' must be printable text (no control characters).")
     seen.add(rid)
     if mech not in MECHANISMS:
         raise ErrorsFileError(f"{where} ({rid}): 'mechanism' must be one of {sorted(MECHANISMS)}.")
@@ -367,28 +374,21 @@ def _parse_row(r: Any, where: str, seen: set[str]) -> ErrorRow:
 
 
 def load_errors(path: str | Path) -> ErrorTable:
-    """Read and validate an errors file; raises :class:`ErrorsFileError` (one sentence)."""
-    p = Path(path)
+    """Read and validate an errors file; raises :class:`ErrorsFileError` (one sentence). The
+    path must be a regular file of at most :data:`MAX_ERRORS_BYTES` (profiles.inputs)."""
+    from profiles.inputs import read_regular
+
+    what = f"fidelity errors {str(path)!r}"
+    raw = read_regular(path, what, ErrorsFileError, MAX_ERRORS_BYTES)
     try:
-        st = p.stat()
-        if not p.is_file():
-            raise ErrorsFileError(f"fidelity errors {str(p)!r} is not a regular file.")
-        if st.st_size > MAX_ERRORS_BYTES:
-            raise ErrorsFileError(
-                f"fidelity errors {str(p)!r} is {st.st_size:,} bytes, over the "
-                f"{MAX_ERRORS_BYTES:,}-byte limit."
-            )
-        text = p.read_text(encoding="utf-8")
-    except ErrorsFileError:
-        raise
-    except (OSError, UnicodeDecodeError) as exc:
-        why = getattr(exc, "strerror", None) or str(exc)
-        raise ErrorsFileError(f"fidelity errors {str(p)!r} cannot be read: {why}.") from None
-    try:
-        data = json.loads(text, parse_constant=_no_constant)
+        data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+    except UnicodeDecodeError:
+        raise ErrorsFileError(f"{what} is not UTF-8 text.") from None
     except ValueError as exc:
-        raise ErrorsFileError(f"fidelity errors {str(p)!r} is not valid JSON: {exc}.") from None
-    return parse_errors(data, f"fidelity errors {str(p)!r}")
+        raise ErrorsFileError(f"{what} is not valid JSON: {exc}.") from None
+    except RecursionError:
+        raise ErrorsFileError(f"{what} nests its JSON too deeply.") from None
+    return parse_errors(data, what)
 
 
 def _no_constant(name: str) -> float:
