@@ -17,7 +17,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=_at_least_one,
         default=5,
         metavar="N",
-        help="how many of the tiles with the most memory to list (N >= 1, default 5; "
+        help="how many of the tiles with the most memory and of the compute sets losing the most "
+        "cycles to tile imbalance to list (N >= 1, default 5; "
         "all tiles when N exceeds their number)",
     )
     parser.add_argument(
@@ -191,7 +192,36 @@ def run(args: argparse.Namespace) -> int:
                 operator.iadd, ([fmt_pct(ex.tile_balance[i]), ""] for i in range(t.num_ipus)), []
             ),
         )
+        imb = a.imbalance
+        cyc.add_row(
+            "lost to tile imbalance",
+            *functools.reduce(
+                operator.iadd,
+                (
+                    [fmt_int(imb.lost_cycles[i]), fmt_pct(imb.lost_share_of_compute[i])]
+                    for i in range(t.num_ipus)
+                ),
+                [],
+            ),
+        )
         con.print(cyc)
+        worst = Table(
+            title="Compute sets losing the most cycles to tile imbalance (slowest tile minus the "
+            "mean over the IPU's tiles, summed over executions)",
+            title_justify="left",
+        )
+        for col in ("compute set", "IPU", "executions", "slowest tile", "mean tile", "lost"):
+            worst.add_column(col, justify="left" if col == "compute set" else "right")
+        for r in imb.compute_sets.head(args.top).itertuples():
+            worst.add_row(
+                esc(str(r.name)),
+                str(r.ipu),
+                fmt_int(r.executions),
+                fmt_int(r.max_cycles),
+                fmt_int(r.mean_cycles),
+                fmt_int(r.lost_cycles),
+            )
+        con.print(worst)
 
         sc = Table(title="StreamCopy and IPU-to-IPU bytes", title_justify="left")
         for col in ("IPU", "received", "sent", "by destination (rx / tx)", "GlobalExchange rx/tx"):

@@ -26,6 +26,7 @@ import numpy as np
 from analyser.core import liveness as _liveness
 from analyser.core import memory as _memory
 from analyser.core.execution import ExecutionSummary, summarise_execution
+from analyser.core.imbalance import ImbalanceSummary, summarise_imbalance
 from analyser.core.operations import operations_table
 from analyser.core.source import Source
 from profiles import schema as _schema
@@ -303,6 +304,12 @@ class Analysis:
     @cached_property
     def execution(self) -> ExecutionSummary | None:
         return summarise_execution(self.src)
+
+    @cached_property
+    def imbalance(self) -> ImbalanceSummary | None:
+        """Cycles lost to tile imbalance per IPU and compute set (None without execution)."""
+        ex = self.execution
+        return None if ex is None else summarise_imbalance(self.src, ex)
 
     @cached_property
     def operations(self) -> pd.DataFrame:

@@ -156,6 +156,7 @@ def profile_data(analysis: Analysis, insights: list | None = None) -> dict[str, 
                 }
                 for i in range(ex.num_ipus)
             ],
+            "imbalance": analysis.imbalance.to_dict(top=10),
         }
         ops = analysis.operations.sort_values("total_cycles", ascending=False).head(15)
         d["operations_top"] = _records(

@@ -340,12 +340,20 @@ def render_markdown(data: dict[str, Any], analyses: list, title: str) -> str:
                 "",
             ]
             L += _md_table(
-                ["IPU", "busy cycles", "tile balance", "StreamCopy rx", "StreamCopy tx"],
+                [
+                    "IPU",
+                    "busy cycles",
+                    "tile balance",
+                    "lost to tile imbalance",
+                    "StreamCopy rx",
+                    "StreamCopy tx",
+                ],
                 [
                     [
                         x["ipu"],
                         fmt_int(x["cycles"]),
                         fmt_pct(x["tile_balance"]),
+                        fmt_int(p["execution"]["imbalance"]["ipus"][x["ipu"]]["lost_cycles"]),
                         fmt_bytes(x["streamcopy_rx_bytes"]),
                         fmt_bytes(x["streamcopy_tx_bytes"]),
                     ]
