@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.compiler.memory import _spread_ipus
+from engine.compiler.memory_records import _spread_ipus
 
 
 def _reference(values, ipu, t0, tn, n_ipus, size):
