@@ -28,6 +28,36 @@ DATA = "data-loading-tutorial.bin"
 REFERENCE_DIR = Path(__file__).resolve().parent.parent / "assets" / "runs" / "reference"
 
 
+class _ExternalWeights:
+    """FP32 weights kept as external data in one file, each at the next offset (zero-filled:
+    only shapes matter to the engine)."""
+
+    def __init__(self, location: str) -> None:
+        self.location = location
+        self.weights: list = []
+        self.offset = 0
+
+    def add(self, name: str, dims: list[int]) -> str:
+        """Add the weight ``name`` of shape ``dims``; returns its name."""
+        from onnx import TensorProto
+
+        t = TensorProto()
+        t.name, t.data_type = name, TensorProto.FLOAT
+        t.dims.extend(dims)
+        t.data_location = TensorProto.EXTERNAL
+        length = 4 * math.prod(dims)
+        for key, value in (
+            ("location", self.location),
+            ("offset", str(self.offset)),
+            ("length", str(length)),
+        ):
+            e = t.external_data.add()
+            e.key, e.value = key, value
+        self.offset += length
+        self.weights.append(t)
+        return name
+
+
 def build(folder: Path) -> Path:
     """Write the ONNX model and its zero-filled external data into ``folder``."""
     import numpy as np
@@ -35,22 +65,8 @@ def build(folder: Path) -> Path:
     from onnx import TensorProto, numpy_helper
     from onnx import helper as h
 
-    weights: list[TensorProto] = []
-    offset = 0
-
-    def w(name: str, dims: list[int]) -> str:
-        nonlocal offset
-        t = TensorProto()
-        t.name, t.data_type = name, TensorProto.FLOAT
-        t.dims.extend(dims)
-        t.data_location = TensorProto.EXTERNAL
-        length = 4 * math.prod(dims)
-        for key, value in (("location", DATA), ("offset", str(offset)), ("length", str(length))):
-            e = t.external_data.add()
-            e.key, e.value = key, value
-        offset += length
-        weights.append(t)
-        return name
+    ext = _ExternalWeights(DATA)
+    w, weights = ext.add, ext.weights
 
     def n(op: str, inputs: list[str], out: str, name: str, **attrs) -> onnx.NodeProto:
         return h.make_node(op, inputs, [out], name=name, **attrs)
@@ -119,7 +135,7 @@ def build(folder: Path) -> Path:
     model.producer_name = "ipu-graph-analyser benchmarks/tutorial_onnx.py"
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / DATA, "wb") as fh:
-        fh.truncate(offset)  # sparse: zeros cost no disk blocks
+        fh.truncate(ext.offset)  # sparse: zeros cost no disk blocks
     onnx.save(model, str(folder / MODEL))
     return folder / MODEL
 
@@ -137,26 +153,12 @@ def build_mnist_mlp(folder: Path) -> Path:
     from onnx import TensorProto
     from onnx import helper as h
 
-    weights: list[TensorProto] = []
-    offset = 0
+    ext = _ExternalWeights(MNIST_DATA)
     nodes = [h.make_node("Flatten", ["x"], ["a0"], name="/Flatten", axis=1)]
     widths = [784, 512, 512, 512, 10]
     for i, (k, m) in enumerate(itertools.pairwise(widths), start=1):
-        for name, dims in ((f"fc{i}.weight", [k, m]), (f"fc{i}.bias", [m])):
-            t = TensorProto()
-            t.name, t.data_type = name, TensorProto.FLOAT
-            t.dims.extend(dims)
-            t.data_location = TensorProto.EXTERNAL
-            length = 4 * math.prod(dims)
-            for key, value in (
-                ("location", MNIST_DATA),
-                ("offset", str(offset)),
-                ("length", str(length)),
-            ):
-                e = t.external_data.add()
-                e.key, e.value = key, value
-            offset += length
-            weights.append(t)
+        ext.add(f"fc{i}.weight", [k, m])
+        ext.add(f"fc{i}.bias", [m])
         out = f"h{i}" if i < 4 else "logits"
         nodes.append(
             h.make_node(
@@ -170,13 +172,13 @@ def build_mnist_mlp(folder: Path) -> Path:
         "popxl_mnist_mlp",
         [h.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 28, 28])],
         [h.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 10])],
-        initializer=weights,
+        initializer=ext.weights,
     )
     model = h.make_model(graph, opset_imports=[h.make_opsetid("", 20)])
     model.producer_name = "ipu-graph-analyser benchmarks/tutorial_onnx.py"
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / MNIST_DATA, "wb") as fh:
-        fh.truncate(offset)  # sparse: zeros cost no disk blocks
+        fh.truncate(ext.offset)  # sparse: zeros cost no disk blocks
     onnx.save(model, str(folder / MNIST_MODEL))
     return folder / MNIST_MODEL
 

@@ -621,52 +621,21 @@ def _transfer_templates(
     )
     multi = nI > 1
     links = plan.links
-    sync_t = (
-        [
-            templates.add(
-                _Template(
-                    f"ipu{i}/sync.external",
-                    i,
-                    synth=_Synth(T_SYNC, links.external_sync_cycles, sync=S_EXT),
-                )
-            )
-            for i in range(nI)
-        ]
-        if multi
-        else []
-    )
-    gex_t = (
-        [
-            templates.add(
-                _Template(f"ipu{i}/stages.GlobalExchange", i, synth=_Synth(T_GEX, 0, dest=D_IPU))
-            )
-            for i in range(nI)
-        ]
-        if multi
-        else []
-    )
-    wait_t = [
-        templates.add(
-            _Template(f"ipu{i}/hostCall.StreamCopyBegin", i, synth=_Synth(T_SCB, 0, dest=D_HOST))
-        )
-        for i in range(nI)
-    ]
+
+    def per_ipu(name: str, make) -> list[int]:
+        """One template per IPU, ``ipu{i}/{name}``, of the program ``make()`` returns."""
+        return [templates.add(_Template(f"ipu{i}/{name}", i, synth=make())) for i in range(nI)]
+
+    def ext_sync() -> _Synth:
+        return _Synth(T_SYNC, links.external_sync_cycles, sync=S_EXT)
+
+    sync_t = per_ipu("sync.external", ext_sync) if multi else []
+    gex_t = per_ipu("stages.GlobalExchange", lambda: _Synth(T_GEX, 0, dest=D_IPU)) if multi else []
+    wait_t = per_ipu("hostCall.StreamCopyBegin", lambda: _Synth(T_SCB, 0, dest=D_HOST))
     fragments = to_device_fragment(plan, shape)
-    to_dev_t, to_host_t = (
-        [
-            templates.add(
-                _Template(
-                    f"ipu{i}/{kind}.sync",
-                    i,
-                    synth=_Synth(T_SYNC, links.external_sync_cycles, sync=S_EXT),
-                )
-            )
-            for i in range(nI)
-        ]
-        if fragments
-        else []
-        for kind in ("toDeviceStream", "toHostStream")
-    )
+    copies_in = in_t is not None or lab_t is not None
+    to_dev_t = per_ipu("toDeviceStream.sync", ext_sync) if fragments and copies_in else []
+    to_host_t = per_ipu("toHostStream.sync", ext_sync) if fragments and per_mb_out else []
     return TransferTemplates(
         input=in_t,
         labels=lab_t,
@@ -677,7 +646,7 @@ def _transfer_templates(
         stage_exchange=gex_t,
         host_wait=wait_t,
         to_device_sync=to_dev_t,
-        to_host_sync=to_host_t if per_mb_out else [],
+        to_host_sync=to_host_t,
     )
 
 
@@ -845,7 +814,7 @@ def _stream_instances(
                 stage=stage,
                 frag=in_frag,
             )
-    if not transfer_t.to_device_sync:
+    if not (transfer_t.to_device_sync or transfer_t.to_host_sync):
         return
     # every IPU closes the ToDeviceStream fragment of each cycle that copies anything to the
     # device, and opens the ToHostStream fragment of each cycle that copies outputs back
