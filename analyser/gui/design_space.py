@@ -296,4 +296,3 @@ def _range_words(r) -> str:
     if all(isinstance(v, int | float) and np.isfinite(v) for v in (ch, clo, chi)) and ch:
         out += f"; vs the start {100 * ch:+.0f}% ({100 * clo:+.0f}% to {100 * chi:+.0f}%)"
     return out + f" [{lit(str(r.get('interval_classes') or ''))}]"
-

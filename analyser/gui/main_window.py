@@ -459,6 +459,7 @@ class MainWindow(QMainWindow):
         self.progress.setVisible(False)
         if result.error:
             self._update_status()
+            self._drop_recent(result.request.paths)  # Open Recent lists what opens
             self._show_error(result.error)
             self.loadFinished.emit(False)
             return
@@ -562,7 +563,7 @@ class MainWindow(QMainWindow):
             # chart items keep the colours they were drawn with: redraw the reports (the shown
             # one now, the others when next shown)
             for report in self._reports.values():
-                report._mark_dirty()
+                report.restyle()  # the selections (tiles, step, range) are kept
         if name in getattr(self, "theme_actions", {}):
             self.theme_actions[name].setChecked(True)
 
@@ -692,6 +693,20 @@ class MainWindow(QMainWindow):
         recent.insert(0, text)
         self.settings.setValue("recent", recent[:MAX_RECENT])
         self._rebuild_recent_menu()
+
+    def _drop_recent(self, paths) -> None:
+        """Remove ``paths`` that failed to open from the recent files."""
+        gone = set()
+        for p in paths:
+            try:
+                gone.add(str(Path(p).resolve()))
+            except (OSError, RuntimeError):
+                gone.add(str(p))
+        recent = self.recent_files()
+        kept = [p for p in recent if p not in gone]
+        if len(kept) != len(recent):
+            self.settings.setValue("recent", kept)
+            self._rebuild_recent_menu()
 
     def _rebuild_recent_menu(self) -> None:
         self.recent_menu.clear()

@@ -129,6 +129,17 @@ class Report(QWidget):
     def set_document(self, doc: Document | None, compare_doc: Document | None = None) -> None:
         self.document = doc
         self.compare_doc = compare_doc if doc is not None else None
+        self.keep_state = False
+        self._mark_dirty()
+
+    #: True while a refresh only restyles (a theme switch): the same documents, so a report
+    #: keeps its selection (tiles, step, view range) instead of starting over
+    keep_state: bool = False
+
+    def restyle(self) -> None:
+        """Redraw with the current theme's colours, keeping what the user selected."""
+        if self.document is not None and not self._dirty:
+            self.keep_state = True
         self._mark_dirty()
 
     def set_units(self, units: MemoryUnits) -> None:
@@ -303,7 +314,9 @@ class Report(QWidget):
             self._dirty = False
             try:
                 self.refresh()
+                self.keep_state = False
             except Exception as exc:
+                self.keep_state = False
                 # a profile problem found while reading lazily (a missing or damaged dataset,
                 # an inconsistent value): the report says what it is in its own panel; the
                 # window and the other reports carry on

@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 import pyqtgraph as pg
-from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, Signal
+from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, QTimer, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -198,6 +198,8 @@ class InsightsReport(Report):
         self._fill_tables()
         self._fill_list()
         self._update_buttons()
+        if getattr(self, "_applied", None) is not None and cmp is not None:
+            QTimer.singleShot(0, self._predict_applied_tip)
 
     def _docs(self) -> list[tuple[str, Any]]:
         if self.compare_doc is None:
@@ -285,6 +287,9 @@ class InsightsReport(Report):
         self._entries = []
         doc, cmp = self.document, self.compare_doc
         ins_a = data.insights(doc)
+        # the column count follows the labels (setHeaderLabels never removes a column: an
+        # empty "In" column stayed after Stop comparing)
+        self.list.setColumnCount(3 if cmp is None else 4)
         if cmp is None:
             self.list.setHeaderLabels(["Severity", "Insight", "Category"])
             for tip in ins_a:
@@ -370,7 +375,24 @@ class InsightsReport(Report):
     def _apply(self) -> None:
         tip = self.selected_insight()
         if tip is not None and tip.change:
+            # the what-if result opens compared with A (fresh documents): A's tip then gets its
+            # predicted effect from the same (cached) simulation instead of "Not predicted yet"
+            self._applied = (str(self.document.path), tip.id) if self.document else None
             self.applyTipRequested.emit(tip)
+
+    def _predict_applied_tip(self) -> None:
+        """After "Apply tip and compare": select the applied tip of A and predict it (the
+        simulation service answers from its cache: the what-if just ran it)."""
+        applied, self._applied = getattr(self, "_applied", None), None
+        doc = self.document
+        if applied is None or doc is None or self.compare_doc is None:
+            return
+        path, tip_id = applied
+        tip = next((t for t in data.insights(doc) if t.id == tip_id), None)
+        if str(doc.path) != path or tip is None or tip.effect is not None:
+            return
+        self._select_tip(tip)
+        self.predict_effects(selected_only=True)
 
     # ------------------------------------------------------------------ prediction
     def predict_effects(self, selected_only: bool = False) -> None:

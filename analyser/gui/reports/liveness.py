@@ -162,6 +162,9 @@ class LivenessReport(Report):
                 self.ipu_combo.setCurrentIndex(cur if 0 <= cur <= n else 0)
         finally:
             self._refreshing = False
+        if self.keep_state and self.steps:  # a theme switch keeps the selected steps
+            self._redraw()
+            return
         self.steps = []
         self._redraw()
         self._select_peak()

@@ -597,9 +597,10 @@ class MemoryReport(Report):
                 self.ipu_combo.setCurrentIndex(current if 0 <= current <= n else 0)
         finally:
             self._refreshing = False
-        self.selection = np.zeros((0, 2), np.int64)
-        self.map_tile = None
-        self.tiles_edit.clear()
+        if not self.keep_state:  # a theme switch keeps the selected tiles
+            self.selection = np.zeros((0, 2), np.int64)
+            self.map_tile = None
+            self.tiles_edit.clear()
         self._redraw()
 
     def _redraw(self, *_args: Any) -> None:

@@ -283,6 +283,20 @@ class TraceReport(Report):
         )
 
     def show_documents(self, doc: Document, other: Document | None) -> None:
+        # a theme switch keeps the view range and the selected step
+        kept = (
+            (self.timeline.getPlotItem().getViewBox().viewRange()[0], self.timeline.selected_row)
+            if self.keep_state and self.trace is not None
+            else None
+        )
+        self._show_documents(doc, other)
+        if kept is not None:
+            (x0, x1), row = kept
+            self.timeline.set_x_range(x0, x1)
+            if row is not None:
+                self.timeline.select_row(row, center=False)
+
+    def _show_documents(self, doc: Document, other: Document | None) -> None:
         self.trace = trace_of(doc)
         self.trace_b = trace_of(other) if other is not None and other.has_execution else None
         group = self.group_combo.currentData()

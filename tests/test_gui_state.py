@@ -1,0 +1,107 @@
+"""Issue 23, defect 10: state lost or stale. A theme switch keeps the selected tiles, the
+selected liveness step and the trace's view and step; after "Stop comparing" Insights has no
+empty column; "Stop comparing" is disabled with nothing compared; Open Recent drops a file that
+failed to open."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QMessageBox
+
+from profiles import write_profile
+from profiles.synthetic import make_synthetic_profile
+
+pytestmark = pytest.mark.gui
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory) -> tuple[Path, Path]:
+    out = tmp_path_factory.mktemp("state")
+    paths = []
+    for seed, ga in ((1, 8), (1, 16)):
+        path = out / f"p{ga}.h5"
+        write_profile(
+            path,
+            make_synthetic_profile(
+                n_steps=3000, n_ipus=2, tiles=256, n_programs=200, seed=seed, grad_accum=ga
+            ),
+        )
+        paths.append(path)
+    return paths[0], paths[1]
+
+
+@pytest.fixture
+def window(qtbot, tmp_path, monkeypatch):
+    from analyser.gui.main_window import MainWindow
+
+    said: list[str] = []
+    monkeypatch.setattr(
+        QMessageBox, "critical", staticmethod(lambda parent, title, text, *a: said.append(text))
+    )
+    w = MainWindow(settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+    w.said = said
+    qtbot.addWidget(w)
+    w.resize(1300, 850)
+    w.show()
+    yield w
+    w.close()
+    assert w.pool.activeThreadCount() == 0
+
+
+def _open(qtbot, w, *paths) -> bool:
+    with qtbot.waitSignal(w.loadFinished, timeout=30000) as blocker:
+        if len(paths) == 2:
+            w.open_compare(*paths)
+        else:
+            w.open_files(list(paths))
+    return blocker.args == [True]
+
+
+def test_theme_switch_keeps_selections(qtbot, window, pair):
+    assert not window.act_stop_compare.isEnabled()  # nothing open, nothing compared
+    assert _open(qtbot, window, pair[0])
+    assert not window.act_stop_compare.isEnabled()
+    mem = window.show_report("memory")
+    mem.set_selection(np.array([[0, 3], [1, 7]]))
+    live = window.show_report("liveness")
+    live.click_step(5, False)
+    live.click_step(9, True)
+    trace = window.show_report("trace")
+    trace.timeline.set_x_range(1000, 50_000)
+    trace.timeline.select_row(3, center=False)
+    window.set_theme("dark")
+    try:
+        assert trace.timeline.selected_row == 3
+        x0, x1 = trace.timeline.getPlotItem().getViewBox().viewRange()[0]
+        assert x0 == pytest.approx(1000, abs=2000) and x1 == pytest.approx(50_000, rel=0.1)
+        assert window.show_report("liveness").steps == [5, 9]
+        assert window.show_report("memory").selection.tolist() == [[0, 3], [1, 7]]
+        # a new document still starts afresh
+        assert _open(qtbot, window, pair[1])
+        assert window.show_report("memory").selection.size == 0
+    finally:
+        window.set_theme("light")
+
+
+def test_stop_comparing_leaves_no_empty_insights_column(qtbot, window, pair):
+    assert _open(qtbot, window, *pair)
+    assert window.act_stop_compare.isEnabled()
+    insights = window.show_report("insights")
+    assert insights.list.columnCount() == 4
+    window.stop_compare()
+    assert not window.act_stop_compare.isEnabled()
+    assert insights.list.columnCount() == 3
+
+
+def test_open_recent_drops_a_file_that_failed(qtbot, window, pair, tmp_path):
+    good = tmp_path / "good.h5"
+    good.write_bytes(pair[0].read_bytes())
+    assert _open(qtbot, window, good)
+    assert str(good.resolve()) in window.recent_files()
+    good.write_bytes(b"not a profile any more\n" * 4)
+    assert not _open(qtbot, window, good)
+    assert window.said and str(good.resolve()) not in window.recent_files()
