@@ -1141,3 +1141,69 @@ def tune_cases(folder: Path, base: Path, rows_bomb: int = 1_000_000) -> dict[str
         cases[f"{name}/report"] = InputCase(("report", str(d), "-o", out), hidden=(SECRET,))
         cases[f"{name}/gui"] = InputCase(("gui", str(d)), hidden=(SECRET,))
     return cases
+
+
+# -- the trace's level-of-detail cache (issue 22 item 6) -----------------------------------------
+def _npy_edit(folder: Path, name: str, edit: Callable[[np.ndarray], np.ndarray]) -> None:
+    """Level 0's array ``name`` := edit(old), and the arrays' digest in meta.json recomputed
+    (as a careful attacker would: only the shape and range checks stand in the way)."""
+    from analyser.core import lod_cache
+
+    path = folder / f"L0-{name}.npy"
+    np.save(path, edit(np.load(path)), allow_pickle=False)
+    meta = json.loads((folder / "meta.json").read_text())
+    levels = []
+    for i in range(len(meta["widths"])):
+        levels.append({f: np.load(folder / f"L{i}-{f}.npy") for f in lod_cache.FIELDS})
+    meta["arrays_digest"] = lod_cache._arrays_digest(levels)
+    (folder / "meta.json").write_text(json.dumps(meta))
+
+
+def _meta_edit(edit: Callable[[dict], dict]) -> Callable[[Path, Path], None]:
+    def tamper(mine: Path, other: Path) -> None:
+        meta = json.loads((mine / "meta.json").read_text())
+        (mine / "meta.json").write_text(json.dumps(edit(meta)))
+
+    return tamper
+
+
+def lod_tamperings() -> dict[str, Callable[[Path, Path], None]]:
+    """Ways to make the trace's level-of-detail cache lie: ``tamper(mine, other)`` edits the
+    cached pyramid folder ``mine`` of a profile (``other``: the same IPU's folder of another
+    profile)."""
+
+    def foreign(mine: Path, other: Path) -> None:
+        shutil.rmtree(mine)
+        shutil.copytree(other, mine)
+
+    def linked(mine: Path, other: Path) -> None:
+        shutil.rmtree(mine)
+        mine.symlink_to(other, target_is_directory=True)
+
+    def shifted(mine: Path, other: Path) -> None:
+        w = json.loads((mine / "meta.json").read_text())["widths"][0]
+        _npy_edit(mine, "x0", lambda a: a + 3 * w)
+
+    def overflow(mine: Path, other: Path) -> None:
+        def edit(c: np.ndarray) -> np.ndarray:
+            c = c.copy()
+            c[0, 0] = 2**62
+            c[1, 0] = -(2**62) + 1 + c[1, 0]
+            return c
+
+        _npy_edit(mine, "count", edit)
+
+    def digest_kept(mine: Path, other: Path) -> None:  # an edit without recomputing the digest
+        path = mine / "L0-x1.npy"
+        a = np.load(path)
+        np.save(path, a * 1.5, allow_pickle=False)
+
+    return {
+        "foreign-profile": foreign,
+        "symlinked-key": linked,
+        "edited-meta": _meta_edit(lambda m: {**m, "t_min": m["t_min"] + 1000, "t_max": 1e15}),
+        "scaled-widths": _meta_edit(lambda m: {**m, "widths": [w * 2 for w in m["widths"]]}),
+        "shifted-starts": shifted,
+        "overflowing-counts": overflow,
+        "edited-array": digest_kept,
+    }

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analyser.core import lod_cache
 from profiles import schema
 from profiles.errors import UserFacingError
 
@@ -84,7 +85,6 @@ COARSE_BUCKETS = 1 << 13
 COARSE_ROWS_FALLBACK = 1 << 20
 #: Profiles whose pyramids the cache keeps (least recently written dropped first).
 LOD_CACHE_PROFILES = 8
-_LOD_CACHE_VERSION = 1
 _LEVEL_FIELDS = ("key", "x0", "x1", "count", "row", "bucket", "cummax_x1")
 
 _COLUMNS_DRAW = ("start", "cycles", "type")
@@ -412,6 +412,29 @@ def _spread(x0, x1, cycles, t0: float, bw: float, buckets: int) -> np.ndarray:
     return out
 
 
+def _extent(access: StepAccess, lo: int, hi: int) -> tuple[float, float]:
+    """(first start, last step's end) of rows ``[lo, hi)`` (two one-row reads)."""
+    first = access.read(lo, lo + 1, ("start",))["start"]
+    last = access.read(hi - 1, hi, ("start", "cycles"))
+    return float(first[0]), float(last["start"][0] + last["cycles"][0])
+
+
+def _grid(n: int, t_min: float, t_end: float) -> tuple[int, float]:
+    """(buckets, bucket width) of the finest pyramid level of ``n`` steps over the extent."""
+    n_b = 1 << int(np.clip(np.ceil(np.log2(max(1, n / STEPS_PER_FINEST_BUCKET))), 10, 20))
+    return n_b, float(max(1.0, np.ceil((t_end - t_min + 1) / n_b)))
+
+
+def _widths(n: int, t_min: float, t_end: float) -> list[float]:
+    """The bucket widths of every level of a full pyramid of ``n`` (> 0) steps."""
+    n_b, width = _grid(n, t_min, t_end)
+    out = [width]
+    while (n_b := n_b // LEVEL_FACTOR) >= 64:
+        width *= LEVEL_FACTOR
+        out.append(width)
+    return out
+
+
 @dataclass
 class _Level:
     width: float  # bucket width in cycles
@@ -476,12 +499,8 @@ class _Pyramid:
         n = hi - lo
         if n == 0:
             return cls([], 0, 0.0, 0.0)
-        first = access.read(lo, lo + 1, ("start",))["start"]
-        last = access.read(hi - 1, hi, ("start", "cycles"))
-        t_min = float(first[0])
-        t_end = float(last["start"][0] + last["cycles"][0])
-        n_b = 1 << int(np.clip(np.ceil(np.log2(max(1, n / STEPS_PER_FINEST_BUCKET))), 10, 20))
-        width = max(1.0, np.ceil((t_end - t_min + 1) / n_b))
+        t_min, t_end = _extent(access, lo, hi)
+        n_b, width = _grid(n, t_min, t_end)
         first_level = 0
         while max_buckets is not None and n_b > max_buckets and n_b // LEVEL_FACTOR >= 64:
             n_b //= LEVEL_FACTOR
@@ -523,46 +542,30 @@ class _Pyramid:
             levels.append(cls._sorted_by_bucket(width, key, x0, x1, cnt, rw, bucket))
         return cls(levels, n, t_min, t_max, first_level)
 
-    def save(self, folder: Path) -> None:
-        """Write the levels as .npy files (one per level and field) and their widths; atomic
-        (a temporary folder renamed into place)."""
-        tmp = folder.with_name(f".{folder.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.mkdir(parents=True, exist_ok=True)
-        for i, lev in enumerate(self.levels):
-            for name in _LEVEL_FIELDS:
-                np.save(tmp / f"L{i}-{name}.npy", getattr(lev, name), allow_pickle=False)
+    def save(self, folder: Path, steps_digest: str) -> None:
+        """Write the levels to the level-of-detail cache (:func:`analyser.core.lod_cache.save`:
+        atomic, with the digest of the steps they were built from and of the arrays)."""
         meta = {
-            "version": _LOD_CACHE_VERSION,
             "n_rows": self.n_rows,
             "t_min": self.t_min,
             "t_max": self.t_max,
             "widths": [lev.width for lev in self.levels],
+            "steps_digest": steps_digest,
         }
-        (tmp / "meta.json").write_text(json.dumps(meta))
-        try:
-            os.replace(tmp, folder)
-        except OSError:  # another process saved it first
-            shutil.rmtree(tmp, ignore_errors=True)
+        levels = [{name: getattr(lev, name) for name in _LEVEL_FIELDS} for lev in self.levels]
+        lod_cache.save(folder, levels, meta)
 
     @classmethod
-    def load(cls, folder: Path, n_rows: int) -> _Pyramid | None:
-        """The pyramid saved in ``folder`` (memory-mapped), or None when absent or unusable."""
-        try:
-            meta = json.loads((folder / "meta.json").read_text())
-            if meta.get("version") != _LOD_CACHE_VERSION or meta.get("n_rows") != n_rows:
-                return None
-            levels = []
-            for i, width in enumerate(meta["widths"]):
-                arrs = {
-                    name: np.load(folder / f"L{i}-{name}.npy", mmap_mode="r", allow_pickle=False)
-                    for name in _LEVEL_FIELDS
-                }
-                if len({len(a) for a in arrs.values()}) != 1:
-                    return None
-                levels.append(_Level(float(width), **arrs))
-            return cls(levels, n_rows, float(meta["t_min"]), float(meta["t_max"]))
-        except (OSError, ValueError, KeyError, TypeError):
+    def load(cls, root: Path, folder: Path, expect: dict) -> _Pyramid | None:
+        """The pyramid saved in ``folder`` (memory-mapped) when it is the one a build of these
+        steps gives (:func:`analyser.core.lod_cache.load`'s checks), else None."""
+        widths = _widths(expect["n_rows"], expect["t_min"], expect["t_end"])
+        found = lod_cache.load(root, folder, expect, widths)
+        if found is None:
             return None
+        arrays, meta = found
+        levels = [_Level(float(w), **arrs) for w, arrs in zip(widths, arrays)]
+        return cls(levels, expect["n_rows"], float(meta["t_min"]), float(meta["t_max"]))
 
     def level_for(self, pixel_cycles: float) -> int | None:
         """Index of the coarsest level whose bucket is no wider than a pixel, or None."""
@@ -661,6 +664,7 @@ class TraceWindow:
         self.profile = profile
         self.n_ipus = self.access.n_ipus
         self._pyramids: dict[tuple[int, str], _Pyramid] = {}
+        self._expects: dict[tuple[int, str], dict] = {}
         self._build_locks: dict[tuple[int, str], threading.Lock] = {}
         self._lock = threading.Lock()
         self._programs: pd.DataFrame | None = None
@@ -879,7 +883,11 @@ class TraceWindow:
                 if p is None:
                     folder = self._cache_folder(ipu, group)
                     n_rows = self.step_count(ipu)
-                    p = _Pyramid.load(folder, n_rows) if folder is not None else None
+                    p = None
+                    if folder is not None:
+                        p = _Pyramid.load(folder.parents[1], folder, self._expect(ipu, group))
+                        if p is None:
+                            lod_cache.discard(folder)  # rebuilt and saved again below
                     if p is None:
                         fn, cols = self._lane_fn(group)
                         if coarse and n_rows >= LOD_CACHE_MIN_ROWS:
@@ -896,9 +904,30 @@ class TraceWindow:
         folder = self._cache_folder(ipu, group)
         if folder is not None:
             with contextlib.suppress(OSError):
-                p.save(folder)
+                p.save(folder, self._expect(ipu, group)["steps_digest"])
                 _prune_cache(folder.parent)
         return p
+
+    def _expect(self, ipu: int, group: str) -> dict:
+        """What a cached pyramid of (IPU, grouping) must agree with: the IPU's rows, extent and
+        steps digest (:func:`analyser.core.lod_cache.steps_digest`), computed once."""
+        key = (ipu, group)
+        found = self._expects.get(key)
+        if found is None:
+            lo, hi = self.access.ipu_rows(ipu)
+            t_min, t_end = _extent(self.access, lo, hi)
+            cols = tuple(dict.fromkeys(self._lane_fn(group)[1]))
+            digest = lod_cache.steps_digest(lambda a, b: self.access.read(a, b, cols), lo, hi)
+            found = {
+                "n_rows": hi - lo,
+                "lo": lo,
+                "hi": hi,
+                "t_min": t_min,
+                "t_end": t_end,
+                "steps_digest": digest,
+            }
+            self._expects[key] = found
+        return found
 
     def _full_pyramid(self, ipu: int, group: str) -> _Pyramid:
         """The full pyramid of (IPU, grouping): waits for the background build when it is
