@@ -6,7 +6,8 @@ import argparse
 
 import pytest
 
-from engine.config import RunConfig, add_config_arguments, config_from_args
+from analyser.cli.run_flags import add_config_arguments, config_from_args
+from engine.config import RunConfig
 from engine.errors import ConfigError, TargetError
 from engine.targets import TARGET_NAMES, get_target
 from tests.run_configs import walkthrough_model

@@ -278,7 +278,7 @@ def test_calibrate_host_writes_a_profile_runs_can_name(tmp_path):
 def test_system_on_the_command_line_fills_the_replicas(tmp_path):
     import argparse
 
-    from engine.config import add_config_arguments, config_from_args
+    from analyser.cli.run_flags import add_config_arguments, config_from_args
 
     parser = argparse.ArgumentParser()
     add_config_arguments(parser)

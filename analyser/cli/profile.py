@@ -16,7 +16,7 @@ from analyser.cli.errors import CliError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from engine.config import add_config_arguments
+    from analyser.cli.run_flags import add_config_arguments
 
     parser.add_argument("config", nargs="?", help="run configuration (.toml); flags override it")
     parser.add_argument(
@@ -74,7 +74,8 @@ def _is_profile(path: Path) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    from engine.config import RunConfig, config_from_args
+    from analyser.cli.run_flags import config_from_args
+    from engine.config import RunConfig
 
     base = RunConfig.from_toml(args.config).to_dict() if args.config else {}
     config = config_from_args(args, base)  # ConfigError (one sentence) on a bad option
