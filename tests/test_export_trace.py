@@ -46,7 +46,14 @@ def test_chrome_trace_well_formed(trace_profiles, tmp_path):
     names = {(e["pid"], e["args"]["name"]) for e in m if e["name"] == "process_name"}
     assert names == {(i, f"IPU {i}") for i in range(n_ipus)}
     assert any(e["name"] == "thread_name" for e in m)
-    assert c and all(isinstance(e["args"]["bytes"], int) and e["args"]["bytes"] > 0 for e in c)
+    total = [e for e in c if e["name"] == "memory"]
+    assert total and all(
+        isinstance(e["args"]["bytes"], int) and e["args"]["bytes"] > 0 for e in total
+    )
+    # the not-always-live counters by kind (issue 25) sit beside the total, one per change of it
+    by_kind = [e for e in c if e["name"] != "memory"]
+    assert all(e["name"] == "not-always-live memory by kind (bytes)" for e in by_kind)
+    assert len(by_kind) in (0, len(total))
     # per lane, complete events never overlap partially (proper nesting for trace viewers)
     for pid in range(n_ipus):
         for tid in {e["tid"] for e in x if e["pid"] == pid}:

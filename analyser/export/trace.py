@@ -9,7 +9,10 @@ Layout of the exported trace (both formats):
   GlobalExchange), Sync (Sync, SyncAns), Host I/O (StreamCopyBegin / Mid / End), so steps that
   overlap (stream copies on I/O tiles beside compute) never break slice nesting;
 * a "memory" counter per IPU: always-live + not-always-live bytes of the liveness step each
-  executed program belongs to, emitted only when it changes;
+  executed program belongs to, emitted only when it changes; and the not-always-live bytes of
+  that step by variable kind (activation, gradient, stash, temporary, ...; ``other`` for what
+  the variables do not explain): one stacked "C" event (Chrome) or one counter track per kind
+  (Perfetto), from :mod:`analyser.export.memory_counters`;
 * time in microseconds (Chrome) / nanoseconds (Perfetto) at the target clock, with the cycle
   figures in the event arguments.
 """
@@ -27,6 +30,7 @@ from typing import IO
 import numpy as np
 
 from analyser.core.source import Source
+from analyser.export.memory_counters import counter_table
 from analyser.export.rowbytes import RowBytes, byte_table, varint, varint_lengths
 from analyser.output import atomic_output
 from profiles import schema
@@ -93,6 +97,7 @@ class _Prepared:
         self.n_prog = len(self.names)
         # memory counter: program -> liveness step (first occurrence) per IPU
         self.mem_of_prog = np.full((self.n_ipus, self.n_prog), -1, np.int64)
+        lstep_of_prog = np.full((self.n_ipus, self.n_prog), -1, np.int64)
         try:
             prog = src.array("/liveness/steps/program").astype(np.int64)
             lipu = src.array("/liveness/steps/ipu").astype(np.int64)
@@ -107,8 +112,13 @@ class _Prepared:
                 # first occurrence wins: assign in reverse order
                 sel = sel[::-1]
                 self.mem_of_prog[i, prog[sel]] = al[i] + nal[i, sel]
+                lstep_of_prog[i, prog[sel]] = sel
         except UserFacingError:
             pass
+        # not-always-live bytes by variable kind (memory_counters.py): counters change where
+        # the row of distinct values changes (the total's changes are among them)
+        self.counters = counter_table(src, self.n_ipus, self.n_prog, lstep_of_prog)
+        self.key_of_prog = self.counters.row_of_prog if self.counters else self.mem_of_prog
         self.offsets = src.ipu_offsets()
         self.run_starts = (
             src.array("/execution/run_starts").astype(np.int64)
@@ -234,13 +244,16 @@ def _mem_changes(
 
     The value of a row is the always-live + not-always-live bytes of the liveness step of its
     program (-1 when the program has none); ``last_mem`` (per IPU, updated) carries the last
-    value across chunks, so a counter is emitted only when it changes.
+    key across chunks, so counters are emitted only when they change (the key: the row of the
+    by-kind counter values, :attr:`_Prepared.key_of_prog`, else the total itself).
     """
-    mem = p.mem_of_prog[ipu, np.clip(prog, 0, p.n_prog - 1)]
+    prog = np.clip(prog, 0, p.n_prog - 1)
+    mem = p.mem_of_prog[ipu, prog]
+    key = p.key_of_prog[ipu, prog]
     change = np.zeros(mem.size, bool)
-    idx = np.flatnonzero(mem >= 0)
+    idx = np.flatnonzero((mem >= 0) & (key >= 0))
     if idx.size:
-        mv, mi = mem[idx], ipu[idx]
+        mv, mi = key[idx], ipu[idx]
         prev = np.concatenate(([-2], mv[:-1]))
         newipu = np.concatenate(([True], mi[1:] != mi[:-1]))
         ch = (mv != prev) | newipu
@@ -311,6 +324,16 @@ def chrome_steps(
     )
     phases = byte_table([f',"phase":{json.dumps(ph)}'.encode() for ph in schema.PHASES])
     dests = _json_table(schema.DESTINATIONS)
+    kind_args = None
+    if p.counters is not None:
+        kind_args = byte_table(
+            [
+                json.dumps(
+                    dict(zip(p.counters.kinds, map(int, row))), separators=(",", ":")
+                ).encode()
+                for row in p.counters.values
+            ]
+        )
     fh.flush()
     raw = fh.buffer if hasattr(fh, "buffer") else None
 
@@ -355,7 +378,19 @@ def chrome_steps(
         m.const(b',"args":{"bytes":')
         m.decimal(mem[sel])
         m.const(b"}}")
-        return [*r.blocks(workers=1), *m.blocks(workers=1)]
+        blocks = [*r.blocks(workers=1), *m.blocks(workers=1)]
+        if kind_args is not None:  # not-always-live bytes by variable kind (stacked)
+            key = p.key_of_prog[ipu[sel], np.clip(prog[sel], 0, p.n_prog - 1)]
+            k = RowBytes(sel.size)
+            k.const(b',\n{"name":"not-always-live memory by kind (bytes)","ph":"C","pid":')
+            k.decimal(ipu[sel] + pid0)
+            k.const(b',"ts":')
+            k.fixed(ts[sel], 4)
+            k.const(b',"args":')
+            k.lookup_table(*kind_args, key)
+            k.const(b"}")
+            blocks += k.blocks(workers=1)
+        return blocks
 
     done = done0
     for n, blocks in _pipelined(p, ranges, fmt):
@@ -393,6 +428,23 @@ def _lp(field: bytes, payload: bytes) -> bytes:
     return field + varint(len(payload)) + payload
 
 
+def _counter_packets(
+    r: RowBytes, t0: np.ndarray, uuid: np.ndarray, value: np.ndarray, mask: np.ndarray
+) -> None:
+    """A counter TracePacket (timestamp, track uuid, int value) on the rows of ``mask``."""
+    te = 2 + 1 + varint_lengths(uuid) + 2 + varint_lengths(value)
+    r.const(_PACKET, mask)
+    r.varint(1 + varint_lengths(t0) + 2 + 1 + varint_lengths(te) + te, mask)
+    r.const(_TS, mask)
+    r.varint(t0, mask)
+    r.const(_SEQ_ID + _TRACK_EVENT, mask)
+    r.varint(te, mask)
+    r.const(_TYPE_COUNTER + _UUID, mask)
+    r.varint(uuid, mask)
+    r.const(b"\xf0\x01", mask)
+    r.varint(value, mask)
+
+
 def _write_perfetto(
     p: _Prepared,
     fh: IO[bytes],
@@ -412,6 +464,8 @@ def _write_perfetto(
     b = TraceProtoBuilder()
     lane_uuid = np.zeros((p.n_ipus, len(LANES)), np.int64)
     mem_uuid = np.zeros(p.n_ipus, np.int64)
+    kinds = p.counters.kinds if p.counters is not None else ()
+    kind_uuid = np.zeros((p.n_ipus, max(1, len(kinds))), np.int64)
     for i in range(p.n_ipus):
         pt = b.add_packet()
         pt.track_descriptor.uuid = 1000 + i
@@ -431,6 +485,13 @@ def _write_perfetto(
         pk.track_descriptor.parent_uuid = 1000 + i
         pk.track_descriptor.name = f"IPU {i} memory (bytes)"
         pk.track_descriptor.counter.unit_name = "bytes"
+        for k, kind in enumerate(kinds):
+            pk = b.add_packet()
+            kind_uuid[i, k] = 300000 + i * 100 + k
+            pk.track_descriptor.uuid = int(kind_uuid[i, k])
+            pk.track_descriptor.parent_uuid = 1000 + i
+            pk.track_descriptor.name = f"IPU {i} not-always-live: {kind} (bytes)"
+            pk.track_descriptor.counter.unit_name = "bytes"
     fh.write(b.serialize())
     del title
     # categories (the step type) and name (the program) fields of the slice begin events
@@ -479,19 +540,12 @@ def _write_perfetto(
         r.varint(te2)
         r.const(_TYPE_END + _UUID)
         r.varint(uu)
-        # memory counter where it changes
-        mu = mem_uuid[ipu]
-        te3 = 2 + 1 + varint_lengths(mu) + 2 + varint_lengths(np.maximum(mem, 0))
-        r.const(_PACKET, change)
-        r.varint(1 + varint_lengths(t0) + 2 + 1 + varint_lengths(te3) + te3, change)
-        r.const(_TS, change)
-        r.varint(t0, change)
-        r.const(_SEQ_ID + _TRACK_EVENT, change)
-        r.varint(te3, change)
-        r.const(_TYPE_COUNTER + _UUID, change)
-        r.varint(mu, change)
-        r.const(b"\xf0\x01", change)
-        r.varint(np.maximum(mem, 0), change)
+        # memory counters where they change: the total, then not-always-live by kind
+        _counter_packets(r, t0, mem_uuid[ipu], np.maximum(mem, 0), change)
+        if p.counters is not None:
+            key = np.maximum(p.key_of_prog[ipu, prog], 0)
+            for k in range(len(p.counters.kinds)):
+                _counter_packets(r, t0, kind_uuid[ipu, k], p.counters.values[key, k], change)
         return list(r.blocks(workers=1))
 
     done = done0
