@@ -190,6 +190,19 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
+def add_line(
+    transforms: dict[str, dict], name: str, dtype: str, points: list[tuple[float, float]]
+) -> None:
+    """Record transform ``name``'s line through two (elements, seconds) points in ``transforms``:
+    its cost per element for ``dtype`` (ns) and its fixed cost (us; the largest over dtypes)."""
+    (e0, t0), (e1, t1) = points
+    slope = max(0.0, (t1 - t0) / (e1 - e0))
+    fixed = max(0.0, t0 - slope * e0)
+    entry = transforms.setdefault(name, {"fixed_us": 0.0, "ns_per_element": {}})
+    entry["ns_per_element"][dtype] = round(slope * 1e9, 4)
+    entry["fixed_us"] = round(max(entry["fixed_us"], fixed * 1e6), 3)
+
+
 def _imitation(budget_s: float, progress: Callable[[int, int, str], None] | None) -> dict:
     """The NumPy + Pillow measurement (part of a host profile)."""
     cases = _cases(("float16", "float32"))
@@ -204,12 +217,7 @@ def _imitation(budget_s: float, progress: Callable[[int, int, str], None] | None
             t = _min_call_cpu_s(fn, per_case)
             per = 16 if name == "collate" else 1
             points.append((elems / per, t / per))
-        (e0, t0), (e1, t1) = points
-        slope = max(0.0, (t1 - t0) / (e1 - e0))
-        fixed = max(0.0, t0 - slope * e0)
-        entry = transforms.setdefault(name, {"fixed_us": 0.0, "ns_per_element": {}})
-        entry["ns_per_element"][dtype] = round(slope * 1e9, 4)
-        entry["fixed_us"] = round(max(entry["fixed_us"], fixed * 1e6), 3)
+        add_line(transforms, name, dtype, points)
     loader = _loader_imitation_s(per_case)
     return {"transforms": transforms, "loader_us_per_sample": round(loader * 1e6, 3)}
 
@@ -286,4 +294,4 @@ def calibrate(
     return profile
 
 
-__all__ = ["calibrate", "cpu_name"]
+__all__ = ["add_line", "calibrate", "cpu_name"]

@@ -259,6 +259,8 @@ def measure(
     batches per case it used."""
     import torch
 
+    from engine.host.calibrate import add_line
+
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # one core: PyTorch's intra-op pool would spread big tensors
     try:
@@ -280,12 +282,7 @@ def measure(
                 inputs, tf, collate, elems = make(side)
                 t = _loader_sample_s(inputs, tf, collate, batches)
                 points.append((elems, max(0.0, t - baseline)))
-            (e0, t0), (e1, t1) = points
-            slope = max(0.0, (t1 - t0) / (e1 - e0))
-            fixed = max(0.0, t0 - slope * e0)
-            entry = transforms.setdefault(name, {"fixed_us": 0.0, "ns_per_element": {}})
-            entry["ns_per_element"][dtype] = round(slope * 1e9, 4)
-            entry["fixed_us"] = round(max(entry["fixed_us"], fixed * 1e6), 3)
+            add_line(transforms, name, dtype, points)
         partial = {"transforms": transforms, "loader_us_per_sample": round(baseline * 1e6, 3)}
         if progress is not None:
             progress(len(cases), total, "whole pipelines in a DataLoader")
