@@ -1207,3 +1207,48 @@ def lod_tamperings() -> dict[str, Callable[[Path, Path], None]]:
         "overflowing-counts": overflow,
         "edited-array": digest_kept,
     }
+
+
+# -- the simulation cache's entries (issue 22 item 6) -------------------------------------------
+def sim_cache_tamperings() -> dict[str, Callable[[Path, Path], None]]:
+    """Ways to make a simulation cache entry lie: ``tamper(entry_json, profile_h5)``."""
+    import os
+
+    def edit(fn: Callable[[dict], object]) -> Callable[[Path, Path], None]:
+        def tamper(entry: Path, prof: Path) -> None:
+            new = fn(json.loads(entry.read_text()))
+            entry.write_text(new if isinstance(new, str) else json.dumps(new))
+
+        return tamper
+
+    def fifo(entry: Path, prof: Path) -> None:
+        entry.unlink()
+        os.mkfifo(entry)
+
+    def profile_fifo(entry: Path, prof: Path) -> None:
+        prof.unlink()
+        os.mkfifo(prof)
+
+    def fig(**kw: object) -> Callable[[dict], dict]:
+        return lambda d: {**d, "figures": {**d["figures"], **kw}}
+
+    return {
+        "list": edit(lambda d: []),
+        "string": edit(lambda d: "ok"),
+        "not-json": edit(lambda d: "{not json"),
+        "deep": edit(lambda d: "[" * 100_000 + "]" * 100_000),
+        "huge": edit(lambda d: {**d, "message": "x" * (1 << 20)}),
+        "fifo": fifo,
+        "figures-list": edit(lambda d: {**d, "figures": []}),
+        "figures-strings": edit(fig(throughput_samples_per_s="fast", peak_memory_bytes="1e9")),
+        "fits-text": edit(fig(fits="yes")),
+        "figure-nan": edit(
+            lambda d: json.dumps({**d, "figures": {**d["figures"], "headroom_bytes": float("nan")}})
+        ),
+        "figure-missing": edit(lambda d: {**d, "figures": {"fits": True}}),
+        "other-key": edit(lambda d: {**d, "key": "0" * 64}),
+        "status-failed": edit(lambda d: {**d, "status": "failed"}),
+        "seconds-negative": edit(lambda d: {**d, "seconds": -1}),
+        "profile-missing": lambda entry, prof: prof.unlink(),
+        "profile-fifo": profile_fifo,
+    }

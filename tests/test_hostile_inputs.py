@@ -150,3 +150,51 @@ def test_row_profiles_are_confined_to_the_folder_or_the_cache(tune_corpus, tmp_p
     df.to_parquet(folder / "results.parquet", index=False)
     table = load_results(folder)
     assert table.profile(0) is None and table.profile(1) is None and table.profile(2) is None
+
+
+# -- the simulation cache -----------------------------------------------------------------------
+@pytest.fixture
+def sim_entry(tmp_path):
+    from analyser.core.service import FIGURE_KEYS
+    from analyser.core.service.request import SimResponse
+    from analyser.core.service.service import SimCache
+
+    cache = SimCache(tmp_path / "cache")
+    figures = {k: (True if k == "fits" else 1000.0) for k in FIGURE_KEYS}
+    key = "ab" * 32
+    cache.put(SimResponse(key=key, status="ok", figures=figures, seconds=1.0), b"\x89HDF fake")
+    return cache, key
+
+
+def test_valid_simulation_cache_entry_is_served(sim_entry):
+    cache, key = sim_entry
+    resp = cache.get(key)
+    assert resp is not None and resp.cached and resp.profile == str(cache.profile_path(key))
+
+
+@pytest.mark.parametrize("name", list(hostile.sim_cache_tamperings()))
+def test_tampered_simulation_cache_entry_is_a_miss(sim_entry, name):
+    cache, key = sim_entry
+    hostile.sim_cache_tamperings()[name](cache.root / f"{key}.json", cache.profile_path(key))
+    assert cache.get(key) is None, f"the {name} entry was served"
+
+
+def test_tune_copies_profiles_out_of_the_cache(tmp_path):
+    """start.h5 / best-N.h5 are copies (or reflinks), never hard links: editing a tune's result
+    must not edit the cache's file."""
+    import os
+
+    from analyser.core.tune.results import _copy_profile
+
+    src = tmp_path / "cache.h5"
+    src.write_bytes(b"cached profile")
+    dst = tmp_path / "tune" / "best-1.h5"
+    dst.parent.mkdir()
+    dst.write_bytes(b"old")
+    _copy_profile(str(src), dst)
+    assert dst.read_bytes() == b"cached profile"
+    assert os.stat(dst).st_ino != os.stat(src).st_ino and os.stat(src).st_nlink == 1
+    with open(dst, "r+b") as fh:
+        fh.write(b"EDITED")
+    assert src.read_bytes() == b"cached profile"
+    assert not [p for p in dst.parent.iterdir() if p.name.startswith(".")]

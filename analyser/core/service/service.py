@@ -131,18 +131,14 @@ class SimCache:
         return self.root / f"{key}.h5"
 
     def get(self, key: str) -> SimResponse | None:
-        import json
+        """The cached answer of ``key``, or None (absent, or not usable: validated like any
+        input by :func:`analyser.core.service.cache_check.cached_answer`)."""
+        from analyser.core.service.cache_check import cached_answer
 
-        try:
-            data = json.loads((self.root / f"{key}.json").read_text())
-        except (OSError, ValueError):
+        data = cached_answer(self.root, key)
+        if data is None:
             return None
         resp = SimResponse.from_dict(data)
-        if resp.simulated:
-            prof = self.profile_path(key)
-            if not prof.exists():
-                return None
-            resp.profile = str(prof)
         resp.cached = True
         return resp
 

@@ -9,8 +9,8 @@ A tune folder holds
   ``rank`` (1 = best), ``profile`` (the cached profile) and ``key`` (the cache key);
 * ``tune.json``: the start configuration, the dimensions, constraints, objective, strategy,
   budget, the engine, timing, and the file names below;
-* ``start.h5`` and ``best-1.h5`` ... ``best-K.h5``: copies of those profiles (hard links when
-  the cache is on the same file system).
+* ``start.h5`` and ``best-1.h5`` ... ``best-K.h5``: copies of those profiles (reflinks where
+  the file system shares blocks copy-on-write; never hard links into the cache).
 
 :func:`load_results` reads a folder (or its ``results.parquet``) back for the HTML report and
 the GUI's Design space report.
@@ -97,13 +97,23 @@ def to_frame(result: TuneResult):
     return df
 
 
-def _link_or_copy(src: str, dst: Path) -> None:
-    with contextlib.suppress(OSError):
-        dst.unlink()
+def _copy_profile(src: str, dst: Path) -> None:
+    """``dst`` := a copy of the cached profile ``src``: a reflink where the file system shares
+    blocks copy-on-write (btrfs, XFS), else a plain copy; never a hard link, so that editing a
+    tune's result never edits the cache. Written beside ``dst`` and renamed into place."""
+    tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
     try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copyfile(src, dst)
+        with open(src, "rb") as fin, open(tmp, "wb") as fout:
+            try:
+                import fcntl
+
+                fcntl.ioctl(fout.fileno(), 0x40049409, fin.fileno())  # FICLONE
+            except (ImportError, OSError):
+                shutil.copyfileobj(fin, fout, 1 << 20)
+        os.replace(tmp, dst)
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
 
 
 def write_results(
@@ -121,7 +131,7 @@ def write_results(
     files: dict[str, str] = {}
     start = result.start
     if start.response.profile:
-        _link_or_copy(start.response.profile, folder / "start.h5")
+        _copy_profile(start.response.profile, folder / "start.h5")
         files["start"] = "start.h5"
     best = []
     seen: set[str] = set()
@@ -132,7 +142,7 @@ def write_results(
             continue
         seen.add(row.response.key)
         name = f"best-{len(best) + 1}.h5"
-        _link_or_copy(row.response.profile, folder / name)
+        _copy_profile(row.response.profile, folder / name)
         best.append({"file": name, "id": row.id})
     b = result.best
     meta = {
