@@ -48,24 +48,30 @@ class CachedAnswer(BaseModel):
     tag: str = ""
 
 
+#: Figures that are always numbers once simulated (memory); the execution's are numbers when
+#: the configuration fits (None when it does not: no execution).
+_MEMORY_KEYS = tuple(k for k in FIGURE_KEYS[: FIGURE_KEYS.index(_EXECUTION_KEYS[0])] if k != "fits")
+
+
+def _number(v: Any) -> bool:
+    return not isinstance(v, bool) and isinstance(v, int | float) and math.isfinite(v)
+
+
 def _figures_ok(status: str, figures: dict[str, Any]) -> bool:
+    """The figures of a simulated answer: ``fits`` a boolean, the memory figures numbers, the
+    execution's numbers (or None out of memory), any other None, a flag or a number."""
     if status == "refused":
         return True
-    for k in FIGURE_KEYS:
-        v = figures.get(k, "missing")
-        if k == "fits":
-            if not isinstance(v, bool):
-                return False
-        elif v is None:
-            if k not in _EXECUTION_KEYS or status == "ok":
-                return False
-        elif isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+    if not isinstance(figures.get("fits"), bool):
+        return False
+    if not all(_number(figures.get(k)) for k in _MEMORY_KEYS):
+        return False
+    for k in _EXECUTION_KEYS:
+        v = figures.get(k)
+        if not (_number(v) or (v is None and status == "oom")):
             return False
-    extra = (v for k, v in figures.items() if k not in FIGURE_KEYS)
-    return all(
-        v is None or (not isinstance(v, bool) and isinstance(v, int | float) and math.isfinite(v))
-        for v in extra
-    )
+    rest = (v for k, v in figures.items() if k not in _MEMORY_KEYS + _EXECUTION_KEYS)
+    return all(v is None or isinstance(v, bool) or _number(v) for v in rest)
 
 
 def cached_answer(root: Path, key: str) -> dict[str, Any] | None:
