@@ -514,21 +514,24 @@ def relative(
         if isinstance(band, str):
             return Interval(value, None, None, cb, 0, band, None, ca)
     same = set(cb) == set(ca)
-    if same:  # correlated: the classes' shared offset cancels, their spread remains
-        spread = (1.0 + band_b.hi) / (1.0 + band_b.lo)
-        fmin, fmax = 1.0 / spread, spread
-        n = len(band_b.ids)
-    elif FIGURE_KINDS[key][0] == "rate":  # real ratio = ratio x (1 + e_before) / (1 + e_after)
-        fmin = (1.0 + band_b.lo0) / (1.0 + band_a.hi0)
-        fmax = (1.0 + band_b.hi0) / (1.0 + band_a.lo0)
-        n = len(set(band_b.ids) | set(band_a.ids))
-    else:  # cycles: real ratio = ratio x (1 + e_after) / (1 + e_before)
-        fmin = (1.0 + band_a.lo0) / (1.0 + band_b.hi0)
-        fmax = (1.0 + band_a.hi0) / (1.0 + band_b.lo0)
-        n = len(set(band_b.ids) | set(band_a.ids))
+    fmin, fmax = ratio_factors(band_b, band_a, same, FIGURE_KINDS[key][0])
+    n = len(set(band_b.ids) | set(band_a.ids))
     ratio = value + 1.0
     low, high = ratio * fmin - 1.0, ratio * fmax - 1.0
     return Interval(value, min(low, value), max(high, value), cb, n, "", same, ca)
+
+
+def ratio_factors(before: Band, after: Band, same: bool, kind: str = "rate") -> tuple[float, float]:
+    """The real ratio after / before over the predicted one lies in [fmin, fmax]: in the same
+    classes (correlated errors) the shared offset cancels and the spread remains; otherwise the
+    two errors are independent and each side keeps its band through zero. Rates: real ratio =
+    ratio x (1 + e_before) / (1 + e_after); cycles the other way round."""
+    if same:
+        spread = (1.0 + before.hi) / (1.0 + before.lo)
+        return 1.0 / spread, spread
+    if kind == "rate":
+        return (1.0 + before.lo0) / (1.0 + after.hi0), (1.0 + before.hi0) / (1.0 + after.lo0)
+    return (1.0 + after.lo0) / (1.0 + before.hi0), (1.0 + after.hi0) / (1.0 + before.lo0)
 
 
 def figure_intervals(
@@ -634,11 +637,7 @@ def leave_one_out(table: ErrorTable) -> list[dict[str, Any]]:
             if isinstance(bb, str) or isinstance(ba, str):
                 out.append(_loo(r, None, None, bb if isinstance(bb, str) else ba))
                 continue
-            if a.mechanism == b.mechanism:
-                spread = (1.0 + bb.hi) / (1.0 + bb.lo)
-                fmin, fmax = 1.0 / spread, spread
-            else:
-                fmin, fmax = (1.0 + bb.lo0) / (1.0 + ba.hi0), (1.0 + bb.hi0) / (1.0 + ba.lo0)
+            fmin, fmax = ratio_factors(bb, ba, a.mechanism == b.mechanism)
             # the engine's ratio error e = R_e / R_p - 1 lies inside when R_p / R_e in [fmin, fmax]
             out.append(_loo(r, 1.0 / fmax - 1.0, 1.0 / fmin - 1.0))
     return out
