@@ -353,3 +353,41 @@ def test_tune_results_carry_ordered_intervals(profiles, full_errors):
         assert r.throughput_low <= r.throughput_samples_per_s <= r.throughput_high
         assert r.throughput_change_low <= r.throughput_change <= r.throughput_change_high
     assert math.isclose(df.iloc[0]["throughput_change"], 0.0, abs_tol=1e-12)
+
+
+def test_gui_labels_show_the_ranges(full_errors):
+    """The GUI's predicted-effect table (Insights) and the Design space's selected configuration
+    say the range (labels only: the figures come from the core)."""
+    pytest.importorskip("PySide6")
+    from analyser.core.insights.model import EFFECT_KEYS, Effect, Insight
+    from analyser.gui.design_space import _range_words
+    from analyser.gui.reports.insights import insight_html
+
+    before = dict.fromkeys(EFFECT_KEYS, 100.0)
+    after = dict(before, throughput_samples_per_s=186.0)
+    eff = Effect("fits", "throughput +86%", before, after)
+    dev = Features()
+    eff.intervals = intervals.change_intervals(before, after, dev, dev, EFFECT_KEYS)
+    tip = Insight("throughput.x", "A tip", "warning", "throughput", "why", change={"a": 1})
+    tip.effect = eff
+    html = insight_html(tip, "binary")
+    assert "<th>Range</th>" in html
+    rng = intervals.range_text(eff.intervals["throughput_samples_per_s"]["change"])
+    assert rng in html and "Range of the throughput change" in html
+    row = pd.Series(
+        {
+            "throughput_low": 90.0,
+            "throughput_high": 110.0,
+            "throughput_change": 0.86,
+            "throughput_change_low": 0.6,
+            "throughput_change_high": 1.1,
+            "interval_classes": "device-at-scale",
+            "interval_note": "",
+        }
+    )
+    words = _range_words(row)
+    assert "+86% (+60% to +110%)" in words and "device-at-scale" in words
+    gone = _range_words(row.drop(["throughput_low"]))
+    assert gone == ""  # a table written before intervals: nothing said
+    none = _range_words(pd.Series(dict(row, throughput_low=None, interval_note="no interval: x")))
+    assert "no interval: x" in none
