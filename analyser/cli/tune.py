@@ -192,6 +192,7 @@ def _print_summary(result, meta, out: Path) -> None:
     from rich.table import Table
 
     from analyser.cli._common import console
+    from analyser.core.intervals import change_note, range_text
     from analyser.core.tune import pareto_front
     from analyser.core.units import fmt_bytes
 
@@ -242,6 +243,16 @@ def _print_summary(result, meta, out: Path) -> None:
     else:
         diff = ", ".join(f"{k} {_cell(a)} → {_cell(b)}" for k, (a, b) in meta["diff"].items())
         con.print(f"Best: {diff or 'the start configuration itself'}.", highlight=False)
+        # how far to trust it: the change's range from the fidelity table (docs/fidelity.md)
+        thr = (meta.get("best_intervals") or {}).get("throughput_samples_per_s") or {}
+        ch = thr.get("change") or {}
+        if diff and ch.get("value") is not None:
+            rng = range_text(ch)
+            said = change_note(ch) if rng == "no interval" else f"range {rng}: {change_note(ch)}"
+            con.print(
+                f"Throughput {100 * ch['value']:+.0f}% against the start ({said}).",
+                highlight=False,
+            )
     con.print(
         f"wrote {out}/ (results.parquet, report.html, {len(meta['best'])} best profile(s)).",
         highlight=False,
