@@ -1,0 +1,386 @@
+"""PopLibs' convolution planner in the engine against a scalar transcription of its estimate.
+
+``ref_estimate`` below follows github.com/graphcore/poplibs ``lib/poplin/ConvModel.cpp``
+(``addEstimates``: ``addExchangeCycleEstimates`` with ``ExchangeEstimator.hpp``,
+``addReduceCycleEstimate``, ``addTransformCycleEstimate``, ``addConvTempMemoryEstimate``, the
+serial-split terms), ``lib/poplin/ConvReducePlan.cpp`` and ``lib/poplin/PerformanceEstimation.hpp``
+(``estimateConvReduceCycles``, ``getReduceCycleEstimate``, ``estimateCastCycles``) line by line,
+with scalar loops as the C++ has them; the engine's ``engine.compiler.conv_plan`` is numpy over
+whole arrays of ops x candidate partitions. The AMP vertex term (``addPartialCalcCycleEstimate``)
+is the engine's ``vertex_costs.amp_partials_cycles``, which tests/test_vertex_costs.py checks
+against its own transcription.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from engine.compiler import conv_plan as cp
+from engine.compiler import vertex_costs as vc
+from engine.targets import get_target
+
+MK2 = get_target("mk2")
+T = MK2.tiles_per_ipu
+LIMIT = 0.6 * MK2.sram_per_tile
+W = 6
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+# ---- PopLibs, transcribed ---------------------------------------------------------------------
+
+
+def plan_and_cost(depth: int, stages: int):
+    if stages == 1:
+        return [], float(depth)
+    down = int(math.pow(depth, (stages - 1.0) / stages))
+    p_d, c_d = plan_and_cost(down, stages - 1)
+    c_d += depth / down
+    p_u, c_u = plan_and_cost(down + 1, stages - 1)
+    c_u += depth / (down + 1)
+    return ([down, *p_d], c_d) if c_d < c_u else ([down + 1, *p_u], c_u)
+
+
+def multi_stage_plan(depth: int) -> list[int]:
+    stages = 3 if depth >= 125 else 2 if depth >= 16 else 1
+    return plan_and_cost(depth, stages)[0]
+
+
+def reduce_estimate(out_size, partials, float_out, float_partials, single):
+    """getReduceCycleEstimate."""
+    acc = 4 if float_partials else 8
+    in_dp = 64 // ((4 if float_partials else 2) * 8)
+    if single:
+        per_loop = acc // min(acc, in_dp)
+        loops = out_size // acc
+        per_worker = loops // W + (1 if loops % W else 0)
+        outer = (8 if float_out else 7) if float_partials else (10 if float_out else 9)
+        return (20 + (per_loop * partials + outer) * per_worker) * W + 33
+    cycles = 32
+    per_loop = acc // min(acc, in_dp) + 1
+    loops = out_size // acc
+    for i in range(math.ceil(math.log2(acc))):
+        if out_size & (1 << i):
+            loops += 1
+    per_worker = loops // W
+    if loops % W:
+        if out_size & (acc - 1):
+            cycles += 2 * partials + (13 if float_partials else 11)
+        else:
+            per_worker += 1
+    tail = (7 if float_partials else 9) if float_out else (6 if float_partials else 8)
+    return (cycles + (per_loop * partials + tail) * per_worker) * W
+
+
+def cast_estimate(n, vw_in, vw_out):
+    per = (n + W - 1) // W
+    return (max(cdiv(per, vw_in), cdiv(per, vw_out)) + 26) * W
+
+
+def conv_reduce(out_size, depth, in_serial, float_out, float_partials, pbytes):
+    """estimateConvReduceCycles."""
+    if depth == 0:
+        return 0
+    if depth == 1:
+        if float_out == float_partials or in_serial > 1:
+            return 0
+        return cast_estimate(out_size, 2 if float_partials else 4, 2 if float_out else 4)
+    remaining, size, cycles = depth, out_size * depth, 0
+    fast = 4 if float_partials else 8
+    bank, mem = MK2.bank_bytes, MK2.sram_per_tile
+
+    def stage(d, out_float):
+        exchanged = (d - 1) * size * pbytes
+        small = cdiv(exchanged, bank) * bank < mem // 16
+        single = size % fast == 0 and small
+        return reduce_estimate(size, d - single, out_float, float_partials, single)
+
+    for d in multi_stage_plan(depth):
+        this = cdiv(remaining, d)
+        remaining = cdiv(remaining, this)
+        size = cdiv(size, this)
+        cycles += stage(this, float_out if remaining == 1 else float_partials)
+    if remaining > 1:
+        size = cdiv(size, remaining)
+        cycles += stage(remaining, float_out)
+    return cycles
+
+
+def remaining_exchange(partial_sums, depth, pbytes):
+    """partialSumExchangeCycleEstimate (stages after the first)."""
+    if depth <= 1:
+        return 0
+    remaining, size, cycles, first = depth, partial_sums, 0, True
+    for d in multi_stage_plan(depth):
+        if not first:
+            cycles += cdiv(size * pbytes * 16, 4 * 16)
+        this = cdiv(remaining, d)
+        size = cdiv(size, this)
+        remaining = cdiv(remaining, this)
+        first = False
+    if remaining > 1 and not first:
+        cycles += cdiv(size * pbytes * 16, 4 * 16)
+    return cycles
+
+
+def reduce_temp(outputs, depth, pbytes):
+    if depth <= 1:
+        return 0
+    remaining, n, best = depth, outputs * depth, 0
+    for d in multi_stage_plan(depth):
+        this = cdiv(remaining, d)
+        best = max(best, n * pbytes)
+        n = cdiv(n, this)
+        remaining = cdiv(remaining, this)
+    return best
+
+
+def dynamic_slice(elements, splits, eb):
+    if splits == 1:
+        return 0
+    size = cdiv(elements, splits)
+    per = (size + W - 1) // W
+    vw = 64 // (16 if eb == 2 else 32)
+    return 11 + 1 + 6 + 1 + 6 + (39 + (24 + 2 * (per // vw))) * W
+
+
+def ref_estimate(shape: dict, part: dict, eb: int, pb: int) -> tuple[int, int]:
+    """(totalCycles, totalTempBytes) of one partition, as addEstimates sums them."""
+    G, M, C, N, k, width = (shape[x] for x in ("G", "M", "C", "N", "kernel", "width"))
+    role, conv, dup = shape["role"], shape["conv"], shape.get("dup", 1)
+    ci = vc.weights_per_conv_unit(MK2, eb)
+    co = vc.conv_units(MK2, eb, pb)
+    kw = max(round(math.sqrt(k)), 1)
+    kh = cdiv(k, kw)
+    pg, pf, pkh, pi, po, si, so = (part[x] for x in ("pg", "pf", "pkh", "pi", "po", "si", "so"))
+    Ft, kht = cdiv(M, pf), cdiv(kh, pkh)
+    Cgt, Ngt, Gt = cdiv(cdiv(C, ci), pi * si), cdiv(cdiv(N, co), po * so), cdiv(G, pg)
+    if width > 0:  # the tile's input range (stride 1, square maps)
+        H = width
+        if Ft >= H * H:
+            in_field = cdiv(Ft, H * H) * H * H
+        else:
+            in_field = min(cdiv(Ft, H) + kht - 1, H) * min(min(Ft, H) + kw - 1, H)
+    else:
+        in_field = Ft
+    n_in = max(cdiv(in_field * Cgt * ci * Gt, dup), in_field * Gt)
+    n_w = kht * kw * Cgt * ci * Ngt * co * Gt
+    n_out = Ft * Ngt * co * Gt
+    tiles = pg * pf * pkh * pi * po
+    depth = pkh * pi
+    # exchange
+    rate16 = 4 * 16 * (2 if po % 2 == 0 else 1)
+    ex = cdiv((n_in - n_in // po) * eb * 16, rate16)
+    ex += cdiv((n_w - n_w // pf) * eb * 16, 4 * 16)
+    ex += cdiv(n_out * pb * 16, 4 * 16) + remaining_exchange(n_out, depth, pb)
+    # vertex
+    calc = int(
+        vc.amp_partials_cycles(
+            MK2,
+            field=np.array([Ft]),
+            row_width=np.array([min(width, Ft) if width > 0 else Ft]),
+            kernel_positions=np.array([kht * kw]),
+            kernel_width=np.array([kw]),
+            in_groups=np.array([Cgt]),
+            out_groups=np.array([Ngt]),
+            conv_groups=np.array([Gt]),
+            acts_bytes=eb,
+            partials_bytes=pb,
+            one_by_one=np.array([k == 1]),
+        )[0]
+    )
+    outputs = cdiv(n_out, depth)
+    red = conv_reduce(outputs, depth, si, eb == 4, pb == 4, pb)
+    # rearrangements
+    wu = conv and role == "gw"
+    pad_in, pad_out = conv and C % ci != 0, conv and N % co != 0
+    r_in, r_w, r_out = wu or pad_in, wu or pad_in or pad_out, wu or pad_out
+    regroup_out = conv and not wu and co != ci and not r_out
+    regroup_w = conv and role == "fwd" and co % ci != 0 and not r_w
+    gran = 2 if eb == 4 else 4
+    f_io = 4 if (C * N) % gran == 0 else 3
+    f_o = 4 if N % gran == 0 else 3
+    Cp, Np = cdiv(C, ci) * ci, cdiv(N, co) * co
+    reorder = min(8, eb)
+    in_b = cdiv(cdiv(M * Cp * G, dup) * eb, tiles)
+    w_b = cdiv(k * Cp * Np * G * eb, tiles)
+    out_b = cdiv(M * Np * G, tiles) * eb
+    copy = xch = out_copy = out_x = temp_tr = 0
+    if r_in:
+        copy += cdiv(in_b * 5, reorder * f_io)
+        xch += cdiv(in_b, 4)
+        temp_tr = max(temp_tr, in_b)
+    if r_w:
+        copy += cdiv(w_b * 5, reorder * f_io)
+        xch += cdiv(w_b, 4)
+        temp_tr = max(temp_tr, w_b)
+    elif regroup_w:
+        copy += cdiv(cdiv(k * Cp * Np * G, tiles) * eb * 5, f_o * min(8, co * eb))
+        temp_tr = max(temp_tr, w_b)
+    if r_out:
+        out_copy += cdiv(out_b * 5, reorder * f_o)
+        out_x += cdiv(out_b, 4)
+    elif regroup_out:
+        out_copy += cdiv(out_b * 5, min(8, co * eb) * f_o)
+    if r_out or regroup_out:
+        temp_tr = max(temp_tr, out_b)
+    # serial splits
+    extra = dynamic_slice(cdiv(M * C * G, tiles), si, eb)
+    extra += dynamic_slice(cdiv(k * C * N * G, tiles), si * so, eb)
+    extra += dynamic_slice(outputs, so, pb)
+    if si > 1:
+        vw = 64 // (8 * pb)
+        extra += 11 + W * (58 + cdiv(cdiv(outputs, W), vw) * 3)
+    out_cast = cast_estimate(outputs, 64 // (8 * pb), 64 // (8 * eb)) if si > 1 else 0
+    total = (extra + copy + xch + out_copy + out_x + ex + calc + red) * si * so + out_cast
+    conv_temp = (n_in + n_w) * eb + n_out * pb
+    temp = max(2 * temp_tr, conv_temp, reduce_temp(outputs, depth, pb))
+    temp += outputs * pb if si > 1 else 0
+    return total, temp
+
+
+# ---- shapes ---------------------------------------------------------------------------------
+
+
+def conv(hw, cin, cout, k=9, role="fwd", batch=64):
+    if role == "gw":
+        return dict(G=1, M=cin * k, C=batch * hw * hw, N=cout, kernel=1, width=0, dup=k)
+    M = batch * hw * hw
+    if role == "gi":
+        cin, cout = cout, cin
+    return dict(G=1, M=M, C=cin, N=cout, kernel=k, width=hw)
+
+
+SHAPES = [
+    # (shape, role, conv, acts bytes, partials bytes)
+    (conv(2, 512, 512), "fwd", True, 2, 2),
+    (conv(2, 512, 512), "fwd", True, 2, 4),
+    (conv(2, 2048, 512, k=1), "fwd", True, 2, 2),
+    (conv(2, 512, 2048, k=1), "fwd", True, 2, 4),
+    (conv(2, 512, 512, role="gi"), "gi", True, 2, 2),
+    (conv(2, 512, 512, role="gw"), "gw", True, 2, 2),
+    (conv(2, 1024, 2048, k=1, role="gw"), "gw", True, 2, 4),
+    (conv(4, 256, 256), "fwd", True, 2, 2),
+    (conv(4, 256, 256), "fwd", True, 2, 4),
+    (conv(4, 1024, 256, k=1), "fwd", True, 2, 2),
+    (conv(4, 256, 1024, k=1, role="gi"), "gi", True, 2, 2),
+    (conv(4, 256, 256, role="gw"), "gw", True, 2, 4),
+    (conv(4, 256, 256), "fwd", True, 4, 4),
+    (conv(8, 128, 128), "fwd", True, 2, 2),
+    (conv(8, 128, 128, role="gw"), "gw", True, 2, 2),
+    (conv(16, 64, 64), "fwd", True, 2, 2),
+    (conv(16, 64, 64), "fwd", True, 4, 4),
+    (conv(32, 3, 64, k=49, batch=4), "fwd", True, 2, 2),  # padded input channels
+    (conv(2, 512, 10, k=1), "fwd", True, 2, 2),  # padded output channels
+    (dict(G=1, M=512, C=1024, N=4096, kernel=1, width=0), "fwd", False, 2, 2),
+    (dict(G=1, M=1024, C=4096, N=1024, kernel=1, width=0), "gi", False, 2, 4),
+    (dict(G=1, M=1024, C=512, N=1024, kernel=1, width=0), "gw", False, 2, 2),
+    (dict(G=64, M=128, C=64, N=128, kernel=1, width=0), "fwd", False, 2, 2),
+    (dict(G=1, M=4096, C=4096, N=4096, kernel=1, width=0), "fwd", False, 2, 2),  # serial
+]
+
+
+def _a(shape: dict, role: str, is_conv: bool, eb: int) -> dict:
+    k = shape["kernel"]
+    return {
+        "G": np.array([shape["G"]]),
+        "M": np.array([shape["M"]]),
+        "K": np.array([shape["C"] * k]),
+        "N": np.array([shape["N"]]),
+        "cin": np.array([shape["C"]]),
+        "kernel": np.array([k]),
+        "row_width": np.array([shape["width"]]),
+        "a_dup": np.array([shape.get("dup", k)]),
+        "db": np.array([eb]),
+        "conv": np.array([is_conv]),
+        "role": np.array([role], object),
+    }
+
+
+def _chosen(p: dict) -> dict:
+    return {x: int(p[x][0]) for x in ("pg", "pf", "pkh", "pi", "po", "si", "so")}
+
+
+@pytest.mark.parametrize(("shape", "role", "is_conv", "eb", "pb"), SHAPES)
+def test_planner_estimate_matches_poplibs_transcription(shape, role, is_conv, eb, pb):
+    sh = dict(shape, role=role, conv=is_conv)
+    p = cp.plan(_a(shape, role, is_conv, eb), MK2, T, LIMIT, pb)
+    part = _chosen(p)
+    total, temp = ref_estimate(sh, part, eb, pb)
+    assert int(p["planner_cycles"][0]) == total, part
+    assert int(p["temp"][0]) == temp, part
+    assert part["pg"] * part["pf"] * part["pkh"] * part["pi"] * part["po"] <= T
+    assert temp <= LIMIT  # every shape here has a plan that fits
+
+
+@pytest.mark.parametrize("i", [0, 5, 7, 10, 13, 19, 21])
+def test_search_finds_the_cheapest_power_of_two_partition(i):
+    """No partition of powers of two (what the engine's grid holds besides "all tiles left")
+    that fits is cheaper, by the transcription, than the plan the engine chose."""
+    shape, role, is_conv, eb, pb = SHAPES[i]
+    sh = dict(shape, role=role, conv=is_conv)
+    p = cp.plan(_a(shape, role, is_conv, eb), MK2, T, LIMIT, pb)
+    best = int(p["planner_cycles"][0])
+    ci, co = vc.weights_per_conv_unit(MK2, eb), vc.conv_units(MK2, eb, pb)
+    kh = cdiv(shape["kernel"], max(round(math.sqrt(shape["kernel"])), 1))
+    pg = min(shape["G"], T)
+    tr = T // pg
+
+    def pows(limit):
+        return sorted({min(2**e, limit) for e in range(12)})
+
+    for pi in pows(cdiv(shape["C"], ci)):
+        for po in pows(cdiv(shape["N"], co)):
+            for pkh in range(1, kh + 1):
+                for pf in pows(shape["M"]):
+                    if pi * po * pkh * pf > tr:
+                        continue
+                    part = dict(pg=pg, pf=pf, pkh=pkh, pi=pi, po=po, si=1, so=1)
+                    total, temp = ref_estimate(sh, part, eb, pb)
+                    if temp <= LIMIT:
+                        assert best <= total, part
+
+
+def test_serial_splits_when_the_temporaries_do_not_fit():
+    shape, role, is_conv, eb, pb = SHAPES[-1]
+    a = _a(shape, role, is_conv, eb)
+    roomy = cp.plan(a, MK2, T, LIMIT, pb)
+    tight = cp.plan(a, MK2, T, 0.1 * MK2.sram_per_tile, pb)
+    assert int(tight["s"][0]) > 1 and int(tight["temp"][0]) <= 0.1 * MK2.sram_per_tile
+    assert int(tight["planner_cycles"][0]) > int(roomy["planner_cycles"][0])
+    sh = dict(shape, role=role, conv=is_conv)
+    assert int(tight["planner_cycles"][0]) == ref_estimate(sh, _chosen(tight), eb, pb)[0]
+    # nothing fits: the plan with the least temporary memory, flagged
+    none = cp.plan(a, MK2, T, 1000, pb)
+    assert bool(none["none_fit"][0]) and not bool(tight["none_fit"][0])
+
+
+def _program_cycles(p: dict) -> int:
+    keys = ("exch", "compute", "prearr", "red_ex", "red_cs", "cast", "out_ex", "out_copy")
+    return int(sum(p[k][0] for k in keys))
+
+
+@pytest.mark.parametrize("pb", [2, 4])
+def test_cycles_per_flop_rise_as_the_maps_shrink(pb):
+    """ResNet's bottleneck 3 x 3 convolutions at micro-batch 64 (64 channels at 16 x 16 ...
+    512 at 2 x 2: the same MACs): fewer output positions than tiles cost more per FLOP."""
+    per_flop = {}
+    for role in ("fwd", "gi"):
+        r = []
+        for hw, c in ((16, 64), (8, 128), (4, 256), (2, 512)):
+            shape = conv(hw, c, c, role=role)
+            p = cp.plan(_a(shape, role, True, 2), MK2, T, LIMIT, pb)
+            r.append(_program_cycles(p) / (2 * 64 * hw * hw * c * 9 * c))
+        per_flop[role] = r
+        assert all(b > a for a, b in itertools.pairwise(r)), r
+        assert r[-1] > 2 * r[0]
+    # 2 x 2 maps: only 256 output positions for 1,472 tiles, so the plan splits the reduction
+    # (input channels, kernel rows) and pays for partial-sum reductions
+    p = cp.plan(_a(conv(2, 512, 512), "fwd", True, 2), MK2, T, LIMIT, pb)
+    assert int(p["pk"][0]) > 1 and int(p["red_cs"][0]) > 0 and int(p["red_ex"][0]) > 0
