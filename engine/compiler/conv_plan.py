@@ -396,22 +396,27 @@ def _take(c: Candidates, idx: np.ndarray) -> Candidates:
     return Candidates(*(getattr(c, f)[idx] for f in Candidates.__dataclass_fields__))
 
 
-def _with_serial(s: ConvShapes, c: Candidates, over: np.ndarray) -> Candidates:
+def _with_serial(s: ConvShapes, c: Candidates, e: PlanCosts, over, limit: float) -> Candidates:
     """The candidates that do not fit, again with output- or input-channel serial splits (one
-    kind at a time), each split within the channel grains left by the parallel split."""
+    kind at a time) of the powers of two nearest the split that brings the tile's operands and
+    partials under ``limit`` (and twice that), within the channel grains the parallel split
+    leaves and at most ``SERIAL_SPLITS[-1]``."""
     idx = np.flatnonzero(over)
-    if not len(idx):
-        return _take(c, idx)
-    ss = np.array(SERIAL_SPLITS)
-    base = _take(c, np.repeat(idx, 2 * len(ss)))
-    k = np.tile(np.concatenate([ss, ss]), len(idx))
-    out_kind = np.tile(np.r_[np.ones(len(ss), bool), np.zeros(len(ss), bool)], len(idx))
+    z = e.sizes
+    w_b, in_b, out_b = z["n_w"][idx] * s.eb, z["n_in"][idx] * s.eb, z["n_out"][idx] * s.pb
+    need_o = _cdiv(w_b + out_b, np.maximum(limit - in_b, 1))
+    need_i = _cdiv(w_b + in_b, np.maximum(limit - 2 * out_b, 1))
+    p2 = 2 ** np.ceil(np.log2(np.maximum(np.stack([need_o, need_i]), 1))).astype(np.int64)
+    k = np.concatenate([p2, 2 * p2]).T.ravel()  # per candidate: out, in, 2 x out, 2 x in
+    out_kind = np.tile(np.array([True, False, True, False]), len(idx))
+    base = _take(c, np.repeat(idx, 4))
     o = base.op
     left_o = _cdiv(_cdiv(s.N[o], s.co), base.po)
     left_i = _cdiv(_cdiv(s.C[o], s.ci), base.pi)
     base.so = np.where(out_kind, np.minimum(k, left_o), 1)
     base.si = np.where(out_kind, 1, np.minimum(k, left_i))
     fine = np.where(out_kind, k <= 2 * left_o, k <= 2 * left_i) & (base.so * base.si > 1)
+    fine &= k <= SERIAL_SPLITS[-1]
     return _take(base, np.flatnonzero(fine))
 
 
@@ -427,7 +432,7 @@ def search(s: ConvShapes, t, T: int, limit: float) -> tuple[Candidates, PlanCost
     best_fit = np.full(n, np.iinfo(np.int64).max)
     fits = e.temp <= limit
     np.minimum.at(best_fit, c.op[fits], e.total[fits])
-    extra = _with_serial(s, c, ~fits & (e.total < best_fit[c.op]))
+    extra = _with_serial(s, c, e, ~fits & (e.total < best_fit[c.op]), limit)
     if len(extra.op):
         e2 = estimate(s, extra, t)
         c = _concat(c, extra)
