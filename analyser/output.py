@@ -65,6 +65,11 @@ def check_output(
         raise OutputError(f"output folder {out.parent} does not exist.")
     if not out.parent.is_dir():
         raise OutputError(f"output folder {out.parent} is a file, not a folder.")
+    from profiles.atomic import virtual_folder
+
+    virtual = virtual_folder(out.parent)
+    if virtual:
+        raise OutputError(f"cannot write {out}: {virtual}.")
     for p in inputs or []:
         with contextlib.suppress(OSError):
             if Path(p).resolve() == out.resolve():

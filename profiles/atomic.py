@@ -220,9 +220,24 @@ def fmt_size(n: float) -> str:
     return f"{int(n)} bytes"
 
 
+def virtual_folder(folder: Path) -> str | None:
+    """Why no file can be written in ``folder`` when it lies on a virtual file system (``/proc``,
+    ``/sys``: no blocks at all, so "0 bytes free" would wrongly read as a full disk), or None."""
+    try:
+        usage = shutil.disk_usage(folder)
+    except OSError:
+        return None
+    if usage.total == 0:
+        return (
+            f"the folder {folder} is on a virtual file system (like /proc or /sys) that holds no "
+            "ordinary files; write to a folder on a disk"
+        )
+    return None
+
+
 def space_problem(folder: Path, need: int) -> str | None:
     """Why ``need`` more bytes cannot be written in ``folder`` (one clause), or ``None``."""
-    return short_of_space(free_bytes(folder), need)
+    return virtual_folder(folder) or short_of_space(free_bytes(folder), need)
 
 
 def short_of_space(free: int | None, need: int) -> str | None:

@@ -366,7 +366,7 @@ class ProfileWriter:
             self._room -= need
             return
         free = atomic.free_bytes(self.path.parent)
-        problem = atomic.short_of_space(free, need)
+        problem = atomic.virtual_folder(self.path.parent) or atomic.short_of_space(free, need)
         if problem:
             raise ProfileWriteError(f"cannot write profile {self.path}: {problem}.")
         self._room = -1 if free is None else free - atomic.SPACE_MARGIN - need

@@ -1252,3 +1252,16 @@ def sim_cache_tamperings() -> dict[str, Callable[[Path, Path], None]]:
         "profile-missing": lambda entry, prof: prof.unlink(),
         "profile-fifo": profile_fifo,
     }
+
+
+# -- outputs where no file can be written (issue 22 item 9) ---------------------------------------
+def output_cases(base: Path) -> dict[str, InputCase]:
+    """``-o`` in a virtual file system (/proc): one sentence naming the real reason."""
+    cases = {
+        "profile": ("profile", "--quiet", "--model", "mlp", "-o", "/proc/x.h5"),
+        "report": ("report", str(base), "-o", "/proc/x.md"),
+        "export-trace": ("export-trace", str(base), "-o", "/proc/x.json"),
+        "export-onnx": ("export-onnx", "--model", "mlp", "-o", "/proc/x.onnx"),
+        "summary-json": ("report", str(base), "-o", "/sys/x.json"),
+    }
+    return {k: InputCase(v, hidden=("disk is full",)) for k, v in cases.items()}

@@ -198,3 +198,57 @@ def test_tune_copies_profiles_out_of_the_cache(tmp_path):
         fh.write(b"EDITED")
     assert src.read_bytes() == b"cached profile"
     assert not [p for p in dst.parent.iterdir() if p.name.startswith(".")]
+
+
+# -- displays and outputs -------------------------------------------------------------------------
+def test_display_that_does_not_answer_is_one_sentence():
+    """DISPLAY naming no X server, or a host that accepts and never answers: one sentence before
+    Qt starts (Qt would abort with exit 134 and a hint about libxcb-cursor0)."""
+    import socket
+
+    from analyser.cli.errors import CliError
+    from analyser.cli.gui import check_display_answers
+
+    with pytest.raises(CliError, match="does not answer: no X server"):
+        check_display_answers({"DISPLAY": ":4321"}, "linux")
+    with pytest.raises(CliError, match="not a display name"):
+        check_display_answers({"DISPLAY": "no-colon-here"}, "linux")
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(1)
+    n = silent.getsockname()[1] - 6000
+    try:
+        if n >= 0:
+            with pytest.raises(CliError, match="did not answer within 1 s"):
+                check_display_answers({"DISPLAY": f"127.0.0.1:{n}"}, "linux", seconds=1.0)
+    finally:
+        silent.close()
+    # Qt told to use another platform, or not Linux: nothing to check
+    check_display_answers({"DISPLAY": ":4321", "QT_QPA_PLATFORM": "offscreen"}, "linux")
+    check_display_answers({"DISPLAY": ":4321"}, "darwin")
+
+
+@pytest.mark.parametrize("name", list(hostile.output_cases(Path("base.h5"))))
+def test_output_in_a_virtual_file_system_names_the_reason(tune_corpus, name):
+    if not Path("/proc/self").exists():
+        pytest.skip("no /proc")
+    base = tune_corpus[0] / "start.h5"
+    case = hostile.output_cases(base)[name]
+    o = hostile.run_in_process(case.argv, SECONDS)
+    assert o.code == 2 and o.clean, (case.argv, o.stderr, o.traceback)
+    assert "virtual file system" in o.stderr and "disk is full" not in o.stderr, o.stderr
+
+
+def test_export_onnx_files_follow_the_umask(tmp_path):
+    import os
+
+    old = os.umask(0o022)
+    try:
+        o = hostile.run_in_process(
+            ("export-onnx", "--model", "mlp", "-o", str(tmp_path / "m.onnx")), SECONDS
+        )
+    finally:
+        os.umask(old)
+    assert o.code == 0, o.stderr
+    for p in (tmp_path / "m.onnx", tmp_path / "m.onnx.data"):
+        assert p.stat().st_mode & 0o777 == 0o644, oct(p.stat().st_mode)

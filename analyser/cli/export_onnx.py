@@ -55,6 +55,11 @@ def run(args: argparse.Namespace) -> int:
         )
     if not out.parent.exists():
         raise CliError(f"output folder {out.parent} does not exist.")
+    from profiles.atomic import virtual_folder
+
+    virtual = virtual_folder(out.parent)
+    if virtual:
+        raise CliError(f"cannot write {out}: {virtual}.")
     from engine.onnx.export import export_zoo, written_by_analyse
 
     data_file = out.with_name(out.name + ".data")

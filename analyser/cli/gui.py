@@ -45,6 +45,69 @@ def check_display(environ: dict[str, str] | None = None, platform: str | None = 
     )
 
 
+#: Seconds the display check waits for the X server to answer (a local one answers in
+#: milliseconds; a forwarded one over a slow link in well under a second).
+DISPLAY_SECONDS = 5.0
+
+_XCB_PROBE = """
+import ctypes, sys
+xcb = ctypes.CDLL("libxcb.so.1")
+xcb.xcb_connect.restype = ctypes.c_void_p
+xcb.xcb_connect.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
+xcb.xcb_connection_has_error.argtypes = [ctypes.c_void_p]
+c = xcb.xcb_connect(None, None)
+sys.exit(xcb.xcb_connection_has_error(c) if c else 1)
+"""
+#: xcb_connection_has_error codes (xcb.h) and what they mean for the user.
+_XCB_ERRORS = {
+    1: "no X server accepts connections there, or it refused this user (check the display "
+    "number, that the X server runs, and xauth / 'ssh -X')",
+    5: "the value is not a display name (expected e.g. ':0' or 'localhost:10.0')",
+    6: "it has no such screen",
+}
+
+
+def check_display_answers(
+    environ: dict[str, str] | None = None,
+    platform: str | None = None,
+    seconds: float = DISPLAY_SECONDS,
+) -> None:
+    """Raise CliError when Qt would connect to the X display ``DISPLAY`` and no X server
+    answers there (Qt then aborts with exit 134 and a misleading hint about libxcb-cursor0).
+    The connection is tried in a subprocess through libxcb (what Qt's xcb plugin uses), with a
+    time limit: a host that accepts and never answers cannot hang the check."""
+    env = dict(os.environ if environ is None else environ)
+    platform = sys.platform if platform is None else platform
+    qpa = env.get("QT_QPA_PLATFORM", "")
+    display = env.get("DISPLAY", "")
+    if not platform.startswith("linux") or not display or (qpa and not qpa.startswith("xcb")):
+        return
+    if not qpa and env.get("WAYLAND_DISPLAY"):
+        return  # Qt may choose Wayland there
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _XCB_PROBE],
+            env=env,
+            capture_output=True,
+            timeout=seconds,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise CliError(
+            f"the display DISPLAY={display!r} did not answer within {seconds:g} s; check that its "
+            "X server (or the 'ssh -X' forwarding) is alive, or use the headless commands "
+            "(summary, report, export-trace)."
+        ) from None
+    code = done.returncode
+    if code == 0 or b"libxcb" in done.stderr:  # answered, or no libxcb: the plugin check speaks
+        return
+    reason = _XCB_ERRORS.get(code, f"the connection failed (xcb error {code})")
+    raise CliError(
+        f"the display DISPLAY={display!r} does not answer: {reason}; or use the headless commands "
+        "(summary, report, export-trace)."
+    )
+
+
 # Debian package names that do not follow the library-packaging policy's "soname -> package" rule
 # (Debian Policy 8.1: libfoo.so.N -> libfooN, libfoo-1.so.N -> libfoo-1-N).
 _PACKAGE_EXCEPTIONS = {"libglib-2.0.so.0": "libglib2.0-0", "libgthread-2.0.so.0": "libglib2.0-0"}
@@ -165,6 +228,7 @@ def run(args: argparse.Namespace) -> int:
             pass
     check_display()
     check_xcb_libraries()
+    check_display_answers()
     try:
         from analyser.gui.app import run as run_app
     except ImportError as exc:  # pragma: no cover - depends on the installation

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from pathlib import Path
 
 import onnx
@@ -266,9 +265,13 @@ def written_by_analyse(path: Path) -> bool:
 
 
 def _atomic(path: Path, write, check: bool = False) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    """Write ``path`` through a temporary file beside it, renamed into place; the file's mode
+    follows the umask, as every other output's (``tempfile.mkstemp`` would make it 0600)."""
+    from profiles.atomic import temp_path
+
+    tmp = temp_path(path)
     try:
-        with os.fdopen(fd, "wb") as f:
+        with open(tmp, "wb") as f:
             write(f)
         if check:  # beside its data file, before it replaces anything
             onnx.checker.check_model(tmp)
