@@ -587,6 +587,8 @@ PROFILE_COMMANDS: tuple[tuple[str, ...], ...] = (
     ("report", "{file}", "-o", "{out}.md"),
     ("compare", "{base}", "{file}"),
     ("export-trace", "{file}", "-o", "{out}.json"),
+    # a trace merged to at most 300 events (issue 25)
+    ("export-trace", "{file}", "-o", "{out}.merged.json", "--max-events", "300"),
     # two runs aligned step by step, with both traces and the delta lane (issue 25)
     ("diff", "{base}", "{file}", "--export-trace", "{out}.diff.json"),
     ("diff", "{file}", "{base}", "--json"),

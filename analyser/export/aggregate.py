@@ -1,0 +1,381 @@
+"""``export-trace --max-events N``: a Chrome trace-event JSON file of at most N events, the steps
+merged where needed, saying what it merged.
+
+A 10,000,000-step run is about 2 GB of JSON at one event per step, past what Perfetto's browser
+build opens. This writer picks the finest of these levels whose event count fits N, counted in a
+first streamed pass over the steps:
+
+1. ``steps``: every step, as ``analyse export-trace`` writes it;
+2. ``loop bodies``: on each IPU and lane, the consecutive steps of one loop body (same device
+   iteration, micro-batch, pipeline stage and phase: one pass of the micro-batch loop) merged
+   into one slice;
+3. ``iterations``: the consecutive steps of one device iteration (host call) on a lane merged;
+4. ``time windows``: each IPU's lanes cut into equal windows of the run, the steps starting in
+   one window merged; the window is chosen so that the count is under N, so this level always
+   fits (an N too small for one window per lane is refused in one sentence).
+
+A merged slice spans its first step's start to its last step's end, is named after what it
+merged (``micro-batch 3 (main): 240 steps``; a "run" of one step keeps the step's own name and
+arguments) and carries ``steps`` (how many), ``cycles`` (their total: the busy cycles inside the
+slice) and ``first`` (the first step's program) in its arguments. The memory counter of each IPU
+gets one value per merged Compute slice: the largest total (always-live + not-always-live) among
+its steps. The file's ``otherData.aggregation`` says the level, what it merged and the counts.
+
+Both passes read the step columns in chunks and keep one open run per IPU and lane between
+chunks, so memory stays bounded whatever the number of steps.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import numpy as np
+
+from analyser.core.source import Source
+from analyser.export.rowbytes import RowBytes, byte_table
+from analyser.export.trace import (
+    _LANE_OF_TYPE,
+    LANES,
+    ProgressFn,
+    TraceExportError,
+    _chrome_metadata,
+    _Prepared,
+    chrome_header,
+    chrome_steps,
+)
+from analyser.output import atomic_output
+from profiles import schema
+
+_COLS = ("program", "ipu", "start", "cycles", "type", "micro_batch", "stage", "phase", "iteration")
+#: The levels, finest first: (name, key columns, what is merged).
+LEVELS: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("steps", (), "nothing: one event per step"),
+    (
+        "loop bodies",
+        ("iteration", "micro_batch", "stage", "phase"),
+        "the consecutive steps of one loop body (device iteration, micro-batch, stage, phase) "
+        "on each IPU and lane",
+    ),
+    (
+        "iterations",
+        ("iteration",),
+        "the consecutive steps of one device iteration (host call) on each IPU and lane",
+    ),
+    ("time windows", ("window",), "the steps starting in one time window on each IPU and lane"),
+)
+N_LANES = len(LANES)
+
+
+@dataclass
+class _Runs:
+    """Runs of one chunk (or the open runs carried between chunks): parallel arrays."""
+
+    group: np.ndarray  # ipu * N_LANES + lane
+    keys: np.ndarray  # (n, k) key columns
+    t0: np.ndarray
+    t1: np.ndarray
+    count: np.ndarray
+    cycles: np.ndarray
+    first: np.ndarray  # program of the first step
+    mem: np.ndarray  # largest memory total of its steps (-1: none)
+    meta: np.ndarray  # (n, 4): iteration, micro_batch, stage, phase of the first step
+
+    def take(self, idx: np.ndarray) -> _Runs:
+        return _Runs(*(getattr(self, f)[idx] for f in self.__dataclass_fields__))
+
+    @property
+    def size(self) -> int:
+        return int(self.group.size)
+
+
+def _chunk_runs(
+    c: dict[str, np.ndarray], keys: tuple[str, ...], mem: np.ndarray, window: float
+) -> _Runs:
+    """Maximal runs of consecutive steps with equal keys on each IPU and lane of a chunk."""
+    ipu = c["ipu"].astype(np.int64)
+    group = ipu * N_LANES + _LANE_OF_TYPE[c["type"].astype(np.int64)]
+    start = c["start"].astype(np.int64)
+    cyc = c["cycles"].astype(np.int64)
+    cols = {k: c[k].astype(np.int64) for k in ("iteration", "micro_batch", "stage", "phase")}
+    if window:
+        cols["window"] = (start // window).astype(np.int64)
+    key = np.stack([cols[k] for k in keys], axis=1) if keys else np.arange(start.size)[:, None]
+    order = np.lexsort((np.arange(start.size), group))  # by group, then time (rows are in time)
+    g, k = group[order], key[order]
+    new = np.ones(order.size, bool)
+    new[1:] = (g[1:] != g[:-1]) | (k[1:] != k[:-1]).any(axis=1)
+    at = np.flatnonzero(new)
+    end = (start + cyc)[order]
+    meta = np.stack([cols[x] for x in ("iteration", "micro_batch", "stage", "phase")], axis=1)
+    return _Runs(
+        g[at],
+        k[at],
+        np.minimum.reduceat(start[order], at),
+        np.maximum.reduceat(end, at),
+        np.diff(np.r_[at, order.size]),
+        np.add.reduceat(cyc[order], at),
+        c["program"].astype(np.int64)[order][at],
+        np.maximum.reduceat(mem[order], at),
+        meta[order][at],
+    )
+
+
+class _Stream:
+    """Joins the runs of consecutive chunks: one open run per group is carried over."""
+
+    def __init__(self) -> None:
+        self.open: _Runs | None = None
+
+    def feed(self, runs: _Runs) -> _Runs:
+        """The runs closed by this chunk (the last run of each group stays open)."""
+        if self.open is not None and self.open.size:
+            o = self.open
+            first = np.flatnonzero(np.r_[True, runs.group[1:] != runs.group[:-1]])
+            pos = {int(gv): i for i, gv in enumerate(o.group)}
+            cont = np.zeros(o.size, bool)
+            for j in first:  # one per group of the chunk (at most IPUs x lanes)
+                i = pos.get(int(runs.group[j]))
+                if i is not None and np.array_equal(o.keys[i], runs.keys[j]):
+                    cont[i] = True
+                    runs.t0[j] = o.t0[i]
+                    runs.t1[j] = max(runs.t1[j], o.t1[i])
+                    runs.count[j] += o.count[i]
+                    runs.cycles[j] += o.cycles[i]
+                    runs.first[j] = o.first[i]
+                    runs.mem[j] = max(runs.mem[j], o.mem[i])
+                    runs.meta[j] = o.meta[i]
+            closed_open = o.take(np.flatnonzero(~cont))
+            # an open run of a group this chunk does not touch stays open
+            untouched = ~np.isin(closed_open.group, runs.group)
+            keep_open = closed_open.take(np.flatnonzero(untouched))
+            closed_open = closed_open.take(np.flatnonzero(~untouched))
+        else:
+            closed_open, keep_open = None, None
+        last = np.r_[runs.group[1:] != runs.group[:-1], True]
+        closed = runs.take(np.flatnonzero(~last))
+        opened = runs.take(np.flatnonzero(last))
+        self.open = _concat([opened, keep_open]) if keep_open is not None else opened
+        return _concat([closed_open, closed]) if closed_open is not None else closed
+
+    def close(self) -> _Runs | None:
+        o, self.open = self.open, None
+        return o
+
+
+def _concat(parts: list[_Runs | None]) -> _Runs:
+    parts = [p for p in parts if p is not None]
+    return _Runs(
+        *(np.concatenate([getattr(p, f) for p in parts]) for f in _Runs.__dataclass_fields__)
+    )
+
+
+def _chunks(p: _Prepared, ranges: list[tuple[int, int]]):
+    """The step columns the merging needs, chunk by chunk (iteration included)."""
+    from analyser.export.trace import CHUNK_ROWS
+
+    for lo, hi in ranges:
+        for _, c in p.src.iter_steps(_COLS, start=lo, stop=hi, chunk_rows=CHUNK_ROWS):
+            yield c
+
+
+def _mem(p: _Prepared, c: dict[str, np.ndarray]) -> np.ndarray:
+    return p.mem_of_prog[
+        c["ipu"].astype(np.int64), np.clip(c["program"].astype(np.int64), 0, p.n_prog - 1)
+    ]
+
+
+def _count(p: _Prepared, ranges: list[tuple[int, int]], window: float) -> list[tuple[int, int]]:
+    """(slices, Compute slices) of each merging level (loop bodies, iterations), one pass."""
+    streams = [_Stream() for _ in LEVELS[1:3]]
+    counts = [[0, 0] for _ in streams]
+    for c in _chunks(p, ranges):
+        if not c["start"].size:
+            continue
+        mem = _mem(p, c)
+        for s, (_, keys, _), n in zip(streams, LEVELS[1:3], counts):
+            closed = s.feed(_chunk_runs(c, keys, mem, 0.0))
+            n[0] += closed.size
+            n[1] += int((closed.group % N_LANES == 0).sum())
+    for s, n in zip(streams, counts):
+        o = s.close()
+        if o is not None:
+            n[0] += o.size
+            n[1] += int((o.group % N_LANES == 0).sum())
+    del window
+    return [tuple(n) for n in counts]
+
+
+def _emit(p: _Prepared, runs: _Runs, fh_raw, level: str) -> None:
+    """Merged slices (and memory counter values) of ``runs`` as Chrome events."""
+    n = runs.size
+    if not n:
+        return
+    names = byte_table([json.dumps(x).encode() for x in p.names])
+    single = runs.count == 1
+    ipu = runs.group // N_LANES
+    lane = runs.group % N_LANES
+    it, mb, phase = runs.meta[:, 0], runs.meta[:, 1], runs.meta[:, 3]
+    labels = []  # one Python string per merged run: their number is bounded by N
+    for j in np.flatnonzero(~single):
+        ph = schema.PHASES[int(phase[j])] if 0 <= phase[j] < len(schema.PHASES) else "?"
+        if level == "loop bodies":
+            what = (
+                f"micro-batch {int(mb[j])} ({ph})"
+                if mb[j] >= 0
+                else f"iteration {int(it[j])} ({ph})"
+            )
+        elif level == "iterations":
+            what = f"iteration {int(it[j])}"
+        else:
+            what = "window"
+        labels.append(json.dumps(f"{what}: {int(runs.count[j]):,} steps").encode())
+    label_idx = np.zeros(n, np.int64)
+    label_idx[~single] = np.arange(int((~single).sum()))
+    label_tab = byte_table(labels or [b'""'])
+    first = np.clip(runs.first, 0, p.n_prog - 1)
+    r = RowBytes(n)
+    r.const(b',\n{"name":')
+    r.lookup_table(*names, first, single)
+    r.lookup_table(*label_tab, label_idx, ~single)
+    r.const(b',"ph":"X","cat":"merged","pid":')
+    r.decimal(ipu)
+    r.const(b',"tid":')
+    r.decimal(lane)
+    r.const(b',"ts":')
+    r.fixed(p.us(runs.t0), 4)
+    r.const(b',"dur":')
+    r.fixed(p.us(runs.t1 - runs.t0), 4)
+    r.const(b',"args":{"steps":')
+    r.decimal(runs.count)
+    r.const(b',"cycles":')
+    r.decimal(runs.cycles)
+    r.const(b',"first":')
+    r.lookup_table(*names, first)
+    r.const(b',"iteration":')
+    r.decimal(it)
+    r.const(b',"micro_batch":')
+    r.decimal(mb)
+    r.const(b"}}")
+    sel = np.flatnonzero((lane == 0) & (runs.mem >= 0))
+    m = RowBytes(sel.size)
+    m.const(b',\n{"name":"memory","ph":"C","pid":')
+    m.decimal(ipu[sel])
+    m.const(b',"ts":')
+    m.fixed(p.us(runs.t0[sel]), 4)
+    m.const(b',"args":{"bytes":')
+    m.decimal(runs.mem[sel])
+    m.const(b"}}")
+    for block in (*r.blocks(workers=1), *m.blocks(workers=1)):
+        fh_raw.write(block)
+
+
+def export_aggregated(
+    profile_path: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    max_events: int,
+    progress: ProgressFn | None = None,
+) -> dict:
+    """Write a Chrome JSON trace of at most ``max_events`` events (module docstring); returns
+    what was merged (``otherData.aggregation``)."""
+    from profiles import open_profile
+
+    out = Path(out)
+    src = Source(open_profile(profile_path), profile_path)
+    try:
+        p = _Prepared(src)
+        ranges = p.ranges(None)
+        n_steps = src.n_steps
+        meta_events = len(_chrome_metadata(p))
+        budget = max_events - meta_events
+        groups = p.n_ipus * (N_LANES + 1)  # lanes + the memory counter
+        if budget < groups:
+            raise TraceExportError(
+                f"--max-events {max_events:,} is too small for this trace: its {p.n_ipus} IPU(s) "
+                f"need at least {meta_events + groups:,} events (names of processes and lanes, "
+                "and one slice per lane)."
+            )
+        # the plain export: every step and the memory counters where they change
+        level, events = None, 0
+        if n_steps <= budget and _plain_events(p, ranges) <= budget:
+            level = "steps"
+        counts = _count(p, ranges, 0.0) if level is None else []
+        for (name, _keys, _what), (slices, compute) in zip(LEVELS[1:3], counts):
+            if level is None and slices + compute <= budget:
+                level, events = name, slices + compute
+        total = int(src.execution_attrs.get("total_cycles", 0)) or 1
+        windows = max(1, budget // groups)
+        window = float(-(-total // windows))
+        if level is None:
+            level = "time windows"
+        info = {
+            "level": level,
+            "merged": next(w for n, _, w in LEVELS if n == level),
+            "steps": n_steps,
+            "max_events": max_events,
+        }
+        if level == "time windows":
+            info["window_cycles"] = int(window)
+        with atomic_output(out, "w") as fh:
+            chrome_header(fh, str(src.path), p.clock, f"{src.path.name} ({level})")
+            fh.write(",\n".join(_chrome_metadata(p)))
+            fh.flush()
+            if level == "steps":
+                chrome_steps(p, fh, ranges, progress, n_steps, 0)
+            else:
+                events = _write_merged(p, fh, ranges, level, window, progress, n_steps)
+            info["events"] = meta_events + (
+                events if level != "steps" else _plain_events(p, ranges)
+            )
+            fh.write('\n],"aggregation":' + json.dumps(info) + "}\n")
+    finally:
+        src.close()
+    return info
+
+
+def _plain_events(p: _Prepared, ranges: list[tuple[int, int]]) -> int:
+    """Events of the plain export: one per step plus the memory counters' changes."""
+    from analyser.export.trace import _mem_changes
+
+    n = 0
+    last = np.full(p.n_ipus, -1, np.int64)
+    for c in p.chunks(ranges):
+        change, _ = _mem_changes(p, c["ipu"].astype(np.int64), c["program"].astype(np.int64), last)
+        n += c["start"].size + int(change.sum()) * (2 if p.counters is not None else 1)
+    return n
+
+
+def _write_merged(
+    p: _Prepared,
+    fh: IO[str],
+    ranges: list[tuple[int, int]],
+    level: str,
+    window: float,
+    progress: ProgressFn | None,
+    n_steps: int,
+) -> int:
+    keys = next(k for n, k, _ in LEVELS if n == level)
+    raw = fh.buffer
+    stream = _Stream()
+    events = 0
+    done = 0
+    for c in _chunks(p, ranges):
+        if not c["start"].size:
+            continue
+        closed = stream.feed(
+            _chunk_runs(c, keys, _mem(p, c), window if level == "time windows" else 0.0)
+        )
+        _emit(p, closed, raw, level)
+        events += closed.size + int(((closed.group % N_LANES == 0) & (closed.mem >= 0)).sum())
+        done += c["start"].size
+        if progress:
+            progress(done, n_steps)
+    last = stream.close()
+    if last is not None:
+        _emit(p, last, raw, level)
+        events += last.size + int(((last.group % N_LANES == 0) & (last.mem >= 0)).sum())
+    raw.flush()
+    return events

@@ -1,0 +1,87 @@
+"""Issue 25: ``export-trace --max-events N``: a trace of at most N events, steps merged (loop
+bodies, device iterations, time windows), every step and cycle accounted for, saying what it
+merged."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from analyser.cli import main
+from profiles import open_profile
+
+
+@pytest.fixture(scope="module")
+def prof(tmp_path_factory):
+    from profiles import write_profile
+    from profiles.synthetic import make_synthetic_profile
+
+    path = tmp_path_factory.mktemp("max-events") / "p.h5"
+    write_profile(
+        path,
+        make_synthetic_profile(
+            n_steps=8000, n_ipus=2, tiles=32, n_programs=60, device_iterations=6, grad_accum=4
+        ),
+    )
+    return path
+
+
+def _export(prof, out, n, capsys) -> dict:
+    assert main(["export-trace", str(prof), "-o", str(out), "--max-events", str(n), "--force"]) == 0
+    capsys.readouterr()
+    return json.loads(out.read_text())
+
+
+def test_bounded_and_every_step_accounted_for(prof, tmp_path, capsys):
+    with open_profile(prof) as p:
+        n_steps = p.n_steps
+        cycles = int(p.array("/execution/steps/cycles").sum())
+        total = int(p.execution_totals()["total_cycles"])
+    levels = set()
+    for n in (10**8, 2 * n_steps, n_steps // 2, 2000, 400, 120, 60):
+        doc = _export(prof, tmp_path / f"t{n}.json", n, capsys)
+        ev, info = doc["traceEvents"], doc["aggregation"]
+        levels.add(info["level"])
+        assert len(ev) <= n and len(ev) == info["events"], (n, info)
+        x = [e for e in ev if e["ph"] == "X"]
+        assert sum(e["args"].get("steps", 1) for e in x) == n_steps
+        assert sum(e["args"]["cycles"] for e in x) == cycles
+        clock = doc["otherData"]["clock_hz"]
+        assert all(e["ts"] >= 0 and e["ts"] + e["dur"] <= total * 1e6 / clock + 1e-3 for e in x)
+        if info["level"] != "steps":
+            assert info["merged"] and all(e["args"]["steps"] >= 1 for e in x)
+            # merged slices of one lane follow each other without overlapping
+            for key in {(e["pid"], e["tid"]) for e in x}:
+                lane = sorted(
+                    (e["ts"], e["ts"] + e["dur"]) for e in x if (e["pid"], e["tid"]) == key
+                )
+                s, e_ = np.array(lane).T
+                assert (s[1:] >= e_[:-1] - 1e-3).all()
+    assert levels == {"steps", "loop bodies", "iterations", "time windows"}
+
+
+def test_bad_input(prof, tmp_path, capsys):
+    for argv in (
+        ["export-trace", str(prof), "-o", str(tmp_path / "a.json"), "--max-events", "5"],
+        [
+            "export-trace",
+            str(prof),
+            "-o",
+            str(tmp_path / "a.pb"),
+            "--max-events",
+            "900",
+            "--format",
+            "perfetto",
+        ],
+        ["export-trace", str(prof), "-o", str(tmp_path / "a.json"), "--max-events", "0"],
+    ):
+        try:
+            code = main(argv)
+        except SystemExit as exc:  # argparse: one line, exit 2
+            code = exc.code
+        assert code == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert "\n" not in err.splitlines()[-1] and "Traceback" not in err, err
+    assert not list(tmp_path.iterdir())
