@@ -305,6 +305,25 @@ def _dynamic_slice_cycles(t, elements, splits, eb: int):
     return np.where(np.asarray(splits) > 1, cycles, 0).astype(np.int64)
 
 
+def _partial_calc(t, s: ConvShapes, o: np.ndarray, z: dict, field) -> np.ndarray:
+    """``addPartialCalcCycleEstimate``: the AMP vertex over ``field`` output positions of the
+    tile's share (``z``: the tile sizes of the candidates of ops ``o``)."""
+    w = s.width[o]
+    return vertex_costs.amp_partials_cycles(
+        t,
+        field=field,
+        row_width=np.where(w > 0, np.minimum(w, field), field),
+        kernel_positions=z["kt"],
+        kernel_width=z["kwt"],
+        in_groups=z["Cgt"],
+        out_groups=z["Ngt"],
+        conv_groups=z["Gt"],
+        acts_bytes=s.eb,
+        partials_bytes=s.pb,
+        one_by_one=s.kernel[o] == 1,
+    )
+
+
 def estimate(s: ConvShapes, c: Candidates, t) -> PlanCosts:
     """The planner's estimate of every candidate (see the module docstring)."""
     o = c.op
@@ -321,19 +340,7 @@ def estimate(s: ConvShapes, c: Candidates, t) -> PlanCosts:
     first = np.ceil(z["n_out"] * pb / xb).astype(np.int64)
     red_ex = reduction.conv_reduce_exchange(z["n_out"], depth, pb, xb)
     red_ex[:, 0] = first  # the planner counts the first stage whatever the depth
-    partial = vertex_costs.amp_partials_cycles(
-        t,
-        field=z["Ft"],
-        row_width=np.where(s.width[o] > 0, np.minimum(s.width[o], z["Ft"]), z["Ft"]),
-        kernel_positions=z["kt"],
-        kernel_width=z["kwt"],
-        in_groups=z["Cgt"],
-        out_groups=z["Ngt"],
-        conv_groups=z["Gt"],
-        acts_bytes=eb,
-        partials_bytes=pb,
-        one_by_one=s.kernel[o] == 1,
-    )
+    partial = _partial_calc(t, s, o, z, z["Ft"])
     outputs = _cdiv(z["n_out"], depth)
     red, _, _ = reduction.conv_reduce(t, outputs, depth, c.si, eb, pb)
     tr = _transform_costs(s, c, xb)
@@ -501,19 +508,7 @@ def plan(a: dict, t, T: int, limit: float, pb: int) -> dict:
     recv = ((z["n_in"] - z["n_in"] // c.po) + (z["n_w"] - z["n_w"] // c.pf)) * eb
     # the smaller field share (floor) of the other tiles, for the main compute set
     Ft_lo = np.maximum(M // c.pf, 1)
-    lo = vertex_costs.amp_partials_cycles(
-        t,
-        field=Ft_lo,
-        row_width=np.where(s.width > 0, np.minimum(s.width, Ft_lo), Ft_lo),
-        kernel_positions=z["kt"],
-        kernel_width=z["kwt"],
-        in_groups=z["Cgt"],
-        out_groups=z["Ngt"],
-        conv_groups=z["Gt"],
-        acts_bytes=eb,
-        partials_bytes=pb,
-        one_by_one=s.kernel == 1,
-    )
+    lo = _partial_calc(t, s, c.op, z, Ft_lo)
     red_ex = np.where(reduces[:, None], e.reduce_exchange, 0) * serial[:, None]
     red_ex = np.where(red_ex > 0, red_ex + setup, 0)
     red_cs = np.where(reduces[:, None], e.reduce, 0) * serial[:, None]
