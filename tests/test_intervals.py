@@ -302,7 +302,11 @@ def test_insight_effects_carry_ordered_intervals(profiles, full_errors, monkeypa
                 for part in ("before", "after", "change"):
                     seen += _ordered(d[key][part])
             json.dumps(d, allow_nan=False)
-            assert _ordered(d["throughput_samples_per_s"]["change"])
+            ch = d["throughput_samples_per_s"]["change"]
+            assert _ordered(ch)
+            if "throughput +" in t.effect.message or "throughput -" in t.effect.message:
+                # the verdict says it too: "throughput +86.0% (+64% to +111%), ..."
+                assert intervals.fmt_pct_range(ch["low"], ch["high"]) in t.effect.message
         assert seen
 
 
