@@ -297,3 +297,16 @@ def memory_by_category(doc: Document, op_ids: np.ndarray) -> pd.Series:
     from analyser.core.operations import memory_by_category as build
 
     return build(variables(doc), operations(doc), op_ids)
+
+
+def roofline(doc: Document) -> Any:
+    """The per-operation roofline (analyser.core.roofline; None without execution)."""
+
+    def compute() -> Any:
+        if not doc.has_execution:
+            return None
+        from analyser.core.roofline import roofline as build
+
+        return build(doc.analysis)
+
+    return doc.cached("roofline", compute)

@@ -35,6 +35,7 @@ REPORTS: list[str] = [
     "analyser.gui.reports.operations:OperationsReport",
     "analyser.gui.reports.trace:TraceReport",
     "analyser.gui.reports.pipeline:PipelineReport",
+    "analyser.gui.reports.roofline:RooflineReport",
     "analyser.gui.reports.query:QueryReport",
 ]
 

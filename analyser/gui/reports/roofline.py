@@ -1,0 +1,128 @@
+"""Roofline: every executed operation under the roofs of its IPU (``analyser.core.roofline``):
+FLOPs per byte exchanged against FLOPs per cycle achieved, on log axes, with the AMP peak of the
+run's precision and the exchange roof; points coloured by the roof that binds them (the trace's
+colours of OnTileExecute, DoExchange and StreamCopyMid). Clicking a point names the operation.
+In compare mode B's operations are drawn as triangles over A's circles, each with its roofs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+
+from analyser.core.units import fmt_bytes
+from analyser.gui.model import data
+from analyser.gui.model.document import Document
+from analyser.gui.palette import hex_color
+from analyser.gui.reports.base import Report
+from analyser.gui.widgets import make_plot
+
+#: Colour of each binding roof: the trace's colour of the step type that roof limits.
+LIMIT_STEP_TYPE = {
+    "compute": "OnTileExecute",
+    "exchange": "DoExchange",
+    "host link": "StreamCopyMid",
+}
+
+
+class RooflineReport(Report):
+    """Achieved FLOPs per cycle of every operation against its exchange intensity."""
+
+    title = "Roofline"
+    key = "roofline"
+    needs_execution = True
+    data_needs = ("target", "roofline")
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.lay_out_with_empty_states()
+        content = QWidget()
+        layout = QVBoxLayout(content)
+        self.header = QLabel()
+        self.header.setWordWrap(True)
+        self.plot = make_plot("FLOPs per cycle (log)", "FLOPs per byte exchanged (log)")
+        item = self.plot.getPlotItem()
+        item.getAxis("bottom").setLogMode(True)
+        item.getAxis("left").setLogMode(True)
+        item.showGrid(x=True, y=True, alpha=0.2)
+        self.picked = QLabel("Click a point to name its operation.")
+        self.picked.setWordWrap(True)
+        layout.addWidget(self.header)
+        layout.addWidget(self.plot, 1)
+        layout.addWidget(self.picked)
+        self.set_content(content)
+        self.points: dict[str, pg.ScatterPlotItem] = {}
+
+    def chart_widget(self) -> QWidget:
+        return self.plot
+
+    def clear(self) -> None:
+        self.plot.getPlotItem().clear()
+        self.points = {}
+
+    def show_documents(self, doc: Document, other: Document | None) -> None:
+        self.clear()
+        texts = []
+        for side, d, symbol in (("A", doc, "o"), ("B", other, "t")):
+            if d is None:
+                continue
+            r = data.roofline(d)
+            if r is None:
+                texts.append(f"{side}: {d.name} has no execution.")
+                continue
+            texts.append(self._draw(side, d, r, symbol, other is not None))
+        self.header.setText("\n".join(texts))
+
+    def _draw(self, side: str, doc: Document, r, symbol: str, compare: bool) -> str:
+        ops = r.operations
+        finite = (
+            np.isfinite(ops["intensity_exchange"].to_numpy()) & (ops["achieved"] > 0).to_numpy()
+        )
+        sel = ops[finite]
+        x = np.log10(sel["intensity_exchange"].to_numpy(float))
+        y = np.log10(sel["achieved"].to_numpy(float))
+        brushes = [
+            pg.mkBrush(hex_color("step_types", LIMIT_STEP_TYPE[lim])) for lim in sel["limit"]
+        ]
+        spots = pg.ScatterPlotItem(
+            x=x,
+            y=y,
+            symbol=symbol,
+            size=8,
+            brush=brushes,
+            pen=None,
+            data=sel["name"].to_numpy(object),
+        )
+        spots.sigClicked.connect(lambda _item, pts, _ev: self._pick(side, pts))
+        self.plot.addItem(spots)
+        self.points[side] = spots
+        ro = r.roofs
+        lo = float(x.min()) - 1 if x.size else -2.0
+        hi = float(x.max()) + 1 if x.size else 4.0
+        ridge = np.log10(ro.peak_flops_per_cycle / ro.exchange_bytes_per_cycle)
+        xs = np.array([min(lo, ridge - 1), ridge, max(hi, ridge + 1)])
+        ys = np.log10(np.minimum(10.0**xs * ro.exchange_bytes_per_cycle, ro.peak_flops_per_cycle))
+        # the roofs drawn as the memory report draws its limit (B's dashed)
+        style = Qt.PenStyle.DashLine if side == "B" else Qt.PenStyle.SolidLine
+        pen = pg.mkPen(hex_color("chart", "max_memory_line"), width=2, style=style)
+        self.plot.addItem(pg.PlotDataItem(xs, ys, pen=pen))
+        counts = sel["limit"].value_counts()
+        nothing = int((~finite).sum())
+        prefix = f"{side}: {doc.name}: " if compare else f"{doc.name}: "
+        return (
+            prefix
+            + f"{len(sel):,} operations drawn ("
+            + ", ".join(f"{int(v):,} {k}-bound" for k, v in counts.items())
+            + f"); {nothing:,} exchange nothing (not drawn). Roofs per IPU ({ro.precision}): "
+            f"AMP peak {ro.peak_flops_per_cycle:,.0f} FLOPs/cycle, exchange "
+            f"{fmt_bytes(ro.exchange_bytes_per_cycle)}/cycle."
+        )
+
+    def _pick(self, side: str, pts) -> None:
+        if len(pts):
+            p = pts[0]
+            self.picked.setText(
+                f"{side}: {p.data()}: {10 ** p.pos().x():,.3g} FLOPs per byte exchanged, "
+                f"{10 ** p.pos().y():,.0f} FLOPs per cycle."
+            )

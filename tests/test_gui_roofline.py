@@ -1,0 +1,61 @@
+"""Issue 25: the GUI's Roofline report (analyser.core.roofline drawn on log axes)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gui_helpers import open_documents
+
+pytestmark = pytest.mark.gui
+
+
+@pytest.fixture(scope="module")
+def mlp(tmp_path_factory):
+    import engine
+    from engine.config import RunConfig
+
+    out = tmp_path_factory.mktemp("gui-roofline")
+    paths = []
+    for mb in (1, 8):
+        path = out / f"mlp-mb{mb}.h5"
+        engine.simulate_to_file(RunConfig(model="mlp", micro_batch_size=mb), path)
+        paths.append(path)
+    return paths
+
+
+@pytest.fixture
+def report(qtbot):
+    from analyser.gui.reports.roofline import RooflineReport
+
+    r = RooflineReport()
+    qtbot.addWidget(r)
+    r.resize(900, 600)
+    r.show()
+    docs = []
+    yield r, docs
+    for d in docs:
+        d.close()
+
+
+def test_points_are_the_cores_roofline(report, mlp):
+    from analyser.core import Analysis
+    from analyser.core.roofline import roofline
+
+    r, _ = report
+    open_documents(report, mlp[0])
+    with Analysis.open(mlp[0]) as a:
+        ops = roofline(a).operations
+    drawn = ops[np.isfinite(ops["intensity_exchange"]) & (ops["achieved"] > 0)]
+    x, y = r.points["A"].getData()
+    np.testing.assert_allclose(10**x, drawn["intensity_exchange"].to_numpy(), rtol=1e-9)
+    np.testing.assert_allclose(10**y, drawn["achieved"].to_numpy(), rtol=1e-9)
+    assert "exchange-bound" in r.header.text()
+    r._pick("A", r.points["A"].points()[:1])
+    assert str(drawn["name"].iloc[0]) in r.picked.text()
+
+
+def test_compare_mode_draws_both(report, mlp):
+    r, _ = report
+    open_documents(report, *mlp)
+    assert set(r.points) == {"A", "B"}
+    assert r.header.text().count("operations drawn") == 2
