@@ -12,7 +12,7 @@ from collections.abc import Iterator
 def sigint_deferred() -> Iterator[None]:
     """Hold a Ctrl-C back until the block ends, then raise KeyboardInterrupt (nothing is lost).
 
-    For starting the simulation service's worker processes (analyser.core.service): an
+    For starting the simulation service's worker processes (analyser.sim.service): an
     interrupt in the middle of the start left a half-started cluster. Only the main thread
     receives KeyboardInterrupt, so elsewhere this does nothing.
     """

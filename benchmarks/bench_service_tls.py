@@ -42,7 +42,7 @@ def _one(tls: bool, workers: int) -> dict[str, float]:
         dashboard_address=None,
         scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
         silence_logs=logging.CRITICAL,
-        preload=["analyser.core.service.worker"],
+        preload=["analyser.sim.service.worker"],
     )
     client = Client(cluster, set_as_default=False)
     t_start = time.perf_counter() - t0

@@ -51,8 +51,8 @@ def _start(step: str) -> dict:
 
 
 def grid(workers: int, cache: str) -> dict:
-    from analyser.core.service import SimulationService
-    from analyser.core.tune import build_space
+    from analyser.sim.service import SimulationService
+    from analyser.sim.tune import build_space
 
     start = _start("2-half")
     space = build_space(start, VARY, [], "throughput")
@@ -86,8 +86,8 @@ def grid(workers: int, cache: str) -> dict:
 def guided_vs_grid(workers: int, budget: int, grid_cache: str) -> dict:
     """The guided search on a fresh cache, then the full grid on the grid benchmark's cache
     (its 200 FP16 variants are answered from there; the FP32 ones are simulated)."""
-    from analyser.core.service import SimulationService
-    from analyser.core.tune import build_space, tune
+    from analyser.sim.service import SimulationService
+    from analyser.sim.tune import build_space, tune
 
     start = _start("1-base")
     vary = ["precision=32.32,16.16,16.32", *VARY[1:]]

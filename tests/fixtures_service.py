@@ -31,7 +31,7 @@ def sim_cluster():
     """The service that owns the session's cluster: the process-wide one's (started now if it
     was not yet). The process-wide service becomes a client of that cluster, so a test that
     reconfigures it (an in-process ``analyse tune --scheduler ...``) never closes the cluster."""
-    from analyser.core.service import SimulationService, get_service, set_service
+    from analyser.sim.service import SimulationService, get_service, set_service
 
     owner = get_service()
     owner.client()
@@ -88,7 +88,7 @@ def scheduler_args(sim_cluster, tmp_path_factory) -> list[str]:
 @pytest.fixture
 def sim_service(sim_cluster, scheduler_address, tmp_path):
     """A service on the shared cluster (connected by address) with a fresh, empty cache."""
-    from analyser.core.service import SimulationService
+    from analyser.sim.service import SimulationService
 
     svc = SimulationService(
         scheduler=scheduler_address, cache_dir=tmp_path / "cache", security=sim_cluster.security

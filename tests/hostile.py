@@ -979,8 +979,8 @@ def tune_folder(folder: Path, base: Path, rows: int = 3) -> Path:
     ``micro_batch_size``, the start and the best one copied from the profile ``base``."""
     import pandas as pd
 
-    from analyser.core.service import FIGURE_KEYS
-    from analyser.core.tune.results import META, RESULTS, SCHEMA
+    from analyser.sim.service import FIGURE_KEYS
+    from analyser.sim.tune.results import META, RESULTS, SCHEMA
 
     folder.mkdir(parents=True, exist_ok=True)
     ids = np.arange(rows)

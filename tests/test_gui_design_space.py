@@ -25,7 +25,7 @@ class _Window:
 
 @pytest.fixture
 def tune_folder(sim_service, tmp_path) -> Path:
-    from analyser.core.tune import build_space, tune, write_results
+    from analyser.sim.tune import build_space, tune, write_results
     from engine.config import RunConfig
 
     start = RunConfig.from_dict({"model": "mlp", "micro_batch_size": 2}).to_dict()
@@ -68,9 +68,9 @@ def test_design_space_click_opens_and_compares(qtbot, tune_folder):
 
 def test_out_of_memory_points_are_marked(qtbot, tune_folder):
     """A configuration that does not fit sits on the axis as a red cross, off the front."""
-    from analyser.core.tune import load_results
     from analyser.gui.design_space import OOM, DesignSpaceWindow
     from analyser.reports.tune import design_space_points
+    from analyser.sim.tune import load_results
 
     table = load_results(tune_folder)
     df = table.frame

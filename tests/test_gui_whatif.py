@@ -1,6 +1,6 @@
 """What-if (apply a tip) and the Run engine dialog (pytest-qt, offscreen).
 
-The engine runs on the simulation service (analyser.core.service, the session's Dask cluster):
+The engine runs on the simulation service (analyser.sim.service, the session's Dask cluster):
 these tests wait on Qt signals, never sleep, and check that no simulation is left running.
 """
 
@@ -121,8 +121,8 @@ def test_cancel_really_stops_the_engine(qtbot, tmp_path):
     assert job.state == "cancelled"
     _assert_stopped(job)
     # the worker stopped the simulation: nothing is left processing on the cluster
-    from analyser.core.service import get_service
-    from analyser.core.service.service import wait_until
+    from analyser.sim.service import get_service
+    from analyser.sim.service.service import wait_until
 
     client = get_service().client()
     assert wait_until(lambda: not any(client.processing().values()), 15)

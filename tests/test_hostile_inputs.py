@@ -13,7 +13,7 @@ from pathlib import Path
 import hostile
 import pytest
 
-from analyser.core.tune.folder import MAX_ROWS
+from analyser.sim.tune.folder import MAX_ROWS
 
 #: Seconds a case may take (each takes well under one; a hang is what this catches).
 SECONDS = 15.0
@@ -122,7 +122,7 @@ def test_row_profiles_are_confined_to_the_folder_or_the_cache(tune_corpus, tmp_p
     the simulation cache is ever handed out (the rest: None, never opened)."""
     import pandas as pd
 
-    from analyser.core.tune import load_results
+    from analyser.sim.tune import load_results
 
     good, _ = tune_corpus
     folder = tmp_path / "tune"
@@ -155,9 +155,9 @@ def test_row_profiles_are_confined_to_the_folder_or_the_cache(tune_corpus, tmp_p
 # -- the simulation cache -----------------------------------------------------------------------
 @pytest.fixture
 def sim_entry(tmp_path):
-    from analyser.core.service import FIGURE_KEYS
-    from analyser.core.service.request import SimResponse
-    from analyser.core.service.service import SimCache
+    from analyser.sim.service import FIGURE_KEYS
+    from analyser.sim.service.request import SimResponse
+    from analyser.sim.service.service import SimCache
 
     cache = SimCache(tmp_path / "cache")
     figures = {k: (True if k == "fits" else 1000.0) for k in FIGURE_KEYS}
@@ -184,7 +184,7 @@ def test_tune_copies_profiles_out_of_the_cache(tmp_path):
     must not edit the cache's file."""
     import os
 
-    from analyser.core.tune.results import _copy_profile
+    from analyser.sim.tune.results import _copy_profile
 
     src = tmp_path / "cache.h5"
     src.write_bytes(b"cached profile")

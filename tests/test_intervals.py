@@ -336,10 +336,10 @@ def test_compare_and_report_json_carry_ordered_intervals(profiles, full_errors):
 
 
 def test_tune_results_carry_ordered_intervals(profiles, full_errors):
-    from analyser.core.service import SimResponse, figures_of
-    from analyser.core.tune.results import to_frame
-    from analyser.core.tune.search import Row, TuneResult
-    from analyser.core.tune.space import build_space
+    from analyser.sim.service import SimResponse, figures_of
+    from analyser.sim.tune.results import to_frame
+    from analyser.sim.tune.search import Row, TuneResult
+    from analyser.sim.tune.space import build_space
 
     start_cfg = dict(model="mlp", micro_batch_size=256, device_iterations=4)
     rows = []

@@ -1,4 +1,4 @@
-"""The simulation service (analyser.core.service): cache, refusals, cancellation, a killed
+"""The simulation service (analyser.sim.service): cache, refusals, cancellation, a killed
 worker, limits, a scheduler reached by address, and no orphan workers after a killed CLI.
 
 Every test shares the session's Dask cluster (tests/fixtures_service.py); tiny configurations
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from analyser.core.service import SimRequest, SimulationService
-from analyser.core.service.service import wait_until
+from analyser.sim.service import SimRequest, SimulationService
+from analyser.sim.service.service import wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 WALK = ROOT / "assets" / "runs" / "walkthrough"

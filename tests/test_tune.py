@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analyser.core.tune import TuneError, build_space, load_results, pareto_front, tune
+from analyser.sim.tune import TuneError, build_space, load_results, pareto_front, tune
 
 ROOT = Path(__file__).resolve().parents[1]
 WALK = ROOT / "assets" / "runs" / "walkthrough"

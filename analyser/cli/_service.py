@@ -71,7 +71,7 @@ def add_service_arguments(parser: argparse.ArgumentParser) -> None:
 
 def configure_from_args(args: argparse.Namespace) -> None:
     """Set up the process-wide simulation service from :func:`add_service_arguments`."""
-    from analyser.core.service import configure_service
+    from analyser.sim.service import configure_service
 
     if args.workers is not None and args.workers < 1:
         raise CliError("--workers must be at least 1.")
@@ -107,7 +107,7 @@ def _tls_security(args: argparse.Namespace):
     is given: Dask's configuration applies)."""
     import os
 
-    from analyser.core.service import ENV_SCHEDULER, tls_security
+    from analyser.sim.service import ENV_SCHEDULER, tls_security
 
     ca, cert, key = args.tls_ca_file, args.tls_cert, args.tls_key
     if ca is None and cert is None and key is None:

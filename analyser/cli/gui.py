@@ -211,7 +211,7 @@ def check_xcb_libraries(
 
 def run(args: argparse.Namespace) -> int:
     files = [Path(f) for f in args.files]
-    from analyser.core.tune import is_tune_results, load_results
+    from analyser.sim.tune import is_tune_results, load_results
 
     tune = None
     if len(files) == 1 and is_tune_results(files[0]):

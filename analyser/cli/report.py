@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
             suffix, "html"
         )
     out = check_output(args.output, args.files, force=args.force)
-    from analyser.core.tune import is_tune_results
+    from analyser.sim.tune import is_tune_results
 
     if any(is_tune_results(f) for f in args.files):
         return _tune_report(args, out, fmt)

@@ -86,7 +86,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _check_output(out: Path, force: bool) -> None:
-    from analyser.core.tune.results import META
+    from analyser.sim.tune.results import META
 
     if out.exists() and not out.is_dir():
         raise CliError(f"output {out} is a file; give a folder for the tune results.")
@@ -101,9 +101,9 @@ def _check_output(out: Path, force: bool) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from analyser.cli._common import console
-    from analyser.core.service import get_service
-    from analyser.core.tune import TuneError, build_space, grid_size, tune, write_results
-    from analyser.core.tune.space import MAX_GRID
+    from analyser.sim.service import get_service
+    from analyser.sim.tune import TuneError, build_space, grid_size, tune, write_results
+    from analyser.sim.tune.space import MAX_GRID
     from engine.config import RunConfig
 
     if args.budget < 1:
@@ -193,8 +193,8 @@ def _print_summary(result, meta, out: Path) -> None:
 
     from analyser.cli._common import console
     from analyser.core.intervals import change_note, range_text
-    from analyser.core.tune import pareto_front
     from analyser.core.units import fmt_bytes
+    from analyser.sim.tune import pareto_front
 
     con = console()
     ranked = result.ranked()

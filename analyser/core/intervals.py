@@ -79,7 +79,7 @@ SMALL_CONV_SHARE = 0.5
 SMALL_CONV_CHANNELS = 16
 #: IPUs in the largest IPU-Link domain (a Pod64); more IPUs reach each other over GW-Links.
 POD_IPUS = 64
-#: Keys of the service's figures that carry the features (analyser.core.service.FIGURE_KEYS).
+#: Keys of the service's figures that carry the features (analyser.sim.service.FIGURE_KEYS).
 FEATURE_KEYS: tuple[str, ...] = ("host_load", "host_overlapped", "small_conv_share")
 
 SCHEMA = "ipu-fidelity-errors"

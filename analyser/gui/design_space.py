@@ -8,7 +8,7 @@ below); "Open profile" opens its profile in the main window, "Compare with start
 start's profile compared with it (double-click does the latter).
 
 Opened from Tools > Design space (tune results)… or ``analyse gui TUNE-FOLDER``. The numbers
-come from the tune's results table (:mod:`analyser.core.tune.results`), the chart's arrays from
+come from the tune's results table (:mod:`analyser.sim.tune.results`), the chart's arrays from
 :func:`analyser.reports.tune.design_space_points`, shared with the HTML report.
 """
 
@@ -53,8 +53,8 @@ class DesignSpaceWindow(QWidget):
 
     def __init__(self, folder: str | Path, window=None, parent: QWidget | None = None) -> None:
         super().__init__(parent, Qt.WindowType.Window)
-        from analyser.core.tune import load_results
         from analyser.reports.tune import design_space_points
+        from analyser.sim.tune import load_results
 
         self.main_window = window
         self.table = load_results(folder)

@@ -1,6 +1,6 @@
 """What-if: re-simulate a changed run configuration in the background and compare.
 
-* :class:`SimulationJob` simulates on the simulation service (:mod:`analyser.core.service`,
+* :class:`SimulationJob` simulates on the simulation service (:mod:`analyser.sim.service`,
   Dask workers, cached answers): the GUI never blocks, and :meth:`SimulationJob.cancel` stops
   the simulation in its worker.
 * :class:`WhatIfDialog` shows the change, the progress and a Cancel button, and when the profile
@@ -75,7 +75,7 @@ RESULTS_FOLDER = "results"
 
 
 class SimulationJob(QObject):
-    """One configuration simulated on the simulation service (:mod:`analyser.core.service`),
+    """One configuration simulated on the simulation service (:mod:`analyser.sim.service`),
     the profile then placed at ``out_path`` when the user chose one, else in the cache's
     results folder as ``<name>.h5``. Signals: ``progress(fraction or -1, message)``,
     ``finished(path, status)``, ``failed(message)``, ``cancelled()``.
@@ -116,7 +116,7 @@ class SimulationJob(QObject):
         self.state = "idle"  # idle, running, done, failed, cancelled
 
     def start(self) -> None:
-        from analyser.core.service import get_service
+        from analyser.sim.service import get_service
 
         service = get_service()
         self.cache_root = Path(service.cache.root)

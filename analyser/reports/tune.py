@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from analyser.core.intervals import change_note, range_text
-from analyser.core.tune.results import TuneTable, load_results
 from analyser.core.units import fmt_bytes, fmt_delta_pct, fmt_pct
+from analyser.sim.tune.results import TuneTable, load_results
 
 #: Rows listed in the report's tables (the best first); the rest stay in results.parquet. The
 #: chart shows every configuration (rasterised beyond :data:`VECTOR_POINTS`).

@@ -1,6 +1,6 @@
 """Predicted effects: re-simulate each insight's changed run config with the embedded engine.
 
-Re-simulations go through the simulation service (:mod:`analyser.core.service`): they run in
+Re-simulations go through the simulation service (:mod:`analyser.sim.service`): they run in
 parallel on its Dask workers (an embedded local cluster, or the cluster at ``ANALYSE_SCHEDULER``),
 and every answer is cached, so a configuration already simulated (by an earlier prediction, a
 what-if or ``analyse tune``) is not simulated again. The service reads back the same metrics as
@@ -81,7 +81,7 @@ def _attach_intervals(
 def _simulate_all(configs: list[dict[str, Any]], done: Callable[[int, tuple[str, Any]], None]):
     """Simulate ``configs`` on the service, calling ``done(index, result)`` as each finishes;
     an interrupt cancels the rest."""
-    from analyser.core.service import get_service
+    from analyser.sim.service import get_service
 
     batch = get_service().submit(configs)
     try:
@@ -93,7 +93,7 @@ def _simulate_all(configs: list[dict[str, Any]], done: Callable[[int, tuple[str,
 
 
 def _simulate(run_config: dict[str, Any]) -> tuple[str, Any]:
-    from analyser.core.service import get_service
+    from analyser.sim.service import get_service
 
     return _result(get_service().simulate(run_config))
 

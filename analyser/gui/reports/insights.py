@@ -492,7 +492,7 @@ class InsightsReport(Report):
 
     def shutdown(self) -> None:
         if self._predicting:  # stop the re-simulations on the service rather than wait for them
-            from analyser.core.service import get_service
+            from analyser.sim.service import get_service
 
             get_service().cancel_all()
         self.pool.waitForDone(120000)

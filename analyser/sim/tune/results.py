@@ -5,7 +5,7 @@ A tune folder holds
 * ``results.parquet``: one row per configuration tried (OOM and refused rows included): ``id``,
   ``origin`` (start / grid / beam / refine), ``status``, ``message``, one column per varied
   option (plus the options the space couples to them), the key figures
-  (:data:`analyser.core.service.FIGURE_KEYS`), ``feasible``, ``objective``, ``pareto``,
+  (:data:`analyser.sim.service.FIGURE_KEYS`), ``feasible``, ``objective``, ``pareto``,
   ``rank`` (1 = best), ``profile`` (the cached profile) and ``key`` (the cache key);
 * ``tune.json``: the start configuration, the dimensions, constraints, objective, strategy,
   budget, the engine, timing, and the file names below;
@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from analyser.core import intervals
-from analyser.core.service import FIGURE_KEYS, engine_fingerprint
-from analyser.core.tune.folder import TuneResultsError, confined_profile, read_folder
-from analyser.core.tune.search import TuneResult, pareto_front
-from analyser.core.tune.space import OBJECTIVES
+from analyser.sim.service import FIGURE_KEYS, engine_fingerprint
+from analyser.sim.tune.folder import TuneResultsError, confined_profile, read_folder
+from analyser.sim.tune.search import TuneResult, pareto_front
+from analyser.sim.tune.space import OBJECTIVES
 
 RESULTS = "results.parquet"
 META = "tune.json"
@@ -209,7 +209,7 @@ class TuneTable:
             return self.folder / "start.h5"
         rows = self.frame[self.frame["id"] == row_id]
         if len(rows) and "profile" in rows.columns:
-            from analyser.core.service import default_cache_dir
+            from analyser.sim.service import default_cache_dir
 
             return confined_profile(self.folder, rows.iloc[0]["profile"], default_cache_dir())
         return None
@@ -230,7 +230,7 @@ def is_tune_results(path: str | os.PathLike[str]) -> bool:
 
 def load_results(path: str | os.PathLike[str]) -> TuneTable:
     """A tune folder (or its results.parquet) -> :class:`TuneTable`, validated as untrusted
-    input (:mod:`analyser.core.tune.folder`: one sentence per problem)."""
+    input (:mod:`analyser.sim.tune.folder`: one sentence per problem)."""
     p = Path(path)
     folder = p if p.is_dir() else p.parent
     if not os.path.lexists(folder / META) or not os.path.lexists(folder / RESULTS):

@@ -3,7 +3,7 @@
 :func:`run_simulation` is the task. It simulates the request's configuration with the embedded
 engine, reads the key figures back from the written profile with the analysis core (the same
 code path as every other figure the analyser shows), and returns a plain dict (a
-:class:`~analyser.core.service.request.SimResponse` as a dict).
+:class:`~analyser.sim.service.request.SimResponse` as a dict).
 
 Where the profile goes: when the service's cache folder is visible from the worker (same machine
 or a shared file system, recognised by the token file the service wrote there) the profile is
@@ -256,7 +256,7 @@ def run_simulation(payload: dict[str, Any]) -> dict[str, Any]:
 
 def _simulate(config: dict[str, Any], out: Path) -> dict[str, Any]:
     from analyser.core.analysis import Analysis
-    from analyser.core.service.request import figures_of
+    from analyser.sim.service.request import figures_of
     from engine import simulate_to_file
     from engine.config import RunConfig
     from engine.resources import ResourceError

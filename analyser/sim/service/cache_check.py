@@ -26,7 +26,7 @@ from pydantic import (
     ValidationError,
 )
 
-from analyser.core.service.request import _EXECUTION_KEYS, FIGURE_KEYS
+from analyser.sim.service.request import _EXECUTION_KEYS, FIGURE_KEYS
 from profiles.inputs import InputPathError, read_regular, regular_stat
 
 #: Largest cache entry read (an answer is a few kB; a refusal's sentence is short).

@@ -1,12 +1,12 @@
 """``analyse tune``: search the run-option space for the best configuration that fits.
 
-:mod:`~analyser.core.tune.space` parses the space (``--vary``, ``--constraint``,
-``--objective``), :mod:`~analyser.core.tune.search` runs a grid or a guided search through the
-simulation service (:mod:`analyser.core.service`), :mod:`~analyser.core.tune.results` writes and
+:mod:`~analyser.sim.tune.space` parses the space (``--vary``, ``--constraint``,
+``--objective``), :mod:`~analyser.sim.tune.search` runs a grid or a guided search through the
+simulation service (:mod:`analyser.sim.service`), :mod:`~analyser.sim.tune.results` writes and
 reads the results table. See docs/tune.md.
 """
 
-from analyser.core.tune.results import (
+from analyser.sim.tune.results import (
     TuneResultsError,
     TuneTable,
     is_tune_results,
@@ -14,8 +14,8 @@ from analyser.core.tune.results import (
     to_frame,
     write_results,
 )
-from analyser.core.tune.search import Row, TuneResult, grid_size, pareto_front, tune
-from analyser.core.tune.space import (
+from analyser.sim.tune.search import Row, TuneResult, grid_size, pareto_front, tune
+from analyser.sim.tune.space import (
     OBJECTIVES,
     Dimension,
     Space,

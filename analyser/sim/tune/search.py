@@ -14,7 +14,7 @@ Guided search (when the space is larger than the budget):
 configurations that do not fit, fewer out-of-memory tiles and a smaller fullest tile are better,
 so a beam starting out of memory walks towards fitting.
 
-Every simulation goes through :mod:`analyser.core.service` (cached, so an interrupted tune
+Every simulation goes through :mod:`analyser.sim.service` (cached, so an interrupted tune
 resumes where it stopped and a second tune over the same space simulates nothing twice).
 """
 
@@ -25,8 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyser.core.service import SimRequest, SimResponse
-from analyser.core.tune.space import MAX_GRID, Space
+from analyser.sim.service import SimRequest, SimResponse
+from analyser.sim.tune.space import MAX_GRID, Space
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """The simulation service: requests in, profiles and key figures out, on Dask ``distributed``.
 
-    from analyser.core.service import get_service, SimRequest
+    from analyser.sim.service import get_service, SimRequest
     svc = get_service()                      # embedded LocalCluster, started on first use
     batch = svc.submit([SimRequest.make(cfg) for cfg in configs])
     for index, response in batch.as_completed():
@@ -34,7 +34,7 @@ What the service guarantees:
   death, ``allowed-failures = 0``, so the retry is the service's own; a remote scheduler applies
   its own setting first);
 * memory and time limits per simulation, enforced in the worker
-  (:mod:`analyser.core.service.worker`), reported as ``memory`` / ``timeout``;
+  (:mod:`analyser.sim.service.worker`), reported as ``memory`` / ``timeout``;
 * worker processes die with the process that started them: ``distributed`` starts them with a
   pipe to the parent and they exit when it closes, so a killed ``analyse`` leaves no orphans.
 """
@@ -55,14 +55,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from analyser.core.service.request import (
+from analyser.sim.service.request import (
     CACHED_STATUSES,
     SimRequest,
     SimResponse,
     SimulationRefused,
     engine_fingerprint,
 )
-from analyser.core.service.worker import TOKEN_FILE, cancel_keys, run_simulation
+from analyser.sim.service.worker import TOKEN_FILE, cancel_keys, run_simulation
 from profiles.errors import UserFacingError
 
 ENV_SCHEDULER = "ANALYSE_SCHEDULER"
@@ -132,8 +132,8 @@ class SimCache:
 
     def get(self, key: str) -> SimResponse | None:
         """The cached answer of ``key``, or None (absent, or not usable: validated like any
-        input by :func:`analyser.core.service.cache_check.cached_answer`)."""
-        from analyser.core.service.cache_check import cached_answer
+        input by :func:`analyser.sim.service.cache_check.cached_answer`)."""
+        from analyser.sim.service.cache_check import cached_answer
 
         data = cached_answer(self.root, key)
         if data is None:
@@ -406,7 +406,7 @@ class SimulationService:
                 scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
                 silence_logs=logging.CRITICAL,
                 memory_limit=per_worker,
-                preload=["analyser.core.service.worker"],
+                preload=["analyser.sim.service.worker"],
             )
             return Client(self._cluster, set_as_default=False)
 

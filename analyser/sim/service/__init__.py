@@ -5,11 +5,11 @@ A request is a validated run configuration (:class:`SimRequest`); a response
 (:class:`SimResponse`) is the profile path and its key figures, or the engine's one-sentence
 refusal. Work runs on Dask ``distributed`` (an embedded ``LocalCluster`` by default, or the
 cluster at ``ANALYSE_SCHEDULER`` / ``--scheduler``) and answers are cached on disk by a hash of
-the resolved configuration and the engine. See :mod:`analyser.core.service.service` and
+the resolved configuration and the engine. See :mod:`analyser.sim.service.service` and
 docs/tune.md.
 """
 
-from analyser.core.service.request import (
+from analyser.sim.service.request import (
     FIGURE_KEYS,
     SimRequest,
     SimResponse,
@@ -17,7 +17,7 @@ from analyser.core.service.request import (
     engine_fingerprint,
     figures_of,
 )
-from analyser.core.service.service import (
+from analyser.sim.service.service import (
     ENV_SCHEDULER,
     Batch,
     Progress,
