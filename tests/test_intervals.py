@@ -395,3 +395,31 @@ def test_gui_labels_show_the_ranges(full_errors):
     assert gone == ""  # a table written before intervals: nothing said
     none = _range_words(pd.Series(dict(row, throughput_low=None, interval_note="no interval: x")))
     assert "no interval: x" in none
+
+
+def test_bench_writes_errors_the_analyser_reads():
+    """bench_fidelity's stored errors (``--write-errors``) round-trip through the analyser's
+    validation, with each row's error as a fraction, its class and the classifier's classes."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import bench_fidelity as bench
+
+    rows = bench.load_rows()
+    feats = {"ipus": 1, "replicas": 1, "host_load": 2.0, "host_overlapped": False}
+    feats["small_conv_share"] = 0.0
+
+    def fake(row):
+        return bench.Measured(row.figure * 1.25, row.figure * 1.25, features=dict(feats))
+
+    payload = bench.errors_payload(bench.evaluate(rows, fake), "abc1234", 1.0)
+    table = intervals.parse_errors(json.loads(json.dumps(payload)), "payload")
+    assert table.commit == "abc1234" and len(table.rows) == len(rows)
+    for r, p in zip(table.rows, payload["rows"], strict=True):
+        if p["quantity"] == "ratio":
+            assert r.error == pytest.approx(0.0, abs=1e-3) and p["classes"] is None
+        else:
+            assert r.error == pytest.approx(0.25)
+            want = ["host-bound"] if p["quantity"] == "throughput" else ["device-at-scale"]
+            assert p["classes"] == want
+    assert "Leave-one-out" not in bench.format_loo(table, payload)  # the header is main()'s
+    checks = [c for c in intervals.leave_one_out(table) if c["quantity"] != "ratio"]
+    assert checks and all(c["inside"] in (True, None) for c in checks)  # +25% everywhere
