@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gui_helpers import open_documents
+from gui_helpers import open_documents, shown_report
 
 pytestmark = pytest.mark.gui
 
@@ -23,14 +23,7 @@ def profiles(tmp_path_factory):
 def report(qtbot):
     from analyser.gui.reports.query import QueryReport
 
-    r = QueryReport()
-    qtbot.addWidget(r)
-    r.resize(900, 600)
-    r.show()
-    docs = []
-    yield r, docs
-    for d in docs:
-        d.close()
+    yield from shown_report(qtbot, QueryReport(), size=(900, 600))
 
 
 def _column(report, key):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gui_helpers import open_documents
+from gui_helpers import open_documents, shown_report
 
 pytestmark = pytest.mark.gui
 
@@ -27,14 +27,7 @@ def mlp(tmp_path_factory):
 def report(qtbot):
     from analyser.gui.reports.roofline import RooflineReport
 
-    r = RooflineReport()
-    qtbot.addWidget(r)
-    r.resize(900, 600)
-    r.show()
-    docs = []
-    yield r, docs
-    for d in docs:
-        d.close()
+    yield from shown_report(qtbot, RooflineReport(), size=(900, 600))
 
 
 def test_points_are_the_cores_roofline(report, mlp):

@@ -6,6 +6,8 @@ import argparse
 import functools
 import operator
 
+from analyser.cli._common import at_least_one
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="profile (.h5)")
@@ -14,7 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--top",
-        type=_at_least_one,
+        type=at_least_one,
         default=5,
         metavar="N",
         help="how many of the tiles with the most memory and of the compute sets losing the most "
@@ -27,16 +29,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="print the summary as JSON (the 'profiles' entry of the JSON "
         "report, docs/report-schema.md, without insights)",
     )
-
-
-def _at_least_one(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a number of tiles >= 1, got {n}")
-    return n
 
 
 def _top_tiles(m, n: int) -> list[tuple[int, int, int]]:
