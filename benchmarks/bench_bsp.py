@@ -1,4 +1,4 @@
-"""Benchmark of the BSP view's numbers (analyser.core.bsp) on a 1,000,000-step profile.
+"""Benchmark of the BSP view's numbers (analyser.trace.bsp) on a 1,000,000-step profile.
 
     python benchmarks/bench_bsp.py [--profile PATH] [--repeat 5]
 
@@ -39,8 +39,8 @@ def main() -> int:
 
             print("writing the 1,000,000-step profile ...", flush=True)
             write_synthetic_profile(path, n_steps=1_000_000, n_ipus=4, tiles=1472, n_programs=5000)
-        from analyser.core.bsp import bsp_states
-        from analyser.core.trace_window import TraceWindow
+        from analyser.trace.bsp import bsp_states
+        from analyser.trace.window import TraceWindow
         from profiles import open_profile
 
         with open_profile(path) as p:

@@ -1149,7 +1149,7 @@ def tune_cases(folder: Path, base: Path, rows_bomb: int = 1_000_000) -> dict[str
 def _npy_edit(folder: Path, name: str, edit: Callable[[np.ndarray], np.ndarray]) -> None:
     """Level 0's array ``name`` := edit(old), and the arrays' digest in meta.json recomputed
     (as a careful attacker would: only the shape and range checks stand in the way)."""
-    from analyser.core import lod_cache
+    from analyser.trace import lod_cache
 
     path = folder / f"L0-{name}.npy"
     np.save(path, edit(np.load(path)), allow_pickle=False)

@@ -1,12 +1,12 @@
-"""BSP state shares (analyser.core.bsp), checked against brute force over the steps (no Qt)."""
+"""BSP state shares (analyser.trace.bsp), checked against brute force over the steps (no Qt)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from analyser.core.bsp import BSP_STATES, STATE_OF_TYPE, blend, bsp_states
-from analyser.core.trace_window import TraceWindow
+from analyser.trace.bsp import BSP_STATES, STATE_OF_TYPE, blend, bsp_states
+from analyser.trace.window import TraceWindow
 from profiles import open_profile, write_profile
 from profiles.synthetic import make_synthetic_profile
 

@@ -10,7 +10,7 @@ from gui_helpers import shown_report, shut_down_trace
 from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QColor, QWheelEvent
 
-from analyser.core.bsp import STATE_OF_TYPE
+from analyser.trace.bsp import STATE_OF_TYPE
 from profiles import write_profile
 from profiles.synthetic import make_synthetic_profile
 

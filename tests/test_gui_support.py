@@ -1,13 +1,13 @@
-"""Qt-free parts of the GUI: tile-list parsing, units, per-tile details (analyser.core.gui_support)."""
+"""Qt-free parts of the GUI: tile-list parsing, units, per-tile details (analyser.gui.model.tile_details)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from analyser.core import gui_support
 from analyser.core.analysis import Analysis
 from analyser.core.units import MemoryUnits, axis_scale, fmt_bytes
+from analyser.gui.model import tile_details
 from analyser.gui.model.errors import TileSelectionError
 from analyser.gui.model.selection import format_tile_list, parse_tile_list, toggle_pair
 from profiles import write_profile
@@ -60,7 +60,7 @@ def test_variable_bytes_on_tiles_add_up(analysis):
     v = analysis.variables
     for ipu in range(analysis.target.num_ipus):
         tiles = np.arange(analysis.target.tiles_per_ipu)
-        frame = gui_support.tile_variables(analysis, ipu, tiles)
+        frame = tile_details.tile_variables(analysis, ipu, tiles)
         on = v[(v["ipu"] == ipu) & (v["bytes"] > 0)]
         assert int(frame["bytes_on_selection"].sum()) == int(on["bytes"].sum())
         assert set(frame["name"]) == set(on["name"])
@@ -68,19 +68,19 @@ def test_variable_bytes_on_tiles_add_up(analysis):
 
 def test_tile_details_cover_the_selected_tiles(analysis):
     tiles = np.array([0, 5, 64])
-    cs = gui_support.tile_compute_sets(analysis, 0, tiles)
+    cs = tile_details.tile_compute_sets(analysis, 0, tiles)
     table = analysis.src.table("/graph/compute_sets")
     table = table[table["ipu"] == 0]
     s, c = table["tile_start"].to_numpy(), table["tile_count"].to_numpy()
     touching = ((s[:, None] <= tiles) & (tiles < (s + c)[:, None])).any(axis=1)
     assert len(cs) == int(touching.sum())
-    rows = gui_support.tile_memory_rows(analysis, 1, tiles, "category")
+    rows = tile_details.tile_memory_rows(analysis, 1, tiles, "category")
     np.testing.assert_array_equal(rows["total"], analysis.memory.tile_total[1, tiles])
-    vt = gui_support.tile_vertices(analysis, 0, tiles)
+    vt = tile_details.tile_vertices(analysis, 0, tiles)
     assert int(vt["instances_on_selection"].sum()) == int(cs["vertices_on_selection"].sum())
-    ex = gui_support.tile_exchanges(analysis, 0, tiles)
+    ex = tile_details.tile_exchanges(analysis, 0, tiles)
     assert (ex["cycles_on_selection"] > 0).all()
-    grid = gui_support.floor_plan(analysis, np.arange(analysis.target.tiles_per_ipu, dtype=float))
-    xy = gui_support.tile_xy(analysis)
+    grid = tile_details.floor_plan(analysis, np.arange(analysis.target.tiles_per_ipu, dtype=float))
+    xy = tile_details.tile_xy(analysis)
     assert grid[xy[5, 0], xy[5, 1]] == 5.0
     assert np.isfinite(grid).sum() == analysis.target.tiles_per_ipu

@@ -13,7 +13,7 @@ from PySide6.QtCore import QEvent, QPoint, QPointF, Qt
 from PySide6.QtGui import QMouseEvent, QWheelEvent
 from PySide6.QtWidgets import QApplication
 
-from analyser.core.trace_window import HOST_EVENTS, NT, TraceWindow
+from analyser.trace.window import HOST_EVENTS, NT, TraceWindow
 from profiles import write_profile
 from profiles.synthetic import make_synthetic_profile, write_synthetic_profile
 

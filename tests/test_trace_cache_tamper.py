@@ -10,8 +10,8 @@ import hostile
 import numpy as np
 import pytest
 
-import analyser.core.trace_window as tw_mod
-from analyser.core.trace_window import TraceWindow
+import analyser.trace.window as tw_mod
+from analyser.trace.window import TraceWindow
 from profiles import open_profile, write_profile
 from profiles.synthetic import make_synthetic_profile
 

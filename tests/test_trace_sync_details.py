@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import engine
-from analyser.core.trace_window import STEP_TYPES, TraceWindow
+from analyser.trace.window import STEP_TYPES, TraceWindow
 from profiles import open_profile
 from tests.run_configs import small_pipelined
 

@@ -1,4 +1,4 @@
-"""Level-of-detail trace windowing (analyser.core.trace_window), checked against brute force."""
+"""Level-of-detail trace windowing (analyser.trace.window), checked against brute force."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analyser.core.trace_window import (
+from analyser.trace.window import (
     DESTINATIONS,
     GROUP_MODES,
     NT,
@@ -201,7 +201,7 @@ def test_whole_run_summary_agrees_with_the_analysis_core(small):
 
 
 def test_step_types_are_those_executed(small):
-    from analyser.core.trace_window import STEP_TYPES
+    from analyser.trace.window import STEP_TYPES
 
     tw, steps, _names, _tc = small
     want = [STEP_TYPES[i] for i in sorted(set(np.asarray(steps["type"]).tolist()))]
@@ -212,7 +212,7 @@ def test_step_types_are_those_executed(small):
 def test_lod_cache_saves_then_memory_maps_the_same_pyramids(tmp_path, monkeypatch):
     """Pyramids of big IPUs are saved to the level-of-detail cache and, when the profile is
     opened again, memory-mapped from it: same windows; a changed file is not served stale."""
-    import analyser.core.trace_window as tw_mod
+    import analyser.trace.window as tw_mod
 
     monkeypatch.setattr(tw_mod, "LOD_CACHE_MIN_ROWS", 1000)
     monkeypatch.setenv("IPU_ANALYSER_CACHE", str(tmp_path / "cache"))
@@ -258,7 +258,7 @@ def test_coarse_first_open_draws_the_full_builds_picture(tmp_path, monkeypatch):
     the lanes are those of a full build; a finer zoom reads rows or waits for the full pyramid,
     which the background thread builds and saves to the cache; then every zoom draws what a
     full build draws, and the next open memory-maps the saved pyramids."""
-    import analyser.core.trace_window as tw_mod
+    import analyser.trace.window as tw_mod
 
     monkeypatch.setattr(tw_mod, "LOD_CACHE_MIN_ROWS", 1000)
     monkeypatch.setattr(tw_mod, "COARSE_BUCKETS", 128)

@@ -146,7 +146,7 @@ def trace_window(doc: Document) -> Any:
     profile without execution. Shared by the Execution Trace and Pipeline reports."""
     if not doc.has_execution:
         return None
-    from analyser.core.trace_window import TraceWindow
+    from analyser.trace.window import TraceWindow
 
     # the flat pyramids (the default view's level of detail, and the extents and row ranges of
     # every view) are built here, in the background warm-up, not on the first paint: for a big

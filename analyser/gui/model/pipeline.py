@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from analyser.core.quantities import PASSES, PHASES, variable_kind_code
-from analyser.core.trace_window import TraceWindow
+from analyser.trace.window import TraceWindow
 
 #: Phases drawn as shaded bands, in time order.
 BAND_PHASES = ("rampUp", "main", "rampDown", "weightUpdate")

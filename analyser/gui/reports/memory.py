@@ -28,7 +28,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from analyser.core import gui_support
 from analyser.core.quantities import SERIES, Series, columns
 from analyser.core.units import (
     axis_scale,
@@ -36,7 +35,7 @@ from analyser.core.units import (
     fmt_change,
 )
 from analyser.gui.items import BatchedRectsItem
-from analyser.gui.model import data, datasets
+from analyser.gui.model import data, datasets, tile_details
 from analyser.gui.model.errors import TileSelectionError
 from analyser.gui.model.labels import distinct_labels
 from analyser.gui.model.selection import (
@@ -361,7 +360,7 @@ class TileMap(pg.GraphicsLayoutWidget):
             cx, cy = int(np.floor(p.x())), int(np.floor(p.y()))
             if not (0 <= cx < grid.shape[0] and 0 <= cy < grid.shape[1]):
                 return
-            xy = gui_support.tile_xy(analysis)
+            xy = tile_details.tile_xy(analysis)
             hit = np.flatnonzero((xy[:, 0] == cx) & (xy[:, 1] == cy))
             if hit.size:
                 shift = bool(event.modifiers() & Qt.KeyboardModifier.ShiftModifier)
@@ -550,7 +549,7 @@ class MemoryReport(Report):
         mem = data.memory(doc)
         tgt = data.target(doc)
         ipus = self.shown_ipus(doc)
-        order = gui_support.tile_order(doc.analysis, self.physical)
+        order = tile_details.tile_order(doc.analysis, self.physical)
         by = self.breakdown
         blocks = []
         if by is None:
@@ -736,7 +735,7 @@ class MemoryReport(Report):
                     continue
                 used = mem.tile_used[ipu] if self.gaps_check.isChecked() else mem.tile_total[ipu]
                 share = used / float(mem.sram_per_tile)
-                grid = gui_support.floor_plan(d.analysis, share)
+                grid = tile_details.floor_plan(d.analysis, share)
                 oom = mem.tile_used[ipu] > mem.sram_per_tile
                 title = f"IPU {ipu}" + (f" ({tag}: {d.name})" if len(docs) > 1 else "")
                 maps.append((title, grid, oom, ipu, d.analysis))
@@ -941,17 +940,17 @@ class MemoryReport(Report):
                     continue
                 tiles = self.selection[self.selection[:, 0] == ipu, 1]
                 if page is self.tiles_table:
-                    f = gui_support.tile_memory_rows(
+                    f = tile_details.tile_memory_rows(
                         d.analysis, int(ipu), tiles, self.breakdown or "category"
                     )
                 elif page is self.tile_vars_table:
-                    f = gui_support.tile_variables(d.analysis, int(ipu), tiles)
+                    f = tile_details.tile_variables(d.analysis, int(ipu), tiles)
                 elif page is self.vertices_table:
-                    f = gui_support.tile_vertices(d.analysis, int(ipu), tiles)
+                    f = tile_details.tile_vertices(d.analysis, int(ipu), tiles)
                 elif page is self.exchanges_table:
-                    f = gui_support.tile_exchanges(d.analysis, int(ipu), tiles)
+                    f = tile_details.tile_exchanges(d.analysis, int(ipu), tiles)
                 else:
-                    f = gui_support.tile_compute_sets(d.analysis, int(ipu), tiles)
+                    f = tile_details.tile_compute_sets(d.analysis, int(ipu), tiles)
                 f = f.assign(ipu=int(ipu))
                 if len(docs) > 1:
                     f = f.assign(profile=tag)

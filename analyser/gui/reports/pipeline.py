@@ -28,7 +28,6 @@ from PySide6.QtWidgets import (
 )
 
 from analyser.core.quantities import QUANTITIES
-from analyser.core.trace_window import HOST_EVENTS, HOST_LANES
 from analyser.core.units import fmt_bytes, fmt_change, fmt_int, fmt_pct, fmt_pts_delta
 from analyser.gui.axes import use_cycle_axis
 from analyser.gui.items import BatchedRectsItem, PointLabelsItem
@@ -41,6 +40,7 @@ from analyser.gui.reports.trace.panels import _item
 from analyser.gui.theme import style_plot
 from analyser.gui.widgets import compact_rows
 from analyser.literal import html as lit
+from analyser.trace.window import HOST_EVENTS, HOST_LANES
 
 #: Box colours per pass (shared palette "passes").
 PASS_ORDER = ("forward", "backward", "loss", "update", "io")

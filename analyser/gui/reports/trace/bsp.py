@@ -1,6 +1,6 @@
 """BSP view of the Execution Trace: tiles x time for one IPU, each cell coloured by the share of
 its time in each BSP state (compute, exchange, sync, idle), x linked with the timeline, with
-vertical zoom over the tiles. The numbers come from :mod:`analyser.core.bsp`; this widget only
+vertical zoom over the tiles. The numbers come from :mod:`analyser.trace.bsp`; this widget only
 draws them."""
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from analyser.core.bsp import BSP_STATES, TYPES_OF_STATE, BspStates, blend, bsp_states
 from analyser.core.units import fmt_int, fmt_pct
 from analyser.gui.axes import short_cycles, use_cycle_axis
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.trace.timeline import LANE_AXIS_PX
 from analyser.gui.theme import style_plot
 from analyser.gui.widgets import PoolTask, Relay
+from analyser.trace.bsp import BSP_STATES, TYPES_OF_STATE, BspStates, blend, bsp_states
 
 #: Wheel zoom factor over the tiles per wheel notch.
 WHEEL_ZOOM = 1.25

@@ -26,7 +26,12 @@ from PySide6.QtWidgets import (
 )
 
 from analyser.core.quantities import columns
-from analyser.core.trace_window import (
+from analyser.core.units import MISSING, fmt_bytes, fmt_change, fmt_int, fmt_pct, fmt_pts_delta
+from analyser.gui.axes import use_cycle_axis
+from analyser.gui.palette import qcolor
+from analyser.gui.theme import style_plot
+from analyser.gui.widgets import FilterTable, compact_rows
+from analyser.trace.window import (
     STATISTICS_BY,
     STEP_TYPES,
     RangeStatistics,
@@ -34,11 +39,6 @@ from analyser.core.trace_window import (
     SearchResult,
     TraceWindow,
 )
-from analyser.core.units import MISSING, fmt_bytes, fmt_change, fmt_int, fmt_pct, fmt_pts_delta
-from analyser.gui.axes import use_cycle_axis
-from analyser.gui.palette import qcolor
-from analyser.gui.theme import style_plot
-from analyser.gui.widgets import FilterTable, compact_rows
 
 #: Most search hits listed in the results table (the total is always shown).
 MAX_LISTED_HITS = 2000

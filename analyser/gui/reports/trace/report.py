@@ -22,7 +22,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from analyser.core.trace_window import GROUP_MODES, HOST_EVENTS, STEP_TYPES, TraceWindow
 from analyser.gui.axes import short_cycles
 from analyser.gui.model import data as gui_data
 from analyser.gui.model.document import Document
@@ -42,6 +41,7 @@ from analyser.gui.reports.trace.timeline import (
     TimelineView,
 )
 from analyser.gui.widgets import PoolTask, Relay
+from analyser.trace.window import GROUP_MODES, HOST_EVENTS, STEP_TYPES, TraceWindow
 
 GROUP_LABELS = {
     "flat": "Flat (one lane per IPU)",

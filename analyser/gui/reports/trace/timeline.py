@@ -1,6 +1,6 @@
 """The execution-trace timeline: one block of lanes per IPU, steps coloured by type.
 
-Drawing is driven by :class:`analyser.core.trace_window.TraceWindow`: on every pan or zoom the
+Drawing is driven by :class:`analyser.trace.window.TraceWindow`: on every pan or zoom the
 view asks for the rectangles of the visible window of each visible IPU at the plot's pixel width
 (level of detail: never more than pixels x types x lanes rectangles) and paints them with one
 ``QPainter.drawRects`` call per step type from buffers filled by numpy (no Python loop over steps).
@@ -32,7 +32,13 @@ from PySide6.QtCore import QLineF, QRectF, Qt, QThreadPool, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor, QCursor, QFont, QPainter, QPen
 from PySide6.QtWidgets import QGraphicsRectItem, QScrollBar
 
-from analyser.core.trace_window import (
+from analyser.core.units import fmt_seconds
+from analyser.gui.axes import CycleAxis, short_cycles
+from analyser.gui.items import ArrowsItem, BatchedRectsItem, SliceLabelsItem
+from analyser.gui.palette import heatmap_colors, qcolor
+from analyser.gui.theme import chart_colors, style_plot
+from analyser.gui.widgets import PoolTask, Relay
+from analyser.trace.window import (
     HOST_EVENTS,
     HOST_LANES,
     STEP_TYPES,
@@ -40,12 +46,6 @@ from analyser.core.trace_window import (
     TraceWindow,
     WindowResult,
 )
-from analyser.core.units import fmt_seconds
-from analyser.gui.axes import CycleAxis, short_cycles
-from analyser.gui.items import ArrowsItem, BatchedRectsItem, SliceLabelsItem
-from analyser.gui.palette import heatmap_colors, qcolor
-from analyser.gui.theme import chart_colors, style_plot
-from analyser.gui.widgets import PoolTask, Relay
 from profiles.errors import UserFacingError
 
 #: Height of a step rectangle inside its lane (1.0 = whole lane).

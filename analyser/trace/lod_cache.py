@@ -1,6 +1,6 @@
 """The Execution Trace's level-of-detail cache on disk, read as untrusted input.
 
-A cached pyramid (see :mod:`analyser.core.trace_window`) is a folder of ``.npy`` arrays and a
+A cached pyramid (see :mod:`analyser.trace.window`) is a folder of ``.npy`` arrays and a
 ``meta.json``, found by a key of the profile's path, size and times. Anything may sit under that
 key: another profile's pyramid, a link to somewhere else, an edited ``meta.json``, arrays whose
 widths, starts or counts were changed. :func:`save` records, beside the arrays, a digest of the

@@ -157,7 +157,7 @@ def bsp_states(
     """The state shares of IPU ``ipu`` over ``[t0, t1)`` in ``buckets`` time buckets, for the
     tiles ``tiles = (first, end)`` (all by default) in at most ``rows`` rows (one per tile when
     ``rows`` is None or at least the tile count). ``trace`` is a
-    :class:`analyser.core.trace_window.TraceWindow`."""
+    :class:`analyser.trace.window.TraceWindow`."""
     buckets = max(1, int(buckets))
     t0, t1 = float(t0), float(max(t1, t0 + 1e-9))
     n_tiles = int(getattr(trace.profile, "tiles_per_ipu", 0) or 0)

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyser.core import lod_cache
+from analyser.trace import lod_cache
 from profiles import schema
 from profiles.errors import UserFacingError
 
@@ -543,7 +543,7 @@ class _Pyramid:
         return cls(levels, n, t_min, t_max, first_level)
 
     def save(self, folder: Path, steps_digest: str) -> None:
-        """Write the levels to the level-of-detail cache (:func:`analyser.core.lod_cache.save`:
+        """Write the levels to the level-of-detail cache (:func:`analyser.trace.lod_cache.save`:
         atomic, with the digest of the steps they were built from and of the arrays)."""
         meta = {
             "n_rows": self.n_rows,
@@ -558,7 +558,7 @@ class _Pyramid:
     @classmethod
     def load(cls, root: Path, folder: Path, expect: dict) -> _Pyramid | None:
         """The pyramid saved in ``folder`` (memory-mapped) when it is the one a build of these
-        steps gives (:func:`analyser.core.lod_cache.load`'s checks), else None."""
+        steps gives (:func:`analyser.trace.lod_cache.load`'s checks), else None."""
         widths = _widths(expect["n_rows"], expect["t_min"], expect["t_end"])
         found = lod_cache.load(root, folder, expect, widths)
         if found is None:
@@ -910,7 +910,7 @@ class TraceWindow:
 
     def _expect(self, ipu: int, group: str) -> dict:
         """What a cached pyramid of (IPU, grouping) must agree with: the IPU's rows, extent and
-        steps digest (:func:`analyser.core.lod_cache.steps_digest`), computed once."""
+        steps digest (:func:`analyser.trace.lod_cache.steps_digest`), computed once."""
         key = (ipu, group)
         found = self._expects.get(key)
         if found is None:

@@ -1,5 +1,5 @@
-"""Per-tile details the GUI's Memory Report needs that the rest of the core does not provide
-(yet): tile order and floor plan, and what lives / runs on a set of selected tiles. No Qt.
+"""Per-tile details the GUI's Memory Report needs that the analysis core does not provide: tile
+order and floor plan, and what lives / runs on a set of selected tiles. No Qt.
 
 Owned by the GUI engineer; written against :class:`analyser.core.Analysis` and the profile
 reader. Everything is vectorised over variables / compute sets / programs (no loops over tiles).
@@ -14,13 +14,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from profiles import schema
+from analyser.core.quantities import STEP_TYPES, step_type_code
 
 _EXCHANGE_TYPES = tuple(
-    schema.code("program_type", n)
+    step_type_code(n)
     for n in ("DoExchange", "GlobalExchange", "StreamCopyBegin", "StreamCopyMid", "StreamCopyEnd")
 )
-_OTE = schema.code("program_type", "OnTileExecute")
+_OTE = step_type_code("OnTileExecute")
 
 
 def tile_order(analysis: Any, physical: bool) -> np.ndarray:
@@ -184,7 +184,7 @@ def tile_exchanges(analysis: Any, ipu: int, tiles: np.ndarray, limit: int = 2000
     out = pd.DataFrame(
         {
             "name": nodes["name"].to_numpy()[ids],
-            "type": [schema.PROGRAM_TYPES[t] for t in types[ids]],
+            "type": [STEP_TYPES[t] for t in types[ids]],
             "bytes": nodes["bytes"].to_numpy()[ids],
             "cycles_on_selection": cycles,
             "program": ids,
