@@ -423,3 +423,11 @@ def test_bench_writes_errors_the_analyser_reads():
     assert "Leave-one-out" not in bench.format_loo(table, payload)  # the header is main()'s
     checks = [c for c in intervals.leave_one_out(table) if c["quantity"] != "ratio"]
     assert checks and all(c["inside"] in (True, None) for c in checks)  # +25% everywhere
+
+
+def test_summary_says_the_throughput_ranges(profiles, full_errors, capsys):
+    from analyser.cli import main
+
+    assert main(["summary", str(profiles["sync"])]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "range (fidelity table)" in out and "host-inclusive" in out and "rows" in out

@@ -31,6 +31,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _ranges(a) -> str:
+    """What the real throughputs may be, from the engine's errors against public figures
+    (analyser.core.intervals; docs/fidelity.md, "Intervals")."""
+    from analyser.core import intervals
+    from analyser.core.units import fmt_rate
+
+    ivs = intervals.profile_prediction(
+        a, ("throughput_samples_per_s", "device_throughput_samples_per_s")
+    )["intervals"]
+    out = []
+    for key, what in (
+        ("throughput_samples_per_s", "host-inclusive"),
+        ("device_throughput_samples_per_s", "device only"),
+    ):
+        iv = ivs[key]
+        if iv["low"] is None:
+            out.append(f"{what}: {iv['note']}")
+        else:
+            rng = intervals.range_text(iv, fmt_rate)
+            out.append(f"{what} {rng} ({intervals.class_words(iv['classes'])}, {iv['rows']} rows)")
+    return "; ".join(out)
+
+
 def _top_tiles(m, n: int) -> list[tuple[int, int, int]]:
     """The ``n`` tiles with the most memory (ipu, tile, bytes), most first; the memory summary
     keeps five, so larger ``n`` are taken from its per-tile arrays (one vectorised sort)."""
@@ -250,6 +273,7 @@ def run(args: argparse.Namespace) -> int:
             f"{fmt_rate(ex.throughput_samples_per_s)} samples/s host-inclusive, "
             f"{fmt_rate(ex.device_throughput_samples_per_s)} samples/s device only",
         )
+        run.add_row("range (fidelity table)", esc(_ranges(a)))
         if ex.host_exposed_cycles:
             run.add_row(
                 "host outside the trace",
