@@ -66,7 +66,8 @@ def test_alignment_and_explanations(pair):
 
 
 def test_cli_json_trace_and_bad_input(walkthrough_profiles, tmp_path, capsys):
-    a, b = walkthrough_profiles["4-device-iterations"], walkthrough_profiles["5-8bit-io"]
+    # the smaller pair for the trace (2 x 17,724 and 2 x 45,849 steps), the 8-bit pair's text
+    a, b = walkthrough_profiles["2-half"], walkthrough_profiles["3-accumulate"]
     trace = tmp_path / "diff.json"
     assert main(["diff", str(a), str(b), "--json", "--export-trace", str(trace)]) == 0
     d = json.loads(capsys.readouterr().out)
@@ -85,6 +86,7 @@ def test_cli_json_trace_and_bad_input(walkthrough_profiles, tmp_path, capsys):
     n_a = sum(1 for e in ev["traceEvents"] if e.get("ph") == "X" and e["pid"] in (0, 1))
     with Analysis.open(a) as an:
         assert n_a == an.target.n_executed_steps
+    a, b = walkthrough_profiles["4-device-iterations"], walkthrough_profiles["5-8bit-io"]
     assert main(["diff", str(a), str(b)]) == 0
     assert (
         "run-option differences: eight_bit_input true instead of false" in capsys.readouterr().out
