@@ -1,13 +1,18 @@
-"""The bigger fuzz run of issue #16: every hostile profile of tests/hostile.py through every
-analysis command, random value mutations with valid checksums, and hostile run configurations,
-under a memory limit; prints the probes tried and the failures per category.
+"""The bigger fuzz run of issues #16 and #22: every hostile profile of tests/hostile.py through
+every analysis command, random value mutations with valid checksums, hostile run configurations,
+and (issue 22) names that are not regular files, ONNX folding bombs / odd dimensions / external
+data, crafted tune folders, lying caches and unwritable outputs, under a memory limit; prints
+the table by category (tried, clean, tracebacks, hangs, memory blowups, files lost, foreign
+data read).
 
     python benchmarks/bench_fuzz.py                 # all categories, 200 random value probes
     python benchmarks/bench_fuzz.py --random 1000 --memory 4G --seconds 60
 
-A probe fails when the command exits with anything but 0, 1, 2 or 130, prints a traceback, runs
-past its time limit, changes its input, leaves a temporary file, or (foreign category) prints the
-contents of the file the profile points to. Commands run in this process (``analyse``'s
+A probe fails when the command exits with anything but 0, 1, 2 or 130 (or, for an input that
+must be refused, anything but 2), prints a traceback, runs past its time limit, grows the
+process's peak memory by more than 1 GiB or runs out of memory (a memory blowup), changes its
+input, leaves a temporary file, or reads data it must not (a file a profile points to, the size
+of a file outside an ONNX model's folder, a cache entry that lies). Commands run in this process (``analyse``'s
 ``main``) under ``RLIMIT_AS`` so that an allocation the file asks for fails instead of swapping.
 CI runs a subset of the same corpus (tests/test_fuzz_corpus.py).
 """
@@ -66,15 +71,33 @@ def random_value_mutation(rng: random.Random, datasets: list[str]) -> hostile.Mu
     )
 
 
+#: Peak-memory growth of one probe counted as a memory blowup.
+BLOWUP_BYTES = 1 << 30
+
+
+def _max_rss() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
 class Tally:
     def __init__(self) -> None:
         self.counts: dict[str, Counter] = defaultdict(Counter)
         self.failures: list[str] = []
         self.slowest = (0.0, "")
 
-    def add(self, category: str, label: str, o: hostile.Outcome, *, lost: bool, foreign: bool):
+    def add(
+        self,
+        category: str,
+        label: str,
+        o: hostile.Outcome,
+        *,
+        lost: bool,
+        foreign: bool,
+        grew: int = 0,
+        expect: int | None = None,
+    ):
         c = self.counts[category]
-        c["probes"] += 1
+        c["tried"] += 1
         if o.seconds > self.slowest[0]:
             self.slowest = (o.seconds, f"{category}/{label} {' '.join(o.argv[:2])}")
         bad = []
@@ -84,8 +107,14 @@ class Tally:
         if o.traceback or "Traceback" in o.stderr:
             c["tracebacks"] += 1
             bad.append("traceback")
+        text = (o.traceback + o.stderr).lower()
+        if grew > BLOWUP_BYTES or "memoryerror" in text or "out of memory" in text:
+            c["memory blowups"] += 1
+            bad.append(f"memory +{grew / 2**20:,.0f} MiB")
         if o.code not in hostile.CLEAN_EXITS and not o.hung and not o.traceback:
             bad.append(f"exit {o.code}")
+        elif expect is not None and o.code != expect and not o.hung and not o.traceback:
+            bad.append(f"exit {o.code}, not {expect}")
         if lost:
             c["files lost"] += 1
             bad.append("file lost")
@@ -96,10 +125,110 @@ class Tally:
             c["failures"] += 1
             last = (o.traceback.strip().splitlines() or [o.stderr.strip()[-200:]])[-1]
             self.failures.append(f"{category}/{label}: {' '.join(o.argv)} -> {bad}: {last}")
-        elif o.code == 0:
-            c["ok"] += 1
         else:
-            c["clean errors"] += 1
+            c["clean"] += 1
+
+
+def probe_inputs(tally: Tally, work: Path, base: Path, args: argparse.Namespace) -> None:
+    """Issue 22's classes: every case of tests/hostile.py's input corpus through its command,
+    then the caches' tamperings through their readers."""
+    groups = {
+        "non-regular": hostile.nonregular_cases(work / "nonregular"),
+        "onnx": {
+            **hostile.onnx_cases(work / "onnx"),
+            "nodes-1000000": hostile.many_nodes_case(work / "onnx-big"),
+        },
+        "tune folders": hostile.tune_cases(work / "tune", base, rows_bomb=1_000_000),
+        "outputs": hostile.output_cases(base),
+    }
+    for category, cases in groups.items():
+        for name, case in cases.items():
+            if case.argv[0] == "gui" and case.expect != 2:
+                continue
+            out = Path(case.argv[-1]) if "-o" in case.argv else None
+            before = _max_rss()
+            o = hostile.run_in_process(case.argv, args.seconds)
+            grew = _max_rss() - before
+            told = any(t in o.stderr for t in case.hidden)
+            written = out is not None and case.expect == 2 and out.exists()
+            tally.add(category, name, o, lost=written, foreign=told, grew=grew, expect=case.expect)
+    _probe_lod_cache(tally, work / "lod")
+    _probe_sim_cache(tally, work / "sim")
+
+
+def _probe_lod_cache(tally: Tally, work: Path) -> None:
+    """Each tampering of the trace's level-of-detail cache: the pyramid must be rebuilt (a
+    served tampered pyramid is foreign data read)."""
+    import os
+    import time
+
+    import numpy as np
+
+    import analyser.core.trace_window as tw_mod
+    from profiles import open_profile, write_profile
+    from profiles.synthetic import make_synthetic_profile
+
+    old_rows, old_env = tw_mod.LOD_CACHE_MIN_ROWS, os.environ.get("IPU_ANALYSER_CACHE")
+    tw_mod.LOD_CACHE_MIN_ROWS = 1000
+    try:
+        for name, tamper in hostile.lod_tamperings().items():
+            root = work / name
+            os.environ["IPU_ANALYSER_CACHE"] = str(root / "cache")
+            folders = []
+            for seed in (5, 6):
+                path = root / f"p{seed}.h5"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                data = make_synthetic_profile(n_steps=12_000, n_ipus=2, tiles=64, seed=seed)
+                write_profile(path, data)
+                with open_profile(path) as p:
+                    tw = tw_mod.TraceWindow(p)
+                    tw._pyramid(1, "flat")
+                    folders.append(tw._cache_folder(1, "flat"))
+            tamper(folders[0], folders[1])
+            t0, tb = time.perf_counter(), ""
+            served = False
+            try:
+                with open_profile(root / "p5.h5") as p:
+                    served = isinstance(
+                        tw_mod.TraceWindow(p)._pyramid(1, "flat").levels[0].x0, np.memmap
+                    )
+            except Exception:
+                import traceback
+
+                tb = traceback.format_exc()
+            o = hostile.Outcome(("lod-cache", name), 0, time.perf_counter() - t0, tb)
+            tally.add("lod cache", name, o, lost=False, foreign=served)
+    finally:
+        tw_mod.LOD_CACHE_MIN_ROWS = old_rows
+        if old_env is None:
+            os.environ.pop("IPU_ANALYSER_CACHE", None)
+        else:
+            os.environ["IPU_ANALYSER_CACHE"] = old_env
+
+
+def _probe_sim_cache(tally: Tally, work: Path) -> None:
+    """Each tampering of a simulation cache entry: it must be a miss (served: foreign data)."""
+    import time
+
+    from analyser.core.service import FIGURE_KEYS
+    from analyser.core.service.request import SimResponse
+    from analyser.core.service.service import SimCache
+
+    for name, tamper in hostile.sim_cache_tamperings().items():
+        cache = SimCache(work / name)
+        key = "ab" * 32
+        figures = {k: (True if k == "fits" else 1000.0) for k in FIGURE_KEYS}
+        cache.put(SimResponse(key=key, status="ok", figures=figures), b"\x89HDF fake")
+        tamper(cache.root / f"{key}.json", cache.profile_path(key))
+        t0, tb, served = time.perf_counter(), "", False
+        try:
+            served = cache.get(key) is not None
+        except Exception:
+            import traceback
+
+            tb = traceback.format_exc()
+        o = hostile.Outcome(("sim-cache", name), 0, time.perf_counter() - t0, tb)
+        tally.add("sim cache", name, o, lost=False, foreign=served)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -132,6 +261,9 @@ def run(args: argparse.Namespace) -> int:
                 foreign = hostile.SECRET in text or _secret_in_outputs(out)
                 tally.add(category, label, o, lost=lost, foreign=foreign)
 
+        if args.inputs_only:
+            probe_inputs(tally, work / "inputs", base, args)
+            return _print(tally, time.perf_counter() - t0)
         for category, name, path in hostile.iter_corpus(base, work / "corpus"):
             probe_file(category, name, path)
 
@@ -162,26 +294,32 @@ def run(args: argparse.Namespace) -> int:
             cfg.write_text(text, encoding="utf-8", errors="surrogateescape")
             o = hostile.run_in_process(("profile", str(cfg), "-o", str(out / "t.h5")), args.seconds)
             tally.add("run configs", name, o, lost=False, foreign=False)
+        if not args.no_inputs:
+            probe_inputs(tally, work / "inputs", base, args)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
-    elapsed = time.perf_counter() - t0
+    return _print(tally, time.perf_counter() - t0)
+
+
+def _print(tally: Tally, elapsed: float) -> int:
+    """Print the table by category and the failures; 1 when any probe failed."""
     keys = (
-        "probes",
-        "ok",
-        "clean errors",
+        "tried",
+        "clean",
         "tracebacks",
         "hangs",
+        "memory blowups",
         "files lost",
         "foreign data read",
-        "failures",
     )
-    print(f"{'category':<16}" + "".join(f"{k:>19}" for k in keys))
+    print(f"| {'category':<16} |" + "".join(f" {k:>17} |" for k in keys))
+    print(f"|{'-' * 18}|" + "".join(f"{'-' * 18}:|" for _ in keys))
     total: Counter = Counter()
     for cat, c in tally.counts.items():
         total.update(c)
-        print(f"{cat:<16}" + "".join(f"{c[k]:>19,}" for k in keys))
-    print(f"{'total':<16}" + "".join(f"{total[k]:>19,}" for k in keys))
+        print(f"| {cat:<16} |" + "".join(f" {c[k]:>17,} |" for k in keys))
+    print(f"| {'total':<16} |" + "".join(f" {total[k]:>17,} |" for k in keys))
     print(f"{elapsed:.0f} s; slowest probe {tally.slowest[0]:.1f} s ({tally.slowest[1]})")
     for f in tally.failures[:40]:
         print("FAIL", f)
@@ -205,6 +343,12 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=16)
     ap.add_argument("--seconds", type=float, default=60.0, help="time limit per probe")
     ap.add_argument("--memory", default="4G", help="address-space limit (default 4G; '' none)")
+    ap.add_argument(
+        "--no-inputs", action="store_true", help="skip issue 22's non-profile inputs and caches"
+    )
+    ap.add_argument(
+        "--inputs-only", action="store_true", help="only issue 22's inputs and caches (minutes)"
+    )
     return run(ap.parse_args())
 
 

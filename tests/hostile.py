@@ -708,79 +708,68 @@ def _save_onnx(m, path: Path) -> Path:
     return path
 
 
-def onnx_expand_bomb(
-    folder: Path, dims: tuple[int, ...] = (20000, 20000), name: str = "expand-bomb"
-) -> Path:
-    """229 bytes: Constant -> Expand to 20000 x 20000 -> ReduceSum (folding would fill 3 GB)."""
+def _bomb(folder: Path, name: str, nodes: list, inits: tuple = ()) -> Path:
+    """A model whose ``nodes`` compute a big constant ``big``; its sum is added to the input
+    ``x`` (1x4) so the graph has work: ReduceSum(big) -> Cast -> Add(x)."""
     from onnx import TensorProto as T
     from onnx import helper as oh
 
-    nodes = [
-        oh.make_node("Constant", [], ["c"], value=oh.make_tensor("v", T.INT64, [1], [1])),
-        oh.make_node(
-            "Constant", [], ["s"], value=oh.make_tensor("s", T.INT64, [len(dims)], list(dims))
-        ),
-        oh.make_node("Expand", ["c", "s"], ["e"]),
-        oh.make_node("ReduceSum", ["e"], ["r"], keepdims=0),
-        oh.make_node("Cast", ["r"], ["rf"], to=T.FLOAT),
-        oh.make_node("Add", ["x", "rf"], ["y"]),
-    ]
-    m = _onnx_model(
-        nodes,
-        [oh.make_tensor_value_info("x", T.FLOAT, [1, 4])],
-        [oh.make_tensor_value_info("y", T.FLOAT, [1, 4])],
-    )
-    return _save_onnx(m, folder / f"{name}.onnx")
-
-
-def onnx_range_bomb(folder: Path) -> Path:
-    """Range(0, 2.5e8, 1) -> ReduceSum: folding would allocate 2 GB."""
-    from onnx import TensorProto as T
-    from onnx import helper as oh
-
-    def const(name: str, v: int):
-        return oh.make_node("Constant", [], [name], value=oh.make_tensor(name, T.INT64, [], [v]))
-
-    nodes = [
-        const("a", 0),
-        const("b", 250_000_000),
-        const("d", 1),
-        oh.make_node("Range", ["a", "b", "d"], ["r"]),
-        oh.make_node("ReduceSum", ["r"], ["s"], keepdims=0),
+    tail = [
+        oh.make_node("ReduceSum", ["big"], ["s"], keepdims=0),
         oh.make_node("Cast", ["s"], ["sf"], to=T.FLOAT),
         oh.make_node("Add", ["x", "sf"], ["y"]),
     ]
     m = _onnx_model(
-        nodes,
-        [oh.make_tensor_value_info("x", T.FLOAT, [1, 4])],
-        [oh.make_tensor_value_info("y", T.FLOAT, [1, 4])],
-    )
-    return _save_onnx(m, folder / "range-bomb.onnx")
-
-
-def onnx_where_bomb(folder: Path) -> Path:
-    """Where of three small constants broadcasting to 4096^3 elements."""
-    import numpy as _np
-    from onnx import TensorProto as T
-    from onnx import helper as oh
-    from onnx import numpy_helper as nh
-
-    shapes = {"c": (4096, 1, 1), "p": (1, 4096, 1), "q": (1, 1, 4096)}
-    inits = [nh.from_array(_np.ones(s, _np.int64), k) for k, s in shapes.items()]
-    inits[0] = nh.from_array(_np.ones(shapes["c"], bool), "c")
-    nodes = [
-        oh.make_node("Where", ["c", "p", "q"], ["w"]),
-        oh.make_node("ReduceSum", ["w"], ["s"], keepdims=0),
-        oh.make_node("Cast", ["s"], ["sf"], to=T.FLOAT),
-        oh.make_node("Add", ["x", "sf"], ["y"]),
-    ]
-    m = _onnx_model(
-        nodes,
+        nodes + tail,
         [oh.make_tensor_value_info("x", T.FLOAT, [1, 4])],
         [oh.make_tensor_value_info("y", T.FLOAT, [1, 4])],
         inits,
     )
-    return _save_onnx(m, folder / "where-bomb.onnx")
+    return _save_onnx(m, folder / f"{name}.onnx")
+
+
+def _const(name: str, values: list[int], dims: list[int]):
+    from onnx import TensorProto as T
+    from onnx import helper as oh
+
+    return oh.make_node("Constant", [], [name], value=oh.make_tensor(name, T.INT64, dims, values))
+
+
+def onnx_expand_bomb(
+    folder: Path, dims: tuple[int, ...] = (20000, 20000), name: str = "expand-bomb"
+) -> Path:
+    """About 240 bytes: Constant -> Expand to 20000 x 20000 -> ReduceSum (folding it would
+    fill 3.2 GB)."""
+    from onnx import helper as oh
+
+    nodes = [
+        _const("c", [1], [1]),
+        _const("shape", list(dims), [len(dims)]),
+        oh.make_node("Expand", ["c", "shape"], ["big"]),
+    ]
+    return _bomb(folder, name, nodes)
+
+
+def onnx_range_bomb(folder: Path) -> Path:
+    """Range(0, 2.5e8, 1) -> ReduceSum: folding it would allocate 2 GB."""
+    from onnx import helper as oh
+
+    nodes = [_const("a", [0], []), _const("b", [250_000_000], []), _const("d", [1], [])]
+    nodes.append(oh.make_node("Range", ["a", "b", "d"], ["big"]))
+    return _bomb(folder, "range-bomb", nodes)
+
+
+def onnx_where_bomb(folder: Path) -> Path:
+    """Where of three small constants broadcasting to 4096^3 elements."""
+    from onnx import helper as oh
+    from onnx import numpy_helper as nh
+
+    inits = (
+        nh.from_array(np.ones((4096, 1, 1), bool), "c"),
+        nh.from_array(np.ones((1, 4096, 1), np.int64), "p"),
+        nh.from_array(np.ones((1, 1, 4096), np.int64), "q"),
+    )
+    return _bomb(folder, "where-bomb", [oh.make_node("Where", ["c", "p", "q"], ["big"])], inits)
 
 
 def onnx_relu(folder: Path, name: str, dims: list, external: dict[str, str] | None = None) -> Path:
