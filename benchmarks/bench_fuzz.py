@@ -162,9 +162,9 @@ def _probe_lod_cache(tally: Tally, work: Path) -> None:
     import os
     import time
 
+    import analyser.core.trace_window as tw_mod
     import numpy as np
 
-    import analyser.core.trace_window as tw_mod
     from profiles import open_profile, write_profile
     from profiles.synthetic import make_synthetic_profile
 
