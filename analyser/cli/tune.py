@@ -92,11 +92,25 @@ def _check_output(out: Path, force: bool) -> None:
         raise CliError(f"output {out} is a file; give a folder for the tune results.")
     if not out.parent.exists():
         raise CliError(f"output folder {out.parent} does not exist.")
-    if out.is_dir() and not force and any(out.iterdir()) and not (out / META).exists():
+    if out.is_dir() and not force and not _holds_only_tune_files(out) and not (out / META).exists():
         raise CliError(
             f"output folder {out} is not empty and holds no earlier tune; refusing to write "
             "into it (use --force or another -o)."
         )
+
+
+def _holds_only_tune_files(out: Path) -> bool:
+    """True when every entry of ``out`` is a file ``analyse tune`` writes (an interrupted
+    earlier tune's results.parquet without its tune.json, say), so the tune may resume there."""
+    import re
+
+    names = re.compile(
+        r"(results\.parquet|tune\.json|report\.html|start\.h5|best-\d+\.h5|\..*\.tmp(\.h5)?)"
+    )
+    try:
+        return all(names.fullmatch(p.name) and not p.is_dir() for p in out.iterdir())
+    except OSError:
+        return False
 
 
 def run(args: argparse.Namespace) -> int:
@@ -144,9 +158,13 @@ def run(args: argparse.Namespace) -> int:
             )
 
     result = _search(args, space, service, tune)
-    meta = write_results(result, out, best_k=args.best, config_file=str(args.config))
     from analyser.reports.tune import write_tune_report
+    from profiles.atomic import deferred_signals
 
+    # the table and tune.json land together: Ctrl-C / SIGTERM now waits for them (then ends
+    # the command with its exit code); an earlier interrupt left a lone results.parquet
+    with deferred_signals():
+        meta = write_results(result, out, best_k=args.best, config_file=str(args.config))
     write_tune_report(out, out / "report.html")
     if not args.quiet:
         _print_summary(result, meta, out)
@@ -155,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
             "analyse tune: interrupted; run the same command again to resume from the cache.",
             highlight=False,
         )
-        return 130
+        return result.exit_code or 130
     return 0
 
 

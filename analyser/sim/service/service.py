@@ -352,16 +352,7 @@ class SimulationService:
         from distributed import Client, LocalCluster
 
         if self.scheduler:
-            _check_reachable(self.scheduler)
-            try:
-                return Client(
-                    self.scheduler, timeout=10, set_as_default=False, security=self.security
-                )
-            except (OSError, TimeoutError, ValueError) as exc:
-                raise ServiceError(
-                    f"cannot reach the Dask scheduler at {self.scheduler!r}: "
-                    f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}."
-                ) from None
+            return self._connect_remote()
         n = self.workers or available_cores()
         per_worker = _memory_per_worker(n)
         if self.memory_limit is None:
@@ -409,6 +400,42 @@ class SimulationService:
                 preload=["analyser.sim.service.worker"],
             )
             return Client(self._cluster, set_as_default=False)
+
+    def _connect_remote(self):
+        """A client of the cluster at :attr:`scheduler`, after bounded checks that it is a Dask
+        scheduler with workers that have this project (one sentence each otherwise)."""
+        from distributed import Client
+
+        from analyser.sim.service.remote import identify_scheduler
+
+        _check_reachable(self.scheduler)
+        try:
+            identify_scheduler(self.scheduler, self.security)
+            client = Client(
+                self.scheduler, timeout=10, set_as_default=False, security=self.security
+            )
+        except UserFacingError as exc:
+            raise ServiceError(str(exc)) from None
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise ServiceError(
+                f"cannot reach the Dask scheduler at {self.scheduler!r}: "
+                f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}."
+            ) from None
+        try:
+            self._check_workers(client)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                client.close(timeout=5)
+            raise
+        return client
+
+    def _check_workers(self, client) -> None:
+        from analyser.sim.service.remote import check_workers
+
+        try:
+            check_workers(client, self.scheduler)
+        except UserFacingError as exc:
+            raise ServiceError(str(exc)) from None
 
     def close(self) -> None:
         """Close the client and the embedded cluster (idempotent)."""
@@ -507,7 +534,7 @@ class SimulationService:
             "time_limit": self.time_limit,
             "attempt": job.attempt,
         }
-        job.future = client.submit(_task, payload, key=task, pure=False, retries=0)
+        job.future = client.submit(_runner(), payload, key=task, pure=False, retries=0)
         job.attempt += 1
 
     def _response(self, job: _Job, fut, cancelled: bool) -> tuple[SimResponse | None, bool]:
@@ -557,6 +584,19 @@ def _task(payload: dict[str, Any]) -> dict[str, Any]:
             f"({payload.get('engine')}); install the same version on every worker.",
         }
     return run_simulation(payload)
+
+
+_RUNNER: Callable | None = None
+
+
+def _runner() -> Callable:
+    """The task function, sent by value (see :func:`analyser.sim.service.remote.task_runner`)."""
+    global _RUNNER
+    if _RUNNER is None:
+        from analyser.sim.service.remote import task_runner
+
+        _RUNNER = task_runner()
+    return _RUNNER
 
 
 def _embedded_security():

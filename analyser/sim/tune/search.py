@@ -53,6 +53,8 @@ class TuneResult:
     seconds: float = 0.0
     simulations: int = 0  # answers that were not cache hits
     interrupted: bool = False
+    #: the exit code of what interrupted the search: 130 Ctrl-C, 143 SIGTERM (128 + signal)
+    exit_code: int = 0
 
     def feasible(self) -> list[Row]:
         return [r for r in self.rows if self.space.feasible(r.figures)]
@@ -69,7 +71,11 @@ class TuneResult:
 
     @property
     def start(self) -> Row:
-        return next(r for r in self.rows if r.origin == "start")
+        """The start configuration's row (:func:`tune` never returns a result without it)."""
+        for r in self.rows:
+            if r.origin == "start":
+                return r
+        raise LookupError("the tune has no start row")
 
 
 ProgressFn = Callable[[dict[str, Any]], None]
@@ -317,7 +323,9 @@ def tune(
 ) -> TuneResult:
     """Search ``space``: ``grid`` (every configuration, refused when larger than the budget),
     ``guided``, or ``auto`` (grid when it fits the budget with the start, else guided).
-    Ctrl-C stops the search and returns what was found (``interrupted``)."""
+    Ctrl-C (or SIGTERM) stops the search and returns what was found (``interrupted``, with
+    the signal's ``exit_code``); one before the start configuration is answered is raised
+    again, since there is nothing to write."""
     t0 = time.perf_counter()
     tuner = Tuner(
         space, service, budget=budget, beam=beam, progress=progress, model_file=model_file
@@ -332,8 +340,11 @@ def tune(
             tuner.grid()
         else:
             tuner.guided()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        if not any(r.origin == "start" for r in tuner.rows):
+            raise
         result.interrupted = True
+        result.exit_code = getattr(exc, "exit_code", 130)
     result.rows = tuner.rows
     result.simulations = tuner._sims
     result.seconds = time.perf_counter() - t0

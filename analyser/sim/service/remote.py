@@ -1,0 +1,220 @@
+"""Checks of a Dask cluster given by address (``--scheduler`` / ``ANALYSE_SCHEDULER``), each
+bounded in time and ending in one sentence (issue 22, item 8).
+
+* :func:`identify_scheduler`: the address answers Dask's handshake and says it is a
+  scheduler. An HTTP server (or anything else) there made the Dask client read its reply as
+  a frame length and fail with ``MemoryError``; a host that accepts and never answers made it
+  wait for ever. Here both are a sentence within :data:`ANSWER_TIMEOUT` seconds.
+* :func:`check_workers`: the cluster has workers and every one of them can import this
+  project. A worker without it could not even read the task it was sent and shut itself down,
+  and the tune waited for ever.
+* :func:`task_runner`: the function every simulation task runs, sent by value (not as a
+  reference into this project), so a worker that joins later without the project answers
+  ``failed`` naming the package instead of dropping out.
+
+Ctrl-C while a check waits raises ``KeyboardInterrupt`` at once (the waits happen in helper
+threads the calling thread joins with a timeout).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from profiles.errors import UserFacingError
+
+#: Seconds an address may take to answer Dask's handshake, and the cluster to show a worker.
+ANSWER_TIMEOUT = 10.0
+
+#: The packages a worker needs (this project's).
+PACKAGES = ("analyser", "engine", "profiles")
+
+
+class RemoteError(UserFacingError):
+    """The scheduler address or its workers cannot serve the simulation service."""
+
+
+def _bounded(fn: Callable[[], Any], timeout: float) -> Any:
+    """``fn()`` in a daemon thread, waited for at most ``timeout`` seconds (TimeoutError);
+    the calling thread stays interruptible by Ctrl-C meanwhile."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # handed to the caller
+            box["error"] = exc
+
+    t = threading.Thread(target=target, name="dask-check", daemon=True)
+    t.start()
+    t.join(timeout)
+    if t.is_alive():
+        raise TimeoutError
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+def identify_scheduler(address: str, security=None, timeout: float = ANSWER_TIMEOUT) -> dict:
+    """The scheduler's identity, or :class:`RemoteError` when ``address`` does not answer as a
+    Dask scheduler within ``timeout`` seconds."""
+    import ssl
+
+    from distributed.security import Security
+
+    sec = security if security is not None else Security()  # Dask's configuration
+    try:
+        args = sec.get_connection_args("client")
+    except (ssl.SSLError, OSError, ValueError) as exc:
+        raise RemoteError(
+            f"the Dask TLS configuration cannot be used: {_first_line(exc)}."
+        ) from None
+    if address.startswith("tls://") and args.get("ssl_context") is None:
+        raise RemoteError(
+            f"the Dask scheduler at {address!r} wants TLS: give --tls-ca-file, --tls-cert and "
+            "--tls-key (or set them in Dask's configuration, distributed.comm.tls.*)."
+        )
+
+    async def ask() -> Any:
+        from distributed.comm import connect
+
+        comm = await connect(address, timeout=timeout, **args)  # includes Dask's handshake
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    def run() -> Any:
+        return asyncio.run(asyncio.wait_for(ask(), timeout))
+
+    try:
+        reply = _bounded(run, timeout + 5)
+    except TimeoutError:
+        raise RemoteError(
+            f"the server at {address!r} accepted the connection but did not answer as a Dask "
+            f"scheduler within {timeout:g} s; check the address and port."
+        ) from None
+    except ssl.SSLError as exc:
+        raise RemoteError(
+            f"the TLS handshake with {address!r} failed: {_first_line(exc)}; check the "
+            "--tls-* files (or Dask's TLS configuration)."
+        ) from None
+    except (Exception, MemoryError) as exc:  # garbage read as a Dask message, a closed stream
+        how = (
+            "it answered with something that is not a Dask message"
+            if isinstance(exc, MemoryError | ValueError | TypeError)
+            else f"it did not answer Dask's handshake: {type(exc).__name__}"
+        )
+        raise RemoteError(
+            f"the server at {address!r} is not a Dask scheduler ({how}); check the address "
+            "and port."
+        ) from None
+    kind = reply.get("type") if isinstance(reply, dict) else None
+    if kind != "Scheduler":
+        what = f"a Dask {kind}" if isinstance(kind, str) else "something that speaks Dask"
+        raise RemoteError(
+            f"{address!r} is {what}, not a scheduler; give the scheduler's address "
+            "(dask scheduler prints it)."
+        )
+    return reply
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(getattr(exc, "reason", None) or exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _missing_on_worker() -> str | None:
+    """Run on a worker (sent by value): the first of this project's packages it cannot import,
+    with the reason, or None."""
+    import importlib
+
+    for name in ("analyser.sim.service.service", "engine", "profiles"):
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            top = (getattr(exc, "name", None) or name).split(".")[0]
+            return f"{top!r} ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
+    return None
+
+
+def _by_value(fn: Callable) -> Callable:
+    """A copy of ``fn`` that pickles by value (cloudpickle), not as ``module.name``: a worker
+    without this project can still load and run it. ``fn`` must import what it needs inside."""
+    import types
+
+    copy = types.FunctionType(fn.__code__, {"__builtins__": __builtins__}, fn.__name__)
+    copy.__qualname__ = f"<by value>.{fn.__name__}"
+    return copy
+
+
+def _project() -> str:
+    try:
+        from importlib.metadata import version
+
+        return f"ipu-graph-analyser {version('ipu-graph-analyser')}"
+    except Exception:  # not installed as a distribution (a source tree on sys.path)
+        return "ipu-graph-analyser"
+
+
+def missing_package_message(worker: str, missing: str) -> str:
+    """The sentence for a worker that cannot import this project."""
+    return (
+        f"the Dask worker {worker} cannot import {missing}; install {_project()} (the same "
+        "version as here) on every worker."
+    )
+
+
+def check_workers(client, address: str, timeout: float = ANSWER_TIMEOUT) -> None:
+    """:class:`RemoteError` when the cluster shows no worker within ``timeout`` seconds or a
+    worker cannot import this project."""
+    try:
+        _bounded(lambda: client.wait_for_workers(1, timeout=timeout), timeout + 5)
+    except TimeoutError:
+        raise RemoteError(
+            f"the Dask scheduler at {address!r} has no workers (none joined within "
+            f"{timeout:g} s); start some with: dask worker {address}"
+        ) from None
+    probe = _by_value(_missing_on_worker)
+    try:
+        answers = _bounded(lambda: client.run(probe, on_error="return"), timeout + 5)
+    except TimeoutError:
+        raise RemoteError(
+            f"the Dask workers of {address!r} did not answer within {timeout + 5:g} s."
+        ) from None
+    for worker, missing in sorted(answers.items()):
+        if isinstance(missing, BaseException):
+            missing = f"this project ({type(missing).__name__})"
+        if missing:
+            raise RemoteError(missing_package_message(worker, missing))
+
+
+def _run_task(payload: dict[str, Any]) -> dict[str, Any]:
+    """Every simulation task (sent by value): the service's task when this project imports
+    here, else ``failed`` naming this worker and the missing package."""
+    try:
+        from analyser.sim.service.service import _task
+    except ImportError as exc:
+        top = (getattr(exc, "name", None) or "analyser").split(".")[0]
+        where = "on this host"
+        try:
+            from distributed import get_worker
+
+            where = get_worker().address
+        except Exception:  # not inside a worker (called directly)
+            pass
+        return {
+            "key": payload["key"],
+            "status": "failed",
+            "message": f"the Dask worker {where} cannot import {top!r} ({type(exc).__name__}); "
+            "install ipu-graph-analyser (the same version as the client) on every worker.",
+        }
+    return _task(payload)
+
+
+def task_runner() -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """The function submitted for every simulation (see :func:`_run_task`)."""
+    return _by_value(_run_task)
