@@ -597,17 +597,6 @@ def describe_change(iv: Mapping[str, Any] | Interval | None, *, short: bool = Fa
     return "(no interval)" if short else f"({note})"
 
 
-def describe_value(iv: Mapping[str, Any] | Interval | None, fmt, *, short: bool = False) -> str:
-    """The interval of a figure in words with ``fmt`` for its values: '(1,200 to 2,100)'."""
-    d = iv.to_dict() if isinstance(iv, Interval) else iv
-    if not d:
-        return ""
-    if d.get("low") is not None and d.get("high") is not None:
-        return f"({fmt(d['low'])} to {fmt(d['high'])})"
-    note = str(d.get("note") or "no interval")
-    return "(no interval)" if short else f"({note})"
-
-
 def class_words(classes: Iterable[str]) -> str:
     """'small convolutions + host-bound'."""
     return " + ".join(MECHANISMS.get(c, c) for c in classes)
