@@ -78,6 +78,8 @@ def _ordered(d: dict) -> bool:
         assert d["low"] is None and d["high"] is None and d["note"]
         return False
     assert d["value"] is not None and d["low"] <= d["value"] <= d["high"], d
+    if d.get("worst_low") is not None:  # a change: the uncorrelated range holds it
+        assert d["worst_low"] <= d["low"] and d["high"] <= d["worst_high"], d
     return True
 
 
@@ -129,13 +131,25 @@ def test_absolute_interval_rate_and_time():
 def test_relative_change_correlated_and_independent():
     dev = Features()
     host = Features(host_load=2.0, host_overlapped=False)
-    # the same class: the classes' offset cancels, the spread (1.10 / 0.97) remains
-    same = intervals.relative("throughput_samples_per_s", 100.0, 186.0, dev, dev, HAND)
     spread = 1.10 / 0.97
+    # the same class: the offset cancels; of the spread only the share of the time per sample
+    # the change moves counts (1 - 1 / 1.86 for a +86% throughput)
+    same = intervals.relative("throughput_samples_per_s", 100.0, 186.0, dev, dev, HAND)
+    c = 1 - 1 / 1.86
     assert same.correlated is True and same.value == pytest.approx(0.86)
-    assert same.low == pytest.approx(1.86 / spread - 1) and same.high == pytest.approx(
-        1.86 * spread - 1
-    )
+    assert same.low == pytest.approx(1.86 * spread**-c - 1)
+    assert same.high == pytest.approx(1.86 * spread**c - 1)
+    assert intervals.describe_change(same) == "(+75% to +97%)"
+    # with no correlation assumed: the whole spread, which holds the correlated range
+    d = same.to_dict()
+    assert d["worst_low"] == pytest.approx(1.86 / spread - 1)
+    assert d["worst_high"] == pytest.approx(1.86 * spread - 1)
+    assert d["worst_low"] <= d["low"] <= d["value"] <= d["high"] <= d["worst_high"]
+    # a small change stays small; no change has no range
+    small = intervals.relative("throughput_samples_per_s", 100.0, 105.0, dev, dev, HAND)
+    assert 0.04 < small.low < 0.05 < small.high < 0.06
+    none = intervals.relative("throughput_samples_per_s", 100.0, 100.0, host, host, HAND)
+    assert none.low == none.high == 0.0
     # host-bound before, device after: independent, each side's full band (through zero)
     ind = intervals.relative("throughput_samples_per_s", 100.0, 186.0, host, dev, HAND)
     assert ind.correlated is False
@@ -145,12 +159,12 @@ def test_relative_change_correlated_and_independent():
     # device cycles do not see the host: the host-bound run's cycles are in the device class
     cyc = intervals.relative("cycles_per_sample", 100.0, 50.0, host, dev, HAND)
     assert cyc.correlated is True and cyc.classes == ("device-at-scale",)
-    # cycles move the other way round: small convolutions before, device after
-    small = Features(small_conv_share=0.9)
-    cyc = intervals.relative("cycles_per_sample", 100.0, 50.0, small, dev, FULL)
+    assert cyc.low == pytest.approx(0.5 * spread**-0.5 - 1)
+    # cycles move the other way round: small feature maps before, device after
+    small_maps = Features(small_conv_share=0.9)
+    cyc = intervals.relative("cycles_per_sample", 100.0, 50.0, small_maps, dev, FULL)
     assert cyc.low == pytest.approx(0.5 * (1 - 0.03) / (1 + 0.5) - 1)
     assert cyc.high == pytest.approx(0.5 * (1 + 0.10) / (1 - 0.12) - 1)
-    assert intervals.describe_change(same) == "(+64% to +111%)"
 
 
 def test_classify_features():

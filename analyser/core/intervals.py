@@ -265,6 +265,8 @@ class ErrorRow:
     quantity: str
     error: float | None
     rows: tuple[str, ...] = ()
+    #: The engine's figure (a ratio row: its ratio), when stored.
+    engine: float | None = None
 
 
 @dataclass(frozen=True)
@@ -370,7 +372,17 @@ def _parse_row(r: Any, where: str, seen: set[str]) -> ErrorRow:
     refs = r.get("rows", [])
     if not isinstance(refs, list) or not all(isinstance(x, str) for x in refs) or len(refs) > 2:
         raise ErrorsFileError(f"{where} ({rid}): 'rows' must be a list of at most two row ids.")
-    return ErrorRow(rid, mech, qty, None if err is None else float(err), tuple(refs))
+    engine = r.get("engine")
+    if engine is not None and (not _finite(engine) or engine < 0):
+        raise ErrorsFileError(f"{where} ({rid}): 'engine' must be null or a finite figure >= 0.")
+    return ErrorRow(
+        rid,
+        mech,
+        qty,
+        None if err is None else float(err),
+        tuple(refs),
+        None if engine is None else float(engine),
+    )
 
 
 def load_errors(path: str | Path) -> ErrorTable:
@@ -431,6 +443,9 @@ class Interval:
     note: str = ""
     correlated: bool | None = None
     classes_after: tuple[str, ...] | None = field(default=None)
+    #: A change only: the range with no correlation assumed (each prediction anywhere in its
+    #: classes' band), which holds ``low`` / ``high``.
+    worst: tuple[float, float] | None = None
 
     @property
     def available(self) -> bool:
@@ -449,6 +464,8 @@ class Interval:
         if self.classes_after is not None:
             d["classes_after"] = list(self.classes_after)
             d["correlated"] = self.correlated
+            d["worst_low"] = _clean(self.worst[0]) if self.worst else None
+            d["worst_high"] = _clean(self.worst[1]) if self.worst else None
         return d
 
 
@@ -514,24 +531,38 @@ def relative(
         if isinstance(band, str):
             return Interval(value, None, None, cb, 0, band, None, ca)
     same = set(cb) == set(ca)
-    fmin, fmax = ratio_factors(band_b, band_a, same, FIGURE_KINDS[key][0])
-    n = len(set(band_b.ids) | set(band_a.ids))
     ratio = value + 1.0
+    kind = FIGURE_KINDS[key][0]
+    fmin, fmax = ratio_factors(band_b, band_a, same, kind, ratio)
+    wmin, wmax = ratio_factors(band_b, band_a, same, kind)  # no correlation assumed
+    n = len(set(band_b.ids) | set(band_a.ids))
     low, high = ratio * fmin - 1.0, ratio * fmax - 1.0
-    return Interval(value, min(low, value), max(high, value), cb, n, "", same, ca)
+    worst = (min(ratio * wmin - 1.0, value), max(ratio * wmax - 1.0, value))
+    return Interval(value, min(low, value), max(high, value), cb, n, "", same, ca, worst)
 
 
-def ratio_factors(before: Band, after: Band, same: bool, kind: str = "rate") -> tuple[float, float]:
-    """The real ratio after / before over the predicted one lies in [fmin, fmax]: in the same
-    classes (correlated errors) the shared offset cancels and the spread remains; otherwise the
-    two errors are independent and each side keeps its band through zero. Rates: real ratio =
-    ratio x (1 + e_before) / (1 + e_after); cycles the other way round."""
-    if same:
-        spread = (1.0 + before.hi) / (1.0 + before.lo)
-        return 1.0 / spread, spread
-    if kind == "rate":
-        return (1.0 + before.lo0) / (1.0 + after.hi0), (1.0 + before.hi0) / (1.0 + after.lo0)
-    return (1.0 + after.lo0) / (1.0 + before.hi0), (1.0 + after.hi0) / (1.0 + before.lo0)
+def ratio_factors(
+    before: Band, after: Band, same: bool, kind: str = "rate", ratio: float | None = None
+) -> tuple[float, float]:
+    """The real ratio after / before over the predicted ``ratio`` lies in [fmin, fmax].
+
+    In different classes the two errors are independent and each side keeps its band through
+    zero (rates: real ratio = ratio x (1 + e_before) / (1 + e_after); cycles the other way
+    round). In the same classes the errors are correlated: the classes' shared offset cancels,
+    and of their spread s = (1 + hi) / (1 + lo) only the share of the time per sample the change
+    moves counts, c = 1 - min(t, 1 / t) for the predicted time ratio t (a what-if shares its
+    model, system, host and engine with its base, so what it leaves alone keeps the base's
+    error): [s^-c, s^c]. c = 1 (no ``ratio``) is the worst case over the class.
+    """
+    if not same:
+        if kind == "rate":
+            return (1.0 + before.lo0) / (1.0 + after.hi0), (1.0 + before.hi0) / (1.0 + after.lo0)
+        return (1.0 + after.lo0) / (1.0 + before.hi0), (1.0 + after.hi0) / (1.0 + before.lo0)
+    spread = (1.0 + before.hi) / (1.0 + before.lo)
+    share = 1.0
+    if ratio is not None and math.isfinite(ratio) and ratio > 0:
+        share = 1.0 - min(ratio, 1.0 / ratio)  # the same for the rate and the time ratio
+    return spread**-share, spread**share
 
 
 def figure_intervals(
@@ -626,7 +657,7 @@ def leave_one_out(table: ErrorTable) -> list[dict[str, Any]]:
             if isinstance(bb, str) or isinstance(ba, str):
                 out.append(_loo(r, None, None, bb if isinstance(bb, str) else ba))
                 continue
-            fmin, fmax = ratio_factors(bb, ba, a.mechanism == b.mechanism)
+            fmin, fmax = ratio_factors(bb, ba, a.mechanism == b.mechanism, "rate", r.engine)
             # the engine's ratio error e = R_e / R_p - 1 lies inside when R_p / R_e in [fmin, fmax]
             out.append(_loo(r, 1.0 / fmax - 1.0, 1.0 / fmin - 1.0))
     return out
@@ -694,7 +725,10 @@ def change_note(d: Mapping[str, Any] | None) -> str:
     if set(after) != set(before):
         where += f" before, {class_words(after)} after (errors independent)"
     elif d.get("correlated"):
-        where += " (errors correlated: only the classes' spread counts)"
+        where += " (errors correlated: the share of the run the change moves counts"
+        if _finite(d.get("worst_low")) and _finite(d.get("worst_high")):
+            where += f"; uncorrelated {_pct(d['worst_low'])} to {_pct(d['worst_high'])}"
+        where += ")"
     return f"interval from {d.get('rows', 0)} reference rows: {where}"
 
 
