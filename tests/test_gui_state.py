@@ -105,3 +105,32 @@ def test_open_recent_drops_a_file_that_failed(qtbot, window, pair, tmp_path):
     good.write_bytes(b"not a profile any more\n" * 4)
     assert not _open(qtbot, window, good)
     assert window.said and str(good.resolve()) not in window.recent_files()
+
+
+def test_help_menu_and_m_marks_the_selection(qtbot, window, pair):
+    """Parity: Help > Keyboard and mouse lists the keys (M included), Help > Open demo
+    profile offers the six walkthrough steps, and M in the trace pins a band over the
+    selection (M again removes it)."""
+    from PySide6.QtCore import Qt
+
+    from analyser.gui.help import SHORTCUTS, shortcuts_html
+
+    menus = {a.text(): a.menu() for a in window.menuBar().actions()}
+    texts = [a.text() for a in menus["&Help"].actions()]
+    assert "&Keyboard and mouse" in texts
+    assert [a.text()[:2] for a in window.demo_menu.actions()] == [f"{i}-" for i in range(1, 7)]
+    assert any(keys == "M" for _w, keys, _what in SHORTCUTS) and "Ctrl+PgDown" in shortcuts_html()
+    assert _open(qtbot, window, pair[0])
+    trace = window.show_report("trace")
+    tl = trace.timeline
+    tl.set_x_range(0, 20_000)
+    tl.set_range(2000, 9000)
+    assert tl.range_sel == (2000, 9000)
+    tl.setFocus()
+    qtbot.keyClick(tl, Qt.Key.Key_M)
+    assert tl.marks is not None and tl.marks.spans() == [(2000, 9000)]
+    tl.clear_range()
+    tl.zoom(4)  # the mark stays while the view moves and the selection changes
+    assert tl.marks.spans() == [(2000, 9000)]
+    tl.set_range(2000, 9000)
+    assert tl.mark_selection() is False and tl.marks.spans() == []

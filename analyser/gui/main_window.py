@@ -37,6 +37,7 @@ from PySide6.QtWidgets import (
 )
 
 from analyser.core.units import MemoryUnits
+from analyser.gui import help as help_parts
 from analyser.gui import reports as registry
 from analyser.gui.loader import LoadResult, LoadTask, make_request
 from analyser.gui.model.document import Document, Workspace
@@ -270,6 +271,17 @@ class MainWindow(QMainWindow):
             self._action(target, text, None, lambda _=False, f=fn: f(self))
 
         help_menu = self.menuBar().addMenu("&Help")
+        self._action(
+            help_menu,
+            "&Keyboard and mouse",
+            QKeySequence(QKeySequence.StandardKey.HelpContents),
+            lambda: help_parts.show_shortcuts(self),
+        )
+        self.demo_menu = help_menu.addMenu("Open &demo profile")
+        for config in help_parts.demo_configs():
+            act = self.demo_menu.addAction(config.stem)
+            act.triggered.connect(lambda _=False, c=config: help_parts.open_demo(self, c))
+        help_menu.addSeparator()
         self._action(help_menu, "&About", None, self._about)
 
     def eventFilter(self, obj, event) -> bool:

@@ -36,6 +36,7 @@ from analyser.core.units import fmt_seconds
 from analyser.gui.axes import CycleAxis, short_cycles
 from analyser.gui.items import ArrowsItem, BatchedRectsItem, SliceLabelsItem
 from analyser.gui.palette import heatmap_colors, qcolor
+from analyser.gui.reports.trace.marks import Marks
 from analyser.gui.theme import chart_colors, style_plot
 from analyser.gui.widgets import PoolTask, Relay
 from analyser.trace.window import (
@@ -84,6 +85,7 @@ TRACE_KEYS = frozenset(
         Qt.Key.Key_Home,
         Qt.Key.Key_0,
         Qt.Key.Key_F,
+        Qt.Key.Key_M,
         Qt.Key.Key_Escape,
     )
 )
@@ -222,6 +224,8 @@ class TimelineView(pg.PlotWidget):
         self.ipu_lanes: dict[int, tuple[str, ...]] = {}
         self.selected_row: int | None = None
         self.selected_host: int | None = None
+        #: Perfetto's M: the pinned bands (built on the first M)
+        self.marks: Marks | None = None
         self.host = pd.DataFrame()
         self.host_lanes: tuple[str, ...] = ()
         self.host_base = 0
@@ -316,6 +320,8 @@ class TimelineView(pg.PlotWidget):
 
     # -- data ------------------------------------------------------------------------------------
     def set_trace(self, trace: TraceWindow | None, group: str = "flat") -> None:
+        if self.marks is not None and trace is not self.trace:  # marks belong to one run
+            self.marks.clear()
         self.trace = trace
         self.group = group
         self.selected_row = None
@@ -990,6 +996,8 @@ class TimelineView(pg.PlotWidget):
             self.reset_zoom()
         elif k == K.Key_F:
             self.fit_selection()
+        elif k == K.Key_M:
+            self.mark_selection()
         elif k == K.Key_Escape and self.range_sel is not None:
             self.clear_range()
         else:
@@ -1053,19 +1061,35 @@ class TimelineView(pg.PlotWidget):
         self.time_axis.set_time(clock)
         self.getPlotItem().setLabel("bottom", "time" if clock else "cycles")
 
+    def selection_span(self) -> tuple[float, float] | None:
+        """The selected range, else the selected step's or host event's cycles, else None."""
+        if self.range_sel is not None:
+            return self.range_sel
+        if self.selected_row is not None and self.trace is not None:
+            d = self.trace.step_details(self.selected_row)
+            return float(d["start"]), float(d["end"])
+        if self.selected_host is not None:
+            d = self.host_details(self.selected_host)
+            return float(d["start"]), float(d["end"])
+        return None
+
+    def mark_selection(self) -> bool | None:
+        """M: mark the selection with a pinned band, or unmark it (Perfetto's M); True when
+        marked, False when unmarked, None with nothing selected."""
+        span = self.selection_span()
+        if span is None:
+            return None
+        if self.marks is None:
+            self.marks = Marks(self.getPlotItem())
+        return self.marks.toggle(*span)
+
     def fit_selection(self) -> None:
         """F: fit the view to the selected range, else the selected step or host event (a
         margin of a tenth on each side), as Perfetto's F does."""
-        if self.range_sel is not None:
-            t0, t1 = self.range_sel
-        elif self.selected_row is not None and self.trace is not None:
-            d = self.trace.step_details(self.selected_row)
-            t0, t1 = float(d["start"]), float(d["end"])
-        elif self.selected_host is not None:
-            d = self.host_details(self.selected_host)
-            t0, t1 = float(d["start"]), float(d["end"])
-        else:
+        span = self.selection_span()
+        if span is None:
             return
+        t0, t1 = span
         pad = max((t1 - t0) * 0.1, MIN_SPAN / 2)
         self.set_x_range(t0 - pad, t1 + pad)
 
