@@ -90,3 +90,13 @@ def test_cycle_axis_labels_never_mix_separators_and_prefixes():
     for spacing in (1e3, 1e4, 1e5, 1e6, 1e7, 1e8):
         for label in format_cycles([0, 2.5e9, 4.8e9], spacing):
             assert not ("," in label and label[-1] in "kMG"), label
+
+
+def test_byte_amounts_in_core_text_follow_the_units_preference():
+    """Issue 23 defect 7: an insight's evidence read KiB while the banner above it read kB."""
+    from analyser.gui.model.units_text import in_units
+
+    text = "tile 12 holds 952.00 KiB of 624 KiB; 1,234,567 B moved"
+    assert in_units(text, "kB") == "tile 12 holds 974.85 kB of 638.98 kB; 1.23 MB moved"
+    assert in_units("952.00 KiB", "bytes") == "974,848 B"
+    assert in_units("no amounts, 3 tiles", "kB") == "no amounts, 3 tiles"

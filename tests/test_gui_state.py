@@ -134,3 +134,19 @@ def test_help_menu_and_m_marks_the_selection(qtbot, window, pair):
     assert tl.marks.spans() == [(2000, 9000)]
     tl.set_range(2000, 9000)
     assert tl.mark_selection() is False and tl.marks.spans() == []
+
+
+def test_units_preference_reaches_the_max_memory_line_and_the_stash_axis(qtbot, window, pair):
+    """Issue 23 defect 7: the max-memory line label and the Pipeline's stash axis kept KiB /
+    MiB whatever the preference."""
+    assert _open(qtbot, window, pair[0])
+    window.set_units("kB")
+    try:
+        mem = window.show_report("memory")
+        label = mem.plot_a.max_line.label.textItem.toPlainText()
+        assert "kB" in label and "KiB" not in label
+        pipe = window.show_report("pipeline")
+        axis = pipe.view_a.stash.getPlotItem().getAxis("left").labelText
+        assert axis in ("kB", "MB", "GB")
+    finally:
+        window.set_units("KiB")

@@ -36,6 +36,7 @@ from analyser.core.quantities import QUANTITIES, columns
 from analyser.core.units import fmt_bytes, fmt_count, fmt_pct
 from analyser.gui import reports as registry
 from analyser.gui.model import data
+from analyser.gui.model.units_text import in_units
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report, lay_out
 from analyser.gui.widgets import Banner, FilterTable, LegendLabel, make_plot
@@ -505,13 +506,13 @@ def insight_html(tip: Any, units) -> str:
         f"<h3 style='margin-bottom:2px'>{esc(tip.title)}</h3>",
         f"<p><span style='color:{color}; font-weight:600'>{esc(tip.severity.upper())}</span>"
         f" &middot; {esc(tip.category)} &middot; <code>{esc(tip.id)}</code></p>",
-        f"<p>{esc(tip.summary)}</p>",
+        f"<p>{esc(in_units(tip.summary, units))}</p>",
     ]
     if tip.evidence:
         parts.append("<h4>Evidence</h4><ul>")
         for ev in tip.evidence:
             where = f" <i>(see {esc(ev.where)})</i>" if ev.where else ""
-            parts.append(f"<li>{esc(ev.text)}{where}</li>")
+            parts.append(f"<li>{esc(in_units(ev.text, units))}{where}</li>")
         parts.append("</ul>")
     parts.append("<h4>Recommended change</h4>")
     if tip.change:

@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 
 from analyser.core.quantities import SERIES, Series, columns
 from analyser.core.units import (
+    MemoryUnits,
     axis_scale,
     fmt_bytes,
     fmt_change,
@@ -167,7 +168,13 @@ class MemoryPlot(pg.PlotWidget):
         self.setMinimumHeight(180)
 
     def draw(
-        self, chart: TileChart, scale: float, unit: str, show_max: bool, title: str = ""
+        self,
+        chart: TileChart,
+        scale: float,
+        unit: str,
+        show_max: bool,
+        title: str = "",
+        units: MemoryUnits = MemoryUnits.KIB,
     ) -> None:
         item = self.getPlotItem()
         if self.max_line is not None:
@@ -193,7 +200,7 @@ class MemoryPlot(pg.PlotWidget):
                 pen=pg.mkPen(
                     hex_color("chart", "max_memory_line"), width=1.5, style=Qt.PenStyle.DashLine
                 ),
-                label=f"max memory per tile ({fmt_bytes(chart.sram)})",
+                label=f"max memory per tile ({fmt_bytes(chart.sram, units)})",
                 labelOpts={
                     "position": 0.02,
                     "color": hex_color("chart", "max_memory_line"),
@@ -622,9 +629,9 @@ class MemoryReport(Report):
         scale, unit = axis_scale(self.units, top)
         show_max = self.max_check.isChecked()
         tag = (lambda t, d: f"{t}: {d.name}") if cmp is not None else (lambda t, d: "")
-        self.plot_a.draw(self.charts["A"], scale, unit, show_max, tag("A", doc))
+        self.plot_a.draw(self.charts["A"], scale, unit, show_max, tag("A", doc), self.units)
         if cmp is not None:
-            self.plot_b.draw(self.charts["B"], scale, unit, show_max, tag("B", cmp))
+            self.plot_b.draw(self.charts["B"], scale, unit, show_max, tag("B", cmp), self.units)
             self._draw_delta(scale, unit)
         self._scale = scale
         self._show_selection()

@@ -28,7 +28,15 @@ from PySide6.QtWidgets import (
 )
 
 from analyser.core.quantities import QUANTITIES
-from analyser.core.units import fmt_bytes, fmt_change, fmt_int, fmt_pct, fmt_pts_delta
+from analyser.core.units import (
+    MemoryUnits,
+    axis_scale,
+    fmt_bytes,
+    fmt_change,
+    fmt_int,
+    fmt_pct,
+    fmt_pts_delta,
+)
 from analyser.gui.axes import use_cycle_axis
 from analyser.gui.items import BatchedRectsItem, PointLabelsItem
 from analyser.gui.model import data as gui_data
@@ -181,7 +189,7 @@ class PipelineChartView(QWidget):
         plot.addItem(item)
         self._extra.append((plot, item))
 
-    def show_chart(self, c: PipelineChart, name: str) -> None:
+    def show_chart(self, c: PipelineChart, name: str, units: MemoryUnits = MemoryUnits.KIB) -> None:
         self.data = c
         self._clear_extra()
         rc = c.run_config
@@ -337,10 +345,13 @@ class PipelineChartView(QWidget):
         top = float(c.stage_cycles.max()) if len(c.stage_cycles) else 1.0
         self.load.setYRange(0, max(1.0, top) * 1.15, padding=0)
         self.load.setXRange(-0.6, c.n_stages - 0.4, padding=0)
+        # the stash axis in the units preference (issue 23, defect 7: it was MiB always)
+        peak = float(c.stash_bytes.max()) if len(c.stash_bytes) else 0.0
+        scale, unit = axis_scale(units, peak)
         self.stash.addItem(
             pg.BarGraphItem(
                 x=x,
-                height=c.stash_bytes / 2**20,
+                height=c.stash_bytes / scale,
                 width=0.6,
                 brush=qcolor("variable_kinds", "stash"),
                 pen=None,
@@ -349,8 +360,8 @@ class PipelineChartView(QWidget):
         self.stash.getPlotItem().getAxis("bottom").setTicks(
             [[(s, f"stage {s}") for s in range(c.n_stages)], []]
         )
-        self.stash.setLabel("left", "MiB")
-        top = float(c.stash_bytes.max()) / 2**20 if len(c.stash_bytes) else 0.0
+        self.stash.setLabel("left", unit)
+        top = peak / scale
         self.stash.setYRange(0, max(1.0, top * 1.15), padding=0)
         self.stash.setXRange(-0.6, c.n_stages - 0.4, padding=0)
 
@@ -410,14 +421,14 @@ class PipelineReport(Report):
 
     def show_documents(self, doc: Document, other: Document | None) -> None:
         a = chart_of(doc)
-        self.view_a.show_chart(a, f"A: {doc.name}" if other is not None else doc.name)
+        self.view_a.show_chart(a, f"A: {doc.name}" if other is not None else doc.name, self.units)
         b = chart_of(other) if other is not None and other.has_execution else None
         if b is not None or self._view_b is not None:
             self.view_b.setVisible(b is not None)
         self.table.setVisible(b is not None)
         self.explain.setVisible(b is not None)
         if b is not None:
-            self.view_b.show_chart(b, f"B: {other.name}")
+            self.view_b.show_chart(b, f"B: {other.name}", self.units)
             # one cycle axis: both charts show the same range and pan / zoom together
             x0 = min(a.x_range[0], b.x_range[0])
             x1 = max(a.x_range[1], b.x_range[1])
@@ -476,8 +487,16 @@ class PipelineReport(Report):
             )
             sa = int(a.stash_bytes[s]) if s < len(a.stash_bytes) else None
             sb = int(b.stash_bytes[s]) if s < len(b.stash_bytes) else None
-            delta = fmt_change(sa, sb, "KiB")
-            rows.append((f"stage {s} stash memory", fmt_bytes(sa), fmt_bytes(sb), delta, None))
+            delta = fmt_change(sa, sb, self.units.value)
+            rows.append(
+                (
+                    f"stage {s} stash memory",
+                    fmt_bytes(sa, self.units),
+                    fmt_bytes(sb, self.units),
+                    delta,
+                    None,
+                )
+            )
         rows.append(("bottleneck stage", str(a.bottleneck), str(b.bottleneck), "", None))
         self.table.setRowCount(len(rows))
         for r, (label, va, vb, d, color) in enumerate(rows):

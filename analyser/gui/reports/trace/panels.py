@@ -26,7 +26,15 @@ from PySide6.QtWidgets import (
 )
 
 from analyser.core.quantities import columns
-from analyser.core.units import MISSING, fmt_bytes, fmt_change, fmt_int, fmt_pct, fmt_pts_delta
+from analyser.core.units import (
+    MISSING,
+    MemoryUnits,
+    fmt_bytes,
+    fmt_change,
+    fmt_int,
+    fmt_pct,
+    fmt_pts_delta,
+)
 from analyser.gui.axes import use_cycle_axis
 from analyser.gui.palette import qcolor
 from analyser.gui.theme import style_plot
@@ -71,6 +79,9 @@ STATISTICS_TITLES = {"name": "step name", "operation": "operation"}
 
 
 class RangeSummaryPanel(QWidget):
+    #: the memory units preference (the report sets it)
+    units: MemoryUnits = MemoryUnits.KIB
+
     """Cycles by step type, tile balance and StreamCopy of the visible or selected range (A, B,
     delta), and the range's steps aggregated by step name or operation (profile A; a sortable,
     filterable table: Perfetto's area-selection statistics)."""
@@ -251,9 +262,10 @@ class RangeSummaryPanel(QWidget):
                     va = sa.streamcopy[direction].get(dest, 0)
                     if compare:
                         vb = sb.streamcopy[direction].get(dest, 0) if sb else None
-                        vals = [fmt_bytes(va), fmt_bytes(vb), fmt_change(va, vb, "KiB")]
+                        u = self.units
+                        vals = [fmt_bytes(va, u), fmt_bytes(vb, u), fmt_change(va, vb, u.value)]
                     else:
-                        vals = [fmt_bytes(va), "", ""]
+                        vals = [fmt_bytes(va, self.units), "", ""]
                     rows.append((f"IPU {sa.ipu} StreamCopy {direction} · {dest}", vals, None))
         self.table.setRowCount(len(rows))
         for r, (label, vals, color) in enumerate(rows):
@@ -293,6 +305,9 @@ class RangeSummaryPanel(QWidget):
 
 
 class StepDetailsPanel(QWidget):
+    #: the memory units preference (the report sets it)
+    units: MemoryUnits = MemoryUnits.KIB
+
     """Every field of the selected step, and its per-tile cycles."""
 
     def __init__(self, parent=None) -> None:
@@ -332,7 +347,11 @@ class StepDetailsPanel(QWidget):
             if isinstance(v, float):
                 text = fmt_pct(v) if k == "tile balance" else f"{v:,.3f}"
             elif isinstance(v, int) and not isinstance(v, bool):
-                text = fmt_bytes(v) + f" ({v:,} B)" if k.startswith("bytes") and v else f"{v:,}"
+                text = (
+                    fmt_bytes(v, self.units) + f" ({v:,} B)"
+                    if k.startswith("bytes") and v
+                    else f"{v:,}"
+                )
             else:
                 text = str(v)
             self.table.setItem(r, 0, _item(k))

@@ -297,6 +297,7 @@ class TraceReport(Report):
                 self.timeline.select_row(row, center=False)
 
     def _show_documents(self, doc: Document, other: Document | None) -> None:
+        self.summary.units = self.details.units = self.units
         self.trace = trace_of(doc)
         self.trace_b = trace_of(other) if other is not None and other.has_execution else None
         group = self.group_combo.currentData()
