@@ -97,3 +97,61 @@ def test_menu_action_and_bad_folder(qtbot, tmp_path, monkeypatch):
     monkeypatch.setattr(design_space.QMessageBox, "warning", lambda *a: shown.append(a[2]))
     assert design_space.open_design_space(None, tmp_path) is None
     assert len(shown) == 1 and "not the output of analyse tune" in shown[0]
+
+
+def test_nothing_fits_plots_what_each_trial_needed(qtbot, tune_folder):
+    """Issue 23 defect 4: a tune where nothing fits drew an empty chart (y from 0 to -4e-306);
+    it now draws each trial at the memory its fullest tile needed, with the tile's memory, and
+    the trials table lists every configuration (failed ones included), sortable, filterable,
+    selecting the point; "Compare with start" says why when the best is the start."""
+    from analyser.gui.design_space import DesignSpaceWindow
+
+    df = load_df(tune_folder)
+    df["status"] = "oom"
+    df[["fits", "feasible", "pareto"]] = False
+    df["throughput_samples_per_s"] = np.nan
+    df.loc[df.index[-1], ["status", "max_tile_memory_bytes"]] = ["refused", np.nan]
+    df.loc[df.index[-1], "message"] = "the engine refused: micro batch too large."
+    df.to_parquet(tune_folder / "results.parquet", index=False)
+    win = _Window()
+    view = DesignSpaceWindow(tune_folder, win)
+    qtbot.addWidget(view)
+    view.show()
+    assert view.needed is not None and view.needed.refused == 1
+    ys = [p.pos().y() for s in view.scatters for p in s.points()]
+    assert len(ys) == len(df) - 1 and min(ys) > 0
+    y0, y1 = view.plot.getPlotItem().getViewBox().viewRange()[1]
+    assert y0 >= -1e-9 and y1 > max(ys)
+    trials = view.trials
+    assert trials.model.rowCount() == len(df)
+    statuses = {trials.model.raw(r, trials.model.column_of("status")) for r in range(len(df))}
+    assert statuses == {"oom", "refused"}
+    trials.filter.setText("refused")
+    assert trials.visible_rows() == 1
+    trials.view.setCurrentIndex(trials.proxy.index(0, 0))
+    assert view.selected == int(df["id"].iloc[-1]) and "refused" in view.details.text()
+    trials.filter.setText("")
+    view.grab().save(str(tune_folder / "design-space-nothing-fits.png"))
+
+
+def test_compare_with_start_says_when_the_best_is_the_start(qtbot, tune_folder):
+    import json
+
+    from analyser.gui.design_space import DesignSpaceWindow
+
+    meta_path = tune_folder / "tune.json"
+    meta = json.loads(meta_path.read_text())
+    meta["best_id"] = meta["start_id"]
+    meta_path.write_text(json.dumps(meta))
+    view = DesignSpaceWindow(tune_folder, _Window())
+    qtbot.addWidget(view)
+    view.select(meta["start_id"])
+    assert not view.compare_button.isEnabled()
+    assert "start itself" in view.compare_button.toolTip()
+    assert "nothing to compare" in view.details.text()
+
+
+def load_df(folder):
+    import pandas as pd
+
+    return pd.read_parquet(folder / "results.parquet")

@@ -26,12 +26,15 @@ from PySide6.QtWidgets import (
     QLabel,
     QMessageBox,
     QPushButton,
+    QSplitter,
     QVBoxLayout,
     QWidget,
 )
 
+from analyser.core.units import MemoryUnits, axis_scale, fmt_bytes
+from analyser.gui.model import design_space as dsm
 from analyser.gui.palette import hex_color
-from analyser.gui.widgets import LegendLabel, make_plot, section_label
+from analyser.gui.widgets import FilterTable, LegendLabel, make_plot, section_label
 from analyser.literal import html as lit
 
 FITS = "#4e79a7"
@@ -59,6 +62,15 @@ class DesignSpaceWindow(QWidget):
         self.main_window = window
         self.table = load_results(folder)
         self.points = design_space_points(self.table)
+        self.units = getattr(getattr(window, "workspace", None), "units", MemoryUnits.KIB)
+        #: what each trial needed, when no trial has a throughput (nothing fits): drawn instead
+        #: of an empty throughput chart (issue 23, defect 4)
+        self.needed = dsm.memory_needed(self.table)
+        tile_bytes = self.points["tile_kib"] * 1024.0
+        self._scale, self._unit = axis_scale(
+            self.units, float(np.nanmax(tile_bytes)) if np.isfinite(tile_bytes).any() else 0.0
+        )
+        self._x = tile_bytes / self._scale
         self.selected: int | None = None
         meta = self.table.meta
         self.setWindowTitle(f"Design space: {Path(self.table.folder).name}")
@@ -68,14 +80,38 @@ class DesignSpaceWindow(QWidget):
         head = QLabel(self._headline())
         head.setWordWrap(True)
         lay.addWidget(head)
-        self.plot = make_plot(left="throughput (samples/s)", bottom="fullest tile (KiB)")
-        lay.addWidget(self.plot, 1)
+        if self.needed is None:
+            self.plot = make_plot(
+                left="throughput (samples/s)", bottom=f"fullest tile ({self._unit})"
+            )
+        else:
+            self.plot = make_plot(left="memory of the fullest tile", bottom="trial #")
+        split = QSplitter(Qt.Orientation.Vertical)
+        top = QWidget()
+        top_lay = QVBoxLayout(top)
+        top_lay.setContentsMargins(0, 0, 0, 0)
+        top_lay.addWidget(self.plot, 1)
         self.legend = LegendLabel()
-        self.legend.set_entries(
-            [("fits", FITS), ("out of memory (no execution)", OOM), ("Pareto front", FRONT)]
-            + ([("breaks a constraint", CONSTRAINT)] if self._any_breaking() else [])
-        )
-        lay.addWidget(self.legend)
+        if self.needed is None:
+            self.legend.set_entries(
+                [("fits", FITS), ("out of memory (no execution)", OOM), ("Pareto front", FRONT)]
+                + ([("breaks a constraint", CONSTRAINT)] if self._any_breaking() else [])
+            )
+        else:
+            self.legend.set_entries(
+                [("out of memory: memory its fullest tile needed", OOM), ("fits", FITS)]
+            )
+        top_lay.addWidget(self.legend)
+        split.addWidget(top)
+        # the trials table sweep tools have: every configuration, failed ones included
+        self.trials = FilterTable("Filter trials (status, option value, message)")
+        self.trials_frame = dsm.trials_frame(self.table)
+        self.trials.set_frame(self.trials_frame, dsm.trial_columns(self.trials_frame, self.units))
+        self.trials.view.selectionModel().currentRowChanged.connect(self._on_trial_row)
+        self.trials.view.doubleClicked.connect(lambda _i: self.compare_selected())
+        split.addWidget(self.trials)
+        split.setSizes([420, 220])
+        lay.addWidget(split, 1)
         lay.addWidget(section_label("Selected configuration"))
         self.details = QLabel("Click a point to see its configuration.")
         self.details.setWordWrap(True)
@@ -91,7 +127,10 @@ class DesignSpaceWindow(QWidget):
         row.addWidget(self.compare_button)
         row.addStretch(1)
         lay.addLayout(row)
-        self._draw()
+        if self.needed is None:
+            self._draw()
+        else:
+            self._draw_needed()
         best = meta.get("best_id")
         self.select(int(best) if best is not None else None)
 
@@ -124,7 +163,7 @@ class DesignSpaceWindow(QWidget):
                 continue
             ys = np.where(np.isfinite(p["throughput"][sel]), p["throughput"][sel], 0.0)
             sc = pg.ScatterPlotItem(
-                x=p["tile_kib"][sel],
+                x=self._x[sel],
                 y=ys,
                 data=p["id"][sel],
                 symbol=symbol,
@@ -138,15 +177,15 @@ class DesignSpaceWindow(QWidget):
             self.scatters.append(sc)
         front = p["pareto"]
         if front.any():
-            order = np.argsort(p["tile_kib"][front])
+            order = np.argsort(self._x[front])
             item.addItem(
                 pg.PlotDataItem(
-                    p["tile_kib"][front][order],
+                    self._x[front][order],
                     p["throughput"][front][order],
                     pen=pg.mkPen(FRONT, width=2),
                 )
             )
-        sram = float(p["sram_kib"][0])
+        sram = float(p["sram_kib"][0]) * 1024.0 / self._scale
         if np.isfinite(sram):
             item.addItem(
                 pg.InfiniteLine(sram, angle=90, pen=pg.mkPen(OOM, style=Qt.PenStyle.DashLine))
@@ -160,7 +199,7 @@ class DesignSpaceWindow(QWidget):
                 i = hit[0]
                 y = p["throughput"][i] if np.isfinite(p["throughput"][i]) else 0.0
                 ring = pg.ScatterPlotItem(
-                    x=[p["tile_kib"][i]],
+                    x=[self._x[i]],
                     y=[y],
                     symbol="o",
                     size=20,
@@ -169,13 +208,64 @@ class DesignSpaceWindow(QWidget):
                 )
                 item.addItem(ring)
                 label = pg.TextItem(key.split("_")[0], color=colour, anchor=(0, 1))
-                label.setPos(p["tile_kib"][i], y)
+                label.setPos(self._x[i], y)
                 item.addItem(label)
-                self.rings[key] = (float(p["tile_kib"][i]), float(y))
+                self.rings[key] = (float(self._x[i]), float(y))
+        self._add_highlight()
+
+    def _add_highlight(self) -> None:
         self.highlight = pg.ScatterPlotItem(
             symbol="o", size=16, brush=None, pen=pg.mkPen(hex_color("status", "info"), width=2)
         )
-        item.addItem(self.highlight)
+        self.plot.getPlotItem().addItem(self.highlight)
+
+    def _draw_needed(self) -> None:
+        """Nothing has a throughput: each trial at its memory need (fullest tile), the tile's
+        memory dashed; a click selects the trial."""
+        n = self.needed
+        item = self.plot.getPlotItem()
+        need = np.where(np.isfinite(n.tile_bytes), n.tile_bytes, np.nan)
+        top = max(float(np.nanmax(need)) if np.isfinite(need).any() else 0.0, n.sram_bytes or 0)
+        scale, unit = axis_scale(self.units, top if np.isfinite(top) else 0.0)
+        item.setLabel("left", f"memory of the fullest tile ({unit})")
+        self._x = np.full(len(self.points["id"]), np.nan)
+        self._needed_xy = {}
+        self.scatters = []
+        ok = np.isfinite(need)
+        for sel, colour in ((ok & n.oom, OOM), (ok & ~n.oom, FITS)):
+            if not sel.any():
+                continue
+            sc = pg.ScatterPlotItem(
+                x=n.ids[sel].astype(float),
+                y=need[sel] / scale,
+                data=n.ids[sel],
+                symbol="x" if colour == OOM else "o",
+                size=11,
+                brush=pg.mkBrush(colour),
+                pen=pg.mkPen(colour),
+                hoverable=True,
+            )
+            sc.sigClicked.connect(self._on_clicked)
+            item.addItem(sc)
+            self.scatters.append(sc)
+        for i, y in zip(n.ids[ok], need[ok] / scale, strict=True):
+            self._needed_xy[int(i)] = (float(i), float(y))
+        if np.isfinite(n.sram_bytes):
+            line = pg.InfiniteLine(
+                n.sram_bytes / scale,
+                angle=0,
+                pen=pg.mkPen(OOM, style=Qt.PenStyle.DashLine),
+                label=f"tile memory {fmt_bytes(n.sram_bytes, self.units)}",
+                labelOpts={"position": 0.05, "color": OOM, "anchors": [(0, 1), (0, 1)]},
+            )
+            item.addItem(line)
+        item.setYRange(0, (top if np.isfinite(top) and top > 0 else 1.0) / scale * 1.15, padding=0)
+        item.setXRange(float(n.ids.min()) - 0.6, float(n.ids.max()) + 0.6, padding=0)
+        title = "Nothing fits: the memory each trial needed"
+        if n.refused:
+            title += f" ({n.refused} refused before compiling: see the table)"
+        item.setTitle(title, size="9pt")
+        self._add_highlight()
 
     # -- selection ----------------------------------------------------------------------------
     def _on_clicked(self, _scatter, points, ev=None) -> None:
@@ -198,9 +288,14 @@ class DesignSpaceWindow(QWidget):
         r = rows.iloc[0]
         p = self.points
         hit = np.flatnonzero(p["id"] == row_id)
-        if len(hit):
+        if self.needed is not None:
+            xy = self._needed_xy.get(int(row_id))
+            self.highlight.setData(*([[xy[0]], [xy[1]]] if xy else [[], []]))
+        elif len(hit):
             y = p["throughput"][hit[0]]
-            self.highlight.setData([p["tile_kib"][hit[0]]], [y if np.isfinite(y) else 0.0])
+            self.highlight.setData([self._x[hit[0]]], [y if np.isfinite(y) else 0.0])
+        else:
+            self.highlight.setData([], [])
         meta = self.table.meta
         opts = ", ".join(f"<code>{k}</code> = {r[k]}" for k in meta["dimensions"] if k in r)
         figs = "; ".join(
@@ -222,11 +317,36 @@ class DesignSpaceWindow(QWidget):
         if bool(r["pareto"]):
             tags.append("on the Pareto front")
         tag = f" ({', '.join(tags)})" if tags else ""
+        note = dsm.compare_note(self.table, row_id)
         self.details.setText(
-            f"<b>#{int(r['id'])}</b>{tag}: {r['status']}; {opts}<br>{figs}"
-            + (f"<br>{r['message']}" if r["message"] else "")
+            f"<b>#{int(r['id'])}</b>{tag}: {lit(r['status'])}; {opts}<br>{figs}"
+            + (f"<br>{lit(r['message'])}" if r["message"] else "")
+            + (f"<br><i>{lit(note)}</i>" if note else "")
         )
+        self.compare_button.setToolTip(note)
+        self._select_trial_row(row_id)
         self._update_buttons()
+
+    def _on_trial_row(self, current, _previous=None) -> None:
+        if not current.isValid():
+            return
+        row = self.trials.proxy.mapToSource(current).row()
+        row_id = int(self.trials.model.raw(row, self.trials.model.column_of("id")))
+        if row_id != self.selected:
+            self.select(row_id)
+
+    def _select_trial_row(self, row_id: int | None) -> None:
+        """Show the selection in the trials table (without re-selecting)."""
+        model, proxy = self.trials.model, self.trials.proxy
+        if row_id is None or model.rowCount() == 0:
+            return
+        col = model.column_of("id")
+        for r in range(model.rowCount()):
+            if int(model.raw(r, col)) == row_id:
+                index = proxy.mapFromSource(model.index(r, 0))
+                if index.isValid() and self.trials.view.currentIndex().row() != index.row():
+                    self.trials.view.setCurrentIndex(index)
+                return
 
     def selected_profile(self) -> Path | None:
         return None if self.selected is None else self.table.profile(self.selected)

@@ -16,6 +16,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+# the compared chart's shading of steps only in A / only in B (re-exported for the view)
+from analyser.core.liveness import ALIGN_ADDED as ALIGN_ADDED
+from analyser.core.liveness import ALIGN_REMOVED as ALIGN_REMOVED
 from analyser.core.quantities import step_type_name
 from analyser.core.units import MISSING, MemoryUnits, fmt_bytes, fmt_int, fmt_pct
 from analyser.gui.model import data

@@ -30,12 +30,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from analyser.core.insights.model import EFFECT_KEYS
-from analyser.core.intervals import change_note, range_text
 from analyser.core.quantities import QUANTITIES, columns
 from analyser.core.units import fmt_bytes, fmt_count, fmt_pct
 from analyser.gui import reports as registry
 from analyser.gui.model import data
+from analyser.gui.model.insights import (
+    EFFECT_KEYS,
+    cancel_predictions,
+    change_note,
+    predict,
+    range_text,
+)
 from analyser.gui.model.units_text import in_units
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report, lay_out
@@ -86,13 +91,10 @@ class PredictTask(QRunnable):
         self.signals = _PredictSignals()
 
     def run(self) -> None:
-        from analyser.core.insights import predict_effects
-
         try:
-            out = predict_effects(
+            out = predict(
                 self.analysis,
                 self.insights,
-                workers=2,
                 progress=lambda d, t, name: self.signals.progress.emit(d, t, name),
             )
             self.signals.finished.emit(out, "")
@@ -493,9 +495,7 @@ class InsightsReport(Report):
 
     def shutdown(self) -> None:
         if self._predicting:  # stop the re-simulations on the service rather than wait for them
-            from analyser.sim.service import get_service
-
-            get_service().cancel_all()
+            cancel_predictions()
         self.pool.waitForDone(120000)
 
 

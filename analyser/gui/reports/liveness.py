@@ -22,11 +22,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from analyser.core.liveness import ALIGN_ADDED, ALIGN_REMOVED
 from analyser.core.quantities import SERIES, VARIABLE_TABLE, columns
 from analyser.core.units import MISSING, axis_scale
 from analyser.gui.model import data, datasets
 from analyser.gui.model import liveness as lvm
+from analyser.gui.model.liveness import ALIGN_ADDED, ALIGN_REMOVED
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report, lay_out
 from analyser.gui.theme import chart_colors, style_plot

@@ -11,8 +11,8 @@ import pandas as pd
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QLabel, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
-from analyser.core.memory_insights import EXCHANGE_CODE, MemoryInsights
 from analyser.core.units import MemoryUnits, fmt_bytes, fmt_change, fmt_count
+from analyser.gui.model.memory import EXCHANGE_CODE, MemoryInsights
 from analyser.gui.widgets import FilterTable, KeyValueTree, nice_name
 
 #: (column, header, kind) of each table; kind "bytes" / "count" / None picks the formatter.

@@ -14,9 +14,9 @@ from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QPen
 from PySide6.QtWidgets import QGraphicsRectItem, QLabel, QVBoxLayout, QWidget
 
-from analyser.core.memory_layout import TileLayout
 from analyser.core.units import MemoryUnits, axis_scale, fmt_bytes
 from analyser.gui.items import BatchedRectsItem
+from analyser.gui.model.memory import TileLayout
 from analyser.gui.palette import hex_color
 from analyser.gui.theme import chart_colors
 from analyser.gui.widgets import LegendLabel, make_plot, nice_name

@@ -29,10 +29,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from analyser.core.operations import SOFTWARE_LAYERS, software_layer_titles
 from analyser.core.quantities import VARIABLE_TABLE, columns, step_type_name
 from analyser.core.units import axis_scale, fmt_bytes, fmt_count, fmt_pct
 from analyser.gui.model import data
+from analyser.gui.model.operations import SOFTWARE_LAYERS, software_layer_titles
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report, lay_out, shows_profile_problems
 from analyser.gui.widgets import (

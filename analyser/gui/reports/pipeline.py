@@ -42,13 +42,13 @@ from analyser.gui.items import BatchedRectsItem, PointLabelsItem
 from analyser.gui.model import data as gui_data
 from analyser.gui.model.document import Document
 from analyser.gui.model.pipeline import PHASE_LABELS, PipelineChart
+from analyser.gui.model.trace import HOST_EVENTS, HOST_LANES
 from analyser.gui.palette import hex_color, qcolor
 from analyser.gui.reports.base import Report
 from analyser.gui.reports.trace.panels import _item
 from analyser.gui.theme import style_plot
 from analyser.gui.widgets import compact_rows
 from analyser.literal import html as lit
-from analyser.trace.window import HOST_EVENTS, HOST_LANES
 
 #: Box colours per pass (shared palette "passes").
 PASS_ORDER = ("forward", "backward", "loss", "update", "io")

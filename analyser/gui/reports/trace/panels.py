@@ -36,10 +36,7 @@ from analyser.core.units import (
     fmt_pts_delta,
 )
 from analyser.gui.axes import use_cycle_axis
-from analyser.gui.palette import qcolor
-from analyser.gui.theme import style_plot
-from analyser.gui.widgets import FilterTable, compact_rows
-from analyser.trace.window import (
+from analyser.gui.model.trace import (
     STATISTICS_BY,
     STEP_TYPES,
     RangeStatistics,
@@ -47,6 +44,9 @@ from analyser.trace.window import (
     SearchResult,
     TraceWindow,
 )
+from analyser.gui.palette import qcolor
+from analyser.gui.theme import style_plot
+from analyser.gui.widgets import FilterTable, compact_rows
 
 #: Most search hits listed in the results table (the total is always shown).
 MAX_LISTED_HITS = 2000

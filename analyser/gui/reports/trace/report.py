@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 from analyser.gui.axes import short_cycles
 from analyser.gui.model import data as gui_data
 from analyser.gui.model.document import Document
+from analyser.gui.model.trace import GROUP_MODES, HOST_EVENTS, STEP_TYPES, TraceWindow
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report
 from analyser.gui.reports.trace.bsp import BspView
@@ -41,7 +42,6 @@ from analyser.gui.reports.trace.timeline import (
     TimelineView,
 )
 from analyser.gui.widgets import PoolTask, Relay
-from analyser.trace.window import GROUP_MODES, HOST_EVENTS, STEP_TYPES, TraceWindow
 
 GROUP_LABELS = {
     "flat": "Flat (one lane per IPU)",

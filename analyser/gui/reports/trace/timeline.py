@@ -35,11 +35,7 @@ from PySide6.QtWidgets import QGraphicsRectItem, QScrollBar
 from analyser.core.units import fmt_seconds
 from analyser.gui.axes import CycleAxis, short_cycles
 from analyser.gui.items import ArrowsItem, BatchedRectsItem, SliceLabelsItem
-from analyser.gui.palette import heatmap_colors, qcolor
-from analyser.gui.reports.trace.marks import Marks
-from analyser.gui.theme import chart_colors, style_plot
-from analyser.gui.widgets import PoolTask, Relay
-from analyser.trace.window import (
+from analyser.gui.model.trace import (
     HOST_EVENTS,
     HOST_LANES,
     STEP_TYPES,
@@ -47,6 +43,10 @@ from analyser.trace.window import (
     TraceWindow,
     WindowResult,
 )
+from analyser.gui.palette import heatmap_colors, qcolor
+from analyser.gui.reports.trace.marks import Marks
+from analyser.gui.theme import chart_colors, style_plot
+from analyser.gui.widgets import PoolTask, Relay
 from profiles.errors import UserFacingError
 
 #: Height of a step rectangle inside its lane (1.0 = whole lane).
