@@ -50,9 +50,7 @@ def test_design_space_click_opens_and_compares(qtbot, tune_folder):
     n_points = sum(len(s.points()) for s in view.scatters)
     assert n_points == int(view.table.frame["status"].isin(["ok", "oom"]).sum())
     # clicking another point selects it; the buttons open its profile / compare it with start
-    other = next(
-        p for s in view.scatters for p in s.points() if int(p.data()) != meta["best_id"]
-    )
+    other = next(p for s in view.scatters for p in s.points() if int(p.data()) != meta["best_id"])
     view._on_clicked(None, [other])
     assert view.selected == int(other.data())
     assert f"#{view.selected}" in view.details.text()

@@ -100,3 +100,53 @@ def test_byte_amounts_in_core_text_follow_the_units_preference():
     assert in_units(text, "kB") == "tile 12 holds 974.85 kB of 638.98 kB; 1.23 MB moved"
     assert in_units("952.00 KiB", "bytes") == "974,848 B"
     assert in_units("no amounts, 3 tiles", "kB") == "no amounts, 3 tiles"
+
+
+def test_zoomed_out_trace_stripes_every_step_type_by_its_share(profile):
+    """Issue 23 defect 6: zoomed out, a lane showed only each pixel's dominant step type (a
+    run with a quarter of GlobalExchange read as solid compute); with stripes every type of a
+    pixel keeps its share of the lane's height, and a pixel's stripes fill the lane."""
+    from analyser.core.analysis import Analysis
+    from analyser.trace.window import TraceWindow
+
+    with Analysis.open(profile) as a:
+        tw = TraceWindow(a.src.profile)
+        t0, t1 = 0.0, float(a.execution.total_cycles)
+        dom = tw.window(0, t0, t1, 120)
+        res = tw.window(0, t0, t1, 120, stripes=True)
+        assert set(res.rects) >= set(dom.rects)
+        pw = (t1 - t0) / 120
+        total = {}
+        cycles = {}
+        for name, r in res.rects.items():
+            assert r.y0 is not None and ((r.y0 >= 0) & (r.y1 <= 1 + 1e-9) & (r.y1 > r.y0)).all()
+            for x0, lane, y0, y1 in zip(r.x0, r.lane, r.y0, r.y1, strict=True):
+                px = int(np.floor((x0 - t0) / pw + 1e-6))
+                total[(lane, px)] = total.get((lane, px), 0.0) + (y1 - y0)
+                cycles.setdefault((lane, px), set()).add(name)
+        mixed = [k for k, names in cycles.items() if len(names) > 1]
+        assert mixed, "a zoomed-out pixel holds several step types"
+        for k in mixed:
+            assert total[k] == pytest.approx(1.0, abs=1e-6)
+
+
+def test_pipeline_says_how_much_host_time_the_view_hides(tmp_path):
+    """Issue 23 defect 5: 96.5 ms of host preparation before a 14.6 ms device run showed as a
+    short block; the first view now marks an axis break with the length it hides."""
+    import engine
+    from analyser.gui.model import data
+    from analyser.gui.model.document import Document
+    from engine.config import RunConfig
+
+    path = tmp_path / "mlp.h5"
+    engine.simulate_to_file(RunConfig(model="mlp"), path)
+    doc = Document.open(path)
+    try:
+        c = data.pipeline_chart(doc)
+        start, end = c.host_before
+        text = c.hidden_host_text(c.x_range[0])
+        assert text.startswith("◀") and f"{round(end - start):,} cycles" in text
+        assert "µs" in text or "ms" in text  # the length in time at the profile's clock
+        assert c.hidden_host_text(start) == ""  # all of it in view: no break
+    finally:
+        doc.close()

@@ -193,6 +193,10 @@ class TypeRects:
     lane: np.ndarray  # int32 lane index
     count: np.ndarray  # int64 steps the rectangle stands for
     row: np.ndarray  # int64 global row of the first step (the step itself when count == 1)
+    #: with ``stripes``: the part of its lane's height the rectangle takes (fractions, bottom
+    #: to top: its type's share of the pixel's busy cycles); None: the whole lane
+    y0: np.ndarray | None = None
+    y1: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.x0)
@@ -381,6 +385,41 @@ def _dominant(key, x0, x1, sums, row, t0: float, pw: float, width_px: int):
     x1[snap] = np.maximum(x1[snap], px0 + pw)
     x0[snap] = np.minimum(x0[snap], np.maximum(px0, x0[snap] - pw))
     return key[keep], x0, x1, sums[keep], row[keep]
+
+
+def _stripes(key, x0, x1, sums, row, t0: float, pw: float, width_px: int):
+    """Keep every item; per lane and pixel, stack the narrow items (aggregates of steps) across
+    the lane by their share of the pixel's busy cycles, in step-type order, so a minority type
+    keeps its part of every pixel (a zoomed-out run of 75% compute and 25% GlobalExchange
+    shows both, not solid compute: issue 23 defect 6); items two pixels wide or more fill
+    the lane. Returns the items and their ``y0`` / ``y1`` fractions of the lane."""
+    wide = (x1 - x0) >= 2 * pw
+    lane = key // NT
+    typ = key % NT
+    pix = np.clip(np.floor((x0 - t0) / pw), -1, width_px).astype(np.int64) + 1
+    g = lane * (width_px + 3) + pix
+    y0 = np.zeros(len(key))
+    y1 = np.ones(len(key))
+    narrow = np.flatnonzero(~wide)
+    x0, x1 = x0.copy(), x1.copy()
+    if len(narrow):
+        order = narrow[np.lexsort((typ[narrow], g[narrow]))]
+        # cycles, with a trace of the step count so a pixel of zero-cycle steps still splits
+        w = sums[order, 1].astype(np.float64) + 1e-6 * sums[order, 0]
+        gg = g[order]
+        starts = np.r_[True, gg[1:] != gg[:-1]]
+        gid = np.cumsum(starts) - 1
+        total = np.bincount(gid, weights=w)
+        cum = np.cumsum(w)
+        before = cum - w - (cum - w)[starts][gid]
+        safe = np.maximum(total[gid], 1e-12)
+        y0[order] = before / safe
+        y1[order] = (before + w) / safe
+        # a narrow aggregate fills its pixel, so the stripes of one pixel line up
+        px0 = t0 + (pix[narrow] - 1) * pw
+        x0[narrow] = np.maximum(np.minimum(x0[narrow], px0), px0 - pw)
+        x1[narrow] = np.maximum(x1[narrow], px0 + pw)
+    return key, x0, x1, sums, row, y0, y1
 
 
 def _spread(x0, x1, cycles, t0: float, bw: float, buckets: int) -> np.ndarray:
@@ -1023,13 +1062,16 @@ class TraceWindow:
         width_px: int,
         group: str = "flat",
         dominant: bool = True,
+        stripes: bool = False,
     ) -> WindowResult:
         """Rectangles per step type for ``[t0, t1)`` on ``width_px`` pixels (see module doc).
 
         With ``dominant`` (the default), a pixel of a lane where several step types are
         aggregated shows only the type with the most cycles in it (as Perfetto does), so a
         zoomed-out run is coloured by what dominates it rather than by whichever type is
-        painted last; steps wider than two pixels are always drawn.
+        painted last; steps wider than two pixels are always drawn. With ``stripes`` (the
+        Execution Trace's view) every type of the pixel is kept, each taking its share of the
+        pixel's busy cycles of the lane's height (``TypeRects.y0`` / ``y1``).
         """
         width_px = max(1, int(width_px))
         if not t1 > t0:
@@ -1066,7 +1108,10 @@ class TraceWindow:
             source = "rows"
         key, x0, x1, cnt, row = aggregate_pixels(key, x0, x1, cnt, row, t0, t1, width_px)
         n_steps = int(cnt[:, 0].sum()) if len(cnt) else 0
-        if dominant and len(key):
+        ys = None
+        if stripes and len(key):
+            key, x0, x1, cnt, row, *ys = _stripes(key, x0, x1, cnt, row, t0, pw, width_px)
+        elif dominant and len(key):
             key, x0, x1, cnt, row = _dominant(key, x0, x1, cnt, row, t0, pw, width_px)
         x1 = np.maximum(x1, x0 + pw)  # at least one pixel wide
         lane = (key // NT).astype(np.int32)
@@ -1079,7 +1124,10 @@ class TraceWindow:
             for a, b in itertools.pairwise(bounds):
                 sel = order[a:b]
                 name = STEP_TYPES[int(typ[sel[0]])]
-                rects[name] = TypeRects(name, x0[sel], x1[sel], lane[sel], cnt[sel], row[sel])
+                part = (ys[0][sel], ys[1][sel]) if ys else (None, None)
+                rects[name] = TypeRects(
+                    name, x0[sel], x1[sel], lane[sel], cnt[sel], row[sel], *part
+                )
         return WindowResult(ipu, t0, t1, width_px, group, lanes, rects, source, n_steps)
 
     # -- rows ------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from analyser.core.quantities import PASSES, PHASES, variable_kind_code
+from analyser.core.units import fmt_count
 from analyser.trace.window import TraceWindow
 
 #: Phases drawn as shaded bands, in time order.
@@ -61,6 +62,28 @@ class PipelineChart:
     host_events: pd.DataFrame | None = None
     #: Host-inclusive host wait share of the run (the analysis core's metric, as the Summary).
     host_wait_share: float | None = None
+    #: The IPU clock (Hz) for lengths in time, None when the profile does not record it.
+    clock_hz: float | None = None
+
+    def hidden_host_text(self, x0: float) -> str:
+        """What the view starting at cycle ``x0`` hides of the host's time before the device
+        (the chart shows the device iteration with only a lead of the host's preparation, which
+        can be many times longer: issue 23 defect 5): '' when nothing is hidden, else the
+        axis break's words with its length."""
+        before = self.host_before
+        if before is None or x0 <= before[0] + 1:
+            return ""
+        from analyser.core.units import fmt_seconds
+
+        def length(cycles: float) -> str:
+            text = f"{fmt_count(round(cycles))} cycles"
+            return f"{fmt_seconds(cycles / self.clock_hz)} ({text})" if self.clock_hz else text
+
+        total = self.t0 - before[0]
+        hidden = min(x0, self.t0) - before[0]
+        if hidden >= total - 1:
+            return f"◀ {length(total)} of host time before the device (pan or zoom out)"
+        return f"◀ {length(hidden)} more of the {length(total)} of host time before the device"
 
     @property
     def host_before(self) -> tuple[float, float] | None:
@@ -246,4 +269,5 @@ def pipeline_chart(analysis, trace: TraceWindow) -> PipelineChart:
         run_config=dict(analysis.run_config or {}),
         host_events=host_events,
         host_wait_share=analysis.metrics.host_wait_share,
+        clock_hz=trace.clock_hz,
     )

@@ -46,7 +46,7 @@ from analyser.gui.model.trace import HOST_EVENTS, HOST_LANES
 from analyser.gui.palette import hex_color, qcolor
 from analyser.gui.reports.base import Report
 from analyser.gui.reports.trace.panels import _item
-from analyser.gui.theme import style_plot
+from analyser.gui.theme import chart_colors, style_plot
 from analyser.gui.widgets import compact_rows
 from analyser.literal import html as lit
 
@@ -130,6 +130,10 @@ class PipelineChartView(QWidget):
         self.chart.getViewBox().sigResized.connect(self._fit_labels)
         self.data: PipelineChart | None = None
         self.band_labels: dict[str, str] = {}
+        #: the axis break at the left edge: how much of the host's time before the device the
+        #: view hides, and its length (issue 23 defect 5)
+        self.break_label = pg.TextItem("", anchor=(0, 0.5))
+        self.break_label.setZValue(20)
 
     def _fit_labels(self, *args) -> None:
         """Lay out the phase labels for the current zoom (the micro-batch numbers pick the
@@ -138,6 +142,19 @@ class PipelineChartView(QWidget):
         (x0, x1), _ = vb.viewRange()
         px_per_cycle = vb.width() / (x1 - x0) if x1 > x0 else 0.0
         self._lay_out_band_labels(x0, x1, px_per_cycle)
+        self._place_break(x0)
+
+    def _place_break(self, x0: float) -> None:
+        c = self.data
+        text = c.hidden_host_text(x0) if c is not None else ""
+        self.break_label.setVisible(bool(text))
+        if text and c is not None:
+            if self.break_label.scene() is None:
+                self.chart.addItem(self.break_label)
+            self.break_label.setColor(chart_colors().foreground)
+            self.break_label.fill = pg.mkBrush(chart_colors().background)
+            self.break_label.setText(text)
+            self.break_label.setPos(x0, c.n_stages + 0.5)
 
     #: Rows of phase labels above the stages (the space the y range leaves there).
     LABEL_ROWS = 4

@@ -614,7 +614,9 @@ class TimelineView(pg.PlotWidget):
             base = self.ipu_base[ipu]
             if base + len(self.ipu_lanes[ipu]) < y0 or base > y1:
                 continue  # only the IPUs in view are read (as PopVision loads visible IPUs)
-            res = self.trace.window(ipu, t0, t1, width, self.group_of(ipu))
+            # zoomed out, each pixel of a lane is striped by its step types' shares of
+            # cycles (a minority type stays visible: issue 23 defect 6)
+            res = self.trace.window(ipu, t0, t1, width, self.group_of(ipu), stripes=True)
             self.results[ipu] = res
             base = self.ipu_base[ipu]
             for name, r in res.rects.items():
@@ -625,6 +627,9 @@ class TimelineView(pg.PlotWidget):
                 arr[:, 1] = base + lane + (1 - LANE_FILL) / 2
                 arr[:, 2] = r.x1 - r.x0
                 arr[:, 3] = LANE_FILL
+                if r.y0 is not None:
+                    arr[:, 1] += r.y0 * LANE_FILL
+                    arr[:, 3] = (r.y1 - r.y0) * LANE_FILL
                 parts.setdefault(name, []).append(arr)
                 # single steps wide enough for a few letters get their name
                 wide = np.flatnonzero((r.count == 1) & (arr[:, 2] >= min_label))
