@@ -325,8 +325,11 @@ class LegendLabel(QLabel):
 
     def set_entries(self, entries: Sequence[tuple[str, str]]) -> None:
         self.entries = list(entries)
+        # an entry never wraps inside its name ("Global | exchange code" at 1,600 px): only
+        # between entries (non-breaking spaces inside, issue 23 defect 9)
         parts = [
-            f'<span style="color:{color}; font-size:14px;">&#9632;</span>&nbsp;{lit(name)}'
+            f'<span style="color:{color}; font-size:14px;">&#9632;</span>&nbsp;'
+            + lit(name).replace(" ", "&nbsp;")
             for name, color in self.entries
         ]
         self.setText("&nbsp;&nbsp;&nbsp; ".join(parts))

@@ -341,8 +341,11 @@ class ProgramTreePane(QWidget):
         metrics = self.view.fontMetrics()
         self.view.setColumnWidth(0, 320)
         cols = self.model.columns
+        # ... and at least as wide as a long figure ("1,023.99 KiB", "8,888,888,888"): a
+        # header-wide column elided the bytes ("952.00 ..." at 1,600 px, issue 23 defect 9)
+        figure = metrics.horizontalAdvance("8,888,888,888") + 16
         for c in range(1, len(cols)):
-            self.view.setColumnWidth(c, max(48, metrics.horizontalAdvance(cols[c]) + 36))
+            self.view.setColumnWidth(c, max(figure, metrics.horizontalAdvance(cols[c]) + 36))
         self.view.setColumnWidth(1, 120)
         header = self.view.header()
         if cols[-1] == DELTA_HEADER:

@@ -13,11 +13,13 @@ from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
+    QFrame,
     QHBoxLayout,
     QHeaderView,
     QLabel,
     QLineEdit,
     QPushButton,
+    QScrollArea,
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
@@ -79,12 +81,12 @@ STATISTICS_TITLES = {"name": "step name", "operation": "operation"}
 
 
 class RangeSummaryPanel(QWidget):
-    #: the memory units preference (the report sets it)
-    units: MemoryUnits = MemoryUnits.KIB
-
     """Cycles by step type, tile balance and StreamCopy of the visible or selected range (A, B,
     delta), and the range's steps aggregated by step name or operation (profile A; a sortable,
     filterable table: Perfetto's area-selection statistics)."""
+
+    #: the memory units preference (the report sets it)
+    units: MemoryUnits = MemoryUnits.KIB
 
     #: the grouping of the statistics changed (the report recomputes them)
     groupingChanged = Signal(str)
@@ -99,7 +101,6 @@ class RangeSummaryPanel(QWidget):
         self.explain = QLabel("")
         self.explain.setWordWrap(True)
         self.explain.setTextFormat(Qt.TextFormat.RichText)
-        self.explain.hide()
         self.explain.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         self.table = _table(["", "cycles", "share", "steps"])
         header = self.table.horizontalHeader()
@@ -136,11 +137,23 @@ class RangeSummaryPanel(QWidget):
         row = QSplitter(Qt.Orientation.Horizontal)
         row.setChildrenCollapsible(False)
         row.addWidget(self.table)
+        # the steps' table keeps room for its columns and rows (it read one row wide and cut
+        # at 1,600 px in compare mode: issue 23 defect 9)
+        stats.setMinimumWidth(420)
         row.addWidget(stats)
-        self.explain.setMaximumWidth(440)
-        row.addWidget(self.explain)
+        # the explanations scroll in a column of readable width instead of wrapping one word
+        # per line
+        self.explain_box = QScrollArea()
+        self.explain_box.setWidgetResizable(True)
+        self.explain_box.setFrameShape(QFrame.Shape.NoFrame)
+        self.explain_box.setWidget(self.explain)
+        self.explain_box.setMinimumWidth(300)
+        self.explain_box.setMaximumWidth(460)
+        self.explain_box.hide()
+        row.addWidget(self.explain_box)
         row.setStretchFactor(0, 2)
         row.setStretchFactor(1, 3)
+        row.setStretchFactor(2, 2)
         lay.addWidget(row, 1)
         self.summaries: list[RangeSummary] = []
         #: "Visible range" or "Selected range" (what the figures are of)
@@ -284,7 +297,7 @@ class RangeSummaryPanel(QWidget):
         None outside compare mode."""
         self.explanations = [] if comparison is None else list(comparison.explanations)
         if comparison is None:
-            self.explain.hide()
+            self.explain_box.hide()
             return
         diffs = [d for d in comparison.config_diffs if d.key != "name"]
         options = ", ".join(f"{d.key} {d.before!r} → {d.after!r}" for d in diffs) or "none"
@@ -294,7 +307,7 @@ class RangeSummaryPanel(QWidget):
             f"<b>Whole runs (analysis core):</b> run options that differ: {html.escape(options)}."
             + (f"<ul style='margin:2px'>{items}{more}</ul>" if items or more else "")
         )
-        self.explain.show()
+        self.explain_box.show()
 
     def value(self, label: str, column: int = 1) -> str:
         """Text of the row whose first column is ``label`` (for tests)."""
@@ -305,10 +318,10 @@ class RangeSummaryPanel(QWidget):
 
 
 class StepDetailsPanel(QWidget):
+    """Every field of the selected step, and its per-tile cycles."""
+
     #: the memory units preference (the report sets it)
     units: MemoryUnits = MemoryUnits.KIB
-
-    """Every field of the selected step, and its per-tile cycles."""
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
