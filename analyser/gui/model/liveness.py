@@ -170,6 +170,15 @@ def peak_labels(
     return out
 
 
+def label_anchor(x: float, n_steps: int) -> float:
+    """Horizontal anchor of a label at chart position ``x`` of ``n_steps``: left-aligned in the
+    first third, right-aligned in the last, centred between, so it stays on the chart."""
+    if n_steps <= 0:
+        return 0.5
+    where = x / n_steps
+    return 0.0 if where < 1 / 3 else 1.0 if where > 2 / 3 else 0.5
+
+
 def curve_peak(doc: Document, tag: str, ipu: int, x: np.ndarray, curve: np.ndarray) -> Peak:
     """The peak of ``doc``'s curve for ``ipu`` drawn at positions ``x``."""
     lv = data.liveness(doc)

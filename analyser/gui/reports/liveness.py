@@ -272,8 +272,11 @@ class LivenessReport(Report):
             entries += self._draw_unmatched(al)
         labels = lvm.peak_labels(peaks, top, self.units, cmp is not None)
         for label in labels:
+            # a peak near an edge gets its label on the inner side (a centred label was cut
+            # at the chart's left edge)
+            ax = lvm.label_anchor(label.x, n_steps)
             text = pg.TextItem(
-                label.text, color=_peak_color(), anchor=(0.5, 1.2 + 1.3 * label.level)
+                label.text, color=_peak_color(), anchor=(ax, 1.2 + 1.3 * label.level)
             )
             text.setPos(label.x, label.nbytes / scale)
             item.addItem(text)
@@ -397,10 +400,14 @@ class LivenessReport(Report):
         a_steps = [self.steps_at(x)["A"] for x in self.steps]
         if len(self.steps) == 2 and min(a_steps) >= 0:
             both = lvm.compare_steps_table(doc, a_steps[0], a_steps[1], ipus, always)
+            self.compare_table.filter.setPlaceholderText("Filter")
             self.compare_table.set_frame(both, columns("live_at_steps", self.units))
             self.details.setCurrentWidget(self.compare_table)
         else:
             self.compare_table.set_frame(pd.DataFrame())
+            self.compare_table.filter.setPlaceholderText(
+                "Shift-click a second step on the chart to compare the variables live at each"
+            )
             if self.details.currentWidget() is self.compare_table:
                 self.details.setCurrentWidget(self.live_table)
         self._details_changed()
