@@ -36,7 +36,7 @@ NOT_IN_STEPS = "(not in steps)"
 #: Layer of steps whose program belongs to no operation (syncs, stream copies, host calls).
 NO_LAYER = "(no layer)"
 
-_COLS = ("ipu", "program", "cycles", "type", "start")
+_COLS = ("ipu", "program", "cycles", "type")
 
 
 class DiffError(UserFacingError):
@@ -61,26 +61,26 @@ class _Side:
     prog: np.ndarray
     cycles: np.ndarray
     type: np.ndarray
-    start: np.ndarray
+    start: np.ndarray | None  # read only for the trace's delta lane (else per row on demand)
     prog_names: np.ndarray  # per program row: its name
     prog_layers: np.ndarray  # per program row: its layer (or NO_LAYER)
 
 
-def _read(a: Analysis) -> _Side:
+def _read(a: Analysis, *, starts: bool = False) -> _Side:
     if not a.has_execution:
         raise DiffError(
             f"profile {a.path} has no execution (the program does not fit in memory); "
             "diff needs two runs."
         )
     src = a.src
-    cols = {c: src.column("/execution/steps", c) for c in _COLS}
+    cols = {c: src.column("/execution/steps", c) for c in (*_COLS, "start")[: 5 if starts else 4]}
     prog_names = _names(src.column("/programs/nodes", "name"))
     op_of_prog = src.column("/programs/nodes", "op").astype(np.int64)
     layers = _names(src.column("/graph/operations", "layer"))
     ok = (op_of_prog >= 0) & (op_of_prog < layers.size)
     prog_layers = np.full(prog_names.size, NO_LAYER, dtype=object)
     prog_layers[ok] = layers[op_of_prog[ok]]
-    prog = cols["program"].astype(np.int64)
+    prog = cols["program"]
     if prog.size and (prog.min() < 0 or prog.max() >= prog_names.size):
         raise DiffError(f"profile {a.path}: a step names a program that does not exist.")
     return _Side(
@@ -90,21 +90,26 @@ def _read(a: Analysis) -> _Side:
         cols["ipu"].astype(np.int64),
         prog,
         cols["cycles"].astype(np.int64),
-        cols["type"].astype(np.int64),
-        cols["start"].astype(np.int64),
+        cols["type"],
+        cols["start"].astype(np.int64) if starts else None,
         prog_names,
         prog_layers,
     )
 
 
 def _isum(keys: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
-    """Exact integer sums of ``values`` by ``keys`` in [0, n)."""
+    """Exact integer sums of ``values`` by ``keys`` in [0, n) (float64 bincount while every
+    partial sum is below 2**53, where float64 holds integers exactly; else a sort)."""
+    if not keys.size:
+        return np.zeros(n, np.int64)
+    big = max(abs(int(values.max())), abs(int(values.min()))) * float(values.size)
+    if big < 2.0**53:
+        return np.rint(np.bincount(keys, values, n)).astype(np.int64)
     out = np.zeros(n, np.int64)
-    if keys.size:
-        order = np.argsort(keys, kind="stable")
-        k = keys[order]
-        starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
-        out[k[starts]] = np.add.reduceat(values[order], starts)
+    order = np.argsort(keys, kind="stable")
+    k = keys[order]
+    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+    out[k[starts]] = np.add.reduceat(values[order], starts)
     return out
 
 
@@ -232,40 +237,67 @@ def _table(
     return out[cols] if len(out) else pd.DataFrame(columns=cols)
 
 
+def _starts(an: Analysis, rows: np.ndarray) -> np.ndarray:
+    """Start cycles of some steps (a few rows read, not the column)."""
+    if not rows.size:
+        return np.zeros(0, np.int64)
+    uniq, inverse = np.unique(rows, return_inverse=True)
+    values = np.asarray(an.src.profile.array("/execution/steps/start", uniq), np.int64)
+    return values[inverse]
+
+
 def _largest(
-    a: _Side, b: _Side, ia: np.ndarray, ib: np.ndarray, occ: np.ndarray, n: int
+    runs: tuple[Analysis, Analysis],
+    a: _Side,
+    b: _Side,
+    aligned: tuple[np.ndarray, np.ndarray, np.ndarray],
+    n: int,
 ) -> list[StepDelta]:
+    ia, ib, occ = aligned
     d = b.cycles[ib] - a.cycles[ia]
     nz = np.flatnonzero(d)
     top = nz[np.argsort(-np.abs(d[nz]), kind="stable")[:n]]
+    start_a, start_b = _starts(runs[0], ia[top]), _starts(runs[1], ib[top])
     return [
         StepDelta(
             int(a.ipu[ia[j]]),
             str(a.prog_names[a.prog[ia[j]]]),
             int(occ[j]),
-            int(a.start[ia[j]]),
-            int(b.start[ib[j]]),
+            int(start_a[k]),
+            int(start_b[k]),
             int(a.cycles[ia[j]]),
             int(b.cycles[ib[j]]),
         )
-        for j in top
+        for k, j in enumerate(top)
     ]
 
 
 def align_steps(a: _Side, b: _Side) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(rows of A, rows of B, occurrence) of the aligned steps: same IPU, same program name,
-    same occurrence of that name on that IPU."""
+    same occurrence of that name on that IPU (one IPU at a time: memory of one IPU's steps)."""
     names, codes = np.unique(np.r_[a.prog_names, b.prog_names], return_inverse=True)
     code_a, code_b = codes[: a.prog_names.size], codes[a.prog_names.size :]
     n_names = max(1, names.size)
-    ka = a.ipu * n_names + code_a[a.prog]
-    kb = b.ipu * n_names + code_b[b.prog]
-    oa, ob = _occurrence(ka), _occurrence(kb)
-    width = int(max(oa.max(initial=0), ob.max(initial=0))) + 1
-    if (max(a.n_ipus, b.n_ipus) + 1) * n_names * width >= 2**62:
-        raise DiffError("the runs have too many steps to align.")
-    _, ia, ib = np.intersect1d(ka * width + oa, kb * width + ob, return_indices=True)
-    return ia, ib, oa[ia]
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    for i in range(max(a.n_ipus, b.n_ipus)):
+        ra = np.flatnonzero(a.ipu == i).astype(np.int32)
+        rb = np.flatnonzero(b.ipu == i).astype(np.int32)
+        if not ra.size or not rb.size:
+            continue
+        ka, kb = code_a[a.prog[ra]], code_b[b.prog[rb]]
+        oa, ob = _occurrence(ka), _occurrence(kb)
+        width = int(max(oa.max(), ob.max())) + 1
+        if n_names * width >= 2**62:
+            raise DiffError("the runs have too many steps to align.")
+        _, ja, jb = np.intersect1d(
+            ka * width + oa, kb * width + ob, assume_unique=True, return_indices=True
+        )
+        parts.append((ra[ja], rb[jb], oa[ja].astype(np.int32)))
+        del ka, kb, oa, ob, ja, jb
+    if not parts:
+        empty = np.zeros(0, np.int32)
+        return empty, empty, empty
+    return tuple(np.concatenate(x) for x in zip(*parts))  # type: ignore[return-value]
 
 
 def diff_runs(a: Analysis, b: Analysis, *, largest: int = 10) -> RunDiff:
@@ -280,7 +312,10 @@ def diff_runs(a: Analysis, b: Analysis, *, largest: int = 10) -> RunDiff:
     by_type = _table(
         ipus,
         np.array(schema.PROGRAM_TYPES, dtype=object),
-        *(_isum(s.ipu * n_types + s.type, s.cycles, ipus * n_types) for s in (sa, sb)),
+        *(
+            _isum(s.ipu * n_types + s.type.astype(np.int64), s.cycles, ipus * n_types)
+            for s in (sa, sb)
+        ),
         rest,
         "type",
     )
@@ -326,7 +361,7 @@ def diff_runs(a: Analysis, b: Analysis, *, largest: int = 10) -> RunDiff:
         by_layer=by_label("prog_layers", "layer", False),
         by_program=by_label("prog_names", "program", True),
         alignment=alignment,
-        largest=_largest(sa, sb, ia, ib, occ, largest),
+        largest=_largest((a, b), sa, sb, (ia, ib, occ), largest),
         config_diffs=pair.config_diffs,
         explanations=pair.explanations,
         other_deltas=pair.other_deltas,
@@ -338,7 +373,7 @@ def aligned_deltas(a: Analysis, b: Analysis) -> dict[str, np.ndarray]:
     whose cycles changed and every step only B runs (``cycles_a`` -1, ``delta`` its cycles),
     as B's IPU, start, cycles, program and the delta (B - A), sorted by IPU and B's start;
     ``removed``: [steps only A runs, their cycles]."""
-    sa, sb = _read(a), _read(b)
+    sa, sb = _read(a), _read(b, starts=True)
     ia, ib, _ = align_steps(sa, sb)
     d = sb.cycles[ib] - sa.cycles[ia]
     keep = np.flatnonzero(d)
