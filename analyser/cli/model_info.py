@@ -137,13 +137,14 @@ def run(args: argparse.Namespace) -> int:
     if facts["splits"]:
         t = Table(title="Suggested split points (balanced by memory and cycles)")
         t.add_column("IPUs", justify="right")
-        t.add_column("split points")
+        # whole layer names, wrapped between them (a name longer than the column is folded)
+        t.add_column("split points", overflow="fold")
         t.add_column("cycles per IPU")
         t.add_column("memory per IPU")
         for s in facts["splits"]:
             t.add_row(
                 str(s.ipus),
-                ",".join(s.points),
+                ", ".join(s.points),
                 " / ".join(f"{x:.0%}" for x in s.cycles_share),
                 " / ".join(f"{x:.0%}" for x in s.memory_share),
             )
@@ -158,6 +159,7 @@ def run(args: argparse.Namespace) -> int:
             f"--ga {2 * first.ipus - 1} -o run.h5",
             highlight=False,
             markup=False,
+            soft_wrap=True,  # one line, ready to copy (the terminal wraps it, not us)
         )
     else:
         con.print("No split points: the model has too few layers for the IPU counts asked.")

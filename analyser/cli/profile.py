@@ -3,7 +3,8 @@
 The run configuration comes from the TOML file (if given) with any ``--option`` flag overriding
 it (every ``engine.config.RunConfig`` field has a flag: ``--model resnet50 --batch-size 16
 --precision 16.16 ...``). The configuration is validated before anything runs: a bad one prints
-one sentence naming the option and writes no file. An existing file at ``-o`` is only replaced
+one sentence naming the option and writes no file; ``--print-config`` prints the validated
+configuration (TOML) and exits without simulating. An existing file at ``-o`` is only replaced
 when it is an IPU profile (or with ``--force``); the write is atomic.
 """
 
@@ -20,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("config", nargs="?", help="run configuration (.toml); flags override it")
     parser.add_argument(
-        "-o", "--output", required=True, metavar="OUT.h5", help="profile to write (.h5)"
+        "-o", "--output", metavar="OUT.h5", help="profile to write (.h5; not with --print-config)"
     )
     parser.add_argument(
         "--force",
@@ -30,7 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--print-config",
         action="store_true",
-        help="print the full, validated run configuration (TOML) before simulating",
+        help="print the full, validated run configuration (TOML) and exit: nothing is simulated "
+        "or written",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar or summary line")
     parser.add_argument(
@@ -79,19 +81,28 @@ def run(args: argparse.Namespace) -> int:
 
     base = RunConfig.from_toml(args.config).to_dict() if args.config else {}
     config = config_from_args(args, base)  # ConfigError (one sentence) on a bad option
-    out = Path(args.output)
-    _check_output(out, args.force)
+    if args.output is None and not args.print_config:
+        raise CliError(
+            "give the profile to write with -o OUT.h5 (or --print-config to print the "
+            "configuration without simulating)."
+        )
+    out = None if args.print_config else Path(args.output)
+    if out is not None:
+        _check_output(out, args.force)
     from engine.compiler.lowering import assign_stages
     from engine.models import build_model
 
     # model-level checks (split points naming no layer...) before any work or file
     assign_stages(build_model(config), config)
 
+    if out is None:  # --print-config: the resolved configuration, nothing simulated or written
+        from analyser.literal import terminal
+
+        print(terminal(config.to_toml()).rstrip("\n"))  # whole lines: the TOML stays readable
+        return 0
     from rich.console import Console
 
     console = Console(stderr=True)
-    if args.print_config:
-        Console().print(config.to_toml(), markup=False, highlight=False)
 
     from engine.resources import parse_size
     from engine.simulation import simulate_to_file

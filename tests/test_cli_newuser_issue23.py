@@ -1,0 +1,138 @@
+"""Issue 23, "CLI and docs, as a new user found them": the dead ends of a first session with
+``analyse`` (model-info's suggestions, ``--print-config``, silent long commands in a log, a
+gradient-accumulation change failing a cycles gate) each as a behaviour.
+
+Small inputs only: synthetic profiles and a 32 x 32 ResNet-50 exported as ONNX.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from analyser.cli import main
+from profiles import write_profile
+from profiles.synthetic import make_synthetic_profile
+
+
+@pytest.fixture(scope="module")
+def r50_onnx(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("onnx") / "r50.onnx"
+    assert main(["export-onnx", "--model", "resnet50", "--image-size", "32", "-o", str(path)]) == 0
+    return path
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("syn") / "run.h5"
+    write_profile(path, make_synthetic_profile(n_steps=300, n_ipus=2, tiles=16, seed=5))
+    return path
+
+
+# -- model-info -------------------------------------------------------------------------------
+def test_model_info_prints_every_split_point_whole_at_80_columns(r50_onnx, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["model-info", str(r50_onnx), "--ipus", "2,4,8", "--json"]) == 0
+    import json
+
+    splits = {s["ipus"]: s["split_points"] for s in json.loads(capsys.readouterr().out)["splits"]}
+    assert len(splits[8]) == 7
+    assert main(["model-info", str(r50_onnx), "--ipus", "2,4,8"]) == 0
+    out = capsys.readouterr().out
+    assert "…" not in out  # nothing cut with an ellipsis
+    words = set(re.findall(r"[\w.]+", out))
+    for points in splits.values():
+        for name in points:
+            assert name in words, (name, out)
+    # the suggested command is one line, whole, ready to copy
+    (cmd,) = [ln for ln in out.splitlines() if ln.startswith("e.g. analyse profile")]
+    assert cmd.rstrip().endswith("-o run.h5")
+    assert f"--split-points {','.join(splits[2])} " in cmd
+
+
+def test_model_info_suggests_only_flags_profile_accepts_and_lists(r50_onnx, capsys):
+    assert main(["model-info", str(r50_onnx)]) == 0
+    (cmd,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("e.g. ")]
+    flags = set(re.findall(r"(?<!\S)(--?[a-z][\w-]*)", cmd))
+    assert {"--ipus", "--ga", "--split-points"} <= flags
+    with pytest.raises(SystemExit):
+        main(["profile", "--help"])
+    helptext = capsys.readouterr().out
+    for flag in flags:
+        assert re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", helptext), flag
+    # and the suggestion itself is a valid configuration (printed, not simulated)
+    argv = cmd.split()[2:]
+    assert main([*argv, "--print-config"]) == 0
+    config = tomllib.loads(capsys.readouterr().out)
+    assert config["num_ipus"] == 2 and config["strategy"] == "pipelined"
+
+
+# -- profile --print-config -------------------------------------------------------------------
+def test_print_config_prints_the_resolved_config_and_simulates_nothing(tmp_path, capsys):
+    out = tmp_path / "never.h5"
+    argv = ["profile", "--model", "mlp", "--ga", "4", "--ipus", "1", "--print-config"]
+    assert main(argv) == 0  # no -o needed
+    cap = capsys.readouterr()
+    config = tomllib.loads(cap.out)
+    assert config["model"] == "mlp" and config["gradient_accumulation"] == 4
+    assert "wrote" not in cap.err and "simulating" not in cap.err
+    assert main([*argv, "-o", str(out)]) == 0  # with -o: still only printed
+    assert not out.exists()
+    assert tomllib.loads(capsys.readouterr().out) == config
+
+
+def test_print_config_still_refuses_a_bad_option(capsys):
+    assert main(["profile", "--model", "mlp", "--ga", "zero", "--print-config"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "gradient_accumulation" in err
+
+
+def test_profile_without_output_says_so(capsys):
+    assert main(["profile", "--model", "mlp"]) == 2
+    err = capsys.readouterr().err
+    assert "-o" in err and "--print-config" in err and "Traceback" not in err
+
+
+# -- long commands in a log -------------------------------------------------------------------
+def test_stage_lines_when_stderr_is_not_a_terminal():
+    from analyser.cli._common import StageLines
+
+    buf = io.StringIO()
+    with StageLines(stream=buf) as bar:
+        task = bar.add_task("writing report", total=None)
+        bar.update(task, completed=0, total=2, description="re-simulating")
+        bar.update(task, completed=1, total=2, description="re-simulating")
+        bar.update(task, completed=1, total=2, description="re-simulating")  # no change: no line
+        bar.advance(task)
+    lines = buf.getvalue().splitlines()
+    assert [ln.split("] ", 1)[1] for ln in lines] == [
+        "writing report",
+        "re-simulating 0/2",
+        "re-simulating 1/2",
+        "re-simulating 2/2",
+    ]
+    buf = io.StringIO()
+    with StageLines(percent=True, stream=buf) as bar:  # a fraction: by stage only
+        task = bar.add_task("simulating", total=1.0)
+        for f in (0.1, 0.2, 0.3):
+            bar.update(task, completed=f, description="compiling")
+        bar.update(task, completed=0.9, description="executing\x1b[2J")
+    assert [ln.split("] ", 1)[1] for ln in buf.getvalue().splitlines()] == [
+        "simulating",
+        "compiling",
+        "executing\\x1b[2J",  # shown literally
+    ]
+
+
+def test_report_and_calibrate_host_say_what_they_do_in_a_log(synthetic, tmp_path, capsys):
+    assert main(["report", str(synthetic), str(synthetic), "-o", str(tmp_path / "r.html")]) == 0
+    err = capsys.readouterr().err
+    assert "writing report" in err
+    out = tmp_path / "host.toml"
+    assert main(["calibrate-host", "--method", "imitation", "--seconds", "0.5", "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert len([ln for ln in err.splitlines() if "measuring" in ln]) >= 2
