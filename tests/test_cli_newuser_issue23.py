@@ -133,6 +133,8 @@ def test_report_and_calibrate_host_say_what_they_do_in_a_log(synthetic, tmp_path
     err = capsys.readouterr().err
     assert "writing report" in err
     out = tmp_path / "host.toml"
-    assert main(["calibrate-host", "--method", "imitation", "--seconds", "0.5", "-o", str(out)]) == 0
+    assert (
+        main(["calibrate-host", "--method", "imitation", "--seconds", "0.5", "-o", str(out)]) == 0
+    )
     err = capsys.readouterr().err
     assert len([ln for ln in err.splitlines() if "measuring" in ln]) >= 2
