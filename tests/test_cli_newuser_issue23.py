@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import re
+import time
 import tomllib
 from pathlib import Path
 
@@ -102,7 +103,7 @@ def test_stage_lines_when_stderr_is_not_a_terminal():
     from analyser.cli._common import StageLines
 
     buf = io.StringIO()
-    with StageLines(stream=buf) as bar:
+    with StageLines(stream=buf, delay=0) as bar:
         task = bar.add_task("writing report", total=None)
         bar.update(task, completed=0, total=2, description="re-simulating")
         bar.update(task, completed=1, total=2, description="re-simulating")
@@ -116,7 +117,7 @@ def test_stage_lines_when_stderr_is_not_a_terminal():
         "re-simulating 2/2",
     ]
     buf = io.StringIO()
-    with StageLines(percent=True, stream=buf) as bar:  # a fraction: by stage only
+    with StageLines(percent=True, stream=buf, delay=0) as bar:  # a fraction: by stage only
         task = bar.add_task("simulating", total=1.0)
         for f in (0.1, 0.2, 0.3):
             bar.update(task, completed=f, description="compiling")
@@ -128,7 +129,34 @@ def test_stage_lines_when_stderr_is_not_a_terminal():
     ]
 
 
-def test_report_and_calibrate_host_say_what_they_do_in_a_log(synthetic, tmp_path, capsys):
+def test_stage_lines_wait_for_a_long_command():
+    """A command that ends (or fails) quickly prints no stage line (its one sentence stays
+    alone); one still running after the delay shows the stage it is in, even if it is silent."""
+    from analyser.cli._common import StageLines
+
+    buf = io.StringIO()
+    with StageLines(stream=buf, delay=3600) as bar:
+        task = bar.add_task("exporting trace", total=None)
+        bar.update(task, completed=1, total=3)
+    assert buf.getvalue() == ""
+    buf = io.StringIO()
+    with StageLines(stream=buf, delay=0.01) as bar:
+        bar.add_task("writing report", total=None)
+        for _ in range(1000):  # the timer prints the silent stage (no fixed wait: poll)
+            if buf.getvalue():
+                break
+            time.sleep(0.01)
+        assert buf.getvalue().split("] ", 1)[1] == "writing report\n"
+        bar.add_task("rendering", total=None)  # from then on, at once
+        assert buf.getvalue().count("\n") == 2
+    bar.add_task("after the end", total=None)
+    assert "after the end" not in buf.getvalue()
+
+
+def test_report_and_calibrate_host_say_what_they_do_in_a_log(
+    synthetic, tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setattr("analyser.cli._common.STAGE_DELAY", 0.0)
     assert main(["report", str(synthetic), str(synthetic), "-o", str(tmp_path / "r.html")]) == 0
     err = capsys.readouterr().err
     assert "writing report" in err
@@ -138,3 +166,39 @@ def test_report_and_calibrate_host_say_what_they_do_in_a_log(synthetic, tmp_path
     )
     err = capsys.readouterr().err
     assert len([ln for ln in err.splitlines() if "measuring" in ln]) >= 2
+
+
+# -- compare --fail-if on runs of different sizes ---------------------------------------------
+@pytest.fixture(scope="module")
+def ga_pair(tmp_path_factory) -> tuple[Path, Path]:
+    folder = tmp_path_factory.mktemp("ga")
+    paths = []
+    for ga in (2, 8):
+        path = folder / f"ga{ga}.h5"
+        assert main(["profile", "--model", "mlp", "--ga", str(ga), "-o", str(path), "--quiet"]) == 0
+        paths.append(path)
+    return paths[0], paths[1]
+
+
+def test_cycles_gate_on_a_change_of_gradient_accumulation_says_per_sample(ga_pair, capsys):
+    """More samples per run: total cycles rise while cycles per sample fall. The failing gate
+    says so, with the per-sample change and the gate to use instead."""
+    a, b = ga_pair
+    assert main(["compare", str(a), str(b), "--fail-if", "cycles>+5%"]) == 1
+    fail = [ln for ln in capsys.readouterr().out.splitlines() if "HOLDS" in ln]
+    text = " ".join(fail)
+    assert "total_cycles" in text and "samples" in text
+    per_sample = re.search(r"cycles per sample ([+-][\d.]+)%", text)
+    assert per_sample and float(per_sample.group(1)) < 0, text
+    assert "'cycles_per_sample>+5%'" in text  # the suggested gate parses and passes
+    assert main(["compare", str(a), str(b), "--fail-if", "cycles_per_sample>+5%"]) == 0
+    capsys.readouterr()
+    # JSON carries the same sentence; a per-sample gate or same-size runs get no such note
+    import json
+
+    assert main(["compare", str(a), str(b), "--fail-if", "cycles>+5%", "--json"]) == 1
+    (gate,) = json.loads(capsys.readouterr().out)["gates"]
+    assert "cycles_per_sample" in gate["detail"]
+    assert main(["compare", str(a), str(a), "--fail-if", "cycles>=+0%", "--json"]) == 1
+    (gate,) = json.loads(capsys.readouterr().out)["gates"]
+    assert "per sample" not in gate["detail"]

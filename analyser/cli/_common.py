@@ -14,6 +14,16 @@ def open_analysis(path: str | os.PathLike[str]):
     return Analysis.open(path)
 
 
+def check_profiles(paths) -> None:
+    """Open each profile's metadata and close it: a missing or damaged input is refused in one
+    sentence before a command's long work (and its progress) starts."""
+    from profiles import open_profile
+
+    for path in paths:
+        with open_profile(path):
+            pass
+
+
 def add_output_arguments(parser) -> None:
     """``-o/--output OUT`` and ``--force`` of the sub-commands that write a file (report,
     export-trace), checked by :func:`analyser.output.check_output`."""
@@ -53,7 +63,7 @@ def progress_bar(*, percent: bool = False, status: bool = False):
 
     err = console(stderr=True)
     if not err.is_terminal:
-        return StageLines(percent=percent, status=status)
+        return StageLines(percent=percent, status=status, delay=STAGE_DELAY)
 
     columns = [
         TextColumn("{task.description}"),
@@ -65,18 +75,38 @@ def progress_bar(*, percent: bool = False, status: bool = False):
     return Progress(*columns, TimeElapsedColumn(), console=err, transient=True)
 
 
+#: Seconds a command runs before its stage lines start (stderr not a terminal; StageLines).
+STAGE_DELAY = 5.0
+
+
 class StageLines:
     """The progress bar's interface (``add_task``, ``update``, ``advance``) for a stderr that is
     not a terminal: one line per stage on stderr (``[elapsed] description done/total: state``),
     written when the description changes and, for counted work, when the count moves; a
-    fraction (``percent``) only by stage. Text is shown literally (control characters escaped)."""
+    fraction (``percent``) only by stage. Text is shown literally (control characters escaped).
 
-    def __init__(self, *, percent: bool = False, status: bool = False, stream=None) -> None:
+    A command that ends (or fails) within ``delay`` seconds prints no stage line, so a quick
+    command's output, or an error's one sentence, is all there is; from ``delay`` on the stage
+    then running is printed (by a timer, even when the stage reports nothing), and every later
+    one as it starts. Nothing is printed once the ``with`` block is left."""
+
+    def __init__(
+        self, *, percent: bool = False, status: bool = False, stream=None, delay: float = 2.0
+    ) -> None:
+        import sys
+        import threading
+
         self._percent = percent
         self._status = status
-        self._stream = stream
+        self._stream = stream or sys.stderr
+        self._delay = delay
         self._tasks: dict[int, dict] = {}
         self._start = 0.0
+        self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+        self._pending: str | None = None
+        self._shown = False
+        self._closed = False
 
     def __enter__(self) -> StageLines:
         import time
@@ -85,10 +115,13 @@ class StageLines:
         return self
 
     def __exit__(self, *exc) -> None:
-        return None
+        with self._lock:
+            self._closed = True
+            if self._timer is not None:
+                self._timer.cancel()
 
     def add_task(self, description: str, total: float | None = None, **fields) -> int:
-        """Start a task (prints its first line); returns its id."""
+        """Start a task (its first stage line); returns its id."""
         task = len(self._tasks)
         self._tasks[task] = {"description": description, "total": total, "completed": 0}
         self._tasks[task].update(fields)
@@ -116,19 +149,42 @@ class StageLines:
         return f" {int(state['completed'] or 0):,}/{int(state['total']):,}"
 
     def _line(self, task: int) -> None:
-        import sys
+        import threading
         import time
 
         from analyser.literal import one_line
 
         state = self._tasks[task]
-        text = f"[{time.monotonic() - self._start:6.1f} s] {state['description']}"
-        text += self._count(state)
+        elapsed = time.monotonic() - self._start
+        text = f"{state['description']}{self._count(state)}"
         if self._status and state.get("state"):
             text += f": {state['state']}"
-        stream = self._stream or sys.stderr
-        stream.write(one_line(text) + "\n")
-        stream.flush()
+        text = one_line(text)
+        with self._lock:
+            if self._closed:
+                return
+            if self._shown or elapsed >= self._delay:
+                self._write(f"[{elapsed:6.1f} s] {text}")
+                return
+            self._pending = text
+            if self._timer is None:
+                self._timer = threading.Timer(self._delay - elapsed, self._flush)
+                self._timer.daemon = True
+                self._timer.start()
+
+    def _flush(self) -> None:
+        import time
+
+        with self._lock:
+            if self._closed or self._pending is None:
+                return
+            self._write(f"[{time.monotonic() - self._start:6.1f} s] {self._pending}")
+            self._pending = None
+
+    def _write(self, line: str) -> None:
+        self._shown = True
+        self._stream.write(line + "\n")
+        self._stream.flush()
 
 
 def at_least_one(text: str) -> int:

@@ -52,7 +52,11 @@ def run(args: argparse.Namespace) -> int:
         for f in args.files:
             analyses.append(open_analysis(f))
         cmp = compare(analyses)
-        results = [g.evaluate(analyses[0].metrics, analyses[-1].metrics) for g in gates]
+        first, last = analyses[0].metrics, analyses[-1].metrics
+        results = [
+            (h, d + per_sample_note(g, first, last))
+            for g, (h, d) in ((g, g.evaluate(first, last)) for g in gates)
+        ]
         failed = any(h for h, _ in results)
         if args.json:
             out = cmp.to_dict()
@@ -93,8 +97,52 @@ def run(args: argparse.Namespace) -> int:
                 for t in p.other_deltas:
                     con.print(f"  • {esc(t)}")
         for h, d in results:
-            con.print(("[bold red]FAIL[/] " if h else "[green]pass[/] ") + esc(d))
+            # one line per gate, whatever the width: a CI log is searched line by line
+            con.print(("[bold red]FAIL[/] " if h else "[green]pass[/] ") + esc(d), soft_wrap=True)
         return 1 if failed else 0
     finally:
         for a in analyses:
             a.close()
+
+
+#: Run totals, which grow with the samples a run processes (``ipuN.`` figures are all run
+#: totals but memory), and the per-sample figure to gate on instead, when there is one.
+_RUN_TOTALS = {
+    "total_cycles": "cycles_per_sample",
+    "device_cycles": "cycles_per_sample",
+    "host_seconds": None,
+    "host_round_trips": None,
+    "streamcopy_rx_bytes": None,
+    "streamcopy_tx_bytes": None,
+}
+
+
+def per_sample_note(gate, a, b) -> str:
+    """A sentence to add to a gate's result on a run total when A and B process different
+    numbers of samples (a change of gradient accumulation, device iterations, replicas or batch):
+    B's total grows with its work; the change in cycles per sample and the gate to use."""
+    import re
+
+    from analyser.core.analysis import IPU_MEMORY_FIELDS
+
+    per_ipu = gate.metric.startswith("ipu") and "." in gate.metric
+    if per_ipu and gate.metric.split(".", 1)[1] in IPU_MEMORY_FIELDS:
+        return ""
+    if not per_ipu and gate.metric not in _RUN_TOTALS:
+        return ""
+    if not a.samples or not b.samples or a.samples == b.samples:
+        return ""
+    note = (
+        f"; but the runs differ in size ({a.samples:,} -> {b.samples:,} samples), so their "
+        "totals differ with the work"
+    )
+    ca, cb = a.cycles_per_sample, b.cycles_per_sample
+    if ca and cb:
+        note += f": cycles per sample {100.0 * (cb - ca) / ca:+.2f}% ({ca:,.0f} -> {cb:,.0f})"
+    better = None if per_ipu else _RUN_TOTALS[gate.metric]
+    if better and gate.mode == "rel":
+        suggestion = re.sub(r"^\s*[\w.]+", better, gate.text)
+        note += f"; to gate per sample use '{suggestion}'"
+    else:
+        note += "; compare per-sample figures (cycles_per_sample, throughput)"
+    return note

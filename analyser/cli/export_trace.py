@@ -33,11 +33,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from analyser.cli._common import console, progress_bar
+    from analyser.cli._common import check_profiles, console, progress_bar
     from analyser.export import export_trace
     from analyser.output import check_output
 
     out = check_output(args.output, [args.file], force=args.force)
+    check_profiles([args.file])  # a bad input: its one sentence before the long work
     if args.max_events is not None:
         return _aggregated(args, out)
     if args.split_by_run:  # the files written are OUT-stem.runNNNN.OUT-suffix

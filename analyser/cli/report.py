@@ -49,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from analyser.cli._common import console, progress_bar
+    from analyser.cli._common import check_profiles, console, progress_bar
     from analyser.core.insights import Thresholds
     from analyser.output import check_output
     from analyser.reports import write_report
@@ -66,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
     if any(is_tune_results(f) for f in args.files):
         return _tune_report(args, out, fmt)
     thresholds = Thresholds().with_overrides(args.threshold)
+    check_profiles(args.files)  # a bad input: its one sentence before the long work
     with progress_bar() as bar:
         task = bar.add_task("writing report", total=None)
 
