@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from analyser.gui.model.labels import nice_name  # noqa: F401 (shared with the reports)
 from analyser.gui.palette import hex_color
 from analyser.gui.theme import chart_colors, style_plot
 from analyser.literal import html as lit
@@ -407,19 +408,6 @@ def stacked_bars(
     if legend is not None:
         legend.set_entries(entries)
     return items
-
-
-def nice_name(camel: str) -> str:
-    """'vertexInstanceState' -> 'Vertex instance state'."""
-    out = []
-    for ch in camel:
-        if ch.isupper() and out:
-            out.append(" ")
-            out.append(ch.lower())
-        else:
-            out.append(ch)
-    text = "".join(out)
-    return text[:1].upper() + text[1:]
 
 
 #: Rows measured when sizing table columns to their contents (all rows of a long table is slow).

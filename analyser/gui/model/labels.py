@@ -67,3 +67,16 @@ def _around_difference(name: str, group: list[str], max_chars: int) -> str:
 
 
 __all__ = ["ELLIPSIS", "distinct_labels", "elide_middle"]
+
+
+def nice_name(camel: str) -> str:
+    """'vertexInstanceState' -> 'Vertex instance state'."""
+    out = []
+    for ch in camel:
+        if ch.isupper() and out:
+            out.append(" ")
+            out.append(ch.lower())
+        else:
+            out.append(ch)
+    text = "".join(out)
+    return text[:1].upper() + text[1:]

@@ -37,6 +37,7 @@ from analyser.core.units import (
 )
 from analyser.gui.items import BatchedRectsItem
 from analyser.gui.model import data, datasets, tile_details
+from analyser.gui.model import memory as memory_model
 from analyser.gui.model.errors import TileSelectionError
 from analyser.gui.model.labels import distinct_labels
 from analyser.gui.model.selection import (
@@ -749,20 +750,15 @@ class MemoryReport(Report):
         self.tile_map.show_maps(maps)
 
     def _fill_variables(self) -> None:
-        frames = []
-        for tag, d in (("A", self.document), ("B", self.compare_doc)):
-            if d is None:
-                continue
-            v = data.variables(d)
-            v = v[np.isin(v["ipu"].to_numpy(), self.shown_ipus(d))]
-            v = v.sort_values("bytes", ascending=False)
-            if self.compare_doc is not None:
-                v = v.assign(profile=tag)
-            frames.append(v)
-        frame = pd.concat(frames) if frames else pd.DataFrame()
-        self._draw_largest_variables(frames[0] if frames else pd.DataFrame())
+        docs = [
+            (t, d, self.shown_ipus(d))
+            for t, d in (("A", self.document), ("B", self.compare_doc))
+            if d
+        ]
+        frame, first = memory_model.variables_table(docs, self.compare_doc is not None)
+        self._draw_largest_variables(first)
         cols = columns("variables", self.units, name="Name")
-        self.variables_table.set_frame(frame.reset_index(drop=True), cols)
+        self.variables_table.set_frame(frame, cols)
 
     def _draw_largest_variables(self, frame: pd.DataFrame, n: int = 20) -> None:
         """Horizontal bars of the ``n`` largest variables of A, coloured by kind."""
@@ -966,44 +962,7 @@ class MemoryReport(Report):
         page.set_frame(frame, self._detail_columns(frame))
 
     def _detail_columns(self, frame: pd.DataFrame) -> list:
-        b = self._fmt_bytes
-        byte_cols = {
-            "total",
-            "gaps",
-            "bytes",
-            "bytes_on_selection",
-            "code_bytes",
-            "state_bytes_on_selection",
-        }
-        cols = []
-        first = [
-            c
-            for c in ("profile", "ipu", "tile", "name", "vertex_type", "type")
-            if c in frame.columns
-        ]
-        for c in first + [c for c in frame.columns if c not in first]:
-            if c == "program":
-                continue
-            label = {"ipu": "IPU", "share_of_sram": "Share of tile memory"}.get(
-                c,
-                nice_name(str(c).replace("_", " "))
-                if "_" not in str(c)
-                else str(c).replace("_", " ").capitalize(),
-            )
-            if c in byte_cols or (
-                c not in ("tile", "ipu")
-                and frame[c].dtype.kind in "iu"
-                and c in _memory_class_names()
-            ):
-                fmt = b
-            elif c == "share_of_sram":
-                fmt = lambda v: f"{100 * v:.1f}%"  # noqa: E731
-            elif str(c).startswith("tile "):
-                fmt = b
-            else:
-                fmt = None
-            cols.append((c, label, fmt))
-        return cols
+        return memory_model.detail_columns(frame, self.units, _memory_class_names())
 
 
 def _memory_class_names() -> set[str]:
