@@ -73,3 +73,30 @@ def shown_report(qtbot, report, size=(1300, 850), before_close=None):
     assert_nothing_left(report)
     for d in docs:
         d.close()
+
+
+def shown_window(qtbot, tmp_path, size=(1300, 850)):
+    """Generator for a main-window fixture with a throw-away settings file: yields the shown
+    window, then closes it and checks that no worker thread is left. Use as
+    ``yield from shown_window(qtbot, tmp_path)``."""
+    from PySide6.QtCore import QSettings
+
+    from analyser.gui.main_window import MainWindow
+
+    w = MainWindow(settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(w)
+    w.resize(*size)
+    w.show()
+    yield w
+    w.close()
+    assert w.pool.activeThreadCount() == 0
+
+
+def open_in(qtbot, window, *paths) -> bool:
+    """Open one profile (or two compared) in ``window``; True when it opened."""
+    with qtbot.waitSignal(window.loadFinished, timeout=30000) as blocker:
+        if len(paths) == 2:
+            window.open_compare(*paths)
+        else:
+            window.open_files(list(paths))
+    return blocker.args == [True]

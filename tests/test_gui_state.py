@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QSettings
+from gui_helpers import open_in, shown_window
 from PySide6.QtWidgets import QMessageBox
 
 from profiles import write_profile
@@ -36,29 +36,16 @@ def pair(tmp_path_factory) -> tuple[Path, Path]:
 
 @pytest.fixture
 def window(qtbot, tmp_path, monkeypatch):
-    from analyser.gui.main_window import MainWindow
-
     said: list[str] = []
     monkeypatch.setattr(
         QMessageBox, "critical", staticmethod(lambda parent, title, text, *a: said.append(text))
     )
-    w = MainWindow(settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
-    w.said = said
-    qtbot.addWidget(w)
-    w.resize(1300, 850)
-    w.show()
-    yield w
-    w.close()
-    assert w.pool.activeThreadCount() == 0
+    for w in shown_window(qtbot, tmp_path):
+        w.said = said
+        yield w
 
 
-def _open(qtbot, w, *paths) -> bool:
-    with qtbot.waitSignal(w.loadFinished, timeout=30000) as blocker:
-        if len(paths) == 2:
-            w.open_compare(*paths)
-        else:
-            w.open_files(list(paths))
-    return blocker.args == [True]
+_open = open_in
 
 
 def test_theme_switch_keeps_selections(qtbot, window, pair):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import hostile
 import pytest
-from PySide6.QtCore import QSettings
+from gui_helpers import open_in, shown_window
 
 pytestmark = pytest.mark.gui
 
@@ -47,21 +47,11 @@ def missing(base, tmp_path_factory) -> dict[str, Path]:
 
 @pytest.fixture
 def window(qtbot, tmp_path):
-    from analyser.gui.main_window import MainWindow
-
-    w = MainWindow(settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
-    qtbot.addWidget(w)
-    w.resize(1300, 850)
-    w.show()
-    yield w
-    w.close()
-    assert w.pool.activeThreadCount() == 0
+    yield from shown_window(qtbot, tmp_path)
 
 
 def _open(qtbot, w, path: Path) -> None:
-    with qtbot.waitSignal(w.loadFinished, timeout=30000) as blocker:
-        w.open_files([path])
-    assert blocker.args == [True]
+    assert open_in(qtbot, w, path)
 
 
 def test_liveness_without_live_end_says_unavailable(qtbot, window, missing):

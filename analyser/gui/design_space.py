@@ -162,19 +162,7 @@ class DesignSpaceWindow(QWidget):
             if not sel.any():
                 continue
             ys = np.where(np.isfinite(p["throughput"][sel]), p["throughput"][sel], 0.0)
-            sc = pg.ScatterPlotItem(
-                x=self._x[sel],
-                y=ys,
-                data=p["id"][sel],
-                symbol=symbol,
-                size=11 if symbol == "x" else 9,
-                brush=pg.mkBrush(colour),
-                pen=pg.mkPen(colour),
-                hoverable=True,
-            )
-            sc.sigClicked.connect(self._on_clicked)
-            item.addItem(sc)
-            self.scatters.append(sc)
+            self._add_points(self._x[sel], ys, p["id"][sel], colour, symbol)
         front = p["pareto"]
         if front.any():
             order = np.argsort(self._x[front])
@@ -213,6 +201,22 @@ class DesignSpaceWindow(QWidget):
                 self.rings[key] = (float(self._x[i]), float(y))
         self._add_highlight()
 
+    def _add_points(self, x, y, ids, colour: str, symbol: str) -> None:
+        """One clickable scatter of configurations (``ids``), crosses a little larger."""
+        sc = pg.ScatterPlotItem(
+            x=x,
+            y=y,
+            data=ids,
+            symbol=symbol,
+            size=11 if symbol == "x" else 9,
+            brush=pg.mkBrush(colour),
+            pen=pg.mkPen(colour),
+            hoverable=True,
+        )
+        sc.sigClicked.connect(self._on_clicked)
+        self.plot.getPlotItem().addItem(sc)
+        self.scatters.append(sc)
+
     def _add_highlight(self) -> None:
         self.highlight = pg.ScatterPlotItem(
             symbol="o", size=16, brush=None, pen=pg.mkPen(hex_color("status", "info"), width=2)
@@ -235,19 +239,10 @@ class DesignSpaceWindow(QWidget):
         for sel, colour in ((ok & n.oom, OOM), (ok & ~n.oom, FITS)):
             if not sel.any():
                 continue
-            sc = pg.ScatterPlotItem(
-                x=n.ids[sel].astype(float),
-                y=need[sel] / scale,
-                data=n.ids[sel],
-                symbol="x" if colour == OOM else "o",
-                size=11,
-                brush=pg.mkBrush(colour),
-                pen=pg.mkPen(colour),
-                hoverable=True,
+            symbol = "x" if colour == OOM else "o"
+            self._add_points(
+                n.ids[sel].astype(float), need[sel] / scale, n.ids[sel], colour, symbol
             )
-            sc.sigClicked.connect(self._on_clicked)
-            item.addItem(sc)
-            self.scatters.append(sc)
         for i, y in zip(n.ids[ok], need[ok] / scale, strict=True):
             self._needed_xy[int(i)] = (float(i), float(y))
         if np.isfinite(n.sram_bytes):
