@@ -108,6 +108,32 @@ def test_only_named_tables_and_step_columns_are_read():
     assert tables_named("SELECT 'memory' FROM steps -- and host") == ["steps"]
 
 
+def _plan(sql):
+    import duckdb
+
+    from analyser.query.tables import plan_from_ast
+
+    con = duckdb.connect(":memory:", config={"enable_external_access": False})
+    return plan_from_ast(con.execute("SELECT json_serialize_sql(?)", [sql]).fetchall()[0][0])
+
+
+def test_the_plan_comes_from_duckdbs_parse(prof):
+    assert _plan("SELECT count(*) FROM steps") == (["steps"], frozenset())
+    sql = "SELECT s.ipu, sum(s.cycles) FROM steps s JOIN programs p ON s.program = p.id GROUP BY 1"
+    assert _plan(sql) == (["steps", "programs"], {"ipu", "cycles", "program"})
+    for whole in (
+        "SELECT s FROM steps s",
+        "SELECT steps FROM steps",
+        "SELECT * FROM steps",
+        "SELECT 1 FROM steps NATURAL JOIN host",
+    ):
+        assert _plan(whole)[1] is None, whole
+    assert _plan("SELECT 1 FROM steps JOIN host USING (start)")[1] == {"start"}
+    # a whole row as a struct has every column
+    row = query(prof, "SELECT s FROM steps s LIMIT 1")["s"][0]
+    assert set(row) >= {"ipu", "start", "cycles", "type", "phase"}
+
+
 @pytest.mark.parametrize(
     "sql",
     [

@@ -26,7 +26,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from analyser.query.tables import TABLES, needed_columns, tables_named
+from analyser.query.tables import TABLES, needed_columns, plan_from_ast, tables_named
 from profiles.errors import UserFacingError
 
 if TYPE_CHECKING:
@@ -104,6 +104,19 @@ def _source(profile: str | os.PathLike[str] | Analysis):
     return Source(open_profile(profile), Path(profile)), True
 
 
+def _plan(con, sql: str) -> tuple[list[str], frozenset[str] | None]:
+    """The tables a query reads and the step columns it needs, from DuckDB's own parse of it
+    (``json_serialize_sql``), else from its words (:func:`tables_named`, :func:`needed_columns`)."""
+    import duckdb
+
+    try:
+        text = con.execute("SELECT json_serialize_sql(?)", [sql]).fetchall()[0][0]
+    except duckdb.Error:
+        text = None
+    plan = plan_from_ast(text) if text else None
+    return plan if plan is not None else (tables_named(sql), needed_columns(sql))
+
+
 def query_arrow(profile: str | os.PathLike[str] | Analysis, sql: str) -> pa.Table:
     """Run one SELECT ``sql`` on ``profile`` (a path or an open Analysis); an Arrow table."""
     import duckdb
@@ -115,8 +128,8 @@ def query_arrow(profile: str | os.PathLike[str] | Analysis, sql: str) -> pa.Tabl
     try:
         con = _connect()
         try:
-            cols = needed_columns(sql)
-            for name in tables_named(sql):
+            names, cols = _plan(con, sql)
+            for name in names:
                 spec = TABLES[name]
                 if spec.needs_execution and not src.has_execution:
                     raise QueryError(

@@ -300,3 +300,56 @@ def tables_named(sql: str) -> list[str]:
     """The profile tables whose names appear in the query (each is built only if named)."""
     toks = set(tokens(sql))
     return [name for name in TABLES if name in toks]
+
+
+def _walk(node: object, found: dict[str, set]) -> None:
+    """Collect from DuckDB's parsed query (``json_serialize_sql``): base tables and their
+    aliases, column names (single-part ones apart), USING columns, stars, natural joins."""
+    if isinstance(node, list):
+        for x in node:
+            _walk(x, found)
+        return
+    if not isinstance(node, dict):
+        return
+    cls, typ = node.get("class"), node.get("type")
+    if cls == "COLUMN_REF":
+        names = [str(n).lower() for n in node.get("column_names", [])]
+        if names:
+            found["columns"].add(names[-1])
+            if len(names) == 1:
+                found["single"].add(names[0])
+    elif cls == "STAR":
+        found["star"].add("*")
+    elif typ == "BASE_TABLE":
+        name = str(node.get("table_name", "")).lower()
+        found["tables"].add(name)
+        if name == "steps":
+            found["aliases"].add(str(node.get("alias") or "steps").lower())
+    if node.get("ref_type") == "NATURAL":
+        found["star"].add("natural")
+    for c in node.get("using_columns", []) or []:
+        found["columns"].add(str(c).lower())
+    for v in node.values():
+        if isinstance(v, (dict, list)):
+            _walk(v, found)
+
+
+def plan_from_ast(text: str) -> tuple[list[str], frozenset[str] | None] | None:
+    """(tables named, step columns needed or None for all) from ``json_serialize_sql``'s
+    output, or None when it cannot be read (the caller falls back to :func:`tables_named` and
+    :func:`needed_columns`). Every column name the query mentions anywhere counts (a superset);
+    a star, a natural join, or a steps row used whole (``SELECT s FROM steps s``) needs all."""
+    import json
+
+    try:
+        doc = json.loads(text)
+    except (TypeError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get("error") or not doc.get("statements"):
+        return None
+    found: dict[str, set] = {k: set() for k in ("columns", "single", "star", "tables", "aliases")}
+    _walk(doc["statements"], found)
+    tables = [name for name in TABLES if name in found["tables"]]
+    if found["star"] or found["single"] & (found["aliases"] | {"steps"}):
+        return tables, None
+    return tables, frozenset(found["columns"]) & frozenset(STEP_COLUMNS)
