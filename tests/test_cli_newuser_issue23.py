@@ -202,3 +202,96 @@ def test_cycles_gate_on_a_change_of_gradient_accumulation_says_per_sample(ga_pai
     assert main(["compare", str(a), str(a), "--fail-if", "cycles>=+0%", "--json"]) == 1
     (gate,) = json.loads(capsys.readouterr().out)["gates"]
     assert "per sample" not in gate["detail"]
+
+
+# -- tune: the start inside the grid ----------------------------------------------------------
+class _Batch:
+    def __init__(self, reqs):
+        from analyser.sim.service import SimResponse
+
+        self.answers = [
+            r
+            if isinstance(r, SimResponse)
+            else SimResponse(
+                r.key,
+                "ok",
+                figures={
+                    "fits": True,
+                    "throughput_samples_per_s": float(r.config["micro_batch_size"]),
+                },
+            )
+            for r in reqs
+        ]
+
+    def as_completed(self):
+        yield from reversed(list(enumerate(self.answers)))  # the start is not answered first
+
+    def progress(self):
+        from analyser.sim.service.service import Progress
+
+        return Progress(len(self.answers), 0, 0, len(self.answers))
+
+    def cancel(self):
+        pass
+
+
+class _CountingService:
+    """Answers at once; records every batch submitted (what the workers would get together)."""
+
+    def __init__(self):
+        self.batches: list[list[str]] = []
+
+    def request(self, cfg, model_file=None, tag=""):
+        from analyser.sim.service import SimRequest
+
+        return SimRequest.make(cfg, model_file, tag)
+
+    def submit(self, reqs):
+        reqs = list(reqs)
+        self.batches.append([r.key for r in reqs])
+        return _Batch(reqs)
+
+
+def test_a_grid_holding_the_start_fits_a_budget_of_its_size_and_runs_as_one_batch(tmp_path):
+    from analyser.sim.tune import build_space, grid_budget, tune
+    from engine.config import RunConfig
+
+    start = RunConfig.from_dict({"model": "mlp", "micro_batch_size": 2}).to_dict()
+    space = build_space(start, ["mbs=1,2,4"], [], "throughput")  # the start is mbs=2
+    assert grid_budget(space) == 3
+    service = _CountingService()
+    result = tune(space, service, budget=3)  # auto: the whole grid, not the guided search
+    assert result.strategy == "grid"
+    assert [len(b) for b in service.batches] == [3]  # start and grid submitted together
+    assert len(result.rows) == 3 and len({r.response.key for r in result.rows}) == 3
+    assert result.start.config == start and result.best.config["micro_batch_size"] == 4
+    # the start outside the grid costs one more configuration
+    other = build_space(start, ["mbs=4,8"], [], "throughput")
+    assert grid_budget(other) == 3
+    service = _CountingService()
+    assert tune(other, service, budget=2).strategy == "guided"
+    service = _CountingService()
+    result = tune(other, service, budget=3)
+    assert result.strategy == "grid" and [len(b) for b in service.batches] == [3]
+
+
+def test_tune_strategy_grid_accepts_a_budget_of_the_grid_with_the_start(
+    tmp_path, capsys, monkeypatch
+):
+    cfg = tmp_path / "start.toml"
+    cfg.write_text('model = "mlp"\nmicro_batch_size = 2\n')
+    base = ["tune", str(cfg), "--vary", "mbs=1,2,4", "--strategy", "grid", "-o"]
+    # refused (one sentence, nothing simulated) when the grid needs more than the budget
+    assert main([*base, str(tmp_path / "t1"), "--budget", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "3 configurations" in err and "--budget 2" in err
+
+    class Searched(Exception):
+        pass
+
+    def search(args, space, service, tune):
+        raise Searched(args.budget)
+
+    monkeypatch.setattr("analyser.cli.tune._search", search)
+    with pytest.raises(Searched):  # a budget of 3 holds the grid, the start among it
+        main([*base, str(tmp_path / "t2"), "--budget", "3"])

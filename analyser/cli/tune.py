@@ -116,7 +116,7 @@ def _holds_only_tune_files(out: Path) -> bool:
 def run(args: argparse.Namespace) -> int:
     from analyser.cli._common import console
     from analyser.sim.service import get_service
-    from analyser.sim.tune import TuneError, build_space, grid_size, tune, write_results
+    from analyser.sim.tune import TuneError, build_space, grid_budget, tune, write_results
     from analyser.sim.tune.space import MAX_GRID
     from engine.config import RunConfig
 
@@ -150,10 +150,11 @@ def run(args: argparse.Namespace) -> int:
                 changes = [dict(t.change) for t in find_insights(a) if t.change]
         space = build_space(start, [], args.constraint, args.objective, changes)
     if args.strategy == "grid":
-        n = grid_size(space) if space.size <= MAX_GRID else space.size
-        if n + 1 > args.budget:
+        # the start counts once, as a grid configuration when it is one
+        n = grid_budget(space) if space.size <= MAX_GRID else space.size + 1
+        if n > args.budget:
             raise TuneError(
-                f"the grid has {n:,} configurations (plus the start), more than --budget "
+                f"the grid needs {n:,} configurations (the start included), more than --budget "
                 f"{args.budget}; raise --budget or use --strategy guided."
             )
 

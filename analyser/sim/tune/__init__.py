@@ -14,7 +14,14 @@ from analyser.sim.tune.results import (
     to_frame,
     write_results,
 )
-from analyser.sim.tune.search import Row, TuneResult, grid_size, pareto_front, tune
+from analyser.sim.tune.search import (
+    Row,
+    TuneResult,
+    grid_budget,
+    grid_size,
+    pareto_front,
+    tune,
+)
 from analyser.sim.tune.space import (
     OBJECTIVES,
     Dimension,
@@ -35,6 +42,7 @@ __all__ = [
     "TuneResultsError",
     "TuneTable",
     "build_space",
+    "grid_budget",
     "grid_size",
     "is_tune_results",
     "load_results",

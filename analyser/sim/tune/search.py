@@ -202,13 +202,28 @@ class Tuner:
         return next(r for r in self.rows if r.origin == "start")
 
     def grid(self) -> None:
+        """The start and every grid configuration, submitted together (the workers fan out at
+        once); a grid configuration that is the start is the start's row, counted once."""
         self._phase = "grid"
-        items = []
+        start = dict(self.space.start)
+        items: list[tuple[tuple[int, ...] | None, dict[str, Any], str]] = []
+        if not any(r.origin == "start" for r in self.rows):
+            items.append((None, start, "start"))
+        same_as_start = []
         for a in self.space.assignments():
             cfg = self.space.config(a)
-            if cfg is not None:
+            if cfg is None:
+                continue
+            if cfg == start:
+                same_as_start.append(a)
+                self._tried.add(a)
+            else:
                 items.append((a, cfg, "grid"))
         self.evaluate(items[: self.left()])
+        start_row = next((r for r in self.rows if r.origin == "start"), None)
+        for a in same_as_start:
+            if start_row is not None:
+                self._by_assignment[a] = start_row
 
     def guided(self) -> None:
         sp = self.space
@@ -321,8 +336,9 @@ def tune(
     progress: ProgressFn | None = None,
     model_file=None,
 ) -> TuneResult:
-    """Search ``space``: ``grid`` (every configuration, refused when larger than the budget),
-    ``guided``, or ``auto`` (grid when it fits the budget with the start, else guided).
+    """Search ``space``: ``grid`` (every configuration and the start, submitted together; cut
+    at the budget), ``guided``, or ``auto`` (grid when :func:`grid_budget` fits the budget,
+    else guided).
     Ctrl-C (or SIGTERM) stops the search and returns what was found (``interrupted``, with
     the signal's ``exit_code``); one before the start configuration is answered is raised
     again, since there is nothing to write."""
@@ -331,14 +347,14 @@ def tune(
         space, service, budget=budget, beam=beam, progress=progress, model_file=model_file
     )
     if strategy == "auto":
-        small = space.size <= MAX_GRID and grid_size(space) + 1 <= budget
+        small = space.size <= MAX_GRID and grid_budget(space) <= budget
         strategy = "grid" if small else "guided"
     result = TuneResult(space, strategy)
     try:
-        tuner.run_start()
         if strategy == "grid":
-            tuner.grid()
+            tuner.grid()  # the start in the same batch as the grid
         else:
+            tuner.run_start()  # the guided search starts from the start's insights
             tuner.guided()
     except KeyboardInterrupt as exc:
         if not any(r.origin == "start" for r in tuner.rows):
@@ -349,6 +365,19 @@ def tune(
     result.simulations = tuner._sims
     result.seconds = time.perf_counter() - t0
     return result
+
+
+def grid_budget(space: Space) -> int:
+    """Configurations a grid search simulates: the grid's, plus the start unless it is one of
+    them (its row is then the grid's)."""
+    start = dict(space.start)
+    n, start_inside = 0, False
+    for a in space.assignments():
+        cfg = space.config(a)
+        if cfg is not None:
+            n += 1
+            start_inside = start_inside or cfg == start
+    return n if start_inside else n + 1
 
 
 def grid_size(space: Space) -> int:
