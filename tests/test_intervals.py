@@ -115,7 +115,7 @@ def test_band_min_rows_and_union():
 
 
 def test_absolute_interval_rate_and_time():
-    f = Features()  # the device class
+    f = Features(small_conv_share=0.0)  # the device class
     thr = intervals.absolute("throughput_samples_per_s", 1000.0, f, HAND)
     # real = engine / (1 + error): errors -3% .. +10% -> 1000 / 1.10 .. 1000 / 0.97
     assert thr.low == pytest.approx(1000 / 1.10) and thr.high == pytest.approx(1000 / 0.97)
@@ -126,11 +126,13 @@ def test_absolute_interval_rate_and_time():
     assert not mem.available and "no reference rows" in mem.note
     small = intervals.absolute("throughput_samples_per_s", 1000.0, Features(small_conv_share=0.9))
     assert not small.available or small.low <= 1000.0 <= small.high
+    unknown = intervals.absolute("throughput_samples_per_s", 1000.0, Features(), HAND)
+    assert not unknown.available and "could not be read" in unknown.note
 
 
 def test_relative_change_correlated_and_independent():
-    dev = Features()
-    host = Features(host_load=2.0, host_overlapped=False)
+    dev = Features(small_conv_share=0.0)
+    host = Features(host_load=2.0, host_overlapped=False, small_conv_share=0.0)
     spread = 1.10 / 0.97
     # the same class: the offset cancels; of the spread only the share of the time per sample
     # the change moves counts (1 - 1 / 1.86 for a +86% throughput)
@@ -384,7 +386,7 @@ def test_gui_labels_show_the_ranges(full_errors):
     before = dict.fromkeys(EFFECT_KEYS, 100.0)
     after = dict(before, throughput_samples_per_s=186.0)
     eff = Effect("fits", "throughput +86%", before, after)
-    dev = Features()
+    dev = Features(small_conv_share=0.0)
     eff.intervals = intervals.change_intervals(before, after, dev, dev, EFFECT_KEYS)
     tip = Insight("throughput.x", "A tip", "warning", "throughput", "why", change={"a": 1})
     tip.effect = eff

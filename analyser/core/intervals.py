@@ -101,6 +101,7 @@ FIGURE_KINDS: dict[str, tuple[str, bool]] = {
     "device_cycles": ("time", False),
 }
 NO_ROWS_NOTE = "no interval: the fidelity table has no reference rows for this figure"
+UNKNOWN_NOTE = "no interval: the profile's convolutions could not be read to classify it"
 
 
 class ErrorsFileError(ValueError):
@@ -227,7 +228,7 @@ def feature_figures(analysis) -> dict[str, float | None]:
             src.table("/graph/variables", ["op", "kind", "shape"]),
             int(analysis.target.tiles_per_ipu),
         )
-    except (KeyError, ValueError):
+    except (KeyError, ValueError, TypeError, IndexError):  # a table of the wrong shape or type
         share = None
     return {"host_load": load, "host_overlapped": overlapped, "small_conv_share": share}
 
@@ -487,6 +488,8 @@ def _band_for(
     classes = classify(features, host_inclusive=kind[1])
     if isinstance(table, str):
         return classes, table
+    if features.small_conv_share is None:  # not known: the class could be missing
+        return classes, UNKNOWN_NOTE
     return classes, table.band(classes, exclude)
 
 
