@@ -390,7 +390,7 @@ def test_gui_labels_show_the_ranges(full_errors):
     eff.intervals = intervals.change_intervals(before, after, dev, dev, EFFECT_KEYS)
     tip = Insight("throughput.x", "A tip", "warning", "throughput", "why", change={"a": 1})
     tip.effect = eff
-    html = insight_html(tip, "binary")
+    html = insight_html(tip, "KiB")
     assert "<th>Range</th>" in html
     rng = intervals.range_text(eff.intervals["throughput_samples_per_s"]["change"])
     assert rng in html and "Range of the throughput change" in html
