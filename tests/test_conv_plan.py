@@ -161,14 +161,18 @@ def ref_estimate(shape: dict, part: dict, eb: int, pb: int) -> tuple[int, int]:
     pg, pf, pkh, pi, po, si, so = (part[x] for x in ("pg", "pf", "pkh", "pi", "po", "si", "so"))
     Ft, kht = cdiv(M, pf), cdiv(kh, pkh)
     Cgt, Ngt, Gt = cdiv(cdiv(C, ci), pi * si), cdiv(cdiv(N, co), po * so), cdiv(G, pg)
-    if width > 0:  # the tile's input range (stride 1, square maps)
+    Hi = shape.get("in_width", width)
+    st = max(round(Hi / width), 1) if width > 0 else 1
+    if width > 0:  # the tile's input range (getMaxInputRangeSize, square maps)
         H = width
         if Ft >= H * H:
-            in_field = cdiv(Ft, H * H) * H * H
+            rows, cols, b = H, H, cdiv(Ft, H * H)
         else:
-            in_field = min(cdiv(Ft, H) + kht - 1, H) * min(min(Ft, H) + kw - 1, H)
+            rows, cols, b = cdiv(Ft, H), min(Ft, H), 1
+        in_field = b * min((rows - 1) * st + kht, Hi) * min((cols - 1) * st + kw, Hi)
     else:
         in_field = Ft
+    in_pos = M * Hi * Hi // (width * width) if width > 0 else M
     n_in = max(cdiv(in_field * Cgt * ci * Gt, dup), in_field * Gt)
     n_w = kht * kw * Cgt * ci * Ngt * co * Gt
     n_out = Ft * Ngt * co * Gt
@@ -208,7 +212,7 @@ def ref_estimate(shape: dict, part: dict, eb: int, pb: int) -> tuple[int, int]:
     f_o = 4 if N % gran == 0 else 3
     Cp, Np = cdiv(C, ci) * ci, cdiv(N, co) * co
     reorder = min(8, eb)
-    in_b = cdiv(cdiv(M * Cp * G, dup) * eb, tiles)
+    in_b = cdiv(cdiv(in_pos * Cp * G, dup) * eb, tiles)
     w_b = cdiv(k * Cp * Np * G * eb, tiles)
     out_b = cdiv(M * Np * G, tiles) * eb
     copy = xch = out_copy = out_x = temp_tr = 0
@@ -231,7 +235,7 @@ def ref_estimate(shape: dict, part: dict, eb: int, pb: int) -> tuple[int, int]:
     if r_out or regroup_out:
         temp_tr = max(temp_tr, out_b)
     # serial splits
-    extra = dynamic_slice(cdiv(M * C * G, tiles), si, eb)
+    extra = dynamic_slice(cdiv(in_pos * C * G, tiles), si, eb)
     extra += dynamic_slice(cdiv(k * C * N * G, tiles), si * so, eb)
     extra += dynamic_slice(outputs, so, pb)
     if si > 1:
@@ -248,13 +252,13 @@ def ref_estimate(shape: dict, part: dict, eb: int, pb: int) -> tuple[int, int]:
 # ---- shapes ---------------------------------------------------------------------------------
 
 
-def conv(hw, cin, cout, k=9, role="fwd", batch=64):
+def conv(hw, cin, cout, k=9, role="fwd", batch=64, stride=1):
     if role == "gw":
         return dict(G=1, M=cin * k, C=batch * hw * hw, N=cout, kernel=1, width=0, dup=k)
     M = batch * hw * hw
     if role == "gi":
         cin, cout = cout, cin
-    return dict(G=1, M=M, C=cin, N=cout, kernel=k, width=hw)
+    return dict(G=1, M=M, C=cin, N=cout, kernel=k, width=hw, in_width=hw * stride)
 
 
 SHAPES = [
@@ -278,6 +282,8 @@ SHAPES = [
     (conv(16, 64, 64), "fwd", True, 4, 4),
     (conv(32, 3, 64, k=49, batch=4), "fwd", True, 2, 2),  # padded input channels
     (conv(2, 512, 10, k=1), "fwd", True, 2, 2),  # padded output channels
+    (conv(2, 256, 512, stride=2), "fwd", True, 2, 2),  # 4 x 4 -> 2 x 2, stride 2
+    (conv(2, 1024, 2048, k=1, stride=2), "fwd", True, 2, 4),  # stride-2 downsample
     (dict(G=1, M=512, C=1024, N=4096, kernel=1, width=0), "fwd", False, 2, 2),
     (dict(G=1, M=1024, C=4096, N=1024, kernel=1, width=0), "gi", False, 2, 4),
     (dict(G=1, M=1024, C=512, N=1024, kernel=1, width=0), "gw", False, 2, 2),
@@ -297,6 +303,7 @@ def _a(shape: dict, role: str, is_conv: bool, eb: int) -> dict:
         "kernel": np.array([k]),
         "row_width": np.array([shape["width"]]),
         "a_dup": np.array([shape.get("dup", k)]),
+        "in_width": np.array([shape.get("in_width", shape["width"])]),
         "db": np.array([eb]),
         "conv": np.array([is_conv]),
         "role": np.array([role], object),

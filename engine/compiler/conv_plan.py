@@ -95,6 +95,8 @@ class ConvShapes:
     conv: np.ndarray  # a convolution (else a matmul)
     role: np.ndarray  # "fwd" / "gi" / "gw" / "recomp"
     dup: np.ndarray  # rows of operand A that repeat one input (a weight gradient's kernel)
+    stride: np.ndarray  # output stride (forward convolutions; 1 otherwise)
+    in_width: np.ndarray  # input row width (square maps; the output's when stride 1)
     ci: int  # inChansPerGroup
     co: int  # partialChansPerGroup
     eb: int  # input / output element bytes
@@ -110,6 +112,11 @@ def conv_shapes(a: dict, t, pb: int) -> ConvShapes:
     kw = np.maximum(np.round(np.sqrt(kernel)).astype(np.int64), 1)
     eb = int(np.asarray(a["db"]).max())
     conv = np.asarray(a.get("conv", np.zeros(len(K), bool)), bool)
+    width = np.asarray(a.get("row_width", np.zeros(len(K))), np.int64)
+    in_width = np.asarray(a.get("in_width", width), np.int64)
+    in_width = np.where((width > 0) & (in_width > 0), in_width, width)
+    stride = np.where(width > 0, np.maximum(np.round(in_width / np.maximum(width, 1)), 1), 1)
+    stride = stride.astype(np.int64)
     return ConvShapes(
         G=np.maximum(a["G"].astype(np.int64), 1),
         M=np.maximum(a["M"].astype(np.int64), 1),
@@ -118,11 +125,13 @@ def conv_shapes(a: dict, t, pb: int) -> ConvShapes:
         kernel=kernel,
         kh=_cdiv(kernel, kw),
         kw=kw,
-        width=np.asarray(a.get("row_width", np.zeros(len(K))), np.int64),
+        width=width,
         conv=conv,
         role=np.asarray(a.get("role", np.full(len(K), "fwd", object)), object),
         dup=np.where(kernel == 1, np.maximum(np.asarray(a.get("a_dup", 1)), 1), 1).astype(np.int64)
         * np.ones(len(K), np.int64),
+        stride=stride,
+        in_width=in_width,
         ci=vertex_costs.weights_per_conv_unit(t, eb),
         co=vertex_costs.conv_units(t, eb, pb),
         eb=eb,
@@ -198,12 +207,14 @@ def _tile_sizes(s: ConvShapes, c: Candidates) -> dict:
     W = s.width[o]
     is_conv = W > 0
     H = np.maximum(W, 1)  # square maps
+    Hi, st = np.maximum(s.in_width[o], 1), s.stride[o]
     image = H * H
     whole = Ft >= image
     rows = np.where(whole, H, _cdiv(Ft, np.maximum(W, 1)))
     cols = np.where(whole, H, np.minimum(Ft, np.maximum(W, 1)))
-    halo_rows = np.minimum(rows + kht - 1, H)
-    halo_cols = np.minimum(cols + s.kw[o] - 1, H)
+    # getMaxInputRangeSize: (outputs - 1) x stride + kernel, clipped to the whole input
+    halo_rows = np.minimum((rows - 1) * st + kht, Hi)
+    halo_cols = np.minimum((cols - 1) * st + s.kw[o], Hi)
     batch = np.where(whole, _cdiv(Ft, image), 1)
     in_field = np.where(is_conv, batch * halo_rows * halo_cols, Ft)
     return dict(
@@ -257,6 +268,13 @@ def _transform_flags(s: ConvShapes, o: np.ndarray) -> tuple[np.ndarray, ...]:
     return r_in, r_w, r_out, regroup_out & ~r_out, regroup_w & ~r_w
 
 
+def _input_positions(s: ConvShapes, o: np.ndarray) -> np.ndarray:
+    """Input positions of the whole convolution (batch x input rows x input width): the output
+    field scaled by the input's size over the output's (square maps)."""
+    w = s.width[o]
+    return np.where(w > 0, s.M[o] * s.in_width[o] ** 2 // np.maximum(w**2, 1), s.M[o])
+
+
 def _transform_costs(s: ConvShapes, c: Candidates, xb: float) -> dict:
     """Copy / exchange cycles and temporary bytes of the rearrangements (whole tensors of the
     IPU level spread over the tiles used)."""
@@ -269,8 +287,8 @@ def _transform_costs(s: ConvShapes, c: Candidates, xb: float) -> dict:
     reorder = min(MEMCPY_BYTES_PER_CYCLE, eb)
     f_io = np.where((s.C[o] * s.N[o]) % (2 if eb >= 4 else 4) == 0, 4, 3)  # 5 / factor
     f_out = np.where(s.N[o] % (2 if eb >= 4 else 4) == 0, 4, 3)
-    # the whole input (stride 1: the output field; a weight gradient's activations once)
-    in_b = _cdiv(_cdiv(s.M[o] * Cp * s.G[o], s.dup[o]) * eb, tiles)
+    # the whole input (a weight gradient's activations once)
+    in_b = _cdiv(_cdiv(_input_positions(s, o) * Cp * s.G[o], s.dup[o]) * eb, tiles)
     w_b = _cdiv(s.kernel[o] * Cp * Np * s.G[o] * eb, tiles)
     out_b = _cdiv(s.M[o] * Np * s.G[o], tiles) * eb
     copy = np.where(r_in, _cdiv(in_b * 5, reorder * f_io), 0)
@@ -346,7 +364,7 @@ def estimate(s: ConvShapes, c: Candidates, t) -> PlanCosts:
     tr = _transform_costs(s, c, xb)
     serial = c.si * c.so
     # serial splits: slices of inputs (input channels) and weights, update / add of outputs
-    in_per_tile = _cdiv(s.M[o] * s.C[o] * s.G[o], z["tiles"])
+    in_per_tile = _cdiv(_input_positions(s, o) * s.C[o] * s.G[o], z["tiles"])
     w_per_tile = _cdiv(s.kernel[o] * s.C[o] * s.N[o] * s.G[o], z["tiles"])
     extra = _dynamic_slice_cycles(t, in_per_tile, c.si, eb)
     extra = extra + _dynamic_slice_cycles(t, w_per_tile, serial, eb)

@@ -759,6 +759,9 @@ SIGNATURE_COLUMNS = (
     "db",
     "weight_elems",
     "wcast",
+    # the input's size: a stride-2 convolution and a stride-1 one with the same output are not
+    # the same operation (PopART outlines equal input shapes only), and their plans differ
+    "bytes_in",
 )
 
 

@@ -218,6 +218,7 @@ def _plan_amp_slots(L, t, config, T: int, pb: int, tab: SlotTable, notes: list[s
     keys = ("G", "M", "K", "N", "cin", "kernel", "row_width", "a_dup", "db", "role")
     a = {k: L[k][ia] for k in keys}
     a["conv"] = _is_conv(L)[ia]
+    a["in_width"] = _input_width(L, ia, a["conv"])
     p = _plan_amp_distinct(a, t, T, limit, pb)
     if p["none_fit"].any():
         names = ", ".join(L["name"][ia[p["none_fit"]]][:3])
@@ -278,6 +279,19 @@ def _plan_amp_slots(L, t, config, T: int, pb: int, tab: SlotTable, notes: list[s
     put("cast", np.where(cast, vertex_costs.cast_cycles(t, w_per_tile, 4, 2), 0), on=cast, verts=1)
     put("sync_b", 0, on=cast)
     tab.temp[ia] += w_per_tile * 2
+
+
+def _input_width(L, ia: np.ndarray, conv: np.ndarray) -> np.ndarray:
+    """A forward convolution's input row width (square maps): its input elements per sample
+    over its input channels give the input positions, ``bytes_in / db - weights = B x input
+    positions x cin`` and ``M = B x output positions``; 0 (the output's width) for the other
+    ops, whose lowered rows carry no input field."""
+    role = L["role"][ia]
+    fwd = conv & ((role == "fwd") | (role == "recomp")) & (L["row_width"][ia] > 0)
+    in_elems = L["bytes_in"][ia] // np.maximum(L["db"][ia], 1) - L["weight_elems"][ia]
+    ratio = in_elems / np.maximum(L["cin"][ia] * L["M"][ia], 1)
+    width = np.rint(L["row_width"][ia] * np.sqrt(np.maximum(ratio, 0))).astype(np.int64)
+    return np.where(fwd & (width > 0), width, 0)
 
 
 def _is_conv(L) -> np.ndarray:
