@@ -20,8 +20,9 @@ tiles left"), not popsolver's branch and bound: the same objective over a subset
 Cost of a candidate (``addEstimates``; tile-level sizes are the largest tile's):
 
 - exchange (``addExchangeCycleEstimates``, ``ExchangeEstimator.hpp``): input elements of the
-  tile's input range (``getMaxInputRangeSize``: the output rows plus the kernel rows on the
-  tile minus one, clipped to the whole input; stride 1 assumed) less the share already on the
+  tile's input range (``getMaxInputRangeSize``: (the output rows - 1) x stride plus the kernel
+  rows on the tile, clipped to the whole input; a forward convolution's stride, 1 for the
+  gradient passes, whose rows carry the forward's field) less the share already on the
   tile (1 / ``po``), at twice the exchange rate when ``po`` is even (supertile neighbours
   receive the same inputs); weights less 1 / ``pf``; the tile's partial sums (first reduction
   stage, always counted by the planner) and the later stages of the multi-stage reduction;
@@ -49,8 +50,8 @@ none fits, the plan with the least temporary memory is taken (it may go out of m
 
 Not ported (documented in docs/engine.md): other vertex methods (SLIC, horizontal / vertical
 MAC, outer product), the expand-dims / flatten / combine-conv-groups transforms, taller AMP
-filters, the broadcast of inputs before a serial loop, multi-IPU levels, convolution strides
-and dilations (the engine's ops carry neither).
+filters, the broadcast of inputs before a serial loop, multi-IPU levels, the gradient passes'
+strides and every dilation (the engine's ops carry neither).
 """
 
 from __future__ import annotations
