@@ -447,3 +447,13 @@ def test_summary_says_the_throughput_ranges(profiles, full_errors, capsys):
     assert main(["summary", str(profiles["sync"])]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "range (fidelity table)" in out and "host-inclusive" in out and "rows" in out
+
+
+def test_insights_json_has_the_profile_prediction(profiles, full_errors, capsys):
+    from analyser.cli import main
+
+    assert main(["insights", str(profiles["sync"]), "--json", "--no-resimulate"]) == 0
+    pred = json.loads(capsys.readouterr().out)["prediction"]
+    assert set(pred["intervals"]) == set(intervals.PROFILE_FIGURES)
+    assert _ordered(pred["intervals"]["throughput_samples_per_s"])
+    assert pred["classes"] == ["host-bound"] and pred["errors"]["commit"] == "test"

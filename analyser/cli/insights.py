@@ -39,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
 
     from analyser.cli._common import console, open_analysis, progress_bar
     from analyser.cli.errors import CliError
+    from analyser.core import intervals
     from analyser.core.insights import Thresholds, find_insights
     from analyser.core.insights.model import SHOWN_EFFECTS
     from analyser.core.intervals import change_note, range_text
@@ -94,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
                         None,
                     ),
                     "insights": [t.to_dict() for t in tips],
+                    # how far to trust the profile's own figures (docs/report-schema.md)
+                    "prediction": intervals.profile_prediction(a, intervals.PROFILE_FIGURES),
                 },
                 sys.stdout,
                 indent=2,

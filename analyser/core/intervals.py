@@ -100,6 +100,23 @@ FIGURE_KINDS: dict[str, tuple[str, bool]] = {
     "total_cycles": ("time", False),
     "device_cycles": ("time", False),
 }
+#: The numeric Metrics figures of a profile given an interval in its ``prediction`` block.
+PROFILE_FIGURES: tuple[str, ...] = (
+    "peak_memory_bytes",
+    "max_tile_memory_bytes",
+    "memory_share_used",
+    "oom_tiles",
+    "total_cycles",
+    "device_cycles",
+    "cycles_per_sample",
+    "throughput_samples_per_s",
+    "device_throughput_samples_per_s",
+    "host_seconds",
+    "compute_share",
+    "host_wait_share",
+    "ramp_share",
+    "tile_balance",
+)
 NO_ROWS_NOTE = "no interval: the fidelity table has no reference rows for this figure"
 UNKNOWN_NOTE = "no interval: the profile's convolutions could not be read to classify it"
 

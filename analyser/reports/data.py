@@ -21,22 +21,7 @@ REPORT_SCHEMA_VERSION = "1.1"
 
 
 #: The Metrics figures given an interval in ``prediction.intervals`` (the numeric ones).
-PREDICTED_METRICS: tuple[str, ...] = (
-    "peak_memory_bytes",
-    "max_tile_memory_bytes",
-    "memory_share_used",
-    "oom_tiles",
-    "total_cycles",
-    "device_cycles",
-    "cycles_per_sample",
-    "throughput_samples_per_s",
-    "device_throughput_samples_per_s",
-    "host_seconds",
-    "compute_share",
-    "host_wait_share",
-    "ramp_share",
-    "tile_balance",
-)
+PREDICTED_METRICS: tuple[str, ...] = intervals.PROFILE_FIGURES
 
 
 def plain(v: Any) -> Any:
