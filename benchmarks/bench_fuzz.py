@@ -20,6 +20,7 @@ CI runs a subset of the same corpus (tests/test_fuzz_corpus.py).
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import resource
 import shutil
@@ -75,8 +76,42 @@ def random_value_mutation(rng: random.Random, datasets: list[str]) -> hostile.Mu
 BLOWUP_BYTES = 1 << 30
 
 
-def _max_rss() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+class PeakMemory:
+    """Peak growth of this process's resident memory while a probe runs: a thread samples
+    /proc/self/statm every 10 ms (``ru_maxrss`` is a high-water mark for the whole process, so
+    one probe's blowup would hide every later one's)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.page = os.sysconf("SC_PAGE_SIZE")
+        self.start = self.peak = self._rss()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _rss(self) -> int:
+        try:
+            with open("/proc/self/statm", encoding="ascii") as fh:
+                return int(fh.read().split()[1]) * self.page
+        except (OSError, ValueError, IndexError):
+            return 0
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.01):
+            self.peak = max(self.peak, self._rss())
+
+    def __enter__(self) -> PeakMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self._rss())
+
+    @property
+    def grew(self) -> int:
+        return self.peak - self.start
 
 
 class Tally:
@@ -95,6 +130,7 @@ class Tally:
         foreign: bool,
         grew: int = 0,
         expect: int | None = None,
+        wrong: bool = False,
     ):
         c = self.counts[category]
         c["tried"] += 1
@@ -115,6 +151,8 @@ class Tally:
             bad.append(f"exit {o.code}")
         elif expect is not None and o.code != expect and not o.hung and not o.traceback:
             bad.append(f"exit {o.code}, not {expect}")
+        if wrong and not o.hung:
+            bad.append("the sentence does not name the real reason")
         if lost:
             c["files lost"] += 1
             bad.append("file lost")
@@ -146,21 +184,56 @@ def probe_inputs(tally: Tally, work: Path, base: Path, args: argparse.Namespace)
             if case.argv[0] == "gui" and case.expect != 2:
                 continue
             out = Path(case.argv[-1]) if "-o" in case.argv else None
-            before = _max_rss()
-            o = hostile.run_in_process(case.argv, args.seconds)
-            grew = _max_rss() - before
+            with PeakMemory() as mem:
+                o = hostile.run_in_process(case.argv, args.seconds)
+            grew = mem.grew
             told = any(t in o.stderr for t in case.hidden)
+            wrong = bool(case.says) and not all(t in o.stderr for t in case.says)
             written = out is not None and case.expect == 2 and out.exists()
-            tally.add(category, name, o, lost=written, foreign=told, grew=grew, expect=case.expect)
-    _probe_lod_cache(tally, work / "lod")
-    _probe_sim_cache(tally, work / "sim")
+            tally.add(
+                category,
+                name,
+                o,
+                lost=written,
+                foreign=told,
+                grew=grew,
+                expect=case.expect,
+                wrong=wrong,
+            )
+    _probe_lod_cache(tally, work / "lod", args.seconds)
+    _probe_sim_cache(tally, work / "sim", args.seconds)
 
 
-def _probe_lod_cache(tally: Tally, work: Path) -> None:
+def _timed(label: str, fn, seconds: float) -> tuple[hostile.Outcome, object]:
+    """Run ``fn()`` under a SIGALRM time limit (a FIFO's open blocks for ever): its Outcome
+    (traceback, hang) and its result."""
+    import signal
+    import time
+    import traceback
+
+    def alarm(signum: int, frame: object) -> None:
+        raise hostile.Hang
+
+    old = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    t0, tb, hung, result = time.perf_counter(), "", False, None
+    try:
+        result = fn()
+    except hostile.Hang:
+        hung = True
+    except Exception:
+        tb = traceback.format_exc()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    code = None if hung or tb else 0
+    return hostile.Outcome((label,), code, time.perf_counter() - t0, tb, hung), result
+
+
+def _probe_lod_cache(tally: Tally, work: Path, seconds: float) -> None:
     """Each tampering of the trace's level-of-detail cache: the pyramid must be rebuilt (a
     served tampered pyramid is foreign data read)."""
     import os
-    import time
 
     import analyser.core.trace_window as tw_mod
     import numpy as np
@@ -185,19 +258,14 @@ def _probe_lod_cache(tally: Tally, work: Path) -> None:
                     tw._pyramid(1, "flat")
                     folders.append(tw._cache_folder(1, "flat"))
             tamper(folders[0], folders[1])
-            t0, tb = time.perf_counter(), ""
-            served = False
-            try:
-                with open_profile(root / "p5.h5") as p:
-                    served = isinstance(
-                        tw_mod.TraceWindow(p)._pyramid(1, "flat").levels[0].x0, np.memmap
-                    )
-            except Exception:
-                import traceback
 
-                tb = traceback.format_exc()
-            o = hostile.Outcome(("lod-cache", name), 0, time.perf_counter() - t0, tb)
-            tally.add("lod cache", name, o, lost=False, foreign=served)
+            def served(path: Path = root / "p5.h5") -> bool:
+                with open_profile(path) as p:
+                    levels = tw_mod.TraceWindow(p)._pyramid(1, "flat").levels
+                    return isinstance(levels[0].x0, np.memmap)
+
+            o, was_served = _timed(f"lod-cache {name}", served, seconds)
+            tally.add("lod cache", name, o, lost=False, foreign=bool(was_served))
     finally:
         tw_mod.LOD_CACHE_MIN_ROWS = old_rows
         if old_env is None:
@@ -206,9 +274,8 @@ def _probe_lod_cache(tally: Tally, work: Path) -> None:
             os.environ["IPU_ANALYSER_CACHE"] = old_env
 
 
-def _probe_sim_cache(tally: Tally, work: Path) -> None:
+def _probe_sim_cache(tally: Tally, work: Path, seconds: float) -> None:
     """Each tampering of a simulation cache entry: it must be a miss (served: foreign data)."""
-    import time
 
     from analyser.core.service import FIGURE_KEYS
     from analyser.core.service.request import SimResponse
@@ -220,15 +287,8 @@ def _probe_sim_cache(tally: Tally, work: Path) -> None:
         figures = {k: (True if k == "fits" else 1000.0) for k in FIGURE_KEYS}
         cache.put(SimResponse(key=key, status="ok", figures=figures), b"\x89HDF fake")
         tamper(cache.root / f"{key}.json", cache.profile_path(key))
-        t0, tb, served = time.perf_counter(), "", False
-        try:
-            served = cache.get(key) is not None
-        except Exception:
-            import traceback
-
-            tb = traceback.format_exc()
-        o = hostile.Outcome(("sim-cache", name), 0, time.perf_counter() - t0, tb)
-        tally.add("sim cache", name, o, lost=False, foreign=served)
+        o, answer = _timed(f"sim-cache {name}", lambda c=cache, k=key: c.get(k), seconds)
+        tally.add("sim cache", name, o, lost=False, foreign=answer is not None)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -816,6 +816,8 @@ class InputCase:
     expect: int | None = 2
     #: text that must not appear in the output (a secret, or an answer about another path)
     hidden: tuple[str, ...] = ()
+    #: text the sentence must contain (the real reason)
+    says: tuple[str, ...] = ()
 
 
 def _nonregular(folder: Path, kind: str, suffix: str) -> Path:
@@ -1255,4 +1257,7 @@ def output_cases(base: Path) -> dict[str, InputCase]:
         "export-onnx": ("export-onnx", "--model", "mlp", "-o", "/proc/x.onnx"),
         "summary-json": ("report", str(base), "-o", "/sys/x.json"),
     }
-    return {k: InputCase(v, hidden=("disk is full",)) for k, v in cases.items()}
+    return {
+        k: InputCase(v, hidden=("disk is full",), says=("virtual file system",))
+        for k, v in cases.items()
+    }
