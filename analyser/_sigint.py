@@ -10,7 +10,8 @@ from collections.abc import Iterator
 
 @contextlib.contextmanager
 def sigint_deferred() -> Iterator[None]:
-    """Hold a Ctrl-C back until the block ends, then raise KeyboardInterrupt (nothing is lost).
+    """Hold a Ctrl-C (or SIGTERM) back until the block ends, then raise KeyboardInterrupt
+    (:class:`profiles.atomic.Interrupted`, exit code 130 or 143; nothing is lost).
 
     For starting the simulation service's worker processes (analyser.sim.service): an
     interrupt in the middle of the start left a half-started cluster. Only the main thread
@@ -21,6 +22,12 @@ def sigint_deferred() -> Iterator[None]:
         return
     caught: list[int] = []
     old_handler = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    # SIGTERM is recorded too (not masked: the worker processes spawned meanwhile inherit the
+    # mask, and their nannies end them with SIGTERM); raised in the middle of the start it left
+    # a half-started cluster whose close at exit printed distributed's tracebacks
+    old_term = None
+    if signal.getsignal(signal.SIGTERM) not in (signal.SIG_IGN, None):
+        old_term = signal.signal(signal.SIGTERM, lambda signum, frame: caught.append(signum))
     masks = hasattr(signal, "pthread_sigmask")  # not on Windows
     old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if masks else None
     try:
@@ -31,5 +38,9 @@ def sigint_deferred() -> Iterator[None]:
         signal.signal(
             signal.SIGINT, signal.default_int_handler if old_handler is None else old_handler
         )
+        if old_term is not None:
+            signal.signal(signal.SIGTERM, old_term)
     if caught:
-        raise KeyboardInterrupt
+        from profiles.atomic import Interrupted
+
+        raise Interrupted(caught[0])  # a KeyboardInterrupt whose exit code is 128 + signal

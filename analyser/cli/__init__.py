@@ -191,8 +191,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run ``analyse``; returns the exit code (0 ok, 1 a check failed (``--fail-if``, ``validate``),
     2 bad input or an output that cannot be written, 130 interrupted). Expected errors print one sentence to stderr, never a traceback."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    _terminate_like_ctrl_c()
     try:
+        # inside the try: it imports the profiles package (h5py), where a Ctrl-C in the first
+        # second of a command gave a KeyboardInterrupt traceback
+        _terminate_like_ctrl_c()
         return _main(argv)
     except KeyboardInterrupt as exc:
         # Ctrl-C: 130; SIGTERM deferred by a write (profiles.atomic.Interrupted): 143

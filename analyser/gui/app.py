@@ -33,7 +33,8 @@ def ensure_app(argv: Sequence[str] | None = None) -> QApplication:
 
 
 def _quit_on_ctrl_c(app: QApplication) -> tuple[QTimer | None, list[int]]:
-    """Ctrl-C in the terminal closes the windows (as File > Quit does) and ends the event loop.
+    """Ctrl-C in the terminal (or SIGTERM, from ``kill`` or a session ending) closes the
+    windows (as File > Quit does) and ends the event loop.
     Qt's loop never lets Python run its signal handlers by itself, so a timer wakes the
     interpreter every 200 ms; without this Ctrl-C was ignored until the window was closed.
 
@@ -56,6 +57,10 @@ def _quit_on_ctrl_c(app: QApplication) -> tuple[QTimer | None, list[int]]:
             app.quit()
 
     signal.signal(signal.SIGINT, on_sigint)
+    if signal.getsignal(signal.SIGTERM) != signal.SIG_IGN:
+        # the command's own SIGTERM handler raised from inside a Qt timer slot: a traceback,
+        # and the GUI kept running
+        signal.signal(signal.SIGTERM, on_sigint)
     timer = QTimer()
     timer.timeout.connect(on_tick)
     timer.start(200)
@@ -67,7 +72,7 @@ def run(
 ) -> int:
     """Open the main window (with up to two files: the second is compared with the first; or
     with the Design space of a tune folder). Ctrl-C in the terminal closes it and raises
-    KeyboardInterrupt (``analyse`` exits 130)."""
+    KeyboardInterrupt (``analyse`` exits 130); SIGTERM likewise (exit 143)."""
     app = ensure_app()
     window = MainWindow()
     if theme is not None:
@@ -79,6 +84,7 @@ def run(
         from analyser.gui.design_space import open_design_space
 
         open_design_space(window, tune)
+    old_term = signal.getsignal(signal.SIGTERM)
     timer, interrupted = _quit_on_ctrl_c(app)
     try:
         code = app.exec()
@@ -86,8 +92,11 @@ def run(
         if timer is not None:
             timer.stop()
             signal.signal(signal.SIGINT, signal.default_int_handler)
+            signal.signal(signal.SIGTERM, old_term if old_term is not None else signal.SIG_DFL)
     if interrupted:
-        raise KeyboardInterrupt
+        from profiles.atomic import Interrupted
+
+        raise Interrupted(interrupted[0])  # a KeyboardInterrupt with exit code 128 + signal
     return code
 
 
