@@ -300,8 +300,9 @@ def export_aggregated(
             )
         # the plain export: every step and the memory counters where they change
         level, events = None, 0
-        if n_steps <= budget and _plain_events(p, ranges) <= budget:
-            level = "steps"
+        if n_steps <= budget:
+            events = _plain_events(p, ranges)
+            level = "steps" if events <= budget else None
         counts = _count(p, ranges, 0.0) if level is None else []
         for (name, _keys, _what), (slices, compute) in zip(LEVELS[1:3], counts):
             if level is None and slices + compute <= budget:
@@ -327,9 +328,7 @@ def export_aggregated(
                 chrome_steps(p, fh, ranges, progress, n_steps, 0)
             else:
                 events = _write_merged(p, fh, ranges, level, window, progress, n_steps)
-            info["events"] = meta_events + (
-                events if level != "steps" else _plain_events(p, ranges)
-            )
+            info["events"] = meta_events + events
             fh.write('\n],"aggregation":' + json.dumps(info) + "}\n")
     finally:
         src.close()
