@@ -179,6 +179,8 @@ def probe_inputs(tally: Tally, work: Path, base: Path, args: argparse.Namespace)
         "tune folders": hostile.tune_cases(work / "tune", base, rows_bomb=1_000_000),
         "outputs": hostile.output_cases(base),
     }
+    servers = {kind: hostile.FakeScheduler(kind) for kind in hostile.FAKE_SCHEDULERS}
+    groups["schedulers"] = hostile.scheduler_cases(work / "schedulers", servers)
     for category, cases in groups.items():
         for name, case in cases.items():
             if case.argv[0] == "gui" and case.expect != 2:
@@ -200,6 +202,8 @@ def probe_inputs(tally: Tally, work: Path, base: Path, args: argparse.Namespace)
                 expect=case.expect,
                 wrong=wrong,
             )
+    for server in servers.values():
+        server.close()
     _probe_lod_cache(tally, work / "lod", args.seconds)
     _probe_sim_cache(tally, work / "sim", args.seconds)
 

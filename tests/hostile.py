@@ -1261,3 +1261,78 @@ def output_cases(base: Path) -> dict[str, InputCase]:
         k: InputCase(v, hidden=("disk is full",), says=("virtual file system",))
         for k, v in cases.items()
     }
+
+
+# -- schedulers that are not (issue 22, item 8) ---------------------------------------------------
+class FakeScheduler:
+    """A TCP server on 127.0.0.1 given as ``--scheduler``: ``http`` answers anything with an
+    HTTP 400 and closes (any web server); ``silent`` accepts and never answers (a host that
+    hangs). ``close()`` ends it."""
+
+    def __init__(self, kind: str) -> None:
+        import socket
+        import threading
+
+        self.kind = kind
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.address = f"tcp://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.held: list = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            if self.kind != "http":
+                self.held.append(conn)
+                continue
+            conn.settimeout(5)
+            try:
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+            except OSError:
+                pass
+            conn.close()
+
+    def close(self) -> None:
+        self.sock.close()
+        for c in self.held:
+            c.close()
+
+
+FAKE_SCHEDULERS = {"http": "is not a Dask scheduler", "silent": "did not answer"}
+
+
+def scheduler_cases(folder: Path, servers: dict[str, FakeScheduler]) -> dict[str, InputCase]:
+    """``analyse tune --scheduler`` at each fake server (running while the cases run), and
+    ``--tls-*`` files that cannot be used (a FIFO, a 2 GB sparse file, text that is not PEM):
+    one sentence each, exit 2, within the service's bounded wait (10 s)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    cfg = folder / "mlp.toml"
+    cfg.write_text('model = "mlp"\n')
+    out = str(folder / "never")
+    tune = ("tune", str(cfg), "--vary", "micro_batch_size=1,2", "--quiet", "-o", out)
+    cases = {
+        f"scheduler-{kind}": InputCase(
+            (*tune[:-2], "--scheduler", servers[kind].address, *tune[-2:]),
+            says=(FAKE_SCHEDULERS[kind], servers[kind].address),
+        )
+        for kind in servers
+    }
+    junk = folder / "junk.pem"
+    junk.write_text("not a certificate\n")
+    tls = {
+        "tls-fifo": _nonregular(folder, "fifo", ".pem"),
+        "tls-sparse-2gb": _nonregular(folder, "sparse-2gb", ".pem"),
+        "tls-not-pem": junk,
+    }
+    for name, path in tls.items():
+        argv = ("--scheduler", "tls://127.0.0.1:9", "--tls-ca-file", str(path))
+        cases[name] = InputCase(
+            (*tune[:-2], *argv, "--tls-cert", str(junk), *tune[-2:]), says=(path.name,)
+        )
+    return cases

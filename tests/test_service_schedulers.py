@@ -8,59 +8,21 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
+import hostile
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 ANALYSE = str(Path(sys.executable).parent / "analyse")
 
 
-class FakeServer:
-    """A TCP server on 127.0.0.1: ``http`` answers anything with an HTTP 400 and closes;
-    ``silent`` accepts and never answers."""
-
-    def __init__(self, kind: str) -> None:
-        self.kind = kind
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.address = f"tcp://127.0.0.1:{self.sock.getsockname()[1]}"
-        self.held: list[socket.socket] = []
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            if self.kind == "http":
-                conn.settimeout(5)
-                try:
-                    conn.recv(65536)
-                    conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
-                except OSError:
-                    pass
-                conn.close()
-            else:
-                self.held.append(conn)
-
-    def close(self) -> None:
-        self.sock.close()
-        for c in self.held:
-            c.close()
-
-
 @pytest.fixture
 def fake_server(request):
-    server = FakeServer(request.param)
+    server = hostile.FakeScheduler(request.param)
     yield server
     server.close()
 
@@ -98,9 +60,7 @@ def _tune(tmp_path, scheduler: str) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    ("fake_server", "says"),
-    [("http", "is not a Dask scheduler"), ("silent", "did not answer")],
-    indirect=["fake_server"],
+    ("fake_server", "says"), list(hostile.FAKE_SCHEDULERS.items()), indirect=["fake_server"]
 )
 def test_a_server_that_is_not_a_scheduler_is_one_sentence(
     fake_server, says, tmp_path, capsys, own_service
@@ -129,7 +89,7 @@ def test_a_worker_address_is_not_a_scheduler(sim_cluster, tmp_path, capsys, own_
 
 
 def test_ctrl_c_while_waiting_for_a_silent_server_ends_cleanly(tmp_path):
-    server = FakeServer("silent")
+    server = hostile.FakeScheduler("silent")
     try:
         proc = subprocess.Popen(
             [ANALYSE, *_tune(tmp_path, server.address)],
@@ -208,3 +168,19 @@ def test_a_worker_without_the_project_is_named(tmp_path, capsys, own_service):
         worker.kill()
         worker.wait()
         cluster.close()
+
+
+def test_the_hostile_scheduler_cases_are_one_sentence(tmp_path, own_service):
+    """tests/hostile.py's scheduler class (the fake servers and unusable --tls-* files), as
+    benchmarks/bench_fuzz.py runs it: exit 2, the sentence names the problem, no traceback."""
+    servers = {"http": hostile.FakeScheduler("http")}  # the silent one: tested above
+    try:
+        cases = hostile.scheduler_cases(tmp_path, servers)
+        for name, case in cases.items():
+            o = hostile.run_in_process(case.argv, 60)
+            assert o.code == case.expect and not o.traceback and not o.hung, (name, o)
+            assert all(t in o.stderr for t in case.says), (name, o.stderr)
+            assert o.stderr.count("\n") == 1, (name, o.stderr)
+    finally:
+        for s in servers.values():
+            s.close()
