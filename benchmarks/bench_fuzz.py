@@ -281,9 +281,9 @@ def _probe_lod_cache(tally: Tally, work: Path, seconds: float) -> None:
 def _probe_sim_cache(tally: Tally, work: Path, seconds: float) -> None:
     """Each tampering of a simulation cache entry: it must be a miss (served: foreign data)."""
 
-    from analyser.core.service import FIGURE_KEYS
-    from analyser.core.service.request import SimResponse
-    from analyser.core.service.service import SimCache
+    from analyser.sim.service import FIGURE_KEYS
+    from analyser.sim.service.request import SimResponse
+    from analyser.sim.service.service import SimCache
 
     for name, tamper in hostile.sim_cache_tamperings().items():
         cache = SimCache(work / name)
