@@ -513,6 +513,12 @@ def plan(a: dict, t, T: int, limit: float, pb: int) -> dict:
         return {}
     s = conv_shapes(a, t, pb)
     c, e, none_fit = search(s, t, T, limit)
+    return programs(s, c, e, none_fit, t, T)
+
+
+def programs(s: ConvShapes, c: Candidates, e: PlanCosts, none_fit, t, T: int) -> dict:
+    """The programs' cycles of one chosen candidate per op (``c``, ``e`` in op order)."""
+    pb = s.pb
     z = e.sizes
     setup = int(t.exchange_setup_cycles)
     eb = s.eb
