@@ -63,9 +63,12 @@ def _tune(tmp_path, scheduler: str) -> list[str]:
     ("fake_server", "says"), list(hostile.FAKE_SCHEDULERS.items()), indirect=["fake_server"]
 )
 def test_a_server_that_is_not_a_scheduler_is_one_sentence(
-    fake_server, says, tmp_path, capsys, own_service
+    fake_server, says, tmp_path, capsys, own_service, monkeypatch
 ):
     from analyser.cli import main
+    from analyser.sim.service import remote
+
+    monkeypatch.setattr(remote, "ANSWER_TIMEOUT", 3.0)  # 10 s by default
 
     t0 = time.monotonic()
     assert main(_tune(tmp_path, fake_server.address)) == 2
@@ -73,7 +76,7 @@ def test_a_server_that_is_not_a_scheduler_is_one_sentence(
     err = capsys.readouterr().err
     assert says in err and fake_server.address in err, err
     assert err.count("\n") == 1 and "Traceback" not in err and "memory" not in err, err
-    assert took < 120  # bounded (the wait is 10 s); before: for ever
+    assert took < 120  # bounded (the wait is 3 s here); before: for ever
     assert not (tmp_path / "o").exists()
 
 
@@ -184,3 +187,17 @@ def test_the_hostile_scheduler_cases_are_one_sentence(tmp_path, own_service):
     finally:
         for s in servers.values():
             s.close()
+
+
+def test_a_scheduler_without_workers_is_one_sentence(tmp_path, own_service, monkeypatch):
+    from distributed import LocalCluster
+
+    from analyser.sim.service import ServiceError, SimulationService, remote
+
+    monkeypatch.setattr(remote, "ANSWER_TIMEOUT", 2.0)
+    with LocalCluster(n_workers=0, host="127.0.0.1", scheduler_port=0, dashboard_address=None) as c:
+        svc = SimulationService(scheduler=c.scheduler_address, cache_dir=tmp_path)
+        with pytest.raises(ServiceError, match="has no workers") as info:
+            svc.client()
+        assert c.scheduler_address in str(info.value)
+        svc.close()

@@ -57,11 +57,12 @@ def _bounded(fn: Callable[[], Any], timeout: float) -> Any:
     return box.get("value")
 
 
-def identify_scheduler(address: str, security=None, timeout: float = ANSWER_TIMEOUT) -> dict:
+def identify_scheduler(address: str, security=None, timeout: float | None = None) -> dict:
     """The scheduler's identity, or :class:`RemoteError` when ``address`` does not answer as a
-    Dask scheduler within ``timeout`` seconds."""
+    Dask scheduler within ``timeout`` seconds (default :data:`ANSWER_TIMEOUT`)."""
     import ssl
 
+    timeout = ANSWER_TIMEOUT if timeout is None else timeout
     from distributed.security import Security
 
     sec = security if security is not None else Security()  # Dask's configuration
@@ -168,9 +169,10 @@ def missing_package_message(worker: str, missing: str) -> str:
     )
 
 
-def check_workers(client, address: str, timeout: float = ANSWER_TIMEOUT) -> None:
-    """:class:`RemoteError` when the cluster shows no worker within ``timeout`` seconds or a
-    worker cannot import this project."""
+def check_workers(client, address: str, timeout: float | None = None) -> None:
+    """:class:`RemoteError` when the cluster shows no worker within ``timeout`` seconds
+    (default :data:`ANSWER_TIMEOUT`) or a worker cannot import this project."""
+    timeout = ANSWER_TIMEOUT if timeout is None else timeout
     try:
         _bounded(lambda: client.wait_for_workers(1, timeout=timeout), timeout + 5)
     except TimeoutError:
