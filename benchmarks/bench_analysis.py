@@ -25,7 +25,7 @@ from analyser.core.insights import find_insights
 with Analysis.open(sys.argv[1]) as a:
     a.target; a.memory; a.liveness; a.execution; a.operations; a.metrics
     t1 = time.perf_counter()
-    tips = find_insights(a, resimulate=False)
+    tips = find_insights(a)
     t2 = time.perf_counter()
 print(json.dumps({"summary": t1 - t0, "insights": t2 - t1, "n_insights": len(tips),
                   "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))

@@ -210,11 +210,12 @@ def test_insights_say_the_engine_rejection_once(prof, capsys, monkeypatch):
 def test_a_rejected_change_still_gives_its_own_reason(prof):
     from analyser.core import Analysis
     from analyser.core.insights import resimulate
+    from analyser.sim.simulators import InProcessSimulator
 
     with Analysis.open(prof) as a:
         tips = [t for t in find_insights(a) if t.change]
         assert tips
-        resimulate.predict_effects(a, tips, baseline=False, workers=1)
+        resimulate.predict_effects(a, tips, InProcessSimulator(), baseline=False)
     for t in tips:  # no baseline re-simulated: each rejection carries the engine's sentence
         assert t.effect.status == "error"
         assert t.effect.message.startswith("the engine rejected the changed configuration: ")

@@ -98,8 +98,11 @@ def test_walkthrough_report(walkthrough_profiles, tmp_path):
     from html.parser import HTMLParser
 
     from analyser.reports import write_report
+    from analyser.sim.simulators import InProcessSimulator
 
-    out = write_report(list(walkthrough_profiles.values()), tmp_path / "walk.html")
+    out = write_report(
+        list(walkthrough_profiles.values()), tmp_path / "walk.html", simulator=InProcessSimulator()
+    )
     html = out.read_text()
     HTMLParser().feed(html)
     assert html.count("<svg") >= 6 * 2 + 2
@@ -117,7 +120,7 @@ def test_walkthrough_story(walkthrough_profiles):
 
     analyses = [Analysis.open(p) for p in walkthrough_profiles.values()]
     try:
-        story = explain_transitions(analyses, resimulate=False)
+        story = explain_transitions(analyses)
     finally:
         for a in analyses:
             a.close()

@@ -162,7 +162,7 @@ def test_apply_fp16_tip_on_the_oom_walkthrough_step(qtbot, window, walkthrough_p
         window.open_files([src])
     doc = window.workspace.document
     assert doc is not None and doc.profile.status == "oom"
-    tips = find_insights(doc.analysis, resimulate=False)
+    tips = find_insights(doc.analysis)
     top = tips[0]
     assert top.id == "memory.fp16"
     fractions: list[float] = []

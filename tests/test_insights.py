@@ -8,6 +8,12 @@ import pytest
 
 from analyser.core import Analysis
 from analyser.core.insights import Thresholds, find_insights, predict_effects
+from analyser.sim.simulators import InProcessSimulator, ServiceSimulator
+
+
+def _local() -> InProcessSimulator:
+    """A few re-simulations in this process (no cluster), answered from the session's cache."""
+    return InProcessSimulator()
 
 _R50 = dict(model="resnet50", image_size=32, micro_batch_size=8, num_classes=10, precision="16.16")
 _FAST_HOST = dict(
@@ -226,7 +232,15 @@ def test_effects_have_the_right_sign(sims):
         with Analysis.open(sims[name]) as a:
             tip = next(t for t in find_insights(a) if t.id == iid)
             seen: list[tuple[int, int]] = []
-            predict_effects(a, [tip], workers=2, progress=lambda d, n, i, s=seen: s.append((d, n)))
+            # the Dask service's simulator (the GUI's), as in-process everywhere else here
+            from analyser.sim.service import get_service
+
+            predict_effects(
+                a,
+                [tip],
+                ServiceSimulator(get_service()),
+                progress=lambda d, n, i, s=seen: s.append((d, n)),
+            )
             assert seen[-1] == (1, 1)
             tips.append(tip)
     for t in tips:
@@ -239,7 +253,7 @@ def test_effects_have_the_right_sign(sims):
     assert tips[1].effect.after["cycles_per_sample"] < tips[1].effect.before["cycles_per_sample"]
     with Analysis.open(sims["r50_oom32"]) as a:
         tips = [t for t in find_insights(a) if t.id == "memory.fp16"]
-        predict_effects(a, tips, workers=1)
+        predict_effects(a, tips, _local())
     e = tips[0].effect
     assert e.after["peak_memory_bytes"] < e.before["peak_memory_bytes"]
     assert e.after["oom_tiles"] <= e.before["oom_tiles"]
@@ -258,7 +272,7 @@ def test_tip_that_would_cause_oom_is_not_recommended(sims):
             "",
             change={"micro_batch_size": 4096},
         )
-        predict_effects(a, [tip], workers=1)
+        predict_effects(a, [tip], _local())
     assert tip.effect.status == "oom" and not tip.effect.recommended
     assert "would not fit" in tip.effect.message
 
@@ -268,7 +282,7 @@ def test_rejected_change_is_reported(sims):
 
     with Analysis.open(sims["mlp_tuned"]) as a:
         tip = Insight("test.bad", "Bad", "info", "throughput", "", change={"precision": "8.8"})
-        predict_effects(a, [tip], workers=1)
+        predict_effects(a, [tip], _local())
     assert tip.effect.status == "error" and "precision" in tip.effect.message
 
 
@@ -344,7 +358,7 @@ def test_effect_verdicts():
 def test_combination_that_fits(sims):
     """No single memory tip fits ResNet-50 224x224 micro-batch 16 in FP32; a combination does."""
     with Analysis.open(sims["r50_oom32"]) as a:
-        tips = find_insights(a, resimulate=True, workers=2)
+        tips = find_insights(a, simulator=_local())
     singles = [t for t in tips if t.category == "memory" and t.id != "memory.combined"]
     assert singles and all(t.effect.status != "fits" for t in singles if t.change)
     combo = next(t for t in tips if t.id == "memory.combined")
@@ -510,7 +524,7 @@ def test_deltas_are_against_a_resimulated_baseline(sims, tmp_path):
     def predict(path):
         with Analysis.open(path) as a:
             tip = Insight("t", "t", "info", "throughput", "", change={"loader_mode": "async"})
-            predict_effects(a, [tip], workers=1)
+            predict_effects(a, [tip], _local())
             return tip.effect, a.metrics, a.run_config
 
     eff, m, cfg = predict(sims["mlp_slow_host"])

@@ -292,6 +292,8 @@ def profiles(tmp_path_factory):
 
 
 def test_insight_effects_carry_ordered_intervals(profiles, full_errors, monkeypatch):
+    from types import SimpleNamespace
+
     from analyser.core.insights import find_insights, predict_effects
     from analyser.core.insights import resimulate as rs
     from analyser.core.insights.model import EFFECT_KEYS
@@ -300,14 +302,14 @@ def test_insight_effects_carry_ordered_intervals(profiles, full_errors, monkeypa
         faster = {k: getattr(other.metrics, k) for k in EFFECT_KEYS}
         faster.update(intervals.feature_figures(other))
 
-    def fake(configs, done):  # the service answers every configuration with the async run
-        for i in range(len(configs)):
-            done(i, ("ok", dict(faster)))
+    class Fake:  # a simulator answering every configuration with the async run
+        def simulate_many(self, configs):
+            for i in range(len(configs)):
+                yield i, SimpleNamespace(simulated=True, figures=dict(faster), message="")
 
-    monkeypatch.setattr(rs, "_simulate_all", fake)
     rs._BASELINES.clear()
     with Analysis.open(profiles["sync"]) as a:
-        tips = predict_effects(a, find_insights(a, resimulate=False), baseline=False)
+        tips = predict_effects(a, find_insights(a), Fake(), baseline=False)
         predicted = [t for t in tips if t.effect is not None and t.effect.after]
         assert predicted
         seen = 0

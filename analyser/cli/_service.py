@@ -102,6 +102,22 @@ def configure_from_args(args: argparse.Namespace) -> None:
     )
 
 
+def simulator_from_args(args: argparse.Namespace):
+    """The simulator of a command that re-simulates a few configurations (``insights``): in
+    this process, unless the options ask for the Dask cluster (``--scheduler`` or
+    ``$ANALYSE_SCHEDULER``, ``--workers``, ``--memory-limit``); either answers from the cache."""
+    from analyser.sim.service import get_service
+    from analyser.sim.simulators import InProcessSimulator, ServiceSimulator, wants_cluster
+
+    configure_from_args(args)
+    if wants_cluster(
+        scheduler=args.scheduler, workers=args.workers, memory_limit=args.memory_limit
+    ):
+        return ServiceSimulator(get_service())
+    limit = args.time_limit
+    return InProcessSimulator(args.cache) if limit is None else InProcessSimulator(args.cache, limit)
+
+
 def _tls_security(args: argparse.Namespace):
     """The ``Security`` of ``--tls-ca-file`` / ``--tls-cert`` / ``--tls-key`` (None when none
     is given: Dask's configuration applies)."""

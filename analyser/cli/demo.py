@@ -225,7 +225,10 @@ def run(args: argparse.Namespace) -> int:
         if writer is not None:
             bar.update(task, description="writing the comparative report")
             report = out / REPORT_NAME
-            writer([str(r.path) for r in results], report, "html")
+            from analyser.sim.simulators import InProcessSimulator
+
+            # five transitions, one re-simulation each: in this process, no cluster
+            writer([str(r.path) for r in results], report, "html", simulator=InProcessSimulator())
             bar.advance(task)
     con = console()
     if not con.is_terminal:

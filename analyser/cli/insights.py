@@ -55,9 +55,11 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.file is None:
         raise CliError("give a profile (.h5) to analyse, or --list-thresholds.")
-    from analyser.cli._service import configure_from_args
+    from analyser.cli._service import configure_from_args, simulator_from_args
 
-    configure_from_args(args)
+    simulator = None if args.no_resimulate else simulator_from_args(args)
+    if simulator is None:
+        configure_from_args(args)  # the options are still checked
     thresholds = Thresholds().with_overrides(args.threshold)
     with open_analysis(args.file) as a:
         if args.no_resimulate:
@@ -77,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
                     else:
                         bar.update(task, completed=done, total=total)
 
-                tips = find_insights(a, thresholds, resimulate=True, progress=step)
+                tips = find_insights(a, thresholds, simulator=simulator, progress=step)
         m = a.metrics
         if args.json:
             json.dump(

@@ -73,6 +73,14 @@ def run(args: argparse.Namespace) -> int:
         def tick(done: int, total: int, _id: str) -> None:
             bar.update(task, completed=done, total=total, description="re-simulating")
 
+        from analyser.sim.simulators import InProcessSimulator, ServiceSimulator, wants_cluster
+
+        if wants_cluster():  # $ANALYSE_SCHEDULER: the user's cluster
+            from analyser.sim.service import get_service
+
+            simulator = ServiceSimulator(get_service())
+        else:  # a few re-simulations (one per step, or per tip): no cluster to start
+            simulator = InProcessSimulator()
         write_report(
             args.files,
             out,
@@ -83,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
             title=args.title,
             progress=tick,
             predict_transitions=not args.no_step_predictions,
+            simulator=simulator,
         )
     console().print(f"wrote {out} ({out.stat().st_size:,} bytes, {fmt})")
     return 0

@@ -7,7 +7,7 @@ No Qt. Everything is a plain dataclass, a numpy array or a pandas DataFrame::
         a.target, a.memory, a.liveness, a.execution, a.operations, a.metrics
 
     from analyser.core.insights import find_insights
-    find_insights(a, resimulate=True)
+    find_insights(a, simulator=InProcessSimulator())  # analyser.sim
 
     from analyser.core import compare
     cmp = compare([Analysis.open("a.h5"), Analysis.open("b.h5")])

@@ -8,7 +8,7 @@ paid once per host call takes 0.3% of the run; threshold 5%") and, with re-simul
 model predicts for it (little gain, plainly).
 
     from analyser.core.transitions import explain_transitions
-    story = explain_transitions(analyses, insights_per_profile, resimulate=True)
+    story = explain_transitions(analyses, insights_per_profile, simulator=InProcessSimulator())
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any
 from analyser.core.analysis import Analysis
 from analyser.core.comparison import COSMETIC_KEYS, config_diffs
 from analyser.core.insights import Insight, Thresholds, find_insights, predict_effects
+from analyser.core.simulator import Simulator
 from analyser.core.units import fmt_bytes, fmt_delta_pct, fmt_pct
 
 #: Thresholds set to zero to ask a rule "how much would you address?" when it did not fire.
@@ -189,13 +190,12 @@ def explain_transitions(
     analyses: list[Analysis],
     insights: list[list[Insight] | None] | None = None,
     *,
-    resimulate: bool = True,
-    workers: int = 2,
+    simulator: Simulator | None = None,
 ) -> list[Transition]:
     """One :class:`Transition` per consecutive pair of ``analyses``.
 
-    ``insights[i]`` are profile i's ranked insights (found here when missing). With
-    ``resimulate`` the insights a transition links to get their predicted effect (in place,
+    ``insights[i]`` are profile i's ranked insights (found here when missing). Given a
+    ``simulator`` (:mod:`analyser.sim`'s) the insights a transition links to get their predicted effect (in place,
     against a re-simulated baseline); only those are re-simulated.
     """
     tips = list(insights) if insights is not None else [None] * len(analyses)
@@ -223,9 +223,9 @@ def explain_transitions(
                     if lk.insight.change and lk.insight.effect is None:
                         todo.setdefault(i, []).append(lk.insight)
         out.append(Transition(a.name, b.name, changes, links, uncovered, _measured(a, b), []))
-    if resimulate:
+    if simulator is not None:
         for i, batch in todo.items():
-            predict_effects(analyses[i], batch, workers=workers)
+            predict_effects(analyses[i], batch, simulator)
     for tr in out:
         tr.text = _story(tr)
     return out

@@ -34,12 +34,15 @@ def write_report(
     title: str | None = None,
     progress: Any = None,
     predict_transitions: bool = True,
+    simulator: Any = None,
 ) -> Path:
     """Write a report of ``paths`` (several profiles: with a comparison) to ``out`` atomically.
 
     This is the function ``analyse demo`` calls for the comparative walkthrough report. With
     several profiles it tells the story step by step (``predict_transitions``: re-simulate the
     insight behind each step's change, a few simulations, to show its predicted effect).
+    Re-simulations run on ``simulator`` (:mod:`analyser.sim`'s, chosen by the caller); without
+    one nothing is re-simulated.
     """
     from analyser.core import Analysis
     from analyser.output import atomic_output
@@ -60,6 +63,7 @@ def write_report(
             thresholds=thresholds,
             progress=progress,
             predict_transitions=predict_transitions,
+            simulator=simulator,
         )
         title = title or (
             f"IPU profile report: {analyses[0].name}"

@@ -171,8 +171,13 @@ def build_report(
     thresholds: Any = None,
     progress: Any = None,
     predict_transitions: bool = True,
+    simulator: Any = None,
 ) -> dict[str, Any]:
     """The whole report (one or several profiles, with a comparison when several).
+
+    Re-simulation (``resimulate``: every insight's change; ``predict_transitions``: below) runs
+    on ``simulator`` (:class:`analyser.core.simulator.Simulator`, chosen by the caller); without
+    one nothing is re-simulated.
 
     Several profiles also get ``transitions`` (analyser.core.transitions): for each profile to
     the next, the change, the insight that recommended it and its predicted effect, and the
@@ -184,7 +189,12 @@ def build_report(
     from analyser.core.transitions import explain_transitions
 
     tips_all = [
-        find_insights(a, thresholds, resimulate=resimulate and insights, progress=progress)
+        find_insights(
+            a,
+            thresholds,
+            simulator=simulator if resimulate and insights else None,
+            progress=progress,
+        )
         if insights or len(analyses) > 1
         else None
         for a in analyses
@@ -193,7 +203,9 @@ def build_report(
         [
             t.to_dict()
             for t in explain_transitions(
-                analyses, tips_all, resimulate=predict_transitions or resimulate
+                analyses,
+                tips_all,
+                simulator=simulator if predict_transitions or resimulate else None,
             )
         ]
         if len(analyses) > 1
@@ -218,6 +230,6 @@ def build_report(
             "comparison": comparison,
             "transitions": transitions,
             "thresholds": used,
-            "resimulated": bool(resimulate and insights),
+            "resimulated": bool(resimulate and insights and simulator is not None),
         }
     )

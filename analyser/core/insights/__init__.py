@@ -5,7 +5,7 @@ predicted effect obtained by re-simulating the changed configuration with the en
     from analyser.core.insights import find_insights, Thresholds
     with Analysis.open("base.h5") as a:
         for tip in find_insights(a, Thresholds().with_overrides(["ramp_share=0.3"]),
-                                 resimulate=True):
+                                 simulator=InProcessSimulator()):  # analyser.sim
             print(tip.title, tip.change, tip.effect.after)
 
 Out of memory: memory tips first (critical) in the IPU memory guide's order, FP16 first when the
@@ -25,6 +25,7 @@ from analyser.core.insights.resimulate import (
     predict_effects,
 )
 from analyser.core.insights.thresholds import ThresholdError, Thresholds
+from analyser.core.simulator import Simulator
 
 _SEV = {"critical": 0, "warning": 1, "info": 2}
 
@@ -75,15 +76,15 @@ def find_insights(
     analysis,
     thresholds: Thresholds | None = None,
     *,
-    resimulate: bool = False,
-    workers: int = 2,
+    simulator: Simulator | None = None,
     progress: ProgressFn | None = None,
 ) -> list[Insight]:
     """Every insight that fires on ``analysis`` (an :class:`analyser.core.Analysis`), ranked by
     :func:`rank_insights`.
 
-    With ``resimulate=True`` each insight with a run-config change gets its predicted
-    :class:`Effect` (re-simulations run on the simulation service, the profile's own
+    Given a ``simulator`` (:class:`analyser.core.simulator.Simulator`, one of
+    :mod:`analyser.sim`'s), each insight with a run-config change gets its predicted
+    :class:`Effect` (re-simulated on it, the profile's own
     configuration re-simulated too as the baseline of the deltas; ``progress(done, total,
     insight_id)`` is called as they finish, then with ``insight_id == "memory.combined"`` while
     a fitting combination is searched for an out-of-memory profile).
@@ -103,9 +104,9 @@ def find_insights(
         for t in found:
             if t.category == "memory":
                 t.summary = f"{LOW_HEADROOM} {t.summary}"
-    if resimulate:
-        predict_effects(analysis, found, workers=workers, progress=progress)
-        combo = find_fitting_combination(analysis, found, progress=progress)
+    if simulator is not None:
+        predict_effects(analysis, found, simulator, progress=progress)
+        combo = find_fitting_combination(analysis, found, simulator, progress=progress)
         if combo is not None:
             found.append(combo)
     return rank_insights(analysis, found)

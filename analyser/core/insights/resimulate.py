@@ -1,14 +1,15 @@
 """Predicted effects: re-simulate each insight's changed run config with the embedded engine.
 
-Re-simulations go through the simulation service (:mod:`analyser.sim.service`): they run in
-parallel on its Dask workers (an embedded local cluster, or the cluster at ``ANALYSE_SCHEDULER``),
-and every answer is cached, so a configuration already simulated (by an earlier prediction, a
-what-if or ``analyse tune``) is not simulated again. The service reads back the same metrics as
-the original (``analyser.core.Metrics``), so before and after come from one code path.
+Re-simulations go through the :class:`~analyser.core.simulator.Simulator` the caller hands in
+(:mod:`analyser.sim`: in this process for a few, or the simulation service's Dask workers), and
+every answer is cached, so a configuration already simulated (by an earlier prediction, a what-if
+or ``analyse tune``) is not simulated again. The simulators read back the same metrics as the
+original (``analyser.core.Metrics``), so before and after come from one code path.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from typing import Any
 from analyser.core import intervals
 from analyser.core.insights.model import EFFECT_KEYS, Effect, Evidence, Insight
 from analyser.core.quantities import QUANTITIES
+from analyser.core.simulator import Simulator
 from analyser.core.units import fmt_bytes, fmt_delta_pct
 
 ProgressFn = Callable[[int, int, str], None]
@@ -78,24 +80,22 @@ def _attach_intervals(
     return eff
 
 
-def _simulate_all(configs: list[dict[str, Any]], done: Callable[[int, tuple[str, Any]], None]):
-    """Simulate ``configs`` on the service, calling ``done(index, result)`` as each finishes;
-    an interrupt cancels the rest."""
-    from analyser.sim.service import get_service
-
-    batch = get_service().submit(configs)
-    try:
-        for i, response in batch.as_completed():
+def _simulate_all(
+    simulator: Simulator,
+    configs: list[dict[str, Any]],
+    done: Callable[[int, tuple[str, Any]], None],
+) -> None:
+    """Simulate ``configs``, calling ``done(index, result)`` as each finishes; an interrupt
+    closes the simulator's iterator, which cancels the rest."""
+    with contextlib.closing(simulator.simulate_many(configs)) as answers:
+        for i, response in answers:
             done(i, _result(response))
-    except BaseException:
-        batch.cancel()
-        raise
 
 
-def _simulate(run_config: dict[str, Any]) -> tuple[str, Any]:
-    from analyser.sim.service import get_service
-
-    return _result(get_service().simulate(run_config))
+def _simulate(simulator: Simulator, run_config: dict[str, Any]) -> tuple[str, Any]:
+    out: list[tuple[str, Any]] = []
+    _simulate_all(simulator, [run_config], lambda _i, result: out.append(result))
+    return out[0]
 
 
 def _judge(tip: Insight, before: dict[str, Any], after: dict[str, Any]) -> Effect:
@@ -238,15 +238,15 @@ def _baseline(analysis, profile: dict[str, Any], status: str, value: Any) -> Eff
 def predict_effects(
     analysis,
     insights: list[Insight],
+    simulator: Simulator,
     *,
-    workers: int = 2,
     progress: ProgressFn | None = None,
     baseline: bool = True,
 ) -> list[Insight]:
     """Fill ``insight.effect`` for every insight with a change (in place; also returned).
 
-    Re-simulations run on the simulation service (``workers`` is kept for callers and not
-    used: the service's own workers, ``configure_service(workers=...)``, do the work).
+    Re-simulations run on ``simulator`` (:mod:`analyser.sim`: in process, or on the simulation
+    service's workers).
 
     With ``baseline`` (default) the profile's own run config is re-simulated too (in the same
     batch, cached per configuration) and the deltas are computed against it, so a
@@ -305,7 +305,7 @@ def predict_effects(
         if progress:
             progress(done, len(todo), tip.id)
 
-    _simulate_all([cfg for _t, cfg in jobs], record)
+    _simulate_all(simulator, [cfg for _t, cfg in jobs], record)
     if need_base:
         status, value = results[0]
         if status == "ok":
@@ -365,13 +365,18 @@ def baseline_metrics(analysis) -> Effect | None:
 
 
 def find_fitting_combination(
-    analysis, insights: list[Insight], *, max_tips: int = 5, progress: ProgressFn | None = None
+    analysis,
+    insights: list[Insight],
+    simulator: Simulator,
+    *,
+    max_tips: int = 5,
+    progress: ProgressFn | None = None,
 ) -> Insight | None:
     """For an out-of-memory profile where no single memory tip fits (after
     :func:`predict_effects`), re-simulate the memory tips' changes combined cumulatively in rank
     order until the run fits, then drop any tip the fit does not need. Returns a
     ``memory.combined`` insight (with its effect) or None when nothing fits within ``max_tips``.
-    Simulations run one after the other on the service (each depends on the previous)."""
+    Simulations run one after the other on ``simulator`` (each depends on the previous)."""
     before = {k: getattr(analysis.metrics, k) for k in EFFECT_KEYS}
     if not before.get("oom_tiles") or not analysis.run_config:
         return None
@@ -393,7 +398,7 @@ def find_fitting_combination(
     chosen: list[Insight] | None = None
     after: dict[str, Any] = {}
     for k in range(2, len(mem) + 1):
-        status, value = _simulate(apply_change(base, merged(mem[:k])))
+        status, value = _simulate(simulator, apply_change(base, merged(mem[:k])))
         if progress:
             progress(k - 1, total, "memory.combined")
         if status == "ok" and not value.get("oom_tiles"):
@@ -403,7 +408,7 @@ def find_fitting_combination(
         return None
     for tip in list(chosen[:-1]):  # the last one was needed to fit; try without each earlier
         trial = [t for t in chosen if t is not tip]
-        status, value = _simulate(apply_change(base, merged(trial)))
+        status, value = _simulate(simulator, apply_change(base, merged(trial)))
         if status == "ok" and not value.get("oom_tiles"):
             chosen, after = trial, value
     change = merged(chosen)

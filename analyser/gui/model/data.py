@@ -76,7 +76,7 @@ def target_config(doc: Document) -> dict:
 
 def insights(doc: Document) -> list:
     """Insights of the profile (without re-simulation; predicted effects come from what-if)."""
-    return doc.cached("insights", lambda: find_insights(doc.analysis, resimulate=False))
+    return doc.cached("insights", lambda: find_insights(doc.analysis))
 
 
 def rerank_insights(doc: Document) -> list:

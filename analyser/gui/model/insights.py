@@ -18,10 +18,13 @@ def predict(
     analysis: Any, tips: list, progress: Callable[[int, int, str], None] | None = None
 ) -> list:
     """Re-simulate ``tips``' changes of ``analysis`` (``analyser.core.insights.
-    predict_effects``, two at a time); the effects are stored on the tips."""
+    predict_effects``) on the simulation service's workers (in the background, cancelled by
+    :func:`cancel_predictions`); the effects are stored on the tips."""
     from analyser.core.insights import predict_effects
+    from analyser.sim.service import get_service
+    from analyser.sim.simulators import ServiceSimulator
 
-    return predict_effects(analysis, tips, workers=2, progress=progress)
+    return predict_effects(analysis, tips, ServiceSimulator(get_service()), progress=progress)
 
 
 def cancel_predictions() -> None:

@@ -1,0 +1,100 @@
+"""The structure the import contracts cannot say on their own (issue 24): every module of the
+analysis core is named in its layers contract, and the CLI re-simulates a few configurations in
+this process unless the user asks for the Dask cluster."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _core_layers() -> set[str]:
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    (contract,) = [
+        c
+        for c in data["tool"]["importlinter"]["contracts"]
+        if c["type"] == "layers" and c.get("containers") == ["analyser.core"]
+    ]
+    return {name for layer in contract["layers"] for name in re.split(r"[|:]", layer) if name}
+
+
+def test_every_core_module_is_in_the_core_layers_contract():
+    core = ROOT / "analyser" / "core"
+    modules = {p.stem for p in core.glob("*.py") if p.stem != "__init__"}
+    modules |= {p.parent.name for p in core.glob("*/__init__.py")}
+    named = {n.strip() for n in _core_layers()}
+    assert modules - named == set(), "name these core modules in pyproject.toml's core layers"
+    assert named - modules == set(), "the core layers contract names modules that do not exist"
+
+
+def _args(*argv: str) -> argparse.Namespace:
+    from analyser.cli._service import add_service_arguments
+
+    parser = argparse.ArgumentParser()
+    add_service_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+@pytest.fixture
+def service_calls(monkeypatch):
+    """The process-wide service left alone: its configuration recorded, get_service a stub."""
+    import analyser.sim.service as svc
+
+    calls: dict = {}
+    monkeypatch.delenv("ANALYSE_SCHEDULER", raising=False)
+    monkeypatch.setattr(svc, "configure_service", lambda **kw: calls.update(kw))
+    monkeypatch.setattr(svc, "get_service", lambda: "the service")
+    return calls
+
+
+@pytest.mark.parametrize(
+    "argv, local",
+    [
+        ((), True),
+        (("--time-limit", "30"), True),
+        (("--workers", "2"), False),
+        (("--memory-limit", "2GiB"), False),
+    ],
+)
+def test_the_cli_chooses_the_simulator(argv, local, service_calls, tmp_path):
+    from analyser.cli._service import simulator_from_args
+    from analyser.sim.simulators import InProcessSimulator, ServiceSimulator
+
+    sim = simulator_from_args(_args(*argv, "--cache", str(tmp_path)))
+    assert service_calls["cache_dir"] == str(tmp_path)  # the options are checked and kept
+    if local:
+        assert isinstance(sim, InProcessSimulator)
+        assert sim.cache.root == tmp_path
+        assert sim.time_limit == (30.0 if argv else 600.0)
+    else:
+        assert isinstance(sim, ServiceSimulator) and sim.service == "the service"
+
+
+def test_a_scheduler_in_the_environment_means_the_cluster(service_calls, monkeypatch, tmp_path):
+    from analyser.cli._service import simulator_from_args
+    from analyser.sim.simulators import ServiceSimulator
+
+    monkeypatch.setenv("ANALYSE_SCHEDULER", "tls://127.0.0.1:1")
+    assert isinstance(simulator_from_args(_args("--cache", str(tmp_path))), ServiceSimulator)
+
+
+def test_in_process_and_service_simulators_agree(tmp_path):
+    """The same configuration gives the same figures in this process as on a Dask worker (one
+    task function), and the in-process answer is cached like the service's."""
+    from analyser.sim.service import get_service
+    from analyser.sim.simulators import InProcessSimulator, ServiceSimulator
+
+    cfg = {"model": "mlp", "micro_batch_size": 2, "device_iterations": 4}
+    local = InProcessSimulator(tmp_path)
+    ((i, here),) = list(local.simulate_many([cfg]))
+    ((j, there),) = list(ServiceSimulator(get_service()).simulate_many([cfg]))
+    assert i == j == 0 and here.status == there.status == "ok" and not here.cached
+    assert here.figures == there.figures
+    assert local.simulate(cfg).cached  # the second time from the cache
+    assert Path(here.profile).parent == tmp_path
