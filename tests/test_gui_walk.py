@@ -142,3 +142,13 @@ def test_walker_exit_codes(tmp_path):
     assert walker.walk([not_a_profile]).exit_code == 2
     r = walker.WalkResult(errors=["single: summary: ValueError"])
     assert r.exit_code == 1
+
+
+@pytest.mark.slow
+def test_walk_is_clean_on_the_demo_profiles(walkthrough_profiles):
+    """The walker over the demo's first two steps compared (out of memory, then fitting), as
+    PopVision's bundled demo would be browsed: every report and tab, nothing raised, nothing
+    unavailable."""
+    result = _walker().walk([walkthrough_profiles["1-base"], walkthrough_profiles["2-half"]])
+    assert result.exit_code == 0, "\n".join(result.errors)
+    assert not [n for n in result.notes if "unavailable" in n], result.notes

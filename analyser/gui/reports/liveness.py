@@ -430,8 +430,11 @@ class LivenessReport(Report):
         if not self._tabs_stale or current not in (self.vertices_table, self.cycles_panel):
             return
         self._tabs_stale = False
-        self._fill_vertices()
-        self._fill_cycles()
+        # a profile lacking the compute sets or the per-tile cycles: these tabs say so, the
+        # rest of the report keeps working
+        self.show_part_problem("")
+        self.run_part("Vertices", self._fill_vertices, (), self.vertices_table)
+        self.run_part("Cycle estimate", self._fill_cycles, (), self.cycles_panel)
 
     def _fill_vertices(self) -> None:
         frame = lvm.vertices_table(self._step_docs(), self.compare_doc is not None)
