@@ -253,8 +253,9 @@ def _open(app, window, paths: list[Path], watch: _Watch) -> bool:
     return True
 
 
-def walk(paths: list[Path], shots: Path | None = None) -> WalkResult:
-    """Walk every report and tab with ``paths[0]`` alone, then compared with ``paths[1]``."""
+def walk(paths: list[Path], shots: Path | None = None, single: bool = True) -> WalkResult:
+    """Walk every report and tab with ``paths[0]`` alone, then compared with ``paths[1]``
+    (``single=False`` with two paths: the compared walk only)."""
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
@@ -274,7 +275,8 @@ def walk(paths: list[Path], shots: Path | None = None) -> WalkResult:
             window = MainWindow(settings=settings)
             window.resize(1400, 900)
             window.show()
-            modes = [("single", paths[:1])] + ([("compare", paths[:2])] if len(paths) > 1 else [])
+            modes = [("single", paths[:1])] if single or len(paths) < 2 else []
+            modes += [("compare", paths[:2])] if len(paths) > 1 else []
             for mode, files in modes:
                 watch.where = f"{mode}: opening"
                 if not _open(app, window, files, watch):
