@@ -239,9 +239,9 @@ def _probe_lod_cache(tally: Tally, work: Path, seconds: float) -> None:
     served tampered pyramid is foreign data read)."""
     import os
 
-    import analyser.core.trace_window as tw_mod
     import numpy as np
 
+    import analyser.trace.window as tw_mod
     from profiles import open_profile, write_profile
     from profiles.synthetic import make_synthetic_profile
 
