@@ -1,4 +1,5 @@
-"""Issue 25: the GUI's Query report (SQL over the open profile, the result as a table)."""
+"""Issue 25: the GUI's Query report (SQL over the open profile on a pool thread, the result as a
+table, Stop)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,16 @@ def profiles(tmp_path_factory):
 def report(qtbot):
     from analyser.gui.reports.query import QueryReport
 
-    yield from shown_report(qtbot, QueryReport(), size=(900, 600))
+    yield from shown_report(
+        qtbot, QueryReport(), size=(900, 600), before_close=lambda r: r.shutdown()
+    )
+
+
+def _run(qtbot, r, sql=None):
+    if sql is not None:
+        r.editor.setPlainText(sql)
+        r.run_query()
+    qtbot.waitUntil(lambda: not r.running, timeout=20_000)
 
 
 def _column(report, key):
@@ -32,31 +42,44 @@ def _column(report, key):
     return m.frame[key].to_numpy()
 
 
-def test_query_tab_shows_the_result_and_errors(report, profiles):
+def test_query_tab_shows_the_result_and_errors(qtbot, report, profiles):
     from analyser.query import query
 
     r, _docs = report
     (doc,) = open_documents(report, profiles[0])
-    # the example query ran on showing the profile: cycles by IPU and type
+    _run(qtbot, r)  # the example query ran on showing the profile: cycles by IPU and type
     want = query(profiles[0], r.editor.toPlainText())
     assert r.model.rowCount() == len(want) > 0
     np.testing.assert_array_equal(_column(r, "cycles"), want["cycles"].to_numpy())
-    r.editor.setPlainText("SELECT a.id, b.id FROM programs a JOIN programs b ON a.id = b.id")
-    r.run_query()
+    _run(qtbot, r, "SELECT a.id, b.id FROM programs a JOIN programs b ON a.id = b.id")
     assert r.error is None and r.model.rowCount() == doc.analysis.target.n_programs
     assert [r.model.column_key(c) for c in range(2)] == ["id", "id_2"]
-    r.editor.setPlainText("SELECT * FROM read_csv('/etc/passwd')")
-    r.run_query()
+    _run(qtbot, r, "SELECT * FROM read_csv('/etc/passwd')")
     assert r.error and "outside the profile" in r.status.text()
     assert r.model.rowCount() == doc.analysis.target.n_programs  # the last result stays
 
 
-def test_query_tab_in_compare_mode_reads_b(report, profiles):
+def test_stop_interrupts_a_long_query(qtbot, report, profiles):
+    r, _docs = report
+    open_documents(report, profiles[0])
+    _run(qtbot, r)
+    r.editor.setPlainText("SELECT count(*) FROM steps a, steps b, steps c")  # 3,000^3 rows
+    r.run_query()
+    assert r.running and r.stop_button.isEnabled()
+    qtbot.wait(300)
+    r.stop_query()
+    assert not r.running and r.status.text() == "Stopped."
+    assert r._pool.waitForDone(20_000)  # DuckDB stopped: the thread is free again
+
+
+def test_query_tab_in_compare_mode_reads_b(qtbot, report, profiles):
     r, _docs = report
     open_documents(report, *profiles)
+    _run(qtbot, r)
     assert r.which.count() == 2
     r.editor.setPlainText("SELECT count(*) AS n FROM steps")
     r.which.setCurrentIndex(1)
+    _run(qtbot, r)
     from profiles import open_profile
 
     with open_profile(profiles[1]) as p:

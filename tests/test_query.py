@@ -190,3 +190,29 @@ def test_cli_formats_and_bad_input(prof, oom, tmp_path, capsys):
         assert err.count("\n") == 0 and "Traceback" not in err, err
     # the memory of an OOM profile is there
     assert query(oom, "SELECT count(*) AS n FROM tiles WHERE total + gaps > sram")["n"][0] > 0
+
+
+def test_a_running_query_stops_when_interrupted(prof):
+    """The CLI runs the query on a worker thread and interrupts it on Ctrl-C / SIGTERM."""
+    import threading
+
+    from analyser.query import query_arrow
+
+    done = threading.Event()
+
+    def keep_interrupting(con) -> None:
+        def loop() -> None:
+            while not done.wait(0.2):
+                con.interrupt()
+
+        threading.Thread(target=loop, daemon=True).start()
+
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            query_arrow(
+                prof,
+                "SELECT count(*) FROM steps a, steps b, steps c",  # 6,000^3 rows: stopped early
+                on_connect=keep_interrupting,
+            )
+    finally:
+        done.set()

@@ -95,6 +95,26 @@ def _cell(v) -> str:
     return str(v)
 
 
+def _run_stoppable(query_arrow, path: str, sql: str):
+    """The query on a worker thread while this (main) thread waits for it, so that Ctrl-C and
+    SIGTERM, whose handlers run here, stop DuckDB (``interrupt()``) instead of waiting for it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    cons = []
+    with ThreadPoolExecutor(1) as pool:
+        fut = pool.submit(query_arrow, path, sql, on_connect=cons.append)
+        try:
+            while True:
+                try:
+                    return fut.result(timeout=0.2)
+                except TimeoutError:
+                    continue
+        except KeyboardInterrupt:  # SIGTERM arrives as profiles.atomic.Interrupted
+            for con in cons:
+                con.interrupt()
+            raise
+
+
 def run(args: argparse.Namespace) -> int:
     from analyser.cli.errors import CliError
     from analyser.literal import terminal
@@ -106,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "table" and args.output:
         raise CliError("-o writes csv, json or parquet; choose one with --format.")
     out = check_output(args.output, [args.file], force=args.force) if args.output else None
-    table = query_arrow(args.file, args.sql)
+    table = _run_stoppable(query_arrow, args.file, args.sql)
     if args.format == "table":
         _print_table(table, args.max_rows)
         return 0

@@ -23,8 +23,9 @@ does.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from analyser.query.tables import TABLES, needed_columns, plan_from_ast, tables_named
 from profiles.errors import UserFacingError
@@ -117,8 +118,17 @@ def _plan(con, sql: str) -> tuple[list[str], frozenset[str] | None]:
     return plan if plan is not None else (tables_named(sql), needed_columns(sql))
 
 
-def query_arrow(profile: str | os.PathLike[str] | Analysis, sql: str) -> pa.Table:
-    """Run one SELECT ``sql`` on ``profile`` (a path or an open Analysis); an Arrow table."""
+def query_arrow(
+    profile: str | os.PathLike[str] | Analysis,
+    sql: str,
+    *,
+    on_connect: Callable[[Any], None] | None = None,
+) -> pa.Table:
+    """Run one SELECT ``sql`` on ``profile`` (a path or an open Analysis); an Arrow table.
+
+    ``on_connect(connection)`` is called with the DuckDB connection before the query runs, so a
+    caller running it on another thread can stop it (``connection.interrupt()``); an
+    interrupted query raises KeyboardInterrupt."""
     import duckdb
 
     if not sql or not sql.strip():
@@ -127,6 +137,8 @@ def query_arrow(profile: str | os.PathLike[str] | Analysis, sql: str) -> pa.Tabl
     src, close = _source(profile)
     try:
         con = _connect()
+        if on_connect is not None:
+            on_connect(con)
         try:
             names, cols = _plan(con, sql)
             for name in names:
@@ -143,6 +155,13 @@ def query_arrow(profile: str | os.PathLike[str] | Analysis, sql: str) -> pa.Tabl
                 return (
                     _unique_names(_integers(rel.to_arrow_table())) if rel is not None else _empty()
                 )
+            except RuntimeError as exc:
+                # Ctrl-C (or SIGTERM) while DuckDB runs: it stops the query and says so
+                if "interrupt" in str(exc).lower():
+                    raise KeyboardInterrupt from None
+                raise
+            except duckdb.InterruptException:  # connection.interrupt() from another thread
+                raise KeyboardInterrupt from None
             except duckdb.PermissionException as exc:
                 raise QueryError(
                     "the query tried to reach outside the profile, which is not allowed "
