@@ -158,8 +158,9 @@ def test_report_and_calibrate_host_say_what_they_do_in_a_log(
 ):
     monkeypatch.setattr("analyser.cli._common.STAGE_DELAY", 0.0)
     assert main(["report", str(synthetic), str(synthetic), "-o", str(tmp_path / "r.html")]) == 0
-    err = capsys.readouterr().err
-    assert "writing report" in err
+    stages = [ln.split("] ", 1)[1] for ln in capsys.readouterr().err.splitlines()]
+    assert "reading 2 profiles" in stages and "writing html" in stages, stages
+    assert "insights of run.h5 (2/2)" in stages and "explaining each step" in " ".join(stages)
     out = tmp_path / "host.toml"
     assert (
         main(["calibrate-host", "--method", "imitation", "--seconds", "0.5", "-o", str(out)]) == 0

@@ -115,7 +115,9 @@ def simulator_from_args(args: argparse.Namespace):
     ):
         return ServiceSimulator(get_service())
     limit = args.time_limit
-    return InProcessSimulator(args.cache) if limit is None else InProcessSimulator(args.cache, limit)
+    return (
+        InProcessSimulator(args.cache) if limit is None else InProcessSimulator(args.cache, limit)
+    )
 
 
 def _tls_security(args: argparse.Namespace):

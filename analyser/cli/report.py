@@ -70,6 +70,11 @@ def run(args: argparse.Namespace) -> int:
     with progress_bar() as bar:
         task = bar.add_task("writing report", total=None)
 
+        def stage(text: str) -> None:  # a new stage: a new task (the count starts again)
+            nonlocal task
+            bar.update(task, visible=False)
+            task = bar.add_task(text, total=None)
+
         def tick(done: int, total: int, _id: str) -> None:
             bar.update(task, completed=done, total=total, description="re-simulating")
 
@@ -92,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
             progress=tick,
             predict_transitions=not args.no_step_predictions,
             simulator=simulator,
+            stage=stage,
         )
     console().print(f"wrote {out} ({out.stat().st_size:,} bytes, {fmt})")
     return 0

@@ -35,6 +35,7 @@ def write_report(
     progress: Any = None,
     predict_transitions: bool = True,
     simulator: Any = None,
+    stage: Any = None,
 ) -> Path:
     """Write a report of ``paths`` (several profiles: with a comparison) to ``out`` atomically.
 
@@ -42,7 +43,8 @@ def write_report(
     several profiles it tells the story step by step (``predict_transitions``: re-simulate the
     insight behind each step's change, a few simulations, to show its predicted effect).
     Re-simulations run on ``simulator`` (:mod:`analyser.sim`'s, chosen by the caller); without
-    one nothing is re-simulated.
+    one nothing is re-simulated. ``stage(text)`` is told each stage as it starts (the CLI's
+    progress).
     """
     from analyser.core import Analysis
     from analyser.output import atomic_output
@@ -52,8 +54,10 @@ def write_report(
     if not paths:
         raise ReportError("a report needs at least one profile.")
     out = Path(out)
+    say = stage or (lambda text: None)
     analyses = []
     try:
+        say(f"reading {len(paths)} profile{'s' if len(paths) > 1 else ''}")
         for p in paths:
             analyses.append(Analysis.open(p))
         data = build_report(
@@ -64,7 +68,9 @@ def write_report(
             progress=progress,
             predict_transitions=predict_transitions,
             simulator=simulator,
+            stage=stage,
         )
+        say(f"writing {fmt}")
         title = title or (
             f"IPU profile report: {analyses[0].name}"
             if len(analyses) == 1

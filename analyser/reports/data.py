@@ -172,12 +172,13 @@ def build_report(
     progress: Any = None,
     predict_transitions: bool = True,
     simulator: Any = None,
+    stage: Any = None,
 ) -> dict[str, Any]:
     """The whole report (one or several profiles, with a comparison when several).
 
     Re-simulation (``resimulate``: every insight's change; ``predict_transitions``: below) runs
     on ``simulator`` (:class:`analyser.core.simulator.Simulator`, chosen by the caller); without
-    one nothing is re-simulated.
+    one nothing is re-simulated. ``stage(text)`` is told each stage as it starts.
 
     Several profiles also get ``transitions`` (analyser.core.transitions): for each profile to
     the next, the change, the insight that recommended it and its predicted effect, and the
@@ -188,17 +189,24 @@ def build_report(
     from analyser.core.insights import find_insights
     from analyser.core.transitions import explain_transitions
 
-    tips_all = [
-        find_insights(
-            a,
-            thresholds,
-            simulator=simulator if resimulate and insights else None,
-            progress=progress,
+    say = stage or (lambda text: None)
+    tips_all = []
+    for i, a in enumerate(analyses):
+        if not insights and len(analyses) == 1:
+            tips_all.append(None)
+            continue
+        say(f"insights of {a.name} ({i + 1}/{len(analyses)})")
+        tips_all.append(
+            find_insights(
+                a,
+                thresholds,
+                simulator=simulator if resimulate and insights else None,
+                progress=progress,
+            )
         )
-        if insights or len(analyses) > 1
-        else None
-        for a in analyses
-    ]
+    if len(analyses) > 1:
+        predicting = simulator is not None and (predict_transitions or resimulate)
+        say("explaining each step" + (" (re-simulating its tip)" if predicting else ""))
     transitions = (
         [
             t.to_dict()
@@ -211,6 +219,7 @@ def build_report(
         if len(analyses) > 1
         else None
     )
+    say("summarising the profiles" + (" and comparing them" if len(analyses) > 1 else ""))
     profiles = [profile_data(a, tips if insights else None) for a, tips in zip(analyses, tips_all)]
     comparison = compare(analyses).to_dict() if len(analyses) > 1 else None
     from dataclasses import asdict as _asdict
