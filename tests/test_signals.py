@@ -122,3 +122,58 @@ def test_interrupted_tune_folder_resumes(tmp_path):
     (out / "notes.txt").write_text("mine")
     with pytest.raises(CliError, match="not empty"):
         _check_output(out, force=False)
+
+
+class _Batch:
+    """A batch of the stub service below: answers its first ``answered`` requests, then the
+    signal arrives (None: answers every request)."""
+
+    def __init__(self, requests, signum, answered):
+        self.requests, self.signum, self.answered = requests, signum, answered
+
+    def as_completed(self):
+        from analyser.sim.service import SimResponse
+        from profiles.atomic import Interrupted
+
+        for i, r in enumerate(self.requests):
+            if self.signum is not None and i >= self.answered:
+                raise Interrupted(self.signum)
+            yield i, SimResponse(r.key, "refused", "stub.", cached=True)
+
+    def progress(self):
+        from analyser.sim.service import Progress
+
+        return Progress(0, 0, 0, len(self.requests))
+
+    def cancel(self):
+        pass
+
+
+class _StubService:
+    """A simulation service whose batch is interrupted after ``answered`` answers."""
+
+    def __init__(self, signum, answered):
+        self.signum, self.answered = signum, answered
+
+    def request(self, config, model_file=None, tag=""):
+        from analyser.sim.service import SimRequest
+
+        return SimRequest.make(config, model_file, tag)
+
+    def submit(self, requests):
+        return _Batch(list(requests), self.signum, self.answered)
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_an_interrupted_search_keeps_the_signals_exit_code(signum, code):
+    """SIGTERM during the search: the result carries 143 (analyse tune returned 130 for it);
+    a signal before the start configuration is answered is raised again (nothing to write)."""
+    from analyser.sim.tune import build_space, tune
+    from profiles.atomic import Interrupted
+
+    space = build_space({"model": "mlp"}, ["micro_batch_size=1,2"], [], "throughput")
+    result = tune(space, _StubService(signum, answered=1), budget=8, strategy="grid")
+    assert result.interrupted and result.exit_code == code
+    assert result.start.response.status == "refused"
+    with pytest.raises(Interrupted):  # before the start configuration's answer
+        tune(space, _StubService(signum, answered=0), budget=8, strategy="grid")
