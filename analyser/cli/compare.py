@@ -22,7 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="COND",
         help="exit 1 when COND holds for the last profile against the first, "
         "e.g. 'cycles>+5%%', 'peak_memory>+2%%', 'throughput<-3%%', 'oom_tiles>0'"
-        " (repeatable)",
+        " (repeatable); between runs of different sizes (gradient accumulation, device "
+        "iterations, batch) gate per sample: 'cycles_per_sample>+5%%'",
     )
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
     parser.add_argument("--units", choices=("KiB", "kB", "bytes"), default="KiB")
