@@ -98,3 +98,35 @@ def test_in_process_and_service_simulators_agree(tmp_path):
     assert here.figures == there.figures
     assert local.simulate(cfg).cached  # the second time from the cache
     assert Path(here.profile).parent == tmp_path
+
+
+def test_a_rule_types_its_id_once():
+    """@rule declares the id and category; the finding a rule returns gets them stamped, a
+    variant only among the ids the rule declares; the catalogue lists every rule once."""
+    from analyser.core.insights.catalogue import RULE_MODULES, all_rules
+    from analyser.core.insights.model import finding
+    from analyser.core.insights.registry import CatalogueEntry, rule, rules_in
+
+    variant = CatalogueEntry("memory.test_variant", "", "", "")
+
+    @rule(
+        "memory.test",
+        thresholds=(),
+        changes=(),
+        fires_when="",
+        change="",
+        trade_off="",
+        also=(variant,),
+    )
+    def found(ctx):
+        return finding("Title", "info", "Summary", id=ctx)
+
+    tip = found.rule.run("")
+    assert (tip.id, tip.category) == ("memory.test", "memory")
+    assert found.rule.run("memory.test_variant").id == "memory.test_variant"
+    with pytest.raises(ValueError, match="not one of its ids"):
+        found.rule.run("memory.other")
+    ids = [i for r in all_rules() for i in r.ids]
+    assert len(ids) == len(set(ids)) and len(all_rules()) == sum(
+        len(rules_in(m)) for m in RULE_MODULES
+    )

@@ -596,7 +596,8 @@ def test_memory_evidence_says_what_its_figure_is(sims):
 def test_each_throughput_rule_declares_what_its_share_is_of():
     """The host-inclusive tips are a property of their @rule (share_of), not a list kept apart:
     every throughput rule says it, memory rules do not, and registering without it fails."""
-    from analyser.core.insights.registry import SHARES_OF, all_rules, rule
+    from analyser.core.insights.catalogue import all_rules
+    from analyser.core.insights.registry import SHARES_OF, rule
 
     for r in all_rules():
         assert (r.share_of in SHARES_OF) == (r.category == "throughput"), r.id

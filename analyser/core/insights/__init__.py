@@ -15,9 +15,10 @@ model runs in FP32. Fits: throughput tips by predicted benefit, then the low-hea
 
 from __future__ import annotations
 
+from analyser.core.insights.catalogue import all_rules, rules_of
 from analyser.core.insights.context import Context
 from analyser.core.insights.model import EFFECT_KEYS, Effect, Evidence, Insight, benefit
-from analyser.core.insights.registry import CATEGORIES, Rule, all_rules, rules_of
+from analyser.core.insights.registry import CATEGORIES, Rule
 from analyser.core.insights.resimulate import (
     ProgressFn,
     baseline_metrics,
@@ -93,7 +94,7 @@ def find_insights(
     found: list[Insight] = []
     for category in CATEGORIES:
         for rank, rule in enumerate(rules_of(category)):
-            tip = rule.evaluate(ctx)
+            tip = rule.run(ctx)
             if tip is not None:
                 tip.rank = rank
                 if rule.share_of == "device trace":

@@ -12,7 +12,8 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
-from analyser.core.insights.registry import DERIVED, CatalogueEntry, all_rules
+from analyser.core.insights.catalogue import all_rules
+from analyser.core.insights.registry import DERIVED, CatalogueEntry
 from analyser.core.insights.thresholds import Thresholds
 
 DOC_PATH = Path(__file__).resolve().parents[3] / "docs" / "insights.md"

@@ -17,7 +17,7 @@ from analyser.core.insights.context import (
     memory_severity,
     shift_split,
 )
-from analyser.core.insights.model import Insight
+from analyser.core.insights.model import Insight, finding
 from analyser.core.insights.registry import rule
 from analyser.core.units import fmt_bytes, fmt_pct
 
@@ -46,11 +46,9 @@ def use_fp16(ctx: Context) -> Insight | None:
         f"same time; peak memory {fmt_bytes(ctx.analysis.metrics.peak_memory_bytes)}).",
         "Memory Report > Variables",
     )
-    return Insight(
-        "memory.fp16",
+    return finding(
         "Use FP16 (weights, activations and partials)",
         memory_severity(ctx),
-        "memory",
         "Running the model in FP16 halves the memory of weights, activations and gradients and "
         "doubles the AMP rate of matmuls and convolutions.",
         ev,
@@ -81,11 +79,9 @@ def reduce_micro_batch(ctx: Context) -> Insight | None:
         f"{fmt_bytes(ctx.analysis.metrics.peak_memory_bytes)}).",
         "Liveness Report > peak step",
     )
-    return Insight(
-        "memory.micro_batch",
+    return finding(
         "Reduce the micro-batch size, raise gradient accumulation",
         memory_severity(ctx),
-        "memory",
         f"Halving the micro-batch ({mb} to {mb // 2}) halves activation memory; doubling gradient "
         f"accumulation ({ga} to {ga * 2}) keeps the global batch size.",
         ev,
@@ -123,11 +119,9 @@ def recomputation(ctx: Context) -> Insight | None:
         f"activations and stashes kept for the backward pass: {fmt_bytes(act)}.",
         "Liveness Report",
     )
-    return Insight(
-        "memory.recompute",
+    return finding(
         "Recompute activations in the backward pass",
         memory_severity(ctx),
-        "memory",
         "Recomputation keeps only checkpoint activations and recomputes the rest in the backward "
         + ("pass of each pipeline stage." if ctx.pipelined else "pass."),
         ev,
@@ -170,11 +164,9 @@ def lower_amp(ctx: Context) -> Insight | None:
     ev = memory_evidence(
         ctx, f"largest temporary memory on IPU {ipu}: {names}.", "Operations > temp memory"
     )
-    return Insight(
-        "memory.available_memory_proportion",
+    return finding(
         "Lower the available memory proportion of the ops with the largest temporaries",
         memory_severity(ctx),
-        "memory",
         f"Planning matmuls / convolutions with {new} instead of {amp} of tile memory for "
         "temporaries forces more serial splits and lowers their peak.",
         ev,
@@ -205,11 +197,9 @@ def offload_optimiser(ctx: Context) -> Insight | None:
         f"optimiser state on chip: {fmt_bytes(st)} ({fmt_pct(st / peak)} of the memory).",
         "Memory Report > Variables (optimiserState)",
     )
-    return Insight(
-        "memory.offload",
+    return finding(
         "Offload optimiser state to remote buffers",
         memory_severity(ctx),
-        "memory",
         "Optimiser state only takes part in the weight update; keeping it in streaming memory "
         "frees its tile memory.",
         ev,
@@ -247,11 +237,9 @@ def interleaved_schedule(ctx: Context) -> Insight | None:
         f"pipeline stashes on IPU {ipu}: {fmt_bytes(st)} ({fmt_pct(st / mem)}).",
         "Memory Report > Variables (stash)",
     )
-    return Insight(
-        "memory.interleaved",
+    return finding(
         "Use the interleaved pipeline schedule",
         memory_severity(ctx),
-        "memory",
         "Interleaved keeps S-1-s stashed activations on stage s instead of 2(S-1-s) (grouped).",
         ev,
         {"schedule": "interleaved"},
@@ -282,11 +270,9 @@ def replicated_sharding(ctx: Context) -> Insight | None:
         f"optimiser state: {fmt_bytes(st)} per replica, {reps} replicas.",
         "Memory Report > Variables",
     )
-    return Insight(
-        "memory.rts",
+    return finding(
         "Shard optimiser state across replicas",
         memory_severity(ctx),
-        "memory",
         f"Replicated tensor sharding keeps 1/{reps} of the optimiser state on each replica.",
         ev,
         {"replicated_tensor_sharding": True},
@@ -329,11 +315,9 @@ def move_split_memory(ctx: Context) -> Insight | None:
         "memory per IPU: " + ", ".join(f"IPU {i}: {fmt_bytes(v)}" for i, v in enumerate(tot)) + ".",
         "Summary > Memory",
     )
-    return Insight(
-        "memory.move_split",
+    return finding(
         "Move the pipeline split away from the fullest IPU",
         memory_severity(ctx),
-        "memory",
         f"Splitting at {', '.join(splits)} (now {', '.join(map(str, current or [])) or '-'}) "
         "balances the memory of the stages.",
         ev,
@@ -363,11 +347,9 @@ def lighter_optimiser(ctx: Context) -> Insight | None:
         f"{opt} keeps two moments per weight: {fmt_bytes(st)} of state.",
         "Memory Report > Variables (optimiserState)",
     )
-    return Insight(
-        "memory.optimiser",
+    return finding(
         "Use an optimiser with less state (SGD with momentum)",
         memory_severity(ctx),
-        "memory",
         "SGD with momentum keeps one buffer per weight instead of two.",
         ev,
         {"optimiser": "sgd-momentum"},
@@ -396,11 +378,9 @@ def outlining(ctx: Context) -> Insight | None:
         "Memory Report > by category (vertexCode, controlCode...)",
     )
     off = ctx.has("outlining") and not ctx.cfg("outlining", True)
-    return Insight(
-        "memory.outlining",
+    return finding(
         "Reuse identical subgraphs (outlining)",
         memory_severity(ctx),
-        "memory",
         "Code dominates: outlining identical subgraphs shares their code between calls."
         + (
             ""

@@ -110,6 +110,33 @@ class Insight:
         }
 
 
+def finding(
+    title: str,
+    severity: str,
+    summary: str,
+    evidence: list[Evidence] | None = None,
+    change: dict[str, Any] | None = None,
+    trade_off: str = "",
+    *,
+    id: str = "",
+    addresses: float = 0.0,
+) -> Insight:
+    """The insight a rule returns: its id and category are stamped from the rule's ``@rule``
+    (:meth:`analyser.core.insights.registry.Rule.run`); ``id`` only for a variant the rule
+    declares in ``also``."""
+    return Insight(
+        id,
+        title,
+        severity,
+        "",
+        summary,
+        list(evidence or []),
+        dict(change or {}),
+        trade_off,
+        addresses=addresses,
+    )
+
+
 def benefit(tip: Insight) -> float | None:
     """Predicted share of time per sample the tip saves (host-inclusive): from its re-simulated
     effect when it has one that fits, else the share of the run it addresses (an estimate from

@@ -1,12 +1,16 @@
-"""The registry of insight rules: each rule declared once, with everything said about it.
+"""How an insight rule is declared: each rule once, with everything said about it.
 
 A rule is a function ``evaluate(context) -> Insight | None`` decorated with :func:`rule`, which
-records its id, its category (the id's prefix: ``memory`` or ``throughput``), the thresholds it
+declares its id, its category (the id's prefix: ``memory`` or ``throughput``), the thresholds it
 reads, the run options (``engine.config.RunConfig`` fields) its change may set, and its
-catalogue entry (when it fires, the change, the trade-off). ``docs/insights.md``'s catalogue and
-threshold tables are generated from here (:mod:`analyser.core.insights.docs`), and
-:func:`analyser.core.insights.find_insights` runs :func:`rules_of` each category in registration
-order (the catalogue order, which breaks ranking ties).
+catalogue entry (when it fires, the change, the trade-off); the function returns
+:func:`~analyser.core.insights.model.finding` (the id and category are stamped from here, typed
+once). The decorator only attaches the :class:`Rule` to its function (``evaluate.rule``); the
+catalogue (:mod:`analyser.core.insights.catalogue`) lists the rule modules and collects their
+rules in definition order, so this module imports no rule module (no import circle).
+``docs/insights.md``'s catalogue and threshold tables are generated from the catalogue
+(:mod:`analyser.core.insights.docs`), and :func:`analyser.core.insights.find_insights` runs each
+category's rules in catalogue order (which breaks ranking ties).
 
 To add an insight: write the function in ``memory_rules.py`` or ``throughput_rules.py`` under
 ``@rule(...)``; nothing else to edit (run ``python -m analyser.core.insights.docs --write``).
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -60,10 +65,19 @@ class Rule:
 
     @property
     def ids(self) -> tuple[str, ...]:
+        """The rule's id and those of the variants it can report."""
         return (self.id, *(e.id for e in self.also))
 
-
-_RULES: list[Rule] = []
+    def run(self, ctx: Context) -> Insight | None:
+        """The rule's finding on ``ctx``, its id and category stamped from this declaration."""
+        tip = self.evaluate(ctx)
+        if tip is None:
+            return None
+        tip.id = tip.id or self.id
+        if tip.id not in self.ids:
+            raise ValueError(f"rule {self.id!r} reported {tip.id!r}, not one of its ids {self.ids}")
+        tip.category = self.category
+        return tip
 
 
 def rule(
@@ -77,7 +91,7 @@ def rule(
     also: tuple[CatalogueEntry, ...] = (),
     share_of: str | None = None,
 ) -> Callable[[Callable[[Context], Insight | None]], Callable[[Context], Insight | None]]:
-    """Register the decorated function as the rule ``id`` (see the module docstring)."""
+    """Declare the decorated function as the rule ``id`` (see the module docstring)."""
     category = id.partition(".")[0]
     if category not in CATEGORIES:
         raise ValueError(f"insight id {id!r} must start with one of {CATEGORIES}")
@@ -87,26 +101,19 @@ def rule(
             f"(share_of one of {SHARES_OF}); a memory rule does not"
         )
 
-    def register(evaluate: Callable[[Context], Insight | None]):
-        if any(id in r.ids for r in _RULES):
-            raise ValueError(f"insight id {id!r} is registered twice")
+    def declare(evaluate: Callable[[Context], Insight | None]):
         entry = CatalogueEntry(id, fires_when, change, trade_off)
-        _RULES.append(Rule(id, category, evaluate, thresholds, changes, entry, also, share_of))
+        evaluate.rule = Rule(id, category, evaluate, thresholds, changes, entry, also, share_of)
         return evaluate
 
-    return register
+    return declare
 
 
-def all_rules() -> tuple[Rule, ...]:
-    """Every registered rule, memory rules first, each category in catalogue order."""
-    # importing the rule modules registers their rules (memory first: the catalogue order)
-    from analyser.core.insights import memory_rules, throughput_rules  # noqa: F401
-
-    return tuple(r for c in CATEGORIES for r in _RULES if r.category == c)
-
-
-def rules_of(category: str) -> tuple[Rule, ...]:
-    return tuple(r for r in all_rules() if r.category == category)
+def rules_in(module: ModuleType) -> tuple[Rule, ...]:
+    """The rules declared in ``module``, in definition order."""
+    return tuple(
+        fn.rule for fn in vars(module).values() if isinstance(getattr(fn, "rule", None), Rule)
+    )
 
 
 #: Insights made by the re-simulation rather than a rule (documented in the same catalogue).

@@ -18,7 +18,7 @@ from analyser.core.insights.context import (
     layer_order,
     shift_split,
 )
-from analyser.core.insights.model import Evidence, Insight
+from analyser.core.insights.model import Evidence, Insight, finding
 from analyser.core.insights.registry import CatalogueEntry, rule
 from analyser.core.units import fmt_bytes, fmt_int, fmt_pct
 from profiles import schema
@@ -63,11 +63,9 @@ def disable_offload(ctx: Context) -> Insight | None:
     likely_oom = bool(full.size)
     return addressing(
         0.0 if likely_oom else share,
-        Insight(
-            "throughput.disable_offload",
+        finding(
             "Disable variable offloading",
             "info" if likely_oom else "warning",
-            "throughput",
             f"Streaming offloaded state to and from remote buffers takes {fmt_pct(share)} of the "
             "run; on-chip state avoids it if the model still fits (see the predicted effect)."
             + (
@@ -163,16 +161,15 @@ def raise_ga(ctx: Context) -> Insight | None:
     new = ga * 2
     return addressing(
         (ramp + wu + ar) / 2,
-        Insight(
-            iid,
+        finding(
             "Raise gradient accumulation",
             "warning",
-            "throughput",
             f"Accumulating {new} micro-batches per weight update instead of {ga} amortises the "
             "pipeline fill / flush, the weight update and the all-reduce over more samples.",
             ev,
             {"gradient_accumulation": new},
             "Larger global batch (learning-rate schedule may need retuning); more accumulator use.",
+            id=iid,
         ),
     )
 
@@ -218,11 +215,9 @@ def raise_device_iterations(ctx: Context) -> Insight | None:
         return None
     return addressing(
         share * 3 / 4,
-        Insight(
-            "throughput.device_iterations",
+        finding(
             "Raise device iterations",
             "warning",
-            "throughput",
             f"What is paid once per host call takes {fmt_pct(share)} of the run; running {di * 4} "
             f"iterations per host call instead of {di} spreads it over 4x the samples.",
             [
@@ -355,11 +350,9 @@ def eight_bit_input(ctx: Context) -> Insight | None:
     big = share >= ctx.thresholds.input_stream_share
     return addressing(
         share / 2 * ctx.device_share + cast_share,
-        Insight(
-            "throughput.8bit_input",
+        finding(
             "Transfer input as 8-bit and normalise on the IPU",
             "warning" if big or wait >= ctx.thresholds.host_wait_high else "info",
-            "throughput",
             f"uint8 images halve the input bytes against FP16 ({dtype} now"
             + (f", {fmt_pct(share)} of the run in input StreamCopy" if big else "")
             + ") and move the cast and normalisation from the host to the IPU"
@@ -441,11 +434,9 @@ def async_loader(ctx: Context) -> Insight | None:
         saving = min(share, max(0.0, share - max(0.0, prep_share * parallel / n - device_share)))
     return addressing(
         saving,
-        Insight(
-            iid,
+        finding(
             f"The device waits for the host: {title}",
             "critical" if high else "warning",
-            "throughput",
             f"The run is {'highly' if high else 'moderately'} input-bound: IPU {i} waits for the "
             f"host {fmt_pct(share)} of the time (graded moderate from "
             f"{fmt_pct(ctx.thresholds.host_wait_moderate, 0)}, high from {fmt_pct(ctx.thresholds.host_wait_high, 0)}).",
@@ -470,6 +461,7 @@ def async_loader(ctx: Context) -> Insight | None:
             ],
             change,
             trade,
+            id=iid,
         ),
     )
 
@@ -530,11 +522,9 @@ def rebalance_stages(ctx: Context) -> Insight | None:
                 break
     return addressing(
         0.0 if full_note else 1 - 1 / imb,
-        Insight(
-            "throughput.rebalance_stages",
+        finding(
             "Rebalance the pipeline stages",
             "info" if full_note else "warning",
-            "throughput",
             f"The longest stage takes {imb:.2f}x the mean stage; the pipeline runs at the pace of "
             "the longest."
             + (f" Proposed split: {', '.join(splits)}." if change else "")
@@ -574,11 +564,9 @@ def io_tiles(ctx: Context) -> Insight | None:
     n_io = int(2 ** math.ceil(math.log2(n)))
     return addressing(
         share,
-        Insight(
-            "throughput.io_tiles",
+        finding(
             "Overlap host transfers with compute using I/O tiles",
             "warning",
-            "throughput",
             f"Host StreamCopy takes {fmt_pct(share)} of the run on IPU {i} and stalls compute; "
             f"{n_io} I/O tiles (1.05 x {fmt_bytes(mb_bytes)} per micro-batch / "
             f"{fmt_bytes(sram)} per tile, rounded up to a power of two) let it overlap.",
@@ -638,11 +626,9 @@ def prefetch_depth(ctx: Context) -> Insight | None:
         )
     return addressing(
         hides,
-        Insight(
-            "throughput.prefetch",
+        finding(
             f"Raise the prefetch depth to {want}",
             "info",
-            "throughput",
             f"Prefetch depth {depth}: the device waits for the loader {fmt_pct(share)} of the "
             f"time; {want} is the documented sweet spot.",
             ev,
@@ -702,11 +688,9 @@ def tile_imbalance(ctx: Context) -> Insight | None:
         ]
     return addressing(
         lost / float(ex.total_cycles or 1),
-        Insight(
-            "throughput.tile_imbalance",
+        finding(
             "Heavy compute sets use few tiles (tile imbalance)",
             "warning" if share >= 0.1 else "info",
-            "throughput",
             f"{int(bad.sum())} heavy compute sets ({fmt_pct(share)} of compute cycles) have tile "
             f"balance below {ctx.thresholds.tile_balance}; a better tile mapping spreads them. "
             f"Balanced, they would save at most {fmt_int(lost)} cycles (their slowest tile minus "
@@ -762,11 +746,9 @@ def rearrangements(ctx: Context) -> Insight | None:
     )
     return addressing(
         float(r[bad].sum()) / float(ex.total_cycles or 1),
-        Insight(
-            "throughput.rearrangement",
+        finding(
             "Rearrangement copies cost more than the ops they feed",
             "info",
-            "throughput",
             f"{int(bad.sum())} operations spend more cycles in PreArrange / transpose copies than "
             "in their own compute; reverse the operands or use a different layout.",
             [Evidence(ev, "Operations > rearrangement programs")],
@@ -799,11 +781,9 @@ def fp16_for_speed(ctx: Context) -> Insight | None:
     change, scaling = fp16_change(ctx)
     return addressing(
         share * 3 / 4 * compute_share(ctx),
-        Insight(
-            "throughput.fp16",
+        finding(
             "Use FP16 for speed",
             "warning",
-            "throughput",
             f"FP32 matmuls / convolutions take {fmt_pct(share)} of the cycles; FP16 AMP runs 4x "
             "the FP32 MAC rate (ipu-facts.md) and halves their memory.",
             [
