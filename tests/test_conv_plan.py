@@ -203,16 +203,20 @@ def ref_estimate(shape: dict, part: dict, eb: int, pb: int) -> tuple[int, int]:
     red = conv_reduce(outputs, depth, si, eb == 4, pb == 4, pb)
     # rearrangements
     wu = conv and role == "gw"
+    mm_wu = not conv and role == "gw"  # FC_TRAINING_WU, operands swapped
     pad_in, pad_out = conv and C % ci != 0, conv and N % co != 0
-    r_in, r_w, r_out = wu or pad_in, wu or pad_in or pad_out, wu or pad_out
+    r_in, r_w, r_out = wu or pad_in or mm_wu, wu or pad_in or pad_out, wu or pad_out or mm_wu
     regroup_out = conv and not wu and co != ci and not r_out
     regroup_w = conv and role == "fwd" and co % ci != 0 and not r_w
     gran = 2 if eb == 4 else 4
-    f_io = 4 if (C * N) % gran == 0 else 3
-    f_o = 4 if N % gran == 0 else 3
+    out_ch = M if mm_wu else N  # the swapped weight update's output channels
+    f_io = 4 if (C * out_ch) % gran == 0 else 3
+    f_o = 4 if out_ch % gran == 0 else 3
     Cp, Np = cdiv(C, ci) * ci, cdiv(N, co) * co
     reorder = min(8, eb)
     in_b = cdiv(cdiv(in_pos * Cp * G, dup) * eb, tiles)
+    if mm_wu:  # its input is the output gradient, C x N
+        in_b = cdiv(Cp * Np * G * eb, tiles)
     w_b = cdiv(k * Cp * Np * G * eb, tiles)
     out_b = cdiv(M * Np * G, tiles) * eb
     copy = xch = out_copy = out_x = temp_tr = 0

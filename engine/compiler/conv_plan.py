@@ -261,9 +261,13 @@ def _transform_flags(s: ConvShapes, o: np.ndarray) -> tuple[np.ndarray, ...]:
     fwd = conv & ((role == "fwd") | (role == "recomp"))
     pad_in = conv & (s.C[o] % s.ci != 0)
     pad_out = conv & (s.N[o] % s.co != 0)
-    r_in = wu | pad_in
+    # a training matmul's weight update, planned separately (PopLibs keeps the cheaper of the
+    # joint and the separate plans, createPlan: separatePlanHasLowerCost) with its operands
+    # swapped: FC_TRAINING_WU rearranges its input (the output gradient) and its output
+    mm_wu = ~conv & (role == "gw")
+    r_in = wu | pad_in | mm_wu
     r_w = wu | pad_in | pad_out
-    r_out = wu | pad_out
+    r_out = wu | pad_out | mm_wu
     regroup_out = conv & ~wu & (s.co != s.wpu)
     regroup_w = fwd & (s.co % s.wpu != 0)
     return r_in, r_w, r_out, regroup_out & ~r_out, regroup_w & ~r_w
@@ -286,10 +290,16 @@ def _transform_costs(s: ConvShapes, c: Candidates, xb: float) -> dict:
     Np = _cdiv(s.N[o], s.co) * s.co
     eb = s.eb
     reorder = min(MEMCPY_BYTES_PER_CYCLE, eb)
-    f_io = np.where((s.C[o] * s.N[o]) % (2 if eb >= 4 else 4) == 0, 4, 3)  # 5 / factor
-    f_out = np.where(s.N[o] % (2 if eb >= 4 else 4) == 0, 4, 3)
+    gran = 2 if eb >= 4 else 4
+    # a matmul's weight update is planned with its operands swapped: its input is the output
+    # gradient (C x N here) and its output channels are the weight gradient's rows (M)
+    mm_wu = ~s.conv[o] & (s.role[o] == "gw")
+    out_ch = np.where(mm_wu, s.M[o], s.N[o])
+    f_io = np.where((s.C[o] * out_ch) % gran == 0, 4, 3)  # 5 / factor
+    f_out = np.where(out_ch % gran == 0, 4, 3)
     # the whole input (a weight gradient's activations once)
     in_b = _cdiv(_cdiv(_input_positions(s, o) * Cp * s.G[o], s.dup[o]) * eb, tiles)
+    in_b = np.where(mm_wu, _cdiv(Cp * Np * s.G[o] * eb, tiles), in_b)
     w_b = _cdiv(s.kernel[o] * Cp * Np * s.G[o] * eb, tiles)
     out_b = _cdiv(s.M[o] * Np * s.G[o], tiles) * eb
     copy = np.where(r_in, _cdiv(in_b * 5, reorder * f_io), 0)
