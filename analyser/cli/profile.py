@@ -52,6 +52,11 @@ def _check_output(out: Path, force: bool) -> None:
     refuse_special(out)
     if not out.parent.exists():
         raise CliError(f"output folder {out.parent} does not exist.")
+    from profiles.atomic import virtual_folder
+
+    virtual = virtual_folder(out.parent)
+    if virtual:  # before simulating, not after
+        raise CliError(f"cannot write profile {out}: {virtual}.")
     if out.exists() and not force and not _is_profile(out):
         raise CliError(
             f"{out} exists and is not an IPU profile; refusing to overwrite it (use --force)."
