@@ -62,6 +62,33 @@ def test_bounded_and_every_step_accounted_for(prof, tmp_path, capsys):
     assert levels == {"steps", "loop bodies", "iterations", "time windows"}
 
 
+@pytest.mark.parametrize("n", [10**8, 2000, 120])
+def test_perfetto_bounded(prof, tmp_path, n):
+    from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import Trace
+
+    from analyser.export.aggregate import export_aggregated
+
+    out = tmp_path / "t.pftrace"
+    info = export_aggregated(prof, out, n, fmt="perfetto")
+    trace = Trace.FromString(out.read_bytes())
+    descriptors = [pk for pk in trace.packet if pk.HasField("track_descriptor")]
+    events = [pk.track_event for pk in trace.packet if pk.HasField("track_event")]
+    begins = [e for e in events if e.type == 1]  # TYPE_SLICE_BEGIN
+    counters = [e for e in events if e.type == 4]  # TYPE_COUNTER
+    assert len([e for e in events if e.type == 2]) == len(begins)  # every slice ends
+    assert len(descriptors) + len(begins) + len(counters) == info["events"] <= n
+    assert any(info["level"] in d.track_descriptor.name for d in descriptors)
+    with open_profile(prof) as p:
+        n_steps = p.n_steps
+        cycles = int(p.array("/execution/steps/cycles").sum())
+
+    def annotation(e, name, default):
+        return next((a.int_value for a in e.debug_annotations if a.name == name), default)
+
+    assert sum(annotation(e, "steps", 1) for e in begins) == n_steps
+    assert sum(annotation(e, "cycles", 0) for e in begins) == cycles
+
+
 def test_bad_input(prof, tmp_path, capsys):
     for argv in (
         ["export-trace", str(prof), "-o", str(tmp_path / "a.json"), "--max-events", "5"],
@@ -69,11 +96,10 @@ def test_bad_input(prof, tmp_path, capsys):
             "export-trace",
             str(prof),
             "-o",
-            str(tmp_path / "a.pb"),
+            str(tmp_path / "a.json"),
             "--max-events",
             "900",
-            "--format",
-            "perfetto",
+            "--split-by-run",
         ],
         ["export-trace", str(prof), "-o", str(tmp_path / "a.json"), "--max-events", "0"],
     ):

@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-events",
         type=at_least_one,
         metavar="N",
-        help="write at most N events (Chrome JSON): repeated loop bodies, device iterations or, "
+        help="write at most N events: repeated loop bodies, device iterations or, "
         "if needed, time windows merged into slices with their step counts and cycles; the "
         "file says what it merged",
     )
@@ -66,17 +66,15 @@ def _aggregated(args: argparse.Namespace, out) -> int:
     from analyser.cli.errors import CliError
     from analyser.export.aggregate import export_aggregated
 
-    if args.format != "chrome" or args.split_by_run:
-        raise CliError(
-            "--max-events writes one Chrome JSON file; drop --format perfetto and --split-by-run."
-        )
+    if args.split_by_run:
+        raise CliError("--max-events writes one file; drop --split-by-run.")
     with progress_bar() as bar:
         task = bar.add_task("exporting trace", total=None)
 
         def tick(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        info = export_aggregated(args.file, out, args.max_events, progress=tick)
+        info = export_aggregated(args.file, out, args.max_events, progress=tick, fmt=args.format)
     con = console()
     con.print(
         f"wrote {out} ({out.stat().st_size:,} bytes, {info['events']:,} events for "

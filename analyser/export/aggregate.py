@@ -1,5 +1,5 @@
-"""``export-trace --max-events N``: a Chrome trace-event JSON file of at most N events, the steps
-merged where needed, saying what it merged.
+"""``export-trace --max-events N``: a trace (Chrome trace-event JSON or Perfetto protobuf) of at
+most N events, the steps merged where needed, saying what it merged.
 
 A 10,000,000-step run is about 2 GB of JSON at one event per step, past what Perfetto's browser
 build opens. This writer picks the finest of these levels whose event count fits N, counted in a
@@ -19,7 +19,8 @@ merged (``micro-batch 3 (main): 240 steps``; a "run" of one step keeps the step'
 arguments) and carries ``steps`` (how many), ``cycles`` (their total: the busy cycles inside the
 slice) and ``first`` (the first step's program) in its arguments. The memory counter of each IPU
 gets one value per merged Compute slice: the largest total (always-live + not-always-live) among
-its steps. The file's ``otherData.aggregation`` says the level, what it merged and the counts.
+its steps. The Chrome file's ``aggregation`` entry (a Perfetto trace: a track named after it) says
+the level, what it merged and the counts.
 
 Both passes read the step columns in chunks and keep one open run per IPU and lane between
 chunks, so memory stays bounded whatever the number of steps.
@@ -31,21 +32,27 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 import numpy as np
 
 from analyser.core.source import Source
 from analyser.export.rowbytes import RowBytes, byte_table
 from analyser.export.trace import (
+    _CYCLES_NAME,
     _LANE_OF_TYPE,
     LANES,
+    PerfettoTracks,
     ProgressFn,
     TraceExportError,
     _chrome_metadata,
+    _lp,
     _Prepared,
+    _write_perfetto,
     chrome_header,
     chrome_steps,
+    counter_packets,
+    perfetto_tracks,
+    slice_packets,
 )
 from analyser.output import atomic_output
 from profiles import schema
@@ -68,6 +75,8 @@ LEVELS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("time windows", ("window",), "the steps starting in one time window on each IPU and lane"),
 )
 N_LANES = len(LANES)
+#: DebugAnnotation.name (field 10) "steps" of a merged slice.
+_STEPS_NAME = b"\x52\x05steps"
 
 
 @dataclass
@@ -209,18 +218,11 @@ def _count(p: _Prepared, ranges: list[tuple[int, int]], window: float) -> list[t
     return [tuple(n) for n in counts]
 
 
-def _emit(p: _Prepared, runs: _Runs, fh_raw, level: str) -> None:
-    """Merged slices (and memory counter values) of ``runs`` as Chrome events."""
-    n = runs.size
-    if not n:
-        return
-    names = byte_table([json.dumps(x).encode() for x in p.names])
-    single = runs.count == 1
-    ipu = runs.group // N_LANES
-    lane = runs.group % N_LANES
+def _labels(runs: _Runs, level: str, rows: np.ndarray) -> list[str]:
+    """The names of merged runs (one Python string each: their number is bounded by N)."""
     it, mb, phase = runs.meta[:, 0], runs.meta[:, 1], runs.meta[:, 3]
-    labels = []  # one Python string per merged run: their number is bounded by N
-    for j in np.flatnonzero(~single):
+    out = []
+    for j in rows:
         ph = schema.PHASES[int(phase[j])] if 0 <= phase[j] < len(schema.PHASES) else "?"
         if level == "loop bodies":
             what = (
@@ -232,7 +234,54 @@ def _emit(p: _Prepared, runs: _Runs, fh_raw, level: str) -> None:
             what = f"iteration {int(it[j])}"
         else:
             what = "window"
-        labels.append(json.dumps(f"{what}: {int(runs.count[j]):,} steps").encode())
+        out.append(f"{what}: {int(runs.count[j]):,} steps")
+    return out
+
+
+def _emit_perfetto(p: _Prepared, tracks: PerfettoTracks, runs: _Runs, fh_raw, level: str) -> None:
+    """Merged slices (begin / end packets with ``steps`` and ``cycles`` annotations) and the
+    memory counter values of ``runs`` as Perfetto TracePackets."""
+    n = runs.size
+    if not n:
+        return
+    ipu, lane = runs.group // N_LANES, runs.group % N_LANES
+    single = runs.count == 1
+    names = np.empty(n, object)
+    names[single] = np.asarray(p.names, object)[np.clip(runs.first[single], 0, p.n_prog - 1)]
+    names[~single] = _labels(runs, level, np.flatnonzero(~single))
+    tab = byte_table([_lp(b"\xba\x01", str(x).encode()) for x in names])
+    cat = byte_table([_lp(b"\xb2\x01", b"merged")])
+    ns = 1e9 / p.clock
+    t0 = np.rint(runs.t0 * ns).astype(np.int64)
+    t1 = np.rint(runs.t1 * ns).astype(np.int64)
+    r = RowBytes(n)
+    slice_packets(
+        r,
+        t0,
+        t1,
+        tracks.lanes[ipu, lane],
+        [(_STEPS_NAME, runs.count), (_CYCLES_NAME, runs.cycles)],
+        (cat, np.zeros(n, np.int64)),
+        (tab, np.arange(n)),
+    )
+    counter_packets(
+        r, t0, tracks.memory[ipu], np.maximum(runs.mem, 0), (lane == 0) & (runs.mem >= 0)
+    )
+    for block in r.blocks(workers=1):
+        fh_raw.write(block)
+
+
+def _emit(p: _Prepared, runs: _Runs, fh_raw, level: str) -> None:
+    """Merged slices (and memory counter values) of ``runs`` as Chrome events."""
+    n = runs.size
+    if not n:
+        return
+    names = byte_table([json.dumps(x).encode() for x in p.names])
+    single = runs.count == 1
+    ipu = runs.group // N_LANES
+    lane = runs.group % N_LANES
+    it, mb = runs.meta[:, 0], runs.meta[:, 1]
+    labels = [json.dumps(t).encode() for t in _labels(runs, level, np.flatnonzero(~single))]
     label_idx = np.zeros(n, np.int64)
     label_idx[~single] = np.arange(int((~single).sum()))
     label_tab = byte_table(labels or [b'""'])
@@ -278,18 +327,24 @@ def export_aggregated(
     out: str | os.PathLike[str],
     max_events: int,
     progress: ProgressFn | None = None,
+    fmt: str = "chrome",
 ) -> dict:
-    """Write a Chrome JSON trace of at most ``max_events`` events (module docstring); returns
-    what was merged (``otherData.aggregation``)."""
+    """Write a trace of at most ``max_events`` events (module docstring; ``fmt`` chrome or
+    perfetto); returns what was merged (Chrome: the file's ``aggregation`` entry; Perfetto: a
+    track named after it)."""
     from profiles import open_profile
 
+    if fmt not in ("chrome", "perfetto"):
+        raise TraceExportError(f"unknown trace format {fmt!r}; choose chrome or perfetto.")
     out = Path(out)
     src = Source(open_profile(profile_path), profile_path)
     try:
         p = _Prepared(src)
         ranges = p.ranges(None)
         n_steps = src.n_steps
-        meta_events = len(_chrome_metadata(p))
+        tracks = perfetto_tracks(p) if fmt == "perfetto" else None
+        # names of processes and lanes (Chrome) or track descriptors (Perfetto), and the info track
+        meta_events = len(_chrome_metadata(p)) if tracks is None else _n_tracks(p) + 1
         budget = max_events - meta_events
         groups = p.n_ipus * (N_LANES + 1)  # lanes + the memory counter
         if budget < groups:
@@ -298,20 +353,9 @@ def export_aggregated(
                 f"need at least {meta_events + groups:,} events (names of processes and lanes, "
                 "and one slice per lane)."
             )
-        # the plain export: every step and the memory counters where they change
-        level, events = None, 0
-        if n_steps <= budget:
-            events = _plain_events(p, ranges)
-            level = "steps" if events <= budget else None
-        counts = _count(p, ranges, 0.0) if level is None else []
-        for (name, _keys, _what), (slices, compute) in zip(LEVELS[1:3], counts):
-            if level is None and slices + compute <= budget:
-                level, events = name, slices + compute
+        level, events = _choose(p, ranges, n_steps, budget, fmt)
         total = int(src.execution_attrs.get("total_cycles", 0)) or 1
-        windows = max(1, budget // groups)
-        window = float(-(-total // windows))
-        if level is None:
-            level = "time windows"
+        window = float(-(-total // max(1, budget // groups)))
         info = {
             "level": level,
             "merged": next(w for n, _, w in LEVELS if n == level),
@@ -320,61 +364,114 @@ def export_aggregated(
         }
         if level == "time windows":
             info["window_cycles"] = int(window)
-        with atomic_output(out, "w") as fh:
-            chrome_header(fh, str(src.path), p.clock, f"{src.path.name} ({level})")
-            fh.write(",\n".join(_chrome_metadata(p)))
-            fh.flush()
-            if level == "steps":
-                chrome_steps(p, fh, ranges, progress, n_steps, 0)
+        with atomic_output(out, "w" if tracks is None else "wb") as fh:
+            if tracks is None:
+                chrome_header(fh, str(src.path), p.clock, f"{src.path.name} ({level})")
+                fh.write(",\n".join(_chrome_metadata(p)))
+                fh.flush()
+                raw = fh.buffer
             else:
-                events = _write_merged(p, fh, ranges, level, window, progress, n_steps)
+                raw = fh
+                if level != "steps":
+                    fh.write(tracks.descriptors)
+            if level == "steps" and tracks is None:
+                chrome_steps(p, fh, ranges, progress, n_steps, 0)
+            elif level == "steps":
+                _write_perfetto(p, fh, ranges, "", progress, n_steps, 0)
+            else:
+
+                def emit(runs: _Runs) -> None:
+                    if tracks is None:
+                        _emit(p, runs, raw, level)
+                    else:
+                        _emit_perfetto(p, tracks, runs, raw, level)
+
+                events = _write_merged(p, emit, ranges, level, window, progress, n_steps)
             info["events"] = meta_events + events
-            fh.write('\n],"aggregation":' + json.dumps(info) + "}\n")
+            if tracks is None:
+                fh.write('\n],"aggregation":' + json.dumps(info) + "}\n")
+            else:
+                fh.write(_info_track(info))
     finally:
         src.close()
     return info
 
 
-def _plain_events(p: _Prepared, ranges: list[tuple[int, int]]) -> int:
-    """Events of the plain export: one per step plus the memory counters' changes."""
+def _n_tracks(p: _Prepared) -> int:
+    kinds = len(p.counters.kinds) if p.counters is not None else 0
+    return p.n_ipus * (1 + N_LANES + 1 + kinds)
+
+
+def _info_track(info: dict) -> bytes:
+    """One named track saying what was merged (Perfetto has no file-level notes)."""
+    from perfetto.trace_builder.proto_builder import TraceProtoBuilder
+
+    b = TraceProtoBuilder()
+    pk = b.add_packet()
+    pk.track_descriptor.uuid = 900000
+    pk.track_descriptor.name = (
+        f"aggregated ({info['level']}): {info['events']:,} events for {info['steps']:,} steps; "
+        f"merged {info['merged']}"
+    )
+    return b.serialize()
+
+
+def _choose(
+    p: _Prepared, ranges: list[tuple[int, int]], n_steps: int, budget: int, fmt: str
+) -> tuple[str, int]:
+    """(the finest level that fits the budget, its events) from a counting pass."""
+    if n_steps <= budget:
+        events = _plain_events(p, ranges, fmt)
+        if events <= budget:
+            return "steps", events
+    for (name, _keys, _what), (slices, compute) in zip(LEVELS[1:3], _count(p, ranges, 0.0)):
+        if slices + compute <= budget:
+            return name, slices + compute
+    return "time windows", 0
+
+
+def _plain_events(p: _Prepared, ranges: list[tuple[int, int]], fmt: str) -> int:
+    """Events of the plain export: one per step plus the memory counters' changes (the
+    by-kind split: one stacked Chrome event, or one Perfetto packet per kind)."""
     from analyser.export.trace import _mem_changes
 
     n = 0
     last = np.full(p.n_ipus, -1, np.int64)
     for c in p.chunks(ranges):
         change, _ = _mem_changes(p, c["ipu"].astype(np.int64), c["program"].astype(np.int64), last)
-        n += c["start"].size + int(change.sum()) * (2 if p.counters is not None else 1)
+        kinds = 0 if p.counters is None else 1 if fmt == "chrome" else len(p.counters.kinds)
+        n += c["start"].size + int(change.sum()) * (1 + kinds)
     return n
 
 
 def _write_merged(
     p: _Prepared,
-    fh: IO[str],
+    emit,
     ranges: list[tuple[int, int]],
     level: str,
     window: float,
     progress: ProgressFn | None,
     n_steps: int,
 ) -> int:
+    """Stream the merged runs of ``level`` to ``emit``; returns the events written."""
     keys = next(k for n, k, _ in LEVELS if n == level)
-    raw = fh.buffer
     stream = _Stream()
     events = 0
     done = 0
+
+    def out(runs: _Runs) -> int:
+        emit(runs)
+        return runs.size + int(((runs.group % N_LANES == 0) & (runs.mem >= 0)).sum())
+
     for c in _chunks(p, ranges):
         if not c["start"].size:
             continue
-        closed = stream.feed(
-            _chunk_runs(c, keys, _mem(p, c), window if level == "time windows" else 0.0)
-        )
-        _emit(p, closed, raw, level)
-        events += closed.size + int(((closed.group % N_LANES == 0) & (closed.mem >= 0)).sum())
+        win = window if level == "time windows" else 0.0
+        events += out(stream.feed(_chunk_runs(c, keys, _mem(p, c), win)))
         done += c["start"].size
         if progress:
             progress(done, n_steps)
     last = stream.close()
     if last is not None:
-        _emit(p, last, raw, level)
-        events += last.size + int(((last.group % N_LANES == 0) & (last.mem >= 0)).sum())
-    raw.flush()
+        events += out(last)
     return events

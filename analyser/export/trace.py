@@ -24,6 +24,7 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -428,7 +429,51 @@ def _lp(field: bytes, payload: bytes) -> bytes:
     return field + varint(len(payload)) + payload
 
 
-def _counter_packets(
+def slice_packets(
+    r: RowBytes,
+    t0: np.ndarray,
+    t1: np.ndarray,
+    uuid: np.ndarray,
+    annotations: list[tuple[bytes, np.ndarray]],
+    category: tuple[tuple[np.ndarray, np.ndarray], np.ndarray],
+    name: tuple[tuple[np.ndarray, np.ndarray], np.ndarray],
+) -> None:
+    """A slice begin TracePacket (integer debug annotations: (encoded name field, values);
+    category and name from byte tables of encoded fields, by index) and its end packet."""
+    (cat_tab, cat_idx), (name_tab, name_idx) = category, name
+    lu = varint_lengths(uuid)
+    da = [(field, v, 1 + varint_lengths(v) + len(field)) for field, v in annotations]
+    te_len = 2 + 1 + lu + cat_tab[1][cat_idx] + name_tab[1][name_idx]
+    for _, _, n in da:
+        te_len = te_len + 1 + varint_lengths(n) + n
+    r.const(_PACKET)
+    r.varint(1 + varint_lengths(t0) + 2 + 1 + varint_lengths(te_len) + te_len)
+    r.const(_TS)
+    r.varint(t0)
+    r.const(_SEQ_ID + _TRACK_EVENT)
+    r.varint(te_len)
+    for field, v, n in da:
+        r.const(b"\x22")
+        r.varint(n)
+        r.const(b"\x20")
+        r.varint(v)
+        r.const(field)
+    r.const(_TYPE_BEGIN + _UUID)
+    r.varint(uuid)
+    r.lookup_table(*cat_tab, cat_idx)
+    r.lookup_table(*name_tab, name_idx)
+    te2 = 2 + 1 + lu
+    r.const(_PACKET)
+    r.varint(1 + varint_lengths(t1) + 2 + 1 + varint_lengths(te2) + te2)
+    r.const(_TS)
+    r.varint(t1)
+    r.const(_SEQ_ID + _TRACK_EVENT)
+    r.varint(te2)
+    r.const(_TYPE_END + _UUID)
+    r.varint(uuid)
+
+
+def counter_packets(
     r: RowBytes, t0: np.ndarray, uuid: np.ndarray, value: np.ndarray, mask: np.ndarray
 ) -> None:
     """A counter TracePacket (timestamp, track uuid, int value) on the rows of ``mask``."""
@@ -445,20 +490,19 @@ def _counter_packets(
     r.varint(value, mask)
 
 
-def _write_perfetto(
-    p: _Prepared,
-    fh: IO[bytes],
-    ranges: list[tuple[int, int]],
-    title: str,
-    progress: ProgressFn | None,
-    total_rows: int,
-    done0: int,
-) -> int:
-    """Perfetto protobuf: track descriptors through ``perfetto.trace_builder``, then per step a
-    slice begin (name, category = step type, cycles as a debug annotation) and end packet on
-    its lane's track, plus a memory counter packet where the value changes. The step packets
-    are encoded from the numpy columns by :class:`RowBytes` (the same bytes protobuf would
-    serialise; tests compare them)."""
+@dataclass(frozen=True)
+class PerfettoTracks:
+    """The track descriptors of a Perfetto trace (serialised) and the uuids of its tracks."""
+
+    descriptors: bytes
+    lanes: np.ndarray  # (IPUs, lanes)
+    memory: np.ndarray  # (IPUs,)
+    kinds: np.ndarray  # (IPUs, by-kind counters)
+
+
+def perfetto_tracks(p: _Prepared) -> PerfettoTracks:
+    """One process per IPU with a thread per lane, a memory counter track and, when the
+    profile has the split, a not-always-live counter track per variable kind."""
     from perfetto.trace_builder.proto_builder import TraceProtoBuilder
 
     b = TraceProtoBuilder()
@@ -492,7 +536,26 @@ def _write_perfetto(
             pk.track_descriptor.parent_uuid = 1000 + i
             pk.track_descriptor.name = f"IPU {i} not-always-live: {kind} (bytes)"
             pk.track_descriptor.counter.unit_name = "bytes"
-    fh.write(b.serialize())
+    return PerfettoTracks(b.serialize(), lane_uuid, mem_uuid, kind_uuid)
+
+
+def _write_perfetto(
+    p: _Prepared,
+    fh: IO[bytes],
+    ranges: list[tuple[int, int]],
+    title: str,
+    progress: ProgressFn | None,
+    total_rows: int,
+    done0: int,
+) -> int:
+    """Perfetto protobuf: track descriptors through ``perfetto.trace_builder``, then per step a
+    slice begin (name, category = step type, cycles as a debug annotation) and end packet on
+    its lane's track, plus a memory counter packet where the value changes. The step packets
+    are encoded from the numpy columns by :class:`RowBytes` (the same bytes protobuf would
+    serialise; tests compare them)."""
+    tracks = perfetto_tracks(p)
+    fh.write(tracks.descriptors)
+    lane_uuid, mem_uuid, kind_uuid = tracks.lanes, tracks.memory, tracks.kinds
     del title
     # categories (the step type) and name (the program) fields of the slice begin events
     cats = byte_table([_lp(b"\xb2\x01", t.encode()) for t in schema.PROGRAM_TYPES])
@@ -509,43 +572,14 @@ def _write_perfetto(
         t0 = np.rint(start * ns).astype(np.int64)
         t1 = np.rint((start + cyc) * ns).astype(np.int64)
         uu = lane_uuid[ipu, _LANE_OF_TYPE[typ]]
-        lu = varint_lengths(uu)
-        lc = varint_lengths(cyc)
-        da_len = 1 + lc + len(_CYCLES_NAME)
-        te_len = 1 + varint_lengths(da_len) + da_len + 2 + 1 + lu + cats[1][typ] + names[1][prog]
-        pk_len = 1 + varint_lengths(t0) + 2 + 1 + varint_lengths(te_len) + te_len
         r = RowBytes(n)
-        # slice begin
-        r.const(_PACKET)
-        r.varint(pk_len)
-        r.const(_TS)
-        r.varint(t0)
-        r.const(_SEQ_ID + _TRACK_EVENT)
-        r.varint(te_len)
-        r.const(b"\x22")
-        r.varint(da_len)
-        r.const(b"\x20")
-        r.varint(cyc)
-        r.const(_CYCLES_NAME + _TYPE_BEGIN + _UUID)
-        r.varint(uu)
-        r.lookup_table(*cats, typ)
-        r.lookup_table(*names, prog)
-        # slice end
-        te2 = 2 + 1 + lu
-        r.const(_PACKET)
-        r.varint(1 + varint_lengths(t1) + 2 + 1 + varint_lengths(te2) + te2)
-        r.const(_TS)
-        r.varint(t1)
-        r.const(_SEQ_ID + _TRACK_EVENT)
-        r.varint(te2)
-        r.const(_TYPE_END + _UUID)
-        r.varint(uu)
+        slice_packets(r, t0, t1, uu, [(_CYCLES_NAME, cyc)], (cats, typ), (names, prog))
         # memory counters where they change: the total, then not-always-live by kind
-        _counter_packets(r, t0, mem_uuid[ipu], np.maximum(mem, 0), change)
+        counter_packets(r, t0, mem_uuid[ipu], np.maximum(mem, 0), change)
         if p.counters is not None:
             key = np.maximum(p.key_of_prog[ipu, prog], 0)
             for k in range(len(p.counters.kinds)):
-                _counter_packets(r, t0, kind_uuid[ipu, k], p.counters.values[key, k], change)
+                counter_packets(r, t0, kind_uuid[ipu, k], p.counters.values[key, k], change)
         return list(r.blocks(workers=1))
 
     done = done0
