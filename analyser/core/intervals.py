@@ -10,7 +10,8 @@ The engine's error against public figures (docs/fidelity.md) is stored as data
 * ``small-feature-maps``: at least half of the forward convolution and matmul work is in small
   convolutions (fewer output positions per execution than the IPU has tiles, or fewer output
   channels than one AMP pass produces);
-* ``collectives-across-pods``: data-parallel replicas over more than one Pod64 (collectives over GW-Links);
+* ``collectives-across-pods``: data-parallel replicas over more than one Pod64 (collectives
+  over GW-Links);
 * ``host-bound``: the host limits the run or could: with a loader in the main process (sync) the
   host's preparation per call is at least :data:`HOST_LOAD_SYNC` of the device's time per call
   (XProf's "moderately input-bound"); with a loader overlapping the device (async, workers) at
@@ -22,8 +23,9 @@ Method (docs/fidelity.md, "Intervals"): per class the band is [lowest, highest] 
 class with fewer than :data:`MIN_ROWS` rows gives no interval, several classes take the union of
 their bands, and a band always contains zero error (the engine's own figure is inside its
 interval). A relative change between two predictions in the same classes shares the classes'
-offset (correlated errors): only the spread of the band counts. Between different classes the
-two errors are independent and each side's full band counts. Leave-one-out: a reference row's
+offset (correlated errors), and of the band's spread only the share of the time per sample the
+change moves counts (:func:`ratio_factors`; the uncorrelated range is kept beside it). Between
+different classes the two errors are independent and each side's full band counts. Leave-one-out: a reference row's
 own interval comes from the other rows (:meth:`ErrorTable.band` ``exclude``), so no row vouches
 for itself; the benchmark reports how many rows fall inside their leave-one-out band.
 
