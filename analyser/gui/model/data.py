@@ -310,3 +310,9 @@ def roofline(doc: Document) -> Any:
         return build(doc.analysis)
 
     return doc.cached("roofline", compute)
+
+
+def imbalance(doc: Document) -> Any:
+    """Cycles lost to tile imbalance per IPU and compute set (analyser.core.imbalance; None
+    without execution), for the reports that show it."""
+    return doc.cached("imbalance", lambda: doc.analysis.imbalance)
