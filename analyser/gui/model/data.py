@@ -176,17 +176,12 @@ def warm(doc: Document, needs: Iterable[str]) -> None:
 
 
 def accessor(name: str) -> Callable[[Document], Any]:
-    """The accessor of this module called ``name`` (a report's data need); ValueError for a
-    name that is not one."""
-    fn = globals().get(name)
-    if (
-        name.startswith("_")
-        or name in ("warm", "accessor")
-        or not callable(fn)
-        or getattr(fn, "__module__", None) != __name__
-    ):
-        raise ValueError(f"{name!r} is not an accessor of {__name__}")
-    return fn
+    """The accessor of :data:`DATA_NEEDS` called ``name`` (a report's data need); ValueError
+    for a name that is not one."""
+    try:
+        return DATA_NEEDS[name]
+    except KeyError:
+        raise ValueError(f"{name!r} is not a data need of {__name__} (DATA_NEEDS)") from None
 
 
 def liveness_steps(doc: Document) -> pd.DataFrame:
@@ -316,3 +311,38 @@ def imbalance(doc: Document) -> Any:
     """Cycles lost to tile imbalance per IPU and compute set (analyser.core.imbalance; None
     without execution), for the reports that show it."""
     return doc.cached("imbalance", lambda: doc.analysis.imbalance)
+
+
+#: What a report can name in its ``data_needs`` (warmed in the loader thread before it is shown):
+#: the accessors taking only the document, listed once (a new one joins by its line here).
+DATA_NEEDS: dict[str, Callable[[Document], Any]] = {
+    fn.__name__: fn
+    for fn in (
+        target,
+        memory,
+        liveness,
+        execution,
+        operations,
+        variables,
+        memory_insights,
+        metrics,
+        run_config,
+        run_config_note,
+        target_config,
+        insights,
+        tile_breakdowns,
+        largest_vertices,
+        largest_always_live,
+        target_line,
+        trace_window,
+        pipeline_chart,
+        liveness_steps,
+        program_nodes,
+        program_match_keys,
+        operation_names,
+        compute_sets,
+        program_wait_cycles,
+        roofline,
+        imbalance,
+    )
+}
