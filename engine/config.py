@@ -42,7 +42,7 @@ DEFAULT_CLASSES = {"mlp": 10, "resnet50": 1000, "resnet101": 1000, "bert-base": 
 
 
 class RunConfig(BaseModel):
-    """Every run option of the engine (product.md, 'Run options'), each with its default."""
+    """Every run option of the engine, each with its default (docs/engine.md, 'Run options')."""
 
     model_config = ConfigDict(extra="forbid", frozen=False, validate_assignment=False)
 

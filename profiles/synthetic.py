@@ -1,8 +1,8 @@
 """Synthetic profiles: plausible, schema-valid data for tests, fixtures and benchmarks.
 
-This is not the engine: numbers are drawn at random around the public figures of
-/work/shared/brief/ipu-facts.md (624 KiB per tile, about 90 cycles per internal sync, 4 bytes per
-cycle per tile of exchange...), but every invariant of the format holds exactly, so analysis code
+This is not the engine: numbers are drawn at random around the public IPU figures the engine
+cites (docs/engine.md: 624 KiB per tile, about 90 cycles per internal sync, 4 bytes per cycle per
+tile of exchange...), but every invariant of the format holds exactly, so analysis code
 can be tested against it:
 
 * memory: for every tile ``sum(by_category) == sum(by_region) == sum(by_liveness) == total``;

@@ -130,3 +130,15 @@ def test_a_rule_types_its_id_once():
     assert len(ids) == len(set(ids)) and len(all_rules()) == sum(
         len(rules_in(m)) for m in RULE_MODULES
     )
+
+
+def test_a_refused_simulation_is_a_user_facing_error():
+    """The engine's refusal of a configuration is shown as its one sentence, like every other
+    expected error (the user-facing error tree), not as a bare ValueError."""
+    from analyser.sim.service import SimRequest, SimulationRefused
+    from profiles.errors import UserFacingError
+
+    assert issubclass(SimulationRefused, UserFacingError)
+    with pytest.raises(SimulationRefused) as refused:
+        SimRequest.make({"model": "mlp", "precision": "8.8"})
+    assert refused.value.exit_code == 2 and "precision" in str(refused.value)

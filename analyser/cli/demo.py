@@ -1,7 +1,7 @@
 """``analyse demo``: run the reference walkthrough end to end with the embedded engine.
 
 Runs the six run configurations of ``assets/runs/walkthrough`` (ResNet-101 on 64 x 64 CIFAR-10
-images, two Mk2 IPUs pipelined at ``layer3.8``; see /work/shared/brief/walkthrough.md), writes one
+images, two Mk2 IPUs pipelined at ``layer3.8``; see docs/engine.md, "The walkthrough"), writes one
 profile per step into the output folder (``1-base.h5`` ... ``6-async.h5``, named so they sort in
 step order), prints a table of the steps and, when the report writer is installed
 (``analyser.reports.write_report``), writes the comparative report ``report.html`` next to them.

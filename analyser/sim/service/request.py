@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from analyser.core.intervals import FEATURE_KEYS, feature_figures
+from profiles.errors import UserFacingError
 
 #: Statuses of a response. ``ok`` and ``oom`` carry a profile and figures; ``refused`` is the
 #: engine's answer to a configuration it rejects (cached like a result); the others are not
@@ -54,9 +55,9 @@ FIGURE_KEYS: tuple[str, ...] = (
 )
 
 
-class SimulationRefused(ValueError):
+class SimulationRefused(UserFacingError):
     """Raised by :meth:`SimRequest.make` for a configuration the engine rejects; the message is
-    the engine's one sentence."""
+    the engine's one sentence (a user-facing error: shown without a traceback, exit 2)."""
 
 
 @functools.lru_cache(maxsize=1)
@@ -101,7 +102,6 @@ class SimRequest:
         """Validate ``config`` (a dict or a RunConfig) with the engine's RunConfig; raises
         :class:`SimulationRefused` with the engine's one sentence when it is rejected."""
         from engine.config import RunConfig
-        from profiles.errors import UserFacingError
 
         try:
             cfg = config if isinstance(config, RunConfig) else RunConfig.from_dict(dict(config))
