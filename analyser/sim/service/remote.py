@@ -81,7 +81,9 @@ def identify_scheduler(address: str, security=None, timeout: float | None = None
     async def ask() -> Any:
         from distributed.comm import connect
 
-        comm = await connect(address, timeout=timeout, **args)  # includes Dask's handshake
+        # includes Dask's handshake; nothing pickled in a reply is loaded (an unknown server's
+        # pickle would run code here)
+        comm = await connect(address, timeout=timeout, deserialize=False, **args)
         try:
             await comm.write({"op": "identity", "reply": True})
             return await comm.read()
