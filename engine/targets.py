@@ -355,9 +355,32 @@ class Target(BaseModel):
 def _load_chips() -> dict[str, dict[str, Any]]:
     """The chips of ``engine/data/chips.toml``: each chip's table over the ``[common]`` one."""
     text = resources.files("engine").joinpath("data/chips.toml").read_text("utf-8")
-    raw = tomllib.loads(text)
-    common = raw.pop("common")
-    return {name: {**common, **table} for name, table in raw.items()}
+    return resolve_chips(tomllib.loads(text))
+
+
+def resolve_chips(raw: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each chip table of ``raw`` (chips.toml's layout) over its ``base`` chip's resolved fields
+    (``base = "mk2"``: only what differs is written), else over the ``[common]`` table."""
+    raw = dict(raw)
+    common = raw.pop("common", {})
+    out: dict[str, dict[str, Any]] = {}
+
+    def resolve(name: str, seen: tuple[str, ...]) -> dict[str, Any]:
+        if name in out:
+            return out[name]
+        if name in seen:
+            raise ValueError(f"chips.toml: the bases of {seen[0]!r} go round in a circle")
+        table = dict(raw[name])
+        base = table.pop("base", None)
+        if base is not None and base not in raw:
+            raise ValueError(f"chips.toml: [{name}] has base {base!r}, which is not a chip")
+        under = common if base is None else resolve(base, (*seen, name))
+        out[name] = {**under, **table}
+        return out[name]
+
+    for name in raw:
+        resolve(name, ())
+    return {name: out[name] for name in raw}
 
 
 #: The built-in targets, by short name (engine/data/chips.toml; sources per figure there and in

@@ -1,0 +1,48 @@
+"""Chips as data (engine/data/chips.toml): a chip may start from another chip (``base``) and
+write only what differs."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.targets import TARGETS, Target, resolve_chips
+
+
+def test_a_chip_over_its_base_writes_only_what_differs():
+    raw = {
+        "common": {"a": 1, "b": 2, "c": 3},
+        "one": {"b": 20},
+        "two": {"base": "one", "c": 30},
+        "three": {"base": "two", "a": 100},
+    }
+    chips = resolve_chips(raw)
+    assert chips["one"] == {"a": 1, "b": 20, "c": 3}
+    assert chips["two"] == {"a": 1, "b": 20, "c": 30}
+    assert chips["three"] == {"a": 100, "b": 20, "c": 30}
+    assert "base" not in chips["three"]
+
+
+@pytest.mark.parametrize(
+    "raw, words",
+    [
+        ({"common": {}, "x": {"base": "nope"}}, "not a chip"),
+        ({"common": {}, "x": {"base": "y"}, "y": {"base": "x"}}, "circle"),
+    ],
+)
+def test_a_wrong_base_is_one_sentence(raw, words):
+    with pytest.raises(ValueError, match=words):
+        resolve_chips(raw)
+
+
+def test_bow_is_mk2_but_for_its_clock_links_and_machine():
+    bow, mk2 = Target(**TARGETS["bow"]), Target(**TARGETS["mk2"])
+    differ = {k for k, v in bow.to_dict().items() if mk2.to_dict()[k] != v}
+    assert differ == {
+        "name",
+        "display_name",
+        "architecture",
+        "clock_hz",
+        "ipu_link_bytes_per_s",
+        "streaming_memory_bytes",
+        "machine_name",
+    }
