@@ -159,11 +159,14 @@ class ProgramTable(_Columns):
 
     @property
     def bytes(self) -> np.ndarray:
+        """Bytes in plus bytes out of each exchange."""
         return self.bytes_in + self.bytes_out
 
 
 @dataclass
 class SegmentTable(_Columns):
+    """The program's segments: kind, IPU, pipeline stage, how often they run and their programs."""
+
     kind: np.ndarray  # str
     ipu: np.ndarray  # int16
     stage: np.ndarray  # int16
@@ -181,6 +184,7 @@ class SegmentTable(_Columns):
         return np.flatnonzero(mask)
 
     def programs(self, seg: int) -> np.ndarray:
+        """The program ids of segment ``seg``."""
         return np.arange(self.first[seg], self.stop[seg])
 
 
@@ -221,6 +225,7 @@ class MemoryReport:
 
     @property
     def peak_tile_bytes(self) -> int:
+        """Bytes on the fullest tile (total plus gaps)."""
         return int((self.total + self.gaps).max())
 
 

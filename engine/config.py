@@ -577,6 +577,7 @@ class RunConfig(BaseModel):
     # ------------------------------------------------------------------------------------------
     @property
     def training(self) -> bool:
+        """Whether the run trains (else it infers)."""
         return self.mode == "training"
 
     @property
@@ -596,6 +597,7 @@ class RunConfig(BaseModel):
 
     @property
     def partials_dtype(self) -> str:
+        """The dtype of matmul / convolution partials."""
         if self.partials_type == "float" or self.compute_dtype == "float32":
             return "float32"
         if self.partials_type == "half":
@@ -604,16 +606,19 @@ class RunConfig(BaseModel):
 
     @property
     def first_moment(self) -> str:
+        """The dtype of the optimiser's first moment."""
         if self.first_moment_dtype != "auto":
             return self.first_moment_dtype
         return self.weight_dtype
 
     @property
     def second_moment(self) -> str:
+        """The dtype of the optimiser's second moment."""
         return "float32" if self.second_moment_dtype == "auto" else self.second_moment_dtype
 
     @property
     def accumulator(self) -> str:
+        """The dtype of the gradient accumulator."""
         return self.weight_dtype if self.accumulator_dtype == "auto" else self.accumulator_dtype
 
     @property
@@ -630,12 +635,14 @@ class RunConfig(BaseModel):
 
     @property
     def resolved_output_mode(self) -> str:
+        """The output mode, 'auto' resolved ('final' when training, else 'all')."""
         if self.output_mode == "auto":
             return "final" if self.training else "all"
         return self.output_mode
 
     @property
     def classes(self) -> int:
+        """The number of classes (the model's default when not set)."""
         if self.num_classes is not None:
             return self.num_classes
         return DEFAULT_CLASSES.get(self.model, 0)  # ONNX models: the graph's outputs decide

@@ -29,10 +29,12 @@ class SimResult:
 
     @property
     def fits(self) -> bool:
+        """Whether the program fits in memory."""
         return not self.compiled.oom
 
     @property
     def oom(self) -> bool:
+        """Whether some tile is out of memory."""
         return self.compiled.oom
 
     def to_profile_data(self) -> dict[str, dict[str, Any]]:

@@ -49,17 +49,20 @@ class System(BaseModel):
 
     @property
     def ipus(self) -> int:
+        """The IPUs of the system."""
         from engine.targets import get_target
 
         return self.machines * get_target(self.chip).ipus_per_machine
 
     @property
     def ipus_per_rack(self) -> int:
+        """The IPUs per IPU-POD64 rack."""
         return self.ipus // self.pod64_racks
 
 
 @cache
 def systems() -> dict[str, System]:
+    """The systems of ``engine/data/systems.toml``, by name."""
     text = resources.files("engine").joinpath("data/systems.toml").read_text("utf-8")
     return {name: System(name=name, **table) for name, table in tomllib.loads(text).items()}
 
@@ -68,6 +71,7 @@ SYSTEM_NAMES: tuple[str, ...] = tuple(systems())
 
 
 def get_system(name: str) -> System:
+    """The system called ``name`` (other spellings accepted); ConfigError when unknown."""
     key = str(name).strip().lower().replace("ipu-pod", "mk2-pod").replace("_", "-")
     if key not in systems():
         raise ConfigError(

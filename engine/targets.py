@@ -331,6 +331,7 @@ class Target(BaseModel):
     # -- derived figures ---------------------------------------------------------------------
     @property
     def sram_per_ipu(self) -> int:
+        """Bytes of SRAM on one IPU."""
         return self.sram_per_tile * self.tiles_per_ipu
 
     def peak_flops(self, dtype: str = "float16", partials: str = "float16") -> float:
@@ -349,6 +350,7 @@ class Target(BaseModel):
         return round(2 * hops * self.external_sync_seconds_per_hop * self.clock_hz)
 
     def to_dict(self) -> dict[str, Any]:
+        """The target as plain data (stored as ``/meta@target``)."""
         return self.model_dump(mode="json")
 
 

@@ -55,6 +55,7 @@ class Pending:
         self.signals: list[int] = []
 
     def check(self) -> None:
+        """Raise Interrupted when a signal arrived while writing."""
         if self.signals:
             raise Interrupted(self.signals[0])
 
@@ -85,6 +86,7 @@ class deferred_signals:
         self._old: dict[int, object] | None = None
 
     def start(self) -> Pending:
+        """Defer SIGINT / SIGTERM until the write is done (main thread only)."""
         if threading.current_thread() is not threading.main_thread() or self._old is not None:
             return self.pending
         outer = current()

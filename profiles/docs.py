@@ -210,6 +210,7 @@ def render_markdown() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Print docs/profile-format.md's generated text, or rewrite it with ``--write``."""
     argv = sys.argv[1:] if argv is None else argv
     text = render_markdown()
     if "--write" in argv:

@@ -33,6 +33,7 @@ class TileChanges:
 
     @property
     def num_ipus(self) -> int:
+        """The number of IPUs."""
         return len(self.ipu_offsets) - 1
 
     def ipu(self, ipu: int) -> tuple[np.ndarray, np.ndarray]:

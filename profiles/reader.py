@@ -274,14 +274,17 @@ class Profile:
 
     @property
     def format_version(self) -> str:
+        """The profile's format version ('1.3')."""
         return schema.version_string(self.version)
 
     @property
     def engine_version(self) -> str:
+        """The engine version that wrote the profile ('unknown' when not stored)."""
         return str(self.root_attrs.get("engine_version", "unknown"))
 
     @property
     def created(self) -> str:
+        """When the profile was written (ISO 8601; '' when not stored)."""
         return str(self.root_attrs.get("created", ""))
 
     @cached_property
@@ -296,6 +299,7 @@ class Profile:
 
     @cached_property
     def notes(self) -> list[str]:
+        """The writer's notes (``/meta@notes``)."""
         return self._json_attr("notes", []) if "notes" in self.meta else []
 
     @cached_property
@@ -325,26 +329,32 @@ class Profile:
 
     @property
     def model(self) -> str:
+        """The model's name."""
         return str(self.meta.get("model", ""))
 
     @property
     def replicas(self) -> int:
+        """The number of replicas."""
         return int(self.meta.get("replicas", 1))
 
     @property
     def sram_per_tile(self) -> int:
+        """Bytes of SRAM per tile."""
         return int(self.meta.get("sram_per_tile", 0))
 
     @property
     def clock_hz(self) -> float:
+        """The clock in Hz."""
         return float(self.meta.get("clock_hz", 0.0))
 
     @property
     def samples_per_step(self) -> int:
+        """Samples per step (one run of the program)."""
         return int(self.meta.get("samples_per_step", 0))
 
     @property
     def is_oom(self) -> bool:
+        """Whether the program did not fit (no execution)."""
         return self.status == "oom"
 
     @property
@@ -538,6 +548,7 @@ class Profile:
 
     @_guarded
     def shape(self, path: str) -> tuple[int, ...]:
+        """The shape of the dataset at ``path``."""
         return tuple(self._dataset(path).shape)
 
     @_guarded
@@ -778,6 +789,7 @@ class Profile:
 
     # -- lifetime -------------------------------------------------------------------------------
     def close(self) -> None:
+        """Close the file."""
         with contextlib.suppress(Exception):  # already closed
             self._h5.close()
 

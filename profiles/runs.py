@@ -60,20 +60,24 @@ class RunRows:
     # -- array-like ---------------------------------------------------------------------------
     @property
     def shape(self) -> tuple[int, int]:
+        """(rows, width) of the run-length table."""
         return (len(self.values), self.width)
 
     @property
     def dtype(self) -> np.dtype:
+        """The values' dtype."""
         return self.values.dtype
 
     ndim = 2
 
     @property
     def size(self) -> int:
+        """The number of cells (rows x width)."""
         return len(self.values) * self.width
 
     @property
     def nbytes(self) -> int:
+        """Bytes of the table once expanded."""
         return self.size * self.dtype.itemsize
 
     def __len__(self) -> int:
@@ -121,9 +125,11 @@ class RunRows:
         return self.values[self.lengths > 0]
 
     def min(self):
+        """The smallest present value."""
         return self.present().min()
 
     def max(self):
+        """The largest present value."""
         return self.present().max()
 
 

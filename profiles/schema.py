@@ -186,6 +186,7 @@ class Group:
     chunk_rows: int | None = None
 
     def field(self, name: str) -> Field:
+        """The field ``name`` of this table; KeyError when it has none."""
         for f in self.fields:
             if f.name == name:
                 return f
@@ -193,14 +194,17 @@ class Group:
 
     @property
     def columns(self) -> tuple[Field, ...]:
+        """The table's columns."""
         return tuple(f for f in self.fields if f.kind == "column")
 
     @property
     def datasets(self) -> tuple[Field, ...]:
+        """The table's columns and datasets."""
         return tuple(f for f in self.fields if f.kind in ("column", "dataset"))
 
     @property
     def attributes(self) -> tuple[Field, ...]:
+        """The table's attributes."""
         return tuple(f for f in self.fields if f.kind == "attribute")
 
 
@@ -731,6 +735,7 @@ def _shallow(obj: Field | Group, skip: str = "") -> dict:
 
 
 def schema_json() -> str:
+    """The schema of this format version as JSON (stored in every profile)."""
     return _schema_json(FORMAT_VERSION)
 
 
@@ -743,6 +748,7 @@ def _schema_json(version: tuple[int, int]) -> str:
 
 
 def version_string(version: tuple[int, int] = FORMAT_VERSION) -> str:
+    """A format version as text ('1.3')."""
     return f"{version[0]}.{version[1]}"
 
 

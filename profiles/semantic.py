@@ -184,6 +184,7 @@ class Dims:
     rows: dict[str, int]  # table path -> rows
 
     def table_rows(self, table: str) -> int | None:
+        """Rows of ``table`` as checked (None when not read)."""
         return self.rows.get(table)
 
 

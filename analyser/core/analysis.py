@@ -69,15 +69,19 @@ class TargetSummary:
 
     @property
     def memory_per_ipu(self) -> int:
+        """Bytes of SRAM on one IPU (tiles x SRAM per tile)."""
         return self.tiles_per_ipu * self.sram_per_tile
 
     @property
     def memory_total(self) -> int:
+        """Bytes of SRAM on every IPU of every replica."""
         return self.memory_per_ipu * self.num_ipus * self.replicas
 
 
 @dataclass(frozen=True)
 class IpuMetrics:
+    """Key figures of one IPU (memory, fullest tile, out-of-memory tiles, cycles)."""
+
     ipu: int
     memory_bytes: int
     max_tile_bytes: int
@@ -158,6 +162,7 @@ class Metrics:
     device_throughput_samples_per_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The figures as a plain dict (the JSON summary's ``metrics``)."""
         return asdict(self)
 
     #: Names accepted by ``--fail-if`` and comparisons (scalar metrics), with aliases.
@@ -192,6 +197,7 @@ class Metrics:
 
     @classmethod
     def scalar_names(cls) -> list[str]:
+        """The names of the scalar figures (what ``compare`` and ``--fail-if`` take)."""
         skip = {"file", "model", "status", "ipus"}
         return [f for f in cls.__dataclass_fields__ if f not in skip]
 
@@ -210,6 +216,7 @@ class Analysis:
         return cls(open_profile(path), path)
 
     def close(self) -> None:
+        """Close the profile."""
         self.src.close()
 
     def __enter__(self) -> Analysis:
@@ -220,10 +227,12 @@ class Analysis:
 
     @property
     def path(self) -> Path:
+        """The profile's path."""
         return self.src.path
 
     @property
     def name(self) -> str:
+        """The profile's file name (its model's name when it has no path)."""
         return self.path.name or self.target.model
 
     @cached_property
@@ -252,16 +261,19 @@ class Analysis:
 
     @property
     def target_config(self) -> dict[str, Any]:
+        """The stored target (``/meta@target``) as a dict; empty when absent or not a dict."""
         t = self.src.meta.get("target") or {}
         return t if isinstance(t, dict) else {}
 
     @property
     def has_execution(self) -> bool:
+        """Whether the profile has an execution (a program that fits was run)."""
         return self.src.has_execution
 
     # -- parts ----------------------------------------------------------------------------------
     @cached_property
     def target(self) -> TargetSummary:
+        """The target, IPUs, replicas, tiles, SRAM, clock and graph counts of the profile."""
         m = self.src.meta
         t = self.target_config
         root = self.src.root_attrs
@@ -295,14 +307,17 @@ class Analysis:
 
     @cached_property
     def memory(self) -> _memory.MemorySummary:
+        """Memory per tile and IPU: totals, gaps, out-of-memory tiles, top tiles, histogram."""
         return _memory.summarise_memory(self.src)
 
     @cached_property
     def liveness(self) -> _liveness.LivenessSummary:
+        """Not-always-live memory per liveness step and IPU, with its peaks."""
         return _liveness.summarise_liveness(self.src)
 
     @cached_property
     def execution(self) -> ExecutionSummary | None:
+        """Cycles by step type, phases, stages and host round trips; None without execution."""
         return summarise_execution(self.src)
 
     @cached_property
@@ -313,10 +328,12 @@ class Analysis:
 
     @cached_property
     def operations(self) -> pd.DataFrame:
+        """The operations table: each operation with its executions, cycles, FLOPs and memory."""
         return operations_table(self.src, self.execution)
 
     @cached_property
     def variables(self) -> pd.DataFrame:
+        """The variables table (one row per variable and IPU)."""
         return _memory.variables_table(self.src)
 
     def tile_breakdown(self, ipu: int, by: str = "category") -> tuple[np.ndarray, tuple]:
@@ -324,14 +341,17 @@ class Analysis:
         return _memory.tile_breakdown(self.src, ipu, by)
 
     def largest_variables(self, n: int = 10, *, always_live: bool | None = None) -> pd.DataFrame:
+        """The ``n`` largest variables (only always-live or not, when ``always_live`` is given)."""
         return _memory.largest_variables(self.src, n, always_live=always_live)
 
     def largest_vertices(self, n: int = 10) -> pd.DataFrame:
+        """The ``n`` vertex types with the most bytes."""
         return _memory.largest_vertices(self.src, n)
 
     def live_variables(
         self, step: int, ipu: int | None = None, *, include_always_live: bool = False
     ) -> pd.DataFrame:
+        """The variables live at liveness ``step`` on ``ipu``."""
         return _liveness.live_variables(
             self.src, step, ipu, include_always_live=include_always_live
         )
@@ -342,6 +362,7 @@ class Analysis:
 
     @cached_property
     def metrics(self) -> Metrics:
+        """The flat key figures (the JSON report, ``compare`` and ``--fail-if``)."""
         mem = self.memory
         ex = self.execution
         lv = self.liveness

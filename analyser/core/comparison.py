@@ -95,11 +95,14 @@ def fmt_share_delta(a: float | None, b: float | None) -> str:
 
 @dataclass(frozen=True)
 class ConfigDiff:
+    """One run option that differs between two profiles."""
+
     key: str
     before: Any
     after: Any
 
     def text(self) -> str:
+        """The change in words ('micro_batch_size 8 instead of 16')."""
         return f"{self.key} {_show(self.after)} instead of {_show(self.before)}"
 
 
@@ -115,6 +118,8 @@ def _show(v: Any) -> str:
 
 @dataclass(frozen=True)
 class MetricDelta:
+    """One key figure of two profiles, with its label, kind and direction."""
+
     key: str
     label: str
     kind: str
@@ -126,10 +131,12 @@ class MetricDelta:
 
     @property
     def delta(self) -> float | None:
+        """After minus before; None when either is missing."""
         return None if self.before is None or self.after is None else self.after - self.before
 
     @property
     def rel(self) -> float | None:
+        """The relative change (after / before - 1); None when either is missing."""
         return rel_change(self.before, self.after)
 
 
@@ -166,12 +173,15 @@ class PairComparison:
     other_deltas: list[str] = field(default_factory=list)
 
     def metric(self, key: str) -> MetricDelta:
+        """The figure ``key`` of this pair; KeyError when it is not compared."""
         for m in self.metrics:
             if m.key == key:
                 return m
         raise KeyError(key)
 
     def to_dict(self) -> dict[str, Any]:
+        """The pair as plain data (the JSON report's comparison)."""
+
         def df(d: pd.DataFrame) -> list[dict]:
             return [
                 {k: _plain(v) for k, v in r.items()} for r in d.reset_index().to_dict("records")
@@ -236,6 +246,7 @@ class Comparison:
         return pd.DataFrame(rows, index=self.names).T
 
     def to_dict(self) -> dict[str, Any]:
+        """The comparison as plain data: the profiles' names and each consecutive pair."""
         return {"names": self.names, "pairs": [p.to_dict() for p in self.pairs]}
 
 
@@ -542,6 +553,7 @@ def _range_words(iv: dict[str, Any] | None) -> str:
 
 
 def compare_pair(a: Analysis, b: Analysis) -> PairComparison:
+    """Compare two profiles: run options changed, key figures, explanations, tables."""
     diffs = config_diffs(a, b)
     ma, mb = a.metrics, b.metrics
     ivs = change_intervals(a, b)

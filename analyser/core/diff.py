@@ -138,6 +138,7 @@ class StepDelta:
 
     @property
     def delta(self) -> int:
+        """Cycles of B minus cycles of A."""
         return self.cycles_b - self.cycles_a
 
 
@@ -167,6 +168,7 @@ class RunDiff:
 
     @property
     def delta(self) -> int:
+        """Total of B minus total of A."""
         return self.total_b - self.total_a
 
     def to_dict(self) -> dict[str, Any]:

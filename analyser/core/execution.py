@@ -110,6 +110,7 @@ class ExecutionSummary:
     # -- derived figures -----------------------------------------------------------------------
     @property
     def step_types(self) -> tuple[str, ...]:
+        """The step types, in the format's order."""
         return STEP_TYPES
 
     @property
@@ -119,6 +120,7 @@ class ExecutionSummary:
 
     @property
     def streamcopy_tx_bytes(self) -> np.ndarray:
+        """StreamCopy bytes sent per IPU (summed over destinations)."""
         return self.streamcopy_tx_by_dest.sum(axis=1)
 
     def type_share(self, ipu: int | None = None) -> dict[str, float]:
@@ -128,6 +130,7 @@ class ExecutionSummary:
         return {t: (float(c[i]) / tot if tot else 0.0) for i, t in enumerate(STEP_TYPES[3:], 3)}
 
     def share_of(self, step_type: str, ipu: int | None = None) -> float:
+        """Share of the cycles spent in ``step_type`` (on ``ipu``, or over all IPUs)."""
         return self.type_share(ipu).get(step_type, 0.0)
 
     def phase_share(self) -> dict[str, float]:
@@ -137,6 +140,7 @@ class ExecutionSummary:
 
     @property
     def ramp_share(self) -> float:
+        """Share of the run in pipeline ramp-up and ramp-down."""
         s = self.phase_share()
         return s["rampUp"] + s["rampDown"]
 
@@ -156,10 +160,12 @@ class ExecutionSummary:
 
     @property
     def compute_share(self) -> float:
+        """Share of the cycles spent computing (OnTileExecute)."""
         return self.share_of("OnTileExecute")
 
     @property
     def round_trips_per_sample(self) -> float:
+        """Host round trips per sample."""
         return self.host_round_trips / self.samples if self.samples else 0.0
 
     @property

@@ -44,6 +44,8 @@ def _show(v: float) -> str:
 
 @dataclass(frozen=True)
 class Gate:
+    """One ``--fail-if`` condition: a key figure, a comparison and a value (or a change)."""
+
     text: str
     metric: str
     op: str
@@ -82,6 +84,7 @@ class Gate:
 
 
 def parse_gate(text: str) -> Gate:
+    """Parse a ``--fail-if`` condition such as 'cycles>+5%'; GateSyntaxError when it is not one."""
     m = _RE.match(text)
     if not m:
         raise GateSyntaxError(

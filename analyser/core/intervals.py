@@ -300,10 +300,12 @@ class Band:
 
     @property
     def lo0(self) -> float:
+        """The low end, or 0 when the range lies above 0."""
         return min(self.lo, 0.0)
 
     @property
     def hi0(self) -> float:
+        """The high end, or 0 when the range lies below 0."""
         return max(self.hi, 0.0)
 
 
@@ -469,6 +471,7 @@ class Interval:
 
     @property
     def available(self) -> bool:
+        """Whether the interval has both ends."""
         return self.low is not None and self.high is not None
 
     def to_dict(self) -> dict[str, Any]:

@@ -26,6 +26,7 @@ class LivenessSummary:
 
     @property
     def n_steps(self) -> int:
+        """The number of liveness steps."""
         return int(self.not_always_live.shape[1])
 
     @property
@@ -36,11 +37,13 @@ class LivenessSummary:
         return self.always_live + self.not_always_live.max(axis=1)
 
     def curve(self, ipu: int, *, include_always_live: bool = False) -> np.ndarray:
+        """Not-always-live bytes per step of ``ipu`` (plus always-live: ``include_always_live``)."""
         c = self.not_always_live[ipu]
         return c + self.always_live[ipu] if include_always_live else c
 
 
 def summarise_liveness(src: Source) -> LivenessSummary:
+    """The liveness curves, peaks and step names of a profile."""
     nal = src.array("/liveness/not_always_live").astype(np.int64)
     al = src.array("/liveness/always_live").astype(np.int64)
     peak = src.array("/liveness/peak_step").astype(np.int64)
@@ -85,6 +88,7 @@ class StepAlignment:
 
     @property
     def n_rows(self) -> int:
+        """The number of aligned rows."""
         return int(self.a.size)
 
     @property
@@ -98,6 +102,7 @@ class StepAlignment:
         return _rows_of(self.b)
 
     def status(self, row: int) -> str:
+        """Whether aligned ``row`` is in both profiles, removed (only A) or added (only B)."""
         a, b = int(self.a[row]), int(self.b[row])
         return ALIGN_BOTH if a >= 0 and b >= 0 else ALIGN_REMOVED if a >= 0 else ALIGN_ADDED
 

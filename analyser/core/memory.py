@@ -72,6 +72,7 @@ class MemorySummary:
 
     @property
     def capacity_bytes(self) -> int:
+        """Bytes of SRAM over every tile of every IPU."""
         return self.num_ipus * self.tiles_per_ipu * self.sram_per_tile
 
     @property
@@ -81,6 +82,7 @@ class MemorySummary:
 
     @property
     def max_tile_bytes(self) -> int:
+        """Bytes used on the fullest tile."""
         return int(self.tile_used.max()) if self.tile_used.size else 0
 
     @property
@@ -90,17 +92,21 @@ class MemorySummary:
 
     @property
     def headroom_share(self) -> float:
+        """The fullest tile's headroom as a share of a tile's SRAM."""
         return self.headroom_bytes / self.sram_per_tile if self.sram_per_tile else 0.0
 
     @property
     def n_oom_tiles(self) -> int:
+        """The number of out-of-memory tiles."""
         return int(self.oom_tiles.shape[0])
 
     @property
     def fits(self) -> bool:
+        """Whether no tile is out of memory."""
         return self.n_oom_tiles == 0
 
     def oom_tiles_per_ipu(self) -> np.ndarray:
+        """Out-of-memory tiles per IPU."""
         return (
             np.bincount(self.oom_tiles[:, 0], minlength=self.num_ipus)
             if self.n_oom_tiles
@@ -112,24 +118,29 @@ class MemorySummary:
         return self.tile_total.sum(axis=1)
 
     def category_totals(self, ipu: int | None = None) -> dict[str, int]:
+        """Bytes by category (on ``ipu``, or on every IPU)."""
         v = self.by_category.sum(axis=0) if ipu is None else self.by_category[ipu]
         return {c: int(v[i]) for i, c in enumerate(CATEGORIES)}
 
     def region_totals(self, ipu: int | None = None) -> dict[str, int]:
+        """Bytes by memory region (on ``ipu``, or on every IPU)."""
         v = self.by_region.sum(axis=0) if ipu is None else self.by_region[ipu]
         return {c: int(v[i]) for i, c in enumerate(REGIONS)}
 
     def liveness_totals(self, ipu: int | None = None) -> dict[str, int]:
+        """Bytes by liveness class (on ``ipu``, or on every IPU)."""
         v = self.by_liveness.sum(axis=0) if ipu is None else self.by_liveness[ipu]
         return {c: int(v[i]) for i, c in enumerate(LIVENESS_CLASSES)}
 
     @property
     def code_bytes(self) -> int:
+        """Bytes of code (vertex and control code) over every IPU."""
         tot = self.category_totals()
         return sum(tot[c] for c in CODE_CATEGORIES)
 
 
 def summarise_memory(src: Source, *, top: int = 5, bins: int = 50) -> MemorySummary:
+    """The memory of a profile per tile and IPU, its top tiles and a histogram of tile use."""
     meta = src.meta
     n_ipus = int(meta["num_ipus"])
     tiles = int(meta["tiles_per_ipu"])
@@ -200,6 +211,7 @@ def variables_table(src: Source) -> pd.DataFrame:
 
 
 def largest_variables(src: Source, n: int = 10, *, always_live: bool | None = None) -> pd.DataFrame:
+    """The ``n`` largest variables (only always-live or not, when ``always_live`` is given)."""
     df = variables_table(src)
     if always_live is not None:
         df = df[df["always_live"] == always_live]

@@ -94,6 +94,7 @@ class TileLayout:
     step_names: np.ndarray | None = None
 
     def step_name(self, step: int) -> str:
+        """The name of liveness ``step`` ('' when unknown)."""
         names = self.step_names
         return str(names[step]) if names is not None and 0 <= step < len(names) else ""
 
@@ -112,6 +113,7 @@ class TileLayout:
 
     @property
     def top_address(self) -> int:
+        """The highest address used on the tile."""
         return int(self.blocks["end"].max()) if len(self.blocks) else 0
 
     def live_bytes(self) -> np.ndarray:
@@ -124,6 +126,7 @@ class TileLayout:
         return np.cumsum(diff)[:n]
 
     def peak_step(self) -> int:
+        """The liveness step with the most live bytes on the tile."""
         return int(np.argmax(self.live_bytes()))
 
     def block_at(self, address: float, step: float | None = None) -> pd.Series | None:

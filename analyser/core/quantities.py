@@ -66,6 +66,7 @@ class Quantity:
 
     @property
     def higher_is_better(self) -> bool | None:
+        """True when higher is better, False when lower is, None when neither."""
         return None if self.better is None else self.better == "higher"
 
     def __post_init__(self) -> None:
@@ -125,6 +126,7 @@ QUANTITIES: dict[str, Quantity] = {
 
 
 def quantity(key: str) -> Quantity:
+    """The catalogue's entry of key figure ``key``."""
     return QUANTITIES[key]
 
 
@@ -172,6 +174,7 @@ class Column:
     tip: str = ""
 
     def formatter(self, unit: str = "KiB") -> Callable[[Any], str] | None:
+        """The column's formatter in memory ``unit``; None for a column shown as is."""
         if self.kind is None:
             return None
         if self.kind == "bytes":
@@ -422,6 +425,7 @@ class ColumnSpec(tuple):
     column's definition, shown over its header)."""
 
     def __new__(cls, key: str, title: str, fmt: Callable[[Any], str] | None, tip: str = ""):
+        """A column: key, title, formatter and tooltip."""
         spec = super().__new__(cls, (key, title, fmt))
         spec.tip = tip
         return spec
@@ -484,6 +488,7 @@ SERIES: dict[str, Series] = {
 
 
 def step_type_code(name: str) -> int:
+    """The format's code of step (program) type ``name``."""
     return STEP_TYPES.index(name)
 
 
@@ -493,4 +498,5 @@ def step_type_name(code: int) -> str:
 
 
 def variable_kind_code(name: str) -> int:
+    """The format's code of variable kind ``name``."""
     return schema.code("variable_kind", name)

@@ -156,6 +156,8 @@ class Roofline:
     run: pd.DataFrame
 
     def to_dict(self) -> dict:
+        """The roofline as plain data (the JSON output of ``analyse roofline``)."""
+
         def rows(df: pd.DataFrame) -> list[dict]:
             out = []
             for r in df.to_dict("records"):

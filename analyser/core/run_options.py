@@ -70,6 +70,8 @@ EXPLAINS: dict[str, tuple[str, ...]] = {
 
 @dataclass(frozen=True)
 class RunOption:
+    """What the analyser knows of one run option: its form section and the figures it explains."""
+
     name: str
     section: str
     explains: tuple[str, ...]

@@ -62,23 +62,28 @@ class Source:
 
     @property
     def has_execution(self) -> bool:
+        """Whether the profile has an execution."""
         return bool(self.profile.has_execution)
 
     @property
     def execution_attrs(self) -> dict[str, Any]:
+        """The execution's totals (attributes of /execution); empty without execution."""
         if self._exec is None:
             self._exec = dict(self.profile.execution_totals()) if self.has_execution else {}
         return self._exec
 
     @property
     def root_attrs(self) -> dict[str, Any]:
+        """The profile's root attributes."""
         return dict(getattr(self.profile, "root_attrs", {}))
 
     def has(self, group_path: str) -> bool:
+        """Whether the profile has group or dataset ``group_path``."""
         return group_path in self.profile
 
     # -- tables and arrays --------------------------------------------------------------------
     def table(self, path: str, columns: Sequence[str] | None = None) -> pd.DataFrame:
+        """The table at ``path`` (only ``columns``, when given) as a DataFrame."""
         return self.profile.table(path, columns=list(columns) if columns else None)
 
     def column(self, path: str, name: str) -> np.ndarray:
@@ -97,17 +102,21 @@ class Source:
         return values
 
     def array(self, path: str) -> np.ndarray:
+        """The dataset at ``path`` as a numpy array."""
         return np.asarray(self.profile.array(path))
 
     def n_rows(self, path: str) -> int:
+        """Rows of the table or dataset at ``path``."""
         return int(self.profile.n_rows(path))
 
     # -- steps ------------------------------------------------------------------------------
     @property
     def n_steps(self) -> int:
+        """The number of executed steps (0 without execution)."""
         return self.n_rows("/execution/steps") if self.has_execution else 0
 
     def ipu_offsets(self) -> np.ndarray:
+        """The first step row of each IPU, and the total at the end."""
         return np.asarray(self.profile.ipu_offsets, dtype=np.int64)
 
     def iter_steps(
@@ -141,6 +150,7 @@ class Source:
             yield lo, out
 
     def close(self) -> None:
+        """Close the profile."""
         close = getattr(self.profile, "close", None)
         if close is not None:
             close()

@@ -47,6 +47,7 @@ class TipLink:
     thresholds: list[tuple[str, float]] = field(default_factory=list)  # what it stayed below
 
     def to_dict(self) -> dict[str, Any]:
+        """The link as plain data (the report's step-by-step section)."""
         t = self.insight
         eff = t.effect
         return {
@@ -64,6 +65,8 @@ class TipLink:
 
 @dataclass
 class Transition:
+    """One step of a sequence of profiles: what changed, the insights behind it, the effect."""
+
     a: str
     b: str
     changes: list[tuple[str, Any, Any]]
@@ -73,6 +76,7 @@ class Transition:
     text: list[str]
 
     def to_dict(self) -> dict[str, Any]:
+        """The transition as plain data (the report's step-by-step section)."""
         return {
             "a": self.a,
             "b": self.b,

@@ -29,6 +29,7 @@ class MemoryUnits(StrEnum):
 
     @classmethod
     def parse(cls, value: object, default: MemoryUnits | None = None) -> MemoryUnits:
+        """The units named ``value``; ``default`` (or ValueError) when it names none."""
         for unit in cls:
             if value == unit.value or value == unit:
                 return unit
@@ -38,10 +39,12 @@ class MemoryUnits(StrEnum):
 
     @property
     def base(self) -> int:
+        """1024 for binary units, 1000 for decimal ones."""
         return 1024 if self is MemoryUnits.KIB else 1000
 
     @property
     def prefixes(self) -> tuple[str, ...]:
+        """The unit names from bytes up."""
         if self is MemoryUnits.KIB:
             return ("B", "KiB", "MiB", "GiB", "TiB")
         return ("B", "kB", "MB", "GB", "TB")
@@ -100,6 +103,7 @@ def fmt_rel_change(change: float | None) -> str:
 
 
 def fmt_yes_no(value: object) -> str:
+    """'yes' or 'no'."""
     return "yes" if value else "no"
 
 
@@ -144,6 +148,7 @@ def fmt_change(before: float | None, after: float | None, unit: str | None = Non
 
 
 def rel_change(before: float | None, after: float | None) -> float | None:
+    """The relative change from ``before`` to ``after`` (inf from 0); None if either is missing."""
     if before is None or after is None:
         return None
     if before == 0:
@@ -157,6 +162,7 @@ def fmt_rate(x: float | None) -> str:
 
 
 def fmt_seconds(seconds: float | None) -> str:
+    """Seconds as text ('1.250 s', '12.5 ms', ...); MISSING when missing."""
     if _missing(seconds):
         return MISSING
     if seconds >= 1:

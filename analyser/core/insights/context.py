@@ -45,14 +45,17 @@ class Context:
         return getattr(self.analysis.options, option)
 
     def has(self, key: str) -> bool:
+        """Whether the run config has option ``key``."""
         return self.cfg(key, _MISSING) is not _MISSING
 
     @property
     def pipelined(self) -> bool:
+        """Whether the run is pipelined."""
         return str(self.cfg("strategy", "")).lower().startswith("pipe")
 
     @property
     def n_stages(self) -> int:
+        """The number of pipeline stages (1 when not pipelined)."""
         ex = self.analysis.execution
         if ex is not None and ex.stage_cycles.size:
             return int(ex.stage_cycles.size)
@@ -61,6 +64,7 @@ class Context:
 
     # memory by variable kind -------------------------------------------------------------------
     def kind_bytes(self, kind: str, ipu: int | None = None) -> int:
+        """Bytes of the variables of ``kind`` (on ``ipu``, or on every IPU)."""
         v = self.analysis.variables
         m = v["kind"] == kind
         if ipu is not None:
@@ -68,11 +72,13 @@ class Context:
         return int(v.loc[m, "bytes"].sum())
 
     def kind_remote_bytes(self, kind: str) -> int:
+        """Bytes of the variables of ``kind`` held in remote buffers."""
         v = self.analysis.variables
         return int(v.loc[v["kind"] == kind, "remote_bytes"].sum())
 
     @property
     def fullest_ipu(self) -> int:
+        """The IPU with the most memory used."""
         return int(np.argmax(self.analysis.memory.ipu_total()))
 
     def loader_wait(self) -> tuple[int, float, float]:
@@ -109,10 +115,12 @@ class Context:
 
     @property
     def memory_pressure(self) -> bool:
+        """Whether the program is out of memory or its headroom is under the threshold."""
         m = self.analysis.memory
         return (not m.fits) or m.headroom_share < self.thresholds.memory_headroom
 
     def fullest_tile_where(self) -> str:
+        """Where to look at the fullest tile ('Memory Report > IPU 0 tile 12')."""
         top = self.analysis.memory.top_tiles
         if not top:
             return "Memory Report"

@@ -71,6 +71,7 @@ def render_markdown(text: str | None = None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Print docs/insights.md's generated parts, or rewrite them with ``--write``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help=f"rewrite {DOC_PATH.name}")
     args = parser.parse_args(argv)

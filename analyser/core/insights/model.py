@@ -59,16 +59,19 @@ class Effect:
     intervals: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def delta(self, key: str) -> float | None:
+        """After minus before of figure ``key``; None when either is missing."""
         a, b = self.before.get(key), self.after.get(key)
         return None if a is None or b is None else b - a
 
     def rel(self, key: str) -> float | None:
+        """The relative change of figure ``key``; None when either is missing or before is 0."""
         a, b = self.before.get(key), self.after.get(key)
         if a is None or b is None or a == 0:
             return None
         return (b - a) / abs(a)
 
     def to_dict(self) -> dict[str, Any]:
+        """The effect as plain data, with its deltas."""
         d = asdict(self)
         d["deltas"] = {k: self.delta(k) for k in EFFECT_KEYS}
         return d
@@ -95,6 +98,7 @@ class Insight:
     addresses: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
+        """The insight as plain data (the JSON output of ``analyse insights``)."""
         return {
             "id": self.id,
             "title": self.title,

@@ -109,6 +109,7 @@ class Thresholds:
 
     @classmethod
     def docs(cls) -> dict[str, tuple[float, str]]:
+        """Each threshold's default and meaning, by name."""
         return {f.name: (f.default, f.metadata["doc"]) for f in fields(cls)}
 
     def with_overrides(self, items: list[str] | dict[str, float] | None) -> Thresholds:
