@@ -6,7 +6,8 @@ Opens the main window on Qt's offscreen platform with a throw-away settings file
 visits every report and every tab of it (nested tabs included), and in each tab selects
 something: the first row of every visible table or tree (current row, then a double-click, as
 a person would), every entry of every visible combo box (at most :data:`MAX_COMBO_ITEMS`), a
-click in the middle of every visible chart; then, with B, the same with A compared with B.
+click in the middle of every visible chart, then every report again in the dark theme with
+memory in kB; then, with B, the same with A compared with B.
 Dialogs are answered and recorded (their text is the one-sentence message), exceptions are
 caught where Qt would print them (``sys.excepthook``: slot and event-handler errors) and Qt's
 critical messages through its message handler.
@@ -227,6 +228,17 @@ def _walk_mode(app, window, mode: str, watch: _Watch, shots: Path | None) -> Non
         note = _unavailable(report)
         if note:
             result.notes.append(f"{where}: {note}")
+    # the preferences: every report redrawn in the dark theme and another memory unit (a
+    # theme switch keeps each report's selection: Report.restyle)
+    window.set_theme("dark")
+    window.set_units("kB")
+    for key in window.report_keys:
+        watch.where = f"{mode}: {key}, dark theme and kB"
+        window.show_report(key)
+        _settle(app, window)
+    window.set_theme("light")
+    window.set_units("KiB")
+    _settle(app, window)
     for text in watch.dialogs:
         result.notes.append(f"{mode}: dialog {text}")
     watch.dialogs.clear()
