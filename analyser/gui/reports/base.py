@@ -239,6 +239,7 @@ class Report(QWidget):
         problem = self.missing_text(doc, other)
         if problem:
             self.show_message(unavailable_text(self.title, problem))
+            self.message.set_text(unavailable_text(self.title, problem), strong=True)
             return
         self.stack.setCurrentWidget(self._content)
         self.show_documents(doc, other)
@@ -305,8 +306,8 @@ class Report(QWidget):
         try:
             self.show_message(unavailable_text(self.title, sentence))
         except Exception:  # clear() met the same problem: the message panel alone
-            self.message.set_text(unavailable_text(self.title, sentence))
             self.stack.setCurrentWidget(self.message)
+        self.message.set_text(unavailable_text(self.title, sentence), strong=True)
         self.statusMessage.emit(unavailable_text(self.title, sentence))
 
     def ensure_refreshed(self) -> None:
@@ -358,7 +359,7 @@ class MessagePanel(QWidget):
         self.label = QLabel(text)
         self.label.setWordWrap(True)
         self.label.setObjectName("messagePanel")
-        self.label.setStyleSheet("font-size: 14px; color: palette(mid);")
+        self.label.setStyleSheet(self.MUTED)
         layout.addStretch(1)
         layout.addWidget(self.label)
         layout.addStretch(2)
@@ -366,7 +367,13 @@ class MessagePanel(QWidget):
 
         self.label.setAlignment(Qt.AlignmentFlag.AlignCenter)
 
-    def set_text(self, text: str) -> None:
+    #: the label's style: an empty state in the muted colour; a report that cannot be shown
+    #: ("unavailable: ...") in the text colour, so it does not read as an empty state
+    MUTED = "font-size: 14px; color: palette(mid);"
+    STRONG = "font-size: 14px;"
+
+    def set_text(self, text: str, strong: bool = False) -> None:
+        self.label.setStyleSheet(self.STRONG if strong else self.MUTED)
         self.label.setText(text)
 
 
