@@ -869,12 +869,16 @@ class TraceWindow:
             return (), np.zeros(0, dtype=np.int64)
         lev = pyr.levels[-1]
         lane = (lev.key // NT).astype(np.int64)
+        # a damaged profile (steps out of order, ids out of range) can name lanes that do not
+        # exist: they are left out rather than indexed (the GUI's walker found an IndexError)
+        ok = (lane >= 0) & (lane < len(labels))
+        lane = lane[ok]
         present = np.unique(lane)
         if group in ("operation", "program"):
             # in execution order, as PopVision orders layer lanes: by the IPU's first step of
             # each lane (the catch-all lanes last)
             first = np.full(len(labels), np.inf)
-            np.minimum.at(first, lane, np.asarray(lev.x0, dtype=np.float64))
+            np.minimum.at(first, lane, np.asarray(lev.x0, dtype=np.float64)[ok])
             catch_all = np.array([labels[i] in _CATCH_ALL for i in present], dtype=bool)
             present = present[np.lexsort((present, first[present], catch_all))]
         return tuple(labels[i] for i in present), present

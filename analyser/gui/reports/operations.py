@@ -135,7 +135,7 @@ class OperationsReport(Report):
         )
         for key in SOFTWARE_LAYERS:
             self.layer_combo.addItem(software_layer_titles(None)[key], key)
-        self.layer_combo.currentIndexChanged.connect(lambda _i: self.refresh())
+        self.layer_combo.currentIndexChanged.connect(self._on_layer)
         self.columns_button = QToolButton()
         self.columns_button.setText("Columns")
         self.columns_button.setToolTip("Choose the columns shown (remembered)")
@@ -266,6 +266,19 @@ class OperationsReport(Report):
         self.proxy.set_mask(None)
         self.frame = pd.DataFrame()
         self.model.set_frame(self.frame)
+
+    def _on_layer(self, _index: int) -> None:
+        """Show the chosen software layer; one the profile cannot give (a damaged program
+        table) says why in a dialog and the layer shown before stays."""
+        try:
+            self.refresh()
+            self._layer_shown = self.layer_combo.currentIndex()
+        except Exception as exc:
+            self.layer_combo.blockSignals(True)
+            self.layer_combo.setCurrentIndex(getattr(self, "_layer_shown", 0))
+            self.layer_combo.blockSignals(False)
+            self.refresh()
+            self.say_profile_problem(exc)
 
     def show_documents(self, doc: Any, cmp: Any) -> None:
         # the old mask is for the old frame's rows (a longer frame would read past its end)

@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 from analyser.core.quantities import STEP_TYPES, TABLES
 from analyser.core.units import NEW, fmt_bytes, fmt_count, fmt_pct, fmt_signed_int
 from analyser.gui.model import data
+from analyser.gui.model.errors import problem_sentence
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report, lay_out
 from analyser.gui.widgets import KeyValueTree
@@ -401,6 +402,16 @@ class ProgramTreePane(QWidget):
 
     # -- details ----------------------------------------------------------------------------
     def _show_details(self, index: QModelIndex) -> None:
+        try:
+            self._fill_details(index)
+        except Exception as exc:  # a damaged profile: the details say why, the tree works on
+            self.details.clear()
+            name = self.doc.name if self.doc is not None else "the profile"
+            self.details.add_section(
+                "Details unavailable", [("Problem", problem_sentence(exc, name))]
+            )
+
+    def _fill_details(self, index: QModelIndex) -> None:
         self.details.clear()
         model, doc = self.model, self.doc
         node = model.node_of(index) if model is not None else -1

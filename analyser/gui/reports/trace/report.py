@@ -372,9 +372,18 @@ class TraceReport(Report):
     # -- events ----------------------------------------------------------------------------------
     def _on_group(self, _index: int) -> None:
         group = self.group_combo.currentData()
-        for tl in self._timelines():
-            if tl.trace is not None:
-                tl.set_group(group)
+        try:
+            for tl in self._timelines():
+                if tl.trace is not None:
+                    tl.set_group(group)
+        except Exception as exc:  # a grouping the profile cannot give: back to the one shown
+            self.group_combo.blockSignals(True)
+            self.group_combo.setCurrentIndex(self.group_combo.findData(self.timeline.group))
+            self.group_combo.blockSignals(False)
+            for tl in self._timelines():
+                if tl.trace is not None:
+                    tl.set_group(self.timeline.group)
+            self.say_profile_problem(exc)
 
     def _fill_runs(self) -> None:
         """The run selector: the whole trace, then each host call (run) with its cycles."""

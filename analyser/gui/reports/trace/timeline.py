@@ -343,8 +343,15 @@ class TimelineView(pg.PlotWidget):
 
     def set_group(self, group: str) -> None:
         if group != self.group:
-            self.group = group
-            self._layout_lanes()
+            previous, self.group = self.group, group
+            try:
+                self._layout_lanes()
+            except Exception:
+                # the grouping cannot be shown (a damaged profile): keep the previous lanes
+                # (a half-built layout broke every later redraw) and say why (the caller)
+                self.group = previous
+                self._layout_lanes()
+                raise
             self.redraw()
             if self.selected_row is not None:
                 self.select_row(self.selected_row, center=False)
