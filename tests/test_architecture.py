@@ -142,3 +142,19 @@ def test_a_refused_simulation_is_a_user_facing_error():
     with pytest.raises(SimulationRefused) as refused:
         SimRequest.make({"model": "mlp", "precision": "8.8"})
     assert refused.value.exit_code == 2 and "precision" in str(refused.value)
+
+
+def test_the_trace_engine_is_reached_from_the_analysis(tmp_path):
+    """One TraceWindow per open Analysis, on the analysis's own profile reader (no second
+    reader); None for a profile without execution."""
+    import engine
+    from analyser.core import Analysis
+    from analyser.trace import trace_of
+    from engine.config import RunConfig
+
+    path = tmp_path / "mlp.h5"
+    engine.simulate_to_file(RunConfig(model="mlp", micro_batch_size=2), path)
+    with Analysis.open(path) as a:
+        window = trace_of(a)
+        assert window is trace_of(a) and window.profile is a.src.profile
+        assert window.n_ipus == a.target.num_ipus

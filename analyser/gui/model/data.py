@@ -146,14 +146,14 @@ def trace_window(doc: Document) -> Any:
     profile without execution. Shared by the Execution Trace and Pipeline reports."""
     if not doc.has_execution:
         return None
-    from analyser.trace.window import TraceWindow
+    from analyser.trace import trace_of
 
     # the flat pyramids (the default view's level of detail, and the extents and row ranges of
     # every view) are built here, in the background warm-up, not on the first paint: for a big
     # profile not in the level-of-detail cache, the coarse levels only (what the whole-run view
     # draws), the finer ones in a background thread (TraceWindow.prepare's coarse_first)
     return doc.cached(
-        "trace_window", lambda: TraceWindow(doc.profile).prepare("flat", coarse_first=True)
+        "trace_window", lambda: trace_of(doc.analysis).prepare("flat", coarse_first=True)
     )
 
 
