@@ -73,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
 
     from analyser.cli._common import console, open_analysis
     from analyser.core.insights.thresholds import Thresholds
+    from analyser.core.quantities import QUANTITIES
     from analyser.core.units import fmt_bytes, fmt_int, fmt_pct, fmt_rate, fmt_seconds
     from profiles import schema
 
@@ -282,7 +283,7 @@ def run(args: argparse.Namespace) -> int:
             )
         ps = ex.phase_share()
         run.add_row("phases", ", ".join(f"{p} {fmt_pct(v)}" for p, v in ps.items() if v > 0))
-        run.add_row("host wait (host-inclusive)", fmt_pct(ex.host_wait_share))
+        run.add_row(QUANTITIES["host_wait_share"].label, fmt_pct(ex.host_wait_share))
         if ex.stage_cycles.size > 1:
             run.add_row(
                 "stage load",

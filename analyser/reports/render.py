@@ -59,11 +59,37 @@ def render_html(data: dict[str, Any], analyses: list, title: str) -> str:
         change_of=_change,
         change_note=change_note,
         prediction_note=prediction_note,
+        key_figure_rows=key_figure_rows,
         fmt_int=lambda v: fmt_value(v, "int"),
         fmt_float=lambda v: fmt_value(v, "float"),
         charts=[charts.profile_charts(a) for a in analyses],
         comparison_charts=charts.comparison_charts(analyses) if len(analyses) > 1 else {},
     )
+
+
+#: The key figures of each profile's section, in order, for the Markdown and the HTML report
+#: alike: labels and formats from the catalogue (analyser.core.quantities), each with its range
+#: when the fidelity table gives one (issue 24 item 2: declared once, not picked per renderer).
+REPORT_KEY_FIGURES = (
+    "peak_memory_bytes",
+    "oom_tiles",
+    "total_cycles",
+    "cycles_per_sample",
+    "throughput_samples_per_s",
+    "host_wait_share",
+    "host_round_trips",
+)
+
+
+def key_figure_rows(p: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """``(label, value, range or '')`` of profile ``p``'s key figures (:data:`REPORT_KEY_FIGURES`)."""
+    m = p["metrics"]
+    ivs = (p.get("prediction") or {}).get("intervals") or {}
+    rows = []
+    for key in REPORT_KEY_FIGURES:
+        q = QUANTITIES[key]
+        rows.append((q.label, q.format(m.get(key)), range_text(ivs.get(key), q.format) or ""))
+    return rows
 
 
 def _change(eff: dict[str, Any], key: str) -> dict[str, Any] | None:
@@ -211,30 +237,9 @@ def render_markdown(data: dict[str, Any], analyses: list, title: str) -> str:
             ],
         )
         pred = p.get("prediction") or {}
-        ivs = pred.get("intervals") or {}
-
-        def rng(key: str, fmt, ivs=ivs) -> str:
-            return range_text(ivs.get(key), fmt) or "-"
-
         L += _md_table(
             ["figure", "value", "range (fidelity table)"],
-            [
-                ["peak memory", fmt_bytes(m["peak_memory_bytes"]), rng("peak_memory_bytes", None)],
-                ["OOM tiles", f"{m['oom_tiles']:,}", rng("oom_tiles", None)],
-                ["total cycles", fmt_int(m["total_cycles"]), rng("total_cycles", fmt_int)],
-                [
-                    "cycles per sample",
-                    fmt_value(m["cycles_per_sample"], "float"),
-                    rng("cycles_per_sample", lambda v: fmt_value(v, "float")),
-                ],
-                [
-                    "throughput (samples/s, host included)",
-                    fmt_value(m["throughput_samples_per_s"], "float"),
-                    rng("throughput_samples_per_s", lambda v: fmt_value(v, "float")),
-                ],
-                ["host wait (host-inclusive)", fmt_pct(m["host_wait_share"]), "-"],
-                ["host round trips", fmt_int(m["host_round_trips"]), "-"],
-            ],
+            [[label, value, rng or "-"] for label, value, rng in key_figure_rows(p)],
         )
         if pred:
             L += ["", f"_{lit(prediction_note(pred))}_"]
