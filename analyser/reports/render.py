@@ -126,8 +126,8 @@ def _md_table(header: list[str], rows: list[list[Any]]) -> list[str]:
 
 
 def render_markdown(data: dict[str, Any], analyses: list, title: str) -> str:
-    from analyser.reports import charts
-
+    """The report as Markdown: the step-by-step story and the comparison (several profiles),
+    then each profile's section (charts as inline SVG images)."""
     L: list[str] = [
         f"# {lit(title)}",
         "",
@@ -138,245 +138,282 @@ def render_markdown(data: dict[str, Any], analyses: list, title: str) -> str:
     ]
     profs = data["profiles"]
     if data.get("transitions"):
-        L += ["## Step by step: change, insight, predicted and measured effect", ""]
-        rows = []
-        for tr in data["transitions"]:
-            shown = [c for c in tr["changes"] if c["key"] not in tr["uncovered"]] or tr["changes"]
-            rows.append(
-                [
-                    f"{tr['a']} → {tr['b']}",
-                    Md(
-                        "; ".join(
-                            f"{_code(c['key'])} {lit(json.dumps(c['before']))} → "
-                            f"{lit(json.dumps(c['after']))}"
-                            for c in shown
-                        )
-                    ),
-                    "; ".join(
-                        f"#{t['position']} {t['title']}"
-                        if t["fired"]
-                        else f"none ({t['title'].lower()} stays below its threshold)"
-                        for t in tr["insights"]
-                    )
-                    or "no insight addresses it",
-                    "; ".join(
-                        t["predicted"]["message"] if t["predicted"] else "not re-simulated"
-                        for t in tr["insights"]
-                    ),
-                    tr["text"][-1].removeprefix("Measured: "),
-                ]
-            )
-        L += _md_table(["step", "change", "recommended by", "predicted", "measured"], rows)
-        for tr in data["transitions"]:
-            L += [f"**{lit(tr['a'])} → {lit(tr['b'])}**", ""]
-            L += [f"- {lit(line)}" for line in tr["text"]]
-            L.append("")
+        L += _md_transitions(data["transitions"])
     if data.get("comparison"):
-        L += ["## Comparison", ""]
-        L += _md_table(
-            ["metric", *[p["name"] for p in profs]],
+        L += _md_comparison(data, analyses)
+    for p, a in zip(profs, analyses):
+        L += _md_profile_head(p)
+        L += _md_insights(p)
+        L += _md_profile_charts(p, a)
+    return "\n".join(L) + "\n"
+
+
+def _md_transitions(transitions: list[dict[str, Any]]) -> list[str]:
+    """The Markdown of the step-by-step section: a table, then each step's story."""
+    L: list[str] = []
+    L += ["## Step by step: change, insight, predicted and measured effect", ""]
+    rows = []
+    for tr in transitions:
+        shown = [c for c in tr["changes"] if c["key"] not in tr["uncovered"]] or tr["changes"]
+        rows.append(
             [
-                [label, *[fmt_value(p["metrics"][k], kind) for p in profs]]
-                for k, label, kind in METRICS
-            ],
+                f"{tr['a']} → {tr['b']}",
+                Md(
+                    "; ".join(
+                        f"{_code(c['key'])} {lit(json.dumps(c['before']))} → "
+                        f"{lit(json.dumps(c['after']))}"
+                        for c in shown
+                    )
+                ),
+                "; ".join(
+                    f"#{t['position']} {t['title']}"
+                    if t["fired"]
+                    else f"none ({t['title'].lower()} stays below its threshold)"
+                    for t in tr["insights"]
+                )
+                or "no insight addresses it",
+                "; ".join(
+                    t["predicted"]["message"] if t["predicted"] else "not re-simulated"
+                    for t in tr["insights"]
+                ),
+                tr["text"][-1].removeprefix("Measured: "),
+            ]
         )
-        cc = charts.comparison_charts(analyses)
+    L += _md_table(["step", "change", "recommended by", "predicted", "measured"], rows)
+    for tr in transitions:
+        L += [f"**{lit(tr['a'])} → {lit(tr['b'])}**", ""]
+        L += [f"- {lit(line)}" for line in tr["text"]]
+        L.append("")
+    return L
+
+
+def _md_comparison(data: dict[str, Any], analyses: list) -> list[str]:
+    """The Markdown of the comparison section: the metrics, charts and each pair."""
+    from analyser.reports import charts
+
+    profs = data["profiles"]
+    L: list[str] = []
+    L += ["## Comparison", ""]
+    L += _md_table(
+        ["metric", *[p["name"] for p in profs]],
+        [[label, *[fmt_value(p["metrics"][k], kind) for p in profs]] for k, label, kind in METRICS],
+    )
+    cc = charts.comparison_charts(analyses)
+    L += [
+        _img(cc["metrics"], "key metrics per profile"),
+        "",
+        _img(cc["step_types"], "cycles by step type per profile"),
+        "",
+    ]
+    for pair in data["comparison"]["pairs"]:
+        L += [f"### {lit(pair['a'])} → {lit(pair['b'])}", ""]
+        diffs = (
+            "; ".join(
+                f"{_code(d['key'])} {lit(json.dumps(d['before']))} → {lit(json.dumps(d['after']))}"
+                for d in pair["config_diffs"]
+            )
+            or "identical"
+        )
+        L += [f"**Run options:** {diffs}", ""]
+        L += [f"- {lit(e['text'])}" for e in pair["explanations"]]
+        if pair["other_deltas"]:
+            L += ["", "Largest other differences:", ""]
+            L += [f"- {lit(t)}" for t in pair["other_deltas"]]
+        L.append("")
+    return L
+
+
+def _md_profile_head(p: dict[str, Any]) -> list[str]:
+    """The Markdown of a profile's heading: fits or not, target, key figures."""
+    L: list[str] = []
+    m = p["metrics"]
+    L += [f"## {lit(p['name'])} — {lit(p['model'])}", ""]
+    if p["fits"]:
         L += [
-            _img(cc["metrics"], "key metrics per profile"),
-            "",
-            _img(cc["step_types"], "cycles by step type per profile"),
+            f"**Fits:** {fmt_pct(m['memory_share_used'])} of the memory used; fullest tile "
+            f"{fmt_bytes(m['max_tile_memory_bytes'])} of "
+            f"{fmt_bytes(p['memory']['sram_per_tile'])}.",
             "",
         ]
-        for pair in data["comparison"]["pairs"]:
-            L += [f"### {lit(pair['a'])} → {lit(pair['b'])}", ""]
-            diffs = (
-                "; ".join(
-                    f"{_code(d['key'])} {lit(json.dumps(d['before']))} → "
-                    f"{lit(json.dumps(d['after']))}"
-                    for d in pair["config_diffs"]
-                )
-                or "identical"
-            )
-            L += [f"**Run options:** {diffs}", ""]
-            L += [f"- {lit(e['text'])}" for e in pair["explanations"]]
-            if pair["other_deltas"]:
-                L += ["", "Largest other differences:", ""]
-                L += [f"- {lit(t)}" for t in pair["other_deltas"]]
-            L.append("")
-    for p, a in zip(profs, analyses):
-        m = p["metrics"]
-        L += [f"## {lit(p['name'])} — {lit(p['model'])}", ""]
-        if p["fits"]:
-            L += [
-                f"**Fits:** {fmt_pct(m['memory_share_used'])} of the memory used; fullest tile "
-                f"{fmt_bytes(m['max_tile_memory_bytes'])} of "
-                f"{fmt_bytes(p['memory']['sram_per_tile'])}.",
-                "",
-            ]
-        else:
-            L += [
-                f"**Out of memory:** {m['oom_tiles']:,} tiles; the fullest needs "
-                f"{fmt_bytes(m['max_tile_memory_bytes'])} of "
-                f"{fmt_bytes(p['memory']['sram_per_tile'])}. No execution.",
-                "",
-            ]
-        t = p["target"]
-        # an ONNX model's operators costed as element-wise (--unknown-ops elementwise): a caveat
-        L += [f"**Caveat:** {lit(n)}" for n in t["notes"] if n.startswith("unknown_ops")]
-        L += [""] if any(n.startswith("unknown_ops") for n in t["notes"]) else []
-        L += _md_table(
-            ["target", "IPUs x replicas", "tiles/IPU", "memory/tile", "clock"],
+    else:
+        L += [
+            f"**Out of memory:** {m['oom_tiles']:,} tiles; the fullest needs "
+            f"{fmt_bytes(m['max_tile_memory_bytes'])} of "
+            f"{fmt_bytes(p['memory']['sram_per_tile'])}. No execution.",
+            "",
+        ]
+    t = p["target"]
+    # an ONNX model's operators costed as element-wise (--unknown-ops elementwise): a caveat
+    L += [f"**Caveat:** {lit(n)}" for n in t["notes"] if n.startswith("unknown_ops")]
+    L += [""] if any(n.startswith("unknown_ops") for n in t["notes"]) else []
+    L += _md_table(
+        ["target", "IPUs x replicas", "tiles/IPU", "memory/tile", "clock"],
+        [
             [
-                [
-                    t["target_name"] or t["architecture"],
-                    f"{t['num_ipus']} x {t['replicas']}",
-                    f"{t['tiles_per_ipu']:,}",
-                    fmt_bytes(t["sram_per_tile"]),
-                    f"{t['clock_hz'] / 1e9:.3f} GHz",
-                ]
-            ],
-        )
-        pred = p.get("prediction") or {}
-        L += _md_table(
-            ["figure", "value", "range (fidelity table)"],
-            [[label, value, rng or "-"] for label, value, rng in key_figure_rows(p)],
-        )
-        if pred:
-            L += ["", f"_{lit(prediction_note(pred))}_"]
-        L += ["### Insights", ""]
-        if not p["insights"]:
-            L += ["No insight crosses its threshold.", ""]
-        low_shown = False
-        for n, tip in enumerate(p["insights"], 1):
-            if p["fits"] and tip["category"] == "memory" and not low_shown:
-                low_shown = True
+                t["target_name"] or t["architecture"],
+                f"{t['num_ipus']} x {t['replicas']}",
+                f"{t['tiles_per_ipu']:,}",
+                fmt_bytes(t["sram_per_tile"]),
+                f"{t['clock_hz'] / 1e9:.3f} GHz",
+            ]
+        ],
+    )
+    pred = p.get("prediction") or {}
+    L += _md_table(
+        ["figure", "value", "range (fidelity table)"],
+        [[label, value, rng or "-"] for label, value, rng in key_figure_rows(p)],
+    )
+    if pred:
+        L += ["", f"_{lit(prediction_note(pred))}_"]
+    return L
+
+
+def _md_insights(p: dict[str, Any]) -> list[str]:
+    """The Markdown of a profile's insights, with their predicted effects."""
+    L: list[str] = []
+    L += ["### Insights", ""]
+    if not p["insights"]:
+        L += ["No insight crosses its threshold.", ""]
+    low_shown = False
+    for n, tip in enumerate(p["insights"], 1):
+        if p["fits"] and tip["category"] == "memory" and not low_shown:
+            low_shown = True
+            L += [
+                "_Low headroom: the memory tips below free memory, usually at some cost in "
+                "throughput; the program fits, so apply one only if you need the headroom._",
+                "",
+            ]
+        L += [
+            f"**{n}. {lit(tip['title'])}** ({lit(tip['severity'])}, {_code(tip['id'])})",
+            "",
+            lit(tip["summary"]),
+            "",
+        ]
+        L += [
+            f"- {lit(e['text'])}" + (f" _\\[{lit(e['where'])}\\]_" if e["where"] else "")
+            for e in tip["evidence"]
+        ]
+        if tip["change"]:
+            L += [
+                "- change: "
+                + ", ".join(_code(f"{k} = {json.dumps(v)}") for k, v in tip["change"].items())
+            ]
+        if tip["trade_off"]:
+            L += [f"- trade-off: {lit(tip['trade_off'])}"]
+        eff = tip["effect"]
+        if eff:
+            if eff["after"]:
                 L += [
-                    "_Low headroom: the memory tips below free memory, usually at some cost in "
-                    "throughput; the program fits, so apply one only if you need the headroom._",
                     "",
-                ]
-            L += [
-                f"**{n}. {lit(tip['title'])}** ({lit(tip['severity'])}, {_code(tip['id'])})",
-                "",
-                lit(tip["summary"]),
-                "",
-            ]
-            L += [
-                f"- {lit(e['text'])}" + (f" _\\[{lit(e['where'])}\\]_" if e["where"] else "")
-                for e in tip["evidence"]
-            ]
-            if tip["change"]:
-                L += [
-                    "- change: "
-                    + ", ".join(_code(f"{k} = {json.dumps(v)}") for k, v in tip["change"].items())
-                ]
-            if tip["trade_off"]:
-                L += [f"- trade-off: {lit(tip['trade_off'])}"]
-            eff = tip["effect"]
-            if eff:
-                if eff["after"]:
-                    L += [
-                        "",
-                        *_md_table(
-                            ["predicted effect", "now", "after", "change", "range"],
+                    *_md_table(
+                        ["predicted effect", "now", "after", "change", "range"],
+                        [
                             [
-                                [
-                                    label,
-                                    fmt_value(eff["before"].get(k), kind),
-                                    fmt_value(eff["after"].get(k), kind),
-                                    fmt_delta_pct(eff["before"].get(k), eff["after"].get(k)),
-                                    range_text(_change(eff, k)) or "-",
-                                ]
-                                for k, label, kind in EFFECT_ROWS
-                            ],
-                        ),
-                    ]
-                    note = change_note(_change(eff, "throughput_samples_per_s"))
-                    L += [f"- range of the throughput change: {lit(note)}"] if note else []
-                L += [f"- predicted: {lit(eff['message'])}"]
-            elif tip["change"]:
-                L += ["- predicted effect not computed (write the report with `--resimulate`)"]
-            L.append("")
-        ch = charts.profile_charts(a)
-        L += ["### Memory", "", _img(ch["memory_per_tile"], "memory per tile by category"), ""]
+                                label,
+                                fmt_value(eff["before"].get(k), kind),
+                                fmt_value(eff["after"].get(k), kind),
+                                fmt_delta_pct(eff["before"].get(k), eff["after"].get(k)),
+                                range_text(_change(eff, k)) or "-",
+                            ]
+                            for k, label, kind in EFFECT_ROWS
+                        ],
+                    ),
+                ]
+                note = change_note(_change(eff, "throughput_samples_per_s"))
+                L += [f"- range of the throughput change: {lit(note)}"] if note else []
+            L += [f"- predicted: {lit(eff['message'])}"]
+        elif tip["change"]:
+            L += ["- predicted effect not computed (write the report with `--resimulate`)"]
+        L.append("")
+    return L
+
+
+def _md_profile_charts(p: dict[str, Any], a: Any) -> list[str]:
+    """The Markdown of a profile's memory, liveness and execution sections."""
+    from analyser.reports import charts
+
+    L: list[str] = []
+    t = p["target"]
+    ch = charts.profile_charts(a)
+    L += ["### Memory", "", _img(ch["memory_per_tile"], "memory per tile by category"), ""]
+    L += _md_table(
+        ["category", *[f"IPU {i}" for i in range(t["num_ipus"])]],
+        [
+            [c, *[fmt_bytes(per[c]) for per in p["memory"]["by_category_per_ipu"]]]
+            for c, v in sorted(p["memory"]["by_category"].items(), key=lambda kv: -kv[1])
+            if v
+        ],
+    )
+    L += _md_table(
+        ["tile", "bytes", "of SRAM"],
+        [
+            [f"{x['ipu']}:{x['tile']}", fmt_bytes(x["bytes"]), fmt_pct(x["share"])]
+            for x in p["memory"]["top_tiles"]
+        ],
+    )
+    L += _md_table(
+        ["largest variables", "kind", "dtype", "shape", "IPU", "bytes"],
+        [
+            [v["name"], v["kind"], v["dtype"], v["shape"], v["ipu"], fmt_bytes(v["bytes"])]
+            for v in p["memory"]["largest_variables"]
+        ],
+    )
+    if "liveness" in ch:
+        L += ["### Liveness", "", _img(ch["liveness"], "liveness"), ""]
+        lv = p["liveness"]
         L += _md_table(
-            ["category", *[f"IPU {i}" for i in range(t["num_ipus"])]],
+            ["IPU", "peak step", "peak bytes"],
             [
-                [c, *[fmt_bytes(per[c]) for per in p["memory"]["by_category_per_ipu"]]]
-                for c, v in sorted(p["memory"]["by_category"].items(), key=lambda kv: -kv[1])
-                if v
+                [
+                    i,
+                    f"{lv['peak_step'][i]} {lv['peak_step_name'][i]}",
+                    fmt_bytes(lv["peak_bytes"][i]),
+                ]
+                for i in range(t["num_ipus"])
+            ],
+        )
+    if p["execution"]:
+        L += [
+            "### Execution",
+            "",
+            _img(ch["cycles_by_type"], "cycles by step type"),
+            "",
+            _img(ch["pipeline_phases"], "pipeline phases"),
+            "",
+        ]
+        L += _md_table(
+            [
+                "IPU",
+                "busy cycles",
+                "tile balance",
+                "lost to tile imbalance",
+                "StreamCopy rx",
+                "StreamCopy tx",
+            ],
+            [
+                [
+                    x["ipu"],
+                    fmt_int(x["cycles"]),
+                    fmt_pct(x["tile_balance"]),
+                    fmt_int(p["execution"]["imbalance"]["ipus"][x["ipu"]]["lost_cycles"]),
+                    fmt_bytes(x["streamcopy_rx_bytes"]),
+                    fmt_bytes(x["streamcopy_tx_bytes"]),
+                ]
+                for x in p["ipus"]
             ],
         )
         L += _md_table(
-            ["tile", "bytes", "of SRAM"],
+            ["operation", "type", "pass", "IPU", "total cycles", "share"],
             [
-                [f"{x['ipu']}:{x['tile']}", fmt_bytes(x["bytes"]), fmt_pct(x["share"])]
-                for x in p["memory"]["top_tiles"]
+                [
+                    o["name"],
+                    o["type"],
+                    o["pass"],
+                    o["ipu"],
+                    fmt_int(o["total_cycles"]),
+                    fmt_pct(o["cycles_share"]),
+                ]
+                for o in p["operations_top"]
             ],
         )
-        L += _md_table(
-            ["largest variables", "kind", "dtype", "shape", "IPU", "bytes"],
-            [
-                [v["name"], v["kind"], v["dtype"], v["shape"], v["ipu"], fmt_bytes(v["bytes"])]
-                for v in p["memory"]["largest_variables"]
-            ],
-        )
-        if "liveness" in ch:
-            L += ["### Liveness", "", _img(ch["liveness"], "liveness"), ""]
-            lv = p["liveness"]
-            L += _md_table(
-                ["IPU", "peak step", "peak bytes"],
-                [
-                    [
-                        i,
-                        f"{lv['peak_step'][i]} {lv['peak_step_name'][i]}",
-                        fmt_bytes(lv["peak_bytes"][i]),
-                    ]
-                    for i in range(t["num_ipus"])
-                ],
-            )
-        if p["execution"]:
-            L += [
-                "### Execution",
-                "",
-                _img(ch["cycles_by_type"], "cycles by step type"),
-                "",
-                _img(ch["pipeline_phases"], "pipeline phases"),
-                "",
-            ]
-            L += _md_table(
-                [
-                    "IPU",
-                    "busy cycles",
-                    "tile balance",
-                    "lost to tile imbalance",
-                    "StreamCopy rx",
-                    "StreamCopy tx",
-                ],
-                [
-                    [
-                        x["ipu"],
-                        fmt_int(x["cycles"]),
-                        fmt_pct(x["tile_balance"]),
-                        fmt_int(p["execution"]["imbalance"]["ipus"][x["ipu"]]["lost_cycles"]),
-                        fmt_bytes(x["streamcopy_rx_bytes"]),
-                        fmt_bytes(x["streamcopy_tx_bytes"]),
-                    ]
-                    for x in p["ipus"]
-                ],
-            )
-            L += _md_table(
-                ["operation", "type", "pass", "IPU", "total cycles", "share"],
-                [
-                    [
-                        o["name"],
-                        o["type"],
-                        o["pass"],
-                        o["ipu"],
-                        fmt_int(o["total_cycles"]),
-                        fmt_pct(o["cycles_share"]),
-                    ]
-                    for o in p["operations_top"]
-                ],
-            )
-    return "\n".join(L) + "\n"
+    return L
