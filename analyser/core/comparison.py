@@ -10,6 +10,7 @@ IPU, per memory category, per IPU and per operation, and operations added / remo
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -361,7 +362,6 @@ def _explain(
     diffs: list[ConfigDiff],
     ivs: dict[str, dict[str, Any]] | None = None,
 ) -> list[Explanation]:
-    ma, mb = a.metrics, b.metrics
     ea, eb = a.execution, b.execution
     by = {d.key: d for d in diffs}
     out: list[Explanation] = []
@@ -376,6 +376,28 @@ def _explain(
         if reason:
             out.append(Explanation(f"{sentence}: {reason}.", metric, ks, r))
 
+    mem_keys = options_explaining("memory")
+    _explain_memory(a, b, by, add)
+    if ea is None and eb is not None:
+        if not any(e.metric == "oom_tiles" for e in out):
+            add(
+                "total_cycles",
+                "It now executes (the first profile did not fit, so it has no execution)",
+                mem_keys,
+            )
+        return out
+    if ea is None or eb is None:
+        return out
+
+    _explain_execution(a, b, diffs, by, add, ivs)
+    return out
+
+
+def _explain_memory(
+    a: Analysis, b: Analysis, by: dict[str, ConfigDiff], add: Callable[..., None]
+) -> None:
+    """Explanations of the memory figures (out-of-memory tiles, peak memory, per IPU)."""
+    ma, mb = a.metrics, b.metrics
     mem_keys = options_explaining("memory")
     if ma.oom_tiles != mb.oom_tiles:
         if mb.oom_tiles == 0:
@@ -408,17 +430,19 @@ def _explain(
         ]
         if moved:
             add("ipu_memory", "Memory " + ", ".join(moved), split_keys)
-    if ea is None and eb is not None:
-        if not any(e.metric == "oom_tiles" for e in out):
-            add(
-                "total_cycles",
-                "It now executes (the first profile did not fit, so it has no execution)",
-                mem_keys,
-            )
-        return out
-    if ea is None or eb is None:
-        return out
 
+
+def _explain_execution(
+    a: Analysis,
+    b: Analysis,
+    diffs: list[ConfigDiff],
+    by: dict[str, ConfigDiff],
+    add: Callable[..., None],
+    ivs: dict[str, dict[str, Any]],
+) -> None:
+    """Explanations of the execution figures (both profiles executed)."""
+    ma, mb = a.metrics, b.metrics
+    ea, eb = a.execution, b.execution
     # compute share / ramp share / cycles per sample
     if "gradient_accumulation" in by:
         add(
@@ -523,7 +547,6 @@ def _explain(
             perf_keys,
             rel_change(ma.throughput_samples_per_s, mb.throughput_samples_per_s),
         )
-    return out
 
 
 def change_intervals(a: Analysis, b: Analysis) -> dict[str, dict[str, Any]]:
