@@ -310,6 +310,17 @@ class RunConfig(BaseModel):
         "Default false.",
     )
 
+    # -- what-ifs (no real framework offers these) ----------------------------------------------
+    balance_compute_sets: list[str] = Field(
+        default_factory=list,
+        max_length=10_000,
+        description="What-if, not a framework option: these compute sets (OnTileExecute program "
+        "names) run perfectly balanced, their vertices spread over the IPU's compute tiles so "
+        "that every tile does the mean of the compute set's per-tile work (docs/engine.md, "
+        "'What-if: balanced compute sets'). A name no compute set has is an error at compile "
+        "time. Default [].",
+    )
+
     # ------------------------------------------------------------------------------------------
     @field_validator("model")
     @classmethod
@@ -335,6 +346,17 @@ class RunConfig(BaseModel):
             if problem:
                 raise ValueError(f"input {name!r}: {problem}")
         return value
+
+    @field_validator("balance_compute_sets")
+    @classmethod
+    def _balance_compute_sets(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not name.strip() or len(name) > 1000 or not name.isprintable():
+                raise ValueError(
+                    "give each compute set by its name (printable text of 1 to 1,000 "
+                    f"characters, e.g. 'layers.0/fwd/MatMulPartials'); got {name[:60]!r}"
+                )
+        return list(dict.fromkeys(value))
 
     @property
     def is_onnx(self) -> bool:

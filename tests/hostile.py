@@ -958,6 +958,32 @@ def onnx_cases(folder: Path) -> dict[str, InputCase]:
     return cases
 
 
+def what_if_cases(folder: Path) -> dict[str, InputCase]:
+    """Bad values of the engine's what-if option ``balance_compute_sets`` (issue 25): each is one
+    sentence and exit 2, nothing written."""
+    folder.mkdir(parents=True, exist_ok=True)
+    out = str(folder / "never.h5")
+    values = {
+        "not-a-list": '"layers.0/fwd/MatMulPartials"',
+        "a-number": "[3]",
+        "empty-name": '[""]',
+        "blank-name": '["   "]',
+        "control-characters": '["layers.0\u001b[2J"]',
+        "name-of-2000": '["' + "x" * 2000 + '"]',
+        "10001-names": "[" + ", ".join(f'"cs{i}"' for i in range(10_001)) + "]",
+        "no-such-compute-set": '["layers.0/fwd/NoSuchThing"]',
+        "a-layer-not-a-compute-set": '["layers.0"]',
+    }
+    cases: dict[str, InputCase] = {}
+    for name, value in values.items():
+        cfg = folder / f"balance-{name}.toml"
+        cfg.write_text(f'model = "mlp"\nbalance_compute_sets = {value}\n')
+        cases[f"balance_compute_sets/{name}"] = InputCase(
+            ("profile", "--quiet", str(cfg), "-o", out)
+        )
+    return cases
+
+
 def many_nodes_case(folder: Path, n: int = 1_000_000) -> InputCase:
     """A model of ``n`` nodes (slow to build: not in the CI corpus)."""
     folder.mkdir(parents=True, exist_ok=True)

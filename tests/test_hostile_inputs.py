@@ -25,6 +25,7 @@ def corpus(tmp_path_factory) -> dict[str, hostile.InputCase]:
     return {
         **{f"nonregular/{k}": v for k, v in hostile.nonregular_cases(root / "nonregular").items()},
         **{f"onnx/{k}": v for k, v in hostile.onnx_cases(root / "onnx").items()},
+        **{f"whatif/{k}": v for k, v in hostile.what_if_cases(root / "whatif").items()},
     }
 
 
@@ -35,9 +36,11 @@ def _names(builder) -> list[str]:
         return list(builder(Path(d) / "x"))
 
 
-CASES = [f"nonregular/{k}" for k in _names(hostile.nonregular_cases)] + [
-    f"onnx/{k}" for k in _names(hostile.onnx_cases)
-]
+CASES = (
+    [f"nonregular/{k}" for k in _names(hostile.nonregular_cases)]
+    + [f"onnx/{k}" for k in _names(hostile.onnx_cases)]
+    + [f"whatif/{k}" for k in _names(hostile.what_if_cases)]
+)
 
 
 @pytest.mark.parametrize("name", CASES)

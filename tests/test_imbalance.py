@@ -85,7 +85,7 @@ def test_summary_text_json_and_report(built, tmp_path, capsys):
     assert "lost to tile imbalance" in (tmp_path / "r.md").read_text()
 
 
-def test_the_tile_imbalance_tip_says_what_it_cannot_re_simulate(tmp_path):
+def test_the_tile_imbalance_tip_names_the_compute_sets_to_balance(tmp_path):
     import engine
     from analyser.core.insights import find_insights
     from engine.config import RunConfig
@@ -95,5 +95,8 @@ def test_the_tile_imbalance_tip_says_what_it_cannot_re_simulate(tmp_path):
     with Analysis.open(path) as a:
         tip = next(t for t in find_insights(a) if t.id == "throughput.tile_imbalance")
         lost = a.imbalance.lost_cycles
-    assert tip.change == {} and "Not re-simulated" in tip.summary
+        a_names = set(a.imbalance.compute_sets["name"])
+    names = tip.change["balance_compute_sets"]
+    assert 1 <= len(names) <= 5 and "what-if" in tip.summary
+    assert set(names) <= set(a_names)
     assert f"IPU 0 loses {round(lost[0]):,} cycles to tile imbalance" in tip.evidence[-1].text

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from analyser.cli._service import add_service_arguments, configure_from_args
 from analyser.cli.errors import CliError
+from analyser.core.run_options import WHAT_IF
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -147,7 +148,11 @@ def run(args: argparse.Namespace) -> int:
             from analyser.core.insights import find_insights
 
             with Analysis.open(first.profile) as a:
-                changes = [dict(t.change) for t in find_insights(a) if t.change]
+                changes = [
+                    dict(t.change)
+                    for t in find_insights(a)
+                    if t.change and not WHAT_IF.intersection(t.change)
+                ]
         space = build_space(start, [], args.constraint, args.objective, changes)
     if args.strategy == "grid":
         # the start counts once, as a grid configuration when it is one

@@ -15,8 +15,8 @@ array is read: the figures cost one pass over the programs table.
 
 A perfectly balanced compute set would run ``mean`` cycles instead of ``max``, so ``lost`` is
 also what balancing every compute set would save if nothing else moved (an upper bound: a sync
-or another IPU may still hold the step). The engine has no run option that changes a compute
-set's tile mapping, so this gain is not re-simulated (docs/analysis.md).
+or another IPU may still hold the step). The ``throughput.tile_imbalance`` insight re-simulates
+the gain with the engine's what-if option ``balance_compute_sets`` (docs/analysis.md).
 """
 
 from __future__ import annotations

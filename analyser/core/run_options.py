@@ -32,7 +32,12 @@ SECTION_STARTS: dict[str, str] = {
     "available_memory_proportion": "Memory",
     "io_tiles": "Host I/O and data loader",
     "output_mode": "Outputs and instrumentation",
+    "balance_compute_sets": "What-ifs (no framework offers these)",
 }
+
+#: What-if options: the engine can simulate them, no framework can apply them (docs/engine.md),
+#: so `analyse tune` never proposes them.
+WHAT_IF: frozenset[str] = frozenset({"balance_compute_sets"})
 
 #: Figures (groups of a comparison's explanations) whose change each option can explain, the
 #: options in the order their reasons are listed:

@@ -22,6 +22,7 @@ from engine.compiled import (
     ProgramTable,
     SegmentTable,
 )
+from engine.compiler.balance import balance_compute_sets
 from engine.compiler.lowering import Lowered, lower
 from engine.compiler.memory import build_memory
 from engine.compiler.plan import plan_ops
@@ -85,6 +86,8 @@ def compile_program(config: RunConfig | dict, progress=None) -> CompiledProgram:
     tick(0.2, "planning tiles")
     tile_plan = plan_ops(lowered, target, config, compute_tiles)
     pr = tile_plan.programs
+    # what-if: the named compute sets spread evenly (their code and vertex state follow)
+    balance_compute_sets(pr, config.balance_compute_sets, compute_tiles, config.model)
     stage_ipu = np.arange(config.stages, dtype=np.int16)
     p_op = pr["op"].astype(np.int64)
     p_seg = order.op_seg[p_op]

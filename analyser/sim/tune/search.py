@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from analyser.core.run_options import WHAT_IF
 from analyser.sim.service import SimRequest, SimResponse
 from analyser.sim.tune.space import MAX_GRID, Space
 
@@ -314,9 +315,10 @@ class Tuner:
         except Exception:  # a profile that cannot be analysed: no moves from it
             return []
         want = "throughput" if fits else "memory"
-        changes = [dict(t.change) for t in tips if t.change and t.category == want]
+        tips = [t for t in tips if t.change and not WHAT_IF.intersection(t.change)]
+        changes = [dict(t.change) for t in tips if t.category == want]
         if not changes and not fits:
-            changes = [dict(t.change) for t in tips if t.change]
+            changes = [dict(t.change) for t in tips]
         out = list(changes)
         if len(changes) > 1:
             merged: dict[str, Any] = {}
