@@ -215,10 +215,62 @@ def _plan(
     n_programs = max(n_programs, 2 + n_ipus + 6 * n_ipus)
     rng = np.random.default_rng(seed)
     nodes, tile_cycles, leaves_by_ipu, leaf_rows = _program_tree(rng, n_programs, n_ipus, tiles)
-    P = n_programs
     nodes["repeat"][1] = device_iterations
     ptype = nodes["type"]
 
+    operations, lsteps, variables, vertex_types, compute_sets, L = _graph_tables(
+        rng,
+        nodes,
+        leaf_rows,
+        n_programs=n_programs,
+        n_ipus=n_ipus,
+        tiles=tiles,
+        liveness_steps=liveness_steps,
+    )
+    memory, liveness = _memory_and_liveness(rng, n_ipus, tiles, L, oom)
+    meta = _meta(
+        n_ipus=n_ipus,
+        tiles=tiles,
+        seed=seed,
+        oom=oom,
+        grad_accum=grad_accum,
+        device_iterations=device_iterations,
+        micro_batch=micro_batch,
+    )
+    prog_cycles = nodes["cycles"]
+    prog_bytes = nodes["bytes"]
+    for k in ("_tile_start", "_tile_count"):
+        nodes.pop(k)
+    data: dict[str, dict[str, object]] = {
+        "/": {"engine_version": "synthetic"},
+        "/meta": meta,
+        "/graph/operations": operations,
+        "/graph/variables": variables,
+        "/graph/vertex_types": vertex_types,
+        "/graph/compute_sets": compute_sets,
+        "/memory": memory,
+        "/liveness/steps": lsteps,
+        "/liveness": liveness,
+        "/programs/nodes": nodes,
+        "/programs": {"tile_cycles": tile_cycles},
+    }
+    return _Plan(data, leaves_by_ipu, ptype, prog_cycles, prog_bytes, grad_accum, seed)
+
+
+def _graph_tables(
+    rng: np.random.Generator,
+    nodes: dict,
+    leaf_rows: np.ndarray,
+    *,
+    n_programs: int,
+    n_ipus: int,
+    tiles: int,
+    liveness_steps: int,
+) -> tuple[dict, dict, dict, dict, dict, int]:
+    """The graph tables of a synthetic profile (operations, liveness steps, variables, vertex
+    types, compute sets) and the number of liveness steps; sets ``nodes["op"]``."""
+    P = n_programs
+    ptype = nodes["type"]
     # ---- operations: consecutive leaves of an IPU belong to one operation ----------------
     n_ops = max(n_ipus, leaf_rows.size // 4)
     op_of_leaf = np.minimum((np.arange(leaf_rows.size) * n_ops) // leaf_rows.size, n_ops - 1)
@@ -347,6 +399,13 @@ def _plan(
         "tile_count": nodes["_tile_count"][cs_rows].astype(np.int32),
     }
 
+    return operations, lsteps, variables, vertex_types, compute_sets, L
+
+
+def _memory_and_liveness(
+    rng: np.random.Generator, n_ipus: int, tiles: int, L: int, oom: bool
+) -> tuple[dict, dict]:
+    """Memory per tile by category, region and liveness class, and the liveness curves."""
     # ---- memory and liveness ------------------------------------------------------------------
     NI, T = n_ipus, tiles
     cats = schema.MEMORY_CATEGORIES
@@ -423,6 +482,20 @@ def _plan(
         "peak_step": not_always.argmax(axis=1).astype(np.int32),
     }
 
+    return memory, liveness
+
+
+def _meta(
+    *,
+    n_ipus: int,
+    tiles: int,
+    seed: int,
+    oom: bool,
+    grad_accum: int,
+    device_iterations: int,
+    micro_batch: int,
+) -> dict:
+    """/meta of a synthetic profile: its run options, target and totals."""
     samples_per_step = micro_batch * grad_accum * device_iterations
     # options by engine.config.RunConfig's field names (the rest read as their defaults); the
     # model is no zoo model, so the options say what the synthetic data stands for
@@ -460,24 +533,7 @@ def _plan(
         "samples_per_step": samples_per_step,
         "notes": ["synthetic profile (profiles.synthetic), not an engine run"],
     }
-    prog_cycles = nodes["cycles"]
-    prog_bytes = nodes["bytes"]
-    for k in ("_tile_start", "_tile_count"):
-        nodes.pop(k)
-    data: dict[str, dict[str, object]] = {
-        "/": {"engine_version": "synthetic"},
-        "/meta": meta,
-        "/graph/operations": operations,
-        "/graph/variables": variables,
-        "/graph/vertex_types": vertex_types,
-        "/graph/compute_sets": compute_sets,
-        "/memory": memory,
-        "/liveness/steps": lsteps,
-        "/liveness": liveness,
-        "/programs/nodes": nodes,
-        "/programs": {"tile_cycles": tile_cycles},
-    }
-    return _Plan(data, leaves_by_ipu, ptype, prog_cycles, prog_bytes, grad_accum, seed)
+    return meta
 
 
 #: Rows generated per random block; the random stream depends only on (seed, IPU, block), so
