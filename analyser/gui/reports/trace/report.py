@@ -29,6 +29,7 @@ from analyser.gui.model.trace import GROUP_MODES, HOST_EVENTS, STEP_TYPES, Trace
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report
 from analyser.gui.reports.trace.bsp import BspView
+from analyser.gui.reports.trace.diff_lane import hide_differences, show_differences
 from analyser.gui.reports.trace.panels import (
     RangeSummaryPanel,
     SearchPanel,
@@ -316,12 +317,14 @@ class TraceReport(Report):
             self.timeline_b.set_time_axis(self.axis_combo.currentData())
             self.timeline_b_box.show()
             self.splitter.setSizes([260, 260, 260])
+            show_differences(self, doc, other)
         else:
             if other is not None:
                 self.statusMessage.emit(f"{other.name} has no execution trace to compare with.")
             if self._timeline_b is not None:
                 self._timeline_b.set_trace(None)
             self.timeline_b_box.hide()
+            hide_differences(self)
         # the union of both runs is reachable; start on the whole of A and B
         if self.trace_b is not None:
             a0, a1 = self.timeline.full_range()

@@ -1,0 +1,81 @@
+"""The Execution Trace's "differences" lane in compare mode, shaped from the analysis core's
+aligned diff (:func:`analyser.core.diff.aligned_deltas`, the alignment ``analyse diff`` uses):
+every step of B whose cycles differ from its aligned step of A (same program name and
+occurrence on the same IPU), or that only B runs, drawn at B's start with B's cycles and signed
+by B - A. Qt-free: the widget (analyser/gui/reports/trace/diff_lane.py) only draws it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from analyser.core.diff import aligned_deltas
+
+#: At most this many bars are drawn (the largest differences); the rest are counted.
+MAX_BARS = 200_000
+
+
+@dataclass(frozen=True)
+class DifferencesLane:
+    """Steps of B that differ from A: one row each, on B's cycle axis."""
+
+    ipu: np.ndarray
+    start: np.ndarray
+    cycles: np.ndarray
+    #: B - A cycles (a step only B runs: its cycles)
+    delta: np.ndarray
+    #: True for a step only B runs
+    added: np.ndarray
+    n_ipus: int
+    #: steps only A runs and their cycles (they have no place on B's axis)
+    removed_steps: int
+    removed_cycles: int
+    #: differing steps left out beyond :data:`MAX_BARS` (the smallest)
+    left_out: int = 0
+
+    @property
+    def sign(self) -> np.ndarray:
+        """+1 where B is slower, -1 where B is faster (0 never: equal steps are not listed)."""
+        return np.sign(self.delta).astype(np.int8)
+
+    @property
+    def total(self) -> int:
+        """B - A over the listed steps and the steps only A runs (minus their cycles)."""
+        return int(self.delta.sum()) - self.removed_cycles
+
+
+def differences_lane(analysis_a, analysis_b, max_bars: int = MAX_BARS) -> DifferencesLane:
+    """The lane of B (``analysis_b``) against A; the ``max_bars`` largest differences."""
+    d = aligned_deltas(analysis_a, analysis_b)
+    delta = np.asarray(d["delta"], np.int64)
+    keep = np.arange(delta.size)
+    left_out = 0
+    if delta.size > max_bars:
+        keep = np.sort(np.argpartition(-np.abs(delta), max_bars - 1)[:max_bars])
+        left_out = delta.size - max_bars
+    ipu = np.asarray(d["ipu"], np.int64)
+    n_ipus = max(
+        int(ipu.max()) + 1 if ipu.size else 0,
+        len(analysis_b.execution.cycles_by_type),
+        1,
+    )
+    return DifferencesLane(
+        ipu=ipu[keep],
+        start=np.asarray(d["start"], np.int64)[keep],
+        cycles=np.asarray(d["cycles"], np.int64)[keep],
+        delta=delta[keep],
+        added=np.asarray(d["cycles_a"], np.int64)[keep] < 0,
+        n_ipus=n_ipus,
+        removed_steps=int(d["removed"][0]),
+        removed_cycles=int(d["removed"][1]),
+        left_out=left_out,
+    )
+
+
+def lane_of(doc_a, doc_b) -> DifferencesLane:
+    """The lane of compare-mode documents A and B (cached on B per A)."""
+    return doc_b.cached(
+        f"differences_lane:{doc_a.path}",
+        lambda: differences_lane(doc_a.analysis, doc_b.analysis),
+    )

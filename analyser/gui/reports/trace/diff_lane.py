@@ -1,0 +1,149 @@
+"""The "differences" lane of the Execution Trace in compare mode: B - A per aligned step, drawn
+under B's timeline on the same cycle axis (data: analyser.gui.model.diff_lane).
+
+One row per IPU; a bar at each step of B that differs from its aligned step of A, as long as
+B's step, coloured by the sign of B - A (red: B slower, green: B faster; a step only B runs is
+red) and as tall as its share of the largest difference, so that the big changes stand out.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtWidgets import QHBoxLayout, QWidget
+
+from analyser.gui.axes import CycleAxis, short_cycles
+from analyser.gui.model.diff_lane import DifferencesLane, lane_of
+from analyser.gui.palette import qcolor
+from analyser.gui.theme import style_plot
+from analyser.gui.widgets import PoolTask, Relay
+
+#: Most height the lane takes for one IPU (px; more IPUs, more height).
+LANE_HEIGHT = 140
+
+
+class DifferencesLaneView(pg.PlotWidget):
+    """Draws a :class:`DifferencesLane`; x-linked to A's timeline by the report."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent, axisItems={"bottom": CycleAxis("bottom")})
+        style_plot(self)
+        self.setMouseEnabled(x=True, y=False)
+        self.getPlotItem().hideButtons()
+        self.getPlotItem().setMenuEnabled(False)
+        self.lane: DifferencesLane | None = None
+        self.bars: pg.BarGraphItem | None = None
+        #: the lane is computed on the report's pool; answers of an older request are dropped
+        self.gen = 0
+        self.relay = Relay(self)
+        self.relay.done.connect(self._on_done)
+
+    def _on_done(self, gen: int, result: object) -> None:
+        if gen != self.gen:
+            return
+        if isinstance(result, Exception):  # one sentence, not a lost thread exception
+            self.set_lane(None)
+            self.getPlotItem().setTitle(f"B − A differences unavailable: {result}", size="9pt")
+            return
+        self.set_lane(result)
+        self.box.setMaximumHeight(max(LANE_HEIGHT, 80 + 24 * result.n_ipus))
+        self.sync()
+
+    def set_pending(self) -> None:
+        """Empty, saying the steps are being aligned."""
+        self.set_lane(None)
+        self.getPlotItem().setTitle("B − A differences: aligning the steps…", size="9pt")
+
+    def set_lane(self, lane: DifferencesLane | None) -> None:
+        """Draw ``lane`` (None: empty)."""
+        self.lane = lane
+        if self.bars is not None:
+            self.removeItem(self.bars)
+            self.bars = None
+        if lane is None:
+            self.getPlotItem().setTitle(None)
+            return
+        slower, faster = qcolor("status", "oom"), qcolor("status", "ok")
+        if lane.delta.size:
+            height = 0.15 + 0.7 * np.abs(lane.delta) / float(np.abs(lane.delta).max())
+            brushes = [pg.mkBrush(slower if s > 0 else faster) for s in lane.sign.tolist()]
+            self.bars = pg.BarGraphItem(
+                x0=lane.start,
+                width=np.maximum(lane.cycles, 1),
+                y0=lane.ipu - height / 2,
+                height=height,
+                brushes=brushes,
+                pen=pg.mkPen(None),
+            )
+            self.addItem(self.bars)
+        ticks = [(i, f"IPU {i}") for i in range(lane.n_ipus)]
+        self.getPlotItem().getAxis("left").setTicks([ticks])
+        self.setYRange(-0.6, lane.n_ipus - 0.4, padding=0)
+        sign = "+" if lane.total > 0 else ""
+        parts = [
+            f"B − A differences: {sign}{short_cycles(lane.total)} cycles",
+            f"{lane.delta.size:,} steps differ (red: B slower, green: B faster)",
+        ]
+        if lane.removed_steps:
+            parts.append(f"{lane.removed_steps:,} steps only in A")
+        if lane.left_out:
+            parts.append(f"{lane.left_out:,} smallest not drawn")
+        self.getPlotItem().setTitle(" · ".join(parts), size="9pt")
+
+
+def _follow(view: DifferencesLaneView, timeline) -> None:
+    """Keep ``view`` on ``timeline``'s cycle range, its plot area under the timeline's: the same
+    left-axis width (a pyqtgraph x-link lines views up by their screen geometry, and the
+    timeline has a scroll bar beside it)."""
+    vb = timeline.getPlotItem().getViewBox()
+
+    def sync(*_args) -> None:
+        if not view.isVisible():
+            return
+        view.getPlotItem().getAxis("left").setWidth(
+            int(timeline.getPlotItem().getAxis("left").width())
+        )
+        bar = timeline.scrollbar
+        view.gap.setFixedWidth(bar.width() if bar.isVisible() else 0)
+        view.getAxis("bottom").set_time(timeline.time_axis.clock_hz)
+        x0, x1 = vb.viewRange()[0]
+        view.setXRange(x0, x1, padding=0)
+
+    vb.sigXRangeChanged.connect(sync)
+    vb.sigResized.connect(sync)
+    view.sync = sync
+
+
+def show_differences(report, doc_a, doc_b) -> None:
+    """Show B - A under B's timeline in ``report`` (a TraceReport in compare mode); the lane is
+    built under the timelines and made to follow A's cycle axis on first use."""
+    view = getattr(report, "differences", None)
+    if view is None:
+        view = DifferencesLaneView()
+        view.setMouseEnabled(x=False, y=False)  # it follows A's timeline (pan / zoom there)
+        box = QWidget()
+        row = QHBoxLayout(box)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.setSpacing(0)
+        row.addWidget(view, 1)
+        view.gap = QWidget()  # where a timeline has its scroll bar when it shows one
+        row.addWidget(view.gap)
+        report.splitter.insertWidget(2, box)
+        view.box = box
+        _follow(view, report.timeline)
+        report.differences = view
+    view.gen += 1
+    view.set_pending()
+    view.box.setMaximumHeight(LANE_HEIGHT)
+    view.box.show()
+    view.sync()
+    report._pool.start(PoolTask(lambda: lane_of(doc_a, doc_b), view.gen, view.relay))
+
+
+def hide_differences(report) -> None:
+    """Hide the lane (a single profile, or B without a trace)."""
+    view = getattr(report, "differences", None)
+    if view is not None:
+        view.gen += 1  # a lane still being computed is not shown
+        view.set_lane(None)
+        view.box.hide()

@@ -1,0 +1,89 @@
+"""Issue 25: the Execution Trace's "differences" lane in compare mode (pytest-qt, offscreen):
+B - A per aligned step from the analysis core's aligned diff, red where B is slower, green where
+B is faster. Two MLP runs, the second with its worst compute sets balanced (the engine's what-if),
+so exactly those steps differ and B is faster on each."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gui_helpers import open_documents as _open
+from gui_helpers import shown_report, shut_down_trace
+
+pytestmark = pytest.mark.gui
+
+BALANCED = ["loss/fwd/SoftmaxCrossEntropy", "layers.0/fwd/MatMulPartials"]
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    import engine
+    from engine.config import RunConfig
+
+    out = tmp_path_factory.mktemp("diff-lane")
+    a, b = out / "mlp.h5", out / "mlp-balanced.h5"
+    engine.simulate_to_file(RunConfig(model="mlp"), a)
+    engine.simulate_to_file(RunConfig(model="mlp", balance_compute_sets=BALANCED), b)
+    return a, b
+
+
+@pytest.fixture
+def report(qtbot):
+    from analyser.gui.reports.trace import TraceReport
+
+    yield from shown_report(qtbot, TraceReport(), (1200, 900), before_close=shut_down_trace)
+
+
+def test_the_lane_has_the_aligned_differences_with_their_signs(pair):
+    from analyser.core import Analysis
+    from analyser.core.diff import diff_runs
+    from analyser.gui.model.diff_lane import differences_lane
+
+    with Analysis.open(pair[0]) as a, Analysis.open(pair[1]) as b:
+        lane = differences_lane(a, b)
+        back = differences_lane(b, a)
+        total = diff_runs(a, b).delta
+        names = np.asarray(b.src.column("/programs/nodes", "name"), dtype=object)
+        prog = np.asarray(b.src.column("/execution/steps", "program"))
+        start = np.asarray(b.src.column("/execution/steps", "start"))
+    assert lane.delta.size > 0 and (lane.sign == -1).all()  # balanced: B faster on each
+    assert (back.sign == 1).all() and back.delta.sum() == -lane.delta.sum()
+    assert lane.total == total < 0  # the lane adds up to the run's change
+    # every differing step is one of the balanced compute sets
+    rows = np.searchsorted(start, lane.start)  # B's steps by start (one IPU)
+    drawn = {str(n) for n in names[prog[rows]]}
+    assert drawn == set(BALANCED), drawn
+    assert lane.removed_steps == 0 and not lane.added.any()
+
+
+def test_compare_mode_shows_the_differences_lane(qtbot, report, pair, tmp_path):
+    r, _ = report
+    _open(report, *pair)
+    qtbot.waitUntil(lambda: r.differences.lane is not None, timeout=10_000)
+    lane = r.differences
+    assert lane.isVisible() and lane.lane is not None
+    assert (lane.lane.sign == -1).all()
+    assert lane.bars is not None
+    # drawn green (B faster): the status "ok" colour, never the "slower" one
+    from analyser.gui.palette import qcolor
+
+    colors = {b.color().name() for b in lane.bars.opts["brushes"]}
+    assert colors == {qcolor("status", "ok").name()}
+    title = lane.getPlotItem().titleLabel.text
+    assert "B − A differences: -" in title and f"{lane.lane.delta.size} steps differ" in title
+    # the lane follows A's cycle axis
+    r.timeline.set_x_range(1000, 20_000)
+    qtbot.wait(20)
+    assert lane.getPlotItem().getViewBox().viewRange()[0] == pytest.approx(
+        r.timeline.getPlotItem().getViewBox().viewRange()[0]
+    )
+    r.grab().save(str(tmp_path / "diff-lane.png"))
+    # and B against A the other way round: red, B slower
+    _open(report, pair[1], pair[0])
+    qtbot.waitUntil(lambda: r.differences.lane is not None, timeout=10_000)
+    assert (r.differences.lane.sign == 1).all()
+    colors = {b.color().name() for b in r.differences.bars.opts["brushes"]}
+    assert colors == {qcolor("status", "oom").name()}
+    # a single profile: no lane
+    _open(report, pair[0])
+    assert not r.differences.isVisible()
