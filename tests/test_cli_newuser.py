@@ -362,7 +362,12 @@ def test_ctrl_c_while_insights_re_simulate_in_workers(tmp_path):
     prof = tmp_path / "r101.h5"
     args = ["--model", "resnet101", "--micro-batch-size", "8", "-o", str(prof), "--quiet"]
     assert main(["profile", *args]) == 0
-    code = f"import sys; from analyser.cli import main; sys.exit(main(['insights', {str(prof)!r}]))"
+    # --workers: the Dask cluster's worker processes (a few re-simulations run in process by
+    # default, with no worker to reach)
+    code = (
+        "import sys; from analyser.cli import main; "
+        f"sys.exit(main(['insights', {str(prof)!r}, '--workers', '2']))"
+    )
     p = subprocess.Popen(
         [sys.executable, "-c", code],
         stdout=subprocess.PIPE,
