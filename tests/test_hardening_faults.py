@@ -239,7 +239,8 @@ def test_simulation_workers_die_with_their_parent(previous, tmp_path):
     env = {**os.environ, "ANALYSE_CACHE": str(tmp_path / "cache")}
     env.pop("ANALYSE_SCHEDULER", None)
     proc = subprocess.Popen(
-        [*ANALYSE, "insights", str(previous)],
+        # --workers: the Dask service's workers (a few re-simulations run in process by default)
+        [*ANALYSE, "insights", str(previous), "--workers", "2"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=env,
