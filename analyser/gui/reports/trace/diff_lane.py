@@ -133,6 +133,7 @@ def show_differences(report, doc_a, doc_b) -> None:
         _follow(view, report.timeline)
         report.differences = view
     view.gen += 1
+    style_plot(view)  # the current theme (a theme switch shows the documents again)
     view.set_pending()
     view.box.setMaximumHeight(LANE_HEIGHT)
     view.box.show()
