@@ -8,9 +8,17 @@ import argparse
 from analyser.cli.errors import CliError
 
 
-def add_service_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of the simulation service (shared by the commands that simulate)."""
-    g = parser.add_argument_group("simulation service")
+def add_service_arguments(parser: argparse.ArgumentParser, *, few: bool = False) -> None:
+    """Options of the simulation service (shared by the commands that simulate); ``few``: the
+    command re-simulates a few configurations, in this process unless the options ask for the
+    cluster (:func:`simulator_from_args`)."""
+    g = parser.add_argument_group(
+        "simulation service",
+        "the few re-simulations run in this process; --scheduler (or $ANALYSE_SCHEDULER), "
+        "--workers or --memory-limit runs them on a Dask cluster instead"
+        if few
+        else None,
+    )
     g.add_argument(
         "--scheduler",
         metavar="tcp://HOST:PORT",

@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     from analyser.cli._service import add_service_arguments
 
-    add_service_arguments(parser)
+    add_service_arguments(parser, few=True)
 
 
 def run(args: argparse.Namespace) -> int:
