@@ -402,3 +402,21 @@ def test_profile_and_plain_h5py_can_open_the_same_file(good):
 
     with open_profile(good):
         assert validate(good) == []
+
+
+
+def test_missing_variables_column_is_one_sentence_in_summary(tmp_path, good, capsys):
+    """A variables table without a column the analysis reads (``live_end``) gives the reader's
+    sentence naming it and exit 2 in ``analyse summary`` (it was an internal KeyError)."""
+    from analyser.cli import main
+
+    bad = _copy(good, tmp_path / "no-live-end.h5")
+    with h5py.File(bad, "r+") as f:
+        del f["/graph/variables/live_end"]
+    assert main(["summary", "--json", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "/graph/variables/live_end" in err and "Traceback" not in err
+    # the text summary reads no liveness: it still works, and says nothing of a traceback
+    assert main(["summary", str(bad)]) in (0, 2)
+    assert "Traceback" not in capsys.readouterr().err
+    assert main(["summary", "--json", str(good)]) == 0

@@ -198,11 +198,18 @@ def tile_breakdown(src: Source, ipu: int, by: str = "category") -> tuple[np.ndar
     return np.asarray(src.profile.array(path, sel=np.s_[ipu])).astype(np.int64), names
 
 
+#: the columns of /graph/variables the analysis reads (memory, liveness, insights)
+_VARIABLE_COLUMNS = ("name", "kind", "bytes", "ipu", "always_live", "live_start", "live_end")
+
+
 def variables_table(src: Source) -> pd.DataFrame:
     """/graph/variables with ``kind`` decoded to names."""
     import pandas as pd  # imported on first use (not by `analyse summary`)
 
     df = src.table("/graph/variables").copy()
+    missing = [c for c in _VARIABLE_COLUMNS if c not in df]
+    if missing:  # the reader leaves out a column that is not in the file: name it, in its words
+        src.table("/graph/variables", missing)
     if "kind" in df and not isinstance(df["kind"].dtype, pd.CategoricalDtype):
         df["kind"] = pd.Categorical.from_codes(
             df["kind"].astype(int), categories=list(schema.VARIABLE_KINDS)
