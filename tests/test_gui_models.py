@@ -150,3 +150,22 @@ def test_pipeline_says_how_much_host_time_the_view_hides(tmp_path):
         assert c.hidden_host_text(start) == ""  # all of it in view: no break
     finally:
         doc.close()
+
+
+def test_insight_rows_join_a_and_b_by_id():
+    """The Insights list's rows (view-model): A's tips marked both / resolved, B's own ones
+    new, each profile's severity."""
+    from types import SimpleNamespace as T
+
+    from analyser.gui.model.insights import insight_rows
+
+    a = [T(id="x", severity="critical"), T(id="y", severity="warning")]
+    b = [T(id="z", severity="critical"), T(id="x", severity="warning")]
+    rows = insight_rows(a, b)
+    assert [(r.tip.id, r.where, r.owner) for r in rows] == [
+        ("x", "both", "A"),
+        ("y", "resolved", "A"),
+        ("z", "new", "B"),
+    ]
+    assert rows[0].severity_text == "critical → warning" and rows[1].severity_text == "warning"
+    assert [r.where for r in insight_rows(a, None)] == ["", ""]

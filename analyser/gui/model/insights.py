@@ -5,13 +5,59 @@ contract, issue 24 item 3). No Qt."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from analyser.core.insights.model import EFFECT_KEYS
 from analyser.core.intervals import change_note, range_text
+from analyser.core.units import fmt_bytes, fmt_pct
+from analyser.gui.model import data
 
-__all__ = ["EFFECT_KEYS", "cancel_predictions", "change_note", "predict", "range_text"]
+__all__ = [
+    "EFFECT_KEYS",
+    "InsightRow",
+    "banner_text",
+    "cancel_predictions",
+    "change_note",
+    "insight_rows",
+    "predict",
+    "range_text",
+]
+
+
+@dataclass(frozen=True)
+class InsightRow:
+    """One row of the Insights list: the tip, where it stands in compare mode ('' alone,
+    "both", "resolved": A only, "new": B only), whose it is ("A" / "B") and B's severity when
+    both profiles have it (each profile's own)."""
+
+    tip: Any
+    where: str
+    owner: str
+    severity_b: str | None = None
+
+    @property
+    def severity_text(self) -> str:
+        """'critical', or 'critical → warning' when B's severity differs."""
+        s = self.tip.severity
+        return s if self.severity_b in (None, s) else f"{s} → {self.severity_b}"
+
+
+def insight_rows(a: Sequence[Any], b: Sequence[Any] | None) -> list[InsightRow]:
+    """The list's rows: A's tips in A's order (marked "both" or "resolved" against B), then
+    the tips only B has ("new"), in B's order; A's alone without B."""
+    if b is None:
+        return [InsightRow(t, "", "A") for t in a]
+    ids_a = {t.id for t in a}
+    by_id_b = {t.id: t for t in b}
+    rows = [
+        InsightRow(t, "resolved", "A")
+        if t.id not in by_id_b
+        else InsightRow(t, "both", "A", by_id_b[t.id].severity)
+        for t in a
+    ]
+    return rows + [InsightRow(t, "new", "B") for t in b if t.id not in ids_a]
 
 
 def predict(
@@ -32,3 +78,22 @@ def cancel_predictions() -> None:
     from analyser.sim.service import get_service
 
     get_service().cancel_all()
+
+
+def banner_text(doc: Any, units) -> tuple[str, str]:
+    """(state, text) of the fits / OOM banner, from the analysis core's memory summary."""
+    mem = data.memory(doc)
+    share = fmt_pct(mem.share_used)
+    used = fmt_bytes(mem.peak_memory_bytes, units)
+    cap = fmt_bytes(mem.capacity_bytes, units)
+    if mem.fits:
+        return "ok", (
+            f"Fits: {share} of memory used ({used} of {cap}); the fullest tile uses "
+            f"{fmt_bytes(mem.max_tile_bytes, units)} of {fmt_bytes(mem.sram_per_tile, units)}."
+        )
+    per_ipu = mem.oom_tiles_per_ipu()
+    where = ", ".join(f"IPU {i}: {int(n):,}" for i, n in enumerate(per_ipu) if n)
+    return "oom", (
+        f"Out of memory: {mem.n_oom_tiles:,} tiles exceed {fmt_bytes(mem.sram_per_tile, units)} "
+        f"({where}); {share} of memory used ({used} of {cap})."
+    )

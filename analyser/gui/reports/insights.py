@@ -31,13 +31,16 @@ from PySide6.QtWidgets import (
 )
 
 from analyser.core.quantities import QUANTITIES, columns
-from analyser.core.units import fmt_bytes, fmt_count, fmt_pct
+from analyser.core.units import fmt_bytes, fmt_count
 from analyser.gui import reports as registry
 from analyser.gui.model import data
 from analyser.gui.model.insights import (
     EFFECT_KEYS,
+    InsightRow,
+    banner_text,
     cancel_predictions,
     change_note,
+    insight_rows,
     predict,
     range_text,
 )
@@ -55,25 +58,6 @@ WHERE_TIPS = {
     "resolved": "fires on A only: B resolved it",
     "new": "fires on B only: new in B",
 }
-
-
-def banner_text(doc: Any, units) -> tuple[str, str]:
-    """(state, text) of the fits / OOM banner, from the analysis core's memory summary."""
-    mem = data.memory(doc)
-    share = fmt_pct(mem.share_used)
-    used = fmt_bytes(mem.peak_memory_bytes, units)
-    cap = fmt_bytes(mem.capacity_bytes, units)
-    if mem.fits:
-        return "ok", (
-            f"Fits: {share} of memory used ({used} of {cap}); the fullest tile uses "
-            f"{fmt_bytes(mem.max_tile_bytes, units)} of {fmt_bytes(mem.sram_per_tile, units)}."
-        )
-    per_ipu = mem.oom_tiles_per_ipu()
-    where = ", ".join(f"IPU {i}: {int(n):,}" for i, n in enumerate(per_ipu) if n)
-    return "oom", (
-        f"Out of memory: {mem.n_oom_tiles:,} tiles exceed {fmt_bytes(mem.sram_per_tile, units)} "
-        f"({where}); {share} of memory used ({used} of {cap})."
-    )
 
 
 class _PredictSignals(QObject):
@@ -293,24 +277,12 @@ class InsightsReport(Report):
         # the column count follows the labels (setHeaderLabels never removes a column: an
         # empty "In" column stayed after Stop comparing)
         self.list.setColumnCount(3 if cmp is None else 4)
-        if cmp is None:
-            self.list.setHeaderLabels(["Severity", "Insight", "Category"])
-            for tip in ins_a:
-                self._add_item(tip, "", doc)
-        else:
-            self.list.setHeaderLabels(["Severity", "Insight", "Category", "In"])
-            ins_b = data.insights(cmp)
-            ids_a = {t.id for t in ins_a}
-            by_id_b = {t.id: t for t in ins_b}
-            for tip in ins_a:
-                tip_b = by_id_b.get(tip.id)
-                if tip_b is None:
-                    self._add_item(tip, "resolved", doc)
-                else:  # each profile's own severity (B may have improved or worsened)
-                    self._add_item(tip, "both", doc, severity_b=tip_b.severity)
-            for tip in ins_b:
-                if tip.id not in ids_a:
-                    self._add_item(tip, "new", cmp)
+        self.list.setHeaderLabels(
+            ["Severity", "Insight", "Category"] + ([] if cmp is None else ["In"])
+        )
+        rows = insight_rows(ins_a, data.insights(cmp) if cmp is not None else None)
+        for row in rows:
+            self._add_item(row, doc if row.owner == "A" else cmp)
         # the title column takes the width left by the short columns (elided when narrow; the
         # details pane has it in full), so the compare column stays in view
         header = self.list.header()
@@ -329,11 +301,9 @@ class InsightsReport(Report):
                 "<p>No insight fires on this profile with the current thresholds.</p>"
             )
 
-    def _add_item(self, tip: Any, where: str, doc: Any, severity_b: str | None = None) -> None:
-        severity = tip.severity
-        if severity_b is not None and severity_b != severity:
-            severity = f"{tip.severity} → {severity_b}"
-        cols = [severity, tip.title, tip.category] + ([where] if where else [])
+    def _add_item(self, row: InsightRow, doc: Any) -> None:
+        tip, where, severity_b = row.tip, row.where, row.severity_b
+        cols = [row.severity_text, tip.title, tip.category] + ([where] if where else [])
         item = QTreeWidgetItem(cols)
         item.setToolTip(1, tip.title)
         if where:
