@@ -614,7 +614,8 @@ def test_predict_effect_of_the_fp16_tip(qtbot, make_window, walkthrough_profiles
 
 
 def test_profile_problem_found_by_a_report_is_shown(qtbot, make_window, profiles_dir, monkeypatch):
-    """A damaged dataset found lazily by one report gives a warning naming it; other reports work."""
+    """A damaged dataset found lazily by one report: the report's own "unavailable" state names
+    it (issue 23 defect 1; a dialog before); other reports work."""
     from analyser.gui.model import data
     from profiles.errors import ProfileError
 
@@ -629,8 +630,11 @@ def test_profile_problem_found_by_a_report_is_shown(qtbot, make_window, profiles
     w = make_window()
     open_and_wait(qtbot, w, profiles_dir["fit"])
     monkeypatch.setattr(data, "tile_breakdown", broken)
-    w.show_report("memory")
-    assert warnings and "/memory/by_category" in warnings[0]
+    memory = w.show_report("memory")
+    assert memory.stack.currentWidget() is memory.message
+    text = memory.message.label.text()
+    assert text.startswith("Memory Report unavailable:") and "/memory/by_category" in text
+    assert not warnings
     assert w.show_report("summary").tree.value("Memory", "Status") == "fits"
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import hostile
 import pytest
 from gui_helpers import open_in, shown_window
+from PySide6.QtWidgets import QMessageBox
 
 pytestmark = pytest.mark.gui
 
@@ -92,11 +93,16 @@ def test_an_error_while_filling_is_the_reports_own_state(qtbot, window, base, mo
     def broken(doc):
         raise IndexError("index 2147483647 is out of bounds for axis 0 with size 3")
 
+    said: list[str] = []
+    monkeypatch.setattr(
+        QMessageBox, "warning", staticmethod(lambda parent, title, text, *a: said.append(text))
+    )
     monkeypatch.setattr(data, "liveness", broken)
     _open(qtbot, window, base)
     report = window.show_report("liveness")
     text = report.message.label.text()
     assert text.startswith("Liveness Report unavailable:") and "IndexError" not in text
+    assert not said  # the panel on screen says it: no dialog on top
     assert text.count(".") >= 1 and "\n" not in text
     assert window.show_report("summary").stack.currentWidget() is not None
 

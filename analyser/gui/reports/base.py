@@ -319,8 +319,9 @@ class Report(QWidget):
             except Exception as exc:
                 self.keep_state = False
                 # a profile problem found while reading lazily (a missing or damaged dataset,
-                # an inconsistent value): the report says what it is in its own panel; the
-                # window and the other reports carry on
+                # an inconsistent value): the report says what it is in its own panel (no
+                # dialog: the panel is what is on screen); the window and the other reports
+                # carry on
                 self.show_unavailable(self.problem_sentence(exc))
 
     def problem_sentence(self, exc: BaseException) -> str:
