@@ -329,8 +329,13 @@ class PipelineChartView(QWidget):
         ]
         self.chart.setTitle(" &nbsp; ".join(legend_items), size="9pt")
 
-        # per-stage load with the bottleneck marked
         x = np.arange(c.n_stages)
+        self._draw_load(c, x)
+        self._draw_stash(c, x, units)
+
+    def _draw_load(self, c: PipelineChart, x: np.ndarray) -> None:
+        """Busy cycles per stage (whole run), the bottleneck marked, a narrow bar for its
+        compute."""
         brushes = [
             qcolor("status", "critical")
             if (s == c.bottleneck and c.pipelined)
@@ -362,7 +367,10 @@ class PipelineChartView(QWidget):
         top = float(c.stage_cycles.max()) if len(c.stage_cycles) else 1.0
         self.load.setYRange(0, max(1.0, top) * 1.15, padding=0)
         self.load.setXRange(-0.6, c.n_stages - 0.4, padding=0)
-        # the stash axis in the units preference (issue 23, defect 7: it was MiB always)
+
+    def _draw_stash(self, c: PipelineChart, x: np.ndarray, units: MemoryUnits) -> None:
+        """Stash memory per stage, its axis in the units preference (issue 23, defect 7: it
+        was MiB always)."""
         peak = float(c.stash_bytes.max()) if len(c.stash_bytes) else 0.0
         scale, unit = axis_scale(units, peak)
         self.stash.addItem(
