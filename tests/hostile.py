@@ -502,9 +502,8 @@ def set_elements(edits: list[tuple[str, int, float]]) -> Mutation:
 # -- missing datasets (issue 23, defect 1) -----------------------------------------------------
 def missing_dataset_mutations() -> dict[str, Mutation]:
     """Profiles that open but lack a dataset a report reads lazily: the GUI shows that report
-    (or tab) "unavailable" naming the dataset (tests/test_gui_walk.py). Not yet in
-    :func:`profile_mutations`: ``analyse summary`` fails on the first one (a KeyError inside
-    the core, reported in the GUI helper's notes)."""
+    (or tab) "unavailable" naming the dataset (tests/test_gui_walk.py); the CLI names it in one
+    sentence (the corpus's "missing" category)."""
     return {
         "no-live-end": delete("/graph/variables/live_end"),
         "no-tile-xy": delete("/memory/tile_xy"),
@@ -526,6 +525,7 @@ def profile_mutations() -> dict[str, dict[str, Mutation]]:
         "semantic": semantic_mutations(),
         "structural": structural_mutations(),
         "resource": resource_mutations(),
+        "missing": missing_dataset_mutations(),
     }
     return corpus
 
