@@ -39,7 +39,13 @@ def _run(profile: Path, extra: list[str], cache: Path) -> tuple[float, float, in
     how many it ran (answers in the fresh cache)."""
     env = dict(os.environ, ANALYSE_CACHE=str(cache))
     env.pop("ANALYSE_SCHEDULER", None)
-    cmd = [str(Path(sys.executable).with_name("analyse")), "insights", str(profile), "--json", *extra]
+    cmd = [
+        str(Path(sys.executable).with_name("analyse")),
+        "insights",
+        str(profile),
+        "--json",
+        *extra,
+    ]
     t0 = time.perf_counter()
     done = subprocess.run(cmd, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0

@@ -36,25 +36,60 @@ def mlp(batch="batch"):
 def cnn():
     """Strided stem, grouped 3x3, depthwise 3x3 with stride 2, pooling and a classifier."""
     nodes = [
-        h.make_node("Conv", ["x", "c1"], ["a"], name="/stem/conv/Conv", kernel_shape=[3, 3],
-                    strides=[2, 2], pads=[1, 1, 1, 1]),
-        h.make_node("BatchNormalization", ["a", "s1", "b1", "m1", "v1"], ["b"],
-                    name="/stem/bn/BatchNormalization"),
+        h.make_node(
+            "Conv",
+            ["x", "c1"],
+            ["a"],
+            name="/stem/conv/Conv",
+            kernel_shape=[3, 3],
+            strides=[2, 2],
+            pads=[1, 1, 1, 1],
+        ),
+        h.make_node(
+            "BatchNormalization",
+            ["a", "s1", "b1", "m1", "v1"],
+            ["b"],
+            name="/stem/bn/BatchNormalization",
+        ),
         h.make_node("Relu", ["b"], ["c"], name="/stem/relu/Relu"),
-        h.make_node("Conv", ["c", "c2"], ["d"], name="/block/grouped/Conv", kernel_shape=[3, 3],
-                    pads=[1, 1, 1, 1], group=4),
-        h.make_node("Conv", ["d", "c3", "cb3"], ["e"], name="/block/dw/Conv",
-                    kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], group=32),
+        h.make_node(
+            "Conv",
+            ["c", "c2"],
+            ["d"],
+            name="/block/grouped/Conv",
+            kernel_shape=[3, 3],
+            pads=[1, 1, 1, 1],
+            group=4,
+        ),
+        h.make_node(
+            "Conv",
+            ["d", "c3", "cb3"],
+            ["e"],
+            name="/block/dw/Conv",
+            kernel_shape=[3, 3],
+            strides=[2, 2],
+            pads=[1, 1, 1, 1],
+            group=32,
+        ),
         h.make_node("HardSwish", ["e"], ["f"], name="/block/act/HardSwish"),
-        h.make_node("MaxPool", ["f"], ["g"], name="/pool/MaxPool", kernel_shape=[2, 2],
-                    strides=[2, 2]),
+        h.make_node(
+            "MaxPool", ["f"], ["g"], name="/pool/MaxPool", kernel_shape=[2, 2], strides=[2, 2]
+        ),
         h.make_node("GlobalAveragePool", ["g"], ["i"], name="/gap/GlobalAveragePool"),
         h.make_node("Flatten", ["i"], ["j"], name="/flatten/Flatten"),
         h.make_node("Gemm", ["j", "fw", "fb"], ["y"], name="/fc/Gemm", transB=1),
     ]
     inits = [
-        w("c1", 32, 3, 3, 3), w("s1", 32), w("b1", 32), w("m1", 32), w("v1", 32),
-        w("c2", 32, 8, 3, 3), w("c3", 32, 1, 3, 3), w("cb3", 32), w("fw", 10, 32), w("fb", 10),
+        w("c1", 32, 3, 3, 3),
+        w("s1", 32),
+        w("b1", 32),
+        w("m1", 32),
+        w("v1", 32),
+        w("c2", 32, 8, 3, 3),
+        w("c3", 32, 1, 3, 3),
+        w("cb3", 32),
+        w("fw", 10, 32),
+        w("fb", 10),
     ]
     return model(
         nodes,
@@ -77,35 +112,48 @@ def transformer(einsum: bool, seq="seq", hid=64, heads=4, opset=17):
     for p in "qkv":
         n.append(h.make_node("MatMul", ["x", f"{p}.w"], [f"{p}0"], name=f"/attn/{p}/MatMul"))
         n.append(h.make_node("Add", [f"{p}0", f"{p}.b"], [f"{p}1"], name=f"/attn/{p}/Add"))
-        n.append(h.make_node("Reshape", [f"{p}1", "split_heads"], [f"{p}2"],
-                             name=f"/attn/{p}/Reshape"))
+        n.append(
+            h.make_node("Reshape", [f"{p}1", "split_heads"], [f"{p}2"], name=f"/attn/{p}/Reshape")
+        )
     if einsum:
-        n.append(h.make_node("Einsum", ["q2", "k2"], ["s0"], name="/attn/Einsum",
-                             equation="bqhd,bkhd->bhqk"))
+        n.append(
+            h.make_node(
+                "Einsum", ["q2", "k2"], ["s0"], name="/attn/Einsum", equation="bqhd,bkhd->bhqk"
+            )
+        )
     else:
-        n.append(h.make_node("Transpose", ["q2"], ["qt"], name="/attn/Transpose", perm=[0, 2, 1, 3]))
-        n.append(h.make_node("Transpose", ["k2"], ["kt"], name="/attn/Transpose_1",
-                             perm=[0, 2, 3, 1]))
+        n.append(
+            h.make_node("Transpose", ["q2"], ["qt"], name="/attn/Transpose", perm=[0, 2, 1, 3])
+        )
+        n.append(
+            h.make_node("Transpose", ["k2"], ["kt"], name="/attn/Transpose_1", perm=[0, 2, 3, 1])
+        )
         n.append(h.make_node("MatMul", ["qt", "kt"], ["s0"], name="/attn/MatMul"))
     n.append(h.make_node("Mul", ["s0", "scale"], ["s1"], name="/attn/Mul"))
     n.append(h.make_node("Softmax", ["s1"], ["p"], name="/attn/Softmax", axis=-1))
     if einsum:
-        n.append(h.make_node("Einsum", ["p", "v2"], ["c0"], name="/attn/Einsum_1",
-                             equation="bhqk,bkhd->bqhd"))
+        n.append(
+            h.make_node(
+                "Einsum", ["p", "v2"], ["c0"], name="/attn/Einsum_1", equation="bhqk,bkhd->bqhd"
+            )
+        )
     else:
-        n.append(h.make_node("Transpose", ["v2"], ["vt"], name="/attn/Transpose_2",
-                             perm=[0, 2, 1, 3]))
+        n.append(
+            h.make_node("Transpose", ["v2"], ["vt"], name="/attn/Transpose_2", perm=[0, 2, 1, 3])
+        )
         n.append(h.make_node("MatMul", ["p", "vt"], ["c1"], name="/attn/MatMul_1"))
-        n.append(h.make_node("Transpose", ["c1"], ["c0"], name="/attn/Transpose_3",
-                             perm=[0, 2, 1, 3]))
+        n.append(
+            h.make_node("Transpose", ["c1"], ["c0"], name="/attn/Transpose_3", perm=[0, 2, 1, 3])
+        )
     # the merged-heads shape computed from the input's Shape (exporters do this)
     n.append(h.make_node("Shape", ["x"], ["xs"], name="/attn/Shape"))
     n.append(h.make_node("Reshape", ["c0", "xs"], ["c"], name="/attn/Reshape_3"))
     n.append(h.make_node("MatMul", ["c", "o.w"], ["o0"], name="/attn/o/MatMul"))
     n.append(h.make_node("Add", ["o0", "o.b"], ["o1"], name="/attn/o/Add"))
     n.append(h.make_node("Add", ["o1", "x"], ["r"], name="/attn/Add"))
-    n.append(h.make_node("LayerNormalization", ["r", "ln.w", "ln.b"], ["l"], name="/ln/LN",
-                         axis=-1))
+    n.append(
+        h.make_node("LayerNormalization", ["r", "ln.w", "ln.b"], ["l"], name="/ln/LN", axis=-1)
+    )
     n.append(h.make_node("MatMul", ["l", "f1.w"], ["f0"], name="/ffn/fc1/MatMul"))
     n.append(h.make_node("Add", ["f0", "f1.b"], ["f1"], name="/ffn/fc1/Add"))
     n.append(h.make_node("Erf", ["f1"], ["g"], name="/ffn/act/Erf"))
@@ -123,6 +171,10 @@ def transformer(einsum: bool, seq="seq", hid=64, heads=4, opset=17):
 
 def save_external(m: onnx.ModelProto, path) -> None:
     onnx.save_model(
-        m, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
-        location=path.name + ".data", size_threshold=0,
+        m,
+        str(path),
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location=path.name + ".data",
+        size_threshold=0,
     )

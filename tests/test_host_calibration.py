@@ -170,7 +170,9 @@ def test_a_run_scales_the_profile_to_its_host_server(tmp_path):
         h_mine.transforms_s * cost_factor(XEON, EPYC), rel=1e-4
     )
     assert h_pod.breakdown["host_cpu"] == EPYC and h_mine.breakdown["scale"] == 1.0
-    with pytest.raises(ConfigError, match=r"host_cpu: .z80. is not a CPU of engine/data/cpus\.toml"):
+    with pytest.raises(
+        ConfigError, match=r"host_cpu: .z80. is not a CPU of engine/data/cpus\.toml"
+    ):
         RunConfig(**base, host_cpu="z80")
 
 

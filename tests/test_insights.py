@@ -15,6 +15,7 @@ def _local() -> InProcessSimulator:
     """A few re-simulations in this process (no cluster), answered from the session's cache."""
     return InProcessSimulator()
 
+
 _R50 = dict(model="resnet50", image_size=32, micro_batch_size=8, num_classes=10, precision="16.16")
 _FAST_HOST = dict(
     device_iterations=64,

@@ -37,13 +37,19 @@ def test_run_dialog_takes_an_onnx_file(qtbot, tmp_path, monkeypatch):
         mime = QMimeData()
         mime.setUrls([QUrl.fromLocalFile(str(tmp_path / name))])
         enter = QDragEnterEvent(
-            QPointF(5, 5).toPoint(), Qt.DropAction.CopyAction, mime,
-            Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier,
+            QPointF(5, 5).toPoint(),
+            Qt.DropAction.CopyAction,
+            mime,
+            Qt.MouseButton.LeftButton,
+            Qt.KeyboardModifier.NoModifier,
         )
         d.dragEnterEvent(enter)
         assert enter.isAccepted() is accepted
     drop = QDropEvent(
-        QPointF(5, 5), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+        QPointF(5, 5),
+        Qt.DropAction.CopyAction,
+        mime,
+        Qt.MouseButton.LeftButton,
         Qt.KeyboardModifier.NoModifier,
     )
     d.dropEvent(drop)

@@ -404,7 +404,6 @@ def test_profile_and_plain_h5py_can_open_the_same_file(good):
         assert validate(good) == []
 
 
-
 def test_missing_variables_column_is_one_sentence_in_summary(tmp_path, good, capsys):
     """A variables table without a column the analysis reads (``live_end``) gives the reader's
     sentence naming it and exit 2 in ``analyse summary`` (it was an internal KeyError)."""

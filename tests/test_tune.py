@@ -126,7 +126,9 @@ def test_tune_from_walkthrough_step1_beats_step6(sim_service):
     # step 6 and the best found are both host-bound (async loader, 8-bit input: the host's
     # rate, issue 21), so they tie at the loader's rate: the search must reach it, not pass it
     # (measured: 5,305 vs 5,307 samples/s, ga 16 di 1 vs ga 8 di 4)
-    assert best.figures["throughput_samples_per_s"] >= 0.995 * ref.figures["throughput_samples_per_s"]
+    assert (
+        best.figures["throughput_samples_per_s"] >= 0.995 * ref.figures["throughput_samples_per_s"]
+    )
 
 
 def test_cli_writes_table_profiles_report_and_resumes(scheduler_args, tmp_path, capsys):

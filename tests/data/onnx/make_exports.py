@@ -19,7 +19,9 @@ class Block(nn.Module):
         self.relu = nn.ReLU()
         self.conv2 = nn.Conv2d(2 * c, 2 * c, 3, 1, 1, groups=2, bias=False)
         self.bn2 = nn.BatchNorm2d(2 * c)
-        self.downsample = nn.Sequential(nn.Conv2d(c, 2 * c, 1, stride, bias=False), nn.BatchNorm2d(2 * c))
+        self.downsample = nn.Sequential(
+            nn.Conv2d(c, 2 * c, 1, stride, bias=False), nn.BatchNorm2d(2 * c)
+        )
 
     def forward(self, x):
         y = self.relu(self.bn1(self.conv1(x)))
@@ -47,7 +49,9 @@ def _keep_scopes_only(path):
 
     model = onnx.load(path)
     for node in model.graph.node:
-        keep = [(p.key, p.value) for p in node.metadata_props if p.key == "pkg.torch.onnx.name_scopes"]
+        keep = [
+            (p.key, p.value) for p in node.metadata_props if p.key == "pkg.torch.onnx.name_scopes"
+        ]
         del node.metadata_props[:]
         for key, value in keep:
             prop = node.metadata_props.add()
@@ -61,26 +65,52 @@ def main():
     x = torch.randn(2, 3, 16, 16)
     counts["tiny_resnet"] = sum(p.numel() for p in m.parameters())
     torch.onnx.export(
-        m, (x,), "tiny_resnet_torchscript.onnx", dynamo=False, opset_version=17,
-        input_names=["input"], output_names=["logits"], dynamic_axes={"input": {0: "batch"}},
-        training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
+        m,
+        (x,),
+        "tiny_resnet_torchscript.onnx",
+        dynamo=False,
+        opset_version=17,
+        input_names=["input"],
+        output_names=["logits"],
+        dynamic_axes={"input": {0: "batch"}},
+        training=torch.onnx.TrainingMode.TRAINING,
+        do_constant_folding=False,
     )
     torch.onnx.export(
-        m, (x,), "tiny_resnet_dynamo.onnx", dynamo=True, optimize=False, external_data=False,
-        input_names=["input"], output_names=["logits"],
+        m,
+        (x,),
+        "tiny_resnet_dynamo.onnx",
+        dynamo=True,
+        optimize=False,
+        external_data=False,
+        input_names=["input"],
+        output_names=["logits"],
         dynamic_shapes=({0: torch.export.Dim("batch")},),
     )
     from transformers import BertConfig, BertForSequenceClassification
 
-    cfg = BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                     intermediate_size=64, max_position_embeddings=64, attn_implementation="eager")
+    cfg = BertConfig(
+        vocab_size=100,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        attn_implementation="eager",
+    )
     b = BertForSequenceClassification(cfg).train()
     counts["tiny_bert"] = sum(p.numel() for p in b.parameters())
     ids = torch.zeros(2, 16, dtype=torch.long)
     batch = torch.export.Dim("batch")
     torch.onnx.export(
-        b, (ids, torch.ones_like(ids)), "tiny_bert_dynamo.onnx", dynamo=True, optimize=False,
-        external_data=False, input_names=["input_ids", "attention_mask"], output_names=["logits"],
+        b,
+        (ids, torch.ones_like(ids)),
+        "tiny_bert_dynamo.onnx",
+        dynamo=True,
+        optimize=False,
+        external_data=False,
+        input_names=["input_ids", "attention_mask"],
+        output_names=["logits"],
         dynamic_shapes=({0: batch}, {0: batch}),
     )
     for name in ("tiny_resnet_dynamo.onnx", "tiny_bert_dynamo.onnx"):
