@@ -106,10 +106,20 @@ def _settle(app, window, timeout: float = SETTLE_S) -> None:
 
     pools = [window.pool, QThreadPool.globalInstance(), *window.findChildren(QThreadPool)]
     end = time.perf_counter() + timeout
+
+    def busy() -> bool:
+        return any(p.activeThreadCount() for p in pools) and time.perf_counter() < end
+
     for _ in range(3):
         app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 20)
-    while any(p.activeThreadCount() for p in pools) and time.perf_counter() < end:
-        app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 20)
+    while busy():
+        # the pools finish before this thread paints again: a paint here (pyqtgraph's axes
+        # disconnect signals) while a pool thread finishes has deadlocked PySide twice, this
+        # thread waiting on a Qt lock with the interpreter lock held (not yet understood)
+        while busy():
+            time.sleep(0.005)
+        for _ in range(3):
+            app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 20)
     app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 20)
 
 
