@@ -21,6 +21,24 @@ os.environ.setdefault("IPU_ANALYSER_CACHE", "")
 pytest_plugins = ["fixtures_walkthrough", "fixtures_service"]
 
 
+# -- Python's cycle collector never runs on a Qt pool thread during a test -------------------------
+# A collection triggered by an allocation in a pool thread can run a weakref callback that
+# disconnects a dead object's Qt signal: Qt's connection lock is then held while PySide waits for
+# the interpreter lock, which the GUI thread holds while it waits for Qt's lock (two CI runs hung
+# so; gdb showed both threads). The app collects on a timer in its own thread (analyser/gui/app.py,
+# pyqtgraph's GarbageCollector); a test may run no event loop, so collection is off during each
+# test and happens between tests, on the main thread.
+@pytest.fixture(autouse=True)
+def _cycle_collection_between_tests():
+    import gc
+
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 # -- a hang ends the run with every thread's stack -------------------------------------------------
 # pytest-timeout (pyproject.toml: 300 s, thread method) needs the GIL to act; a run once hung in a
 # futex wait with the GIL held (a GUI test, no CPU used, SIGTERM ignored), where it never fired.

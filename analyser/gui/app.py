@@ -29,7 +29,20 @@ def ensure_app(argv: Sequence[str] | None = None) -> QApplication:
         app.setOrganizationName(ORGANISATION)
         app.setApplicationName(APP_NAME)
         app.setWindowIcon(app_icon())
+        _collect_garbage_on_the_gui_thread(app)
     return app  # type: ignore[return-value]
+
+
+def _collect_garbage_on_the_gui_thread(app: QApplication) -> None:
+    """Python's cycle collector runs on this thread only, on a timer (pyqtgraph's
+    GarbageCollector), never on a pool thread. A collection in a pool thread
+    disconnected a dead object's signal (a weakref callback) inside Qt's connection lock and then
+    waited for the interpreter lock, while the GUI thread held that lock and waited for Qt's:
+    both stopped for ever (seen in CI, gdb: QObject::disconnect -> PyGILState_Ensure in a
+    "Thread (pooled)", QMetaObject::disconnect in the GUI thread)."""
+    from pyqtgraph.util.garbage_collector import GarbageCollector
+
+    app._garbage_collector = GarbageCollector(interval=1.0)  # kept alive with the app
 
 
 def _quit_on_ctrl_c(app: QApplication) -> tuple[QTimer | None, list[int]]:
