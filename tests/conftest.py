@@ -21,22 +21,27 @@ os.environ.setdefault("IPU_ANALYSER_CACHE", "")
 pytest_plugins = ["fixtures_walkthrough", "fixtures_service"]
 
 
-# -- Python's cycle collector never runs on a Qt pool thread during a test -------------------------
-# A collection triggered by an allocation in a pool thread can run a weakref callback that
-# disconnects a dead object's Qt signal: Qt's connection lock is then held while PySide waits for
-# the interpreter lock, which the GUI thread holds while it waits for Qt's lock (two CI runs hung
-# so; gdb showed both threads). The app collects on a timer in its own thread (analyser/gui/app.py,
-# pyqtgraph's GarbageCollector); a test may run no event loop, so collection is off during each
-# test and happens between tests, on the main thread.
+# -- Python's cycle collector runs on the main thread only, between tests ------------------------
+# A collection triggered by an allocation in another thread (a Qt pool thread, a Dask thread of
+# the session's cluster) can free a cycle holding Qt wrappers there: a QObject then dies on the
+# wrong thread, or a weakref callback disconnects a dead object's signal inside Qt's connection
+# lock while PySide waits for the interpreter lock the GUI thread holds while waiting for Qt's
+# (two CI runs hung so; gdb showed both threads). The app collects on a timer in its own thread
+# (analyser/gui/app.py, pyqtgraph's GarbageCollector); the tests do the same: automatic
+# collection is off for the whole session, and after each test the main thread collects the
+# generations whose thresholds were passed (what automatic collection would have done).
 @pytest.fixture(autouse=True)
 def _cycle_collection_between_tests():
     import gc
 
     gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
+    yield
+    thresholds = gc.get_threshold()
+    counts = gc.get_count()
+    for generation in (2, 1, 0):
+        if counts[generation] > thresholds[generation]:
+            gc.collect(generation)
+            break
 
 
 # -- a hang ends the run with every thread's stack -------------------------------------------------
@@ -50,7 +55,10 @@ HANG_SECONDS = int(os.environ.get("HANG_TEST_SECONDS", "420"))
 
 def pytest_configure(config):
     import faulthandler
+    import gc
     import sys
+
+    gc.disable()  # before any session fixture starts a thread (see _cycle_collection_between_tests)
 
     # a copy of the real stderr, taken before output capture starts for the tests
     config._hang_dump_fd = os.dup(sys.stderr.fileno())

@@ -42,17 +42,24 @@ class LoadResult:
     error_path: Path | None = None
 
 
-class _Signals(QObject):
+class LoadSignals(QObject):
+    """The loader's results, delivered on the GUI thread. The window owns one: a runnable must
+    never own a QObject, because the pool deletes a finished runnable on its own thread, which
+    would destroy a GUI-thread object there while the GUI thread may still be delivering its
+    queued signal (a segmentation fault in CI; Qt: "a QObject must be deleted in the thread
+    that owns it", https://doc.qt.io/qt-6/threads-qobject.html)."""
+
     finished = Signal(object)  # LoadResult
 
 
 class LoadTask(QRunnable):
-    """Open the profiles of a LoadRequest in a worker thread."""
+    """Open the profiles of a LoadRequest in a worker thread; the result goes out through the
+    caller's ``signals``."""
 
-    def __init__(self, request: LoadRequest) -> None:
+    def __init__(self, request: LoadRequest, signals: LoadSignals) -> None:
         super().__init__()
         self.request = request
-        self.signals = _Signals()
+        self.signals = signals
         self.setAutoDelete(True)
 
     def run(self) -> None:

@@ -39,7 +39,7 @@ from PySide6.QtWidgets import (
 from analyser.core.units import MemoryUnits
 from analyser.gui import help as help_parts
 from analyser.gui import reports as registry
-from analyser.gui.loader import LoadResult, LoadTask, make_request
+from analyser.gui.loader import LoadResult, LoadSignals, LoadTask, make_request
 from analyser.gui.model.document import Document, Workspace
 from analyser.gui.reports.base import MessagePanel, Report
 from analyser.gui.theme import THEMES, apply_theme, current_theme
@@ -145,6 +145,9 @@ class MainWindow(QMainWindow):
         self._reports: dict[int, Report] = {}
         self._pending_id: int | None = None
         self._tasks: dict[int, LoadTask] = {}
+        #: every load's result arrives through this one object, owned here (see LoadSignals)
+        self._load_signals = LoadSignals(self)
+        self._load_signals.finished.connect(self._on_loaded)
         #: builds the reports not shown yet, one per tick, once a profile is open
         self._prebuild_timer = QTimer(self)
         self._prebuild_timer.setSingleShot(True)
@@ -446,11 +449,10 @@ class MainWindow(QMainWindow):
             else ("target",)
         )
         request = make_request(paths, warm=lambda doc: data.warm(doc, needs))
-        task = LoadTask(request)
+        task = LoadTask(request, self._load_signals)
         self._pending_id = request.request_id
         self._keep_document = keep_document
         self._tasks[request.request_id] = task
-        task.signals.finished.connect(self._on_loaded)
         self.progress.setVisible(True)
         self.file_label.setText("Opening " + ", ".join(p.name for p in paths) + "...")
         self.pool.start(task)

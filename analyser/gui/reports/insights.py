@@ -60,7 +60,9 @@ WHERE_TIPS = {
 }
 
 
-class _PredictSignals(QObject):
+class PredictSignals(QObject):
+    """Owned by the report, never by the runnable (see analyser.gui.loader.LoadSignals)."""
+
     progress = Signal(int, int, str)
     finished = Signal(object, str)  # insights list, error message
 
@@ -68,11 +70,11 @@ class _PredictSignals(QObject):
 class PredictTask(QRunnable):
     """Re-simulate every insight's change (analysis core's predict_effects) off the GUI thread."""
 
-    def __init__(self, analysis: Any, insights: list) -> None:
+    def __init__(self, analysis: Any, insights: list, signals: PredictSignals) -> None:
         super().__init__()
         self.analysis = analysis
         self.insights = insights
-        self.signals = _PredictSignals()
+        self.signals = signals
 
     def run(self) -> None:
         try:
@@ -97,6 +99,9 @@ class InsightsReport(Report):
         super().__init__(parent)
         self.pool = QThreadPool(self)
         self.pool.setMaxThreadCount(1)
+        self._predict_signals = PredictSignals(self)
+        self._predict_signals.progress.connect(self._on_progress)
+        self._predict_signals.finished.connect(self._on_predicted)
         self._predicting = False
         self.banner_a = Banner()
         self.banner_b = Banner()
@@ -402,10 +407,8 @@ class InsightsReport(Report):
 
     def _start_next_job(self) -> None:
         doc, tips = self._jobs.pop(0)
-        task = PredictTask(doc.analysis, tips)
+        task = PredictTask(doc.analysis, tips, self._predict_signals)
         self._predicted_doc = doc
-        task.signals.progress.connect(self._on_progress)
-        task.signals.finished.connect(self._on_predicted)
         self._task = task
         self.pool.start(task)
 
