@@ -37,6 +37,8 @@ DTYPES = {
     "bucket": np.int64,
     "cummax_x1": np.float64,
 }
+#: Profiles whose pyramids the cache keeps (least recently written dropped first).
+PROFILES = 8
 #: Rows of each of the three blocks (first, middle, last) the steps digest reads.
 DIGEST_ROWS = 4096
 
@@ -186,3 +188,27 @@ def _level_ok(lev: dict[str, np.ndarray], width: float, expect: dict, t_max: flo
 
 
 __all__ = ["DIGEST_ROWS", "FIELDS", "VERSION", "discard", "load", "save", "steps_digest"]
+
+
+def cache_dir() -> Path | None:
+    """Folder of the trace level-of-detail cache: ``$IPU_ANALYSER_CACHE/trace-lod``, else
+    ``$XDG_CACHE_HOME`` (or ``~/.cache``) ``/ipu-graph-analyser/trace-lod``; None (no cache)
+    when ``IPU_ANALYSER_CACHE`` is set to an empty string."""
+    env = os.environ.get("IPU_ANALYSER_CACHE")
+    if env is not None:
+        return Path(env) / "trace-lod" if env else None
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "ipu-graph-analyser" / "trace-lod"
+
+
+def prune(root: Path) -> None:
+    """Keep the pyramids of the :data:`PROFILES` most recently written profiles."""
+    try:
+        entries = sorted(
+            (e for e in root.iterdir() if e.is_dir() and not e.name.startswith(".")),
+            key=lambda e: e.stat().st_mtime,
+        )
+    except OSError:
+        return
+    for e in entries[:-PROFILES]:
+        shutil.rmtree(e, ignore_errors=True)
