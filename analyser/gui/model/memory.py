@@ -1,12 +1,16 @@
-"""The Memory Report's view-model (the Variables tab's table) and its way to the analysis core:
-the memory insights and the modelled tile layout (the per-tile details are
-:mod:`analyser.gui.model.tile_details`), named
+"""The Memory Report's view-model: the stacked per-tile chart (per category / region / liveness
+class, software or physical order, gaps), its bars and selection, the B - A tile deltas, the
+Totals tab, the tile map's grids, the Variables tab's table and chart of the largest, and the
+selected tiles' detail tables; and the report's way to the analysis core (the memory insights,
+the modelled tile layout; per-tile details are :mod:`analyser.gui.model.tile_details`), named
 once here so that ``analyser.gui.reports`` reaches the core only through
-``analyser.gui.model`` (an import contract, issue 24 item 3). No Qt."""
+``analyser.gui.model`` (an import contract, issue 24 item 3). No Qt: the view only draws
+(colours come from the view's palette by each series' ``color_keys``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -14,17 +18,294 @@ import pandas as pd
 
 from analyser.core.memory_insights import EXCHANGE_CODE, MemoryInsights
 from analyser.core.memory_layout import TileLayout
-from analyser.core.units import fmt_bytes
-from analyser.gui.model import data
+from analyser.core.quantities import SERIES, Series
+from analyser.core.units import MemoryUnits, fmt_bytes, fmt_change
+from analyser.gui.model import data, tile_details
 from analyser.gui.model.labels import nice_name
 
 __all__ = [
+    "BREAKDOWNS",
+    "BREAKDOWN_SERIES",
     "EXCHANGE_CODE",
     "MemoryInsights",
+    "TileChart",
     "TileLayout",
+    "build_chart",
     "detail_columns",
     "variables_table",
 ]
+
+#: The breakdown chooser's entries and the breakdown each names (None: one total per tile).
+BREAKDOWNS = {"Total": None, "Category": "category", "Region": "region", "Liveness": "liveness"}
+#: Each breakdown's chart series (names, palette group) in the catalogue.
+BREAKDOWN_SERIES: dict[str, Series] = {
+    "category": SERIES["memory_by_category"],
+    "region": SERIES["memory_by_region"],
+    "liveness": SERIES["memory_by_liveness"],
+}
+#: The colour keys (palette group None: the view's own colour) of the one-total and gaps series.
+TOTAL_KEY = (None, "Total")
+GAPS_KEY = (None, "Gaps")
+
+
+@dataclass
+class TileChart:
+    """What one plot shows: [n, k] stacked values over the displayed tiles (n = shown IPUs x
+    tiles per IPU, IPU by IPU, each in display order)."""
+
+    values: np.ndarray  # [n, k] bytes
+    names: list[str]
+    #: (palette group, name) of each series; group None for the view's own colours
+    color_keys: list[tuple[str | None, str]]
+    ipu_of: np.ndarray  # [n] IPU of each displayed position
+    tile_of: np.ndarray  # [n] software tile id of each displayed position
+    sram: int
+    ipus: list[int]
+    tiles_per_ipu: int
+    #: the colour of each series (the view fills them from ``color_keys``)
+    colors: list[str] = field(default_factory=list)
+
+    @property
+    def totals(self) -> np.ndarray:
+        """Bytes per displayed tile (the stack's top)."""
+        return self.values.sum(axis=1)
+
+    def top(self) -> float:
+        """The highest tile's bytes (0 for an empty chart)."""
+        return float(self.totals.max()) if self.values.shape[0] else 0.0
+
+    def present(self) -> list[int]:
+        """The series with bytes on some tile (the ones drawn and in the legend)."""
+        return [j for j in range(self.values.shape[1]) if self.values[:, j].any()]
+
+    def stack(self, scale: float) -> tuple[np.ndarray, np.ndarray]:
+        """(bar edges [n + 1], the top of each series on each tile [n, k] divided by
+        ``scale``): column ``j`` of the second is the cumulative sum up to series ``j``."""
+        n = self.values.shape[0]
+        edges = np.arange(n + 1, dtype=np.float64) - 0.5
+        return edges, np.cumsum(self.values, axis=1, dtype=np.float64) / scale
+
+    def positions_of(self, pairs: np.ndarray) -> np.ndarray:
+        """Displayed positions of the (ipu, tile) ``pairs`` shown on this chart."""
+        if len(pairs) == 0:
+            return np.zeros(0, np.int64)
+        key = self.ipu_of.astype(np.int64) * self.tiles_per_ipu + self.tile_of
+        want = np.asarray(pairs)[:, 0] * self.tiles_per_ipu + np.asarray(pairs)[:, 1]
+        return np.flatnonzero(np.isin(key, want))
+
+    def position_at(self, x: float) -> int | None:
+        """The displayed position under chart x coordinate ``x`` (bars are 1 wide, centred on
+        their position), None outside the chart."""
+        pos = int(np.floor(x + 0.5))
+        return pos if 0 <= pos < self.values.shape[0] else None
+
+
+def build_chart(
+    doc: Any, ipus: Sequence[int], breakdown: str | None, physical: bool, gaps: bool
+) -> TileChart:
+    """The stacked values of ``doc`` over the shown ``ipus`` (numbers from analyser.core): one
+    total per tile (``breakdown`` None) or per category / region / liveness class, tiles in
+    software or ``physical`` order, plus the gaps between blocks as a last series (``gaps``)."""
+    mem = data.memory(doc)
+    tgt = data.target(doc)
+    order = tile_details.tile_order(doc.analysis, physical)
+    if breakdown is None:
+        names, keys = ["Total"], [TOTAL_KEY]
+    else:
+        series = BREAKDOWN_SERIES[breakdown]
+        names = [nice_name(n) for n in series.names]
+        keys = [(series.palette, n) for n in series.names]
+    blocks = []
+    for ipu in ipus:
+        if breakdown is None:
+            vals = mem.tile_total[ipu][:, None]
+        else:
+            vals = data.tile_breakdown(doc, ipu, breakdown)[0]
+        vals = vals[order]
+        if gaps:
+            vals = np.concatenate([vals, mem.tile_gaps[ipu][order][:, None]], axis=1)
+        blocks.append(vals)
+    if gaps:
+        names, keys = [*names, "Gaps"], [*keys, GAPS_KEY]
+    values = np.concatenate(blocks) if blocks else np.zeros((0, len(names)))
+    n = len(order)
+    return TileChart(
+        values=values.astype(np.int64),
+        names=names,
+        color_keys=keys,
+        ipu_of=np.repeat(np.asarray(ipus, np.int64), n),
+        tile_of=np.tile(order, len(ipus)),
+        sram=int(tgt.sram_per_tile),
+        ipus=list(ipus),
+        tiles_per_ipu=n,
+    )
+
+
+def stack_rects(
+    edges: np.ndarray, cum: np.ndarray, present: Sequence[int]
+) -> tuple[list[tuple[int, np.ndarray]], tuple[float, float, float, float]]:
+    """Stacked per-tile bars as one [m, 4] rectangle array (x, bottom, width 1, height) per
+    series present (``(series, rects)``; tiles where the series is empty left out), and the
+    bounds (x, y, width, height). Column ``j`` of ``cum`` is the top of series ``j`` on each
+    tile."""
+    groups = []
+    lower = np.zeros(cum.shape[0])
+    for j in range(cum.shape[1]):
+        upper = cum[:, j]
+        if j in present:
+            keep = np.flatnonzero(upper > lower)
+            rects = np.empty((keep.size, 4))
+            rects[:, 0] = edges[keep]
+            rects[:, 1] = lower[keep]
+            rects[:, 2] = 1.0
+            rects[:, 3] = upper[keep] - lower[keep]
+            groups.append((j, rects))
+        lower = upper
+    top = float(cum[:, -1].max()) if cum.size else 1.0
+    return groups, (float(edges[0]), 0.0, float(edges[-1] - edges[0]), top or 1.0)
+
+
+def tile_delta(a: TileChart, b: TileChart) -> np.ndarray:
+    """B minus A bytes per displayed tile (over the tiles both charts have)."""
+    ta, tb = a.totals, b.totals
+    n = min(ta.size, tb.size)
+    return tb[:n].astype(np.int64) - ta[:n].astype(np.int64)
+
+
+@dataclass
+class DeltaBars:
+    """The B - A chart: bars of the tiles that grew and of those that shrank, and the y span."""
+
+    increase: tuple[np.ndarray, np.ndarray]  # (x, height) of tiles with more bytes in B
+    decrease: tuple[np.ndarray, np.ndarray]  # (x, height) of tiles with fewer bytes in B
+    span: float  # the largest change (0: none)
+
+
+def delta_bars(delta: np.ndarray, scale: float) -> DeltaBars:
+    """The B - A chart's bars from per-tile ``delta`` bytes, divided by ``scale``."""
+    d = delta / scale
+    x = np.arange(d.size, dtype=float)
+    up, down = d > 0, d < 0
+    span = float(np.abs(d).max()) if d.size else 0.0
+    return DeltaBars((x[up], d[up]), (x[down], d[down]), span)
+
+
+def totals_section(
+    a: TileChart, units: MemoryUnits
+) -> tuple[tuple[str, ...], str, list[tuple[str, ...]]]:
+    """The Totals tab of one profile: (headers, section title, rows of each series' bytes and
+    share of the shown IPUs' memory, then the total)."""
+    per = a.values.sum(axis=0)
+    whole = int(per.sum())
+    total = float(whole) or 1.0
+    rows = [
+        (name, fmt_bytes(int(per[j]), units), f"{100 * per[j] / total:.1f}%")
+        for j, name in enumerate(a.names)
+    ]
+    rows.append(("Total", fmt_bytes(whole, units), "100.0%"))
+    title = f"Memory of {', '.join(f'IPU {i}' for i in a.ipus)}"
+    return ("Class", "Bytes", "Share"), title, rows
+
+
+def compare_totals_section(
+    a: TileChart, b: TileChart, oom_a: int, oom_b: int, units: MemoryUnits
+) -> tuple[tuple[str, ...], str, list[tuple[str, ...]]]:
+    """The Totals tab in compare mode: (headers, section title, rows of A, B and the change
+    B - A for each series of either, the total, and the out-of-memory tiles)."""
+    rows = []
+    for name, va, vb in compare_totals(a, b):
+        rows.append((name, fmt_bytes(va, units), fmt_bytes(vb, units), fmt_change(va, vb, units)))
+    rows.append(("Out-of-memory tiles", f"{oom_a:,}", f"{oom_b:,}", f"{oom_b - oom_a:+,}"))
+    return ("Class", "A", "B", "Change"), "Memory of the shown IPUs", rows
+
+
+def compare_totals(a: TileChart, b: TileChart) -> list[tuple[str, int, int]]:
+    """(series, bytes in A, bytes in B) for each series of either chart (0 where a chart has
+    none), then ("Total", A, B)."""
+    sa, sb = a.values.sum(axis=0), b.values.sum(axis=0)
+    rows = []
+    for name in dict.fromkeys(a.names + b.names):
+        va = int(sa[a.names.index(name)]) if name in a.names else 0
+        vb = int(sb[b.names.index(name)]) if name in b.names else 0
+        rows.append((name, va, vb))
+    rows.append(("Total", int(sa.sum()), int(sb.sum())))
+    return rows
+
+
+def fullest_tile(doc: Any, ipus: Sequence[int]) -> tuple[int, int] | None:
+    """(ipu, tile) of the fullest tile (bytes used, gaps included) of the shown ``ipus``."""
+    if not ipus:
+        return None
+    used = data.memory(doc).tile_used[list(ipus)]
+    k = int(np.argmax(used))
+    return ipus[k // used.shape[1]], k % used.shape[1]
+
+
+@dataclass
+class FloorPlan:
+    """One IPU's tiles over the chip floor plan (the Tile map tab)."""
+
+    title: str
+    grid: np.ndarray  # [columns, rows] share of tile memory used, NaN where no tile
+    oom: np.ndarray  # [tiles] True for a tile over its memory
+    ipu: int
+    xy: np.ndarray  # [tiles, 2] (column, row) of each software tile
+
+    @property
+    def n_oom(self) -> int:
+        """Tiles out of memory."""
+        return int(np.count_nonzero(self.oom))
+
+    def tile_at(self, cx: int, cy: int) -> int | None:
+        """The software tile at floor-plan cell (``cx``, ``cy``), None for no tile."""
+        if not (0 <= cx < self.grid.shape[0] and 0 <= cy < self.grid.shape[1]):
+            return None
+        hit = np.flatnonzero((self.xy[:, 0] == cx) & (self.xy[:, 1] == cy))
+        return int(hit[0]) if hit.size else None
+
+
+def floor_plans(
+    docs: Sequence[tuple[str, Any]], ipus: Sequence[int], gaps: bool
+) -> list[FloorPlan]:
+    """One floor plan per shown IPU; with several (tag, document) pairs (compare mode) A and
+    B side by side for the first shown IPU. The share is of the tile's memory, gaps included
+    or not."""
+    plans = []
+    if len(docs) > 1:
+        ipus = list(ipus)[:1]
+    for ipu in ipus:
+        for tag, d in docs:
+            mem = data.memory(d)
+            if ipu >= mem.num_ipus:
+                continue
+            used = mem.tile_used[ipu] if gaps else mem.tile_total[ipu]
+            share = used / float(mem.sram_per_tile)
+            grid = tile_details.floor_plan(d.analysis, share)
+            oom = mem.tile_used[ipu] > mem.sram_per_tile
+            title = f"IPU {ipu}" + (f" ({tag}: {d.name})" if len(docs) > 1 else "")
+            plans.append(FloorPlan(title, grid, oom, ipu, tile_details.tile_xy(d.analysis)))
+    return plans
+
+
+def map_levels(plans: Sequence[FloorPlan]) -> float:
+    """The colour scale's top: 1 (all of a tile's memory) or the fullest tile's share above."""
+    return max([1.0] + [float(np.nanmax(p.grid)) for p in plans if np.isfinite(p.grid).any()])
+
+
+def map_stops(hi: float, n_colors: int) -> list[float]:
+    """Positions (0-1) of the heat map's ``n_colors`` stops up to 100% of tile memory, then of
+    the two reds up to ``hi`` when some tile is over (``hi`` > 1)."""
+    edge = 1.0 / hi
+    pos = list(np.linspace(0.0, edge, n_colors))
+    if hi > 1.0:
+        pos += [min(1.0, edge + 1e-6), 1.0]
+    return pos
+
+
+def map_ticks(hi: float) -> list[tuple[float, str]]:
+    """The colour bar's ticks: shares as percentages, 100% always among them."""
+    step = 0.25 if hi <= 2.0 else 0.5 if hi <= 4.0 else 1.0
+    return [(v, f"{100 * v:.0f}%") for v in np.arange(0.0, hi + 1e-9, step)]
 
 
 def variables_table(
@@ -80,3 +361,93 @@ def detail_columns(frame: pd.DataFrame, units: Any, class_names: set[str]) -> li
             fmt = None
         cols.append((c, label, fmt))
     return cols
+
+
+@dataclass
+class LargestVariables:
+    """The Variables tab's chart: the largest variables as horizontal bars, top first."""
+
+    y: np.ndarray  # [n] bar positions (the largest at the top)
+    sizes: np.ndarray  # [n] bytes
+    kinds: list[str]  # kind of each variable (its colour)
+    names: list[str]  # full names (with the IPU when one name is on two IPUs)
+
+    def by_kind(self) -> list[tuple[str, np.ndarray]]:
+        """(kind, mask of its bars) for each kind, in order of first appearance."""
+        return [
+            (kind, np.array([k == kind for k in self.kinds])) for kind in dict.fromkeys(self.kinds)
+        ]
+
+    def bar_at(self, y: float) -> int | None:
+        """The bar at chart height ``y`` (bars are 0.8 high), None between bars."""
+        hit = np.flatnonzero(np.abs(self.y - y) <= 0.4)
+        return int(hit[0]) if len(hit) else None
+
+
+def largest_variables(frame: pd.DataFrame, n: int = 20) -> LargestVariables | None:
+    """The ``n`` first rows of ``frame`` (variables, largest first) as the chart's bars; None
+    when there are none."""
+    top = frame.head(n)
+    if top.empty:
+        return None
+    full = [str(x) for x in top["name"]]
+    if "ipu" in top.columns and len(set(full)) < len(full):  # the same name on two IPUs
+        full = [f"{n} · IPU {i}" for n, i in zip(full, top["ipu"], strict=True)]
+    return LargestVariables(
+        y=np.arange(len(top), dtype=float)[::-1],
+        sizes=top["bytes"].to_numpy(),
+        kinds=[str(k) for k in top["kind"]],
+        names=full,
+    )
+
+
+#: The selected tiles' detail tables: what each lists (tile_details' function of it).
+DETAIL_TABLES = ("tiles", "variables", "vertices", "exchanges", "compute_sets")
+
+
+def selected_tiles_table(
+    docs: Sequence[tuple[str, Any]], selection: np.ndarray, table: str, breakdown: str | None
+) -> pd.DataFrame:
+    """One of the selected tiles' tables (``table`` in :data:`DETAIL_TABLES`) over the
+    (tag, document) pairs: rows of each selected IPU's tiles with an ``ipu`` column (and a
+    ``profile`` one when comparing); the tiles table breaks memory down by ``breakdown``."""
+    frames = []
+    ipus = np.unique(selection[:, 0]) if len(selection) else []
+    for tag, d in docs:
+        n_ipus = data.target(d).num_ipus
+        for ipu in ipus:
+            if ipu >= n_ipus:
+                continue
+            tiles = selection[selection[:, 0] == ipu, 1]
+            analysis, i = d.analysis, int(ipu)
+            if table == "tiles":
+                f = tile_details.tile_memory_rows(analysis, i, tiles, breakdown or "category")
+            elif table == "variables":
+                f = tile_details.tile_variables(analysis, i, tiles)
+            elif table == "vertices":
+                f = tile_details.tile_vertices(analysis, i, tiles)
+            elif table == "exchanges":
+                f = tile_details.tile_exchanges(analysis, i, tiles)
+            else:
+                f = tile_details.tile_compute_sets(analysis, i, tiles)
+            f = f.assign(ipu=i)
+            if len(docs) > 1:
+                f = f.assign(profile=tag)
+            frames.append(f)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def memory_class_names() -> set[str]:
+    """Every memory class name of the breakdowns (their columns in the tiles table hold
+    bytes)."""
+    return {n for series in BREAKDOWN_SERIES.values() for n in series.names}
+
+
+def no_tiles() -> np.ndarray:
+    """An empty tile selection ([0, 2] (ipu, tile) pairs)."""
+    return np.zeros((0, 2), np.int64)
+
+
+def one_tile(ipu: int, tile: int) -> np.ndarray:
+    """A selection of one tile."""
+    return np.array([[ipu, tile]], np.int64)

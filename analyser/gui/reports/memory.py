@@ -7,7 +7,7 @@ with linked axes and every table carries both."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
 from typing import Any
 
 import numpy as np
@@ -28,18 +28,20 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from analyser.core.quantities import SERIES, Series, columns
-from analyser.core.units import (
-    MemoryUnits,
-    axis_scale,
-    fmt_bytes,
-    fmt_change,
-)
+from analyser.core.quantities import columns
+from analyser.core.units import MemoryUnits, axis_scale, fmt_bytes
 from analyser.gui.items import BatchedRectsItem
-from analyser.gui.model import data, datasets, tile_details
+from analyser.gui.model import data, datasets
 from analyser.gui.model import memory as memory_model
 from analyser.gui.model.errors import TileSelectionError
 from analyser.gui.model.labels import distinct_labels
+
+# the chart's view-model, where the stacks, deltas and totals are computed (re-exported: tests
+# and benchmarks read ``report.charts["A"]``)
+from analyser.gui.model.memory import BREAKDOWN_SERIES as BREAKDOWN_SERIES
+from analyser.gui.model.memory import BREAKDOWNS as BREAKDOWNS
+from analyser.gui.model.memory import TileChart as TileChart
+from analyser.gui.model.memory import no_tiles, one_tile
 from analyser.gui.model.selection import (
     format_tile_list,
     parse_tile_list,
@@ -56,16 +58,8 @@ from analyser.gui.widgets import (
     KeyValueTree,
     LegendLabel,
     make_plot,
-    nice_name,
 )
 
-BREAKDOWNS = {"Total": None, "Category": "category", "Region": "region", "Liveness": "liveness"}
-#: Each breakdown's chart series (names, palette group) in the catalogue.
-BREAKDOWN_SERIES: dict[str, Series] = {
-    "category": SERIES["memory_by_category"],
-    "region": SERIES["memory_by_region"],
-    "liveness": SERIES["memory_by_liveness"],
-}
 GAPS_COLOR = "#5f5f5f"
 #: One left-axis width for the three linked charts (A, B, B - A), so a tile sits at the same x
 #: in each.
@@ -73,24 +67,17 @@ LEFT_AXIS_WIDTH = 62
 #: Longest variable name on the Variables chart's axis (longer ones are elided in the middle).
 VARIABLE_LABEL_CHARS = 32
 TOTAL_COLOR = "#4e79a7"
+#: The colours of the series that are not in the palette (``TileChart.color_keys`` group None).
+OWN_COLORS = {"Total": TOTAL_COLOR, "Gaps": GAPS_COLOR}
 
 
-@dataclass
-class TileChart:
-    """What one plot shows: [n, k] stacked values over the displayed tiles."""
-
-    values: np.ndarray  # [n, k] bytes
-    names: list[str]
-    colors: list[str]
-    ipu_of: np.ndarray  # [n] IPU of each displayed position
-    tile_of: np.ndarray  # [n] software tile id of each displayed position
-    sram: int
-    ipus: list[int]
-    tiles_per_ipu: int
-
-    @property
-    def totals(self) -> np.ndarray:
-        return self.values.sum(axis=1)
+def colored(chart: TileChart) -> TileChart:
+    """``chart`` with the colour of each series from the palette (or :data:`OWN_COLORS`)."""
+    chart.colors = [
+        OWN_COLORS[name] if group is None else hex_color(group, name)
+        for group, name in chart.color_keys
+    ]
+    return chart
 
 
 def ipu_tile_axis(item, chart: TileChart, lines: list) -> bool:
@@ -120,25 +107,10 @@ def stacked_bars(
 ) -> tuple[list[tuple[QtGui.QBrush, np.ndarray]], QtCore.QRectF]:
     """Stacked per-tile bars as rectangle groups for :class:`BatchedRectsItem` (one group, so
     one ``drawRects`` call, per category present, whatever the number of tiles) and their
-    bounds. Column ``j`` of ``cum`` is the top of category ``j`` on each tile; each bar is
-    (x, bottom, width 1, height), written from numpy. (Filled polygons with one vertex per tile
-    edge are far slower in Qt's rasteriser.)"""
-    groups = []
-    lower = np.zeros(cum.shape[0])
-    for j in range(cum.shape[1]):
-        upper = cum[:, j]
-        if j in present:
-            keep = np.flatnonzero(upper > lower)
-            rects = np.empty((keep.size, 4))
-            rects[:, 0] = edges[keep]
-            rects[:, 1] = lower[keep]
-            rects[:, 2] = 1.0
-            rects[:, 3] = upper[keep] - lower[keep]
-            groups.append((pg.mkBrush(colors[j]), rects))
-        lower = upper
-    top = float(cum[:, -1].max()) if cum.size else 1.0
-    bounds = QtCore.QRectF(float(edges[0]), 0.0, float(edges[-1] - edges[0]), top or 1.0)
-    return groups, bounds
+    bounds; the rectangles come from the view-model (:func:`memory_model.stack_rects`).
+    (Filled polygons with one vertex per tile edge are far slower in Qt's rasteriser.)"""
+    groups, bounds = memory_model.stack_rects(edges, cum, present)
+    return [(pg.mkBrush(colors[j]), rects) for j, rects in groups], QtCore.QRectF(*bounds)
 
 
 class MemoryPlot(pg.PlotWidget):
@@ -183,9 +155,8 @@ class MemoryPlot(pg.PlotWidget):
         self.max_line = None
         self.chart = chart
         n = chart.values.shape[0]
-        edges = np.arange(n + 1, dtype=np.float64) - 0.5
-        cum = np.cumsum(chart.values, axis=1, dtype=np.float64) / scale
-        present = [j for j in range(cum.shape[1]) if chart.values[:, j].any()]
+        edges, cum = chart.stack(scale)
+        present = chart.present()
         if self.stack.scene() is None:
             item.addItem(self.stack)
         self.stack.set_groups(*stacked_bars(edges, cum, chart.colors, present))
@@ -224,7 +195,7 @@ class MemoryPlot(pg.PlotWidget):
         item.getAxis("bottom").resizeEvent()
         if title:
             item.setTitle(title, size="9pt")
-        top = max(float(cum[:, -1].max()) if cum.size else 0.0, sram if show_max else 0.0)
+        top = max(chart.top() / scale, sram if show_max else 0.0)
         item.getViewBox().setLimits(xMin=-0.5 - n * 0.02, xMax=n - 0.5 + n * 0.02, yMin=0)
         item.setXRange(-0.5, n - 0.5, padding=0.01)
         item.setYRange(0, top * 1.12 if top else 1, padding=0)
@@ -232,7 +203,7 @@ class MemoryPlot(pg.PlotWidget):
     def reset(self) -> None:
         """Show nothing (no document) while keeping the plot's own items."""
         item = self.getPlotItem()
-        self.stack.set_groups(*stacked_bars(np.zeros(1), np.zeros((0, 1)), [], []))
+        self.stack.set_groups([], QtCore.QRectF(0.0, 0.0, 0.0, 1.0))
         for it in [self.max_line, self.selection_item, *self.separators]:
             if it is not None:
                 item.removeItem(it)
@@ -251,12 +222,10 @@ class MemoryPlot(pg.PlotWidget):
         chart = self.chart
         if chart is None or len(pairs) == 0:
             return
-        key = chart.ipu_of.astype(np.int64) * chart.tiles_per_ipu + chart.tile_of
-        want = pairs[:, 0] * chart.tiles_per_ipu + pairs[:, 1]
-        pos = np.flatnonzero(np.isin(key, want))
+        pos = chart.positions_of(pairs)
         if pos.size == 0:
             return
-        top = max(float(chart.totals.max()), float(chart.sram)) / scale
+        top = max(chart.top(), float(chart.sram)) / scale
         width = max(1.0, chart.values.shape[0] / 600.0)
         color = pg.mkColor(hex_color("chart", "selection"))
         color.setAlpha(110)
@@ -278,9 +247,7 @@ class MemoryPlot(pg.PlotWidget):
         vb = self.getPlotItem().getViewBox()
         if not vb.sceneBoundingRect().contains(scene_pos):
             return None
-        x = vb.mapSceneToView(scene_pos).x()
-        pos = int(np.floor(x + 0.5))
-        return pos if 0 <= pos < chart.values.shape[0] else None
+        return chart.position_at(vb.mapSceneToView(scene_pos).x())
 
     def _on_click(self, event) -> None:
         pos = self.position_at(event.scenePos())
@@ -300,13 +267,10 @@ def oom_colormap(hi: float) -> pg.ColorMap:
     """Heat-map colours from 0 to 100% of tile memory, reds from 100% to ``hi`` (> 1 when some
     tile is out of memory)."""
     stops = heatmap_colors()
-    edge = 1.0 / hi
-    pos = list(np.linspace(0.0, edge, len(stops)))
     colors = [pg.mkColor(c) for c in stops]
     if hi > 1.0:
-        pos += [min(1.0, edge + 1e-6), 1.0]
         colors += [pg.mkColor("#ff6b6b"), pg.mkColor("#7f0000")]
-    return pg.ColorMap(pos, colors)
+    return pg.ColorMap(memory_model.map_stops(hi, len(stops)), colors)
 
 
 class TileMap(pg.GraphicsLayoutWidget):
@@ -317,23 +281,24 @@ class TileMap(pg.GraphicsLayoutWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent=parent)
         self.setBackground(chart_colors().background)
-        self.plots: list[tuple[pg.PlotItem, pg.ImageItem, Any, int, Any]] = []
+        self.plots: list[tuple[pg.PlotItem, pg.ImageItem, memory_model.FloorPlan]] = []
         self.bar: pg.ColorBarItem | None = None
         self.scene().sigMouseClicked.connect(self._on_click)
         self.setMinimumHeight(200)
 
-    def show_maps(self, maps: list[tuple[str, np.ndarray, np.ndarray, int, Any]]) -> None:
-        """``maps``: (title, grid [cols, rows] of share used, oom mask grid, ipu, analysis).
+    def show_maps(self, maps: list[memory_model.FloorPlan]) -> None:
+        """``maps``: the view-model's floor plans (share of tile memory used per tile).
 
         Colours run through the heat-map palette up to 100% of tile memory; tiles above it (out
         of memory) are drawn in reds, so OOM tiles stand out without markers."""
         self.clear()
         self.plots = []
-        hi = max([1.0] + [float(np.nanmax(g)) for _, g, *_ in maps if np.isfinite(g).any()])
+        hi = memory_model.map_levels(maps)
         cmap = oom_colormap(hi)
         images = []
         per_row = 2 if len(maps) > 1 else 1
-        for k, (title, grid, oom, ipu, analysis) in enumerate(maps):
+        for k, plan in enumerate(maps):
+            title = plan.title
             plot = self.addPlot(row=k // per_row, col=k % per_row)
             plot.setTitle(title, size="9pt")
             plot.setAspectLocked(True)
@@ -341,38 +306,32 @@ class TileMap(pg.GraphicsLayoutWidget):
             plot.setMenuEnabled(False)
             plot.setLabel("bottom", "column")
             plot.setLabel("left", "row")
-            img = pg.ImageItem(grid, levels=(0.0, hi))
+            img = pg.ImageItem(plan.grid, levels=(0.0, hi))
             img.setColorMap(cmap)
             plot.addItem(img)
-            n_oom = int(np.count_nonzero(oom))
+            n_oom = plan.n_oom
             if n_oom:
                 plot.setTitle(f"{title}: {n_oom:,} tiles out of memory (red)", size="9pt")
             images.append(img)
-            self.plots.append((plot, img, grid, ipu, analysis))
+            self.plots.append((plot, img, plan))
         if images:
             self.bar = pg.ColorBarItem(
                 values=(0.0, hi), colorMap=cmap, label="share of tile memory", interactive=False
             )
             self.bar.setImageItem(images, insert_in=self.plots[-1][0])
             # shares as percentages, 100% (the tile's SRAM) always among the ticks
-            step = 0.25 if hi <= 2.0 else 0.5 if hi <= 4.0 else 1.0
-            ticks = [(v, f"{100 * v:.0f}%") for v in np.arange(0.0, hi + 1e-9, step)]
-            self.bar.axis.setTicks([ticks])
+            self.bar.axis.setTicks([memory_model.map_ticks(hi)])
 
     def _on_click(self, event) -> None:
-        for plot, _img, grid, ipu, analysis in self.plots:
+        for plot, _img, plan in self.plots:
             vb = plot.getViewBox()
             if not vb.sceneBoundingRect().contains(event.scenePos()):
                 continue
             p = vb.mapSceneToView(event.scenePos())
-            cx, cy = int(np.floor(p.x())), int(np.floor(p.y()))
-            if not (0 <= cx < grid.shape[0] and 0 <= cy < grid.shape[1]):
-                return
-            xy = tile_details.tile_xy(analysis)
-            hit = np.flatnonzero((xy[:, 0] == cx) & (xy[:, 1] == cy))
-            if hit.size:
+            tile = plan.tile_at(math.floor(p.x()), math.floor(p.y()))
+            if tile is not None:
                 shift = bool(event.modifiers() & Qt.KeyboardModifier.ShiftModifier)
-                self.tileClicked.emit(ipu, int(hit[0]), shift)
+                self.tileClicked.emit(plan.ipu, tile, shift)
             return
 
 
@@ -385,7 +344,7 @@ class MemoryReport(Report):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.selection = np.zeros((0, 2), np.int64)
+        self.selection = no_tiles()
         self.charts: dict[str, TileChart] = {}
 
         self.ipu_combo = QComboBox()
@@ -410,7 +369,7 @@ class MemoryReport(Report):
         self.max_check.toggled.connect(self._redraw)
         self.tiles_edit.returnPressed.connect(self.select_typed)
         self.select_button.clicked.connect(self.select_typed)
-        self.clear_button.clicked.connect(lambda: self.set_selection(np.zeros((0, 2), np.int64)))
+        self.clear_button.clicked.connect(lambda: self.set_selection(no_tiles()))
 
         controls = QHBoxLayout()
         for label, w in (
@@ -463,7 +422,7 @@ class MemoryReport(Report):
         self.view_tabs.addTab(self.memory_map, "Tile memory map")
         self.insights_page = MemoryInsightsPage()
         self.insights_page.tileChosen.connect(
-            lambda ipu, tile: self.set_selection(np.array([[ipu, tile]], np.int64))
+            lambda ipu, tile: self.set_selection(one_tile(ipu, tile))
         )
         self.view_tabs.addTab(self.insights_page, "Insights")
         #: (ipu, tile) the memory map shows: the last tile clicked, else the fullest shown
@@ -553,41 +512,15 @@ class MemoryReport(Report):
         return self.order_combo.currentIndex() == 1
 
     def build_chart(self, doc: Any) -> TileChart:
-        """The stacked values of ``doc`` for the current options (numbers from analyser.core)."""
-        mem = data.memory(doc)
-        tgt = data.target(doc)
-        ipus = self.shown_ipus(doc)
-        order = tile_details.tile_order(doc.analysis, self.physical)
-        by = self.breakdown
-        blocks = []
-        if by is None:
-            names, colors = ["Total"], [TOTAL_COLOR]
-        else:
-            series = BREAKDOWN_SERIES[by]
-            names = [nice_name(n) for n in series.names]
-            colors = [hex_color(series.palette, n) for n in series.names]
-        for ipu in ipus:
-            if by is None:
-                vals = mem.tile_total[ipu][:, None]
-            else:
-                vals = data.tile_breakdown(doc, ipu, by)[0]
-            vals = vals[order]
-            if self.gaps_check.isChecked():
-                vals = np.concatenate([vals, mem.tile_gaps[ipu][order][:, None]], axis=1)
-            blocks.append(vals)
-        if self.gaps_check.isChecked():
-            names, colors = [*names, "Gaps"], [*colors, GAPS_COLOR]
-        values = np.concatenate(blocks) if blocks else np.zeros((0, len(names)))
-        n = len(order)
-        return TileChart(
-            values=values.astype(np.int64),
-            names=names,
-            colors=colors,
-            ipu_of=np.repeat(np.asarray(ipus, np.int64), n),
-            tile_of=np.tile(order, len(ipus)),
-            sram=int(tgt.sram_per_tile),
-            ipus=ipus,
-            tiles_per_ipu=n,
+        """The stacked values of ``doc`` for the current options (the view-model's, coloured)."""
+        return colored(
+            memory_model.build_chart(
+                doc,
+                self.shown_ipus(doc),
+                self.breakdown,
+                self.physical,
+                self.gaps_check.isChecked(),
+            )
         )
 
     # ------------------------------------------------------------------ refresh
@@ -605,7 +538,7 @@ class MemoryReport(Report):
         finally:
             self._refreshing = False
         if not self.keep_state:  # a theme switch keeps the selected tiles
-            self.selection = np.zeros((0, 2), np.int64)
+            self.selection = no_tiles()
             self.map_tile = None
             self.tiles_edit.clear()
         self._redraw()
@@ -626,7 +559,7 @@ class MemoryReport(Report):
         self.charts = {"A": self.build_chart(doc)}
         if cmp is not None:
             self.charts["B"] = self.build_chart(cmp)
-        top = max(float(c.totals.max()) if c.totals.size else 0.0 for c in self.charts.values())
+        top = max(c.top() for c in self.charts.values())
         scale, unit = axis_scale(self.units, top)
         show_max = self.max_check.isChecked()
         tag = (lambda t, d: f"{t}: {d.name}") if cmp is not None else (lambda t, d: "")
@@ -642,9 +575,7 @@ class MemoryReport(Report):
 
     def tile_delta(self) -> np.ndarray:
         """B minus A bytes per displayed tile (over the tiles both profiles have)."""
-        a, b = self.charts["A"].totals, self.charts["B"].totals
-        n = min(a.size, b.size)
-        return b[:n].astype(np.int64) - a[:n].astype(np.int64)
+        return memory_model.tile_delta(self.charts["A"], self.charts["B"])
 
     def _draw_delta(self, scale: float, unit: str) -> None:
         """Per-tile change B - A: increases red, decreases green (one bar item each)."""
@@ -652,14 +583,13 @@ class MemoryReport(Report):
         for it in self.delta_items:
             item.removeItem(it)
         self.delta_items = []
-        delta = self.tile_delta() / scale
-        x = np.arange(delta.size, dtype=float)
-        for mask, key in ((delta > 0, "increase"), (delta < 0, "decrease")):
-            if mask.any():
+        bars_of = memory_model.delta_bars(self.tile_delta(), scale)
+        for (x, height), key in ((bars_of.increase, "increase"), (bars_of.decrease, "decrease")):
+            if len(x):
                 bars = pg.BarGraphItem(
-                    x=x[mask],
+                    x=x,
                     y0=0,
-                    height=delta[mask],
+                    height=height,
                     width=1.0,
                     brush=pg.mkBrush(hex_color("compare", key)),
                     pen=pg.mkPen(None),
@@ -672,7 +602,7 @@ class MemoryReport(Report):
         item.getAxis("left").resizeEvent()
         # the same tile axis as the charts above: IPU ticks and separators, not a bare index
         ipu_tile_axis(item, self.charts["A"], self.delta_items)
-        span = float(np.abs(delta).max()) if delta.size else 0.0
+        span = bars_of.span
         item.setYRange(-span * 1.1 if span else -1, span * 1.1 if span else 1, padding=0)
 
     def _draw_secondary(self) -> None:
@@ -707,12 +637,7 @@ class MemoryReport(Report):
         ipus = self.shown_ipus(doc)
         if self.map_tile is not None and self.map_tile[0] in ipus:
             return self.map_tile
-        mem = data.memory(doc)
-        if not ipus:
-            return None
-        used = mem.tile_used[ipus]
-        k = int(np.argmax(used))
-        return ipus[k // used.shape[1]], k % used.shape[1]
+        return memory_model.fullest_tile(doc, ipus)
 
     def _draw_memory_map(self) -> None:
         where = self.mapped_tile()
@@ -731,23 +656,12 @@ class MemoryReport(Report):
     def _draw_tile_map(self) -> None:
         """One floor plan per shown IPU (A and B side by side in compare mode, for the first
         shown IPU)."""
-        maps = []
-        ipus = self.shown_ipus(self.document)
         docs = [("A", self.document)] + ([("B", self.compare_doc)] if self.compare_doc else [])
-        if len(docs) > 1:
-            ipus = ipus[:1]
-        for ipu in ipus:
-            for tag, d in docs:
-                mem = data.memory(d)
-                if ipu >= mem.num_ipus:
-                    continue
-                used = mem.tile_used[ipu] if self.gaps_check.isChecked() else mem.tile_total[ipu]
-                share = used / float(mem.sram_per_tile)
-                grid = tile_details.floor_plan(d.analysis, share)
-                oom = mem.tile_used[ipu] > mem.sram_per_tile
-                title = f"IPU {ipu}" + (f" ({tag}: {d.name})" if len(docs) > 1 else "")
-                maps.append((title, grid, oom, ipu, d.analysis))
-        self.tile_map.show_maps(maps)
+        self.tile_map.show_maps(
+            memory_model.floor_plans(
+                docs, self.shown_ipus(self.document), self.gaps_check.isChecked()
+            )
+        )
 
     def _fill_variables(self) -> None:
         docs = [
@@ -764,39 +678,32 @@ class MemoryReport(Report):
         """Horizontal bars of the ``n`` largest variables of A, coloured by kind."""
         item = self.variables_plot.getPlotItem()
         item.clear()
-        top = frame.head(n)
-        if top.empty:
+        bars = memory_model.largest_variables(frame, n)
+        if bars is None:
             self.variables_legend.set_entries([])
             return
-        scale, unit = axis_scale(self.units, float(top["bytes"].max()))
-        y = np.arange(len(top), dtype=float)[::-1]
-        kinds = [str(k) for k in top["kind"]]
-        for kind in dict.fromkeys(kinds):
-            m = np.array([k == kind for k in kinds])
+        scale, unit = axis_scale(self.units, float(bars.sizes.max()))
+        kinds = bars.by_kind()
+        for kind, m in kinds:
             item.addItem(
                 pg.BarGraphItem(
                     x0=0,
-                    y=y[m],
+                    y=bars.y[m],
                     height=0.7,
-                    width=top["bytes"].to_numpy()[m] / scale,
+                    width=bars.sizes[m] / scale,
                     brush=pg.mkBrush(hex_color("variable_kinds", kind)),
                     pen=pg.mkPen(None),
                 )
             )
-        full = [str(x) for x in top["name"]]
-        if "ipu" in top.columns and len(set(full)) < len(full):  # the same name on two IPUs
-            full = [f"{n} · IPU {i}" for n, i in zip(full, top["ipu"], strict=True)]
         # elided in the middle, distinct (the start says where, the end what); full names in
         # the bars' tooltips
-        names = distinct_labels(full, VARIABLE_LABEL_CHARS)
-        self._variable_bars = (y, full, top["bytes"].to_numpy())
-        item.getAxis("left").setTicks([list(zip(y, names))])
+        names = distinct_labels(bars.names, VARIABLE_LABEL_CHARS)
+        self._variable_bars = bars
+        item.getAxis("left").setTicks([list(zip(bars.y, names))])
         item.setLabel("bottom", f"bytes ({unit})")
-        item.setTitle(f"{len(top)} largest variables", size="9pt")
-        item.setYRange(-0.6, len(top) - 0.4, padding=0)
-        self.variables_legend.set_entries(
-            [(k, hex_color("variable_kinds", k)) for k in dict.fromkeys(kinds)]
-        )
+        item.setTitle(f"{len(bars.y)} largest variables", size="9pt")
+        item.setYRange(-0.6, len(bars.y) - 0.4, padding=0)
+        self.variables_legend.set_entries([(k, hex_color("variable_kinds", k)) for k, _m in kinds])
 
     def _on_variables_hover(self, pos) -> None:
         """Tooltip of the bar under the pointer: the variable's full name and bytes."""
@@ -805,14 +712,11 @@ class MemoryReport(Report):
         if bars is None or not vb.sceneBoundingRect().contains(pos):
             self.variables_plot.setToolTip("")
             return
-        y, names, sizes = bars
-        p = vb.mapSceneToView(pos)
-        hit = np.flatnonzero(np.abs(y - p.y()) <= 0.4)
-        if not len(hit):
+        i = bars.bar_at(vb.mapSceneToView(pos).y())
+        if i is None:
             self.variables_plot.setToolTip("")
             return
-        i = int(hit[0])
-        self.variables_plot.setToolTip(f"{names[i]}: {self._fmt_bytes(int(sizes[i]))}")
+        self.variables_plot.setToolTip(f"{bars.names[i]}: {self._fmt_bytes(int(bars.sizes[i]))}")
 
     def _fmt_bytes(self, v: Any) -> str:
         return fmt_bytes(v, self.units)
@@ -821,62 +725,22 @@ class MemoryReport(Report):
         tree = self.totals_tree
         tree.clear()
         doc, cmp = self.document, self.compare_doc
-        a = self.charts["A"]
         if cmp is None:
-            tree.set_headers(("Class", "Bytes", "Share"))
-            total = float(a.values.sum()) or 1.0
-            rows = [
-                (
-                    name,
-                    fmt_bytes(int(a.values[:, j].sum()), self.units),
-                    f"{100 * a.values[:, j].sum() / total:.1f}%",
-                )
-                for j, name in enumerate(a.names)
-            ]
-            rows.append(("Total", fmt_bytes(int(a.values.sum()), self.units), "100.0%"))
-            tree.add_section(f"Memory of {', '.join(f'IPU {i}' for i in a.ipus)}", rows)
-            return
-        b = self.charts["B"]
-        tree.set_headers(("Class", "A", "B", "Change"))
-        names = list(dict.fromkeys(a.names + b.names))
-        rows = []
-        for name in names:
-            va = int(a.values[:, a.names.index(name)].sum()) if name in a.names else 0
-            vb = int(b.values[:, b.names.index(name)].sum()) if name in b.names else 0
-            rows.append(
-                (
-                    name,
-                    fmt_bytes(va, self.units),
-                    fmt_bytes(vb, self.units),
-                    fmt_change(va, vb, self.units),
-                )
+            headers, title, rows = memory_model.totals_section(self.charts["A"], self.units)
+        else:
+            ma, mb = data.memory(doc), data.memory(cmp)
+            headers, title, rows = memory_model.compare_totals_section(
+                self.charts["A"], self.charts["B"], ma.n_oom_tiles, mb.n_oom_tiles, self.units
             )
-        ta, tb = int(a.values.sum()), int(b.values.sum())
-        rows.append(
-            (
-                "Total",
-                fmt_bytes(ta, self.units),
-                fmt_bytes(tb, self.units),
-                fmt_change(ta, tb, self.units),
-            )
-        )
-        ma, mb = data.memory(doc), data.memory(cmp)
-        rows.append(
-            (
-                "Out-of-memory tiles",
-                f"{ma.n_oom_tiles:,}",
-                f"{mb.n_oom_tiles:,}",
-                f"{mb.n_oom_tiles - ma.n_oom_tiles:+,}",
-            )
-        )
-        tree.add_section("Memory of the shown IPUs", rows)
+        tree.set_headers(headers)
+        tree.add_section(title, rows)
 
     # ------------------------------------------------------------------ selection
     def click_tile(self, ipu: int, tile: int, shift: bool) -> None:
         if shift:
             self.set_selection(toggle_pair(self.selection, ipu, tile))
         else:
-            self.set_selection(np.array([[ipu, tile]], np.int64))
+            self.set_selection(one_tile(ipu, tile))
 
     def select_typed(self) -> None:
         doc = self.document
@@ -935,35 +799,14 @@ class MemoryReport(Report):
         docs = [("A", self.document)] + (
             [("B", self.compare_doc)] if self.compare_doc is not None else []
         )
-        frames = []
-        for tag, d in docs:
-            n_ipus = data.target(d).num_ipus
-            for ipu in np.unique(self.selection[:, 0]) if len(self.selection) else []:
-                if ipu >= n_ipus:
-                    continue
-                tiles = self.selection[self.selection[:, 0] == ipu, 1]
-                if page is self.tiles_table:
-                    f = tile_details.tile_memory_rows(
-                        d.analysis, int(ipu), tiles, self.breakdown or "category"
-                    )
-                elif page is self.tile_vars_table:
-                    f = tile_details.tile_variables(d.analysis, int(ipu), tiles)
-                elif page is self.vertices_table:
-                    f = tile_details.tile_vertices(d.analysis, int(ipu), tiles)
-                elif page is self.exchanges_table:
-                    f = tile_details.tile_exchanges(d.analysis, int(ipu), tiles)
-                else:
-                    f = tile_details.tile_compute_sets(d.analysis, int(ipu), tiles)
-                f = f.assign(ipu=int(ipu))
-                if len(docs) > 1:
-                    f = f.assign(profile=tag)
-                frames.append(f)
-        frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        table = {
+            self.tiles_table: "tiles",
+            self.tile_vars_table: "variables",
+            self.vertices_table: "vertices",
+            self.exchanges_table: "exchanges",
+        }.get(page, "compute_sets")
+        frame = memory_model.selected_tiles_table(docs, self.selection, table, self.breakdown)
         page.set_frame(frame, self._detail_columns(frame))
 
     def _detail_columns(self, frame: pd.DataFrame) -> list:
-        return memory_model.detail_columns(frame, self.units, _memory_class_names())
-
-
-def _memory_class_names() -> set[str]:
-    return {n for series in BREAKDOWN_SERIES.values() for n in series.names}
+        return memory_model.detail_columns(frame, self.units, memory_model.memory_class_names())
