@@ -19,6 +19,11 @@ from profiles.synthetic import make_synthetic_profile, write_synthetic_profile
 
 pytestmark = pytest.mark.gui
 
+#: How long a test waits for a paint or a signal: generous, because a full suite beside other
+#: work on two cores once took over 3 s for a compare-mode first paint (a wait ends as soon as
+#: the signal comes, so this costs nothing when all is well).
+WAIT_MS = 20_000
+
 
 @pytest.fixture(scope="session")
 def big_path(tmp_path_factory) -> Path:
@@ -82,7 +87,7 @@ def test_level_of_detail_on_a_million_steps(qtbot, report, big_path):
     last_ipu = tl.trace.n_ipus - 1
     assert last_ipu not in tl.results
     lo, hi = tl.trace.access.ipu_rows(last_ipu)
-    with qtbot.waitSignal(tl.redrawn, timeout=3000):
+    with qtbot.waitSignal(tl.redrawn, timeout=WAIT_MS):
         tl.select_row(lo + (hi - lo) // 2)  # a step of the last IPU: the view scrolls to it
     assert last_ipu in tl.results
     r.group_combo.setCurrentIndex(0)
@@ -94,18 +99,18 @@ def test_zoom_and_pan_with_keyboard_and_wheel(qtbot, report, small_paths):
     tl = r.timeline
     t0, t1 = tl.x_range()
     tl.setFocus()
-    with qtbot.waitSignal(tl.redrawn, timeout=2000):
+    with qtbot.waitSignal(tl.redrawn, timeout=WAIT_MS):
         qtbot.keyClick(tl, Qt.Key.Key_W)
     z0, z1 = tl.x_range()
     assert z1 - z0 == pytest.approx((t1 - t0) / 1.6, rel=1e-3)
-    with qtbot.waitSignal(tl.redrawn, timeout=2000):
+    with qtbot.waitSignal(tl.redrawn, timeout=WAIT_MS):
         qtbot.keyClick(tl, Qt.Key.Key_D)
     p0, p1 = tl.x_range()
     assert p0 > z0 and p1 - p0 == pytest.approx(z1 - z0, rel=1e-6)
-    with qtbot.waitSignal(tl.redrawn, timeout=2000):
+    with qtbot.waitSignal(tl.redrawn, timeout=WAIT_MS):
         qtbot.keyClick(tl, Qt.Key.Key_A)
     assert tl.x_range()[0] == pytest.approx(z0, rel=1e-6, abs=1.0)
-    with qtbot.waitSignal(tl.redrawn, timeout=2000):
+    with qtbot.waitSignal(tl.redrawn, timeout=WAIT_MS):
         qtbot.keyClick(tl, Qt.Key.Key_S)
     # the mouse wheel zooms the cycle axis only, around the cursor
     before = tl.x_range()
@@ -123,7 +128,7 @@ def test_zoom_and_pan_with_keyboard_and_wheel(qtbot, report, small_paths):
         Qt.ScrollPhase.NoScrollPhase,
         False,
     )
-    with qtbot.waitSignal(tl.redrawn, timeout=2000):
+    with qtbot.waitSignal(tl.redrawn, timeout=WAIT_MS):
         QApplication.sendEvent(tl.viewport(), wheel)
     after = tl.x_range()
     assert after[1] - after[0] < 0.95 * (before[1] - before[0])
@@ -135,7 +140,7 @@ def test_zoom_and_pan_with_keyboard_and_wheel(qtbot, report, small_paths):
     end = QPointF(at.x() - 200, at.y())
     vp = tl.viewport()
     left, none = Qt.MouseButton.LeftButton, Qt.MouseButton.NoButton
-    with qtbot.waitSignal(tl.redrawn, timeout=2000):
+    with qtbot.waitSignal(tl.redrawn, timeout=WAIT_MS):
         for kind, pos, button, buttons in (
             (QEvent.Type.MouseButtonPress, start, left, left),
             (QEvent.Type.MouseMove, (start + end) / 2, none, left),
@@ -149,14 +154,14 @@ def test_zoom_and_pan_with_keyboard_and_wheel(qtbot, report, small_paths):
     after = tl.x_range()
     assert after[0] > before[0]
     assert after[1] - after[0] == pytest.approx(before[1] - before[0], rel=1e-6)
-    with qtbot.waitSignal(tl.redrawn, timeout=2000):
+    with qtbot.waitSignal(tl.redrawn, timeout=WAIT_MS):
         qtbot.keyClick(tl, Qt.Key.Key_Home)
     h0, h1 = tl.x_range()
     full = tl.full_range()
     assert h0 <= full[0] and h1 >= full[1]
     # zoomed in far enough, rows are read and every visible step is drawn
     mid = (full[0] + full[1]) / 2
-    with qtbot.waitSignal(tl.redrawn, timeout=2000):
+    with qtbot.waitSignal(tl.redrawn, timeout=WAIT_MS):
         tl.set_x_range(mid, mid + (full[1] - full[0]) / 2000)
     assert all(res.source == "rows" for res in tl.results.values())
     assert "rows" in r.status.text()
@@ -227,14 +232,14 @@ def test_search_finds_steps_across_the_whole_trace(qtbot, report, small_paths):
     last_row = tw.step_count() - 1
     name = tw.step_details(last_row)["name"]
     r.tabs.setCurrentWidget(r.search)
-    with qtbot.waitSignal(tl.stepSelected, timeout=3000):
+    with qtbot.waitSignal(tl.stepSelected, timeout=WAIT_MS):
         res = r.search.run(name.lower())
     assert res.total == tw.search(name).total > 0
     assert r.search.table.rowCount() == len(res.rows)
     assert f"{res.total:,} steps match" in r.search.status.text()
     # step through to the last hit: the view moves there and selects it
     target = int(res.rows[-1])
-    with qtbot.waitSignal(tl.stepSelected, timeout=3000) as sig:
+    with qtbot.waitSignal(tl.stepSelected, timeout=WAIT_MS) as sig:
         r.search.step(-1)  # wraps to the last hit
     assert sig.args == [target]
     d = tw.step_details(target)
@@ -289,7 +294,7 @@ def test_compare_mode_shows_both_runs_with_deltas(qtbot, report, small_paths):
     )
     assert r.summary.table.columnCount() == 4
     # the two timelines share the cycle axis
-    with qtbot.waitSignal(r.timeline_b.redrawn, timeout=2000):
+    with qtbot.waitSignal(r.timeline_b.redrawn, timeout=WAIT_MS):
         r.timeline.zoom(3.0)
     assert r.timeline_b.x_range() == pytest.approx(r.timeline.x_range())
     with qtbot.waitSignal(r.summaryReady, timeout=10_000):
@@ -330,7 +335,7 @@ def test_compare_mode_on_walkthrough_steps_4_and_5(qtbot, report, walkthrough_pr
     r, _ = report
     _open(report, walkthrough_profiles["4-device-iterations"], walkthrough_profiles["5-8bit-io"])
     assert r.timeline_b.isVisible()
-    with qtbot.waitSignal(r.timeline.redrawn, timeout=3000):
+    with qtbot.waitSignal(r.timeline.redrawn, timeout=WAIT_MS):
         r.timeline.reset_zoom()
     lo = min(r.timeline.full_range()[0], r.timeline_b.full_range()[0])
     hi = max(r.timeline.full_range()[1], r.timeline_b.full_range()[1])
@@ -419,11 +424,11 @@ def test_trace_keys_from_the_view_box_and_zoom_about_the_cursor(qtbot, report, s
     combo.setFocus()
     combo.setCurrentIndex(combo.findData("operation"))
     full = tl.x_range()
-    with qtbot.waitSignal(tl.redrawn, timeout=2000):
+    with qtbot.waitSignal(tl.redrawn, timeout=WAIT_MS):
         qtbot.keyClick(combo, Qt.Key.Key_W)
     assert combo.currentData() == "operation"
     assert tl.x_range()[1] - tl.x_range()[0] < (full[1] - full[0]) * 0.7
-    with qtbot.waitSignal(tl.redrawn, timeout=2000):
+    with qtbot.waitSignal(tl.redrawn, timeout=WAIT_MS):
         qtbot.keyClick(combo, Qt.Key.Key_Home)
     assert combo.currentData() == "operation"
     assert tl.x_range() == pytest.approx(full)
@@ -437,7 +442,7 @@ def test_trace_keys_from_the_view_box_and_zoom_about_the_cursor(qtbot, report, s
     QCursor.setPos(at)
     assert tl.cursor_cycle() == pytest.approx(x, rel=0.02)
     tl.setFocus()
-    with qtbot.waitSignal(tl.redrawn, timeout=2000):
+    with qtbot.waitSignal(tl.redrawn, timeout=WAIT_MS):
         qtbot.keyClick(tl, Qt.Key.Key_W)
     z0, z1 = tl.x_range()
     assert z1 - z0 == pytest.approx((full[1] - full[0]) / 1.6, rel=1e-3)
@@ -445,7 +450,7 @@ def test_trace_keys_from_the_view_box_and_zoom_about_the_cursor(qtbot, report, s
     # panning stops at the run's first cycle (defect 6: it went before cycle 0)
     for _ in range(8):
         qtbot.keyClick(tl, Qt.Key.Key_A)
-    qtbot.waitUntil(lambda: tl.x_range()[0] <= full[0] + 1, timeout=2000)
+    qtbot.waitUntil(lambda: tl.x_range()[0] <= full[0] + 1, timeout=WAIT_MS)
     assert tl.x_range()[0] >= tl.trace.full_extent()[0] - 1e-6
 
 
@@ -509,7 +514,7 @@ def test_host_lane_is_drawn_selectable_and_reaches_before_cycle_0(qtbot, report,
     vb = tl.getPlotItem().getViewBox()
     assert vb.state["limits"]["xLimits"][0] == pytest.approx(first)
     assert tl.x_range()[0] >= 0  # Home still shows the device run
-    with qtbot.waitSignal(tl.redrawn, timeout=2000):
+    with qtbot.waitSignal(tl.redrawn, timeout=WAIT_MS):
         tl.set_x_range(first, 0)
     assert tl.x_range()[0] == pytest.approx(first, abs=1)
     # clicking the prepare event selects it and the details name its fields
@@ -616,7 +621,7 @@ def test_drag_on_the_time_axis_selects_a_range_with_statistics(qtbot, report, sm
     ay = tl.mapFromScene(axis.sceneBoundingRect().center()).y()
     a, b = x0 + (x1 - x0) * 0.2, x0 + (x1 - x0) * 0.45
     pa, pb = _view_x(tl, a), _view_x(tl, b)
-    with qtbot.waitSignal(tl.rangeSelected, timeout=5000) as sig:
+    with qtbot.waitSignal(tl.rangeSelected, timeout=WAIT_MS) as sig:
         _drag(qtbot, tl, QPointF(pa.x(), ay), QPointF(pb.x(), ay))
     t0, t1 = sig.args
     px = (x1 - x0) / tl.pixel_width()
@@ -644,18 +649,18 @@ def test_drag_on_the_time_axis_selects_a_range_with_statistics(qtbot, report, sm
     assert table.view.model().headerData(0, Qt.Orientation.Horizontal) == "Operation"
     # F fits the range, Esc clears it
     tl.setFocus()
-    with qtbot.waitSignal(tl.redrawn, timeout=5000):
+    with qtbot.waitSignal(tl.redrawn, timeout=WAIT_MS):
         qtbot.keyClick(tl, Qt.Key.Key_F)
     f0, f1 = tl.x_range()
     assert f0 < t0 < t1 < f1 and (f1 - f0) < 1.5 * (t1 - t0)
-    with qtbot.waitSignal(tl.rangeCleared, timeout=2000):
+    with qtbot.waitSignal(tl.rangeCleared, timeout=WAIT_MS):
         qtbot.keyClick(tl, Qt.Key.Key_Escape)
     assert not tl.band.isVisible()
     assert r.tabs.tabText(r.tabs.indexOf(r.summary)) == "Visible range"
     # Shift + drag over the lanes selects too; a plain drag still pans
     c0, c1 = tl.x_range()
     p0, p1 = _view_x(tl, c0 + (c1 - c0) * 0.3), _view_x(tl, c0 + (c1 - c0) * 0.6)
-    with qtbot.waitSignal(tl.rangeSelected, timeout=5000):
+    with qtbot.waitSignal(tl.rangeSelected, timeout=WAIT_MS):
         _drag(qtbot, tl, p0, p1, Qt.KeyboardModifier.ShiftModifier)
     assert tl.x_range() == pytest.approx((c0, c1))
 
@@ -667,7 +672,7 @@ def test_f_fits_the_selected_step(qtbot, report, small_paths):
     tl.select_row(10, center=False)
     d = tl.trace.step_details(10)
     tl.setFocus()
-    with qtbot.waitSignal(tl.redrawn, timeout=5000):
+    with qtbot.waitSignal(tl.redrawn, timeout=WAIT_MS):
         qtbot.keyClick(tl, Qt.Key.Key_F)
     f0, f1 = tl.x_range()
     assert f0 < d["start"] < d["end"] < f1
@@ -756,7 +761,7 @@ def test_run_selector_jumps_to_and_keeps_the_view_in_one_host_call(qtbot, report
     _redrawn_after(qtbot, tl, lambda: qtbot.keyClick(tl, Qt.Key.Key_W))
     for _ in range(8):
         qtbot.keyClick(tl, Qt.Key.Key_D)
-    qtbot.waitUntil(lambda: tl.x_range()[1] == pytest.approx(b), timeout=5000)
+    qtbot.waitUntil(lambda: tl.x_range()[1] == pytest.approx(b), timeout=WAIT_MS)
     _redrawn_after(qtbot, tl, lambda: qtbot.keyClick(tl, Qt.Key.Key_Home))
     assert tl.x_range() == pytest.approx((a, b))
     # the whole trace again
