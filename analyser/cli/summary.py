@@ -31,29 +31,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _ranges(a) -> str:
-    """What the real throughputs may be, from the engine's errors against public figures
-    (analyser.core.intervals; docs/fidelity.md, "Intervals")."""
-    from analyser.core import intervals
-    from analyser.core.units import fmt_rate
-
-    ivs = intervals.profile_prediction(
-        a, ("throughput_samples_per_s", "device_throughput_samples_per_s")
-    )["intervals"]
-    out = []
-    for key, what in (
-        ("throughput_samples_per_s", "host-inclusive"),
-        ("device_throughput_samples_per_s", "device only"),
-    ):
-        iv = ivs[key]
-        if iv["low"] is None:
-            out.append(f"{what}: {iv['note']}")
-        else:
-            rng = intervals.range_text(iv, fmt_rate)
-            out.append(f"{what} {rng} ({intervals.class_words(iv['classes'])}, {iv['rows']} rows)")
-    return "; ".join(out)
-
-
 def _top_tiles(m, n: int) -> list[tuple[int, int, int]]:
     """The ``n`` tiles with the most memory (ipu, tile, bytes), most first; the memory summary
     keeps five, so larger ``n`` are taken from its per-tile arrays (one vectorised sort)."""
@@ -69,6 +46,8 @@ def _top_tiles(m, n: int) -> list[tuple[int, int, int]]:
 
 def run(args: argparse.Namespace) -> int:
     """Print the summary of one profile (text tables, or ``--json``)."""
+    from rich.markup import escape as esc
+
     from analyser.cli._common import console, open_analysis
 
     u = args.units
@@ -83,100 +62,74 @@ def run(args: argparse.Namespace) -> int:
             json.dump(profile_data(a), sys.stdout, indent=1, allow_nan=False)
             sys.stdout.write("\n")
             return 0
-        _memory_tables(con, a, args, u)
+        from analyser.core import intervals
+        from analyser.core.summary import summary_sections
+
+        pred = intervals.profile_prediction(a, intervals.PROFILE_FIGURES)
+        sections = summary_sections(a, u, pred)
+        _memory_tables(con, a, args, u, sections)
         if a.execution is None:
             con.print(
                 "[bold red]No execution:[/] the program does not fit in memory, so nothing "
                 "ran (see `analyse insights`)."
             )
             return 0
+        _section_tables(con, [s for s in sections if s["title"] == "Execution"])
+        note = intervals.prediction_note(pred)
+        if note:
+            con.print(f"[italic]{esc(note)}[/]")
         _execution_tables(con, a, args, u)
     return 0
 
 
-def _memory_tables(con, a, args: argparse.Namespace, u) -> None:
-    """The text summary's profile, memory and memory-by-category tables."""
+def _section_tables(con, sections: list[dict]) -> None:
+    """The declared summary sections (analyser.core.quantities.SUMMARY_SECTIONS), one table
+    each: label, value (with its note) and the range from the fidelity table (a section whose
+    figures have none goes without the column)."""
     from rich.markup import escape as esc
     from rich.table import Table
 
-    from analyser.core.insights.thresholds import Thresholds
+    from analyser.core.summary import value_text
+
+    for section in sections:
+        ranged = any(row["range"] for row in section["figures"])
+        tab = Table(title=section["title"], title_justify="left")
+        for col in ("", "value", "range (fidelity table)")[: 3 if ranged else 2]:
+            tab.add_column(col)
+        for row in section["figures"]:
+            cells = (esc(row["label"]), esc(value_text(row)), esc(row["range"] or "-"))
+            tab.add_row(*cells[: 3 if ranged else 2])
+        con.print(tab)
+
+
+def _memory_tables(con, a, args: argparse.Namespace, u, sections: list[dict]) -> None:
+    """The text summary's heading, target, graph and memory sections, caveats, top tiles and
+    memory by category."""
+    from rich.markup import escape as esc
+    from rich.table import Table
+
     from analyser.core.units import fmt_bytes, fmt_pct
     from profiles import schema
 
     t = a.target
     m = a.memory
-
-    tab = Table(
-        title=f"{esc(a.path.name)}: {esc(t.model)} ({'fits' if m.fits else 'OUT OF MEMORY'})",
-        show_header=False,
-        title_justify="left",
+    con.print(
+        f"[bold]{esc(a.path.name)}: {esc(t.model)} ({'fits' if m.fits else 'OUT OF MEMORY'})[/]"
     )
-    tab.add_column(style="bold")
-    tab.add_column()
-    tab.add_row(
-        "target",
-        f"{esc(t.target_name or t.architecture)}, {t.num_ipus} IPU(s) x "
-        f"{t.replicas} replica(s), {t.tiles_per_ipu:,} tiles/IPU",
-    )
-    tab.add_row(
-        "memory",
-        f"{fmt_bytes(t.sram_per_tile, u)}/tile, "
-        f"{fmt_bytes(t.memory_per_ipu, u)}/IPU, {fmt_bytes(t.memory_total, u)} total",
-    )
-    tab.add_row("clock", f"{t.clock_hz / 1e9:.3f} GHz")
-    tab.add_row(
-        "graph",
-        f"{t.n_operations:,} operations, {t.n_variables:,} variables, "
-        f"{t.n_compute_sets:,} compute sets, {t.n_programs:,} programs",
-    )
+    _section_tables(con, [s for s in sections if s["title"] != "Execution"])
     for note in t.notes:  # an ONNX model's operators costed as element-wise: a caveat
         if note.startswith("unknown_ops"):
-            tab.add_row("caveat", esc(note))
+            con.print(f"[bold]caveat:[/] {esc(note)}")
     if a.stored_run_config.note:  # options of a newer or foreign writer, not read
-        tab.add_row("caveat", esc(a.stored_run_config.note))
-    con.print(tab)
-
-    mem = Table(title="Memory", title_justify="left")
-    for col in ("", "value"):
-        mem.add_column(col)
-    mem.add_row(
-        "peak (all tiles)",
-        f"{fmt_bytes(m.peak_memory_bytes, u)} "
-        f"({fmt_pct(m.share_used)} of {fmt_bytes(m.capacity_bytes, u)})",
-    )
-    free = (
-        f" ({fmt_bytes(m.headroom_bytes, u)} free"
-        + (": low headroom" if m.headroom_share < Thresholds().memory_headroom else "")
-        + ")"
-        if m.fits
-        else ""
-    )
-    mem.add_row(
-        "fullest tile",
-        f"{fmt_bytes(m.max_tile_bytes, u)} of {fmt_bytes(m.sram_per_tile, u)}{free}",
-    )
-    per = m.oom_tiles_per_ipu()
-    mem.add_row(
-        "OOM tiles",
-        f"{m.n_oom_tiles:,}"
-        + (
-            " (" + ", ".join(f"IPU {i}: {int(n):,}" for i, n in enumerate(per) if n) + ")"
-            if m.n_oom_tiles
-            else ""
-        ),
-    )
-    mem.add_row(
+        con.print(f"[bold]caveat:[/] {esc(a.stored_run_config.note)}")
+    top = Table(title="Tiles", show_header=False, title_justify="left")
+    top.add_column(style="bold")
+    top.add_column()
+    top.add_row(
         "top tiles",
         ", ".join(f"{i}:{t} {fmt_bytes(b, u)}" for i, t, b in _top_tiles(m, args.top)),
     )
-    liv = m.liveness_totals()
-    mem.add_row(
-        "always-live / not-always-live",
-        f"{fmt_bytes(liv['alwaysLive'], u)} / {fmt_bytes(liv['notAlwaysLive'], u)}",
-    )
-    if m.remote_bytes:
-        mem.add_row("remote buffers", fmt_bytes(m.remote_bytes, u))
-    con.print(mem)
+    con.print(top)
 
     cat = Table(title="Memory by category", title_justify="left")
     cat.add_column("category")
@@ -201,13 +154,11 @@ def _execution_tables(con, a, args: argparse.Namespace, u) -> None:
     from rich.markup import escape as esc
     from rich.table import Table
 
-    from analyser.core.quantities import QUANTITIES
-    from analyser.core.units import fmt_bytes, fmt_int, fmt_pct, fmt_rate, fmt_seconds
+    from analyser.core.units import fmt_bytes, fmt_int, fmt_pct, fmt_seconds
     from profiles import schema
 
     t = a.target
     ex = a.execution
-    mt = a.metrics
 
     cyc = Table(title="Cycles by step type", title_justify="left")
     cyc.add_column("step type")
@@ -278,22 +229,9 @@ def _execution_tables(con, a, args: argparse.Namespace, u) -> None:
         )
     con.print(sc)
 
-    run = Table(title="Run", show_header=False, title_justify="left")
+    run = Table(title="Run details", show_header=False, title_justify="left")
     run.add_column(style="bold")
     run.add_column()
-    run.add_row(
-        "total cycles",
-        f"{fmt_int(ex.total_cycles)} "
-        f"({fmt_seconds(ex.total_cycles / ex.clock_hz)} at the target clock)",
-    )
-    run.add_row("samples", f"{ex.samples:,} in {ex.host_round_trips:,} host call(s)")
-    run.add_row("cycles per sample", fmt_rate(ex.cycles_per_sample))
-    run.add_row(
-        "throughput",
-        f"{fmt_rate(ex.throughput_samples_per_s)} samples/s host-inclusive, "
-        f"{fmt_rate(ex.device_throughput_samples_per_s)} samples/s device only",
-    )
-    run.add_row("range (fidelity table)", esc(_ranges(a)))
     if ex.host_exposed_cycles:
         run.add_row(
             "host outside the trace",
@@ -302,12 +240,10 @@ def _execution_tables(con, a, args: argparse.Namespace, u) -> None:
         )
     ps = ex.phase_share()
     run.add_row("phases", ", ".join(f"{p} {fmt_pct(v)}" for p, v in ps.items() if v > 0))
-    run.add_row(QUANTITIES["host_wait_share"].label, fmt_pct(ex.host_wait_share))
     if ex.stage_cycles.size > 1:
         run.add_row(
             "stage load",
             ", ".join(f"stage {s}: {fmt_int(v)}" for s, v in enumerate(ex.stage_cycles))
             + f" (longest / mean {ex.stage_imbalance:.2f})",
         )
-    del mt
     con.print(run)

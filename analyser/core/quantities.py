@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analyser.core.units import (
+    MISSING,
     fmt_bytes,
     fmt_count,
     fmt_int,
@@ -38,6 +39,9 @@ FORMATTERS = {
     "share": fmt_pct,
     "float": fmt_rate,
     "seconds": fmt_seconds,
+    # the summary's descriptive figures (a model's name, a clock)
+    "text": lambda v: MISSING if v is None else str(v),
+    "clock": lambda v: MISSING if v is None else f"{v / 1e9:.3f} GHz",
 }
 
 
@@ -48,7 +52,7 @@ class Quantity:
     key: str
     #: lower-case label of the CLI and the reports ("cycles per sample")
     label: str
-    #: "bytes", "int", "share", "float" or "seconds" (the formatter, :data:`FORMATTERS`)
+    #: "bytes", "int", "share", "float", "seconds", "text" or "clock" (:data:`FORMATTERS`)
     kind: str
     #: "lower" or "higher" is better; None when neither (a count of samples, say)
     better: str | None
@@ -80,15 +84,6 @@ class Quantity:
             object.__setattr__(self, "short", self.label)
 
 
-#: The GUI's titles where they are not the capitalised label.
-TITLES = {
-    "max_tile_memory_bytes": "Largest tile",
-    "oom_tiles": "Out-of-memory tiles",
-    "remote_buffer_bytes": "Remote buffers (streaming memory)",
-    "host_round_trips": "Host round trips",
-    "compute_share": "Compute (OnTileExecute) share",
-    "tile_balance": "Tile balance (compute)",
-}
 #: Shorter labels where space is tight.
 SHORT = {"throughput_samples_per_s": "samples/s"}
 
@@ -100,7 +95,7 @@ _TABLE = (
     ("oom_tiles", "OOM tiles", "int", "lower"),
     ("always_live_bytes", "always-live", "bytes", "lower"),
     ("not_always_live_peak_bytes", "not-always-live peak", "bytes", "lower"),
-    ("remote_buffer_bytes", "remote-buffer bytes", "bytes", None),
+    ("remote_buffer_bytes", "remote buffers (streaming memory)", "bytes", None),
     ("code_bytes", "code", "bytes", "lower"),
     ("total_cycles", "total cycles", "int", "lower"),
     ("device_cycles", "device cycles", "int", "lower"),
@@ -110,17 +105,17 @@ _TABLE = (
     ("samples", "samples", "int", None),
     ("host_seconds", "host time not hidden", "seconds", "lower"),
     ("host_round_trips", "host calls (in the profile)", "int", "lower"),
-    ("compute_share", "OnTileExecute share", "share", "higher"),
+    ("compute_share", "compute (OnTileExecute) share", "share", "higher"),
     ("host_wait_share", "host wait share (host-inclusive)", "share", "lower"),
     ("ramp_share", "ramp-up + ramp-down share", "share", "lower"),
-    ("tile_balance", "tile balance", "share", "higher"),
+    ("tile_balance", "tile balance (compute)", "share", "higher"),
     # the same work with less data through the links is better (8-bit input halves it)
     ("streamcopy_rx_bytes", "StreamCopy received", "bytes", "lower"),
     ("streamcopy_tx_bytes", "StreamCopy sent", "bytes", "lower"),
 )
 
 QUANTITIES: dict[str, Quantity] = {
-    key: Quantity(key, label, kind, better, TITLES.get(key, ""), SHORT.get(key, ""))
+    key: Quantity(key, label, kind, better, "", SHORT.get(key, ""))
     for key, label, kind, better in _TABLE
 }
 
@@ -128,6 +123,157 @@ QUANTITIES: dict[str, Quantity] = {
 def quantity(key: str) -> Quantity:
     """The catalogue's entry of key figure ``key``."""
     return QUANTITIES[key]
+
+
+# ---------------------------------------------------------------------------------------------
+# The summary's layout, declared once (issue 24 item 2)
+# ---------------------------------------------------------------------------------------------
+#: The summary's figures that are not :class:`analyser.core.Metrics` fields (the target, the
+#: graph, figures derived for the summary): key, label, kind, which way is better. A target's
+#: memory is better larger (a change of target).
+_DESCRIPTIVE_TABLE = (
+    ("model", "model", "text", None),
+    ("target", "target", "text", None),
+    ("architecture", "architecture", "text", None),
+    ("num_ipus", "IPUs", "int", None),
+    ("replicas", "replicas", "int", None),
+    ("tiles_per_ipu", "tiles per IPU", "int", None),
+    ("sram_per_tile", "memory per tile", "bytes", "higher"),
+    ("memory_per_ipu", "memory per IPU", "bytes", "higher"),
+    ("memory_total", "total memory", "bytes", "higher"),
+    ("clock_hz", "clock", "clock", None),
+    ("samples_per_step", "samples per step", "int", None),
+    ("n_operations", "operations", "int", None),
+    ("n_variables", "variables", "int", None),
+    ("n_vertex_types", "vertex types", "int", None),
+    ("n_compute_sets", "compute sets", "int", None),
+    ("n_programs", "programs", "int", None),
+    ("n_liveness_steps", "liveness steps", "int", None),
+    ("n_executed_steps", "executed steps", "int", None),
+    ("engine_version", "engine version", "text", None),
+    ("created", "created", "text", None),
+    ("status", "status", "text", None),
+    ("run_seconds", "run time", "seconds", "lower"),
+    ("imbalance_lost_cycles", "lost to tile imbalance", "int", "lower"),
+)
+#: The summary's figures beyond the key figures, by key (:func:`summary_quantity` reads both).
+DESCRIPTIVE: dict[str, Quantity] = {
+    key: Quantity(key, label, kind, better) for key, label, kind, better in _DESCRIPTIVE_TABLE
+}
+
+
+def summary_quantity(key: str) -> Quantity:
+    """The catalogue's entry of a summary figure: a key figure or a descriptive one."""
+    return QUANTITIES[key] if key in QUANTITIES else DESCRIPTIVE[key]
+
+
+@dataclass(frozen=True)
+class SummaryFigure:
+    """One row of the summary: figure ``key`` (label, kind and direction from the catalogue),
+    where its value comes from (``source``: an attribute path of the Analysis such as
+    ``"metrics.total_cycles"``, or the name of a derived figure of
+    :data:`analyser.core.summary.DERIVED`) and, optionally, the note said after the value (a
+    name of :data:`analyser.core.summary.NOTES`)."""
+
+    key: str
+    source: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class SummarySection:
+    """A section of the summary: its title, its figures in order, and whether it is shown only
+    for a profile with an execution."""
+
+    title: str
+    figures: tuple[SummaryFigure, ...]
+    execution: bool = False
+
+
+def _fig(key: str, source: str = "", note: str = "") -> SummaryFigure:
+    """A figure read from ``source`` (default: the Metrics field ``key``)."""
+    return SummaryFigure(key, source or f"metrics.{key}", note)
+
+
+def _target(*keys: str) -> tuple[SummaryFigure, ...]:
+    return tuple(SummaryFigure(k, f"target.{k}") for k in keys)
+
+
+#: The summary's sections and figures: the text ``analyse summary``, the JSON (``summary`` of a
+#: profile), the Markdown and HTML reports and the GUI Summary all render this one list
+#: (analyser.core.summary evaluates it). A figure added here reaches all of them.
+SUMMARY_SECTIONS: list[SummarySection] = [
+    SummarySection(
+        "Target",
+        (
+            _fig("model", "target.model"),
+            _fig("target", "target_name"),
+            *_target(
+                "architecture",
+                "num_ipus",
+                "replicas",
+                "tiles_per_ipu",
+                "sram_per_tile",
+                "memory_per_ipu",
+                "memory_total",
+                "clock_hz",
+                "samples_per_step",
+            ),
+        ),
+    ),
+    SummarySection(
+        "Graph",
+        (
+            *_target(
+                "n_operations",
+                "n_variables",
+                "n_vertex_types",
+                "n_compute_sets",
+                "n_programs",
+                "n_liveness_steps",
+                "n_executed_steps",
+                "engine_version",
+            ),
+            _fig("created", "created"),
+        ),
+    ),
+    SummarySection(
+        "Memory",
+        (
+            _fig("status", "status"),
+            _fig("peak_memory_bytes", note="capacity"),
+            _fig("memory_share_used"),
+            _fig("max_tile_memory_bytes", note="headroom"),
+            _fig("oom_tiles", note="oom_per_ipu"),
+            _fig("always_live_bytes"),
+            _fig("not_always_live_peak_bytes"),
+            _fig("code_bytes"),
+            _fig("remote_buffer_bytes"),
+        ),
+    ),
+    SummarySection(
+        "Execution",
+        (
+            _fig("total_cycles"),
+            _fig("device_cycles"),
+            _fig("run_seconds", "run_seconds", "at_clock"),
+            _fig("host_seconds"),
+            _fig("samples"),
+            _fig("cycles_per_sample"),
+            _fig("throughput_samples_per_s"),
+            _fig("device_throughput_samples_per_s"),
+            _fig("host_round_trips"),
+            _fig("compute_share"),
+            _fig("host_wait_share"),
+            _fig("ramp_share"),
+            _fig("tile_balance"),
+            _fig("imbalance_lost_cycles", "imbalance_lost_cycles", "imbalance_share"),
+            _fig("streamcopy_rx_bytes"),
+            _fig("streamcopy_tx_bytes"),
+        ),
+        execution=True,
+    ),
+]
 
 
 # ---------------------------------------------------------------------------------------------

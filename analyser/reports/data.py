@@ -14,10 +14,11 @@ from typing import Any
 import numpy as np
 
 from analyser.core import Analysis, intervals
+from analyser.core.summary import summary_sections
 from profiles import schema
 
 REPORT_SCHEMA = "ipu-analyser-report"
-REPORT_SCHEMA_VERSION = "1.1"
+REPORT_SCHEMA_VERSION = "1.2"
 
 
 #: The Metrics figures given an interval in ``prediction.intervals`` (the numeric ones).
@@ -109,6 +110,8 @@ def profile_data(analysis: Analysis, insights: list | None = None) -> dict[str, 
         # schema 1.1: how far to trust the profile's predicted figures (docs/report-schema.md)
         "prediction": intervals.profile_prediction(analysis, PREDICTED_METRICS),
     }
+    # schema 1.2: the summary's sections and figures, as every rendering shows them
+    d["summary"] = summary_sections(analysis, prediction=d["prediction"])
     if ex is not None:
         d["execution"] = {
             "total_cycles": ex.total_cycles,

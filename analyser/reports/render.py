@@ -12,6 +12,7 @@ from analyser.core.comparison import METRICS, fmt_value
 from analyser.core.insights.model import SHOWN_EFFECTS
 from analyser.core.intervals import change_note, prediction_note, range_text
 from analyser.core.quantities import QUANTITIES
+from analyser.core.summary import value_text
 from analyser.core.units import fmt_bytes, fmt_delta_pct, fmt_int, fmt_pct
 from analyser.literal import markdown as lit
 from analyser.literal import one_line, terminal
@@ -59,7 +60,7 @@ def render_html(data: dict[str, Any], analyses: list, title: str) -> str:
         change_of=_change,
         change_note=change_note,
         prediction_note=prediction_note,
-        key_figure_rows=key_figure_rows,
+        value_text=value_text,
         fmt_int=lambda v: fmt_value(v, "int"),
         fmt_float=lambda v: fmt_value(v, "float"),
         charts=[charts.profile_charts(a) for a in analyses],
@@ -67,29 +68,14 @@ def render_html(data: dict[str, Any], analyses: list, title: str) -> str:
     )
 
 
-#: The key figures of each profile's section, in order, for the Markdown and the HTML report
-#: alike: labels and formats from the catalogue (analyser.core.quantities), each with its range
-#: when the fidelity table gives one (issue 24 item 2: declared once, not picked per renderer).
-REPORT_KEY_FIGURES = (
-    "peak_memory_bytes",
-    "oom_tiles",
-    "total_cycles",
-    "cycles_per_sample",
-    "throughput_samples_per_s",
-    "host_wait_share",
-    "host_round_trips",
-)
-
-
-def key_figure_rows(p: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """``(label, value, range or '')`` of profile ``p``'s key figures (:data:`REPORT_KEY_FIGURES`)."""
-    m = p["metrics"]
-    ivs = (p.get("prediction") or {}).get("intervals") or {}
-    rows = []
-    for key in REPORT_KEY_FIGURES:
-        q = QUANTITIES[key]
-        rows.append((q.label, q.format(m.get(key)), range_text(ivs.get(key), q.format) or ""))
-    return rows
+def summary_tables(p: dict[str, Any]) -> list[tuple[str, list[tuple[str, str, str]]]]:
+    """Profile ``p``'s summary as ``(section, [(label, value, range), ...])``: the sections and
+    figures declared once in the catalogue (analyser.core.quantities.SUMMARY_SECTIONS, the
+    profile's ``summary``), for the Markdown and the HTML report alike."""
+    return [
+        (s["title"], [(r["label"], value_text(r), r["range"]) for r in s["figures"]])
+        for s in p.get("summary") or []
+    ]
 
 
 def _change(eff: dict[str, Any], key: str) -> dict[str, Any] | None:
@@ -246,23 +232,13 @@ def _md_profile_head(p: dict[str, Any]) -> list[str]:
     # an ONNX model's operators costed as element-wise (--unknown-ops elementwise): a caveat
     L += [f"**Caveat:** {lit(n)}" for n in t["notes"] if n.startswith("unknown_ops")]
     L += [""] if any(n.startswith("unknown_ops") for n in t["notes"]) else []
-    L += _md_table(
-        ["target", "IPUs x replicas", "tiles/IPU", "memory/tile", "clock"],
-        [
-            [
-                t["target_name"] or t["architecture"],
-                f"{t['num_ipus']} x {t['replicas']}",
-                f"{t['tiles_per_ipu']:,}",
-                fmt_bytes(t["sram_per_tile"]),
-                f"{t['clock_hz'] / 1e9:.3f} GHz",
-            ]
-        ],
-    )
     pred = p.get("prediction") or {}
-    L += _md_table(
-        ["figure", "value", "range (fidelity table)"],
-        [[label, value, rng or "-"] for label, value, rng in key_figure_rows(p)],
-    )
+    for section, rows in summary_tables(p):
+        n = 3 if any(rng for _label, _value, rng in rows) else 2
+        L += _md_table(
+            [section, "value", "range (fidelity table)"][:n],
+            [[label, value, rng or "-"][:n] for label, value, rng in rows],
+        )
     if pred:
         L += ["", f"_{lit(prediction_note(pred))}_"]
     return L
