@@ -95,7 +95,7 @@ def check_reports(qtbot, w, path: Path) -> None:
         # Summary
         s = w.show_report("summary")
         assert s.tree.value("Memory", "Peak memory") == fmt_bytes(m.peak_memory_bytes)
-        assert s.tree.value("Memory", "Out-of-memory tiles") == f"{m.oom_tiles:,}"
+        assert s.tree.value("Memory", "OOM tiles") == f"{m.oom_tiles:,}"
         assert s.tree.value("Target", "Tiles per IPU") == f"{a.target.tiles_per_ipu:,}"
         if a.has_execution:
             assert s.tree.value("Execution", "Total cycles") == f"{m.total_cycles:,}"
@@ -398,7 +398,9 @@ def test_compare_mode_in_every_report(qtbot, make_window, profiles_dir):
         )
     w.stop_compare()
     assert w.workspace.compare is None
-    assert w.show_report("summary").tree.columnCount() == 2
+    from analyser.gui.model.summary import SINGLE_HEADERS
+
+    assert w.show_report("summary").tree.columnCount() == len(SINGLE_HEADERS)
 
 
 def test_reports_are_built_while_idle_once_and_show_their_documents_when_visited(
@@ -787,19 +789,23 @@ def test_compare_insights_show_each_profiles_severity(
 
 def test_compare_summary_colours_only_changes_that_show(qtbot):
     """Issue 14 defect 6: a share 0.02 points apart read '+0.0 pts' in red; a shown change
-    (+1.0 pts, -24 MiB of a lower-is-better figure) is coloured."""
-    from analyser.gui.reports.summary import Figure, SummaryReport
+    (+1.0 pts, -24 MiB of a lower-is-better figure) is coloured. The view-model decides what
+    counts as a shown change (analyser.gui.model.summary), the view colours it."""
+    from analyser.gui.model.summary import COMPARE_HEADERS, Row, Section, _shown_delta, change_text
+    from analyser.gui.reports.summary import SummaryReport
 
     r = SummaryReport()
     qtbot.addWidget(r)
-    a = {"tiny": 0.5000, "share": 0.50, "peak": 100 * 2**20}
-    b = {"tiny": 0.5002, "share": 0.51, "peak": 76 * 2**20}
-    figures = [
-        Figure("tiny", lambda d: d["tiny"], str, "share", True),
-        Figure("share", lambda d: d["share"], str, "share", True),
-        Figure("peak", lambda d: d["peak"], str, "bytes", False),
-    ]
-    r._add_figures("Test", figures, a, b)
+    r.tree.set_headers(COMPARE_HEADERS)
+    rows = []
+    for name, kind, better, a, b in (
+        ("tiny", "share", "higher", 0.5000, 0.5002),
+        ("share", "share", "higher", 0.50, 0.51),
+        ("peak", "bytes", "lower", 100 * 2**20, 76 * 2**20),
+    ):
+        change = change_text(kind, a, b, str(a), str(b), "KiB")
+        rows.append(Row((name, str(a), str(b), change, ""), _shown_delta(change, a, b), better))
+    r.show_sections(r.tree, [Section("Test", tuple(rows))], change_col=3)
     section = r.tree.topLevelItem(r.tree.topLevelItemCount() - 1)
     tiny, share, peak = (section.child(i) for i in range(3))
     assert tiny.text(3) == "+0.0 pts"

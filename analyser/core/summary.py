@@ -20,10 +20,10 @@ import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from analyser.core import intervals
+from analyser.core import intervals, quantities
 from analyser.core.analysis import Analysis
 from analyser.core.insights.thresholds import Thresholds
-from analyser.core.quantities import SUMMARY_SECTIONS, SummaryFigure, summary_quantity
+from analyser.core.quantities import SummaryFigure, summary_quantity
 from analyser.core.units import fmt_bytes, fmt_pct
 
 #: Figures derived for the summary (a :class:`SummaryFigure` ``source`` without a dot).
@@ -101,7 +101,7 @@ def summary_sections(
         prediction = intervals.profile_prediction(analysis, intervals.PROFILE_FIGURES)
     ivs = prediction.get("intervals") or {}
     out = []
-    for section in SUMMARY_SECTIONS:
+    for section in quantities.SUMMARY_SECTIONS:  # read at each call: the declaration
         if section.execution and analysis.execution is None:
             continue
         rows = []
