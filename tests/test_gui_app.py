@@ -609,7 +609,9 @@ def test_predict_effect_of_the_fp16_tip(qtbot, make_window, walkthrough_profiles
     eff = tip.effect
     assert eff is not None and eff.status in ("fits", "oom"), eff
     text = r.details.toPlainText()
-    assert "Out-of-memory tiles" in text
+    from analyser.core.quantities import QUANTITIES
+
+    assert QUANTITIES["oom_tiles"].title in text  # the catalogue's label ("OOM tiles")
     assert f"{int(eff.after['oom_tiles']):,}" in text
     assert eff.before["oom_tiles"] > 0
     assert eff.after["oom_tiles"] < eff.before["oom_tiles"]  # FP16 relieves the OOM
