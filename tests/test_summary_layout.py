@@ -200,3 +200,32 @@ def test_the_gui_summary_shows_what_its_model_gives(qtbot, small):
                 assert shown == row.cells
     finally:
         doc.analysis.close()
+
+
+def test_compare_tables_carry_the_range_of_the_change(small, capsys, monkeypatch):
+    """``analyse compare`` and the reports' comparison table give, beside the change last vs
+    first, the range the fidelity table allows for it (the core's change intervals)."""
+    from analyser.core.comparison import METRICS, change_intervals
+    from analyser.core.intervals import range_text
+
+    monkeypatch.setenv("COLUMNS", "4000")
+    paths = [small["fits"], small["fits2"]]
+    assert main(["compare", *map(str, paths)]) == 0
+    rows = [[c.strip() for c in ln.split("│")[1:-1]] for ln in capsys.readouterr().out.splitlines()]
+    with Analysis.open(paths[0]) as a, Analysis.open(paths[1]) as b:
+        ivs = change_intervals(a, b)
+        report = build_report([a, b], insights=False, predict_transitions=False)
+        md = render_markdown(report, [a, b], "t")
+        html = render_html(report, [a, b], "t")
+    assert report["comparison"]["last_vs_first"] == json.loads(json.dumps(ivs))
+    for key, label, _kind in METRICS:
+        rng = range_text(ivs[key]) or "-"
+        row = next((r for r in rows if r and r[0] == label), None)
+        if row is not None:  # a figure neither profile has is left out
+            assert row[-1] == rng, label
+        md_row = next(ln for ln in md.splitlines() if ln.startswith(f"| {md_literal(label)} |"))
+        assert md_row.endswith(f"| {md_literal(rng)} |"), label
+        assert f'<td class="n">{markupsafe.escape(rng)}</td></tr>' in html
+    assert any(range_text(iv) not in ("", "no interval") for iv in ivs.values()) or all(
+        iv.get("note") for iv in ivs.values()
+    )

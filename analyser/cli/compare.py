@@ -38,11 +38,13 @@ def run(args: argparse.Namespace) -> int:
     from analyser.core.comparison import (
         COSMETIC_KEYS,
         METRICS,
+        change_intervals,
         compare,
         fmt_share_delta,
         fmt_value,
     )
     from analyser.core.gates import parse_gate
+    from analyser.core.intervals import range_text
     from analyser.core.units import fmt_delta_pct
 
     if len(args.files) < 2:
@@ -73,6 +75,9 @@ def run(args: argparse.Namespace) -> int:
         for a in analyses:
             tab.add_column(esc(a.name), justify="right")
         tab.add_column("last vs first", justify="right")
+        # the range the fidelity table allows for that change (both profiles are predictions)
+        tab.add_column("range of the change", justify="right")
+        ivs = change_intervals(analyses[0], analyses[-1])
         for key, label, kind in METRICS:
             vals = [a.metrics.scalar(key) for a in analyses]
             if all(v is None for v in vals):
@@ -82,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
                 if kind == "share"
                 else fmt_delta_pct(vals[0], vals[-1])
             )
-            tab.add_row(label, *(fmt_value(v, kind) for v in vals), delta)
+            rng = range_text(ivs.get(key)) or "-"
+            tab.add_row(label, *(fmt_value(v, kind) for v in vals), delta, rng)
         con.print(tab)
         for p in cmp.pairs:
             con.rule(f"[bold]{esc(p.a)} -> {esc(p.b)}[/]", align="left")

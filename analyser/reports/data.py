@@ -188,7 +188,7 @@ def build_report(
     measured effect. With ``predict_transitions`` the linked insights are re-simulated (only
     those) even when ``resimulate`` is off.
     """
-    from analyser.core.comparison import compare
+    from analyser.core.comparison import change_intervals, compare
     from analyser.core.insights import find_insights
     from analyser.core.transitions import explain_transitions
 
@@ -225,6 +225,9 @@ def build_report(
     say("summarising the profiles" + (" and comparing them" if len(analyses) > 1 else ""))
     profiles = [profile_data(a, tips if insights else None) for a, tips in zip(analyses, tips_all)]
     comparison = compare(analyses).to_dict() if len(analyses) > 1 else None
+    if comparison is not None:
+        # schema 1.2: the interval of each compared figure's change, last profile vs first
+        comparison["last_vs_first"] = change_intervals(analyses[0], analyses[-1])
     from dataclasses import asdict as _asdict
 
     from analyser.core.insights import Thresholds

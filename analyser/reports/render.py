@@ -8,7 +8,7 @@ import re
 from importlib import resources
 from typing import Any
 
-from analyser.core.comparison import METRICS, fmt_value
+from analyser.core.comparison import METRICS, fmt_share_delta, fmt_value
 from analyser.core.insights.model import SHOWN_EFFECTS
 from analyser.core.intervals import change_note, prediction_note, range_text
 from analyser.core.quantities import QUANTITIES
@@ -61,6 +61,7 @@ def render_html(data: dict[str, Any], analyses: list, title: str) -> str:
         change_note=change_note,
         prediction_note=prediction_note,
         value_text=value_text,
+        last_vs_first=last_vs_first,
         fmt_int=lambda v: fmt_value(v, "int"),
         fmt_float=lambda v: fmt_value(v, "float"),
         charts=[charts.profile_charts(a) for a in analyses],
@@ -76,6 +77,16 @@ def summary_tables(p: dict[str, Any]) -> list[tuple[str, list[tuple[str, str, st
         (s["title"], [(r["label"], value_text(r), r["range"]) for r in s["figures"]])
         for s in p.get("summary") or []
     ]
+
+
+def last_vs_first(data: dict[str, Any], key: str, kind: str) -> tuple[str, str]:
+    """The change of compared figure ``key`` from the first profile to the last, and the range
+    the fidelity table allows for it (as ``analyse compare`` shows them)."""
+    profs = data["profiles"]
+    a, b = profs[0]["metrics"].get(key), profs[-1]["metrics"].get(key)
+    change = fmt_share_delta(a, b) if kind == "share" else fmt_delta_pct(a, b)
+    iv = ((data.get("comparison") or {}).get("last_vs_first") or {}).get(key)
+    return change, range_text(iv) or "-"
 
 
 def _change(eff: dict[str, Any], key: str) -> dict[str, Any] | None:
@@ -181,8 +192,15 @@ def _md_comparison(data: dict[str, Any], analyses: list) -> list[str]:
     L: list[str] = []
     L += ["## Comparison", ""]
     L += _md_table(
-        ["metric", *[p["name"] for p in profs]],
-        [[label, *[fmt_value(p["metrics"][k], kind) for p in profs]] for k, label, kind in METRICS],
+        ["metric", *[p["name"] for p in profs], "last vs first", "range of the change"],
+        [
+            [
+                label,
+                *[fmt_value(p["metrics"][k], kind) for p in profs],
+                *last_vs_first(data, k, kind),
+            ]
+            for k, label, kind in METRICS
+        ],
     )
     cc = charts.comparison_charts(analyses)
     L += [
