@@ -175,6 +175,12 @@ def test_gui_summary_carries_ranges_intervals_and_imbalance(small):
             assert lost.cells[1] == f"{round(imb.lost_cycles[ipu]):,}"
         for section in gui_summary.ipu_sections(a, b):
             assert any(r.cells[0] == gui_summary.LOST for r in section.rows)
+        # the compute sets losing the most, as analyse summary lists them
+        (worst,) = gui_summary.imbalance_sections(a, None)
+        top = imb.compute_sets.head(gui_summary.IMBALANCE_TOP)
+        assert [r.cells[0] for r in worst.rows] == [str(n) for n in top["name"]]
+        assert [r.cells[5] for r in worst.rows] == [f"{round(v):,}" for v in top["lost_cycles"]]
+        assert len(gui_summary.imbalance_sections(a, b)) == 2  # A's and B's
     finally:
         a.analysis.close()
         b.analysis.close()

@@ -279,6 +279,48 @@ def _compare_ipu_rows(ea: Any, eb: Any, ia: Any, ib: Any, ipu: int) -> tuple[Row
     return tuple(rows)
 
 
+# -- tile imbalance ------------------------------------------------------------------------------
+#: The tile-imbalance tree's columns; how many compute sets it lists per profile.
+IMBALANCE_HEADERS = ("Compute set", "IPU", "Executions", "Slowest tile", "Mean tile", "Lost")
+IMBALANCE_TOP = 10
+IMBALANCE_TITLE = "Compute sets losing the most cycles to tile imbalance"
+IMBALANCE_TIP = (
+    "Slowest tile minus the mean over the IPU's tiles, per execution; Lost: summed over the run's "
+    "executions (as analyse summary lists them)"
+)
+
+
+def imbalance_sections(doc: Document, cmp: Document | None) -> list[Section]:
+    """The compute sets losing the most cycles to tile imbalance, per profile (A and B in compare
+    mode)."""
+    docs = [("", doc)] if cmp is None else [("A", doc), ("B", cmp)]
+    if all(_imbalance_of(d) is None for _tag, d in docs):
+        return [Section("No execution", ())]
+    out = []
+    for tag, d in docs:
+        imb = _imbalance_of(d)
+        if imb is None:
+            if tag:
+                out.append(Section(f"{tag}: {d.name}: no execution", ()))
+            continue
+        rows = tuple(
+            Row(
+                (
+                    str(r.name),
+                    str(r.ipu),
+                    fmt_int(r.executions),
+                    fmt_int(r.max_cycles),
+                    fmt_int(r.mean_cycles),
+                    fmt_int(r.lost_cycles),
+                ),
+                tip=IMBALANCE_TIP,
+            )
+            for r in imb.compute_sets.head(IMBALANCE_TOP).itertuples()
+        )
+        out.append(Section(f"{tag}: {d.name}" if tag else IMBALANCE_TITLE, rows))
+    return out
+
+
 # -- StreamCopy -----------------------------------------------------------------------------------
 _DEST_NAMES = {
     "host": "host",

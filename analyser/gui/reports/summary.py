@@ -83,6 +83,8 @@ class SummaryReport(Report):
 
         self.tabs = QTabWidget()
         self.tabs.addTab(exec_page, "Cycles by step type")
+        self.imbalance_tree = KeyValueTree(model.IMBALANCE_HEADERS)
+        self.tabs.addTab(self.imbalance_tree, "Tile imbalance")
         self.tabs.addTab(self.stream_tree, "StreamCopy")
         self.tabs.addTab(config_page, "Run configuration")
         self.explanation_index = self.tabs.addTab(self.explanation, "Comparison")
@@ -100,8 +102,9 @@ class SummaryReport(Report):
 
     # ------------------------------------------------------------------ refresh
     def clear(self) -> None:
-        for tree in (self.tree, self.ipu_tree, self.stream_tree, self.config_tree):
+        for tree in (self.tree, self.ipu_tree, self.imbalance_tree, self.stream_tree):
             tree.clear()
+        self.config_tree.clear()
         self.plot.getPlotItem().clear()
         self.explanation.clear()
 
@@ -113,6 +116,7 @@ class SummaryReport(Report):
         headers, sections = model.figure_sections(doc, cmp, self.units)
         self.tree.set_headers(headers)
         self.show_sections(self.tree, sections, change_col=3 if compare else None)
+        self.show_sections(self.imbalance_tree, model.imbalance_sections(doc, cmp))
         self.stream_tree.set_headers(("Name", "A", "B", "Change") if compare else ("Name", "Value"))
         self.show_sections(self.stream_tree, model.stream_sections(doc, cmp, self.units))
         self._fill_ipus(doc, cmp)
