@@ -202,38 +202,4 @@ class SummaryReport(Report):
                 "compared."
             )
             return
-        self.explanation.setHtml(comparison_html(result))
-
-
-def comparison_html(result: Any) -> str:
-    """Render the analysis core's PairComparison: explanations first, then the rest."""
-    html = ["<h3>What changed and why</h3>"]
-    expl = [e.text for e in getattr(result, "explanations", [])]
-    if expl:
-        html.append("<ul>" + "".join(f"<li>{_esc(x)}</li>" for x in expl) + "</ul>")
-    else:
-        html.append("<p>No measured difference is explained by a run-option difference.</p>")
-    other = list(getattr(result, "other_deltas", []))
-    if other:
-        html.append("<h4>Other differences</h4><ul>")
-        html.append("".join(f"<li>{_esc(str(x))}</li>" for x in other) + "</ul>")
-    diffs = list(getattr(result, "config_diffs", []))
-    html.append(f"<h4>Run options that differ ({len(diffs)})</h4>")
-    if diffs:
-        html.append("<ul>" + "".join(f"<li>{_esc(d.text())}</li>" for d in diffs) + "</ul>")
-    added, removed = (
-        list(getattr(result, "ops_added", [])),
-        list(getattr(result, "ops_removed", [])),
-    )
-    if added or removed:
-        html.append(
-            f"<h4>Operations</h4><p>{len(added)} added, {len(removed)} removed"
-            + (": added " + _esc(", ".join(added[:10])) if added else "")
-            + ("; removed " + _esc(", ".join(removed[:10])) if removed else "")
-            + "</p>"
-        )
-    return "".join(html)
-
-
-def _esc(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        self.explanation.setHtml(model.comparison_html(result))
