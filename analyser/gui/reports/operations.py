@@ -29,9 +29,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from analyser.core.quantities import VARIABLE_TABLE, columns, step_type_name
-from analyser.core.units import axis_scale, fmt_bytes, fmt_count, fmt_pct
+from analyser.core.quantities import VARIABLE_TABLE, columns
+from analyser.core.units import axis_scale
 from analyser.gui.model import data
+from analyser.gui.model import operations as ops_model
+
+# the table's definitions live in the view-model (re-exported for the report's users)
+from analyser.gui.model.operations import EXECUTED_ONLY as EXECUTED_ONLY
+from analyser.gui.model.operations import LAYER_TABLES as LAYER_TABLES
+from analyser.gui.model.operations import NOT_EXECUTED_COLUMNS as NOT_EXECUTED_COLUMNS
 from analyser.gui.model.operations import SOFTWARE_LAYERS, software_layer_titles
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report, lay_out, shows_profile_problems
@@ -69,31 +75,6 @@ class OperationFilter(QSortFilterProxyModel):
         if self._keep is None:
             return True
         return bool(self._keep[self.sourceModel().source_row(row)])
-
-
-#: The operations table's columns for a profile that never ran (out of memory).
-NOT_EXECUTED_COLUMNS = (
-    "name",
-    "type",
-    "layer",
-    "pass",
-    "ipu",
-    "stage",
-    "memory_bytes",
-    "temp_bytes",
-    "code_bytes",
-    "cycles",
-    "flops",
-    "tiles_used",
-)
-#: The catalogue's table (analyser.core.quantities.TABLES) of each software layer.
-LAYER_TABLES = {
-    "operations": "operations",
-    "layers": "operation_layers",
-    "programs": "operation_programs",
-}
-#: Columns that mean nothing for a profile that never ran (out of memory).
-EXECUTED_ONLY = ("executions", "total_cycles", "cycles_share", "flops_per_cycle")
 
 
 class OperationsReport(Report):
@@ -192,75 +173,16 @@ class OperationsReport(Report):
         self.layer_combo.setCurrentIndex(SOFTWARE_LAYERS.index(layer))
 
     def _columns(self, compare: bool, executed: bool = True) -> list:
-        name = {"operations": "Operation", "layers": "Layer", "programs": "Program"}[self.layer]
-        if compare:
-            return columns("operations_compared", self.units, name=name)
-        if self.layer == "operations" and not executed:
-            # a profile that did not fit never ran: no executions, total cycles or shares
-            # (columns of zeros would read as measured); cycles are the compiler's estimate
-            return columns(
-                "operations", self.units, NOT_EXECUTED_COLUMNS, cycles="Cycles (estimate)"
-            )
-        cols = columns(LAYER_TABLES[self.layer], self.units)
-        if not executed:
-            cols = [
-                (k, "Cycles (estimate)" if k == "cycles" else t, f)
-                for k, t, f in cols
-                if k not in EXECUTED_ONLY
-            ]
-        return cols
+        return ops_model.table_columns(self.layer, self.units, compare, executed)
 
     def layer_frame(self, doc: Any) -> pd.DataFrame:
         """``doc``'s table at the shown software layer (analysis core, cached)."""
-        return data.operation_layer(doc, self.layer)
+        return ops_model.layer_frame(doc, self.layer)
 
     def compare_frame(self, doc: Any, cmp: Any) -> pd.DataFrame:
-        """A and B joined by name at the shown software layer (values from each document's
-        table; rows of the same name summed)."""
-        labels = [c for c in ("type", "pass", "ipu") if c in self.layer_frame(doc)]
-        numbers = [
-            c
-            for c in ("total_cycles", "memory_bytes", "code_bytes", "flops")
-            if c in self.layer_frame(doc)
-        ]
-
-        def prepared(d: Any) -> pd.DataFrame:
-            f = self.layer_frame(d)[["name", *labels, *numbers]]
-            if f["name"].duplicated().any():
-                agg = {c: "first" for c in labels} | {c: "sum" for c in numbers}
-                f = f.groupby("name", sort=False).agg(agg).reset_index()
-            return f
-
-        a, b = prepared(doc), prepared(cmp)
-        m = a.merge(b, on="name", how="outer", suffixes=("_a", "_b"), indicator=True)
-        for col in labels:
-            m[col] = (
-                m[f"{col}_a"]
-                .astype(object)
-                .where(m[f"{col}_a"].notna(), m[f"{col}_b"].astype(object))
-            )
-        for col in numbers:
-            m[f"{col}_a"] = m[f"{col}_a"].fillna(0).astype(np.int64)
-            m[f"{col}_b"] = m[f"{col}_b"].fillna(0).astype(np.int64)
-        m["status"] = (
-            m["_merge"]
-            .map({"both": "both", "left_only": "A only (removed)", "right_only": "B only (added)"})
-            .astype(str)
-        )
-        if "total_cycles" in numbers:
-            m["total_cycles_delta"] = m["total_cycles_b"] - m["total_cycles_a"]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                m["total_cycles_rel"] = np.where(
-                    m["total_cycles_a"] > 0,
-                    m["total_cycles_delta"] / m["total_cycles_a"].clip(lower=1),
-                    np.nan,
-                )
-        else:
-            m["total_cycles_delta"] = 0
-            m["total_cycles_rel"] = np.nan
-        m = m.drop(columns=["_merge", *[f"{c}_{t}" for c in labels for t in "ab"]])
-        order = np.argsort(-np.abs(m["total_cycles_delta"].to_numpy()), kind="stable")
-        return m.iloc[order].reset_index(drop=True)
+        """A and B joined by name at the shown software layer (the view-model's
+        :func:`~analyser.gui.model.operations.compare_frame`)."""
+        return ops_model.compare_frame(doc, cmp, self.layer)
 
     def clear(self) -> None:
         self.proxy.set_mask(None)
@@ -286,35 +208,23 @@ class OperationsReport(Report):
         titles = software_layer_titles(data.run_config(doc).get("framework"))
         for i, key in enumerate(SOFTWARE_LAYERS):
             self.layer_combo.setItemText(i, titles[key])
-        if cmp is None:
-            self.frame = self.layer_frame(doc).reset_index(drop=self.layer != "operations")
-        else:
-            self.frame = self.compare_frame(doc, cmp)
+        self.frame = ops_model.shown_frame(doc, cmp, self.layer)
         executed = bool(doc.has_execution)
         self.model.set_frame(self.frame, self._columns(cmp is not None, executed))
         self._build_columns_menu()
-        for combo, values in (
-            (
-                self.pass_combo,
-                sorted({str(p) for p in self.frame.get("pass", pd.Series(dtype=str))}),
-            ),
-            (
-                self.ipu_combo,
-                sorted({int(i) for i in self.frame.get("ipu", pd.Series(dtype=int)).dropna()}),
-            ),
-        ):
+        passes, ipus = ops_model.filter_choices(self.frame)
+        for combo, values in ((self.pass_combo, passes), (self.ipu_combo, ipus)):
             current = combo.currentText()
             combo.blockSignals(True)
             combo.clear()
-            combo.addItems(["All"] + [str(v) for v in values])
+            combo.addItems(["All", *values])
             idx = combo.findText(current)
             combo.setCurrentIndex(idx if idx >= 0 else 0)
             combo.blockSignals(False)
         # most expensive first: total cycles, or memory when the profile never ran (OOM)
-        first = "total_cycles" if executed else "memory_bytes"
-        if first not in self.frame:
-            first = "cycles"
-        sort_col = self.model.column_of(first if cmp is None else "total_cycles_delta")
+        sort_col = self.model.column_of(
+            ops_model.first_sort_key(self.frame, executed, cmp is not None)
+        )
         self._apply_filter()
         if cmp is None:
             self.view.horizontalHeader().setSortIndicator(sort_col, Qt.SortOrder.DescendingOrder)
@@ -329,25 +239,16 @@ class OperationsReport(Report):
             self._show_details()
 
     def _apply_filter(self) -> None:
-        f = self.frame
-        if f.empty:
-            self.proxy.set_mask(None)
-            self.count_label.setText("")
-            return
-        keep = np.ones(len(f), bool)
-        text = self.filter_edit.text().strip()
-        if text:
-            hay = f["name"].astype(str) + " " + f["type"].astype(str)
-            for extra in ("layer", "operation"):
-                if extra in f:
-                    hay = hay + " " + f[extra].astype(str)
-            keep &= hay.str.contains(text, case=False, regex=False).to_numpy()
-        if self.pass_combo.currentIndex() > 0 and "pass" in f:
-            keep &= (f["pass"].astype(str) == self.pass_combo.currentText()).to_numpy()
-        if self.ipu_combo.currentIndex() > 0:
-            keep &= (f["ipu"].astype(float) == float(self.ipu_combo.currentText())).to_numpy()
+        keep = ops_model.filter_mask(
+            self.frame,
+            self.filter_edit.text().strip(),
+            self.pass_combo.currentText() if self.pass_combo.currentIndex() > 0 else None,
+            self.ipu_combo.currentText() if self.ipu_combo.currentIndex() > 0 else None,
+        )
         self.proxy.set_mask(keep)
-        self.count_label.setText(f"{int(keep.sum()):,} of {len(f):,}")
+        self.count_label.setText(
+            "" if keep is None else f"{int(keep.sum()):,} of {len(self.frame):,}"
+        )
 
     def visible_names(self) -> list[str]:
         col = self.model.column_of("name")
@@ -380,89 +281,27 @@ class OperationsReport(Report):
             for t in (self.vars_table, self.cs_table, self.progs_table):
                 t.set_frame(pd.DataFrame())
             return
-        b = lambda v: fmt_bytes(v, self.units)  # noqa: E731
-        vars_frames, cs_frames, prog_frames = [], [], []
         self._charts_stale = True
-        for tag, d in docs:
-            ops = data.operations(d)
-            label = f"{tag}: {name}" if len(docs) > 1 else name
-            op_ids, _progs = self.selection_of(d, name)
-            if not op_ids.size and not _progs.size:
-                self.summary_tree.add_section(label, [("Status", "not in this profile")])
-                continue
-            if self.layer == "operations":
-                row = ops.iloc[int(op_ids[0])]
-                rows = [
-                    ("Type", str(row["type"])),
-                    ("Layer", str(row["layer"])),
-                    ("Pass", str(row["pass"])),
-                    ("IPU", str(row["ipu"])),
-                    ("Pipeline stage", str(row["stage"])),
-                    ("Cycles (one execution)", fmt_count(int(row["cycles"]))),
-                    ("Executions", fmt_count(int(row["executions"]))),
-                    ("Total cycles", fmt_count(int(row["total_cycles"]))),
-                    ("Share of cycles", fmt_pct(float(row["cycles_share"]))),
-                    ("FLOPs", fmt_count(int(row["flops"]))),
-                    ("FLOPs per cycle", f"{float(row['flops_per_cycle']):,.1f}"),
-                    ("Bytes in / out", f"{b(int(row['bytes_in']))} / {b(int(row['bytes_out']))}"),
-                    ("Memory (variables it owns)", b(int(row["memory_bytes"]))),
-                    ("Temporary memory", b(int(row["temp_bytes"]))),
-                    ("Code", b(int(row["code_bytes"]))),
-                    ("Tiles", f"{int(row['tiles_used']):,} from tile {int(row['tile_start'])}"),
-                ]
-            else:  # a layer or a program: its row as the table shows it
-                frame = self.layer_frame(d)
-                row = frame[frame["name"].astype(str).to_numpy() == name].iloc[0]
-                cols = self._columns(False, bool(d.has_execution))
-                rows = [
-                    (title, fmt(row[key]) if fmt is not None else str(row[key]))
-                    for key, title, fmt in cols[1:]
-                    if key in row.index
-                ]
-            self.summary_tree.add_section(label, rows)
-            sel = np.isin
-            v = data.variables(d)
-            v = v[sel(v["op"].to_numpy(), op_ids)]
-            cs = data.compute_sets(d)
-            cs = cs[sel(cs["op"].to_numpy(), op_ids)]
-            nodes = data.program_nodes(d)
-            progs = nodes.iloc[_progs][
-                ["name", "type", "ipu", "cycles", "tile_balance", "bytes"]
-            ].copy()
-            progs["type"] = [str(x) for x in progs["type"].map(lambda t: _ptype(int(t)))]
-            if len(docs) > 1:
-                v, cs, progs = (
-                    v.assign(profile=tag),
-                    cs.assign(profile=tag),
-                    progs.assign(profile=tag),
-                )
-            vars_frames.append(v)
-            cs_frames.append(cs)
-            prog_frames.append(progs)
-        cat = lambda fs: pd.concat(fs, ignore_index=True) if fs else pd.DataFrame()  # noqa: E731
+        details = ops_model.row_details(docs, self.layer, name, self.units)
+        for d in details:
+            self.summary_tree.add_section(d.label, d.rows)
         self.vars_table.set_frame(
-            cat(vars_frames),
+            ops_model.joined([d.variables for d in details]),
             columns("variables", self.units, VARIABLE_TABLE),
         )
-        self.cs_table.set_frame(cat(cs_frames), columns("compute_sets", self.units))
-        self.progs_table.set_frame(cat(prog_frames), columns("programs", self.units))
+        self.cs_table.set_frame(
+            ops_model.joined([d.compute_sets for d in details]),
+            columns("compute_sets", self.units),
+        )
+        self.progs_table.set_frame(
+            ops_model.joined([d.programs for d in details]), columns("programs", self.units)
+        )
         self._draw_charts()
 
     def selection_of(self, doc: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
         """(operation ids, program rows) of the row called ``name`` at the shown layer in
-        ``doc``: an operation and its programs, a layer's operations and their programs, or a
-        program and its operation."""
-        ops = data.operations(doc)
-        nodes = data.program_nodes(doc)
-        node_op = nodes["op"].to_numpy()
-        if self.layer == "programs":
-            frame = self.layer_frame(doc)
-            progs = frame["program"].to_numpy()[frame["name"].astype(str).to_numpy() == name]
-            op_ids = np.unique(node_op[progs])
-            return op_ids[op_ids >= 0].astype(np.int64), progs.astype(np.int64)
-        key = "name" if self.layer == "operations" else "layer"
-        op_ids = np.flatnonzero(ops[key].astype(str).to_numpy() == name)
-        return op_ids.astype(np.int64), np.flatnonzero(np.isin(node_op, op_ids))
+        ``doc`` (the view-model's :func:`~analyser.gui.model.operations.selection_of`)."""
+        return ops_model.selection_of(doc, self.layer, name)
 
     # ------------------------------------------------------------------ charts
     def _draw_charts(self) -> None:
@@ -490,52 +329,33 @@ class OperationsReport(Report):
         docs = [("A", self.document)] + (
             [("B", self.compare_doc)] if self.compare_doc is not None else []
         )
-        lines = []
-        categories: list[str] = []
-        values: dict[str, pd.Series] = {}
-        for k, (tag, d) in enumerate(docs):
-            op_ids, progs = self.selection_of(d, name)
-            color = hex_color("compare", "a" if k == 0 else "b")
-            who = f"{tag}: " if len(docs) > 1 else ""
-            by_ipu = data.tile_cycles_by_ipu(d, progs)
-            for ipu, cycles in by_ipu.items():
-                tp.addItem(tile_curve(cycles, k))
-                busy = cycles[cycles > 0]
-                lines.append(
-                    f"{who}IPU {ipu}: {fmt_count(int(cycles.max()))} cycles on the slowest tile, "
-                    f"{fmt_count(int(busy.size))} tiles busy"
-                )
-            mem = data.memory_by_category(d, op_ids)
-            values[tag] = mem
-            categories += [c for c in mem.index if c not in categories]
+        charts = ops_model.row_charts(docs, self.layer, name)
+        for k, _ipu, cycles in charts.tile_cycles:
+            tp.addItem(tile_curve(cycles, k))
         tp.enableAutoRange()
-        if not lines:
-            lines.append("No program of this row runs on a tile.")
-        self.charts_text.setText("; ".join(lines))
+        self.charts_text.setText(charts.text)
         # memory by category: horizontal bars, A (and B beside it)
-        n = len(categories)
-        width = 0.8 / max(len(values), 1)
-        for k, mem in enumerate(values.values()):
-            y = np.arange(n) - 0.4 + width * (k + 0.5)
-            height = np.array([float(mem.get(c, 0)) for c in categories])
+        categories = charts.categories
+        for k, (y, values, height) in enumerate(charts.memory_bars()):
             color = hex_color("compare", "a" if k == 0 else "b")
             mp.addItem(
                 pg.BarGraphItem(
-                    x0=0, y=y, height=width * 0.9, width=height, brush=color, pen=pg.mkPen(None)
+                    x0=0, y=y, height=height, width=values, brush=color, pen=pg.mkPen(None)
                 )
             )
         mp.getAxis("left").setTicks([[(i, c) for i, c in enumerate(categories)], []])
-        top = max((float(m.max()) for m in values.values() if len(m)), default=0.0)
+        top = charts.top()
         self.memory_plot.setVisible(bool(categories))
         if not categories:
             self.charts_text.setText(
                 self.charts_text.text() + "; no memory is attributed to it (no variables, no code)."
             )
             return
+        n = len(categories)
         mp.getAxis("bottom").enableAutoSIPrefix(False)
         scale, unit = axis_scale(self.units, top)
         mp.getAxis("bottom").setScale(1.0 / scale)
-        mp.setLabel("bottom", f"memory ({unit})" + ("  (A, B)" if len(values) > 1 else ""))
+        mp.setLabel("bottom", f"memory ({unit})" + ("  (A, B)" if len(docs) > 1 else ""))
         mp.setYRange(-0.6, max(n - 0.4, 0.6), padding=0)
         mp.setXRange(0, top * 1.05 if top else 1, padding=0)
 
@@ -588,7 +408,3 @@ class OperationsReport(Report):
             action.setChecked(key not in hidden)
             action.toggled.connect(lambda on, k=key: self.set_column_hidden(k, not on))
         self._apply_hidden()
-
-
-def _ptype(code: int) -> str:
-    return step_type_name(code)

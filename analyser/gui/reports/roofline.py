@@ -6,13 +6,12 @@ In compare mode B's operations are drawn as triangles over A's circles, each wit
 
 from __future__ import annotations
 
-import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
-from analyser.core.units import fmt_bytes
 from analyser.gui.model import data
+from analyser.gui.model import operations as ops_model
 from analyser.gui.model.document import Document
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report
@@ -75,49 +74,20 @@ class RooflineReport(Report):
         self.header.setText("\n".join(texts))
 
     def _draw(self, side: str, doc: Document, r, symbol: str, compare: bool) -> str:
-        ops = r.operations
-        finite = (
-            np.isfinite(ops["intensity_exchange"].to_numpy()) & (ops["achieved"] > 0).to_numpy()
-        )
-        sel = ops[finite]
-        x = np.log10(sel["intensity_exchange"].to_numpy(float))
-        y = np.log10(sel["achieved"].to_numpy(float))
-        brushes = [
-            pg.mkBrush(hex_color("step_types", LIMIT_STEP_TYPE[lim])) for lim in sel["limit"]
-        ]
+        prefix = f"{side}: {doc.name}: " if compare else f"{doc.name}: "
+        pts = ops_model.roofline_points(r, prefix)
+        brushes = [pg.mkBrush(hex_color("step_types", LIMIT_STEP_TYPE[lim])) for lim in pts.limits]
         spots = pg.ScatterPlotItem(
-            x=x,
-            y=y,
-            symbol=symbol,
-            size=8,
-            brush=brushes,
-            pen=None,
-            data=sel["name"].to_numpy(object),
+            x=pts.x, y=pts.y, symbol=symbol, size=8, brush=brushes, pen=None, data=pts.names
         )
-        spots.sigClicked.connect(lambda _item, pts, _ev: self._pick(side, pts))
+        spots.sigClicked.connect(lambda _item, p, _ev: self._pick(side, p))
         self.plot.addItem(spots)
         self.points[side] = spots
-        ro = r.roofs
-        lo = float(x.min()) - 1 if x.size else -2.0
-        hi = float(x.max()) + 1 if x.size else 4.0
-        ridge = np.log10(ro.peak_flops_per_cycle / ro.exchange_bytes_per_cycle)
-        xs = np.array([min(lo, ridge - 1), ridge, max(hi, ridge + 1)])
-        ys = np.log10(np.minimum(10.0**xs * ro.exchange_bytes_per_cycle, ro.peak_flops_per_cycle))
         # the roofs drawn as the memory report draws its limit (B's dashed)
         style = Qt.PenStyle.DashLine if side == "B" else Qt.PenStyle.SolidLine
         pen = pg.mkPen(hex_color("chart", "max_memory_line"), width=2, style=style)
-        self.plot.addItem(pg.PlotDataItem(xs, ys, pen=pen))
-        counts = sel["limit"].value_counts()
-        nothing = int((~finite).sum())
-        prefix = f"{side}: {doc.name}: " if compare else f"{doc.name}: "
-        return (
-            prefix
-            + f"{len(sel):,} operations drawn ("
-            + ", ".join(f"{int(v):,} {k}-bound" for k, v in counts.items())
-            + f"); {nothing:,} exchange nothing (not drawn). Roofs per IPU ({ro.precision}): "
-            f"AMP peak {ro.peak_flops_per_cycle:,.0f} FLOPs/cycle, exchange "
-            f"{fmt_bytes(ro.exchange_bytes_per_cycle)}/cycle."
-        )
+        self.plot.addItem(pg.PlotDataItem(pts.roof_x, pts.roof_y, pen=pen))
+        return pts.text
 
     def _pick(self, side: str, pts) -> None:
         if len(pts):
