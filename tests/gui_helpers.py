@@ -100,3 +100,17 @@ def open_in(qtbot, window, *paths) -> bool:
         else:
             window.open_files(list(paths))
     return blocker.args == [True]
+
+
+def synthetic_documents(tmp_path_factory, stem: str, seed: int, **sizes):
+    """Generator for a module fixture of the Qt-free view-model tests: writes two synthetic
+    profiles (gradient accumulation 4 and 8, ``seed``, ``sizes``), yields them opened as
+    documents [A, B], then closes them."""
+    from analyser.gui.model.document import Document
+
+    out = tmp_path_factory.mktemp(stem)
+    paths = write_synthetic_profiles(out, stem, ((seed, 4), (seed, 8)), **sizes)
+    opened = [Document.open(p) for p in paths]
+    yield opened
+    for d in opened:
+        d.close()

@@ -4,35 +4,19 @@ the tile map and the selected tiles' tables say which tile is which."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
+from gui_helpers import synthetic_documents
 
 from analyser.core.units import MemoryUnits
 from analyser.gui.model import memory as mm
-from profiles import write_profile
-from profiles.synthetic import make_synthetic_profile
 
 
 @pytest.fixture(scope="module")
 def docs(tmp_path_factory):
-    from analyser.gui.model.document import Document
-
-    out: Path = tmp_path_factory.mktemp("model-memory")
-    opened = []
-    for ga in (4, 8):
-        path = out / f"m{ga}.h5"
-        write_profile(
-            path,
-            make_synthetic_profile(
-                n_steps=600, n_ipus=2, tiles=64, n_programs=60, seed=5, grad_accum=ga
-            ),
-        )
-        opened.append(Document.open(path))
-    yield opened
-    for d in opened:
-        d.close()
+    yield from synthetic_documents(
+        tmp_path_factory, "model-memory", 5, n_steps=600, n_ipus=2, tiles=64, n_programs=60
+    )
 
 
 @pytest.mark.parametrize("breakdown", [None, "category", "region", "liveness"])

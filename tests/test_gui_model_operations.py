@@ -4,36 +4,20 @@ selected row's details and charts, the roofline's points under their roofs."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
+from gui_helpers import synthetic_documents
 
 from analyser.core.quantities import SHARE_OF_CYCLES, TABLES
 from analyser.core.units import MemoryUnits
 from analyser.gui.model import operations as om
-from profiles import write_profile
-from profiles.synthetic import make_synthetic_profile
 
 
 @pytest.fixture(scope="module")
 def docs(tmp_path_factory):
-    from analyser.gui.model.document import Document
-
-    out: Path = tmp_path_factory.mktemp("model-operations")
-    opened = []
-    for ga in (4, 8):
-        path = out / f"o{ga}.h5"
-        write_profile(
-            path,
-            make_synthetic_profile(
-                n_steps=800, n_ipus=2, tiles=64, n_programs=80, seed=7, grad_accum=ga
-            ),
-        )
-        opened.append(Document.open(path))
-    yield opened
-    for d in opened:
-        d.close()
+    yield from synthetic_documents(
+        tmp_path_factory, "model-operations", 7, n_steps=800, n_ipus=2, tiles=64, n_programs=80
+    )
 
 
 @pytest.mark.parametrize("layer", om.SOFTWARE_LAYERS)

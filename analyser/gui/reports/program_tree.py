@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pandas as pd
 from PySide6.QtCore import (
     QAbstractItemModel,
     QModelIndex,
@@ -30,10 +29,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from analyser.core.quantities import STEP_TYPES, TABLES
-from analyser.core.units import NEW, fmt_bytes, fmt_count, fmt_pct, fmt_signed_int
-from analyser.gui.model import data
+from analyser.core.quantities import STEP_TYPES
+from analyser.gui.model import program_tree as tree_model
 from analyser.gui.model.errors import problem_sentence
+
+# the tree's columns and the compare-mode change live in the view-model (re-exported)
+from analyser.gui.model.program_tree import COLUMN_SPECS as COLUMN_SPECS
+from analyser.gui.model.program_tree import COLUMNS as COLUMNS
+from analyser.gui.model.program_tree import DELTA_HEADER as DELTA_HEADER
+from analyser.gui.model.program_tree import KEYS as KEYS
+from analyser.gui.model.program_tree import ProgramTree
+from analyser.gui.model.program_tree import matched_cycle_change as matched_cycle_change
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report, lay_out
 from analyser.gui.widgets import KeyValueTree
@@ -54,78 +60,37 @@ def _bold_font() -> QFont:
     return f
 
 
-#: The tree's columns (the catalogue, analyser.core.quantities.TABLES["program_tree"]); the last
-#: one, "delta", only in compare mode.
-_COLUMNS = tuple(TABLES["program_tree"].values())
-COLUMN_SPECS = tuple((c.key, c.title, c.tip) for c in _COLUMNS if c.key != "delta")
-COLUMNS = tuple(h for _k, h, _t in COLUMN_SPECS)
-KEYS = tuple(k for k, _h, _t in COLUMN_SPECS)
-DELTA_HEADER = TABLES["program_tree"]["delta"].title
-#: Step types whose tile balance means something (compute and exchange).
-BALANCED_TYPES = frozenset(
-    STEP_TYPES.index(t) for t in ("OnTileExecute", "DoExchange", "GlobalExchange")
-)
-#: Step types that can wait (their executed cycles can exceed own work x executions).
-WAITING_TYPES = frozenset(
-    STEP_TYPES.index(t) for t in ("Sync", "SyncAns", "StreamCopyBegin", "GlobalExchange")
-)
-
-
 class ProgramTreeModel(QAbstractItemModel):
-    """Tree model over the program-node table (pre-order rows with a parent column).
+    """Qt's tree model over a :class:`~analyser.gui.model.program_tree.ProgramTree` (the
+    view-model: rows, children, column texts, search); internal ids are node ids + 1."""
 
-    Children lists are built once with numpy (a stable sort by parent), so the model answers
-    ``index`` / ``parent`` / ``rowCount`` in O(1); internal ids are node ids + 1.
-    """
-
-    def __init__(
-        self,
-        nodes: pd.DataFrame,
-        executions: np.ndarray | None,
-        total: np.ndarray | None,
-        units,
-        parent=None,
-        wait: np.ndarray | None = None,
-    ) -> None:
+    def __init__(self, tree: ProgramTree, parent=None) -> None:
         super().__init__(parent)
-        self.units = units
-        self.names = nodes["name"].to_numpy().astype(str)
-        self.types = nodes["type"].to_numpy().astype(np.int64)
-        self.parents = nodes["parent"].to_numpy().astype(np.int64)
-        self.ipus = nodes["ipu"].to_numpy()
-        self.repeat = nodes["repeat"].to_numpy()
-        self.cycles = nodes["cycles"].to_numpy()
-        self.balance = nodes["tile_balance"].to_numpy()
-        self.bytes = nodes["bytes"].to_numpy()
-        self.code = nodes["code_bytes"].to_numpy()
-        self.ops = nodes["op"].to_numpy().astype(np.int64)
-        n = len(nodes)
-        self.executions = executions if executions is not None and len(executions) == n else None
-        self.total = total if total is not None and len(total) == n else None
-        self.wait = wait if wait is not None and len(wait) == n else None
-        #: Compare mode (B pane): change of total cycles against the matching program of A
-        #: (NaN when A has no such program); adds a column.
-        self.delta: np.ndarray | None = None
-        self.columns: tuple[str, ...] = COLUMNS
-        # children of each node (index n = the invisible root), in row (execution) order
-        key = np.where(self.parents < 0, n, self.parents)
-        order = np.argsort(key, kind="stable")
-        counts = np.bincount(key, minlength=n + 1)
-        bounds = np.concatenate(([0], np.cumsum(counts)))
-        self._order = order
-        self._bounds = bounds
-        # the same as Python lists for index() / rowCount(), which the view calls for every
-        # shown row on each layout (a numpy scalar per call costs more than the call itself)
-        self._order_list: list[int] = order.tolist()
-        self._bounds_list: list[int] = bounds.tolist()
-        self.row_in_parent = np.empty(n, np.int64)
-        self.row_in_parent[order] = np.arange(n) - bounds[key[order]]
+        self.tree = tree
+        # index() / rowCount() read these for every shown row on each layout
+        self._order_list = tree.order_list
+        self._bounds_list = tree.bounds_list
         self._colors = {i: QColor(hex_color("step_types", t)) for i, t in enumerate(STEP_TYPES)}
-        self.n = n
+        self.n = tree.n
 
+    # the view-model's per-node arrays (names, types, cycles...) are read through it: see
+    # _TREE_ATTRIBUTES below the class
     def children(self, node: int) -> np.ndarray:
-        k = self.n if node < 0 else node
-        return self._order[self._bounds[k] : self._bounds[k + 1]]
+        return self.tree.children(node)
+
+    def column(self, key: str) -> int:
+        """Column number of column ``key`` (see COLUMN_SPECS; ``"delta"`` in compare mode)."""
+        return self.tree.column(key)
+
+    def text(self, node: int, col: int) -> str:
+        return self.tree.text(node, col)
+
+    def search(self, text: str) -> np.ndarray:
+        """Node ids whose name contains ``text`` (case-insensitive), in tree order."""
+        return self.tree.search(text)
+
+    def ancestors(self, node: int) -> list[int]:
+        return self.tree.ancestors(node)
 
     def node_of(self, index: Index) -> int:
         return int(index.internalId()) - 1 if index.isValid() else -1
@@ -133,13 +98,15 @@ class ProgramTreeModel(QAbstractItemModel):
     def index_of(self, node: int, column: int = 0) -> QModelIndex:
         if node < 0:
             return QModelIndex()
-        return self.createIndex(int(self.row_in_parent[node]), column, node + 1)
+        return self.createIndex(int(self.tree.row_in_parent[node]), column, node + 1)
 
     # -- QAbstractItemModel ----------------------------------------------------------------
     def index(self, row: int, column: int, parent: Index = _ROOT) -> QModelIndex:
         k = parent.internalId() - 1 if parent.isValid() else self.n
         lo = self._bounds_list[k]
-        if not (0 <= row < self._bounds_list[k + 1] - lo) or not (0 <= column < len(self.columns)):
+        if not (0 <= row < self._bounds_list[k + 1] - lo) or not (
+            0 <= column < len(self.tree.columns)
+        ):
             return QModelIndex()
         return self.createIndex(row, column, self._order_list[lo + row] + 1)
 
@@ -147,7 +114,7 @@ class ProgramTreeModel(QAbstractItemModel):
         node = self.node_of(index)
         if node < 0:
             return QModelIndex()
-        return self.index_of(int(self.parents[node]))
+        return self.index_of(int(self.tree.parents[node]))
 
     def rowCount(self, parent: Index = _ROOT) -> int:
         if parent.isValid() and parent.column() != 0:
@@ -156,26 +123,23 @@ class ProgramTreeModel(QAbstractItemModel):
         return self._bounds_list[k + 1] - self._bounds_list[k]
 
     def columnCount(self, parent: Index = _ROOT) -> int:
-        return len(self.columns)
+        return len(self.tree.columns)
 
     def set_delta(self, delta: np.ndarray | None) -> None:
         """Show the change of total cycles against the other profile (compare mode)."""
         self.beginResetModel()
-        self.delta = delta
-        self.columns = COLUMNS + ((DELTA_HEADER,) if delta is not None else ())
+        self.tree.set_delta(delta)
         self.endResetModel()
 
     def headerData(
         self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
     ) -> Any:
-        if orientation != Qt.Orientation.Horizontal or section >= len(self.columns):
+        if orientation != Qt.Orientation.Horizontal or section >= len(self.tree.columns):
             return None
         if role == Qt.ItemDataRole.DisplayRole:
-            return self.columns[section]
+            return self.tree.columns[section]
         if role == Qt.ItemDataRole.ToolTipRole:
-            if section < len(COLUMN_SPECS):
-                return COLUMN_SPECS[section][2]
-            return "Change of executed cycles against the program of A with the same name"
+            return self.tree.tip(section)
         return None
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
@@ -189,74 +153,44 @@ class ProgramTreeModel(QAbstractItemModel):
             return None
         col = index.column()
         if role == _DISPLAY:
-            return self.text(node, col)
+            return self.tree.text(node, col)
         if role == _USER:
             return node
         if role == _ALIGN:
             return _ALIGN_RIGHT if col >= 2 else None
-        t = int(self.types[node])
+        t = int(self.tree.types[node])
         if (role == _DECORATION and col == 0) or (role == _FOREGROUND and col == 1):
             return self._colors.get(t)
-        if role == _FONT and col == 0 and t < 3:
+        if role == _FONT and col == 0 and t < tree_model.FIRST_STEP_TYPE:
             return _bold_font()
         return None
 
-    def column(self, key: str) -> int:
-        """Column number of column ``key`` (see COLUMN_SPECS; ``"delta"`` in compare mode)."""
-        return len(KEYS) if key == "delta" else KEYS.index(key)
 
-    def text(self, node: int, col: int) -> str:
-        t = int(self.types[node])
-        leaf = t >= 3
-        key = KEYS[col] if col < len(KEYS) else "delta"
-        if key == "name":
-            return self.names[node]
-        if key == "type":
-            return STEP_TYPES[t] if 0 <= t < len(STEP_TYPES) else str(t)
-        if key == "ipu":
-            return "all" if self.ipus[node] < 0 else str(int(self.ipus[node]))
-        if key == "repeat":
-            return fmt_count(int(self.repeat[node])) if t == 1 else ""
-        if key == "cycles":
-            return fmt_count(int(self.cycles[node])) if leaf else ""
-        if key == "balance":
-            return fmt_pct(float(self.balance[node])) if t in BALANCED_TYPES else ""
-        if key == "executions":
-            return (
-                fmt_count(int(self.executions[node]))
-                if self.executions is not None and leaf
-                else ""
-            )
-        if key == "total":
-            return fmt_count(int(self.total[node])) if self.total is not None and leaf else ""
-        if key == "wait":
-            if self.wait is None or not leaf:
-                return ""
-            w = int(self.wait[node])
-            return fmt_count(w) if w or t in WAITING_TYPES else ""
-        if key == "bytes":
-            return fmt_bytes(int(self.bytes[node]), self.units) if self.bytes[node] else ""
-        if key == "code":
-            return fmt_bytes(int(self.code[node]), self.units) if self.code[node] else ""
-        if key == "delta" and self.delta is not None and leaf:
-            d = self.delta[node]
-            return NEW if np.isinf(d) else fmt_signed_int(d)
-        return ""
-
-    def search(self, text: str) -> np.ndarray:
-        """Node ids whose name contains ``text`` (case-insensitive), in tree order."""
-        if not text:
-            return np.zeros(0, np.int64)
-        hits = pd.Series(self.names).str.contains(text, case=False, regex=False).to_numpy()
-        return np.flatnonzero(hits)
-
-    def ancestors(self, node: int) -> list[int]:
-        out = []
-        p = int(self.parents[node])
-        while p >= 0:
-            out.append(p)
-            p = int(self.parents[p])
-        return out[::-1]
+#: The view-model's attributes the Qt model gives read-only (the pane and tests read them).
+_TREE_ATTRIBUTES = (
+    "names",
+    "types",
+    "parents",
+    "ipus",
+    "repeat",
+    "cycles",
+    "balance",
+    "bytes",
+    "code",
+    "ops",
+    "executions",
+    "total",
+    "wait",
+    "delta",
+    "columns",
+    "units",
+)
+for _attr in _TREE_ATTRIBUTES:
+    setattr(
+        ProgramTreeModel,
+        _attr,
+        property(lambda self, _a=_attr: getattr(self.tree, _a), doc=f"The tree's ``{_attr}``."),
+    )
 
 
 class ProgramTreePane(QWidget):
@@ -289,7 +223,7 @@ class ProgramTreePane(QWidget):
         self.view.header().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         self.details = KeyValueTree()
         lay_out(self, [self.title, bar], self.view, self.details, (520, 260))
-        self.matches = np.zeros(0, np.int64)
+        self.matches = tree_model.no_matches()
         self.match_pos = -1
 
     def set_document(
@@ -305,16 +239,7 @@ class ProgramTreePane(QWidget):
             self.view.setModel(None)
             self.model = None
             return
-        nodes = data.program_nodes(doc)
-        ex = data.execution(doc)
-        self.model = ProgramTreeModel(
-            nodes,
-            None if ex is None else ex.program_executions,
-            None if ex is None else ex.program_cycles,
-            units,
-            self,
-            wait=data.program_wait_cycles(doc),
-        )
+        self.model = ProgramTreeModel(tree_model.program_tree(doc, units), self)
         if delta is not None:
             self.model.set_delta(delta)
         self.view.setModel(self.model)
@@ -328,16 +253,8 @@ class ProgramTreePane(QWidget):
         if self.model is None:
             return
         # Expand the first three levels (at most 256 nodes), like PopVision's initial view.
-        frontier = self.model.children(-1)
-        budget = 256
-        for _level in range(3):
-            frontier = frontier[:budget]
-            budget -= len(frontier)
-            for node in frontier:
-                self.view.expand(self.model.index_of(int(node)))
-            if budget <= 0 or not len(frontier):
-                break
-            frontier = np.concatenate([self.model.children(int(n)) for n in frontier])
+        for node in self.model.tree.initially_expanded():
+            self.view.expand(self.model.index_of(node))
         # Fixed widths from the header text: measuring every row's contents is slow on big trees.
         metrics = self.view.fontMetrics()
         self.view.setColumnWidth(0, 320)
@@ -361,15 +278,14 @@ class ProgramTreePane(QWidget):
                 header.moveSection(header.visualIndex(c), c)
         self._new_search(self.search_edit.text())
         # Start on the step with the most cycles over the run (or the root).
-        if self.model.total is not None and self.model.n:
-            self.select_node(int(np.argmax(self.model.total)))
-        elif self.model.n:
-            self.select_node(0)
+        start = self.model.tree.start_node()
+        if start is not None:
+            self.select_node(start)
 
     # -- search -----------------------------------------------------------------------------
     def _new_search(self, text: str) -> None:
         self.matches = (
-            self.model.search(text.strip()) if self.model is not None else np.zeros(0, np.int64)
+            self.model.search(text.strip()) if self.model is not None else tree_model.no_matches()
         )
         self.match_pos = -1
         self.match_label.setText(f"{len(self.matches):,} matches" if text.strip() else "")
@@ -417,40 +333,11 @@ class ProgramTreePane(QWidget):
         node = model.node_of(index) if model is not None else -1
         if node < 0 or doc is None:
             return
-        rows = [
-            (model.columns[c], model.text(node, c))
-            for c in range(len(model.columns))
-            if model.text(node, c)
-        ]
-        path = " > ".join(model.names[a] for a in model.ancestors(node))
-        rows.append(("Path", path or "(root)"))
-        names = data.operation_names(doc)
-        op = int(model.ops[node])
-        rows.append(("Operation", str(names[op]) if 0 <= op < len(names) else "-"))
-        rows.append(("Children", fmt_count(model.rowCount(model.index_of(node)))))
-        t = int(model.types[node])
-        if t >= 3:
-            tc = data.program_tile_cycles(doc, node)
-            used = tc[tc > 0]
-            if used.size:
-                rows.append(("Tiles used", fmt_count(int(used.size))))
-                rows.append(
-                    (
-                        "Cycles per tile (min / mean / max)",
-                        f"{int(used.min()):,} / {used.mean():,.0f} / {int(used.max()):,}",
-                    )
-                )
-        self.details.add_section(model.names[node], rows)
-        if op >= 0:
-            related = np.flatnonzero((model.ops == op) & (np.arange(model.n) != node))
-            cyc = model.column("cycles")
-            rel_rows = [
-                (model.names[r], model.text(r, 1), model.text(r, cyc)) for r in related[:200]
-            ]
-            sec = self.details.add_section(
-                f"Related steps (same operation, {len(related):,})", rel_rows
-            )
-            sec.setExpanded(len(related) <= 50)
+        details = tree_model.node_details(model.tree, doc, node)
+        self.details.add_section(details.title, details.rows)
+        if details.related is not None:
+            sec = self.details.add_section(details.related_title, details.related)
+            sec.setExpanded(details.related_expanded)
 
 
 class ProgramTreeReport(Report):
@@ -489,9 +376,7 @@ class ProgramTreeReport(Report):
         self._b_of_a = None
         if cmp is not None and self.pane_b.model is not None:
             # Selecting a program in A selects the matching program of B (same name, k-th).
-            ka, kb = data.program_match_keys(doc), data.program_match_keys(cmp)
-            pos_b = pd.Series(np.arange(len(kb)), index=kb)
-            self._b_of_a = pos_b.reindex(ka).fillna(-1).astype(np.int64).to_numpy()
+            self._b_of_a = tree_model.b_of_a(doc, cmp)
             self.pane_a.view.selectionModel().currentChanged.connect(self._follow_in_b)
 
     def _follow_in_b(self, current, _previous) -> None:
@@ -504,16 +389,3 @@ class ProgramTreeReport(Report):
 
     def chart_widget(self) -> QWidget:
         return self
-
-
-def matched_cycle_change(doc_a: Any, doc_b: Any) -> np.ndarray | None:
-    """Per program of B: its total cycles over the run minus those of the program of A with the
-    same name (the k-th of that name matches the k-th), NaN when A has none; None when either
-    profile has no execution. Totals come from the analysis core (program_cycles)."""
-    ea, eb = data.execution(doc_a), data.execution(doc_b)
-    if ea is None or eb is None:
-        return None
-    ka, kb = data.program_match_keys(doc_a), data.program_match_keys(doc_b)
-    a_total = pd.Series(ea.program_cycles.astype(np.float64), index=ka)
-    matched = a_total.reindex(kb).to_numpy()
-    return eb.program_cycles.astype(np.float64) - matched
