@@ -923,3 +923,73 @@ def test_b_timeline_and_bsp_plot_are_built_when_first_needed_and_only_once(
     assert not r.timeline_b_box.isVisible()
     _open(report, *small_paths)
     assert r.timeline_b is tl_b and len(r.findChildren(TimelineView)) == 2
+
+
+def test_a_pinned_lane_stays_on_top_while_the_others_scroll(qtbot, report, small_paths):
+    """Perfetto's pinned tracks (issue 23, parity): the lane menu or P pins a lane to the top;
+    scrolling moves only the other lanes under it; the pins are kept across a theme switch (a
+    restyle shows the same trace again); unpinning puts the lane back in its place."""
+    from PySide6.QtGui import QCursor
+
+    from analyser.gui.model.timeline import PIN
+
+    r, _ = report
+    _open(report, small_paths[0])
+    r.group_combo.setCurrentIndex(r.group_combo.findData("program"))
+    tl = r.timeline
+    n0, n1 = len(tl.ipu_lanes[0]), len(tl.ipu_lanes[1])
+    assert tl.ipu_base == {0: 0, 1: n0} and n1 >= 3
+    # the menu of IPU 1's third lane pins it: it moves to the top, marked
+    ipu1, lane = tl.lane_at(n0 + 2.5)
+    assert ipu1 == 1
+    menu = tl.lane_menu(n0 + 2.5)
+    name = tl.ipu_lanes[1][2]
+    assert menu.actions()[0].text().startswith("Pin to top: IPU 1 · ")
+    assert [a.text() for a in menu.actions()][1] == "Fold IPU 1"
+    _redrawn_after(qtbot, tl, menu.actions()[0].trigger)
+    assert tl.pinned == [("ipu", 1, name)]
+    assert tl.lane_at(0.5) == (1, lane) and tl.ipu_base == {0: 1, 1: 1 + n0}
+    assert tl.lane_axis._labels[0][1].startswith(PIN + "IPU 1 · ")
+    # fewer rows than lanes: the other lanes scroll, the pinned one stays at the top
+    tl.visible_lanes = lambda: 6
+    tl._fit_lanes()
+    assert tl.scrollbar.isVisible() and tl.scrollbar.maximum() == n0 + n1 - 6
+    _redrawn_after(qtbot, tl, lambda: tl.scrollbar.setValue(tl.scrollbar.maximum()))
+    assert tl.lane_at(0.5) == (1, lane)  # still on top
+    assert tl.lane_at(5.5)[0] == 1 and tl.lane_at(1.5)[0] == 1  # the last lanes of IPU 1
+    assert len(tl.lane_axis._labels) == 6  # the scrolled-away lanes have no label
+    assert tl.lane_axis._labels[0][1].startswith(PIN)
+    ys = np.concatenate([prim.ndarray()[:, 1] for _b, prim in tl.items._groups])
+    assert (ys < 1).any() and (ys > 1).any() and (ys >= 0).all()
+    assert set(tl.results) == {1}  # IPU 0 scrolled away: not read
+    # a step of a scrolled-away lane: selecting it scrolls its lane back into view
+    lo, _hi = tl.trace.access.ipu_rows(0)
+    _redrawn_after(qtbot, tl, lambda: tl.select_row(lo, center=False))
+    assert tl.highlight.isVisible() and 1 <= tl.highlight.rect().top() < 6
+    assert 0 in tl.results and tl.lane_at(0.5) == (1, lane)
+    # kept across a theme switch (the report shows the same trace again)
+    r.restyle()
+    assert tl.pinned == [("ipu", 1, name)] and tl.lane_axis._labels[0][1].startswith(PIN)
+    # P over a lane pins it too (under the first); P again unpins it
+    del tl.visible_lanes
+    tl._fit_lanes()
+    vb = tl.getPlotItem().getViewBox()
+    x0, x1 = tl.x_range()
+    at = vb.mapViewToScene(QPointF((x0 + x1) / 2, 1.5))
+    QCursor.setPos(tl.viewport().mapToGlobal(tl.mapFromScene(at)))
+    second = tl.pin_key()
+    assert second is not None and second[:2] == ("ipu", 0)
+    tl.setFocus()
+    qtbot.keyClick(tl, Qt.Key.Key_P)
+    assert tl.pinned == [("ipu", 1, name), second]
+    assert tl.lane_axis._labels[1][1].startswith(PIN + "IPU 0 · ")
+    qtbot.keyClick(tl, Qt.Key.Key_P)  # the pointer is over the second pinned lane
+    assert tl.pinned == [("ipu", 1, name)]
+    _redrawn_after(qtbot, tl, lambda: tl.lane_menu(0.5).actions()[0].trigger())
+    # the lanes in their order again (scrolled to the selected step's lane)
+    assert tl.pinned == [] and tl.ipu_base[1] - tl.ipu_base[0] == n0
+    assert not any(text.startswith(PIN) for _y, text in tl.lane_axis._labels)
+    # the keyboard and mouse reference (Help menu) says so
+    from analyser.gui.help import SHORTCUTS
+
+    assert any(keys.startswith("P,") and "pin" in what for _w, keys, what in SHORTCUTS)

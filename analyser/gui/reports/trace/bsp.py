@@ -26,7 +26,7 @@ from analyser.core.units import fmt_int, fmt_pct
 from analyser.gui.axes import short_cycles, use_cycle_axis
 from analyser.gui.model.trace import BSP_STATES, TYPES_OF_STATE, BspStates, blend, bsp_states
 from analyser.gui.palette import hex_color
-from analyser.gui.reports.trace.timeline import LANE_AXIS_PX
+from analyser.gui.reports.trace.lane_items import LANE_AXIS_PX
 from analyser.gui.theme import style_plot
 from analyser.gui.widgets import PoolTask, Relay
 

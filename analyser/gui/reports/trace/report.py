@@ -30,6 +30,7 @@ from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report
 from analyser.gui.reports.trace.bsp import BspView
 from analyser.gui.reports.trace.diff_lane import hide_differences, show_differences
+from analyser.gui.reports.trace.overview import OverviewStrip
 from analyser.gui.reports.trace.panels import (
     RangeSummaryPanel,
     SearchPanel,
@@ -39,7 +40,6 @@ from analyser.gui.reports.trace.timeline import (
     FLOW_ROWS,
     KEY_ZOOM,
     TRACE_KEYS,
-    OverviewStrip,
     TimelineView,
 )
 from analyser.gui.widgets import PoolTask, Relay

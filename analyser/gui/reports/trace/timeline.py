@@ -1,6 +1,8 @@
 """The execution-trace timeline: one block of lanes per IPU, steps coloured by type.
 
-Drawing is driven by :class:`analyser.trace.window.TraceWindow`: on every pan or zoom the
+Drawing is driven by :class:`analyser.trace.window.TraceWindow`, and where each lane sits and
+what is drawn there by the Qt-free view-model :mod:`analyser.gui.model.timeline` (this module
+paints and handles input): on every pan or zoom the
 view asks for the rectangles of the visible window of each visible IPU at the plot's pixel width
 (level of detail: never more than pixels x types x lanes rectangles) and paints them with one
 ``QPainter.drawRects`` call per step type from buffers filled by numpy (no Python loop over steps).
@@ -18,41 +20,48 @@ Mouse: wheel zooms around the cursor, drag pans, click selects a step; a drag on
 (or Shift + drag over the lanes) selects a range of cycles (Perfetto's area selection), shown as
 a shaded band with its duration (Esc or a click clears it). Keyboard (Perfetto-style): W / S or
 + / - zoom in / out, A / D or Left / Right pan, Home or 0 shows the whole run, F fits the
-selection (the selected range, step or host event).
+selection (the selected range, step or host event), P pins (or unpins) the lane under the
+pointer, else the selected step's, to the top (Perfetto's pinned tracks: it stays there while
+the other lanes scroll; a right click on a lane or its label offers pin and fold).
 """
 
 from __future__ import annotations
 
+import functools
 import weakref
 
 import numpy as np
 import pandas as pd
 import pyqtgraph as pg
-from PySide6.QtCore import QLineF, QRectF, Qt, QThreadPool, QTimer, Signal
-from PySide6.QtGui import QBrush, QColor, QCursor, QFont, QPainter, QPen
+from PySide6.QtCore import QRectF, Qt, QThreadPool, QTimer, Signal
+from PySide6.QtGui import QBrush, QColor, QCursor, QPen
 from PySide6.QtWidgets import QGraphicsRectItem, QScrollBar
 
 from analyser.core.units import fmt_seconds
 from analyser.gui.axes import CycleAxis, short_cycles
 from analyser.gui.items import ArrowsItem, BatchedRectsItem, SliceLabelsItem
+from analyser.gui.model import timeline as model
+from analyser.gui.model.timeline import LANE_FILL, MAX_FLOWS, LaneLayout, lane_label
 from analyser.gui.model.trace import (
     HOST_EVENTS,
-    HOST_LANES,
     STEP_TYPES,
-    Flows,
     TraceWindow,
     WindowResult,
 )
-from analyser.gui.palette import heatmap_colors, qcolor
+from analyser.gui.palette import qcolor
+from analyser.gui.reports.trace.lane_groups import LaneGroups
+from analyser.gui.reports.trace.lane_items import (
+    LANE_AXIS_PX,
+    GridLines,
+    LaneAxis,
+    TraceViewBox,
+    light_fill,
+)
 from analyser.gui.reports.trace.marks import Marks
 from analyser.gui.theme import chart_colors, style_plot
 from analyser.gui.widgets import PoolTask, Relay
 from profiles.errors import UserFacingError
 
-#: Height of a step rectangle inside its lane (1.0 = whole lane).
-LANE_FILL = 0.8
-#: Width of the lane-label axis (the BSP view's axis matches it so x positions line up).
-LANE_AXIS_PX = 230
 #: Smallest lane height in pixels; more lanes than fit scroll vertically.
 MIN_LANE_PX = 18
 #: Zoom factor of one key press.
@@ -61,12 +70,8 @@ KEY_ZOOM = 1.6
 KEY_PAN = 0.2
 #: Narrowest window, in cycles.
 MIN_SPAN = 20.0
-#: Most step names drawn at once (the widest slices first).
-MAX_LABELS = 3000
 #: Flow arrows are drawn when the window holds at most this many steps, at most MAX_FLOWS.
 FLOW_ROWS = 20_000
-MAX_FLOWS = 500
-_FLOW_FIELDS = ("kind", "src_ipu", "src_row", "x0", "dst_ipu", "dst_row", "x1")
 #: The flows are queried once the view has rested this long (ms).
 FLOW_DELAY_MS = 120
 # the trace's own keys (W / S zoom, A / D pan, Home / 0 whole run), also taken from the report's
@@ -86,111 +91,16 @@ TRACE_KEYS = frozenset(
         Qt.Key.Key_0,
         Qt.Key.Key_F,
         Qt.Key.Key_M,
+        Qt.Key.Key_P,
         Qt.Key.Key_Escape,
     )
 )
 
 
-def lane_label(ipu: int, name: str, width: int = 30) -> str:
-    """'IPU i · name', without a repeated 'ipuI/' prefix, elided in the middle."""
-    prefix = f"ipu{ipu}/"
-    if name.startswith(prefix):
-        name = name[len(prefix) :]
-    if len(name) > width:
-        keep = width - 1
-        name = name[: keep // 2] + "…" + name[-(keep - keep // 2) :]
-    return f"IPU {ipu} · {name}"
+__all__ = ["LANE_AXIS_PX", "LANE_FILL", "TimelineView", "lane_label"]
 
 
-class GridLines(pg.GraphicsObject):
-    """Vertical lines at the bottom axis' major ticks, drawn with one ``drawLines`` call (the
-    pyqtgraph grid re-renders the axis picture on every paint, which costs more than the steps)."""
-
-    def __init__(self, plot: pg.PlotItem) -> None:
-        super().__init__()
-        self.plot = plot
-        self.setZValue(-100)
-        plot.getViewBox().sigRangeChanged.connect(self._changed)
-
-    @property
-    def pen(self) -> QPen:
-        """A faint line in the current theme's foreground (read at paint: themes switch)."""
-        color = QColor(chart_colors().foreground)
-        color.setAlpha(40)
-        pen = QPen(color)
-        pen.setCosmetic(True)
-        return pen
-
-    def _changed(self, *args) -> None:
-        self.prepareGeometryChange()
-
-    def boundingRect(self) -> QRectF:
-        return self.plot.getViewBox().viewRect()
-
-    def paint(self, painter: QPainter, *args) -> None:
-        vb = self.plot.getViewBox()
-        (x0, x1), (y0, y1) = vb.viewRange()
-        axis = self.plot.getAxis("bottom")
-        levels = axis.tickValues(x0, x1, max(1.0, vb.width()))
-        xs = [x for _spacing, values in levels[:2] for x in values]
-        if not xs:
-            return
-        painter.setPen(self.pen)
-        painter.drawLines([QLineF(x, y0, x, y1) for x in xs])
-
-
-class TraceViewBox(pg.ViewBox):
-    """The timeline's view box: a drag on the time axis, or a Shift + drag over the lanes,
-    selects a range of cycles (handed to ``range_drag``) instead of panning."""
-
-    def __init__(self) -> None:
-        super().__init__(enableMenu=False)  # the timeline has no context menu: none to build
-        self.range_drag = None
-
-    def mouseDragEvent(self, ev, axis=None) -> None:
-        if (
-            self.range_drag is not None
-            and ev.button() == Qt.MouseButton.LeftButton
-            and (axis == 0 or (axis is None and ev.modifiers() & Qt.KeyboardModifier.ShiftModifier))
-        ):
-            ev.accept()
-            self.range_drag(ev)
-            return
-        super().mouseDragEvent(ev, axis)
-
-
-def light_fill(color: QColor) -> bool:
-    """True when dark text reads better than white on ``color`` (relative luminance)."""
-    return 0.299 * color.redF() + 0.587 * color.greenF() + 0.114 * color.blueF() > 0.6
-
-
-class LaneAxis(pg.AxisItem):
-    """Left axis showing lane labels at lane centres; a click on a label is handed to
-    ``clicked(y)`` (y in lanes) when set (the timeline folds lane groups)."""
-
-    def __init__(self) -> None:
-        super().__init__("left")
-        self._labels: list[tuple[float, str]] = []
-        self.clicked = None
-        self.setWidth(LANE_AXIS_PX)
-        font = QFont()
-        font.setPointSize(8)
-        self.setStyle(tickFont=font, tickTextOffset=4)
-
-    def set_labels(self, labels: list[tuple[float, str]]) -> None:
-        self._labels = labels
-        self.setTicks([labels, []])
-
-    def mouseClickEvent(self, event) -> None:
-        vb = self.linkedView()
-        if self.clicked is None or vb is None or event.button() != Qt.MouseButton.LeftButton:
-            super().mouseClickEvent(event)
-            return
-        event.accept()
-        self.clicked(float(vb.mapSceneToView(event.scenePos()).y()))
-
-
-class TimelineView(pg.PlotWidget):
+class TimelineView(LaneGroups, pg.PlotWidget):
     """Timeline of one profile. Emits ``stepSelected(row)`` and ``windowChanged(t0, t1)``."""
 
     stepSelected = Signal(int)
@@ -214,23 +124,25 @@ class TimelineView(pg.PlotWidget):
         )
         vb.range_drag = self._range_drag
         self.lane_axis.clicked = self.toggle_group_at
-        #: folded lane groups ("ipu", i) / ("host",), remembered per trace (per document)
-        self._folded_by_trace: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.lane_axis.menu = self.show_lane_menu
+        #: folded lane groups ("ipu", i) / ("host",) and pinned lanes, kept per trace (per
+        #: document, and so across a theme switch, which shows the same traces again)
+        self._lanes_by_trace: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        #: where the lanes sit (the view-model)
+        self.lane_layout = LaneLayout()
         style_plot(self)
         self.trace: TraceWindow | None = None
         self.group = "flat"
         self.results: dict[int, WindowResult] = {}
-        self.ipu_base: dict[int, int] = {}
-        self.ipu_lanes: dict[int, tuple[str, ...]] = {}
         self.selected_row: int | None = None
         self.selected_host: int | None = None
         #: Perfetto's M: the pinned bands (built on the first M)
         self.marks: Marks | None = None
         self.host = pd.DataFrame()
-        self.host_lanes: tuple[str, ...] = ()
-        self.host_base = 0
         self.redraw_count = 0
-        self.n_lanes = 1
+        #: the highlighted step or host event: (start, cycles, lane group, row of the group)
+        self._highlighted: tuple[float, float, tuple, int] | None = None
+        self._sep_items: list = []
         self.restricted: tuple[float, float] | None = None
         plot = self.getPlotItem()
         plot.setMenuEnabled(False)
@@ -326,6 +238,7 @@ class TimelineView(pg.PlotWidget):
         self.group = group
         self.selected_row = None
         self.selected_host = None
+        self._highlighted = None
         self.highlight.hide()
         self.clear_range(emit=False)
         self.restricted = None
@@ -359,191 +272,55 @@ class TimelineView(pg.PlotWidget):
                 self.select_host(self.selected_host)
 
     def _layout_lanes(self) -> None:
-        self.ipu_base.clear()
-        self.ipu_lanes.clear()
-        self.ipu_lane_ids: dict[int, np.ndarray] = {}
-        self.lane_local: dict[int, np.ndarray] = {}
-        labels: list[tuple[float, str]] = []
-        self.separators: list[float] = []
-        y = 0
-        if self.trace is not None:
-            for ipu in range(self.trace.n_ipus):
-                names, ids = self.trace.ipu_lanes(self.group, ipu)
-                if not len(ids):
-                    names, ids = ("(no steps)",), np.zeros(1, dtype=np.int64)
-                n_group = len(names)
-                if self.group_of(ipu) == "flat" and self.group != "flat":  # folded: one lane
-                    names, ids = (f"{n_group} lanes",), np.zeros(1, dtype=np.int64)
-                self.ipu_base[ipu] = y
-                self.ipu_lanes[ipu] = names
-                self.ipu_lane_ids[ipu] = ids
-                local = np.full(int(ids.max()) + 1, -1, dtype=np.int64)
-                local[ids] = np.arange(len(ids))
-                self.lane_local[ipu] = local
-                if self.group == "flat":
-                    labels.append((y + 0.5, f"IPU {ipu}"))
-                elif self.group_of(ipu) == "flat":
-                    labels.append((y + 0.5, f"▸ IPU {ipu} · {n_group} lanes"))
-                else:
-                    labels.extend(
-                        (y + i + 0.5, ("▾ " if i == 0 else "") + lane_label(ipu, name))
-                        for i, name in enumerate(names)
-                    )
-                y += len(names)
-                self.separators.append(y)
-        # the host lanes (main, loader) under the IPUs, only those the profile records
-        present = set(self.host["lane"]) if len(self.host) else set()
-        self.host_lanes = tuple(lane for lane in HOST_LANES if lane in present)
-        self.host_base = y
-        if self.host_folded:
-            labels.append((y + 0.5, f"▸ Host · {len(self.host_lanes)} lanes"))
-        else:
-            fold = "▾ " if len(self.host_lanes) > 1 else ""
-            labels.extend(
-                (y + i + 0.5, (fold if i == 0 else "") + f"Host · {lane}")
-                for i, lane in enumerate(self.host_lanes)
-            )
-        y += self.n_host_rows
-        if self.host_lanes:
-            self.separators.append(y)
-        self._draw_host()
-        self.n_lanes = max(1, y)
-        for line in getattr(self, "_sep_items", []):
-            self.getPlotItem().removeItem(line)
-        self._sep_items = []
-        for sy in self.separators[:-1]:
-            line = pg.InfiniteLine(sy, angle=0, pen=pg.mkPen("#888888", width=1))
-            self.getPlotItem().addItem(line)
-            self._sep_items.append(line)
-        self.lane_axis.set_labels(labels)
-        longest = max((len(text) for _y, text in labels), default=6)
+        """Lay the lanes out again (trace, grouping, folds or pins changed), scrolled to the
+        top."""
+        state = self._lane_state()
+        self.lane_layout = LaneLayout.build(
+            self.trace, self.group, self.host, state["folded"], state["pinned"]
+        )
+        longest = self.lane_layout.longest_label()
         self.lane_axis.setWidth(int(min(LANE_AXIS_PX, max(56, 6.5 * longest + 16))))
         vb = self.getPlotItem().getViewBox()
         vb.setLimits(yMin=-0.2, yMax=self.n_lanes + 0.2)
+        self.scrollbar.blockSignals(True)
         self.scrollbar.setValue(0)
-        self._fit_lanes()
+        self.scrollbar.blockSignals(False)
+        self._fit_lanes(force=True)
 
-    # -- lane groups (folded / unfolded, per IPU and the host) ----------------------------------
-    @property
-    def folded(self) -> set:
-        """The folded lane groups of the shown trace: ("ipu", i) and / or ("host",)."""
-        if self.trace is None:
-            return set()
-        return self._folded_by_trace.setdefault(self.trace, set())
-
-    def group_of(self, ipu: int) -> str:
-        """The grouping IPU ``ipu``'s lanes are drawn with: "flat" (one lane) when folded."""
-        return "flat" if ("ipu", ipu) in self.folded else self.group
-
-    @property
-    def host_folded(self) -> bool:
-        return ("host",) in self.folded and len(self.host_lanes) > 1
-
-    @property
-    def n_host_rows(self) -> int:
-        return 1 if self.host_folded else len(self.host_lanes)
-
-    def toggle_group(self, key: tuple) -> None:
-        """Fold or unfold a lane group (an IPU's lanes in a grouped view, or the host's)."""
-        folded = self.folded
-        folded.symmetric_difference_update({key})
-        self._layout_lanes()
-        self.redraw()
-        if self.selected_row is not None:
-            self.select_row(self.selected_row, center=False)
-        elif self.selected_host is not None:
-            self.select_host(self.selected_host)
-
-    def toggle_group_at(self, y: float) -> None:
-        """A click on the lane label at height ``y``: fold / unfold its group."""
-        if self.host_lanes and self.host_base <= y < self.host_base + self.n_host_rows:
-            if len(self.host_lanes) > 1:
-                self.toggle_group(("host",))
-            return
-        hit = self.lane_at(y)
-        if hit is not None and self.group != "flat":
-            self.toggle_group(("ipu", hit[0]))
-
-    def host_lane_of(self, row: int) -> int:
-        """The lane index (y) of host event ``row``."""
-        if self.host_folded:
-            return self.host_base
-        return self.host_base + self.host_lanes.index(self.host["lane"].iat[row])
-
-    def _draw_host(self) -> None:
-        """The host events, one group per kind (a handful of rows: drawn once, whole)."""
-        if not self.host_lanes:
-            self.host_items.set_groups([])
-            self.host_labels.set_labels(np.zeros((0, 4)), [], np.zeros(0, dtype=bool))
-            return
-        h = self.host
-        lane = np.array([self.host_lanes.index(x) for x in h["lane"]], dtype=np.float64)
-        if self.host_folded:
-            lane[:] = 0
-        rects = np.empty((len(h), 4), dtype=np.float64)
-        rects[:, 0] = h["start"].to_numpy(np.float64)
-        rects[:, 1] = self.host_base + lane + (1 - LANE_FILL) / 2
-        rects[:, 2] = (h["end"] - h["start"]).to_numpy(np.float64)
-        rects[:, 3] = LANE_FILL
-        kind = h["kind"].to_numpy()
-        self.host_items.set_groups(
-            [(self._host_brushes[k], rects[kind == k]) for k in HOST_EVENTS if (kind == k).any()]
-        )
-        dark = np.array([light_fill(qcolor("host_events", k)) for k in kind], dtype=bool)
-        if self.host_folded:  # the lanes' events overlap in one lane: no names over each other
-            rects, kind, dark = rects[:0], kind[:0], dark[:0]
-        self.host_labels.set_labels(rects, [str(k) for k in kind], dark)
-
-    def host_at(self, x: float, y: float, tolerance: float = 0.0) -> int | None:
-        """Row of the host event under data point (x, y), the shortest when several touch it."""
-        if not self.host_lanes or not self.host_base <= y < self.host_base + self.n_host_rows:
-            return None
-        h = self.host
-        lanes = h["lane"].to_numpy()
-        on_lane = (
-            np.ones(len(h), dtype=bool)
-            if self.host_folded
-            else lanes == self.host_lanes[int(y - self.host_base)]
-        )
-        hit = np.flatnonzero(
-            on_lane
-            & (h["start"].to_numpy() <= x + tolerance)
-            & (h["end"].to_numpy() >= x - tolerance)
-        )
-        if not len(hit):
-            return None
-        length = (h["end"] - h["start"]).to_numpy()[hit]
-        return int(hit[np.argmin(length)])
-
-    def host_details(self, row: int) -> dict:
-        """The fields of host event ``row`` for the details panel."""
-        r = self.host.iloc[row]
-        return {
-            "kind": str(r["kind"]),
-            "lane": f"host {r['lane']}",
-            "start": int(r["start"]),
-            "end": int(r["end"]),
-            "cycles": int(r["end"] - r["start"]),
-            "samples": int(r["samples"]),
-        }
+    def _apply_layout(self) -> None:
+        """Show the layout's placement: labels, separators, host events, the highlight."""
+        for line in self._sep_items:
+            self.getPlotItem().removeItem(line)
+        self._sep_items = []
+        for sy in self.lane_layout.separators[:-1]:
+            line = pg.InfiniteLine(sy, angle=0, pen=pg.mkPen("#888888", width=1))
+            self.getPlotItem().addItem(line)
+            self._sep_items.append(line)
+        self.lane_axis.set_labels(self.lane_layout.labels)
+        self._draw_host()
+        self._place_highlight()
 
     def visible_lanes(self) -> int:
         """Lanes that fit at a readable height (at least MIN_LANE_PX pixels each)."""
         h = self.getPlotItem().getViewBox().height()
         return max(2, int(h // MIN_LANE_PX)) if h > 0 else self.n_lanes
 
-    def _fit_lanes(self, *args) -> None:
-        """Show all lanes when they fit, else a window of lanes moved by the scroll bar."""
+    def _fit_lanes(self, *args, force: bool = False) -> None:
+        """Show all lanes when they fit, else the pinned lanes and a window of the others
+        moved by the scroll bar."""
         vis = min(self.n_lanes, self.visible_lanes())
-        extra = self.n_lanes - vis
+        extra = self.lane_layout.max_scroll(vis)
         self.scrollbar.blockSignals(True)
         self.scrollbar.setRange(0, max(0, extra))
-        self.scrollbar.setPageStep(vis)
+        self.scrollbar.setPageStep(max(1, vis - self.lane_layout.n_pinned))
         self.scrollbar.blockSignals(False)
         self.scrollbar.setVisible(extra > 0)
         top = min(self.scrollbar.value(), max(0, extra))
+        if force or top != self.lane_layout.scroll:
+            self.lane_layout.place(top)
+            self._apply_layout()
         vb = self.getPlotItem().getViewBox()
-        vb.setYRange(top - 0.1, top + vis + 0.1, padding=0)
+        vb.setYRange(-0.1, vis + 0.1, padding=0)
         self._schedule()
 
     def y_range(self) -> tuple[float, float]:
@@ -616,32 +393,18 @@ class TimelineView(pg.PlotWidget):
         parts: dict[str, list[np.ndarray]] = {}
         labelled: list[tuple[np.ndarray, np.ndarray, bool]] = []
         self.results = {}
-        y0, y1 = self.y_range()
-        for ipu in range(self.trace.n_ipus):
-            base = self.ipu_base[ipu]
-            if base + len(self.ipu_lanes[ipu]) < y0 or base > y1:
-                continue  # only the IPUs in view are read (as PopVision loads visible IPUs)
+        # only the IPUs in view are read (as PopVision loads visible IPUs)
+        for ipu in self.lane_layout.ipus_between(*self.y_range()):
             # zoomed out, each pixel of a lane is striped by its step types' shares of
             # cycles (a minority type stays visible: issue 23 defect 6)
             res = self.trace.window(ipu, t0, t1, width, self.group_of(ipu), stripes=True)
             self.results[ipu] = res
-            base = self.ipu_base[ipu]
-            for name, r in res.rects.items():
-                arr = np.empty((len(r), 4), dtype=np.float64)
-                arr[:, 0] = r.x0
-                local = self.lane_local[ipu]
-                lane = np.where(r.lane < len(local), local[np.minimum(r.lane, len(local) - 1)], 0)
-                arr[:, 1] = base + lane + (1 - LANE_FILL) / 2
-                arr[:, 2] = r.x1 - r.x0
-                arr[:, 3] = LANE_FILL
-                if r.y0 is not None:
-                    arr[:, 1] += r.y0 * LANE_FILL
-                    arr[:, 3] = (r.y1 - r.y0) * LANE_FILL
+            placed = functools.partial(self.lane_layout.lane_y, ipu)
+            rects, named = model.step_rects(res, placed, min_label)
+            for name, arr in rects.items():
                 parts.setdefault(name, []).append(arr)
-                # single steps wide enough for a few letters get their name
-                wide = np.flatnonzero((r.count == 1) & (arr[:, 2] >= min_label))
-                if len(wide):
-                    labelled.append((arr[wide], r.row[wide], self._step_dark[name]))
+            # single steps wide enough for a few letters get their name
+            labelled.extend((arr, rows, self._step_dark[name]) for name, arr, rows in named)
         # fixed order: later step types paint over earlier ones
         self.items.set_groups(
             [(self._step_brushes[t], np.concatenate(parts[t])) for t in STEP_TYPES if t in parts]
@@ -661,10 +424,7 @@ class TimelineView(pg.PlotWidget):
         rects = np.concatenate([a for a, _r, _d in labelled])
         rows = np.concatenate([r for _a, r, _d in labelled])
         dark = np.concatenate([np.full(len(r), d) for _a, r, d in labelled])
-        if len(rows) > MAX_LABELS:
-            seen = np.minimum(rects[:, 0] + rects[:, 2], t1) - np.maximum(rects[:, 0], t0)
-            keep = np.argsort(-seen, kind="stable")[:MAX_LABELS]
-            rects, rows, dark = rects[keep], rows[keep], dark[keep]
+        rects, rows, dark = model.pick_labels(rects, rows, dark, t0, t1)
         try:
             # names from the blocks already read; the others are read in the background
             # once the view rests (a first visit to a part of a long trace), then redrawn
@@ -696,7 +456,7 @@ class TimelineView(pg.PlotWidget):
             self._flow_timer.stop()
             self.flows_item.set_arrows([])
             return
-        fl = self._kept_flows(t0, t1)
+        fl = model.kept_flows(self._flows_cache, t0, t1)
         if fl is None:
             self.flows_item.set_arrows([])
             self._flow_timer.start()
@@ -708,27 +468,10 @@ class TimelineView(pg.PlotWidget):
         y0 = self._lane_y(fl.src_ipu, fl.src_row)
         y1 = self._lane_y(fl.dst_ipu, fl.dst_row)
         xy = np.stack([fl.x0, y0, fl.x1, y1], axis=1)
+        shown = np.isfinite(xy).all(axis=1)  # not to or from a lane scrolled under the pins
         self.flows_item.set_arrows(
-            [(pen, xy[fl.kind == kind]) for kind, pen in self._flow_pens.items()]
+            [(pen, xy[(fl.kind == kind) & shown]) for kind, pen in self._flow_pens.items()]
         )
-
-    def _kept_flows(self, t0: float, t1: float) -> Flows | None:
-        """The flows of ``[t0, t1)`` from the kept query when it covers the window (and is
-        not more than 6 times wider), else None."""
-        if self._flows_cache is None:
-            return None
-        (c0, c1), fl = self._flows_cache
-        span = t1 - t0
-        if not (c0 <= t0 and t1 <= c1 and (c1 - c0) <= 6 * span + 1):
-            return None
-        if fl.too_many:
-            return fl
-        if len(fl) >= MAX_FLOWS:  # capped: the kept arrows may miss some of this window
-            if (c0, c1) != (t0, t1):
-                return None
-            return fl
-        keep = (np.maximum(fl.x0, fl.x1) >= t0) & (np.minimum(fl.x0, fl.x1) <= t1)
-        return Flows(*(getattr(fl, f)[keep] for f in _FLOW_FIELDS), too_many=False)
 
     def _query_flows(self) -> None:
         """Query the flows of the window widened by its width on each side, in the pool."""
@@ -788,18 +531,15 @@ class TimelineView(pg.PlotWidget):
 
     def _lane_y(self, ipus: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """The middle of the lane of each step (``rows`` of IPUs ``ipus``) in the current
-        grouping."""
-        base = np.array([self.ipu_base.get(int(i), 0) for i in range(self.trace.n_ipus)])
-        y = base[ipus].astype(np.float64) + 0.5
+        grouping (NaN for a lane scrolled away)."""
         if self.group != "flat":
             lanes = self.trace.lanes_of_rows(rows, self.group)
-            for ipu in np.unique(ipus):  # a loop over the IPUs, not over the arrows
-                if self.group_of(int(ipu)) == "flat":
-                    continue  # folded: one lane
-                m = ipus == ipu
-                local = self.lane_local.get(int(ipu), np.zeros(1, dtype=np.int64))
-                lane = np.clip(lanes[m], 0, len(local) - 1)
-                y[m] += np.maximum(local[lane], 0)
+        else:
+            lanes = np.zeros(len(rows), dtype=np.int64)
+        y = np.full(len(rows), np.nan)
+        for ipu in np.unique(ipus):  # a loop over the IPUs, not over the arrows
+            m = ipus == ipu
+            y[m] = self.lane_layout.lane_y(int(ipu), lanes[m]) + 0.5
         return y
 
     @property
@@ -813,19 +553,21 @@ class TimelineView(pg.PlotWidget):
     # -- selection -------------------------------------------------------------------------------
     def lane_at(self, y: float) -> tuple[int, int] | None:
         """(IPU, global lane id) of the lane at height ``y``."""
-        for ipu, base in self.ipu_base.items():
-            ids = self.ipu_lane_ids[ipu]
-            if base <= y < base + len(ids):
-                return ipu, int(ids[int(y - base)])
-        return None
+        return self.lane_layout.lane_at(y)
 
     def _on_click(self, event) -> None:
-        if self.trace is None or event.button() != Qt.MouseButton.LeftButton:
+        if self.trace is None or event.button() not in (
+            Qt.MouseButton.LeftButton,
+            Qt.MouseButton.RightButton,
+        ):
             return
         vb = self.getPlotItem().getViewBox()
         if not vb.sceneBoundingRect().contains(event.scenePos()):
             return
         p = vb.mapSceneToView(event.scenePos())
+        if event.button() == Qt.MouseButton.RightButton:
+            self.show_lane_menu(p.y(), event.screenPos().toPoint())
+            return
         if self.range_sel is not None:  # a click ends the range selection (as in Perfetto)
             self.clear_range()
         row = self.select_at(p.x(), p.y())
@@ -877,10 +619,7 @@ class TimelineView(pg.PlotWidget):
         pw = (t1 - t0) / self.pixel_width()
         host = self.host_at(x, y, 2 * pw)
         if host is not None:
-            d = self.host_details(host)
-            return f"{d['kind']} ({d['lane']}): {d['cycles']:,} cycles at {d['start']:,}" + (
-                f", {d['samples']:,} samples" if d["samples"] else ""
-            )
+            return model.host_text(self.host_details(host))
         hit = self.lane_at(y)
         if hit is None:
             return ""
@@ -888,24 +627,11 @@ class TimelineView(pg.PlotWidget):
         res = self.results.get(ipu)
         if res is not None and res.source != "rows":
             # aggregated view: say how many steps the pixel holds instead of reading rows
-            n = 0
-            for r in res.rects.values():
-                m = (r.lane == lane) & (r.x0 <= x + pw) & (r.x1 >= x - pw)
-                n += int(r.count[m].sum())
-            return (
-                f"IPU {ipu}: {n:,} steps around cycle {x:,.0f}; zoom in (W) for details"
-                if n
-                else ""
-            )
+            return model.aggregate_text(res, ipu, lane, x, pw)
         row = self.trace.step_at(ipu, x, lane, self.group_of(ipu), tolerance=2 * pw)
         if row is None:
             return ""
-        d = self.trace.step_details(row)
-        return (
-            f"{d['type']}: {d['name']}\n{d['cycles']:,} cycles at {d['start']:,} on IPU {ipu}"
-            + (f"\noperation {d['operation']}" if d["operation"] else "")
-            + (f"\ntile balance {100 * d['tile balance']:.1f}%" if d["tile balance"] else "")
-        )
+        return model.step_text(self.trace.step_details(row), ipu)
 
     def select_at(self, x: float, y: float) -> int | None:
         """Select the step at data point (x cycles, y lane); returns its row or None."""
@@ -935,27 +661,22 @@ class TimelineView(pg.PlotWidget):
         self.selected_row = row
         self.selected_host = None
         ipu = d["ipu"]
-        lane = 0
-        if self.group_of(ipu) != "flat":
+        key, index = ("ipu", ipu), 0
+        block = self.lane_layout.block(key)
+        if self.group_of(ipu) != "flat" and block is not None:
             lane_fn, cols = self.trace._lane_fn(self.group)
             data = self.trace.access.read_cached(row, row + 1, cols)
-            glob = int(lane_fn(data)[0])
-            local = self.lane_local.get(ipu, np.zeros(1, dtype=np.int64))
-            lane = int(local[glob]) if glob < len(local) and local[glob] >= 0 else 0
-        y = self.ipu_base.get(ipu, 0) + lane
+            at = np.flatnonzero(block.ids == int(lane_fn(data)[0]))
+            index = int(at[0]) if len(at) else 0
         start, cycles = float(d["start"]), float(max(1, d["cycles"]))
         if center:
             t0, t1 = self.x_range()
             span = min(t1 - t0, max(cycles * 10, MIN_SPAN))
             mid = start + cycles / 2
             self.set_x_range(mid - span / 2, mid + span / 2)
-        y0, y1 = self.y_range()
-        if not y0 <= y < y1 - 0.5 and self.scrollbar.isVisible():
-            self.scrollbar.setValue(int(y - self.scrollbar.pageStep() / 2))
-        t0, t1 = self.x_range()
-        min_w = (t1 - t0) / self.pixel_width() * 3
-        self.highlight.setRect(QRectF(start, y + 0.02, max(cycles, min_w), 0.96))
-        self.highlight.show()
+        self._highlighted = (start, cycles, key, index)
+        self._scroll_to_highlight()
+        self._place_highlight()
         self.stepSelected.emit(row)
 
     def select_host(self, row: int) -> None:
@@ -963,12 +684,36 @@ class TimelineView(pg.PlotWidget):
         d = self.host_details(row)
         self.selected_row = None
         self.selected_host = row
+        index = model.host_lane_index(self.lane_layout, self.host, row)
+        self._highlighted = (float(d["start"]), float(d["cycles"]), ("host",), index)
+        self._scroll_to_highlight()
+        self._place_highlight()
+        self.hostSelected.emit(row)
+
+    def _scroll_to_highlight(self) -> None:
+        """Scroll the lanes so that the highlighted lane shows (when they scroll)."""
+        if self._highlighted is None or not self.scrollbar.isVisible():
+            return
+        vis = min(self.n_lanes, self.visible_lanes())
+        _s, _c, key, index = self._highlighted
+        top = self.lane_layout.scroll_to(key, index, vis)
+        if top is not None:
+            self.scrollbar.setValue(top)  # lays the lanes out there (and redraws)
+
+    def _place_highlight(self) -> None:
+        """Put the highlight on its lane where the lanes now sit (hidden when scrolled away)."""
+        if self._highlighted is None:
+            self.highlight.hide()
+            return
+        start, cycles, key, index = self._highlighted
+        y = float(self.lane_layout.row_y(key, index))
+        if not np.isfinite(y):
+            self.highlight.hide()
+            return
         t0, t1 = self.x_range()
         min_w = (t1 - t0) / self.pixel_width() * 3
-        y = self.host_lane_of(row)
-        self.highlight.setRect(QRectF(d["start"], y + 0.02, max(d["cycles"], min_w), 0.96))
+        self.highlight.setRect(QRectF(start, y + 0.02, max(cycles, min_w), 0.96))
         self.highlight.show()
-        self.hostSelected.emit(row)
 
     # -- keyboard --------------------------------------------------------------------------------
     def zoom(self, factor: float, center: float | None = None) -> None:
@@ -1010,6 +755,10 @@ class TimelineView(pg.PlotWidget):
             self.fit_selection()
         elif k == K.Key_M:
             self.mark_selection()
+        elif k == K.Key_P:
+            key = self.pin_key()
+            if key is not None:
+                self.toggle_pin(key)
         elif k == K.Key_Escape and self.range_sel is not None:
             self.clear_range()
         else:
@@ -1104,99 +853,3 @@ class TimelineView(pg.PlotWidget):
         t0, t1 = span
         pad = max((t1 - t0) * 0.1, MIN_SPAN / 2)
         self.set_x_range(t0 - pad, t1 + pad)
-
-
-class OverviewStrip(pg.PlotWidget):
-    """The whole run in a strip above the lanes (Perfetto's overview): the busy share of each
-    IPU per pixel (one row per IPU, the heat map's colours), the timeline's visible window
-    marked as a band. Click to centre the view there, drag the band to move it, drag its
-    edges to resize it. Computed once per profile from the trace's pyramids
-    (:meth:`TraceWindow.overview`)."""
-
-    #: the user moved the window: (t0, t1) for the timeline
-    windowRequested = Signal(float, float)
-
-    #: Buckets of the overview (a few per pixel of a wide screen).
-    BUCKETS = 1200
-
-    def __init__(self, parent=None) -> None:
-        super().__init__(
-            parent,
-            enableMenu=False,
-            axisItems={"left": LaneAxis(), "bottom": CycleAxis("bottom")},
-        )
-        style_plot(self)
-        plot = self.getPlotItem()
-        plot.setMenuEnabled(False)
-        plot.hideButtons()
-        plot.hideAxis("bottom")
-        vb = plot.getViewBox()
-        vb.setMouseEnabled(x=False, y=False)
-        vb.invertY(True)
-        vb.setDefaultPadding(0.0)
-        self.image = pg.ImageItem(axisOrder="row-major")
-        stops = heatmap_colors()
-        cmap = pg.ColorMap(np.linspace(0, 1, len(stops)), [QColor(c) for c in stops])
-        self.image.setLookupTable(cmap.getLookupTable(nPts=256))
-        plot.addItem(self.image)
-        self.band = pg.LinearRegionItem(
-            (0, 1), movable=True, brush=qcolor("chart", "selection", 70), pen=pg.mkPen("#333")
-        )
-        self.band.setZValue(10)
-        plot.addItem(self.band)
-        self.band.sigRegionChanged.connect(self._band_moved)
-        self.scene().sigMouseClicked.connect(self._on_click)
-        self.overview = None
-        self._updating = False
-        self.setFixedHeight(54)
-        self.setToolTip(
-            "The whole run: share of each IPU's time computing or exchanging (dark: waiting "
-            "in syncs). Click to move the view there; drag the band."
-        )
-
-    def set_trace(self, trace: TraceWindow | None) -> None:
-        self.overview = None if trace is None else trace.overview(self.BUCKETS)
-        if self.overview is None:
-            self.image.clear()
-            return
-        ov = self.overview
-        n = ov.busy.shape[0]
-        self.image.setImage(ov.busy, autoLevels=False, levels=(0.0, 1.0))
-        self.image.setRect(QRectF(ov.t0, 0, ov.t1 - ov.t0, n))
-        axis = self.getPlotItem().getAxis("left")
-        axis.set_labels([(n / 2, "Overview")])
-        vb = self.getPlotItem().getViewBox()
-        vb.setLimits(xMin=None, xMax=None)
-        vb.setRange(xRange=(ov.t0, ov.t1), yRange=(0, n), padding=0)
-
-    def align_left(self, width: int) -> None:
-        """Give the label axis ``width`` pixels, as the timeline's, so cycles line up."""
-        self.getPlotItem().getAxis("left").setWidth(width)
-
-    def show_window(self, t0: float, t1: float) -> None:
-        """Mark the timeline's visible window."""
-        self._updating = True
-        try:
-            self.band.setRegion((t0, t1))
-        finally:
-            self._updating = False
-
-    def _band_moved(self, *args) -> None:
-        if self._updating or self.overview is None:
-            return
-        a, b = self.band.getRegion()
-        if b > a:
-            self.windowRequested.emit(float(a), float(b))
-
-    def _on_click(self, event) -> None:
-        if self.overview is None or event.button() != Qt.MouseButton.LeftButton:
-            return
-        vb = self.getPlotItem().getViewBox()
-        if not vb.sceneBoundingRect().contains(event.scenePos()):
-            return
-        x = float(vb.mapSceneToView(event.scenePos()).x())
-        a, b = self.band.getRegion()
-        if a <= x <= b:
-            return  # a click on the band itself (or the end of a drag of it)
-        half = (b - a) / 2
-        self.windowRequested.emit(x - half, x + half)
