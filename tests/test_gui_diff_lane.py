@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from gui_helpers import open_documents as _open
 from gui_helpers import shown_report, shut_down_trace
+from PySide6.QtCore import Qt
 
 pytestmark = pytest.mark.gui
 
@@ -87,3 +88,45 @@ def test_compare_mode_shows_the_differences_lane(qtbot, report, pair, tmp_path):
     # a single profile: no lane
     _open(report, pair[0])
     assert not r.differences.isVisible()
+
+
+def test_hover_and_click_a_difference(qtbot, report, pair):
+    """A difference names its step and its A / B cycles on hover; a click selects its cycles as
+    the range of both runs (range statistics of A and of B), selects B's step and says the
+    delta above the lane (issue 23, parity)."""
+    from PySide6.QtCore import QPoint, QPointF
+
+    r, _ = report
+    _open(report, *pair)
+    qtbot.waitUntil(lambda: r.differences.lane is not None, timeout=10_000)
+    view = r.differences
+    lane = view.lane
+    i = int(np.argmin(lane.delta))  # the largest gain
+    mid = float(lane.start[i] + lane.cycles[i] / 2)
+    assert view.difference_at(mid, float(lane.ipu[i])) == i
+    assert view.difference_at(mid, float(lane.ipu[i]) + 5) is None
+    text = view.describe(i)
+    d, b = int(lane.delta[i]), int(lane.cycles[i])
+    assert f"B − A {d:+,} cycles (A {b - d:,}, B {b:,})" in text
+    assert text.split(" on IPU")[0] in BALANCED  # B's step, by name
+    # the pointer over the bar shows it as the tooltip; a click selects it
+    r.timeline.set_x_range(lane.start[i] - 2 * b, lane.start[i] + 3 * b)
+    qtbot.waitUntil(lambda: view.getPlotItem().getViewBox().viewRange()[0][0] < mid, timeout=5000)
+    vb = view.getPlotItem().getViewBox()
+    at = view.mapFromScene(vb.mapViewToScene(QPointF(mid, float(lane.ipu[i]))))
+    qtbot.mouseMove(view.viewport(), QPoint(at.x(), at.y()))
+    qtbot.waitUntil(lambda: view.hover_text == text, timeout=5000)
+    qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(at.x(), at.y()))
+    assert view.selected == i
+    t0, t1 = float(lane.start[i]), float(lane.start[i] + b)
+    assert r.timeline.range_sel == pytest.approx((t0, t1))
+    assert r.timeline_b.range_sel == pytest.approx((t0, t1))
+    row = r.timeline_b.selected_row
+    assert row is not None
+    details = r.timeline_b.trace.step_details(row)
+    assert details["start"] == lane.start[i] and details["cycles"] == b
+    assert "Selected: " in view.getPlotItem().titleLabel.text
+    assert f"{d:+,}" in view.getPlotItem().titleLabel.text
+    from analyser.gui.help import SHORTCUTS
+
+    assert any("difference" in keys for _w, keys, _what in SHORTCUTS)

@@ -33,6 +33,16 @@ SHORTCUTS: tuple[tuple[str, str, str], ...] = (
     ("Execution Trace", "Esc", "clear the selected range"),
     ("Execution Trace", "Ctrl+F, Enter", "search the whole trace, next match"),
     ("Execution Trace", "click a lane label", "fold / unfold an IPU's lanes"),
+    (
+        "Execution Trace",
+        "P, right-click a lane",
+        "pin the lane to the top / unpin it (it stays while the others scroll)",
+    ),
+    (
+        "Execution Trace",
+        "hover / click a difference",
+        "compare mode: its step and B − A / select its cycles in A and B",
+    ),
     ("BSP view", "wheel, drag, Tiles box", "zoom / pan the tiles, a typed range"),
     ("Memory Report", "click, Shift+click, typed list", "select tiles (0-15, 1000, 1:0-15)"),
     ("Liveness Report", "click, Shift+click", "a step's live variables, compare two steps"),

@@ -33,6 +33,8 @@ class DifferencesLane:
     removed_cycles: int
     #: differing steps left out beyond :data:`MAX_BARS` (the smallest)
     left_out: int = 0
+    #: B's program of each step (None: not recorded)
+    program: np.ndarray | None = None
 
     @property
     def sign(self) -> np.ndarray:
@@ -43,6 +45,30 @@ class DifferencesLane:
     def total(self) -> int:
         """B - A over the listed steps and the steps only A runs (minus their cycles)."""
         return int(self.delta.sum()) - self.removed_cycles
+
+    def at(self, x: float, y: float, tolerance: float = 0.0) -> int | None:
+        """Index of the difference drawn under cycle ``x`` on the row of height ``y`` (the
+        IPU rows are at 0, 1, ...; within ``tolerance`` cycles, the nearest), or None."""
+        ipu = int(np.floor(y + 0.5))
+        on = np.flatnonzero(self.ipu == ipu)
+        if not on.size:
+            return None
+        s, e = self.start[on], self.start[on] + np.maximum(self.cycles[on], 1)
+        dist = np.where(x < s, s - x, np.where(x >= e, x - e, 0.0))
+        i = int(np.argmin(dist))
+        return int(on[i]) if dist[i] <= tolerance else None
+
+    def describe(self, i: int, names: np.ndarray | None = None) -> str:
+        """What difference ``i`` is, in words: the step, its cycles in A and B and B - A."""
+        name = ""
+        if names is not None and self.program is not None:
+            p = int(self.program[i])
+            name = f"{names[p]} " if 0 <= p < len(names) else ""
+        where = f"{name}on IPU {int(self.ipu[i])} at cycle {int(self.start[i]):,}"
+        b, d = int(self.cycles[i]), int(self.delta[i])
+        if self.added[i]:
+            return f"{where}: only B runs it ({b:,} cycles)"
+        return f"{where}: B − A {d:+,} cycles (A {b - d:,}, B {b:,})"
 
 
 def differences_lane(analysis_a, analysis_b, max_bars: int = MAX_BARS) -> DifferencesLane:
@@ -70,6 +96,7 @@ def differences_lane(analysis_a, analysis_b, max_bars: int = MAX_BARS) -> Differ
         removed_steps=int(d["removed"][0]),
         removed_cycles=int(d["removed"][1]),
         left_out=left_out,
+        program=np.asarray(d["program"], np.int64)[keep],
     )
 
 

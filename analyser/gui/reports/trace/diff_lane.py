@@ -4,12 +4,16 @@ under B's timeline on the same cycle axis (data: analyser.gui.model.diff_lane).
 One row per IPU; a bar at each step of B that differs from its aligned step of A, as long as
 B's step, coloured by the sign of B - A (red: B slower, green: B faster; a step only B runs is
 red) and as tall as its share of the largest difference, so that the big changes stand out.
+Hovering a bar names its step and its cycles in A and B; a click selects the step's cycles as
+the range of both runs (their range statistics side by side) and selects B's step, its delta
+under the lane.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QWidget
 
 from analyser.gui.axes import CycleAxis, short_cycles
@@ -23,7 +27,10 @@ LANE_HEIGHT = 140
 
 
 class DifferencesLaneView(pg.PlotWidget):
-    """Draws a :class:`DifferencesLane`; x-linked to A's timeline by the report."""
+    """Draws a :class:`DifferencesLane`; x-linked to A's timeline by the report. Emits
+    ``differenceClicked(i)`` with the index of a clicked difference."""
+
+    differenceClicked = Signal(int)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent, axisItems={"bottom": CycleAxis("bottom")})
@@ -37,6 +44,44 @@ class DifferencesLaneView(pg.PlotWidget):
         self.gen = 0
         self.relay = Relay(self)
         self.relay.done.connect(self._on_done)
+        #: B's program names (for the tooltip), set by the report
+        self.names: np.ndarray | None = None
+        self.hover_text = ""
+        #: the clicked difference (index into the lane)
+        self.selected: int | None = None
+        self.scene().sigMouseMoved.connect(self._on_move)
+        self.scene().sigMouseClicked.connect(self._on_click)
+
+    def _data_at(self, scene_pos) -> tuple[float, float, float] | None:
+        """(cycle, row, tolerance of 3 pixels in cycles) at a scene position in the plot."""
+        vb = self.getPlotItem().getViewBox()
+        if not vb.sceneBoundingRect().contains(scene_pos):
+            return None
+        p = vb.mapSceneToView(scene_pos)
+        (x0, x1), _ = vb.viewRange()
+        return float(p.x()), float(p.y()), 3 * (x1 - x0) / max(1.0, vb.width())
+
+    def difference_at(self, x: float, y: float, tolerance: float = 0.0) -> int | None:
+        """Index of the difference under cycle ``x`` on row ``y`` (see DifferencesLane.at)."""
+        return None if self.lane is None else self.lane.at(x, y, tolerance)
+
+    def describe(self, i: int) -> str:
+        """The tooltip of difference ``i``."""
+        return self.lane.describe(i, self.names) + " · click to select it in A and B"
+
+    def _on_move(self, scene_pos) -> None:
+        at = self._data_at(scene_pos)
+        i = None if at is None else self.difference_at(*at)
+        self.hover_text = "" if i is None else self.describe(i)
+        self.setToolTip(self.hover_text)
+
+    def _on_click(self, event) -> None:
+        if event.button() != Qt.MouseButton.LeftButton:
+            return
+        at = self._data_at(event.scenePos())
+        i = None if at is None else self.difference_at(*at)
+        if i is not None:
+            self.differenceClicked.emit(i)
 
     def _on_done(self, gen: int, result: object) -> None:
         if gen != self.gen:
@@ -57,6 +102,7 @@ class DifferencesLaneView(pg.PlotWidget):
     def set_lane(self, lane: DifferencesLane | None) -> None:
         """Draw ``lane`` (None: empty)."""
         self.lane = lane
+        self.selected = None
         if self.bars is not None:
             self.removeItem(self.bars)
             self.bars = None
@@ -131,7 +177,10 @@ def show_differences(report, doc_a, doc_b) -> None:
         report.splitter.insertWidget(2, box)
         view.box = box
         _follow(view, report.timeline)
+        view.differenceClicked.connect(lambda i: select_difference(report, i))
         report.differences = view
+    trace_b = report.trace_b
+    view.names = None if trace_b is None else trace_b.programs["name"].to_numpy().astype(str)
     view.gen += 1
     style_plot(view)  # the current theme (a theme switch shows the documents again)
     view.set_pending()
@@ -139,6 +188,31 @@ def show_differences(report, doc_a, doc_b) -> None:
     view.box.show()
     view.sync()
     report._pool.start(PoolTask(lambda: lane_of(doc_a, doc_b), view.gen, view.relay))
+
+
+def select_difference(report, i: int) -> None:
+    """A click on difference ``i``: its step's cycles become the selected range of A and B
+    (the view fits them first when they are narrower than a few pixels), B's step is
+    selected, and the lane's heading says its delta."""
+    view = report.differences
+    lane = view.lane
+    if lane is None or not 0 <= i < lane.delta.size:
+        return
+    t0 = float(lane.start[i])
+    t1 = t0 + float(max(1, lane.cycles[i]))
+    tl = report.timeline
+    x0, x1 = tl.x_range()
+    if (t1 - t0) < 4 * (x1 - x0) / tl.pixel_width() or t1 < x0 or t0 > x1:
+        pad = max((t1 - t0) * 2, 100.0)
+        tl.set_x_range(t0 - pad, t1 + pad)
+    tl.set_range(t0, t1)  # A's band; the report gives B the same band and range statistics
+    b = report.timeline_b
+    if b.trace is not None:
+        row = b.trace.step_at(int(lane.ipu[i]), t0 + (t1 - t0) / 2, tolerance=0)
+        if row is not None:
+            b.select_row(row, center=False)
+    view.selected = i
+    view.getPlotItem().setTitle("Selected: " + lane.describe(i, view.names), size="9pt")
 
 
 def hide_differences(report) -> None:
