@@ -193,3 +193,31 @@ def test_chrome_events_match_steps(trace_profiles, tmp_path):
         assert ("dest" in e["args"]) == moved
         if moved:
             assert e["args"]["bytes_in"] == r.bytes_in and e["args"]["dest"] == r.dest
+
+
+def test_an_open_analysis_is_exported_through_its_own_reader(trace_profiles, tmp_path, monkeypatch):
+    """Issue 24 item 1: the export reads through the analysis's profile reader (the one its
+    trace query engine reads), opening no other; the bytes are those of an export by path."""
+    import profiles
+    from analyser.core import Analysis
+    from analyser.export.aggregate import export_aggregated
+    from analyser.trace import trace_of
+
+    fits, _ = trace_profiles
+    by_path = tmp_path / "path.json"
+    export_trace(fits, by_path)
+    export_aggregated(fits, tmp_path / "agg-path.json", 500)
+    with Analysis.open(fits) as a:
+
+        def no_second_reader(*_args, **_kwargs):
+            raise AssertionError("the export opened another reader")
+
+        monkeypatch.setattr(profiles, "open_profile", no_second_reader)
+        assert trace_of(a).profile is a.src.profile
+        export_trace(a, tmp_path / "analysis.json")
+        export_aggregated(a, tmp_path / "agg-analysis.json", 500)
+        assert a.src.profile.n_steps > 0  # still open: the export does not close it
+    assert (tmp_path / "analysis.json").read_bytes() == by_path.read_bytes()
+    assert (tmp_path / "agg-analysis.json").read_bytes() == (
+        tmp_path / "agg-path.json"
+    ).read_bytes()

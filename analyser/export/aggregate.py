@@ -32,10 +32,10 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from analyser.core.source import Source
 from analyser.export.rowbytes import RowBytes, byte_table
 from analyser.export.trace import (
     _CYCLES_NAME,
@@ -48,6 +48,7 @@ from analyser.export.trace import (
     _lp,
     _Prepared,
     _write_perfetto,
+    analysis_source,
     chrome_header,
     chrome_steps,
     counter_packets,
@@ -323,22 +324,20 @@ def _emit(p: _Prepared, runs: _Runs, fh_raw, level: str) -> None:
 
 
 def export_aggregated(
-    profile_path: str | os.PathLike[str],
+    source: Any,
     out: str | os.PathLike[str],
     max_events: int,
     progress: ProgressFn | None = None,
     fmt: str = "chrome",
 ) -> dict:
-    """Write a trace of at most ``max_events`` events (module docstring; ``fmt`` chrome or
-    perfetto); returns what was merged (Chrome: the file's ``aggregation`` entry; Perfetto: a
-    track named after it)."""
-    from profiles import open_profile
-
+    """Write a trace of ``source`` (an open :class:`analyser.core.Analysis`, or a profile
+    path) of at most ``max_events`` events (module docstring; ``fmt`` chrome or perfetto);
+    returns what was merged (Chrome: the file's ``aggregation`` entry; Perfetto: a track named
+    after it)."""
     if fmt not in ("chrome", "perfetto"):
         raise TraceExportError(f"unknown trace format {fmt!r}; choose chrome or perfetto.")
     out = Path(out)
-    src = Source(open_profile(profile_path), profile_path)
-    try:
+    with analysis_source(source) as src:
         p = _Prepared(src)
         ranges = p.ranges(None)
         n_steps = src.n_steps
@@ -392,8 +391,6 @@ def export_aggregated(
                 fh.write('\n],"aggregation":' + json.dumps(info) + "}\n")
             else:
                 fh.write(_info_track(info))
-    finally:
-        src.close()
     return info
 
 

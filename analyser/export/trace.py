@@ -24,9 +24,10 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import numpy as np
 
@@ -595,28 +596,41 @@ def _write_perfetto(
 # ---------------------------------------------------------------------------------------------
 
 
+@contextmanager
+def analysis_source(source: Any) -> Iterator[Source]:
+    """The profile reader an export reads: that of ``source``, an open
+    :class:`analyser.core.Analysis` (the reader its trace query engine also reads,
+    :func:`analyser.trace.trace_of`), or, for a profile path, of an Analysis opened for the
+    export and closed after it."""
+    if isinstance(source, (str, os.PathLike)):
+        from analyser.core.analysis import Analysis
+
+        with Analysis.open(source) as analysis:
+            yield analysis.src
+    else:
+        yield source.src
+
+
 def export_trace(
-    profile_path: str | os.PathLike[str],
+    source: Any,
     out: str | os.PathLike[str],
     *,
     fmt: str = "chrome",
     split_by_run: bool = False,
     progress: ProgressFn | None = None,
 ) -> list[Path]:
-    """Export the execution trace of ``profile_path``; returns the files written.
+    """Export the execution trace of ``source`` (an open :class:`analyser.core.Analysis`, or
+    a profile path); returns the files written.
 
     ``fmt``: ``"chrome"`` (trace-event JSON for chrome://tracing and ui.perfetto.dev) or
     ``"perfetto"`` (protobuf). ``split_by_run`` writes one file per host call (device-iteration
     run), named ``OUT-stem.runNNNN.OUT-suffix``.
     """
-    from profiles import open_profile
-
     if fmt not in ("chrome", "perfetto"):
         raise TraceExportError(f"unknown trace format {fmt!r}; choose chrome or perfetto.")
     out = Path(out)
     writer = _write_chrome if fmt == "chrome" else _write_perfetto
-    src = Source(open_profile(profile_path), profile_path)
-    try:
+    with analysis_source(source) as src:
         p = _Prepared(src)
         runs: list[int | None] = list(range(p.run_starts.size)) if split_by_run else [None]
         total = p.src.n_steps
@@ -629,6 +643,4 @@ def export_trace(
             with atomic_output(path, "wb" if fmt == "perfetto" else "w") as fh:
                 done = writer(p, fh, ranges, title, progress, total, done)
             written.append(path)
-    finally:
-        src.close()
     return written
