@@ -52,8 +52,10 @@ from analyser.export.trace import (
     chrome_header,
     chrome_steps,
     counter_packets,
+    memory_counter,
     perfetto_tracks,
     slice_packets,
+    slice_times,
 )
 from analyser.output import atomic_output
 from profiles import schema
@@ -291,34 +293,26 @@ def _emit(p: _Prepared, runs: _Runs, fh_raw, level: str) -> None:
     r.const(b',\n{"name":')
     r.lookup_table(*names, first, single)
     r.lookup_table(*label_tab, label_idx, ~single)
-    r.const(b',"ph":"X","cat":"merged","pid":')
-    r.decimal(ipu)
-    r.const(b',"tid":')
-    r.decimal(lane)
-    r.const(b',"ts":')
-    r.fixed(p.us(runs.t0), 4)
-    r.const(b',"dur":')
-    r.fixed(p.us(runs.t1 - runs.t0), 4)
-    r.const(b',"args":{"steps":')
-    r.decimal(runs.count)
-    r.const(b',"cycles":')
-    r.decimal(runs.cycles)
-    r.const(b',"first":')
-    r.lookup_table(*names, first)
-    r.const(b',"iteration":')
-    r.decimal(it)
-    r.const(b',"micro_batch":')
-    r.decimal(mb)
-    r.const(b"}}")
+    r.emit(
+        b',"ph":"X","cat":"merged","pid":',
+        ipu,
+        b',"tid":',
+        lane,
+        *slice_times(p.us(runs.t0), p.us(runs.t1 - runs.t0)),
+        b',"args":{"steps":',
+        runs.count,
+        b',"cycles":',
+        runs.cycles,
+        b',"first":',
+        (names, first),
+        b',"iteration":',
+        it,
+        b',"micro_batch":',
+        mb,
+        b"}}",
+    )
     sel = np.flatnonzero((lane == 0) & (runs.mem >= 0))
-    m = RowBytes(sel.size)
-    m.const(b',\n{"name":"memory","ph":"C","pid":')
-    m.decimal(ipu[sel])
-    m.const(b',"ts":')
-    m.fixed(p.us(runs.t0[sel]), 4)
-    m.const(b',"args":{"bytes":')
-    m.decimal(runs.mem[sel])
-    m.const(b"}}")
+    m = memory_counter(ipu[sel], p.us(runs.t0[sel]), runs.mem[sel])
     for block in (*r.blocks(workers=1), *m.blocks(workers=1)):
         fh_raw.write(block)
 

@@ -23,7 +23,7 @@ import numpy as np
 from analyser.core.analysis import Analysis
 from analyser.core.diff import aligned_deltas
 from analyser.export.rowbytes import RowBytes, byte_table
-from analyser.export.trace import _chrome_metadata, _Prepared, chrome_steps
+from analyser.export.trace import _chrome_metadata, _Prepared, chrome_steps, slice_times
 from analyser.output import atomic_output
 
 
@@ -32,22 +32,20 @@ def _delta_events(b: _Prepared, d: dict[str, np.ndarray], pid: int) -> list[byte
     n = d["start"].size
     names = byte_table([json.dumps(str(x)).encode() for x in b.names])
     ts = b.us(d["start"])
-    r = RowBytes(n)
-    r.const(b',\n{"name":')
-    r.lookup_table(*names, np.clip(d["program"], 0, b.n_prog - 1))
-    r.const(b',"ph":"X","cat":"delta","pid":' + str(pid).encode() + b',"tid":')
-    r.decimal(d["ipu"])
-    r.const(b',"ts":')
-    r.fixed(ts, 4)
-    r.const(b',"dur":')
-    r.fixed(b.us(d["cycles"]), 4)
-    r.const(b',"args":{"delta":')
-    r.decimal(d["delta"])
-    r.const(b',"cycles_a":')
-    r.decimal(d["cycles_a"])
-    r.const(b',"cycles_b":')
-    r.decimal(d["cycles"])
-    r.const(b"}}")
+    r = RowBytes(n).emit(
+        b',\n{"name":',
+        (names, np.clip(d["program"], 0, b.n_prog - 1)),
+        b',"ph":"X","cat":"delta","pid":' + str(pid).encode() + b',"tid":',
+        d["ipu"],
+        *slice_times(ts, b.us(d["cycles"])),
+        b',"args":{"delta":',
+        d["delta"],
+        b',"cycles_a":',
+        d["cycles_a"],
+        b',"cycles_b":',
+        d["cycles"],
+        b"}}",
+    )
     # the running sum per IPU (rows are sorted by IPU, then B's start)
     cum = np.cumsum(d["delta"])
     if n:
@@ -55,14 +53,15 @@ def _delta_events(b: _Prepared, d: dict[str, np.ndarray], pid: int) -> list[byte
         first = np.flatnonzero(new_ipu)
         before = np.r_[0, cum[first[1:] - 1]]  # the running sum before each IPU's first row
         cum = cum - before[np.cumsum(new_ipu) - 1]
-    c = RowBytes(n)
-    c.const(b',\n{"name":"IPU ')
-    c.decimal(d["ipu"])
-    c.const(b': cumulative delta (cycles)","ph":"C","pid":' + str(pid).encode() + b',"ts":')
-    c.fixed(b.us(d["start"] + d["cycles"]), 4)
-    c.const(b',"args":{"cycles":')
-    c.decimal(cum)
-    c.const(b"}}")
+    c = RowBytes(n).emit(
+        b',\n{"name":"IPU ',
+        d["ipu"],
+        b': cumulative delta (cycles)","ph":"C","pid":' + str(pid).encode() + b',"ts":',
+        b.us(d["start"] + d["cycles"]),
+        b',"args":{"cycles":',
+        cum,
+        b"}}",
+    )
     return [*r.blocks(workers=1), *c.blocks(workers=1)]
 
 

@@ -128,6 +128,22 @@ class RowBytes:
         self._segs.append(("table", width, (mat_t, lens, idx), where))
         return lens if where is None else np.where(where, lens, 0)
 
+    def emit(self, *parts: bytes | np.ndarray | tuple) -> RowBytes:
+        """Append ``parts`` in order: the field-by-field sequence of a record, written once.
+        ``bytes`` is a constant; an array of integers, decimals; an array of floats, fixed
+        with 4 decimals (the exporters' microseconds); ``(table, index)`` a lookup in a table
+        of :func:`byte_table`. Returns ``self``."""
+        for part in parts:
+            if isinstance(part, bytes):
+                self.const(part)
+            elif isinstance(part, tuple):
+                self.lookup_table(*part[0], part[1])
+            elif np.asarray(part).dtype.kind == "f":
+                self.fixed(part, 4)
+            else:
+                self.decimal(part)
+        return self
+
     # -- result -----------------------------------------------------------------------------
     def tobytes(self) -> bytes:
         """The records of all rows, in row order."""

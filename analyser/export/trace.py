@@ -270,6 +270,25 @@ def _json_table(values) -> tuple[np.ndarray, np.ndarray]:
     return byte_table([json.dumps(str(v)).encode() for v in values])
 
 
+def slice_times(ts: np.ndarray, dur: np.ndarray) -> tuple:
+    """The ``"ts"`` and ``"dur"`` fields (microseconds) of Chrome "X" events, for
+    :meth:`RowBytes.emit`."""
+    return (b',"ts":', ts, b',"dur":', dur)
+
+
+def memory_counter(pid: np.ndarray, ts: np.ndarray, values: np.ndarray) -> RowBytes:
+    """Chrome "C" events of the per-IPU ``memory`` counter (bytes) at ``ts`` microseconds."""
+    return RowBytes(len(pid)).emit(
+        b',\n{"name":"memory","ph":"C","pid":',
+        pid,
+        b',"ts":',
+        ts,
+        b',"args":{"bytes":',
+        values,
+        b"}}",
+    )
+
+
 def chrome_header(fh: IO[str], source: str, clock: float, title: str) -> None:
     """The start of a Chrome trace-event JSON file as analyse writes it (up to the events)."""
     fh.write('{"displayTimeUnit":"ns","otherData":')
@@ -345,24 +364,22 @@ def chrome_steps(
         typ = c["type"].astype(np.int64)
         prog = c["program"].astype(np.int64)
         ts = p.us(c["start"])
-        r = RowBytes(n)
-        r.const(b',\n{"name":')
-        r.lookup_table(*names, np.clip(prog, 0, p.n_prog - 1))
-        r.const(b',"ph":"X","cat":')
-        r.lookup_table(*cat_pid_tid, typ * p.n_ipus + ipu)
-        r.const(b',"ts":')
-        r.fixed(ts, 4)
-        r.const(b',"dur":')
-        r.fixed(p.us(c["cycles"]), 4)
-        r.const(b',"args":{"cycles":')
-        r.decimal(c["cycles"])
-        r.const(b',"start_cycle":')
-        r.decimal(c["start"])
-        r.const(b',"micro_batch":')
-        r.decimal(c["micro_batch"])
-        r.const(b',"stage":')
-        r.decimal(c["stage"])
-        r.lookup_table(*phases, c["phase"])
+        r = RowBytes(n).emit(
+            b',\n{"name":',
+            (names, np.clip(prog, 0, p.n_prog - 1)),
+            b',"ph":"X","cat":',
+            (cat_pid_tid, typ * p.n_ipus + ipu),
+            *slice_times(ts, p.us(c["cycles"])),
+            b',"args":{"cycles":',
+            c["cycles"],
+            b',"start_cycle":',
+            c["start"],
+            b',"micro_batch":',
+            c["micro_batch"],
+            b',"stage":',
+            c["stage"],
+            (phases, c["phase"]),
+        )
         moved = (c["bytes_in"] != 0) | (c["bytes_out"] != 0)
         r.const(b',"bytes_in":', moved)
         r.decimal(c["bytes_in"], moved)
@@ -372,25 +389,19 @@ def chrome_steps(
         r.lookup_table(*dests, c["dest"], moved)
         r.const(b"}}")
         sel = np.flatnonzero(change)
-        m = RowBytes(sel.size)
-        m.const(b',\n{"name":"memory","ph":"C","pid":')
-        m.decimal(ipu[sel] + pid0)
-        m.const(b',"ts":')
-        m.fixed(ts[sel], 4)
-        m.const(b',"args":{"bytes":')
-        m.decimal(mem[sel])
-        m.const(b"}}")
+        m = memory_counter(ipu[sel] + pid0, ts[sel], mem[sel])
         blocks = [*r.blocks(workers=1), *m.blocks(workers=1)]
         if kind_args is not None:  # not-always-live bytes by variable kind (stacked)
             key = p.key_of_prog[ipu[sel], np.clip(prog[sel], 0, p.n_prog - 1)]
-            k = RowBytes(sel.size)
-            k.const(b',\n{"name":"not-always-live memory by kind (bytes)","ph":"C","pid":')
-            k.decimal(ipu[sel] + pid0)
-            k.const(b',"ts":')
-            k.fixed(ts[sel], 4)
-            k.const(b',"args":')
-            k.lookup_table(*kind_args, key)
-            k.const(b"}")
+            k = RowBytes(sel.size).emit(
+                b',\n{"name":"not-always-live memory by kind (bytes)","ph":"C","pid":',
+                ipu[sel] + pid0,
+                b',"ts":',
+                ts[sel],
+                b',"args":',
+                (kind_args, key),
+                b"}",
+            )
             blocks += k.blocks(workers=1)
         return blocks
 
