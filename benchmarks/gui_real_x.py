@@ -27,7 +27,23 @@ from pathlib import Path
 
 TOOLS = ("Xvfb", "xdotool", "import")
 SCREEN = (1600, 1000)
-REPORTS = 8  # Summary ... Pipeline in the side list
+WINDOW_MANAGER = "openbox"  # used when installed: real focus, dialogs placed as on a desktop
+
+
+class GuiExited(RuntimeError):
+    """``analyse gui`` ended before its window showed (its own sentence attached)."""
+
+
+def _report_specs() -> list[str]:
+    """The side list's reports ("module:Class"), in order (the GUI's own list)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from analyser.gui.reports import REPORTS as specs
+
+    return list(specs)
+
+
+REPORTS = len(_report_specs())  # Summary ... Query in the side list
+TRACE = next(i for i, s in enumerate(_report_specs()) if s.endswith(":TraceReport"))
 
 
 def missing_tools() -> list[str]:
@@ -45,35 +61,65 @@ class RealX:
     """An Xvfb server and the GUI running in it (both stopped by :meth:`close`)."""
 
     def __init__(self, profiles: list[Path], out: Path, timeout: float = 60.0) -> None:
-        self.out = out
+        # absolute: Qt ignores a relative XDG_CONFIG_HOME and would use (and change) the
+        # user's own settings
+        self.out = out = out.resolve()
         out.mkdir(parents=True, exist_ok=True)
         self.display = f":{_free_display()}"
         self.env = dict(os.environ, DISPLAY=self.display)
         self.env.pop("QT_QPA_PLATFORM", None)  # the real xcb platform, not offscreen
+        self.xvfb: subprocess.Popen | None = None
+        self.wm: subprocess.Popen | None = None
+        self.gui: subprocess.Popen | None = None
+        self.log = None
+        self.window = ""
+        try:
+            self._start(profiles, timeout)
+        except BaseException:
+            self.close()  # no Xvfb, window manager or GUI left behind
+            raise
+
+    def _start(self, profiles: list[Path], timeout: float) -> None:
         w, h = SCREEN
         self.xvfb = subprocess.Popen(
             ["Xvfb", self.display, "-screen", "0", f"{w}x{h}x24", "-nolisten", "tcp"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        self.gui = None
         self._wait(lambda: self._run("xdotool", "getdisplaygeometry").returncode == 0, timeout)
-        settings = out / "settings"
+        if shutil.which(WINDOW_MANAGER):  # focus and dialogs as on a desktop
+            self.wm = subprocess.Popen(
+                [WINDOW_MANAGER], env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
+            time.sleep(1.0)
+        settings = self.out / "settings"
         settings.mkdir(exist_ok=True)
         env = dict(self.env, XDG_CONFIG_HOME=str(settings))
         analyse = Path(sys.executable).with_name("analyse")
         cmd = [str(analyse)] if analyse.exists() else [sys.executable, "-m", "analyser.cli"]
-        self.log = open(out / "gui.log", "w")  # noqa: SIM115 (closed in close())
+        self.log = open(self.out / "gui.log", "w")  # noqa: SIM115 (closed in close())
         self.gui = subprocess.Popen(
             [*cmd, "gui", *map(str, profiles)], env=env, stdout=self.log, stderr=self.log
         )
-        self.window = ""
         self._wait(self._find_window, timeout)
         # the window is shown before the profile has loaded: wait for its reports to fill
         time.sleep(3.0)
         self._run("xdotool", "windowmove", self.window, "0", "0")
-        self._run("xdotool", "windowsize", self.window, str(w), str(h))
+        time.sleep(0.5)
+        top = self._client_top()  # the window manager's title bar, if any
+        self._run("xdotool", "windowsize", self.window, str(w), str(h - top))
         time.sleep(1.0)
+
+    def _client_top(self) -> int:
+        """Where the window's inside starts on the screen (below a title bar)."""
+        r = self._run("xdotool", "getwindowgeometry", self.window)
+        for line in r.stdout.splitlines():
+            if "Position:" in line:
+                try:
+                    return max(0, int(line.split(":")[1].split()[0].split(",")[1]))
+                except (IndexError, ValueError):
+                    return 0
+        return 0
 
     def _run(self, *args: str) -> subprocess.CompletedProcess:
         return subprocess.run(args, env=self.env, capture_output=True, text=True, timeout=30)
@@ -82,7 +128,8 @@ class RealX:
         end = time.monotonic() + timeout
         while not ok():
             if self.gui is not None and self.gui.poll() is not None:
-                raise RuntimeError(f"analyse gui exited with {self.gui.returncode}")
+                said = (self.out / "gui.log").read_text(errors="replace").strip()
+                raise GuiExited(f"analyse gui exited with {self.gui.returncode}: {said}")
             if time.monotonic() > end:
                 raise RuntimeError("timed out waiting for the X server or the GUI window")
             time.sleep(0.3)
@@ -98,21 +145,26 @@ class RealX:
         self._run("xdotool", "key", "--window", self.window, *keys)
         time.sleep(settle)
 
+    def _at(self, x: int, y: int) -> list[str]:
+        """xdotool's pointer move to (x, y) in the window (under a window manager the window
+        sits below its title bar, not at the screen's origin)."""
+        return ["mousemove", "--window", self.window, str(x), str(y)]
+
     def click(self, x: int, y: int, settle: float = 1.0) -> None:
-        self._run("xdotool", "mousemove", str(x), str(y), "click", "1")
+        self._run("xdotool", *self._at(x, y), "click", "1")
         time.sleep(settle)
 
     def move(self, x: int, y: int) -> None:
-        self._run("xdotool", "mousemove", str(x), str(y))
+        self._run("xdotool", *self._at(x, y))
         time.sleep(0.3)
 
     def drag(self, x0: int, x1: int, y: int, modifier: str = "", settle: float = 1.5) -> None:
         """A left-button drag from (x0, y) to (x1, y) in steps, with ``modifier`` held."""
         steps = [str(int(x0 + (x1 - x0) * k / 6)) for k in range(1, 7)]
         args = ["keydown", modifier] if modifier else []
-        args += ["mousemove", str(x0), str(y), "mousedown", "1"]
+        args += [*self._at(x0, y), "mousedown", "1"]
         for sx in steps:
-            args += ["mousemove", sx, str(y), "sleep", "0.05"]
+            args += [*self._at(int(sx), y), "sleep", "0.05"]
         args += ["mouseup", "1"] + (["keyup", modifier] if modifier else [])
         self._run("xdotool", *args)
         time.sleep(settle)
@@ -143,21 +195,27 @@ class RealX:
         return path
 
     def close(self) -> int | None:
+        """Quit the GUI (Ctrl+Q; its exit code), then the window manager and Xvfb."""
         code = None
         if self.gui is not None:
-            if self.window:
+            if self.window and self.gui.poll() is None:
                 self.key("ctrl+q", settle=0.5)
             try:
                 code = self.gui.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 self.gui.kill()
                 self.gui.wait()
+        if self.log is not None:
             self.log.close()
-        self.xvfb.terminate()
-        try:
-            self.xvfb.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.xvfb.kill()
+        for proc in (self.wm, self.xvfb):
+            if proc is None:
+                continue
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
         return code
 
 
@@ -189,7 +247,8 @@ def drive(profiles: list[Path], out: Path) -> list[tuple[str, bool, str]]:
             shots.append(x.shot_changed(f"{i:02d}-report", shots[-1]))
         changed = [not _same(a, b) for a, b in itertools.pairwise(shots)]
         checks.append(("Ctrl+PgDown steps through every report", all(changed), str(changed)))
-        x.key("ctrl+Prior")  # back to the Execution Trace (report 7)
+        for _ in range(REPORTS - 1 - TRACE):
+            x.key("ctrl+Prior")  # back to the Execution Trace
         trace = x.shot("trace-whole-run")
         w, h = SCREEN
         x.move(int(w * 0.35), int(h * 0.25))  # over the timeline, left of centre
@@ -234,7 +293,11 @@ def main(argv: list[str] | None = None) -> int:
         if not p.is_file():
             print(f"error: {p} is not a file.")
             return 2
-    checks = drive(args.profiles[:2], args.output)
+    try:
+        checks = drive(args.profiles[:2], args.output)
+    except GuiExited as exc:
+        print(f"error: {exc}")
+        return 2
     for name, ok, detail in checks:
         print(f"{'ok  ' if ok else 'FAIL'} {name} ({detail})")
     print(f"screenshots in {args.output}/")
