@@ -85,3 +85,20 @@ def test_query_tab_in_compare_mode_reads_b(qtbot, report, profiles):
     with open_profile(profiles[1]) as p:
         n = p.n_steps
     assert int(r.model.frame["n"][0]) == n
+
+
+def test_result_columns_and_profile_choice_are_not_cut(qtbot, report, profiles):
+    """Seen in a real X server (issue 23): "StreamCopyBegin" cut to "StreamCopy…" with room
+    to spare, and the compare-mode profile choice cut to "A: 4-dev"."""
+    r, _docs = report
+    open_documents(report, *profiles)
+    _run(qtbot, r)
+    m, view = r.model, r.view
+    metrics = view.fontMetrics()
+    for col in range(m.columnCount()):
+        values = m.frame.iloc[:, col].astype(str)
+        widest = max(metrics.horizontalAdvance(v) for v in values)
+        assert view.columnWidth(col) >= widest, m.column_key(col)
+    combo = r.which
+    text = combo.currentText()
+    assert combo.width() >= combo.fontMetrics().horizontalAdvance(text)

@@ -43,6 +43,8 @@ EXAMPLE_NO_STEPS = (
 )
 #: Rows the table shows (the rest are counted in the status line).
 MAX_ROWS = 100_000
+#: The widest a result column is made to fit its values (a longer text stays cut).
+MAX_COLUMN_PX = 420
 
 
 class QueryReport(Report):
@@ -75,6 +77,8 @@ class QueryReport(Report):
         self.stop_button.clicked.connect(self.stop_query)
         self.which = QComboBox()
         self.which.setToolTip("The profile the query reads (compare mode)")
+        # the whole profile name (it was cut to "A: 4-dev" in a real X server)
+        self.which.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.which.currentIndexChanged.connect(lambda _i: self.run_query())
         self.status = QLabel("Tables: " + ", ".join(TABLES) + ".")
         self.status.setWordWrap(True)
@@ -180,6 +184,15 @@ class QueryReport(Report):
         self.stop_query()
         self._pool.waitForDone(10_000)
 
+    def _fit_columns(self) -> None:
+        """Each column as wide as its header and values (up to MAX_COLUMN_PX), so that values
+        such as "StreamCopyBegin" are not cut to "StreamCopy…"."""
+        self.view.resizeColumnsToContents()
+        header = self.view.horizontalHeader()
+        for col in range(header.count()):
+            if header.sectionSize(col) > MAX_COLUMN_PX:
+                header.resizeSection(col, MAX_COLUMN_PX)
+
     def _finished(self, gen: int, result) -> None:
         if gen != self._gen:
             return  # a query stopped or replaced since
@@ -198,6 +211,7 @@ class QueryReport(Report):
         self._ran_on = doc
         n = len(frame)
         self.model.set_frame(frame.head(MAX_ROWS))
+        self._fit_columns()
         more = f", the first {MAX_ROWS:,} shown" if n > MAX_ROWS else ""
         self.status.setText(
             f"{n:,} row{'' if n == 1 else 's'}{more} from {doc.name} in {seconds:.2f} s."
