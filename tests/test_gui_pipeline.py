@@ -203,3 +203,14 @@ def test_walkthrough_host_wait_axis_labels_and_table(qtbot, pipeline, walkthroug
         assert hfm.horizontalAdvance(head) < width, head
         for row in range(r.table.rowCount()):
             assert fm.horizontalAdvance(r.table.item(row, col).text()) < width
+
+
+def test_phase_labels_use_the_application_font(qtbot, pipeline):
+    """Seen in a real X server (issue 23): the phase labels were drawn in a serif face
+    (QFont("") resolved by fontconfig), unlike every other label."""
+    from PySide6.QtWidgets import QApplication
+
+    r, _ = pipeline
+    font = r.view_a._band_font
+    assert font.family() == QApplication.font().family()
+    assert font.bold()

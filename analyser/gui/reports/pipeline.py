@@ -122,7 +122,10 @@ class PipelineChartView(QWidget):
         # overlap): an explicit minimum for the whole view (header, chart, per-stage charts)
         self.setMinimumHeight(260 + 170 + 90)
         self._extra: list = []
-        self._band_font = QFont("", 9, QFont.Weight.Bold)
+        # the application's font, bold: QFont("") fell back to a serif face in a real X server
+        self._band_font = QFont(self.font())
+        self._band_font.setPointSize(9)
+        self._band_font.setBold(True)
         self._band_metrics = QFontMetrics(self._band_font)
         #: (label, band start, band end, text) of the phase bands, laid out by _fit_labels
         self.band_items: list[tuple[pg.TextItem, float, float, str]] = []
