@@ -102,3 +102,33 @@ def test_all_ipus_lists_every_ipus_variables(qtbot, two_ipus):
     finally:
         report.close()
         doc.close()
+
+
+def test_peak_labels_sit_above_the_curves_on_the_background(qtbot, two_ipus):
+    """Seen in a real X server (issue 23): a peak label drawn under the curves had its figures
+    crossed by another IPU's lines. Labels are above every curve, on the chart background."""
+    from PySide6.QtGui import QColor
+
+    from analyser.gui.model.document import Document
+    from analyser.gui.reports.liveness import LivenessReport
+    from analyser.gui.theme import chart_colors
+
+    report = LivenessReport()
+    qtbot.addWidget(report)
+    report.resize(1200, 800)
+    report.show()
+    doc = Document.open(two_ipus)
+    try:
+        report.set_document(doc)
+        labels = report.peak_labels
+        assert len(labels) == 2  # one per IPU
+        items = report.plot.getPlotItem().listDataItems()
+        top_curve = max(item.zValue() for item in items)
+        background = QColor(chart_colors().background)
+        for label in labels:
+            assert label.zValue() > top_curve
+            fill = label.fill.color()
+            assert fill.rgb() == background.rgb() and fill.alpha() > 160
+    finally:
+        report.close()
+        doc.close()

@@ -8,6 +8,7 @@ from importlib import resources
 from pathlib import Path
 
 import pyqtgraph as pg
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QApplication, QWidget
 
 THEMES = ("light", "dark")
@@ -34,6 +35,14 @@ def current_theme() -> str:
 
 def chart_colors() -> ChartColors:
     return CHART_COLORS[_current]
+
+
+def label_fill(alpha: int = 215):
+    """A brush of the chart background, nearly opaque: put behind a label drawn over data so
+    that the lines under it do not cross its text."""
+    color = QColor(chart_colors().background)
+    color.setAlpha(alpha)
+    return pg.mkBrush(color)
 
 
 def style_sheet(name: str) -> str:

@@ -29,11 +29,15 @@ from analyser.gui.model import liveness as lvm
 from analyser.gui.model.liveness import ALIGN_ADDED, ALIGN_REMOVED
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report, lay_out
-from analyser.gui.theme import chart_colors, style_plot
+from analyser.gui.theme import chart_colors, label_fill, style_plot
 from analyser.gui.widgets import FilterTable, KeyValueTree, LegendLabel, make_plot, tile_curve
 
 #: The chart's series as the catalogue declares them: its axis title and the peaks' colour.
 LIVENESS_SERIES = SERIES["liveness"]
+
+
+#: Above the curves and markers (a label drawn under a curve was crossed by it in a real X server).
+PEAK_LABEL_Z = 20
 
 
 def _peak_color() -> str:
@@ -276,8 +280,12 @@ class LivenessReport(Report):
             # at the chart's left edge)
             ax = lvm.label_anchor(label.x, n_steps)
             text = pg.TextItem(
-                label.text, color=_peak_color(), anchor=(ax, 1.2 + 1.3 * label.level)
+                label.text,
+                color=_peak_color(),
+                anchor=(ax, 1.2 + 1.3 * label.level),
+                fill=label_fill(),  # the curves under the label do not cross its text
             )
+            text.setZValue(PEAK_LABEL_Z)
             text.setPos(label.x, label.nbytes / scale)
             item.addItem(text)
             self.peak_labels.append(text)
