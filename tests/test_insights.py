@@ -454,10 +454,10 @@ def test_split_moves_toward_the_loaded_stage(sims):
     assert new > "layer1.1"  # later in the network
 
 
-def _tip(iid, category, *, addresses=0.0, rank=0, effect=None):
+def _tip(iid, category, *, addresses=0.0, rank=0, effect=None, severity="warning"):
     from analyser.core.insights.model import Insight
 
-    t = Insight(iid, iid, "warning", category, "", change={"x": 1}, rank=rank)
+    t = Insight(iid, iid, severity, category, "", change={"x": 1}, rank=rank)
     t.addresses, t.effect = addresses, effect
     return t
 
@@ -496,6 +496,40 @@ def test_ranking_by_predicted_benefit():
     oom = SimpleNamespace(memory=SimpleNamespace(fits=False))
     order = [t.id for t in rank_insights(oom, tips)]
     assert order[:2] == ["m.costly", "m.free"]  # memory guide's order, whatever the benefit
+
+
+def test_ranking_puts_severity_before_benefit():
+    """Issue 23: the list's severity column reads top down (a warning above a critical read as
+    a mistake); within a severity the larger predicted benefit comes first; a tip predicted
+    not to help still comes last, whatever its severity. The CLI and the GUI say the order."""
+    from types import SimpleNamespace
+
+    from analyser.core.insights import ORDER, rank_insights
+    from analyser.core.insights.model import Effect
+
+    before = {"cycles_per_sample": 100.0, "oom_tiles": 0}
+
+    def eff(cps, recommended=True):
+        return Effect(
+            "fits", "", before, {"cycles_per_sample": cps, "oom_tiles": 0}, recommended=recommended
+        )
+
+    crit_small = _tip("t.crit", "throughput", rank=4, severity="critical", effect=eff(95.0))
+    warn_big = _tip("t.warn_big", "throughput", rank=1, effect=eff(50.0))
+    warn_small = _tip("t.warn_small", "throughput", rank=0, addresses=0.1)
+    info_big = _tip("t.info", "throughput", rank=2, severity="info", effect=eff(40.0))
+    crit_worse = _tip(
+        "t.crit_worse", "throughput", rank=3, severity="critical", effect=eff(120.0, False)
+    )
+    low = _tip("m.low", "memory", rank=0, severity="info", effect=eff(90.0))
+    tips = [low, info_big, warn_small, crit_worse, warn_big, crit_small]
+    fits = SimpleNamespace(memory=SimpleNamespace(fits=True))
+    order = [t.id for t in rank_insights(fits, tips)]
+    assert order == ["t.crit", "t.warn_big", "t.warn_small", "t.info", "m.low", "t.crit_worse"]
+    sev = {"critical": 0, "warning": 1, "info": 2}
+    shown = [t for t in rank_insights(fits, tips) if t.category == "throughput"][:-1]
+    assert [sev[t.severity] for t in shown] == sorted(sev[t.severity] for t in shown)
+    assert "severity" in ORDER["fits"] and "predicted gain" in ORDER["fits"]
 
 
 def test_walkthrough_fitting_step_ranks_throughput_first(walkthrough_profiles):
@@ -569,14 +603,23 @@ def test_estimates_follow_the_host_model_and_memory(walkthrough_profiles):
 def test_walkthrough_host_tips_rank_first_on_steps_4_and_5(walkthrough_profiles):
     """With the host following PopTorch's defaults (num_workers 0, sync), 8-bit I/O and the
     async loader are the two largest host-inclusive gains of steps 4 to 6, and the insights
-    rank them so: on step 4 8-bit I/O then the async loader, on step 5 the async loader."""
-    order = {}
+    put them on top: on step 4 both (the async loader first: the host wait is critical and
+    the list reads critical first, issue 23; 8-bit I/O is the larger gain), on step 5 the
+    async loader."""
+    from analyser.core.insights.model import benefit
+
+    order, tips = {}, {}
     for step in ("4-device-iterations", "5-8bit-io"):
         with Analysis.open(walkthrough_profiles[step]) as a:
             if not a.has_execution:
                 pytest.skip(f"engine: walkthrough step {step} does not fit")
-            order[step] = [t.id for t in find_insights(a) if t.category == "throughput"]
-    assert order["4-device-iterations"][:2] == ["throughput.8bit_input", "throughput.async_loader"]
+            tips[step] = {t.id: t for t in find_insights(a) if t.category == "throughput"}
+            order[step] = list(tips[step])
+    step4 = tips["4-device-iterations"]
+    assert order["4-device-iterations"][:2] == ["throughput.async_loader", "throughput.8bit_input"]
+    assert step4["throughput.async_loader"].severity == "critical"
+    assert step4["throughput.8bit_input"].severity == "warning"
+    assert benefit(step4["throughput.8bit_input"]) > benefit(step4["throughput.async_loader"])
     assert order["5-8bit-io"][0] == "throughput.async_loader"
 
 

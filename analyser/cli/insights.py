@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from analyser.cli._common import console, open_analysis, progress_bar
     from analyser.cli.errors import CliError
     from analyser.core import intervals
-    from analyser.core.insights import Thresholds, find_insights
+    from analyser.core.insights import ORDER, Thresholds, find_insights
     from analyser.core.insights.model import SHOWN_EFFECTS
     from analyser.core.intervals import change_note, range_text
     from analyser.core.quantities import QUANTITIES
@@ -122,11 +122,8 @@ def run(args: argparse.Namespace) -> int:
         if note:
             warn = "reproduces" not in note
             con.print(f"[{'yellow' if warn else 'dim'}]{esc(note)}[/]")
-        if mem.fits and any(t.category == "memory" for t in tips):
-            con.print(
-                "[dim]Ranked by predicted benefit; memory tips come last: the program fits, "
-                "they only buy headroom.[/]"
-            )
+        if tips:  # the order, said (issue 23: the GUI's list says the same)
+            con.print(f"[dim]{esc(ORDER['fits' if mem.fits else 'oom'])}[/]")
         if not tips:
             con.print("No insights: nothing crosses its threshold (see --list-thresholds).")
             return 0

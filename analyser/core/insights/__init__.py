@@ -9,8 +9,9 @@ predicted effect obtained by re-simulating the changed configuration with the en
             print(tip.title, tip.change, tip.effect.after)
 
 Out of memory: memory tips first (critical) in the IPU memory guide's order, FP16 first when the
-model runs in FP32. Fits: throughput tips by predicted benefit, then the low-headroom memory tips
-(info: they cost throughput), then tips re-simulated as not recommended (``rank_insights``).
+model runs in FP32. Fits: throughput tips by severity (critical, warning, info) and by predicted
+benefit within a severity, then the low-headroom memory tips (info: they cost throughput), then
+tips re-simulated as not recommended (``rank_insights``; ``ORDER`` says it in a sentence).
 """
 
 from __future__ import annotations
@@ -30,6 +31,20 @@ from analyser.core.simulator import Simulator
 
 _SEV = {"critical": 0, "warning": 1, "info": 2}
 
+#: How the list is ordered, in a sentence the CLI and the GUI show (issue 23: a warning above a
+#: critical read as a mistake when the order was not said).
+ORDER = {
+    "fits": (
+        "Ordered by severity (critical, warning, info), then by predicted gain (the re-simulated "
+        "saving of time per sample, else the share of the run the tip addresses); low-headroom "
+        "memory tips and tips predicted not to help come last."
+    ),
+    "oom": (
+        "Out of memory: the memory tips come first in the IPU memory guide's order, then the "
+        "rest by severity and predicted gain."
+    ),
+}
+
 #: Said of every memory tip on a program that fits (it only fires for low headroom).
 LOW_HEADROOM = "Low headroom only (the program fits; see the predicted effect on throughput)."
 
@@ -40,10 +55,11 @@ def rank_insights(analysis, insights: list[Insight]) -> list[Insight]:
     Out of memory: the memory tips first, in the IPU memory guide's order (FP16 first for FP32
     models), ``memory.combined`` right after them, then the rest as below.
 
-    Fits: the throughput tips by predicted benefit (the re-simulated saving of cycles per
-    sample when there is one, else the share of the run the tip addresses; catalogue order
-    breaks ties), then the low-headroom memory tips (info: they cost throughput) by the same
-    benefit, then every tip re-simulated as not recommended (slower, or would not fit).
+    Fits: the throughput tips by severity (critical first: the list's severity column reads
+    top down, issue 23), within a severity by predicted benefit (the re-simulated saving of
+    time per sample when there is one, else the share of the run the tip addresses; catalogue
+    order breaks ties), then the low-headroom memory tips (info: they cost throughput) by the
+    same benefit, then every tip re-simulated as not recommended (slower, or would not fit).
     """
 
     def gain(tip: Insight) -> float:
@@ -54,18 +70,20 @@ def rank_insights(analysis, insights: list[Insight]) -> list[Insight]:
         """Not re-simulated, or re-simulated and recommended."""
         return tip.effect is None or tip.effect.recommended
 
+    def by_severity(tip: Insight) -> tuple:
+        """Critical before warning before info; within one, the larger gain first."""
+        return (_SEV.get(tip.severity, 3), -gain(tip), tip.rank)
+
     fits = bool(analysis.memory.fits)
     mem = [t for t in insights if t.category == "memory"]
     rest = [t for t in insights if t.category != "memory"]
     if not fits:
         combo = [t for t in mem if t.id == "memory.combined"]
         singles = sorted((t for t in mem if t.id != "memory.combined"), key=lambda t: t.rank)
-        tput = sorted(
-            rest, key=lambda t: (not recommended(t), _SEV.get(t.severity, 3), -gain(t), t.rank)
-        )
+        tput = sorted(rest, key=lambda t: (not recommended(t), *by_severity(t)))
         return singles + combo + tput
-    good = sorted((t for t in rest if recommended(t)), key=lambda t: (-gain(t), t.rank))
-    low = sorted((t for t in mem if recommended(t)), key=lambda t: (-gain(t), t.rank))
+    good = sorted((t for t in rest if recommended(t)), key=by_severity)
+    low = sorted((t for t in mem if recommended(t)), key=by_severity)
     worse = sorted(
         (t for t in insights if not recommended(t)),
         key=lambda t: (t.category == "memory", -gain(t), t.rank),
@@ -115,6 +133,7 @@ def find_insights(
 
 __all__ = [
     "EFFECT_KEYS",
+    "ORDER",
     "Effect",
     "Evidence",
     "Insight",

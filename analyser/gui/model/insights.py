@@ -9,7 +9,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from analyser.core.insights.model import EFFECT_KEYS
+from analyser.core.insights import ORDER
+from analyser.core.insights.model import EFFECT_KEYS, benefit
 from analyser.core.intervals import change_note, range_text
 from analyser.core.units import fmt_bytes, fmt_pct
 from analyser.gui.model import data
@@ -20,7 +21,9 @@ __all__ = [
     "banner_text",
     "cancel_predictions",
     "change_note",
+    "gain_text",
     "insight_rows",
+    "order_text",
     "predict",
     "range_text",
 ]
@@ -58,6 +61,30 @@ def insight_rows(a: Sequence[Any], b: Sequence[Any] | None) -> list[InsightRow]:
         for t in a
     ]
     return rows + [InsightRow(t, "new", "B") for t in b if t.id not in ids_a]
+
+
+#: The Gain column's tooltip: what its figure is (the ranking's benefit).
+GAIN_TIP = (
+    "Predicted gain: the share of time per sample the tip saves, re-simulated when its effect "
+    "is predicted, else the share of the run it addresses (an estimate from the profile)"
+)
+
+
+def gain_text(tip: Any) -> tuple[str, str]:
+    """(the Gain column's text, its tooltip): the ranking's predicted benefit of ``tip`` (the
+    analysis core's ``benefit``), '' for a tip predicted to go out of memory or to fail."""
+    value = benefit(tip)
+    if value is None:
+        return "", "Predicted not to fit (or refused): no gain"
+    eff = tip.effect
+    how = "re-simulated" if eff is not None and eff.after else "estimate from the profile"
+    return fmt_pct(value), f"{GAIN_TIP}. This one: {how}."
+
+
+def order_text(doc: Any) -> str:
+    """The sentence saying how the list is ordered (the analysis core's ``ORDER``, which
+    ``analyse insights`` prints too)."""
+    return ORDER["fits" if data.memory(doc).fits else "oom"]
 
 
 def predict(

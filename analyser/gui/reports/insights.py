@@ -9,6 +9,7 @@ as present in A only ("resolved" by B), B only ("new") or "both"."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pandas as pd
@@ -36,11 +37,14 @@ from analyser.gui import reports as registry
 from analyser.gui.model import data
 from analyser.gui.model.insights import (
     EFFECT_KEYS,
+    GAIN_TIP,
     InsightRow,
     banner_text,
     cancel_predictions,
     change_note,
+    gain_text,
     insight_rows,
+    order_text,
     predict,
     range_text,
 )
@@ -130,8 +134,18 @@ class InsightsReport(Report):
         self.list = QTreeWidget()
         self.list.setRootIsDecorated(False)
         self.list.setAlternatingRowColors(True)
-        self.list.setHeaderLabels(["Severity", "Insight", "Category"])
+        self.list.setHeaderLabels(["Severity", "Insight", "Category", "Gain"])
         self.list.currentItemChanged.connect(lambda *_: self._show_selected())
+        #: how the list is ordered, said above it (issue 23: a warning above a critical read
+        #: as a mistake while the order went unsaid)
+        self.order_label = QLabel("")
+        self.order_label.setWordWrap(True)
+        self.order_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        list_panel = QWidget()
+        lp = QVBoxLayout(list_panel)
+        lp.setContentsMargins(0, 0, 0, 0)
+        lp.addWidget(self.order_label)
+        lp.addWidget(self.list, 1)
         self.details = QTextBrowser()
         self.predict_one_button = QPushButton("Predict effect")
         self.predict_one_button.setToolTip(
@@ -162,12 +176,30 @@ class InsightsReport(Report):
         rl.addWidget(self.progress_label)
         rl.addWidget(self.details)
         lower = QSplitter(Qt.Orientation.Horizontal)
-        lower.addWidget(self.list)
+        lower.addWidget(list_panel)
         lower.addWidget(right)
         lower.setSizes([520, 680])
 
         lay_out(self, [self.banner_a, self.banner_b], upper, lower, (330, 420))
         self._entries: list[tuple[str, Any, Any]] = []
+        self._focus_order()
+
+    def _focus_order(self) -> None:
+        """Tab from the side list lands on the insight list (in a real X server it went to the
+        histogram, which takes no key, so Down did nothing): the list, its buttons, the details,
+        then the tile tables. The histogram takes no focus (it has no mouse or key use)."""
+        chain = [
+            self.plot,  # first in the report's chain: what follows it is reached first
+            self.list,
+            self.predict_one_button,
+            self.predict_button,
+            self.apply_button,
+            self.details,
+        ]
+        for a, b in itertools.pairwise(chain):
+            QWidget.setTabOrder(a, b)
+        for w in (self.plot, self.plot.viewport()):  # after: Qt orders only focusable widgets
+            w.setFocusPolicy(Qt.FocusPolicy.NoFocus)
 
     def chart_widget(self) -> QWidget:
         return self.chart_panel
@@ -175,6 +207,7 @@ class InsightsReport(Report):
     # ------------------------------------------------------------------ refresh
     def clear(self) -> None:
         self.list.clear()
+        self.order_label.setText("")
         self.details.clear()
         self.plot.getPlotItem().clear()
 
@@ -281,10 +314,11 @@ class InsightsReport(Report):
         ins_a = data.insights(doc)
         # the column count follows the labels (setHeaderLabels never removes a column: an
         # empty "In" column stayed after Stop comparing)
-        self.list.setColumnCount(3 if cmp is None else 4)
-        self.list.setHeaderLabels(
-            ["Severity", "Insight", "Category"] + ([] if cmp is None else ["In"])
-        )
+        labels = ["Severity", "Insight", "Category"] + ([] if cmp is None else ["In"]) + ["Gain"]
+        self.list.setColumnCount(len(labels))
+        self.list.setHeaderLabels(labels)
+        self.list.headerItem().setToolTip(len(labels) - 1, GAIN_TIP)
+        self.order_label.setText(order_text(doc))
         rows = insight_rows(ins_a, data.insights(cmp) if cmp is not None else None)
         for row in rows:
             self._add_item(row, doc if row.owner == "A" else cmp)
@@ -308,9 +342,12 @@ class InsightsReport(Report):
 
     def _add_item(self, row: InsightRow, doc: Any) -> None:
         tip, where, severity_b = row.tip, row.where, row.severity_b
-        cols = [row.severity_text, tip.title, tip.category] + ([where] if where else [])
+        gain, gain_tip = gain_text(tip)
+        cols = [row.severity_text, tip.title, tip.category] + ([where] if where else []) + [gain]
         item = QTreeWidgetItem(cols)
         item.setToolTip(1, tip.title)
+        item.setToolTip(len(cols) - 1, gain_tip)
+        item.setTextAlignment(len(cols) - 1, Qt.AlignmentFlag.AlignRight)
         if where:
             item.setToolTip(3, WHERE_TIPS[where])
         if severity_b is not None:
