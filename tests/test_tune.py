@@ -97,6 +97,33 @@ def test_grid_and_guided_agree_on_a_small_space(sim_service):
             )
 
 
+def test_guided_submits_the_start_with_its_projection(sim_service, monkeypatch):
+    """Issue 23: the guided search no longer simulates the start alone while the workers idle:
+    the start and its projection onto the space (which needs no insight) go in one batch, and
+    the rows are numbered as when they ran one after the other (start 0, projection 1)."""
+    start = _cfg(micro_batch_size=3)
+    space = build_space(start, ["mbs=1,2,4,8"], [], "throughput")
+    proj = space.project(dict(space.start))
+    assert space.config(proj) != dict(space.start)  # the start is off the grid
+    sizes: list[int] = []
+    submit = sim_service.submit
+    monkeypatch.setattr(
+        sim_service, "submit", lambda reqs: (sizes.append(len(reqs)), submit(reqs))[1]
+    )
+    result = tune(space, sim_service, budget=4, strategy="guided")
+    assert sizes[0] == 2
+    rows = result.rows
+    assert [r.id for r in rows] == list(range(len(rows)))
+    assert rows[0].origin == "start" and rows[0].assignment is None
+    assert rows[1].origin == "beam" and rows[1].assignment == proj and rows[1].round == 0
+    # a start on the grid is its own projection: simulated once, its assignment maps to it
+    sizes.clear()
+    on_grid = build_space(_cfg(micro_batch_size=2), ["mbs=1,2,4,8"], [], "throughput")
+    again = tune(on_grid, sim_service, budget=3, strategy="guided")
+    assert sizes[0] == 1 and again.rows[0].origin == "start"
+    assert sum(r.origin == "start" for r in again.rows) == 1
+
+
 @pytest.mark.slow
 def test_tune_from_walkthrough_step1_beats_step6(sim_service):
     """From the OOM step 1, the guided search finds a fitting configuration as fast as the

@@ -118,12 +118,22 @@ class Tuner:
         return max(0, self.budget - self._spent())
 
     def evaluate(
-        self, items: list[tuple[tuple[int, ...] | None, dict[str, Any], str]]
+        self,
+        items: list[tuple[tuple[int, ...] | None, dict[str, Any], str]],
+        *,
+        in_order: bool = False,
     ) -> list[Row]:
-        """Simulate (config, origin) items not tried before, in parallel; returns their rows."""
+        """Simulate (config, origin) items not tried before, in parallel; returns their rows.
+
+        An item whose request is one already answered, or one earlier in ``items``, is not
+        simulated again: its assignment maps to that row. With ``in_order`` the rows are
+        numbered in the items' order (not the answers'), so that one batch gives the rows the
+        same ids as the same items evaluated one after another."""
         todo: list[
             tuple[tuple[int, ...] | None, dict[str, Any], str, SimRequest | SimResponse]
         ] = []
+        aliases: list[tuple[tuple[int, ...], str]] = []  # (assignment, key) of duplicates
+        batch_keys: set[str] = set()
         for assignment, cfg, origin in items:
             if assignment is not None:
                 if assignment in self._tried:
@@ -131,31 +141,41 @@ class Tuner:
                 self._tried.add(assignment)
             req = self.service.request(cfg, self.model_file)
             key = req.key if isinstance(req, SimRequest) else None
-            if key is not None and key in self._by_key:
+            if key is not None and (key in self._by_key or key in batch_keys):
                 if assignment is not None:
-                    self._by_assignment[assignment] = self._by_key[key]
+                    aliases.append((assignment, key))
                 continue
+            if key is not None:
+                batch_keys.add(key)
             todo.append((assignment, cfg, origin, req))
-        if not todo:
-            return []
-        batch = self.service.submit([t[3] for t in todo])
         new: list[Row] = []
-        try:
-            for i, resp in batch.as_completed():
-                assignment, cfg, origin, req = todo[i]
-                row = Row(len(self.rows), assignment, cfg, resp, origin, self._round)
-                self.rows.append(row)
-                new.append(row)
-                if resp.key:
-                    self._by_key.setdefault(resp.key, row)
-                if assignment is not None:
-                    self._by_assignment[assignment] = row
-                if not resp.cached:
-                    self._sims += 1
-                self._report(batch)
-        except BaseException:
-            batch.cancel()
-            raise
+        if todo:
+            first_id = len(self.rows)
+            batch = self.service.submit([t[3] for t in todo])
+            try:
+                for i, resp in batch.as_completed():
+                    assignment, cfg, origin, req = todo[i]
+                    row_id = first_id + i if in_order else len(self.rows)
+                    row = Row(row_id, assignment, cfg, resp, origin, self._round)
+                    self.rows.append(row)
+                    new.append(row)
+                    if resp.key:
+                        self._by_key.setdefault(resp.key, row)
+                    if assignment is not None:
+                        self._by_assignment[assignment] = row
+                    if not resp.cached:
+                        self._sims += 1
+                    self._report(batch)
+            except BaseException:
+                batch.cancel()
+                raise
+            finally:
+                if in_order:
+                    self.rows.sort(key=lambda r: r.id)
+                    new.sort(key=lambda r: r.id)
+        for assignment, key in aliases:
+            if key in self._by_key:
+                self._by_assignment[assignment] = self._by_key[key]
         return new
 
     def _report(self, batch) -> None:
@@ -195,11 +215,8 @@ class Tuner:
         return max(rows, key=self._key) if rows else None
 
     # -- strategies ----------------------------------------------------------------------------
-    def run_start(self) -> Row:
-        self._phase = "start"
-        rows = self.evaluate([(None, dict(self.space.start), "start")])
-        if rows:
-            return rows[0]
+    def start_row(self) -> Row:
+        """The start configuration's row (raises StopIteration before it is answered)."""
         return next(r for r in self.rows if r.origin == "start")
 
     def grid(self) -> None:
@@ -227,14 +244,28 @@ class Tuner:
                 self._by_assignment[a] = start_row
 
     def guided(self) -> None:
+        """The guided search (module docstring). The start and its projection onto the space
+        are submitted together (neither needs the other's answer): rows, ids and the best are
+        those of simulating them one after the other."""
         sp = self.space
-        start_row = self.rows[0] if self.rows else self.run_start()
-        proj = sp.project(start_row.config)
+        start = dict(sp.start)
+        proj = sp.project(start)
         cfg = sp.config(proj)
+        if not self.rows:
+            self._phase = "start"
+            items: list[tuple[tuple[int, ...] | None, dict[str, Any], str]] = [
+                (None, start, "start")
+            ]
+            if cfg is not None and self.budget > 1:
+                items.append((proj, cfg, "beam"))
+            self.evaluate(items, in_order=True)
+        start_row = self.start_row()
         beam: list[Row] = [start_row]
-        if cfg is not None and self.left():
+        if cfg is not None and self.left() and proj not in self._tried:
             self._phase = "beam"
             beam += self.evaluate([(proj, cfg, "beam")])
+        else:
+            beam += [r for r in self.rows if r.assignment == proj and r.origin == "beam"]
         # -- beam over the insights' changes
         best_key = max((self._key(r) for r in self.rows), default=None)
         while self.left():
@@ -356,8 +387,7 @@ def tune(
         if strategy == "grid":
             tuner.grid()  # the start in the same batch as the grid
         else:
-            tuner.run_start()  # the guided search starts from the start's insights
-            tuner.guided()
+            tuner.guided()  # the start and its projection in one batch, then its insights
     except KeyboardInterrupt as exc:
         if not any(r.origin == "start" for r in tuner.rows):
             raise
