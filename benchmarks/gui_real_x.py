@@ -235,6 +235,38 @@ def _same(a: Path, b: Path) -> bool:
         return a.read_bytes() == b.read_bytes()
 
 
+def _keyboard_checks(x: RealX, summary: Path, checks: list) -> None:
+    """From the side list: Down shows Insights, Tab moves into the report and Down there
+    selects the next tip; Shift+Tab and Up come back to the Summary."""
+    x.key("Down")
+    insights = x.shot_changed("kbd-insights-down", summary)
+    checks.append(
+        ("Down in the side list shows the next report", not _same(summary, insights), insights.name)
+    )
+    x.key("Tab")
+    x.key("Down")
+    moved = x.shot_changed("kbd-insights-tab-down", insights)
+    checks.append(("Tab then Down moves within the report", not _same(insights, moved), moved.name))
+    x.click(60, 35)
+    back = x.shot_changed("kbd-summary-again", moved)
+    checks.append(("A click on the side list shows Summary again", _same(summary, back), back.name))
+
+
+def _help_check(x: RealX, before: Path, checks: list) -> None:
+    """F1 opens the keyboard and mouse reference; Esc closes it."""
+    x.key("F1", settle=2.0)
+    found = x._run("xdotool", "search", "--onlyvisible", "--name", "Keyboard and mouse")
+    shown = x.shot_changed("help-f1", before)
+    checks.append(("F1 opens Keyboard and mouse", bool(found.stdout.split()), shown.name))
+    if found.stdout.split():
+        x._run("xdotool", "key", "--window", found.stdout.split()[-1], "Escape")
+        time.sleep(1.0)
+    gone = x._run("xdotool", "search", "--onlyvisible", "--name", "Keyboard and mouse")
+    checks.append(("Esc closes it", not gone.stdout.split(), "help dialog closed"))
+    x._run("xdotool", "windowactivate", x.window)
+    time.sleep(0.5)
+
+
 def drive(profiles: list[Path], out: Path) -> list[tuple[str, bool, str]]:
     """Run the key-press walk; returns (check, held, detail) rows."""
     checks: list[tuple[str, bool, str]] = []
@@ -242,6 +274,7 @@ def drive(profiles: list[Path], out: Path) -> list[tuple[str, bool, str]]:
     try:
         shots = [x.shot("00-summary")]
         x.click(60, 35)  # the side list's first entry (Summary) takes the focus
+        _keyboard_checks(x, shots[0], checks)
         for i in range(1, REPORTS):
             x.key("ctrl+Next")
             shots.append(x.shot_changed(f"{i:02d}-report", shots[-1]))
@@ -270,10 +303,17 @@ def drive(profiles: list[Path], out: Path) -> list[tuple[str, bool, str]]:
         x.move(60, 35)
         fitted = x.shot_changed("trace-range-fit-f", selected)
         checks.append(("F fits the selected range", not _same(selected, fitted), fitted.name))
+        x.key("m")  # Perfetto's M: mark the selected range (a band that stays)
+        marked = x.shot_changed("trace-range-marked-m", fitted)
+        checks.append(("M marks the selected range", not _same(fitted, marked), marked.name))
+        x.key("m")
+        unmarked = x.shot_same("trace-range-unmarked-m", fitted)
+        checks.append(("M again removes the mark", _same(fitted, unmarked), unmarked.name))
         x.key("Escape")
         x.key("Home")
         cleared = x.shot_same("trace-range-cleared", home)
         checks.append(("Esc clears the range, Home", _same(home, cleared), cleared.name))
+        _help_check(x, cleared, checks)
     finally:
         code = x.close()
     checks.append(("Ctrl+Q ends the GUI with exit code 0", code == 0, f"exit {code}"))
