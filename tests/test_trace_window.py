@@ -484,3 +484,16 @@ def test_flows_of_external_syncs(walkthrough_profiles):
         assert (end[src] == end[dst]).all()  # one barrier
         assert (d["start"][src] >= d["start"][dst]).all()  # the last to arrive releases
         assert (fl.src_ipu[sync] != fl.dst_ipu[sync]).all()
+
+
+def test_range_queries_stop_when_cancelled(small):
+    """A range summary or statistics query polled as cancelled returns None (a newer range
+    superseded it); polled as not cancelled, the same answer as without polling."""
+    tw, steps, _names, _tc = small
+    t0, t1 = tw.full_extent()
+    assert tw.range_summary(1, t0, t1, cancelled=lambda: True) is None
+    assert tw.range_statistics(t0, t1, cancelled=lambda: True) is None
+    polled = tw.range_summary(1, t0, t1, cancelled=lambda: False)
+    assert polled == tw.range_summary(1, t0, t1) and polled.n_steps > 0
+    stats = tw.range_statistics(t0, t1, cancelled=lambda: False)
+    assert stats.n_steps == len(steps["start"]) and stats.span == t1 - t0

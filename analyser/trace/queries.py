@@ -8,7 +8,7 @@ the window's ``access``, ``programs`` and ``row_range``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -33,6 +33,10 @@ if TYPE_CHECKING:
     from analyser.trace.access import StepAccess
 
 
+class _Cancelled(Exception):
+    """A range query's ``cancelled`` said stop (a newer range superseded it)."""
+
+
 class RangeQueries:
     """Range summary, search, range statistics and flows of a trace window (a mixin of
     :class:`analyser.trace.window.TraceWindow`)."""
@@ -42,6 +46,22 @@ class RangeQueries:
     n_ipus: int
     programs: pd.DataFrame
     row_range: Callable[[int, float, float], tuple[int, int]]
+
+    def _overlapping(
+        self, spans, cols: tuple[str, ...], t0: float, t1: float, cancelled
+    ) -> Iterator[tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]]:
+        """The row chunks of ``spans`` (row ranges) that hold steps overlapping ``[t0, t1)``:
+        ``(columns, mask of those steps, their cycles clipped to the range)``. Raises
+        :class:`_Cancelled` when ``cancelled`` (polled between chunks) says so."""
+        for lo, hi in spans:
+            for _a, d in self.access.chunks(lo, hi, cols):
+                if cancelled is not None and cancelled():
+                    raise _Cancelled
+                s = d["start"]
+                e = s + d["cycles"]
+                m = (e > t0) & (s < t1)
+                if m.any():
+                    yield d, m, np.minimum(e[m], t1) - np.maximum(s[m], t0)
 
     # -- summary -------------------------------------------------------------------------------
     def range_summary(
@@ -66,27 +86,24 @@ class RangeQueries:
         sc_types = [STEP_TYPES.index(t) for t in STEP_TYPES if t.startswith("StreamCopy")]
         cols = ("program", "start", "cycles", "type", "bytes_in", "bytes_out", "dest")
         n = 0
-        for _a, d in self.access.chunks(lo, hi, cols):
-            if cancelled is not None and cancelled():
-                return None
-            s = d["start"]
-            e = s + d["cycles"]
-            m = (e > t0) & (s < t1)
-            if not m.any():
-                continue
-            clipped = np.minimum(e[m], t1) - np.maximum(s[m], t0)
-            typ = d["type"][m].astype(np.int64)
-            by_type += np.bincount(typ, weights=clipped, minlength=NT).astype(np.int64)
-            n_type += np.bincount(typ, minlength=NT)
-            n += int(m.sum())
-            prog = d["program"][m]
-            w = np.where(on_tiles[prog], clipped, 0)
-            bal_num += float((balance[prog] * w).sum())
-            bal_den += float(w.sum())
-            sc = np.isin(typ, sc_types) & (s[m] >= t0)
-            dest = d["dest"][m][sc].astype(np.int64)
-            rx += np.bincount(dest, weights=d["bytes_in"][m][sc], minlength=nd).astype(np.int64)
-            tx += np.bincount(dest, weights=d["bytes_out"][m][sc], minlength=nd).astype(np.int64)
+        try:
+            for d, m, clipped in self._overlapping([(lo, hi)], cols, t0, t1, cancelled):
+                typ = d["type"][m].astype(np.int64)
+                by_type += np.bincount(typ, weights=clipped, minlength=NT).astype(np.int64)
+                n_type += np.bincount(typ, minlength=NT)
+                n += int(m.sum())
+                prog = d["program"][m]
+                w = np.where(on_tiles[prog], clipped, 0)
+                bal_num += float((balance[prog] * w).sum())
+                bal_den += float(w.sum())
+                sc = np.isin(typ, sc_types) & (d["start"][m] >= t0)
+                dest = d["dest"][m][sc].astype(np.int64)
+                rx += np.bincount(dest, weights=d["bytes_in"][m][sc], minlength=nd).astype(np.int64)
+                tx += np.bincount(dest, weights=d["bytes_out"][m][sc], minlength=nd).astype(
+                    np.int64
+                )
+        except _Cancelled:
+            return None
         return RangeSummary(
             ipu=ipu,
             t0=int(t0),
@@ -168,21 +185,17 @@ class RangeQueries:
         count = np.zeros(n_prog, dtype=np.int64)
         total = np.zeros(n_prog, dtype=np.float64)
         longest = np.zeros(n_prog, dtype=np.float64)
-        for ipu in ipus:
-            lo, hi = self.row_range(ipu, t0, t1)
-            for _a, d in self.access.chunks(lo, hi, ("program", "start", "cycles")):
-                if cancelled is not None and cancelled():
-                    return None
-                s = d["start"]
-                e = s + d["cycles"]
-                m = (e > t0) & (s < t1)
-                if not m.any():
-                    continue
+        spans = (self.row_range(ipu, t0, t1) for ipu in ipus)
+        try:
+            for d, m, clipped in self._overlapping(
+                spans, ("program", "start", "cycles"), t0, t1, cancelled
+            ):
                 prog = d["program"][m].astype(np.int64)
-                clipped = np.minimum(e[m], t1) - np.maximum(s[m], t0)
                 count += np.bincount(prog, minlength=n_prog)
                 total += np.bincount(prog, weights=clipped, minlength=n_prog)
                 np.maximum.at(longest, prog, clipped)
+        except _Cancelled:
+            return None
         ran = np.flatnonzero(count)
         if by == "name":
             keys = p["name"].to_numpy().astype(str)[ran]
