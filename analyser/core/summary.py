@@ -42,7 +42,7 @@ DERIVED: dict[str, Callable[[Analysis], Any]] = {
 
 def _headroom(a: Analysis, unit: str) -> str:
     m = a.memory
-    text = f"of {fmt_bytes(m.sram_per_tile, unit)} per tile"
+    text = f"of {fmt_bytes(m.sram_per_tile, unit)}"
     if m.fits:
         low = m.headroom_share < Thresholds().memory_headroom
         text += f", {fmt_bytes(m.headroom_bytes, unit)} free" + (": low headroom" if low else "")

@@ -36,8 +36,15 @@ _T = {name: i for i, name in enumerate(STEP_TYPES)}
 
 #: The figure tree's columns, one profile and two (the note column holds words, not figures).
 NOTE = "Note"
-SINGLE_HEADERS = ("Name", "Value", "Range (fidelity table)", NOTE)
-COMPARE_HEADERS = ("Name", "A", "B", "Change", "Range of the change")
+SINGLE_HEADERS = ("Name", "Value", "Range", NOTE)
+COMPARE_HEADERS = ("Name", "A", "B", "Change", "Range")
+#: The headers' tooltips (the short "Range" says what it is here).
+HEADER_TIPS = {
+    "Range": "What the real figure (compare mode: its change) may be, from the engine's errors "
+    'against public figures (the fidelity table, docs/fidelity.md, "Intervals"); '
+    "'no interval' where the table has no rows for it",
+    NOTE: "What the figure is out of, or how it splits over the IPUs",
+}
 
 NO_EXECUTION = (
     "This profile has no execution: the program does not fit in memory, so it was not run "
@@ -281,7 +288,7 @@ def _compare_ipu_rows(ea: Any, eb: Any, ia: Any, ib: Any, ipu: int) -> tuple[Row
 
 # -- tile imbalance ------------------------------------------------------------------------------
 #: The tile-imbalance tree's columns; how many compute sets it lists per profile.
-IMBALANCE_HEADERS = ("Compute set", "IPU", "Executions", "Slowest tile", "Mean tile", "Lost")
+IMBALANCE_HEADERS = ("Compute set", "Lost", "IPU", "Executions", "Slowest tile", "Mean tile")
 IMBALANCE_TOP = 10
 IMBALANCE_TITLE = "Compute sets losing the most cycles to tile imbalance"
 IMBALANCE_TIP = (
@@ -307,11 +314,11 @@ def imbalance_sections(doc: Document, cmp: Document | None) -> list[Section]:
             Row(
                 (
                     str(r.name),
+                    fmt_int(r.lost_cycles),  # next to the name: what the list is sorted by
                     str(r.ipu),
                     fmt_int(r.executions),
                     fmt_int(r.max_cycles),
                     fmt_int(r.mean_cycles),
-                    fmt_int(r.lost_cycles),
                 ),
                 tip=IMBALANCE_TIP,
             )

@@ -73,18 +73,19 @@ class SummaryReport(Report):
         el = QVBoxLayout(exec_page)
         el.setContentsMargins(0, 0, 0, 0)
         self.exec_stack = QStackedWidget()
+        # the compute sets losing the most cycles to tile imbalance, under the cycles per IPU
+        self.imbalance_tree = KeyValueTree(model.IMBALANCE_HEADERS)
         exec_inner = QSplitter(Qt.Orientation.Vertical)
         exec_inner.addWidget(self.chart_panel)
         exec_inner.addWidget(self.ipu_tree)
-        exec_inner.setSizes([220, 400])
+        exec_inner.addWidget(self.imbalance_tree)
+        exec_inner.setSizes([220, 330, 200])
         self.exec_stack.addWidget(exec_inner)
         self.exec_stack.addWidget(self.no_exec)
         el.addWidget(self.exec_stack)
 
         self.tabs = QTabWidget()
         self.tabs.addTab(exec_page, "Cycles by step type")
-        self.imbalance_tree = KeyValueTree(model.IMBALANCE_HEADERS)
-        self.tabs.addTab(self.imbalance_tree, "Tile imbalance")
         self.tabs.addTab(self.stream_tree, "StreamCopy")
         self.tabs.addTab(config_page, "Run configuration")
         self.explanation_index = self.tabs.addTab(self.explanation, "Comparison")
@@ -112,10 +113,13 @@ class SummaryReport(Report):
         self.clear()
         compare = cmp is not None
         self.tabs.setTabVisible(self.explanation_index, compare)
-        self.splitter.setSizes([860, 560] if compare else [640, 560])
         headers, sections = model.figure_sections(doc, cmp, self.units)
         self.tree.set_headers(headers)
+        for col, name in enumerate(headers):
+            self.tree.headerItem().setToolTip(col, model.HEADER_TIPS.get(name, ""))
         self.show_sections(self.tree, sections, change_col=3 if compare else None)
+        # compare mode: the change and its range matter more than the chart's width
+        self._fit_figures(0.64 if compare else 0.56)
         self.show_sections(self.imbalance_tree, model.imbalance_sections(doc, cmp))
         self.stream_tree.set_headers(("Name", "A", "B", "Change") if compare else ("Name", "Value"))
         self.show_sections(self.stream_tree, model.stream_sections(doc, cmp, self.units))
@@ -126,6 +130,17 @@ class SummaryReport(Report):
         self._draw_chart(doc, cmp)
         if compare:
             self._fill_explanation(doc, cmp)
+
+    def _fit_figures(self, share: float) -> None:
+        """Give the figure tree the width of its columns, at most ``share`` of the report (the
+        tabs keep the rest; a cut note column scrolls and is the row's tooltip too)."""
+        total = sum(self.splitter.sizes())
+        want = self.tree.header().length() + self.tree.verticalScrollBar().sizeHint().width() + 12
+        if total <= 0:
+            self.splitter.setSizes([want, int(want * (1 - share) / share)])
+            return
+        left = min(want, int(total * share))
+        self.splitter.setSizes([left, total - left])
 
     @staticmethod
     def show_sections(
