@@ -64,3 +64,15 @@ def test_tab_reaches_the_insight_list_first(qtbot, report, walkthrough_profiles)
         first = first.nextInFocusChain()
     assert first is r.list
     assert r.plot.focusPolicy() == Qt.FocusPolicy.NoFocus
+
+
+def test_memory_tips_of_an_oom_profile_show_no_gain(qtbot, report, walkthrough_profiles):
+    """Seen in the README's screenshot: the memory tips of the out-of-memory step 1 read
+    "0.0%" (they save memory, not time) above throughput tips with a gain."""
+    r, _docs = report
+    open_documents(report, walkthrough_profiles["1-base"])
+    gain_col = r.list.columnCount() - 1
+    rows = [r.list.topLevelItem(i) for i in range(r.list.topLevelItemCount())]
+    memory = [item for item in rows if item.text(2) == "memory"]
+    assert memory and all(item.text(gain_col) == "" for item in memory)
+    assert all("memory tip" in item.toolTip(gain_col) for item in memory)

@@ -77,6 +77,10 @@ def gain_text(tip: Any) -> tuple[str, str]:
     if value is None:
         return "", "Predicted not to fit (or refused): no gain"
     eff = tip.effect
+    if tip.category == "memory" and (eff is None or not eff.after or value == 0.0):
+        # a memory tip saves memory, not time: "0.0%" read as "useless" on the most urgent
+        # tips of an out-of-memory profile (seen in the README's screenshot)
+        return "", "A memory tip: it frees memory; its gain in time shows once predicted"
     how = "re-simulated" if eff is not None and eff.after else "estimate from the profile"
     return fmt_pct(value), f"{GAIN_TIP}. This one: {how}."
 
