@@ -47,7 +47,17 @@ TRACE = next(i for i, s in enumerate(_report_specs()) if s.endswith(":TraceRepor
 
 
 def missing_tools() -> list[str]:
+    """The programs of TOOLS that are not on the PATH."""
     return [t for t in TOOLS if shutil.which(t) is None]
+
+
+def missing_message(missing: list[str]) -> str:
+    """The sentence printed when ``missing`` programs are absent (README quotes it)."""
+    names = ", ".join("ImageMagick's import" if t == "import" else t for t in missing)
+    return (
+        f"error: {names} not found; on Debian or Ubuntu install them with "
+        "'sudo apt-get install xvfb xdotool imagemagick' (openbox too, for a window manager)."
+    )
 
 
 def _free_display() -> int:
@@ -327,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     missing = missing_tools()
     if missing:
-        print(f"error: {', '.join(missing)} not found; install xvfb, xdotool and imagemagick.")
+        print(missing_message(missing))
         return 2
     for p in args.profiles:
         if not p.is_file():
