@@ -137,3 +137,43 @@ def test_largest_variables_and_selected_tiles(docs):
     ]
     assert mm.selected_tiles_table([("A", a)], mm.no_tiles(), "tiles", None).empty
     assert mm.one_tile(1, 5).tolist() == [[1, 5]]
+
+
+def test_tile_memory_map_blocks(docs):
+    from analyser.gui.model import data
+
+    a = docs[0]
+    ipu, tile = mm.fullest_tile(a, [0, 1])
+    layout = data.tile_layout(a, ipu, tile)
+    b = layout.blocks
+    blocks = mm.layout_blocks(layout, 1024.0)
+    assert blocks.rects.shape == (len(b), 4)
+    np.testing.assert_allclose(blocks.rects[:, 1], b["start"] / 1024.0)
+    np.testing.assert_allclose(blocks.rects[:, 3], b["bytes"] / 1024.0)
+    np.testing.assert_array_equal(blocks.rects[:, 2], b["live_end"] - b["live_start"] + 1)
+    # every block in exactly one colour group; neighbours in address differ in shade
+    masks = [m for _g, _n, _dark, m in blocks.colour_groups()]
+    np.testing.assert_array_equal(np.sum(masks, axis=0), np.ones(len(b)))
+    by_address = blocks.shade[np.argsort(b["start"].to_numpy(), kind="stable")]
+    assert (by_address[1:] != by_address[:-1]).all()
+    keys = set(mm.legend_keys([layout]))
+    assert {(g, n) for g, n, _d, _m in blocks.colour_groups()} == keys
+    row = b.iloc[0]
+    assert mm.block_rect(row, 1024.0) == pytest.approx(tuple(blocks.rects[0]))
+    assert mm.block_text(layout, row, MemoryUnits.BYTES).startswith(f"{row['name']} (")
+    title = mm.layout_title(layout, MemoryUnits.KIB, "A: ")
+    assert title.startswith(f"A: IPU {ipu}, tile {tile}: ") and f"{len(b):,} blocks." in title
+
+
+def test_memory_insights_tables_carry_both_profiles(docs):
+    from analyser.gui.model import data
+
+    items = [("A: ", data.memory_insights(docs[0])), ("B: ", data.memory_insights(docs[1]))]
+    for table in ("vertices", "exchanges", "top_tiles"):
+        both = mm.insights_table(items, table, compare=True)
+        sizes = [len(getattr(ins, table)) for _t, ins in items]
+        assert len(both) == sum(sizes)
+        assert both["profile"].tolist() == ["A"] * sizes[0] + ["B"] * sizes[1]
+        one = mm.insights_table(items[:1], table, compare=False)
+        assert "profile" not in one and len(one) == sizes[0]
+    assert mm.insights_table([], "vertices", compare=False).empty

@@ -451,3 +451,108 @@ def no_tiles() -> np.ndarray:
 def one_tile(ipu: int, tile: int) -> np.ndarray:
     """A selection of one tile."""
     return np.array([[ipu, tile]], np.int64)
+
+
+@dataclass
+class LayoutBlocks:
+    """The Tile memory map's blocks (of a :class:`TileLayout`) as rectangles in chart units:
+    x = liveness steps, y = address divided by the axis scale."""
+
+    rects: np.ndarray  # [n, 4] (first live step, start address, steps live, bytes), scaled
+    groups: np.ndarray  # palette group of each block: memory categories or variable kinds
+    names: np.ndarray  # its name in that group (the category, or the variable's kind)
+    shade: np.ndarray  # [n] bool: every other block in address order, drawn darker
+
+    def colour_groups(self) -> list[tuple[str, str, bool, np.ndarray]]:
+        """(palette group, name, darker, mask of its blocks) for each colour drawn, in order of
+        first appearance; neighbours in address alternate a shade so two blocks of one colour
+        still read as two."""
+        out = []
+        for g, n in dict.fromkeys(zip(self.groups, self.names, strict=True)):
+            for dark in (False, True):
+                m = (self.groups == g) & (self.names == n) & (self.shade == dark)
+                if m.any():
+                    out.append((g, n, dark, m))
+        return out
+
+
+def layout_blocks(layout: TileLayout, scale: float) -> LayoutBlocks:
+    """``layout``'s blocks as :class:`LayoutBlocks`, addresses divided by ``scale``: categories
+    coloured by the memory-category palette, variables by kind."""
+    b = layout.blocks
+    x0 = b["live_start"].to_numpy().astype(float)
+    w = b["live_end"].to_numpy() + 1 - x0
+    y0 = b["start"].to_numpy() / scale
+    h = b["bytes"].to_numpy() / scale
+    variable = b["category"] == "variable"
+    return LayoutBlocks(
+        rects=np.stack([x0, y0, w, h], axis=1),
+        groups=np.where(variable, "variable_kinds", "memory_categories"),
+        names=np.where(variable, b["kind"].astype(str), b["category"]),
+        shade=(np.argsort(np.argsort(b["start"].to_numpy(), kind="stable")) % 2).astype(bool),
+    )
+
+
+def block_rect(row: Any, scale: float) -> tuple[float, float, float, float]:
+    """(first live step, start address, steps live, bytes) of one block, addresses / ``scale``."""
+    return (
+        float(row["live_start"]),
+        row["start"] / scale,
+        float(row["live_end"] + 1 - row["live_start"]),
+        row["bytes"] / scale,
+    )
+
+
+def block_text(layout: TileLayout, row: Any, units: MemoryUnits) -> str:
+    """One line naming a block: name, bytes, address range, liveness, region."""
+    a, b = int(row["live_start"]), int(row["live_end"])
+    if bool(row["always_live"]):
+        live = "always live"
+    elif a == b:
+        live = f"live at step {a:,} ({layout.step_name(a)})"
+    else:
+        live = f"live at steps {a:,} ({layout.step_name(a)}) to {b:,} ({layout.step_name(b)})"
+    what = nice_name(str(row["category"])) if row["category"] != "variable" else str(row["kind"])
+    return (
+        f"{row['name']} ({what}): {fmt_bytes(int(row['bytes']), units)} at addresses "
+        f"0x{int(row['start']):05x}-0x{int(row['end']) - 1:05x}, {live}, "
+        f"{nice_name(str(row['region'])).lower()} memory"
+    )
+
+
+def layout_title(layout: TileLayout, units: MemoryUnits, tag: str = "") -> str:
+    """The map's header: which tile, and the figures of its layout against the profile's."""
+    peak = int(layout.live_bytes().max())
+    return (
+        f"{tag}IPU {layout.ipu}, tile {layout.tile}: peak {fmt_bytes(peak, units)} live at step "
+        f"{layout.peak_step():,} ({layout.step_name(layout.peak_step())}; profile: "
+        f"{fmt_bytes(layout.profile_total, units)} + "
+        f"{fmt_bytes(layout.profile_gaps, units)} gaps), highest address used "
+        f"{fmt_bytes(layout.top_address, units)} of {fmt_bytes(layout.sram, units)}; "
+        f"{len(layout.blocks):,} blocks."
+    )
+
+
+def legend_keys(layouts: Sequence[TileLayout]) -> list[tuple[str, str]]:
+    """(palette group, name) of every category and variable kind drawn (the regions are named
+    on their bands), in order of first appearance."""
+    seen: dict[tuple[str, str], None] = {}
+    for lay in layouts:
+        b = lay.blocks
+        for cat, kind in zip(b["category"], b["kind"], strict=True):
+            seen[
+                ("variable_kinds", str(kind)) if cat == "variable" else ("memory_categories", cat)
+            ] = None
+    return list(seen)
+
+
+def insights_table(
+    items: Sequence[tuple[str, MemoryInsights]], table: str, compare: bool
+) -> pd.DataFrame:
+    """One of the memory insights' tables (``vertices``, ``exchanges``, ``top_tiles``) of each
+    (tag, insights) one under the other, with a ``profile`` column (the tag) when comparing."""
+    parts = []
+    for tag, ins in items:
+        f = getattr(ins, table)
+        parts.append(f.assign(profile=tag.rstrip(": ")) if compare else f)
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import pandas as pd
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QLabel, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from analyser.core.units import MemoryUnits, fmt_bytes, fmt_change, fmt_count
+from analyser.gui.model import memory as memory_model
 from analyser.gui.model.memory import EXCHANGE_CODE, MemoryInsights
 from analyser.gui.widgets import FilterTable, KeyValueTree, nice_name
 
@@ -149,12 +149,8 @@ class MemoryInsightsPage(QWidget):
                 tree.add_section(section, vals)
         tree.expandAll()
 
-        def frame(attr: str) -> pd.DataFrame:
-            parts = []
-            for tag, ins in items:
-                f = getattr(ins, attr)
-                parts.append(f.assign(profile=tag.rstrip(": ")) if compare else f)
-            return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+        def frame(table: str) -> Any:
+            return memory_model.insights_table(items, table, compare)
 
         self.vertices.set_frame(frame("vertices"), _columns(VERTEX_COLUMNS, units, compare))
         self.exchanges.set_frame(frame("exchanges"), _columns(EXCHANGE_COLUMNS, units, compare))

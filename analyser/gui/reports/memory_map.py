@@ -2,13 +2,13 @@
 (addresses up, liveness steps across), its regions (non-interleaved, interleaved, overflowed),
 the code and other always-live categories, every variable as a block of its bytes over its live
 steps, and the gaps. The layout is :func:`analyser.core.memory_layout.tile_layout`'s: the
-simulator's modelled allocation, which the map says in its header; this module only draws it."""
+simulator's modelled allocation, which the map says in its header; its blocks, colours and texts
+are the view-model's (:mod:`analyser.gui.model.memory`); this module only draws them."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QPen
@@ -16,30 +16,18 @@ from PySide6.QtWidgets import QGraphicsRectItem, QLabel, QVBoxLayout, QWidget
 
 from analyser.core.units import MemoryUnits, axis_scale, fmt_bytes
 from analyser.gui.items import BatchedRectsItem
+from analyser.gui.model import memory as memory_model
 from analyser.gui.model.memory import TileLayout
+
+# what the map says of a layout is the view-model's (re-exported: tests import them from here)
+from analyser.gui.model.memory import block_text as block_text
+from analyser.gui.model.memory import layout_title as layout_title
 from analyser.gui.palette import hex_color
 from analyser.gui.theme import chart_colors
 from analyser.gui.widgets import LegendLabel, make_plot, nice_name
 
 #: Region bands behind the blocks (palette memory_regions), drawn faint.
 REGION_ALPHA = 40
-
-
-def block_text(layout: TileLayout, row: Any, units: MemoryUnits) -> str:
-    """One line naming a block: name, bytes, address range, liveness, region."""
-    a, b = int(row["live_start"]), int(row["live_end"])
-    if bool(row["always_live"]):
-        live = "always live"
-    elif a == b:
-        live = f"live at step {a:,} ({layout.step_name(a)})"
-    else:
-        live = f"live at steps {a:,} ({layout.step_name(a)}) to {b:,} ({layout.step_name(b)})"
-    what = nice_name(str(row["category"])) if row["category"] != "variable" else str(row["kind"])
-    return (
-        f"{row['name']} ({what}): {fmt_bytes(int(row['bytes']), units)} at addresses "
-        f"0x{int(row['start']):05x}-0x{int(row['end']) - 1:05x}, {live}, "
-        f"{nice_name(str(row['region'])).lower()} memory"
-    )
 
 
 class MemoryMapPlot(QWidget):
@@ -90,26 +78,11 @@ class MemoryMapPlot(QWidget):
             return
         top = max(layout.sram, layout.top_address)
         self.scale, unit = axis_scale(units, top)
-        b = layout.blocks
-        x0 = b["live_start"].to_numpy().astype(float)
-        w = b["live_end"].to_numpy() + 1 - x0
-        y0 = b["start"].to_numpy() / self.scale
-        h = b["bytes"].to_numpy() / self.scale
-        rects = np.stack([x0, y0, w, h], axis=1)
-        # colour: categories by the memory-category palette, variables by kind; neighbours in
-        # address alternate a shade so two blocks of one colour still read as two
-        names = np.where(b["category"] == "variable", b["kind"].astype(str), b["category"])
-        groups = np.where(b["category"] == "variable", "variable_kinds", "memory_categories")
-        shade = (np.argsort(np.argsort(b["start"].to_numpy(), kind="stable")) % 2).astype(bool)
+        blocks = memory_model.layout_blocks(layout, self.scale)
         out = []
-        keys = dict.fromkeys(zip(groups, names, strict=True))
-        for g, n in keys:
+        for g, n, dark, m in blocks.colour_groups():
             base = QColor(hex_color(g, n))
-            for dark in (False, True):
-                m = (groups == g) & (names == n) & (shade == dark)
-                if m.any():
-                    color = base.darker(118) if dark else base
-                    out.append((QBrush(color), rects[m]))
+            out.append((QBrush(base.darker(118) if dark else base), blocks.rects[m]))
         n_steps = max(1, layout.n_steps)
         self.rects.set_groups(out, QRectF(0, 0, n_steps, top / self.scale))
         # regions: faint bands with their names (on the background colour, over the blocks),
@@ -174,14 +147,7 @@ class MemoryMapPlot(QWidget):
         pen.setCosmetic(True)
         pen.setWidth(2)
         self.highlight.setPen(pen)
-        self.highlight.setRect(
-            QRectF(
-                float(row["live_start"]),
-                row["start"] / self.scale,
-                float(row["live_end"] + 1 - row["live_start"]),
-                row["bytes"] / self.scale,
-            )
-        )
+        self.highlight.setRect(QRectF(*memory_model.block_rect(row, self.scale)))
         self.highlight.setVisible(True)
         self.blockClicked.emit(block_text(lay, row, self.units))
         return row
@@ -194,30 +160,13 @@ class MemoryMapPlot(QWidget):
         self.select_at(p.x(), p.y() * self.scale)
 
 
-def layout_title(layout: TileLayout, units: MemoryUnits, tag: str = "") -> str:
-    """The map's header: which tile, and the figures of its layout against the profile's."""
-    peak = int(layout.live_bytes().max())
-    return (
-        f"{tag}IPU {layout.ipu}, tile {layout.tile}: peak {fmt_bytes(peak, units)} live at step "
-        f"{layout.peak_step():,} ({layout.step_name(layout.peak_step())}; profile: "
-        f"{fmt_bytes(layout.profile_total, units)} + "
-        f"{fmt_bytes(layout.profile_gaps, units)} gaps), highest address used "
-        f"{fmt_bytes(layout.top_address, units)} of {fmt_bytes(layout.sram, units)}; "
-        f"{len(layout.blocks):,} blocks."
-    )
-
-
 def legend_entries(layouts: list[TileLayout]) -> list[tuple[str, str]]:
     """(name, colour) of every category and variable kind drawn (the regions are named on
     their bands)."""
-    seen: dict[tuple[str, str], None] = {}
-    for lay in layouts:
-        b = lay.blocks
-        for cat, kind in zip(b["category"], b["kind"], strict=True):
-            seen[
-                ("variable_kinds", str(kind)) if cat == "variable" else ("memory_categories", cat)
-            ] = None
-    return [(nice_name(n) if g == "memory_categories" else n, hex_color(g, n)) for g, n in seen]
+    return [
+        (nice_name(n) if g == "memory_categories" else n, hex_color(g, n))
+        for g, n in memory_model.legend_keys(layouts)
+    ]
 
 
 class MemoryMapPage(QWidget):
