@@ -1,8 +1,10 @@
 """The trace query engine: level-of-detail window queries over a profile's executed steps.
 
 ``window.TraceWindow`` (pyramids per IPU and grouping, window queries bounded by pixels, row
-ranges, range summaries, search), its on-disk level-of-detail cache (``lod_cache``) and the BSP
-view's state shares (``bsp``). Qt-free; used by the GUI's Execution Trace and Pipeline views.
+ranges, step details), built from ``results`` (names, errors, result types), ``access`` (row
+reads, the drawing cache), ``pyramid`` (pyramids, per-pixel aggregation), ``lanes`` (lanes of
+the grouped views) and ``queries`` (range summary and statistics, search, flows); its on-disk
+level-of-detail cache (``lod_cache``) and the BSP view's state shares (``bsp``). Qt-free; used by the GUI's Execution Trace and Pipeline views.
 Kept out of the analysis core (issue 24): it owns caches and finisher threads. It reads through
 the same profile reader as the :class:`analyser.core.Analysis` it is reached from::
 
