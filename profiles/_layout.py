@@ -180,24 +180,11 @@ def required_groups(layout: Layout) -> list[str]:
     return req
 
 
-def check_layout(
-    layout: Layout,
-    *,
-    version: tuple[int, int] = schema.FORMAT_VERSION,
-    for_writer: bool = False,
-) -> list[Problem]:
-    """Compare ``layout`` with the schema; return every problem found (never stops early).
-
-    ``for_writer``: checking data handed to the writer (dtype conversion allowed, unknown groups and
-    fields rejected, fields the writer fills itself not required). Otherwise a file is checked:
-    dtypes must match exactly, unknown groups / fields are tolerated (a newer minor may add them),
-    and fields added after the file's version are optional.
-    """
+def _meta_problems(layout: Layout) -> list[Problem]:
+    """Problems of the /meta attributes: absurd dimensions, an unknown status, an execution in
+    an out-of-memory profile."""
     problems: list[Problem] = []
-    dims = dims_of(layout)
     meta = layout.attrs.get("/meta", {})
-
-    # dimension attributes
     for name, hi in (("num_ipus", MAX_IPUS), ("tiles_per_ipu", MAX_TILES), ("replicas", 1 << 20)):
         v = meta.get(name)
         if isinstance(v, numbers.Integral) and not isinstance(v, bool) and not 0 < int(v) <= hi:
@@ -221,6 +208,102 @@ def check_layout(
                     Inconsistent(gp, "status is 'oom' but the profile has an execution.")
                 )
                 break
+    return problems
+
+
+def _table_rows(
+    g: schema.Group, dsets: dict[str, tuple], problems: list[Problem]
+) -> tuple[int | None, set[str]]:
+    """The rows of table ``g`` (the length most of its columns have; None for a group that is
+    not a table or has no column) and its columns of another length, each reported."""
+    n = None
+    short_columns: set[str] = set()
+    if not g.table:
+        return n, short_columns
+    lengths = {
+        name: shape[0]
+        for name, (shape, _) in dsets.items()
+        if len(shape) == 1 and name in {c.name for c in g.columns}
+    }
+    if lengths:
+        n = max(set(lengths.values()), key=list(lengths.values()).count)
+        for name, ln in lengths.items():
+            if ln != n:
+                short_columns.add(name)
+                problems.append(
+                    WrongShape(
+                        field_path(g.path, name),
+                        f"column has {ln} rows but the other columns of {g.path} have {n}.",
+                    )
+                )
+    if n is not None and n > MAX_ROWS:
+        problems.append(
+            AbsurdSize(g.path, f"table claims {n} rows, more than any real profile holds.")
+        )
+    return n, short_columns
+
+
+def _attribute_problem(f: schema.Field, fp: str, attrs: dict, optional: bool) -> Problem | None:
+    """The problem of attribute ``f`` (missing though required, or of the wrong type)."""
+    if f.name not in attrs:
+        if not optional:
+            return MissingAttribute(fp, f"required attribute {f.name!r} is missing.")
+        return None
+    if not attr_ok(f, attrs[f.name]):
+        return WrongDtype(
+            fp,
+            f"attribute {f.name!r} should be {f.dtype}, "
+            f"got {type(attrs[f.name]).__name__} {attrs[f.name]!r:.60}.",
+        )
+    return None
+
+
+def _dataset_problems(
+    f: schema.Field, fp: str, shape: tuple, dtype: np.dtype, want: tuple, *, exact: bool
+) -> list[Problem]:
+    """The problems of dataset ``f`` of ``shape`` and ``dtype`` (expected shape ``want``)."""
+    problems: list[Problem] = []
+    if not dtype_ok(f.dtype, dtype, exact=exact):
+        problems.append(WrongDtype(fp, f"should be {f.dtype}, got {dtype}."))
+    if len(shape) != len(want):
+        problems.append(
+            WrongShape(
+                fp,
+                f"has {len(shape)} dimension(s) {tuple(shape)}, expected "
+                f"{len(want)}: {_shape_text(want)} {tuple(f.shape)}.",
+            )
+        )
+        return problems
+    bad = [i for i, (s, w) in enumerate(zip(shape, want)) if w is not None and s != w]
+    if bad:
+        problems.append(
+            WrongShape(
+                fp,
+                f"has shape {tuple(shape)}, expected {_shape_text(want)} {tuple(f.shape)}.",
+            )
+        )
+    elif shape and math.prod(shape) > MAX_ROWS * 16:
+        problems.append(
+            AbsurdSize(fp, f"claims shape {tuple(shape)}, more than any real profile holds.")
+        )
+    return problems
+
+
+def check_layout(
+    layout: Layout,
+    *,
+    version: tuple[int, int] = schema.FORMAT_VERSION,
+    for_writer: bool = False,
+) -> list[Problem]:
+    """Compare ``layout`` with the schema; return every problem found (never stops early).
+
+    ``for_writer``: checking data handed to the writer (dtype conversion allowed, unknown groups and
+    fields rejected, fields the writer fills itself not required). Otherwise a file is checked:
+    dtypes must match exactly, unknown groups / fields are tolerated (a newer minor may add them),
+    and fields added after the file's version are optional.
+    """
+    dims = dims_of(layout)
+    problems = _meta_problems(layout)
 
     if for_writer:
         known = set(schema.GROUPS_BY_PATH)
@@ -256,81 +339,24 @@ def check_layout(
                         f"{', '.join(f.name for f in g.fields)}.",
                     )
                 )
-        n = None
-        short_columns: set[str] = set()
-        if g.table:
-            lengths = {
-                name: shape[0]
-                for name, (shape, _) in dsets.items()
-                if len(shape) == 1 and name in {c.name for c in g.columns}
-            }
-            if lengths:
-                n = max(set(lengths.values()), key=list(lengths.values()).count)
-                for name, ln in lengths.items():
-                    if ln != n:
-                        short_columns.add(name)
-                        problems.append(
-                            WrongShape(
-                                field_path(g.path, name),
-                                f"column has {ln} rows but the other columns of {g.path} have {n}.",
-                            )
-                        )
-            if n is not None and n > MAX_ROWS:
-                problems.append(
-                    AbsurdSize(g.path, f"table claims {n} rows, more than any real profile holds.")
-                )
+        n, short_columns = _table_rows(g, dsets, problems)
         for f in g.fields:
             optional = (not f.required) or f.since > version or f.name in filled
             fp = field_path(g.path, f.name, f.kind)
             if f.kind == "attribute":
-                if f.name not in attrs:
-                    if not optional:
-                        problems.append(
-                            MissingAttribute(fp, f"required attribute {f.name!r} is missing.")
-                        )
-                    continue
-                if not attr_ok(f, attrs[f.name]):
-                    problems.append(
-                        WrongDtype(
-                            fp,
-                            f"attribute {f.name!r} should be {f.dtype}, "
-                            f"got {type(attrs[f.name]).__name__} {attrs[f.name]!r:.60}.",
-                        )
-                    )
+                problem = _attribute_problem(f, fp, attrs, optional)
+                if problem is not None:
+                    problems.append(problem)
                 continue
             if f.name not in dsets:
                 if not optional:
                     problems.append(MissingDataset(fp, f"required dataset {f.name!r} is missing."))
                 continue
-            shape, dtype = dsets[f.name]
             if f.name in short_columns:
                 continue
-            if not dtype_ok(f.dtype, dtype, exact=not for_writer):
-                problems.append(WrongDtype(fp, f"should be {f.dtype}, got {dtype}."))
+            shape, dtype = dsets[f.name]
             want = _expected_shape(f, dims, n)
-            if len(shape) != len(want):
-                problems.append(
-                    WrongShape(
-                        fp,
-                        f"has {len(shape)} dimension(s) {tuple(shape)}, expected "
-                        f"{len(want)}: {_shape_text(want)} {tuple(f.shape)}.",
-                    )
-                )
-                continue
-            bad = [i for i, (s, w) in enumerate(zip(shape, want)) if w is not None and s != w]
-            if bad:
-                problems.append(
-                    WrongShape(
-                        fp,
-                        f"has shape {tuple(shape)}, expected {_shape_text(want)} {tuple(f.shape)}.",
-                    )
-                )
-            elif shape and math.prod(shape) > MAX_ROWS * 16:
-                problems.append(
-                    AbsurdSize(
-                        fp, f"claims shape {tuple(shape)}, more than any real profile holds."
-                    )
-                )
+            problems += _dataset_problems(f, fp, shape, dtype, want, exact=not for_writer)
     return problems
 
 

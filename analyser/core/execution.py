@@ -10,6 +10,7 @@ step table, read in row chunks and aggregated with ``np.bincount``. The result i
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -191,7 +192,6 @@ def summarise_execution(src: Source) -> ExecutionSummary | None:
     if not src.has_execution:
         return None
     meta = src.meta
-    ex = src.execution_attrs
     n_ipus = int(meta["num_ipus"])
     clock = float(meta["clock_hz"])
     prog_balance = src.column("/programs/nodes", "tile_balance").astype(np.float64)
@@ -269,54 +269,15 @@ def summarise_execution(src: Source) -> ExecutionSummary | None:
         seg_end.append(np.maximum.reduceat(end, first))
         seg_ipu.append(ipu[first])
 
-    sp = np.concatenate(seg_phase) if seg_phase else np.zeros(0, np.int64)
-    ss = np.concatenate(seg_start) if seg_start else np.zeros(0, np.int64)
-    se = np.concatenate(seg_end) if seg_end else np.zeros(0, np.int64)
-    si = np.concatenate(seg_ipu) if seg_ipu else np.zeros(0, np.int64)
-    if sp.size:  # merge segments split by chunk boundaries (same IPU and phase, adjacent)
-        first = np.flatnonzero(np.concatenate(([True], (np.diff(sp) != 0) | (np.diff(si) != 0))))
-        sp, ss, se = sp[first], ss[first], np.maximum.reduceat(se, first)
-    # Partition wall-clock time: a moment belongs to the highest-precedence phase any IPU runs.
-    wall = np.zeros(_NP, np.int64)
-    covered = 0
-    chosen = np.zeros(sp.shape, bool)
-    for name in PHASE_PRECEDENCE:
-        chosen |= sp == PHASES.index(name)
-        u = _union_length(ss[chosen], se[chosen])
-        wall[PHASES.index(name)] = u - covered
-        covered = u
-
+    wall = _phase_wall_cycles(seg_phase, seg_start, seg_end, seg_ipu)
     with np.errstate(invalid="ignore", divide="ignore"):
         bal_t = np.where(cyc > 0, bal / np.where(cyc > 0, cyc, 1), 0.0).reshape(n_ipus, _NT)
     cyc2 = cyc.reshape(n_ipus, _NT)
-    runs = ex.get("run_starts_count")
-    if runs is None:
-        runs = src.array("/execution/run_starts").size if src.has("/execution") else 0
-    total = int(ex.get("total_cycles", int(span.max()) if span.size else 0))
-    samples = int(ex.get("samples", 0))
-    cps = float(ex.get("cycles_per_sample", total / samples if samples else 0.0))
-    thr = float(ex.get("throughput", samples / (total / clock) if total and samples else 0.0))
-    inclusive = int(ex.get("host_inclusive_cycles", total))
-    device = int(ex.get("device_cycles", 0))
-    dev_thr = ex.get("device_throughput")
-    if dev_thr is None:  # before 1.2: the device part of total_cycles
-        dev_thr = samples / (device / clock) if device and samples else thr
-    host_model = ex.get("host_model") or {}
-    if isinstance(host_model, str):
-        import json
-
-        host_model = json.loads(host_model)
     return ExecutionSummary(
         num_ipus=n_ipus,
         clock_hz=clock,
         n_steps=src.n_steps,
-        total_cycles=total,
-        device_cycles=int(ex.get("device_cycles", 0)),
-        host_seconds=float(ex.get("host_seconds", 0.0)),
-        samples=samples,
-        cycles_per_sample=cps,
-        throughput_samples_per_s=thr,
-        host_round_trips=int(runs),
+        **_run_totals(src, span, clock),
         cycles_by_type=cyc2.astype(np.int64),
         count_by_type=cnt.reshape(n_ipus, _NT),
         tile_balance_by_type=bal_t,
@@ -335,7 +296,67 @@ def summarise_execution(src: Source) -> ExecutionSummary | None:
         span_cycles=span,
         program_cycles=pcyc.astype(np.int64),
         program_executions=pexe,
-        host_inclusive_cycles=inclusive,
-        device_throughput_samples_per_s=float(dev_thr),
-        host_model=dict(host_model),
     )
+
+
+def _phase_wall_cycles(
+    seg_phase: list[np.ndarray],
+    seg_start: list[np.ndarray],
+    seg_end: list[np.ndarray],
+    seg_ipu: list[np.ndarray],
+) -> np.ndarray:
+    """Wall-clock cycles per phase from the per-chunk runs of one phase on one IPU: a moment
+    belongs to the highest-precedence phase any IPU runs (``PHASE_PRECEDENCE``)."""
+    sp = np.concatenate(seg_phase) if seg_phase else np.zeros(0, np.int64)
+    ss = np.concatenate(seg_start) if seg_start else np.zeros(0, np.int64)
+    se = np.concatenate(seg_end) if seg_end else np.zeros(0, np.int64)
+    si = np.concatenate(seg_ipu) if seg_ipu else np.zeros(0, np.int64)
+    if sp.size:  # merge segments split by chunk boundaries (same IPU and phase, adjacent)
+        first = np.flatnonzero(np.concatenate(([True], (np.diff(sp) != 0) | (np.diff(si) != 0))))
+        sp, ss, se = sp[first], ss[first], np.maximum.reduceat(se, first)
+    wall = np.zeros(_NP, np.int64)
+    covered = 0
+    chosen = np.zeros(sp.shape, bool)
+    for name in PHASE_PRECEDENCE:
+        chosen |= sp == PHASES.index(name)
+        u = _union_length(ss[chosen], se[chosen])
+        wall[PHASES.index(name)] = u - covered
+        covered = u
+    return wall
+
+
+def _run_totals(src: Source, span: np.ndarray, clock: float) -> dict[str, Any]:
+    """The run's totals from the /execution attributes (``span``, each IPU's last cycle, when
+    the profile does not record ``total_cycles``): the :class:`ExecutionSummary` fields
+    ``total_cycles`` to ``host_round_trips``, ``host_inclusive_cycles``,
+    ``device_throughput_samples_per_s`` and ``host_model``."""
+    ex = src.execution_attrs
+    runs = ex.get("run_starts_count")
+    if runs is None:
+        runs = src.array("/execution/run_starts").size if src.has("/execution") else 0
+    total = int(ex.get("total_cycles", int(span.max()) if span.size else 0))
+    samples = int(ex.get("samples", 0))
+    thr = float(ex.get("throughput", samples / (total / clock) if total and samples else 0.0))
+    device = int(ex.get("device_cycles", 0))
+    dev_thr = ex.get("device_throughput")
+    if dev_thr is None:  # before 1.2: the device part of total_cycles
+        dev_thr = samples / (device / clock) if device and samples else thr
+    host_model = ex.get("host_model") or {}
+    if isinstance(host_model, str):
+        import json
+
+        host_model = json.loads(host_model)
+    return {
+        "total_cycles": total,
+        "device_cycles": device,
+        "host_seconds": float(ex.get("host_seconds", 0.0)),
+        "samples": samples,
+        "cycles_per_sample": float(
+            ex.get("cycles_per_sample", total / samples if samples else 0.0)
+        ),
+        "throughput_samples_per_s": thr,
+        "host_round_trips": int(runs),
+        "host_inclusive_cycles": int(ex.get("host_inclusive_cycles", total)),
+        "device_throughput_samples_per_s": float(dev_thr),
+        "host_model": dict(host_model),
+    }
