@@ -22,15 +22,23 @@ the gain with the engine's what-if option ``balance_compute_sets`` (docs/analysi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from analyser.core.execution import ExecutionSummary
 from analyser.core.source import Source
 from profiles import schema
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 _ON_TILE_EXECUTE = schema.PROGRAM_TYPES.index("OnTileExecute")
+
+
+def _plain(value: object) -> object:
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _names(values: np.ndarray) -> np.ndarray:
@@ -50,9 +58,16 @@ class ImbalanceSummary:
     compute_cycles: np.ndarray
     #: per IPU: the run's total cycles (the device trace)
     total_cycles: int
-    #: one row per executed compute set, most cycles lost first: name, ipu, executions,
-    #: max_cycles (one execution), mean_cycles (one execution), lost_cycles (over the run)
-    compute_sets: pd.DataFrame = field(repr=False)
+    #: one numpy column per field of :attr:`compute_sets` (same rows, same order)
+    columns: dict[str, np.ndarray] = field(repr=False)
+
+    @cached_property
+    def compute_sets(self) -> pd.DataFrame:
+        """One row per executed compute set, most cycles lost first: name, ipu, executions,
+        max_cycles (one execution), mean_cycles (one execution), lost_cycles (over the run)."""
+        import pandas as pd  # on first use: `analyse insights` and `summary` need no pandas
+
+        return pd.DataFrame(self.columns)
 
     @property
     def lost_share_of_compute(self) -> np.ndarray:
@@ -80,8 +95,8 @@ class ImbalanceSummary:
                 for i in range(self.lost_cycles.size)
             ],
             "compute_sets": [
-                {k: (v.item() if isinstance(v, np.generic) else v) for k, v in r.items()}
-                for r in self.compute_sets.head(top).to_dict("records")
+                {k: _plain(col[r]) for k, col in self.columns.items()}
+                for r in range(min(top, self.columns["name"].size))
             ],
         }
 
@@ -108,16 +123,16 @@ def summarise_imbalance(src: Source, execution: ExecutionSummary) -> ImbalanceSu
         # a program runs one compute set in the engine's profiles; the first one names it
         label[cs_prog[ok][::-1]] = cs_names[ok][::-1]
         named = label[sel]
-        names = np.where(pd.isna(named), names, named)
-    frame = pd.DataFrame(
-        {
-            "name": names,
-            "ipu": ipu[sel],
-            "executions": runs[sel],
-            "max_cycles": cycles[sel].astype(np.int64),
-            "mean_cycles": cycles[sel] * balance[sel],
-            "lost_cycles": lost,
-        }
-    )
-    frame = frame.sort_values("lost_cycles", ascending=False, kind="stable").reset_index(drop=True)
-    return ImbalanceSummary(lost_ipu, compute, int(execution.total_cycles), frame)
+        names = np.where(np.equal(named, None), names, named)
+    columns = {
+        "name": names,
+        "ipu": ipu[sel],
+        "executions": runs[sel],
+        "max_cycles": cycles[sel].astype(np.int64),
+        "mean_cycles": cycles[sel] * balance[sel],
+        "lost_cycles": lost,
+    }
+    # most cycles lost first, ties in program order (a stable sort on the negated losses)
+    order = np.argsort(-lost, kind="stable")
+    columns = {k: v[order] for k, v in columns.items()}
+    return ImbalanceSummary(lost_ipu, compute, int(execution.total_cycles), columns)
