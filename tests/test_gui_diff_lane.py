@@ -111,11 +111,11 @@ def test_hover_and_click_a_difference(qtbot, report, pair):
     assert text.split(" on IPU")[0] in BALANCED  # B's step, by name
     # the pointer over the bar shows it as the tooltip; a click selects it
     r.timeline.set_x_range(lane.start[i] - 2 * b, lane.start[i] + 3 * b)
-    qtbot.waitUntil(lambda: view.getPlotItem().getViewBox().viewRange()[0][0] < mid, timeout=5000)
+    qtbot.waitUntil(lambda: view.getPlotItem().getViewBox().viewRange()[0][0] < mid, timeout=20_000)
     vb = view.getPlotItem().getViewBox()
     at = view.mapFromScene(vb.mapViewToScene(QPointF(mid, float(lane.ipu[i]))))
     qtbot.mouseMove(view.viewport(), QPoint(at.x(), at.y()))
-    qtbot.waitUntil(lambda: view.hover_text == text, timeout=5000)
+    qtbot.waitUntil(lambda: view.hover_text == text, timeout=20_000)
     qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(at.x(), at.y()))
     assert view.selected == i
     t0, t1 = float(lane.start[i]), float(lane.start[i] + b)

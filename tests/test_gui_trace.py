@@ -290,7 +290,7 @@ def test_compare_mode_shows_both_runs_with_deltas(qtbot, report, small_paths):
     assert r.timeline_b.isVisible() and r.timeline_b.trace is not None
     # the range summary follows the first paint
     qtbot.waitUntil(
-        lambda: r.summary.table.horizontalHeaderItem(1).text() == f"A: {a.name}", timeout=3000
+        lambda: r.summary.table.horizontalHeaderItem(1).text() == f"A: {a.name}", timeout=WAIT_MS
     )
     assert r.summary.table.columnCount() == 4
     # the two timelines share the cycle axis
