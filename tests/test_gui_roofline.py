@@ -52,3 +52,22 @@ def test_compare_mode_draws_both(report, mlp):
     open_documents(report, *mlp)
     assert set(r.points) == {"A", "B"}
     assert r.header.text().count("operations drawn") == 2
+
+
+def test_legend_names_what_the_colours_mean(report, mlp):
+    """Seen in a real X server (issue 23): orange and blue points with no key."""
+    from analyser.gui.palette import hex_color
+    from analyser.gui.reports.roofline import LIMIT_STEP_TYPE
+
+    r, _ = report
+    open_documents(report, mlp[0])
+    names = dict(r.legend.entries)
+    drawn = {b.color().name() for b in r.points["A"].data["brush"]}
+    assert drawn
+    for lim, step_type in LIMIT_STEP_TYPE.items():
+        colour = hex_color("step_types", step_type)
+        if colour.lower() in drawn:
+            assert names[f"{lim}-bound"] == colour
+    assert r.legend.isVisibleTo(r) and "roofs" in names
+    open_documents(report, *mlp)
+    assert any("B triangles" in n for n in dict(r.legend.entries))

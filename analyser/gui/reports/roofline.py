@@ -15,7 +15,7 @@ from analyser.gui.model import operations as ops_model
 from analyser.gui.model.document import Document
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report
-from analyser.gui.widgets import make_plot
+from analyser.gui.widgets import LegendLabel, make_plot
 
 #: Colour of each binding roof: the trace's colour of the step type that roof limits.
 LIMIT_STEP_TYPE = {
@@ -45,10 +45,14 @@ class RooflineReport(Report):
         item.getAxis("bottom").setLogMode(True)
         item.getAxis("left").setLogMode(True)
         item.showGrid(x=True, y=True, alpha=0.2)
+        #: what the points' colours (and, comparing, shapes) mean: in a real X server the orange
+        #: and blue points had no key (issue 23)
+        self.legend = LegendLabel()
         self.picked = QLabel("Click a point to name its operation.")
         self.picked.setWordWrap(True)
         layout.addWidget(self.header)
         layout.addWidget(self.plot, 1)
+        layout.addWidget(self.legend)
         layout.addWidget(self.picked)
         self.set_content(content)
         self.points: dict[str, pg.ScatterPlotItem] = {}
@@ -59,10 +63,12 @@ class RooflineReport(Report):
     def clear(self) -> None:
         self.plot.getPlotItem().clear()
         self.points = {}
+        self.legend.set_entries([])
 
     def show_documents(self, doc: Document, other: Document | None) -> None:
         self.clear()
         texts = []
+        limits: set[str] = set()
         for side, d, symbol in (("A", doc, "o"), ("B", other, "t")):
             if d is None:
                 continue
@@ -70,10 +76,27 @@ class RooflineReport(Report):
             if r is None:
                 texts.append(f"{side}: {d.name} has no execution.")
                 continue
-            texts.append(self._draw(side, d, r, symbol, other is not None))
+            text, drawn = self._draw(side, d, r, symbol, other is not None)
+            texts.append(text)
+            limits.update(drawn)
         self.header.setText("\n".join(texts))
+        self.legend.set_entries(self._legend(limits, other is not None))
 
-    def _draw(self, side: str, doc: Document, r, symbol: str, compare: bool) -> str:
+    @staticmethod
+    def _legend(limits: set[str], compare: bool) -> list[tuple[str, str]]:
+        """(name, colour) of each binding roof drawn, then the roofs' line."""
+        entries = [
+            (f"{lim}-bound", hex_color("step_types", step_type))
+            for lim, step_type in LIMIT_STEP_TYPE.items()
+            if lim in limits
+        ]
+        roofs = "roofs (A solid, B dashed; A circles, B triangles)" if compare else "roofs"
+        return [*entries, (roofs, hex_color("chart", "max_memory_line"))]
+
+    def _draw(
+        self, side: str, doc: Document, r, symbol: str, compare: bool
+    ) -> tuple[str, set[str]]:
+        """Draw one profile's points and roofs; (its header text, the binding roofs drawn)."""
         prefix = f"{side}: {doc.name}: " if compare else f"{doc.name}: "
         pts = ops_model.roofline_points(r, prefix)
         brushes = [pg.mkBrush(hex_color("step_types", LIMIT_STEP_TYPE[lim])) for lim in pts.limits]
@@ -87,7 +110,7 @@ class RooflineReport(Report):
         style = Qt.PenStyle.DashLine if side == "B" else Qt.PenStyle.SolidLine
         pen = pg.mkPen(hex_color("chart", "max_memory_line"), width=2, style=style)
         self.plot.addItem(pg.PlotDataItem(pts.roof_x, pts.roof_y, pen=pen))
-        return pts.text
+        return pts.text, set(pts.limits)
 
     def _pick(self, side: str, pts) -> None:
         if len(pts):
