@@ -214,3 +214,25 @@ def test_phase_labels_use_the_application_font(qtbot, pipeline):
     font = r.view_a._band_font
     assert font.family() == QApplication.font().family()
     assert font.bold()
+
+
+def test_phase_labels_do_not_overlap_with_a_loader_lane(qtbot, pipeline, walkthrough_profiles):
+    """Seen in a real X server (issue 23): with the async loader's lane (step 6) the chart has
+    one row more, the label rows (a fixed 0.2 of a lane apart) came closer than a line of text
+    and "ramp-up 12.8%" printed over "host wait share (host-inclusive)"."""
+    r, _ = pipeline
+    r.resize(1380, 800)  # the window's size in the real X server
+    _open(pipeline, walkthrough_profiles["2-half"], walkthrough_profiles["6-async"])
+    qtbot.wait(50)
+    assert r.view_b.host_lanes == ("main", "loader")
+    for view in (r.view_a, r.view_b):
+        line = view._band_metrics.height()
+        # the text's own lines (the items' boxes have padding above and below)
+        rects = [
+            (t, rect.adjusted(0, (rect.height() - line) / 2, 0, -(rect.height() - line) / 2))
+            for t, rect in _label_rects(view)
+        ]
+        assert {t for t, _r in rects} == set(view.band_labels.values())  # none hidden
+        for i, (t1, r1) in enumerate(rects):
+            for t2, r2 in rects[i + 1 :]:
+                assert not r1.intersects(r2), (t1, t2)

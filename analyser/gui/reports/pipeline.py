@@ -54,6 +54,10 @@ from analyser.literal import html as lit
 PASS_ORDER = ("forward", "backward", "loss", "update", "io")
 #: Most micro-batch labels written inside boxes.
 MAX_BOX_LABELS = 400
+#: Where the phase labels sit above the stages (y grows downwards): the lowest row's bottom,
+#: and the top of the y range (the room the labels have).
+LABEL_BASE = -0.05
+LABEL_TOP = -0.9
 
 
 def chart_of(doc: Document) -> PipelineChart:
@@ -159,7 +163,8 @@ class PipelineChartView(QWidget):
             self.break_label.setText(text)
             self.break_label.setPos(x0, c.n_stages + 0.5)
 
-    #: Rows of phase labels above the stages (the space the y range leaves there).
+    #: Rows of phase labels above the stages at most (as many as fit in the space the y range
+    #: leaves there).
     LABEL_ROWS = 4
 
     def _lay_out_band_labels(self, x0: float, x1: float, px_per_cycle: float) -> None:
@@ -167,6 +172,7 @@ class PipelineChartView(QWidget):
         before it), on the first row where it does not run into the label before it: short
         bands side by side ("ramp-down" beside "weight update") no longer print on each other."""
         row_end: list[float] = []  # right edge (pixels) of the last label of each row
+        step, rows = self._label_row_step()
         for item, a, z, text in sorted(self.band_items, key=lambda t: t[1]):
             if z <= x0 or a >= x1 or px_per_cycle <= 0:
                 item.setVisible(False)
@@ -177,15 +183,27 @@ class PipelineChartView(QWidget):
             left = (x - x0) * px_per_cycle
             right = left + width
             row = next((r for r, end in enumerate(row_end) if end <= left), len(row_end))
-            if row >= self.LABEL_ROWS:
+            if row >= rows:
                 item.setVisible(False)
                 continue
             if row == len(row_end):
                 row_end.append(right)
             else:
                 row_end[row] = right
-            item.setPos(x, -0.05 - 0.2 * row)
+            item.setPos(x, LABEL_BASE - step * row)
             item.setVisible(True)
+
+    def _label_row_step(self) -> tuple[float, int]:
+        """(rows apart in data units, rows that fit above the stages): a label's height in
+        pixels, at least 0.2 of a lane (with the loader's lane the chart has a row more and 0.2
+        of a lane was less than a line: labels printed on each other in a real X server)."""
+        vb = self.chart.getViewBox()
+        (_y0, _y1) = vb.viewRange()[1]
+        px_per_unit = vb.height() / (_y1 - _y0) if _y1 > _y0 else 0.0
+        line = self._band_metrics.height() + 2  # a line of text (the item's box has padding)
+        step = max(0.2, line / px_per_unit) if px_per_unit > 0 else 0.2
+        room = LABEL_BASE - LABEL_TOP  # above the stages, inside the y range
+        return step, max(1, min(self.LABEL_ROWS, int(room / step + 1e-9)))
 
     def set_x_range(self, x0: float, x1: float) -> None:
         """Show cycles ``x0`` .. ``x1`` (compare mode gives A and B one range), widening the
@@ -268,7 +286,7 @@ class PipelineChartView(QWidget):
             self.band_labels[phase] = text
             label = pg.TextItem(text, color=hex_color("phases", phase), anchor=(0, 1))
             label.setFont(self._band_font)
-            label.setPos(a, -0.05)
+            label.setPos(a, LABEL_BASE)
             self._add(self.chart, label)
             self.band_items.append((label, a, z, text))
         # the host's lanes under the stages (preparation, the call, the waits)
@@ -320,7 +338,7 @@ class PipelineChartView(QWidget):
         self.chart.getViewBox().setLimits(
             yMin=-1.0, yMax=n_rows + 0.2, xMin=lo - pad, xMax=hi + pad
         )
-        self.chart.setYRange(-0.9, n_rows + 0.1, padding=0)
+        self.chart.setYRange(LABEL_TOP, n_rows + 0.1, padding=0)
         self.set_x_range(*c.x_range)
         legend_items = [
             f"<span style='color:{hex_color('passes', p)}'>■</span> {p}"
