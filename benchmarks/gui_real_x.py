@@ -184,7 +184,9 @@ class RealX:
         self._run("import", "-window", "root", str(path))
         return path
 
-    def shot_changed(self, name: str, previous: Path, timeout: float = 20.0) -> Path:
+    def shot_changed(
+        self, name: str, previous: Path, timeout: float = 20.0, steady: float = 1.0
+    ) -> Path:
         """A screenshot once the screen differs from ``previous`` (a report shown for the first
         time builds itself, which takes longer on a busy machine), or after ``timeout``."""
         end = time.monotonic() + timeout
@@ -192,6 +194,20 @@ class RealX:
         while _same(path, previous) and time.monotonic() < end:
             time.sleep(1.0)
             path = self.shot(name)
+        return self._settled(path, end, steady)
+
+    def _settled(self, path: Path, end: float, steady: float = 1.0) -> Path:
+        """``path`` retaken until two grabs a second apart agree (a report still filling in
+        the background was caught half laid out: a header squeezed, a lane "aligning"), or
+        until ``end``; ``steady`` seconds between the grabs."""
+        again = path.with_name(path.stem + ".steady.png")
+        while time.monotonic() < end:
+            time.sleep(steady)
+            self._run("import", "-window", "root", str(again))
+            if _same(again, path):
+                break
+            again.replace(path)
+        again.unlink(missing_ok=True)
         return path
 
     def shot_same(self, name: str, reference: Path, timeout: float = 20.0) -> Path:
@@ -292,7 +308,9 @@ def drive(profiles: list[Path], out: Path) -> list[tuple[str, bool, str]]:
         checks.append(("Ctrl+PgDown steps through every report", all(changed), str(changed)))
         for _ in range(REPORTS - 1 - TRACE):
             x.key("ctrl+Prior")  # back to the Execution Trace
-        trace = x.shot("trace-whole-run")
+        # once it has painted and its background work (range summary, differences) is done:
+        # an immediate grab caught the Pipeline on the way back in compare mode
+        trace = x.shot_changed("trace-whole-run", shots[-1], timeout=60.0, steady=2.0)
         w, h = SCREEN
         x.move(int(w * 0.35), int(h * 0.25))  # over the timeline, left of centre
         x.key("w")
