@@ -512,8 +512,8 @@ class Profile:
             return
         itemsize = 8 if ds.dtype.kind == "O" else ds.dtype.itemsize
         need = int(np.prod(shape, dtype=np.float64)) * itemsize
-        limit = semantic.read_limit()
-        if need > limit:
+        limit = semantic.within_read_limit(need)
+        if limit is not None:
             raise ProfileError(
                 f"profile {self.path}: reading {ds.name} {tuple(shape)} would need "
                 f"{semantic.fmt_size(need)}, more than the {semantic.fmt_size(limit)} this machine "
