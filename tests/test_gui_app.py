@@ -829,12 +829,16 @@ def test_a_click_right_after_an_open_goes_before_the_warm_up_and_the_idle_build(
     open_and_wait(qtbot, w, profiles_dir["fit"])
     task = w._prefetch_task
     pending = w.prebuild_pending()
+    built = len(w.prebuild_steps)
     pipeline = w.show_report("pipeline")
     assert not task._may_run.is_set(), "the warm-up waits while the clicked report fills"
-    if pending:
-        assert w._prebuild_timer.remainingTime() > 25  # a whole interval after the click
+    if pending:  # held until the report's first paint
+        assert not w._prebuild_timer.isActive() and w.prebuild_pending()
     assert not pipeline.needs_refresh and pipeline.view_a.data is not None
-    qtbot.waitUntil(task._may_run.is_set, timeout=2_000)
+    assert not task._may_run.is_set(), "still held: the report has not been painted yet"
+    qtbot.waitUntil(lambda: w._awaiting_paint is None, timeout=3_000)  # painted
+    assert len(w.prebuild_steps) == built, "no idle build step between the click and the paint"
+    qtbot.waitUntil(task._may_run.is_set, timeout=3_000)
     w.pool.waitForDone()
     qtbot.waitUntil(lambda: not w.prebuild_pending(), timeout=20_000)
     assert sorted(r.key for r in w._reports.values()) == sorted(w.report_keys)

@@ -30,6 +30,9 @@ class LoadRequest:
     #: Called in the worker thread with each opened Document to warm its cache.
     warm: Callable[[Document], None] | None = None
     request_id: int = field(default_factory=lambda: next(_ids))
+    #: Called in the worker thread with (A, B) when two profiles open together (what compare
+    #: mode computes for the pair, e.g. the explained comparison the Summary shows).
+    warm_pair: Callable[[Document, Document], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,9 @@ class LoadTask(QRunnable):
                 docs.append(doc)
                 if self.request.warm is not None:
                     self.request.warm(doc)
+            if self.request.warm_pair is not None and len(docs) == 2:
+                current = None
+                self.request.warm_pair(docs[0], docs[1])
             result = LoadResult(self.request, tuple(docs))
         except UserFacingError as exc:
             for doc in docs:
@@ -91,6 +97,9 @@ class LoadTask(QRunnable):
 
 
 def make_request(
-    paths: Sequence[str | Path], warm: Callable[[Document], None] | None = None
+    paths: Sequence[str | Path],
+    warm: Callable[[Document], None] | None = None,
+    warm_pair: Callable[[Document, Document], None] | None = None,
 ) -> LoadRequest:
-    return LoadRequest(tuple(Path(p) for p in paths), warm)
+    """A load of ``paths`` (see :class:`LoadRequest`)."""
+    return LoadRequest(tuple(Path(p) for p in paths), warm, warm_pair=warm_pair)

@@ -10,6 +10,7 @@ message box with the reader's one-sentence error and the window carries on.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -53,6 +54,9 @@ PREBUILD_INTERVAL_MS = 50
 #: How long the background warm-up pauses after a click shows a report not filled yet (ms; see
 #: PrefetchTask.pause).
 PREFETCH_PAUSE_MS = 150
+#: Longest hold of the warm-up and the idle build for a report that was shown but not painted
+#: (ms; see MainWindow._hold_until_painted).
+HOLD_LIMIT_MS = 2000
 PROFILE_FILTER = "IPU profiles (*.h5 *.hdf5 *.pvh5);;All files (*)"
 
 
@@ -72,6 +76,7 @@ class PrefetchTask(QRunnable):
         #: cleared while the GUI thread fills a report a click just showed (see pause)
         self._may_run = threading.Event()
         self._may_run.set()
+        self._paused_at = 0.0
 
     def pause(self) -> None:
         """Hold the warm-up at its next step while the GUI thread fills and paints the report
@@ -80,6 +85,7 @@ class PrefetchTask(QRunnable):
         The report computes what it needs itself; the warm-up carries on after :meth:`resume`
         (or, should the GUI thread be blocked, :attr:`PAUSE_LIMIT_S` at most: it then resumes
         itself)."""
+        self._paused_at = time.monotonic()
         self._may_run.clear()
 
     def resume(self) -> None:
@@ -90,31 +96,45 @@ class PrefetchTask(QRunnable):
     PAUSE_LIMIT_S = 0.3
 
     def _wait_if_paused(self) -> None:
-        if not self._may_run.wait(self.PAUSE_LIMIT_S):
-            self._may_run.set()
+        # the limit counts from the latest pause (a task held since the open and paused again
+        # by a click waits for the click's fill, not for what is left of the first pause)
+        while not self._may_run.wait(self.PAUSE_LIMIT_S):
+            if time.monotonic() - self._paused_at >= self.PAUSE_LIMIT_S:
+                self._may_run.set()
 
     def run(self) -> None:
         from analyser.gui.model import data
 
-        for doc in self.docs:
-            for report_needs in self.needs:
-                # one accessor per step (a report's needs together took 100 ms and more: a
-                # click while they ran shared the interpreter lock with them until the end)
+        # report by report, each for every document (A then B), in the side list's order: in
+        # compare mode a report needs both documents' data, so a report's are ready together
+        # (by document, B's data of the first reports came only after A's of every report);
+        # one accessor per step (a report's needs together took 100 ms and more: a click
+        # while they ran shared the interpreter lock with them until the end)
+        for report_needs in self.needs:
+            for doc in self.docs:
                 for name in report_needs:
-                    self._wait_if_paused()
-                    if self.cancelled:
+                    if not self._step(data.warm, doc, (name,)):
                         return
-                    try:
-                        data.warm(doc, (name,))
-                    except Exception:
-                        return
-        self._wait_if_paused()
-        if self.pair is not None and not self.cancelled:
-            try:
-                data.comparison(*self.pair)  # the Summary's and the Pipeline's explanations
-                data.liveness_alignment(*self.pair)
-            except Exception:
+            # Liveness's steps aligned by program, the compared chart's x axis
+            pair_liveness = self.pair is not None and "liveness" in report_needs
+            if pair_liveness and not self._step(data.liveness_alignment, *self.pair):
                 return
+        if self.pair is not None:
+            # the Summary's, the Pipeline's and the Execution Trace's explanations (the
+            # loader computes it with the documents when the pair opens together)
+            self._step(data.comparison, *self.pair)
+
+    def _step(self, work, *args) -> bool:
+        """Run one warm-up step (after any pause); False when the task is to stop (cancelled,
+        or the step failed: a document closed meanwhile)."""
+        self._wait_if_paused()
+        if self.cancelled:
+            return False
+        try:
+            work(*args)
+        except Exception:
+            return False
+        return True
 
 
 def default_settings() -> QSettings:
@@ -156,6 +176,10 @@ class MainWindow(QMainWindow):
         #: seconds each step of the idle build took (the longest is how long a click arriving
         #: during one can wait; bench_gui.py prints it)
         self.prebuild_steps: list[tuple[str, float]] = []
+        #: the report a click showed, held until its first paint (see _hold_until_painted)
+        self._awaiting_paint: Report | None = None
+        #: the idle build was under way when a click held it
+        self._held_prebuild = False
         self.setWindowTitle(APP_NAME)
         self.setAcceptDrops(True)
         self.resize(1400, 880)
@@ -290,6 +314,10 @@ class MainWindow(QMainWindow):
     def eventFilter(self, obj, event) -> bool:
         # the shown report's own keys pressed on the side list go to the report (W / Home on
         # the list after choosing the Execution Trace zoom the trace; issue 14)
+        if obj is self._awaiting_paint and event.type() == QEvent.Type.Paint:
+            # after this paint (posted: the filter runs before it)
+            QTimer.singleShot(0, self, lambda r=obj: self._end_hold(r, painted=True))
+            return False
         if obj is self.report_list and event.type() == QEvent.Type.KeyPress:
             report = self.current_report()
             if report is not None and report.report_key(event):
@@ -343,7 +371,6 @@ class MainWindow(QMainWindow):
         then wait for the next tick: a report's widgets and pyqtgraph plots cost 10-75 ms, which
         a first visit then no longer pays (issue 15). Reports are built hidden and refresh when
         first shown, so what they show is the same."""
-        import time
 
         doc, cmp = self.workspace.document, self.workspace.compare
         if doc is None:
@@ -360,8 +387,9 @@ class MainWindow(QMainWindow):
             return
 
     def prebuild_pending(self) -> bool:
-        """True while reports are still being built in the window's idle time."""
-        return self._prebuild_timer.isActive()
+        """True while reports are still being built in the window's idle time (or that build
+        is held while a report a click showed fills and paints)."""
+        return self._prebuild_timer.isActive() or self._held_prebuild
 
     def _show_report_row(self, row: int) -> None:
         if row < 0 or row >= len(self._report_classes):
@@ -371,23 +399,60 @@ class MainWindow(QMainWindow):
             self.title_label.setText(self._report_classes[row].title)
             return
         report = self._report_at(row)
-        task = getattr(self, "_prefetch_task", None)
-        hold = (
-            task is not None and report.needs_refresh and report is not self.stack.currentWidget()
-        )
+        hold = report.needs_refresh and report is not self.stack.currentWidget()
         if hold:
-            task.pause()  # the report fills and paints without the warm-up beside it
+            self._hold_until_painted(report)
         self.stack.setCurrentWidget(report)  # fills the report if it was not yet
-        if hold:
-            QTimer.singleShot(PREFETCH_PAUSE_MS, task.resume)  # after the paint
-        if self._prebuild_timer.isActive():
-            # the next idle build step waits for the report shown to be painted (it used to run
-            # first when its tick fell between the click and the paint); after a report filled
-            # now, as long as the warm-up is held: its layout and paint passes can take more
-            # than one interval (a step of 31 ms was seen inside a Pipeline first visit)
-            self._prebuild_timer.start(PREFETCH_PAUSE_MS if hold else PREBUILD_INTERVAL_MS)
+        if self._prebuild_timer.isActive() and not hold:
+            # the next idle build step waits for the report shown to be painted
+            self._prebuild_timer.start(PREBUILD_INTERVAL_MS)
         self.title_label.setText(self._title_text(report))
         self.settings.setValue("report", report.key)
+
+    def _hold_until_painted(self, report: Report) -> None:
+        """Hold the background warm-up and the idle build while ``report``, just shown and not
+        filled yet, fills and is first painted: the warm-up shares the interpreter lock with the
+        GUI thread, and an idle build step (10-75 ms, far more on a busy machine) used to run
+        between the click and the paint when its tick fell there (issue 15, issue 23 item 11:
+        a whole report's construction was seen inside a first visit clicked right after an
+        open). Both carry on :data:`PREBUILD_INTERVAL_MS` after the report's first paint (a
+        hidden report: :data:`PREFETCH_PAUSE_MS` after the fill; :data:`HOLD_LIMIT_MS` at most)."""
+        task = getattr(self, "_prefetch_task", None)
+        if task is not None:
+            task.pause()  # the report fills and paints without the warm-up beside it
+        previous = self._awaiting_paint
+        if previous is not None and previous is not report:
+            previous.removeEventFilter(self)
+        self._awaiting_paint = report
+        report.installEventFilter(self)
+        self._held_prebuild = self._held_prebuild or self._prebuild_timer.isActive()
+        self._prebuild_timer.stop()
+        QTimer.singleShot(
+            PREFETCH_PAUSE_MS, self, lambda r=report: self._end_hold(r, painted=False)
+        )
+        QTimer.singleShot(HOLD_LIMIT_MS, self, lambda r=report: self._end_hold(r, painted=True))
+
+    def _end_hold(self, report: Report, painted: bool) -> None:
+        """The shown report was painted (or no paint came): the warm-up and the idle build
+        carry on (after one more interval when it was painted: its layout passes may paint it
+        again)."""
+        if self._awaiting_paint is not report:
+            return  # ended already, or another report shown since
+        if painted or not report.isVisible():
+            self._awaiting_paint = None
+            report.removeEventFilter(self)
+            QTimer.singleShot(PREBUILD_INTERVAL_MS, self, self._resume_after)
+        # else: the fill is done but the report not painted yet; its paint ends the hold
+
+    def _resume_after(self) -> None:
+        if self._awaiting_paint is not None:
+            return  # another report shown since holds them again
+        task = getattr(self, "_prefetch_task", None)
+        if task is not None:
+            task.resume()
+        held, self._held_prebuild = self._held_prebuild, False
+        if held and self.workspace.document is not None:
+            self._prebuild_timer.start(PREBUILD_INTERVAL_MS)
 
     def _title_text(self, report: Report) -> str:
         doc, cmp = self.workspace.document, self.workspace.compare
@@ -448,7 +513,12 @@ class MainWindow(QMainWindow):
             if 0 <= row < len(self._report_classes)
             else ("target",)
         )
-        request = make_request(paths, warm=lambda doc: data.warm(doc, needs))
+        request = make_request(
+            paths,
+            warm=lambda doc: data.warm(doc, needs),
+            # the explanations of a compared pair (the Summary's: it opens on them)
+            warm_pair=lambda a, b: data.comparison(a, b),
+        )
         task = LoadTask(request, self._load_signals)
         self._pending_id = request.request_id
         self._keep_document = keep_document
@@ -496,6 +566,8 @@ class MainWindow(QMainWindow):
             tuple(docs), tuple(cls.data_needs for cls in self._report_classes), pair
         )
         self._prefetch_task = task
+        if self._awaiting_paint is not None:
+            task.pause()  # the report shown now fills and paints first (see _hold_until_painted)
         self.pool.start(task)
 
     def _show_error(self, message: str) -> None:
@@ -530,7 +602,10 @@ class MainWindow(QMainWindow):
         else:
             self._show_report_row(row)
         if document is not None:
-            self._prebuild_timer.start(PREBUILD_INTERVAL_MS)
+            if self._awaiting_paint is not None:
+                self._held_prebuild = True  # starts after the shown report's first paint
+            else:
+                self._prebuild_timer.start(PREBUILD_INTERVAL_MS)
 
     def _mark_unavailable_reports(
         self, document: Document | None, compare: Document | None
@@ -786,7 +861,13 @@ class MainWindow(QMainWindow):
             task.cancelled = True
             task.resume()
         for report in self._reports.values():
-            report.shutdown()
+            try:
+                report.shutdown()
+            except Exception as exc:  # one report's failure must not skip the others' or
+                # escape closeEvent (PySide then crashed printing it: a segmentation fault)
+                import sys
+
+                print(f"{report.title}: shutdown failed: {exc}", file=sys.stderr)
         self.pool.waitForDone(10000)
         self.workspace.close()
 

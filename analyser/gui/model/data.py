@@ -199,8 +199,13 @@ def program_match_keys(doc: Document) -> np.ndarray:
     order): the Program Tree matches A's k-th program of a name with B's k-th."""
 
     def compute() -> np.ndarray:
-        s = pd.Series(program_nodes(doc)["name"].to_numpy().astype(str))
-        return (s + "#" + s.groupby(s).cumcount().astype(str)).to_numpy()
+        seen: dict[str, int] = {}
+        keys = []
+        for name in program_nodes(doc)["name"].astype(str).tolist():  # programs, not steps
+            k = seen.get(name, 0)
+            seen[name] = k + 1
+            keys.append(f"{name}#{k}")
+        return np.array(keys, dtype=object)
 
     return doc.cached("program_match_keys", compute)
 
