@@ -110,8 +110,20 @@ def test_guided_submits_the_start_with_its_projection(sim_service, monkeypatch):
     monkeypatch.setattr(
         sim_service, "submit", lambda reqs: (sizes.append(len(reqs)), submit(reqs))[1]
     )
+    from analyser.sim.tune.search import Tuner
+
+    read_ahead: list[tuple[int, int]] = []  # (row id, batches submitted) when read
+    hook = Tuner._read_start_insights
+
+    def spy(self, row):
+        read_ahead.append((row.id, len(sizes)))
+        hook(self, row)
+
+    monkeypatch.setattr(Tuner, "_read_start_insights", spy)
     result = tune(space, sim_service, budget=4, strategy="guided")
     assert sizes[0] == 2
+    # the start's insights were read as it was answered, inside the first batch
+    assert (0, 1) in read_ahead
     rows = result.rows
     assert [r.id for r in rows] == list(range(len(rows)))
     assert rows[0].origin == "start" and rows[0].assignment is None

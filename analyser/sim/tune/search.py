@@ -109,6 +109,8 @@ class Tuner:
         self._sims = 0
         self._phase = ""
         self._round = 0
+        #: insight changes read ahead of the beam (the start's, while its batch runs)
+        self._changes: dict[int, list[dict[str, Any]]] = {}
 
     # -- evaluation ----------------------------------------------------------------------------
     def _spent(self) -> int:
@@ -122,13 +124,15 @@ class Tuner:
         items: list[tuple[tuple[int, ...] | None, dict[str, Any], str]],
         *,
         in_order: bool = False,
+        on_row: Callable[[Row], None] | None = None,
     ) -> list[Row]:
         """Simulate (config, origin) items not tried before, in parallel; returns their rows.
 
         An item whose request is one already answered, or one earlier in ``items``, is not
         simulated again: its assignment maps to that row. With ``in_order`` the rows are
         numbered in the items' order (not the answers'), so that one batch gives the rows the
-        same ids as the same items evaluated one after another."""
+        same ids as the same items evaluated one after another. ``on_row(row)`` is called as
+        each row is answered (the rest of the batch still simulating)."""
         todo: list[
             tuple[tuple[int, ...] | None, dict[str, Any], str, SimRequest | SimResponse]
         ] = []
@@ -166,6 +170,8 @@ class Tuner:
                     if not resp.cached:
                         self._sims += 1
                     self._report(batch)
+                    if on_row is not None:
+                        on_row(row)  # while the rest of the batch simulates
             except BaseException:
                 batch.cancel()
                 raise
@@ -258,7 +264,9 @@ class Tuner:
             ]
             if cfg is not None and self.budget > 1:
                 items.append((proj, cfg, "beam"))
-            self.evaluate(items, in_order=True)
+            # the start's insights are read as soon as it is answered, while its projection
+            # may still be simulating (same moves, found earlier)
+            self.evaluate(items, in_order=True, on_row=self._read_start_insights)
         start_row = self.start_row()
         beam: list[Row] = [start_row]
         if cfg is not None and self.left() and proj not in self._tried:
@@ -273,7 +281,8 @@ class Tuner:
             self._phase = f"beam {self._round}"
             items = []
             for row in beam:
-                for change in self._insight_changes(row):
+                changes = self._changes.pop(row.id, None)
+                for change in self._insight_changes(row) if changes is None else changes:
                     merged = dict(row.config)
                     merged.update(change)
                     a = sp.project(merged)
@@ -330,6 +339,10 @@ class Tuner:
                     else:
                         self._tried.add(a)
         return out
+
+    def _read_start_insights(self, row: Row) -> None:
+        if row.origin == "start":
+            self._changes[row.id] = self._insight_changes(row)
 
     def _insight_changes(self, row: Row) -> list[dict[str, Any]]:
         """The run-config changes the insights on ``row``'s profile recommend: each alone, in
