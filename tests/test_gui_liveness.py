@@ -35,6 +35,25 @@ def doc(two_ipus):
     d.close()
 
 
+@pytest.fixture
+def shown(qtbot, two_ipus):
+    """The Liveness report, shown at 1200 x 800, with the two-IPU profile open."""
+    from analyser.gui.model.document import Document
+    from analyser.gui.reports.liveness import LivenessReport
+
+    report = LivenessReport()
+    qtbot.addWidget(report)
+    report.resize(1200, 800)
+    report.show()
+    doc = Document.open(two_ipus)
+    try:
+        report.set_document(doc)
+        yield report, doc
+    finally:
+        report.close()
+        doc.close()
+
+
 def test_model_lists_every_shown_ipus_variables(doc):
     from analyser.gui.model import data
     from analyser.gui.model import liveness as lvm
@@ -73,62 +92,40 @@ def test_peak_labels_stack_and_name_both_profiles():
 
 
 @pytest.mark.gui
-def test_all_ipus_lists_every_ipus_variables(qtbot, two_ipus):
-    from analyser.gui.model.document import Document
-    from analyser.gui.reports.liveness import LivenessReport
-
-    report = LivenessReport()
-    qtbot.addWidget(report)
-    report.resize(1200, 800)
-    report.show()
-    doc = Document.open(two_ipus)
-    try:
-        report.set_document(doc)
-        assert report.ipu_combo.currentText() == "All IPUs"
-        lv = doc.analysis.liveness
-        step = int(lv.peak_step[1])
-        report.click_step(step, False)
-        model = report.live_table.model
-        ipus = {int(model.raw(r, model.column_of("ipu"))) for r in range(model.rowCount())}
-        assert ipus == {0, 1}
-        assert report.step_tree.value(f"Step {step}", "Not-always-live (IPU 1)")
-        report.click_step(0, True)  # shift-click: compare two steps
-        cmp = report.compare_table.model
-        assert {int(cmp.raw(r, cmp.column_of("ipu"))) for r in range(cmp.rowCount())} == {0, 1}
-        report.ipu_combo.setCurrentIndex(2)  # IPU 1 only
-        report.click_step(step, False)
-        ipus = {int(model.raw(r, model.column_of("ipu"))) for r in range(model.rowCount())}
-        assert ipus == {1}
-    finally:
-        report.close()
-        doc.close()
+def test_all_ipus_lists_every_ipus_variables(shown):
+    report, doc = shown
+    assert report.ipu_combo.currentText() == "All IPUs"
+    lv = doc.analysis.liveness
+    step = int(lv.peak_step[1])
+    report.click_step(step, False)
+    model = report.live_table.model
+    ipus = {int(model.raw(r, model.column_of("ipu"))) for r in range(model.rowCount())}
+    assert ipus == {0, 1}
+    assert report.step_tree.value(f"Step {step}", "Not-always-live (IPU 1)")
+    report.click_step(0, True)  # shift-click: compare two steps
+    cmp = report.compare_table.model
+    assert {int(cmp.raw(r, cmp.column_of("ipu"))) for r in range(cmp.rowCount())} == {0, 1}
+    report.ipu_combo.setCurrentIndex(2)  # IPU 1 only
+    report.click_step(step, False)
+    ipus = {int(model.raw(r, model.column_of("ipu"))) for r in range(model.rowCount())}
+    assert ipus == {1}
 
 
-def test_peak_labels_sit_above_the_curves_on_the_background(qtbot, two_ipus):
+@pytest.mark.gui
+def test_peak_labels_sit_above_the_curves_on_the_background(shown):
     """Seen in a real X server (issue 23): a peak label drawn under the curves had its figures
     crossed by another IPU's lines. Labels are above every curve, on the chart background."""
     from PySide6.QtGui import QColor
 
-    from analyser.gui.model.document import Document
-    from analyser.gui.reports.liveness import LivenessReport
     from analyser.gui.theme import chart_colors
 
-    report = LivenessReport()
-    qtbot.addWidget(report)
-    report.resize(1200, 800)
-    report.show()
-    doc = Document.open(two_ipus)
-    try:
-        report.set_document(doc)
-        labels = report.peak_labels
-        assert len(labels) == 2  # one per IPU
-        items = report.plot.getPlotItem().listDataItems()
-        top_curve = max(item.zValue() for item in items)
-        background = QColor(chart_colors().background)
-        for label in labels:
-            assert label.zValue() > top_curve
-            fill = label.fill.color()
-            assert fill.rgb() == background.rgb() and fill.alpha() > 160
-    finally:
-        report.close()
-        doc.close()
+    report, _doc = shown
+    labels = report.peak_labels
+    assert len(labels) == 2  # one per IPU
+    items = report.plot.getPlotItem().listDataItems()
+    top_curve = max(item.zValue() for item in items)
+    background = QColor(chart_colors().background)
+    for label in labels:
+        assert label.zValue() > top_curve
+        fill = label.fill.color()
+        assert fill.rgb() == background.rgb() and fill.alpha() > 160
