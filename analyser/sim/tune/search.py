@@ -2,7 +2,7 @@
 
 Guided search (when the space is larger than the budget):
 
-1. simulate the start configuration and its projection onto the space;
+1. simulate the start configuration and its projection onto the space, in one batch;
 2. beam: from every configuration in the beam, follow the changes the insights on its profile
    recommend (each tip's change alone, and all of them together), projected onto the space;
    simulate the new configurations in parallel, keep the best ``beam`` of everything seen; repeat
