@@ -993,3 +993,33 @@ def test_a_pinned_lane_stays_on_top_while_the_others_scroll(qtbot, report, small
     from analyser.gui.help import SHORTCUTS
 
     assert any(keys.startswith("P,") and "pin" in what for _w, keys, what in SHORTCUTS)
+
+
+@pytest.fixture(scope="module")
+def short_and_long(tmp_path_factory) -> tuple[Path, Path]:
+    out = tmp_path_factory.mktemp("gui-trace-lengths")
+    paths = (out / "short.h5", out / "long.h5")
+    for path, n_steps in zip(paths, (4_000, 20_000)):
+        write_profile(path, make_synthetic_profile(n_steps=n_steps, n_ipus=2, tiles=64, seed=1))
+    return paths
+
+
+def test_compare_home_shows_both_runs_when_they_differ_in_length(qtbot, report, short_and_long):
+    """Seen in a real X server (2-half vs 6-async): after zooming in, Home on the shorter A
+    stayed where it was, because A's Home knew only A's run. Home on either timeline shows the
+    whole of both runs, and the header says its figures are A's."""
+    r, _ = report
+    _open(report, *short_and_long)
+    (a0, a1), (b0, b1) = r.timeline.full_range(), r.timeline_b.full_range()
+    assert b1 > 2 * a1  # A is the shorter run
+    lo, hi = min(a0, b0), max(a1, b1)
+    for tl in (r.timeline, r.timeline_b):
+        r.timeline.set_x_range(lo + (hi - lo) * 0.4, lo + (hi - lo) * 0.5)
+        qtbot.keyClick(tl, Qt.Key.Key_Home)
+        for view in (r.timeline, r.timeline_b):
+            x0, x1 = view.x_range()
+            slack = (hi - lo) * 1e-3  # a cycle or two of axis rounding
+            assert x0 <= lo + slack and x1 >= hi - slack, (tl is r.timeline, (x0, x1), (lo, hi))
+    with qtbot.waitSignal(r.timeline.windowChanged, timeout=WAIT_MS):
+        r.timeline.zoom(2.0)
+    assert r.status.text().startswith("A: ")

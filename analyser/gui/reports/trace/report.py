@@ -333,11 +333,10 @@ class TraceReport(Report):
             pad = (hi - lo) * 0.05
             # the host lanes of either run may reach before cycle 0 / after the last step
             (c0, c1), (d0, d1) = self.timeline.allowed_range(), self.timeline_b.allowed_range()
+            shared = (lo, hi + pad / 5, min(lo - pad, c0, d0), max(hi + pad, c1, d1))
             for tl in self._timelines():
-                tl.getPlotItem().getViewBox().setLimits(
-                    xMin=min(lo - pad, c0, d0), xMax=max(hi + pad, c1, d1)
-                )
-            self.timeline.set_x_range(lo, hi + pad / 5)
+                tl.shared_range = shared  # Home on either timeline shows both runs
+            self.timeline.reset_zoom()
         self.bsp_ipu.setRange(0, max(0, self.trace.n_ipus - 1))
         self.search.set_trace(self.trace)
         self.details.show_details(None)
@@ -452,7 +451,9 @@ class TraceReport(Report):
         lo, hi = self.timeline.full_range()
         a, b = max(t0, lo), min(t1, hi)  # the part of the view the run covers
         text = (
-            f"{a:,.0f} – {b:,.0f} cycles ({short_cycles(b - a)}) · {n:,} steps · "
+            # compare mode: the figures are A's (its run, its steps), and say so
+            ("A: " if self.trace_b is not None else "")
+            + f"{a:,.0f} – {b:,.0f} cycles ({short_cycles(b - a)}) · {n:,} steps · "
             f"{self.timeline.n_rects:,} rects ({', '.join(sorted(src))})"
         )
         self.status.setText(text)

@@ -144,6 +144,9 @@ class TimelineView(LaneGroups, pg.PlotWidget):
         self._highlighted: tuple[float, float, tuple, int] | None = None
         self._sep_items: list = []
         self.restricted: tuple[float, float] | None = None
+        #: compare mode: (view from, view to, pan limit from, pan limit to) over both runs, set
+        #: by the report; Home shows it, so a shorter A does not hide the rest of B
+        self.shared_range: tuple[float, float, float, float] | None = None
         plot = self.getPlotItem()
         plot.setMenuEnabled(False)
         plot.hideButtons()
@@ -242,6 +245,7 @@ class TimelineView(LaneGroups, pg.PlotWidget):
         self.highlight.hide()
         self.clear_range(emit=False)
         self.restricted = None
+        self.shared_range = None
         self._flow_timer.stop()
         self._label_timer.stop()
         self._flow_gen += 1
@@ -356,10 +360,18 @@ class TimelineView(LaneGroups, pg.PlotWidget):
         return t0, t1
 
     def reset_zoom(self) -> None:
+        """Home: the whole run (both runs in compare mode), or the run the view is restricted
+        to."""
+        vb = self.getPlotItem().getViewBox()
+        if self.shared_range is not None and self.restricted is None:
+            t0, t1, lo, hi = self.shared_range
+            vb.setLimits(xMin=lo, xMax=hi, minXRange=MIN_SPAN)
+            vb.setXRange(t0, t1, padding=0)
+            self._schedule()
+            return
         t0, t1 = self.full_range()
         pad = (t1 - t0) * 0.01 if self.restricted is None else 0.0
         lo, hi = self.allowed_range()
-        vb = self.getPlotItem().getViewBox()
         # the run starts at its first cycle (no negative cycles on the axis, as in PopVision)
         # unless the host lane records time before it; a little room after the last step keeps
         # it visible at the right edge
