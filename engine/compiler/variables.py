@@ -326,21 +326,24 @@ def _streamed_variables(
         need = max([need] + [backward_last[j] for j in input_users if cols["saves_input"][j]])
     in_tiles = inputs.output_tiles(first_user, in_bytes)
     saved_input = 0
-    if len(steps.normalise_rows):
-        norm = int(steps.normalise_rows[0])
-        rows.add(
-            "input",
-            "input",
-            in_dtype,
-            in_shape,
-            in_bytes,
-            0,
-            False,
-            0,
-            last[norm],
-            *in_tiles,
-            op=norm,
-        )
+    # One input buffer either way (counted once): with a normalisation op the raw input lives
+    # until that op has read it and the normalised copy is what the model (and the backward
+    # pass) reads; without one the model reads the input itself until its last user.
+    norm = int(steps.normalise_rows[0]) if len(steps.normalise_rows) else None
+    rows.add(
+        "input",
+        "input",
+        in_dtype,
+        in_shape,
+        in_bytes,
+        0,
+        False,
+        0,
+        need if norm is None else last[norm],
+        *in_tiles,
+        op=first_user if norm is None else norm,
+    )
+    if norm is not None:
         nb = B * graph.input_elems * cdt
         rows.add(
             "input/normalised",
@@ -357,22 +360,8 @@ def _streamed_variables(
         )
         if training:
             saved_input = nb
-    else:
-        rows.add(
-            "input",
-            "input",
-            in_dtype,
-            in_shape,
-            in_bytes,
-            0,
-            False,
-            0,
-            need,
-            *in_tiles,
-            op=first_user,
-        )
-        if training and any(cols["saves_input"][j] for j in input_users):
-            saved_input = in_bytes
+    elif training and any(cols["saves_input"][j] for j in input_users):
+        saved_input = in_bytes
     label_bytes_per_sample = 4 * graph.label_elems
     last_ipu = inputs.stages - 1
     if training and len(steps.loss_rows):
