@@ -27,6 +27,21 @@ FLAG_ALIASES: dict[str, tuple[str, ...]] = {
     "num_ipus": ("--ipus",),
 }
 
+#: The run options given one ``NAME=VALUE`` per flag (repeatable): flag, metavar, help.
+_REPEATABLE: dict[str, tuple[str, str, str]] = {
+    "input_shapes": (
+        "--input-shape",
+        "NAME=DIMS",
+        "ONNX models: bind the shape of graph input NAME, e.g. input_ids=1x128 "
+        "(repeatable); a dynamic batch dimension not given is bound by the micro-batch.",
+    ),
+    "target_overrides": (
+        "--target-override",
+        "KEY=VALUE",
+        "Override one target parameter, e.g. clock_hz=1.6e9 (repeatable).",
+    ),
+}
+
 
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     """Add one ``--option`` per RunConfig field (defaults suppressed: only given flags count)."""
@@ -38,25 +53,15 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
         ann = field.annotation
         choices = _literal_choices(ann)
         kw: dict[str, Any] = dict(dest=name, default=argparse.SUPPRESS, help=help_text)
-        if name == "input_shapes":
+        if name in _REPEATABLE:  # one value per flag, the flag given again for the next
+            flag, metavar, help_text = _REPEATABLE[name]
             group.add_argument(
-                "--input-shape",
+                flag,
                 dest=name,
                 action="append",
-                metavar="NAME=DIMS",
+                metavar=metavar,
                 default=argparse.SUPPRESS,
-                help="ONNX models: bind the shape of graph input NAME, e.g. input_ids=1x128 "
-                "(repeatable); a dynamic batch dimension not given is bound by the micro-batch.",
-            )
-            continue
-        if name == "target_overrides":
-            group.add_argument(
-                "--target-override",
-                dest=name,
-                action="append",
-                metavar="KEY=VALUE",
-                default=argparse.SUPPRESS,
-                help="Override one target parameter, e.g. clock_hz=1.6e9 (repeatable).",
+                help=help_text,
             )
             continue
         # Values stay strings here and RunConfig validates them (pydantic converts "16" to 16),
