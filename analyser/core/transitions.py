@@ -18,7 +18,13 @@ from typing import Any
 
 from analyser.core.analysis import Analysis
 from analyser.core.comparison import COSMETIC_KEYS, config_diffs
-from analyser.core.insights import Insight, Thresholds, find_insights, predict_effects
+from analyser.core.insights import (
+    Insight,
+    Thresholds,
+    all_rules,
+    find_insights,
+    predict_effects,
+)
 from analyser.core.simulator import Simulator
 from analyser.core.units import fmt_bytes, fmt_delta_pct, fmt_pct
 
@@ -121,23 +127,10 @@ def _relaxed_link(a: Analysis, key: str, before: Any, after: Any) -> TipLink | N
     return None
 
 
-#: The thresholds each throughput rule compares against (for "stays below its threshold").
-_RULE_THRESHOLDS = {
-    "throughput.disable_offload": ("offload_share",),
-    "throughput.gradient_accumulation": ("ramp_share", "weight_update_share", "allreduce_share"),
-    "throughput.allreduce": ("allreduce_share",),
-    "throughput.device_iterations": ("host_call_share",),
-    "throughput.8bit_input": ("input_stream_share", "host_wait_moderate"),
-    "throughput.async_loader": ("host_wait_moderate",),
-    "throughput.loader_workers": ("host_wait_moderate",),
-    "throughput.io_tiles": ("io_stream_share",),
-    "throughput.prefetch": ("host_wait_moderate",),
-    "throughput.fp16": ("fp32_matmul_share",),
-}
-
-
 def _thresholds_of(iid: str, used: list[tuple[str, float]]) -> list[tuple[str, float]]:
-    names = _RULE_THRESHOLDS.get(iid, ())
+    """The pairs of ``used`` that insight ``iid``'s rule reads (its ``@rule`` declaration: the
+    one source of which thresholds a rule compares against)."""
+    names = next((r.thresholds for r in all_rules() if iid in r.ids), ())
     return [(n, v) for n, v in used if n in names]
 
 
