@@ -334,9 +334,9 @@ class TraceReport(Report):
             # the host lanes of either run may reach before cycle 0 / after the last step
             (c0, c1), (d0, d1) = self.timeline.allowed_range(), self.timeline_b.allowed_range()
             shared = (lo, hi + pad / 5, min(lo - pad, c0, d0), max(hi + pad, c1, d1))
-            for tl in self._timelines():
+            for tl in reversed(self._timelines()):  # A last: B is x-linked to it
                 tl.shared_range = shared  # Home on either timeline shows both runs
-            self.timeline.reset_zoom()
+                tl.reset_zoom()  # both get the same pan limits (a link obeys B's too)
         self.bsp_ipu.setRange(0, max(0, self.trace.n_ipus - 1))
         self.search.set_trace(self.trace)
         self.details.show_details(None)
