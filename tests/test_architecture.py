@@ -210,3 +210,39 @@ def test_no_function_or_file_over_the_size_limits():
     )
     stale = sorted(set(SIZE_ALLOWED) - {rel for rel, kind, _ in violations if kind == "file"})
     assert stale == [], f"within the limits now: drop these from SIZE_ALLOWED: {stale}"
+
+
+#: What ``analyse insights`` must not import: the GUI's, the query engine's and the cluster's
+#: libraries, and pandas (about 0.4 s of CPU per run; the rules read numpy columns).
+INSIGHTS_NEVER_IMPORTS = (
+    "pandas",
+    "pyarrow",
+    "dask",
+    "distributed",
+    "duckdb",
+    "pyqtgraph",
+    "PySide6",
+)
+
+
+def test_analyse_insights_imports_no_heavy_library(tmp_path):
+    """``analyse insights --json`` on a profile with an execution, in a fresh process: none of
+    INSIGHTS_NEVER_IMPORTS is imported (the re-simulations read their figures the same way)."""
+    import subprocess
+    import sys
+
+    from profiles import write_profile
+    from profiles.synthetic import make_synthetic_profile
+
+    path = tmp_path / "small.h5"
+    write_profile(path, make_synthetic_profile(n_steps=2000, tiles=16, n_programs=50, seed=1))
+    code = (
+        "import sys, io, contextlib\n"
+        "from analyser.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    rc = main(['insights', {str(path)!r}, '--json', '--no-resimulate'])\n"
+        f"heavy = {INSIGHTS_NEVER_IMPORTS!r}\n"
+        "print(rc, sorted({m.split('.')[0] for m in sys.modules} & set(heavy)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split(None, 1) == ["0", "[]\n"], done.stdout + done.stderr

@@ -181,28 +181,30 @@ def host_load(
 
 def small_conv_share(operations, variables, tiles_per_ipu: int) -> float | None:
     """Share of the forward convolution + matmul flops in small convolutions (see module
-    docstring), from the operations and variables tables (shapes are stored flattened as
-    ``N x (C H W)``: reduction depth = flops / (2 N E), output channels = weights / depth,
-    output positions = N E / channels). None when the tables are missing."""
-    if operations is None or variables is None or len(operations) == 0:
+    docstring), from the operations and variables tables: their columns by name (DataFrames or
+    dicts of numpy columns; shapes are stored flattened as ``N x (C H W)``: reduction depth =
+    flops / (2 N E), output channels = weights / depth, output positions = N E / channels).
+    None when the tables are missing."""
+    if operations is None or variables is None:
         return None
-    ops = operations
-    fwd = np.asarray(ops["pass"]) == 0
-    kind = ops["type"].astype(str)
-    conv = fwd & (kind == "Conv").to_numpy()
-    mm = fwd & kind.isin(("MatMul", "Gemm", "Linear")).to_numpy()
-    flops = np.asarray(ops["flops"], dtype=np.float64)
+    flops = np.asarray(operations["flops"], dtype=np.float64)
+    if flops.size == 0:
+        return None
+    fwd = np.asarray(operations["pass"]) == 0
+    kind = np.asarray(operations["type"]).astype(str)
+    conv = fwd & (kind == "Conv")
+    mm = fwd & np.isin(kind, ("MatMul", "Gemm", "Linear"))
     total = float(flops[conv | mm].sum())
     if total <= 0:
         return 0.0
     idx = np.flatnonzero(conv)
     if idx.size == 0:
         return 0.0
-    var = variables[["op", "kind", "shape"]]
-    var = var[np.asarray(var["op"]) >= 0]
-    kinds = np.asarray(var["kind"])
-    act = var[kinds == 1].drop_duplicates("op").set_index("op")["shape"]
-    wts = var[kinds == 0].drop_duplicates("op").set_index("op")["shape"]
+    var_op = np.asarray(variables["op"])
+    var_kind = np.asarray(variables["kind"])
+    var_shape = np.asarray(variables["shape"])
+    act = _first_shape_per_op(var_op, var_shape, (var_op >= 0) & (var_kind == 1))
+    wts = _first_shape_per_op(var_op, var_shape, (var_op >= 0) & (var_kind == 0))
     small_flops = 0.0
     for i in idx:  # one entry per forward convolution (tens to hundreds), not per tile or step
         a = _dims(str(act.get(int(i), "")))
@@ -218,6 +220,12 @@ def small_conv_share(operations, variables, tiles_per_ipu: int) -> float | None:
         if positions < tiles_per_ipu or channels < SMALL_CONV_CHANNELS:
             small_flops += float(flops[i])
     return small_flops / total
+
+
+def _first_shape_per_op(op: np.ndarray, shape: np.ndarray, rows: np.ndarray) -> dict[int, Any]:
+    """Operation -> the shape of its first variable among ``rows``."""
+    ops, first = np.unique(op[rows].astype(np.int64), return_index=True)
+    return dict(zip(ops.tolist(), shape[rows][first].tolist(), strict=True))
 
 
 def _dims(shape: str) -> list[int]:
@@ -243,8 +251,8 @@ def feature_figures(analysis) -> dict[str, float | None]:
         load, overlapped = host_load(src.execution_attrs, float(analysis.target.clock_hz), calls)
     try:
         share = small_conv_share(
-            src.table("/graph/operations", ["type", "pass", "flops"]),
-            src.table("/graph/variables", ["op", "kind", "shape"]),
+            {c: src.column("/graph/operations", c) for c in ("type", "pass", "flops")},
+            {c: src.column("/graph/variables", c) for c in ("op", "kind", "shape")},
             int(analysis.target.tiles_per_ipu),
         )
     except (KeyError, ValueError, TypeError, IndexError):  # a table of the wrong shape or type

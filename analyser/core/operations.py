@@ -23,6 +23,36 @@ def run_step_cycles(execution: ExecutionSummary | None) -> float:
     return float(np.asarray(execution.program_cycles, dtype=np.float64).sum())
 
 
+def operation_totals(
+    src: Source, execution: ExecutionSummary | None, n: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per operation (``n`` of them): ``total_cycles`` (measured cycles of its executed steps over
+    the run, all IPUs) and ``executions`` (times its most-run program ran), as int64."""
+    total = np.zeros(n, np.int64)
+    execs = np.zeros(n, np.int64)
+    if execution is not None and n:
+        prog_op = src.column("/programs/nodes", "op").astype(np.int64)
+        m = prog_op >= 0
+        total = np.bincount(prog_op[m], execution.program_cycles[m], n).astype(np.int64)
+        # executions of an op = executions of its most-run program
+        np.maximum.at(execs, prog_op[m], execution.program_executions[m])
+    return total, execs
+
+
+def operation_memory_bytes(src: Source, n: int) -> np.ndarray:
+    """Per operation (``n`` of them): bytes of the variables it owns (int64)."""
+    mem = np.zeros(n, np.int64)
+    if src.has("/graph/variables") and n:
+        op = src.column("/graph/variables", "op")
+        vm = op >= 0
+        mem = np.bincount(
+            op[vm].astype(np.int64),
+            src.column("/graph/variables", "bytes")[vm].astype(np.float64),
+            n,
+        ).astype(np.int64)
+    return mem
+
+
 def operations_table(src: Source, execution: ExecutionSummary | None) -> pd.DataFrame:
     """One row per operation: the /graph/operations columns (``pass`` decoded) plus
 
@@ -38,16 +68,7 @@ def operations_table(src: Source, execution: ExecutionSummary | None) -> pd.Data
         df["pass"] = pd.Categorical.from_codes(
             df["pass"].astype(int), categories=list(schema.PASSES)
         )
-    total = np.zeros(n, np.int64)
-    execs = np.zeros(n, np.int64)
-    if execution is not None and n:
-        prog_op = src.column("/programs/nodes", "op").astype(np.int64)
-        m = prog_op >= 0
-        total = np.bincount(prog_op[m], execution.program_cycles[m], n).astype(np.int64)
-        # executions of an op = executions of its most-run program
-        ex = np.zeros(n, np.int64)
-        np.maximum.at(ex, prog_op[m], execution.program_executions[m])
-        execs = ex
+    total, execs = operation_totals(src, execution, n)
     df["executions"] = execs
     df["total_cycles"] = total
     busy = run_step_cycles(execution)
@@ -56,13 +77,7 @@ def operations_table(src: Source, execution: ExecutionSummary | None) -> pd.Data
         df["flops_per_cycle"] = np.where(
             df["cycles"] > 0, df["flops"] / df["cycles"].clip(lower=1), 0.0
         )
-    mem = np.zeros(n, np.int64)
-    if src.has("/graph/variables") and n:
-        v = src.table("/graph/variables", ["op", "bytes"])
-        vm = v["op"].to_numpy() >= 0
-        mem = np.bincount(
-            v["op"].to_numpy()[vm].astype(np.int64), v["bytes"].to_numpy()[vm].astype(np.float64), n
-        ).astype(np.int64)
+    mem = operation_memory_bytes(src, n)
     df["memory_bytes"] = mem
     df.index.name = "op"
     return df

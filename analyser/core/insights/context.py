@@ -9,13 +9,14 @@ The rules themselves live in :mod:`~analyser.core.insights.memory_rules` and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from analyser.core.insights.model import Evidence, Insight
 from analyser.core.insights.thresholds import Thresholds
+from analyser.core.operations import operation_memory_bytes, operation_totals
 from analyser.core.units import fmt_bytes, fmt_pct
 from engine.config import RunConfig
 from profiles import schema
@@ -34,6 +35,59 @@ class Context:
 
     analysis: Analysis
     thresholds: Thresholds
+    #: the numpy columns read so far (:meth:`op_column`, :meth:`var_column`)
+    _columns: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+
+    # tables as numpy columns: the rules need no pandas (`analyse insights` does not import it)
+    @property
+    def n_ops(self) -> int:
+        """The number of operations (rows of /graph/operations)."""
+        src = self.analysis.src
+        return src.n_rows("/graph/operations") if src.has("/graph/operations") else 0
+
+    def has_op_column(self, name: str) -> bool:
+        """Whether the operations table has column ``name`` (the profile may predate it)."""
+        return name in ("total_cycles", "memory_bytes") or self.analysis.src.has(
+            f"/graph/operations/{name}"
+        )
+
+    def op_column(self, name: str) -> np.ndarray:
+        """Column ``name`` of the operations table (``Analysis.operations``) as numpy: a column
+        of /graph/operations (``pass`` as its code in ``profiles.schema.PASSES``), or
+        ``total_cycles`` / ``memory_bytes`` (:mod:`analyser.core.operations`)."""
+        key = f"op:{name}"
+        if key not in self._columns:
+            a, n = self.analysis, self.n_ops
+            if name == "total_cycles":
+                self._columns[key] = operation_totals(a.src, a.execution, n)[0]
+            elif name == "memory_bytes":
+                self._columns[key] = operation_memory_bytes(a.src, n)
+            else:
+                self._columns[key] = a.src.column("/graph/operations", name)
+        return self._columns[key]
+
+    def var_column(self, name: str) -> np.ndarray:
+        """Column ``name`` of /graph/variables (``Analysis.variables``) as numpy (``kind`` as its
+        code in ``profiles.schema.VARIABLE_KINDS``)."""
+        key = f"var:{name}"
+        if key not in self._columns:
+            self._columns[key] = self.analysis.src.column("/graph/variables", name)
+        return self._columns[key]
+
+    def program_column(self, name: str) -> np.ndarray:
+        """Column ``name`` of /programs/nodes as numpy (``type`` as its code in
+        ``profiles.schema.PROGRAM_TYPES``)."""
+        key = f"program:{name}"
+        if key not in self._columns:
+            self._columns[key] = self.analysis.src.column("/programs/nodes", name)
+        return self._columns[key]
+
+    def of_kind(self, kind: str) -> np.ndarray:
+        """Which variables are of ``kind`` (a name of ``profiles.schema.VARIABLE_KINDS``)."""
+        codes = self.var_column("kind")
+        if kind not in schema.VARIABLE_KINDS:
+            return np.zeros(codes.shape, bool)
+        return codes == schema.VARIABLE_KINDS.index(kind)
 
     def cfg(self, option: str, default: Any = None) -> Any:
         """The profile's value of run option ``option`` (a RunConfig field, read from the typed
@@ -59,22 +113,20 @@ class Context:
         ex = self.analysis.execution
         if ex is not None and ex.stage_cycles.size:
             return int(ex.stage_cycles.size)
-        ops = self.analysis.operations
-        return int(ops["stage"].max()) + 1 if len(ops) else 1
+        stage = self.op_column("stage") if self.n_ops else np.zeros(0, np.int64)
+        return int(stage.max()) + 1 if stage.size else 1
 
     # memory by variable kind -------------------------------------------------------------------
     def kind_bytes(self, kind: str, ipu: int | None = None) -> int:
         """Bytes of the variables of ``kind`` (on ``ipu``, or on every IPU)."""
-        v = self.analysis.variables
-        m = v["kind"] == kind
+        m = self.of_kind(kind)
         if ipu is not None:
-            m &= v["ipu"] == ipu
-        return int(v.loc[m, "bytes"].sum())
+            m &= self.var_column("ipu") == ipu
+        return int(self.var_column("bytes")[m].sum())
 
     def kind_remote_bytes(self, kind: str) -> int:
         """Bytes of the variables of ``kind`` held in remote buffers."""
-        v = self.analysis.variables
-        return int(v.loc[v["kind"] == kind, "remote_bytes"].sum())
+        return int(self.var_column("remote_bytes")[self.of_kind(kind)].sum())
 
     @property
     def fullest_ipu(self) -> int:
@@ -207,14 +259,54 @@ def fp16_change(ctx: Context) -> tuple[dict[str, Any], str]:
 
 def layer_order(ctx: Context) -> tuple[list[str], np.ndarray, np.ndarray]:
     """Split-point candidates (block names) in forward order with their cycles and memory."""
-    ops = ctx.analysis.operations
-    fwd = ops[ops["pass"] == "forward"]
-    blocks = fwd["layer"].astype(str).map(block_name)
-    order = list(dict.fromkeys(blocks))
-    allb = ops["layer"].astype(str).map(block_name)
-    cyc = ops.groupby(allb)["total_cycles"].sum().reindex(order).fillna(0).to_numpy(float)
-    mem = ops.groupby(allb)["memory_bytes"].sum().reindex(order).fillna(0).to_numpy(float)
+    blocks = _op_blocks(ctx)
+    order = list(dict.fromkeys(blocks[_forward(ctx)]))
+    pos = _positions(blocks, order)
+    ok = pos >= 0
+    cyc = np.bincount(pos[ok], ctx.op_column("total_cycles")[ok].astype(float), len(order))
+    mem = np.bincount(pos[ok], ctx.op_column("memory_bytes")[ok].astype(float), len(order))
     return order, cyc, mem
+
+
+def _op_blocks(ctx: Context) -> np.ndarray:
+    """The block (:func:`block_name`) of each operation's layer."""
+    layers = ctx.op_column("layer") if ctx.n_ops else np.zeros(0, object)
+    return np.array([block_name(str(x)) for x in layers.tolist()], dtype=object)
+
+
+def _forward(ctx: Context) -> np.ndarray:
+    """Which operations are of the forward pass."""
+    if not ctx.n_ops:
+        return np.zeros(0, bool)
+    return ctx.op_column("pass") == schema.PASSES.index("forward")
+
+
+def _positions(names: np.ndarray, order: list[str]) -> np.ndarray:
+    """The index of each of ``names`` in ``order`` (-1 for a name not in it)."""
+    index = {name: i for i, name in enumerate(order)}
+    return np.array([index.get(x, -1) for x in names.tolist()], dtype=np.int64)
+
+
+def _stage_and_ipu(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
+    if not ctx.n_ops:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return ctx.op_column("stage").astype(np.int64), ctx.op_column("ipu").astype(np.int64)
+
+
+def stage_min_ipu(ctx: Context) -> np.ndarray:
+    """Per pipeline stage that has operations, in stage order: the lowest IPU of its ops."""
+    stage, ipu = _stage_and_ipu(ctx)
+    stages, where = np.unique(stage, return_inverse=True)
+    out = np.full(stages.size, np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(out, where, ipu)
+    return out
+
+
+def stage_first_ipu(ctx: Context) -> dict[int, int]:
+    """Per pipeline stage that has operations: the IPU of its first operation."""
+    stage, ipu = _stage_and_ipu(ctx)
+    stages, first = np.unique(stage, return_index=True)
+    return dict(zip(stages.tolist(), ipu[first].tolist(), strict=True))
 
 
 def block_name(layer: str) -> str:
@@ -228,10 +320,13 @@ def block_name(layer: str) -> str:
 
 def block_stages(ctx: Context, names: list[str]) -> np.ndarray:
     """Pipeline stage of each block (forward ops), in block order."""
-    ops = ctx.analysis.operations
-    fwd = ops[ops["pass"] == "forward"]
-    stage = fwd.groupby(fwd["layer"].astype(str).map(block_name))["stage"].min()
-    return stage.reindex(names).fillna(0).to_numpy(np.int64)
+    fwd = _forward(ctx)
+    pos = _positions(_op_blocks(ctx)[fwd], names)
+    ok = pos >= 0
+    out = np.full(len(names), np.iinfo(np.int64).max, np.int64)
+    if ok.any():
+        np.minimum.at(out, pos[ok], ctx.op_column("stage")[fwd][ok].astype(np.int64))
+    return np.where(out == np.iinfo(np.int64).max, 0, out)  # a block with no forward op: 0
 
 
 def shift_split(

@@ -16,6 +16,7 @@ from analyser.core.insights.context import (
     memory_evidence,
     memory_severity,
     shift_split,
+    stage_min_ipu,
 )
 from analyser.core.insights.model import Insight, finding
 from analyser.core.insights.registry import rule
@@ -144,12 +145,12 @@ def recomputation(ctx: Context) -> Insight | None:
 def lower_amp(ctx: Context) -> Insight | None:
     if not ctx.memory_pressure:
         return None
-    ops = ctx.analysis.operations
-    if not len(ops) or "temp_bytes" not in ops:
+    if not ctx.n_ops or not ctx.has_op_column("temp_bytes"):
         return None
     ipu = ctx.fullest_ipu
-    on = ops[ops["ipu"] == ipu]
-    peak_temp = int(on["temp_bytes"].max()) if len(on) else 0
+    on = np.flatnonzero(ctx.op_column("ipu") == ipu)
+    temp = ctx.op_column("temp_bytes")[on]
+    peak_temp = int(temp.max()) if on.size else 0
     ipu_mem = int(ctx.analysis.memory.ipu_total()[ipu]) or 1
     if peak_temp / ipu_mem < ctx.thresholds.temporary_share:
         return None
@@ -159,8 +160,9 @@ def lower_amp(ctx: Context) -> Insight | None:
         or 0.6
     )
     new = round(max(0.1, amp / 2), 2)
-    worst = on.nlargest(3, "temp_bytes")
-    names = ", ".join(f"{n} ({fmt_bytes(b)})" for n, b in zip(worst["name"], worst["temp_bytes"]))
+    worst = np.argsort(-temp, kind="stable")[:3]  # the 3 largest, the first of equals first
+    op_names = ctx.op_column("name")[on]
+    names = ", ".join(f"{op_names[i]} ({fmt_bytes(int(temp[i]))})" for i in worst)
     ev = memory_evidence(
         ctx, f"largest temporary memory on IPU {ipu}: {names}.", "Operations > temp memory"
     )
@@ -305,7 +307,7 @@ def move_split_memory(ctx: Context) -> Insight | None:
     ):
         return None
     names, _, mem = layer_order(ctx)
-    stage_ipu = ctx.analysis.operations.groupby("stage")["ipu"].min().sort_index().to_numpy()
+    stage_ipu = stage_min_ipu(ctx)
     splits = shift_split(ctx, names, mem, tot[stage_ipu]) if stage_ipu.size else None
     current = ctx.cfg("split_points", [])
     if not splits or splits == list(current or []):

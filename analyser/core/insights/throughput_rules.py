@@ -17,6 +17,7 @@ from analyser.core.insights.context import (
     fp16_change,
     layer_order,
     shift_split,
+    stage_first_ipu,
 )
 from analyser.core.insights.model import Evidence, Insight, finding
 from analyser.core.insights.registry import CatalogueEntry, rule
@@ -54,10 +55,11 @@ def disable_offload(ctx: Context) -> Insight | None:
     # Would the state fit back on chip? Spread evenly over an IPU's tiles (the way the engine
     # maps weights), it adds remote bytes / tiles to every tile, the fullest included.
     m = ctx.analysis.memory
-    v = ctx.analysis.variables
-    remote = (
-        v.groupby("ipu")["remote_bytes"].sum().reindex(range(m.num_ipus)).fillna(0).to_numpy(float)
-    )
+    ipu = ctx.var_column("ipu").astype(np.int64)
+    on = (ipu >= 0) & (ipu < m.num_ipus)
+    remote = np.bincount(
+        ipu[on], ctx.var_column("remote_bytes")[on].astype(float), m.num_ipus
+    ).astype(float)
     est = m.tile_used.max(axis=1) + remote / max(1, m.tiles_per_ipu)
     full = np.flatnonzero(est > m.sram_per_tile)
     likely_oom = bool(full.size)
@@ -234,12 +236,10 @@ def raise_device_iterations(ctx: Context) -> Insight | None:
 
 
 def _input_info(ctx: Context) -> tuple[str, str] | None:
-    v = ctx.analysis.variables
-    inp = v[v["kind"] == "input"]
-    if not len(inp):
+    inp = np.flatnonzero(ctx.of_kind("input"))
+    if not inp.size:
         return None
-    row = inp.iloc[0]
-    return str(row["dtype"]), str(row["shape"])
+    return str(ctx.var_column("dtype")[inp[0]]), str(ctx.var_column("shape")[inp[0]])
 
 
 def _image_like(ctx: Context, shape: str) -> bool:
@@ -498,8 +498,7 @@ def rebalance_stages(ctx: Context) -> Insight | None:
         idx = np.array(sorted(names.index(sp) for sp in splits if sp in names))
         new_stage = np.searchsorted(idx, np.arange(len(names)), side="right")
         moved = new_stage != block_stages(ctx, names)
-        ops = ctx.analysis.operations
-        stage_ipu = ops.groupby("stage")["ipu"].first()
+        stage_ipu = stage_first_ipu(ctx)
         m = ctx.analysis.memory
         for s in np.unique(new_stage[moved]):
             ipu = int(stage_ipu.get(int(s), int(s) % m.num_ipus))
@@ -661,12 +660,12 @@ def tile_imbalance(ctx: Context) -> Insight | None:
     ex = ctx.analysis.execution
     if ex is None:
         return None
-    nodes = ctx.analysis.src.table("/programs/nodes", ["name", "type", "tile_balance", "ipu"])
+    prog_names = ctx.program_column("name")
     ote = schema.PROGRAM_TYPES.index("OnTileExecute")
-    is_ote = nodes["type"].to_numpy() == ote
+    is_ote = ctx.program_column("type") == ote
     pc = ex.program_cycles.astype(float)
     total = float(pc[is_ote].sum()) or 1.0
-    bal = nodes["tile_balance"].to_numpy(float)
+    bal = ctx.program_column("tile_balance").astype(float)
     bad = (
         is_ote
         & (pc / total >= ctx.thresholds.heavy_compute_share)
@@ -678,13 +677,13 @@ def tile_imbalance(ctx: Context) -> Insight | None:
     idx = idx[np.argsort(-pc[idx])][:5]
     share = float(pc[bad].sum()) / total
     names = "; ".join(
-        f"{nodes['name'].iloc[i]} (balance {bal[i]:.2f}, {fmt_pct(pc[i] / total)} of compute)"
-        for i in idx
+        f"{prog_names[i]} (balance {bal[i]:.2f}, {fmt_pct(pc[i] / total)} of compute)" for i in idx
     )
     lost = float((pc[bad] * (1 - bal[bad])).sum())
     # the what-if balances the worst flagged compute sets by name (every program of that name)
-    balanced = list(dict.fromkeys(str(nodes["name"].iloc[i]) for i in idx[:BALANCE_AT_MOST]))
-    named = is_ote & nodes["name"].isin(balanced).to_numpy()
+    balanced = list(dict.fromkeys(str(prog_names[i]) for i in idx[:BALANCE_AT_MOST]))
+    wanted = set(balanced)
+    named = is_ote & np.array([n in wanted for n in prog_names.tolist()], bool)
     bound = float((pc[named] * (1 - bal[named])).sum())
     ev = [Evidence(names, "Execution Trace > BSP view / Program Tree")]
     imb = ctx.analysis.imbalance
@@ -718,6 +717,7 @@ def tile_imbalance(ctx: Context) -> Insight | None:
 
 
 _REARRANGE = re.compile(r"prearrange|rearrange|transpose", re.IGNORECASE)
+_MATMUL = re.compile("matmul|conv", re.IGNORECASE)
 
 
 @rule(
@@ -736,26 +736,24 @@ def rearrangements(ctx: Context) -> Insight | None:
     ex = ctx.analysis.execution
     if ex is None:
         return None
-    nodes = ctx.analysis.src.table("/programs/nodes", ["name", "op"])
-    names = nodes["name"].astype(str)
-    rearr = names.str.contains(_REARRANGE).to_numpy()
+    names = ctx.program_column("name").tolist()
+    rearr = np.array([_REARRANGE.search(str(n)) is not None for n in names], bool)
     if not rearr.any():
         return None
-    op = nodes["op"].to_numpy().astype(np.int64)
+    op = ctx.program_column("op").astype(np.int64)
     pc = ex.program_cycles.astype(float)
-    n_ops = len(ctx.analysis.operations)
+    n_ops = ctx.n_ops
     ok = op >= 0
     r = np.bincount(op[ok & rearr], pc[ok & rearr], n_ops)
     o = np.bincount(op[ok & ~rearr], pc[ok & ~rearr], n_ops)
     bad = (r > ctx.thresholds.prearrange_ratio * o) & (r > 0)
     if not bad.any():
         return None
-    ops = ctx.analysis.operations
+    op_names = ctx.op_column("name")
     idx = np.flatnonzero(bad)
     idx = idx[np.argsort(-r[idx])][:5]
     ev = "; ".join(
-        f"{ops['name'].iloc[i]}: {fmt_int(r[i])} rearrangement cycles vs {fmt_int(o[i])}"
-        for i in idx
+        f"{op_names[i]}: {fmt_int(r[i])} rearrangement cycles vs {fmt_int(o[i])}" for i in idx
     )
     return addressing(
         float(r[bad].sum()) / float(ex.total_cycles or 1),
@@ -785,10 +783,11 @@ def fp16_for_speed(ctx: Context) -> Insight | None:
     prec = str(ctx.cfg("precision", ""))
     if ex is None or not prec.startswith("32") or not ctx.analysis.memory.fits:
         return None
-    ops = ctx.analysis.operations
-    mm = ops["type"].astype(str).str.contains("matmul|conv", case=False, regex=True)
-    total = float(ops["total_cycles"].sum()) or 1.0
-    share = float(ops.loc[mm, "total_cycles"].sum()) / total
+    types = ctx.op_column("type").tolist() if ctx.n_ops else []
+    mm = np.array([_MATMUL.search(str(t)) is not None for t in types], bool)
+    cycles = ctx.op_column("total_cycles")
+    total = float(cycles.sum()) or 1.0
+    share = float(cycles[mm].sum()) / total
     if share < ctx.thresholds.fp32_matmul_share:
         return None
     change, scaling = fp16_change(ctx)
