@@ -1,7 +1,7 @@
 """Hardware targets: Mk1 GC2, Mk2 GC200 and Bow as validated data.
 
 Every parameter the engine uses is a named field of :class:`Target` with its unit and its source:
-either a public figure from ``ipu-facts.md`` (the brief), a figure *derived* from those, or an
+either a public figure (sources below), a figure *derived* from those, or an
 *assumption* (a figure the public record does not give), stated with its reasoning. No engine
 formula contains a bare hardware number; it reads one of these fields.
 
@@ -10,7 +10,7 @@ any parameter through ``RunConfig.target_overrides`` (``{"clock_hz": 1.6e9}``); 
 :func:`get_target` with those overrides, which validates the result again. The whole target (with
 the overrides applied) is recorded in every profile (``/meta`` attribute ``target``).
 
-The figures live in ``engine/data/chips.toml`` (hardware as data). Sources (see ipu-facts.md): Jia et al. 2019, "Dissecting the Graphcore IPU
+The figures live in ``engine/data/chips.toml`` (hardware as data). Sources: Jia et al. 2019, "Dissecting the Graphcore IPU
 Architecture via Microbenchmarking" (Citadel); Graphcore glossary, IPU-POD128 and Bow-2000
 datasheets; PopLibs ``popnn/Net.hpp``, ``poplin/ConvModel.cpp``, ``poplin/ConvVertexType.cpp``.
 """
@@ -94,10 +94,12 @@ class Target(BaseModel):
     display_name: str = Field(description="Product name, e.g. 'Mk2 GC200'.")
     architecture: Literal["ipu1", "ipu2", "ipu21"] = Field(description="Poplar architecture name.")
 
-    # -- chip (ipu-facts.md, 'Chips') --------------------------------------------------------
-    tiles_per_ipu: int = Field(gt=0, description="Tiles per IPU (ipu-facts.md).")
+    # -- chip (Jia et al. 2019; datasheets) --------------------------------------------------------
+    tiles_per_ipu: int = Field(gt=0, description="Tiles per IPU (Jia et al. 2019; datasheets).")
     workers_per_tile: int = Field(gt=0, description="Hardware worker threads per tile (6).")
-    sram_per_tile: int = Field(gt=0, description="SRAM bytes per tile (ipu-facts.md).")
+    sram_per_tile: int = Field(
+        gt=0, description="SRAM bytes per tile (Jia et al. 2019; datasheets)."
+    )
     bank_bytes: int = Field(gt=0, description="Memory bank / interleaving unit in bytes.")
     non_interleaved_bytes_per_tile: int = Field(
         gt=0,
@@ -107,7 +109,9 @@ class Target(BaseModel):
             "Mk2/Bow keep the same one-quarter share of 624 KiB."
         ),
     )
-    clock_hz: float = Field(gt=0, description="Tile clock in Hz (ipu-facts.md, derived).")
+    clock_hz: float = Field(
+        gt=0, description="Tile clock in Hz (derived from the datasheets' peak FLOPS)."
+    )
     amp_macs_half_half: int = Field(
         gt=0, description="AMP MACs/cycle/tile, FP16 in, FP16 partials."
     )
@@ -123,7 +127,7 @@ class Target(BaseModel):
         ),
     )
 
-    # -- exchange and sync (ipu-facts.md, 'BSP execution') -----------------------------------
+    # -- exchange and sync (Jia et al. 2019; IPU Programmer's Guide, BSP) -----------------------------------
     exchange_bytes_per_cycle: float = Field(gt=0, description="On-chip exchange bytes/cycle/tile.")
     exchange_broadcast_bytes_per_cycle: float = Field(
         gt=0,
@@ -139,7 +143,7 @@ class Target(BaseModel):
         "round trip (PopLibs test utility).",
     )
 
-    # -- vertex-level cycle estimates (ipu-facts.md, PopLibs cycle estimators) ---------------
+    # -- vertex-level cycle estimates (PopLibs cycle estimators) ---------------
     amp_vertex_overhead_cycles: int = Field(
         ge=0,
         description="Supervisor overhead per AMP vertex (about 50 cycles; the brief's summary, "
@@ -194,7 +198,7 @@ class Target(BaseModel):
         gt=0, le=1, description="Default available memory proportion for AMP plans (0.6)."
     )
 
-    # -- links and memories outside the chip (ipu-facts.md, 'Chips') -------------------------
+    # -- links and memories outside the chip (IPU-M2000 / Bow-2000 datasheets) -------------------------
     ipu_links: int = Field(gt=0, description="IPU-Links per IPU.")
     ipu_link_bytes_per_s: float = Field(gt=0, description="Bandwidth of one IPU-Link (B/s).")
     host_link_bytes_per_s: float = Field(
@@ -213,7 +217,8 @@ class Target(BaseModel):
     )
     streaming_memory_bytes: float = Field(gt=0, description="Streaming memory per IPU (bytes).")
     stream_buffer_max_bytes: int = Field(
-        gt=0, description="Largest single data stream buffer (128 MB, ipu-facts.md)."
+        gt=0,
+        description="Largest single data stream buffer (128 MB, Poplar and PopLibs User Guide).",
     )
     io_tile_overhead_fraction: float = Field(
         ge=0, lt=1, description="Share of an I/O tile taken by exchange code and buffers (5%)."
@@ -345,7 +350,7 @@ class Target(BaseModel):
         return self.amp_macs_half_half if partials == "float16" else self.amp_macs_half_float
 
     def external_sync_cycles(self, num_ipus: int) -> int:
-        """External sync across ``num_ipus`` IPUs (ipu-facts.md hop formula), in cycles."""
+        """External sync across ``num_ipus`` IPUs (the hop formula of PopLibs' test utilities), in cycles."""
         hops = 1 + (num_ipus // 2) // 2  # integer halvings, as in the PopLibs utility
         return round(2 * hops * self.external_sync_seconds_per_hop * self.clock_hz)
 
@@ -385,8 +390,7 @@ def resolve_chips(raw: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {name: out[name] for name in raw}
 
 
-#: The built-in targets, by short name (engine/data/chips.toml; sources per figure there and in
-#: ipu-facts.md).
+#: The built-in targets, by short name (engine/data/chips.toml; sources per figure there).
 TARGETS: dict[str, dict[str, Any]] = _load_chips()
 
 #: Accepted spellings of target names -> short name: every chip's own short name (its table in

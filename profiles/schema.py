@@ -49,7 +49,7 @@ RUN_CONFIG_VERSION = 1
 # Enumerations (stored as integer codes; the index in each tuple is the code)
 # ---------------------------------------------------------------------------------------------
 
-#: Memory categories per tile, as PopVision and libpva name them (ipu-facts.md).
+#: Memory categories per tile, as PopVision and libpva name them (PopVision Graph Analyser User Guide, Memory Report).
 MEMORY_CATEGORIES: tuple[str, ...] = (
     "vertexCode",
     "vertexInstanceState",

@@ -36,14 +36,14 @@ from profiles.writer import ProfileWriter
 
 C = schema.code
 KIB = 1024
-#: Mk2 GC200 figures (ipu-facts.md).
+#: Mk2 GC200 figures (Jia et al. 2019, arXiv 1912.03413; Graphcore IPU-M2000 and Bow-2000 datasheets).
 SRAM_PER_TILE = 624 * KIB
 CLOCK_HZ = 1.325e9
-#: PopLibs planners' fixed costs (ipu-facts.md).
+#: PopLibs planners' fixed costs (the poplin / popops planners, github.com/graphcore/poplibs).
 SYNC_CYCLES = 90
 EXCHANGE_SETUP_CYCLES = 100
 EXCHANGE_BYTES_PER_CYCLE = 4
-#: Host link: PCIe Gen4 x8, about 16 GB/s per direction (ipu-facts.md), in bytes per cycle.
+#: Host link: PCIe Gen4 x8, about 16 GB/s per direction (IPU-M2000 datasheet), in bytes per cycle.
 HOST_BYTES_PER_CYCLE = 16e9 / CLOCK_HZ
 
 OP_TYPES = ("Conv2d", "MatMul", "Add", "BatchNorm", "Relu", "ReduceSum", "Cast", "Softmax")

@@ -1,7 +1,7 @@
 """Run configurations shared by the engine and analyser tests, as fresh dicts each test may extend.
 
 ``walkthrough_model``: the walkthrough's model and machine (assets/runs/walkthrough/1-base.toml,
-walkthrough.md): ResNet-101 on CIFAR-10 resized to 64x64, pipelined in two stages split at layer3
+the reference walkthrough, README): ResNet-101 on CIFAR-10 resized to 64x64, pipelined in two stages split at layer3
 block 8 on two Mk2 IPUs, micro-batch 64, AdamW. ``small_pipelined``: a ResNet-50 at 32x32 pipelined
 in two stages split at layer3 block 0 on two IPUs, small enough to fit and simulate quickly.
 Precision, gradient accumulation and the rest are each test's own choice (keyword overrides).

@@ -1,4 +1,4 @@
-"""Comparisons explain each walkthrough transition (walkthrough.md): FP16 fixes OOM, GA raises the
+"""Comparisons explain each walkthrough transition (``analyse demo``): FP16 fixes OOM, GA raises the
 compute share, DI cuts host round trips, 8-bit halves input bytes, async cuts host wait.
 
 Transitions need both profiles to have executed; when the engine reports a step out of memory the

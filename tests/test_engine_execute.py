@@ -445,7 +445,7 @@ def test_program_tree_control_nodes_and_calls():
 def test_link_costs_follow_ipu_facts():
     from engine.execute.costs import external_sync_cycles, ring_allreduce_cycles
 
-    # ipu-facts.md: 48 cycles for 2 IPUs and 240 for 16 IPUs at 1.6 GHz
+    # PopLibs' test utilities' hop formula: 48 cycles for 2 IPUs and 240 for 16 IPUs at 1.6 GHz
     assert external_sync_cycles(2, 15e-9, 1.6e9) == 48
     assert external_sync_cycles(16, 15e-9, 1.6e9) == 240
     links = make_plan().links

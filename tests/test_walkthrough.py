@@ -1,4 +1,4 @@
-"""The reference walkthrough (walkthrough.md): exact byte figures and every "what must happen",
+"""The reference walkthrough (``analyse demo``): exact byte figures and every "what must happen",
 asserted on the six profiles the ``walkthrough_profiles`` session fixture simulates once."""
 
 from __future__ import annotations

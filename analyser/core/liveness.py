@@ -31,7 +31,7 @@ class LivenessSummary:
 
     @property
     def peak_bytes(self) -> np.ndarray:
-        """[ipus] always-live + peak not-always-live (ipu-facts.md "peak liveness")."""
+        """[ipus] always-live + peak not-always-live (PopVision Graph Analyser User Guide, Liveness Report)."""
         if self.n_steps == 0:
             return self.always_live.copy()
         return self.always_live + self.not_always_live.max(axis=1)

@@ -2,7 +2,7 @@
 state (compute, exchange, sync, idle) in each time bucket, at any zoom level from a few cycles
 to the whole run.
 
-A step is one superstep phase on every tile of its IPU (ipu-facts.md, "BSP execution"): during an
+A step is one superstep phase on every tile of its IPU (IPU Programmer's Guide, "Bulk synchronous parallel execution"): during an
 ``OnTileExecute`` step a tile computes for its program's per-tile cycles
 (``/programs/tile_cycles``) from the step's start and then idles until the step ends (it waits
 for the slowest tile and the next sync); an exchange step (``DoExchange``, ``GlobalExchange``,

@@ -1,6 +1,6 @@
 """Code and other non-variable memory of a compiled program (``engine.compiler.memory``'s code
 phase): control and exchange code per leaf program, vertex state and descriptors, host and global
-exchange code, and the cross-replica collectives' ring programs (ipu-facts.md 'Memory
+exchange code, and the cross-replica collectives' ring programs (PopVision Graph Analyser User Guide, 'Memory
 categories'; sizes in engine.targets)."""
 
 from __future__ import annotations

@@ -31,10 +31,10 @@ Variables (kinds of ``profiles.schema.VARIABLE_KINDS``):
   send them; ``streamBuffer``: the stream buffers on the I/O tiles when there are I/O tiles;
 - ``stash``: pipelined training keeps ``depth`` more micro-batches of each stage's saved
   activations (stage inputs only with pipeline-stage recomputation), with depth 2(S-1-s) under
-  the Grouped schedule, S-1-s under Interleaved, 0 under Sequential (ipu-facts.md); live from the
+  the Grouped schedule, S-1-s under Interleaved, 0 under Sequential (Graphcore pipelining documentation); live from the
   stage's first forward step to its last backward step.
 
-Code and other categories follow ipu-facts.md ('Memory categories'; sizes in engine.targets).
+Code and other categories follow the PopVision Graph Analyser User Guide's memory categories (sizes in engine.targets).
 Regions: code, stack, vertex state and descriptors need non-interleaved memory; variables go to
 the interleaved region first and spill into free non-interleaved memory; what fits in neither is
 ``overflowed``. A tile is out of memory when total + gaps > SRAM per tile.

@@ -5,7 +5,7 @@ Matmul / convolution (AMP) ops
     over the compute tiles: groups first (independent, no extra exchange), then, for every
     candidate ``pn`` (N split) and ``pk`` (K split) among the powers of two, ``pm = tiles //
     (pn x pk)`` (M split). Each tile then holds ``Mt x Kt`` of operand A, ``Kt x Nt`` of operand B
-    and ``Mt x Nt`` partials. Per-tile cycles of a candidate (ipu-facts.md, PopLibs estimators):
+    and ``Mt x Nt`` partials. Per-tile cycles of a candidate (PopLibs cycle estimators, lib/poplin/ConvModel.cpp):
 
     - exchange: ceil(received bytes / exchange bytes per cycle) + exchange setup;
     - compute: ceil(Mt x Kt' x Nt' / AMP MACs per cycle) + vertex overhead + per conv group +
@@ -19,14 +19,14 @@ Matmul / convolution (AMP) ops
     of M (operand B stays resident): temporaries shrink s-fold, fixed overheads are paid s times.
     The fastest candidate that fits wins (argmin over a candidates x ops array).
 
-    Backward ops add a PreArrange copy (about 1 cycle per element, ipu-facts.md) of the operand
+    Backward ops add a PreArrange copy (about 1 cycle per element, PopLibs' rearrangement estimates) of the operand
     whose layout differs (weights for input gradients, activations for weight gradients);
     16.32 adds a cast of the FP32 master weights before the exchange.
 
 Other ops (element-wise, normalisation, pooling, optimiser updates, loss)
     Spread linearly over ``min(tiles, bytes / min_bytes_per_tile)`` tiles; cycles per tile from
     the PopLibs element-wise estimate 11 + 6 x (27 + ceil(n / 6 / vector width) x 3) per pass
-    (ipu-facts.md); cross-tile reductions (batch-norm statistics, global pooling, LAMB norms) add
+    (PopLibs reduction estimates); cross-tile reductions (batch-norm statistics, global pooling, LAMB norms) add
     an exchange of partials and a reduce compute set.
 
 Output: program rows (struct of arrays) in op order, and per-op plan facts.

@@ -2,8 +2,8 @@
 
 The compiler gives the compute leaves grouped in segments (forward / recompute / backward /
 update per stage) and the byte counts of every transfer in ``compiled.io``; the run options come
-from the RunConfig and the link figures from the target (``engine.targets``, sourced in
-ipu-facts.md). This module only reshapes them; every timing decision is in
+from the RunConfig and the link figures from the target (``engine.targets``, each figure
+with its public source). This module only reshapes them; every timing decision is in
 :mod:`engine.execute.core` and :mod:`engine.execute.costs`.
 """
 

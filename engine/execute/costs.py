@@ -1,6 +1,6 @@
 """Cycle costs of what execute adds to the compiled program: links, collectives, host I/O.
 
-Every figure comes from the target (``engine.targets``, sourced in ipu-facts.md) through
+Every figure comes from the target (``engine.targets``, each figure with its public source) through
 :class:`engine.execute.plan.Links`, or from the host model (:class:`HostModel`, RunConfig
 options). Functions take and return numpy arrays where that helps vectorise.
 """
@@ -91,7 +91,7 @@ def stream_begin_cycles(links: Links, host: HostModel, overlap_cycles: float) ->
 
 def external_sync_cycles(num_ipus: int, seconds_per_hop: float, clock_hz: float) -> int:
     """External sync across ``num_ipus`` IPUs: 15 ns per hop, hops = 1 + (IPUs / 2) / 2 in
-    integer arithmetic, doubled for the round trip (ipu-facts.md; this reproduces its worked
+    integer arithmetic, doubled for the round trip (PopLibs' test utilities; this reproduces their
     figures: 48 cycles for 2 IPUs and 240 for 16 IPUs at 1.6 GHz)."""
     hops = 1 + (int(num_ipus) // 2) // 2
     return round(2 * hops * seconds_per_hop * clock_hz)

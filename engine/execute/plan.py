@@ -205,7 +205,7 @@ def _run_default(name: str):
 
 @dataclass
 class HostModel:
-    """The host side of a run (walkthrough.md "The host side"; docs/execution-model.md).
+    """The host side of a run (the reference walkthrough's PopTorch data pipeline; docs/execution-model.md).
 
     Times are seconds on one host core. ``transforms_s`` is the per-sample cost of the run's
     named host transforms (engine.host.profile, 8-bit input already taken off), plus

@@ -2,8 +2,8 @@
 
 A *row* is one superstep across the IPUs of a replica: every IPU runs its work for the row, the
 IPUs meet at an external sync, and the activations / gradients of the row cross the IPU-Links in
-one GlobalExchange. Rows are the pipeline cycles of the Grouped schedule (ipu-facts.md,
-"Pipelining, accumulation, replication"), half-cycles of the Interleaved schedule, and single
+one GlobalExchange. Rows are the pipeline cycles of the Grouped schedule (Graphcore's pipelining
+documentation: PopART User Guide and TensorFlow user guide, "Pipelining"), half-cycles of the Interleaved schedule, and single
 stage-passes of the Sequential schedule and of sharded execution.
 
 Pipeline-program stages
@@ -20,10 +20,10 @@ cycle ``t``, so with accumulation ``G``:
 * main             = ``G - (P - 1)`` cycles,
 * ramp-down (flush) = ``P - 1`` cycles,
 
-``G + P - 1`` in all, and the ramp share is ``2(P - 1) / (G + P - 1)`` (ipu-facts.md's formula with
-``S`` read as the number of pipeline-program stages). The backward of micro-batch ``m`` on user
+``G + P - 1`` in all, and the ramp share is ``2(P - 1) / (G + P - 1)`` (the pipelining documentation's formula
+with ``S`` read as the number of pipeline-program stages). The backward of micro-batch ``m`` on user
 stage ``s`` runs ``2(S - 1 - s)`` cycles after its forward: exactly the Grouped stash depth of
-ipu-facts.md, which checks the mapping.
+the pipelining documentation, which checks the mapping.
 
 All functions here are O(rows x stages) numpy; nothing loops over executed steps.
 """

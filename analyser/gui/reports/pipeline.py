@@ -65,7 +65,7 @@ def chart_of(doc: Document) -> PipelineChart:
 
 
 def theoretical_ramp_share(stages: int, ga: int) -> float | None:
-    """2(S - 1) / (G + S - 1) (ipu-facts.md), for G >= S; None otherwise."""
+    """2(S - 1) / (G + S - 1) (Graphcore pipelining documentation), for G >= S; None otherwise."""
     if stages < 2 or ga < stages:
         return None
     return 2 * (stages - 1) / (ga + stages - 1)
