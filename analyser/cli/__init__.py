@@ -87,6 +87,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The top-level ``analyse`` parser: the commands and --version (for --help)."""
     parser = _Parser(
         prog="analyse",
         description="IPU Graph Analyser: simulate IPU runs, read profiles, give insights.",

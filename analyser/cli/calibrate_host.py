@@ -22,6 +22,7 @@ MARKER = "# Host profile written by analyse calibrate-host"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options of ``analyse calibrate-host`` to ``parser``."""
     parser.description = (
         "Measure the per-transform host costs (flip, resize, to_tensor, convert_dtype, "
         "normalise, decode_jpeg, random_crop, ...) on this machine and write a host profile "
@@ -189,6 +190,7 @@ def _print_summary(profile: dict, out: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``analyse calibrate-host`` with the parsed ``args``; returns the exit code."""
     from analyser.output import atomic_output
 
     if not (0.5 <= args.seconds <= 600):

@@ -9,6 +9,7 @@ import sys
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options of ``analyse compare`` to ``parser``."""
     parser.add_argument(
         "files",
         nargs="+",
@@ -30,6 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``analyse compare`` with the parsed ``args``; returns the exit code."""
     from rich.markup import escape as esc
     from rich.table import Table
 

@@ -27,6 +27,8 @@ REPORT_NAME = "report.html"
 
 @dataclass
 class StepResult:
+    """One walkthrough step as the demo wrote it: its profile and headline figures."""
+
     name: str
     title: str
     path: Path
@@ -55,6 +57,7 @@ def walkthrough_configs() -> list[Path]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options of ``analyse demo`` to ``parser``."""
     parser.add_argument(
         "-o",
         "--output",
@@ -208,6 +211,7 @@ def _table(results: list[StepResult]):
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``analyse demo`` with the parsed ``args``; returns the exit code."""
     from analyser.cli._common import console, progress_bar
 
     out = Path(args.output)

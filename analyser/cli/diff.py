@@ -12,6 +12,7 @@ from analyser.cli._common import at_least_one
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options of ``analyse diff`` to ``parser``."""
     parser.add_argument("a", metavar="A", help="the first profile (before)")
     parser.add_argument("b", metavar="B", help="the second profile (after)")
     parser.add_argument(
@@ -123,6 +124,7 @@ def render(con, d, ipu: int | None, top: int) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``analyse diff`` with the parsed ``args``; returns the exit code."""
     from analyser.cli._common import console, open_analysis
     from analyser.cli.errors import CliError
     from analyser.core.diff import diff_runs

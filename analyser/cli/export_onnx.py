@@ -13,6 +13,7 @@ from pathlib import Path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options of ``analyse export-onnx`` to ``parser``."""
     parser.add_argument(
         "--model",
         required=True,
@@ -34,6 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``analyse export-onnx`` with the parsed ``args``; returns the exit code."""
     from analyser.cli.errors import CliError
     from engine.config import MODEL_NAMES, RunConfig
 

@@ -8,6 +8,7 @@ from analyser.cli._common import add_output_arguments, at_least_one
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options of ``analyse export-trace`` to ``parser``."""
     parser.add_argument("file", help="profile (.h5)")
     parser.add_argument(
         "--format",
@@ -33,6 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``analyse export-trace`` with the parsed ``args``; returns the exit code."""
     from analyser.cli._common import check_profiles, console, progress_bar
     from analyser.export import export_trace
     from analyser.output import check_output

@@ -20,6 +20,7 @@ from analyser.cli.errors import CliError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options of ``analyse gui`` to ``parser``."""
     parser.add_argument(
         "files",
         nargs="*",
@@ -210,6 +211,7 @@ def check_xcb_libraries(
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``analyse gui`` with the parsed ``args``; returns the exit code."""
     files = [Path(f) for f in args.files]
     from analyser.sim.tune import is_tune_results, load_results
 

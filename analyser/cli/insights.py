@@ -8,6 +8,7 @@ import sys
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options of ``analyse insights`` to ``parser``."""
     parser.add_argument("file", nargs="?", help="profile (.h5); not needed with --list-thresholds")
     parser.add_argument("--json", action="store_true", help="print the insights as JSON")
     parser.add_argument(
@@ -34,6 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``analyse insights`` with the parsed ``args``; returns the exit code."""
     from rich.markup import escape as esc
     from rich.table import Table
 

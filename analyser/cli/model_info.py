@@ -11,6 +11,7 @@ import json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options of ``analyse model-info`` to ``parser``."""
     parser.add_argument("model", metavar="MODEL.onnx", help="the ONNX model file")
     parser.add_argument(
         "--input-shape",
@@ -35,6 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``analyse model-info`` with the parsed ``args``; returns the exit code."""
     from pathlib import Path
 
     from analyser.cli.errors import CliError

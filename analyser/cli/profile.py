@@ -17,6 +17,7 @@ from analyser.cli.errors import CliError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options of ``analyse profile`` to ``parser``."""
     from analyser.cli.run_flags import add_config_arguments
 
     parser.add_argument("config", nargs="?", help="run configuration (.toml); flags override it")
@@ -81,6 +82,7 @@ def _is_profile(path: Path) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``analyse profile`` with the parsed ``args``; returns the exit code."""
     from analyser.cli.run_flags import config_from_args
     from engine.config import RunConfig
 

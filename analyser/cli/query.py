@@ -16,6 +16,7 @@ def _epilog() -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options of ``analyse query`` to ``parser``."""
     parser.add_argument("file", help="profile (.h5)")
     parser.add_argument(
         "sql",
@@ -116,6 +117,7 @@ def _run_stoppable(query_arrow, path: str, sql: str):
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``analyse query`` with the parsed ``args``; returns the exit code."""
     from analyser.cli.errors import CliError
     from analyser.literal import terminal
     from analyser.output import atomic_output, check_output

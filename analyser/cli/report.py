@@ -10,6 +10,7 @@ from analyser.cli._common import add_output_arguments
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options of ``analyse report`` to ``parser``."""
     parser.add_argument(
         "files",
         nargs="+",
@@ -47,6 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``analyse report`` with the parsed ``args``; returns the exit code."""
     from pathlib import Path
 
     from analyser.cli._common import check_profiles, console, progress_bar

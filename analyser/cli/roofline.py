@@ -12,6 +12,7 @@ from analyser.cli._common import at_least_one
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options of ``analyse roofline`` to ``parser``."""
     parser.add_argument("file", help="profile (.h5)")
     parser.add_argument("--json", action="store_true", help="every operation as JSON")
     parser.add_argument("-o", "--output", help="write the roofline (text, or JSON) to FILE")
@@ -106,6 +107,7 @@ def render(con, r, name: str, top: int) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``analyse roofline`` with the parsed ``args``; returns the exit code."""
     from analyser.cli._common import console, open_analysis
     from analyser.core.roofline import roofline
     from analyser.output import atomic_output, check_output

@@ -19,6 +19,7 @@ from analyser.core.run_options import WHAT_IF
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options of ``analyse tune`` to ``parser``."""
     parser.add_argument("config", help="start run configuration (.toml)")
     parser.add_argument(
         "--vary",
@@ -115,6 +116,7 @@ def _holds_only_tune_files(out: Path) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``analyse tune`` with the parsed ``args``; returns the exit code."""
     from analyser.cli._common import console
     from analyser.sim.service import get_service
     from analyser.sim.tune import TuneError, build_space, grid_budget, tune, write_results

@@ -13,6 +13,7 @@ import sys
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options of ``analyse validate`` to ``parser``."""
     parser.add_argument("files", nargs="+", metavar="FILE", help="profile files (.h5) to check")
     parser.add_argument(
         "--json", action="store_true", help="print the problems as JSON (one object per file)"
@@ -28,6 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``analyse validate`` with the parsed ``args``; returns the exit code."""
     from profiles.validation import is_fatal, validate
 
     if args.max_problems < 0:
