@@ -164,7 +164,7 @@ def test_zoom_and_pan_with_keyboard_and_wheel(qtbot, report, small_paths):
     with qtbot.waitSignal(tl.redrawn, timeout=WAIT_MS):
         tl.set_x_range(mid, mid + (full[1] - full[0]) / 2000)
     assert all(res.source == "rows" for res in tl.results.values())
-    assert "rows" in r.status.text()
+    assert "rows" in r.status.full_text()
 
 
 def _redrawn_after(qtbot, tl, action) -> None:
@@ -1022,4 +1022,22 @@ def test_compare_home_shows_both_runs_when_they_differ_in_length(qtbot, report, 
             assert x0 <= lo + slack and x1 >= hi - slack, (tl is r.timeline, (x0, x1), (lo, hi))
     with qtbot.waitSignal(r.timeline.windowChanged, timeout=WAIT_MS):
         r.timeline.zoom(2.0)
-    assert r.status.text().startswith("A: ")
+    assert r.status.full_text().startswith("A: ")
+
+
+def test_the_window_read_out_ends_in_an_ellipsis_when_cut(qtbot):
+    """Seen at 1,600 px in a real X server: the read-out beside the legend was cut mid-word
+    ("4,662 rec"), which reads as a complete figure. It ends in "…" and keeps its whole text
+    in the tooltip."""
+    from analyser.gui.widgets import ElidedLabel
+
+    label = ElidedLabel()
+    qtbot.addWidget(label)
+    text = "0 – 18,860,981 cycles (18.9M) · 19,352 steps · 4,662 rects (level of detail)"
+    label.setText(text)
+    label.resize(120, 20)
+    label.show()
+    assert label.text().endswith("…") and len(label.text()) < len(text)
+    assert label.full_text() == text and label.toolTip() == text
+    label.resize(2000, 20)
+    assert label.text() == text

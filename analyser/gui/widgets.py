@@ -19,11 +19,12 @@ from PySide6.QtCore import (
     Qt,
     Signal,
 )
-from PySide6.QtGui import QColor, QFont
+from PySide6.QtGui import QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QLineEdit,
+    QSizePolicy,
     QTableView,
     QTreeWidget,
     QTreeWidgetItem,
@@ -290,6 +291,40 @@ def section_label(text: str) -> QLabel:
     label = QLabel(text)
     label.setObjectName("sectionTitle")
     return label
+
+
+class ElidedLabel(QLabel):
+    """A one-line read-out that gives way to its neighbours: when it does not fit, it ends in
+    "…" (a cut-off figure read as a whole one in a real X server), and the whole text is its
+    tooltip. :meth:`full_text` is what was set."""
+
+    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._full = ""
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+        self.setText(text)
+
+    def setText(self, text: str) -> None:
+        """Show ``text``, elided to the label's width; the whole of it in the tooltip."""
+        self._full = text
+        self.setToolTip(text)
+        self._elide()
+
+    def full_text(self) -> str:
+        """The text as set, before eliding."""
+        return self._full
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._elide()
+
+    def _elide(self) -> None:
+        width = self.contentsRect().width()
+        shown = QFontMetrics(self.font()).elidedText(
+            self._full, Qt.TextElideMode.ElideRight, max(width, 1)
+        )
+        super().setText(shown if width > 0 else self._full)
 
 
 class Banner(QLabel):

@@ -14,7 +14,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QPushButton,
-    QSizePolicy,
     QSpinBox,
     QSplitter,
     QTabWidget,
@@ -42,7 +41,7 @@ from analyser.gui.reports.trace.timeline import (
     TRACE_KEYS,
     TimelineView,
 )
-from analyser.gui.widgets import PoolTask, Relay
+from analyser.gui.widgets import ElidedLabel, PoolTask, Relay
 
 GROUP_LABELS = {
     "flat": "Flat (one lane per IPU)",
@@ -129,11 +128,9 @@ class TraceReport(Report):
         self.bsp_ipu = QSpinBox()
         self.bsp_ipu.valueChanged.connect(lambda _v: self._schedule_details())
         bar.addWidget(self.bsp_ipu)
-        self.status = QLabel("")
-        # a long read-out must not widen the window: it gives way (the full text is its tooltip)
-        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        # left-aligned beside the legend: when space runs out the cycles stay, the tail goes
-        self.status.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+        # a long read-out must not widen the window: it gives way, left-aligned beside the
+        # legend, so the cycles stay and the tail ends in "…" (the full text is its tooltip)
+        self.status = ElidedLabel("")
         bar.addStretch(1)
         lay.addLayout(bar)
         # the legend, and the window's read-out at the right of the same line
@@ -457,7 +454,6 @@ class TraceReport(Report):
             f"{self.timeline.n_rects:,} rects ({', '.join(sorted(src))})"
         )
         self.status.setText(text)
-        self.status.setToolTip(text)
         # every step type the run executed, whatever is in view: a zoomed-out view paints a
         # pixel with the type that dominates it, and a legend of the painted types only would
         # say the others are absent
