@@ -102,3 +102,20 @@ def test_result_columns_and_profile_choice_are_not_cut(qtbot, report, profiles):
     combo = r.which
     text = combo.currentText()
     assert combo.width() >= combo.fontMetrics().horizontalAdvance(text)
+
+
+def test_closing_with_a_finished_query_still_queued_is_quiet(qtbot, report, profiles):
+    """The window closed while a query's result was still queued: its DuckDB connection was
+    closed already, interrupting it raised from closeEvent and PySide crashed. Stopping (and
+    shutting down) a query whose connection is closed does nothing more than stop."""
+    import duckdb
+
+    r, _docs = report
+    open_documents(report, profiles[0])
+    _run(qtbot, r)
+    con = duckdb.connect()
+    con.close()
+    r._cons, r._running = [con], True  # as when its result is queued but not delivered yet
+    r.stop_query()
+    assert not r.running and r.status.text() == "Stopped."
+    r.shutdown()

@@ -8,6 +8,7 @@ next one succeeds."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import pandas as pd
@@ -174,7 +175,11 @@ class QueryReport(Report):
         """Stop the running query, if any (its result is dropped)."""
         if self._running:
             for con in self._cons:
-                con.interrupt()
+                # closed already when the query ended and its result is still queued: DuckDB
+                # raises ConnectionException (raised from the window's closeEvent, PySide
+                # crashed)
+                with contextlib.suppress(Exception):
+                    con.interrupt()
             self._gen += 1
             self._running = False
             self.stop_button.setEnabled(False)
