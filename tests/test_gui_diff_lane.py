@@ -64,12 +64,11 @@ def test_compare_mode_shows_the_differences_lane(qtbot, report, pair, tmp_path):
     lane = r.differences
     assert lane.isVisible() and lane.lane is not None
     assert (lane.lane.sign == -1).all()
-    assert lane.bars is not None
+    assert lane.bars
     # drawn green (B faster): the status "ok" colour, never the "slower" one
     from analyser.gui.palette import qcolor
 
-    colors = {b.color().name() for b in lane.bars.opts["brushes"]}
-    assert colors == {qcolor("status", "ok").name()}
+    assert lane.drawn_colours() == {qcolor("status", "ok").name()}
     title = lane.getPlotItem().titleLabel.text
     assert "B − A differences: -" in title and f"{lane.lane.delta.size} steps differ" in title
     # the lane follows A's cycle axis
@@ -83,8 +82,7 @@ def test_compare_mode_shows_the_differences_lane(qtbot, report, pair, tmp_path):
     _open(report, pair[1], pair[0])
     qtbot.waitUntil(lambda: r.differences.lane is not None, timeout=10_000)
     assert (r.differences.lane.sign == 1).all()
-    colors = {b.color().name() for b in r.differences.bars.opts["brushes"]}
-    assert colors == {qcolor("status", "oom").name()}
+    assert r.differences.drawn_colours() == {qcolor("status", "oom").name()}
     # a single profile: no lane
     _open(report, pair[0])
     assert not r.differences.isVisible()

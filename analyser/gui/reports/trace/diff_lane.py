@@ -39,7 +39,9 @@ class DifferencesLaneView(pg.PlotWidget):
         self.getPlotItem().hideButtons()
         self.getPlotItem().setMenuEnabled(False)
         self.lane: DifferencesLane | None = None
-        self.bars: pg.BarGraphItem | None = None
+        #: the drawn bars: one item per colour (B slower, B faster), each with a single brush
+        #: (a brush per bar cost 0.65 s to build and 0.36 s a paint for 150,000 differences)
+        self.bars: list[pg.BarGraphItem] = []
         #: the lane is computed on the report's pool; answers of an older request are dropped
         self.gen = 0
         self.relay = Relay(self)
@@ -60,6 +62,10 @@ class DifferencesLaneView(pg.PlotWidget):
         p = vb.mapSceneToView(scene_pos)
         (x0, x1), _ = vb.viewRange()
         return float(p.x()), float(p.y()), 3 * (x1 - x0) / max(1.0, vb.width())
+
+    def drawn_colours(self) -> set[str]:
+        """The colours of the bars drawn (``#rrggbb``)."""
+        return {item.opts["brush"].color().name() for item in self.bars}
 
     def difference_at(self, x: float, y: float, tolerance: float = 0.0) -> int | None:
         """Index of the difference under cycle ``x`` on row ``y`` (see DifferencesLane.at)."""
@@ -103,25 +109,30 @@ class DifferencesLaneView(pg.PlotWidget):
         """Draw ``lane`` (None: empty)."""
         self.lane = lane
         self.selected = None
-        if self.bars is not None:
-            self.removeItem(self.bars)
-            self.bars = None
+        for item in self.bars:
+            self.removeItem(item)
+        self.bars = []
         if lane is None:
             self.getPlotItem().setTitle(None)
             return
-        slower, faster = qcolor("status", "oom"), qcolor("status", "ok")
         if lane.delta.size:
             height = 0.15 + 0.7 * np.abs(lane.delta) / float(np.abs(lane.delta).max())
-            brushes = [pg.mkBrush(slower if s > 0 else faster) for s in lane.sign.tolist()]
-            self.bars = pg.BarGraphItem(
-                x0=lane.start,
-                width=np.maximum(lane.cycles, 1),
-                y0=lane.ipu - height / 2,
-                height=height,
-                brushes=brushes,
-                pen=pg.mkPen(None),
-            )
-            self.addItem(self.bars)
+            for rows, colour in (
+                (lane.sign > 0, qcolor("status", "oom")),  # B slower (or only B runs it)
+                (lane.sign < 0, qcolor("status", "ok")),  # B faster
+            ):
+                if not rows.any():
+                    continue
+                item = pg.BarGraphItem(
+                    x0=lane.start[rows],
+                    width=np.maximum(lane.cycles[rows], 1),
+                    y0=lane.ipu[rows] - height[rows] / 2,
+                    height=height[rows],
+                    brush=pg.mkBrush(colour),
+                    pen=pg.mkPen(None),
+                )
+                self.addItem(item)
+                self.bars.append(item)
         ticks = [(i, f"IPU {i}") for i in range(lane.n_ipus)]
         self.getPlotItem().getAxis("left").setTicks([ticks])
         self.setYRange(-0.6, lane.n_ipus - 0.4, padding=0)
