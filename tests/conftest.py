@@ -7,6 +7,7 @@ This must be set before any Qt module is imported, hence at the top of the root 
 from __future__ import annotations
 
 import os
+import tempfile
 
 import pytest
 
@@ -14,6 +15,11 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("MPLBACKEND", "Agg")
 # no trace level-of-detail cache in the user's cache folder (tests that check it set their own)
 os.environ.setdefault("IPU_ANALYSER_CACHE", "")
+# the GUI's settings (recent files, last report, theme) of the tests and of the `analyse gui`
+# they start go to a folder of the run's own, never to the user's ~/.config (tests once filled
+# the real Open Recent list with pytest's temporary files)
+_SETTINGS_HOME = tempfile.mkdtemp(prefix="analyser-test-config-")
+os.environ["XDG_CONFIG_HOME"] = _SETTINGS_HOME
 
 # Shared session fixtures provided by plugin modules in tests/ (walkthrough_profiles: the six
 # walkthrough profiles simulated once per session; sim_cluster: one Dask cluster for the
@@ -66,6 +72,9 @@ def pytest_configure(config):
 
 
 def pytest_unconfigure(config):
+    import shutil
+
+    shutil.rmtree(_SETTINGS_HOME, ignore_errors=True)
     fd = getattr(config, "_hang_dump_fd", None)
     if fd is not None:
         import faulthandler

@@ -5,6 +5,7 @@ the application carries on, and no window or worker thread is left behind."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -860,3 +861,13 @@ def test_a_held_warm_up_resumes_itself_when_nothing_resumes_it():
     task.pause()
     task._wait_if_paused()
     assert task._may_run.is_set()
+
+
+def test_the_tests_never_write_the_users_settings():
+    """The GUI's default settings (what `analyse gui` writes: recent files, the last report)
+    live in the test run's own folder during the tests, not in the user's ~/.config."""
+    from analyser.gui.main_window import default_settings
+
+    where = Path(default_settings().fileName()).resolve()
+    assert not where.is_relative_to(Path.home() / ".config"), where
+    assert where.is_relative_to(Path(os.environ["XDG_CONFIG_HOME"]).resolve()), where
