@@ -78,6 +78,10 @@ def test_compare_liveness_aligns_steps_by_program(qtbot, liveness, walkthrough_p
     assert r.steps_at(x) == {"A": pa, "B": pb}
     text = [t.textItem.toPlainText() for t in r.peak_labels]
     assert any(f"A step {pa}" in t and f"B step {pb}" in t for t in text), text
+    # B's curves are dashed, and so are their legend swatches (a square read as solid beside
+    # "(B, dashed)" in a real X server); A's are solid lines
+    swatch = dict(zip((name for name, _c in r.legend.entries), r.legend.swatches))
+    assert swatch["IPU 0 (A)"] == "line" and swatch["IPU 0 (B)"] == "dashed", swatch
     section = r.step_tree.topLevelItem(0)
     rows = {section.child(k).text(0): section.child(k).text(1) for k in range(section.childCount())}
     assert rows["A: Name"] == rows["B: Name"] == la.step_names[pa], rows

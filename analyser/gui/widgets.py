@@ -358,15 +358,23 @@ class LegendLabel(QLabel):
         self.setWordWrap(True)
         self.setTextFormat(Qt.TextFormat.RichText)
         self.entries: list[tuple[str, str]] = []
+        self.swatches: list[str] = []
 
-    def set_entries(self, entries: Sequence[tuple[str, str]]) -> None:
-        self.entries = list(entries)
+    #: The swatch of an entry: a square (a filled series), or a line as the series is drawn.
+    SWATCHES = {"box": "&#9632;", "line": "&#9473;&#9473;", "dashed": "&#9477;&#9477;"}
+
+    def set_entries(self, entries: Sequence[tuple[str, str] | tuple[str, str, str]]) -> None:
+        """Show ``(name, colour)`` entries, or ``(name, colour, swatch)`` with a swatch of
+        :attr:`SWATCHES` (a dashed series gets a dashed swatch: a square said "solid" beside
+        "(B, dashed)" in a real X server)."""
+        self.entries = [tuple(e[:2]) for e in entries]
+        self.swatches = [e[2] if len(e) > 2 else "box" for e in entries]
         # an entry never wraps inside its name ("Global | exchange code" at 1,600 px): only
         # between entries (non-breaking spaces inside, issue 23 defect 9)
         parts = [
-            f'<span style="color:{color}; font-size:14px;">&#9632;</span>&nbsp;'
-            + lit(name).replace(" ", "&nbsp;")
-            for name, color in self.entries
+            f'<span style="color:{color}; font-size:14px;">{self.SWATCHES[swatch]}</span>'
+            "&nbsp;" + lit(name).replace(" ", "&nbsp;")
+            for (name, color), swatch in zip(self.entries, self.swatches)
         ]
         self.setText("&nbsp;&nbsp;&nbsp; ".join(parts))
         self.setVisible(bool(self.entries))

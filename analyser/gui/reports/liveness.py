@@ -256,9 +256,9 @@ class LivenessReport(Report):
                 item.addItem(
                     pg.PlotDataItem(x, curve / scale, pen=pg.mkPen(color, width=2, style=style))
                 )
-                dashed = ", dashed" if style == Qt.PenStyle.DashLine else ""
-                label = f"IPU {ipu}" + (f" ({tag}{dashed})" if cmp is not None else "")
-                entries.append((label, color))
+                dashed = style == Qt.PenStyle.DashLine
+                label = f"IPU {ipu}" + (f" ({tag})" if cmp is not None else "")
+                entries.append((label, color, "dashed" if dashed else "line"))
                 n_steps = max(n_steps, curve.size)
                 if curve.size:
                     peak = lvm.curve_peak(d, tag, ipu, x, curve)
