@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import filecmp
 import os
+import re
 import subprocess
 import sys
 import time
@@ -91,10 +92,21 @@ def dump_cli(paths: dict[str, Path], out: Path) -> None:
     normalise(out)
 
 
+#: A progress line of a command whose output is not a terminal ("[   5.0 s] re-simulating ...
+#: 2/5"): its times differ between any two runs, and it is absent when the simulation cache
+#: already holds the answers.
+_PROGRESS = re.compile(r"^\[\s*\d+(\.\d+)? s\] .*\n", re.MULTILINE)
+
+
 def normalise(out: Path) -> None:
-    """Drop what differs between any two runs: the reports' time of writing and the output
-    folder's name in the CLI's messages."""
+    """Drop what differs between any two runs: the reports' time of writing, the output
+    folder's name in the CLI's messages and the progress lines."""
     import json
+
+    for path in [*out.glob("*.txt"), *out.glob("*.json"), *out.glob("*.log")]:
+        text = path.read_text()
+        if _PROGRESS.search(text):
+            path.write_text(_PROGRESS.sub("", text))
 
     for path in out.glob("*.report.json"):
         report = json.loads(path.read_text())
