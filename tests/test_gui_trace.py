@@ -1041,3 +1041,17 @@ def test_the_window_read_out_ends_in_an_ellipsis_when_cut(qtbot):
     assert label.full_text() == text and label.toolTip() == text
     label.resize(2000, 20)
     assert label.text() == text
+
+
+def test_compare_mode_fits_a_1280_pixel_window(qtbot, report, small_paths):
+    """At 1,280 px a compare-mode trace made the window 1,515 px wide (the range panel's three
+    parts at their minimum widths and an unwrapped legend): the report's minimum width leaves
+    room for the side list, the panel scrolls instead and the legend wraps."""
+    r, _ = report
+    _open(report, *small_paths)
+    qtbot.waitUntil(lambda: r.summary.table.columnCount() == 4, timeout=WAIT_MS)
+    r.summary.explain_box.show()  # as when the explained comparison has arrived
+    r.summary.table.setMinimumWidth(760)  # the most its figures claim (large runs' A, B, B - A)
+    qtbot.wait(50)
+    assert r.minimumSizeHint().width() <= 1280 - 200, r.minimumSizeHint().width()
+    assert r.legend.wordWrap()

@@ -154,7 +154,14 @@ class RangeSummaryPanel(QWidget):
         row.setStretchFactor(0, 2)
         row.setStretchFactor(1, 3)
         row.setStretchFactor(2, 2)
-        lay.addWidget(row, 1)
+        # the three keep their widths (above) inside a scroll area: a window narrower than
+        # them scrolls this panel instead of growing past the screen (their 1,321 px in
+        # compare mode made a 1,280-px window 1,515 px wide)
+        fit = QScrollArea()
+        fit.setWidgetResizable(True)
+        fit.setFrameShape(QFrame.Shape.NoFrame)
+        fit.setWidget(row)
+        lay.addWidget(fit, 1)
         self.summaries: list[RangeSummary] = []
         #: "Visible range" or "Selected range" (what the figures are of)
         self.what = "Visible range"

@@ -137,7 +137,11 @@ class TraceReport(Report):
         legend_row = QHBoxLayout()
         self.legend = QLabel("")
         self.legend.setTextFormat(Qt.TextFormat.RichText)
-        legend_row.addWidget(self.legend)
+        # it wraps between entries when the window is narrow: unwrapped, a compare-mode legend
+        # (step types and four host kinds) made the report 1,341 px wide at least, and a
+        # 1,280-px window grew past its screen
+        self.legend.setWordWrap(True)
+        legend_row.addWidget(self.legend, 3)
         legend_row.addSpacing(16)
         legend_row.addWidget(self.status, 1)
         lay.addLayout(legend_row)
