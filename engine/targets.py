@@ -365,9 +365,14 @@ def _load_chips() -> dict[str, dict[str, Any]]:
     return resolve_chips(tomllib.loads(text))
 
 
+#: The fields that say which chip a table is: a chip over a base gives its own.
+CHIP_IDENTITY = ("name", "display_name")
+
+
 def resolve_chips(raw: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Each chip table of ``raw`` (chips.toml's layout) over its ``base`` chip's resolved fields
-    (``base = "mk2"``: only what differs is written), else over the ``[common]`` table."""
+    (``base = "mk2"``: only what differs is written, but its own :data:`CHIP_IDENTITY`), else
+    over the ``[common]`` table; a table's ``name`` is its key."""
     raw = dict(raw)
     common = raw.pop("common", {})
     out: dict[str, dict[str, Any]] = {}
@@ -382,6 +387,19 @@ def resolve_chips(raw: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
         if base is not None and base not in raw:
             raise ValueError(f"chips.toml: [{name}] has base {base!r}, which is not a chip")
         under = common if base is None else resolve(base, (*seen, name))
+        # a chip over a base says which chip it is: inheriting the base's name or product name
+        # would write profiles of this chip under the base's name (`--target` would still pick
+        # this chip's figures)
+        inherited = [k for k in CHIP_IDENTITY if k in under and k not in table]
+        if base is not None and inherited:
+            raise ValueError(
+                f"chips.toml: [{name}] must give its own {' and '.join(inherited)} (it would "
+                f"take {under[inherited[0]]!r} from its base {base!r})"
+            )
+        if "name" in table and table["name"] != name:
+            raise ValueError(
+                f"chips.toml: [{name}] has name {table['name']!r}; a chip's name is its table's"
+            )
         out[name] = {**under, **table}
         return out[name]
 

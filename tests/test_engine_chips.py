@@ -34,6 +34,29 @@ def test_a_wrong_base_is_one_sentence(raw, words):
         resolve_chips(raw)
 
 
+@pytest.mark.parametrize(
+    "table, words",
+    [
+        ({"base": "mk2", "tiles_per_ipu": 736}, "must give its own name and display_name"),
+        ({"base": "mk2", "name": "half", "tiles_per_ipu": 736}, "own display_name"),
+        ({"base": "mk2", "name": "mk2", "display_name": "Half"}, "a chip's name is its table's"),
+    ],
+)
+def test_a_chip_over_a_base_names_itself(table, words):
+    """A chip written over a base (the recipe of docs/design.md) that left out its name or
+    product name silently wrote its profiles as the base's ('1 x Mk2 GC200' with 736 tiles):
+    it is refused in one sentence naming the field."""
+    raw = {
+        "common": {},
+        "mk2": {"name": "mk2", "display_name": "Mk2 GC200", "tiles_per_ipu": 1472},
+        "half": table,
+    }
+    with pytest.raises(ValueError, match=words):
+        resolve_chips(raw)
+    named = resolve_chips({**raw, "half": {**table, "name": "half", "display_name": "Half"}})
+    assert named["half"]["name"] == "half" and named["half"]["display_name"] == "Half"
+
+
 def test_bow_is_mk2_but_for_its_clock_links_and_machine():
     bow, mk2 = Target(**TARGETS["bow"]), Target(**TARGETS["mk2"])
     differ = {k for k, v in bow.to_dict().items() if mk2.to_dict()[k] != v}
