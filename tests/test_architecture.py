@@ -132,6 +132,24 @@ def test_a_rule_types_its_id_once():
     )
 
 
+def test_every_module_declaring_rules_is_in_the_catalogue():
+    """A rule module joins the insights by its line in RULE_MODULES: one left out would declare
+    rules that never run, silently (docs/design.md, "add an insight")."""
+    import importlib
+    import pkgutil
+
+    import analyser.core.insights as package
+    from analyser.core.insights.catalogue import RULE_MODULES
+    from analyser.core.insights.registry import rules_in
+
+    declaring = {
+        info.name
+        for info in pkgutil.iter_modules(package.__path__)
+        if rules_in(importlib.import_module(f"{package.__name__}.{info.name}"))
+    }
+    assert declaring == {m.__name__.rpartition(".")[2] for m in RULE_MODULES}
+
+
 def test_a_refused_simulation_is_a_user_facing_error():
     """The engine's refusal of a configuration is shown as its one sentence, like every other
     expected error (the user-facing error tree), not as a bare ValueError."""
