@@ -100,3 +100,26 @@ def test_report_errors(report_profiles, tmp_path, capsys):
     assert len(err.splitlines()) == 1 and "Traceback" not in err
     assert out.read_text() == "previous"  # the previous output is never lost
     assert sorted(x.name for x in tmp_path.iterdir()) == ["bad.h5", "keep.html"]
+
+
+def test_the_schema_document_lists_every_key_figure(report_profiles):
+    """docs/report-schema.md's Metrics table names every key of a profile's ``metrics`` (a key
+    figure added by docs/design.md's recipe reaches the JSON at once; its documentation did
+    not)."""
+    from pathlib import Path
+
+    from analyser.core import Analysis
+    from analyser.reports.data import build_report
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "report-schema.md").read_text("utf-8")
+    table = doc.split("### Metrics (`profiles[i].metrics`)")[1].split("\n#")[0]
+    rows = {
+        key
+        for line in table.splitlines()
+        if line.startswith("| `")
+        for key in line.split("|")[1].replace("`", "").replace(" ", "").split(",")
+    }
+    with Analysis.open(report_profiles[1]) as a:
+        keys = build_report([a], insights=False)["profiles"][0]["metrics"]
+    missing = sorted(set(keys) - rows)
+    assert missing == [], f"add to docs/report-schema.md's Metrics table: {missing}"
