@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import functools
-import operator
 
 from analyser.cli._common import at_least_one
 
@@ -27,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--json",
         action="store_true",
         help="print the summary as JSON (the 'profiles' entry of the JSON "
-        "report, docs/report-schema.md, without insights)",
+        "report, docs/report-schema.md, without insights; its texts in --units)",
     )
 
 
@@ -59,11 +57,12 @@ def run(args: argparse.Namespace) -> int:
 
             from analyser.reports.data import profile_data
 
-            json.dump(profile_data(a), sys.stdout, indent=1, allow_nan=False)
+            data = profile_data(a, unit=u, top=args.top)
+            json.dump(data, sys.stdout, indent=1, allow_nan=False)
             sys.stdout.write("\n")
             return 0
         from analyser.core import intervals
-        from analyser.core.summary import summary_sections
+        from analyser.core.summary import summary_sections, summary_tables
 
         pred = intervals.profile_prediction(a, intervals.PROFILE_FIGURES)
         sections = summary_sections(a, u, pred)
@@ -73,12 +72,12 @@ def run(args: argparse.Namespace) -> int:
                 "[bold red]No execution:[/] the program does not fit in memory, so nothing "
                 "ran (see `analyse insights`)."
             )
-            return 0
-        _section_tables(con, [s for s in sections if s["title"] == "Execution"])
-        note = intervals.prediction_note(pred)
-        if note:
-            con.print(f"[italic]{esc(note)}[/]")
-        _execution_tables(con, a, args, u)
+        else:
+            _section_tables(con, [s for s in sections if s["title"] == "Execution"])
+            note = intervals.prediction_note(pred)
+            if note:
+                con.print(f"[italic]{esc(note)}[/]")
+        _breakdown_tables(con, summary_tables(a, u, top=args.top))
     return 0
 
 
@@ -149,101 +148,31 @@ def _memory_tables(con, a, args: argparse.Namespace, u, sections: list[dict]) ->
     con.print(cat)
 
 
-def _execution_tables(con, a, args: argparse.Namespace, u) -> None:
-    """The text summary's cycles, tile imbalance, StreamCopy and run tables."""
+def _breakdown_tables(con, tables: list[dict]) -> None:
+    """The declared breakdown tables (analyser.core.quantities.SUMMARY_TABLES), one rich table
+    each: its columns (figures right-aligned), its rows (a group's value said once, a line
+    between groups) and its note under it."""
     from rich.markup import escape as esc
     from rich.table import Table
 
-    from analyser.core.units import fmt_bytes, fmt_int, fmt_pct, fmt_seconds
-    from profiles import schema
-
-    t = a.target
-    ex = a.execution
-
-    cyc = Table(title="Cycles by step type", title_justify="left")
-    cyc.add_column("step type")
-    for i in range(t.num_ipus):
-        cyc.add_column(f"IPU {i}", justify="right")
-        cyc.add_column("%", justify="right")
-    for j, name in enumerate(schema.PROGRAM_TYPES):
-        if not ex.count_by_type[:, j].any():
-            continue
-        row = []
-        for i in range(t.num_ipus):
-            busy = float(ex.cycles_by_type[i].sum()) or 1.0
-            row += [fmt_int(ex.cycles_by_type[i, j]), fmt_pct(ex.cycles_by_type[i, j] / busy)]
-        cyc.add_row(name, *row)
-    cyc.add_row(
-        "tile balance (compute)",
-        *functools.reduce(
-            operator.iadd, ([fmt_pct(ex.tile_balance[i]), ""] for i in range(t.num_ipus)), []
-        ),
-    )
-    imb = a.imbalance
-    cyc.add_row(
-        "lost to tile imbalance",
-        *functools.reduce(
-            operator.iadd,
-            (
-                [fmt_int(imb.lost_cycles[i]), fmt_pct(imb.lost_share_of_compute[i])]
-                for i in range(t.num_ipus)
-            ),
-            [],
-        ),
-    )
-    con.print(cyc)
-    worst = Table(
-        title="Compute sets losing the most cycles to tile imbalance (slowest tile minus the "
-        "mean over the IPU's tiles, summed over executions)",
-        title_justify="left",
-    )
-    for col in ("compute set", "IPU", "executions", "slowest tile", "mean tile", "lost"):
-        worst.add_column(col, justify="left" if col == "compute set" else "right")
-    for r in imb.compute_sets.head(args.top).itertuples():
-        worst.add_row(
-            esc(str(r.name)),
-            str(r.ipu),
-            fmt_int(r.executions),
-            fmt_int(r.max_cycles),
-            fmt_int(r.mean_cycles),
-            fmt_int(r.lost_cycles),
+    for table in tables:
+        tab = Table(
+            title=table["title"],
+            title_justify="left",
+            caption=esc(table["note"]) or None,
+            caption_justify="left",
         )
-    con.print(worst)
-
-    sc = Table(title="StreamCopy and IPU-to-IPU bytes", title_justify="left")
-    for col in ("IPU", "received", "sent", "by destination (rx / tx)", "GlobalExchange rx/tx"):
-        sc.add_column(col, justify="right" if col != "by destination (rx / tx)" else "left")
-    for i in range(t.num_ipus):
-        dest = ", ".join(
-            f"{d}: {fmt_bytes(ex.streamcopy_rx_by_dest[i, k], u)} / "
-            f"{fmt_bytes(ex.streamcopy_tx_by_dest[i, k], u)}"
-            for k, d in enumerate(schema.DESTINATIONS)
-            if ex.streamcopy_rx_by_dest[i, k] or ex.streamcopy_tx_by_dest[i, k]
-        )
-        sc.add_row(
-            str(i),
-            fmt_bytes(ex.streamcopy_rx_bytes[i], u),
-            fmt_bytes(ex.streamcopy_tx_bytes[i], u),
-            dest or "-",
-            f"{fmt_bytes(ex.global_exchange_rx[i], u)} / {fmt_bytes(ex.global_exchange_tx[i], u)}",
-        )
-    con.print(sc)
-
-    run = Table(title="Run details", show_header=False, title_justify="left")
-    run.add_column(style="bold")
-    run.add_column()
-    if ex.host_exposed_cycles:
-        run.add_row(
-            "host outside the trace",
-            f"{fmt_seconds(ex.host_exposed_cycles / ex.clock_hz)} per host call not hidden "
-            "behind the device (host lane)",
-        )
-    ps = ex.phase_share()
-    run.add_row("phases", ", ".join(f"{p} {fmt_pct(v)}" for p, v in ps.items() if v > 0))
-    if ex.stage_cycles.size > 1:
-        run.add_row(
-            "stage load",
-            ", ".join(f"stage {s}: {fmt_int(v)}" for s, v in enumerate(ex.stage_cycles))
-            + f" (longest / mean {ex.stage_imbalance:.2f})",
-        )
-    con.print(run)
+        cols = table["columns"]
+        for col in cols:
+            tab.add_column(col["label"], justify="left" if col["kind"] is None else "right")
+        g = next((i for i, c in enumerate(cols) if c["key"] == table["group"]), None)
+        rows = table["rows"]
+        for k, row in enumerate(rows):
+            cells = [esc(c) for c in row["cells"]]
+            if g is not None and k and rows[k - 1]["values"][g] == row["values"][g]:
+                cells[g] = ""  # the group's value once
+            last = (
+                g is not None and k + 1 < len(rows) and rows[k + 1]["values"][g] != row["values"][g]
+            )
+            tab.add_row(*cells, end_section=last)
+        con.print(tab)

@@ -592,6 +592,101 @@ def columns(
     ]
 
 
+# ---------------------------------------------------------------------------------------------
+# The summary's breakdown tables, declared once (issue 24 item 2)
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SummaryTable:
+    """A breakdown table of the summary: its ``key`` (also the name of its rows' producer,
+    :data:`analyser.core.summary.TABLE_ROWS`), title, columns (:class:`Column`: the key of the
+    rows' value, the lower-case label, the kind that picks the formatter), which profiles it
+    applies to (``execution``: only those with an execution), the column whose value groups
+    the rows (``group``: the GUI makes one section per value, the text blanks repeats), a
+    sentence said under it (``note``) and whether the reports fold it (``collapsed``)."""
+
+    key: str
+    title: str
+    columns: tuple[Column, ...]
+    execution: bool = False
+    group: str = ""
+    note: str = ""
+    collapsed: bool = False
+
+    def __post_init__(self) -> None:
+        keys = [c.key for c in self.columns]
+        if self.group and self.group not in keys:
+            raise ValueError(f"{self.key}: group {self.group!r} is not a column")
+
+
+def _tcol(key: str, label: str, kind: str | None = None, tip: str = "") -> Column:
+    return Column(key, label, kind, None, tip)
+
+
+#: The summary's breakdown tables, after its figures (:data:`SUMMARY_SECTIONS`): the text
+#: ``analyse summary``, the JSON (``tables`` of a profile), the Markdown and HTML reports and the
+#: GUI Summary all render this one list (analyser.core.summary evaluates it). A table or a
+#: column added here (with its values in the table's producer) reaches all of them.
+SUMMARY_TABLES: list[SummaryTable] = [
+    SummaryTable(
+        "cycles_by_step_type",
+        "Cycles by step type",
+        (
+            _tcol("ipu", "IPU", "int"),
+            _tcol("name", "step type"),
+            _tcol("cycles", "cycles", "int"),
+            _tcol("share", "share", "share"),
+            _tcol("steps", "steps", "int"),
+            _tcol("tile_balance", "tile balance", "share"),
+        ),
+        execution=True,
+        group="ipu",
+        note="share: of the IPU's busy cycles; for the cycles lost to tile imbalance (slowest "
+        "tile minus the mean over the IPU's tiles, summed over every compute set's executions), "
+        "of its compute (OnTileExecute) cycles. Tile balance: mean over max tile cycles.",
+    ),
+    SummaryTable(
+        "imbalance_compute_sets",
+        "Compute sets losing the most cycles to tile imbalance",
+        (
+            _tcol("name", "compute set"),
+            _tcol("ipu", "IPU", "int"),
+            _tcol("executions", "executions", "int"),
+            _tcol("max_cycles", "slowest tile", "int"),
+            _tcol("mean_cycles", "mean tile", "int"),
+            _tcol("lost_cycles", "lost", "int"),
+        ),
+        execution=True,
+        note="Cycles of the slowest tile and the mean over the IPU's tiles, per execution; lost: "
+        "the slowest minus the mean, summed over the run's executions.",
+    ),
+    SummaryTable(
+        "streamcopy",
+        "StreamCopy and IPU-to-IPU bytes",
+        (
+            _tcol("ipu", "IPU", "int"),
+            _tcol("link", "link"),
+            _tcol("received", "received", "bytes"),
+            _tcol("sent", "sent", "bytes"),
+        ),
+        execution=True,
+        group="ipu",
+        note="StreamCopy by where the data comes from / goes to; GlobalExchange: between IPUs.",
+    ),
+    SummaryTable(
+        "run_details",
+        "Run details",
+        (_tcol("name", "detail"), _tcol("value", "value")),
+        execution=True,
+    ),
+    SummaryTable(
+        "run_configuration",
+        "Run configuration",
+        (_tcol("name", "option"), _tcol("value", "value")),
+        collapsed=True,
+    ),
+]
+
+
 @dataclass(frozen=True)
 class Series:
     """The series of a chart with a legend: what is drawn (one entry per name, coloured by the

@@ -8,10 +8,12 @@ the note said after it and, for a prediction, its range from the fidelity table
 ``summary``), the Markdown and HTML reports and the GUI Summary all render these rows, so a
 figure added to the declaration reaches every one of them.
 
-    from analyser.core.summary import summary_sections
+    from analyser.core.summary import summary_sections, summary_tables
     for section in summary_sections(analysis):
         for row in section["figures"]:
             print(section["title"], row["label"], row["text"], row["range"])
+    for table in summary_tables(analysis):      # the breakdowns (SUMMARY_TABLES)
+        print(table["title"], [c["label"] for c in table["columns"]], table["rows"][0]["cells"])
 """
 
 from __future__ import annotations
@@ -23,8 +25,15 @@ from typing import Any
 from analyser.core import intervals, quantities
 from analyser.core.analysis import Analysis
 from analyser.core.insights.thresholds import Thresholds
-from analyser.core.quantities import SummaryFigure, summary_quantity
-from analyser.core.units import fmt_bytes, fmt_pct
+from analyser.core.quantities import (
+    DESTINATIONS,
+    EXECUTABLE_TYPES,
+    STEP_TYPES,
+    SummaryFigure,
+    SummaryTable,
+    summary_quantity,
+)
+from analyser.core.units import fmt_bytes, fmt_int, fmt_pct, fmt_seconds
 
 #: Figures derived for the summary (a :class:`SummaryFigure` ``source`` without a dot).
 DERIVED: dict[str, Callable[[Analysis], Any]] = {
@@ -130,3 +139,190 @@ def summary_sections(
 def value_text(row: Mapping[str, Any]) -> str:
     """A row's value as one text: the value, then its note in parentheses when it has one."""
     return f"{row['text']} ({row['note']})" if row.get("note") else str(row["text"])
+
+
+# ---------------------------------------------------------------------------------------------
+# The breakdown tables (analyser.core.quantities.SUMMARY_TABLES)
+# ---------------------------------------------------------------------------------------------
+#: How many compute sets losing the most to tile imbalance the tables list by default.
+IMBALANCE_TOP = 10
+_T = {name: i for i, name in enumerate(STEP_TYPES)}
+#: How a StreamCopy destination is said in the table's "link" column.
+_DEST_NAMES = {"remoteBuffer": "remote buffer", "ipu": "IPU"}
+
+
+def _cycles_by_step_type(a: Analysis, top: int) -> list[dict[str, Any]]:
+    """Per IPU: each executed step type's cycles, share of the busy cycles, steps and tile
+    balance; the total; the cycles lost to tile imbalance (share: of the IPU's compute)."""
+    ex, imb = a.execution, a.imbalance
+    rows: list[dict[str, Any]] = []
+    for ipu in range(ex.num_ipus):
+        busy = float(ex.cycles_by_type[ipu].sum())
+        for name in EXECUTABLE_TYPES:
+            j = _T[name]
+            if not ex.count_by_type[ipu, j]:
+                continue
+            c = ex.cycles_by_type[ipu, j]
+            rows.append(
+                {
+                    "ipu": ipu,
+                    "name": name,
+                    "cycles": c,
+                    "share": c / busy if busy else 0.0,
+                    "steps": ex.count_by_type[ipu, j],
+                    "tile_balance": ex.tile_balance_by_type[ipu, j],
+                }
+            )
+        rows.append(
+            {
+                "ipu": ipu,
+                "name": "total",
+                "cycles": busy,
+                "share": 1.0 if busy else 0.0,
+                "steps": ex.count_by_type[ipu].sum(),
+                "tile_balance": ex.tile_balance[ipu],
+            }
+        )
+        if imb is not None:
+            rows.append(
+                {
+                    "ipu": ipu,
+                    "name": "lost to tile imbalance",
+                    "cycles": imb.lost_cycles[ipu],
+                    "share": imb.lost_share_of_compute[ipu],
+                }
+            )
+    return rows
+
+
+def _imbalance_compute_sets(a: Analysis, top: int) -> list[dict[str, Any]]:
+    """The ``top`` compute sets losing the most cycles to tile imbalance, most first."""
+    cols = a.imbalance.columns
+    n = min(top, int(cols["name"].size))
+    return [{k: col[r] for k, col in cols.items()} for r in range(n)]
+
+
+def _streamcopy(a: Analysis, top: int) -> list[dict[str, Any]]:
+    """Per IPU: StreamCopy bytes received / sent by destination (the host always), then the
+    GlobalExchange bytes (between IPUs)."""
+    ex = a.execution
+    rows: list[dict[str, Any]] = []
+    for ipu in range(ex.num_ipus):
+        for k, dest in enumerate(DESTINATIONS):
+            rx, tx = ex.streamcopy_rx_by_dest[ipu, k], ex.streamcopy_tx_by_dest[ipu, k]
+            if rx or tx or dest == "host":
+                name = f"StreamCopy ({_DEST_NAMES.get(dest, dest)})"
+                rows.append({"ipu": ipu, "link": name, "received": rx, "sent": tx})
+        rows.append(
+            {
+                "ipu": ipu,
+                "link": "GlobalExchange",
+                "received": ex.global_exchange_rx[ipu],
+                "sent": ex.global_exchange_tx[ipu],
+            }
+        )
+    return rows
+
+
+def _run_details(a: Analysis, top: int) -> list[dict[str, Any]]:
+    """The host time outside the trace, the pipeline phases' shares and the stages' load."""
+    ex = a.execution
+    rows = []
+    if ex.host_exposed_cycles:
+        rows.append(
+            {
+                "name": "host outside the trace",
+                "value": f"{fmt_seconds(ex.host_exposed_cycles / ex.clock_hz)} per host call not "
+                "hidden behind the device (host lane)",
+            }
+        )
+    phases = ", ".join(f"{p} {fmt_pct(v)}" for p, v in ex.phase_share().items() if v > 0)
+    rows.append({"name": "phases", "value": phases})
+    if ex.stage_cycles.size > 1:
+        stages = ", ".join(f"stage {s}: {fmt_int(v)}" for s, v in enumerate(ex.stage_cycles))
+        rows.append(
+            {"name": "stage load", "value": f"{stages} (longest / mean {ex.stage_imbalance:.2f})"}
+        )
+    return rows
+
+
+def flatten(config: Any, prefix: str = "") -> list[tuple[str, str]]:
+    """Nested run config -> sorted ``(dotted.key, value)`` rows."""
+    import json
+
+    rows: list[tuple[str, str]] = []
+    if isinstance(config, dict):
+        for key in sorted(config):
+            rows.extend(flatten(config[key], f"{prefix}.{key}" if prefix else str(key)))
+    elif isinstance(config, list) and config and all(isinstance(v, dict) for v in config):
+        for i, v in enumerate(config):
+            rows.extend(flatten(v, f"{prefix}[{i}]"))
+    else:
+        text = (
+            json.dumps(config) if isinstance(config, list | bool) or config is None else str(config)
+        )
+        rows.append((prefix, text))
+    return rows
+
+
+def _run_configuration(a: Analysis, top: int) -> list[dict[str, Any]]:
+    """The run's options, one row per (dotted) option."""
+    return [{"name": k, "value": v} for k, v in flatten(a.run_config)]
+
+
+#: Each declared table's rows (:class:`SummaryTable` ``key``): ``rows(analysis, top)``, one dict
+#: per row from column key to value (a missing key: an empty cell).
+TABLE_ROWS: dict[str, Callable[[Analysis, int], list[dict[str, Any]]]] = {
+    "cycles_by_step_type": _cycles_by_step_type,
+    "imbalance_compute_sets": _imbalance_compute_sets,
+    "streamcopy": _streamcopy,
+    "run_details": _run_details,
+    "run_configuration": _run_configuration,
+}
+
+
+def _cell(col: Any, value: Any, unit: str) -> str:
+    """A table cell: ``value`` formatted by its column's kind; an absent value is empty."""
+    if value is None:
+        return ""
+    fmt = col.formatter(unit)
+    return str(value) if fmt is None else fmt(value)
+
+
+def evaluate_table(
+    analysis: Analysis, table: SummaryTable, unit: str = "KiB", top: int = IMBALANCE_TOP
+) -> dict[str, Any]:
+    """One declared table of ``analysis``: ``{key, title, note, group, collapsed, columns:
+    [{key, label, kind}], rows: [{values: [...], cells: [...]}]}`` (values and cells in the
+    columns' order; cells as text in memory ``unit``)."""
+    rows = []
+    for raw in TABLE_ROWS[table.key](analysis, top):
+        values = [_plain(raw.get(c.key)) for c in table.columns]
+        rows.append(
+            {
+                "values": values,
+                "cells": [_cell(c, v, unit) for c, v in zip(table.columns, values)],
+            }
+        )
+    return {
+        "key": table.key,
+        "title": table.title,
+        "note": table.note,
+        "group": table.group,
+        "collapsed": table.collapsed,
+        "columns": [{"key": c.key, "label": c.title, "kind": c.kind} for c in table.columns],
+        "rows": rows,
+    }
+
+
+def summary_tables(
+    analysis: Analysis, unit: str = "KiB", top: int = IMBALANCE_TOP
+) -> list[dict[str, Any]]:
+    """The declared breakdown tables of ``analysis`` (:func:`evaluate_table` each), those
+    shown only with an execution left out of a profile without one; ``top``: how many compute
+    sets losing the most to tile imbalance."""
+    return [
+        evaluate_table(analysis, t, unit, top)
+        for t in quantities.SUMMARY_TABLES  # read at each call: the declaration
+        if not (t.execution and analysis.execution is None)
+    ]

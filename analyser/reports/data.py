@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 
 from analyser.core import Analysis, intervals
-from analyser.core.summary import summary_sections
+from analyser.core.summary import IMBALANCE_TOP, summary_sections, summary_tables
 from profiles import schema
 
 REPORT_SCHEMA = "ipu-analyser-report"
-REPORT_SCHEMA_VERSION = "1.2"
+REPORT_SCHEMA_VERSION = "1.3"
 
 
 #: The Metrics figures given an interval in ``prediction.intervals`` (the numeric ones).
@@ -49,8 +49,12 @@ def _records(df, columns: list[str]) -> list[dict[str, Any]]:
     return plain(out.to_dict("records"))
 
 
-def profile_data(analysis: Analysis, insights: list | None = None) -> dict[str, Any]:
-    """Everything the report says about one profile."""
+def profile_data(
+    analysis: Analysis, insights: list | None = None, unit: str = "KiB", top: int = IMBALANCE_TOP
+) -> dict[str, Any]:
+    """Everything the report says about one profile; the texts of its ``summary`` and
+    ``tables`` give bytes in memory ``unit`` (said in ``units``), and its compute-set table
+    lists the ``top`` compute sets losing the most cycles to tile imbalance."""
     t = analysis.target
     m = analysis.memory
     lv = analysis.liveness
@@ -111,7 +115,11 @@ def profile_data(analysis: Analysis, insights: list | None = None) -> dict[str, 
         "prediction": intervals.profile_prediction(analysis, PREDICTED_METRICS),
     }
     # schema 1.2: the summary's sections and figures, as every rendering shows them
-    d["summary"] = summary_sections(analysis, prediction=d["prediction"])
+    d["summary"] = summary_sections(analysis, unit, prediction=d["prediction"])
+    # schema 1.3: the breakdown tables, declared once (quantities.SUMMARY_TABLES), and the
+    # memory units of the summary's and the tables' texts (raw values are in bytes)
+    d["tables"] = summary_tables(analysis, unit, top)
+    d["units"] = unit
     if ex is not None:
         d["execution"] = {
             "total_cycles": ex.total_cycles,

@@ -375,27 +375,7 @@ def _md_profile_charts(p: dict[str, Any], a: Any) -> list[str]:
             _img(ch["pipeline_phases"], "pipeline phases"),
             "",
         ]
-        L += _md_table(
-            [
-                "IPU",
-                "busy cycles",
-                "tile balance",
-                "lost to tile imbalance",
-                "StreamCopy rx",
-                "StreamCopy tx",
-            ],
-            [
-                [
-                    x["ipu"],
-                    fmt_int(x["cycles"]),
-                    fmt_pct(x["tile_balance"]),
-                    fmt_int(p["execution"]["imbalance"]["ipus"][x["ipu"]]["lost_cycles"]),
-                    fmt_bytes(x["streamcopy_rx_bytes"]),
-                    fmt_bytes(x["streamcopy_tx_bytes"]),
-                ]
-                for x in p["ipus"]
-            ],
-        )
+        L += _md_tables(p)
         L += _md_table(
             ["operation", "type", "pass", "IPU", "total cycles", "share"],
             [
@@ -410,4 +390,18 @@ def _md_profile_charts(p: dict[str, Any], a: Any) -> list[str]:
                 for o in p["operations_top"]
             ],
         )
+    return L + _md_tables(p, collapsed=True)
+
+
+def _md_tables(p: dict[str, Any], collapsed: bool = False) -> list[str]:
+    """The Markdown of a profile's breakdown tables (``tables``: declared once in
+    analyser.core.quantities.SUMMARY_TABLES; those the HTML folds, or the others): title,
+    columns, rows and note of each."""
+    L: list[str] = []
+    for table in p.get("tables") or []:
+        if table["collapsed"] != collapsed:
+            continue
+        L += [f"**{lit(table['title'])}**", ""]
+        L += _md_table([c["label"] for c in table["columns"]], [r["cells"] for r in table["rows"]])
+        L += [f"_{lit(table['note'])}_", ""] if table["note"] else []
     return L
