@@ -101,7 +101,7 @@ def check_reports(qtbot, w, path: Path) -> None:
         if a.has_execution:
             assert s.tree.value("Execution", "Total cycles") == f"{m.total_cycles:,}"
             ex = a.execution
-            ipu0 = s.ipu_tree.value("IPU 0", "Total")
+            ipu0 = s.ipu_tree.value("IPU 0", "total")  # core.summary.TOTAL
             assert ipu0 == f"{int(ex.cycles_by_type[0].sum()):,}"
             share = s.ipu_tree.value("IPU 0", "OnTileExecute", 2)
             c0 = ex.cycles_by_type[0]

@@ -19,11 +19,14 @@ from analyser.core.quantities import (
     DESCRIPTIVE,
     QUANTITIES,
     SUMMARY_SECTIONS,
+    SUMMARY_TABLES,
+    Column,
     Quantity,
     SummaryFigure,
+    SummaryTable,
     summary_quantity,
 )
-from analyser.core.summary import summary_sections, value_text
+from analyser.core.summary import summary_sections, summary_tables, value_text
 from analyser.gui.model import summary as gui_summary
 from analyser.gui.model.document import Document
 from analyser.literal import markdown as md_literal
@@ -48,9 +51,9 @@ def small(tmp_path_factory):
 def _renderings(path, capsys, monkeypatch) -> dict[str, object]:
     """Every rendering of the summary of ``path``: text, Markdown, HTML, JSON, GUI model."""
     monkeypatch.setenv("COLUMNS", "4000")  # one table line per row
-    assert main(["summary", str(path)]) == 0
+    assert main(["summary", str(path), "--top", str(core_summary.IMBALANCE_TOP)]) == 0
     text = capsys.readouterr().out
-    assert main(["summary", str(path), "--json"]) == 0
+    assert main(["summary", str(path), "--json", "--top", str(core_summary.IMBALANCE_TOP)]) == 0
     js = json.loads(capsys.readouterr().out)
     with Analysis.open(path) as a:
         report = build_report([a], insights=False)
@@ -170,18 +173,19 @@ def test_gui_summary_carries_ranges_intervals_and_imbalance(small):
         assert cycles.cells[4] == range_text(pair.metric("total_cycles").interval)
         assert cycles.cells[4]  # a range or "no interval", never blank for a compared figure
         imb = a.analysis.imbalance
-        for ipu, section in enumerate(gui_summary.ipu_sections(a, None)):
-            lost = next(r for r in section.rows if r.cells[0] == gui_summary.LOST)
+        _heads, per_ipu = gui_summary.ipu_view(a, None)
+        for ipu, section in enumerate(per_ipu):
+            lost = next(r for r in section.rows if r.cells[0] == core_summary.LOST)
             assert lost.cells[1] == f"{round(imb.lost_cycles[ipu]):,}"
-        for section in gui_summary.ipu_sections(a, b):
-            assert any(r.cells[0] == gui_summary.LOST for r in section.rows)
+        for section in gui_summary.ipu_view(a, b)[1]:
+            assert any(r.cells[0] == core_summary.LOST for r in section.rows)
         # the compute sets losing the most, as analyse summary lists them
-        (worst,) = gui_summary.imbalance_sections(a, None)
-        top = imb.compute_sets.head(gui_summary.IMBALANCE_TOP)
+        heads, (worst,) = gui_summary.imbalance_view(a, None)
+        top = imb.compute_sets.head(core_summary.IMBALANCE_TOP)
         assert [r.cells[0] for r in worst.rows] == [str(n) for n in top["name"]]
-        lost = gui_summary.IMBALANCE_HEADERS.index("Lost")
+        lost = heads.index("Lost")
         assert [r.cells[lost] for r in worst.rows] == [f"{round(v):,}" for v in top["lost_cycles"]]
-        assert len(gui_summary.imbalance_sections(a, b)) == 2  # A's and B's
+        assert len(gui_summary.imbalance_view(a, b)[1]) == 2  # A's and B's
     finally:
         a.analysis.close()
         b.analysis.close()
@@ -236,3 +240,184 @@ def test_compare_tables_carry_the_range_of_the_change(small, capsys, monkeypatch
     assert any(range_text(iv) not in ("", "no interval") for iv in ivs.values()) or all(
         iv.get("note") for iv in ivs.values()
     )
+
+
+# -- the breakdown tables (quantities.SUMMARY_TABLES) ---------------------------------------------
+def _text_tables(text: str) -> dict[str, list[list[str]]]:
+    """The text summary's tables by title: the header's cells, then each row's cells."""
+    out: dict[str, list[list[str]]] = {}
+    lines = text.splitlines()
+    for k, ln in enumerate(lines[:-2]):
+        if lines[k + 1].startswith("┏"):
+            body = lines[k + 2 :]
+            body = body[: next(i for i, x in enumerate(body) if x.startswith("└"))]
+            out[ln.strip()] = [
+                [c.strip() for c in x[1:-1].split("┃" if x.startswith("┃") else "│")]
+                for x in body
+                if x[:1] in "┃│"
+            ]
+    return out
+
+
+def _gui_table(doc: Document, key: str, title: str):
+    """Where the GUI Summary's model shows declared table ``key``: its headers and rows (the
+    tables without a tree of their own: rows of the figure tree, in sections named ``title``)."""
+    if key in gui_summary.OWN_TREES:
+        heads, sections = gui_summary.table_view(doc, None, key, "KiB")
+        return heads, [r.cells for s in sections for r in s.rows]
+    _h, sections = gui_summary.figure_sections(doc, None, "KiB")
+    return None, [r.cells for s in sections if s.title.startswith(title) for r in s.rows]
+
+
+def _check_table(r: dict[str, object], doc: Document, table: dict) -> None:
+    """Declared ``table`` (as the core evaluates it) in each rendering, same title, columns
+    and cells."""
+    labels = [c["label"] for c in table["columns"]]
+    text = _text_tables(r["text"])
+    assert table["title"] in text, (table["title"], "text")
+    header, *rows = text[table["title"]]
+    assert header == labels, (table["title"], "text")
+    g = next((i for i, c in enumerate(table["columns"]) if c["key"] == table["group"]), None)
+    want = [row["cells"] for row in table["rows"]]
+    if g is None:
+        assert [x for x in rows if any(x)][: len(want)] == want, (table["title"], "text")
+    else:  # the group's value said once per group
+        got = [[c for i, c in enumerate(x) if i != g] for x in rows if any(x)]
+        assert got == [[c for i, c in enumerate(w) if i != g] for w in want], table["title"]
+    md_head = "| " + " | ".join(md_literal(x) for x in labels) + " |"
+    assert f"**{md_literal(table['title'])}**\n\n{md_head}" in r["md"], (table["title"], "Markdown")
+    for cells in want:
+        assert "| " + " | ".join(md_literal(c) for c in cells) + " |" in r["md"]
+    heads = "".join(f"<th>{markupsafe.escape(x)}</th>" for x in labels)
+    html = r["html"][r["html"].index(f'id="p0-{table["key"]}"') :]
+    assert html.index(f"<tr>{heads}</tr>") < html.index("</table>"), (table["title"], "HTML")
+    assert markupsafe.escape(table["title"]) in r["html"]
+    for cells in want:
+        tds = "".join(
+            ('<td class="n">' if c["kind"] else "<td>") + f"{markupsafe.escape(x)}</td>"
+            for c, x in zip(table["columns"], cells)
+        )
+        assert f"<tr>{tds}</tr>" in html, (table["title"], "HTML", cells)
+    js = next(t for t in r["json"]["tables"] if t["key"] == table["key"])
+    assert js == json.loads(json.dumps(table)), (table["title"], "JSON")
+    heads, gui_rows = _gui_table(doc, table["key"], table["title"])
+    if heads is not None:
+        assert heads == tuple(x[:1].upper() + x[1:] for i, x in enumerate(labels) if i != g)
+        assert gui_rows == [tuple(c for i, c in enumerate(w) if i != g) for w in want]
+    else:  # in the figure tree: name and value columns (then padding)
+        assert [c[: len(labels)] for c in gui_rows] == [tuple(w) for w in want], table["title"]
+
+
+def _tables_everywhere(path, capsys, monkeypatch) -> list[str]:
+    """Every declared table of ``path`` in every rendering; the tables' keys."""
+    r = _renderings(path, capsys, monkeypatch)
+    with Analysis.open(path) as a:
+        declared = summary_tables(a)
+    doc = Document.open(path)
+    try:
+        assert [t["key"] for t in declared] == [t["key"] for t in r["json"]["tables"]]
+        for table in declared:
+            _check_table(r, doc, table)
+    finally:
+        doc.analysis.close()
+    return [t["key"] for t in declared]
+
+
+def test_every_declared_table_appears_in_every_rendering(small, capsys, monkeypatch):
+    """Each declared breakdown table: the same title, columns and cells in the text, Markdown,
+    HTML, JSON and the GUI Summary's model; an OOM profile only has those that need no
+    execution."""
+    keys = _tables_everywhere(small["fits"], capsys, monkeypatch)
+    assert keys == [t.key for t in SUMMARY_TABLES]
+    oom = _tables_everywhere(small["oom"], capsys, monkeypatch)
+    assert oom == [t.key for t in SUMMARY_TABLES if not t.execution] and oom
+
+
+def test_a_table_and_a_column_added_to_the_declaration_reach_every_rendering(
+    small, capsys, monkeypatch
+):
+    """The recipe: a SummaryTable (with its rows' producer) or a Column (with its value in the
+    producer's rows) in the declaration, nothing else."""
+    key = "test_added_table"
+    added = SummaryTable(
+        key,
+        "Table added by the test",
+        (Column("name", "thing"), Column("bytes", "size", "bytes"), Column("n", "count", "int")),
+        execution=True,
+        note="A note said under it.",
+    )
+    monkeypatch.setitem(
+        core_summary.TABLE_ROWS,
+        key,
+        lambda a, top: [{"name": "alpha", "bytes": 2048, "n": 4242}, {"name": "beta", "n": 7}],
+    )
+    cycles = core_summary.TABLE_ROWS["cycles_by_step_type"]
+    monkeypatch.setitem(
+        core_summary.TABLE_ROWS,
+        "cycles_by_step_type",
+        lambda a, top: [{**row, "added": 1234567} for row in cycles(a, top)],
+    )
+    tables = [
+        dataclasses.replace(t, columns=(*t.columns, Column("added", "column added", "int")))
+        if t.key == "cycles_by_step_type"
+        else t
+        for t in SUMMARY_TABLES
+    ]
+    monkeypatch.setattr(quantities, "SUMMARY_TABLES", [*tables, added])
+    keys = _tables_everywhere(small["fits"], capsys, monkeypatch)
+    assert keys[-1] == key
+    r = _renderings(small["fits"], capsys, monkeypatch)
+    assert "Table added by the test" in r["text"] and "A note said under it." in r["text"]
+    assert "| alpha | 2.00 KiB | 4,242 |" in r["md"] and "| beta |  | 7 |" in r["md"]
+    assert "column added" in r["html"] and "1,234,567" in r["html"]
+    doc = Document.open(small["fits"])
+    try:
+        heads, _ = gui_summary.ipu_view(doc, None)
+        assert heads[-1] == "Column added"
+        _h, sections = gui_summary.figure_sections(doc, None, "KiB")
+        mine = next(s for s in sections if s.title == "Table added by the test")
+        assert [r.cells[:3] for r in mine.rows] == [
+            ("alpha", "2.00 KiB", "4,242"),
+            ("beta", "", "7"),
+        ]
+    finally:
+        doc.analysis.close()
+
+
+def test_declared_tables_keep_the_figures(small):
+    """The tables' figures are the analysis's: per IPU the step types' cycles add up to the
+    busy cycles, the lost cycles are the imbalance's, StreamCopy bytes add up to the totals."""
+    import numpy as np
+
+    with Analysis.open(small["fits"]) as a:
+        t = {x["key"]: x for x in summary_tables(a, "bytes")}
+        ex, imb = a.execution, a.imbalance
+        cols = [c["key"] for c in t["cycles_by_step_type"]["columns"]]
+        rows = [dict(zip(cols, r["values"])) for r in t["cycles_by_step_type"]["rows"]]
+        for ipu in range(ex.num_ipus):
+            mine = [r for r in rows if r["ipu"] == ipu]
+            types = [r for r in mine if r["name"] not in (core_summary.TOTAL, core_summary.LOST)]
+            total = next(r for r in mine if r["name"] == core_summary.TOTAL)
+            lost = next(r for r in mine if r["name"] == core_summary.LOST)
+            assert (
+                sum(r["cycles"] for r in types) == total["cycles"] == ex.cycles_by_type[ipu].sum()
+            )
+            assert lost["cycles"] == imb.lost_cycles[ipu]
+        cols = [c["key"] for c in t["streamcopy"]["columns"]]
+        rows = [dict(zip(cols, r["values"])) for r in t["streamcopy"]["rows"]]
+        sc = [r for r in rows if r["link"].startswith("StreamCopy")]
+        assert sum(r["received"] for r in sc) == int(np.sum(ex.streamcopy_rx_bytes))
+        assert sum(r["sent"] for r in sc) == int(np.sum(ex.streamcopy_tx_bytes))
+
+
+def test_summary_json_follows_units(small, capsys):
+    """``analyse summary --json --units X``: the summary's and the tables' texts in X, said in
+    ``units``; raw values stay in bytes."""
+    assert main(["summary", str(small["fits"]), "--json", "--units", "bytes"]) == 0
+    js = json.loads(capsys.readouterr().out)
+    assert js["units"] == "bytes"
+    mem = next(s for s in js["summary"] if s["title"] == "Memory")
+    peak = next(x for x in mem["figures"] if x["key"] == "peak_memory_bytes")
+    assert peak["text"] == f"{peak['value']:,} B"
+    sc = next(t for t in js["tables"] if t["key"] == "streamcopy")
+    assert all(r["cells"][2] == f"{r['values'][2]:,} B" for r in sc["rows"])

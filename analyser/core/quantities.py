@@ -611,11 +611,16 @@ class SummaryTable:
     group: str = ""
     note: str = ""
     collapsed: bool = False
+    #: the columns compared in the GUI's compare mode (A, B, change per row and column; rows
+    #: matched by group and first column); empty: A's and B's rows listed one after the other
+    compare: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         keys = [c.key for c in self.columns]
         if self.group and self.group not in keys:
             raise ValueError(f"{self.key}: group {self.group!r} is not a column")
+        if not set(self.compare) <= set(keys):
+            raise ValueError(f"{self.key}: a compared column is not a column")
 
 
 def _tcol(key: str, label: str, kind: str | None = None, tip: str = "") -> Column:
@@ -640,6 +645,7 @@ SUMMARY_TABLES: list[SummaryTable] = [
         ),
         execution=True,
         group="ipu",
+        compare=("cycles",),
         note="share: of the IPU's busy cycles; for the cycles lost to tile imbalance (slowest "
         "tile minus the mean over the IPU's tiles, summed over every compute set's executions), "
         "of its compute (OnTileExecute) cycles. Tile balance: mean over max tile cycles.",
@@ -649,11 +655,11 @@ SUMMARY_TABLES: list[SummaryTable] = [
         "Compute sets losing the most cycles to tile imbalance",
         (
             _tcol("name", "compute set"),
+            _tcol("lost_cycles", "lost", "int"),  # next to the name: what the list is sorted by
             _tcol("ipu", "IPU", "int"),
             _tcol("executions", "executions", "int"),
             _tcol("max_cycles", "slowest tile", "int"),
             _tcol("mean_cycles", "mean tile", "int"),
-            _tcol("lost_cycles", "lost", "int"),
         ),
         execution=True,
         note="Cycles of the slowest tile and the mean over the IPU's tiles, per execution; lost: "
@@ -670,6 +676,7 @@ SUMMARY_TABLES: list[SummaryTable] = [
         ),
         execution=True,
         group="ipu",
+        compare=("received", "sent"),
         note="StreamCopy by where the data comes from / goes to; GlobalExchange: between IPUs.",
     ),
     SummaryTable(
@@ -677,12 +684,14 @@ SUMMARY_TABLES: list[SummaryTable] = [
         "Run details",
         (_tcol("name", "detail"), _tcol("value", "value")),
         execution=True,
+        compare=("value",),
     ),
     SummaryTable(
         "run_configuration",
         "Run configuration",
         (_tcol("name", "option"), _tcol("value", "value")),
         collapsed=True,
+        compare=("value",),
     ),
 ]
 

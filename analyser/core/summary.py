@@ -149,6 +149,9 @@ IMBALANCE_TOP = 10
 _T = {name: i for i, name in enumerate(STEP_TYPES)}
 #: How a StreamCopy destination is said in the table's "link" column.
 _DEST_NAMES = {"remoteBuffer": "remote buffer", "ipu": "IPU"}
+#: The names of the cycles-by-step-type rows after the step types.
+TOTAL = "total"
+LOST = "lost to tile imbalance"
 
 
 def _cycles_by_step_type(a: Analysis, top: int) -> list[dict[str, Any]]:
@@ -176,7 +179,7 @@ def _cycles_by_step_type(a: Analysis, top: int) -> list[dict[str, Any]]:
         rows.append(
             {
                 "ipu": ipu,
-                "name": "total",
+                "name": TOTAL,
                 "cycles": busy,
                 "share": 1.0 if busy else 0.0,
                 "steps": ex.count_by_type[ipu].sum(),
@@ -187,7 +190,7 @@ def _cycles_by_step_type(a: Analysis, top: int) -> list[dict[str, Any]]:
             rows.append(
                 {
                     "ipu": ipu,
-                    "name": "lost to tile imbalance",
+                    "name": LOST,
                     "cycles": imb.lost_cycles[ipu],
                     "share": imb.lost_share_of_compute[ipu],
                 }
@@ -310,6 +313,7 @@ def evaluate_table(
         "note": table.note,
         "group": table.group,
         "collapsed": table.collapsed,
+        "compare": list(table.compare),
         "columns": [{"key": c.key, "label": c.title, "kind": c.kind} for c in table.columns],
         "rows": rows,
     }

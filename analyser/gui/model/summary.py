@@ -9,24 +9,18 @@ fidelity table's interval, :mod:`analyser.core.intervals`). The view only displa
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from analyser.core.intervals import range_text
-from analyser.core.quantities import DESTINATIONS, EXECUTABLE_TYPES, SERIES, STEP_TYPES
-from analyser.core.summary import summary_sections
+from analyser.core.quantities import SERIES, STEP_TYPES
+from analyser.core.summary import flatten, summary_sections, summary_tables
 from analyser.core.units import (
     MISSING,
-    fmt_bytes,
     fmt_change,
-    fmt_count,
     fmt_delta_pct,
-    fmt_int,
-    fmt_pct,
     fmt_pts_delta,
 )
 from analyser.gui.model import data
@@ -72,23 +66,6 @@ class Section:
     rows: tuple[Row, ...]
 
 
-def flatten(config: Any, prefix: str = "") -> list[tuple[str, str]]:
-    """Nested run config -> sorted ``(dotted.key, value)`` rows."""
-    rows: list[tuple[str, str]] = []
-    if isinstance(config, dict):
-        for key in sorted(config):
-            rows.extend(flatten(config[key], f"{prefix}.{key}" if prefix else str(key)))
-    elif isinstance(config, list) and config and all(isinstance(v, dict) for v in config):
-        for i, v in enumerate(config):
-            rows.extend(flatten(v, f"{prefix}[{i}]"))
-    else:
-        text = (
-            json.dumps(config) if isinstance(config, list | bool) or config is None else str(config)
-        )
-        rows.append((prefix, text))
-    return rows
-
-
 # -- the declared figures -------------------------------------------------------------------------
 def declared(doc: Document, unit: str) -> list[dict[str, Any]]:
     """The declared summary of ``doc`` in memory ``unit`` (cached per document and unit)."""
@@ -120,18 +97,22 @@ def figure_sections(
     doc: Document, cmp: Document | None, unit: str
 ) -> tuple[tuple[str, ...], list[Section]]:
     """The figure tree: its headers and sections. One profile: name, value, the range of the
-    prediction and the note; two: name, A, B, the change and the range of the change."""
+    prediction and the note; two: name, A, B, the change and the range of the change. The
+    declared run details follow the figures."""
     sa = declared(doc, unit)
     if cmp is None:
         return SINGLE_HEADERS, [
-            Section(
-                s["title"],
-                tuple(
-                    Row((r["title"], r["text"], r["range"], r["note"]), tip=r["note"])
-                    for r in s["figures"]
-                ),
-            )
-            for s in sa
+            *(
+                Section(
+                    s["title"],
+                    tuple(
+                        Row((r["title"], r["text"], r["range"], r["note"]), tip=r["note"])
+                        for r in s["figures"]
+                    ),
+                )
+                for s in sa
+            ),
+            *table_sections_in_figures(doc, None, unit),
         ]
     sb = declared(cmp, unit)
     by_a = {s["title"]: {r["key"]: r for r in s["figures"]} for s in sa}
@@ -157,7 +138,7 @@ def figure_sections(
                 )
             )
         sections.append(Section(title, tuple(rows)))
-    return COMPARE_HEADERS, sections
+    return COMPARE_HEADERS, [*sections, *table_sections_in_figures(doc, cmp, unit)]
 
 
 def _change_intervals(doc: Document, cmp: Document) -> dict[str, str]:
@@ -169,237 +150,185 @@ def _change_intervals(doc: Document, cmp: Document) -> dict[str, str]:
     return {m.key: range_text(m.interval) for m in pair.metrics if m.interval}
 
 
-# -- cycles by step type, per IPU -----------------------------------------------------------------
-def _ipu_value(e: Any, ipu: int, fn: Callable[[Any, int], Any]) -> Any:
-    if e is None or ipu >= e.num_ipus:
-        return None
-    return fn(e, ipu)
-
-
-def ipu_headers(compare: bool) -> tuple[str, ...]:
-    """The columns of the cycles-by-step-type tree."""
-    if compare:
-        return ("Name", "A", "B", "Change")
-    return ("Step type", "Cycles", "Share", "Steps", "Tile balance")
-
-
-def _imbalance_of(doc: Document | None) -> Any:
-    return None if doc is None or not doc.has_execution else data.imbalance(doc)
-
-
-def ipu_sections(doc: Document, cmp: Document | None) -> list[Section] | None:
-    """Cycles by step type per IPU, its tile balance and the cycles lost to tile imbalance
-    (as ``analyse summary``); None when neither profile has an execution."""
-    ea = data.execution(doc)
-    eb = data.execution(cmp) if cmp is not None else None
-    if ea is None and eb is None:
-        return None
-    ia, ib = _imbalance_of(doc), _imbalance_of(cmp)
-    n = max(e.num_ipus for e in (ea, eb) if e is not None)
-    if cmp is None:
-        return [Section(f"IPU {ipu}", _single_ipu_rows(ea, ia, ipu)) for ipu in range(n)]
-    return [Section(f"IPU {ipu}", _compare_ipu_rows(ea, eb, ia, ib, ipu)) for ipu in range(n)]
-
-
-def _single_ipu_rows(ea: Any, imb: Any, ipu: int) -> tuple[Row, ...]:
-    rows = []
-    total = int(ea.cycles_by_type[ipu].sum())
-    for name in EXECUTABLE_TYPES:
-        j = _T[name]
-        cnt = int(ea.count_by_type[ipu, j])
-        if cnt == 0:
-            continue
-        c = int(ea.cycles_by_type[ipu, j])
-        rows.append(
-            Row(
-                (
-                    name,
-                    fmt_int(c),
-                    fmt_pct(c / total if total else 0),
-                    fmt_int(cnt),
-                    fmt_pct(ea.tile_balance_by_type[ipu, j]),
-                )
-            )
-        )
-    rows.append(
-        Row(
-            (
-                "Total",
-                fmt_int(total),
-                "100.0%",
-                fmt_int(ea.count_by_type[ipu].sum()),
-                fmt_pct(float(ea.tile_balance[ipu])),
-            )
-        )
+# -- the declared breakdown tables (analyser.core.quantities.SUMMARY_TABLES) ---------------------
+def tables(doc: Document, unit: str) -> dict[str, dict[str, Any]]:
+    """The declared breakdown tables of ``doc`` in memory ``unit``, by key (cached)."""
+    return doc.cached(
+        f"summary-tables:{unit}", lambda: {t["key"]: t for t in summary_tables(doc.analysis, unit)}
     )
-    if imb is not None:
-        rows.append(
-            Row(
-                (
-                    LOST,
-                    fmt_int(imb.lost_cycles[ipu]),
-                    fmt_pct(imb.lost_share_of_compute[ipu]),
-                    "",
-                    "",
-                ),
-                tip=LOST_TIP,
-            )
-        )
-    return tuple(rows)
 
 
-#: The per-IPU row of the cycles lost to tile imbalance (its share: of the IPU's compute).
-LOST = "Lost to tile imbalance"
-LOST_TIP = (
-    "Slowest tile minus the mean over the IPU's tiles, summed over every compute set's "
-    "executions; the share is of the IPU's OnTileExecute cycles"
-)
+def _cap(label: str) -> str:
+    return label[:1].upper() + label[1:]
 
 
-def _lost(imb: Any, ipu: int) -> float | None:
-    """IPU ``ipu``'s cycles lost to tile imbalance (None without execution or that IPU)."""
-    if imb is None or ipu >= len(imb.lost_cycles):
-        return None
-    return float(imb.lost_cycles[ipu])
+def _group(table: dict[str, Any]) -> int | None:
+    """The index of the table's grouping column (None: not grouped)."""
+    return next((i for i, c in enumerate(table["columns"]) if c["key"] == table["group"]), None)
 
 
-def _compare_ipu_rows(ea: Any, eb: Any, ia: Any, ib: Any, ipu: int) -> tuple[Row, ...]:
-    rows = []
-    for name in EXECUTABLE_TYPES:
-        j = _T[name]
-        ca = _ipu_value(ea, ipu, lambda e, i, j=j: int(e.cycles_by_type[i, j]))
-        cb = _ipu_value(eb, ipu, lambda e, i, j=j: int(e.cycles_by_type[i, j]))
-        if not ca and not cb:
-            continue
-        rows.append(Row((name, fmt_count(ca), fmt_count(cb), fmt_delta_pct(ca or 0, cb or 0))))
-    ta = _ipu_value(ea, ipu, lambda e, i: int(e.cycles_by_type[i].sum()))
-    tb = _ipu_value(eb, ipu, lambda e, i: int(e.cycles_by_type[i].sum()))
-    rows.append(Row(("Total", fmt_count(ta), fmt_count(tb), fmt_delta_pct(ta or 0, tb or 0))))
-    ba = _ipu_value(ea, ipu, lambda e, i: float(e.tile_balance[i]))
-    bb = _ipu_value(eb, ipu, lambda e, i: float(e.tile_balance[i]))
-    change = "" if ba is None or bb is None else fmt_pts_delta(ba, bb)
-    rows.append(Row(("Tile balance (compute)", fmt_pct(ba), fmt_pct(bb), change)))
-    la, lb = _lost(ia, ipu), _lost(ib, ipu)
-    if la is not None or lb is not None:
-        change = "" if la is None or lb is None else fmt_delta_pct(la, lb)
-        rows.append(Row((LOST, fmt_int(la), fmt_int(lb), change), tip=LOST_TIP))
-    return tuple(rows)
+def table_headers(table: dict[str, Any]) -> tuple[str, ...]:
+    """A declared table's columns as the GUI shows them: each label capitalised, the grouping
+    column left out (it titles the sections)."""
+    g = _group(table)
+    return tuple(_cap(c["label"]) for i, c in enumerate(table["columns"]) if i != g)
 
 
-# -- tile imbalance ------------------------------------------------------------------------------
-#: The tile-imbalance tree's columns; how many compute sets it lists per profile.
-IMBALANCE_HEADERS = ("Compute set", "Lost", "IPU", "Executions", "Slowest tile", "Mean tile")
-IMBALANCE_TOP = 10
-IMBALANCE_TITLE = "Compute sets losing the most cycles to tile imbalance"
-IMBALANCE_TIP = (
-    "Slowest tile minus the mean over the IPU's tiles, per execution; Lost: summed over the run's "
-    "executions (as analyse summary lists them)"
-)
+def table_sections(table: dict[str, Any], title: str = "") -> list[Section]:
+    """A declared table's rows: one section per value of its grouping column ("IPU 0"), or one
+    section titled ``title`` (default: the table's title)."""
+    g = _group(table)
+    if g is None:
+        rows = tuple(Row(tuple(r["cells"])) for r in table["rows"])
+        return [Section(title or table["title"], rows)]
+    label = table["columns"][g]["label"]
+    out: dict[Any, list[Row]] = {}
+    names: dict[Any, str] = {}
+    for r in table["rows"]:
+        key = r["values"][g]
+        names.setdefault(key, f"{label} {r['cells'][g]}")
+        out.setdefault(key, []).append(Row(tuple(c for i, c in enumerate(r["cells"]) if i != g)))
+    return [Section(names[k], tuple(rows)) for k, rows in out.items()]
 
 
-def imbalance_sections(doc: Document, cmp: Document | None) -> list[Section]:
-    """The compute sets losing the most cycles to tile imbalance, per profile (A and B in compare
-    mode)."""
-    docs = [("", doc)] if cmp is None else [("A", doc), ("B", cmp)]
-    if all(_imbalance_of(d) is None for _tag, d in docs):
-        return [Section("No execution", ())]
-    out = []
-    for tag, d in docs:
-        imb = _imbalance_of(d)
-        if imb is None:
-            if tag:
-                out.append(Section(f"{tag}: {d.name}: no execution", ()))
-            continue
-        rows = tuple(
-            Row(
-                (
-                    str(r.name),
-                    fmt_int(r.lost_cycles),  # next to the name: what the list is sorted by
-                    str(r.ipu),
-                    fmt_int(r.executions),
-                    fmt_int(r.max_cycles),
-                    fmt_int(r.mean_cycles),
-                ),
-                tip=IMBALANCE_TIP,
-            )
-            for r in imb.compute_sets.head(IMBALANCE_TOP).itertuples()
-        )
-        out.append(Section(f"{tag}: {d.name}" if tag else IMBALANCE_TITLE, rows))
+def _by_name(table: dict[str, Any] | None) -> dict[Any, dict[str, dict[str, Any]]]:
+    """A table's rows by group value, then by name (the first column after the group)."""
+    if table is None:
+        return {}
+    g = _group(table)
+    first = 0 if g != 0 else 1
+    out: dict[Any, dict[str, dict[str, Any]]] = {}
+    for r in table["rows"]:
+        key = r["values"][g] if g is not None else None
+        out.setdefault(key, {})[r["cells"][first]] = r
     return out
 
 
-# -- StreamCopy -----------------------------------------------------------------------------------
-_DEST_NAMES = {
-    "host": "host",
-    "remoteBuffer": "remote buffer",
-    "mixed": "mixed",
-    "ipu": "IPU",
-    "tile": "tile",
-    "none": "none",
-}
+def compare_table(ta: dict[str, Any] | None, tb: dict[str, Any] | None, unit: str) -> list[Section]:
+    """A declared table of A against B: per section (group value), one row per row name and
+    compared column (``compare`` of the declaration): name, A, B, the change (coloured by
+    nothing: a breakdown's rows have no better direction)."""
+    t = ta or tb
+    cols = {c["key"]: (i, c) for i, c in enumerate(t["columns"])}
+    ra, rb = _by_name(ta), _by_name(tb)
+    g = _group(t)
+    out = []
+    for key in list(ra) + [k for k in rb if k not in ra]:
+        a, b = ra.get(key, {}), rb.get(key, {})
+        rows = []
+        for name in list(a) + [n for n in b if n not in a]:
+            for ck in t["compare"]:
+                i, col = cols[ck]
+                va = a[name]["values"][i] if name in a else None
+                vb = b[name]["values"][i] if name in b else None
+                if va is None and vb is None:
+                    continue
+                xa = a[name]["cells"][i] if name in a else MISSING
+                xb = b[name]["cells"][i] if name in b else MISSING
+                shown = name if len(t["compare"]) == 1 else f"{name}: {col['label']}"
+                both = name in a and name in b  # a row one profile lacks: no change
+                change = change_text(col["kind"] or "text", va, vb, xa, xb, unit) if both else ""
+                rows.append(Row((shown, xa, xb, change)))
+        title = t["title"] if g is None else f"{t['columns'][g]['label']} {key}"
+        out.append(Section(title, tuple(rows)))
+    return out
 
 
-def _dest_label(dest: str, direction: str) -> str:
-    return ("from " if direction == "received" else "to ") + _DEST_NAMES.get(dest, dest)
+#: The compare-mode columns of a compared table.
+COMPARE_TABLE_HEADERS = ("Name", "A", "B", "Change")
 
 
-def _bytes_row(name: str, a: int | None, b: int | None, compare: bool, unit: str) -> Row:
-    """A row of bytes: ``(name, A)``, or in compare mode ``(name, A, B, change)`` (a missing
-    value counts as 0)."""
-    if not compare:
-        return Row((name, fmt_bytes(a or 0, unit)))
-    return Row(
-        (name, fmt_bytes(a or 0, unit), fmt_bytes(b or 0, unit), fmt_delta_pct(a or 0, b or 0))
+def table_view(
+    doc: Document, cmp: Document | None, key: str, unit: str
+) -> tuple[tuple[str, ...], list[Section]] | None:
+    """Declared table ``key`` as a tree: headers and sections; in compare mode A against B (its
+    compared columns), or A's rows then B's; None when neither profile has it."""
+    ta = tables(doc, unit).get(key)
+    tb = tables(cmp, unit).get(key) if cmp is not None else None
+    if ta is None and tb is None:
+        return None
+    if cmp is None:
+        return table_headers(ta), table_sections(ta)
+    t = ta or tb
+    if t["compare"]:
+        return COMPARE_TABLE_HEADERS, compare_table(ta, tb, unit)
+    out = []
+    for tag, d, tt in (("A", doc, ta), ("B", cmp, tb)):
+        if tt is None:
+            out.append(Section(f"{tag}: {d.name}: no execution", ()))
+        else:
+            out += table_sections(tt, f"{tag}: {d.name}")
+    return table_headers(t), out
+
+
+NO_EXECUTION_SECTION = [Section("No execution", ())]
+
+
+def ipu_view(doc: Document, cmp: Document | None, unit: str = "KiB") -> Any:
+    """Cycles by step type per IPU, the total and the cycles lost to tile imbalance (the
+    declared table); None when neither profile has an execution."""
+    return table_view(doc, cmp, "cycles_by_step_type", unit)
+
+
+def imbalance_view(doc: Document, cmp: Document | None, unit: str = "KiB") -> Any:
+    """The compute sets losing the most cycles to tile imbalance (A's, then B's)."""
+    return table_view(doc, cmp, "imbalance_compute_sets", unit) or (
+        ("Compute set",),
+        NO_EXECUTION_SECTION,
     )
 
 
-def stream_sections(doc: Document, cmp: Document | None, unit: str) -> list[Section]:
-    """StreamCopy bytes per IPU by direction and destination, and GlobalExchange bytes."""
-    ea = data.execution(doc)
-    eb = data.execution(cmp) if cmp is not None else None
-    if ea is None and eb is None:
-        return [Section("No execution", ())]
-    n = max(e.num_ipus for e in (ea, eb) if e is not None)
+def stream_view(doc: Document, cmp: Document | None, unit: str) -> Any:
+    """StreamCopy bytes per IPU by destination, and GlobalExchange bytes (the declared table)."""
+    return table_view(doc, cmp, "streamcopy", unit) or (("Name",), NO_EXECUTION_SECTION)
+
+
+#: The declared tables with a tree of their own in the Summary's tabs; every other declared
+#: table (the run details, a table added to the declaration) follows the figures in the figure
+#: tree.
+OWN_TREES = ("cycles_by_step_type", "imbalance_compute_sets", "streamcopy", "run_configuration")
+
+
+def _fit(cells: tuple[str, ...], width: int) -> tuple[str, ...]:
+    """A row's cells in a tree of ``width`` columns: padded, or the last ones joined."""
+    if len(cells) > width:
+        cells = (*cells[: width - 1], " · ".join(cells[width - 1 :]))
+    return cells + ("",) * (width - len(cells))
+
+
+def table_sections_in_figures(doc: Document, cmp: Document | None, unit: str) -> list[Section]:
+    """The declared tables without a tree of their own (:data:`OWN_TREES`), as sections of the
+    figure tree (in compare mode A, B and the change of their compared columns); a table the
+    profiles do not have (the run details without an execution) is left out."""
+    width = len(SINGLE_HEADERS if cmp is None else COMPARE_HEADERS)
     out = []
-    for ipu in range(n):
-        rows = []
-        for label, attr in (
-            ("received", "streamcopy_rx_by_dest"),
-            ("sent", "streamcopy_tx_by_dest"),
-        ):
-            for k, dest in enumerate(DESTINATIONS):
-                va = _ipu_value(ea, ipu, lambda e, i, a=attr, k=k: int(getattr(e, a)[i, k]))
-                vb = _ipu_value(eb, ipu, lambda e, i, a=attr, k=k: int(getattr(e, a)[i, k]))
-                if not va and not vb and dest != "host":
-                    continue
-                name = f"{label.capitalize()} ({_dest_label(dest, label)})"
-                rows.append(_bytes_row(name, va, vb, cmp is not None, unit))
-        for label, attr in (
-            ("GlobalExchange received", "global_exchange_rx"),
-            ("GlobalExchange sent", "global_exchange_tx"),
-        ):
-            va = _ipu_value(ea, ipu, lambda e, i, a=attr: int(getattr(e, a)[i]))
-            vb = _ipu_value(eb, ipu, lambda e, i, a=attr: int(getattr(e, a)[i]))
-            if not va and not vb:
-                continue
-            rows.append(_bytes_row(label, va, vb, cmp is not None, unit))
-        out.append(Section(f"IPU {ipu}", tuple(rows)))
+    keys = list(tables(doc, unit))
+    keys += [k for k in (tables(cmp, unit) if cmp is not None else {}) if k not in keys]
+    for key in keys:
+        if key in OWN_TREES:
+            continue
+        view = table_view(doc, cmp, key, unit)
+        t = (tables(doc, unit).get(key) or tables(cmp, unit)[key])["title"]
+        for sec in view[1]:
+            title = sec.title if sec.title.startswith(t) else f"{t}: {sec.title}"
+            out.append(Section(title, tuple(Row(_fit(r.cells, width)) for r in sec.rows)))
     return out
 
 
 # -- run configuration ----------------------------------------------------------------------------
 def config_sections(doc: Document, cmp: Document | None) -> list[Section]:
-    """The run configuration (and target parameters) of one profile, or A against B split
-    into the options that differ and those that are the same."""
-    a = dict(flatten(data.run_config(doc)))
+    """The run configuration (the declared table) and the target parameters of one profile, or
+    A against B split into the options that differ and those that are the same."""
+    a = {r["cells"][0]: r["cells"][1] for r in tables(doc, "KiB")["run_configuration"]["rows"]}
     if cmp is None:
         out = [
-            Section("Run configuration", tuple(Row(r) for r in sorted(a.items()))),
+            *table_sections(tables(doc, "KiB")["run_configuration"]),
             Section("Target parameters", tuple(Row(r) for r in flatten(data.target_config(doc)))),
         ]
         note = data.run_config_note(doc)
         return out + ([Section(note, ())] if note else [])
-    b = dict(flatten(data.run_config(cmp)))
+    tb = tables(cmp, "KiB")["run_configuration"]
+    b = {r["cells"][0]: r["cells"][1] for r in tb["rows"]}
     keys = sorted(set(a) | set(b))
     differ = tuple(Row((k, a.get(k, "-"), b.get(k, "-"))) for k in keys if a.get(k) != b.get(k))
     same = tuple(Row((k, a.get(k, "-"), b.get(k, "-"))) for k in keys if a.get(k) == b.get(k))

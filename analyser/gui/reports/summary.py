@@ -74,7 +74,7 @@ class SummaryReport(Report):
         el.setContentsMargins(0, 0, 0, 0)
         self.exec_stack = QStackedWidget()
         # the compute sets losing the most cycles to tile imbalance, under the cycles per IPU
-        self.imbalance_tree = KeyValueTree(model.IMBALANCE_HEADERS)
+        self.imbalance_tree = KeyValueTree()
         exec_inner = QSplitter(Qt.Orientation.Vertical)
         exec_inner.addWidget(self.chart_panel)
         exec_inner.addWidget(self.ipu_tree)
@@ -120,9 +120,12 @@ class SummaryReport(Report):
         self.show_sections(self.tree, sections, change_col=3 if compare else None)
         # compare mode: the change and its range matter more than the chart's width
         self._fit_figures(0.64 if compare else 0.56)
-        self.show_sections(self.imbalance_tree, model.imbalance_sections(doc, cmp))
-        self.stream_tree.set_headers(("Name", "A", "B", "Change") if compare else ("Name", "Value"))
-        self.show_sections(self.stream_tree, model.stream_sections(doc, cmp, self.units))
+        for tree, (heads, secs) in (
+            (self.imbalance_tree, model.imbalance_view(doc, cmp, self.units)),
+            (self.stream_tree, model.stream_view(doc, cmp, self.units)),
+        ):
+            tree.set_headers(heads)
+            self.show_sections(tree, secs)
         self._fill_ipus(doc, cmp)
         self.config_tree.set_headers(("Option", "A", "B") if compare else ("Option", "Value"))
         self.show_sections(self.config_tree, model.config_sections(doc, cmp))
@@ -164,14 +167,14 @@ class SummaryReport(Report):
                     color_delta_item(child, change_col, row.delta, row.better == "higher")
 
     def _fill_ipus(self, doc: Any, cmp: Any) -> None:
-        sections = model.ipu_sections(doc, cmp)
-        if sections is None:
+        view = model.ipu_view(doc, cmp, self.units)
+        if view is None:
             self.exec_stack.setCurrentIndex(1)
             self.no_exec.set_text(model.NO_EXECUTION)
             return
         self.exec_stack.setCurrentIndex(0)
-        self.ipu_tree.set_headers(model.ipu_headers(cmp is not None))
-        self.show_sections(self.ipu_tree, sections)
+        self.ipu_tree.set_headers(view[0])
+        self.show_sections(self.ipu_tree, view[1])
 
     def _apply_config_filter(self, text: str) -> None:
         needle = text.strip().lower()
