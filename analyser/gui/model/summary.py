@@ -261,6 +261,12 @@ def table_view(
     return table_headers(t), out
 
 
+def table_note(doc: Document, cmp: Document | None, key: str, unit: str = "KiB") -> str:
+    """The sentence declared under table ``key`` (what its columns mean), or ``""``."""
+    t = tables(doc, unit).get(key) or (tables(cmp, unit).get(key) if cmp is not None else None)
+    return t["note"] if t else ""
+
+
 NO_EXECUTION_SECTION = [Section("No execution", ())]
 
 
@@ -308,11 +314,44 @@ def table_sections_in_figures(doc: Document, cmp: Document | None, unit: str) ->
         if key in OWN_TREES:
             continue
         view = table_view(doc, cmp, key, unit)
-        t = (tables(doc, unit).get(key) or tables(cmp, unit)[key])["title"]
+        table = tables(doc, unit).get(key) or tables(cmp, unit)[key]
+        t = table["title"]
         for sec in view[1]:
             title = sec.title if sec.title.startswith(t) else f"{t}: {sec.title}"
-            out.append(Section(title, tuple(Row(_fit(r.cells, width)) for r in sec.rows)))
+            if cmp is None:
+                rows = [
+                    Row(_fit(_figure_row(table, r.cells), width), tip=" · ".join(r.cells[1:]))
+                    for r in sec.rows
+                ]
+            else:  # A and B elided (the figures' columns stay in view), whole in the tooltip
+                rows = [
+                    Row(
+                        _fit((r.cells[0], *map(_elide, r.cells[1:3]), *r.cells[3:]), width),
+                        tip=f"A: {r.cells[1]}\nB: {r.cells[2]}",
+                    )
+                    for r in sec.rows
+                ]
+            out.append(Section(title, tuple(rows)))
     return out
+
+
+#: How many characters of a text cell the compare-mode figure tree shows.
+ELIDE = 24
+
+
+def _elide(text: str) -> str:
+    return text if len(text) <= ELIDE else text[: ELIDE - 1] + "…"
+
+
+def _figure_row(table: dict[str, Any], cells: tuple[str, ...]) -> tuple[str, ...]:
+    """A single-mode row of a declared table in the figure tree (Name, Value, Range, Note): its
+    first cell the name, its figures joined in Value, its words (text columns) in Note (a
+    column of words, so that long ones do not widen the figures')."""
+    g = _group(table)
+    cols = [c for i, c in enumerate(table["columns"]) if i != g]
+    figures = [x for c, x in zip(cols[1:], cells[1:]) if c["kind"] is not None and x]
+    words = [x for c, x in zip(cols[1:], cells[1:]) if c["kind"] is None and x]
+    return (cells[0], " · ".join(figures), "", " · ".join(words))
 
 
 # -- run configuration ----------------------------------------------------------------------------

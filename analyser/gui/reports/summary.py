@@ -120,11 +120,12 @@ class SummaryReport(Report):
         self.show_sections(self.tree, sections, change_col=3 if compare else None)
         # compare mode: the change and its range matter more than the chart's width
         self._fit_figures(0.64 if compare else 0.56)
-        for tree, (heads, secs) in (
-            (self.imbalance_tree, model.imbalance_view(doc, cmp, self.units)),
-            (self.stream_tree, model.stream_view(doc, cmp, self.units)),
+        for tree, key, (heads, secs) in (
+            (self.imbalance_tree, "imbalance_compute_sets", model.imbalance_view(doc, cmp)),
+            (self.stream_tree, "streamcopy", model.stream_view(doc, cmp, self.units)),
         ):
             tree.set_headers(heads)
+            self._header_tips(tree, model.table_note(doc, cmp, key))
             self.show_sections(tree, secs)
         self._fill_ipus(doc, cmp)
         self.config_tree.set_headers(("Option", "A", "B") if compare else ("Option", "Value"))
@@ -174,7 +175,14 @@ class SummaryReport(Report):
             return
         self.exec_stack.setCurrentIndex(0)
         self.ipu_tree.set_headers(view[0])
+        self._header_tips(self.ipu_tree, model.table_note(doc, cmp, "cycles_by_step_type"))
         self.show_sections(self.ipu_tree, view[1])
+
+    @staticmethod
+    def _header_tips(tree: KeyValueTree, tip: str) -> None:
+        """The declared table's note as every column header's tooltip."""
+        for col in range(tree.columnCount()):
+            tree.headerItem().setToolTip(col, tip)
 
     def _apply_config_filter(self, text: str) -> None:
         needle = text.strip().lower()
