@@ -8,6 +8,7 @@ from analyser.cli._common import at_least_one
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The summary's arguments: the profile, memory units, how many top items, JSON."""
     parser.add_argument("file", help="profile (.h5)")
     parser.add_argument(
         "--units", choices=("KiB", "kB", "bytes"), default="KiB", help="memory units (default KiB)"
