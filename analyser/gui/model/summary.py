@@ -335,8 +335,9 @@ def table_sections_in_figures(doc: Document, cmp: Document | None, unit: str) ->
     return out
 
 
-#: How many characters of a text cell the compare-mode figure tree shows.
-ELIDE = 24
+#: How many characters of a text cell the compare-mode figure tree shows (a date's: A and B
+#: stay as wide as their figures need).
+ELIDE = 16
 
 
 def _elide(text: str) -> str:
