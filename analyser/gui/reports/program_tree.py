@@ -70,6 +70,7 @@ class ProgramTreeModel(QAbstractItemModel):
         # index() / rowCount() read these for every shown row on each layout
         self._order_list = tree.order_list
         self._bounds_list = tree.bounds_list
+        self._n_children: list[int] = np.diff(tree.bounds).tolist()
         self._colors = {i: QColor(hex_color("step_types", t)) for i, t in enumerate(STEP_TYPES)}
         self.n = tree.n
 
@@ -93,7 +94,8 @@ class ProgramTreeModel(QAbstractItemModel):
         return self.tree.ancestors(node)
 
     def node_of(self, index: Index) -> int:
-        return int(index.internalId()) - 1 if index.isValid() else -1
+        """The node of ``index`` (-1 for the invalid index, whose internal id is 0)."""
+        return int(index.internalId()) - 1
 
     def index_of(self, node: int, column: int = 0) -> QModelIndex:
         if node < 0:
@@ -101,8 +103,13 @@ class ProgramTreeModel(QAbstractItemModel):
         return self.createIndex(int(self.tree.row_in_parent[node]), column, node + 1)
 
     # -- QAbstractItemModel ----------------------------------------------------------------
+    # QTreeView's layout calls index() and rowCount() once per shown row (7,000 rows each in a
+    # compare first visit's two trees): each reads the parent's internal id alone (0 for the
+    # invalid root index, node + 1 otherwise), no isValid() calls (issue 23 item 11)
     def index(self, row: int, column: int, parent: Index = _ROOT) -> QModelIndex:
-        k = parent.internalId() - 1 if parent.isValid() else self.n
+        k = parent.internalId() - 1
+        if k < 0:
+            k = self.n
         lo = self._bounds_list[k]
         if not (0 <= row < self._bounds_list[k + 1] - lo) or not (
             0 <= column < len(self.tree.columns)
@@ -117,10 +124,12 @@ class ProgramTreeModel(QAbstractItemModel):
         return self.index_of(int(self.tree.parents[node]))
 
     def rowCount(self, parent: Index = _ROOT) -> int:
-        if parent.isValid() and parent.column() != 0:
+        k = parent.internalId() - 1
+        if k < 0:
+            k = self.n
+        elif parent.column() != 0:
             return 0
-        k = parent.internalId() - 1 if parent.isValid() else self.n
-        return self._bounds_list[k + 1] - self._bounds_list[k]
+        return self._n_children[k]
 
     def columnCount(self, parent: Index = _ROOT) -> int:
         return len(self.tree.columns)

@@ -46,8 +46,9 @@ class DifferencesLaneView(pg.PlotWidget):
         self.gen = 0
         self.relay = Relay(self)
         self.relay.done.connect(self._on_done)
-        #: B's program names (for the tooltip), set by the report
-        self.names: np.ndarray | None = None
+        #: B's trace (its program names make the tooltip), set by the report
+        self.trace_b = None
+        self._names: np.ndarray | None = None
         self.hover_text = ""
         #: the clicked difference (index into the lane)
         self.selected: int | None = None
@@ -62,6 +63,15 @@ class DifferencesLaneView(pg.PlotWidget):
         p = vb.mapSceneToView(scene_pos)
         (x0, x1), _ = vb.viewRange()
         return float(p.x()), float(p.y()), 3 * (x1 - x0) / max(1.0, vb.width())
+
+    @property
+    def names(self) -> np.ndarray | None:
+        """B's program names (the tooltip's), read on the first tooltip or selection: B's
+        programs table (with its operations' names) is not read on the trace's first visit
+        (issue 23 item 11)."""
+        if self._names is None and self.trace_b is not None:
+            self._names = self.trace_b.programs["name"].to_numpy().astype(str)
+        return self._names
 
     def drawn_colours(self) -> set[str]:
         """The colours of the bars drawn (``#rrggbb``)."""
@@ -191,7 +201,7 @@ def show_differences(report, doc_a, doc_b) -> None:
         view.differenceClicked.connect(lambda i: select_difference(report, i))
         report.differences = view
     trace_b = report.trace_b
-    view.names = None if trace_b is None else trace_b.programs["name"].to_numpy().astype(str)
+    view.trace_b, view._names = trace_b, None
     view.gen += 1
     style_plot(view)  # the current theme (a theme switch shows the documents again)
     view.set_pending()
