@@ -6,6 +6,7 @@ the application carries on, and no window or worker thread is left behind."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -861,6 +862,23 @@ def test_a_held_warm_up_resumes_itself_when_nothing_resumes_it():
     task.pause()
     task._wait_if_paused()
     assert task._may_run.is_set()
+
+
+def test_a_held_warm_up_stays_held_while_the_gui_thread_is_busy(monkeypatch):
+    """While the GUI thread keeps busy (its CPU clock advancing: a long fill of the clicked
+    report) the warm-up stays held past PAUSE_LIMIT_S, up to PAUSE_BUSY_LIMIT_S, then resumes
+    by itself."""
+    from analyser.gui import main_window
+    from analyser.gui.main_window import PrefetchTask
+
+    cpu = iter(range(1000))  # a GUI thread using a whole second per look: busy
+    monkeypatch.setattr(main_window, "_cpu_seconds", lambda _clock: float(next(cpu)))
+    task = PrefetchTask((), ())
+    task.PAUSE_LIMIT_S, task.PAUSE_BUSY_LIMIT_S = 0.01, 0.1
+    task.pause()
+    task._wait_if_paused()
+    assert task._may_run.is_set()
+    assert time.monotonic() - task._paused_at >= task.PAUSE_BUSY_LIMIT_S
 
 
 def test_the_tests_never_write_the_users_settings():

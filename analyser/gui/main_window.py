@@ -77,6 +77,7 @@ class PrefetchTask(QRunnable):
         self._may_run = threading.Event()
         self._may_run.set()
         self._paused_at = 0.0
+        self._gui_clock: int | None = None
 
     def pause(self) -> None:
         """Hold the warm-up at its next step while the GUI thread fills and paints the report
@@ -84,22 +85,33 @@ class PrefetchTask(QRunnable):
         beside it slowed that first visit when clicked right after an open (issue 15).
         The report computes what it needs itself; the warm-up carries on after :meth:`resume`
         (or, should the GUI thread be blocked, :attr:`PAUSE_LIMIT_S` at most: it then resumes
-        itself)."""
+        itself; :attr:`PAUSE_BUSY_LIMIT_S` while the GUI thread keeps busy)."""
         self._paused_at = time.monotonic()
+        self._gui_clock = _thread_cpu_clock()  # the GUI thread's (pause runs there)
         self._may_run.clear()
 
     def resume(self) -> None:
         self._may_run.set()
 
-    #: Longest pause (seconds) when nothing resumes the task (a GUI thread blocked waiting for
-    #: the pool would otherwise hold it at every step).
+    #: Longest pause (seconds) when nothing resumes the task and the GUI thread is not busy (a
+    #: GUI thread blocked waiting for the pool would otherwise hold it at every step).
     PAUSE_LIMIT_S = 0.3
+    #: Longest pause (seconds) while the GUI thread is busy (its CPU clock advancing: a fill
+    #: longer than PAUSE_LIMIT_S on a loaded machine, which a warm-up resumed beside it slowed).
+    PAUSE_BUSY_LIMIT_S = 2.0
 
     def _wait_if_paused(self) -> None:
         # the limit counts from the latest pause (a task held since the open and paused again
         # by a click waits for the click's fill, not for what is left of the first pause)
+        last = _cpu_seconds(self._gui_clock)
         while not self._may_run.wait(self.PAUSE_LIMIT_S):
-            if time.monotonic() - self._paused_at >= self.PAUSE_LIMIT_S:
+            now = _cpu_seconds(self._gui_clock)
+            # busy: the GUI thread used a quarter of the interval's CPU (a thread blocked in
+            # waitForDone uses none)
+            busy = last is not None and now is not None and now - last >= self.PAUSE_LIMIT_S / 4
+            last = now
+            held = time.monotonic() - self._paused_at
+            if held >= (self.PAUSE_BUSY_LIMIT_S if busy else self.PAUSE_LIMIT_S):
                 self._may_run.set()
 
     def run(self) -> None:
@@ -135,6 +147,24 @@ class PrefetchTask(QRunnable):
         except Exception:
             return False
         return True
+
+
+def _thread_cpu_clock() -> int | None:
+    """The calling thread's CPU-time clock id (None where the platform has none)."""
+    try:
+        return time.pthread_getcpuclockid(threading.get_ident())
+    except (AttributeError, OSError):
+        return None
+
+
+def _cpu_seconds(clock: int | None) -> float | None:
+    """CPU seconds of the thread whose clock id is ``clock`` (None when unknown)."""
+    if clock is None:
+        return None
+    try:
+        return time.clock_gettime(clock)
+    except OSError:
+        return None
 
 
 def default_settings() -> QSettings:
