@@ -458,12 +458,7 @@ def slice_packets(
     te_len = 2 + 1 + lu + cat_tab[1][cat_idx] + name_tab[1][name_idx]
     for _, _, n in da:
         te_len = te_len + 1 + varint_lengths(n) + n
-    r.const(_PACKET)
-    r.varint(1 + varint_lengths(t0) + 2 + 1 + varint_lengths(te_len) + te_len)
-    r.const(_TS)
-    r.varint(t0)
-    r.const(_SEQ_ID + _TRACK_EVENT)
-    r.varint(te_len)
+    _track_event_head(r, t0, te_len)
     for field, v, n in da:
         r.const(b"\x22")
         r.varint(n)
@@ -475,14 +470,22 @@ def slice_packets(
     r.lookup_table(*cat_tab, cat_idx)
     r.lookup_table(*name_tab, name_idx)
     te2 = 2 + 1 + lu
-    r.const(_PACKET)
-    r.varint(1 + varint_lengths(t1) + 2 + 1 + varint_lengths(te2) + te2)
-    r.const(_TS)
-    r.varint(t1)
-    r.const(_SEQ_ID + _TRACK_EVENT)
-    r.varint(te2)
+    _track_event_head(r, t1, te2)
     r.const(_TYPE_END + _UUID)
     r.varint(uuid)
+
+
+def _track_event_head(
+    r: RowBytes, t: np.ndarray, te_len: np.ndarray, mask: np.ndarray | None = None
+) -> None:
+    """A TracePacket's head up to its TrackEvent's body: the packet's length, its timestamp
+    ``t``, the sequence id and the TrackEvent's length ``te_len`` (on the rows of ``mask``)."""
+    r.const(_PACKET, mask)
+    r.varint(1 + varint_lengths(t) + 2 + 1 + varint_lengths(te_len) + te_len, mask)
+    r.const(_TS, mask)
+    r.varint(t, mask)
+    r.const(_SEQ_ID + _TRACK_EVENT, mask)
+    r.varint(te_len, mask)
 
 
 def counter_packets(
@@ -490,12 +493,7 @@ def counter_packets(
 ) -> None:
     """A counter TracePacket (timestamp, track uuid, int value) on the rows of ``mask``."""
     te = 2 + 1 + varint_lengths(uuid) + 2 + varint_lengths(value)
-    r.const(_PACKET, mask)
-    r.varint(1 + varint_lengths(t0) + 2 + 1 + varint_lengths(te) + te, mask)
-    r.const(_TS, mask)
-    r.varint(t0, mask)
-    r.const(_SEQ_ID + _TRACK_EVENT, mask)
-    r.varint(te, mask)
+    _track_event_head(r, t0, te, mask)
     r.const(_TYPE_COUNTER + _UUID, mask)
     r.varint(uuid, mask)
     r.const(b"\xf0\x01", mask)
