@@ -63,22 +63,21 @@ def _assert_same(data: dict, path: str) -> None:
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(
-    n_steps=st.integers(0, 400),
-    n_ipus=st.integers(1, 3),
-    tiles=st.integers(8, 40),
-    n_programs=st.integers(10, 60),
-    seed=st.integers(0, 2**16),
-    oom=st.booleans(),
+    args=st.fixed_dictionaries(
+        {
+            "n_steps": st.integers(0, 400),
+            "n_ipus": st.integers(1, 3),
+            "tiles": st.integers(8, 40),
+            "n_programs": st.integers(10, 60),
+            "seed": st.integers(0, 2**16),
+            "oom": st.booleans(),
+        }
+    )
 )
-def test_round_trip_of_generated_profiles(tmp_path, n_steps, n_ipus, tiles, n_programs, seed, oom):
-    data = make_synthetic_profile(
-        n_steps=n_steps,
-        n_ipus=n_ipus,
-        tiles=tiles,
-        n_programs=n_programs,
-        seed=seed,
-        oom=oom,
-        liveness_steps=16,
+def test_round_trip_of_generated_profiles(tmp_path, args):
+    data = make_synthetic_profile(**args, liveness_steps=16)
+    n_steps, n_ipus, tiles, seed, oom = (
+        args[k] for k in ("n_steps", "n_ipus", "tiles", "seed", "oom")
     )
     path = tmp_path / f"p{seed}_{n_steps}_{oom}.h5"
     write_profile(path, data)
