@@ -131,37 +131,42 @@ def secret_h5(folder: Path) -> Path:
     return path
 
 
+def _foreign_column(
+    column: str, source: Callable[[Path], Path], write: Callable[[h5py.File, str, int, Path], None]
+) -> Mutation:
+    """Column ``column`` deleted and ``write(h5, key, rows, source file)`` putting a dataset of
+    as many rows in its place whose data are kept in ``source(folder)``, another file."""
+    key = column.strip("/")
+
+    def mutate(p: Path) -> None:
+        src = source(p.parent)
+        with h5py.File(p, "r+") as h5:
+            n = h5[key].shape[0]
+            del h5[key]
+            write(h5, key, n, src)
+
+    return mutate
+
+
 def external_raw(column: str = "/graph/operations/flops") -> Mutation:
     """A column whose bytes are read from another (any) file: h5py ``external=``."""
 
-    def mutate(p: Path) -> None:
-        secret = secret_file(p.parent)
-        with h5py.File(p, "r+") as h5:
-            n = h5[column.strip("/")].shape[0]
-            del h5[column.strip("/")]
-            h5.create_dataset(
-                column.strip("/"),
-                shape=(n,),
-                dtype="<i8",
-                external=[(str(secret), 0, h5py.h5f.UNLIMITED)],
-            )
+    def write(h5: h5py.File, key: str, n: int, secret: Path) -> None:
+        external = [(str(secret), 0, h5py.h5f.UNLIMITED)]
+        h5.create_dataset(key, shape=(n,), dtype="<i8", external=external)
 
-    return mutate
+    return _foreign_column(column, secret_file, write)
 
 
 def virtual(column: str = "/graph/operations/flops") -> Mutation:
     """A virtual dataset mapping a dataset of another HDF5 file."""
 
-    def mutate(p: Path) -> None:
-        src = secret_h5(p.parent)
-        with h5py.File(p, "r+") as h5:
-            n = h5[column.strip("/")].shape[0]
-            del h5[column.strip("/")]
-            layout = h5py.VirtualLayout(shape=(n,), dtype="<i8")
-            layout[:] = h5py.VirtualSource(str(src), "d", shape=(23,))[:n]
-            h5.create_virtual_dataset(column.strip("/"), layout, fillvalue=0)
+    def write(h5: h5py.File, key: str, n: int, src: Path) -> None:
+        layout = h5py.VirtualLayout(shape=(n,), dtype="<i8")
+        layout[:] = h5py.VirtualSource(str(src), "d", shape=(23,))[:n]
+        h5.create_virtual_dataset(key, layout, fillvalue=0)
 
-    return mutate
+    return _foreign_column(column, secret_h5, write)
 
 
 def external_link(path: str = "/graph/operations/name") -> Mutation:
