@@ -142,6 +142,12 @@ def _decode(value: Any) -> Any:
     return value
 
 
+def read_attrs(obj: h5py.HLObject) -> dict[str, Any]:
+    """An HDF5 object's attributes as Python values (bytes decoded as UTF-8, numpy scalars as
+    Python numbers); shared with :mod:`profiles.validation`."""
+    return {k: _decode(v) for k, v in obj.attrs.items()}
+
+
 def _as_int(name: str, value: Any, path: Path) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
         raise ProfileError(f"profile {path}: /meta attribute {name!r} is not an integer.")
@@ -172,7 +178,7 @@ class Profile:
 
     # -- metadata -------------------------------------------------------------------------------
     def _read_metadata(self) -> None:
-        root = {k: _decode(v) for k, v in self._h5.attrs.items()}
+        root = read_attrs(self._h5)
         fmt = root.get("format")
         if fmt != schema.FORMAT_NAME:
             what = "has no 'format' attribute" if fmt is None else f"has format {fmt!r}"
@@ -198,7 +204,7 @@ class Profile:
         self.root_attrs: dict[str, Any] = root
         if "meta" not in self._h5:
             raise ProfileError(f"profile {self.path} has no /meta group.")
-        meta = {k: _decode(v) for k, v in self._h5["meta"].attrs.items()}
+        meta = read_attrs(self._h5["meta"])
         for name in ("status", "num_ipus", "tiles_per_ipu"):
             if name not in meta:
                 raise ProfileError(f"profile {self.path}: /meta attribute {name!r} is missing.")
@@ -223,11 +229,7 @@ class Profile:
         for name in ("run_config", "target", "notes"):
             if name in meta:
                 self._json_attr(name)  # a damaged JSON attribute fails here, not in a comparison
-        self._exec_attrs = (
-            {k: _decode(v) for k, v in self._h5["execution"].attrs.items()}
-            if "execution" in self._h5
-            else {}
-        )
+        self._exec_attrs = read_attrs(self._h5["execution"]) if "execution" in self._h5 else {}
         for group, attrs in (("/meta", meta), ("/execution", self._exec_attrs)):
             bad = semantic.attribute_problems(group, attrs)
             if bad:

@@ -45,7 +45,7 @@ from profiles.problems import (
     Unreadable,
     WrongShape,
 )
-from profiles.reader import check_openable, open_h5
+from profiles.reader import check_openable, open_h5, read_attrs
 
 #: Rows read at a time by the content checks (8 MB for an int64 column).
 BLOCK_ROWS = 1 << 20
@@ -77,7 +77,7 @@ def validate(path: str | os.PathLike[str]) -> list[Problem]:
     found: list[Problem] = []
     try:
         try:
-            root = {k: _decode(v) for k, v in h5.attrs.items()}
+            root = read_attrs(h5)
         except _DAMAGE as exc:
             return [Unreadable("/", f"{p} is damaged: {_text(exc)}.")]
         _validate_open(p, h5, root, found)
@@ -90,14 +90,6 @@ def validate(path: str | os.PathLike[str]) -> list[Problem]:
 
 def _text(exc: BaseException) -> str:
     return str(exc).strip().strip("'\"").rstrip(".")
-
-
-def _decode(v: object) -> object:
-    if isinstance(v, bytes):
-        return v.decode("utf-8", "replace")
-    if isinstance(v, np.generic):
-        return v.item()
-    return v
 
 
 def _validate_open(
@@ -212,7 +204,7 @@ def _sparse_claims(h5: h5py.File, layout: Layout, bad: set[str]) -> list[Problem
 
 
 def _list_group(g: schema.Group, obj: h5py.Group, layout: Layout, problems: list[Problem]) -> None:
-    layout.attrs[g.path] = {k: _decode(v) for k, v in obj.attrs.items()}
+    layout.attrs[g.path] = read_attrs(obj)
     layout.groups.add(g.path)
     dsets = {}
     for name in obj:

@@ -37,43 +37,43 @@ def _texts(p, metric: str) -> list[str]:
     return [e.text for e in p.explanations if e.metric == metric]
 
 
+def _explains(p, metric: str, *words: str) -> None:
+    """The comparison explains ``metric``'s change, its first explanation naming every word."""
+    text = _texts(p, metric)
+    assert text, f"no explanation of {metric}"
+    assert all(w in text[0] for w in words), text[0]
+
+
 def test_fp16_fixes_oom(opened):
     p = _pair(opened, "1-base", "2-half", need_execution=False)
     assert [d.key for d in p.config_diffs if d.key == "precision"] == ["precision"]
-    mem = _texts(p, "peak_memory_bytes")
-    assert mem and "fell" in mem[0] and "precision 16.16 instead of 32.32" in mem[0]
+    _explains(p, "peak_memory_bytes", "fell", "precision 16.16 instead of 32.32")
     if opened["2-half"].memory.fits:
-        oom = _texts(p, "oom_tiles")
-        assert oom and "now fits" in oom[0] and "precision" in oom[0]
+        _explains(p, "oom_tiles", "now fits", "precision")
 
 
 def test_ga_raises_compute_share(opened):
     p = _pair(opened, "2-half", "3-accumulate")
-    text = _texts(p, "compute_share")
-    assert text and "rose" in text[0] and "gradient_accumulation 8 instead of 3" in text[0]
-    ramp = _texts(p, "ramp_share")
-    assert ramp and "fell" in ramp[0]
+    _explains(p, "compute_share", "rose", "gradient_accumulation 8 instead of 3")
+    _explains(p, "ramp_share", "fell")
     assert p.metric("cycles_per_sample").after < p.metric("cycles_per_sample").before
 
 
 def test_di_cuts_host_round_trips(opened):
     p = _pair(opened, "3-accumulate", "4-device-iterations")
-    text = _texts(p, "host_round_trips")
-    assert text and "fell" in text[0] and "device_iterations 4 instead of 1" in text[0]
+    _explains(p, "host_round_trips", "fell", "device_iterations 4 instead of 1")
 
 
 def test_8bit_halves_input_bytes(opened):
     p = _pair(opened, "4-device-iterations", "5-8bit-io")
-    text = _texts(p, "streamcopy_rx_bytes")
-    assert text and "IPU 0 fell 50.0%" in text[0] and "eight_bit_input true" in text[0]
+    _explains(p, "streamcopy_rx_bytes", "IPU 0 fell 50.0%", "eight_bit_input true")
     assert p.ops_added and not p.ops_removed  # the cast / normalisation now runs on the IPU
     assert any("operation added" in t or "operations added" in t for t in p.other_deltas)
 
 
 def test_async_cuts_host_wait(opened):
     p = _pair(opened, "5-8bit-io", "6-async")
-    text = _texts(p, "host_wait_share")
-    assert text and "fell" in text[0] and "loader_mode async instead of sync" in text[0]
+    _explains(p, "host_wait_share", "fell", "loader_mode async instead of sync")
     assert p.metric("throughput_samples_per_s").after > p.metric("throughput_samples_per_s").before
 
 

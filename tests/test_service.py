@@ -157,26 +157,32 @@ def test_time_and_memory_limits_are_reported(scheduler_address, cluster_security
         assert s.simulate(MLP).status == "ok"
 
 
+def _tune_mlp(tmp_path: Path, sizes: str, *options: str) -> list[str]:
+    """The command ``analyse tune`` of a one-line MLP run over ``micro_batch_size=sizes`` with
+    ``options``, its cache and its output (``out``) in ``tmp_path``, without a progress bar."""
+    cfg = tmp_path / "mlp.toml"
+    cfg.write_text('model = "mlp"\n')
+    return [
+        ANALYSE,
+        "tune",
+        str(cfg),
+        "--vary",
+        f"micro_batch_size={sizes}",
+        *options,
+        "--cache",
+        str(tmp_path / "cache"),
+        "-o",
+        str(tmp_path / "out"),
+        "--quiet",
+    ]
+
+
 def test_tune_cli_on_a_scheduler_by_address(scheduler_args, tmp_path):
     """`--scheduler tls://127.0.0.1:PORT` with `--tls-*` files (a cluster this test session
     started) does the work."""
-    cfg = tmp_path / "mlp.toml"
-    cfg.write_text('model = "mlp"\n')
     out = tmp_path / "out"
     proc = subprocess.run(
-        [
-            ANALYSE,
-            "tune",
-            str(cfg),
-            "--vary",
-            "micro_batch_size=1,2,4",
-            *scheduler_args,
-            "--cache",
-            str(tmp_path / "cache"),
-            "-o",
-            str(out),
-            "--quiet",
-        ],
+        _tune_mlp(tmp_path, "1,2,4", *scheduler_args),
         capture_output=True,
         text=True,
         timeout=300,
@@ -190,23 +196,8 @@ def test_tune_cli_on_a_scheduler_by_address(scheduler_args, tmp_path):
 
 
 def test_unreachable_scheduler_is_one_sentence(tmp_path):
-    cfg = tmp_path / "mlp.toml"
-    cfg.write_text('model = "mlp"\n')
     proc = subprocess.run(
-        [
-            ANALYSE,
-            "tune",
-            str(cfg),
-            "--vary",
-            "micro_batch_size=1,2",
-            "--scheduler",
-            "tcp://127.0.0.1:9",
-            "--cache",
-            str(tmp_path / "c"),
-            "-o",
-            str(tmp_path / "o"),
-            "--quiet",
-        ],
+        _tune_mlp(tmp_path, "1,2", "--scheduler", "tcp://127.0.0.1:9"),
         capture_output=True,
         text=True,
         timeout=120,
@@ -218,23 +209,8 @@ def test_unreachable_scheduler_is_one_sentence(tmp_path):
 
 def test_no_orphan_workers_after_the_cli_is_killed(tmp_path):
     psutil = pytest.importorskip("psutil")
-    cfg = tmp_path / "mlp.toml"
-    cfg.write_text('model = "mlp"\n')
     proc = subprocess.Popen(
-        [
-            ANALYSE,
-            "tune",
-            str(cfg),
-            "--vary",
-            "micro_batch_size=1,2,4,8,16,32,64,128",
-            "--workers",
-            "1",
-            "--cache",
-            str(tmp_path / "c"),
-            "-o",
-            str(tmp_path / "o"),
-            "--quiet",
-        ],
+        _tune_mlp(tmp_path, "1,2,4,8,16,32,64,128", "--workers", "1"),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

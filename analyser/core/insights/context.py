@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from analyser.core.insights.model import Evidence, Insight
+from analyser.core.insights.model import Evidence, Insight, finding
 from analyser.core.insights.thresholds import Thresholds
 from analyser.core.operations import operation_memory_bytes, operation_totals
 from analyser.core.units import fmt_bytes, fmt_pct
@@ -129,6 +129,11 @@ class Context:
         return int(self.var_column("remote_bytes")[self.of_kind(kind)].sum())
 
     @property
+    def optimiser_state_share(self) -> float:
+        """On-chip optimiser state's share of the peak memory (what the optimiser tips weigh)."""
+        return self.kind_bytes("optimiserState") / (self.analysis.memory.peak_memory_bytes or 1)
+
+    @property
     def fullest_ipu(self) -> int:
         """The IPU with the most memory used."""
         return int(np.argmax(self.analysis.memory.ipu_total()))
@@ -225,6 +230,21 @@ def memory_evidence(ctx: Context, message: str, where: str) -> list[Evidence]:
         )
     ev.append(Evidence(message, where))
     return ev
+
+
+def memory_finding(
+    ctx: Context,
+    title: str,
+    summary: str,
+    evidence: tuple[str, str],
+    change: dict[str, Any],
+    trade_off: str,
+) -> Insight:
+    """A memory rule's insight: severity by :func:`memory_severity`, the fullest tile's state
+    (:func:`memory_evidence`) before the rule's own ``evidence`` (message, where to look)."""
+    return finding(
+        title, memory_severity(ctx), summary, memory_evidence(ctx, *evidence), change, trade_off
+    )
 
 
 # ---------------------------------------------------------------------------------------------

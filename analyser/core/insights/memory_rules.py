@@ -1,6 +1,9 @@
 """The memory insights (what to change when a tile is out of memory or nearly full), in the
 order of the IPU memory guide: each a function registered with :func:`~analyser.core.insights.
-registry.rule`, which declares its id, thresholds, the run options it changes and its docs."""
+registry.rule`, which declares its id, thresholds, the run options it changes and its docs.
+A memory rule runs only under memory pressure (:attr:`Context.memory_pressure`: out of memory,
+or headroom under ``memory_headroom``): :meth:`Rule.run <analyser.core.insights.registry.Rule.
+run>` checks it once for them all."""
 
 from __future__ import annotations
 
@@ -13,12 +16,11 @@ from analyser.core.insights.context import (
     Context,
     fp16_change,
     layer_order,
-    memory_evidence,
-    memory_severity,
+    memory_finding,
     shift_split,
     stage_min_ipu,
 )
-from analyser.core.insights.model import Insight, finding
+from analyser.core.insights.model import Insight
 from analyser.core.insights.registry import rule
 from analyser.core.units import fmt_bytes, fmt_pct
 
@@ -36,23 +38,21 @@ from analyser.core.units import fmt_bytes, fmt_pct
 )
 def use_fp16(ctx: Context) -> Insight | None:
     prec = str(ctx.cfg("precision", ""))
-    if not ctx.memory_pressure or not prec.startswith("32"):
+    if not prec.startswith("32"):
         return None
     w = ctx.kind_bytes("weight") + ctx.kind_bytes("activation") + ctx.kind_bytes("gradient")
     change, scaling = fp16_change(ctx)
-    ev = memory_evidence(
+    return memory_finding(
         ctx,
-        f"precision {prec}: the weight, activation and gradient variables add up to "
-        f"{fmt_bytes(w)} in FP32 over the whole run (each counted once, not all live at the "
-        f"same time; peak memory {fmt_bytes(ctx.analysis.metrics.peak_memory_bytes)}).",
-        "Memory Report > Variables",
-    )
-    return finding(
         "Use FP16 (weights, activations and partials)",
-        memory_severity(ctx),
         "Running the model in FP16 halves the memory of weights, activations and gradients and "
         "doubles the AMP rate of matmuls and convolutions.",
-        ev,
+        (
+            f"precision {prec}: the weight, activation and gradient variables add up to "
+            f"{fmt_bytes(w)} in FP32 over the whole run (each counted once, not all live at the "
+            f"same time; peak memory {fmt_bytes(ctx.analysis.metrics.peak_memory_bytes)}).",
+            "Memory Report > Variables",
+        ),
         change,
         f"Lower numerical range. {scaling} FP32 master weights or FP32 second moments may still "
         "be needed where the optimiser is sensitive.",
@@ -69,23 +69,21 @@ def use_fp16(ctx: Context) -> Insight | None:
 )
 def reduce_micro_batch(ctx: Context) -> Insight | None:
     mb = int(ctx.cfg("micro_batch_size", 0) or 0)
-    if not ctx.memory_pressure or mb < 2:
+    if mb < 2:
         return None
     ga = int(ctx.cfg("gradient_accumulation", 1) or 1)
     act = ctx.kind_bytes("activation") + ctx.kind_bytes("stash")
-    ev = memory_evidence(
+    return memory_finding(
         ctx,
-        f"micro-batch {mb}: the activation and stash variables add up to {fmt_bytes(act)} "
-        f"over the whole run (each counted once, not all live at the same time; peak memory "
-        f"{fmt_bytes(ctx.analysis.metrics.peak_memory_bytes)}).",
-        "Liveness Report > peak step",
-    )
-    return finding(
         "Reduce the micro-batch size, raise gradient accumulation",
-        memory_severity(ctx),
         f"Halving the micro-batch ({mb} to {mb // 2}) halves activation memory; doubling gradient "
         f"accumulation ({ga} to {ga * 2}) keeps the global batch size.",
-        ev,
+        (
+            f"micro-batch {mb}: the activation and stash variables add up to {fmt_bytes(act)} "
+            f"over the whole run (each counted once, not all live at the same time; peak memory "
+            f"{fmt_bytes(ctx.analysis.metrics.peak_memory_bytes)}).",
+            "Liveness Report > peak step",
+        ),
         {"micro_batch_size": mb // 2, "gradient_accumulation": ga * 2},
         "Smaller matmuls use the tiles less efficiently; more micro-batches per step.",
     )
@@ -103,7 +101,7 @@ def reduce_micro_batch(ctx: Context) -> Insight | None:
 )
 def recomputation(ctx: Context) -> Insight | None:
     rc = ctx.cfg("recomputation", "off")
-    if not ctx.memory_pressure or (rc not in (None, "off", False, "none")):
+    if rc not in (None, "off", False, "none"):
         return None
     act = ctx.kind_bytes("activation") + ctx.kind_bytes("stash")
     if act == 0:
@@ -115,17 +113,15 @@ def recomputation(ctx: Context) -> Insight | None:
         k = max(1, int(math.sqrt(len(names))))
         points = names[k - 1 :: k][:-1] or names[:1]
         change = {"recomputation": "checkpoints", "recompute_checkpoints": points}
-    ev = memory_evidence(
+    return memory_finding(
         ctx,
-        f"activations and stashes kept for the backward pass: {fmt_bytes(act)}.",
-        "Liveness Report",
-    )
-    return finding(
         "Recompute activations in the backward pass",
-        memory_severity(ctx),
         "Recomputation keeps only checkpoint activations and recomputes the rest in the backward "
         + ("pass of each pipeline stage." if ctx.pipelined else "pass."),
-        ev,
+        (
+            f"activations and stashes kept for the backward pass: {fmt_bytes(act)}.",
+            "Liveness Report",
+        ),
         change,
         "Extra forward cycles (up to one more forward pass).",
     )
@@ -143,8 +139,6 @@ def recomputation(ctx: Context) -> Insight | None:
     trade_off="more serial splits, more cycles",
 )
 def lower_amp(ctx: Context) -> Insight | None:
-    if not ctx.memory_pressure:
-        return None
     if not ctx.n_ops or not ctx.has_op_column("temp_bytes"):
         return None
     ipu = ctx.fullest_ipu
@@ -163,15 +157,12 @@ def lower_amp(ctx: Context) -> Insight | None:
     worst = np.argsort(-temp, kind="stable")[:3]  # the 3 largest, the first of equals first
     op_names = ctx.op_column("name")[on]
     names = ", ".join(f"{op_names[i]} ({fmt_bytes(int(temp[i]))})" for i in worst)
-    ev = memory_evidence(
-        ctx, f"largest temporary memory on IPU {ipu}: {names}.", "Operations > temp memory"
-    )
-    return finding(
+    return memory_finding(
+        ctx,
         "Lower the available memory proportion of the ops with the largest temporaries",
-        memory_severity(ctx),
         f"Planning matmuls / convolutions with {new} instead of {amp} of tile memory for "
         "temporaries forces more serial splits and lowers their peak.",
-        ev,
+        (f"largest temporary memory on IPU {ipu}: {names}.", "Operations > temp memory"),
         {"available_memory_proportion": new},
         "More serial splits: more cycles for those operations.",
     )
@@ -188,23 +179,21 @@ def lower_amp(ctx: Context) -> Insight | None:
     trade_off="remote-buffer streaming at each update",
 )
 def offload_optimiser(ctx: Context) -> Insight | None:
-    if not ctx.memory_pressure or ctx.offloaded:
+    if ctx.offloaded:
+        return None
+    share = ctx.optimiser_state_share
+    if share < ctx.thresholds.optimiser_state_share:
         return None
     st = ctx.kind_bytes("optimiserState")
-    peak = ctx.analysis.memory.peak_memory_bytes or 1
-    if st / peak < ctx.thresholds.optimiser_state_share:
-        return None
-    ev = memory_evidence(
+    return memory_finding(
         ctx,
-        f"optimiser state on chip: {fmt_bytes(st)} ({fmt_pct(st / peak)} of the memory).",
-        "Memory Report > Variables (optimiserState)",
-    )
-    return finding(
         "Offload optimiser state to remote buffers",
-        memory_severity(ctx),
         "Optimiser state only takes part in the weight update; keeping it in streaming memory "
         "frees its tile memory.",
-        ev,
+        (
+            f"optimiser state on chip: {fmt_bytes(st)} ({fmt_pct(share)} of the memory).",
+            "Memory Report > Variables (optimiserState)",
+        ),
         {"offload_optimiser_state": "on"},
         "Each weight update streams the state in and out (StreamCopyMid to remote buffers).",
     )
@@ -222,7 +211,7 @@ def offload_optimiser(ctx: Context) -> Insight | None:
     trade_off="slower when backward > forward",
 )
 def interleaved_schedule(ctx: Context) -> Insight | None:
-    if not ctx.memory_pressure or not ctx.pipelined:
+    if not ctx.pipelined:
         return None
     if str(ctx.cfg("schedule", "grouped")).lower() != "grouped":
         return None
@@ -234,16 +223,14 @@ def interleaved_schedule(ctx: Context) -> Insight | None:
     mem = int(totals[ipu]) or 1
     if st / mem < ctx.thresholds.stash_share:
         return None
-    ev = memory_evidence(
+    return memory_finding(
         ctx,
-        f"pipeline stashes on IPU {ipu}: {fmt_bytes(st)} ({fmt_pct(st / mem)}).",
-        "Memory Report > Variables (stash)",
-    )
-    return finding(
         "Use the interleaved pipeline schedule",
-        memory_severity(ctx),
         "Interleaved keeps S-1-s stashed activations on stage s instead of 2(S-1-s) (grouped).",
-        ev,
+        (
+            f"pipeline stashes on IPU {ipu}: {fmt_bytes(st)} ({fmt_pct(st / mem)}).",
+            "Memory Report > Variables (stash)",
+        ),
         {"schedule": "interleaved"},
         "Slower when the backward pass is longer than the forward pass.",
     )
@@ -261,22 +248,19 @@ def interleaved_schedule(ctx: Context) -> Insight | None:
 )
 def replicated_sharding(ctx: Context) -> Insight | None:
     reps = int(ctx.cfg("replication_factor", 1) or 1)
-    if not ctx.memory_pressure or reps < 2 or ctx.cfg("replicated_tensor_sharding", False):
+    if reps < 2 or ctx.cfg("replicated_tensor_sharding", False):
+        return None
+    if ctx.optimiser_state_share < ctx.thresholds.optimiser_state_share:
         return None
     st = ctx.kind_bytes("optimiserState")
-    peak = ctx.analysis.memory.peak_memory_bytes or 1
-    if st / peak < ctx.thresholds.optimiser_state_share:
-        return None
-    ev = memory_evidence(
+    return memory_finding(
         ctx,
-        f"optimiser state: {fmt_bytes(st)} per replica, {reps} replicas.",
-        "Memory Report > Variables",
-    )
-    return finding(
         "Shard optimiser state across replicas",
-        memory_severity(ctx),
         f"Replicated tensor sharding keeps 1/{reps} of the optimiser state on each replica.",
-        ev,
+        (
+            f"optimiser state: {fmt_bytes(st)} per replica, {reps} replicas.",
+            "Memory Report > Variables",
+        ),
         {"replicated_tensor_sharding": True},
         "Extra collectives (reduce-scatter / all-gather) at each weight update.",
     )
@@ -297,7 +281,7 @@ def replicated_sharding(ctx: Context) -> Insight | None:
     trade_off="may unbalance stage cycles",
 )
 def move_split_memory(ctx: Context) -> Insight | None:
-    if not ctx.memory_pressure or not ctx.pipelined:
+    if not ctx.pipelined:
         return None
     tot = ctx.analysis.memory.ipu_total().astype(float)
     if (
@@ -312,17 +296,17 @@ def move_split_memory(ctx: Context) -> Insight | None:
     current = ctx.cfg("split_points", [])
     if not splits or splits == list(current or []):
         return None
-    ev = memory_evidence(
+    return memory_finding(
         ctx,
-        "memory per IPU: " + ", ".join(f"IPU {i}: {fmt_bytes(v)}" for i, v in enumerate(tot)) + ".",
-        "Summary > Memory",
-    )
-    return finding(
         "Move the pipeline split away from the fullest IPU",
-        memory_severity(ctx),
         f"Splitting at {', '.join(splits)} (now {', '.join(map(str, current or [])) or '-'}) "
         "balances the memory of the stages.",
-        ev,
+        (
+            "memory per IPU: "
+            + ", ".join(f"IPU {i}: {fmt_bytes(v)}" for i, v in enumerate(tot))
+            + ".",
+            "Summary > Memory",
+        ),
         {"split_points": splits},
         "Can unbalance the stages' cycles (pipeline throughput is bound by the longest stage).",
     )
@@ -338,22 +322,19 @@ def move_split_memory(ctx: Context) -> Insight | None:
 )
 def lighter_optimiser(ctx: Context) -> Insight | None:
     opt = str(ctx.cfg("optimiser", "")).lower()
-    if not ctx.memory_pressure or not any(k in opt for k in ("adam", "lamb")):
+    if not any(k in opt for k in ("adam", "lamb")):
+        return None
+    if ctx.optimiser_state_share < ctx.thresholds.optimiser_state_share:
         return None
     st = ctx.kind_bytes("optimiserState") + ctx.kind_remote_bytes("optimiserState")
-    peak = ctx.analysis.memory.peak_memory_bytes or 1
-    if ctx.kind_bytes("optimiserState") / peak < ctx.thresholds.optimiser_state_share:
-        return None
-    ev = memory_evidence(
+    return memory_finding(
         ctx,
-        f"{opt} keeps two moments per weight: {fmt_bytes(st)} of state.",
-        "Memory Report > Variables (optimiserState)",
-    )
-    return finding(
         "Use an optimiser with less state (SGD with momentum)",
-        memory_severity(ctx),
         "SGD with momentum keeps one buffer per weight instead of two.",
-        ev,
+        (
+            f"{opt} keeps two moments per weight: {fmt_bytes(st)} of state.",
+            "Memory Report > Variables (optimiserState)",
+        ),
         {"optimiser": "sgd-momentum"},
         "Different convergence: learning-rate schedule and hyper-parameters must be retuned.",
     )
@@ -368,21 +349,14 @@ def lighter_optimiser(ctx: Context) -> Insight | None:
     trade_off="call overhead",
 )
 def outlining(ctx: Context) -> Insight | None:
-    if not ctx.memory_pressure:
-        return None
     m = ctx.analysis.memory
     code = m.code_bytes
     if code / (m.peak_memory_bytes or 1) < ctx.thresholds.code_share:
         return None
-    ev = memory_evidence(
-        ctx,
-        f"code takes {fmt_bytes(code)} ({fmt_pct(code / m.peak_memory_bytes)} of the memory).",
-        "Memory Report > by category (vertexCode, controlCode...)",
-    )
     off = ctx.has("outlining") and not ctx.cfg("outlining", True)
-    return finding(
+    return memory_finding(
+        ctx,
         "Reuse identical subgraphs (outlining)",
-        memory_severity(ctx),
         "Code dominates: outlining identical subgraphs shares their code between calls."
         + (
             ""
@@ -390,7 +364,10 @@ def outlining(ctx: Context) -> Insight | None:
             else " Outlining is already on (or not a run option here): reuse more "
             "subgraphs by giving repeated layers identical shapes and settings."
         ),
-        ev,
+        (
+            f"code takes {fmt_bytes(code)} ({fmt_pct(code / m.peak_memory_bytes)} of the memory).",
+            "Memory Report > by category (vertexCode, controlCode...)",
+        ),
         {"outlining": True} if off else {},
         "Call overhead and copies in and out of the outlined subgraph.",
     )
