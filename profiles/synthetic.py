@@ -63,6 +63,26 @@ VERTEX_TYPES = (
 )
 
 
+@dataclass(frozen=True)
+class _Shape:
+    """What a synthetic profile stands for: its size, random seed and run options."""
+
+    n_ipus: int
+    tiles: int
+    n_programs: int
+    seed: int
+    oom: bool
+    liveness_steps: int
+    grad_accum: int
+    device_iterations: int
+    micro_batch: int
+
+    @property
+    def samples_per_step(self) -> int:
+        """Samples one step (one host call) processes: micro-batch x accumulation x iterations."""
+        return self.micro_batch * self.grad_accum * self.device_iterations
+
+
 @dataclass
 class _Plan:
     """Everything but the executed steps, plus what the step generator needs."""
@@ -72,8 +92,7 @@ class _Plan:
     prog_type: np.ndarray
     prog_cycles: np.ndarray
     prog_bytes: np.ndarray
-    grad_accum: int
-    seed: int
+    shape: _Shape
 
 
 def _program_tree(
@@ -198,24 +217,14 @@ def _program_tree(
     return nodes, tile_cycles, leaves_by_ipu, leaf_rows
 
 
-def _plan(
-    *,
-    n_ipus: int,
-    tiles: int,
-    n_programs: int,
-    seed: int,
-    oom: bool,
-    liveness_steps: int,
-    grad_accum: int,
-    device_iterations: int,
-    micro_batch: int,
-) -> _Plan:
+def _plan(shape: _Shape) -> _Plan:
+    n_ipus, tiles = shape.n_ipus, shape.tiles
     if n_ipus < 1 or tiles < 8:
         raise ValueError("a synthetic profile needs at least 1 IPU and 8 tiles")
-    n_programs = max(n_programs, 2 + n_ipus + 6 * n_ipus)
-    rng = np.random.default_rng(seed)
+    n_programs = max(shape.n_programs, 2 + n_ipus + 6 * n_ipus)
+    rng = np.random.default_rng(shape.seed)
     nodes, tile_cycles, leaves_by_ipu, leaf_rows = _program_tree(rng, n_programs, n_ipus, tiles)
-    nodes["repeat"][1] = device_iterations
+    nodes["repeat"][1] = shape.device_iterations
     ptype = nodes["type"]
 
     operations, lsteps, variables, vertex_types, compute_sets, L = _graph_tables(
@@ -225,18 +234,10 @@ def _plan(
         n_programs=n_programs,
         n_ipus=n_ipus,
         tiles=tiles,
-        liveness_steps=liveness_steps,
+        liveness_steps=shape.liveness_steps,
     )
-    memory, liveness = _memory_and_liveness(rng, n_ipus, tiles, L, oom)
-    meta = _meta(
-        n_ipus=n_ipus,
-        tiles=tiles,
-        seed=seed,
-        oom=oom,
-        grad_accum=grad_accum,
-        device_iterations=device_iterations,
-        micro_batch=micro_batch,
-    )
+    memory, liveness = _memory_and_liveness(rng, n_ipus, tiles, L, shape.oom)
+    meta = _meta(shape)
     prog_cycles = nodes["cycles"]
     prog_bytes = nodes["bytes"]
     for k in ("_tile_start", "_tile_count"):
@@ -254,7 +255,7 @@ def _plan(
         "/programs/nodes": nodes,
         "/programs": {"tile_cycles": tile_cycles},
     }
-    return _Plan(data, leaves_by_ipu, ptype, prog_cycles, prog_bytes, grad_accum, seed)
+    return _Plan(data, leaves_by_ipu, ptype, prog_cycles, prog_bytes, shape)
 
 
 def _graph_tables(
@@ -485,28 +486,19 @@ def _memory_and_liveness(
     return memory, liveness
 
 
-def _meta(
-    *,
-    n_ipus: int,
-    tiles: int,
-    seed: int,
-    oom: bool,
-    grad_accum: int,
-    device_iterations: int,
-    micro_batch: int,
-) -> dict:
+def _meta(shape: _Shape) -> dict:
     """/meta of a synthetic profile: its run options, target and totals."""
-    samples_per_step = micro_batch * grad_accum * device_iterations
+    n_ipus, tiles = shape.n_ipus, shape.tiles
     # options by engine.config.RunConfig's field names (the rest read as their defaults); the
     # model is no zoo model, so the options say what the synthetic data stands for
     run_config = {
-        "name": f"synthetic profile (seed {seed})",
+        "name": f"synthetic profile (seed {shape.seed})",
         "model": "synthetic",
         "target": "mk2",
         "num_ipus": n_ipus,
-        "micro_batch_size": micro_batch,
-        "gradient_accumulation": grad_accum,
-        "device_iterations": device_iterations,
+        "micro_batch_size": shape.micro_batch,
+        "gradient_accumulation": shape.grad_accum,
+        "device_iterations": shape.device_iterations,
         "replication_factor": 1,
         "precision": "16.16",
         "strategy": "pipelined" if n_ipus > 1 else "single",
@@ -524,13 +516,13 @@ def _meta(
         "run_config_version": schema.RUN_CONFIG_VERSION,
         "target": target,
         "model": "synthetic",
-        "status": "oom" if oom else "ok",
+        "status": "oom" if shape.oom else "ok",
         "num_ipus": n_ipus,
         "replicas": 1,
         "tiles_per_ipu": tiles,
         "sram_per_tile": SRAM_PER_TILE,
         "clock_hz": CLOCK_HZ,
-        "samples_per_step": samples_per_step,
+        "samples_per_step": shape.samples_per_step,
         "notes": ["synthetic profile (profiles.synthetic), not an engine run"],
     }
     return meta
@@ -569,7 +561,7 @@ def _step_blocks(plan: _Plan, n_steps: int) -> Iterator[dict[str, np.ndarray]]:
     n_ipus = len(plan.leaves_by_ipu)
     per_ipu = np.full(n_ipus, n_steps // n_ipus)
     per_ipu[: n_steps % n_ipus] += 1
-    S, G = n_ipus, plan.grad_accum
+    S, G = n_ipus, plan.shape.grad_accum
     host_wait = C("program_type", "StreamCopyBegin")
     scm = C("program_type", "StreamCopyMid")
     gex = C("program_type", "GlobalExchange")
@@ -580,7 +572,7 @@ def _step_blocks(plan: _Plan, n_steps: int) -> Iterator[dict[str, np.ndarray]]:
         clock = 0
         for r0 in range(0, int(per_ipu[i]), chunk_rows):
             r1 = min(int(per_ipu[i]), r0 + chunk_rows)
-            rng = np.random.default_rng([plan.seed, i, r0])
+            rng = np.random.default_rng([plan.shape.seed, i, r0])
             k = np.arange(r0, r1)
             pos = k % nl
             prog = leaves[pos]
@@ -646,10 +638,10 @@ class _Totals:
             for f in first:
                 self.run_starts.setdefault(int(it[f]), int(chunk["start"][f]))
 
-    def execution(self, samples_per_step: int, device_iterations: int) -> dict[str, object]:
+    def execution(self, shape: _Shape) -> dict[str, object]:
         total = int(self.end.max()) if self.end.size else 0
         calls = max(1, self.iters)
-        samples = calls * samples_per_step
+        samples = calls * shape.samples_per_step
         host_seconds = calls * 20e-6  # about 20 us per host round trip not hidden
         seconds = total / CLOCK_HZ + host_seconds
         starts = np.array([self.run_starts[k] for k in sorted(self.run_starts)], dtype=np.int64)
@@ -682,7 +674,7 @@ def make_synthetic_profile(
     ``oom=True`` yields an out-of-memory compile: some tiles of IPU 0 exceed their SRAM, status
     ``"oom"``, and no ``/execution``.
     """
-    plan = _plan(
+    shape = _Shape(
         n_ipus=n_ipus,
         tiles=tiles,
         n_programs=n_programs,
@@ -693,6 +685,7 @@ def make_synthetic_profile(
         device_iterations=device_iterations,
         micro_batch=micro_batch,
     )
+    plan = _plan(shape)
     data = plan.data
     if oom:
         return data
@@ -706,7 +699,7 @@ def make_synthetic_profile(
         for f in schema.group("/execution/steps").columns
         for k in [f.name]
     }
-    ex = totals.execution(int(data["/meta"]["samples_per_step"]), device_iterations)  # type: ignore[index]
+    ex = totals.execution(shape)
     counts = np.bincount(data["/execution/steps"]["ipu"], minlength=n_ipus)  # type: ignore[arg-type]
     ex["ipu_offsets"] = np.r_[0, np.cumsum(counts)].astype(np.int64)
     data["/execution"] = ex
@@ -730,7 +723,7 @@ def write_synthetic_profile(
     micro_batch: int = 16,
 ) -> Path:
     """Write a synthetic profile, generating and appending the steps chunk by chunk."""
-    plan = _plan(
+    shape = _Shape(
         n_ipus=n_ipus,
         tiles=tiles,
         n_programs=n_programs,
@@ -741,6 +734,7 @@ def write_synthetic_profile(
         device_iterations=device_iterations,
         micro_batch=micro_batch,
     )
+    plan = _plan(shape)
     with ProfileWriter(path, overwrite=overwrite) as w:
         for gp, fields in plan.data.items():
             w.write_group(gp, fields)
@@ -750,8 +744,7 @@ def write_synthetic_profile(
             for chunk in _step_chunks(plan, n_steps, chunk_rows):
                 totals.add(chunk)
                 w.append_steps(chunk)
-            samples_per_step = micro_batch * grad_accum * device_iterations
-            w.write_group("/execution", totals.execution(samples_per_step, device_iterations))
+            w.write_group("/execution", totals.execution(shape))
     return Path(path).expanduser()
 
 
