@@ -52,6 +52,38 @@ def bert(
             saves_input=True,
         )
 
+    def dense_gelu(module, src, rows, n_in, n_out):
+        """``module``.dense then its GELU (the intermediate layer, the MLM head's transform)."""
+        x = linear(f"{module}.dense", src, rows, n_in, n_out)
+        return b.add(
+            f"{module}.gelu",
+            "Gelu",
+            "nonlinearity",
+            in0=x,
+            out_elems=rows * n_out,
+            passes=4,
+            bwd_passes=5,
+            saves_input=True,
+        )
+
+    def attention_matmul(name, layer, x, y, m, k, n):
+        """Scores (Q x K^T) or context (softmax x V): one batched matmul per head."""
+        return b.add(
+            f"{layer}.{name}",
+            "BatchMatMul",
+            "amp",
+            layer=layer,
+            in0=x,
+            in1=y,
+            out_elems=heads * m * n,
+            groups=heads,
+            m=m,
+            k=k,
+            n=n,
+            bwd_passes=0,
+            saves_input=True,
+        )
+
     def add(name, x, y, layer):
         return b.add(
             name, "Add", "elementwise", layer=layer, in0=x, in1=y, out_elems=b.out_elems(x)
@@ -79,21 +111,7 @@ def bert(
         q = linear(f"{p}.attention.self.query", x, s, hid, hid)
         k = linear(f"{p}.attention.self.key", x, s, hid, hid)
         v = linear(f"{p}.attention.self.value", x, s, hid, hid)
-        sc = b.add(
-            f"{p}.attention.self.scores",
-            "BatchMatMul",
-            "amp",
-            layer=f"{p}.attention.self",
-            in0=q,
-            in1=k,
-            out_elems=heads * s * s,
-            groups=heads,
-            m=s,
-            k=dh,
-            n=s,
-            bwd_passes=0,
-            saves_input=True,
-        )
+        sc = attention_matmul("scores", f"{p}.attention.self", q, k, s, dh, s)
         pr = b.add(
             f"{p}.attention.self.softmax",
             "Softmax",
@@ -105,35 +123,11 @@ def bert(
             bwd_passes=3,
             saves_output=True,
         )
-        ctx = b.add(
-            f"{p}.attention.self.context",
-            "BatchMatMul",
-            "amp",
-            layer=f"{p}.attention.self",
-            in0=pr,
-            in1=v,
-            out_elems=s * hid,
-            groups=heads,
-            m=s,
-            k=s,
-            n=dh,
-            bwd_passes=0,
-            saves_input=True,
-        )
+        ctx = attention_matmul("context", f"{p}.attention.self", pr, v, s, s, dh)
         o = linear(f"{p}.attention.output.dense", ctx, s, hid, hid)
         o = add(f"{p}.attention.output.add", o, x, f"{p}.attention.output")
         a = layernorm(f"{p}.attention.output.LayerNorm", o, s)
-        h = linear(f"{p}.intermediate.dense", a, s, hid, inter)
-        h = b.add(
-            f"{p}.intermediate.gelu",
-            "Gelu",
-            "nonlinearity",
-            in0=h,
-            out_elems=s * inter,
-            passes=4,
-            bwd_passes=5,
-            saves_input=True,
-        )
+        h = dense_gelu(f"{p}.intermediate", a, s, hid, inter)
         o = linear(f"{p}.output.dense", h, s, inter, hid)
         o = add(f"{p}.output.add", o, a, f"{p}.output")
         x = layernorm(f"{p}.output.LayerNorm", o, s)
@@ -149,17 +143,7 @@ def bert(
         bwd_passes=2,
         saves_output=True,
     )
-    tr = linear("cls.predictions.transform.dense", enc, masked, hid, hid)
-    tr = b.add(
-        "cls.predictions.transform.gelu",
-        "Gelu",
-        "nonlinearity",
-        in0=tr,
-        out_elems=masked * hid,
-        passes=4,
-        bwd_passes=5,
-        saves_input=True,
-    )
+    tr = dense_gelu("cls.predictions.transform", enc, masked, hid, hid)
     tr = layernorm("cls.predictions.transform.LayerNorm", tr, masked)
     mlm = linear("cls.predictions.decoder", tr, masked, hid, vocab_size, weight=False)
     nsp = linear("cls.seq_relationship", pool, 1, hid, num_classes)
