@@ -481,6 +481,31 @@ def _weight_variables(inputs: MemoryInputs, steps: LivenessSteps, rows: _Vars) -
         def named(suffix: str) -> list[str]:
             return [f"{names[i]}/{suffix}" for i in gl]
 
+        def state_var(add, suffix: str, nbytes, slot, remote: bool, step) -> None:
+            """An accumulator or optimiser state: always live on chip, or (``remote``) in
+            streaming memory with an on-chip buffer (key ``slot + 1``) live at ``step``."""
+            if not remote:
+                add(named(suffix), nbytes=nbytes, always=True, start=-1, end=-1, key=slot)
+                return
+            add(
+                named(suffix),
+                nbytes=0,
+                always=True,
+                start=-1,
+                end=-1,
+                remote=True,
+                remote_bytes=nbytes,
+                key=slot,
+            )
+            add(
+                named(f"{suffix}(buffer)"),
+                nbytes=nbytes,
+                always=False,
+                start=step,
+                end=step,
+                key=slot + 1,
+            )
+
         wvar(
             named("weightGrad"),
             "gradient",
@@ -494,28 +519,10 @@ def _weight_variables(inputs: MemoryInputs, steps: LivenessSteps, rows: _Vars) -
         if GA > 1:
             ab = w[g] * acc_dt
             acc = partial(wvar, kind="accumulator", dtype=config.accumulator)
-            if config.offload_accumulators == "on":
+            offload = config.offload_accumulators == "on"
+            if offload:
                 remote_acc = _scatter_add(ipu[g], ab, n_ipus)
-                acc(
-                    named("accumulator"),
-                    nbytes=0,
-                    always=True,
-                    start=-1,
-                    end=-1,
-                    remote=True,
-                    remote_bytes=ab,
-                    key=key[g] + 2,
-                )
-                acc(
-                    named("accumulator(buffer)"),
-                    nbytes=ab,
-                    always=False,
-                    start=use_step,
-                    end=use_step,
-                    key=key[g] + 3,
-                )
-            else:
-                acc(named("accumulator"), nbytes=ab, always=True, start=-1, end=-1, key=key[g] + 2)
+            state_var(acc, "accumulator", ab, key[g] + 2, offload, use_step)
         shard = -(-w[g] // R) if rts else w[g]
         shard_shape = [str(x) for x in shard.tolist()]
         for k, (state_name, prop) in enumerate(OPTIMISER_STATE[config.optimiser]):
@@ -527,26 +534,7 @@ def _weight_variables(inputs: MemoryInputs, steps: LivenessSteps, rows: _Vars) -
             slot = key[g] + 4 + 2 * k
             if config.offload_optimiser:
                 remote_bytes += _scatter_add(ipu[g], w[g] * DTYPE_BYTES[dt_name], n_ipus)
-                state(
-                    named(state_name),
-                    nbytes=0,
-                    always=True,
-                    start=-1,
-                    end=-1,
-                    remote=True,
-                    remote_bytes=sb,
-                    key=slot,
-                )
-                state(
-                    named(f"{state_name}(buffer)"),
-                    nbytes=sb,
-                    always=False,
-                    start=update_step,
-                    end=update_step,
-                    key=slot + 1,
-                )
-            else:
-                state(named(state_name), nbytes=sb, always=True, start=-1, end=-1, key=slot)
+            state_var(state, state_name, sb, slot, config.offload_optimiser, update_step)
     rows.merge(mark)
     return WeightBytes(
         weights=weight_bytes,
