@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from engine.compiled import CompiledProgram, ProgramTree, default_tree
-from profiles.schema import RUN_CONFIG_VERSION
+from profiles import schema
 
 if TYPE_CHECKING:  # pragma: no cover
     from engine.execute.core import Execution
@@ -57,7 +57,7 @@ def _compile_groups(c: CompiledProgram, leaf_node: np.ndarray) -> Groups:
     data: Groups = {}
     data["/meta"] = {
         "run_config": cfg.to_dict(),
-        "run_config_version": RUN_CONFIG_VERSION,
+        "run_config_version": schema.RUN_CONFIG_VERSION,
         "target": t.to_dict(),
         "model": cfg.model,
         "status": "oom" if c.oom else "ok",
@@ -69,39 +69,13 @@ def _compile_groups(c: CompiledProgram, leaf_node: np.ndarray) -> Groups:
         "samples_per_step": int(cfg.samples_per_step),
         "notes": list(c.notes),
     }
-    o = c.ops
-    data["/graph/operations"] = {
-        "name": o.name,
-        "type": o.type,
-        "layer": o.layer,
-        "pass": o.pass_,
-        "ipu": o.ipu,
-        "stage": o.stage,
-        "flops": o.flops,
-        "bytes_in": o.bytes_in,
-        "bytes_out": o.bytes_out,
-        "cycles": o.cycles,
-        "code_bytes": o.code_bytes,
-        "temp_bytes": o.temp_bytes,
-        "tiles_used": o.tiles_used,
-        "tile_start": o.tile_start,
-    }
+    data["/graph/operations"] = _datasets(c.ops, "/graph/operations")
     data["/graph/variables"] = c.variables.columns()
     data["/graph/vertex_types"] = dict(c.vertex_types)
     cs = dict(c.compute_sets)
     cs["program"] = leaf_node[cs["program"]].astype(np.int32)
     data["/graph/compute_sets"] = cs
-    m = c.memory
-    data["/memory"] = {
-        "by_category": m.by_category,
-        "by_region": m.by_region,
-        "by_liveness": m.by_liveness,
-        "total": m.total,
-        "gaps": m.gaps,
-        "physical_tile": m.physical_tile,
-        "tile_xy": m.tile_xy,
-        "oom_tiles": m.oom_tiles,
-    }
+    data["/memory"] = _datasets(c.memory, "/memory")
     lv = c.liveness
     data["/liveness/steps"] = {
         "name": lv.step_name,
@@ -118,6 +92,15 @@ def _compile_groups(c: CompiledProgram, leaf_node: np.ndarray) -> Groups:
         "peak_step": lv.peak_step,
     }
     return data
+
+
+def _datasets(table: object, group: str) -> dict[str, Any]:
+    """The datasets the schema declares for ``group``, read from ``table``'s attributes of the
+    same names (``pass_`` for ``pass``, a Python keyword)."""
+    return {
+        f.name: getattr(table, "pass_" if f.name == "pass" else f.name)
+        for f in schema.group(group).datasets
+    }
 
 
 def _default_tree_groups(c: CompiledProgram, tree: ProgramTree) -> Groups:
