@@ -128,3 +128,39 @@ def test_hover_and_click_a_difference(qtbot, report, pair):
     from analyser.gui.help import SHORTCUTS
 
     assert any("difference" in keys for _w, keys, _what in SHORTCUTS)
+
+
+def test_the_lane_is_drawn_at_screen_resolution():
+    """Issue 23 item 11: the differing steps are drawn per pixel column of the visible range
+    (at most IPUs x (pixels + 3) bars per sign), each narrow step covered by a bar of its
+    sign, IPU and pixel at least as tall as its own; steps two pixels wide and more as they
+    are; nothing outside the range."""
+    from analyser.gui.model.diff_lane import DifferencesLane, screen_bars
+
+    rng = np.random.default_rng(3)
+    n = 20_000
+    start = np.sort(rng.integers(0, 1_000_000, n))
+    cycles = rng.integers(1, 400, n)
+    cycles[::997] = 30_000  # a few wide steps
+    delta = rng.integers(-500, 500, n)
+    delta[delta == 0] = 1
+    ipu = rng.integers(0, 3, n)
+    lane = DifferencesLane(ipu, start, cycles, delta, np.zeros(n, bool), 3, 0, 0)
+    t0, t1, width = 200_000.0, 700_000.0, 500
+    bars = dict(screen_bars(lane, t0, t1, width))
+    assert set(bars) == {1, -1}
+    pw = (t1 - t0) / width
+    height = 0.15 + 0.7 * np.abs(delta) / np.abs(delta).max()
+    for s, rects in bars.items():
+        assert len(rects) <= 3 * (width + 3) + (cycles >= 2 * pw).sum()
+        assert (rects[:, 0] <= t1 + pw).all() and (rects[:, 0] + rects[:, 2] >= t0 - pw).all()
+        inside = np.flatnonzero((lane.sign == s) & (start >= t0) & (start + cycles <= t1))
+        centre = rects[:, 1] + rects[:, 3] / 2
+        for i in inside[:: max(1, inside.size // 300)]:
+            on = (
+                (np.abs(centre - ipu[i]) < 1e-9)
+                & (rects[:, 0] <= start[i])
+                & (rects[:, 0] + rects[:, 2] >= start[i] + cycles[i] - 1e-6)
+            )
+            assert on.any() and rects[on, 3].max() >= height[i] - 1e-9
+    assert screen_bars(lane, t1, t0, width) == []  # an empty range draws nothing

@@ -65,6 +65,10 @@ class BatchedRectsItem(pg.GraphicsObject):
             self._bounds = QRectF(xmin, ymin, xmax - xmin, ymax - ymin) if total else QRectF()
         self.update()
 
+    def brushes(self) -> list[QBrush]:
+        """The brushes of the groups drawn (empty groups left out)."""
+        return [brush for brush, _prim in self._groups]
+
     def paint(self, painter: QPainter, *args) -> None:
         painter.setRenderHint(QPainter.RenderHint.Antialiasing, False)
         painter.setPen(Qt.PenStyle.NoPen)

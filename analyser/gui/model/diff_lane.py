@@ -106,3 +106,54 @@ def lane_of(doc_a, doc_b) -> DifferencesLane:
         f"differences_lane:{doc_a.path}",
         lambda: differences_lane(doc_a.analysis, doc_b.analysis),
     )
+
+
+def screen_bars(
+    lane: DifferencesLane, t0: float, t1: float, width_px: int
+) -> list[tuple[int, np.ndarray]]:
+    """The lane's bars as drawn between cycles ``t0`` and ``t1`` on ``width_px`` pixels:
+    ``[(sign, rects), ...]`` (B slower first, then B faster), ``rects`` an ``(n, 4)`` array of
+    x, y, width, height. A bar at least two pixels wide is kept as it is; the narrower bars of
+    one sign, IPU and pixel column become one bar filling the column, as tall as the tallest
+    of them, from the column's start to its longest bar's end (as the timelines' level of
+    detail draws a pixel), so a paint draws at most IPUs x (pixels + 3) bars per sign whatever
+    the number of differing steps (150,000 bars cost 30-45 ms a paint)."""
+    if not lane.delta.size or t1 <= t0:
+        return []
+    width_px = max(1, int(width_px))
+    pw = (t1 - t0) / width_px
+    x0 = lane.start.astype(float)
+    x1 = x0 + np.maximum(lane.cycles, 1)
+    height = 0.15 + 0.7 * np.abs(lane.delta) / float(np.abs(lane.delta).max())
+    seen = (x1 >= t0 - pw) & (x0 <= t1 + pw)
+    wide = (x1 - x0) >= 2 * pw
+    sign = lane.sign
+    out = []
+    cols = width_px + 3
+    for s in (1, -1):
+        rows = seen & (sign == s)
+        keep = np.flatnonzero(rows & wide)
+        parts = [
+            np.column_stack(
+                [x0[keep], lane.ipu[keep] - height[keep] / 2, x1[keep] - x0[keep], height[keep]]
+            )
+        ]
+        narrow = np.flatnonzero(rows & ~wide)
+        if narrow.size:
+            pix = np.clip(np.floor((x0[narrow] - t0) / pw), -1, width_px).astype(np.int64) + 1
+            at = lane.ipu[narrow] * cols + pix
+            tall = np.zeros(lane.n_ipus * cols)
+            np.maximum.at(tall, at, height[narrow])
+            end = np.full(lane.n_ipus * cols, -np.inf)
+            np.maximum.at(end, at, x1[narrow])
+            g = np.flatnonzero(tall)
+            h = tall[g]
+            ipu, col = np.divmod(g, cols)
+            left = t0 + (col - 1) * pw
+            # the column filled, and on to the end of its longest bar (no hairline gaps)
+            right = np.maximum(left + pw, end[g])
+            parts.append(np.column_stack([left, ipu - h / 2, right - left, h]))
+        rects = np.concatenate(parts)
+        if len(rects):
+            out.append((s, rects))
+    return out
