@@ -57,6 +57,9 @@ PREFETCH_PAUSE_MS = 150
 #: Longest hold of the warm-up and the idle build for a report that was shown but not painted
 #: (ms; see MainWindow._hold_until_painted).
 HOLD_LIMIT_MS = 2000
+#: What the loader computes per profile, besides the shown report's data, when two profiles
+#: open to be compared (see MainWindow._start_load).
+COMPARE_OPEN_NEEDS = ("trace_window", "pipeline_chart")
 PROFILE_FILTER = "IPU profiles (*.h5 *.hdf5 *.pvh5);;All files (*)"
 
 
@@ -543,6 +546,12 @@ class MainWindow(QMainWindow):
             if 0 <= row < len(self._report_classes)
             else ("target",)
         )
+        if len(paths) == 2 or keep_document:
+            # compare mode: the Execution Trace's and the Pipeline's data per profile (their
+            # level-of-detail windows and the pipeline chart, ~90 ms of CPU per profile) come
+            # with the open, so that these reports clicked right after it only build and
+            # paint (issue 23 item 11: they read them on the GUI thread, 80-200 ms)
+            needs = tuple(dict.fromkeys((*needs, *COMPARE_OPEN_NEEDS)))
         request = make_request(
             paths,
             warm=lambda doc: data.warm(doc, needs),
