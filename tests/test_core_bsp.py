@@ -4,31 +4,25 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from trace_helpers import ipu_steps, step_columns, synthetic_window
 
 from analyser.trace.bsp import BSP_STATES, STATE_OF_TYPE, blend, bsp_states
-from analyser.trace.window import TraceWindow
-from profiles import open_profile, write_profile
-from profiles.synthetic import make_synthetic_profile
 
 COMPUTE, EXCHANGE, SYNC, IDLE = range(4)
 
 
 @pytest.fixture(scope="module")
 def small(tmp_path_factory):
-    data = make_synthetic_profile(n_steps=6_000, n_ipus=2, tiles=64, n_programs=120, seed=5)
-    path = tmp_path_factory.mktemp("bsp") / "small.h5"
-    write_profile(path, data)
-    steps = {k: np.asarray(v) for k, v in data["/execution/steps"].items()}
-    tc = np.asarray(data["/programs"]["tile_cycles"]).astype(np.float64)
-    ptype = np.asarray(data["/programs/nodes"]["type"])
-    prof = open_profile(path)
-    yield TraceWindow(prof), steps, tc, ptype
-    prof.close()
+    folder = tmp_path_factory.mktemp("bsp")
+    profile = dict(n_steps=6_000, n_ipus=2, tiles=64, n_programs=120, seed=5)
+    with synthetic_window(folder, **profile) as (tw, data):
+        tc = np.asarray(data["/programs"]["tile_cycles"]).astype(np.float64)
+        ptype = np.asarray(data["/programs/nodes"]["type"])
+        yield tw, step_columns(data), tc, ptype
 
 
 def _ipu(steps, ipu):
-    m = steps["ipu"] == ipu
-    return {k: v[m] for k, v in steps.items()}
+    return ipu_steps(steps, ipu)[0]
 
 
 def test_whole_run_conserves_each_state_per_tile(small):

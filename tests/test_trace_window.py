@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from trace_helpers import ipu_steps, step_columns, synthetic_window
 
 from analyser.trace.window import (
     DESTINATIONS,
@@ -35,20 +36,12 @@ def big_path(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def small(tmp_path_factory):
-    data = make_synthetic_profile(n_steps=30_000, n_ipus=2, tiles=64, n_programs=300, seed=3)
-    path = tmp_path_factory.mktemp("tw") / "small.h5"
-    write_profile(path, data)
-    steps = {k: np.asarray(v) for k, v in data["/execution/steps"].items()}
-    names = np.asarray(data["/programs/nodes"]["name"], dtype=object)
-    tc = np.asarray(data["/programs"]["tile_cycles"])
-    prof = open_profile(path)
-    yield TraceWindow(prof), steps, names, tc
-    prof.close()
-
-
-def _ipu_steps(steps, ipu):
-    m = steps["ipu"] == ipu
-    return {k: v[m] for k, v in steps.items()}, np.flatnonzero(m)
+    folder = tmp_path_factory.mktemp("tw")
+    profile = dict(n_steps=30_000, n_ipus=2, tiles=64, n_programs=300, seed=3)
+    with synthetic_window(folder, **profile) as (tw, data):
+        names = np.asarray(data["/programs/nodes"]["name"], dtype=object)
+        tc = np.asarray(data["/programs"]["tile_cycles"])
+        yield tw, step_columns(data), names, tc
 
 
 def test_lod_bounded_by_pixels_not_steps(big_path):
@@ -79,7 +72,7 @@ def test_window_covers_every_overlapping_step(small):
     tw, steps, _names, _tc = small
     rng = np.random.default_rng(0)
     for ipu in range(2):
-        s, _ = _ipu_steps(steps, ipu)
+        s, _ = ipu_steps(steps, ipu)
         lo_t, hi_t = float(s["start"].min()), float((s["start"] + s["cycles"]).max())
         for _ in range(12):
             span = (hi_t - lo_t) * 10 ** rng.uniform(-4, 0)
@@ -107,7 +100,7 @@ def test_row_range_is_a_superset(small):
     tw, steps, _names, _tc = small
     rng = np.random.default_rng(1)
     for ipu in range(2):
-        s, rows = _ipu_steps(steps, ipu)
+        s, rows = ipu_steps(steps, ipu)
         st = s["start"].astype(float)
         en = st + s["cycles"]
         for _ in range(20):
@@ -121,7 +114,7 @@ def test_row_range_is_a_superset(small):
 
 def test_range_summary_matches_brute_force(small):
     tw, steps, _names, _tc = small
-    s, _ = _ipu_steps(steps, 1)
+    s, _ = ipu_steps(steps, 1)
     st, cy = s["start"], s["cycles"]
     t0 = float(st[len(st) // 3])
     t1 = float(st[2 * len(st) // 3]) + 0.5
@@ -408,7 +401,7 @@ def test_grouped_lanes_are_in_execution_order(tmp_path):
         str(x).replace("layer1", "zeta").replace("layer2", "alpha") for x in layers
     ]
     write_profile(tmp_path / "order.h5", data)
-    steps = {k: np.asarray(v) for k, v in data["/execution/steps"].items()}
+    steps = step_columns(data)
     tw = TraceWindow(open_profile(tmp_path / "order.h5"))
     assert tw.ipu_lanes("operation", 0)[0][:2] == ("zeta", "alpha")
     for group in ("operation", "program"):
