@@ -4,11 +4,11 @@
 (``addEstimates``: ``addExchangeCycleEstimates`` with ``ExchangeEstimator.hpp``,
 ``addReduceCycleEstimate``, ``addTransformCycleEstimate``, ``addConvTempMemoryEstimate``, the
 serial-split terms), ``lib/poplin/ConvReducePlan.cpp`` and ``lib/poplin/PerformanceEstimation.hpp``
-(``estimateConvReduceCycles``, ``getReduceCycleEstimate``, ``estimateCastCycles``) line by line,
-with scalar loops as the C++ has them; the engine's ``engine.compiler.conv_plan`` is numpy over
-whole arrays of ops x candidate partitions. The AMP vertex term (``addPartialCalcCycleEstimate``)
-is the engine's ``vertex_costs.amp_partials_cycles``, which tests/test_vertex_costs.py checks
-against its own transcription.
+(``estimateConvReduceCycles``, ``getReduceCycleEstimate`` in tests/poplibs_costs.py,
+``estimateCastCycles``) line by line, with scalar loops as the C++ has them; the engine's
+``engine.compiler.conv_plan`` is numpy over whole arrays of ops x candidate partitions. The AMP vertex term (``addPartialCalcCycleEstimate``)
+is the engine's ``vertex_costs.amp_partials_cycles`` (tests/poplibs_costs.py ``engine_amp``), which
+tests/test_vertex_costs.py checks against its own transcription.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import math
 
 import numpy as np
 import pytest
+from poplibs_costs import WORKERS, engine_amp, reduce_cycles
 
 from engine.compiler import conv_plan as cp
 from engine.compiler import vertex_costs as vc
@@ -26,7 +27,6 @@ from engine.targets import get_target
 MK2 = get_target("mk2")
 T = MK2.tiles_per_ipu
 LIMIT = 0.6 * MK2.sram_per_tile
-W = 6
 
 
 def cdiv(a: int, b: int) -> int:
@@ -52,35 +52,9 @@ def multi_stage_plan(depth: int) -> list[int]:
     return plan_and_cost(depth, stages)[0]
 
 
-def reduce_estimate(out_size, partials, float_out, float_partials, single):
-    """getReduceCycleEstimate."""
-    acc = 4 if float_partials else 8
-    in_dp = 64 // ((4 if float_partials else 2) * 8)
-    if single:
-        per_loop = acc // min(acc, in_dp)
-        loops = out_size // acc
-        per_worker = loops // W + (1 if loops % W else 0)
-        outer = (8 if float_out else 7) if float_partials else (10 if float_out else 9)
-        return (20 + (per_loop * partials + outer) * per_worker) * W + 33
-    cycles = 32
-    per_loop = acc // min(acc, in_dp) + 1
-    loops = out_size // acc
-    for i in range(math.ceil(math.log2(acc))):
-        if out_size & (1 << i):
-            loops += 1
-    per_worker = loops // W
-    if loops % W:
-        if out_size & (acc - 1):
-            cycles += 2 * partials + (13 if float_partials else 11)
-        else:
-            per_worker += 1
-    tail = (7 if float_partials else 9) if float_out else (6 if float_partials else 8)
-    return (cycles + (per_loop * partials + tail) * per_worker) * W
-
-
 def cast_estimate(n, vw_in, vw_out):
-    per = (n + W - 1) // W
-    return (max(cdiv(per, vw_in), cdiv(per, vw_out)) + 26) * W
+    per = (n + WORKERS - 1) // WORKERS
+    return (max(cdiv(per, vw_in), cdiv(per, vw_out)) + 26) * WORKERS
 
 
 def conv_reduce(out_size, depth, in_serial, float_out, float_partials, pbytes):
@@ -99,7 +73,7 @@ def conv_reduce(out_size, depth, in_serial, float_out, float_partials, pbytes):
         exchanged = (d - 1) * size * pbytes
         small = cdiv(exchanged, bank) * bank < mem // 16
         single = size % fast == 0 and small
-        return reduce_estimate(size, d - single, out_float, float_partials, single)
+        return reduce_cycles(size, d - single, out_float, float_partials, single)
 
     for d in multi_stage_plan(depth):
         this = cdiv(remaining, d)
@@ -145,9 +119,9 @@ def dynamic_slice(elements, splits, eb):
     if splits == 1:
         return 0
     size = cdiv(elements, splits)
-    per = (size + W - 1) // W
+    per = (size + WORKERS - 1) // WORKERS
     vw = 64 // (16 if eb == 2 else 32)
-    return 11 + 1 + 6 + 1 + 6 + (39 + (24 + 2 * (per // vw))) * W
+    return 11 + 1 + 6 + 1 + 6 + (39 + (24 + 2 * (per // vw))) * WORKERS
 
 
 def ref_estimate(shape: dict, part: dict, eb: int, pb: int) -> tuple[int, int]:
@@ -184,21 +158,8 @@ def ref_estimate(shape: dict, part: dict, eb: int, pb: int) -> tuple[int, int]:
     ex += cdiv((n_w - n_w // pf) * eb * 16, 4 * 16)
     ex += cdiv(n_out * pb * 16, 4 * 16) + remaining_exchange(n_out, depth, pb)
     # vertex
-    calc = int(
-        vc.amp_partials_cycles(
-            MK2,
-            field=np.array([Ft]),
-            row_width=np.array([min(width, Ft) if width > 0 else Ft]),
-            kernel_positions=np.array([kht * kw]),
-            kernel_width=np.array([kw]),
-            in_groups=np.array([Cgt]),
-            out_groups=np.array([Ngt]),
-            conv_groups=np.array([Gt]),
-            acts_bytes=eb,
-            partials_bytes=pb,
-            one_by_one=np.array([k == 1]),
-        )[0]
-    )
+    row_width = min(width, Ft) if width > 0 else Ft
+    calc = engine_amp(MK2, Ft, row_width, kht, kw, Cgt, Ngt, Gt, eb, pb, one_by_one=k == 1)
     outputs = cdiv(n_out, depth)
     red = conv_reduce(outputs, depth, si, eb == 4, pb == 4, pb)
     # rearrangements
@@ -244,7 +205,7 @@ def ref_estimate(shape: dict, part: dict, eb: int, pb: int) -> tuple[int, int]:
     extra += dynamic_slice(outputs, so, pb)
     if si > 1:
         vw = 64 // (8 * pb)
-        extra += 11 + W * (58 + cdiv(cdiv(outputs, W), vw) * 3)
+        extra += 11 + WORKERS * (58 + cdiv(cdiv(outputs, WORKERS), vw) * 3)
     out_cast = cast_estimate(outputs, 64 // (8 * pb), 64 // (8 * eb)) if si > 1 else 0
     total = (extra + copy + xch + out_copy + out_x + ex + calc + red) * si * so + out_cast
     conv_temp = (n_in + n_w) * eb + n_out * pb

@@ -3,7 +3,8 @@
 The reference functions below follow github.com/graphcore/poplibs line by line, with scalar
 loops over workers and work-list entries as the C++ does (``lib/poplin/PerformanceEstimation.hpp``,
 ``lib/poplin/ConvUtilInternal.cpp`` ``partitionConvPartialByWorker``,
-``lib/popops/PerformanceEstimation.cpp``); the engine's versions
+``lib/popops/PerformanceEstimation.cpp``; ``getReduceCycleEstimate``, shared with
+tests/test_conv_plan.py, in tests/poplibs_costs.py); the engine's versions
 (``engine.compiler.vertex_costs``) are vectorised numpy over whole arrays of tiles and plans.
 """
 
@@ -13,6 +14,7 @@ import math
 
 import numpy as np
 import pytest
+from poplibs_costs import WORKERS, engine_amp, reduce_cycles
 
 import engine
 from engine.compiler import vertex_costs as vc
@@ -20,7 +22,6 @@ from engine.config import RunConfig
 from engine.targets import get_target
 
 MK2 = get_target("mk2")
-WORKERS = 6
 
 
 # ---- PopLibs, transcribed ---------------------------------------------------------------------
@@ -142,27 +143,6 @@ def one_by_one_vertex(field, ig, og, cg, float_acts, float_partials, units, wpu)
     )
 
 
-def reduce_general(out_size, depth, out_float, partials_float):
-    """getReduceCycleEstimate, not single-input."""
-    acc = 4 if partials_float else 8
-    in_dp = 64 // ((4 if partials_float else 2) * 8)
-    per_loop = acc // min(acc, in_dp) + 1
-    loops = out_size // acc
-    for i in range(math.ceil(math.log2(acc))):
-        if out_size & (1 << i):
-            loops += 1
-    cycles = 32
-    per_worker = loops // WORKERS
-    if loops % WORKERS:
-        if out_size & (acc - 1):
-            cycles += 2 * depth + (13 if partials_float else 11)
-        else:
-            per_worker += 1
-    tail = (7 if partials_float else 9) if out_float else (6 if partials_float else 8)
-    cycles += (per_loop * depth + tail) * per_worker
-    return cycles * WORKERS
-
-
 def cast_1d(n, from_bytes, to_bytes):
     """getCast1DCycleEstimate with castWorkerCycles (float <-> half, uchar -> half)."""
     per = (n + WORKERS - 1) // WORKERS
@@ -211,32 +191,13 @@ AMP_SHAPES = [
 ]
 
 
-def _engine_amp(field, width, kh, kw, ig, og, cg, ab, pb) -> int:
-    """The engine's AMP vertex cost of one tile (arrays of one element)."""
-    return int(
-        vc.amp_partials_cycles(
-            MK2,
-            field=np.array([field]),
-            row_width=np.array([width]),
-            kernel_positions=np.array([kh * kw]),
-            kernel_width=np.array([kw]),
-            in_groups=np.array([ig]),
-            out_groups=np.array([og]),
-            conv_groups=np.array([cg]),
-            acts_bytes=ab,
-            partials_bytes=pb,
-            one_by_one=np.array([kh * kw == 1]),
-        )[0]
-    )
-
-
 @pytest.mark.parametrize("shape", AMP_SHAPES)
 def test_amp_vertex_cost_is_poplibs_estimate(shape):
     field, width, kh, kw, cin, cout, cg, ab, pb = shape
     units = vc.conv_units(MK2, ab, pb)
     wpu = vc.weights_per_conv_unit(MK2, ab)
     ig, og = -(-cin // wpu), -(-cout // units)
-    got = _engine_amp(field, width, kh, kw, ig, og, cg, ab, pb)
+    got = engine_amp(MK2, field, width, kh, kw, ig, og, cg, ab, pb)
     if kh * kw == 1:
         want = one_by_one_vertex(field, ig, og, cg, ab == 4, pb == 4, units, wpu)
     else:
@@ -258,7 +219,7 @@ def test_conv_units_reach_the_published_mac_rates():
 )
 def test_conv_reduce_is_poplibs_estimate(out_size, depth, pb):
     got = int(vc.conv_reduce_cycles(MK2, np.array([out_size]), np.array([depth]), 2, pb)[0])
-    assert got == reduce_general(out_size, depth, False, pb == 4)
+    assert got == reduce_cycles(out_size, depth, False, pb == 4)
 
 
 @pytest.mark.parametrize("n", [1, 5, 6, 7, 24, 1000, 12345])
@@ -271,7 +232,8 @@ def test_small_maps_cost_several_times_the_mac_bound():
     # a 2 x 2 and a 4 x 4 map, 3 x 3 kernel, 64 -> 64 channels, on one tile
     rate = MK2.amp_rate("float16", "float32")
     ratios = [
-        _engine_amp(field, width, 3, 3, 4, 8, 1, 2, 4) / vc.amp_mac_bound(field, 9, 64, 64, 1, rate)
+        engine_amp(MK2, field, width, 3, 3, 4, 8, 1, 2, 4)
+        / vc.amp_mac_bound(field, 9, 64, 64, 1, rate)
         for field, width in ((4, 2), (16, 4), (3136, 56))
     ]
     assert ratios[0] > 5 and ratios[1] > 3  # per-run and per-position overheads dominate
