@@ -39,23 +39,24 @@ class _ExternalWeights:
 
     def add(self, name: str, dims: list[int]) -> str:
         """Add the weight ``name`` of shape ``dims``; returns its name."""
-        from onnx import TensorProto
+        from engine.onnx.export import external_weight
 
-        t = TensorProto()
-        t.name, t.data_type = name, TensorProto.FLOAT
-        t.dims.extend(dims)
-        t.data_location = TensorProto.EXTERNAL
-        length = 4 * math.prod(dims)
-        for key, value in (
-            ("location", self.location),
-            ("offset", str(self.offset)),
-            ("length", str(length)),
-        ):
-            e = t.external_data.add()
-            e.key, e.value = key, value
-        self.offset += length
-        self.weights.append(t)
+        self.weights.append(external_weight(name, dims, self.location, self.offset))
+        self.offset += 4 * math.prod(dims)
         return name
+
+    def save(self, graph, opset: int, folder: Path, model: str) -> Path:
+        """Write the model of ``graph`` as ``folder / model`` and its weights' data file."""
+        import onnx
+        from onnx import helper as h
+
+        proto = h.make_model(graph, opset_imports=[h.make_opsetid("", opset)])
+        proto.producer_name = "ipu-graph-analyser benchmarks/tutorial_onnx.py"
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / self.location, "wb") as fh:
+            fh.truncate(self.offset)  # sparse: zeros cost no disk blocks
+        onnx.save(proto, str(folder / model))
+        return folder / model
 
 
 def build(folder: Path) -> Path:
@@ -71,23 +72,18 @@ def build(folder: Path) -> Path:
     def n(op: str, inputs: list[str], out: str, name: str, **attrs) -> onnx.NodeProto:
         return h.make_node(op, inputs, [out], name=name, **attrs)
 
+    def layer(
+        op: str, x: str, name: str, weight_dims: list[int], out: str, **attrs
+    ) -> onnx.NodeProto:
+        """Node ``/name/op`` on ``x`` with layer ``name``'s weight and bias."""
+        params = [w(f"{name}.weight", weight_dims), w(f"{name}.bias", weight_dims[:1])]
+        return n(op, [x, *params], out, f"/{name}/{op}", **attrs)
+
     nodes = [
-        n(
-            "Conv",
-            ["x", w("conv1.weight", [5, 1, 3, 3]), w("conv1.bias", [5])],
-            "c1",
-            "/conv1/Conv",
-            kernel_shape=[3, 3],
-        ),
+        layer("Conv", "x", "conv1", [5, 1, 3, 3], "c1", kernel_shape=[3, 3]),
         n("Relu", ["c1"], "r1", "/relu/Relu"),
         n("MaxPool", ["r1"], "p1", "/pool/MaxPool", kernel_shape=[2, 2], strides=[2, 2]),
-        n(
-            "Conv",
-            ["p1", w("conv2.weight", [12, 5, 5, 5]), w("conv2.bias", [12])],
-            "c2",
-            "/conv2/Conv",
-            kernel_shape=[5, 5],
-        ),
+        layer("Conv", "p1", "conv2", [12, 5, 5, 5], "c2", kernel_shape=[5, 5]),
         n("Relu", ["c2"], "r2", "/relu_1/Relu"),
         n("Reshape", ["r2", "groups_shape"], "g1", "/norm/Reshape"),
         n(
@@ -101,21 +97,9 @@ def build(folder: Path) -> Path:
         n("Mul", ["g3", w("norm.weight", [12, 1, 1])], "g4", "/norm/Mul"),
         n("Add", ["g4", w("norm.bias", [12, 1, 1])], "g5", "/norm/Add"),
         n("Flatten", ["g5"], "f", "/Flatten", axis=1),
-        n(
-            "Gemm",
-            ["f", w("fc1.weight", [100, 41772]), w("fc1.bias", [100])],
-            "h1",
-            "/fc1/Gemm",
-            transB=1,
-        ),
+        layer("Gemm", "f", "fc1", [100, 41772], "h1", transB=1),
         n("Relu", ["h1"], "h2", "/relu_2/Relu"),
-        n(
-            "Gemm",
-            ["h2", w("fc2.weight", [10, 100]), w("fc2.bias", [10])],
-            "logits",
-            "/fc2/Gemm",
-            transB=1,
-        ),
+        layer("Gemm", "h2", "fc2", [10, 100], "logits", transB=1),
         n("LogSoftmax", ["logits"], "y", "/log_softmax/LogSoftmax", axis=0),
     ]
     consts = [
@@ -131,13 +115,7 @@ def build(folder: Path) -> Path:
         [h.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 10])],
         initializer=weights + consts,
     )
-    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
-    model.producer_name = "ipu-graph-analyser benchmarks/tutorial_onnx.py"
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / DATA, "wb") as fh:
-        fh.truncate(ext.offset)  # sparse: zeros cost no disk blocks
-    onnx.save(model, str(folder / MODEL))
-    return folder / MODEL
+    return ext.save(graph, 17, folder, MODEL)
 
 
 #: The MLP of Graphcore's PopXL MNIST tutorials (graphcore/examples tutorials/tutorials/popxl,
@@ -149,7 +127,6 @@ MNIST_DATA = "popxl-mnist-mlp.bin"
 
 def build_mnist_mlp(folder: Path) -> Path:
     """Write the PopXL tutorials' MNIST MLP and its zero-filled external data into ``folder``."""
-    import onnx
     from onnx import TensorProto
     from onnx import helper as h
 
@@ -174,13 +151,7 @@ def build_mnist_mlp(folder: Path) -> Path:
         [h.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 10])],
         initializer=ext.weights,
     )
-    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 20)])
-    model.producer_name = "ipu-graph-analyser benchmarks/tutorial_onnx.py"
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / MNIST_DATA, "wb") as fh:
-        fh.truncate(ext.offset)  # sparse: zeros cost no disk blocks
-    onnx.save(model, str(folder / MNIST_MODEL))
-    return folder / MNIST_MODEL
+    return ext.save(graph, 20, folder, MNIST_MODEL)
 
 
 #: The generated models, by file name: (their external data file, their builder).

@@ -25,6 +25,24 @@ OPSET = 20  # Gelu and LayerNormalization as single operators
 PRODUCER = "ipu-graph-analyser"
 
 
+def external_weight(name: str, dims, location: str, offset: int) -> TensorProto:
+    """An FP32 initializer of shape ``dims`` kept as external data: ``4 x prod(dims)`` bytes of
+    file ``location`` from ``offset``."""
+    t = TensorProto()
+    t.name = name
+    t.data_type = TensorProto.FLOAT
+    t.dims.extend(int(d) for d in dims)
+    t.data_location = TensorProto.EXTERNAL
+    for key, value in (
+        ("location", location),
+        ("offset", str(offset)),
+        ("length", str(4 * math.prod(dims))),
+    ):
+        e = t.external_data.add()
+        e.key, e.value = key, value
+    return t
+
+
 class GraphWriter:
     """Nodes and zero-filled external initializers of a graph being written (also used by
     benchmarks/bench_onnx_import.py to generate its BERT-Large-sized graph)."""
@@ -41,19 +59,8 @@ class GraphWriter:
         return f"t{self.count}"
 
     def weight(self, name: str, dims) -> str:
-        t = TensorProto()
-        t.name = name
-        t.data_type = TensorProto.FLOAT
-        t.dims.extend(int(d) for d in dims)
-        t.data_location = TensorProto.EXTERNAL
+        t = external_weight(name, dims, self.data_file, self.offset)
         length = 4 * math.prod(dims)
-        for key, value in (
-            ("location", self.data_file),
-            ("offset", str(self.offset)),
-            ("length", str(length)),
-        ):
-            e = t.external_data.add()
-            e.key, e.value = key, value
         self.offset += -(-length // 4096) * 4096  # page-aligned, as onnx's own writer does
         self.inits.append(t)
         return name
