@@ -293,6 +293,36 @@ def section_label(text: str) -> QLabel:
     return label
 
 
+def wrapped_label(text: str = "", rich: bool = False) -> QLabel:
+    """A label that wraps its words to the width (rich text when ``rich``): a header, a note
+    or an explanation beside a view."""
+    label = QLabel(text)
+    label.setWordWrap(True)
+    if rich:
+        label.setTextFormat(Qt.TextFormat.RichText)
+    return label
+
+
+def headed_column(owner: QWidget, text: str = "", margin: int = 4) -> tuple[QVBoxLayout, QLabel]:
+    """Lay ``owner`` out as a column (``margin`` px around it) headed by a word-wrapped label
+    showing ``text``; return the column, for the caller to add the rest, and the label."""
+    column = QVBoxLayout(owner)
+    column.setContentsMargins(margin, margin, margin, margin)
+    label = wrapped_label(text)
+    column.addWidget(label)
+    return column, label
+
+
+def chart_panel(chart: QWidget, legend: QWidget) -> QWidget:
+    """A chart over its legend, without margins; the chart takes the height."""
+    panel = QWidget()
+    column = QVBoxLayout(panel)
+    column.setContentsMargins(0, 0, 0, 0)
+    column.addWidget(chart, 1)
+    column.addWidget(legend)
+    return panel
+
+
 class ElidedLabel(QLabel):
     """A one-line read-out that gives way to its neighbours: when it does not fit, it ends in
     "…" (a cut-off figure read as a whole one in a real X server), and the whole text is its

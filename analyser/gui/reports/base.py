@@ -68,12 +68,7 @@ def lay_out(
     split.addWidget(upper)
     split.addWidget(lower)
     split.setSizes(list(sizes))
-    if isinstance(owner, Report):
-        owner.lay_out_with_empty_states()
-        content = QWidget()
-        owner.set_content(content)
-        owner = content
-    layout = QVBoxLayout(owner)
+    layout = owner.content_column() if isinstance(owner, Report) else QVBoxLayout(owner)
     layout.setContentsMargins(0, 0, 0, 0)
     for row in header:
         if isinstance(row, QLayout):
@@ -198,8 +193,17 @@ class Report(QWidget):
         self.stack.addWidget(self.message)
 
     def set_content(self, content: QWidget) -> None:
+        """Show ``content`` under the empty states (:meth:`lay_out_with_empty_states`)."""
         self.stack.addWidget(content)
         self._content = content
+
+    def content_column(self) -> QVBoxLayout:
+        """Lay the report out with its empty states over a content widget, and return the
+        content's column layout for the caller to fill."""
+        self.lay_out_with_empty_states()
+        content = QWidget()
+        self.set_content(content)
+        return QVBoxLayout(content)
 
     def show_message(self, text: str) -> None:
         """Show ``text`` instead of the content (after :meth:`clear`)."""

@@ -51,7 +51,7 @@ from analyser.gui.model.insights import (
 from analyser.gui.model.units_text import in_units
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report, lay_out
-from analyser.gui.widgets import Banner, FilterTable, LegendLabel, make_plot
+from analyser.gui.widgets import Banner, FilterTable, LegendLabel, chart_panel, make_plot
 
 EFFECT_LABELS = {k: QUANTITIES[k].title for k in EFFECT_KEYS}
 
@@ -112,11 +112,7 @@ class InsightsReport(Report):
 
         self.plot = make_plot(left="tiles", bottom="memory per tile", mouse=False)
         self.legend = LegendLabel()
-        self.chart_panel = QWidget()
-        cp = QVBoxLayout(self.chart_panel)
-        cp.setContentsMargins(0, 0, 0, 0)
-        cp.addWidget(self.plot, 1)
-        cp.addWidget(self.legend)
+        self.chart_panel = chart_panel(self.plot, self.legend)
 
         self.top_tiles = FilterTable("Filter tiles")
         self.vertices = FilterTable("Filter vertex types")

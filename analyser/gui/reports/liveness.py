@@ -30,7 +30,14 @@ from analyser.gui.model.liveness import ALIGN_ADDED, ALIGN_REMOVED
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report, lay_out
 from analyser.gui.theme import chart_colors, label_fill, style_plot
-from analyser.gui.widgets import FilterTable, KeyValueTree, LegendLabel, make_plot, tile_curve
+from analyser.gui.widgets import (
+    FilterTable,
+    KeyValueTree,
+    LegendLabel,
+    chart_panel,
+    make_plot,
+    tile_curve,
+)
 
 #: The chart's series as the catalogue declares them: its axis title and the peaks' colour.
 LIVENESS_SERIES = SERIES["liveness"]
@@ -106,11 +113,7 @@ class LivenessReport(Report):
         self.plot = LivenessPlot()
         self.plot.stepClicked.connect(self.click_step)
         self.legend = LegendLabel()
-        self.chart_panel = QWidget()
-        cp = QVBoxLayout(self.chart_panel)
-        cp.setContentsMargins(0, 0, 0, 0)
-        cp.addWidget(self.plot, 1)
-        cp.addWidget(self.legend)
+        self.chart_panel = chart_panel(self.plot, self.legend)
 
         self.step_tree = KeyValueTree()
         self.live_table = FilterTable("Filter live variables (select one to shade its lifetime)")

@@ -57,6 +57,7 @@ from analyser.gui.widgets import (
     FilterTable,
     KeyValueTree,
     LegendLabel,
+    chart_panel,
     make_plot,
 )
 
@@ -394,11 +395,7 @@ class MemoryReport(Report):
         #: each plot costs 10-20 ms of the report's first visit)
         self._compare_plots: tuple[MemoryPlot, pg.PlotWidget] | None = None
         self.delta_items: list[pg.BarGraphItem] = []
-        self.chart_page = QWidget()
-        cl = QVBoxLayout(self.chart_page)
-        cl.setContentsMargins(0, 0, 0, 0)
-        cl.addWidget(self.plot_a, 1)
-        cl.addWidget(self.legend)
+        self.chart_page = chart_panel(self.plot_a, self.legend)
         self.tile_map = TileMap()
         self.tile_map.tileClicked.connect(self.click_tile)
         self.variables_table = FilterTable("Filter variables by name, kind, type...")

@@ -8,12 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QLabel, QSplitter, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QSplitter, QTabWidget, QWidget
 
 from analyser.core.units import MemoryUnits, fmt_bytes, fmt_change, fmt_count
 from analyser.gui.model import memory as memory_model
 from analyser.gui.model.memory import EXCHANGE_CODE, MemoryInsights
-from analyser.gui.widgets import FilterTable, KeyValueTree, nice_name
+from analyser.gui.widgets import FilterTable, KeyValueTree, headed_column, nice_name
 
 #: (column, header, kind) of each table; kind "bytes" / "count" / None picks the formatter.
 VERTEX_COLUMNS = (
@@ -61,17 +61,14 @@ class MemoryInsightsPage(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(4, 4, 4, 4)
-        self.note = QLabel(
+        lay, self.note = headed_column(
+            self,
             "Vertex state is the stored vertexInstanceState; exchange code is internal + host + "
             "global exchange code. The profile lists every compute set's vertices, outlined "
             "copies included (they share the first one's state), so each tile's stored state "
             "is split among the vertex types in proportion to their listed state there. "
-            "Double-click a row to select its tile."
+            "Double-click a row to select its tile.",
         )
-        self.note.setWordWrap(True)
-        lay.addWidget(self.note)
         split = QSplitter(Qt.Orientation.Horizontal)
         self.totals = KeyValueTree()
         split.addWidget(self.totals)

@@ -12,7 +12,7 @@ from typing import Any
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QPen
-from PySide6.QtWidgets import QGraphicsRectItem, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QGraphicsRectItem, QLabel, QWidget
 
 from analyser.core.units import MemoryUnits, axis_scale, fmt_bytes
 from analyser.gui.items import BatchedRectsItem
@@ -24,7 +24,7 @@ from analyser.gui.model.memory import block_text as block_text
 from analyser.gui.model.memory import layout_title as layout_title
 from analyser.gui.palette import hex_color
 from analyser.gui.theme import chart_colors
-from analyser.gui.widgets import LegendLabel, make_plot, nice_name
+from analyser.gui.widgets import LegendLabel, headed_column, make_plot, nice_name
 
 #: Region bands behind the blocks (palette memory_regions), drawn faint.
 REGION_ALPHA = 40
@@ -37,11 +37,7 @@ class MemoryMapPlot(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(0, 0, 0, 0)
-        self.title = QLabel("")
-        self.title.setWordWrap(True)
-        lay.addWidget(self.title)
+        lay, self.title = headed_column(self, margin=0)
         self.plot = make_plot(bottom="liveness step", mouse=True)
         self.plot.getPlotItem().getAxis("left").setWidth(62)
         # step numbers take no SI prefix (the empty plot's "(x0.001)" put the axis title off
@@ -175,18 +171,15 @@ class MemoryMapPage(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(4, 4, 4, 4)
-        self.header = QLabel(
+        lay, self.header = headed_column(
+            self,
             "Modelled layout: the profile stores bytes per tile, category and variable, not "
             "addresses, so the simulator lays them out with a documented policy (code first in "
             "non-interleaved memory; always-live variables, then the others sharing addresses "
             "when their live ranges do not overlap, largest first in interleaved memory). It is "
             "not a compiler's allocation. Click a block to name it; click a tile in "
-            "'Memory per tile' to map it."
+            "'Memory per tile' to map it.",
         )
-        self.header.setWordWrap(True)
-        lay.addWidget(self.header)
         #: A's and B's maps, built when first drawn (B's in compare mode only): each is a
         #: pyqtgraph plot, 10-20 ms to build, and the Memory Report opens on another tab
         self._map_a: MemoryMapPlot | None = None

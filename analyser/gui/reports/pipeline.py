@@ -14,12 +14,10 @@ import html
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import (
     QGridLayout,
     QHeaderView,
-    QLabel,
     QScrollArea,
     QSizePolicy,
     QTableWidget,
@@ -47,7 +45,7 @@ from analyser.gui.palette import hex_color, qcolor
 from analyser.gui.reports.base import Report
 from analyser.gui.reports.trace.panels import _item
 from analyser.gui.theme import chart_colors, style_plot
-from analyser.gui.widgets import compact_rows
+from analyser.gui.widgets import compact_rows, wrapped_label
 from analyser.literal import html as lit
 
 #: Box colours per pass (shared palette "passes").
@@ -78,9 +76,7 @@ class PipelineChartView(QWidget):
         super().__init__(parent)
         lay = QGridLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
-        self.header = QLabel("")
-        self.header.setWordWrap(True)
-        self.header.setTextFormat(Qt.TextFormat.RichText)
+        self.header = wrapped_label(rich=True)
         lay.addWidget(self.header, 0, 0, 1, 2)
         self.chart = pg.PlotWidget(enableMenu=False)
         style_plot(self.chart)
@@ -440,9 +436,7 @@ class PipelineReport(Report):
         header.setStretchLastSection(False)
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.table.setMaximumHeight(220)
-        self.explain = QLabel("")
-        self.explain.setWordWrap(True)
-        self.explain.setTextFormat(Qt.TextFormat.RichText)
+        self.explain = wrapped_label(rich=True)
         lay.addWidget(self.view_a, 3)
         lay.addWidget(self.explain)
         lay.addWidget(self.table, 1)

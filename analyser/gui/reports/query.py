@@ -57,9 +57,7 @@ class QueryReport(Report):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.lay_out_with_empty_states()
-        content = QWidget()
-        layout = QVBoxLayout(content)
+        layout = self.content_column()
         self.editor = QPlainTextEdit()
         self.editor.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         self.editor.setPlainText(EXAMPLE)
@@ -103,7 +101,6 @@ class QueryReport(Report):
         split.addWidget(self.view)
         split.setSizes([160, 600])
         layout.addWidget(split)
-        self.set_content(content)
         for keys in ("Ctrl+Return", "Ctrl+Enter"):
             QShortcut(QKeySequence(keys), self.editor, activated=self.run_query)
         self.error: str | None = None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QWidget
 
 from analyser.gui.model import data
 from analyser.gui.model import operations as ops_model
@@ -35,9 +35,7 @@ class RooflineReport(Report):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.lay_out_with_empty_states()
-        content = QWidget()
-        layout = QVBoxLayout(content)
+        layout = self.content_column()
         self.header = QLabel()
         self.header.setWordWrap(True)
         self.plot = make_plot("FLOPs per cycle (log)", "FLOPs per byte exchanged (log)")
@@ -54,7 +52,6 @@ class RooflineReport(Report):
         layout.addWidget(self.plot, 1)
         layout.addWidget(self.legend)
         layout.addWidget(self.picked)
-        self.set_content(content)
         self.points: dict[str, pg.ScatterPlotItem] = {}
 
     def chart_widget(self) -> QWidget:

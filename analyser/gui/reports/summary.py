@@ -28,6 +28,7 @@ from analyser.gui.reports.base import MessagePanel, Report
 from analyser.gui.widgets import (
     KeyValueTree,
     LegendLabel,
+    chart_panel,
     color_delta_item,
     make_plot,
     stacked_bars,
@@ -56,11 +57,7 @@ class SummaryReport(Report):
         self.plot.getPlotItem().getViewBox().invertY(True)  # IPU 0 on top, as in the trace
         self.plot.setMinimumHeight(140)
         self.legend = LegendLabel()
-        self.chart_panel = QWidget()
-        chart_layout = QVBoxLayout(self.chart_panel)
-        chart_layout.setContentsMargins(0, 0, 0, 0)
-        chart_layout.addWidget(self.plot, 1)
-        chart_layout.addWidget(self.legend)
+        self.chart_panel = chart_panel(self.plot, self.legend)
         self.no_exec = MessagePanel("")
 
         config_page = QWidget()

@@ -18,7 +18,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
-    QVBoxLayout,
     QWidget,
 )
 
@@ -28,7 +27,7 @@ from analyser.gui.model.trace import BSP_STATES, TYPES_OF_STATE, BspStates, blen
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.trace.lane_items import LANE_AXIS_PX
 from analyser.gui.theme import style_plot
-from analyser.gui.widgets import PoolTask, Relay
+from analyser.gui.widgets import PoolTask, Relay, headed_column, wrapped_label
 
 #: Wheel zoom factor over the tiles per wheel notch.
 WHEEL_ZOOM = 1.25
@@ -67,14 +66,8 @@ class BspView(QWidget):
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(4, 4, 4, 4)
-        self.label = QLabel("")
-        self.label.setWordWrap(True)
-        lay.addWidget(self.label)
-        self.legend = QLabel("")
-        self.legend.setTextFormat(Qt.TextFormat.RichText)
-        self.legend.setWordWrap(True)
+        lay, self.label = headed_column(self)
+        self.legend = wrapped_label(rich=True)
         lay.addWidget(self.legend)
         bar = QHBoxLayout()
         self.profile_label = QLabel("Profile:")

@@ -48,7 +48,7 @@ from analyser.gui.model.trace import (
 )
 from analyser.gui.palette import qcolor
 from analyser.gui.theme import style_plot
-from analyser.gui.widgets import FilterTable, compact_rows
+from analyser.gui.widgets import FilterTable, compact_rows, headed_column, wrapped_label
 
 #: Most search hits listed in the results table (the total is always shown).
 MAX_LISTED_HITS = 2000
@@ -93,14 +93,8 @@ class RangeSummaryPanel(QWidget):
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(4, 4, 4, 4)
-        self.header = QLabel("")
-        self.header.setWordWrap(True)
-        lay.addWidget(self.header)
-        self.explain = QLabel("")
-        self.explain.setWordWrap(True)
-        self.explain.setTextFormat(Qt.TextFormat.RichText)
+        lay, self.header = headed_column(self)
+        self.explain = wrapped_label(rich=True)
         self.explain.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         self.table = _table(["", "cycles", "share", "steps"])
         header = self.table.horizontalHeader()
