@@ -172,16 +172,9 @@ def load_rows(path: str | Path = REFERENCES) -> list[Row]:
             raise ValueError(f"{where}: unknown field(s) {sorted(extra)}.")
         rows.append(
             Row(
-                id=entry["id"],
+                **{name: entry[name] for name in TEXT_FIELDS},  # as checked above
                 quantity=quantity,
                 figure=float(figure),
-                units=entry["units"],
-                measures=entry["measures"],
-                configuration=entry["configuration"],
-                source=entry["source"],
-                url=entry["url"],
-                config_source=entry["config_source"],
-                mechanism=entry["mechanism"],
                 config=config,
                 rows=refs,
                 approximate=bool(entry.get("approximate", False)),
