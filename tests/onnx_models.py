@@ -13,6 +13,23 @@ def w(name, *shape):
     return nh.from_array(np.zeros(shape, np.float32), name)
 
 
+def conv3x3(inputs, output, name, **attrs):
+    """A 3 x 3 Conv padded to keep its map's size (``strides``, ``group`` in ``attrs``)."""
+    return h.make_node(
+        "Conv", inputs, [output], name=name, kernel_shape=[3, 3], pads=[1, 1, 1, 1], **attrs
+    )
+
+
+def transpose(x, y, name, perm):
+    """A Transpose node of ``x`` into ``y``."""
+    return h.make_node("Transpose", [x], [y], name=name, perm=perm)
+
+
+def einsum_node(inputs, output, name, equation):
+    """An Einsum node."""
+    return h.make_node("Einsum", inputs, [output], name=name, equation=equation)
+
+
 def model(nodes, inputs, outputs, inits, opset=17, name="m"):
     g = h.make_graph(nodes, name, inputs, outputs, inits)
     return h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
@@ -36,15 +53,7 @@ def mlp(batch="batch"):
 def cnn():
     """Strided stem, grouped 3x3, depthwise 3x3 with stride 2, pooling and a classifier."""
     nodes = [
-        h.make_node(
-            "Conv",
-            ["x", "c1"],
-            ["a"],
-            name="/stem/conv/Conv",
-            kernel_shape=[3, 3],
-            strides=[2, 2],
-            pads=[1, 1, 1, 1],
-        ),
+        conv3x3(["x", "c1"], "a", "/stem/conv/Conv", strides=[2, 2]),
         h.make_node(
             "BatchNormalization",
             ["a", "s1", "b1", "m1", "v1"],
@@ -52,25 +61,8 @@ def cnn():
             name="/stem/bn/BatchNormalization",
         ),
         h.make_node("Relu", ["b"], ["c"], name="/stem/relu/Relu"),
-        h.make_node(
-            "Conv",
-            ["c", "c2"],
-            ["d"],
-            name="/block/grouped/Conv",
-            kernel_shape=[3, 3],
-            pads=[1, 1, 1, 1],
-            group=4,
-        ),
-        h.make_node(
-            "Conv",
-            ["d", "c3", "cb3"],
-            ["e"],
-            name="/block/dw/Conv",
-            kernel_shape=[3, 3],
-            strides=[2, 2],
-            pads=[1, 1, 1, 1],
-            group=32,
-        ),
+        conv3x3(["c", "c2"], "d", "/block/grouped/Conv", group=4),
+        conv3x3(["d", "c3", "cb3"], "e", "/block/dw/Conv", strides=[2, 2], group=32),
         h.make_node("HardSwish", ["e"], ["f"], name="/block/act/HardSwish"),
         h.make_node(
             "MaxPool", ["f"], ["g"], name="/pool/MaxPool", kernel_shape=[2, 2], strides=[2, 2]
@@ -116,35 +108,19 @@ def transformer(einsum: bool, seq="seq", hid=64, heads=4, opset=17):
             h.make_node("Reshape", [f"{p}1", "split_heads"], [f"{p}2"], name=f"/attn/{p}/Reshape")
         )
     if einsum:
-        n.append(
-            h.make_node(
-                "Einsum", ["q2", "k2"], ["s0"], name="/attn/Einsum", equation="bqhd,bkhd->bhqk"
-            )
-        )
+        n.append(einsum_node(["q2", "k2"], "s0", "/attn/Einsum", "bqhd,bkhd->bhqk"))
     else:
-        n.append(
-            h.make_node("Transpose", ["q2"], ["qt"], name="/attn/Transpose", perm=[0, 2, 1, 3])
-        )
-        n.append(
-            h.make_node("Transpose", ["k2"], ["kt"], name="/attn/Transpose_1", perm=[0, 2, 3, 1])
-        )
+        n.append(transpose("q2", "qt", "/attn/Transpose", [0, 2, 1, 3]))
+        n.append(transpose("k2", "kt", "/attn/Transpose_1", [0, 2, 3, 1]))
         n.append(h.make_node("MatMul", ["qt", "kt"], ["s0"], name="/attn/MatMul"))
     n.append(h.make_node("Mul", ["s0", "scale"], ["s1"], name="/attn/Mul"))
     n.append(h.make_node("Softmax", ["s1"], ["p"], name="/attn/Softmax", axis=-1))
     if einsum:
-        n.append(
-            h.make_node(
-                "Einsum", ["p", "v2"], ["c0"], name="/attn/Einsum_1", equation="bhqk,bkhd->bqhd"
-            )
-        )
+        n.append(einsum_node(["p", "v2"], "c0", "/attn/Einsum_1", "bhqk,bkhd->bqhd"))
     else:
-        n.append(
-            h.make_node("Transpose", ["v2"], ["vt"], name="/attn/Transpose_2", perm=[0, 2, 1, 3])
-        )
+        n.append(transpose("v2", "vt", "/attn/Transpose_2", [0, 2, 1, 3]))
         n.append(h.make_node("MatMul", ["p", "vt"], ["c1"], name="/attn/MatMul_1"))
-        n.append(
-            h.make_node("Transpose", ["c1"], ["c0"], name="/attn/Transpose_3", perm=[0, 2, 1, 3])
-        )
+        n.append(transpose("c1", "c0", "/attn/Transpose_3", [0, 2, 1, 3]))
     # the merged-heads shape computed from the input's Shape (exporters do this)
     n.append(h.make_node("Shape", ["x"], ["xs"], name="/attn/Shape"))
     n.append(h.make_node("Reshape", ["c0", "xs"], ["c"], name="/attn/Reshape_3"))
