@@ -21,12 +21,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import fresh_runs  # benchmarks/fresh_runs.py
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -118,17 +118,7 @@ def main() -> int:
         ap.error(f"unknown benchmark(s) {unknown}; choose from {', '.join(BENCHES)}")
     print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}")
     for name in args.names or list(BENCHES):
-        runs = []
-        for _ in range(args.repeats):
-            out = subprocess.run(
-                [sys.executable, __file__, "--one", name],
-                capture_output=True,
-                text=True,
-                cwd=ROOT,
-                check=True,
-            )
-            runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
-        med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+        med = fresh_runs.medians(__file__, name, args.repeats)
         spec = BENCHES[name]
         ok = med["end_to_end_s"] < spec["target_s"]
         if "target_rss_gb" in spec:

@@ -23,13 +23,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+import fresh_runs  # benchmarks/fresh_runs.py
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -168,18 +167,7 @@ def main() -> int:
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start")
 
     def med(which: str) -> dict:
-        runs = []
-        for _ in range(args.repeats):
-            out = subprocess.run(
-                [sys.executable, __file__, "--one", which],
-                capture_output=True,
-                text=True,
-                cwd=ROOT,
-            )
-            if out.returncode:
-                sys.exit(out.stderr[-3000:])
-            runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
-        return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+        return fresh_runs.medians(__file__, which, args.repeats)
 
     ipus = [int(x) for x in args.ipus.split(",")]
     res = {n: med(str(n)) for n in ipus}
