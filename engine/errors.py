@@ -21,4 +21,12 @@ class ModelError(EngineError):
     """A model cannot be built with the given parameters."""
 
 
-__all__ = ["ConfigError", "EngineError", "ModelError", "TargetError"]
+def first_problem(exc, what: str) -> str:
+    """``field: message`` of the first error of a pydantic ValidationError (``what`` stands for
+    the field when the error names none: a problem with the whole table)."""
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"]) or what
+    return f"{loc}: {err['msg']}"
+
+
+__all__ = ["ConfigError", "EngineError", "ModelError", "TargetError", "first_problem"]

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from engine.errors import TargetError
+from engine.errors import TargetError, first_problem
 
 KiB = 1024
 MiB = 1024 * 1024
@@ -457,9 +457,7 @@ def get_target(name: str = "mk2", overrides: dict[str, Any] | None = None) -> Ta
     try:
         return Target(**base)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"]) or "target"
-        raise TargetError(f"target_overrides: {loc}: {err['msg']}.") from None
+        raise TargetError(f"target_overrides: {first_problem(exc, 'target')}.") from None
 
 
 __all__ = [

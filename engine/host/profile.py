@@ -36,7 +36,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from engine.errors import ConfigError
+from engine.errors import ConfigError, first_problem
 from profiles.inputs import read_regular
 
 #: Every transform the host model knows, and what it does to the image (docs/engine.md).
@@ -153,9 +153,7 @@ def _parse(text: str, where: str) -> HostProfile:
     try:
         return HostProfile(**raw)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"]) or "host profile"
-        raise ConfigError(f"host_profile {where}: {loc}: {err['msg']}.") from None
+        raise ConfigError(f"host_profile {where}: {first_problem(exc, 'host profile')}.") from None
     except TypeError as exc:
         raise ConfigError(f"host_profile {where}: {exc}.") from None
 
