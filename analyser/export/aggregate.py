@@ -47,6 +47,7 @@ from analyser.export.trace import (
     _chrome_metadata,
     _lp,
     _Prepared,
+    _Rows,
     _write_perfetto,
     analysis_source,
     chrome_header,
@@ -368,9 +369,9 @@ def export_aggregated(
                 if level != "steps":
                     fh.write(tracks.descriptors)
             if level == "steps" and tracks is None:
-                chrome_steps(p, fh, ranges, progress, n_steps, 0)
+                chrome_steps(p, fh, ranges, _Rows(progress, n_steps))
             elif level == "steps":
-                _write_perfetto(p, fh, ranges, "", progress, n_steps, 0)
+                _write_perfetto(p, fh, ranges, "", _Rows(progress, n_steps))
             else:
 
                 def emit(runs: _Runs) -> None:

@@ -102,8 +102,8 @@ def export_diff_trace(a: Analysis, b: Analysis, out: str | os.PathLike[str]) -> 
         for block in _delta_events(pb, d, pid):
             raw.write(block)
         raw.flush()
-        chrome_steps(pa, fh, pa.ranges(None), None, 0, 0, pid0=0)
-        chrome_steps(pb, fh, pb.ranges(None), None, 0, 0, pid0=pa.n_ipus)
+        chrome_steps(pa, fh, pa.ranges(None), pid0=0)
+        chrome_steps(pb, fh, pb.ranges(None), pid0=pa.n_ipus)
         removed = d["removed"]
         fh.write(
             "\n],"

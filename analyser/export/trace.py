@@ -194,6 +194,32 @@ def _pipelined(
             yield n, fut.result()
 
 
+@dataclass
+class _Rows:
+    """The steps written so far (``done``) of ``total``, told to ``progress`` as they go: one
+    counter across the files of an export split by run."""
+
+    progress: ProgressFn | None = None
+    total: int = 0
+    done: int = 0
+
+    def write(
+        self,
+        p: _Prepared,
+        ranges: list[tuple[int, int]],
+        fmt: FormatFn,
+        write: Callable[[Any], Any],
+    ) -> None:
+        """Write with ``write`` the byte blocks ``fmt`` makes of the steps of ``ranges``
+        (:func:`_pipelined`), counting them."""
+        for n, blocks in _pipelined(p, ranges, fmt):
+            for block in blocks:
+                write(block)
+            self.done += n
+            if self.progress:
+                self.progress(self.done, self.total)
+
+
 # ---------------------------------------------------------------------------------------------
 # Chrome trace-event JSON
 # ---------------------------------------------------------------------------------------------
@@ -310,30 +336,25 @@ def _write_chrome(
     fh: IO[str],
     ranges: list[tuple[int, int]],
     title: str,
-    progress: ProgressFn | None,
-    total_rows: int,
-    done0: int,
-) -> int:
+    rows: _Rows,
+) -> None:
     """Chrome trace-event JSON; each chunk of steps is formatted by :class:`RowBytes` (numpy),
     one "X" event per step and a "C" memory counter event where the value changes."""
     chrome_header(fh, str(p.src.path), p.clock, title)
     fh.write(",\n".join(_chrome_metadata(p)))
-    done = chrome_steps(p, fh, ranges, progress, total_rows, done0)
+    chrome_steps(p, fh, ranges, rows)
     fh.write("\n]}\n")
-    return done
 
 
 def chrome_steps(
     p: _Prepared,
     fh: IO[str],
     ranges: list[tuple[int, int]],
-    progress: ProgressFn | None,
-    total_rows: int,
-    done0: int,
+    rows: _Rows | None = None,
     pid0: int = 0,
-) -> int:
+) -> None:
     """The steps of ``ranges`` as Chrome events, each preceded by ``,\\n`` (IPU i is process
-    ``pid0 + i``); returns the rows done."""
+    ``pid0 + i``), counted in ``rows``."""
     names = _json_table(p.names)
     # small fields looked up whole: category + pid + tid by (type, IPU), the phase with its key
     cat_pid_tid = byte_table(
@@ -405,17 +426,8 @@ def chrome_steps(
             blocks += k.blocks(workers=1)
         return blocks
 
-    done = done0
-    for n, blocks in _pipelined(p, ranges, fmt):
-        for block in blocks:
-            if raw is not None:
-                raw.write(block)
-            else:
-                fh.write(block.tobytes().decode())
-        done += n
-        if progress:
-            progress(done, total_rows)
-    return done
+    write = raw.write if raw is not None else lambda block: fh.write(block.tobytes().decode())
+    (rows or _Rows()).write(p, ranges, fmt, write)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -554,10 +566,8 @@ def _write_perfetto(
     fh: IO[bytes],
     ranges: list[tuple[int, int]],
     title: str,
-    progress: ProgressFn | None,
-    total_rows: int,
-    done0: int,
-) -> int:
+    rows: _Rows,
+) -> None:
     """Perfetto protobuf: track descriptors through ``perfetto.trace_builder``, then per step a
     slice begin (name, category = step type, cycles as a debug annotation) and end packet on
     its lane's track, plus a memory counter packet where the value changes. The step packets
@@ -592,14 +602,7 @@ def _write_perfetto(
                 counter_packets(r, t0, kind_uuid[ipu, k], p.counters.values[key, k], change)
         return list(r.blocks(workers=1))
 
-    done = done0
-    for n, blocks in _pipelined(p, ranges, fmt):
-        for block in blocks:
-            fh.write(block)
-        done += n
-        if progress:
-            progress(done, total_rows)
-    return done
+    rows.write(p, ranges, fmt, fh.write)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -646,14 +649,13 @@ def export_trace(
     with analysis_source(source) as src:
         p = _Prepared(src)
         runs: list[int | None] = list(range(p.run_starts.size)) if split_by_run else [None]
-        total = p.src.n_steps
+        rows = _Rows(progress, p.src.n_steps)
         written = []
-        done = 0
         for r in runs:
             ranges = p.ranges(r)
             path = out if r is None else out.with_name(f"{out.stem}.run{r:04d}{out.suffix}")
             title = f"{src.path.name}" + ("" if r is None else f" run {r}")
             with atomic_output(path, "wb" if fmt == "perfetto" else "w") as fh:
-                done = writer(p, fh, ranges, title, progress, total, done)
+                writer(p, fh, ranges, title, rows)
             written.append(path)
     return written
