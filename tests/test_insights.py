@@ -422,7 +422,7 @@ def test_every_rule_declares_what_it_reads_and_changes():
     for r in rules:
         code = inspect.getsource(r.evaluate)
         read = set(re.findall(r"ctx\.thresholds\.([a-z0-9_]+)", code))
-        if "ctx.memory_pressure" in code or r.category == "memory":  # Rule.run's gate
+        if "ctx.memory_pressure" in code or r.category == "memory":  # find_insights' gate
             read.add("memory_headroom")
         assert read <= set(r.thresholds), (r.id, read - set(r.thresholds))
         assert set(r.thresholds) <= set(Thresholds.__dataclass_fields__), r.id

@@ -111,6 +111,8 @@ def find_insights(
     ctx = Context(analysis, thresholds or Thresholds())
     found: list[Insight] = []
     for category in CATEGORIES:
+        if category == "memory" and not ctx.memory_pressure:
+            continue  # the memory rules answer memory pressure (each declares memory_headroom)
         for rank, rule in enumerate(rules_of(category)):
             tip = rule.run(ctx)
             if tip is not None:

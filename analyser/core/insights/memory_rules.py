@@ -2,8 +2,8 @@
 order of the IPU memory guide: each a function registered with :func:`~analyser.core.insights.
 registry.rule`, which declares its id, thresholds, the run options it changes and its docs.
 A memory rule runs only under memory pressure (:attr:`Context.memory_pressure`: out of memory,
-or headroom under ``memory_headroom``): :meth:`Rule.run <analyser.core.insights.registry.Rule.
-run>` checks it once for them all."""
+or headroom under ``memory_headroom``): :func:`~analyser.core.insights.find_insights` checks it
+once for them all."""
 
 from __future__ import annotations
 

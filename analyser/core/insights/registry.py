@@ -69,11 +69,7 @@ class Rule:
         return (self.id, *(e.id for e in self.also))
 
     def run(self, ctx: Context) -> Insight | None:
-        """The rule's finding on ``ctx``, its id and category stamped from this declaration; a
-        memory rule runs only under memory pressure (out of memory, or headroom under the
-        ``memory_headroom`` threshold, which every memory rule therefore declares)."""
-        if self.category == "memory" and not ctx.memory_pressure:
-            return None
+        """The rule's finding on ``ctx``, its id and category stamped from this declaration."""
         tip = self.evaluate(ctx)
         if tip is None:
             return None
