@@ -24,6 +24,17 @@ def check_profiles(paths) -> None:
             pass
 
 
+def add_profiles_argument(parser, help: str, nargs: str = "+") -> None:
+    """``FILE...``: the profiles a command reads, in order (``args.files``)."""
+    parser.add_argument("files", nargs=nargs, metavar="FILE", help=help)
+
+
+def add_threshold_argument(parser, help: str) -> None:
+    """``--threshold NAME=VALUE``, repeatable (``args.threshold``, a list): insight thresholds
+    overridden through :meth:`analyser.core.insights.Thresholds.with_overrides`."""
+    parser.add_argument("--threshold", action="append", default=[], metavar="NAME=VALUE", help=help)
+
+
 def add_output_arguments(parser) -> None:
     """``-o/--output OUT`` and ``--force`` of the sub-commands that write a file (report,
     export-trace), checked by :func:`analyser.output.check_output`."""

@@ -7,15 +7,12 @@ import argparse
 import json
 import sys
 
+from analyser.cli._common import add_profiles_argument
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``analyse compare`` to ``parser``."""
-    parser.add_argument(
-        "files",
-        nargs="+",
-        metavar="FILE",
-        help="two or more profiles (compared in order: A->B->C...)",
-    )
+    add_profiles_argument(parser, "two or more profiles (compared in order: A->B->C...)")
     parser.add_argument(
         "--fail-if",
         action="append",

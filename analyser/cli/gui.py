@@ -16,17 +16,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+from analyser.cli._common import add_profiles_argument
 from analyser.cli.errors import CliError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``analyse gui`` to ``parser``."""
-    parser.add_argument(
-        "files",
-        nargs="*",
-        metavar="FILE",
-        help="profile(s) to open; with two files the second is compared with the first; or the "
+    add_profiles_argument(
+        parser,
+        "profile(s) to open; with two files the second is compared with the first; or the "
         "folder analyse tune wrote (its Design space)",
+        nargs="*",
     )
     parser.add_argument("--theme", choices=("light", "dark"), help="colour theme (remembered)")
 

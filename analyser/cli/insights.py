@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+from analyser.cli._common import add_threshold_argument
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``analyse insights`` to ``parser``."""
@@ -16,13 +18,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="do not re-simulate the recommended changes (no predicted effects)",
     )
-    parser.add_argument(
-        "--threshold",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="override a threshold (repeatable), e.g. host_wait_high=0.3; "
-        "--list-thresholds shows them",
+    add_threshold_argument(
+        parser,
+        "override a threshold (repeatable), e.g. host_wait_high=0.3; --list-thresholds shows them",
     )
     parser.add_argument(
         "--list-thresholds",

@@ -6,17 +6,16 @@ from __future__ import annotations
 
 import argparse
 
-from analyser.cli._common import add_output_arguments
+from analyser.cli._common import (
+    add_output_arguments,
+    add_profiles_argument,
+    add_threshold_argument,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``analyse report`` to ``parser``."""
-    parser.add_argument(
-        "files",
-        nargs="+",
-        metavar="FILE",
-        help="profiles (.h5), in order; or the folder written by analyse tune",
-    )
+    add_profiles_argument(parser, "profiles (.h5), in order; or the folder written by analyse tune")
     parser.add_argument(
         "--format",
         choices=("html", "md", "json"),
@@ -38,12 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(the step-by-step section then shows no predicted effect; faster)",
     )
     parser.add_argument("--no-insights", action="store_true", help="leave insights out")
-    parser.add_argument(
-        "--threshold",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="override an insight threshold (see analyse insights --list-thresholds)",
+    add_threshold_argument(
+        parser, "override an insight threshold (see analyse insights --list-thresholds)"
     )
 
 

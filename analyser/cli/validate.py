@@ -11,10 +11,12 @@ import argparse
 import json
 import sys
 
+from analyser.cli._common import add_profiles_argument
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``analyse validate`` to ``parser``."""
-    parser.add_argument("files", nargs="+", metavar="FILE", help="profile files (.h5) to check")
+    add_profiles_argument(parser, "profile files (.h5) to check")
     parser.add_argument(
         "--json", action="store_true", help="print the problems as JSON (one object per file)"
     )
