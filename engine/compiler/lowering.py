@@ -475,6 +475,18 @@ def _amp_common(bi: _BackwardInputs, sel: np.ndarray) -> dict:
     return {k: v[sel] if isinstance(v, np.ndarray) else v for k, v in common.items()}
 
 
+def _add_amp_grad(
+    out: _Rows, bi: _BackwardInputs, sel: np.ndarray, operand: str, order: int, **cols
+) -> None:
+    """The gradient rows ``grad<operand>`` (type ``Grad<operand>``) of the matmuls /
+    convolutions ``sel`` (none when empty): the AMP columns they share, the forward's groups and
+    ``cols``, placed at their ops in the backward walk with sub-position 1 and ``order``."""
+    if len(sel):
+        common = dict(_amp_common(bi, sel), G=bi.fw["G"][sel])
+        block = bi.rows(sel, f"grad{operand}", f"Grad{operand}", **common, **cols)
+        out.add(block, bi.pos[sel], 1, order)
+
+
 def _batched_matmul_grad_rows(bi: _BackwardInputs) -> _Rows:
     """Batched matmuls: dA = dC x B^T and dB = A^T x dC (both operands are activations)."""
     out = _Rows([], [])
@@ -483,7 +495,6 @@ def _batched_matmul_grad_rows(bi: _BackwardInputs) -> _Rows:
     if not len(bm):
         return out
     Gb, Mb, Kb, Nb = bi.fw["G"][bm], bi.fw["M"][bm], g["k"][bm], g["n"][bm]
-    c = _amp_common(bi, bm)
     # (operand, M, K, N of the gradient matmul, its bytes in, its bytes out)
     for order, (x, Mg, Kg, Ng, b_in, b_out) in enumerate(
         (
@@ -491,8 +502,8 @@ def _batched_matmul_grad_rows(bi: _BackwardInputs) -> _Rows:
             ("B", Kb, Mb, Nb, Gb * Mb * Kb + Gb * Mb * Nb, Gb * Kb * Nb),
         )
     ):
-        grad = dict(role="gi", G=Gb, M=Mg, K=Kg, N=Ng, bytes_in=b_in * cdt, bytes_out=b_out * cdt)
-        out.add(bi.rows(bm, f"grad{x}", f"Grad{x}", **c, **grad), bi.pos[bm], 1, order)
+        grad = dict(role="gi", M=Mg, K=Kg, N=Ng, bytes_in=b_in * cdt, bytes_out=b_out * cdt)
+        _add_amp_grad(out, bi, bm, x, order, **grad)
     return out
 
 
@@ -505,55 +516,43 @@ def _matmul_grad_rows(bi: _BackwardInputs) -> _Rows:
     w, kernel, cin = g["weight_elems"], g["kernel"], g["cin"]
     am = np.flatnonzero((g["family"] == "amp") & (g["type"] != "BatchMatMul"))
     gi = am[g["in0"][am] != INPUT]  # the first layer's input needs no gradient
-    if len(gi):
-        Mi, Ki, Ni, ki, wi = fw["M"][gi], g["k"][gi], g["n"][gi], kernel[gi], w[gi]
-        out.add(
-            bi.rows(
-                gi,
-                "gradInput",
-                "GradInput",
-                **_amp_common(bi, gi),
-                role="gi",
-                G=fw["G"][gi],
-                M=Mi,
-                K=Ni * ki,
-                N=cin[gi],
-                cin=Ni,
-                kernel=ki,
-                row_width=g["out_width"][gi],
-                a_dup=ki,
-                b_weight=True,
-                bytes_in=(Mi * Ni + wi) * cdt,
-                bytes_out=Mi * Ki * cdt // ki,
-                wcast=wi if plan.weight_cast else 0,
-            ),
-            bi.pos[gi],
-            1,
-            0,
-        )
-    if len(am):
-        Ma, Ka, Na, ka, wa = fw["M"][am], g["k"][am], g["n"][am], kernel[am], w[am]
-        out.add(
-            bi.rows(
-                am,
-                "gradWeight",
-                "GradWeight",
-                **_amp_common(bi, am),
-                role="gw",
-                G=fw["G"][am],
-                M=Ka,
-                K=Ma,
-                N=Na,
-                cin=Ma,
-                a_dup=ka,
-                bytes_in=(Ma * Ka // ka + Ma * Na) * cdt,
-                bytes_out=wa * wdt,
-                weight_elems=wa,
-            ),
-            bi.pos[am],
-            1,
-            1,
-        )
+    Mi, Ki, Ni, ki, wi = fw["M"][gi], g["k"][gi], g["n"][gi], kernel[gi], w[gi]
+    _add_amp_grad(
+        out,
+        bi,
+        gi,
+        "Input",
+        0,
+        role="gi",
+        M=Mi,
+        K=Ni * ki,
+        N=cin[gi],
+        cin=Ni,
+        kernel=ki,
+        row_width=g["out_width"][gi],
+        a_dup=ki,
+        b_weight=True,
+        bytes_in=(Mi * Ni + wi) * cdt,
+        bytes_out=Mi * Ki * cdt // ki,
+        wcast=wi if plan.weight_cast else 0,
+    )
+    Ma, Ka, Na, ka, wa = fw["M"][am], g["k"][am], g["n"][am], kernel[am], w[am]
+    _add_amp_grad(
+        out,
+        bi,
+        am,
+        "Weight",
+        1,
+        role="gw",
+        M=Ka,
+        K=Ma,
+        N=Na,
+        cin=Ma,
+        a_dup=ka,
+        bytes_in=(Ma * Ka // ka + Ma * Na) * cdt,
+        bytes_out=wa * wdt,
+        weight_elems=wa,
+    )
     return out
 
 
