@@ -65,10 +65,6 @@ def generate(path: Path, layers=24, hid=1024, heads=16, inter=4096, seq=128, voc
 
     b.const = const
 
-    def lin(x, layer, k, n):
-        y = b.node("MatMul", [x, b.weight(f"{layer}.weight", (k, n))], f"/{layer}/MatMul")
-        return b.node("Add", [y, b.weight(f"{layer}.bias", (n,))], f"/{layer}/Add")
-
     def ln(x, layer):
         ins = [x, b.weight(f"{layer}.weight", (hid,)), b.weight(f"{layer}.bias", (hid,))]
         return b.node("LayerNormalization", ins, f"/{layer}/LayerNormalization", axis=-1)
@@ -100,7 +96,7 @@ def generate(path: Path, layers=24, hid=1024, heads=16, inter=4096, seq=128, voc
     for i in range(layers):
         a = f"bert/encoder/layer.{i}/attention/self"
         split = dims_of(x, f"{a}/heads", 2, [heads, dh])
-        q, k, v = (lin(x, f"{a}/{n}", hid, hid) for n in ("query", "key", "value"))
+        q, k, v = (b.linear(x, f"{a}/{n}", hid, hid) for n in ("query", "key", "value"))
         q, k, v = (
             b.node("Reshape", [y, split], f"/{a}/Reshape_{j}") for j, y in enumerate((q, k, v))
         )
@@ -115,23 +111,23 @@ def generate(path: Path, layers=24, hid=1024, heads=16, inter=4096, seq=128, voc
         c = b.node("Transpose", [c], f"/{a}/Transpose_3", perm=[0, 2, 1, 3])
         merged = dims_of(c, f"{a}/merge", 2, [hid])
         c = b.node("Reshape", [c, merged], f"/{a}/Reshape_3")
-        o = lin(c, f"bert/encoder/layer.{i}/attention/output/dense", hid, hid)
+        o = b.linear(c, f"bert/encoder/layer.{i}/attention/output/dense", hid, hid)
         o = b.node("Add", [o, x], f"/bert/encoder/layer.{i}/attention/output/Add")
         o = ln(o, f"bert/encoder/layer.{i}/attention/output/LayerNorm")
-        f = lin(o, f"bert/encoder/layer.{i}/intermediate/dense", hid, inter)
+        f = b.linear(o, f"bert/encoder/layer.{i}/intermediate/dense", hid, inter)
         g = f"bert/encoder/layer.{i}/intermediate/intermediate_act_fn"
         e = b.node("Div", [f, b.const([2.0**0.5], TensorProto.FLOAT)], f"/{g}/Div")
         e = b.node("Erf", [e], f"/{g}/Erf")
         e = b.node("Add", [e, one], f"/{g}/Add")
         e = b.node("Mul", [f, e], f"/{g}/Mul")
         e = b.node("Mul", [e, b.const([0.5], TensorProto.FLOAT)], f"/{g}/Mul_1")
-        y = lin(e, f"bert/encoder/layer.{i}/output/dense", inter, hid)
+        y = b.linear(e, f"bert/encoder/layer.{i}/output/dense", inter, hid)
         y = b.node("Add", [y, o], f"/bert/encoder/layer.{i}/output/Add")
         x = ln(y, f"bert/encoder/layer.{i}/output/LayerNorm")
     first = b.node("Gather", [x, b.const([0])], "/bert/pooler/Gather", axis=1)
-    pool = lin(first, "bert/pooler/dense", hid, hid)
+    pool = b.linear(first, "bert/pooler/dense", hid, hid)
     pool = b.node("Tanh", [pool], "/bert/pooler/activation/Tanh")
-    logits = lin(pool, "classifier", hid, 2)
+    logits = b.linear(pool, "classifier", hid, 2)
     b.nodes.append(h.make_node("Identity", [logits], ["logits"], name="/logits/Identity"))
     inputs = [
         h.make_tensor_value_info(n, TensorProto.INT64, ["batch", seq])
