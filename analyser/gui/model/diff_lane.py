@@ -108,52 +108,75 @@ def lane_of(doc_a, doc_b) -> DifferencesLane:
     )
 
 
+class ScreenBars:
+    """The lane's bars as drawn at screen resolution (:meth:`at`), from the lane's steps sorted
+    once by sign, IPU and start (a redraw then merges neighbours with one ``reduceat``)."""
+
+    def __init__(self, lane: DifferencesLane) -> None:
+        self.n_ipus = lane.n_ipus
+        self.signs: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        if not lane.delta.size:
+            return
+        x0 = lane.start.astype(float)
+        x1 = x0 + np.maximum(lane.cycles, 1)
+        height = 0.15 + 0.7 * np.abs(lane.delta) / float(np.abs(lane.delta).max())
+        sign = lane.sign
+        for s in (1, -1):  # red (B slower, or only B runs it) first, green drawn over it
+            rows = np.flatnonzero(sign == s)
+            rows = rows[np.lexsort((x0[rows], lane.ipu[rows]))]
+            if rows.size:
+                self.signs.append((s, lane.ipu[rows], x0[rows], x1[rows], height[rows]))
+
+    def at(self, t0: float, t1: float, width_px: int) -> list[tuple[int, np.ndarray]]:
+        """``[(sign, rects), ...]`` drawn between cycles ``t0`` and ``t1`` on ``width_px``
+        pixels, ``rects`` an ``(n, 4)`` array of x, y, width, height. A bar at least two pixels
+        wide is kept as it is; the narrower bars of one sign, IPU and pixel column become one
+        bar, as tall as the tallest of them, from the column's start to its longest bar's end
+        (as the timelines' level of detail draws a pixel), so a paint draws at most IPUs x
+        (pixels + 3) bars per sign whatever the number of differing steps (150,000 bars cost
+        30-45 ms a paint)."""
+        if t1 <= t0:
+            return []
+        width_px = max(1, int(width_px))
+        pw = (t1 - t0) / width_px
+        cols = width_px + 3
+        out = []
+        for s, ipu, x0, x1, height in self.signs:
+            seen = (x1 >= t0 - pw) & (x0 <= t1 + pw)
+            wide = (x1 - x0) >= 2 * pw
+            keep = np.flatnonzero(seen & wide)
+            parts = [
+                np.column_stack(
+                    [x0[keep], ipu[keep] - height[keep] / 2, x1[keep] - x0[keep], height[keep]]
+                )
+            ]
+            narrow = np.flatnonzero(seen & ~wide)  # in (IPU, start) order
+            if narrow.size:
+                pix = np.clip(np.floor((x0[narrow] - t0) / pw), -1, width_px).astype(np.int64)
+                g = ipu[narrow] * cols + pix + 1  # non-decreasing
+                first = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+                h = np.maximum.reduceat(height[narrow], first)
+                end = np.maximum.reduceat(x1[narrow], first)
+                lane_of_g, col = np.divmod(g[first], cols)
+                left = t0 + (col - 1) * pw
+                # the column filled, and on to the end of its longest bar (no hairline gaps)
+                right = np.maximum(left + pw, end)
+                parts.append(np.column_stack([left, lane_of_g - h / 2, right - left, h]))
+            rects = np.concatenate(parts)
+            if len(rects):
+                out.append((s, rects))
+        return out
+
+
 def screen_bars(
     lane: DifferencesLane, t0: float, t1: float, width_px: int
 ) -> list[tuple[int, np.ndarray]]:
-    """The lane's bars as drawn between cycles ``t0`` and ``t1`` on ``width_px`` pixels:
-    ``[(sign, rects), ...]`` (B slower first, then B faster), ``rects`` an ``(n, 4)`` array of
-    x, y, width, height. A bar at least two pixels wide is kept as it is; the narrower bars of
-    one sign, IPU and pixel column become one bar filling the column, as tall as the tallest
-    of them, from the column's start to its longest bar's end (as the timelines' level of
-    detail draws a pixel), so a paint draws at most IPUs x (pixels + 3) bars per sign whatever
-    the number of differing steps (150,000 bars cost 30-45 ms a paint)."""
-    if not lane.delta.size or t1 <= t0:
-        return []
-    width_px = max(1, int(width_px))
-    pw = (t1 - t0) / width_px
-    x0 = lane.start.astype(float)
-    x1 = x0 + np.maximum(lane.cycles, 1)
-    height = 0.15 + 0.7 * np.abs(lane.delta) / float(np.abs(lane.delta).max())
-    seen = (x1 >= t0 - pw) & (x0 <= t1 + pw)
-    wide = (x1 - x0) >= 2 * pw
-    sign = lane.sign
-    out = []
-    cols = width_px + 3
-    for s in (1, -1):
-        rows = seen & (sign == s)
-        keep = np.flatnonzero(rows & wide)
-        parts = [
-            np.column_stack(
-                [x0[keep], lane.ipu[keep] - height[keep] / 2, x1[keep] - x0[keep], height[keep]]
-            )
-        ]
-        narrow = np.flatnonzero(rows & ~wide)
-        if narrow.size:
-            pix = np.clip(np.floor((x0[narrow] - t0) / pw), -1, width_px).astype(np.int64) + 1
-            at = lane.ipu[narrow] * cols + pix
-            tall = np.zeros(lane.n_ipus * cols)
-            np.maximum.at(tall, at, height[narrow])
-            end = np.full(lane.n_ipus * cols, -np.inf)
-            np.maximum.at(end, at, x1[narrow])
-            g = np.flatnonzero(tall)
-            h = tall[g]
-            ipu, col = np.divmod(g, cols)
-            left = t0 + (col - 1) * pw
-            # the column filled, and on to the end of its longest bar (no hairline gaps)
-            right = np.maximum(left + pw, end[g])
-            parts.append(np.column_stack([left, ipu - h / 2, right - left, h]))
-        rects = np.concatenate(parts)
-        if len(rects):
-            out.append((s, rects))
-    return out
+    """The lane's bars drawn between cycles ``t0`` and ``t1`` on ``width_px`` pixels (see
+    :meth:`ScreenBars.at`; a view that redraws keeps a :class:`ScreenBars`)."""
+    return ScreenBars(lane).at(t0, t1, width_px)
+
+
+def screen_bars_of(doc_a, doc_b) -> ScreenBars:
+    """The :class:`ScreenBars` of :func:`lane_of` (cached on B per A: sorted once, off the
+    GUI thread with the lane)."""
+    return doc_b.cached(f"differences_bars:{doc_a.path}", lambda: ScreenBars(lane_of(doc_a, doc_b)))

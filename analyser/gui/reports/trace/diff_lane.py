@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QHBoxLayout, QWidget
 
 from analyser.gui.axes import CycleAxis, short_cycles
 from analyser.gui.items import BatchedRectsItem
-from analyser.gui.model.diff_lane import DifferencesLane, lane_of, screen_bars
+from analyser.gui.model.diff_lane import DifferencesLane, ScreenBars, lane_of, screen_bars_of
 from analyser.gui.palette import qcolor
 from analyser.gui.theme import style_plot
 from analyser.gui.widgets import PoolTask, Relay
@@ -101,7 +101,7 @@ class DifferencesLaneView(pg.PlotWidget):
         x_min = float(lane.start.min())
         x_end = float((lane.start + np.maximum(lane.cycles, 1)).max())
         self.bars[0].set_groups(
-            [(QBrush(colours[sign]), rects) for sign, rects in screen_bars(lane, t0, t1, width)],
+            [(QBrush(colours[sign]), rects) for sign, rects in self._screen.at(t0, t1, width)],
             bounds=QRectF(x_min, -0.5, x_end - x_min, lane.n_ipus),
         )
 
@@ -134,8 +134,9 @@ class DifferencesLaneView(pg.PlotWidget):
             self.set_lane(None)
             self.getPlotItem().setTitle(f"B − A differences unavailable: {result}", size="9pt")
             return
-        self.set_lane(result)
-        self.box.setMaximumHeight(max(LANE_HEIGHT, 80 + 24 * result.n_ipus))
+        lane, screen = result
+        self.set_lane(lane, screen)
+        self.box.setMaximumHeight(max(LANE_HEIGHT, 80 + 24 * lane.n_ipus))
         self.sync()
 
     def set_pending(self) -> None:
@@ -143,8 +144,9 @@ class DifferencesLaneView(pg.PlotWidget):
         self.set_lane(None)
         self.getPlotItem().setTitle("B − A differences: aligning the steps…", size="9pt")
 
-    def set_lane(self, lane: DifferencesLane | None) -> None:
-        """Draw ``lane`` (None: empty)."""
+    def set_lane(self, lane: DifferencesLane | None, screen: ScreenBars | None = None) -> None:
+        """Draw ``lane`` (None: empty); ``screen``: its :class:`ScreenBars` when computed
+        already."""
         self.lane = lane
         self.selected = None
         for item in self.bars:
@@ -156,6 +158,7 @@ class DifferencesLaneView(pg.PlotWidget):
         self._drawn_at = None
         if lane.delta.size:
             # red: B slower (or only B runs it); green: B faster (drawn over the red)
+            self._screen = screen if screen is not None else ScreenBars(lane)
             item = BatchedRectsItem()
             self.addItem(item)
             self.bars.append(item)
@@ -225,7 +228,11 @@ def show_differences(report, doc_a, doc_b) -> None:
     view.box.setMaximumHeight(LANE_HEIGHT)
     view.box.show()
     view.sync()
-    report._pool.start(PoolTask(lambda: lane_of(doc_a, doc_b), view.gen, view.relay))
+    report._pool.start(
+        PoolTask(
+            lambda: (lane_of(doc_a, doc_b), screen_bars_of(doc_a, doc_b)), view.gen, view.relay
+        )
+    )
 
 
 def select_difference(report, i: int) -> None:
