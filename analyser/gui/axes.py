@@ -114,6 +114,18 @@ def use_cycle_axis(plot: pg.PlotWidget | pg.PlotItem, side: str = "bottom") -> C
     return axis
 
 
+def fixed_prefix_axes(plot: pg.PlotWidget | pg.PlotItem) -> None:
+    """Turn pyqtgraph's automatic SI prefix off on every axis of ``plot`` (for axes whose
+    labels carry no units, or that format their own ticks): with it on, every range change of
+    every axis (the hidden top and right ones too) re-sets the axis label's HTML, about 450
+    ``setHtml`` calls when the Pipeline fills two profiles (issue 23 item 11)."""
+    item = plot.getPlotItem() if isinstance(plot, pg.PlotWidget) else plot
+    for side in ("left", "bottom", "right", "top"):
+        axis = item.getAxis(side)
+        if axis.autoSIPrefix:
+            axis.enableAutoSIPrefix(False)
+
+
 def short_cycles(value: float) -> str:
     """A cycle count to three significant digits with a prefix: ``245M``, ``1.25G``, ``980``."""
     v = float(value)

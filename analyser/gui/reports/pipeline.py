@@ -35,7 +35,7 @@ from analyser.core.units import (
     fmt_pct,
     fmt_pts_delta,
 )
-from analyser.gui.axes import use_cycle_axis
+from analyser.gui.axes import fixed_prefix_axes, use_cycle_axis
 from analyser.gui.items import BatchedRectsItem, PointLabelsItem
 from analyser.gui.model import data as gui_data
 from analyser.gui.model.document import Document
@@ -112,6 +112,8 @@ class PipelineChartView(QWidget):
         lay.addWidget(self.stash, 2, 1)
         lay.setRowStretch(1, 3)
         lay.setRowStretch(2, 2)
+        for plot in (self.chart, self.load, self.stash):
+            fixed_prefix_axes(plot)  # labels without units: nothing to prefix
         # sized by the space available, not by pyqtgraph's size hints: the word-wrapped header
         # makes the scroll area size the body by height-for-width, which sums the hints and
         # would push the per-stage charts below the fold
