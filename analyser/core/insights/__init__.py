@@ -91,6 +91,15 @@ def rank_insights(analysis, insights: list[Insight]) -> list[Insight]:
     return good + low + worse
 
 
+def _category_applies(ctx: Context, category: str) -> bool:
+    """Whether ``category``'s rules run: the memory rules answer memory pressure (each declares
+    ``memory_headroom``), the throughput rules read the execution (an out-of-memory profile has
+    none)."""
+    if category == "memory":
+        return ctx.memory_pressure
+    return ctx.analysis.execution is not None
+
+
 def find_insights(
     analysis,
     thresholds: Thresholds | None = None,
@@ -111,8 +120,8 @@ def find_insights(
     ctx = Context(analysis, thresholds or Thresholds())
     found: list[Insight] = []
     for category in CATEGORIES:
-        if category == "memory" and not ctx.memory_pressure:
-            continue  # the memory rules answer memory pressure (each declares memory_headroom)
+        if not _category_applies(ctx, category):
+            continue
         for rank, rule in enumerate(rules_of(category)):
             tip = rule.run(ctx)
             if tip is not None:

@@ -1,6 +1,8 @@
 """The throughput insights (what to change when the run spends its cycles badly): each a
 function registered with :func:`~analyser.core.insights.registry.rule`, which declares its id,
-thresholds, the run options it changes and its docs."""
+thresholds, the run options it changes and its docs. A throughput rule runs only on a profile
+with an execution (an out-of-memory one has none): :func:`~analyser.core.insights.find_insights`
+checks it once for them all, so ``ctx.analysis.execution`` is set here."""
 
 from __future__ import annotations
 
@@ -45,7 +47,7 @@ _D = {n: i for i, n in enumerate(schema.DESTINATIONS)}
 )
 def disable_offload(ctx: Context) -> Insight | None:
     ex = ctx.analysis.execution
-    if ex is None or not ctx.offloaded:
+    if not ctx.offloaded:
         return None
     rb = (ex.mid_rx_cycles_by_dest + ex.mid_tx_cycles_by_dest)[:, _D["remoteBuffer"]]
     i = int(np.argmax(rb))
@@ -116,8 +118,6 @@ def disable_offload(ctx: Context) -> Insight | None:
 )
 def raise_ga(ctx: Context) -> Insight | None:
     ex = ctx.analysis.execution
-    if ex is None:
-        return None
     ga = int(ctx.cfg("gradient_accumulation", 1) or 1)
     ps = ex.phase_share()
     ramp = ps["rampUp"] + ps["rampDown"] if ctx.pipelined else 0.0
@@ -192,8 +192,6 @@ def raise_ga(ctx: Context) -> Insight | None:
 )
 def raise_device_iterations(ctx: Context) -> Insight | None:
     ex = ctx.analysis.execution
-    if ex is None:
-        return None
     di = int(ctx.cfg("device_iterations", 1) or 1)
     # Device iterations amortise what is paid once per host call: the fixed round-trip overhead
     # (and, for inference pipelines, the fill and flush). Host preparation scales with the
@@ -276,7 +274,7 @@ def _image_like(ctx: Context, shape: str) -> bool:
 )
 def eight_bit_input(ctx: Context) -> Insight | None:
     ex = ctx.analysis.execution
-    if ex is None or ctx.cfg("eight_bit_input", False):
+    if ctx.cfg("eight_bit_input", False):
         return None
     info = _input_info(ctx)
     if info is None:
@@ -402,8 +400,6 @@ def _workers_to_hide(ex, workers: int) -> int | None:
 )
 def async_loader(ctx: Context) -> Insight | None:
     ex = ctx.analysis.execution
-    if ex is None:
-        return None
     # The wait the loader can hide: host wait minus the fixed round-trip overhead of the calls
     # (that part is device_iterations' business).
     i, share, fixed = ctx.loader_wait()
@@ -480,7 +476,7 @@ def async_loader(ctx: Context) -> Insight | None:
 )
 def rebalance_stages(ctx: Context) -> Insight | None:
     ex = ctx.analysis.execution
-    if ex is None or not ctx.pipelined or ex.stage_cycles.size < 2:
+    if not ctx.pipelined or ex.stage_cycles.size < 2:
         return None
     imb = ex.stage_imbalance
     if imb < ctx.thresholds.stage_imbalance:
@@ -548,7 +544,7 @@ def rebalance_stages(ctx: Context) -> Insight | None:
 )
 def io_tiles(ctx: Context) -> Insight | None:
     ex = ctx.analysis.execution
-    if ex is None or int(ctx.cfg("io_tiles", 0) or 0) > 0 or not ctx.has("io_tiles"):
+    if int(ctx.cfg("io_tiles", 0) or 0) > 0 or not ctx.has("io_tiles"):
         return None
     mid = ex.mid_rx_cycles_by_dest[:, _D["host"]] + ex.mid_tx_cycles_by_dest[:, _D["host"]]
     i = int(np.argmax(mid))
@@ -594,7 +590,7 @@ def io_tiles(ctx: Context) -> Insight | None:
 )
 def prefetch_depth(ctx: Context) -> Insight | None:
     ex = ctx.analysis.execution
-    if ex is None or not ctx.has("prefetch_depth"):
+    if not ctx.has("prefetch_depth"):
         return None
     depth = int(ctx.cfg("prefetch_depth", 1) or 1)
     want = int(ctx.thresholds.prefetch_depth)
@@ -658,8 +654,6 @@ BALANCE_AT_MOST = 5
 )
 def tile_imbalance(ctx: Context) -> Insight | None:
     ex = ctx.analysis.execution
-    if ex is None:
-        return None
     prog_names = ctx.program_column("name")
     ote = schema.PROGRAM_TYPES.index("OnTileExecute")
     is_ote = ctx.program_column("type") == ote
@@ -734,8 +728,6 @@ _MATMUL = re.compile("matmul|conv", re.IGNORECASE)
 )
 def rearrangements(ctx: Context) -> Insight | None:
     ex = ctx.analysis.execution
-    if ex is None:
-        return None
     names = ctx.program_column("name").tolist()
     rearr = np.array([_REARRANGE.search(str(n)) is not None for n in names], bool)
     if not rearr.any():
@@ -779,9 +771,8 @@ def rearrangements(ctx: Context) -> Insight | None:
     trade_off="loss scaling (as `memory.fp16`)",
 )
 def fp16_for_speed(ctx: Context) -> Insight | None:
-    ex = ctx.analysis.execution
     prec = str(ctx.cfg("precision", ""))
-    if ex is None or not prec.startswith("32") or not ctx.analysis.memory.fits:
+    if not prec.startswith("32") or not ctx.analysis.memory.fits:
         return None
     types = ctx.op_column("type").tolist() if ctx.n_ops else []
     mm = np.array([_MATMUL.search(str(t)) is not None for t in types], bool)
