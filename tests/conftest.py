@@ -92,3 +92,20 @@ def pytest_runtest_protocol(item, nextitem):
         yield
     finally:
         faulthandler.cancel_dump_traceback_later()
+
+
+# -- a small synthetic profile, written once for a test module -------------------------------------
+@pytest.fixture(scope="session")
+def synthetic_profile(tmp_path_factory):
+    """Factory for module fixtures: ``synthetic_profile(name="p.h5", **options)`` writes
+    ``profiles.synthetic.make_synthetic_profile(**options)`` as ``name`` in a new temporary
+    folder named after it and returns its path."""
+    from profiles import write_profile
+    from profiles.synthetic import make_synthetic_profile
+
+    def write(name: str = "p.h5", **options):
+        path = tmp_path_factory.mktemp(name.removesuffix(".h5")) / name
+        write_profile(path, make_synthetic_profile(**options))
+        return path
+
+    return write

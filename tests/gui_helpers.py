@@ -9,9 +9,11 @@ from profiles.synthetic import make_synthetic_profile
 
 
 def write_synthetic_profiles(
-    out: Path, stem: str, seeds_and_ga: tuple[tuple[int, int], ...], **sizes
+    tmp_path_factory, stem: str, seeds_and_ga: tuple[tuple[int, int], ...], **sizes
 ) -> tuple[Path, ...]:
-    """Write one small synthetic profile per ``(seed, gradient accumulation)`` into ``out``."""
+    """Write one small synthetic profile per ``(seed, gradient accumulation)`` into a new
+    temporary folder named after ``stem``."""
+    out = tmp_path_factory.mktemp(stem)
     paths = []
     for seed, ga in seeds_and_ga:
         path = out / f"{stem}-{seed}-ga{ga}.h5"
@@ -108,8 +110,7 @@ def synthetic_documents(tmp_path_factory, stem: str, seed: int, **sizes):
     documents [A, B], then closes them."""
     from analyser.gui.model.document import Document
 
-    out = tmp_path_factory.mktemp(stem)
-    paths = write_synthetic_profiles(out, stem, ((seed, 4), (seed, 8)), **sizes)
+    paths = write_synthetic_profiles(tmp_path_factory, stem, ((seed, 4), (seed, 8)), **sizes)
     opened = [Document.open(p) for p in paths]
     yield opened
     for d in opened:

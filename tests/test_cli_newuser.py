@@ -27,13 +27,8 @@ HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 
 
 @pytest.fixture(scope="module")
-def prof(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("newuser")
-    path = folder / "run.h5"
-    write_profile(
-        path, make_synthetic_profile(n_steps=400, n_ipus=2, tiles=32, n_programs=20, seed=3)
-    )
-    return path
+def prof(synthetic_profile) -> Path:
+    return synthetic_profile("run.h5", n_steps=400, n_ipus=2, tiles=32, n_programs=20, seed=3)
 
 
 @pytest.fixture

@@ -11,17 +11,11 @@ import pytest
 
 from analyser.cli import main
 from analyser.core.insights import find_insights
-from profiles import write_profile
-from profiles.synthetic import make_synthetic_profile
 
 
 @pytest.fixture(scope="module")
-def prof(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("newuser_more") / "run.h5"
-    write_profile(
-        path, make_synthetic_profile(n_steps=400, n_ipus=2, tiles=32, n_programs=20, seed=3)
-    )
-    return path
+def prof(synthetic_profile) -> Path:
+    return synthetic_profile("run.h5", n_steps=400, n_ipus=2, tiles=32, n_programs=20, seed=3)
 
 
 def one_sentence(err: str) -> str:

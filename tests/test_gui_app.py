@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from gui_helpers import open_in
 from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QThreadPool, QUrl
 from PySide6.QtGui import QDropEvent
 from PySide6.QtWidgets import QApplication, QMessageBox
@@ -79,12 +80,8 @@ def make_window(qtbot, settings):
 
 
 def open_and_wait(qtbot, w, *paths) -> None:
-    with qtbot.waitSignal(w.loadFinished, timeout=30000) as blocker:
-        if len(paths) == 2:
-            w.open_compare(*paths)
-        else:
-            w.open_files(list(paths))
-    assert blocker.args == [True]
+    """Open ``paths`` in ``w`` (two: compared) and check that they opened."""
+    assert open_in(qtbot, w, *paths)
 
 
 # ---------------------------------------------------------------------------------------------

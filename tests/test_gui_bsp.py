@@ -18,10 +18,8 @@ pytestmark = pytest.mark.gui
 
 
 @pytest.fixture(scope="module")
-def path(tmp_path_factory):
-    p = tmp_path_factory.mktemp("gui-bsp") / "bsp.h5"
-    write_profile(p, make_synthetic_profile(n_steps=8_000, n_ipus=2, tiles=64, n_programs=150))
-    return p
+def path(synthetic_profile):
+    return synthetic_profile("bsp.h5", n_steps=8_000, n_ipus=2, tiles=64, n_programs=150)
 
 
 @pytest.fixture

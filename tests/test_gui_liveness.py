@@ -10,20 +10,13 @@ import pytest
 
 from analyser.core.liveness import live_in
 from analyser.core.units import MemoryUnits
-from profiles import write_profile
-from profiles.synthetic import make_synthetic_profile
 
 
 @pytest.fixture(scope="module")
-def two_ipus(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("liveness") / "two-ipus.h5"
-    write_profile(
-        path,
-        make_synthetic_profile(
-            n_steps=3000, n_ipus=2, tiles=256, n_programs=200, seed=1, grad_accum=8
-        ),
+def two_ipus(synthetic_profile) -> Path:
+    return synthetic_profile(
+        "two-ipus.h5", n_steps=3000, n_ipus=2, tiles=256, n_programs=200, seed=1, grad_accum=8
     )
-    return path
 
 
 @pytest.fixture

@@ -39,9 +39,13 @@ def memory(qtbot):
     fixture = shown_report(qtbot, MemoryReport(), (1300, 820))
     r, docs = next(fixture)
 
-    def show(*paths):
+    def show(*paths, tab=None):
+        """Open ``paths`` in the report, then show its view tab ``tab`` (an attribute name)."""
         opened = open_documents((r, docs), *paths)
         QApplication.processEvents()
+        if tab is not None:
+            r.view_tabs.setCurrentWidget(getattr(r, tab))
+            QApplication.processEvents()
         return opened
 
     yield r, show
@@ -84,9 +88,7 @@ def test_variables_chart_names_are_distinct_with_full_name_tooltips(memory, path
     r, show = memory
     from analyser.gui.model import data
 
-    (doc,) = show(paths[0])
-    r.view_tabs.setCurrentWidget(r.variables_page)
-    QApplication.processEvents()
+    (doc,) = show(paths[0], tab="variables_page")
     v = data.variables(doc).sort_values("bytes", ascending=False).head(20).copy()
     long = "stage0/encoder/layer{}/attention/self/query/weights/optimiser/momentum"
     v["name"] = [long.format(i) for i in range(len(v))]  # differ only in the middle
@@ -113,9 +115,7 @@ def test_tile_memory_map_shows_the_modelled_layout_and_names_clicked_blocks(qtbo
     from analyser.core.units import fmt_bytes
 
     r, show = memory
-    (doc,) = show(paths[0])
-    r.view_tabs.setCurrentWidget(r.memory_map)
-    QApplication.processEvents()
+    (doc,) = show(paths[0], tab="memory_map")
     page = r.memory_map
     assert "Modelled layout" in page.header.text() and "not a compiler" in page.header.text()
     mem = doc.analysis.memory
@@ -149,9 +149,7 @@ def test_tile_memory_map_shows_the_modelled_layout_and_names_clicked_blocks(qtbo
 
 def test_tile_memory_map_in_compare_mode_shows_b_below_a(memory, paths):
     r, show = memory
-    show(*paths)
-    r.view_tabs.setCurrentWidget(r.memory_map)
-    QApplication.processEvents()
+    show(*paths, tab="memory_map")
     page = r.memory_map
     assert page.map_b.isVisible() and page.map_b.layout_ is not None
     assert page.map_a.title.text().startswith("A: ") and page.map_b.title.text().startswith("B: ")
@@ -165,9 +163,7 @@ def test_insights_tab_shows_vertex_and_exchange_sizes_and_goes_to_their_tiles(me
     from analyser.gui.model import data
 
     r, show = memory
-    (doc,) = show(paths[0])
-    r.view_tabs.setCurrentWidget(r.insights_page)
-    QApplication.processEvents()
+    (doc,) = show(paths[0], tab="insights_page")
     page = r.insights_page
     ins = data.memory_insights(doc)
     assert page.totals.value("Model", "Vertex state") == fmt_bytes(
@@ -189,9 +185,7 @@ def test_insights_tab_shows_vertex_and_exchange_sizes_and_goes_to_their_tiles(me
 
 def test_insights_tab_in_compare_mode_carries_both(memory, paths):
     r, show = memory
-    show(*paths)
-    r.view_tabs.setCurrentWidget(r.insights_page)
-    QApplication.processEvents()
+    show(*paths, tab="insights_page")
     page = r.insights_page
     assert page.totals.headerItem().text(3) == "Change"
     assert page.totals.section("A: IPU 0") is not None and page.totals.section("B: IPU 0")

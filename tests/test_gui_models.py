@@ -8,17 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from profiles import write_profile
-from profiles.synthetic import make_synthetic_profile
-
 
 @pytest.fixture(scope="module")
-def profile(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("models") / "p.h5"
-    write_profile(
-        path, make_synthetic_profile(n_steps=3000, n_ipus=2, tiles=256, n_programs=200, seed=3)
-    )
-    return path
+def profile(synthetic_profile) -> Path:
+    return synthetic_profile(n_steps=3000, n_ipus=2, tiles=256, n_programs=200, seed=3)
 
 
 def test_share_of_cycles_has_one_denominator(profile):

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.gui
 @pytest.fixture(scope="session")
 def pipe_paths(tmp_path_factory) -> tuple[Path, Path]:
     return write_synthetic_profiles(
-        tmp_path_factory.mktemp("gui-pipeline"),
+        tmp_path_factory,
         "pipe",
         ((5, 4), (6, 16)),
         n_steps=16_000,

@@ -14,9 +14,8 @@ pytestmark = pytest.mark.gui
 def profiles(tmp_path_factory):
     from gui_helpers import write_synthetic_profiles
 
-    out = tmp_path_factory.mktemp("gui-query")
     return write_synthetic_profiles(
-        out, "q", ((0, 4), (1, 8)), n_steps=3000, n_ipus=2, tiles=32, n_programs=40
+        tmp_path_factory, "q", ((0, 4), (1, 8)), n_steps=3000, n_ipus=2, tiles=32, n_programs=40
     )
 
 

@@ -10,8 +10,6 @@ from analyser.core.units import MemoryUnits, axis_scale, fmt_bytes
 from analyser.gui.model import tile_details
 from analyser.gui.model.errors import TileSelectionError
 from analyser.gui.model.selection import format_tile_list, parse_tile_list, toggle_pair
-from profiles import write_profile
-from profiles.synthetic import make_synthetic_profile
 
 
 def test_tile_list_parsing_round_trip():
@@ -46,11 +44,8 @@ def test_units():
 
 
 @pytest.fixture(scope="module")
-def analysis(tmp_path_factory):
-    path = tmp_path_factory.mktemp("gui-support") / "p.h5"
-    write_profile(
-        path, make_synthetic_profile(n_steps=2000, n_ipus=2, tiles=128, n_programs=150, seed=3)
-    )
+def analysis(synthetic_profile):
+    path = synthetic_profile(n_steps=2000, n_ipus=2, tiles=128, n_programs=150, seed=3)
     with Analysis.open(path) as a:
         yield a
 

@@ -38,7 +38,7 @@ def big_path(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def small_paths(tmp_path_factory) -> tuple[Path, Path]:
     return write_synthetic_profiles(
-        tmp_path_factory.mktemp("gui-trace"),
+        tmp_path_factory,
         "synthetic",
         ((1, 4), (2, 8)),
         n_steps=20_000,

@@ -14,18 +14,10 @@ from profiles import open_profile
 
 
 @pytest.fixture(scope="module")
-def prof(tmp_path_factory):
-    from profiles import write_profile
-    from profiles.synthetic import make_synthetic_profile
-
-    path = tmp_path_factory.mktemp("max-events") / "p.h5"
-    write_profile(
-        path,
-        make_synthetic_profile(
-            n_steps=8000, n_ipus=2, tiles=32, n_programs=60, device_iterations=6, grad_accum=4
-        ),
+def prof(synthetic_profile):
+    return synthetic_profile(
+        n_steps=8000, n_ipus=2, tiles=32, n_programs=60, device_iterations=6, grad_accum=4
     )
-    return path
 
 
 def _export(prof, out, n, capsys) -> dict:

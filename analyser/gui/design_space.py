@@ -25,7 +25,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QMessageBox,
-    QPushButton,
     QSplitter,
     QVBoxLayout,
     QWidget,
@@ -34,7 +33,7 @@ from PySide6.QtWidgets import (
 from analyser.core.units import MemoryUnits, axis_scale, fmt_bytes
 from analyser.gui.model import design_space as dsm
 from analyser.gui.palette import hex_color
-from analyser.gui.widgets import FilterTable, LegendLabel, make_plot, section_label
+from analyser.gui.widgets import FilterTable, LegendLabel, make_plot, push_button, section_label
 from analyser.literal import html as lit
 
 FITS = "#4e79a7"
@@ -119,10 +118,8 @@ class DesignSpaceWindow(QWidget):
         self.details.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         lay.addWidget(self.details)
         row = QHBoxLayout()
-        self.open_button = QPushButton("Open profile")
-        self.compare_button = QPushButton("Compare with start")
-        self.open_button.clicked.connect(self.open_selected)
-        self.compare_button.clicked.connect(self.compare_selected)
+        self.open_button = push_button("Open profile", self.open_selected)
+        self.compare_button = push_button("Compare with start", self.compare_selected)
         row.addWidget(self.open_button)
         row.addWidget(self.compare_button)
         row.addStretch(1)

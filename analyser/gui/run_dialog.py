@@ -38,6 +38,7 @@ from PySide6.QtWidgets import (
 
 from analyser.core.run_options import SECTION_STARTS
 from analyser.gui.whatif import WhatIfDialog
+from analyser.gui.widgets import push_button
 from analyser.literal import html as lit
 from profiles.errors import UserFacingError
 
@@ -241,10 +242,8 @@ class RunEngineDialog(QDialog):
         self.filter.setPlaceholderText("Filter options…")
         self.filter.textChanged.connect(self._apply_filter)
         top.addWidget(self.filter, 1)
-        self.load_button = QPushButton("Load TOML…")
-        self.save_button = QPushButton("Save TOML…")
-        self.load_button.clicked.connect(self._load_dialog)
-        self.save_button.clicked.connect(self._save_dialog)
+        self.load_button = push_button("Load TOML…", self._load_dialog)
+        self.save_button = push_button("Save TOML…", self._save_dialog)
         top.addWidget(self.load_button)
         top.addWidget(self.save_button)
         lay.addLayout(top)
@@ -299,8 +298,7 @@ class RunEngineDialog(QDialog):
         self.output.setPlaceholderText(
             "kept in the analyser's cache (or choose a file to write it to)"
         )
-        browse = QPushButton("…")
-        browse.clicked.connect(self._browse_output)
+        browse = push_button("…", self._browse_output)
         out_row.addWidget(self.output, 1)
         out_row.addWidget(browse)
         lay.addLayout(out_row)

@@ -11,11 +11,11 @@ import pyqtgraph as pg
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QApplication, QWidget
 
-THEMES = ("light", "dark")
-
 
 @dataclass(frozen=True)
 class ChartColors:
+    """A theme's chart colours: background, axes and text, and the grid's opacity."""
+
     background: str
     foreground: str
     grid_alpha: float
@@ -25,6 +25,8 @@ CHART_COLORS = {
     "light": ChartColors("#ffffff", "#303030", 0.25),
     "dark": ChartColors("#202226", "#d0d0d0", 0.3),
 }
+#: The themes' names (each has a style sheet in ``assets/themes``).
+THEMES = tuple(CHART_COLORS)
 
 _current = "light"
 

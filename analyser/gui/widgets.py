@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QLineEdit,
+    QPushButton,
     QSizePolicy,
     QTableView,
     QTreeWidget,
@@ -291,6 +292,13 @@ def section_label(text: str) -> QLabel:
     label = QLabel(text)
     label.setObjectName("sectionTitle")
     return label
+
+
+def push_button(text: str, on_click: Callable[[], Any]) -> QPushButton:
+    """A push button showing ``text`` that calls ``on_click`` when clicked."""
+    button = QPushButton(text)
+    button.clicked.connect(on_click)
+    return button
 
 
 def wrapped_label(text: str = "", rich: bool = False) -> QLabel:
