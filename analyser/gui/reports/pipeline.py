@@ -14,6 +14,7 @@ import html
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtCore import QCoreApplication, QEvent, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import (
     QGridLayout,
@@ -481,6 +482,23 @@ class PipelineReport(Report):
             self._explain(gui_data.comparison(doc, other))
         elif self._view_b is not None:
             self._view_b.chart.setXLink(None)
+        self._settle_layout(compared=b is not None)
+
+    def _settle_layout(self, compared: bool) -> None:
+        """Lay the body out at its final size now, before the first paint: otherwise the scroll
+        area grows the body to its height-for-width (the word-wrapped headers, two views)
+        and then shows its scroll bar, narrowing every plot, in two more layout passes, each
+        resizing and repainting the six plots (issue 23 item 11). Compared, the body is always
+        taller than the view: its scroll bar is kept on (as it would show anyway)."""
+        self.scroll.setVerticalScrollBarPolicy(
+            Qt.ScrollBarPolicy.ScrollBarAlwaysOn
+            if compared
+            else Qt.ScrollBarPolicy.ScrollBarAsNeeded
+        )
+        if self.isVisible():
+            self.body.layout().activate()
+            # the scroll area sizes its widget on a LayoutRequest: handled here, not queued
+            QCoreApplication.sendEvent(self.scroll, QEvent(QEvent.Type.LayoutRequest))
 
     def _explain(self, comparison) -> None:
         """The analysis core's explanations of the differences between the whole runs."""
