@@ -193,12 +193,6 @@ def memory_severity(ctx: Context) -> str:
     return "critical" if not ctx.analysis.memory.fits else "info"
 
 
-def addressing(share: float, tip: Insight) -> Insight:
-    """Record on ``tip`` the share of the run its change can save at most (see Insight)."""
-    tip.addresses = float(min(1.0, max(0.0, share)))
-    return tip
-
-
 def compute_share(ctx: Context) -> float:
     """Share of the run in compute (OnTileExecute) on the busiest IPU."""
     ex = ctx.analysis.execution

@@ -127,7 +127,8 @@ def finding(
 ) -> Insight:
     """The insight a rule returns: its id and category are stamped from the rule's ``@rule``
     (:meth:`analyser.core.insights.registry.Rule.run`); ``id`` only for a variant the rule
-    declares in ``also``."""
+    declares in ``also``; ``addresses``: the share of the run its change can save at most
+    (kept within 0 to 1; see :class:`Insight`)."""
     return Insight(
         id,
         title,
@@ -137,7 +138,7 @@ def finding(
         list(evidence or []),
         dict(change or {}),
         trade_off,
-        addresses=addresses,
+        addresses=float(min(1.0, max(0.0, addresses))),
     )
 
 

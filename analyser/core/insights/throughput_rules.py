@@ -13,7 +13,6 @@ import numpy as np
 
 from analyser.core.insights.context import (
     Context,
-    addressing,
     block_stages,
     compute_share,
     fp16_change,
@@ -65,34 +64,32 @@ def disable_offload(ctx: Context) -> Insight | None:
     est = m.tile_used.max(axis=1) + remote / max(1, m.tiles_per_ipu)
     full = np.flatnonzero(est > m.sram_per_tile)
     likely_oom = bool(full.size)
-    return addressing(
-        0.0 if likely_oom else share,
-        finding(
-            "Disable variable offloading",
-            "info" if likely_oom else "warning",
-            f"Streaming offloaded state to and from remote buffers takes {fmt_pct(share)} of the "
-            "run; on-chip state avoids it if the model still fits (see the predicted effect)."
-            + (
-                f" It probably does not: spread over the tiles, the state would take IPU "
-                f"{int(full[0])}'s fullest tile to about {fmt_bytes(est[full[0]])} of "
-                f"{fmt_bytes(m.sram_per_tile)}; free memory first."
-                if likely_oom
-                else ""
-            ),
-            [
-                Evidence(
-                    f"StreamCopyMid to remote buffers on IPU {i}: {fmt_int(rb[i])} cycles "
-                    f"({fmt_pct(share)}).",
-                    "Execution Trace > StreamCopyMid (remoteBuffer)",
-                ),
-                Evidence(
-                    f"remote-buffer bytes: {fmt_bytes(ctx.analysis.memory.remote_bytes)}.",
-                    "Summary > Memory",
-                ),
-            ],
-            {"offload_optimiser_state": "off"},
-            "Optimiser state moves back onto the tiles (more memory).",
+    return finding(
+        "Disable variable offloading",
+        "info" if likely_oom else "warning",
+        f"Streaming offloaded state to and from remote buffers takes {fmt_pct(share)} of the "
+        "run; on-chip state avoids it if the model still fits (see the predicted effect)."
+        + (
+            f" It probably does not: spread over the tiles, the state would take IPU "
+            f"{int(full[0])}'s fullest tile to about {fmt_bytes(est[full[0]])} of "
+            f"{fmt_bytes(m.sram_per_tile)}; free memory first."
+            if likely_oom
+            else ""
         ),
+        [
+            Evidence(
+                f"StreamCopyMid to remote buffers on IPU {i}: {fmt_int(rb[i])} cycles "
+                f"({fmt_pct(share)}).",
+                "Execution Trace > StreamCopyMid (remoteBuffer)",
+            ),
+            Evidence(
+                f"remote-buffer bytes: {fmt_bytes(ctx.analysis.memory.remote_bytes)}.",
+                "Summary > Memory",
+            ),
+        ],
+        {"offload_optimiser_state": "off"},
+        "Optimiser state moves back onto the tiles (more memory).",
+        addresses=0.0 if likely_oom else share,
     )
 
 
@@ -161,18 +158,16 @@ def raise_ga(ctx: Context) -> Insight | None:
         else "throughput.gradient_accumulation"
     )
     new = ga * 2
-    return addressing(
-        (ramp + wu + ar) / 2,
-        finding(
-            "Raise gradient accumulation",
-            "warning",
-            f"Accumulating {new} micro-batches per weight update instead of {ga} amortises the "
-            "pipeline fill / flush, the weight update and the all-reduce over more samples.",
-            ev,
-            {"gradient_accumulation": new},
-            "Larger global batch (learning-rate schedule may need retuning); more accumulator use.",
-            id=iid,
-        ),
+    return finding(
+        "Raise gradient accumulation",
+        "warning",
+        f"Accumulating {new} micro-batches per weight update instead of {ga} amortises the "
+        "pipeline fill / flush, the weight update and the all-reduce over more samples.",
+        ev,
+        {"gradient_accumulation": new},
+        "Larger global batch (learning-rate schedule may need retuning); more accumulator use.",
+        id=iid,
+        addresses=(ramp + wu + ar) / 2,
     )
 
 
@@ -213,23 +208,21 @@ def raise_device_iterations(ctx: Context) -> Insight | None:
         how += f"; pipeline fill + flush once per call: {fmt_pct(ex.ramp_share)}"
     if share < ctx.thresholds.host_call_share:
         return None
-    return addressing(
-        share * 3 / 4,
-        finding(
-            "Raise device iterations",
-            "warning",
-            f"What is paid once per host call takes {fmt_pct(share)} of the run; running {di * 4} "
-            f"iterations per host call instead of {di} spreads it over 4x the samples.",
-            [
-                Evidence(
-                    f"{ex.host_round_trips:,} host calls for {ex.samples:,} samples "
-                    f"({ex.round_trips_per_sample:.4f} per sample); {how}.",
-                    "Execution Trace > host phase",
-                )
-            ],
-            {"device_iterations": di * 4},
-            "Larger transfers per call (bigger stream buffers); the host sees results less often.",
-        ),
+    return finding(
+        "Raise device iterations",
+        "warning",
+        f"What is paid once per host call takes {fmt_pct(share)} of the run; running {di * 4} "
+        f"iterations per host call instead of {di} spreads it over 4x the samples.",
+        [
+            Evidence(
+                f"{ex.host_round_trips:,} host calls for {ex.samples:,} samples "
+                f"({ex.round_trips_per_sample:.4f} per sample); {how}.",
+                "Execution Trace > host phase",
+            )
+        ],
+        {"device_iterations": di * 4},
+        "Larger transfers per call (bigger stream buffers); the host sees results less often.",
+        addresses=share * 3 / 4,
     )
 
 
@@ -346,19 +339,17 @@ def eight_bit_input(ctx: Context) -> Insight | None:
                 )
             )
     big = share >= ctx.thresholds.input_stream_share
-    return addressing(
-        share / 2 * ctx.device_share + cast_share,
-        finding(
-            "Transfer input as 8-bit and normalise on the IPU",
-            "warning" if big or wait >= ctx.thresholds.host_wait_high else "info",
-            f"uint8 images halve the input bytes against FP16 ({dtype} now"
-            + (f", {fmt_pct(share)} of the run in input StreamCopy" if big else "")
-            + ") and move the cast and normalisation from the host to the IPU"
-            + (", shortening the host preparation the device waits for." if input_bound else "."),
-            ev,
-            {"eight_bit_input": True},
-            "A little IPU compute and memory for the cast and normalisation.",
-        ),
+    return finding(
+        "Transfer input as 8-bit and normalise on the IPU",
+        "warning" if big or wait >= ctx.thresholds.host_wait_high else "info",
+        f"uint8 images halve the input bytes against FP16 ({dtype} now"
+        + (f", {fmt_pct(share)} of the run in input StreamCopy" if big else "")
+        + ") and move the cast and normalisation from the host to the IPU"
+        + (", shortening the host preparation the device waits for." if input_bound else "."),
+        ev,
+        {"eight_bit_input": True},
+        "A little IPU compute and memory for the cast and normalisation.",
+        addresses=share / 2 * ctx.device_share + cast_share,
     )
 
 
@@ -428,37 +419,35 @@ def async_loader(ctx: Context) -> Insight | None:
         parallel = int(ex.host_model.get("parallel") or max(1, workers))
         prep_share = share + device_share  # an overlapped loader's preparation per call
         saving = min(share, max(0.0, share - max(0.0, prep_share * parallel / n - device_share)))
-    return addressing(
-        saving,
-        finding(
-            f"The device waits for the host: {title}",
-            "critical" if high else "warning",
-            f"The run is {'highly' if high else 'moderately'} input-bound: IPU {i} waits for the "
-            f"host {fmt_pct(share)} of the time (graded moderate from "
-            f"{fmt_pct(ctx.thresholds.host_wait_moderate, 0)}, high from {fmt_pct(ctx.thresholds.host_wait_high, 0)}).",
-            [
-                Evidence(
-                    f"IPU {i} waits for the host {fmt_int(ex.host_wait_cycles[i])} cycles at "
-                    "StreamCopyBegin"
-                    + (
-                        f" and {fmt_int(ex.host_exposed_cycles)} cycles between device calls "
-                        "(host lane)"
-                        if ex.host_exposed_cycles
-                        else ""
-                    )
-                    + (
-                        f", of which {fmt_int(fixed)} are the host calls' fixed overhead"
-                        if fixed
-                        else ""
-                    )
-                    + f"; the loader's part is {fmt_pct(share)} of the run.",
-                    "Execution Trace > host lane",
+    return finding(
+        f"The device waits for the host: {title}",
+        "critical" if high else "warning",
+        f"The run is {'highly' if high else 'moderately'} input-bound: IPU {i} waits for the "
+        f"host {fmt_pct(share)} of the time (graded moderate from "
+        f"{fmt_pct(ctx.thresholds.host_wait_moderate, 0)}, high from {fmt_pct(ctx.thresholds.host_wait_high, 0)}).",
+        [
+            Evidence(
+                f"IPU {i} waits for the host {fmt_int(ex.host_wait_cycles[i])} cycles at "
+                "StreamCopyBegin"
+                + (
+                    f" and {fmt_int(ex.host_exposed_cycles)} cycles between device calls "
+                    "(host lane)"
+                    if ex.host_exposed_cycles
+                    else ""
                 )
-            ],
-            change,
-            trade,
-            id=iid,
-        ),
+                + (
+                    f", of which {fmt_int(fixed)} are the host calls' fixed overhead"
+                    if fixed
+                    else ""
+                )
+                + f"; the loader's part is {fmt_pct(share)} of the run.",
+                "Execution Trace > host lane",
+            )
+        ],
+        change,
+        trade,
+        id=iid,
+        addresses=saving,
     )
 
 
@@ -515,19 +504,15 @@ def rebalance_stages(ctx: Context) -> Insight | None:
                     )
                 )
                 break
-    return addressing(
-        0.0 if full_note else 1 - 1 / imb,
-        finding(
-            "Rebalance the pipeline stages",
-            "info" if full_note else "warning",
-            f"The longest stage takes {imb:.2f}x the mean stage; the pipeline runs at the pace of "
-            "the longest."
-            + (f" Proposed split: {', '.join(splits)}." if change else "")
-            + full_note,
-            ev,
-            change,
-            "Moves memory between IPUs (check the predicted memory).",
-        ),
+    return finding(
+        "Rebalance the pipeline stages",
+        "info" if full_note else "warning",
+        f"The longest stage takes {imb:.2f}x the mean stage; the pipeline runs at the pace of "
+        "the longest." + (f" Proposed split: {', '.join(splits)}." if change else "") + full_note,
+        ev,
+        change,
+        "Moves memory between IPUs (check the predicted memory).",
+        addresses=0.0 if full_note else 1 - 1 / imb,
     )
 
 
@@ -557,23 +542,21 @@ def io_tiles(ctx: Context) -> Insight | None:
     sram = ctx.analysis.memory.sram_per_tile
     n = max(1.0, 1.05 * mb_bytes / sram)
     n_io = int(2 ** math.ceil(math.log2(n)))
-    return addressing(
-        share,
-        finding(
-            "Overlap host transfers with compute using I/O tiles",
-            "warning",
-            f"Host StreamCopy takes {fmt_pct(share)} of the run on IPU {i} and stalls compute; "
-            f"{n_io} I/O tiles (1.05 x {fmt_bytes(mb_bytes)} per micro-batch / "
-            f"{fmt_bytes(sram)} per tile, rounded up to a power of two) let it overlap.",
-            [
-                Evidence(
-                    f"StreamCopyMid to / from the host on IPU {i}: {fmt_int(mid[i])} cycles.",
-                    "Execution Trace > StreamCopyMid",
-                )
-            ],
-            {"io_tiles": n_io},
-            f"{n_io} tiles per IPU no longer compute; about 5% of each I/O tile goes to exchange code.",
-        ),
+    return finding(
+        "Overlap host transfers with compute using I/O tiles",
+        "warning",
+        f"Host StreamCopy takes {fmt_pct(share)} of the run on IPU {i} and stalls compute; "
+        f"{n_io} I/O tiles (1.05 x {fmt_bytes(mb_bytes)} per micro-batch / "
+        f"{fmt_bytes(sram)} per tile, rounded up to a power of two) let it overlap.",
+        [
+            Evidence(
+                f"StreamCopyMid to / from the host on IPU {i}: {fmt_int(mid[i])} cycles.",
+                "Execution Trace > StreamCopyMid",
+            )
+        ],
+        {"io_tiles": n_io},
+        f"{n_io} tiles per IPU no longer compute; about 5% of each I/O tile goes to exchange code.",
+        addresses=share,
     )
 
 
@@ -619,17 +602,15 @@ def prefetch_depth(ctx: Context) -> Insight | None:
                 "Execution Trace > StreamCopyBegin",
             )
         )
-    return addressing(
-        hides,
-        finding(
-            f"Raise the prefetch depth to {want}",
-            "info",
-            f"Prefetch depth {depth}: the device waits for the loader {fmt_pct(share)} of the "
-            f"time; {want} is the documented sweet spot.",
-            ev,
-            {"prefetch_depth": want},
-            "More stream buffer memory on the I/O tiles.",
-        ),
+    return finding(
+        f"Raise the prefetch depth to {want}",
+        "info",
+        f"Prefetch depth {depth}: the device waits for the loader {fmt_pct(share)} of the "
+        f"time; {want} is the documented sweet spot.",
+        ev,
+        {"prefetch_depth": want},
+        "More stream buffer memory on the I/O tiles.",
+        addresses=hides,
     )
 
 
@@ -690,23 +671,21 @@ def tile_imbalance(ctx: Context) -> Insight | None:
             )
             for i in range(imb.lost_cycles.size)
         ]
-    return addressing(
-        lost / float(ex.total_cycles or 1),
-        finding(
-            "Heavy compute sets use few tiles (tile imbalance)",
-            "warning" if share >= 0.1 else "info",
-            f"{int(bad.sum())} heavy compute sets ({fmt_pct(share)} of compute cycles) have tile "
-            f"balance below {ctx.thresholds.tile_balance}; a better tile mapping spreads them. "
-            f"Balanced, they would save at most {fmt_int(lost)} cycles (their slowest tile minus "
-            "the mean, summed over executions; less when a sync or another IPU holds the step). "
-            f"The predicted effect re-simulates the run with the worst {len(balanced)} balanced "
-            f"(measured upper bound {fmt_int(bound)} cycles): a what-if no framework offers "
-            "(balance_compute_sets), it says what a better tile mapping would gain.",
-            ev,
-            {"balance_compute_sets": balanced},
-            "Tile mapping is a graph-construction change (e.g. a tensor's layout or the "
-            "operation's split), not a run option: the change only measures the prize.",
-        ),
+    return finding(
+        "Heavy compute sets use few tiles (tile imbalance)",
+        "warning" if share >= 0.1 else "info",
+        f"{int(bad.sum())} heavy compute sets ({fmt_pct(share)} of compute cycles) have tile "
+        f"balance below {ctx.thresholds.tile_balance}; a better tile mapping spreads them. "
+        f"Balanced, they would save at most {fmt_int(lost)} cycles (their slowest tile minus "
+        "the mean, summed over executions; less when a sync or another IPU holds the step). "
+        f"The predicted effect re-simulates the run with the worst {len(balanced)} balanced "
+        f"(measured upper bound {fmt_int(bound)} cycles): a what-if no framework offers "
+        "(balance_compute_sets), it says what a better tile mapping would gain.",
+        ev,
+        {"balance_compute_sets": balanced},
+        "Tile mapping is a graph-construction change (e.g. a tensor's layout or the "
+        "operation's split), not a run option: the change only measures the prize.",
+        addresses=lost / float(ex.total_cycles or 1),
     )
 
 
@@ -747,17 +726,15 @@ def rearrangements(ctx: Context) -> Insight | None:
     ev = "; ".join(
         f"{op_names[i]}: {fmt_int(r[i])} rearrangement cycles vs {fmt_int(o[i])}" for i in idx
     )
-    return addressing(
-        float(r[bad].sum()) / float(ex.total_cycles or 1),
-        finding(
-            "Rearrangement copies cost more than the ops they feed",
-            "info",
-            f"{int(bad.sum())} operations spend more cycles in PreArrange / transpose copies than "
-            "in their own compute; reverse the operands or use a different layout.",
-            [Evidence(ev, "Operations > rearrangement programs")],
-            {},
-            "Layout changes are graph changes (no run option).",
-        ),
+    return finding(
+        "Rearrangement copies cost more than the ops they feed",
+        "info",
+        f"{int(bad.sum())} operations spend more cycles in PreArrange / transpose copies than "
+        "in their own compute; reverse the operands or use a different layout.",
+        [Evidence(ev, "Operations > rearrangement programs")],
+        {},
+        "Layout changes are graph changes (no run option).",
+        addresses=float(r[bad].sum()) / float(ex.total_cycles or 1),
     )
 
 
@@ -782,20 +759,18 @@ def fp16_for_speed(ctx: Context) -> Insight | None:
     if share < ctx.thresholds.fp32_matmul_share:
         return None
     change, scaling = fp16_change(ctx)
-    return addressing(
-        share * 3 / 4 * compute_share(ctx),
-        finding(
-            "Use FP16 for speed",
-            "warning",
-            f"FP32 matmuls / convolutions take {fmt_pct(share)} of the cycles; FP16 AMP runs 4x "
-            "the FP32 MAC rate (IPU-M2000 datasheet: 250 vs 62.5 TFLOPS) and halves their memory.",
-            [
-                Evidence(
-                    f"{int(mm.sum())} matmul / convolution operations in {prec}.",
-                    "Operations (sort by total cycles)",
-                )
-            ],
-            change,
-            f"Lower numerical range. {scaling}",
-        ),
+    return finding(
+        "Use FP16 for speed",
+        "warning",
+        f"FP32 matmuls / convolutions take {fmt_pct(share)} of the cycles; FP16 AMP runs 4x "
+        "the FP32 MAC rate (IPU-M2000 datasheet: 250 vs 62.5 TFLOPS) and halves their memory.",
+        [
+            Evidence(
+                f"{int(mm.sum())} matmul / convolution operations in {prec}.",
+                "Operations (sort by total cycles)",
+            )
+        ],
+        change,
+        f"Lower numerical range. {scaling}",
+        addresses=share * 3 / 4 * compute_share(ctx),
     )
