@@ -28,6 +28,9 @@ class BatchedRectsItem(pg.GraphicsObject):
     tests and benchmarks.
     """
 
+    #: a chart's static picture (widgets.cache_static_items caches it in charts that ask)
+    STATIC_PICTURE = True
+
     def __init__(self) -> None:
         super().__init__()
         self._groups: list[tuple[QBrush, internals.PrimitiveArray]] = []

@@ -44,6 +44,7 @@ from analyser.gui.loader import LoadResult, LoadSignals, LoadTask, make_request
 from analyser.gui.model.document import Document, Workspace
 from analyser.gui.reports.base import MessagePanel, Report
 from analyser.gui.theme import THEMES, apply_theme, current_theme
+from analyser.gui.widgets import settle_layouts
 from profiles.errors import UserFacingError
 
 APP_NAME = "IPU Graph Analyser"
@@ -440,6 +441,10 @@ class MainWindow(QMainWindow):
             # the next idle build step waits for the report shown to be painted
             self._prebuild_timer.start(PREBUILD_INTERVAL_MS)
         self.title_label.setText(self._title_text(report))
+        if hold:
+            # the fill's layout requests (texts, titles, table rows) before the first paint,
+            # not after it: else the report is painted again at its final geometry
+            settle_layouts()
         self.settings.setValue("report", report.key)
 
     def _hold_until_painted(self, report: Report) -> None:

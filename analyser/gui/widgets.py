@@ -3,6 +3,7 @@ banners, plots and stacked bar charts drawn with one item per category."""
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -11,6 +12,8 @@ import pandas as pd
 import pyqtgraph as pg
 from PySide6.QtCore import (
     QAbstractTableModel,
+    QCoreApplication,
+    QEvent,
     QModelIndex,
     QObject,
     QPersistentModelIndex,
@@ -19,8 +22,10 @@ from PySide6.QtCore import (
     Qt,
     Signal,
 )
-from PySide6.QtGui import QColor, QFont, QFontMetrics
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPixmapCache
 from PySide6.QtWidgets import (
+    QGraphicsItem,
+    QGraphicsTextItem,
     QHeaderView,
     QLabel,
     QLineEdit,
@@ -418,6 +423,56 @@ class LegendLabel(QLabel):
         self.setVisible(bool(self.entries))
 
 
+#: Item types whose picture changes only with their data, their size or the view's range:
+#: axes (with the grid lines they draw), text (axis titles, plot titles), bars and curves; also
+#: any item class with a true ``STATIC_PICTURE`` (``items.BatchedRectsItem``).
+#: Hover-highlighted, movable or numerous items (lines, regions, markers) are left alone.
+CACHED_ITEM_TYPES: tuple[type, ...] = (
+    pg.AxisItem,
+    QGraphicsTextItem,
+    pg.BarGraphItem,
+    pg.PlotCurveItem,
+)
+#: Room for the cached pictures (Qt's default, 10 MB, holds about two reports' charts).
+PIXMAP_CACHE_KB = 192 * 1024
+
+
+def cache_static_items(plot: pg.GraphicsView) -> None:
+    """Paint ``plot``'s axes, texts, bars and curves from a picture cached in device
+    coordinates (``QGraphicsItem.DeviceCoordinateCache``), from its next paint on and for items
+    added later: a repaint at the same range and size (a later visit of the report, the layout
+    passes of a first visit, a selection drawn over the chart) copies pixels instead of replaying
+    thousands of rectangles, path vertices and glyphs. Any change of an item's data, size or of
+    the view's range redraws its picture (``update()`` invalidates it)."""
+    if QPixmapCache.cacheLimit() < PIXMAP_CACHE_KB:
+        QPixmapCache.setCacheLimit(PIXMAP_CACHE_KB)
+    # new items (a redraw replaces the bars, the curves) get it before their first paint
+    # (weakly: the scene's signal must not keep the scene alive)
+    ref = weakref.ref(plot.scene())
+    plot.scene().sigPrepareForPaint.connect(lambda: _cache_items(ref()))
+
+
+def _cache_items(scene) -> None:
+    if scene is None:
+        return
+    # (NoCache -> DeviceCoordinateCache is no visual change: Qt schedules no repaint for it)
+    device = QGraphicsItem.CacheMode.DeviceCoordinateCache
+    for item in scene.items():
+        static = isinstance(item, CACHED_ITEM_TYPES) or getattr(item, "STATIC_PICTURE", False)
+        if static and item.cacheMode() != device:
+            item.setCacheMode(device)
+
+
+def settle_layouts(rounds: int = 2) -> None:
+    """Lay out now what waits to be laid out: the layout requests a report's fill posted
+    (new texts, a title, a table's rows, a plot's title row) are otherwise handled after the
+    window's next paint, which then paints everything again at the new geometry (a compare-mode
+    first visit of the Memory report painted its charts up to four times). A request handled here can
+    post another (a label's new height resizes its parent): ``rounds`` passes."""
+    for _ in range(rounds):
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
+
+
 def make_plot(
     left: str = "", bottom: str = "", parent: QWidget | None = None, mouse: bool = True
 ) -> pg.PlotWidget:
@@ -434,6 +489,7 @@ def make_plot(
         item.setMouseEnabled(x=False, y=False)
         item.hideButtons()
     plot.setMinimumHeight(160)
+    cache_static_items(plot)
     return plot
 
 

@@ -34,6 +34,7 @@ from analyser.gui.widgets import (
     FilterTable,
     KeyValueTree,
     LegendLabel,
+    cache_static_items,
     chart_panel,
     make_plot,
     tile_curve,
@@ -75,6 +76,7 @@ class LivenessPlot(pg.PlotWidget):
         item.showGrid(x=False, y=True, alpha=chart_colors().grid_alpha)
         self.n_steps = 0
         self.scene().sigMouseClicked.connect(self._on_click)
+        cache_static_items(self)
 
     def _on_click(self, event) -> None:
         if event.button() != Qt.MouseButton.LeftButton or self.n_steps == 0:

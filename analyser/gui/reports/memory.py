@@ -57,6 +57,7 @@ from analyser.gui.widgets import (
     FilterTable,
     KeyValueTree,
     LegendLabel,
+    cache_static_items,
     chart_panel,
     make_plot,
 )
@@ -140,6 +141,7 @@ class MemoryPlot(pg.PlotWidget):
         self.legend = legend
         self.scene().sigMouseClicked.connect(self._on_click)
         self.setMinimumHeight(180)
+        cache_static_items(self)
 
     def draw(
         self,
