@@ -14,6 +14,8 @@ category's rules in catalogue order (which breaks ranking ties).
 
 To add an insight: write the function in ``memory_rules.py`` or ``throughput_rules.py`` under
 ``@rule(...)``; nothing else to edit (run ``python -m analyser.core.insights.docs --write``).
+``find_insights`` runs the memory rules only under memory pressure and the throughput rules only
+on a profile with an execution: a rule does not check either.
 """
 
 from __future__ import annotations
