@@ -12,6 +12,7 @@ the operation that owns them (by the IPU's stage when a stash has no operation).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -85,10 +86,11 @@ class PipelineChart:
             return f"◀ {length(total)} of host time before the device (pan or zoom out)"
         return f"◀ {length(hidden)} more of the {length(total)} of host time before the device"
 
-    @property
+    @cached_property
     def host_before(self) -> tuple[float, float] | None:
         """(start, end) of the host's time before the device starts (preparation, the call's
-        round trip) from the host timeline, None when there is none."""
+        round trip) from the host timeline, None when there is none (computed once: the view
+        asks at every range change)."""
         h = self.host_events
         if h is None or h.empty or float(h["start"].min()) >= self.t0:
             return None
