@@ -6,7 +6,7 @@ the range summary shows A, B and B − A for the visible window.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, Qt, QThreadPool, QTimer, Signal
+from PySide6.QtCore import QCoreApplication, QEvent, Qt, QThreadPool, QTimer, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -292,6 +292,11 @@ class TraceReport(Report):
             else None
         )
         self._show_documents(doc, other)
+        if self.isVisible():
+            # the layouts the fill changed (the legend's wrap, B's timeline and the lane in the
+            # splitter, the panels' scroll bars) settle now, before the first paint, not in
+            # three more layout passes that resized and repainted every plot (issue 23 item 11)
+            QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
         if kept is not None:
             (x0, x1), row = kept
             self.timeline.set_x_range(x0, x1)
