@@ -314,6 +314,9 @@ def test_operations_layer_selector_columns_and_charts(qtbot, operations, walkthr
     # the layer's programs are its operations' programs
     op_ids, progs = r.selection_of(doc, top)
     assert set(ops["layer"].iloc[op_ids]) == {top}
+    # the tables: read when one of their tabs is shown
+    assert r.progs_table.model.rowCount() == 0
+    r.details.setCurrentWidget(r.progs_table)
     assert r.progs_table.model.rowCount() == len(progs)
     # charts: nothing drawn until shown, then the core's figures
     assert r.tile_plot is None

@@ -95,6 +95,10 @@ def test_selected_row_details_and_charts(docs, layer):
     assert "profile" not in one.variables
     pair = om.row_details([("A", a), ("B", b)], layer, name, MemoryUnits.KIB)
     assert [d.label for d in pair] == [f"A: {name}", f"B: {name}"]
+    # the summaries alone: the same rows, no tables read
+    alone = om.row_details([("A", a), ("B", b)], layer, name, MemoryUnits.KIB, tables=False)
+    assert [(d.label, d.rows) for d in alone] == [(d.label, d.rows) for d in pair]
+    assert all(d.variables is None and d.programs is None for d in alone)
     assert set(om.joined([d.variables for d in pair])["profile"]) <= {"A", "B"}
     absent = om.row_details([("A", a)], layer, "no such row", MemoryUnits.KIB)
     assert absent[0].rows == [("Status", "not in this profile")]

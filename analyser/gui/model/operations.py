@@ -185,7 +185,6 @@ def selection_of(doc: Any, layer: str, name: str) -> tuple[np.ndarray, np.ndarra
     """(operation ids, program rows) of the row called ``name`` at ``layer`` in ``doc``: an
     operation and its programs, a layer's operations and their programs, or a program and its
     operation."""
-    ops = data.operations(doc)
     nodes = data.program_nodes(doc)
     node_op = nodes["op"].to_numpy()
     if layer == "programs":
@@ -193,9 +192,15 @@ def selection_of(doc: Any, layer: str, name: str) -> tuple[np.ndarray, np.ndarra
         progs = frame["program"].to_numpy()[frame["name"].astype(str).to_numpy() == name]
         op_ids = np.unique(node_op[progs])
         return op_ids[op_ids >= 0].astype(np.int64), progs.astype(np.int64)
+    op_ids = operation_ids(doc, layer, name)
+    return op_ids, np.flatnonzero(np.isin(node_op, op_ids))
+
+
+def operation_ids(doc: Any, layer: str, name: str) -> np.ndarray:
+    """Ids of the operations of the row called ``name`` at ``layer`` ("operations": the
+    operation, "layers": the layer's operations), without reading the programs."""
     key = "name" if layer == "operations" else "layer"
-    op_ids = np.flatnonzero(ops[key].astype(str).to_numpy() == name)
-    return op_ids.astype(np.int64), np.flatnonzero(np.isin(node_op, op_ids))
+    return np.flatnonzero(data.operations(doc)[key].astype(str).to_numpy() == name).astype(np.int64)
 
 
 def summary_rows(
@@ -249,18 +254,31 @@ class RowDetails:
 
 
 def row_details(
-    docs: Sequence[tuple[str, Any]], layer: str, name: str, units: MemoryUnits
+    docs: Sequence[tuple[str, Any]],
+    layer: str,
+    name: str,
+    units: MemoryUnits,
+    tables: bool = True,
 ) -> list[RowDetails]:
     """The details of the row called ``name`` at ``layer`` in each (tag, document): summary,
-    variables, compute sets and programs (each with a ``profile`` column when comparing)."""
+    variables, compute sets and programs (each with a ``profile`` column when comparing).
+    ``tables`` False: the summaries alone, without reading the variables, compute sets and
+    program tables (the report reads them when one of their tabs is shown)."""
     out = []
     for tag, d in docs:
         label = f"{tag}: {name}" if len(docs) > 1 else name
-        op_ids, prog_rows = selection_of(d, layer, name)
+        if tables or layer == "programs":
+            op_ids, prog_rows = selection_of(d, layer, name)
+        else:  # an operation's or a layer's programs exist only with its operations
+            op_ids = operation_ids(d, layer, name)
+            prog_rows = op_ids[:0]
         if not op_ids.size and not prog_rows.size:
             out.append(RowDetails(label, [("Status", "not in this profile")]))
             continue
         rows = summary_rows(d, layer, name, op_ids, units)
+        if not tables:
+            out.append(RowDetails(label, rows))
+            continue
         v = data.variables(d)
         v = v[np.isin(v["op"].to_numpy(), op_ids)]
         cs = data.compute_sets(d)

@@ -155,7 +155,8 @@ class OperationsReport(Report):
         self.charts_panel.layout().addWidget(self.charts_text)
         self.details.addTab(self.charts_panel, "Charts")
         self._charts_stale = True
-        self.details.currentChanged.connect(lambda _i: self._draw_charts())
+        self._tables_stale = True
+        self.details.currentChanged.connect(lambda _i: self._on_details_tab())
 
         lay_out(self, [bar], self.view, self.details, (520, 280))
         self.frame = pd.DataFrame()
@@ -270,21 +271,43 @@ class OperationsReport(Report):
         return str(self.model.raw(src.row(), self.model.column_of("name")))
 
     # ------------------------------------------------------------------ details
+    def _tagged_docs(self) -> list[tuple[str, Any]]:
+        """("A", the document) and, when comparing, ("B", the compared one)."""
+        other = [("B", self.compare_doc)] if self.compare_doc is not None else []
+        return [("A", self.document), *other]
+
     @shows_profile_problems
     def _show_details(self) -> None:
         self.summary_tree.clear()
         name = self.selected_name()
-        docs = [("A", self.document)] + (
-            [("B", self.compare_doc)] if self.compare_doc is not None else []
-        )
+        docs = self._tagged_docs()
         if name is None or self.document is None:
             for t in (self.vars_table, self.cs_table, self.progs_table):
                 t.set_frame(pd.DataFrame())
+            self._tables_stale = False
             return
         self._charts_stale = True
-        details = ops_model.row_details(docs, self.layer, name, self.units)
-        for d in details:
+        self._tables_stale = True
+        for d in ops_model.row_details(docs, self.layer, name, self.units, tables=False):
             self.summary_tree.add_section(d.label, d.rows)
+        self._fill_tables()
+        self._draw_charts()
+
+    @shows_profile_problems
+    def _fill_tables(self) -> None:
+        """The selected row's variables, compute sets and programs (A's and B's), filled when
+        one of their tabs is shown: a first visit shows the Summary tab, and reading the
+        variables and compute sets of both profiles cold took a third of a compare-mode first
+        visit (issue 23 item 11)."""
+        tables = (self.vars_table, self.cs_table, self.progs_table)
+        if not self._tables_stale or self.details.currentWidget() not in tables:
+            return
+        self._tables_stale = False
+        name = self.selected_name()
+        if name is None or self.document is None:
+            return
+        docs = self._tagged_docs()
+        details = ops_model.row_details(docs, self.layer, name, self.units)
         self.vars_table.set_frame(
             ops_model.joined([d.variables for d in details]),
             columns("variables", self.units, VARIABLE_TABLE),
@@ -296,6 +319,9 @@ class OperationsReport(Report):
         self.progs_table.set_frame(
             ops_model.joined([d.programs for d in details]), columns("programs", self.units)
         )
+
+    def _on_details_tab(self) -> None:
+        self._fill_tables()
         self._draw_charts()
 
     def selection_of(self, doc: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -326,9 +352,7 @@ class OperationsReport(Report):
         if name is None or self.document is None:
             self.charts_text.setText("")
             return
-        docs = [("A", self.document)] + (
-            [("B", self.compare_doc)] if self.compare_doc is not None else []
-        )
+        docs = self._tagged_docs()
         charts = ops_model.row_charts(docs, self.layer, name)
         for k, _ipu, cycles in charts.tile_cycles:
             tp.addItem(tile_curve(cycles, k))
