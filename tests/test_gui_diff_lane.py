@@ -164,3 +164,22 @@ def test_the_lane_is_drawn_at_screen_resolution():
             )
             assert on.any() and rects[on, 3].max() >= height[i] - 1e-9
     assert screen_bars(lane, t1, t0, width) == []  # an empty range draws nothing
+
+
+def test_a_lane_computed_with_the_open_is_drawn_with_the_first_fill(qtbot, report, pair):
+    """Issue 23 item 11: the loader computes a compared pair's lane with the open
+    (``warm_lane``); the report then draws it as it fills (no "aligning" placeholder, no
+    background alignment beside the fill)."""
+    from analyser.gui.model.diff_lane import ready_lane, warm_lane
+    from analyser.gui.model.document import Document
+
+    r, docs = report
+    a, b = Document.open(pair[0]), Document.open(pair[1])
+    docs.extend([a, b])
+    assert ready_lane(a, b) is None
+    warm_lane(a, b)
+    assert ready_lane(a, b) is not None
+    r.set_document(a, b)  # shown: fills at once
+    view = r.differences
+    assert view.lane is ready_lane(a, b)[0] and view.bars
+    assert "aligning" not in view.getPlotItem().titleLabel.text

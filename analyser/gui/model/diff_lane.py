@@ -180,3 +180,19 @@ def screen_bars_of(doc_a, doc_b) -> ScreenBars:
     """The :class:`ScreenBars` of :func:`lane_of` (cached on B per A: sorted once, off the
     GUI thread with the lane)."""
     return doc_b.cached(f"differences_bars:{doc_a.path}", lambda: ScreenBars(lane_of(doc_a, doc_b)))
+
+
+def ready_lane(doc_a, doc_b) -> tuple[DifferencesLane, ScreenBars] | None:
+    """The lane and its :class:`ScreenBars` when both are computed already (the loader
+    computes them with a compared pair), else None."""
+    key = f"differences_bars:{doc_a.path}"
+    if not doc_b.is_cached(key):
+        return None
+    return lane_of(doc_a, doc_b), screen_bars_of(doc_a, doc_b)
+
+
+def warm_lane(doc_a, doc_b) -> None:
+    """Compute the lane of A and B and its :class:`ScreenBars` (in the calling thread), when
+    both profiles have an execution."""
+    if doc_a.has_execution and doc_b.has_execution:
+        screen_bars_of(doc_a, doc_b)

@@ -95,6 +95,10 @@ class Document:
                 self._cache[key] = compute()
             return self._cache[key]
 
+    def is_cached(self, key: str) -> bool:
+        """True when :meth:`cached` has computed ``key`` already."""
+        return key in self._cache
+
     def close(self) -> None:
         self.analysis.close()
         self._cache.clear()

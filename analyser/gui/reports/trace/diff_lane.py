@@ -19,7 +19,13 @@ from PySide6.QtWidgets import QHBoxLayout, QWidget
 
 from analyser.gui.axes import CycleAxis, fixed_prefix_axes, short_cycles
 from analyser.gui.items import BatchedRectsItem
-from analyser.gui.model.diff_lane import DifferencesLane, ScreenBars, lane_of, screen_bars_of
+from analyser.gui.model.diff_lane import (
+    DifferencesLane,
+    ScreenBars,
+    lane_of,
+    ready_lane,
+    screen_bars_of,
+)
 from analyser.gui.palette import qcolor
 from analyser.gui.theme import style_plot
 from analyser.gui.widgets import PoolTask, Relay
@@ -225,9 +231,13 @@ def show_differences(report, doc_a, doc_b) -> None:
     view.trace_b, view._names = trace_b, None
     view.gen += 1
     style_plot(view)  # the current theme (a theme switch shows the documents again)
+    view.box.show()
+    ready = ready_lane(doc_a, doc_b)
+    if ready is not None:  # computed with the open: drawn in the report's first paint
+        view._on_done(view.gen, ready)
+        return
     view.set_pending()
     view.box.setMaximumHeight(LANE_HEIGHT)
-    view.box.show()
     view.sync()
     report._pool.start(
         PoolTask(
