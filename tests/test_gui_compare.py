@@ -5,6 +5,7 @@ overlap, Predict effect re-ranking in compare mode, per-step and per-operation t
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from gui_helpers import open_documents as _open
 from gui_helpers import shown_report
@@ -187,6 +188,28 @@ def test_status_label_does_not_squeeze_the_insight_list(qtbot, insights, walkthr
     r.progress_label.setText("Predicted effects are shown with each tip; " * 6)
     qtbot.wait(50)
     assert r.list.width() == width
+
+
+def test_insights_largest_tables_fill_when_shown(qtbot, insights, walkthrough_profiles):
+    """Issue 23 item 11: the largest vertex state and always-live variables of A and B are read
+    when their tab is shown (the first visit shows the top tiles)."""
+    from analyser.gui.model import data
+
+    r, _ = insights
+    a, b = _open(
+        insights, walkthrough_profiles["3-accumulate"], walkthrough_profiles["4-device-iterations"]
+    )
+    assert r.top_tiles.model.rowCount() > 0
+    assert r.vertices.model.rowCount() == 0 and r.always_live.model.rowCount() == 0
+    r.side_tabs.setCurrentWidget(r.always_live)
+    for table, rows in (
+        (r.vertices, data.largest_vertices),
+        (r.always_live, data.largest_always_live),
+    ):
+        frame = table.model.frame
+        assert list(frame["profile"]) == ["A"] * len(rows(a)) + ["B"] * len(rows(b))
+        shown_b = frame[frame["profile"] == "B"].drop(columns="profile").reset_index(drop=True)
+        pd.testing.assert_frame_equal(shown_b, rows(b).reset_index(drop=True))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -50,7 +50,7 @@ from analyser.gui.model.insights import (
 )
 from analyser.gui.model.units_text import in_units
 from analyser.gui.palette import hex_color
-from analyser.gui.reports.base import Report, lay_out
+from analyser.gui.reports.base import Report, lay_out, shows_profile_problems
 from analyser.gui.widgets import Banner, FilterTable, LegendLabel, chart_panel, make_plot
 
 EFFECT_LABELS = {k: QUANTITIES[k].title for k in EFFECT_KEYS}
@@ -121,6 +121,9 @@ class InsightsReport(Report):
         side.addTab(self.top_tiles, "Top tiles")
         side.addTab(self.vertices, "Largest vertex state")
         side.addTab(self.always_live, "Largest always-live variables")
+        self.side_tabs = side
+        self._largest_stale = True
+        side.currentChanged.connect(lambda _i: self._fill_largest())
 
         upper = QSplitter(Qt.Orientation.Horizontal)
         upper.addWidget(self.chart_panel)
@@ -276,21 +279,36 @@ class InsightsReport(Report):
         item.setYRange(0, top * 1.1 if top else 1, padding=0)
 
     def _fill_tables(self) -> None:
-        rows, verts, alive = [], [], []
+        rows = []
         for tag, d in self._docs():
-            mem = data.memory(d)
-            for t in mem.top_tiles:
+            for t in data.memory(d).top_tiles:
                 row = {"ipu": t.ipu, "tile": t.tile, "bytes": t.bytes, "share": t.share}
                 if tag:
                     row["profile"] = tag
                 rows.append(row)
+        self.top_tiles.set_frame(pd.DataFrame(rows), columns("tiles", self.units))
+        self._largest_stale = True
+        self._fill_largest()
+
+    @shows_profile_problems
+    def _fill_largest(self) -> None:
+        """The largest vertex state and always-live variables of A (and B), filled when one of
+        their tabs is shown: the first visit shows the top tiles, and reading both profiles'
+        variables cold was a fifth of a compare-mode first visit (issue 23 item 11)."""
+        shown = self.side_tabs.currentWidget()
+        if not self._largest_stale or shown not in (self.vertices, self.always_live):
+            return
+        self._largest_stale = False
+        if self.document is None:
+            return
+        verts, alive = [], []
+        for tag, d in self._docs():
             v = data.largest_vertices(d).copy()
             a = data.largest_always_live(d).copy()
             if tag:
                 v["profile"], a["profile"] = tag, tag
             verts.append(v)
             alive.append(a)
-        self.top_tiles.set_frame(pd.DataFrame(rows), columns("tiles", self.units))
         self.vertices.set_frame(
             pd.concat(verts, ignore_index=True), columns("vertex_types", self.units)
         )
