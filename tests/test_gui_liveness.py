@@ -60,6 +60,11 @@ def test_model_lists_every_shown_ipus_variables(doc):
     one = lvm.live_variables_table([("A", doc, step)], [1], False, compare=False)
     assert set(one["ipu"]) == {1} and len(one) == (every["ipu"] == 1).sum()
     rows = dict(lvm.step_rows(doc, step, [0, 1], MemoryUnits.BYTES))
+    # the program's figures read from its columns alone, then from the whole table: the same
+    assert not doc.is_cached("program_nodes")
+    data.program_nodes(doc)
+    assert dict(lvm.step_rows(doc, step, [0, 1], MemoryUnits.BYTES)) == rows
+    assert "Program type" in rows
     lv = data.liveness(doc)
     for ipu in (0, 1):
         assert rows[f"Not-always-live (IPU {ipu})"] == f"{int(lv.not_always_live[ipu, step]):,} B"

@@ -88,14 +88,15 @@ def step_rows(
     rows.append((prefix + "Operation", str(names[op]) if 0 <= op < len(names) else MISSING))
     prog = int(steps["program"].iloc[step])
     rows.append((prefix + "Program", str(prog)))
-    nodes = data.program_nodes(doc)
-    if 0 <= prog < len(nodes):
-        node = nodes.iloc[prog]
-        t = int(node["type"])
+    types = data.program_column(doc, "type")
+    if 0 <= prog < len(types):
+        t = int(types[prog])
         rows.append((prefix + "Program type", step_type_name(t)))
         if t >= FIRST_EXECUTING_TYPE:
-            rows.append((prefix + "Cycles (one execution)", fmt_int(int(node["cycles"]))))
-            rows.append((prefix + "Tile balance", fmt_pct(float(node["tile_balance"]))))
+            cycles = int(data.program_column(doc, "cycles")[prog])
+            balance = float(data.program_column(doc, "tile_balance")[prog])
+            rows.append((prefix + "Cycles (one execution)", fmt_int(cycles)))
+            rows.append((prefix + "Tile balance", fmt_pct(balance)))
     shown = [i for i in ipus if i < lv.not_always_live.shape[0]]
     for ipu in shown:
         rows.append(
