@@ -96,7 +96,13 @@ class RooflineReport(Report):
         """Draw one profile's points and roofs; (its header text, the binding roofs drawn)."""
         prefix = f"{side}: {doc.name}: " if compare else f"{doc.name}: "
         pts = ops_model.roofline_points(r, prefix)
-        brushes = [pg.mkBrush(hex_color("step_types", LIMIT_STEP_TYPE[lim])) for lim in pts.limits]
+        # one brush per binding roof, shared by its points: pyqtgraph renders a symbol per
+        # distinct brush object (a brush per point rendered 1,244 symbols for two profiles)
+        by_limit = {
+            lim: pg.mkBrush(hex_color("step_types", LIMIT_STEP_TYPE[lim]))
+            for lim in set(pts.limits)
+        }
+        brushes = [by_limit[lim] for lim in pts.limits]
         spots = pg.ScatterPlotItem(
             x=pts.x, y=pts.y, symbol=symbol, size=8, brush=brushes, pen=None, data=pts.names
         )
