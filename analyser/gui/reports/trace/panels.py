@@ -330,22 +330,47 @@ class StepDetailsPanel(QWidget):
         lay.setContentsMargins(4, 4, 4, 4)
         self.table = _table(["field", "value"])
         lay.addWidget(self.table, 2)
-        self.plot = pg.PlotWidget(enableMenu=False)
-        style_plot(self.plot)
-        self.plot.setLabel("bottom", "tile")
-        self.plot.setLabel("left", "cycles")
-        use_cycle_axis(self.plot, "left")
-        self.plot.setMenuEnabled(False)
-        self.curve = pg.PlotDataItem(
-            stepMode="center",
-            fillLevel=0,
-            brush=qcolor("step_types", "OnTileExecute", 160),
-            pen=None,
-        )
-        self.plot.addItem(self.curve)
-        lay.addWidget(self.plot, 3)
+        # the per-tile plot is built when the panel is first shown or a step selected (it sits
+        # in a tab behind the range summary: a pyqtgraph plot no first visit of the trace
+        # needs, issue 23 item 11)
+        self._plot: pg.PlotWidget | None = None
+        self._slot = QWidget()
+        lay.addWidget(self._slot, 3)
         self.details: dict | None = None
         self.show_details(None)
+
+    @property
+    def plot(self) -> pg.PlotWidget:
+        """The per-tile cycles plot (built on first use)."""
+        if self._plot is None:
+            plot = pg.PlotWidget(enableMenu=False)
+            style_plot(plot)
+            plot.setLabel("bottom", "tile")
+            plot.setLabel("left", "cycles")
+            use_cycle_axis(plot, "left")
+            plot.setMenuEnabled(False)
+            self._curve = pg.PlotDataItem(
+                stepMode="center",
+                fillLevel=0,
+                brush=qcolor("step_types", "OnTileExecute", 160),
+                pen=None,
+            )
+            plot.addItem(self._curve)
+            plot.setTitle("")  # the title's row, as with a step without per-tile cycles
+            self.layout().replaceWidget(self._slot, plot)
+            self._slot.deleteLater()
+            self._plot = plot
+        return self._plot
+
+    @property
+    def curve(self) -> pg.PlotDataItem:
+        """The plot's step curve of the selected step's per-tile cycles."""
+        self.plot  # noqa: B018 - builds it
+        return self._curve
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        self.plot  # noqa: B018 - the empty plot's axes show before a step is selected
 
     def show_details(self, details: dict | None, tile_cycles: np.ndarray | None = None) -> None:
         self.details = details
@@ -353,8 +378,9 @@ class StepDetailsPanel(QWidget):
             self.table.setRowCount(1)
             self.table.setItem(0, 0, _item("no step selected"))
             self.table.setItem(0, 1, _item("click a step in the timeline or a search result"))
-            self.curve.setData([], [])
-            self.plot.setTitle("")
+            if self._plot is not None:
+                self.curve.setData([], [])
+                self.plot.setTitle("")
             return
         self.table.setRowCount(len(details))
         for r, (k, v) in enumerate(details.items()):
