@@ -1055,3 +1055,17 @@ def test_compare_mode_fits_a_1280_pixel_window(qtbot, report, small_paths):
     qtbot.wait(50)
     assert r.minimumSizeHint().width() <= 1280 - 200, r.minimumSizeHint().width()
     assert r.legend.wordWrap()
+
+
+def test_the_range_summary_of_a_fill_waits_for_the_first_paint(qtbot, report, small_paths):
+    """Issue 23 item 11: the visible-range summary (a thread reading every visible row) is
+    scheduled after the report's first paint following a fill, not while the fill's first
+    paint is still to come; after it, the summary is computed as before."""
+    r, _ = report
+    r.set_document(None)
+    with qtbot.waitSignal(r.summaryReady, timeout=10_000):
+        _open(report, small_paths[0])  # shown: fills at once, the paint comes from the loop
+        assert r._details_after_paint
+        assert not r._detail_timer.isActive()
+    assert not r._details_after_paint
+    assert r.summary.header.text().startswith("Visible range")

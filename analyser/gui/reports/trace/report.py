@@ -185,6 +185,8 @@ class TraceReport(Report):
         self._detail_timer.setSingleShot(True)
         self._detail_timer.setInterval(SUMMARY_DELAY_MS)
         self._detail_timer.timeout.connect(self.update_details)
+        #: set by a fill until the report's first paint (see _start_details_after_fill)
+        self._details_after_paint = False
         self.timeline.windowChanged.connect(self._on_window)
         self.overview.windowRequested.connect(self._on_overview)
         self.timeline.stepSelected.connect(lambda row: self._on_selected(self.timeline, row))
@@ -304,6 +306,7 @@ class TraceReport(Report):
                 self.timeline.select_row(row, center=False)
 
     def _show_documents(self, doc: Document, other: Document | None) -> None:
+        self._details_after_paint = True  # the redraws below do not schedule the summary
         self.summary.units = self.details.units = self.units
         self.trace = trace_of(doc)
         self.trace_b = trace_of(other) if other is not None and other.has_execution else None
@@ -350,7 +353,8 @@ class TraceReport(Report):
         if self.trace_b is not None:
             self.timeline_b.redraw()
         # the range summary reads the visible rows: after the first paint, not before it
-        self._schedule_details()
+        self._detail_timer.stop()
+        QTimer.singleShot(1000, self, self._start_details_after_fill)
 
     def set_document(self, doc, compare_doc=None) -> None:
         # the window may already have closed the previous profile: stop everything that could
@@ -490,7 +494,22 @@ class TraceReport(Report):
         self._schedule_details()
 
     def _schedule_details(self) -> None:
+        if self._details_after_paint:
+            return  # a fill: the report's first paint starts the timer (see paintEvent)
         self._detail_timer.start()
+
+    def paintEvent(self, event) -> None:
+        super().paintEvent(event)
+        self._start_details_after_fill()
+
+    def _start_details_after_fill(self) -> None:
+        """The range summary of a fill is computed :data:`SUMMARY_DELAY_MS` after the report's
+        first paint (or a second after the fill, should no paint come), not after the fill
+        itself: on a busy machine the first paint took longer than the delay, and the
+        summary's thread (it reads every visible row) then ran beside it (issue 23 item 11)."""
+        if self._details_after_paint:
+            self._details_after_paint = False
+            self._detail_timer.start()
 
     def update_details(self) -> None:
         """Recompute the visible-range summary (in the background: it reads every visible row)
