@@ -43,15 +43,26 @@ def test_rows_cover_every_node_once_under_its_parent(docs):
         parent = int(tree.parents[node])
         above = [*tree.ancestors(parent), parent] if parent >= 0 else []
         assert tree.ancestors(node) == above
-    # the initial view: the first three levels, level by level, at most the budget
+    # the initial view: the first three levels, level by level, within the node and row budgets
     depth = np.array([len(tree.ancestors(n)) for n in range(tree.n)])
-    for budget in (2, 10, 256):
-        expected = []
-        for level in range(3):
-            expected += [n for n in range(tree.n) if depth[n] == level][: budget - len(expected)]
-            if len(expected) >= budget:
-                break
-        assert sorted(tree.initially_expanded(budget)) == sorted(expected)
+    width = np.array([len(tree.children(n)) for n in range(tree.n)])
+    top = len(tree.children(-1))
+    uncapped = tree.initially_expanded(10**9, rows=10**9)
+    assert sorted(uncapped) == [n for n in range(tree.n) if depth[n] < 3 and width[n]]
+    assert top + width[uncapped].sum() > 60  # so the 60-row case below leaves nodes collapsed
+    for budget, rows in ((2, 10**9), (10, 10**9), (256, 10**9), (256, top + 3), (256, 60)):
+        out = tree.initially_expanded(budget, rows=rows)
+        assert len(out) <= budget and len(set(out)) == len(out)
+        shown = top + int(width[out].sum())
+        assert shown <= max(rows, top)
+        opened = set(out)
+        for n in range(tree.n):
+            parent = int(tree.parents[n])
+            if n in opened:  # a node with children, its parent open, in the first three levels
+                assert width[n] and depth[n] < 3 and (parent < 0 or parent in opened)
+            elif width[n] and depth[n] < 3 and (parent < 0 or parent in opened):
+                # left collapsed: the budget ran out, or its children did not fit in the rows
+                assert len(out) == budget or width[n] > rows - shown
 
 
 def test_cycle_and_byte_columns_are_the_profile_and_the_core(docs):

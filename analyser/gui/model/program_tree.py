@@ -39,8 +39,13 @@ WAITING_TYPES = frozenset(
 )
 #: Program node types below this are control flow (Sequence, Repeat, Call); from it, steps.
 FIRST_STEP_TYPE = 3
-#: The initial view expands the first levels up to this many nodes (as PopVision's).
+#: The initial view expands the first levels up to this many nodes (as PopVision's) ...
 EXPANDED_NODES = 256
+#: ... while the rows it shows stay within this many (about twenty screens): a node with more
+#: children than are left stays collapsed, so one wide Sequence (1,874 steps in walkthrough
+#: step 3) does not lay out thousands of rows nobody scrolls through before the first paint.
+#: The selected step's path is expanded whatever its width.
+SHOWN_ROWS = 500
 #: Related steps listed in the details (and listed expanded up to the second figure).
 RELATED_SHOWN, RELATED_EXPANDED = 200, 50
 
@@ -172,18 +177,29 @@ class ProgramTree:
             p = int(self.parents[p])
         return out[::-1]
 
-    def initially_expanded(self, budget: int = EXPANDED_NODES, levels: int = 3) -> list[int]:
-        """The nodes the initial view expands: the first ``levels`` levels, at most ``budget``
-        nodes, level by level."""
+    def initially_expanded(
+        self, budget: int = EXPANDED_NODES, levels: int = 3, rows: int = SHOWN_ROWS
+    ) -> list[int]:
+        """The nodes the initial view expands: the first ``levels`` levels, level by level, at
+        most ``budget`` nodes, each only if its children fit in the ``rows`` the view may show
+        (the top level counts too); a wider node stays collapsed and its later siblings may
+        still expand. A walk over at most ``budget`` nodes."""
         out: list[int] = []
         frontier = self.children(-1)
+        shown = len(frontier)
         for _level in range(levels):
-            frontier = frontier[:budget]
-            budget -= len(frontier)
-            out += [int(n) for n in frontier]
-            if budget <= 0 or not len(frontier):
+            expanded = []
+            for n in frontier.tolist():
+                if len(out) >= budget:
+                    break
+                width = len(self.children(n))
+                if width and shown + width <= rows:
+                    shown += width
+                    out.append(n)
+                    expanded.append(n)
+            if len(out) >= budget or not expanded:
                 break
-            frontier = np.concatenate([self.children(int(n)) for n in frontier])
+            frontier = np.concatenate([self.children(n) for n in expanded])
         return out
 
     def start_node(self) -> int | None:

@@ -261,7 +261,8 @@ class ProgramTreePane(QWidget):
         """Initial view: first levels expanded, column widths, the heaviest step selected."""
         if self.model is None:
             return
-        # Expand the first three levels (at most 256 nodes), like PopVision's initial view.
+        # Expand the first three levels (at most 256 nodes, about 500 rows shown: a wider node
+        # stays collapsed), like PopVision's initial view; the selected step's path opens below.
         for node in self.model.tree.initially_expanded():
             self.view.expand(self.model.index_of(node))
         # Fixed widths from the header text: measuring every row's contents is slow on big trees.
