@@ -183,3 +183,26 @@ def test_a_lane_computed_with_the_open_is_drawn_with_the_first_fill(qtbot, repor
     view = r.differences
     assert view.lane is ready_lane(a, b)[0] and view.bars
     assert "aligning" not in view.getPlotItem().titleLabel.text
+
+
+def test_the_bars_are_made_by_the_paint_that_shows_them(qtbot, report, pair):
+    """Issue 23 item 11: the lane's bars are made once by the paint that shows them, for its
+    range and width, not at every range change a layout pass makes on its way there."""
+    r, _ = report
+    _open(report, *pair)
+    qtbot.waitUntil(lambda: r.differences.lane is not None, timeout=10_000)
+    view = r.differences
+    view.grab()
+    screen, calls = view._screen, []
+    made = screen.at
+    screen.at = lambda *args: calls.append(args) or made(*args)
+    for x0 in (1000, 2000, 3000):
+        r.timeline.set_x_range(x0, 20_000)
+    assert calls == []  # range changes alone make nothing
+    view.grab()
+    assert len(calls) == 1
+    (t0, t1), _ = view.getPlotItem().getViewBox().viewRange()
+    assert calls[0][:2] == pytest.approx((t0, t1))
+    assert view.bars[0].n_rects == sum(len(rects) for _sign, rects in made(*calls[0]))
+    view.grab()  # the same range again: replayed, not made again
+    assert len(calls) == 1

@@ -11,7 +11,7 @@ draw with it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pyqtgraph as pg
@@ -33,17 +33,27 @@ class BatchedRectsItem(pg.GraphicsObject):
 
     def __init__(self) -> None:
         super().__init__()
+        #: called at the start of each paint (None: nothing): an owner that draws at screen
+        #: resolution refreshes its groups there (``set_groups(..., in_paint=True)``) once per
+        #: paint, with the view's final range and width, instead of at every range change a
+        #: layout pass makes on its way there
+        self.before_paint: Callable[[], None] | None = None
         self._groups: list[tuple[QBrush, internals.PrimitiveArray]] = []
         self._bounds = QRectF()
         self.draw_calls = 0
         self.n_rects = 0
 
     def set_groups(
-        self, groups: Sequence[tuple[QBrush, np.ndarray]], bounds: QRectF | None = None
+        self,
+        groups: Sequence[tuple[QBrush, np.ndarray]],
+        bounds: QRectF | None = None,
+        in_paint: bool = False,
     ) -> None:
         """Replace the rectangles. Empty groups are skipped. ``bounds`` (data coordinates)
-        defaults to the union of the rectangles."""
-        self.prepareGeometryChange()
+        defaults to the union of the rectangles. ``in_paint``: called from :attr:`before_paint`
+        with the bounds unchanged (no geometry change announced, no repaint asked)."""
+        if not in_paint:
+            self.prepareGeometryChange()
         kept = []
         xmin = ymin = np.inf
         xmax = ymax = -np.inf
@@ -66,13 +76,16 @@ class BatchedRectsItem(pg.GraphicsObject):
             self._bounds = bounds
         else:
             self._bounds = QRectF(xmin, ymin, xmax - xmin, ymax - ymin) if total else QRectF()
-        self.update()
+        if not in_paint:
+            self.update()
 
     def brushes(self) -> list[QBrush]:
         """The brushes of the groups drawn (empty groups left out)."""
         return [brush for brush, _prim in self._groups]
 
     def paint(self, painter: QPainter, *args) -> None:
+        if self.before_paint is not None:
+            self.before_paint()
         painter.setRenderHint(QPainter.RenderHint.Antialiasing, False)
         painter.setPen(Qt.PenStyle.NoPen)
         calls = 0

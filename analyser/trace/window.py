@@ -129,6 +129,7 @@ class TraceWindow(RangeQueries):
         self._build_locks: dict[tuple[int, str], threading.Lock] = {}
         self._lock = threading.Lock()
         self._programs: pd.DataFrame | None = None
+        self._host: pd.DataFrame | None = None
         self._lanes: dict[str, tuple[np.ndarray, tuple[str, ...]]] = {}
         self._stages: int | None = None
 
@@ -155,7 +156,13 @@ class TraceWindow(RangeQueries):
         """The host's timeline of a call (profile format 1.2, ``/execution/host``), outside the
         device cycles: one row per event with ``lane`` (main / loader), ``kind`` (prepare, call,
         waitDevice, waitLoader), ``start`` and ``end`` in device-trace cycles (negative before
-        the device starts) and ``samples``. Empty for profiles without it (format 1.0)."""
+        the device starts) and ``samples``. Empty for profiles without it (format 1.0). Read
+        once (the Pipeline's chart and both timelines ask for it; callers do not modify it)."""
+        if self._host is None:
+            self._host = self._read_host_lane()
+        return self._host
+
+    def _read_host_lane(self) -> pd.DataFrame:
         cols = ["lane", "kind", "start", "end", "samples"]
         if "/execution/host" not in self.profile:
             return pd.DataFrame({c: [] for c in cols})

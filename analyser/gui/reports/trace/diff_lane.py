@@ -49,13 +49,12 @@ class DifferencesLaneView(pg.PlotWidget):
         self.getPlotItem().setMenuEnabled(False)
         self.lane: DifferencesLane | None = None
         #: the drawn bars: one item, a group per colour (B slower, B faster), redrawn at
-        #: screen resolution when the range or the width changes (:func:`screen_bars`: a
-        #: BarGraphItem per colour with 150,000 differences cost 30-45 ms a paint, issue 23
-        #: item 11); empty when there is no lane
+        #: screen resolution when a paint finds the range or the width changed (ScreenBars: a
+        #: BarGraphItem per colour with 150,000 differences cost 30-45 ms a paint; redrawn at
+        #: every range change, a compare first visit's layout passes redrew them 9 times,
+        #: issue 23 item 11); empty when there is no lane
         self.bars: list[BatchedRectsItem] = []
         self._drawn_at: tuple | None = None
-        self.getPlotItem().getViewBox().sigXRangeChanged.connect(self._redraw_bars)
-        self.getPlotItem().getViewBox().sigResized.connect(self._redraw_bars)
         #: the lane is computed on the report's pool; answers of an older request are dropped
         self.gen = 0
         self.relay = Relay(self)
@@ -88,12 +87,14 @@ class DifferencesLaneView(pg.PlotWidget):
         return self._names
 
     def drawn_colours(self) -> set[str]:
-        """The colours of the bars drawn (``#rrggbb``)."""
+        """The colours of the bars drawn (``#rrggbb``) at the current range."""
+        self._redraw_bars(in_paint=False)
         return {brush.color().name() for item in self.bars for brush in item.brushes()}
 
-    def _redraw_bars(self, *_args) -> None:
-        """Draw the lane's bars for the visible range at screen resolution (once per range
-        and width: a later paint only replays them)."""
+    def _redraw_bars(self, in_paint: bool = True) -> None:
+        """The lane's bars for the visible range at screen resolution, made by the bar item's
+        paint when the range or the width changed since the last (a later paint replays them).
+        """
         lane = self.lane
         if lane is None or not self.bars:
             return
@@ -105,11 +106,10 @@ class DifferencesLaneView(pg.PlotWidget):
             return
         self._drawn_at = at
         colours = {1: qcolor("status", "oom"), -1: qcolor("status", "ok")}
-        x_min = float(lane.start.min())
-        x_end = float((lane.start + np.maximum(lane.cycles, 1)).max())
         self.bars[0].set_groups(
             [(QBrush(colours[sign]), rects) for sign, rects in self._screen.at(t0, t1, width)],
-            bounds=QRectF(x_min, -0.5, x_end - x_min, lane.n_ipus),
+            bounds=self.bars[0].boundingRect(),
+            in_paint=in_paint,
         )
 
     def difference_at(self, x: float, y: float, tolerance: float = 0.0) -> int | None:
@@ -167,9 +167,13 @@ class DifferencesLaneView(pg.PlotWidget):
             # red: B slower (or only B runs it); green: B faster (drawn over the red)
             self._screen = screen if screen is not None else ScreenBars(lane)
             item = BatchedRectsItem()
+            x_min = float(lane.start.min())
+            x_end = float((lane.start + np.maximum(lane.cycles, 1)).max())
+            # the lane's extent now; the bars themselves when a paint needs them (its range)
+            item.set_groups([], bounds=QRectF(x_min, -0.5, x_end - x_min, lane.n_ipus))
+            item.before_paint = self._redraw_bars
             self.addItem(item)
             self.bars.append(item)
-            self._redraw_bars()
         ticks = [(i, f"IPU {i}") for i in range(lane.n_ipus)]
         self.getPlotItem().getAxis("left").setTicks([ticks])
         self.setYRange(-0.6, lane.n_ipus - 0.4, padding=0)
