@@ -206,3 +206,15 @@ def test_the_bars_are_made_by_the_paint_that_shows_them(qtbot, report, pair):
     assert view.bars[0].n_rects == sum(len(rects) for _sign, rects in made(*calls[0]))
     view.grab()  # the same range again: replayed, not made again
     assert len(calls) == 1
+
+
+def test_the_lane_puts_ipu_0_on_top_as_the_timelines_do(qtbot, report, pair):
+    """The lane's rows run in the timelines' order: IPU 0 above IPU 1."""
+    from PySide6.QtCore import QPointF
+
+    r, _ = report
+    _open(report, *pair)
+    qtbot.waitUntil(lambda: r.differences.lane is not None, timeout=10_000)
+    vb = r.differences.getPlotItem().getViewBox()
+    assert vb.mapViewToScene(QPointF(0, 0)).y() < vb.mapViewToScene(QPointF(0, 1)).y()
+    assert r.timeline.getPlotItem().getViewBox().yInverted()  # the timelines: top row first

@@ -47,6 +47,8 @@ class DifferencesLaneView(pg.PlotWidget):
         self.setMouseEnabled(x=True, y=False)
         self.getPlotItem().hideButtons()
         self.getPlotItem().setMenuEnabled(False)
+        # IPU 0 on top, as in the timelines above the lane
+        self.getPlotItem().getViewBox().invertY(True)
         self.lane: DifferencesLane | None = None
         #: the drawn bars: one item, a group per colour (B slower, B faster), redrawn at
         #: screen resolution when a paint finds the range or the width changed (ScreenBars: a
