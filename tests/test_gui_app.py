@@ -841,7 +841,7 @@ def test_a_click_right_after_an_open_goes_before_the_warm_up_and_the_idle_build(
         pipeline = w.show_report("pipeline")
     finally:
         app._garbage_collector = collector
-    assert restarts == [1]
+    assert restarts, "the collection's second restarted at the click"
     assert not task._may_run.is_set(), "the warm-up waits while the clicked report fills"
     if pending:  # held until the report's first paint
         assert not w._prebuild_timer.isActive() and w.prebuild_pending()
@@ -859,6 +859,38 @@ def test_a_click_right_after_an_open_goes_before_the_warm_up_and_the_idle_build(
     # the summary clicked again: nothing to fill, nothing held
     w.show_report("summary")
     assert task._may_run.is_set()
+
+
+def test_the_warm_up_is_held_from_the_click_before_the_report_is_built(
+    qtbot, make_window, profiles_dir
+):
+    """Issue 23 item 11: a click on a report not built yet holds the warm-up before building
+    the report (its widgets and plots, 35-70 ms), not only from its fill: warm-up steps started
+    meanwhile ran beside the construction (126 ms of them inside a Pipeline first visit)."""
+    from analyser.gui.reports.pipeline import PipelineReport
+
+    w = make_window()
+    open_and_wait(qtbot, w, profiles_dir["fit"])
+    task = w._prefetch_task
+    qtbot.waitUntil(lambda: w._awaiting_paint is None and task._may_run.is_set(), timeout=3_000)
+    w._prebuild_timer.stop()  # the Pipeline stays unbuilt until the click
+    w._held_prebuild = False
+    assert "pipeline" not in {r.key for r in w._reports.values()}
+    held_while_built = []
+    build = PipelineReport.__init__
+
+    def spy(self, *args, **kwargs):
+        held_while_built.append(not task._may_run.is_set())
+        build(self, *args, **kwargs)
+
+    PipelineReport.__init__ = spy
+    try:
+        w.show_report("pipeline")
+    finally:
+        PipelineReport.__init__ = build
+    assert held_while_built == [True]
+    qtbot.waitUntil(task._may_run.is_set, timeout=3_000)  # and resumed after the paint
+    w.pool.waitForDone()
 
 
 def test_a_held_warm_up_resumes_itself_when_nothing_resumes_it():

@@ -434,10 +434,20 @@ class MainWindow(QMainWindow):
             self.stack.setCurrentWidget(self.empty_panel)
             self.title_label.setText(self._report_classes[row].title)
             return
+        built = row in self._reports
+        if not built:
+            # the warm-up waits from here, not from the fill: the report's construction (its
+            # widgets and plots, 35-70 ms) ran beside warm-up steps started meanwhile, sharing
+            # the interpreter lock and, with the other core busy, the one core left (issue 23
+            # item 11: 126 ms of warm-up steps seen inside a Pipeline first visit clicked
+            # 0.35 s after a compare open)
+            self._pause_background()
         report = self._report_at(row)
         hold = report.needs_refresh and report is not self.stack.currentWidget()
         if hold:
             self._hold_until_painted(report)
+        elif not built and self._awaiting_paint is None:
+            self._resume_background()
         self.stack.setCurrentWidget(report)  # fills the report if it was not yet
         if self._prebuild_timer.isActive() and not hold:
             # the next idle build step waits for the report shown to be painted
@@ -457,9 +467,7 @@ class MainWindow(QMainWindow):
         a whole report's construction was seen inside a first visit clicked right after an
         open). Both carry on :data:`PREBUILD_INTERVAL_MS` after the report's first paint (a
         hidden report: :data:`PREFETCH_PAUSE_MS` after the fill; :data:`HOLD_LIMIT_MS` at most)."""
-        task = getattr(self, "_prefetch_task", None)
-        if task is not None:
-            task.pause()  # the report fills and paints without the warm-up beside it
+        self._pause_background()
         previous = self._awaiting_paint
         if previous is not None and previous is not report:
             previous.removeEventFilter(self)
@@ -467,15 +475,26 @@ class MainWindow(QMainWindow):
         report.installEventFilter(self)
         self._held_prebuild = self._held_prebuild or self._prebuild_timer.isActive()
         self._prebuild_timer.stop()
-        # the periodic cycle collection (app.py: on this thread, once a second) restarts its
-        # second now: it comes after the fill and paint, not inside them (10-45 ms seen there)
-        collector = getattr(QApplication.instance(), "_garbage_collector", None)
-        if collector is not None:
-            collector.timer.start()
         QTimer.singleShot(
             PREFETCH_PAUSE_MS, self, lambda r=report: self._end_hold(r, painted=False)
         )
         QTimer.singleShot(HOLD_LIMIT_MS, self, lambda r=report: self._end_hold(r, painted=True))
+
+    def _pause_background(self) -> None:
+        """The warm-up waits at its next step, and the periodic cycle collection (app.py: on
+        this thread, once a second) restarts its second now, so that both come after the work
+        a click starts on this thread, not inside it (10-45 ms of collection seen there)."""
+        task = getattr(self, "_prefetch_task", None)
+        if task is not None:
+            task.pause()
+        collector = getattr(QApplication.instance(), "_garbage_collector", None)
+        if collector is not None:
+            collector.timer.start()
+
+    def _resume_background(self) -> None:
+        task = getattr(self, "_prefetch_task", None)
+        if task is not None:
+            task.resume()
 
     def _end_hold(self, report: Report, painted: bool) -> None:
         """The shown report was painted (or no paint came): the warm-up and the idle build
@@ -492,9 +511,7 @@ class MainWindow(QMainWindow):
     def _resume_after(self) -> None:
         if self._awaiting_paint is not None:
             return  # another report shown since holds them again
-        task = getattr(self, "_prefetch_task", None)
-        if task is not None:
-            task.resume()
+        self._resume_background()
         held, self._held_prebuild = self._held_prebuild, False
         if held and self.workspace.document is not None:
             self._prebuild_timer.start(PREBUILD_INTERVAL_MS)
