@@ -686,7 +686,7 @@ def test_every_report_declares_data_the_model_can_warm():
     assert len(classes) == len(registry.REPORTS)
     for cls in classes:
         assert cls.data_needs, cls.key
-        for name in cls.data_needs:
+        for name in cls.data_needs + cls.warm_needs:
             data.accessor(name)
     for bad in ("warm", "accessor", "_no_such", "Document"):
         with pytest.raises(ValueError):
@@ -891,6 +891,14 @@ def test_the_warm_up_is_held_from_the_click_before_the_report_is_built(
     assert held_while_built == [True]
     qtbot.waitUntil(task._may_run.is_set, timeout=3_000)  # and resumed after the paint
     w.pool.waitForDone()
+    # the warm-up computed the Execution Trace's whole-run range summary (its warm_needs)
+    from analyser.gui.model import data
+
+    doc = w.workspace.document
+    assert doc.has_execution
+    tw = data.trace_window(doc)
+    kept = tw._whole_run()
+    assert ("summary", 0) in kept and ("statistics", tuple(range(tw.n_ipus)), "name") in kept
 
 
 def test_a_held_warm_up_resumes_itself_when_nothing_resumes_it():

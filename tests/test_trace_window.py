@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from trace_helpers import ipu_steps, step_columns, synthetic_window
 
@@ -350,6 +351,53 @@ def test_range_statistics_by_name_and_operation_match_brute_force(small):
     with pytest.raises(TraceError, match="choose from name, operation"):
         tw.range_statistics(t0, t1, by="colour")
     assert tw.range_statistics(t0, t1, cancelled=lambda: True) is None
+
+
+def test_whole_run_queries_read_the_steps_once(small):
+    """The Execution Trace opens on the whole run: its range summary and statistics are kept by
+    the window (the GUI's warm-up computes them before the first visit), answered for any range
+    holding every step, as copies with the range asked for; a range clipping a step reads."""
+    from analyser.trace.window import TraceWindow
+
+    tw, _steps, _names, _tc = small
+    fresh = TraceWindow(tw.profile)  # nothing kept yet
+    a, b = fresh.full_extent()
+    first = [fresh.range_summary(i, a, b) for i in range(fresh.n_ipus)]
+    stats = fresh.range_statistics(a, b)
+    chunks = fresh.access.chunks
+    reads = []
+    fresh.access.chunks = lambda *args, **kw: reads.append(args) or chunks(*args, **kw)
+    try:
+        wider = [fresh.range_summary(i, a - 100, b + 100) for i in range(fresh.n_ipus)]
+        assert not reads, "a range holding every step is answered from the kept summary"
+        for one, two in zip(first, wider, strict=True):
+            assert (two.t0, two.t1) == (int(a - 100), int(b + 100))
+            assert two.cycles_by_type == one.cycles_by_type and two.n_steps == one.n_steps
+            assert two.busy_cycles == one.busy_cycles and two.streamcopy == one.streamcopy
+        wider[0].cycles_by_type.clear()  # the caller's copy
+        assert fresh.range_summary(0, a, b).cycles_by_type == first[0].cycles_by_type
+        again = fresh.range_statistics(a - 100, b + 100)
+        assert not reads
+        pd.testing.assert_frame_equal(
+            again.table.drop(columns="share"), stats.table.drop(columns="share")
+        )
+        # the share is of the range asked for
+        room = (b + 100 - (a - 100)) * fresh.n_ipus
+        assert np.allclose(again.table["share"], stats.table["total_cycles"] / room)
+        again.table["steps"] = 0  # the caller's frame
+        assert (fresh.range_statistics(a, b).table["steps"] == stats.table["steps"]).all()
+        # a clipped range, another grouping or another set of IPUs reads the steps
+        part = fresh.range_summary(0, a + 1, b)
+        assert reads and part.busy_cycles < first[0].busy_cycles
+        reads.clear()
+        fresh.range_statistics(a, b, by="operation")
+        fresh.range_statistics(a, b, ipus=[1])
+        assert len(reads) >= 2
+    finally:
+        fresh.access.chunks = chunks
+    # the same figures as a window that kept nothing
+    other = TraceWindow(tw.profile)
+    assert other.range_summary(1, a, b).cycles_by_type == first[1].cycles_by_type
 
 
 def test_step_names_of_rows(small):

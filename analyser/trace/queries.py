@@ -8,6 +8,8 @@ the window's ``access``, ``programs`` and ``row_range``."""
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
@@ -46,6 +48,22 @@ class RangeQueries:
     n_ipus: int
     programs: pd.DataFrame
     row_range: Callable[[int, float, float], tuple[int, int]]
+    extent: Callable[[int], tuple[float, float]]
+    step_count: Callable[..., int]
+
+    def _covers(self, ipu: int, t0: float, t1: float) -> bool:
+        """True when ``[t0, t1)`` holds every step of the IPU whole (none clipped): a query
+        over it gives the whole run's figures (the Execution Trace opens on the whole run)."""
+        if not self.step_count(ipu):
+            return False
+        a, b = self.extent(ipu)
+        return t0 <= a and t1 >= b
+
+    def _whole_run(self) -> dict:
+        """The whole run's query results, computed once (see :meth:`range_summary` and
+        :meth:`range_statistics`): a dict, filled by whichever thread computes first (the
+        results are the same)."""
+        return self.__dict__.setdefault("_whole_run_results", {})
 
     def _overlapping(
         self, spans, cols: tuple[str, ...], t0: float, t1: float, cancelled
@@ -71,7 +89,16 @@ class RangeQueries:
         window (cycles clipped to it; bytes counted for steps starting in it).
 
         ``cancelled`` is polled between row chunks; when it returns True the summary stops and
-        None is returned (a newer window superseded it)."""
+        None is returned (a newer window superseded it). A range holding all the IPU's steps
+        reads them once (the whole run's summary is kept; the GUI's background warm-up computes
+        it before the Execution Trace is first shown, which opens on the whole run)."""
+        whole = self._covers(ipu, t0, t1)
+        kept = self._whole_run().get(("summary", ipu)) if whole else None
+        if kept is not None and cancelled is not None and cancelled():
+            return None  # as when read: a cancelled query answers nothing
+        if kept is not None:
+            # a copy (its dicts are the caller's), with the range asked for
+            return dataclasses.replace(copy.deepcopy(kept), t0=int(t0), t1=int(t1))
         lo, hi = self.row_range(ipu, t0, t1)
         by_type = np.zeros(NT, dtype=np.int64)
         n_type = np.zeros(NT, dtype=np.int64)
@@ -104,7 +131,7 @@ class RangeQueries:
                 )
         except _Cancelled:
             return None
-        return RangeSummary(
+        result = RangeSummary(
             ipu=ipu,
             t0=int(t0),
             t1=int(t1),
@@ -118,6 +145,9 @@ class RangeQueries:
             },
             busy_cycles=int(by_type.sum()),
         )
+        if whole:
+            self._whole_run()[("summary", ipu)] = copy.deepcopy(result)
+        return result
 
     # -- search --------------------------------------------------------------------------------
     def search(self, text: str, limit: int = 10_000, ipu: int | None = None) -> SearchResult:
@@ -172,7 +202,8 @@ class RangeQueries:
         """The steps overlapping ``[t0, t1)`` on ``ipus`` (default: every IPU) aggregated by
         step name or operation (see :class:`RangeStatistics`): per program id with
         ``np.bincount`` over row chunks, then per name over the (few) programs. ``cancelled``
-        is polled between chunks (None returned when it says so)."""
+        is polled between chunks (None returned when it says so). The per-program sums of a
+        range holding every step of ``ipus`` are kept (the whole run's, as the summary)."""
         if by not in STATISTICS_BY:
             raise TraceError(
                 f"Unknown statistics grouping {by!r}; choose from {', '.join(STATISTICS_BY)}."
@@ -180,22 +211,29 @@ class RangeQueries:
         if not t1 > t0:
             raise TraceError(f"The range must have t1 > t0 (got {t0} .. {t1}).")
         ipus = tuple(range(self.n_ipus)) if ipus is None else tuple(int(i) for i in ipus)
+        whole = all(self._covers(ipu, t0, t1) or not self.step_count(ipu) for ipu in ipus)
+        key = ("statistics", ipus, by)
+        kept = self._whole_run().get(key) if whole else None
+        if kept is not None and cancelled is not None and cancelled():
+            return None  # as when read: a cancelled query answers nothing
+        if kept is None:
+            sums = self._program_sums(t0, t1, ipus, cancelled)
+            if sums is None:
+                return None
+            kept = (self._grouped(sums, by), int(sums[0].sum()), float(sums[1].sum()))
+            if whole:
+                self._whole_run()[key] = kept
+        table, n_steps, busy = kept
+        room = float(t1 - t0) * max(1, len(ipus))
+        # a new frame (the kept one is shared by later queries over the whole run)
+        table = table.assign(share=table["total_cycles"] / room)
+        return RangeStatistics(float(t0), float(t1), ipus, by, table, n_steps, busy)
+
+    def _grouped(self, sums: tuple[np.ndarray, np.ndarray, np.ndarray], by: str) -> pd.DataFrame:
+        """The per-program sums grouped by step name or operation, most cycles first (every
+        column of :class:`RangeStatistics`'s table but ``share``)."""
+        count, total, longest = sums
         p = self.programs
-        n_prog = len(p)
-        count = np.zeros(n_prog, dtype=np.int64)
-        total = np.zeros(n_prog, dtype=np.float64)
-        longest = np.zeros(n_prog, dtype=np.float64)
-        spans = (self.row_range(ipu, t0, t1) for ipu in ipus)
-        try:
-            for d, m, clipped in self._overlapping(
-                spans, ("program", "start", "cycles"), t0, t1, cancelled
-            ):
-                prog = d["program"][m].astype(np.int64)
-                count += np.bincount(prog, minlength=n_prog)
-                total += np.bincount(prog, weights=clipped, minlength=n_prog)
-                np.maximum.at(longest, prog, clipped)
-        except _Cancelled:
-            return None
         ran = np.flatnonzero(count)
         if by == "name":
             keys = p["name"].to_numpy().astype(str)[ran]
@@ -221,21 +259,33 @@ class RangeQueries:
         n_types = g["type"].nunique()
         table.insert(0, "type", np.where(n_types.to_numpy() > 1, "mixed", g["type"].first()))
         table["mean_cycles"] = table["total_cycles"] / table["steps"]
-        room = float(t1 - t0) * max(1, len(ipus))
-        table["share"] = table["total_cycles"] / room
         table = table.reset_index().sort_values(
             ["total_cycles", "name"], ascending=[False, True], kind="stable"
         )
-        columns = ["name", "type", "steps", "total_cycles", "mean_cycles", "max_cycles", "share"]
-        return RangeStatistics(
-            float(t0),
-            float(t1),
-            ipus,
-            by,
-            table[columns].reset_index(drop=True),
-            int(count.sum()),
-            float(total.sum()),
-        )
+        columns = ["name", "type", "steps", "total_cycles", "mean_cycles", "max_cycles"]
+        return table[columns].reset_index(drop=True)
+
+    def _program_sums(
+        self, t0: float, t1: float, ipus: tuple[int, ...], cancelled
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """Per program id: steps overlapping ``[t0, t1)`` on ``ipus``, their clipped cycles and
+        the longest (None when cancelled)."""
+        n_prog = len(self.programs)
+        count = np.zeros(n_prog, dtype=np.int64)
+        total = np.zeros(n_prog, dtype=np.float64)
+        longest = np.zeros(n_prog, dtype=np.float64)
+        spans = (self.row_range(ipu, t0, t1) for ipu in ipus)
+        try:
+            for d, m, clipped in self._overlapping(
+                spans, ("program", "start", "cycles"), t0, t1, cancelled
+            ):
+                prog = d["program"][m].astype(np.int64)
+                count += np.bincount(prog, minlength=n_prog)
+                total += np.bincount(prog, weights=clipped, minlength=n_prog)
+                np.maximum.at(longest, prog, clipped)
+        except _Cancelled:
+            return None
+        return count, total, longest
 
     # -- flows ---------------------------------------------------------------------------------
     def flows(self, t0: float, t1: float, max_rows: int = 200_000, limit: int = 500) -> Flows:
