@@ -693,6 +693,25 @@ def test_every_report_declares_data_the_model_can_warm():
             data.accessor(bad)
 
 
+def test_the_warm_up_skips_the_whole_run_summary_of_a_long_trace(monkeypatch, profiles_dir):
+    """The whole run's range summary is one warm-up step a click cannot pause: above
+    WARM_SUMMARY_MAX_STEPS the warm-up leaves it to the report (whose summary is cancellable)."""
+    from analyser.gui.model import data
+    from analyser.gui.model.document import Document
+
+    doc = Document.open(profiles_dir["fit"])
+    try:
+        tw = data.trace_window(doc)
+        monkeypatch.setattr(data, "WARM_SUMMARY_MAX_STEPS", tw.step_count() - 1)
+        data.trace_summary(doc)
+        assert not tw._whole_run()
+        monkeypatch.setattr(data, "WARM_SUMMARY_MAX_STEPS", tw.step_count())
+        data.trace_summary(doc)
+        assert ("summary", 0) in tw._whole_run()
+    finally:
+        doc.close()
+
+
 def test_every_report_uses_the_base_empty_states(qtbot, profiles_dir):
     """Every report is a stack of the base class's message panel and its content: 'No profile
     open.' without a document, the content with one, the message again once closed."""

@@ -157,9 +157,10 @@ def trace_window(doc: Document) -> Any:
     )
 
 
-#: Most steps whose whole-run summary the background warm-up computes (about 0.25 s of CPU per
-#: million steps on the 2-core machine of docs/performance.md).
-WARM_SUMMARY_MAX_STEPS = 1_000_000
+#: Most steps whose whole-run summary the background warm-up computes: about 0.25 s of CPU per
+#: million steps on the 2-core machine of docs/performance.md, in one warm-up step that a click
+#: cannot pause (a longer one would share the interpreter lock with the click's fill).
+WARM_SUMMARY_MAX_STEPS = 500_000
 
 
 def trace_summary(doc: Document) -> None:
