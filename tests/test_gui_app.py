@@ -889,11 +889,10 @@ def test_the_warm_up_is_held_from_the_click_before_the_report_is_built(
     from analyser.gui.reports.pipeline import PipelineReport
 
     w = make_window()
+    w._prebuild_timer.timeout.disconnect()  # no idle build: the Pipeline is built by the click
     open_and_wait(qtbot, w, profiles_dir["fit"])
     task = w._prefetch_task
     qtbot.waitUntil(lambda: w._awaiting_paint is None and task._may_run.is_set(), timeout=3_000)
-    w._prebuild_timer.stop()  # the Pipeline stays unbuilt until the click
-    w._held_prebuild = False
     assert "pipeline" not in {r.key for r in w._reports.values()}
     held_while_built = []
     build = PipelineReport.__init__
