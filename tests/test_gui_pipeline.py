@@ -92,6 +92,144 @@ def test_compare_mode_table(qtbot, pipeline, pipe_paths):
     assert r.explain.isVisible() and "gradient_accumulation" in r.explain.text()
 
 
+def _drawn_by_item(item) -> np.ndarray:
+    """Every rectangle a BatchedRectsItem draws with a solid brush (the hatch is drawn over)."""
+    from PySide6.QtCore import Qt
+
+    solid = [r for brush, r in item.groups() if brush.style() == Qt.BrushStyle.SolidPattern]
+    return np.concatenate(solid) if solid else np.zeros((0, 4))
+
+
+def _contains_rows(big: np.ndarray, rows: np.ndarray) -> bool:
+    return all(np.isclose(big, row).all(axis=1).any() for row in rows)
+
+
+def test_compare_mode_grouped_stage_bars(qtbot, pipeline, pipe_paths):
+    """Compare mode draws the per-stage bars of A and B in one plot each (four plots in all,
+    not six): A left of each stage's centre, B right and hatched, on one y axis covering both,
+    each profile's bottleneck marked with its letter; the timelines of A and B are adjacent,
+    above the bars. Back to one profile, the bars are A's alone, centred."""
+    import pyqtgraph as pg
+    from PySide6.QtCore import Qt
+
+    r, _ = pipeline
+    a, b = _open(pipeline, *pipe_paths)
+    bars = r.bars
+    assert len(r.findChildren(pg.PlotWidget)) == 4
+    charts = {"A": r.view_a.data, "B": r.view_b.data}
+    docs = {"A": a, "B": b}
+    assert [p for p, _c in bars.profiles] == ["A", "B"]
+    scale, unit = bars.stash_scale
+    load_items, stash_items = _drawn_by_item(bars.load_bars), _drawn_by_item(bars.stash_bars)
+    for p, c in charts.items():
+        wide, narrow, stash = (bars.drawn[(k, p)] for k in ("load", "compute", "stash"))
+        assert len(wide) == len(narrow) == len(stash) == c.n_stages
+        # the analysis core's busy cycles, compute cycles and stash bytes of each stage
+        assert np.allclose(wide[:, 3], c.stage_cycles[: c.n_stages])
+        ex = docs[p].analysis.execution
+        assert np.allclose(wide[: len(ex.stage_cycles), 3], ex.stage_cycles)
+        assert np.allclose(narrow[:, 3], c.stage_compute_cycles[: c.n_stages])
+        assert np.allclose(stash[:, 3] * scale, c.stash_bytes[: c.n_stages])
+        # A left of the stage's centre, B right of it, side by side without overlapping
+        centre = wide[:, 0] + wide[:, 2] / 2
+        stages = np.arange(c.n_stages)
+        assert (centre < stages).all() if p == "A" else (centre > stages).all()
+        assert ((wide[:, 0] >= stages - 0.5) & (wide[:, 0] + wide[:, 2] <= stages + 0.5)).all()
+        left_of_centre = wide[:, 0] + wide[:, 2] <= stages + 1e-9
+        right_of_centre = wide[:, 0] >= stages - 1e-9
+        assert left_of_centre.all() if p == "A" else right_of_centre.all()
+        # what the items draw
+        assert _contains_rows(load_items, wide) and _contains_rows(load_items, narrow)
+        assert _contains_rows(stash_items, stash)
+        # the bottleneck marked per profile, on its bar
+        mark = bars.marks[p]
+        assert mark.isVisible() and mark.textItem.toPlainText() == f"{p}: bottleneck"
+        assert mark.pos().x() == c.bottleneck
+        assert mark.pos().y() == pytest.approx(float(c.stage_cycles[c.bottleneck]))
+    # B is hatched, A is not
+    hatched = [
+        r_ for brush, r_ in bars.load_bars.groups() if brush.style() == Qt.BrushStyle.BDiagPattern
+    ]
+    assert len(hatched) == 1 and np.allclose(hatched[0], bars.drawn[("load", "B")])
+    assert "A left, B right (hatched)" in bars.load.getPlotItem().titleLabel.text
+    assert "A left, B right (hatched)" in bars.stash.getPlotItem().titleLabel.text
+    # one y axis per plot covering both profiles' bars
+    top = max(float(c.stage_cycles.max()) for c in charts.values())
+    (_x0, _x1), (y0, y1) = bars.load.getViewBox().viewRange()
+    assert y0 <= 0 and y1 >= top
+    peak = max(float(c.stash_bytes.max()) for c in charts.values())
+    (_x0, _x1), (y0, y1) = bars.stash.getViewBox().viewRange()
+    assert y0 <= 0 and y1 >= peak / scale
+    assert bars.stash.getPlotItem().getAxis("left").labelText == unit
+    # stage ticks at the stages' centres
+    ticks = bars.load.getPlotItem().getAxis("bottom")._tickLevels[0]
+    assert ticks == [(s, f"stage {s}") for s in range(max(c.n_stages for c in charts.values()))]
+    # chart A, chart B, then the bars, the explanation and the table
+    qtbot.waitUntil(lambda: r.view_b.isVisible())
+    order = [r.view_a, r.view_b, r.bars, r.explain, r.table]
+    tops = [w.geometry().top() for w in order]
+    assert tops == sorted(tops) and len(set(tops)) == len(tops)
+    # one profile again: A's bars alone, centred on the stages, no B mark
+    _open(pipeline, pipe_paths[0])
+    assert [p for p, _c in bars.profiles] == ["A"] and ("load", "B") not in bars.drawn
+    wide = bars.drawn[("load", "A")]
+    assert np.allclose(wide[:, 0] + wide[:, 2] / 2, np.arange(len(wide)))
+    assert not bars.marks["B"].isVisible()
+    assert bars.marks["A"].textItem.toPlainText() == "bottleneck"
+    assert "hatched" not in bars.load.getPlotItem().titleLabel.text
+    assert not any(
+        brush.style() == Qt.BrushStyle.BDiagPattern for brush, _r in bars.load_bars.groups()
+    )
+
+
+def _chart(n_stages: int, cycles, stash):
+    from analyser.gui.model.pipeline import PipelineChart
+
+    cycles = np.asarray(cycles, dtype=float)
+    return PipelineChart(
+        n_stages=n_stages,
+        stage_ipu=list(range(n_stages)),
+        boxes=None,
+        bands=[],
+        phase_share={},
+        stage_cycles=cycles,
+        stage_compute_cycles=cycles / 2,
+        bottleneck=int(np.argmax(cycles)),
+        imbalance=float(cycles.max() / cycles.mean()),
+        stash_bytes=np.asarray(stash, dtype=np.int64),
+        t0=0.0,
+        t1=1.0,
+        run_config={},
+    )
+
+
+def test_stage_bars_with_different_stage_counts(qtbot):
+    """A compared with a B of more stages (or one stage, not pipelined): the stages a profile
+    lacks have no bars (not an error), the ticks and the x range cover the most stages, and
+    only a pipelined profile's bottleneck is marked."""
+    from analyser.core.units import MemoryUnits
+    from analyser.gui.reports.pipeline_bars import StageBarsView
+
+    view = StageBarsView()
+    qtbot.addWidget(view)
+    a = _chart(2, [5e6, 9e6], [3 << 20, 0])
+    b = _chart(3, [4e6, 4e6, 7e6], [1 << 20, 2 << 20, 0])
+    view.show_profiles(a, b, MemoryUnits.KIB)
+    assert len(view.drawn[("load", "A")]) == 2 and len(view.drawn[("load", "B")]) == 3
+    assert view.load.getPlotItem().getAxis("bottom")._tickLevels[0][-1] == (2, "stage 2")
+    (x0, x1), _ = view.load.getViewBox().viewRange()
+    assert x0 < 0 - 0.4 and x1 > 2 + 0.4
+    assert view.marks["A"].pos().x() == 1 and view.marks["B"].pos().x() == 2
+    assert view.stash_scale == (1024.0, "KiB")  # one axis: A's 3 MiB peak sets it for both
+    assert np.allclose(view.drawn[("stash", "B")][:, 3], [1024, 2048, 0])
+    # B of one stage: one bar, not pipelined, no mark
+    view.show_profiles(a, _chart(1, [8e6], [1 << 10]), MemoryUnits.BYTES)
+    assert len(view.drawn[("load", "B")]) == 1
+    assert view.marks["A"].isVisible() and not view.marks["B"].isVisible()
+    assert view.stash_scale == (1.0, "bytes")
+    assert view.stash.getPlotItem().getAxis("left").labelText == "bytes"
+
+
 def test_walkthrough_pipeline_phases(qtbot, pipeline, walkthrough_profiles):
     """Steps 2-6 are pipelined over 2 IPUs: ramp-up, main and ramp-down are shown with the
     analysis core's shares; more gradient accumulation (step 3) lowers the ramp share."""

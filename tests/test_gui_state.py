@@ -138,7 +138,7 @@ def test_units_preference_reaches_the_max_memory_line_and_the_stash_axis(qtbot, 
         label = mem.plot_a.max_line.label.textItem.toPlainText()
         assert "kB" in label and "KiB" not in label
         pipe = window.show_report("pipeline")
-        axis = pipe.view_a.stash.getPlotItem().getAxis("left").labelText
+        axis = pipe.bars.stash.getPlotItem().getAxis("left").labelText
         assert axis in ("kB", "MB", "GB")
     finally:
         window.set_units("KiB")

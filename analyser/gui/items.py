@@ -83,6 +83,11 @@ class BatchedRectsItem(pg.GraphicsObject):
         """The brushes of the groups drawn (empty groups left out)."""
         return [brush for brush, _prim in self._groups]
 
+    def groups(self) -> list[tuple[QBrush, np.ndarray]]:
+        """The groups drawn (empty ones left out): brush and a copy of its ``(n, 4)`` x, y,
+        width, height."""
+        return [(brush, np.array(prim.ndarray(), copy=True)) for brush, prim in self._groups]
+
     def paint(self, painter: QPainter, *args) -> None:
         if self.before_paint is not None:
             self.before_paint()

@@ -4,8 +4,10 @@ The chart shows the first device iteration of the run: one row per pipeline stag
 micro-batch and pass (forward, backward, weight update) spanning its executed steps, with the
 ramp-up / main / ramp-down / weight-update phases shaded and labelled with their share of the
 whole run (analysis core). Below: busy cycles per stage with the bottleneck stage marked (pipeline
-throughput is bound by the longest stage), and stash memory per stage. In compare mode profile B
-is drawn under A and a table gives A, B and B − A.
+throughput is bound by the longest stage), and stash memory per stage
+(:class:`analyser.gui.reports.pipeline_bars.StageBarsView`). In compare mode B's chart is drawn
+under A's on the same cycle axis, the per-stage bars of both share one plot each (A left, B
+right and hatched, one y axis), and a table gives A, B and B − A.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ import pyqtgraph as pg
 from PySide6.QtCore import QCoreApplication, QEvent, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import (
-    QGridLayout,
     QHeaderView,
     QScrollArea,
     QSizePolicy,
@@ -28,15 +29,13 @@ from PySide6.QtWidgets import (
 
 from analyser.core.quantities import QUANTITIES
 from analyser.core.units import (
-    MemoryUnits,
-    axis_scale,
     fmt_bytes,
     fmt_change,
     fmt_int,
     fmt_pct,
     fmt_pts_delta,
 )
-from analyser.gui.axes import fixed_prefix_axes, use_cycle_axis
+from analyser.gui.axes import CycleAxis, fixed_prefix_axes
 from analyser.gui.items import BatchedRectsItem, PointLabelsItem
 from analyser.gui.model import data as gui_data
 from analyser.gui.model.document import Document
@@ -44,6 +43,7 @@ from analyser.gui.model.pipeline import PHASE_LABELS, PipelineChart
 from analyser.gui.model.trace import HOST_EVENTS, HOST_LANES
 from analyser.gui.palette import hex_color, qcolor
 from analyser.gui.reports.base import Report
+from analyser.gui.reports.pipeline_bars import StageBarsView
 from analyser.gui.reports.trace.panels import _item
 from analyser.gui.theme import chart_colors, style_plot
 from analyser.gui.widgets import compact_rows, wrapped_label
@@ -71,23 +71,30 @@ def theoretical_ramp_share(stages: int, ga: int) -> float | None:
 
 
 class PipelineChartView(QWidget):
-    """The chart, the per-stage load and the stash bars of one profile."""
+    """The header and the timeline chart of one profile (the per-stage bars of one or two
+    profiles are :class:`StageBarsView`'s)."""
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
-        lay = QGridLayout(self)
+        lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         self.header = wrapped_label(rich=True)
-        lay.addWidget(self.header, 0, 0, 1, 2)
-        self.chart = pg.PlotWidget(enableMenu=False)
+        lay.addWidget(self.header)
+        # the cycle axis given at construction (replacing pyqtgraph's built one cost another
+        # AxisItem and a relayout)
+        self.chart = pg.PlotWidget(enableMenu=False, axisItems={"bottom": CycleAxis("bottom")})
         style_plot(self.chart)
         self.chart.setMenuEnabled(False)
         self.chart.hideButtons()
         self.chart.getViewBox().invertY(True)
         self.chart.getViewBox().setMouseEnabled(x=True, y=False)
         self.chart.setLabel("bottom", "cycles (first device iteration)")
-        use_cycle_axis(self.chart, "bottom")
         self.chart.getPlotItem().getAxis("left").setWidth(130)
+        # the phase bands: one rectangle per band over the whole y range, one item kept across
+        # refreshes (a LinearRegionItem per band and refresh cost ~0.7 ms each to build)
+        self.band_rects = BatchedRectsItem()
+        self.band_rects.setZValue(-10)
+        self.chart.addItem(self.band_rects)
         self.boxes = BatchedRectsItem()
         self.chart.addItem(self.boxes)
         # the host's timeline (/execution/host) in lanes under the stages
@@ -97,34 +104,16 @@ class PipelineChartView(QWidget):
         # the micro-batch numbers inside the boxes, one item for all (drawn where they fit)
         self.box_labels = PointLabelsItem()
         self.chart.addItem(self.box_labels)
-        lay.addWidget(self.chart, 1, 0, 1, 2)
-        self.load = pg.PlotWidget(enableMenu=False)
-        style_plot(self.load)
-        self.load.setMenuEnabled(False)
-        use_cycle_axis(self.load, "left")
-        self.load.setTitle(
-            "Busy cycles per stage, whole run (wide bar: all steps; narrow: compute)", size="9pt"
-        )
-        self.stash = pg.PlotWidget(enableMenu=False)
-        style_plot(self.stash)
-        self.stash.setMenuEnabled(False)
-        self.stash.setTitle("Stash memory per stage", size="9pt")
-        lay.addWidget(self.load, 2, 0)
-        lay.addWidget(self.stash, 2, 1)
-        lay.setRowStretch(1, 3)
-        lay.setRowStretch(2, 2)
-        for plot in (self.chart, self.load, self.stash):
-            fixed_prefix_axes(plot)  # labels without units: nothing to prefix
+        lay.addWidget(self.chart, 1)
+        fixed_prefix_axes(self.chart)  # labels without units: nothing to prefix
         # sized by the space available, not by pyqtgraph's size hints: the word-wrapped header
         # makes the scroll area size the body by height-for-width, which sums the hints and
         # would push the per-stage charts below the fold
-        for plot, min_h in ((self.chart, 260), (self.load, 170), (self.stash, 170)):
-            plot.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Ignored)
-            plot.setMinimumHeight(min_h)
+        self.chart.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Ignored)
+        self.chart.setMinimumHeight(260)
         # height-for-width layouts may hand the view less than its parts' minimums (they then
-        # overlap): an explicit minimum for the whole view (header, chart, per-stage charts)
-        self.setMinimumHeight(260 + 170 + 90)
-        self._extra: list = []
+        # overlap): an explicit minimum for the whole view (header and chart)
+        self.setMinimumHeight(260 + 90)
         # the application's font, bold: QFont("") fell back to a serif face in a real X server
         self._band_font = QFont(self.font())
         self._band_font.setPointSize(9)
@@ -132,6 +121,8 @@ class PipelineChartView(QWidget):
         self._band_metrics = QFontMetrics(self._band_font)
         #: (label, band start, band end, text) of the phase bands, laid out by _fit_labels
         self.band_items: list[tuple[pg.TextItem, float, float, str]] = []
+        #: the phase labels' items, kept across refreshes (the extra ones hidden)
+        self._band_pool: list[pg.TextItem] = []
         self.chart.getViewBox().sigXRangeChanged.connect(self._fit_labels)
         self.chart.getViewBox().sigResized.connect(self._fit_labels)
         self.data: PipelineChart | None = None
@@ -215,20 +206,21 @@ class PipelineChartView(QWidget):
         self.chart.setXRange(x0, x1, padding=0.01)
         self._fit_labels()
 
-    def _clear_extra(self) -> None:
-        for plot, item in self._extra:
-            plot.removeItem(item)
-        self._extra = []
-        self.load.clear()
-        self.stash.clear()
+    def _band_label(self, i: int) -> pg.TextItem:
+        """The ``i``-th phase label's item (built and added to the chart the first time)."""
+        while len(self._band_pool) <= i:
+            label = pg.TextItem("", anchor=(0, 1))
+            label.setFont(self._band_font)
+            self.chart.addItem(label)
+            self._band_pool.append(label)
+        return self._band_pool[i]
 
-    def _add(self, plot, item) -> None:
-        plot.addItem(item)
-        self._extra.append((plot, item))
-
-    def show_chart(self, c: PipelineChart, name: str, units: MemoryUnits = MemoryUnits.KIB) -> None:
+    def show_chart(
+        self, c: PipelineChart, name: str, x_range: tuple[float, float] | None = None
+    ) -> None:
+        """Draw profile ``c`` (``name`` heads it) over cycles ``x_range`` (default: its own
+        first view; compare mode gives A and B one range)."""
         self.data = c
-        self._clear_extra()
         rc = c.run_config
         ga = int(rc.get("gradient_accumulation", 0) or 0)
         theo = theoretical_ramp_share(c.n_stages, ga)
@@ -269,25 +261,6 @@ class PipelineChartView(QWidget):
         )
         # phase bands with their share of the run; the host's time before the device with the
         # host-inclusive host wait share (the analysis core's metric, as the Summary shows it)
-        self.band_labels = {}
-        self.band_items = []
-        host_q = QUANTITIES["host_wait_share"]
-        for phase, a, z in c.bands:
-            region = pg.LinearRegionItem(
-                (a, z), movable=False, brush=qcolor("phases", phase, 45), pen=pg.mkPen(None)
-            )
-            region.setZValue(-10)
-            self._add(self.chart, region)
-            if phase == "host" and c.host_wait_share is not None:
-                text = f"{host_q.label} {host_q.format(c.host_wait_share)}"
-            else:
-                text = f"{PHASE_LABELS[phase]} {100 * c.phase_share.get(phase, 0.0):.1f}%"
-            self.band_labels[phase] = text
-            label = pg.TextItem(text, color=hex_color("phases", phase), anchor=(0, 1))
-            label.setFont(self._band_font)
-            label.setPos(a, LABEL_BASE)
-            self._add(self.chart, label)
-            self.band_items.append((label, a, z, text))
         # the host's lanes under the stages (preparation, the call, the waits)
         h = c.host_events
         self.host_lanes = (
@@ -308,6 +281,7 @@ class PipelineChartView(QWidget):
                 (QBrush(qcolor("host_events", k, 220)), rects[kind == k]) for k in host_kinds
             ]
         self.host_boxes.set_groups(host_groups)
+        self._draw_bands(c)
         n_rows = c.n_stages + len(self.host_lanes)
         # micro-batch numbers inside the boxes, drawn only where they fit (PointLabelsItem)
         if len(b) <= MAX_BOX_LABELS:
@@ -338,7 +312,7 @@ class PipelineChartView(QWidget):
             yMin=-1.0, yMax=n_rows + 0.2, xMin=lo - pad, xMax=hi + pad
         )
         self.chart.setYRange(LABEL_TOP, n_rows + 0.1, padding=0)
-        self.set_x_range(*c.x_range)
+        self.set_x_range(*(x_range if x_range is not None else c.x_range))
         legend_items = [
             f"<span style='color:{hex_color('passes', p)}'>■</span> {p}"
             for p in PASS_ORDER
@@ -349,66 +323,30 @@ class PipelineChartView(QWidget):
         ]
         self.chart.setTitle(" &nbsp; ".join(legend_items), size="9pt")
 
-        x = np.arange(c.n_stages)
-        self._draw_load(c, x)
-        self._draw_stash(c, x, units)
-
-    def _draw_load(self, c: PipelineChart, x: np.ndarray) -> None:
-        """Busy cycles per stage (whole run), the bottleneck marked, a narrow bar for its
-        compute."""
-        brushes = [
-            qcolor("status", "critical")
-            if (s == c.bottleneck and c.pipelined)
-            else qcolor("passes", "forward")
-            for s in range(c.n_stages)
-        ]
-        self.load.addItem(
-            pg.BarGraphItem(x=x, height=c.stage_cycles, width=0.6, brushes=brushes, pen=None)
-        )
-        self.load.addItem(
-            pg.BarGraphItem(
-                x=x,
-                height=c.stage_compute_cycles,
-                width=0.3,
-                brush=qcolor("step_types", "OnTileExecute", 255).lighter(140),
-                pen=None,
-            )
-        )
-        if c.pipelined and len(c.stage_cycles):
-            mark = pg.TextItem(
-                "bottleneck", color=hex_color("status_text", "critical"), anchor=(0.5, 1)
-            )
-            mark.setPos(c.bottleneck, float(c.stage_cycles[c.bottleneck]))
-            self.load.addItem(mark)
-        self.load.getPlotItem().getAxis("bottom").setTicks(
-            [[(s, f"stage {s}") for s in range(c.n_stages)], []]
-        )
-        self.load.getPlotItem().getAxis("left").setWidth(64)
-        top = float(c.stage_cycles.max()) if len(c.stage_cycles) else 1.0
-        self.load.setYRange(0, max(1.0, top) * 1.15, padding=0)
-        self.load.setXRange(-0.6, c.n_stages - 0.4, padding=0)
-
-    def _draw_stash(self, c: PipelineChart, x: np.ndarray, units: MemoryUnits) -> None:
-        """Stash memory per stage, its axis in the units preference (issue 23, defect 7: it
-        was MiB always)."""
-        peak = float(c.stash_bytes.max()) if len(c.stash_bytes) else 0.0
-        scale, unit = axis_scale(units, peak)
-        self.stash.addItem(
-            pg.BarGraphItem(
-                x=x,
-                height=c.stash_bytes / scale,
-                width=0.6,
-                brush=qcolor("variable_kinds", "stash"),
-                pen=None,
-            )
-        )
-        self.stash.getPlotItem().getAxis("bottom").setTicks(
-            [[(s, f"stage {s}") for s in range(c.n_stages)], []]
-        )
-        self.stash.setLabel("left", unit)
-        top = peak / scale
-        self.stash.setYRange(0, max(1.0, top * 1.15), padding=0)
-        self.stash.setXRange(-0.6, c.n_stages - 0.4, padding=0)
+    def _draw_bands(self, c: PipelineChart) -> None:
+        """The phase bands, shaded over the whole y range (the view's y limits), each labelled
+        with its share of the run; the host's time before the device with the host-inclusive
+        host wait share (the analysis core's metric, as the Summary shows it)."""
+        self.band_labels = {}
+        self.band_items = []
+        host_q = QUANTITIES["host_wait_share"]
+        n_rows = c.n_stages + len(self.host_lanes)
+        groups = []
+        for i, (phase, a, z) in enumerate(c.bands):
+            rect = np.array([[a, -1.0, max(z - a, 0.0), n_rows + 1.2]])
+            groups.append((QBrush(qcolor("phases", phase, 45)), rect))
+            if phase == "host" and c.host_wait_share is not None:
+                text = f"{host_q.label} {host_q.format(c.host_wait_share)}"
+            else:
+                text = f"{PHASE_LABELS[phase]} {100 * c.phase_share.get(phase, 0.0):.1f}%"
+            self.band_labels[phase] = text
+            label = self._band_label(i)
+            label.setText(text, color=hex_color("phases", phase))
+            label.setPos(a, LABEL_BASE)
+            self.band_items.append((label, a, z, text))
+        for label in self._band_pool[len(c.bands) :]:
+            label.setVisible(False)
+        self.band_rects.set_groups(groups)
 
 
 class PipelineReport(Report):
@@ -440,7 +378,10 @@ class PipelineReport(Report):
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.table.setMaximumHeight(220)
         self.explain = wrapped_label(rich=True)
+        #: busy cycles and stash memory per stage, of A alone or of A and B side by side
+        self.bars = StageBarsView()
         lay.addWidget(self.view_a, 3)
+        lay.addWidget(self.bars, 2)
         lay.addWidget(self.explain)
         lay.addWidget(self.table, 1)
         scroll = QScrollArea()
@@ -451,8 +392,8 @@ class PipelineReport(Report):
 
     @property
     def view_b(self) -> PipelineChartView:
-        """Profile B's view, created when first needed (three plots: half the cost of a first
-        visit when nothing is compared)."""
+        """Profile B's header and chart, created when first needed (a plot single mode does not
+        pay for), under A's: the two timelines on one cycle axis read together."""
         if self._view_b is None:
             self._view_b = PipelineChartView()
             self._view_b.hide()
@@ -464,20 +405,22 @@ class PipelineReport(Report):
 
     def show_documents(self, doc: Document, other: Document | None) -> None:
         a = chart_of(doc)
-        self.view_a.show_chart(a, f"A: {doc.name}" if other is not None else doc.name, self.units)
         b = chart_of(other) if other is not None and other.has_execution else None
+        # one cycle axis in compare mode: both charts show the same range, set once
+        x_range = a.x_range
+        if b is not None:
+            x_range = (min(a.x_range[0], b.x_range[0]), max(a.x_range[1], b.x_range[1]))
+        self.view_a.show_chart(a, f"A: {doc.name}" if other is not None else doc.name, x_range)
         if b is not None or self._view_b is not None:
             self.view_b.setVisible(b is not None)
         self.table.setVisible(b is not None)
         self.explain.setVisible(b is not None)
+        self.bars.show_profiles(a, b, self.units)
         if b is not None:
-            self.view_b.show_chart(b, f"B: {other.name}", self.units)
-            # one cycle axis: both charts show the same range and pan / zoom together
-            x0 = min(a.x_range[0], b.x_range[0])
-            x1 = max(a.x_range[1], b.x_range[1])
+            self.view_b.chart.setXLink(None)  # B's range set as its own, then linked
+            self.view_b.show_chart(b, f"B: {other.name}", x_range)
+            # pan / zoom together
             self.view_b.chart.setXLink(self.view_a.chart)
-            self.view_a.set_x_range(x0, x1)
-            self.view_b.set_x_range(x0, x1)
             self._fill_table(a, b, doc.name, other.name)
             self._explain(gui_data.comparison(doc, other))
         elif self._view_b is not None:
@@ -488,7 +431,7 @@ class PipelineReport(Report):
         """Lay the body out at its final size now, before the first paint: otherwise the scroll
         area grows the body to its height-for-width (the word-wrapped headers, two views)
         and then shows its scroll bar, narrowing every plot, in two more layout passes, each
-        resizing and repainting the six plots (issue 23 item 11). Compared, the body is always
+        resizing and repainting the four plots (issue 23 item 11). Compared, the body is always
         taller than the view: its scroll bar is kept on (as it would show anyway)."""
         self.scroll.setVerticalScrollBarPolicy(
             Qt.ScrollBarPolicy.ScrollBarAlwaysOn
