@@ -39,7 +39,7 @@ from analyser.gui.axes import CycleAxis, fixed_prefix_axes
 from analyser.gui.items import BatchedRectsItem, PointLabelsItem
 from analyser.gui.model import data as gui_data
 from analyser.gui.model.document import Document
-from analyser.gui.model.pipeline import PHASE_LABELS, PipelineChart
+from analyser.gui.model.pipeline import BAND_PHASES, PHASE_LABELS, PipelineChart
 from analyser.gui.model.trace import HOST_EVENTS, HOST_LANES
 from analyser.gui.palette import hex_color, qcolor
 from analyser.gui.reports.base import Report
@@ -123,6 +123,8 @@ class PipelineChartView(QWidget):
         self.band_items: list[tuple[pg.TextItem, float, float, str]] = []
         #: the phase labels' items, kept across refreshes (the extra ones hidden)
         self._band_pool: list[pg.TextItem] = []
+        for i in range(len(BAND_PHASES) + 1):  # the bands of a run and the host's: built now
+            self._band_label(i)
         self.chart.getViewBox().sigXRangeChanged.connect(self._fit_labels)
         self.chart.getViewBox().sigResized.connect(self._fit_labels)
         self.data: PipelineChart | None = None
@@ -211,6 +213,7 @@ class PipelineChartView(QWidget):
         while len(self._band_pool) <= i:
             label = pg.TextItem("", anchor=(0, 1))
             label.setFont(self._band_font)
+            label.setVisible(False)
             self.chart.addItem(label)
             self._band_pool.append(label)
         return self._band_pool[i]
@@ -242,60 +245,10 @@ class PipelineChartView(QWidget):
             parts.append("Not pipelined: one stage; phases are shown for the run.")
         self.header.setText(" ".join(parts))
 
-        # boxes per pass
-        groups = {}
-        b = c.boxes
-        for p in PASS_ORDER:
-            sel = b[b["pass_name"] == p]
-            if sel.empty:
-                continue
-            arr = np.empty((len(sel), 4))
-            arr[:, 0] = sel["start"].to_numpy(dtype=float)
-            arr[:, 1] = sel["stage"].to_numpy(dtype=float) + 0.15
-            arr[:, 2] = np.maximum(1.0, (sel["end"] - sel["start"]).to_numpy(dtype=float))
-            arr[:, 3] = 0.7
-            groups[p] = (QBrush(qcolor("passes", p, 220)), arr)
-        self.boxes.set_groups(
-            [groups[p] for p in PASS_ORDER if p in groups]
-            + [g for p, g in groups.items() if p not in PASS_ORDER]
-        )
-        # phase bands with their share of the run; the host's time before the device with the
-        # host-inclusive host wait share (the analysis core's metric, as the Summary shows it)
-        # the host's lanes under the stages (preparation, the call, the waits)
-        h = c.host_events
-        self.host_lanes = (
-            tuple(lane for lane in HOST_LANES if lane in set(h["lane"])) if h is not None else ()
-        )
-        host_groups = []
-        host_kinds: list[str] = []
-        if self.host_lanes:
-            lane_y = np.array([self.host_lanes.index(x) for x in h["lane"]], dtype=float)
-            rects = np.empty((len(h), 4))
-            rects[:, 0] = h["start"].to_numpy(dtype=float)
-            rects[:, 1] = c.n_stages + lane_y + 0.15
-            rects[:, 2] = np.maximum(1.0, (h["end"] - h["start"]).to_numpy(dtype=float))
-            rects[:, 3] = 0.7
-            kind = h["kind"].to_numpy()
-            host_kinds = [k for k in HOST_EVENTS if (kind == k).any()]
-            host_groups = [
-                (QBrush(qcolor("host_events", k, 220)), rects[kind == k]) for k in host_kinds
-            ]
-        self.host_boxes.set_groups(host_groups)
+        passes = self._draw_boxes(c)
+        host_kinds = self._draw_host(c)
         self._draw_bands(c)
         n_rows = c.n_stages + len(self.host_lanes)
-        # micro-batch numbers inside the boxes, drawn only where they fit (PointLabelsItem)
-        if len(b) <= MAX_BOX_LABELS:
-            start = b["start"].to_numpy(dtype=float)
-            end = b["end"].to_numpy(dtype=float)
-            mb = b["micro_batch"].to_numpy()
-            self.box_labels.set_labels(
-                (start + end) / 2,
-                b["stage"].to_numpy(dtype=float) + 0.5,
-                end - start,
-                [str(m) if m >= 0 else "weight update" for m in mb.tolist()],
-            )
-        else:
-            self.box_labels.set_labels(np.zeros(0), np.zeros(0), np.zeros(0), [])
         self.chart.getPlotItem().getAxis("left").setTicks(
             [
                 [(s + 0.5, f"stage {s} · IPU {c.stage_ipu[s]}") for s in range(c.n_stages)]
@@ -314,14 +267,70 @@ class PipelineChartView(QWidget):
         self.chart.setYRange(LABEL_TOP, n_rows + 0.1, padding=0)
         self.set_x_range(*(x_range if x_range is not None else c.x_range))
         legend_items = [
-            f"<span style='color:{hex_color('passes', p)}'>■</span> {p}"
-            for p in PASS_ORDER
-            if p in groups
+            f"<span style='color:{hex_color('passes', p)}'>■</span> {p}" for p in passes
         ] + [
             f"<span style='color:{hex_color('host_events', k)}'>■</span> host {k}"
             for k in host_kinds
         ]
         self.chart.setTitle(" &nbsp; ".join(legend_items), size="9pt")
+
+    def _draw_boxes(self, c: PipelineChart) -> list[str]:
+        """A box per stage, micro-batch and pass, one group per pass (numpy columns: a
+        DataFrame filter per pass cost ~1.5 ms each), with the micro-batch numbers inside
+        (drawn where they fit: :class:`PointLabelsItem`); returns the passes drawn."""
+        b = c.boxes
+        pass_name = b["pass_name"].to_numpy()
+        start = b["start"].to_numpy(dtype=float)
+        end = b["end"].to_numpy(dtype=float)
+        stage = b["stage"].to_numpy(dtype=float)
+        rects = np.empty((len(b), 4))
+        rects[:, 0] = start
+        rects[:, 1] = stage + 0.15
+        rects[:, 2] = np.maximum(1.0, end - start)
+        rects[:, 3] = 0.7
+        groups, passes = [], []
+        for p in PASS_ORDER:
+            sel = pass_name == p
+            if sel.any():
+                groups.append((QBrush(qcolor("passes", p, 220)), rects[sel]))
+                passes.append(p)
+        self.boxes.set_groups(groups)
+        if len(b) <= MAX_BOX_LABELS:
+            mb = b["micro_batch"].to_numpy()
+            self.box_labels.set_labels(
+                (start + end) / 2,
+                stage + 0.5,
+                end - start,
+                [str(m) if m >= 0 else "weight update" for m in mb.tolist()],
+            )
+        else:
+            self.box_labels.set_labels(np.zeros(0), np.zeros(0), np.zeros(0), [])
+        return passes
+
+    def _draw_host(self, c: PipelineChart) -> list[str]:
+        """The host's lanes under the stages (preparation, the call, the waits), a group per
+        kind of event; returns the kinds drawn."""
+        h = c.host_events
+        lanes = h["lane"].to_numpy() if h is not None else np.zeros(0, dtype=object)
+        self.host_lanes = tuple(lane for lane in HOST_LANES if (lanes == lane).any())
+        host_groups = []
+        host_kinds: list[str] = []
+        if self.host_lanes:
+            lane_y = np.zeros(len(lanes))
+            for i, lane in enumerate(self.host_lanes):
+                lane_y[lanes == lane] = i
+            rects = np.empty((len(h), 4))
+            rects[:, 0] = h["start"].to_numpy(dtype=float)
+            rects[:, 1] = c.n_stages + lane_y + 0.15
+            rects[:, 2] = np.maximum(1.0, (h["end"] - h["start"]).to_numpy(dtype=float))
+            rects[:, 3] = 0.7
+            kind = h["kind"].to_numpy()
+            host_kinds = [k for k in HOST_EVENTS if (kind == k).any()]
+            host_groups = [
+                (QBrush(qcolor("host_events", k, 220)), rects[kind == k]) for k in host_kinds
+            ]
+        self.host_boxes.set_groups(host_groups)
+        return host_kinds
 
     def _draw_bands(self, c: PipelineChart) -> None:
         """The phase bands, shaded over the whole y range (the view's y limits), each labelled
