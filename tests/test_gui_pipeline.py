@@ -345,6 +345,27 @@ def test_walkthrough_host_wait_axis_labels_and_table(qtbot, pipeline, walkthroug
             assert fm.horizontalAdvance(r.table.item(row, col).text()) < width
 
 
+def test_phase_labels_follow_a_pan_when_painted(qtbot, pipeline, pipe_paths):
+    """The phase labels are laid out once per paint for the view's final range (the range
+    changes and resizes of a fill only mark them stale): a pan into the middle of the main
+    band puts its label at the view's new left edge by the next paint."""
+    r, _ = pipeline
+    _open(pipeline, pipe_paths[0])
+    view = r.view_a
+    main = next(t for t in view.band_items if t[3] == view.band_labels["main"])
+    _label, a, z, _text = main
+    middle = (a + z) / 2
+    view.chart.setXRange(middle, middle + (z - a), padding=0)
+    view.chart.grab()
+    (x0, _x1), _ = view.chart.getViewBox().viewRange()
+    assert main[0].isVisible() and main[0].pos().x() == pytest.approx(x0)
+    assert not view._labels_stale
+    # bands wholly left of the view are hidden
+    for item, _a, z_, _t in view.band_items:
+        if z_ <= x0:
+            assert not item.isVisible()
+
+
 def test_phase_labels_use_the_application_font(qtbot, pipeline):
     """Seen in a real X server (issue 23): the phase labels were drawn in a serif face
     (QFont("") resolved by fontconfig), unlike every other label."""

@@ -125,8 +125,13 @@ class PipelineChartView(QWidget):
         self._band_pool: list[pg.TextItem] = []
         for i in range(len(BAND_PHASES) + 1):  # the bands of a run and the host's: built now
             self._band_label(i)
-        self.chart.getViewBox().sigXRangeChanged.connect(self._fit_labels)
-        self.chart.getViewBox().sigResized.connect(self._fit_labels)
+        # laid out once per paint, at the view's final range and size: the range changes and
+        # resizes of a fill and its layout passes (13 in a compare-mode first visit) only mark
+        # them stale (the explicit set_x_range lays them out at once)
+        self._labels_stale = False
+        self.chart.getViewBox().sigXRangeChanged.connect(self._mark_labels_stale)
+        self.chart.getViewBox().sigResized.connect(self._mark_labels_stale)
+        self.chart.scene().sigPrepareForPaint.connect(self._fit_stale_labels)
         self.data: PipelineChart | None = None
         self.band_labels: dict[str, str] = {}
         #: the axis break at the left edge: how much of the host's time before the device the
@@ -134,9 +139,17 @@ class PipelineChartView(QWidget):
         self.break_label = pg.TextItem("", anchor=(0, 0.5))
         self.break_label.setZValue(20)
 
+    def _mark_labels_stale(self, *args) -> None:
+        self._labels_stale = True
+
+    def _fit_stale_labels(self) -> None:
+        if self._labels_stale:
+            self._fit_labels()
+
     def _fit_labels(self, *args) -> None:
         """Lay out the phase labels for the current zoom (the micro-batch numbers pick the
         boxes they fit in when painted: :class:`PointLabelsItem`)."""
+        self._labels_stale = False
         vb = self.chart.getViewBox()
         (x0, x1), _ = vb.viewRange()
         px_per_cycle = vb.width() / (x1 - x0) if x1 > x0 else 0.0
