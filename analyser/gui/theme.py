@@ -56,7 +56,12 @@ def style_sheet(name: str) -> str:
 
 
 def style_plot(plot: pg.PlotWidget) -> None:
-    """Apply the current chart colours to one pyqtgraph plot widget."""
+    """Apply the current chart colours to one pyqtgraph plot widget (every report's plots get
+    them when built), and keep the plot from repainting whole when it is shown
+    (:func:`analyser.gui.items.no_repaint_on_activation`: a pass of its own per plot)."""
+    from analyser.gui.items import no_repaint_on_activation
+
+    no_repaint_on_activation(plot)
     colors = chart_colors()
     plot.setBackground(colors.background)
     item = plot.getPlotItem()

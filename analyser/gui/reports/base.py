@@ -30,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
-from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtCore import QCoreApplication, QEvent, Qt, Signal
 from PySide6.QtWidgets import (
     QLabel,
     QLayout,
@@ -356,6 +356,11 @@ class Report(QWidget):
     def showEvent(self, event) -> None:
         super().showEvent(event)
         self.ensure_refreshed()
+        # every widget shown posted an UpdateLater of its area; a plot's scene flushes the
+        # window's pending repaint when its own queued update runs, so interleaved with those
+        # the window was painted in several passes (issue 23 item 11): merged into the
+        # window's dirty region now, one pass paints the report
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.UpdateLater)
 
 
 class MessagePanel(QWidget):

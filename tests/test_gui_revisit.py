@@ -1,0 +1,86 @@
+"""Every report (issue 23 item 11): shown again with nothing changed, a report paints each of
+its plots once, in the window's one paint pass (pytest-qt, offscreen)."""
+
+from __future__ import annotations
+
+import collections
+
+import pyqtgraph as pg
+import pytest
+from gui_helpers import write_synthetic_profiles
+from PySide6.QtCore import QEvent, QObject
+from PySide6.QtWidgets import QLabel, QStackedWidget
+
+pytestmark = pytest.mark.gui
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    return write_synthetic_profiles(
+        tmp_path_factory, "revisit-all", ((1, 4), (2, 8)), n_steps=4_000, n_ipus=2, tiles=64
+    )
+
+
+class _PaintCounter(QObject):
+    def __init__(self) -> None:
+        super().__init__()
+        self.counts: collections.Counter = collections.Counter()
+
+    def eventFilter(self, obj, event) -> bool:
+        if event.type() == QEvent.Type.Paint:
+            self.counts[obj] += 1
+        return False
+
+
+def test_every_plot_is_kept_from_repainting_on_activation(qtbot):
+    """style_plot (what every report's plots get when built) installs the activation filter:
+    a shown plot is not painted again in a pass of its own."""
+    from analyser.gui.items import _ActivationFilter
+    from analyser.gui.widgets import make_plot
+
+    plot = make_plot("left", "bottom")
+    qtbot.addWidget(plot)
+    assert plot.findChild(_ActivationFilter) is not None
+
+
+@pytest.mark.parametrize("key", ["memory", "liveness", "pipeline"])
+def test_a_later_visit_paints_each_plot_once(qtbot, pair, key):
+    """A compared pair: the report filled and painted, another page shown, the report shown
+    again: each plot it shows is painted once (they were painted twice, each plot's scene
+    flushing the window's pending repaint in a pass of its own after the window activation
+    a shown graphics view sends)."""
+    from analyser.gui import reports as registry
+    from analyser.gui.model.document import Document
+
+    cls = next(c for c in registry.report_classes() if c.key == key)
+    stack = QStackedWidget()
+    qtbot.addWidget(stack)
+    other = QLabel("another report")
+    report = cls()
+    stack.addWidget(other)
+    stack.addWidget(report)
+    stack.resize(1300, 850)
+    stack.show()
+    qtbot.waitExposed(stack)
+    docs = [Document.open(p) for p in pair]
+    try:
+        report.set_document(docs[0], docs[1])
+        stack.setCurrentWidget(report)
+        qtbot.wait(300)
+        assert not report.needs_refresh
+        stack.setCurrentWidget(other)
+        qtbot.wait(50)
+        plots = [p for p in report.findChildren(pg.GraphicsView) if p.isVisibleTo(report)]
+        assert plots, "the report shows plots"
+        counter = _PaintCounter()
+        for p in plots:
+            p.viewport().installEventFilter(counter)
+        stack.setCurrentWidget(report)
+        qtbot.wait(300)
+        painted = [counter.counts[p.viewport()] for p in plots]
+        # a plot below the scroll area's fold is not painted at all
+        assert painted and max(painted) == 1 and sum(painted) >= 1, painted
+    finally:
+        stack.close()
+        for d in docs:
+            d.close()
