@@ -115,3 +115,23 @@ def synthetic_documents(tmp_path_factory, stem: str, seed: int, **sizes):
     yield opened
     for d in opened:
         d.close()
+
+
+def paint_counter():
+    """An event filter that counts the Paint events of the widgets it is installed on
+    (``counts[widget]``)."""
+    import collections
+
+    from PySide6.QtCore import QEvent, QObject
+
+    class PaintCounter(QObject):
+        def __init__(self) -> None:
+            super().__init__()
+            self.counts: collections.Counter = collections.Counter()
+
+        def eventFilter(self, obj, event) -> bool:
+            if event.type() == QEvent.Type.Paint:
+                self.counts[obj] += 1
+            return False
+
+    return PaintCounter()

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from gui_helpers import open_documents as _open
-from gui_helpers import shown_report, write_synthetic_profiles
+from gui_helpers import paint_counter, shown_report, write_synthetic_profiles
 
 from analyser.core.quantities import QUANTITIES
 
@@ -397,3 +397,41 @@ def test_phase_labels_do_not_overlap_with_a_loader_lane(qtbot, pipeline, walkthr
         for i, (t1, r1) in enumerate(rects):
             for t2, r2 in rects[i + 1 :]:
                 assert not r1.intersects(r2), (t1, t2)
+
+
+def test_a_later_visit_paints_each_plot_once(qtbot, pipe_paths):
+    """Shown again with nothing changed (compare mode), each plot in view (A's and B's
+    timelines, the per-stage bars) is painted once, not again in a pass of its own for the
+    window activation its graphics view sends (issue 23 item 11)."""
+    from PySide6.QtWidgets import QLabel, QStackedWidget
+
+    from analyser.gui.model.document import Document
+    from analyser.gui.reports.pipeline import PipelineReport
+
+    stack = QStackedWidget()
+    qtbot.addWidget(stack)
+    other, report = QLabel("another report"), PipelineReport()
+    stack.addWidget(other)
+    stack.addWidget(report)
+    stack.resize(1400, 1500)  # tall enough for the bars to be in view
+    stack.show()
+    qtbot.waitExposed(stack)
+    docs = [Document.open(p) for p in pipe_paths]
+    try:
+        stack.setCurrentWidget(report)
+        report.set_document(docs[0], docs[1])
+        qtbot.waitUntil(lambda: report.view_b.isVisible() and len(report.bars.profiles) == 2)
+        qtbot.wait(200)
+        stack.setCurrentWidget(other)
+        qtbot.wait(50)
+        plots = [report.view_a.chart, report.view_b.chart, report.bars.load, report.bars.stash]
+        counter = paint_counter()
+        for p in plots:
+            p.viewport().installEventFilter(counter)
+        stack.setCurrentWidget(report)
+        qtbot.wait(300)
+        assert [counter.counts[p.viewport()] for p in plots] == [1, 1, 1, 1]
+    finally:
+        stack.close()
+        for d in docs:
+            d.close()

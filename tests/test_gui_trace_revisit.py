@@ -3,12 +3,10 @@ is not repainted for the window's activation (pytest-qt, offscreen)."""
 
 from __future__ import annotations
 
-import collections
-
 import pyqtgraph as pg
 import pytest
-from gui_helpers import shut_down_trace, write_synthetic_profiles
-from PySide6.QtCore import QCoreApplication, QEvent, QObject
+from gui_helpers import paint_counter, shut_down_trace, write_synthetic_profiles
+from PySide6.QtCore import QCoreApplication, QEvent
 from PySide6.QtWidgets import QLabel, QStackedWidget
 
 pytestmark = pytest.mark.gui
@@ -49,17 +47,6 @@ def test_a_plot_is_not_repainted_when_the_window_is_activated(qtbot):
     assert _changed_after_activation(qtbot, quiet) == []
 
 
-class _PaintCounter(QObject):
-    def __init__(self) -> None:
-        super().__init__()
-        self.counts: collections.Counter = collections.Counter()
-
-    def eventFilter(self, obj, event) -> bool:
-        if event.type() == QEvent.Type.Paint:
-            self.counts[obj] += 1
-        return False
-
-
 def test_a_later_visit_paints_each_plot_of_the_trace_once(qtbot, pair):
     """Shown again with nothing changed (compare mode), the report is painted in one pass:
     each of its plots (A's and B's timelines, the overview, the differences lane) once, not
@@ -91,7 +78,7 @@ def test_a_later_visit_paints_each_plot_of_the_trace_once(qtbot, pair):
         stack.setCurrentWidget(other)
         qtbot.wait(50)
         plots = [report.timeline, report.timeline_b, report.overview, report.differences]
-        counter = _PaintCounter()
+        counter = paint_counter()
         for p in plots:
             p.viewport().installEventFilter(counter)
         stack.setCurrentWidget(report)

@@ -36,7 +36,7 @@ from analyser.core.units import (
     fmt_pts_delta,
 )
 from analyser.gui.axes import CycleAxis, fixed_prefix_axes
-from analyser.gui.items import BatchedRectsItem, PointLabelsItem
+from analyser.gui.items import BatchedRectsItem, PointLabelsItem, no_repaint_on_activation
 from analyser.gui.model import data as gui_data
 from analyser.gui.model.document import Document
 from analyser.gui.model.pipeline import BAND_PHASES, PHASE_LABELS, PipelineChart
@@ -86,6 +86,7 @@ class PipelineChartView(QWidget):
         style_plot(self.chart)
         self.chart.setMenuEnabled(False)
         self.chart.hideButtons()
+        no_repaint_on_activation(self.chart)  # painted once when the report is shown
         self.chart.getViewBox().invertY(True)
         self.chart.getViewBox().setMouseEnabled(x=True, y=False)
         self.chart.setLabel("bottom", "cycles (first device iteration)")
