@@ -89,3 +89,67 @@ def test_a_later_visit_paints_each_plot_of_the_trace_once(qtbot, pair):
         stack.close()
         for d in docs:
             d.close()
+
+
+def test_a_scheduled_redraw_of_an_unchanged_view_is_skipped(qtbot, pair):
+    """A layout pass that resizes a timeline without changing its lanes, cycles or width (a
+    fill's splitter sizes) schedules a redraw that finds the view drawn and draws nothing; a
+    change of the cycles in view, or of the plot's width, is drawn."""
+    from analyser.gui.model import data as gui_data
+    from analyser.gui.model.document import Document
+    from analyser.gui.reports.trace.timeline import TimelineView
+
+    tl = TimelineView()
+    qtbot.addWidget(tl)
+    tl.resize(900, 400)
+    tl.show()
+    qtbot.waitExposed(tl)
+    doc = Document.open(pair[0])
+    try:
+        tl.set_trace(gui_data.trace_window(doc))
+        qtbot.wait(200)  # laid out at its size and drawn there
+        assert tl.redraw_count >= 1 and not tl._timer.isActive()
+        count = tl.redraw_count
+        tl.resize(900, 380)  # the same lanes fit: the same view
+        qtbot.wait(50)
+        assert not tl._timer.isActive() and tl.redraw_count == count
+        tl.resize(700, 380)  # narrower: drawn again at the new width
+        qtbot.waitUntil(lambda: tl.redraw_count == count + 1)
+        x0, x1 = tl.x_range()
+        tl.set_x_range(x0, (x0 + x1) / 2)
+        qtbot.waitUntil(lambda: tl.redraw_count == count + 2)
+    finally:
+        tl.stop()
+        doc.close()
+
+
+def test_the_idle_build_builds_the_differences_lane_hidden(qtbot, pair):
+    """In compare mode the window's idle build makes B's timeline, then the lane's plot (hidden
+    until a fill shows it); the fill then lays A, B, the lane and the tabs out as when the
+    lane is built by the fill itself (the tabs keep their share)."""
+    from analyser.gui.model.document import Document
+    from analyser.gui.reports.trace import TraceReport
+
+    built, fresh = TraceReport(), TraceReport()
+    assert built.prebuild(True) and built._timeline_b is not None
+    assert built.prebuild(True) and built.differences.box.isHidden()
+    assert not built.prebuild(True)
+    assert not fresh.prebuild(False)
+    docs = [Document.open(p) for p in pair]
+    try:
+        sizes = []
+        for r in (built, fresh):
+            qtbot.addWidget(r)
+            r.resize(1200, 800)
+            r.show()
+            qtbot.waitExposed(r)
+            r.set_document(docs[0], docs[1])
+            assert r.differences.box.isVisible()
+            sizes.append(r.splitter.sizes())
+        assert sizes[0] == sizes[1] and len(sizes[0]) == 4 and sizes[0][3] > 100
+    finally:
+        for r in (built, fresh):
+            shut_down_trace(r)
+            r.close()
+        for d in docs:
+            d.close()

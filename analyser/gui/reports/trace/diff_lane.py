@@ -41,7 +41,8 @@ class DifferencesLaneView(pg.PlotWidget):
     differenceClicked = Signal(int)
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent, axisItems={"bottom": CycleAxis("bottom")})
+        # no context menu (setMenuEnabled(False) below): none to build (~9 ms of a view box's)
+        super().__init__(parent, enableMenu=False, axisItems={"bottom": CycleAxis("bottom")})
         style_plot(self)
         no_repaint_on_activation(self)
         fixed_prefix_axes(self)  # IPU rows and cycles: nothing to prefix
@@ -215,9 +216,10 @@ def _follow(view: DifferencesLaneView, timeline) -> None:
     view.sync = sync
 
 
-def show_differences(report, doc_a, doc_b) -> None:
-    """Show B - A under B's timeline in ``report`` (a TraceReport in compare mode); the lane is
-    built under the timelines and made to follow A's cycle axis on first use."""
+def differences_view(report) -> DifferencesLaneView:
+    """The lane view of ``report`` (a TraceReport), built hidden under the timelines and made
+    to follow A's cycle axis on first use (by the window's idle build in compare mode: a
+    plot's construction is ~30 ms of a first visit)."""
     view = getattr(report, "differences", None)
     if view is None:
         view = DifferencesLaneView()
@@ -229,11 +231,18 @@ def show_differences(report, doc_a, doc_b) -> None:
         row.addWidget(view, 1)
         view.gap = QWidget()  # where a timeline has its scroll bar when it shows one
         row.addWidget(view.gap)
+        box.hide()  # shown by show_differences
         report.splitter.insertWidget(2, box)
         view.box = box
         _follow(view, report.timeline)
         view.differenceClicked.connect(lambda i: select_difference(report, i))
         report.differences = view
+    return view
+
+
+def show_differences(report, doc_a, doc_b) -> None:
+    """Show B - A under B's timeline in ``report`` (a TraceReport in compare mode)."""
+    view = differences_view(report)
     trace_b = report.trace_b
     view.trace_b, view._names = trace_b, None
     view.gen += 1

@@ -28,7 +28,11 @@ from analyser.gui.model.trace import GROUP_MODES, HOST_EVENTS, STEP_TYPES, Trace
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report
 from analyser.gui.reports.trace.bsp import BspView
-from analyser.gui.reports.trace.diff_lane import hide_differences, show_differences
+from analyser.gui.reports.trace.diff_lane import (
+    differences_view,
+    hide_differences,
+    show_differences,
+)
 from analyser.gui.reports.trace.overview import OverviewStrip
 from analyser.gui.reports.trace.panels import (
     RangeSummaryPanel,
@@ -216,6 +220,15 @@ class TraceReport(Report):
         for w in self._key_sources:
             w.installEventFilter(self)
 
+    def prebuild(self, compare: bool) -> bool:
+        """B's timeline, then (at the next idle tick) the differences lane's plot."""
+        if super().prebuild(compare):
+            return True
+        if compare and getattr(self, "differences", None) is None:
+            differences_view(self)
+            return True
+        return False
+
     def showEvent(self, event) -> None:
         super().showEvent(event)
         # every widget shown posted an UpdateLater of its area; each of the five plots' scenes
@@ -335,8 +348,9 @@ class TraceReport(Report):
             self.timeline_b.set_trace(self.trace_b, group)
             self.timeline_b.set_time_axis(self.axis_combo.currentData())
             self.timeline_b_box.show()
-            self.splitter.setSizes([260, 260, 260])
             show_differences(self, doc, other)
+            # A, B, the lane (at most its fixed height) and the tabs share the height
+            self.splitter.setSizes([260] * self.splitter.count())
         else:
             if other is not None:
                 self.statusMessage.emit(f"{other.name} has no execution trace to compare with.")

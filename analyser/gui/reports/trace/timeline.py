@@ -224,7 +224,9 @@ class TimelineView(LaneGroups, pg.PlotWidget):
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(0)
-        self._timer.timeout.connect(self.redraw)
+        self._timer.timeout.connect(self._redraw_if_moved)
+        #: what the last redraw drew (see _view_state)
+        self._drawn: tuple | None = None
         vb.sigXRangeChanged.connect(self._schedule)
         vb.sigResized.connect(self._fit_lanes)
         self.scrollbar = QScrollBar(Qt.Orientation.Vertical)
@@ -401,9 +403,40 @@ class TimelineView(LaneGroups, pg.PlotWidget):
         if not self._timer.isActive():
             self._timer.start()
 
+    def _view_state(self) -> tuple:
+        """What a redraw draws from: the trace, the grouping, the lanes' layout and scroll,
+        the cycles in view, the plot's width in pixels and the lanes in view."""
+        layout = self.lane_layout
+        return (
+            self.trace,
+            self.group,
+            layout,
+            layout.scroll,
+            self.x_range(),
+            self.pixel_width(),
+            self.y_range(),
+        )
+
+    def _redraw_if_moved(self) -> None:
+        """A scheduled redraw (the range or the plot's size changed): skipped when the view
+        is what the last redraw drew. A fill redraws, then lays the report out: the plots'
+        heights change, and a redraw of the same lanes and cycles used to follow (~15 ms per
+        timeline of a compare-mode first visit, issue 23 item 11)."""
+        drawn, state = self._drawn, self._view_state()
+        if (
+            drawn is not None
+            and drawn[0] is state[0]
+            and drawn[2] is state[2]
+            and drawn[1] == state[1]
+            and drawn[3:] == state[3:]
+        ):
+            return
+        self.redraw()
+
     def redraw(self) -> None:
         """Fetch the visible window of every IPU and repaint (one call per step type)."""
         self._timer.stop()
+        self._drawn = None
         if self.trace is None:
             return
         t0, t1 = self.x_range()
@@ -431,6 +464,7 @@ class TimelineView(LaneGroups, pg.PlotWidget):
         self._draw_labels(labelled, t0, t1)
         self._draw_flows(t0, t1)
         self._place_band_label()
+        self._drawn = self._view_state()
         self.redraw_count += 1
         self.windowChanged.emit(t0, t1)
         self.redrawn.emit()
