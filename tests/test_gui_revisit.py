@@ -35,7 +35,7 @@ class _PaintCounter(QObject):
 def test_every_plot_is_kept_from_repainting_on_activation(qtbot):
     """style_plot (what every report's plots get when built) installs the activation filter:
     a shown plot is not painted again in a pass of its own."""
-    from analyser.gui.items import _ActivationFilter
+    from analyser.gui.theme import _ActivationFilter
     from analyser.gui.widgets import make_plot
 
     plot = make_plot("left", "bottom")

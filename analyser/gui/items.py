@@ -16,8 +16,11 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pyqtgraph as pg
 from pyqtgraph.Qt import internals
-from PySide6.QtCore import QEvent, QObject, QRectF, Qt
+from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QPainter, QPen
+
+# defined with the plots' styling (a lower layer: style_plot applies it to every plot)
+from analyser.gui.theme import no_repaint_on_activation as no_repaint_on_activation
 
 
 class BatchedRectsItem(pg.GraphicsObject):
@@ -340,29 +343,3 @@ class ArrowsItem(pg.GraphicsObject):
             painter.setBrush(Qt.BrushStyle.NoBrush)
             painter.drawPath(pg.arrayToQPath(xs, ys, connect="pairs"))
         painter.restore()
-
-
-class _ActivationFilter(QObject):
-    """Drops the window (de)activation events a scene forwards to its top-level item."""
-
-    EVENTS = (QEvent.Type.WindowActivate, QEvent.Type.WindowDeactivate)
-
-    def eventFilter(self, obj, event) -> bool:
-        return event.type() in self.EVENTS
-
-
-def no_repaint_on_activation(view: pg.GraphicsView) -> None:
-    """Keep ``view``'s plot from repainting whole when it is shown or hidden (or the window
-    gains or loses focus): a graphics view shown sends its scene a WindowActivate, which the
-    scene forwards to its top-level item (the plot); a ``QGraphicsWidget`` answers it with
-    ``update()``, and the scene's queued update then flushes the window's pending repaint, so
-    a report shown painted its plots a second time in a pass of their own (issue 23 item 11:
-    the Execution Trace's five plots, ~25 ms of a later visit's 55). Nothing a plot draws
-    depends on the window being active; the scene itself still tracks activation (focus)."""
-    central = getattr(view, "centralWidget", None)
-    if central is None:  # pragma: no cover - every pyqtgraph GraphicsView has one
-        return
-    flt = view.findChild(_ActivationFilter)
-    if flt is None:
-        flt = _ActivationFilter(view)
-    central.installEventFilter(flt)

@@ -8,6 +8,7 @@ from importlib import resources
 from pathlib import Path
 
 import pyqtgraph as pg
+from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QApplication, QWidget
 
@@ -58,9 +59,7 @@ def style_sheet(name: str) -> str:
 def style_plot(plot: pg.PlotWidget) -> None:
     """Apply the current chart colours to one pyqtgraph plot widget (every report's plots get
     them when built), and keep the plot from repainting whole when it is shown
-    (:func:`analyser.gui.items.no_repaint_on_activation`: a pass of its own per plot)."""
-    from analyser.gui.items import no_repaint_on_activation
-
+    (:func:`no_repaint_on_activation`: a pass of its own per plot)."""
     no_repaint_on_activation(plot)
     colors = chart_colors()
     plot.setBackground(colors.background)
@@ -102,3 +101,29 @@ def apply_theme(name: str, root: QWidget | None = None) -> None:
             style_plot(plot)
         for view in root.findChildren(pg.GraphicsLayoutWidget):
             view.setBackground(colors.background)
+
+
+class _ActivationFilter(QObject):
+    """Drops the window (de)activation events a scene forwards to its top-level item."""
+
+    EVENTS = (QEvent.Type.WindowActivate, QEvent.Type.WindowDeactivate)
+
+    def eventFilter(self, obj, event) -> bool:
+        return event.type() in self.EVENTS
+
+
+def no_repaint_on_activation(view: pg.GraphicsView) -> None:
+    """Keep ``view``'s plot from repainting whole when it is shown or hidden (or the window
+    gains or loses focus): a graphics view shown sends its scene a WindowActivate, which the
+    scene forwards to its top-level item (the plot); a ``QGraphicsWidget`` answers it with
+    ``update()``, and the scene's queued update then flushes the window's pending repaint, so
+    a report shown painted its plots a second time in a pass of their own (issue 23 item 11:
+    the Execution Trace's five plots, ~25 ms of a later visit's 55). Nothing a plot draws
+    depends on the window being active; the scene itself still tracks activation (focus)."""
+    central = getattr(view, "centralWidget", None)
+    if central is None:  # pragma: no cover - every pyqtgraph GraphicsView has one
+        return
+    flt = view.findChild(_ActivationFilter, options=Qt.FindChildOption.FindDirectChildrenOnly)
+    if flt is None:
+        flt = _ActivationFilter(view)
+    central.installEventFilter(flt)

@@ -23,7 +23,6 @@ from PySide6.QtWidgets import (
 
 from analyser.core.units import fmt_int, fmt_pct
 from analyser.gui.axes import short_cycles, use_cycle_axis
-from analyser.gui.items import no_repaint_on_activation
 from analyser.gui.model.trace import BSP_STATES, TYPES_OF_STATE, BspStates, blend, bsp_states
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.trace.lane_items import LANE_AXIS_PX
@@ -139,7 +138,6 @@ class BspView(QWidget):
         if self._parts is None:
             plot = pg.PlotWidget(viewBox=_TileViewBox(self))
             style_plot(plot)
-            no_repaint_on_activation(plot)
             plot.setMenuEnabled(False)
             plot.hideButtons()
             plot.setLabel("left", "tile")

@@ -18,7 +18,7 @@ from PySide6.QtGui import QBrush
 from PySide6.QtWidgets import QHBoxLayout, QWidget
 
 from analyser.gui.axes import CycleAxis, fixed_prefix_axes, short_cycles
-from analyser.gui.items import BatchedRectsItem, no_repaint_on_activation
+from analyser.gui.items import BatchedRectsItem
 from analyser.gui.model.diff_lane import (
     DifferencesLane,
     ScreenBars,
@@ -44,7 +44,6 @@ class DifferencesLaneView(pg.PlotWidget):
         # no context menu (setMenuEnabled(False) below): none to build (~9 ms of a view box's)
         super().__init__(parent, enableMenu=False, axisItems={"bottom": CycleAxis("bottom")})
         style_plot(self)
-        no_repaint_on_activation(self)
         fixed_prefix_axes(self)  # IPU rows and cycles: nothing to prefix
         self.setMouseEnabled(x=True, y=False)
         self.getPlotItem().hideButtons()

@@ -8,7 +8,6 @@ from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QColor
 
 from analyser.gui.axes import CycleAxis, fixed_prefix_axes
-from analyser.gui.items import no_repaint_on_activation
 from analyser.gui.model.trace import TraceWindow
 from analyser.gui.palette import heatmap_colors, qcolor
 from analyser.gui.reports.trace.lane_items import LaneAxis
@@ -35,7 +34,6 @@ class OverviewStrip(pg.PlotWidget):
             axisItems={"left": LaneAxis(), "bottom": CycleAxis("bottom")},
         )
         style_plot(self)
-        no_repaint_on_activation(self)
         fixed_prefix_axes(self)  # lane labels, no units
         plot = self.getPlotItem()
         plot.setMenuEnabled(False)

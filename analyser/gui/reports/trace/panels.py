@@ -38,7 +38,6 @@ from analyser.core.units import (
     fmt_pts_delta,
 )
 from analyser.gui.axes import use_cycle_axis
-from analyser.gui.items import no_repaint_on_activation
 from analyser.gui.model.trace import (
     STATISTICS_BY,
     STEP_TYPES,
@@ -346,7 +345,6 @@ class StepDetailsPanel(QWidget):
         if self._plot is None:
             plot = pg.PlotWidget(enableMenu=False)
             style_plot(plot)
-            no_repaint_on_activation(plot)
             plot.setLabel("bottom", "tile")
             plot.setLabel("left", "cycles")
             use_cycle_axis(plot, "left")

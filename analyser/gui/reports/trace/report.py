@@ -229,14 +229,6 @@ class TraceReport(Report):
             return True
         return False
 
-    def showEvent(self, event) -> None:
-        super().showEvent(event)
-        # every widget shown posted an UpdateLater of its area; each of the five plots' scenes
-        # flushes the window's pending repaint when its own queued update runs, so with those
-        # interleaved the window painted in ~6 passes, the plots 2-3 times each (issue 23
-        # item 11). Merged into the window's dirty region now: one pass paints the report.
-        QCoreApplication.sendPostedEvents(None, QEvent.Type.UpdateLater)
-
     def report_key(self, event) -> bool:
         if (
             event.key() in TRACE_KEYS

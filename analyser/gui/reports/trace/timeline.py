@@ -43,7 +43,6 @@ from analyser.gui.items import (
     ArrowsItem,
     BatchedRectsItem,
     SliceLabelsItem,
-    no_repaint_on_activation,
 )
 from analyser.gui.model import timeline as model
 from analyser.gui.model.timeline import LANE_FILL, MAX_FLOWS, LaneLayout, lane_label
@@ -136,7 +135,6 @@ class TimelineView(LaneGroups, pg.PlotWidget):
         #: where the lanes sit (the view-model)
         self.lane_layout = LaneLayout()
         style_plot(self)
-        no_repaint_on_activation(self)
         fixed_prefix_axes(self)  # lane labels and cycles: nothing to prefix
         self.trace: TraceWindow | None = None
         self.group = "flat"
