@@ -3,12 +3,9 @@ its plots once, in the window's one paint pass (pytest-qt, offscreen)."""
 
 from __future__ import annotations
 
-import collections
-
 import pyqtgraph as pg
 import pytest
-from gui_helpers import write_synthetic_profiles
-from PySide6.QtCore import QEvent, QObject
+from gui_helpers import paint_counter, write_synthetic_profiles
 from PySide6.QtWidgets import QLabel, QStackedWidget
 
 pytestmark = pytest.mark.gui
@@ -19,17 +16,6 @@ def pair(tmp_path_factory):
     return write_synthetic_profiles(
         tmp_path_factory, "revisit-all", ((1, 4), (2, 8)), n_steps=4_000, n_ipus=2, tiles=64
     )
-
-
-class _PaintCounter(QObject):
-    def __init__(self) -> None:
-        super().__init__()
-        self.counts: collections.Counter = collections.Counter()
-
-    def eventFilter(self, obj, event) -> bool:
-        if event.type() == QEvent.Type.Paint:
-            self.counts[obj] += 1
-        return False
 
 
 def test_every_plot_is_kept_from_repainting_on_activation(qtbot):
@@ -72,7 +58,7 @@ def test_a_later_visit_paints_each_plot_once(qtbot, pair, key):
         qtbot.wait(50)
         plots = [p for p in report.findChildren(pg.GraphicsView) if p.isVisibleTo(report)]
         assert plots, "the report shows plots"
-        counter = _PaintCounter()
+        counter = paint_counter()
         for p in plots:
             p.viewport().installEventFilter(counter)
         stack.setCurrentWidget(report)

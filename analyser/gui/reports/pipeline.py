@@ -36,7 +36,7 @@ from analyser.core.units import (
     fmt_pts_delta,
 )
 from analyser.gui.axes import CycleAxis, fixed_prefix_axes
-from analyser.gui.items import BatchedRectsItem, PointLabelsItem, no_repaint_on_activation
+from analyser.gui.items import BatchedRectsItem, PointLabelsItem
 from analyser.gui.model import data as gui_data
 from analyser.gui.model.document import Document
 from analyser.gui.model.pipeline import BAND_PHASES, PHASE_LABELS, PipelineChart
@@ -86,7 +86,6 @@ class PipelineChartView(QWidget):
         style_plot(self.chart)
         self.chart.setMenuEnabled(False)
         self.chart.hideButtons()
-        no_repaint_on_activation(self.chart)  # painted once when the report is shown
         self.chart.getViewBox().invertY(True)
         self.chart.getViewBox().setMouseEnabled(x=True, y=False)
         self.chart.setLabel("bottom", "cycles (first device iteration)")
@@ -387,6 +386,7 @@ class PipelineReport(Report):
         self.lay_out_with_empty_states()
         self.body = QWidget()
         lay = QVBoxLayout(self.body)
+        lay.setEnabled(False)  # until the first fill (show_documents) lays the body out
         self.view_a = PipelineChartView()
         self._view_b: PipelineChartView | None = None  # built on the first comparison
         self._body_layout = lay
@@ -427,6 +427,19 @@ class PipelineReport(Report):
         return self.body
 
     def show_documents(self, doc: Document, other: Document | None) -> None:
+        # the body is laid out once, at its final contents, by _settle_layout: with its layout
+        # on, showing view_b (a child of a shown widget activates its parent's layout at once)
+        # and the content's first show laid it out twice more, each time resizing and
+        # re-ranging the four plots
+        self._body_layout.setEnabled(False)
+        compared = False
+        try:
+            compared = self._fill(doc, other)
+        finally:
+            self._settle_layout(compared)
+
+    def _fill(self, doc: Document, other: Document | None) -> bool:
+        """Draw ``doc`` (and ``other`` compared with it); True when both are shown."""
         a = chart_of(doc)
         b = chart_of(other) if other is not None and other.has_execution else None
         # one cycle axis in compare mode: both charts show the same range, set once
@@ -448,7 +461,7 @@ class PipelineReport(Report):
             self._explain(gui_data.comparison(doc, other))
         elif self._view_b is not None:
             self._view_b.chart.setXLink(None)
-        self._settle_layout(compared=b is not None)
+        return b is not None
 
     def _settle_layout(self, compared: bool) -> None:
         """Lay the body out at its final size now, before the first paint: otherwise the scroll
@@ -456,15 +469,18 @@ class PipelineReport(Report):
         and then shows its scroll bar, narrowing every plot, in two more layout passes, each
         resizing and repainting the four plots (issue 23 item 11). Compared, the body is always
         taller than the view: its scroll bar is kept on (as it would show anyway)."""
+        self._body_layout.setEnabled(True)
         self.scroll.setVerticalScrollBarPolicy(
             Qt.ScrollBarPolicy.ScrollBarAlwaysOn
             if compared
             else Qt.ScrollBarPolicy.ScrollBarAsNeeded
         )
         if self.isVisible():
-            self.body.layout().activate()
             # the scroll area sizes its widget on a LayoutRequest: handled here, not queued
+            # (the body's layout then lays it out once, at that size; activated after, for
+            # a refill that left the body's size as it was)
             QCoreApplication.sendEvent(self.scroll, QEvent(QEvent.Type.LayoutRequest))
+            self._body_layout.activate()
 
     def _explain(self, comparison) -> None:
         """The analysis core's explanations of the differences between the whole runs."""

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import QHBoxLayout, QSizePolicy, QWidget
 
 from analyser.core.units import MemoryUnits, axis_scale
 from analyser.gui.axes import CycleAxis, fixed_prefix_axes
-from analyser.gui.items import BatchedRectsItem, no_repaint_on_activation
+from analyser.gui.items import BatchedRectsItem
 from analyser.gui.model.pipeline import PipelineChart
 from analyser.gui.palette import hex_color, qcolor
 from analyser.gui.theme import chart_colors, style_plot
@@ -107,7 +107,6 @@ class StageBarsView(QWidget):
         plot.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Ignored)
         plot.setMinimumHeight(170)
         cache_static_items(plot)
-        no_repaint_on_activation(plot)  # painted once when the report is shown
         return plot
 
     def show_profiles(
