@@ -153,3 +153,41 @@ def test_the_idle_build_builds_the_differences_lane_hidden(qtbot, pair):
             r.close()
         for d in docs:
             d.close()
+
+
+def test_a_first_visit_paints_each_plot_of_the_trace_once(qtbot, pair):
+    """Filled when first shown (compare mode), the report's plots are painted once each: the
+    lines' and bands' bounds are worked out before the paint, not during it (where they marked
+    their plots dirty again: the overview and both timelines were painted twice)."""
+    from analyser.gui.model.document import Document
+    from analyser.gui.reports.trace import TraceReport
+
+    stack = QStackedWidget()
+    qtbot.addWidget(stack)
+    other = QLabel("another report")
+    report = TraceReport()
+    stack.addWidget(other)
+    stack.addWidget(report)
+    stack.resize(1200, 800)
+    stack.show()
+    qtbot.waitExposed(stack)
+    docs = [Document.open(p) for p in pair]
+    try:
+        while report.prebuild(True):  # B's timeline and the lane, as the idle build makes
+            pass
+        report.set_document(docs[0], docs[1])  # hidden: fills when shown
+        assert report.needs_refresh
+        # (the lane, computed on the report's pool here, is drawn again when it arrives)
+        plots = [report.timeline, report.timeline_b, report.overview]
+        counter = paint_counter()
+        for p in (report, *(p.viewport() for p in plots)):
+            p.installEventFilter(counter)
+        report.flows_box.setChecked(False)  # no arrows arriving from the background
+        stack.setCurrentWidget(report)  # fills
+        qtbot.wait(300)
+        assert [counter.counts[p.viewport()] for p in plots] == [1, 1, 1]
+    finally:
+        shut_down_trace(report)
+        stack.close()
+        for d in docs:
+            d.close()

@@ -18,6 +18,7 @@ import pyqtgraph as pg
 from pyqtgraph.Qt import internals
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QPainter, QPen
+from PySide6.QtWidgets import QWidget
 
 # defined with the plots' styling (a lower layer: style_plot applies it to every plot)
 from analyser.gui.theme import no_repaint_on_activation as no_repaint_on_activation
@@ -343,3 +344,25 @@ class ArrowsItem(pg.GraphicsObject):
             painter.setBrush(Qt.BrushStyle.NoBrush)
             painter.drawPath(pg.arrayToQPath(xs, ys, connect="pairs"))
         painter.restore()
+
+
+#: pyqtgraph items that work out their bounds lazily from the view (in ``boundingRect``) and
+#: call ``prepareGeometryChange`` there when the view's range or size changed
+LAZY_BOUNDS = (pg.InfiniteLine, pg.LinearRegionItem)
+
+
+def settle_item_bounds(root: QWidget) -> None:
+    """Let the lines and bands of the shown plots under ``root`` work out their bounds now,
+    before the window's next paint. Left to the paint (the first ``boundingRect`` after a
+    range or size change), their ``prepareGeometryChange`` marked them dirty in the middle of
+    it, and each plot holding one was painted a second time in a pass of its own (a compare
+    first visit of the Execution Trace: the overview and both timelines, issue 23 item 11)."""
+    for view in root.findChildren(pg.GraphicsView):
+        scene = view.scene()
+        if view.isVisible() and scene is not None:
+            # the view boxes' pending transforms first (what a paint does before drawing),
+            # which drop the items' bounds
+            scene.prepareForPaint()
+            for item in scene.items():
+                if isinstance(item, LAZY_BOUNDS) and item.isVisible():
+                    item.boundingRect()

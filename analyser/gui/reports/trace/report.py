@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from analyser.gui.axes import short_cycles
+from analyser.gui.items import settle_item_bounds
 from analyser.gui.model import data as gui_data
 from analyser.gui.model.document import Document
 from analyser.gui.model.trace import GROUP_MODES, HOST_EVENTS, STEP_TYPES, TraceWindow
@@ -314,6 +315,7 @@ class TraceReport(Report):
             # splitter, the panels' scroll bars) settle now, before the first paint, not in
             # three more layout passes that resized and repainted every plot (issue 23 item 11)
             QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
+            settle_item_bounds(self)
         if kept is not None:
             (x0, x1), row = kept
             self.timeline.set_x_range(x0, x1)
