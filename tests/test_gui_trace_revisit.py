@@ -47,10 +47,9 @@ def test_a_plot_is_not_repainted_when_the_window_is_activated(qtbot):
     assert _changed_after_activation(qtbot, quiet) == []
 
 
-def test_a_later_visit_paints_each_plot_of_the_trace_once(qtbot, pair):
-    """Shown again with nothing changed (compare mode), the report is painted in one pass:
-    each of its plots (A's and B's timelines, the overview, the differences lane) once, not
-    again in passes of their own after the report's widgets' own queued updates."""
+def _stacked_report(qtbot, pair):
+    """A shown stack of another page and a TraceReport (the other page current), and the
+    pair opened as documents: (stack, other, report, docs)."""
     from analyser.gui.model.document import Document
     from analyser.gui.reports.trace import TraceReport
 
@@ -63,7 +62,14 @@ def test_a_later_visit_paints_each_plot_of_the_trace_once(qtbot, pair):
     stack.resize(1200, 800)
     stack.show()
     qtbot.waitExposed(stack)
-    docs = [Document.open(p) for p in pair]
+    return stack, other, report, [Document.open(p) for p in pair]
+
+
+def test_a_later_visit_paints_each_plot_of_the_trace_once(qtbot, pair):
+    """Shown again with nothing changed (compare mode), the report is painted in one pass:
+    each of its plots (A's and B's timelines, the overview, the differences lane) once, not
+    again in passes of their own after the report's widgets' own queued updates."""
+    stack, other, report, docs = _stacked_report(qtbot, pair)
     try:
         stack.setCurrentWidget(report)
         report.set_document(docs[0], docs[1])
@@ -159,19 +165,7 @@ def test_a_first_visit_paints_each_plot_of_the_trace_once(qtbot, pair):
     """Filled when first shown (compare mode), the report's plots are painted once each: the
     lines' and bands' bounds are worked out before the paint, not during it (where they marked
     their plots dirty again: the overview and both timelines were painted twice)."""
-    from analyser.gui.model.document import Document
-    from analyser.gui.reports.trace import TraceReport
-
-    stack = QStackedWidget()
-    qtbot.addWidget(stack)
-    other = QLabel("another report")
-    report = TraceReport()
-    stack.addWidget(other)
-    stack.addWidget(report)
-    stack.resize(1200, 800)
-    stack.show()
-    qtbot.waitExposed(stack)
-    docs = [Document.open(p) for p in pair]
+    stack, _other, report, docs = _stacked_report(qtbot, pair)
     try:
         while report.prebuild(True):  # B's timeline and the lane, as the idle build makes
             pass
