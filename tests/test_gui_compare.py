@@ -396,14 +396,26 @@ def test_compare_warms_the_liveness_alignment_in_the_background(
     10^5 program steps), so the compared Liveness report's first visit draws from the cache."""
     from PySide6.QtCore import QSettings
 
-    from analyser.gui.main_window import MainWindow
+    from analyser.gui.main_window import COMPARE_OPEN_NEEDS, MainWindow
 
     w = MainWindow(settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
     qtbot.addWidget(w)
+    # what the two documents hold when the open finishes (the warm-up has only just started)
+    at_open = []
+    w.loadFinished.connect(
+        lambda ok: at_open.extend(
+            set(d._cache) for d in (w.workspace.document, w.workspace.compare)
+        )
+    )
     with qtbot.waitSignal(w.loadFinished, timeout=60000):
         w.open_compare(
             walkthrough_profiles["4-device-iterations"], walkthrough_profiles["5-8bit-io"]
         )
+    # the loader computed the data the reports clicked right after a compare open read
+    # (issue 23 item 11), Liveness's tables among them
+    assert {"variables", "liveness_steps"} <= set(COMPARE_OPEN_NEEDS)
+    for keys in at_open:
+        assert set(COMPARE_OPEN_NEEDS) <= keys
     assert w.pool.waitForDone(60000)
     a, b = w.workspace.document, w.workspace.compare
     assert any(k.startswith(f"liveness_alignment:{b.path}") for k in a._cache)

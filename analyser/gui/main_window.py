@@ -61,8 +61,18 @@ PREFETCH_PAUSE_MS = 150
 #: (ms; see MainWindow._hold_until_painted).
 HOLD_LIMIT_MS = 2000
 #: What the loader computes per profile, besides the shown report's data, when two profiles
-#: open to be compared (see MainWindow._start_load).
-COMPARE_OPEN_NEEDS = ("trace_window", "pipeline_chart")
+#: open to be compared (see MainWindow._start_load): the Execution Trace's and the Pipeline's,
+#: and the Liveness Report's step and variable tables (~30 ms per profile, which its first
+#: visit clicked right after the open read on the GUI thread: 150-230 ms, the highest then;
+#: its steps aligned by program stay in the background warm-up: seconds for 10^5 steps).
+COMPARE_OPEN_NEEDS = (
+    "trace_window",
+    "pipeline_chart",
+    "liveness",
+    "liveness_steps",
+    "variables",
+    "operation_names",
+)
 PROFILE_FILTER = "IPU profiles (*.h5 *.hdf5 *.pvh5);;All files (*)"
 
 
