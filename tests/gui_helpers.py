@@ -135,3 +135,22 @@ def paint_counter():
             return False
 
     return PaintCounter()
+
+
+def stacked_report(qtbot, report, pair, size=(1200, 800)):
+    """``report`` in a shown stack behind another page (the other page current, as a report
+    not shown in the window) and ``pair`` opened as documents: (stack, other, docs). The
+    caller closes the stack and the documents."""
+    from PySide6.QtWidgets import QLabel, QStackedWidget
+
+    from analyser.gui.model.document import Document
+
+    stack = QStackedWidget()
+    qtbot.addWidget(stack)
+    other = QLabel("another report")
+    stack.addWidget(other)
+    stack.addWidget(report)
+    stack.resize(*size)
+    stack.show()
+    qtbot.waitExposed(stack)
+    return stack, other, [Document.open(p) for p in pair]

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pyqtgraph as pg
 import pytest
-from gui_helpers import paint_counter, write_synthetic_profiles
-from PySide6.QtWidgets import QLabel, QStackedWidget
+from gui_helpers import paint_counter, stacked_report, write_synthetic_profiles
 
 pytestmark = pytest.mark.gui
 
@@ -36,19 +35,10 @@ def test_a_later_visit_paints_each_plot_once(qtbot, pair, key):
     flushing the window's pending repaint in a pass of its own after the window activation
     a shown graphics view sends)."""
     from analyser.gui import reports as registry
-    from analyser.gui.model.document import Document
 
     cls = next(c for c in registry.report_classes() if c.key == key)
-    stack = QStackedWidget()
-    qtbot.addWidget(stack)
-    other = QLabel("another report")
     report = cls()
-    stack.addWidget(other)
-    stack.addWidget(report)
-    stack.resize(1300, 850)
-    stack.show()
-    qtbot.waitExposed(stack)
-    docs = [Document.open(p) for p in pair]
+    stack, other, docs = stacked_report(qtbot, report, pair, (1300, 850))
     try:
         report.set_document(docs[0], docs[1])
         stack.setCurrentWidget(report)

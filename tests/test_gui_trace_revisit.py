@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pyqtgraph as pg
 import pytest
-from gui_helpers import paint_counter, shut_down_trace, write_synthetic_profiles
+from gui_helpers import paint_counter, shut_down_trace, stacked_report, write_synthetic_profiles
 from PySide6.QtCore import QCoreApplication, QEvent
-from PySide6.QtWidgets import QLabel, QStackedWidget
 
 pytestmark = pytest.mark.gui
 
@@ -50,19 +49,11 @@ def test_a_plot_is_not_repainted_when_the_window_is_activated(qtbot):
 def _stacked_report(qtbot, pair):
     """A shown stack of another page and a TraceReport (the other page current), and the
     pair opened as documents: (stack, other, report, docs)."""
-    from analyser.gui.model.document import Document
     from analyser.gui.reports.trace import TraceReport
 
-    stack = QStackedWidget()
-    qtbot.addWidget(stack)
-    other = QLabel("another report")
     report = TraceReport()
-    stack.addWidget(other)
-    stack.addWidget(report)
-    stack.resize(1200, 800)
-    stack.show()
-    qtbot.waitExposed(stack)
-    return stack, other, report, [Document.open(p) for p in pair]
+    stack, other, docs = stacked_report(qtbot, report, pair)
+    return stack, other, report, docs
 
 
 def test_a_later_visit_paints_each_plot_of_the_trace_once(qtbot, pair):
