@@ -52,6 +52,19 @@ def _walkthrough_step(out: Path, step: int) -> Path:
     return path
 
 
+def _speed_probe_ms() -> float:
+    """Milliseconds of a fixed pure-Python loop (best of three), printed at the start and the
+    end of a run: the shared virtual machine's speed drifts by half between quarters of an hour
+    (0.18 s or 0.29 s for the same loop, 20:10 and 20:35 UTC on 2026-11-26, the load average
+    under 1 both times), so runs compare only at a similar probe."""
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        sum(i * i for i in range(1_000_000))
+        best = min(best, time.perf_counter() - t0)
+    return best * 1e3
+
+
 def _wait(app, cond, timeout: float = 60.0) -> None:
     from PySide6.QtCore import QEventLoop
 
@@ -179,7 +192,8 @@ def _measure(args) -> int:
 
     print(
         f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}, load average "
-        f"{os.getloadavg()[0]:.1f}; {'no' if args.no_busy else 'a'} CPU-bound process beside"
+        f"{os.getloadavg()[0]:.1f}; {'no' if args.no_busy else 'a'} CPU-bound process beside; "
+        f"speed probe {_speed_probe_ms():.0f} ms (see _speed_probe_ms)"
     )
     print(f"profile: {step4.name} ({step4.stat().st_size / 1e6:.1f} MB)")
 
@@ -413,7 +427,7 @@ def _print_table(case: str, switches: dict, at_once: dict[float, dict]) -> None:
         )
         row.append(cell(switches["later"][key], switches["cpu"][False, key], 50))
         print("| " + " | ".join(row) + " |")
-    print(f"load average now {os.getloadavg()[0]:.1f}")
+    print(f"load average now {os.getloadavg()[0]:.1f}; speed probe {_speed_probe_ms():.0f} ms")
 
 
 def _settle(app, seconds: float) -> None:
