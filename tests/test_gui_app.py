@@ -703,13 +703,30 @@ def test_the_warm_up_skips_the_whole_run_summary_of_a_long_trace(monkeypatch, pr
     try:
         tw = data.trace_window(doc)
         monkeypatch.setattr(data, "WARM_SUMMARY_MAX_STEPS", tw.step_count() - 1)
-        data.trace_summary(doc)
+        assert data.trace_summary(doc) is False
         assert not tw._whole_run()
         monkeypatch.setattr(data, "WARM_SUMMARY_MAX_STEPS", tw.step_count())
-        data.trace_summary(doc)
+        # a click pausing the warm-up stops the step at its next chunk, keeping nothing
+        data.warm(doc, ("trace_summary",), cancelled=lambda: True)
+        assert not tw._whole_run()
+        assert data.trace_summary(doc) is True
         assert ("summary", 0) in tw._whole_run()
     finally:
         doc.close()
+
+
+def test_the_warm_up_says_it_is_paused_to_its_long_steps():
+    """What a cancellable warm-up step polls: a click's pause, then the resume; a cancel."""
+    from analyser.gui.main_window import PrefetchTask
+
+    task = PrefetchTask((), ())
+    assert not task.paused()
+    task.pause()
+    assert task.paused()
+    task.resume()
+    assert not task.paused()
+    task.cancelled = True
+    assert task.paused()
 
 
 def test_every_report_uses_the_base_empty_states(qtbot, profiles_dir):

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from analyser.trace.access import CHUNK_ROWS
 from analyser.trace.results import (
     _WAIT_TYPES,
     DESTINATIONS,
@@ -33,6 +34,11 @@ from profiles import schema
 
 if TYPE_CHECKING:
     from analyser.trace.access import StepAccess
+
+
+#: Rows per read of a query polled for cancellation (~5 ms of reading on the 2-core machine of
+#: docs/performance.md: the longest it runs on once cancelled).
+POLLED_CHUNK_ROWS = 1 << 15
 
 
 class _Cancelled(Exception):
@@ -71,8 +77,11 @@ class RangeQueries:
         """The row chunks of ``spans`` (row ranges) that hold steps overlapping ``[t0, t1)``:
         ``(columns, mask of those steps, their cycles clipped to the range)``. Raises
         :class:`_Cancelled` when ``cancelled`` (polled between chunks) says so."""
+        # a query that can be cancelled reads smaller chunks, so that it stops soon after
+        # being told to (a click pausing the GUI's warm-up: see analyser.gui.model.data)
+        chunk = POLLED_CHUNK_ROWS if cancelled is not None else CHUNK_ROWS
         for lo, hi in spans:
-            for _a, d in self.access.chunks(lo, hi, cols):
+            for _a, d in self.access.chunks(lo, hi, cols, chunk):
                 if cancelled is not None and cancelled():
                     raise _Cancelled
                 s = d["start"]

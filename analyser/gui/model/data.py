@@ -158,23 +158,26 @@ def trace_window(doc: Document) -> Any:
 
 
 #: Most steps whose whole-run summary the background warm-up computes: about 0.25 s of CPU per
-#: million steps on the 2-core machine of docs/performance.md, in one warm-up step that a click
-#: cannot pause (a longer one would share the interpreter lock with the click's fill).
+#: million steps on the 2-core machine of docs/performance.md (the report computes a longer
+#: trace's itself, for the range it shows).
 WARM_SUMMARY_MAX_STEPS = 500_000
 
 
-def trace_summary(doc: Document) -> None:
+def trace_summary(doc: Document, cancelled: Callable[[], bool] | None = None) -> bool:
     """Compute the whole run's range summary and step statistics (kept by the trace window):
     the Execution Trace opens on the whole run, and its range panel then fills without reading
     every step again (in compare mode ~0.1-0.2 s of CPU, after the first paint; its result then
-    landed inside the next report's first visit)."""
+    landed inside the next report's first visit). ``cancelled`` is polled between row chunks
+    (the warm-up's: a click pauses it, and this step, 30-75 ms per profile, then stops rather
+    than share the one free core with the click's fill). True when all was computed."""
     tw = trace_window(doc)
     if tw is None or tw.step_count() > WARM_SUMMARY_MAX_STEPS:
-        return  # one uninterruptible warm-up step of seconds: the report's own is cancellable
+        return False
     t0, t1 = tw.full_extent()
     for ipu in range(tw.n_ipus):
-        tw.range_summary(ipu, t0, t1)
-    tw.range_statistics(t0, t1)
+        if tw.range_summary(ipu, t0, t1, cancelled) is None:
+            return False
+    return tw.range_statistics(t0, t1, cancelled=cancelled) is not None
 
 
 def pipeline_chart(doc: Document) -> Any:
@@ -187,12 +190,22 @@ def pipeline_chart(doc: Document) -> Any:
     return doc.cached("pipeline_chart", lambda: build(doc.analysis, trace_window(doc)))
 
 
-def warm(doc: Document, needs: Iterable[str]) -> None:
+#: Accessors that take a ``cancelled`` callable (polled while they read; see :func:`warm`).
+CANCELLABLE_NEEDS = frozenset({"trace_summary"})
+
+
+def warm(doc: Document, needs: Iterable[str], cancelled: Callable[[], bool] | None = None) -> None:
     """Compute (in the calling thread) the accessors of this module named in ``needs`` (a
-    report's ``data_needs``), so that the report paints from the cache."""
+    report's ``data_needs``), so that the report paints from the cache; ``cancelled`` goes to
+    the accessors of :data:`CANCELLABLE_NEEDS` (they stop, keeping nothing partial, when it
+    returns True)."""
     target(doc)
     for name in needs:
-        accessor(name)(doc)
+        fn = accessor(name)
+        if name in CANCELLABLE_NEEDS:
+            fn(doc, cancelled)
+        else:
+            fn(doc)
 
 
 def accessor(name: str) -> Callable[[Document], Any]:
