@@ -686,47 +686,11 @@ def test_every_report_declares_data_the_model_can_warm():
     assert len(classes) == len(registry.REPORTS)
     for cls in classes:
         assert cls.data_needs, cls.key
-        for name in cls.data_needs + cls.warm_needs:
+        for name in cls.data_needs:
             data.accessor(name)
     for bad in ("warm", "accessor", "_no_such", "Document"):
         with pytest.raises(ValueError):
             data.accessor(bad)
-
-
-def test_the_warm_up_skips_the_whole_run_summary_of_a_long_trace(monkeypatch, profiles_dir):
-    """The whole run's range summary is one warm-up step a click cannot pause: above
-    WARM_SUMMARY_MAX_STEPS the warm-up leaves it to the report (whose summary is cancellable)."""
-    from analyser.gui.model import data
-    from analyser.gui.model.document import Document
-
-    doc = Document.open(profiles_dir["fit"])
-    try:
-        tw = data.trace_window(doc)
-        monkeypatch.setattr(data, "WARM_SUMMARY_MAX_STEPS", tw.step_count() - 1)
-        assert data.trace_summary(doc) is False
-        assert not tw._whole_run()
-        monkeypatch.setattr(data, "WARM_SUMMARY_MAX_STEPS", tw.step_count())
-        # a click pausing the warm-up stops the step at its next chunk, keeping nothing
-        data.warm(doc, ("trace_summary",), cancelled=lambda: True)
-        assert not tw._whole_run()
-        assert data.trace_summary(doc) is True
-        assert ("summary", 0) in tw._whole_run()
-    finally:
-        doc.close()
-
-
-def test_the_warm_up_says_it_is_paused_to_its_long_steps():
-    """What a cancellable warm-up step polls: a click's pause, then the resume; a cancel."""
-    from analyser.gui.main_window import PrefetchTask
-
-    task = PrefetchTask((), ())
-    assert not task.paused()
-    task.pause()
-    assert task.paused()
-    task.resume()
-    assert not task.paused()
-    task.cancelled = True
-    assert task.paused()
 
 
 def test_every_report_uses_the_base_empty_states(qtbot, profiles_dir):
@@ -934,14 +898,6 @@ def test_the_warm_up_is_held_from_the_click_before_the_report_is_built(
     assert held_while_built == [True]
     qtbot.waitUntil(task._may_run.is_set, timeout=3_000)  # and resumed after the paint
     w.pool.waitForDone()
-    # the warm-up computed the Execution Trace's whole-run range summary (its warm_needs)
-    from analyser.gui.model import data
-
-    doc = w.workspace.document
-    assert doc.has_execution
-    tw = data.trace_window(doc)
-    kept = tw._whole_run()
-    assert ("summary", 0) in kept and ("statistics", tuple(range(tw.n_ipus)), "name") in kept
 
 
 def test_a_held_warm_up_resumes_itself_when_nothing_resumes_it():

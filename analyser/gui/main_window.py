@@ -109,11 +109,6 @@ class PrefetchTask(QRunnable):
     def resume(self) -> None:
         self._may_run.set()
 
-    def paused(self) -> bool:
-        """True while a click holds the warm-up (or it is cancelled): what a long step polls
-        to stop early (see ``data.CANCELLABLE_NEEDS``)."""
-        return self.cancelled or not self._may_run.is_set()
-
     #: Longest pause (seconds) when nothing resumes the task and the GUI thread is not busy (a
     #: GUI thread blocked waiting for the pool would otherwise hold it at every step).
     PAUSE_LIMIT_S = 0.3
@@ -146,7 +141,7 @@ class PrefetchTask(QRunnable):
         for report_needs in self.needs:
             for doc in self.docs:
                 for name in report_needs:
-                    if not self._step(data.warm, doc, (name,), self.paused):
+                    if not self._step(data.warm, doc, (name,)):
                         return
             # Liveness's steps aligned by program, the compared chart's x axis
             pair_liveness = self.pair is not None and "liveness" in report_needs
@@ -649,7 +644,7 @@ class MainWindow(QMainWindow):
         pair = (ws.document, ws.compare) if ws.document is not None and ws.compare else None
         task = PrefetchTask(
             tuple(docs),
-            tuple(cls.data_needs + cls.warm_needs for cls in self._report_classes),
+            tuple(cls.data_needs for cls in self._report_classes),
             pair,
         )
         self._prefetch_task = task

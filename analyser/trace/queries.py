@@ -78,7 +78,7 @@ class RangeQueries:
         ``(columns, mask of those steps, their cycles clipped to the range)``. Raises
         :class:`_Cancelled` when ``cancelled`` (polled between chunks) says so."""
         # a query that can be cancelled reads smaller chunks, so that it stops soon after
-        # being told to (a click pausing the GUI's warm-up: see analyser.gui.model.data)
+        # being told to (the Execution Trace's range panel, when a newer range supersedes it)
         chunk = POLLED_CHUNK_ROWS if cancelled is not None else CHUNK_ROWS
         for lo, hi in spans:
             for _a, d in self.access.chunks(lo, hi, cols, chunk):
@@ -99,8 +99,8 @@ class RangeQueries:
 
         ``cancelled`` is polled between row chunks; when it returns True the summary stops and
         None is returned (a newer window superseded it). A range holding all the IPU's steps
-        reads them once (the whole run's summary is kept; the GUI's background warm-up computes
-        it before the Execution Trace is first shown, which opens on the whole run)."""
+        reads them once (the whole run's summary is kept: the Execution Trace opens on the
+        whole run and comes back to it with Home)."""
         whole = self._covers(ipu, t0, t1)
         kept = self._whole_run().get(("summary", ipu)) if whole else None
         if kept is not None and cancelled is not None and cancelled():

@@ -157,29 +157,6 @@ def trace_window(doc: Document) -> Any:
     )
 
 
-#: Most steps whose whole-run summary the background warm-up computes: about 0.25 s of CPU per
-#: million steps on the 2-core machine of docs/performance.md (the report computes a longer
-#: trace's itself, for the range it shows).
-WARM_SUMMARY_MAX_STEPS = 500_000
-
-
-def trace_summary(doc: Document, cancelled: Callable[[], bool] | None = None) -> bool:
-    """Compute the whole run's range summary and step statistics (kept by the trace window):
-    the Execution Trace opens on the whole run, and its range panel then fills without reading
-    every step again (in compare mode ~0.1-0.2 s of CPU, after the first paint; its result then
-    landed inside the next report's first visit). ``cancelled`` is polled between row chunks
-    (the warm-up's: a click pauses it, and this step, 30-75 ms per profile, then stops rather
-    than share the one free core with the click's fill). True when all was computed."""
-    tw = trace_window(doc)
-    if tw is None or tw.step_count() > WARM_SUMMARY_MAX_STEPS:
-        return False
-    t0, t1 = tw.full_extent()
-    for ipu in range(tw.n_ipus):
-        if tw.range_summary(ipu, t0, t1, cancelled) is None:
-            return False
-    return tw.range_statistics(t0, t1, cancelled=cancelled) is not None
-
-
 def pipeline_chart(doc: Document) -> Any:
     """What the Pipeline view draws (``analyser.gui.model.pipeline.PipelineChart``), or None
     for a profile without execution."""
@@ -190,22 +167,12 @@ def pipeline_chart(doc: Document) -> Any:
     return doc.cached("pipeline_chart", lambda: build(doc.analysis, trace_window(doc)))
 
 
-#: Accessors that take a ``cancelled`` callable (polled while they read; see :func:`warm`).
-CANCELLABLE_NEEDS = frozenset({"trace_summary"})
-
-
-def warm(doc: Document, needs: Iterable[str], cancelled: Callable[[], bool] | None = None) -> None:
+def warm(doc: Document, needs: Iterable[str]) -> None:
     """Compute (in the calling thread) the accessors of this module named in ``needs`` (a
-    report's ``data_needs``), so that the report paints from the cache; ``cancelled`` goes to
-    the accessors of :data:`CANCELLABLE_NEEDS` (they stop, keeping nothing partial, when it
-    returns True)."""
+    report's ``data_needs``), so that the report paints from the cache."""
     target(doc)
     for name in needs:
-        fn = accessor(name)
-        if name in CANCELLABLE_NEEDS:
-            fn(doc, cancelled)
-        else:
-            fn(doc)
+        accessor(name)(doc)
 
 
 def accessor(name: str) -> Callable[[Document], Any]:
@@ -385,7 +352,6 @@ DATA_NEEDS: dict[str, Callable[[Document], Any]] = {
         largest_always_live,
         target_line,
         trace_window,
-        trace_summary,
         pipeline_chart,
         liveness_steps,
         program_nodes,

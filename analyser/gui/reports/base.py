@@ -88,9 +88,6 @@ class Report(QWidget):
     #: What the report reads: names of :mod:`analyser.gui.model.data` accessors, computed in the
     #: loader thread before the report is first shown (and for the other reports afterwards).
     data_needs: ClassVar[tuple[str, ...]] = ("target",)
-    #: What the background warm-up computes besides ``data_needs`` (not the loader: the open
-    #: does not wait for it), for what the report computes after its first paint.
-    warm_needs: ClassVar[tuple[str, ...]] = ()
     #: (attribute, property) of a compare-mode part built on first use: the attribute is None
     #: until the property builds it (``prebuild`` builds it while the window is idle)
     compare_part: ClassVar[tuple[str, str] | None] = None

@@ -68,8 +68,6 @@ class TraceReport(Report):
     title = "Execution Trace"
     key = "trace"
     data_needs = ("target", "execution", "trace_window")
-    #: the whole run's range summary, which the range panel shows first (see SUMMARY_DELAY_MS)
-    warm_needs = ("trace_summary",)
     compare_part = ("_timeline_b", "timeline_b")
     needs_execution = True
     no_execution_text = (
