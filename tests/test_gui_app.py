@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from gui_helpers import open_in
+from gui_helpers import open_in, paint_counter
 from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QThreadPool, QUrl
 from PySide6.QtGui import QDropEvent
 from PySide6.QtWidgets import QApplication, QMessageBox
@@ -897,6 +897,33 @@ def test_the_warm_up_is_held_from_the_click_before_the_report_is_built(
         PipelineReport.__init__ = build
     assert held_while_built == [True]
     qtbot.waitUntil(task._may_run.is_set, timeout=3_000)  # and resumed after the paint
+    w.pool.waitForDone()
+
+
+def test_a_first_visit_paints_the_memory_plots_once(qtbot, make_window, profiles_dir):
+    """Issue 23 item 11: the lines of a report's plots (Memory's max-memory line and IPU
+    separators) work out their bounds before the first paint (items.settle_item_bounds, for
+    every report the window fills): left to the paint, each plot holding one was painted a
+    second time in a pass of its own (compare mode: 6 plot paints for 3 plots)."""
+    import pyqtgraph as pg
+
+    w = make_window()
+    open_and_wait(qtbot, w, profiles_dir["fit"], profiles_dir["fit2"])
+    qtbot.waitUntil(lambda: w._awaiting_paint is None, timeout=3_000)
+    counter = paint_counter()
+    app = QApplication.instance()
+    app.installEventFilter(counter)
+    try:
+        memory = w.show_report("memory")
+        # the event-loop passes up to the one that paints the report (as after a click)
+        deadline = time.monotonic() + 5
+        while not counter.counts[memory] and time.monotonic() < deadline:
+            app.processEvents()
+    finally:
+        app.removeEventFilter(counter)
+    plots = [p for p in memory.findChildren(pg.GraphicsView) if p.isVisible()]
+    painted = [counter.counts[p.viewport()] for p in plots]
+    assert len(plots) >= 2 and max(painted) == 1, painted
     w.pool.waitForDone()
 
 

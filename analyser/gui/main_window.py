@@ -41,6 +41,7 @@ from PySide6.QtWidgets import (
 from analyser.core.units import MemoryUnits
 from analyser.gui import help as help_parts
 from analyser.gui import reports as registry
+from analyser.gui.items import settle_item_bounds
 from analyser.gui.loader import LoadResult, LoadSignals, LoadTask, make_request
 from analyser.gui.model.diff_lane import warm_lane
 from analyser.gui.model.document import Document, Workspace
@@ -467,6 +468,7 @@ class MainWindow(QMainWindow):
             # the fill's layout requests (texts, titles, table rows) before the first paint,
             # not after it: else the report is painted again at its final geometry
             settle_layouts()
+            settle_item_bounds(report)
         self.settings.setValue("report", report.key)
 
     def _hold_until_painted(self, report: Report) -> None:
