@@ -37,7 +37,7 @@ def _changed_after_activation(qtbot, plot: pg.PlotWidget) -> list:
 def test_a_plot_is_not_repainted_when_the_window_is_activated(qtbot):
     """A plain plot's item answers a window activation with a repaint of the whole plot; one
     given no_repaint_on_activation does not (what it draws does not depend on activation)."""
-    from analyser.gui.items import no_repaint_on_activation
+    from analyser.gui.theme import no_repaint_on_activation
 
     assert _changed_after_activation(qtbot, pg.PlotWidget())  # the repaint avoided
     quiet = pg.PlotWidget()

@@ -20,9 +20,6 @@ from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import QWidget
 
-# defined with the plots' styling (a lower layer: style_plot applies it to every plot)
-from analyser.gui.theme import no_repaint_on_activation as no_repaint_on_activation
-
 
 class BatchedRectsItem(pg.GraphicsObject):
     """Filled rectangles, one ``drawRects`` call per group; later groups paint over earlier ones.

@@ -645,9 +645,7 @@ class MainWindow(QMainWindow):
         ws = self.workspace
         pair = (ws.document, ws.compare) if ws.document is not None and ws.compare else None
         task = PrefetchTask(
-            tuple(docs),
-            tuple(cls.data_needs for cls in self._report_classes),
-            pair,
+            tuple(docs), tuple(cls.data_needs for cls in self._report_classes), pair
         )
         self._prefetch_task = task
         if self._awaiting_paint is not None:
