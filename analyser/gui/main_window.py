@@ -46,7 +46,7 @@ from analyser.gui.loader import LoadResult, LoadSignals, LoadTask, make_request
 from analyser.gui.model.diff_lane import warm_lane
 from analyser.gui.model.document import Document, Workspace
 from analyser.gui.reports.base import MessagePanel, Report
-from analyser.gui.theme import THEMES, apply_theme, current_theme
+from analyser.gui.theme import SIDE_LIST, THEMES, apply_theme, current_theme, emphasised
 from analyser.gui.widgets import settle_layouts
 from profiles.errors import UserFacingError
 
@@ -241,7 +241,7 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------ construction
     def _build_ui(self) -> None:
         self.report_list = QListWidget()
-        self.report_list.setObjectName("reportList")
+        self.report_list.setObjectName(SIDE_LIST)  # its style sheet: theme.py
         self.report_list.setMinimumWidth(150)
         self.report_list.setMaximumWidth(260)
         self.report_list.installEventFilter(self)
@@ -257,6 +257,8 @@ class MainWindow(QMainWindow):
         self.stack.addWidget(self.empty_panel)
         self.title_label = QLabel("")
         self.title_label.setObjectName("reportTitle")
+        emphasised(self.title_label, 17)
+        self.title_label.setContentsMargins(0, 4, 0, 4)
         right = QWidget()
         right_layout = QVBoxLayout(right)
         right_layout.setContentsMargins(10, 6, 10, 6)
@@ -730,6 +732,8 @@ class MainWindow(QMainWindow):
         changed = name != current_theme()
         apply_theme(name, self)
         self.settings.setValue("theme", name)
+        # the side list greys the reports a profile lacks data for in the palette's colours
+        self._mark_unavailable_reports(self.workspace.document, self.workspace.compare)
         if changed:
             # chart items keep the colours they were drawn with: redraw the reports (the shown
             # one now, the others when next shown)

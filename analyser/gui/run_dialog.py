@@ -37,6 +37,7 @@ from PySide6.QtWidgets import (
 )
 
 from analyser.core.run_options import SECTION_STARTS
+from analyser.gui.theme import emphasised
 from analyser.gui.whatif import WhatIfDialog
 from analyser.gui.widgets import push_button
 from analyser.literal import html as lit
@@ -260,9 +261,7 @@ class RunEngineDialog(QDialog):
                 section = SECTIONS[name]
                 heading = QLabel(section)
                 heading.setObjectName("sectionTitle")
-                font = heading.font()
-                font.setBold(True)
-                heading.setFont(font)
+                emphasised(heading, 13, top=6)
                 self.form.addRow(heading)
                 self.section_labels[section] = heading
             self._section_of[name] = section

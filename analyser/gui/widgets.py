@@ -40,7 +40,7 @@ from PySide6.QtWidgets import (
 
 from analyser.gui.model.labels import nice_name  # noqa: F401 (shared with the reports)
 from analyser.gui.palette import hex_color
-from analyser.gui.theme import chart_colors, style_plot
+from analyser.gui.theme import chart_colors, emphasised, style_plot
 from analyser.literal import html as lit
 
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -294,8 +294,10 @@ def connect_header_sort(view: Any, model: DataFrameModel) -> None:
 # Labels and plots
 # ---------------------------------------------------------------------------------------------
 def section_label(text: str) -> QLabel:
+    """A section heading: semi-bold, 13 px, 6 px of room above it."""
     label = QLabel(text)
     label.setObjectName("sectionTitle")
+    emphasised(label, 13, top=6)
     return label
 
 
