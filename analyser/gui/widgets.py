@@ -40,6 +40,7 @@ from PySide6.QtWidgets import (
 
 from analyser.gui.model.labels import nice_name  # noqa: F401 (shared with the reports)
 from analyser.gui.palette import hex_color
+from analyser.gui.plots import LightPlotWidget
 from analyser.gui.theme import chart_colors, emphasised, style_plot
 from analyser.literal import html as lit
 
@@ -478,7 +479,7 @@ def settle_layouts(rounds: int = 2) -> None:
 def make_plot(
     left: str = "", bottom: str = "", parent: QWidget | None = None, mouse: bool = True
 ) -> pg.PlotWidget:
-    plot = pg.PlotWidget(parent=parent, enableMenu=False)  # no context-menu widgets to build
+    plot = LightPlotWidget(parent=parent, enableMenu=False)  # no context-menu widgets to build
     style_plot(plot)
     item = plot.getPlotItem()
     item.showGrid(x=False, y=True, alpha=chart_colors().grid_alpha)

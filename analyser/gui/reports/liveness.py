@@ -28,6 +28,7 @@ from analyser.gui.model import data, datasets
 from analyser.gui.model import liveness as lvm
 from analyser.gui.model.liveness import ALIGN_ADDED, ALIGN_REMOVED
 from analyser.gui.palette import hex_color
+from analyser.gui.plots import LightPlotWidget
 from analyser.gui.reports.base import Report, lay_out
 from analyser.gui.theme import chart_colors, label_fill, style_plot
 from analyser.gui.widgets import (
@@ -65,7 +66,7 @@ IPU_COLORS = [
 ]
 
 
-class LivenessPlot(pg.PlotWidget):
+class LivenessPlot(LightPlotWidget):
     stepClicked = Signal(int, bool)
 
     def __init__(self, parent: QWidget | None = None) -> None:

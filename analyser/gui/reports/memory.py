@@ -49,6 +49,7 @@ from analyser.gui.model.selection import (
     unique_pairs,
 )
 from analyser.gui.palette import heatmap_colors, hex_color
+from analyser.gui.plots import LightPlotWidget
 from analyser.gui.reports.base import Report, lay_out
 from analyser.gui.reports.memory_insights import MemoryInsightsPage
 from analyser.gui.reports.memory_map import MemoryMapPage
@@ -115,7 +116,7 @@ def stacked_bars(
     return [(pg.mkBrush(colors[j]), rects) for j, rects in groups], QtCore.QRectF(*bounds)
 
 
-class MemoryPlot(pg.PlotWidget):
+class MemoryPlot(LightPlotWidget):
     """Stacked per-tile memory. Each class is one filled step path (not one rectangle per tile),
     drawn from the highest cumulative level down, so a 4 x 1,472-tile chart is k paths."""
 

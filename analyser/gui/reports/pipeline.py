@@ -42,6 +42,7 @@ from analyser.gui.model.document import Document
 from analyser.gui.model.pipeline import BAND_PHASES, PHASE_LABELS, PipelineChart
 from analyser.gui.model.trace import HOST_EVENTS, HOST_LANES
 from analyser.gui.palette import hex_color, qcolor
+from analyser.gui.plots import LightPlotWidget
 from analyser.gui.reports.base import Report
 from analyser.gui.reports.pipeline_bars import StageBarsView
 from analyser.gui.reports.trace.panels import _item
@@ -82,7 +83,7 @@ class PipelineChartView(QWidget):
         lay.addWidget(self.header)
         # the cycle axis given at construction (replacing pyqtgraph's built one cost another
         # AxisItem and a relayout)
-        self.chart = pg.PlotWidget(enableMenu=False, axisItems={"bottom": CycleAxis("bottom")})
+        self.chart = LightPlotWidget(enableMenu=False, axisItems={"bottom": CycleAxis("bottom")})
         style_plot(self.chart)
         self.chart.setMenuEnabled(False)
         self.chart.hideButtons()

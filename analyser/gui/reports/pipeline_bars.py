@@ -26,6 +26,7 @@ from analyser.gui.axes import CycleAxis, fixed_prefix_axes
 from analyser.gui.items import BatchedRectsItem
 from analyser.gui.model.pipeline import PipelineChart
 from analyser.gui.palette import hex_color, qcolor
+from analyser.gui.plots import LightPlotWidget
 from analyser.gui.theme import chart_colors, style_plot
 from analyser.gui.widgets import cache_static_items
 
@@ -97,7 +98,7 @@ class StageBarsView(QWidget):
 
     @staticmethod
     def _plot(left_axis: CycleAxis | None) -> pg.PlotWidget:
-        plot = pg.PlotWidget(
+        plot = LightPlotWidget(
             enableMenu=False, axisItems={"left": left_axis} if left_axis is not None else None
         )
         style_plot(plot)

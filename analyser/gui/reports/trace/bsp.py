@@ -25,6 +25,7 @@ from analyser.core.units import fmt_int, fmt_pct
 from analyser.gui.axes import short_cycles, use_cycle_axis
 from analyser.gui.model.trace import BSP_STATES, TYPES_OF_STATE, BspStates, blend, bsp_states
 from analyser.gui.palette import hex_color
+from analyser.gui.plots import LightPlotWidget
 from analyser.gui.reports.trace.lane_items import LANE_AXIS_PX
 from analyser.gui.theme import style_plot
 from analyser.gui.widgets import PoolTask, Relay, headed_column, wrapped_label
@@ -136,7 +137,7 @@ class BspView(QWidget):
 
     def _build(self) -> tuple[pg.PlotWidget, pg.ViewBox, pg.ImageItem]:
         if self._parts is None:
-            plot = pg.PlotWidget(viewBox=_TileViewBox(self))
+            plot = LightPlotWidget(viewBox=_TileViewBox(self))
             style_plot(plot)
             plot.setMenuEnabled(False)
             plot.hideButtons()

@@ -12,7 +12,6 @@ under the lane.
 from __future__ import annotations
 
 import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QBrush
 from PySide6.QtWidgets import QHBoxLayout, QWidget
@@ -27,6 +26,7 @@ from analyser.gui.model.diff_lane import (
     screen_bars_of,
 )
 from analyser.gui.palette import qcolor
+from analyser.gui.plots import LightPlotWidget
 from analyser.gui.theme import style_plot
 from analyser.gui.widgets import PoolTask, Relay
 
@@ -34,7 +34,7 @@ from analyser.gui.widgets import PoolTask, Relay
 LANE_HEIGHT = 140
 
 
-class DifferencesLaneView(pg.PlotWidget):
+class DifferencesLaneView(LightPlotWidget):
     """Draws a :class:`DifferencesLane`; x-linked to A's timeline by the report. Emits
     ``differenceClicked(i)`` with the index of a clicked difference."""
 

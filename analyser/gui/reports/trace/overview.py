@@ -10,11 +10,12 @@ from PySide6.QtGui import QColor
 from analyser.gui.axes import CycleAxis, fixed_prefix_axes
 from analyser.gui.model.trace import TraceWindow
 from analyser.gui.palette import heatmap_colors, qcolor
+from analyser.gui.plots import LightPlotWidget
 from analyser.gui.reports.trace.lane_items import LaneAxis
 from analyser.gui.theme import style_plot
 
 
-class OverviewStrip(pg.PlotWidget):
+class OverviewStrip(LightPlotWidget):
     """The whole run in a strip above the lanes (Perfetto's overview): the busy share of each
     IPU per pixel (one row per IPU, the heat map's colours), the timeline's visible window
     marked as a band. Click to centre the view there, drag the band to move it, drag its

@@ -47,6 +47,7 @@ from analyser.gui.model.trace import (
     TraceWindow,
 )
 from analyser.gui.palette import qcolor
+from analyser.gui.plots import LightPlotWidget
 from analyser.gui.theme import style_plot
 from analyser.gui.widgets import FilterTable, compact_rows, headed_column, wrapped_label
 
@@ -343,7 +344,7 @@ class StepDetailsPanel(QWidget):
     def plot(self) -> pg.PlotWidget:
         """The per-tile cycles plot (built on first use)."""
         if self._plot is None:
-            plot = pg.PlotWidget(enableMenu=False)
+            plot = LightPlotWidget(enableMenu=False)
             style_plot(plot)
             plot.setLabel("bottom", "tile")
             plot.setLabel("left", "cycles")

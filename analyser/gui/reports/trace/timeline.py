@@ -53,6 +53,7 @@ from analyser.gui.model.trace import (
     WindowResult,
 )
 from analyser.gui.palette import qcolor
+from analyser.gui.plots import LightPlotWidget
 from analyser.gui.reports.trace.lane_groups import LaneGroups
 from analyser.gui.reports.trace.lane_items import (
     LANE_AXIS_PX,
@@ -104,7 +105,7 @@ TRACE_KEYS = frozenset(
 __all__ = ["LANE_AXIS_PX", "LANE_FILL", "TimelineView", "lane_label"]
 
 
-class TimelineView(LaneGroups, pg.PlotWidget):
+class TimelineView(LaneGroups, LightPlotWidget):
     """Timeline of one profile. Emits ``stepSelected(row)`` and ``windowChanged(t0, t1)``."""
 
     stepSelected = Signal(int)

@@ -1,0 +1,259 @@
+"""Plots that cost less to build: pyqtgraph's PlotItem without its options form built up front.
+
+``pyqtgraph.PlotItem.__init__`` builds the "Plot Options" context-menu form (about forty Qt
+widgets: check boxes, spin boxes, sliders, group boxes, their menu and a WidgetGroup over them)
+for every plot, even with the menu disabled. That was about a third of a plot's construction
+(3-4 ms of 9-10 ms here) and a plot-heavy report builds three to five plots on its first visit
+(issue 23 item 11). Our plots never show that menu (``enableMenu=False`` everywhere), so
+:class:`LightPlotItem` builds the form only when something reads it (``ctrl``, ``ctrlMenu``,
+``stateGroup``): adding a curve item that has a log mode, ``saveState`` or the menu itself. Grid
+lines are set on the axes directly (:meth:`LightPlotItem.showGrid`), as the form would.
+
+The construction follows ``PlotItem.__init__`` of pyqtgraph 0.13 and 0.14 (pyqtgraph's
+``graphicsItems/PlotItem/PlotItem.py``); ``tests/test_gui_plots.py`` checks that a
+LightPlotItem has every attribute a PlotItem has, so an upgrade that adds one is caught."""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import pyqtgraph as pg
+from pyqtgraph import functions as fn
+from pyqtgraph.graphicsItems.ButtonItem import ButtonItem
+from pyqtgraph.graphicsItems.LabelItem import LabelItem
+from pyqtgraph.graphicsItems.PlotItem.PlotItem import ui_template
+from pyqtgraph.icons import getGraphPixmap
+from pyqtgraph.WidgetGroup import WidgetGroup
+from PySide6.QtCore import QCoreApplication
+from PySide6.QtWidgets import QGraphicsGridLayout, QMenu, QSizePolicy, QWidget, QWidgetAction
+
+#: the attributes the options form provides, built on first use
+_FORM_ATTRIBUTES = ("ctrl", "ctrlMenu", "stateGroup")
+_defaults: list[Any] = []
+
+
+def _default_form() -> Any:
+    """One options form at pyqtgraph's defaults, never shown or connected: what a plot whose
+    form was not built reads when a curve is added or removed (its choices can only be changed
+    through its own form, so until that is built they are the defaults)."""
+    if not _defaults:
+        holder = QWidget()
+        form = ui_template.Ui_Form()
+        form.setupUi(holder)
+        _defaults.append((holder, form))
+    return _defaults[0][1]
+
+
+class LightPlotItem(pg.PlotItem):
+    """A ``pg.PlotItem`` whose context-menu options form is built on first use (see the
+    module's docstring); everything else is as pyqtgraph builds it."""
+
+    def __init__(
+        self,
+        parent: Any = None,
+        name: str | None = None,
+        labels: dict[str, Any] | None = None,
+        title: str | None = None,
+        viewBox: pg.ViewBox | None = None,
+        axisItems: dict[str, pg.AxisItem] | None = None,
+        enableMenu: bool = True,
+    ) -> None:
+        pg.GraphicsWidget.__init__(self, parent)
+        #: (x shown, y shown, alpha 0-255) of the grid, kept for the form if it is built
+        self._grid = (False, False, 128)
+        self._closed = False
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
+        self.autoBtn = ButtonItem(getGraphPixmap("auto"), 14, self)
+        self.autoBtn.mode = "auto"
+        self.autoBtn.clicked.connect(self.autoBtnClicked)
+        self.buttonsHidden = False
+        self.mouseHovering = False
+        self.layout = QGraphicsGridLayout()
+        self.layout.setContentsMargins(1, 1, 1, 1)
+        self.setLayout(self.layout)
+        self.layout.setHorizontalSpacing(0)
+        self.layout.setVerticalSpacing(0)
+        if viewBox is None:
+            viewBox = pg.ViewBox(parent=self, enableMenu=enableMenu)
+        self.vb = viewBox
+        self.vb.sigStateChanged.connect(self.viewStateChanged)
+        self.setMenuEnabled(enableMenu, None)
+        if name is not None:
+            self.vb.register(name)
+        self.vb.sigRangeChanged.connect(self.sigRangeChanged)
+        self.vb.sigXRangeChanged.connect(self.sigXRangeChanged)
+        self.vb.sigYRangeChanged.connect(self.sigYRangeChanged)
+        self.vb.sigRangeChangedManually.connect(self.sigRangeChangedManually)
+        self.layout.addItem(self.vb, 2, 1)
+        self.alpha = 1.0
+        self.autoAlpha = True
+        self.spectrumMode = False
+        self.legend = None
+        self.axes = {}
+        self.setAxisItems(axisItems)
+        self.titleLabel = LabelItem("", size="11pt", parent=self)
+        self.layout.addItem(self.titleLabel, 0, 1)
+        self.setTitle(None)
+        for i in range(4):
+            self.layout.setRowPreferredHeight(i, 0)
+            self.layout.setRowMinimumHeight(i, 0)
+            self.layout.setRowSpacing(i, 0)
+            self.layout.setRowStretchFactor(i, 1)
+        for i in range(3):
+            self.layout.setColumnPreferredWidth(i, 0)
+            self.layout.setColumnMinimumWidth(i, 0)
+            self.layout.setColumnSpacing(i, 0)
+            self.layout.setColumnStretchFactor(i, 1)
+        self.layout.setRowStretchFactor(2, 100)
+        self.layout.setColumnStretchFactor(1, 100)
+        self.items = []
+        self.curves = []
+        self.itemMeta = weakref.WeakKeyDictionary()
+        self.dataItems = []
+        self.paramList = {}
+        self.avgCurves = {}
+        self.avgPen = fn.mkPen((0, 200, 0))
+        self.avgShadowPen = fn.mkPen((0, 0, 0), width=4)
+        self.fileDialog = None
+        for k, v in (labels or {}).items():
+            self.setLabel(k, *((v,) if isinstance(v, str) else v))
+        if title is not None:
+            self.setTitle(title)
+
+    # ------------------------------------------------------------------ the form, on first use
+    def __getattr__(self, attr: str) -> Any:
+        # only reached for attributes not set yet: the form's, built now
+        if attr in _FORM_ATTRIBUTES and not self.__dict__.get("_closed", True):
+            self._build_form()
+            return self.__dict__[attr]
+        raise AttributeError(attr)
+
+    def _build_form(self) -> None:
+        """Build the options form and its menu, as ``PlotItem.__init__`` does, and bring it to
+        the grid state set meanwhile."""
+        w = QWidget()
+        c = ui_template.Ui_Form()
+        c.setupUi(w)
+        tr = QCoreApplication.translate
+        menu_items = [
+            (tr("PlotItem", "Transforms"), c.transformGroup),
+            (tr("PlotItem", "Downsample"), c.decimateGroup),
+            (tr("PlotItem", "Average"), c.averageGroup),
+            (tr("PlotItem", "Alpha"), c.alphaGroup),
+            (tr("PlotItem", "Grid"), c.gridGroup),
+            (tr("PlotItem", "Points"), c.pointsGroup),
+        ]
+        menu = QMenu(tr("PlotItem", "Plot Options"))
+        for label, group in menu_items:
+            sub = menu.addMenu(label)
+            act = QWidgetAction(self)
+            act.setDefaultWidget(group)
+            sub.addAction(act)
+        state = WidgetGroup()
+        for _label, group in menu_items:
+            state.autoAdd(group)
+        self.__dict__.update(ctrl=c, ctrlMenu=menu, stateGroup=state)
+        self._form_widget = w
+        x, y, alpha = self._grid
+        c.xGridCheck.setChecked(x)
+        c.yGridCheck.setChecked(y)
+        c.gridAlphaSlider.setValue(alpha)
+        for sig, slot in (
+            (c.alphaGroup.toggled, self.updateAlpha),
+            (c.alphaSlider.valueChanged, self.updateAlpha),
+            (c.autoAlphaCheck.toggled, self.updateAlpha),
+            (c.xGridCheck.toggled, self.updateGrid),
+            (c.yGridCheck.toggled, self.updateGrid),
+            (c.gridAlphaSlider.valueChanged, self.updateGrid),
+            (c.fftCheck.toggled, self.updateSpectrumMode),
+            (c.subtractMeanCheck.toggled, self.updateSubtractMeanMode),
+            (c.logXCheck.toggled, self.updateLogMode),
+            (c.logYCheck.toggled, self.updateLogMode),
+            (c.derivativeCheck.toggled, self.updateDerivativeMode),
+            (c.phasemapCheck.toggled, self.updatePhasemapMode),
+            (c.downsampleSpin.valueChanged, self.updateDownsampling),
+            (c.downsampleCheck.toggled, self.updateDownsampling),
+            (c.autoDownsampleCheck.toggled, self.updateDownsampling),
+            (c.subsampleRadio.toggled, self.updateDownsampling),
+            (c.meanRadio.toggled, self.updateDownsampling),
+            (c.clipToViewCheck.toggled, self.updateDownsampling),
+            (c.avgParamList.itemClicked, self.avgParamListClicked),
+            (c.averageGroup.toggled, self.avgToggled),
+            (c.maxTracesCheck.toggled, self._handle_max_traces_toggle),
+            (c.forgetTracesCheck.toggled, self.updateDecimation),
+            (c.maxTracesSpin.valueChanged, self.updateDecimation),
+        ):
+            sig.connect(slot)
+
+    def addItem(self, item: Any, *args: Any, **kwargs: Any) -> None:
+        """As ``PlotItem.addItem``; a curve reads the default choices (:func:`_default_form`)
+        when this plot's form was not built."""
+        self._with_defaults(super().addItem, item, *args, **kwargs)
+
+    def removeItem(self, item: Any) -> None:
+        """As ``PlotItem.removeItem`` (a curve removed reads the choices too)."""
+        self._with_defaults(super().removeItem, item)
+
+    def _with_defaults(self, method: Any, *args: Any, **kwargs: Any) -> None:
+        if self.form_built() or not hasattr(args[0], "setLogMode"):
+            method(*args, **kwargs)
+            return
+        self.__dict__["ctrl"] = _default_form()
+        try:
+            method(*args, **kwargs)
+        finally:
+            del self.__dict__["ctrl"]
+        # what the shared form's parameter list was given is this plot's, not the next one's
+        _default_form().avgParamList.clear()
+
+    def form_built(self) -> bool:
+        """True once the options form exists (something read it)."""
+        return "_form_widget" in self.__dict__
+
+    # ------------------------------------------------------------------ without the form
+    def showGrid(self, x: bool | None = None, y: bool | None = None, alpha: float | None = None):
+        """As ``PlotItem.showGrid``, on the axes directly (the form, when built, follows)."""
+        if x is None and y is None and alpha is None:
+            raise ValueError("Must specify at least one of x, y, or alpha.")
+        gx, gy, ga = self._grid
+        if alpha is not None:
+            ga = int(fn.clip_scalar(alpha, 0, 1) * 255)
+        self._grid = (gx if x is None else bool(x), gy if y is None else bool(y), ga)
+        if self.form_built():
+            c = self.ctrl
+            c.xGridCheck.setChecked(self._grid[0])
+            c.yGridCheck.setChecked(self._grid[1])
+            c.gridAlphaSlider.setValue(ga)
+        else:
+            self.updateGrid()
+
+    def updateGrid(self, *args: Any) -> None:
+        if self.form_built():
+            super().updateGrid(*args)
+            return
+        x_on, y_on, alpha = self._grid
+        x = alpha if x_on else False
+        y = alpha if y_on else False
+        self.getAxis("top").setGrid(x)
+        self.getAxis("bottom").setGrid(x)
+        self.getAxis("left").setGrid(y)
+        self.getAxis("right").setGrid(y)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        if not self.form_built():
+            self.__dict__["ctrlMenu"] = QMenu()  # what PlotItem.close takes apart
+        super().close()
+        self._closed = True
+
+
+class LightPlotWidget(pg.PlotWidget):
+    """A ``pg.PlotWidget`` over a :class:`LightPlotItem` (the same arguments)."""
+
+    def __init__(self, parent: QWidget | None = None, background: Any = "default", **kwargs):
+        item = kwargs.pop("plotItem", None)
+        if item is None:
+            item = LightPlotItem(**kwargs)
+        super().__init__(parent, background=background, plotItem=item)

@@ -1,0 +1,102 @@
+"""Plots built without pyqtgraph's options form up front (issue 23 item 11): a LightPlotItem is
+a PlotItem in everything but when its context-menu form is built."""
+
+from __future__ import annotations
+
+import pyqtgraph as pg
+import pytest
+from gui_helpers import open_in
+from PySide6.QtCore import QSettings
+
+from analyser.gui.plots import LightPlotItem, LightPlotWidget
+
+pytestmark = pytest.mark.gui
+
+
+def test_a_light_plot_item_has_what_a_plot_item_has(qtbot):
+    """Every attribute pyqtgraph's PlotItem sets when built is there (the form's once read):
+    a pyqtgraph upgrade that adds one to PlotItem.__init__ fails here."""
+    full = pg.PlotItem(enableMenu=False)
+    light = LightPlotItem(enableMenu=False)
+    assert not light.form_built()
+    missing = set(vars(full)) - set(vars(light))
+    assert missing == {"ctrl", "ctrlMenu", "stateGroup"}
+    light.ctrl  # noqa: B018 - reading it builds the form
+    assert light.form_built() and set(vars(full)) <= set(vars(light))
+
+
+def test_grid_without_the_form_matches_pyqtgraph_and_the_form_follows(qtbot):
+    full, light = pg.PlotItem(enableMenu=False), LightPlotItem(enableMenu=False)
+    for kwargs in (dict(x=False, y=True, alpha=0.25), dict(x=True), dict(alpha=0.6, y=False)):
+        full.showGrid(**kwargs)
+        light.showGrid(**kwargs)
+        assert not light.form_built()
+        for side in ("left", "bottom", "right", "top"):
+            assert light.getAxis(side).grid == full.getAxis(side).grid, (kwargs, side)
+    with pytest.raises(ValueError):
+        light.showGrid()
+    c = light.ctrl  # built now: in the state the grid was left in
+    assert (c.xGridCheck.isChecked(), c.yGridCheck.isChecked()) == (True, False)
+    light.showGrid(y=True, alpha=0.1)  # and from now on through the form, as pyqtgraph does
+    full.showGrid(y=True, alpha=0.1)
+    assert light.getAxis("left").grid == full.getAxis("left").grid
+
+
+def test_curves_menus_and_close_work_with_the_form_built_on_demand(qtbot):
+    """A curve added to a plot without its form gets pyqtgraph's default choices (log, FFT,
+    alpha, downsampling, clipping: the same options as on a PlotItem), removing it works, and
+    the context menu builds the form."""
+    full, w = pg.PlotWidget(), LightPlotWidget()
+    qtbot.addWidget(full)
+    qtbot.addWidget(w)
+    ref = full.plot([1, 2, 3], [3, 1, 2])
+    curve = w.plot([1, 2, 3], [3, 1, 2])
+    item = w.getPlotItem()
+    assert not item.form_built() and curve in item.listDataItems()
+    keys = ("logMode", "fftMode", "alphaHint", "alphaMode", "downsample", "autoDownsample")
+    keys += ("downsampleMethod", "clipToView", "subtractMeanMode", "derivativeMode")
+    assert {k: curve.opts.get(k) for k in keys} == {k: ref.opts.get(k) for k in keys}
+    item.removeItem(curve)
+    assert curve not in item.listDataItems() and not item.form_built()
+    w.plot([0, 1], [1, 0])
+    item.clear()
+    assert item.listDataItems() == [] and not item.form_built()
+    assert item.getContextMenus(None) is item.ctrlMenu and item.form_built()
+    w.close()
+    unbuilt = LightPlotWidget(enableMenu=False)
+    qtbot.addWidget(unbuilt)
+    unbuilt.close()  # closing never builds what it takes apart
+    with pytest.raises(AttributeError):
+        LightPlotItem().no_such_attribute  # noqa: B018
+
+
+def test_every_report_plot_is_light_and_none_builds_its_form(qtbot, tmp_path):
+    """Compare mode, every report visited: every plot the window built is a LightPlotItem and
+    none of them built the options form (else the saving is gone for that report)."""
+    from analyser.gui.main_window import MainWindow
+    from profiles import write_profile
+    from profiles.synthetic import make_synthetic_profile
+
+    paths = []
+    for seed in (1, 2):
+        path = tmp_path / f"p{seed}.h5"
+        write_profile(
+            path,
+            make_synthetic_profile(n_steps=600, n_ipus=2, tiles=64, n_programs=60, seed=seed),
+        )
+        paths.append(path)
+    w = MainWindow(settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(w)
+    w.show()
+    try:
+        assert open_in(qtbot, w, *paths)
+        for key in w.report_keys:
+            w.show_report(key)
+            qtbot.wait(20)
+        plots = w.findChildren(pg.PlotWidget)
+        assert len(plots) >= 8
+        items = [p.getPlotItem() for p in plots]
+        assert [type(i).__name__ for i in items if not isinstance(i, LightPlotItem)] == []
+        assert [type(p).__name__ for p, i in zip(plots, items) if i.form_built()] == []
+    finally:
+        w.close()
