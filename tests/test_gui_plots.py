@@ -100,3 +100,22 @@ def test_every_report_plot_is_light_and_none_builds_its_form(qtbot, tmp_path):
         assert [type(p).__name__ for p, i in zip(plots, items) if i.form_built()] == []
     finally:
         w.close()
+
+
+def test_light_axes_show_what_pyqtgraph_axes_show(qtbot):
+    """The default axes are LightAxisItems, shown and hidden as pyqtgraph's, and a label set,
+    changed and given units reads as on a plain AxisItem (the HTML is set only on a change)."""
+    from analyser.gui.plots import LightAxisItem
+
+    full, light = pg.PlotItem(enableMenu=False), LightPlotItem(enableMenu=False)
+    for side in ("top", "bottom", "left", "right"):
+        assert isinstance(light.getAxis(side), LightAxisItem)
+        assert light.getAxis(side).isVisible() == full.getAxis(side).isVisible(), side
+    for item in (full, light):
+        item.setLabel("left", "memory", units="B")
+        item.getAxis("left").setTextPen(pg.mkPen("#ff0000"))
+        item.setLabel("left", "bytes")
+        item.setYRange(0, 5e6)
+    a, b = full.getAxis("left"), light.getAxis("left")
+    assert b.label.toHtml() == a.label.toHtml() and "bytes" in b.label.toPlainText()
+    assert b.label.isVisible() == a.label.isVisible()

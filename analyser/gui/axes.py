@@ -7,6 +7,7 @@ import math
 
 import pyqtgraph as pg
 
+from analyser.gui.plots import LightAxisItem
 from analyser.gui.theme import style_plot
 
 #: Unit prefixes for counts, largest first (SI, decimal: 1 M cycles = 10**6 cycles).
@@ -70,7 +71,7 @@ def format_time(values, spacing: float, clock_hz: float) -> list[str]:
     return _tick_labels(secs, scale, _decimals(step / scale), f" {unit}")
 
 
-class CycleAxis(pg.AxisItem):
+class CycleAxis(LightAxisItem):
     """An axis of cycle counts: ``50M`` / ``1.25G`` ticks, never ``1e+08``; or, with
     :meth:`set_time` given the IPU clock, the same positions read as time (``1.5 ms``)."""
 

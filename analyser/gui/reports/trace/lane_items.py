@@ -8,6 +8,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QLineF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QPainter, QPen
 
+from analyser.gui.plots import LightAxisItem
 from analyser.gui.theme import chart_colors
 
 #: Width of the lane-label axis (the BSP view's axis matches it so x positions line up).
@@ -76,7 +77,7 @@ def light_fill(color: QColor) -> bool:
     return 0.299 * color.redF() + 0.587 * color.greenF() + 0.114 * color.blueF() > 0.6
 
 
-class LaneAxis(pg.AxisItem):
+class LaneAxis(LightAxisItem):
     """Left axis showing lane labels at lane centres; a click on a label is handed to
     ``clicked(y)`` (y in lanes) when set (the timeline folds lane groups), a right click to
     ``menu(y, screen_pos)`` (the timeline's lane menu)."""
