@@ -131,7 +131,7 @@ def palette(name: str) -> QPalette:
         (role.PlaceholderText, c.muted),
         (role.Link, c.link),
         (role.LinkVisited, c.link),
-        # muted text (empty states use "palette(mid)") and the tables' grid lines
+        # muted text: the empty states' labels use "palette(mid)"
         (role.Mid, c.muted),
     ):
         pal.setColor(r, col(value))
