@@ -232,7 +232,11 @@ def test_pages_and_compare_charts_are_built_on_first_show_and_only_once(memory, 
     r, show = memory
     show(paths[0])
     assert r._compare_plots is None and r._variables_plot is None
+    # the hidden tabs' pages themselves are built on first use (issue 23 item 11)
+    lazy = (r.tile_map, r.memory_map, r.insights_page, r.tiles_table, r.compute_sets_table)
+    assert not any(page.built() for page in lazy)
     assert r.memory_map._map_a is None and r.memory_map._map_b is None
+    assert r.memory_map.built() and not r.tile_map.built()
     assert len(r.findChildren(MemoryPlot)) == 1
     r.view_tabs.setCurrentWidget(r.variables_page)
     QApplication.processEvents()

@@ -550,6 +550,45 @@ def stacked_bars(
     return items
 
 
+class LazyPage(QWidget):
+    """A tab page whose content is built the first time it is needed: when the tab is shown, or
+    when something reads an attribute the page itself does not have (that read goes to the
+    content, built then). A report's first visit shows one tab of each tab widget; its other
+    pages cost nothing until visited (issue 23 item 11: the Memory Report's seven hidden pages
+    were about half of its construction). Compare a tab's page with ``is`` against the
+    LazyPage, which does not build it."""
+
+    def __init__(self, build: Callable[[], QWidget], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._build = build
+        self._content: QWidget | None = None
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+
+    def content(self) -> QWidget:
+        """The page's content (built on the first call)."""
+        if self._content is None:
+            widget = self._build()
+            self.layout().addWidget(widget)
+            widget.show()  # now, not when the layout's queued show comes round
+            self._content = widget
+        return self._content
+
+    def built(self) -> bool:
+        """True once the content exists."""
+        return self._content is not None
+
+    def showEvent(self, event) -> None:
+        self.content()
+        super().showEvent(event)
+
+    def __getattr__(self, name: str) -> Any:
+        # only reached for names the page does not have itself: the content's
+        if name in ("_build", "_content") or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.content(), name)
+
+
 #: Rows measured when sizing table columns to their contents (all rows of a long table is slow).
 RESIZE_PRECISION = 30
 

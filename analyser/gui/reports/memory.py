@@ -57,6 +57,7 @@ from analyser.gui.theme import chart_colors, style_plot
 from analyser.gui.widgets import (
     FilterTable,
     KeyValueTree,
+    LazyPage,
     LegendLabel,
     cache_static_items,
     chart_panel,
@@ -339,6 +340,11 @@ class TileMap(pg.GraphicsLayoutWidget):
             return
 
 
+def _lazy_table(placeholder: str) -> LazyPage:
+    """A details tab's FilterTable, built on the tab's first visit."""
+    return LazyPage(lambda: FilterTable(placeholder))
+
+
 class MemoryReport(Report):
     title = "Memory Report"
     key = "memory"
@@ -399,8 +405,8 @@ class MemoryReport(Report):
         self._compare_plots: tuple[MemoryPlot, pg.PlotWidget] | None = None
         self.delta_items: list[pg.BarGraphItem] = []
         self.chart_page = chart_panel(self.plot_a, self.legend)
-        self.tile_map = TileMap()
-        self.tile_map.tileClicked.connect(self.click_tile)
+        #: the pages not shown first are built on their first visit (LazyPage)
+        self.tile_map = LazyPage(self._build_tile_map)
         self.variables_table = FilterTable("Filter variables by name, kind, type...")
         #: the Variables chart, built when the Variables tab is first filled
         self._variables_plot: pg.PlotWidget | None = None
@@ -418,23 +424,20 @@ class MemoryReport(Report):
         self.view_tabs.addTab(self.chart_page, "Memory per tile")
         self.view_tabs.addTab(self.tile_map, "Tile map")
         self.view_tabs.addTab(self.variables_page, "Variables")
-        self.memory_map = MemoryMapPage()
+        self.memory_map = LazyPage(MemoryMapPage)
         self.view_tabs.addTab(self.memory_map, "Tile memory map")
-        self.insights_page = MemoryInsightsPage()
-        self.insights_page.tileChosen.connect(
-            lambda ipu, tile: self.set_selection(one_tile(ipu, tile))
-        )
+        self.insights_page = LazyPage(self._build_insights_page)
         self.view_tabs.addTab(self.insights_page, "Insights")
         #: (ipu, tile) the memory map shows: the last tile clicked, else the fullest shown
         self.map_tile: tuple[int, int] | None = None
         self.view_tabs.currentChanged.connect(lambda _i: self._draw_secondary())
 
         self.totals_tree = KeyValueTree()
-        self.tiles_table = FilterTable("Filter")
-        self.tile_vars_table = FilterTable("Filter variables on the selected tiles")
-        self.vertices_table = FilterTable("Filter vertex types")
-        self.exchanges_table = FilterTable("Filter exchanges")
-        self.compute_sets_table = FilterTable("Filter compute sets")
+        self.tiles_table = _lazy_table("Filter")
+        self.tile_vars_table = _lazy_table("Filter variables on the selected tiles")
+        self.vertices_table = _lazy_table("Filter vertex types")
+        self.exchanges_table = _lazy_table("Filter exchanges")
+        self.compute_sets_table = _lazy_table("Filter compute sets")
         self.details = QTabWidget()
         self.details.addTab(self.totals_tree, "Totals")
         self.details.addTab(self.tiles_table, "Selected tiles")
@@ -447,6 +450,16 @@ class MemoryReport(Report):
         lay_out(self, [controls, self.error_label], self.view_tabs, self.details, (520, 300))
         self.error_label.setVisible(False)
         self._refreshing = False
+
+    def _build_tile_map(self) -> TileMap:
+        tile_map = TileMap()
+        tile_map.tileClicked.connect(self.click_tile)
+        return tile_map
+
+    def _build_insights_page(self) -> MemoryInsightsPage:
+        page = MemoryInsightsPage()
+        page.tileChosen.connect(lambda ipu, tile: self.set_selection(one_tile(ipu, tile)))
+        return page
 
     def chart_widget(self) -> QWidget:
         return self.view_tabs.currentWidget()
