@@ -48,6 +48,7 @@ from analyser.gui.widgets import (
     KeyValueTree,
     compact_rows,
     connect_header_sort,
+    fit_columns,
     make_plot,
     tile_curve,
 )
@@ -231,7 +232,7 @@ class OperationsReport(Report):
             self.view.horizontalHeader().setSortIndicator(sort_col, Qt.SortOrder.DescendingOrder)
         else:
             self.view.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
-        self.view.resizeColumnsToContents()
+        fit_columns(self.view, self.model)
         self.view.setColumnWidth(0, min(self.view.columnWidth(0), 320))
         before = self.view.currentIndex()
         if self.proxy.rowCount():

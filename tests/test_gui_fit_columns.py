@@ -1,0 +1,71 @@
+"""widgets.fit_columns sizes a DataFrameModel table's columns as Qt's resizeColumnsToContents
+does, without asking the model for every role of every cell (issue 23 item 11)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from PySide6.QtCore import QSortFilterProxyModel, Qt
+from PySide6.QtWidgets import QTableView
+
+from analyser.gui.widgets import RESIZE_PRECISION, DataFrameModel, fit_columns
+
+pytestmark = pytest.mark.gui
+
+
+def _frame(n: int) -> pd.DataFrame:
+    rng = np.random.default_rng(3)
+    return pd.DataFrame(
+        {
+            "name": [f"layer{i}.conv{i % 7}/gradInput" * (1 + i % 3) for i in range(n)],
+            "cycles": rng.integers(0, 10**9, n),
+            "share": rng.random(n) * 100,
+            "kind": ["a", "bb", "ccc", "a long header beats me"][:1] * n,
+            "bytes": rng.integers(0, 10**7, n),
+        }
+    )
+
+
+@pytest.mark.parametrize("grid", [True, False])
+@pytest.mark.parametrize("proxy", [True, False])
+def test_widths_are_qt_own(qtbot, grid, proxy):
+    cols = [
+        ("name", "Operation", None),
+        ("cycles", "Total cycles", None),
+        ("share", "Share (%)", lambda v: f"{v:.1f}%"),
+        ("kind", "A header wider than its values", None),
+        ("bytes", "Bytes", lambda v: f"{v / 1024:,.2f} KiB"),
+    ]
+    model = DataFrameModel(_frame(RESIZE_PRECISION * 3), cols)
+    model.sort(1, Qt.SortOrder.DescendingOrder)  # shown rows are not the frame order
+    views = []
+    for _ in range(2):
+        view = QTableView()
+        qtbot.addWidget(view)
+        view.setShowGrid(grid)
+        if proxy:
+            p = QSortFilterProxyModel(view)
+            p.setSourceModel(model)
+            view.setModel(p)
+        else:
+            view.setModel(model)
+        view.horizontalHeader().setResizeContentsPrecision(RESIZE_PRECISION)
+        view.resize(900, 400)
+        views.append(view)
+    qt_view, ours = views
+    qt_view.resizeColumnsToContents()
+    fit_columns(ours, model)
+    qt = [qt_view.columnWidth(c) for c in range(len(cols))]
+    got = [ours.columnWidth(c) for c in range(len(cols))]
+    assert all(abs(a - b) <= 1 for a, b in zip(qt, got)), (qt, got)
+    assert got[3] == ours.horizontalHeader().sectionSizeHint(3)  # the header is the widest
+
+
+def test_an_empty_table_gets_its_headers_widths(qtbot):
+    model = DataFrameModel(pd.DataFrame({"x": []}), [("x", "A header", None)])
+    view = QTableView()
+    qtbot.addWidget(view)
+    view.setModel(model)
+    fit_columns(view, model)
+    assert view.columnWidth(0) == view.horizontalHeader().sectionSizeHint(0)
