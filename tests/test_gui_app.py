@@ -246,7 +246,7 @@ def test_operations_filter_sort_and_details(qtbot, make_window, profiles_dir):
     col = op.model.column_of("flops")
     op.view.horizontalHeader().setSortIndicator(col, Qt.SortOrder.AscendingOrder)  # a header click
     flops = [
-        op.proxy.index(r, col).data(Qt.ItemDataRole.UserRole) for r in range(op.proxy.rowCount())
+        op.model.index(r, col).data(Qt.ItemDataRole.UserRole) for r in range(op.model.rowCount())
     ]
     assert flops == sorted(flops)
     name = ops.sort_values("total_cycles").iloc[-1]["name"]

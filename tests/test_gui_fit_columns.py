@@ -69,3 +69,23 @@ def test_an_empty_table_gets_its_headers_widths(qtbot):
     view.setModel(model)
     fit_columns(view, model)
     assert view.columnWidth(0) == view.horizontalHeader().sectionSizeHint(0)
+
+
+def test_a_mask_filters_rows_in_the_sort_order_without_a_proxy(qtbot):
+    """DataFrameModel.set_mask: the rows kept, in the current sort order, through sorts and a
+    cleared mask; a new frame drops the old mask (its rows are not the new frame's)."""
+    frame = pd.DataFrame({"name": list("edcba"), "v": [5, 1, 4, 2, 3]})
+    model = DataFrameModel(frame, [("name", "Name", None), ("v", "V", None)])
+    shown = lambda: [model.index(r, 0).data() for r in range(model.rowCount())]  # noqa: E731
+    model.set_mask(np.array([True, False, True, True, False]))  # e, c, b
+    assert shown() == ["e", "c", "b"]
+    model.sort(1, Qt.SortOrder.DescendingOrder)  # by v: e 5, c 4, b 2
+    assert shown() == ["e", "c", "b"] and model.raw(2, 1) == 2
+    model.sort(0, Qt.SortOrder.AscendingOrder)
+    assert shown() == ["b", "c", "e"]
+    model.set_mask(None)
+    assert shown() == ["a", "b", "c", "d", "e"]
+    model.set_mask(np.array([False] * 5))
+    assert model.rowCount() == 0
+    model.set_frame(frame.head(2), [("name", "Name", None)])
+    assert shown() == ["e", "d"]

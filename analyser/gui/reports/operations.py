@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyqtgraph as pg
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -56,28 +56,6 @@ from analyser.gui.widgets import (
 Index = QModelIndex | QPersistentModelIndex
 
 
-class OperationFilter(QSortFilterProxyModel):
-    """Text (name / type / layer) + pass + IPU filter, evaluated with numpy once per change."""
-
-    def __init__(self, parent=None) -> None:
-        super().__init__(parent)
-        self._keep: np.ndarray | None = None
-
-    def set_mask(self, keep: np.ndarray | None) -> None:
-        if hasattr(self, "beginFilterChange"):  # Qt >= 6.9 (invalidateFilter is deprecated)
-            self.beginFilterChange()
-            self._keep = keep
-            self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
-        else:  # pragma: no cover - older Qt
-            self._keep = keep
-            self.invalidateFilter()
-
-    def filterAcceptsRow(self, row: int, parent: Index) -> bool:
-        if self._keep is None:
-            return True
-        return bool(self._keep[self.sourceModel().source_row(row)])
-
-
 class OperationsReport(Report):
     title = "Operations"
     key = "operations"
@@ -86,11 +64,8 @@ class OperationsReport(Report):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.model = DataFrameModel()
-        self.proxy = OperationFilter(self)
-        self.proxy.setSourceModel(self.model)
-        self.proxy.setDynamicSortFilter(False)
         self.view = QTableView()
-        self.view.setModel(self.proxy)
+        self.view.setModel(self.model)  # filtered by the model's own mask, no proxy
         connect_header_sort(self.view, self.model)
         self.view.setAlternatingRowColors(True)
         self.view.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
@@ -187,7 +162,7 @@ class OperationsReport(Report):
         return ops_model.compare_frame(doc, cmp, self.layer)
 
     def clear(self) -> None:
-        self.proxy.set_mask(None)
+        self.model.set_mask(None)
         self.frame = pd.DataFrame()
         self.model.set_frame(self.frame)
 
@@ -206,7 +181,7 @@ class OperationsReport(Report):
 
     def show_documents(self, doc: Any, cmp: Any) -> None:
         # the old mask is for the old frame's rows (a longer frame would read past its end)
-        self.proxy.set_mask(None)
+        self.model.set_mask(None)
         titles = software_layer_titles(data.run_config(doc).get("framework"))
         for i, key in enumerate(SOFTWARE_LAYERS):
             self.layer_combo.setItemText(i, titles[key])
@@ -235,7 +210,7 @@ class OperationsReport(Report):
         fit_columns(self.view, self.model)
         self.view.setColumnWidth(0, min(self.view.columnWidth(0), 320))
         before = self.view.currentIndex()
-        if self.proxy.rowCount():
+        if self.model.rowCount():
             self.view.selectRow(0)
         if self.view.currentIndex() == before:  # else currentRowChanged showed them already
             self._show_details()
@@ -247,19 +222,22 @@ class OperationsReport(Report):
             self.pass_combo.currentText() if self.pass_combo.currentIndex() > 0 else None,
             self.ipu_combo.currentText() if self.ipu_combo.currentIndex() > 0 else None,
         )
-        self.proxy.set_mask(keep)
+        selected = self.selected_name()
+        self.model.set_mask(keep)
+        if selected is not None:
+            self.select_operation(selected)  # still shown: still selected
         self.count_label.setText(
             "" if keep is None else f"{int(keep.sum()):,} of {len(self.frame):,}"
         )
 
     def visible_names(self) -> list[str]:
         col = self.model.column_of("name")
-        return [str(self.proxy.index(r, col).data()) for r in range(self.proxy.rowCount())]
+        return [str(self.model.index(r, col).data()) for r in range(self.model.rowCount())]
 
     def select_operation(self, name: str) -> bool:
         col = self.model.column_of("name")
-        for r in range(self.proxy.rowCount()):
-            if self.proxy.index(r, col).data() == name:
+        for r in range(self.model.rowCount()):
+            if self.model.index(r, col).data() == name:
                 self.view.selectRow(r)
                 return True
         return False
@@ -268,8 +246,7 @@ class OperationsReport(Report):
         idx = self.view.currentIndex()
         if not idx.isValid():
             return None
-        src = self.proxy.mapToSource(idx)
-        return str(self.model.raw(src.row(), self.model.column_of("name")))
+        return str(self.model.raw(idx.row(), self.model.column_of("name")))
 
     # ------------------------------------------------------------------ details
     def _tagged_docs(self) -> list[tuple[str, Any]]:
