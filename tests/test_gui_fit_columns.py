@@ -89,3 +89,21 @@ def test_a_mask_filters_rows_in_the_sort_order_without_a_proxy(qtbot):
     assert model.rowCount() == 0
     model.set_frame(frame.head(2), [("name", "Name", None)])
     assert shown() == ["e", "d"]
+    with pytest.raises(ValueError, match="a mask of 5 rows for a table of 2"):
+        model.set_mask(np.ones(5, bool))  # a mask made for another frame
+
+
+def test_a_sort_keeps_the_selection_on_the_same_row_of_the_frame(qtbot):
+    """Sorting from the header moves the view's current row with its frame row (the details
+    shown beside the table stay those of the highlighted row)."""
+    frame = pd.DataFrame({"name": list("edcba"), "v": [5, 1, 4, 2, 3]})
+    model = DataFrameModel(frame, [("name", "Name", None), ("v", "V", None)])
+    view = QTableView()
+    qtbot.addWidget(view)
+    view.setModel(model)
+    model.set_mask(np.array([True, True, True, False, True]))  # e, d, c, a
+    view.selectRow(1)  # d
+    model.sort(1, Qt.SortOrder.AscendingOrder)  # d 1, a 3, c 4, e 5
+    assert view.currentIndex().data() == "d" and view.currentIndex().row() == 0
+    model.sort(0, Qt.SortOrder.DescendingOrder)  # e, d, c, a
+    assert view.currentIndex().data() == "d" and view.currentIndex().row() == 1

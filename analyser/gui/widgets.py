@@ -216,14 +216,17 @@ class DataFrameModel(QAbstractTableModel):
         sort order: a filter in the model itself, not a proxy model in front of it (a proxy
         made a table's paint about a third slower: every cell's index mapped through Python's
         ``rowCount`` / ``columnCount``; issue 23 item 11)."""
+        mask = None if keep is None else np.asarray(keep, bool)
+        if mask is not None and len(mask) != len(self._sorted):
+            raise ValueError(f"a mask of {len(mask)} rows for a table of {len(self._sorted)}")
         self.beginResetModel()
-        self._mask = None if keep is None else np.asarray(keep, bool)
+        self._mask = mask
         self._apply_mask()
         self.endResetModel()
 
     def _apply_mask(self) -> None:
         order = self._sorted
-        if self._mask is not None and len(self._mask) == len(order):
+        if self._mask is not None:
             order = order[self._mask[order]]
         self._order = order
         self._n_rows = len(order)
@@ -239,8 +242,20 @@ class DataFrameModel(QAbstractTableModel):
             idx = pd.Series(values).astype(str).str.lower().argsort(kind="stable").to_numpy()
         if order == Qt.SortOrder.DescendingOrder:
             idx = idx[::-1]
+        # the views' selection and current row stay on the same frame rows (Qt's persistent
+        # indexes; else a sort left the highlighted row on another operation than the details)
+        kept = self.persistentIndexList()
+        frame_rows = [int(self._order[i.row()]) for i in kept]
         self._sorted = np.asarray(idx)
         self._apply_mask()
+        if kept:
+            where = np.full(len(self._sorted), -1, np.int64)
+            where[self._order] = np.arange(len(self._order))
+            moved = [
+                self.index(int(where[f]), i.column()) if where[f] >= 0 else QModelIndex()
+                for i, f in zip(kept, frame_rows, strict=True)
+            ]
+            self.changePersistentIndexList(kept, moved)
         self.layoutChanged.emit()
 
     def source_row(self, row: int) -> int:
