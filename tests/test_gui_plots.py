@@ -119,3 +119,30 @@ def test_light_axes_show_what_pyqtgraph_axes_show(qtbot):
     a, b = full.getAxis("left"), light.getAxis("left")
     assert b.label.toHtml() == a.label.toHtml() and "bytes" in b.label.toPlainText()
     assert b.label.isVisible() == a.label.isVisible()
+
+
+def test_every_report_states_the_plots_it_builds_for_a_comparison(qtbot, monkeypatch):
+    """``Report.compare_plots`` orders the window's idle build (the reports building the most
+    plots for a comparison first, issue 23 item 11): it is the number of plots the report's
+    construction and its compare-mode part build, so a report gaining or losing a chart must
+    say so."""
+    from analyser.gui.reports import report_classes
+
+    built = []
+    init = LightPlotItem.__init__
+
+    def counting_init(self, *args, **kwargs):
+        built.append(self)
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(LightPlotItem, "__init__", counting_init)
+    counted = {}
+    for cls in report_classes():
+        built.clear()
+        report = cls()
+        qtbot.addWidget(report)
+        while report.prebuild(True):
+            pass
+        counted[cls.key] = len(built)
+    assert {cls.key: cls.compare_plots for cls in report_classes()} == counted
+    assert counted["trace"] >= 4 and counted["memory"] >= 3  # A's and B's charts

@@ -68,6 +68,7 @@ class TraceReport(Report):
     title = "Execution Trace"
     key = "trace"
     data_needs = ("target", "execution", "trace_window")
+    compare_plots = 4
     compare_part = ("_timeline_b", "timeline_b")
     needs_execution = True
     no_execution_text = (
