@@ -152,25 +152,34 @@ def test_the_idle_build_builds_the_differences_lane_hidden(qtbot, pair):
             d.close()
 
 
-def test_a_first_visit_paints_each_plot_of_the_trace_once(qtbot, pair):
-    """Filled when first shown (compare mode), the report's plots are painted once each: the
-    lines' and bands' bounds are worked out before the paint, not during it (where they marked
-    their plots dirty again: the overview and both timelines were painted twice)."""
+@pytest.mark.parametrize("compare", [True, False], ids=["compare", "single"])
+def test_a_first_visit_paints_each_plot_of_the_trace_once(qtbot, pair, compare):
+    """Filled when first shown, the report's plots are painted once each: the lines' and
+    bands' bounds are worked out before the paint, not during it (where they marked their
+    plots dirty again: the overview and both timelines were painted twice). Each timeline is
+    drawn once, at its final width: the lane labels' axis, sized with the trace, used to
+    narrow the plot after the fill's redraw, which a second redraw then followed, after the
+    first paint (issue 23 item 11)."""
     stack, _other, report, docs = _stacked_report(qtbot, pair)
     try:
         while report.prebuild(True):  # B's timeline and the lane, as the idle build makes
             pass
-        report.set_document(docs[0], docs[1])  # hidden: fills when shown
+        report.set_document(docs[0], docs[1] if compare else None)  # hidden: fills when shown
         assert report.needs_refresh
         # (the lane, computed on the report's pool here, is drawn again when it arrives)
-        plots = [report.timeline, report.timeline_b, report.overview]
+        plots = [report.timeline, report.overview]
+        if compare:
+            plots.insert(1, report.timeline_b)
         counter = paint_counter()
         for p in (report, *(p.viewport() for p in plots)):
             p.installEventFilter(counter)
         report.flows_box.setChecked(False)  # no arrows arriving from the background
         stack.setCurrentWidget(report)  # fills
         qtbot.wait(300)
-        assert [counter.counts[p.viewport()] for p in plots] == [1, 1, 1]
+        assert [counter.counts[p.viewport()] for p in plots] == [1] * len(plots)
+        timelines = plots[:-1]
+        assert [tl.redraw_count for tl in timelines] == [1] * len(timelines)
+        assert all(tl._drawn == tl._view_state() for tl in timelines)  # drawn as shown
     finally:
         shut_down_trace(report)
         stack.close()

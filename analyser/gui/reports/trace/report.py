@@ -30,6 +30,7 @@ from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report
 from analyser.gui.reports.trace.bsp import BspView
 from analyser.gui.reports.trace.diff_lane import (
+    LANE_HEIGHT,
     differences_view,
     hide_differences,
     show_differences,
@@ -314,6 +315,10 @@ class TraceReport(Report):
             # splitter, the panels' scroll bars) settle now, before the first paint, not in
             # three more layout passes that resized and repainted every plot (issue 23 item 11)
             QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
+            for tl in self._timelines():  # a height those layouts changed: redrawn now too
+                tl._redraw_if_moved()
+            # (what such a redraw changed: the overview's label axis width)
+            QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
             settle_item_bounds(self)
         if kept is not None:
             (x0, x1), row = kept
@@ -332,12 +337,24 @@ class TraceReport(Report):
         if doc is not self.document:
             title = f"B: {doc.name} (A: {self.document.name} does not fit, so it has no trace)"
         self.timeline.getPlotItem().setTitle(title or None, size="9pt")
+        if self.trace_b is not None:
+            # the compare-mode layout first (B's timeline and the differences lane shown, the
+            # splitter's shares): the timelines then get their traces at about their final
+            # height. Shown after them, every timeline was resized four times more, each
+            # resize fitting its lanes and re-ranging its plot again (issue 23 item 11)
+            self.timeline_b.getPlotItem().setTitle(f"B: {other.name}", size="9pt")
+            self.timeline_b_box.show()  # with B's timeline in it (else shown a pass later)
+            lane = differences_view(self)
+            lane.box.setMaximumHeight(LANE_HEIGHT)  # its height for the lane's IPUs: when drawn
+            lane.box.show()
+            self.splitter.setSizes([260] * self.splitter.count())
+        # the overview's range before A's timeline marks its window on it (the band's bounds
+        # are then worked out for the range it is painted in, not again after the paint)
+        self.overview.set_trace(self.trace)
         self.timeline.set_trace(self.trace, group)
         self.timeline.set_time_axis(self.axis_combo.currentData())
-        self.overview.set_trace(self.trace)
         self._fill_runs()
         if self.trace_b is not None:
-            self.timeline_b.getPlotItem().setTitle(f"B: {other.name}", size="9pt")
             self.timeline_b.set_trace(self.trace_b, group)
             self.timeline_b.set_time_axis(self.axis_combo.currentData())
             self.timeline_b_box.show()
@@ -366,6 +383,11 @@ class TraceReport(Report):
         self.bsp_ipu.setRange(0, max(0, self.trace.n_ipus - 1))
         self.search.set_trace(self.trace)
         self.details.show_details(None)
+        if self.isVisible():
+            # the plots laid out now (the lane labels' axis width set with the traces): the
+            # redraws read their width in pixels, and a width changed after them meant each
+            # timeline drawn twice
+            QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
         self.timeline.redraw()
         if self.trace_b is not None:
             self.timeline_b.redraw()
