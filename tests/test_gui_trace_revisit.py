@@ -185,3 +185,35 @@ def test_a_first_visit_paints_each_plot_of_the_trace_once(qtbot, pair, compare):
         stack.close()
         for d in docs:
             d.close()
+
+
+def test_a_hidden_trace_drops_its_range_summary_and_computes_it_when_shown_again(qtbot, pair):
+    """The range summary (every visible row read in the report's pool thread, beside the GUI
+    thread) stops when another report is shown, so the next report's first visit does not
+    share the interpreter lock with it (issue 23 item 11); it is computed when the Trace is
+    shown again."""
+    stack, other, report, docs = _stacked_report(qtbot, pair)
+    try:
+        report.set_document(docs[0], docs[1])
+        stack.setCurrentWidget(report)  # fills; the summary follows the first paint
+        qtbot.waitUntil(
+            lambda: report._detail_timer.isActive() or report._pool.activeThreadCount() > 0,
+            timeout=10_000,
+        )
+        ready = []
+        report.summaryReady.connect(lambda: ready.append(True))
+        gen = report._summary_gen
+        stack.setCurrentWidget(other)
+        assert report._summary_gen > gen and not report._detail_timer.isActive()
+        qtbot.waitUntil(lambda: report._pool.activeThreadCount() == 0, timeout=20_000)
+        app = QCoreApplication.instance()
+        app.sendPostedEvents()  # a dropped summary's result, if one came, is delivered now
+        assert not ready  # nothing shown from a summary of a hidden report
+        with qtbot.waitSignal(report.summaryReady, timeout=20_000):
+            stack.setCurrentWidget(report)
+        assert report.summary.header.text()  # the range summary is there again
+    finally:
+        shut_down_trace(report)
+        stack.close()
+        for d in docs:
+            d.close()
