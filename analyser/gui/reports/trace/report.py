@@ -317,10 +317,6 @@ class TraceReport(Report):
             # splitter, the panels' scroll bars) settle now, before the first paint, not in
             # three more layout passes that resized and repainted every plot (issue 23 item 11)
             QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
-            for tl in self._timelines():  # a height those layouts changed: redrawn now too
-                tl._redraw_if_moved()
-            # (what such a redraw changed: the overview's label axis width)
-            QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
             settle_item_bounds(self)
         if kept is not None:
             (x0, x1), row = kept
@@ -349,6 +345,7 @@ class TraceReport(Report):
             lane = differences_view(self)
             lane.box.setMaximumHeight(LANE_HEIGHT)  # its height for the lane's IPUs: when drawn
             lane.box.show()
+            # A, B, the lane (at most its fixed height) and the tabs share the height
             self.splitter.setSizes([260] * self.splitter.count())
         # the overview's range before A's timeline marks its window on it (the band's bounds
         # are then worked out for the range it is painted in, not again after the paint)
@@ -359,10 +356,7 @@ class TraceReport(Report):
         if self.trace_b is not None:
             self.timeline_b.set_trace(self.trace_b, group)
             self.timeline_b.set_time_axis(self.axis_combo.currentData())
-            self.timeline_b_box.show()
-            show_differences(self, doc, other)
-            # A, B, the lane (at most its fixed height) and the tabs share the height
-            self.splitter.setSizes([260] * self.splitter.count())
+            show_differences(self, doc, other)  # (its box shown and the height shared above)
         else:
             if other is not None:
                 self.statusMessage.emit(f"{other.name} has no execution trace to compare with.")
