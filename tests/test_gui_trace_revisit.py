@@ -3,6 +3,8 @@ is not repainted for the window's activation (pytest-qt, offscreen)."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import pyqtgraph as pg
 import pytest
 from gui_helpers import paint_counter, shut_down_trace, stacked_report, write_synthetic_profiles
@@ -46,22 +48,28 @@ def test_a_plot_is_not_repainted_when_the_window_is_activated(qtbot):
     assert _changed_after_activation(qtbot, quiet) == []
 
 
+@contextmanager
 def _stacked_report(qtbot, pair):
     """A shown stack of another page and a TraceReport (the other page current), and the
-    pair opened as documents: (stack, other, report, docs)."""
+    pair opened as documents: (stack, other, report, docs); shut down and closed after."""
     from analyser.gui.reports.trace import TraceReport
 
     report = TraceReport()
     stack, other, docs = stacked_report(qtbot, report, pair)
-    return stack, other, report, docs
+    try:
+        yield stack, other, report, docs
+    finally:
+        shut_down_trace(report)
+        stack.close()
+        for d in docs:
+            d.close()
 
 
 def test_a_later_visit_paints_each_plot_of_the_trace_once(qtbot, pair):
     """Shown again with nothing changed (compare mode), the report is painted in one pass:
     each of its plots (A's and B's timelines, the overview, the differences lane) once, not
     again in passes of their own after the report's widgets' own queued updates."""
-    stack, other, report, docs = _stacked_report(qtbot, pair)
-    try:
+    with _stacked_report(qtbot, pair) as (stack, other, report, docs):
         stack.setCurrentWidget(report)
         report.set_document(docs[0], docs[1])
         qtbot.waitUntil(
@@ -81,11 +89,6 @@ def test_a_later_visit_paints_each_plot_of_the_trace_once(qtbot, pair):
         stack.setCurrentWidget(report)
         qtbot.wait(300)
         assert [counter.counts[p.viewport()] for p in plots] == [1, 1, 1, 1]
-    finally:
-        shut_down_trace(report)
-        stack.close()
-        for d in docs:
-            d.close()
 
 
 def test_a_scheduled_redraw_of_an_unchanged_view_is_skipped(qtbot, pair):
@@ -160,8 +163,7 @@ def test_a_first_visit_paints_each_plot_of_the_trace_once(qtbot, pair, compare):
     drawn once, at its final width: the lane labels' axis, sized with the trace, used to
     narrow the plot after the fill's redraw, which a second redraw then followed, after the
     first paint (issue 23 item 11)."""
-    stack, _other, report, docs = _stacked_report(qtbot, pair)
-    try:
+    with _stacked_report(qtbot, pair) as (stack, _other, report, docs):
         while report.prebuild(True):  # B's timeline and the lane, as the idle build makes
             pass
         report.set_document(docs[0], docs[1] if compare else None)  # hidden: fills when shown
@@ -180,11 +182,6 @@ def test_a_first_visit_paints_each_plot_of_the_trace_once(qtbot, pair, compare):
         timelines = plots[:-1]
         assert [tl.redraw_count for tl in timelines] == [1] * len(timelines)
         assert all(tl._drawn == tl._view_state() for tl in timelines)  # drawn as shown
-    finally:
-        shut_down_trace(report)
-        stack.close()
-        for d in docs:
-            d.close()
 
 
 def test_a_hidden_trace_drops_its_range_summary_and_computes_it_when_shown_again(qtbot, pair):
@@ -192,8 +189,7 @@ def test_a_hidden_trace_drops_its_range_summary_and_computes_it_when_shown_again
     thread) stops when another report is shown, so the next report's first visit does not
     share the interpreter lock with it (issue 23 item 11); it is computed when the Trace is
     shown again."""
-    stack, other, report, docs = _stacked_report(qtbot, pair)
-    try:
+    with _stacked_report(qtbot, pair) as (stack, other, report, docs):
         report.set_document(docs[0], docs[1])
         stack.setCurrentWidget(report)  # fills; the summary follows the first paint
         qtbot.waitUntil(
@@ -212,8 +208,3 @@ def test_a_hidden_trace_drops_its_range_summary_and_computes_it_when_shown_again
         with qtbot.waitSignal(report.summaryReady, timeout=20_000):
             stack.setCurrentWidget(report)
         assert report.summary.header.text()  # the range summary is there again
-    finally:
-        shut_down_trace(report)
-        stack.close()
-        for d in docs:
-            d.close()
