@@ -714,36 +714,83 @@ def test_time_axis_in_cycles_or_time_at_the_ipu_clock(qtbot, report, small_paths
     assert axis.clock_hz is None and tl.getPlotItem().getAxis("bottom").labelText == "cycles"
 
 
+def _overview_mouse(ov, kind, x: float) -> None:
+    """A left-button press, move (button held) or release on the overview strip at x."""
+    types = {"press": QEvent.Type.MouseButtonPress, "move": QEvent.Type.MouseMove}
+    etype = types.get(kind, QEvent.Type.MouseButtonRelease)
+    pos = QPointF(x, ov.height() / 2)
+    left = Qt.MouseButton.LeftButton
+    button = Qt.MouseButton.NoButton if kind == "move" else left
+    buttons = Qt.MouseButton.NoButton if kind == "release" else left
+    event = QMouseEvent(
+        etype, pos, ov.mapToGlobal(pos), button, buttons, Qt.KeyboardModifier.NoModifier
+    )
+    QApplication.sendEvent(ov, event)
+
+
 def test_overview_strip_shows_the_whole_run_and_moves_the_view(qtbot, report, small_paths):
-    """The overview above the lanes: the whole run's active share per IPU, the visible window
-    marked; a click there centres the view, dragging the band moves it."""
+    """The overview above the lanes: the whole run's active share per IPU (one image row per
+    IPU, the heat map's colours), the visible window marked; a click there centres the view
+    (keeping its width), dragging the band moves it, dragging an edge resizes it."""
     r, _ = report
     _open(report, small_paths[0])
     tl, ov = r.timeline, r.overview
     full = tl.full_range()
     assert ov.overview.busy.shape == (tl.trace.n_ipus, ov.BUCKETS)
-    assert ov.image.image is not None
+    assert (ov.image.width(), ov.image.height()) == (ov.BUCKETS, tl.trace.n_ipus)
+    # the run starts where the timeline's lanes start (the label columns are as wide)
+    assert ov.plot_rect().left() == pytest.approx(
+        ov.mapFromGlobal(tl.mapToGlobal(QPoint(0, 0))).x() + tl.lane_axis.width() + 1, abs=2
+    )
+    # the image's colour follows the busy share: the busiest bucket gets the table's last
+    # colour, an idle one its first
+    busy = ov.overview.busy
+    hot = np.unravel_index(np.argmax(busy), busy.shape)
+    cold = np.unravel_index(np.argmin(busy), busy.shape)
+    assert busy[hot] > 0.9 and busy[cold] < 0.1
+    table = ov.image.colorTable()
+    assert ov.image.pixelIndex(int(hot[1]), int(hot[0])) >= 230
+    assert ov.image.pixelIndex(int(cold[1]), int(cold[0])) <= 25
+    assert table[0] != table[-1]
     span = (full[1] - full[0]) / 20
     _redrawn_after(qtbot, tl, lambda: tl.set_x_range(full[0], full[0] + span))
-    assert ov.band.getRegion() == pytest.approx(tl.x_range())
+    assert ov.band == pytest.approx(tl.x_range())
     # a click at 3/4 of the run centres the view there, keeping its width
-    vb = ov.getPlotItem().getViewBox()
     target = full[0] + 0.75 * (full[1] - full[0])
-    pos = ov.mapFromScene(vb.mapViewToScene(QPointF(target, 0.5)))
+    px = (ov.overview.t1 - ov.overview.t0) / ov.plot_rect().width()
+    x = ov.x_of(target)
     _redrawn_after(
         qtbot,
         tl,
-        lambda: qtbot.mouseClick(
-            ov.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(pos.x(), pos.y())
-        ),
+        lambda: qtbot.mouseClick(ov, Qt.MouseButton.LeftButton, pos=QPoint(round(x), 20)),
     )
     a, b = tl.x_range()
-    px = (full[1] - full[0]) / vb.width()
     assert (a + b) / 2 == pytest.approx(target, abs=3 * px)
     assert b - a == pytest.approx(span, rel=1e-6)
-    # dragging the band moves the timeline
-    _redrawn_after(qtbot, tl, lambda: ov.band.setRegion((full[0] + span, full[0] + 2 * span)))
-    assert tl.x_range() == pytest.approx((full[0] + span, full[0] + 2 * span))
+    assert ov.band == pytest.approx((a, b))
+    # dragging the band by its middle moves the timeline by as many cycles as the mouse
+    mid = ov.x_of((a + b) / 2)
+    _overview_mouse(ov, "press", mid)
+    _redrawn_after(qtbot, tl, lambda: _overview_mouse(ov, "move", mid - 100))
+    _overview_mouse(ov, "release", mid - 100)
+    a2, b2 = tl.x_range()
+    assert b2 - a2 == pytest.approx(span, rel=1e-6)
+    assert a2 == pytest.approx(a - 100 * px, abs=2 * px)
+    # dragging the right edge widens the window; the left edge stays
+    right = ov.x_of(b2)
+    _overview_mouse(ov, "press", right + 1)
+    _redrawn_after(qtbot, tl, lambda: _overview_mouse(ov, "move", right + 60))
+    _overview_mouse(ov, "release", right + 60)
+    a3, b3 = tl.x_range()
+    assert a3 == pytest.approx(a2, abs=px)
+    assert b3 == pytest.approx(b2 + 60 * px, abs=2 * px)
+    # the strip draws the band where the timeline's window is (the picture, not a model)
+    shot = ov.grab().toImage()
+    inside, outside = ov.x_of((a3 + b3) / 2), ov.x_of(b3) + 30
+    assert shot.pixelColor(round(inside), 2) != shot.pixelColor(round(outside), 2) or (
+        shot.pixelColor(round(inside), ov.height() - 3)
+        != shot.pixelColor(round(outside), ov.height() - 3)
+    )
 
 
 def test_run_selector_jumps_to_and_keeps_the_view_in_one_host_call(qtbot, report, small_paths):

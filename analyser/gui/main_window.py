@@ -438,16 +438,17 @@ class MainWindow(QMainWindow):
 
     def _prebuild_order(self, compare: bool) -> list[int]:
         """The rows in the order the idle build takes them: the side list's, except that when
-        comparing, the reports that build the most plots for it come first (``compare_plots``:
-        the Execution Trace and the Pipeline four each, the Memory Report three). Theirs are
-        the costliest first visits to build: a compare-mode Execution Trace's two timelines,
-        differences lane and overview are 50-65 ms of the idle build's 220-290 ms. In side-list
+        comparing, the costliest to build for it come first (``compare_cost``, in plain plots:
+        the Execution Trace five, its timelines counting two each, the Pipeline four, the
+        Memory Report three). Theirs are the costliest first visits to build: a compare-mode
+        Execution Trace's two timelines, differences lane and panels are 50-65 ms of the idle
+        build's 220-290 ms. In side-list
         order the idle build reached the Trace about 0.6 s after the open, so a click on it at
         +0.35 s built it all (issue 23 item 11: 186-206 ms there, the worst cell)."""
         rows = range(len(self._report_classes))
         if not compare:
             return list(rows)
-        return sorted(rows, key=lambda r: -self._report_classes[r].compare_plots)
+        return sorted(rows, key=lambda r: -self._report_classes[r].compare_cost)
 
     def prebuild_pending(self) -> bool:
         """True while reports are still being built in the window's idle time (or that build

@@ -91,11 +91,13 @@ class Report(QWidget):
     #: (attribute, property) of a compare-mode part built on first use: the attribute is None
     #: until the property builds it (``prebuild`` builds it while the window is idle)
     compare_part: ClassVar[tuple[str, str] | None] = None
-    #: pyqtgraph plots the report builds for a compare-mode visit (its construction and its
-    #: compare-mode part; pages built on their first visit not counted): the window's idle
-    #: build takes the reports with the most first, a plot being the costliest widget to build
-    #: (3.5-6 ms) and to paint first (about 1.7 ms per axis). A test counts them.
-    compare_plots: ClassVar[int] = 0
+    #: What the report's construction and its compare-mode part cost to build for a comparison,
+    #: in plain pyqtgraph plots (pages built on their first visit not counted): the window's idle
+    #: build takes the costliest first. A plot is the costliest widget to build (4-6 ms) and
+    #: to paint first (about 1.7 ms per axis); an Execution Trace timeline counts two (its
+    #: lanes' items, step labels, flows and their pool: 10.9 ms to build against 4.8 ms for a
+    #: plain plot, docs/performance.md). A test counts them.
+    compare_cost: ClassVar[int] = 0
     #: Datasets the report cannot show anything without (checked when a profile opens and
     #: before filling: membership tests only); a profile lacking one shows the report's
     #: "unavailable" state naming it instead of a blank panel (issue 23, defect 1)

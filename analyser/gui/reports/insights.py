@@ -96,7 +96,7 @@ class InsightsReport(Report):
     title = "Insights"
     key = "insights"
     data_needs = ("target", "memory", "insights", "largest_vertices", "largest_always_live")
-    compare_plots = 1
+    compare_cost = 1
 
     applyTipRequested = Signal(object)
 

@@ -96,7 +96,7 @@ class LivenessReport(Report):
     key = "liveness"
     requires = datasets.LIVENESS + datasets.VARIABLES
     data_needs = ("target", "liveness", "liveness_steps", "variables", "operation_names")
-    compare_plots = 1
+    compare_cost = 1
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)

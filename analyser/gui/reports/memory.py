@@ -350,7 +350,7 @@ class MemoryReport(Report):
     key = "memory"
     requires = datasets.MEMORY
     data_needs = ("target", "memory", "tile_breakdowns")
-    compare_plots = 3
+    compare_cost = 3
     compare_part = ("_compare_plots", "plot_b")
 
     def __init__(self, parent: QWidget | None = None) -> None:

@@ -376,7 +376,7 @@ class PipelineReport(Report):
     title = "Pipeline"
     key = "pipeline"
     data_needs = ("target", "execution", "trace_window", "pipeline_chart")
-    compare_plots = 4
+    compare_cost = 4
     compare_part = ("_view_b", "view_b")
     needs_execution = True
     no_execution_text = (

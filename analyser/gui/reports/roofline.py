@@ -32,7 +32,7 @@ class RooflineReport(Report):
     key = "roofline"
     needs_execution = True
     data_needs = ("target", "roofline")
-    compare_plots = 1
+    compare_cost = 1
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)

@@ -39,7 +39,7 @@ class SummaryReport(Report):
     title = "Summary"
     key = "summary"
     data_needs = ("target", "metrics", "execution", "imbalance")
-    compare_plots = 1
+    compare_cost = 1
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)

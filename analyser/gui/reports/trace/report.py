@@ -69,7 +69,7 @@ class TraceReport(Report):
     title = "Execution Trace"
     key = "trace"
     data_needs = ("target", "execution", "trace_window")
-    compare_plots = 4
+    compare_cost = 5  # A's and B's timelines (two each) and the differences lane
     compare_part = ("_timeline_b", "timeline_b")
     needs_execution = True
     no_execution_text = (
