@@ -134,15 +134,19 @@ def test_a_scheduled_redraw_of_an_unchanged_view_is_skipped(qtbot, pair):
 
 
 def test_the_idle_build_builds_the_differences_lane_hidden(qtbot, pair):
-    """In compare mode the window's idle build makes B's timeline, then the lane's plot (hidden
-    until a fill shows it); the fill then lays A, B, the lane and the tabs out as when the
-    lane is built by the fill itself (the tabs keep their share)."""
+    """In compare mode the window's idle build makes B's timeline, then the lane's plot, and
+    lays them out for the comparison while the report is hidden (B's box and the lane shown
+    under A's, so that the first show lays the plots out once); the fill then lays A, B, the
+    lane and the tabs out as when the lane is built by the fill itself (the tabs keep their
+    share)."""
     from analyser.gui.model.document import Document
     from analyser.gui.reports.trace import TraceReport
 
     built, fresh = TraceReport(), TraceReport()
     assert built.prebuild(True) and built._timeline_b is not None
-    assert built.prebuild(True) and built.differences.box.isHidden()
+    assert built.prebuild(True) and built.differences is not None
+    assert not built.isVisible()
+    assert not built.timeline_b_box.isHidden() and not built.differences.box.isHidden()
     assert not built.prebuild(True)
     assert not fresh.prebuild(False)
     docs = [Document.open(p) for p in pair]

@@ -471,6 +471,11 @@ class MainWindow(QMainWindow):
             # 0.35 s after a compare open)
             self._pause_background()
         report = self._report_at(row)
+        if not built and self.workspace.compare is not None:
+            # its compare-mode parts too, while it is hidden: laid out at its first show, not
+            # again by its fill (the Execution Trace's timelines were resized four more times)
+            while report.prebuild(True):
+                pass
         hold = report.needs_refresh and report is not self.stack.currentWidget()
         if hold:
             self._hold_until_painted(report)

@@ -224,13 +224,29 @@ class TraceReport(Report):
             w.installEventFilter(self)
 
     def prebuild(self, compare: bool) -> bool:
-        """B's timeline, then (at the next idle tick) the differences lane's plot."""
+        """B's timeline, then (at the next idle tick) the differences lane's plot, laid out
+        for the comparison while the report is hidden (:meth:`_lay_out_compare`)."""
         if super().prebuild(compare):
             return True
         if compare and getattr(self, "differences", None) is None:
             differences_view(self)
+            if not self.isVisible():
+                self._lay_out_compare()
             return True
         return False
+
+    def _lay_out_compare(self) -> None:
+        """The compare-mode layout: B's timeline and the differences lane shown under A's,
+        the splitter's height shared. Set while the report is hidden (the idle build, or the
+        window before it shows a report it just built), the report's first show lays the
+        plots out once at their final size; set only by the fill, they were resized four
+        more times there, each resize fitting the lanes and ranging the plot again."""
+        self.timeline_b_box.show()
+        lane = differences_view(self)
+        lane.box.setMaximumHeight(LANE_HEIGHT)  # its height for the lane's IPUs: when drawn
+        lane.box.show()
+        # A, B, the lane (at most its fixed height) and the tabs share the height
+        self.splitter.setSizes([260] * self.splitter.count())
 
     def report_key(self, event) -> bool:
         if (
@@ -341,12 +357,7 @@ class TraceReport(Report):
             # height. Shown after them, every timeline was resized four times more, each
             # resize fitting its lanes and re-ranging its plot again (issue 23 item 11)
             self.timeline_b.getPlotItem().setTitle(f"B: {other.name}", size="9pt")
-            self.timeline_b_box.show()  # with B's timeline in it (else shown a pass later)
-            lane = differences_view(self)
-            lane.box.setMaximumHeight(LANE_HEIGHT)  # its height for the lane's IPUs: when drawn
-            lane.box.show()
-            # A, B, the lane (at most its fixed height) and the tabs share the height
-            self.splitter.setSizes([260] * self.splitter.count())
+            self._lay_out_compare()  # with B's timeline in it (else shown a pass later)
         # the overview's range before A's timeline marks its window on it (the band's bounds
         # are then worked out for the range it is painted in, not again after the paint)
         self.overview.set_trace(self.trace)
