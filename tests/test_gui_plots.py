@@ -121,6 +121,55 @@ def test_light_axes_show_what_pyqtgraph_axes_show(qtbot):
     assert b.label.isVisible() == a.label.isVisible()
 
 
+def test_hidden_axes_are_built_when_asked_for_and_styled_as_their_partners(qtbot):
+    """A light plot builds its hidden top and right axes only when something asks for them
+    (issue 23 item 11: two of a plot's four axes, shown by no report); asked for, each is there
+    as pyqtgraph's would be (hidden, linked to the view, in its cell) and styled as the bottom
+    or left one: pens, SI prefix, depth, grid and log mode. Shown, it reads the plot's range."""
+    from analyser.gui.axes import fixed_prefix_axes
+    from analyser.gui.theme import style_plot
+
+    w = LightPlotWidget(enableMenu=False)
+    qtbot.addWidget(w)
+    item = w.getPlotItem()
+    assert set(item.axes) == {"bottom", "left"}
+    style_plot(w)
+    fixed_prefix_axes(w)
+    item.showGrid(x=True, y=False, alpha=0.4)
+    assert set(item.axes) == {"bottom", "left"}
+    item.setLogMode(x=False, y=True)  # pyqtgraph's own call (its form's): asks for every side
+    assert set(item.axes) == {"top", "bottom", "left", "right"}
+    for side, partner in (("top", "bottom"), ("right", "left")):
+        axis, other = item.getAxis(side), item.getAxis(partner)
+        assert not axis.isVisible() and axis.linkedView() is item.getViewBox()
+        assert axis.pen().color() == other.pen().color()
+        assert axis.textPen().color() == other.textPen().color()
+        assert axis.autoSIPrefix == other.autoSIPrefix is False
+        assert axis.zValue() == other.zValue()
+        assert axis.grid == other.grid and axis.logMode == other.logMode
+        row, col = item.axes[side]["pos"]
+        assert item.layout.itemAt(row, col) is axis
+    # a plot asked for its top axis before any grid or style: built with the plot's grid
+    fresh = LightPlotItem(enableMenu=False)
+    fresh.showGrid(x=True, alpha=0.5)
+    assert "top" not in fresh.axes
+    assert fresh.getAxis("top").grid == fresh.getAxis("bottom").grid == int(0.5 * 255)
+    # shown, the right axis gives the plot's y range its ticks
+    w.resize(400, 300)
+    w.show()
+    qtbot.waitExposed(w)
+    item.setLogMode(x=False, y=False)
+    item.showAxis("right")
+    item.setYRange(0, 1000, padding=0)
+    qtbot.wait(20)
+    right = item.getAxis("right")
+    assert right.isVisible() and right.range == pytest.approx([0, 1000])
+    # an axis given for a side that was never built takes its place, shown
+    top = pg.AxisItem("top")
+    fresh.setAxisItems({"top": top})
+    assert fresh.getAxis("top") is top and top.isVisible()
+
+
 def test_every_report_states_what_it_builds_for_a_comparison(qtbot, monkeypatch):
     """``Report.compare_cost`` orders the window's idle build (the costliest reports to build
     for a comparison first, issue 23 item 11): it is the number of plots the report's

@@ -121,8 +121,10 @@ def fixed_prefix_axes(plot: pg.PlotWidget | pg.PlotItem) -> None:
     every axis (the hidden top and right ones too) re-sets the axis label's HTML, about 450
     ``setHtml`` calls when the Pipeline fills two profiles (issue 23 item 11)."""
     item = plot.getPlotItem() if isinstance(plot, pg.PlotWidget) else plot
-    for side in ("left", "bottom", "right", "top"):
-        axis = item.getAxis(side)
+    # the axes built (a light plot's hidden top and right ones, built when first asked for,
+    # take the bottom and left ones' choice)
+    for entry in list(item.axes.values()):
+        axis = entry["item"]
         if axis.autoSIPrefix:
             axis.enableAutoSIPrefix(False)
 

@@ -26,10 +26,21 @@ from pyqtgraph.graphicsItems.PlotItem.PlotItem import ui_template
 from pyqtgraph.icons import getGraphPixmap
 from pyqtgraph.WidgetGroup import WidgetGroup
 from PySide6.QtCore import QCoreApplication
-from PySide6.QtWidgets import QGraphicsGridLayout, QMenu, QSizePolicy, QWidget, QWidgetAction
+from PySide6.QtWidgets import (
+    QGraphicsGridLayout,
+    QGraphicsItem,
+    QMenu,
+    QSizePolicy,
+    QWidget,
+    QWidgetAction,
+)
 
 #: the attributes the options form provides, built on first use
 _FORM_ATTRIBUTES = ("ctrl", "ctrlMenu", "stateGroup")
+#: the sides built hidden on first use, and the side each is styled after
+_HIDDEN_SIDES = {"top": "bottom", "right": "left"}
+#: each side's cell in the plot's grid layout (pyqtgraph's)
+_AXIS_CELLS = {"top": (1, 1), "bottom": (3, 1), "left": (2, 0), "right": (2, 2)}
 _defaults: list[Any] = []
 
 
@@ -49,11 +60,22 @@ class LightAxisItem(pg.AxisItem):
     """A ``pg.AxisItem`` that sets its label's HTML only when the label's text changes:
     pyqtgraph sets it again on every pen, style, label, range and SI-prefix change (about ten
     times per axis while a plot is built and styled, each an HTML parse and text layout of
-    ~40 us; 5.4 ms of a Pipeline Report's construction went to it)."""
+    ~40 us; 5.4 ms of a Pipeline Report's construction went to it). While it is constructed
+    (its range, label, pens and style set one by one) the label is brought up to date once,
+    at the end, not after each (eight times per axis)."""
 
     _label_html: str | None = None
+    #: True until ``__init__`` has run (a class default: set before the C++ object exists)
+    _building: bool = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._building = False
+        self._updateLabel()
 
     def _updateLabel(self) -> None:
+        if self._building:
+            return
         html = self.labelString()
         if html != self._label_html:
             self._label_html = html
@@ -140,18 +162,66 @@ class LightPlotItem(pg.PlotItem):
             self.setTitle(title)
 
     def setAxisItems(self, axisItems: dict[str, pg.AxisItem] | None = None) -> None:
-        """As ``PlotItem.setAxisItems``; the sides not given and not there yet get a
-        :class:`LightAxisItem` (pyqtgraph would build a plain AxisItem)."""
+        """As ``PlotItem.setAxisItems``: the axes given are shown; the bottom and left ones not
+        given and not there yet are a :class:`LightAxisItem` (pyqtgraph would build a plain
+        AxisItem), and the top and right ones not given are built hidden when something
+        first asks for them (:meth:`getAxis`): pyqtgraph builds all four, and an axis was
+        0.8 ms of a plot's 6 to build, the two hidden ones also taking part in every layout
+        pass of the plot (issue 23 item 11)."""
         given = dict(axisItems or {})
-        added = [
-            s for s in ("top", "bottom", "left", "right") if s not in given and s not in self.axes
-        ]
-        for side in added:
+        built = [s for s in ("bottom", "left") if s not in given and s not in self.axes]
+        for side in built:
             given[side] = LightAxisItem(side, parent=self)
-        super().setAxisItems(given)  # shows every axis given: as pyqtgraph, top / right hidden
-        for side in added:
-            if side in ("top", "right"):
-                self.showAxis(side, False)
+        for side in ("top", "bottom", "left", "right"):  # pyqtgraph's order
+            if side in given:
+                self._place_axis(side, given[side], shown=True, ours=side in built)
+
+    def _place_axis(self, side: str, axis: pg.AxisItem, shown: bool, ours: bool) -> None:
+        """Put ``axis`` on ``side`` in place of the one there, as ``PlotItem.setAxisItems``
+        (``ours``: built here, so not another plot's)."""
+        old = self.axes.get(side)
+        if old is not None:
+            old = old["item"]
+            self.layout.removeItem(old)
+            if old.scene() is not None:
+                old.scene().removeItem(old)
+            old.unlinkFromView()
+        if not ours and axis.scene() is not None and axis is not old:
+            raise RuntimeError(
+                "Can't add an axis to multiple plots. Shared axes can be achieved with "
+                "multiple AxisItem instances and set[X/Y]Link."
+            )
+        axis.linkToView(self.vb)
+        self.axes[side] = {"item": axis, "pos": _AXIS_CELLS[side]}
+        self.layout.addItem(axis, *_AXIS_CELLS[side])
+        # above images at z=0 (items that draw over the axes use z >= 1), as pyqtgraph
+        axis.setZValue(0.5)
+        axis.setFlag(QGraphicsItem.GraphicsItemFlag.ItemNegativeZStacksBehindParent)
+        self.showAxis(side, shown)
+
+    def getAxis(self, name: str) -> pg.AxisItem:
+        """As ``PlotItem.getAxis``; a top or right axis not built yet is built now, hidden,
+        styled as the bottom or left one (pens, SI prefix, depth, grid, log mode)."""
+        if name in _HIDDEN_SIDES and self.axes is not None and name not in self.axes:
+            partner = self.axes[_HIDDEN_SIDES[name]]["item"]
+            axis = LightAxisItem(name, parent=self)
+            axis.setPen(partner.pen())
+            axis.setTextPen(partner.textPen())
+            if not partner.autoSIPrefix:
+                axis.enableAutoSIPrefix(False)
+            axis.logMode = partner.logMode
+            self._place_axis(name, axis, shown=False, ours=True)
+            axis.setZValue(partner.zValue())
+            x_on, y_on, alpha = self._grid
+            if not self.form_built():
+                axis.setGrid(alpha if (x_on if name == "top" else y_on) else False)
+            else:
+                axis.setGrid(partner.grid)
+        return super().getAxis(name)
+
+    def _checkScaleKey(self, key: str) -> None:
+        if key not in _HIDDEN_SIDES:  # built on first use
+            super()._checkScaleKey(key)
 
     # ------------------------------------------------------------------ the form, on first use
     def __getattr__(self, attr: str) -> Any:
@@ -267,10 +337,8 @@ class LightPlotItem(pg.PlotItem):
         x_on, y_on, alpha = self._grid
         x = alpha if x_on else False
         y = alpha if y_on else False
-        self.getAxis("top").setGrid(x)
-        self.getAxis("bottom").setGrid(x)
-        self.getAxis("left").setGrid(y)
-        self.getAxis("right").setGrid(y)
+        for side, entry in self.axes.items():  # those built (the others take it when built)
+            entry["item"].setGrid(x if side in ("top", "bottom") else y)
 
     def close(self) -> None:
         if self._closed:

@@ -176,8 +176,10 @@ def style_plot(plot: pg.PlotWidget) -> None:
     colors = chart_colors()
     plot.setBackground(colors.background)
     item = plot.getPlotItem()
-    for name in ("left", "bottom", "right", "top"):
-        axis = item.getAxis(name)
+    # the axes built (a light plot builds its hidden top and right ones when first asked
+    # for, styled as the bottom and left ones)
+    for entry in list(item.axes.values()):
+        axis = entry["item"]
         axis.setPen(pg.mkPen(colors.foreground))
         axis.setTextPen(pg.mkPen(colors.foreground))
         # an axis draws its grid lines: below the data, not across the bars

@@ -104,6 +104,9 @@ TRACE_KEYS = frozenset(
 
 __all__ = ["LANE_AXIS_PX", "LANE_FILL", "TimelineView", "lane_label"]
 
+#: A timeline's host lanes without a trace: none (one empty frame, only ever read).
+_NO_HOST = pd.DataFrame()
+
 
 class TimelineView(LaneGroups, LightPlotWidget):
     """Timeline of one profile. Emits ``stepSelected(row)`` and ``windowChanged(t0, t1)``."""
@@ -144,7 +147,7 @@ class TimelineView(LaneGroups, LightPlotWidget):
         self.selected_host: int | None = None
         #: Perfetto's M: the pinned bands (built on the first M)
         self.marks: Marks | None = None
-        self.host = pd.DataFrame()
+        self.host = _NO_HOST
         self.redraw_count = 0
         #: the highlighted step or host event: (start, cycles, lane group, row of the group)
         self._highlighted: tuple[float, float, tuple, int] | None = None
@@ -201,16 +204,9 @@ class TimelineView(LaneGroups, LightPlotWidget):
         # the selected range of cycles: a shaded band over every lane, its duration above it
         self.range_sel: tuple[float, float] | None = None
         self._drag_from = 0.0
-        self.band = pg.LinearRegionItem(
-            (0, 1), movable=False, brush=qcolor("chart", "selection", 60), pen=pg.mkPen(None)
-        )
-        self.band.setZValue(8)
-        self.band.hide()
-        plot.addItem(self.band, ignoreBounds=True)
-        self.band_label = pg.TextItem("", anchor=(0.5, 0.0), color=chart_colors().foreground)
-        self.band_label.setZValue(12)
-        self.band_label.hide()
-        plot.addItem(self.band_label, ignoreBounds=True)
+        # (the band and its label: built on the first selection, see band)
+        self._band: pg.LinearRegionItem | None = None
+        self._band_label: pg.TextItem | None = None
         self.highlight = QGraphicsRectItem()
         pen = QPen(QColor(chart_colors().foreground))
         pen.setCosmetic(True)
@@ -259,7 +255,7 @@ class TimelineView(LaneGroups, LightPlotWidget):
         self._flow_gen += 1
         self._label_gen += 1
         self._flows_cache = None
-        self.host = trace.host_lane() if trace is not None else pd.DataFrame()
+        self.host = trace.host_lane() if trace is not None else _NO_HOST
         self._layout_lanes()
         if trace is not None:
             self.reset_zoom()
@@ -846,11 +842,40 @@ class TimelineView(LaneGroups, LightPlotWidget):
         if emit:
             self.rangeSelected.emit(t0, t1)
 
+    @property
+    def band(self) -> pg.LinearRegionItem:
+        """The selected range's shaded band over every lane (its duration above it in
+        :attr:`band_label`), built on the first selection: the two items and their plot
+        bookkeeping were about 1 ms of each timeline's construction, on the Execution Trace's
+        first visit (issue 23 item 11)."""
+        if self._band is None:
+            plot = self.getPlotItem()
+            band = pg.LinearRegionItem(
+                (0, 1), movable=False, brush=qcolor("chart", "selection", 60), pen=pg.mkPen(None)
+            )
+            band.setZValue(8)
+            band.hide()
+            plot.addItem(band, ignoreBounds=True)
+            label = pg.TextItem("", anchor=(0.5, 0.0), color=chart_colors().foreground)
+            label.setZValue(12)
+            label.hide()
+            plot.addItem(label, ignoreBounds=True)
+            self._band, self._band_label = band, label
+        return self._band
+
+    @property
+    def band_label(self) -> pg.TextItem:
+        """The selected range's duration, above its band (built with it)."""
+        if self._band_label is None:
+            self.band  # noqa: B018 - builds the band and its label
+        return self._band_label
+
     def clear_range(self, emit: bool = True) -> None:
         had = self.range_sel is not None
         self.range_sel = None
-        self.band.hide()
-        self.band_label.hide()
+        if self._band is not None:
+            self._band.hide()
+            self._band_label.hide()
         if had and emit:
             self.rangeCleared.emit()
 
