@@ -121,6 +121,95 @@ def test_light_axes_show_what_pyqtgraph_axes_show(qtbot):
     assert b.label.isVisible() == a.label.isVisible()
 
 
+def test_axis_lines_filled_as_rectangles_cover_the_pixels_drawLine_covers(qtbot):
+    """A light axis fills its axis, tick and grid lines as one-pixel rectangles (a
+    translucent line is about twenty times slower for Qt's raster engine to draw): on the
+    pixels ``drawLine`` covers, horizontal and vertical, either direction, at fractional
+    positions (those within a hair of a pixel edge may land one pixel over, so the positions
+    here keep off the edges); a diagonal line or a wide pen is not a rectangle."""
+    import random
+
+    from PySide6.QtCore import QPointF
+    from PySide6.QtGui import QColor, QImage, QPainter, QPen
+
+    from analyser.gui.plots import _line_as_rect
+
+    pen = QPen(QColor(48, 48, 48, 63))
+    pen.setCosmetic(True)
+
+    def pixels(draw, offset) -> set:
+        img = QImage(80, 80, QImage.Format.Format_ARGB32_Premultiplied)
+        img.fill(0xFFFFFFFF)
+        p = QPainter(img)
+        p.translate(*offset)
+        draw(p)
+        p.end()
+        white = QColor("white")
+        return {(x, y) for x in range(80) for y in range(80) if img.pixelColor(x, y) != white}
+
+    rng = random.Random(7)
+    for _ in range(60):
+        offset = (rng.randint(0, 3), rng.randint(0, 3))
+        a = rng.randint(2, 20) + rng.uniform(0.1, 0.9)
+        b = a + rng.randint(2, 40) + rng.uniform(0.0, 0.8)
+        c = rng.randint(4, 60) + rng.uniform(0.1, 0.9)
+        p1, p2 = (
+            (QPointF(a, c), QPointF(b, c)) if rng.random() < 0.5 else (QPointF(c, a), QPointF(c, b))
+        )
+        if rng.random() < 0.5:
+            p1, p2 = p2, p1
+        rect = _line_as_rect(pen, p1, p2)
+        assert rect is not None
+        line = pixels(lambda p, a=p1, b=p2: (p.setPen(pen), p.drawLine(a, b)), offset)
+        filled = pixels(lambda p, r=rect: p.fillRect(r, pen.color()), offset)
+        assert filled == line, (p1, p2, offset)
+    assert _line_as_rect(pen, QPointF(1, 1), QPointF(20, 9)) is None
+    wide = QPen(pen)
+    wide.setWidth(3)
+    assert _line_as_rect(wide, QPointF(1, 1), QPointF(20, 1)) is None
+
+
+def test_a_light_plot_with_a_grid_looks_as_pyqtgraph_draws_it(qtbot):
+    """The whole plot with its grid (three tick levels of translucent lines) painted by the
+    light axes and by pyqtgraph's own drawing differs at most where a line sits within a
+    hair of a pixel edge: a line's worth of pixels, not the grid."""
+    import numpy as np
+
+    from analyser.gui.plots import LightAxisItem
+    from analyser.gui.theme import style_plot
+
+    w = LightPlotWidget(enableMenu=False)
+    qtbot.addWidget(w)
+    style_plot(w)
+    w.resize(700, 300)
+    item = w.getPlotItem()
+    item.showGrid(x=True, y=True, alpha=0.25)
+    item.plot(np.arange(50) * 1e5, np.linspace(0, 3e8, 50))
+    w.show()
+    qtbot.waitExposed(w)
+    qtbot.wait(50)
+
+    def painted():
+        for entry in item.axes.values():
+            entry["item"].picture = None
+        return w.grab().toImage()
+
+    light = painted()
+    light_draw = LightAxisItem.drawPicture
+    try:
+        LightAxisItem.drawPicture = pg.AxisItem.drawPicture
+        plain = painted()
+    finally:
+        LightAxisItem.drawPicture = light_draw
+    assert (light.width(), light.height()) == (plain.width(), plain.height())
+    differ = sum(
+        light.pixel(x, y) != plain.pixel(x, y)
+        for y in range(0, light.height())
+        for x in range(0, light.width())
+    )
+    assert differ <= light.height() + light.width()  # one line's worth, at most
+
+
 def test_hidden_axes_are_built_when_asked_for_and_styled_as_their_partners(qtbot):
     """A light plot builds its hidden top and right axes only when something asks for them
     (issue 23 item 11: two of a plot's four axes, shown by no report); asked for, each is there
