@@ -40,6 +40,8 @@ from PySide6.QtWidgets import (
 _FORM_ATTRIBUTES = ("ctrl", "ctrlMenu", "stateGroup")
 #: the sides built hidden on first use, and the side each is styled after
 _HIDDEN_SIDES = {"top": "bottom", "right": "left"}
+#: a solid pen's line style (looked up once: an enum attribute costs a lookup per tick)
+_SOLID_LINE = Qt.PenStyle.SolidLine
 #: each side's cell in the plot's grid layout (pyqtgraph's)
 _AXIS_CELLS = {"top": (1, 1), "bottom": (3, 1), "left": (2, 0), "right": (2, 2)}
 _defaults: list[Any] = []
@@ -63,21 +65,22 @@ def _line_as_rect(pen: QPen, p1: Any, p2: Any) -> QRectF | None:
     drawn, and the pixels a half-pixel-grown rectangle around the line fills are
     those Qt's aliased ``drawLine`` covers (checked against it at random fractional positions
     and offsets: all but about one line in forty, and those one pixel off)."""
+    x1, y1, x2, y2 = p1.x(), p1.y(), p2.x(), p2.y()
+    if x1 != x2 and y1 != y2:
+        return None
+    width = pen.widthF()
     if (
-        pen.style() != Qt.PenStyle.SolidLine
-        or pen.brush().style() != Qt.BrushStyle.SolidPattern
-        or pen.widthF() > 1.0
-        or not (pen.isCosmetic() or pen.widthF() == 1.0)
+        width > 1.0
+        or (width != 1.0 and not pen.isCosmetic())
+        or pen.style() != _SOLID_LINE
+        or not pen.isSolid()
     ):
         return None
-    x1, y1, x2, y2 = p1.x(), p1.y(), p2.x(), p2.y()
     if y1 == y2:
         x1, x2 = min(x1, x2), max(x1, x2)
         return QRectF(x1 - 0.5, y1 - 0.5, x2 - x1 + 1.0, 1.0)
-    if x1 == x2:
-        y1, y2 = min(y1, y2), max(y1, y2)
-        return QRectF(x1 - 0.5, y1 - 0.5, 1.0, y2 - y1 + 1.0)
-    return None
+    y1, y2 = min(y1, y2), max(y1, y2)
+    return QRectF(x1 - 0.5, y1 - 0.5, 1.0, y2 - y1 + 1.0)
 
 
 class LightAxisItem(pg.AxisItem):
