@@ -107,3 +107,56 @@ def test_a_sort_keeps_the_selection_on_the_same_row_of_the_frame(qtbot):
     assert view.currentIndex().data() == "d" and view.currentIndex().row() == 0
     model.sort(0, Qt.SortOrder.DescendingOrder)  # e, d, c, a
     assert view.currentIndex().data() == "d" and view.currentIndex().row() == 1
+
+
+def test_a_view_reads_each_cell_in_one_call_with_what_data_answers(qtbot):
+    """DataFrameModel.multiData answers the roles a delegate asks for one cell in one call
+    (issue 23 item 11: seven ``data`` calls per cell and paint before): what it gives for every
+    role is what ``data`` gives, in sort and mask order; a painted view asks no ``data``."""
+    from PySide6.QtCore import QModelRoleData, QModelRoleDataSpan
+
+    from analyser.gui.widgets import SORT_ROLE
+
+    cols = [
+        ("name", "Operation", None),
+        ("cycles", "Total cycles", None),
+        ("share", "Share (%)", lambda v: f"{v:.1f}%"),
+    ]
+    model = DataFrameModel(_frame(12), cols)
+    model.sort(1, Qt.SortOrder.DescendingOrder)
+    model.set_mask(np.arange(12) % 3 != 0)
+    roles = [
+        Qt.ItemDataRole.FontRole,
+        Qt.ItemDataRole.TextAlignmentRole,
+        Qt.ItemDataRole.ForegroundRole,
+        Qt.ItemDataRole.CheckStateRole,
+        Qt.ItemDataRole.DecorationRole,
+        Qt.ItemDataRole.DisplayRole,
+        Qt.ItemDataRole.BackgroundRole,
+        SORT_ROLE,
+        Qt.ItemDataRole.UserRole,
+    ]
+    for r in range(model.rowCount()):
+        for c in range(model.columnCount()):
+            index = model.index(r, c)
+            for role in roles:  # (a span of one: PySide builds no longer ones)
+                slot = QModelRoleData(int(role))
+                model.multiData(index, QModelRoleDataSpan(slot))
+                assert slot.data() == model.data(index, role), (r, c, role)
+    asked = []
+    data = DataFrameModel.data
+
+    class Counting(DataFrameModel):
+        def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+            asked.append(role)
+            return data(self, index, role)
+
+    counted = Counting(_frame(12), cols)
+    view = QTableView()
+    qtbot.addWidget(view)
+    view.setModel(counted)
+    view.resize(500, 300)
+    view.show()
+    qtbot.waitExposed(view)
+    view.viewport().repaint()
+    assert Qt.ItemDataRole.DisplayRole not in asked
