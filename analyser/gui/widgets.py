@@ -309,26 +309,6 @@ class DataFrameModel(QAbstractTableModel):
             return value.item()
         return value if isinstance(value, int | float | str) else str(value)
 
-    def multiData(self, index: Index, roles: Any) -> None:
-        """Every role a view asks for one cell in one call (Qt 6's delegates ask for seven per
-        cell and paint: font, alignment, colours, check state, icon, text, background), as
-        :meth:`data` answers them: one call from C++ into Python per cell instead of seven
-        (the Operations table's ~270 visible cells made ~1,900 ``data`` calls per paint;
-        issue 23 item 11)."""
-        if not index.isValid():
-            return
-        row, col = int(self._order[index.row()]), index.column()
-        for i in range(len(roles)):
-            slot = roles[i]
-            role = slot.role()
-            if role == _DISPLAY_ROLE:
-                slot.setData(self.text(row, col))
-            elif role == _ALIGN_ROLE:
-                if self._numeric[col]:
-                    slot.setData(_ALIGN_RIGHT)
-            elif role in _MODEL_ROLES:
-                slot.setData(self.data(index, role))
-
     def headerData(
         self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
     ) -> Any:
