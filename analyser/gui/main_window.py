@@ -442,9 +442,9 @@ class MainWindow(QMainWindow):
         the Execution Trace five, its timelines counting two each, the Pipeline four, the
         Memory Report three). Theirs are the costliest first visits to build: a compare-mode
         Execution Trace's two timelines, differences lane and panels are 50-65 ms of the idle
-        build's 220-290 ms. In side-list
-        order the idle build reached the Trace about 0.6 s after the open, so a click on it at
-        +0.35 s built it all (issue 23 item 11: 186-206 ms there, the worst cell)."""
+        build's 220-290 ms. In side-list order the idle build reached the Trace about 0.6 s
+        after the open, so a click on it at +0.35 s built it all (issue 23 item 11: 186-206 ms
+        there, the worst cell)."""
         rows = range(len(self._report_classes))
         if not compare:
             return list(rows)
