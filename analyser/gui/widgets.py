@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
     QSizePolicy,
     QStyle,
     QTableView,
+    QTabWidget,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
@@ -590,6 +591,18 @@ def stacked_bars(
     if legend is not None:
         legend.set_entries(entries)
     return items
+
+
+def tab_widget() -> QTabWidget:
+    """A QTabWidget in document mode, as every report's tab widget is. Fusion draws a frame
+    around the pages that the pages, each filling it, cover entirely: in every report but the
+    Summary the picture is the same pixel for pixel without it (the Summary's chart page loses
+    a one-pixel border). Drawing it took about a seventh of a later visit to the Operations
+    Report (issue 23 item 11), on the first paint and again on the one the item views' queued
+    layout asks for; document mode draws no frame."""
+    tabs = QTabWidget()
+    tabs.setDocumentMode(True)
+    return tabs
 
 
 class LazyPage(QWidget):

@@ -23,7 +23,6 @@ from PySide6.QtWidgets import (
     QPushButton,
     QSizePolicy,
     QSplitter,
-    QTabWidget,
     QTextBrowser,
     QTreeWidget,
     QTreeWidgetItem,
@@ -51,7 +50,14 @@ from analyser.gui.model.insights import (
 from analyser.gui.model.units_text import in_units
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report, lay_out, shows_profile_problems
-from analyser.gui.widgets import Banner, FilterTable, LegendLabel, chart_panel, make_plot
+from analyser.gui.widgets import (
+    Banner,
+    FilterTable,
+    LegendLabel,
+    chart_panel,
+    make_plot,
+    tab_widget,
+)
 
 EFFECT_LABELS = {k: QUANTITIES[k].title for k in EFFECT_KEYS}
 
@@ -118,7 +124,7 @@ class InsightsReport(Report):
         self.top_tiles = FilterTable("Filter tiles")
         self.vertices = FilterTable("Filter vertex types")
         self.always_live = FilterTable("Filter variables")
-        side = QTabWidget()
+        side = tab_widget()
         side.addTab(self.top_tiles, "Top tiles")
         side.addTab(self.vertices, "Largest vertex state")
         side.addTab(self.always_live, "Largest always-live variables")

@@ -17,7 +17,6 @@ from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
     QLabel,
-    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -38,6 +37,7 @@ from analyser.gui.widgets import (
     cache_static_items,
     chart_panel,
     make_plot,
+    tab_widget,
     tile_curve,
 )
 
@@ -125,7 +125,7 @@ class LivenessReport(Report):
             lambda *_: self._shade_variable()
         )
         self.compare_table = FilterTable("Filter")
-        self.details = QTabWidget()
+        self.details = tab_widget()
         self.details.addTab(self.step_tree, "Step")
         self.details.addTab(self.live_table, "Live variables")
         self.details.addTab(self.compare_table, "Compare steps")

@@ -23,7 +23,6 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPushButton,
     QSplitter,
-    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -62,6 +61,7 @@ from analyser.gui.widgets import (
     cache_static_items,
     chart_panel,
     make_plot,
+    tab_widget,
 )
 
 GAPS_COLOR = "#5f5f5f"
@@ -421,7 +421,7 @@ class MemoryReport(Report):
         self.variables_page.addWidget(self.variables_table)
         self.variables_page.setSizes([520, 700])
 
-        self.view_tabs = QTabWidget()
+        self.view_tabs = tab_widget()
         self.view_tabs.addTab(self.chart_page, "Memory per tile")
         self.view_tabs.addTab(self.tile_map, "Tile map")
         self.view_tabs.addTab(self.variables_page, "Variables")
@@ -439,7 +439,7 @@ class MemoryReport(Report):
         self.vertices_table = _lazy_table("Filter vertex types")
         self.exchanges_table = _lazy_table("Filter exchanges")
         self.compute_sets_table = _lazy_table("Filter compute sets")
-        self.details = QTabWidget()
+        self.details = tab_widget()
         self.details.addTab(self.totals_tree, "Totals")
         self.details.addTab(self.tiles_table, "Selected tiles")
         self.details.addTab(self.tile_vars_table, "Variables")

@@ -8,12 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QSplitter, QTabWidget, QWidget
+from PySide6.QtWidgets import QSplitter, QWidget
 
 from analyser.core.units import MemoryUnits, fmt_bytes, fmt_change, fmt_count
 from analyser.gui.model import memory as memory_model
 from analyser.gui.model.memory import EXCHANGE_CODE, MemoryInsights
-from analyser.gui.widgets import FilterTable, KeyValueTree, headed_column, nice_name
+from analyser.gui.widgets import FilterTable, KeyValueTree, headed_column, nice_name, tab_widget
 
 #: (column, header, kind) of each table; kind "bytes" / "count" / None picks the formatter.
 VERTEX_COLUMNS = (
@@ -72,7 +72,7 @@ class MemoryInsightsPage(QWidget):
         split = QSplitter(Qt.Orientation.Horizontal)
         self.totals = KeyValueTree()
         split.addWidget(self.totals)
-        self.tabs = QTabWidget()
+        self.tabs = tab_widget()
         self.vertices = FilterTable("Filter vertex types")
         self.exchanges = FilterTable("Filter exchanges")
         self.tiles = FilterTable("Filter tiles")

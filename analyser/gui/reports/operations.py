@@ -23,7 +23,6 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QMenu,
     QTableView,
-    QTabWidget,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -50,6 +49,7 @@ from analyser.gui.widgets import (
     connect_header_sort,
     fit_columns,
     make_plot,
+    tab_widget,
     tile_curve,
 )
 
@@ -115,7 +115,7 @@ class OperationsReport(Report):
         self.vars_table = FilterTable("Filter variables")
         self.cs_table = FilterTable("Filter compute sets")
         self.progs_table = FilterTable("Filter programs")
-        self.details = QTabWidget()
+        self.details = tab_widget()
         self.details.addTab(self.summary_tree, "Summary")
         self.details.addTab(self.vars_table, "Variables")
         self.details.addTab(self.cs_table, "Compute sets")

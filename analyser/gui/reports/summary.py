@@ -14,7 +14,6 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QSplitter,
     QStackedWidget,
-    QTabWidget,
     QTextBrowser,
     QVBoxLayout,
     QWidget,
@@ -32,6 +31,7 @@ from analyser.gui.widgets import (
     color_delta_item,
     make_plot,
     stacked_bars,
+    tab_widget,
 )
 
 
@@ -82,7 +82,7 @@ class SummaryReport(Report):
         self.exec_stack.addWidget(self.no_exec)
         el.addWidget(self.exec_stack)
 
-        self.tabs = QTabWidget()
+        self.tabs = tab_widget()
         self.tabs.addTab(exec_page, "Cycles by step type")
         self.tabs.addTab(self.stream_tree, "StreamCopy")
         self.tabs.addTab(config_page, "Run configuration")

@@ -16,7 +16,6 @@ from PySide6.QtWidgets import (
     QPushButton,
     QSpinBox,
     QSplitter,
-    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -47,7 +46,7 @@ from analyser.gui.reports.trace.timeline import (
     TRACE_KEYS,
     TimelineView,
 )
-from analyser.gui.widgets import ElidedLabel, PoolTask, Relay
+from analyser.gui.widgets import ElidedLabel, PoolTask, Relay, tab_widget
 
 GROUP_LABELS = {
     "flat": "Flat (one lane per IPU)",
@@ -164,7 +163,7 @@ class TraceReport(Report):
         self.timeline_b_box = self._with_scrollbar(None)
         self.splitter.addWidget(self.timeline_b_box)
         self.timeline_b_box.hide()
-        self.tabs = QTabWidget()
+        self.tabs = tab_widget()
         self.summary = RangeSummaryPanel()
         self.details = StepDetailsPanel()
         self.bsp = BspView()
