@@ -56,6 +56,8 @@ _MODEL_ROLES = frozenset({_DISPLAY_ROLE, _ALIGN_ROLE, SORT_ROLE, Qt.ItemDataRole
 #: Numeric cells: right-aligned, vertically centred.
 _ALIGN_RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 _ROOT = QModelIndex()
+#: Formatted cells a DataFrameModel keeps (a few screens of a wide table).
+_TEXT_CACHE_CELLS = 20_000
 
 
 class Relay(QObject):
@@ -169,7 +171,9 @@ class DataFrameModel(QAbstractTableModel):
     """A read-only table over a pandas DataFrame.
 
     ``columns`` maps a DataFrame column to ``(header, formatter)``; formatting happens only for
-    the rows Qt paints. The raw value is exposed under ``SORT_ROLE`` (and ``UserRole``).
+    the rows Qt paints, once per cell: the text is kept until the next ``set_frame`` (a table
+    repainted on each visit to its report formatted its ~300 visible cells again every time,
+    about a tenth of a later visit to the Operations Report; issue 23 item 11). The raw value is exposed under ``SORT_ROLE`` (and ``UserRole``).
     Sorting is done here with one numpy / pandas argsort (``sort``), not row comparisons in
     Python: a view connects its header to :func:`connect_header_sort`. Row ``r`` of the model
     shows frame row ``source_row(r)``.
@@ -192,6 +196,8 @@ class DataFrameModel(QAbstractTableModel):
         #: every frame row in the sorted order; ``_order`` is its rows the mask keeps
         self._sorted = np.zeros(0, np.int64)
         self._mask: np.ndarray | None = None
+        #: formatted cells by ``frame row * columns + column`` (cleared by ``set_frame``)
+        self._texts: dict[int, str] = {}
         self.set_frame(frame if frame is not None else pd.DataFrame(), columns)
 
     def set_frame(
@@ -207,6 +213,7 @@ class DataFrameModel(QAbstractTableModel):
         self._values = [frame[c[0]].to_numpy() for c in self._cols]
         self._numeric = [pd.api.types.is_numeric_dtype(frame[c[0]]) for c in self._cols]
         self._n_cols = len(self._cols)
+        self._texts = {}
         self._sorted = np.arange(len(frame))
         self._mask = None
         self._apply_mask()
@@ -302,7 +309,13 @@ class DataFrameModel(QAbstractTableModel):
             return None
         row, col = int(self._order[index.row()]), index.column()
         if role == _DISPLAY_ROLE:
-            return self.text(row, col)
+            key = row * self._n_cols + col
+            text = self._texts.get(key)
+            if text is None:
+                if len(self._texts) >= _TEXT_CACHE_CELLS:  # bounded: a long scroll
+                    self._texts.clear()
+                text = self._texts[key] = self.text(row, col)
+            return text
         if role == _ALIGN_ROLE:
             return _ALIGN_RIGHT if self._numeric[col] else None
         value = self._values[col][row]  # SORT_ROLE / UserRole
