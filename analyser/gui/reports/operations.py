@@ -40,6 +40,7 @@ from analyser.gui.model.operations import NOT_EXECUTED_COLUMNS as NOT_EXECUTED_C
 from analyser.gui.model.operations import SOFTWARE_LAYERS, software_layer_titles
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report, lay_out, shows_profile_problems
+from analyser.gui.table_view import TextTableView
 from analyser.gui.widgets import (
     RESIZE_PRECISION,
     DataFrameModel,
@@ -64,7 +65,7 @@ class OperationsReport(Report):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.model = DataFrameModel()
-        self.view = QTableView()
+        self.view = TextTableView()
         self.view.setModel(self.model)  # filtered by the model's own mask, no proxy
         connect_header_sort(self.view, self.model)
         self.view.setAlternatingRowColors(True)

@@ -21,13 +21,13 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QPushButton,
     QSplitter,
-    QTableView,
     QVBoxLayout,
     QWidget,
 )
 
 from analyser.gui.model.document import Document
 from analyser.gui.reports.base import Report
+from analyser.gui.table_view import TextTableView
 from analyser.gui.widgets import DataFrameModel, PoolTask, Relay, connect_header_sort
 from analyser.query import QueryError, query_arrow
 from analyser.query.tables import TABLES
@@ -87,7 +87,7 @@ class QueryReport(Report):
         row.addWidget(self.which)
         row.addWidget(self.status, 1)
         self.model = DataFrameModel()
-        self.view = QTableView()
+        self.view = TextTableView()
         self.view.setModel(self.model)
         self.view.setSortingEnabled(False)
         connect_header_sort(self.view, self.model)
