@@ -52,6 +52,11 @@ _DECORATION, _FOREGROUND, _FONT = _R.DecorationRole, _R.ForegroundRole, _R.FontR
 #: The roles ProgramTreeModel.data answers.
 _TREE_ROLES = frozenset({_DISPLAY, _USER, _ALIGN, _DECORATION, _FOREGROUND, _FONT})
 _ALIGN_RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+#: Cell keys are ``node * _KEY_STRIDE + column`` (more slots than columns: COLUMNS and delta).
+_KEY_STRIDE = 64
+assert len(COLUMNS) + 1 < _KEY_STRIDE
+#: Formatted cells a model keeps (a few screens of the tree).
+_TEXT_CACHE_CELLS = 20_000
 
 
 def _bold_font() -> QFont:
@@ -71,6 +76,15 @@ class ProgramTreeModel(QAbstractItemModel):
         self._order_list = tree.order_list
         self._bounds_list = tree.bounds_list
         self._n_children: list[int] = np.diff(tree.bounds).tolist()
+        # parent(), data() read these for every shown cell on each paint: Python lists (a
+        # numpy scalar read and its int() cost more than the rest of the call)
+        self._parents_list: list[int] = tree.parents.tolist()
+        self._rows_list: list[int] = tree.row_in_parent.tolist()
+        self._types_list: list[int] = tree.types.tolist()
+        #: each cell's text by ``node * _KEY_STRIDE + column``, formatted once (cleared by
+        #: set_delta; a change of units builds a new model)
+        self._texts: dict[int, str] = {}
+        self._bold: QFont | None = None
         self._colors = {i: QColor(hex_color("step_types", t)) for i, t in enumerate(STEP_TYPES)}
         self.n = tree.n
 
@@ -118,10 +132,13 @@ class ProgramTreeModel(QAbstractItemModel):
         return self.createIndex(row, column, self._order_list[lo + row] + 1)
 
     def parent(self, index: Index = _ROOT) -> QModelIndex:  # type: ignore[override]
-        node = self.node_of(index)
+        node = index.internalId() - 1
         if node < 0:
             return QModelIndex()
-        return self.index_of(int(self.tree.parents[node]))
+        up = self._parents_list[node]
+        if up < 0:
+            return QModelIndex()
+        return self.createIndex(self._rows_list[up], 0, up + 1)
 
     def rowCount(self, parent: Index = _ROOT) -> int:
         k = parent.internalId() - 1
@@ -138,6 +155,7 @@ class ProgramTreeModel(QAbstractItemModel):
         """Show the change of total cycles against the other profile (compare mode)."""
         self.beginResetModel()
         self.tree.set_delta(delta)
+        self._texts = {}
         self.endResetModel()
 
     def headerData(
@@ -157,21 +175,29 @@ class ProgramTreeModel(QAbstractItemModel):
         # alignment flag OR 2.8 us; issue 15)
         if role not in _TREE_ROLES:
             return None
-        node = self.node_of(index)
+        node = index.internalId() - 1
         if node < 0:
             return None
         col = index.column()
         if role == _DISPLAY:
-            return self.tree.text(node, col)
+            key = node * _KEY_STRIDE + col
+            text = self._texts.get(key)
+            if text is None:
+                if len(self._texts) >= _TEXT_CACHE_CELLS:  # bounded: a long scroll
+                    self._texts.clear()
+                text = self._texts[key] = self.tree.text(node, col)
+            return text
         if role == _USER:
             return node
         if role == _ALIGN:
             return _ALIGN_RIGHT if col >= 2 else None
-        t = int(self.tree.types[node])
+        t = self._types_list[node]
         if (role == _DECORATION and col == 0) or (role == _FOREGROUND and col == 1):
             return self._colors.get(t)
         if role == _FONT and col == 0 and t < tree_model.FIRST_STEP_TYPE:
-            return _bold_font()
+            if self._bold is None:
+                self._bold = _bold_font()
+            return self._bold
         return None
 
 
