@@ -25,6 +25,7 @@ def _frame(n: int = 120) -> pd.DataFrame:
     ]
     names[4] = "two\nlines"  # a line break: Qt's own paint
     names[6] = ""
+    names[8] = "tiles × time (µs)"  # outside ASCII: Qt's own paint (another font may draw it)
     return pd.DataFrame(
         {
             "name": names,
@@ -110,11 +111,11 @@ def test_plain_cells_skip_the_delegate(qtbot, monkeypatch):
     view.clearSelection()
     view.setCurrentIndex(view.model().index(-1, -1))
     view.grab()
-    assert by_qt == [(4, 0)]  # the cell with a line break only
+    assert by_qt == [(4, 0), (8, 0)]  # the line break and the non-ASCII text only
     view.selectRow(2)
     by_qt.clear()
     view.grab()
-    assert sorted({r for r, _c in by_qt}) == [2, 4]  # the selected row, and the line break
+    assert sorted({r for r, _c in by_qt}) == [2, 4, 8]  # and the selected row
 
 
 def test_other_models_and_delegates_are_painted_by_qt(qtbot, monkeypatch):
@@ -127,7 +128,7 @@ def test_other_models_and_delegates_are_painted_by_qt(qtbot, monkeypatch):
     view.resize(200, 100)
     view.grab()
     assert calls == []
-    view.setModel(DataFrameModel(_frame(8), COLUMNS))
+    view.setModel(DataFrameModel(_frame(10), COLUMNS))
     view.setItemDelegate(QStyledItemDelegate(view))  # the default type: still ours
     view.grab()
     assert len(calls) == 1
@@ -140,4 +141,12 @@ def test_other_models_and_delegates_are_painted_by_qt(qtbot, monkeypatch):
     view.setItemDelegate(QStyledItemDelegate(view))
     view.setTextElideMode(Qt.TextElideMode.ElideMiddle)
     view.grab()
-    assert len(calls) == 1
+    view.setTextElideMode(Qt.TextElideMode.ElideRight)
+    view.setWordWrap(True)
+    view.grab()
+    view.setWordWrap(False)
+    view.grab()
+    assert len(calls) == 2  # ours again
+    view.setSpan(0, 0, 1, 2)
+    view.grab()
+    assert len(calls) == 2

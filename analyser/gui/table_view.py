@@ -7,16 +7,18 @@ QTextLayout about four times (the check, decoration and text rectangles, the eli
 draw). For the Operations Report's ~300 visible cells that was about half of a later visit
 to the report: 45 us a cell.
 
-Most cells are plain: not selected, not the current cell, a text that fits. Those are painted
-here as Qt would paint them (:meth:`QTableView.paintEvent` and the common style's
-``CE_ItemViewItem``, Qt 6 ``qtableview.cpp`` / ``qcommonstyle.cpp``): the alternate-row
-fill, the text in the palette's text colour, aligned as the model says in the cell less the
-style's focus-frame margin and centred vertically as Qt centres a laid-out line, drawn from
-a QStaticText kept per text. Every other cell (selected, current with focus, elided or with
-a line break) goes through Qt's own delegate, and the grid is drawn as Qt draws it. A
-configuration this does not cover (a proxy that is not a filter over a DataFrameModel, a
-custom delegate, spans, hidden rows, right-to-left) is painted by Qt entirely. The tests
-compare both paints pixel by pixel (tests/test_gui_table_view.py).
+Most cells are plain: not selected, not the current cell of a focused table, one line of
+ASCII text. Those are painted here as Qt would paint them (:meth:`QTableView.paintEvent` and
+the common style's ``CE_ItemViewItem``, Qt 6 ``qtableview.cpp`` / ``qcommonstyle.cpp``): the
+alternate-row fill, the text in the palette's text colour, elided on the right as Qt elides
+it, aligned as the model says in the cell less the style's focus-frame margin and centred
+vertically as Qt centres a laid-out line, drawn from a QStaticText kept per text and width.
+Every other cell (selected, current with focus, a line break or tab, a character outside
+ASCII, whose glyphs may come from another font with another line height) goes through Qt's
+own delegate, and the grid is drawn as Qt draws it. A configuration this does not cover (a
+proxy that is not a filter over a DataFrameModel, a custom delegate, another elide mode, word
+wrap, spans, hidden rows, right-to-left) is painted by Qt entirely. The tests compare both
+paints pixel by pixel (tests/test_gui_table_view.py).
 """
 
 from __future__ import annotations
@@ -41,9 +43,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from analyser.gui.model.cells import FormattedCells
+
 #: Prepared texts a view keeps (cleared when its font changes, or past this many).
 _STATIC_TEXTS = 5_000
-_ALIGN_LEFT = Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter
 _SELECTED = QStyle.StateFlag.State_Selected
 _HAS_FOCUS = QStyle.StateFlag.State_HasFocus
 _ALTERNATE = QStyleOptionViewItem.ViewItemFeature.Alternate
@@ -59,10 +62,16 @@ class TextTableView(QTableView):
         # does, not after the last whole word that fits (Qt's default for tables wraps words)
         self.setWordWrap(False)
         #: ``(text, cell width) -> (prepared text, its width)`` (texts elided to the width)
-        self._texts: dict[tuple[str, int], tuple[QStaticText, float]] = {}
+        self._texts = FormattedCells(_STATIC_TEXTS)
         self._texts_font = ""
         self._line_height = 0
         self._metrics = QFontMetricsF(self.font())
+        self._spans = False
+
+    def setSpan(self, row: int, column: int, row_span: int, column_span: int) -> None:
+        """As QTableView's; a table with spans is then painted by Qt."""
+        self._spans = True
+        super().setSpan(row, column, row_span, column_span)
 
     # ------------------------------------------------------------------ what can be painted
     def _source(self) -> tuple[Any, QSortFilterProxyModel | None]:
@@ -78,6 +87,7 @@ class TextTableView(QTableView):
     def _fast_paint_possible(self) -> bool:
         return (
             not self.isRightToLeft()
+            and not self._spans
             and not self.wordWrap()
             and type(self.itemDelegate()) is QStyledItemDelegate
             and not self.verticalHeader().sectionsHidden()
@@ -86,19 +96,16 @@ class TextTableView(QTableView):
 
     def _prepared(self, text: str, width: int) -> tuple[QStaticText, float]:
         """``text`` prepared for drawing in ``width`` pixels, elided as Qt elides it."""
-        key = (text, width)
-        hit = self._texts.get(key)
-        if hit is None:
-            if len(self._texts) >= _STATIC_TEXTS:
-                self._texts.clear()
-            shown = text
-            if self._metrics.horizontalAdvance(text) > width:
-                shown = self._metrics.elidedText(text, Qt.TextElideMode.ElideRight, width)
-            static = QStaticText(shown)
-            static.setTextFormat(Qt.TextFormat.PlainText)
-            static.prepare(font=self.font())
-            hit = self._texts[key] = (static, static.size().width())
-        return hit
+        return self._texts.text((text, width), self._prepare, text, width)
+
+    def _prepare(self, text: str, width: int) -> tuple[QStaticText, float]:
+        shown = text
+        if self._metrics.horizontalAdvance(text) > width:
+            shown = self._metrics.elidedText(text, Qt.TextElideMode.ElideRight, width)
+        static = QStaticText(shown)
+        static.setTextFormat(Qt.TextFormat.PlainText)
+        static.prepare(font=self.font())
+        return static, static.size().width()
 
     def _check_font(self) -> None:
         key = self.font().key()
@@ -187,8 +194,9 @@ class TextTableView(QTableView):
                 painter.setPen(text_color)
                 for col, x, w, room, right in cols:
                     text = source.cell_text(source_row, col)
-                    if col in special or not text.isprintable():
-                        # selected, current with focus, or a line break or tab: Qt's own paint
+                    if col in special or not (text.isascii() and text.isprintable()):
+                        # selected, current with focus, a line break or tab, or a character
+                        # another font may draw: Qt's own paint
                         self._paint_by_qt(
                             painter,
                             option,

@@ -40,6 +40,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from analyser.gui.model.cells import FormattedCells
 from analyser.gui.model.labels import nice_name  # noqa: F401 (shared with the reports)
 from analyser.gui.palette import hex_color
 from analyser.gui.plots import LightPlotWidget
@@ -174,7 +175,8 @@ class DataFrameModel(QAbstractTableModel):
     ``columns`` maps a DataFrame column to ``(header, formatter)``; formatting happens only for
     the rows Qt paints, once per cell: the text is kept until the next ``set_frame`` (a table
     repainted on each visit to its report formatted its ~300 visible cells again every time,
-    about a tenth of a later visit to the Operations Report; issue 23 item 11). The raw value is exposed under ``SORT_ROLE`` (and ``UserRole``).
+    about a tenth of a later visit to the Operations Report; issue 23 item 11). The raw value
+    is exposed under ``SORT_ROLE`` (and ``UserRole``).
     Sorting is done here with one numpy / pandas argsort (``sort``), not row comparisons in
     Python: a view connects its header to :func:`connect_header_sort`. Row ``r`` of the model
     shows frame row ``source_row(r)``.
@@ -198,7 +200,7 @@ class DataFrameModel(QAbstractTableModel):
         self._sorted = np.zeros(0, np.int64)
         self._mask: np.ndarray | None = None
         #: formatted cells by ``frame row * columns + column`` (cleared by ``set_frame``)
-        self._texts: dict[int, str] = {}
+        self._texts = FormattedCells(_TEXT_CACHE_CELLS)
         self.set_frame(frame if frame is not None else pd.DataFrame(), columns)
 
     def set_frame(
@@ -214,7 +216,7 @@ class DataFrameModel(QAbstractTableModel):
         self._values = [frame[c[0]].to_numpy() for c in self._cols]
         self._numeric = [pd.api.types.is_numeric_dtype(frame[c[0]]) for c in self._cols]
         self._n_cols = len(self._cols)
-        self._texts = {}
+        self._texts.clear()
         self._sorted = np.arange(len(frame))
         self._mask = None
         self._apply_mask()
@@ -305,13 +307,7 @@ class DataFrameModel(QAbstractTableModel):
     def cell_text(self, row: int, col: int) -> str:
         """What model row ``row`` (a view row) shows in column ``col``: formatted once."""
         frame_row = int(self._order[row])
-        key = frame_row * self._n_cols + col
-        text = self._texts.get(key)
-        if text is None:
-            if len(self._texts) >= _TEXT_CACHE_CELLS:  # bounded: a long scroll
-                self._texts.clear()
-            text = self._texts[key] = self.text(frame_row, col)
-        return text
+        return self._texts.text(frame_row * self._n_cols + col, self.text, frame_row, col)
 
     def numeric(self, col: int) -> bool:
         """True when column ``col`` holds numbers (shown right-aligned)."""
@@ -619,8 +615,8 @@ def stacked_bars(
 def tab_widget() -> QTabWidget:
     """A QTabWidget in document mode, as every report's tab widget is. Fusion draws a frame
     around the pages that the pages, each filling it, cover entirely: in every report but the
-    Summary the picture is the same pixel for pixel without it (the Summary's chart page loses
-    a one-pixel border). Drawing it took about a seventh of a later visit to the Operations
+    Summary and the Memory Report the picture is the same pixel for pixel without it (their
+    chart pages lose a one-pixel border). Drawing it took about a seventh of a later visit to the Operations
     Report (issue 23 item 11), on the first paint and again on the one the item views' queued
     layout asks for; document mode draws no frame."""
     tabs = QTabWidget()

@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 
 from analyser.core.quantities import STEP_TYPES
 from analyser.gui.model import program_tree as tree_model
+from analyser.gui.model.cells import FormattedCells
 from analyser.gui.model.errors import problem_sentence
 
 # the tree's columns and the compare-mode change live in the view-model (re-exported)
@@ -83,7 +84,7 @@ class ProgramTreeModel(QAbstractItemModel):
         self._types_list: list[int] = tree.types.tolist()
         #: each cell's text by ``node * _KEY_STRIDE + column``, formatted once (cleared by
         #: set_delta; a change of units builds a new model)
-        self._texts: dict[int, str] = {}
+        self._texts = FormattedCells(_TEXT_CACHE_CELLS)
         self._bold: QFont | None = None
         self._colors = {i: QColor(hex_color("step_types", t)) for i, t in enumerate(STEP_TYPES)}
         self.n = tree.n
@@ -155,7 +156,7 @@ class ProgramTreeModel(QAbstractItemModel):
         """Show the change of total cycles against the other profile (compare mode)."""
         self.beginResetModel()
         self.tree.set_delta(delta)
-        self._texts = {}
+        self._texts.clear()
         self.endResetModel()
 
     def headerData(
@@ -180,13 +181,7 @@ class ProgramTreeModel(QAbstractItemModel):
             return None
         col = index.column()
         if role == _DISPLAY:
-            key = node * _KEY_STRIDE + col
-            text = self._texts.get(key)
-            if text is None:
-                if len(self._texts) >= _TEXT_CACHE_CELLS:  # bounded: a long scroll
-                    self._texts.clear()
-                text = self._texts[key] = self.tree.text(node, col)
-            return text
+            return self._texts.text(node * _KEY_STRIDE + col, self.tree.text, node, col)
         if role == _USER:
             return node
         if role == _ALIGN:
