@@ -505,7 +505,9 @@ def calibration_report(errors: dict, rows: list[Row]) -> str:
     ]
 
     def f(v, fmt):
-        return format(v, fmt) if v is not None else format("-", ">" + fmt.rstrip("f%").split(".")[0])
+        return (
+            format(v, fmt) if v is not None else format("-", ">" + fmt.rstrip("f%").split(".")[0])
+        )
 
     for s in summary:
         lines.append(

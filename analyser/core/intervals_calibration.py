@@ -144,7 +144,9 @@ def calibrate(
     need = min_points(level)
     if n < need:
         why = f"{n} reference configuration{'s' if n != 1 else ''} in {' + '.join(want)}"
-        return Calibrated(None, None, n, groups, f"{OUTSIDE}: {why} (a {level:.0%} range needs {need})")
+        return Calibrated(
+            None, None, n, groups, f"{OUTSIDE}: {why} (a {level:.0%} range needs {need})"
+        )
     r = np.array([p.log_error for p in pool])
     m = float(np.median(r))
     s = np.sort(np.abs(r - m))
@@ -202,9 +204,7 @@ def summarise(checks: list[dict[str, Any]], level: float = LEVEL) -> list[dict[s
                 "coverage": float(np.mean([r["inside"] for r in given])) if given else None,
                 "median_width": float(np.median([r["width"] for r in given])) if given else None,
                 "score": float(np.mean([r["score"] for r in given])) if given else None,
-                "fixed_score": float(np.mean([r["fixed_score"] for r in given]))
-                if given
-                else None,
+                "fixed_score": float(np.mean([r["fixed_score"] for r in given])) if given else None,
                 "level": level,
             }
         )
