@@ -515,6 +515,16 @@ def calibration_report(errors: dict, rows: list[Row]) -> str:
             f"{f(s['median_width'], '6.2f')} {f(s['score'], '6.2f')} {f(s['fixed_score'], '6.2f')}"
         )
     lines.append(f"(a class set needs {cal.min_points()} configurations from other sources)")
+    ch = cal.summarise(cal.held_out_changes(pts))
+    lines.append(
+        f"\nChanges at {cal.LEVEL:.0%}: every pair of configurations of one source, scored against "
+        "the pairs of the other sources between the same classes:"
+    )
+    for s in ch:
+        lines.append(
+            f"{s['classes']:<44} {s['points']:>3} {s['given']:>5} {f(s['coverage'], '8.0%')} "
+            f"{f(s['median_width'], '6.2f')} {f(s['score'], '6.2f')} {f(s['fixed_score'], '6.2f')}"
+        )
     return "\n".join(lines)
 
 

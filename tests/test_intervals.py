@@ -552,3 +552,21 @@ def test_bench_prints_the_calibration_from_stored_errors(capsys):
     assert bench.main(["--calibration", str(intervals.DEFAULT_ERRORS)]) == 0
     out = capsys.readouterr().out
     assert "80%" in out and "overall" in out and "x/÷1.5" in out
+
+
+def test_a_null_predicted_change_with_paired_evidence_has_a_nonzero_range():
+    """The change's range comes from how the errors move between paired rows of one source,
+    not from the size of the predicted change: a ratio of 1 still gets a range around it."""
+    spec = []
+    for g, (e1, e2) in enumerate(
+        ((0.0, 0.1), (0.05, -0.02), (0.1, 0.12), (-0.03, 0.04), (0.0, 0.0))
+    ):
+        spec += [(f"g{g}a", f"g{g}a", f"S{g}", _DEV, e1), (f"g{g}b", f"g{g}b", f"S{g}", _DEV, e2)]
+    prs = cal.pairs(_pts(spec))
+    assert len(prs) == 5 and all(p.before.group == p.after.group for p in prs)
+    c = cal.calibrate_change(prs, ("device-at-scale",), ("device-at-scale",))
+    low, high = c.rate(1.0)  # the predicted ratio after / before is 1: a null change
+    assert low < 1.0 < high and c.note == ""
+    # between classes without pairs: outside the validated range, not a zero-width range
+    other = cal.calibrate_change(prs, ("device-at-scale",), ("host-bound",))
+    assert other.lo is None and other.note.startswith("outside the validated range: 0 paired")

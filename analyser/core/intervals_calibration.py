@@ -214,3 +214,82 @@ def summarise(checks: list[dict[str, Any]], level: float = LEVEL) -> list[dict[s
 def range_words(low: str, high: str, level: float = LEVEL) -> str:
     """'80% range +60% to +110%': every range says its level."""
     return f"{level:.0%} range {low} to {high}"
+
+
+# -- changes: from how the errors move between paired rows -------------------------------------
+@dataclass(frozen=True)
+class Pair:
+    """Two configurations of one source: how the engine's log error moves from one to the other
+    (``before`` -> ``after``), and the classes of each."""
+
+    before: Point
+    after: Point
+
+    @property
+    def moves(self) -> float:
+        """The log error of the predicted ratio after / before: r_after - r_before."""
+        return self.after.log_error - self.before.log_error
+
+    def key(self) -> frozenset:
+        """The unordered pair of the two class sets (what a change between them is pooled by)."""
+        return frozenset((tuple(sorted(self.before.classes)), tuple(sorted(self.after.classes))))
+
+
+def pairs(pts: Iterable[Point]) -> list[Pair]:
+    """Every pair of configurations of one source (each unordered pair once): a change measured
+    on rows that share their model, system and framework, so what the change leaves alone keeps
+    its error."""
+    pts = list(pts)
+    return [Pair(a, b) for i, a in enumerate(pts) for b in pts[i + 1 :] if a.group == b.group]
+
+
+def calibrate_change(
+    prs: Iterable[Pair],
+    classes_before: Iterable[str],
+    classes_after: Iterable[str],
+    level: float = LEVEL,
+    exclude_group: str = "",
+) -> Calibrated:
+    """The log-error range of a predicted change between predictions in ``classes_before`` and
+    ``classes_after``, from the pairs between the same class sets: symmetric, [-q, q] with q the
+    conformal quantile of |r_after - r_before| (a pair's direction is arbitrary). It does not
+    depend on the size of the predicted change: a change the engine predicts as null carries
+    the error its mechanisms show in the pairs."""
+    want = frozenset((tuple(sorted(classes_before)), tuple(sorted(classes_after))))
+    pool = [p for p in prs if p.key() == want and p.before.group != exclude_group]
+    n, groups = len(pool), len({p.before.group for p in pool})
+    need = min_points(level)
+    if n < need:
+        names = " -> ".join(" + ".join(sorted(c)) for c in (classes_before, classes_after))
+        why = f"{n} paired reference configuration{'s' if n != 1 else ''} for {names}"
+        return Calibrated(
+            None, None, n, groups, f"{OUTSIDE}: {why} (a {level:.0%} range needs {need})"
+        )
+    s = np.sort(np.abs([p.moves for p in pool]))
+    q = float(s[math.ceil((n + 1) * level - 1e-9) - 1])
+    return Calibrated(-q, q, n, groups)
+
+
+def held_out_changes(pts: list[Point], level: float = LEVEL) -> list[dict[str, Any]]:
+    """Every pair against the change range computed without its source's pairs."""
+    prs = pairs(pts)
+    fixed = math.log(FIXED_FACTOR)
+    out = []
+    for p in prs:
+        c = calibrate_change(prs, p.before.classes, p.after.classes, level, p.before.group)
+        row: dict[str, Any] = {
+            "ids": [*p.before.ids, *p.after.ids],
+            "group": p.before.group,
+            "classes": [" + ".join(sorted(set(p.before.classes) | set(p.after.classes)))],
+            "log_error": p.moves,
+            "fixed_score": interval_score(-fixed, fixed, p.moves, level),
+            "note": c.note,
+        }
+        if c.lo is not None and c.hi is not None:
+            row.update(
+                inside=bool(c.lo - 1e-12 <= p.moves <= c.hi + 1e-12),
+                width=math.exp(c.hi - c.lo),
+                score=interval_score(c.lo, c.hi, p.moves, level),
+            )
+        out.append(row)
+    return out
