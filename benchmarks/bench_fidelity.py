@@ -455,6 +455,9 @@ def errors_payload(results: list[Result], commit: str, load: float) -> dict:
                 "rows": list(r.rows),
                 "features": feats,
                 "classes": classes,
+                # what the calibration pools and holds out by (intervals_calibration.points)
+                "config": r.config,
+                "source": r.source,
             }
         )
     return {

@@ -570,3 +570,23 @@ def test_a_null_predicted_change_with_paired_evidence_has_a_nonzero_range():
     # between classes without pairs: outside the validated range, not a zero-width range
     other = cal.calibrate_change(prs, ("device-at-scale",), ("host-bound",))
     assert other.lo is None and other.note.startswith("outside the validated range: 0 paired")
+
+
+def test_bench_stores_what_the_calibration_pools_by():
+    """The stored errors carry each row's configuration and source, so the calibration is
+    computed from the errors file alone and follows it when the benchmark rewrites it."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import bench_fidelity as bench
+
+    rows = bench.load_rows()
+    feats = dict(_DEV)
+
+    def fake(row):
+        return bench.Measured(row.figure * 1.1, row.figure * 1.1, features=dict(feats))
+
+    payload = json.loads(json.dumps(bench.errors_payload(bench.evaluate(rows, fake), "x", 1.0)))
+    refs = {r.id: {"config": r.config, "source": r.source} for r in rows}
+    alone, joined = cal.points(payload["rows"]), cal.points(payload["rows"], refs)
+    assert alone == joined and alone
+    configs = [r.config for r in rows if r.quantity == "throughput"]
+    assert len(alone) == len(set(configs)) < len(configs)  # the duplicate counted once

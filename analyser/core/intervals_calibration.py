@@ -76,14 +76,16 @@ def _num(v: Any) -> float | None:
 
 
 def points(
-    errors_rows: Iterable[Mapping[str, Any]], references: Mapping[str, Mapping[str, Any]]
+    errors_rows: Iterable[Mapping[str, Any]],
+    references: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[Point]:
     """The calibration points of the host-inclusive throughput rows: ``errors_rows`` are the
     stored errors file's rows, ``references`` the table's rows by id (for ``config`` and
-    ``source``). Rows of one configuration are merged into one point."""
+    ``source``; without it, the errors rows' own ``config`` and ``source``, which the benchmark
+    stores). Rows of one configuration are merged into one point."""
     merged: dict[str, dict[str, Any]] = {}
     for r in errors_rows:
-        ref = references.get(str(r.get("id")))
+        ref = r if references is None else references.get(str(r.get("id")))
         err = r.get("error")
         if ref is None or r.get("quantity") != "throughput" or not _finite(err) or err <= -1:
             continue
@@ -145,7 +147,7 @@ def calibrate(
     if n < need:
         why = f"{n} reference configuration{'s' if n != 1 else ''} in {' + '.join(want)}"
         return Calibrated(
-            None, None, n, groups, f"{OUTSIDE}: {why} (a {level:.0%} range needs {need})"
+            None, None, n, groups, f"{OUTSIDE}: {why} (a range at {level:.0%} needs {need})"
         )
     r = np.array([p.log_error for p in pool])
     m = float(np.median(r))
@@ -263,7 +265,7 @@ def calibrate_change(
         names = " -> ".join(" + ".join(sorted(c)) for c in (classes_before, classes_after))
         why = f"{n} paired reference configuration{'s' if n != 1 else ''} for {names}"
         return Calibrated(
-            None, None, n, groups, f"{OUTSIDE}: {why} (a {level:.0%} range needs {need})"
+            None, None, n, groups, f"{OUTSIDE}: {why} (a range at {level:.0%} needs {need})"
         )
     s = np.sort(np.abs([p.moves for p in pool]))
     q = float(s[math.ceil((n + 1) * level - 1e-9) - 1])
