@@ -38,8 +38,14 @@ read from (``analyser/core/fidelity_errors.json``: each row's error, class, the 
 analyser's classifier gives its configuration, the commit and the machine load), and prints
 every row against the band of the other rows of its class (leave-one-out).
 
+``--calibration FILE`` prints, from a stored errors file alone (no simulation), the calibrated
+intervals' check with each source held out (analyser.core.intervals_calibration): per class set
+and overall, coverage at the nominal 80%, median width and the interval score against a fixed
+x/÷1.5 band, for figures and for changes; ``--write-errors`` prints it too.
+
 Usage: python benchmarks/bench_fidelity.py [--rows ID[,ID...]] [--markdown] [--json FILE]
                                            [--before FILE|none] [--write-errors FILE]
+                                           [--calibration FILE]
 """
 
 from __future__ import annotations
