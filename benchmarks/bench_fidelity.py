@@ -38,8 +38,14 @@ read from (``analyser/core/fidelity_errors.json``: each row's error, class, the 
 analyser's classifier gives its configuration, the commit and the machine load), and prints
 every row against the band of the other rows of its class (leave-one-out).
 
+``--calibration FILE`` prints, from a stored errors file alone (no simulation), the calibrated
+intervals' check with each source held out (analyser.core.intervals_calibration): per class set
+and overall, coverage at the nominal 80%, median width and the interval score against a fixed
+x/÷1.5 band, for figures and for changes; ``--write-errors`` prints it too.
+
 Usage: python benchmarks/bench_fidelity.py [--rows ID[,ID...]] [--markdown] [--json FILE]
                                            [--before FILE|none] [--write-errors FILE]
+                                           [--calibration FILE]
 """
 
 from __future__ import annotations
@@ -455,6 +461,9 @@ def errors_payload(results: list[Result], commit: str, load: float) -> dict:
                 "rows": list(r.rows),
                 "features": feats,
                 "classes": classes,
+                # what the calibration pools and holds out by (intervals_calibration.points)
+                "config": r.config,
+                "source": r.source,
             }
         )
     return {
@@ -485,6 +494,49 @@ def format_loo(table: intervals.ErrorTable, payload: dict) -> str:
     return "\n".join(out)
 
 
+def calibration_report(errors: dict, rows: list[Row]) -> str:
+    """The group-held-out check of the calibrated intervals (analyser.core.intervals_calibration)
+    on a stored errors document: per class set and overall, the configurations, how many get an
+    interval, the coverage at the nominal level, the median width (high / low) and the mean
+    interval score (log scale) against a fixed x/÷1.5 band on the same configurations."""
+    from analyser.core import intervals_calibration as cal
+
+    refs = {r.id: {"config": r.config, "source": r.source} for r in rows}
+    pts = cal.points(errors.get("rows") or [], refs)
+    summary = cal.summarise(cal.held_out(pts))
+    dup = sum(len(p.ids) - 1 for p in pts)
+    lines = [
+        f"Calibrated intervals at {cal.LEVEL:.0%}, each source's rows held out together "
+        f"({len(pts)} configurations from {len({p.group for p in pts})} sources; "
+        f"{dup} duplicate row(s) merged):",
+        f"{'classes':<44} {'n':>3} {'given':>5} {'coverage':>8} {'width':>6} "
+        f"{'score':>6} {'x/÷1.5':>6}",
+    ]
+
+    def f(v, fmt):
+        return (
+            format(v, fmt) if v is not None else format("-", ">" + fmt.rstrip("f%").split(".")[0])
+        )
+
+    for s in summary:
+        lines.append(
+            f"{s['classes']:<44} {s['points']:>3} {s['given']:>5} {f(s['coverage'], '8.0%')} "
+            f"{f(s['median_width'], '6.2f')} {f(s['score'], '6.2f')} {f(s['fixed_score'], '6.2f')}"
+        )
+    lines.append(f"(a class set needs {cal.min_points()} configurations from other sources)")
+    ch = cal.summarise(cal.held_out_changes(pts))
+    lines.append(
+        f"\nChanges at {cal.LEVEL:.0%}: every pair of configurations of one source, scored against "
+        "the pairs of the other sources between the same classes:"
+    )
+    for s in ch:
+        lines.append(
+            f"{s['classes']:<44} {s['points']:>3} {s['given']:>5} {f(s['coverage'], '8.0%')} "
+            f"{f(s['median_width'], '6.2f')} {f(s['score'], '6.2f')} {f(s['fixed_score'], '6.2f')}"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", default="", help="comma-separated row ids (default: all)")
@@ -501,7 +553,21 @@ def main(argv: list[str] | None = None) -> int:
         help="write the stored errors the analyser's intervals read "
         "(analyser/core/fidelity_errors.json) and print the leave-one-out check",
     )
+    ap.add_argument(
+        "--calibration",
+        metavar="FILE",
+        help="print the group-held-out check of the calibrated intervals on a stored errors "
+        "file (no simulation) and exit",
+    )
     args = ap.parse_args(argv)
+    if args.calibration:
+        try:
+            doc = json.loads(Path(args.calibration).read_text(encoding="utf-8"))
+            print(calibration_report(doc, load_rows()))
+        except (OSError, ValueError, tomllib.TOMLDecodeError) as exc:
+            print(f"bench_fidelity: {exc}", file=sys.stderr)
+            return 2
+        return 0
     if args.write_errors and args.rows.strip():
         print("bench_fidelity: --write-errors needs every row (leave out --rows).", file=sys.stderr)
         return 2
@@ -538,6 +604,8 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.write_errors).write_text(json.dumps(errors, indent=1) + "\n", encoding="utf-8")
         print("\nLeave-one-out: each row against the band of the other rows of its class")
         print(format_loo(table, errors))
+        print()
+        print(calibration_report(errors, rows))
     return 0
 
 

@@ -460,3 +460,133 @@ def test_insights_json_has_the_profile_prediction(profiles, full_errors, capsys)
     assert set(pred["intervals"]) == set(intervals.PROFILE_FIGURES)
     assert _ordered(pred["intervals"]["throughput_samples_per_s"])
     assert pred["classes"] == ["host-bound"] and pred["errors"]["commit"] == "test"
+
+
+# -- calibrated intervals (split-conformal, groups held out) ----------------------------------
+from analyser.core import intervals_calibration as cal  # noqa: E402
+
+_DEV = {"ipus": 16, "replicas": 16, "host_load": 0.1, "host_overlapped": True}
+_DEV["small_conv_share"] = 0.0
+_HOST = dict(_DEV, host_load=2.0, host_overlapped=False)
+
+
+def _pts(spec):
+    """(id, config, source, features, error) -> calibration points."""
+    rows = [
+        {"id": i, "quantity": "throughput", "error": e, "features": f} for i, _, _, f, e in spec
+    ]
+    refs = {i: {"config": c, "source": s} for i, c, s, _, _ in spec}
+    return cal.points(rows, refs)
+
+
+def test_row_classes_are_classify_on_the_rows_own_simulations():
+    """Every stored row's classes are what classify() gives its simulation's features now (a
+    threshold changed without re-running the benchmark fails here), and no hand label is used."""
+    doc = json.loads(intervals.DEFAULT_ERRORS.read_text())
+    checked = 0
+    for r in doc["rows"]:
+        if r["quantity"] != "throughput" or r.get("features") is None:
+            continue
+        f = r["features"]
+        want = intervals.classify(Features(**f), host_inclusive=True)
+        assert cal.row_classes(f) == want == tuple(r["classes"]), r["id"]
+        checked += 1
+    assert checked >= 10
+    # a row whose hand label says otherwise is classed by its features, not the label
+    (p,) = _pts([("x", "x.toml", "s", _HOST, 0.1)])
+    assert p.classes == ("host-bound",)
+
+
+def test_a_duplicated_configuration_counts_once():
+    base = [
+        (f"d{i}", f"c{i}.toml", f"s{i}", _DEV, e) for i, e in enumerate((0.02, -0.05, 0.08, 0.0))
+    ]
+    dup = [*base, ("d0-again", "c0.toml", "s0", _DEV, 0.02)]
+    a, b = _pts(base), _pts(dup)
+    assert len(a) == len(b) == 4
+    assert [p.ids for p in b if p.config == "c0.toml"] == [("d0", "d0-again")]
+    ca, cb = cal.calibrate(a, ("device-at-scale",)), cal.calibrate(b, ("device-at-scale",))
+    assert (ca.lo, ca.hi, ca.n) == (cb.lo, cb.hi, cb.n)
+
+
+def test_calibrated_range_is_ordered_and_says_its_level():
+    pts = _pts([(f"d{i}", f"c{i}", f"s{i}", _DEV, e) for i, e in enumerate((0.3, 0.2, 0.25, 0.4))])
+    c = cal.calibrate(pts, ("device-at-scale",))
+    assert c.level == cal.LEVEL == 0.8 and c.note == ""
+    low, high = c.rate(1000.0)  # the engine is optimistic in every row: the range lies below
+    assert low <= 1000.0 <= high and low < 1000.0 / 1.2
+    assert cal.range_words("+60%", "+110%") == "80% range +60% to +110%"
+
+
+def test_too_few_configurations_are_outside_the_validated_range():
+    pts = _pts([(f"d{i}", f"c{i}", f"s{i}", _DEV, 0.01) for i in range(3)])
+    c = cal.calibrate(pts, ("device-at-scale",))
+    assert c.lo is None and c.rate(10.0) == (None, None)
+    assert c.note.startswith("outside the validated range: 3 reference configurations")
+    assert cal.min_points(0.8) == 4
+    # another class set has no rows at all: outside too
+    assert cal.calibrate(pts, ("host-bound",)).note.startswith("outside the validated range")
+
+
+def test_held_out_never_lets_a_group_vouch_for_itself():
+    """Five rows of one source with one error and four rows of others: a row of the cluster is
+    scored against the others only (its own source's rows are not in its interval)."""
+    spec = [(f"a{i}", f"a{i}", "A", _DEV, 0.5) for i in range(5)]
+    spec += [(f"b{i}", f"b{i}", f"B{i}", _DEV, e) for i, e in enumerate((0.01, -0.02, 0.03, 0.0))]
+    checks = {c["ids"][0]: c for c in cal.held_out(_pts(spec))}
+    assert checks["a0"]["inside"] is False  # the four others span about -2% .. +3%
+    assert checks["a0"]["score"] > checks["a0"]["fixed_score"] > 0  # a miss costs 2 / alpha
+    s = {r["classes"]: r for r in cal.summarise(list(checks.values()))}
+    assert s["overall"]["points"] == 9 and 0.0 <= s["overall"]["coverage"] <= 1.0
+
+
+def test_interval_score_rewards_narrow_covering_intervals():
+    assert cal.interval_score(-0.1, 0.1, 0.0) == pytest.approx(0.2)
+    assert cal.interval_score(-0.1, 0.1, 0.3) == pytest.approx(0.2 + 10 * 0.2)
+
+
+def test_bench_prints_the_calibration_from_stored_errors(capsys):
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import bench_fidelity as bench
+
+    assert bench.main(["--calibration", str(intervals.DEFAULT_ERRORS)]) == 0
+    out = capsys.readouterr().out
+    assert "80%" in out and "overall" in out and "x/÷1.5" in out
+
+
+def test_a_null_predicted_change_with_paired_evidence_has_a_nonzero_range():
+    """The change's range comes from how the errors move between paired rows of one source,
+    not from the size of the predicted change: a ratio of 1 still gets a range around it."""
+    spec = []
+    for g, (e1, e2) in enumerate(
+        ((0.0, 0.1), (0.05, -0.02), (0.1, 0.12), (-0.03, 0.04), (0.0, 0.0))
+    ):
+        spec += [(f"g{g}a", f"g{g}a", f"S{g}", _DEV, e1), (f"g{g}b", f"g{g}b", f"S{g}", _DEV, e2)]
+    prs = cal.pairs(_pts(spec))
+    assert len(prs) == 5 and all(p.before.group == p.after.group for p in prs)
+    c = cal.calibrate_change(prs, ("device-at-scale",), ("device-at-scale",))
+    low, high = c.rate(1.0)  # the predicted ratio after / before is 1: a null change
+    assert low < 1.0 < high and c.note == ""
+    # between classes without pairs: outside the validated range, not a zero-width range
+    other = cal.calibrate_change(prs, ("device-at-scale",), ("host-bound",))
+    assert other.lo is None and other.note.startswith("outside the validated range: 0 paired")
+
+
+def test_bench_stores_what_the_calibration_pools_by():
+    """The stored errors carry each row's configuration and source, so the calibration is
+    computed from the errors file alone and follows it when the benchmark rewrites it."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import bench_fidelity as bench
+
+    rows = bench.load_rows()
+    feats = dict(_DEV)
+
+    def fake(row):
+        return bench.Measured(row.figure * 1.1, row.figure * 1.1, features=dict(feats))
+
+    payload = json.loads(json.dumps(bench.errors_payload(bench.evaluate(rows, fake), "x", 1.0)))
+    refs = {r.id: {"config": r.config, "source": r.source} for r in rows}
+    alone, joined = cal.points(payload["rows"]), cal.points(payload["rows"], refs)
+    assert alone == joined and alone
+    configs = [r.config for r in rows if r.quantity == "throughput"]
+    assert len(alone) == len(set(configs)) < len(configs)  # the duplicate counted once
