@@ -23,6 +23,14 @@ AMP convolution / matmul partials (``amp_partials_cycles``)
     output-channel pass, the slowest worker's runs (per run: a fixed cost plus 4 cycles per
     output for half, 8 for float), plus the supervisor's weight loads and loop overheads.
 
+SLIC partials (``slic_partials_cycles``, grouped convolutions)
+    ``lib/poplin/ConvModel.cpp`` ``addPartialCalcCycleEstimate`` (``Plan::Slic``) and
+    ``lib/poplin/PerformanceEstimation.hpp``: ``getConvPartialSlicInnerLoopCycles``,
+    ``getConvPartialSlicSupervisorInnerLoopCycleEstimateHalfFloat``,
+    ``getConvPartialSlicSupervisorWeightLoadCycleEstimate``,
+    ``getConvPartialSlicSupervisorOuterLoopCycleEstimateHalfFloat``: the 1 x 4 window
+    vertex of ``ConvPartial1x4SLIC*.S`` over conv-group grains of 1, 2, 4, 8 or 16 groups.
+
 Convolution partial-sum reduction (``conv_reduce_cycles``)
     ``lib/poplin/PerformanceEstimation.hpp`` ``getReduceCycleEstimate`` (the general,
     not-single-input path: one reduction stage).
@@ -291,6 +299,111 @@ def _nx1_vertex_cycles(field, row_width, kernel_positions, kernel_width, IG, OG,
     return outer + zero
 
 
+def _slic_row_cycles(n, implicit_zeroing: bool, half8: bool, float_partials: bool, stride):
+    """``getConvPartialSlicSupervisorInnerLoopCycleEstimateHalfFloat``: the cycles of one row
+    of ``n`` outputs (``rowCycles``), before the passes over the input."""
+    n = np.asarray(n, np.int64)
+    threshold = 6 if half8 else 5  # loopDecisionThreshold
+    if implicit_zeroing:
+        short = 10 + np.where(n > 1, n, 0) + 3
+        long = 15 + (n - 5)
+    else:
+        # 1 + (n - 1) + 2 + (4 - n) + 2 + (3 - (4 - n)) + 3 (unsigned in the C++) = n + 10
+        short = 7 + np.where(n == 1, 6, n + 10)
+        long = 15 + (n - 5) + (3 if half8 else 0)
+    stride1 = np.where(n < threshold, short, long)
+    stride2 = np.where(n < 3, 7 + np.where(n == 1, 3, 5) + 3, 15 + 2 * (n - 3))
+    rows = np.where(np.asarray(stride) >= 2, stride2, stride1)
+    return rows - (1 if float_partials else 0)
+
+
+def _slic_inner_cycles(runs, field, W: int, cg: int, chains: int, fp: bool, stride, implicit):
+    """``getConvPartialSlicSupervisorInnerLoopCycleEstimateHalfFloat`` over the workers'
+    output runs (``worker_runs``): the slowest worker x workers, plus the merge copy of the
+    two output halves (8 conv units, half partials) on the implicitly zeroing pass."""
+    count, first, middle, width, last = runs
+    half8 = chains == 2 and not fp
+    passes = 1 if chains == 4 else 2  # inputDataPasses
+    preamble = 2 + (2 if half8 else 3) + 1 + 2 + 4 + 2 + 2 + 1 + (1 if half8 else 0)
+    preamble += 4 if cg > 4 else 0
+    per_run = (9 if half8 else 10) + (1 if implicit else 0) + (3 if fp else 0)
+    st = np.asarray(stride)[..., None]
+
+    def run(n):
+        return per_run + _slic_row_cycles(n, implicit, half8, fp, st) * passes
+
+    cycles = preamble + np.where(first > 0, run(first), 0)
+    cycles = cycles + np.where(middle > 0, middle * run(width), 0)
+    cycles = cycles + np.where(last > 0, run(last), 0) + (2 if half8 else 0)
+    copy = 2 + 2 * np.asarray(field, np.int64) if (half8 and implicit) else 0
+    return cycles.max(axis=-1) * W + copy
+
+
+def slic_weight_load_cycles(cg: int, chans: int, W: int) -> int:
+    """``getConvPartialSlicSupervisorWeightLoadCycleEstimate`` (half activations, 1 x 4)."""
+    if chans == 4:
+        cycles = 6 + 6 + 6
+    else:
+        worker = (12 if cg == 2 else 10) + (1 if cg > 4 else 0)
+        cycles = 9 + 6 + worker * W + 6
+    return cycles + 16
+
+
+def slic_partials_cycles(
+    target,
+    *,
+    field,
+    row_width,
+    kernel_rows,
+    kernel_width,
+    conv_group_groups,
+    conv_groups_per_group: int,
+    chans_per_group: int,
+    chains: int,
+    stride,
+    partials_bytes: int,
+):
+    """Cycles of one SLIC partials vertex (``ConvPartial1x4SLIC``) on a tile, as
+    ``addPartialCalcCycleEstimate``'s ``Plan::Slic`` case sums them: the workers' runs with
+    and without implicit zeroing (``getConvPartialSlicInnerLoopCycles``), the weight loads
+    and the supervisor's loops over conv-group grains and 1 x 4 sub-kernels
+    (``getConvPartialSlicSupervisorOuterLoopCycleEstimateHalfFloat``). Half activations
+    only (PopLibs has no float SLIC vertex)."""
+    W = int(target.workers_per_tile)
+    fp = partials_bytes >= 4
+    cg, chans = int(conv_groups_per_group), int(chans_per_group)
+    runs = worker_runs(field, row_width, W)
+    zeroing = _slic_inner_cycles(runs, field, W, cg, chains, fp, stride, True)
+    inner = _slic_inner_cycles(runs, field, W, cg, chains, fp, stride, False)
+    load = slic_weight_load_cycles(cg, chans, W)
+    groups = np.asarray(conv_group_groups, np.int64)
+    subs = np.asarray(kernel_rows, np.int64) * _cdiv(kernel_width, 4)  # numWeightBlocks
+    half8 = chains == 2 and not fp
+
+    def brnzdec(n):
+        return 6 * (n - 1) + 1
+
+    group_body = 12 if half8 else 15
+    if cg <= 4:
+        sub_body = load + (0 if half8 else 3) + 2 + (0 if half8 else 1) + 6 + 1 + 6 + 1
+    else:
+        strides = cg // 4
+        stride_body = load + 6 + 1 + 6 + 2 + 6
+        sub_body = stride_body * strides + brnzdec(strides) + 2 + 2 + 6 + 3 + 2
+        group_body += 2 + 6
+        inner = inner * strides
+    cycles = (
+        (25 if half8 else 28)
+        + group_body * groups
+        + brnzdec(groups)
+        + sub_body * subs
+        + brnzdec(subs)
+        + groups * zeroing
+        + groups * (subs - 1) * inner
+    )
+    return np.asarray(cycles, np.int64)
+
+
 def amp_mac_bound(field, kernel_positions, in_chans, out_chans, conv_groups, rate: int):
     """MACs / (MACs per cycle) of the same tile work: the AMP lower bound."""
     macs = (
@@ -371,6 +484,8 @@ __all__ = [
     "conv_reduce_cycles",
     "conv_units",
     "elementwise_cycles",
+    "slic_partials_cycles",
+    "slic_weight_load_cycles",
     "weights_per_conv_unit",
     "worker_runs",
 ]
