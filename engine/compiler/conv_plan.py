@@ -75,6 +75,11 @@ KERNEL_SPLITS = (1, 2, 3, 4)
 #: ``getBinaryOp1DInPlaceEstimate``: worker overhead 58, ADD 1 + 2 cycles per vector.
 ADD_IN_PLACE_WORKER_CYCLES = 58
 ADD_IN_PLACE_CYCLES_PER_VECTOR = 3
+#: ``target.getConvUnitMaxPipelineDepth``: weights per conv unit = 4 x input load elements.
+CONV_UNIT_PIPELINE_DEPTH = 4
+#: HMAC input channels per group tried (``getConvVertexHMACCandidates`` lists every even
+#: grouping up to the channels; the engine tries these powers of four, a subset).
+HMAC_IN_CHANS = (16, 64, 256, 1024)
 #: ``Plan::Slic::windowWidth``: the only SLIC kernel window PopLibs implements (1 x 4).
 SLIC_WINDOW = 4
 
@@ -105,6 +110,8 @@ class ConvShapes:
     eb: int  # input / output element bytes
     pb: int  # partials bytes (vertex and inter-tile)
     wpu: int  # weightsPerConvUnit
+    orig: np.ndarray  # the op each row plans (rows past the ops: combined conv groups)
+    combine: np.ndarray  # combineConvGroupsFactor of the row (1: none)
 
 
 def conv_shapes(a: dict, t, pb: int) -> ConvShapes:
@@ -140,7 +147,52 @@ def conv_shapes(a: dict, t, pb: int) -> ConvShapes:
         eb=eb,
         pb=pb,
         wpu=vertex_costs.weights_per_conv_unit(t, eb),
+        orig=np.arange(len(K)),
+        combine=np.ones(len(K), np.int64),
     )
+
+
+def combine_factors(s: ConvShapes) -> dict[int, tuple[int, ...]]:
+    """``getCombineConvGroupCandidates`` for one input channel per group (half: also 2): the
+    factors from ``convInputLoadElems / cin`` up to ``16 / cin`` (half; float ``8 / cin``)
+    by powers of two, per input channels per group (``{cin: factors}``)."""
+    load = s.wpu // CONV_UNIT_PIPELINE_DEPTH  # convInputLoadElems
+    top = 16 if s.eb == 2 else 8
+    out = {}
+    for ci in (1, 2) if s.eb == 2 else (1,):
+        f, fs = max(load // ci, 1), []
+        while f <= top // ci:
+            fs.append(f)
+            f *= 2
+        out[ci] = tuple(fs)
+    return out
+
+
+def with_combined_groups(s: ConvShapes) -> ConvShapes:
+    """``s`` and, for every grouped convolution with 1 (half: or 2) input channels per group,
+    a row per ``combineConvGroups`` factor ``f``: ``ceil(G / f)`` groups of ``f x`` the
+    input and output channels (block-diagonal weights, ConvModel.cpp ``combineConvGroups``),
+    planned for the same op (``orig``) with its rearrangements."""
+    rows, factors = [], []
+    for ci, fs in combine_factors(s).items():
+        sel = np.flatnonzero(s.conv & (s.G > 1) & (s.C == ci) & (s.combine == 1))
+        for f in fs:
+            rows.append(sel)
+            factors.append(np.full(len(sel), f, np.int64))
+    if not rows or not sum(len(r) for r in rows):
+        return s
+    idx = np.concatenate(rows)
+    f = np.concatenate(factors)
+    ext = {}
+    for name in ConvShapes.__dataclass_fields__:
+        v = getattr(s, name)
+        ext[name] = np.concatenate([v, v[idx]]) if isinstance(v, np.ndarray) else v
+    n = len(s.M)
+    ext["G"][n:] = _cdiv(s.G[idx], f)
+    ext["C"][n:] = s.C[idx] * f
+    ext["N"][n:] = s.N[idx] * f
+    ext["combine"][n:] = f
+    return ConvShapes(**ext)
 
 
 @dataclass
@@ -159,6 +211,7 @@ class Candidates:
     ci: np.ndarray  # inChansPerGroup of the vertex
     co: np.ndarray  # partialChansPerGroup of the vertex
     chains: np.ndarray  # SLIC: conv-unit chains (2 or 4); 0: the AMP vertex
+    hmac: np.ndarray  # the HMAC vertex (chains 0)
 
 
 def _dedup(op: np.ndarray, key: np.ndarray) -> np.ndarray:
@@ -170,7 +223,9 @@ def _dedup(op: np.ndarray, key: np.ndarray) -> np.ndarray:
     return order[new]
 
 
-def _grid(s: ConvShapes, T: int, op, pg, cg: int, ci: int, co: int, chains: int) -> Candidates:
+def _grid(
+    s: ConvShapes, T: int, op, pg, cg: int, ci: int, co: int, chains: int, hmac: bool = False
+) -> Candidates:
     """The candidate partitions of rows ``op`` (an op may repeat, once per conv-group split
     ``pg``) for one vertex type (``cg`` conv groups, ``ci`` / ``co`` channels per group;
     ``chains`` > 0: SLIC, whose tile holds one group of input and of output channels): the
@@ -223,6 +278,7 @@ def _grid(s: ConvShapes, T: int, op, pg, cg: int, ci: int, co: int, chains: int)
         one * ci,
         one * co,
         one * chains,
+        np.full(len(r2), hmac),
     )
 
 
@@ -280,6 +336,12 @@ def candidates(s: ConvShapes, T: int) -> Candidates:
         for cg, ch, chains in slic_types(s) if len(sops) else ():
             row, pg = _group_splits(_cdiv(s.G[sops], cg), T)
             parts.append(_grid(s, T, sops[row], pg, cg, ch, ch, chains))
+        # the weight update: HMAC (partialChansPerGroup 1, or 2 with half partials)
+        hops = gops[(s.role[gops] == "gw") & (s.width[gops] == 0) & (s.kernel[gops] == 1)]
+        if len(hops):
+            row, pg = _group_splits(s.G[hops], T)
+            for ci in HMAC_IN_CHANS:
+                parts.append(_grid(s, T, hops[row], pg, 1, ci, 1 if s.pb >= 4 else 2, 0, True))
     c = parts[0]
     for p in parts[1:]:
         c = _concat(c, p)
@@ -374,9 +436,10 @@ def _transform_flags(s: ConvShapes, c: Candidates) -> tuple[np.ndarray, ...]:
     # joint and the separate plans, createPlan: separatePlanHasLowerCost) with its operands
     # swapped: FC_TRAINING_WU rearranges its input (the output gradient) and its output
     mm_wu = ~conv & (role == "gw")
-    r_in = wu | pad_in | mm_wu
-    r_w = wu | pad_in | pad_out
-    r_out = wu | pad_out | mm_wu
+    comb = s.combine[o] > 1  # combineConvGroups rearranges all three
+    r_in = wu | pad_in | mm_wu | comb
+    r_w = wu | pad_in | pad_out | comb
+    r_out = wu | pad_out | mm_wu | comb
     regroup_out = conv & ~wu & (c.co != s.wpu)
     regroup_w = fwd & (c.co % s.wpu != 0)
     return r_in, r_w, r_out, regroup_out & ~r_out, regroup_w & ~r_w
@@ -453,6 +516,21 @@ def _partial_calc(t, s: ConvShapes, c: Candidates, z: dict, field) -> np.ndarray
     field = np.broadcast_to(np.asarray(field, np.int64), o.shape)
     row_width = np.where(w > 0, np.minimum(w, field), field)
     out = _amp_calc(t, s, o, z, field, row_width)
+    hmac = c.hmac
+    if hmac.any():
+        for ci, co in {(int(a), int(b)) for a, b in zip(c.ci[hmac], c.co[hmac], strict=True)}:
+            sel = hmac & (c.ci == ci) & (c.co == co)
+            out[sel] = vertex_costs.hmac_partials_cycles(
+                t,
+                field=field[sel],
+                in_chans=ci,
+                out_chans=co,
+                in_groups=z["Cgt"][sel],
+                out_groups=z["Ngt"][sel],
+                conv_groups=z["Gt"][sel],
+                acts_bytes=s.eb,
+                partials_bytes=s.pb,
+            )
     slic = c.chains > 0
     if slic.any():
         for cg, ch, chains in {(int(a), int(b), int(d)) for a, b, d in zip(
@@ -614,24 +692,25 @@ def search(s: ConvShapes, t, T: int, limit: float) -> tuple[Candidates, PlanCost
     e = estimate(s, c, t)
     # serial splits only cost more than the same partition without them: try them on the
     # partitions that do not fit yet would beat the best one that does
-    n = len(s.M)
+    n = int(s.orig.max()) + 1 if len(s.orig) else 0
     best_fit = np.full(n, np.iinfo(np.int64).max)
     fits = e.temp <= limit
-    np.minimum.at(best_fit, c.op[fits], e.total[fits])
-    extra = _with_serial(s, c, e, ~fits & (e.total < best_fit[c.op]), limit)
+    np.minimum.at(best_fit, s.orig[c.op[fits]], e.total[fits])
+    extra = _with_serial(s, c, e, ~fits & (e.total < best_fit[s.orig[c.op]]), limit)
     if len(extra.op):
         e2 = estimate(s, extra, t)
         c = _concat(c, extra)
         e = _concat_costs(e, e2)
     fits = e.temp <= limit
+    op = s.orig[c.op]  # the op each candidate plans (combined conv groups plan their op)
     any_fit = np.zeros(n, bool)
-    any_fit[c.op[fits]] = True
+    any_fit[op[fits]] = True
     score = np.where(fits, e.total, np.iinfo(np.int64).max // 4)
-    score = np.where(any_fit[c.op], score, e.temp)
+    score = np.where(any_fit[op], score, e.temp)
     tiles = c.pg * c.pf * c.pkh * c.pi * c.po
-    order = np.lexsort((tiles, score, c.op))
+    order = np.lexsort((tiles, score, op))
     first = np.ones(len(order), bool)
-    first[1:] = c.op[order][1:] != c.op[order][:-1]
+    first[1:] = op[order][1:] != op[order][:-1]
     best = order[first]  # one per op, in op order
     return _take(c, best), _take_costs(e, best), ~any_fit
 
@@ -671,7 +750,7 @@ def plan(a: dict, t, T: int, limit: float, pb: int) -> dict:
     n = len(a["M"])
     if n == 0:
         return {}
-    s = conv_shapes(a, t, pb)
+    s = with_combined_groups(conv_shapes(a, t, pb))
     c, e, none_fit = search(s, t, T, limit)
     return programs(s, c, e, none_fit, t, T)
 
@@ -684,7 +763,7 @@ def programs(s: ConvShapes, c: Candidates, e: PlanCosts, none_fit, t, T: int) ->
     eb = s.eb
     serial = c.si * c.so
     tiles = z["tiles"]
-    M = s.M
+    M = s.M[c.op]
     r = M - (M // c.pf) * c.pf
     n_max = np.where(r > 0, r * (tiles // c.pf), tiles)
     depth = z["depth"]
@@ -725,8 +804,12 @@ def programs(s: ConvShapes, c: Candidates, e: PlanCosts, none_fit, t, T: int) ->
         "recv": recv * serial,
         "compute": (e.partial_calc + e.serial_extra) * serial,
         "compute_lo": (lo + e.serial_extra) * serial,
-        "slic": c.chains > 0,
-        "cgpg": c.cg,
+        "combine": s.combine[c.op],
+        "cg": c.cg,
+        "ci": c.ci,
+        "co": c.co,
+        "chains": c.chains,
+        "hmac": c.hmac,
         "prearr": e.transform_copy * serial,
         "red_ex_stages": red_ex,
         "red_cs_stages": red_cs,

@@ -31,6 +31,15 @@ SLIC partials (``slic_partials_cycles``, grouped convolutions)
     ``getConvPartialSlicSupervisorOuterLoopCycleEstimateHalfFloat``: the 1 x 4 window
     vertex of ``ConvPartial1x4SLIC*.S`` over conv-group grains of 1, 2, 4, 8 or 16 groups.
 
+HMAC partials (``hmac_partials_cycles``, grouped convolutions' weight updates)
+    ``lib/poplin/ConvModel.cpp`` ``addPartialCalcCycleEstimate`` (``Plan::Hmac``) and
+    ``lib/poplin/PerformanceEstimation.hpp``: ``estimateConvPartialHorizontalMacInnerLoopCycles``,
+    ``getConvPartialHorizontalMacSupervisorInnerLoopCycleEstimate``,
+    ``getConvPartialHorizontalMacCycleEstimate``, ``getDenseDotProductCycles``,
+    ``getConvPartialHorizontalMacSupervisorOuterLoopCycleEstimate``,
+    ``estimateZeroSupervisorCycles``: the horizontal MAC vertex (no conv-unit padding of
+    the output channels) for a 1 x 1 kernel over a one-row field.
+
 Convolution partial-sum reduction (``conv_reduce_cycles``)
     ``lib/poplin/PerformanceEstimation.hpp`` ``getReduceCycleEstimate`` (the general,
     not-single-input path: one reduction stage).
@@ -404,6 +413,68 @@ def slic_partials_cycles(
     return np.asarray(cycles, np.int64)
 
 
+def _dense_dot_cycles(vw: int, float_acts: bool, float_partials: bool, size):
+    """``getDenseDotProductCycles``: one output's dot product over ``size`` input channels."""
+    size = np.asarray(size, np.int64)
+    per64 = 2 if float_acts else 4
+    half_half = not float_acts and not float_partials
+    out_chans = 2 if half_half else 1
+    inner = 3 * out_chans + int(half_half) + 3 + 1
+    widths = [1 << i for i in range(int(np.ceil(np.log2(vw))), -1, -1)]
+    cycles = np.zeros(size.shape, np.int64)
+    done = np.zeros(size.shape, bool)
+    for w in widths:  # the widest vector that divides the channels
+        hit = ~done & (size % w == 0)
+        extra = out_chans if w < per64 else 0
+        per_w = 1 if w >= per64 else 2
+        cycles = np.where(hit, inner + extra + (size // w) * per_w - int(not float_acts), cycles)
+        done |= hit
+    return cycles
+
+
+def hmac_partials_cycles(
+    target, *, field, in_chans: int, out_chans: int, in_groups, out_groups, conv_groups,
+    acts_bytes: int, partials_bytes: int
+):
+    """Cycles of one HMAC partials vertex (``ConvPartialHorizontalMac``) on a tile whose field
+    is one row of ``field`` outputs and whose kernel is 1 x 1 (the weight update's view),
+    as ``addPartialCalcCycleEstimate``'s ``Plan::Hmac`` case sums them: one worker
+    partition of ``ceil(field / workers)`` outputs (``estimateConvPartialHorizontalMac
+    InnerLoopCycles`` of one row), ``getConvPartialHorizontalMacCycleEstimate``, the
+    supervisor's loops (``...SupervisorOuterLoopCycleEstimate``) and the zeroing of the
+    partials (``estimateZeroSupervisorCycles``; not with the non-zeroing 1 x 1 form)."""
+    W = int(target.workers_per_tile)
+    fa, fp = acts_bytes >= 4, partials_bytes >= 4
+    vw = int(target.vector_width_float if fa else target.vector_width_half)
+    use1x1 = fp and not fa  # horizontalMacHas1x1Specialisation
+    field = np.asarray(field, np.int64)
+    IG, OG, CG = (np.asarray(x, np.int64) for x in (in_groups, out_groups, conv_groups))
+    n = _cdiv(field, W)  # rowSplitFactor = W: one part row of ceil(width / W) outputs
+    oc = _cdiv(out_chans, 2) if not fp else out_chans  # half partials: 2 channels a loop
+    retention = 15 if use1x1 else (0 if fa else 6)  # convHzmacWorkerRetentionSavings
+    dot = _dense_dot_cycles(vw, fa, fp, in_chans)
+    run = np.where(
+        n == 0,
+        7,
+        (13 if use1x1 else 19)
+        + (1 + n * (2 + dot) if (use1x1 and oc == 1) else n * (7 + oc * dot)),
+    )
+    worker = 16 - retention + run + 16  # + workerNonLoopOverhead
+    inner = W * worker  # one used context: max(max, min = 0)
+    outer_ret = 15 if use1x1 else (0 if fp else 6)  # called with floatPartials
+    outer = (
+        (58 if fa else 65)
+        - 10 * int(use1x1)
+        + W * (9 if fp else 10)
+        + W * outer_ret
+        + CG * (23 + IG * (15 + OG * (10 + inner)))
+    )
+    non_zeroing = use1x1 & (IG == 1) & (out_chans == 1)
+    zero_worker = _cdiv(_cdiv(field * out_chans, W), DATA_PATH_BITS // 32) + 14 - 9
+    zero = np.where(non_zeroing, 0, zero_worker * W * OG * CG)
+    return (outer + zero).astype(np.int64)
+
+
 def amp_mac_bound(field, kernel_positions, in_chans, out_chans, conv_groups, rate: int):
     """MACs / (MACs per cycle) of the same tile work: the AMP lower bound."""
     macs = (
@@ -484,6 +555,7 @@ __all__ = [
     "conv_reduce_cycles",
     "conv_units",
     "elementwise_cycles",
+    "hmac_partials_cycles",
     "slic_partials_cycles",
     "slic_weight_load_cycles",
     "weights_per_conv_unit",
