@@ -383,3 +383,23 @@ def test_cycles_per_flop_rise_as_the_maps_shrink(pb):
     # (input channels, kernel rows) and pays for partial-sum reductions
     p = cp.plan(_a(conv(2, 512, 512), "fwd", True, 2), MK2, T, LIMIT, pb)
     assert int(p["pk"][0]) > 1 and int(p["red_cs"][0]) > 0 and int(p["red_ex"][0]) > 0
+
+
+def test_counts_a_profile_cannot_hold_are_refused_before_simulating(tmp_path, capsys):
+    """A configuration whose programs would take more than 2^31 - 1 cycles on a tile (the
+    profile's int32 per-tile counts) is refused in one sentence, with no file and no
+    traceback; one just below the bound still compiles."""
+    from analyser.cli import main
+
+    out = tmp_path / "huge.h5"
+    flags = ["--micro-batch-size", "65536", "--image-size", "4096", "--quiet"]
+    assert main(["profile", "-o", str(out), *flags]) == 2
+    err = capsys.readouterr().err
+    assert "32-bit per-tile cycle counts" in err and "micro-batch" in err
+    assert "Traceback" not in err and "schema" not in err
+    assert err.strip().count("\n") <= 1 and not out.exists()
+    import engine
+    from engine.compiler import MAX_TILE_CYCLES
+
+    ok = engine.compile({"model": "resnet50", "micro_batch_size": 1, "image_size": 64})
+    assert int(ok.programs.cycles.max()) <= MAX_TILE_CYCLES
