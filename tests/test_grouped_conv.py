@@ -60,7 +60,21 @@ GROUPED = [
 
 
 def _chosen(p: dict) -> dict:
-    keys = ("pg", "pf", "pkh", "pi", "po", "si", "so", "cg", "ci", "co", "chains", "combine", "hmac")
+    keys = (
+        "pg",
+        "pf",
+        "pkh",
+        "pi",
+        "po",
+        "si",
+        "so",
+        "cg",
+        "ci",
+        "co",
+        "chains",
+        "combine",
+        "hmac",
+    )
     return {x: int(p[x][0]) for x in keys}
 
 

@@ -175,7 +175,7 @@ def with_combined_groups(s: ConvShapes) -> ConvShapes:
     planned for the same op (``orig``) with its rearrangements."""
     rows, factors = [], []
     for ci, fs in combine_factors(s).items():
-        sel = np.flatnonzero(s.conv & (s.G > 1) & (s.C == ci) & (s.combine == 1))
+        sel = np.flatnonzero(s.conv & (s.G > 1) & (ci == s.C) & (s.combine == 1))
         for f in fs:
             rows.append(sel)
             factors.append(np.full(len(sel), f, np.int64))
@@ -533,9 +533,10 @@ def _partial_calc(t, s: ConvShapes, c: Candidates, z: dict, field) -> np.ndarray
             )
     slic = c.chains > 0
     if slic.any():
-        for cg, ch, chains in {(int(a), int(b), int(d)) for a, b, d in zip(
-            c.cg[slic], c.ci[slic], c.chains[slic], strict=True
-        )}:
+        for cg, ch, chains in {
+            (int(a), int(b), int(d))
+            for a, b, d in zip(c.cg[slic], c.ci[slic], c.chains[slic], strict=True)
+        }:
             sel = slic & (c.cg == cg) & (c.ci == ch) & (c.chains == chains)
             out[sel] = vertex_costs.slic_partials_cycles(
                 t,

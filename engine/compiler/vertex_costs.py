@@ -330,7 +330,7 @@ def _slic_inner_cycles(runs, field, W: int, cg: int, chains: int, fp: bool, stri
     """``getConvPartialSlicSupervisorInnerLoopCycleEstimateHalfFloat`` over the workers'
     output runs (``worker_runs``): the slowest worker x workers, plus the merge copy of the
     two output halves (8 conv units, half partials) on the implicitly zeroing pass."""
-    count, first, middle, width, last = runs
+    _, first, middle, width, last = runs
     half8 = chains == 2 and not fp
     passes = 1 if chains == 4 else 2  # inputDataPasses
     preamble = 2 + (2 if half8 else 3) + 1 + 2 + 4 + 2 + 2 + 1 + (1 if half8 else 0)
@@ -433,8 +433,16 @@ def _dense_dot_cycles(vw: int, float_acts: bool, float_partials: bool, size):
 
 
 def hmac_partials_cycles(
-    target, *, field, in_chans: int, out_chans: int, in_groups, out_groups, conv_groups,
-    acts_bytes: int, partials_bytes: int
+    target,
+    *,
+    field,
+    in_chans: int,
+    out_chans: int,
+    in_groups,
+    out_groups,
+    conv_groups,
+    acts_bytes: int,
+    partials_bytes: int,
 ):
     """Cycles of one HMAC partials vertex (``ConvPartialHorizontalMac``) on a tile whose field
     is one row of ``field`` outputs and whose kernel is 1 x 1 (the weight update's view),
