@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 import pytest
-from poplibs_costs import WORKERS, engine_amp, reduce_cycles
+from poplibs_costs import WORKERS, engine_amp, hmac_cycles, reduce_cycles, slic_cycles
 
 from engine.compiler import conv_plan as cp
 from engine.compiler import vertex_costs as vc
@@ -125,18 +125,27 @@ def dynamic_slice(elements, splits, eb):
 
 
 def ref_estimate(shape: dict, part: dict, eb: int, pb: int) -> tuple[int, int]:
-    """(totalCycles, totalTempBytes) of one partition, as addEstimates sums them."""
+    """(totalCycles, totalTempBytes) of one partition, as addEstimates sums them. ``part``
+    may name the vertex (``cg`` convGroupsPerGroup, ``ci`` / ``co`` channels per group,
+    ``chains`` > 0 for SLIC; by default the AMP vertex) and a ``combine`` factor
+    (combineConvGroups: ceil(G / f) groups of f x the channels, every operand rearranged)."""
     G, M, C, N, k, width = (shape[x] for x in ("G", "M", "C", "N", "kernel", "width"))
+    combine = part.get("combine", 1)
+    G, C, N = cdiv(G, combine), C * combine, N * combine
     role, conv, dup = shape["role"], shape["conv"], shape.get("dup", 1)
-    ci = vc.weights_per_conv_unit(MK2, eb)
-    co = vc.conv_units(MK2, eb, pb)
+    ci = part.get("ci", vc.weights_per_conv_unit(MK2, eb))
+    co = part.get("co", vc.conv_units(MK2, eb, pb))
+    cg, chains = part.get("cg", 1), part.get("chains", 0)
     kw = max(round(math.sqrt(k)), 1)
     kh = cdiv(k, kw)
     pg, pf, pkh, pi, po, si, so = (part[x] for x in ("pg", "pf", "pkh", "pi", "po", "si", "so"))
     Ft, kht = cdiv(M, pf), cdiv(kh, pkh)
-    Cgt, Ngt, Gt = cdiv(cdiv(C, ci), pi * si), cdiv(cdiv(N, co), po * so), cdiv(G, pg)
+    Cgt, Ngt = cdiv(cdiv(C, ci), pi * si), cdiv(cdiv(N, co), po * so)
+    Ggt = cdiv(cdiv(G, cg), pg)  # conv-group grains on the tile
+    Gt = Ggt * cg
     Hi = shape.get("in_width", width)
     st = max(round(Hi / width), 1) if width > 0 else 1
+    kernel_zeros = input_zeros = 0
     if width > 0:  # the tile's input range (getMaxInputRangeSize, square maps)
         H = width
         if Ft >= H * H:
@@ -144,6 +153,12 @@ def ref_estimate(shape: dict, part: dict, eb: int, pb: int) -> tuple[int, int]:
         else:
             rows, cols, b = cdiv(Ft, H), min(Ft, H), 1
         in_field = b * min((rows - 1) * st + kht, Hi) * min((cols - 1) * st + kw, Hi)
+        if chains:  # applyPadding: kernel width to whole 1 x 4 windows, input padding
+            kw_pad = cdiv(kw, 4) * 4 - kw
+            pad_h = max((H - 1) * st + kh - Hi, 0)
+            pad_w = max((H - 1) * st + kw - Hi, 0) + kw_pad
+            kernel_zeros = Gt * kht * kw_pad * Cgt * ci * Ngt * co
+            input_zeros = Gt * b * ((rows + pad_h) * (cols + pad_w) - rows * cols) * Cgt * ci
     else:
         in_field = Ft
     in_pos = M * Hi * Hi // (width * width) if width > 0 else M
@@ -158,8 +173,14 @@ def ref_estimate(shape: dict, part: dict, eb: int, pb: int) -> tuple[int, int]:
     ex += cdiv((n_w - n_w // pf) * eb * 16, 4 * 16)
     ex += cdiv(n_out * pb * 16, 4 * 16) + remaining_exchange(n_out, depth, pb)
     # vertex
+    ex += cdiv(kernel_zeros * eb * 16, 4 * 16) + cdiv(input_zeros * eb * 16, rate16)
     row_width = min(width, Ft) if width > 0 else Ft
-    calc = engine_amp(MK2, Ft, row_width, kht, kw, Cgt, Ngt, Gt, eb, pb, one_by_one=k == 1)
+    if part.get("hmac"):
+        calc = hmac_cycles(Ft, ci, co, Cgt, Ngt, Gt, eb, pb)
+    elif chains:
+        calc = slic_cycles(Ft, row_width, kht, kw, Ggt, cg, ci, chains, pb, stride=st)
+    else:
+        calc = engine_amp(MK2, Ft, row_width, kht, kw, Cgt, Ngt, Gt, eb, pb, one_by_one=k == 1)
     outputs = cdiv(n_out, depth)
     red = conv_reduce(outputs, depth, si, eb == 4, pb == 4, pb)
     # rearrangements
@@ -167,19 +188,22 @@ def ref_estimate(shape: dict, part: dict, eb: int, pb: int) -> tuple[int, int]:
     mm_wu = not conv and role == "gw"  # FC_TRAINING_WU, operands swapped
     pad_in, pad_out = conv and C % ci != 0, conv and N % co != 0
     r_in, r_w, r_out = wu or pad_in or mm_wu, wu or pad_in or pad_out, wu or pad_out or mm_wu
-    regroup_out = conv and not wu and co != ci and not r_out
-    regroup_w = conv and role == "fwd" and co % ci != 0 and not r_w
+    if combine > 1:
+        r_in = r_w = r_out = True
+    wpu = vc.weights_per_conv_unit(MK2, eb)  # the next layer's assumed input grouping
+    regroup_out = conv and not wu and co != wpu and not r_out
+    regroup_w = conv and role == "fwd" and co % wpu != 0 and not r_w
     gran = 2 if eb == 4 else 4
     out_ch = M if mm_wu else N  # the swapped weight update's output channels
     f_io = 4 if (C * out_ch) % gran == 0 else 3
     f_o = 4 if out_ch % gran == 0 else 3
-    Cp, Np = cdiv(C, ci) * ci, cdiv(N, co) * co
+    Cp, Np, Gp = cdiv(C, ci) * ci, cdiv(N, co) * co, cdiv(G, cg) * cg
     reorder = min(8, eb)
-    in_b = cdiv(cdiv(in_pos * Cp * G, dup) * eb, tiles)
+    in_b = cdiv(cdiv(in_pos * Cp * Gp, dup) * eb, tiles)
     if mm_wu:  # its input is the output gradient, C x N
-        in_b = cdiv(Cp * Np * G * eb, tiles)
-    w_b = cdiv(k * Cp * Np * G * eb, tiles)
-    out_b = cdiv(M * Np * G, tiles) * eb
+        in_b = cdiv(Cp * Np * Gp * eb, tiles)
+    w_b = cdiv(k * Cp * Np * Gp * eb, tiles)
+    out_b = cdiv(M * Np * Gp, tiles) * eb
     copy = xch = out_copy = out_x = temp_tr = 0
     if r_in:
         copy += cdiv(in_b * 5, reorder * f_io)
@@ -190,7 +214,7 @@ def ref_estimate(shape: dict, part: dict, eb: int, pb: int) -> tuple[int, int]:
         xch += cdiv(w_b, 4)
         temp_tr = max(temp_tr, w_b)
     elif regroup_w:
-        copy += cdiv(cdiv(k * Cp * Np * G, tiles) * eb * 5, f_o * min(8, co * eb))
+        copy += cdiv(cdiv(k * Cp * Np * Gp, tiles) * eb * 5, f_o * min(8, co * eb))
         temp_tr = max(temp_tr, w_b)
     if r_out:
         out_copy += cdiv(out_b * 5, reorder * f_o)
@@ -208,7 +232,10 @@ def ref_estimate(shape: dict, part: dict, eb: int, pb: int) -> tuple[int, int]:
         extra += 11 + WORKERS * (58 + cdiv(cdiv(outputs, WORKERS), vw) * 3)
     out_cast = cast_estimate(outputs, 64 // (8 * pb), 64 // (8 * eb)) if si > 1 else 0
     total = (extra + copy + xch + out_copy + out_x + ex + calc + red) * si * so + out_cast
-    conv_temp = (n_in + n_w) * eb + n_out * pb
+    partials = n_out * pb
+    if chains:  # the SLIC vertex's buffer: one conv-group grain's partials + 200 bytes
+        partials += cdiv(partials, Ggt) + 200
+    conv_temp = (n_in + n_w) * eb + partials + (kernel_zeros + input_zeros) * eb
     temp = max(2 * temp_tr, conv_temp, reduce_temp(outputs, depth, pb))
     temp += outputs * pb if si > 1 else 0
     return total, temp
@@ -356,3 +383,23 @@ def test_cycles_per_flop_rise_as_the_maps_shrink(pb):
     # (input channels, kernel rows) and pays for partial-sum reductions
     p = cp.plan(_a(conv(2, 512, 512), "fwd", True, 2), MK2, T, LIMIT, pb)
     assert int(p["pk"][0]) > 1 and int(p["red_cs"][0]) > 0 and int(p["red_ex"][0]) > 0
+
+
+def test_counts_a_profile_cannot_hold_are_refused_before_simulating(tmp_path, capsys):
+    """A configuration whose programs would take more than 2^31 - 1 cycles on a tile (the
+    profile's int32 per-tile counts) is refused in one sentence, with no file and no
+    traceback; one just below the bound still compiles."""
+    from analyser.cli import main
+
+    out = tmp_path / "huge.h5"
+    flags = ["--micro-batch-size", "65536", "--image-size", "4096", "--quiet"]
+    assert main(["profile", "-o", str(out), *flags]) == 2
+    err = capsys.readouterr().err
+    assert "32-bit per-tile cycle counts" in err and "micro-batch" in err
+    assert "Traceback" not in err and "schema" not in err
+    assert err.strip().count("\n") <= 1 and not out.exists()
+    import engine
+    from engine.compiler import MAX_TILE_CYCLES
+
+    ok = engine.compile({"model": "resnet50", "micro_batch_size": 1, "image_size": 64})
+    assert int(ok.programs.cycles.max()) <= MAX_TILE_CYCLES

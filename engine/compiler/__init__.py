@@ -86,6 +86,7 @@ def compile_program(config: RunConfig | dict, progress=None) -> CompiledProgram:
     tick(0.2, "planning tiles")
     tile_plan = plan_ops(lowered, target, config, compute_tiles)
     pr = tile_plan.programs
+    _check_tile_cycles(pr, config, target)
     # what-if: the named compute sets spread evenly (their code and vertex state follow)
     balance_compute_sets(pr, config.balance_compute_sets, compute_tiles, config.model)
     stage_ipu = np.arange(config.stages, dtype=np.int16)
@@ -124,6 +125,28 @@ def compile_program(config: RunConfig | dict, progress=None) -> CompiledProgram:
     )
     tick(1.0, "compiled")
     return compiled
+
+
+#: Largest cycles of one program on one tile a profile holds (``/programs/tile_cycles`` is
+#: int32 in the profile schema, as PopVision's per-tile cycle counts).
+MAX_TILE_CYCLES = 2**31 - 1
+
+
+def _check_tile_cycles(programs: dict, config: RunConfig, target) -> None:
+    """Refuse, in one sentence and before anything is simulated, a configuration one of
+    whose programs would take more cycles on a tile than a profile can record."""
+    cycles = np.asarray(programs["cycles"], np.int64)
+    if not len(cycles) or int(cycles.max()) <= MAX_TILE_CYCLES:
+        return
+    from engine.errors import ConfigError
+
+    i = int(np.argmax(cycles))
+    seconds = int(cycles[i]) / float(target.clock_hz)
+    raise ConfigError(
+        f"program {str(programs['name'][i])!r} would take {int(cycles[i]):,} cycles on one "
+        f"tile ({seconds:,.1f} s), more than a profile's 32-bit per-tile cycle counts hold "
+        f"(2^31 - 1); use a smaller micro-batch (now {config.micro_batch_size:,}) or input."
+    )
 
 
 def lowered_in_segment_order(graph, config, target) -> SegmentOrder:

@@ -75,6 +75,13 @@ KERNEL_SPLITS = (1, 2, 3, 4)
 #: ``getBinaryOp1DInPlaceEstimate``: worker overhead 58, ADD 1 + 2 cycles per vector.
 ADD_IN_PLACE_WORKER_CYCLES = 58
 ADD_IN_PLACE_CYCLES_PER_VECTOR = 3
+#: ``target.getConvUnitMaxPipelineDepth``: weights per conv unit = 4 x input load elements.
+CONV_UNIT_PIPELINE_DEPTH = 4
+#: HMAC input channels per group tried (``getConvVertexHMACCandidates`` lists every even
+#: grouping up to the channels; the engine tries these powers of four, a subset).
+HMAC_IN_CHANS = (16, 64, 256, 1024)
+#: ``Plan::Slic::windowWidth``: the only SLIC kernel window PopLibs implements (1 x 4).
+SLIC_WINDOW = 4
 
 
 def _cdiv(a, b):
@@ -103,6 +110,8 @@ class ConvShapes:
     eb: int  # input / output element bytes
     pb: int  # partials bytes (vertex and inter-tile)
     wpu: int  # weightsPerConvUnit
+    orig: np.ndarray  # the op each row plans (rows past the ops: combined conv groups)
+    combine: np.ndarray  # combineConvGroupsFactor of the row (1: none)
 
 
 def conv_shapes(a: dict, t, pb: int) -> ConvShapes:
@@ -138,7 +147,52 @@ def conv_shapes(a: dict, t, pb: int) -> ConvShapes:
         eb=eb,
         pb=pb,
         wpu=vertex_costs.weights_per_conv_unit(t, eb),
+        orig=np.arange(len(K)),
+        combine=np.ones(len(K), np.int64),
     )
+
+
+def combine_factors(s: ConvShapes) -> dict[int, tuple[int, ...]]:
+    """``getCombineConvGroupCandidates`` for one input channel per group (half: also 2): the
+    factors from ``convInputLoadElems / cin`` up to ``16 / cin`` (half; float ``8 / cin``)
+    by powers of two, per input channels per group (``{cin: factors}``)."""
+    load = s.wpu // CONV_UNIT_PIPELINE_DEPTH  # convInputLoadElems
+    top = 16 if s.eb == 2 else 8
+    out = {}
+    for ci in (1, 2) if s.eb == 2 else (1,):
+        f, fs = max(load // ci, 1), []
+        while f <= top // ci:
+            fs.append(f)
+            f *= 2
+        out[ci] = tuple(fs)
+    return out
+
+
+def with_combined_groups(s: ConvShapes) -> ConvShapes:
+    """``s`` and, for every grouped convolution with 1 (half: or 2) input channels per group,
+    a row per ``combineConvGroups`` factor ``f``: ``ceil(G / f)`` groups of ``f x`` the
+    input and output channels (block-diagonal weights, ConvModel.cpp ``combineConvGroups``),
+    planned for the same op (``orig``) with its rearrangements."""
+    rows, factors = [], []
+    for ci, fs in combine_factors(s).items():
+        sel = np.flatnonzero(s.conv & (s.G > 1) & (ci == s.C) & (s.combine == 1))
+        for f in fs:
+            rows.append(sel)
+            factors.append(np.full(len(sel), f, np.int64))
+    if not rows or not sum(len(r) for r in rows):
+        return s
+    idx = np.concatenate(rows)
+    f = np.concatenate(factors)
+    ext = {}
+    for name in ConvShapes.__dataclass_fields__:
+        v = getattr(s, name)
+        ext[name] = np.concatenate([v, v[idx]]) if isinstance(v, np.ndarray) else v
+    n = len(s.M)
+    ext["G"][n:] = _cdiv(s.G[idx], f)
+    ext["C"][n:] = s.C[idx] * f
+    ext["N"][n:] = s.N[idx] * f
+    ext["combine"][n:] = f
+    return ConvShapes(**ext)
 
 
 @dataclass
@@ -153,6 +207,11 @@ class Candidates:
     po: np.ndarray
     si: np.ndarray  # input-channel serial splits
     so: np.ndarray  # output-channel serial splits
+    cg: np.ndarray  # convGroupsPerGroup of the vertex (1: AMP)
+    ci: np.ndarray  # inChansPerGroup of the vertex
+    co: np.ndarray  # partialChansPerGroup of the vertex
+    chains: np.ndarray  # SLIC: conv-unit chains (2 or 4); 0: the AMP vertex
+    hmac: np.ndarray  # the HMAC vertex (chains 0)
 
 
 def _dedup(op: np.ndarray, key: np.ndarray) -> np.ndarray:
@@ -164,47 +223,141 @@ def _dedup(op: np.ndarray, key: np.ndarray) -> np.ndarray:
     return order[new]
 
 
-def candidates(s: ConvShapes, T: int) -> Candidates:
-    """Every candidate partition of every op within the tiles (numpy, no loop over ops): the
+def _grid(
+    s: ConvShapes, T: int, op, pg, cg: int, ci: int, co: int, chains: int, hmac: bool = False
+) -> Candidates:
+    """The candidate partitions of rows ``op`` (an op may repeat, once per conv-group split
+    ``pg``) for one vertex type (``cg`` conv groups, ``ci`` / ``co`` channels per group;
+    ``chains`` > 0: SLIC, whose tile holds one group of input and of output channels): the
     distinct channel and kernel-row splits first, then the field splits of each."""
     e = 2 ** np.arange(10)
     ks = np.array((*KERNEL_SPLITS, 0))  # 0 stands for the kernel's own height
     ei, eo, kk = (x.ravel() for x in np.meshgrid(e, e, ks, indexing="ij"))
-    Cg, Ng = _cdiv(s.C, s.ci), _cdiv(s.N, s.co)
-    pg = np.minimum(s.G, T)
+    Cg, Ng = _cdiv(s.C[op], ci), _cdiv(s.N[op], co)
     Tr = np.maximum(T // pg, 1)
-    pi = np.minimum(ei[None, :], Cg[:, None])
-    po = np.minimum(eo[None, :], Ng[:, None])
-    pkh = np.minimum(np.where(kk == 0, s.kh[:, None], kk[None, :]), s.kh[:, None])
+    kh = s.kh[op]
+    if chains:  # every input and output channel group on its own tiles
+        ei = np.zeros_like(ei)
+        eo = np.zeros_like(eo)
+        pi = np.broadcast_to(Cg[:, None], (len(op), len(ei)))
+        po = np.broadcast_to(Ng[:, None], (len(op), len(eo)))
+        chan_ok = np.ones(pi.shape, bool)
+    else:
+        pi = np.minimum(ei[None, :], Cg[:, None])
+        po = np.minimum(eo[None, :], Ng[:, None])
+        chan_ok = (pi == np.minimum(ei, Cg[:, None])) & (po <= eo)
+    pkh = np.minimum(np.where(kk == 0, kh[:, None], kk[None, :]), kh[:, None])
     rest = pi * po * pkh
-    ok = (rest <= Tr[:, None]) & (pi == np.minimum(ei, Cg[:, None])) & (po <= eo)
-    op, col = np.nonzero(ok)
-    pi, po, pkh, rest = pi[op, col], po[op, col], pkh[op, col], rest[op, col]
-    keep = _dedup(op, (pi * 4096 + po) * 8 + pkh)
-    op, pi, po, pkh, rest = op[keep], pi[keep], po[keep], pkh[keep], rest[keep]
+    ok = (rest <= Tr[:, None]) & chan_ok
+    row, col = np.nonzero(ok)
+    pi, po, pkh, rest = pi[row, col], po[row, col], pkh[row, col], rest[row, col]
+    keep = _dedup(row, (pi * 4096 + po) * 8 + pkh)
+    row, pi, po, pkh, rest = row[keep], pi[keep], po[keep], pkh[keep], rest[keep]
     # field splits: powers of two and "all the tiles left"
     ef = np.r_[2 ** np.arange(EXP_MAX + 1), 0]
-    pf_max = np.minimum(np.maximum(Tr[op] // rest, 1), s.M[op])
-    pf = np.where(ef[None, :] == 0, pf_max[:, None], np.minimum(ef[None, :], s.M[op][:, None]))
-    ok = rest[:, None] * pf <= Tr[op][:, None]
-    row, col = np.nonzero(ok)
-    pf = pf[row, col]
-    keep = _dedup(row, pf)
-    row, pf = row[keep], pf[keep]
-    one = np.ones(len(row), np.int64)
-    o = op[row]
-    return Candidates(o, pg[o], pf, pkh[row], pi[row], po[row], one, one)
+    M = s.M[op[row]]
+    pf_max = np.minimum(np.maximum(Tr[row] // rest, 1), M)
+    pf = np.where(ef[None, :] == 0, pf_max[:, None], np.minimum(ef[None, :], M[:, None]))
+    ok = rest[:, None] * pf <= Tr[row][:, None]
+    r2, col = np.nonzero(ok)
+    pf = pf[r2, col]
+    keep = _dedup(r2, pf)
+    r2, pf = r2[keep], pf[keep]
+    one = np.ones(len(r2), np.int64)
+    rows = row[r2]
+    return Candidates(
+        op[rows],
+        pg[rows],
+        pf,
+        pkh[r2],
+        pi[r2],
+        po[r2],
+        one,
+        one,
+        one * cg,
+        one * ci,
+        one * co,
+        one * chains,
+        np.full(len(r2), hmac),
+    )
+
+
+def _group_splits(groups: np.ndarray, T: int) -> tuple[np.ndarray, np.ndarray]:
+    """Conv-group splits tried per op (``PartitionVariables::convGroupSplit`` over the conv
+    group grains): the powers of two below the grains, the grains themselves and as many as
+    the tiles allow. Returns (row's op index, split)."""
+    e = 2 ** np.arange(EXP_MAX + 1)
+    cand = np.concatenate(
+        [np.minimum(e[None, :], groups[:, None]), np.minimum(groups, T)[:, None]], axis=1
+    )
+    row, col = np.nonzero(np.ones(cand.shape, bool))
+    split = cand[row, col]
+    keep = _dedup(row, split)
+    return row[keep], split[keep]
+
+
+def slic_types(s: ConvShapes) -> tuple[tuple[int, int, int], ...]:
+    """``getConvVertexSLICCandidates``: (convGroupsPerGroup, chansPerGroup, conv chains) of
+    the SLIC vertices for half activations: groupings 1 x 4, 2 x 2, 4 x 1 and, with half
+    partials and 16 conv units, 8 x 1 and 16 x 1; 4 chains with 16 conv units and half
+    partials, 2 chains otherwise (float partials: 2 only). None for float activations."""
+    if s.eb != 2:
+        return ()
+    units = s.co  # numConvUnits (partialChansPerGroup of the AMP vertex)
+    half_partials = s.pb == 2
+    chains = ((4,) if units == 16 else ()) + (2,) if half_partials else (2,)
+    groupings = [(1, 4), (2, 2), (4, 1)]
+    if half_partials and units == 16:
+        groupings += [(8, 1), (16, 1)]
+    return tuple((g, ch, n) for n in chains for g, ch in groupings)
+
+
+def candidates(s: ConvShapes, T: int) -> Candidates:
+    """Every candidate partition of every op within the tiles (numpy, no loop over ops).
+
+    Dense convolutions and matmuls (batched ones included) keep every conv group on its own
+    tiles (``pg = min(G, tiles)``) with the AMP vertex. Grouped convolutions (``G > 1``) also
+    split their conv groups (``_group_splits``) and, where their shape allows, try the SLIC
+    vertex (``slic_types``; a field of rows, stride at most 2, not a weight update) besides
+    AMP, as ``getConvVertexTypeCandidates`` lists them."""
+    n = len(s.M)
+    ops = np.arange(n)
+    grouped = s.conv & (s.G > 1)
+    parts = []
+    dense = ops[~grouped]
+    if len(dense):
+        parts.append(_grid(s, T, dense, np.minimum(s.G[dense], T), 1, s.ci, s.co, 0))
+    gops = ops[grouped]
+    if len(gops):
+        row, pg = _group_splits(s.G[gops], T)
+        parts.append(_grid(s, T, gops[row], pg, 1, s.ci, s.co, 0))
+        slic_ok = (s.width[gops] > 0) & (s.role[gops] != "gw") & (s.stride[gops] <= 2)
+        sops = gops[slic_ok]
+        for cg, ch, chains in slic_types(s) if len(sops) else ():
+            row, pg = _group_splits(_cdiv(s.G[sops], cg), T)
+            parts.append(_grid(s, T, sops[row], pg, cg, ch, ch, chains))
+        # the weight update: HMAC (partialChansPerGroup 1, or 2 with half partials)
+        hops = gops[(s.role[gops] == "gw") & (s.width[gops] == 0) & (s.kernel[gops] == 1)]
+        if len(hops):
+            row, pg = _group_splits(s.G[hops], T)
+            for ci in HMAC_IN_CHANS:
+                parts.append(_grid(s, T, hops[row], pg, 1, ci, 1 if s.pb >= 4 else 2, 0, True))
+    c = parts[0]
+    for p in parts[1:]:
+        c = _concat(c, p)
+    return c
 
 
 def _tile_sizes(s: ConvShapes, c: Candidates) -> dict:
     """Largest tile's sizes of each candidate (``ConvSizeVariables`` at the tile level)."""
     o = c.op
-    Cg, Ng = _cdiv(s.C[o], s.ci), _cdiv(s.N[o], s.co)
+    Cg, Ng = _cdiv(s.C[o], c.ci), _cdiv(s.N[o], c.co)
     Ft = _cdiv(s.M[o], c.pf)
     kht = _cdiv(s.kh[o], c.pkh)
     Cgt = _cdiv(Cg, c.pi * c.si)
     Ngt = _cdiv(Ng, c.po * c.so)
-    Gt = _cdiv(s.G[o], c.pg)
+    Ggt = _cdiv(_cdiv(s.G[o], c.cg), c.pg)  # conv-group grains on the tile
+    Gt = Ggt * c.cg
     W = s.width[o]
     is_conv = W > 0
     H = np.maximum(W, 1)  # square maps
@@ -218,6 +371,18 @@ def _tile_sizes(s: ConvShapes, c: Candidates) -> dict:
     halo_cols = np.minimum((cols - 1) * st + s.kw[o], Hi)
     batch = np.where(whole, _cdiv(Ft, image), 1)
     in_field = np.where(is_conv, batch * halo_rows * halo_cols, Ft)
+    # SLIC's tile-level transform (addTileLevelTransformEstimates / applyPadding): the kernel
+    # width padded to whole 1 x 4 windows and the input's padding made real zeros (the
+    # padding that keeps the output's size: (out - 1) x stride + kernel - in per dimension)
+    slic = c.chains > 0
+    kw = s.kw[o]
+    kw_pad = np.where(slic, _cdiv(kw, SLIC_WINDOW) * SLIC_WINDOW - kw, 0)
+    pad_h = np.maximum((H - 1) * st + s.kh[o] - Hi, 0)
+    pad_w = np.maximum((H - 1) * st + kw - Hi, 0) + kw_pad
+    chans_in, chans_out = Cgt * c.ci, Ngt * c.co
+    kernel_zeros = Gt * kht * kw_pad * chans_in * chans_out
+    input_zeros = Gt * batch * ((rows + pad_h) * (cols + pad_w) - rows * cols) * chans_in
+    input_zeros = np.where(slic & is_conv, input_zeros, 0)
     return dict(
         Ft=Ft,
         kt=kht * s.kw[o],
@@ -225,9 +390,12 @@ def _tile_sizes(s: ConvShapes, c: Candidates) -> dict:
         Cgt=Cgt,
         Ngt=Ngt,
         Gt=Gt,
-        n_in=np.maximum(_cdiv(in_field * Cgt * s.ci * Gt, s.dup[o]), in_field * Gt),
-        n_w=kht * s.kw[o] * Cgt * s.ci * Ngt * s.co * Gt,
-        n_out=Ft * Ngt * s.co * Gt,
+        Ggt=Ggt,
+        n_in=np.maximum(_cdiv(in_field * Cgt * c.ci * Gt, s.dup[o]), in_field * Gt),
+        n_w=kht * s.kw[o] * Cgt * c.ci * Ngt * c.co * Gt,
+        n_out=Ft * Ngt * c.co * Gt,
+        kernel_zeros=kernel_zeros,
+        input_zeros=input_zeros,
         depth=c.pkh * c.pi,
         tiles=c.pg * c.pf * c.pkh * c.pi * c.po,
     )
@@ -249,27 +417,31 @@ class PlanCosts:
     output_exchange: np.ndarray
     serial_extra: np.ndarray  # dynamic slices / updates and in-place adds, per iteration
     output_cast: np.ndarray  # input-channel serial splits: the final cast, once
+    tile_transform: np.ndarray  # SLIC's padding of kernel and input on the tile
     total: np.ndarray  # the planner's totalCycles
     temp: np.ndarray  # totalTempBytes
     sizes: dict
 
 
-def _transform_flags(s: ConvShapes, o: np.ndarray) -> tuple[np.ndarray, ...]:
-    """``addTransformCycleEstimate``'s rearrange / regroup decisions per candidate's op."""
+def _transform_flags(s: ConvShapes, c: Candidates) -> tuple[np.ndarray, ...]:
+    """``addTransformCycleEstimate``'s rearrange / regroup decisions per candidate (its op
+    and its vertex's channel groupings)."""
+    o = c.op
     conv, role = s.conv[o], s.role[o]
     wu = conv & (role == "gw")
     fwd = conv & ((role == "fwd") | (role == "recomp"))
-    pad_in = conv & (s.C[o] % s.ci != 0)
-    pad_out = conv & (s.N[o] % s.co != 0)
+    pad_in = conv & (s.C[o] % c.ci != 0)
+    pad_out = conv & (s.N[o] % c.co != 0)
     # a training matmul's weight update, planned separately (PopLibs keeps the cheaper of the
     # joint and the separate plans, createPlan: separatePlanHasLowerCost) with its operands
     # swapped: FC_TRAINING_WU rearranges its input (the output gradient) and its output
     mm_wu = ~conv & (role == "gw")
-    r_in = wu | pad_in | mm_wu
-    r_w = wu | pad_in | pad_out
-    r_out = wu | pad_out | mm_wu
-    regroup_out = conv & ~wu & (s.co != s.wpu)
-    regroup_w = fwd & (s.co % s.wpu != 0)
+    comb = s.combine[o] > 1  # combineConvGroups rearranges all three
+    r_in = wu | pad_in | mm_wu | comb
+    r_w = wu | pad_in | pad_out | comb
+    r_out = wu | pad_out | mm_wu | comb
+    regroup_out = conv & ~wu & (c.co != s.wpu)
+    regroup_w = fwd & (c.co % s.wpu != 0)
     return r_in, r_w, r_out, regroup_out & ~r_out, regroup_w & ~r_w
 
 
@@ -284,10 +456,11 @@ def _transform_costs(s: ConvShapes, c: Candidates, xb: float) -> dict:
     """Copy / exchange cycles and temporary bytes of the rearrangements (whole tensors of the
     IPU level spread over the tiles used)."""
     o = c.op
-    r_in, r_w, r_out, reg_out, reg_w = _transform_flags(s, o)
+    r_in, r_w, r_out, reg_out, reg_w = _transform_flags(s, c)
     tiles = c.pg * c.pf * c.pkh * c.pi * c.po
-    Cp = _cdiv(s.C[o], s.ci) * s.ci
-    Np = _cdiv(s.N[o], s.co) * s.co
+    Cp = _cdiv(s.C[o], c.ci) * c.ci
+    Np = _cdiv(s.N[o], c.co) * c.co
+    Gp = _cdiv(s.G[o], c.cg) * c.cg
     eb = s.eb
     reorder = min(MEMCPY_BYTES_PER_CYCLE, eb)
     gran = 2 if eb >= 4 else 4
@@ -298,20 +471,20 @@ def _transform_costs(s: ConvShapes, c: Candidates, xb: float) -> dict:
     f_io = np.where((s.C[o] * out_ch) % gran == 0, 4, 3)  # 5 / factor
     f_out = np.where(out_ch % gran == 0, 4, 3)
     # the whole input (a weight gradient's activations once)
-    in_b = _cdiv(_cdiv(_input_positions(s, o) * Cp * s.G[o], s.dup[o]) * eb, tiles)
-    in_b = np.where(mm_wu, _cdiv(Cp * Np * s.G[o] * eb, tiles), in_b)
-    w_b = _cdiv(s.kernel[o] * Cp * Np * s.G[o] * eb, tiles)
-    out_b = _cdiv(s.M[o] * Np * s.G[o], tiles) * eb
+    in_b = _cdiv(_cdiv(_input_positions(s, o) * Cp * Gp, s.dup[o]) * eb, tiles)
+    in_b = np.where(mm_wu, _cdiv(Cp * Np * Gp * eb, tiles), in_b)
+    w_b = _cdiv(s.kernel[o] * Cp * Np * Gp * eb, tiles)
+    out_b = _cdiv(s.M[o] * Np * Gp, tiles) * eb
     copy = np.where(r_in, _cdiv(in_b * 5, reorder * f_io), 0)
     exch = np.where(r_in, _cdiv(in_b, xb), 0)
     copy = copy + np.where(r_w, _cdiv(w_b * 5, reorder * f_io), 0)
     exch = exch + np.where(r_w, _cdiv(w_b, xb), 0)
-    regroup_w = min(MEMCPY_BYTES_PER_CYCLE, s.co * eb)
-    w_regroup = _cdiv(s.kernel[o] * Cp * Np * s.G[o], tiles) * eb
+    regroup_w = np.minimum(MEMCPY_BYTES_PER_CYCLE, c.co * eb)
+    w_regroup = _cdiv(s.kernel[o] * Cp * Np * Gp, tiles) * eb
     copy = copy + np.where(reg_w, _cdiv(w_regroup * 5, f_out * regroup_w), 0)
     out_copy = np.where(r_out, _cdiv(out_b * 5, reorder * f_out), 0)
     out_exch = np.where(r_out, _cdiv(out_b, xb), 0).astype(np.int64)
-    regroup_o = min(MEMCPY_BYTES_PER_CYCLE, s.co * eb)
+    regroup_o = np.minimum(MEMCPY_BYTES_PER_CYCLE, c.co * eb)
     out_copy = out_copy + np.where(reg_out, _cdiv(out_b * 5, regroup_o * f_out), 0)
     temp = np.maximum.reduce(
         [
@@ -334,14 +507,59 @@ def _dynamic_slice_cycles(t, elements, splits, eb: int):
     return np.where(np.asarray(splits) > 1, cycles, 0).astype(np.int64)
 
 
-def _partial_calc(t, s: ConvShapes, o: np.ndarray, z: dict, field) -> np.ndarray:
-    """``addPartialCalcCycleEstimate``: the AMP vertex over ``field`` output positions of the
-    tile's share (``z``: the tile sizes of the candidates of ops ``o``)."""
+def _partial_calc(t, s: ConvShapes, c: Candidates, z: dict, field) -> np.ndarray:
+    """``addPartialCalcCycleEstimate``: the candidate's vertex (AMP, or SLIC where
+    ``c.chains`` > 0) over ``field`` output positions of the tile's share (``z``: the tile
+    sizes of the candidates ``c``)."""
+    o = c.op
     w = s.width[o]
+    field = np.broadcast_to(np.asarray(field, np.int64), o.shape)
+    row_width = np.where(w > 0, np.minimum(w, field), field)
+    out = _amp_calc(t, s, o, z, field, row_width)
+    hmac = c.hmac
+    if hmac.any():
+        for ci, co in {(int(a), int(b)) for a, b in zip(c.ci[hmac], c.co[hmac], strict=True)}:
+            sel = hmac & (c.ci == ci) & (c.co == co)
+            out[sel] = vertex_costs.hmac_partials_cycles(
+                t,
+                field=field[sel],
+                in_chans=ci,
+                out_chans=co,
+                in_groups=z["Cgt"][sel],
+                out_groups=z["Ngt"][sel],
+                conv_groups=z["Gt"][sel],
+                acts_bytes=s.eb,
+                partials_bytes=s.pb,
+            )
+    slic = c.chains > 0
+    if slic.any():
+        for cg, ch, chains in {
+            (int(a), int(b), int(d))
+            for a, b, d in zip(c.cg[slic], c.ci[slic], c.chains[slic], strict=True)
+        }:
+            sel = slic & (c.cg == cg) & (c.ci == ch) & (c.chains == chains)
+            out[sel] = vertex_costs.slic_partials_cycles(
+                t,
+                field=field[sel],
+                row_width=row_width[sel],
+                kernel_rows=_cdiv(z["kt"][sel], z["kwt"][sel]),
+                kernel_width=z["kwt"][sel],
+                conv_group_groups=z["Ggt"][sel],
+                conv_groups_per_group=cg,
+                chans_per_group=ch,
+                chains=chains,
+                stride=s.stride[o[sel]],
+                partials_bytes=s.pb,
+            )
+    return out
+
+
+def _amp_calc(t, s: ConvShapes, o: np.ndarray, z: dict, field, row_width) -> np.ndarray:
+    """The AMP vertex estimate of every candidate (``vertex_costs.amp_partials_cycles``)."""
     return vertex_costs.amp_partials_cycles(
         t,
         field=field,
-        row_width=np.where(w > 0, np.minimum(w, field), field),
+        row_width=row_width,
         kernel_positions=z["kt"],
         kernel_width=z["kwt"],
         in_groups=z["Cgt"],
@@ -369,10 +587,14 @@ def estimate(s: ConvShapes, c: Candidates, t) -> PlanCosts:
     first = np.ceil(z["n_out"] * pb / xb).astype(np.int64)
     red_ex = reduction.conv_reduce_exchange(z["n_out"], depth, pb, xb)
     red_ex[:, 0] = first  # the planner counts the first stage whatever the depth
-    partial = _partial_calc(t, s, o, z, z["Ft"])
+    partial = _partial_calc(t, s, c, z, z["Ft"])
     outputs = _cdiv(z["n_out"], depth)
     red, _, _ = reduction.conv_reduce(t, outputs, depth, c.si, eb, pb)
     tr = _transform_costs(s, c, xb)
+    # SLIC's padding (applyPadding): the zeros' exchange cycles, kernel at the exchange
+    # rate, inputs at the inputs' rate
+    tile_tr = np.ceil(z["kernel_zeros"] * eb / xb).astype(np.int64)
+    tile_tr = tile_tr + np.ceil(z["input_zeros"] * eb / in_rate).astype(np.int64)
     serial = c.si * c.so
     # serial splits: slices of inputs (input channels) and weights, update / add of outputs
     in_per_tile = _cdiv(_input_positions(s, o) * s.C[o] * s.G[o], z["tiles"])
@@ -400,9 +622,15 @@ def estimate(s: ConvShapes, c: Candidates, t) -> PlanCosts:
         + red_ex.sum(axis=1)
         + partial
         + red.sum(axis=1)
+        + tile_tr
     )
     total = per_iter * serial + out_cast
-    conv_temp = (z["n_in"] + z["n_w"]) * eb + z["n_out"] * pb
+    partials_b = z["n_out"] * pb
+    # the SLIC vertex's extra buffer (addConvTempMemoryEstimate): the partials of one conv
+    # group grain + 200 bytes
+    partials_b = partials_b + np.where(c.chains > 0, _cdiv(partials_b, z["Ggt"]) + 200, 0)
+    conv_temp = (z["n_in"] + z["n_w"]) * eb + partials_b
+    conv_temp = conv_temp + (z["kernel_zeros"] + z["input_zeros"]) * eb
     red_temp = reduction.conv_reduce_temp_bytes(outputs, depth, pb)
     in_place = np.where(c.si > 1, outputs * pb, 0)
     temp = np.maximum.reduce([tr["temp"], conv_temp, red_temp]) + in_place
@@ -418,6 +646,7 @@ def estimate(s: ConvShapes, c: Candidates, t) -> PlanCosts:
         output_exchange=tr["out_exch"],
         serial_extra=extra,
         output_cast=out_cast,
+        tile_transform=tile_tr,
         total=total.astype(np.int64),
         temp=temp.astype(np.int64),
         sizes=z,
@@ -447,8 +676,8 @@ def _with_serial(s: ConvShapes, c: Candidates, e: PlanCosts, over, limit: float)
     out_kind = np.tile(np.array([True, False, True, False]), len(idx))
     base = _take(c, np.repeat(idx, 4))
     o = base.op
-    left_o = _cdiv(_cdiv(s.N[o], s.co), base.po)
-    left_i = _cdiv(_cdiv(s.C[o], s.ci), base.pi)
+    left_o = _cdiv(_cdiv(s.N[o], base.co), base.po)
+    left_i = _cdiv(_cdiv(s.C[o], base.ci), base.pi)
     base.so = np.where(out_kind, np.minimum(k, left_o), 1)
     base.si = np.where(out_kind, 1, np.minimum(k, left_i))
     fine = np.where(out_kind, k <= 2 * left_o, k <= 2 * left_i) & (base.so * base.si > 1)
@@ -464,24 +693,25 @@ def search(s: ConvShapes, t, T: int, limit: float) -> tuple[Candidates, PlanCost
     e = estimate(s, c, t)
     # serial splits only cost more than the same partition without them: try them on the
     # partitions that do not fit yet would beat the best one that does
-    n = len(s.M)
+    n = int(s.orig.max()) + 1 if len(s.orig) else 0
     best_fit = np.full(n, np.iinfo(np.int64).max)
     fits = e.temp <= limit
-    np.minimum.at(best_fit, c.op[fits], e.total[fits])
-    extra = _with_serial(s, c, e, ~fits & (e.total < best_fit[c.op]), limit)
+    np.minimum.at(best_fit, s.orig[c.op[fits]], e.total[fits])
+    extra = _with_serial(s, c, e, ~fits & (e.total < best_fit[s.orig[c.op]]), limit)
     if len(extra.op):
         e2 = estimate(s, extra, t)
         c = _concat(c, extra)
         e = _concat_costs(e, e2)
     fits = e.temp <= limit
+    op = s.orig[c.op]  # the op each candidate plans (combined conv groups plan their op)
     any_fit = np.zeros(n, bool)
-    any_fit[c.op[fits]] = True
+    any_fit[op[fits]] = True
     score = np.where(fits, e.total, np.iinfo(np.int64).max // 4)
-    score = np.where(any_fit[c.op], score, e.temp)
+    score = np.where(any_fit[op], score, e.temp)
     tiles = c.pg * c.pf * c.pkh * c.pi * c.po
-    order = np.lexsort((tiles, score, c.op))
+    order = np.lexsort((tiles, score, op))
     first = np.ones(len(order), bool)
-    first[1:] = c.op[order][1:] != c.op[order][:-1]
+    first[1:] = op[order][1:] != op[order][:-1]
     best = order[first]  # one per op, in op order
     return _take(c, best), _take_costs(e, best), ~any_fit
 
@@ -521,7 +751,7 @@ def plan(a: dict, t, T: int, limit: float, pb: int) -> dict:
     n = len(a["M"])
     if n == 0:
         return {}
-    s = conv_shapes(a, t, pb)
+    s = with_combined_groups(conv_shapes(a, t, pb))
     c, e, none_fit = search(s, t, T, limit)
     return programs(s, c, e, none_fit, t, T)
 
@@ -534,16 +764,16 @@ def programs(s: ConvShapes, c: Candidates, e: PlanCosts, none_fit, t, T: int) ->
     eb = s.eb
     serial = c.si * c.so
     tiles = z["tiles"]
-    M = s.M
+    M = s.M[c.op]
     r = M - (M // c.pf) * c.pf
     n_max = np.where(r > 0, r * (tiles // c.pf), tiles)
     depth = z["depth"]
     reduces = depth > 1
-    exch = (e.input_exchange + e.weight_exchange + e.transform_exchange) * serial
+    exch = (e.input_exchange + e.weight_exchange + e.transform_exchange + e.tile_transform) * serial
     recv = ((z["n_in"] - z["n_in"] // c.po) + (z["n_w"] - z["n_w"] // c.pf)) * eb
     # the smaller field share (floor) of the other tiles, for the main compute set
     Ft_lo = np.maximum(M // c.pf, 1)
-    lo = _partial_calc(t, s, c.op, z, Ft_lo)
+    lo = _partial_calc(t, s, c, z, Ft_lo)
     red_ex = np.where(reduces[:, None], e.reduce_exchange, 0) * serial[:, None]
     red_ex = np.where(red_ex > 0, red_ex + setup, 0)
     red_cs = np.where(reduces[:, None], e.reduce, 0) * serial[:, None]
@@ -564,7 +794,7 @@ def programs(s: ConvShapes, c: Candidates, e: PlanCosts, none_fit, t, T: int) ->
         "si": c.si,
         "so": c.so,
         "s": serial,
-        "gpt": z["Gt"],
+        "gpt": np.where(c.chains > 0, 1, z["Gt"]),  # vertices per tile: one SLIC vertex
         "pk": depth,
         "tiles_used": np.minimum(tiles, T),
         "n_max": np.minimum(n_max, tiles),
@@ -575,6 +805,12 @@ def programs(s: ConvShapes, c: Candidates, e: PlanCosts, none_fit, t, T: int) ->
         "recv": recv * serial,
         "compute": (e.partial_calc + e.serial_extra) * serial,
         "compute_lo": (lo + e.serial_extra) * serial,
+        "combine": s.combine[c.op],
+        "cg": c.cg,
+        "ci": c.ci,
+        "co": c.co,
+        "chains": c.chains,
+        "hmac": c.hmac,
         "prearr": e.transform_copy * serial,
         "red_ex_stages": red_ex,
         "red_cs_stages": red_cs,

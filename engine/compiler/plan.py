@@ -284,12 +284,14 @@ def _plan_amp_slots(L, t, config, T: int, pb: int, tab: SlotTable, notes: list[s
 def _input_width(L, ia: np.ndarray, conv: np.ndarray) -> np.ndarray:
     """A forward convolution's input row width (square maps): its input elements per sample
     over its input channels give the input positions, ``bytes_in / db - weights = B x input
-    positions x cin`` and ``M = B x output positions``; 0 (the output's width) for the other
-    ops, whose lowered rows carry no input field."""
+    positions x G x cin`` (``cin`` counts one conv group's channels) and ``M = B x output
+    positions``; 0 (the output's width) for the other ops, whose lowered rows carry no input
+    field."""
     role = L["role"][ia]
     fwd = conv & ((role == "fwd") | (role == "recomp")) & (L["row_width"][ia] > 0)
     in_elems = L["bytes_in"][ia] // np.maximum(L["db"][ia], 1) - L["weight_elems"][ia]
-    ratio = in_elems / np.maximum(L["cin"][ia] * L["M"][ia], 1)
+    channels = L["cin"][ia] * np.maximum(L["G"][ia], 1)
+    ratio = in_elems / np.maximum(channels * L["M"][ia], 1)
     width = np.rint(L["row_width"][ia] * np.sqrt(np.maximum(ratio, 0))).astype(np.int64)
     return np.where(fwd & (width > 0), width, 0)
 

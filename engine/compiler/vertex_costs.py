@@ -23,6 +23,23 @@ AMP convolution / matmul partials (``amp_partials_cycles``)
     output-channel pass, the slowest worker's runs (per run: a fixed cost plus 4 cycles per
     output for half, 8 for float), plus the supervisor's weight loads and loop overheads.
 
+SLIC partials (``slic_partials_cycles``, grouped convolutions)
+    ``lib/poplin/ConvModel.cpp`` ``addPartialCalcCycleEstimate`` (``Plan::Slic``) and
+    ``lib/poplin/PerformanceEstimation.hpp``: ``getConvPartialSlicInnerLoopCycles``,
+    ``getConvPartialSlicSupervisorInnerLoopCycleEstimateHalfFloat``,
+    ``getConvPartialSlicSupervisorWeightLoadCycleEstimate``,
+    ``getConvPartialSlicSupervisorOuterLoopCycleEstimateHalfFloat``: the 1 x 4 window
+    vertex of ``ConvPartial1x4SLIC*.S`` over conv-group grains of 1, 2, 4, 8 or 16 groups.
+
+HMAC partials (``hmac_partials_cycles``, grouped convolutions' weight updates)
+    ``lib/poplin/ConvModel.cpp`` ``addPartialCalcCycleEstimate`` (``Plan::Hmac``) and
+    ``lib/poplin/PerformanceEstimation.hpp``: ``estimateConvPartialHorizontalMacInnerLoopCycles``,
+    ``getConvPartialHorizontalMacSupervisorInnerLoopCycleEstimate``,
+    ``getConvPartialHorizontalMacCycleEstimate``, ``getDenseDotProductCycles``,
+    ``getConvPartialHorizontalMacSupervisorOuterLoopCycleEstimate``,
+    ``estimateZeroSupervisorCycles``: the horizontal MAC vertex (no conv-unit padding of
+    the output channels) for a 1 x 1 kernel over a one-row field.
+
 Convolution partial-sum reduction (``conv_reduce_cycles``)
     ``lib/poplin/PerformanceEstimation.hpp`` ``getReduceCycleEstimate`` (the general,
     not-single-input path: one reduction stage).
@@ -291,6 +308,181 @@ def _nx1_vertex_cycles(field, row_width, kernel_positions, kernel_width, IG, OG,
     return outer + zero
 
 
+def _slic_row_cycles(n, implicit_zeroing: bool, half8: bool, float_partials: bool, stride):
+    """``getConvPartialSlicSupervisorInnerLoopCycleEstimateHalfFloat``: the cycles of one row
+    of ``n`` outputs (``rowCycles``), before the passes over the input."""
+    n = np.asarray(n, np.int64)
+    threshold = 6 if half8 else 5  # loopDecisionThreshold
+    if implicit_zeroing:
+        short = 10 + np.where(n > 1, n, 0) + 3
+        long = 15 + (n - 5)
+    else:
+        # 1 + (n - 1) + 2 + (4 - n) + 2 + (3 - (4 - n)) + 3 (unsigned in the C++) = n + 10
+        short = 7 + np.where(n == 1, 6, n + 10)
+        long = 15 + (n - 5) + (3 if half8 else 0)
+    stride1 = np.where(n < threshold, short, long)
+    stride2 = np.where(n < 3, 7 + np.where(n == 1, 3, 5) + 3, 15 + 2 * (n - 3))
+    rows = np.where(np.asarray(stride) >= 2, stride2, stride1)
+    return rows - (1 if float_partials else 0)
+
+
+def _slic_inner_cycles(runs, field, W: int, cg: int, chains: int, fp: bool, stride, implicit):
+    """``getConvPartialSlicSupervisorInnerLoopCycleEstimateHalfFloat`` over the workers'
+    output runs (``worker_runs``): the slowest worker x workers, plus the merge copy of the
+    two output halves (8 conv units, half partials) on the implicitly zeroing pass."""
+    _, first, middle, width, last = runs
+    half8 = chains == 2 and not fp
+    passes = 1 if chains == 4 else 2  # inputDataPasses
+    preamble = 2 + (2 if half8 else 3) + 1 + 2 + 4 + 2 + 2 + 1 + (1 if half8 else 0)
+    preamble += 4 if cg > 4 else 0
+    per_run = (9 if half8 else 10) + (1 if implicit else 0) + (3 if fp else 0)
+    st = np.asarray(stride)[..., None]
+
+    def run(n):
+        return per_run + _slic_row_cycles(n, implicit, half8, fp, st) * passes
+
+    cycles = preamble + np.where(first > 0, run(first), 0)
+    cycles = cycles + np.where(middle > 0, middle * run(width), 0)
+    cycles = cycles + np.where(last > 0, run(last), 0) + (2 if half8 else 0)
+    copy = 2 + 2 * np.asarray(field, np.int64) if (half8 and implicit) else 0
+    return cycles.max(axis=-1) * W + copy
+
+
+def slic_weight_load_cycles(cg: int, chans: int, W: int) -> int:
+    """``getConvPartialSlicSupervisorWeightLoadCycleEstimate`` (half activations, 1 x 4)."""
+    if chans == 4:
+        cycles = 6 + 6 + 6
+    else:
+        worker = (12 if cg == 2 else 10) + (1 if cg > 4 else 0)
+        cycles = 9 + 6 + worker * W + 6
+    return cycles + 16
+
+
+def slic_partials_cycles(
+    target,
+    *,
+    field,
+    row_width,
+    kernel_rows,
+    kernel_width,
+    conv_group_groups,
+    conv_groups_per_group: int,
+    chans_per_group: int,
+    chains: int,
+    stride,
+    partials_bytes: int,
+):
+    """Cycles of one SLIC partials vertex (``ConvPartial1x4SLIC``) on a tile, as
+    ``addPartialCalcCycleEstimate``'s ``Plan::Slic`` case sums them: the workers' runs with
+    and without implicit zeroing (``getConvPartialSlicInnerLoopCycles``), the weight loads
+    and the supervisor's loops over conv-group grains and 1 x 4 sub-kernels
+    (``getConvPartialSlicSupervisorOuterLoopCycleEstimateHalfFloat``). Half activations
+    only (PopLibs has no float SLIC vertex)."""
+    W = int(target.workers_per_tile)
+    fp = partials_bytes >= 4
+    cg, chans = int(conv_groups_per_group), int(chans_per_group)
+    runs = worker_runs(field, row_width, W)
+    zeroing = _slic_inner_cycles(runs, field, W, cg, chains, fp, stride, True)
+    inner = _slic_inner_cycles(runs, field, W, cg, chains, fp, stride, False)
+    load = slic_weight_load_cycles(cg, chans, W)
+    groups = np.asarray(conv_group_groups, np.int64)
+    subs = np.asarray(kernel_rows, np.int64) * _cdiv(kernel_width, 4)  # numWeightBlocks
+    half8 = chains == 2 and not fp
+
+    def brnzdec(n):
+        return 6 * (n - 1) + 1
+
+    group_body = 12 if half8 else 15
+    if cg <= 4:
+        sub_body = load + (0 if half8 else 3) + 2 + (0 if half8 else 1) + 6 + 1 + 6 + 1
+    else:
+        strides = cg // 4
+        stride_body = load + 6 + 1 + 6 + 2 + 6
+        sub_body = stride_body * strides + brnzdec(strides) + 2 + 2 + 6 + 3 + 2
+        group_body += 2 + 6
+        inner = inner * strides
+    cycles = (
+        (25 if half8 else 28)
+        + group_body * groups
+        + brnzdec(groups)
+        + sub_body * subs
+        + brnzdec(subs)
+        + groups * zeroing
+        + groups * (subs - 1) * inner
+    )
+    return np.asarray(cycles, np.int64)
+
+
+def _dense_dot_cycles(vw: int, float_acts: bool, float_partials: bool, size):
+    """``getDenseDotProductCycles``: one output's dot product over ``size`` input channels."""
+    size = np.asarray(size, np.int64)
+    per64 = 2 if float_acts else 4
+    half_half = not float_acts and not float_partials
+    out_chans = 2 if half_half else 1
+    inner = 3 * out_chans + int(half_half) + 3 + 1
+    widths = [1 << i for i in range(int(np.ceil(np.log2(vw))), -1, -1)]
+    cycles = np.zeros(size.shape, np.int64)
+    done = np.zeros(size.shape, bool)
+    for w in widths:  # the widest vector that divides the channels
+        hit = ~done & (size % w == 0)
+        extra = out_chans if w < per64 else 0
+        per_w = 1 if w >= per64 else 2
+        cycles = np.where(hit, inner + extra + (size // w) * per_w - int(not float_acts), cycles)
+        done |= hit
+    return cycles
+
+
+def hmac_partials_cycles(
+    target,
+    *,
+    field,
+    in_chans: int,
+    out_chans: int,
+    in_groups,
+    out_groups,
+    conv_groups,
+    acts_bytes: int,
+    partials_bytes: int,
+):
+    """Cycles of one HMAC partials vertex (``ConvPartialHorizontalMac``) on a tile whose field
+    is one row of ``field`` outputs and whose kernel is 1 x 1 (the weight update's view),
+    as ``addPartialCalcCycleEstimate``'s ``Plan::Hmac`` case sums them: one worker
+    partition of ``ceil(field / workers)`` outputs (``estimateConvPartialHorizontalMac
+    InnerLoopCycles`` of one row), ``getConvPartialHorizontalMacCycleEstimate``, the
+    supervisor's loops (``...SupervisorOuterLoopCycleEstimate``) and the zeroing of the
+    partials (``estimateZeroSupervisorCycles``; not with the non-zeroing 1 x 1 form)."""
+    W = int(target.workers_per_tile)
+    fa, fp = acts_bytes >= 4, partials_bytes >= 4
+    vw = int(target.vector_width_float if fa else target.vector_width_half)
+    use1x1 = fp and not fa  # horizontalMacHas1x1Specialisation
+    field = np.asarray(field, np.int64)
+    IG, OG, CG = (np.asarray(x, np.int64) for x in (in_groups, out_groups, conv_groups))
+    n = _cdiv(field, W)  # rowSplitFactor = W: one part row of ceil(width / W) outputs
+    oc = _cdiv(out_chans, 2) if not fp else out_chans  # half partials: 2 channels a loop
+    retention = 15 if use1x1 else (0 if fa else 6)  # convHzmacWorkerRetentionSavings
+    dot = _dense_dot_cycles(vw, fa, fp, in_chans)
+    run = np.where(
+        n == 0,
+        7,
+        (13 if use1x1 else 19)
+        + (1 + n * (2 + dot) if (use1x1 and oc == 1) else n * (7 + oc * dot)),
+    )
+    worker = 16 - retention + run + 16  # + workerNonLoopOverhead
+    inner = W * worker  # one used context: max(max, min = 0)
+    outer_ret = 15 if use1x1 else (0 if fp else 6)  # called with floatPartials
+    outer = (
+        (58 if fa else 65)
+        - 10 * int(use1x1)
+        + W * (9 if fp else 10)
+        + W * outer_ret
+        + CG * (23 + IG * (15 + OG * (10 + inner)))
+    )
+    non_zeroing = use1x1 & (IG == 1) & (out_chans == 1)
+    zero_worker = _cdiv(_cdiv(field * out_chans, W), DATA_PATH_BITS // 32) + 14 - 9
+    zero = np.where(non_zeroing, 0, zero_worker * W * OG * CG)
+    return (outer + zero).astype(np.int64)
+
+
 def amp_mac_bound(field, kernel_positions, in_chans, out_chans, conv_groups, rate: int):
     """MACs / (MACs per cycle) of the same tile work: the AMP lower bound."""
     macs = (
@@ -371,6 +563,9 @@ __all__ = [
     "conv_reduce_cycles",
     "conv_units",
     "elementwise_cycles",
+    "hmac_partials_cycles",
+    "slic_partials_cycles",
+    "slic_weight_load_cycles",
     "weights_per_conv_unit",
     "worker_runs",
 ]
