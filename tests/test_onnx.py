@@ -548,3 +548,44 @@ def test_concat_of_three_keeps_the_earliest_producers(tmp_path):
     cat = rows(g, "Concat")[0]
     assert (g.cols["in0"][cat], g.cols["in1"][cat]) == (0, 1)
     assert g.cols["in_elems"][cat] == 12 and g.cols["out_elems"][cat] == 12
+
+
+# ---- expansion bombs and odd external-data locations (the hostile corpus' cases) -------------
+
+
+@pytest.fixture(scope="module")
+def expansion(tmp_path_factory):
+    import hostile
+
+    return hostile.onnx_expansion_cases(tmp_path_factory.mktemp("expansion"))
+
+
+def test_expansion_bombs_are_refused_in_one_sentence_quickly(expansion):
+    """A function calling another twice, 40 levels down (2^40 nodes once inlined), 2^18 nested
+    If subgraphs, 50,001 nodes inside one subgraph, a recursive function, a NUL byte in an
+    external-data location: one sentence each, exit 2, in seconds (each took minutes, hung or
+    raised ValueError before the expanded count was bounded)."""
+    import time
+
+    import hostile
+
+    for name, case in expansion.items():
+        t0 = time.perf_counter()
+        o = hostile.run_in_process(case.argv, 20.0)
+        assert not o.hung and not o.traceback, (name, o.traceback)
+        assert o.code == 2, (name, o.code, o.stderr)
+        assert o.stderr.strip().count("\n") == 0, (name, o.stderr)
+        for text in case.says:
+            assert text in o.stderr, (name, o.stderr)
+        assert time.perf_counter() - t0 < 10.0, name
+
+
+def test_model_local_functions_are_inlined_and_counted(tmp_path):
+    """A small function library (F3 = F2 twice, F2 = F1 twice, F1 a Relu) is inlined: 8 Relu
+    rows, as the same graph written out would give."""
+    import hostile
+
+    path = hostile.onnx_function_bomb(tmp_path, 4)
+    g, info = import_onnx(path)
+    assert list(g.cols["type"]) == ["Relu"] * 8
+    assert info.nodes == 8
