@@ -365,9 +365,7 @@ def infer(model: onnx.ModelProto, name: str):
     values {tensor: ndarray} of the small constants).
     """
     values: dict[str, np.ndarray] = {}
-    opset = next(
-        (int(o.version) for o in model.opset_import if o.domain in ("", "ai.onnx")), OPSET
-    )
+    opset = next((int(o.version) for o in model.opset_import if o.domain in ("", "ai.onnx")), OPSET)
     for t in model.graph.initializer:  # only the small ones are left
         if t.data_type in FLOAT_TYPES and math.prod(t.dims) > 1:
             continue  # a parameter: never folded (Transpose(W) stays a view of the weight)
