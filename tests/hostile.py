@@ -960,6 +960,7 @@ def onnx_cases(folder: Path) -> dict[str, InputCase]:
         # the sizes of files outside the folder (12,345 and 1,920 bytes) must never be told
         hidden = ("12,345", "12345", "1,920", "1920", SECRET)
         cases[f"external-{name}"] = InputCase(("model-info", path), hidden=hidden)
+    cases.update(onnx_expansion_cases(folder))  # defined in the last section of this file
     return cases
 
 
@@ -1366,4 +1367,178 @@ def scheduler_cases(folder: Path, servers: dict[str, FakeScheduler]) -> dict[str
         cases[name] = InputCase(
             (*tune[:-2], *argv, "--tls-cert", str(junk), *tune[-2:]), says=(path.name,)
         )
+    return cases
+
+
+# -- ONNX: expansion bombs and odd external-data locations (robustness round 4) ------------------
+# A model's size is what it expands to: a model-local function that calls another twice doubles
+# at each level (40 levels: 2^40 nodes from 3 kB), and control-flow subgraphs hide nodes from a
+# count of the top-level graph. Each must be refused in one sentence, in bounded time and memory.
+
+
+def onnx_function_bomb(folder: Path, depth: int = 40) -> Path:
+    """Model-local functions F1..F``depth`` in domain ``bomb``: F1 is a Relu, Fi calls F(i-1)
+    twice; the graph calls F``depth`` once (2^depth nodes once inlined, about 3 kB on disk)."""
+    from onnx import TensorProto as T
+    from onnx import helper as oh
+
+    funcs = [
+        oh.make_function(
+            "bomb",
+            "F1",
+            ["x"],
+            ["y"],
+            [oh.make_node("Relu", ["x"], ["y"])],
+            [oh.make_opsetid("", 17)],
+        )
+    ]
+    for i in range(2, depth + 1):
+        body = [
+            oh.make_node(f"F{i - 1}", ["x"], ["t"], domain="bomb"),
+            oh.make_node(f"F{i - 1}", ["t"], ["y"], domain="bomb"),
+        ]
+        funcs.append(
+            oh.make_function(
+                "bomb",
+                f"F{i}",
+                ["x"],
+                ["y"],
+                body,
+                [oh.make_opsetid("", 17), oh.make_opsetid("bomb", 1)],
+            )
+        )
+    g = oh.make_graph(
+        [oh.make_node(f"F{depth}", ["x"], ["y"], domain="bomb")],
+        "hostile",
+        [oh.make_tensor_value_info("x", T.FLOAT, [1, 4])],
+        [oh.make_tensor_value_info("y", T.FLOAT, [1, 4])],
+    )
+    m = oh.make_model(
+        g,
+        opset_imports=[oh.make_opsetid("", 17), oh.make_opsetid("bomb", 1)],
+        functions=funcs,
+    )
+    m.ir_version = 8
+    return _save_onnx(m, folder / f"function-bomb-{depth}.onnx")
+
+
+def onnx_recursive_function(folder: Path) -> Path:
+    """A model-local function that calls itself (inlining it would never end)."""
+    from onnx import TensorProto as T
+    from onnx import helper as oh
+
+    body = [oh.make_node("Relu", ["x"], ["t"]), oh.make_node("R", ["t"], ["y"], domain="bomb")]
+    f = oh.make_function(
+        "bomb", "R", ["x"], ["y"], body, [oh.make_opsetid("", 17), oh.make_opsetid("bomb", 1)]
+    )
+    g = oh.make_graph(
+        [oh.make_node("R", ["x"], ["y"], domain="bomb")],
+        "hostile",
+        [oh.make_tensor_value_info("x", T.FLOAT, [1, 4])],
+        [oh.make_tensor_value_info("y", T.FLOAT, [1, 4])],
+    )
+    m = oh.make_model(
+        g, opset_imports=[oh.make_opsetid("", 17), oh.make_opsetid("bomb", 1)], functions=[f]
+    )
+    m.ir_version = 8
+    return _save_onnx(m, folder / "recursive-function.onnx")
+
+
+def _pb_field(number: int, payload: bytes) -> bytes:
+    """A length-delimited protobuf field (wire type 2): tag, varint length, payload."""
+    out = bytearray()
+    for v in ((number << 3) | 2, len(payload)):
+        while v >= 0x80:
+            out.append((v & 0x7F) | 0x80)
+            v >>= 7
+        out.append(v)
+    return bytes(out) + payload
+
+
+def onnx_if_bomb(folder: Path, depth: int = 18) -> Path:
+    """``If`` nested ``depth`` levels, each branch holding the next level: 2^depth leaf
+    subgraphs (one Identity each) under one top-level node. The nesting is written as protobuf
+    bytes (GraphProto.node = 1, NodeProto input / output / op_type / attribute = 1 / 2 / 4 / 5,
+    AttributeProto name / g / type = 1 / 6 / 20): building it through protobuf messages copies
+    each level three times (13 s for 2^18)."""
+    from onnx import AttributeProto
+    from onnx import TensorProto as T
+    from onnx import helper as oh
+
+    out = oh.make_tensor_value_info("y", T.FLOAT, [1, 4])
+    tail = _pb_field(12, out.SerializeToString())  # GraphProto.output
+    level = oh.make_graph([oh.make_node("Identity", ["x"], ["y"])], "leaf", [], [out])
+    graph = level.SerializeToString()
+    kind = bytes([0xA0, 0x01, AttributeProto.GRAPH])  # field 20, varint
+    for i in range(depth):
+        attrs = b"".join(
+            _pb_field(5, _pb_field(1, key) + _pb_field(6, graph) + kind)
+            for key in (b"then_branch", b"else_branch")
+        )
+        node = _pb_field(1, b"c") + _pb_field(2, b"y") + _pb_field(4, b"If") + attrs
+        graph = _pb_field(1, node) + _pb_field(2, f"level{i}".encode()) + tail
+    m = _onnx_model(
+        [],
+        [
+            oh.make_tensor_value_info("x", T.FLOAT, [1, 4]),
+            oh.make_tensor_value_info("c", T.BOOL, []),
+        ],
+        [out],
+    )
+    # the outermost If as the graph's node: a second ModelProto.graph field (7) is merged into
+    # the first by any protobuf parser, its node (GraphProto.node = 1) appended
+    path = folder / f"if-bomb-{depth}.onnx"
+    path.write_bytes(m.SerializeToString() + _pb_field(7, _pb_field(1, node)))
+    return path
+
+
+def onnx_wide_subgraph(folder: Path, n: int) -> Path:
+    """One top-level ``If`` whose branch holds a chain of ``n`` Relu nodes."""
+    from onnx import TensorProto as T
+    from onnx import helper as oh
+
+    out = oh.make_tensor_value_info(f"t{n}", T.FLOAT, [1, 4])
+    chain = [oh.make_node("Relu", [f"t{i}"], [f"t{i + 1}"]) for i in range(n)]
+    branch = oh.make_graph(chain, "wide", [], [out])
+    small = oh.make_graph([oh.make_node("Identity", ["t0"], [f"t{n}"])], "small", [], [out])
+    m = _onnx_model(
+        [oh.make_node("If", ["c"], [f"t{n}"], then_branch=branch, else_branch=small)],
+        [
+            oh.make_tensor_value_info("t0", T.FLOAT, [1, 4]),
+            oh.make_tensor_value_info("c", T.BOOL, []),
+        ],
+        [out],
+    )
+    return _save_onnx(m, folder / "wide-subgraph.onnx")
+
+
+def onnx_expansion_cases(folder: Path) -> dict[str, InputCase]:
+    """Function and subgraph bombs, and a NUL byte in an external-data location: each one
+    sentence, exit 2, within the corpus' time limit."""
+    from engine.onnx.reader import MAX_NODES
+
+    folder.mkdir(parents=True, exist_ok=True)
+    out = str(folder / "never.h5")
+    cases: dict[str, InputCase] = {}
+    bombs = {
+        "function-bomb-2^40": onnx_function_bomb(folder, 40),
+        "recursive-function": onnx_recursive_function(folder),
+        "if-bomb-2^18": onnx_if_bomb(folder, 18),
+        f"subgraph-{MAX_NODES + 1}-nodes": onnx_wide_subgraph(folder, MAX_NODES + 1),
+    }
+    says = {
+        "function-bomb-2^40": ("nodes once",),
+        "recursive-function": ("calls itself",),
+        "if-bomb-2^18": ("nodes once",),
+        f"subgraph-{MAX_NODES + 1}-nodes": ("nodes once",),
+    }
+    for name, path in bombs.items():
+        cases[f"{name}/model-info"] = InputCase(("model-info", str(path)), says=says[name])
+        cases[f"{name}/profile"] = InputCase(
+            ("profile", "--quiet", "--model", str(path), "-o", out), says=says[name]
+        )
+    (folder / "w.bin").write_bytes(b"\0" * 64)
+    for name, loc in (("nul", "w.bin\0.txt"), ("nul-first", "\0w.bin")):
+        path = onnx_relu(folder, f"ext-{name}", [1, 4], {"location": loc, "length": "64"})
+        cases[f"external-{name}"] = InputCase(("model-info", str(path)), says=("NUL",))
     return cases

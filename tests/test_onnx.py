@@ -548,3 +548,174 @@ def test_concat_of_three_keeps_the_earliest_producers(tmp_path):
     cat = rows(g, "Concat")[0]
     assert (g.cols["in0"][cat], g.cols["in1"][cat]) == (0, 1)
     assert g.cols["in_elems"][cat] == 12 and g.cols["out_elems"][cat] == 12
+
+
+# ---- expansion bombs and odd external-data locations (the hostile corpus' cases) -------------
+
+
+@pytest.fixture(scope="module")
+def expansion(tmp_path_factory):
+    import hostile
+
+    return hostile.onnx_expansion_cases(tmp_path_factory.mktemp("expansion"))
+
+
+def test_expansion_bombs_are_refused_in_one_sentence_quickly(expansion):
+    """A function calling another twice, 40 levels down (2^40 nodes once inlined), 2^18 nested
+    If subgraphs, 50,001 nodes inside one subgraph, a recursive function, a NUL byte in an
+    external-data location: one sentence each, exit 2, in seconds (each took minutes, hung or
+    raised ValueError before the expanded count was bounded)."""
+    import time
+
+    import hostile
+
+    for name, case in expansion.items():
+        t0 = time.perf_counter()
+        o = hostile.run_in_process(case.argv, 20.0)
+        assert not o.hung and not o.traceback, (name, o.traceback)
+        assert o.code == 2, (name, o.code, o.stderr)
+        assert o.stderr.strip().count("\n") == 0, (name, o.stderr)
+        for text in case.says:
+            assert text in o.stderr, (name, o.stderr)
+        assert time.perf_counter() - t0 < 10.0, name
+
+
+def test_model_local_functions_are_inlined_and_counted(tmp_path):
+    """A small function library (F3 = F2 twice, F2 = F1 twice, F1 a Relu) is inlined: 8 Relu
+    rows, as the same graph written out would give."""
+    import hostile
+
+    path = hostile.onnx_function_bomb(tmp_path, 4)
+    g, info = import_onnx(path)
+    assert list(g.cols["type"]) == ["Relu"] * 8
+    assert info.nodes == 8
+
+
+# ---- exporter-shaped transformers: constants folded, buffers not parameters -----------------
+
+
+def _dependent_nodes(m) -> int:
+    """Nodes that read an activation's value (computed here, independently of the importer):
+    a graph input's value flows through every input except CastLike's second (its type only)
+    and Shape's / Size's (its shape only). A lookup in a weight table (the position embedding
+    at ``arange(T)``) is work too: its gradient updates the table."""
+    init = {t.name for t in m.graph.initializer}
+    live = {i.name for i in m.graph.input if i.name not in init}
+    n = 0
+    for node in m.graph.node:
+        if node.op_type in ("Shape", "Size"):
+            continue
+        reads = node.input[:1] if node.op_type == "CastLike" else node.input
+        lookup = node.op_type == "Gather" and node.input[0].endswith(".weight")
+        if lookup or any(x in live for x in reads):
+            live.update(node.output)
+            n += 1
+    return n
+
+
+CONSTANT_TYPES = {"Sqrt", "CastLike", "Cast", "Range", "Equal", "Trilu", "Shape"}
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    d = tmp_path_factory.mktemp("exported")
+    out = {}
+    for key, e in (
+        ("gpt", om.gpt()),
+        ("gpt_sdpa", om.gpt(mask="sdpa")),
+        ("gpt_dynamic_seq", om.gpt(seq="seq")),
+        ("gpt_long", om.gpt(ctx=1024, seq=512)),  # the mask buffer too large to fold
+        ("vit_b16", om.vit_b16()),
+    ):
+        out[key] = (e.save(e.result, d / f"{key}.onnx"), e)
+    return out
+
+
+@pytest.mark.parametrize("key", ["gpt", "gpt_sdpa", "gpt_long", "vit_b16"])
+def test_exported_transformers_fold_every_constant(exported, key):
+    """A 4-layer nanoGPT (its float causal-mask buffer, or SDPA's causal mask) and ViT-B/16 as
+    the torch.export-based exporter writes them import with no --input-shape: every node that
+    reads no activation is folded (none is costed), and the parameters are the trained weights
+    (the mask buffer is not one; the tied lm_head counts nothing new)."""
+    path, e = exported[key]
+    g, info = import_onnx(path)
+    m = onnx.load(str(path), load_external_data=False)
+    dependent = _dependent_nodes(m)
+    assert len(g) + info.views == dependent
+    assert info.constants == info.nodes - dependent
+    assert not CONSTANT_TYPES & set(g.cols["type"]), set(g.cols["type"])
+    assert g.num_params == e.params
+    types = list(g.cols["type"])
+    assert types.count("Concat") == (key == "vit_b16")  # only the class token's is work
+    if key.startswith("gpt"):
+        assert types.count("BatchMatMul") == 8 and types.count("Embedding") == 2
+        assert types.count("Softmax") == 4 and types.count("LayerNorm") == 9
+        assert "transformer.h.3.attn.c_attn" in g.layer_names
+        seq = 512 if key == "gpt_long" else 32
+        pos = g.ops_of("transformer")[1]  # the position embedding's lookup: T rows
+        assert g.cols["type"][pos] == "Embedding" and g.cols["in_elems"][pos] == seq
+    else:
+        assert g.num_params == 86_567_656  # torchvision's vit_b_16
+        assert types.count("Conv") == 1
+        assert types.count("BatchMatMul") == 24 and types.count("Softmax") == 12
+        conv = rows(g, "Conv")[0]
+        assert (g.cols["m"][conv], g.cols["k"][conv], g.cols["n"][conv]) == (196, 768, 768)
+
+
+def test_gpt_with_a_dynamic_sequence_binds_it(exported):
+    path, e = exported["gpt_dynamic_seq"]
+    with pytest.raises(OnnxError, match="give --input-shape idx=1x<seq>"):
+        import_onnx(path)
+    g, _ = import_onnx(path, input_shapes={"idx": [1, 48]})
+    assert g.num_params == e.params
+    bmm = rows(g, "BatchMatMul")
+    assert list(g.cols["groups"][bmm[:2]]) == [4, 4] and g.cols["m"][bmm[0]] == 48
+
+
+def test_a_float_mask_buffer_is_not_a_parameter_but_a_weight_through_a_view_is(tmp_path):
+    """Where(mask == 0, -inf, x) reads a buffer; Mul(x, Transpose(W)) and Add(x, pos) read
+    trained weights: only those count."""
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    n = onnx.helper.make_node
+    nodes = [
+        n("Equal", ["mask", "zero"], ["cond"]),
+        n("Where", ["cond", "ninf", "x"], ["a"]),
+        n("Transpose", ["w"], ["wt"], perm=[1, 0]),
+        n("Mul", ["a", "wt"], ["b"]),
+        n("Add", ["b", "pos"], ["y"]),
+    ]
+    inits = [
+        onnx.numpy_helper.from_array(np.tril(np.ones((8, 8), np.float32)), "mask"),
+        onnx.numpy_helper.from_array(np.array(0.0, np.float32), "zero"),
+        onnx.numpy_helper.from_array(np.array(-np.inf, np.float32), "ninf"),
+        om.w("w", 8, 8),
+        om.w("pos", 8, 8),
+    ]
+    m = om.model(
+        nodes,
+        [h.make_tensor_value_info("x", T.FLOAT, [1, 8, 8])],
+        [h.make_tensor_value_info("y", T.FLOAT, [1, 8, 8])],
+        inits,
+    )
+    path = tmp_path / "mask.onnx"
+    onnx.save(m, str(path))
+    g, _ = import_onnx(path)
+    assert g.num_params == 128
+    assert list(g.cols["type"]) == ["Where", "Mul", "Add"]
+
+
+def test_model_info_on_the_exported_gpt(exported, capsys):
+    import json
+
+    path, e = exported["gpt"]
+    assert main(["model-info", str(path), "--json", "--ipus", "2"]) == 0
+    facts = json.loads(capsys.readouterr().out)
+    assert facts["parameters"] == e.params
+    assert facts["inputs"][0]["shape"] == [1, 32]
+    assert facts["splits"][0]["ipus"] == 2
+    assert all(p.startswith("transformer") for p in facts["splits"][0]["split_points"])
+    assert main(["model-info", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert "236,928" in text or "236928" in text

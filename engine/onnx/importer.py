@@ -330,7 +330,7 @@ class Context:
             if node.domain not in ("", "ai.onnx"):
                 self.not_costed(node, f"{node.domain}.{op}")
                 continue
-            has_act = any(x in self.prod for x in node.input if x)
+            has_act = any(x in self.prod for x in value_inputs(node))
             param_data = op == "Gather" and node.input and node.input[0] in self.root
             if op in ops.CONSTANTS or (not has_act and not param_data):
                 self._constant(node)
@@ -342,11 +342,27 @@ class Context:
             translate(self, node)
 
     def _constant(self, node) -> None:
-        """Outputs computed without activations: views of a parameter, or constants."""
-        p = next((x for x in node.input if x in self.root), None)
+        """Outputs computed without activations: constants (not costed: folded, or too large
+        to fold and computed once), or a parameter seen through a float op (``Transpose(W)``,
+        ``Expand(cls_token)``, ``Mul(W, c)``: the trained weight itself). A comparison of a
+        buffer (``mask == 0``) is not a parameter, nor is anything of an integer or bool type."""
+        p = next((x for x in value_inputs(node) if x in self.root), None)
+        if p is None:
+            return
         for out in node.output:
-            if out and p is not None:
+            if out and self.dtype(out) in ops.FLOAT_TYPES:
                 self.root[out] = self.root[p]
+
+
+#: Inputs of these ops that only lend their type or shape: a constant stays a constant.
+_TYPE_ONLY = {"CastLike": (1,)}
+
+
+def value_inputs(node) -> list[str]:
+    """The inputs whose values ``node`` reads (CastLike reads its second input's type only;
+    Shape, Size and the ``*Like`` generators are constants: see ops.CONSTANTS)."""
+    skip = _TYPE_ONLY.get(node.op_type, ())
+    return [x for i, x in enumerate(node.input) if x and i not in skip]
 
 
 def _per_sample(cols: dict[str, np.ndarray], per_sample_stats: np.ndarray, N: int) -> None:

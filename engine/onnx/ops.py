@@ -94,12 +94,23 @@ class Pointwise:
         )
 
     def __call__(self, ctx, node) -> None:
-        w = sum(ctx.claim(x) for x in node.input if x and ctx.is_param(x))
+        # a comparison's operands and Where's condition are never trained weights (masks)
+        skip = (0,) if self.type == "Where" else range(len(node.input) * (self.type in COMPARE))
+        w = sum(
+            ctx.claim(x)
+            for i, x in enumerate(node.input)
+            if x and i not in skip and ctx.is_param(x)
+        )
         f = self.fields()
         ctx.row(node, self.type, f.pop("family"), weight_elems=w, **f)
 
 
 E, NL = "elementwise", "nonlinearity"
+#: Ops whose output is a comparison (bool): no operand of theirs is a trained weight.
+COMPARE = frozenset(
+    {"Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "And", "Or", "Xor", "Not"}
+    | {"IsNaN", "IsInf"}
+)
 
 # Relu, Tanh, Gelu, Softmax (and Add, the norms, Embedding, the AMP ops, global average pooling)
 # take the zoo's facts; the others follow the zoo's rule: one pass per vector operation of the

@@ -12,7 +12,8 @@ import heapq
 from pathlib import Path
 
 import onnx
-from onnx import TensorProto
+import onnx.inliner
+from onnx import AttributeProto, TensorProto
 
 from engine.errors import ModelError
 from profiles.inputs import inside, open_regular, regular_stat
@@ -97,6 +98,10 @@ def read_model(path: str | Path) -> tuple[onnx.ModelProto, dict]:
             f"{name} has {len(model.graph.node):,} nodes, more than the {MAX_NODES:,} the importer "
             "takes (exports of the largest published models have tens of thousands)."
         )
+    _check_expanded_size(model, name)
+    if model.functions:
+        # bounded above: the inlined graph has at most MAX_NODES nodes
+        model = onnx.inliner.inline_local_functions(model)
     _check_opset(model, name)
     _check_external_data(model, p, name)
     _sort_or_cycle(model, name)
@@ -106,6 +111,93 @@ def read_model(path: str | Path) -> tuple[onnx.ModelProto, dict]:
     except Exception as exc:  # onnx.checker.ValidationError, or C++ errors for odd protos
         raise OnnxError(f"{name} fails the ONNX checker: {_first_line(exc)}") from None
     return model, init
+
+
+def _subgraphs(node: onnx.NodeProto):
+    """The control-flow bodies of ``node`` (If's branches, Loop's and Scan's bodies)."""
+    for a in node.attribute:
+        if a.type == AttributeProto.GRAPH:
+            yield a.g
+        elif a.type == AttributeProto.GRAPHS:
+            yield from a.graphs
+
+
+_DONE = object()
+
+
+def _check_expanded_size(model: onnx.ModelProto, name: str) -> None:
+    """Refuse a model of more than :data:`MAX_NODES` nodes once its model-local functions are
+    inlined and the nodes of its control-flow subgraphs counted, or whose functions call
+    themselves.
+
+    A function called twice by another, 40 levels down, is 2^40 nodes from 3 kB; subgraphs hide
+    nodes from a count of the top-level graph. Each body (the graph, each function) is walked
+    once, its own nodes and its calls counted; the walk stops once the nodes it has seen pass the
+    limit, and the expanded sizes are summed over the call graph (memoised, capped above the
+    limit), so the check takes time and memory linear in at most MAX_NODES nodes."""
+    funcs = {(f.domain, f.name, getattr(f, "overload", "")): f for f in model.functions}
+    seen = 0
+
+    def too_big() -> OnnxError:
+        return OnnxError(
+            f"{name} has more than {MAX_NODES:,} nodes once its model-local functions are "
+            "inlined and its control-flow subgraphs counted (the importer takes at most "
+            f"{MAX_NODES:,})."
+        )
+
+    def body(nodes) -> tuple[int, dict[tuple, int]]:
+        """(own nodes, {callee: calls}) of a body and its subgraphs."""
+        nonlocal seen
+        own, calls, stack = 0, {}, [nodes]
+        while stack:
+            nodes = stack.pop()
+            seen += len(nodes)
+            if seen > MAX_NODES:
+                raise too_big()
+            for node in nodes:
+                callee = (node.domain, node.op_type, getattr(node, "overload", ""))
+                if callee in funcs:
+                    calls[callee] = calls.get(callee, 0) + 1
+                else:
+                    own += 1
+                stack.extend(g.node for g in _subgraphs(node))
+        return own, calls
+
+    bodies = {None: body(model.graph.node)}
+    bodies.update((k, body(f.node)) for k, f in funcs.items())
+    size: dict[tuple | None, int] = {}
+    for root in bodies:
+        if root in size:
+            continue
+        # depth-first over the call graph, an explicit stack (no recursion limit)
+        path, callees, on_path = [root], [iter(bodies[root][1])], {root}
+        while path:
+            nxt = next((c for c in callees[-1] if c not in size), _DONE)
+            if nxt is not _DONE:
+                if nxt in on_path:
+                    raise _recursive(name, nxt, [*path[path.index(nxt) :], nxt])
+                path.append(nxt)
+                callees.append(iter(bodies[nxt][1]))
+                on_path.add(nxt)
+                continue
+            key = path.pop()
+            callees.pop()
+            on_path.discard(key)
+            own, calls = bodies[key]
+            size[key] = min(own + sum(n * size[c] for c, n in calls.items()), MAX_NODES + 1)
+    if size[None] > MAX_NODES:
+        raise too_big()
+
+
+def _recursive(name: str, key: tuple, path: list[tuple]) -> OnnxError:
+    def label(k) -> str:
+        return f"{k[0]}::{k[1]}" if k[0] else k[1]
+
+    via = " -> ".join(label(k) for k in path if k is not None)
+    return OnnxError(
+        f"{name}: the model-local function {label(key)!r} calls itself ({via}); a function "
+        "cannot be inlined into itself."
+    )
 
 
 def _check_opset(model: onnx.ModelProto, name: str) -> None:
@@ -156,6 +248,11 @@ def _check_external_data(model: onnx.ModelProto, p: Path, name: str) -> None:
         loc = ext.get("location", "")
         if not loc:
             raise OnnxError(f"{name}: initializer {t.name!r} has external data without a location.")
+        if "\0" in loc:
+            raise OnnxError(
+                f"{name}: the external data location {loc[:200]!r} of initializer {t.name!r} "
+                "holds a NUL byte, which no file name can hold."
+            )
         need = _whole(ext, "offset", name, t.name) + _whole(ext, "length", name, t.name)
         if loc not in sizes:
             f = inside(p.parent, loc)

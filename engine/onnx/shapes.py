@@ -22,6 +22,8 @@ from engine.onnx.reader import SMALL, OnnxError, _first_line
 #: ONNX float element types (FLOAT, FLOAT16, DOUBLE, BFLOAT16): initializers of these with more
 #: than one element are parameters.
 FLOAT_TYPES = frozenset({1, 10, 11, 16})
+#: Opset assumed when a model names none (the reader refuses such models before this).
+OPSET = 17
 #: Most inference rounds (each folds everything it can; chains resolve in a few).
 MAX_ROUNDS = 64
 
@@ -204,7 +206,7 @@ def _broadcast_size(*shapes: tuple[int, ...]) -> int:
     return math.prod(out)
 
 
-def _fold(node, vals: list, shapes_in: list):
+def _fold(node, vals: list, shapes_in: list, like: int = 1):
     """numpy value of ``node``'s first output from constant inputs (None = cannot fold, or the
     result would hold more than :data:`SMALL` elements: checked before it is computed)."""
     op = node.op_type
@@ -236,6 +238,14 @@ def _fold(node, vals: list, shapes_in: list):
     if op == "Cast":
         to = onnx.helper.tensor_dtype_to_np_dtype(_attr(node, "to"))
         return x.astype(to)
+    if op == "CastLike":  # to the second input's type (its value is not needed)
+        return x.astype(onnx.helper.tensor_dtype_to_np_dtype(like))
+    if op == "Flatten":
+        axis = int(_attr(node, "axis", 1)) % max(x.ndim, 1) if x.ndim else 0
+        return x.reshape(math.prod(x.shape[:axis]), -1)
+    if op == "Trilu":
+        k = int(np.asarray(vals[1]).reshape(-1)[0]) if len(vals) > 1 and vals[1] is not None else 0
+        return np.triu(x, k) if _attr(node, "upper", 1) else np.tril(x, k)
     if op == "Gather":
         return np.take(x, vals[1], axis=_attr(node, "axis", 0))
     if op == "Unsqueeze":
@@ -297,6 +307,10 @@ _UNARY = {
     "Ceil": np.ceil,
     "Sqrt": np.sqrt,
     "Not": np.logical_not,
+    "Reciprocal": np.reciprocal,
+    "Exp": np.exp,
+    "Log": np.log,
+    "Sign": np.sign,
 }
 _BINARY = {
     "Add": np.add,
@@ -311,14 +325,37 @@ _BINARY = {
     "Mod": np.mod,
     "And": np.logical_and,
     "Or": np.logical_or,
+    "Xor": np.logical_xor,
+    "LessOrEqual": np.less_equal,
+    "GreaterOrEqual": np.greater_equal,
+    "Pow": lambda a, b: np.power(a, b).astype(a.dtype),
 }
+#: Folded here with numpy (the common shape and mask computations: fast, sizes checked first).
 FOLDABLE = (
-    {"Shape", "Size", "Constant", "Identity", "Cast", "Gather", "Unsqueeze", "Squeeze", "Concat"}
-    | {"Slice", "Reshape", "ConstantOfShape", "Range", "Expand", "Transpose", "Where"}
-    | {"ReduceProd", "ReduceSum", "ReduceMax", "ReduceMin"}
+    {"Shape", "Size", "Constant", "Identity", "Cast", "CastLike", "Gather", "Unsqueeze"}
+    | {"Squeeze", "Concat", "Slice", "Reshape", "ConstantOfShape", "Range", "Expand"}
+    | {"Transpose", "Where", "Flatten", "Trilu", "ReduceProd", "ReduceSum", "ReduceMax"}
+    | {"ReduceMin"}
     | set(_UNARY)
     | set(_BINARY)
 )
+#: Never evaluated (not constants, or no bounded evaluation): control flow, random numbers,
+#: sequences and optionals, strings and regular expressions, and ops whose evaluation loops in
+#: Python over boxes or windows. Any other default-domain op whose inputs are all constants is
+#: folded by onnx's reference implementation when inference has given its outputs' shapes and
+#: they hold at most SMALL elements.
+NOT_FOLDED = frozenset(
+    {"If", "Loop", "Scan", "SequenceMap", "Dropout", "Multinomial", "Bernoulli"}
+    | {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike"}
+    | {"SequenceAt", "SequenceConstruct", "SequenceEmpty", "SequenceErase", "SequenceInsert"}
+    | {"SequenceLength", "SplitToSequence", "ConcatFromSequence", "Optional"}
+    | {"OptionalGetElement", "OptionalHasElement", "StringNormalizer", "StringConcat"}
+    | {"StringSplit", "RegexFullMatch", "TfIdfVectorizer", "NonMaxSuppression", "RoiAlign"}
+    | {"MaxRoiPool", "Col2Im", "DeformConv", "GridSample", "ImageDecoder", "AffineGrid"}
+)
+#: Most elements all folded values may hold together (each holds at most SMALL): a model of
+#: tens of thousands of constant nodes cannot fill the memory with them (32 MB of float64).
+MAX_FOLDED = 1 << 22
 
 
 def infer(model: onnx.ModelProto, name: str):
@@ -328,6 +365,7 @@ def infer(model: onnx.ModelProto, name: str):
     values {tensor: ndarray} of the small constants).
     """
     values: dict[str, np.ndarray] = {}
+    opset = next((int(o.version) for o in model.opset_import if o.domain in ("", "ai.onnx")), OPSET)
     for t in model.graph.initializer:  # only the small ones are left
         if t.data_type in FLOAT_TYPES and math.prod(t.dims) > 1:
             continue  # a parameter: never folded (Transpose(W) stays a view of the weight)
@@ -340,7 +378,7 @@ def infer(model: onnx.ModelProto, name: str):
         except Exception as exc:  # onnx.shape_inference.InferenceError
             raise OnnxError(f"{name} fails shape inference: {_first_line(exc)}") from None
         shapes, dtypes = _collect(inferred)
-        new = _fold_pass(inferred, shapes, values)
+        new = _fold_pass(inferred, shapes, dtypes, values, opset)
         if not new:
             return inferred, shapes, dtypes, values
         # the folded outputs become initializers, so inference sees their values
@@ -373,33 +411,72 @@ def _collect(model: onnx.ModelProto):
     return shapes, dtypes
 
 
-def _fold_pass(model, shapes, values) -> set[str]:
-    """Fold every node whose inputs are known constants (or Shape of a known shape)."""
+def _fold_pass(model, shapes, dtypes, values, opset: int) -> set[str]:
+    """Fold every node whose inputs are known constants (Shape and Size: a known shape;
+    CastLike: its second input's type), in one pass in graph order."""
     new: set[str] = set()
+    budget = MAX_FOLDED - sum(int(v.size) for v in values.values())
     for node in model.graph.node:
-        if node.op_type not in FOLDABLE or not node.output or node.output[0] in values:
+        op = node.op_type
+        if not node.output or node.output[0] in values or node.domain not in ("", "ai.onnx"):
             continue
-        ins = [x for x in node.input]
-        if node.op_type in ("Shape", "Size"):
+        if op in NOT_FOLDED:
+            continue
+        ins = list(node.input)
+        if op in ("Shape", "Size"):
             if ins[0] not in shapes:
                 continue
             vals: list = [None]
+        elif op == "CastLike":
+            if ins[0] not in values or ins[1] not in dtypes:
+                continue
+            vals = [values[ins[0]], None]
         else:
             if not all((not x) or x in values for x in ins):
                 continue
             vals = [values.get(x) if x else None for x in ins]
         try:
-            out = _fold(node, vals, [shapes.get(x) for x in ins])
+            if op in FOLDABLE:
+                like = dtypes.get(ins[1], 1) if op == "CastLike" else 1
+                outs = [_fold(node, vals, [shapes.get(x) for x in ins], like)]
+            else:
+                outs = _reference(node, vals, shapes, opset)
         except Exception:  # an unusual form: leave it to the importer
-            out = None
-        if out is None:
+            outs = None
+        if outs is None or any(o is None for o in outs):
             continue
-        out = np.asarray(out)
-        if out.size > SMALL:
+        # the type inference gave (numpy may widen: a Python float constant, Sqrt of an int)
+        outs = [_as_type(np.asarray(o), dtypes.get(n)) for n, o in zip(node.output, outs)]
+        size = sum(int(o.size) for o in outs)
+        if any(o.size > SMALL for o in outs) or size > budget:
             continue
-        values[node.output[0]] = out
-        new.add(node.output[0])
+        budget -= size
+        for name, o in zip(node.output, outs):
+            if name:
+                values[name] = o
+                new.add(name)
     return new
+
+
+def _as_type(a: np.ndarray, dtype: int | None) -> np.ndarray:
+    if not dtype:
+        return a
+    want = onnx.helper.tensor_dtype_to_np_dtype(dtype)
+    return a if a.dtype == want else a.astype(want)
+
+
+def _reference(node, vals: list, shapes, opset: int) -> list | None:
+    """Outputs of ``node`` by onnx's reference implementation (numpy), when shape inference
+    gave every output's shape and each holds at most SMALL elements (checked before)."""
+    for out in node.output:
+        if out and (out not in shapes or math.prod(shapes[out]) > SMALL):
+            return None
+    from onnx.reference.ops import load_op
+
+    cls = load_op("", node.op_type, opset)
+    run = cls(node, {"opsets": {"": opset}, "new_ops": None, "log": lambda *a: None, "verbose": 0})
+    outs = run.run(*[v for v in vals])
+    return list(outs) if isinstance(outs, (tuple, list)) else [outs]
 
 
 __all__ = ["bind_inputs", "infer"]
