@@ -90,7 +90,6 @@ def _records(table) -> list[dict]:
 def _json_text(table) -> str:
     import json
     import math
-
     from decimal import Decimal
 
     def plain(v):
