@@ -1542,3 +1542,36 @@ def onnx_expansion_cases(folder: Path) -> dict[str, InputCase]:
         path = onnx_relu(folder, f"ext-{name}", [1, 4], {"location": loc, "length": "64"})
         cases[f"external-{name}"] = InputCase(("model-info", str(path)), says=("NUL",))
     return cases
+# -- Round 4 (issue 35): analyse query bounded in time, rows and bytes; exact numbers ------------
+
+
+def query_bound_cases(base: Path, out: Path) -> dict[str, InputCase]:
+    """``analyse query`` on ``base`` with queries that never end, hold too much, or a type the
+    format cannot write: one sentence each, exit 2 (the queries run with ``--timeout 1``)."""
+    q = ("query", str(base))
+    endless = (
+        "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r"
+    )
+    return {
+        "endless-cte": InputCase((*q, endless, "--timeout", "1"), says=("time limit",)),
+        "generate-series-1e11": InputCase(
+            (*q, "SELECT sum(x) FROM generate_series(1, 100000000000) t(x)", "--timeout", "1"),
+            says=("time limit",),
+        ),
+        "triple-cross-join": InputCase(
+            (*q, "SELECT count(*) FROM steps a, steps b, steps c", "--timeout", "1"),
+            says=("time limit",),
+        ),
+        "max-rows-1e20": InputCase((*q, "SELECT 1", "--max-rows", "100000000000000000000")),
+        "interval-parquet": InputCase(
+            (*q, "SELECT INTERVAL 1 DAY AS i", "--format", "parquet", "-o", str(out / "i.parquet")),
+            says=("cast it",),
+        ),
+        "union-csv": InputCase(
+            (*q, "SELECT union_value(a := 1) AS u", "--format", "csv", "-o", str(out / "u.csv")),
+            says=("cast it",),
+        ),
+        "too-deep": InputCase(
+            (*q, "SELECT " + "(" * 2000 + "1" + ")" * 2000), hidden=("SET max_expression_depth",)
+        ),
+    }

@@ -216,3 +216,160 @@ def test_a_running_query_stops_when_interrupted(prof):
             )
     finally:
         done.set()
+
+
+# -- bounds, exact numbers, one sentence for each failure ----------------------------------------
+
+
+def _one_sentence(capsys) -> str:
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("analyse query:") and "\n" not in err and "Traceback" not in err, err
+    return err
+
+
+def test_128_bit_integers_print_exactly(prof, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "240")
+    big, half = 2**128 - 1, 2**127
+    sql = f"SELECT {big}::UHUGEINT AS u, {half}::UHUGEINT AS h, (-{half})::HUGEINT AS n, 7::HUGEINT AS s"
+    assert main(["query", str(prof), sql, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == [{"u": big, "h": half, "n": -half, "s": 7}]
+    assert main(["query", str(prof), sql, "--format", "csv"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].split(",") == [
+        str(big),
+        str(half),
+        str(-half),
+        "7",
+    ]
+    assert main(["query", str(prof), sql]) == 0
+    out = capsys.readouterr().out
+    assert str(big) in out and str(half) in out and "-1 " not in out
+
+
+def test_a_query_that_never_ends_stops_at_its_time_limit(prof, capsys):
+    endless = (
+        "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r"
+    )
+    assert main(["query", str(prof), endless, "--timeout", "0.5"]) == 2
+    assert "time limit (0.5 s)" in _one_sentence(capsys)
+    for bad in ("0", "-1", "nan", "inf", "soon"):
+        with pytest.raises(SystemExit) as e:
+            main(["query", str(prof), "SELECT 1", "--timeout", bad])
+        assert e.value.code == 2
+
+
+def test_rows_are_capped_before_they_are_computed(prof, capsys):
+    # 6,000^3 rows: only the 100 shown are computed (the query would not end otherwise)
+    sql = "SELECT a.cycles, b.cycles FROM steps a, steps b, steps c"
+    assert main(["query", str(prof), sql, "--timeout", "120"]) == 0
+    out = capsys.readouterr().out
+    assert "the first 100 rows shown; more not computed" in out
+    assert main(["query", str(prof), "SELECT 1 AS x", "--max-rows", "1"]) == 0
+    assert "1 row" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as e:
+        main(["query", str(prof), "SELECT 1", "--max-rows", "100000000000000000000"])
+    assert e.value.code == 2
+    assert "at most 1,000,000 rows" in capsys.readouterr().err
+
+
+def test_a_result_past_its_byte_limit_is_one_sentence(prof, capsys, monkeypatch):
+    import analyser.query as q
+
+    with pytest.raises(QueryError, match="the result passed"):
+        q.query_arrow(prof, "SELECT * FROM range(1000000)", max_bytes=1 << 20)
+    monkeypatch.setattr(q, "RESULT_LIMIT", 1 << 20)
+    monkeypatch.setattr(
+        q.query_arrow, "__kwdefaults__", {**q.query_arrow.__kwdefaults__, "max_bytes": 1 << 20}
+    )
+    assert main(["query", str(prof), "SELECT * FROM range(1000000)", "--format", "json"]) == 2
+    assert "the result passed" in _one_sentence(capsys)
+
+
+def test_spill_files_go_to_the_cache_folder(prof, tmp_path, monkeypatch):
+    import duckdb
+
+    import analyser.query as q
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    seen = {}
+
+    def look(con: duckdb.DuckDBPyConnection) -> None:
+        seen["temp"] = con.execute("SELECT current_setting('temp_directory')").fetchone()[0]
+        seen["max"] = con.execute("SELECT current_setting('max_temp_directory_size')").fetchone()[0]
+
+    q.query_arrow(prof, "SELECT count(*) FROM steps", on_connect=look)
+    root = tmp_path / "cache" / "ipu-graph-analyser" / "query-tmp"
+    assert Path(seen["temp"]).parent == root
+    assert "GiB" in seen["max"] or "GB" in seen["max"]
+    assert list(root.iterdir()) == []  # its folder is removed when the query ends
+    assert not (tmp_path / ".tmp").exists()
+
+
+def test_types_a_format_cannot_hold_and_a_wrong_argument_are_one_sentence(prof, tmp_path, capsys):
+    for sql in ("SELECT INTERVAL 1 DAY AS i", "SELECT union_value(a := 1) AS u"):
+        for fmt in ("parquet", "csv"):
+            out = tmp_path / f"r.{fmt}"
+            assert main(["query", str(prof), sql, "--format", fmt, "-o", str(out)]) == 2
+            assert "cast it in the query" in _one_sentence(capsys)
+            assert not out.exists()
+    with pytest.raises(QueryError, match="SQL text"):
+        query(prof, 1)
+
+
+def test_a_too_deep_query_does_not_suggest_a_refused_setting(prof, capsys):
+    deep = "SELECT " + "(" * 2000 + "1" + ")" * 2000
+    assert main(["query", str(prof), deep]) == 2
+    err = _one_sentence(capsys)
+    assert "SET" not in err and "fewer nested expressions" in err
+
+
+def test_ctrl_c_before_the_connection_exists_stops_the_query(prof, monkeypatch):
+    """A stop asked while the profile is still being opened interrupts the connection as soon
+    as it is made (it was lost: the main thread then waited for the whole query)."""
+    import threading
+
+    import analyser.query as q
+    from analyser.cli import query as cli_query
+
+    asked = threading.Event()
+    real = q._connect
+
+    def slow_connect(temp):
+        asked.wait()  # the connection is made only after the stop
+        return real(temp)
+
+    monkeypatch.setattr(q, "_connect", slow_connect)
+    endless = (
+        "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r"
+    )
+    # the stop: the worker thread is told (as Ctrl-C does) before its connection exists
+    monkeypatch.setattr(cli_query, "STOP_GRACE", 600.0)
+    import signal
+
+    def ctrl_c_soon():
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        asked.set()  # then the connection is made (whichever the main thread sees first)
+
+    timer = threading.Timer(0.0, ctrl_c_soon)
+    with pytest.raises(KeyboardInterrupt):
+        try:
+            timer.start()
+            cli_query._run_stoppable(q.query_arrow, str(prof), endless, 600.0)
+        finally:
+            asked.set()
+
+
+def test_the_hostile_query_cases_are_one_sentence(prof, tmp_path, capsys):
+    import hostile
+
+    for name, case in hostile.query_bound_cases(prof, tmp_path).items():
+        try:
+            code = main(list(case.argv))
+        except SystemExit as e:  # argparse
+            code = e.code
+        err = capsys.readouterr().err.strip()
+        assert code == case.expect, (name, err)
+        assert "Traceback" not in err and err.count("\n") <= 1, (name, err)
+        assert all(s in err for s in case.says), (name, err)
+        assert not any(h in err for h in case.hidden), (name, err)
+    assert list(tmp_path.iterdir()) == []

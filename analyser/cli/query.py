@@ -8,6 +8,35 @@ import sys
 
 from analyser.cli._common import at_least_one
 
+#: Seconds a query may run (``--timeout``).
+DEFAULT_TIMEOUT = 300.0
+#: Most rows ``--format table`` prints.
+MAX_TABLE_ROWS = 1_000_000
+#: Seconds the worker thread is given to end once DuckDB is interrupted.
+STOP_GRACE = 10.0
+
+
+def _max_rows(text: str) -> int:
+    n = at_least_one(text)
+    if n > MAX_TABLE_ROWS:
+        raise argparse.ArgumentTypeError(
+            f"at most {MAX_TABLE_ROWS:,} rows are printed as a table (got {text}); "
+            "use --format csv, json or parquet for more"
+        )
+    return n
+
+
+def _seconds(text: str) -> float:
+    import math
+
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(v) or v <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return v
+
 
 def _epilog() -> str:
     from analyser.query.tables import TABLES
@@ -38,10 +67,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-rows",
-        type=at_least_one,
+        type=_max_rows,
         default=100,
         metavar="N",
-        help="rows shown by --format table (default 100; the rest are counted)",
+        help=f"rows shown by --format table (default 100, at most {MAX_TABLE_ROWS:,}; only "
+        "these are computed)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"stop the query after this many seconds (default {DEFAULT_TIMEOUT:g}; exit 2)",
     )
     parser.epilog = _epilog()
 
@@ -53,10 +90,13 @@ def _records(table) -> list[dict]:
 def _json_text(table) -> str:
     import json
     import math
+    from decimal import Decimal
 
     def plain(v):
         if isinstance(v, float) and not math.isfinite(v):
             return None
+        if isinstance(v, Decimal) and v == v.to_integral_value():
+            return int(v)  # a 128-bit integer: a JSON number, exact
         return v
 
     rows = [{k: plain(v) for k, v in r.items()} for r in _records(table)]
@@ -64,7 +104,44 @@ def _json_text(table) -> str:
 
 
 def _csv_text(table) -> str:
-    return table.to_pandas().to_csv(index=False)
+    import io
+
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    # dictionary columns (the enumerations) as their names; pandas is not needed to print
+    cols = [
+        c.cast(c.type.value_type) if pa.types.is_dictionary(c.type) else c for c in table.columns
+    ]
+    import csv
+
+    head = io.StringIO()
+    csv.writer(head, lineterminator="\n").writerow(table.column_names)  # quoted only if needed
+    buf = io.BytesIO()
+    pcsv.write_csv(
+        pa.table(cols, names=table.column_names),
+        buf,
+        pcsv.WriteOptions(include_header=False, quoting_style="needed"),
+    )
+    return head.getvalue() + buf.getvalue().decode("utf-8")
+
+
+def _unwritable(table, fmt: str, exc: Exception):
+    """The sentence for a column type that ``fmt`` cannot hold (interval, union, ...)."""
+    import pyarrow as pa
+
+    from analyser.query import QueryError
+
+    bad = [
+        f"{f.name} ({f.type})"
+        for f in table.schema
+        if pa.types.is_interval(f.type) or pa.types.is_union(f.type)
+    ]
+    what = ", ".join(bad) if bad else str(exc).splitlines()[0].rstrip(".")
+    return QueryError(
+        f"{fmt} cannot hold the result's column {what}; cast it in the query "
+        "(CAST(x AS VARCHAR)) or use --format json."
+    )
 
 
 def _print_table(table, max_rows: int) -> None:
@@ -76,14 +153,19 @@ def _print_table(table, max_rows: int) -> None:
     con = console()
     tab = Table(show_lines=False)
     for name in table.column_names:
-        tab.add_column(esc(name))
-    shown = table.slice(0, max_rows)
-    for row in shown.to_pylist():
+        tab.add_column(esc(name), overflow="fold")  # a number is never cut
+    for row in table.to_pylist():
         tab.add_row(*(esc(_cell(v)) for v in row.values()))
     con.print(tab)
-    more = table.num_rows - shown.num_rows
-    tail = f" ({more:,} not shown: --max-rows, or --format csv / json / parquet)" if more else ""
-    con.print(f"{table.num_rows:,} row" + ("" if table.num_rows == 1 else "s") + tail)
+    n = table.num_rows
+    if (table.schema.metadata or {}).get(b"more") == b"1":
+        # the rest were never computed (the query ran with a LIMIT): not counted
+        con.print(
+            f"the first {n:,} row{'' if n == 1 else 's'} shown; more not computed "
+            "(--max-rows, or --format csv / json / parquet)"
+        )
+    else:
+        con.print(f"{n:,} row" + ("" if n == 1 else "s"))
 
 
 def _cell(v) -> str:
@@ -96,24 +178,61 @@ def _cell(v) -> str:
     return str(v)
 
 
-def _run_stoppable(query_arrow, path: str, sql: str):
-    """The query on a worker thread while this (main) thread waits for it, so that Ctrl-C and
-    SIGTERM, whose handlers run here, stop DuckDB (``interrupt()``) instead of waiting for it."""
-    from concurrent.futures import ThreadPoolExecutor
+def _run_stoppable(query_arrow, path: str, sql: str, timeout: float, **kwargs):
+    """The query on a daemon worker thread while this (main) thread waits for it, so that
+    Ctrl-C and SIGTERM, whose handlers run here, stop DuckDB (``interrupt()``) instead of
+    waiting for it, and so that ``timeout`` seconds end it. A stop asked before the connection
+    exists interrupts it as soon as it is made; the main thread waits for the worker at most
+    STOP_GRACE seconds (a daemon thread does not hold the exit)."""
+    import threading
+    import time
 
-    cons = []
-    with ThreadPoolExecutor(1) as pool:
-        fut = pool.submit(query_arrow, path, sql, on_connect=cons.append)
+    from analyser.query import QueryError
+
+    box: dict = {}
+    cons: list = []
+    stop = threading.Event()
+    lock = threading.Lock()
+
+    def connected(con) -> None:
+        with lock:
+            cons.append(con)
+            if stop.is_set():
+                con.interrupt()
+
+    def work() -> None:
         try:
-            while True:
-                try:
-                    return fut.result(timeout=0.2)
-                except TimeoutError:
-                    continue
-        except KeyboardInterrupt:  # SIGTERM arrives as profiles.atomic.Interrupted
+            box["table"] = query_arrow(path, sql, on_connect=connected, **kwargs)
+        except BaseException as exc:  # handed to the main thread
+            box["error"] = exc
+
+    def interrupt() -> None:
+        with lock:
+            stop.set()
             for con in cons:
                 con.interrupt()
-            raise
+
+    worker = threading.Thread(target=work, name="analyse-query", daemon=True)
+    deadline = time.monotonic() + timeout
+    try:
+        worker.start()
+        while worker.is_alive():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                interrupt()
+                worker.join(STOP_GRACE)
+                raise QueryError(
+                    f"the query ran longer than its time limit ({timeout:g} s) and was "
+                    "stopped; aggregate, filter or LIMIT it, or give --timeout."
+                )
+            worker.join(min(left, 0.2))
+    except KeyboardInterrupt:  # SIGTERM arrives as profiles.atomic.Interrupted
+        interrupt()
+        worker.join(STOP_GRACE)
+        raise
+    if "error" in box:
+        raise box["error"]
+    return box["table"]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -128,17 +247,26 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "table" and args.output:
         raise CliError("-o writes csv, json or parquet; choose one with --format.")
     out = check_output(args.output, [args.file], force=args.force) if args.output else None
-    table = _run_stoppable(query_arrow, args.file, args.sql)
+    max_rows = args.max_rows if args.format == "table" else None
+    table = _run_stoppable(query_arrow, args.file, args.sql, args.timeout, max_rows=max_rows)
     if args.format == "table":
         _print_table(table, args.max_rows)
         return 0
+    import pyarrow as pa
+
     if args.format == "parquet":
         import pyarrow.parquet as pq
 
-        with atomic_output(out, "wb") as fh:
-            pq.write_table(table, fh)
+        try:
+            with atomic_output(out, "wb") as fh:
+                pq.write_table(table, fh)
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid) as exc:
+            raise _unwritable(table, "parquet", exc) from None
     else:
-        text = _json_text(table) if args.format == "json" else _csv_text(table)
+        try:
+            text = _json_text(table) if args.format == "json" else _csv_text(table)
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid) as exc:
+            raise _unwritable(table, args.format, exc) from None
         if out is None:
             # csv carries the profile's names raw: on a terminal their control characters are
             # shown as escapes (JSON escapes them itself)

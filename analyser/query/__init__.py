@@ -23,6 +23,7 @@ does.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,6 +41,14 @@ __all__ = ["TABLES", "QueryError", "query", "query_arrow"]
 
 #: Memory DuckDB may use for a query's intermediate results (joins, sorts, aggregates).
 MEMORY_LIMIT = "2GB"
+#: Bytes of result (Arrow) a query may return; the rows are fetched in batches and the query
+#: stops with a QueryError at the first batch past it (DuckDB's memory limit does not count the
+#: result handed to Python).
+RESULT_LIMIT = 1 << 30
+#: Rows per fetched batch.
+BATCH_ROWS = 65_536
+#: Most bytes DuckDB may spill to its temporary folder (under the cache folder, one per query).
+TEMP_LIMIT = "4GB"
 #: DuckDB's threads (the machine's cores, at most 4).
 THREADS = max(1, min(4, os.cpu_count() or 1))
 
@@ -48,13 +57,35 @@ class QueryError(UserFacingError):
     """A query that is not allowed, does not parse or fails (one sentence; exit 2)."""
 
 
-def _connect():
+def _temp_root() -> Path:
+    """The folder DuckDB's spill files go under: ``$XDG_CACHE_HOME`` (or ``~/.cache``)
+    ``/ipu-graph-analyser/query-tmp`` (never the current folder, DuckDB's default ``./.tmp``)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "ipu-graph-analyser" / "query-tmp"
+
+
+def _temp_dir() -> str:
+    """A fresh folder for one query's spill files (removed when the query ends); the system's
+    temporary folder when the cache folder cannot be made."""
+    import tempfile
+
+    try:
+        root = _temp_root()
+        root.mkdir(parents=True, exist_ok=True)
+        return tempfile.mkdtemp(prefix="duckdb-", dir=root)
+    except OSError:
+        return tempfile.mkdtemp(prefix="ipu-analyser-duckdb-")
+
+
+def _connect(temp_dir: str):
     import duckdb
 
+    # the spill folder first: with external access off DuckDB refuses to change it
     con = duckdb.connect(
         ":memory:",
         config={
-            "enable_external_access": False,
+            "temp_directory": temp_dir,
+            "max_temp_directory_size": TEMP_LIMIT,
             "autoload_known_extensions": False,
             "autoinstall_known_extensions": False,
             "allow_community_extensions": False,
@@ -62,6 +93,7 @@ def _connect():
             "threads": THREADS,
         },
     )
+    con.execute("SET enable_external_access = false")
     return con
 
 
@@ -72,6 +104,10 @@ def _lock(con) -> None:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     line = text[0] if text else type(exc).__name__
+    # DuckDB suggests raising a limit with SET, which the locked sandbox refuses
+    line = re.sub(r"\s*Use \"SET [^\"]*\"[^.]*\.?", "", line)
+    if "expression depth" in line:
+        line += " (the sandbox keeps this limit: write the query with fewer nested expressions)"
     return line.rstrip(".!")
 
 
@@ -123,20 +159,32 @@ def query_arrow(
     sql: str,
     *,
     on_connect: Callable[[Any], None] | None = None,
+    max_rows: int | None = None,
+    max_bytes: int = RESULT_LIMIT,
 ) -> pa.Table:
     """Run one SELECT ``sql`` on ``profile`` (a path or an open Analysis); an Arrow table.
 
     ``on_connect(connection)`` is called with the DuckDB connection before the query runs, so a
     caller running it on another thread can stop it (``connection.interrupt()``); an
-    interrupted query raises KeyboardInterrupt."""
+    interrupted query raises KeyboardInterrupt.
+
+    ``max_rows``: at most this many rows are computed (a LIMIT on the query, so DuckDB stops
+    early); the table's schema metadata ``b"more"`` is ``b"1"`` when the query had more.
+    ``max_bytes``: the result is fetched in batches and a result past this many bytes is a
+    QueryError (one sentence) before it is all in memory."""
     import duckdb
 
-    if not sql or not sql.strip():
+    if not isinstance(sql, str):
+        raise QueryError(f"the query must be SQL text (a str), not {type(sql).__name__}.")
+    if not sql.strip():
         raise QueryError("the query is empty; give one SELECT statement.")
+    if max_rows is not None and (not isinstance(max_rows, int) or max_rows < 0):
+        raise QueryError(f"max_rows must be a whole number of rows, not {max_rows!r}.")
     _check_statement(sql)
     src, close = _source(profile)
+    temp = _temp_dir()
     try:
-        con = _connect()
+        con = _connect(temp)
         if on_connect is not None:
             on_connect(con)
         try:
@@ -152,8 +200,11 @@ def query_arrow(
             _lock(con)
             try:
                 rel = con.sql(sql)
-                return (
-                    _unique_names(_integers(rel.to_arrow_table())) if rel is not None else _empty()
+                if rel is None:
+                    return _empty()
+                table, more = _fetch(rel, max_rows, max_bytes)
+                return _unique_names(table).replace_schema_metadata(
+                    {b"more": b"1" if more else b"0"}
                 )
             except RuntimeError as exc:
                 # Ctrl-C (or SIGTERM) while DuckDB runs: it stops the query and says so
@@ -167,6 +218,12 @@ def query_arrow(
                     "the query tried to reach outside the profile, which is not allowed "
                     f"(only the profile's tables can be read): {_first_line(exc)}."
                 ) from None
+            except duckdb.OutOfMemoryException as exc:
+                raise QueryError(
+                    f"the query needs more than its memory limit ({MEMORY_LIMIT} in DuckDB, "
+                    f"{TEMP_LIMIT} spilled to disk): {_first_line(exc)}; aggregate, filter or "
+                    "LIMIT it."
+                ) from None
             except duckdb.Error as exc:
                 known = ", ".join(TABLES)
                 hint = f" (the tables are {known})" if "Table with name" in str(exc) else ""
@@ -174,8 +231,63 @@ def query_arrow(
         finally:
             con.close()
     finally:
+        import shutil
+
+        shutil.rmtree(temp, ignore_errors=True)  # the folder made for this query
         if close:
             src.close()
+
+
+_WIDE_INTEGERS = frozenset({"HUGEINT", "UHUGEINT"})
+
+
+def _fetch(rel, max_rows: int | None, max_bytes: int) -> tuple[pa.Table, bool]:
+    """(table, more rows?): the relation's rows as Arrow, in batches: at most ``max_rows`` (pushed into the query as
+    a LIMIT, one more row to know there are more), at most ``max_bytes``; 128-bit integers
+    exact (DuckDB's Arrow export wraps an UHUGEINT above 2^127 round to negative)."""
+    import pyarrow as pa
+
+    names = list(rel.columns)
+    types = [str(t) for t in rel.types]
+    wide = [i for i, t in enumerate(types) if t in _WIDE_INTEGERS]
+    if wide:
+        cols = ", ".join(
+            f"CAST(#{i + 1} AS VARCHAR)" if i in wide else f"#{i + 1}" for i in range(len(names))
+        )
+        rel = rel.query("_result", f"SELECT {cols} FROM _result")
+    if max_rows is not None:
+        rel = rel.limit(max_rows + 1)
+    reader = rel.to_arrow_reader(BATCH_ROWS)
+    batches, size, rows = [], 0, 0
+    for batch in reader:
+        size += batch.nbytes
+        if size > max_bytes:
+            reader.close()
+            raise QueryError(
+                f"the result passed {max_bytes / 2**30:.3g} GiB after {rows:,} rows; aggregate, "
+                "filter or LIMIT the query (or give fewer columns)."
+            )
+        batches.append(batch)
+        rows += batch.num_rows
+    table = pa.Table.from_batches(batches, reader.schema)
+    more = max_rows is not None and table.num_rows > max_rows
+    if more:
+        table = table.slice(0, max_rows)
+    table = table.rename_columns(names)
+    for i in wide:
+        table = table.set_column(i, names[i], _exact_integers(table.column(i)))
+    return _integers(table), more
+
+
+def _exact_integers(col: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Decimal text of 128-bit integers as int64 when every value fits, else as
+    decimal256(39, 0) (exact: 2^128 has 39 digits)."""
+    import pyarrow as pa
+
+    try:
+        return col.cast(pa.int64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return col.cast(pa.decimal256(39, 0))
 
 
 def _unique_names(table: pa.Table) -> pa.Table:
