@@ -221,3 +221,26 @@ def test_an_open_analysis_is_exported_through_its_own_reader(trace_profiles, tmp
     assert (tmp_path / "agg-analysis.json").read_bytes() == (
         tmp_path / "agg-path.json"
     ).read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("run_starts", "words"),
+    [
+        (np.zeros(0, np.int64), "records no host calls"),
+        (np.arange(200_000, dtype=np.int64), "claims 200,000 host calls"),
+    ],
+)
+def test_split_by_run_is_bounded(tmp_path, capsys, run_starts, words):
+    """No run starts, or more than a split may write (200,000 on a 300-step profile): one
+    sentence, exit 2, no file written."""
+    data = make_synthetic_profile(n_steps=300, n_ipus=1, tiles=16)
+    data["/execution"]["run_starts"] = run_starts
+    path = tmp_path / "p.h5"
+    write_profile(path, data)
+    out = tmp_path / "out"
+    out.mkdir()
+    args = ["export-trace", str(path), "--split-by-run", "-o", str(out / "t.json")]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert words in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert list(out.iterdir()) == []

@@ -627,6 +627,27 @@ def analysis_source(source: Any) -> Iterator[Source]:
         yield source.src
 
 
+#: Most files ``split_by_run`` writes (one per host call): a profile that claims more calls is
+#: refused before any file is written.
+MAX_SPLIT_FILES = 1000
+
+
+def _split_runs(p: _Prepared) -> list[int | None]:
+    """The runs of a split export, refused in one sentence when there are none or too many."""
+    n = int(p.run_starts.size)
+    if n == 0:
+        raise TraceExportError(
+            "the profile records no host calls (/execution/run_starts is empty): "
+            "export it without --split-by-run."
+        )
+    if n > MAX_SPLIT_FILES:
+        raise TraceExportError(
+            f"the profile claims {n:,} host calls and --split-by-run writes at most "
+            f"{MAX_SPLIT_FILES:,} files: export it whole, or with --max-events."
+        )
+    return list(range(n))
+
+
 def export_trace(
     source: Any,
     out: str | os.PathLike[str],
@@ -640,7 +661,7 @@ def export_trace(
 
     ``fmt``: ``"chrome"`` (trace-event JSON for chrome://tracing and ui.perfetto.dev) or
     ``"perfetto"`` (protobuf). ``split_by_run`` writes one file per host call (device-iteration
-    run), named ``OUT-stem.runNNNN.OUT-suffix``.
+    run), named ``OUT-stem.runNNNN.OUT-suffix``; at most ``MAX_SPLIT_FILES`` of them.
     """
     if fmt not in ("chrome", "perfetto"):
         raise TraceExportError(f"unknown trace format {fmt!r}; choose chrome or perfetto.")
@@ -648,7 +669,7 @@ def export_trace(
     writer = _write_chrome if fmt == "chrome" else _write_perfetto
     with analysis_source(source) as src:
         p = _Prepared(src)
-        runs: list[int | None] = list(range(p.run_starts.size)) if split_by_run else [None]
+        runs = _split_runs(p) if split_by_run else [None]
         rows = _Rows(progress, p.src.n_steps)
         written = []
         for r in runs:
