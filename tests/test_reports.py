@@ -139,7 +139,8 @@ def test_html_report_shows_the_host_time_and_every_shape(tmp_path):
     out = tmp_path / "r.html"
     assert main(["report", str(path), "-o", str(out)]) == 0
     html = out.read_text(encoding="utf-8")
-    assert "host prepare (before the device)" in html and "host call (before the device)" in html
+    assert "host: prepare" in html and "host: call" in html
+    assert "hatched: the host before the device starts" in html
     table = html[html.index("largest variables") :]
     table = table[: table.index("</table>")]
     rows = re.findall(r"<tr>(.*?)</tr>", table, flags=re.S)[1:]

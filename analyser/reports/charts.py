@@ -263,7 +263,7 @@ def cycles_by_type(analysis: Analysis) -> str:
             hatch="//",
             edgecolor="white",
             linewidth=0,
-            label=f"host {kind} (before the device)",
+            label=f"host: {kind}",
         )
         left += v / 1e6
     for j, t in enumerate(schema.PROGRAM_TYPES):
@@ -274,7 +274,11 @@ def cycles_by_type(analysis: Analysis) -> str:
         left += v / 1e6
     ax.set_yticks(np.arange(n), [f"IPU {i}" for i in range(n)])
     ax.invert_yaxis()
-    ax.set_xlabel("million cycles")
+    ax.set_xlabel(
+        "million cycles (hatched: the host before the device starts)"
+        if _host_before_device(analysis)
+        else "million cycles"
+    )
     ax.set_title("Cycles by step type", fontsize=9, loc="left")
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
     return to_svg(fig)
