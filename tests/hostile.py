@@ -302,6 +302,12 @@ def semantic_mutations() -> dict[str, Mutation]:
             "/graph/operations/name", lambda a: np.array([""] * a.size, object)
         ),
         "version-minor-future": set_attr("/", "format_version", "1.999"),
+        # -- run starts that claim no host call, or far more calls than steps (export-trace
+        # --split-by-run refuses both in one sentence; the other reports read them as one run)
+        "run-starts-empty": set_values("/execution/run_starts", lambda a: a[:0].copy()),
+        "run-starts-200k": set_values(
+            "/execution/run_starts", lambda a: np.arange(200_000, dtype=a.dtype)
+        ),
     }
 
 
@@ -594,6 +600,8 @@ PROFILE_COMMANDS: tuple[tuple[str, ...], ...] = (
     ("export-trace", "{file}", "-o", "{out}.json"),
     # a trace merged to at most 300 events (issue 25)
     ("export-trace", "{file}", "-o", "{out}.merged.json", "--max-events", "300"),
+    # one file per host call, at most 1,000 of them
+    ("export-trace", "{file}", "-o", "{out}.split.json", "--split-by-run"),
     # two runs aligned step by step, with both traces and the delta lane (issue 25)
     ("diff", "{base}", "{file}", "--export-trace", "{out}.diff.json"),
     ("diff", "{file}", "{base}", "--json"),

@@ -221,3 +221,91 @@ def test_an_open_analysis_is_exported_through_its_own_reader(trace_profiles, tmp
     assert (tmp_path / "agg-analysis.json").read_bytes() == (
         tmp_path / "agg-path.json"
     ).read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("run_starts", "words"),
+    [
+        (np.zeros(0, np.int64), "records no host calls"),
+        (np.arange(200_000, dtype=np.int64), "claims 200,000 host calls"),
+    ],
+)
+def test_split_by_run_is_bounded(tmp_path, capsys, run_starts, words):
+    """No run starts, or more than a split may write (200,000 on a 300-step profile): one
+    sentence, exit 2, no file written."""
+    data = make_synthetic_profile(n_steps=300, n_ipus=1, tiles=16)
+    data["/execution"]["run_starts"] = run_starts
+    path = tmp_path / "p.h5"
+    write_profile(path, data)
+    out = tmp_path / "out"
+    out.mkdir()
+    args = ["export-trace", str(path), "--split-by-run", "-o", str(out / "t.json")]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert words in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert list(out.iterdir()) == []
+
+
+@pytest.fixture(scope="module")
+def host_profile(tmp_path_factory):
+    """An engine profile with the host's timeline (preparation and the call before the device)."""
+    import engine
+    from engine.config import RunConfig
+
+    path = tmp_path_factory.mktemp("host_trace") / "mlp.h5"
+    engine.simulate_to_file(RunConfig(model="mlp"), path)
+    with open_profile(path) as p:
+        host = {k: p.array(f"/execution/host/{k}").astype(np.int64) for k in ("start", "cycles")}
+        clock = float(p.meta["clock_hz"])
+    assert host["start"].min() < 0  # the host's time before the device
+    return path, host, clock
+
+
+def test_chrome_trace_has_the_host_lane(host_profile, tmp_path):
+    """The host's preparation, call and waits are events of their own "Host" process, on the
+    same clock as the steps (time 0 is the host's first event)."""
+    path, host, clock = host_profile
+    out = tmp_path / "t.json"
+    assert main(["export-trace", str(path), "-o", str(out)]) == 0
+    ev = json.loads(out.read_text())["traceEvents"]
+    names = {e["pid"]: e["args"]["name"] for e in ev if e["name"] == "process_name"}
+    host_pid = next(pid for pid, name in names.items() if name == "Host")
+    got = [e for e in ev if e["ph"] == "X" and e["pid"] == host_pid]
+    assert len(got) == host["start"].size
+    assert sorted(e["args"]["start_cycle"] for e in got) == sorted(host["start"].tolist())
+    steps = [e for e in ev if e["ph"] == "X" and e["pid"] != host_pid]
+    xs = got + steps
+    assert min(e["ts"] for e in xs) == pytest.approx(0.0)
+    # one clock: times differ as the cycles do
+    a, b = got[0], steps[0]
+    delta = (b["args"]["start_cycle"] - a["args"]["start_cycle"]) * 1e6 / clock
+    assert b["ts"] - a["ts"] == pytest.approx(delta, abs=1e-3)
+    for e in got:
+        assert e["dur"] == pytest.approx(e["args"]["cycles"] * 1e6 / clock)
+
+
+def test_perfetto_trace_has_the_host_lane(host_profile, tmp_path):
+    from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import Trace, TrackEvent
+
+    path, host, clock = host_profile
+    out = tmp_path / "t.pftrace"
+    assert main(["export-trace", str(path), "--format", "perfetto", "-o", str(out)]) == 0
+    trace = Trace.FromString(out.read_bytes())
+    desc = [pk.track_descriptor for pk in trace.packet if pk.HasField("track_descriptor")]
+    host_proc = [d for d in desc if d.HasField("process") and d.process.process_name == "Host"]
+    assert len(host_proc) == 1
+    pid = host_proc[0].process.pid
+    host_tracks = {d.uuid for d in desc if d.HasField("thread") and d.thread.pid == pid}
+    events = [pk for pk in trace.packet if pk.HasField("track_event")]
+    begins = [
+        pk
+        for pk in events
+        if pk.track_event.type == TrackEvent.Type.TYPE_SLICE_BEGIN
+        and pk.track_event.track_uuid in host_tracks
+    ]
+    assert len(begins) == host["start"].size
+    assert {pk.track_event.name for pk in begins} >= {"prepare", "call"}
+    # unsigned timestamps: the host's lead shifts every event, none wraps around
+    ts = np.array([pk.timestamp for pk in events], dtype=np.float64)
+    span_ns = (host["start"].min() * -1 + 10**10) * 1e9 / clock
+    assert ts.min() == 0 and ts.max() < span_ns

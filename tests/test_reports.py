@@ -123,3 +123,28 @@ def test_the_schema_document_lists_every_key_figure(report_profiles):
         keys = build_report([a], insights=False)["profiles"][0]["metrics"]
     missing = sorted(set(keys) - rows)
     assert missing == [], f"add to docs/report-schema.md's Metrics table: {missing}"
+
+
+def test_html_report_shows_the_host_time_and_every_shape(tmp_path):
+    """An engine profile whose host time before the device is most of the run: the "Cycles by
+    step type" chart has the host's preparation and call (hatched, labelled), and no cell of the
+    largest-variables table's shape column is blank (pooled temporaries record no shape)."""
+    import re
+
+    import engine
+    from engine.config import RunConfig
+
+    path = tmp_path / "mlp.h5"
+    engine.simulate_to_file(RunConfig(model="mlp"), path)
+    out = tmp_path / "r.html"
+    assert main(["report", str(path), "-o", str(out)]) == 0
+    html = out.read_text(encoding="utf-8")
+    assert "host: prepare" in html and "host: call" in html
+    assert "hatched: the host before the device starts" in html
+    table = html[html.index("largest variables") :]
+    table = table[: table.index("</table>")]
+    rows = re.findall(r"<tr>(.*?)</tr>", table, flags=re.S)[1:]
+    assert rows
+    for row in rows:
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", row, flags=re.S)
+        assert cells[3].strip(), row

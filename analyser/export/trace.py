@@ -128,6 +128,35 @@ class _Prepared:
             else np.zeros(1, np.int64)
         )
 
+        # the host's timeline (format 1.2): lane, kind, start (device-trace cycles, negative
+        # before the device starts), cycles, samples. Every timestamp is shifted by the host's
+        # lead, so time 0 is the first event (Perfetto's timestamps are unsigned)
+        self.host: dict[str, np.ndarray] = {}
+        if src.has("/execution/host"):
+            self.host = {
+                k: src.array(f"/execution/host/{k}").astype(np.int64)
+                for k in ("lane", "kind", "start", "cycles", "samples")
+            }
+        lead = int(self.host["start"].min()) if self.host and self.host["start"].size else 0
+        self.host_shift = max(0, -lead)
+        #: cycles added to every timestamp; the host events are written only with the shift
+        #: (``with_host``): the merged and diff exports keep the device's time 0 and no host
+        self.shift = 0
+        self.with_host = False
+
+    def host_rows(self, run: int | None) -> np.ndarray:
+        """Indices of the host events of one run (by start, as the steps), or of all."""
+        if not self.host:
+            return np.zeros(0, np.int64)
+        start = self.host["start"]
+        keep = np.ones(start.size, bool)
+        if run is not None:
+            if run > 0:
+                keep &= start >= int(self.run_starts[run])
+            if run + 1 < self.run_starts.size:
+                keep &= start < int(self.run_starts[run + 1])
+        return np.flatnonzero(keep)
+
     def us(self, cycles: np.ndarray) -> np.ndarray:
         return cycles.astype(np.float64) * (1e6 / self.clock)
 
@@ -337,13 +366,56 @@ def _write_chrome(
     ranges: list[tuple[int, int]],
     title: str,
     rows: _Rows,
+    run: int | None = None,
 ) -> None:
     """Chrome trace-event JSON; each chunk of steps is formatted by :class:`RowBytes` (numpy),
     one "X" event per step and a "C" memory counter event where the value changes."""
     chrome_header(fh, str(p.src.path), p.clock, title)
-    fh.write(",\n".join(_chrome_metadata(p)))
+    fh.write(",\n".join(_chrome_metadata(p) + _chrome_host(p, run)))
     chrome_steps(p, fh, ranges, rows)
     fh.write("\n]}\n")
+
+
+def _chrome_host(p: _Prepared, run: int | None) -> list[str]:
+    """The host's timeline as its own process ("Host", after the IPUs) with a thread per host
+    lane (main, loader): one "X" event per preparation, call and wait. Empty without one."""
+    if not (p.host and p.with_host):
+        return []
+    pid = p.n_ipus
+    ev = [
+        json.dumps({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": "Host"}}),
+        json.dumps(
+            {"name": "process_sort_index", "ph": "M", "pid": pid, "args": {"sort_index": pid}}
+        ),
+    ]
+    for t, lane in enumerate(schema.HOST_LANES):
+        ev.append(
+            json.dumps(
+                {"name": "thread_name", "ph": "M", "pid": pid, "tid": t, "args": {"name": lane}}
+            )
+        )
+    h = p.host
+    for j in p.host_rows(run).tolist():
+        start, cycles = int(h["start"][j]), int(h["cycles"][j])
+        ev.append(
+            json.dumps(
+                {
+                    "name": schema.HOST_EVENTS[int(h["kind"][j])],
+                    "ph": "X",
+                    "cat": "host",
+                    "pid": pid,
+                    "tid": int(h["lane"][j]),
+                    "ts": float(p.us(np.int64(start + p.shift))),
+                    "dur": float(p.us(np.int64(cycles))),
+                    "args": {
+                        "cycles": cycles,
+                        "start_cycle": start,
+                        "samples": int(h["samples"][j]),
+                    },
+                }
+            )
+        )
+    return ev
 
 
 def chrome_steps(
@@ -384,7 +456,7 @@ def chrome_steps(
         ipu = c["ipu"].astype(np.int64)
         typ = c["type"].astype(np.int64)
         prog = c["program"].astype(np.int64)
-        ts = p.us(c["start"])
+        ts = p.us(c["start"].astype(np.int64) + p.shift)
         r = RowBytes(n).emit(
             b',\n{"name":',
             (names, np.clip(prog, 0, p.n_prog - 1)),
@@ -567,6 +639,7 @@ def _write_perfetto(
     ranges: list[tuple[int, int]],
     title: str,
     rows: _Rows,
+    run: int | None = None,
 ) -> None:
     """Perfetto protobuf: track descriptors through ``perfetto.trace_builder``, then per step a
     slice begin (name, category = step type, cycles as a debug annotation) and end packet on
@@ -575,6 +648,7 @@ def _write_perfetto(
     serialise; tests compare them)."""
     tracks = perfetto_tracks(p)
     fh.write(tracks.descriptors)
+    fh.write(_perfetto_host(p, run))
     lane_uuid, mem_uuid, kind_uuid = tracks.lanes, tracks.memory, tracks.kinds
     del title
     # categories (the step type) and name (the program) fields of the slice begin events
@@ -587,7 +661,7 @@ def _write_perfetto(
         ipu = c["ipu"].astype(np.int64)
         typ = c["type"].astype(np.int64)
         prog = np.clip(c["program"].astype(np.int64), 0, p.n_prog - 1)
-        start = c["start"].astype(np.int64)
+        start = c["start"].astype(np.int64) + p.shift
         cyc = c["cycles"].astype(np.int64)
         t0 = np.rint(start * ns).astype(np.int64)
         t1 = np.rint((start + cyc) * ns).astype(np.int64)
@@ -603,6 +677,50 @@ def _write_perfetto(
         return list(r.blocks(workers=1))
 
     rows.write(p, ranges, fmt, fh.write)
+
+
+def _perfetto_host(p: _Prepared, run: int | None) -> bytes:
+    """The host's timeline as its own process ("Host") with a thread track per host lane and a
+    slice per preparation, call and wait (through ``perfetto.trace_builder``: a few events)."""
+    if not (p.host and p.with_host):
+        return b""
+    from perfetto.trace_builder.proto_builder import TraceProtoBuilder
+
+    b = TraceProtoBuilder()
+    pt = b.add_packet()
+    pt.track_descriptor.uuid = _HOST_UUID
+    pt.track_descriptor.process.pid = p.n_ipus + 1
+    pt.track_descriptor.process.process_name = "Host"
+    for t, lane in enumerate(schema.HOST_LANES):
+        pk = b.add_packet()
+        pk.track_descriptor.uuid = _HOST_UUID + 1 + t
+        pk.track_descriptor.thread.pid = p.n_ipus + 1
+        pk.track_descriptor.thread.tid = (p.n_ipus + 1) * 100 + t
+        pk.track_descriptor.thread.thread_name = lane
+    h, ns = p.host, 1e9 / p.clock
+    for j in p.host_rows(run).tolist():
+        start = int(h["start"][j]) + p.shift
+        t0 = round(start * ns)
+        t1 = round((start + int(h["cycles"][j])) * ns)
+        for ts, begin in ((t0, True), (t1, False)):
+            pk = b.add_packet()
+            pk.timestamp = ts
+            pk.trusted_packet_sequence_id = _SEQ
+            ev = pk.track_event
+            ev.track_uuid = _HOST_UUID + 1 + int(h["lane"][j])
+            if begin:
+                ev.type = ev.Type.TYPE_SLICE_BEGIN
+                ev.name = schema.HOST_EVENTS[int(h["kind"][j])]
+                ev.categories.append("host")
+                a = ev.debug_annotations.add()
+                a.name, a.int_value = "cycles", int(h["cycles"][j])
+            else:
+                ev.type = ev.Type.TYPE_SLICE_END
+    return b.serialize()
+
+
+#: Track uuids of the host process (the IPUs' are 1000 + i, 100000 + ..., 200000 + ...).
+_HOST_UUID = 900000
 
 
 # ---------------------------------------------------------------------------------------------
@@ -627,6 +745,27 @@ def analysis_source(source: Any) -> Iterator[Source]:
         yield source.src
 
 
+#: Most files ``split_by_run`` writes (one per host call): a profile that claims more calls is
+#: refused before any file is written.
+MAX_SPLIT_FILES = 1000
+
+
+def _split_runs(p: _Prepared) -> list[int | None]:
+    """The runs of a split export, refused in one sentence when there are none or too many."""
+    n = int(p.run_starts.size)
+    if n == 0:
+        raise TraceExportError(
+            "the profile records no host calls (/execution/run_starts is empty): "
+            "export it without --split-by-run."
+        )
+    if n > MAX_SPLIT_FILES:
+        raise TraceExportError(
+            f"the profile claims {n:,} host calls and --split-by-run writes at most "
+            f"{MAX_SPLIT_FILES:,} files: export it whole, or with --max-events."
+        )
+    return list(range(n))
+
+
 def export_trace(
     source: Any,
     out: str | os.PathLike[str],
@@ -640,7 +779,7 @@ def export_trace(
 
     ``fmt``: ``"chrome"`` (trace-event JSON for chrome://tracing and ui.perfetto.dev) or
     ``"perfetto"`` (protobuf). ``split_by_run`` writes one file per host call (device-iteration
-    run), named ``OUT-stem.runNNNN.OUT-suffix``.
+    run), named ``OUT-stem.runNNNN.OUT-suffix``; at most ``MAX_SPLIT_FILES`` of them.
     """
     if fmt not in ("chrome", "perfetto"):
         raise TraceExportError(f"unknown trace format {fmt!r}; choose chrome or perfetto.")
@@ -648,7 +787,8 @@ def export_trace(
     writer = _write_chrome if fmt == "chrome" else _write_perfetto
     with analysis_source(source) as src:
         p = _Prepared(src)
-        runs: list[int | None] = list(range(p.run_starts.size)) if split_by_run else [None]
+        p.shift, p.with_host = p.host_shift, True
+        runs = _split_runs(p) if split_by_run else [None]
         rows = _Rows(progress, p.src.n_steps)
         written = []
         for r in runs:
@@ -656,6 +796,6 @@ def export_trace(
             path = out if r is None else out.with_name(f"{out.stem}.run{r:04d}{out.suffix}")
             title = f"{src.path.name}" + ("" if r is None else f" run {r}")
             with atomic_output(path, "wb" if fmt == "perfetto" else "w") as fh:
-                writer(p, fh, ranges, title, rows)
+                writer(p, fh, ranges, title, rows, r)
             written.append(path)
     return written

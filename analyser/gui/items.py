@@ -95,14 +95,58 @@ class BatchedRectsItem(pg.GraphicsObject):
         painter.setRenderHint(QPainter.RenderHint.Antialiasing, False)
         painter.setPen(Qt.PenStyle.NoPen)
         calls = 0
+        view = self.viewRect()
         for brush, prim in self._groups:
             painter.setBrush(brush)
-            painter.drawRects(*prim.drawargs())
+            painter.drawRects(*self._clipped(prim, view).drawargs())
             calls += 1
         self.draw_calls = calls
 
+    @staticmethod
+    def _clipped(prim, view: QRectF | None):
+        """``prim`` with every rectangle cut to the view widened by one view on each side: a
+        rectangle thousands of million pixels wide (a whole-run host wait seen in a window of a
+        few thousand cycles) overflows the painter's device coordinates and is not drawn at all.
+        The rectangles themselves are kept whole (a copy is cut, only when one sticks out)."""
+        if view is None or not view.isValid():
+            return prim
+        r = prim.ndarray()
+        w, h = view.width(), view.height()
+        lo_x, hi_x = view.left() - w, view.right() + w
+        lo_y, hi_y = view.top() - h, view.bottom() + h
+        x0, y0 = r[:, 0], r[:, 1]
+        x1, y1 = x0 + r[:, 2], y0 + r[:, 3]
+        if not ((x0 < lo_x).any() or (x1 > hi_x).any() or (y0 < lo_y).any() or (y1 > hi_y).any()):
+            return prim
+        cx0, cx1 = np.clip(x0, lo_x, hi_x), np.clip(x1, lo_x, hi_x)
+        cy0, cy1 = np.clip(y0, lo_y, hi_y), np.clip(y1, lo_y, hi_y)
+        out = internals.PrimitiveArray(QRectF, 4)
+        out.resize(len(r))
+        out.ndarray()[:] = np.column_stack([cx0, cy0, cx1 - cx0, cy1 - cy0])
+        return out
+
     def boundingRect(self) -> QRectF:
-        return self._bounds
+        # cut to the view widened by one view on each side, as the painted rectangles: Qt maps
+        # the bounds to device coordinates to decide whether to paint, and bounds thousands of
+        # million pixels wide overflow there (the item was not painted at all)
+        view = self.viewRect()
+        if view is None or not view.isValid() or self._bounds.isEmpty():
+            return self._bounds
+        wide = view.adjusted(-view.width(), -view.height(), view.width(), view.height())
+        cut = self._bounds.intersected(wide)
+        return cut if not cut.isEmpty() else QRectF(self._bounds.topLeft(), self._bounds.topLeft())
+
+    def viewRangeChanged(self) -> None:
+        self.prepareGeometryChange()  # the bounds follow the view (boundingRect)
+        super().viewRangeChanged()
+
+    def dataBounds(self, ax: int, frac: float = 1.0, orthoRange=None):
+        """The rectangles' whole extent along ``ax`` (for the view's auto-range, which the cut
+        bounding rectangle would shrink to the view)."""
+        b = self._bounds
+        if b.isEmpty() and b.width() == 0 and b.height() == 0:
+            return None
+        return (b.left(), b.right()) if ax == 0 else (b.top(), b.bottom())
 
 
 class SliceLabelsItem(pg.GraphicsObject):

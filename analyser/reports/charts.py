@@ -222,6 +222,28 @@ def liveness_curve(analysis: Analysis) -> str:
     return to_svg(fig)
 
 
+def _host_before_device(analysis: Analysis) -> dict[str, float]:
+    """Cycles of the host's main lane before the device starts, by event kind (profile
+    format 1.2's host timeline; empty without one)."""
+    from profiles import schema
+
+    src = analysis.src
+    if not src.has("/execution/host"):
+        return {}
+    lane = src.array("/execution/host/lane").astype(np.int64)
+    kind = src.array("/execution/host/kind").astype(np.int64)
+    start = src.array("/execution/host/start").astype(np.int64)
+    end = start + src.array("/execution/host/cycles").astype(np.int64)
+    main = (lane == schema.HOST_LANES.index("main")) & (start < 0)
+    before = np.minimum(end[main], 0) - start[main]
+    out = {}
+    for k in np.unique(kind[main]):
+        v = float(before[kind[main] == k].sum())
+        if v > 0:
+            out[schema.HOST_EVENTS[int(k)]] = v
+    return out
+
+
 def cycles_by_type(analysis: Analysis) -> str:
     from profiles import schema
 
@@ -230,6 +252,20 @@ def cycles_by_type(analysis: Analysis) -> str:
     fig = _fig(9.0, max(1.9, 0.55 * n + 1.0), left=0.7, right=1.7)
     ax = fig.subplots()
     left = np.zeros(n)
+    # the host's time before the device (its preparation and the call's round trip, from the
+    # host timeline): every IPU waits through it, and it can be most of the run
+    for kind, v in _host_before_device(analysis).items():
+        ax.barh(
+            np.arange(n),
+            np.full(n, v / 1e6),
+            left=left,
+            color=_colour("host_events", kind),
+            hatch="//",
+            edgecolor="white",
+            linewidth=0,
+            label=f"host: {kind}",
+        )
+        left += v / 1e6
     for j, t in enumerate(schema.PROGRAM_TYPES):
         v = ex.cycles_by_type[:, j].astype(float)
         if not v.any():
@@ -238,7 +274,11 @@ def cycles_by_type(analysis: Analysis) -> str:
         left += v / 1e6
     ax.set_yticks(np.arange(n), [f"IPU {i}" for i in range(n)])
     ax.invert_yaxis()
-    ax.set_xlabel("million cycles")
+    ax.set_xlabel(
+        "million cycles (hatched: the host before the device starts)"
+        if _host_before_device(analysis)
+        else "million cycles"
+    )
     ax.set_title("Cycles by step type", fontsize=9, loc="left")
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
     return to_svg(fig)

@@ -57,6 +57,7 @@ def render_html(data: dict[str, Any], analyses: list, title: str) -> str:
         compare_metrics=METRICS,
         effect_rows=EFFECT_ROWS,
         range_text=range_text,
+        shape_text=_shape_text,
         change_of=_change,
         change_note=change_note,
         prediction_note=prediction_note,
@@ -348,7 +349,7 @@ def _md_profile_charts(p: dict[str, Any], a: Any) -> list[str]:
     L += _md_table(
         ["largest variables", "kind", "dtype", "shape", "IPU", "bytes"],
         [
-            [v["name"], v["kind"], v["dtype"], v["shape"], v["ipu"], fmt_bytes(v["bytes"])]
+            [v["name"], v["kind"], v["dtype"], _shape_text(v), v["ipu"], fmt_bytes(v["bytes"])]
             for v in p["memory"]["largest_variables"]
         ],
     )
@@ -405,3 +406,20 @@ def _md_tables(p: dict[str, Any], collapsed: bool = False) -> list[str]:
         L += _md_table([c["label"] for c in table["columns"]], [r["cells"] for r in table["rows"]])
         L += [f"_{lit(table['note'])}_", ""] if table["note"] else []
     return L
+
+
+def _shape_text(v: dict) -> str:
+    """A variable's shape, or when the profile records none (a pool of temporaries, say) its
+    element count from its bytes and dtype, so the column is never blank."""
+    shape = str(v.get("shape") or "").strip()
+    if shape:
+        return shape
+    import numpy as np
+
+    try:
+        size = np.dtype({"half": "float16"}.get(str(v.get("dtype")), str(v.get("dtype")))).itemsize
+    except TypeError:
+        size = 0
+    if size and v.get("bytes"):
+        return f"{int(v['bytes']) // size:,} elements (no shape recorded)"
+    return "not recorded"

@@ -5,7 +5,8 @@ Phase shares, per-stage cycles and the bottleneck come from the analysis core's
 device iteration of the first host call (one pipeline run: ramp-up, main, ramp-down and weight
 update; with device iterations > 1 a host call repeats it): for every stage, micro-batch and pass
 (forward / backward / weight update) the span of its executed steps, read through the trace's row
-ranges (only the rows of the first host call are read). Stash memory per stage sums the ``stash`` variables by the stage of
+ranges (only the rows of the first host call are read, a chunk at a time, each reduced before the
+next: a run of any length is summarised whole, never cut). Stash memory per stage sums the ``stash`` variables by the stage of
 the operation that owns them (by the IPU's stage when a stash has no operation).
 """
 
@@ -31,8 +32,9 @@ PHASE_LABELS = {
     "host": "host wait",
     "none": "other",
 }
-#: Most step rows of one run the chart reads (a run is one host call; normally far fewer).
-MAX_RUN_ROWS = 2_000_000
+#: Step rows the chart reads at once: a longer run is read and summarised chunk by chunk
+#: (bounded memory, every step counted).
+CHUNK_ROWS = 2_000_000
 
 
 @dataclass
@@ -138,119 +140,190 @@ def _stash_by_stage(analysis, n_stages: int, stage_ipu: list[int]) -> np.ndarray
     return out
 
 
+def _reduce_boxes(k_stage, k_mb, k_pass, start, end, steps, busy):
+    """One row per (stage, micro-batch, pass), in that order: the earliest start, the latest
+    end and the sums of steps and busy cycles (sorted keys, reduced per run of equal keys).
+    Applied to each chunk of rows and again to the chunks' rows, so it gives the same boxes
+    whatever the chunk size."""
+    order = np.lexsort((k_pass, k_mb, k_stage))
+    k_stage, k_mb, k_pass = k_stage[order], k_mb[order], k_pass[order]
+    if not len(order):
+        return k_stage, k_mb, k_pass, start, end, steps, busy
+    new_key = np.ones(len(order), dtype=bool)
+    new_key[1:] = (np.diff(k_stage) != 0) | (np.diff(k_mb) != 0) | (np.diff(k_pass) != 0)
+    first_row = np.flatnonzero(new_key)
+    return (
+        k_stage[first_row],
+        k_mb[first_row],
+        k_pass[first_row],
+        np.minimum.reduceat(start[order], first_row),
+        np.maximum.reduceat(end[order], first_row),
+        np.add.reduceat(steps[order], first_row),
+        np.add.reduceat(busy[order], first_row),
+    )
+
+
+def _chunks(lo: int, hi: int):
+    step = max(1, int(CHUNK_ROWS))
+    return [(a, min(hi, a + step)) for a in range(lo, hi, step)]
+
+
 def pipeline_chart(analysis, trace: TraceWindow) -> PipelineChart:
-    """Build the chart data of one profile (which must have an execution)."""
+    """Build the chart data of one profile (which must have an execution).
+
+    The rows of the first device iteration are read ``CHUNK_ROWS`` at a time and each chunk is
+    reduced to its boxes, bands and per-stage IPU counts before the next is read: a run of any
+    length is summarised whole, in bounded memory."""
     ex = analysis.execution
     runs = np.asarray(analysis.src.array("/execution/run_starts"), dtype=np.float64)
     t0 = float(runs[0]) if len(runs) else -np.inf
     t1 = float(runs[1]) if len(runs) > 1 else np.inf
     # rows of the first host call of each IPU; of those, the first device iteration's (one
-    # pipeline run; the others repeat it). The iteration column is read first and the other
-    # columns only for the rows of that iteration
+    # pipeline run; the others repeat it). A first pass reads only the iteration column (each
+    # chunk's lowest iteration), the second reads the other columns of the chunks that hold
+    # rows of the first iteration
     spans = []
     for ipu in range(trace.n_ipus):
         lo, hi = trace.access.ipu_rows(ipu) if np.isinf(t1) else trace.row_range(ipu, t0, t1)
-        hi = min(hi, lo + MAX_RUN_ROWS)
-        it = trace.access.read(lo, hi, ("iteration",))["iteration"]
-        spans.append((ipu, lo, it))
-    first = min((int(it.min()) for _i, _lo, it in spans if len(it)), default=0)
-    # the steps as whole numpy columns (no DataFrame: its filtering and groupby were most of
-    # the chart's cost when the Pipeline is the first report opened)
-    cols = ("program", "start", "cycles", "stage", "micro_batch", "phase")
-    parts = []
-    for ipu, lo, it in spans:
-        rows = np.flatnonzero(it == first)
-        if not len(rows):
-            continue
-        d = trace.access.read(lo, lo + int(rows[-1]) + 1, cols)
-        start = np.asarray(d["start"])
-        keep = (it[: int(rows[-1]) + 1] == first) & (start >= t0) & (start < t1)
-        part = {k: np.asarray(d[k], dtype=np.int64)[keep] for k in cols}
-        part["ipu"] = np.full(len(part["start"]), ipu, dtype=np.int64)
-        parts.append(part)
-    steps = {
-        k: np.concatenate([p[k] for p in parts]) if parts else np.zeros(0, dtype=np.int64)
-        for k in (*cols, "ipu")
-    }
-    start, stage, ipu_of = steps["start"], steps["stage"], steps["ipu"]
-    end = start + steps["cycles"]
-    n = len(start)
-    if n:
-        t0 = float(start.min()) if np.isinf(t0) else t0
-        t1 = float(end.max())
-    else:
-        t0 = t1 = 0.0
+        for a, b in _chunks(lo, hi):
+            it = np.asarray(trace.access.read(a, b, ("iteration",))["iteration"])
+            if len(it):
+                spans.append((ipu, a, b, int(it.min())))
+    first = min((m for *_r, m in spans), default=0)
     # the pass of each step's operation (only the programs' op column is read: the whole
     # programs table with op names is the Execution Trace's, built when that report needs it)
     prog_op = np.asarray(trace.access.table("/programs/nodes", ["op"])["op"], dtype=np.int64)
     ops = analysis.src.table("/graph/operations", ["pass"])
-    op = prog_op[steps["program"]] if n else np.zeros(0, dtype=np.int64)
     op_pass = ops["pass"].to_numpy().astype(np.int64)
-    pass_code = np.where((op >= 0) & (op < len(op_pass)), op_pass[np.clip(op, 0, None)], -1)
+    wu_phase, host_phase = PHASES.index("weightUpdate"), PHASES.index("host")
+    update_pass = PASSES.index("update")
+    n_ipus = max(1, trace.n_ipus)
+    cols = ("program", "start", "cycles", "stage", "micro_batch", "phase")
+    n = 0
+    s_min, e_max = np.inf, -np.inf
+    max_stage = -1
+    stage_ipu_counts = np.zeros((0, n_ipus), dtype=np.int64)
+    phase_span: dict[int, tuple[float, float]] = {}
+    partial = []
+    for ipu, a, b, lowest in spans:
+        if lowest > first:
+            continue
+        it = np.asarray(trace.access.read(a, b, ("iteration",))["iteration"])
+        rows = np.flatnonzero(it == first)
+        if not len(rows):
+            continue
+        last = int(rows[-1]) + 1
+        d = trace.access.read(a, a + last, cols)
+        start = np.asarray(d["start"], dtype=np.int64)
+        keep = (it[:last] == first) & (start >= t0) & (start < t1)
+        if not keep.any():
+            continue
+        st = {k: np.asarray(d[k], dtype=np.int64)[keep] for k in cols}
+        start, cycles, stage, mb, phase = (
+            st["start"],
+            st["cycles"],
+            st["stage"],
+            st["micro_batch"],
+            st["phase"],
+        )
+        end = start + cycles
+        n += len(start)
+        s_min, e_max = min(s_min, float(start.min())), max(e_max, float(end.max()))
+        max_stage = max(max_stage, int(stage.max()))
+        # the steps of each stage per IPU (which IPU runs a stage)
+        staged = stage >= 0
+        if staged.any():
+            counts = np.bincount(
+                stage[staged] * n_ipus + ipu, minlength=(int(stage.max()) + 1) * n_ipus
+            ).reshape(-1, n_ipus)
+            if len(counts) > len(stage_ipu_counts):
+                grown = np.zeros((len(counts), n_ipus), dtype=np.int64)
+                grown[: len(stage_ipu_counts)] = stage_ipu_counts
+                stage_ipu_counts = grown
+            stage_ipu_counts[: len(counts)] += counts
+        for code in np.unique(phase):
+            sel = phase == code
+            lo_, hi_ = float(start[sel].min()), float(end[sel].max())
+            old = phase_span.get(int(code), (np.inf, -np.inf))
+            phase_span[int(code)] = (min(old[0], lo_), max(old[1], hi_))
+        op = prog_op[st["program"]]
+        pass_code = np.where((op >= 0) & (op < len(op_pass)), op_pass[np.clip(op, 0, None)], -1)
+        # the weight update runs once per step on every IPU, outside the micro-batches: every
+        # step of that phase (its compute and its stream copies) becomes one box per stage,
+        # placed by the step's stage or, when it has none, by its IPU's stage (known once
+        # every chunk is read: kept here as -1 - IPU)
+        wu = phase == wu_phase
+        rest = ~wu & (stage >= 0) & (mb >= 0) & (pass_code >= 0)
+        n_wu = int(wu.sum())
+        partial.append(
+            _reduce_boxes(
+                np.concatenate([stage[rest], np.where(stage[wu] >= 0, stage[wu], -1 - ipu)]),
+                np.concatenate([mb[rest], np.full(n_wu, -1, np.int64)]),
+                np.concatenate([pass_code[rest], np.full(n_wu, update_pass, np.int64)]),
+                np.concatenate([start[rest], start[wu]]),
+                np.concatenate([end[rest], end[wu]]),
+                np.ones(int(rest.sum()) + n_wu, dtype=np.int64),
+                np.concatenate([cycles[rest], cycles[wu]]),
+            )
+        )
+    if n:
+        t0 = s_min if np.isinf(t0) else t0
+        t1 = e_max
+    else:
+        t0 = t1 = 0.0
 
     stage_cycles = np.asarray(ex.stage_cycles, dtype=np.float64)
-    n_stages = max(len(stage_cycles), int(stage.max()) + 1 if n else 1, 1)
+    n_stages = max(len(stage_cycles), max_stage + 1 if n else 1, 1)
     if len(stage_cycles) < n_stages:
         stage_cycles = np.r_[stage_cycles, np.zeros(n_stages - len(stage_cycles))]
     stage_compute = np.asarray(ex.stage_compute_cycles, dtype=np.float64)
     if len(stage_compute) < n_stages:
         stage_compute = np.r_[stage_compute, np.zeros(n_stages - len(stage_compute))]
-    # IPU of each stage: the IPU most of its steps run on (the lowest of a tie); a loop over
-    # the few stages
-    stage_ipu = []
-    for s in range(n_stages):
-        ipus = ipu_of[stage == s]
-        stage_ipu.append(int(np.bincount(ipus).argmax()) if len(ipus) else s)
-
-    # the weight update runs once per step on every IPU, outside the micro-batches: every
-    # step of that phase (its compute and its stream copies) becomes one box per stage, placed
-    # by the step's stage or, when it has none, by its IPU's stage
+    # IPU of each stage: the IPU most of its steps run on (the lowest of a tie)
+    stage_ipu = [
+        int(stage_ipu_counts[s].argmax())
+        if s < len(stage_ipu_counts) and stage_ipu_counts[s].any()
+        else s
+        for s in range(n_stages)
+    ]
     ipu_stage = np.full(max(trace.n_ipus, max(stage_ipu, default=0) + 1, 1), -1, dtype=np.int64)
     for s, ipu in reversed(list(enumerate(stage_ipu))):
         ipu_stage[ipu] = s
-    phase = steps["phase"]
-    wu = phase == PHASES.index("weightUpdate")
-    upd_stage = np.where(stage[wu] >= 0, stage[wu], ipu_stage[ipu_of[wu]])
-    upd = upd_stage >= 0
-    rest = ~wu & (stage >= 0) & (steps["micro_batch"] >= 0) & (pass_code >= 0)
-    k_stage = np.concatenate([stage[rest], upd_stage[upd]])
-    k_mb = np.concatenate([steps["micro_batch"][rest], np.full(int(upd.sum()), -1, np.int64)])
-    k_pass = np.concatenate(
-        [pass_code[rest], np.full(int(upd.sum()), PASSES.index("update"), np.int64)]
+    empty = np.zeros(0, dtype=np.int64)
+    parts = [np.concatenate(col) for col in zip(*partial)] if partial else [empty] * 7
+    k_stage = parts[0]
+    # the weight-update boxes of a step with no stage take their IPU's stage (-1: none)
+    by_ipu = k_stage < 0
+    k_stage = k_stage.copy()
+    k_stage[by_ipu] = ipu_stage[np.clip(-1 - k_stage[by_ipu], 0, len(ipu_stage) - 1)]
+    ok = k_stage >= 0
+    k_stage, k_mb, k_pass, b_start, b_end, b_steps, b_busy = _reduce_boxes(
+        k_stage[ok], *(p[ok] for p in parts[1:])
     )
-    b_start = np.concatenate([start[rest], start[wu][upd]])
-    b_end = np.concatenate([end[rest], end[wu][upd]])
-    b_cycles = np.concatenate([steps["cycles"][rest], steps["cycles"][wu][upd]])
-    # one box per (stage, micro-batch, pass), in that order: sorted keys, reduced per run
-    order = np.lexsort((k_pass, k_mb, k_stage))
-    k_stage, k_mb, k_pass = k_stage[order], k_mb[order], k_pass[order]
-    new_key = np.ones(len(order), dtype=bool)
-    new_key[1:] = (np.diff(k_stage) != 0) | (np.diff(k_mb) != 0) | (np.diff(k_pass) != 0)
-    first_row = np.flatnonzero(new_key)
     boxes = pd.DataFrame(
         {
-            "stage": k_stage[first_row],
-            "micro_batch": k_mb[first_row],
-            "pass": k_pass[first_row],
-            "start": np.minimum.reduceat(b_start[order], first_row) if len(order) else b_start,
-            "end": np.maximum.reduceat(b_end[order], first_row) if len(order) else b_end,
-            "steps": np.diff(np.r_[first_row, len(order)]).astype(np.int64),
-            "busy": np.add.reduceat(b_cycles[order], first_row) if len(order) else b_cycles,
-            "pass_name": np.asarray(PASSES, dtype=object)[k_pass[first_row]],
+            "stage": k_stage,
+            "micro_batch": k_mb,
+            "pass": k_pass,
+            "start": b_start,
+            "end": b_end,
+            "steps": b_steps.astype(np.int64),
+            "busy": b_busy,
+            "pass_name": np.asarray(PASSES, dtype=object)[k_pass],
         }
     )
     bands = []
     for name in BAND_PHASES:
-        sel = phase == PHASES.index(name)
-        if sel.any():
-            bands.append((name, float(start[sel].min()), float(end[sel].max())))
+        span = phase_span.get(PHASES.index(name))
+        if span is not None:
+            bands.append((name, span[0], span[1]))
     # the wait for the host before the pipeline starts (input StreamCopyBegin), when it is one
     # stretch before the first band
-    host = phase == PHASES.index("host")
+    host = phase_span.get(host_phase)
     host_events = trace.host_lane()
-    if host_events.empty and host.any() and bands and float(end[host].max()) <= bands[0][1]:
+    if host_events.empty and host is not None and bands and host[1] <= bands[0][1]:
         # before format 1.2 the host's wait at the start of a call was in the device trace
-        bands.insert(0, ("host", float(start[host].min()), float(end[host].max())))
+        bands.insert(0, ("host", host[0], host[1]))
     if not host_events.empty and n and float(host_events["start"].min()) < t0:
         # the host's time before the device starts (preparation, the call's round trip), from
         # the host timeline: drawn as the host-wait band in front of the pipeline
