@@ -1550,6 +1550,8 @@ def onnx_expansion_cases(folder: Path) -> dict[str, InputCase]:
         path = onnx_relu(folder, f"ext-{name}", [1, 4], {"location": loc, "length": "64"})
         cases[f"external-{name}"] = InputCase(("model-info", str(path)), says=("NUL",))
     return cases
+
+
 # -- Round 4 (issue 35): analyse query bounded in time, rows and bytes; exact numbers ------------
 
 
