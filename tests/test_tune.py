@@ -221,3 +221,80 @@ def test_cli_writes_table_profiles_report_and_resumes(scheduler_args, tmp_path, 
     (other / "notes.txt").write_text("mine")
     assert main([*argv[:-4], "-o", str(other)]) == 2
     assert "not empty" in capsys.readouterr().err
+
+
+def _tune_argv(cfg: Path, out: Path, scheduler_args, cache: Path, *extra: str) -> list[str]:
+    return [
+        "tune",
+        str(cfg),
+        "--vary",
+        "mbs=1,2,4",
+        *scheduler_args,
+        "--cache",
+        str(cache),
+        "-o",
+        str(out),
+        "--quiet",
+        *extra,
+    ]
+
+
+def test_a_tune_removes_only_the_files_it_wrote(scheduler_args, tmp_path, capsys):
+    """A profile of the user's in the tune folder (best-baseline.h5, best-model.h5) is never
+    removed: without --force the folder is refused (one sentence, exit 2), with --force it is
+    written into and the user's files stay; a later tune with fewer best profiles removes
+    only the ones the earlier tune wrote (recorded in tune.json)."""
+    import json
+    import shutil
+
+    from analyser.cli import main
+
+    cfg = tmp_path / "mlp.toml"
+    cfg.write_text('model = "mlp"\nmicro_batch_size = 2\n')
+    out = tmp_path / "T"
+    argv = _tune_argv(cfg, out, scheduler_args, tmp_path / "cache", "--best", "2")
+    assert main(argv) == 0
+    written = json.loads((out / "tune.json").read_text())["written"]
+    assert {"start.h5", "best-1.h5", "best-2.h5", "results.parquet", "tune.json"} <= set(written)
+    capsys.readouterr()
+    shutil.copyfile(out / "start.h5", out / "best-baseline.h5")
+    # the same tune again: refused, the user's profile kept
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "best-baseline.h5" in err and "--force" in err and err.count("\n") == 0
+    assert (out / "best-baseline.h5").is_file()
+    # told to: written into, nothing of the user's removed
+    shutil.copyfile(out / "start.h5", out / "best-model.h5")
+    (out / "notes.txt").write_text("mine")
+    assert main([*argv, "--force"]) == 0
+    for name in ("best-baseline.h5", "best-model.h5", "notes.txt"):
+        assert (out / name).is_file(), name
+    # fewer best profiles: the earlier tune's best-2.h5 goes, the user's files stay
+    assert main([*argv[:-2], "--best", "1", "--force"]) == 0
+    assert (out / "best-1.h5").is_file() and not (out / "best-2.h5").exists()
+    assert (out / "best-baseline.h5").is_file() and (out / "best-model.h5").is_file()
+
+
+def test_a_crafted_written_list_removes_nothing_of_the_users(scheduler_args, tmp_path, capsys):
+    """tune.json's ``written`` is input like any other: a name with a folder, one outside the
+    folder, a link, a folder or a name a tune never writes is not removed."""
+    import json
+
+    from analyser.cli import main
+
+    cfg = tmp_path / "mlp.toml"
+    cfg.write_text('model = "mlp"\nmicro_batch_size = 2\n')
+    out = tmp_path / "T"
+    argv = _tune_argv(cfg, out, scheduler_args, tmp_path / "cache", "--best", "1")
+    assert main(argv) == 0
+    mine = tmp_path / "mine.h5"
+    mine.write_bytes(b"the user's")
+    (out / "best-7.h5").symlink_to(mine)
+    (out / "best-8.h5").mkdir()
+    (out / "thesis.tex").write_text("mine")
+    meta = json.loads((out / "tune.json").read_text())
+    meta["written"] += ["../mine.h5", str(mine), "best-7.h5", "best-8.h5", "thesis.tex", "a/b.h5"]
+    (out / "tune.json").write_text(json.dumps(meta))
+    assert main([*argv, "--force"]) == 0
+    assert mine.read_bytes() == b"the user's" and (out / "best-7.h5").is_symlink()
+    assert (out / "best-8.h5").is_dir() and (out / "thesis.tex").is_file()

@@ -11,6 +11,7 @@ See docs/tune.md.
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from analyser.cli._service import add_service_arguments, configure_from_args
@@ -88,31 +89,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _check_output(out: Path, force: bool) -> None:
-    from analyser.sim.tune.results import META
+    """Refuse (one sentence, exit 2) an output that is a file, a folder whose parent does not
+    exist, a folder holding profiles no tune recorded writing (a copy of the user's in a tune
+    folder: ``best-baseline.h5``), or a non-empty folder that holds no earlier tune; --force
+    writes there anyway (a tune removes only files it recorded writing)."""
+    from analyser.sim.tune.results import foreign_entries, foreign_profiles
 
     if out.exists() and not out.is_dir():
         raise CliError(f"output {out} is a file; give a folder for the tune results.")
     if not out.parent.exists():
         raise CliError(f"output folder {out.parent} does not exist.")
-    if out.is_dir() and not force and not _holds_only_tune_files(out) and not (out / META).exists():
+    if not out.is_dir() or force:
+        return
+    profiles = foreign_profiles(out)
+    if profiles:
+        shown = ", ".join(profiles[:3]) + (
+            f" and {len(profiles) - 3} more" if len(profiles) > 3 else ""
+        )
+        raise CliError(
+            f"output folder {out} holds {shown}, which analyse tune did not write; refusing "
+            "to write beside it (use --force to write there anyway, keeping it, or another -o)."
+        )
+    if foreign_entries(out) and not _has_tune(out):
         raise CliError(
             f"output folder {out} is not empty and holds no earlier tune; refusing to write "
             "into it (use --force or another -o)."
         )
 
 
-def _holds_only_tune_files(out: Path) -> bool:
-    """True when every entry of ``out`` is a file ``analyse tune`` writes (an interrupted
-    earlier tune's results.parquet without its tune.json, say), so the tune may resume there."""
-    import re
+def _has_tune(out: Path) -> bool:
+    from analyser.sim.tune.results import META
 
-    names = re.compile(
-        r"(results\.parquet|tune\.json|report\.html|start\.h5|best-\d+\.h5|\..*\.tmp(\.h5)?)"
-    )
-    try:
-        return all(names.fullmatch(p.name) and not p.is_dir() for p in out.iterdir())
-    except OSError:
-        return False
+    return os.path.lexists(out / META)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -12,6 +12,12 @@ A tune folder holds
 * ``start.h5`` and ``best-1.h5`` ... ``best-K.h5``: copies of those profiles (reflinks where
   the file system shares blocks copy-on-write; never hard links into the cache).
 
+tune.json's ``written`` lists the files the tune wrote. A later tune into the same folder
+removes only those (a profile it no longer writes: ``best-3.h5`` when ``--best 2``), after
+checking each as untrusted input (:func:`owned_files`); a file of the user's is never removed,
+and :func:`foreign_profiles` names the profiles a tune did not write, which the command refuses
+to write beside unless told (``--force``).
+
 :func:`load_results` reads a folder (or its ``results.parquet``) back for the HTML report and
 the GUI's Design space report.
 """
@@ -21,7 +27,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
+import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,10 +40,20 @@ from analyser.sim.service import FIGURE_KEYS, engine_fingerprint
 from analyser.sim.tune.folder import TuneResultsError, confined_profile, read_folder
 from analyser.sim.tune.search import TuneResult, pareto_front
 from analyser.sim.tune.space import OBJECTIVES
+from profiles.atomic import is_disk_full, temp_path
 
 RESULTS = "results.parquet"
 META = "tune.json"
+REPORT = "report.html"
 SCHEMA = "ipu-analyser-tune"
+#: The names a tune writes: the only names it ever replaces or removes.
+TUNE_NAMES = re.compile(r"results\.parquet|tune\.json|report\.html|start\.h5|best-[1-9]\d{0,5}\.h5")
+#: The profiles among them.
+PROFILE_NAMES = re.compile(r"start\.h5|best-[1-9]\d{0,5}\.h5")
+#: Files that look like profiles (what a user keeps beside a tune's and must not lose).
+PROFILE_LIKE = re.compile(r".*\.(h5|hdf5|he5|pvti)", re.IGNORECASE)
+#: A temporary file of ours (profiles.atomic.temp_path), left by a writer that was killed.
+TEMP_NAME = re.compile(r"\..+\.\d+\.[0-9a-f]{8}\.tmp")
 
 
 def coupled_names(result: TuneResult) -> list[str]:
@@ -101,8 +120,8 @@ def _copy_profile(src: str, dst: Path) -> None:
     """``dst`` := a copy of the cached profile ``src``: a reflink where the file system shares
     blocks copy-on-write (btrfs, XFS), else a plain copy; never a hard link, so that editing a
     tune's result never edits the cache. Written beside ``dst`` and renamed into place."""
-    tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
-    try:
+
+    def copy(tmp: Path) -> None:
         with open(src, "rb") as fin, open(tmp, "wb") as fout:
             try:
                 import fcntl
@@ -110,7 +129,101 @@ def _copy_profile(src: str, dst: Path) -> None:
                 fcntl.ioctl(fout.fileno(), 0x40049409, fin.fileno())  # FICLONE
             except (ImportError, OSError):
                 shutil.copyfileobj(fin, fout, 1 << 20)
-        os.replace(tmp, dst)
+
+    _write_atomic(dst, copy)
+
+
+def _lstat_regular(path: Path) -> bool:
+    """Whether ``path`` itself (not what a link names) is a regular file."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def owned_files(folder: Path) -> set[str]:
+    """The files of ``folder`` an earlier tune wrote, as its tune.json records them: each a
+    plain name a tune writes (:data:`TUNE_NAMES`), inside the folder, a regular file and not
+    a link. Anything else tune.json names is ignored (so never replaced or removed); a
+    tune.json that cannot be read owns nothing. A tune.json older than ``written`` owns the
+    profiles its ``files`` and ``best`` name."""
+    path = folder / META
+    if not _lstat_regular(path):
+        return set()
+    try:
+        if os.lstat(path).st_size > (4 << 20):
+            return set()
+        doc = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return set()
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        return set()
+    names: list[Any] = []
+    if isinstance(doc.get("written"), list):
+        names = doc["written"]
+    else:
+        if isinstance(doc.get("files"), dict):
+            names += list(doc["files"].values())
+        if isinstance(doc.get("best"), list):
+            names += [b.get("file") for b in doc["best"] if isinstance(b, dict)]
+    out = set()
+    for n in names:
+        if not isinstance(n, str) or not TUNE_NAMES.fullmatch(n) or Path(n).name != n:
+            continue
+        if _lstat_regular(folder / n):
+            out.add(n)
+    return out
+
+
+def foreign_profiles(folder: Path) -> list[str]:
+    """Profiles (and anything else at a profile's name) in ``folder`` that no tune recorded
+    writing: what writing a tune there could be mistaken for or replace (sorted)."""
+    owned = owned_files(folder)
+    try:
+        entries = sorted(p.name for p in folder.iterdir())
+    except OSError:
+        return []
+    return [
+        n
+        for n in entries
+        if n not in owned and (PROFILE_LIKE.fullmatch(n) or PROFILE_NAMES.fullmatch(n))
+    ]
+
+
+def foreign_entries(folder: Path) -> list[str]:
+    """Entries of ``folder`` that are neither a tune's output (recorded or by name) nor a
+    temporary file of ours (sorted)."""
+    owned = owned_files(folder)
+    try:
+        entries = sorted(p for p in folder.iterdir())
+    except OSError:
+        return []
+    return [
+        p.name
+        for p in entries
+        if p.name not in owned
+        and not (
+            (TUNE_NAMES.fullmatch(p.name) or TEMP_NAME.fullmatch(p.name)) and _lstat_regular(p)
+        )
+    ]
+
+
+def _write_atomic(final: Path, write: Callable[[Path], None]) -> None:
+    """``write(tmp)`` into a temporary file of its own beside ``final`` (a unique name, so two
+    tunes into one folder never share one), then renamed into place; the temporary is removed
+    whatever happens, and a full disk is one sentence naming ``final``."""
+    tmp = temp_path(final)
+    try:
+        write(tmp)
+        os.replace(tmp, final)
+    except OSError as exc:
+        if is_disk_full(exc):
+            why = "the disk is full"
+        else:
+            why = (exc.strerror or type(exc).__name__).lower()
+        raise TuneResultsError(
+            f"cannot write {str(final)!r}: {why} (the file there before, if any, is unchanged)."
+        ) from None
     finally:
         with contextlib.suppress(OSError):
             tmp.unlink()
@@ -119,20 +232,22 @@ def _copy_profile(src: str, dst: Path) -> None:
 def write_results(
     result: TuneResult, folder: Path, *, best_k: int = 3, config_file: str | None = None
 ) -> dict[str, Any]:
-    """Write the table, the metadata and the profiles into ``folder``; returns the metadata."""
+    """Write the table, the metadata and the profiles into ``folder``; returns the metadata.
+
+    Only names a tune writes (:data:`TUNE_NAMES`) are replaced; of the files an earlier tune
+    recorded writing (:func:`owned_files`), the profiles this one does not write again are
+    removed; nothing else in the folder is touched."""
     folder.mkdir(parents=True, exist_ok=True)
+    before = owned_files(folder)
     df = to_frame(result)
-    tmp = folder / f".{RESULTS}.tmp"
-    df.to_parquet(tmp, index=False)
-    os.replace(tmp, folder / RESULTS)
-    for old in folder.glob("best-*.h5"):
-        with contextlib.suppress(OSError):
-            old.unlink()
+    _write_atomic(folder / RESULTS, lambda tmp: df.to_parquet(tmp, index=False))
+    written = [RESULTS]
     files: dict[str, str] = {}
     start = result.start
     if start.response.profile:
         _copy_profile(start.response.profile, folder / "start.h5")
         files["start"] = "start.h5"
+        written.append("start.h5")
     best = []
     seen: set[str] = set()
     for row in result.ranked():
@@ -144,6 +259,7 @@ def write_results(
         name = f"best-{len(best) + 1}.h5"
         _copy_profile(row.response.profile, folder / name)
         best.append({"file": name, "id": row.id})
+        written.append(name)
     b = result.best
     meta = {
         "schema": SCHEMA,
@@ -162,6 +278,8 @@ def write_results(
         "engine": engine_fingerprint(),
         "files": files,
         "best": best,
+        # what this tune wrote: all a later tune into the folder may replace or remove
+        "written": [*written, META],
         "best_id": None if b is None else b.id,
         "start_id": start.id,
         "diff": diff_configs(start.config, b.config) if b is not None else {},
@@ -177,9 +295,13 @@ def write_results(
         else {},
         "fidelity_errors": intervals.table_info(),
     }
-    tmp = folder / f".{META}.tmp"
-    tmp.write_text(json.dumps(meta, indent=1, default=str))
-    os.replace(tmp, folder / META)
+    text = json.dumps(meta, indent=1, default=str)
+    _write_atomic(folder / META, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    # the earlier tune's profiles this one did not write again (best-3.h5 after --best 2)
+    for name in sorted(before - set(written)):
+        if PROFILE_NAMES.fullmatch(name) and _lstat_regular(folder / name):
+            with contextlib.suppress(OSError):
+                (folder / name).unlink()
     return meta
 
 
