@@ -72,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
             "constants": info.constants,
             "layers": facts["layers"],
             "op_counts": info.op_counts,
+            "op_outcomes": info.outcomes,
             "costed_as_elementwise": info.costed_as_elementwise,
             "splits": [
                 {
@@ -126,6 +127,17 @@ def run(args: argparse.Namespace) -> int:
     for op, cnt in sorted(info.op_counts.items(), key=lambda kv: (-kv[1], kv[0])):
         if op in info.costed_as_elementwise:
             how = "[yellow]unknown: costed as element-wise[/yellow]"
+        elif info.outcomes.get(op):
+            # what the import did with this operator's nodes: costed, views, folded constants
+            words = {
+                "costed": "costed",
+                "view": "view",
+                "weight": "view of a weight",
+                "constant": "constant (folded)",
+            }
+            done = info.outcomes[op]
+            parts = [(words[k], done[k]) for k in words if done.get(k)]
+            how = parts[0][0] if len(parts) == 1 else ", ".join(f"{w} {n:,}" for w, n in parts)
         elif op in ops.CONSTANTS:
             how = "constant (folded)"
         elif op in ops.VIEWS:

@@ -48,6 +48,9 @@ class ImportInfo:
     unsupported: dict[str, Unsupported] = field(default_factory=dict)
     costed_as_elementwise: dict[str, int] = field(default_factory=dict)
     op_counts: dict[str, int] = field(default_factory=dict)
+    #: per ONNX operator, how many of its nodes were costed, views (fused biases too), views
+    #: of a weight, or constants (folded)
+    outcomes: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 def layer_path(node_name: str) -> tuple[str, str]:
@@ -121,6 +124,7 @@ class Context:
         self.unsupported: dict[str, Unsupported] = {}
         self.elementwise: dict[str, int] = {}
         self.views = 0
+        self.walked: dict[str, dict[str, int]] = {}  # op type -> {costed / view / ...: nodes}
         self._index = 0
 
     # ---- tensor facts ----------------------------------------------------------------------
@@ -325,21 +329,35 @@ class Context:
         for o in graph.output:
             self.uses[o.name] = self.uses.get(o.name, 0) + 1
         for node in graph.node:
-            self._index += 1
-            op = node.op_type
-            if node.domain not in ("", "ai.onnx"):
-                self.not_costed(node, f"{node.domain}.{op}")
-                continue
-            has_act = any(x in self.prod for x in value_inputs(node))
-            param_data = op == "Gather" and node.input and node.input[0] in self.root
-            if op in ops.CONSTANTS or (not has_act and not param_data):
-                self._constant(node)
-                continue
-            translate = ops.TRANSLATORS.get(op)
-            if translate is None:
-                self.not_costed(node, op)
-                continue
-            translate(self, node)
+            rows, views = len(self.b.rows), self.views
+            self._visit(node)
+            if len(self.b.rows) > rows:
+                how = "costed"
+            elif self.views > views:
+                how = "view"
+            elif any(o in self.root for o in node.output):
+                how = "weight"  # Transpose(W), Expand(cls_token): the weight, seen differently
+            else:
+                how = "constant"
+            seen = self.walked.setdefault(node.op_type, {})
+            seen[how] = seen.get(how, 0) + 1
+
+    def _visit(self, node) -> None:
+        self._index += 1
+        op = node.op_type
+        if node.domain not in ("", "ai.onnx"):
+            self.not_costed(node, f"{node.domain}.{op}")
+            return
+        has_act = any(x in self.prod for x in value_inputs(node))
+        param_data = op == "Gather" and node.input and node.input[0] in self.root
+        if op in ops.CONSTANTS or (not has_act and not param_data):
+            self._constant(node)
+            return
+        translate = ops.TRANSLATORS.get(op)
+        if translate is None:
+            self.not_costed(node, op)
+            return
+        translate(self, node)
 
     def _constant(self, node) -> None:
         """Outputs computed without activations: constants (not costed: folded, or too large
@@ -427,6 +445,7 @@ def import_onnx(
         unsupported=ctx.unsupported,
         costed_as_elementwise=ctx.elementwise,
         op_counts=counts,
+        outcomes=_outcomes(counts, ctx.walked),
     )
     if ctx.unsupported and unknown_ops != "elementwise":
         parts = [
@@ -481,6 +500,18 @@ def import_onnx(
     )
     _per_sample(graph.cols, np.array(ctx.stats_per_sample, dtype=bool), batch)
     return graph, info
+
+
+def _outcomes(counts: dict[str, int], walked: dict[str, dict[str, int]]) -> dict:
+    """Per operator: nodes costed, views and constants (those folded before the walk too)."""
+    out = {}
+    for op, n in counts.items():
+        seen = dict(walked.get(op, {}))
+        folded = n - sum(seen.values())
+        if folded > 0:
+            seen["constant"] = seen.get("constant", 0) + folded
+        out[op] = seen
+    return out
 
 
 def _dtype_name(dt: int) -> str:
