@@ -159,6 +159,11 @@ def _main(argv: list[str]) -> int:
         print(terminal(f"analyse {name}: cannot access{what}: {reason}."), file=sys.stderr)
         return 2
     except Exception as exc:  # expected, user-facing errors from any layer
+        if _INTERRUPTED:
+            # a Ctrl-C that a library turned into its own error on the way out (Dask's nanny,
+            # interrupted while starting its worker, raises "Nanny failed to start worker
+            # process"): the user asked to stop, so this is an interruption, not a bug
+            raise KeyboardInterrupt from exc
         code = exit_code_for(exc)
         if code is None:
             print(
@@ -169,6 +174,16 @@ def _main(argv: list[str]) -> int:
             raise
         print(terminal(f"analyse {name}: {message_for(exc)}"), file=sys.stderr)
         return code
+
+
+_INTERRUPTED = False
+
+
+def _note_ctrl_c(signum: int, frame: object) -> None:
+    """Python's own Ctrl-C handler, remembering that it ran (see ``_main``'s error branch)."""
+    global _INTERRUPTED
+    _INTERRUPTED = True
+    raise KeyboardInterrupt
 
 
 def _terminate_like_ctrl_c() -> None:
@@ -186,6 +201,11 @@ def _terminate_like_ctrl_c() -> None:
         signal.SIGTERM
     ) in (signal.SIG_DFL, None):
         signal.signal(signal.SIGTERM, terminate)
+    if (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    ):
+        signal.signal(signal.SIGINT, _note_ctrl_c)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

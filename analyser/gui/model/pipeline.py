@@ -195,7 +195,7 @@ def pipeline_chart(analysis, trace: TraceWindow) -> PipelineChart:
     prog_op = np.asarray(trace.access.table("/programs/nodes", ["op"])["op"], dtype=np.int64)
     ops = analysis.src.table("/graph/operations", ["pass"])
     op_pass = ops["pass"].to_numpy().astype(np.int64)
-    wu_phase, host_phase = PHASES.index("weightUpdate"), PHASES.index("host")
+    wu_phase = PHASES.index("weightUpdate")
     update_pass = PASSES.index("update")
     n_ipus = max(1, trace.n_ipus)
     cols = ("program", "start", "cycles", "stage", "micro_batch", "phase")
@@ -272,23 +272,9 @@ def pipeline_chart(analysis, trace: TraceWindow) -> PipelineChart:
     else:
         t0 = t1 = 0.0
 
-    stage_cycles = np.asarray(ex.stage_cycles, dtype=np.float64)
-    n_stages = max(len(stage_cycles), max_stage + 1 if n else 1, 1)
-    if len(stage_cycles) < n_stages:
-        stage_cycles = np.r_[stage_cycles, np.zeros(n_stages - len(stage_cycles))]
-    stage_compute = np.asarray(ex.stage_compute_cycles, dtype=np.float64)
-    if len(stage_compute) < n_stages:
-        stage_compute = np.r_[stage_compute, np.zeros(n_stages - len(stage_compute))]
-    # IPU of each stage: the IPU most of its steps run on (the lowest of a tie)
-    stage_ipu = [
-        int(stage_ipu_counts[s].argmax())
-        if s < len(stage_ipu_counts) and stage_ipu_counts[s].any()
-        else s
-        for s in range(n_stages)
-    ]
-    ipu_stage = np.full(max(trace.n_ipus, max(stage_ipu, default=0) + 1, 1), -1, dtype=np.int64)
-    for s, ipu in reversed(list(enumerate(stage_ipu))):
-        ipu_stage[ipu] = s
+    n_stages, stage_cycles, stage_compute, stage_ipu, ipu_stage = _stage_layout(
+        ex, n, max_stage, stage_ipu_counts, trace.n_ipus
+    )
     empty = np.zeros(0, dtype=np.int64)
     parts = [np.concatenate(col) for col in zip(*partial)] if partial else [empty] * 7
     k_stage = parts[0]
@@ -312,22 +298,8 @@ def pipeline_chart(analysis, trace: TraceWindow) -> PipelineChart:
             "pass_name": np.asarray(PASSES, dtype=object)[k_pass],
         }
     )
-    bands = []
-    for name in BAND_PHASES:
-        span = phase_span.get(PHASES.index(name))
-        if span is not None:
-            bands.append((name, span[0], span[1]))
-    # the wait for the host before the pipeline starts (input StreamCopyBegin), when it is one
-    # stretch before the first band
-    host = phase_span.get(host_phase)
     host_events = trace.host_lane()
-    if host_events.empty and host is not None and bands and host[1] <= bands[0][1]:
-        # before format 1.2 the host's wait at the start of a call was in the device trace
-        bands.insert(0, ("host", host[0], host[1]))
-    if not host_events.empty and n and float(host_events["start"].min()) < t0:
-        # the host's time before the device starts (preparation, the call's round trip), from
-        # the host timeline: drawn as the host-wait band in front of the pipeline
-        bands.insert(0, ("host", float(host_events["start"].min()), t0))
+    bands = _bands(phase_span, host_events, n, t0)
     return PipelineChart(
         n_stages=n_stages,
         stage_ipu=stage_ipu,
@@ -346,3 +318,47 @@ def pipeline_chart(analysis, trace: TraceWindow) -> PipelineChart:
         host_wait_share=analysis.metrics.host_wait_share,
         clock_hz=trace.clock_hz,
     )
+
+
+def _stage_layout(ex, n: int, max_stage: int, stage_ipu_counts: np.ndarray, n_ipus: int):
+    """The stages' count, cycles and compute cycles, the IPU of each stage and the first stage
+    of each IPU (-1: none)."""
+    stage_cycles = np.asarray(ex.stage_cycles, dtype=np.float64)
+    n_stages = max(len(stage_cycles), max_stage + 1 if n else 1, 1)
+    if len(stage_cycles) < n_stages:
+        stage_cycles = np.r_[stage_cycles, np.zeros(n_stages - len(stage_cycles))]
+    stage_compute = np.asarray(ex.stage_compute_cycles, dtype=np.float64)
+    if len(stage_compute) < n_stages:
+        stage_compute = np.r_[stage_compute, np.zeros(n_stages - len(stage_compute))]
+    # IPU of each stage: the IPU most of its steps run on (the lowest of a tie)
+    stage_ipu = [
+        int(stage_ipu_counts[s].argmax())
+        if s < len(stage_ipu_counts) and stage_ipu_counts[s].any()
+        else s
+        for s in range(n_stages)
+    ]
+    ipu_stage = np.full(max(n_ipus, max(stage_ipu, default=0) + 1, 1), -1, dtype=np.int64)
+    for s, ipu in reversed(list(enumerate(stage_ipu))):
+        ipu_stage[ipu] = s
+    return n_stages, stage_cycles, stage_compute, stage_ipu, ipu_stage
+
+
+def _bands(phase_span: dict, host_events: pd.DataFrame, n: int, t0: float) -> list:
+    """The phase bands drawn behind the pipeline, the host's wait in front when there is one."""
+    host_phase = PHASES.index("host")
+    bands = []
+    for name in BAND_PHASES:
+        span = phase_span.get(PHASES.index(name))
+        if span is not None:
+            bands.append((name, span[0], span[1]))
+    # the wait for the host before the pipeline starts (input StreamCopyBegin), when it is one
+    # stretch before the first band
+    host = phase_span.get(host_phase)
+    if host_events.empty and host is not None and bands and host[1] <= bands[0][1]:
+        # before format 1.2 the host's wait at the start of a call was in the device trace
+        bands.insert(0, ("host", host[0], host[1]))
+    if not host_events.empty and n and float(host_events["start"].min()) < t0:
+        # the host's time before the device starts (preparation, the call's round trip), from
+        # the host timeline: drawn as the host-wait band in front of the pipeline
+        bands.insert(0, ("host", float(host_events["start"].min()), t0))
+    return bands

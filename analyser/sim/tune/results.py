@@ -53,7 +53,9 @@ PROFILE_NAMES = re.compile(r"start\.h5|best-[1-9]\d{0,5}\.h5")
 #: Files that look like profiles (what a user keeps beside a tune's and must not lose).
 PROFILE_LIKE = re.compile(r".*\.(h5|hdf5|he5|pvti)", re.IGNORECASE)
 #: A temporary file of ours (profiles.atomic.temp_path), left by a writer that was killed.
-TEMP_NAME = re.compile(r"\..+\.\d+\.[0-9a-f]{8}\.tmp")
+# (only for the refusal check: a leftover temporary of an interrupted tune, of this or an earlier
+# version, does not make the folder someone else's; nothing is removed by this pattern)
+TEMP_NAME = re.compile(r"\..+\.tmp(\.h5)?")
 
 
 def coupled_names(result: TuneResult) -> list[str]:
