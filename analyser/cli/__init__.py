@@ -212,6 +212,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run ``analyse``; returns the exit code (0 ok, 1 a check failed (``--fail-if``, ``validate``),
     2 bad input or an output that cannot be written, 130 interrupted). Expected errors print one sentence to stderr, never a traceback."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    global _INTERRUPTED
+    _INTERRUPTED = False  # this command's Ctrl-C only (tests and scripts call main() repeatedly)
     try:
         # inside the try: it imports the profiles package (h5py), where a Ctrl-C in the first
         # second of a command gave a KeyboardInterrupt traceback
