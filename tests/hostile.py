@@ -1552,7 +1552,7 @@ def onnx_expansion_cases(folder: Path) -> dict[str, InputCase]:
     return cases
 
 
-# -- Round 4 (issue 35): analyse query bounded in time, rows and bytes; exact numbers ------------
+# -- analyse query bounded in time, rows and bytes; 128-bit integers printed exactly ------------------
 
 
 def query_bound_cases(base: Path, out: Path) -> dict[str, InputCase]:
