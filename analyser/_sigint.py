@@ -30,17 +30,26 @@ def sigint_deferred() -> Iterator[None]:
         old_term = signal.signal(signal.SIGTERM, lambda signum, frame: caught.append(signum))
     masks = hasattr(signal, "pthread_sigmask")  # not on Windows
     old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if masks else None
-    try:
-        yield
-    finally:
-        if masks:
-            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)  # a pending Ctrl-C lands here
-        signal.signal(
-            signal.SIGINT, signal.default_int_handler if old_handler is None else old_handler
-        )
-        if old_term is not None:
-            signal.signal(signal.SIGTERM, old_term)
-    if caught:
-        from profiles.atomic import Interrupted
+    from profiles.atomic import Interrupted
 
+    try:
+        try:
+            yield
+        finally:
+            if masks:
+                # a pending Ctrl-C lands here
+                signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+            signal.signal(
+                signal.SIGINT, signal.default_int_handler if old_handler is None else old_handler
+            )
+            if old_term is not None:
+                signal.signal(signal.SIGTERM, old_term)
+    except Exception as exc:
+        # the same Ctrl-C reached a starting worker too (the whole process group gets it), and
+        # the start failed for that reason ("Nanny failed to start worker process"): the user
+        # asked to stop, which is an interruption, not an internal error
+        if caught:
+            raise Interrupted(caught[0]) from exc
+        raise
+    if caught:
         raise Interrupted(caught[0])  # a KeyboardInterrupt whose exit code is 128 + signal
