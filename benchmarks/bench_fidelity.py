@@ -230,6 +230,7 @@ def _simulate(config, classify: bool):
         "host_load": feats.host_load,
         "host_overlapped": feats.host_overlapped,
         "small_conv_share": feats.small_conv_share,
+        "call_share": feats.call_share,
     }
 
 
@@ -477,20 +478,14 @@ def errors_payload(results: list[Result], commit: str, load: float) -> dict:
     }
 
 
-def format_loo(table: intervals.ErrorTable, payload: dict) -> str:
-    """Every performance row against the band of the other rows of its class, and whether the
-    analyser's classifier puts its configuration in the class the row names."""
-    classes = {r["id"]: r["classes"] for r in payload["rows"]}
-    out = ["row  class  error  band of the others  inside  classifier"]
-    for c in intervals.leave_one_out(table):
-        band = c["note"] or f"{c['low'] * 100:+.1f}% to {c['high'] * 100:+.1f}%"
-        got = classes.get(c["id"])
-        agree = "-" if got is None else ("agrees" if c["mechanism"] in got else "differs")
-        agree += "" if got is None else f" ({'+'.join(got)})"
-        inside = {True: "yes", False: "NO", None: "-"}[c["inside"]]
-        out.append(
-            f"{c['id']}  {c['mechanism']}  {c['error'] * 100:+.1f}%  {band}  {inside}  {agree}"
-        )
+def format_classes(payload: dict) -> str:
+    """Every performance row's classes: the analyser's classify() on the row's own simulation
+    (what the calibrated intervals pool it by; the row's ``mechanism`` is only why it was added)."""
+    out = ["row  error  classes (classify on its simulation)"]
+    for r in payload["rows"]:
+        if r["classes"] is None or r["error"] is None:
+            continue
+        out.append(f"{r['id']}  {r['error'] * 100:+.1f}%  {' + '.join(r['classes'])}")
     return "\n".join(out)
 
 
@@ -551,7 +546,7 @@ def main(argv: list[str] | None = None) -> int:
         "--write-errors",
         metavar="FILE",
         help="write the stored errors the analyser's intervals read "
-        "(analyser/core/fidelity_errors.json) and print the leave-one-out check",
+        "(analyser/core/fidelity_errors.json) and print the rows' classes and the calibration check",
     )
     ap.add_argument(
         "--calibration",
@@ -600,10 +595,10 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.json).write_text(json.dumps(payload, indent=2), encoding="utf-8")
     if args.write_errors:
         errors = errors_payload(results, _commit(), load)
-        table = intervals.parse_errors(json.loads(json.dumps(errors)), args.write_errors)
+        intervals.parse_errors(json.loads(json.dumps(errors)), args.write_errors)  # readable
         Path(args.write_errors).write_text(json.dumps(errors, indent=1) + "\n", encoding="utf-8")
-        print("\nLeave-one-out: each row against the band of the other rows of its class")
-        print(format_loo(table, errors))
+        print("\nClasses of the rows")
+        print(format_classes(errors))
         print()
         print(calibration_report(errors, rows))
     return 0
