@@ -36,7 +36,6 @@ import numpy as np
 
 from analyser.core.intervals import LEVEL, OUTSIDE, Features, classify
 
-
 #: The fixed band the intervals are scored against: x/÷ this factor around the point estimate.
 FIXED_FACTOR = 1.5
 
