@@ -324,7 +324,11 @@ def test_bad_stored_errors_are_one_sentence(tmp_path, monkeypatch, name):
 def test_hostile_errors_files_are_one_sentence(tmp_path):
     from tests import hostile
 
-    for name, path in hostile.fidelity_errors_files(tmp_path / "errors").items():
+    cases = {
+        **hostile.fidelity_errors_files(tmp_path / "errors"),
+        **hostile.fidelity_errors_calibration_files(tmp_path / "calibration"),
+    }
+    for name, path in cases.items():
         with pytest.raises(ErrorsFileError) as exc:
             intervals.load_errors(path)
         msg = str(exc.value)
