@@ -971,6 +971,24 @@ def range_text(d: Mapping[str, Any] | None, fmt=None) -> str:
     return range_words(fmt(d["low"]), fmt(d["high"]), d.get("level"))
 
 
+def range_cell(d: Mapping[str, Any] | None, fmt=None) -> str:
+    """:func:`range_text` for a table cell: the range, or only 'outside the validated range'
+    (the reasons are listed once under the table: :func:`outside_reasons`)."""
+    text = range_text(d, fmt)
+    return text if has_range(text) or not text else text.split(":", 1)[0]
+
+
+def outside_reasons(items: Iterable[tuple[str, Mapping[str, Any] | None]]) -> list[str]:
+    """'label: why' for each interval object of ``items`` ((label, interval)) without a range,
+    one line per distinct reason (labels of the same reason joined)."""
+    by: dict[str, list[str]] = {}
+    for label, d in items:
+        text = range_text(d)
+        if text and not has_range(text):
+            by.setdefault(text, []).append(label)
+    return [f"{', '.join(labels)}: {why}" for why, labels in by.items()]
+
+
 def has_range(text: str) -> bool:
     """Whether :func:`range_text`'s words are a range (not the outside-range sentence)."""
     return " range " in f" {text}" and not text.startswith(OUTSIDE) and "no interval" not in text
