@@ -974,8 +974,17 @@ def range_text(d: Mapping[str, Any] | None, fmt=None) -> str:
 def range_cell(d: Mapping[str, Any] | None, fmt=None) -> str:
     """:func:`range_text` for a table cell: the range, or only 'outside the validated range'
     (the reasons are listed once under the table: :func:`outside_reasons`)."""
-    text = range_text(d, fmt)
-    return text if has_range(text) or not text else text.split(":", 1)[0]
+    return short_range(range_text(d, fmt))
+
+
+def short_range(text: str) -> str:
+    """A range's words as they are; a sentence in its place cut to its head ('outside the
+    validated range', 'no memory evidence', 'fits', ...) for a table cell."""
+    if not text or has_range(text):
+        return text
+    if text.startswith(NO_MEMORY_NOTE):
+        return NO_MEMORY_NOTE
+    return text.split(":", 1)[0]
 
 
 def outside_reasons(items: Iterable[tuple[str, Mapping[str, Any] | None]]) -> list[str]:
