@@ -679,3 +679,14 @@ def test_bench_stores_what_the_calibration_pools_by():
     assert alone == joined and alone
     configs = [r.config for r in rows if r.quantity == "throughput"]
     assert len(alone) == len(set(configs)) < len(configs)  # the duplicate counted once
+
+
+def test_diff_says_the_range_of_the_total_cycles_change(profiles, full_errors, capsys):
+    from analyser.cli import main
+
+    assert main(["diff", str(profiles["sync"]), str(profiles["async"]), "--json"]) == 0
+    iv = json.loads(capsys.readouterr().out)["total_cycles"]["interval"]
+    assert _ordered(iv)
+    assert main(["diff", str(profiles["sync"]), str(profiles["async"])]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "change of the total cycles: 80% range " in out

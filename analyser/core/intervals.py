@@ -451,7 +451,9 @@ def _parse_features(r: dict, where: str) -> Mapping[str, Any] | None:
         for k, v in f.items()
     )
     if not ok:
-        raise ErrorsFileError(f"{where}: 'features' must be an object of numbers, booleans or null.")
+        raise ErrorsFileError(
+            f"{where}: 'features' must be an object of numbers, booleans or null."
+        )
     return dict(f)
 
 
@@ -499,7 +501,9 @@ def _parse_memory(m: Any, where: str) -> MemoryFact:
     if not isinstance(mid, str) or not mid or len(mid) > 200 or not mid.isprintable():
         raise ErrorsFileError(f"{where}: 'id' must be a non-empty short printable text.")
     if not isinstance(fits, bool):
-        raise ErrorsFileError(f"{where} ({mid}): 'fits' must be true or false (the published fact).")
+        raise ErrorsFileError(
+            f"{where} ({mid}): 'fits' must be true or false (the published fact)."
+        )
     vals = {}
     for k in ("peak_tile_bytes", "sram_per_tile"):
         v = m.get(k)
