@@ -439,7 +439,59 @@ def _commit() -> str:
         return "unknown"
 
 
-def errors_payload(results: list[Result], commit: str, load: float) -> dict:
+def memory_fact(row_id: str, fits: bool, source: str, config) -> dict:
+    """One stored memory fact (analyser.core.intervals.MemoryFact): a published fit or out of
+    memory, with the engine's fullest tile and the features of its profile (the memory
+    statements pool facts by the device classes of those features)."""
+    import engine
+    from analyser.core.analysis import Analysis
+
+    with tempfile.TemporaryDirectory(prefix="bench-fidelity-mem-") as tmp:
+        out = Path(tmp) / "mem.h5"
+        engine.simulate_to_file(config, out)
+        with Analysis.open(out) as a:
+            f = intervals.features_of(a)
+            peak = a.metrics.max_tile_memory_bytes
+            sram = int(a.target.sram_per_tile)
+    return {
+        "id": row_id,
+        "fits": bool(fits),
+        "peak_tile_bytes": float(peak) if peak else None,
+        "sram_per_tile": float(sram),
+        "source": source,
+        "features": {
+            "ipus": f.ipus,
+            "replicas": f.replicas,
+            "host_load": None,
+            "host_overlapped": None,
+            "small_conv_share": f.small_conv_share,
+            "call_share": None,
+        },
+    }
+
+
+def memory_facts(folder: Path = REFERENCE_DIR) -> list[dict]:
+    """The stored memory facts of the table's ``[[memory]]`` rows (published 'fits' / 'out of
+    memory' statements with their run configurations), or [] when the table has none. The
+    rows' reader and model preparation (``load_memory_rows``, ``prepare_model``) live in this
+    file where the table has memory rows."""
+    from engine.config import RunConfig
+
+    loader, prepare = globals().get("load_memory_rows"), globals().get("prepare_model")
+    if loader is None:
+        return []
+    out = []
+    for r in loader():
+        config = RunConfig.from_toml(folder / str(r.config))
+        if prepare is not None:
+            prepare(config, folder)
+        out.append(memory_fact(r.id, r.fits, r.source, config))
+    return out
+
+
+def errors_payload(
+    results: list[Result], commit: str, load: float, memory: list[dict] | None = None
+) -> dict:
     """The stored errors (analyser.core.intervals reads them): one entry per row with its error
     as a fraction, its class, and the classes the analyser gives its configuration."""
     rows = []
@@ -475,6 +527,9 @@ def errors_payload(results: list[Result], commit: str, load: float) -> dict:
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, load {load:.1f}",
         "references": "assets/runs/reference/references.toml",
         "rows": rows,
+        # published memory facts (analyser.core.intervals.memory_statement); none: every memory
+        # figure says "no memory evidence"
+        "memory": list(memory or []),
     }
 
 
@@ -594,7 +649,7 @@ def main(argv: list[str] | None = None) -> int:
         ]
         Path(args.json).write_text(json.dumps(payload, indent=2), encoding="utf-8")
     if args.write_errors:
-        errors = errors_payload(results, _commit(), load)
+        errors = errors_payload(results, _commit(), load, memory_facts())
         intervals.parse_errors(json.loads(json.dumps(errors)), args.write_errors)  # readable
         Path(args.write_errors).write_text(json.dumps(errors, indent=1) + "\n", encoding="utf-8")
         print("\nClasses of the rows")

@@ -690,3 +690,24 @@ def test_diff_says_the_range_of_the_total_cycles_change(profiles, full_errors, c
     assert main(["diff", str(profiles["sync"]), str(profiles["async"])]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "change of the total cycles: 80% range " in out
+
+
+def test_bench_stores_memory_facts_the_statements_read():
+    """A published memory fact as the benchmark stores it (the engine's fullest tile, the tile's
+    memory, its profile's features) round-trips through the analyser's validation and is
+    pooled by its device classes."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import bench_fidelity as bench
+    from engine.config import RunConfig
+
+    cfg = RunConfig.model_validate(dict(model="mlp", micro_batch_size=64))
+    fact = bench.memory_fact("m0", True, "a source", cfg)
+    assert fact["peak_tile_bytes"] and fact["sram_per_tile"] >= fact["peak_tile_bytes"]
+    facts = [dict(fact, id=f"m{i}", source=f"s{i}") for i in range(5)]
+    t = _table(_rows([DEV1]), facts)
+    assert len(t.memory) == 5 and t.memory[0].fits is True
+    feats = Features(**{k: fact["features"][k] for k in ("ipus", "replicas", "small_conv_share")})
+    got = intervals.memory_statement(feats, True, fact["peak_tile_bytes"], fact["sram_per_tile"], t)
+    assert got["facts"] == 5 and got["side"] == "at most"
+    assert got["bound"] == pytest.approx(fact["sram_per_tile"])  # the facts are this very run
+    assert got["statement"].startswith("fits: fullest tile at most")
