@@ -698,6 +698,7 @@ def test_bench_stores_memory_facts_the_statements_read():
     pooled by its device classes."""
     sys.path.insert(0, str(REPO / "benchmarks"))
     import bench_fidelity as bench
+
     from engine.config import RunConfig
 
     cfg = RunConfig.model_validate(dict(model="mlp", micro_batch_size=64))

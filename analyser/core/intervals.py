@@ -1,10 +1,11 @@
-"""How far to trust a prediction: an interval on every predicted figure, from the fidelity table.
+"""How far to trust a prediction: a calibrated range at a stated level on every predicted
+figure, or the sentence saying it lies outside what the fidelity table validates.
 
 The engine's error against public figures (docs/fidelity.md) is stored as data
 (``analyser/core/fidelity_errors.json``, written by ``benchmarks/bench_fidelity.py
---write-errors``). Every reference row names a **mechanism class** (``mechanism`` in
-``assets/runs/reference/references.toml``); a prediction is put in classes by its own features
-(:func:`classify`), and its interval is the band of errors of the rows in those classes:
+--write-errors``) with the features of each row's own simulation, its configuration and its
+source. A row and a new prediction are put in classes by the same code (:func:`classify` on
+their features; a prediction may carry several):
 
 * ``device-at-scale``: device compute at scale (the default when nothing below applies);
 * ``small-feature-maps``: at least half of the forward convolution and matmul work is in small
@@ -16,18 +17,20 @@ The engine's error against public figures (docs/fidelity.md) is stored as data
   host's preparation per call is at least :data:`HOST_LOAD_SYNC` of the device's time per call
   (XProf's "moderately input-bound"); with a loader overlapping the device (async, workers) at
   least :data:`HOST_LOAD_OVERLAPPED` (hidden while the host model is right; issue 21 measured the
-  real host 1.6-3x slower than the model). Host-inclusive figures only.
+  real host 1.6-3x slower than the model). Host-inclusive figures only;
+* ``short-calls``: the host's fixed cost per call is at least :data:`SHORT_CALL` of the
+  device's time per call (what a call costs besides its program is barely modelled).
+  Host-inclusive figures only.
 
-Method (docs/fidelity.md, "Intervals"): per class the band is [lowest, highest] error of its rows
-(max error per side; with a handful of rows per class, quantiles would be the same numbers), a
-class with fewer than :data:`MIN_ROWS` rows gives no interval, several classes take the union of
-their bands, and a band always contains zero error (the engine's own figure is inside its
-interval). A relative change between two predictions in the same classes shares the classes'
-offset (correlated errors), and of the band's spread only the share of the time per sample the
-change moves counts (:func:`ratio_factors`; the uncorrelated range is kept beside it). Between
-different classes the two errors are independent and each side's full band counts. Leave-one-out: a reference row's
-own interval comes from the other rows (:meth:`ErrorTable.band` ``exclude``), so no row vouches
-for itself; the benchmark reports how many rows fall inside their leave-one-out band.
+Method (docs/fidelity.md, "Calibrated intervals"; analyser.core.intervals_calibration): a
+figure's range is split-conformal at :data:`LEVEL` over the configurations in exactly its
+classes (a configuration listed twice counts once); a change's range comes from how the log
+error moves between pairs of configurations of one source in the two class sets, never from
+the size of the predicted change. Too few configurations or pairs, an unreadable profile, or an
+IPU count far beyond the rows' give "outside the validated range: <why>" in place of a range.
+Memory figures get a one-sided statement from published memory facts, or "no memory evidence"
+(:func:`memory_statement`). The coverage of all of it, with whole sources held out, is what the
+benchmark prints.
 
 No Dask, no Qt: the analysis core's interval model.
 """

@@ -394,7 +394,7 @@ def open_design_space_dialog(window) -> DesignSpaceWindow | None:
 
 def _range_words(r) -> str:
     """The throughput's range and the change from the start with its range (tune's interval
-    columns; docs/fidelity.md, "Intervals"), or why there is none; '' for older tables."""
+    columns; docs/fidelity.md, "Calibrated intervals"), or why there is none; '' for older tables."""
     if "throughput_low" not in r.index:
         return ""
     lo, hi, ch = r["throughput_low"], r["throughput_high"], r.get("throughput_change")
