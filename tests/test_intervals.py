@@ -712,3 +712,21 @@ def test_bench_stores_memory_facts_the_statements_read():
     assert got["facts"] == 5 and got["side"] == "at most"
     assert got["bound"] == pytest.approx(fact["sram_per_tile"])  # the facts are this very run
     assert got["statement"].startswith("fits: fullest tile at most")
+
+
+@pytest.mark.slow
+def test_a_rows_stored_classes_are_classify_on_its_simulation_run_now():
+    """One table row simulated now (the cheapest: PopXL MNIST inference, 1 IPU): its features
+    and classes equal what the stored errors hold, so the stored classes are those of the
+    row's own simulation, not a label."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import bench_fidelity as bench
+
+    row = next(r for r in bench.load_rows() if r.id == "popxl-mnist-test-r1")
+    got = bench.measure(row, classify=True).features
+    stored = {r["id"]: r for r in json.loads(intervals.DEFAULT_ERRORS.read_text())["rows"]}
+    want = stored[row.id]
+    assert got.keys() == want["features"].keys()
+    for k, v in got.items():
+        assert v == pytest.approx(want["features"][k], rel=1e-6), k
+    assert list(intervals.classify(Features(**got))) == want["classes"] == ["short-calls"]
