@@ -47,57 +47,32 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from analyser.core import intervals_features as _features
 
-#: The mechanism classes, with the words the outputs use.
-MECHANISMS: dict[str, str] = {
-    "device-at-scale": "device compute at scale",
-    "small-feature-maps": "small feature maps",
-    "collectives-across-pods": "collectives across Pods",
-    "host-bound": "host-bound",
-    "short-calls": "short calls",
-    "model-facts": "model topology and work",
-}
-#: Classes that carry a performance error (``model-facts`` rows check counts, not speed).
-PERFORMANCE_CLASSES: tuple[str, ...] = (
-    "device-at-scale",
-    "small-feature-maps",
-    "collectives-across-pods",
-    "host-bound",
-    "short-calls",
-)
-#: Row quantities whose error is a rate's (engine / reference - 1 of samples per second).
-RATE_QUANTITIES: tuple[str, ...] = ("throughput", "device_throughput")
-#: The nominal level of every range (two-sided, central; intervals_calibration).
-LEVEL = 0.8
-#: The words that stand in place of a range when the table does not validate the prediction.
-OUTSIDE = "outside the validated range"
-#: An IPU count more than this factor beyond the calibration rows' range is outside it (two
-#: doublings: the rows do not vouch for a run four times larger or smaller than any of them).
-FAR_FACTOR = 4
-#: Host preparation per call over device time per call from which a run whose loader works in
-#: the main process (sync) is host-bound: the host then takes 5% of the host-inclusive time,
-#: XProf's "moderately input-bound" grade (the insights' ``host_wait_moderate``).
-HOST_LOAD_SYNC = 0.05 / 0.95
-#: The same for a loader that overlaps the device (async, worker processes): its preparation is
-#: hidden while under the device's time, and a host 3x slower than modelled (issue 21's
-#: measurement of the real host against the model) would make it the limit from a third.
-HOST_LOAD_OVERLAPPED = 1.0 / 3.0
-#: Share of the forward convolution + matmul work in small convolutions from which the
-#: small-convolution class applies (the majority of the work).
-SMALL_CONV_SHARE = 0.5
-#: Output channels under which a convolution cannot fill one AMP pass (PopLibs
-#: ``partialChansPerGroup``: 16 conv units for half and float partials; docs/engine.md).
-SMALL_CONV_CHANNELS = 16
-#: The host's fixed cost per call over the device's time per call from which a run is in the
-#: short-calls class: what the engine leaves out of a call (docs/fidelity.md, "Per-call device
-#: cost") is then a visible share of it; 5% is the same grade as :data:`HOST_LOAD_SYNC` (with the
-#: engine's 150 us per call, calls under 3 ms of device time).
-SHORT_CALL = 0.05
-#: IPUs in the largest IPU-Link domain (a Pod64); more IPUs reach each other over GW-Links.
-POD_IPUS = 64
-#: Keys of the service's figures that carry the features (analyser.sim.service.FIGURE_KEYS).
-FEATURE_KEYS: tuple[str, ...] = ("host_load", "host_overlapped", "small_conv_share", "call_share")
+# the features and classes, named here too: the outputs read one module
+MECHANISMS = _features.MECHANISMS
+PERFORMANCE_CLASSES = _features.PERFORMANCE_CLASSES
+RATE_QUANTITIES = _features.RATE_QUANTITIES
+LEVEL = _features.LEVEL
+OUTSIDE = _features.OUTSIDE
+FAR_FACTOR = _features.FAR_FACTOR
+HOST_LOAD_SYNC = _features.HOST_LOAD_SYNC
+HOST_LOAD_OVERLAPPED = _features.HOST_LOAD_OVERLAPPED
+SMALL_CONV_SHARE = _features.SMALL_CONV_SHARE
+SMALL_CONV_CHANNELS = _features.SMALL_CONV_CHANNELS
+SHORT_CALL = _features.SHORT_CALL
+POD_IPUS = _features.POD_IPUS
+FEATURE_KEYS = _features.FEATURE_KEYS
+Features = _features.Features
+classify = _features.classify
+call_share = _features.call_share
+host_load = _features.host_load
+small_conv_share = _features.small_conv_share
+features_of = _features.features_of
+feature_figures = _features.feature_figures
+features_from = _features.features_from
+_int = _features._int
+_finite = _features._finite
 
 SCHEMA = "ipu-fidelity-errors"
 SCHEMA_VERSION = "1.0"
@@ -147,191 +122,6 @@ UNKNOWN_NOTE = f"{OUTSIDE}: the profile's convolutions could not be read to clas
 
 class ErrorsFileError(ValueError):
     """The stored fidelity errors cannot be used; the message is one sentence."""
-
-
-# -- features and classes ----------------------------------------------------------------------
-@dataclass(frozen=True)
-class Features:
-    """What a prediction's classes are read from (None: not known)."""
-
-    ipus: int = 1
-    replicas: int = 1
-    #: Host preparation per call over device time per call (analyser.core.intervals.host_load).
-    host_load: float | None = None
-    #: Whether the preparation overlaps the device (async loader or workers); None: not known.
-    host_overlapped: bool | None = None
-    #: Share of the forward conv + matmul flops in small convolutions.
-    small_conv_share: float | None = None
-    #: The host's fixed cost of one call (the engine's per-call overhead) over the device's time
-    #: per call (analyser.core.intervals.call_share); None: not known.
-    call_share: float | None = None
-
-
-def classify(features: Features, *, host_inclusive: bool = True) -> tuple[str, ...]:
-    """The mechanism classes of a prediction (``device-at-scale`` when no other applies)."""
-    out = []
-    if features.small_conv_share is not None and features.small_conv_share >= SMALL_CONV_SHARE:
-        out.append("small-feature-maps")
-    if features.ipus > POD_IPUS and features.replicas > 1:
-        out.append("collectives-across-pods")
-    if host_inclusive and features.host_load is not None:
-        limit = HOST_LOAD_SYNC if features.host_overlapped is False else HOST_LOAD_OVERLAPPED
-        if features.host_load >= limit:
-            out.append("host-bound")
-    if host_inclusive and features.call_share is not None and features.call_share >= SHORT_CALL:
-        out.append("short-calls")
-    return tuple(out) or ("device-at-scale",)
-
-
-def call_share(execution_attrs: Mapping[str, Any]) -> float | None:
-    """The host's fixed cost per call over the device's time per call, from the profile's host
-    model (format 1.2: ``call_overhead_us`` and ``device_ms_per_call``); None when not stored."""
-    model = execution_attrs.get("host_model")
-    if isinstance(model, str):
-        try:
-            model = json.loads(model)
-        except ValueError:
-            return None
-    if not isinstance(model, dict):
-        return None
-    over, dev = model.get("call_overhead_us"), model.get("device_ms_per_call")
-    if _finite(over) and _finite(dev) and dev > 0 and over >= 0:
-        return float(over) / (float(dev) * 1e3)
-    return None
-
-
-def host_load(
-    execution_attrs: Mapping[str, Any], clock_hz: float, calls: int | None = None
-) -> tuple[float | None, bool | None]:
-    """Host preparation per call over device time per call, and whether it overlaps the device,
-    from the profile's host model (format 1.2); older profiles give the host time not hidden
-    behind the device instead (as not overlapped)."""
-    model = execution_attrs.get("host_model")
-    if isinstance(model, str):
-        try:
-            model = json.loads(model)
-        except ValueError:
-            model = None
-    if isinstance(model, dict):
-        prep, dev = model.get("prepare_ms_per_call"), model.get("device_ms_per_call")
-        if _finite(prep) and _finite(dev) and dev > 0:
-            over = model.get("overlapped")
-            return max(0.0, float(prep) / float(dev)), over if isinstance(over, bool) else None
-    secs, cycles = execution_attrs.get("host_seconds"), execution_attrs.get("total_cycles")
-    if _finite(secs) and _finite(cycles) and cycles > 0 and clock_hz > 0:
-        return max(0.0, float(secs) * float(calls or 1) / (float(cycles) / clock_hz)), False
-    return None, None
-
-
-def small_conv_share(operations, variables, tiles_per_ipu: int) -> float | None:
-    """Share of the forward convolution + matmul flops in small convolutions (see module
-    docstring), from the operations and variables tables: their columns by name (DataFrames or
-    dicts of numpy columns; shapes are stored flattened as ``N x (C H W)``: reduction depth =
-    flops / (2 N E), output channels = weights / depth, output positions = N E / channels).
-    None when the tables are missing."""
-    if operations is None or variables is None:
-        return None
-    flops = np.asarray(operations["flops"], dtype=np.float64)
-    if flops.size == 0:
-        return None
-    fwd = np.asarray(operations["pass"]) == 0
-    kind = np.asarray(operations["type"]).astype(str)
-    conv = fwd & (kind == "Conv")
-    mm = fwd & np.isin(kind, ("MatMul", "Gemm", "Linear"))
-    total = float(flops[conv | mm].sum())
-    if total <= 0:
-        return 0.0
-    idx = np.flatnonzero(conv)
-    if idx.size == 0:
-        return 0.0
-    var_op = np.asarray(variables["op"])
-    var_kind = np.asarray(variables["kind"])
-    var_shape = np.asarray(variables["shape"])
-    act = _first_shape_per_op(var_op, var_shape, (var_op >= 0) & (var_kind == 1))
-    wts = _first_shape_per_op(var_op, var_shape, (var_op >= 0) & (var_kind == 0))
-    small_flops = 0.0
-    for i in idx:  # one entry per forward convolution (tens to hundreds), not per tile or step
-        a = _dims(str(act.get(int(i), "")))
-        w = _dims(str(wts.get(int(i), "")))
-        if len(a) < 2 or not w or a[0] <= 0 or flops[i] <= 0:
-            continue
-        n, per_sample = a[0], math.prod(a[1:])
-        depth = flops[i] / (2.0 * n * per_sample)
-        if depth <= 0:
-            continue
-        channels = max(1.0, math.floor(math.prod(w) / depth + 1e-9))
-        positions = n * per_sample / channels
-        if positions < tiles_per_ipu or channels < SMALL_CONV_CHANNELS:
-            small_flops += float(flops[i])
-    return small_flops / total
-
-
-def _first_shape_per_op(op: np.ndarray, shape: np.ndarray, rows: np.ndarray) -> dict[int, Any]:
-    """Operation -> the shape of its first variable among ``rows``."""
-    ops, first = np.unique(op[rows].astype(np.int64), return_index=True)
-    return dict(zip(ops.tolist(), shape[rows][first].tolist(), strict=True))
-
-
-def _dims(shape: str) -> list[int]:
-    try:
-        return [int(x) for x in shape.split("x") if x]
-    except ValueError:
-        return []
-
-
-def features_of(analysis) -> Features:
-    """The features of an open :class:`analyser.core.Analysis`."""
-    t = analysis.target
-    figs = feature_figures(analysis)
-    return Features(int(t.num_ipus) * int(t.replicas), int(t.replicas), **figs)
-
-
-def feature_figures(analysis) -> dict[str, float | None]:
-    """The :data:`FEATURE_KEYS` figures of an open analysis (for the service's figures)."""
-    src = analysis.src
-    load, overlapped, calls_share = None, None, None
-    if analysis.has_execution:
-        calls = analysis.metrics.host_round_trips
-        load, overlapped = host_load(src.execution_attrs, float(analysis.target.clock_hz), calls)
-        calls_share = call_share(src.execution_attrs)
-    try:
-        share = small_conv_share(
-            {c: src.column("/graph/operations", c) for c in ("type", "pass", "flops")},
-            {c: src.column("/graph/variables", c) for c in ("op", "kind", "shape")},
-            int(analysis.target.tiles_per_ipu),
-        )
-    except (KeyError, ValueError, TypeError, IndexError):  # a table of the wrong shape or type
-        share = None
-    return {
-        "host_load": load,
-        "host_overlapped": overlapped,
-        "small_conv_share": share,
-        "call_share": calls_share,
-    }
-
-
-def features_from(figures: Mapping[str, Any], run_config: Mapping[str, Any]) -> Features:
-    """Features from a simulation's figures (:data:`FEATURE_KEYS`) and its run configuration."""
-    ipus = _int(run_config.get("num_ipus"), 1)
-    replicas = _int(run_config.get("replication_factor"), 1)
-    load, share = figures.get("host_load"), figures.get("small_conv_share")
-    over, calls = figures.get("host_overlapped"), figures.get("call_share")
-    return Features(
-        ipus * replicas,
-        replicas,
-        float(load) if _finite(load) else None,
-        over if isinstance(over, bool) else None,
-        float(share) if _finite(share) else None,
-        float(calls) if _finite(calls) else None,
-    )
-
-
-def _int(v: Any, default: int) -> int:
-    return int(v) if isinstance(v, int) and not isinstance(v, bool) and v > 0 else default
-
-
-def _finite(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 
 
 # -- the stored errors ---------------------------------------------------------------------------

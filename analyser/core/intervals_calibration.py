@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from analyser.core.intervals import LEVEL, OUTSIDE, Features, classify
+from analyser.core.intervals_features import LEVEL, OUTSIDE, Features, classify
 
 #: The fixed band the intervals are scored against: x/÷ this factor around the point estimate.
 FIXED_FACTOR = 1.5
