@@ -1585,3 +1585,43 @@ def query_bound_cases(base: Path, out: Path) -> dict[str, InputCase]:
             (*q, "SELECT " + "(" * 2000 + "1" + ")" * 2000), hidden=("SET max_expression_depth",)
         ),
     }
+
+
+# -- analyse query over many profiles and folders of them -------------------------------------
+
+
+def many_profile_cases(base: Path, folder: Path) -> dict[str, InputCase]:
+    """``analyse query`` over sets of profiles that cannot be read as a set: a link out of the
+    folder, a FIFO or a folder named like a profile, a file that is not a profile, an empty
+    folder, more profiles than a query may read (hard links: cheap, each a path of its own)."""
+    import os
+    import shutil
+
+    sql = "SELECT count(*) FROM runs"
+    cases: dict[str, InputCase] = {}
+    link = folder / "link-out"
+    link.mkdir()
+    shutil.copy(base, folder / "outside.h5")
+    os.symlink(folder / "outside.h5", link / "a.h5")
+    cases["link-out-of-folder"] = InputCase(("query", str(link), sql), says=("leaves its folder",))
+    fifo = folder / "fifo"
+    fifo.mkdir()
+    os.mkfifo(fifo / "a.h5")
+    cases["fifo-in-folder"] = InputCase(("query", str(fifo), sql), says=("not a regular file",))
+    junk = folder / "junk"
+    junk.mkdir()
+    (junk / "a.h5").write_bytes(b"not hdf5 " * 100)
+    cases["not-a-profile"] = InputCase(("query", str(junk), sql), says=("a.h5",))
+    empty = folder / "empty"
+    empty.mkdir()
+    (empty / "x.h5").mkdir()  # a folder named like a profile holds none
+    cases["empty-folder"] = InputCase(("query", str(empty), sql), says=("has no profiles",))
+    lots = folder / "lots"
+    lots.mkdir()
+    for i in range(257):
+        os.link(folder / "outside.h5", lots / f"p{i:03d}.h5")
+    cases["257-profiles"] = InputCase(("query", str(lots), sql), says=("more than 256",))
+    cases["file-and-missing"] = InputCase(
+        ("query", str(base), str(folder / "missing.h5"), sql), says=("missing.h5",)
+    )
+    return cases
