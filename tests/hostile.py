@@ -1625,3 +1625,52 @@ def many_profile_cases(base: Path, folder: Path) -> dict[str, InputCase]:
         ("query", str(base), str(folder / "missing.h5"), sql), says=("missing.h5",)
     )
     return cases
+
+
+# -- optimum-graphcore ipu_config.json (analyse profile --ipu-config) ---------------------------
+
+
+def ipu_config_cases(folder: Path) -> dict[str, InputCase]:
+    """IPU configs that cannot be read as run options: not JSON, not an object, a value of the
+    wrong type, nesting bombs, a FIFO, a huge file, a field IPUConfig lacks. Each is one
+    sentence, exit 2, and no profile written."""
+    import json
+
+    texts: dict[str, str | bytes] = {
+        "not-json": "{layers_per_ipu: [1, 2]",
+        "not-object": "[1, 2, 3]",
+        "binary": b"\x89HDF\r\n\x1a\n" + b"\0" * 64,
+        "nested": "[" * 100_000 + "]" * 100_000,
+        "string-count": json.dumps({"replication_factor": "4"}),
+        "bool-count": json.dumps({"gradient_accumulation_steps": True}),
+        "huge-count": json.dumps({"device_iterations": 10**30}),
+        "negative-layers": json.dumps({"layers_per_ipu": [-5, 6]}),
+        "long-layers": json.dumps({"layers_per_ipu": [1] * 100_000}),
+        "proportion-2": json.dumps({"matmul_proportion": 2.0}),
+        "proportion-nan": '{"matmul_proportion": NaN}',
+        "unknown-field": json.dumps({"layers_per_ipus": [6, 6]}),
+        "bad-output-mode": json.dumps({"output_mode": "everything"}),
+        "control-chars": json.dumps({"\x1b[31mred\u202e": 1}),
+    }
+    cases: dict[str, InputCase] = {}
+    out = str(folder / "out.h5")
+    for name, text in texts.items():
+        path = folder / f"{name}.json"
+        if isinstance(text, bytes):
+            path.write_bytes(text)
+        else:
+            path.write_text(text)
+        cases[name] = InputCase(
+            ("profile", "--quiet", "--model", "bert-base", "--ipu-config", str(path), "-o", out)
+        )
+    big = folder / "big.json"
+    with open(big, "wb") as fh:
+        fh.truncate(2 << 20)
+    cases["big"] = InputCase(
+        ("profile", "--model", "bert-base", "--ipu-config", str(big), "-o", out)
+    )
+    fifo = _nonregular(folder, "fifo", ".json")
+    cases["fifo"] = InputCase(
+        ("profile", "--model", "bert-base", "--ipu-config", str(fifo), "-o", out)
+    )
+    return cases
