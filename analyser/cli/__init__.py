@@ -45,6 +45,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "analyser.cli.roofline",
         "per operation: FLOPs, bytes moved, intensity, achieved and attainable FLOPs per cycle",
     ),
+    "critical-path": (
+        "analyser.cli.critical_path",
+        "the chain of steps across IPUs, stages, syncs and the host that sets the run's length",
+    ),
     "query": ("analyser.cli.query", "SQL over a profile's tables (DuckDB, read-only, sandboxed)"),
     "tune": ("analyser.cli.tune", "search the run options for the best configuration that fits"),
     "gui": ("analyser.cli.gui", "open the desktop Graph Analyser"),
