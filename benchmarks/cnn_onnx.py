@@ -3,7 +3,8 @@
 The graphs are those of ``tests/onnx_cnn_models.py`` (torchvision's MobileNetV3, EfficientNet,
 ResNeXt and ConvNeXt as torch's exporter writes them, zero weights; Graphcore's EfficientNet
 variant with 16-channel groups, expansion ratio 4 and group norm of 4 groups; ResNeXt-101 32x4d
-with group norm of 32 groups, as Graphcore's TensorFlow example trains it on ImageNet). The files
+and ResNet-50 with group norm of 32 groups, as Graphcore's TensorFlow examples train them on
+ImageNet). The files
 are generated, not committed: ``prepare(folder, name)`` writes one when it is missing;
 ``python benchmarks/cnn_onnx.py [FOLDER]`` writes them all.
 """
@@ -39,6 +40,7 @@ def _builders() -> dict[str, Callable]:
             "b4", group_dim=16, expand_ratio=4, norm_groups=4
         ),
         "resnext101_32x4d_gn.onnx": lambda: c.resnext(101, norm_groups=32),
+        "resnet50_gn.onnx": lambda: c.resnext(50, groups=1, width=64, norm_groups=32),
         "convnext_tiny.onnx": c.convnext_tiny,
     }
 
@@ -52,6 +54,7 @@ MODELS = (
     "efficientnet_b0_g16_gn.onnx",
     "efficientnet_b4_g16_gn.onnx",
     "resnext101_32x4d_gn.onnx",
+    "resnet50_gn.onnx",
     "convnext_tiny.onnx",
 )
 

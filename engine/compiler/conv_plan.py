@@ -206,8 +206,9 @@ def with_expanded_dims(s: ConvShapes) -> ConvShapes:
     fewer channels (per conv group) than one input-channel grain, a row with both field dimensions
     expanded (``getExpandDimsCandidates`` / ``expandDim``, ConvPlan.cpp and ConvModel.cpp):
     the kernel's positions become input channels (``C x kernel``), the kernel 1 x 1, the
-    stride 1 and the input field the output's (``ConvTransforms.cpp`` ``expandSpatialDimDoIt``
-    subsamples the strided input), planned for the same op (``orig``) with its inputs and
+    stride 1 and the input field the output's (``ConvTransforms.cpp``
+    ``expandSpatialDimMultiStageImpl`` subsamples the strided input), planned for the same op
+    (``orig``) with its inputs and
     weights rearranged (``addTransformCycleEstimate``: ``rearrangeInput`` and
     ``rearrangeWeights`` when ``expandDims`` is set). PopLibs lists every subset of the
     dimensions whose expansion changes the parameters (and whose input is at least the
