@@ -142,6 +142,31 @@ def _consumers(graph) -> _Edges:
     return _Edges(src[from_ops], dst[from_ops], dst[src == INPUT].tolist())
 
 
+def _swish_sigmoids(cols, src: np.ndarray, dst: np.ndarray, n: int) -> np.ndarray:
+    """The Sigmoid ops of ``x * sigmoid(x)`` pairs: torch's ONNX exporter writes
+    ``torch.nn.SiLU`` so, and PopTorch lowers it to one PopART ``Swish`` (poptorch
+    ``scripts/PopAtenHandlers.py``: ``convert("silu", 1, "swish")``), whose gradient
+    (popart ``SwishGradOp``, an ``ElementWiseNonLinearUnaryGradOp``) takes the forward input
+    alone: the sigmoid's output is not kept for the backward. TensorFlow on the IPU has the same
+    fused op (``tensorflow.python.ipu.nn_ops.swish``, which Graphcore's TensorFlow EfficientNet
+    uses); PopART runs an ONNX file's Sigmoid and Mul as they are. A Sigmoid qualifies when its
+    only consumer is a Mul whose other input is the Sigmoid's own input."""
+    types = cols["type"]
+    sig = np.flatnonzero(types == "Sigmoid")
+    if not len(sig):
+        return sig
+    uses = np.bincount(src, minlength=n)
+    sig = sig[uses[sig] == 1]
+    first_use = np.searchsorted(src, sig)  # edges are ordered by producer
+    mul = dst[first_use]
+    in0, in1 = cols["in0"].astype(np.int64), cols["in1"].astype(np.int64)
+    x = in0[sig]
+    pair = (types[mul] == "Mul") & (
+        ((in0[mul] == sig) & (in1[mul] == x)) | ((in1[mul] == sig) & (in0[mul] == x))
+    )
+    return sig[pair & (x != -2)]
+
+
 def _activation_variables(
     inputs: MemoryInputs, steps: LivenessSteps, edges: _Edges, rows: _Vars
 ) -> ActivationBytes:
@@ -205,6 +230,8 @@ def _activation_variables(
         bwd_need = np.maximum(bwd_need, _group_max(src[keeps], backward_last[dst[keeps]], n))
         if has_loss_grad and len(loss_inputs):
             bwd_need[loss_inputs] = np.maximum(bwd_need[loss_inputs], last[steps.loss_grad_rows[0]])
+        if config.framework in ("poptorch", "tensorflow"):  # PopART runs the two ONNX ops
+            bwd_need[_swish_sigmoids(cols, src, dst, n)] = -1
     names = cols["name"].tolist()
     shape = [f"{B}x{e}" for e in cols["out_elems"].tolist()]
     # this op's activations: the same dtype and tiles, live between two steps
