@@ -156,7 +156,12 @@ ROWS = [
     ("ipu1_tx_per_call", "IPU 1 Tx per call", "KiB", 1 / KIB),
     ("host_us_per_sample_fp16", "host per sample, FP16 input (steps 3, 4)", "us", 1.0),
     ("per_call_rest_ms_fp16", "per-call remainder, steps 3-4", "ms", 1.0),
-    ("host_us_per_sample_8bit_sync", "host per sample, 8-bit sync (step 5, incl. per call)", "us", 1.0),
+    (
+        "host_us_per_sample_8bit_sync",
+        "host per sample, 8-bit sync (step 5, incl. per call)",
+        "us",
+        1.0,
+    ),
     ("host_us_per_sample_8bit_async", "host per sample, 8-bit async loader (step 6)", "us", 1.0),
     ("per_call_rest_ms_8bit", "per-call remainder, steps 5-6", "ms", 1.0),
 ]
@@ -201,7 +206,15 @@ def table(pub: dict, eng: dict, before: dict | None, markdown: bool) -> str:
 def steps_table(figures: dict, before: dict | None, markdown: bool) -> str:
     """Per step: total cycles and host-inclusive samples/s against the published figures."""
     pub_sps = {s: SHAPE[s][2] / PUBLISHED_SECONDS_PER_CALL[s] for s in PUBLISHED_SECONDS_PER_CALL}
-    head = ["step", "published cycles", "engine cycles", "error", "published samples/s", "engine samples/s", "error"]
+    head = [
+        "step",
+        "published cycles",
+        "engine cycles",
+        "error",
+        "published samples/s",
+        "engine samples/s",
+        "error",
+    ]
     if before is not None:
         head[3:3] = ["error before"]
         head.insert(7, "error before")
@@ -218,6 +231,7 @@ def steps_table(figures: dict, before: dict | None, markdown: bool) -> str:
             b = before.get(f"step{s}_samples_per_s")
             r.insert(7, _diff(b, ps) if ps and b else "-")
         rows.append(r)
+
     # step ratios the walkthrough's story rests on
     def ratio(fig, a, b):
         return fig[f"step{b}_samples_per_s"] / fig[f"step{a}_samples_per_s"]
@@ -251,7 +265,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             before = json.loads(Path(args.before).read_text())
         except (OSError, ValueError) as exc:
-            print(f"error: --before {args.before!r} cannot be read as JSON: {exc}.", file=sys.stderr)
+            print(
+                f"error: --before {args.before!r} cannot be read as JSON: {exc}.", file=sys.stderr
+            )
             return 2
     figures, parts, secs = run_engine()
     pub = published()

@@ -761,6 +761,13 @@ class RunConfig(BaseModel):
             # an ONNX model path is relative to the run configuration file
             # (made absolute, links kept: a model.onnx linked to a blob keeps its name)
             data["model"] = os.path.abspath(p.parent / Path(model).expanduser())
+        host_profile = data.get("host_profile")
+        if isinstance(host_profile, str) and host_profile and "\0" not in host_profile:
+            from engine.host.profile import builtin_names
+
+            if host_profile not in builtin_names():
+                # a host profile file is relative to the run configuration, as the model is
+                data["host_profile"] = os.path.abspath(p.parent / Path(host_profile).expanduser())
         try:
             return cls.from_dict(data)
         except ConfigError as exc:

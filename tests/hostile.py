@@ -1585,3 +1585,47 @@ def query_bound_cases(base: Path, out: Path) -> dict[str, InputCase]:
             (*q, "SELECT " + "(" * 2000 + "1" + ")" * 2000), hidden=("SET max_expression_depth",)
         ),
     }
+
+
+# -- host facts: a run configuration's host_profile (relative to the file, as model is) and ------
+# -- calibrate-host over a broken torch install -----------------------------------------------
+
+
+def host_fact_cases(folder: Path) -> dict[str, InputCase]:
+    """Run configurations in ``folder/configs`` whose ``host_profile`` names a file relative to
+    the configuration: missing, not a host profile, outside the folder, a NUL in the name, a
+    folder. Each is refused in one sentence naming the file as resolved (exit 2), whatever the
+    working directory."""
+    cfgs = folder / "configs"
+    cfgs.mkdir(parents=True, exist_ok=True)
+    (folder / "notes.txt").write_text("this is not a host profile\n")
+    (cfgs / "a-folder.toml").mkdir(exist_ok=True)
+    body = (
+        'model = "resnet50"\nimage_size = 32\nmicro_batch_size = 1\n'
+        'host_transforms = ["flip"]\nhost_profile = "{}"\n'
+    )
+    names = {
+        "missing": ("missing.toml", ("missing.toml",)),
+        "not-a-profile-above": ("../notes.txt", ("notes.txt", "not valid TOML")),
+        "nul": ("a\\u0000b.toml", ()),
+        "a-folder": ("a-folder.toml", ("a-folder.toml",)),
+    }
+    out = str(folder / "never.h5")
+    cases: dict[str, InputCase] = {}
+    for name, (value, says) in names.items():
+        cfg = cfgs / f"run-{name}.toml"
+        cfg.write_text(body.format(value))
+        cases[name] = InputCase(("profile", "--quiet", str(cfg), "-o", out), says=says)
+    return cases
+
+
+def broken_torch(folder: Path, error: str = "RuntimeError") -> Path:
+    """A package ``torch`` in ``folder`` that raises ``error`` at import, as a broken install
+    does (a torchvision built for another torch, a missing runtime library); put ``folder``
+    first on sys.path."""
+    pkg = folder / "torch"
+    pkg.mkdir(parents=True, exist_ok=True)
+    (pkg / "__init__.py").write_text(
+        f"raise {error}('operator torchvision::nms does not exist (injected by the tests)')\n"
+    )
+    return folder

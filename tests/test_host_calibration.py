@@ -100,7 +100,7 @@ def test_calibrate_host_bad_choices_are_one_sentence(tmp_path, capsys, monkeypat
         assert main(["calibrate-host", "-o", out, "-q", *extra]) == 2
         err = capsys.readouterr().err
         assert words in err and len(err.strip().splitlines()) == 1
-    monkeypatch.setattr(calibrate_torch, "available", lambda: False)
+    monkeypatch.setattr(calibrate_torch, "unavailable_reason", lambda: "torch is not installed")
     assert main(["calibrate-host", "-o", out, "-q", "--method", "torch"]) == 2
     assert "needs torch and torchvision" in capsys.readouterr().err
     assert not (tmp_path / "h.toml").exists()
@@ -203,3 +203,70 @@ def test_hostile_host_profiles_fail_in_one_sentence(tmp_path):
         os.mkfifo(fifo)
         with pytest.raises(ConfigError, match="not a regular file"):
             load_host_profile(str(fifo))
+
+
+# -- host facts users hit ----------------------------------------------------------------------
+def test_host_profile_is_relative_to_the_run_configuration(tmp_path, monkeypatch):
+    """``host_profile = "host.toml"`` in a run configuration names the file beside it, as
+    ``model`` does, whatever the working directory; a shipped name stays a name."""
+    import tomllib
+
+    from analyser.cli.calibrate_host import to_toml
+
+    sub = tmp_path / "runs"
+    sub.mkdir()
+    prof = _profile(name="beside the config").model_dump(exclude_none=True)
+    (sub / "host.toml").write_text(to_toml(prof))
+    body = 'model = "resnet50"\nimage_size = 32\nhost_transforms = ["flip"]\n'
+    (sub / "run.toml").write_text(body + 'host_profile = "host.toml"\n')
+    (sub / "shipped.toml").write_text(body + 'host_profile = "default"\n')
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    cfg = RunConfig.from_toml(sub / "run.toml")
+    assert cfg.host_profile == str(sub / "host.toml")
+    assert load_host_profile(cfg.host_profile).name == "beside the config"
+    assert RunConfig.from_toml(sub / "shipped.toml").host_profile == "default"
+    # the resolved path is what the profile's run_config records, and it reads back
+    again = RunConfig.from_dict(tomllib.loads(cfg.to_toml()))
+    assert again.host_profile == cfg.host_profile
+
+
+def test_hostile_host_profile_paths_are_one_sentence(tmp_path, monkeypatch):
+    import hostile
+
+    monkeypatch.chdir(tmp_path)
+    for name, case in hostile.host_fact_cases(tmp_path / "h").items():
+        o = hostile.run_in_process(case.argv, 15.0)
+        assert not o.traceback and o.code == 2, (name, o.code, o.stderr, o.traceback)
+        assert o.stderr.strip().count("\n") == 0, (name, o.stderr)
+        for text in case.says:
+            assert text in o.stderr, (name, o.stderr)
+        assert not (tmp_path / "h" / "never.h5").exists()
+
+
+def test_calibrate_host_falls_back_over_a_broken_torch(tmp_path, capsys, monkeypatch):
+    """torch installed but raising RuntimeError at import (not ImportError): ``auto`` measures
+    with the imitations and says why in one sentence; ``--method torch`` refuses, naming it."""
+    import sys
+
+    import hostile
+
+    from analyser.cli import main
+
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    monkeypatch.delitem(sys.modules, "torchvision", raising=False)
+    monkeypatch.syspath_prepend(str(hostile.broken_torch(tmp_path / "site")))
+    out = tmp_path / "host.toml"
+    argv = ["calibrate-host", "-o", str(out), "--seconds", "0.5", "-q", "--cpu", XEON]
+    assert main(argv) == 0
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0, err
+    assert "torch is installed but fails to import (RuntimeError" in err and "imitations" in err
+    prof = load_host_profile(str(out))
+    assert prof.measured_with == "imitation" and "fails to import" in prof.method
+    out.unlink()
+    assert main([*argv, "--method", "torch"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "fails to import (RuntimeError" in err, err
+    assert not out.exists()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from analyser.cli.errors import CliError
@@ -108,13 +109,18 @@ def _measure(args: argparse.Namespace) -> dict:
     from engine.errors import ConfigError
     from engine.host.calibrate import calibrate
 
+    def warn(sentence: str) -> None:
+        print(f"note: {sentence}", file=sys.stderr)
+
     def go(progress=None):
         try:
-            return calibrate(args.seconds, progress, method=args.method, cpu_ref=args.cpu)
-        except ImportError:
+            return calibrate(
+                args.seconds, progress, method=args.method, cpu_ref=args.cpu, warn=warn
+            )
+        except ImportError as exc:
             raise CliError(
-                "calibrate-host --method torch needs torch and torchvision "
-                '(pip install -e ".[torch]"); use --method imitation without them.'
+                f"calibrate-host --method torch needs torch and torchvision ({exc}; "
+                'pip install -e ".[torch]"); use --method imitation without them.'
             ) from None
         except ConfigError as exc:
             raise CliError(f"--cpu: {exc}") from None

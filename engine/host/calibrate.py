@@ -235,21 +235,28 @@ def calibrate(
     *,
     method: str = "auto",
     cpu_ref: str | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> dict:
     """Measure every transform; returns the host-profile dict (see engine.host.profile).
 
     ``method``: ``torch`` (the real transforms in a DataLoader; needs torch and torchvision),
     ``imitation`` (NumPy + Pillow) or ``auto`` (torch when installed). ``cpu_ref``: this CPU's
-    key in engine/data/cpus.toml when the OS's model name does not identify it."""
+    key in engine/data/cpus.toml when the OS's model name does not identify it. ``warn``
+    receives one sentence when ``auto`` falls back to the imitations because torch or
+    torchvision is installed but fails to import (a broken install: RuntimeError, OSError...);
+    with ``torch`` that install is an ImportError naming the reason."""
     import PIL
 
     from engine.host import calibrate_torch
     from engine.host.cpus import get_cpu, identify
 
+    reason = calibrate_torch.unavailable_reason() if method in ("auto", "torch") else None
     if method == "auto":
-        method = "torch" if calibrate_torch.available() else "imitation"
-    if method == "torch" and not calibrate_torch.available():
-        raise ImportError("torch and torchvision")
+        method = "torch" if reason is None else "imitation"
+        if reason is not None and "fails to import" in reason and warn is not None:
+            warn(f"{reason}; measuring with the NumPy + Pillow imitations instead.")
+    if method == "torch" and reason is not None:
+        raise ImportError(reason)
     cpu = cpu_name()
     ref = cpu_ref or identify(cpu) or ""
     if ref:
@@ -269,7 +276,8 @@ def calibrate(
         part = _imitation(budget_s, progress)
         libraries = {"numpy": np.__version__, "Pillow": PIL.__version__}
         how = (
-            "analyse calibrate-host (imitation, torch not installed): NumPy + Pillow "
+            f"analyse calibrate-host (imitation, {reason or 'chosen with --method'}): "
+            "NumPy + Pillow "
             "imitations of the transforms and of the DataLoader, one core; CPU time, the "
             f"minimum of 7 batches at {SIZES[0]}x{SIZES[0]} and {SIZES[1]}x{SIZES[1]} RGB "
             "images, a line through the two"
