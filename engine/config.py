@@ -275,11 +275,12 @@ class RunConfig(BaseModel):
         description="Extra host cast + normalise time per input element on one core when not "
         "done on the IPU (nanoseconds). Default 0 with host_transforms, else 1.",
     )
-    host_call_overhead_us: float = Field(
-        150.0,
+    host_call_overhead_us: float | None = Field(
+        None,
         ge=0,
-        description="Fixed host round-trip cost per device call (per device-iteration loop), "
-        "microseconds. Default 150.",
+        description="Fixed host cost per device call in steady state (per device-iteration "
+        "loop), microseconds. Default: the framework's (PopTorch 8,254, fitted to the "
+        "walkthrough's published figures; PopART and TensorFlow 150, an estimate).",
     )
     host_stream_latency_us: float = Field(
         5.0,
@@ -553,6 +554,8 @@ class RunConfig(BaseModel):
             self.loader_workers = fw.loader_workers
         if self.loader_mode is None:
             self.loader_mode = fw.loader_mode
+        if self.host_call_overhead_us is None:
+            self.host_call_overhead_us = fw.host_call_overhead_us
         if self.recomputation == "auto":
             self.recomputation = fw.recomputation(pipelined and self.num_ipus > 1)
         if self.offload_optimiser_state == "auto":

@@ -70,7 +70,8 @@ def host_timeline(plan: ExecutionPlan, device_cycles: int) -> HostTimeline:
     device_s = device_cycles / clock
     prep = costs.host_prep_seconds(plan)
     ovh = h.call_overhead_s
-    exposed_prep = max(0.0, prep - device_s) if h.overlapped else prep
+    # an overlapping loader prepares the next call while this one is made and runs
+    exposed_prep = max(0.0, prep - device_s - ovh) if h.overlapped else prep
     per_instance = math.ceil(plan.samples_per_call / max(1, h.instances))
 
     def cyc(seconds: float) -> int:
@@ -127,7 +128,7 @@ def host_model_summary(plan: ExecutionPlan, timeline: HostTimeline) -> dict:
     if h.breakdown:
         out["transforms"] = h.breakdown["transforms"]
         out["on_ipu"] = h.breakdown["on_ipu"]
-        for key in ("host_cpu", "profile_cpu", "scale", "scaling"):
+        for key in ("host_cpu", "profile_cpu", "scale", "scaling", "float16_kernels"):
             if key in h.breakdown:
                 out[key] = h.breakdown[key]
     return out
