@@ -270,3 +270,63 @@ def test_calibrate_host_falls_back_over_a_broken_torch(tmp_path, capsys, monkeyp
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "fails to import (RuntimeError" in err, err
     assert not out.exists()
+
+
+def test_poptorch_runs_float16_transforms_on_scalar_kernels():
+    """PopTorch pins a torch without vectorised float16 CPU kernels: a profile measured with a
+    later torch gets the scalar cost per element and op for convert_dtype (2 ops) and normalise
+    (2 ops) in float16; other frameworks, other dtypes, the 8-bit path, profiles measured with
+    an old torch or the imitation keep the measured costs."""
+    from engine.host.frameworks import get_framework
+    from engine.host.profile import FLOAT16_OPS
+
+    fw = get_framework("poptorch")
+    assert fw.host_float16_kernels == "scalar" and fw.host_scalar_half_ns_per_op > 0
+    assert "fitted to the walkthrough's published figures" in fw.host_float16_source
+    elems = 3 * 64 * 64
+
+    def rows(**kw):
+        cfg = RunConfig(**{**PIPE, "host_transforms": STEPS, **kw})
+        h = host_model(cfg, IMAGE_IO)
+        return {r["transform"]: r["us"] for r in h.breakdown["transforms"]}, h.breakdown
+
+    prof = load_host_profile("default")
+    assert prof.libraries["torch"].startswith("2.") and prof.cpu_float16  # what it ran on
+    pt, info = rows()
+    assert info["float16_kernels"].startswith("scalar")
+    for t, ops in FLOAT16_OPS.items():
+        fixed = prof.transforms[t].fixed_us
+        assert pt[t] == pytest.approx(fixed + ops * fw.host_scalar_half_ns_per_op * elems / 1e3)
+    pa, info = rows(framework="popart")
+    assert info["float16_kernels"].startswith("as measured")
+    for t in FLOAT16_OPS:
+        assert pa[t] == pytest.approx(prof.cost_us(t, "float16", elems), rel=1e-6)
+    assert {t: pt[t] for t in pt if t not in FLOAT16_OPS} == {
+        t: pa[t] for t in pa if t not in FLOAT16_OPS
+    }
+    # the 8-bit path does not run them on the host; float32 is not float16
+    e8, _ = rows(eight_bit_input=True)
+    e8a, _ = rows(eight_bit_input=True, framework="popart")
+    assert e8 == e8a and not set(FLOAT16_OPS) & set(e8)
+    f32, _ = rows(precision="32.32")
+    f32a, _ = rows(precision="32.32", framework="popart")
+    assert f32 == f32a
+    # profiles whose float16 costs are already scalar (old torch) or not torch's (imitation)
+    for update in ({"libraries": {"torch": "1.13.1"}}, {"measured_with": "imitation"}):
+        p = prof.model_copy(update=update)
+        from engine.execute.adapter import _float16_kernels
+
+        out, info = _float16_kernels(RunConfig(**PIPE), p, {})
+        assert out == p and info["float16_kernels"].startswith("as measured")
+
+
+def test_calibrate_host_records_the_cpus_float16_instructions(tmp_path):
+    from analyser.cli import main
+    from engine.host.calibrate import FLOAT16_FLAGS, cpu_float16_flags
+
+    out = tmp_path / "host.toml"
+    argv = ["calibrate-host", "-o", str(out), "--seconds", "0.5", "-q", "--method", "imitation"]
+    assert main([*argv, "--cpu", XEON]) == 0
+    prof = load_host_profile(str(out))
+    assert prof.cpu_float16 == cpu_float16_flags()
+    assert set(prof.cpu_float16) <= set(FLOAT16_FLAGS)

@@ -87,6 +87,8 @@ def to_toml(profile: dict) -> str:
         if key in profile:
             lines.append(f"{key} = {_v(str(profile[key]))}")
     lines.append(f"cores = {int(profile['cores'])}")
+    if "cpu_float16" in profile:
+        lines.append(f"cpu_float16 = {_v(list(profile['cpu_float16']))}")
     if "loader_us_per_sample" in profile:
         lines.append(f"loader_us_per_sample = {float(profile['loader_us_per_sample'])!r}")
     for key in ("libraries", "load"):

@@ -190,6 +190,25 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
+#: The CPU flags (Linux /proc/cpuinfo names) that decide how float16 runs on the host: F16C
+#: converts between float16 and float32 (what vectorised float16 kernels use), AVX512-FP16
+#: computes in float16.
+FLOAT16_FLAGS = ("f16c", "avx512_fp16")
+
+
+def cpu_float16_flags() -> list[str]:
+    """The float16 instructions of this machine's CPU (empty where the OS does not say)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    have = set(line.split(":", 1)[-1].split())
+                    return [f for f in FLOAT16_FLAGS if f in have]
+    except OSError:
+        pass
+    return []
+
+
 def add_line(
     transforms: dict[str, dict], name: str, dtype: str, points: list[tuple[float, float]]
 ) -> None:
@@ -287,6 +306,7 @@ def calibrate(
         "cpu": cpu,
         "cpu_ref": ref,
         "cores": os.cpu_count() or 1,
+        "cpu_float16": cpu_float16_flags(),
         "measured": datetime.now(UTC).strftime("%Y-%m-%dT%H:%MZ"),
         "method": how,
         "measured_with": method,
@@ -302,4 +322,4 @@ def calibrate(
     return profile
 
 
-__all__ = ["add_line", "calibrate", "cpu_name"]
+__all__ = ["FLOAT16_FLAGS", "add_line", "calibrate", "cpu_float16_flags", "cpu_name"]
