@@ -132,7 +132,7 @@ def execute_plan(plan: ExecutionPlan) -> Execution:
     steps, ipu_offsets, total = _expand_steps(plan, templates, call, timing, nodes)
     # the host's own time is outside the device trace: its timeline (engine.execute.host), of
     # the steady-state call, which has no profiled call's opening wait
-    timeline = host_timeline(plan, total - profiled_wait_cycles(plan))
+    timeline = host_timeline(plan, total - profiled_wait_cycles(plan), total)
     notes = _notes(plan, shape, timeline)
     samples = int(plan.samples_per_call)
     attrs = {
