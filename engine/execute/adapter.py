@@ -33,7 +33,6 @@ def host_model(config, io: dict[str, Any], target=None) -> HostModel:
     ``host_normalise_ns_per_element`` per input element. Parallelism: the loader's workers (at
     least its own process), at most the cores of one host server; one loader instance per host
     server (data-parallel loading is per host server)."""
-    from engine.host.frameworks import get_framework
     from engine.host.profile import sample_cost
     from engine.systems import get_system
 
@@ -74,7 +73,7 @@ def host_model(config, io: dict[str, Any], target=None) -> HostModel:
         cores=cores,
         loader=config.loader_mode,
         call_overhead_s=config.host_call_overhead_us * 1e-6,
-        profiled_wait_s=get_framework(config.framework).profiled_call_wait_us * 1e-6,
+        profiled_wait_s=float(config.profiled_call_wait_us or 0.0) * 1e-6,
         stream_latency_s=config.host_stream_latency_us * 1e-6,
         prefetch_depth=int(config.prefetch_depth),
         breakdown=breakdown,
