@@ -330,3 +330,21 @@ def test_calibrate_host_records_the_cpus_float16_instructions(tmp_path):
     prof = load_host_profile(str(out))
     assert prof.cpu_float16 == cpu_float16_flags()
     assert set(prof.cpu_float16) <= set(FLOAT16_FLAGS)
+
+
+def test_hostile_call_options_and_float16_records_are_one_sentence(tmp_path):
+    import hostile
+
+    for name, case in hostile.host_fact_option_cases(tmp_path / "o").items():
+        o = hostile.run_in_process(case.argv, 15.0)
+        assert not o.traceback and o.code == 2, (name, o.code, o.stderr, o.traceback)
+        assert o.stderr.strip().count("\n") == 0, (name, o.stderr)
+        assert all(text in o.stderr for text in case.says), (name, o.stderr)
+        assert not (tmp_path / "o" / "never.h5").exists()
+    for name, text in hostile.host_fact_profile_texts().items():
+        path = tmp_path / f"{name}.toml"
+        path.write_text(text)
+        with pytest.raises(ConfigError) as exc:
+            load_host_profile(str(path))
+        msg = str(exc.value)
+        assert "cpu_float16" in msg and "\n" not in msg, (name, msg)
