@@ -281,11 +281,20 @@ class RunConfig(BaseModel):
         description="Extra host cast + normalise time per input element on one core when not "
         "done on the IPU (nanoseconds). Default 0 with host_transforms, else 1.",
     )
-    host_call_overhead_us: float = Field(
-        150.0,
+    host_call_overhead_us: float | None = Field(
+        None,
         ge=0,
-        description="Fixed host round-trip cost per device call (per device-iteration loop), "
-        "microseconds. Default 150.",
+        description="Fixed host cost per device call in steady state (per device-iteration "
+        "loop), microseconds. Default: the framework's (PopTorch 8,254, fitted to the "
+        "walkthrough's published figures; PopART and TensorFlow 150, an estimate).",
+    )
+    profiled_call_wait_us: float | None = Field(
+        None,
+        ge=0,
+        description="What the device trace of a profiled call (the one a profiler shows) holds "
+        "beyond a steady-state call: a wait in the call's opening host sync, microseconds; "
+        "not in throughput. 0 gives the steady-state call's trace. Default: the framework's "
+        "(PopTorch 25,049, fitted to the walkthrough's published traces; others 0).",
     )
     host_stream_latency_us: float = Field(
         5.0,
@@ -577,6 +586,10 @@ class RunConfig(BaseModel):
             self.loader_workers = fw.loader_workers
         if self.loader_mode is None:
             self.loader_mode = fw.loader_mode
+        if self.host_call_overhead_us is None:
+            self.host_call_overhead_us = fw.host_call_overhead_us
+        if self.profiled_call_wait_us is None:
+            self.profiled_call_wait_us = fw.profiled_call_wait_us
         if self.recomputation == "auto":
             self.recomputation = fw.recomputation(pipelined and self.num_ipus > 1)
         if self.offload_optimiser_state == "auto":
@@ -795,6 +808,13 @@ class RunConfig(BaseModel):
             # an ONNX model path is relative to the run configuration file
             # (made absolute, links kept: a model.onnx linked to a blob keeps its name)
             data["model"] = os.path.abspath(p.parent / Path(model).expanduser())
+        host_profile = data.get("host_profile")
+        if isinstance(host_profile, str) and host_profile and "\0" not in host_profile:
+            from engine.host.profile import builtin_names
+
+            if host_profile not in builtin_names():
+                # a host profile file is relative to the run configuration, as the model is
+                data["host_profile"] = os.path.abspath(p.parent / Path(host_profile).expanduser())
         try:
             return cls.from_dict(data)
         except ConfigError as exc:

@@ -1674,3 +1674,79 @@ def ipu_config_cases(folder: Path) -> dict[str, InputCase]:
         ("profile", "--model", "bert-base", "--ipu-config", str(fifo), "-o", out)
     )
     return cases
+# -- host facts: a run configuration's host_profile (relative to the file, as model is) and ------
+# -- calibrate-host over a broken torch install -----------------------------------------------
+
+
+def host_fact_cases(folder: Path) -> dict[str, InputCase]:
+    """Run configurations in ``folder/configs`` whose ``host_profile`` names a file relative to
+    the configuration: missing, not a host profile, outside the folder, a NUL in the name, a
+    folder. Each is refused in one sentence naming the file as resolved (exit 2), whatever the
+    working directory."""
+    cfgs = folder / "configs"
+    cfgs.mkdir(parents=True, exist_ok=True)
+    (folder / "notes.txt").write_text("this is not a host profile\n")
+    (cfgs / "a-folder.toml").mkdir(exist_ok=True)
+    body = (
+        'model = "resnet50"\nimage_size = 32\nmicro_batch_size = 1\n'
+        'host_transforms = ["flip"]\nhost_profile = "{}"\n'
+    )
+    names = {
+        "missing": ("missing.toml", ("missing.toml",)),
+        "not-a-profile-above": ("../notes.txt", ("notes.txt", "not valid TOML")),
+        "nul": ("a\\u0000b.toml", ()),
+        "a-folder": ("a-folder.toml", ("a-folder.toml",)),
+    }
+    out = str(folder / "never.h5")
+    cases: dict[str, InputCase] = {}
+    for name, (value, says) in names.items():
+        cfg = cfgs / f"run-{name}.toml"
+        cfg.write_text(body.format(value))
+        cases[name] = InputCase(("profile", "--quiet", str(cfg), "-o", out), says=says)
+    return cases
+
+
+def broken_torch(folder: Path, error: str = "RuntimeError") -> Path:
+    """A package ``torch`` in ``folder`` that raises ``error`` at import, as a broken install
+    does (a torchvision built for another torch, a missing runtime library); put ``folder``
+    first on sys.path."""
+    pkg = folder / "torch"
+    pkg.mkdir(parents=True, exist_ok=True)
+    (pkg / "__init__.py").write_text(
+        f"raise {error}('operator torchvision::nms does not exist (injected by the tests)')\n"
+    )
+    return folder
+
+
+def host_fact_option_cases(folder: Path) -> dict[str, InputCase]:
+    """The per-call options a run may set (``host_call_overhead_us``, ``profiled_call_wait_us``;
+    default the framework's) with values no call has: negative, NaN, infinite, absurd, text; as
+    flags and in a run configuration. Each is refused in one sentence naming the option."""
+    folder.mkdir(parents=True, exist_ok=True)
+    out = str(folder / "never.h5")
+    cases: dict[str, InputCase] = {}
+    for opt in ("host_call_overhead_us", "profiled_call_wait_us"):
+        flag = "--" + opt.replace("_", "-")
+        for name, value in (("negative", "-1"), ("nan", "nan"), ("inf", "inf"), ("huge", "1e400")):
+            cases[f"{opt}/flag-{name}"] = InputCase(
+                ("profile", "--quiet", "--model", "mlp", flag, value, "-o", out), says=(opt,)
+            )
+        for name, value in (("negative", "-1.0"), ("absurd", "1e300"), ("text", '"soon"')):
+            cfg = folder / f"{opt}-{name}.toml"
+            cfg.write_text(f'model = "mlp"\n{opt} = {value}\n')
+            cases[f"{opt}/toml-{name}"] = InputCase(
+                ("profile", "--quiet", str(cfg), "-o", out), says=(opt,)
+            )
+    return cases
+
+
+def host_fact_profile_texts() -> dict[str, str]:
+    """Host profiles whose record of the measured CPU's float16 instructions is wrong in kind:
+    each is refused in one sentence (``cpu_float16`` is a list of flag names)."""
+    head = 'name = "x"\ncpu = "y"\ncores = 1\n'
+    t = "\n[transforms.flip]\nfixed_us = 1.0\nns_per_element = { uint8 = 1.0 }\n"
+    return {
+        "cpu-float16-not-a-list": head + 'cpu_float16 = "f16c"\n' + t,
+        "cpu-float16-numbers": head + "cpu_float16 = [16]\n" + t,
+        "cpu-float16-table": head + "cpu_float16 = { f16c = true }\n" + t,
+    }

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from analyser.cli.errors import CliError
@@ -86,6 +87,8 @@ def to_toml(profile: dict) -> str:
         if key in profile:
             lines.append(f"{key} = {_v(str(profile[key]))}")
     lines.append(f"cores = {int(profile['cores'])}")
+    if "cpu_float16" in profile:
+        lines.append(f"cpu_float16 = {_v(list(profile['cpu_float16']))}")
     if "loader_us_per_sample" in profile:
         lines.append(f"loader_us_per_sample = {float(profile['loader_us_per_sample'])!r}")
     for key in ("libraries", "load"):
@@ -108,13 +111,18 @@ def _measure(args: argparse.Namespace) -> dict:
     from engine.errors import ConfigError
     from engine.host.calibrate import calibrate
 
+    def warn(sentence: str) -> None:
+        print(f"note: {sentence}", file=sys.stderr)
+
     def go(progress=None):
         try:
-            return calibrate(args.seconds, progress, method=args.method, cpu_ref=args.cpu)
-        except ImportError:
+            return calibrate(
+                args.seconds, progress, method=args.method, cpu_ref=args.cpu, warn=warn
+            )
+        except ImportError as exc:
             raise CliError(
-                "calibrate-host --method torch needs torch and torchvision "
-                '(pip install -e ".[torch]"); use --method imitation without them.'
+                f"calibrate-host --method torch needs torch and torchvision ({exc}; "
+                'pip install -e ".[torch]"); use --method imitation without them.'
             ) from None
         except ConfigError as exc:
             raise CliError(f"--cpu: {exc}") from None
