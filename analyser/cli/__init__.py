@@ -106,9 +106,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _main(argv: list[str]) -> int:
-    from analyser.cli.errors import CliError, exit_code_for, message_for
-    from analyser.literal import terminal
-
     commands = _available()
     if not argv or argv[0] not in commands:
         parser = build_parser()
@@ -133,6 +130,10 @@ def _main(argv: list[str]) -> int:
         parser.parse_args(argv)  # --help / --version exit; anything else is an error
         parser.print_help()
         return 2
+
+    # what a command's errors need, imported once a command runs (--version and --help do not)
+    from analyser.cli.errors import CliError, exit_code_for, message_for
+    from analyser.literal import terminal
 
     name = argv[0]
     module = importlib.import_module(commands[name][0])
@@ -196,9 +197,11 @@ def _terminate_like_ctrl_c() -> None:
     import signal
     import threading
 
-    from profiles.atomic import Interrupted
-
     def terminate(signum: int, frame: object) -> None:
+        # imported here: profiles.atomic (secrets, shutil, pathlib) is a tenth of --version's
+        # start-up, and every command that writes has imported it long before a SIGTERM
+        from profiles.atomic import Interrupted
+
         raise Interrupted(signum)
 
     if threading.current_thread() is threading.main_thread() and signal.getsignal(

@@ -21,15 +21,21 @@ Vectorised: one stable sort per IPU and side; no Python loop over steps.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
-from analyser.core.analysis import Analysis
-from analyser.core.comparison import ConfigDiff, Explanation, compare_pair
 from profiles import schema
 from profiles.errors import UserFacingError
+
+if TYPE_CHECKING:
+    # pandas (about 0.4 s of CPU to import) and the explained comparison are imported where a
+    # diff is computed, not when the module is: the CLI and the GUI import this module to name
+    # its types and functions before they know that a diff will be asked for
+    import pandas as pd
+
+    from analyser.core.analysis import Analysis
+    from analyser.core.comparison import ConfigDiff, Explanation
 
 #: Name of the remainder row: total cycles not covered by executed steps.
 NOT_IN_STEPS = "(not in steps)"
@@ -213,6 +219,8 @@ def _table(
     """Rows (ipu, key, a, b, delta[, extra]) of the labels used by either run on each IPU,
     plus the NOT_IN_STEPS remainder of each IPU; largest |delta| first within an IPU."""
     n = labels.size
+    import pandas as pd
+
     frames = []
     for i in range(ipus):
         sa, sb = a_sums[i * n : (i + 1) * n], b_sums[i * n : (i + 1) * n]
@@ -304,6 +312,10 @@ def align_steps(a: _Side, b: _Side) -> tuple[np.ndarray, np.ndarray, np.ndarray]
 
 def diff_runs(a: Analysis, b: Analysis, *, largest: int = 10) -> RunDiff:
     """Align ``b`` against ``a`` and split the change in total cycles (module docstring)."""
+    import pandas as pd
+
+    from analyser.core.comparison import compare_pair
+
     sa, sb = _read(a), _read(b)
     ipus = max(sa.n_ipus, sb.n_ipus)
     ia, ib, occ = align_steps(sa, sb)
