@@ -1585,3 +1585,57 @@ def query_bound_cases(base: Path, out: Path) -> dict[str, InputCase]:
             (*q, "SELECT " + "(" * 2000 + "1" + ")" * 2000), hidden=("SET max_expression_depth",)
         ),
     }
+
+
+# -- what a simulation's cache key is made of: every input by content ------------------------------
+def slow_host_profile(factor: float = 50.0) -> str:
+    """The shipped host profile with every cost (per call, per element, the loader's) times
+    ``factor``: the same run configuration on it is ``factor`` times slower on the host."""
+    from analyser.cli.calibrate_host import to_toml
+    from engine.host.profile import load_host_profile
+
+    prof = load_host_profile("default").model_dump(exclude_none=True)
+    prof["loader_us_per_sample"] *= factor
+    for cost in prof["transforms"].values():
+        cost["fixed_us"] *= factor
+        cost["ns_per_element"] = {k: v * factor for k, v in cost["ns_per_element"].items()}
+    return to_toml({**prof, "measured": prof.get("measured", "now")})
+
+
+#: Host transforms of an MLP run that reads stored arrays (what the host profile costs).
+HOST_STEPS = ["from_array", "flip", "to_tensor", "convert_dtype", "normalise"]
+
+
+def sim_key_changes(folder: Path) -> dict[str, tuple[dict, Callable[[], object], Path | None]]:
+    """Inputs that change a simulation's figures while its run configuration reads the same:
+    ``name -> (config, change, cwd)``; ``change()`` edits a file the configuration names (same
+    path, new contents); ``cwd``: the folder a relative path is read from (None: any). A request
+    made after the change must have another cache key."""
+    from importlib import resources
+
+    folder.mkdir(parents=True, exist_ok=True)
+    default = resources.files("engine").joinpath("data/host/default.toml").read_text("utf-8")
+    host = folder / "host.toml"
+    host.write_text(default)
+    rel = folder / "rel"
+    rel.mkdir(exist_ok=True)
+    (rel / "host.toml").write_text(default)
+    model = onnx_relu(folder, "relu", [1, 4])
+    return {
+        "host-profile-50x-slower": (
+            {"model": "mlp", "host_transforms": HOST_STEPS, "host_profile": str(host)},
+            lambda: host.write_text(slow_host_profile()),
+            None,
+        ),
+        # a relative host_profile is read from the current folder: its contents, not its name
+        "relative-host-profile-edited": (
+            {"model": "mlp", "host_transforms": HOST_STEPS, "host_profile": "host.toml"},
+            lambda: (rel / "host.toml").write_text(slow_host_profile(3.0)),
+            rel,
+        ),
+        "onnx-model-rewritten": (
+            {"model": str(model)},
+            lambda: onnx_relu(folder, "relu", [64, 4]),
+            None,
+        ),
+    }

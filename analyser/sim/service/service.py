@@ -520,6 +520,7 @@ class SimulationService:
         client = self.client()
         req = job.request
         task = f"sim-{req.key}-{job.attempt}-{secrets.token_hex(4)}"
+        host = req.config.get("host_profile") if req.host_profile_digest else None
         payload = {
             "key": req.key,
             "task": task,
@@ -530,6 +531,9 @@ class SimulationService:
             "engine": engine_fingerprint(),
             "model_file": req.model_file,
             "model_bytes": _read(req.model_file) if req.model_file and self.scheduler else None,
+            "host_profile": host,
+            "host_profile_bytes": _read(host) if host and self.scheduler else None,
+            "inputs": req.inputs,
             "memory_limit": self.memory_limit,
             "time_limit": self.time_limit,
             "attempt": job.attempt,
