@@ -1639,3 +1639,82 @@ def sim_key_changes(folder: Path) -> dict[str, tuple[dict, Callable[[], object],
             None,
         ),
     }
+
+
+# -- scheduler addresses that cannot be one, and TLS peers that refuse each other ----------------
+#: ``--scheduler`` values that name no scheduler analyse can reach, and what the sentence says.
+SCHEDULER_ADDRESSES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "udp": ("udp://127.0.0.1:9", ("'udp'", "tcp://HOST:PORT")),
+    "file": ("file:///tmp/scheduler", ("'file'", "tcp://HOST:PORT")),
+    "inproc": ("inproc://10.0.0.1/1/1", ("inproc://", "within one process")),
+    "host-300-letters": ("tcp://" + "a" * 300 + ":8786", ("host name",)),
+    "host-300-letters-no-port": ("tcp://" + "a" * 300, ("tcp://HOST:PORT",)),
+    "empty-host": ("tcp://:8786", ("tcp://HOST:PORT",)),
+    # TEST-NET-1 (RFC 5737): routed nowhere; refused or timed out, never an answer
+    "unroutable": ("tcp://192.0.2.1:8786", ("cannot reach",)),
+    "closed-port": ("tcp://127.0.0.1:9", ("cannot reach", "refused")),
+}
+
+
+def scheduler_address_cases(folder: Path) -> dict[str, InputCase]:
+    """``analyse tune --scheduler`` at each of :data:`SCHEDULER_ADDRESSES`: one sentence with
+    the real reason (an unsupported protocol, a host name that is none, nothing reachable),
+    never "not a Dask message" (nothing answered) and never a traceback; exit 2."""
+    folder.mkdir(parents=True, exist_ok=True)
+    cfg = folder / "mlp.toml"
+    cfg.write_text('model = "mlp"\n')
+    out = str(folder / "never")
+    tune = ("tune", str(cfg), "--vary", "micro_batch_size=1,2", "--quiet")
+    return {
+        name: InputCase(
+            (*tune, "--scheduler", address, "-o", out),
+            says=says,
+            hidden=("not a Dask message", "Traceback", "UnicodeError"),
+        )
+        for name, (address, says) in SCHEDULER_ADDRESSES.items()
+    }
+
+
+def tls_refusal_cases(folder: Path, address: str, security) -> dict[str, InputCase]:
+    """``--scheduler`` at a TLS scheduler (``address``, credentials ``security``: a
+    ``distributed.security.Security``) with credentials it and the client do not share: the
+    scheduler's certificate not signed by the CA given (``wrong-ca``), a client certificate the
+    scheduler's CA did not sign (``client-cert-refused``). Each names the TLS handshake and
+    which certificate was refused, never "is not a Dask scheduler"."""
+    from distributed.security import Security
+
+    other = Security.temporary()
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def pem(name: str, text: str) -> str:
+        p = folder / name
+        p.write_text(text)
+        p.chmod(0o600)
+        return str(p)
+
+    good = {
+        "ca": pem("ca.pem", security.tls_ca_file),
+        "cert": pem("cert.pem", security.tls_client_cert),
+        "key": pem("key.pem", security.tls_client_key),
+    }
+    bad = {
+        "ca": pem("other-ca.pem", other.tls_ca_file),
+        "cert": pem("other-cert.pem", other.tls_client_cert),
+        "key": pem("other-key.pem", other.tls_client_key),
+    }
+    cfg = folder / "mlp.toml"
+    cfg.write_text('model = "mlp"\n')
+    tune = ("tune", str(cfg), "--vary", "micro_batch_size=1,2", "--quiet", "--scheduler", address)
+
+    def case(ca: str, cert: str, key: str, says: tuple[str, ...]) -> InputCase:
+        tls = ("--tls-ca-file", ca, "--tls-cert", cert, "--tls-key", key)
+        return InputCase(
+            (*tune, *tls, "-o", str(folder / "never")),
+            says=("TLS handshake", address, *says),
+            hidden=("not a Dask scheduler", "Traceback"),
+        )
+
+    return {
+        "wrong-ca": case(bad["ca"], good["cert"], good["key"], ("--tls-ca-file",)),
+        "client-cert-refused": case(good["ca"], bad["cert"], bad["key"], ("--tls-cert",)),
+    }
