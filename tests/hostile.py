@@ -1718,3 +1718,51 @@ def tls_refusal_cases(folder: Path, address: str, security) -> dict[str, InputCa
         "wrong-ca": case(bad["ca"], good["cert"], good["key"], ("--tls-ca-file",)),
         "client-cert-refused": case(good["ca"], bad["cert"], bad["key"], ("--tls-cert",)),
     }
+
+
+# -- the record of the outputs analyse wrote without a marker (CSV, JSON records, Parquet) ---------
+def output_record_tamperings() -> dict[str, Callable[[Path, Path], None]]:
+    """Ways to make the record of an output say a file is analyse's when it is not (or to make
+    reading it hang or fill memory): ``tamper(record_json, output)``. Each must leave the
+    output refused as the user's (the safe direction), never replaced, never a traceback."""
+    import os
+
+    def edit(fn: Callable[[dict], object]) -> Callable[[Path, Path], None]:
+        def tamper(record: Path, out: Path) -> None:
+            new = fn(json.loads(record.read_text()))
+            record.write_text(new if isinstance(new, str) else json.dumps(new))
+
+        return tamper
+
+    def fifo(record: Path, out: Path) -> None:
+        record.unlink()
+        os.mkfifo(record)
+
+    def user_rewrote(record: Path, out: Path) -> None:
+        out.write_text("x\nprecious\n")
+
+    def same_size_same_time(record: Path, out: Path) -> None:
+        # other bytes of the same length, the old modification time put back (rsync -t, touch -r)
+        st = out.stat()
+        data = out.read_bytes()
+        out.write_bytes(bytes(b ^ 1 for b in data))
+        os.utime(out, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+    def user_copy(record: Path, out: Path) -> None:
+        data = out.read_bytes()
+        out.unlink()
+        out.write_bytes(data)  # the same bytes, but a file of the user's (another inode)
+
+    return {
+        "not-json": edit(lambda d: "{nope"),
+        "list": edit(lambda d: []),
+        "deep": edit(lambda d: "[" * 100_000 + "]" * 100_000),
+        "huge": edit(lambda d: {**d, "pad": "x" * (1 << 20)}),
+        "other-path": edit(lambda d: {**d, "path": "/etc/passwd"}),
+        "size-text": edit(lambda d: {**d, "size": str(d["size"])}),
+        "digest-wrong": edit(lambda d: {**d, "sha256": "0" * 64}),
+        "fifo": fifo,
+        "user-rewrote-it": user_rewrote,
+        "same-size-same-time": same_size_same_time,
+        "user-copy": user_copy,
+    }
