@@ -1621,6 +1621,9 @@ def sim_key_changes(folder: Path) -> dict[str, tuple[dict, Callable[[], object],
     rel.mkdir(exist_ok=True)
     (rel / "host.toml").write_text(default)
     model = onnx_relu(folder, "relu", [1, 4])
+    ext = onnx_relu(folder, "relu-ext", [1, 4], {"location": "w.bin", "length": "64"})
+    ext2 = onnx_relu(folder, "relu-ext2", [1, 4], {"location": "w2.bin", "length": "64"})
+    (folder / "w2.bin").write_bytes(bytes(64))
     return {
         "host-profile-50x-slower": (
             {"model": "mlp", "host_transforms": HOST_STEPS, "host_profile": str(host)},
@@ -1636,6 +1639,18 @@ def sim_key_changes(folder: Path) -> dict[str, tuple[dict, Callable[[], object],
         "onnx-model-rewritten": (
             {"model": str(model)},
             lambda: onnx_relu(folder, "relu", [64, 4]),
+            None,
+        ),
+        # the model's bytes stay; the external-data file it names appears (it was refused as
+        # missing; the refusal was an answer of the cache)
+        "onnx-external-data-appears": (
+            {"model": str(ext)},
+            lambda: (folder / "w.bin").write_bytes(bytes(64)),
+            None,
+        ),
+        "onnx-external-data-truncated": (
+            {"model": str(ext2)},
+            lambda: (folder / "w2.bin").write_bytes(bytes(8)),
             None,
         ),
     }

@@ -102,3 +102,13 @@ def test_the_fingerprint_covers_the_engine_its_tables_and_the_figures_code(tmp_p
     loaded.add((ROOT / "analyser/sim/service/request.py").resolve())  # figures_of
     loaded.add((ROOT / "analyser/sim/service/worker.py").resolve())  # the simulation task
     assert loaded <= covered, sorted(map(str, loaded - covered))
+
+
+def test_a_refusal_for_missing_external_data_is_not_served_once_it_is_there(tmp_path):
+    config, change, _ = hostile.sim_key_changes(tmp_path)["onnx-external-data-appears"]
+    sim = InProcessSimulator(tmp_path / "cache", time_limit=None)
+    missing = sim.simulate(config)
+    assert missing.status == "refused" and "missing" in missing.message
+    change()
+    there = sim.simulate(config)
+    assert not there.cached and there.status == "ok", there

@@ -4,7 +4,8 @@ A :class:`SimRequest` is a validated run configuration (``engine.config.RunConfi
 option resolved to its value, defaults included) plus the digest of the bytes of every file the
 configuration names whose contents change a figure: the ONNX model and the host profile (a
 file edited in place keeps its name, so a key that named it only by path would answer for the
-old contents). Its :attr:`SimRequest.key` hashes these with the engine's version and a
+old contents), and the presence and size of the model's external-data files (which the engine
+checks, never reads). Its :attr:`SimRequest.key` hashes these with the engine's version and a
 fingerprint of the code and data a figure comes from (:func:`fingerprint_files`: the engine with
 its chip, system, CPU, framework and host tables, the profile format, the analysis core that
 reads the figures back), so a cached result is only ever reused for the same inputs
@@ -22,6 +23,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -121,6 +123,48 @@ def _file_digest(path: Path, what: str, limit: int) -> str:
     return h.hexdigest()
 
 
+@functools.lru_cache(maxsize=8)
+def _external_locations(path: str, digest: str) -> tuple[str, ...]:
+    """The external-data locations the model's initializers name (by the model's digest: a
+    tune asks for one model thousands of times). () when the file does not parse: the engine's
+    refusal of it then depends on its bytes only."""
+    try:
+        import onnx
+
+        model = onnx.load_model(path, load_external_data=False)
+    except Exception:  # not ONNX, or damaged: the engine says so
+        return ()
+    locs = []
+    for t in model.graph.initializer:
+        if t.data_location == onnx.TensorProto.EXTERNAL:
+            ext = {e.key: e.value for e in t.external_data}
+            locs.append(ext.get("location", ""))
+    return tuple(dict.fromkeys(locs))
+
+
+def _external_state(model: Path, digest: str) -> list[list[Any]]:
+    """``[location, size]`` of each external-data file the model names, as the engine will
+    find it (None: missing, outside the model's folder or not a regular file): the engine
+    checks their presence and sizes, so a refusal for a missing file is an answer about them.
+    Their bytes are never read (weights are not values the figures use)."""
+    import stat as st
+
+    from profiles.inputs import inside
+
+    out = []
+    for loc in _external_locations(str(model), digest):
+        size = None
+        f = inside(model.parent, loc) if loc and "\0" not in loc else None
+        if f is not None:
+            try:
+                s = os.stat(f)
+                size = s.st_size if st.S_ISREG(s.st_mode) else None
+            except OSError:
+                pass
+        out.append([loc, size])
+    return out
+
+
 def _host_profile_file(resolved: dict[str, Any]) -> Path | None:
     """The host profile file a configuration's figures depend on, or None (a shipped profile,
     hashed with the engine, or no host transforms: then no profile is read)."""
@@ -162,6 +206,8 @@ class SimRequest:
     #: A free label carried back in the response (tune's row id, an insight id); not hashed.
     tag: str = ""
     host_profile_digest: str | None = None
+    #: ``[location, size]`` of the model's external-data files (see :func:`_external_state`)
+    external: tuple[tuple[str, int | None], ...] = ()
 
     @classmethod
     def make(
@@ -185,6 +231,13 @@ class SimRequest:
             if resolved.get("model") == str(model_file):
                 resolved["model"] = str(p.resolve())
             model_file = str(p.resolve())
+        external: tuple[tuple[str, int | None], ...] = ()
+        if (
+            model_file is not None
+            and digest is not None
+            and str(model_file).lower().endswith(".onnx")
+        ):
+            external = tuple(tuple(x) for x in _external_state(Path(model_file), digest))
         host_digest = None
         host = _host_profile_file(resolved)
         if host is not None:
@@ -192,7 +245,7 @@ class SimRequest:
             # worker in another folder reads the same file
             resolved["host_profile"] = str(host.resolve())
             host_digest = _file_digest(host, f"host_profile {str(host)!r}", _HOST_LIMIT)
-        return cls(resolved, model_file, digest, tag, host_digest)
+        return cls(resolved, model_file, digest, tag, host_digest, external)
 
     @property
     def inputs(self) -> dict[str, str]:
@@ -213,6 +266,7 @@ class SimRequest:
                 "config": self.config,
                 "model": self.model_digest,
                 "host_profile": self.host_profile_digest,
+                "external_data": [list(x) for x in self.external],
                 "engine": engine_fingerprint(),
                 "figures": FIGURE_KEYS,  # an answer cached with other figures is not reused
             },
