@@ -188,7 +188,7 @@ def input_changes(inputs: dict[str, str], local: dict[str, str] | None = None) -
             now = None
         if now != digest:
             return (
-                f"{path!r} changed while this configuration was being simulated, so its "
+                f"{path!r} changed after this configuration was submitted, so its "
                 "figures were not kept; run it again."
             )
     return None

@@ -194,7 +194,7 @@ def run_simulation(payload: dict[str, Any]) -> dict[str, Any]:
     """Simulate one request (the Dask task). ``payload``: ``key``, ``config``, ``tag``,
     ``cache_dir``, ``token``, ``model_file``, ``model_bytes`` (when the file may not be visible
     here), ``host_profile`` and ``host_profile_bytes`` (likewise), ``inputs`` (``{path: sha256}``
-    of the files the key holds: checked before and after, see
+    of the files the key holds: checked once it has run, see
     :func:`~analyser.sim.service.request.input_changes`), ``memory_limit`` (bytes or None),
     ``time_limit`` (seconds or None), ``attempt``."""
     from analyser.sim.service.request import input_changes
@@ -219,9 +219,6 @@ def run_simulation(payload: dict[str, Any]) -> dict[str, Any]:
                 local[path] = str(copy)
                 config = {k: (str(copy) if v == path else v) for k, v in config.items()}
         inputs = payload.get("inputs") or {}
-        changed = input_changes(inputs, local)
-        if changed:  # edited since the key was taken: its figures would not be the key's
-            return {**base, "status": "failed", "message": changed}
         out = (cache / f".{key}.{os.getpid()}.tmp.h5") if shared else Path(tmp) / f"{key}.h5"
         if payload.get("memory_limit"):
             _warm_up()
@@ -256,6 +253,8 @@ def run_simulation(payload: dict[str, Any]) -> dict[str, Any]:
         finally:
             forget_keys([payload.get("task", key)])
         result.update(base, seconds=time.perf_counter() - t0)
+        # a file edited since the key was taken (before or while the engine read it): these
+        # figures may not be the key's, so they are not kept
         changed = input_changes(inputs, local)
         if changed:
             with contextlib.suppress(OSError):
