@@ -77,7 +77,7 @@ def tls_scheduler():
         n_workers=0,
         host="127.0.0.1",
         scheduler_port=0,
-        dashboard_address=None,
+        dashboard_address="127.0.0.1:0",  # its HTTP routes on a free loopback port
         protocol="tls",
         security=sec,
     ) as cluster:
@@ -88,3 +88,17 @@ def tls_scheduler():
 def test_a_refused_certificate_names_the_tls_handshake(name, tls_scheduler, tmp_path, own_service):
     address, sec = tls_scheduler
     _check(name, hostile.tls_refusal_cases(tmp_path, address, sec)[name])
+
+
+def test_tls_to_a_server_without_tls_says_so(tmp_path, own_service):
+    """``tls://`` at an HTTP server: not a certificate problem, the server speaks no TLS."""
+    from distributed.security import Security
+
+    server = hostile.FakeScheduler("http")
+    try:
+        address = server.address.replace("tcp://", "tls://")
+        case = hostile.tls_refusal_cases(tmp_path, address, Security.temporary())["wrong-ca"]
+        said = ("TLS handshake", address, "does not speak TLS", "HTTP")
+        _check("tls-to-http", hostile.InputCase(case.argv, says=said, hidden=case.hidden))
+    finally:
+        server.close()

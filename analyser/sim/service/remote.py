@@ -139,6 +139,12 @@ def _ssl_errors(exc: BaseException) -> list[BaseException]:
     return found
 
 
+#: OpenSSL's reasons for a reply that is no TLS record (an HTTP or other plain-text server).
+_NOT_TLS = frozenset(
+    {"WRONG_VERSION_NUMBER", "HTTP_REQUEST", "PACKET_LENGTH_TOO_LONG", "RECORD_LAYER_FAILURE"}
+)
+
+
 def _tls_refusal(address: str, exc: BaseException) -> str | None:
     """The sentence for a TLS handshake that failed (None when ``exc`` is not one): the
     scheduler's certificate not signed by the CA this side trusts, or this side's certificate
@@ -158,6 +164,14 @@ def _tls_refusal(address: str, exc: BaseException) -> str | None:
         return (
             f"the TLS handshake with {address!r} failed: the scheduler's certificate is not "
             f"signed by the CA of --tls-ca-file ({detail}); give the CA that signed it."
+        )
+    if reason in _NOT_TLS:  # the first bytes back were not a TLS record
+        what = _what_answered(address)
+        said = "" if what.startswith("it answered") else f": {what}"
+        return (
+            f"the TLS handshake with {address!r} failed: the server there does not speak TLS "
+            f"({reason.lower().replace('_', ' ')}{said}); check the address and port (tcp:// "
+            "for a scheduler without TLS)."
         )
     if isinstance(first, ssl.SSLEOFError) or "ALERT" in reason:
         how = (
