@@ -1750,3 +1750,199 @@ def host_fact_profile_texts() -> dict[str, str]:
         "cpu-float16-numbers": head + "cpu_float16 = [16]\n" + t,
         "cpu-float16-table": head + "cpu_float16 = { f16c = true }\n" + t,
     }
+
+
+# -- what a simulation's cache key is made of: every input by content ------------------------------
+def slow_host_profile(factor: float = 50.0) -> str:
+    """The shipped host profile with every cost (per call, per element, the loader's) times
+    ``factor``: the same run configuration on it is ``factor`` times slower on the host."""
+    from analyser.cli.calibrate_host import to_toml
+    from engine.host.profile import load_host_profile
+
+    prof = load_host_profile("default").model_dump(exclude_none=True)
+    prof["loader_us_per_sample"] *= factor
+    for cost in prof["transforms"].values():
+        cost["fixed_us"] *= factor
+        cost["ns_per_element"] = {k: v * factor for k, v in cost["ns_per_element"].items()}
+    return to_toml({**prof, "measured": prof.get("measured", "now")})
+
+
+#: Host transforms of an MLP run that reads stored arrays (what the host profile costs).
+HOST_STEPS = ["from_array", "flip", "to_tensor", "convert_dtype", "normalise"]
+
+
+def sim_key_changes(folder: Path) -> dict[str, tuple[dict, Callable[[], object], Path | None]]:
+    """Inputs that change a simulation's figures while its run configuration reads the same:
+    ``name -> (config, change, cwd)``; ``change()`` edits a file the configuration names (same
+    path, new contents); ``cwd``: the folder a relative path is read from (None: any). A request
+    made after the change must have another cache key."""
+    from importlib import resources
+
+    folder.mkdir(parents=True, exist_ok=True)
+    default = resources.files("engine").joinpath("data/host/default.toml").read_text("utf-8")
+    host = folder / "host.toml"
+    host.write_text(default)
+    rel = folder / "rel"
+    rel.mkdir(exist_ok=True)
+    (rel / "host.toml").write_text(default)
+    model = onnx_relu(folder, "relu", [1, 4])
+    ext = onnx_relu(folder, "relu-ext", [1, 4], {"location": "w.bin", "length": "64"})
+    ext2 = onnx_relu(folder, "relu-ext2", [1, 4], {"location": "w2.bin", "length": "64"})
+    (folder / "w2.bin").write_bytes(bytes(64))
+    return {
+        "host-profile-50x-slower": (
+            {"model": "mlp", "host_transforms": HOST_STEPS, "host_profile": str(host)},
+            lambda: host.write_text(slow_host_profile()),
+            None,
+        ),
+        # a relative host_profile is read from the current folder: its contents, not its name
+        "relative-host-profile-edited": (
+            {"model": "mlp", "host_transforms": HOST_STEPS, "host_profile": "host.toml"},
+            lambda: (rel / "host.toml").write_text(slow_host_profile(3.0)),
+            rel,
+        ),
+        "onnx-model-rewritten": (
+            {"model": str(model)},
+            lambda: onnx_relu(folder, "relu", [64, 4]),
+            None,
+        ),
+        # the model's bytes stay; the external-data file it names appears (it was refused as
+        # missing; the refusal was an answer of the cache)
+        "onnx-external-data-appears": (
+            {"model": str(ext)},
+            lambda: (folder / "w.bin").write_bytes(bytes(64)),
+            None,
+        ),
+        "onnx-external-data-truncated": (
+            {"model": str(ext2)},
+            lambda: (folder / "w2.bin").write_bytes(bytes(8)),
+            None,
+        ),
+    }
+
+
+# -- scheduler addresses that cannot be one, and TLS peers that refuse each other ----------------
+#: ``--scheduler`` values that name no scheduler analyse can reach, and what the sentence says.
+SCHEDULER_ADDRESSES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "udp": ("udp://127.0.0.1:9", ("'udp'", "tcp://HOST:PORT")),
+    "file": ("file:///tmp/scheduler", ("'file'", "tcp://HOST:PORT")),
+    "inproc": ("inproc://10.0.0.1/1/1", ("inproc://", "within one process")),
+    "host-300-letters": ("tcp://" + "a" * 300 + ":8786", ("host name",)),
+    "host-300-letters-no-port": ("tcp://" + "a" * 300, ("tcp://HOST:PORT",)),
+    "empty-host": ("tcp://:8786", ("tcp://HOST:PORT",)),
+    # TEST-NET-1 (RFC 5737): routed nowhere; refused or timed out, never an answer
+    "unroutable": ("tcp://192.0.2.1:8786", ("cannot reach",)),
+    "closed-port": ("tcp://127.0.0.1:9", ("cannot reach", "refused")),
+}
+
+
+def scheduler_address_cases(folder: Path) -> dict[str, InputCase]:
+    """``analyse tune --scheduler`` at each of :data:`SCHEDULER_ADDRESSES`: one sentence with
+    the real reason (an unsupported protocol, a host name that is none, nothing reachable),
+    never "not a Dask message" (nothing answered) and never a traceback; exit 2."""
+    folder.mkdir(parents=True, exist_ok=True)
+    cfg = folder / "mlp.toml"
+    cfg.write_text('model = "mlp"\n')
+    out = str(folder / "never")
+    tune = ("tune", str(cfg), "--vary", "micro_batch_size=1,2", "--quiet")
+    return {
+        name: InputCase(
+            (*tune, "--scheduler", address, "-o", out),
+            says=says,
+            hidden=("not a Dask message", "Traceback", "UnicodeError"),
+        )
+        for name, (address, says) in SCHEDULER_ADDRESSES.items()
+    }
+
+
+def tls_refusal_cases(folder: Path, address: str, security) -> dict[str, InputCase]:
+    """``--scheduler`` at a TLS scheduler (``address``, credentials ``security``: a
+    ``distributed.security.Security``) with credentials it and the client do not share: the
+    scheduler's certificate not signed by the CA given (``wrong-ca``), a client certificate the
+    scheduler's CA did not sign (``client-cert-refused``). Each names the TLS handshake and
+    which certificate was refused, never "is not a Dask scheduler"."""
+    from distributed.security import Security
+
+    other = Security.temporary()
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def pem(name: str, text: str) -> str:
+        p = folder / name
+        p.write_text(text)
+        p.chmod(0o600)
+        return str(p)
+
+    good = {
+        "ca": pem("ca.pem", security.tls_ca_file),
+        "cert": pem("cert.pem", security.tls_client_cert),
+        "key": pem("key.pem", security.tls_client_key),
+    }
+    bad = {
+        "ca": pem("other-ca.pem", other.tls_ca_file),
+        "cert": pem("other-cert.pem", other.tls_client_cert),
+        "key": pem("other-key.pem", other.tls_client_key),
+    }
+    cfg = folder / "mlp.toml"
+    cfg.write_text('model = "mlp"\n')
+    tune = ("tune", str(cfg), "--vary", "micro_batch_size=1,2", "--quiet", "--scheduler", address)
+
+    def case(ca: str, cert: str, key: str, says: tuple[str, ...]) -> InputCase:
+        tls = ("--tls-ca-file", ca, "--tls-cert", cert, "--tls-key", key)
+        return InputCase(
+            (*tune, *tls, "-o", str(folder / "never")),
+            says=("TLS handshake", address, *says),
+            hidden=("not a Dask scheduler", "Traceback"),
+        )
+
+    return {
+        "wrong-ca": case(bad["ca"], good["cert"], good["key"], ("--tls-ca-file",)),
+        "client-cert-refused": case(good["ca"], bad["cert"], bad["key"], ("--tls-cert",)),
+    }
+
+
+# -- the record of the outputs analyse wrote without a marker (CSV, JSON records, Parquet) ---------
+def output_record_tamperings() -> dict[str, Callable[[Path, Path], None]]:
+    """Ways to make the record of an output say a file is analyse's when it is not (or to make
+    reading it hang or fill memory): ``tamper(record_json, output)``. Each must leave the
+    output refused as the user's (the safe direction), never replaced, never a traceback."""
+    import os
+
+    def edit(fn: Callable[[dict], object]) -> Callable[[Path, Path], None]:
+        def tamper(record: Path, out: Path) -> None:
+            new = fn(json.loads(record.read_text()))
+            record.write_text(new if isinstance(new, str) else json.dumps(new))
+
+        return tamper
+
+    def fifo(record: Path, out: Path) -> None:
+        record.unlink()
+        os.mkfifo(record)
+
+    def user_rewrote(record: Path, out: Path) -> None:
+        out.write_text("x\nprecious\n")
+
+    def same_size_same_time(record: Path, out: Path) -> None:
+        # other bytes of the same length, the old modification time put back (rsync -t, touch -r)
+        st = out.stat()
+        data = out.read_bytes()
+        out.write_bytes(bytes(b ^ 1 for b in data))
+        os.utime(out, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+    def user_copy(record: Path, out: Path) -> None:
+        data = out.read_bytes()
+        out.unlink()
+        out.write_bytes(data)  # the same bytes, but a file of the user's (another inode)
+
+    return {
+        "not-json": edit(lambda d: "{nope"),
+        "list": edit(lambda d: []),
+        "deep": edit(lambda d: "[" * 100_000 + "]" * 100_000),
+        "huge": edit(lambda d: {**d, "pad": "x" * (1 << 20)}),
+        "other-path": edit(lambda d: {**d, "path": "/etc/passwd"}),
+        "size-text": edit(lambda d: {**d, "size": str(d["size"])}),
+        "digest-wrong": edit(lambda d: {**d, "sha256": "0" * 64}),
+        "fifo": fifo,
+        "user-rewrote-it": user_rewrote,
+        "same-size-same-time": same_size_same_time,
+        "user-copy": user_copy,
+    }

@@ -188,7 +188,66 @@ def _note_ctrl_c(signum: int, frame: object) -> None:
     """Python's own Ctrl-C handler, remembering that it ran (see ``_main``'s error branch)."""
     global _INTERRUPTED
     _INTERRUPTED = True
+    if _where_ignored(frame):
+        _send_again(signum)
+        return
     raise KeyboardInterrupt
+
+
+# -- signals whose handler runs where Python ignores exceptions ---------------------------------
+# A handler's exception raised in a garbage-collector callback (Dask's GCDiagnosis._gc_callback
+# during a tune), a ``__del__`` or a weakref callback is printed as "Exception ignored in ..."
+# and lost: the command went on and exited 0. The handlers see such a place in the stack and,
+# instead of raising there, send the signal again a moment later (from a helper thread: sent
+# from here it would run at once, still inside), until it lands in the command's own code. Any
+# place the stack does not show is caught by the unraisable hook, which does the same.
+
+
+def _where_ignored(frame) -> bool:
+    """Whether ``frame`` (the handler's) runs inside code whose exceptions Python ignores: a
+    gc callback, a ``__del__``, this module's unraisable hook."""
+    import gc
+
+    codes = {_redeliver.__code__}
+    for cb in list(gc.callbacks):
+        code = getattr(getattr(cb, "__func__", cb), "__code__", None)
+        if code is not None:
+            codes.add(code)
+    while frame is not None:
+        if frame.f_code in codes or frame.f_code.co_name == "__del__":
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _send_again(signum: int) -> None:
+    import threading
+    import time
+
+    def send() -> None:
+        time.sleep(0.005)
+        os.kill(os.getpid(), signum)
+
+    threading.Thread(target=send, name="signal-again", daemon=True).start()
+
+
+def _redeliver(unraisable) -> None:
+    """``sys.unraisablehook``: a signal's exception that Python ignored (raised in a place the
+    handler could not see) is sent again; anything else goes to the hook there before."""
+    import signal
+
+    from profiles.atomic import Interrupted
+
+    exc = unraisable.exc_value
+    if isinstance(exc, Interrupted):
+        _send_again(exc.signum)
+    elif type(exc) is KeyboardInterrupt and _INTERRUPTED:
+        _send_again(signal.SIGINT)
+    else:
+        _PREVIOUS_UNRAISABLEHOOK(unraisable)
+
+
+_PREVIOUS_UNRAISABLEHOOK = sys.unraisablehook
 
 
 def _terminate_like_ctrl_c() -> None:
@@ -202,6 +261,9 @@ def _terminate_like_ctrl_c() -> None:
         # start-up, and every command that writes has imported it long before a SIGTERM
         from profiles.atomic import Interrupted
 
+        if _where_ignored(frame):
+            _send_again(signum)
+            return
         raise Interrupted(signum)
 
     if threading.current_thread() is threading.main_thread() and signal.getsignal(
@@ -213,6 +275,10 @@ def _terminate_like_ctrl_c() -> None:
         and signal.getsignal(signal.SIGINT) is signal.default_int_handler
     ):
         signal.signal(signal.SIGINT, _note_ctrl_c)
+    if sys.unraisablehook is not _redeliver:
+        global _PREVIOUS_UNRAISABLEHOOK
+        _PREVIOUS_UNRAISABLEHOOK = sys.unraisablehook
+        sys.unraisablehook = _redeliver
 
 
 def main(argv: Sequence[str] | None = None) -> int:
