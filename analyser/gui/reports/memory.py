@@ -47,7 +47,7 @@ from analyser.gui.model.selection import (
     toggle_pair,
     unique_pairs,
 )
-from analyser.gui.palette import heatmap_colors, hex_color
+from analyser.gui.palette import heatmap_colors, hex_color, over_colors
 from analyser.gui.plots import LightPlotWidget
 from analyser.gui.reports.base import Report, lay_out
 from analyser.gui.reports.memory_insights import MemoryInsightsPage
@@ -269,13 +269,13 @@ def _label_fill() -> QtGui.QBrush:
 
 
 def oom_colormap(hi: float) -> pg.ColorMap:
-    """Heat-map colours from 0 to 100% of tile memory, reds from 100% to ``hi`` (> 1 when some
-    tile is out of memory)."""
-    stops = heatmap_colors()
+    """The sequential scale from 0 to 100% of tile memory, then the over-100% reds (which the
+    scale below never takes) up to ``hi`` (> 1 when some tile is out of memory)."""
+    stops, over = heatmap_colors(), over_colors()
     colors = [pg.mkColor(c) for c in stops]
     if hi > 1.0:
-        colors += [pg.mkColor("#ff6b6b"), pg.mkColor("#7f0000")]
-    return pg.ColorMap(memory_model.map_stops(hi, len(stops)), colors)
+        colors += [pg.mkColor(c) for c in over]
+    return pg.ColorMap(memory_model.map_stops(hi, len(stops), len(over)), colors)
 
 
 class TileMap(pg.GraphicsLayoutWidget):
