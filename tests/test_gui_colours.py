@@ -186,3 +186,141 @@ def test_whole_run_bsp_view_of_step_4_shows_compute_not_a_grey_wash(qtbot, walkt
     assert in_compute >= 0.5, (in_compute, grey, mean)
     assert grey <= mean["sync"] + mean["idle"] + 0.1, (in_compute, grey, mean)
     next(fixture, None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Selections outline and hatch; they never tint
+# ---------------------------------------------------------------------------------------------
+@pytest.fixture
+def trace(qtbot, paths):
+    from gui_helpers import shut_down_trace
+
+    from analyser.gui.reports.trace import TraceReport
+
+    fixture = shown_report(qtbot, TraceReport(), (1200, 800), before_close=shut_down_trace)
+    r, docs = next(fixture)
+    open_documents((r, docs), paths["fit"])
+    yield r
+    next(fixture, None)
+
+
+def _redraw(qtbot, tl, action) -> None:
+    before = tl.redraw_count
+    action()
+    qtbot.waitUntil(lambda: tl.redraw_count > before, timeout=15_000)
+
+
+def _inside(tl, t0: float, t1: float, y0: float, y1: float, inset: int = 4):
+    """Widget pixel rectangle of view cycles [t0, t1) x lanes [y0, y1), shrunk by ``inset``."""
+    vb = tl.getPlotItem().getViewBox()
+    a = tl.mapFromScene(vb.mapViewToScene(QPointF(t0, y0)))
+    b = tl.mapFromScene(vb.mapViewToScene(QPointF(t1, y1)))
+    xs = sorted((a.x(), b.x()))
+    ys = sorted((a.y(), b.y()))
+    return range(xs[0] + inset, xs[1] - inset), range(ys[0] + inset, ys[1] - inset)
+
+
+def _unchanged_or_hatch(before, after, xs, ys, hatch: QColor) -> tuple[float, int]:
+    """(share of the pixels that kept their colour, pixels that changed to anything but the
+    hatch lines' colour) over ``xs`` x ``ys``."""
+    kept = other = total = 0
+    for y in ys:
+        for x in xs:
+            b, a = before.pixelColor(x, y), after.pixelColor(x, y)
+            total += 1
+            if a == b:
+                kept += 1
+            elif distance(a, hatch) > 3:
+                other += 1
+    return kept / max(total, 1), other
+
+
+def test_a_selected_step_keeps_its_colour_under_the_selection(qtbot, trace):
+    """A selected GlobalExchange turned orange (the DoExchange colour) under the yellow
+    selection tint. Now the selection outlines and hatches it: inside, every pixel keeps its
+    colour or is a hatch line, and most keep their colour."""
+    from analyser.gui.theme import chart_colors
+
+    r = trace
+    tl = r.timeline
+    tw = tl.trace
+    lo, hi = tw.access.ipu_rows(0)
+    d = tw.access.read(lo, hi, ("program", "start", "cycles"))
+    types = tw.programs["type"].to_numpy()[d["program"]]
+    from profiles import schema
+
+    ge = schema.PROGRAM_TYPES.index("GlobalExchange")
+    i = int(np.flatnonzero(types == ge)[np.argmax(d["cycles"][types == ge])])
+    start, cycles = float(d["start"][i]), float(d["cycles"][i])
+    _redraw(qtbot, tl, lambda: tl.set_x_range(start - cycles * 0.2, start + cycles * 1.2))
+    y = float(tl.ipu_base[0])
+    xs, ys = _inside(tl, start, start + cycles, y + 0.1, y + 0.9)
+    before = tl.grab().toImage()
+    tl.select_row(lo + i, center=False)
+    qtbot.waitUntil(tl.highlight.isVisible)
+    after = tl.grab().toImage()
+    kept, other = _unchanged_or_hatch(before, after, xs, ys, QColor(chart_colors().foreground))
+    assert other == 0 and kept >= 0.6, (kept, other)
+
+
+def test_a_selected_range_keeps_the_colours_under_it(qtbot, trace):
+    """The range selection's yellow band tinted every step under it; it is now hatched with
+    edges, so the steps keep their colours between the lines."""
+    from analyser.gui.theme import chart_colors
+
+    r = trace
+    tl = r.timeline
+    x0, x1 = tl.x_range()
+    a, b = x0 + (x1 - x0) * 0.3, x0 + (x1 - x0) * 0.5
+    y0 = float(tl.ipu_base[0])
+    xs, ys = _inside(tl, a, b, y0 + 0.1, y0 + 0.9, inset=6)
+    before = tl.grab().toImage()
+    with qtbot.waitSignal(tl.rangeSelected, timeout=15_000):
+        tl.set_range(a, b)
+    qtbot.waitUntil(tl.band.isVisible)
+    after = tl.grab().toImage()
+    kept, other = _unchanged_or_hatch(before, after, xs, ys, QColor(chart_colors().foreground))
+    assert other == 0 and kept >= 0.6, (kept, other)
+
+
+def test_overview_names_its_rows_and_its_scale_matches_the_lanes(qtbot, trace):
+    """The overview strip's heat scale had no legend and no IPU labels, and drew waiting in
+    dark navy where the lanes draw compute in blue. Its rows are named, its scale runs from
+    the lanes' sync grey to their compute blue and the legend shows it; the window it marks
+    is outlined, so the strip's colours stay the scale's."""
+    from analyser.gui.palette import busy_colors, hex_color
+
+    r = trace
+    ov = r.overview
+    assert [t for _rect, t in ov.row_labels()] == ["IPU 0", "IPU 1"]
+    ramp = busy_colors()
+    assert ramp[-1] == hex_color("step_types", "OnTileExecute")
+    assert ramp[0] == hex_color("step_types", "Sync")
+    assert "Overview busy" in r.legend.text()
+    for c in ramp:
+        assert c in r.legend.text()
+    # every pixel of the strip (inside the outline) is a colour of the busy scale
+    from analyser.gui.reports.trace.overview import _lookup_table
+
+    lut = [QColor.fromRgb(v) for v in _lookup_table()[::8]]
+    image = ov.grab().toImage()
+    rect = ov.plot_rect().toRect().adjusted(3, 3, -3, -3)
+    a = int(ov.x_of(ov.band[0]))
+    b = int(ov.x_of(ov.band[1]))
+    for y in range(rect.top(), rect.bottom(), 4):
+        for x in range(rect.left(), rect.right(), 7):
+            if abs(x - a) <= 3 or abs(x - b) <= 3:
+                continue  # the outline
+            c = image.pixelColor(x, y)
+            assert min(distance(c, v) for v in lut) < 4, (x, y, c.name())
+
+
+def test_trace_legend_keeps_each_swatch_with_its_label():
+    """At 1,400 px the legend wrapped a swatch away from its label: each swatch and label is
+    one unbreakable entry."""
+    from analyser.gui.reports.trace.report import legend_html
+
+    text = legend_html({"OnTileExecute", "Sync"}, {"prepare"})
+    for name in ("OnTileExecute", "Sync", "prepare"):
+        assert f"■</span>&nbsp;{name}</span>" in text
+    assert text.count("white-space:nowrap") >= 4

@@ -33,7 +33,6 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QProgressBar,
     QSplitter,
-    QStackedWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -45,6 +44,7 @@ from analyser.gui.items import settle_item_bounds
 from analyser.gui.loader import LoadResult, LoadSignals, LoadTask, make_request
 from analyser.gui.model.diff_lane import warm_lane
 from analyser.gui.model.document import Document, Workspace
+from analyser.gui.report_stack import ReportStack
 from analyser.gui.reports.base import MessagePanel, Report
 from analyser.gui.theme import SIDE_LIST, THEMES, apply_theme, current_theme, emphasised
 from analyser.gui.widgets import settle_layouts
@@ -249,7 +249,7 @@ class MainWindow(QMainWindow):
             item = QListWidgetItem(cls.title)
             item.setData(Qt.ItemDataRole.UserRole, cls.key)
             self.report_list.addItem(item)
-        self.stack = QStackedWidget()
+        self.stack = ReportStack()
         self.empty_panel = MessagePanel(
             "No profile open.\n\nUse File > Open (Ctrl+O) or drop a profile file here.\n"
             "Drop two files to compare them."

@@ -368,8 +368,13 @@ class MemoryReport(Report):
         self.max_check = QCheckBox("Show max memory")
         self.max_check.setChecked(True)
         self.tiles_edit = QLineEdit()
-        self.tiles_edit.setPlaceholderText("Select tiles: 0-15, 1000 or 1:0-15")
-        self.tiles_edit.setMinimumWidth(200)
+        self.tiles_edit.setPlaceholderText("Tiles: 0-15, 1000, 1:0-15")
+        self.tiles_edit.setToolTip(
+            "Select tiles: a range (0-15), a tile (1000), or a tile range of one IPU (1:0-15), "
+            "comma-separated; Enter selects them."
+        )
+        # wide enough for its example, narrow enough that the row fits a 1,280-px window
+        self.tiles_edit.setMinimumWidth(170)
         self.select_button = QPushButton("Select")
         self.clear_button = QPushButton("Clear")
         self.error_label = QLabel("")
