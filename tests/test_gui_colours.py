@@ -103,9 +103,7 @@ def test_tile_memory_map_legend_gives_each_entry_its_own_colour(memory, paths):
 # ---------------------------------------------------------------------------------------------
 def _tile_pixel(tile_map, plan, tile: int) -> QColor:
     """The colour drawn on screen at the centre of ``tile`` of ``plan``."""
-    for plot, _img, p in tile_map.plots:
-        if p is plan:
-            break
+    plot = next(plot for plot, _img, p in tile_map.plots if p is plan)
     x, y = plan.xy[tile]
     scene = plot.getViewBox().mapViewToScene(QPointF(x + 0.5, y + 0.5))
     pos = tile_map.mapFromScene(scene)
@@ -163,8 +161,9 @@ def test_whole_run_bsp_view_of_step_4_shows_compute_not_a_grey_wash(qtbot, walkt
     """Walkthrough step 4's whole run: compute is most of the tiles' time, so most of the
     view's pixels are in the compute colour's hue and few are grey (the share-weighted blend
     of blue compute and orange exchange was grey, beside the sync grey)."""
-    from analyser.gui.reports.trace import TraceReport
     from gui_helpers import shut_down_trace
+
+    from analyser.gui.reports.trace import TraceReport
 
     fixture = shown_report(qtbot, TraceReport(), (1280, 720), before_close=shut_down_trace)
     r, docs = next(fixture)

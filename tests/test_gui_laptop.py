@@ -55,3 +55,32 @@ def test_the_window_shrinks_to_a_1280_x_720_screen_after_every_report(
         # ... and at 1,280 px every report fits the width: no sideways scrolling
         assert r.minimumSizeHint().width() <= scroll.viewport().width(), key
     assert w.stack.currentWidget() is r
+
+
+def _cut_texts(view, model, rows) -> list[tuple[int, str]]:
+    """(column, text) of the cells of ``rows`` that the view draws cut ("…")."""
+    margin = view.style().pixelMetric(view.style().PixelMetric.PM_FocusFrameHMargin, None, view)
+    view._check_font()
+    cut = []
+    for col in range(model.columnCount()):
+        room = view.columnWidth(col) - 2 * (margin + 1)
+        for r in rows:
+            text = model.text(r, col)
+            if view._prepared(text, room)[0].text() != text:
+                cut.append((col, text))
+    return cut
+
+
+def test_a_wide_window_shows_operations_whole(qtbot, tmp_path, walkthrough_profiles):
+    """At 2,560 px the compared Operations table showed "Code B 592.25 ..." and layer names cut
+    at 320 px with half the table's width free: every name and figure is whole."""
+    fixture = shown_window(qtbot, tmp_path, size=(2560, 1400))
+    w = next(fixture)
+    assert open_in(
+        qtbot, w, walkthrough_profiles["4-device-iterations"], walkthrough_profiles["5-8bit-io"]
+    )
+    r = w.show_report("operations")
+    qtbot.waitUntil(lambda: r.model.rowCount() > 0, timeout=30_000)
+    rows = [r.model.source_row(i) for i in range(r.model.rowCount())]  # all 1,582
+    assert _cut_texts(r.view, r.model, rows) == []
+    next(fixture, None)

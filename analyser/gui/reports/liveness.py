@@ -29,7 +29,7 @@ from analyser.gui.model.liveness import ALIGN_ADDED, ALIGN_REMOVED
 from analyser.gui.palette import hex_color
 from analyser.gui.plots import LightPlotWidget
 from analyser.gui.reports.base import Report, lay_out
-from analyser.gui.theme import chart_colors, label_fill, style_plot
+from analyser.gui.theme import chart_colors, label_fill, selection_hatch, style_plot
 from analyser.gui.widgets import (
     FilterTable,
     KeyValueTree,
@@ -507,9 +507,10 @@ class LivenessReport(Report):
                 return
             start = int(pos[min(start, len(pos) - 1)])
             end = int(pos[min(end, len(pos) - 1)])
-        color = pg.mkColor(hex_color("chart", "selection"))
-        color.setAlpha(60)
         self._region = pg.LinearRegionItem(
-            values=(start - 0.5, end + 0.5), movable=False, brush=color
+            values=(start - 0.5, end + 0.5),
+            movable=False,
+            brush=selection_hatch(),  # not a tint over the classes' colours
+            pen=pg.mkPen(chart_colors().foreground, width=1),
         )
         item.addItem(self._region)

@@ -52,7 +52,7 @@ from analyser.gui.plots import LightPlotWidget
 from analyser.gui.reports.base import Report, lay_out
 from analyser.gui.reports.memory_insights import MemoryInsightsPage
 from analyser.gui.reports.memory_map import MemoryMapPage
-from analyser.gui.theme import chart_colors, style_plot
+from analyser.gui.theme import chart_colors, selection_hatch, style_plot
 from analyser.gui.widgets import (
     FilterTable,
     KeyValueTree,
@@ -232,15 +232,15 @@ class MemoryPlot(LightPlotWidget):
             return
         top = max(chart.top(), float(chart.sram)) / scale
         width = max(1.0, chart.values.shape[0] / 600.0)
-        color = pg.mkColor(hex_color("chart", "selection"))
-        color.setAlpha(110)
+        # hatched and outlined, not tinted: a yellow tint turned the categories' colours into
+        # others of the legend
         self.selection_item = pg.BarGraphItem(
             x=pos.astype(float),
             y0=0,
             height=top * 1.05,
             width=width,
-            brush=color,
-            pen=pg.mkPen(None),
+            brush=selection_hatch(),
+            pen=pg.mkPen(chart_colors().foreground, width=1),
         )
         self.selection_item.setZValue(50)
         item.addItem(self.selection_item)

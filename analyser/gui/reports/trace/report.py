@@ -61,7 +61,9 @@ SUMMARY_DELAY_MS = 150
 
 def _swatch(color: str, text: str) -> str:
     """A legend entry whose swatch never wraps away from its label (a no-break space)."""
-    return f"<span style='white-space:nowrap'><span style='color:{color}'>■</span>&nbsp;{text}</span>"
+    return (
+        f"<span style='white-space:nowrap'><span style='color:{color}'>■</span>&nbsp;{text}</span>"
+    )
 
 
 def legend_html(step_types, host_kinds) -> str:
@@ -73,7 +75,9 @@ def legend_html(step_types, host_kinds) -> str:
         parts.append("·&nbsp;Host: " + " &nbsp; ".join(host))
     busy = busy_colors()
     scale = "".join(f"<span style='color:{c}'>■</span>" for c in busy)
-    parts.append(f"·&nbsp;<span style='white-space:nowrap'>Overview busy: 0%&nbsp;{scale}&nbsp;100%</span>")
+    parts.append(
+        f"·&nbsp;<span style='white-space:nowrap'>Overview busy: 0%&nbsp;{scale}&nbsp;100%</span>"
+    )
     return " &nbsp; ".join(parts)
 
 

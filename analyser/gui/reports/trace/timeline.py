@@ -853,9 +853,7 @@ class TimelineView(LaneGroups, LightPlotWidget):
         if self._band is None:
             plot = self.getPlotItem()
             edge = pg.mkPen(chart_colors().foreground, width=2)
-            band = pg.LinearRegionItem(
-                (0, 1), movable=False, brush=selection_hatch(), pen=edge
-            )
+            band = pg.LinearRegionItem((0, 1), movable=False, brush=selection_hatch(), pen=edge)
             band.setZValue(8)
             band.hide()
             plot.addItem(band, ignoreBounds=True)
