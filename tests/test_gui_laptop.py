@@ -84,3 +84,71 @@ def test_a_wide_window_shows_operations_whole(qtbot, tmp_path, walkthrough_profi
     rows = [r.model.source_row(i) for i in range(r.model.rowCount())]  # all 1,582
     assert _cut_texts(r.view, r.model, rows) == []
     next(fixture, None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Keyboard only
+# ---------------------------------------------------------------------------------------------
+def _focused():
+    return QApplication.focusWidget()
+
+
+def test_after_a_search_the_trace_keys_drive_the_trace_again(qtbot, tmp_path, walkthrough_profiles):
+    """After Ctrl+F and Enter, W / A / S / D typed into the search box, and Esc kept the focus
+    there. Enter on a search with hits hands the focus to the timeline (the hit selected), so
+    W zooms; Ctrl+F again and Esc hand it back too, the typed text kept."""
+    from PySide6.QtCore import Qt
+
+    fixture = shown_window(qtbot, tmp_path)
+    w = next(fixture)
+    w.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is w)
+    assert open_in(qtbot, w, walkthrough_profiles["2-half"])
+    r = w.show_report("trace")
+    tl = r.timeline
+    qtbot.waitUntil(lambda: tl.trace is not None, timeout=30_000)
+    qtbot.keyClick(w, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: _focused() is r.search.edit)
+    qtbot.keyClicks(r.search.edit, "conv1")
+    with qtbot.waitSignal(tl.stepSelected, timeout=30_000):
+        qtbot.keyClick(r.search.edit, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: _focused() is tl)
+    before = tl.x_range()
+    qtbot.keyClick(_focused(), Qt.Key.Key_W)
+    assert tl.x_range()[1] - tl.x_range()[0] < before[1] - before[0]
+    assert r.search.edit.text() == "conv1"  # W zoomed, it was not typed
+    qtbot.keyClick(w, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: _focused() is r.search.edit)
+    qtbot.keyClick(r.search.edit, Qt.Key.Key_Escape)
+    qtbot.waitUntil(lambda: _focused() is tl)
+    assert r.search.edit.text() == "conv1"
+    next(fixture, None)
+
+
+@pytest.mark.parametrize(("key", "plot"), [("memory", "plot_a"), ("liveness", "plot")])
+def test_charts_other_than_the_trace_answer_the_trace_keys(
+    qtbot, tmp_path, walkthrough_profiles, key, plot
+):
+    """Only the Execution Trace answered keys: a chart with the focus now zooms with W / S,
+    pans with A / D and shows everything again with Home, as the trace does."""
+    from PySide6.QtCore import Qt
+
+    fixture = shown_window(qtbot, tmp_path)
+    w = next(fixture)
+    assert open_in(qtbot, w, walkthrough_profiles["2-half"])
+    r = w.show_report(key)
+    chart = getattr(r, plot)
+    qtbot.waitUntil(lambda: chart.isVisible() and bool(chart.getPlotItem().items))
+    vb = chart.getPlotItem().getViewBox()
+    (x0, x1), _ = vb.viewRange()
+    qtbot.keyClick(chart, Qt.Key.Key_W)
+    (a, b), _ = vb.viewRange()
+    assert b - a < (x1 - x0) * 0.9
+    qtbot.keyClick(chart, Qt.Key.Key_D)
+    (c, d), _ = vb.viewRange()
+    assert c > a and d - c == pytest.approx(b - a, rel=1e-6)
+    qtbot.keyClick(chart, Qt.Key.Key_S)
+    qtbot.keyClick(chart, Qt.Key.Key_Home)
+    (e, f), _ = vb.viewRange()
+    assert e <= x0 + (x1 - x0) * 0.02 and f >= x1 - (x1 - x0) * 0.02
+    next(fixture, None)

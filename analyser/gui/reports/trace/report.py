@@ -226,6 +226,9 @@ class TraceReport(Report):
         self.timeline.rangeCleared.connect(lambda: self._on_range(self._timeline_b, None, None))
         self.summary.groupingChanged.connect(lambda _by: self._schedule_details())
         self.search.activated.connect(self._on_search_hit)
+        self.search.finished.connect(
+            lambda: self.timeline.setFocus(Qt.FocusReason.OtherFocusReason)
+        )
         find = QShortcut(QKeySequence.StandardKey.Find, self)
         find.activated.connect(self.focus_search)
         # a control keeps the focus after a click (the View box after choosing a grouping):
