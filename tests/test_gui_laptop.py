@@ -152,3 +152,56 @@ def test_charts_other_than_the_trace_answer_the_trace_keys(
     (e, f), _ = vb.viewRange()
     assert e <= x0 + (x1 - x0) * 0.02 and f >= x1 - (x1 - x0) * 0.02
     next(fixture, None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading
+# ---------------------------------------------------------------------------------------------
+def test_a_loading_profile_shows_its_progress_not_no_profile_open(
+    qtbot, tmp_path, walkthrough_profiles, monkeypatch
+):
+    """While a profile loaded (94 s for a 10M-step one) the window said "No profile open. Use
+    File > Open...". It now shows the file's name, a progress bar of the load's steps and the
+    step under way, and the report once the load is done."""
+    import threading
+
+    from analyser.gui.model import data
+
+    fixture = shown_window(qtbot, tmp_path)
+    w = next(fixture)
+    gate = threading.Event()
+    real = data.warm
+
+    def slow_warm(doc, needs, step=None):
+        gate.wait(30)  # the load holds here until the test has looked
+        real(doc, needs, step)
+
+    monkeypatch.setattr(data, "warm", slow_warm)
+    path = walkthrough_profiles["2-half"]
+    with qtbot.waitSignal(w.loadFinished, timeout=60_000) as done:
+        w.open_files([path])
+        qtbot.waitUntil(lambda: w.stack.currentWidget() is w.loading)
+        panel = w.loading
+        assert path.name in panel.title.text() and "No profile open" not in panel.title.text()
+        qtbot.waitUntil(lambda: panel.progress.maximum() > 1)  # the steps are known
+        assert panel.progress.value() == 0 and panel.step.text().startswith(f"reading {path.name}")
+        assert w.progress.maximum() == panel.progress.maximum()
+        gate.set()
+    assert done.args == [True]
+    qtbot.waitUntil(lambda: w.stack.currentWidget() is w.current_report())
+    next(fixture, None)
+
+
+def test_a_failed_load_goes_back_to_the_empty_state(qtbot, tmp_path, monkeypatch):
+    from PySide6.QtWidgets import QMessageBox
+
+    monkeypatch.setattr(QMessageBox, "critical", lambda *a, **k: None)
+    fixture = shown_window(qtbot, tmp_path)
+    w = next(fixture)
+    bad = tmp_path / "broken.h5"
+    bad.write_bytes(b"not a profile\n" * 20)
+    with qtbot.waitSignal(w.loadFinished, timeout=30_000) as done:
+        w.open_files([bad])
+    assert done.args == [False]
+    assert w.stack.currentWidget() is w.empty_panel
+    next(fixture, None)
