@@ -755,6 +755,27 @@ class MemoryReport(Report):
         tree.add_section(title, rows)
 
     # ------------------------------------------------------------------ selection
+    def show_place(self, place) -> bool:
+        """A tile ("IPU 1 tile 221": selected, its details shown), the Variables tab
+        ("Variables (stash)": filtered by the kind) or the per-tile chart ("by category")."""
+        at = place.tile()
+        if at is not None:
+            self.view_tabs.setCurrentWidget(self.chart_page)
+            self.set_selection(memory_model.one_tile(*at))
+            self.details.setCurrentWidget(self.tiles_table)
+            return len(self.selection) == 1
+        item = place.item.lower()
+        if item.startswith("variables"):
+            self.view_tabs.setCurrentWidget(self.variables_page)
+            kind = item.partition("(")[2].rstrip(")").strip()
+            self.variables_table.filter.setText(kind)
+            return True
+        if item.startswith("by category"):
+            self.breakdown_combo.setCurrentText("Category")
+            self.view_tabs.setCurrentWidget(self.chart_page)
+            return True
+        return False
+
     def click_tile(self, ipu: int, tile: int, shift: bool) -> None:
         if shift:
             self.set_selection(toggle_pair(self.selection, ipu, tile))

@@ -291,6 +291,21 @@ class TraceReport(Report):
             return True
         return super().eventFilter(obj, event)
 
+    def show_place(self, place) -> bool:
+        """The BSP view ("BSP view / Program Tree"), the host lanes ("host lane", "host
+        phase": on the timeline), or the steps a word names, searched ("StreamCopyMid")."""
+        item = place.item
+        if "BSP" in item:
+            self.tabs.setCurrentWidget(self.bsp)
+            return True
+        if item.lower().startswith("host"):
+            self.timeline.reset_zoom()
+            return True
+        word = item.split(" ")[0]
+        self.tabs.setCurrentWidget(self.search)
+        res = self.search.run(word)
+        return res is not None and res.total > 0
+
     def focus_search(self) -> None:
         self.tabs.setCurrentWidget(self.search)
         self.search.edit.setFocus()
