@@ -82,3 +82,33 @@ def test_double_click_on_a_top_tile_shows_it_in_the_memory_report(qtbot, window)
     assert m.key == "memory"
     qtbot.waitUntil(lambda: len(m.selection) == 1)
     assert tuple(int(v) for v in m.selection[0]) == want
+
+
+def test_a_predicted_effect_says_its_status_once():
+    """'fits: fits: no tile out of memory' in the predicted effect."""
+    from types import SimpleNamespace
+
+    from analyser.core.units import MemoryUnits
+    from analyser.gui.reports.insights import insight_html
+
+    effect = SimpleNamespace(
+        status="fits",
+        message="fits: no tile out of memory (from 12); peak memory 600 KiB.",
+        recommended=True,
+        tone="good",
+        baseline_note="",
+        after={},
+    )
+    tip = SimpleNamespace(
+        title="t",
+        severity="warning",
+        category="memory",
+        id="memory.x",
+        summary="s",
+        evidence=[],
+        change={},
+        trade_off="",
+        effect=effect,
+    )
+    text = re.sub(r"<[^>]+>", "", insight_html(tip, MemoryUnits.KIB))
+    assert "fits: no tile out of memory" in text and "fits: fits" not in text

@@ -548,6 +548,13 @@ class InsightsReport(Report):
         self.pool.waitForDone(120000)
 
 
+def effect_message(status: str, message: str) -> str:
+    """``message`` without a leading ``status:`` (the status is shown before it: the effect
+    read "fits: fits: no tile out of memory")."""
+    head = f"{status}:"
+    return message[len(head) :].lstrip() if message.lower().startswith(head.lower()) else message
+
+
 #: The scheme of the evidence's links to places in the reports.
 PLACE_SCHEME = "place"
 
@@ -601,7 +608,7 @@ def insight_html(tip: Any, units) -> str:
         tone = hex_color("tone", eff.tone or ("good" if eff.recommended else "bad"))
         parts.append(
             f"<p><span style='color:{tone}; font-weight:600'>{esc(eff.status)}</span>: "
-            f"{esc(eff.message)}{verdict}</p>"
+            f"{esc(effect_message(eff.status, eff.message))}{verdict}</p>"
         )
         if eff.baseline_note:
             parts.append(f"<p><i>{esc(eff.baseline_note)}</i></p>")

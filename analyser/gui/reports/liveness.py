@@ -102,7 +102,7 @@ class LivenessReport(Report):
         super().__init__(parent)
         self.ipu_combo = QComboBox()
         self.always_check = QCheckBox("Include always-live")
-        self.ipu_combo.currentIndexChanged.connect(lambda _i: self._redraw())
+        self.ipu_combo.currentIndexChanged.connect(lambda _i: self._on_ipu())
         self.always_check.toggled.connect(lambda _b: self._redraw())
         self.hint = QLabel(
             "Click a step to list its live variables; shift-click a second step to compare."
@@ -175,6 +175,14 @@ class LivenessReport(Report):
             self._refreshing = False
         if self.keep_state and self.steps:  # a theme switch keeps the selected steps
             self._redraw()
+            return
+        self.steps = []
+        self._redraw()
+        self._select_peak()
+
+    def _on_ipu(self) -> None:
+        """Another IPU shown: its own peak selected (IPU 1 kept IPU 0's peak step)."""
+        if self._refreshing or self.document is None:
             return
         self.steps = []
         self._redraw()

@@ -133,7 +133,7 @@ class TraceReport(Report):
         bar.addWidget(QLabel("Axis:"))
         self.axis_combo = QComboBox()
         self.axis_combo.addItem("cycles", False)
-        self.axis_combo.addItem("time (µs / ms)", True)
+        self.axis_combo.addItem("time (s / ms / µs)", True)
         self.axis_combo.setToolTip("Read the time axis in cycles or in time at the IPU clock")
         self.axis_combo.currentIndexChanged.connect(self._on_axis)
         bar.addWidget(self.axis_combo)
