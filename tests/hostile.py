@@ -1585,3 +1585,38 @@ def query_bound_cases(base: Path, out: Path) -> dict[str, InputCase]:
             (*q, "SELECT " + "(" * 2000 + "1" + ")" * 2000), hidden=("SET max_expression_depth",)
         ),
     }
+
+
+# -- output width and a Markdown report's image folder ----------------------------------------------
+def width_and_image_cases(base: Path, folder: Path) -> dict[str, InputCase]:
+    """``--width`` out of its bounds, and a Markdown report whose images cannot go where they
+    go (``NAME_files/`` beside ``NAME.md``): a file, a FIFO or an HDF5 file in the way. One
+    sentence each, exit 2, nothing replaced."""
+    import os
+    import shutil
+
+    q = ("roofline", str(base), "--width")
+    cases = {
+        "width-zero": InputCase((*q, "0"), says=("--width",)),
+        "width-negative": InputCase((*q, "-5"), says=("--width",)),
+        "width-huge": InputCase((*q, "1" + "0" * 30), says=("columns",)),
+        "width-text": InputCase((*q, "wide"), says=("whole number",)),
+    }
+    (folder / "file_files").write_text("a file where the image folder goes")
+    cases["images-folder-is-a-file"] = InputCase(
+        ("report", str(base), "-o", str(folder / "file.md")), says=("not a folder",)
+    )
+    fifo = folder / "fifo_files"
+    fifo.mkdir(exist_ok=True)
+    if not (fifo / "p1-liveness.svg").exists():
+        os.mkfifo(fifo / "p1-liveness.svg")
+    cases["image-is-a-fifo"] = InputCase(
+        ("report", str(base), "-o", str(folder / "fifo.md"), "--force"), says=("named pipe",)
+    )
+    h5 = folder / "h5_files"
+    h5.mkdir(exist_ok=True)
+    shutil.copyfile(base, h5 / "p1-memory-per-tile.svg")
+    cases["image-is-a-profile"] = InputCase(
+        ("report", str(base), "-o", str(folder / "h5.md"), "--force"), says=("HDF5",)
+    )
+    return cases

@@ -83,7 +83,7 @@ def test_markdown_and_json_same_content(report_profiles, tmp_path):
     assert oom["metrics"]["total_cycles"] is None and oom["execution"] is None
     assert oom["metrics"]["oom_tiles"] > 0
     assert fits["metrics"]["total_cycles"] > 0
-    assert "data:image/svg+xml;base64," in md
+    assert "data:image" not in md  # charts are files beside it (test_markdown_images_...)
 
 
 def test_report_errors(report_profiles, tmp_path, capsys):
@@ -148,3 +148,72 @@ def test_html_report_shows_the_host_time_and_every_shape(tmp_path):
     for row in rows:
         cells = re.findall(r"<td[^>]*>(.*?)</td>", row, flags=re.S)
         assert cells[3].strip(), row
+
+
+def _image_links(md_path):
+    import re
+    from urllib.parse import unquote
+
+    text = md_path.read_text(encoding="utf-8")
+    return [unquote(x) for x in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)]
+
+
+def test_markdown_images_are_files_beside_it(report_profiles, tmp_path, capsys):
+    """A Markdown report links its charts by relative paths to SVG files written beside it
+    (GitHub shows no data-URI image); each link resolves to a well-formed SVG, and the .md stays
+    small."""
+    import xml.etree.ElementTree as ET
+
+    out = tmp_path / "my report.md"
+    assert main(["report", *map(str, report_profiles), "-o", str(out)]) == 0
+    assert "my report_files" in capsys.readouterr().out
+    text = out.read_text(encoding="utf-8")
+    assert "data:image" not in text and "base64" not in text
+    links = _image_links(out)
+    # memory per tile + liveness for both, cycles by type + phases for the fitting one, and the
+    # two comparison charts
+    assert len(links) == 2 + 2 + 2 + 2
+    for link in links:
+        assert not link.startswith(("/", "http")), link  # relative
+        path = tmp_path / link
+        assert path.parent == tmp_path / "my report_files"
+        assert ET.parse(path).getroot().tag.endswith("svg")
+    assert sorted(p.name for p in (tmp_path / "my report_files").iterdir()) == sorted(
+        (tmp_path / x).name for x in links
+    )
+    assert out.stat().st_size < 100_000
+
+
+def test_markdown_images_touch_only_files_analyse_wrote(report_profiles, tmp_path, capsys):
+    """Writing the report again replaces its images and removes those it no longer has (only
+    ones analyse wrote); a file of the user's in the folder stays; a file of the user's where an
+    image goes is refused in one sentence (exit 2), unless --force; a file where the folder goes
+    is refused."""
+    out = tmp_path / "r.md"
+    folder = tmp_path / "r_files"
+    assert main(["report", *map(str, report_profiles), "-o", str(out)]) == 0
+    two = {p.name for p in folder.iterdir()}
+    (folder / "notes.svg").write_text("<svg>mine</svg>")
+    (folder / "p2-custom.svg").write_text("<svg>also mine</svg>")
+    assert main(["report", str(report_profiles[0]), "-o", str(out)]) == 0
+    one = {p.name for p in folder.iterdir()}
+    assert {"notes.svg", "p2-custom.svg"} <= one  # the user's files stay
+    stale = two - {x.split("/")[-1] for x in _image_links(out)}
+    assert stale and not (stale & one)  # the second profile's and the comparison's: removed
+    capsys.readouterr()
+
+    target = folder / "p1-liveness.svg"
+    target.write_text("<svg>the user's own chart</svg>")
+    assert main(["report", str(report_profiles[0]), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "--force" in err
+    assert target.read_text() == "<svg>the user's own chart</svg>"
+    assert main(["report", str(report_profiles[0]), "-o", str(out), "--force"]) == 0
+    assert "IPU Graph Analyser" in target.read_text()
+
+    blocked = tmp_path / "b.md"
+    (tmp_path / "b_files").write_text("a file, not a folder")
+    assert main(["report", str(report_profiles[0]), "-o", str(blocked)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "b_files" in err
+    assert not blocked.exists()

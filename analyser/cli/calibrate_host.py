@@ -164,8 +164,9 @@ def _scale_target(args: argparse.Namespace) -> str | None:
 
 
 def _print_summary(profile: dict, out: Path) -> None:
-    from rich.console import Console
     from rich.table import Table
+
+    from analyser.cli._common import console as make_console
 
     table = Table(title=f"{profile['cpu']}: cost on one core", title_justify="left")
     table.add_column("transform")
@@ -175,7 +176,7 @@ def _print_summary(profile: dict, out: Path) -> None:
     for name, t in profile["transforms"].items():
         per = ", ".join(f"{d} {v:.3g}" for d, v in t["ns_per_element"].items())
         table.add_row(name, f"{t['fixed_us']:.2f}", per)
-    console = Console()
+    console = make_console()
     console.print(table)
     console.print(f"method: {profile['method']}")
     for c in profile.get("checks") or []:

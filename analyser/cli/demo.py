@@ -234,9 +234,7 @@ def run(args: argparse.Namespace) -> int:
             # five transitions, one re-simulation each: in this process, no cluster
             writer([str(r.path) for r in results], report, "html", simulator=InProcessSimulator())
             bar.advance(task)
-    con = console()
-    if not con.is_terminal:
-        con.width = max(con.width, 150)  # a log file gets the whole table, unwrapped
+    con = console()  # a log file gets the whole table, unwrapped (analyser.cli._common)
     con.print(_table(results))
     for r in results:
         con.print(f"  {r.path}")
