@@ -4,6 +4,9 @@ JSON follows docs/report-schema.md."""
 from __future__ import annotations
 
 import json
+import re
+import shutil
+import subprocess
 from html.parser import HTMLParser
 
 import pytest
@@ -50,12 +53,13 @@ def test_html_report(report_profiles, tmp_path):
     p.close()
     text = " ".join(p.text)
     # charts: memory per tile + histogram + liveness for both profiles, cycles by step type and
-    # pipeline phases for the fitting one, and the two comparison charts
-    assert p.tags.count("svg") == 3 + 5 + 2
+    # pipeline phases for the fitting one, and the two comparison charts; interactive (plotly)
+    assert html.count('class="plotly-graph-div"') == 3 + 5 + 2
     assert "Comparison" in text and "Out of memory" in text and "Fits" in text
     assert "Insights" in text and "Cycles by step type" in html
     assert not p.external  # self-contained: opens offline
-    assert "<script" not in html
+    assert not re.search(r"<script[^>]*\ssrc=", html)  # plotly.js inlined, no CDN
+    assert html.count("Plotly.newPlot") == 10
 
 
 def test_markdown_and_json_same_content(report_profiles, tmp_path):
@@ -217,3 +221,93 @@ def test_markdown_images_touch_only_files_analyse_wrote(report_profiles, tmp_pat
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "b_files" in err
     assert not blocked.exists()
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _rendered_dom(path, tmp_path) -> str:
+    """The report's DOM after headless Chromium ran its scripts, with every network name
+    unresolvable (a chart that needs a CDN would not draw)."""
+    proc = subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            f"--user-data-dir={tmp_path / 'chromium'}",
+            "--host-resolver-rules=MAP * ~NOTFOUND",
+            "--window-size=1280,900",
+            "--virtual-time-budget=15000",
+            "--dump-dom",
+            path.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs chromium (headless) to run the charts")
+def test_html_charts_draw_offline_with_readable_text(report_profiles, tmp_path):
+    """In a browser with no network every chart draws (plotly.js is in the file), and no text
+    of a chart is smaller than 11 px (the static charts were scaled to 7 px)."""
+    out = tmp_path / "r.html"
+    assert main(["report", *map(str, report_profiles), "-o", str(out)]) == 0
+    dom = _rendered_dom(out, tmp_path)
+    charts = dom.split('class="plotly-graph-div')[1:]
+    assert len(charts) == 10
+    for chart in charts:
+        assert 'class="main-svg"' in chart  # drawn
+    sizes = [float(x) for x in re.findall(r"font-size: ?([0-9.]+)px", "".join(charts))]
+    assert sizes and min(sizes) >= 11, sorted(set(sizes))
+
+
+def test_comparison_charts_hover_the_run_option_change(walkthrough_profiles):
+    """Hovering a profile's bar in the step-by-step charts shows the run-option change that led
+    to it (the hover text carries each changed option)."""
+    from analyser.core import Analysis
+    from analyser.reports import interactive
+    from analyser.reports.data import build_report
+
+    steps = ("2-half", "3-accumulate", "4-device-iterations")
+    analyses = [Analysis.open(walkthrough_profiles[s]) for s in steps]
+    try:
+        data = build_report(analyses, insights=False)
+        charts = interactive.comparison_charts(analyses, data)
+    finally:
+        for a in analyses:
+            a.close()
+    pairs = data["comparison"]["pairs"]
+    keys = [d["key"] for p in pairs for d in p["config_diffs"] if d["key"] != "name"]
+    assert {"gradient_accumulation", "device_iterations"} <= set(keys)
+    for div in charts.values():
+        for key in keys:
+            assert f"{key}: " in div
+        assert "the start" in div
+
+
+def test_tune_design_space_hovers_each_configuration(tmp_path):
+    """The tune report's design space is interactive: each point's hover names its
+    configuration (its number, its options, its figures); plotly.js is in the file (no CDN) and
+    the static chart stays for a viewer without scripts."""
+    import hostile
+
+    import engine
+    from engine.config import RunConfig
+
+    base = tmp_path / "mlp.h5"
+    engine.simulate_to_file(RunConfig(model="mlp"), base)
+    folder = hostile.tune_folder(tmp_path / "tune", base, rows=4)
+    out = tmp_path / "tune.html"
+    assert main(["report", str(folder), "-o", str(out)]) == 0
+    html = out.read_text(encoding="utf-8")
+    assert html.count('class="plotly-graph-div"') == 1
+    assert not re.search(r"<script[^>]*\ssrc=", html)
+    for rid in range(4):
+        assert f"configuration #{rid}" in html
+    assert html.count("micro_batch_size = ") >= 4
+    noscript = html[html.index("<noscript>") : html.index("</noscript>")]
+    assert "<svg" in noscript

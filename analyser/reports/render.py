@@ -32,7 +32,7 @@ def render_html(data: dict[str, Any], analyses: list, title: str) -> str:
     import jinja2
     import markupsafe
 
-    from analyser.reports import charts
+    from analyser.reports import interactive
 
     def literal(value: Any) -> Any:
         """Every value shown: control characters as visible escapes (autoescape does the rest)."""
@@ -64,8 +64,11 @@ def render_html(data: dict[str, Any], analyses: list, title: str) -> str:
         last_vs_first=last_vs_first,
         fmt_int=lambda v: fmt_value(v, "int"),
         fmt_float=lambda v: fmt_value(v, "float"),
-        charts=[charts.profile_charts(a) for a in analyses],
-        comparison_charts=charts.comparison_charts(analyses) if len(analyses) > 1 else {},
+        charts=[interactive.profile_charts(a) for a in analyses],
+        comparison_charts=(
+            interactive.comparison_charts(analyses, data) if len(analyses) > 1 else {}
+        ),
+        plotly_js=markupsafe.Markup(interactive.script()),
     )
 
 
