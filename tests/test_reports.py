@@ -311,3 +311,21 @@ def test_tune_design_space_hovers_each_configuration(tmp_path):
     assert html.count("micro_batch_size = ") >= 4
     noscript = html[html.index("<noscript>") : html.index("</noscript>")]
     assert "<svg" in noscript
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs chromium (headless) to run the charts")
+def test_html_chart_labels_keep_names_literal(report_profiles, tmp_path):
+    """A profile named like an HTML element, with HTML in its step names: the charts draw it as
+    text (the axis shows it, no element is made from it)."""
+    import hostile
+
+    text = hostile.INJECTIONS["html"]
+    bad = hostile.mutated(report_profiles[1], tmp_path, "inj", hostile.inject_names(text))
+    named = tmp_path / f"{text}.h5"
+    bad.rename(named)
+    out = tmp_path / "r.html"
+    assert main(["report", str(report_profiles[0]), str(named), "-o", str(out)]) == 0
+    dom = _rendered_dom(out, tmp_path)
+    assert not re.search(r"<img[^>]*src=\"?x", dom)
+    charts = "".join(dom.split('class="plotly-graph-div')[1:])
+    assert "&lt;img src=x onerror" in charts  # shown as text in a chart

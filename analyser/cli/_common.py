@@ -107,9 +107,12 @@ def console(stderr: bool = False, file=None):
             if self.width <= RULE_WIDTH:
                 return super().rule(title, characters=characters, style=style, align=align)
             from rich.rule import Rule
+            from rich.text import Text
 
-            rule = Rule(title, characters=characters, style=style, align=align)
-            self.print(rule, width=RULE_WIDTH)
+            # as wide as its title needs (rich cuts a title longer than the rule)
+            shown = Text.from_markup(title) if isinstance(title, str) else title
+            width = min(self.width, max(RULE_WIDTH, shown.cell_len + 8))
+            self.print(Rule(title, characters=characters, style=style, align=align), width=width)
             return None
 
     if file is not None:  # a text file (analyse diff -o): plain text

@@ -284,7 +284,7 @@ def _print_summary(result, meta, out: Path) -> None:
             rng = range_text(ch)
             said = change_note(ch) if rng == "no interval" else f"range {rng}: {change_note(ch)}"
             con.print(
-                f"Throughput {100 * ch['value']:+.0f}% against the start ({said}).",
+                f"Throughput {100 * ch['value']:+,.0f}% against the start ({said}).",
                 highlight=False,
             )
     con.print(

@@ -216,7 +216,7 @@ def liveness_curve(analysis: Analysis) -> str:
 
     lv = analysis.liveness
     n = lv.n_steps
-    names = np.asarray(lv.step_names if lv.step_names else [""] * n, dtype=object)
+    names = np.asarray([_esc(x) for x in lv.step_names] if lv.step_names else [""] * n, object)
     fig = go.Figure()
     step = max(1, int(np.ceil(n / MAX_LINE_POINTS)))
     for i in range(lv.not_always_live.shape[0]):
@@ -249,7 +249,7 @@ def liveness_curve(analysis: Analysis) -> str:
                     text=[f"peak {y[p]:,.0f} MiB"],
                     textposition="top left" if p > 0.8 * n else "top right",
                     showlegend=False,
-                    customdata=[_esc(names[p])],
+                    customdata=[names[p]],
                     hovertemplate=f"IPU {i} peak, step %{{x:,}}: %{{y:,.1f}} MiB<br>"
                     "%{customdata}<extra></extra>",
                 )
