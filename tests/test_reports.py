@@ -329,3 +329,40 @@ def test_html_chart_labels_keep_names_literal(report_profiles, tmp_path):
     assert not re.search(r"<img[^>]*src=\"?x", dom)
     charts = "".join(dom.split('class="plotly-graph-div')[1:])
     assert "&lt;img src=x onerror" in charts  # shown as text in a chart
+
+
+def _hovered(path, tmp_path, chart: int, points: list[tuple[int, int]], subplot: str = "xy"):
+    """The hover label's text after hovering ``points`` (trace, point) of chart number ``chart``
+    of the report at ``path`` in headless Chromium (the label a mouse over them shows)."""
+    import html as html_lib
+
+    page = tmp_path / f"hover-{path.name}"
+    pts = ",".join(f"{{curveNumber:{c},pointNumber:{p}}}" for c, p in points)
+    script = (
+        "<script>window.addEventListener('load',function(){"
+        f"var g=document.querySelectorAll('.plotly-graph-div')[{chart}];"
+        f"Plotly.Fx.hover(g,[{pts}],'{subplot}');}});</script></body>"
+    )
+    page.write_text(path.read_text("utf-8").replace("</body>", script), "utf-8")
+    dom = _rendered_dom(page, tmp_path)
+    layer = dom[dom.index('class="hoverlayer"') :]
+    layer = layer[: layer.index("</g></svg>")] if "</g></svg>" in layer else layer
+    return html_lib.unescape(re.sub(r"<[^>]+>", " ", layer))
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs chromium (headless) to run the charts")
+def test_hovering_a_tune_point_shows_its_configuration(tmp_path):
+    """A mouse over a point of the tune report's design space shows that configuration: its
+    number and options (what a user asked the chart for)."""
+    import hostile
+
+    import engine
+    from engine.config import RunConfig
+
+    base = tmp_path / "mlp.h5"
+    engine.simulate_to_file(RunConfig(model="mlp"), base)
+    folder = hostile.tune_folder(tmp_path / "tune", base, rows=3)
+    out = tmp_path / "tune.html"
+    assert main(["report", str(folder), "-o", str(out)]) == 0
+    text = _hovered(out, tmp_path, 0, [(0, 1)])
+    assert "configuration #1" in text and "micro_batch_size = 2" in text, text

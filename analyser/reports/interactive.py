@@ -33,11 +33,13 @@ FONT_SIZE = 13
 TICK_SIZE = 12
 #: Most points a line chart carries (the liveness curve): above this, the maximum of each bin.
 MAX_LINE_POINTS = 20_000
-#: The toolbar: no logo (a link to plotly's site: the report works offline), SVG export.
+#: The toolbar: no logo (a link to plotly's site), no "Share chart" (it would post the chart's
+#: data to plotly's cloud: a report stays on the user's machine), SVG export.
 CONFIG = {
     "displaylogo": False,
     "responsive": True,
-    "modeBarButtonsToRemove": ["select2d", "lasso2d"],
+    "plotlyServerURL": "",
+    "modeBarButtonsToRemove": ["select2d", "lasso2d", "sendChartToCloud"],
     "toImageButtonOptions": {"format": "svg"},
 }
 _FONT = 'system-ui, -apple-system, "Segoe UI", Roboto, sans-serif'
@@ -107,8 +109,9 @@ def memory_per_tile(analysis: Analysis) -> str:
     pad = nb * per_bin - m.tiles_per_ipu
     first = np.arange(nb) * per_bin
     last = np.minimum(first + per_bin, m.tiles_per_ipu) - 1
-    # hover: "tile 12" or "tiles 12 to 15 (mean)" from the bin's first and last tile
-    where = "tile %{x:,}" if per_bin == 1 else "tiles %{x:,} to %{customdata:,} (mean)"
+    # hover (every series of the panel at once, under the bin's first tile): each group's KiB;
+    # the total line names the tiles of the bin ("tiles 12 to 15": the groups are their mean)
+    where = "tile %{x:,}" if per_bin == 1 else "tiles %{x:,} to %{customdata:,}"
     tiles = None if per_bin == 1 else last
 
     def binned(v: np.ndarray, how: str) -> np.ndarray:
@@ -138,7 +141,9 @@ def memory_per_tile(analysis: Analysis) -> str:
                     line={"width": 0, "color": colour},
                     fillcolor=colour,
                     customdata=tiles,
-                    hovertemplate=f"IPU {i}, {where}<br>{group}: %{{y:,.1f}} KiB<extra></extra>",
+                    hovertemplate=f"{group}: %{{y:,.1f}} KiB"
+                    + (" (mean)" if per_bin > 1 else "")
+                    + "<extra></extra>",
                 ),
                 row=row,
                 col=1,
@@ -154,8 +159,9 @@ def memory_per_tile(analysis: Analysis) -> str:
                 mode="lines",
                 line={"width": 1, "color": "#333333"},
                 customdata=tiles,
-                hovertemplate=f"IPU {i}, {where}<br>total incl. gaps: %{{y:,.1f}} KiB"
-                "<extra></extra>",
+                hovertemplate=f"IPU {i}, {where}: total incl. gaps "
+                + ("%{y:,.1f} KiB (the max)" if per_bin > 1 else "%{y:,.1f} KiB")
+                + "<extra></extra>",
             ),
             row=row,
             col=1,
@@ -423,7 +429,9 @@ def comparison_metrics(analyses: list, data: dict[str, Any] | None = None) -> st
     )
     names = [_esc(a.name) for a in analyses]
     changes = _changes(data, len(analyses))
-    fig = make_subplots(rows=1, cols=len(keys), subplot_titles=[k[1] for k in keys])
+    fig = make_subplots(
+        rows=1, cols=len(keys), subplot_titles=[k[1] for k in keys], horizontal_spacing=0.08
+    )
     for col, (key, label, fmt) in enumerate(keys, 1):
         vals = [a.metrics.scalar(key) for a in analyses]
         y = [np.nan if v is None else float(v) for v in vals]
@@ -515,7 +523,7 @@ def design_space(table: Any) -> str:
 
     import plotly.graph_objects as go
 
-    from analyser.reports.tune import design_space_chart, design_space_points
+    from analyser.reports.tune import VECTOR_POINTS, design_space_chart, design_space_points
 
     p = design_space_points(table)
     df = table.frame.set_index("id", drop=False)
@@ -526,7 +534,11 @@ def design_space(table: Any) -> str:
 
     def hover(rid: int) -> str:
         r = df.loc[rid]
-        opts = "<br>".join(_esc(f"{o} = {json.dumps(r[o], default=str)}") for o in options)
+
+        def shown(v: Any) -> str:  # as the report's diff table (JSON), numpy scalars as numbers
+            return json.dumps(v.item() if isinstance(v, np.generic) else v, default=str)
+
+        opts = "<br>".join(_esc(f"{o} = {shown(r[o])}") for o in options)
         thr = r.get("throughput_samples_per_s")
         figs = (
             "no execution (out of memory)"
@@ -546,8 +558,10 @@ def design_space(table: Any) -> str:
         (p["oom"], "out of memory (no execution)", "#c62828", "x"),
     ):
         if sel.any():
+            # SVG markers (hover works everywhere); WebGL beyond VECTOR_POINTS configurations
+            scatter = go.Scattergl if len(p["id"]) > VECTOR_POINTS else go.Scatter
             fig.add_trace(
-                go.Scattergl(
+                scatter(
                     x=p["tile_kib"][sel],
                     y=y[sel],
                     mode="markers",
