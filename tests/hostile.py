@@ -625,6 +625,9 @@ PROFILE_COMMANDS: tuple[tuple[str, ...], ...] = (
         "-o",
         "{out}.csv",
     ),
+    # -- the HTML report's interactive charts (hover texts built from the profile's names and
+    # figures) and the Markdown report's image folder beside it
+    ("report", "{file}", "-o", "{out}.html"),
 )
 #: Exit codes a command may give on any input: ok, a check failed, bad input, interrupted.
 CLEAN_EXITS = (0, 1, 2, 130)

@@ -268,7 +268,7 @@ def _print_summary(result, meta, out: Path) -> None:
         f"({result.simulations} simulated, {len(result.rows) - result.simulations} from the "
         f"cache; {oom} out of memory, {refused} refused by the engine"
         + (f", {other} without an answer" if other else "")
-        + f") in {result.seconds:.1f} s; Pareto front {len(pareto_front(result.rows))}.",
+        + f") in {result.seconds:,.1f} s; Pareto front {len(pareto_front(result.rows))}.",
         highlight=False,
     )
     best = result.best

@@ -486,7 +486,7 @@ def _explain_execution(
             add(
                 "host_seconds",
                 f"Host time per sample {change_words(ha, hb)} "
-                f"({ha * 1e6:.2f} µs to {hb * 1e6:.2f} µs)",
+                f"({ha * 1e6:,.2f} µs to {hb * 1e6:,.2f} µs)",
                 options_explaining("host_time"),
                 rel_change(ha, hb),
             )

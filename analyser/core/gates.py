@@ -74,7 +74,7 @@ class Gate:
                 x = 0.0 if vb == 0 else float("inf") * (1 if vb > 0 else -1)
             else:
                 x = 100.0 * (vb - va) / abs(va)
-            shown = f"{x:+.2f}%"
+            shown = f"{x:+,.2f}%"
         holds = _OPS[self.op](x, self.value)
         before = "-" if va is None else _show(va)
         return holds, (

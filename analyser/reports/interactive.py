@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 #: Text of every chart, in CSS pixels: the report's own small text (12 px), never smaller.
 FONT_SIZE = 13
 TICK_SIZE = 12
+#: Run-option changes a comparison bar's hover lists (the rest counted).
+MAX_HOVER_CHANGES = 6
 #: Most points a line chart carries (the liveness curve): above this, the maximum of each bin.
 MAX_LINE_POINTS = 20_000
 #: The toolbar: no logo (a link to plotly's site), no "Share chart" (it would post the chart's
@@ -398,20 +400,20 @@ def profile_charts(analysis: Analysis) -> dict[str, str]:
 def _changes(data: dict[str, Any] | None, n: int) -> list[str]:
     """Each profile's run-option change from the one before (the step's configuration), as hover
     text; the first profile: "the start"."""
+    import json
+
     pairs = ((data or {}).get("comparison") or {}).get("pairs") or []
     out = ["the start"]
     for k in range(1, n):
         pair = pairs[k - 1] if k - 1 < len(pairs) else {}
         diffs = [d for d in pair.get("config_diffs") or [] if d.get("key") != "name"]
-        import json
-
-        out.append(
-            "<br>".join(
-                _esc(f"{d['key']}: {json.dumps(d['before'])} → {json.dumps(d['after'])}")
-                for d in diffs[:6]
-            )
-            or "run options identical"
-        )
+        lines = [
+            _esc(f"{d['key']}: {json.dumps(d['before'])} → {json.dumps(d['after'])}")
+            for d in diffs[:MAX_HOVER_CHANGES]
+        ]
+        if len(diffs) > MAX_HOVER_CHANGES:
+            lines.append(f"and {len(diffs) - MAX_HOVER_CHANGES:,} more run options")
+        out.append("<br>".join(lines) or "run options identical")
     return out
 
 
