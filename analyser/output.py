@@ -33,6 +33,7 @@ class OutputError(UserFacingError):
 OUR_MARKERS = (
     b'<meta name="generator" content="IPU Graph Analyser',  # report.html
     b"by IPU Graph Analyser",  # report.md (the 'Generated ... by' line under the title)
+    b"<!-- Chart of an IPU Graph Analyser report",  # report.md's images (report_files/*.svg)
     b'"schema": "ipu-analyser-report"',  # report.json (top-level key)
     b'{"displayTimeUnit":"ns","otherData":{"source":',  # chrome trace-event JSON
 )

@@ -625,6 +625,9 @@ PROFILE_COMMANDS: tuple[tuple[str, ...], ...] = (
         "-o",
         "{out}.csv",
     ),
+    # -- the HTML report's interactive charts (hover texts built from the profile's names and
+    # figures) and the Markdown report's image folder beside it
+    ("report", "{file}", "-o", "{out}.html"),
 )
 #: Exit codes a command may give on any input: ok, a check failed, bad input, interrupted.
 CLEAN_EXITS = (0, 1, 2, 130)
@@ -1946,3 +1949,38 @@ def output_record_tamperings() -> dict[str, Callable[[Path, Path], None]]:
         "same-size-same-time": same_size_same_time,
         "user-copy": user_copy,
     }
+
+
+# -- output width and a Markdown report's image folder ----------------------------------------------
+def width_and_image_cases(base: Path, folder: Path) -> dict[str, InputCase]:
+    """``--width`` out of its bounds, and a Markdown report whose images cannot go where they
+    go (``NAME_files/`` beside ``NAME.md``): a file, a FIFO or an HDF5 file in the way. One
+    sentence each, exit 2, nothing replaced."""
+    import os
+    import shutil
+
+    q = ("roofline", str(base), "--width")
+    cases = {
+        "width-zero": InputCase((*q, "0"), says=("--width",)),
+        "width-negative": InputCase((*q, "-5"), says=("--width",)),
+        "width-huge": InputCase((*q, "1" + "0" * 30), says=("columns",)),
+        "width-text": InputCase((*q, "wide"), says=("whole number",)),
+    }
+    (folder / "file_files").write_text("a file where the image folder goes")
+    cases["images-folder-is-a-file"] = InputCase(
+        ("report", str(base), "-o", str(folder / "file.md")), says=("not a folder",)
+    )
+    fifo = folder / "fifo_files"
+    fifo.mkdir(exist_ok=True)
+    if not (fifo / "p1-liveness.svg").exists():
+        os.mkfifo(fifo / "p1-liveness.svg")
+    cases["image-is-a-fifo"] = InputCase(
+        ("report", str(base), "-o", str(folder / "fifo.md"), "--force"), says=("named pipe",)
+    )
+    h5 = folder / "h5_files"
+    h5.mkdir(exist_ok=True)
+    shutil.copyfile(base, h5 / "p1-memory-per-tile.svg")
+    cases["image-is-a-profile"] = InputCase(
+        ("report", str(base), "-o", str(folder / "h5.md"), "--force"), says=("HDF5",)
+    )
+    return cases

@@ -61,6 +61,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+#: Commands that print no table or text to fit a width (no ``--width``).
+NO_WIDTH = frozenset({"gui"})
+
+
 def _available() -> dict[str, tuple[str, str]]:
     return {
         name: spec
@@ -139,7 +143,12 @@ def _main(argv: list[str]) -> int:
     module = importlib.import_module(commands[name][0])
     sub = _Parser(prog=f"analyse {name}", description=commands[name][1])
     module.add_arguments(sub)
+    from analyser.cli import _common
+
+    if name not in NO_WIDTH:
+        _common.add_width_argument(sub)
     args = sub.parse_args(argv[1:])
+    _common.set_width(getattr(args, "width", None))
     try:
         return int(module.run(args) or 0)
     except CliError as exc:

@@ -172,24 +172,25 @@ def _scale_target(args: argparse.Namespace) -> str | None:
 
 
 def _print_summary(profile: dict, out: Path) -> None:
-    from rich.console import Console
     from rich.table import Table
+
+    from analyser.cli._common import console as make_console
 
     table = Table(title=f"{profile['cpu']}: cost on one core", title_justify="left")
     table.add_column("transform")
     table.add_column("fixed (us)", justify="right")
     table.add_column("per element (ns)", justify="right")
-    table.add_row("loader (per sample)", f"{profile.get('loader_us_per_sample', 0.0):.2f}", "")
+    table.add_row("loader (per sample)", f"{profile.get('loader_us_per_sample', 0.0):,.2f}", "")
     for name, t in profile["transforms"].items():
         per = ", ".join(f"{d} {v:.3g}" for d, v in t["ns_per_element"].items())
-        table.add_row(name, f"{t['fixed_us']:.2f}", per)
-    console = Console()
+        table.add_row(name, f"{t['fixed_us']:,.2f}", per)
+    console = make_console()
     console.print(table)
     console.print(f"method: {profile['method']}")
     for c in profile.get("checks") or []:
         console.print(
             f"check, {' + '.join(c['transforms'])} ({c['dtype']}): measured "
-            f"{c['measured_us']:.1f} us per sample, sum of the parts {c['modelled_us']:.1f} us"
+            f"{c['measured_us']:,.1f} us per sample, sum of the parts {c['modelled_us']:,.1f} us"
         )
     console.print(
         f"wrote {out}; use it with host_profile = {json.dumps(str(out))} in a run "

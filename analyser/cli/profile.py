@@ -168,17 +168,19 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _summary_line(console, result, out: Path) -> None:
+    from analyser.core.units import fmt_bytes
+
     c = result.compiled
     peak = int((c.memory.total + c.memory.gaps).max())
     sram = c.target.sram_per_tile
-    status = "fits" if result.fits else f"OUT OF MEMORY ({len(c.memory.oom_tiles)} tiles)"
+    status = "fits" if result.fits else f"OUT OF MEMORY ({len(c.memory.oom_tiles):,} tiles)"
     parts = [
         f"wrote {out}",
         f"{c.config.model} on {c.num_ipus} x {c.target.display_name}"
         + (f" x {c.config.replication_factor} replicas" if c.config.replication_factor > 1 else "")
         + (f" ({c.config.system})" if c.config.system else ""),
         status,
-        f"peak tile {peak / 1024:.1f} KiB of {sram / 1024:.0f} KiB",
+        f"peak tile {fmt_bytes(peak)} of {fmt_bytes(sram)}",
     ]
     ex = result.execution
     if ex is not None:

@@ -61,7 +61,7 @@ def render(con, r, name: str, top: int) -> None:
     con.print(
         f"run: {run.flops:,.0f} FLOPs, {fmt_bytes(run.exchange_bytes)} exchanged, "
         f"{fmt_bytes(run.host_bytes)} over the host link; {_num(run.achieved)} FLOPs per "
-        f"IPU-cycle of a bound {_num(run.bound)} ({run.share_of_bound:.1%}, {run.limit}-bound)"
+        f"IPU-cycle of a bound {_num(run.bound)} ({run.share_of_bound:,.1%}, {run.limit}-bound)"
     )
     tab = Table(
         title="operations, most FLOPs first (FLOPs over the run; FLOPs per byte exchanged; "
@@ -90,7 +90,7 @@ def render(con, r, name: str, top: int) -> None:
             _num(o.intensity_exchange),
             _num(o.achieved),
             _num(o.bound),
-            f"{o.share_of_bound:.1%}",
+            f"{o.share_of_bound:,.1%}",
             o.limit,
         )
     con.print(tab)

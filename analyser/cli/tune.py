@@ -268,7 +268,7 @@ def _print_summary(result, meta, out: Path) -> None:
         f"({result.simulations} simulated, {len(result.rows) - result.simulations} from the "
         f"cache; {oom} out of memory, {refused} refused by the engine"
         + (f", {other} without an answer" if other else "")
-        + f") in {result.seconds:.1f} s; Pareto front {len(pareto_front(result.rows))}.",
+        + f") in {result.seconds:,.1f} s; Pareto front {len(pareto_front(result.rows))}.",
         highlight=False,
     )
     best = result.best
@@ -284,7 +284,7 @@ def _print_summary(result, meta, out: Path) -> None:
             rng = range_text(ch)
             said = change_note(ch) if rng == "no interval" else f"range {rng}: {change_note(ch)}"
             con.print(
-                f"Throughput {100 * ch['value']:+.0f}% against the start ({said}).",
+                f"Throughput {100 * ch['value']:+,.0f}% against the start ({said}).",
                 highlight=False,
             )
     con.print(

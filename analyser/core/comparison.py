@@ -78,7 +78,7 @@ def change_words(a: float | None, b: float | None) -> str:
     if b == 0:
         return "fell to zero"
     r = (b - a) / abs(a)
-    return f"{'rose' if r > 0 else 'fell'} {abs(r) * 100:.1f}%"
+    return f"{'rose' if r > 0 else 'fell'} {abs(r) * 100:,.1f}%"
 
 
 def share_words(a: float | None, b: float | None) -> str:
@@ -680,7 +680,7 @@ def _explain_execution(
             add(
                 "host_seconds",
                 f"Host time per sample {change_words(ha, hb)} "
-                f"({ha * 1e6:.2f} µs to {hb * 1e6:.2f} µs)",
+                f"({ha * 1e6:,.2f} µs to {hb * 1e6:,.2f} µs)",
                 options_explaining("host_time"),
                 rel_change(ha, hb),
             )
@@ -688,7 +688,7 @@ def _explain_execution(
     if ma.host_wait_share != mb.host_wait_share and any(k in by for k in wait_keys):
         add(
             "host_wait_share",
-            f"Host wait share (host-inclusive) "
+            f"{QUANTITIES['host_wait_share'].label.capitalize()} "
             f"{share_words(ma.host_wait_share, mb.host_wait_share)} "
             f"({fmt_pct(ma.host_wait_share)} to {fmt_pct(mb.host_wait_share)})",
             wait_keys,

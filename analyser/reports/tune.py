@@ -159,6 +159,8 @@ FIGURE_COLUMNS = (
 
 
 def build_tune_report(table: TuneTable) -> dict[str, Any]:
+    from analyser.reports import interactive
+
     df = table.frame
     meta = table.meta
     dims = list(meta["dimensions"])
@@ -209,7 +211,7 @@ def build_tune_report(table: TuneTable) -> dict[str, Any]:
         "interval_note": note,
         "diff": meta.get("diff", {}),
         "counts": counts,
-        "chart": design_space_chart(table),
+        "chart": interactive.design_space(table),
     }
 
 
