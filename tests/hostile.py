@@ -1984,3 +1984,77 @@ def width_and_image_cases(base: Path, folder: Path) -> dict[str, InputCase]:
         ("report", str(base), "-o", str(folder / "h5.md"), "--force"), says=("HDF5",)
     )
     return cases
+
+
+# -- tune folders: links out of the folder, control characters ---------------------------------
+#: A value only the files outside the tune folder hold: it must never be shown.
+TUNE_OUTSIDE_SECRET = "HOSTILE-SECRET-OUTSIDE-THE-TUNE-FOLDER"
+#: Terminal escapes and a bidi override (CVE-2021-42574) in names the report shows.
+CONTROL_TEXT = "\x1b[2J\x1b]0;owned\x07\u202eevil"
+
+
+def _link_out(name: str, target: Path) -> Callable[[Path], None]:
+    """``name`` in the folder becomes a symbolic link to ``target`` (outside the folder)."""
+
+    def mutate(folder: Path) -> None:
+        (folder / name).unlink()
+        (folder / name).symlink_to(target)
+
+    return mutate
+
+
+def tune_link_cases(folder: Path, base: Path) -> dict[str, InputCase]:
+    """tune.json or results.parquet as a link out of the tune folder (to a file of the right
+    shape whose values hold :data:`TUNE_OUTSIDE_SECRET`, to /dev/zero, to a folder), through
+    ``analyse report DIR`` and ``analyse gui DIR``: each refused in one sentence that names the
+    link, the linked file's values never shown."""
+    import pandas as pd
+
+    outside = folder / "outside"
+    src = tune_folder(outside / "src", base)
+    meta = json.loads((src / "tune.json").read_text())
+    (outside / "meta.json").write_text(json.dumps({**meta, "start_id": TUNE_OUTSIDE_SECRET}))
+    (outside / "good-meta.json").write_text(json.dumps(meta))
+    df = pd.read_parquet(src / "results.parquet")
+    df["message"] = TUNE_OUTSIDE_SECRET
+    df.to_parquet(outside / "table.parquet", index=False)
+    (outside / "a-folder").mkdir()
+    mutations = {
+        "meta-link-out": _link_out("tune.json", outside / "meta.json"),
+        "meta-link-out-valid": _link_out("tune.json", outside / "good-meta.json"),
+        "meta-link-dev-zero": _link_out("tune.json", Path("/dev/zero")),
+        "meta-link-folder": _link_out("tune.json", outside / "a-folder"),
+        "parquet-link-out": _link_out("results.parquet", outside / "table.parquet"),
+        "parquet-link-dev-zero": _link_out("results.parquet", Path("/dev/zero")),
+    }
+    cases: dict[str, InputCase] = {}
+    for name, mutate in mutations.items():
+        d = tune_folder(folder / name, base)
+        mutate(d)
+        out = str(folder / f"{name}.html")
+        hidden = (TUNE_OUTSIDE_SECRET, SECRET)
+        says = ("a link out of the tune folder",)
+        cases[f"{name}/report"] = InputCase(("report", str(d), "-o", out), hidden=hidden, says=says)
+        cases[f"{name}/gui"] = InputCase(("gui", str(d)), hidden=hidden, says=says)
+    return cases
+
+
+def tune_control_folder(folder: Path, base: Path) -> Path:
+    """A valid tune folder whose own name, start configuration's file, dimension, option values
+    and row messages hold :data:`CONTROL_TEXT` (what a report must show as visible escapes)."""
+    import pandas as pd
+
+    d = tune_folder(folder / f"tune{CONTROL_TEXT}", base)
+    meta = json.loads((d / "tune.json").read_text())
+    dim = f"micro_batch_size{CONTROL_TEXT}"
+    meta["dimensions"] = {dim: meta["dimensions"]["micro_batch_size"]}
+    meta["config_file"] = f"run{CONTROL_TEXT}.toml"
+    meta["start"] = {**meta["start"], dim: 1}
+    meta["diff"] = {dim: [f"a{CONTROL_TEXT}", f"b{CONTROL_TEXT}"]}
+    (d / "tune.json").write_text(json.dumps(meta))
+    df = pd.read_parquet(d / "results.parquet")
+    df[dim] = [f"{v}{CONTROL_TEXT}" for v in df["micro_batch_size"]]
+    df["message"] = f"note{CONTROL_TEXT}"
+    df["origin"] = [f"{o}{CONTROL_TEXT}" for o in df["origin"]]
+    df.to_parquet(d / "results.parquet", index=False)
+    return d

@@ -125,10 +125,7 @@ def _has_tune(out: Path) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``analyse tune`` with the parsed ``args``; returns the exit code."""
-    from analyser.cli._common import console
-    from analyser.sim.service import get_service
-    from analyser.sim.tune import TuneError, build_space, grid_budget, tune, write_results
-    from analyser.sim.tune.space import MAX_GRID
+    from analyser.sim.tune import build_space
     from engine.config import RunConfig
 
     if args.budget < 1:
@@ -144,6 +141,19 @@ def run(args: argparse.Namespace) -> int:
     space = build_space(
         start, args.vary or ["precision=" + start["precision"]], args.constraint, args.objective
     )
+    from analyser.sim.tune.results import folder_lock
+
+    with folder_lock(out):
+        return _run_locked(args, out, start, space)
+
+
+def _run_locked(args, out: Path, start, space) -> int:
+    """The search and its writing, with ``out`` held against other tunes."""
+    from analyser.cli._common import console
+    from analyser.sim.service import get_service
+    from analyser.sim.tune import TuneError, build_space, grid_budget, tune, write_results
+    from analyser.sim.tune.space import MAX_GRID
+
     configure_from_args(args)
     service = get_service()
     con = console(stderr=True)
