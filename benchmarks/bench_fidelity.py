@@ -476,6 +476,7 @@ def _simulate(config, classify: bool):
         "host_load": feats.host_load,
         "host_overlapped": feats.host_overlapped,
         "small_conv_share": feats.small_conv_share,
+        "call_share": feats.call_share,
     }
 
 
@@ -682,7 +683,59 @@ def _commit() -> str:
         return "unknown"
 
 
-def errors_payload(results: list[Result], commit: str, load: float) -> dict:
+def memory_fact(row_id: str, fits: bool, source: str, config) -> dict:
+    """One stored memory fact (analyser.core.intervals.MemoryFact): a published fit or out of
+    memory, with the engine's fullest tile and the features of its profile (the memory
+    statements pool facts by the device classes of those features)."""
+    import engine
+    from analyser.core.analysis import Analysis
+
+    with tempfile.TemporaryDirectory(prefix="bench-fidelity-mem-") as tmp:
+        out = Path(tmp) / "mem.h5"
+        engine.simulate_to_file(config, out)
+        with Analysis.open(out) as a:
+            f = intervals.features_of(a)
+            peak = a.metrics.max_tile_memory_bytes
+            sram = int(a.target.sram_per_tile)
+    return {
+        "id": row_id,
+        "fits": bool(fits),
+        "peak_tile_bytes": float(peak) if peak else None,
+        "sram_per_tile": float(sram),
+        "source": source,
+        "features": {
+            "ipus": f.ipus,
+            "replicas": f.replicas,
+            "host_load": None,
+            "host_overlapped": None,
+            "small_conv_share": f.small_conv_share,
+            "call_share": None,
+        },
+    }
+
+
+def memory_facts(folder: Path = REFERENCE_DIR) -> list[dict]:
+    """The stored memory facts of the table's ``[[memory]]`` rows (published 'fits' / 'out of
+    memory' statements with their run configurations), or [] when the table has none. The
+    rows' reader and model preparation (``load_memory_rows``, ``prepare_model``) live in this
+    file where the table has memory rows."""
+    from engine.config import RunConfig
+
+    loader, prepare = globals().get("load_memory_rows"), globals().get("prepare_model")
+    if loader is None:
+        return []
+    out = []
+    for r in loader():
+        config = RunConfig.from_toml(folder / str(r.config))
+        if prepare is not None:
+            prepare(config, folder)
+        out.append(memory_fact(r.id, r.fits, r.source, config))
+    return out
+
+
+def errors_payload(
+    results: list[Result], commit: str, load: float, memory: list[dict] | None = None
+) -> dict:
     """The stored errors (analyser.core.intervals reads them): one entry per row with its error
     as a fraction, its class, and the classes the analyser gives its configuration."""
     rows = []
@@ -718,23 +771,20 @@ def errors_payload(results: list[Result], commit: str, load: float) -> dict:
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, load {load:.1f}",
         "references": "assets/runs/reference/references.toml",
         "rows": rows,
+        # published memory facts (analyser.core.intervals.memory_statement); none: every memory
+        # figure says "no memory evidence"
+        "memory": list(memory or []),
     }
 
 
-def format_loo(table: intervals.ErrorTable, payload: dict) -> str:
-    """Every performance row against the band of the other rows of its class, and whether the
-    analyser's classifier puts its configuration in the class the row names."""
-    classes = {r["id"]: r["classes"] for r in payload["rows"]}
-    out = ["row  class  error  band of the others  inside  classifier"]
-    for c in intervals.leave_one_out(table):
-        band = c["note"] or f"{c['low'] * 100:+.1f}% to {c['high'] * 100:+.1f}%"
-        got = classes.get(c["id"])
-        agree = "-" if got is None else ("agrees" if c["mechanism"] in got else "differs")
-        agree += "" if got is None else f" ({'+'.join(got)})"
-        inside = {True: "yes", False: "NO", None: "-"}[c["inside"]]
-        out.append(
-            f"{c['id']}  {c['mechanism']}  {c['error'] * 100:+.1f}%  {band}  {inside}  {agree}"
-        )
+def format_classes(payload: dict) -> str:
+    """Every performance row's classes: the analyser's classify() on the row's own simulation
+    (what the calibrated intervals pool it by; the row's ``mechanism`` is only why it was added)."""
+    out = ["row  error  classes (classify on its simulation)"]
+    for r in payload["rows"]:
+        if r["classes"] is None or r["error"] is None:
+            continue
+        out.append(f"{r['id']}  {r['error'] * 100:+.1f}%  {' + '.join(r['classes'])}")
     return "\n".join(out)
 
 
@@ -844,7 +894,7 @@ def main(argv: list[str] | None = None) -> int:
         "--write-errors",
         metavar="FILE",
         help="write the stored errors the analyser's intervals read "
-        "(analyser/core/fidelity_errors.json) and print the leave-one-out check",
+        "(analyser/core/fidelity_errors.json) and print the rows' classes and the calibration check",
     )
     ap.add_argument(
         "--calibration",
@@ -917,11 +967,11 @@ def main(argv: list[str] | None = None) -> int:
         ]
         Path(args.json).write_text(json.dumps(payload + memory_payload, indent=2), encoding="utf-8")
     if args.write_errors:
-        errors = errors_payload(results, _commit(), load)
-        table = intervals.parse_errors(json.loads(json.dumps(errors)), args.write_errors)
+        errors = errors_payload(results, _commit(), load, memory_facts())
+        intervals.parse_errors(json.loads(json.dumps(errors)), args.write_errors)  # readable
         Path(args.write_errors).write_text(json.dumps(errors, indent=1) + "\n", encoding="utf-8")
-        print("\nLeave-one-out: each row against the band of the other rows of its class")
-        print(format_loo(table, errors))
+        print("\nClasses of the rows")
+        print(format_classes(errors))
         print()
         print(calibration_report(errors, rows))
     return 0

@@ -2058,3 +2058,32 @@ def tune_control_folder(folder: Path, base: Path) -> Path:
     df["origin"] = [f"{o}{CONTROL_TEXT}" for o in df["origin"]]
     df.to_parquet(d / "results.parquet", index=False)
     return d
+
+
+# -- stored fidelity errors: the calibration's fields and the memory facts -----------------------
+def fidelity_errors_calibration_files(folder: Path) -> dict[str, Path]:
+    """Stored-errors files whose calibration fields (``features``, ``config``, ``source``) or
+    memory facts (``memory``) are wrong or hostile: each must be one sentence, never a range."""
+    folder.mkdir(parents=True, exist_ok=True)
+    row = {"id": "r", "mechanism": "device-at-scale", "quantity": "throughput", "error": 0.1}
+    doc = {"schema": "ipu-fidelity-errors", "schema_version": "1.0", "rows": [row]}
+    fact = {"id": "m", "fits": True, "peak_tile_bytes": 1000, "sram_per_tile": 2000}
+    bad = {
+        "features-list": {**doc, "rows": [{**row, "features": [1, 2]}]},
+        "features-nested": {**doc, "rows": [{**row, "features": {"ipus": {"a": 1}}}]},
+        "features-many": {**doc, "rows": [{**row, "features": {f"k{i}": 1 for i in range(50)}}]},
+        "source-terminal": {**doc, "rows": [{**row, "source": INJECTIONS["terminal"]}]},
+        "config-bidi": {**doc, "rows": [{**row, "config": INJECTIONS["bidi"]}]},
+        "config-huge": {**doc, "rows": [{**row, "config": "a" * 10_000}]},
+        "memory-not-list": {**doc, "memory": {"m": fact}},
+        "memory-fits-text": {**doc, "memory": [{**fact, "fits": "true"}]},
+        "memory-zero-sram": {**doc, "memory": [{**fact, "sram_per_tile": 0}]},
+        "memory-id-terminal": {**doc, "memory": [{**fact, "id": INJECTIONS["terminal"]}]},
+        "memory-too-many": {**doc, "memory": [fact] * 10_001},
+    }
+    out = {}
+    for name, d in bad.items():
+        path = folder / f"{name}.json"
+        path.write_text(json.dumps(d), encoding="utf-8")
+        out[name] = path
+    return out

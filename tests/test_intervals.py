@@ -1,7 +1,9 @@
-"""Intervals on predictions (issue 21, item 7): the interval model on hand-made error tables
-(leave-one-out, bands, correlated and independent changes), the stored-errors file validated like
-any input, and an interval present and ordered (low <= value <= high) on every predicted figure
-of the insights' effects, comparisons, reports and tune results."""
+"""Intervals on predictions: the calibrated split-conformal ranges (80%, each source held out;
+analyser.core.intervals_calibration) on hand-made error tables, changes from paired evidence,
+the outside-range sentence, memory statements, the stored-errors file validated like any input,
+and a range present and ordered (low <= value <= high) with its level, or the outside-range
+sentence, on every predicted figure of the insights' effects, comparisons, reports, summary
+and tune results."""
 
 from __future__ import annotations
 
@@ -14,159 +16,190 @@ import pandas as pd
 import pytest
 
 from analyser.core import Analysis, intervals
-from analyser.core.intervals import ErrorRow, ErrorsFileError, ErrorTable, Features
+from analyser.core.intervals import ErrorsFileError, ErrorTable, Features
 
 REPO = Path(__file__).resolve().parent.parent
 
-
-def _table(rows: dict[str, tuple[str, float]]) -> ErrorTable:
-    return ErrorTable(tuple(ErrorRow(k, m, "throughput", e) for k, (m, e) in rows.items()))
-
-
-HAND = _table(
-    {
-        "d1": ("device-at-scale", 0.02),
-        "d2": ("device-at-scale", 0.10),
-        "d3": ("device-at-scale", -0.03),
-        "d4": ("device-at-scale", 0.05),
-        "h1": ("host-bound", -0.50),
-        "h2": ("host-bound", 0.30),
-        "h3": ("host-bound", 2.00),
-        "s1": ("small-feature-maps", 0.30),
-        "s2": ("small-feature-maps", -0.12),
-    }
-)
+#: Features of a device-bound run of 1 IPU, of a host-bound one with short calls.
+DEV1 = {"ipus": 1, "replicas": 1, "host_load": 0.0, "host_overlapped": True}
+DEV1.update(small_conv_share=0.0, call_share=0.0)
+HOST1 = dict(DEV1, host_load=5.0, host_overlapped=False)
+ERRS = (0.02, -0.05, 0.08, 0.0, 0.11, -0.02, 0.04)
 
 
-def _errors_doc(table: ErrorTable) -> dict:
-    return {
+def _rows(feature_sets: list[dict], sources: int = 5, per: int = 2) -> list[dict]:
+    """Per source, ``per`` configurations of each feature set, with varied errors: every class
+    set gets sources x per points and same-source pairs between every two sets."""
+    out, k = [], 0
+    for s in range(sources):
+        for j, f in enumerate(feature_sets):
+            for c in range(per):
+                e = ERRS[k % len(ERRS)] * (1 + j)
+                k += 1
+                out.append(
+                    {
+                        "id": f"r{s}-{j}-{c}",
+                        "mechanism": "device-at-scale",
+                        "quantity": "throughput",
+                        "error": e,
+                        "features": dict(f),
+                        "config": f"c{s}-{j}-{c}.toml",
+                        "source": f"source {s}",
+                    }
+                )
+    return out
+
+
+def _doc(rows: list[dict], memory: list[dict] | None = None) -> dict:
+    d = {
         "schema": intervals.SCHEMA,
         "schema_version": intervals.SCHEMA_VERSION,
         "commit": "test",
         "measured": "2026-11-26T00:00:00Z",
-        "rows": [
-            {"id": r.id, "mechanism": r.mechanism, "quantity": r.quantity, "error": r.error}
-            for r in table.rows
-        ],
+        "rows": rows,
     }
+    if memory is not None:
+        d["memory"] = memory
+    return d
 
 
-#: Three rows in every class: every prediction gets an interval.
-FULL = _table(
-    {
-        **{f"d{i}": ("device-at-scale", e) for i, e in enumerate((0.02, 0.10, -0.03))},
-        **{f"h{i}": ("host-bound", e) for i, e in enumerate((-0.5, 0.3, 2.0))},
-        **{f"s{i}": ("small-feature-maps", e) for i, e in enumerate((0.3, -0.12, 0.5))},
-        **{f"p{i}": ("collectives-across-pods", e) for i, e in enumerate((0.2, 0.45, 0.1))},
-    }
-)
+def _table(rows: list[dict], memory: list[dict] | None = None) -> ErrorTable:
+    return intervals.parse_errors(json.loads(json.dumps(_doc(rows, memory))), "test")
+
+
+HAND = _table(_rows([DEV1, HOST1]))
+
+
+def _features(d: dict) -> Features:
+    return Features(**d)
 
 
 @pytest.fixture
-def full_errors(tmp_path, monkeypatch):
-    """The interval model reads FULL (through ANALYSE_FIDELITY_ERRORS, as a user would)."""
+def full_errors(tmp_path, monkeypatch, profiles):
+    """The interval model reads a table whose rows have the features of the test profiles
+    (and of a device-bound run, for device-only figures), through ANALYSE_FIDELITY_ERRORS as a
+    user would: every figure of them gets a range."""
+    sets = [dict(DEV1)]
+    for name in ("sync", "async"):
+        with Analysis.open(profiles[name]) as a:
+            f = intervals.features_of(a)
+        sets.append({k: getattr(f, k) for k in DEV1})
     path = tmp_path / "errors.json"
-    path.write_text(json.dumps(_errors_doc(FULL)))
+    path.write_text(json.dumps(_doc(_rows(sets))))
+    monkeypatch.setenv(intervals.ERRORS_ENV, str(path))
+    return path
+
+
+@pytest.fixture
+def thin_errors(tmp_path, monkeypatch):
+    """A table whose only rows are device-bound runs of 64 IPUs: the test profiles (1 IPU,
+    host-bound) lie outside it."""
+    far = dict(DEV1, ipus=64, replicas=64)
+    path = tmp_path / "thin.json"
+    path.write_text(json.dumps(_doc(_rows([far]))))
     monkeypatch.setenv(intervals.ERRORS_ENV, str(path))
     return path
 
 
 def _ordered(d: dict) -> bool:
-    """An interval object is well formed: bounds present and around the value, or a note."""
-    assert set(d) >= {"value", "low", "high", "classes", "rows", "note"}
+    """An interval object is well formed: a range around the value with its level, or no range
+    and the sentence saying why (outside the validated range, or a memory statement)."""
+    assert set(d) >= {"value", "low", "high", "level", "outside_reason", "classes", "rows"}
     if d["low"] is None or d["high"] is None:
-        assert d["low"] is None and d["high"] is None and d["note"]
+        assert d["low"] is None and d["high"] is None and d["level"] is None and d["note"]
+        assert d["outside_reason"] or d.get("memory"), d
         return False
     assert d["value"] is not None and d["low"] <= d["value"] <= d["high"], d
-    if d.get("worst_low") is not None:  # a change: the uncorrelated range holds it
-        assert d["worst_low"] <= d["low"] and d["high"] <= d["worst_high"], d
+    assert d["level"] == intervals.LEVEL and d["outside_reason"] is None, d
     return True
 
 
 # -- the model on a hand-made table --------------------------------------------------------------
-def test_leave_one_out_on_a_hand_made_table():
-    got = {c["id"]: c for c in intervals.leave_one_out(HAND)}
-    # d2 (+10%) against the other device rows (-3% .. +5%): outside; d1 (+2%) inside -3% .. +10%
-    assert got["d2"]["low"] == pytest.approx(-0.03) and got["d2"]["high"] == pytest.approx(0.05)
-    assert got["d2"]["inside"] is False
-    assert got["d1"]["low"] == pytest.approx(-0.03) and got["d1"]["high"] == pytest.approx(0.10)
-    assert got["d1"]["inside"] is True
-    # a band always holds zero: the others of d3 are +2%, +10%, +5% -> 0 .. +10%
-    assert got["d3"]["low"] == 0.0 and got["d3"]["high"] == pytest.approx(0.10)
-    assert got["d3"]["inside"] is False
-    # two rows left: too few, said rather than invented
-    for rid in ("h1", "s1"):
-        assert got[rid]["inside"] is None and "too few reference rows" in got[rid]["note"]
-    # no row vouches for itself: every row's band is computed without it
-    for c in got.values():
-        band = HAND.band((c["mechanism"],), exclude=(c["id"],))
-        if not isinstance(band, str):
-            assert c["id"] not in band.ids
-
-
-def test_band_min_rows_and_union():
-    assert isinstance(HAND.band(("small-feature-maps",)), str)
-    assert HAND.band(("small-feature-maps",)).startswith("no interval: too few reference rows")
-    both = HAND.band(("device-at-scale", "host-bound"))
-    assert both.lo == pytest.approx(-0.5) and both.hi == pytest.approx(2.0)
-    assert len(both.ids) == 7
-    # one class short spoils the union: no interval rather than half of one
-    assert isinstance(HAND.band(("device-at-scale", "small-feature-maps")), str)
-
-
-def test_absolute_interval_rate_and_time():
-    f = Features(small_conv_share=0.0)  # the device class
+def test_absolute_range_rate_and_time_say_their_level():
+    f = _features(DEV1)
     thr = intervals.absolute("throughput_samples_per_s", 1000.0, f, HAND)
-    # real = engine / (1 + error): errors -3% .. +10% -> 1000 / 1.10 .. 1000 / 0.97
-    assert thr.low == pytest.approx(1000 / 1.10) and thr.high == pytest.approx(1000 / 0.97)
-    assert thr.classes == ("device-at-scale",) and thr.rows == 4
+    assert thr.available and thr.level == 0.8 and thr.classes == ("device-at-scale",)
+    assert thr.rows == 10 and thr.low <= 1000.0 <= thr.high
+    text = intervals.range_text(thr.to_dict(), lambda v: f"{v:.0f}")
+    assert text.startswith("80% range ") and text == f"80% range {thr.low:.0f} to {thr.high:.0f}"
+    # cycles move the other way: a rate range [v / e^hi, v / e^lo] is a time range [v e^lo, ...]
     cyc = intervals.absolute("cycles_per_sample", 1000.0, f, HAND)
-    assert cyc.low == pytest.approx(970.0) and cyc.high == pytest.approx(1100.0)
-    mem = intervals.absolute("peak_memory_bytes", 1.0, f, HAND)
-    assert not mem.available and "no reference rows" in mem.note
-    small = intervals.absolute("throughput_samples_per_s", 1000.0, Features(small_conv_share=0.9))
-    assert not small.available or small.low <= 1000.0 <= small.high
+    assert cyc.low == pytest.approx(1000.0**2 / thr.high)
+    assert cyc.high == pytest.approx(1000.0**2 / thr.low)
+    # the same range as intervals_calibration's, computed on the table's points
+    from analyser.core import intervals_calibration as cal
+
+    c = cal.calibrate(HAND.points, ("device-at-scale",))
+    assert (thr.low, thr.high) == pytest.approx(c.rate(1000.0))
+
+
+def test_outside_the_validated_range_says_why():
+    mem = intervals.absolute("peak_memory_bytes", 1.0, _features(DEV1), HAND)
+    assert not mem.available and mem.note.startswith("outside the validated range: no reference")
     unknown = intervals.absolute("throughput_samples_per_s", 1000.0, Features(), HAND)
     assert not unknown.available and "could not be read" in unknown.note
+    # a class set with no rows (collectives across Pods) and an IPU count far from the rows'
+    pods = _features(dict(DEV1, ipus=256, replicas=256))
+    iv = intervals.absolute("throughput_samples_per_s", 1000.0, pods, HAND)
+    assert iv.note.startswith("outside the validated range: 0 reference configurations")
+    big = _features(dict(DEV1, ipus=16, replicas=1))
+    iv = intervals.absolute("throughput_samples_per_s", 1000.0, big, HAND)
+    assert iv.outside_reason == "16 IPUs, the reference configurations of its class use 1"
+    d = iv.to_dict()
+    assert d["level"] is None and d["outside_reason"] and d["low"] is None
+    assert intervals.range_text(d) == f"outside the validated range: {d['outside_reason']}"
+    assert intervals.describe_change(d).startswith("(outside the validated range: ")
 
 
-def test_relative_change_correlated_and_independent():
-    dev = Features(small_conv_share=0.0)
-    host = Features(host_load=2.0, host_overlapped=False, small_conv_share=0.0)
-    spread = 1.10 / 0.97
-    # the same class: the offset cancels; of the spread only the share of the time per sample
-    # the change moves counts (1 - 1 / 1.86 for a +86% throughput)
-    same = intervals.relative("throughput_samples_per_s", 100.0, 186.0, dev, dev, HAND)
-    c = 1 - 1 / 1.86
-    assert same.correlated is True and same.value == pytest.approx(0.86)
-    assert same.low == pytest.approx(1.86 * spread**-c - 1)
-    assert same.high == pytest.approx(1.86 * spread**c - 1)
-    assert intervals.describe_change(same) == "(+75% to +97%)"
-    # with no correlation assumed: the whole spread, which holds the correlated range
-    d = same.to_dict()
-    assert d["worst_low"] == pytest.approx(1.86 / spread - 1)
-    assert d["worst_high"] == pytest.approx(1.86 * spread - 1)
-    assert d["worst_low"] <= d["low"] <= d["value"] <= d["high"] <= d["worst_high"]
-    # a small change stays small; no change has no range
-    small = intervals.relative("throughput_samples_per_s", 100.0, 105.0, dev, dev, HAND)
-    assert 0.04 < small.low < 0.05 < small.high < 0.06
-    none = intervals.relative("throughput_samples_per_s", 100.0, 100.0, host, host, HAND)
-    assert none.low == none.high == 0.0
-    # host-bound before, device after: independent, each side's full band (through zero)
-    ind = intervals.relative("throughput_samples_per_s", 100.0, 186.0, host, dev, HAND)
-    assert ind.correlated is False
-    assert ind.low == pytest.approx(1.86 * (1 - 0.5) / 1.10 - 1)
-    assert ind.high == pytest.approx(1.86 * (1 + 2.0) / (1 - 0.03) - 1)
-    assert ind.low <= ind.value <= ind.high and ind.high - ind.low > same.high - same.low
-    # device cycles do not see the host: the host-bound run's cycles are in the device class
-    cyc = intervals.relative("cycles_per_sample", 100.0, 50.0, host, dev, HAND)
-    assert cyc.correlated is True and cyc.classes == ("device-at-scale",)
-    assert cyc.low == pytest.approx(0.5 * spread**-0.5 - 1)
-    # cycles move the other way round: small feature maps before, device after
-    small_maps = Features(small_conv_share=0.9)
-    cyc = intervals.relative("cycles_per_sample", 100.0, 50.0, small_maps, dev, FULL)
-    assert cyc.low == pytest.approx(0.5 * (1 - 0.03) / (1 + 0.5) - 1)
-    assert cyc.high == pytest.approx(0.5 * (1 + 0.10) / (1 - 0.12) - 1)
+def test_a_null_predicted_change_in_a_class_with_paired_evidence_has_a_nonzero_range():
+    """The change's range comes from how the errors move between paired configurations of one
+    source, never from the size of the engine's predicted change."""
+    dev, host = _features(DEV1), _features(HOST1)
+    for key in ("throughput_samples_per_s", "cycles_per_sample"):
+        null = intervals.relative(key, 100.0, 100.0, dev, dev, HAND)
+        assert null.value == 0.0 and null.low < 0.0 < null.high and null.level == 0.8
+        big = intervals.relative(key, 100.0, 186.0, dev, dev, HAND)
+        # the same log range around any predicted ratio: not scaled by the effect
+        assert math.log1p(big.high) - math.log1p(big.value) == pytest.approx(math.log1p(null.high))
+        assert math.log1p(big.value) - math.log1p(big.low) == pytest.approx(-math.log1p(null.low))
+    # between two classes paired in the same sources: a range from those pairs
+    cross = intervals.relative("throughput_samples_per_s", 100.0, 150.0, host, dev, HAND)
+    assert cross.available and cross.classes_after == ("device-at-scale",)
+    assert cross.low <= 0.5 <= cross.high
+    note = intervals.change_note(cross.to_dict())
+    assert note.startswith("80% range") and "not from the predicted change" in note
+    assert intervals.describe_change(cross).startswith("(80% range ")
+    # no pairs between the classes: outside, not a zero-width range
+    pods = _features(dict(DEV1, ipus=256, replicas=256))
+    none = intervals.relative("throughput_samples_per_s", 100.0, 100.0, dev, pods, HAND)
+    assert not none.available and none.note.startswith("outside the validated range: 0 paired")
+
+
+def test_memory_statement_is_one_sided_or_says_no_evidence():
+    dev = _features(DEV1)
+    kib = 1024.0
+    none = intervals.memory_statement(dev, True, 500 * kib, 624 * kib, HAND)
+    assert none["statement"].startswith("no memory evidence") and none["bound"] is None
+    # published fits, the engine's fullest tile at 50% .. 80% of tile memory: the real tile is
+    # at most 1.25 .. 2 x the engine's
+    facts = [
+        {"id": f"m{i}", "fits": True, "peak_tile_bytes": s * 624 * kib, "sram_per_tile": 624 * kib}
+        | {"features": dict(DEV1), "source": f"s{i}"}
+        for i, s in enumerate((0.5, 0.6, 0.7, 0.8, 0.75))
+    ]
+    t = _table(_rows([DEV1]), facts)
+    small = intervals.memory_statement(dev, True, 200 * kib, 624 * kib, t)
+    assert small["side"] == "at most" and small["level"] == 0.8 and small["facts"] == 5
+    assert small["statement"].startswith("fits: fullest tile at most")
+    assert 200 * kib <= small["bound"] <= 200 * kib / 0.5  # within the facts' spread
+    full = intervals.memory_statement(dev, True, 600 * kib, 624 * kib, t)
+    assert full["statement"].startswith("fit not established")
+    # an out-of-memory prediction needs published out-of-memory facts: none here
+    oom = intervals.memory_statement(dev, False, 900 * kib, 624 * kib, t)
+    assert oom["statement"].startswith("no memory evidence that decides it: 0 published")
+    # another class: no evidence
+    other = intervals.memory_statement(_features(dict(DEV1, small_conv_share=0.9)), True, 1, 2, t)
+    assert other["statement"].startswith("no memory evidence") and other["facts"] == 0
 
 
 def test_classify_features():
@@ -180,6 +213,15 @@ def test_classify_features():
     assert intervals.classify(Features(host_load=0.5, host_overlapped=True)) == ("host-bound",)
     both = Features(host_load=5.0, host_overlapped=False, small_conv_share=0.75)
     assert intervals.classify(both) == ("small-feature-maps", "host-bound")
+    # short calls: the per-call host cost at least 5% of the device's time per call
+    short = Features(call_share=0.2)
+    assert intervals.classify(short) == ("short-calls",)
+    assert intervals.classify(short, host_inclusive=False) == ("device-at-scale",)
+    assert intervals.classify(Features(call_share=0.01)) == ("device-at-scale",)
+    assert intervals.call_share(
+        {"host_model": json.dumps({"call_overhead_us": 150.0, "device_ms_per_call": 1.5})}
+    ) == pytest.approx(0.1)
+    assert intervals.call_share({}) is None
 
 
 def test_small_conv_share_from_flattened_shapes():
@@ -221,31 +263,44 @@ def test_shipped_errors_load_and_agree_with_the_reference_table():
     assert {r.mechanism for r in table.rows} <= set(intervals.MECHANISMS)
 
 
-def _doc(**edit):
-    d = _errors_doc(HAND)
+def _bad(**edit):
+    d = _doc(_rows([DEV1]))
+    d["rows"][0]["error"] = 0.02
     d.update(edit)
     return json.dumps(d)
 
 
 BAD = {
     "not json": "{",
-    "nan": _doc().replace('"error": 0.02', '"error": NaN'),
-    "wrong schema": _doc(schema="something-else"),
-    "future major": _doc(schema_version="2.0"),
-    "no rows": _doc(rows=[]),
-    "unknown mechanism": _doc(rows=[{"id": "x", "mechanism": "magic", "quantity": "throughput"}]),
-    "error below -100%": _doc(
+    "nan": _bad().replace('"error": 0.02', '"error": NaN'),
+    "wrong schema": _bad(schema="something-else"),
+    "future major": _bad(schema_version="2.0"),
+    "no rows": _bad(rows=[]),
+    "unknown mechanism": _bad(rows=[{"id": "x", "mechanism": "magic", "quantity": "throughput"}]),
+    "error below -100%": _bad(
         rows=[{"id": "x", "mechanism": "device-at-scale", "quantity": "throughput", "error": -1.5}]
     ),
-    "text error": _doc(
+    "text error": _bad(
         rows=[{"id": "x", "mechanism": "device-at-scale", "quantity": "throughput", "error": "big"}]
     ),
-    "duplicate id": _doc(
+    "duplicate id": _bad(
         rows=[
             {"id": "x", "mechanism": "device-at-scale", "quantity": "throughput", "error": 0.1},
             {"id": "x", "mechanism": "device-at-scale", "quantity": "throughput", "error": 0.1},
         ]
     ),
+    "text features": _bad(
+        rows=[
+            {
+                "id": "x",
+                "mechanism": "device-at-scale",
+                "quantity": "throughput",
+                "features": {"ipus": "many"},
+            }
+        ]
+    ),
+    "memory fit not a boolean": _bad(memory=[{"id": "m", "fits": "yes"}]),
+    "memory negative tile": _bad(memory=[{"id": "m", "fits": True, "peak_tile_bytes": -1}]),
     "binary": b"\xff\xfe\x00garbage",
     "huge": " " * (intervals.MAX_ERRORS_BYTES + 1),
 }
@@ -269,7 +324,11 @@ def test_bad_stored_errors_are_one_sentence(tmp_path, monkeypatch, name):
 def test_hostile_errors_files_are_one_sentence(tmp_path):
     from tests import hostile
 
-    for name, path in hostile.fidelity_errors_files(tmp_path / "errors").items():
+    cases = {
+        **hostile.fidelity_errors_files(tmp_path / "errors"),
+        **hostile.fidelity_errors_calibration_files(tmp_path / "calibration"),
+    }
+    for name, path in cases.items():
         with pytest.raises(ErrorsFileError) as exc:
             intervals.load_errors(path)
         msg = str(exc.value)
@@ -323,8 +382,9 @@ def test_insight_effects_carry_ordered_intervals(profiles, full_errors, monkeypa
             ch = d["throughput_samples_per_s"]["change"]
             assert _ordered(ch)
             if "throughput +" in t.effect.message or "throughput -" in t.effect.message:
-                # the verdict says it too: "throughput +86.0% (+64% to +111%), ..."
-                assert intervals.fmt_pct_range(ch["low"], ch["high"]) in t.effect.message
+                # the verdict says it too: "throughput +86.0% (80% range +64% to +111%), ..."
+                assert intervals.describe_change(ch) in t.effect.message
+                assert "(80% range " in t.effect.message
         assert seen
 
 
@@ -339,9 +399,10 @@ def test_compare_and_report_json_carry_ordered_intervals(profiles, full_errors):
             _ordered(m["interval"])
         thr = next(m for m in pair["metrics"] if m["key"] == "throughput_samples_per_s")
         assert _ordered(thr["interval"])
-        assert thr["interval"]["classes"] == ["host-bound"]  # the sync run waits for its host
+        # the sync run waits for its host, in calls of under 3 ms
+        assert thr["interval"]["classes"] == ["host-bound", "short-calls"]
         text = [e["text"] for e in pair["explanations"] if e["metric"] == thr["key"]]
-        assert text and "range of the change" in text[0]
+        assert text and "change's 80% range" in text[0]
         report = build_report([a, b], insights=False, predict_transitions=False)
         # 1.1 added the intervals (1.2 the declared summary)
         assert tuple(map(int, report["schema_version"].split("."))) >= (1, 1)
@@ -349,9 +410,11 @@ def test_compare_and_report_json_carry_ordered_intervals(profiles, full_errors):
             ivs = p["prediction"]["intervals"]
             assert set(ivs) == set(PREDICTED_METRICS)
             assert sum(_ordered(d) for d in ivs.values()) >= 3  # throughput, cycles, ...
-            assert not _ordered(ivs["peak_memory_bytes"])  # no memory rows: said, not made up
+            mem = ivs["peak_memory_bytes"]  # no memory facts: said, not made up
+            assert not _ordered(mem) and mem["memory"].startswith("no memory evidence")
+            assert p["prediction"]["memory"]["statement"].startswith("no memory evidence")
         md = render_markdown(report, [a, b], "t")
-        assert "range (fidelity table)" in md and "Ranges:" in md
+        assert "range (fidelity table)" in md and "Ranges: 80% ranges" in md and "80% range" in md
 
 
 def test_tune_results_carry_ordered_intervals(profiles, full_errors):
@@ -389,14 +452,14 @@ def test_gui_labels_show_the_ranges(full_errors):
     before = dict.fromkeys(EFFECT_KEYS, 100.0)
     after = dict(before, throughput_samples_per_s=186.0)
     eff = Effect("fits", "throughput +86%", before, after)
-    dev = Features(small_conv_share=0.0)
+    dev = _features(DEV1)
     eff.intervals = intervals.change_intervals(before, after, dev, dev, EFFECT_KEYS)
     tip = Insight("throughput.x", "A tip", "warning", "throughput", "why", change={"a": 1})
     tip.effect = eff
     html = insight_html(tip, "KiB")
     assert "<th>Range</th>" in html
     rng = intervals.range_text(eff.intervals["throughput_samples_per_s"]["change"])
-    assert rng in html and "Range of the throughput change" in html
+    assert rng.startswith("80% range ") and rng in html and "Range of the throughput change" in html
     row = pd.Series(
         {
             "throughput_low": 90.0,
@@ -404,16 +467,19 @@ def test_gui_labels_show_the_ranges(full_errors):
             "throughput_change": 0.86,
             "throughput_change_low": 0.6,
             "throughput_change_high": 1.1,
+            "interval_level": 0.8,
             "interval_classes": "device-at-scale",
             "interval_note": "",
         }
     )
     words = _range_words(row)
-    assert "+86% (+60% to +110%)" in words and "device-at-scale" in words
+    assert "throughput 80% range" in words and "+86% (80% range +60% to +110%)" in words
+    assert "device-at-scale" in words
     gone = _range_words(row.drop(["throughput_low"]))
     assert gone == ""  # a table written before intervals: nothing said
-    none = _range_words(pd.Series(dict(row, throughput_low=None, interval_note="no interval: x")))
-    assert "no interval: x" in none
+    out = "outside the validated range: 3 reference configurations"
+    none = _range_words(pd.Series(dict(row, throughput_low=None, interval_note=out)))
+    assert out in none and "80% range" not in none
 
 
 def test_bench_writes_errors_the_analyser_reads():
@@ -439,9 +505,11 @@ def test_bench_writes_errors_the_analyser_reads():
             assert r.error == pytest.approx(0.25)
             want = ["host-bound"] if p["quantity"] == "throughput" else ["device-at-scale"]
             assert p["classes"] == want
-    assert "Leave-one-out" not in bench.format_loo(table, payload)  # the header is main()'s
-    checks = [c for c in intervals.leave_one_out(table) if c["quantity"] != "ratio"]
-    assert checks and all(c["inside"] in (True, None) for c in checks)  # +25% everywhere
+    listed = bench.format_classes(payload)
+    assert "host-bound" in listed and all(r.config for r in table.rows if r.quantity != "ratio")
+    # +25% in every row: the calibrated range of the class holds the engine's own figure
+    iv = intervals.absolute("throughput_samples_per_s", 100.0, Features(**feats), table)
+    assert not iv.available or iv.low <= 100.0 <= iv.high
 
 
 def test_summary_says_the_throughput_ranges(profiles, full_errors, capsys):
@@ -449,7 +517,8 @@ def test_summary_says_the_throughput_ranges(profiles, full_errors, capsys):
 
     assert main(["summary", str(profiles["sync"])]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "range (fidelity table)" in out and "host-inclusive" in out and "rows" in out
+    assert "range (fidelity table)" in out and "host-inclusive" in out and "80% range" in out
+    assert "Ranges: 80% ranges" in out
 
 
 def test_insights_json_has_the_profile_prediction(profiles, full_errors, capsys):
@@ -459,7 +528,27 @@ def test_insights_json_has_the_profile_prediction(profiles, full_errors, capsys)
     pred = json.loads(capsys.readouterr().out)["prediction"]
     assert set(pred["intervals"]) == set(intervals.PROFILE_FIGURES)
     assert _ordered(pred["intervals"]["throughput_samples_per_s"])
-    assert pred["classes"] == ["host-bound"] and pred["errors"]["commit"] == "test"
+    assert pred["classes"] == ["host-bound", "short-calls"] and pred["errors"]["commit"] == "test"
+    assert pred["level"] == 0.8 and pred["memory"]["statement"].startswith("no memory evidence")
+
+
+def test_outside_the_table_is_said_in_insights_compare_and_summary(profiles, thin_errors, capsys):
+    """Profiles whose features the table does not cover get the outside-range sentence, and
+    JSON keeps it as a field (no range, no level)."""
+    from analyser.cli import main
+
+    assert main(["insights", str(profiles["sync"]), "--json", "--no-resimulate"]) == 0
+    pred = json.loads(capsys.readouterr().out)["prediction"]
+    thr = pred["intervals"]["throughput_samples_per_s"]
+    assert not _ordered(thr) and thr["outside_reason"] and thr["level"] is None
+    assert thr["note"].startswith("outside the validated range: ")
+    assert main(["compare", str(profiles["sync"]), str(profiles["async"]), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    found = json.dumps(doc)
+    assert '"outside_reason": "0 paired reference configurations' in found
+    assert main(["summary", str(profiles["sync"])]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "outside the validated range" in out and "80% range" not in out
 
 
 # -- calibrated intervals (split-conformal, groups held out) ----------------------------------
@@ -515,7 +604,7 @@ def test_calibrated_range_is_ordered_and_says_its_level():
     assert c.level == cal.LEVEL == 0.8 and c.note == ""
     low, high = c.rate(1000.0)  # the engine is optimistic in every row: the range lies below
     assert low <= 1000.0 <= high and low < 1000.0 / 1.2
-    assert cal.range_words("+60%", "+110%") == "80% range +60% to +110%"
+    assert intervals.range_words("+60%", "+110%") == "80% range +60% to +110%"
 
 
 def test_too_few_configurations_are_outside_the_validated_range():
@@ -590,3 +679,36 @@ def test_bench_stores_what_the_calibration_pools_by():
     assert alone == joined and alone
     configs = [r.config for r in rows if r.quantity == "throughput"]
     assert len(alone) == len(set(configs)) < len(configs)  # the duplicate counted once
+
+
+def test_diff_says_the_range_of_the_total_cycles_change(profiles, full_errors, capsys):
+    from analyser.cli import main
+
+    assert main(["diff", str(profiles["sync"]), str(profiles["async"]), "--json"]) == 0
+    iv = json.loads(capsys.readouterr().out)["total_cycles"]["interval"]
+    assert _ordered(iv)
+    assert main(["diff", str(profiles["sync"]), str(profiles["async"])]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "change of the total cycles: 80% range " in out
+
+
+def test_bench_stores_memory_facts_the_statements_read():
+    """A published memory fact as the benchmark stores it (the engine's fullest tile, the tile's
+    memory, its profile's features) round-trips through the analyser's validation and is
+    pooled by its device classes."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import bench_fidelity as bench
+
+    from engine.config import RunConfig
+
+    cfg = RunConfig.model_validate(dict(model="mlp", micro_batch_size=64))
+    fact = bench.memory_fact("m0", True, "a source", cfg)
+    assert fact["peak_tile_bytes"] and fact["sram_per_tile"] >= fact["peak_tile_bytes"]
+    facts = [dict(fact, id=f"m{i}", source=f"s{i}") for i in range(5)]
+    t = _table(_rows([DEV1]), facts)
+    assert len(t.memory) == 5 and t.memory[0].fits is True
+    feats = Features(**{k: fact["features"][k] for k in ("ipus", "replicas", "small_conv_share")})
+    got = intervals.memory_statement(feats, True, fact["peak_tile_bytes"], fact["sram_per_tile"], t)
+    assert got["facts"] == 5 and got["side"] == "at most"
+    assert got["bound"] == pytest.approx(fact["sram_per_tile"])  # the facts are this very run
+    assert got["statement"].startswith("fits: fullest tile at most")

@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
         fmt_value,
     )
     from analyser.core.gates import parse_gate
-    from analyser.core.intervals import range_text
+    from analyser.core.intervals import outside_reasons, range_cell
     from analyser.core.units import fmt_delta_pct
 
     if len(args.files) < 2:
@@ -77,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
         # the range the fidelity table allows for that change (both profiles are predictions)
         tab.add_column("range of the change", justify="right")
         ivs = change_intervals(analyses[0], analyses[-1])
+        shown = []
         for key, label, kind in METRICS:
             vals = [a.metrics.scalar(key) for a in analyses]
             if all(v is None for v in vals):
@@ -86,9 +87,12 @@ def run(args: argparse.Namespace) -> int:
                 if kind == "share"
                 else fmt_delta_pct(vals[0], vals[-1])
             )
-            rng = range_text(ivs.get(key)) or "-"
+            rng = range_cell(ivs.get(key)) or "-"
+            shown.append((label, ivs.get(key)))
             tab.add_row(label, *(fmt_value(v, kind) for v in vals), delta, rng)
         con.print(tab)
+        for line in outside_reasons(shown):  # why a change has no range, once per reason
+            con.print(f"[dim]{esc(line)}[/]")
         for p in cmp.pairs:
             con.rule(f"[bold]{esc(p.a)} -> {esc(p.b)}[/]", align="left")
             diffs = [d for d in p.config_diffs if d.key not in COSMETIC_KEYS]

@@ -87,11 +87,16 @@ def render(con, d, ipu: int | None, top: int) -> None:
     """The diff as text on a rich console."""
     from rich.markup import escape as esc
 
+    from analyser.core.intervals import range_text
+
     rel = f" ({d.delta / d.total_a:+.2%})" if d.total_a else ""
     con.print(
         f"[bold]{esc(d.a)} -> {esc(d.b)}[/]: total cycles {d.total_a:,} -> {d.total_b:,}, "
         f"{_fmt(d.delta)}{rel}"
     )
+    rng = range_text(d.interval)
+    if rng:  # how far to trust the change (both runs are the engine's predictions)
+        con.print(f"  change of the total cycles: {esc(rng)}")
     if d.samples_a != d.samples_b:
         con.print(
             f"samples per run {d.samples_a:,} -> {d.samples_b:,} (the runs do different work)"

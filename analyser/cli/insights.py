@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     from analyser.core import intervals
     from analyser.core.insights import ORDER, Thresholds, find_insights
     from analyser.core.insights.model import SHOWN_EFFECTS
-    from analyser.core.intervals import change_note, range_text
+    from analyser.core.intervals import change_note, outside_reasons, range_cell
     from analyser.core.quantities import QUANTITIES
     from analyser.core.units import fmt_bytes, fmt_delta_pct, fmt_pct
 
@@ -162,14 +162,20 @@ def run(args: argparse.Namespace) -> int:
                 for key in SHOWN_EFFECTS:
                     q = QUANTITIES[key]
                     b, c = eff.before.get(key), eff.after.get(key)
-                    iv = range_text((eff.intervals.get(key) or {}).get("change"))
+                    iv = range_cell((eff.intervals.get(key) or {}).get("change"))
                     tab.add_row(f"  {q.short}", q.format(b), q.format(c), fmt_delta_pct(b, c), iv)
                 con.print(tab)
+                why = [
+                    (QUANTITIES[k].short, (eff.intervals.get(k) or {}).get("change"))
+                    for k in SHOWN_EFFECTS
+                ]
+                for line in outside_reasons(why):
+                    con.print(f"  [dim]{esc(line)}[/]")
                 note = change_note(
                     (eff.intervals.get("throughput_samples_per_s") or {}).get("change")
                 )
-                if note:
-                    con.print(f"  [dim]range of the throughput change: {esc(note)}[/]")
+                if note and not note.startswith(intervals.OUTSIDE):  # said above otherwise
+                    con.print(f"  [dim]throughput change: {esc(note)}[/]")
             if eff is not None:
                 style = {"good": "green", "bad": "red"}.get(eff.tone, "yellow")
                 con.print(f"  [{style}]{esc(eff.message)}[/]")

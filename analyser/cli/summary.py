@@ -94,6 +94,7 @@ def _section_tables(con, sections: list[dict]) -> None:
     from rich.markup import escape as esc
     from rich.table import Table
 
+    from analyser.core.intervals import short_range
     from analyser.core.summary import value_text
 
     for section in sections:
@@ -101,10 +102,16 @@ def _section_tables(con, sections: list[dict]) -> None:
         tab = Table(title=section["title"], title_justify="left")
         for col in ("", "value", "range (fidelity table)")[: 3 if ranged else 2]:
             tab.add_column(col)
+        said: dict[str, list[str]] = {}  # a sentence in place of a range: once, under the table
         for row in section["figures"]:
-            cells = (esc(row["label"]), esc(value_text(row)), esc(row["range"] or "-"))
+            cell = short_range(row["range"])
+            if cell != row["range"]:
+                said.setdefault(row["range"], []).append(row["label"])
+            cells = (esc(row["label"]), esc(value_text(row)), esc(cell or "-"))
             tab.add_row(*cells[: 3 if ranged else 2])
         con.print(tab)
+        for text, labels in said.items():
+            con.print(f"[dim]{esc(', '.join(labels))}: {esc(text)}[/]")
 
 
 def _memory_tables(con, a, args: argparse.Namespace, u, sections: list[dict]) -> None:

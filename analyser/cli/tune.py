@@ -236,7 +236,7 @@ def _print_summary(result, meta, out: Path) -> None:
     from rich.table import Table
 
     from analyser.cli._common import console
-    from analyser.core.intervals import change_note, range_text
+    from analyser.core.intervals import change_note, has_range, range_text
     from analyser.core.units import fmt_bytes
     from analyser.sim.tune import pareto_front
 
@@ -292,7 +292,7 @@ def _print_summary(result, meta, out: Path) -> None:
         ch = thr.get("change") or {}
         if diff and ch.get("value") is not None:
             rng = range_text(ch)
-            said = change_note(ch) if rng == "no interval" else f"range {rng}: {change_note(ch)}"
+            said = f"{rng}: {change_note(ch)}" if has_range(rng) else rng
             con.print(
                 f"Throughput {100 * ch['value']:+,.0f}% against the start ({said}).",
                 highlight=False,

@@ -762,11 +762,12 @@ def change_intervals(a: Analysis, b: Analysis) -> dict[str, dict[str, Any]]:
 
 
 def _range_words(iv: dict[str, Any] | None) -> str:
-    """'; range of the change +60% to +110%' (or '; no interval') for an explanation."""
+    """'; change's 80% range +60% to +110%' (or '; outside the validated range: <why>') for
+    an explanation."""
     if not iv:
         return ""
     text = intervals.range_text(iv)
-    return "; no interval" if text == "no interval" else f"; range of the change {text}"
+    return f"; change's {text}" if intervals.has_range(text) else f"; {text}"
 
 
 def compare_pair(a: Analysis, b: Analysis) -> PairComparison:

@@ -171,6 +171,9 @@ class RunDiff:
     config_diffs: list[ConfigDiff] = field(default_factory=list)
     explanations: list[Explanation] = field(default_factory=list)
     other_deltas: list[str] = field(default_factory=list)
+    #: the calibrated range of the total cycles' change (an Interval object, docs/report-schema.md;
+    #: both runs are predictions), or the sentence saying it is outside the validated range
+    interval: dict[str, Any] = field(default_factory=dict)
 
     @property
     def delta(self) -> int:
@@ -189,7 +192,12 @@ class RunDiff:
         return {
             "a": self.a,
             "b": self.b,
-            "total_cycles": {"a": self.total_a, "b": self.total_b, "delta": self.delta},
+            "total_cycles": {
+                "a": self.total_a,
+                "b": self.total_b,
+                "delta": self.delta,
+                "interval": self.interval,
+            },
             "samples": {"a": self.samples_a, "b": self.samples_b},
             "by_type": rows(self.by_type),
             "by_layer": rows(self.by_layer),
@@ -379,7 +387,15 @@ def diff_runs(a: Analysis, b: Analysis, *, largest: int = 10) -> RunDiff:
         config_diffs=pair.config_diffs,
         explanations=pair.explanations,
         other_deltas=pair.other_deltas,
+        interval=_total_interval(pair),
     )
+
+
+def _total_interval(pair) -> dict[str, Any]:
+    try:
+        return dict(pair.metric("total_cycles").interval or {})
+    except KeyError:
+        return {}
 
 
 def aligned_deltas(a: Analysis, b: Analysis) -> dict[str, np.ndarray]:

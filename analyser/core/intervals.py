@@ -1,10 +1,11 @@
-"""How far to trust a prediction: an interval on every predicted figure, from the fidelity table.
+"""How far to trust a prediction: a calibrated range at a stated level on every predicted
+figure, or the sentence saying it lies outside what the fidelity table validates.
 
 The engine's error against public figures (docs/fidelity.md) is stored as data
 (``analyser/core/fidelity_errors.json``, written by ``benchmarks/bench_fidelity.py
---write-errors``). Every reference row names a **mechanism class** (``mechanism`` in
-``assets/runs/reference/references.toml``); a prediction is put in classes by its own features
-(:func:`classify`), and its interval is the band of errors of the rows in those classes:
+--write-errors``) with the features of each row's own simulation, its configuration and its
+source. A row and a new prediction are put in classes by the same code (:func:`classify` on
+their features; a prediction may carry several):
 
 * ``device-at-scale``: device compute at scale (the default when nothing below applies);
 * ``small-feature-maps``: at least half of the forward convolution and matmul work is in small
@@ -16,24 +17,27 @@ The engine's error against public figures (docs/fidelity.md) is stored as data
   host's preparation per call is at least :data:`HOST_LOAD_SYNC` of the device's time per call
   (XProf's "moderately input-bound"); with a loader overlapping the device (async, workers) at
   least :data:`HOST_LOAD_OVERLAPPED` (hidden while the host model is right; issue 21 measured the
-  real host 1.6-3x slower than the model). Host-inclusive figures only.
+  real host 1.6-3x slower than the model). Host-inclusive figures only;
+* ``short-calls``: the host's fixed cost per call is at least :data:`SHORT_CALL` of the
+  device's time per call (what a call costs besides its program is barely modelled).
+  Host-inclusive figures only.
 
-Method (docs/fidelity.md, "Intervals"): per class the band is [lowest, highest] error of its rows
-(max error per side; with a handful of rows per class, quantiles would be the same numbers), a
-class with fewer than :data:`MIN_ROWS` rows gives no interval, several classes take the union of
-their bands, and a band always contains zero error (the engine's own figure is inside its
-interval). A relative change between two predictions in the same classes shares the classes'
-offset (correlated errors), and of the band's spread only the share of the time per sample the
-change moves counts (:func:`ratio_factors`; the uncorrelated range is kept beside it). Between
-different classes the two errors are independent and each side's full band counts. Leave-one-out: a reference row's
-own interval comes from the other rows (:meth:`ErrorTable.band` ``exclude``), so no row vouches
-for itself; the benchmark reports how many rows fall inside their leave-one-out band.
+Method (docs/fidelity.md, "Calibrated intervals"; analyser.core.intervals_calibration): a
+figure's range is split-conformal at :data:`LEVEL` over the configurations in exactly its
+classes (a configuration listed twice counts once); a change's range comes from how the log
+error moves between pairs of configurations of one source in the two class sets, never from
+the size of the predicted change. Too few configurations or pairs, an unreadable profile, or an
+IPU count far beyond the rows' give "outside the validated range: <why>" in place of a range.
+Memory figures get a one-sided statement from published memory facts, or "no memory evidence"
+(:func:`memory_statement`). The coverage of all of it, with whole sources held out, is what the
+benchmark prints.
 
 No Dask, no Qt: the analysis core's interval model.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -51,6 +55,7 @@ MECHANISMS: dict[str, str] = {
     "small-feature-maps": "small feature maps",
     "collectives-across-pods": "collectives across Pods",
     "host-bound": "host-bound",
+    "short-calls": "short calls",
     "model-facts": "model topology and work",
 }
 #: Classes that carry a performance error (``model-facts`` rows check counts, not speed).
@@ -59,12 +64,17 @@ PERFORMANCE_CLASSES: tuple[str, ...] = (
     "small-feature-maps",
     "collectives-across-pods",
     "host-bound",
+    "short-calls",
 )
 #: Row quantities whose error is a rate's (engine / reference - 1 of samples per second).
 RATE_QUANTITIES: tuple[str, ...] = ("throughput", "device_throughput")
-#: Fewest reference rows a class needs to give an interval (a band from 3 rows holds a further,
-#: exchangeable row with probability (n - 1) / (n + 1) = 50%; from 2 rows only 33%).
-MIN_ROWS = 3
+#: The nominal level of every range (two-sided, central; intervals_calibration).
+LEVEL = 0.8
+#: The words that stand in place of a range when the table does not validate the prediction.
+OUTSIDE = "outside the validated range"
+#: An IPU count more than this factor beyond the calibration rows' range is outside it (two
+#: doublings: the rows do not vouch for a run four times larger or smaller than any of them).
+FAR_FACTOR = 4
 #: Host preparation per call over device time per call from which a run whose loader works in
 #: the main process (sync) is host-bound: the host then takes 5% of the host-inclusive time,
 #: XProf's "moderately input-bound" grade (the insights' ``host_wait_moderate``).
@@ -79,10 +89,15 @@ SMALL_CONV_SHARE = 0.5
 #: Output channels under which a convolution cannot fill one AMP pass (PopLibs
 #: ``partialChansPerGroup``: 16 conv units for half and float partials; docs/engine.md).
 SMALL_CONV_CHANNELS = 16
+#: The host's fixed cost per call over the device's time per call from which a run is in the
+#: short-calls class: what the engine leaves out of a call (docs/fidelity.md, "Per-call device
+#: cost") is then a visible share of it; 5% is the same grade as :data:`HOST_LOAD_SYNC` (with the
+#: engine's 150 us per call, calls under 3 ms of device time).
+SHORT_CALL = 0.05
 #: IPUs in the largest IPU-Link domain (a Pod64); more IPUs reach each other over GW-Links.
 POD_IPUS = 64
 #: Keys of the service's figures that carry the features (analyser.sim.service.FIGURE_KEYS).
-FEATURE_KEYS: tuple[str, ...] = ("host_load", "host_overlapped", "small_conv_share")
+FEATURE_KEYS: tuple[str, ...] = ("host_load", "host_overlapped", "small_conv_share", "call_share")
 
 SCHEMA = "ipu-fidelity-errors"
 SCHEMA_VERSION = "1.0"
@@ -119,8 +134,15 @@ PROFILE_FIGURES: tuple[str, ...] = (
     "ramp_share",
     "tile_balance",
 )
-NO_ROWS_NOTE = "no interval: the fidelity table has no reference rows for this figure"
-UNKNOWN_NOTE = "no interval: the profile's convolutions could not be read to classify it"
+#: Figures whose range is the memory statement (memory_statement) rather than the table's.
+MEMORY_FIGURES: tuple[str, ...] = (
+    "peak_memory_bytes",
+    "max_tile_memory_bytes",
+    "memory_share_used",
+    "oom_tiles",
+)
+NO_ROWS_NOTE = f"{OUTSIDE}: no reference row measures this figure"
+UNKNOWN_NOTE = f"{OUTSIDE}: the profile's convolutions could not be read to classify it"
 
 
 class ErrorsFileError(ValueError):
@@ -140,6 +162,9 @@ class Features:
     host_overlapped: bool | None = None
     #: Share of the forward conv + matmul flops in small convolutions.
     small_conv_share: float | None = None
+    #: The host's fixed cost of one call (the engine's per-call overhead) over the device's time
+    #: per call (analyser.core.intervals.call_share); None: not known.
+    call_share: float | None = None
 
 
 def classify(features: Features, *, host_inclusive: bool = True) -> tuple[str, ...]:
@@ -153,7 +178,26 @@ def classify(features: Features, *, host_inclusive: bool = True) -> tuple[str, .
         limit = HOST_LOAD_SYNC if features.host_overlapped is False else HOST_LOAD_OVERLAPPED
         if features.host_load >= limit:
             out.append("host-bound")
+    if host_inclusive and features.call_share is not None and features.call_share >= SHORT_CALL:
+        out.append("short-calls")
     return tuple(out) or ("device-at-scale",)
+
+
+def call_share(execution_attrs: Mapping[str, Any]) -> float | None:
+    """The host's fixed cost per call over the device's time per call, from the profile's host
+    model (format 1.2: ``call_overhead_us`` and ``device_ms_per_call``); None when not stored."""
+    model = execution_attrs.get("host_model")
+    if isinstance(model, str):
+        try:
+            model = json.loads(model)
+        except ValueError:
+            return None
+    if not isinstance(model, dict):
+        return None
+    over, dev = model.get("call_overhead_us"), model.get("device_ms_per_call")
+    if _finite(over) and _finite(dev) and dev > 0 and over >= 0:
+        return float(over) / (float(dev) * 1e3)
+    return None
 
 
 def host_load(
@@ -245,10 +289,11 @@ def features_of(analysis) -> Features:
 def feature_figures(analysis) -> dict[str, float | None]:
     """The :data:`FEATURE_KEYS` figures of an open analysis (for the service's figures)."""
     src = analysis.src
-    load, overlapped = None, None
+    load, overlapped, calls_share = None, None, None
     if analysis.has_execution:
         calls = analysis.metrics.host_round_trips
         load, overlapped = host_load(src.execution_attrs, float(analysis.target.clock_hz), calls)
+        calls_share = call_share(src.execution_attrs)
     try:
         share = small_conv_share(
             {c: src.column("/graph/operations", c) for c in ("type", "pass", "flops")},
@@ -257,7 +302,12 @@ def feature_figures(analysis) -> dict[str, float | None]:
         )
     except (KeyError, ValueError, TypeError, IndexError):  # a table of the wrong shape or type
         share = None
-    return {"host_load": load, "host_overlapped": overlapped, "small_conv_share": share}
+    return {
+        "host_load": load,
+        "host_overlapped": overlapped,
+        "small_conv_share": share,
+        "call_share": calls_share,
+    }
 
 
 def features_from(figures: Mapping[str, Any], run_config: Mapping[str, Any]) -> Features:
@@ -265,13 +315,14 @@ def features_from(figures: Mapping[str, Any], run_config: Mapping[str, Any]) -> 
     ipus = _int(run_config.get("num_ipus"), 1)
     replicas = _int(run_config.get("replication_factor"), 1)
     load, share = figures.get("host_load"), figures.get("small_conv_share")
-    over = figures.get("host_overlapped")
+    over, calls = figures.get("host_overlapped"), figures.get("call_share")
     return Features(
         ipus * replicas,
         replicas,
         float(load) if _finite(load) else None,
         over if isinstance(over, bool) else None,
         float(share) if _finite(share) else None,
+        float(calls) if _finite(calls) else None,
     )
 
 
@@ -295,66 +346,65 @@ class ErrorRow:
     rows: tuple[str, ...] = ()
     #: The engine's figure (a ratio row: its ratio), when stored.
     engine: float | None = None
+    #: The features of the row's own simulation (what :func:`classify` reads), when stored.
+    features: Mapping[str, Any] | None = None
+    #: The run configuration (rows of one configuration are one calibration point) and the
+    #: source document (one source is one group held out together).
+    config: str = ""
+    source: str = ""
 
 
 @dataclass(frozen=True)
-class Band:
-    """The errors of the rows of some classes: [lo, hi] (not forced through zero)."""
+class MemoryFact:
+    """A published memory fact: the configuration fits (or is out of memory), with the engine's
+    fullest tile on it (bytes) and the tile's memory."""
 
-    lo: float
-    hi: float
-    classes: tuple[str, ...]
-    ids: tuple[str, ...]
-
-    @property
-    def lo0(self) -> float:
-        """The low end, or 0 when the range lies above 0."""
-        return min(self.lo, 0.0)
-
-    @property
-    def hi0(self) -> float:
-        """The high end, or 0 when the range lies below 0."""
-        return max(self.hi, 0.0)
+    id: str
+    fits: bool
+    peak_tile_bytes: float | None
+    sram_per_tile: float | None
+    source: str = ""
+    features: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
 class ErrorTable:
-    """The stored errors: rows, and where and when they were measured."""
+    """The stored errors: rows, memory facts, and where and when they were measured."""
 
     rows: tuple[ErrorRow, ...]
     commit: str = ""
     measured: str = ""
     source: str = ""
+    memory: tuple[MemoryFact, ...] = ()
 
-    def class_rows(self, cls: str, exclude: Iterable[str] = ()) -> list[ErrorRow]:
-        """The rate rows of class ``cls`` with an error, without the ``exclude`` ids."""
-        skip = set(exclude)
-        return [
-            r
+    @functools.cached_property
+    def points(self) -> list:
+        """The calibration points (intervals_calibration.points): one per configuration."""
+        from analyser.core import intervals_calibration as cal
+
+        return cal.points(
+            {
+                "id": r.id,
+                "quantity": r.quantity,
+                "error": r.error,
+                "features": r.features,
+                "config": r.config or r.id,
+                "source": r.source or r.id,
+            }
             for r in self.rows
-            if r.mechanism == cls
-            and r.quantity in RATE_QUANTITIES
-            and r.error is not None
-            and r.id not in skip
-        ]
+        )
 
-    def band(self, classes: Iterable[str], exclude: Iterable[str] = ()) -> Band | str:
-        """The union band of ``classes`` (leaving out ``exclude``), or the sentence saying why
-        there is none."""
-        classes = tuple(classes)
-        exclude = tuple(exclude)
-        errors: list[float] = []
-        ids: list[str] = []
-        short = []
-        for c in classes:
-            rows = self.class_rows(c, exclude)
-            if len(rows) < MIN_ROWS:
-                short.append(f"{MECHANISMS.get(c, c)}: {len(rows)} of {MIN_ROWS}")
-            errors += [float(r.error) for r in rows]
-            ids += [r.id for r in rows]
-        if short:
-            return "no interval: too few reference rows (" + "; ".join(short) + ")"
-        return Band(min(errors), max(errors), classes, tuple(ids))
+    @functools.cached_property
+    def pairs(self) -> list:
+        """Pairs of configurations of one source (intervals_calibration.pairs)."""
+        from analyser.core import intervals_calibration as cal
+
+        return cal.pairs(self.points)
+
+    def features_of_ids(self, ids: Iterable[str]) -> list[Mapping[str, Any]]:
+        """The stored features of the rows ``ids``."""
+        want = set(ids)
+        return [r.features for r in self.rows if r.id in want and isinstance(r.features, Mapping)]
 
 
 def parse_errors(data: Any, source: str = "") -> ErrorTable:
@@ -378,7 +428,36 @@ def parse_errors(data: Any, source: str = "") -> ErrorTable:
     for k, v in text.items():
         if not isinstance(v, str) or len(v) > 200 or not v.isprintable():
             raise ErrorsFileError(f"{where}: '{k}' must be a short printable text.")
-    return ErrorTable(tuple(rows), text["commit"], text["measured"], source)
+    mem = data.get("memory", [])
+    if not isinstance(mem, list) or len(mem) > 10_000:
+        raise ErrorsFileError(f"{where}: 'memory' must be a list of at most 10,000 facts.")
+    facts = tuple(_parse_memory(m, f"{where}, memory fact {i + 1}") for i, m in enumerate(mem))
+    return ErrorTable(tuple(rows), text["commit"], text["measured"], source, facts)
+
+
+def _short_text(r: dict, key: str, where: str) -> str:
+    v = r.get(key, "")
+    if v is None:
+        return ""
+    if not isinstance(v, str) or len(v) > 500 or not v.isprintable():
+        raise ErrorsFileError(f"{where}: '{key}' must be a short printable text.")
+    return v
+
+
+def _parse_features(r: dict, where: str) -> Mapping[str, Any] | None:
+    f = r.get("features")
+    if f is None:
+        return None
+    ok = isinstance(f, dict) and len(f) <= 20
+    ok = ok and all(
+        isinstance(k, str) and (v is None or isinstance(v, bool) or _finite(v))
+        for k, v in f.items()
+    )
+    if not ok:
+        raise ErrorsFileError(
+            f"{where}: 'features' must be an object of numbers, booleans or null."
+        )
+    return dict(f)
 
 
 def _parse_row(r: Any, where: str, seen: set[str]) -> ErrorRow:
@@ -412,6 +491,35 @@ def _parse_row(r: Any, where: str, seen: set[str]) -> ErrorRow:
         None if err is None else float(err),
         tuple(refs),
         None if engine is None else float(engine),
+        _parse_features(r, f"{where} ({rid})"),
+        _short_text(r, "config", f"{where} ({rid})"),
+        _short_text(r, "source", f"{where} ({rid})"),
+    )
+
+
+def _parse_memory(m: Any, where: str) -> MemoryFact:
+    if not isinstance(m, dict):
+        raise ErrorsFileError(f"{where} is not an object.")
+    mid, fits = m.get("id"), m.get("fits")
+    if not isinstance(mid, str) or not mid or len(mid) > 200 or not mid.isprintable():
+        raise ErrorsFileError(f"{where}: 'id' must be a non-empty short printable text.")
+    if not isinstance(fits, bool):
+        raise ErrorsFileError(
+            f"{where} ({mid}): 'fits' must be true or false (the published fact)."
+        )
+    vals = {}
+    for k in ("peak_tile_bytes", "sram_per_tile"):
+        v = m.get(k)
+        if v is not None and (not _finite(v) or v <= 0):
+            raise ErrorsFileError(f"{where} ({mid}): '{k}' must be null or a positive number.")
+        vals[k] = None if v is None else float(v)
+    return MemoryFact(
+        mid,
+        fits,
+        vals["peak_tile_bytes"],
+        vals["sram_per_tile"],
+        _short_text(m, "source", f"{where} ({mid})"),
+        _parse_features(m, f"{where} ({mid})"),
     )
 
 
@@ -458,12 +566,13 @@ def default_table() -> ErrorTable | str:
 # -- intervals -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Interval:
-    """A predicted figure (or relative change) with the range the fidelity table allows.
+    """A predicted figure (or relative change) with its calibrated range at ``level``.
 
-    ``low`` / ``high`` are None when there is no interval, and ``note`` says why. ``classes``
-    are the prediction's mechanism classes (for a change: the before's and the after's);
-    ``rows`` the reference rows behind the band; ``correlated``: a change between predictions in
-    the same classes (the classes' shared offset cancels)."""
+    ``low`` / ``high`` are None when there is no range: ``outside_reason`` says why (the
+    prediction lies outside what the table validates) and ``note`` is the whole sentence.
+    ``classes`` are the prediction's classes (for a change: the before's, ``classes_after`` the
+    after's); ``rows`` the calibration points (configurations, or pairs for a change) behind
+    the range."""
 
     value: float | None
     low: float | None
@@ -471,16 +580,25 @@ class Interval:
     classes: tuple[str, ...] = ()
     rows: int = 0
     note: str = ""
-    correlated: bool | None = None
     classes_after: tuple[str, ...] | None = field(default=None)
-    #: A change only: the range with no correlation assumed (each prediction anywhere in its
-    #: classes' band), which holds ``low`` / ``high``.
-    worst: tuple[float, float] | None = None
+    #: The nominal level of the range (None when there is no range).
+    level: float | None = None
+    #: A memory figure: its one-sided statement from published memory facts (memory_statement)
+    #: in place of a range.
+    memory: str = ""
 
     @property
     def available(self) -> bool:
         """Whether the interval has both ends."""
         return self.low is not None and self.high is not None
+
+    @property
+    def outside_reason(self) -> str:
+        """Why there is no range ('' when there is one)."""
+        if self.available or self.memory:
+            return ""
+        head = f"{OUTSIDE}: "
+        return self.note[len(head) :] if self.note.startswith(head) else self.note
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object (docs/report-schema.md, Interval)."""
@@ -488,15 +606,16 @@ class Interval:
             "value": _clean(self.value),
             "low": _clean(self.low),
             "high": _clean(self.high),
+            "level": self.level if self.available else None,
+            "outside_reason": self.outside_reason or None,
             "classes": list(self.classes),
             "rows": self.rows,
             "note": self.note,
         }
+        if self.memory:
+            d["memory"] = self.memory
         if self.classes_after is not None:
             d["classes_after"] = list(self.classes_after)
-            d["correlated"] = self.correlated
-            d["worst_low"] = _clean(self.worst[0]) if self.worst else None
-            d["worst_high"] = _clean(self.worst[1]) if self.worst else None
         return d
 
 
@@ -508,10 +627,10 @@ def _none(value: float | None, note: str, classes: tuple[str, ...] = ()) -> Inte
     return Interval(value, None, None, classes, 0, note)
 
 
-def _band_for(
-    key: str, features: Features, table: ErrorTable | str | None, exclude: Iterable[str]
-) -> tuple[tuple[str, ...], Band | str]:
-    table = default_table() if table is None else table
+def _classes_for(
+    key: str, features: Features, table: ErrorTable | str
+) -> tuple[tuple[str, ...], str]:
+    """A prediction's classes for figure ``key`` and why it has no range ('' when it may)."""
     kind = FIGURE_KINDS.get(key)
     if kind is None:
         return (), NO_ROWS_NOTE
@@ -520,7 +639,28 @@ def _band_for(
         return classes, table
     if features.small_conv_share is None:  # not known: the class could be missing
         return classes, UNKNOWN_NOTE
-    return classes, table.band(classes, exclude)
+    return classes, ""
+
+
+def _far_outside(features: Features, table: ErrorTable, ids: Iterable[str]) -> str:
+    """Why ``features`` lie far outside the calibration rows ``ids`` ('' when they do not): an
+    IPU count more than :data:`FAR_FACTOR` times beyond the rows' range."""
+    ipus = [int(f["ipus"]) for f in table.features_of_ids(ids) if _finite(f.get("ipus"))]
+    if not ipus:
+        return ""
+    lo, hi = min(ipus), max(ipus)
+    if features.ipus > hi * FAR_FACTOR or features.ipus * FAR_FACTOR < lo:
+        span = f"{lo}" if lo == hi else f"{lo} to {hi}"
+        return (
+            f"{OUTSIDE}: {features.ipus} IPU{'s' if features.ipus != 1 else ''}, "
+            f"the reference configurations of its class use {span}"
+        )
+    return ""
+
+
+def _pool_ids(table: ErrorTable, classes: Iterable[str]) -> list[str]:
+    want = tuple(sorted(classes))
+    return [i for p in table.points if tuple(sorted(p.classes)) == want for i in p.ids]
 
 
 def absolute(
@@ -528,20 +668,30 @@ def absolute(
     value: float | None,
     features: Features,
     table: ErrorTable | str | None = None,
-    exclude: Iterable[str] = (),
+    exclude_group: str = "",
 ) -> Interval:
-    """The interval of a predicted figure ``key`` (:data:`FIGURE_KINDS`) of value ``value``."""
-    classes, band = _band_for(key, features, table, exclude)
+    """The calibrated range of a predicted figure ``key`` (:data:`FIGURE_KINDS`) of value
+    ``value`` at :data:`LEVEL` (intervals_calibration.calibrate; ``exclude_group``: a source
+    left out), or the sentence saying why the prediction is outside the validated range."""
+    from analyser.core import intervals_calibration as cal
+
+    table = default_table() if table is None else table
+    classes, why = _classes_for(key, features, table)
     if value is None or not math.isfinite(value):
         return _none(None, "no interval: no predicted figure", classes)
-    if isinstance(band, str):
-        return _none(value, band, classes)
-    lo, hi = band.lo0, band.hi0
-    if FIGURE_KINDS[key][0] == "rate":  # real = engine / (1 + error)
-        low, high = value / (1.0 + hi), value / (1.0 + lo)
-    else:  # cycles: real = engine x (1 + error)
-        low, high = value * (1.0 + lo), value * (1.0 + hi)
-    return Interval(value, min(low, value), max(high, value), classes, len(band.ids))
+    if why:
+        return _none(value, why, classes)
+    c = cal.calibrate(table.points, classes, LEVEL, exclude_group)
+    if c.lo is None or c.hi is None:
+        return _none(value, c.note, classes)
+    far = _far_outside(features, table, _pool_ids(table, classes))
+    if far:
+        return _none(value, far, classes)
+    if FIGURE_KINDS[key][0] == "rate":  # real = engine / exp(log error)
+        low, high = c.rate(value)
+    else:  # cycles per sample: real = engine x exp(log error)
+        low, high = min(value, value * math.exp(c.lo)), max(value, value * math.exp(c.hi))
+    return Interval(value, low, high, classes, c.n, "", level=c.level)
 
 
 def relative(
@@ -551,51 +701,32 @@ def relative(
     features_before: Features,
     features_after: Features,
     table: ErrorTable | str | None = None,
-    exclude: Iterable[str] = (),
+    exclude_group: str = "",
 ) -> Interval:
-    """The interval of the relative change ``after / before - 1`` of figure ``key``."""
-    cb, band_b = _band_for(key, features_before, table, exclude)
-    ca, band_a = _band_for(key, features_after, table, exclude)
+    """The calibrated range of the relative change ``after / before - 1`` of figure ``key``:
+    from how the engine's errors move between paired configurations of one source in the same
+    classes (intervals_calibration.calibrate_change), never from the size of the predicted
+    change, so a change the engine predicts as null keeps the error its mechanisms show."""
+    from analyser.core import intervals_calibration as cal
+
+    table = default_table() if table is None else table
+    cb, why_b = _classes_for(key, features_before, table)
+    ca, why_a = _classes_for(key, features_after, table)
     if before is None or after is None or not before or not math.isfinite(after / before):
-        iv = _none(None, "no interval: no predicted change", cb)
-        return Interval(iv.value, None, None, cb, 0, iv.note, None, ca)
+        return Interval(None, None, None, cb, 0, "no interval: no predicted change", ca)
     value = after / before - 1.0
-    for band in (band_b, band_a):
-        if isinstance(band, str):
-            return Interval(value, None, None, cb, 0, band, None, ca)
-    same = set(cb) == set(ca)
-    ratio = value + 1.0
-    kind = FIGURE_KINDS[key][0]
-    fmin, fmax = ratio_factors(band_b, band_a, same, kind, ratio)
-    wmin, wmax = ratio_factors(band_b, band_a, same, kind)  # no correlation assumed
-    n = len(set(band_b.ids) | set(band_a.ids))
-    low, high = ratio * fmin - 1.0, ratio * fmax - 1.0
-    worst = (min(ratio * wmin - 1.0, value), max(ratio * wmax - 1.0, value))
-    return Interval(value, min(low, value), max(high, value), cb, n, "", same, ca, worst)
-
-
-def ratio_factors(
-    before: Band, after: Band, same: bool, kind: str = "rate", ratio: float | None = None
-) -> tuple[float, float]:
-    """The real ratio after / before over the predicted ``ratio`` lies in [fmin, fmax].
-
-    In different classes the two errors are independent and each side keeps its band through
-    zero (rates: real ratio = ratio x (1 + e_before) / (1 + e_after); cycles the other way
-    round). In the same classes the errors are correlated: the classes' shared offset cancels,
-    and of their spread s = (1 + hi) / (1 + lo) only the share of the time per sample the change
-    moves counts, c = 1 - min(t, 1 / t) for the predicted time ratio t (a what-if shares its
-    model, system, host and engine with its base, so what it leaves alone keeps the base's
-    error): [s^-c, s^c]. c = 1 (no ``ratio``) is the worst case over the class.
-    """
-    if not same:
-        if kind == "rate":
-            return (1.0 + before.lo0) / (1.0 + after.hi0), (1.0 + before.hi0) / (1.0 + after.lo0)
-        return (1.0 + after.lo0) / (1.0 + before.hi0), (1.0 + after.hi0) / (1.0 + before.lo0)
-    spread = (1.0 + before.hi) / (1.0 + before.lo)
-    share = 1.0
-    if ratio is not None and math.isfinite(ratio) and ratio > 0:
-        share = 1.0 - min(ratio, 1.0 / ratio)  # the same for the rate and the time ratio
-    return spread**-share, spread**share
+    if why_b or why_a:
+        return Interval(value, None, None, cb, 0, why_b or why_a, ca)
+    c = cal.calibrate_change(table.pairs, cb, ca, LEVEL, exclude_group)
+    if c.lo is None or c.hi is None:
+        return Interval(value, None, None, cb, 0, c.note, ca)
+    for feats, classes in ((features_before, cb), (features_after, ca)):
+        far = _far_outside(feats, table, _pool_ids(table, classes))
+        if far:
+            return Interval(value, None, None, cb, 0, far, ca)
+    ratio = value + 1.0  # real ratio = predicted ratio x exp(-(error moves)), symmetric
+    low, high = ratio * math.exp(c.lo) - 1.0, ratio * math.exp(c.hi) - 1.0
+    return Interval(value, min(low, value), max(high, value), cb, c.n, "", ca, c.level)
 
 
 def figure_intervals(
@@ -604,7 +735,7 @@ def figure_intervals(
     keys: Iterable[str],
     table: ErrorTable | str | None = None,
 ) -> dict[str, Interval]:
-    """An interval for each of ``keys`` of one prediction (no interval where no row applies)."""
+    """An interval for each of ``keys`` of one prediction (no range where no row applies)."""
     table = default_table() if table is None else table
     out = {}
     for k in keys:
@@ -636,10 +767,94 @@ def change_intervals(
     return out
 
 
+# -- memory: one-sided statements from published facts ---------------------------------------------
+NO_MEMORY_NOTE = "no memory evidence"
+
+
+def memory_statement(
+    features: Features,
+    fits: bool | None,
+    peak_tile_bytes: float | None,
+    sram_per_tile: float | None,
+    table: ErrorTable | str | None = None,
+    level: float = LEVEL,
+) -> dict[str, Any]:
+    """What the published memory facts say about a prediction's fit and fullest tile.
+
+    The facts of the prediction's device classes are used. A published fit bounds the real
+    fullest tile from above by the tile's memory, so the real / engine ratio of that
+    configuration is at most u = tile memory / engine's fullest tile; the
+    ceil((n + 1) level)-th smallest u over n such facts bounds a further configuration's ratio
+    from above with probability at least ``level`` (one-sided split-conformal; the bounds are
+    conservative because each u only bounds its ratio). A published out-of-memory fact bounds
+    the ratio from below the same way. ``{statement, level, bound, side, facts}``: ``bound``
+    the real fullest tile's bound (bytes), ``side`` 'at most' / 'at least'; without facts of
+    its classes the statement is :data:`NO_MEMORY_NOTE`."""
+    from analyser.core import intervals_calibration as cal
+
+    table = default_table() if table is None else table
+    out: dict[str, Any] = {"statement": NO_MEMORY_NOTE, "level": None, "bound": None}
+    out.update(side=None, facts=0)
+    if isinstance(table, str) or not _finite(peak_tile_bytes) or not _finite(sram_per_tile):
+        return out
+    want = classify(features, host_inclusive=False)
+    pool = [
+        m
+        for m in table.memory
+        if m.peak_tile_bytes
+        and m.sram_per_tile
+        and classify(_features_of_mapping(m.features), host_inclusive=False) == want
+    ]
+    out["facts"] = len(pool)
+    if not pool:
+        out["statement"] = f"{NO_MEMORY_NOTE} for {class_words(want)}"
+        return out
+    need = cal.min_points(level)
+    ups = sorted(m.sram_per_tile / m.peak_tile_bytes for m in pool if m.fits)
+    downs = sorted((m.sram_per_tile / m.peak_tile_bytes for m in pool if not m.fits), reverse=True)
+    # the side that can decide the engine's own verdict: a predicted fit needs an upper bound
+    side, vals = ("at most", ups) if fits is not False else ("at least", downs)
+    if len(vals) < need:
+        kind = "fit" if side == "at most" else "out-of-memory"
+        out["statement"] = (
+            f"{NO_MEMORY_NOTE} that decides it: {len(vals)} published {kind} fact"
+            f"{'s' if len(vals) != 1 else ''} for {class_words(want)} (a bound at "
+            f"{level:.0%} needs {need})"
+        )
+        return out
+    k = math.ceil((len(vals) + 1) * level - 1e-9) - 1
+    bound = float(peak_tile_bytes) * vals[k]
+    verdict = (
+        ("fits" if bound <= sram_per_tile else "fit not established")
+        if side == "at most"
+        else ("out of memory" if bound > sram_per_tile else "out of memory not established")
+    )
+    out.update(level=level, bound=bound, side=side)
+    out["statement"] = (
+        f"{verdict}: fullest tile {side} {bound / 1024:,.0f} KiB of {sram_per_tile / 1024:,.0f} "
+        f"KiB ({level:.0%} one-sided, from {len(vals)} published facts of {class_words(want)})"
+    )
+    return out
+
+
+def _features_of_mapping(f: Mapping[str, Any] | None) -> Features:
+    f = f if isinstance(f, Mapping) else {}
+    return features_from(
+        {k: f.get(k) for k in FEATURE_KEYS},
+        {"num_ipus": _int(f.get("ipus"), 1), "replication_factor": 1},
+    )
+
+
 # -- words ---------------------------------------------------------------------------------------
-def fmt_pct_range(low: float | None, high: float | None) -> str:
-    """'(+60% to +110%)' for a relative change's interval."""
-    return f"({_pct(low)} to {_pct(high)})"
+def fmt_pct_range(low: float | None, high: float | None, level: float | None = LEVEL) -> str:
+    """'(80% range +60% to +110%)' for a relative change's interval."""
+    return f"({range_words(_pct(low), _pct(high), level)})"
+
+
+def range_words(low: str, high: str, level: float | None = LEVEL) -> str:
+    """'80% range +60% to +110%': every range says its level."""
+    lvl = f"{level:.0%} " if _finite(level) else ""
+    return f"{lvl}range {low} to {high}"
 
 
 def _pct(x: float | None) -> str:
@@ -650,15 +865,25 @@ def _pct(x: float | None) -> str:
 
 
 def describe_change(iv: Mapping[str, Any] | Interval | None, *, short: bool = False) -> str:
-    """The interval of a change in words: '(+60% to +110%)', or '(no interval: ...)' (with
-    ``short``, '(no interval)')."""
+    """The interval of a change in words: '(80% range +60% to +110%)', or '(outside the
+    validated range: ...)' (with ``short``, '(outside the validated range)')."""
     d = iv.to_dict() if isinstance(iv, Interval) else iv
     if not d:
         return ""
-    if d.get("low") is not None and d.get("high") is not None:
-        return fmt_pct_range(d["low"], d["high"])
-    note = str(d.get("note") or "no interval")
-    return "(no interval)" if short else f"({note})"
+    if _finite(d.get("low")) and _finite(d.get("high")):
+        return fmt_pct_range(d["low"], d["high"], d.get("level"))
+    return f"({OUTSIDE})" if short else f"({_outside_words(d)})"
+
+
+def _outside_words(d: Mapping[str, Any]) -> str:
+    """'outside the validated range: <why>' for an interval object without a range (a memory
+    figure: its one-sided statement)."""
+    if d.get("memory"):
+        return str(d["memory"])
+    note = str(d.get("note") or "")
+    if note.startswith((OUTSIDE, "no interval")):
+        return note
+    return f"{OUTSIDE}: {d.get('outside_reason') or note or 'no reference rows'}"
 
 
 def class_words(classes: Iterable[str]) -> str:
@@ -666,68 +891,42 @@ def class_words(classes: Iterable[str]) -> str:
     return " + ".join(MECHANISMS.get(c, c) for c in classes)
 
 
-# -- leave-one-out check of the table --------------------------------------------------------------
-def leave_one_out(table: ErrorTable) -> list[dict[str, Any]]:
-    """Every performance row against the band of the *other* rows of its class (a ratio row:
-    its published ratio against the change interval of its two rows' classes, those two rows
-    left out): ``{id, mechanism, error, low, high, inside, note}``, where ``low`` / ``high``
-    bound the row's error (None and a ``note`` when the others are too few)."""
-    by_id = {r.id: r for r in table.rows}
-    out = []
-    for r in table.rows:
-        if r.mechanism not in PERFORMANCE_CLASSES or r.error is None:
-            continue
-        if r.quantity in RATE_QUANTITIES:
-            band = table.band((r.mechanism,), exclude=(r.id,))
-            if isinstance(band, str):
-                out.append(_loo(r, None, None, band))
-                continue
-            out.append(_loo(r, band.lo0, band.hi0))
-        elif len(r.rows) == 2 and all(x in by_id for x in r.rows):
-            a, b = (by_id[x] for x in r.rows)  # ratio = a / b: b is the before, a the after
-            skip = (r.id, a.id, b.id)
-            bb, ba = table.band((b.mechanism,), skip), table.band((a.mechanism,), skip)
-            if isinstance(bb, str) or isinstance(ba, str):
-                out.append(_loo(r, None, None, bb if isinstance(bb, str) else ba))
-                continue
-            fmin, fmax = ratio_factors(bb, ba, a.mechanism == b.mechanism, "rate", r.engine)
-            # the engine's ratio error e = R_e / R_p - 1 lies inside when R_p / R_e in [fmin, fmax]
-            out.append(_loo(r, 1.0 / fmax - 1.0, 1.0 / fmin - 1.0))
-    return out
-
-
-def _loo(r: ErrorRow, low: float | None, high: float | None, note: str = "") -> dict[str, Any]:
-    inside = None if low is None or high is None else bool(low - 1e-12 <= r.error <= high + 1e-12)
-    return {
-        "id": r.id,
-        "mechanism": r.mechanism,
-        "quantity": r.quantity,
-        "error": r.error,
-        "low": low,
-        "high": high,
-        "inside": inside,
-        "note": note,
-    }
-
-
 # -- a profile's and a change's intervals --------------------------------------------------------
 def table_info(table: ErrorTable | str | None = None) -> dict[str, Any]:
-    """Where the errors come from: ``{commit, measured, rows}``, or ``{note}`` when unusable."""
+    """Where the errors come from: ``{commit, measured, rows, level}``, or ``{note}``."""
     table = default_table() if table is None else table
     if isinstance(table, str):
         return {"note": table}
-    return {"commit": table.commit, "measured": table.measured, "rows": len(table.rows)}
+    return {
+        "commit": table.commit,
+        "measured": table.measured,
+        "rows": len(table.rows),
+        "level": LEVEL,
+        "memory_facts": len(table.memory),
+    }
 
 
 def profile_prediction(
     analysis, keys: Iterable[str], table: ErrorTable | str | None = None
 ) -> dict[str, Any]:
     """The ``prediction`` block of a profile's JSON: its features, classes (host-inclusive and
-    device-only figures), and an interval for every figure of ``keys`` (a profile written by
-    the engine is a prediction)."""
+    device-only figures), an interval for every figure of ``keys`` and the memory statement
+    (a profile written by the engine is a prediction)."""
     table = default_table() if table is None else table
     feats = features_of(analysis)
     figures = analysis.metrics.to_dict()
+    oom = figures.get("oom_tiles")
+    fits = None if not _finite(oom) else int(oom) == 0
+    sram = getattr(analysis.target, "sram_per_tile", None)
+    memory = memory_statement(
+        feats, fits, figures.get("max_tile_memory_bytes"), sram if _finite(sram) else None, table
+    )
+    ivs = figure_intervals(figures, feats, keys, table)
+    for k in MEMORY_FIGURES:
+        if k in ivs:
+            iv = ivs[k]
+            ivs[k] = Interval(iv.value, None, None, iv.classes, memory["facts"], iv.note)
+            ivs[k] = dataclasses.replace(ivs[k], memory=memory["statement"])
     return {
         "features": {
             "ipus": feats.ipus,
@@ -735,46 +934,80 @@ def profile_prediction(
             "host_load": _clean(feats.host_load),
             "host_overlapped": feats.host_overlapped,
             "small_conv_share": _clean(feats.small_conv_share),
+            "call_share": _clean(feats.call_share),
         },
         "classes": list(classify(feats)),
         "classes_device": list(classify(feats, host_inclusive=False)),
+        "level": LEVEL,
         "errors": table_info(table),
-        "intervals": {
-            k: iv.to_dict() for k, iv in figure_intervals(figures, feats, keys, table).items()
-        },
+        "intervals": {k: iv.to_dict() for k, iv in ivs.items()},
+        "memory": memory,
     }
 
 
 def change_note(d: Mapping[str, Any] | None) -> str:
-    """One line on a change's interval: its classes and rows, or why there is none."""
+    """One line on a change's interval: its level, classes and pairs, or why there is none."""
     if not isinstance(d, Mapping) or not d:
         return ""
     if not _finite(d.get("low")) or not _finite(d.get("high")):
-        return str(d.get("note") or "no interval")
+        return _outside_words(d)
     before, after = d.get("classes") or [], d.get("classes_after") or d.get("classes") or []
     if not isinstance(before, list | tuple) or not isinstance(after, list | tuple):
-        return "no interval"
+        return _outside_words(d)
     where = class_words(before)
     if set(after) != set(before):
-        where += f" before, {class_words(after)} after (errors independent)"
-    elif d.get("correlated"):
-        where += " (errors correlated: the share of the run the change moves counts"
-        if _finite(d.get("worst_low")) and _finite(d.get("worst_high")):
-            where += f"; uncorrelated {_pct(d['worst_low'])} to {_pct(d['worst_high'])}"
-        where += ")"
-    return f"interval from {d.get('rows', 0)} reference rows: {where}"
+        where += f" -> {class_words(after)}"
+    lvl = d.get("level")
+    lvl = f"{lvl:.0%} " if _finite(lvl) else ""
+    return (
+        f"{lvl}range from how the engine's errors move between {d.get('rows', 0)} pairs of "
+        f"reference configurations of one source ({where}), not from the predicted change"
+    )
 
 
 def range_text(d: Mapping[str, Any] | None, fmt=None) -> str:
-    """'+60% to +110%' for a change (``fmt`` None), 'low to high' with ``fmt`` for a figure,
-    'no interval' when there is none, '' without an interval object."""
+    """'80% range +60% to +110%' for a change (``fmt`` None), '80% range low to high' with
+    ``fmt`` for a figure, 'outside the validated range: <why>' when there is none, '' without
+    an interval object."""
     if not isinstance(d, Mapping) or not d:
         return ""
     if not _finite(d.get("low")) or not _finite(d.get("high")):
-        return "no interval"
+        return _outside_words(d)
     if fmt is None:
-        return f"{_pct(d['low'])} to {_pct(d['high'])}"
-    return f"{fmt(d['low'])} to {fmt(d['high'])}"
+        return range_words(_pct(d["low"]), _pct(d["high"]), d.get("level"))
+    return range_words(fmt(d["low"]), fmt(d["high"]), d.get("level"))
+
+
+def range_cell(d: Mapping[str, Any] | None, fmt=None) -> str:
+    """:func:`range_text` for a table cell: the range, or only 'outside the validated range'
+    (the reasons are listed once under the table: :func:`outside_reasons`)."""
+    return short_range(range_text(d, fmt))
+
+
+def short_range(text: str) -> str:
+    """A range's words as they are; a sentence in its place cut to its head ('outside the
+    validated range', 'no memory evidence', 'fits', ...) for a table cell."""
+    if not text or has_range(text):
+        return text
+    if text.startswith(NO_MEMORY_NOTE):
+        return NO_MEMORY_NOTE
+    return text.split(":", 1)[0]
+
+
+def outside_reasons(items: Iterable[tuple[str, Mapping[str, Any] | None]]) -> list[str]:
+    """'label: why' for each interval object of ``items`` ((label, interval)) without a range,
+    one line per distinct reason (labels of the same reason joined)."""
+    by: dict[str, list[str]] = {}
+    for label, d in items:
+        text = range_text(d)
+        if text and not has_range(text):
+            by.setdefault(text, []).append(label)
+    return [f"{', '.join(labels)}: {why}" for why, labels in by.items()]
+
+
+def has_range(text: str) -> bool:
+    """Whether :func:`range_text`'s words are a range (not the outside-range sentence)."""
+    return " range " in f" {text}" and not text.startswith(OUTSIDE) and "no interval" not in text
 
 
 #: Columns :func:`tune_columns` adds to a results table (docs/tune.md).
@@ -784,6 +1017,7 @@ TUNE_COLUMNS: tuple[str, ...] = (
     "throughput_change",
     "throughput_change_low",
     "throughput_change_high",
+    "interval_level",
     "interval_classes",
     "interval_note",
 )
@@ -796,8 +1030,8 @@ def tune_columns(
     start_config: Mapping[str, Any] | None,
     table: ErrorTable | str | None = None,
 ) -> dict[str, Any]:
-    """A tried configuration's throughput interval, and its change from the start's with the
-    change's interval (None where there is none; ``interval_note`` says why)."""
+    """A tried configuration's throughput range, and its change from the start's with the
+    change's range (None where there is none; ``interval_note`` says why)."""
     table = default_table() if table is None else table
     key = "throughput_samples_per_s"
     feats = features_from(figures, config)
@@ -809,6 +1043,7 @@ def tune_columns(
         "throughput_change": None,
         "throughput_change_low": None,
         "throughput_change_high": None,
+        "interval_level": LEVEL,
         "interval_classes": "+".join(iv.classes),
         "interval_note": iv.note,
     }
@@ -831,7 +1066,8 @@ def tune_columns(
 
 
 def prediction_note(pred: Mapping[str, Any] | None) -> str:
-    """One sentence on a profile's ranges (its ``prediction`` block): classes, rows, commit."""
+    """One sentence on a profile's ranges (its ``prediction`` block): level, classes, commit,
+    or the outside-range sentence; and its memory statement."""
     if not isinstance(pred, Mapping) or not pred:
         return ""
     errors = pred.get("errors") if isinstance(pred.get("errors"), Mapping) else {}
@@ -839,10 +1075,14 @@ def prediction_note(pred: Mapping[str, Any] | None) -> str:
         return str(errors["note"])
     classes = pred.get("classes") if isinstance(pred.get("classes"), list) else []
     iv = (pred.get("intervals") or {}).get("throughput_samples_per_s")
-    rows = iv.get("rows", 0) if isinstance(iv, Mapping) else 0
-    head = f"Ranges: what the real figure may be, from the engine's errors against {rows} public "
-    head += f"reference rows of its class ({class_words(classes)}), measured on commit "
-    head += f'{errors.get("commit") or "unknown"} (docs/fidelity.md, "Intervals").'
+    mem = pred.get("memory") if isinstance(pred.get("memory"), Mapping) else {}
+    memory = f" Memory: {mem['statement']}." if mem.get("statement") else ""
     if isinstance(iv, Mapping) and not _finite(iv.get("low")):
-        return f"Ranges: {iv.get('note') or 'no interval'} ({class_words(classes)})."
-    return head
+        return f"Ranges: {_outside_words(iv)} ({class_words(classes)}).{memory}"
+    rows = iv.get("rows", 0) if isinstance(iv, Mapping) else 0
+    lvl = pred.get("level") if _finite(pred.get("level")) else LEVEL
+    head = f"Ranges: {lvl:.0%} ranges of what the real figure may be, calibrated on {rows} public "
+    head += f"reference configurations of its class ({class_words(classes)}) with each source "
+    head += f"held out, measured on commit {errors.get('commit') or 'unknown'} "
+    head += '(docs/fidelity.md, "Calibrated intervals").'
+    return head + memory

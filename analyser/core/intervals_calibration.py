@@ -34,13 +34,10 @@ from typing import Any
 
 import numpy as np
 
-from analyser.core.intervals import Features, classify
+from analyser.core.intervals import LEVEL, OUTSIDE, Features, classify
 
-#: The nominal level of every interval (two-sided, central).
-LEVEL = 0.8
 #: The fixed band the intervals are scored against: x/÷ this factor around the point estimate.
 FIXED_FACTOR = 1.5
-OUTSIDE = "outside the validated range"
 
 
 @dataclass(frozen=True)
@@ -67,6 +64,7 @@ def row_classes(features: Mapping[str, Any] | None) -> tuple[str, ...] | None:
         if isinstance(features.get("host_overlapped"), bool)
         else None,
         _num(features.get("small_conv_share")),
+        _num(features.get("call_share")),
     )
     return classify(f, host_inclusive=True)
 
@@ -211,11 +209,6 @@ def summarise(checks: list[dict[str, Any]], level: float = LEVEL) -> list[dict[s
             }
         )
     return out
-
-
-def range_words(low: str, high: str, level: float = LEVEL) -> str:
-    """'80% range +60% to +110%': every range says its level."""
-    return f"{level:.0%} range {low} to {high}"
 
 
 # -- changes: from how the errors move between paired rows -------------------------------------

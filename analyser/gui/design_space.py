@@ -452,17 +452,20 @@ def open_design_space_dialog(window) -> DesignSpaceWindow | None:
 
 def _range_words(r) -> str:
     """The throughput's range and the change from the start with its range (tune's interval
-    columns; docs/fidelity.md, "Intervals"), or why there is none; '' for older tables."""
+    columns; docs/fidelity.md, "Calibrated intervals"), or why there is none; '' for older tables."""
     if "throughput_low" not in r.index:
         return ""
     lo, hi, ch = r["throughput_low"], r["throughput_high"], r.get("throughput_change")
     clo, chi = r.get("throughput_change_low"), r.get("throughput_change_high")
     ok = all(isinstance(v, int | float) and np.isfinite(v) for v in (lo, hi))
+    level = r.get("interval_level")
+    level = f"{100 * level:.0f}% " if isinstance(level, int | float) and np.isfinite(level) else ""
     if not ok:
-        note = r.get("interval_note") or "no interval"
-        return f"<br>range of the throughput: {lit(str(note))}"
-    out = f"<br>throughput range {_fmt('throughput_samples_per_s', lo)} to "
+        note = r.get("interval_note") or "outside the validated range"
+        return f"<br>throughput: {lit(str(note))}"
+    out = f"<br>throughput {level}range {_fmt('throughput_samples_per_s', lo)} to "
     out += f"{_fmt('throughput_samples_per_s', hi)}"
     if all(isinstance(v, int | float) and np.isfinite(v) for v in (ch, clo, chi)) and ch:
-        out += f"; vs the start {100 * ch:+.0f}% ({100 * clo:+.0f}% to {100 * chi:+.0f}%)"
+        out += f"; vs the start {100 * ch:+.0f}% ({level}range {100 * clo:+.0f}% to "
+        out += f"{100 * chi:+.0f}%)"
     return out + f" [{lit(str(r.get('interval_classes') or ''))}]"

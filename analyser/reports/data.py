@@ -18,7 +18,7 @@ from analyser.core.summary import IMBALANCE_TOP, summary_sections, summary_table
 from profiles import schema
 
 REPORT_SCHEMA = "ipu-analyser-report"
-REPORT_SCHEMA_VERSION = "1.3"
+REPORT_SCHEMA_VERSION = "2.0"
 
 
 #: The Metrics figures given an interval in ``prediction.intervals`` (the numeric ones).

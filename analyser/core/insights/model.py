@@ -54,8 +54,8 @@ class Effect:
     #: memory tip that costs throughput) or ``"bad"`` (not recommended).
     tone: str = ""
     #: Per figure (:data:`EFFECT_KEYS`): ``before``, ``after`` and ``change`` intervals, the
-    #: range the fidelity table allows (analyser.core.intervals.Interval.to_dict; docs/insights.md,
-    #: "Intervals"). Empty when nothing was re-simulated.
+    #: calibrated range at its level or why there is none (analyser.core.intervals.Interval.to_dict;
+    #: docs/fidelity.md, "Calibrated intervals"). Empty when nothing was re-simulated.
     intervals: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def delta(self, key: str) -> float | None:

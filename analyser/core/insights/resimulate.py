@@ -70,12 +70,13 @@ def _attach_intervals(
         intervals.features_from(after, after_config),
         EFFECT_KEYS,
     )
-    # the verdict says it too: "throughput +86.0% (+64% to +111%), ..."
+    # the verdict says it too: "throughput +86.0% (80% range +64% to +111%), ..." or why the
+    # prediction has no range
     key = "throughput_samples_per_s"
     said = f"throughput {fmt_delta_pct(eff.before.get(key), eff.after.get(key))}"
     change = eff.intervals[key]["change"]
-    if change.get("low") is not None and said in eff.message:
-        rng = intervals.fmt_pct_range(change["low"], change["high"])
+    if change.get("value") is not None and said in eff.message:
+        rng = intervals.describe_change(change)
         eff.message = eff.message.replace(said, f"{said} {rng}", 1)
     return eff
 

@@ -34,9 +34,9 @@ SINGLE_HEADERS = ("Name", "Value", "Range", NOTE)
 COMPARE_HEADERS = ("Name", "A", "B", "Change", "Range")
 #: The headers' tooltips (the short "Range" says what it is here).
 HEADER_TIPS = {
-    "Range": "What the real figure (compare mode: its change) may be, from the engine's errors "
-    'against public figures (the fidelity table, docs/fidelity.md, "Intervals"); '
-    "'no interval' where the table has no rows for it",
+    "Range": "What the real figure (compare mode: its change) may be at 80%, calibrated on the "
+    "engine's errors against public figures (the fidelity table, docs/fidelity.md, "
+    '"Calibrated intervals"); "outside the validated range" where the table does not cover it',
     NOTE: "What the figure is out of, or how it splits over the IPUs",
 }
 

@@ -630,7 +630,7 @@ def insight_html(tip: Any, units) -> str:
                     f"<td align='right'>{esc(rng)}</td></tr>"
                 )
             parts.append("</table>")
-            # how far to trust it: the fidelity table's range (docs/fidelity.md, "Intervals")
+            # how far to trust it: the fidelity table's range (docs/fidelity.md, "Calibrated intervals")
             note = change_note((eff.intervals.get("throughput_samples_per_s") or {}).get("change"))
             if note:
                 parts.append(f"<p><i>Range of the throughput change: {esc(note)}.</i></p>")
