@@ -1677,6 +1677,8 @@ def ipu_config_cases(folder: Path) -> dict[str, InputCase]:
         ("profile", "--model", "bert-base", "--ipu-config", str(fifo), "-o", out)
     )
     return cases
+
+
 # -- host facts: a run configuration's host_profile (relative to the file, as model is) and ------
 # -- calibrate-host over a broken torch install -----------------------------------------------
 
