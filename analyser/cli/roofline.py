@@ -68,8 +68,12 @@ def render(con, r, name: str, top: int) -> None:
         "FLOPs per cycle achieved and attainable)",
         title_justify="left",
     )
+    ops = r.operations
+    shown = ops.head(top)
+    with_source = "source" in shown and bool((shown["source"].astype(str) != "").any())
+    heads = (("operation", "left"),) + ((("source", "left"),) if with_source else ())
     for c, j in (
-        ("operation", "left"),
+        *heads,
         ("IPU", "right"),
         ("FLOPs", "right"),
         ("exchanged", "right"),
@@ -80,10 +84,10 @@ def render(con, r, name: str, top: int) -> None:
         ("limit", "left"),
     ):
         tab.add_column(c, justify=j)
-    ops = r.operations
-    for o in ops.head(top).itertuples():
+    for o in shown.itertuples():
         tab.add_row(
             esc(str(o.name)),
+            *((esc(str(o.source)),) if with_source else ()),
             str(o.ipu),
             _si(o.flops),
             fmt_bytes(o.exchange_bytes),
