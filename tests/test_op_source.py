@@ -10,11 +10,11 @@ import json
 
 import numpy as np
 import onnx
+import onnx_cnn_models as cnn
+import onnx_models as om
 import pytest
 from onnx import helper as h
 
-import onnx_cnn_models as cnn
-import onnx_models as om
 from analyser.cli import main
 from analyser.core import Analysis
 from engine.onnx import import_onnx
