@@ -565,8 +565,8 @@ def test_expansion_bombs_are_refused_in_one_sentence_quickly(expansion):
     If subgraphs, 50,001 nodes inside one subgraph, a recursive function, a NUL byte in an
     external-data location: one sentence each, exit 2, in seconds (each took minutes, hung or
     raised ValueError before the expanded count was bounded). The bound is on the work (the
-    count is checked before anything is expanded), so the test does not time it: a run that hung
-    as before would pass the 60 s limit of ``run_in_process``, which fails it."""
+    count is checked before anything is expanded), so the test does not time it: a run that hangs
+    as before runs past the 60 s limit of ``run_in_process``, which fails it."""
     import hostile
 
     for name, case in expansion.items():
