@@ -94,7 +94,7 @@ def _esc(text: object) -> str:
 
 
 # -- one profile -----------------------------------------------------------------------------------
-def memory_per_tile(analysis: Analysis) -> str:
+def memory_per_tile_figure(analysis: Analysis):
     """Memory per tile by category group, one panel per IPU (the fullest first beyond
     :data:`MAX_IPU_PANELS`), the SRAM limit dashed; hover: the tile's memory by group."""
     import plotly.graph_objects as go
@@ -186,10 +186,15 @@ def memory_per_tile(analysis: Analysis) -> str:
         hovermode="x unified",
         legend={"orientation": "h", "y": -0.12 if len(ipus) > 1 else -0.25},
     )
-    return to_div(fig)
+    return fig
 
 
-def memory_histogram(analysis: Analysis) -> str:
+def memory_per_tile(analysis: Analysis) -> str:
+    """:func:`memory_per_tile_figure` as a ``<div>`` of the report."""
+    return to_div(memory_per_tile_figure(analysis))
+
+
+def memory_histogram_figure(analysis: Analysis):
     """Tiles by memory used (bins of the memory analysis), the SRAM limit dashed."""
     import plotly.graph_objects as go
 
@@ -215,10 +220,15 @@ def memory_histogram(analysis: Analysis) -> str:
     _layout(fig, title="Memory over all tiles", height=340, bargap=0)
     fig.update_xaxes(title_text="KiB per tile")
     fig.update_yaxes(title_text="tiles")
-    return to_div(fig)
+    return fig
 
 
-def liveness_curve(analysis: Analysis) -> str:
+def memory_histogram(analysis: Analysis) -> str:
+    """:func:`memory_histogram_figure` as a ``<div>`` of the report."""
+    return to_div(memory_histogram_figure(analysis))
+
+
+def liveness_curve_figure(analysis: Analysis):
     """Live memory over the program steps per IPU, the peak marked; hover: the step's name."""
     import plotly.graph_objects as go
 
@@ -269,10 +279,15 @@ def liveness_curve(analysis: Analysis) -> str:
         fig.update_layout(
             title_text=f"Live memory per IPU (the maximum of every {step:,} steps, at its step)"
         )
-    return to_div(fig)
+    return fig
 
 
-def cycles_by_type(analysis: Analysis) -> str:
+def liveness_curve(analysis: Analysis) -> str:
+    """:func:`liveness_curve_figure` as a ``<div>`` of the report."""
+    return to_div(liveness_curve_figure(analysis))
+
+
+def cycles_by_type_figure(analysis: Analysis):
     """Cycles by step type per IPU, after the host's time before the device (hatched)."""
     import plotly.graph_objects as go
 
@@ -323,7 +338,12 @@ def cycles_by_type(analysis: Analysis) -> str:
     )
     fig.update_yaxes(autorange="reversed")
     fig.update_xaxes(title_text="cycles")
-    return to_div(fig)
+    return fig
+
+
+def cycles_by_type(analysis: Analysis) -> str:
+    """:func:`cycles_by_type_figure` as a ``<div>`` of the report."""
+    return to_div(cycles_by_type_figure(analysis))
 
 
 def pipeline_phases(analysis: Analysis) -> str:
@@ -636,3 +656,88 @@ def design_space(table: Any) -> str:
         default_height="520px",
     )
     return f"{div}<noscript>{design_space_chart(table)}</noscript>"
+
+
+def trace_window_figure(
+    analysis: Analysis,
+    window: tuple[int, int],
+    ipus: list[int] | None = None,
+    max_steps: int = 20_000,
+):
+    """The executed steps of cycles ``window`` = (start, end) on ``ipus`` (all by default), one
+    lane per IPU and a bar per step coloured by its type; hover: the step's program, type, start
+    and cycles. A window of more than ``max_steps`` steps, an empty or malformed window or an
+    IPU the profile lacks is a ValueError of one sentence."""
+    import plotly.graph_objects as go
+
+    from profiles import schema
+
+    try:
+        start, end = (int(window[0]), int(window[1]))
+    except (TypeError, ValueError, IndexError, OverflowError):
+        raise ValueError(f"give the window as (start, end) cycles, not {window!r:.80}.") from None
+    if end <= start:
+        raise ValueError(f"the window ({start:,}, {end:,}) is empty: give start < end.")
+    src = analysis.src
+    if not src.has_execution:
+        raise ValueError(f"profile {analysis.path} has no execution (it does not fit in memory).")
+    prof = src.profile
+    lanes = list(range(prof.num_ipus)) if ipus is None else list(ipus)
+    bad = [i for i in lanes if not isinstance(i, int) or not 0 <= i < prof.num_ipus]
+    if bad:
+        raise ValueError(f"IPU {bad[0]!r:.40} is not one of the profile's {prof.num_ipus} IPUs.")
+    count = sum(int(np.subtract(*prof.window_rows(i, start, end)[::-1])) for i in lanes)
+    if count > max_steps:
+        raise ValueError(
+            f"the window holds about {count:,} steps, more than the {max_steps:,} a chart draws; "
+            "narrow it (the Execution Trace report draws long windows at a coarser detail)."
+        )
+    names = np.array(
+        [
+            v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+            for v in src.column("/programs/nodes", "name")
+        ],
+        dtype=object,
+    )
+    cols = ["start", "cycles", "type", "program"]
+    frames = [(i, prof.step_window(i, start, end, cols)) for i in lanes]  # one read per IPU
+    fig = go.Figure()
+    for code, t in enumerate(schema.PROGRAM_TYPES):
+        ys, base, length, text = [], [], [], []
+        for i, df in frames:
+            sel = df["type"].to_numpy() == code
+            if not sel.any():
+                continue
+            st = df["start"].to_numpy()[sel]
+            cy = df["cycles"].to_numpy()[sel]
+            prog = df["program"].to_numpy()[sel]
+            ys.append(np.full(st.size, f"IPU {i}", dtype=object))
+            base.append(st)
+            length.append(np.maximum(cy, 1))
+            text.append([_esc(n) for n in names[np.clip(prog, 0, len(names) - 1)]])
+        if not ys:
+            continue
+        fig.add_trace(
+            go.Bar(
+                y=np.concatenate(ys),
+                base=np.concatenate(base),
+                x=np.concatenate(length),
+                orientation="h",
+                name=t,
+                marker_color=_colour("step_types", t),
+                hovertext=np.concatenate([np.asarray(x, dtype=object) for x in text]),
+                hovertemplate="%{hovertext}<br>"
+                + t
+                + ": %{x:,} cycles from %{base:,}<extra></extra>",
+            )
+        )
+    _layout(
+        fig,
+        title=f"Execution trace, cycles {start:,} to {end:,}",
+        height=160 + 50 * len(lanes),
+        barmode="overlay",
+        legend={"orientation": "h", "y": -0.3},
+    )
+    fig.update_yaxes(autorange="reversed")
+    fig.update_xaxes(title_text="cycles", range=[start, end])
+    return fig
