@@ -2089,3 +2089,19 @@ def fidelity_errors_calibration_files(folder: Path) -> dict[str, Path]:
         path.write_text(json.dumps(d), encoding="utf-8")
         out[name] = path
     return out
+
+
+# -- the notebook's inputs: windows of the execution trace (analysis.plot.trace) ---------------
+def trace_windows() -> dict[str, tuple[object, str]]:
+    """Windows ``analysis.plot.trace`` refuses, with what its one sentence says: empty or
+    reversed, not two numbers, too large to draw (with the step limit lowered to 50)."""
+    return {
+        "reversed": ((5, 1), "empty"),
+        "empty": ((7, 7), "empty"),
+        "text": (("a", 2), "(start, end)"),
+        "none": (None, "(start, end)"),
+        "one-number": ((5,), "(start, end)"),
+        "nan": ((float("nan"), 5), "(start, end)"),
+        "huge": ((0, 10**30), "narrow it"),
+        "whole-run": ((0, 10**12), "narrow it"),
+    }
