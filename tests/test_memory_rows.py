@@ -168,3 +168,38 @@ def test_swish_keeps_only_its_input_for_the_backward(tmp_path):
         long_lived = (V.live_end - V.live_start) > 50
         kept[fw] = int((sig & long_lived & (V.kind == 1)).sum())
     assert kept["popart"] > 0 and kept["poptorch"] < kept["popart"]
+
+
+def test_bad_before_memory_file_is_one_sentence(bench, tmp_path, capsys):
+    """``--before-memory`` names a JSON this script wrote; anything else is refused with one
+    sentence and exit 2, before any simulation."""
+    bad = tmp_path / "before.json"
+    bad.write_text("{not json", encoding="utf-8")
+    assert bench.main(["--memory-only", "--before-memory", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "not a JSON table" in err and err.strip().count("\n") == 0
+    assert "Traceback" not in err
+
+
+def test_group_norm_keeps_one_activation_for_the_backward(tmp_path):
+    """torch's export of nn.GroupNorm (InstanceNormalization, then Mul by the weight and Add):
+    PopTorch runs one GroupNormalization whose gradient takes its input, weight and statistics,
+    so the whitened output is not kept for the weight's Mul; PopART keeps it."""
+    import onnx
+    import onnx_cnn_models as cnn
+
+    import engine
+
+    path = tmp_path / "rn50gn.onnx"
+    onnx.save(cnn.resnext(50, groups=1, width=64, norm_groups=32), path)
+    kept = {}
+    for fw in ("poptorch", "popart"):
+        c = engine.compile(
+            {"model": str(path), "micro_batch_size": 2, "framework": fw, "recomputation": "off"}
+        )
+        V = c.variables
+        names = np.asarray(V.name).astype(str)
+        norm = np.array([n.endswith("InstanceNormalization") for n in names])
+        long_lived = (V.live_end - V.live_start) > 50
+        kept[fw] = int((norm & long_lived & (V.kind == 1)).sum())
+    assert kept["popart"] > 0 and kept["poptorch"] == 0
