@@ -81,11 +81,22 @@ def test_bad_memory_rows_are_refused_in_one_sentence(bench, tmp_path):
         assert "\n" not in str(err.value)
 
 
+@pytest.fixture(scope="module")
+def ref_copy(tmp_path_factory):
+    """The memory rows' run configurations in a temporary folder, where their generated ONNX
+    files are written (once for the module), not in the repository."""
+    folder = tmp_path_factory.mktemp("reference")
+    for row in ROWS:
+        src = BENCH.REFERENCE_DIR / row.config
+        (folder / row.config).write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
+    return folder
+
+
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: r.id)
-def test_engine_agrees_with_each_memory_row(row, bench):
+def test_engine_agrees_with_each_memory_row(row, bench, ref_copy):
     """The engine's answer (engine.compile: out of memory or not) is the statement's, or the
     row is a known disagreement whose reason docs/fidelity.md gives."""
-    got = bench.measure_memory(bench.MemoryRow(**{**row.__dict__, "cnn_table": False}))
+    got = bench.measure_memory(bench.MemoryRow(**{**row.__dict__, "cnn_table": False}), ref_copy)
     assert got.fits is not None and got.peak_tile_bytes > 0
     if row.known_disagreement:
         assert got.fits != row.fits, f"{row.id} agrees now: drop its known_disagreement"
@@ -97,9 +108,9 @@ def test_engine_agrees_with_each_memory_row(row, bench):
             assert got.peak_tile_bytes <= got.sram_per_tile
 
 
-def test_cnn_rows_report_cycles_and_an_amp_share_below_the_peak(bench):
+def test_cnn_rows_report_cycles_and_an_amp_share_below_the_peak(bench, ref_copy):
     row = next(r for r in bench.load_memory_rows() if r.id == "mem-mobilenet-v3-small-train")
-    got = bench.measure_memory(row)
+    got = bench.measure_memory(row, ref_copy)
     assert got.fits and got.cycles_per_sample > 0
     assert 0 < got.amp_share < 1  # no plan beats the hardware's AMP peak
     assert got.flops_per_sample == pytest.approx(6 * 56_510_400, rel=0.01)  # torchvision's MACs
