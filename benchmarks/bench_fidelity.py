@@ -47,7 +47,8 @@ Memory rows (``[[memory]]`` in the same file): a published statement that a conf
 fits (Graphcore's examples train or serve it as configured) or is out of memory. Each is
 compiled (``engine.compile``) and the engine's answer (fits or not, the fullest tile against the
 tile's SRAM) is printed against the statement, with the agreement; a row marked
-``known_disagreement`` says why the engine still disagrees (docs/fidelity.md, "Memory facts").
+``known_disagreement`` says why the engine still disagrees (docs/fidelity.md, "Grouped and
+depthwise convolutions", "Memory facts as reference rows").
 The CNN rows (``cnn_table = true``) are also executed: cycles per sample of one replica and the
 achieved share of the AMP peak (FLOPs per sample / (cycles per sample x AMP FLOPs per cycle per
 IPU x IPUs per replica), FLOPs per sample = 2 x the forward multiply-accumulates, x 3 in
@@ -296,13 +297,16 @@ def measure_memory(row: MemoryRow, folder: Path = REFERENCE_DIR) -> MemoryMeasur
     that fits is also executed for its cycles per sample and achieved share of the AMP peak."""
     import engine
     from engine.config import RunConfig
+    from engine.errors import EngineError
 
     t0 = time.perf_counter()
-    config = RunConfig.from_toml(config_path(row, folder))
-    prepare_model(config, folder)
-    run = row.cnn_table
-    result = engine.simulate(config) if run else None
-    compiled = result.compiled if result is not None else engine.compile(config)
+    try:
+        config = RunConfig.from_toml(config_path(row, folder))
+        prepare_model(config, folder)
+        result = engine.simulate(config) if row.cnn_table else None
+        compiled = result.compiled if result is not None else engine.compile(config)
+    except EngineError as exc:  # the engine refuses the configuration: no answer
+        return MemoryMeasured(None, note=str(exc), seconds=time.perf_counter() - t0)
     mem = compiled.memory
     got = MemoryMeasured(
         fits=not compiled.oom,

@@ -81,11 +81,22 @@ def test_bad_memory_rows_are_refused_in_one_sentence(bench, tmp_path):
         assert "\n" not in str(err.value)
 
 
+@pytest.fixture(scope="module")
+def ref_copy(tmp_path_factory):
+    """The memory rows' run configurations in a temporary folder, where their generated ONNX
+    files are written (once for the module), not in the repository."""
+    folder = tmp_path_factory.mktemp("reference")
+    for row in ROWS:
+        src = BENCH.REFERENCE_DIR / row.config
+        (folder / row.config).write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
+    return folder
+
+
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: r.id)
-def test_engine_agrees_with_each_memory_row(row, bench):
+def test_engine_agrees_with_each_memory_row(row, bench, ref_copy):
     """The engine's answer (engine.compile: out of memory or not) is the statement's, or the
     row is a known disagreement whose reason docs/fidelity.md gives."""
-    got = bench.measure_memory(bench.MemoryRow(**{**row.__dict__, "cnn_table": False}))
+    got = bench.measure_memory(bench.MemoryRow(**{**row.__dict__, "cnn_table": False}), ref_copy)
     assert got.fits is not None and got.peak_tile_bytes > 0
     if row.known_disagreement:
         assert got.fits != row.fits, f"{row.id} agrees now: drop its known_disagreement"
@@ -97,9 +108,9 @@ def test_engine_agrees_with_each_memory_row(row, bench):
             assert got.peak_tile_bytes <= got.sram_per_tile
 
 
-def test_cnn_rows_report_cycles_and_an_amp_share_below_the_peak(bench):
+def test_cnn_rows_report_cycles_and_an_amp_share_below_the_peak(bench, ref_copy):
     row = next(r for r in bench.load_memory_rows() if r.id == "mem-mobilenet-v3-small-train")
-    got = bench.measure_memory(row)
+    got = bench.measure_memory(row, ref_copy)
     assert got.fits and got.cycles_per_sample > 0
     assert 0 < got.amp_share < 1  # no plan beats the hardware's AMP peak
     assert got.flops_per_sample == pytest.approx(6 * 56_510_400, rel=0.01)  # torchvision's MACs
@@ -168,3 +179,38 @@ def test_swish_keeps_only_its_input_for_the_backward(tmp_path):
         long_lived = (V.live_end - V.live_start) > 50
         kept[fw] = int((sig & long_lived & (V.kind == 1)).sum())
     assert kept["popart"] > 0 and kept["poptorch"] < kept["popart"]
+
+
+def test_bad_before_memory_file_is_one_sentence(bench, tmp_path, capsys):
+    """``--before-memory`` names a JSON this script wrote; anything else is refused with one
+    sentence and exit 2, before any simulation."""
+    bad = tmp_path / "before.json"
+    bad.write_text("{not json", encoding="utf-8")
+    assert bench.main(["--memory-only", "--before-memory", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "not a JSON table" in err and err.strip().count("\n") == 0
+    assert "Traceback" not in err
+
+
+def test_group_norm_keeps_one_activation_for_the_backward(tmp_path):
+    """torch's export of nn.GroupNorm (InstanceNormalization, then Mul by the weight and Add):
+    PopTorch runs one GroupNormalization whose gradient takes its input, weight and statistics,
+    so the whitened output is not kept for the weight's Mul; PopART keeps it."""
+    import onnx
+    import onnx_cnn_models as cnn
+
+    import engine
+
+    path = tmp_path / "rn50gn.onnx"
+    onnx.save(cnn.resnext(50, groups=1, width=64, norm_groups=32), path)
+    kept = {}
+    for fw in ("poptorch", "popart"):
+        c = engine.compile(
+            {"model": str(path), "micro_batch_size": 2, "framework": fw, "recomputation": "off"}
+        )
+        V = c.variables
+        names = np.asarray(V.name).astype(str)
+        norm = np.array([n.endswith("InstanceNormalization") for n in names])
+        long_lived = (V.live_end - V.live_start) > 50
+        kept[fw] = int((norm & long_lived & (V.kind == 1)).sum())
+    assert kept["popart"] > 0 and kept["poptorch"] == 0

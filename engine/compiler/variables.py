@@ -167,6 +167,26 @@ def _swish_sigmoids(cols, src: np.ndarray, dst: np.ndarray, n: int) -> np.ndarra
     return sig[pair & (x != -2)]
 
 
+def _group_norm_whitened(cols, src: np.ndarray, dst: np.ndarray, n: int) -> np.ndarray:
+    """The InstanceNormalization ops of torch's export of ``nn.GroupNorm`` (reshape to the
+    groups, InstanceNormalization, reshape back, Mul by the per-channel weight, Add the bias):
+    PopTorch lowers ``aten::group_norm`` to one PopART GroupNormalization (poptorch
+    ``popart_canonicalization/NormalizationOps.cpp`` ``groupNormHandler``), whose gradient
+    (popart ``GroupNormGradOp``) takes the input, the weight, the mean and the inverse standard
+    deviation, so the whitened output the weight's Mul would keep is not kept; Graphcore's
+    TensorFlow models call ``ipu.normalization_ops.group_norm`` (popnn ``groupNormalise``), the
+    same fused op. An InstanceNorm qualifies when its only consumer is a Mul by a weight."""
+    types = cols["type"]
+    norm = np.flatnonzero(types == "InstanceNorm")
+    if not len(norm):
+        return norm
+    uses = np.bincount(src, minlength=n)
+    norm = norm[uses[norm] == 1]
+    mul = dst[np.searchsorted(src, norm)]  # edges are ordered by producer
+    weighted = (types[mul] == "Mul") & (cols["in1"][mul] == -2) & (cols["weight_elems"][mul] > 0)
+    return norm[weighted]
+
+
 def _activation_variables(
     inputs: MemoryInputs, steps: LivenessSteps, edges: _Edges, rows: _Vars
 ) -> ActivationBytes:
@@ -230,8 +250,9 @@ def _activation_variables(
         bwd_need = np.maximum(bwd_need, _group_max(src[keeps], backward_last[dst[keeps]], n))
         if has_loss_grad and len(loss_inputs):
             bwd_need[loss_inputs] = np.maximum(bwd_need[loss_inputs], last[steps.loss_grad_rows[0]])
-        if config.framework in ("poptorch", "tensorflow"):  # PopART runs the two ONNX ops
+        if config.framework in ("poptorch", "tensorflow"):  # PopART runs the ONNX ops as given
             bwd_need[_swish_sigmoids(cols, src, dst, n)] = -1
+            bwd_need[_group_norm_whitened(cols, src, dst, n)] = -1
     names = cols["name"].tolist()
     shape = [f"{B}x{e}" for e in cols["out_elems"].tolist()]
     # this op's activations: the same dtype and tiles, live between two steps
