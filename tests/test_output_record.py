@@ -90,3 +90,27 @@ def test_without_a_cache_folder_the_output_is_written_and_a_rerun_is_refused(
     capsys.readouterr()
     assert main(argv) == 2
     assert "not written by analyse" in capsys.readouterr().err
+
+
+def test_the_record_keeps_the_newest_outputs_only(tmp_path, cache, monkeypatch):
+    """The record folder is bounded: beyond MAX_RECORDS the oldest records go (only files of
+    the record's own naming; anything else there is left alone)."""
+    import os
+
+    from analyser import output
+
+    monkeypatch.setattr(output, "MAX_RECORDS", 3)
+    folder = output.record_folder()
+    folder.mkdir(parents=True)
+    (folder / "notes.txt").write_text("not a record\n")
+    outs = []
+    for i in range(5):
+        out = tmp_path / f"o{i}.csv"
+        with output.atomic_output(out) as fh:
+            fh.write(f"x\n{i}\n")
+        rec = output._record_path(out)
+        os.utime(rec, ns=(i * 10**9, i * 10**9))  # distinct ages, oldest first
+        outs.append(out)
+    left = sorted(p.name for p in folder.iterdir())
+    assert "notes.txt" in left and len(left) == 4, left
+    assert [output.is_our_output(o) for o in outs] == [False, False, True, True, True]

@@ -128,18 +128,9 @@ def _external_locations(path: str, digest: str) -> tuple[str, ...]:
     """The external-data locations the model's initializers name (by the model's digest: a
     tune asks for one model thousands of times). () when the file does not parse: the engine's
     refusal of it then depends on its bytes only."""
-    try:
-        import onnx
+    from engine.onnx.reader import external_locations
 
-        model = onnx.load_model(path, load_external_data=False)
-    except Exception:  # not ONNX, or damaged: the engine says so
-        return ()
-    locs = []
-    for t in model.graph.initializer:
-        if t.data_location == onnx.TensorProto.EXTERNAL:
-            ext = {e.key: e.value for e in t.external_data}
-            locs.append(ext.get("location", ""))
-    return tuple(dict.fromkeys(locs))
+    return external_locations(path)
 
 
 def _external_state(model: Path, digest: str) -> list[list[Any]]:
