@@ -43,9 +43,24 @@ intervals' check with each source held out (analyser.core.intervals_calibration)
 and overall, coverage at the nominal 80%, median width and the interval score against a fixed
 x/÷1.5 band, for figures and for changes; ``--write-errors`` prints it too.
 
+Memory rows (``[[memory]]`` in the same file): a published statement that a configuration
+fits (Graphcore's examples train or serve it as configured) or is out of memory. Each is
+compiled (``engine.compile``) and the engine's answer (fits or not, the fullest tile against the
+tile's SRAM) is printed against the statement, with the agreement; a row marked
+``known_disagreement`` says why the engine still disagrees (docs/fidelity.md, "Grouped and
+depthwise convolutions", "Memory facts as reference rows").
+The CNN rows (``cnn_table = true``) are also executed: cycles per sample of one replica and the
+achieved share of the AMP peak (FLOPs per sample / (cycles per sample x AMP FLOPs per cycle per
+IPU x IPUs per replica), FLOPs per sample = 2 x the forward multiply-accumulates, x 3 in
+training: forward, input and weight gradients). ``--before-memory FILE`` prints them before (a
+JSON this script wrote with ``--json`` on an earlier engine; default
+``assets/runs/reference/before-issue40-memory.json``, main at f9e6793) and after.
+``--memory-only`` runs the memory rows alone.
+
 Usage: python benchmarks/bench_fidelity.py [--rows ID[,ID...]] [--markdown] [--json FILE]
                                            [--before FILE|none] [--write-errors FILE]
-                                           [--calibration FILE]
+                                           [--calibration FILE] [--memory-only]
+                                           [--before-memory FILE|none]
 """
 
 from __future__ import annotations
@@ -65,6 +80,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import cnn_onnx  # benchmarks/cnn_onnx.py: the memory rows' modern CNNs as ONNX files
 import tutorial_onnx  # benchmarks/tutorial_onnx.py: the tutorial CNN as an ONNX file
 
 REPO = Path(__file__).resolve().parent.parent
@@ -194,8 +210,242 @@ def load_rows(path: str | Path = REFERENCES) -> list[Row]:
     return rows
 
 
-def config_path(row: Row, folder: Path = REFERENCE_DIR) -> Path:
+#: Text fields every memory row must fill.
+MEMORY_TEXT_FIELDS = (
+    "id",
+    "statement",
+    "configuration",
+    "source",
+    "url",
+    "config_source",
+    "config",
+)
+#: The engine's memory figures before issue 40's convolution changes (main at f9e6793).
+BEFORE_MEMORY = REFERENCE_DIR / "before-issue40-memory.json"
+#: CNN-table rows without a published statement (not memory rows): ConvNeXt-T, which Graphcore
+#: has no example of, at a small micro-batch on 4 pipelined IPUs.
+CNN_EXTRA = ("convnext-tiny-4ipu", REPO / "assets" / "runs" / "convnext-tiny-4ipu.toml")
+
+
+@dataclass(frozen=True)
+class MemoryRow:
+    """A published statement that a configuration fits in the IPUs' memory, or does not."""
+
+    id: str
+    fits: bool
+    config: str
+    statement: str
+    configuration: str
+    source: str
+    url: str
+    config_source: str
+    #: Why the engine still disagrees with the statement ('' when it should agree).
+    known_disagreement: str = ""
+    #: Also a row of the CNN table: executed for cycles per sample and the AMP share.
+    cnn_table: bool = False
+
+
+@dataclass
+class MemoryMeasured:
+    """The engine's answer for a memory row (``fits`` None: the configuration was refused)."""
+
+    fits: bool | None
+    peak_tile_bytes: int | None = None
+    sram_per_tile: int | None = None
+    ipus: int = 1
+    cycles_per_sample: float | None = None
+    flops_per_sample: float | None = None
+    amp_share: float | None = None
+    note: str = ""
+    seconds: float = 0.0
+
+
+def load_memory_rows(path: str | Path = REFERENCES) -> list[MemoryRow]:
+    """Read and check the memory rows (``[[memory]]``) of the reference table; a problem raises
+    ValueError with one sentence."""
+    data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    raw = data.get("memory", [])
+    if not isinstance(raw, list):
+        raise ValueError(f"{path}: 'memory' must be a list of [[memory]] tables.")
+    rows: list[MemoryRow] = []
+    seen: set[str] = set()
+    known = set(MemoryRow.__dataclass_fields__)
+    for i, entry in enumerate(raw):
+        where = f"{path}: memory row {i + 1} ({entry.get('id', '?')})"
+        for name in MEMORY_TEXT_FIELDS:
+            if not isinstance(entry.get(name), str) or not entry[name].strip():
+                raise ValueError(f"{where}: '{name}' is missing or empty.")
+        if not isinstance(entry.get("fits"), bool):
+            raise ValueError(f"{where}: 'fits' must be true or false.")
+        if not entry["url"].startswith("https://"):
+            raise ValueError(f"{where}: 'url' must be an https:// address.")
+        for flag, kind in (("known_disagreement", str), ("cnn_table", bool)):
+            if flag in entry and not isinstance(entry[flag], kind):
+                raise ValueError(f"{where}: '{flag}' must be a {kind.__name__}.")
+        if entry["id"] in seen:
+            raise ValueError(f"{where}: the id is used twice.")
+        seen.add(entry["id"])
+        extra = set(entry) - known
+        if extra:
+            raise ValueError(f"{where}: unknown field(s) {sorted(extra)}.")
+        rows.append(MemoryRow(**entry))
+    return rows
+
+
+def measure_memory(row: MemoryRow, folder: Path = REFERENCE_DIR) -> MemoryMeasured:
+    """Compile a memory row's configuration: does it fit, and its fullest tile; a CNN-table row
+    that fits is also executed for its cycles per sample and achieved share of the AMP peak."""
+    import engine
+    from engine.config import RunConfig
+    from engine.errors import EngineError
+
+    t0 = time.perf_counter()
+    try:
+        config = RunConfig.from_toml(config_path(row, folder))
+        prepare_model(config, folder)
+        result = engine.simulate(config) if row.cnn_table else None
+        compiled = result.compiled if result is not None else engine.compile(config)
+    except EngineError as exc:  # the engine refuses the configuration: no answer
+        return MemoryMeasured(None, note=str(exc), seconds=time.perf_counter() - t0)
+    mem = compiled.memory
+    got = MemoryMeasured(
+        fits=not compiled.oom,
+        peak_tile_bytes=int(mem.peak_tile_bytes),
+        sram_per_tile=int(mem.sram_per_tile),
+        ipus=int(config.num_ipus),
+    )
+    if compiled.oom:
+        over = [n for n in compiled.notes if "exceed" in n]
+        got.note = over[0] if over else "out of memory"
+    if result is not None and result.execution is not None:
+        attrs = result.execution.attrs
+        samples = float(attrs["samples"]) / int(compiled.config.replication_factor)
+        cycles = float(attrs.get("device_cycles", attrs["total_cycles"]))
+        got.cycles_per_sample = cycles / samples
+        passes = 3 if config.mode == "training" else 1
+        got.flops_per_sample = 2.0 * passes * float(compiled.graph["macs"].sum())
+        t = compiled.target
+        peak = 2.0 * t.amp_rate("float16", "float16") * t.tiles_per_ipu * got.ipus
+        got.amp_share = got.flops_per_sample / (got.cycles_per_sample * peak)
+    got.seconds = time.perf_counter() - t0
+    return got
+
+
+def cnn_extra_row() -> MemoryRow:
+    """The CNN table's row without a published configuration (``CNN_EXTRA``)."""
+    name, path = CNN_EXTRA
+    return MemoryRow(
+        id=name,
+        fits=True,
+        config=os.path.relpath(path, REFERENCE_DIR),
+        statement="no published configuration: a small micro-batch on 4 pipelined IPUs",
+        configuration="ConvNeXt-T training, 4 Mk2 IPUs pipelined, micro-batch 4, 16.32",
+        source="none",
+        url="https://github.com/pytorch/vision",
+        config_source=str(path.relative_to(REPO)),
+        cnn_table=True,
+    )
+
+
+def agreement(row: MemoryRow, got: MemoryMeasured) -> str:
+    """'agrees', 'DISAGREES' or, for a row marked with its reason, 'known disagreement'."""
+    if got.fits is None:
+        return "no answer"
+    if got.fits == row.fits:
+        return "agrees"
+    return "known disagreement" if row.known_disagreement else "DISAGREES"
+
+
+def _kib(value) -> str:
+    return "-" if value is None else f"{value / 1024:,.0f} KiB"
+
+
+def _fit(value) -> str:
+    return {True: "fits", False: "OOM", None: "-"}[value]
+
+
+def format_memory(
+    rows: list[MemoryRow],
+    measured: dict[str, MemoryMeasured],
+    before: dict[str, dict] | None,
+    markdown: bool,
+) -> str:
+    """Every memory row: the statement, the engine's answer before and after, the agreement."""
+    head = ["row", "statement", "engine", "fullest tile", "agreement", "time"]
+    if before is not None:
+        head[2:2] = ["before", "fullest tile before"]
+    lines = []
+    for r in rows:
+        m = measured[r.id]
+        cells = [
+            r.id,
+            _fit(r.fits),
+            _fit(m.fits),
+            f"{_kib(m.peak_tile_bytes)} of {_kib(m.sram_per_tile)}",
+            agreement(r, m),
+            f"{m.seconds:.1f} s",
+        ]
+        if before is not None:
+            b = before.get(r.id, {})
+            cells[2:2] = [_fit(b.get("fits")), _kib(b.get("peak_tile_bytes"))]
+        lines.append(cells)
+    return _table(head, lines, markdown)
+
+
+def format_cnn(
+    rows: list[MemoryRow],
+    measured: dict[str, MemoryMeasured],
+    before: dict[str, dict] | None,
+    markdown: bool,
+) -> str:
+    """The CNN rows: fit, fullest tile, cycles per sample and the achieved share of AMP peak."""
+    head = ["row", "IPUs", "fits", "fullest tile", "cycles / sample", "GFLOP / sample", "AMP share"]
+    if before is not None:
+        head[2:2] = ["fits before", "fullest tile before"]
+    lines = []
+    for r in rows:
+        if not r.cnn_table:
+            continue
+        m = measured[r.id]
+        cells = [
+            r.id,
+            str(m.ipus),
+            _fit(m.fits),
+            _kib(m.peak_tile_bytes),
+            "-" if m.cycles_per_sample is None else f"{m.cycles_per_sample:,.0f}",
+            "-" if m.flops_per_sample is None else f"{m.flops_per_sample / 1e9:,.2f}",
+            "-" if m.amp_share is None else f"{m.amp_share * 100:.1f}%",
+        ]
+        if before is not None:
+            b = before.get(r.id, {})
+            cells[2:2] = [_fit(b.get("fits")), _kib(b.get("peak_tile_bytes"))]
+        lines.append(cells)
+    return _table(head, lines, markdown)
+
+
+def _table(head: list[str], lines: list[list[str]], markdown: bool) -> str:
+    if markdown:
+        out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        out += ["| " + " | ".join(x) + " |" for x in lines]
+        return "\n".join(out)
+    widths = [max(len(h), *(len(x[i]) for x in lines)) for i, h in enumerate(head)]
+    out = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True))]
+    out += ["  ".join(v.ljust(w) for v, w in zip(x, widths, strict=True)) for x in lines]
+    return "\n".join(out)
+
+
+def config_path(row, folder: Path = REFERENCE_DIR) -> Path:
     return folder / str(row.config)
+
+
+def prepare_model(config, folder: Path = REFERENCE_DIR) -> None:
+    """Write the generated ONNX file a run configuration names, when it is one of ours."""
+    name = Path(config.model).name
+    where = Path(config.model).parent if Path(config.model).is_absolute() else folder
+    if name in tutorial_onnx.MODELS:
+        tutorial_onnx.prepare(where, name)
+    elif name in cnn_onnx.MODELS:
+        cnn_onnx.prepare(where, name)
 
 
 #: Simulations already run, by (run configuration, quantity): a configuration measured for both
@@ -242,9 +492,7 @@ def measure(row: Row, folder: Path = REFERENCE_DIR, classify: bool = False) -> M
 
     t0 = time.perf_counter()
     config = RunConfig.from_toml(config_path(row, folder))
-    if Path(config.model).name in tutorial_onnx.MODELS:
-        where = Path(config.model).parent if Path(config.model).is_absolute() else folder
-        tutorial_onnx.prepare(where, Path(config.model).name)
+    prepare_model(config, folder)
     if row.quantity in ("params", "gmacs"):
         graph = build_model(config)
         if row.quantity == "params":
@@ -587,6 +835,55 @@ def calibration_report(errors: dict, rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def run_memory(
+    rows: list[MemoryRow],
+    before: dict[str, dict] | None,
+    markdown: bool,
+    json_path: str | None,
+    payload: bool = False,
+):
+    """Measure and print the memory rows (and the CNN table); with ``payload`` return their
+    JSON entries, else write them to ``json_path`` (when given) and return the exit status."""
+    t0 = time.perf_counter()
+    measured = {r.id: measure_memory(r) for r in rows}
+    total = time.perf_counter() - t0
+    extra = cnn_extra_row() if any(r.cnn_table for r in rows) else None
+    if extra is not None:
+        measured[extra.id] = measure_memory(extra)
+    where = "" if before is None else " (before: the earlier run's JSON; after: this run)"
+    print(f"Memory rows: the published statement against the engine{where}")
+    print(format_memory(rows, measured, before, markdown))
+    if any(r.cnn_table for r in rows):
+        print(
+            "\nCNNs at their published configurations: cycles per sample of one replica, "
+            "FLOPs per sample 2 x forward MACs (x 3 in training), AMP share = FLOPs / "
+            "(cycles x AMP FLOPs per cycle per IPU x IPUs)"
+        )
+        print(format_cnn([*rows, extra], measured, before, markdown))
+        print(f"({extra.id}: {extra.statement})")
+    agree = sum(agreement(r, measured[r.id]) == "agrees" for r in rows)
+    known = sum(agreement(r, measured[r.id]) == "known disagreement" for r in rows)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(
+        f"\n{len(rows)} memory rows in {total:.1f} s: {agree} agree, {known} known "
+        f"disagreement(s), {len(rows) - agree - known} other(s); commit {_commit()}, load {load:.1f}."
+    )
+    entries = [
+        {
+            **asdict(r),
+            **asdict(measured[r.id]),
+            "kind": "memory" if r is not extra else "cnn",
+            "agreement": agreement(r, measured[r.id]),
+        }
+        for r in [*rows, *([extra] if extra is not None else [])]
+    ]
+    if payload:
+        return entries
+    if json_path:
+        Path(json_path).write_text(json.dumps(entries, indent=2), encoding="utf-8")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", default="", help="comma-separated row ids (default: all)")
@@ -609,6 +906,14 @@ def main(argv: list[str] | None = None) -> int:
         help="print the group-held-out check of the calibrated intervals on a stored errors "
         "file (no simulation) and exit",
     )
+    ap.add_argument(
+        "--memory-only", action="store_true", help="run the memory rows ([[memory]]) alone"
+    )
+    ap.add_argument(
+        "--before-memory",
+        default=str(BEFORE_MEMORY),
+        help="an earlier run's JSON to print the memory rows before and after ('none': leave out)",
+    )
     args = ap.parse_args(argv)
     if args.calibration:
         try:
@@ -621,9 +926,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.write_errors and args.rows.strip():
         print("bench_fidelity: --write-errors needs every row (leave out --rows).", file=sys.stderr)
         return 2
+    ids = [i.strip() for i in args.rows.split(",") if i.strip()]
     try:
-        rows = select(load_rows(), [i.strip() for i in args.rows.split(",") if i.strip()])
+        memory_rows = load_memory_rows()
+        mem_ids = {r.id for r in memory_rows}
+        if args.memory_only or (ids and set(ids) <= mem_ids):
+            picked = [r for r in memory_rows if not ids or r.id in ids]
+            before_mem = (
+                load_before(args.before_memory) if args.before_memory.lower() != "none" else None
+            )
+            return run_memory(picked, before_mem, args.markdown, args.json)
+        rows = select(load_rows(), [i for i in ids if i not in mem_ids])
         before = load_before(args.before) if args.before.lower() != "none" else None
+        memory_rows = [r for r in memory_rows if not ids or r.id in ids]
+        before_mem = (
+            load_before(args.before_memory) if args.before_memory.lower() != "none" else None
+        )
     except (OSError, ValueError, tomllib.TOMLDecodeError) as exc:
         print(f"bench_fidelity: {exc}", file=sys.stderr)
         return 2
@@ -643,11 +961,15 @@ def main(argv: list[str] | None = None) -> int:
         f"({platform.machine()}, {os.cpu_count()} cores, load {load:.1f}); "
         "error = (engine - reference) / reference."
     )
+    memory_payload = []
+    if memory_rows:
+        print()
+        memory_payload = run_memory(memory_rows, before_mem, args.markdown, None, payload=True)
     if args.json:
         payload = [
             {**asdict(r.row), **asdict(r.measured), "error_pct": r.error_pct} for r in results
         ]
-        Path(args.json).write_text(json.dumps(payload, indent=2), encoding="utf-8")
+        Path(args.json).write_text(json.dumps(payload + memory_payload, indent=2), encoding="utf-8")
     if args.write_errors:
         errors = errors_payload(results, _commit(), load, memory_facts())
         intervals.parse_errors(json.loads(json.dumps(errors)), args.write_errors)  # readable

@@ -6,10 +6,15 @@ Xvfb on a free display, opens the profile(s) in ``analyse gui``, steps through e
 Ctrl+PgDown (from the side list and from inside a report), zooms the Execution Trace with W
 about the mouse pointer and back with Home, selects a range of cycles with a Shift + drag over
 the lanes (the mouse held down with xdotool), fits it with F, clears it with Esc, and grabs the
-screen after each step with ImageMagick's ``import``. It prints one line per step and the screenshot's path; exit code 0 when
-every check held, 1 otherwise, 2 when Xvfb / xdotool / import are missing.
+screen after each step with ImageMagick's ``import``. With ``--screen 1280x720`` it runs on a
+small laptop's screen and checks that the window fits it; keyboard only, it searches the
+trace with Ctrl+F, Enter and zooms with W afterwards (the keys reach the trace, not the search
+box), Esc from the box; with ``--tune DIR`` it opens that tune folder's Design space, closes it
+with Esc, opens it again and quits with Ctrl+Q (the process ends: it outlived Quit). It prints
+one line per step and the screenshot's path; exit code 0 when every check held, 1 otherwise,
+2 when Xvfb / xdotool / import are missing.
 
-    python benchmarks/gui_real_x.py PROFILE [PROFILE_B] [-o DIR]
+    python benchmarks/gui_real_x.py PROFILE [PROFILE_B] [-o DIR] [--screen WxH] [--tune DIR]
 
 tests/test_gui_real_x.py runs it on a small synthetic profile (skipped without Xvfb).
 """
@@ -179,6 +184,17 @@ class RealX:
         self._run("xdotool", *args)
         time.sleep(settle)
 
+    def geometry(self) -> tuple[int, int, int, int]:
+        """The window's (x, y, width, height) on the screen, as xdotool reads it."""
+        r = self._run("xdotool", "getwindowgeometry", self.window)
+        x = y = w = h = 0
+        for line in r.stdout.splitlines():
+            if "Position:" in line:
+                x, y = (int(v) for v in line.split(":")[1].split()[0].split(","))
+            if "Geometry:" in line:
+                w, h = (int(v) for v in line.split(":")[1].strip().split("x"))
+        return x, y, w, h
+
     def shot(self, name: str) -> Path:
         path = self.out / f"{name}.png"
         self._run("import", "-window", "root", str(path))
@@ -293,12 +309,66 @@ def _help_check(x: RealX, before: Path, checks: list) -> None:
     time.sleep(0.5)
 
 
+def _fits_check(x: RealX, checks: list) -> None:
+    """The window, resized to the screen, is inside it (its minimum was 1,242 x 782)."""
+    w, h = SCREEN
+    left, top, width, height = x.geometry()
+    fits = left + width <= w and top + height <= h
+    checks.append((f"the window fits a {w} x {h} screen", fits, f"{width} x {height} at {top}"))
+
+
+def _search_keys_check(x: RealX, before: Path, checks: list) -> Path:
+    """Keyboard only on the trace: Ctrl+F, a name, Enter (the first match selected), then W
+    zooms the trace (it used to type into the search box); Ctrl+F and Esc leave the box."""
+    x.key("ctrl+f", settle=1.0)
+    x._run("xdotool", "type", "--window", x.window, "--delay", "60", "conv")
+    x.key("Return", settle=2.0)
+    found = x.shot_changed("kbd-search-enter", before, steady=1.5)
+    checks.append(("Ctrl+F, a name, Enter selects a match", not _same(before, found), found.name))
+    x.key("w")
+    x.key("w")
+    zoomed = x.shot_changed("kbd-search-then-w", found, steady=1.5)
+    checks.append(("W after the search zooms the trace", not _same(found, zoomed), zoomed.name))
+    x.key("ctrl+f", settle=1.0)
+    x.key("Escape")
+    x.key("s")
+    back = x.shot_changed("kbd-search-esc-s", zoomed, steady=1.5)
+    checks.append(("Esc leaves the search box: S zooms out", not _same(zoomed, back), back.name))
+    return back
+
+
+def drive_design_space(tune: Path, out: Path) -> list[tuple[str, bool, str]]:
+    """``analyse gui TUNE-FOLDER``: the Design space shows; Esc closes it; Ctrl+Q from the main
+    window ends the process even with a Design space open (it outlived Quit)."""
+    checks: list[tuple[str, bool, str]] = []
+    x = RealX([tune], out)  # analyse gui TUNE-FOLDER: the main window and the Design space
+    code = None
+    try:
+        time.sleep(2.0)
+        found = x._run("xdotool", "search", "--onlyvisible", "--name", "Design space")
+        ids = found.stdout.split()
+        shot = x.shot("design-space")
+        checks.append(("the Design space shows", bool(ids), shot.name))
+        if ids:
+            x._run("xdotool", "windowactivate", ids[-1])
+            time.sleep(0.5)
+            x._run("xdotool", "key", "--window", ids[-1], "Escape")
+            time.sleep(1.5)
+        gone = x._run("xdotool", "search", "--onlyvisible", "--name", "Design space")
+        checks.append(("Esc closes it", not gone.stdout.split(), "Design space closed"))
+    finally:
+        code = x.close()
+    checks.append(("Ctrl+Q ends the GUI (Design space open)", code == 0, f"exit {code}"))
+    return checks
+
+
 def drive(profiles: list[Path], out: Path) -> list[tuple[str, bool, str]]:
     """Run the key-press walk; returns (check, held, detail) rows."""
     checks: list[tuple[str, bool, str]] = []
     x = RealX(profiles, out)
     try:
         shots = [x.shot("00-summary")]
+        _fits_check(x, checks)
         x.click(60, 35)  # the side list's first entry (Summary) takes the focus
         _keyboard_checks(x, shots[0], checks)
         for i in range(1, REPORTS):
@@ -341,6 +411,7 @@ def drive(profiles: list[Path], out: Path) -> list[tuple[str, bool, str]]:
         x.key("Home")
         cleared = x.shot_same("trace-range-cleared", home)
         checks.append(("Esc clears the range, Home", _same(home, cleared), cleared.name))
+        _search_keys_check(x, cleared, checks)
         _help_check(x, cleared, checks)
     finally:
         code = x.close()
@@ -352,7 +423,17 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("profiles", nargs="+", type=Path)
     ap.add_argument("-o", "--output", type=Path, default=Path("gui-real-x"))
+    ap.add_argument("--screen", default="", help="screen size WxH (default 1600x1000)")
+    ap.add_argument("--tune", type=Path, help="a tune folder: check its Design space too")
     args = ap.parse_args(argv)
+    global SCREEN
+    if args.screen:
+        try:
+            w, h = (int(v) for v in args.screen.lower().split("x"))
+        except ValueError:
+            print(f"error: --screen {args.screen}: write it as WIDTHxHEIGHT, e.g. 1280x720.")
+            return 2
+        SCREEN = (w, h)
     missing = missing_tools()
     if missing:
         print(missing_message(missing))
@@ -363,6 +444,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     try:
         checks = drive(args.profiles[:2], args.output)
+        if args.tune is not None:
+            checks += drive_design_space(args.tune, args.output / "design-space")
     except GuiExited as exc:
         print(f"error: {exc}")
         return 2

@@ -115,6 +115,7 @@ class OpTable(_Columns):
     name: np.ndarray  # str
     type: np.ndarray  # str, e.g. 'Conv', 'ConvGradWeight', 'Relu', 'AdamUpdate'
     layer: np.ndarray  # str module path
+    source: np.ndarray  # str where in the model's code (file:line (class)), '' when unknown
     family: np.ndarray  # str codelet family
     pass_: np.ndarray  # uint8 code of PASSES
     ipu: np.ndarray  # int16

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import math
 import os
 import tomllib
 from pathlib import Path
@@ -31,6 +30,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from engine.config_values import _bounds_problem, _has_upper_bound, _kinds, value_problem
 from engine.errors import ConfigError, TargetError
 from profiles.inputs import read_regular
 
@@ -186,6 +186,12 @@ class RunConfig(BaseModel):
         description="Share of tile memory an AMP plan may use for temporaries; default the "
         "target's (0.6).",
     )
+    available_memory_proportion_per_ipu: list[float] = Field(
+        default_factory=list,
+        description="One available memory proportion per IPU of a replica (PopTorch's "
+        "setAvailableMemoryProportion({'IPU0': ..}), optimum-graphcore's matmul_proportion "
+        "list), in place of available_memory_proportion. Default [] (the same on every IPU).",
+    )
 
     outlining: bool = Field(
         True,
@@ -275,11 +281,20 @@ class RunConfig(BaseModel):
         description="Extra host cast + normalise time per input element on one core when not "
         "done on the IPU (nanoseconds). Default 0 with host_transforms, else 1.",
     )
-    host_call_overhead_us: float = Field(
-        150.0,
+    host_call_overhead_us: float | None = Field(
+        None,
         ge=0,
-        description="Fixed host round-trip cost per device call (per device-iteration loop), "
-        "microseconds. Default 150.",
+        description="Fixed host cost per device call in steady state (per device-iteration "
+        "loop), microseconds. Default: the framework's (PopTorch 8,254, fitted to the "
+        "walkthrough's published figures; PopART and TensorFlow 150, an estimate).",
+    )
+    profiled_call_wait_us: float | None = Field(
+        None,
+        ge=0,
+        description="What the device trace of a profiled call (the one a profiler shows) holds "
+        "beyond a steady-state call: a wait in the call's opening host sync, microseconds; "
+        "not in throughput. 0 gives the steady-state call's trace. Default: the framework's "
+        "(PopTorch 25,049, fitted to the walkthrough's published traces; others 0).",
     )
     host_stream_latency_us: float = Field(
         5.0,
@@ -396,7 +411,7 @@ class RunConfig(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _strict_values(cls, data: Any) -> Any:
-        """The strict-value policy for every field (engine.config.value_problem)."""
+        """The strict-value policy for every field (engine.config_values.value_problem)."""
         if isinstance(data, dict):
             bad = fields_problem(data)
             if bad:
@@ -443,6 +458,24 @@ class RunConfig(BaseModel):
                 raise ConfigError(
                     f"num_ipus: {len(self.split_points)} split point(s) make {stages} stages, "
                     f"one per IPU, but num_ipus is {self.num_ipus}; set num_ipus = {stages}."
+                )
+        per_ipu = self.available_memory_proportion_per_ipu
+        if per_ipu:
+            if len(per_ipu) != self.num_ipus:
+                raise ConfigError(
+                    f"available_memory_proportion_per_ipu: {len(per_ipu)} value(s) for "
+                    f"{self.num_ipus} IPU(s) per replica; give one per IPU."
+                )
+            bad = [x for x in per_ipu if not (0 < x <= 1)]
+            if bad:
+                raise ConfigError(
+                    f"available_memory_proportion_per_ipu: {bad[0]} is not a proportion "
+                    "(each must be above 0 and at most 1)."
+                )
+            if self.available_memory_proportion is not None:
+                raise ConfigError(
+                    "available_memory_proportion_per_ipu: give either one proportion for every "
+                    "IPU (available_memory_proportion) or one per IPU, not both."
                 )
         if self.mode == "inference" and self.gradient_accumulation != 1:
             raise ConfigError(
@@ -553,6 +586,10 @@ class RunConfig(BaseModel):
             self.loader_workers = fw.loader_workers
         if self.loader_mode is None:
             self.loader_mode = fw.loader_mode
+        if self.host_call_overhead_us is None:
+            self.host_call_overhead_us = fw.host_call_overhead_us
+        if self.profiled_call_wait_us is None:
+            self.profiled_call_wait_us = fw.profiled_call_wait_us
         if self.recomputation == "auto":
             self.recomputation = fw.recomputation(pipelined and self.num_ipus > 1)
         if self.offload_optimiser_state == "auto":
@@ -650,10 +687,20 @@ class RunConfig(BaseModel):
 
     @property
     def amp(self) -> float:
-        """Available memory proportion (the target default when not set)."""
+        """Available memory proportion (the target default when not set; the smallest of the
+        per-IPU ones when they are given)."""
+        if self.available_memory_proportion_per_ipu:
+            return min(self.available_memory_proportion_per_ipu)
         if self.available_memory_proportion is not None:
             return self.available_memory_proportion
         return self.get_target().default_available_memory_proportion
+
+    @property
+    def amp_per_stage(self) -> tuple[float, ...]:
+        """The available memory proportion of each stage (stage i runs on IPU i)."""
+        if self.available_memory_proportion_per_ipu:
+            return tuple(self.available_memory_proportion_per_ipu)
+        return (self.amp,) * self.stages
 
     @property
     def resolved_output_mode(self) -> str:
@@ -761,6 +808,13 @@ class RunConfig(BaseModel):
             # an ONNX model path is relative to the run configuration file
             # (made absolute, links kept: a model.onnx linked to a blob keeps its name)
             data["model"] = os.path.abspath(p.parent / Path(model).expanduser())
+        host_profile = data.get("host_profile")
+        if isinstance(host_profile, str) and host_profile and "\0" not in host_profile:
+            from engine.host.profile import builtin_names
+
+            if host_profile not in builtin_names():
+                # a host profile file is relative to the run configuration, as the model is
+                data["host_profile"] = os.path.abspath(p.parent / Path(host_profile).expanduser())
         try:
             return cls.from_dict(data)
         except ConfigError as exc:
@@ -851,65 +905,7 @@ def validation_message(exc: ValidationError) -> str:
 # Strict values: one policy for every field, present and future
 # ----------------------------------------------------------------------------------------------
 
-#: Whole numbers without an explicit upper bound stop here (more than any run uses; larger
-#: values only overflow the engine's arithmetic).
-MAX_INT = 2**31 - 1
-#: Non-zero real numbers must lie within this magnitude range (1e-300 Hz, 1e300 loss scaling...
-#: are not configurations, and they overflow or underflow the engine's arithmetic).
-REAL_RANGE = (1e-12, 1e15)
-
-
-def _kinds(annotation: Any) -> set[type]:
-    from typing import get_args
-
-    args = get_args(annotation)
-    if not args:
-        return {annotation} if isinstance(annotation, type) else set()
-    out: set[type] = set()
-    for a in args:
-        out |= _kinds(a)
-    return out
-
-
-def _has_upper_bound(field: Any) -> bool:
-    return any(
-        getattr(m, "le", None) is not None or getattr(m, "lt", None) is not None
-        for m in field.metadata
-    )
-
-
-def value_problem(name: str, value: Any, kinds: set[type], bounded: bool = True) -> str | None:
-    """Why ``value`` is refused for a field of the given types, or ``None``: no bool for a
-    number (TOML ``true`` was taken as 1), numbers finite (no inf / NaN, also as text), whole
-    numbers below :data:`MAX_INT` unless the field has its own bound, non-zero reals within
-    :data:`REAL_RANGE`."""
-    numeric = kinds & {int, float}
-    if not numeric:
-        return None
-    if isinstance(value, bool):
-        if bool in kinds:
-            return None
-        return f"{name}: expected a number, got {str(value).lower()}."
-    x: float | None = None
-    if isinstance(value, int | float):
-        x = float(value) if not isinstance(value, int) or abs(value) < 2**1000 else math.inf
-    elif isinstance(value, str):
-        try:
-            x = float(value.strip())
-        except ValueError:
-            return None  # pydantic gives its own sentence
-    if x is None:
-        return None
-    if not math.isfinite(x):
-        return f"{name}: must be a finite number, got {value!r}."
-    if float not in kinds and not bounded and abs(x) > MAX_INT:
-        return f"{name}: {value} is more than any run uses (at most {MAX_INT:,})."
-    if float in kinds and x != 0 and not REAL_RANGE[0] <= abs(x) <= REAL_RANGE[1]:
-        return (
-            f"{name}: {value!r} is not a plausible value (non-zero values lie within "
-            f"{REAL_RANGE[0]:g}..{REAL_RANGE[1]:g} in magnitude)."
-        )
-    return None
+# the policy's pieces (MAX_INT, REAL_RANGE, value_problem...) live in engine.config_values
 
 
 def fields_problem(data: dict[str, Any]) -> str | None:
@@ -933,20 +929,6 @@ def fields_problem(data: dict[str, Any]) -> str | None:
         bad = value_problem(name, value, _kinds(field.annotation), _has_upper_bound(field))
         if bad:
             return bad
-    return None
-
-
-def _bounds_problem(name: str, value: float, field: Any) -> str | None:
-    for m in field.metadata:
-        for attr, ok, word in (
-            ("ge", lambda b: value >= b, ">="),
-            ("gt", lambda b: value > b, ">"),
-            ("le", lambda b: value <= b, "<="),
-            ("lt", lambda b: value < b, "<"),
-        ):
-            b = getattr(m, attr, None)
-            if b is not None and not ok(b):
-                return f"{name}: {value!r} is out of range (must be {word} {b})."
     return None
 
 

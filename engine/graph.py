@@ -43,6 +43,7 @@ from engine.errors import ModelError
 COLUMNS: dict[str, str] = {
     "name": "object",
     "layer": "object",
+    "source": "object",
     "type": "object",
     "family": "object",
     "in0": "int32",
@@ -178,6 +179,7 @@ class GraphBuilder:
         family: str,
         *,
         layer: str | None = None,
+        source: str = "",
         in0: int = INPUT,
         in1: int = NONE,
         out_elems: int,
@@ -203,6 +205,7 @@ class GraphBuilder:
             dict(
                 name=name,
                 layer=layer if layer is not None else name,
+                source=source,
                 type=type_,
                 family=family,
                 in0=in0,

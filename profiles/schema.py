@@ -37,7 +37,7 @@ from dataclasses import fields as dataclass_fields
 from typing import Literal
 
 FORMAT_NAME = "ipu-profile"
-FORMAT_VERSION: tuple[int, int] = (1, 3)
+FORMAT_VERSION: tuple[int, int] = (1, 4)
 #: Version of the options stored in ``/meta@run_config``: the names and meanings of the fields of
 #: ``engine.config.RunConfig`` (the one declaration of every run option; its JSON dump is what is
 #: stored). Bump it when a field is renamed or removed or changes meaning, and teach the
@@ -275,6 +275,15 @@ OPERATIONS = Group(
         _c("name", "str", "Operation name, e.g. 'layer3.8.conv2/fwd'."),
         _c("type", "str", "Operation type, e.g. 'Conv2d', 'MatMul', 'Add', 'ReduceSum', 'Adam'."),
         _c("layer", "str", "Module path of the layer, e.g. 'layer3.8.conv2', 'encoder.layer.11'."),
+        _c(
+            "source",
+            "str",
+            "Where in the model's code the operation comes from: 'mynet.py:42 in Bottleneck', "
+            "the file name, line and module class of the PyTorch 2 exporter's stack trace and "
+            "class hierarchy; '' when the model does not say (zoo models, other exporters).",
+            required=False,
+            since=(1, 4),
+        ),
         _c("pass", "uint8", "Pass the operation belongs to.", enum="pass"),
         _c("ipu", "int16", "IPU (within a replica) the operation runs on."),
         _c("stage", "int16", "Pipeline stage (0 when not pipelined)."),

@@ -625,6 +625,9 @@ PROFILE_COMMANDS: tuple[tuple[str, ...], ...] = (
         "-o",
         "{out}.csv",
     ),
+    # -- the HTML report's interactive charts (hover texts built from the profile's names and
+    # figures) and the Markdown report's image folder beside it
+    ("report", "{file}", "-o", "{out}.html"),
 )
 #: Exit codes a command may give on any input: ok, a check failed, bad input, interrupted.
 CLEAN_EXITS = (0, 1, 2, 130)
@@ -1587,6 +1590,478 @@ def query_bound_cases(base: Path, out: Path) -> dict[str, InputCase]:
     }
 
 
+# -- analyse query over many profiles and folders of them -------------------------------------
+
+
+def many_profile_cases(base: Path, folder: Path) -> dict[str, InputCase]:
+    """``analyse query`` over sets of profiles that cannot be read as a set: a link out of the
+    folder, a FIFO or a folder named like a profile, a file that is not a profile, an empty
+    folder, more profiles than a query may read (hard links: cheap, each a path of its own)."""
+    import os
+    import shutil
+
+    sql = "SELECT count(*) FROM runs"
+    cases: dict[str, InputCase] = {}
+    link = folder / "link-out"
+    link.mkdir()
+    shutil.copy(base, folder / "outside.h5")
+    os.symlink(folder / "outside.h5", link / "a.h5")
+    cases["link-out-of-folder"] = InputCase(("query", str(link), sql), says=("leaves its folder",))
+    fifo = folder / "fifo"
+    fifo.mkdir()
+    os.mkfifo(fifo / "a.h5")
+    cases["fifo-in-folder"] = InputCase(("query", str(fifo), sql), says=("not a regular file",))
+    junk = folder / "junk"
+    junk.mkdir()
+    (junk / "a.h5").write_bytes(b"not hdf5 " * 100)
+    cases["not-a-profile"] = InputCase(("query", str(junk), sql), says=("a.h5",))
+    empty = folder / "empty"
+    empty.mkdir()
+    (empty / "x.h5").mkdir()  # a folder named like a profile holds none
+    cases["empty-folder"] = InputCase(("query", str(empty), sql), says=("has no profiles",))
+    lots = folder / "lots"
+    lots.mkdir()
+    for i in range(257):
+        os.link(folder / "outside.h5", lots / f"p{i:03d}.h5")
+    cases["257-profiles"] = InputCase(("query", str(lots), sql), says=("more than 256",))
+    cases["file-and-missing"] = InputCase(
+        ("query", str(base), str(folder / "missing.h5"), sql), says=("missing.h5",)
+    )
+    return cases
+
+
+# -- optimum-graphcore ipu_config.json (analyse profile --ipu-config) ---------------------------
+
+
+def ipu_config_cases(folder: Path) -> dict[str, InputCase]:
+    """IPU configs that cannot be read as run options: not JSON, not an object, a value of the
+    wrong type, nesting bombs, a FIFO, a huge file, a field IPUConfig lacks. Each is one
+    sentence, exit 2, and no profile written."""
+    import json
+
+    texts: dict[str, str | bytes] = {
+        "not-json": "{layers_per_ipu: [1, 2]",
+        "not-object": "[1, 2, 3]",
+        "binary": b"\x89HDF\r\n\x1a\n" + b"\0" * 64,
+        "nested": "[" * 100_000 + "]" * 100_000,
+        "string-count": json.dumps({"replication_factor": "4"}),
+        "bool-count": json.dumps({"gradient_accumulation_steps": True}),
+        "huge-count": json.dumps({"device_iterations": 10**30}),
+        "negative-layers": json.dumps({"layers_per_ipu": [-5, 6]}),
+        "long-layers": json.dumps({"layers_per_ipu": [1] * 100_000}),
+        "proportion-2": json.dumps({"matmul_proportion": 2.0}),
+        "proportion-nan": '{"matmul_proportion": NaN}',
+        "unknown-field": json.dumps({"layers_per_ipus": [6, 6]}),
+        "bad-output-mode": json.dumps({"output_mode": "everything"}),
+        "control-chars": json.dumps({"\x1b[31mred\u202e": 1}),
+    }
+    cases: dict[str, InputCase] = {}
+    out = str(folder / "out.h5")
+    for name, text in texts.items():
+        path = folder / f"{name}.json"
+        if isinstance(text, bytes):
+            path.write_bytes(text)
+        else:
+            path.write_text(text)
+        cases[name] = InputCase(
+            ("profile", "--quiet", "--model", "bert-base", "--ipu-config", str(path), "-o", out)
+        )
+    big = folder / "big.json"
+    with open(big, "wb") as fh:
+        fh.truncate(2 << 20)
+    cases["big"] = InputCase(
+        ("profile", "--model", "bert-base", "--ipu-config", str(big), "-o", out)
+    )
+    fifo = _nonregular(folder, "fifo", ".json")
+    cases["fifo"] = InputCase(
+        ("profile", "--model", "bert-base", "--ipu-config", str(fifo), "-o", out)
+    )
+    return cases
+
+
+# -- host facts: a run configuration's host_profile (relative to the file, as model is) and ------
+# -- calibrate-host over a broken torch install -----------------------------------------------
+
+
+def host_fact_cases(folder: Path) -> dict[str, InputCase]:
+    """Run configurations in ``folder/configs`` whose ``host_profile`` names a file relative to
+    the configuration: missing, not a host profile, outside the folder, a NUL in the name, a
+    folder. Each is refused in one sentence naming the file as resolved (exit 2), whatever the
+    working directory."""
+    cfgs = folder / "configs"
+    cfgs.mkdir(parents=True, exist_ok=True)
+    (folder / "notes.txt").write_text("this is not a host profile\n")
+    (cfgs / "a-folder.toml").mkdir(exist_ok=True)
+    body = (
+        'model = "resnet50"\nimage_size = 32\nmicro_batch_size = 1\n'
+        'host_transforms = ["flip"]\nhost_profile = "{}"\n'
+    )
+    names = {
+        "missing": ("missing.toml", ("missing.toml",)),
+        "not-a-profile-above": ("../notes.txt", ("notes.txt", "not valid TOML")),
+        "nul": ("a\\u0000b.toml", ()),
+        "a-folder": ("a-folder.toml", ("a-folder.toml",)),
+    }
+    out = str(folder / "never.h5")
+    cases: dict[str, InputCase] = {}
+    for name, (value, says) in names.items():
+        cfg = cfgs / f"run-{name}.toml"
+        cfg.write_text(body.format(value))
+        cases[name] = InputCase(("profile", "--quiet", str(cfg), "-o", out), says=says)
+    return cases
+
+
+def broken_torch(folder: Path, error: str = "RuntimeError") -> Path:
+    """A package ``torch`` in ``folder`` that raises ``error`` at import, as a broken install
+    does (a torchvision built for another torch, a missing runtime library); put ``folder``
+    first on sys.path."""
+    pkg = folder / "torch"
+    pkg.mkdir(parents=True, exist_ok=True)
+    (pkg / "__init__.py").write_text(
+        f"raise {error}('operator torchvision::nms does not exist (injected by the tests)')\n"
+    )
+    return folder
+
+
+def host_fact_option_cases(folder: Path) -> dict[str, InputCase]:
+    """The per-call options a run may set (``host_call_overhead_us``, ``profiled_call_wait_us``;
+    default the framework's) with values no call has: negative, NaN, infinite, absurd, text; as
+    flags and in a run configuration. Each is refused in one sentence naming the option."""
+    folder.mkdir(parents=True, exist_ok=True)
+    out = str(folder / "never.h5")
+    cases: dict[str, InputCase] = {}
+    for opt in ("host_call_overhead_us", "profiled_call_wait_us"):
+        flag = "--" + opt.replace("_", "-")
+        for name, value in (("negative", "-1"), ("nan", "nan"), ("inf", "inf"), ("huge", "1e400")):
+            cases[f"{opt}/flag-{name}"] = InputCase(
+                ("profile", "--quiet", "--model", "mlp", flag, value, "-o", out), says=(opt,)
+            )
+        for name, value in (("negative", "-1.0"), ("absurd", "1e300"), ("text", '"soon"')):
+            cfg = folder / f"{opt}-{name}.toml"
+            cfg.write_text(f'model = "mlp"\n{opt} = {value}\n')
+            cases[f"{opt}/toml-{name}"] = InputCase(
+                ("profile", "--quiet", str(cfg), "-o", out), says=(opt,)
+            )
+    return cases
+
+
+def host_fact_profile_texts() -> dict[str, str]:
+    """Host profiles whose record of the measured CPU's float16 instructions is wrong in kind:
+    each is refused in one sentence (``cpu_float16`` is a list of flag names)."""
+    head = 'name = "x"\ncpu = "y"\ncores = 1\n'
+    t = "\n[transforms.flip]\nfixed_us = 1.0\nns_per_element = { uint8 = 1.0 }\n"
+    return {
+        "cpu-float16-not-a-list": head + 'cpu_float16 = "f16c"\n' + t,
+        "cpu-float16-numbers": head + "cpu_float16 = [16]\n" + t,
+        "cpu-float16-table": head + "cpu_float16 = { f16c = true }\n" + t,
+    }
+
+
+# -- what a simulation's cache key is made of: every input by content ------------------------------
+def slow_host_profile(factor: float = 50.0) -> str:
+    """The shipped host profile with every cost (per call, per element, the loader's) times
+    ``factor``: the same run configuration on it is ``factor`` times slower on the host."""
+    from analyser.cli.calibrate_host import to_toml
+    from engine.host.profile import load_host_profile
+
+    prof = load_host_profile("default").model_dump(exclude_none=True)
+    prof["loader_us_per_sample"] *= factor
+    for cost in prof["transforms"].values():
+        cost["fixed_us"] *= factor
+        cost["ns_per_element"] = {k: v * factor for k, v in cost["ns_per_element"].items()}
+    return to_toml({**prof, "measured": prof.get("measured", "now")})
+
+
+#: Host transforms of an MLP run that reads stored arrays (what the host profile costs).
+HOST_STEPS = ["from_array", "flip", "to_tensor", "convert_dtype", "normalise"]
+
+
+def sim_key_changes(folder: Path) -> dict[str, tuple[dict, Callable[[], object], Path | None]]:
+    """Inputs that change a simulation's figures while its run configuration reads the same:
+    ``name -> (config, change, cwd)``; ``change()`` edits a file the configuration names (same
+    path, new contents); ``cwd``: the folder a relative path is read from (None: any). A request
+    made after the change must have another cache key."""
+    from importlib import resources
+
+    folder.mkdir(parents=True, exist_ok=True)
+    default = resources.files("engine").joinpath("data/host/default.toml").read_text("utf-8")
+    host = folder / "host.toml"
+    host.write_text(default)
+    rel = folder / "rel"
+    rel.mkdir(exist_ok=True)
+    (rel / "host.toml").write_text(default)
+    model = onnx_relu(folder, "relu", [1, 4])
+    ext = onnx_relu(folder, "relu-ext", [1, 4], {"location": "w.bin", "length": "64"})
+    ext2 = onnx_relu(folder, "relu-ext2", [1, 4], {"location": "w2.bin", "length": "64"})
+    (folder / "w2.bin").write_bytes(bytes(64))
+    return {
+        "host-profile-50x-slower": (
+            {"model": "mlp", "host_transforms": HOST_STEPS, "host_profile": str(host)},
+            lambda: host.write_text(slow_host_profile()),
+            None,
+        ),
+        # a relative host_profile is read from the current folder: its contents, not its name
+        "relative-host-profile-edited": (
+            {"model": "mlp", "host_transforms": HOST_STEPS, "host_profile": "host.toml"},
+            lambda: (rel / "host.toml").write_text(slow_host_profile(3.0)),
+            rel,
+        ),
+        "onnx-model-rewritten": (
+            {"model": str(model)},
+            lambda: onnx_relu(folder, "relu", [64, 4]),
+            None,
+        ),
+        # the model's bytes stay; the external-data file it names appears (it was refused as
+        # missing; the refusal was an answer of the cache)
+        "onnx-external-data-appears": (
+            {"model": str(ext)},
+            lambda: (folder / "w.bin").write_bytes(bytes(64)),
+            None,
+        ),
+        "onnx-external-data-truncated": (
+            {"model": str(ext2)},
+            lambda: (folder / "w2.bin").write_bytes(bytes(8)),
+            None,
+        ),
+    }
+
+
+# -- scheduler addresses that cannot be one, and TLS peers that refuse each other ----------------
+#: ``--scheduler`` values that name no scheduler analyse can reach, and what the sentence says.
+SCHEDULER_ADDRESSES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "udp": ("udp://127.0.0.1:9", ("'udp'", "tcp://HOST:PORT")),
+    "file": ("file:///tmp/scheduler", ("'file'", "tcp://HOST:PORT")),
+    "inproc": ("inproc://10.0.0.1/1/1", ("inproc://", "within one process")),
+    "host-300-letters": ("tcp://" + "a" * 300 + ":8786", ("host name",)),
+    "host-300-letters-no-port": ("tcp://" + "a" * 300, ("tcp://HOST:PORT",)),
+    "empty-host": ("tcp://:8786", ("tcp://HOST:PORT",)),
+    # TEST-NET-1 (RFC 5737): routed nowhere; refused or timed out, never an answer
+    "unroutable": ("tcp://192.0.2.1:8786", ("cannot reach",)),
+    "closed-port": ("tcp://127.0.0.1:9", ("cannot reach", "refused")),
+}
+
+
+def scheduler_address_cases(folder: Path) -> dict[str, InputCase]:
+    """``analyse tune --scheduler`` at each of :data:`SCHEDULER_ADDRESSES`: one sentence with
+    the real reason (an unsupported protocol, a host name that is none, nothing reachable),
+    never "not a Dask message" (nothing answered) and never a traceback; exit 2."""
+    folder.mkdir(parents=True, exist_ok=True)
+    cfg = folder / "mlp.toml"
+    cfg.write_text('model = "mlp"\n')
+    out = str(folder / "never")
+    tune = ("tune", str(cfg), "--vary", "micro_batch_size=1,2", "--quiet")
+    return {
+        name: InputCase(
+            (*tune, "--scheduler", address, "-o", out),
+            says=says,
+            hidden=("not a Dask message", "Traceback", "UnicodeError"),
+        )
+        for name, (address, says) in SCHEDULER_ADDRESSES.items()
+    }
+
+
+def tls_refusal_cases(folder: Path, address: str, security) -> dict[str, InputCase]:
+    """``--scheduler`` at a TLS scheduler (``address``, credentials ``security``: a
+    ``distributed.security.Security``) with credentials it and the client do not share: the
+    scheduler's certificate not signed by the CA given (``wrong-ca``), a client certificate the
+    scheduler's CA did not sign (``client-cert-refused``). Each names the TLS handshake and
+    which certificate was refused, never "is not a Dask scheduler"."""
+    from distributed.security import Security
+
+    other = Security.temporary()
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def pem(name: str, text: str) -> str:
+        p = folder / name
+        p.write_text(text)
+        p.chmod(0o600)
+        return str(p)
+
+    good = {
+        "ca": pem("ca.pem", security.tls_ca_file),
+        "cert": pem("cert.pem", security.tls_client_cert),
+        "key": pem("key.pem", security.tls_client_key),
+    }
+    bad = {
+        "ca": pem("other-ca.pem", other.tls_ca_file),
+        "cert": pem("other-cert.pem", other.tls_client_cert),
+        "key": pem("other-key.pem", other.tls_client_key),
+    }
+    cfg = folder / "mlp.toml"
+    cfg.write_text('model = "mlp"\n')
+    tune = ("tune", str(cfg), "--vary", "micro_batch_size=1,2", "--quiet", "--scheduler", address)
+
+    def case(ca: str, cert: str, key: str, says: tuple[str, ...]) -> InputCase:
+        tls = ("--tls-ca-file", ca, "--tls-cert", cert, "--tls-key", key)
+        return InputCase(
+            (*tune, *tls, "-o", str(folder / "never")),
+            says=("TLS handshake", address, *says),
+            hidden=("not a Dask scheduler", "Traceback"),
+        )
+
+    return {
+        "wrong-ca": case(bad["ca"], good["cert"], good["key"], ("--tls-ca-file",)),
+        "client-cert-refused": case(good["ca"], bad["cert"], bad["key"], ("--tls-cert",)),
+    }
+
+
+# -- the record of the outputs analyse wrote without a marker (CSV, JSON records, Parquet) ---------
+def output_record_tamperings() -> dict[str, Callable[[Path, Path], None]]:
+    """Ways to make the record of an output say a file is analyse's when it is not (or to make
+    reading it hang or fill memory): ``tamper(record_json, output)``. Each must leave the
+    output refused as the user's (the safe direction), never replaced, never a traceback."""
+    import os
+
+    def edit(fn: Callable[[dict], object]) -> Callable[[Path, Path], None]:
+        def tamper(record: Path, out: Path) -> None:
+            new = fn(json.loads(record.read_text()))
+            record.write_text(new if isinstance(new, str) else json.dumps(new))
+
+        return tamper
+
+    def fifo(record: Path, out: Path) -> None:
+        record.unlink()
+        os.mkfifo(record)
+
+    def user_rewrote(record: Path, out: Path) -> None:
+        out.write_text("x\nprecious\n")
+
+    def same_size_same_time(record: Path, out: Path) -> None:
+        # other bytes of the same length, the old modification time put back (rsync -t, touch -r)
+        st = out.stat()
+        data = out.read_bytes()
+        out.write_bytes(bytes(b ^ 1 for b in data))
+        os.utime(out, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+    def user_copy(record: Path, out: Path) -> None:
+        data = out.read_bytes()
+        out.unlink()
+        out.write_bytes(data)  # the same bytes, but a file of the user's (another inode)
+
+    return {
+        "not-json": edit(lambda d: "{nope"),
+        "list": edit(lambda d: []),
+        "deep": edit(lambda d: "[" * 100_000 + "]" * 100_000),
+        "huge": edit(lambda d: {**d, "pad": "x" * (1 << 20)}),
+        "other-path": edit(lambda d: {**d, "path": "/etc/passwd"}),
+        "size-text": edit(lambda d: {**d, "size": str(d["size"])}),
+        "digest-wrong": edit(lambda d: {**d, "sha256": "0" * 64}),
+        "fifo": fifo,
+        "user-rewrote-it": user_rewrote,
+        "same-size-same-time": same_size_same_time,
+        "user-copy": user_copy,
+    }
+
+
+# -- output width and a Markdown report's image folder ----------------------------------------------
+def width_and_image_cases(base: Path, folder: Path) -> dict[str, InputCase]:
+    """``--width`` out of its bounds, and a Markdown report whose images cannot go where they
+    go (``NAME_files/`` beside ``NAME.md``): a file, a FIFO or an HDF5 file in the way. One
+    sentence each, exit 2, nothing replaced."""
+    import os
+    import shutil
+
+    q = ("roofline", str(base), "--width")
+    cases = {
+        "width-zero": InputCase((*q, "0"), says=("--width",)),
+        "width-negative": InputCase((*q, "-5"), says=("--width",)),
+        "width-huge": InputCase((*q, "1" + "0" * 30), says=("columns",)),
+        "width-text": InputCase((*q, "wide"), says=("whole number",)),
+    }
+    (folder / "file_files").write_text("a file where the image folder goes")
+    cases["images-folder-is-a-file"] = InputCase(
+        ("report", str(base), "-o", str(folder / "file.md")), says=("not a folder",)
+    )
+    fifo = folder / "fifo_files"
+    fifo.mkdir(exist_ok=True)
+    if not (fifo / "p1-liveness.svg").exists():
+        os.mkfifo(fifo / "p1-liveness.svg")
+    cases["image-is-a-fifo"] = InputCase(
+        ("report", str(base), "-o", str(folder / "fifo.md"), "--force"), says=("named pipe",)
+    )
+    h5 = folder / "h5_files"
+    h5.mkdir(exist_ok=True)
+    shutil.copyfile(base, h5 / "p1-memory-per-tile.svg")
+    cases["image-is-a-profile"] = InputCase(
+        ("report", str(base), "-o", str(folder / "h5.md"), "--force"), says=("HDF5",)
+    )
+    return cases
+
+
+# -- tune folders: links out of the folder, control characters ---------------------------------
+#: A value only the files outside the tune folder hold: it must never be shown.
+TUNE_OUTSIDE_SECRET = "HOSTILE-SECRET-OUTSIDE-THE-TUNE-FOLDER"
+#: Terminal escapes and a bidi override (CVE-2021-42574) in names the report shows.
+CONTROL_TEXT = "\x1b[2J\x1b]0;owned\x07\u202eevil"
+
+
+def _link_out(name: str, target: Path) -> Callable[[Path], None]:
+    """``name`` in the folder becomes a symbolic link to ``target`` (outside the folder)."""
+
+    def mutate(folder: Path) -> None:
+        (folder / name).unlink()
+        (folder / name).symlink_to(target)
+
+    return mutate
+
+
+def tune_link_cases(folder: Path, base: Path) -> dict[str, InputCase]:
+    """tune.json or results.parquet as a link out of the tune folder (to a file of the right
+    shape whose values hold :data:`TUNE_OUTSIDE_SECRET`, to /dev/zero, to a folder), through
+    ``analyse report DIR`` and ``analyse gui DIR``: each refused in one sentence that names the
+    link, the linked file's values never shown."""
+    import pandas as pd
+
+    outside = folder / "outside"
+    src = tune_folder(outside / "src", base)
+    meta = json.loads((src / "tune.json").read_text())
+    (outside / "meta.json").write_text(json.dumps({**meta, "start_id": TUNE_OUTSIDE_SECRET}))
+    (outside / "good-meta.json").write_text(json.dumps(meta))
+    df = pd.read_parquet(src / "results.parquet")
+    df["message"] = TUNE_OUTSIDE_SECRET
+    df.to_parquet(outside / "table.parquet", index=False)
+    (outside / "a-folder").mkdir()
+    mutations = {
+        "meta-link-out": _link_out("tune.json", outside / "meta.json"),
+        "meta-link-out-valid": _link_out("tune.json", outside / "good-meta.json"),
+        "meta-link-dev-zero": _link_out("tune.json", Path("/dev/zero")),
+        "meta-link-folder": _link_out("tune.json", outside / "a-folder"),
+        "parquet-link-out": _link_out("results.parquet", outside / "table.parquet"),
+        "parquet-link-dev-zero": _link_out("results.parquet", Path("/dev/zero")),
+    }
+    cases: dict[str, InputCase] = {}
+    for name, mutate in mutations.items():
+        d = tune_folder(folder / name, base)
+        mutate(d)
+        out = str(folder / f"{name}.html")
+        hidden = (TUNE_OUTSIDE_SECRET, SECRET)
+        says = ("a link out of the tune folder",)
+        cases[f"{name}/report"] = InputCase(("report", str(d), "-o", out), hidden=hidden, says=says)
+        cases[f"{name}/gui"] = InputCase(("gui", str(d)), hidden=hidden, says=says)
+    return cases
+
+
+def tune_control_folder(folder: Path, base: Path) -> Path:
+    """A valid tune folder whose own name, start configuration's file, dimension, option values
+    and row messages hold :data:`CONTROL_TEXT` (what a report must show as visible escapes)."""
+    import pandas as pd
+
+    d = tune_folder(folder / f"tune{CONTROL_TEXT}", base)
+    meta = json.loads((d / "tune.json").read_text())
+    dim = f"micro_batch_size{CONTROL_TEXT}"
+    meta["dimensions"] = {dim: meta["dimensions"]["micro_batch_size"]}
+    meta["config_file"] = f"run{CONTROL_TEXT}.toml"
+    meta["start"] = {**meta["start"], dim: 1}
+    meta["diff"] = {dim: [f"a{CONTROL_TEXT}", f"b{CONTROL_TEXT}"]}
+    (d / "tune.json").write_text(json.dumps(meta))
+    df = pd.read_parquet(d / "results.parquet")
+    df[dim] = [f"{v}{CONTROL_TEXT}" for v in df["micro_batch_size"]]
+    df["message"] = f"note{CONTROL_TEXT}"
+    df["origin"] = [f"{o}{CONTROL_TEXT}" for o in df["origin"]]
+    df.to_parquet(d / "results.parquet", index=False)
+    return d
+
+
 # -- stored fidelity errors: the calibration's fields and the memory facts -----------------------
 def fidelity_errors_calibration_files(folder: Path) -> dict[str, Path]:
     """Stored-errors files whose calibration fields (``features``, ``config``, ``source``) or
@@ -1614,3 +2089,19 @@ def fidelity_errors_calibration_files(folder: Path) -> dict[str, Path]:
         path.write_text(json.dumps(d), encoding="utf-8")
         out[name] = path
     return out
+
+
+# -- the notebook's inputs: windows of the execution trace (analysis.plot.trace) ---------------
+def trace_windows() -> dict[str, tuple[object, str]]:
+    """Windows ``analysis.plot.trace`` refuses, with what its one sentence says: empty or
+    reversed, not two numbers, too large to draw (with the step limit lowered to 50)."""
+    return {
+        "reversed": ((5, 1), "empty"),
+        "empty": ((7, 7), "empty"),
+        "text": (("a", 2), "(start, end)"),
+        "none": (None, "(start, end)"),
+        "one-number": ((5,), "(start, end)"),
+        "nan": ((float("nan"), 5), "(start, end)"),
+        "huge": ((0, 10**30), "narrow it"),
+        "whole-run": ((0, 10**12), "narrow it"),
+    }

@@ -61,8 +61,9 @@ class Net:
         out = self._t(op.lower())
         path = "/" + "/".join(scope.split(".")) + "/" + op
         self.nodes.append(h.make_node(op, inputs, [out], name=path, **attrs))
-        if inputs and inputs[0] in self.hw:
-            self.hw[out] = 1 if op == "GlobalAveragePool" else self.hw[inputs[0]]
+        known = [self.hw[i] for i in inputs if i in self.hw]
+        if known:  # a broadcast (the squeeze-and-excite's scale) keeps the larger map
+            self.hw[out] = 1 if op == "GlobalAveragePool" else max(known)
         return out
 
     def const(self, values) -> str:

@@ -38,9 +38,10 @@ def test_global_exchange_and_control_code_grow_with_replicas_host_exchange_stays
     # two ring directions from 3 replicas on (PopLibs' method choice)
     assert glob[-1] > glob[1]
     # the fragment switches add control code per replica in the ring (1..64) until the fragments
-    # are so small per tile that PopLibs slices them dynamically instead (256: no switch)
+    # are so small per tile that PopLibs slices them dynamically instead (256: no switch); the
+    # cases selecting each replica's exchange keep growing, so control code never falls
     assert all(a < b for a, b in pairwise(control[:4]))
-    assert control[4] < control[3]
+    assert control[4] >= control[3]
     assert len(set(host)) == 1
     # the ring is a Repeat loop, not one program per step: far below 2(R-1) transfers
     assert glob[-1] < 2 * 255 * 192
@@ -49,6 +50,7 @@ def test_global_exchange_and_control_code_grow_with_replicas_host_exchange_stays
 def test_other_code_categories_do_not_depend_on_replicas(by_replicas):
     grown = {
         "globalExchangeCode",
+        "internalExchangeCode",  # the fragment switches' copies
         "controlCode",
         "controlTable",
         "copyDescriptor",
@@ -108,7 +110,9 @@ def test_a_pod_of_several_racks_adds_a_gw_link_ring():
         k: _per_tile_peak(c, "globalExchangeCode")
         for k, c in (("pod64", one_rack), ("pod256", four), ("flat", flat))
     }
-    assert g["pod256"] > g["pod64"] and g["pod256"] > g["flat"]
+    # the GW-Link ring adds its copies; a flat ring of 256 holds a pair per replica in each copy,
+    # more than the rack's 64 and the racks' 4 of the two levels
+    assert g["flat"] > g["pod256"] > g["pod64"]
 
 
 def test_ring_levels_and_directions_follow_poplibs():
@@ -137,3 +141,112 @@ def test_collective_programs_in_the_tree_carry_their_code(by_replicas):
         # the node's code is the compile's reduce-scatter and all-gather ring programs
         assert code[r] == sum(by_replicas[r].io["collective_code_bytes"][0]) > 0
     assert code[64] > code[2]
+
+
+# Code that grows with the replicas: Graphcore's Memory and Performance Optimisation Guide,
+# section 4.3.1 ("Graph replication"), measures the global exchange code growing linearly with
+# the number of replicas, 4x from 1 to 4.
+
+PIPELINED = dict(
+    model="bert-base",
+    seq_length=128,
+    num_ipus=4,
+    strategy="pipelined",
+    split_points=["encoder.layer.3", "encoder.layer.6", "encoder.layer.9"],
+    micro_batch_size=2,
+    gradient_accumulation=8,
+    precision="16.16",
+)
+
+
+def test_global_exchange_code_is_four_times_larger_at_four_replicas():
+    """A pipelined model served on 1 and 4 replicas: no collectives, only the inter-IPU copies,
+    whose global exchange code the one executable holds for each replica: exactly 4x."""
+    one, four = (
+        engine.compile(
+            dict(
+                PIPELINED,
+                mode="inference",
+                gradient_accumulation=1,
+                device_iterations=4,
+                replication_factor=r,
+            )
+        )
+        for r in (1, 4)
+    )
+    g1, g4 = _total(one, "globalExchangeCode"), _total(four, "globalExchangeCode")
+    assert g1 > 0 and g4 == 4 * g1
+    # and the replicated graph selects its replica's exchange: control code grows too
+    assert _total(four, "controlCode") > _total(one, "controlCode")
+
+
+def test_training_code_grows_linearly_with_replicas():
+    """Training on 1 to 16 replicas of 4 IPUs: global exchange code, internal exchange code
+    (the fragment switches' copies) and control code grow with the replicas; the global
+    exchange code's growth per added replica is about constant (linear, not the ring's
+    constant cost the fragments' shrinking would give)."""
+    rs = (1, 2, 4, 8, 16)
+    c = {r: engine.compile(dict(PIPELINED, replication_factor=r)) for r in rs}
+    glob = [_total(c[r], "globalExchangeCode") for r in rs]
+    internal = [_total(c[r], "internalExchangeCode") for r in rs]
+    control = [_total(c[r], "controlCode") for r in rs]
+    for series in (glob, internal, control):
+        assert all(a < b for a, b in pairwise(series)), series
+    assert glob[2] >= 4 * glob[0]  # 1 -> 4: at least the guide's factor (plus the collectives)
+    slopes = [(glob[i + 1] - glob[i]) / (rs[i + 1] - rs[i]) for i in range(1, len(rs) - 1)]
+    assert max(slopes) < 1.25 * min(slopes), slopes
+    # code other than exchange and control does not depend on the replicas
+    for cat in ("vertexCode", "vertexInstanceState", "stack", "constant"):
+        assert _total(c[16], cat) == _total(c[1], cat), cat
+
+
+def test_one_replica_compiles_no_replica_code():
+    """At one replica the inter-IPU copies keep one exchange each and there is no collective."""
+    one = engine.compile(dict(PIPELINED, replication_factor=1))
+    t = one.target
+    per_tile = one.memory.by_category[..., MEMORY_CATEGORIES.index("globalExchangeCode")]
+    # a training stage sends and receives activations and gradients: at most 4 transfers
+    assert per_tile.max() <= 4 * t.global_exchange_code_bytes_per_transfer
+
+
+def test_a_cross_replica_copy_holds_one_exchange_per_pair():
+    """Each replica added to a ring adds one pair's exchange to each of its copies, and one
+    case selecting it."""
+    from engine.compiler.code import ring_code
+    from engine.targets import get_target
+
+    t = get_target("mk2")
+    nbytes = 16 << 20
+    codes = {}
+    for r in (4, 8):
+        ring = collectives.collective(nbytes * r, 2, 1472, replicas=r, ipus_per_replica=4)
+        (level,) = ring.levels
+        assert level.directions == 1 and collectives.copy_pairs(level) == r
+        codes[r] = ring_code(t, ring, 1472)
+    # the fragment is the same 16 MiB either way: the 4 more pairs add 4 exchanges of it
+    pair = t.exchange_code_base_bytes + 2 * t.exchange_code_bytes_per_instruction * (
+        -(-(nbytes // 1472 + 1) // t.exchange_bytes_per_instruction)
+    )
+    assert codes[8].global_exchange - codes[4].global_exchange == pytest.approx(4 * pair, rel=0.05)
+    assert codes[8].control > codes[4].control
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        "resnet50-bow-pod64.toml",
+        "resnet50-bow-pod256.toml",
+        "bert-large-sl128-popart-bow-pod64.toml",
+        "bert-large-sl128-tf2-bow-pod64.toml",
+    ],
+)
+def test_published_pod_configurations_still_fit(config):
+    """Graphcore trains these on 64 and 256 replicas: with code growing with the replicas they
+    still fit in memory."""
+    from pathlib import Path
+
+    from engine.config import RunConfig
+
+    path = Path(__file__).resolve().parents[1] / "assets/runs/reference" / config
+    compiled = engine.compile(RunConfig.from_toml(path))
+    assert int(np.sum(compiled.memory.oom_tiles)) == 0

@@ -105,7 +105,7 @@ def test_walkthrough_report(walkthrough_profiles, tmp_path):
     )
     html = out.read_text()
     HTMLParser().feed(html)
-    assert html.count("<svg") >= 6 * 2 + 2
+    assert html.count('class="plotly-graph-div"') >= 6 * 2 + 2  # interactive charts
     assert "precision" in html and "Use FP16" in html
     # the story: each step's change with the insight behind it and its re-simulated prediction
     assert "Step by step" in html and html.count("Recommended by insight") >= 4

@@ -130,6 +130,9 @@ def ref_estimate(shape: dict, part: dict, eb: int, pb: int) -> tuple[int, int]:
     ``chains`` > 0 for SLIC; by default the AMP vertex) and a ``combine`` factor
     (combineConvGroups: ceil(G / f) groups of f x the channels, every operand rearranged)."""
     G, M, C, N, k, width = (shape[x] for x in ("G", "M", "C", "N", "kernel", "width"))
+    expand = part.get("expand", False)
+    if expand:  # expandDim of both field dimensions: the kernel into the input channels
+        C, k, shape = C * k, 1, dict(shape, in_width=width, dup=1)
     combine = part.get("combine", 1)
     G, C, N = cdiv(G, combine), C * combine, N * combine
     role, conv, dup = shape["role"], shape["conv"], shape.get("dup", 1)
@@ -190,6 +193,8 @@ def ref_estimate(shape: dict, part: dict, eb: int, pb: int) -> tuple[int, int]:
     r_in, r_w, r_out = wu or pad_in or mm_wu, wu or pad_in or pad_out, wu or pad_out or mm_wu
     if combine > 1:
         r_in = r_w = r_out = True
+    if expand:  # addTransformCycleEstimate: expandDims rearranges inputs and weights
+        r_in = r_w = True
     wpu = vc.weights_per_conv_unit(MK2, eb)  # the next layer's assumed input grouping
     regroup_out = conv and not wu and co != wpu and not r_out
     regroup_w = conv and role == "fwd" and co % wpu != 0 and not r_w
@@ -303,7 +308,8 @@ def _a(shape: dict, role: str, is_conv: bool, eb: int) -> dict:
 
 
 def _chosen(p: dict) -> dict:
-    return {x: int(p[x][0]) for x in ("pg", "pf", "pkh", "pi", "po", "si", "so")}
+    part = {x: int(p[x][0]) for x in ("pg", "pf", "pkh", "pi", "po", "si", "so")}
+    return dict(part, expand=bool(p["expand"][0]))
 
 
 @pytest.mark.parametrize(("shape", "role", "is_conv", "eb", "pb"), SHAPES)
@@ -318,32 +324,79 @@ def test_planner_estimate_matches_poplibs_transcription(shape, role, is_conv, eb
     assert temp <= LIMIT  # every shape here has a plan that fits
 
 
-@pytest.mark.parametrize("i", [0, 5, 7, 10, 13, 19, 21])
+def _expandable(shape: dict, role: str, is_conv: bool, eb: int) -> bool:
+    """The engine's expandDims candidates: a forward convolution with a strided 1 x 1 kernel, or
+    with fewer input channels (per group) than one grain and a larger kernel."""
+    if not (is_conv and role == "fwd" and shape["width"] > 0):
+        return False
+    k, ci = shape["kernel"], vc.weights_per_conv_unit(MK2, eb)
+    strided = shape.get("in_width", shape["width"]) > shape["width"]
+    return (k == 1 and strided) or (shape["C"] < ci and k > 1)
+
+
+@pytest.mark.parametrize("i", [0, 5, 7, 10, 13, 17, 19, 20, 21])
 def test_search_finds_the_cheapest_power_of_two_partition(i):
     """No partition of powers of two (what the engine's grid holds besides "all tiles left")
-    that fits is cheaper, by the transcription, than the plan the engine chose."""
+    that fits is cheaper, by the transcription, than the plan the engine chose, with and
+    without the expansion of the field dimensions where the engine tries it."""
     shape, role, is_conv, eb, pb = SHAPES[i]
     sh = dict(shape, role=role, conv=is_conv)
     p = cp.plan(_a(shape, role, is_conv, eb), MK2, T, LIMIT, pb)
     best = int(p["planner_cycles"][0])
     ci, co = vc.weights_per_conv_unit(MK2, eb), vc.conv_units(MK2, eb, pb)
-    kh = cdiv(shape["kernel"], max(round(math.sqrt(shape["kernel"])), 1))
     pg = min(shape["G"], T)
     tr = T // pg
 
     def pows(limit):
         return sorted({min(2**e, limit) for e in range(12)})
 
-    for pi in pows(cdiv(shape["C"], ci)):
-        for po in pows(cdiv(shape["N"], co)):
-            for pkh in range(1, kh + 1):
-                for pf in pows(shape["M"]):
-                    if pi * po * pkh * pf > tr:
-                        continue
-                    part = dict(pg=pg, pf=pf, pkh=pkh, pi=pi, po=po, si=1, so=1)
-                    total, temp = ref_estimate(sh, part, eb, pb)
-                    if temp <= LIMIT:
-                        assert best <= total, part
+    for expand in (False, True) if _expandable(shape, role, is_conv, eb) else (False,):
+        k = 1 if expand else shape["kernel"]
+        C = shape["C"] * shape["kernel"] if expand else shape["C"]
+        kh = cdiv(k, max(round(math.sqrt(k)), 1))
+        for pi in pows(cdiv(C, ci)):
+            for po in pows(cdiv(shape["N"], co)):
+                for pkh in range(1, kh + 1):
+                    for pf in pows(shape["M"]):
+                        if pi * po * pkh * pf > tr:
+                            continue
+                        part = dict(pg=pg, pf=pf, pkh=pkh, pi=pi, po=po, si=1, so=1)
+                        total, temp = ref_estimate(sh, dict(part, expand=expand), eb, pb)
+                        if temp <= LIMIT:
+                            assert best <= total, (part, expand)
+
+
+@pytest.mark.parametrize("i", [17, 20])
+def test_expanded_dims_remove_strided_inputs_and_padded_channels(i):
+    """A 7 x 7 stem of 3 channels and a stride-2 1 x 1 downsample: the expansion of both field
+    dimensions (PopLibs' expandDims) is a candidate; the chosen plan is the cheaper of the
+    expanded and the plain one, and the expanded plan's tile holds no strided-away input."""
+    shape, role, is_conv, eb, pb = SHAPES[i]
+    a = _a(shape, role, is_conv, eb)
+    s = cp.with_expanded_dims(cp.conv_shapes(a, MK2, pb))
+    assert len(s.M) == 2 and bool(s.expand[1]) and int(s.orig[1]) == 0
+    assert int(s.C[1]) == shape["C"] * shape["kernel"] and int(s.kernel[1]) == 1
+    assert int(s.stride[1]) == 1 and int(s.in_width[1]) == shape["width"]
+    _, e, _ = cp.search(s, MK2, T, LIMIT)
+    chosen = int(e.total[0])
+    for expand in (False, True):  # the best of each kind alone
+        only = cp.ConvShapes(
+            **{
+                f: (
+                    getattr(s, f)[[int(expand)]]
+                    if isinstance(getattr(s, f), np.ndarray)
+                    else getattr(s, f)
+                )
+                for f in cp.ConvShapes.__dataclass_fields__
+            }
+        )
+        only.orig = np.zeros(1, np.int64)
+        _, e1, _ = cp.search(only, MK2, T, LIMIT)
+        assert chosen <= int(e1.total[0])
+        if expand:  # inputs on a tile: the whole output rows it computes, nothing strided
+            z, w = e1.sizes, shape["width"]
+            rows = cdiv(int(z["Ft"][0]), w)
+            assert int(z["n_in"][0]) <= rows * w * cdiv(int(s.C[1]), 16) * 16
 
 
 def test_serial_splits_when_the_temporaries_do_not_fit():

@@ -46,12 +46,14 @@ def run_configs() -> list[Path]:
 def test_reference_config_parses_and_validates(path, bench, tmp_path):
     config = RunConfig.from_toml(path)
     if config.model.lower().endswith(".onnx"):
-        # the tutorials' ONNX files are generated (benchmarks/tutorial_onnx.py), not committed
-        assert Path(config.model).name in bench.tutorial_onnx.MODELS
+        # the ONNX files are generated (benchmarks/tutorial_onnx.py, benchmarks/cnn_onnx.py),
+        # not committed
+        name = Path(config.model).name
+        assert name in bench.tutorial_onnx.MODELS or name in bench.cnn_onnx.MODELS
         copy = tmp_path / path.name
         copy.write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
-        bench.tutorial_onnx.prepare(tmp_path, Path(config.model).name)
         config = RunConfig.from_toml(copy)
+        bench.prepare_model(config, tmp_path)
     config.check_layers(build_model(config).layer_names)
     assert config.name.strip()
 
@@ -69,8 +71,9 @@ def test_every_row_has_a_source_and_a_known_config(bench, rows):
             assert row.config in configs, row.id
 
 
-def test_every_reference_config_is_used_by_a_row(rows):
+def test_every_reference_config_is_used_by_a_row(bench, rows):
     used = {row.config for row in rows if row.config}
+    used |= {row.config for row in bench.load_memory_rows()}
     assert {p.name for p in run_configs()} == used
 
 

@@ -74,6 +74,7 @@ def _chosen(p: dict) -> dict:
         "chains",
         "combine",
         "hmac",
+        "expand",
     )
     return {x: int(p[x][0]) for x in keys}
 

@@ -415,7 +415,7 @@ def test_reports_are_built_while_idle_once_and_show_their_documents_when_visited
     open_and_wait(qtbot, w, profiles_dir["fit"], profiles_dir["fit2"])
     qtbot.waitUntil(lambda: not w.prebuild_pending(), timeout=20_000)
     assert sorted(r.key for r in w._reports.values()) == sorted(w.report_keys)
-    assert w.stack.count() == len(w.report_keys) + 1  # and the empty-state panel
+    assert w.stack.count() == len(w.report_keys) + 2  # and the empty-state and loading panels
     shown = w.current_report()
     assert all(r._dirty for r in w._reports.values() if r is not shown)  # built, not filled
     mr, tr, pr = w.report("memory"), w.report("trace"), w.report("pipeline")

@@ -10,7 +10,8 @@ from gui_helpers import shown_report, shut_down_trace
 from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QColor, QWheelEvent
 
-from analyser.trace.bsp import STATE_OF_TYPE
+from analyser.gui.theme import chart_colors
+from analyser.trace.bsp import STATE_OF_TYPE, dominant
 from profiles import write_profile
 from profiles.synthetic import make_synthetic_profile
 
@@ -48,8 +49,8 @@ def _legend(view) -> dict[str, tuple[int, int, int]]:
 
 
 def test_whole_run_is_drawn_by_state(report):
-    """The whole run (every step in view) is drawn, not refused, and each cell is the blend of
-    the legend's colours by the cell's shares."""
+    """The whole run (every step in view) is drawn, not refused, and each cell is the legend's
+    colour of its largest state, mixed with the background by how far that state dominates."""
     bsp = report.bsp
     m = bsp.states
     assert m is not None and m.t0 == pytest.approx(report.timeline.x_range()[0])
@@ -60,9 +61,13 @@ def test_whole_run_is_drawn_by_state(report):
     for name in legend:  # every state is in the legend text, with its swatch
         assert name in bsp.legend.text()
     colors = np.array(list(legend.values()), float)
+    background = np.array(QColor(chart_colors().background).getRgb()[:3], float)
     b, r = m.buckets // 3, m.rows // 2
-    want = np.rint(m.shares[b, r] @ colors)
+    want = dominant(m.shares[b : b + 1, r : r + 1], colors, background)[0, 0].astype(float)
     assert np.abs(np.array(bsp.image.image[r, b, :3], float) - want).max() <= 1
+    top = int(np.argmax(m.shares[b, r]))
+    if m.shares[b, r, top] > 0.999:  # wholly one state: exactly its legend colour
+        assert np.abs(want - colors[top]).max() <= 1
     assert "compute" in bsp.label.text() and "%" in bsp.label.text()
 
 

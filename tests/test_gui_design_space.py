@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from PySide6.QtCore import Qt
 
 pytestmark = pytest.mark.gui
 
@@ -157,3 +158,85 @@ def load_df(folder):
     import pandas as pd
 
     return pd.read_parquet(folder / "results.parquet")
+
+
+# ---------------------------------------------------------------------------------------------
+# A window that belongs to the main window: Quit, Esc, theme, units, whole trial numbers
+# ---------------------------------------------------------------------------------------------
+@pytest.fixture
+def main_window(qtbot, tmp_path):
+    from gui_helpers import shown_window
+
+    from analyser.gui.theme import apply_theme
+
+    fixture = shown_window(qtbot, tmp_path)
+    w = next(fixture)
+    yield w
+    w.set_theme("light")
+    apply_theme("light")
+    next(fixture, None)
+
+
+def test_design_space_closes_with_quit_and_with_esc(qtbot, tune_folder, main_window):
+    """It outlived File > Quit (the process ran on until it was closed too), and Esc did not
+    close it."""
+    from analyser.gui import design_space
+
+    view = design_space.open_design_space(main_window, tune_folder)
+    qtbot.waitExposed(view)
+    with qtbot.waitSignal(view.destroyed, timeout=10_000):
+        main_window.close()  # File > Quit
+    main_window.show()
+    again = design_space.open_design_space(main_window, tune_folder)
+    qtbot.waitExposed(again)
+    with qtbot.waitSignal(again.destroyed, timeout=10_000):
+        qtbot.keyClick(again, Qt.Key.Key_Escape)
+
+
+def test_design_space_follows_the_theme_and_the_units(qtbot, tune_folder, main_window):
+    """It kept the light theme in dark mode and KiB after View > Units > kB."""
+    from PySide6.QtGui import QColor
+
+    from analyser.gui import design_space
+    from analyser.gui.theme import CHART_COLORS
+
+    view = design_space.open_design_space(main_window, tune_folder)
+    qtbot.addWidget(view)
+    qtbot.waitExposed(view)
+    selected = view.selected
+    bottom = view.plot.getPlotItem().getAxis("bottom")
+    assert "KiB" in bottom.labelText
+    main_window.set_units("kB")
+    assert "kB" in bottom.labelText and "KiB" not in bottom.labelText
+    header = [
+        view.trials.model.headerData(c, Qt.Orientation.Horizontal)
+        for c in range(view.trials.model.columnCount())
+    ]
+    assert not any("KiB" in str(h) for h in header)
+    assert view.selected == selected
+    main_window.set_theme("dark")
+    qtbot.waitUntil(
+        lambda: view.plot.backgroundBrush().color() == QColor(CHART_COLORS["dark"].background)
+    )
+    pixel = view.plot.grab().toImage().pixelColor(5, 5)
+    assert pixel.lightness() < 80  # the chart is drawn dark, not white
+    ring = view.rings["start_id"]
+    assert ring  # the start is ringed in the theme's foreground (visible on the dark chart)
+
+
+def test_nothing_fits_chart_numbers_whole_trials(qtbot, tune_folder):
+    """'trial # -0.5' on the x axis: the ticks are whole trial numbers."""
+    from analyser.gui.design_space import DesignSpaceWindow
+
+    df = load_df(tune_folder)
+    df["status"] = "oom"
+    df[["fits", "feasible", "pareto"]] = False
+    df["throughput_samples_per_s"] = np.nan
+    df.to_parquet(tune_folder / "results.parquet", index=False)
+    view = DesignSpaceWindow(tune_folder, _Window())
+    qtbot.addWidget(view)
+    view.show()
+    axis = view.plot.getPlotItem().getAxis("bottom")
+    x0, x1 = view.plot.getPlotItem().getViewBox().viewRange()[0]
+    ticks = [v for _spacing, values in axis.tickValues(x0, x1, axis.width()) for v in values]
+    assert ticks and all(float(v).is_integer() for v in ticks), ticks

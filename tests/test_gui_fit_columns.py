@@ -107,3 +107,33 @@ def test_a_sort_keeps_the_selection_on_the_same_row_of_the_frame(qtbot):
     assert view.currentIndex().data() == "d" and view.currentIndex().row() == 0
     model.sort(0, Qt.SortOrder.DescendingOrder)  # e, d, c, a
     assert view.currentIndex().data() == "d" and view.currentIndex().row() == 1
+
+
+def test_fitted_columns_never_cut_the_texts_they_were_fitted_to(qtbot):
+    """ "Total 704.72 ...", "Code B 592.25 ..." even at 2,560 px: the widths came from whole-pixel
+    advances while the view elides at fractional ones, so a text a fraction of a pixel wider
+    than its whole-pixel width was cut. Every text the columns were fitted to is drawn whole,
+    the last rows' (a totals row) as well as the first ones'."""
+    from analyser.gui.widgets import FilterTable
+
+    n = RESIZE_PRECISION * 4
+    values = [f"{v:,.2f} KiB" for v in np.linspace(300.01, 999.99, n)]
+    values[-1] = "123,456,789.99 KiB"  # a wide total at the end
+    frame = pd.DataFrame({"profile": ["A"] * n, "total": values, "code": values[::-1]})
+    table = FilterTable()
+    qtbot.addWidget(table)
+    table.resize(2400, 600)
+    table.show()
+    table.set_frame(
+        frame, [("profile", "Profile", None), ("total", "Total", None), ("code", "Code B", None)]
+    )
+    view = table.view
+    margin = view.style().pixelMetric(view.style().PixelMetric.PM_FocusFrameHMargin, None, view) + 1
+    view._check_font()
+    rows = [*range(RESIZE_PRECISION), *range(n - RESIZE_PRECISION, n)]
+    for col in (1, 2):
+        room = view.columnWidth(col) - 2 * margin
+        for r in rows:
+            text = table.model.text(r, col)
+            static, _w = view._prepared(text, room)
+            assert static.text() == text, (col, r, text, view.columnWidth(col))

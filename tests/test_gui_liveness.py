@@ -127,3 +127,24 @@ def test_peak_labels_sit_above_the_curves_on_the_background(shown):
         assert label.zValue() > top_curve
         fill = label.fill.color()
         assert fill.rgb() == background.rgb() and fill.alpha() > 160
+
+
+def test_showing_one_ipu_selects_its_own_peak(qtbot, walkthrough_profiles):
+    """Liveness on IPU 1 kept IPU 0's peak step selected: showing one IPU selects its peak
+    (walkthrough step 2: a pipeline of two stages, whose peaks are at different steps)."""
+    from gui_helpers import open_documents, shown_report
+
+    from analyser.gui.model import data
+    from analyser.gui.reports.liveness import LivenessReport
+
+    fixture = shown_report(qtbot, LivenessReport())
+    report, docs = next(fixture)
+    (doc,) = open_documents((report, docs), walkthrough_profiles["2-half"])
+    report.ensure_refreshed()
+    lv = data.liveness(doc)
+    assert int(lv.peak_step[0]) != int(lv.peak_step[1])
+    positions = report.positions("A", lv.n_steps)
+    for ipu in (0, 1, 0):
+        report.ipu_combo.setCurrentIndex(1 + ipu)  # "IPU n"
+        assert report.steps == [int(positions[int(lv.peak_step[ipu])])], ipu
+    next(fixture, None)

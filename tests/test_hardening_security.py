@@ -109,7 +109,10 @@ def test_markdown_report_writes_names_literally(injected, tmp_path, capsys):
     assert not re.search(r"<h\d>Injected heading", html)
     assert "[x](javascript:alert(1)) &lt;script&gt;alert(1)&lt;/script&gt;model" in html
     html = render(_markdown_report(injected["names-html"], tmp_path, capsys))
-    assert "<img" not in html and "&lt;img src=x" in html
+    # the report's own images (its charts, files beside it) are the only <img> elements
+    imgs = re.findall(r"<img[^>]*>", html)
+    assert imgs and all('src="names-html_files/' in i for i in imgs), imgs
+    assert "&lt;img src=x" in html
     md = _markdown_report(injected["names-terminal"], tmp_path, capsys)
     assert not RAW_CONTROL.search(md)
 

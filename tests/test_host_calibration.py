@@ -100,7 +100,7 @@ def test_calibrate_host_bad_choices_are_one_sentence(tmp_path, capsys, monkeypat
         assert main(["calibrate-host", "-o", out, "-q", *extra]) == 2
         err = capsys.readouterr().err
         assert words in err and len(err.strip().splitlines()) == 1
-    monkeypatch.setattr(calibrate_torch, "available", lambda: False)
+    monkeypatch.setattr(calibrate_torch, "unavailable_reason", lambda: "torch is not installed")
     assert main(["calibrate-host", "-o", out, "-q", "--method", "torch"]) == 2
     assert "needs torch and torchvision" in capsys.readouterr().err
     assert not (tmp_path / "h.toml").exists()
@@ -203,3 +203,148 @@ def test_hostile_host_profiles_fail_in_one_sentence(tmp_path):
         os.mkfifo(fifo)
         with pytest.raises(ConfigError, match="not a regular file"):
             load_host_profile(str(fifo))
+
+
+# -- host facts users hit ----------------------------------------------------------------------
+def test_host_profile_is_relative_to_the_run_configuration(tmp_path, monkeypatch):
+    """``host_profile = "host.toml"`` in a run configuration names the file beside it, as
+    ``model`` does, whatever the working directory; a shipped name stays a name."""
+    import tomllib
+
+    from analyser.cli.calibrate_host import to_toml
+
+    sub = tmp_path / "runs"
+    sub.mkdir()
+    prof = _profile(name="beside the config").model_dump(exclude_none=True)
+    (sub / "host.toml").write_text(to_toml(prof))
+    body = 'model = "resnet50"\nimage_size = 32\nhost_transforms = ["flip"]\n'
+    (sub / "run.toml").write_text(body + 'host_profile = "host.toml"\n')
+    (sub / "shipped.toml").write_text(body + 'host_profile = "default"\n')
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    cfg = RunConfig.from_toml(sub / "run.toml")
+    assert cfg.host_profile == str(sub / "host.toml")
+    assert load_host_profile(cfg.host_profile).name == "beside the config"
+    assert RunConfig.from_toml(sub / "shipped.toml").host_profile == "default"
+    # the resolved path is what the profile's run_config records, and it reads back
+    again = RunConfig.from_dict(tomllib.loads(cfg.to_toml()))
+    assert again.host_profile == cfg.host_profile
+
+
+def test_hostile_host_profile_paths_are_one_sentence(tmp_path, monkeypatch):
+    import hostile
+
+    monkeypatch.chdir(tmp_path)
+    for name, case in hostile.host_fact_cases(tmp_path / "h").items():
+        o = hostile.run_in_process(case.argv, 15.0)
+        assert not o.traceback and o.code == 2, (name, o.code, o.stderr, o.traceback)
+        assert o.stderr.strip().count("\n") == 0, (name, o.stderr)
+        for text in case.says:
+            assert text in o.stderr, (name, o.stderr)
+        assert not (tmp_path / "h" / "never.h5").exists()
+
+
+def test_calibrate_host_falls_back_over_a_broken_torch(tmp_path, capsys, monkeypatch):
+    """torch installed but raising RuntimeError at import (not ImportError): ``auto`` measures
+    with the imitations and says why in one sentence; ``--method torch`` refuses, naming it."""
+    import sys
+
+    import hostile
+
+    from analyser.cli import main
+
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    monkeypatch.delitem(sys.modules, "torchvision", raising=False)
+    monkeypatch.syspath_prepend(str(hostile.broken_torch(tmp_path / "site")))
+    out = tmp_path / "host.toml"
+    argv = ["calibrate-host", "-o", str(out), "--seconds", "0.5", "-q", "--cpu", XEON]
+    assert main(argv) == 0
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0, err
+    assert "torch is installed but fails to import (RuntimeError" in err and "imitations" in err
+    prof = load_host_profile(str(out))
+    assert prof.measured_with == "imitation" and "fails to import" in prof.method
+    out.unlink()
+    assert main([*argv, "--method", "torch"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "fails to import (RuntimeError" in err, err
+    assert not out.exists()
+
+
+def test_poptorch_runs_float16_transforms_on_scalar_kernels():
+    """PopTorch pins a torch without vectorised float16 CPU kernels: a profile measured with a
+    later torch gets the scalar cost per element and op for convert_dtype (2 ops) and normalise
+    (2 ops) in float16; other frameworks, other dtypes, the 8-bit path, profiles measured with
+    an old torch or the imitation keep the measured costs."""
+    from engine.host.frameworks import get_framework
+    from engine.host.profile import FLOAT16_OPS
+
+    fw = get_framework("poptorch")
+    assert fw.host_float16_kernels == "scalar" and fw.host_scalar_half_ns_per_op > 0
+    assert "fitted to the walkthrough's published figures" in fw.host_float16_source
+    elems = 3 * 64 * 64
+
+    def rows(**kw):
+        cfg = RunConfig(**{**PIPE, "host_transforms": STEPS, **kw})
+        h = host_model(cfg, IMAGE_IO)
+        return {r["transform"]: r["us"] for r in h.breakdown["transforms"]}, h.breakdown
+
+    prof = load_host_profile("default")
+    assert prof.libraries["torch"].startswith("2.") and prof.cpu_float16  # what it ran on
+    pt, info = rows()
+    assert info["float16_kernels"].startswith("scalar")
+    for t, ops in FLOAT16_OPS.items():
+        fixed = prof.transforms[t].fixed_us
+        assert pt[t] == pytest.approx(fixed + ops * fw.host_scalar_half_ns_per_op * elems / 1e3)
+    pa, info = rows(framework="popart")
+    assert info["float16_kernels"].startswith("as measured")
+    for t in FLOAT16_OPS:
+        assert pa[t] == pytest.approx(prof.cost_us(t, "float16", elems), rel=1e-6)
+    assert {t: pt[t] for t in pt if t not in FLOAT16_OPS} == {
+        t: pa[t] for t in pa if t not in FLOAT16_OPS
+    }
+    # the 8-bit path does not run them on the host; float32 is not float16
+    e8, _ = rows(eight_bit_input=True)
+    e8a, _ = rows(eight_bit_input=True, framework="popart")
+    assert e8 == e8a and not set(FLOAT16_OPS) & set(e8)
+    f32, _ = rows(precision="32.32")
+    f32a, _ = rows(precision="32.32", framework="popart")
+    assert f32 == f32a
+    # profiles whose float16 costs are already scalar (old torch) or not torch's (imitation)
+    for update in ({"libraries": {"torch": "1.13.1"}}, {"measured_with": "imitation"}):
+        p = prof.model_copy(update=update)
+        from engine.execute.adapter import _float16_kernels
+
+        out, info = _float16_kernels(RunConfig(**PIPE), p, {})
+        assert out == p and info["float16_kernels"].startswith("as measured")
+
+
+def test_calibrate_host_records_the_cpus_float16_instructions(tmp_path):
+    from analyser.cli import main
+    from engine.host.calibrate import FLOAT16_FLAGS, cpu_float16_flags
+
+    out = tmp_path / "host.toml"
+    argv = ["calibrate-host", "-o", str(out), "--seconds", "0.5", "-q", "--method", "imitation"]
+    assert main([*argv, "--cpu", XEON]) == 0
+    prof = load_host_profile(str(out))
+    assert prof.cpu_float16 == cpu_float16_flags()
+    assert set(prof.cpu_float16) <= set(FLOAT16_FLAGS)
+
+
+def test_hostile_call_options_and_float16_records_are_one_sentence(tmp_path):
+    import hostile
+
+    for name, case in hostile.host_fact_option_cases(tmp_path / "o").items():
+        o = hostile.run_in_process(case.argv, 15.0)
+        assert not o.traceback and o.code == 2, (name, o.code, o.stderr, o.traceback)
+        assert o.stderr.strip().count("\n") == 0, (name, o.stderr)
+        assert all(text in o.stderr for text in case.says), (name, o.stderr)
+        assert not (tmp_path / "o" / "never.h5").exists()
+    for name, text in hostile.host_fact_profile_texts().items():
+        path = tmp_path / f"{name}.toml"
+        path.write_text(text)
+        with pytest.raises(ConfigError) as exc:
+            load_host_profile(str(path))
+        msg = str(exc.value)
+        assert "cpu_float16" in msg and "\n" not in msg, (name, msg)

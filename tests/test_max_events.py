@@ -103,3 +103,47 @@ def test_bad_input(prof, tmp_path, capsys):
         err = capsys.readouterr().err.strip()
         assert "\n" not in err.splitlines()[-1] and "Traceback" not in err, err
     assert not list(tmp_path.iterdir())
+
+
+@pytest.fixture(scope="module")
+def fill_profiles(synthetic_profile):
+    """Profiles of other shapes: one IPU and many loop bodies, four IPUs and few."""
+    return [
+        synthetic_profile("one.h5", n_steps=30_000, n_ipus=1, tiles=16, n_programs=40),
+        synthetic_profile(
+            "four.h5", n_steps=12_000, n_ipus=4, tiles=16, n_programs=200, grad_accum=2, seed=3
+        ),
+    ]
+
+
+def test_fills_between_half_and_all_of_the_budget(prof, fill_profiles, tmp_path):
+    """The level of detail fills the budget: N/2 <= events <= N whenever the trace of every
+    step has more than N events (else every step is written); the counting pass predicts the
+    events written, and every step and cycle is still in the trace."""
+    from analyser.export.aggregate import export_aggregated
+
+    for path in (prof, *fill_profiles):
+        with open_profile(path) as p:
+            n_steps = p.n_steps
+            cycles = int(p.array("/execution/steps/cycles").sum())
+        full = export_aggregated(path, tmp_path / "full.json", 10**9)["events"]
+        assert full > n_steps  # steps and memory counters: the budgets below are too small
+        seen = set()
+        for n in sorted({full - 1, full // 2, full // 7, 5_000, 1_500, 300}):
+            out = tmp_path / f"n{n}.json"
+            try:
+                info = export_aggregated(path, out, n)
+            except Exception as exc:  # only a budget below one slice per lane is refused
+                assert "too small" in str(exc) and n <= 300, (path.name, n, exc)
+                continue
+            doc = json.loads(out.read_text())
+            ev = doc["traceEvents"]
+            assert n // 2 <= len(ev) == info["events"] <= n, (path.name, n, info)
+            x = [e for e in ev if e["ph"] == "X"]
+            assert sum(e["args"].get("steps", 1) for e in x) == n_steps
+            assert sum(e["args"]["cycles"] for e in x) == cycles
+            seen.add(info["level"])
+            if "window_cycles" in info:
+                w = info["window_cycles"]
+                assert w & (w - 1) == 0  # a power of two
+        assert seen - {"steps"}, path.name

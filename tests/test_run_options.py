@@ -17,7 +17,12 @@ def test_metadata_names_run_config_fields():
 def test_sections_follow_the_model_order_and_reasons_keep_their_order():
     assert OPTIONS["gradient_accumulation"].section == "Batch"
     assert OPTIONS["loader_workers"].section == "Host I/O and data loader"
-    assert options_explaining("ipu_memory") == ("split_points", "num_ipus", "io_tiles")
+    assert options_explaining("ipu_memory") == (
+        "split_points",
+        "num_ipus",
+        "available_memory_proportion_per_ipu",
+        "io_tiles",
+    )
     assert "precision" in options_explaining("memory")
     assert options_explaining("no such figure") == ()
 

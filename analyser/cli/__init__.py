@@ -45,6 +45,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "analyser.cli.roofline",
         "per operation: FLOPs, bytes moved, intensity, achieved and attainable FLOPs per cycle",
     ),
+    "critical-path": (
+        "analyser.cli.critical_path",
+        "the chain of steps across IPUs, stages, syncs and the host that sets the run's length",
+    ),
     "query": ("analyser.cli.query", "SQL over a profile's tables (DuckDB, read-only, sandboxed)"),
     "tune": ("analyser.cli.tune", "search the run options for the best configuration that fits"),
     "gui": ("analyser.cli.gui", "open the desktop Graph Analyser"),
@@ -55,6 +59,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "measure the host data-pipeline transforms here and write a host profile",
     ),
 }
+
+
+#: Commands that print no table or text to fit a width (no ``--width``).
+NO_WIDTH = frozenset({"gui"})
 
 
 def _available() -> dict[str, tuple[str, str]]:
@@ -102,9 +110,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _main(argv: list[str]) -> int:
-    from analyser.cli.errors import CliError, exit_code_for, message_for
-    from analyser.literal import terminal
-
     commands = _available()
     if not argv or argv[0] not in commands:
         parser = build_parser()
@@ -130,11 +135,20 @@ def _main(argv: list[str]) -> int:
         parser.print_help()
         return 2
 
+    # what a command's errors need, imported once a command runs (--version and --help do not)
+    from analyser.cli.errors import CliError, exit_code_for, message_for
+    from analyser.literal import terminal
+
     name = argv[0]
     module = importlib.import_module(commands[name][0])
     sub = _Parser(prog=f"analyse {name}", description=commands[name][1])
     module.add_arguments(sub)
+    from analyser.cli import _common
+
+    if name not in NO_WIDTH:
+        _common.add_width_argument(sub)
     args = sub.parse_args(argv[1:])
+    _common.set_width(getattr(args, "width", None))
     try:
         return int(module.run(args) or 0)
     except CliError as exc:
@@ -183,7 +197,66 @@ def _note_ctrl_c(signum: int, frame: object) -> None:
     """Python's own Ctrl-C handler, remembering that it ran (see ``_main``'s error branch)."""
     global _INTERRUPTED
     _INTERRUPTED = True
+    if _where_ignored(frame):
+        _send_again(signum)
+        return
     raise KeyboardInterrupt
+
+
+# -- signals whose handler runs where Python ignores exceptions ---------------------------------
+# A handler's exception raised in a garbage-collector callback (Dask's GCDiagnosis._gc_callback
+# during a tune), a ``__del__`` or a weakref callback is printed as "Exception ignored in ..."
+# and lost: the command went on and exited 0. The handlers see such a place in the stack and,
+# instead of raising there, send the signal again a moment later (from a helper thread: sent
+# from here it would run at once, still inside), until it lands in the command's own code. Any
+# place the stack does not show is caught by the unraisable hook, which does the same.
+
+
+def _where_ignored(frame) -> bool:
+    """Whether ``frame`` (the handler's) runs inside code whose exceptions Python ignores: a
+    gc callback, a ``__del__``, this module's unraisable hook."""
+    import gc
+
+    codes = {_redeliver.__code__}
+    for cb in list(gc.callbacks):
+        code = getattr(getattr(cb, "__func__", cb), "__code__", None)
+        if code is not None:
+            codes.add(code)
+    while frame is not None:
+        if frame.f_code in codes or frame.f_code.co_name == "__del__":
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _send_again(signum: int) -> None:
+    import threading
+    import time
+
+    def send() -> None:
+        time.sleep(0.005)
+        os.kill(os.getpid(), signum)
+
+    threading.Thread(target=send, name="signal-again", daemon=True).start()
+
+
+def _redeliver(unraisable) -> None:
+    """``sys.unraisablehook``: a signal's exception that Python ignored (raised in a place the
+    handler could not see) is sent again; anything else goes to the hook there before."""
+    import signal
+
+    from profiles.atomic import Interrupted
+
+    exc = unraisable.exc_value
+    if isinstance(exc, Interrupted):
+        _send_again(exc.signum)
+    elif type(exc) is KeyboardInterrupt and _INTERRUPTED:
+        _send_again(signal.SIGINT)
+    else:
+        _PREVIOUS_UNRAISABLEHOOK(unraisable)
+
+
+_PREVIOUS_UNRAISABLEHOOK = sys.unraisablehook
 
 
 def _terminate_like_ctrl_c() -> None:
@@ -192,9 +265,14 @@ def _terminate_like_ctrl_c() -> None:
     import signal
     import threading
 
-    from profiles.atomic import Interrupted
-
     def terminate(signum: int, frame: object) -> None:
+        # imported here: profiles.atomic (secrets, shutil, pathlib) is a tenth of --version's
+        # start-up, and every command that writes has imported it long before a SIGTERM
+        from profiles.atomic import Interrupted
+
+        if _where_ignored(frame):
+            _send_again(signum)
+            return
         raise Interrupted(signum)
 
     if threading.current_thread() is threading.main_thread() and signal.getsignal(
@@ -206,6 +284,10 @@ def _terminate_like_ctrl_c() -> None:
         and signal.getsignal(signal.SIGINT) is signal.default_int_handler
     ):
         signal.signal(signal.SIGINT, _note_ctrl_c)
+    if sys.unraisablehook is not _redeliver:
+        global _PREVIOUS_UNRAISABLEHOOK
+        _PREVIOUS_UNRAISABLEHOOK = sys.unraisablehook
+        sys.unraisablehook = _redeliver
 
 
 def main(argv: Sequence[str] | None = None) -> int:

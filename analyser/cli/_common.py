@@ -47,9 +47,54 @@ def add_output_arguments(parser) -> None:
     )
 
 
+#: Columns of the command's output given by ``--width`` (None: the terminal's width on a
+#: terminal, else :data:`UNBOUNDED`). Set by :func:`set_width` for each command.
+_WIDTH: int | None = None
+#: Width of an output that is not a terminal (a pipe, a log, a file written with ``-o``): wide
+#: enough that no table column is cut or folded and no line wrapped; a table is as wide as its
+#: content (rich pads nothing to the console's width), a rule :data:`RULE_WIDTH`.
+UNBOUNDED = 10_000
+#: Width of a rule (a section's heading line) in an output of :data:`UNBOUNDED` width.
+RULE_WIDTH = 100
+
+
+def set_width(width: int | None) -> None:
+    """The width of this command's output (``--width``; None: the terminal's, or unbounded)."""
+    global _WIDTH
+    _WIDTH = width
+
+
+def add_width_argument(parser) -> None:
+    """``--width N``: the columns of the command's tables and text (``args.width``)."""
+    parser.add_argument(
+        "--width",
+        type=_width,
+        default=None,
+        metavar="N",
+        help="columns of the output (default: the terminal's width; when the output is not a "
+        "terminal, such as a pipe or a log, as wide as the tables need, nothing cut)",
+    )
+
+
+def _width(text: str) -> int:
+    """argparse type of ``--width``: 20 to :data:`UNBOUNDED` columns."""
+    import argparse
+
+    n = at_least_one(text)
+    if not 20 <= n <= UNBOUNDED:
+        raise argparse.ArgumentTypeError(f"expected 20 to {UNBOUNDED:,} columns, got {n:,}")
+    return n
+
+
 def console(stderr: bool = False, file=None):
     """A rich console that shows every control character of the text it prints as an escape
-    (:func:`analyser.literal.terminal`): names from a profile never reach the terminal raw."""
+    (:func:`analyser.literal.terminal`): names from a profile never reach the terminal raw.
+
+    Its width is ``--width``'s when given; else the terminal's; else (stdout a pipe or a log, or
+    ``file``) :data:`UNBOUNDED`, so that no name or header is cut at 80 columns. The ``COLUMNS``
+    environment variable, when set, is the terminal's width, as rich reads it."""
+    import os
+
     from rich.console import Console
 
     from analyser.literal import terminal
@@ -58,11 +103,30 @@ def console(stderr: bool = False, file=None):
         def render_str(self, text: str, **kwargs):  # every str printed or put in a table
             return super().render_str(terminal(text), **kwargs)
 
-    if file is not None:  # a text file (analyse diff -o): plain text, a fixed width
+        def rule(self, title="", *, characters="\u2500", style="rule.line", align="center"):
+            if self.width <= RULE_WIDTH:
+                return super().rule(title, characters=characters, style=style, align=align)
+            from rich.rule import Rule
+            from rich.text import Text
+
+            # as wide as its title needs (rich cuts a title longer than the rule)
+            shown = Text.from_markup(title) if isinstance(title, str) else title
+            width = min(self.width, max(RULE_WIDTH, shown.cell_len + 8))
+            self.print(Rule(title, characters=characters, style=style, align=align), width=width)
+            return None
+
+    if file is not None:  # a text file (analyse diff -o): plain text
         return LiteralConsole(
-            file=file, highlight=False, soft_wrap=False, width=120, color_system=None
+            file=file,
+            highlight=False,
+            soft_wrap=False,
+            width=_WIDTH or UNBOUNDED,
+            color_system=None,
         )
-    return LiteralConsole(stderr=stderr, highlight=False, soft_wrap=False)
+    con = LiteralConsole(stderr=stderr, highlight=False, soft_wrap=False, width=_WIDTH)
+    if _WIDTH is None and not stderr and not con.is_terminal and not os.environ.get("COLUMNS"):
+        con.width = UNBOUNDED
+    return con
 
 
 def progress_bar(*, percent: bool = False, status: bool = False):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from analyser.cli.errors import CliError
@@ -86,6 +87,8 @@ def to_toml(profile: dict) -> str:
         if key in profile:
             lines.append(f"{key} = {_v(str(profile[key]))}")
     lines.append(f"cores = {int(profile['cores'])}")
+    if "cpu_float16" in profile:
+        lines.append(f"cpu_float16 = {_v(list(profile['cpu_float16']))}")
     if "loader_us_per_sample" in profile:
         lines.append(f"loader_us_per_sample = {float(profile['loader_us_per_sample'])!r}")
     for key in ("libraries", "load"):
@@ -108,13 +111,18 @@ def _measure(args: argparse.Namespace) -> dict:
     from engine.errors import ConfigError
     from engine.host.calibrate import calibrate
 
+    def warn(sentence: str) -> None:
+        print(f"note: {sentence}", file=sys.stderr)
+
     def go(progress=None):
         try:
-            return calibrate(args.seconds, progress, method=args.method, cpu_ref=args.cpu)
-        except ImportError:
+            return calibrate(
+                args.seconds, progress, method=args.method, cpu_ref=args.cpu, warn=warn
+            )
+        except ImportError as exc:
             raise CliError(
-                "calibrate-host --method torch needs torch and torchvision "
-                '(pip install -e ".[torch]"); use --method imitation without them.'
+                f"calibrate-host --method torch needs torch and torchvision ({exc}; "
+                'pip install -e ".[torch]"); use --method imitation without them.'
             ) from None
         except ConfigError as exc:
             raise CliError(f"--cpu: {exc}") from None
@@ -164,24 +172,25 @@ def _scale_target(args: argparse.Namespace) -> str | None:
 
 
 def _print_summary(profile: dict, out: Path) -> None:
-    from rich.console import Console
     from rich.table import Table
+
+    from analyser.cli._common import console as make_console
 
     table = Table(title=f"{profile['cpu']}: cost on one core", title_justify="left")
     table.add_column("transform")
     table.add_column("fixed (us)", justify="right")
     table.add_column("per element (ns)", justify="right")
-    table.add_row("loader (per sample)", f"{profile.get('loader_us_per_sample', 0.0):.2f}", "")
+    table.add_row("loader (per sample)", f"{profile.get('loader_us_per_sample', 0.0):,.2f}", "")
     for name, t in profile["transforms"].items():
         per = ", ".join(f"{d} {v:.3g}" for d, v in t["ns_per_element"].items())
-        table.add_row(name, f"{t['fixed_us']:.2f}", per)
-    console = Console()
+        table.add_row(name, f"{t['fixed_us']:,.2f}", per)
+    console = make_console()
     console.print(table)
     console.print(f"method: {profile['method']}")
     for c in profile.get("checks") or []:
         console.print(
             f"check, {' + '.join(c['transforms'])} ({c['dtype']}): measured "
-            f"{c['measured_us']:.1f} us per sample, sum of the parts {c['modelled_us']:.1f} us"
+            f"{c['measured_us']:,.1f} us per sample, sum of the parts {c['modelled_us']:,.1f} us"
         )
     console.print(
         f"wrote {out}; use it with host_profile = {json.dumps(str(out))} in a run "

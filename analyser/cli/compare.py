@@ -148,7 +148,7 @@ def per_sample_note(gate, a, b) -> str:
     )
     ca, cb = a.cycles_per_sample, b.cycles_per_sample
     if ca and cb:
-        note += f": cycles per sample {100.0 * (cb - ca) / ca:+.2f}% ({ca:,.0f} -> {cb:,.0f})"
+        note += f": cycles per sample {100.0 * (cb - ca) / ca:+,.2f}% ({ca:,.0f} -> {cb:,.0f})"
     better = None if per_ipu else _RUN_TOTALS[gate.metric]
     if better and gate.mode == "rel":
         suggestion = re.sub(r"^\s*[\w.]+", better, gate.text)

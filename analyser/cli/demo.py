@@ -169,20 +169,10 @@ def _report_writer():
     return getattr(mod, "write_report", None)
 
 
-def _mib(n: int) -> str:
-    return f"{n / 2**20:,.1f} MiB"
-
-
-def _bytes(n: int) -> str:
-    """Bytes in the largest binary unit that keeps a number >= 1 (exact below 1 KiB)."""
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= size:
-            return f"{n / size:,.2f} {unit}"
-    return f"{int(n):,} B"
-
-
 def _table(results: list[StepResult]):
     from rich.table import Table
+
+    from analyser.core.units import fmt_bytes
 
     t = Table(title="IPU walkthrough: ResNet-101 64x64, 2 x Mk2 IPUs pipelined at layer3.8")
     for col, just in (
@@ -200,11 +190,11 @@ def _table(results: list[StepResult]):
         t.add_row(
             r.name,
             "[green]fits[/]" if r.fits else "[red]OOM[/]",
-            f"{r.peak_tile_bytes / 1024:,.1f} KiB",
-            _mib(r.peak_memory_bytes),
+            fmt_bytes(r.peak_tile_bytes),
+            fmt_bytes(r.peak_memory_bytes),
             "-" if r.total_cycles is None else f"{r.total_cycles:,}",
             "-" if r.cycles_per_sample is None else f"{r.cycles_per_sample:,.0f}",
-            " / ".join(_bytes(b) for b in r.rx_by_ipu) if r.rx_by_ipu else "-",
+            " / ".join(fmt_bytes(b) for b in r.rx_by_ipu) if r.rx_by_ipu else "-",
             "-" if r.throughput is None else f"{r.throughput:,.1f}",
         )
     return t
@@ -234,9 +224,7 @@ def run(args: argparse.Namespace) -> int:
             # five transitions, one re-simulation each: in this process, no cluster
             writer([str(r.path) for r in results], report, "html", simulator=InProcessSimulator())
             bar.advance(task)
-    con = console()
-    if not con.is_terminal:
-        con.width = max(con.width, 150)  # a log file gets the whole table, unwrapped
+    con = console()  # a log file gets the whole table, unwrapped (analyser.cli._common)
     con.print(_table(results))
     for r in results:
         con.print(f"  {r.path}")

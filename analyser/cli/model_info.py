@@ -86,10 +86,11 @@ def run(args: argparse.Namespace) -> int:
         }
         print(json.dumps(out, indent=2))
         return 0
-    from rich.console import Console
     from rich.table import Table
 
-    con = Console()
+    from analyser.cli._common import console
+
+    con = console()
 
     def shape(s):
         return "x".join(map(str, s)) if s else "scalar"

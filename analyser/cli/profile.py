@@ -35,6 +35,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="print the full, validated run configuration (TOML) and exit: nothing is simulated "
         "or written",
     )
+    parser.add_argument(
+        "--ipu-config",
+        metavar="ipu_config.json",
+        help="optimum-graphcore's IPUConfig (layers_per_ipu, matmul_proportion, "
+        "replication_factor, ...) read as run options, mapped as IPUConfig maps them to PopTorch "
+        "options; over RUN.toml, under the flags (docs/engine.md)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar or summary line")
     parser.add_argument(
         "--max-memory",
@@ -81,12 +88,40 @@ def _is_profile(path: Path) -> bool:
         return False
 
 
+def _with_ipu_config(args: argparse.Namespace, base: dict) -> dict:
+    """``base`` with the options of ``--ipu-config`` over it (its layers found in the model that
+    the configuration and the flags name); the note of fields it cannot express on stderr."""
+    import os
+    import sys
+
+    from engine import ipu_config
+    from engine.config import is_onnx_path, parse_input_shape
+
+    model_options = dict(base)
+    for name in ipu_config.MODEL_OPTIONS:
+        if hasattr(args, name):
+            value = getattr(args, name)
+            if name == "model" and is_onnx_path(value):
+                value = os.path.abspath(Path(value).expanduser())
+            model_options[name] = value
+    if hasattr(args, "input_shapes"):
+        shapes = dict(base.get("input_shapes") or {})
+        shapes.update(dict(parse_input_shape(v) for v in args.input_shapes))
+        model_options["input_shapes"] = shapes
+    opts, note = ipu_config.load(args.ipu_config, model_options)
+    if note and not args.quiet:
+        print(note, file=sys.stderr)
+    return {**base, **opts}
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``analyse profile`` with the parsed ``args``; returns the exit code."""
     from analyser.cli.run_flags import config_from_args
     from engine.config import RunConfig
 
     base = RunConfig.from_toml(args.config).to_dict() if args.config else {}
+    if getattr(args, "ipu_config", None):
+        base = _with_ipu_config(args, base)
     config = config_from_args(args, base)  # ConfigError (one sentence) on a bad option
     if args.output is None and not args.print_config:
         raise CliError(
@@ -133,17 +168,19 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _summary_line(console, result, out: Path) -> None:
+    from analyser.core.units import fmt_bytes
+
     c = result.compiled
     peak = int((c.memory.total + c.memory.gaps).max())
     sram = c.target.sram_per_tile
-    status = "fits" if result.fits else f"OUT OF MEMORY ({len(c.memory.oom_tiles)} tiles)"
+    status = "fits" if result.fits else f"OUT OF MEMORY ({len(c.memory.oom_tiles):,} tiles)"
     parts = [
         f"wrote {out}",
         f"{c.config.model} on {c.num_ipus} x {c.target.display_name}"
         + (f" x {c.config.replication_factor} replicas" if c.config.replication_factor > 1 else "")
         + (f" ({c.config.system})" if c.config.system else ""),
         status,
-        f"peak tile {peak / 1024:.1f} KiB of {sram / 1024:.0f} KiB",
+        f"peak tile {fmt_bytes(peak)} of {fmt_bytes(sram)}",
     ]
     ex = result.execution
     if ex is not None:

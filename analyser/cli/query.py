@@ -46,11 +46,17 @@ def _epilog() -> str:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``analyse query`` to ``parser``."""
-    parser.add_argument("file", help="profile (.h5)")
+    parser.add_argument(
+        "files",
+        nargs="+",
+        metavar="PROFILE",
+        help="profile (.h5); several profiles, or a folder of them (a tune folder), query them "
+        "all at once: every table gains a profile column and runs has one row per profile",
+    )
     parser.add_argument(
         "sql",
         help="one SELECT query over the tables steps, operations, variables, programs, "
-        "compute_sets, memory, tiles, liveness, host (docs/analysis.md)",
+        "compute_sets, memory, tiles, liveness, host, runs (docs/analysis.md)",
     )
     parser.add_argument(
         "--format",
@@ -246,9 +252,10 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("--format parquet writes a binary file; give it with -o FILE.")
     if args.format == "table" and args.output:
         raise CliError("-o writes csv, json or parquet; choose one with --format.")
-    out = check_output(args.output, [args.file], force=args.force) if args.output else None
+    out = check_output(args.output, list(args.files), force=args.force) if args.output else None
     max_rows = args.max_rows if args.format == "table" else None
-    table = _run_stoppable(query_arrow, args.file, args.sql, args.timeout, max_rows=max_rows)
+    files = args.files[0] if len(args.files) == 1 else list(args.files)
+    table = _run_stoppable(query_arrow, files, args.sql, args.timeout, max_rows=max_rows)
     if args.format == "table":
         _print_table(table, args.max_rows)
         return 0

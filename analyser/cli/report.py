@@ -44,6 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``analyse report`` with the parsed ``args``; returns the exit code."""
+    import os
     from pathlib import Path
 
     from analyser.cli._common import check_profiles, console, progress_bar
@@ -95,8 +96,14 @@ def run(args: argparse.Namespace) -> int:
             predict_transitions=not args.no_step_predictions,
             simulator=simulator,
             stage=stage,
+            force=args.force,
         )
-    console().print(f"wrote {out} ({out.stat().st_size:,} bytes, {fmt})")
+    said = f"wrote {out} ({out.stat().st_size:,} bytes, {fmt})"
+    if fmt == "md":
+        from analyser.reports import images_folder
+
+        said += f" and its charts in {images_folder(out)}{os.sep}"
+    console().print(said)
     return 0
 
 

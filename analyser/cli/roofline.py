@@ -61,15 +61,19 @@ def render(con, r, name: str, top: int) -> None:
     con.print(
         f"run: {run.flops:,.0f} FLOPs, {fmt_bytes(run.exchange_bytes)} exchanged, "
         f"{fmt_bytes(run.host_bytes)} over the host link; {_num(run.achieved)} FLOPs per "
-        f"IPU-cycle of a bound {_num(run.bound)} ({run.share_of_bound:.1%}, {run.limit}-bound)"
+        f"IPU-cycle of a bound {_num(run.bound)} ({run.share_of_bound:,.1%}, {run.limit}-bound)"
     )
     tab = Table(
         title="operations, most FLOPs first (FLOPs over the run; FLOPs per byte exchanged; "
         "FLOPs per cycle achieved and attainable)",
         title_justify="left",
     )
+    ops = r.operations
+    shown = ops.head(top)
+    with_source = "source" in shown and bool((shown["source"].astype(str) != "").any())
+    heads = (("operation", "left"),) + ((("source", "left"),) if with_source else ())
     for c, j in (
-        ("operation", "left"),
+        *heads,
         ("IPU", "right"),
         ("FLOPs", "right"),
         ("exchanged", "right"),
@@ -80,17 +84,17 @@ def render(con, r, name: str, top: int) -> None:
         ("limit", "left"),
     ):
         tab.add_column(c, justify=j)
-    ops = r.operations
-    for o in ops.head(top).itertuples():
+    for o in shown.itertuples():
         tab.add_row(
             esc(str(o.name)),
+            *((esc(str(o.source)),) if with_source else ()),
             str(o.ipu),
             _si(o.flops),
             fmt_bytes(o.exchange_bytes),
             _num(o.intensity_exchange),
             _num(o.achieved),
             _num(o.bound),
-            f"{o.share_of_bound:.1%}",
+            f"{o.share_of_bound:,.1%}",
             o.limit,
         )
     con.print(tab)

@@ -77,6 +77,9 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
             ).replace(" Default [].", " Comma-separated; default none.")
             meta = "NAME[,NAME...]" if name == "host_transforms" else "LAYER[,LAYER...]"
             group.add_argument(*flags, metavar=meta, type=_csv, **kw)
+        elif name == "available_memory_proportion_per_ipu":
+            kw["help"] = help_text.replace(" Default [] (", " Comma-separated; default none (")
+            group.add_argument(*flags, metavar="X[,X...]", type=_csv, **kw)
         elif ann in (int, int | None):
             group.add_argument(*flags, type=str, metavar="N", **kw)
         elif ann in (float, float | None):

@@ -78,6 +78,11 @@ def run(args: argparse.Namespace) -> int:
             note = intervals.prediction_note(pred)
             if note:
                 con.print(f"[italic]{esc(note)}[/]")
+            from analyser.core.critical_path import headline
+
+            path_line = headline(a.src)
+            if path_line:
+                con.print(esc(path_line))
         _breakdown_tables(con, summary_tables(a, u, top=args.top))
     return 0
 

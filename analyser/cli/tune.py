@@ -125,10 +125,7 @@ def _has_tune(out: Path) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``analyse tune`` with the parsed ``args``; returns the exit code."""
-    from analyser.cli._common import console
-    from analyser.sim.service import get_service
-    from analyser.sim.tune import TuneError, build_space, grid_budget, tune, write_results
-    from analyser.sim.tune.space import MAX_GRID
+    from analyser.sim.tune import build_space
     from engine.config import RunConfig
 
     if args.budget < 1:
@@ -144,6 +141,19 @@ def run(args: argparse.Namespace) -> int:
     space = build_space(
         start, args.vary or ["precision=" + start["precision"]], args.constraint, args.objective
     )
+    from analyser.sim.tune.results import folder_lock
+
+    with folder_lock(out):
+        return _run_locked(args, out, start, space)
+
+
+def _run_locked(args, out: Path, start, space) -> int:
+    """The search and its writing, with ``out`` held against other tunes."""
+    from analyser.cli._common import console
+    from analyser.sim.service import get_service
+    from analyser.sim.tune import TuneError, build_space, grid_budget, tune, write_results
+    from analyser.sim.tune.space import MAX_GRID
+
     configure_from_args(args)
     service = get_service()
     con = console(stderr=True)
@@ -268,7 +278,7 @@ def _print_summary(result, meta, out: Path) -> None:
         f"({result.simulations} simulated, {len(result.rows) - result.simulations} from the "
         f"cache; {oom} out of memory, {refused} refused by the engine"
         + (f", {other} without an answer" if other else "")
-        + f") in {result.seconds:.1f} s; Pareto front {len(pareto_front(result.rows))}.",
+        + f") in {result.seconds:,.1f} s; Pareto front {len(pareto_front(result.rows))}.",
         highlight=False,
     )
     best = result.best
@@ -284,7 +294,7 @@ def _print_summary(result, meta, out: Path) -> None:
             rng = range_text(ch)
             said = f"{rng}: {change_note(ch)}" if has_range(rng) else rng
             con.print(
-                f"Throughput {100 * ch['value']:+.0f}% against the start ({said}).",
+                f"Throughput {100 * ch['value']:+,.0f}% against the start ({said}).",
                 highlight=False,
             )
     con.print(

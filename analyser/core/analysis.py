@@ -202,6 +202,31 @@ class Metrics:
         return [f for f in cls.__dataclass_fields__ if f not in skip]
 
 
+class _Accessor:
+    """A namespace of an :class:`Analysis` made on first use and kept (as pandas'
+    ``CachedAccessor``: ``DataFrame.plot``)."""
+
+    def __init__(self, name: str, cls: type) -> None:
+        self._name, self._cls = name, cls
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self._cls
+        value = self._cls(obj)
+        obj.__dict__[self._name] = value  # later reads find it in the instance
+        return value
+
+
+def register_accessor(name: str, cls: type) -> None:
+    """Give every :class:`Analysis` the attribute ``name``: ``cls(analysis)``, made on first
+    use (the notebook layer adds ``plot`` this way, so the analysis core draws nothing). An
+    attribute the class has already is refused."""
+    current = Analysis.__dict__.get(name)
+    if current is not None and not isinstance(current, _Accessor):
+        raise AttributeError(f"Analysis already has an attribute {name!r}.")
+    setattr(Analysis, name, _Accessor(name, cls))
+
+
 class Analysis:
     """Analysis of one open profile. Use :meth:`open` (a context manager) or wrap a Profile."""
 

@@ -27,6 +27,10 @@ from profiles import schema
 #: Run options that change nothing measurable (labels): listed as differences, never as reasons.
 COSMETIC_KEYS = frozenset({"name"})
 
+#: Run options that change what runs (another model, chip or system): every figure may move
+#: either way with them, so when one differs it is the first reason given for every change.
+IDENTITY_KEYS = ("model", "target", "system")
+
 #: The metrics shown in comparisons, in order (labels and formats: analyser.core.quantities).
 COMPARED = (
     "oom_tiles",
@@ -74,7 +78,7 @@ def change_words(a: float | None, b: float | None) -> str:
     if b == 0:
         return "fell to zero"
     r = (b - a) / abs(a)
-    return f"{'rose' if r > 0 else 'fell'} {abs(r) * 100:.1f}%"
+    return f"{'rose' if r > 0 else 'fell'} {abs(r) * 100:,.1f}%"
 
 
 def share_words(a: float | None, b: float | None) -> str:
@@ -350,6 +354,183 @@ def _op_tables(
 _HOST = schema.DESTINATIONS.index("host")
 
 
+# -- which way an option's change moves a figure ----------------------------------------------
+#: ``sign(before, after)``: +1 when the change can only raise the figure, -1 when it can only
+#: lower it, 0 when it may move it either way (or the values are not comparable).
+Sign = Callable[[Any, Any], int]
+
+
+def _num_sign(before: Any, after: Any) -> int:
+    try:
+        x, y = float(before or 0), float(after or 0)
+    except (TypeError, ValueError):
+        return 0
+    return (y > x) - (y < x)
+
+
+def _up(before: Any, after: Any) -> int:
+    """More of the option, more of the figure."""
+    return _num_sign(before, after)
+
+
+def _down(before: Any, after: Any) -> int:
+    """More of the option, less of the figure."""
+    return -_num_sign(before, after)
+
+
+def _ranked(rank: dict[Any, int]) -> Sign:
+    """The figure follows the values' rank (a value not ranked, such as 'auto': either way)."""
+
+    def sign(before: Any, after: Any) -> int:
+        if before not in rank or after not in rank:
+            return 0
+        return (rank[after] > rank[before]) - (rank[after] < rank[before])
+
+    return sign
+
+
+def _from_one(before: Any, after: Any) -> int:
+    """Gradient accumulation: going from 1 to more adds the accumulators (and back removes
+    them); between two values above 1 they stay."""
+    try:
+        x, y = int(before or 1), int(after or 1)
+    except (TypeError, ValueError):
+        return 0
+    return (y > 1 == x) - (x > 1 == y)
+
+
+def _count(before: Any, after: Any) -> int:
+    """More entries (split points: pipeline stages), more of the figure."""
+    x = len(before) if isinstance(before, list) else 0
+    y = len(after) if isinstance(after, list) else 0
+    return (y > x) - (y < x)
+
+
+def _opposite(sign: Sign) -> Sign:
+    return lambda before, after: -sign(before, after)
+
+
+_ON = {"off": 0, False: 0, "on": 1, True: 1}
+#: bytes of weights and activations: FP16 everywhere < FP16 compute with FP32 master < FP32
+_PRECISION = _ranked({"16.16": 0, "16.32": 1, "32.32": 2})
+#: optimiser state per weight: none, momentum, two moments (Adam, AdamW, LAMB)
+_OPTIMISER = _ranked({"sgd": 0, "sgd-momentum": 1, "adam": 2, "adamw": 2, "lamb": 2})
+_MOMENT = _ranked({"float16": 0, "float32": 1})
+#: recomputing activations keeps fewer of them live, at the cost of computing them twice
+_RECOMPUTE = _ranked({"off": 1, "pipeline-stages": 0, "checkpoints": 0})
+#: a synchronous loader waits for every batch; asynchronous ones prepare the next meanwhile
+_LOADER = _ranked({"sync": 1, "async": 0, "async-rebatched": 0})
+#: input shapes: a larger image or sequence, more activations, bytes and work
+_SHAPE: dict[str, Sign] = {"image_size": _up, "image_channels": _up, "seq_length": _up}
+_MEMORY: dict[str, Sign] = {
+    **_SHAPE,
+    "num_classes": _up,
+    "vocab_size": _up,
+    "precision": _PRECISION,
+    "micro_batch_size": _up,
+    "recomputation": _RECOMPUTE,
+    "available_memory_proportion": _up,
+    "offload_optimiser_state": _opposite(_ranked(_ON)),
+    "optimiser": _OPTIMISER,
+    "replicated_tensor_sharding": _opposite(_ranked(_ON)),
+    "first_moment_dtype": _MOMENT,
+    "second_moment_dtype": _MOMENT,
+    "offload_accumulators": _opposite(_ranked(_ON)),
+    "gradient_accumulation": _from_one,
+    "replication_factor": _up,
+}
+_CYCLES: dict[str, Sign] = {
+    **_SHAPE,
+    "precision": _PRECISION,
+    "recomputation": _opposite(_RECOMPUTE),
+    "gradient_accumulation": _down,
+    "device_iterations": _down,
+    "offload_optimiser_state": _ranked(_ON),
+    "offload_accumulators": _ranked(_ON),
+}
+#: The sign of each option's change on each explained figure (an option not named for a
+#: figure may move it either way). Throughput is the inverse of cycles per sample, plus the
+#: host options that only it sees, and the replicas that multiply it.
+SIGNS: dict[str, dict[str, Sign]] = {
+    "oom_tiles": _MEMORY,
+    "peak_memory_bytes": _MEMORY,
+    "streamcopy_rx_bytes": {
+        **_SHAPE,
+        "eight_bit_input": _opposite(_ranked(_ON)),
+        "micro_batch_size": _up,
+        "gradient_accumulation": _up,
+        "device_iterations": _up,
+    },
+    "host_seconds": {"eight_bit_input": _opposite(_ranked(_ON))},
+    "host_wait_share": {
+        "loader_mode": _LOADER,
+        "loader_workers": _down,
+        "prefetch_depth": _down,
+        "eight_bit_input": _opposite(_ranked(_ON)),
+        "host_preprocess_us_per_sample": _up,
+    },
+    "remote_buffer_bytes": {
+        "offload_optimiser_state": _ranked(_ON),
+        "offload_accumulators": _ranked(_ON),
+    },
+    "compute_share": {"gradient_accumulation": _up},
+    # a pipeline fills and drains once per step: more stages, longer ramps; more
+    # micro-batches per step, a smaller share of it
+    "ramp_share": {
+        "gradient_accumulation": _down,
+        "strategy": _ranked({"single": 0, "sharded": 0, "pipelined": 1}),
+        "split_points": _count,
+    },
+    "host_round_trips": {"device_iterations": _down},
+    "globalExchangeCode": {"replication_factor": _up},
+    "cycles_per_sample": _CYCLES,
+    "throughput_samples_per_s": {
+        **{k: _opposite(v) for k, v in _CYCLES.items()},
+        "loader_mode": _opposite(_LOADER),
+        "loader_workers": _up,
+        "prefetch_depth": _up,
+        "host_preprocess_us_per_sample": _down,
+        "replication_factor": _up,
+    },
+}
+
+
+def option_sign(metric: str, diff: ConfigDiff) -> int:
+    """Which way ``diff`` moves ``metric`` (+1 up, -1 down, 0 either way; :data:`SIGNS`)."""
+    sign = SIGNS.get(metric, {}).get(diff.key)
+    return 0 if sign is None else sign(diff.before, diff.after)
+
+
+def _direction(r: float | None) -> int:
+    """The sign of a relative change (0 when there is none to read)."""
+    if r is None or r != r:  # None or NaN
+        return 0
+    return (r > 0) - (r < 0)
+
+
+def causes(
+    metric: str, by: dict[str, ConfigDiff], keys: tuple[str, ...], direction: int
+) -> list[ConfigDiff]:
+    """The differences among ``keys`` that can explain ``metric`` moving in ``direction``
+    (+1, -1; 0: no direction, as a stage balance): a model, target or system change first
+    (every figure may move with it), then the options whose sign agrees with the change, then
+    those that may move it either way. An option whose sign is against the change is left out:
+    FP16 halves memory, so it is no reason for memory that rose."""
+    first = [by[k] for k in IDENTITY_KEYS if k in by]
+    first += [d for k, d in by.items() if k.startswith("target_overrides.")]
+    signed, either = [], []
+    for k in dict.fromkeys(keys):
+        d = by.get(k)
+        if d is None or k in COSMETIC_KEYS or d in first:
+            continue
+        s = option_sign(metric, d)
+        if s == 0:
+            either.append(d)
+        elif direction == 0 or s == direction:
+            signed.append(d)
+    return first + signed + either
+
+
 def _input_ipu(x: Analysis) -> int:
     """The IPU receiving the most bytes from the host (the first stage's IPU, for inputs)."""
     ex = x.execution
@@ -367,14 +548,23 @@ def _explain(
     out: list[Explanation] = []
     ivs = ivs or {}
 
-    def why(*keys: str) -> tuple[str, tuple[str, ...]]:
-        present = [by[k] for k in keys if k in by and k not in COSMETIC_KEYS]
-        return "; ".join(d.text() for d in present), tuple(d.key for d in present)
-
-    def add(metric: str, sentence: str, keys: tuple[str, ...], r: float | None = None) -> None:
-        reason, ks = why(*keys)
-        if reason:
-            out.append(Explanation(f"{sentence}: {reason}.", metric, ks, r))
+    def add(
+        metric: str,
+        sentence: str,
+        keys: tuple[str, ...],
+        r: float | None = None,
+        signs: str | None = None,
+        direction: int | None = None,
+    ) -> None:
+        """Explain ``metric``'s change by the differences of ``keys`` that agree with its
+        direction (the sign of ``r`` unless given; the signs of ``signs``' figure if named)."""
+        d = _direction(r) if direction is None else direction
+        present = causes(signs or metric, by, keys, d)
+        if present:
+            reason = "; ".join(x.text() for x in present)
+            out.append(
+                Explanation(f"{sentence}: {reason}.", metric, tuple(x.key for x in present), r)
+            )
 
     mem_keys = options_explaining("memory")
     _explain_memory(a, b, by, add)
@@ -384,6 +574,8 @@ def _explain(
                 "total_cycles",
                 "It now executes (the first profile did not fit, so it has no execution)",
                 mem_keys,
+                signs="peak_memory_bytes",  # it fits: reasons that lower memory
+                direction=-1,
             )
         return out
     if ea is None or eb is None:
@@ -452,14 +644,16 @@ def _explain_execution(
             options_explaining("compute_share"),
             rel_change(ma.compute_share, mb.compute_share),
         )
-        if (ma.ramp_share or 0) or (mb.ramp_share or 0):
-            add(
-                "ramp_share",
-                f"Pipeline ramp-up + ramp-down share {share_words(ma.ramp_share, mb.ramp_share)} "
-                f"({fmt_pct(ma.ramp_share)} to {fmt_pct(mb.ramp_share)})",
-                options_explaining("compute_share"),
-                rel_change(ma.ramp_share, mb.ramp_share),
-            )
+    if (ma.ramp_share or 0) != (mb.ramp_share or 0) and (
+        "gradient_accumulation" in by or "strategy" in by or "split_points" in by
+    ):
+        add(
+            "ramp_share",
+            f"Pipeline ramp-up + ramp-down share {share_words(ma.ramp_share, mb.ramp_share)} "
+            f"({fmt_pct(ma.ramp_share)} to {fmt_pct(mb.ramp_share)})",
+            (*options_explaining("compute_share"), "strategy", "split_points"),
+            rel_change(ma.ramp_share or 0, mb.ramp_share or 0),
+        )
     if "device_iterations" in by:
         ra, rb = ea.round_trips_per_sample, eb.round_trips_per_sample
         add(
@@ -486,7 +680,7 @@ def _explain_execution(
             add(
                 "host_seconds",
                 f"Host time per sample {change_words(ha, hb)} "
-                f"({ha * 1e6:.2f} µs to {hb * 1e6:.2f} µs)",
+                f"({ha * 1e6:,.2f} µs to {hb * 1e6:,.2f} µs)",
                 options_explaining("host_time"),
                 rel_change(ha, hb),
             )
@@ -494,7 +688,7 @@ def _explain_execution(
     if ma.host_wait_share != mb.host_wait_share and any(k in by for k in wait_keys):
         add(
             "host_wait_share",
-            f"Host wait share (host-inclusive) "
+            f"{QUANTITIES['host_wait_share'].label.capitalize()} "
             f"{share_words(ma.host_wait_share, mb.host_wait_share)} "
             f"({fmt_pct(ma.host_wait_share)} to {fmt_pct(mb.host_wait_share)})",
             wait_keys,
@@ -594,6 +788,13 @@ def compare_pair(a: Analysis, b: Analysis) -> PairComparison:
         other.append(
             f"OOM tiles {change_words(ma.oom_tiles, mb.oom_tiles)} ({ma.oom_tiles:,} "
             f"to {mb.oom_tiles:,}) with no run-option difference to explain it"
+        )
+    r = rel_change(ma.peak_memory_bytes, mb.peak_memory_bytes)
+    if r is not None and abs(r) >= 0.01 and not any(e.metric == "peak_memory_bytes" for e in expl):
+        other.append(
+            f"peak memory {change_words(ma.peak_memory_bytes, mb.peak_memory_bytes)} "
+            f"({fmt_bytes(ma.peak_memory_bytes)} to {fmt_bytes(mb.peak_memory_bytes)}) with no "
+            f"run-option difference that {'raises' if r > 0 else 'lowers'} it"
         )
     unit = _scales(a, b)[2]
     both_ran = a.execution is not None and b.execution is not None

@@ -15,21 +15,28 @@ into deltas by step type, by layer and by program that add up **exactly** to it:
 * the run-option differences and the plain-language explanations come from the explained
   comparison (:func:`analyser.core.comparison.compare_pair`).
 
-Vectorised: one stable sort per IPU and side; no Python loop over steps.
+Vectorised: one stable sort per IPU and side (a radix sort of 16-bit name codes); no Python
+loop over steps.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
-from analyser.core.analysis import Analysis
-from analyser.core.comparison import ConfigDiff, Explanation, compare_pair
 from profiles import schema
 from profiles.errors import UserFacingError
+
+if TYPE_CHECKING:
+    # pandas (about 0.4 s of CPU to import) and the explained comparison are imported where a
+    # diff is computed, not when the module is: the CLI and the GUI import this module to name
+    # its types and functions before they know that a diff will be asked for
+    import pandas as pd
+
+    from analyser.core.analysis import Analysis
+    from analyser.core.comparison import ConfigDiff, Explanation
 
 #: Name of the remainder row: total cycles not covered by executed steps.
 NOT_IN_STEPS = "(not in steps)"
@@ -87,7 +94,8 @@ def _read(a: Analysis, *, starts: bool = False) -> _Side:
         a.name,
         int(a.execution.total_cycles),
         int(a.target.num_ipus),
-        cols["ipu"].astype(np.int64),
+        # as stored (a byte or two per step): cast where it enters a key
+        cols["ipu"] if cols["ipu"].dtype.kind in "iu" else cols["ipu"].astype(np.int64),
         prog,
         cols["cycles"].astype(np.int64),
         cols["type"],
@@ -111,17 +119,6 @@ def _isum(keys: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
     starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
     out[k[starts]] = np.add.reduceat(values[order], starts)
     return out
-
-
-def _occurrence(key: np.ndarray) -> np.ndarray:
-    """For each element, how many earlier elements have the same key (0 for the first)."""
-    order = np.argsort(key, kind="stable")
-    k = key[order]
-    first = np.r_[True, k[1:] != k[:-1]]
-    group_start = np.maximum.accumulate(np.where(first, np.arange(k.size), 0))
-    occ = np.empty(key.size, np.int64)
-    occ[order] = np.arange(k.size) - group_start
-    return occ
 
 
 @dataclass(frozen=True)
@@ -221,6 +218,8 @@ def _table(
     """Rows (ipu, key, a, b, delta[, extra]) of the labels used by either run on each IPU,
     plus the NOT_IN_STEPS remainder of each IPU; largest |delta| first within an IPU."""
     n = labels.size
+    import pandas as pd
+
     frames = []
     for i in range(ipus):
         sa, sb = a_sums[i * n : (i + 1) * n], b_sums[i * n : (i + 1) * n]
@@ -282,12 +281,24 @@ def _largest(
     ]
 
 
+def _by_code(codes: np.ndarray, n: int) -> np.ndarray:
+    """Stable order of ``codes`` in [0, n): a radix sort of 16-bit keys when they fit (numpy's
+    stable sort of 8 / 16-bit integers), else a merge sort."""
+    key = codes.astype(np.uint16) if n <= 1 << 16 else codes
+    return np.argsort(key, kind="stable")
+
+
 def align_steps(a: _Side, b: _Side) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(rows of A, rows of B, occurrence) of the aligned steps: same IPU, same program name,
-    same occurrence of that name on that IPU (one IPU at a time: memory of one IPU's steps)."""
+    same occurrence of that name on that IPU (one IPU at a time: memory of one IPU's steps).
+
+    On one IPU, a stable sort of each run's steps by program name puts the k-th occurrence of a
+    name at its name's first position + k; the first min(count in A, count in B) of each name
+    pair up. The aligned steps come ordered by name, then occurrence."""
     names, codes = np.unique(np.r_[a.prog_names, b.prog_names], return_inverse=True)
-    code_a, code_b = codes[: a.prog_names.size], codes[a.prog_names.size :]
-    n_names = max(1, names.size)
+    code_a = codes[: a.prog_names.size].astype(np.int64)
+    code_b = codes[a.prog_names.size :].astype(np.int64)
+    n = max(1, names.size)
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     for i in range(max(a.n_ipus, b.n_ipus)):
         ra = np.flatnonzero(a.ipu == i).astype(np.int32)
@@ -295,15 +306,20 @@ def align_steps(a: _Side, b: _Side) -> tuple[np.ndarray, np.ndarray, np.ndarray]
         if not ra.size or not rb.size:
             continue
         ka, kb = code_a[a.prog[ra]], code_b[b.prog[rb]]
-        oa, ob = _occurrence(ka), _occurrence(kb)
-        width = int(max(oa.max(), ob.max())) + 1
-        if n_names * width >= 2**62:
-            raise DiffError("the runs have too many steps to align.")
-        _, ja, jb = np.intersect1d(
-            ka * width + oa, kb * width + ob, assume_unique=True, return_indices=True
+        oa, ob = _by_code(ka, n), _by_code(kb, n)
+        ca, cb = np.bincount(ka, minlength=n), np.bincount(kb, minlength=n)
+        m = np.minimum(ca, cb)
+        first_a, first_b = np.cumsum(ca) - ca, np.cumsum(cb) - cb
+        total = int(m.sum())
+        occ = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(m) - m, m)
+        parts.append(
+            (
+                ra[oa[np.repeat(first_a, m) + occ]],
+                rb[ob[np.repeat(first_b, m) + occ]],
+                occ.astype(np.int32),
+            )
         )
-        parts.append((ra[ja], rb[jb], oa[ja].astype(np.int32)))
-        del ka, kb, oa, ob, ja, jb
+        del ka, kb, oa, ob, occ
     if not parts:
         empty = np.zeros(0, np.int32)
         return empty, empty, empty
@@ -312,37 +328,55 @@ def align_steps(a: _Side, b: _Side) -> tuple[np.ndarray, np.ndarray, np.ndarray]
 
 def diff_runs(a: Analysis, b: Analysis, *, largest: int = 10) -> RunDiff:
     """Align ``b`` against ``a`` and split the change in total cycles (module docstring)."""
+    import pandas as pd
+
+    from analyser.core.comparison import compare_pair
+
     sa, sb = _read(a), _read(b)
     ipus = max(sa.n_ipus, sb.n_ipus)
     ia, ib, occ = align_steps(sa, sb)
+    # one pass over each run's steps: cycles and steps per (IPU, program row); the layer and
+    # program tables and the remainder are sums of these (exact integers either way)
+    per_prog, steps = [], []
+    for s in (sa, sb):
+        key = s.ipu.astype(np.int64) * s.prog_names.size + s.prog
+        n = ipus * s.prog_names.size
+        per_prog.append(_isum(key, s.cycles, n).reshape(ipus, s.prog_names.size))
+        steps.append(np.bincount(key, minlength=n).reshape(ipus, s.prog_names.size))
+        del key
     rest = tuple(
-        s.total - _isum(s.ipu, s.cycles, ipus) for s in (sa, sb)
+        s.total - p.sum(axis=1) for s, p in zip((sa, sb), per_prog)
     )  # cycles of each IPU's total the steps do not cover
     n_types = len(schema.PROGRAM_TYPES)
     by_type = _table(
         ipus,
         np.array(schema.PROGRAM_TYPES, dtype=object),
         *(
-            _isum(s.ipu * n_types + s.type.astype(np.int64), s.cycles, ipus * n_types)
+            _isum(
+                s.ipu.astype(np.int64) * n_types + s.type.astype(np.int64),
+                s.cycles,
+                ipus * n_types,
+            )
             for s in (sa, sb)
         ),
         rest,
         "type",
     )
 
-    def by_label(per_prog: str, key: str, with_counts: bool) -> pd.DataFrame:
+    def by_label(per_prog_label: str, key: str, with_counts: bool) -> pd.DataFrame:
         labels, codes = np.unique(
-            np.r_[getattr(sa, per_prog), getattr(sb, per_prog)], return_inverse=True
+            np.r_[getattr(sa, per_prog_label), getattr(sb, per_prog_label)], return_inverse=True
         )
         n = labels.size
         ca, cb = codes[: sa.prog_names.size], codes[sa.prog_names.size :]
-        keys = (sa.ipu * n + ca[sa.prog], sb.ipu * n + cb[sb.prog])
-        sums = [_isum(k, s.cycles, ipus * n) for k, s in zip(keys, (sa, sb))]
+        # (IPU, program row) -> (IPU, label)
+        keys = [(np.arange(ipus)[:, None] * n + c[None, :]).ravel() for c in (ca, cb)]
+        sums = [_isum(k, p.ravel(), ipus * n) for k, p in zip(keys, per_prog)]
         extra = None
         if with_counts:
             extra = {
-                "steps_a": np.bincount(keys[0], minlength=ipus * n),
-                "steps_b": np.bincount(keys[1], minlength=ipus * n),
+                f"steps_{side}": np.bincount(k, st.ravel(), ipus * n).astype(np.int64)
+                for side, k, st in zip("ab", keys, steps)
             }
         return _table(ipus, labels, *sums, rest, key, extra)
 
@@ -403,7 +437,7 @@ def aligned_deltas(a: Analysis, b: Analysis) -> dict[str, np.ndarray]:
     order = np.lexsort((sb.start[rows], sb.ipu[rows]))
     rows = rows[order]
     return {
-        "ipu": sb.ipu[rows],
+        "ipu": sb.ipu[rows].astype(np.int64),
         "start": sb.start[rows],
         "cycles": sb.cycles[rows],
         "cycles_a": cycles_a[order],

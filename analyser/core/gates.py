@@ -74,13 +74,21 @@ class Gate:
                 x = 0.0 if vb == 0 else float("inf") * (1 if vb > 0 else -1)
             else:
                 x = 100.0 * (vb - va) / abs(va)
-            shown = f"{x:+.2f}%"
+            shown = f"{x:+,.2f}%"
         holds = _OPS[self.op](x, self.value)
         before = "-" if va is None else _show(va)
         return holds, (
             f"{self.text}: {self.metric} {shown} ({before} -> {_show(vb)}) "
             f"{'HOLDS' if holds else 'ok'}"
         )
+
+
+def _did_you_mean(name: str, names, prefix: str = "") -> str:
+    """' (did you mean 'cycles'?)' for a misspelt metric name, '' when none is close."""
+    import difflib
+
+    close = difflib.get_close_matches(name.lower(), list(names), n=1, cutoff=0.6)
+    return f" (did you mean {prefix + close[0]!r}?)" if close else ""
 
 
 def parse_gate(text: str) -> Gate:
@@ -96,17 +104,20 @@ def parse_gate(text: str) -> Gate:
     if per_ipu:
         field_ = IPU_ALIASES.get(per_ipu.group(2), per_ipu.group(2))
         if field_ not in IPU_SCALAR_FIELDS:
+            names = IPU_SCALAR_FIELDS + tuple(IPU_ALIASES)
             raise GateSyntaxError(
-                f"unknown per-IPU metric {per_ipu.group(2)!r} in --fail-if {text!r}; use "
-                f"ipuN. followed by one of {', '.join(IPU_SCALAR_FIELDS + tuple(IPU_ALIASES))}."
+                f"unknown per-IPU metric {per_ipu.group(2)!r} in --fail-if {text!r}"
+                f"{_did_you_mean(per_ipu.group(2), names, f'ipu{int(per_ipu.group(1))}.')}; "
+                f"use ipuN. followed by one of {', '.join(names)}."
             )
         key = f"ipu{int(per_ipu.group(1))}.{field_}"
     else:
         key = Metrics.ALIASES.get(name, name)
     if not per_ipu and key not in Metrics.scalar_names():
+        names = sorted(set(Metrics.scalar_names()) | set(Metrics.ALIASES))
         raise GateSyntaxError(
-            f"unknown metric {name!r} in --fail-if {text!r}; use one of "
-            f"{', '.join(sorted(set(Metrics.scalar_names()) | set(Metrics.ALIASES)))}."
+            f"unknown metric {name!r} in --fail-if {text!r}{_did_you_mean(name, names)}; "
+            f"use one of {', '.join(names)}."
         )
     value = float(num) * (-1 if sign == "-" else 1)
     mode = "rel" if pct else ("abs" if sign else "value")

@@ -64,6 +64,8 @@ def operations_table(src: Source, execution: ExecutionSummary | None) -> pd.Data
 
     df = src.table("/graph/operations").copy()
     n = len(df)
+    if "source" not in df:  # profiles before format 1.4, and models that do not say
+        df.insert(min(3, len(df.columns)), "source", "")
     if "pass" in df and not isinstance(df["pass"].dtype, pd.CategoricalDtype):
         df["pass"] = pd.Categorical.from_codes(
             df["pass"].astype(int), categories=list(schema.PASSES)
@@ -107,7 +109,8 @@ def layer_table(ops: pd.DataFrame) -> pd.DataFrame:
     order its first operation appears, with ``operations`` (count), ``type`` (its operation
     types), ``ipu`` / ``stage`` (of its first operation), and sums of ``cycles`` (one execution
     of each), ``total_cycles``, ``cycles_share``, ``flops``, ``memory_bytes``, ``temp_bytes``
-    and ``code_bytes``."""
+    and ``code_bytes``; ``source``, where in the model's code, from its first operation that
+    has one."""
     import pandas as pd  # imported on first use (not by `analyse summary`)
 
     if ops.empty:
@@ -136,6 +139,13 @@ def layer_table(ops: pd.DataFrame) -> pd.DataFrame:
             "stage": first["stage"].to_numpy(),
         }
     )
+    if "source" in ops:
+        # the layer's place in the model's code: its first operation's that has one
+        out.insert(
+            3,
+            "source",
+            g["source"].agg(lambda s: next((x for x in map(str, s) if x), "")).to_numpy(),
+        )
     for col in sums.columns:
         out[col] = sums[col].to_numpy()
     return out

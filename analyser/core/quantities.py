@@ -106,7 +106,9 @@ _TABLE = (
     ("host_seconds", "host time not hidden", "seconds", "lower"),
     ("host_round_trips", "host calls (in the profile)", "int", "lower"),
     ("compute_share", "compute (OnTileExecute) share", "share", "higher"),
-    ("host_wait_share", "host wait share (host-inclusive)", "share", "lower"),
+    # of the host-inclusive time (StreamCopyBegin in the trace plus the host time outside it):
+    # one label in every output (summary, compare, reports, the GUI, the step by step)
+    ("host_wait_share", "host wait share", "share", "lower"),
     ("ramp_share", "ramp-up + ramp-down share", "share", "lower"),
     ("tile_balance", "tile balance (compute)", "share", "higher"),
     # the same work with less data through the links is better (8-bit input halves it)
@@ -368,6 +370,7 @@ TABLES: dict[str, dict[str, Column]] = {
         ("name", "Operation"),
         ("type", "Type"),
         ("layer", "Layer"),
+        ("source", "Source"),
         ("pass", "Pass"),
         ("ipu", "IPU"),
         ("stage", "Stage"),
@@ -417,6 +420,7 @@ TABLES: dict[str, dict[str, Column]] = {
         ("name", "Layer"),
         ("operations", "Operations", "count"),
         ("type", "Operation types"),
+        ("source", "Source"),
         ("ipu", "IPU"),
         ("stage", "Stage"),
         ("cycles", "Cycles", "count", "lower"),

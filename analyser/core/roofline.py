@@ -208,6 +208,8 @@ def roofline(analysis: Analysis) -> Roofline:
     frame = roofline_frame(ops["name"].to_numpy(object), flops, xb, hb, cycles, roofs)
     frame.insert(1, "type", ops["type"].to_numpy(object))
     frame.insert(2, "ipu", ops["ipu"].to_numpy(np.int64))
+    frame.insert(3, "layer", ops["layer"].astype(str).to_numpy(object))
+    frame.insert(4, "source", ops["source"].astype(str).to_numpy(object))
     keep = (frame["flops"] > 0) & (frame["cycles"] > 0)
     frame = frame[keep].sort_values("flops", ascending=False, kind="stable").reset_index(drop=True)
     ipus = int(analysis.target.num_ipus)

@@ -63,6 +63,7 @@ EXPLAINS: dict[str, tuple[str, ...]] = {
     "replicated_tensor_sharding": ("memory",),
     "split_points": ("memory", "ipu_memory", "stage_balance"),
     "num_ipus": ("ipu_memory",),
+    "available_memory_proportion_per_ipu": ("memory", "ipu_memory"),
     "first_moment_dtype": ("memory",),
     "second_moment_dtype": ("memory",),
     "offload_accumulators": ("memory", "remote_buffers"),

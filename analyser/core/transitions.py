@@ -25,6 +25,7 @@ from analyser.core.insights import (
     find_insights,
     predict_effects,
 )
+from analyser.core.quantities import QUANTITIES
 from analyser.core.simulator import Simulator
 from analyser.core.units import fmt_bytes, fmt_delta_pct, fmt_pct
 
@@ -172,7 +173,7 @@ def _measured_text(m: dict[str, tuple[Any, Any]]) -> str:
         parts.append(f"{tb:,.1f} samples/s")
     wa, wb = m["host_wait_share"]
     if wa is not None and wb is not None and abs((wb or 0) - (wa or 0)) >= 0.005:
-        parts.append(f"host wait {fmt_pct(wa)} → {fmt_pct(wb)}")
+        parts.append(f"{QUANTITIES['host_wait_share'].label} {fmt_pct(wa)} → {fmt_pct(wb)}")
     return "Measured: " + ", ".join(parts) + "."
 
 

@@ -99,7 +99,7 @@ def fmt_rel_change(change: float | None) -> str:
     """A relative change (0.05 = 5%) as '+5.0%'; :data:`NEW` for an infinite one (from zero)."""
     if _missing(change):
         return MISSING
-    return NEW if math.isinf(change) else f"{_no_negative_zero(100 * change, 1):+.1f}%"
+    return NEW if math.isinf(change) else f"{_no_negative_zero(100 * change, 1):+,.1f}%"
 
 
 def fmt_yes_no(value: object) -> str:
@@ -108,8 +108,8 @@ def fmt_yes_no(value: object) -> str:
 
 
 def fmt_pct(x: float | None, digits: int = 1) -> str:
-    """A share (0..1) as a percentage: '12.3%'."""
-    return MISSING if _missing(x) else f"{100 * x:.{digits}f}%"
+    """A share (0..1) as a percentage: '12.3%' ('2,195.5%' for 21.955: thousands separated)."""
+    return MISSING if _missing(x) else f"{100 * x:,.{digits}f}%"
 
 
 def _no_negative_zero(value: float, digits: int) -> float:
@@ -123,7 +123,7 @@ def fmt_pts_delta(before: float | None, after: float | None) -> str:
     """The change of a share in percentage points: '+1.5 pts'."""
     if _missing(before) or _missing(after):
         return MISSING
-    return f"{_no_negative_zero(100 * (after - before), 1):+.1f} pts"
+    return f"{_no_negative_zero(100 * (after - before), 1):+,.1f} pts"
 
 
 def fmt_delta_pct(before: float | None, after: float | None) -> str:
@@ -132,7 +132,7 @@ def fmt_delta_pct(before: float | None, after: float | None) -> str:
         return MISSING
     if before == 0:
         return "0.0%" if after == 0 else NEW
-    return f"{_no_negative_zero(100 * (after - before) / abs(before), 1):+.1f}%"
+    return f"{_no_negative_zero(100 * (after - before) / abs(before), 1):+,.1f}%"
 
 
 def fmt_change(before: float | None, after: float | None, unit: str | None = None) -> str:
@@ -166,7 +166,7 @@ def fmt_seconds(seconds: float | None) -> str:
     if _missing(seconds):
         return MISSING
     if seconds >= 1:
-        return f"{seconds:.3f} s"
+        return f"{seconds:,.3f} s"
     if seconds >= 1e-3:
         return f"{seconds * 1e3:.3f} ms"
     return f"{seconds * 1e6:.1f} µs"

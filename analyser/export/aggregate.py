@@ -11,8 +11,15 @@ first streamed pass over the steps:
    into one slice;
 3. ``iterations``: the consecutive steps of one device iteration (host call) on a lane merged;
 4. ``time windows``: each IPU's lanes cut into equal windows of the run, the steps starting in
-   one window merged; the window is chosen so that the count is under N, so this level always
-   fits (an N too small for one window per lane is refused in one sentence).
+   one window merged (this level always fits: an N too small for one slice per lane is refused
+   in one sentence).
+
+The budget is filled, not just respected: the level chosen is then cut at time windows (2**k
+cycles, the smallest k whose count fits), so a run of loop bodies that needs a tenth of N is
+shown in finer pieces until it uses between half and all of N. Halving the window at most
+doubles the slices (a slice of one window splits into at most two), so the smallest window that
+fits leaves no more than half of the budget unused; the counts of every window are taken in
+the same counting pass (a histogram of the highest bit in which consecutive starts differ).
 
 A merged slice spans its first step's start to its last step's end, is named after what it
 merged (``micro-batch 3 (main): 240 steps``; a "run" of one step keeps the step's own name and
@@ -106,16 +113,17 @@ class _Runs:
 
 
 def _chunk_runs(
-    c: dict[str, np.ndarray], keys: tuple[str, ...], mem: np.ndarray, window: float
+    c: dict[str, np.ndarray], keys: tuple[str, ...], mem: np.ndarray, shift: int | None
 ) -> _Runs:
-    """Maximal runs of consecutive steps with equal keys on each IPU and lane of a chunk."""
+    """Maximal runs of consecutive steps with equal keys on each IPU and lane of a chunk (the
+    ``window`` key: the time window of 2**shift cycles a step starts in)."""
     ipu = c["ipu"].astype(np.int64)
     group = ipu * N_LANES + _LANE_OF_TYPE[c["type"].astype(np.int64)]
     start = c["start"].astype(np.int64)
     cyc = c["cycles"].astype(np.int64)
     cols = {k: c[k].astype(np.int64) for k in ("iteration", "micro_batch", "stage", "phase")}
-    if window:
-        cols["window"] = (start // window).astype(np.int64)
+    if shift is not None:
+        cols["window"] = start >> shift
     key = np.stack([cols[k] for k in keys], axis=1) if keys else np.arange(start.size)[:, None]
     order = np.lexsort((np.arange(start.size), group))  # by group, then time (rows are in time)
     g, k = group[order], key[order]
@@ -201,25 +209,86 @@ def _mem(p: _Prepared, c: dict[str, np.ndarray]) -> np.ndarray:
     ]
 
 
-def _count(p: _Prepared, ranges: list[tuple[int, int]], window: float) -> list[tuple[int, int]]:
-    """(slices, Compute slices) of each merging level (loop bodies, iterations), one pass."""
-    streams = [_Stream() for _ in LEVELS[1:3]]
-    counts = [[0, 0] for _ in streams]
+#: Window sizes counted: 2**k cycles for k in [0, _SHIFTS); the last is wider than any run
+#: (start cycles are int64), so it cuts nothing: the level's own slices.
+_SHIFTS = 64
+
+
+def _bit_length(x: np.ndarray) -> np.ndarray:
+    """``int.bit_length`` of each non-negative int64 (0 for 0), vectorised."""
+    e = np.frexp(x.astype(np.float64))[1].astype(np.int64)
+    # float64 rounds integers above 2**53 (a bit length one too large just below a power of 2)
+    high = e > 53
+    if high.any():
+        e[high] -= (x[high] >> (e[high] - 1)) == 0
+    return e
+
+
+def _above(levels: np.ndarray) -> np.ndarray:
+    """For each k < _SHIFTS, how many of ``levels`` (ints in [0, _SHIFTS]) exceed k."""
+    hist = np.bincount(levels, minlength=_SHIFTS + 1)
+    return hist[::-1].cumsum()[::-1][1 : _SHIFTS + 1]
+
+
+def _count(p: _Prepared, ranges: list[tuple[int, int]]) -> dict[str, np.ndarray]:
+    """Events (slices, and the memory counter value of each Compute slice that has one) of
+    each merging level cut at time windows of 2**k cycles, for every k < _SHIFTS: one pass.
+
+    Within one IPU and lane the steps are in time order, so cutting at windows of 2**k cycles
+    starts a new slice exactly where two consecutive starts differ in a bit at k or above, that
+    is where the bit length of their XOR exceeds k. Each step gets the level of the cut before
+    it (that bit length; _SHIFTS where the level itself starts a slice), and a histogram of
+    those levels gives every window's count at once. A Compute slice has a counter value when
+    one of its steps has a memory total: such a step is the first of its slice at window k when
+    the largest cut level since the previous such step exceeds k."""
+    levels = LEVELS[1:]
+    events = {name: np.zeros(_SHIFTS, np.int64) for name, _, _ in levels}
+    # per level and IPU-and-lane group: (last start, its keys) of the previous chunks, and for
+    # Compute groups the largest cut level since the last step with a memory total
+    last: dict[str, dict[int, tuple[int, tuple[int, ...]]]] = {n: {} for n, _, _ in levels}
+    carry: dict[str, dict[int, int]] = {n: {} for n, _, _ in levels}
     for c in _chunks(p, ranges):
-        if not c["start"].size:
+        n = c["start"].size
+        if not n:
             continue
-        mem = _mem(p, c)
-        for s, (_, keys, _), n in zip(streams, LEVELS[1:3], counts):
-            closed = s.feed(_chunk_runs(c, keys, mem, 0.0))
-            n[0] += closed.size
-            n[1] += int((closed.group % N_LANES == 0).sum())
-    for s, n in zip(streams, counts):
-        o = s.close()
-        if o is not None:
-            n[0] += o.size
-            n[1] += int((o.group % N_LANES == 0).sum())
-    del window
-    return [tuple(n) for n in counts]
+        group = c["ipu"].astype(np.int64) * N_LANES + _LANE_OF_TYPE[c["type"].astype(np.int64)]
+        order = np.argsort(group, kind="stable")  # by group, then time (rows are in time)
+        g = group[order]
+        s = c["start"].astype(np.int64)[order]
+        marked = _mem(p, c)[order] >= 0
+        gnew = np.r_[True, g[1:] != g[:-1]]
+        first = np.flatnonzero(gnew)
+        ends = np.r_[first[1:], n]
+        h = np.r_[0, _bit_length(s[1:] ^ s[:-1])]
+        for name, keys, _ in levels:
+            kcols = [c[k].astype(np.int64)[order] for k in keys if k != "window"]
+            new = gnew.copy()
+            for k in kcols:
+                new[1:] |= k[1:] != k[:-1]
+            cut = np.where(new, _SHIFTS, h)
+            seen, since = last[name], carry[name]
+            for j in first:  # one per IPU and lane of the chunk
+                prev = seen.get(int(g[j]))
+                if prev is not None and prev[1] == tuple(int(k[j]) for k in kcols):
+                    # continues the slice the previous chunk left open
+                    cut[j] = int(_bit_length(np.array([prev[0] ^ int(s[j])]))[0])
+            total = _above(cut)
+            for j, e in zip(first, ends):
+                gj = int(g[j])
+                seen[gj] = (int(s[e - 1]), tuple(int(k[e - 1]) for k in kcols))
+                if gj % N_LANES:
+                    continue  # only Compute slices carry the memory counter
+                m = j + np.flatnonzero(marked[j:e])
+                before = since.get(gj, _SHIFTS)
+                if not m.size:
+                    since[gj] = max(before, int(cut[j:e].max()))
+                    continue
+                lv = np.maximum.reduceat(cut[j : m[-1] + 1], np.r_[0, m[:-1] + 1 - j])
+                lv[0] = max(lv[0], before)
+                total += _above(lv)
+                since[gj] = int(cut[m[-1] + 1 : e].max()) if m[-1] + 1 < e else 0
+            events[name] += total
+    return events
 
 
 def _labels(runs: _Runs, level: str, rows: np.ndarray) -> list[str]:
@@ -347,17 +416,13 @@ def export_aggregated(
                 f"need at least {meta_events + groups:,} events (names of processes and lanes, "
                 "and one slice per lane)."
             )
-        level, events = _choose(p, ranges, n_steps, budget, fmt)
-        total = int(src.execution_attrs.get("total_cycles", 0)) or 1
-        window = float(-(-total // max(1, budget // groups)))
-        info = {
-            "level": level,
-            "merged": next(w for n, _, w in LEVELS if n == level),
-            "steps": n_steps,
-            "max_events": max_events,
-        }
-        if level == "time windows":
-            info["window_cycles"] = int(window)
+        level, shift, events = _choose(p, ranges, n_steps, budget, fmt)
+        merged = next(w for n, _, w in LEVELS if n == level)
+        if shift is not None and level != "time windows":
+            merged += f", cut at time windows of {2**shift:,} cycles"
+        info = {"level": level, "merged": merged, "steps": n_steps, "max_events": max_events}
+        if shift is not None:
+            info["window_cycles"] = 2**shift
         with atomic_output(out, "w" if tracks is None else "wb") as fh:
             if tracks is None:
                 chrome_header(fh, str(src.path), p.clock, f"{src.path.name} ({level})")
@@ -380,7 +445,7 @@ def export_aggregated(
                     else:
                         _emit_perfetto(p, tracks, runs, raw, level)
 
-                events = _write_merged(p, emit, ranges, level, window, progress, n_steps)
+                events = _write_merged(p, emit, ranges, level, shift, progress, n_steps)
             info["events"] = meta_events + events
             if tracks is None:
                 fh.write('\n],"aggregation":' + json.dumps(info) + "}\n")
@@ -410,16 +475,23 @@ def _info_track(info: dict) -> bytes:
 
 def _choose(
     p: _Prepared, ranges: list[tuple[int, int]], n_steps: int, budget: int, fmt: str
-) -> tuple[str, int]:
-    """(the finest level that fits the budget, its events) from a counting pass."""
+) -> tuple[str, int | None, int]:
+    """(the finest level that fits the budget, the time window of 2**shift cycles it is cut
+    at to fill the budget (None: not cut), its events) from a counting pass."""
     if n_steps <= budget:
         events = _plain_events(p, ranges, fmt)
         if events <= budget:
-            return "steps", events
-    for (name, _keys, _what), (slices, compute) in zip(LEVELS[1:3], _count(p, ranges, 0.0)):
-        if slices + compute <= budget:
-            return name, slices + compute
-    return "time windows", 0
+            return "steps", None, events
+    counts = _count(p, ranges)
+    for name, _keys, _what in LEVELS[1:]:
+        t = counts[name]
+        if t[-1] > budget:
+            continue
+        k = int(np.argmax(t <= budget))  # the smallest window that fits (t falls with k)
+        if name != "time windows" and t[k] == t[-1]:
+            return name, None, int(t[k])  # no window cuts a slice: the level as it is
+        return name, k, int(t[k])
+    raise AssertionError("one slice per IPU and lane always fits")  # checked by the caller
 
 
 def _plain_events(p: _Prepared, ranges: list[tuple[int, int]], fmt: str) -> int:
@@ -441,12 +513,15 @@ def _write_merged(
     emit,
     ranges: list[tuple[int, int]],
     level: str,
-    window: float,
+    shift: int | None,
     progress: ProgressFn | None,
     n_steps: int,
 ) -> int:
-    """Stream the merged runs of ``level`` to ``emit``; returns the events written."""
+    """Stream the merged runs of ``level`` (cut at time windows of 2**shift cycles unless
+    None) to ``emit``; returns the events written."""
     keys = next(k for n, k, _ in LEVELS if n == level)
+    if shift is not None and "window" not in keys:
+        keys = (*keys, "window")
     stream = _Stream()
     events = 0
     done = 0
@@ -458,8 +533,7 @@ def _write_merged(
     for c in _chunks(p, ranges):
         if not c["start"].size:
             continue
-        win = window if level == "time windows" else 0.0
-        events += out(stream.feed(_chunk_runs(c, keys, _mem(p, c), win)))
+        events += out(stream.feed(_chunk_runs(c, keys, _mem(p, c), shift)))
         done += c["start"].size
         if progress:
             progress(done, n_steps)

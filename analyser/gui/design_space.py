@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 from analyser.core.units import MemoryUnits, axis_scale, fmt_bytes
 from analyser.gui.model import design_space as dsm
 from analyser.gui.palette import hex_color
+from analyser.gui.theme import chart_colors, style_plot
 from analyser.gui.widgets import FilterTable, LegendLabel, make_plot, push_button, section_label
 from analyser.literal import html as lit
 
@@ -40,7 +41,6 @@ FITS = "#4e79a7"
 CONSTRAINT = "#bab0ac"
 OOM = "#c62828"
 FRONT = "#f28e2b"
-START = "#333333"
 BEST = "#2e7d32"
 
 
@@ -65,11 +65,7 @@ class DesignSpaceWindow(QWidget):
         #: what each trial needed, when no trial has a throughput (nothing fits): drawn instead
         #: of an empty throughput chart (issue 23, defect 4)
         self.needed = dsm.memory_needed(self.table)
-        tile_bytes = self.points["tile_kib"] * 1024.0
-        self._scale, self._unit = axis_scale(
-            self.units, float(np.nanmax(tile_bytes)) if np.isfinite(tile_bytes).any() else 0.0
-        )
-        self._x = tile_bytes / self._scale
+        self._set_scale()
         self.selected: int | None = None
         meta = self.table.meta
         self.setWindowTitle(f"Design space: {Path(self.table.folder).name}")
@@ -130,6 +126,53 @@ class DesignSpaceWindow(QWidget):
             self._draw_needed()
         best = meta.get("best_id")
         self.select(int(best) if best is not None else None)
+        # it follows the main window's units and closes with it (Esc closes it: keyPressEvent)
+        workspace = getattr(window, "workspace", None)
+        if workspace is not None:
+            workspace.units_changed.connect(self.set_units)
+            self.destroyed.connect(lambda *_: workspace.units_changed.disconnect(self.set_units))
+        if isinstance(window, QWidget):
+            self._closer = _CloseWith(self)
+            window.installEventFilter(self._closer)
+
+    def _set_scale(self) -> None:
+        tile_bytes = self.points["tile_kib"] * 1024.0
+        self._scale, self._unit = axis_scale(
+            self.units, float(np.nanmax(tile_bytes)) if np.isfinite(tile_bytes).any() else 0.0
+        )
+        self._x = tile_bytes / self._scale
+
+    def set_units(self, units: MemoryUnits) -> None:
+        """Show memory in ``units`` (the main window's View > Units changed)."""
+        self.units = units
+        self._set_scale()
+        self.trials.set_frame(self.trials_frame, dsm.trial_columns(self.trials_frame, units))
+        self.redraw()
+
+    def redraw(self) -> None:
+        """Draw the chart again (units or theme changed), the selection kept."""
+        selected = self.selected
+        item = self.plot.getPlotItem()
+        item.clear()
+        style_plot(self.plot)
+        if self.needed is None:
+            item.setLabel("bottom", f"fullest tile ({self._unit})")
+            self._draw()
+        else:
+            self._draw_needed()
+        self.select(selected)
+
+    def keyPressEvent(self, event) -> None:
+        if event.key() == Qt.Key.Key_Escape:  # as a dialog (keys its table left come here)
+            self.close()
+            return
+        super().keyPressEvent(event)
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        # the theme is the application's palette: the chart's colours follow it
+        if event.type() == QEvent.Type.PaletteChange and hasattr(self, "scatters"):
+            self.redraw()
 
     # -- content ---------------------------------------------------------------------------
     def _headline(self) -> str:
@@ -177,7 +220,8 @@ class DesignSpaceWindow(QWidget):
             )
         meta = self.table.meta
         self.rings = {}
-        for key, colour in (("start_id", START), ("best_id", BEST)):
+        start = chart_colors().foreground  # dark on white, light on the dark theme
+        for key, colour in (("start_id", start), ("best_id", BEST)):
             rid = meta.get(key)
             hit = np.flatnonzero(p["id"] == rid) if rid is not None else []
             if len(hit):
@@ -253,6 +297,10 @@ class DesignSpaceWindow(QWidget):
             item.addItem(line)
         item.setYRange(0, (top if np.isfinite(top) and top > 0 else 1.0) / scale * 1.15, padding=0)
         item.setXRange(float(n.ids.min()) - 0.6, float(n.ids.max()) + 0.6, padding=0)
+        # trial numbers are whole: ticks at whole trials only (it read "trial # -0.5")
+        span = int(n.ids.max() - n.ids.min()) + 1
+        major = max(1, int(np.ceil(span / 10)))
+        item.getAxis("bottom").setTickSpacing(major, major)
         title = "Nothing fits: the memory each trial needed"
         if n.refused:
             title += f" ({n.refused} refused before compiling: see the table)"
@@ -365,6 +413,16 @@ class DesignSpaceWindow(QWidget):
 
 #: Open windows (kept alive while shown).
 _OPEN: set[DesignSpaceWindow] = set()
+
+
+class _CloseWith(QObject):
+    """Closes its Design space when the main window closes (File > Quit left it running, and
+    the process with it, until it was closed too)."""
+
+    def eventFilter(self, obj, event) -> bool:
+        if event.type() == QEvent.Type.Close:
+            self.parent().close()
+        return False
 
 
 def open_design_space(window, folder: str | Path) -> DesignSpaceWindow | None:

@@ -31,7 +31,11 @@ SHORTCUTS: tuple[tuple[str, str, str], ...] = (
     ("Execution Trace", "F", "fit the selection (range, step or host event)"),
     ("Execution Trace", "M", "mark the selection (a pinned band that stays; M again removes it)"),
     ("Execution Trace", "Esc", "clear the selected range"),
-    ("Execution Trace", "Ctrl+F, Enter", "search the whole trace, next match"),
+    (
+        "Execution Trace",
+        "Ctrl+F, Enter / Esc",
+        "search the whole trace (Enter: the first match, keys back to the trace) / back",
+    ),
     ("Execution Trace", "click a lane label", "fold / unfold an IPU's lanes"),
     (
         "Execution Trace",
@@ -44,6 +48,7 @@ SHORTCUTS: tuple[tuple[str, str, str], ...] = (
         "compare mode: its step and B − A / select its cycles in A and B",
     ),
     ("BSP view", "wheel, drag, Tiles box", "zoom / pan the tiles, a typed range"),
+    ("Any chart (click it first)", "W / S, A / D, Home", "zoom, pan, show everything"),
     ("Memory Report", "click, Shift+click, typed list", "select tiles (0-15, 1000, 1:0-15)"),
     ("Liveness Report", "click, Shift+click", "a step's live variables, compare two steps"),
     ("Program Tree", "Enter / Next / Previous", "walk the matches of a search"),

@@ -27,12 +27,20 @@ class LoadRequest:
     """Open ``paths`` (the first is the document, the second, if any, the compare document)."""
 
     paths: tuple[Path, ...]
-    #: Called in the worker thread with each opened Document to warm its cache.
-    warm: Callable[[Document], None] | None = None
+    #: Called in the worker thread with each opened Document to warm its cache, and a function
+    #: to call with the name of each of its ``steps`` steps as it starts (the progress shown).
+    warm: Callable[[Document, Callable[[str], None]], None] | None = None
     request_id: int = field(default_factory=lambda: next(_ids))
     #: Called in the worker thread with (A, B) when two profiles open together (what compare
     #: mode computes for the pair, e.g. the explained comparison the Summary shows).
     warm_pair: Callable[[Document, Document], None] | None = None
+    #: Steps of ``warm`` per document (for the progress: reading a file is one step more).
+    steps: int = 0
+
+    def total_steps(self) -> int:
+        """Steps of the whole load: per file its reading and its warm steps, then the pair."""
+        pair = 1 if self.warm_pair is not None and len(self.paths) == 2 else 0
+        return len(self.paths) * (1 + self.steps) + pair
 
 
 @dataclass(frozen=True)
@@ -53,6 +61,8 @@ class LoadSignals(QObject):
     that owns it", https://doc.qt.io/qt-6/threads-qobject.html)."""
 
     finished = Signal(object)  # LoadResult
+    #: (request id, steps done, steps in all, what is being done) as a load goes on
+    progress = Signal(int, int, int, str)
 
 
 class LoadTask(QRunnable):
@@ -65,18 +75,27 @@ class LoadTask(QRunnable):
         self.signals = signals
         self.setAutoDelete(True)
 
+    def _step(self, what: str) -> None:
+        req = self.request
+        self.signals.progress.emit(req.request_id, self._done, req.total_steps(), what)
+        self._done += 1
+
     def run(self) -> None:
         docs: list[Document] = []
         current: Path | None = None
+        self._done = 0
         try:
             for path in self.request.paths:
                 current = path
+                self._step(f"reading {path.name}")
                 doc = Document.open(path)
                 docs.append(doc)
                 if self.request.warm is not None:
-                    self.request.warm(doc)
+                    name = path.name
+                    self.request.warm(doc, lambda need, n=name: self._step(f"{n}: {need}"))
             if self.request.warm_pair is not None and len(docs) == 2:
                 current = None
+                self._step("comparing the two profiles")
                 self.request.warm_pair(docs[0], docs[1])
             result = LoadResult(self.request, tuple(docs))
         except UserFacingError as exc:
@@ -98,8 +117,9 @@ class LoadTask(QRunnable):
 
 def make_request(
     paths: Sequence[str | Path],
-    warm: Callable[[Document], None] | None = None,
+    warm: Callable[[Document, Callable[[str], None]], None] | None = None,
     warm_pair: Callable[[Document, Document], None] | None = None,
+    steps: int = 0,
 ) -> LoadRequest:
     """A load of ``paths`` (see :class:`LoadRequest`)."""
-    return LoadRequest(tuple(Path(p) for p in paths), warm, warm_pair=warm_pair)
+    return LoadRequest(tuple(Path(p) for p in paths), warm, warm_pair=warm_pair, steps=steps)

@@ -33,7 +33,6 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QProgressBar,
     QSplitter,
-    QStackedWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -43,8 +42,10 @@ from analyser.gui import help as help_parts
 from analyser.gui import reports as registry
 from analyser.gui.items import settle_item_bounds
 from analyser.gui.loader import LoadResult, LoadSignals, LoadTask, make_request
+from analyser.gui.loading import LoadingPanel
 from analyser.gui.model.diff_lane import warm_lane
 from analyser.gui.model.document import Document, Workspace
+from analyser.gui.report_stack import ReportStack
 from analyser.gui.reports.base import MessagePanel, Report
 from analyser.gui.theme import SIDE_LIST, THEMES, apply_theme, current_theme, emphasised
 from analyser.gui.widgets import settle_layouts
@@ -249,7 +250,7 @@ class MainWindow(QMainWindow):
             item = QListWidgetItem(cls.title)
             item.setData(Qt.ItemDataRole.UserRole, cls.key)
             self.report_list.addItem(item)
-        self.stack = QStackedWidget()
+        self.stack = ReportStack()
         self.empty_panel = MessagePanel(
             "No profile open.\n\nUse File > Open (Ctrl+O) or drop a profile file here.\n"
             "Drop two files to compare them."
@@ -283,6 +284,8 @@ class MainWindow(QMainWindow):
         bar.addWidget(self.file_label, 1)
         bar.addPermanentWidget(self.target_label)
         bar.addPermanentWidget(self.progress)
+        self.loading = LoadingPanel(self._load_signals, self.progress)  # shown while loading
+        self.stack.addWidget(self.loading)
 
     def _build_menus(self) -> None:
         menu = self.menuBar().addMenu("&File")
@@ -459,7 +462,7 @@ class MainWindow(QMainWindow):
         if row < 0 or row >= len(self._report_classes):
             return
         if self.workspace.document is None:
-            self.stack.setCurrentWidget(self.empty_panel)
+            self.stack.setCurrentWidget(self.loading if self.is_loading() else self.empty_panel)
             self.title_label.setText(self._report_classes[row].title)
             return
         built = row in self._reports
@@ -591,6 +594,7 @@ class MainWindow(QMainWindow):
 
     def close_document(self) -> None:
         self._pending_id = None
+        self.loading.stop()
         self.workspace.close()
 
     def stop_compare(self) -> None:
@@ -617,7 +621,8 @@ class MainWindow(QMainWindow):
             needs = tuple(dict.fromkeys((*needs, *COMPARE_OPEN_NEEDS)))
         request = make_request(
             paths,
-            warm=lambda doc: data.warm(doc, needs),
+            warm=lambda doc, step: data.warm(doc, needs, step),
+            steps=len(needs),
             # the explanations of a compared pair (the Summary's: it opens on them) and the
             # Execution Trace's differences lane (aligned steps, ~0.1 s of CPU: beside a fill
             # clicked right after the open it slowed it, and came after its first paint)
@@ -628,6 +633,9 @@ class MainWindow(QMainWindow):
         self._keep_document = keep_document
         self._tasks[request.request_id] = task
         self.progress.setVisible(True)
+        self.loading.start(request.request_id, paths)
+        if self.workspace.document is None:  # not "No profile open" while one opens
+            self.stack.setCurrentWidget(self.loading)
         self.file_label.setText("Opening " + ", ".join(p.name for p in paths) + "...")
         self.pool.start(task)
 
@@ -645,8 +653,10 @@ class MainWindow(QMainWindow):
             return
         self._pending_id = None
         self.progress.setVisible(False)
+        self.loading.stop()
         if result.error:
             self._update_status()
+            self._show_report_row(self.report_list.currentRow())  # no longer "Opening..."
             self._drop_recent(result.request.paths)  # Open Recent lists what opens
             self._show_error(result.error)
             self.loadFinished.emit(False)
@@ -961,6 +971,7 @@ class MainWindow(QMainWindow):
     def shutdown(self) -> None:
         """Stop background work: drop pending loads, wait for workers, close documents."""
         self._pending_id = None
+        self.loading.stop()
         self._prebuild_timer.stop()
         task = getattr(self, "_prefetch_task", None)
         if task is not None:

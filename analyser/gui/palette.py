@@ -73,5 +73,16 @@ def qcolor(group: str, name: str, alpha: int = 255) -> QColor:
 
 
 def heatmap_colors() -> list[str]:
-    """Colour stops of the heat map gradient (low to high)."""
+    """Colour stops of the sequential scale up to 100% (low to high; no red in it)."""
     return list(load_palette()["chart"]["heatmap"])
+
+
+def over_colors() -> list[str]:
+    """Colour stops above 100% (just over to far over): a hue the sequential scale never
+    takes, so a tile at 101% cannot be read as one of its levels."""
+    return list(load_palette()["chart"]["over"])
+
+
+def busy_colors() -> list[str]:
+    """Colour stops of a busy share from 0 (waiting: the sync grey) to 1 (the compute blue)."""
+    return list(load_palette()["chart"]["busy"])

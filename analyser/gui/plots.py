@@ -407,3 +407,47 @@ class LightPlotWidget(pg.PlotWidget):
         if item is None:
             item = LightPlotItem(**kwargs)
         super().__init__(parent, background=background, plotItem=item)
+
+    def keyPressEvent(self, event) -> None:
+        if chart_key(self, event):
+            event.accept()
+            return
+        super().keyPressEvent(event)
+
+
+#: Zoom factor of one W / S press on a chart, and the share of the view one A / D press pans.
+CHART_KEY_ZOOM = 1.25
+CHART_KEY_PAN = 0.1
+
+
+def chart_key(plot: pg.PlotWidget, event: Any) -> bool:
+    """The Execution Trace's keys on any chart with the keyboard focus (click it, or Tab to it):
+    W / + and S / - zoom about the middle, A / D and the arrows pan, Home / 0 shows everything,
+    along the axes the mouse may zoom. True when ``event`` was one of them."""
+    K = Qt.Key
+    key = event.key()
+    if event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier:
+        return False
+    vb = plot.getPlotItem().getViewBox()
+    axes = [i for i, on in enumerate(vb.state["mouseEnabled"]) if on]
+    if not axes:
+        return False
+    if key in (K.Key_Home, K.Key_0):
+        vb.autoRange()
+        return True
+    zoom = {
+        K.Key_W: 1 / CHART_KEY_ZOOM,
+        K.Key_Plus: 1 / CHART_KEY_ZOOM,
+        K.Key_Equal: 1 / CHART_KEY_ZOOM,
+    }
+    zoom.update({K.Key_S: CHART_KEY_ZOOM, K.Key_Minus: CHART_KEY_ZOOM})
+    pan = {K.Key_A: -1, K.Key_Left: -1, K.Key_D: 1, K.Key_Right: 1}
+    if key in zoom:
+        f = zoom[key]
+        vb.scaleBy(x=f if 0 in axes else 1.0, y=f if 0 not in axes else 1.0)
+        return True
+    if key in pan and 0 in axes:
+        (x0, x1), _y = vb.viewRange()
+        vb.translateBy(x=pan[key] * CHART_KEY_PAN * (x1 - x0))
+        return True
+    return False

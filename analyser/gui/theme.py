@@ -17,7 +17,7 @@ from importlib import resources
 
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, Qt
-from PySide6.QtGui import QColor, QFont, QPalette
+from PySide6.QtGui import QBrush, QColor, QFont, QPalette
 from PySide6.QtWidgets import QApplication, QWidget
 
 
@@ -83,6 +83,13 @@ def label_fill(alpha: int = 215):
     color = QColor(chart_colors().background)
     color.setAlpha(alpha)
     return pg.mkBrush(color)
+
+
+def selection_hatch():
+    """The brush of a selection over coloured marks: thin diagonal lines in the chart's
+    foreground (the pattern is cosmetic: device pixels, whatever the view's scale), so the
+    marks keep their own colour between the lines instead of being tinted into another's."""
+    return QBrush(QColor(chart_colors().foreground), Qt.BrushStyle.BDiagPattern)
 
 
 def ui_colors(name: str) -> UiColors:

@@ -24,11 +24,20 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from analyser.query.tables import TABLES, needed_columns, plan_from_ast, tables_named
+import numpy as np
+
+from analyser.query.many import is_many
+from analyser.query.tables import (
+    STEP_COLUMNS,
+    TABLES,
+    needed_columns,
+    plan_from_ast,
+    tables_named,
+)
 from profiles.errors import UserFacingError
 
 if TYPE_CHECKING:
@@ -36,6 +45,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from analyser.core import Analysis
+    from analyser.core.source import Source
 
 __all__ = ["TABLES", "QueryError", "query", "query_arrow"]
 
@@ -155,7 +165,7 @@ def _plan(con, sql: str) -> tuple[list[str], frozenset[str] | None]:
 
 
 def query_arrow(
-    profile: str | os.PathLike[str] | Analysis,
+    profile: str | os.PathLike[str] | Analysis | Sequence[str | os.PathLike[str]],
     sql: str,
     *,
     on_connect: Callable[[Any], None] | None = None,
@@ -163,6 +173,10 @@ def query_arrow(
     max_bytes: int = RESULT_LIMIT,
 ) -> pa.Table:
     """Run one SELECT ``sql`` on ``profile`` (a path or an open Analysis); an Arrow table.
+
+    ``profile`` may also name a set: a list of paths, or a folder (its ``*.h5``): every table
+    then holds every profile's rows with a ``profile`` column first, and ``runs`` has a row per
+    profile (:mod:`analyser.query.many`).
 
     ``on_connect(connection)`` is called with the DuckDB connection before the query runs, so a
     caller running it on another thread can stop it (``connection.interrupt()``); an
@@ -181,22 +195,20 @@ def query_arrow(
     if max_rows is not None and (not isinstance(max_rows, int) or max_rows < 0):
         raise QueryError(f"max_rows must be a whole number of rows, not {max_rows!r}.")
     _check_statement(sql)
-    src, close = _source(profile)
-    temp = _temp_dir()
+    opened: list[tuple[str, Source, bool]] = []
+    temp = None
     try:
+        opened = _open_all(profile)
+        temp = _temp_dir()
         con = _connect(temp)
         if on_connect is not None:
             on_connect(con)
         try:
             names, cols = _plan(con, sql)
-            for name in names:
-                spec = TABLES[name]
-                if spec.needs_execution and not src.has_execution:
-                    raise QueryError(
-                        f"profile {src.path} has no executed steps (the program does not fit in "
-                        f"memory), so it has no table {name!r}."
-                    )
-                con.register(name, spec.build(src, cols if spec.lazy_columns else None))
+            if len(opened) == 1 and not is_many(profile):
+                _register_one(con, opened[0][1], names, cols)
+            else:
+                _register_many(con, [(label, src) for label, src, _ in opened], names, cols)
             _lock(con)
             try:
                 rel = con.sql(sql)
@@ -233,9 +245,87 @@ def query_arrow(
     finally:
         import shutil
 
-        shutil.rmtree(temp, ignore_errors=True)  # the folder made for this query
-        if close:
-            src.close()
+        if temp is not None:
+            shutil.rmtree(temp, ignore_errors=True)  # the folder made for this query
+        for _label, src, close in opened:
+            if close:
+                src.close()
+
+
+def _open_all(profile) -> list[tuple[str, Source, bool]]:
+    """(label, Source, close?) of one profile or of every profile of a set (each opened and
+    checked as one profile is; all closed again when one cannot be opened)."""
+    from analyser.query.many import ManyProfilesError, resolve
+
+    if not is_many(profile):
+        src, close = _source(profile)
+        return [(str(src.path), src, close)]
+    try:
+        named = resolve(profile)
+    except ManyProfilesError as exc:
+        raise QueryError(str(exc)) from None
+    opened: list[tuple[str, Source, bool]] = []
+    try:
+        for n in named:
+            src, close = _source(n.path)
+            opened.append((n.label, src, close))
+    except BaseException:
+        for _label, src, close in opened:
+            if close:
+                src.close()
+        raise
+    return opened
+
+
+def _register_one(con, src: Source, names: list[str], cols: frozenset[str] | None) -> None:
+    for name in names:
+        spec = TABLES[name]
+        if spec.needs_execution and not src.has_execution:
+            raise QueryError(
+                f"profile {src.path} has no executed steps (the program does not fit in "
+                f"memory), so it has no table {name!r}."
+            )
+        con.register(name, spec.build(src, cols if spec.lazy_columns else None))
+
+
+def _register_many(
+    con, sources: list[tuple[str, Source]], names: list[str], cols: frozenset[str] | None
+) -> None:
+    """Each table the query names as the union (by column name, so profiles of older formats
+    with fewer columns join with NULLs) of every profile's, with a ``profile`` column first. A
+    profile without an execution (out of memory) has no steps; the runs table says so."""
+    import pyarrow as pa
+
+    from analyser.query.many import ManyProfilesError, check_step_bytes
+
+    if "steps" in names:
+        wanted = len(cols) if cols is not None else len(STEP_COLUMNS)
+        try:
+            check_step_bytes(sources, wanted)
+        except ManyProfilesError as exc:
+            raise QueryError(str(exc)) from None
+    for name in names:
+        spec = TABLES[name]
+        parts = []
+        for label, src in sources:
+            if spec.needs_execution and not src.has_execution:
+                continue
+            table = spec.build(src, cols if spec.lazy_columns else None)
+            labels = pa.DictionaryArray.from_arrays(
+                pa.array(np.zeros(table.num_rows, np.int32)), pa.array([label], pa.string())
+            )
+            if "profile" in table.column_names:  # runs: the label replaces the file name
+                table = table.drop_columns(["profile"])
+            parts.append(table.add_column(0, "profile", labels))
+        if not parts:
+            raise QueryError(
+                f"none of the {len(sources)} profiles has executed steps (none fits in memory), "
+                f"so there is no table {name!r}; the runs table says which fit."
+            )
+        for k, part in enumerate(parts):
+            con.register(f"__{name}_{k}", part)
+        union = " UNION ALL BY NAME ".join(f"SELECT * FROM __{name}_{k}" for k in range(len(parts)))
+        con.execute(f"CREATE VIEW {name} AS {union}")
 
 
 _WIDE_INTEGERS = frozenset({"HUGEINT", "UHUGEINT"})
@@ -322,7 +412,9 @@ def _empty() -> pa.Table:
     return pa.table({})
 
 
-def query(profile: str | os.PathLike[str] | Analysis, sql: str) -> pd.DataFrame:
+def query(
+    profile: str | os.PathLike[str] | Analysis | Sequence[str | os.PathLike[str]], sql: str
+) -> pd.DataFrame:
     """Run one SELECT ``sql`` on ``profile`` (a path or an open :class:`Analysis`) and return
     the result as a pandas DataFrame (QueryError, one sentence, when it is refused or fails)."""
     return query_arrow(profile, sql).to_pandas()

@@ -17,7 +17,9 @@ The tables (``TABLES``; docs/analysis.md, "SQL over a profile"):
 * ``tiles``: per IPU and tile: total, gaps, always-live, peak not-always-live bytes, SRAM;
 * ``liveness``: not-always-live bytes per IPU and liveness step, with the step's name, program,
   operation and the IPU's always-live bytes;
-* ``host``: the host's timeline of one host call (lane, kind, start, cycles, samples).
+* ``host``: the host's timeline of one host call (lane, kind, start, cycles, samples);
+* ``runs``: one row per profile: its key figures (status, fits, throughput, total cycles, peak
+  tile memory...) and every run option (lists and mappings as JSON text).
 """
 
 from __future__ import annotations
@@ -232,6 +234,64 @@ def _host(src: Source, columns: frozenset[str] | None) -> pa.Table:
     return pa.table(out)
 
 
+#: Key figures of a run (``runs``), from the profile's summary, with their Arrow types.
+_RUN_FIGURES: dict[str, pa.DataType] = {
+    "status": pa.string(),
+    "model": pa.string(),
+    "num_ipus": pa.int64(),
+    "replicas": pa.int64(),
+    "tiles_per_ipu": pa.int64(),
+    "n_steps": pa.int64(),
+    "total_cycles": pa.int64(),
+    "device_cycles": pa.int64(),
+    "host_inclusive_cycles": pa.int64(),
+    "cycles_per_sample": pa.float64(),
+    "samples": pa.int64(),
+    "throughput": pa.float64(),
+    "device_throughput": pa.float64(),
+    "host_seconds": pa.float64(),
+    "max_tile_memory": pa.int64(),
+    "oom_tiles": pa.int64(),
+    "engine_version": pa.string(),
+    "format_version": pa.string(),
+}
+
+
+def _cell(value: object, kind: pa.DataType | None = None) -> pa.Array:
+    """One value as a one-row Arrow array: of ``kind`` when it converts, lists and mappings as
+    JSON text, anything else Arrow cannot type as text."""
+    import json
+
+    if isinstance(value, (list, dict)):
+        return pa.array([json.dumps(value, sort_keys=True)], pa.string())
+    if kind is not None:
+        try:
+            return pa.array([value], kind)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+            pass
+    try:
+        return pa.array([value])
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+        return pa.array([str(value)], pa.string())
+
+
+def _runs(src: Source, columns: frozenset[str] | None) -> pa.Table:
+    """One row: the profile (its file name), its key figures and every run option."""
+    del columns  # one row
+    summary = src.profile.summary()
+    out: dict[str, pa.Array] = {"profile": pa.array([src.path.name or str(src.path)])}
+    for name, kind in _RUN_FIGURES.items():
+        out[name] = _cell(summary.get(name), kind)
+    out["fits"] = pa.array([summary.get("status") != "oom"])
+    per_ipu = summary.get("memory_per_ipu")
+    out["memory_bytes"] = _cell(sum(per_ipu) if per_ipu else None, pa.int64())
+    config = src.meta.get("run_config")
+    for name, value in (config if isinstance(config, dict) else {}).items():
+        if isinstance(name, str) and name not in out:
+            out[name] = _cell(value)
+    return pa.table(out)
+
+
 @dataclass(frozen=True)
 class TableSpec:
     """One SQL table: its builder and a one-line description (``analyse query --help``)."""
@@ -259,6 +319,11 @@ TABLES: dict[str, TableSpec] = {
     "tiles": TableSpec(_tiles, "per ipu and tile: total, gaps, always_live, not_always_live"),
     "liveness": TableSpec(_liveness, "not-always-live bytes per ipu and liveness step"),
     "host": TableSpec(_host, "the host's timeline of one host call (lane, kind, start, ...)"),
+    "runs": TableSpec(
+        _runs,
+        "one row per profile: profile, status, fits, throughput, total_cycles, "
+        "max_tile_memory, ... and every run option (micro_batch_size, precision, ...)",
+    ),
 }
 
 _IDENT = re.compile(r'"((?:[^"]|"")*)"|([A-Za-z_][A-Za-z0-9_$]*)|(\*)|(\S)')

@@ -1,5 +1,6 @@
 """Headless reports of one or several profiles: HTML (one self-contained file, charts inline as
-SVG), Markdown (same content, charts as data-URI images) and JSON (docs/report-schema.md).
+SVG), Markdown (same content, its charts SVG files in a folder beside it, ``NAME_files/``,
+linked by relative paths) and JSON (docs/report-schema.md).
 
     from analyser.reports import write_report
     write_report(["1-base.h5", "2-half.h5"], "report.html", fmt="html")
@@ -8,6 +9,7 @@ SVG), Markdown (same content, charts as data-URI images) and JSON (docs/report-s
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -36,6 +38,7 @@ def write_report(
     predict_transitions: bool = True,
     simulator: Any = None,
     stage: Any = None,
+    force: bool = False,
 ) -> Path:
     """Write a report of ``paths`` (several profiles: with a comparison) to ``out`` atomically.
 
@@ -45,6 +48,11 @@ def write_report(
     Re-simulations run on ``simulator`` (:mod:`analyser.sim`'s, chosen by the caller); without
     one nothing is re-simulated. ``stage(text)`` is told each stage as it starts (the CLI's
     progress).
+
+    A Markdown report's charts are written first, into :func:`images_folder` beside ``out``
+    (created when missing); an image file there that analyse did not write is refused unless
+    ``force``, and images of an earlier report of that name that this one no longer has are
+    removed (only those analyse wrote).
     """
     from analyser.core import Analysis
     from analyser.output import atomic_output
@@ -79,7 +87,10 @@ def write_report(
         if fmt == "json":
             text = render_json(data)
         elif fmt == "md":
-            text = render_markdown(data, analyses, title)
+            images: dict[str, str] = {}
+            folder = images_folder(out)
+            text = render_markdown(data, analyses, title, images, folder.name)
+            write_images(folder, images, force=force)
         else:
             text = render_html(data, analyses, title)
         with atomic_output(out) as fh:
@@ -88,6 +99,57 @@ def write_report(
         for a in analyses:
             a.close()
     return out
+
+
+def images_folder(out: str | os.PathLike[str]) -> Path:
+    """The folder of a Markdown report's images: ``NAME_files`` beside ``NAME.md``."""
+    out = Path(out)
+    return out.with_name(f"{out.stem}_files")
+
+
+#: Names of the image files of a Markdown report (analyser.reports.render): a stale one of these
+#: that analyse wrote is removed when the report is written again.
+_IMAGE_NAME = re.compile(r"(comparison|p[0-9]+)-[a-z0-9-]+\.svg")
+
+
+def write_images(folder: Path, images: dict[str, str], *, force: bool = False) -> None:
+    """Write ``images`` (file name -> SVG text) into ``folder``, each atomically and marked as
+    ours; remove the images of an earlier report there that are no longer part of it."""
+    import contextlib
+
+    import analyser
+    from analyser.output import (
+        OutputError,
+        atomic_output,
+        is_hdf5,
+        is_our_output,
+        refuse_foreign,
+        refuse_special,
+    )
+
+    if folder.exists() and not folder.is_dir():
+        raise OutputError(f"cannot write the report's images: {folder} exists and is not a folder.")
+    paths = [folder / name for name in images]
+    for path in paths:  # every refusal before the first write
+        refuse_special(path)
+        if is_hdf5(path):
+            raise OutputError(f"output {path} is an existing HDF5 file; refusing to overwrite it.")
+        refuse_foreign(path, force)
+    try:
+        folder.mkdir(exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"cannot create {folder}: {exc.strerror or exc}.") from None
+    version = getattr(analyser, "__version__", "0.1.0")
+    for path in paths:
+        with atomic_output(path) as fh:
+            fh.write('<?xml version="1.0" encoding="utf-8" standalone="no"?>\n')
+            fh.write(f"<!-- Chart of an IPU Graph Analyser report ({version}) -->\n")
+            fh.write(images[path.name])
+            fh.write("\n")
+    for old in folder.iterdir():
+        if old.name not in images and _IMAGE_NAME.fullmatch(old.name) and is_our_output(old):
+            with contextlib.suppress(OSError):
+                old.unlink()
 
 
 __all__ = [

@@ -23,6 +23,11 @@ from analyser.literal import mathtext
 
 _ids = itertools.count()
 
+#: Points of the charts' small text (legends, labels) and titles: a 9-inch figure (864 px at
+#: full size) shown 800 px wide, about GitHub's Markdown column, keeps its small text at 11 px.
+SMALL = 9
+TITLE = 11
+
 #: Memory categories grouped for the per-tile chart (17 stacked series are unreadable).
 CATEGORY_GROUPS: dict[str, tuple[str, ...]] = {
     "variables": ("variable",),
@@ -157,12 +162,12 @@ def memory_per_tile(analysis: Analysis) -> str:
             title += f"  (mean of every {per_bin} tiles; line: their max)"
         if i == ipus[0] and m.num_ipus > n:
             title += f"  [the {n} fullest of {m.num_ipus} IPUs]"
-        ax.set_title(title, fontsize=9, loc="left")
+        ax.set_title(title, fontsize=TITLE, loc="left")
         ax.set_ylabel("KiB")
         ax.set_xlim(0, m.tiles_per_ipu - 1)
         ax.margins(x=0)
     axes[-1].set_xlabel("tile")
-    axes[0].legend(fontsize=7, ncol=4, loc="upper right", framealpha=0.85)
+    axes[0].legend(fontsize=SMALL, ncol=4, loc="upper right", framealpha=0.85)
     return to_svg(fig)
 
 
@@ -185,7 +190,7 @@ def memory_histogram(analysis: Analysis) -> str:
     )
     ax.set_xlabel("KiB per tile")
     ax.set_ylabel("tiles")
-    ax.set_title("Memory over all tiles", fontsize=9, loc="left")
+    ax.set_title("Memory over all tiles", fontsize=TITLE, loc="left")
     return to_svg(fig)
 
 
@@ -209,15 +214,15 @@ def liveness_curve(analysis: Analysis) -> str:
             ax.annotate(
                 f"peak {y[p]:,.0f} MiB",
                 (p, y[p]),
-                fontsize=7,
+                fontsize=SMALL,
                 xytext=(-4, 4) if p > 0.8 * lv.n_steps else (4, 4),
                 textcoords="offset points",
                 ha="right" if p > 0.8 * lv.n_steps else "left",
             )
     ax.set_xlabel("program step")
     ax.set_ylabel("MiB (always-live + not-always-live)")
-    ax.set_title("Liveness", fontsize=9, loc="left")
-    ax.legend(fontsize=7)
+    ax.set_title("Liveness", fontsize=TITLE, loc="left")
+    ax.legend(fontsize=SMALL)
     ax.margins(x=0)
     return to_svg(fig)
 
@@ -279,8 +284,8 @@ def cycles_by_type(analysis: Analysis) -> str:
         if _host_before_device(analysis)
         else "million cycles"
     )
-    ax.set_title("Cycles by step type", fontsize=9, loc="left")
-    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    ax.set_title("Cycles by step type", fontsize=TITLE, loc="left")
+    ax.legend(fontsize=SMALL, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
     return to_svg(fig)
 
 
@@ -296,14 +301,21 @@ def pipeline_phases(analysis: Analysis) -> str:
         ax1.barh([0], [v * 100], left=left, color=_colour("phases", p), label=p)
         if v > 0.06:
             ax1.text(
-                left + v * 50, 0, f"{v:.0%}", ha="center", va="center", fontsize=7, color="white"
+                left + v * 50,
+                0,
+                f"{v:.0%}",
+                ha="center",
+                va="center",
+                fontsize=SMALL,
+                color="white",
             )
         left += v * 100
     ax1.set_xlim(0, 100)
     ax1.set_yticks([])
     ax1.set_xlabel("% of the run (wall clock)")
-    ax1.set_title("Pipeline phases", fontsize=9, loc="left")
-    ax1.legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.55))
+    ax1.set_title("Pipeline phases", fontsize=TITLE, loc="left")
+    handles, labels = ax1.get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=SMALL, ncol=6, loc="lower left", frameon=False)
     st = ex.stage_cycles
     if st.size:
         colours = ["#4e79a7"] * st.size
@@ -319,7 +331,7 @@ def pipeline_phases(analysis: Analysis) -> str:
         )
         ax2.set_xticks(np.arange(st.size), [f"stage {s}" for s in range(st.size)])
         ax2.set_ylabel("million cycles")
-        ax2.set_title("Stage load (red: bottleneck, hatched: compute)", fontsize=9, loc="left")
+        ax2.set_title("Stage load (red: bottleneck, hatched: compute)", fontsize=SMALL, loc="left")
     else:
         ax2.set_axis_off()
     return to_svg(fig)
@@ -342,10 +354,10 @@ def comparison_metrics(analyses) -> str:
         ax.bar(np.arange(len(v)), np.nan_to_num(v), color="#4e79a7")
         for i, x in enumerate(v):
             if np.isnan(x):
-                ax.text(i, 0, "n/a", ha="center", va="bottom", fontsize=7)
-        ax.set_xticks(np.arange(len(v)), names, rotation=45, ha="right", fontsize=7)
-        ax.set_title(label, fontsize=9)
-        ax.tick_params(axis="y", labelsize=7)
+                ax.text(i, 0, "n/a", ha="center", va="bottom", fontsize=SMALL)
+        ax.set_xticks(np.arange(len(v)), names, rotation=45, ha="right", fontsize=SMALL)
+        ax.set_title(label, fontsize=TITLE)
+        ax.tick_params(axis="y", labelsize=SMALL)
     return to_svg(fig)
 
 
@@ -363,11 +375,11 @@ def comparison_step_types(analyses) -> str:
             continue
         ax.barh(np.arange(len(names)), v, left=left, color=_colour("step_types", t), label=t)
         left += v
-    ax.set_yticks(np.arange(len(names)), names, fontsize=7)
+    ax.set_yticks(np.arange(len(names)), names, fontsize=SMALL)
     ax.invert_yaxis()
     ax.set_xlim(0, 100)
     ax.set_xlabel("% of busy cycles (all IPUs); empty = no execution (OOM)")
-    ax.set_title("Cycles by step type", fontsize=9, loc="left")
+    ax.set_title("Cycles by step type", fontsize=TITLE, loc="left")
     if not left.any():
         ax.text(
             50,
@@ -378,7 +390,7 @@ def comparison_step_types(analyses) -> str:
             fontsize=9,
         )
         return to_svg(fig)
-    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    ax.legend(fontsize=SMALL, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
     return to_svg(fig)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 from importlib import resources
@@ -33,7 +32,7 @@ def render_html(data: dict[str, Any], analyses: list, title: str) -> str:
     import jinja2
     import markupsafe
 
-    from analyser.reports import charts
+    from analyser.reports import interactive
 
     def literal(value: Any) -> Any:
         """Every value shown: control characters as visible escapes (autoescape does the rest)."""
@@ -65,8 +64,11 @@ def render_html(data: dict[str, Any], analyses: list, title: str) -> str:
         last_vs_first=last_vs_first,
         fmt_int=lambda v: fmt_value(v, "int"),
         fmt_float=lambda v: fmt_value(v, "float"),
-        charts=[charts.profile_charts(a) for a in analyses],
-        comparison_charts=charts.comparison_charts(analyses) if len(analyses) > 1 else {},
+        charts=[interactive.profile_charts(a) for a in analyses],
+        comparison_charts=(
+            interactive.comparison_charts(analyses, data) if len(analyses) > 1 else {}
+        ),
+        plotly_js=markupsafe.Markup(interactive.script()),
     )
 
 
@@ -99,9 +101,22 @@ class Md(str):
     """Markdown written by this module (trusted); any other text is escaped by :func:`_cell`."""
 
 
-def _img(svg: str, alt: str) -> str:
-    b64 = base64.b64encode(svg.encode("utf-8")).decode("ascii")
-    return f"![{lit(alt)}](data:image/svg+xml;base64,{b64})"
+class _Images:
+    """The charts of a Markdown report, each written as its own SVG file in ``folder`` (a path
+    relative to the .md) and linked by that relative path: GitHub and most Markdown viewers do
+    not show an image inlined as a data URI."""
+
+    def __init__(self, folder: str, files: dict[str, str] | None = None) -> None:
+        self.folder = folder
+        self.files = {} if files is None else files  # file name -> SVG text
+
+    def link(self, name: str, svg: str, alt: str) -> str:
+        """``svg`` as the file ``name``.svg in the folder, and the Markdown image linking it."""
+        from urllib.parse import quote
+
+        file = f"{name}.svg"
+        self.files[file] = svg
+        return f"![{lit(alt)}]({quote(f'{self.folder}/{file}')})"
 
 
 def _code(text: object) -> str:
@@ -123,9 +138,17 @@ def _md_table(header: list[str], rows: list[list[Any]]) -> list[str]:
     return [*out, ""]
 
 
-def render_markdown(data: dict[str, Any], analyses: list, title: str) -> str:
+def render_markdown(
+    data: dict[str, Any],
+    analyses: list,
+    title: str,
+    images: dict[str, str] | None = None,
+    folder: str = "report_files",
+) -> str:
     """The report as Markdown: the step-by-step story and the comparison (several profiles),
-    then each profile's section (charts as inline SVG images)."""
+    then each profile's section. Its charts are images linked by a relative path in ``folder``;
+    their SVG texts are put in ``images`` (file name -> text) for the caller to write there."""
+    img = _Images(folder, images)
     L: list[str] = [
         f"# {lit(title)}",
         "",
@@ -138,11 +161,11 @@ def render_markdown(data: dict[str, Any], analyses: list, title: str) -> str:
     if data.get("transitions"):
         L += _md_transitions(data["transitions"])
     if data.get("comparison"):
-        L += _md_comparison(data, analyses)
-    for p, a in zip(profs, analyses):
+        L += _md_comparison(data, analyses, img)
+    for i, (p, a) in enumerate(zip(profs, analyses), 1):
         L += _md_profile_head(p)
         L += _md_insights(p)
-        L += _md_profile_charts(p, a)
+        L += _md_profile_charts(p, a, img, f"p{i}")
     return "\n".join(L) + "\n"
 
 
@@ -185,7 +208,7 @@ def _md_transitions(transitions: list[dict[str, Any]]) -> list[str]:
     return L
 
 
-def _md_comparison(data: dict[str, Any], analyses: list) -> list[str]:
+def _md_comparison(data: dict[str, Any], analyses: list, img: _Images) -> list[str]:
     """The Markdown of the comparison section: the metrics, charts and each pair."""
     from analyser.reports import charts
 
@@ -205,9 +228,9 @@ def _md_comparison(data: dict[str, Any], analyses: list) -> list[str]:
     )
     cc = charts.comparison_charts(analyses)
     L += [
-        _img(cc["metrics"], "key metrics per profile"),
+        img.link("comparison-metrics", cc["metrics"], "key metrics per profile"),
         "",
-        _img(cc["step_types"], "cycles by step type per profile"),
+        img.link("comparison-step-types", cc["step_types"], "cycles by step type per profile"),
         "",
     ]
     for pair in data["comparison"]["pairs"]:
@@ -323,14 +346,19 @@ def _md_insights(p: dict[str, Any]) -> list[str]:
     return L
 
 
-def _md_profile_charts(p: dict[str, Any], a: Any) -> list[str]:
+def _md_profile_charts(p: dict[str, Any], a: Any, img: _Images, key: str) -> list[str]:
     """The Markdown of a profile's memory, liveness and execution sections."""
     from analyser.reports import charts
 
     L: list[str] = []
     t = p["target"]
     ch = charts.profile_charts(a)
-    L += ["### Memory", "", _img(ch["memory_per_tile"], "memory per tile by category"), ""]
+    L += [
+        "### Memory",
+        "",
+        img.link(f"{key}-memory-per-tile", ch["memory_per_tile"], "memory per tile by category"),
+        "",
+    ]
     L += _md_table(
         ["category", *[f"IPU {i}" for i in range(t["num_ipus"])]],
         [
@@ -354,7 +382,7 @@ def _md_profile_charts(p: dict[str, Any], a: Any) -> list[str]:
         ],
     )
     if "liveness" in ch:
-        L += ["### Liveness", "", _img(ch["liveness"], "liveness"), ""]
+        L += ["### Liveness", "", img.link(f"{key}-liveness", ch["liveness"], "liveness"), ""]
         lv = p["liveness"]
         L += _md_table(
             ["IPU", "peak step", "peak bytes"],
@@ -371,9 +399,9 @@ def _md_profile_charts(p: dict[str, Any], a: Any) -> list[str]:
         L += [
             "### Execution",
             "",
-            _img(ch["cycles_by_type"], "cycles by step type"),
+            img.link(f"{key}-cycles-by-type", ch["cycles_by_type"], "cycles by step type"),
             "",
-            _img(ch["pipeline_phases"], "pipeline phases"),
+            img.link(f"{key}-pipeline-phases", ch["pipeline_phases"], "pipeline phases"),
             "",
         ]
         L += _md_tables(p)

@@ -159,6 +159,8 @@ FIGURE_COLUMNS = (
 
 
 def build_tune_report(table: TuneTable) -> dict[str, Any]:
+    from analyser.reports import interactive
+
     df = table.frame
     meta = table.meta
     dims = list(meta["dimensions"])
@@ -209,17 +211,30 @@ def build_tune_report(table: TuneTable) -> dict[str, Any]:
         "interval_note": note,
         "diff": meta.get("diff", {}),
         "counts": counts,
-        "chart": design_space_chart(table),
+        "chart": interactive.design_space(table),
     }
 
 
 def render_tune_html(table: TuneTable, title: str | None = None) -> str:
     import jinja2
+    import markupsafe
 
     import analyser
+    from analyser.literal import terminal
+
+    def literal(value: Any) -> Any:
+        """A tune folder's names and messages (its folder, options, values) may hold terminal
+        escapes or bidi overrides: shown as visible escapes (autoescape does the rest)."""
+        if isinstance(value, str) and not isinstance(value, markupsafe.Markup):
+            return terminal(value)
+        return value
 
     env = jinja2.Environment(
-        autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        finalize=literal,
     )
     data = build_tune_report(table)
     cfg = table.meta.get("config_file") or "the start configuration"

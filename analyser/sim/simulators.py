@@ -47,6 +47,10 @@ class InProcessSimulator:
             req = SimRequest.make(config)
         except SimulationRefused as exc:
             return SimResponse("", "refused", str(exc), cached=True)
+        return self.answer(req)
+
+    def answer(self, req: SimRequest) -> SimResponse:
+        """One validated request: the cached answer, else simulated here."""
         hit = self.cache.get(req.key)
         if hit is not None:
             return hit
@@ -59,6 +63,7 @@ class InProcessSimulator:
                 "cache_dir": str(self.cache.root),
                 "token": self.cache.token,
                 "model_file": req.model_file,
+                "inputs": req.inputs,
                 "time_limit": self.time_limit,
             }
         )

@@ -22,12 +22,13 @@ and never by the steps:
   bucket, so a zoomed-in view shows every tile finishing at its own time (the BSP staircase);
 * idle = the bucket's cycles minus the three busy states.
 
-The colour of a cell is the blend of the four state colours weighted by their shares
-(:func:`blend`): a cell wholly in one state has exactly that state's colour, a mixed cell shows
-the mix instead of hiding the minority states (as a "dominant state" rule would: a run whose
-every pixel is 55% compute and 40% exchange would read as pure compute), and, being linear, the
-blend of a group of tiles or cycles is the mean of the blends below it, so zooming never
-changes what a region's colour says.
+The colour of a cell is that of the state with the largest share of its cycles, paler (mixed
+with the background) the smaller that share (:func:`dominant`): a cell wholly in one state has
+exactly that state's colour, and a mixed cell keeps the hue of what dominates it. Blending the
+four colours by share (:func:`blend`, kept for callers that want the mean colour) made the
+whole run of a real profile a grey wash: compute blue mixed with exchange orange is grey, next
+to the sync grey, while compute was 59% of the tiles' time. The minority states of a cell are
+in its hover text and the view's header (the shares over the whole view).
 """
 
 from __future__ import annotations
@@ -111,6 +112,28 @@ def blend(shares: np.ndarray, colors: np.ndarray) -> np.ndarray:
     """RGB (uint8) of each cell: the state colours (``colors[state] = (r, g, b)``) weighted by
     the cell's shares. ``shares[..., state]`` -> ``rgb[..., 3]``."""
     rgb = shares.astype(np.float32) @ np.asarray(colors, np.float32)
+    return np.clip(np.rint(rgb), 0, 255).astype(np.uint8)
+
+
+#: Strength (0-1) of the dominant state's colour in a cell split evenly between the four
+#: states; a cell wholly in one state has strength 1.
+DOMINANT_FLOOR = 0.35
+
+
+def dominant(shares: np.ndarray, colors: np.ndarray, background: np.ndarray) -> np.ndarray:
+    """RGB (uint8) of each cell: the colour of its largest state (``colors[state] = (r, g, b)``)
+    mixed with ``background`` by how far that state dominates, from :data:`DOMINANT_FLOOR` of
+    the colour at an even split to all of it at a share of 1. ``shares[..., state]`` ->
+    ``rgb[..., 3]``."""
+    s = np.asarray(shares, np.float32)
+    top = np.argmax(s, axis=-1)
+    share = np.take_along_axis(s, top[..., None], axis=-1)
+    even = 1.0 / s.shape[-1]
+    strength = DOMINANT_FLOOR + (1.0 - DOMINANT_FLOOR) * np.clip(
+        (share - even) / (1.0 - even), 0.0, 1.0
+    )
+    colors = np.asarray(colors, np.float32)
+    rgb = colors[top] * strength + np.asarray(background, np.float32) * (1.0 - strength)
     return np.clip(np.rint(rgb), 0, 255).astype(np.uint8)
 
 
@@ -244,4 +267,4 @@ def bsp_states(
     return BspStates(ipu, t0, t1, edges, tile_edges, shares, int(keep.sum()))
 
 
-__all__ = ["BSP_STATES", "TYPES_OF_STATE", "BspStates", "blend", "bsp_states"]
+__all__ = ["BSP_STATES", "TYPES_OF_STATE", "BspStates", "blend", "bsp_states", "dominant"]

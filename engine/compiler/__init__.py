@@ -102,7 +102,7 @@ def compile_program(config: RunConfig | dict, progress=None) -> CompiledProgram:
     )
     tick(0.9, "assembling")
     programs = program_table(pr, lowered, p_seg, progs_cols["ipu"], memory_result.program_code)
-    ops = op_table(lowered, op_ipu, pr, memory_result.program_code, tile_plan)
+    ops = op_table(lowered, op_ipu, pr, memory_result.program_code, tile_plan, graph)
     vt = vertex_tables(tile_plan, target, progs_cols["ipu"])
     programs.family = vt.program_family
     compiled = CompiledProgram(
@@ -213,8 +213,20 @@ def program_table(pr, lowered, p_seg, p_ipu, program_code) -> ProgramTable:
     )
 
 
-def op_table(lowered, op_ipu, pr, program_code, tile_plan) -> OpTable:
-    """Every lowered op with its programs' cycles and code summed and its tile plan."""
+def _op_sources(graph, fwd: np.ndarray) -> np.ndarray:
+    """The source of each lowered op: its forward graph op's ('' without one)."""
+    n = len(fwd)
+    src = None if graph is None else graph.cols.get("source")
+    if src is None or not len(src):
+        return np.full(n, "", dtype=object)
+    f = np.asarray(fwd, dtype=np.int64)
+    ok = (f >= 0) & (f < len(src))
+    return np.where(ok, np.asarray(src, dtype=object)[np.where(ok, f, 0)], "").astype(object)
+
+
+def op_table(lowered, op_ipu, pr, program_code, tile_plan, graph=None) -> OpTable:
+    """Every lowered op with its programs' cycles and code summed and its tile plan; its
+    source (where in the model's code) is its forward graph op's."""
     p_op = pr["op"].astype(np.int64)
     n_ops = len(lowered)
     op_cycles = np.bincount(p_op, weights=pr["cycles"], minlength=n_ops).astype(np.int64)
@@ -223,6 +235,7 @@ def op_table(lowered, op_ipu, pr, program_code, tile_plan) -> OpTable:
         name=lowered["name"],
         type=lowered["type"],
         layer=lowered["layer"],
+        source=_op_sources(graph, lowered["fwd"]),
         family=lowered["family"],
         pass_=lowered["pass_"],
         ipu=op_ipu.astype(np.int16),

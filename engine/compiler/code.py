@@ -253,28 +253,44 @@ class RingCode:
     copy_descriptors: int  # per buffer tile: one copy per switch case
     control_all_tiles: int  # per tile of the IPU
     table_all_tiles: int
+    internal_exchange: int = 0  # per buffer tile: the fragment copies' exchange code
 
     def total(self, tiles_per_ipu: int) -> int:
         """Code bytes over the IPU's tiles (as a program's ``code_bytes``)."""
-        on_buffer = self.global_exchange + self.control + self.copy_descriptors
+        on_buffer = (
+            self.global_exchange + self.control + self.copy_descriptors + self.internal_exchange
+        )
         return on_buffer * self.tiles + (self.control_all_tiles + self.table_all_tiles) * (
             tiles_per_ipu
         )
 
 
 def ring_code(target, ring: collectives.CollectivePrograms, tiles: int) -> RingCode:
-    """Per cross-replica copy its global exchange code (sending and receiving one fragment on
-    every buffer tile), per ring program its control code, per switch case its 12 bytes of
-    control code and a copy."""
+    """Per cross-replica copy its global exchange code: the transfer program's sequence and sync,
+    and one exchange (a base and its instructions, as every exchange) per source -> destination
+    pair of its replica map (a pair per replica of the ring, ``collectives.copy_pairs``), each
+    sending and receiving one fragment on every buffer tile; per ring program its control code;
+    per switch case its 12 bytes of control code, a copy, and that copy's (internal) exchange
+    code moving one fragment (a dynamic slice instead costs one copy of the fragments into the
+    sliceable tensor); and per pair the 12 bytes of the case that selects this replica's
+    exchange."""
     t = target
-    code = headers = 0
+
+    def exchange(per_tile):  # base + one instruction per region of about 1 KiB per tile
+        return t.exchange_code_base_bytes + t.exchange_code_bytes_per_instruction * _ceil_div(
+            per_tile, t.exchange_bytes_per_instruction
+        )
+
+    code = headers = internal = 0
     for level in ring.levels:
         per_tile = _ceil_div(level.fragment_bytes, tiles)
+        # one program (its send / receive sequence and sync) per direction, holding one
+        # exchange per pair of its replica map, each sending and receiving the fragment
+        pair = t.exchange_code_base_bytes + 2 * t.exchange_code_bytes_per_instruction * _ceil_div(
+            per_tile, t.exchange_bytes_per_instruction
+        )
         code += level.directions * (
-            t.global_exchange_code_bytes_per_transfer
-            + 2
-            * t.exchange_code_bytes_per_instruction
-            * _ceil_div(per_tile, t.exchange_bytes_per_instruction)
+            t.global_exchange_code_bytes_per_transfer + collectives.copy_pairs(level) * pair
         )
         headers += (
             level.directions
@@ -282,24 +298,29 @@ def ring_code(target, ring: collectives.CollectivePrograms, tiles: int) -> RingC
             * _ceil_div(per_tile, t.packet_payload_bytes)
             * t.packet_header_bytes
         )
+        if level.switch_cases:
+            internal += level.directions * level.switch_cases * exchange(per_tile)
+        else:
+            internal += exchange(per_tile * level.ranks)
     return RingCode(
         tiles=tiles,
         global_exchange=int(code),
         packet_headers=int(headers),
         control=ring.programs * t.control_code_bytes_per_participation
-        + ring.switch_cases * collectives.SWITCH_BYTES_PER_CASE,
+        + (ring.switch_cases + ring.replica_cases) * collectives.SWITCH_BYTES_PER_CASE,
         copy_descriptors=ring.switch_cases * t.copy_descriptor_bytes_per_copy,
         control_all_tiles=ring.programs * t.control_code_bytes_per_program,
         table_all_tiles=ring.programs * t.control_table_bytes_per_program,
+        internal_exchange=int(internal),
     )
 
 
 def _global_exchange_categories(
     inputs: MemoryInputs, weights: WeightBytes, activations: ActivationBytes, ipu: int, cat
 ) -> None:
-    """Global exchange code and packet headers of the inter-IPU copies, and the code of the
-    cross-replica collectives compiled as PopLibs' ring programs (``ring_code``; fills ``cat``
-    in place)."""
+    """Global exchange code and packet headers of the inter-IPU copies (one exchange per replica,
+    ``collectives.replica_variants``), and the code of the cross-replica collectives compiled as
+    PopLibs' ring programs (``ring_code``; fills ``cat`` in place)."""
     t, S, T = inputs.target, inputs.stages, inputs.compute_tiles
     training = inputs.config.training
     boundary = activations.boundary
@@ -308,7 +329,13 @@ def _global_exchange_categories(
     if S > 1:
         sends = (1 if ipu < S - 1 else 0) + (1 if ipu > 0 else 0)
         transfers += sends * (2 if training else 1)
-    code = transfers * t.global_exchange_code_bytes_per_transfer
+    # one exchange per replica: the replicated graph is one executable, and the guide measures
+    # its global exchange code growing linearly with the replicas (collectives.copy_pairs)
+    variants = collectives.replica_variants(int(inputs.config.replication_factor))
+    code = transfers * t.global_exchange_code_bytes_per_transfer * variants
+    if variants > 1:
+        # each transfer selects its replica's exchange: a switch case per replica
+        cat[:T, CAT["controlCode"]] += transfers * variants * collectives.SWITCH_BYTES_PER_CASE
     headers = _ceil_div(_ceil_div(int(stage_bytes), T), t.packet_payload_bytes) * (
         t.packet_header_bytes
     )
@@ -320,6 +347,7 @@ def _global_exchange_categories(
         cat[:, CAT["controlTable"]] += rc.table_all_tiles
         cat[:T, CAT["controlCode"]] += rc.control
         cat[:T, CAT["copyDescriptor"]] += rc.copy_descriptors
+        cat[:T, CAT["internalExchangeCode"]] += rc.internal_exchange
     if code:
         cat[:T, CAT["globalExchangeCode"]] = code
         cat[:T, CAT["globalExchangePacketHeader"]] = headers

@@ -67,9 +67,33 @@ class CollectivePrograms:
         return sum(lv.switch_cases * lv.directions for lv in self.levels)
 
     @property
+    def replica_cases(self) -> int:
+        """Cases selecting this replica's exchange in the cross-replica copies (one per pair)."""
+        return sum(copy_pairs(lv) * lv.directions for lv in self.levels)
+
+    @property
     def programs(self) -> int:
         """Control programs: ring structure, switch cases and cross-replica copies."""
         return sum(RING_PROGRAMS + lv.directions * (1 + lv.switch_cases) for lv in self.levels)
+
+
+def copy_pairs(level: RingLevel) -> int:
+    """Source -> destination pairs of one ``CrossReplicaCopy`` of a ring level: PopLibs'
+    ``crossReplicaCopy`` gives the copy a replica map with one entry per replica of the ring
+    (``replicaMap.emplace(i, mapping(i))`` for every replica), and the replicated graph is one
+    executable that every replica runs, so the copy's global exchange code holds every pair's
+    exchange (the guide's "linearly with the number of replicas")."""
+    return max(1, level.ranks)
+
+
+def replica_variants(replicas: int) -> int:
+    """Exchanges per inter-IPU copy of a replicated graph: one per replica. Graphcore's Memory
+    and Performance Optimisation Guide (section 4.3.1, "Graph replication") measures the global
+    exchange code of a replicated model growing "linearly with the number of replicas", 4x
+    from 1 to 4 replicas: the one executable that every replica runs holds each replica's
+    exchange (its IPUs are other IPUs of the system), as a cross-replica copy holds each pair
+    of its replica map (``copy_pairs``)."""
+    return max(1, int(replicas))
 
 
 def ring_sizes(replicas: int, racks: int = 1) -> list[int]:
@@ -128,6 +152,8 @@ __all__ = [
     "CollectivePrograms",
     "RingLevel",
     "collective",
+    "copy_pairs",
+    "replica_variants",
     "ring_directions",
     "ring_sizes",
 ]

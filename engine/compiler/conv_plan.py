@@ -48,10 +48,14 @@ tile, the largest reduction stage, twice the largest rearranged tensor, the in-p
 plans above ``availableMemoryProportion x`` tile memory are infeasible (``runPlanner``); when
 none fits, the plan with the least temporary memory is taken (it may go out of memory).
 
-Not ported (documented in docs/engine.md): other vertex methods (SLIC, horizontal / vertical
-MAC, outer product), the expand-dims / flatten / combine-conv-groups transforms, taller AMP
-filters, the broadcast of inputs before a serial loop, multi-IPU levels, the gradient passes'
-strides and every dilation (the engine's ops carry neither).
+Transforms (``ConvTransform``): combine conv groups (``with_combined_groups``) and, for forward
+convolutions with a strided 1 x 1 kernel or fewer input channels per group than one grain, the
+expansion of both field dimensions (``with_expanded_dims``), each a further row of the op.
+
+Not ported (documented in docs/engine.md): the vertical MAC and outer-product vertices, the
+other expand-dims subsets (one dimension; convolutions whose expansion removes no waste), the out-channel flatten transform, taller AMP filters, the broadcast of
+inputs before a serial loop, multi-IPU levels, the gradient passes' strides and every dilation
+(the engine's ops carry neither).
 """
 
 from __future__ import annotations
@@ -110,8 +114,9 @@ class ConvShapes:
     eb: int  # input / output element bytes
     pb: int  # partials bytes (vertex and inter-tile)
     wpu: int  # weightsPerConvUnit
-    orig: np.ndarray  # the op each row plans (rows past the ops: combined conv groups)
+    orig: np.ndarray  # the op each row plans (rows past the ops: transformed variants)
     combine: np.ndarray  # combineConvGroupsFactor of the row (1: none)
+    expand: np.ndarray  # the row is its op with both field dimensions expanded (expandDims)
 
 
 def conv_shapes(a: dict, t, pb: int) -> ConvShapes:
@@ -149,6 +154,7 @@ def conv_shapes(a: dict, t, pb: int) -> ConvShapes:
         wpu=vertex_costs.weights_per_conv_unit(t, eb),
         orig=np.arange(len(K)),
         combine=np.ones(len(K), np.int64),
+        expand=np.zeros(len(K), bool),
     )
 
 
@@ -192,6 +198,39 @@ def with_combined_groups(s: ConvShapes) -> ConvShapes:
     ext["C"][n:] = s.C[idx] * f
     ext["N"][n:] = s.N[idx] * f
     ext["combine"][n:] = f
+    return ConvShapes(**ext)
+
+
+def with_expanded_dims(s: ConvShapes) -> ConvShapes:
+    """``s`` and, for a forward convolution whose input is strided away by a 1 x 1 kernel or has
+    fewer channels (per conv group) than one input-channel grain, a row with both field dimensions
+    expanded (``getExpandDimsCandidates`` / ``expandDim``, ConvPlan.cpp and ConvModel.cpp):
+    the kernel's positions become input channels (``C x kernel``), the kernel 1 x 1, the
+    stride 1 and the input field the output's (``ConvTransforms.cpp``
+    ``expandSpatialDimMultiStageImpl`` subsamples the strided input), planned for the same op
+    (``orig``) with its inputs and
+    weights rearranged (``addTransformCycleEstimate``: ``rearrangeInput`` and
+    ``rearrangeWeights`` when ``expandDims`` is set). PopLibs lists every subset of the
+    dimensions whose expansion changes the parameters (and whose input is at least the
+    kernel); the engine tries the full expansion of these two kinds of convolution, where it
+    removes the strided-away inputs or the padded channels from every tile."""
+    fwd = (s.role == "fwd") | (s.role == "recomp")
+    base = s.conv & fwd & (s.combine == 1) & ~s.expand & (s.width > 0)
+    base &= s.in_width >= s.kh  # inputFieldShape >= kernelShape
+    strided = (s.kernel == 1) & (s.stride > 1)
+    idx = np.flatnonzero(base & (strided | ((s.ci > s.C) & (s.kernel > 1))))
+    if not len(idx):
+        return s
+    ext = {}
+    for name in ConvShapes.__dataclass_fields__:
+        v = getattr(s, name)
+        ext[name] = np.concatenate([v, v[idx]]) if isinstance(v, np.ndarray) else v
+    n = len(s.M)
+    ext["C"][n:] = s.C[idx] * s.kernel[idx]
+    for name in ("kernel", "kh", "kw", "stride", "dup"):
+        ext[name][n:] = 1
+    ext["in_width"][n:] = s.width[idx]
+    ext["expand"][n:] = True
     return ConvShapes(**ext)
 
 
@@ -437,8 +476,9 @@ def _transform_flags(s: ConvShapes, c: Candidates) -> tuple[np.ndarray, ...]:
     # swapped: FC_TRAINING_WU rearranges its input (the output gradient) and its output
     mm_wu = ~conv & (role == "gw")
     comb = s.combine[o] > 1  # combineConvGroups rearranges all three
-    r_in = wu | pad_in | mm_wu | comb
-    r_w = wu | pad_in | pad_out | comb
+    exp = s.expand[o]  # expandDims rearranges the inputs and the weights
+    r_in = wu | pad_in | mm_wu | comb | exp
+    r_w = wu | pad_in | pad_out | comb | exp
     r_out = wu | pad_out | mm_wu | comb
     regroup_out = conv & ~wu & (c.co != s.wpu)
     regroup_w = fwd & (c.co % s.wpu != 0)
@@ -703,7 +743,7 @@ def search(s: ConvShapes, t, T: int, limit: float) -> tuple[Candidates, PlanCost
         c = _concat(c, extra)
         e = _concat_costs(e, e2)
     fits = e.temp <= limit
-    op = s.orig[c.op]  # the op each candidate plans (combined conv groups plan their op)
+    op = s.orig[c.op]  # the op each candidate plans (transformed variants plan their op)
     any_fit = np.zeros(n, bool)
     any_fit[op[fits]] = True
     score = np.where(fits, e.total, np.iinfo(np.int64).max // 4)
@@ -751,7 +791,7 @@ def plan(a: dict, t, T: int, limit: float, pb: int) -> dict:
     n = len(a["M"])
     if n == 0:
         return {}
-    s = with_combined_groups(conv_shapes(a, t, pb))
+    s = with_expanded_dims(with_combined_groups(conv_shapes(a, t, pb)))
     c, e, none_fit = search(s, t, T, limit)
     return programs(s, c, e, none_fit, t, T)
 
@@ -806,6 +846,7 @@ def programs(s: ConvShapes, c: Candidates, e: PlanCosts, none_fit, t, T: int) ->
         "compute": (e.partial_calc + e.serial_extra) * serial,
         "compute_lo": (lo + e.serial_extra) * serial,
         "combine": s.combine[c.op],
+        "expand": s.expand[c.op],
         "cg": c.cg,
         "ci": c.ci,
         "co": c.co,

@@ -93,6 +93,26 @@ def _plan_amp_distinct(a: dict[str, np.ndarray], t, T: int, limit: float, pb: in
     return {k: v[inverse] for k, v in p.items()}
 
 
+def _plan_per_proportion(a: dict[str, np.ndarray], t, T: int, config, stage, pb: int) -> dict:
+    """:func:`_plan_amp_distinct` under each op's stage's available memory proportion (PopTorch
+    sets one per IPU, ``setAvailableMemoryProportion({"IPU0": ...})``; stage i runs on IPU i):
+    one planning pass per distinct proportion, at most one per IPU."""
+    amps = np.asarray(config.amp_per_stage, dtype=np.float64)
+    op_amp = amps[np.minimum(np.asarray(stage, np.int64), len(amps) - 1)]
+    values = np.unique(op_amp)
+    if len(values) == 1:
+        return _plan_amp_distinct(a, t, T, float(values[0]) * t.sram_per_tile, pb)
+    out: dict[str, np.ndarray] = {}
+    for v in values:
+        sel = np.flatnonzero(op_amp == v)
+        part = _plan_amp_distinct({k: x[sel] for k, x in a.items()}, t, T, v * t.sram_per_tile, pb)
+        for k, x in part.items():
+            if k not in out:
+                out[k] = np.zeros((len(op_amp), *np.shape(x)[1:]), dtype=np.asarray(x).dtype)
+            out[k][sel] = x
+    return out
+
+
 #: Program slots of one op, in execution order: (slot name, program type).
 #: Reductions run up to four stages (``engine.compiler.reduction``): stage k's exchange and
 #: compute set are ``REDUCE_STAGES[k]``, each after its own sync; then the cast of the
@@ -214,12 +234,11 @@ def _plan_amp_slots(L, t, config, T: int, pb: int, tab: SlotTable, notes: list[s
     ia = np.flatnonzero(L["amp"])
     if not len(ia):
         return
-    limit = config.amp * t.sram_per_tile
     keys = ("G", "M", "K", "N", "cin", "kernel", "row_width", "a_dup", "db", "role")
     a = {k: L[k][ia] for k in keys}
     a["conv"] = _is_conv(L)[ia]
     a["in_width"] = _input_width(L, ia, a["conv"])
-    p = _plan_amp_distinct(a, t, T, limit, pb)
+    p = _plan_per_proportion(a, t, T, config, L["stage"][ia], pb)
     if p["none_fit"].any():
         names = ", ".join(L["name"][ia[p["none_fit"]]][:3])
         notes.append(

@@ -142,6 +142,51 @@ def _consumers(graph) -> _Edges:
     return _Edges(src[from_ops], dst[from_ops], dst[src == INPUT].tolist())
 
 
+def _swish_sigmoids(cols, src: np.ndarray, dst: np.ndarray, n: int) -> np.ndarray:
+    """The Sigmoid ops of ``x * sigmoid(x)`` pairs: torch's ONNX exporter writes
+    ``torch.nn.SiLU`` so, and PopTorch lowers it to one PopART ``Swish`` (poptorch
+    ``scripts/PopAtenHandlers.py``: ``convert("silu", 1, "swish")``), whose gradient
+    (popart ``SwishGradOp``, an ``ElementWiseNonLinearUnaryGradOp``) takes the forward input
+    alone: the sigmoid's output is not kept for the backward. TensorFlow on the IPU has the same
+    fused op (``tensorflow.python.ipu.nn_ops.swish``, which Graphcore's TensorFlow EfficientNet
+    uses); PopART runs an ONNX file's Sigmoid and Mul as they are. A Sigmoid qualifies when its
+    only consumer is a Mul whose other input is the Sigmoid's own input."""
+    types = cols["type"]
+    sig = np.flatnonzero(types == "Sigmoid")
+    if not len(sig):
+        return sig
+    uses = np.bincount(src, minlength=n)
+    sig = sig[uses[sig] == 1]
+    first_use = np.searchsorted(src, sig)  # edges are ordered by producer
+    mul = dst[first_use]
+    in0, in1 = cols["in0"].astype(np.int64), cols["in1"].astype(np.int64)
+    x = in0[sig]
+    pair = (types[mul] == "Mul") & (
+        ((in0[mul] == sig) & (in1[mul] == x)) | ((in1[mul] == sig) & (in0[mul] == x))
+    )
+    return sig[pair & (x != -2)]
+
+
+def _group_norm_whitened(cols, src: np.ndarray, dst: np.ndarray, n: int) -> np.ndarray:
+    """The InstanceNormalization ops of torch's export of ``nn.GroupNorm`` (reshape to the
+    groups, InstanceNormalization, reshape back, Mul by the per-channel weight, Add the bias):
+    PopTorch lowers ``aten::group_norm`` to one PopART GroupNormalization (poptorch
+    ``popart_canonicalization/NormalizationOps.cpp`` ``groupNormHandler``), whose gradient
+    (popart ``GroupNormGradOp``) takes the input, the weight, the mean and the inverse standard
+    deviation, so the whitened output the weight's Mul would keep is not kept; Graphcore's
+    TensorFlow models call ``ipu.normalization_ops.group_norm`` (popnn ``groupNormalise``), the
+    same fused op. An InstanceNorm qualifies when its only consumer is a Mul by a weight."""
+    types = cols["type"]
+    norm = np.flatnonzero(types == "InstanceNorm")
+    if not len(norm):
+        return norm
+    uses = np.bincount(src, minlength=n)
+    norm = norm[uses[norm] == 1]
+    mul = dst[np.searchsorted(src, norm)]  # edges are ordered by producer
+    weighted = (types[mul] == "Mul") & (cols["in1"][mul] == -2) & (cols["weight_elems"][mul] > 0)
+    return norm[weighted]
+
+
 def _activation_variables(
     inputs: MemoryInputs, steps: LivenessSteps, edges: _Edges, rows: _Vars
 ) -> ActivationBytes:
@@ -205,6 +250,9 @@ def _activation_variables(
         bwd_need = np.maximum(bwd_need, _group_max(src[keeps], backward_last[dst[keeps]], n))
         if has_loss_grad and len(loss_inputs):
             bwd_need[loss_inputs] = np.maximum(bwd_need[loss_inputs], last[steps.loss_grad_rows[0]])
+        if config.framework in ("poptorch", "tensorflow"):  # PopART runs the ONNX ops as given
+            bwd_need[_swish_sigmoids(cols, src, dst, n)] = -1
+            bwd_need[_group_norm_whitened(cols, src, dst, n)] = -1
     names = cols["name"].tolist()
     shape = [f"{B}x{e}" for e in cols["out_elems"].tolist()]
     # this op's activations: the same dtype and tiles, live between two steps

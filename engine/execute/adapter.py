@@ -73,6 +73,7 @@ def host_model(config, io: dict[str, Any], target=None) -> HostModel:
         cores=cores,
         loader=config.loader_mode,
         call_overhead_s=config.host_call_overhead_us * 1e-6,
+        profiled_wait_s=float(config.profiled_call_wait_us or 0.0) * 1e-6,
         stream_latency_s=config.host_stream_latency_us * 1e-6,
         prefetch_depth=int(config.prefetch_depth),
         breakdown=breakdown,
@@ -113,13 +114,43 @@ def host_profile_for(config, system=None):
             if target == "as-measured"
             else "as measured: the profile does not name its CPU in engine/data/cpus.toml"
         )
-        return profile, info
+        return _float16_kernels(config, profile, info)
     scaled = scale_profile(profile, target)
     k = scaled.scaled_from.factor if scaled.scaled_from else 1.0
     base = profile.scaled_from.factor if profile.scaled_from else 1.0
     info["scale"] = round(k / base, 6)
     info["scaling"] = f"scaled to {get_cpu(target).display_name} by per-core SPECspeed2017_int_base"
-    return scaled, info
+    return _float16_kernels(config, scaled, info)
+
+
+def _float16_kernels(config, profile, info: dict):
+    """The profile's float16 costs as the framework's torch runs them (engine/data/
+    frameworks.toml ``host_float16_kernels``): PopTorch pins a torch whose CPU kernels for
+    float16 are scalar, so a profile measured with a later torch (vectorised float16) gets the
+    scalar cost per element and op, scaled from its CPU to the profile's like every host cost.
+    Recorded in ``info["float16_kernels"]``."""
+    from engine.host.cpus import cost_factor
+    from engine.host.frameworks import get_framework
+    from engine.host.profile import VECTORISED_HALF_TORCH, torch_version, with_scalar_half
+
+    fw = get_framework(config.framework)
+    version = torch_version(profile)
+    if fw.host_float16_kernels != "scalar":
+        info["float16_kernels"] = "as measured (the framework runs no torch on the host path)"
+        return profile, info
+    if version is None or version < VECTORISED_HALF_TORCH:
+        how = "with torch" if version else f"with {profile.measured_with or 'an unnamed method'}"
+        info["float16_kernels"] = f"as measured ({how}: no vectorised float16 kernels to replace)"
+        return profile, info
+    k = cost_factor(fw.host_float16_cpu, profile.cpu_ref) if profile.cpu_ref else 1.0
+    ns = fw.host_scalar_half_ns_per_op * k
+    info["float16_kernels"] = (
+        f"scalar: {fw.display_name} pins a torch without vectorised float16 CPU kernels; the "
+        f"profile's torch {version[0]}.{version[1]} has them, so convert_dtype and normalise "
+        f"cost {ns:.2f} ns per element and op in float16 (fitted on {fw.host_float16_cpu}, "
+        f"x{k:.4f})"
+    )
+    return with_scalar_half(profile, ns), info
 
 
 def default_host_cores(config, system=None) -> int:

@@ -230,9 +230,11 @@ class HostModel:
     #: Cores of one host server (the bound on ``parallel``).
     cores: int = 128
     loader: LoaderMode = "sync"
-    call_overhead_s: float = field(
-        default_factory=lambda: _run_default("host_call_overhead_us") * 1e-6
-    )
+    #: Without a run configuration: the call overhead of the frameworks without a fitted one.
+    call_overhead_s: float = 150e-6
+    #: What a profiled call's trace holds beyond the steady-state call: a wait in the call's
+    #: opening sync with the host (framework ``profiled_call_wait_us``); not in throughput.
+    profiled_wait_s: float = 0.0
     stream_latency_s: float = field(
         default_factory=lambda: _run_default("host_stream_latency_us") * 1e-6
     )

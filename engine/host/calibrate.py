@@ -190,6 +190,25 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
+#: The CPU flags (Linux /proc/cpuinfo names) that decide how float16 runs on the host: F16C
+#: converts between float16 and float32 (what vectorised float16 kernels use), AVX512-FP16
+#: computes in float16.
+FLOAT16_FLAGS = ("f16c", "avx512_fp16")
+
+
+def cpu_float16_flags() -> list[str]:
+    """The float16 instructions of this machine's CPU (empty where the OS does not say)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    have = set(line.split(":", 1)[-1].split())
+                    return [f for f in FLOAT16_FLAGS if f in have]
+    except OSError:
+        pass
+    return []
+
+
 def add_line(
     transforms: dict[str, dict], name: str, dtype: str, points: list[tuple[float, float]]
 ) -> None:
@@ -235,21 +254,28 @@ def calibrate(
     *,
     method: str = "auto",
     cpu_ref: str | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> dict:
     """Measure every transform; returns the host-profile dict (see engine.host.profile).
 
     ``method``: ``torch`` (the real transforms in a DataLoader; needs torch and torchvision),
     ``imitation`` (NumPy + Pillow) or ``auto`` (torch when installed). ``cpu_ref``: this CPU's
-    key in engine/data/cpus.toml when the OS's model name does not identify it."""
+    key in engine/data/cpus.toml when the OS's model name does not identify it. ``warn``
+    receives one sentence when ``auto`` falls back to the imitations because torch or
+    torchvision is installed but fails to import (a broken install: RuntimeError, OSError...);
+    with ``torch`` that install is an ImportError naming the reason."""
     import PIL
 
     from engine.host import calibrate_torch
     from engine.host.cpus import get_cpu, identify
 
+    reason = calibrate_torch.unavailable_reason() if method in ("auto", "torch") else None
     if method == "auto":
-        method = "torch" if calibrate_torch.available() else "imitation"
-    if method == "torch" and not calibrate_torch.available():
-        raise ImportError("torch and torchvision")
+        method = "torch" if reason is None else "imitation"
+        if reason is not None and "fails to import" in reason and warn is not None:
+            warn(f"{reason}; measuring with the NumPy + Pillow imitations instead.")
+    if method == "torch" and reason is not None:
+        raise ImportError(reason)
     cpu = cpu_name()
     ref = cpu_ref or identify(cpu) or ""
     if ref:
@@ -269,7 +295,8 @@ def calibrate(
         part = _imitation(budget_s, progress)
         libraries = {"numpy": np.__version__, "Pillow": PIL.__version__}
         how = (
-            "analyse calibrate-host (imitation, torch not installed): NumPy + Pillow "
+            f"analyse calibrate-host (imitation, {reason or 'chosen with --method'}): "
+            "NumPy + Pillow "
             "imitations of the transforms and of the DataLoader, one core; CPU time, the "
             f"minimum of 7 batches at {SIZES[0]}x{SIZES[0]} and {SIZES[1]}x{SIZES[1]} RGB "
             "images, a line through the two"
@@ -279,6 +306,7 @@ def calibrate(
         "cpu": cpu,
         "cpu_ref": ref,
         "cores": os.cpu_count() or 1,
+        "cpu_float16": cpu_float16_flags(),
         "measured": datetime.now(UTC).strftime("%Y-%m-%dT%H:%MZ"),
         "method": how,
         "measured_with": method,
@@ -294,4 +322,4 @@ def calibrate(
     return profile
 
 
-__all__ = ["add_line", "calibrate", "cpu_name"]
+__all__ = ["FLOAT16_FLAGS", "add_line", "calibrate", "cpu_float16_flags", "cpu_name"]

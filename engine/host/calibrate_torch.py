@@ -51,14 +51,26 @@ MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
 
 
+def unavailable_reason() -> str | None:
+    """Why torch and torchvision cannot be used here (None: they import).
+
+    A missing library is an ImportError; a broken install (a torchvision built for another
+    torch, a missing CUDA or C++ runtime library, an operator registered twice) raises other
+    errors at import, most often RuntimeError or OSError: each is a reason, never a traceback."""
+    for name in ("torch", "torchvision"):
+        try:
+            __import__(name)
+        except ImportError:
+            return f"{name} is not installed"
+        except Exception as exc:  # a broken install fails at import in its own way
+            text = " ".join(str(exc).split())[:160] or "no message"
+            return f"{name} is installed but fails to import ({type(exc).__name__}: {text})"
+    return None
+
+
 def available() -> bool:
-    """Are torch and torchvision importable?"""
-    try:
-        import torch  # noqa: F401
-        import torchvision  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    """Are torch and torchvision importable (installed and not broken)?"""
+    return unavailable_reason() is None
 
 
 def versions() -> dict[str, str]:
@@ -305,4 +317,4 @@ def run_checks(profile: dict, batches: int, budget_s: float) -> list[dict]:
         torch.set_num_threads(threads)
 
 
-__all__ = ["available", "measure", "run_checks", "versions"]
+__all__ = ["available", "measure", "run_checks", "unavailable_reason", "versions"]

@@ -33,6 +33,21 @@ class Framework(BaseModel):
     recomputation_pipelined: Literal["off", "pipeline-stages"]
     recomputation_other: Literal["off"]
     recomputation_source: str
+    #: The host's fixed cost of one call in steady state (microseconds), outside the device trace.
+    host_call_overhead_us: float = Field(ge=0)
+    host_call_overhead_source: str
+    #: What the device trace of a *profiled* call shows beyond the steady-state call: a wait in
+    #: the call's opening sync with the host (microseconds; 0: none known). Not in throughput.
+    profiled_call_wait_us: float = Field(ge=0)
+    profiled_call_wait_source: str
+    #: How the torch the framework pins runs float16 element-wise ops on the host CPU:
+    #: "scalar" (no vectorised CPU kernels for Half) or "as-measured" (the host profile's own).
+    host_float16_kernels: Literal["scalar", "as-measured"]
+    #: Cost of one float16 element-wise op per element in those scalar kernels on ``host_float16_cpu``
+    #: (nanoseconds, one core), scaled to the run's host CPU like every host cost.
+    host_scalar_half_ns_per_op: float = Field(ge=0)
+    host_float16_cpu: str = ""
+    host_float16_source: str
 
     def offload(self, pipelined: bool, has_remote_memory: bool) -> bool:
         """Optimiser state in streaming memory by default?"""

@@ -120,6 +120,11 @@ class HostProfile(BaseModel):
         default_factory=dict, description="Load averages before and after the measurement."
     )
     cpu_ref: str = Field(default="", description="The CPU's key in engine/data/cpus.toml.")
+    cpu_float16: list[str] = Field(
+        default_factory=list,
+        description="The measured CPU's float16 instructions (f16c: conversions, avx512_fp16: "
+        "arithmetic), from the OS's CPU flags; empty when not recorded.",
+    )
     scaled_from: ScaledFrom | None = None
     loader_us_per_sample: float = Field(
         default=0.0, ge=0, description="DataLoader overhead per sample (fetch, Compose, batch)."
@@ -246,6 +251,38 @@ def sample_cost(
     return SampleCost(tuple(rows), tuple(skipped))
 
 
+#: Element-wise float16 ops each transform runs on the CPU, from torchvision's source:
+#: ConvertImageDtype of an integer image is ``image.to(dtype)`` then ``image / max``; Normalize is
+#: ``tensor.sub_(mean).div_(std)`` (its ``clone`` is a copy, no arithmetic).
+FLOAT16_OPS: dict[str, int] = {"convert_dtype": 2, "normalise": 2}
+#: The first torch whose CPU kernels are vectorised for float16 (pytorch/pytorch#96076, 2023-03,
+#: after the 2.0 release: "add explicit vectorization for Half dtype on CPU").
+VECTORISED_HALF_TORCH = (2, 1)
+
+
+def torch_version(profile: HostProfile) -> tuple[int, int] | None:
+    """(major, minor) of the torch a profile was measured with; None without torch."""
+    text = profile.libraries.get("torch", "") if profile.measured_with == "torch" else ""
+    parts = text.split("+")[0].split(".")
+    try:
+        return int(parts[0]), int(parts[1])
+    except (IndexError, ValueError):
+        return None
+
+
+def with_scalar_half(profile: HostProfile, ns_per_op: float) -> HostProfile:
+    """``profile`` with the float16 per-element costs of the element-wise transforms those of
+    scalar float16 kernels: ``FLOAT16_OPS[t] x ns_per_op`` per element (fixed costs kept)."""
+    transforms = dict(profile.transforms)
+    for name, ops in FLOAT16_OPS.items():
+        t = transforms.get(name)
+        if t is None or "float16" not in t.ns_per_element:
+            continue
+        per = dict(t.ns_per_element, float16=round(ops * float(ns_per_op), 4))
+        transforms[name] = t.model_copy(update={"ns_per_element": per})
+    return profile.model_copy(update={"transforms": transforms})
+
+
 def scale_profile(profile: HostProfile, to_cpu: str) -> HostProfile:
     """``profile`` moved to CPU ``to_cpu`` (a key of engine/data/cpus.toml) by the ratio of
     the two CPUs' per-core figures; the profile itself when it is already there."""
@@ -302,9 +339,11 @@ def scale_profile(profile: HostProfile, to_cpu: str) -> HostProfile:
 
 __all__ = [
     "DTYPES",
+    "FLOAT16_OPS",
     "LOADER",
     "ON_IPU_WITH_8BIT",
     "TRANSFORMS",
+    "VECTORISED_HALF_TORCH",
     "HostProfile",
     "PipelineCheck",
     "SampleCost",
@@ -314,4 +353,6 @@ __all__ = [
     "load_host_profile",
     "sample_cost",
     "scale_profile",
+    "torch_version",
+    "with_scalar_half",
 ]

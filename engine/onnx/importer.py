@@ -101,6 +101,48 @@ def torch_scopes(node) -> tuple[str, str] | None:
     return None
 
 
+#: The PyTorch 2 exporter's record of where a node was made: the stack trace of the model's
+#: code (``File "mynet.py", line 42, in forward``) and the module classes that led there
+#: (``['__main__.MyNet', 'torchvision.ops.misc.Conv2dNormActivation', 'aten.conv2d.default']``).
+#: PyTorch's documentation of the torch.export-based exporter, "Metadata".
+TORCH_STACK = "pkg.torch.onnx.stack_trace"
+TORCH_CLASSES = "pkg.torch.onnx.class_hierarchy"
+_FRAME = re.compile(r'File "([^"\n]{1,4096})", line (\d{1,9})')
+#: Longest source text kept per operation (a file name, a line and a class name).
+SOURCE_LIMIT = 200
+
+
+def torch_source(node) -> str:
+    """Where in the model's code a node comes from, from the PyTorch 2 exporter's metadata:
+    ``mynet.py:42 in Conv2dNormActivation``: the innermost frame outside torch's own package
+    (its file's name only: the trace holds the exporting machine's absolute paths, which a
+    profile does not carry) and its line, and the innermost module class; '' when the node
+    carries neither."""
+    where, cls = "", ""
+    for prop in node.metadata_props:
+        if prop.key == TORCH_STACK and not where:
+            frames = [
+                (path.replace("\\", "/"), line)
+                for path, line in _FRAME.findall(prop.value[-65536:])
+            ]
+            # the innermost frame of the model's own code: torch's modules (nn.Conv2d.forward
+            # calling F.conv2d) are where every convolution is made, so they say nothing
+            own = [f for f in frames if "/torch/" not in f[0]] or frames
+            if own:
+                path, line = own[-1]
+                where = f"{path.rsplit('/', 1)[-1]}:{int(line)}"
+        elif prop.key == TORCH_CLASSES and not cls:
+            try:
+                classes = ast.literal_eval(prop.value[:65536])
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                continue
+            if isinstance(classes, list):
+                modules = [str(c) for c in classes if not str(c).startswith(("aten.", "prims."))]
+                cls = modules[-1].rsplit(".", 1)[-1] if modules else ""
+    text = f"{where} in {cls}" if where and cls else where or (f"in {cls}" if cls else "")
+    return _SAFE.sub(" ", text)[:SOURCE_LIMIT]
+
+
 class Context:
     """The importer's state while walking the nodes (what translators see)."""
 
@@ -212,6 +254,7 @@ class Context:
             type_,
             family,
             layer=layer,
+            source=torch_source(node),
             in0=in0,
             in1=in1,
             out_elems=out_elems,

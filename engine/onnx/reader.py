@@ -225,6 +225,22 @@ def _external(t: TensorProto) -> dict[str, str] | None:
     return {e.key: e.value for e in t.external_data}
 
 
+def external_locations(path: str | Path) -> tuple[str, ...]:
+    """The external-data locations the model's initializers name, in order, each once (what
+    :func:`read_model` checks for presence and size; never read). () for a file that does not
+    parse as ONNX (:func:`read_model` refuses it for its bytes alone)."""
+    try:
+        model = onnx.load_model(str(path), load_external_data=False)
+    except Exception:  # not ONNX, damaged: read_model names the problem
+        return ()
+    locs = []
+    for t in model.graph.initializer:
+        ext = _external(t)
+        if ext is not None:
+            locs.append(ext.get("location", ""))
+    return tuple(dict.fromkeys(locs))
+
+
 def _whole(ext: dict[str, str], key: str, name: str, tensor: str) -> int:
     text = ext.get(key, "") or "0"
     if not (text.isascii() and text.isdigit()):
@@ -363,4 +379,12 @@ def split_initializers(model: onnx.ModelProto) -> dict[str, tuple[tuple[int, ...
     return info
 
 
-__all__ = ["OLDEST_OPSET", "OnnxError", "newest_opset", "numel", "read_model", "split_initializers"]
+__all__ = [
+    "OLDEST_OPSET",
+    "OnnxError",
+    "external_locations",
+    "newest_opset",
+    "numel",
+    "read_model",
+    "split_initializers",
+]

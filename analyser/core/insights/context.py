@@ -51,6 +51,17 @@ class Context:
             f"/graph/operations/{name}"
         )
 
+    def op_sources(self) -> np.ndarray:
+        """Where in the model's code each operation comes from ('mynet.py:42 in Bottleneck',
+        /graph/operations ``source``; '' for every operation of a profile that has none)."""
+        if self.has_op_column("source"):
+            raw = self.op_column("source")
+            return np.array(
+                [v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v) for v in raw],
+                dtype=object,
+            )
+        return np.full(self.n_ops, "", dtype=object)
+
     def op_column(self, name: str) -> np.ndarray:
         """Column ``name`` of the operations table (``Analysis.operations``) as numpy: a column
         of /graph/operations (``pass`` as its code in ``profiles.schema.PASSES``), or

@@ -156,7 +156,11 @@ def lower_amp(ctx: Context) -> Insight | None:
     new = round(max(0.1, amp / 2), 2)
     worst = np.argsort(-temp, kind="stable")[:3]  # the 3 largest, the first of equals first
     op_names = ctx.op_column("name")[on]
-    names = ", ".join(f"{op_names[i]} ({fmt_bytes(int(temp[i]))})" for i in worst)
+    where = ctx.op_sources()[on]
+    names = ", ".join(
+        f"{op_names[i]}{f' at {where[i]}' if where[i] else ''} ({fmt_bytes(int(temp[i]))})"
+        for i in worst
+    )
     return memory_finding(
         ctx,
         "Lower the available memory proportion of the ops with the largest temporaries",

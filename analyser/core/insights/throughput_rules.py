@@ -422,8 +422,8 @@ def async_loader(ctx: Context) -> Insight | None:
     return finding(
         f"The device waits for the host: {title}",
         "critical" if high else "warning",
-        f"The run is {'highly' if high else 'moderately'} input-bound: IPU {i} waits for the "
-        f"host {fmt_pct(share)} of the time (graded moderate from "
+        f"The run is {'highly' if high else 'moderately'} input-bound: the loader's part of "
+        f"the host wait is {fmt_pct(share)} of the run on IPU {i} (graded moderate from "
         f"{fmt_pct(ctx.thresholds.host_wait_moderate, 0)}, high from {fmt_pct(ctx.thresholds.host_wait_high, 0)}).",
         [
             Evidence(
@@ -440,7 +440,7 @@ def async_loader(ctx: Context) -> Insight | None:
                     if fixed
                     else ""
                 )
-                + f"; the loader's part is {fmt_pct(share)} of the run.",
+                + f"; the loader's part of the host wait is {fmt_pct(share)} of the run.",
                 "Execution Trace > host lane",
             )
         ],
@@ -584,7 +584,8 @@ def prefetch_depth(ctx: Context) -> Insight | None:
     # host_stream_latency_us per StreamCopyBegin), not the loader's preparation time.
     ev = [
         Evidence(
-            f"host wait (StreamCopyBegin) beyond the calls' fixed overhead: {fmt_pct(share)}.",
+            f"the loader's part of the host wait (StreamCopyBegin and the host time outside "
+            f"the trace, less the host calls' fixed overhead): {fmt_pct(share)} of the run.",
             "Execution Trace > StreamCopyBegin",
         )
     ]
@@ -605,8 +606,8 @@ def prefetch_depth(ctx: Context) -> Insight | None:
     return finding(
         f"Raise the prefetch depth to {want}",
         "info",
-        f"Prefetch depth {depth}: the device waits for the loader {fmt_pct(share)} of the "
-        f"time; {want} is the documented sweet spot.",
+        f"Prefetch depth {depth}: the loader's part of the host wait is {fmt_pct(share)} of "
+        f"the run; {want} is the documented sweet spot.",
         ev,
         {"prefetch_depth": want},
         "More stream buffer memory on the I/O tiles.",

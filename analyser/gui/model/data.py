@@ -167,11 +167,14 @@ def pipeline_chart(doc: Document) -> Any:
     return doc.cached("pipeline_chart", lambda: build(doc.analysis, trace_window(doc)))
 
 
-def warm(doc: Document, needs: Iterable[str]) -> None:
+def warm(doc: Document, needs: Iterable[str], step: Callable[[str], Any] | None = None) -> None:
     """Compute (in the calling thread) the accessors of this module named in ``needs`` (a
-    report's ``data_needs``), so that the report paints from the cache."""
+    report's ``data_needs``), so that the report paints from the cache; ``step(name)`` is
+    called as each starts (a load's progress)."""
     target(doc)
     for name in needs:
+        if step is not None:
+            step(name)
         accessor(name)(doc)
 
 

@@ -287,18 +287,25 @@ def floor_plans(
     return plans
 
 
+#: Least top of the colour scale when some tile is over 100% of its memory: the over-100%
+#: colours then take at least this share of the colour bar (at 101% they were a sliver of it).
+MIN_OVER_TOP = 1.15
+
+
 def map_levels(plans: Sequence[FloorPlan]) -> float:
-    """The colour scale's top: 1 (all of a tile's memory) or the fullest tile's share above."""
-    return max([1.0] + [float(np.nanmax(p.grid)) for p in plans if np.isfinite(p.grid).any()])
+    """The colour scale's top: 1 (all of a tile's memory) or, when a tile is above it, the
+    fullest tile's share (at least :data:`MIN_OVER_TOP`, so the legend shows the over colours)."""
+    top = max([1.0] + [float(np.nanmax(p.grid)) for p in plans if np.isfinite(p.grid).any()])
+    return max(top, MIN_OVER_TOP) if top > 1.0 else 1.0
 
 
-def map_stops(hi: float, n_colors: int) -> list[float]:
-    """Positions (0-1) of the heat map's ``n_colors`` stops up to 100% of tile memory, then of
-    the two reds up to ``hi`` when some tile is over (``hi`` > 1)."""
+def map_stops(hi: float, n_colors: int, n_over: int = 3) -> list[float]:
+    """Positions (0-1) of the sequential scale's ``n_colors`` stops up to 100% of tile memory,
+    then of the ``n_over`` over-100% colours from just above 100% to ``hi`` (``hi`` > 1)."""
     edge = 1.0 / hi
     pos = list(np.linspace(0.0, edge, n_colors))
     if hi > 1.0:
-        pos += [min(1.0, edge + 1e-6), 1.0]
+        pos += list(np.linspace(min(1.0, edge + 1e-6), 1.0, n_over))
     return pos
 
 

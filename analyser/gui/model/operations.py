@@ -40,6 +40,7 @@ NOT_EXECUTED_COLUMNS = (
     "name",
     "type",
     "layer",
+    "source",
     "pass",
     "ipu",
     "stage",
@@ -153,7 +154,7 @@ def filter_choices(frame: pd.DataFrame) -> tuple[list[str], list[str]]:
 def filter_mask(
     frame: pd.DataFrame, text: str, pass_: str | None, ipu: str | None
 ) -> np.ndarray | None:
-    """Rows of ``frame`` to show: ``text`` in the name, type, layer or operation
+    """Rows of ``frame`` to show: ``text`` in the name, type, layer, source or operation
     (case-insensitive), of pass ``pass_`` and on IPU ``ipu`` (None: any); None for an empty
     frame."""
     if frame.empty:
@@ -161,7 +162,7 @@ def filter_mask(
     keep = np.ones(len(frame), bool)
     if text:
         hay = frame["name"].astype(str) + " " + frame["type"].astype(str)
-        for extra in ("layer", "operation"):
+        for extra in ("layer", "source", "operation"):
             if extra in frame:
                 hay = hay + " " + frame[extra].astype(str)
         keep &= hay.str.contains(text, case=False, regex=False).to_numpy()

@@ -5,7 +5,14 @@ import contract, issue 24 item 3). No Qt."""
 
 from __future__ import annotations
 
-from analyser.trace.bsp import BSP_STATES, TYPES_OF_STATE, BspStates, blend, bsp_states
+from analyser.trace.bsp import (
+    BSP_STATES,
+    TYPES_OF_STATE,
+    BspStates,
+    blend,
+    bsp_states,
+    dominant,
+)
 from analyser.trace.window import (
     GROUP_MODES,
     HOST_EVENTS,
@@ -37,4 +44,5 @@ __all__ = [
     "WindowResult",
     "blend",
     "bsp_states",
+    "dominant",
 ]

@@ -49,6 +49,7 @@ from analyser.gui.model.errors import (
     problem_sentence,
     unavailable_text,
 )
+from analyser.gui.model.places import Place
 from analyser.gui.palette import hex_color
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
@@ -127,6 +128,23 @@ class Report(QWidget):
         report used it (the Execution Trace takes its zoom and pan keys, so W or Home after
         choosing the report in the list drive the trace, not the list)."""
         return False
+
+    def show_place(self, place: Place) -> bool:
+        """Show ``place``'s item in this report (a tile, a tab, a search); True when the report
+        knows it. The base shows the report as it is."""
+        return False
+
+    def go_to(self, place: Place | None) -> Report | None:
+        """Show ``place`` (another report, or this one) in the main window: the report, filled,
+        then its item. Evidence that names a place opens it (issue 36: it was plain text)."""
+        window = self.window()
+        if place is None or not hasattr(window, "show_report"):
+            return None
+        report = window.show_report(place.report)
+        report.ensure_refreshed()
+        if place.item and not report.show_place(place):
+            self.statusMessage.emit(f"{place.item}: not found in {report.title}")
+        return report
 
     def set_document(self, doc: Document | None, compare_doc: Document | None = None) -> None:
         self.document = doc

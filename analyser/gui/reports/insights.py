@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 from typing import Any
+from urllib.parse import quote, unquote
 
 import pandas as pd
 import pyqtgraph as pg
@@ -47,6 +48,7 @@ from analyser.gui.model.insights import (
     predict,
     range_text,
 )
+from analyser.gui.model.places import place_of, tile_place
 from analyser.gui.model.units_text import in_units
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report, lay_out, shows_profile_problems
@@ -122,6 +124,8 @@ class InsightsReport(Report):
         self.chart_panel = chart_panel(self.plot, self.legend)
 
         self.top_tiles = FilterTable("Filter tiles")
+        self.top_tiles.view.doubleClicked.connect(self._open_top_tile)
+        self.top_tiles.view.setToolTip("Double-click a tile to show it in the Memory Report")
         self.vertices = FilterTable("Filter vertex types")
         self.always_live = FilterTable("Filter variables")
         side = tab_widget()
@@ -153,6 +157,8 @@ class InsightsReport(Report):
         lp.addWidget(self.order_label)
         lp.addWidget(self.list, 1)
         self.details = QTextBrowser()
+        self.details.setOpenLinks(False)  # a link is a place in a report: go_to opens it
+        self.details.anchorClicked.connect(self._on_link)
         self.predict_one_button = QPushButton("Predict effect")
         self.predict_one_button.setToolTip(
             "Re-simulate this tip's changed run configuration with the embedded engine"
@@ -521,6 +527,18 @@ class InsightsReport(Report):
                 self.list.setCurrentItem(item)
                 return
 
+    def _on_link(self, url) -> None:
+        if url.scheme() == PLACE_SCHEME:
+            self.go_to(place_of(unquote(url.path())))
+
+    def _open_top_tile(self, index) -> None:
+        """Double-click on a Top tiles row: that tile in the Memory Report."""
+        model = self.top_tiles.model
+        row = self.top_tiles.proxy.mapToSource(index).row()
+        ipu = int(model.raw(row, model.column_of("ipu")))
+        tile = int(model.raw(row, model.column_of("tile")))
+        self.go_to(tile_place(ipu, tile))
+
     def is_busy(self) -> bool:
         return self._predicting
 
@@ -528,6 +546,17 @@ class InsightsReport(Report):
         if self._predicting:  # stop the re-simulations on the service rather than wait for them
             cancel_predictions()
         self.pool.waitForDone(120000)
+
+
+def effect_message(status: str, message: str) -> str:
+    """``message`` without a leading ``status:`` (the status is shown before it: the effect
+    read "fits: fits: no tile out of memory")."""
+    head = f"{status}:"
+    return message[len(head) :].lstrip() if message.lower().startswith(head.lower()) else message
+
+
+#: The scheme of the evidence's links to places in the reports.
+PLACE_SCHEME = "place"
 
 
 def insight_html(tip: Any, units) -> str:
@@ -542,7 +571,13 @@ def insight_html(tip: Any, units) -> str:
     if tip.evidence:
         parts.append("<h4>Evidence</h4><ul>")
         for ev in tip.evidence:
-            where = f" <i>(see {esc(ev.where)})</i>" if ev.where else ""
+            where = ""
+            if ev.where:
+                # a place another report shows is a link there (it was plain text)
+                target = esc(ev.where)
+                if place_of(ev.where) is not None:
+                    target = f"<a href='{PLACE_SCHEME}:{quote(ev.where)}'>{target}</a>"
+                where = f" <i>(see {target})</i>"
             parts.append(f"<li>{esc(in_units(ev.text, units))}{where}</li>")
         parts.append("</ul>")
     parts.append("<h4>Recommended change</h4>")
@@ -573,7 +608,7 @@ def insight_html(tip: Any, units) -> str:
         tone = hex_color("tone", eff.tone or ("good" if eff.recommended else "bad"))
         parts.append(
             f"<p><span style='color:{tone}; font-weight:600'>{esc(eff.status)}</span>: "
-            f"{esc(eff.message)}{verdict}</p>"
+            f"{esc(effect_message(eff.status, eff.message))}{verdict}</p>"
         )
         if eff.baseline_note:
             parts.append(f"<p><i>{esc(eff.baseline_note)}</i></p>")

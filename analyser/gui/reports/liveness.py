@@ -29,7 +29,7 @@ from analyser.gui.model.liveness import ALIGN_ADDED, ALIGN_REMOVED
 from analyser.gui.palette import hex_color
 from analyser.gui.plots import LightPlotWidget
 from analyser.gui.reports.base import Report, lay_out
-from analyser.gui.theme import chart_colors, label_fill, style_plot
+from analyser.gui.theme import chart_colors, label_fill, selection_hatch, style_plot
 from analyser.gui.widgets import (
     FilterTable,
     KeyValueTree,
@@ -102,7 +102,7 @@ class LivenessReport(Report):
         super().__init__(parent)
         self.ipu_combo = QComboBox()
         self.always_check = QCheckBox("Include always-live")
-        self.ipu_combo.currentIndexChanged.connect(lambda _i: self._redraw())
+        self.ipu_combo.currentIndexChanged.connect(lambda _i: self._on_ipu())
         self.always_check.toggled.connect(lambda _b: self._redraw())
         self.hint = QLabel(
             "Click a step to list its live variables; shift-click a second step to compare."
@@ -175,6 +175,14 @@ class LivenessReport(Report):
             self._refreshing = False
         if self.keep_state and self.steps:  # a theme switch keeps the selected steps
             self._redraw()
+            return
+        self.steps = []
+        self._redraw()
+        self._select_peak()
+
+    def _on_ipu(self) -> None:
+        """Another IPU shown: its own peak selected (IPU 1 kept IPU 0's peak step)."""
+        if self._refreshing or self.document is None:
             return
         self.steps = []
         self._redraw()
@@ -507,9 +515,10 @@ class LivenessReport(Report):
                 return
             start = int(pos[min(start, len(pos) - 1)])
             end = int(pos[min(end, len(pos) - 1)])
-        color = pg.mkColor(hex_color("chart", "selection"))
-        color.setAlpha(60)
         self._region = pg.LinearRegionItem(
-            values=(start - 0.5, end + 0.5), movable=False, brush=color
+            values=(start - 0.5, end + 0.5),
+            movable=False,
+            brush=selection_hatch(),  # not a tint over the classes' colours
+            pen=pg.mkPen(chart_colors().foreground, width=1),
         )
         item.addItem(self._region)

@@ -47,12 +47,12 @@ from analyser.gui.model.selection import (
     toggle_pair,
     unique_pairs,
 )
-from analyser.gui.palette import heatmap_colors, hex_color
+from analyser.gui.palette import heatmap_colors, hex_color, over_colors
 from analyser.gui.plots import LightPlotWidget
 from analyser.gui.reports.base import Report, lay_out
 from analyser.gui.reports.memory_insights import MemoryInsightsPage
 from analyser.gui.reports.memory_map import MemoryMapPage
-from analyser.gui.theme import chart_colors, style_plot
+from analyser.gui.theme import chart_colors, selection_hatch, style_plot
 from analyser.gui.widgets import (
     FilterTable,
     KeyValueTree,
@@ -232,15 +232,15 @@ class MemoryPlot(LightPlotWidget):
             return
         top = max(chart.top(), float(chart.sram)) / scale
         width = max(1.0, chart.values.shape[0] / 600.0)
-        color = pg.mkColor(hex_color("chart", "selection"))
-        color.setAlpha(110)
+        # hatched and outlined, not tinted: a yellow tint turned the categories' colours into
+        # others of the legend
         self.selection_item = pg.BarGraphItem(
             x=pos.astype(float),
             y0=0,
             height=top * 1.05,
             width=width,
-            brush=color,
-            pen=pg.mkPen(None),
+            brush=selection_hatch(),
+            pen=pg.mkPen(chart_colors().foreground, width=1),
         )
         self.selection_item.setZValue(50)
         item.addItem(self.selection_item)
@@ -269,13 +269,13 @@ def _label_fill() -> QtGui.QBrush:
 
 
 def oom_colormap(hi: float) -> pg.ColorMap:
-    """Heat-map colours from 0 to 100% of tile memory, reds from 100% to ``hi`` (> 1 when some
-    tile is out of memory)."""
-    stops = heatmap_colors()
+    """The sequential scale from 0 to 100% of tile memory, then the over-100% reds (which the
+    scale below never takes) up to ``hi`` (> 1 when some tile is out of memory)."""
+    stops, over = heatmap_colors(), over_colors()
     colors = [pg.mkColor(c) for c in stops]
     if hi > 1.0:
-        colors += [pg.mkColor("#ff6b6b"), pg.mkColor("#7f0000")]
-    return pg.ColorMap(memory_model.map_stops(hi, len(stops)), colors)
+        colors += [pg.mkColor(c) for c in over]
+    return pg.ColorMap(memory_model.map_stops(hi, len(stops), len(over)), colors)
 
 
 class TileMap(pg.GraphicsLayoutWidget):
@@ -368,8 +368,13 @@ class MemoryReport(Report):
         self.max_check = QCheckBox("Show max memory")
         self.max_check.setChecked(True)
         self.tiles_edit = QLineEdit()
-        self.tiles_edit.setPlaceholderText("Select tiles: 0-15, 1000 or 1:0-15")
-        self.tiles_edit.setMinimumWidth(200)
+        self.tiles_edit.setPlaceholderText("Tiles: 0-15, 1000, 1:0-15")
+        self.tiles_edit.setToolTip(
+            "Select tiles: a range (0-15), a tile (1000), or a tile range of one IPU (1:0-15), "
+            "comma-separated; Enter selects them."
+        )
+        # wide enough for its example, narrow enough that the row fits a 1,280-px window
+        self.tiles_edit.setMinimumWidth(170)
         self.select_button = QPushButton("Select")
         self.clear_button = QPushButton("Clear")
         self.error_label = QLabel("")
@@ -750,6 +755,27 @@ class MemoryReport(Report):
         tree.add_section(title, rows)
 
     # ------------------------------------------------------------------ selection
+    def show_place(self, place) -> bool:
+        """A tile ("IPU 1 tile 221": selected, its details shown), the Variables tab
+        ("Variables (stash)": filtered by the kind) or the per-tile chart ("by category")."""
+        at = place.tile()
+        if at is not None:
+            self.view_tabs.setCurrentWidget(self.chart_page)
+            self.set_selection(memory_model.one_tile(*at))
+            self.details.setCurrentWidget(self.tiles_table)
+            return len(self.selection) == 1
+        item = place.item.lower()
+        if item.startswith("variables"):
+            self.view_tabs.setCurrentWidget(self.variables_page)
+            kind = item.partition("(")[2].rstrip(")").strip()
+            self.variables_table.filter.setText(kind)
+            return True
+        if item.startswith("by category"):
+            self.breakdown_combo.setCurrentText("Category")
+            self.view_tabs.setCurrentWidget(self.chart_page)
+            return True
+        return False
+
     def click_tile(self, ipu: int, tile: int, shift: bool) -> None:
         if shift:
             self.set_selection(toggle_pair(self.selection, ipu, tile))

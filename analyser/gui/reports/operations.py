@@ -57,6 +57,10 @@ from analyser.gui.widgets import (
 Index = QModelIndex | QPersistentModelIndex
 
 
+#: Width the operation names' column keeps when the figures take the rest of the table.
+NAME_COLUMN_PX = 320
+
+
 class OperationsReport(Report):
     title = "Operations"
     key = "operations"
@@ -209,7 +213,12 @@ class OperationsReport(Report):
         else:
             self.view.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
         fit_columns(self.view, self.model)
-        self.view.setColumnWidth(0, min(self.view.columnWidth(0), 320))
+        # the names take what the figures leave of the width (at least 320 px): cut to 320
+        # on a wide screen, they hid the layer names' ends with the room beside them free
+        names = self.view.columnWidth(0)
+        figures = sum(self.view.columnWidth(c) for c in range(1, self.model.columnCount()))
+        room = self.view.viewport().width() - figures
+        self.view.setColumnWidth(0, min(names, max(NAME_COLUMN_PX, room)))
         before = self.view.currentIndex()
         if self.model.rowCount():
             self.view.selectRow(0)

@@ -100,17 +100,14 @@ def identify_scheduler(address: str, security=None, timeout: float | None = None
             f"the server at {address!r} accepted the connection but did not answer as a Dask "
             f"scheduler within {timeout:g} s; check the address and port."
         ) from None
-    except ssl.SSLError as exc:
-        raise RemoteError(
-            f"the TLS handshake with {address!r} failed: {_first_line(exc)}; check the "
-            "--tls-* files (or Dask's TLS configuration)."
-        ) from None
     except (Exception, MemoryError) as exc:  # garbage read as a Dask message, a closed stream
-        how = (
-            "it answered with something that is not a Dask message"
-            if isinstance(exc, MemoryError | ValueError | TypeError)
-            else f"it did not answer Dask's handshake: {type(exc).__name__}"
-        )
+        refused = _tls_refusal(address, exc) if address.startswith("tls://") else None
+        if refused:
+            raise RemoteError(refused) from None
+        if isinstance(exc, MemoryError | ValueError | TypeError):
+            how = _what_answered(address)
+        else:
+            how = f"it did not answer Dask's handshake: {type(exc).__name__}"
         raise RemoteError(
             f"the server at {address!r} is not a Dask scheduler ({how}); check the address "
             "and port."
@@ -123,6 +120,109 @@ def identify_scheduler(address: str, security=None, timeout: float | None = None
             "(dask scheduler prints it)."
         )
     return reply
+
+
+def _ssl_errors(exc: BaseException) -> list[BaseException]:
+    """The ``ssl.SSLError`` s behind ``exc`` (Dask wraps them in its own comm errors)."""
+    import ssl
+
+    found, seen, todo = [], set(), [exc]
+    while todo:
+        e = todo.pop(0)
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, ssl.SSLError):
+            found.append(e)
+        # tornado keeps the socket's error as ``real_error`` of its StreamClosedError
+        todo += [e.__cause__, e.__context__, getattr(e, "real_error", None)]
+    return found
+
+
+#: OpenSSL's reasons for a reply that is no TLS record (an HTTP or other plain-text server).
+_NOT_TLS = frozenset(
+    {"WRONG_VERSION_NUMBER", "HTTP_REQUEST", "PACKET_LENGTH_TOO_LONG", "RECORD_LAYER_FAILURE"}
+)
+
+
+def _tls_refusal(address: str, exc: BaseException) -> str | None:
+    """The sentence for a TLS handshake that failed (None when ``exc`` is not one): the
+    scheduler's certificate not signed by the CA this side trusts, or this side's certificate
+    refused by the scheduler (it ends the handshake: an alert, or the connection closed)."""
+    import ssl
+
+    errors = _ssl_errors(exc)
+    text = str(exc).upper()
+    if not errors and "ALERT_" not in text:
+        return None
+    first = errors[0] if errors else exc
+    reason = str(getattr(first, "reason", None) or "").upper()
+    if not errors:  # Dask re-raised an alert as its own error, the SSL error only in its text
+        reason = "ALERT_" + text.split("ALERT_", 1)[1].split("]", 1)[0].split(" ", 1)[0]
+    if isinstance(first, ssl.SSLCertVerificationError):
+        detail = getattr(first, "verify_message", None) or _first_line(first)
+        return (
+            f"the TLS handshake with {address!r} failed: the scheduler's certificate is not "
+            f"signed by the CA of --tls-ca-file ({detail}); give the CA that signed it."
+        )
+    if reason in _NOT_TLS:  # the first bytes back were not a TLS record
+        what = _what_answered(address)
+        said = "" if what.startswith("it answered") else f": {what}"
+        return (
+            f"the TLS handshake with {address!r} failed: the server there does not speak TLS "
+            f"({reason.lower().replace('_', ' ')}{said}); check the address and port (tcp:// "
+            "for a scheduler without TLS)."
+        )
+    if isinstance(first, ssl.SSLEOFError) or "ALERT" in reason:
+        how = (
+            "it closed the connection during the handshake"
+            if isinstance(first, ssl.SSLEOFError)
+            else "its alert: " + reason.split("ALERT_", 1)[-1].replace("_", " ").lower()
+        )
+        return (
+            f"the TLS handshake with {address!r} failed: the scheduler refused this client's "
+            f"certificate ({how}); give a --tls-cert (and --tls-key) signed by a CA the "
+            "scheduler trusts."
+        )
+    return (
+        f"the TLS handshake with {address!r} failed: {_first_line(first)}; check the --tls-* "
+        "files (or Dask's TLS configuration)."
+    )
+
+
+def _what_answered(address: str, timeout: float = 3.0) -> str:
+    """What the server at ``address`` is, from the first bytes it sends to a plain client
+    (after Dask could not read its reply): an HTTP server (a web server, a proxy), an SSH
+    server, or something else."""
+    import socket
+    from urllib.parse import urlsplit
+
+    generic = "it answered with something that is not a Dask message"
+    try:
+        url = urlsplit(address)
+        with socket.create_connection((url.hostname, url.port), timeout=timeout) as sock:
+            sock.settimeout(1.0)
+            head = sock.recv(64)  # a server that speaks first (SSH, SMTP)
+            if not head:
+                return generic
+    except (OSError, ValueError, UnicodeError):
+        head = b""
+    if not head:
+        try:
+            with socket.create_connection((url.hostname, url.port), timeout=timeout) as sock:
+                sock.settimeout(timeout)
+                sock.sendall(b"GET / HTTP/1.0\r\n\r\n")
+                head = sock.recv(64)
+        except (OSError, ValueError, UnicodeError):
+            return generic
+    line = head.split(b"\r\n", 1)[0].split(b"\n", 1)[0]
+    text = line.decode("ascii", "replace")
+    shown = "".join(c if c.isprintable() else "?" for c in text)[:60]
+    if head.startswith(b"HTTP/"):
+        return f"an HTTP server answered there ({shown!r}): a web server or a proxy"
+    if head.startswith(b"SSH-"):
+        return f"an SSH server answered there ({shown!r})"
+    return generic
 
 
 def _first_line(exc: BaseException) -> str:

@@ -520,6 +520,7 @@ class SimulationService:
         client = self.client()
         req = job.request
         task = f"sim-{req.key}-{job.attempt}-{secrets.token_hex(4)}"
+        host = req.config.get("host_profile") if req.host_profile_digest else None
         payload = {
             "key": req.key,
             "task": task,
@@ -530,6 +531,9 @@ class SimulationService:
             "engine": engine_fingerprint(),
             "model_file": req.model_file,
             "model_bytes": _read(req.model_file) if req.model_file and self.scheduler else None,
+            "host_profile": host,
+            "host_profile_bytes": _read(host) if host and self.scheduler else None,
+            "inputs": req.inputs,
             "memory_limit": self.memory_limit,
             "time_limit": self.time_limit,
             "attempt": job.attempt,
@@ -653,29 +657,63 @@ def tls_security(ca_file: str, cert: str, key: str | None = None):
     return sec
 
 
+#: Protocols of a scheduler address the service connects to (Dask's own, but ``inproc``:
+#: a scheduler in this process's memory, which another process never is).
+PROTOCOLS = ("tcp", "tls", "ws", "wss", "ucx")
+
+
+def _shown(address: str, limit: int = 80) -> str:
+    """``address`` quoted for a sentence, cut to ``limit`` characters."""
+    return repr(address if len(address) <= limit else address[: limit - 3] + "...")
+
+
 def _check_reachable(address: str) -> None:
-    """One sentence at once when nothing listens at a ``tcp://HOST:PORT`` scheduler address
-    (the Dask client would retry for its whole timeout)."""
+    """One sentence at once when a scheduler address cannot name a scheduler (a protocol Dask
+    does not speak to another process, a host name that is none) or nothing listens at a
+    ``tcp://HOST:PORT`` / ``tls://HOST:PORT`` (the Dask client would retry for its whole
+    timeout)."""
     import socket
     from urllib.parse import urlsplit
 
-    url = urlsplit(address if "://" in address else f"tcp://{address}")
-    if url.scheme not in ("tcp", "tls"):
+    scheme = address.split("://", 1)[0].lower() if "://" in address else "tcp"
+    if scheme == "inproc":
+        raise ServiceError(
+            f"the Dask scheduler address {_shown(address)} is an in-process address "
+            "(inproc:// works only within one process); give the scheduler's tcp://HOST:PORT "
+            "or tls://HOST:PORT."
+        )
+    if scheme not in PROTOCOLS:
+        raise ServiceError(
+            f"the Dask scheduler address {_shown(address)} uses the protocol {scheme[:20]!r}, "
+            f"which Dask does not speak ({', '.join(PROTOCOLS)}); give tcp://HOST:PORT or "
+            "tls://HOST:PORT."
+        )
+    if scheme not in ("tcp", "tls"):
         return
+    url = urlsplit(address if "://" in address else f"tcp://{address}")
     try:
         host, port = url.hostname, url.port
     except ValueError:
         host, port = None, None
     if not host or not port:
         raise ServiceError(
-            f"the Dask scheduler address {address!r} is not of the form tcp://HOST:PORT "
+            f"the Dask scheduler address {_shown(address)} is not of the form tcp://HOST:PORT "
             "(or tls://HOST:PORT)."
         )
     try:
-        socket.create_connection((host, port), timeout=5).close()
-    except OSError as exc:
+        host.encode("idna")
+    except UnicodeError as exc:  # a label over 63 characters, an empty label
+        why = str(exc).rsplit(": ", 1)[-1].rstrip(")") or "not a DNS name"
         raise ServiceError(
-            f"cannot reach the Dask scheduler at {address!r}: {exc.strerror or exc}."
+            f"the Dask scheduler address {_shown(address)} has a host name that is not valid "
+            f"({why}); check the address."
+        ) from None
+    try:
+        socket.create_connection((host, port), timeout=5).close()
+    except (OSError, UnicodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        raise ServiceError(
+            f"cannot reach the Dask scheduler at {_shown(address)}: {reason}."
         ) from None
 
 

@@ -193,7 +193,12 @@ def _one_line(exc: BaseException) -> str:
 def run_simulation(payload: dict[str, Any]) -> dict[str, Any]:
     """Simulate one request (the Dask task). ``payload``: ``key``, ``config``, ``tag``,
     ``cache_dir``, ``token``, ``model_file``, ``model_bytes`` (when the file may not be visible
-    here), ``memory_limit`` (bytes or None), ``time_limit`` (seconds or None), ``attempt``."""
+    here), ``host_profile`` and ``host_profile_bytes`` (likewise), ``inputs`` (``{path: sha256}``
+    of the files the key holds: checked once it has run, see
+    :func:`~analyser.sim.service.request.input_changes`), ``memory_limit`` (bytes or None),
+    ``time_limit`` (seconds or None), ``attempt``."""
+    from analyser.sim.service.request import input_changes
+
     key = payload["key"]
     t0 = time.perf_counter()
     base = {"key": key, "tag": payload.get("tag", ""), "attempts": payload.get("attempt", 1)}
@@ -204,11 +209,16 @@ def run_simulation(payload: dict[str, Any]) -> dict[str, Any]:
     why: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="ipu-sim-") as tmp:
         config = dict(payload["config"])
-        model_file = payload.get("model_file")
-        if model_file and not os.path.exists(model_file) and payload.get("model_bytes"):
-            local = Path(tmp) / Path(model_file).name
-            local.write_bytes(payload["model_bytes"])
-            config = {k: (str(local) if v == model_file else v) for k, v in config.items()}
+        local: dict[str, str] = {}  # a file that travelled with the request: where it is here
+        for name, field in (("model_file", "model_bytes"), ("host_profile", "host_profile_bytes")):
+            path = payload.get(name)
+            if path and not os.path.exists(path) and payload.get(field):
+                copy = Path(tmp) / name / Path(path).name
+                copy.parent.mkdir()
+                copy.write_bytes(payload[field])
+                local[path] = str(copy)
+                config = {k: (str(copy) if v == path else v) for k, v in config.items()}
+        inputs = payload.get("inputs") or {}
         out = (cache / f".{key}.{os.getpid()}.tmp.h5") if shared else Path(tmp) / f"{key}.h5"
         if payload.get("memory_limit"):
             _warm_up()
@@ -243,6 +253,13 @@ def run_simulation(payload: dict[str, Any]) -> dict[str, Any]:
         finally:
             forget_keys([payload.get("task", key)])
         result.update(base, seconds=time.perf_counter() - t0)
+        # a file edited since the key was taken (before or while the engine read it): these
+        # figures may not be the key's, so they are not kept
+        changed = input_changes(inputs, local)
+        if changed:
+            with contextlib.suppress(OSError):
+                out.unlink()
+            return {**base, "status": "failed", "message": changed}
         if result["status"] not in ("ok", "oom"):
             return result
         if shared:

@@ -101,12 +101,32 @@ def _meta_problem(exc: ValidationError) -> str:
     return f"{loc!r} is {value}: {err['msg'].lower()}"
 
 
+def in_folder(folder: Path, name: str, what: str) -> Path:
+    """``folder / name`` with links resolved, refused (one sentence) when it is a link that
+    leaves the folder: a crafted folder's tune.json linking to another file would have that
+    file read (and its values quoted in the error messages)."""
+    path = folder / name
+    target = inside(folder, name)
+    if target is None:
+        raise TuneFolderError(
+            f"{what} is a link out of the tune folder; refusing to follow it (copy the file "
+            "into the folder instead)."
+        )
+    return path if not os.path.islink(path) else target
+
+
 def read_meta(folder: Path, schema: str) -> dict[str, Any]:
     """tune.json of ``folder`` checked against :class:`TuneMeta` (as a plain dict)."""
     path = folder / "tune.json"
     what = f"tune results {str(path)!r}"
     try:
-        raw = read_regular(path, what, TuneFolderError, META_LIMIT, "(a tune writes tens of kB.)")
+        raw = read_regular(
+            in_folder(folder, "tune.json", what),
+            what,
+            TuneFolderError,
+            META_LIMIT,
+            "(a tune writes tens of kB.)",
+        )
         doc = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise TuneFolderError(f"{what} is not text (not UTF-8).") from None
@@ -157,7 +177,7 @@ def read_table(folder: Path) -> Any:
     path = folder / "results.parquet"
     what = f"tune results {str(path)!r}"
     try:
-        with open_table(path, what) as fh:
+        with open_table(in_folder(folder, "results.parquet", what), what) as fh:
             pf = pq.ParquetFile(fh)
             rows = pf.metadata.num_rows
             if rows > MAX_ROWS:
@@ -217,8 +237,9 @@ def check_against(folder: Path, meta: dict[str, Any], frame: Any) -> None:
 
 def read_folder(folder: Path, schema: str) -> tuple[dict[str, Any], Any]:
     """(meta, frame) of a tune folder, every check of the module's docstring passed."""
+    what = f"tune results {str(folder / 'tune.json')!r}"
     try:
-        regular_stat(folder / "tune.json", f"tune results {str(folder / 'tune.json')!r}")
+        regular_stat(in_folder(folder, "tune.json", what), what)
     except InputPathError as exc:
         raise TuneFolderError(str(exc)) from None
     meta = read_meta(folder, schema)

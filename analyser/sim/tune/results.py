@@ -30,7 +30,7 @@ import os
 import re
 import shutil
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -208,6 +208,50 @@ def foreign_entries(folder: Path) -> list[str]:
             (TUNE_NAMES.fullmatch(p.name) or TEMP_NAME.fullmatch(p.name)) and _lstat_regular(p)
         )
     ]
+
+
+@contextlib.contextmanager
+def folder_lock(folder: Path) -> Iterator[None]:
+    """Held while one tune searches and writes into ``folder``: a second tune into the same
+    folder is refused at once (one sentence) rather than racing on its files. An advisory
+    ``flock`` on the folder itself (no lock file to leave behind; released when the process
+    ends, however it ends). A folder this creates is removed again if nothing was written."""
+    import fcntl
+
+    created = False
+    try:
+        folder.mkdir(exist_ok=False)
+        created = True
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise TuneResultsError(
+            f"cannot create the output folder {str(folder)!r}: "
+            f"{(exc.strerror or type(exc).__name__).lower()}."
+        ) from None
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_CLOEXEC)
+    except OSError as exc:
+        raise TuneResultsError(
+            f"cannot open the output folder {str(folder)!r}: "
+            f"{(exc.strerror or type(exc).__name__).lower()}."
+        ) from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise TuneResultsError(
+                f"another analyse tune is writing into {str(folder)!r}; wait for it to finish "
+                "or give another -o."
+            ) from None
+        except OSError:
+            pass  # a file system without locks: the unique temporaries still hold
+        yield
+    finally:
+        os.close(fd)
+        if created:
+            with contextlib.suppress(OSError):
+                folder.rmdir()  # only when still empty
 
 
 def _write_atomic(final: Path, write: Callable[[Path], None]) -> None:

@@ -1,6 +1,6 @@
-"""BSP view of the Execution Trace: tiles x time for one IPU, each cell coloured by the share of
-its time in each BSP state (compute, exchange, sync, idle), x linked with the timeline, with
-vertical zoom over the tiles. The numbers come from :mod:`analyser.trace.bsp`; this widget only
+"""BSP view of the Execution Trace: tiles x time for one IPU, each cell coloured by the BSP state
+(compute, exchange, sync, idle) with the largest share of its time, paler when that share is
+smaller, x linked with the timeline, with vertical zoom over the tiles. The numbers come from :mod:`analyser.trace.bsp`; this widget only
 draws them."""
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from PySide6.QtWidgets import (
 
 from analyser.core.units import fmt_int, fmt_pct
 from analyser.gui.axes import short_cycles, use_cycle_axis
-from analyser.gui.model.trace import BSP_STATES, TYPES_OF_STATE, BspStates, blend, bsp_states
+from analyser.gui.model.trace import BSP_STATES, TYPES_OF_STATE, BspStates, bsp_states, dominant
 from analyser.gui.palette import hex_color
 from analyser.gui.plots import LightPlotWidget
 from analyser.gui.reports.trace.lane_items import LANE_AXIS_PX
-from analyser.gui.theme import style_plot
+from analyser.gui.theme import chart_colors, style_plot
 from analyser.gui.widgets import PoolTask, Relay, headed_column, wrapped_label
 
 #: Wheel zoom factor over the tiles per wheel notch.
@@ -60,7 +60,7 @@ class _TileViewBox(pg.ViewBox):
 
 
 class BspView(QWidget):
-    """Tiles x time cells of one IPU coloured by BSP state (blend by share)."""
+    """Tiles x time cells of one IPU coloured by their dominant BSP state."""
 
     #: the plot's view box was resized (the Execution Trace lines it up with its timeline)
     plotResized = Signal()
@@ -173,8 +173,8 @@ class BspView(QWidget):
                 f"<span title='{html.escape(types)}'>{state}</span>"
             )
         self.legend.setText(
-            "&nbsp;&nbsp; ".join(parts) + "&nbsp;&nbsp; <i>a cell mixing states blends their "
-            "colours by share of its cycles</i>"
+            "&nbsp;&nbsp; ".join(parts) + "&nbsp;&nbsp; <i>a cell takes the colour of the state "
+            "with most of its cycles, paler when that share is smaller (hover: every share)</i>"
         )
         self.legend_colors = dict(zip(BSP_STATES, state_colors(), strict=True))
 
@@ -258,7 +258,8 @@ class BspView(QWidget):
     def show_states(self, m: BspStates) -> None:
         self.states = m
         colors = np.array([QColor(c).getRgb()[:3] for c in state_colors()], np.float32)
-        rgb = blend(m.shares, colors)  # [bucket, row, 3]
+        background = np.array(QColor(chart_colors().background).getRgb()[:3], np.float32)
+        rgb = dominant(m.shares, colors, background)  # [bucket, row, 3]
         self.image.setImage(np.ascontiguousarray(rgb.transpose(1, 0, 2)), autoLevels=False)
         a, b = int(m.tile_edges[0]), int(m.tile_edges[-1])
         self.image.setRect(pg.QtCore.QRectF(m.t0, a, m.t1 - m.t0, b - a))

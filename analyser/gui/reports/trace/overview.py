@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QImage, QMouseEvent, QPainter, QPaintEvent, QPen
 from PySide6.QtWidgets import QWidget
 
 from analyser.gui.model.trace import TraceWindow
-from analyser.gui.palette import heatmap_colors, qcolor
+from analyser.gui.palette import busy_colors
 from analyser.gui.theme import chart_colors
 
 #: Pixels either side of a band edge where a press grabs the edge (resizes the window).
@@ -24,8 +24,8 @@ DEFAULT_LABEL_PX = 120
 
 
 def _lookup_table() -> list[int]:
-    """The heat map's colours at 256 levels, as the ``qRgb`` values of an indexed image."""
-    stops = heatmap_colors()
+    """The busy scale's colours at 256 levels, as the ``qRgb`` values of an indexed image."""
+    stops = busy_colors()
     cmap = pg.ColorMap(np.linspace(0, 1, len(stops)), [QColor(c) for c in stops])
     lut = cmap.getLookupTable(nPts=256, alpha=False).astype(np.uint32)
     return [int(v) for v in (0xFF000000 | (lut[:, 0] << 16) | (lut[:, 1] << 8) | lut[:, 2])]
@@ -33,8 +33,10 @@ def _lookup_table() -> list[int]:
 
 class OverviewStrip(QWidget):
     """The whole run in a strip above the lanes (Perfetto's overview): the busy share of each
-    IPU per pixel (one row per IPU, the heat map's colours), the timeline's visible window
-    marked as a band. Click to centre the view there (and keep dragging to move it), drag the
+    IPU per pixel (one row per IPU, labelled, from the sync grey when waiting to the compute
+    blue when busy: the lanes' own colours for the two, where a heat map's dark navy meant
+    waiting), the timeline's visible window outlined (a tint would change the colours under
+    it). Click to centre the view there (and keep dragging to move it), drag the
     band to move it, drag its edges to resize it. Computed once per profile from the trace's
     pyramids (:meth:`TraceWindow.overview`)."""
 
@@ -61,8 +63,9 @@ class OverviewStrip(QWidget):
         self.setFixedHeight(54)
         self.setMouseTracking(True)  # the cursor says what a press would do
         self.setToolTip(
-            "The whole run: share of each IPU's time computing or exchanging (dark: waiting "
-            "in syncs). Click to move the view there; drag the band or its edges."
+            "The whole run: share of each IPU's time computing or exchanging (blue: busy; "
+            "grey: waiting in syncs). Click to move the view there; drag the outlined window "
+            "or its edges."
         )
 
     # -- data ------------------------------------------------------------------------------------
@@ -134,22 +137,40 @@ class OverviewStrip(QWidget):
             if self._label_px > 8:
                 p.setFont(self._font)
                 p.setPen(QColor(colors.foreground))
-                label = QRectF(0, 0, self._label_px - 4, self.height())
-                right = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
-                p.drawText(label, right, "Overview")
+                self._paint_labels(p)
             if self.image is None or self.overview is None:
                 return
             p.drawImage(r, self.image)  # each bucket a block of pixels, not smoothed
             a, b = (min(max(self.x_of(c), r.left()), r.right()) for c in self.band)
-            band = QRectF(a, r.top(), max(b - a, 1.0), r.height())
-            p.fillRect(band, qcolor("chart", "selection", 70))
-            pen = QPen(QColor("#333333"))
-            pen.setWidth(1)
-            p.setPen(pen)
-            for x in (a, b):
-                p.drawLine(QPointF(x, r.top()), QPointF(x, r.bottom()))
+            band = QRectF(a, r.top() + 1, max(b - a, 1.0), r.height() - 2)
+            # outlined, not tinted: a tint would turn the busy blue into another colour
+            for color, width in ((colors.background, 4), (colors.foreground, 2)):
+                pen = QPen(QColor(color))
+                pen.setWidth(width)
+                p.setPen(pen)
+                p.drawRect(band)
         finally:
             p.end()
+
+    def row_labels(self) -> list[tuple[QRectF, str]]:
+        """Where each IPU's row is named in the label column: "IPU n" per row when the rows are
+        tall enough to read, else one "IPU 0-n" (or "Overview" before a profile opens)."""
+        label = QRectF(0, 0, self._label_px - 4, self.height())
+        rows = 0 if self.overview is None else int(np.asarray(self.overview.busy).shape[0])
+        if rows == 0:
+            return [(label, "Overview")]
+        r = self.plot_rect()
+        h = r.height() / rows
+        if rows == 1 or h < 11:
+            return [(label, "IPU 0" if rows == 1 else f"IPUs 0-{rows - 1}")]
+        return [
+            (QRectF(0, r.top() + i * h, self._label_px - 4, h), f"IPU {i}") for i in range(rows)
+        ]
+
+    def _paint_labels(self, p: QPainter) -> None:
+        right = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
+        for rect, text in self.row_labels():
+            p.drawText(rect, right, text)
 
     # -- mouse -----------------------------------------------------------------------------------
     def mousePressEvent(self, event: QMouseEvent) -> None:

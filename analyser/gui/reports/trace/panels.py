@@ -8,7 +8,7 @@ import html
 import numpy as np
 import pandas as pd
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -412,6 +412,9 @@ class SearchPanel(QWidget):
     """Search steps by program / operation name over the whole trace."""
 
     activated = Signal(int)  # global row
+    #: the search box is done with the keys: Enter found steps, or Esc (the trace takes the
+    #: focus back, so W / A / S / D drive it instead of typing into the box)
+    finished = Signal()
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -440,10 +443,26 @@ class SearchPanel(QWidget):
         self.trace: TraceWindow | None = None
         self.result: SearchResult | None = None
         self.current = -1
-        self.edit.returnPressed.connect(self.run)
+        self.edit.returnPressed.connect(self._on_enter)
+        self.edit.installEventFilter(self)
         self.button.clicked.connect(self.run)
         self.next_button.clicked.connect(lambda: self.step(1))
         self.prev_button.clicked.connect(lambda: self.step(-1))
+
+    def _on_enter(self) -> None:
+        res = self.run()
+        if res is not None and res.total:
+            self.finished.emit()
+
+    def eventFilter(self, obj, event) -> bool:
+        if (
+            obj is self.edit
+            and event.type() == QEvent.Type.KeyPress
+            and event.key() == Qt.Key.Key_Escape
+        ):
+            self.finished.emit()
+            return True
+        return super().eventFilter(obj, event)
 
     def set_trace(self, trace: TraceWindow | None) -> None:
         self.trace = trace

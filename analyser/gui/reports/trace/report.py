@@ -25,7 +25,7 @@ from analyser.gui.items import settle_item_bounds
 from analyser.gui.model import data as gui_data
 from analyser.gui.model.document import Document
 from analyser.gui.model.trace import GROUP_MODES, HOST_EVENTS, STEP_TYPES, TraceWindow
-from analyser.gui.palette import hex_color
+from analyser.gui.palette import busy_colors, hex_color
 from analyser.gui.reports.base import Report
 from analyser.gui.reports.trace.bsp import BspView
 from analyser.gui.reports.trace.diff_lane import (
@@ -57,6 +57,28 @@ GROUP_LABELS = {
 
 #: Delay after the last pan / zoom before the range summary and BSP view are recomputed (ms).
 SUMMARY_DELAY_MS = 150
+
+
+def _swatch(color: str, text: str) -> str:
+    """A legend entry whose swatch never wraps away from its label (a no-break space)."""
+    return (
+        f"<span style='white-space:nowrap'><span style='color:{color}'>■</span>&nbsp;{text}</span>"
+    )
+
+
+def legend_html(step_types, host_kinds) -> str:
+    """The trace legend: the step types run, the host's event kinds, and the overview's busy
+    scale (its colours at 0%, 50% and 100%)."""
+    parts = [_swatch(hex_color("step_types", t), t) for t in STEP_TYPES if t in step_types]
+    host = [_swatch(hex_color("host_events", k), k) for k in HOST_EVENTS if k in host_kinds]
+    if host:
+        parts.append("·&nbsp;Host: " + " &nbsp; ".join(host))
+    busy = busy_colors()
+    scale = "".join(f"<span style='color:{c}'>■</span>" for c in busy)
+    parts.append(
+        f"·&nbsp;<span style='white-space:nowrap'>Overview busy: 0%&nbsp;{scale}&nbsp;100%</span>"
+    )
+    return " &nbsp; ".join(parts)
 
 
 def trace_of(doc: Document) -> TraceWindow:
@@ -111,7 +133,7 @@ class TraceReport(Report):
         bar.addWidget(QLabel("Axis:"))
         self.axis_combo = QComboBox()
         self.axis_combo.addItem("cycles", False)
-        self.axis_combo.addItem("time (µs / ms)", True)
+        self.axis_combo.addItem("time (s / ms / µs)", True)
         self.axis_combo.setToolTip("Read the time axis in cycles or in time at the IPU clock")
         self.axis_combo.currentIndexChanged.connect(self._on_axis)
         bar.addWidget(self.axis_combo)
@@ -204,6 +226,9 @@ class TraceReport(Report):
         self.timeline.rangeCleared.connect(lambda: self._on_range(self._timeline_b, None, None))
         self.summary.groupingChanged.connect(lambda _by: self._schedule_details())
         self.search.activated.connect(self._on_search_hit)
+        self.search.finished.connect(
+            lambda: self.timeline.setFocus(Qt.FocusReason.OtherFocusReason)
+        )
         find = QShortcut(QKeySequence.StandardKey.Find, self)
         find.activated.connect(self.focus_search)
         # a control keeps the focus after a click (the View box after choosing a grouping):
@@ -265,6 +290,21 @@ class TraceReport(Report):
         ):
             return True
         return super().eventFilter(obj, event)
+
+    def show_place(self, place) -> bool:
+        """The BSP view ("BSP view / Program Tree"), the host lanes ("host lane", "host
+        phase": on the timeline), or the steps a word names, searched ("StreamCopyMid")."""
+        item = place.item
+        if "BSP" in item:
+            self.tabs.setCurrentWidget(self.bsp)
+            return True
+        if item.lower().startswith("host"):
+            self.timeline.reset_zoom()
+            return True
+        word = item.split(" ")[0]
+        self.tabs.setCurrentWidget(self.search)
+        res = self.search.run(word)
+        return res is not None and res.total > 0
 
     def focus_search(self) -> None:
         self.tabs.setCurrentWidget(self.search)
@@ -508,10 +548,13 @@ class TraceReport(Report):
         text = (
             # compare mode: the figures are A's (its run, its steps), and say so
             ("A: " if self.trace_b is not None else "")
-            + f"{a:,.0f} – {b:,.0f} cycles ({short_cycles(b - a)}) · {n:,} steps · "
-            f"{self.timeline.n_rects:,} rects ({', '.join(sorted(src))})"
+            + f"{a:,.0f} – {b:,.0f} cycles ({short_cycles(b - a)}) · {n:,} steps"
         )
         self.status.setText(text)
+        # how the view is drawn is for whoever asks (the header is for what it shows)
+        self.status.setToolTip(
+            f"{text}\n{self.timeline.n_rects:,} rectangles drawn ({', '.join(sorted(src))})"
+        )
         # every step type the run executed, whatever is in view: a zoomed-out view paints a
         # pixel with the type that dominates it, and a legend of the painted types only would
         # say the others are absent
@@ -523,19 +566,7 @@ class TraceReport(Report):
         for tl in self._timelines():
             if tl.trace is not None and tl.host_lanes:
                 kinds.update(tl.host["kind"])
-        host = [
-            f"<span style='color:{hex_color('host_events', k)}'>■</span> {k}"
-            for k in HOST_EVENTS
-            if k in kinds
-        ]
-        self.legend.setText(
-            " &nbsp; ".join(
-                f"<span style='color:{hex_color('step_types', t)}'>■</span> {t}"
-                for t in STEP_TYPES
-                if t in present
-            )
-            + (" &nbsp;·&nbsp; Host: " + " &nbsp; ".join(host) if host else "")
-        )
+        self.legend.setText(legend_html(present, kinds))
         self._schedule_details()
 
     def _schedule_details(self) -> None:

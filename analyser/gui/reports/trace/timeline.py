@@ -63,7 +63,7 @@ from analyser.gui.reports.trace.lane_items import (
     light_fill,
 )
 from analyser.gui.reports.trace.marks import Marks
-from analyser.gui.theme import chart_colors, style_plot
+from analyser.gui.theme import chart_colors, selection_hatch, style_plot
 from analyser.gui.widgets import PoolTask, Relay
 from profiles.errors import UserFacingError
 
@@ -207,12 +207,14 @@ class TimelineView(LaneGroups, LightPlotWidget):
         # (the band and its label: built on the first selection, see band)
         self._band: pg.LinearRegionItem | None = None
         self._band_label: pg.TextItem | None = None
+        # the selected step or host event: outlined and hatched, never tinted (a yellow tint
+        # turned a selected GlobalExchange into the DoExchange orange)
         self.highlight = QGraphicsRectItem()
         pen = QPen(QColor(chart_colors().foreground))
         pen.setCosmetic(True)
         pen.setWidth(2)
         self.highlight.setPen(pen)
-        self.highlight.setBrush(QBrush(qcolor("chart", "selection", 90)))
+        self.highlight.setBrush(selection_hatch())
         self.highlight.setZValue(10)
         self.highlight.hide()
         plot.addItem(self.highlight)
@@ -850,9 +852,8 @@ class TimelineView(LaneGroups, LightPlotWidget):
         first visit (issue 23 item 11)."""
         if self._band is None:
             plot = self.getPlotItem()
-            band = pg.LinearRegionItem(
-                (0, 1), movable=False, brush=qcolor("chart", "selection", 60), pen=pg.mkPen(None)
-            )
+            edge = pg.mkPen(chart_colors().foreground, width=2)
+            band = pg.LinearRegionItem((0, 1), movable=False, brush=selection_hatch(), pen=edge)
             band.setZValue(8)
             band.hide()
             plot.addItem(band, ignoreBounds=True)
