@@ -718,22 +718,21 @@ def memory_fact(row_id: str, fits: bool, source: str, config) -> dict:
     }
 
 
-def memory_facts(folder: Path = REFERENCE_DIR) -> list[dict]:
+def memory_facts(folder: Path = REFERENCE_DIR, rows: list[MemoryRow] | None = None) -> list[dict]:
     """The stored memory facts of the table's ``[[memory]]`` rows (published 'fits' / 'out of
-    memory' statements with their run configurations), or [] when the table has none. The
-    rows' reader and model preparation (``load_memory_rows``, ``prepare_model``) live in this
-    file where the table has memory rows."""
+    memory' statements with their run configurations); a configuration the engine refuses
+    gives no fact (nothing to bound)."""
     from engine.config import RunConfig
+    from engine.errors import EngineError
 
-    loader, prepare = globals().get("load_memory_rows"), globals().get("prepare_model")
-    if loader is None:
-        return []
     out = []
-    for r in loader():
-        config = RunConfig.from_toml(folder / str(r.config))
-        if prepare is not None:
-            prepare(config, folder)
-        out.append(memory_fact(r.id, r.fits, r.source, config))
+    for r in load_memory_rows() if rows is None else rows:
+        config = RunConfig.from_toml(config_path(r, folder))
+        prepare_model(config, folder)
+        try:
+            out.append(memory_fact(r.id, r.fits, r.source, config))
+        except EngineError as exc:
+            print(f"memory row {r.id}: no fact stored ({exc})", file=sys.stderr)
     return out
 
 
