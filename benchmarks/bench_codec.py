@@ -65,7 +65,9 @@ def main() -> int:
         cols = {k: g[k][:] for k in g}
         chunk = g["start"].chunks
     n = len(next(iter(cols.values())))
-    print(f"{n:,} steps x {len(cols)} columns, chunks of {chunk[0]:,} rows; load {os.getloadavg()[0]:.1f}")
+    print(
+        f"{n:,} steps x {len(cols)} columns, chunks of {chunk[0]:,} rows; load {os.getloadavg()[0]:.1f}"
+    )
     base = None
     out = tmp / "codec.h5"
     for name, kw in _candidates().items():
