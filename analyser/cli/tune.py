@@ -11,6 +11,7 @@ See docs/tune.md.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 from pathlib import Path
 
@@ -155,6 +156,13 @@ def _run_locked(args, out: Path, start, space) -> int:
     from analyser.sim.tune.space import MAX_GRID
 
     configure_from_args(args)
+    # distributed logs a lost scheduler's reconnect attempts with tracebacks; the tune says
+    # what happened in one sentence instead
+    import distributed  # noqa: F401  (its logging configured first, then quietened)
+
+    for name in ["distributed", *list(logging.root.manager.loggerDict)]:
+        if name.split(".")[0] in ("distributed", "tornado"):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
     service = get_service()
     con = console(stderr=True)
     changes = []
@@ -194,6 +202,8 @@ def _run_locked(args, out: Path, start, space) -> int:
     write_tune_report(out, out / "report.html")
     if not args.quiet:
         _print_summary(result, meta, out)
+    if result.failure:
+        raise CliError(result.failure, result.exit_code or 2)
     if result.interrupted:
         con.print(
             "analyse tune: interrupted; run the same command again to resume from the cache.",
