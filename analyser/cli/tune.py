@@ -11,7 +11,6 @@ See docs/tune.md.
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 from pathlib import Path
 
@@ -156,13 +155,9 @@ def _run_locked(args, out: Path, start, space) -> int:
     from analyser.sim.tune.space import MAX_GRID
 
     configure_from_args(args)
-    # distributed logs a lost scheduler's reconnect attempts with tracebacks; the tune says
-    # what happened in one sentence instead
-    import distributed  # noqa: F401  (its logging configured first, then quietened)
+    from analyser.sim.tune.search import quiet_cluster_logs
 
-    for name in ["distributed", *list(logging.root.manager.loggerDict)]:
-        if name.split(".")[0] in ("distributed", "tornado"):
-            logging.getLogger(name).setLevel(logging.CRITICAL)
+    quiet_cluster_logs()
     service = get_service()
     con = console(stderr=True)
     changes = []

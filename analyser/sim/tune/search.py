@@ -56,6 +56,19 @@ def _where(service) -> str:
     return f"the Dask scheduler at {address!r}" if address else "the embedded Dask cluster"
 
 
+def quiet_cluster_logs() -> None:
+    """Silence ``distributed``'s and tornado's loggers for the command: a lost scheduler's
+    reconnect attempts are logged with tracebacks, where the tune says what happened in one
+    sentence (:class:`ClusterLost`)."""
+    import logging
+
+    import distributed  # noqa: F401  (its logging configuration first, then quietened)
+
+    for name in ["distributed", *list(logging.root.manager.loggerDict)]:
+        if name.split(".")[0] in ("distributed", "tornado"):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
 class _ClusterWatch:
     """While a batch runs, looks at the service's Dask client every :data:`WATCH_SECONDS`: a
     client that lost its scheduler (distributed then cancels every future: they were read as
