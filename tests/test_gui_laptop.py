@@ -210,3 +210,33 @@ def test_a_failed_load_goes_back_to_the_empty_state(qtbot, tmp_path, monkeypatch
     assert done.args == [False]
     assert w.stack.currentWidget() is w.empty_panel
     next(fixture, None)
+
+
+def test_ctrl_e_exports_the_trace_with_a_title_and_legend_but_no_tabs(
+    qtbot, tmp_path, walkthrough_profiles
+):
+    """Ctrl+E saved the shown widget alone: the tab bar and the scroll bars in, no title or
+    legend. The image is the title, the plots (overview, A, B, the differences lane) and the
+    legend, one under the other, and nothing else."""
+    from PySide6.QtGui import QColor, QImage
+
+    from analyser.gui.theme import chart_colors
+
+    fixture = shown_window(qtbot, tmp_path)
+    w = next(fixture)
+    a, b = walkthrough_profiles["4-device-iterations"], walkthrough_profiles["5-8bit-io"]
+    assert open_in(qtbot, w, a, b)
+    r = w.show_report("trace")
+    qtbot.waitUntil(lambda: r.timeline_b.trace is not None, timeout=30_000)
+    path = r.export_image(tmp_path / "trace.png")
+    image = QImage(str(path))
+    parts = [p for p in r.export_parts() if p.isVisible()]
+    assert r.tabs not in parts and len(parts) == 4  # overview, A, B, the lane
+    plots = sum(p.height() for p in parts) + r.legend.height()
+    title = image.height() - plots
+    assert 16 <= title <= 60, title
+    assert image.width() == max(p.width() for p in [*parts, r.legend])
+    background = QColor(chart_colors().background)
+    ink = sum(image.pixelColor(x, y) != background for y in range(title) for x in range(0, 400, 2))
+    assert ink > 50  # the title is written
+    next(fixture, None)
