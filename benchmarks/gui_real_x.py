@@ -409,7 +409,7 @@ def drive(profiles: list[Path], out: Path) -> list[tuple[str, bool, str]]:
         x.key("Home")
         x.move(60, 35)  # where the pointer was for the first shot (no tooltip, same hover)
         time.sleep(0.7)
-        home = x.shot("trace-home")
+        home = x.shot_same("trace-home", trace, timeout=40.0)  # the range summary catches up
         checks.append(("Home shows the whole run again", _same(trace, home), home.name))
         # Perfetto's area selection: Shift + drag over the lanes, then F fits it, Esc clears it
         x.drag(int(w * 0.30), int(w * 0.45), LANE_Y, modifier="shift")
