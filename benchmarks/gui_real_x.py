@@ -329,7 +329,8 @@ def _search_keys_check(x: RealX, before: Path, checks: list) -> Path:
     """Keyboard only on the trace: Ctrl+F, a name, Enter (the first match selected), then W
     zooms the trace (it used to type into the search box); Ctrl+F and Esc leave the box."""
     x.key("ctrl+f", settle=1.0)
-    x._run("xdotool", "type", "--window", x.window, "--delay", "60", "conv")
+    # a word in step names of real and synthetic profiles ("conv1/fwd/Exchange", "DoExchange/7")
+    x._run("xdotool", "type", "--window", x.window, "--delay", "60", "Exchange")
     x.key("Return", settle=2.0)
     found = x.shot_changed("kbd-search-enter", before, steady=1.5)
     checks.append(("Ctrl+F, a name, Enter selects a match", not _same(before, found), found.name))
