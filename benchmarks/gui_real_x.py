@@ -388,7 +388,8 @@ def drive(profiles: list[Path], out: Path) -> list[tuple[str, bool, str]]:
     checks: list[tuple[str, bool, str]] = []
     x = RealX(profiles, out)
     try:
-        shots = [x.shot("00-summary")]
+        # once loaded: the loading panel's seconds change the screen until the report shows
+        shots = [x._settled(x.shot("00-summary"), time.monotonic() + 120.0, steady=2.5)]
         _fits_check(x, checks)
         x.click(60, 35)  # the side list's first entry (Summary) takes the focus
         _keyboard_checks(x, shots[0], checks)
