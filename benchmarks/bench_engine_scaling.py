@@ -55,12 +55,14 @@ def _walkthrough4():
 
 
 def bare_write(path: Path, data: dict) -> None:
-    """Every array of a profile ``data`` dict written with h5py (the writer's compression after
-    shuffle for arrays over 64 KiB, as the writer compresses large datasets; no checksums, no
-    checks), strings as variable-length UTF-8, scalars as attributes."""
+    """Every array of a profile ``data`` dict written with h5py (the writer's codec for arrays
+    over 64 KiB, as the writer compresses large datasets; no checksums, no checks), strings as variable-length UTF-8, scalars as attributes."""
     import h5py
 
-    from profiles.writer import COMPRESSION, COMPRESSION_LEVEL
+    from profiles import codec
+
+    def _bare_filters() -> dict:  # the writer's codec, without the checksums it adds
+        return {k: v for k, v in codec.filters().items() if k != "fletcher32"}
 
     with h5py.File(path, "w") as f:
         for gp, fields in data.items():
@@ -73,13 +75,7 @@ def bare_write(path: Path, data: dict) -> None:
                 if arr.dtype == object or arr.dtype.kind == "U":
                     g.create_dataset(name, data=arr.astype(object), dtype=h5py.string_dtype())
                 elif arr.nbytes > 65536:
-                    g.create_dataset(
-                        name,
-                        data=arr,
-                        compression=COMPRESSION,
-                        compression_opts=COMPRESSION_LEVEL,
-                        shuffle=True,
-                    )
+                    g.create_dataset(name, data=arr, **_bare_filters())
                 else:
                     g.create_dataset(name, data=arr)
 

@@ -176,7 +176,10 @@ def probe_inputs(tally: Tally, work: Path, base: Path, args: argparse.Namespace)
             **hostile.onnx_cases(work / "onnx"),
             "nodes-1000000": hostile.many_nodes_case(work / "onnx-big"),
         },
-        "tune folders": hostile.tune_cases(work / "tune", base, rows_bomb=1_000_000),
+        "tune folders": {
+            **hostile.tune_cases(work / "tune", base, rows_bomb=1_000_000),
+            **hostile.tune_link_cases(work / "tune-links", base),
+        },
         "outputs": hostile.output_cases(base),
     }
     servers = {kind: hostile.FakeScheduler(kind) for kind in hostile.FAKE_SCHEDULERS}

@@ -16,6 +16,14 @@ nothing.
    throughput each found and how many configurations the guided search simulated (the grid
    reuses the grid benchmark's 200 simulations and simulates the FP32 rest).
 
+3. **Against a process pool** (``--vs-pool``): ``analyse tune`` of walkthrough step 2 over
+   gradient accumulation 3, 4, 6, 8, 12, 16, 24 (7 configurations, the start one of them) with
+   ``--workers 2`` and a fresh cache, against a script that simulates the same 7 configurations
+   (the worker's own simulate-and-read-figures function) in a ``multiprocessing`` Pool(2): each
+   a fresh process, CPU seconds of it and every process it started (``RUSAGE_CHILDREN``) and
+   wall seconds, run alternately; the first round is "cold" (the first run of each after the
+   other), the later ones "warm". Prints the ratios measured in this one run.
+
 Run from a guarded ``__main__`` (the service's workers are spawned).
 """
 
@@ -120,14 +128,117 @@ def guided_vs_grid(workers: int, budget: int, grid_cache: str) -> dict:
     }
 
 
+POOL_GA = "3,4,6,8,12,16,24"
+POOL_SCRIPT = """
+import sys
+from multiprocessing import get_context
+from pathlib import Path
+
+sys.path.insert(0, {root!r})
+
+
+def one(args):
+    from analyser.sim.service.worker import _simulate
+
+    cfg, out = args
+    return _simulate(cfg, Path(out))
+
+
+if __name__ == "__main__":
+    from engine.config import RunConfig
+
+    start = RunConfig.from_toml({config!r}).to_dict()
+    jobs = [({{**start, "gradient_accumulation": ga}}, f"{{{out!r}}}/ga{{ga}}.h5")
+            for ga in ({ga})]
+    with get_context("spawn").Pool(2) as pool:
+        res = pool.map(one, jobs, chunksize=1)
+    assert all(r["status"] in ("ok", "oom") for r in res), res
+"""
+
+
+def _measured(argv: list[str], env: dict) -> tuple[float, float]:
+    """(CPU s of the process and everything it started, wall s) of one command."""
+    import resource
+    import subprocess
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run(argv, check=True, env=env, stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return cpu, wall
+
+
+def vs_pool(rounds: int) -> None:
+    config = str(ROOT / "assets" / "runs" / "walkthrough" / "2-half.toml")
+    analyse = str(Path(sys.executable).parent / "analyse")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    figures: dict[str, list[tuple[float, float]]] = {"tune": [], "pool": []}
+    with tempfile.TemporaryDirectory(prefix="bench-tune-pool-") as tmp:
+        for i in range(rounds):
+            out = Path(tmp) / f"pool{i}"
+            out.mkdir()
+            script = Path(tmp) / f"pool{i}.py"
+            script.write_text(
+                POOL_SCRIPT.format(root=str(ROOT), config=config, out=str(out), ga=POOL_GA)
+            )
+            tune = [
+                analyse,
+                "tune",
+                config,
+                "--vary",
+                f"gradient_accumulation={POOL_GA}",
+                "--workers",
+                "2",
+                "--cache",
+                f"{tmp}/cache{i}",
+                "-o",
+                f"{tmp}/tune{i}",
+                "--quiet",
+            ]
+            figures["tune"].append(_measured(tune, env))
+            figures["pool"].append(_measured([sys.executable, str(script)], env))
+            for name in ("tune", "pool"):
+                cpu, wall = figures[name][-1]
+                print(
+                    f"round {i + 1} ({'cold' if i == 0 else 'warm'}) {name}: {cpu:.1f} s CPU, "
+                    f"{wall:.1f} s wall; load average {os.getloadavg()[0]:.1f}",
+                    flush=True,
+                )
+    for label, sel in (("cold", figures["tune"][:1]), ("warm", figures["tune"][1:])):
+        if not sel:
+            continue
+        idx = [0] if label == "cold" else list(range(1, rounds))
+        t_cpu = statistics.median(figures["tune"][i][0] for i in idx)
+        p_cpu = statistics.median(figures["pool"][i][0] for i in idx)
+        t_wall = statistics.median(figures["tune"][i][1] for i in idx)
+        p_wall = statistics.median(figures["pool"][i][1] for i in idx)
+        print(
+            f"{label}: tune / Pool(2) = {t_cpu / p_cpu:.2f}x CPU ({t_cpu:.1f} / {p_cpu:.1f} s), "
+            f"{t_wall / p_wall:.2f}x wall ({t_wall:.1f} / {p_wall:.1f} s)"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--grid-only", action="store_true")
     ap.add_argument("--guided-only", action="store_true")
     ap.add_argument("--budget", type=int, default=40)
+    ap.add_argument(
+        "--vs-pool",
+        type=int,
+        nargs="?",
+        const=3,
+        metavar="ROUNDS",
+        help="only analyse tune of 7 configurations against a Pool(2) (default 3 rounds)",
+    )
     args = ap.parse_args()
     print(f"cores {os.cpu_count()}, load average {os.getloadavg()[0]:.1f} at start")
+    if args.vs_pool:
+        vs_pool(args.vs_pool)
+        return
     tmp = tempfile.TemporaryDirectory(prefix="bench-tune-")
     caches = {n: os.path.join(tmp.name, f"w{n}") for n in args.workers}
     if not args.guided_only:

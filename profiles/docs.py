@@ -94,10 +94,15 @@ columns, scalars for attributes, dicts / lists for `json` attributes. Enumerated
 integer codes (`schema.code("program_type", "Sync")`). The writer fills the root attributes
 itself, derives `/execution/ipu_offsets` and `/execution/max_step_cycles` when they are not
 given, checks everything against the schema before writing (an error names the group and field),
-chunks and compresses large datasets (deflate level 1 after shuffle, Fletcher-32 checksums so corruption is
-detected), converts dtypes block by block without a second copy, and writes atomically: a temporary file in the destination folder, `fsync`, then
+chunks and compresses large datasets (from format 1.4 Blosc2 with LZ4 and byte shuffle, HDF5
+filter 32026, and Fletcher-32 checksums so corruption is detected; 1.3 and older: deflate level
+1 after shuffle, which still reads), converts dtypes block by block without a second copy, and writes atomically: a temporary file in the destination folder, `fsync`, then
 `os.replace` (with `overwrite=False`, a hard link that never replaces an existing file). An
 interrupted write leaves no file under the final name and the previous file intact.
+
+Reading a profile outside this package needs the Blosc2 filter: with h5py, `import hdf5plugin`
+first; with HDF5's own tools (`h5dump`, `h5ls -d`), set `HDF5_PLUGIN_PATH` to the folder
+`python -c "import hdf5plugin; print(hdf5plugin.PLUGIN_PATH)"` prints (profiles/codec.py).
 
 `profiles.synthetic.make_synthetic_profile(...)` returns a plausible, schema-valid `data` dict;
 `write_synthetic_profile(path, n_steps=1_000_000, ...)` writes a big one chunk by chunk.

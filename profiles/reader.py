@@ -30,7 +30,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import h5py
 import numpy as np
 
-from profiles import schema, semantic
+from profiles import (
+    codec,  # noqa: F401  (importing it registers the Blosc2 filter these files use)
+    schema,
+    semantic,
+)
 from profiles._layout import MAX_IPUS, MAX_ROWS, MAX_TILES, dtype_ok
 from profiles.errors import ForeignDataError, ProfileError
 from profiles.foreign import foreign_data, foreign_sentence

@@ -311,6 +311,7 @@ def _graph_tables(
         "name": op_name,
         "type": op_type,
         "layer": layer,
+        "source": np.full(n_ops, "", dtype=object),  # no model code behind a synthetic op
         "pass": op_pass,
         "ipu": op_ipu,
         "stage": op_ipu.astype(np.int16),

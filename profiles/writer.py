@@ -12,8 +12,8 @@ Two ways in:
 Both write to a temporary file in the destination folder, ``fsync`` it and ``os.replace`` it onto
 the final name: an interrupted or refused write never leaves a broken file under the final name
 and never destroys an existing one. Large datasets are chunked (about ``CHUNK_BYTES`` per chunk,
-or the group's ``chunk_rows``) and compressed with ``COMPRESSION`` (level ``COMPRESSION_LEVEL``) after shuffle; small ones are stored
-contiguous. Arrays are converted to the schema dtype block by block, never as a whole copy; a
+or the group's ``chunk_rows``) and compressed as :mod:`profiles.codec` says (Blosc2-LZ4 with
+byte shuffle and Fletcher-32 checksums); small ones are stored contiguous. Arrays are converted to the schema dtype block by block, never as a whole copy; a
 :class:`profiles.runs.RunRows` (an array given as runs of equal values) is laid out block by
 block, never whole.
 """
@@ -32,7 +32,7 @@ from types import TracebackType
 import h5py
 import numpy as np
 
-from profiles import atomic, schema, semantic
+from profiles import atomic, codec, schema, semantic
 from profiles._layout import (
     Layout,
     _json_default,
@@ -62,14 +62,7 @@ BLOCK_BYTES = 8 * 1024 * 1024
 #: memory is reused block after block (walkthrough step 4's per-tile cycles: 15 ms less CPU than
 #: in 8 MiB blocks, docs/performance.md).
 RUN_BLOCK_BYTES = 1024 * 1024
-#: Compression filter: deflate (gzip) at level 1 after the shuffle filter. Measured with h5py 3.16 /
-#: HDF5 2.0 and the system zlib (docs/performance.md, issue 15): on the shuffled integer columns it
-#: reads 1.8x faster than LZF (10 step columns of 10M steps: 0.59 vs 1.06 s), writes per-tile
-#: cycles 1.5x faster and files are 25-50% smaller; deflate is built into every HDF5 (LZF is
-#: h5py's own filter, readable only through h5py).
-COMPRESSION = "gzip"
-#: Deflate level (1: fastest; higher levels cost write time for a few percent of size).
-COMPRESSION_LEVEL = 1
+# The compression of chunked datasets: profiles.codec (Blosc2-LZ4 from format 1.4).
 
 STR_DTYPE = h5py.string_dtype("utf-8")
 STEPS = schema.group("/execution/steps")
@@ -302,10 +295,7 @@ class ProfileWriter:
                     maxshape=(None,),
                     dtype=np.dtype(f.dtype),
                     chunks=(STEPS.chunk_rows or 65536,),
-                    compression=COMPRESSION,
-                    compression_opts=COMPRESSION_LEVEL,
-                    shuffle=True,
-                    fletcher32=True,
+                    **codec.filters(),
                 )
             self._layout.groups.add(gp)
             self._layout.groups.add("/execution")
@@ -497,10 +487,7 @@ class ProfileWriter:
             shape=arr.shape,
             dtype=target,
             chunks=chunks,
-            compression=COMPRESSION,
-            compression_opts=COMPRESSION_LEVEL,
-            shuffle=True,
-            fletcher32=True,
+            **codec.filters(),
         )
         row_bytes = max(1, math.prod(arr.shape[1:]) * target.itemsize)
         block_bytes = RUN_BLOCK_BYTES if isinstance(arr, RunRows) else BLOCK_BYTES
@@ -630,4 +617,4 @@ def _derived_layout(layout: Layout, converted: dict[str, dict]) -> None:
             ex.setdefault(name, (shape, np.dtype(np.int64)))
 
 
-__all__ = ["COMPRESSION", "COMPRESSION_LEVEL", "ProfileWriter", "RunRows", "write_profile"]
+__all__ = ["ProfileWriter", "RunRows", "write_profile"]

@@ -69,7 +69,9 @@ def test_the_host_wait_share_has_one_label_everywhere(walkthrough_profiles, caps
     for text in (summary, compare, story):
         assert label in text.lower()
     everything = summary + compare + story + insights
-    for other in ("host-inclusive)", "beyond the calls' fixed overhead", "waits for the loader"):
+    for other in ("beyond the calls' fixed overhead", "waits for the loader", "host wait 8"):
         assert other not in everything
+    # every "host wait share" said is the one label
+    assert everything.lower().count("host wait share") == everything.lower().count(label)
     # the loader's part of the host wait: the one label of the insights' figure
     assert insights.count("the loader's part of the host wait") >= 3

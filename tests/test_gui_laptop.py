@@ -54,6 +54,14 @@ def test_the_window_shrinks_to_a_1280_x_720_screen_after_every_report(
         assert r.width() >= r.minimumSizeHint().width()
         # ... and at 1,280 px every report fits the width: no sideways scrolling
         assert r.minimumSizeHint().width() <= scroll.viewport().width(), key
+        # the Memory Report's A, B and B - A charts fit above its details (no scrolling)
+        if key == "memory":
+            assert r.minimumSizeHint().height() <= scroll.maximumViewportSize().height()
+        # a report whose minimum fits the height is not made taller than the room (given its
+        # preferred height, the trace's B timeline was pushed below the screen)
+        room = scroll.maximumViewportSize().height()
+        if r.minimumSizeHint().height() <= room:
+            qtbot.waitUntil(lambda r=r, room=room: r.height() <= room)
     assert w.stack.currentWidget() is r
 
 
@@ -204,4 +212,34 @@ def test_a_failed_load_goes_back_to_the_empty_state(qtbot, tmp_path, monkeypatch
         w.open_files([bad])
     assert done.args == [False]
     assert w.stack.currentWidget() is w.empty_panel
+    next(fixture, None)
+
+
+def test_ctrl_e_exports_the_trace_with_a_title_and_legend_but_no_tabs(
+    qtbot, tmp_path, walkthrough_profiles
+):
+    """Ctrl+E saved the shown widget alone: the tab bar and the scroll bars in, no title or
+    legend. The image is the title, the plots (overview, A, B, the differences lane) and the
+    legend, one under the other, and nothing else."""
+    from PySide6.QtGui import QColor, QImage
+
+    from analyser.gui.theme import chart_colors
+
+    fixture = shown_window(qtbot, tmp_path)
+    w = next(fixture)
+    a, b = walkthrough_profiles["4-device-iterations"], walkthrough_profiles["5-8bit-io"]
+    assert open_in(qtbot, w, a, b)
+    r = w.show_report("trace")
+    qtbot.waitUntil(lambda: r.timeline_b.trace is not None, timeout=30_000)
+    path = r.export_image(tmp_path / "trace.png")
+    image = QImage(str(path))
+    parts = [p for p in r.export_parts() if p.isVisible()]
+    assert r.tabs not in parts and len(parts) == 4  # overview, A, B, the lane
+    plots = sum(p.height() for p in parts) + r.legend.height()
+    title = image.height() - plots
+    assert 16 <= title <= 60, title
+    assert image.width() == max(p.width() for p in [*parts, r.legend])
+    background = QColor(chart_colors().background)
+    ink = sum(image.pixelColor(x, y) != background for y in range(title) for x in range(0, 400, 2))
+    assert ink > 50  # the title is written
     next(fixture, None)

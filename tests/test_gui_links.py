@@ -112,3 +112,31 @@ def test_a_predicted_effect_says_its_status_once():
     )
     text = re.sub(r"<[^>]+>", "", insight_html(tip, MemoryUnits.KIB))
     assert "fits: no tile out of memory" in text and "fits: fits" not in text
+
+
+def test_open_demo_says_it_replaces_b_when_comparing(monkeypatch, tmp_path):
+    """'Open demo profile' silently replaced B when two profiles were compared: its dialog
+    says it opens in place of B."""
+    from types import SimpleNamespace
+
+    from analyser.gui import help as help_parts
+
+    said = []
+
+    class Dialog:
+        def __init__(self, title, text, *args, **kwargs) -> None:
+            said.append(text)
+
+        def start(self) -> None:
+            pass
+
+    monkeypatch.setattr(help_parts, "WhatIfDialog", Dialog)
+    a = SimpleNamespace(path=str(tmp_path / "a.h5"), name="a.h5")
+    b = SimpleNamespace(path=str(tmp_path / "b.h5"), name="b.h5")
+    config = help_parts.demo_configs()[0]
+    window = SimpleNamespace(workspace=SimpleNamespace(document=a, compare=b))
+    help_parts.open_demo(window, config)
+    window = SimpleNamespace(workspace=SimpleNamespace(document=a, compare=None))
+    help_parts.open_demo(window, config)
+    assert "in place of B (b.h5)" in said[0] and "a.h5" in said[0]
+    assert "in place of B" not in said[1] and "compared with the open profile" in said[1]

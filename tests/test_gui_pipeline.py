@@ -232,8 +232,9 @@ def test_stage_bars_with_different_stage_counts(qtbot):
     (x0, x1), _ = view.load.getViewBox().viewRange()
     assert x0 < 0 - 0.4 and x1 > 2 + 0.4
     assert view.marks["A"].pos().x() == 1 and view.marks["B"].pos().x() == 2
-    assert view.stash_scale == (1024.0, "KiB")  # one axis: A's 3 MiB peak sets it for both
-    assert np.allclose(view.drawn[("stash", "B")][:, 3], [1024, 2048, 0])
+    # one axis: A's 3 MiB peak sets it for both, in MiB (from 1 MiB: it read "3,000 KiB")
+    assert view.stash_scale == (1024.0**2, "MiB")
+    assert np.allclose(view.drawn[("stash", "B")][:, 3], [1, 2, 0])
     # B of one stage: one bar, not pipelined, no mark
     view.show_profiles(a, _chart(1, [8e6], [1 << 10]), MemoryUnits.BYTES)
     assert len(view.drawn[("load", "B")]) == 1

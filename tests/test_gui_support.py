@@ -40,6 +40,9 @@ def test_units():
     assert fmt_bytes(1500, MemoryUnits.KB) == "1.50 kB"
     assert fmt_bytes(1536, MemoryUnits.BYTES) == "1,536 B"
     assert axis_scale(MemoryUnits.KIB, 600 * 1024) == (1024.0, "KiB")
+    # a stash axis up to 3,000 KiB reads in MiB (its ticks were "3000")
+    assert axis_scale(MemoryUnits.KIB, 3000 * 1024) == (1024.0**2, "MiB")
+    assert axis_scale(MemoryUnits.KB, 3_000_000) == (1000.0**2, "MB")
     assert axis_scale(MemoryUnits.BYTES, 10) == (1.0, "bytes")
 
 

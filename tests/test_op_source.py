@@ -112,7 +112,8 @@ def test_every_operation_of_the_exported_gpt_carries_its_source(gpt_profile):
     assert (bwd["source"] != "").mean() > 0.9
 
 
-def test_the_source_reaches_query_roofline_and_the_layers(gpt_profile, capsys):
+def test_the_source_reaches_query_roofline_and_the_layers(gpt_profile, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")  # the table's source cells whole, not wrapped
     assert (
         main(
             [

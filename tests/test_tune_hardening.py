@@ -226,3 +226,154 @@ def test_a_second_tune_into_a_folder_being_written_is_refused(scheduler_args, tm
     assert (out / "tune.json").is_file() and (out / "results.parquet").is_file()
     capsys.readouterr()
     assert main(argv) == 0
+
+
+# -- a remote cluster that fails mid-tune ------------------------------------------------------
+ANALYSE = str(Path(__import__("sys").executable).parent / "analyse")
+ROOT = Path(__file__).resolve().parents[1]
+#: Worker preload: a simulation of micro-batch 3 or more says it runs (a file) and never ends,
+#: so the cluster can be broken while the tune waits on it, with micro-batches 1 and 2 done.
+HOLD = """
+import os
+import threading
+from pathlib import Path
+
+import analyser.sim.service.worker as w
+
+# dask imports a preload file twice (its own copy too): wrap the engine's function once
+if not hasattr(w, "_unheld"):
+    w._unheld = w._simulate
+
+    def _held(config, out):
+        if config.get("micro_batch_size", 0) >= 3:
+            Path(os.environ["TUNE_HOLD_DIR"], f"running-{config['micro_batch_size']}").touch()
+            threading.Event().wait()
+        return w._unheld(config, out)
+
+    w._simulate = _held
+"""
+
+
+def _wait_for(predicate, proc, what: str) -> None:
+    """Wait for ``predicate`` (an event the processes make true); fail if ``proc`` ends first."""
+    import time
+
+    while not predicate():
+        if proc.poll() is not None:
+            raise AssertionError(f"the tune ended (exit {proc.returncode}) before {what}")
+        time.sleep(0.05)
+
+
+def _wait_file(path: Path, proc=None) -> None:
+    import time
+
+    while not path.exists():
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"{proc.args[:3]} ended before writing {path}")
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def remote_cluster(tmp_path):
+    """A scheduler and four single-threaded workers in processes of their own (held by
+    :data:`HOLD`; one per configuration of the test's tune, so the held ones never queue the
+    others behind them); yields (address, scheduler process, worker processes, hold folder)."""
+    import json
+    import subprocess
+    import sys
+
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    (tmp_path / "hold_preload.py").write_text(HOLD)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TUNE_HOLD_DIR": str(hold)}
+    sfile = tmp_path / "scheduler.json"
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "env": env}
+    sched = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "distributed.cli.dask_scheduler",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--no-dashboard",
+            "--scheduler-file",
+            str(sfile),
+        ],
+        start_new_session=True,
+        **quiet,
+    )
+    workers = []
+    try:
+        _wait_file(sfile, sched)
+        address = json.loads(sfile.read_text())["address"]
+        for _ in range(4):
+            workers.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "distributed.cli.dask_worker",
+                        address,
+                        "--no-nanny",
+                        "--nthreads",
+                        "1",
+                        "--preload",
+                        str(tmp_path / "hold_preload.py"),
+                    ],
+                    start_new_session=True,
+                    **quiet,
+                )
+            )
+        from distributed import Client
+
+        with Client(address, set_as_default=False, timeout=60) as c:
+            c.wait_for_workers(4, timeout=120)
+        yield address, sched, workers, hold
+    finally:
+        for p in [*workers, sched]:
+            p.kill()
+            p.wait()
+
+
+@pytest.mark.parametrize("kill", ["workers", "scheduler"])
+def test_a_cluster_lost_mid_tune_is_one_sentence_and_keeps_what_was_done(
+    remote_cluster, tmp_path, kill
+):
+    """Every worker killed (the tune waited for ever) or the scheduler killed (the tune exited 0
+    with distributed's reconnect traceback, every row "cancelled."): one sentence, exit 2, no
+    traceback, the configurations answered before written (and cached) for the resume."""
+    import subprocess
+
+    import pandas as pd
+
+    address, sched, workers, hold = remote_cluster
+    cfg = _mlp(tmp_path)
+    out = tmp_path / "T"
+    argv = [ANALYSE, *_tune(cfg, out, ["--scheduler", address], tmp_path / "cache")]
+    argv[argv.index("mbs=1,2")] = "mbs=1,2,3,4"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "ANALYSE_NO_WORKER_SECONDS": "2"}
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        # two workers hold micro-batches 3 and 4; 1 and 2 are answered (in the cache)
+        _wait_for(lambda: len(list(hold.iterdir())) == 2, proc, "two workers were held")
+        _wait_for(lambda: len(list((tmp_path / "cache").glob("*.json"))) >= 2, proc, "two answers")
+        for p in workers if kill == "workers" else [sched]:
+            p.kill()
+            p.wait()
+        # bounded: the no-worker grace (2 s) or the lost connection, then the writing
+        _, err = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    err = err.strip()
+    assert proc.returncode == 2, err[-2000:]
+    assert err.count("\n") == 0 and "Traceback" not in err, err[-2000:]
+    assert address in err and "resume" in err, err
+    df = pd.read_parquet(out / "results.parquet")
+    assert sorted(df["micro_batch_size"]) == [1, 2] and set(df["status"]) == {"ok"}
+    assert all(Path(p).is_file() for p in df["profile"])

@@ -155,6 +155,9 @@ def _run_locked(args, out: Path, start, space) -> int:
     from analyser.sim.tune.space import MAX_GRID
 
     configure_from_args(args)
+    from analyser.sim.tune.search import quiet_cluster_logs
+
+    quiet_cluster_logs()
     service = get_service()
     con = console(stderr=True)
     changes = []
@@ -194,6 +197,8 @@ def _run_locked(args, out: Path, start, space) -> int:
     write_tune_report(out, out / "report.html")
     if not args.quiet:
         _print_summary(result, meta, out)
+    if result.failure:
+        raise CliError(result.failure, result.exit_code or 2)
     if result.interrupted:
         con.print(
             "analyse tune: interrupted; run the same command again to resume from the cache.",

@@ -688,7 +688,8 @@ def _explain_execution(
     if ma.host_wait_share != mb.host_wait_share and any(k in by for k in wait_keys):
         add(
             "host_wait_share",
-            f"{QUANTITIES['host_wait_share'].label.capitalize()} "
+            f"{QUANTITIES['host_wait_share'].label[:1].upper()}"
+            f"{QUANTITIES['host_wait_share'].label[1:]} "
             f"{share_words(ma.host_wait_share, mb.host_wait_share)} "
             f"({fmt_pct(ma.host_wait_share)} to {fmt_pct(mb.host_wait_share)})",
             wait_keys,

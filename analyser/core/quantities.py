@@ -108,7 +108,7 @@ _TABLE = (
     ("compute_share", "compute (OnTileExecute) share", "share", "higher"),
     # of the host-inclusive time (StreamCopyBegin in the trace plus the host time outside it):
     # one label in every output (summary, compare, reports, the GUI, the step by step)
-    ("host_wait_share", "host wait share", "share", "lower"),
+    ("host_wait_share", "host wait share (host-inclusive)", "share", "lower"),
     ("ramp_share", "ramp-up + ramp-down share", "share", "lower"),
     ("tile_balance", "tile balance (compute)", "share", "higher"),
     # the same work with less data through the links is better (8-bit input halves it)

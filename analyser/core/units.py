@@ -173,12 +173,13 @@ def fmt_seconds(seconds: float | None) -> str:
 
 
 def axis_scale(units: MemoryUnits, max_value: float = 0.0) -> tuple[float, str]:
-    """(divisor, label) for a memory chart axis: bytes, or kB / KiB (MB / MiB when large)."""
+    """(divisor, label) for a memory chart axis: bytes, or kB / KiB (MB / MiB from one of
+    them: a stash axis read "3,000 KiB")."""
     if units is MemoryUnits.BYTES:
         return 1.0, "bytes"
     base = units.base
     if max_value >= base**3:
         return float(base**3), units.prefixes[3]
-    if max_value >= base**2 * 10:
+    if max_value >= base**2:
         return float(base**2), units.prefixes[2]
     return float(base), units.prefixes[1]

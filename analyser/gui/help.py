@@ -108,8 +108,10 @@ def open_demo(window: Any, config: Path) -> WhatIfDialog | None:
 
         QMessageBox.warning(window, "Cannot open the demo profile", str(exc))
         return None
-    doc = getattr(getattr(window, "workspace", None), "document", None)
+    workspace = getattr(window, "workspace", None)
+    doc = getattr(workspace, "document", None)
     original = Path(doc.path) if doc is not None else None
+    replaced = getattr(workspace, "compare", None) if doc is not None else None
 
     def opened(orig: Path | None, result: Path) -> None:
         if orig is not None and hasattr(window, "open_compare"):
@@ -118,6 +120,8 @@ def open_demo(window: Any, config: Path) -> WhatIfDialog | None:
             window.open_files([result])
 
     what = "compared with the open profile" if original is not None else "in the window"
+    if replaced is not None:  # it replaced B without a word
+        what = f"compared with A ({lit(doc.name)}), in place of B ({lit(replaced.name)})"
     dialog = WhatIfDialog(
         f"Demo: {config.stem}",
         f"Simulating the walkthrough's <b>{lit(config.stem)}</b> (ResNet-101 on 2 IPUs); it "

@@ -92,7 +92,9 @@ class LoadTask(QRunnable):
                 docs.append(doc)
                 if self.request.warm is not None:
                     name = path.name
-                    self.request.warm(doc, lambda need, n=name: self._step(f"{n}: {need}"))
+                    self.request.warm(
+                        doc, lambda need, n=name: self._step(f"{n}: {need.replace('_', ' ')}")
+                    )
             if self.request.warm_pair is not None and len(docs) == 2:
                 current = None
                 self._step("comparing the two profiles")

@@ -38,10 +38,13 @@ class LoadingPanel(QWidget):
         self.progress.setMaximumWidth(480)
         self.step = QLabel("")
         self.step.setStyleSheet("color: palette(mid);")
-        for w in (self.title, self.progress, self.step):
-            lay.addWidget(w, 0, Qt.AlignmentFlag.AlignHCenter)
-            if isinstance(w, QLabel):
-                w.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        # the labels take the whole width (centred text): aligned in the layout, a wrapped
+        # title got a narrow box and was cut ("Opening a.h5 and 5-8bit-" / "io.h5")
+        for w in (self.title, self.step):
+            w.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        lay.addWidget(self.title)
+        lay.addWidget(self.progress, 0, Qt.AlignmentFlag.AlignHCenter)
+        lay.addWidget(self.step)
         lay.addStretch(2)
         self._what = ""
         self._timer = QTimer(self)

@@ -9,20 +9,53 @@ the window shrinks to the screen, as a browser's window does with a wide page.""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, QSize, Qt, QTimer
 from PySide6.QtWidgets import QFrame, QScrollArea, QStackedWidget, QWidget
 
 
 class _PageScroll(QScrollArea):
     """A report's scroll area: invisible (no frame) and keyless (keys the report leaves go on
-    to the window, as they did before: the scroll area would take arrows and page keys)."""
+    to the window, as they did before: the scroll area would take arrows and page keys). The
+    report gets the whole viewport, or its minimum size where that is larger (Qt's resizable
+    scroll area gave a report with wrapped labels its preferred height, taller than the
+    screen: the Execution Trace's B timeline was pushed below it)."""
 
     def __init__(self, page: QWidget) -> None:
         super().__init__()
         self.setFrameShape(QFrame.Shape.NoFrame)
-        self.setWidgetResizable(True)
+        self.setWidgetResizable(False)
         self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.setWidget(page)
+        page.installEventFilter(self)
+
+    def fit_page(self) -> None:
+        """The report at the viewport's size, at least at its minimum size."""
+        page = self.widget()
+        if page is None:
+            return
+        room = self.maximumViewportSize()
+        least = page.minimumSizeHint().expandedTo(page.minimumSize())
+        width = max(room.width(), least.width())
+        height = room.height()
+        if width > room.width():  # a horizontal scroll bar takes some of the height
+            height -= self.horizontalScrollBar().sizeHint().height()
+        if least.height() > height:  # and a vertical one some of the width
+            height = least.height()
+            if width == room.width():
+                width = max(
+                    least.width(), room.width() - self.verticalScrollBar().sizeHint().width()
+                )
+        if page.size() != QSize(width, height):
+            page.resize(width, height)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self.fit_page()
+
+    def eventFilter(self, obj, event) -> bool:
+        if obj is self.widget() and event.type() == QEvent.Type.LayoutRequest:
+            QTimer.singleShot(0, self, self.fit_page)  # once the layout has its new minimum
+        return False
 
     def keyPressEvent(self, event) -> None:
         event.ignore()

@@ -1,5 +1,5 @@
-"""Headless reports of one or several profiles: HTML (one self-contained file, charts inline as
-SVG), Markdown (same content, its charts SVG files in a folder beside it, ``NAME_files/``,
+"""Headless reports of one or several profiles: HTML (one self-contained file that opens
+offline, its charts interactive: :mod:`analyser.reports.interactive`), Markdown (same content, its charts SVG files in a folder beside it, ``NAME_files/``,
 linked by relative paths) and JSON (docs/report-schema.md).
 
     from analyser.reports import write_report

@@ -1,4 +1,6 @@
-"""Report charts drawn with matplotlib (no pyplot, no GUI backend) and returned as inline SVG.
+"""Static report charts drawn with matplotlib (no pyplot, no GUI backend) as SVG: the Markdown
+report's images and the tune report's fallback for a viewer without scripts (the HTML reports
+draw the same figures interactively: :mod:`analyser.reports.interactive`).
 
 Colours come from assets/palette.json, shared with the GUI.
 """

@@ -655,8 +655,8 @@ def call_timing(plan: ExecutionPlan, templates: _Templates, call: CallInstances)
 
 def profiled_wait_cycles(plan: ExecutionPlan) -> int:
     """Cycles a profiled call's opening sync with the host waits beyond a steady-state call's
-    (the framework's ``profiled_call_wait_us``, engine/data/frameworks.toml): in the device trace,
-    not in throughput."""
+    (the run's ``profiled_call_wait_us``, default the framework's in engine/data/frameworks.toml):
+    in the device trace, not in throughput."""
     return round(float(plan.host.profiled_wait_s) * float(plan.links.clock_hz))
 
 
@@ -674,9 +674,9 @@ def _notes(plan: ExecutionPlan, shape: CallShape, timeline: HostTimeline) -> lis
     if h.profiled_wait_s > 0:
         notes.append(
             f"profiled call: the trace's opening host sync waits {h.profiled_wait_s * 1e3:.3f} ms "
-            "more than a steady-state call's (what the framework's profiled call does beyond the "
-            "program, fitted to the walkthrough's published traces); throughput is the "
-            "steady-state call's, without it."
+            "more than a steady-state call's (profiled_call_wait_us: what a profiled call does "
+            "beyond the program; PopTorch's default is fitted to the walkthrough's published "
+            "traces); throughput is the steady-state call's, without it."
         )
     act = shape.activity
     if act.pipelined:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from PySide6.QtCore import QCoreApplication, QEvent, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPainter
 from PySide6.QtWidgets import (
     QLabel,
     QLayout,
@@ -51,6 +52,7 @@ from analyser.gui.model.errors import (
 )
 from analyser.gui.model.places import Place
 from analyser.gui.palette import hex_color
+from analyser.gui.theme import chart_colors
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
 
@@ -77,6 +79,44 @@ def lay_out(
         else:
             layout.addWidget(row)
     layout.addWidget(split, 1)
+
+
+#: Pixels around an exported image's title.
+EXPORT_MARGIN = 8
+
+
+def compose_export(title: str, parts: list[QWidget], legend: QWidget | None) -> QImage:
+    """An image of ``parts`` (their grabs, one under the other) under ``title``, ``legend``
+    below them: Ctrl+E saved the shown widget alone, tab bar and scroll bars included and no
+    title or legend to say what it was."""
+    grabs = [w.grab() for w in parts if w.isVisible()]
+    if legend is not None:
+        grabs.append(legend.grab())
+    grabs = [g for g in grabs if not g.isNull()]
+    if not grabs:
+        return QImage()
+    font = QFont(parts[0].font())
+    font.setPointSizeF(font.pointSizeF() * 1.25)
+    font.setBold(True)
+    metrics = QFontMetrics(font)
+    width = max(g.width() for g in grabs)
+    top = metrics.height() + 2 * EXPORT_MARGIN
+    image = QImage(width, top + sum(g.height() for g in grabs), QImage.Format.Format_RGB32)
+    colors = chart_colors()
+    image.fill(QColor(colors.background))
+    p = QPainter(image)
+    try:
+        p.setFont(font)
+        p.setPen(QColor(colors.foreground))
+        text = metrics.elidedText(title, Qt.TextElideMode.ElideRight, width - 2 * EXPORT_MARGIN)
+        p.drawText(EXPORT_MARGIN, EXPORT_MARGIN + metrics.ascent(), text)
+        y = top
+        for g in grabs:
+            p.drawPixmap(0, y, g)
+            y += g.height()
+    finally:
+        p.end()
+    return image
 
 
 class Report(QWidget):
@@ -176,14 +216,35 @@ class Report(QWidget):
                 + "."
             )
         self.ensure_refreshed()
-        pixmap = self.chart_widget().grab()
-        if pixmap.isNull() or not pixmap.save(str(path)):
+        image = compose_export(self.export_title(), self.export_parts(), self.export_legend())
+        if image.isNull() or not image.save(str(path)):
             raise GuiError(f"could not write the image {path}.")
         return path
 
     def chart_widget(self) -> QWidget:
         """The widget that ``export_image`` saves (default: the whole report)."""
         return self
+
+    def export_parts(self) -> list[QWidget]:
+        """The widgets an exported image shows, top to bottom (default: the chart widget;
+        the Execution Trace gives its plots without their scroll bars and the tabs below)."""
+        return [self.chart_widget()]
+
+    def export_title(self) -> str:
+        """The exported image's title: the report and what it shows."""
+        doc, other = self.document, self.compare_doc
+        if doc is None:
+            return self.title
+        shown = f"{doc.name} (A) compared with {other.name} (B)" if other else doc.name
+        return f"{self.title}: {shown}"
+
+    def export_legend(self) -> QWidget | None:
+        """The report's legend, when the exported parts do not hold it already."""
+        legend = getattr(self, "legend", None)
+        if not isinstance(legend, QWidget) or not legend.isVisible():
+            return None
+        inside = any(p is legend or p.isAncestorOf(legend) for p in self.export_parts())
+        return None if inside else legend
 
     def shutdown(self) -> None:
         """Stop background work (default: nothing to stop)."""

@@ -117,6 +117,11 @@ def stacked_bars(
     return [(pg.mkBrush(colors[j]), rects) for j, rects in groups], QtCore.QRectF(*bounds)
 
 
+#: Least heights of a profile's per-tile chart and of the B - A chart (pixels).
+MIN_PLOT_HEIGHT = 130
+MIN_DELTA_HEIGHT = 90
+
+
 class MemoryPlot(LightPlotWidget):
     """Stacked per-tile memory. Each class is one filled step path (not one rectangle per tile),
     drawn from the highest cumulative level down, so a 4 x 1,472-tile chart is k paths."""
@@ -142,7 +147,9 @@ class MemoryPlot(LightPlotWidget):
         self.selection_item: pg.BarGraphItem | None = None
         self.legend = legend
         self.scene().sigMouseClicked.connect(self._on_click)
-        self.setMinimumHeight(180)
+        # A, B and B - A fit over the details on a 720-px screen (at 180 the report's minimum
+        # height, 667 px in compare mode, was taller than the room there)
+        self.setMinimumHeight(MIN_PLOT_HEIGHT)
         cache_static_items(self)
 
     def draw(
@@ -489,7 +496,7 @@ class MemoryReport(Report):
             plot_b.tileClicked.connect(self.click_tile)
             plot_delta = make_plot(mouse=True)
             plot_delta.setXLink(self.plot_a)
-            plot_delta.setMinimumHeight(110)
+            plot_delta.setMinimumHeight(MIN_DELTA_HEIGHT)
             for plot in (plot_b, plot_delta):
                 plot.getPlotItem().getAxis("left").setWidth(LEFT_AXIS_WIDTH)
                 if self.compare_doc is None:

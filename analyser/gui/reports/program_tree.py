@@ -19,6 +19,7 @@ from PySide6.QtCore import (
 )
 from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import (
+    QAbstractItemView,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -342,7 +343,15 @@ class ProgramTreePane(QWidget):
             self.view.expand(model.index_of(a))
         idx = model.index_of(node)
         self.view.setCurrentIndex(idx)
-        self.view.scrollTo(idx)
+        self.view.scrollTo(idx, QAbstractItemView.ScrollHint.PositionAtCenter)
+
+    def resizeEvent(self, event) -> None:
+        # a selection made before the pane had its size (compare mode splits it later) was
+        # left half under the view's edge: keep the current row in view as the pane resizes
+        super().resizeEvent(event)
+        idx = self.view.currentIndex()
+        if idx.isValid() and not self.view.viewport().rect().contains(self.view.visualRect(idx)):
+            self.view.scrollTo(idx, QAbstractItemView.ScrollHint.PositionAtCenter)
 
     def selected_node(self) -> int:
         return self.model.node_of(self.view.currentIndex()) if self.model is not None else -1

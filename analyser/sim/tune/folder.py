@@ -2,7 +2,8 @@
 
 A tune folder (``tune.json`` + ``results.parquet`` + profiles) may have been edited, damaged or
 crafted. :func:`read_folder` checks it all before the report or the GUI sees it, each problem one
-sentence naming the file and the field: both files regular and of bounded size (tune.json at
+sentence naming the file and the field: both files regular, inside the folder (a link out of
+it is refused before it is opened: :func:`in_folder`) and of bounded size (tune.json at
 most :data:`META_LIMIT`, results.parquet at most :data:`MAX_ROWS` rows, counted from the Parquet
 footer before any row is read), tune.json an object of the typed shape :class:`TuneMeta`
 (integer ids, a ``dimensions`` table...), the table's key columns present with their types, the

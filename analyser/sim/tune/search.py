@@ -20,6 +20,8 @@ resumes where it stopped and a second tune over the same space simulates nothing
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,6 +30,100 @@ from typing import Any
 from analyser.core.run_options import WHAT_IF
 from analyser.sim.service import SimRequest, SimResponse
 from analyser.sim.tune.space import MAX_GRID, Space
+
+#: Seconds a cluster may show no worker (a nanny restarting one takes a few) before the tune
+#: gives up on it; ``ANALYSE_NO_WORKER_SECONDS`` overrides.
+NO_WORKER_SECONDS = 30.0
+ENV_NO_WORKER_SECONDS = "ANALYSE_NO_WORKER_SECONDS"
+#: How often the cluster's health is looked at while a batch runs.
+WATCH_SECONDS = 0.5
+
+
+class ClusterLost(Exception):
+    """The cluster stopped answering mid-tune (its scheduler gone, or no worker left); the
+    message is one sentence, the rows answered before are kept."""
+
+
+def _no_worker_seconds() -> float:
+    try:
+        return max(0.0, float(os.environ.get(ENV_NO_WORKER_SECONDS, NO_WORKER_SECONDS)))
+    except ValueError:
+        return NO_WORKER_SECONDS
+
+
+def _where(service) -> str:
+    address = getattr(service, "scheduler", None)
+    return f"the Dask scheduler at {address!r}" if address else "the embedded Dask cluster"
+
+
+def quiet_cluster_logs() -> None:
+    """Silence ``distributed``'s and tornado's loggers for the command: a lost scheduler's
+    reconnect attempts are logged with tracebacks, where the tune says what happened in one
+    sentence (:class:`ClusterLost`)."""
+    import logging
+
+    import distributed  # noqa: F401  (its logging configuration first, then quietened)
+
+    for name in ["distributed", *list(logging.root.manager.loggerDict)]:
+        if name.split(".")[0] in ("distributed", "tornado"):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+class _ClusterWatch:
+    """While a batch runs, looks at the service's Dask client every :data:`WATCH_SECONDS`: a
+    client that lost its scheduler (distributed then cancels every future: they were read as
+    answers, "cancelled.", and the tune exited 0) or a cluster without a worker for
+    :func:`_no_worker_seconds` (the tasks wait for a worker for ever: the tune hung) cancels
+    the batch and records why in :attr:`lost`."""
+
+    def __init__(self, service, batch) -> None:
+        self.service, self.batch = service, batch
+        self.lost: str | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tune-watch", daemon=True)
+
+    def __enter__(self) -> _ClusterWatch:
+        if getattr(self.service, "_client", None) is not None:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def scheduler_lost(self) -> str | None:
+        client = getattr(self.service, "_client", None)
+        status = getattr(client, "status", "running")
+        if client is None or status in ("running", "newly-created"):
+            return None
+        return (
+            f"the connection to {_where(self.service)} was lost during the tune (the "
+            "scheduler stopped or the network failed)"
+        )
+
+    def _run(self) -> None:
+        since: float | None = None
+        grace = _no_worker_seconds()
+        while not self._stop.wait(WATCH_SECONDS) and not self.batch.done:
+            why = self.scheduler_lost()
+            if why is None:
+                try:
+                    info = self.service._client.scheduler_info()
+                    workers = len(info.get("workers", {}))
+                except Exception:  # the client closing under us: the status says so next
+                    continue
+                now = time.monotonic()
+                since = None if workers else (since or now)
+                if since is not None and now - since >= grace:
+                    why = (
+                        f"{_where(self.service)} has had no worker for {grace:g} s (they "
+                        "stopped or were killed)"
+                    )
+            if why is not None:
+                self.lost = why
+                self.batch.cancel()
+                return
 
 
 @dataclass
@@ -54,8 +150,11 @@ class TuneResult:
     seconds: float = 0.0
     simulations: int = 0  # answers that were not cache hits
     interrupted: bool = False
-    #: the exit code of what interrupted the search: 130 Ctrl-C, 143 SIGTERM (128 + signal)
+    #: the exit code of what interrupted the search: 130 Ctrl-C, 143 SIGTERM (128 + signal),
+    #: 2 a cluster lost mid-tune
     exit_code: int = 0
+    #: why the search stopped early when it was not a signal (a cluster lost): one sentence
+    failure: str = ""
 
     def feasible(self) -> list[Row]:
         return [r for r in self.rows if self.space.feasible(r.figures)]
@@ -156,22 +255,21 @@ class Tuner:
         if todo:
             first_id = len(self.rows)
             batch = self.service.submit([t[3] for t in todo])
+            unasked = False  # an answer "cancelled" that this tune did not ask for
             try:
-                for i, resp in batch.as_completed():
-                    assignment, cfg, origin, req = todo[i]
-                    row_id = first_id + i if in_order else len(self.rows)
-                    row = Row(row_id, assignment, cfg, resp, origin, self._round)
-                    self.rows.append(row)
-                    new.append(row)
-                    if resp.key:
-                        self._by_key.setdefault(resp.key, row)
-                    if assignment is not None:
-                        self._by_assignment[assignment] = row
-                    if not resp.cached:
-                        self._sims += 1
-                    self._report(batch)
-                    if on_row is not None:
-                        on_row(row)  # while the rest of the batch simulates
+                with _ClusterWatch(self.service, batch) as watch:
+                    for i, resp in batch.as_completed():
+                        if resp.status == "cancelled":
+                            unasked = True  # the cluster dropped it: not a row
+                            continue
+                        self._answered(todo[i], i, first_id, in_order, resp, batch, new, on_row)
+                if watch.lost or unasked:
+                    why = (
+                        watch.lost
+                        or watch.scheduler_lost()
+                        or (f"{_where(self.service)} cancelled the simulations during the tune")
+                    )
+                    raise ClusterLost(why)
             except BaseException:
                 batch.cancel()
                 raise
@@ -183,6 +281,23 @@ class Tuner:
             if key in self._by_key:
                 self._by_assignment[assignment] = self._by_key[key]
         return new
+
+    def _answered(self, item, i, first_id, in_order, resp, batch, new, on_row) -> None:
+        """One answer of a batch: its row."""
+        assignment, cfg, origin, _ = item
+        row_id = first_id + i if in_order else len(self.rows)
+        row = Row(row_id, assignment, cfg, resp, origin, self._round)
+        self.rows.append(row)
+        new.append(row)
+        if resp.key:
+            self._by_key.setdefault(resp.key, row)
+        if assignment is not None:
+            self._by_assignment[assignment] = row
+        if not resp.cached:
+            self._sims += 1
+        self._report(batch)
+        if on_row is not None:
+            on_row(row)  # while the rest of the batch simulates
 
     def _report(self, batch) -> None:
         if self.progress is None:
@@ -406,6 +521,21 @@ def tune(
             raise
         result.interrupted = True
         result.exit_code = getattr(exc, "exit_code", 130)
+    except ClusterLost as exc:
+        done = len(tuner.rows)
+        if not any(r.origin == "start" for r in tuner.rows):
+            from analyser.sim.tune.space import TuneError
+
+            raise TuneError(
+                f"{exc} before the start configuration was answered, so nothing was written "
+                f"({done} other answer(s) are cached)."
+            ) from None
+        result.interrupted = True
+        result.exit_code = 2
+        result.failure = (
+            f"{exc}; the {done} configuration(s) answered before are written and cached: run "
+            "the same command again, with the cluster back, to resume."
+        )
     result.rows = tuner.rows
     result.simulations = tuner._sims
     result.seconds = time.perf_counter() - t0

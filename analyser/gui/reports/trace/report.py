@@ -351,6 +351,17 @@ class TraceReport(Report):
         return (self.timeline,) if self._timeline_b is None else (self.timeline, self._timeline_b)
 
     # -- Report interface ------------------------------------------------------------------------
+    def export_parts(self) -> list[QWidget]:
+        """The overview, the timelines and the differences lane, without the timelines' scroll
+        bars or the tabs below them."""
+        lane = getattr(self, "differences", None)
+        parts = [self.overview, self.timeline]
+        if self._timeline_b is not None:
+            parts.append(self._timeline_b)
+        if lane is not None:
+            parts.append(lane)
+        return parts
+
     def chart_widget(self) -> QWidget:
         return self.splitter
 
