@@ -54,9 +54,10 @@ def test_the_host_wait_share_has_one_label_everywhere(walkthrough_profiles, caps
 
     label = QUANTITIES["host_wait_share"].label
     a, b = walkthrough_profiles["4-device-iterations"], walkthrough_profiles["5-8bit-io"]
-    assert main(["summary", str(b)]) == 0
+    # wide enough that no table cell wraps the label (its range column narrows the label's)
+    assert main(["summary", str(b), "--width", "200"]) == 0
     summary = capsys.readouterr().out
-    assert main(["compare", str(a), str(b)]) == 0
+    assert main(["compare", str(a), str(b), "--width", "200"]) == 0
     compare = capsys.readouterr().out
     assert main(["insights", str(b), "--no-resimulate"]) == 0
     insights = capsys.readouterr().out

@@ -173,7 +173,8 @@ def test_whole_run_bsp_view_of_step_4_shows_compute_not_a_grey_wash(qtbot, walkt
     assert r.bsp.wait_for_cells()
     bsp = r.bsp
     mean = bsp.states.mean_shares()
-    assert mean["compute"] > 0.5
+    # compute is the largest state (the profiled call's opening wait, in sync, is the next)
+    assert mean["compute"] == max(mean.values()) and mean["compute"] > 0.4, mean
     pixels = _plot_pixels(bsp.plot, bsp.vb)
     labs = np.array([lab(tuple(p)) for p in pixels])
     chroma = np.hypot(labs[:, 1], labs[:, 2])
@@ -182,7 +183,9 @@ def test_whole_run_bsp_view_of_step_4_shows_compute_not_a_grey_wash(qtbot, walkt
     near = np.abs((hues - compute + 180) % 360 - 180) < 15
     in_compute = float(np.mean(near & (chroma >= 12)))
     grey = float(np.mean(chroma < 8))
-    assert in_compute >= 0.5, (in_compute, grey, mean)
+    # as much of the view in the compute hue as the tiles spend computing, give or take a cell's
+    # mixing (the share blend gave 6.7% where compute was 59%)
+    assert in_compute >= mean["compute"] - 0.1, (in_compute, grey, mean)
     assert grey <= mean["sync"] + mean["idle"] + 0.1, (in_compute, grey, mean)
     next(fixture, None)
 

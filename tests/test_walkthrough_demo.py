@@ -16,7 +16,8 @@ def test_demo_writes_six_profiles_and_leaves_other_files_alone(tmp_path, capsys)
     assert main(["demo", "-o", str(out), "--no-report"]) == 2  # refused, nothing written
     assert "2-half.h5" in capsys.readouterr().err
     assert sorted(p.name for p in out.iterdir()) == ["2-half.h5", "notes.txt"]
-    assert main(["demo", "-o", str(out), "--no-report", "--force"]) == 0  # replaced on request
+    # replaced on request (wide enough that the table cuts no cell)
+    assert main(["demo", "-o", str(out), "--no-report", "--force", "--width", "200"]) == 0
     text = capsys.readouterr().out
     assert (out / "notes.txt").read_text() == "mine"
     assert sorted(p.name for p in out.iterdir()) == sorted(
