@@ -265,9 +265,20 @@ def _wait_for(predicate, proc, what: str) -> None:
 
 
 def _wait_file(path: Path, proc=None) -> None:
+    """Wait until ``path`` exists and, for a JSON file (Dask's scheduler file), until it is
+    whole: the scheduler creates the file before it has written its contents."""
+    import json
     import time
 
-    while not path.exists():
+    while True:
+        if path.exists():
+            if path.suffix != ".json":
+                return
+            try:
+                json.loads(path.read_text())
+                return
+            except ValueError:
+                pass
         if proc is not None and proc.poll() is not None:
             raise AssertionError(f"{proc.args[:3]} ended before writing {path}")
         time.sleep(0.05)
