@@ -2115,3 +2115,21 @@ def trace_windows() -> dict[str, tuple[object, str]]:
         "huge": ((0, 10**30), "narrow it"),
         "whole-run": ((0, 10**12), "narrow it"),
     }
+
+
+def assert_one_sentence_each(cases: dict[str, InputCase], capsys) -> None:
+    """Run each case's command in this process (``analyser.cli.main``): its exit code is the
+    one it must give, its stderr one sentence (no traceback) saying what it must and nothing it
+    must not."""
+    from analyser.cli import main
+
+    for name, case in cases.items():
+        try:
+            code = main(list(case.argv))
+        except SystemExit as e:  # argparse
+            code = e.code
+        err = capsys.readouterr().err.strip()
+        assert case.expect is None or code == case.expect, (name, code, err)
+        assert "Traceback" not in err and err.count("\n") <= 1, (name, err)
+        assert all(s in err for s in case.says), (name, err)
+        assert not any(h in err for h in case.hidden), (name, err)

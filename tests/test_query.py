@@ -362,14 +362,5 @@ def test_ctrl_c_before_the_connection_exists_stops_the_query(prof, monkeypatch):
 def test_the_hostile_query_cases_are_one_sentence(prof, tmp_path, capsys):
     import hostile
 
-    for name, case in hostile.query_bound_cases(prof, tmp_path).items():
-        try:
-            code = main(list(case.argv))
-        except SystemExit as e:  # argparse
-            code = e.code
-        err = capsys.readouterr().err.strip()
-        assert code == case.expect, (name, err)
-        assert "Traceback" not in err and err.count("\n") <= 1, (name, err)
-        assert all(s in err for s in case.says), (name, err)
-        assert not any(h in err for h in case.hidden), (name, err)
+    hostile.assert_one_sentence_each(hostile.query_bound_cases(prof, tmp_path), capsys)
     assert list(tmp_path.iterdir()) == []

@@ -146,16 +146,9 @@ def test_result_bounds_hold_over_the_set(runs):
 def test_the_hostile_many_profile_cases_are_one_sentence(runs, tmp_path, capsys):
     import hostile
 
-    for name, case in hostile.many_profile_cases(runs / "start.h5", tmp_path).items():
-        try:
-            code = main(list(case.argv))
-        except SystemExit as e:
-            code = e.code
-        err = capsys.readouterr().err.strip()
-        assert code == case.expect, (name, err)
-        assert "Traceback" not in err and err.count("\n") <= 1, (name, err)
-        assert all(s in err for s in case.says), (name, err)
-        assert not any(h in err for h in case.hidden), (name, err)
+    hostile.assert_one_sentence_each(
+        hostile.many_profile_cases(runs / "start.h5", tmp_path), capsys
+    )
 
 
 def test_profile_labels_are_dictionary_coded(runs):

@@ -273,3 +273,29 @@ def at_least_one(text: str) -> int:
     if n < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {n}")
     return n
+
+
+def emit(out, doc: dict | None, render) -> int:
+    """A command's result on stdout, or written atomically to ``out`` (then "wrote OUT (N
+    bytes)" on stderr): ``doc`` as JSON when it is given, else what ``render(console)``
+    prints; returns the exit code (0)."""
+    import json
+    import sys
+
+    from analyser.output import atomic_output
+
+    if doc is not None:
+        text = json.dumps(doc, indent=1, allow_nan=False, default=str) + "\n"
+        if out is None:
+            sys.stdout.write(text)
+            return 0
+        with atomic_output(out, "w") as fh:
+            fh.write(text)
+    elif out is None:
+        render(console())
+        return 0
+    else:
+        with atomic_output(out, "w") as fh:
+            render(console(file=fh))
+    console(stderr=True).print(f"wrote {out} ({out.stat().st_size:,} bytes)")
+    return 0

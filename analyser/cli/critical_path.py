@@ -5,8 +5,6 @@ link with its share of the call and what shortening it could buy (analyser.core.
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
 from analyser.cli._common import at_least_one
 
@@ -88,10 +86,10 @@ def render(con, path, name: str, top: int) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``analyse critical-path`` with the parsed ``args``; returns the exit code."""
-    from analyser.cli._common import console, open_analysis
+    from analyser.cli._common import emit, open_analysis
     from analyser.cli.errors import CliError
     from analyser.core.critical_path import attach_what_if, critical_path
-    from analyser.output import atomic_output, check_output
+    from analyser.output import check_output
 
     out = check_output(args.output, [args.file], force=args.force) if args.output else None
     simulator = None
@@ -114,23 +112,5 @@ def run(args: argparse.Namespace) -> int:
             from analyser.core.insights import find_insights
 
             attach_what_if(path, find_insights(a, simulator=simulator))
-        if args.json:
-            doc = {"file": str(a.path), **path.to_dict()}
-            text = json.dumps(doc, indent=1, allow_nan=False, default=_finite) + "\n"
-            if out is None:
-                sys.stdout.write(text)
-                return 0
-            with atomic_output(out, "w") as fh:
-                fh.write(text)
-        elif out is None:
-            render(console(), path, a.name, args.top)
-            return 0
-        else:
-            with atomic_output(out, "w") as fh:
-                render(console(file=fh), path, a.name, args.top)
-    console(stderr=True).print(f"wrote {out} ({out.stat().st_size:,} bytes)")
-    return 0
-
-
-def _finite(x):
-    return str(x)
+        doc = {"file": str(a.path), **path.to_dict()} if args.json else None
+        return emit(out, doc, lambda con: render(con, path, a.name, args.top))

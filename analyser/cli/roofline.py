@@ -5,8 +5,6 @@ bound from the target's AMP peak and bandwidths (analyser.core.roofline)."""
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
 from analyser.cli._common import at_least_one
 
@@ -112,25 +110,12 @@ def render(con, r, name: str, top: int) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``analyse roofline`` with the parsed ``args``; returns the exit code."""
-    from analyser.cli._common import console, open_analysis
+    from analyser.cli._common import emit, open_analysis
     from analyser.core.roofline import roofline
-    from analyser.output import atomic_output, check_output
+    from analyser.output import check_output
 
     out = check_output(args.output, [args.file], force=args.force) if args.output else None
     with open_analysis(args.file) as a:
         r = roofline(a)
-        if args.json:
-            text = json.dumps(r.to_dict(), indent=1, allow_nan=False, default=str) + "\n"
-            if out is None:
-                sys.stdout.write(text)
-                return 0
-            with atomic_output(out, "w") as fh:
-                fh.write(text)
-        elif out is None:
-            render(console(), r, a.name, args.top)
-            return 0
-        else:
-            with atomic_output(out, "w") as fh:
-                render(console(file=fh), r, a.name, args.top)
-    console(stderr=True).print(f"wrote {out} ({out.stat().st_size:,} bytes)")
-    return 0
+        doc = r.to_dict() if args.json else None
+        return emit(out, doc, lambda con: render(con, r, a.name, args.top))

@@ -102,7 +102,7 @@ class PathLink:
             "share": self.share,
             "by_type": self.by_type,
             "layers": [{"layer": n, "cycles": c} for n, c in self.layers],
-            "bound": self.bound,
+            "bound": None if self.bound == float("inf") else self.bound,  # JSON has no inf
             "options": list(self.options),
             "what_if": self.what_if,
         }
