@@ -220,7 +220,7 @@ MEMORY_TEXT_FIELDS = (
     "config_source",
     "config",
 )
-#: The engine's memory figures before issue 40's convolution changes (main at f9e6793).
+#: The engine's memory figures before the grouped-convolution planner (main at f9e6793).
 BEFORE_MEMORY = REFERENCE_DIR / "before-issue40-memory.json"
 #: CNN-table rows without a published statement (not memory rows): ConvNeXt-T, which Graphcore
 #: has no example of, at a small micro-batch on 4 pipelined IPUs.

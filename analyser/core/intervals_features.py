@@ -46,8 +46,8 @@ FAR_FACTOR = 4
 #: XProf's "moderately input-bound" grade (the insights' ``host_wait_moderate``).
 HOST_LOAD_SYNC = 0.05 / 0.95
 #: The same for a loader that overlaps the device (async, worker processes): its preparation is
-#: hidden while under the device's time, and a host 3x slower than modelled (issue 21's
-#: measurement of the real host against the model) would make it the limit from a third.
+#: hidden while under the device's time, and a host 3x slower than modelled (the real host was
+#: measured 1.6-3x slower than the host model, docs/fidelity.md) would make it the limit from a third.
 HOST_LOAD_OVERLAPPED = 1.0 / 3.0
 #: Share of the forward convolution + matmul work in small convolutions from which the
 #: small-convolution class applies (the majority of the work).

@@ -176,7 +176,7 @@ class Report(QWidget):
 
     def go_to(self, place: Place | None) -> Report | None:
         """Show ``place`` (another report, or this one) in the main window: the report, filled,
-        then its item. Evidence that names a place opens it (issue 36: it was plain text)."""
+        then its item. Evidence that names a place opens it (a place named in plain text could not be followed)."""
         window = self.window()
         if place is None or not hasattr(window, "show_report"):
             return None
