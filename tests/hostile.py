@@ -1634,6 +1634,9 @@ def many_profile_cases(base: Path, folder: Path) -> dict[str, InputCase]:
     for i in range(257):
         os.link(folder / "outside.h5", lots / f"p{i:03d}.h5")
     cases["257-profiles"] = InputCase(("query", str(lots), sql), says=("more than 256",))
+    cases["profiles-without-sql"] = InputCase(
+        ("query", str(base), str(folder / "outside.h5")), says=("not SQL",)
+    )
     cases["file-and-missing"] = InputCase(
         ("query", str(base), str(folder / "missing.h5"), sql), says=("missing.h5",)
     )

@@ -4,6 +4,7 @@ profile's tables through DuckDB, sandboxed to the profile (analyser.query)."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from analyser.cli._common import at_least_one
@@ -248,6 +249,12 @@ def run(args: argparse.Namespace) -> int:
     from analyser.output import atomic_output, check_output
     from analyser.query import query_arrow
 
+    if args.sql.strip().lower().endswith(".h5") or os.path.isdir(args.sql):
+        # "analyse query a.h5 b.h5": the last profile was taken for the query
+        raise CliError(
+            f"{args.sql!r} is a profile or a folder, not SQL; give the query after the "
+            'profiles: analyse query A.h5 B.h5 "SELECT ...".'
+        )
     if args.format == "parquet" and not args.output:
         raise CliError("--format parquet writes a binary file; give it with -o FILE.")
     if args.format == "table" and args.output:
