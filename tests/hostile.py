@@ -2136,3 +2136,38 @@ def assert_one_sentence_each(cases: dict[str, InputCase], capsys) -> None:
         assert "Traceback" not in err and err.count("\n") <= 1, (name, err)
         assert all(s in err for s in case.says), (name, err)
         assert not any(h in err for h in case.hidden), (name, err)
+
+
+# -- the PyTorch 2 exporter's node metadata (an operation's source) -----------------------------
+def onnx_hostile_sources(folder: Path) -> dict[str, Path]:
+    """Models whose node metadata is hostile where the importer reads an operation's source:
+    a 4 MB stack trace, a class hierarchy nested 100,000 deep, terminal escapes and a bidi
+    override in the file name, a path naming the machine's folders, a line number of 40
+    digits. Each imports cleanly; its source is bounded, escaped of control characters and
+    holds no folder."""
+    import onnx
+
+    texts = {
+        "huge-stack": ('File "a.py", line 1, in f\n' * 160_000, None),
+        "deep-classes": (None, "[" * 100_000 + "]" * 100_000),
+        "escapes": ('File "/home/u/\x1b[2J\u202emodel.py", line 7, in forward', None),
+        "folders": ('File "/home/alice/secret-project/net.py", line 3, in forward', None),
+        "long-line": ('File "net.py", line ' + "9" * 40 + ", in forward", None),
+        "not-text-classes": (None, "__import__('os').system('echo hostile')"),
+    }
+    out = {}
+    for name, (stack, classes) in texts.items():
+        path = onnx_relu(folder, f"src-{name}", [1, 4])
+        m = onnx.load(str(path))
+        node = m.graph.node[0]
+        node.name = "/block/MatMul"
+        for key, value in (
+            ("pkg.torch.onnx.stack_trace", stack),
+            ("pkg.torch.onnx.class_hierarchy", classes),
+        ):
+            if value is not None:
+                p = node.metadata_props.add()
+                p.key, p.value = key, value
+        onnx.save(m, str(path))
+        out[name] = path
+    return out

@@ -195,3 +195,14 @@ def test_zoo_models_have_module_paths_and_no_source(tmp_path):
     assert "layer3.2.conv2" in set(ops["layer"])
     assert (ops["source"] == "").all()
     np.testing.assert_array_equal(ops["source"].to_numpy() == "", True)
+
+
+def test_hostile_node_metadata_imports_with_a_bounded_clean_source(tmp_path):
+    import hostile
+
+    for name, path in hostile.onnx_hostile_sources(tmp_path).items():
+        g, _ = import_onnx(path)
+        for src in map(str, g.cols["source"]):
+            assert len(src) <= SOURCE_LIMIT, name
+            assert not any(ord(c) < 32 or c == "\u202e" for c in src), (name, src)
+            assert "alice" not in src and "/" not in src, (name, src)

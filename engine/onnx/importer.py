@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import math
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -140,6 +141,9 @@ def torch_source(node) -> str:
                 modules = [str(c) for c in classes if not str(c).startswith(("aten.", "prims."))]
                 cls = modules[-1].rsplit(".", 1)[-1] if modules else ""
     text = f"{where} in {cls}" if where and cls else where or (f"in {cls}" if cls else "")
+    # a file or class name is text to show: no control or format characters (terminal
+    # escapes, a bidi override that would reorder what a reader sees)
+    text = "".join(c for c in text if unicodedata.category(c) not in ("Cc", "Cf"))
     return _SAFE.sub(" ", text)[:SOURCE_LIMIT]
 
 
