@@ -2,9 +2,10 @@
 
 Public API::
 
-    from engine import RunConfig, compile, simulate, simulate_to_file
+    from engine import RunConfig, check, compile, simulate, simulate_to_file
 
     config = RunConfig(model="resnet50", micro_batch_size=16, gradient_accumulation=4)
+    check(config).problem               # None, or one sentence (a split point naming no layer)
     compiled = compile(config)          # CompiledProgram (engine.compiled): ops, programs,
                                         # segments, memory, liveness, OOM flag
     result = simulate(config)           # SimResult: compile + execute when it fits
@@ -22,9 +23,18 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # pragma: no cover
+    from engine.check import CheckResult
     from engine.compiled import CompiledProgram
     from engine.config import RunConfig
     from engine.simulation import SimResult
+
+
+def check(config: RunConfig | dict) -> CheckResult:
+    """Validate a run configuration against its model and target before any work: a
+    :class:`engine.check.CheckResult` with the validated config or a one-sentence problem."""
+    from engine.check import check as _check
+
+    return _check(config)
 
 
 def compile(config: RunConfig | dict, progress=None) -> CompiledProgram:
@@ -63,6 +73,10 @@ def __getattr__(name: str) -> Any:
         from engine.config import RunConfig
 
         return RunConfig
+    if name == "CheckResult":
+        from engine.check import CheckResult
+
+        return CheckResult
     if name == "CompiledProgram":
         from engine.compiled import CompiledProgram
 
@@ -74,4 +88,13 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'engine' has no attribute {name!r}")
 
 
-__all__ = ["CompiledProgram", "RunConfig", "SimResult", "compile", "simulate", "simulate_to_file"]
+__all__ = [
+    "CheckResult",
+    "CompiledProgram",
+    "RunConfig",
+    "SimResult",
+    "check",
+    "compile",
+    "simulate",
+    "simulate_to_file",
+]

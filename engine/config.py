@@ -30,8 +30,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from engine.config_values import _bounds_problem, _has_upper_bound, _kinds, value_problem
+from engine.config_values import fields_problem, stored_config_problem
 from engine.errors import ConfigError, TargetError
+from engine.run_option import option
 from profiles.inputs import read_regular
 
 ModelName = Literal["mlp", "resnet50", "resnet101", "bert-base", "bert-large"]
@@ -47,7 +48,11 @@ class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=False, validate_assignment=False)
 
     # -- identity -----------------------------------------------------------------------------
-    name: str = Field("", description="Free-form run label shown in reports. Default ''.")
+    name: str = Field(
+        "",
+        description="Free-form run label shown in reports. Default ''.",
+        json_schema_extra=option(section="Run"),
+    )
 
     # -- model and input ----------------------------------------------------------------------
     model: str = Field(
@@ -55,12 +60,19 @@ class RunConfig(BaseModel):
         description="Zoo model: mlp (784-784-784-128-10), resnet50, resnet101, bert-base, "
         "bert-large; or an ONNX file (path ending in .onnx, relative to the run config file "
         "or, on the command line, to the current folder; see docs/onnx.md). Default 'resnet50'.",
+        json_schema_extra=option(section="Model and input"),
     )
     input_shapes: dict[str, list[int]] = Field(
         default_factory=dict,
         description="ONNX models: shapes binding the dynamic dimensions of graph inputs, e.g. "
         "{input_ids = [1, 128]}; a dynamic first (batch) dimension not given here is bound by "
         "the micro-batch. Default none.",
+        json_schema_extra=option(
+            cli_flag="--input-shape",
+            cli_metavar="NAME=DIMS",
+            cli_repeat=True,
+            cli_help="ONNX models: bind the shape of graph input NAME, e.g. input_ids=1x128 (repeatable); a dynamic batch dimension not given is bound by the micro-batch.",
+        ),
     )
     unknown_ops: Literal["error", "elementwise"] = Field(
         "error",
@@ -91,6 +103,7 @@ class RunConfig(BaseModel):
         "mk2",
         description="Hardware target: mk1 (GC2), mk2 (GC200), bow. Default mk2 (or the chip of "
         "the system).",
+        json_schema_extra=option(section="Target"),
     )
     system: str | None = Field(
         None,
@@ -107,27 +120,80 @@ class RunConfig(BaseModel):
     target_overrides: dict[str, Any] = Field(
         default_factory=dict,
         description="Target parameters to override, e.g. {clock_hz = 1.6e9}. Default none.",
+        json_schema_extra=option(
+            cli_flag="--target-override",
+            cli_metavar="KEY=VALUE",
+            cli_repeat=True,
+            cli_help="Override one target parameter, e.g. clock_hz=1.6e9 (repeatable).",
+        ),
     )
-    num_ipus: int = Field(1, ge=1, le=64, description="IPUs per replica. Default 1.")
+    num_ipus: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="IPUs per replica. Default 1.",
+        json_schema_extra=option(aliases=("ipus",), explains=("ipu_memory",), explain_rank=140),
+    )
     replication_factor: int = Field(
-        1, ge=1, le=256, description="Model replicas. Default 1 (with a system: as many as fit)."
+        1,
+        ge=1,
+        le=256,
+        description="Model replicas. Default 1 (with a system: as many as fit).",
+        json_schema_extra=option(
+            aliases=("replicas",), explains=("memory", "allreduce"), explain_rank=210
+        ),
     )
 
     # -- batch and loops ----------------------------------------------------------------------
     micro_batch_size: int = Field(
-        1, ge=1, le=65536, description="Samples per micro-batch. Default 1."
+        1,
+        ge=1,
+        le=65536,
+        description="Samples per micro-batch. Default 1.",
+        json_schema_extra=option(
+            section="Batch",
+            aliases=("batch_size", "micro_batch", "mbs"),
+            explains=("memory", "input"),
+            explain_rank=60,
+            lever_rank=10,
+        ),
     )
     gradient_accumulation: int = Field(
-        1, ge=1, le=65536, description="Micro-batches accumulated per weight update. Default 1."
+        1,
+        ge=1,
+        le=65536,
+        description="Micro-batches accumulated per weight update. Default 1.",
+        json_schema_extra=option(
+            aliases=("ga",),
+            explains=("memory", "input", "compute_share"),
+            explain_rank=190,
+            lever_rank=120,
+        ),
     )
     device_iterations: int = Field(
-        1, ge=1, le=1_000_000, description="Steps run on the device per host call. Default 1."
+        1,
+        ge=1,
+        le=1_000_000,
+        description="Steps run on the device per host call. Default 1.",
+        json_schema_extra=option(
+            aliases=("di",),
+            explains=("input", "host_wait", "host_round_trips"),
+            explain_rank=220,
+            lever_rank=130,
+        ),
     )
 
     # -- numerics -----------------------------------------------------------------------------
     precision: Literal["32.32", "16.32", "16.16"] = Field(
         "32.32",
         description="inputs-and-compute.weights dtypes: 32.32, 16.32 or 16.16. Default 32.32.",
+        json_schema_extra=option(
+            section="Precision and optimiser",
+            explains=("memory",),
+            explain_rank=50,
+            tune=("16.16", "16.32", "32.32"),
+            lever_rank=0,
+        ),
     )
     partials_type: Literal["auto", "float", "half"] = Field(
         "auto",
@@ -136,15 +202,20 @@ class RunConfig(BaseModel):
         "half-partials mode), so half applies to FP16 operands only. Default auto.",
     )
     optimiser: Literal["sgd", "sgd-momentum", "adam", "adamw", "lamb"] = Field(
-        "sgd", description="Optimiser: sgd, sgd-momentum, adam, adamw, lamb. Default sgd."
+        "sgd",
+        description="Optimiser: sgd, sgd-momentum, adam, adamw, lamb. Default sgd.",
+        json_schema_extra=option(explains=("memory",), explain_rank=110),
     )
     first_moment_dtype: Literal["auto", "float32", "float16"] = Field(
         "auto",
         description="Momentum / Adam first moment dtype: auto = float16 for 16.16 models, else "
         "float32. Default auto.",
+        json_schema_extra=option(explains=("memory",), explain_rank=160),
     )
     second_moment_dtype: Literal["auto", "float32", "float16"] = Field(
-        "auto", description="Adam / LAMB second moment dtype: auto = float32. Default auto."
+        "auto",
+        description="Adam / LAMB second moment dtype: auto = float32. Default auto.",
+        json_schema_extra=option(explains=("memory",), explain_rank=170),
     )
     accumulator_dtype: Literal["auto", "float32", "float16"] = Field(
         "auto",
@@ -158,14 +229,29 @@ class RunConfig(BaseModel):
     strategy: Literal["single", "sharded", "pipelined"] = Field(
         "single",
         description="single IPU, sharded (one IPU at a time) or pipelined. Default single.",
+        json_schema_extra=option(section="Execution strategy"),
     )
     schedule: Literal["grouped", "interleaved", "sequential"] = Field(
         "grouped",
         description="Pipeline schedule: grouped, interleaved, sequential. Default grouped.",
+        json_schema_extra=option(
+            explains=("memory",),
+            explain_rank=80,
+            tune=("grouped", "interleaved", "sequential"),
+            lever_rank=40,
+        ),
     )
     split_points: list[str] = Field(
         default_factory=list,
         description="Layer names where each new stage / IPU begins (e.g. ['layer3.8']). Default [].",
+        json_schema_extra=option(
+            aliases=("splits",),
+            explains=("memory", "ipu_memory", "stage_balance"),
+            explain_rank=130,
+            lever_rank=70,
+            cli_metavar="LAYER[,LAYER...]",
+            cli_help="Layer names where each new stage / IPU begins (e.g. layer3.8 or layer2.3,layer3.8). Comma-separated; default none.",
+        ),
     )
     recomputation: Literal["auto", "off", "pipeline-stages", "checkpoints"] = Field(
         "auto",
@@ -173,11 +259,22 @@ class RunConfig(BaseModel):
         "pipelining over more than one IPU, PopART and TensorFlow do not), off, pipeline-stages "
         "(stash stage inputs only, recompute the forward in the backward) or checkpoints (at "
         "recompute_checkpoints). Default auto.",
+        json_schema_extra=option(
+            aliases=("recompute",),
+            explains=("memory",),
+            explain_rank=70,
+            tune=("pipeline-stages", "off"),
+            lever_rank=20,
+        ),
     )
     recompute_checkpoints: list[str] = Field(
         default_factory=list,
         description="Layers whose outputs are kept (checkpoints) when recomputation = checkpoints; "
         "the ops between checkpoints are recomputed in the backward. Default [].",
+        json_schema_extra=option(
+            cli_metavar="LAYER[,LAYER...]",
+            cli_help="Layers whose outputs are kept (checkpoints) when recomputation = checkpoints; the ops between checkpoints are recomputed in the backward. Comma-separated; default none.",
+        ),
     )
     available_memory_proportion: float | None = Field(
         None,
@@ -185,12 +282,26 @@ class RunConfig(BaseModel):
         le=1,
         description="Share of tile memory an AMP plan may use for temporaries; default the "
         "target's (0.6).",
+        json_schema_extra=option(
+            section="Memory",
+            aliases=("amp",),
+            explains=("memory",),
+            explain_rank=90,
+            tune=(0.3, 0.45, 0.6, 0.8),
+            lever_rank=30,
+        ),
     )
     available_memory_proportion_per_ipu: list[float] = Field(
         default_factory=list,
         description="One available memory proportion per IPU of a replica (PopTorch's "
         "setAvailableMemoryProportion({'IPU0': ..}), optimum-graphcore's matmul_proportion "
         "list), in place of available_memory_proportion. Default [] (the same on every IPU).",
+        json_schema_extra=option(
+            explains=("memory", "ipu_memory"),
+            explain_rank=150,
+            cli_metavar="X[,X...]",
+            cli_help="One available memory proportion per IPU of a replica (PopTorch's setAvailableMemoryProportion({'IPU0': ..}), optimum-graphcore's matmul_proportion list), in place of available_memory_proportion. Comma-separated; default none (the same on every IPU).",
+        ),
     )
 
     outlining: bool = Field(
@@ -205,24 +316,65 @@ class RunConfig(BaseModel):
         description="Optimiser state in remote buffers: auto = the framework's default (PopTorch "
         "and PopART: on chip; TensorFlow's pipelining API: offloaded when pipelined), on, off. "
         "Default auto.",
+        json_schema_extra=option(
+            explains=("memory", "remote_buffers"),
+            explain_rank=100,
+            tune=("on", "off"),
+            lever_rank=50,
+        ),
     )
     offload_accumulators: Literal["on", "off"] = Field(
-        "off", description="Gradient accumulators in remote buffers: on or off. Default off."
+        "off",
+        description="Gradient accumulators in remote buffers: on or off. Default off.",
+        json_schema_extra=option(
+            explains=("memory", "remote_buffers"),
+            explain_rank=180,
+            tune=("on", "off"),
+            lever_rank=60,
+        ),
     )
     replicated_tensor_sharding: bool = Field(
         False,
         description="Shard optimiser state across replicas (needs replication_factor > 1). "
         "Default false.",
+        json_schema_extra=option(explains=("memory",), explain_rank=120),
     )
 
     # -- host I/O -----------------------------------------------------------------------------
     io_tiles: int = Field(
-        0, ge=0, description="Tiles reserved for overlapped I/O (even number; 0 = none). Default 0."
+        0,
+        ge=0,
+        description="Tiles reserved for overlapped I/O (even number; 0 = none). Default 0.",
+        json_schema_extra=option(
+            section="Host I/O and data loader",
+            explains=("memory", "ipu_memory", "host_wait"),
+            explain_rank=200,
+            tune=(0, 32, 64),
+            lever_rank=80,
+        ),
     )
-    prefetch_depth: int = Field(1, ge=1, le=16, description="Stream prefetch depth. Default 1.")
+    prefetch_depth: int = Field(
+        1,
+        ge=1,
+        le=16,
+        description="Stream prefetch depth. Default 1.",
+        json_schema_extra=option(
+            aliases=("prefetch",),
+            explains=("host_wait",),
+            explain_rank=20,
+            tune=(1, 2, 3),
+            lever_rank=90,
+        ),
+    )
     eight_bit_input: bool = Field(
         False,
         description="Send images as uint8 and normalise on the IPU (image models). Default false.",
+        json_schema_extra=option(
+            explains=("input", "host_wait", "host_time"),
+            explain_rank=30,
+            tune=(False, True),
+            lever_rank=100,
+        ),
     )
     framework: Literal["poptorch", "popart", "tensorflow"] = Field(
         "poptorch",
@@ -235,6 +387,13 @@ class RunConfig(BaseModel):
         description="Data loader: sync (prepared between device calls), async (a separate "
         "process overlaps the device), async-rebatched. Default the framework's (PopTorch: "
         "sync).",
+        json_schema_extra=option(
+            aliases=("loader",),
+            explains=("host_wait",),
+            explain_rank=0,
+            tune=("sync", "async"),
+            lever_rank=110,
+        ),
     )
     loader_workers: int | None = Field(
         None,
@@ -242,6 +401,7 @@ class RunConfig(BaseModel):
         le=512,
         description="Data loader worker processes (0 = in the loader's own process). Default "
         "the framework's (PyTorch DataLoader: 0).",
+        json_schema_extra=option(explains=("host_wait",), explain_rank=10),
     )
     host_transforms: list[str] = Field(
         default_factory=list,
@@ -249,6 +409,7 @@ class RunConfig(BaseModel):
         "random_crop, resize, to_tensor, convert_dtype, normalise, collate; each costed from the "
         "host profile (convert_dtype and normalise run on the IPU with eight_bit_input). Default "
         "none (then host_preprocess_us_per_sample and host_normalise_ns_per_element apply).",
+        json_schema_extra=option(cli_metavar="NAME[,NAME...]"),
     )
     host_input_size: int | None = Field(
         None,
@@ -274,6 +435,7 @@ class RunConfig(BaseModel):
         ge=0,
         description="Extra host time per sample on one core beyond the named transforms "
         "(microseconds). Default 0 with host_transforms, else 50 (a flat decode / augment cost).",
+        json_schema_extra=option(explains=("host_wait",), explain_rank=40),
     )
     host_normalise_ns_per_element: float | None = Field(
         None,
@@ -308,6 +470,7 @@ class RunConfig(BaseModel):
         "auto",
         description="Outputs sent back: auto (final for training, all for inference), all, sum, "
         "final, every-n. Default auto.",
+        json_schema_extra=option(section="Outputs and instrumentation"),
     )
     output_return_period: int = Field(1, ge=1, description="N of output_mode every-n. Default 1.")
     synthetic_data: bool = Field(
@@ -334,6 +497,7 @@ class RunConfig(BaseModel):
         "that every tile does the mean of the compute set's per-tile work (docs/engine.md, "
         "'What-if: balanced compute sets'). A name no compute set has is an error at compile "
         "time. Default [].",
+        json_schema_extra=option(section="What-ifs (no framework offers these)", what_if=True),
     )
 
     # ------------------------------------------------------------------------------------------
@@ -420,6 +584,7 @@ class RunConfig(BaseModel):
 
     @model_validator(mode="after")
     def _cross_checks(self) -> RunConfig:
+        from engine.config_checks import check_across
         from engine.targets import get_target
 
         try:
@@ -428,129 +593,7 @@ class RunConfig(BaseModel):
             raise ConfigError(str(exc)) from None
         self._check_system()
         self._apply_framework_defaults(target)
-        stages = len(self.split_points) + 1
-        if self.strategy == "single":
-            if self.split_points:
-                raise ConfigError(
-                    "split_points: a single-IPU run takes no split points; set strategy to "
-                    "'sharded' or 'pipelined', or remove them."
-                )
-            if self.num_ipus != 1:
-                raise ConfigError(
-                    f"num_ipus: strategy 'single' uses 1 IPU per replica, not {self.num_ipus}; "
-                    "use 'sharded' or 'pipelined' with split points."
-                )
-        else:
-            if not self.split_points:
-                raise ConfigError(
-                    f"split_points: strategy {self.strategy!r} needs at least one split point "
-                    "(a layer name such as 'layer3.8')."
-                )
-            if len(set(self.split_points)) != len(self.split_points):
-                raise ConfigError("split_points: each split point may appear only once.")
-            if self.num_ipus > stages:
-                raise ConfigError(
-                    f"num_ipus: {self.num_ipus} IPUs is too many for {len(self.split_points)} "
-                    f"split point(s) ({stages} stages, one IPU each); add split points or use "
-                    f"num_ipus = {stages}."
-                )
-            if self.num_ipus < stages:
-                raise ConfigError(
-                    f"num_ipus: {len(self.split_points)} split point(s) make {stages} stages, "
-                    f"one per IPU, but num_ipus is {self.num_ipus}; set num_ipus = {stages}."
-                )
-        per_ipu = self.available_memory_proportion_per_ipu
-        if per_ipu:
-            if len(per_ipu) != self.num_ipus:
-                raise ConfigError(
-                    f"available_memory_proportion_per_ipu: {len(per_ipu)} value(s) for "
-                    f"{self.num_ipus} IPU(s) per replica; give one per IPU."
-                )
-            bad = [x for x in per_ipu if not (0 < x <= 1)]
-            if bad:
-                raise ConfigError(
-                    f"available_memory_proportion_per_ipu: {bad[0]} is not a proportion "
-                    "(each must be above 0 and at most 1)."
-                )
-            if self.available_memory_proportion is not None:
-                raise ConfigError(
-                    "available_memory_proportion_per_ipu: give either one proportion for every "
-                    "IPU (available_memory_proportion) or one per IPU, not both."
-                )
-        if self.mode == "inference" and self.gradient_accumulation != 1:
-            raise ConfigError(
-                "gradient_accumulation: only training accumulates gradients; use 1 for inference."
-            )
-        # Training pipelines run the backward passes as extra pipeline stages (PopART / PopTorch:
-        # 2S - 1 stages for S forward stages under Grouped / Interleaved), so the accumulation
-        # must cover them (engine.execute.schedule, docs/execution-model.md).
-        need = 2 * stages - 1 if self.schedule in ("grouped", "interleaved") else stages
-        if (
-            self.strategy == "pipelined"
-            and self.mode == "training"
-            and self.gradient_accumulation < need
-        ):
-            raise ConfigError(
-                f"gradient_accumulation: a {stages}-stage {self.schedule} training pipeline needs "
-                f"gradient_accumulation >= {need} (it is {self.gradient_accumulation})."
-            )
-        if (
-            self.strategy == "pipelined"
-            and self.mode == "inference"
-            and self.device_iterations < stages
-        ):
-            # PopART fills an inference pipeline with the batches of one step (batchesPerStep)
-            raise ConfigError(
-                f"device_iterations: a {stages}-stage inference pipeline needs device_iterations "
-                f">= {stages} to fill it (it is {self.device_iterations})."
-            )
-        if self.recomputation == "pipeline-stages" and self.strategy != "pipelined":
-            raise ConfigError(
-                "recomputation: 'pipeline-stages' needs strategy 'pipelined'; use 'checkpoints' "
-                "or 'off'."
-            )
-        if self.recomputation == "checkpoints" and not self.recompute_checkpoints:
-            raise ConfigError(
-                "recompute_checkpoints: recomputation 'checkpoints' needs at least one layer name."
-            )
-        if self.recompute_checkpoints and self.recomputation != "checkpoints":
-            raise ConfigError(
-                "recompute_checkpoints: only used with recomputation = 'checkpoints'."
-            )
-        if self.replicated_tensor_sharding and self.replication_factor < 2:
-            raise ConfigError("replicated_tensor_sharding: needs replication_factor > 1 (it is 1).")
-        if (self.input_shapes or self.unknown_ops != "error") and not self.is_onnx:
-            raise ConfigError(
-                f"input_shapes / unknown_ops: only ONNX models take them (model is {self.model!r})."
-            )
-        if self.is_onnx:
-            sizes = ("image_size", "image_channels", "num_classes", "seq_length", "vocab_size")
-            changed = [f for f in sizes if getattr(self, f) != type(self).model_fields[f].default]
-            if changed:
-                raise ConfigError(
-                    f"{changed[0]}: an ONNX model takes its sizes from the file; bind its dynamic "
-                    "dimensions with input_shapes (--input-shape NAME=DIMS) instead."
-                )
-        if self.eight_bit_input and self.model.startswith("bert"):
-            raise ConfigError(
-                "eight_bit_input: BERT inputs are token ids, not images; use it with mlp or "
-                "the ResNets."
-            )
-        if self.io_tiles:
-            if self.io_tiles % 2:
-                raise ConfigError(
-                    f"io_tiles: must be even (a supertile is two tiles); got {self.io_tiles}."
-                )
-            if self.io_tiles > target.tiles_per_ipu // 2:
-                raise ConfigError(
-                    f"io_tiles: at most {target.tiles_per_ipu // 2} of the "
-                    f"{target.tiles_per_ipu} tiles may be I/O tiles; got {self.io_tiles}."
-                )
-        if self.output_mode == "every-n" and self.device_iterations % self.output_return_period:
-            raise ConfigError(
-                f"output_return_period: must divide device_iterations ({self.device_iterations}); "
-                f"got {self.output_return_period}."
-            )
+        check_across(self, target)
         return self
 
     def _check_system(self) -> None:
@@ -901,80 +944,13 @@ def validation_message(exc: ValidationError) -> str:
     return "; ".join(parts) + "."
 
 
-# ----------------------------------------------------------------------------------------------
-# Strict values: one policy for every field, present and future
-# ----------------------------------------------------------------------------------------------
-
-# the policy's pieces (MAX_INT, REAL_RANGE, value_problem...) live in engine.config_values
-
-
-def fields_problem(data: dict[str, Any]) -> str | None:
-    """The first field of ``data`` (a run-configuration dict) refused by :func:`value_problem`;
-    target overrides get the same policy (their ranges are the target's own)."""
-    fields = RunConfig.model_fields
-    for name, value in data.items():
-        field = fields.get(name)
-        if field is None:
-            continue  # unknown keys: pydantic's 'did you mean'
-        if name == "target_overrides" and isinstance(value, dict):
-            for key, v in value.items():
-                bad = value_problem(
-                    f"target_overrides.{key}",
-                    v,
-                    {int, float} if not isinstance(v, bool) else {bool},
-                )
-                if bad:
-                    return bad
-            continue
-        bad = value_problem(name, value, _kinds(field.annotation), _has_upper_bound(field))
-        if bad:
-            return bad
-    return None
-
-
-def stored_config_problem(doc: dict[str, Any]) -> str | None:
-    """Why a run configuration stored in a profile cannot be used, or ``None``: each known
-    option's value against the kind of value it takes (a number, a flag, a text, a list) and its
-    bounds, with the strict-value policy. Option by option and without the choices of text
-    options, so older and synthetic profiles (model 'synthetic') still read."""
-    from types import UnionType
-    from typing import Union, get_args, get_origin
-
-    bad = fields_problem(doc)
-    if bad:
-        return bad
-    for name, value in doc.items():
-        field = RunConfig.model_fields.get(name)
-        if field is None or value is None:
-            continue
-        ann = field.annotation
-        args = [a for a in get_args(ann) if a is not type(None)]
-        if get_origin(ann) in (Union, UnionType) and len(args) == 1:
-            ann = args[0]  # Optional[X]
-        origin = get_origin(ann)
-        kinds = {origin} if origin in (list, dict) else _kinds(ann)
-        if kinds & {int, float} and not kinds & {str}:
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                return f"{name}: expected a number, got {value!r:.40}."
-            bad = _bounds_problem(name, value, field)
-        elif kinds == {bool} and not isinstance(value, bool):
-            bad = f"{name}: expected true or false, got {value!r:.40}."
-        elif (kinds & {str} or origin is Literal) and not kinds & {list, dict}:
-            bad = None if isinstance(value, str) else f"{name}: expected a text, got {value!r:.40}."
-        elif kinds & {list} and not isinstance(value, list):
-            bad = f"{name}: expected a list, got {value!r:.40}."
-        elif kinds & {dict} and not isinstance(value, dict):
-            bad = f"{name}: expected a table, got {value!r:.40}."
-        if bad:
-            return bad
-    return None
-
-
 __all__ = [
     "DEFAULT_CLASSES",
     "MODEL_NAMES",
     "RunConfig",
+    "fields_problem",
     "is_onnx_path",
     "parse_input_shape",
+    "stored_config_problem",
     "validation_message",
 ]

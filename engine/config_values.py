@@ -79,3 +79,69 @@ def _bounds_problem(name: str, value: float, field: Any) -> str | None:
             if b is not None and not ok(b):
                 return f"{name}: {value!r} is out of range (must be {word} {b})."
     return None
+
+
+def fields_problem(data: dict[str, Any]) -> str | None:
+    """The first field of ``data`` (a run-configuration dict) refused by :func:`value_problem`;
+    target overrides get the same policy (their ranges are the target's own)."""
+    from engine.config import RunConfig
+
+    fields = RunConfig.model_fields
+    for name, value in data.items():
+        field = fields.get(name)
+        if field is None:
+            continue  # unknown keys: pydantic's 'did you mean'
+        if name == "target_overrides" and isinstance(value, dict):
+            for key, v in value.items():
+                bad = value_problem(
+                    f"target_overrides.{key}",
+                    v,
+                    {int, float} if not isinstance(v, bool) else {bool},
+                )
+                if bad:
+                    return bad
+            continue
+        bad = value_problem(name, value, _kinds(field.annotation), _has_upper_bound(field))
+        if bad:
+            return bad
+    return None
+
+
+def stored_config_problem(doc: dict[str, Any]) -> str | None:
+    """Why a run configuration stored in a profile cannot be used, or ``None``: each known
+    option's value against the kind of value it takes (a number, a flag, a text, a list) and its
+    bounds, with the strict-value policy. Option by option and without the choices of text
+    options, so older and synthetic profiles (model 'synthetic') still read."""
+    from types import UnionType
+    from typing import Literal, Union, get_args, get_origin
+
+    from engine.config import RunConfig
+
+    bad = fields_problem(doc)
+    if bad:
+        return bad
+    for name, value in doc.items():
+        field = RunConfig.model_fields.get(name)
+        if field is None or value is None:
+            continue
+        ann = field.annotation
+        args = [a for a in get_args(ann) if a is not type(None)]
+        if get_origin(ann) in (Union, UnionType) and len(args) == 1:
+            ann = args[0]  # Optional[X]
+        origin = get_origin(ann)
+        kinds = {origin} if origin in (list, dict) else _kinds(ann)
+        if kinds & {int, float} and not kinds & {str}:
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                return f"{name}: expected a number, got {value!r:.40}."
+            bad = _bounds_problem(name, value, field)
+        elif kinds == {bool} and not isinstance(value, bool):
+            bad = f"{name}: expected true or false, got {value!r:.40}."
+        elif (kinds & {str} or origin is Literal) and not kinds & {list, dict}:
+            bad = None if isinstance(value, str) else f"{name}: expected a text, got {value!r:.40}."
+        elif kinds & {list} and not isinstance(value, list):
+            bad = f"{name}: expected a list, got {value!r:.40}."
+        elif kinds & {dict} and not isinstance(value, dict):
+            bad = f"{name}: expected a table, got {value!r:.40}."
+        if bad:
+            return bad
+    return None

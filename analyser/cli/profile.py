@@ -131,11 +131,10 @@ def run(args: argparse.Namespace) -> int:
     out = None if args.print_config else Path(args.output)
     if out is not None:
         _check_output(out, args.force)
-    from engine.compiler.lowering import assign_stages
-    from engine.models import build_model
+    import engine
 
     # model-level checks (split points naming no layer...) before any work or file
-    assign_stages(build_model(config), config)
+    config = engine.check(config).require()
 
     if out is None:  # --print-config: the resolved configuration, nothing simulated or written
         from analyser.literal import terminal

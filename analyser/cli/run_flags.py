@@ -4,7 +4,8 @@
 suppressed so that only the flags given count; :func:`config_from_args` lays the given flags over
 a base configuration (a run config file's, or the defaults) and validates the result with
 ``RunConfig`` (one sentence on a bad value). The options themselves, their types, defaults and
-descriptions are declared once, in ``engine.config``.
+descriptions, aliases and command-line forms are declared once, on the fields of
+``engine.config.RunConfig`` (:mod:`engine.run_option`).
 """
 
 from __future__ import annotations
@@ -13,79 +14,71 @@ import argparse
 import json
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_origin
 
 from engine.config import RunConfig, is_onnx_path, parse_input_shape
 from engine.errors import ConfigError
+from engine.run_option import option_meta
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def flag_aliases(model: type[RunConfig] = RunConfig) -> dict[str, tuple[str, ...]]:
+    """Each option's alias flags, from the ``aliases`` declared on its field."""
+    out = {}
+    for name, field in model.model_fields.items():
+        aliases = option_meta(field).aliases
+        if aliases:
+            out[name] = tuple(_flag(a) for a in aliases)
+    return out
+
 
 #: Short aliases for common flags.
-FLAG_ALIASES: dict[str, tuple[str, ...]] = {
-    "micro_batch_size": ("--batch-size", "--micro-batch"),
-    "gradient_accumulation": ("--ga",),
-    "device_iterations": ("--di",),
-    "replication_factor": ("--replicas",),
-    "num_ipus": ("--ipus",),
-}
-
-#: The run options given one ``NAME=VALUE`` per flag (repeatable): flag, metavar, help.
-_REPEATABLE: dict[str, tuple[str, str, str]] = {
-    "input_shapes": (
-        "--input-shape",
-        "NAME=DIMS",
-        "ONNX models: bind the shape of graph input NAME, e.g. input_ids=1x128 "
-        "(repeatable); a dynamic batch dimension not given is bound by the micro-batch.",
-    ),
-    "target_overrides": (
-        "--target-override",
-        "KEY=VALUE",
-        "Override one target parameter, e.g. clock_hz=1.6e9 (repeatable).",
-    ),
-}
+FLAG_ALIASES: dict[str, tuple[str, ...]] = flag_aliases()
 
 
-def add_config_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add one ``--option`` per RunConfig field (defaults suppressed: only given flags count)."""
+def add_config_arguments(
+    parser: argparse.ArgumentParser, model: type[RunConfig] = RunConfig
+) -> None:
+    """Add one ``--option`` per field of ``model`` (defaults suppressed: only given flags count).
+
+    Each flag follows its field: the type gives the kind of value, the description (or the
+    field's ``cli_help``) the help, and the field's aliases more flags."""
     group = parser.add_argument_group("run options (override the run config file)")
-    for name, field in RunConfig.model_fields.items():
-        flag = "--" + name.replace("_", "-")
-        flags = (flag, *FLAG_ALIASES.get(name, ()))
-        help_text = (field.description or "").replace("%", "%%")
-        ann = field.annotation
-        choices = _literal_choices(ann)
-        kw: dict[str, Any] = dict(dest=name, default=argparse.SUPPRESS, help=help_text)
-        if name in _REPEATABLE:  # one value per flag, the flag given again for the next
-            flag, metavar, help_text = _REPEATABLE[name]
+    for name, field in model.model_fields.items():
+        meta = option_meta(field)
+        help_text = (meta.cli_help or field.description or "").replace("%", "%%")
+        if meta.cli_repeat:  # one value per flag, the flag given again for the next
             group.add_argument(
-                flag,
+                meta.cli_flag or _flag(name),
                 dest=name,
                 action="append",
-                metavar=metavar,
+                metavar=meta.cli_metavar,
                 default=argparse.SUPPRESS,
                 help=help_text,
             )
             continue
+        flags = (_flag(name), *(_flag(a) for a in meta.aliases))
+        ann = field.annotation
+        choices = _literal_choices(ann)
+        kw: dict[str, Any] = dict(dest=name, default=argparse.SUPPRESS, help=help_text)
         # Values stay strings here and RunConfig validates them (pydantic converts "16" to 16),
         # so a bad value gives RunConfig's one sentence instead of argparse's usage dump.
         if ann is bool:
             group.add_argument(*flags, action=argparse.BooleanOptionalAction, **kw)
         elif choices:
             group.add_argument(*flags, metavar="{" + ",".join(choices) + "}", type=str, **kw)
-        elif name in ("split_points", "recompute_checkpoints", "host_transforms"):
-            # the description shows the TOML list; on the command line it is comma-separated
-            kw["help"] = help_text.replace(
-                "(e.g. ['layer3.8'])", "(e.g. layer3.8 or layer2.3,layer3.8)"
-            ).replace(" Default [].", " Comma-separated; default none.")
-            meta = "NAME[,NAME...]" if name == "host_transforms" else "LAYER[,LAYER...]"
-            group.add_argument(*flags, metavar=meta, type=_csv, **kw)
-        elif name == "available_memory_proportion_per_ipu":
-            kw["help"] = help_text.replace(" Default [] (", " Comma-separated; default none (")
-            group.add_argument(*flags, metavar="X[,X...]", type=_csv, **kw)
+        elif get_origin(ann) is list and meta.cli_metavar:
+            # a list, comma-separated on the command line (its TOML form is a list)
+            group.add_argument(*flags, metavar=meta.cli_metavar, type=_csv, **kw)
         elif ann in (int, int | None):
             group.add_argument(*flags, type=str, metavar="N", **kw)
         elif ann in (float, float | None):
             group.add_argument(*flags, type=str, metavar="X", **kw)
         else:
-            group.add_argument(*flags, type=str, **kw)
+            group.add_argument(*flags, type=str, metavar=meta.cli_metavar, **kw)
 
 
 def _csv(text: str) -> list[str]:
@@ -115,13 +108,17 @@ def _parse_override(text: str) -> tuple[str, Any]:
     return key.strip(), parsed
 
 
-def config_from_args(args: argparse.Namespace, base: RunConfig | dict | None = None) -> RunConfig:
+def config_from_args(
+    args: argparse.Namespace,
+    base: RunConfig | dict | None = None,
+    model: type[RunConfig] = RunConfig,
+) -> RunConfig:
     """Build a RunConfig from the flags given (over ``base``: a config, dict, or defaults)."""
     if isinstance(base, RunConfig):
         data = base.to_dict()
     else:
         data = dict(base or {})
-    for name in RunConfig.model_fields:
+    for name in model.model_fields:
         if hasattr(args, name):
             value = getattr(args, name)
             if name == "target_overrides":
@@ -142,7 +139,7 @@ def config_from_args(args: argparse.Namespace, base: RunConfig | dict | None = N
         for name in ("target", "replication_factor"):
             if not hasattr(args, name):
                 data.pop(name, None)
-    return RunConfig.from_dict(data)
+    return model.from_dict(data)
 
 
-__all__ = ["FLAG_ALIASES", "add_config_arguments", "config_from_args"]
+__all__ = ["FLAG_ALIASES", "add_config_arguments", "config_from_args", "flag_aliases"]

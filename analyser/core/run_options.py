@@ -1,15 +1,21 @@
-"""What the analyser knows about each run option, on top of its declaration in
-``engine.config.RunConfig`` (the one place options are declared, with their types, defaults and
-validation; the profile stores the run configuration as that model dumps it).
+"""What the analyser knows about each run option, generated from its declaration in
+``engine.config.RunConfig`` (the one place options are declared: type, default, bounds and, on
+the field, an :class:`engine.run_option.RunOption` record with its form section, aliases, the
+figures it explains, tune's values; the profile stores the run configuration as that model dumps
+it).
 
-* the section an option belongs to (the GUI's run form and what-if sections): each section
-  starts at a field of the model, and fields keep the model's order, so a new option falls in
+* the section an option belongs to (the GUI's run form and what-if sections): a field that
+  declares ``section`` starts one, and fields keep the model's order, so a new option falls in
   the section of the field before it;
 * which figures a change of the option can explain in a comparison
-  (:mod:`analyser.core.comparison`), in the order the reasons are given.
+  (:mod:`analyser.core.comparison`), in the order of the fields' ``explain_rank``.
 
-A new run option needs nothing here unless it explains a figure; a test checks that every name
-used here is a RunConfig field.
+Figures an option may explain: ``memory`` OOM tiles and peak memory; ``ipu_memory`` memory per
+IPU; ``input`` bytes received from the host; ``host_wait`` the host wait share; ``host_time``
+host time per sample; ``remote_buffers`` remote-buffer bytes; ``compute_share`` OnTileExecute
+and ramp shares; ``host_round_trips`` round trips per sample; ``allreduce`` replica all-reduce;
+``stage_balance`` pipeline stage balance. (Cycles per sample and throughput are explained by
+every option that differs.)
 """
 
 from __future__ import annotations
@@ -19,86 +25,72 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.config import RunConfig
+from engine.run_option import bounds, option_meta
 from profiles.schema import RUN_CONFIG_VERSION
-
-#: Section headings: the first RunConfig field of each section.
-SECTION_STARTS: dict[str, str] = {
-    "name": "Run",
-    "model": "Model and input",
-    "target": "Target",
-    "micro_batch_size": "Batch",
-    "precision": "Precision and optimiser",
-    "strategy": "Execution strategy",
-    "available_memory_proportion": "Memory",
-    "io_tiles": "Host I/O and data loader",
-    "output_mode": "Outputs and instrumentation",
-    "balance_compute_sets": "What-ifs (no framework offers these)",
-}
-
-#: What-if options: the engine can simulate them, no framework can apply them (docs/engine.md),
-#: so `analyse tune` never proposes them.
-WHAT_IF: frozenset[str] = frozenset({"balance_compute_sets"})
-
-#: Figures (groups of a comparison's explanations) whose change each option can explain, the
-#: options in the order their reasons are listed:
-#: ``memory`` OOM tiles and peak memory; ``ipu_memory`` memory per IPU; ``input`` bytes received
-#: from the host; ``host_wait`` the host wait share; ``host_time`` host time per sample;
-#: ``remote_buffers`` remote-buffer bytes; ``compute_share`` OnTileExecute and ramp shares;
-#: ``host_round_trips`` round trips per sample; ``allreduce`` replica all-reduce;
-#: ``stage_balance`` pipeline stage balance. (Cycles per sample and throughput are explained by
-#: every option that differs.)
-EXPLAINS: dict[str, tuple[str, ...]] = {
-    "loader_mode": ("host_wait",),
-    "loader_workers": ("host_wait",),
-    "prefetch_depth": ("host_wait",),
-    "eight_bit_input": ("input", "host_wait", "host_time"),
-    "host_preprocess_us_per_sample": ("host_wait",),
-    "precision": ("memory",),
-    "micro_batch_size": ("memory", "input"),
-    "recomputation": ("memory",),
-    "schedule": ("memory",),
-    "available_memory_proportion": ("memory",),
-    "offload_optimiser_state": ("memory", "remote_buffers"),
-    "optimiser": ("memory",),
-    "replicated_tensor_sharding": ("memory",),
-    "split_points": ("memory", "ipu_memory", "stage_balance"),
-    "num_ipus": ("ipu_memory",),
-    "available_memory_proportion_per_ipu": ("memory", "ipu_memory"),
-    "first_moment_dtype": ("memory",),
-    "second_moment_dtype": ("memory",),
-    "offload_accumulators": ("memory", "remote_buffers"),
-    "gradient_accumulation": ("memory", "input", "compute_share"),
-    "io_tiles": ("memory", "ipu_memory", "host_wait"),
-    "replication_factor": ("memory", "allreduce"),
-    "device_iterations": ("input", "host_wait", "host_round_trips"),
-}
 
 
 @dataclass(frozen=True)
 class RunOption:
-    """What the analyser knows of one run option: its form section and the figures it explains."""
+    """What the analyser knows of one run option: its form section, the figures it explains,
+    its aliases, tune's values and its bounds (``{"ge": 1, ...}``), all from the field."""
 
     name: str
     section: str
     explains: tuple[str, ...]
+    explain_rank: int = 1000
+    aliases: tuple[str, ...] = ()
+    tune: tuple[Any, ...] = ()
+    lever_rank: int | None = None
+    what_if: bool = False
+    bounds: dict[str, float] | None = None
 
 
-def _options() -> dict[str, RunOption]:
+def options_of(model: type[RunConfig] = RunConfig) -> dict[str, RunOption]:
+    """Every run option of ``model`` (RunConfig or a subclass), in the model's order."""
     out: dict[str, RunOption] = {}
     section = "Run"
-    for name in RunConfig.model_fields:
-        section = SECTION_STARTS.get(name, section)
-        out[name] = RunOption(name, section, EXPLAINS.get(name, ()))
+    for name, field in model.model_fields.items():
+        meta = option_meta(field)
+        section = meta.section or section
+        out[name] = RunOption(
+            name,
+            section,
+            meta.explains,
+            meta.explain_rank,
+            meta.aliases,
+            meta.tune,
+            meta.lever_rank,
+            meta.what_if,
+            bounds(field),
+        )
     return out
 
 
 #: Every run option, in the model's order.
-OPTIONS: dict[str, RunOption] = _options()
+OPTIONS: dict[str, RunOption] = options_of()
+
+#: Section headings: the first RunConfig field of each section.
+SECTION_STARTS: dict[str, str] = {
+    name: meta.section
+    for name, meta in ((n, option_meta(f)) for n, f in RunConfig.model_fields.items())
+    if meta.section
+}
+
+#: What-if options: the engine can simulate them, no framework can apply them (docs/engine.md),
+#: so `analyse tune` never proposes them.
+WHAT_IF: frozenset[str] = frozenset(n for n, o in OPTIONS.items() if o.what_if)
+
+#: Figures whose change each option can explain, the options in the order their reasons are
+#: listed (each field's ``explain_rank``).
+EXPLAINS: dict[str, tuple[str, ...]] = {
+    o.name: o.explains for o in sorted(OPTIONS.values(), key=lambda o: o.explain_rank) if o.explains
+}
 
 
-def options_explaining(figure: str) -> tuple[str, ...]:
+def options_explaining(figure: str, options: dict[str, RunOption] | None = None) -> tuple[str, ...]:
     """The options whose change can explain ``figure``, in the order reasons are given."""
-    return tuple(name for name, figures in EXPLAINS.items() if figure in figures)
+    ranked = sorted((options or OPTIONS).values(), key=lambda o: o.explain_rank)
+    return tuple(o.name for o in ranked if figure in o.explains)
 
 
 # ---------------------------------------------------------------------------------------------

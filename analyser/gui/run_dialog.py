@@ -41,9 +41,12 @@ from analyser.gui.theme import emphasised
 from analyser.gui.whatif import WhatIfDialog
 from analyser.gui.widgets import push_button
 from analyser.literal import html as lit
+from engine.run_option import bounds
 from profiles.errors import UserFacingError
 
 _INT_MAX = 2_000_000_000
+#: Decimals of the real-number spin boxes (also the step that makes an exclusive bound inclusive).
+_DECIMALS = 4
 
 #: Section headings of the form (analyser.core.run_options: the first field of each section).
 SECTIONS: dict[str, str] = SECTION_STARTS
@@ -69,17 +72,14 @@ def _unwrap_optional(ann: Any) -> tuple[Any, bool]:
     return ann, False
 
 
-def _bounds(field) -> tuple[float | None, float | None]:
-    lo = hi = None
-    for m in field.metadata:
-        for name in ("ge", "gt"):
-            v = getattr(m, name, None)
-            if v is not None:
-                lo = v
-        for name in ("le", "lt"):
-            v = getattr(m, name, None)
-            if v is not None:
-                hi = v
+def _bounds(field, step: float = 1) -> tuple[float | None, float | None]:
+    """The inclusive range a spin box may offer for ``field``: its ``ge`` / ``le`` as they are,
+    and an exclusive ``gt`` / ``lt`` moved in by ``step`` (the box's smallest change: 1 for whole
+    numbers, 10^-decimals for reals), so that no offered value is one RunConfig refuses
+    (``loss_scaling`` > 0 starts at 0.0001, not 0)."""
+    declared = bounds(field)
+    lo = declared.get("ge", declared["gt"] + step if "gt" in declared else None)
+    hi = declared.get("le", declared["lt"] - step if "lt" in declared else None)
     return lo, hi
 
 
@@ -115,7 +115,6 @@ class FieldEditor:
         ann, self.optional = _unwrap_optional(field.annotation)
         self.kind = "text"
         default = field.get_default(call_default_factory=True)
-        lo, hi = _bounds(field)
         if typing.get_origin(ann) is typing.Literal:
             self.kind = "choice"
             w = QComboBox()
@@ -127,6 +126,7 @@ class FieldEditor:
         elif ann is int and not self.optional:
             self.kind = "int"
             w = QSpinBox()
+            lo, hi = _bounds(field)
             w.setRange(
                 int(lo) if lo is not None else -_INT_MAX, int(hi) if hi is not None else _INT_MAX
             )
@@ -134,7 +134,8 @@ class FieldEditor:
         elif ann is float and not self.optional:
             self.kind = "float"
             w = QDoubleSpinBox()
-            w.setDecimals(4)
+            w.setDecimals(_DECIMALS)
+            lo, hi = _bounds(field, 10.0**-_DECIMALS)
             w.setRange(
                 float(lo) if lo is not None else -1e12, float(hi) if hi is not None else 1e12
             )
@@ -419,11 +420,9 @@ class RunEngineDialog(QDialog):
     def _check_model(self, cfg: dict[str, Any]) -> None:
         """Model-level checks before starting (an ONNX file that cannot be imported, a split point
         naming no layer), as ``analyse profile`` makes them: one sentence in the dialog."""
-        from engine.compiler.lowering import assign_stages
-        from engine.models import build_model
+        import engine
 
-        config = self.RunConfig.from_dict(cfg)
-        assign_stages(build_model(config), config)
+        engine.check(cfg).require()
 
     def run(self) -> WhatIfDialog | None:
         try:

@@ -33,46 +33,44 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.run_option import RunOption
 from profiles.errors import UserFacingError
+
+_NO_META = RunOption()
 
 
 class TuneError(UserFacingError):
     """A bad ``--vary`` / ``--constraint`` / ``--objective`` (one sentence)."""
 
 
+def _meta(model: Any = None) -> dict[str, Any]:
+    """Each option's :class:`engine.run_option.RunOption` (RunConfig's, or ``model``'s)."""
+    from engine.config import RunConfig
+    from engine.run_option import option_meta
+
+    return {n: option_meta(f) for n, f in (model or RunConfig).model_fields.items()}
+
+
+def option_aliases(model: Any = None) -> dict[str, str]:
+    """Short names accepted for options (the ``aliases`` declared on the fields, the same the
+    command line accepts as flags)."""
+    return {alias: name for name, meta in _meta(model).items() for alias in meta.aliases}
+
+
+def levers(model: Any = None) -> tuple[str, ...]:
+    """The options with a ``lever_rank``, in rank order: what tune varies without --vary."""
+    ranked = [(m.lever_rank, n) for n, m in _meta(model).items() if m.lever_rank is not None]
+    return tuple(n for _, n in sorted(ranked))
+
+
 #: Short names accepted for options.
-ALIASES = {
-    "mbs": "micro_batch_size",
-    "batch_size": "micro_batch_size",
-    "micro_batch": "micro_batch_size",
-    "ga": "gradient_accumulation",
-    "di": "device_iterations",
-    "amp": "available_memory_proportion",
-    "splits": "split_points",
-    "recompute": "recomputation",
-    "loader": "loader_mode",
-    "prefetch": "prefetch_depth",
-}
+ALIASES = option_aliases()
 
 #: The levers tune varies when no --vary is given, in the IPU memory guide's order then the
 #: throughput levers (precision, micro-batch and GA at the same global batch, recomputation,
-#: AMP, schedules, offloading, split points, I/O tiles, prefetch, 8-bit input, loader).
-LEVERS = (
-    "precision",
-    "micro_batch_size",
-    "recomputation",
-    "available_memory_proportion",
-    "schedule",
-    "offload_optimiser_state",
-    "offload_accumulators",
-    "split_points",
-    "io_tiles",
-    "prefetch_depth",
-    "eight_bit_input",
-    "loader_mode",
-    "gradient_accumulation",
-    "device_iterations",
-)
+#: AMP, schedules, offloading, split points, I/O tiles, prefetch, 8-bit input, loader), as the
+#: fields' ``lever_rank`` orders them.
+LEVERS = levers()
 
 #: Most configurations a space may enumerate (a grid beyond this is refused, not attempted).
 MAX_GRID = 100_000
@@ -116,10 +114,11 @@ def option_name(name: str, spec: str) -> str:
     """The RunConfig field named by ``name`` (or an alias); TuneError naming ``spec``."""
     name = name.strip()
     fields = _fields()
-    real = ALIASES.get(name, name)
+    aliases = option_aliases()
+    real = aliases.get(name, name)
     if real in fields and real not in ("name", "target_overrides"):
         return real
-    close = difflib.get_close_matches(name, list(fields) + list(ALIASES), n=1)
+    close = difflib.get_close_matches(name, list(fields) + list(aliases), n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     raise TuneError(f"{spec}: {name!r} is not a run option{hint}.")
 
@@ -246,44 +245,49 @@ def lever_values(
     """The values worth trying for lever ``name`` from the start configuration (the start's
     own value first), including what the insights on the start profile propose."""
     cur = start.get(name)
-    training = start.get("mode") == "training"
-    pipelined = start.get("strategy") == "pipelined"
     vals: list[Any] = [cur]
-    if name == "precision":
-        vals += ["16.16", "16.32", "32.32"]
+    if not _lever_applies(name, start):
+        pass
     elif name == "micro_batch_size":
         vals += [v for v in (cur // 4, cur // 2, cur * 2) if v >= 1]
-    elif name == "gradient_accumulation" and training:
+    elif name == "gradient_accumulation":
         vals += [cur * 2, cur * 4] + ([8, 16] if cur < 8 else [])
     elif name == "device_iterations":
         vals += [4, 16] if cur < 4 else [cur * 2]
-    elif name == "recomputation" and training:
-        vals += ["pipeline-stages"] if pipelined else []
-        vals += ["off"]
-    elif name == "available_memory_proportion":
-        vals = [cur, 0.3, 0.45, 0.6, 0.8]
-    elif name == "schedule" and pipelined:
-        vals += ["grouped", "interleaved", "sequential"]
-    elif (name == "offload_optimiser_state" and training) or (
-        name == "offload_accumulators" and training and start.get("gradient_accumulation", 1) > 1
-    ):
-        vals += ["on", "off"]
-    elif name == "split_points" and start.get("split_points"):
+    elif name == "split_points":
         vals += _split_candidates(start)
-    elif name == "io_tiles":
-        vals += [0, 32, 64]
-    elif name == "prefetch_depth":
-        vals += [1, 2, 3]
-    elif name == "eight_bit_input" and not str(start.get("model", "")).startswith("bert"):
-        vals += [False, True]
-    elif name == "loader_mode":
-        vals += ["sync", "async"]
+    else:  # the values declared on the field
+        vals += [v for v in _meta().get(name, _NO_META).tune if _value_applies(name, v, start)]
     vals += insight_values.get(name, [])
     out: list[Any] = []
     for v in vals:
         if v not in out:
             out.append(v)
     return out
+
+
+def _lever_applies(name: str, start: dict[str, Any]) -> bool:
+    """Whether varying lever ``name`` can change a run of ``start`` at all (training-only
+    levers in inference, pipeline levers off a pipeline, 8-bit input for token ids)."""
+    training = start.get("mode") == "training"
+    if name in ("gradient_accumulation", "recomputation", "offload_optimiser_state"):
+        return training
+    if name == "offload_accumulators":
+        return training and start.get("gradient_accumulation", 1) > 1
+    if name == "schedule":
+        return start.get("strategy") == "pipelined"
+    if name == "split_points":
+        return bool(start.get("split_points"))
+    if name == "eight_bit_input":
+        return not str(start.get("model", "")).startswith("bert")
+    return True
+
+
+def _value_applies(name: str, value: Any, start: dict[str, Any]) -> bool:
+    """Whether one declared value of lever ``name`` is a configuration of ``start``."""
+    if name == "recomputation" and value == "pipeline-stages":
+        return start.get("strategy") == "pipelined"
+    return True
 
 
 def _split_candidates(start: dict[str, Any]) -> list[list[str]]:
@@ -482,7 +486,7 @@ def build_space(
                 raise TuneError(f"--vary {spec}: {d.name} is varied twice; give one list.")
             dims.append(d)
     else:
-        for name in LEVERS:
+        for name in levers():
             values = lever_values(name, start, ins)
             if len(values) > 1:
                 dims.append(Dimension(name, values))
