@@ -12,7 +12,8 @@ Public API::
     result.to_profile_data()            # the dict profiles.write_profile() takes
     simulate_to_file(config, "out.h5")  # all of the above, written atomically
 
-Submodules are imported lazily so ``import engine`` stays cheap. ``compile`` and ``simulate``
+``check`` lives in ``engine.preflight`` (a module named ``engine.check`` would replace the function
+on the package once imported). Submodules are imported lazily so ``import engine`` stays cheap. ``compile`` and ``simulate``
 are these functions; their modules are ``engine.compiler`` and ``engine.simulation``.
 """
 
@@ -23,16 +24,16 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # pragma: no cover
-    from engine.check import CheckResult
     from engine.compiled import CompiledProgram
     from engine.config import RunConfig
+    from engine.preflight import CheckResult
     from engine.simulation import SimResult
 
 
 def check(config: RunConfig | dict) -> CheckResult:
     """Validate a run configuration against its model and target before any work: a
-    :class:`engine.check.CheckResult` with the validated config or a one-sentence problem."""
-    from engine.check import check as _check
+    :class:`engine.preflight.CheckResult` with the validated config or a one-sentence problem."""
+    from engine.preflight import check as _check
 
     return _check(config)
 
@@ -74,7 +75,7 @@ def __getattr__(name: str) -> Any:
 
         return RunConfig
     if name == "CheckResult":
-        from engine.check import CheckResult
+        from engine.preflight import CheckResult
 
         return CheckResult
     if name == "CompiledProgram":

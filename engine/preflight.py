@@ -1,4 +1,4 @@
-"""Checking a run configuration against its model and target before any work.
+"""Checking a run configuration against its model and target before any work (``engine.check``).
 
 :func:`check` makes the checks a run would make first (the fields and the checks across them,
 RunConfig's; then the model: the zoo model is built or the ONNX file imported, and the stages
