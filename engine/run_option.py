@@ -50,9 +50,12 @@ class RunOption:
 
 def option(**meta: Any) -> dict[str, Any]:
     """The ``json_schema_extra`` of a RunConfig field carrying :class:`RunOption` ``meta``."""
-    record = RunOption(**meta)  # unknown keys fail here, at import
-    plain = {k: list(v) if isinstance(v, tuple) else v for k, v in vars(record).items()}
-    return {_KEY: {k: v for k, v in plain.items() if v != getattr(RunOption, k, None)}}
+    record = vars(RunOption(**meta))  # unknown keys fail here, at import
+    default = vars(RunOption())
+    plain = {
+        k: list(v) if isinstance(v, tuple) else v for k, v in record.items() if v != default[k]
+    }
+    return {_KEY: plain}  # JSON values only: the field's JSON schema stays valid
 
 
 def option_meta(field: Any) -> RunOption:
