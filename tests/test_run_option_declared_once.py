@@ -62,9 +62,14 @@ def test_the_command_line_has_the_flag_its_alias_and_its_bounds():
             config_from_args(parser.parse_args(["--dither", bad]), model=WithDither)
 
 
-def test_the_run_form_has_its_section_and_offers_only_accepted_values(qtbot):
-    from analyser.gui.run_dialog import FieldEditor
+def test_the_run_form_has_its_section_and_offers_only_accepted_values(qtbot, dither_model):
+    from analyser.gui.run_dialog import FieldEditor, RunEngineDialog
 
+    dialog = RunEngineDialog()
+    qtbot.addWidget(dialog)
+    assert dialog._section_of["dither"] == "Dither" and "Dither" in dialog.section_labels
+    assert dialog.editors["dither"].widget.maximum() == 2
+    assert dialog.config()["dither"] == 0.5
     opts = run_options.options_of(WithDither)
     assert opts["dither"].section == "Dither"
     assert opts["dither"].bounds == {"gt": 0, "le": 2}

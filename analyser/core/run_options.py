@@ -69,12 +69,18 @@ def options_of(model: type[RunConfig] = RunConfig) -> dict[str, RunOption]:
 #: Every run option, in the model's order.
 OPTIONS: dict[str, RunOption] = options_of()
 
+
+def section_starts(model: type[RunConfig] = RunConfig) -> dict[str, str]:
+    """Section headings of ``model``'s options: the first field of each section."""
+    return {
+        name: meta.section
+        for name, meta in ((n, option_meta(f)) for n, f in model.model_fields.items())
+        if meta.section
+    }
+
+
 #: Section headings: the first RunConfig field of each section.
-SECTION_STARTS: dict[str, str] = {
-    name: meta.section
-    for name, meta in ((n, option_meta(f)) for n, f in RunConfig.model_fields.items())
-    if meta.section
-}
+SECTION_STARTS: dict[str, str] = section_starts()
 
 #: What-if options: the engine can simulate them, no framework can apply them (docs/engine.md),
 #: so `analyse tune` never proposes them.

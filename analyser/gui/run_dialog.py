@@ -36,7 +36,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from analyser.core.run_options import SECTION_STARTS
+from analyser.core.run_options import SECTION_STARTS, section_starts
 from analyser.gui.theme import emphasised
 from analyser.gui.whatif import WhatIfDialog
 from analyser.gui.widgets import push_button
@@ -257,9 +257,10 @@ class RunEngineDialog(QDialog):
         self.section_labels: dict[str, QLabel] = {}
         self._section_of: dict[str, str] = {}
         section = ""
+        starts = section_starts(RunConfig)  # the model's own: a subclass's sections too
         for name, field in RunConfig.model_fields.items():
-            if name in SECTIONS:
-                section = SECTIONS[name]
+            if name in starts:
+                section = starts[name]
                 heading = QLabel(section)
                 heading.setObjectName("sectionTitle")
                 emphasised(heading, 13, top=6)
