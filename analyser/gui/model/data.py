@@ -15,6 +15,7 @@ import pandas as pd
 
 from analyser.core.insights import find_insights
 from analyser.gui.model.document import Document
+from analyser.viewmodels import profile_reads as reads
 
 
 def target(doc: Document) -> Any:
@@ -188,25 +189,23 @@ def accessor(name: str) -> Callable[[Document], Any]:
 
 
 def liveness_steps(doc: Document) -> pd.DataFrame:
-    """/liveness/steps (name, program, op, ipu) as read from the profile."""
-    return doc.cached("liveness_steps", lambda: doc.analysis.src.table("/liveness/steps"))
+    """The liveness steps (name, program, op, ipu) as read from the profile."""
+    return doc.cached("liveness_steps", lambda: reads.liveness_steps(doc.analysis))
 
 
 def program_nodes(doc: Document) -> pd.DataFrame:
-    """/programs/nodes as read from the profile (program tree rows, pre-order)."""
-    return doc.cached("program_nodes", lambda: doc.analysis.src.table("/programs/nodes"))
+    """The program nodes as read from the profile (program tree rows, pre-order)."""
+    return doc.cached("program_nodes", lambda: reads.program_nodes(doc.analysis))
 
 
 def program_column(doc: Document, name: str) -> np.ndarray:
-    """One numeric column of /programs/nodes (``type``, ``cycles``, ``tile_balance``...) as
+    """One numeric column of the program nodes (``type``, ``cycles``, ``tile_balance``...) as
     numpy: from the whole table when it was read already, else that column alone (the table
     with its name strings, through pandas, took about 30 ms per profile of a Liveness first
     visit that shows one program's figures; issue 23 item 11)."""
     if doc.is_cached("program_nodes"):
         return program_nodes(doc)[name].to_numpy()
-    return doc.cached(
-        f"program_column:{name}", lambda: doc.analysis.src.column("/programs/nodes", name)
-    )
+    return doc.cached(f"program_column:{name}", lambda: reads.program_column(doc.analysis, name))
 
 
 def program_match_keys(doc: Document) -> np.ndarray:
@@ -226,18 +225,16 @@ def program_match_keys(doc: Document) -> np.ndarray:
 
 
 def operation_names(doc: Document) -> np.ndarray:
-    return doc.cached(
-        "operation_names", lambda: doc.analysis.src.column("/graph/operations", "name")
-    )
+    return doc.cached("operation_names", lambda: reads.operation_names(doc.analysis))
 
 
 def compute_sets(doc: Document) -> pd.DataFrame:
-    return doc.cached("compute_sets", lambda: doc.analysis.src.table("/graph/compute_sets"))
+    return doc.cached("compute_sets", lambda: reads.compute_sets(doc.analysis))
 
 
 def program_tile_cycles(doc: Document, program: int) -> np.ndarray:
-    """Per-tile cycles of one execution of ``program`` (from /programs/tile_cycles)."""
-    return doc.analysis.src.profile.tile_cycles([program])[0]
+    """Per-tile cycles of one execution of ``program``."""
+    return reads.program_tile_cycles(doc.analysis, program)
 
 
 def program_wait_cycles(doc: Document) -> np.ndarray | None:
@@ -271,16 +268,14 @@ def liveness_alignment(doc: Document, other: Document) -> Any:
 def step_vertices(doc: Document, step: int) -> pd.DataFrame:
     """The vertices liveness step ``step`` runs, by compute set and type, with the cycle
     estimate over their tiles (``analyser.core.liveness.step_vertices``)."""
-    from analyser.core.liveness import step_vertices as build
-
-    return doc.cached(f"step_vertices:{step}", lambda: build(doc.analysis.src, step))
+    return doc.cached(f"step_vertices:{step}", lambda: reads.step_vertices(doc.analysis, step))
 
 
 def step_tile_cycles(doc: Document, step: int) -> np.ndarray:
     """[tiles] cycles of one execution of liveness step ``step`` on each tile of its IPU."""
-    from analyser.core.liveness import step_tile_cycles as build
-
-    return doc.cached(f"step_tile_cycles:{step}", lambda: build(doc.analysis.src, step))
+    return doc.cached(
+        f"step_tile_cycles:{step}", lambda: reads.step_tile_cycles(doc.analysis, step)
+    )
 
 
 def operation_layer(doc: Document, layer: str) -> pd.DataFrame:
@@ -295,16 +290,14 @@ def operation_layer(doc: Document, layer: str) -> pd.DataFrame:
     if layer == "programs":
         return doc.cached(
             "program_table",
-            lambda: ops_core.program_table(doc.analysis.src, execution(doc), operations(doc)),
+            lambda: reads.program_table(doc.analysis, execution(doc), operations(doc)),
         )
     raise ValueError(f"unknown software layer {layer!r}")
 
 
 def tile_cycles_by_ipu(doc: Document, programs: np.ndarray) -> dict[int, np.ndarray]:
     """{IPU: [tiles] cycles} of one execution of ``programs`` summed per tile."""
-    from analyser.core.operations import tile_cycles_by_ipu as build
-
-    return build(doc.analysis.src, programs)
+    return reads.tile_cycles_by_ipu(doc.analysis, programs)
 
 
 def memory_by_category(doc: Document, op_ids: np.ndarray) -> pd.Series:
