@@ -10,10 +10,10 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QWidget
 
+from analyser.gui.axes import LogAxis
 from analyser.gui.model import data
 from analyser.gui.model import operations as ops_model
 from analyser.gui.model.document import Document
-from analyser.gui.axes import LogAxis
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report
 from analyser.gui.theme import style_plot
