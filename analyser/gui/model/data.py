@@ -8,7 +8,7 @@ Every figure a report shows comes through here from the analysis core (``doc.ana
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -17,20 +17,33 @@ from analyser.core.insights import find_insights
 from analyser.gui.model.document import Document
 from analyser.viewmodels import profile_reads as reads
 
+if TYPE_CHECKING:
+    from analyser.core.analysis import Metrics, TargetSummary
+    from analyser.core.comparison import PairComparison
+    from analyser.core.execution import ExecutionSummary
+    from analyser.core.imbalance import ImbalanceSummary
+    from analyser.core.liveness import LivenessSummary, StepAlignment
+    from analyser.core.memory import MemorySummary
+    from analyser.core.memory_insights import MemoryInsights
+    from analyser.core.memory_layout import TileLayout
+    from analyser.core.roofline import Roofline
+    from analyser.gui.model.pipeline import PipelineChart
+    from analyser.trace.window import TraceWindow
 
-def target(doc: Document) -> Any:
+
+def target(doc: Document) -> TargetSummary:
     return doc.cached("target", lambda: doc.analysis.target)
 
 
-def memory(doc: Document) -> Any:
+def memory(doc: Document) -> MemorySummary:
     return doc.cached("memory", lambda: doc.analysis.memory)
 
 
-def liveness(doc: Document) -> Any:
+def liveness(doc: Document) -> LivenessSummary:
     return doc.cached("liveness", lambda: doc.analysis.liveness)
 
 
-def execution(doc: Document) -> Any:
+def execution(doc: Document) -> ExecutionSummary | None:
     """ExecutionSummary, or None for a profile without execution (OOM)."""
     return doc.cached("execution", lambda: doc.analysis.execution)
 
@@ -43,14 +56,14 @@ def variables(doc: Document) -> pd.DataFrame:
     return doc.cached("variables", lambda: doc.analysis.variables)
 
 
-def tile_layout(doc: Document, ipu: int, tile: int) -> Any:
+def tile_layout(doc: Document, ipu: int, tile: int) -> TileLayout:
     """The modelled address layout of one tile (``analyser.core.memory_layout.TileLayout``)."""
     from analyser.core.memory_layout import tile_layout as layout
 
     return doc.cached(f"tile-layout:{ipu}:{tile}", lambda: layout(doc.analysis, ipu, tile))
 
 
-def memory_insights(doc: Document) -> Any:
+def memory_insights(doc: Document) -> MemoryInsights:
     """Vertex state and exchange code by model, IPU and tile, the largest vertex types and
     exchanges (``analyser.core.memory_insights.MemoryInsights``)."""
     from analyser.core.memory_insights import memory_insights as insights
@@ -58,7 +71,7 @@ def memory_insights(doc: Document) -> Any:
     return doc.cached("memory-insights", lambda: insights(doc.analysis))
 
 
-def metrics(doc: Document) -> Any:
+def metrics(doc: Document) -> Metrics:
     return doc.cached("metrics", lambda: doc.analysis.metrics)
 
 
@@ -102,7 +115,7 @@ def tile_breakdowns(doc: Document, by: str = "category") -> list[tuple[np.ndarra
     return [tile_breakdown(doc, ipu, by) for ipu in range(target(doc).num_ipus)]
 
 
-def comparison(doc: Document, other: Document) -> Any:
+def comparison(doc: Document, other: Document) -> PairComparison:
     """The analysis core's explained comparison (``PairComparison``) of ``doc`` (A) with
     ``other`` (B): run-option differences, metric deltas and the explanations linking them."""
     from analyser.core.comparison import compare_pair
@@ -142,7 +155,7 @@ def target_line(doc: Document) -> str:
     return f"{arch}: {t.num_ipus} IPU{'s' if t.num_ipus != 1 else ''}{replicas}, {t.tiles_per_ipu:,} tiles/IPU  |  {status}"
 
 
-def trace_window(doc: Document) -> Any:
+def trace_window(doc: Document) -> TraceWindow | None:
     """The document's TraceWindow (level-of-detail index of the execution trace), or None for a
     profile without execution. Shared by the Execution Trace and Pipeline reports."""
     if not doc.has_execution:
@@ -158,7 +171,7 @@ def trace_window(doc: Document) -> Any:
     )
 
 
-def pipeline_chart(doc: Document) -> Any:
+def pipeline_chart(doc: Document) -> PipelineChart | None:
     """What the Pipeline view draws (``analyser.gui.model.pipeline.PipelineChart``), or None
     for a profile without execution."""
     if not doc.has_execution:
@@ -254,7 +267,7 @@ def program_wait_cycles(doc: Document) -> np.ndarray | None:
     return doc.cached("program_wait_cycles", compute)
 
 
-def liveness_alignment(doc: Document, other: Document) -> Any:
+def liveness_alignment(doc: Document, other: Document) -> StepAlignment:
     """A's and B's liveness steps aligned by program (``analyser.core.liveness.align_steps``):
     the common x axis of the compared Liveness chart."""
     from analyser.core.liveness import align_steps
@@ -307,10 +320,10 @@ def memory_by_category(doc: Document, op_ids: np.ndarray) -> pd.Series:
     return build(variables(doc), operations(doc), op_ids)
 
 
-def roofline(doc: Document) -> Any:
+def roofline(doc: Document) -> Roofline | None:
     """The per-operation roofline (analyser.core.roofline; None without execution)."""
 
-    def compute() -> Any:
+    def compute() -> Roofline | None:
         if not doc.has_execution:
             return None
         from analyser.core.roofline import roofline as build
@@ -320,7 +333,7 @@ def roofline(doc: Document) -> Any:
     return doc.cached("roofline", compute)
 
 
-def imbalance(doc: Document) -> Any:
+def imbalance(doc: Document) -> ImbalanceSummary | None:
     """Cycles lost to tile imbalance per IPU and compute set (analyser.core.imbalance; None
     without execution), for the reports that show it."""
     return doc.cached("imbalance", lambda: doc.analysis.imbalance)
