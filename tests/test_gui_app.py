@@ -1010,3 +1010,29 @@ def test_cache_results_stay_out_of_open_recent(
     assert w.workspace.compare is not None
     assert w.recent_files() == [str(profiles_dir["fit"].resolve())]
     assert w._last_dir() == str(profiles_dir["fit"].resolve().parent)
+
+
+def test_negative_tile_cycles_open_with_a_warning(qtbot, make_window, tmp_path):
+    """A profile whose per-tile cycles are negative (analyse validate flags them) opens, with
+    one sentence saying so on the status line; a sound profile opens without one."""
+    import h5py
+    import hdf5plugin  # noqa: F401  (the datasets' Blosc2 filter)
+
+    from profiles.synthetic import make_synthetic_profile
+    from profiles.writer import write_profile
+
+    bad = tmp_path / "negative.h5"
+    write_profile(bad, make_synthetic_profile(n_steps=2000, n_ipus=1, tiles=16, n_programs=40))
+    with h5py.File(bad, "r+") as f:  # the writer refuses them: damage the file as written
+        f["programs/tile_cycles"][3, :5] = -7
+    w = make_window()
+    open_and_wait(qtbot, w, bad)
+    message = w.statusBar().currentMessage()
+    assert message.startswith("Warning: profile ") and "negative.h5" in message
+    assert "/programs/tile_cycles 5 value(s) outside counts" in message
+    assert "Traceback" not in message and "\n" not in message  # one sentence
+    good = tmp_path / "sound.h5"
+    write_profile(good, make_synthetic_profile(n_steps=2000, n_ipus=1, tiles=16, n_programs=40))
+    w.statusBar().clearMessage()
+    open_and_wait(qtbot, w, good)
+    assert w.statusBar().currentMessage() == ""

@@ -488,6 +488,8 @@ class MainWindow(QMainWindow):
             self.workspace.set_documents(docs[0], docs[1] if len(docs) > 1 else None)
         for doc in docs:
             self._add_recent(doc.path)
+        if result.warnings:  # kept on the status line until another message replaces it
+            self.statusBar().showMessage("  ".join(result.warnings))
         self._prefetch(docs)
         self.loadFinished.emit(True)
 

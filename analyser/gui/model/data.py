@@ -88,6 +88,20 @@ def target_config(doc: Document) -> dict:
     return doc.analysis.target_config
 
 
+def profile_warnings(doc: Document) -> list[str]:
+    """Sentences on what in the profile the reports cannot show although it opens (per-tile
+    cycles below zero, which ``analyse validate`` flags and the reader refuses); [] for a
+    sound profile."""
+
+    def compute() -> list[str]:
+        problem = reads.tile_cycles_problem(doc.analysis)
+        if not problem:
+            return []
+        return [f"Warning: {problem.rstrip('.')}; per-tile cycles cannot be shown."]
+
+    return doc.cached("profile_warnings", compute)
+
+
 def insights(doc: Document) -> list:
     """Insights of the profile (without re-simulation; predicted effects come from what-if)."""
     return doc.cached("insights", lambda: find_insights(doc.analysis))
