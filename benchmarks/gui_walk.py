@@ -155,7 +155,9 @@ def _select_something(app, window, report, watch: _Watch, where: str, done: set[
         if isinstance(view, QHeaderView):
             continue
         model = view.model()
-        if model is None or model.rowCount() == 0 or model.columnCount() == 0:
+        # a first cell, asked so that list models answer too (a QListWidget's model has no
+        # public columnCount in PySide)
+        if model is None or not model.index(0, 0).isValid():
             continue
         watch.where = f"{where}, first row of {type(view).__name__}"
         index = model.index(0, 0)

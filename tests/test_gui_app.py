@@ -426,7 +426,7 @@ def test_reports_are_built_while_idle_once_and_show_their_documents_when_visited
     costs = [type(w.report(k)).compare_cost for k in built]
     assert costs == sorted(costs, reverse=True) and built[:2] == ["trace", "pipeline"]
     # nothing left to build: a later tick builds nothing more
-    w._prebuild_next()
+    w.background.build_step()
     assert not w.prebuild_pending() and len(w.findChildren(MemoryPlot)) == 2
     assert w.show_report("memory") is mr and mr.plot_b.isVisible() and "B" in mr.charts
     tl = w.show_report("trace").timeline_b
@@ -832,15 +832,15 @@ def test_a_click_right_after_an_open_goes_before_the_warm_up_and_the_idle_build(
     w = make_window()
     # idle build ticks while the clicked report waits for its first paint (there must be none)
     ticks_while_held = []
-    w._prebuild_timer.timeout.connect(
+    w.background.timer.timeout.connect(
         lambda: (
             ticks_while_held.append(1)
-            if getattr(w._awaiting_paint, "key", None) == "pipeline"
+            if getattr(w.background.awaiting_paint, "key", None) == "pipeline"
             else None
         )
     )
     open_and_wait(qtbot, w, profiles_dir["fit"])
-    task = w._prefetch_task
+    task = w.background.task
     pending = w.prebuild_pending()
     # the periodic cycle collection (app.py's; pytest-qt's application has none) restarts its
     # interval at the click: it comes after the fill, not inside it
@@ -856,10 +856,10 @@ def test_a_click_right_after_an_open_goes_before_the_warm_up_and_the_idle_build(
     assert restarts, "the collection's second restarted at the click"
     assert not task._may_run.is_set(), "the warm-up waits while the clicked report fills"
     if pending:  # held until the report's first paint
-        assert not w._prebuild_timer.isActive() and w.prebuild_pending()
+        assert not w.background.timer.isActive() and w.prebuild_pending()
     assert not pipeline.needs_refresh and pipeline.view_a.data is not None
     assert not task._may_run.is_set(), "still held: the report has not been painted yet"
-    qtbot.waitUntil(lambda: w._awaiting_paint is None, timeout=3_000)  # painted
+    qtbot.waitUntil(lambda: w.background.awaiting_paint is None, timeout=3_000)  # painted
     assert not ticks_while_held, "no idle build step between the click and the paint"
     qtbot.waitUntil(task._may_run.is_set, timeout=3_000)
     w.pool.waitForDone()
@@ -882,10 +882,12 @@ def test_the_warm_up_is_held_from_the_click_before_the_report_is_built(
     from analyser.gui.reports.pipeline import PipelineReport
 
     w = make_window()
-    w._prebuild_timer.timeout.disconnect()  # no idle build: the Pipeline is built by the click
+    w.background.timer.timeout.disconnect()  # no idle build: the Pipeline is built by the click
     open_and_wait(qtbot, w, profiles_dir["fit"])
-    task = w._prefetch_task
-    qtbot.waitUntil(lambda: w._awaiting_paint is None and task._may_run.is_set(), timeout=3_000)
+    task = w.background.task
+    qtbot.waitUntil(
+        lambda: w.background.awaiting_paint is None and task._may_run.is_set(), timeout=3_000
+    )
     assert "pipeline" not in {r.key for r in w._reports.values()}
     held_while_built = []
     build = PipelineReport.__init__
@@ -913,7 +915,7 @@ def test_a_first_visit_paints_the_memory_plots_once(qtbot, make_window, profiles
 
     w = make_window()
     open_and_wait(qtbot, w, profiles_dir["fit"], profiles_dir["fit2"])
-    qtbot.waitUntil(lambda: w._awaiting_paint is None, timeout=3_000)
+    qtbot.waitUntil(lambda: w.background.awaiting_paint is None, timeout=3_000)
     counter = paint_counter()
     app = QApplication.instance()
     app.installEventFilter(counter)
@@ -934,7 +936,7 @@ def test_a_first_visit_paints_the_memory_plots_once(qtbot, make_window, profiles
 def test_a_held_warm_up_resumes_itself_when_nothing_resumes_it():
     """A GUI thread blocked waiting for the pool cannot run the timer that resumes the warm-up:
     the task then carries on by itself after one pause, not one pause per step."""
-    from analyser.gui.main_window import PrefetchTask
+    from analyser.gui.background import PrefetchTask
 
     task = PrefetchTask((), ())
     task.PAUSE_LIMIT_S = 0.01
@@ -947,11 +949,11 @@ def test_a_held_warm_up_stays_held_while_the_gui_thread_is_busy(monkeypatch):
     """While the GUI thread keeps busy (its CPU clock advancing: a long fill of the clicked
     report) the warm-up stays held past PAUSE_LIMIT_S, up to PAUSE_BUSY_LIMIT_S, then resumes
     by itself."""
-    from analyser.gui import main_window
-    from analyser.gui.main_window import PrefetchTask
+    from analyser.gui import background
+    from analyser.gui.background import PrefetchTask
 
     cpu = iter(range(1000))  # a GUI thread using a whole second per look: busy
-    monkeypatch.setattr(main_window, "_cpu_seconds", lambda _clock: float(next(cpu)))
+    monkeypatch.setattr(background, "_cpu_seconds", lambda _clock: float(next(cpu)))
     task = PrefetchTask((), ())
     task.PAUSE_LIMIT_S, task.PAUSE_BUSY_LIMIT_S = 0.01, 0.1
     task.pause()
@@ -968,3 +970,69 @@ def test_the_tests_never_write_the_users_settings():
     where = Path(default_settings().fileName()).resolve()
     assert not where.is_relative_to(Path.home() / ".config"), where
     assert where.is_relative_to(Path(os.environ["XDG_CONFIG_HOME"]).resolve()), where
+
+
+def test_a_status_message_takes_the_whole_line(qtbot, make_window, profiles_dir):
+    """A temporary status message is not cut by the target line beside it; the target line
+    comes back when the message ends."""
+    w = make_window()
+    w.resize(900, 600)
+    open_and_wait(qtbot, w, profiles_dir["fit"], profiles_dir["fit"])
+    w.show()
+    assert w.target_label.isVisible()
+    text = "Saved " + "/a/long/folder/name" * 3 + "/resnet-whatif-balance-the-pipeline.h5"
+    w.statusBar().showMessage(text, 5000)
+    assert not w.target_label.isVisible()
+    assert w.statusBar().fontMetrics().horizontalAdvance(text) < w.statusBar().width()
+    w.statusBar().clearMessage()
+    assert w.target_label.isVisible()
+
+
+def test_cache_results_stay_out_of_open_recent(
+    qtbot, make_window, profiles_dir, settings, tmp_path, monkeypatch
+):
+    """A result in the simulation cache's results folder (what a what-if opens) is not listed
+    in File > Open Recent, nor one an earlier version listed, so the Open dialog does not start
+    in the cache either."""
+    import shutil
+
+    from analyser.gui.whatif import RESULTS_FOLDER
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ANALYSE_CACHE", str(cache))
+    result = cache / "ab" / RESULTS_FOLDER / "fit-whatif-tip.h5"
+    result.parent.mkdir(parents=True)
+    shutil.copy(profiles_dir["fit"], result)
+    settings.setValue("recent", [str(result.resolve())])
+    w = make_window(settings)
+    assert w.recent_files() == [] and not w.recent_menu.isEnabled()
+    open_and_wait(qtbot, w, profiles_dir["fit"], result)
+    assert w.workspace.compare is not None
+    assert w.recent_files() == [str(profiles_dir["fit"].resolve())]
+    assert w._last_dir() == str(profiles_dir["fit"].resolve().parent)
+
+
+def test_negative_tile_cycles_open_with_a_warning(qtbot, make_window, tmp_path):
+    """A profile whose per-tile cycles are negative (analyse validate flags them) opens, with
+    one sentence saying so on the status line; a sound profile opens without one."""
+    import h5py
+    import hdf5plugin  # noqa: F401  (the datasets' Blosc2 filter)
+
+    from profiles.synthetic import make_synthetic_profile
+    from profiles.writer import write_profile
+
+    bad = tmp_path / "negative.h5"
+    write_profile(bad, make_synthetic_profile(n_steps=2000, n_ipus=1, tiles=16, n_programs=40))
+    with h5py.File(bad, "r+") as f:  # the writer refuses them: damage the file as written
+        f["programs/tile_cycles"][3, :5] = -7
+    w = make_window()
+    open_and_wait(qtbot, w, bad)
+    message = w.statusBar().currentMessage()
+    assert message.startswith("Warning: profile ") and "negative.h5" in message
+    assert "/programs/tile_cycles 5 value(s) outside counts" in message
+    assert "Traceback" not in message and "\n" not in message  # one sentence
+    good = tmp_path / "sound.h5"
+    write_profile(good, make_synthetic_profile(n_steps=2000, n_ipus=1, tiles=16, n_programs=40))
+    w.statusBar().clearMessage()
+    open_and_wait(qtbot, w, good)
+    assert w.statusBar().currentMessage() == ""

@@ -75,7 +75,7 @@ def test_query_tab_in_compare_mode_reads_b(qtbot, report, profiles):
     r, _docs = report
     open_documents(report, *profiles)
     _run(qtbot, r)
-    assert r.which.count() == 2
+    assert r.which.count() == 3  # A, B, A and B
     r.editor.setPlainText("SELECT count(*) AS n FROM steps")
     r.which.setCurrentIndex(1)
     _run(qtbot, r)
@@ -118,3 +118,40 @@ def test_closing_with_a_finished_query_still_queued_is_quiet(qtbot, report, prof
     r.stop_query()
     assert not r.running and r.status.text() == "Stopped."
     r.shutdown()
+
+
+def test_query_lists_its_tables_exports_csv_and_reads_both_profiles(
+    qtbot, report, profiles, tmp_path
+):
+    """The tables are listed beside the editor (a double-click writes a name); the whole result
+    is exported as CSV, never over a profile; in compare mode "A and B" reads both profiles,
+    each row labelled with its profile."""
+    import pandas as pd
+
+    from analyser.query.tables import TABLES
+    from profiles.errors import UserFacingError
+
+    r, _docs = report
+    names = [r.table_list.item(i).text() for i in range(r.table_list.count())]
+    assert names == list(TABLES) and r.table_list.item(0).toolTip()
+    assert not r.export_button.isEnabled()
+    a, b = open_documents(report, profiles[0], profiles[1])
+    _run(qtbot, r)
+    r.editor.setPlainText("SELECT count(*) AS n FROM ")
+    r.editor.moveCursor(r.editor.textCursor().MoveOperation.End)
+    r.table_list.itemDoubleClicked.emit(r.table_list.item(names.index("programs")))
+    assert r.editor.toPlainText().endswith("FROM programs")
+    _run(qtbot, r, "SELECT id, name FROM programs ORDER BY id")
+    out = tmp_path / "result.csv"
+    r.export_csv(str(out))
+    back = pd.read_csv(out)
+    assert len(back) == a.analysis.target.n_programs and list(back.columns) == ["id", "name"]
+    with pytest.raises(UserFacingError):
+        r.export_csv(str(profiles[0]))  # an open profile is never overwritten
+    assert r.which.count() == 3
+    r.which.setCurrentIndex(2)  # runs the query on both
+    _run(qtbot, r, "SELECT profile, count(*) AS n FROM programs GROUP BY profile ORDER BY n")
+    assert r.error is None and r.model.rowCount() == 2
+    counts = sorted(int(n) for n in _column(r, "n"))
+    assert counts == sorted([a.analysis.target.n_programs, b.analysis.target.n_programs])
+    assert "and" in r.status.text()

@@ -74,3 +74,21 @@ def test_legend_names_what_the_colours_mean(report, mlp):
     assert r.legend.isVisibleTo(r) and "roofs" in names
     open_documents(report, *mlp)
     assert any("B triangles" in n for n in dict(r.legend.entries))
+
+
+def test_log_axes_label_decades_only(report, mlp):
+    """Over a decade or more only the decades are labelled (pyqtgraph's minor-tick labels,
+    "2·10³ 3·10³ ...", ran into each other); inside one decade the minor ticks are."""
+    from analyser.gui.axes import LogAxis
+
+    r, _ = report
+    open_documents(report, mlp[0])
+    axis = r.plot.getPlotItem().getAxis("bottom")
+    assert isinstance(axis, LogAxis) and axis.labelText
+    levels = axis.tickValues(0.0, 4.0, 600)  # 1 to 10k
+    labels = [s for spacing, values in levels for s in axis.tickStrings(values, 1.0, spacing)]
+    assert [s for s in labels if s] == ["1", "10", "100", "1k", "10k"]
+    assert "" in labels  # the minor ticks are drawn, without text
+    inside = axis.tickValues(2.05, 2.95, 600)  # 112 to 891
+    texts = [s for spacing, values in inside for s in axis.tickStrings(values, 1.0, spacing)]
+    assert "200" in texts and "500" in texts

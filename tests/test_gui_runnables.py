@@ -14,12 +14,14 @@ pytestmark = pytest.mark.gui
 
 
 def _runnable_classes():
+    import analyser.gui.background
     import analyser.gui.loader
     import analyser.gui.main_window
     import analyser.gui.reports.insights
     import analyser.gui.widgets
 
     modules = (
+        analyser.gui.background,
         analyser.gui.loader,
         analyser.gui.main_window,
         analyser.gui.reports.insights,

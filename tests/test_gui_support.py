@@ -1,4 +1,4 @@
-"""Qt-free parts of the GUI: tile-list parsing, units, per-tile details (analyser.gui.model.tile_details)."""
+"""Qt-free parts of the GUI: tile-list parsing, units, per-tile details (analyser.viewmodels.tile_details)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import pytest
 
 from analyser.core.analysis import Analysis
 from analyser.core.units import MemoryUnits, axis_scale, fmt_bytes
-from analyser.gui.model import tile_details
 from analyser.gui.model.errors import TileSelectionError
 from analyser.gui.model.selection import format_tile_list, parse_tile_list, toggle_pair
+from analyser.viewmodels import tile_details
 
 
 def test_tile_list_parsing_round_trip():

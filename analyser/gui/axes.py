@@ -138,3 +138,49 @@ def short_cycles(value: float) -> str:
             digits = 0 if abs(x) >= 100 else 1 if abs(x) >= 10 else 2
             return f"{x:.{digits}f}{prefix}"
     return f"{v:,.0f}"
+
+
+def decade_label(exponent: int) -> str:
+    """``10 ** exponent`` as a short label: ``1``, ``10``, ``100``, ``1k``, ``10k``, ``1M`` ...,
+    below one ``0.1``, ``0.01``, then ``1e-3``."""
+    for scale, prefix in PREFIXES:
+        power = round(math.log10(scale))
+        if exponent >= power:
+            return f"{10 ** (exponent - power):,}{prefix}"
+    if exponent >= 0:
+        return f"{10**exponent:,}"
+    return f"{10.0**exponent:g}" if exponent >= -2 else f"1e{exponent}"
+
+
+class LogAxis(LightAxisItem):
+    """A log axis whose labels do not crowd: when the view spans a decade or more only the
+    decades are labelled (``1k``, ``10k``, ``100k``; pyqtgraph labels every minor tick too,
+    ``2·10³ 3·10³ ...``, which ran into each other), the minor ticks drawn without text; a
+    view inside one decade labels its minor ticks (``200``, ``300``)."""
+
+    def __init__(self, orientation: str = "bottom", **kwargs) -> None:
+        super().__init__(orientation, **kwargs)
+        self.enableAutoSIPrefix(False)
+        self.setLogMode(True)
+        self._span = 0.0
+
+    def logTickValues(self, minVal, maxVal, size, stdTicks):
+        self._span = float(maxVal - minVal)
+        return super().logTickValues(minVal, maxVal, size, stdTicks)
+
+    def logTickStrings(self, values, scale, spacing) -> list[str]:
+        if spacing is None and self._span >= 1.0:
+            # the minor level (its decades repeat the major level's): drawn without text
+            return [""] * len(values)
+        out = []
+        for v in values:
+            x = float(v) + math.log10(scale) if scale > 0 else float(v)
+            if not math.isfinite(x):
+                out.append("")
+            elif abs(x - round(x)) < 1e-6:
+                out.append(decade_label(round(x)))
+            elif self._span >= 1.0:
+                out.append("")  # between decades: the decades' labels say where it is
+            else:
+                out.append(f"{10**x:,.3g}")
+        return out

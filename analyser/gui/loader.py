@@ -51,6 +51,8 @@ class LoadResult:
     error: str = ""
     #: The file the error is about.
     error_path: Path | None = None
+    #: Sentences on what makes an opened profile's figures wrong (it opens all the same).
+    warnings: tuple[str, ...] = ()
 
 
 class LoadSignals(QObject):
@@ -82,6 +84,7 @@ class LoadTask(QRunnable):
 
     def run(self) -> None:
         docs: list[Document] = []
+        warnings: list[str] = []
         current: Path | None = None
         self._done = 0
         try:
@@ -90,6 +93,7 @@ class LoadTask(QRunnable):
                 self._step(f"reading {path.name}")
                 doc = Document.open(path)
                 docs.append(doc)
+                warnings.extend(_warnings_of(doc))
                 if self.request.warm is not None:
                     name = path.name
                     self.request.warm(
@@ -99,7 +103,7 @@ class LoadTask(QRunnable):
                 current = None
                 self._step("comparing the two profiles")
                 self.request.warm_pair(docs[0], docs[1])
-            result = LoadResult(self.request, tuple(docs))
+            result = LoadResult(self.request, tuple(docs), warnings=tuple(warnings))
         except UserFacingError as exc:
             for doc in docs:
                 doc.close()
@@ -115,6 +119,17 @@ class LoadTask(QRunnable):
                 current,
             )
         self.signals.finished.emit(result)
+
+
+def _warnings_of(doc: Document) -> list[str]:
+    """The profile's warnings (``data.profile_warnings``); a check that cannot read what it
+    checks says nothing (the reports that read it give their own sentence)."""
+    from analyser.gui.model import data
+
+    try:
+        return data.profile_warnings(doc)
+    except Exception:
+        return []
 
 
 def make_request(

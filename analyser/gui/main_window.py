@@ -9,12 +9,10 @@ message box with the reader's one-sentence error and the window carries on.
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QEvent, QRunnable, QSettings, Qt, QThreadPool, QTimer, Signal
+from PySide6.QtCore import QByteArray, QEvent, QSettings, Qt, QThreadPool, QTimer, Signal
 from PySide6.QtGui import (
     QAction,
     QActionGroup,
@@ -24,7 +22,6 @@ from PySide6.QtGui import (
     QKeySequence,
 )
 from PySide6.QtWidgets import (
-    QApplication,
     QFileDialog,
     QLabel,
     QListWidget,
@@ -40,6 +37,7 @@ from PySide6.QtWidgets import (
 from analyser.core.units import MemoryUnits
 from analyser.gui import help as help_parts
 from analyser.gui import reports as registry
+from analyser.gui.background import Background
 from analyser.gui.items import settle_item_bounds
 from analyser.gui.loader import LoadResult, LoadSignals, LoadTask, make_request
 from analyser.gui.loading import LoadingPanel
@@ -54,14 +52,6 @@ from profiles.errors import UserFacingError
 APP_NAME = "IPU Graph Analyser"
 ORGANISATION = "ipu-graph-analyser"
 MAX_RECENT = 10
-#: Pause between two reports built while the window is idle (ms; see MainWindow._prebuild_next).
-PREBUILD_INTERVAL_MS = 50
-#: How long the background warm-up pauses after a click shows a report not filled yet (ms; see
-#: PrefetchTask.pause).
-PREFETCH_PAUSE_MS = 150
-#: Longest hold of the warm-up and the idle build for a report that was shown but not painted
-#: (ms; see MainWindow._hold_until_painted).
-HOLD_LIMIT_MS = 2000
 #: What the loader computes per profile, besides the shown report's data, when two profiles
 #: open to be compared (see MainWindow._start_load): the Execution Trace's and the Pipeline's,
 #: and the Liveness Report's step and variable tables (~30 ms per profile, which its first
@@ -76,113 +66,6 @@ COMPARE_OPEN_NEEDS = (
     "operation_names",
 )
 PROFILE_FILTER = "IPU profiles (*.h5 *.hdf5 *.pvh5);;All files (*)"
-
-
-class PrefetchTask(QRunnable):
-    """Warm the analysis caches of freshly opened documents (best effort: a document closed
-    meanwhile just stops the warming)."""
-
-    def __init__(self, docs, needs, pair=None) -> None:
-        super().__init__()
-        self.docs = docs
-        self.needs = needs
-        #: (A, B) when comparing: what compare mode computes for the pair (the explained
-        #: comparison, Liveness's steps aligned by program: seconds for 10^5 program steps) is
-        #: warmed too
-        self.pair = pair
-        self.cancelled = False
-        #: cleared while the GUI thread fills a report a click just showed (see pause)
-        self._may_run = threading.Event()
-        self._may_run.set()
-        self._paused_at = 0.0
-        self._gui_clock: int | None = None
-
-    def pause(self) -> None:
-        """Hold the warm-up at its next step while the GUI thread fills and paints the report
-        a click showed: the two threads share one interpreter lock, so a warm-up running
-        beside it slowed that first visit when clicked right after an open (issue 15).
-        The report computes what it needs itself; the warm-up carries on after :meth:`resume`
-        (or, should the GUI thread be blocked, :attr:`PAUSE_LIMIT_S` at most: it then resumes
-        itself; :attr:`PAUSE_BUSY_LIMIT_S` while the GUI thread keeps busy)."""
-        self._paused_at = time.monotonic()
-        self._gui_clock = _thread_cpu_clock()  # the GUI thread's (pause runs there)
-        self._may_run.clear()
-
-    def resume(self) -> None:
-        self._may_run.set()
-
-    #: Longest pause (seconds) when nothing resumes the task and the GUI thread is not busy (a
-    #: GUI thread blocked waiting for the pool would otherwise hold it at every step).
-    PAUSE_LIMIT_S = 0.3
-    #: Longest pause (seconds) while the GUI thread is busy (its CPU clock advancing: a fill
-    #: longer than PAUSE_LIMIT_S on a loaded machine, which a warm-up resumed beside it slowed).
-    PAUSE_BUSY_LIMIT_S = 2.0
-
-    def _wait_if_paused(self) -> None:
-        # the limit counts from the latest pause (a task held since the open and paused again
-        # by a click waits for the click's fill, not for what is left of the first pause)
-        last = _cpu_seconds(self._gui_clock)
-        while not self._may_run.wait(self.PAUSE_LIMIT_S):
-            now = _cpu_seconds(self._gui_clock)
-            # busy: the GUI thread used a quarter of the interval's CPU (a thread blocked in
-            # waitForDone uses none)
-            busy = last is not None and now is not None and now - last >= self.PAUSE_LIMIT_S / 4
-            last = now
-            held = time.monotonic() - self._paused_at
-            if held >= (self.PAUSE_BUSY_LIMIT_S if busy else self.PAUSE_LIMIT_S):
-                self._may_run.set()
-
-    def run(self) -> None:
-        from analyser.gui.model import data
-
-        # report by report, each for every document (A then B), in the side list's order: in
-        # compare mode a report needs both documents' data, so a report's are ready together
-        # (by document, B's data of the first reports came only after A's of every report);
-        # one accessor per step (a report's needs together took 100 ms and more: a click
-        # while they ran shared the interpreter lock with them until the end)
-        for report_needs in self.needs:
-            for doc in self.docs:
-                for name in report_needs:
-                    if not self._step(data.warm, doc, (name,)):
-                        return
-            # Liveness's steps aligned by program, the compared chart's x axis
-            pair_liveness = self.pair is not None and "liveness" in report_needs
-            if pair_liveness and not self._step(data.liveness_alignment, *self.pair):
-                return
-        if self.pair is not None:
-            # the Summary's, the Pipeline's and the Execution Trace's explanations (the
-            # loader computes it with the documents when the pair opens together)
-            self._step(data.comparison, *self.pair)
-
-    def _step(self, work, *args) -> bool:
-        """Run one warm-up step (after any pause); False when the task is to stop (cancelled,
-        or the step failed: a document closed meanwhile)."""
-        self._wait_if_paused()
-        if self.cancelled:
-            return False
-        try:
-            work(*args)
-        except Exception:
-            return False
-        return True
-
-
-def _thread_cpu_clock() -> int | None:
-    """The calling thread's CPU-time clock id (None where the platform has none)."""
-    try:
-        return time.pthread_getcpuclockid(threading.get_ident())
-    except (AttributeError, OSError):
-        return None
-
-
-def _cpu_seconds(clock: int | None) -> float | None:
-    """CPU seconds of the thread whose clock id is ``clock`` (None when unknown)."""
-    if clock is None:
-        return None
-    try:
-        return time.clock_gettime(clock)
-    except OSError:
-        return None
 
 
 def default_settings() -> QSettings:
@@ -216,18 +99,10 @@ class MainWindow(QMainWindow):
         #: every load's result arrives through this one object, owned here (see LoadSignals)
         self._load_signals = LoadSignals(self)
         self._load_signals.finished.connect(self._on_loaded)
-        #: builds the reports not shown yet, one per tick, once a profile is open
-        self._prebuild_timer = QTimer(self)
-        self._prebuild_timer.setSingleShot(True)
-        self._prebuild_timer.setInterval(PREBUILD_INTERVAL_MS)
-        self._prebuild_timer.timeout.connect(self._prebuild_next)
-        #: seconds each step of the idle build took (the longest is how long a click arriving
-        #: during one can wait; bench_gui.py prints it)
-        self.prebuild_steps: list[tuple[str, float]] = []
-        #: the report a click showed, held until its first paint (see _hold_until_painted)
-        self._awaiting_paint: Report | None = None
-        #: the idle build was under way when a click held it
-        self._held_prebuild = False
+        #: the warm-up and the idle build, held while a report a click showed fills
+        self.background = Background(
+            self.pool, self._prebuild_next, lambda: self.workspace.document is not None, self
+        )
         self.setWindowTitle(APP_NAME)
         self.setAcceptDrops(True)
         self.resize(1400, 880)
@@ -284,6 +159,10 @@ class MainWindow(QMainWindow):
         bar.addWidget(self.file_label, 1)
         bar.addPermanentWidget(self.target_label)
         bar.addPermanentWidget(self.progress)
+        # a temporary message (Saved ..., a link not found, a what-if's outcome) takes the whole
+        # line while it shows: beside the permanent target line (long in compare mode) it was
+        # cut after a few words
+        bar.messageChanged.connect(lambda text: self.target_label.setVisible(not text))
         self.loading = LoadingPanel(self._load_signals, self.progress)  # shown while loading
         self.stack.addWidget(self.loading)
 
@@ -366,10 +245,6 @@ class MainWindow(QMainWindow):
     def eventFilter(self, obj, event) -> bool:
         # the shown report's own keys pressed on the side list go to the report (W / Home on
         # the list after choosing the Execution Trace zoom the trace; issue 14)
-        if obj is self._awaiting_paint and event.type() == QEvent.Type.Paint:
-            # after this paint (posted: the filter runs before it)
-            QTimer.singleShot(0, self, lambda r=obj: self._end_hold(r, painted=True))
-            return False
         if obj is self.report_list and event.type() == QEvent.Type.KeyPress:
             report = self.current_report()
             if report is not None and report.report_key(event):
@@ -418,7 +293,7 @@ class MainWindow(QMainWindow):
             self.stack.addWidget(report)
         return report
 
-    def _prebuild_next(self) -> None:
+    def _prebuild_next(self) -> str | None:
         """Build one report not shown yet (or the compare-mode parts of one, when comparing),
         then wait for the next tick: a report's widgets and pyqtgraph plots cost 10-75 ms, which
         a first visit then no longer pays (issue 15). Reports are built hidden and refresh when
@@ -426,18 +301,15 @@ class MainWindow(QMainWindow):
 
         doc, cmp = self.workspace.document, self.workspace.compare
         if doc is None:
-            return
+            return None
         for row in self._prebuild_order(cmp is not None):
-            cls = self._report_classes[row]
-            t0 = time.perf_counter()
             report = self._reports.get(row)
             if report is None:
                 self._report_at(row)
             elif not report.prebuild(cmp is not None):
                 continue
-            self.prebuild_steps.append((cls.key, time.perf_counter() - t0))
-            self._prebuild_timer.start(PREBUILD_INTERVAL_MS)
-            return
+            return self._report_classes[row].key
+        return None
 
     def _prebuild_order(self, compare: bool) -> list[int]:
         """The rows in the order the idle build takes them: the side list's, except that when
@@ -453,10 +325,15 @@ class MainWindow(QMainWindow):
             return list(rows)
         return sorted(rows, key=lambda r: -self._report_classes[r].compare_cost)
 
+    @property
+    def prebuild_steps(self) -> list[tuple[str, float]]:
+        """Seconds each step of the idle build took, by report key (bench_gui.py prints them)."""
+        return self.background.steps
+
     def prebuild_pending(self) -> bool:
         """True while reports are still being built in the window's idle time (or that build
         is held while a report a click showed fills and paints)."""
-        return self._prebuild_timer.isActive() or self._held_prebuild
+        return self.background.pending()
 
     def _show_report_row(self, row: int) -> None:
         if row < 0 or row >= len(self._report_classes):
@@ -472,7 +349,7 @@ class MainWindow(QMainWindow):
             # the interpreter lock and, with the other core busy, the one core left (issue 23
             # item 11: 126 ms of warm-up steps seen inside a Pipeline first visit clicked
             # 0.35 s after a compare open)
-            self._pause_background()
+            self.background.pause()
         report = self._report_at(row)
         if not built and self.workspace.compare is not None:
             # its compare-mode parts too, while it is hidden: laid out at its first show, not
@@ -481,13 +358,13 @@ class MainWindow(QMainWindow):
                 pass
         hold = report.needs_refresh and report is not self.stack.currentWidget()
         if hold:
-            self._hold_until_painted(report)
-        elif not built and self._awaiting_paint is None:
-            self._resume_background()
+            self.background.hold_until_painted(report)
+        elif not built and self.background.awaiting_paint is None:
+            self.background.resume()
         self.stack.setCurrentWidget(report)  # fills the report if it was not yet
-        if self._prebuild_timer.isActive() and not hold:
+        if not hold:
             # the next idle build step waits for the report shown to be painted
-            self._prebuild_timer.start(PREBUILD_INTERVAL_MS)
+            self.background.defer_build()
         self.title_label.setText(self._title_text(report))
         if hold:
             # the fill's layout requests (texts, titles, table rows) before the first paint,
@@ -495,63 +372,6 @@ class MainWindow(QMainWindow):
             settle_layouts()
             settle_item_bounds(report)
         self.settings.setValue("report", report.key)
-
-    def _hold_until_painted(self, report: Report) -> None:
-        """Hold the background warm-up and the idle build while ``report``, just shown and not
-        filled yet, fills and is first painted: the warm-up shares the interpreter lock with the
-        GUI thread, and an idle build step (10-75 ms, far more on a busy machine) used to run
-        between the click and the paint when its tick fell there (issue 15, issue 23 item 11:
-        a whole report's construction was seen inside a first visit clicked right after an
-        open). Both carry on :data:`PREBUILD_INTERVAL_MS` after the report's first paint (a
-        hidden report: :data:`PREFETCH_PAUSE_MS` after the fill; :data:`HOLD_LIMIT_MS` at most)."""
-        self._pause_background()
-        previous = self._awaiting_paint
-        if previous is not None and previous is not report:
-            previous.removeEventFilter(self)
-        self._awaiting_paint = report
-        report.installEventFilter(self)
-        self._held_prebuild = self._held_prebuild or self._prebuild_timer.isActive()
-        self._prebuild_timer.stop()
-        QTimer.singleShot(
-            PREFETCH_PAUSE_MS, self, lambda r=report: self._end_hold(r, painted=False)
-        )
-        QTimer.singleShot(HOLD_LIMIT_MS, self, lambda r=report: self._end_hold(r, painted=True))
-
-    def _pause_background(self) -> None:
-        """The warm-up waits at its next step, and the periodic cycle collection (app.py: on
-        this thread, once a second) restarts its second now, so that both come after the work
-        a click starts on this thread, not inside it (10-45 ms of collection seen there)."""
-        task = getattr(self, "_prefetch_task", None)
-        if task is not None:
-            task.pause()
-        collector = getattr(QApplication.instance(), "_garbage_collector", None)
-        if collector is not None:
-            collector.timer.start()
-
-    def _resume_background(self) -> None:
-        task = getattr(self, "_prefetch_task", None)
-        if task is not None:
-            task.resume()
-
-    def _end_hold(self, report: Report, painted: bool) -> None:
-        """The shown report was painted (or no paint came): the warm-up and the idle build
-        carry on (after one more interval when it was painted: its layout passes may paint it
-        again)."""
-        if self._awaiting_paint is not report:
-            return  # ended already, or another report shown since
-        if painted or not report.isVisible():
-            self._awaiting_paint = None
-            report.removeEventFilter(self)
-            QTimer.singleShot(PREBUILD_INTERVAL_MS, self, self._resume_after)
-        # else: the fill is done but the report not painted yet; its paint ends the hold
-
-    def _resume_after(self) -> None:
-        if self._awaiting_paint is not None:
-            return  # another report shown since holds them again
-        self._resume_background()
-        held, self._held_prebuild = self._held_prebuild, False
-        if held and self.workspace.document is not None:
-            self._prebuild_timer.start(PREBUILD_INTERVAL_MS)
 
     def _title_text(self, report: Report) -> str:
         doc, cmp = self.workspace.document, self.workspace.compare
@@ -668,6 +488,8 @@ class MainWindow(QMainWindow):
             self.workspace.set_documents(docs[0], docs[1] if len(docs) > 1 else None)
         for doc in docs:
             self._add_recent(doc.path)
+        if result.warnings:  # kept on the status line until another message replaces it
+            self.statusBar().showMessage("  ".join(result.warnings))
         self._prefetch(docs)
         self.loadFinished.emit(True)
 
@@ -676,13 +498,7 @@ class MainWindow(QMainWindow):
 
         ws = self.workspace
         pair = (ws.document, ws.compare) if ws.document is not None and ws.compare else None
-        task = PrefetchTask(
-            tuple(docs), tuple(cls.data_needs for cls in self._report_classes), pair
-        )
-        self._prefetch_task = task
-        if self._awaiting_paint is not None:
-            task.pause()  # the report shown now fills and paints first (see _hold_until_painted)
-        self.pool.start(task)
+        self.background.prefetch(docs, [cls.data_needs for cls in self._report_classes], pair)
 
     def _show_error(self, message: str) -> None:
         QMessageBox.critical(self, "Cannot open profile", message)
@@ -716,10 +532,7 @@ class MainWindow(QMainWindow):
         else:
             self._show_report_row(row)
         if document is not None:
-            if self._awaiting_paint is not None:
-                self._held_prebuild = True  # starts after the shown report's first paint
-            else:
-                self._prebuild_timer.start(PREBUILD_INTERVAL_MS)
+            self.background.start_build()  # after the shown report's first paint
 
     def _mark_unavailable_reports(
         self, document: Document | None, compare: Document | None
@@ -890,9 +703,16 @@ class MainWindow(QMainWindow):
         value = self.settings.value("recent", [])
         if isinstance(value, str):
             value = [value]
-        return [str(v) for v in (value or [])]
+        from analyser.gui.whatif import in_cache_results
+
+        # results in the cache listed by an earlier version are left out too
+        return [str(v) for v in (value or []) if not in_cache_results(str(v))]
 
     def _add_recent(self, path: Path) -> None:
+        from analyser.gui.whatif import in_cache_results
+
+        if in_cache_results(path):
+            return  # a what-if or engine result in the cache: Save profile as... keeps one
         text = str(Path(path).resolve())
         recent = [p for p in self.recent_files() if p != text]
         recent.insert(0, text)
@@ -972,11 +792,7 @@ class MainWindow(QMainWindow):
         """Stop background work: drop pending loads, wait for workers, close documents."""
         self._pending_id = None
         self.loading.stop()
-        self._prebuild_timer.stop()
-        task = getattr(self, "_prefetch_task", None)
-        if task is not None:
-            task.cancelled = True
-            task.resume()
+        self.background.stop()
         for report in self._reports.values():
             try:
                 report.shutdown()

@@ -74,6 +74,21 @@ def unique_output(folder: Path, stem: str, tag: str = "") -> Path:
 RESULTS_FOLDER = "results"
 
 
+def in_cache_results(path: str | Path) -> bool:
+    """Whether ``path`` is a result kept in the simulation cache's results folder: the files
+    the GUI opens after a what-if or an engine run, which File > Open Recent does not list and
+    the Open dialog does not start in (the cache is the analyser's, not the user's folder)."""
+    p = Path(path)
+    if p.parent.name != RESULTS_FOLDER:  # most opens: no need to look the cache up
+        return False
+    from analyser.sim.service.service import default_cache_dir
+
+    try:
+        return p.resolve().is_relative_to(default_cache_dir().resolve())
+    except (OSError, RuntimeError):
+        return False
+
+
 class SimulationJob(QObject):
     """One configuration simulated on the simulation service (:mod:`analyser.sim.service`),
     the profile then placed at ``out_path`` when the user chose one, else in the cache's

@@ -160,14 +160,16 @@ class RangeQueries:
 
     # -- search --------------------------------------------------------------------------------
     def search(self, text: str, limit: int = 10_000, ipu: int | None = None) -> SearchResult:
-        """Steps whose program or operation name contains ``text`` (case-insensitive), across
-        the whole trace (every IPU unless ``ipu`` is given)."""
+        """Steps whose program name, operation name, module path (``layer``) or source (file
+        and line) contains ``text`` (case-insensitive), across the whole trace (every IPU unless
+        ``ipu`` is given)."""
         text = text.strip()
         p = self.programs
-        hit = p["name"].astype(str).str.contains(text, case=False, regex=False) | p[
-            "op_name"
-        ].astype(str).str.contains(text, case=False, regex=False)
-        mask = hit.to_numpy(dtype=bool)
+        mask = np.zeros(len(p), dtype=bool)
+        for column in ("name", "op_name", "layer", "source"):
+            if column in p:
+                found = p[column].astype(str).str.contains(text, case=False, regex=False)
+                mask |= found.to_numpy(dtype=bool)
         if not text:
             mask[:] = False
         ids = np.flatnonzero(mask)

@@ -136,16 +136,23 @@ class TraceWindow(RangeQueries):
     # -- static tables ------------------------------------------------------------------------
     @property
     def programs(self) -> pd.DataFrame:
-        """Program nodes (name, type, parent, op, cycles, tile_balance, bytes, sync) + op names."""
+        """Program nodes (name, type, parent, op, cycles, tile_balance, bytes, sync) + their
+        operation's name, type, layer (module path) and source (file and line, or "")."""
         if self._programs is None:
             p = self.access.table(
                 "/programs/nodes",
                 ["name", "type", "parent", "ipu", "op", "cycles", "tile_balance", "bytes", "sync"],
             ).reset_index(drop=True)
-            ops = self.access.table("/graph/operations", ["name", "type", "layer", "pass", "stage"])
+            # the operation's source (file and line in the model's code) is optional (format 1.4)
+            has_source = "/graph/operations/source" in self.access.profile
+            wanted = ["name", "type", "layer", "pass", "stage"] + (["source"] if has_source else [])
+            ops = self.access.table("/graph/operations", wanted)
+            if not has_source:
+                ops["source"] = ""
             op = p["op"].to_numpy()
             valid = (op >= 0) & (op < len(ops))
-            for src, dst in (("name", "op_name"), ("type", "op_type"), ("layer", "layer")):
+            columns = (("name", "op_name"), ("type", "op_type"), ("layer", "layer"))
+            for src, dst in (*columns, ("source", "source")):
                 col = np.full(len(p), "", dtype=object)
                 col[valid] = ops[src].to_numpy()[op[valid]]
                 p[dst] = col
@@ -580,6 +587,7 @@ class TraceWindow(RangeQueries):
             "operation": str(prog["op_name"]),
             "operation type": str(prog["op_type"]),
             "layer": str(prog["layer"]),
+            "source": str(prog["source"]),
             "tile balance": float(prog["tile_balance"]),
             "micro-batch": _index_or_none(int(data["micro_batch"]), "micro-batches"),
             "stage": _index_or_none(int(data["stage"]), "pipeline stages"),

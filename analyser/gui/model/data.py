@@ -8,28 +8,42 @@ Every figure a report shows comes through here from the analysis core (``doc.ana
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from analyser.core.insights import find_insights
 from analyser.gui.model.document import Document
+from analyser.viewmodels import profile_reads as reads
+
+if TYPE_CHECKING:
+    from analyser.core.analysis import Metrics, TargetSummary
+    from analyser.core.comparison import PairComparison
+    from analyser.core.execution import ExecutionSummary
+    from analyser.core.imbalance import ImbalanceSummary
+    from analyser.core.liveness import LivenessSummary, StepAlignment
+    from analyser.core.memory import MemorySummary
+    from analyser.core.memory_insights import MemoryInsights
+    from analyser.core.memory_layout import TileLayout
+    from analyser.core.roofline import Roofline
+    from analyser.gui.model.pipeline import PipelineChart
+    from analyser.trace.window import TraceWindow
 
 
-def target(doc: Document) -> Any:
+def target(doc: Document) -> TargetSummary:
     return doc.cached("target", lambda: doc.analysis.target)
 
 
-def memory(doc: Document) -> Any:
+def memory(doc: Document) -> MemorySummary:
     return doc.cached("memory", lambda: doc.analysis.memory)
 
 
-def liveness(doc: Document) -> Any:
+def liveness(doc: Document) -> LivenessSummary:
     return doc.cached("liveness", lambda: doc.analysis.liveness)
 
 
-def execution(doc: Document) -> Any:
+def execution(doc: Document) -> ExecutionSummary | None:
     """ExecutionSummary, or None for a profile without execution (OOM)."""
     return doc.cached("execution", lambda: doc.analysis.execution)
 
@@ -42,14 +56,14 @@ def variables(doc: Document) -> pd.DataFrame:
     return doc.cached("variables", lambda: doc.analysis.variables)
 
 
-def tile_layout(doc: Document, ipu: int, tile: int) -> Any:
+def tile_layout(doc: Document, ipu: int, tile: int) -> TileLayout:
     """The modelled address layout of one tile (``analyser.core.memory_layout.TileLayout``)."""
     from analyser.core.memory_layout import tile_layout as layout
 
     return doc.cached(f"tile-layout:{ipu}:{tile}", lambda: layout(doc.analysis, ipu, tile))
 
 
-def memory_insights(doc: Document) -> Any:
+def memory_insights(doc: Document) -> MemoryInsights:
     """Vertex state and exchange code by model, IPU and tile, the largest vertex types and
     exchanges (``analyser.core.memory_insights.MemoryInsights``)."""
     from analyser.core.memory_insights import memory_insights as insights
@@ -57,7 +71,7 @@ def memory_insights(doc: Document) -> Any:
     return doc.cached("memory-insights", lambda: insights(doc.analysis))
 
 
-def metrics(doc: Document) -> Any:
+def metrics(doc: Document) -> Metrics:
     return doc.cached("metrics", lambda: doc.analysis.metrics)
 
 
@@ -72,6 +86,20 @@ def run_config_note(doc: Document) -> str:
 
 def target_config(doc: Document) -> dict:
     return doc.analysis.target_config
+
+
+def profile_warnings(doc: Document) -> list[str]:
+    """Sentences on what in the profile the reports cannot show although it opens (per-tile
+    cycles below zero, which ``analyse validate`` flags and the reader refuses); [] for a
+    sound profile."""
+
+    def compute() -> list[str]:
+        problem = reads.tile_cycles_problem(doc.analysis)
+        if not problem:
+            return []
+        return [f"Warning: {problem.rstrip('.')}; per-tile cycles cannot be shown."]
+
+    return doc.cached("profile_warnings", compute)
 
 
 def insights(doc: Document) -> list:
@@ -101,7 +129,7 @@ def tile_breakdowns(doc: Document, by: str = "category") -> list[tuple[np.ndarra
     return [tile_breakdown(doc, ipu, by) for ipu in range(target(doc).num_ipus)]
 
 
-def comparison(doc: Document, other: Document) -> Any:
+def comparison(doc: Document, other: Document) -> PairComparison:
     """The analysis core's explained comparison (``PairComparison``) of ``doc`` (A) with
     ``other`` (B): run-option differences, metric deltas and the explanations linking them."""
     from analyser.core.comparison import compare_pair
@@ -141,7 +169,7 @@ def target_line(doc: Document) -> str:
     return f"{arch}: {t.num_ipus} IPU{'s' if t.num_ipus != 1 else ''}{replicas}, {t.tiles_per_ipu:,} tiles/IPU  |  {status}"
 
 
-def trace_window(doc: Document) -> Any:
+def trace_window(doc: Document) -> TraceWindow | None:
     """The document's TraceWindow (level-of-detail index of the execution trace), or None for a
     profile without execution. Shared by the Execution Trace and Pipeline reports."""
     if not doc.has_execution:
@@ -157,7 +185,7 @@ def trace_window(doc: Document) -> Any:
     )
 
 
-def pipeline_chart(doc: Document) -> Any:
+def pipeline_chart(doc: Document) -> PipelineChart | None:
     """What the Pipeline view draws (``analyser.gui.model.pipeline.PipelineChart``), or None
     for a profile without execution."""
     if not doc.has_execution:
@@ -188,25 +216,23 @@ def accessor(name: str) -> Callable[[Document], Any]:
 
 
 def liveness_steps(doc: Document) -> pd.DataFrame:
-    """/liveness/steps (name, program, op, ipu) as read from the profile."""
-    return doc.cached("liveness_steps", lambda: doc.analysis.src.table("/liveness/steps"))
+    """The liveness steps (name, program, op, ipu) as read from the profile."""
+    return doc.cached("liveness_steps", lambda: reads.liveness_steps(doc.analysis))
 
 
 def program_nodes(doc: Document) -> pd.DataFrame:
-    """/programs/nodes as read from the profile (program tree rows, pre-order)."""
-    return doc.cached("program_nodes", lambda: doc.analysis.src.table("/programs/nodes"))
+    """The program nodes as read from the profile (program tree rows, pre-order)."""
+    return doc.cached("program_nodes", lambda: reads.program_nodes(doc.analysis))
 
 
 def program_column(doc: Document, name: str) -> np.ndarray:
-    """One numeric column of /programs/nodes (``type``, ``cycles``, ``tile_balance``...) as
+    """One numeric column of the program nodes (``type``, ``cycles``, ``tile_balance``...) as
     numpy: from the whole table when it was read already, else that column alone (the table
     with its name strings, through pandas, took about 30 ms per profile of a Liveness first
     visit that shows one program's figures; issue 23 item 11)."""
     if doc.is_cached("program_nodes"):
         return program_nodes(doc)[name].to_numpy()
-    return doc.cached(
-        f"program_column:{name}", lambda: doc.analysis.src.column("/programs/nodes", name)
-    )
+    return doc.cached(f"program_column:{name}", lambda: reads.program_column(doc.analysis, name))
 
 
 def program_match_keys(doc: Document) -> np.ndarray:
@@ -226,18 +252,16 @@ def program_match_keys(doc: Document) -> np.ndarray:
 
 
 def operation_names(doc: Document) -> np.ndarray:
-    return doc.cached(
-        "operation_names", lambda: doc.analysis.src.column("/graph/operations", "name")
-    )
+    return doc.cached("operation_names", lambda: reads.operation_names(doc.analysis))
 
 
 def compute_sets(doc: Document) -> pd.DataFrame:
-    return doc.cached("compute_sets", lambda: doc.analysis.src.table("/graph/compute_sets"))
+    return doc.cached("compute_sets", lambda: reads.compute_sets(doc.analysis))
 
 
 def program_tile_cycles(doc: Document, program: int) -> np.ndarray:
-    """Per-tile cycles of one execution of ``program`` (from /programs/tile_cycles)."""
-    return doc.analysis.src.profile.tile_cycles([program])[0]
+    """Per-tile cycles of one execution of ``program``."""
+    return reads.program_tile_cycles(doc.analysis, program)
 
 
 def program_wait_cycles(doc: Document) -> np.ndarray | None:
@@ -257,7 +281,7 @@ def program_wait_cycles(doc: Document) -> np.ndarray | None:
     return doc.cached("program_wait_cycles", compute)
 
 
-def liveness_alignment(doc: Document, other: Document) -> Any:
+def liveness_alignment(doc: Document, other: Document) -> StepAlignment:
     """A's and B's liveness steps aligned by program (``analyser.core.liveness.align_steps``):
     the common x axis of the compared Liveness chart."""
     from analyser.core.liveness import align_steps
@@ -271,16 +295,14 @@ def liveness_alignment(doc: Document, other: Document) -> Any:
 def step_vertices(doc: Document, step: int) -> pd.DataFrame:
     """The vertices liveness step ``step`` runs, by compute set and type, with the cycle
     estimate over their tiles (``analyser.core.liveness.step_vertices``)."""
-    from analyser.core.liveness import step_vertices as build
-
-    return doc.cached(f"step_vertices:{step}", lambda: build(doc.analysis.src, step))
+    return doc.cached(f"step_vertices:{step}", lambda: reads.step_vertices(doc.analysis, step))
 
 
 def step_tile_cycles(doc: Document, step: int) -> np.ndarray:
     """[tiles] cycles of one execution of liveness step ``step`` on each tile of its IPU."""
-    from analyser.core.liveness import step_tile_cycles as build
-
-    return doc.cached(f"step_tile_cycles:{step}", lambda: build(doc.analysis.src, step))
+    return doc.cached(
+        f"step_tile_cycles:{step}", lambda: reads.step_tile_cycles(doc.analysis, step)
+    )
 
 
 def operation_layer(doc: Document, layer: str) -> pd.DataFrame:
@@ -295,16 +317,14 @@ def operation_layer(doc: Document, layer: str) -> pd.DataFrame:
     if layer == "programs":
         return doc.cached(
             "program_table",
-            lambda: ops_core.program_table(doc.analysis.src, execution(doc), operations(doc)),
+            lambda: reads.program_table(doc.analysis, execution(doc), operations(doc)),
         )
     raise ValueError(f"unknown software layer {layer!r}")
 
 
 def tile_cycles_by_ipu(doc: Document, programs: np.ndarray) -> dict[int, np.ndarray]:
     """{IPU: [tiles] cycles} of one execution of ``programs`` summed per tile."""
-    from analyser.core.operations import tile_cycles_by_ipu as build
-
-    return build(doc.analysis.src, programs)
+    return reads.tile_cycles_by_ipu(doc.analysis, programs)
 
 
 def memory_by_category(doc: Document, op_ids: np.ndarray) -> pd.Series:
@@ -314,10 +334,10 @@ def memory_by_category(doc: Document, op_ids: np.ndarray) -> pd.Series:
     return build(variables(doc), operations(doc), op_ids)
 
 
-def roofline(doc: Document) -> Any:
+def roofline(doc: Document) -> Roofline | None:
     """The per-operation roofline (analyser.core.roofline; None without execution)."""
 
-    def compute() -> Any:
+    def compute() -> Roofline | None:
         if not doc.has_execution:
             return None
         from analyser.core.roofline import roofline as build
@@ -327,7 +347,7 @@ def roofline(doc: Document) -> Any:
     return doc.cached("roofline", compute)
 
 
-def imbalance(doc: Document) -> Any:
+def imbalance(doc: Document) -> ImbalanceSummary | None:
     """Cycles lost to tile imbalance per IPU and compute set (analyser.core.imbalance; None
     without execution), for the reports that show it."""
     return doc.cached("imbalance", lambda: doc.analysis.imbalance)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from analyser.core.units import MemoryUnits
+from analyser.viewmodels import profile_reads as reads
 
 
 class Event:
@@ -58,7 +59,7 @@ class Document:
     @property
     def profile(self) -> Any:
         """The lazy profile reader (``profiles.open_profile``)."""
-        return self.analysis.src.profile
+        return reads.reader(self.analysis)
 
     @property
     def name(self) -> str:
@@ -77,7 +78,7 @@ class Document:
         for path in paths:
             if path not in known:
                 try:
-                    known[path] = path in self.profile
+                    known[path] = reads.has_dataset(self.analysis, path)
                 except Exception:
                     known[path] = False
             if not known[path]:

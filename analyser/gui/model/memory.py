@@ -2,7 +2,7 @@
 class, software or physical order, gaps), its bars and selection, the B - A tile deltas, the
 Totals tab, the tile map's grids, the Variables tab's table and chart of the largest, and the
 selected tiles' detail tables; and the report's way to the analysis core (the memory insights,
-the modelled tile layout; per-tile details are :mod:`analyser.gui.model.tile_details`), named
+the modelled tile layout; per-tile details are :mod:`analyser.viewmodels.tile_details`), named
 once here so that ``analyser.gui.reports`` reaches the core only through
 ``analyser.gui.model`` (an import contract, issue 24 item 3). No Qt: the view only draws
 (colours come from the view's palette by each series' ``color_keys``)."""
@@ -20,8 +20,9 @@ from analyser.core.memory_insights import EXCHANGE_CODE, MemoryInsights
 from analyser.core.memory_layout import TileLayout
 from analyser.core.quantities import SERIES, Series
 from analyser.core.units import MemoryUnits, fmt_bytes, fmt_change
-from analyser.gui.model import data, tile_details
+from analyser.gui.model import data
 from analyser.gui.model.labels import nice_name
+from analyser.viewmodels import tile_details
 
 __all__ = [
     "BREAKDOWNS",

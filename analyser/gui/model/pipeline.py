@@ -21,6 +21,7 @@ import pandas as pd
 from analyser.core.quantities import PASSES, PHASES, variable_kind_code
 from analyser.core.units import fmt_count
 from analyser.trace.window import TraceWindow
+from analyser.viewmodels import profile_reads as reads
 
 #: Phases drawn as shaded bands, in time order.
 BAND_PHASES = ("rampUp", "main", "rampDown", "weightUpdate")
@@ -122,15 +123,14 @@ class PipelineChart:
 def _stash_by_stage(analysis, n_stages: int, stage_ipu: list[int]) -> np.ndarray:
     out = np.zeros(max(1, n_stages), dtype=np.int64)
     try:
-        v = analysis.src.table("/graph/variables", ["kind", "bytes", "op", "ipu"])
-        ops = analysis.src.table("/graph/operations", ["stage"])
+        v = reads.stash_variables(analysis)
+        op_stage = reads.operation_column(analysis, "stage").astype(np.int64)
     except Exception:  # a profile without graph tables has no stash figures
         return out
     stash = v[v["kind"].to_numpy() == variable_kind_code("stash")]
     if stash.empty:
         return out
     op = stash["op"].to_numpy().astype(np.int64)
-    op_stage = ops["stage"].to_numpy().astype(np.int64)
     ipu_stage = {ipu: s for s, ipu in reversed(list(enumerate(stage_ipu)))}
     by_ipu = np.array([ipu_stage.get(int(i), 0) for i in stash["ipu"].to_numpy()], dtype=np.int64)
     valid = (op >= 0) & (op < len(op_stage))
@@ -175,7 +175,7 @@ def pipeline_chart(analysis, trace: TraceWindow) -> PipelineChart:
     reduced to its boxes, bands and per-stage IPU counts before the next is read: a run of any
     length is summarised whole, in bounded memory."""
     ex = analysis.execution
-    runs = np.asarray(analysis.src.array("/execution/run_starts"), dtype=np.float64)
+    runs = reads.run_starts(analysis)
     t0 = float(runs[0]) if len(runs) else -np.inf
     t1 = float(runs[1]) if len(runs) > 1 else np.inf
     # rows of the first host call of each IPU; of those, the first device iteration's (one
@@ -192,9 +192,8 @@ def pipeline_chart(analysis, trace: TraceWindow) -> PipelineChart:
     first = min((m for *_r, m in spans), default=0)
     # the pass of each step's operation (only the programs' op column is read: the whole
     # programs table with op names is the Execution Trace's, built when that report needs it)
-    prog_op = np.asarray(trace.access.table("/programs/nodes", ["op"])["op"], dtype=np.int64)
-    ops = analysis.src.table("/graph/operations", ["pass"])
-    op_pass = ops["pass"].to_numpy().astype(np.int64)
+    prog_op = reads.program_ops(analysis)
+    op_pass = reads.operation_column(analysis, "pass").astype(np.int64)
     wu_phase = PHASES.index("weightUpdate")
     update_pass = PASSES.index("update")
     n_ipus = max(1, trace.n_ipus)

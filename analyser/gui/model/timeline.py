@@ -455,5 +455,8 @@ def step_text(d: dict, ipu: int) -> str:
     return (
         f"{d['type']}: {d['name']}\n{d['cycles']:,} cycles at {d['start']:,} on IPU {ipu}"
         + (f"\noperation {d['operation']}" if d["operation"] else "")
+        + (f"\nmodule {d['layer']}" if d.get("layer") else "")
+        + (f" ({d['source']})" if d.get("layer") and d.get("source") else "")
+        + (f"\nsource {d['source']}" if d.get("source") and not d.get("layer") else "")
         + (f"\ntile balance {100 * d['tile balance']:.1f}%" if d["tile balance"] else "")
     )

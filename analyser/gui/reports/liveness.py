@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 
 from analyser.core.quantities import SERIES, VARIABLE_TABLE, columns
 from analyser.core.units import MISSING, axis_scale
-from analyser.gui.model import data, datasets
+from analyser.gui.model import data
 from analyser.gui.model import liveness as lvm
 from analyser.gui.model.liveness import ALIGN_ADDED, ALIGN_REMOVED
 from analyser.gui.palette import hex_color
@@ -40,6 +40,7 @@ from analyser.gui.widgets import (
     tab_widget,
     tile_curve,
 )
+from analyser.viewmodels import datasets
 
 #: The chart's series as the catalogue declares them: its axis title and the peaks' colour.
 LIVENESS_SERIES = SERIES["liveness"]

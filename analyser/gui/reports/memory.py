@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 from analyser.core.quantities import columns
 from analyser.core.units import MemoryUnits, axis_scale, fmt_bytes
 from analyser.gui.items import BatchedRectsItem
-from analyser.gui.model import data, datasets
+from analyser.gui.model import data
 from analyser.gui.model import memory as memory_model
 from analyser.gui.model.errors import TileSelectionError
 from analyser.gui.model.labels import distinct_labels
@@ -63,6 +63,7 @@ from analyser.gui.widgets import (
     make_plot,
     tab_widget,
 )
+from analyser.viewmodels import datasets
 
 GAPS_COLOR = "#5f5f5f"
 #: One left-axis width for the three linked charts (A, B, B - A), so a tile sits at the same x

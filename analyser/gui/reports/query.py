@@ -1,5 +1,8 @@
 """Query: SQL over the open profile (``analyser.query``, the same sandboxed DuckDB query as
-``analyse query``), the result as a sortable table. In compare mode a choice of profile A or B.
+``analyse query``), the result as a sortable table, exported as CSV. A list of the tables (each
+with what it holds) beside the editor; a double-click writes a table's name into the query. In
+compare mode a choice of profile A, B or both (``analyser.query.many``: every table then gains a
+``profile`` column, and ``runs`` has a row per profile).
 
 The query runs on a pool thread when asked (Run or Ctrl+Return; a GROUP BY over 10,000,000 steps
 takes about a second); Stop interrupts DuckDB, and a new query stops the one still running. A
@@ -16,8 +19,12 @@ from PySide6.QtCore import Qt, QThreadPool
 from PySide6.QtGui import QFontDatabase, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QComboBox,
+    QFileDialog,
     QHBoxLayout,
     QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QMessageBox,
     QPlainTextEdit,
     QPushButton,
     QSplitter,
@@ -31,6 +38,7 @@ from analyser.gui.table_view import TextTableView
 from analyser.gui.widgets import DataFrameModel, PoolTask, Relay, connect_header_sort
 from analyser.query import QueryError, query_arrow
 from analyser.query.tables import TABLES
+from profiles.errors import UserFacingError
 
 #: The query shown when the report opens (cycles and steps by type and IPU).
 EXAMPLE = (
@@ -79,12 +87,31 @@ class QueryReport(Report):
         # the whole profile name (it was cut to "A: 4-dev" in a real X server)
         self.which.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.which.currentIndexChanged.connect(lambda _i: self.run_query())
+        self.export_button = QPushButton("Export CSV…")
+        self.export_button.setToolTip("Write the whole result (every row) to a CSV file")
+        self.export_button.setEnabled(False)
+        self.export_button.clicked.connect(self.export_dialog)
+        #: the last result, every row of it (the table shows MAX_ROWS)
+        self.result: pd.DataFrame | None = None
+        self.table_list = QListWidget()
+        self.table_list.setToolTip("The tables a query can read; double-click to insert a name")
+        for name, spec in TABLES.items():
+            item = QListWidgetItem(name)
+            item.setToolTip(spec.doc)
+            self.table_list.addItem(item)
+        self.table_list.itemDoubleClicked.connect(
+            lambda item: self.editor.insertPlainText(item.text())
+        )
+        self.table_list.setMaximumWidth(
+            self.table_list.sizeHintForColumn(0) + 2 * self.table_list.frameWidth() + 24
+        )
         self.status = QLabel("Tables: " + ", ".join(TABLES) + ".")
         self.status.setWordWrap(True)
         self.status.setTextFormat(Qt.TextFormat.PlainText)
         row.addWidget(self.run_button)
         row.addWidget(self.stop_button)
         row.addWidget(self.which)
+        row.addWidget(self.export_button)
         row.addWidget(self.status, 1)
         self.model = DataFrameModel()
         self.view = TextTableView()
@@ -95,7 +122,10 @@ class QueryReport(Report):
         top = QWidget()
         tl = QVBoxLayout(top)
         tl.setContentsMargins(0, 0, 0, 0)
-        tl.addWidget(self.editor)
+        editor_row = QHBoxLayout()
+        editor_row.addWidget(self.table_list)
+        editor_row.addWidget(self.editor, 1)
+        tl.addLayout(editor_row)
         tl.addLayout(row)
         split.addWidget(top)
         split.addWidget(self.view)
@@ -120,6 +150,7 @@ class QueryReport(Report):
         self.which.addItem(f"A: {doc.name}")
         if other is not None:
             self.which.addItem(f"B: {other.name}")
+            self.which.addItem("A and B (a profile column)")
         self.which.setVisible(other is not None)
         self.which.blockSignals(False)
         if self._ran_on is None and not doc.has_execution:
@@ -129,11 +160,22 @@ class QueryReport(Report):
     def clear(self) -> None:
         self.model.set_frame(pd.DataFrame())
         self._ran_on = None
+        self.result = None
+        self.export_button.setEnabled(False)
 
     def current_document(self) -> Document | None:
         if self.which.currentIndex() == 1 and self.compare_doc is not None:
             return self.compare_doc
         return self.document
+
+    def current_documents(self) -> list[Document]:
+        """The profiles the query reads: the chosen one, or A and B together."""
+        doc = self.current_document()
+        if doc is None:
+            return []
+        if self.which.currentIndex() == 2 and self.compare_doc is not None:
+            return [self.document, self.compare_doc] if self.document is not None else []
+        return [doc]
 
     # -- running (on a pool thread; Stop interrupts DuckDB) -----------------------------------
     @property
@@ -143,9 +185,13 @@ class QueryReport(Report):
     def run_query(self) -> None:
         """Run the editor's query on the chosen profile on a pool thread (a query still running
         is stopped first); the result or its error is shown when it ends."""
-        doc = self.current_document()
-        if doc is None:
+        docs = self.current_documents()
+        if not docs:
             return
+        doc = docs[0]
+        # one profile through its open analysis; both as a set of paths (each row labelled)
+        target = doc.analysis if len(docs) == 1 else [str(d.path) for d in docs]
+        names = " and ".join(d.name for d in docs)
         self.stop_query()
         self._gen += 1
         sql = self.editor.toPlainText()
@@ -155,17 +201,17 @@ class QueryReport(Report):
         def work():
             t0 = time.perf_counter()
             try:
-                frame = query_arrow(doc.analysis, sql, on_connect=cons.append).to_pandas()
+                frame = query_arrow(target, sql, on_connect=cons.append).to_pandas()
             except QueryError as exc:
                 return exc
             except KeyboardInterrupt:  # stopped: not an error of the query
                 return None
-            return frame, time.perf_counter() - t0, doc
+            return frame, time.perf_counter() - t0, names
 
         self._running = True
         self.stop_button.setEnabled(True)
         self.status.setStyleSheet("")
-        self.status.setText(f"Running on {doc.name}…")
+        self.status.setText(f"Running on {names}…")
         self._pool.start(PoolTask(work, self._gen, self._relay))
 
     def stop_query(self) -> None:
@@ -208,13 +254,44 @@ class QueryReport(Report):
             self.status.setText(self.error)
             self.status.setStyleSheet("color: #c62828;")
             return
-        frame, seconds, doc = result
+        frame, seconds, names = result
         self.error = None
-        self._ran_on = doc
+        self._ran_on = self.current_document()
+        self.result = frame
+        self.export_button.setEnabled(True)
         n = len(frame)
         self.model.set_frame(frame.head(MAX_ROWS))
         self._fit_columns()
         more = f", the first {MAX_ROWS:,} shown" if n > MAX_ROWS else ""
         self.status.setText(
-            f"{n:,} row{'' if n == 1 else 's'}{more} from {doc.name} in {seconds:.2f} s."
+            f"{n:,} row{'' if n == 1 else 's'}{more} from {names} in {seconds:.2f} s."
         )
+
+    # -- export -------------------------------------------------------------------------------
+    def export_csv(self, path: str) -> None:
+        """Write the last result, every row, to ``path`` as CSV (through a temporary file in
+        the same folder; never over an open profile or an HDF5 file). Raises the output's
+        one-sentence UserFacingError."""
+        from analyser.output import atomic_output, check_output
+
+        if self.result is None:
+            raise UserFacingError("no query result to export yet; run a query first.")
+        inputs = [str(d.path) for d in (self.document, self.compare_doc) if d is not None]
+        out = check_output(path, inputs, force=True)  # the file dialog asked about replacing
+        with atomic_output(out) as fh:
+            self.result.to_csv(fh, index=False)
+
+    def export_dialog(self) -> None:
+        if self.result is None:
+            return
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Export the query result", "query.csv", "CSV (*.csv);;All files (*)"
+        )
+        if not path:
+            return
+        try:
+            self.export_csv(path)
+        except UserFacingError as exc:
+            QMessageBox.warning(self, "Cannot export the result", str(exc))
+            return
+        self.statusMessage.emit(f"Saved {path}")

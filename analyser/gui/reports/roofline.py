@@ -10,11 +10,13 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QWidget
 
+from analyser.gui.axes import LogAxis
 from analyser.gui.model import data
 from analyser.gui.model import operations as ops_model
 from analyser.gui.model.document import Document
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report
+from analyser.gui.theme import style_plot
 from analyser.gui.widgets import LegendLabel, make_plot
 
 #: Colour of each binding roof: the trace's colour of the step type that roof limits.
@@ -41,8 +43,13 @@ class RooflineReport(Report):
         self.header.setWordWrap(True)
         self.plot = make_plot("FLOPs per cycle (log)", "FLOPs per byte exchanged (log)")
         item = self.plot.getPlotItem()
-        item.getAxis("bottom").setLogMode(True)
-        item.getAxis("left").setLogMode(True)
+        # decades labelled, minor ticks without text (pyqtgraph's log labels crowded)
+        for side in ("bottom", "left"):
+            label = item.getAxis(side).labelText
+            axis = LogAxis(side)
+            item.setAxisItems({side: axis})
+            axis.setLabel(label)
+        style_plot(self.plot)
         item.showGrid(x=True, y=True, alpha=0.2)
         #: what the points' colours (and, comparing, shapes) mean: in a real X server the orange
         #: and blue points had no key (issue 23)

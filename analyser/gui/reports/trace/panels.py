@@ -409,7 +409,7 @@ class StepDetailsPanel(QWidget):
 
 
 class SearchPanel(QWidget):
-    """Search steps by program / operation name over the whole trace."""
+    """Search steps by program, operation, module path or source over the whole trace."""
 
     activated = Signal(int)  # global row
     #: the search box is done with the keys: Enter found steps, or Esc (the trace takes the
@@ -422,7 +422,7 @@ class SearchPanel(QWidget):
         lay.setContentsMargins(4, 4, 4, 4)
         row = QHBoxLayout()
         self.edit = QLineEdit()
-        self.edit.setPlaceholderText("Search steps by name (program, compute set or operation)…")
+        self.edit.setPlaceholderText("Search steps by program, operation, module or source file…")
         self.edit.setClearButtonEnabled(True)
         self.button = QPushButton("Find")
         self.prev_button = QPushButton("◀")

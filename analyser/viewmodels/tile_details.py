@@ -1,7 +1,7 @@
 """Per-tile details the GUI's Memory Report needs that the analysis core does not provide: tile
 order and floor plan, and what lives / runs on a set of selected tiles. No Qt.
 
-Owned by the GUI engineer; written against :class:`analyser.core.Analysis` and the profile
+Written against :class:`analyser.core.Analysis` and the profile
 reader. Everything is vectorised over variables / compute sets / programs (no loops over tiles).
 Variables and compute sets occupy contiguous tile intervals (``tile_start``, ``tile_count``) with
 bytes spread evenly and the remainder on the first tiles, as the profile schema states.
