@@ -53,7 +53,7 @@ SMALL_BYTES = 64 * 1024
 #: decompresses little more than it needs and that shuffle + deflate work in the processor's
 #: cache. Walkthrough step 4's per-tile liveness rows (1,529 x 1,472 int32): 128 KiB chunks
 #: write in 16 ms against 23 ms for 512 KiB, read whole in 11 against 14 ms and one row in 0.36
-#: against 0.81 ms, 0.5% larger (docs/performance.md, issue 15).
+#: against 0.81 ms, 0.5% larger (docs/performance.md).
 CHUNK_BYTES = 128 * 1024
 #: Rows converted and written per block when streaming a large array.
 BLOCK_BYTES = 8 * 1024 * 1024

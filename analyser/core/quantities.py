@@ -128,7 +128,7 @@ def quantity(key: str) -> Quantity:
 
 
 # ---------------------------------------------------------------------------------------------
-# The summary's layout, declared once (issue 24 item 2)
+# The summary's layout, declared once (the CLI, the GUI and the reports read it)
 # ---------------------------------------------------------------------------------------------
 #: The summary's figures that are not :class:`analyser.core.Metrics` fields (the target, the
 #: graph, figures derived for the summary): key, label, kind, which way is better. A target's
@@ -597,7 +597,7 @@ def columns(
 
 
 # ---------------------------------------------------------------------------------------------
-# The summary's breakdown tables, declared once (issue 24 item 2)
+# The summary's breakdown tables, declared once (the CLI, the GUI and the reports read them)
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class SummaryTable:
