@@ -586,8 +586,14 @@ def columns(
 ) -> list[tuple[str, str, Callable[[Any], str] | None]]:
     """``(key, title, formatter)`` of ``table``'s columns (all, or ``keys`` in that order) with
     bytes in ``unit``, each with its tooltip (``.tip``): what the GUI's tables
-    (``FilterTable.set_frame``) take."""
+    (``FilterTable.set_frame``) take. An unknown table, or a key or retitled key the table does
+    not declare, is a ValueError naming it: a typo would otherwise show nothing."""
+    if table not in TABLES:
+        raise ValueError(f"No column table named {table!r} (analyser.core.quantities.TABLES).")
     declared = TABLES[table]
+    unknown = [k for k in [*(keys or ()), *retitled] if k not in declared]
+    if unknown:
+        raise ValueError(f"Table {table!r} declares no column {', '.join(map(repr, unknown))}.")
     return [
         ColumnSpec(
             k, retitled.get(k, declared[k].title), declared[k].formatter(unit), declared[k].tip
