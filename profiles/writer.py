@@ -104,7 +104,7 @@ def _attr_value(f: schema.Field | None, value: object) -> object:
             return value if isinstance(value, str) else value.decode()
         return json.dumps(value, default=_json_default, separators=(",", ":"))
     if f.dtype == "str":
-        return value if isinstance(value, str) else bytes(value).decode()  # type: ignore[arg-type]
+        return value if isinstance(value, str) else bytes(value).decode()  # type: ignore[call-overload]
     return np.dtype(f.dtype).type(value)
 
 
@@ -465,6 +465,7 @@ class ProfileWriter:
         self, h5g: h5py.Group, f: schema.Field, arr: np.ndarray | RunRows, chunk_rows: int | None
     ) -> None:
         if f.dtype == "str":
+            assert isinstance(arr, np.ndarray), "tile runs hold numbers, never strings"
             self._check(sum(map(len, arr.ravel().tolist())) * 4 + 16 * arr.size)
             data = arr.astype(object) if arr.dtype.kind in "US" else arr
             big = arr.size > 4096
