@@ -1,5 +1,5 @@
-"""The type checker's exemption list in pyproject.toml: it names real modules, and the engine's
-top level is checked (not exempted), so the list can only shrink towards the checked code."""
+"""The type checker's exemption list in pyproject.toml: it names real modules, and profiles/ and the
+engine's top level are checked (not exempted), so the list can only shrink towards the checked code."""
 
 from __future__ import annotations
 
@@ -41,6 +41,11 @@ def test_engine_top_level_is_checked() -> None:
     top = {f"engine.{p.stem}" for p in (ROOT / "engine").glob("*.py") if p.stem != "__init__"}
     exempt_top = sorted(top & set(_exempt()) - {"engine.config"})
     assert not exempt_top, f"top-level engine modules exempted from mypy: {exempt_top}"
+
+
+def test_profiles_are_checked() -> None:
+    exempt = sorted(m for m in _exempt() if m == "profiles" or m.startswith("profiles."))
+    assert not exempt, f"profiles modules exempted from mypy: {exempt}"
 
 
 def test_checked_files_cover_core_profiles_and_engine_top_level() -> None:
