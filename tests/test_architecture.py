@@ -1,4 +1,4 @@
-"""The structure the import contracts cannot say on their own (issue 24): every module of the
+"""The structure the import contracts cannot say on their own: every module of the
 analysis core is named in its layers contract, and the CLI re-simulates a few configurations in
 this process unless the user asks for the Dask cluster."""
 
