@@ -100,7 +100,7 @@ class PrefetchTask(QRunnable):
     def pause(self) -> None:
         """Hold the warm-up at its next step while the GUI thread fills and paints the report
         a click showed: the two threads share one interpreter lock, so a warm-up running
-        beside it slowed that first visit when clicked right after an open (issue 15).
+        beside it slowed that first visit when clicked right after an open.
         The report computes what it needs itself; the warm-up carries on after :meth:`resume`
         (or, should the GUI thread be blocked, :attr:`PAUSE_LIMIT_S` at most: it then resumes
         itself; :attr:`PAUSE_BUSY_LIMIT_S` while the GUI thread keeps busy)."""
@@ -365,7 +365,7 @@ class MainWindow(QMainWindow):
 
     def eventFilter(self, obj, event) -> bool:
         # the shown report's own keys pressed on the side list go to the report (W / Home on
-        # the list after choosing the Execution Trace zoom the trace; issue 14)
+        # the list after choosing the Execution Trace zoom the trace)
         if obj is self._awaiting_paint and event.type() == QEvent.Type.Paint:
             # after this paint (posted: the filter runs before it)
             QTimer.singleShot(0, self, lambda r=obj: self._end_hold(r, painted=True))
@@ -421,7 +421,7 @@ class MainWindow(QMainWindow):
     def _prebuild_next(self) -> None:
         """Build one report not shown yet (or the compare-mode parts of one, when comparing),
         then wait for the next tick: a report's widgets and pyqtgraph plots cost 10-75 ms, which
-        a first visit then no longer pays (issue 15). Reports are built hidden and refresh when
+        a first visit then no longer pays. Reports are built hidden and refresh when
         first shown, so what they show is the same."""
 
         doc, cmp = self.workspace.document, self.workspace.compare
@@ -446,7 +446,7 @@ class MainWindow(QMainWindow):
         Memory Report three). Theirs are the costliest first visits to build: a compare-mode
         Execution Trace's two timelines, differences lane and panels are 50-65 ms of the idle
         build's 220-290 ms. In side-list order the idle build reached the Trace about 0.6 s
-        after the open, so a click on it at +0.35 s built it all (issue 23 item 11: 186-206 ms
+        after the open, so a click on it at +0.35 s built it all (186-206 ms
         there, the worst cell)."""
         rows = range(len(self._report_classes))
         if not compare:
@@ -469,8 +469,8 @@ class MainWindow(QMainWindow):
         if not built:
             # the warm-up waits from here, not from the fill: the report's construction (its
             # widgets and plots, 35-70 ms) ran beside warm-up steps started meanwhile, sharing
-            # the interpreter lock and, with the other core busy, the one core left (issue 23
-            # item 11: 126 ms of warm-up steps seen inside a Pipeline first visit clicked
+            # the interpreter lock and, with the other core busy, the one core left
+            # (126 ms of warm-up steps seen inside a Pipeline first visit clicked
             # 0.35 s after a compare open)
             self._pause_background()
         report = self._report_at(row)
@@ -500,7 +500,7 @@ class MainWindow(QMainWindow):
         """Hold the background warm-up and the idle build while ``report``, just shown and not
         filled yet, fills and is first painted: the warm-up shares the interpreter lock with the
         GUI thread, and an idle build step (10-75 ms, far more on a busy machine) used to run
-        between the click and the paint when its tick fell there (issue 15, issue 23 item 11:
+        between the click and the paint when its tick fell there (
         a whole report's construction was seen inside a first visit clicked right after an
         open). Both carry on :data:`PREBUILD_INTERVAL_MS` after the report's first paint (a
         hidden report: :data:`PREFETCH_PAUSE_MS` after the fill; :data:`HOLD_LIMIT_MS` at most)."""
@@ -617,7 +617,7 @@ class MainWindow(QMainWindow):
             # compare mode: the Execution Trace's and the Pipeline's data per profile (their
             # level-of-detail windows and the pipeline chart, ~90 ms of CPU per profile) come
             # with the open, so that these reports clicked right after it only build and
-            # paint (issue 23 item 11: they read them on the GUI thread, 80-200 ms)
+            # paint (they read them on the GUI thread, 80-200 ms)
             needs = tuple(dict.fromkeys((*needs, *COMPARE_OPEN_NEEDS)))
         request = make_request(
             paths,

@@ -1,7 +1,7 @@
 """The datasets each report (or part of one) cannot show anything without, checked when a
 profile opens and before a report fills (``Document.missing``: membership tests on the file's
 index, no data read), so a profile lacking one gets the report's "unavailable: <sentence>"
-state naming it instead of a blank panel or a traceback (issue 23, defect 1).
+state naming it instead of a blank panel or a traceback.
 
 Paths are the profile format's (docs/profile-format.md); listing them here rather than reading
 the schema keeps the GUI off ``profiles.schema`` (an import contract)."""
