@@ -185,7 +185,7 @@ MAX_FUNCTION_LINES = 150
 MAX_FILE_LINES = 1000
 #: Files allowed over the file limit (the function limit holds everywhere); none today:
 #: analyser/trace/window.py and analyser/gui/reports/trace/timeline.py were split by other
-#: changes of issue 24, engine/execute/core.py into core.py and program.py. An entry no longer
+#: structure changes, engine/execute/core.py into core.py and program.py. An entry no longer
 #: needed fails the test.
 SIZE_ALLOWED: tuple[str, ...] = ()
 

@@ -623,7 +623,7 @@ def test_predict_effect_of_the_fp16_tip(qtbot, make_window, walkthrough_profiles
 
 def test_profile_problem_found_by_a_report_is_shown(qtbot, make_window, profiles_dir, monkeypatch):
     """A damaged dataset found lazily by one report: the report's own "unavailable" state names
-    it (issue 23 defect 1; a dialog before); other reports work."""
+    it (a dialog before); other reports work."""
     from analyser.gui.model import data
     from profiles.errors import ProfileError
 
@@ -713,7 +713,7 @@ def test_every_report_uses_the_base_empty_states(qtbot, profiles_dir):
             assert report.message.label.text() == report.no_document_text
             report.set_document(doc)
             if report.stack.currentWidget() is report.message:
-                # a report the profile cannot feed says so in one sentence (issue 23 defect 1:
+                # a report the profile cannot feed says so in one sentence (
                 # the synthetic profile's target has no roofline figures)
                 assert report.message.label.text().startswith(f"{cls.title} unavailable: ")
             report.set_document(None)
@@ -724,7 +724,7 @@ def test_every_report_uses_the_base_empty_states(qtbot, profiles_dir):
 
 
 def test_keys_reach_the_trace_and_reports_step_from_anywhere(qtbot, make_window, profiles_dir):
-    """Issue 14 defect 1 as seen in a real X server (benchmarks/gui_real_x.py): after choosing
+    """As seen in a real X server (benchmarks/gui_real_x.py): after choosing
     the Execution Trace in the side list (which keeps the focus), W zooms the trace and Home
     shows the whole run instead of jumping to the first report; Ctrl+PgDown / Ctrl+PgUp step
     to the next / previous report from the list and from a table."""

@@ -29,7 +29,7 @@ def tune_folder(sim_service, tmp_path, monkeypatch) -> Path:
     from analyser.sim.tune import build_space, tune, write_results
 
     # the service's cache is the user's default cache here (a row's profile is only ever read
-    # from the tune folder or the default simulation cache: issue 22 item 5)
+    # from the tune folder or the default simulation cache)
     monkeypatch.setenv("ANALYSE_CACHE", str(sim_service.cache.root))
     from engine.config import RunConfig
 

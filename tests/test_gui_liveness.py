@@ -1,5 +1,5 @@
-"""Issue 23, defect 2: the Liveness Report with "All IPUs" lists every shown IPU's variables
-(with an IPU column), in the Live variables, Step and Compare steps tabs; and issue 24 item 3:
+"""The Liveness Report with "All IPUs" lists every shown IPU's variables
+(with an IPU column), in the Live variables, Step and Compare steps tabs; and
 what the report shows comes from its Qt-free view-model (analyser.gui.model.liveness)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Memory Report (pytest-qt, offscreen): issue 14's layout defects, the per-tile memory map and
+"""Memory Report (pytest-qt, offscreen): its layout, the per-tile memory map and
 the vertex / exchange size insights."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Qt-free checks of what GUI reports show (issue 23's defects fixed in the analysis core or a
+"""Qt-free checks of what GUI reports show (defects fixed in the analysis core or a
 report's view-model): no Qt needed."""
 
 from __future__ import annotations

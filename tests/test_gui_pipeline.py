@@ -310,7 +310,7 @@ def _label_rects(view):
 
 
 def test_walkthrough_host_wait_axis_labels_and_table(qtbot, pipeline, walkthrough_profiles):
-    """Issue 14 defects 2 and 3 on walkthrough steps 3 and 4 compared: the host's time before
+    """On walkthrough steps 3 and 4 compared: the host's time before
     the device (/execution/host) is drawn as a host-wait band and host lanes, not left blank;
     A and B share one cycle axis; no phase label prints on another; the table's host wait is
     the Summary's figure (the core's host-inclusive metric, the catalogue's format); no

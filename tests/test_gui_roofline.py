@@ -65,7 +65,7 @@ def test_legend_names_what_the_colours_mean(report, mlp):
     drawn = {b.color().name() for b in r.points["A"].data["brush"]}
     assert drawn
     # one brush object per colour (pyqtgraph renders a symbol per distinct brush object:
-    # a brush per point made a compare first visit render 1,244 symbols; issue 23 item 11)
+    # a brush per point made a compare first visit render 1,244 symbols)
     assert len({id(b) for b in r.points["A"].data["brush"]}) == len(drawn)
     for lim, step_type in LIMIT_STEP_TYPE.items():
         colour = hex_color("step_types", step_type)

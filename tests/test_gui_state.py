@@ -1,4 +1,4 @@
-"""Issue 23, defect 10: state lost or stale. A theme switch keeps the selected tiles, the
+"""State lost or stale. A theme switch keeps the selected tiles, the
 selected liveness step and the trace's view and step; after "Stop comparing" Insights has no
 empty column; "Stop comparing" is disabled with nothing compared; Open Recent drops a file that
 failed to open."""
