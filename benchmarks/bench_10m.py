@@ -1,4 +1,4 @@
-"""Benchmark of 10,000,000-step profiles end to end (issue 15). Prints figures; asserts nothing.
+"""Benchmark of 10,000,000-step profiles end to end. Prints figures; asserts nothing.
 
     python benchmarks/bench_10m.py [--repeats 3] [--keep DIR] [--skip-engine] [--skip-trace]
 

@@ -11,7 +11,7 @@ Writes the synthetic profile of benchmarks/bench_trace.py (1,000,000 executed st
 * zoomed in: windows of 1/10, 1/100, 1/1,000 and 1/10,000 of the run (median over 4 places each);
 * all 1,472 tiles one row each (no row grouping) over the whole run.
 
-Target (issue 14): whole run and zoomed-in redraws within the trace's redraw budget of about
+Target: whole run and zoomed-in redraws within the trace's redraw budget of about
 150 ms once warm; first whole-run view under a second.
 """
 

@@ -4,7 +4,7 @@
 
 Prints, per N, the CPU time (ms) of ``DifferencesLaneView.set_lane`` and of a first and a later
 paint of a 1,400 x 140 px lane, offscreen. 150,000 differences is what walkthrough steps 2 and 6
-give (issue 23 item 11: the lane was the slowest compare-mode report, 1.2-2.1 s of CPU a visit).
+give (the lane was the slowest compare-mode report, 1.2-2.1 s of CPU a visit).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Benchmarks of the execute half of the engine (issue 4). Prints figures; asserts nothing.
+"""Benchmarks of the execute half of the engine. Prints figures; asserts nothing.
 
     python benchmarks/bench_engine_pipeline.py            # all three, 3 repeats each
     python benchmarks/bench_engine_pipeline.py walkthrough4 --repeats 5
@@ -7,7 +7,7 @@ Each benchmark runs in a fresh subprocess (so peak RSS is its own) and reports t
 the repeats of: compile, execute, and the end-to-end ``engine.simulate_to_file`` (compile +
 execute + write), the number of executed steps, and the subprocess's peak resident memory.
 
-Benchmarks and their targets (issue 4):
+Benchmarks and their targets:
 
 * ``walkthrough4``: walkthrough step 4 (ResNet-101 64x64, 2 IPUs, GA 8, DI 4): under 3 s.
 * ``bert_large``: BERT-Large pre-training, SL 128, pipelined over 4 IPUs x 4 replicas

@@ -1,4 +1,4 @@
-"""Benchmark: ResNet-50 on a Bow Pod64 (64 replicas, 4 host servers), end to end (issue 10).
+"""Benchmark: ResNet-50 on a Bow Pod64 (64 replicas, 4 host servers), end to end.
 
 Runs ``analyse profile assets/runs/resnet50-bow-pod64.toml`` in fresh processes (the way a user
 runs it: import, compile, execute, write the profile) and prints the median wall time, the

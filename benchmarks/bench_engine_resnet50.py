@@ -1,4 +1,4 @@
-"""Benchmark: ResNet-50 training on one Mk2 IPU, micro-batch 16, GA 4 (issue 3).
+"""Benchmark: ResNet-50 training on one Mk2 IPU, micro-batch 16, GA 4.
 
 Prints, as medians over fresh processes: compile, execute and write seconds, the total, the peak
 resident memory, and the simulated tile-cells per second (executed steps x tiles per IPU, over

@@ -1,5 +1,5 @@
 """Benchmark of the engine's growth with the number of IPUs, and of its end to end against the bare
-write of its own output (issue 15). Prints figures; asserts nothing.
+write of its own output. Prints figures; asserts nothing.
 
     python benchmarks/bench_engine_scaling.py [--repeats 3] [--ipus 4,8,16]
 

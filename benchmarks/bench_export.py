@@ -8,7 +8,7 @@ For each size, writes a synthetic profile (4 IPUs x 1,472 tiles, 5,000 programs,
 wall and CPU time of each export, and the floor: reading the 11 step columns the exporter reads
 (h5py, whole columns) plus writing the same number of output bytes (one ``write`` + ``fsync``).
 The growth of each export is printed as the exponent of a power law fitted over the sizes
-(1.0 = linear in the steps). Targets (issue 15): 1,000,000 steps under 2 s for both formats.
+(1.0 = linear in the steps). Targets: 1,000,000 steps under 2 s for both formats.
 """
 
 from __future__ import annotations

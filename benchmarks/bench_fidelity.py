@@ -1,4 +1,4 @@
-"""Benchmark: the engine's figures against public reference figures (issue 10, evidence).
+"""Benchmark: the engine's figures against public reference figures (evidence, not targets).
 
 For every row of ``assets/runs/reference/references.toml`` (a published figure, its source and
 the run configuration that expresses its setup) this script runs the engine in-process, through
@@ -26,7 +26,7 @@ Error = (engine - reference) / reference, in percent (positive: the engine is op
 
 Every row is printed with its figure and error *before* the current engine as well: the
 engine's figures of an earlier run, read from a JSON this script wrote (``--before FILE``;
-default ``assets/runs/reference/before-issue21.json``, main at b40eafe before issue 21's engine
+default ``assets/runs/reference/before-issue21.json``, main at b40eafe before the host-model
 changes; ``--before none`` leaves the columns out). A row the earlier run did not have shows
 "-".
 
@@ -102,7 +102,7 @@ QUANTITIES = {
 RATE_QUANTITIES = ("throughput", "device_throughput")
 #: Mechanism classes a row names (``mechanism``; the prediction intervals group by them).
 MECHANISMS = tuple(intervals.MECHANISMS)
-#: The engine's figures before issue 21's engine changes (main at b40eafe).
+#: The engine's figures before the host-model engine changes (main at b40eafe).
 BEFORE = REFERENCE_DIR / "before-issue21.json"
 #: Text fields every row must fill (its source and configuration among them).
 TEXT_FIELDS = (

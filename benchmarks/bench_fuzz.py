@@ -1,6 +1,6 @@
-"""The bigger fuzz run of issues #16 and #22: every hostile profile of tests/hostile.py through
+"""The bigger fuzz run: every hostile profile of tests/hostile.py through
 every analysis command, random value mutations with valid checksums, hostile run configurations,
-and (issue 22) names that are not regular files, ONNX folding bombs / odd dimensions / external
+and names that are not regular files, ONNX folding bombs / odd dimensions / external
 data, crafted tune folders, lying caches and unwritable outputs, under a memory limit; prints
 the table by category (tried, clean, tracebacks, hangs, memory blowups, files lost, foreign
 data read).
@@ -168,7 +168,7 @@ class Tally:
 
 
 def probe_inputs(tally: Tally, work: Path, base: Path, args: argparse.Namespace) -> None:
-    """Issue 22's classes: every case of tests/hostile.py's input corpus through its command,
+    """The non-profile inputs: every case of tests/hostile.py's input corpus through its command,
     then the caches' tamperings through their readers."""
     groups = {
         "non-regular": hostile.nonregular_cases(work / "nonregular"),
@@ -411,10 +411,12 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=60.0, help="time limit per probe")
     ap.add_argument("--memory", default="4G", help="address-space limit (default 4G; '' none)")
     ap.add_argument(
-        "--no-inputs", action="store_true", help="skip issue 22's non-profile inputs and caches"
+        "--no-inputs", action="store_true", help="skip the non-profile inputs and caches"
     )
     ap.add_argument(
-        "--inputs-only", action="store_true", help="only issue 22's inputs and caches (minutes)"
+        "--inputs-only",
+        action="store_true",
+        help="only the non-profile inputs and caches (minutes)",
     )
     return run(ap.parse_args())
 

@@ -15,13 +15,13 @@
    (breakdown toggled) and paint the plot.
 
    ``--delays 0,0.35,0.7`` clicks that first visit at each of these seconds after the open
-   (issue 23 item 11: a report clicked within ~0.7 s of opening two profiles); each case ends
+   (a report clicked within ~0.7 s of opening two profiles); each case ends
    with a Markdown table per report (first visits per delay, after the idle build, later visits;
    wall medians, max and GUI-process CPU). ``--compare-only`` measures compare mode alone.
 
 Usage: ``python benchmarks/bench_gui.py [--runs N] [--profile STEP4.h5] [--compare [STEP3.h5]]
-[--compare-only] [--delays 0,0.35] [--no-busy]``. Targets
-(issue 6): open < 1.5 s, switch < 200 ms, memory redraw < 100 ms; (issue 15) first visit of every
+[--compare-only] [--delays 0,0.35] [--no-busy]``. Targets:
+open < 1.5 s, switch < 200 ms, memory redraw < 100 ms; first visit of every
 report < 200 ms and later switches < 50 ms with the other core busy: unless ``--no-busy``, the
 benchmark runs a CPU-bound process beside the GUI the whole time (users run the GUI while a
 simulation or a tune runs), and measures first visits in ``--runs`` fresh windows.
@@ -155,7 +155,7 @@ def main() -> int:
         "--delays",
         default="0",
         help="comma-separated seconds after the open has shown the Summary at which the "
-        "'clicked right after opening' first visit is clicked (default 0; issue 23 item 11 "
+        "'clicked right after opening' first visit is clicked (default 0; "
         "asks for every click within ~0.7 s, e.g. --delays 0,0.35,0.7)",
     )
     args = parser.parse_args()

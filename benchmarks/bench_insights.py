@@ -1,4 +1,4 @@
-"""Benchmark of ``analyse insights`` end to end against the sum of its simulations (issue 24).
+"""Benchmark of ``analyse insights`` end to end against the sum of its simulations.
 
 For walkthrough steps (``assets/runs/walkthrough``), each in a fresh process with a fresh
 simulation cache: ``analyse insights STEP.h5 --json`` (its re-simulations in this process, the

@@ -1,4 +1,4 @@
-"""Benchmark of ``analyse export-trace --max-events N`` (issue 25) on a 10,000,000-step profile.
+"""Benchmark of ``analyse export-trace --max-events N`` on a 10,000,000-step profile.
 Prints figures; asserts nothing.
 
     python benchmarks/bench_max_events.py [PROFILE] [--max-events 1000000] [--repeats 3]

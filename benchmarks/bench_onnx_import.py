@@ -1,4 +1,4 @@
-"""Benchmark: importing a BERT-Large-sized ONNX graph (issue 11).
+"""Benchmark: importing a BERT-Large-sized ONNX graph.
 
 The graph is generated here, as PyTorch exports Hugging Face BERT-Large (opset 20, 24 layers,
 hidden 1024, 16 heads, sequence 128): attention as MatMul + Transpose + Div + Add(mask) +

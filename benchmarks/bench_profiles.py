@@ -1,6 +1,6 @@
 """Benchmark of the profile format: write and read a big synthetic profile.
 
-Default size (issue 2): 1,000,000 executed steps, 4 IPUs x 1,472 tiles, 5,000 distinct programs.
+Default size (the product brief's large profile): 1,000,000 executed steps, 4 IPUs x 1,472 tiles, 5,000 distinct programs.
 Prints file size, write time, open + summary time, time to read 10,000 consecutive steps, a
 time-window query, per-tile cycles of 100 programs, cycles by step type over all steps, a full
 validation, and peak memory. Times are medians over ``--repeat`` runs (the file is in the OS page

@@ -1,4 +1,4 @@
-"""Benchmark of ``analyse query`` (issue 25): a GROUP BY over every step of a profile, through
+"""Benchmark of ``analyse query``: a GROUP BY over every step of a profile, through
 DuckDB (analyser.query), against the same computation in numpy (the columns read from the HDF5
 file, then np.bincount). Prints figures; asserts nothing.
 

@@ -1,4 +1,4 @@
-"""What the embedded cluster's TLS costs (issue 22, item 1). Prints figures; asserts nothing.
+"""What the embedded cluster's TLS costs. Prints figures; asserts nothing.
 
     python benchmarks/bench_service_tls.py [--workers 2] [--repeat 3]
 

@@ -11,8 +11,8 @@ temporary folder unless ``--profile`` is given, then measures, in fresh processe
   the repainted timeline (window query + rectangles + paint);
 * memory: peak resident set size of the process.
 
-Targets (issue 7): first paint < 1.5 s; redraw < 50 ms median and < 150 ms worst of 100;
-memory < 1.5 GB (issue 15: the same on 10,000,000 steps with memory < 2 GB, see
+Targets: first paint < 1.5 s; redraw < 50 ms median and < 150 ms worst of 100;
+memory < 1.5 GB (the same on 10,000,000 steps with memory < 2 GB, see
 benchmarks/bench_10m.py, which runs this measurement as its child).
 """
 

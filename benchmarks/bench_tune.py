@@ -1,4 +1,4 @@
-"""Benchmark of the simulation service and ``analyse tune`` (issue 12). Prints figures; asserts
+"""Benchmark of the simulation service and ``analyse tune``. Prints figures; asserts
 nothing.
 
     python benchmarks/bench_tune.py                 # 200-configuration grid, 1 and 2 workers

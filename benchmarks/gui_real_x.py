@@ -1,7 +1,7 @@
 """Drive ``analyse gui`` in a real X server (Xvfb) with xdotool key presses and grab screenshots.
 
 The pytest-qt tests run on Qt's offscreen platform, which has no window manager, no real focus
-and no xcb plugin: this script checks what a person sees in an X server (issue 14). It starts
+and no xcb plugin: this script checks what a person sees in an X server. It starts
 Xvfb on a free display, opens the profile(s) in ``analyse gui``, steps through every report with
 Ctrl+PgDown (from the side list and from inside a report), zooms the Execution Trace with W
 about the mouse pointer and back with Home, selects a range of cycles with a Shift + drag over

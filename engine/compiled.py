@@ -69,13 +69,17 @@ module imports nothing of the engine's compile, execute or profile-data layers.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from profiles import schema
 from profiles.liveness import TileChanges
 from profiles.runs import RunRows, tile_ranges
+
+if TYPE_CHECKING:  # pragma: no cover
+    from engine.config import RunConfig
+    from engine.targets import Target
 
 
 def _code(enum: str, name: str) -> int:
@@ -312,6 +316,10 @@ def default_tree(compiled: CompiledProgram) -> ProgramTree:
 class RunShape:
     """The run's shape read from ``config`` (engine.config.RunConfig) and ``target``
     (engine.targets.Target), shared by every hand-off that carries both as fields."""
+
+    # declared for the type checker only: each dataclass below defines the two as its fields
+    config: RunConfig
+    target: Target
 
     @property
     def num_ipus(self) -> int:

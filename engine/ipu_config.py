@@ -209,7 +209,7 @@ def blocks(layer_names: list[str]) -> list[str]:
     if not counts or counts.most_common(1)[0][1] < 2:
         return []
     prefix = counts.most_common(1)[0][0]
-    found = {}
+    found: dict[int, str] = {}
     for n in layer_names:
         m = _BLOCK.match(n)
         if m and m.group(1) == prefix:
@@ -316,7 +316,8 @@ def options_from_ipu_config(
         )
     if ipus > 1:
         counts = expand_layers_per_ipu(list(layers_per_ipu), ipus, len(names))
-        starts, total = [], 0
+        starts: list[str] = []
+        total = 0
         for n in counts[:-1]:
             total += n
             if total >= len(names):

@@ -28,6 +28,7 @@ from profiles import schema
 
 if TYPE_CHECKING:  # pragma: no cover
     from engine.execute.core import Execution
+    from profiles.runs import RunRows
 
 Groups = dict[str, dict[str, Any]]
 
@@ -112,7 +113,9 @@ def _default_tree_groups(c: CompiledProgram, tree: ProgramTree) -> Groups:
     n = len(leaf)
     cycles = np.where(is_leaf, p.cycles[li], 0).astype(np.int64)
     balance = np.where(is_leaf, c.tile_balance(li), 0).astype(np.float32)
-    tile_cycles = c.tile_cycle_runs(leaf)  # runs the writer lays out block by block
+    tile_cycles: RunRows | np.ndarray | None = c.tile_cycle_runs(
+        leaf
+    )  # runs the writer lays out block by block
     if tile_cycles is None:  # negative counts: laid out densely
         tile_cycles = np.zeros((n, c.tiles_per_ipu), dtype=np.int32)
         rows = np.flatnonzero(is_leaf)
@@ -137,7 +140,7 @@ def _default_tree_groups(c: CompiledProgram, tree: ProgramTree) -> Groups:
 
 def _execution_groups(e: Execution) -> Groups:
     """The executor's program tree and executed steps."""
-    out = {
+    out: dict[str, dict[str, Any]] = {
         "/programs/nodes": dict(e.nodes),
         "/programs": {"tile_cycles": e.tile_cycles},
         "/execution": dict(e.attrs),

@@ -480,9 +480,11 @@ class Profile:
         def dim(d: object) -> int | None:
             if isinstance(d, int):
                 return d
+            if not isinstance(d, str):
+                return None
             if d in tables:  # rows of the table the dimension counts (when it is present)
-                return self.sizes.get(tables[d])  # type: ignore[index]
-            return fixed.get(d)  # type: ignore[arg-type]
+                return self.sizes.get(tables[d])
+            return fixed.get(d)
 
         return tuple(dim(d) for d in f.shape)
 

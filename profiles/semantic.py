@@ -134,7 +134,7 @@ def _json_numbers(doc: object, depth: int = 0) -> str | None:
     if isinstance(doc, float) and not math.isfinite(doc):
         return f"holds the non-finite number {doc}"
     if isinstance(doc, dict):
-        items = doc.values()
+        items = list(doc.values())
     elif isinstance(doc, list):
         items = doc
     else:
@@ -288,7 +288,11 @@ def column_problem(
     if kind not in "iu":
         return None
     if name == "parent" and group == "/programs/nodes":
-        rows = np.arange(row0, row0 + values.size) if np.isscalar(row0) else np.asarray(row0)
+        rows = (
+            np.arange(row0, row0 + values.size)
+            if isinstance(row0, int | np.integer)
+            else np.asarray(row0)
+        )
         bad = (values < -1) | (values >= rows)
         if bad.any():
             i = int(np.argmax(bad))
@@ -312,7 +316,11 @@ def column_problem(
     bad = (values < lo) | (values >= hi)
     count = int(np.count_nonzero(bad))
     first = int(np.argmax(bad.reshape(-1)))
-    at = (row0 + first) if np.isscalar(row0) else int(np.asarray(row0).reshape(-1)[first])
+    at = (
+        (row0 + first)
+        if isinstance(row0, int | np.integer)
+        else int(np.asarray(row0).reshape(-1)[first])
+    )
     make = DanglingReference if "row ids" in what else OutOfRange
     hi_text = f"{int(hi) - 1:,}" if hi < MAX_COUNT else "2^53"
     return make(

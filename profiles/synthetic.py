@@ -252,7 +252,7 @@ def _plan(shape: _Shape) -> _Plan:
         "/memory": memory,
         "/liveness/steps": lsteps,
         "/liveness": liveness,
-        "/programs/nodes": nodes,
+        "/programs/nodes": {**nodes},  # a dict[str, object] of the same arrays
         "/programs": {"tile_cycles": tile_cycles},
     }
     return _Plan(data, leaves_by_ipu, ptype, prog_cycles, prog_bytes, shape)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import h5py
 import numpy as np
@@ -454,7 +455,9 @@ def _check_memory(h5, layout, usable) -> list[Problem]:
     check_sram = isinstance(sram, int) and status in ("ok", "oom")
     parts = {name: usable("/memory", name) for name in ("by_category", "by_region", "by_liveness")}
     gaps_ds = usable("/memory", "gaps")
-    mismatch = {name: [0, None] for name in parts}  # count, first (ipu, tile, got, want)
+    mismatch: dict[str, list[Any]] = {
+        name: [0, None] for name in parts
+    }  # count, first (ipu, tile, got, want)
     over = 0
     negative = False
     try:

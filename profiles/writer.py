@@ -53,7 +53,7 @@ SMALL_BYTES = 64 * 1024
 #: decompresses little more than it needs and that shuffle + deflate work in the processor's
 #: cache. Walkthrough step 4's per-tile liveness rows (1,529 x 1,472 int32): 128 KiB chunks
 #: write in 16 ms against 23 ms for 512 KiB, read whole in 11 against 14 ms and one row in 0.36
-#: against 0.81 ms, 0.5% larger (docs/performance.md, issue 15).
+#: against 0.81 ms, 0.5% larger (docs/performance.md).
 CHUNK_BYTES = 128 * 1024
 #: Rows converted and written per block when streaming a large array.
 BLOCK_BYTES = 8 * 1024 * 1024
@@ -104,7 +104,7 @@ def _attr_value(f: schema.Field | None, value: object) -> object:
             return value if isinstance(value, str) else value.decode()
         return json.dumps(value, default=_json_default, separators=(",", ":"))
     if f.dtype == "str":
-        return value if isinstance(value, str) else bytes(value).decode()  # type: ignore[arg-type]
+        return value if isinstance(value, str) else bytes(value).decode()  # type: ignore[call-overload]
     return np.dtype(f.dtype).type(value)
 
 
@@ -465,6 +465,7 @@ class ProfileWriter:
         self, h5g: h5py.Group, f: schema.Field, arr: np.ndarray | RunRows, chunk_rows: int | None
     ) -> None:
         if f.dtype == "str":
+            assert isinstance(arr, np.ndarray), "tile runs hold numbers, never strings"
             self._check(sum(map(len, arr.ravel().tolist())) * 4 + 16 * arr.size)
             data = arr.astype(object) if arr.dtype.kind in "US" else arr
             big = arr.size > 4096

@@ -510,7 +510,7 @@ def set_elements(edits: list[tuple[str, int, float]]) -> Mutation:
     return mutate
 
 
-# -- missing datasets (issue 23, defect 1) -----------------------------------------------------
+# -- missing datasets -----------------------------------------------------
 def missing_dataset_mutations() -> dict[str, Mutation]:
     """Profiles that open but lack a dataset a report reads lazily: the GUI shows that report
     (or tab) "unavailable" naming the dataset (tests/test_gui_walk.py); the CLI names it in one
@@ -598,16 +598,16 @@ PROFILE_COMMANDS: tuple[tuple[str, ...], ...] = (
     ("report", "{file}", "-o", "{out}.md"),
     ("compare", "{base}", "{file}"),
     ("export-trace", "{file}", "-o", "{out}.json"),
-    # a trace merged to at most 300 events (issue 25)
+    # a trace merged to at most 300 events
     ("export-trace", "{file}", "-o", "{out}.merged.json", "--max-events", "300"),
     # one file per host call, at most 1,000 of them
     ("export-trace", "{file}", "-o", "{out}.split.json", "--split-by-run"),
-    # two runs aligned step by step, with both traces and the delta lane (issue 25)
+    # two runs aligned step by step, with both traces and the delta lane
     ("diff", "{base}", "{file}", "--export-trace", "{out}.diff.json"),
     ("diff", "{file}", "{base}", "--json"),
-    # per-operation roofline from the target's figures (issue 25)
+    # per-operation roofline from the target's figures
     ("roofline", "{file}", "--json"),
-    # SQL over every table (issue 25): the steps by type and name, then the other tables
+    # SQL over every table: the steps by type and name, then the other tables
     (
         "query",
         "{file}",
@@ -703,7 +703,7 @@ def profile_probes(
     return [tuple(a.format(file=file, base=base, out=out) for a in cmd) for cmd in cmds]
 
 
-# -- hostile inputs other than profiles (issue 22) ----------------------------------------------
+# -- hostile inputs other than profiles ----------------------------------------------
 # Each builder writes its input into ``folder`` and returns the path; :func:`input_cases` pairs
 # them with the command lines that read them. Every case must end with one sentence and exit 2.
 
@@ -986,7 +986,7 @@ def onnx_cases(folder: Path) -> dict[str, InputCase]:
 
 
 def what_if_cases(folder: Path) -> dict[str, InputCase]:
-    """Bad values of the engine's what-if option ``balance_compute_sets`` (issue 25): each is one
+    """Bad values of the engine's what-if option ``balance_compute_sets``: each is one
     sentence and exit 2, nothing written."""
     folder.mkdir(parents=True, exist_ok=True)
     out = str(folder / "never.h5")
@@ -1017,7 +1017,7 @@ def many_nodes_case(folder: Path, n: int = 1_000_000) -> InputCase:
     return InputCase(("model-info", str(onnx_many_nodes(folder, n))))
 
 
-# -- tune folders (issue 22 item 5) -------------------------------------------------------------
+# -- tune folders -------------------------------------------------------------
 def tune_folder(folder: Path, base: Path, rows: int = 3) -> Path:
     """A valid tune folder written from scratch (no cluster): ``rows`` configurations of
     ``micro_batch_size``, the start and the best one copied from the profile ``base``."""
@@ -1189,7 +1189,7 @@ def tune_cases(folder: Path, base: Path, rows_bomb: int = 1_000_000) -> dict[str
     return cases
 
 
-# -- the trace's level-of-detail cache (issue 22 item 6) -----------------------------------------
+# -- the trace's level-of-detail cache -----------------------------------------
 def _npy_edit(folder: Path, name: str, edit: Callable[[np.ndarray], np.ndarray]) -> None:
     """Level 0's array ``name`` := edit(old), and the arrays' digest in meta.json recomputed
     (as a careful attacker would: only the shape and range checks stand in the way)."""
@@ -1255,7 +1255,7 @@ def lod_tamperings() -> dict[str, Callable[[Path, Path], None]]:
     }
 
 
-# -- the simulation cache's entries (issue 22 item 6) -------------------------------------------
+# -- the simulation cache's entries -------------------------------------------
 def sim_cache_tamperings() -> dict[str, Callable[[Path, Path], None]]:
     """Ways to make a simulation cache entry lie: ``tamper(entry_json, profile_h5)``."""
     import os
@@ -1300,7 +1300,7 @@ def sim_cache_tamperings() -> dict[str, Callable[[Path, Path], None]]:
     }
 
 
-# -- outputs where no file can be written (issue 22 item 9) ---------------------------------------
+# -- outputs where no file can be written ---------------------------------------
 def output_cases(base: Path) -> dict[str, InputCase]:
     """``-o`` in a virtual file system (/proc): one sentence naming the real reason."""
     cases = {
@@ -1316,7 +1316,7 @@ def output_cases(base: Path) -> dict[str, InputCase]:
     }
 
 
-# -- schedulers that are not (issue 22, item 8) ---------------------------------------------------
+# -- schedulers that are not ---------------------------------------------------
 class FakeScheduler:
     """A TCP server on 127.0.0.1 given as ``--scheduler``: ``http`` answers anything with an
     HTTP 400 and closes (any web server); ``silent`` accepts and never answers (a host that

@@ -1,4 +1,4 @@
-"""The structure the import contracts cannot say on their own (issue 24): every module of the
+"""The structure the import contracts cannot say on their own: every module of the
 analysis core is named in its layers contract, and the CLI re-simulates a few configurations in
 this process unless the user asks for the Dask cluster."""
 
@@ -185,7 +185,7 @@ MAX_FUNCTION_LINES = 150
 MAX_FILE_LINES = 1000
 #: Files allowed over the file limit (the function limit holds everywhere); none today:
 #: analyser/trace/window.py and analyser/gui/reports/trace/timeline.py were split by other
-#: changes of issue 24, engine/execute/core.py into core.py and program.py. An entry no longer
+#: structure changes, engine/execute/core.py into core.py and program.py. An entry no longer
 #: needed fails the test.
 SIZE_ALLOWED: tuple[str, ...] = ()
 

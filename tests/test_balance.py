@@ -1,4 +1,4 @@
-"""Issue 25: the engine's what-if ``balance_compute_sets`` (engine/compiler/balance.py) and the
+"""The engine's what-if ``balance_compute_sets`` (engine/compiler/balance.py) and the
 ``throughput.tile_imbalance`` insight that re-simulates with it."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 23, "CLI and docs, as a new user found them": the dead ends of a first session with
+"""CLI and docs, as a new user found them: the dead ends of a first session with
 ``analyse`` (model-info's suggestions, ``--print-config``, silent long commands in a log, a
 gradient-accumulation change failing a cycles gate) each as a behaviour.
 

@@ -86,7 +86,7 @@ def test_rows_are_the_mean_of_their_tiles_and_tile_ranges_cut(small):
 
 
 def test_a_sync_step_is_sync_on_every_tile_and_blends_to_the_sync_colour(small):
-    """Defect 5 (issue 14): a Sync step must not read as busy or idle but as sync."""
+    """A Sync step must not read as busy or idle but as sync."""
     tw, steps, _tc, ptype = small
     s = _ipu(steps, 0)
     state = STATE_OF_TYPE[ptype[s["program"]]]

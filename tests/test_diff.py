@@ -1,4 +1,4 @@
-"""Issue 25: ``analyse diff``: two runs aligned step by step, the change in total cycles split by
+"""``analyse diff``: two runs aligned step by step, the change in total cycles split by
 step type, layer and program adding up exactly, the explained run-option differences, and one
 trace with both runs and a delta lane."""
 

@@ -1,5 +1,5 @@
 """The figures README.md and docs/gui.md quote from the walkthrough are what the engine gives
-today (issue 23: they went stale as the engine changed). Each quoted figure is parsed from the
+today (they went stale as the engine changed). Each quoted figure is parsed from the
 text and compared with the session's walkthrough profiles (tests/fixtures_walkthrough.py), so a
 change to the engine that moves one fails here, naming the sentence to update.
 """

@@ -50,7 +50,7 @@ def test_chrome_trace_well_formed(trace_profiles, tmp_path):
     assert total and all(
         isinstance(e["args"]["bytes"], int) and e["args"]["bytes"] > 0 for e in total
     )
-    # the not-always-live counters by kind (issue 25) sit beside the total, one per change of it
+    # the not-always-live counters by kind sit beside the total, one per change of it
     by_kind = [e for e in c if e["name"] != "memory"]
     assert all(e["name"] == "not-always-live memory by kind (bytes)" for e in by_kind)
     assert len(by_kind) in (0, len(total))
@@ -196,7 +196,7 @@ def test_chrome_events_match_steps(trace_profiles, tmp_path):
 
 
 def test_an_open_analysis_is_exported_through_its_own_reader(trace_profiles, tmp_path, monkeypatch):
-    """Issue 24 item 1: the export reads through the analysis's profile reader (the one its
+    """The export reads through the analysis's profile reader (the one its
     trace query engine reads), opening no other; the bytes are those of an export by path."""
     import profiles
     from analyser.core import Analysis

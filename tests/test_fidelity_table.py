@@ -99,7 +99,7 @@ def test_table_refuses_rows_without_a_source(bench, tmp_path):
 
 
 def test_mechanism_classes_and_the_before_table(bench, rows, tmp_path):
-    """Rows name a known mechanism class (issue 21); every row prints before and after."""
+    """Rows name a known mechanism class; every row prints before and after."""
     assert all(r.mechanism in ("", *bench.MECHANISMS) for r in rows)
     good = (REF_DIR / "references.toml").read_text(encoding="utf-8")
     bad = tmp_path / "mech.toml"

@@ -1,4 +1,4 @@
-"""Issue #16: the fuzz corpus in CI. Every hostile profile of tests/hostile.py (structural,
+"""The fuzz corpus in CI. Every hostile profile of tests/hostile.py (structural,
 semantic with valid checksums, injection, resource, foreign) through every analysis command:
 exit 0, 1, 2 or 130, no traceback, within the time limit, nothing read from other files, no
 temporary file left; plus Hypothesis property tests on the reader. The bigger run (more seeds,

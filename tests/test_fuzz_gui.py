@@ -1,4 +1,4 @@
-"""Issue #16: the GUI on hostile profiles (tests/hostile.py): it opens each one or shows a
+"""The GUI on hostile profiles (tests/hostile.py): it opens each one or shows a
 one-sentence dialog, and every report shows or says why in one sentence; no exception escapes
 into Qt, no raw Python error text reaches a dialog."""
 

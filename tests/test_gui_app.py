@@ -406,7 +406,7 @@ def test_compare_mode_in_every_report(qtbot, make_window, profiles_dir):
 def test_reports_are_built_while_idle_once_and_show_their_documents_when_visited(
     qtbot, make_window, profiles_dir
 ):
-    """Issue 15: once profiles are open the window builds the reports not shown yet (and their
+    """Once profiles are open the window builds the reports not shown yet (and their
     compare-mode parts) in its idle time, each once, without filling them; a first visit then
     shows the documents as before."""
     from analyser.gui.reports.memory import MemoryPlot
@@ -421,7 +421,7 @@ def test_reports_are_built_while_idle_once_and_show_their_documents_when_visited
     mr, tr, pr = w.report("memory"), w.report("trace"), w.report("pipeline")
     assert mr._compare_plots is not None and tr._timeline_b is not None and pr._view_b is not None
     assert [k for k, _t in w.prebuild_steps].count("memory") == 2  # the report, its B charts
-    # the costliest reports to build for a comparison come first (issue 23 item 11)
+    # the costliest reports to build for a comparison come first
     built = list(dict.fromkeys(k for k, _t in w.prebuild_steps))
     costs = [type(w.report(k)).compare_cost for k in built]
     assert costs == sorted(costs, reverse=True) and built[:2] == ["trace", "pipeline"]
@@ -623,7 +623,7 @@ def test_predict_effect_of_the_fp16_tip(qtbot, make_window, walkthrough_profiles
 
 def test_profile_problem_found_by_a_report_is_shown(qtbot, make_window, profiles_dir, monkeypatch):
     """A damaged dataset found lazily by one report: the report's own "unavailable" state names
-    it (issue 23 defect 1; a dialog before); other reports work."""
+    it (a dialog before); other reports work."""
     from analyser.gui.model import data
     from profiles.errors import ProfileError
 
@@ -713,7 +713,7 @@ def test_every_report_uses_the_base_empty_states(qtbot, profiles_dir):
             assert report.message.label.text() == report.no_document_text
             report.set_document(doc)
             if report.stack.currentWidget() is report.message:
-                # a report the profile cannot feed says so in one sentence (issue 23 defect 1:
+                # a report the profile cannot feed says so in one sentence (
                 # the synthetic profile's target has no roofline figures)
                 assert report.message.label.text().startswith(f"{cls.title} unavailable: ")
             report.set_document(None)
@@ -724,7 +724,7 @@ def test_every_report_uses_the_base_empty_states(qtbot, profiles_dir):
 
 
 def test_keys_reach_the_trace_and_reports_step_from_anywhere(qtbot, make_window, profiles_dir):
-    """Issue 14 defect 1 as seen in a real X server (benchmarks/gui_real_x.py): after choosing
+    """As seen in a real X server (benchmarks/gui_real_x.py): after choosing
     the Execution Trace in the side list (which keeps the focus), W zooms the trace and Home
     shows the whole run instead of jumping to the first report; Ctrl+PgDown / Ctrl+PgUp step
     to the next / previous report from the list and from a table."""
@@ -761,7 +761,7 @@ def test_keys_reach_the_trace_and_reports_step_from_anywhere(qtbot, make_window,
 def test_compare_insights_show_each_profiles_severity(
     qtbot, make_window, profiles_dir, monkeypatch
 ):
-    """Issue 14 defect 4: a tip present in A and B reads B's own severity too (after the FP16
+    """A tip present in A and B reads B's own severity too (after the FP16
     what-if B fits, yet memory tips read A's "critical - both")."""
     import dataclasses
 
@@ -794,7 +794,7 @@ def test_compare_insights_show_each_profiles_severity(
 
 
 def test_compare_summary_colours_only_changes_that_show(qtbot):
-    """Issue 14 defect 6: a share 0.02 points apart read '+0.0 pts' in red; a shown change
+    """A share 0.02 points apart read '+0.0 pts' in red; a shown change
     (+1.0 pts, -24 MiB of a lower-is-better figure) is coloured. The view-model decides what
     counts as a shown change (analyser.gui.model.summary), the view colours it."""
     from analyser.gui.model.summary import COMPARE_HEADERS, Row, Section, _shown_delta, change_text
@@ -824,7 +824,7 @@ def test_compare_summary_colours_only_changes_that_show(qtbot):
 def test_a_click_right_after_an_open_goes_before_the_warm_up_and_the_idle_build(
     qtbot, make_window, profiles_dir
 ):
-    """Issue 15: a report clicked at once after an open is filled and painted with the
+    """A report clicked at once after an open is filled and painted with the
     background warm-up held (it shares the interpreter lock with the GUI thread) and the next
     idle-time build step put back after it; both carry on afterwards and build nothing twice."""
     from analyser.gui.reports.pipeline import PipelineChartView
@@ -876,7 +876,7 @@ def test_a_click_right_after_an_open_goes_before_the_warm_up_and_the_idle_build(
 def test_the_warm_up_is_held_from_the_click_before_the_report_is_built(
     qtbot, make_window, profiles_dir
 ):
-    """Issue 23 item 11: a click on a report not built yet holds the warm-up before building
+    """A click on a report not built yet holds the warm-up before building
     the report (its widgets and plots, 35-70 ms), not only from its fill: warm-up steps started
     meanwhile ran beside the construction (126 ms of them inside a Pipeline first visit)."""
     from analyser.gui.reports.pipeline import PipelineReport
@@ -907,7 +907,7 @@ def test_the_warm_up_is_held_from_the_click_before_the_report_is_built(
 
 
 def test_a_first_visit_paints_the_memory_plots_once(qtbot, make_window, profiles_dir):
-    """Issue 23 item 11: the lines of a report's plots (Memory's max-memory line and IPU
+    """The lines of a report's plots (Memory's max-memory line and IPU
     separators) work out their bounds before the first paint (items.settle_item_bounds, for
     every report the window fills): left to the paint, each plot holding one was painted a
     second time in a pass of its own (compare mode: 6 plot paints for 3 plots)."""

@@ -72,7 +72,7 @@ def test_whole_run_is_drawn_by_state(report):
 
 
 def test_sync_steps_are_drawn_in_the_legends_sync_colour(report):
-    """Issue 14 defect 5: 'the BSP legend says dark = idle but Sync steps are drawn bright'.
+    """'the BSP legend says dark = idle but Sync steps are drawn bright'.
     Zoomed on a Sync step the cells have exactly the legend's sync colour; on a compute step,
     the compute colour on the working tiles."""
     tw = report.trace

@@ -1,5 +1,5 @@
 """Charts repaint from cached pictures and a report's layout settles before its first paint
-(issue 23 item 11: later visits of the Memory and Liveness reports replayed every bar and curve;
+(later visits of the Memory and Liveness reports replayed every bar and curve;
 a compare-mode first visit of the Memory report painted its charts three or four times)."""
 
 from __future__ import annotations

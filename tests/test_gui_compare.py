@@ -1,4 +1,4 @@
-"""Compare mode and the Liveness / Pipeline / Insights / Operations reports (issue 14): steps
+"""Compare mode and the Liveness / Pipeline / Insights / Operations reports: steps
 aligned by program, one cycle axis for A and B, the host's wait drawn, labels that do not
 overlap, Predict effect re-ranking in compare mode, per-step and per-operation tabs."""
 
@@ -55,7 +55,7 @@ def _scene_rect(item):
 
 @pytest.mark.gui
 def test_compare_liveness_aligns_steps_by_program(qtbot, liveness, walkthrough_profiles):
-    """Issue 14 defect 2: walkthrough step 5 has one more liveness step than step 4 (the input
+    """Walkthrough step 5 has one more liveness step than step 4 (the input
     normalisation at the front); A's step N faces B's step N + 1 of the same program, the peaks
     (same program) share one label giving each profile's step, the added step is marked."""
     r, _ = liveness
@@ -97,7 +97,7 @@ def test_compare_liveness_aligns_steps_by_program(qtbot, liveness, walkthrough_p
 
 @pytest.mark.gui
 def test_liveness_selection_labels_do_not_sit_on_peak_labels(qtbot, liveness, walkthrough_profiles):
-    """Issue 14 defect 6: the 'step N' / 'vs N' labels printed on the peak labels."""
+    """The 'step N' / 'vs N' labels printed on the peak labels."""
     r, _ = liveness
     _open(liveness, walkthrough_profiles["4-device-iterations"], walkthrough_profiles["5-8bit-io"])
     x = r.steps[0]
@@ -138,7 +138,7 @@ def _predict(qtbot, r, selected_only):
 
 @pytest.mark.gui
 def test_compare_predict_effect_reranks_and_says_what_it_did(qtbot, insights, walkthrough_profiles):
-    """Issue 14 defect 4: in compare mode "Predict effect" re-ranks the list (a tip predicted as
+    """In compare mode "Predict effect" re-ranks the list (a tip predicted as
     not recommended moves to the end, after the core's rank_insights) and the status says so;
     when the order cannot change (memory tips of an out-of-memory profile keep the memory
     guide's order) the status says that instead of "re-ranked"."""
@@ -190,7 +190,7 @@ def test_compare_predict_on_oom_memory_tips_says_order_unchanged(
 
 @pytest.mark.gui
 def test_status_label_does_not_squeeze_the_insight_list(qtbot, insights, walkthrough_profiles):
-    """Issue 14 defect 6: a long status message beside the buttons widened the details pane."""
+    """A long status message beside the buttons widened the details pane."""
     r, _ = insights
     _open(insights, walkthrough_profiles["3-accumulate"])
     qtbot.wait(20)
@@ -201,7 +201,7 @@ def test_status_label_does_not_squeeze_the_insight_list(qtbot, insights, walkthr
 
 
 def test_insights_largest_tables_fill_when_shown(qtbot, insights, walkthrough_profiles):
-    """Issue 23 item 11: the largest vertex state and always-live variables of A and B are read
+    """The largest vertex state and always-live variables of A and B are read
     when their tab is shown (the first visit shows the top tiles)."""
     from analyser.gui.model import data
 
@@ -256,7 +256,7 @@ def test_step_vertices_against_the_profile_tables(walkthrough_profiles):
 
 @pytest.mark.gui
 def test_liveness_vertices_and_cycle_tabs_fill_when_shown(qtbot, liveness, walkthrough_profiles):
-    """Issue 14: the Liveness report's per-step Vertices and Cycle estimate tabs (A and B at
+    """The Liveness report's per-step Vertices and Cycle estimate tabs (A and B at
     the aligned step), filled only when shown."""
     from analyser.core.liveness import step_tile_cycles, step_vertices
 
@@ -324,7 +324,7 @@ def test_software_layers_add_up_to_the_operations(walkthrough_profiles):
 
 @pytest.mark.gui
 def test_operations_layer_selector_columns_and_charts(qtbot, operations, walkthrough_profiles):
-    """Issue 14: the software-layer selector (PopTorch operations / model layers / Poplar
+    """The software-layer selector (PopTorch operations / model layers / Poplar
     programs), the column chooser remembered in the settings per layer, and the selected
     row's charts (cycles by tile, memory by category) drawn only when shown."""
     from PySide6.QtCore import Qt
@@ -421,8 +421,8 @@ def test_compare_warms_the_liveness_alignment_in_the_background(
         w.open_compare(
             walkthrough_profiles["4-device-iterations"], walkthrough_profiles["5-8bit-io"]
         )
-    # the loader computed the data the reports clicked right after a compare open read
-    # (issue 23 item 11), Liveness's tables among them
+    # the loader computed the data the reports clicked right after a compare open read,
+    # Liveness's tables among them
     assert {"variables", "liveness_steps"} <= set(COMPARE_OPEN_NEEDS)
     for keys in at_open:
         assert set(COMPARE_OPEN_NEEDS) <= keys

@@ -29,7 +29,7 @@ def tune_folder(sim_service, tmp_path, monkeypatch) -> Path:
     from analyser.sim.tune import build_space, tune, write_results
 
     # the service's cache is the user's default cache here (a row's profile is only ever read
-    # from the tune folder or the default simulation cache: issue 22 item 5)
+    # from the tune folder or the default simulation cache)
     monkeypatch.setenv("ANALYSE_CACHE", str(sim_service.cache.root))
     from engine.config import RunConfig
 
@@ -103,7 +103,7 @@ def test_menu_action_and_bad_folder(qtbot, tmp_path, monkeypatch):
 
 
 def test_nothing_fits_plots_what_each_trial_needed(qtbot, tune_folder):
-    """Issue 23 defect 4: a tune where nothing fits drew an empty chart (y from 0 to -4e-306);
+    """A tune where nothing fits drew an empty chart (y from 0 to -4e-306);
     it now draws each trial at the memory its fullest tile needed, with the tile's memory, and
     the trials table lists every configuration (failed ones included), sortable, filterable,
     selecting the point; "Compare with start" says why when the best is the start."""

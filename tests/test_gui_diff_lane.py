@@ -1,4 +1,4 @@
-"""Issue 25: the Execution Trace's "differences" lane in compare mode (pytest-qt, offscreen):
+"""The Execution Trace's "differences" lane in compare mode (pytest-qt, offscreen):
 B - A per aligned step from the analysis core's aligned diff, red where B is slower, green where
 B is faster. Two MLP runs, the second with its worst compute sets balanced (the engine's what-if),
 so exactly those steps differ and B is faster on each."""
@@ -94,7 +94,7 @@ def test_compare_mode_shows_the_differences_lane(qtbot, report, pair, tmp_path):
 def test_hover_and_click_a_difference(qtbot, report, pair):
     """A difference names its step and its A / B cycles on hover; a click selects its cycles as
     the range of both runs (range statistics of A and of B), selects B's step and says the
-    delta above the lane (issue 23, parity)."""
+    delta above the lane."""
     from PySide6.QtCore import QPoint, QPointF
 
     r, _ = report
@@ -134,7 +134,7 @@ def test_hover_and_click_a_difference(qtbot, report, pair):
 
 
 def test_the_lane_is_drawn_at_screen_resolution():
-    """Issue 23 item 11: the differing steps are drawn per pixel column of the visible range
+    """The differing steps are drawn per pixel column of the visible range
     (at most IPUs x (pixels + 3) bars per sign), each narrow step covered by a bar of its
     sign, IPU and pixel at least as tall as its own; steps two pixels wide and more as they
     are; nothing outside the range."""
@@ -170,7 +170,7 @@ def test_the_lane_is_drawn_at_screen_resolution():
 
 
 def test_a_lane_computed_with_the_open_is_drawn_with_the_first_fill(qtbot, report, pair):
-    """Issue 23 item 11: the loader computes a compared pair's lane with the open
+    """The loader computes a compared pair's lane with the open
     (``warm_lane``); the report then draws it as it fills (no "aligning" placeholder, no
     background alignment beside the fill)."""
     from analyser.gui.model.diff_lane import ready_lane, warm_lane
@@ -189,7 +189,7 @@ def test_a_lane_computed_with_the_open_is_drawn_with_the_first_fill(qtbot, repor
 
 
 def test_the_bars_are_made_by_the_paint_that_shows_them(qtbot, report, pair):
-    """Issue 23 item 11: the lane's bars are made once by the paint that shows them, for its
+    """The lane's bars are made once by the paint that shows them, for its
     range and width, not at every range change a layout pass makes on its way there."""
     r, _ = report
     _open(report, *pair)

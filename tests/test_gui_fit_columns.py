@@ -1,5 +1,5 @@
 """widgets.fit_columns sizes a DataFrameModel table's columns as Qt's resizeColumnsToContents
-does, without asking the model for every role of every cell (issue 23 item 11)."""
+does, without asking the model for every role of every cell."""
 
 from __future__ import annotations
 

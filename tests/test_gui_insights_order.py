@@ -1,4 +1,4 @@
-"""Issue 23 item 10: the Insights list puts a critical above a warning (severity first, the
+"""The Insights list puts a critical above a warning (severity first, the
 predicted gain within a severity, as ``analyse insights`` does), shows the gain in its own
 column and says the order in a sentence; Tab from outside lands on the list."""
 

@@ -1,4 +1,4 @@
-"""LazyPage: a tab page built on its first visit (issue 23 item 11)."""
+"""LazyPage: a tab page built on its first visit."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Issue 23, defect 2: the Liveness Report with "All IPUs" lists every shown IPU's variables
-(with an IPU column), in the Live variables, Step and Compare steps tabs; and issue 24 item 3:
+"""The Liveness Report with "All IPUs" lists every shown IPU's variables
+(with an IPU column), in the Live variables, Step and Compare steps tabs; and
 what the report shows comes from its Qt-free view-model (analyser.gui.model.liveness)."""
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def test_all_ipus_lists_every_ipus_variables(shown):
 
 @pytest.mark.gui
 def test_peak_labels_sit_above_the_curves_on_the_background(shown):
-    """Seen in a real X server (issue 23): a peak label drawn under the curves had its figures
+    """Seen in a real X server: a peak label drawn under the curves had its figures
     crossed by another IPU's lines. Labels are above every curve, on the chart background."""
     from PySide6.QtGui import QColor
 

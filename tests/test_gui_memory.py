@@ -1,4 +1,4 @@
-"""Memory Report (pytest-qt, offscreen): issue 14's layout defects, the per-tile memory map and
+"""Memory Report (pytest-qt, offscreen): its layout, the per-tile memory map and
 the vertex / exchange size insights."""
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def memory(qtbot):
 
 
 def test_compare_delta_axis_title_is_not_clipped(memory, paths):
-    """Issue 14 defect 6: the Memory compare "B-A KiB" axis title read "B-A Ki" (the label
+    """The Memory compare "B-A KiB" axis title read "B-A Ki" (the label
     kept the position computed for an empty title)."""
     r, show = memory
     show(*paths)
@@ -83,7 +83,7 @@ def test_labels_elide_in_the_middle_and_stay_distinct():
 
 
 def test_variables_chart_names_are_distinct_with_full_name_tooltips(memory, paths, monkeypatch):
-    """Issue 14 defect 6: the Variables chart cut names at the left, so two variables read the
+    """The Variables chart cut names at the left, so two variables read the
     same. Visible names are distinct and the full name is the bar's tooltip."""
     r, show = memory
     from analyser.gui.model import data
@@ -223,7 +223,7 @@ def test_each_breakdown_draws_its_catalogue_series(memory, paths):
 
 
 def test_pages_and_compare_charts_are_built_on_first_show_and_only_once(memory, paths):
-    """Issue 15: the report opens on 'Memory per tile' without building the other tabs' charts
+    """The report opens on 'Memory per tile' without building the other tabs' charts
     or the compare-mode charts; each is built when first shown, shows its content then, and
     is built once however often it is shown again."""
     from analyser.gui.reports.memory import MemoryPlot
@@ -232,7 +232,7 @@ def test_pages_and_compare_charts_are_built_on_first_show_and_only_once(memory, 
     r, show = memory
     show(paths[0])
     assert r._compare_plots is None and r._variables_plot is None
-    # the hidden tabs' pages themselves are built on first use (issue 23 item 11)
+    # the hidden tabs' pages themselves are built on first use
     lazy = (r.tile_map, r.memory_map, r.insights_page, r.tiles_table, r.compute_sets_table)
     assert not any(page.built() for page in lazy)
     assert r.memory_map._map_a is None and r.memory_map._map_b is None

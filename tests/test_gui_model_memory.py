@@ -1,4 +1,4 @@
-"""The Memory Report's view-model without Qt (issue 24 item 3): the stacked chart adds up to the
+"""The Memory Report's view-model without Qt: the stacked chart adds up to the
 analysis core's per-tile totals, compare deltas are B - A, the Totals tab's shares sum to 100%,
 the tile map and the selected tiles' tables say which tile is which."""
 

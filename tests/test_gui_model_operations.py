@@ -1,4 +1,4 @@
-"""The Operations and Roofline reports' view-model without Qt (issue 24 item 3): one share-of-
+"""The Operations and Roofline reports' view-model without Qt: one share-of-
 cycles definition summing to 100% at every layer, compare deltas B - A, sorting, filters, the
 selected row's details and charts, the roofline's points under their roofs."""
 

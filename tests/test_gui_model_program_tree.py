@@ -1,4 +1,4 @@
-"""The Program Tree's view-model without Qt (issue 24 item 3): rows and children cover every
+"""The Program Tree's view-model without Qt: rows and children cover every
 node once, the columns are the profile's and the core's figures (own work x executions + waits
 = executed cycles), compare deltas are B - A, search and details."""
 

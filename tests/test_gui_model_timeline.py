@@ -1,6 +1,6 @@
 """The Execution Trace timeline's view-model (analyser.gui.model.timeline), without Qt: the lane
 layout's placement invariants with folds, pins and scrolling, the rectangles as drawn and the
-kept flows (issue 24 item 3; pins: issue 23 parity)."""
+kept flows (the view only draws; pins as PopVision marks them)."""
 
 from __future__ import annotations
 

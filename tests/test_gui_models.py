@@ -1,5 +1,5 @@
-"""Qt-free checks of what GUI reports show (issue 23's defects fixed in the analysis core or a
-report's view-model, issue 24 item 3): no Qt needed."""
+"""Qt-free checks of what GUI reports show (defects fixed in the analysis core or a
+report's view-model): no Qt needed."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def profile(synthetic_profile) -> Path:
 
 
 def test_share_of_cycles_has_one_denominator(profile):
-    """Issue 23 defect 8: the same operation's share read the same at every software layer
+    """The same operation's share read the same at every software layer
     (0.6% vs 0.4% before), and a program the compiler records with 0 cycles but which ran
     shows its measured cycles per execution."""
     from analyser.core.analysis import Analysis
@@ -86,7 +86,7 @@ def test_cycle_axis_labels_never_mix_separators_and_prefixes():
 
 
 def test_byte_amounts_in_core_text_follow_the_units_preference():
-    """Issue 23 defect 7: an insight's evidence read KiB while the banner above it read kB."""
+    """An insight's evidence read KiB while the banner above it read kB."""
     from analyser.gui.model.units_text import in_units
 
     text = "tile 12 holds 952.00 KiB of 624 KiB; 1,234,567 B moved"
@@ -96,7 +96,7 @@ def test_byte_amounts_in_core_text_follow_the_units_preference():
 
 
 def test_zoomed_out_trace_stripes_every_step_type_by_its_share(profile):
-    """Issue 23 defect 6: zoomed out, a lane showed only each pixel's dominant step type (a
+    """Zoomed out, a lane showed only each pixel's dominant step type (a
     run with a quarter of GlobalExchange read as solid compute); with stripes every type of a
     pixel keeps its share of the lane's height, and a pixel's stripes fill the lane."""
     from analyser.core.analysis import Analysis
@@ -124,7 +124,7 @@ def test_zoomed_out_trace_stripes_every_step_type_by_its_share(profile):
 
 
 def test_pipeline_says_how_much_host_time_the_view_hides(tmp_path):
-    """Issue 23 defect 5: 96.5 ms of host preparation before a 14.6 ms device run showed as a
+    """96.5 ms of host preparation before a 14.6 ms device run showed as a
     short block; the first view now marks an axis break with the length it hides."""
     import engine
     from analyser.gui.model import data

@@ -310,7 +310,7 @@ def _label_rects(view):
 
 
 def test_walkthrough_host_wait_axis_labels_and_table(qtbot, pipeline, walkthrough_profiles):
-    """Issue 14 defects 2 and 3 on walkthrough steps 3 and 4 compared: the host's time before
+    """On walkthrough steps 3 and 4 compared: the host's time before
     the device (/execution/host) is drawn as a host-wait band and host lanes, not left blank;
     A and B share one cycle axis; no phase label prints on another; the table's host wait is
     the Summary's figure (the core's host-inclusive metric, the catalogue's format); no
@@ -382,7 +382,7 @@ def test_phase_labels_follow_a_pan_when_painted(qtbot, pipeline, pipe_paths):
 
 
 def test_phase_labels_use_the_application_font(qtbot, pipeline):
-    """Seen in a real X server (issue 23): the phase labels were drawn in a serif face
+    """Seen in a real X server: the phase labels were drawn in a serif face
     (QFont("") resolved by fontconfig), unlike every other label."""
     from PySide6.QtWidgets import QApplication
 
@@ -393,7 +393,7 @@ def test_phase_labels_use_the_application_font(qtbot, pipeline):
 
 
 def test_phase_labels_do_not_overlap_with_a_loader_lane(qtbot, pipeline, walkthrough_profiles):
-    """Seen in a real X server (issue 23): with the async loader's lane (step 6) the chart has
+    """Seen in a real X server: with the async loader's lane (step 6) the chart has
     one row more, the label rows (a fixed 0.2 of a lane apart) came closer than a line of text
     and "ramp-up 12.8%" printed over "host wait share (host-inclusive)"."""
     r, _ = pipeline

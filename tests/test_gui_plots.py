@@ -1,4 +1,4 @@
-"""Plots built without pyqtgraph's options form up front (issue 23 item 11): a LightPlotItem is
+"""Plots built without pyqtgraph's options form up front: a LightPlotItem is
 a PlotItem in everything but when its context-menu form is built."""
 
 from __future__ import annotations
@@ -212,7 +212,7 @@ def test_a_light_plot_with_a_grid_looks_as_pyqtgraph_draws_it(qtbot):
 
 def test_hidden_axes_are_built_when_asked_for_and_styled_as_their_partners(qtbot):
     """A light plot builds its hidden top and right axes only when something asks for them
-    (issue 23 item 11: two of a plot's four axes, shown by no report); asked for, each is there
+    (two of a plot's four axes, shown by no report); asked for, each is there
     as pyqtgraph's would be (hidden, linked to the view, in its cell) and styled as the bottom
     or left one: pens, SI prefix, depth, grid and log mode. Shown, it reads the plot's range."""
     from analyser.gui.axes import fixed_prefix_axes
@@ -261,7 +261,7 @@ def test_hidden_axes_are_built_when_asked_for_and_styled_as_their_partners(qtbot
 
 def test_every_report_states_what_it_builds_for_a_comparison(qtbot, monkeypatch):
     """``Report.compare_cost`` orders the window's idle build (the costliest reports to build
-    for a comparison first, issue 23 item 11): it is the number of plots the report's
+    for a comparison first): it is the number of plots the report's
     construction and its compare-mode part build, an Execution Trace timeline counting two,
     so a report gaining or losing a chart must say so."""
     from analyser.gui.reports import report_classes

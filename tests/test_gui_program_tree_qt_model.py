@@ -1,5 +1,5 @@
 """The Program Tree's Qt model answers what its view-model says: texts (formatted once and kept
-until the compare deltas change), parents, fonts and colours (issue 23 item 11)."""
+until the compare deltas change), parents, fonts and colours."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 25: the GUI's Query report (SQL over the open profile on a pool thread, the result as a
+"""The GUI's Query report (SQL over the open profile on a pool thread, the result as a
 table, Stop)."""
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def test_query_tab_in_compare_mode_reads_b(qtbot, report, profiles):
 
 
 def test_result_columns_and_profile_choice_are_not_cut(qtbot, report, profiles):
-    """Seen in a real X server (issue 23): "StreamCopyBegin" cut to "StreamCopy…" with room
+    """Seen in a real X server: "StreamCopyBegin" cut to "StreamCopy…" with room
     to spare, and the compare-mode profile choice cut to "A: 4-dev"."""
     r, _docs = report
     open_documents(report, *profiles)

@@ -1,4 +1,4 @@
-"""Every report (issue 23 item 11): shown again with nothing changed, a report paints each of
+"""Every report: shown again with nothing changed, a report paints each of
 its plots once, in the window's one paint pass (pytest-qt, offscreen)."""
 
 from __future__ import annotations

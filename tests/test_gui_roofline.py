@@ -1,4 +1,4 @@
-"""Issue 25: the GUI's Roofline report (analyser.core.roofline drawn on log axes)."""
+"""The GUI's Roofline report (analyser.core.roofline drawn on log axes)."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def test_compare_mode_draws_both(report, mlp):
 
 
 def test_legend_names_what_the_colours_mean(report, mlp):
-    """Seen in a real X server (issue 23): orange and blue points with no key."""
+    """Seen in a real X server: orange and blue points with no key."""
     from analyser.gui.palette import hex_color
     from analyser.gui.reports.roofline import LIMIT_STEP_TYPE
 
@@ -65,7 +65,7 @@ def test_legend_names_what_the_colours_mean(report, mlp):
     drawn = {b.color().name() for b in r.points["A"].data["brush"]}
     assert drawn
     # one brush object per colour (pyqtgraph renders a symbol per distinct brush object:
-    # a brush per point made a compare first visit render 1,244 symbols; issue 23 item 11)
+    # a brush per point made a compare first visit render 1,244 symbols)
     assert len({id(b) for b in r.points["A"].data["brush"]}) == len(drawn)
     for lim, step_type in LIMIT_STEP_TYPE.items():
         colour = hex_color("step_types", step_type)

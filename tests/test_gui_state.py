@@ -1,4 +1,4 @@
-"""Issue 23, defect 10: state lost or stale. A theme switch keeps the selected tiles, the
+"""State lost or stale. A theme switch keeps the selected tiles, the
 selected liveness step and the trace's view and step; after "Stop comparing" Insights has no
 empty column; "Stop comparing" is disabled with nothing compared; Open Recent drops a file that
 failed to open."""
@@ -129,7 +129,7 @@ def test_help_menu_and_m_marks_the_selection(qtbot, window, pair):
 
 
 def test_units_preference_reaches_the_max_memory_line_and_the_stash_axis(qtbot, window, pair):
-    """Issue 23 defect 7: the max-memory line label and the Pipeline's stash axis kept KiB /
+    """The max-memory line label and the Pipeline's stash axis kept KiB /
     MiB whatever the preference."""
     assert _open(qtbot, window, pair[0])
     window.set_units("kB")

@@ -1,4 +1,4 @@
-"""``analyse gui`` on a machine that lacks a system library Qt's xcb plugin needs (issue 14, item 7):
+"""``analyse gui`` on a machine that lacks a system library Qt's xcb plugin needs:
 one sentence naming the missing libraries and the Debian packages to install, exit 2, instead of
 Qt's raw plugin error and an abort (134).
 

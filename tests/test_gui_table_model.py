@@ -1,5 +1,5 @@
 """DataFrameModel formats a cell once and keeps the text until its frame or columns change
-(issue 23 item 11: a table repainted on each visit formatted its visible cells every time)."""
+(a table repainted on each visit formatted its visible cells every time)."""
 
 from __future__ import annotations
 

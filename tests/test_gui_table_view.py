@@ -1,5 +1,5 @@
 """TextTableView paints a DataFrameModel table's plain cells itself; the picture is Qt's own,
-pixel for pixel (issue 23 item 11: Qt's per-cell paint was half of a later Operations visit)."""
+pixel for pixel (Qt's per-cell paint was half of a later Operations visit)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The themes are a palette for Qt's Fusion style, not a style sheet (issue 23 item 11: under a
+"""The themes are a palette for Qt's Fusion style, not a style sheet (under a
 style sheet every widget was built and painted by QStyleSheetStyle, 2-5 times slower): spin box
-arrows stay visible (issue 14 defect 6), the side list stays readable after a theme switch, the
+arrows stay visible, the side list stays readable after a theme switch, the
 reports' tables are drawn by Fusion, and a broken theme file is named."""
 
 from __future__ import annotations

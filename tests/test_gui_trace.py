@@ -414,7 +414,7 @@ def test_cycle_axis_reads_in_units_not_scientific_notation(qtbot, report, small_
 
 
 def test_trace_keys_from_the_view_box_and_zoom_about_the_cursor(qtbot, report, small_paths):
-    """Issue 14 defect 1: after choosing a grouping in the View box (which keeps the focus),
+    """After choosing a grouping in the View box (which keeps the focus),
     Home shows the whole run instead of putting the box back to Flat, W / S zoom the timeline;
     W / S zoom about the cursor, as the wheel does."""
     from PySide6.QtGui import QCursor
@@ -947,7 +947,7 @@ def test_compare_mode_range_statistics_of_a_and_of_b(qtbot, report, small_paths)
 def test_b_timeline_and_bsp_plot_are_built_when_first_needed_and_only_once(
     qtbot, report, small_paths
 ):
-    """Issue 15: one profile opens without B's timeline or the BSP tab's plot (each a
+    """One profile opens without B's timeline or the BSP tab's plot (each a
     pyqtgraph plot of the first visit's cost); the BSP plot is built when its tab is first
     shown and B's timeline on the first comparison, each once."""
     from analyser.gui.reports.trace.timeline import TimelineView
@@ -975,7 +975,7 @@ def test_b_timeline_and_bsp_plot_are_built_when_first_needed_and_only_once(
 
 
 def test_a_pinned_lane_stays_on_top_while_the_others_scroll(qtbot, report, small_paths):
-    """Perfetto's pinned tracks (issue 23, parity): the lane menu or P pins a lane to the top;
+    """Perfetto's pinned tracks: the lane menu or P pins a lane to the top;
     scrolling moves only the other lanes under it; the pins are kept across a theme switch (a
     restyle shows the same trace again); unpinning puts the lane back in its place."""
     from PySide6.QtGui import QCursor
@@ -1107,7 +1107,7 @@ def test_compare_mode_fits_a_1280_pixel_window(qtbot, report, small_paths):
 
 
 def test_the_range_summary_of_a_fill_waits_for_the_first_paint(qtbot, report, small_paths):
-    """Issue 23 item 11: the visible-range summary (a thread reading every visible row) is
+    """The visible-range summary (a thread reading every visible row) is
     scheduled after the report's first paint following a fill, not while the fill's first
     paint is still to come; after it, the summary is computed as before."""
     r, _ = report

@@ -1,4 +1,4 @@
-"""Execution Trace (issue 23 item 11): a report shown again paints its plots once, and a plot
+"""Execution Trace: a report shown again paints its plots once, and a plot
 is not repainted for the window's activation (pytest-qt, offscreen)."""
 
 from __future__ import annotations
@@ -176,7 +176,7 @@ def test_a_first_visit_paints_each_plot_of_the_trace_once(qtbot, pair, compare):
     plots dirty again: the overview and both timelines were painted twice). Each timeline is
     drawn once, at its final width: the lane labels' axis, sized with the trace, used to
     narrow the plot after the fill's redraw, which a second redraw then followed, after the
-    first paint (issue 23 item 11)."""
+    first paint."""
     with _stacked_report(qtbot, pair) as (stack, _other, report, docs):
         while report.prebuild(True):  # B's timeline and the lane, as the idle build makes
             pass
@@ -202,7 +202,7 @@ def test_a_first_visit_paints_each_plot_of_the_trace_once(qtbot, pair, compare):
 def test_a_hidden_trace_drops_its_range_summary_and_computes_it_when_shown_again(qtbot, pair):
     """The range summary (every visible row read in the report's pool thread, beside the GUI
     thread) stops when another report is shown, so the next report's first visit does not
-    share the interpreter lock with it (issue 23 item 11); it is computed when the Trace is
+    share the interpreter lock with it; it is computed when the Trace is
     shown again."""
     with _stacked_report(qtbot, pair) as (stack, other, report, docs):
         # the summary waits long enough to be still to come when the report is hidden (with

@@ -1,4 +1,4 @@
-"""Issue 23: no blank panel, no traceback. A report that cannot fill shows its own "unavailable:
+"""No blank panel, no traceback. A report that cannot fill shows its own "unavailable:
 <one sentence>" state (defect 1), and benchmarks/gui_walk.py, which visits every report and tab
 and selects something in each, finds nothing raised on a demo-like pair and on hostile profiles
 (tests/hostile.py)."""

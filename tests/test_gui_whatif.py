@@ -175,7 +175,7 @@ def test_apply_fp16_tip_on_the_oom_walkthrough_step(qtbot, window, walkthrough_p
     assert fractions and fractions[-1] == 1.0
     assert dialog.bar.value() == dialog.bar.maximum()
     # the result stays in the cache, under a readable name; nothing is written beside the
-    # user's profile (issue 23, defect 3)
+    # user's profile
     assert dialog.result_path is not None and dialog.result_path.parent.name == "results"
     assert dialog.result_path.name.startswith("1-base-whatif-memory.fp16")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["1-base.h5", "settings.ini"]

@@ -1,4 +1,4 @@
-"""Issue #16, faults: Ctrl-C / SIGTERM during a write, kill -9 leftovers, a full disk, strict run
+"""Faults: Ctrl-C / SIGTERM during a write, kill -9 leftovers, a full disk, strict run
 configurations, the resource estimate, HDF5 files behind a user block."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue #16, security: nothing outside the profile is read; profile text reaches every output
+"""Security: nothing outside the profile is read; profile text reaches every output
 literally (no terminal escapes, no Markdown / HTML injection, no matplotlib mathtext)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The host measured on the real library (issue 21, item 6): calibrate-host with torch (skipped
+"""The host measured on the real library: calibrate-host with torch (skipped
 without it) and its imitation fallback, the DataLoader's per-sample overhead in the host model,
 host CPUs as data and a host profile scaled between two CPUs."""
 

@@ -1,4 +1,4 @@
-"""Issue 22: hostile inputs other than profiles, from the corpus of tests/hostile.py: names that
+"""Hostile inputs other than profiles, from the corpus of tests/hostile.py: names that
 are not regular files (FIFO, devices, a 2 GB sparse file, a folder) in every place a path is read,
 ONNX folding bombs, odd dimensions and external data that leaves the model's folder. Each gives
 one sentence and exit 2 (or, for a folding bomb left unfolded, any clean exit) within seconds,

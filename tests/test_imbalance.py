@@ -1,4 +1,4 @@
-"""Issue 25: cycles lost to tile imbalance (analyser.core.imbalance): the slowest tile minus the
+"""Cycles lost to tile imbalance (analyser.core.imbalance): the slowest tile minus the
 mean over the IPU's tiles, summed over executed compute steps, on a hand-built profile; in
 ``analyse summary`` (text and JSON) and the reports."""
 

@@ -507,7 +507,7 @@ def test_ranking_by_predicted_benefit():
 
 
 def test_ranking_puts_severity_before_benefit():
-    """Issue 23: the list's severity column reads top down (a warning above a critical read as
+    """The list's severity column reads top down (a warning above a critical read as
     a mistake); within a severity the larger predicted benefit comes first; a tip predicted
     not to help still comes last, whatever its severity. The CLI and the GUI say the order."""
     from types import SimpleNamespace
@@ -612,7 +612,7 @@ def test_walkthrough_host_tips_rank_first_on_steps_4_and_5(walkthrough_profiles)
     """With the host following PopTorch's defaults (num_workers 0, sync), 8-bit I/O and the
     async loader are the two largest host-inclusive gains of steps 4 to 6, and the insights
     put them on top: on step 4 both (the async loader first: the host wait is critical and
-    the list reads critical first, issue 23; 8-bit I/O is the larger gain), on step 5 the
+    the list reads critical first; 8-bit I/O is the larger gain), on step 5 the
     async loader."""
     from analyser.core.insights.model import benefit
 
@@ -632,7 +632,7 @@ def test_walkthrough_host_tips_rank_first_on_steps_4_and_5(walkthrough_profiles)
 
 
 def test_memory_evidence_says_what_its_figure_is(sims):
-    """Issue 14 defect 5: 'weights, activations and gradients hold 2.52 GiB' read as memory in
+    """'weights, activations and gradients hold 2.52 GiB' read as memory in
     use when the whole peak was 2.20 GiB; the evidence names the figure (variables summed over
     the run, not all live at once) and gives the peak beside it."""
     from analyser.core.units import fmt_bytes

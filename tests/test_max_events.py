@@ -1,4 +1,4 @@
-"""Issue 25: ``export-trace --max-events N``: a trace of at most N events, steps merged (loop
+"""``export-trace --max-events N``: a trace of at most N events, steps merged (loop
 bodies, device iterations, time windows), every step and cycle accounted for, saying what it
 merged."""
 

@@ -1,4 +1,4 @@
-"""Issue 25: memory counters in exported traces: not-always-live bytes per IPU by variable kind
+"""Memory counters in exported traces: not-always-live bytes per IPU by variable kind
 (Chrome "C" events, Perfetto counter tracks), consistent with the liveness report and its peak."""
 
 from __future__ import annotations

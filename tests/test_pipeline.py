@@ -72,7 +72,7 @@ def test_compiled_pipeline_phases_follow_the_formula(grouped):
 
 
 def test_stash_shape_counts_elements_of_its_dtype(grouped):
-    """A stash's shape is elements of its dtype, so shape x dtype size is its bytes (issue 14)."""
+    """A stash's shape is elements of its dtype, so shape x dtype size is its bytes."""
     from engine.compiler.lowering import DTYPE_BYTES
 
     v = grouped.variables

@@ -1,4 +1,4 @@
-"""Issue 21 mechanisms 1, 4 and 5: the final pipeline stage is not recomputed (PopART's
+"""The final pipeline stage is not recomputed (PopART's
 ``setFinalFwdStageRecomputation``), a pipeline cycle's host-to-device copies run as their own
 fragment before the stages' compute (PopART ``PopPrograms::addPipelineCycle``) at the host
 link's sustained rate, and the per-call cost is paid once per host call."""

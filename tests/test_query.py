@@ -1,4 +1,4 @@
-"""Issue 25: SQL over a profile (analyser.query, ``analyse query``): results against the
+"""SQL over a profile (analyser.query, ``analyse query``): results against the
 profile's own arrays, only the named step columns read, the sandbox's refusals."""
 
 from __future__ import annotations

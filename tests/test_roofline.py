@@ -1,4 +1,4 @@
-"""Issue 25: ``analyse roofline``: bounds on analytic matmul shapes, the engine's MatMul FLOPs
+"""``analyse roofline``: bounds on analytic matmul shapes, the engine's MatMul FLOPs
 against 2 M K N, no operation above its bound, the roofs of the target and precision."""
 
 from __future__ import annotations

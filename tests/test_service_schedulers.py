@@ -1,4 +1,4 @@
-"""Wrong or missing schedulers (issue 22, item 8): ``--scheduler`` at something that is not a
+"""Wrong or missing schedulers: ``--scheduler`` at something that is not a
 Dask scheduler (an HTTP server), at a host that accepts and never answers, at a Dask worker,
 and a cluster whose worker lacks this project. Each is one sentence naming the address (or
 the missing package) within a bounded time, exit code 2, no traceback; Ctrl-C while waiting

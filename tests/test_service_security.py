@@ -1,4 +1,4 @@
-"""Who may talk to the simulation service's embedded Dask cluster (issue 22, item 1).
+"""Who may talk to the simulation service's embedded Dask cluster.
 
 The embedded cluster listens on loopback, where any local process can connect; every run gets
 its own TLS key and certificate (``distributed.security.Security.temporary()``) and requires

@@ -1,4 +1,4 @@
-"""Signals and early interrupts (issue 22, item 7): SIGTERM to the GUI goes through the same
+"""Signals and early interrupts: SIGTERM to the GUI goes through the same
 safe quit as Ctrl-C (exit 143, no traceback); SIGTERM / Ctrl-C while ``analyse tune`` starts
 its embedded cluster ends with 143 / 130 and one line, no ``distributed`` tracebacks, and
 leaves nothing that blocks the documented resume."""

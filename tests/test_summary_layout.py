@@ -1,4 +1,4 @@
-"""Issue 24 item 2: the summary's sections and figures are declared once
+"""The summary's sections and figures are declared once
 (analyser.core.quantities.SUMMARY_SECTIONS) and every rendering shows them: the text
 ``analyse summary``, the JSON, the Markdown and HTML reports and the GUI Summary's view-model.
 A figure added to the declaration reaches all of them; every declared figure appears in each

@@ -1,4 +1,4 @@
-"""Issue 22: the Execution Trace's level-of-detail cache is read as untrusted input. Each way of
+"""The Execution Trace's level-of-detail cache is read as untrusted input. Each way of
 making it lie (tests/hostile.py ``lod_tamperings``: another profile's pyramid under this key, a
 linked key folder, an edited meta.json, scaled widths, shifted starts, overflowing counts, an
 edited array) is detected on load: the pyramid is rebuilt from the profile (the trace drawn is

@@ -1,5 +1,5 @@
 """A selected Sync step on a real (engine-written) profile: its per-tile cycles are the whole
-wait, and steps outside any micro-batch or stage say so instead of showing -1 (issue 14, defect 5)."""
+wait, and steps outside any micro-batch or stage say so instead of showing -1."""
 
 from __future__ import annotations
 

@@ -441,7 +441,7 @@ def test_runs_and_clock(small):
 
 def test_grouped_lanes_are_in_execution_order(tmp_path):
     """Layer (operation) and program lanes are ordered by each IPU's first step in them, as
-    PopVision does, not alphabetically; catch-all lanes last (issue 14 defect 6)."""
+    PopVision does, not alphabetically; catch-all lanes last."""
     data = make_synthetic_profile(n_steps=6_000, n_ipus=2, tiles=16, n_programs=120, seed=5)
     # the first layer to run sorts last by name
     layers = np.asarray(data["/graph/operations"]["layer"], dtype=object)

@@ -98,7 +98,7 @@ def test_grid_and_guided_agree_on_a_small_space(sim_service):
 
 
 def test_guided_submits_the_start_with_its_projection(sim_service, monkeypatch):
-    """Issue 23: the guided search no longer simulates the start alone while the workers idle:
+    """The guided search no longer simulates the start alone while the workers idle:
     the start and its projection onto the space (which needs no insight) go in one batch, and
     the rows are numbered as when they ran one after the other (start 0, projection 1)."""
     start = _cfg(micro_batch_size=3)
@@ -163,7 +163,7 @@ def test_tune_from_walkthrough_step1_beats_step6(sim_service):
     best = result.best
     assert best is not None and best.figures["fits"]
     # step 6 and the best found are both host-bound (async loader, 8-bit input: the host's
-    # rate, issue 21), so they tie at the loader's rate: the search must reach it, not pass it
+    # rate), so they tie at the loader's rate: the search must reach it, not pass it
     # (measured: 5,305 vs 5,307 samples/s, ga 16 di 1 vs ga 8 di 4)
     assert (
         best.figures["throughput_samples_per_s"] >= 0.995 * ref.figures["throughput_samples_per_s"]

@@ -122,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
         if note:
             warn = "reproduces" not in note
             con.print(f"[{'yellow' if warn else 'dim'}]{esc(note)}[/]")
-        if tips:  # the order, said (issue 23: the GUI's list says the same)
+        if tips:  # the order, said (the GUI's list says the same: unsaid, a warning above a critical reads as a mistake)
             con.print(f"[dim]{esc(ORDER['fits' if mem.fits else 'oom'])}[/]")
         if not tips:
             con.print("No insights: nothing crosses its threshold (see --list-thresholds).")

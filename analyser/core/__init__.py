@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from analyser.core.memory import MemorySummary, TileMemory
 
 # Every name is imported on first use, so `import analyser.core.source` (the trace exporter)
-# does not import pandas through analyser.core.analysis (0.3 s of a 1M-step export, issue 15).
+# does not import pandas through analyser.core.analysis (0.3 s of a 1M-step export).
 _LAZY = {
     "Analysis": "analysis",
     "IpuMetrics": "analysis",

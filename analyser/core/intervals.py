@@ -16,8 +16,8 @@ their features; a prediction may carry several):
 * ``host-bound``: the host limits the run or could: with a loader in the main process (sync) the
   host's preparation per call is at least :data:`HOST_LOAD_SYNC` of the device's time per call
   (XProf's "moderately input-bound"); with a loader overlapping the device (async, workers) at
-  least :data:`HOST_LOAD_OVERLAPPED` (hidden while the host model is right; issue 21 measured the
-  real host 1.6-3x slower than the model). Host-inclusive figures only;
+  least :data:`HOST_LOAD_OVERLAPPED` (hidden while the host model is right; the real host was
+  measured 1.6-3x slower than the model). Host-inclusive figures only;
 * ``short-calls``: the host's fixed cost per call is at least :data:`SHORT_CALL` of the
   device's time per call (what a call costs besides its program is barely modelled).
   Host-inclusive figures only.

@@ -128,7 +128,7 @@ def quantity(key: str) -> Quantity:
 
 
 # ---------------------------------------------------------------------------------------------
-# The summary's layout, declared once (issue 24 item 2)
+# The summary's layout, declared once (the CLI, the GUI and the reports read it)
 # ---------------------------------------------------------------------------------------------
 #: The summary's figures that are not :class:`analyser.core.Metrics` fields (the target, the
 #: graph, figures derived for the summary): key, label, kind, which way is better. A target's
@@ -586,8 +586,14 @@ def columns(
 ) -> list[tuple[str, str, Callable[[Any], str] | None]]:
     """``(key, title, formatter)`` of ``table``'s columns (all, or ``keys`` in that order) with
     bytes in ``unit``, each with its tooltip (``.tip``): what the GUI's tables
-    (``FilterTable.set_frame``) take."""
+    (``FilterTable.set_frame``) take. An unknown table, or a key or retitled key the table does
+    not declare, is a ValueError naming it: a typo would otherwise show nothing."""
+    if table not in TABLES:
+        raise ValueError(f"No column table named {table!r} (analyser.core.quantities.TABLES).")
     declared = TABLES[table]
+    unknown = [k for k in [*(keys or ()), *retitled] if k not in declared]
+    if unknown:
+        raise ValueError(f"Table {table!r} declares no column {', '.join(map(repr, unknown))}.")
     return [
         ColumnSpec(
             k, retitled.get(k, declared[k].title), declared[k].formatter(unit), declared[k].tip
@@ -597,7 +603,7 @@ def columns(
 
 
 # ---------------------------------------------------------------------------------------------
-# The summary's breakdown tables, declared once (issue 24 item 2)
+# The summary's breakdown tables, declared once (the CLI, the GUI and the reports read them)
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class SummaryTable:

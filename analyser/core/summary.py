@@ -1,4 +1,4 @@
-"""The summary of one profile, laid out once (issue 24 item 2).
+"""The summary of one profile, laid out once, so the CLI, the GUI and the reports show the same sections.
 
 The sections and figures are declared in the catalogue
 (:data:`analyser.core.quantities.SUMMARY_SECTIONS`); this module evaluates them on an

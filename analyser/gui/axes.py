@@ -27,7 +27,7 @@ def format_cycles(values, spacing: float) -> list[str]:
     the largest (G, M, k) that keeps at most three integer digits and needs at most three
     decimals to tell neighbouring ticks apart (``50M``, ``1.25G``, ``2.5k``, ``4.871G``);
     otherwise the full count with thousands separators (``120,000,020`` once zoomed in). A
-    label never mixes both (``4,870.96M``, issue 23 defect 10)."""
+    label never mixes both (``4,870.96M``)."""
     vals = [float(v) for v in values]
     finite = [abs(v) for v in vals if math.isfinite(v)]
     top = max(finite, default=0.0)
@@ -119,7 +119,7 @@ def fixed_prefix_axes(plot: pg.PlotWidget | pg.PlotItem) -> None:
     """Turn pyqtgraph's automatic SI prefix off on every axis of ``plot`` (for axes whose
     labels carry no units, or that format their own ticks): with it on, every range change of
     every axis (the hidden top and right ones too) re-sets the axis label's HTML, about 450
-    ``setHtml`` calls when the Pipeline fills two profiles (issue 23 item 11)."""
+    ``setHtml`` calls when the Pipeline fills two profiles."""
     item = plot.getPlotItem() if isinstance(plot, pg.PlotWidget) else plot
     # the axes built (a light plot's hidden top and right ones, built when first asked for,
     # take the bottom and left ones' choice)

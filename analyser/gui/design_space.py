@@ -63,7 +63,7 @@ class DesignSpaceWindow(QWidget):
         self.points = design_space_points(self.table)
         self.units = getattr(getattr(window, "workspace", None), "units", MemoryUnits.KIB)
         #: what each trial needed, when no trial has a throughput (nothing fits): drawn instead
-        #: of an empty throughput chart (issue 23, defect 4)
+        #: of an empty throughput chart
         self.needed = dsm.memory_needed(self.table)
         self._set_scale()
         self.selected: int | None = None

@@ -1,4 +1,4 @@
-"""The Help menu's parts (issue 23, parity): the keyboard and mouse reference (PopVision and
+"""The Help menu's parts: the keyboard and mouse reference (PopVision and
 Perfetto both have one) and "Open demo profile" (PopVision bundles a demo report): the six
 walkthrough runs (``assets/runs/walkthrough``) simulated on the simulation service, kept in its
 cache (nothing written elsewhere) and opened, compared with the open profile when one is."""

@@ -397,7 +397,7 @@ def settle_item_bounds(root: QWidget) -> None:
     before the window's next paint. Left to the paint (the first ``boundingRect`` after a
     range or size change), their ``prepareGeometryChange`` marked them dirty in the middle of
     it, and each plot holding one was painted a second time in a pass of its own (a compare
-    first visit of the Execution Trace: the overview and both timelines, issue 23 item 11)."""
+    first visit of the Execution Trace: the overview and both timelines)."""
     for view in root.findChildren(pg.GraphicsView):
         scene = view.scene()
         if view.isVisible() and scene is not None:

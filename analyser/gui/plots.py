@@ -4,7 +4,7 @@
 widgets: check boxes, spin boxes, sliders, group boxes, their menu and a WidgetGroup over them)
 for every plot, even with the menu disabled. That was about a third of a plot's construction
 (3-4 ms of 9-10 ms here) and a plot-heavy report builds three to five plots on its first visit
-(issue 23 item 11). Our plots never show that menu (``enableMenu=False`` everywhere), so
+. Our plots never show that menu (``enableMenu=False`` everywhere), so
 :class:`LightPlotItem` builds the form only when something reads it (``ctrl``, ``ctrlMenu``,
 ``stateGroup``): adding a curve item that has a log mode, ``saveState`` or the menu itself. Grid
 lines are set on the axes directly (:meth:`LightPlotItem.showGrid`), as the form would.
@@ -106,7 +106,7 @@ class LightAxisItem(pg.AxisItem):
         same pixels (the rows and columns ``drawLine`` covers): Qt's raster engine draws a
         translucent line about twenty times slower than it fills the same pixels, and a
         plot with a grid has 35-40 of them across its whole width (pyqtgraph's three tick
-        levels), 2.4-2.8 ms per axis at every paint of the axis (issue 23 item 11)."""
+        levels), 2.4-2.8 ms per axis at every paint of the axis."""
         p.setRenderHint(QPainter.RenderHint.Antialiasing, False)
         p.setRenderHint(QPainter.RenderHint.TextAntialiasing, True)
         for pen, p1, p2 in (axisSpec, *tickSpecs):
@@ -217,7 +217,7 @@ class LightPlotItem(pg.PlotItem):
         AxisItem), and the top and right ones not given are built hidden when something
         first asks for them (:meth:`getAxis`): pyqtgraph builds all four, and an axis was
         0.8 ms of a plot's 6 to build, the two hidden ones also taking part in every layout
-        pass of the plot (issue 23 item 11)."""
+        pass of the plot."""
         given = dict(axisItems or {})
         built = [s for s in ("bottom", "left") if s not in given and s not in self.axes]
         for side in built:

@@ -294,7 +294,7 @@ class RunEngineDialog(QDialog):
         out_row = QHBoxLayout()
         out_row.addWidget(QLabel("Output profile:"))
         # empty: the profile stays in the analyser's cache (File > Save profile as... keeps a
-        # copy); a file is written only where the user asks (issue 23, defect 3)
+        # copy); a file is written only where the user asks
         self.output = QLineEdit("")
         self.output.setPlaceholderText(
             "kept in the analyser's cache (or choose a file to write it to)"

@@ -1,5 +1,5 @@
 """A QTableView that paints the plain cells of a :class:`~analyser.gui.widgets.DataFrameModel`
-itself (issue 23 item 11).
+itself.
 
 Qt paints a table cell by cell through its item delegate: seven calls into the Python model
 for the cell's roles, then the style's item-view element, which lays the text out with a

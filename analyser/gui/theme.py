@@ -5,7 +5,7 @@ A palette, not an application style sheet: under a style sheet every widget is d
 out by Qt's ``QStyleSheetStyle``, which re-resolves the rules for a widget and all its children
 each time one is given a parent. A report's first visit built its widgets 2-5 times slower
 under the sheet (a Memory Report's Insights tab: 18.6 ms with the sheet, 3.6 ms without) and its
-tables painted slower (issue 23 item 11). Only the side list of reports, whose items need
+tables painted slower. Only the side list of reports, whose items need
 padding and hover colours a palette cannot give, keeps a small sheet of its own."""
 
 from __future__ import annotations
@@ -246,7 +246,7 @@ def no_repaint_on_activation(view: pg.GraphicsView) -> None:
     gains or loses focus): a graphics view shown sends its scene a WindowActivate, which the
     scene forwards to its top-level item (the plot); a ``QGraphicsWidget`` answers it with
     ``update()``, and the scene's queued update then flushes the window's pending repaint, so
-    a report shown painted its plots a second time in a pass of their own (issue 23 item 11:
+    a report shown painted its plots a second time in a pass of their own (
     the Execution Trace's five plots, ~25 ms of a later visit's 55). Nothing a plot draws
     depends on the window being active; the scene itself still tracks activation (focus)."""
     central = getattr(view, "centralWidget", None)

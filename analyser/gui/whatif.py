@@ -10,7 +10,7 @@
 
 Results stay in the simulation service's cache (``<cache>/results/<name>-whatif-<tip>.h5``, a
 hard link to the cached answer, never over an existing file): nothing is written next to the
-user's profile, which may sit in a shared or read-only folder (issue 23, defect 3). File > Save
+user's profile, which may sit in a shared or read-only folder. File > Save
 profile as... keeps a copy where the user chooses.
 """
 

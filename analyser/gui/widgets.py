@@ -176,7 +176,7 @@ class DataFrameModel(QAbstractTableModel):
     ``columns`` maps a DataFrame column to ``(header, formatter)``; formatting happens only for
     the rows Qt paints, once per cell: the text is kept until the next ``set_frame`` (a table
     repainted on each visit to its report formatted its ~300 visible cells again every time,
-    about a tenth of a later visit to the Operations Report; issue 23 item 11). The raw value
+    about a tenth of a later visit to the Operations Report). The raw value
     is exposed under ``SORT_ROLE`` (and ``UserRole``).
     Sorting is done here with one numpy / pandas argsort (``sort``), not row comparisons in
     Python: a view connects its header to :func:`connect_header_sort`. Row ``r`` of the model
@@ -227,7 +227,7 @@ class DataFrameModel(QAbstractTableModel):
         """Show only the frame rows where ``keep`` is True (None: every row), in the current
         sort order: a filter in the model itself, not a proxy model in front of it (a proxy
         made a table's paint about a third slower: every cell's index mapped through Python's
-        ``rowCount`` / ``columnCount``; issue 23 item 11)."""
+        ``rowCount`` / ``columnCount``)."""
         mask = None if keep is None else np.asarray(keep, bool)
         if mask is not None and len(mask) != len(self._sorted):
             raise ValueError(f"a mask of {len(mask)} rows for a table of {len(self._sorted)}")
@@ -334,7 +334,7 @@ class DataFrameModel(QAbstractTableModel):
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         # called for every role of every visible cell on each paint: roles this model does not
         # answer return at once, and the Qt enums are module constants (an enum attribute
-        # lookup costs 0.6 us, an alignment flag OR 2.8 us; issue 15)
+        # lookup costs 0.6 us, an alignment flag OR 2.8 us)
         if role not in _MODEL_ROLES or not index.isValid():
             return None
         if role == _DISPLAY_ROLE:
@@ -496,7 +496,7 @@ class LegendLabel(QLabel):
         self.entries = [tuple(e[:2]) for e in entries]
         self.swatches = [e[2] if len(e) > 2 else "box" for e in entries]
         # an entry never wraps inside its name ("Global | exchange code" at 1,600 px): only
-        # between entries (non-breaking spaces inside, issue 23 defect 9)
+        # between entries (non-breaking spaces inside)
         parts = [
             f'<span style="color:{color}; font-size:14px;">{self.SWATCHES[swatch]}</span>'
             "&nbsp;" + lit(name).replace(" ", "&nbsp;")
@@ -635,7 +635,7 @@ def tab_widget() -> QTabWidget:
     around the pages that the pages, each filling it, cover entirely: in every report but the
     Summary and the Memory Report the picture is the same pixel for pixel without it (their
     chart pages lose a one-pixel border). Drawing it took about a seventh of a later visit to the Operations
-    Report (issue 23 item 11), on the first paint and again on the one the item views' queued
+    Report, on the first paint and again on the one the item views' queued
     layout asks for; document mode draws no frame."""
     tabs = QTabWidget()
     tabs.setDocumentMode(True)
@@ -646,7 +646,7 @@ class LazyPage(QWidget):
     """A tab page whose content is built the first time it is needed: when the tab is shown, or
     when something reads an attribute the page itself does not have (that read goes to the
     content, built then). A report's first visit shows one tab of each tab widget; its other
-    pages cost nothing until visited (issue 23 item 11: the Memory Report's seven hidden pages
+    pages cost nothing until visited (the Memory Report's seven hidden pages
     were about half of its construction). Compare a tab's page with ``is`` against the
     LazyPage, which does not build it."""
 

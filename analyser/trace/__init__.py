@@ -5,7 +5,7 @@ ranges, step details), built from ``results`` (names, errors, result types), ``a
 reads, the drawing cache), ``pyramid`` (pyramids, per-pixel aggregation), ``lanes`` (lanes of
 the grouped views) and ``queries`` (range summary and statistics, search, flows); its on-disk
 level-of-detail cache (``lod_cache``) and the BSP view's state shares (``bsp``). Qt-free; used by the GUI's Execution Trace and Pipeline views.
-Kept out of the analysis core (issue 24): it owns caches and finisher threads. It reads through
+Kept out of the analysis core, which stays free of state and threads: it owns caches and finisher threads. It reads through
 the same profile reader as the :class:`analyser.core.Analysis` it is reached from::
 
     from analyser.trace import trace_of

@@ -82,7 +82,7 @@ def _stripes(key, x0, x1, sums, row, t0: float, pw: float, width_px: int):
     """Keep every item; per lane and pixel, stack the narrow items (aggregates of steps) across
     the lane by their share of the pixel's busy cycles, in step-type order, so a minority type
     keeps its part of every pixel (a zoomed-out run of 75% compute and 25% GlobalExchange
-    shows both, not solid compute: issue 23 defect 6); items two pixels wide or more fill
+    shows both, not solid compute, so a minority type stays visible); items two pixels wide or more fill
     the lane. Returns the items and their ``y0`` / ``y1`` fractions of the lane."""
     wide = (x1 - x0) >= 2 * pw
     lane = key // NT

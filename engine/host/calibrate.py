@@ -36,6 +36,8 @@ from datetime import UTC, datetime
 
 import numpy as np
 
+from engine.host.cost_line import add_line
+
 #: (side of the small image, side of the large image): the two points of the line fit.
 SIZES = (32, 128)
 #: Mean / std used by the normalisation (torchvision's ImageNet statistics).
@@ -209,19 +211,6 @@ def cpu_float16_flags() -> list[str]:
     return []
 
 
-def add_line(
-    transforms: dict[str, dict], name: str, dtype: str, points: list[tuple[float, float]]
-) -> None:
-    """Record transform ``name``'s line through two (elements, seconds) points in ``transforms``:
-    its cost per element for ``dtype`` (ns) and its fixed cost (us; the largest over dtypes)."""
-    (e0, t0), (e1, t1) = points
-    slope = max(0.0, (t1 - t0) / (e1 - e0))
-    fixed = max(0.0, t0 - slope * e0)
-    entry = transforms.setdefault(name, {"fixed_us": 0.0, "ns_per_element": {}})
-    entry["ns_per_element"][dtype] = round(slope * 1e9, 4)
-    entry["fixed_us"] = round(max(entry["fixed_us"], fixed * 1e6), 3)
-
-
 def _imitation(budget_s: float, progress: Callable[[int, int, str], None] | None) -> dict:
     """The NumPy + Pillow measurement (part of a host profile)."""
     cases = _cases(("float16", "float32"))
@@ -322,4 +311,4 @@ def calibrate(
     return profile
 
 
-__all__ = ["FLOAT16_FLAGS", "add_line", "calibrate", "cpu_float16_flags", "cpu_name"]
+__all__ = ["FLOAT16_FLAGS", "calibrate", "cpu_float16_flags", "cpu_name"]

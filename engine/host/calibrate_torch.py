@@ -271,7 +271,7 @@ def measure(
     batches per case it used."""
     import torch
 
-    from engine.host.calibrate import add_line
+    from engine.host.cost_line import add_line
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # one core: PyTorch's intra-op pool would spread big tensors

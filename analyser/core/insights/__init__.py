@@ -31,7 +31,7 @@ from analyser.core.simulator import Simulator
 
 _SEV = {"critical": 0, "warning": 1, "info": 2}
 
-#: How the list is ordered, in a sentence the CLI and the GUI show (issue 23: a warning above a
+#: How the list is ordered, in a sentence the CLI and the GUI show (unsaid, a warning above a
 #: critical read as a mistake when the order was not said).
 ORDER = {
     "fits": (
@@ -56,7 +56,7 @@ def rank_insights(analysis, insights: list[Insight]) -> list[Insight]:
     models), ``memory.combined`` right after them, then the rest as below.
 
     Fits: the throughput tips by severity (critical first: the list's severity column reads
-    top down, issue 23), within a severity by predicted benefit (the re-simulated saving of
+    top down), within a severity by predicted benefit (the re-simulated saving of
     time per sample when there is one, else the share of the run the tip addresses; catalogue
     order breaks ties), then the low-headroom memory tips (info: they cost throughput) by the
     same benefit, then every tip re-simulated as not recommended (slower, or would not fit).

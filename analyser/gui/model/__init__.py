@@ -1,7 +1,7 @@
 """The GUI's model: what the window and its reports show, with no Qt (as napari's
 ``components``): the open documents and the workspace (:mod:`.document`), the per-document cache
 of analysis results the reports read (:mod:`.data`), selections (:mod:`.selection`), and one
-view-model per report (issue 24 item 3): what the report shows, shaped here so that its view only
+view-model per report: what the report shows, shaped here so that its view only
 draws (:mod:`.summary`, :mod:`.pipeline`, :mod:`.liveness`, :mod:`.design_space`, :mod:`.memory`,
 :mod:`.operations` (with the Roofline's points), :mod:`.program_tree`, :mod:`.insights`, ...).
 

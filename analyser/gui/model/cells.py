@@ -1,5 +1,5 @@
 """Texts formatted once per cell and kept, for the tables and trees that paint them on every
-visit (issue 23 item 11). No Qt."""
+visit. No Qt."""
 
 from __future__ import annotations
 

@@ -229,7 +229,7 @@ def program_column(doc: Document, name: str) -> np.ndarray:
     """One numeric column of the program nodes (``type``, ``cycles``, ``tile_balance``...) as
     numpy: from the whole table when it was read already, else that column alone (the table
     with its name strings, through pandas, took about 30 ms per profile of a Liveness first
-    visit that shows one program's figures; issue 23 item 11)."""
+    visit that shows one program's figures)."""
     if doc.is_cached("program_nodes"):
         return program_nodes(doc)[name].to_numpy()
     return doc.cached(f"program_column:{name}", lambda: reads.program_column(doc.analysis, name))

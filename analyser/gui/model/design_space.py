@@ -1,4 +1,4 @@
-"""What the Design space window shows, without Qt (issue 24 item 3; issue 23 defect 4).
+"""What the Design space window shows, without Qt (the view only draws).
 
 * :func:`trials_frame`: the trials table sweep tools have: one row per configuration tried,
   failed ones included (out of memory, refused by the engine), with its varied options, its

@@ -1,5 +1,5 @@
 """Expected GUI errors (shown in a message box, never a traceback), and the one sentence a
-report shows when it cannot fill (issue 23, defect 1): no Qt here."""
+report shows when it cannot fill: no Qt here."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The Insights report's way to the analysis core: predictions (re-simulation on the
 simulation service), their intervals and the effect's figures, named once here so that
 ``analyser.gui.reports`` reaches the core only through ``analyser.gui.model`` (an import
-contract, issue 24 item 3). No Qt."""
+contract). No Qt."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
-"""What the Liveness Report shows, without Qt (issue 24 item 3: the view only draws).
+"""What the Liveness Report shows, without Qt (the view only draws).
 
 The report's state is the shown IPUs (one, or all), whether always-live bytes are added, and
 the selected chart positions; the functions here turn the analysis core's liveness (through
 :mod:`analyser.gui.model.data`) into the rows, tables and peak labels the view draws. With
 "All IPUs" every shown IPU counts: the live variables of each (an IPU column says whose), its
-not-always-live and always-live bytes at the step (issue 23, defect 2: IPU 0's only before).
+not-always-live and always-live bytes at the step (IPU 0's only before).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Totals tab, the tile map's grids, the Variables tab's table and chart of the lar
 selected tiles' detail tables; and the report's way to the analysis core (the memory insights,
 the modelled tile layout; per-tile details are :mod:`analyser.viewmodels.tile_details`), named
 once here so that ``analyser.gui.reports`` reaches the core only through
-``analyser.gui.model`` (an import contract, issue 24 item 3). No Qt: the view only draws
+``analyser.gui.model`` (an import contract). No Qt: the view only draws
 (colours come from the view's palette by each series' ``color_keys``)."""
 
 from __future__ import annotations

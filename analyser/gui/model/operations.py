@@ -1,4 +1,4 @@
-"""What the Operations report shows, without Qt (issue 24 item 3: the view only draws): the table
+"""What the Operations report shows, without Qt (the view only draws): the table
 at each software layer (the framework's operations, model layers, Poplar programs) or A and B
 joined by name, its columns, filters and first sort, the selected row's operations and
 programs, its summary and detail tables, and the data of its charts (cycles by tile, memory by
@@ -6,7 +6,7 @@ category); and the Roofline report's points and roofs. Numbers come from the ana
 (:mod:`analyser.core.operations`, :mod:`analyser.core.roofline`) through
 :mod:`analyser.gui.model.data`.
 
-Share of cycles has one definition at every layer (issue 23 defect 8): the core's
+Share of cycles has one definition at every layer: the core's
 ``cycles_share`` column, a row's total cycles over the run's executed step cycles summed over
 IPUs (the catalogue's ``SHARE_OF_CYCLES``, the column's tooltip); this module passes it on and
 never recomputes it.

@@ -72,7 +72,7 @@ class PipelineChart:
     def hidden_host_text(self, x0: float) -> str:
         """What the view starting at cycle ``x0`` hides of the host's time before the device
         (the chart shows the device iteration with only a lead of the host's preparation, which
-        can be many times longer: issue 23 defect 5): '' when nothing is hidden, else the
+        can be many times longer): '' when nothing is hidden, else the
         axis break's words with its length."""
         before = self.host_before
         if before is None or x0 <= before[0] + 1:

@@ -1,4 +1,4 @@
-"""What the Program Tree report shows, without Qt (issue 24 item 3: the view only draws): the
+"""What the Program Tree report shows, without Qt (the view only draws): the
 control-program hierarchy of /programs/nodes as rows (children of each node, the row of each in
 its parent), the text of each column (a step's own cycles and bytes per execution from the
 profile, its executed cycles and waits over the run from the analysis core, tile balance for

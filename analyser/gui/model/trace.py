@@ -1,7 +1,7 @@
 """The Execution Trace's and the Pipeline's way to the trace query engine: what the views
 use of :mod:`analyser.trace.window` and :mod:`analyser.trace.bsp`, named once here so that
 ``analyser.gui.reports`` reaches the analysis core only through ``analyser.gui.model`` (an
-import contract, issue 24 item 3). No Qt."""
+import contract). No Qt."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Byte amounts written into text by the analysis core (an insight's evidence and summary read
-"952.00 KiB") shown in the user's memory units, so one page never mixes kB and KiB (issue 23,
-defect 7). No Qt."""
+"952.00 KiB") shown in the user's memory units, so one page never mixes kB and KiB.
+No Qt."""
 
 from __future__ import annotations
 

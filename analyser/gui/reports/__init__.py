@@ -67,12 +67,16 @@ def resolve(spec: str) -> Any | None:
 
 
 def report_classes() -> list[type]:
-    """The report classes available in this build, in display order."""
+    """The report classes, in display order. A report listed in :data:`REPORTS` whose module is
+    missing is an error at start-up (ImportError naming it), never a report skipped silently."""
     classes = []
     for spec in REPORTS:
         cls = resolve(spec)
-        if cls is not None:
-            classes.append(cls)
+        if cls is None:
+            raise ImportError(
+                f"GUI report {spec!r} is listed in REPORTS but its module is missing."
+            )
+        classes.append(cls)
     return classes
 
 

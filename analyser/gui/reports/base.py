@@ -141,7 +141,7 @@ class Report(QWidget):
     compare_cost: ClassVar[int] = 0
     #: Datasets the report cannot show anything without (checked when a profile opens and
     #: before filling: membership tests only); a profile lacking one shows the report's
-    #: "unavailable" state naming it instead of a blank panel (issue 23, defect 1)
+    #: "unavailable" state naming it instead of a blank panel
     requires: ClassVar[tuple[str, ...]] = ()
 
     #: Ask the window to show a status-bar message.
@@ -441,7 +441,7 @@ class Report(QWidget):
         self.ensure_refreshed()
         # every widget shown posted an UpdateLater of its area; a plot's scene flushes the
         # window's pending repaint when its own queued update runs, so interleaved with those
-        # the window was painted in several passes (issue 23 item 11): merged into the
+        # the window was painted in several passes: merged into the
         # window's dirty region now, one pass paints the report
         QCoreApplication.sendPostedEvents(None, QEvent.Type.UpdateLater)
 

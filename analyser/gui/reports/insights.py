@@ -146,7 +146,7 @@ class InsightsReport(Report):
         self.list.setAlternatingRowColors(True)
         self.list.setHeaderLabels(["Severity", "Insight", "Category", "Gain"])
         self.list.currentItemChanged.connect(lambda *_: self._show_selected())
-        #: how the list is ordered, said above it (issue 23: a warning above a critical read
+        #: how the list is ordered, said above it (a warning above a critical read
         #: as a mistake while the order went unsaid)
         self.order_label = QLabel("")
         self.order_label.setWordWrap(True)
@@ -307,7 +307,7 @@ class InsightsReport(Report):
     def _fill_largest(self) -> None:
         """The largest vertex state and always-live variables of A (and B), filled when one of
         their tabs is shown: the first visit shows the top tiles, and reading both profiles'
-        variables cold was a fifth of a compare-mode first visit (issue 23 item 11)."""
+        variables cold was a fifth of a compare-mode first visit."""
         shown = self.side_tabs.currentWidget()
         if not self._largest_stale or shown not in (self.vertices, self.always_live):
             return

@@ -414,7 +414,7 @@ class MemoryReport(Report):
         self.plot_a = MemoryPlot(self.legend)
         self.plot_a.getPlotItem().getAxis("left").setWidth(LEFT_AXIS_WIDTH)
         self.plot_a.tileClicked.connect(self.click_tile)
-        #: B's chart and the B - A chart, built the first time compare mode draws (issue 15:
+        #: B's chart and the B - A chart, built the first time compare mode draws (
         #: each plot costs 10-20 ms of the report's first visit)
         self._compare_plots: tuple[MemoryPlot, pg.PlotWidget] | None = None
         self.delta_items: list[pg.BarGraphItem] = []

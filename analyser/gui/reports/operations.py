@@ -286,7 +286,7 @@ class OperationsReport(Report):
         """The selected row's variables, compute sets and programs (A's and B's), filled when
         one of their tabs is shown: a first visit shows the Summary tab, and reading the
         variables and compute sets of both profiles cold took a third of a compare-mode first
-        visit (issue 23 item 11)."""
+        visit."""
         tables = (self.vars_table, self.cs_table, self.progs_table)
         if not self._tables_stale or self.details.currentWidget() not in tables:
             return

@@ -136,7 +136,7 @@ class PipelineChartView(QWidget):
         self.data: PipelineChart | None = None
         self.band_labels: dict[str, str] = {}
         #: the axis break at the left edge: how much of the host's time before the device the
-        #: view hides, and its length (issue 23 defect 5)
+        #: view hides, and its length
         self.break_label = pg.TextItem("", anchor=(0, 0.5))
         self.break_label.setZValue(20)
 
@@ -469,7 +469,7 @@ class PipelineReport(Report):
         """Lay the body out at its final size now, before the first paint: otherwise the scroll
         area grows the body to its height-for-width (the word-wrapped headers, two views)
         and then shows its scroll bar, narrowing every plot, in two more layout passes, each
-        resizing and repainting the four plots (issue 23 item 11). Compared, the body is always
+        resizing and repainting the four plots. Compared, the body is always
         taller than the view: its scroll bar is kept on (as it would show anyway)."""
         self._body_layout.setEnabled(True)
         self.scroll.setVerticalScrollBarPolicy(

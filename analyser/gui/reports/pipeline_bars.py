@@ -174,7 +174,7 @@ class StageBarsView(QWidget):
 
     def _draw_stash(self, units: MemoryUnits, compared: bool) -> None:
         """Stash memory per stage on one axis for both profiles, in the units preference
-        (issue 23, defect 7: it was MiB always)."""
+        (it was MiB always)."""
         peak = max(
             (float(c.stash_bytes.max()) if len(c.stash_bytes) else 0.0) for _p, c in self.profiles
         )

@@ -121,7 +121,7 @@ class ProgramTreeModel(QAbstractItemModel):
     # -- QAbstractItemModel ----------------------------------------------------------------
     # QTreeView's layout calls index() and rowCount() once per shown row (7,000 rows each in a
     # compare first visit's two trees): each reads the parent's internal id alone (0 for the
-    # invalid root index, node + 1 otherwise), no isValid() calls (issue 23 item 11)
+    # invalid root index, node + 1 otherwise), no isValid() calls
     def index(self, row: int, column: int, parent: Index = _ROOT) -> QModelIndex:
         k = parent.internalId() - 1
         if k < 0:
@@ -174,7 +174,7 @@ class ProgramTreeModel(QAbstractItemModel):
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         # called for every role of every visible cell on each paint: unanswered roles return at
         # once and the Qt enums are module constants (an enum attribute lookup costs 0.6 us, an
-        # alignment flag OR 2.8 us; issue 15)
+        # alignment flag OR 2.8 us)
         if role not in _TREE_ROLES:
             return None
         node = index.internalId() - 1
@@ -292,7 +292,7 @@ class ProgramTreePane(QWidget):
         self.view.setColumnWidth(0, 320)
         cols = self.model.columns
         # ... and at least as wide as a long figure ("1,023.99 KiB", "8,888,888,888"): a
-        # header-wide column elided the bytes ("952.00 ..." at 1,600 px, issue 23 defect 9)
+        # header-wide column elided the bytes ("952.00 ..." at 1,600 px)
         figure = metrics.horizontalAdvance("8,888,888,888") + 16
         for c in range(1, len(cols)):
             self.view.setColumnWidth(c, max(figure, metrics.horizontalAdvance(cols[c]) + 36))

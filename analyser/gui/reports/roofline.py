@@ -52,7 +52,7 @@ class RooflineReport(Report):
         style_plot(self.plot)
         item.showGrid(x=True, y=True, alpha=0.2)
         #: what the points' colours (and, comparing, shapes) mean: in a real X server the orange
-        #: and blue points had no key (issue 23)
+        #: and blue points had no key
         self.legend = LegendLabel()
         self.picked = QLabel("Click a point to name its operation.")
         self.picked.setWordWrap(True)

@@ -1,4 +1,4 @@
-"""The simulation cache's ``<key>.json`` read as untrusted input (issue 22).
+"""The simulation cache's ``<key>.json`` read as untrusted input.
 
 The cache is a folder anyone with the user's rights can edit, and its answers feed tune's table,
 the insights' predicted effects and the GUI's what-ifs. :func:`cached_answer` accepts an entry

@@ -1,5 +1,5 @@
 """Checks of a Dask cluster given by address (``--scheduler`` / ``ANALYSE_SCHEDULER``), each
-bounded in time and ending in one sentence (issue 22, item 8).
+bounded in time and ending in one sentence, so a bad address never hangs or prints a traceback.
 
 * :func:`identify_scheduler`: the address answers Dask's handshake and says it is a
   scheduler. An HTTP server (or anything else) there made the Dask client read its reply as

@@ -55,7 +55,7 @@ class DifferencesLaneView(LightPlotWidget):
         #: screen resolution when a paint finds the range or the width changed (ScreenBars: a
         #: BarGraphItem per colour with 150,000 differences cost 30-45 ms a paint; redrawn at
         #: every range change, a compare first visit's layout passes redrew them 9 times,
-        #: issue 23 item 11); empty when there is no lane
+        # ); empty when there is no lane
         self.bars: list[BatchedRectsItem] = []
         self._drawn_at: tuple | None = None
         #: the lane is computed on the report's pool; answers of an older request are dropped
@@ -83,8 +83,8 @@ class DifferencesLaneView(LightPlotWidget):
     @property
     def names(self) -> np.ndarray | None:
         """B's program names (the tooltip's), read on the first tooltip or selection: B's
-        programs table (with its operations' names) is not read on the trace's first visit
-        (issue 23 item 11)."""
+         programs table (with its operations' names) is not read on the trace's first visit
+        ."""
         if self._names is None and self.trace_b is not None:
             self._names = self.trace_b.programs["name"].to_numpy().astype(str)
         return self._names

@@ -1,6 +1,6 @@
 """Perfetto's M on the Execution Trace: mark the selection (a range of cycles, a step or a host
 event) with a pinned band that stays while the view moves and other things are selected; M on
-a marked span removes its mark (issue 23, parity)."""
+a marked span removes its mark."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 A plain widget that paints one image and a band: it has no axis to show, no range to pan and
 nothing to zoom, so it is not a pyqtgraph plot. As a plot (a graphics view, its scene, a
 plot item, four axes and a view box) it cost about 10 ms to build and more to lay out and
-paint on the report's first visit; as a widget it costs well under one (issue 23 item 11)."""
+paint on the report's first visit; as a widget it costs well under one."""
 
 from __future__ import annotations
 

@@ -133,7 +133,7 @@ class RangeSummaryPanel(QWidget):
         row.setChildrenCollapsible(False)
         row.addWidget(self.table)
         # the steps' table keeps room for its columns and rows (it read one row wide and cut
-        # at 1,600 px in compare mode: issue 23 defect 9)
+        # at 1,600 px in compare mode)
         stats.setMinimumWidth(420)
         row.addWidget(stats)
         # the explanations scroll in a column of readable width instead of wrapping one word
@@ -333,7 +333,7 @@ class StepDetailsPanel(QWidget):
         lay.addWidget(self.table, 2)
         # the per-tile plot is built when the panel is first shown or a step selected (it sits
         # in a tab behind the range summary: a pyqtgraph plot no first visit of the trace
-        # needs, issue 23 item 11)
+        # needs)
         self._plot: pg.PlotWidget | None = None
         self._slot = QWidget()
         lay.addWidget(self._slot, 3)

@@ -381,7 +381,7 @@ class TraceReport(Report):
         if self.isVisible():
             # the layouts the fill changed (the legend's wrap, B's timeline and the lane in the
             # splitter, the panels' scroll bars) settle now, before the first paint, not in
-            # three more layout passes that resized and repainted every plot (issue 23 item 11)
+            # three more layout passes that resized and repainted every plot
             QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
             settle_item_bounds(self)
         if kept is not None:
@@ -405,7 +405,7 @@ class TraceReport(Report):
             # the compare-mode layout first (B's timeline and the differences lane shown, the
             # splitter's shares): the timelines then get their traces at about their final
             # height. Shown after them, every timeline was resized four times more, each
-            # resize fitting its lanes and re-ranging its plot again (issue 23 item 11)
+            # resize fitting its lanes and re-ranging its plot again
             self.timeline_b.getPlotItem().setTitle(f"B: {other.name}", size="9pt")
             self._lay_out_compare()  # with B's timeline in it (else shown a pass later)
         # the overview's range before A's timeline marks its window on it (the band's bounds
@@ -594,7 +594,7 @@ class TraceReport(Report):
         next chunk) and is computed again when this report is next shown. It reads every
         visible row in the report's pool thread, which shares the interpreter lock with the GUI
         thread: left running, it slowed the next report's first visit (a compare-mode Pipeline
-        clicked 0.3 s after the Trace's first paint: 106-165 ms against 46-73, issue 23
+        clicked 0.3 s after the Trace's first paint: 106-165 ms against 46-73
         item 11)."""
         super().hideEvent(event)
         if self._detail_timer.isActive() or self._pool.activeThreadCount():
@@ -612,7 +612,7 @@ class TraceReport(Report):
         """The range summary of a fill is computed :data:`SUMMARY_DELAY_MS` after the report's
         first paint (or a second after the fill, should no paint come), not after the fill
         itself: on a busy machine the first paint took longer than the delay, and the
-        summary's thread (it reads every visible row) then ran beside it (issue 23 item 11)."""
+        summary's thread (it reads every visible row) then ran beside it."""
         if self._details_after_paint:
             self._details_after_paint = False
             self._detail_timer.start()

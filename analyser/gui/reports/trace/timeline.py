@@ -418,7 +418,7 @@ class TimelineView(LaneGroups, LightPlotWidget):
         """A scheduled redraw (the range or the plot's size changed): skipped when the view
         is what the last redraw drew. A fill redraws, then lays the report out: the plots'
         heights change, and a redraw of the same lanes and cycles used to follow (~15 ms per
-        timeline of a compare-mode first visit, issue 23 item 11)."""
+        timeline of a compare-mode first visit)."""
         drawn, state = self._drawn, self._view_state()
         if (
             drawn is not None
@@ -445,7 +445,7 @@ class TimelineView(LaneGroups, LightPlotWidget):
         # only the IPUs in view are read (as PopVision loads visible IPUs)
         for ipu in self.lane_layout.ipus_between(*self.y_range()):
             # zoomed out, each pixel of a lane is striped by its step types' shares of
-            # cycles (a minority type stays visible: issue 23 defect 6)
+            # cycles (a minority type stays visible)
             res = self.trace.window(ipu, t0, t1, width, self.group_of(ipu), stripes=True)
             self.results[ipu] = res
             placed = functools.partial(self.lane_layout.lane_y, ipu)
@@ -849,7 +849,7 @@ class TimelineView(LaneGroups, LightPlotWidget):
         """The selected range's shaded band over every lane (its duration above it in
         :attr:`band_label`), built on the first selection: the two items and their plot
         bookkeeping were about 1 ms of each timeline's construction, on the Execution Trace's
-        first visit (issue 23 item 11)."""
+        first visit."""
         if self._band is None:
             plot = self.getPlotItem()
             edge = pg.mkPen(chart_colors().foreground, width=2)
