@@ -244,7 +244,7 @@ class MainWindow(QMainWindow):
 
     def eventFilter(self, obj, event) -> bool:
         # the shown report's own keys pressed on the side list go to the report (W / Home on
-        # the list after choosing the Execution Trace zoom the trace; issue 14)
+        # the list after choosing the Execution Trace zoom the trace)
         if obj is self.report_list and event.type() == QEvent.Type.KeyPress:
             report = self.current_report()
             if report is not None and report.report_key(event):
@@ -296,7 +296,7 @@ class MainWindow(QMainWindow):
     def _prebuild_next(self) -> str | None:
         """Build one report not shown yet (or the compare-mode parts of one, when comparing),
         then wait for the next tick: a report's widgets and pyqtgraph plots cost 10-75 ms, which
-        a first visit then no longer pays (issue 15). Reports are built hidden and refresh when
+        a first visit then no longer pays. Reports are built hidden and refresh when
         first shown, so what they show is the same."""
 
         doc, cmp = self.workspace.document, self.workspace.compare
@@ -318,8 +318,8 @@ class MainWindow(QMainWindow):
         Memory Report three). Theirs are the costliest first visits to build: a compare-mode
         Execution Trace's two timelines, differences lane and panels are 50-65 ms of the idle
         build's 220-290 ms. In side-list order the idle build reached the Trace about 0.6 s
-        after the open, so a click on it at +0.35 s built it all (issue 23 item 11: 186-206 ms
-        there, the worst cell)."""
+        after the open, so a click on it at +0.35 s built it all (186-206 ms
+        measured there, the worst cell)."""
         rows = range(len(self._report_classes))
         if not compare:
             return list(rows)
@@ -346,8 +346,8 @@ class MainWindow(QMainWindow):
         if not built:
             # the warm-up waits from here, not from the fill: the report's construction (its
             # widgets and plots, 35-70 ms) ran beside warm-up steps started meanwhile, sharing
-            # the interpreter lock and, with the other core busy, the one core left (issue 23
-            # item 11: 126 ms of warm-up steps seen inside a Pipeline first visit clicked
+            # the interpreter lock and, with the other core busy, the one core left (
+            # 126 ms of warm-up steps seen inside a Pipeline first visit clicked
             # 0.35 s after a compare open)
             self.background.pause()
         report = self._report_at(row)
@@ -437,7 +437,7 @@ class MainWindow(QMainWindow):
             # compare mode: the Execution Trace's and the Pipeline's data per profile (their
             # level-of-detail windows and the pipeline chart, ~90 ms of CPU per profile) come
             # with the open, so that these reports clicked right after it only build and
-            # paint (issue 23 item 11: they read them on the GUI thread, 80-200 ms)
+            # paint (they read them on the GUI thread, 80-200 ms)
             needs = tuple(dict.fromkeys((*needs, *COMPARE_OPEN_NEEDS)))
         request = make_request(
             paths,
