@@ -143,7 +143,8 @@ def test_list_option_help_is_not_a_python_list(capsys):
     with pytest.raises(SystemExit):
         main(["profile", "--help"])
     out = " ".join(capsys.readouterr().out.split())
-    i = out.index("--split-points LAYER[,LAYER...] ")
+    # the option's help entry (the last mention: the usage line comes first)
+    i = out.rindex("--split-points LAYER[,LAYER...]")
     text = out[i : i + 200]
     assert "[]" not in text and "['" not in text and "comma-separated" in text.lower()
 
