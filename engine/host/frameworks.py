@@ -55,7 +55,7 @@ class Framework(BaseModel):
             return pipelined and has_remote_memory
         return self.offload_optimiser_state == "on"
 
-    def recomputation(self, pipelined_multi_ipu: bool) -> str:
+    def recomputation(self, pipelined_multi_ipu: bool) -> Literal["off", "pipeline-stages"]:
         return self.recomputation_pipelined if pipelined_multi_ipu else self.recomputation_other
 
 
