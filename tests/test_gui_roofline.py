@@ -92,3 +92,14 @@ def test_log_axes_label_decades_only(report, mlp):
     inside = axis.tickValues(2.05, 2.95, 600)  # 112 to 891
     texts = [s for spacing, values in inside for s in axis.tickStrings(values, 1.0, spacing)]
     assert "200" in texts and "500" in texts
+
+
+def test_a_wide_log_axis_over_a_few_decades_still_labels_its_decades(report, mlp):
+    """pyqtgraph gives a decade level only when its linear tick spacing reaches one: a bottom
+    axis 1,200 pixels wide over four decades had minor ticks alone, and so no label at all."""
+    r, _ = report
+    open_documents(report, mlp[0])
+    axis = r.plot.getPlotItem().getAxis("bottom")
+    levels = axis.tickValues(-1.96, 1.83, 1200)
+    labels = [s for spacing, values in levels for s in axis.tickStrings(values, 1.0, spacing)]
+    assert [s for s in labels if s] == ["0.1", "1", "10"]

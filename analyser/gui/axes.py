@@ -166,7 +166,13 @@ class LogAxis(LightAxisItem):
 
     def logTickValues(self, minVal, maxVal, size, stdTicks):
         self._span = float(maxVal - minVal)
-        return super().logTickValues(minVal, maxVal, size, stdTicks)
+        levels = super().logTickValues(minVal, maxVal, size, stdTicks)
+        if self._span >= 1.0 and not any(sp is not None and sp >= 1.0 for sp, _ in levels):
+            # pyqtgraph gives a decade level only when its linear spacing reaches 1; a view
+            # of 2-4 decades on a wide axis got minor ticks alone, and so no label at all
+            decades = [float(d) for d in range(math.ceil(minVal), math.floor(maxVal) + 1)]
+            levels = [(1.0, decades), *levels]
+        return levels
 
     def logTickStrings(self, values, scale, spacing) -> list[str]:
         if spacing is None and self._span >= 1.0:
