@@ -154,7 +154,8 @@ def test_time_and_memory_limits_are_reported(scheduler_address, cluster_security
     assert r.status == "memory" and "memory limit" in r.message
     # the workers are still usable afterwards
     with SimulationService(scheduler=scheduler_address, cache_dir=tmp_path, security=sec) as s:
-        assert s.simulate(MLP).status == "ok"
+        after = s.simulate(MLP)
+        assert after.status == "ok", after.message
 
 
 def _tune_mlp(tmp_path: Path, sizes: str, *options: str) -> list[str]:
@@ -191,7 +192,8 @@ def test_tune_cli_on_a_scheduler_by_address(scheduler_args, tmp_path):
     import pandas as pd
 
     df = pd.read_parquet(out / "results.parquet")
-    assert sorted(df["micro_batch_size"]) == [1, 2, 4] and (df["status"] == "ok").all()
+    assert sorted(df["micro_batch_size"]) == [1, 2, 4]
+    assert (df["status"] == "ok").all(), df.loc[df["status"] != "ok", "message"].tolist()
     assert (out / "best-1.h5").is_file() and (out / "report.html").is_file()
 
 
@@ -231,3 +233,25 @@ def test_no_orphan_workers_after_the_cli_is_killed(tmp_path):
         proc.wait()
     _gone, alive = psutil.wait_procs(children, timeout=30)
     assert not alive, [p.cmdline() for p in alive]
+
+
+def test_a_stopped_run_forgets_the_project_modules_it_first_imported():
+    """A simulation stopped inside a first import must not leave a half-executed module of
+    ours behind for the worker's next simulation; modules loaded before it, and other
+    packages' (an extension cannot be loaded twice), stay."""
+    import types
+
+    from analyser.sim.service.worker import _forget_new_modules
+
+    before = set(sys.modules)
+    names = ["engine._half_imported_probe", "analyser._half_imported_probe", "_other_probe"]
+    for name in names:
+        sys.modules[name] = types.ModuleType(name)
+    try:
+        dropped = _forget_new_modules(before)
+        assert sorted(dropped) == sorted(names[:2])
+        assert not any(n in sys.modules for n in names[:2]) and "_other_probe" in sys.modules
+        assert before <= set(sys.modules)  # nothing imported before the run is touched
+    finally:
+        for name in names:
+            sys.modules.pop(name, None)

@@ -81,6 +81,8 @@ def test_grid_and_guided_agree_on_a_small_space(sim_service):
     assert grid.strategy == "grid" and len(grid.rows) == 24  # the start is one of them
     guided = tune(space, sim_service, budget=12, strategy="guided")
     assert guided.strategy == "guided" and len(guided.rows) <= 12
+    bad = [r.response.message for r in guided.rows if r.response.status not in ("ok", "oom")]
+    assert guided.best is not None and not bad, bad
     assert guided.best.response.key == grid.best.response.key
     # the same space again is answered by the cache (an interrupted tune resumes this way)
     assert guided.simulations == 0
@@ -159,7 +161,7 @@ def test_tune_from_walkthrough_step1_beats_step6(sim_service):
     assert any(space.config(a) == step6 | {"name": start["name"]} for a in space.assignments())
     result = tune(space, sim_service, budget=8, strategy="guided")
     ref = sim_service.simulate(step6)
-    assert result.start.response.status == "oom"
+    assert result.start.response.status == "oom", result.start.response.message
     best = result.best
     assert best is not None and best.figures["fits"]
     # step 6 and the best found are both host-bound (async loader, 8-bit input: the host's
@@ -195,7 +197,8 @@ def test_cli_writes_table_profiles_report_and_resumes(scheduler_args, tmp_path, 
     printed = capsys.readouterr().out
     assert "grid search: 6 configurations (6 simulated" in printed
     df = pd.read_parquet(out / "results.parquet")
-    assert len(df) == 6 and set(df["status"]) == {"ok"}
+    assert len(df) == 6
+    assert set(df["status"]) == {"ok"}, df.loc[df["status"] != "ok", "message"].tolist()
     assert {"micro_batch_size", "precision", "throughput_samples_per_s", "pareto", "rank"} <= set(
         df
     )

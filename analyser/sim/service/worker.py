@@ -27,6 +27,7 @@ import contextlib
 import ctypes
 import os
 import resource
+import sys
 import tempfile
 import threading
 import time
@@ -171,6 +172,27 @@ def _warm_up() -> None:
         _simulate({"model": "mlp", "micro_batch_size": 1}, Path(tmp) / "warm.h5")
 
 
+#: Packages of this project: pure Python, so a module of theirs can be imported afresh.
+_OWN_PACKAGES = ("engine", "profiles", "analyser")
+
+
+def _forget_new_modules(before: set[str]) -> list[str]:
+    """Drop from ``sys.modules`` this project's modules first imported since ``before``.
+
+    A simulation stopped by an asynchronous exception (time limit, cancel) or a
+    ``MemoryError`` may have been stopped inside a first import, leaving a module that is
+    in ``sys.modules`` but only half executed; every later simulation in this worker process
+    would then fail on a missing name. Forgetting the modules the stopped run brought in makes
+    the next run import them again, whole. Only the project's own (pure Python) modules are
+    dropped: an extension module cannot be loaded twice in one process."""
+    dropped = [
+        name for name in set(sys.modules) - before if name.partition(".")[0] in _OWN_PACKAGES
+    ]
+    for name in dropped:
+        sys.modules.pop(name, None)
+    return dropped
+
+
 def _is_mapping_failure(exc: BaseException) -> bool:
     """An import that failed because the address-space limit left no room to map it."""
     text = str(exc)
@@ -222,6 +244,7 @@ def run_simulation(payload: dict[str, Any]) -> dict[str, Any]:
         out = (cache / f".{key}.{os.getpid()}.tmp.h5") if shared else Path(tmp) / f"{key}.h5"
         if payload.get("memory_limit"):
             _warm_up()
+        modules = set(sys.modules)
         try:
             with (
                 _watchdog(payload.get("task", key), payload.get("time_limit"), why),
@@ -229,6 +252,7 @@ def run_simulation(payload: dict[str, Any]) -> dict[str, Any]:
             ):
                 result = _simulate(config, out)
         except SimulationStopped:
+            _forget_new_modules(modules)
             with contextlib.suppress(OSError):
                 out.unlink()
             if why.get("reason") == "timeout":
@@ -241,6 +265,7 @@ def run_simulation(payload: dict[str, Any]) -> dict[str, Any]:
                 }
             return {**base, "status": "cancelled", "message": "cancelled."}
         except MemoryError:
+            _forget_new_modules(modules)
             with contextlib.suppress(OSError):
                 out.unlink()
             return {
