@@ -297,10 +297,10 @@ def check_workers(client, address: str, timeout: float | None = None) -> None:
 
 
 def _run_task(payload: dict[str, Any]) -> dict[str, Any]:
-    """Every simulation task (sent by value): the service's task when this project imports
+    """Every simulation task (sent by value): the worker's task when this project imports
     here, else ``failed`` naming this worker and the missing package."""
     try:
-        from analyser.sim.service.service import _task
+        from analyser.sim.service.worker import run_task
     except ImportError as exc:
         top = (getattr(exc, "name", None) or "analyser").split(".")[0]
         where = "on this host"
@@ -316,7 +316,7 @@ def _run_task(payload: dict[str, Any]) -> dict[str, Any]:
             "message": f"the Dask worker {where} cannot import {top!r} ({type(exc).__name__}); "
             "install ipu-graph-analyser (the same version as the client) on every worker.",
         }
-    return _task(payload)
+    return run_task(payload)
 
 
 def task_runner() -> Callable[[dict[str, Any]], dict[str, Any]]:

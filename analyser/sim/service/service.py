@@ -62,7 +62,7 @@ from analyser.sim.service.request import (
     SimulationRefused,
     engine_fingerprint,
 )
-from analyser.sim.service.worker import TOKEN_FILE, cancel_keys, run_simulation
+from analyser.sim.service.worker import TOKEN_FILE, cancel_keys
 from profiles.errors import UserFacingError
 
 ENV_SCHEDULER = "ANALYSE_SCHEDULER"
@@ -575,19 +575,6 @@ class SimulationService:
         resp = SimResponse.from_dict(data)
         self.cache.put(resp, profile_bytes)
         return resp, False
-
-
-def _task(payload: dict[str, Any]) -> dict[str, Any]:
-    """The Dask task: refuse when this worker's engine differs from the client's."""
-    mine = engine_fingerprint()
-    if payload.get("engine") != mine:
-        return {
-            "key": payload["key"],
-            "status": "failed",
-            "message": f"the worker's engine ({mine}) differs from the one that asked "
-            f"({payload.get('engine')}); install the same version on every worker.",
-        }
-    return run_simulation(payload)
 
 
 _RUNNER: Callable | None = None

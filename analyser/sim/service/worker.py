@@ -296,6 +296,23 @@ def run_simulation(payload: dict[str, Any]) -> dict[str, Any]:
         return result
 
 
+def run_task(payload: dict[str, Any]) -> dict[str, Any]:
+    """The Dask task: refuse when this worker's engine differs from the client's, else
+    :func:`run_simulation`. It lives here, not with the service, so a worker imports only
+    what runs on it and the task runner (``remote``) does not import the service."""
+    from analyser.sim.service.request import engine_fingerprint
+
+    mine = engine_fingerprint()
+    if payload.get("engine") != mine:
+        return {
+            "key": payload["key"],
+            "status": "failed",
+            "message": f"the worker's engine ({mine}) differs from the one that asked "
+            f"({payload.get('engine')}); install the same version on every worker.",
+        }
+    return run_simulation(payload)
+
+
 def _simulate(config: dict[str, Any], out: Path) -> dict[str, Any]:
     from analyser.core.analysis import Analysis
     from analyser.sim.service.request import figures_of
