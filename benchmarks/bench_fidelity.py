@@ -481,6 +481,7 @@ def _simulate(config, classify: bool):
         "host_overlapped": feats.host_overlapped,
         "small_conv_share": feats.small_conv_share,
         "call_share": feats.call_share,
+        "grouped_conv_share": feats.grouped_conv_share,
     }
 
 
@@ -714,6 +715,7 @@ def memory_fact(row_id: str, fits: bool, source: str, config) -> dict:
             "host_overlapped": None,
             "small_conv_share": f.small_conv_share,
             "call_share": None,
+            "grouped_conv_share": f.grouped_conv_share,
         },
     }
 

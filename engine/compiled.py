@@ -125,6 +125,7 @@ class OpTable(_Columns):
     ipu: np.ndarray  # int16
     stage: np.ndarray  # int16
     fwd: np.ndarray  # int32 forward graph op it derives from (-1 for none)
+    groups: np.ndarray  # int32 its forward op's AMP groups (conv groups, matmul batch; else 1)
     flops: np.ndarray  # int64, one execution
     bytes_in: np.ndarray  # int64
     bytes_out: np.ndarray  # int64

@@ -37,7 +37,7 @@ from dataclasses import fields as dataclass_fields
 from typing import Literal
 
 FORMAT_NAME = "ipu-profile"
-FORMAT_VERSION: tuple[int, int] = (1, 4)
+FORMAT_VERSION: tuple[int, int] = (1, 5)
 #: Version of the options stored in ``/meta@run_config``: the names and meanings of the fields of
 #: ``engine.config.RunConfig`` (the one declaration of every run option; its JSON dump is what is
 #: stored). Bump it when a field is renamed or removed or changes meaning, and teach the
@@ -287,6 +287,14 @@ OPERATIONS = Group(
         _c("pass", "uint8", "Pass the operation belongs to.", enum="pass"),
         _c("ipu", "int16", "IPU (within a replica) the operation runs on."),
         _c("stage", "int16", "Pipeline stage (0 when not pipelined)."),
+        _c(
+            "groups",
+            "int32",
+            "Independent groups of the operation's AMP problem, its forward operation's: a "
+            "convolution's groups (1 dense, its channels depthwise), a batched matmul's matrices "
+            "(attention heads); 1 for other operations.",
+            since=(1, 5),
+        ),
         _c("flops", "int64", "Floating-point operations per execution (2 per MAC).", unit="flop"),
         _c("bytes_in", "int64", "Bytes read (inputs and weights) per execution.", unit="bytes"),
         _c("bytes_out", "int64", "Bytes written per execution.", unit="bytes"),

@@ -315,6 +315,7 @@ def _graph_tables(
         "pass": op_pass,
         "ipu": op_ipu,
         "stage": op_ipu.astype(np.int16),
+        "groups": np.ones(n_ops, dtype=np.int32),  # dense operations
         "flops": 2 * macs,
         "bytes_in": rng.integers(4 * KIB, 16 * 1024 * KIB, size=n_ops),
         "bytes_out": rng.integers(4 * KIB, 8 * 1024 * KIB, size=n_ops),

@@ -11,6 +11,9 @@ their features; a prediction may carry several):
 * ``small-feature-maps``: at least half of the forward convolution and matmul work is in small
   convolutions (fewer output positions per execution than the IPU has tiles, or fewer output
   channels than one AMP pass produces);
+* ``grouped-convolutions``: grouped or depthwise convolutions (forward and gradients) take at
+  least :data:`GROUPED_CONV_SHARE` of the operations' cycles (MobileNet, EfficientNet, ResNeXt,
+  ConvNeXt: the table has no throughput row of them, so such a prediction says so);
 * ``collectives-across-pods``: data-parallel replicas over more than one Pod64 (collectives
   over GW-Links);
 * ``host-bound``: the host limits the run or could: with a loader in the main process (sync) the
@@ -60,6 +63,7 @@ HOST_LOAD_SYNC = _features.HOST_LOAD_SYNC
 HOST_LOAD_OVERLAPPED = _features.HOST_LOAD_OVERLAPPED
 SMALL_CONV_SHARE = _features.SMALL_CONV_SHARE
 SMALL_CONV_CHANNELS = _features.SMALL_CONV_CHANNELS
+GROUPED_CONV_SHARE = _features.GROUPED_CONV_SHARE
 SHORT_CALL = _features.SHORT_CALL
 POD_IPUS = _features.POD_IPUS
 FEATURE_KEYS = _features.FEATURE_KEYS
@@ -68,6 +72,7 @@ classify = _features.classify
 call_share = _features.call_share
 host_load = _features.host_load
 small_conv_share = _features.small_conv_share
+grouped_conv_share = _features.grouped_conv_share
 features_of = _features.features_of
 feature_figures = _features.feature_figures
 features_from = _features.features_from
@@ -118,6 +123,10 @@ MEMORY_FIGURES: tuple[str, ...] = (
 )
 NO_ROWS_NOTE = f"{OUTSIDE}: no reference row measures this figure"
 UNKNOWN_NOTE = f"{OUTSIDE}: the profile's convolutions could not be read to classify it"
+GROUPS_UNKNOWN_NOTE = (
+    f"{OUTSIDE}: the profile does not store its convolutions' groups (written before format "
+    "1.5), so whether grouped convolutions dominate it is not known"
+)
 
 
 class ErrorsFileError(ValueError):
@@ -429,6 +438,8 @@ def _classes_for(
         return classes, table
     if features.small_conv_share is None:  # not known: the class could be missing
         return classes, UNKNOWN_NOTE
+    if features.grouped_conv_share is None:
+        return classes, GROUPS_UNKNOWN_NOTE
     return classes, ""
 
 
@@ -725,6 +736,7 @@ def profile_prediction(
             "host_overlapped": feats.host_overlapped,
             "small_conv_share": _clean(feats.small_conv_share),
             "call_share": _clean(feats.call_share),
+            "grouped_conv_share": _clean(feats.grouped_conv_share),
         },
         "classes": list(classify(feats)),
         "classes_device": list(classify(feats, host_inclusive=False)),

@@ -65,6 +65,7 @@ def row_classes(features: Mapping[str, Any] | None) -> tuple[str, ...] | None:
         else None,
         _num(features.get("small_conv_share")),
         _num(features.get("call_share")),
+        _num(features.get("grouped_conv_share")),
     )
     return classify(f, host_inclusive=True)
 

@@ -19,6 +19,7 @@ import numpy as np
 MECHANISMS: dict[str, str] = {
     "device-at-scale": "device compute at scale",
     "small-feature-maps": "small feature maps",
+    "grouped-convolutions": "grouped and depthwise convolutions",
     "collectives-across-pods": "collectives across Pods",
     "host-bound": "host-bound",
     "short-calls": "short calls",
@@ -28,6 +29,7 @@ MECHANISMS: dict[str, str] = {
 PERFORMANCE_CLASSES: tuple[str, ...] = (
     "device-at-scale",
     "small-feature-maps",
+    "grouped-convolutions",
     "collectives-across-pods",
     "host-bound",
     "short-calls",
@@ -52,6 +54,14 @@ HOST_LOAD_OVERLAPPED = 1.0 / 3.0
 #: Share of the forward convolution + matmul work in small convolutions from which the
 #: small-convolution class applies (the majority of the work).
 SMALL_CONV_SHARE = 0.5
+#: Share of the device's operation cycles in grouped or depthwise convolutions (forward and
+#: their gradients) from which the grouped-convolution class applies. The table has no
+#: throughput row with such convolutions, and the engine's costing of them is the part most
+#: recently rebuilt (docs/fidelity.md, "Grouped and depthwise convolutions": a planner error of
+#: 47x before it): a 2x error on a tenth of the device time moves the prediction by 10%, the
+#: half-width of the device-at-scale range, so from a tenth the range of dense models does not
+#: vouch for the prediction.
+GROUPED_CONV_SHARE = 0.1
 #: Output channels under which a convolution cannot fill one AMP pass (PopLibs
 #: ``partialChansPerGroup``: 16 conv units for half and float partials; docs/engine.md).
 SMALL_CONV_CHANNELS = 16
@@ -63,7 +73,13 @@ SHORT_CALL = 0.05
 #: IPUs in the largest IPU-Link domain (a Pod64); more IPUs reach each other over GW-Links.
 POD_IPUS = 64
 #: Keys of the service's figures that carry the features (analyser.sim.service.FIGURE_KEYS).
-FEATURE_KEYS: tuple[str, ...] = ("host_load", "host_overlapped", "small_conv_share", "call_share")
+FEATURE_KEYS: tuple[str, ...] = (
+    "host_load",
+    "host_overlapped",
+    "small_conv_share",
+    "call_share",
+    "grouped_conv_share",
+)
 
 
 # -- features and classes ----------------------------------------------------------------------
@@ -82,6 +98,10 @@ class Features:
     #: The host's fixed cost of one call (the engine's per-call overhead) over the device's time
     #: per call (analyser.core.intervals.call_share); None: not known.
     call_share: float | None = None
+    #: Share of the device's operation cycles in grouped or depthwise convolutions
+    #: (:func:`grouped_conv_share`); None: not known (a profile written before format 1.5).
+    #: Features built without it (by hand, for a dense model) have none.
+    grouped_conv_share: float | None = 0.0
 
 
 def classify(features: Features, *, host_inclusive: bool = True) -> tuple[str, ...]:
@@ -89,6 +109,11 @@ def classify(features: Features, *, host_inclusive: bool = True) -> tuple[str, .
     out = []
     if features.small_conv_share is not None and features.small_conv_share >= SMALL_CONV_SHARE:
         out.append("small-feature-maps")
+    if (
+        features.grouped_conv_share is not None
+        and features.grouped_conv_share >= GROUPED_CONV_SHARE
+    ):
+        out.append("grouped-convolutions")
     if features.ipus > POD_IPUS and features.replicas > 1:
         out.append("collectives-across-pods")
     if host_inclusive and features.host_load is not None:
@@ -183,6 +208,27 @@ def small_conv_share(operations, variables, tiles_per_ipu: int) -> float | None:
     return small_flops / total
 
 
+def grouped_conv_share(operations) -> float | None:
+    """Share of the operations' cycles (every pass) in grouped or depthwise convolutions: the
+    rows of a convolution type (``Conv``, ``ConvGradInput``, ``ConvGradWeight``,
+    ``ConvTranspose``...) whose ``groups`` (format 1.5) exceed 1. 0.0 for a profile without
+    convolutions; None when its convolutions' groups are not stored (an older profile) or the
+    table is missing."""
+    if operations is None:
+        return None
+    cycles = np.asarray(operations["cycles"], dtype=np.float64)
+    kind = np.asarray(operations["type"]).astype(str)
+    conv = np.char.startswith(kind, "Conv")
+    total = float(cycles.sum())
+    if not conv.any() or total <= 0:
+        return 0.0
+    groups = operations.get("groups") if hasattr(operations, "get") else None
+    if groups is None:
+        return None
+    grouped = conv & (np.asarray(groups, dtype=np.int64) > 1)
+    return float(cycles[grouped].sum()) / total
+
+
 def _first_shape_per_op(op: np.ndarray, shape: np.ndarray, rows: np.ndarray) -> dict[int, Any]:
     """Operation -> the shape of its first variable among ``rows``."""
     ops, first = np.unique(op[rows].astype(np.int64), return_index=True)
@@ -212,6 +258,10 @@ def feature_figures(analysis) -> dict[str, float | None]:
         load, overlapped = host_load(src.execution_attrs, float(analysis.target.clock_hz), calls)
         calls_share = call_share(src.execution_attrs)
     try:
+        grouped = grouped_conv_share(_grouped_columns(src))
+    except (KeyError, ValueError, TypeError, IndexError):
+        grouped = None
+    try:
         share = small_conv_share(
             {c: src.column("/graph/operations", c) for c in ("type", "pass", "flops")},
             {c: src.column("/graph/variables", c) for c in ("op", "kind", "shape")},
@@ -224,7 +274,17 @@ def feature_figures(analysis) -> dict[str, float | None]:
         "host_overlapped": overlapped,
         "small_conv_share": share,
         "call_share": calls_share,
+        "grouped_conv_share": grouped,
     }
+
+
+def _grouped_columns(src) -> dict[str, Any]:
+    """The operations' columns :func:`grouped_conv_share` reads (``groups`` only when the
+    profile stores it)."""
+    cols = {c: src.column("/graph/operations", c) for c in ("type", "cycles")}
+    if src.has("/graph/operations/groups"):  # written from format 1.5 on
+        cols["groups"] = src.column("/graph/operations", "groups")
+    return cols
 
 
 def features_from(figures: Mapping[str, Any], run_config: Mapping[str, Any]) -> Features:
@@ -233,6 +293,7 @@ def features_from(figures: Mapping[str, Any], run_config: Mapping[str, Any]) -> 
     replicas = _int(run_config.get("replication_factor"), 1)
     load, share = figures.get("host_load"), figures.get("small_conv_share")
     over, calls = figures.get("host_overlapped"), figures.get("call_share")
+    grouped = figures.get("grouped_conv_share")
     return Features(
         ipus * replicas,
         replicas,
@@ -240,6 +301,7 @@ def features_from(figures: Mapping[str, Any], run_config: Mapping[str, Any]) -> 
         over if isinstance(over, bool) else None,
         float(share) if _finite(share) else None,
         float(calls) if _finite(calls) else None,
+        float(grouped) if _finite(grouped) else None,
     )
 
 

@@ -18,7 +18,7 @@ from analyser.core.summary import IMBALANCE_TOP, summary_sections, summary_table
 from profiles import schema
 
 REPORT_SCHEMA = "ipu-analyser-report"
-REPORT_SCHEMA_VERSION = "2.0"
+REPORT_SCHEMA_VERSION = "2.1"
 
 
 #: The Metrics figures given an interval in ``prediction.intervals`` (the numeric ones).

@@ -224,6 +224,17 @@ def _op_sources(graph, fwd: np.ndarray) -> np.ndarray:
     return np.where(ok, np.asarray(src, dtype=object)[np.where(ok, f, 0)], "").astype(object)
 
 
+def _op_groups(graph, fwd: np.ndarray) -> np.ndarray:
+    """The AMP groups of each lowered op: its forward graph op's (a convolution's groups, a
+    batched matmul's batch of matrices; 1 without a forward op or a graph)."""
+    f = np.asarray(fwd, dtype=np.int64)
+    g = None if graph is None else graph.cols.get("groups")
+    if g is None or not len(g):
+        return np.ones(len(f), dtype=np.int32)
+    ok = (f >= 0) & (f < len(g))
+    return np.where(ok, np.asarray(g, dtype=np.int64)[np.where(ok, f, 0)], 1).astype(np.int32)
+
+
 def op_table(lowered, op_ipu, pr, program_code, tile_plan, graph=None) -> OpTable:
     """Every lowered op with its programs' cycles and code summed and its tile plan; its
     source (where in the model's code) is its forward graph op's."""
@@ -241,6 +252,7 @@ def op_table(lowered, op_ipu, pr, program_code, tile_plan, graph=None) -> OpTabl
         ipu=op_ipu.astype(np.int16),
         stage=lowered["stage"].astype(np.int16),
         fwd=lowered["fwd"].astype(np.int32),
+        groups=_op_groups(graph, lowered["fwd"]),
         flops=lowered["flops"].astype(np.int64),
         bytes_in=lowered["bytes_in"].astype(np.int64),
         bytes_out=lowered["bytes_out"].astype(np.int64),
