@@ -482,6 +482,8 @@ def _simulate(config, classify: bool):
         "small_conv_share": feats.small_conv_share,
         "call_share": feats.call_share,
         "grouped_conv_share": feats.grouped_conv_share,
+        "micro_batch": feats.micro_batch,
+        "sample_elems": feats.sample_elems,
     }
 
 
@@ -716,6 +718,8 @@ def memory_fact(row_id: str, fits: bool, source: str, config) -> dict:
             "small_conv_share": f.small_conv_share,
             "call_share": None,
             "grouped_conv_share": f.grouped_conv_share,
+            "micro_batch": f.micro_batch,
+            "sample_elems": f.sample_elems,
         },
     }
 

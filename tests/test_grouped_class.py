@@ -95,6 +95,8 @@ def test_a_dense_model_has_no_grouped_share(tmp_path):
         feats = intervals.features_of(a)
     assert feats.grouped_conv_share == 0.0
     assert "grouped-convolutions" not in intervals.classify(feats)
+    # the sizes the far-outside check compares, read from the input stream
+    assert (feats.micro_batch, feats.sample_elems) == (1, 3 * 224 * 224)
 
 
 def test_a_profile_written_before_format_1_5_is_not_classed_blindly(mobilenet, tmp_path):

@@ -151,6 +151,37 @@ def test_outside_the_validated_range_says_why():
     assert intervals.describe_change(d).startswith("(outside the validated range: ")
 
 
+def test_a_micro_batch_or_input_size_far_from_the_rows_is_outside_the_validated_range():
+    """The rows (micro-batch 16, 3 x 224 x 224 images) vouch for a prediction up to 4x away
+    from their range in micro-batch and input size; beyond it, the sentence names the size."""
+    sized = dict(DEV1, micro_batch=16, sample_elems=150_528)
+    table = _table(_rows([sized]))
+    near = intervals.absolute(
+        "throughput_samples_per_s", 1000.0, _features(dict(sized, micro_batch=64)), table
+    )
+    assert near.available
+    tiny = _features(dict(sized, micro_batch=2))
+    iv = intervals.absolute("throughput_samples_per_s", 1000.0, tiny, table)
+    assert iv.outside_reason == (
+        "2 samples per micro-batch, the reference configurations of its class use 16"
+    )
+    huge = _features(dict(sized, sample_elems=3 * 1024 * 1024))
+    iv = intervals.absolute("throughput_samples_per_s", 1000.0, huge, table)
+    assert iv.outside_reason == (
+        "3,145,728 input elements per sample, the reference configurations of its class use 150,528"
+    )
+    # a change into a size the rows do not cover has no range either
+    ch = intervals.relative(
+        "throughput_samples_per_s", 1000.0, 900.0, _features(sized), tiny, table
+    )
+    assert ch.low is None and "samples per micro-batch" in ch.note
+    # a size the prediction does not know is not compared (an older profile)
+    unknown = intervals.absolute(
+        "throughput_samples_per_s", 1000.0, _features(dict(sized, micro_batch=None)), table
+    )
+    assert unknown.available
+
+
 def test_a_null_predicted_change_in_a_class_with_paired_evidence_has_a_nonzero_range():
     """The change's range comes from how the errors move between paired configurations of one
     source, never from the size of the engine's predicted change."""

@@ -30,7 +30,7 @@ figure's range is split-conformal at :data:`LEVEL` over the configurations in ex
 classes (a configuration listed twice counts once); a change's range comes from how the log
 error moves between pairs of configurations of one source in the two class sets, never from
 the size of the predicted change. Too few configurations or pairs, an unreadable profile, or an
-IPU count far beyond the rows' give "outside the validated range: <why>" in place of a range.
+IPU count, micro-batch or input size far beyond the rows' give "outside the validated range: <why>" in place of a range.
 Memory figures get a one-sided statement from published memory facts, or "no memory evidence"
 (:func:`memory_statement`). The coverage of all of it, with whole sources held out, is what the
 benchmark prints.
@@ -443,19 +443,33 @@ def _classes_for(
     return classes, ""
 
 
+#: The sizes a prediction is compared with its calibration rows' range on: the feature, and its
+#: words with a number (:func:`_far_outside`).
+FAR_SIZES: tuple[tuple[str, str, str], ...] = (
+    ("ipus", "IPU", "IPUs"),
+    ("micro_batch", "sample per micro-batch", "samples per micro-batch"),
+    ("sample_elems", "input element per sample", "input elements per sample"),
+)
+
+
 def _far_outside(features: Features, table: ErrorTable, ids: Iterable[str]) -> str:
     """Why ``features`` lie far outside the calibration rows ``ids`` ('' when they do not): an
-    IPU count more than :data:`FAR_FACTOR` times beyond the rows' range."""
-    ipus = [int(f["ipus"]) for f in table.features_of_ids(ids) if _finite(f.get("ipus"))]
-    if not ipus:
-        return ""
-    lo, hi = min(ipus), max(ipus)
-    if features.ipus > hi * FAR_FACTOR or features.ipus * FAR_FACTOR < lo:
-        span = f"{lo}" if lo == hi else f"{lo} to {hi}"
-        return (
-            f"{OUTSIDE}: {features.ipus} IPU{'s' if features.ipus != 1 else ''}, "
-            f"the reference configurations of its class use {span}"
-        )
+    IPU count, a micro-batch or an input size per sample (an image's pixels x channels, a
+    sequence's tokens) more than :data:`FAR_FACTOR` times beyond the rows' range. A size the
+    prediction or the rows do not know is not compared."""
+    rows = table.features_of_ids(ids)
+    for key, one, many in FAR_SIZES:
+        mine = getattr(features, key)
+        theirs = [int(f[key]) for f in rows if _finite(f.get(key)) and f[key] > 0]
+        if not theirs or not _finite(mine) or mine <= 0:
+            continue
+        lo, hi = min(theirs), max(theirs)
+        if mine > hi * FAR_FACTOR or mine * FAR_FACTOR < lo:
+            span = f"{lo:,}" if lo == hi else f"{lo:,} to {hi:,}"
+            return (
+                f"{OUTSIDE}: {int(mine):,} {one if mine == 1 else many}, "
+                f"the reference configurations of its class use {span}"
+            )
     return ""
 
 
@@ -737,6 +751,8 @@ def profile_prediction(
             "small_conv_share": _clean(feats.small_conv_share),
             "call_share": _clean(feats.call_share),
             "grouped_conv_share": _clean(feats.grouped_conv_share),
+            "micro_batch": feats.micro_batch,
+            "sample_elems": feats.sample_elems,
         },
         "classes": list(classify(feats)),
         "classes_device": list(classify(feats, host_inclusive=False)),

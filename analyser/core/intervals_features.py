@@ -79,6 +79,8 @@ FEATURE_KEYS: tuple[str, ...] = (
     "small_conv_share",
     "call_share",
     "grouped_conv_share",
+    "micro_batch",
+    "sample_elems",
 )
 
 
@@ -102,6 +104,11 @@ class Features:
     #: (:func:`grouped_conv_share`); None: not known (a profile written before format 1.5).
     #: Features built without it (by hand, for a dense model) have none.
     grouped_conv_share: float | None = 0.0
+    #: Samples per micro-batch and input elements per sample (an image's pixels x channels, a
+    #: sequence's tokens), from the profile's input stream; None: not known. A prediction far
+    #: outside the calibration rows' range of either is outside the validated range.
+    micro_batch: int | None = None
+    sample_elems: int | None = None
 
 
 def classify(features: Features, *, host_inclusive: bool = True) -> tuple[str, ...]:
@@ -269,13 +276,35 @@ def feature_figures(analysis) -> dict[str, float | None]:
         )
     except (KeyError, ValueError, TypeError, IndexError):  # a table of the wrong shape or type
         share = None
+    try:
+        batch, elems = input_size({c: src.column("/graph/variables", c) for c in ("kind", "shape")})
+    except (KeyError, ValueError, TypeError, IndexError):
+        batch, elems = None, None
     return {
         "host_load": load,
         "host_overlapped": overlapped,
         "small_conv_share": share,
         "call_share": calls_share,
         "grouped_conv_share": grouped,
+        "micro_batch": batch,
+        "sample_elems": elems,
     }
+
+
+def input_size(variables) -> tuple[int | None, int | None]:
+    """Samples per micro-batch and input elements per sample, from the shape of the profile's
+    first variable of kind ``input`` (the input stream, stored as ``N x elements``); (None,
+    None) when the profile has none or its shape does not read."""
+    from profiles import schema
+
+    kind = np.asarray(variables["kind"])
+    rows = np.flatnonzero(kind == schema.VARIABLE_KINDS.index("input"))
+    if rows.size == 0:
+        return None, None
+    dims = _dims(str(np.asarray(variables["shape"])[rows[0]]))
+    if len(dims) < 2 or min(dims) <= 0:
+        return None, None
+    return int(dims[0]), int(math.prod(dims[1:]))
 
 
 def _grouped_columns(src) -> dict[str, Any]:
@@ -294,6 +323,7 @@ def features_from(figures: Mapping[str, Any], run_config: Mapping[str, Any]) -> 
     load, share = figures.get("host_load"), figures.get("small_conv_share")
     over, calls = figures.get("host_overlapped"), figures.get("call_share")
     grouped = figures.get("grouped_conv_share")
+    batch, elems = figures.get("micro_batch"), figures.get("sample_elems")
     return Features(
         ipus * replicas,
         replicas,
@@ -302,6 +332,8 @@ def features_from(figures: Mapping[str, Any], run_config: Mapping[str, Any]) -> 
         float(share) if _finite(share) else None,
         float(calls) if _finite(calls) else None,
         float(grouped) if _finite(grouped) else None,
+        _int(batch, 0) or None,
+        _int(elems, 0) or None,
     )
 
 
