@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from profiles.errors import ProfileError
+
 #: The mechanism classes, with the words the outputs use.
 MECHANISMS: dict[str, str] = {
     "device-at-scale": "device compute at scale",
@@ -256,6 +258,11 @@ def features_of(analysis) -> Features:
     return Features(int(t.num_ipus) * int(t.replicas), int(t.replicas), **figs)
 
 
+#: What reading a feature's columns may raise on a damaged profile: the feature is then not
+#: known (the figures say they cannot be classified) and the report that shows it still opens.
+_UNREADABLE = (KeyError, ValueError, TypeError, IndexError, ProfileError)
+
+
 def feature_figures(analysis) -> dict[str, float | None]:
     """The :data:`FEATURE_KEYS` figures of an open analysis (for the service's figures)."""
     src = analysis.src
@@ -266,7 +273,7 @@ def feature_figures(analysis) -> dict[str, float | None]:
         calls_share = call_share(src.execution_attrs)
     try:
         grouped = grouped_conv_share(_grouped_columns(src))
-    except (KeyError, ValueError, TypeError, IndexError):
+    except _UNREADABLE:
         grouped = None
     try:
         share = small_conv_share(
@@ -274,11 +281,11 @@ def feature_figures(analysis) -> dict[str, float | None]:
             {c: src.column("/graph/variables", c) for c in ("op", "kind", "shape")},
             int(analysis.target.tiles_per_ipu),
         )
-    except (KeyError, ValueError, TypeError, IndexError):  # a table of the wrong shape or type
+    except _UNREADABLE:  # a table of the wrong shape or type, or a column missing
         share = None
     try:
         batch, elems = input_size({c: src.column("/graph/variables", c) for c in ("kind", "shape")})
-    except (KeyError, ValueError, TypeError, IndexError):
+    except _UNREADABLE:
         batch, elems = None, None
     return {
         "host_load": load,
