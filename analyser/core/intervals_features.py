@@ -7,6 +7,7 @@ No Dask, no Qt: read from an open analysis or a simulation's figures.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from collections.abc import Mapping
@@ -252,10 +253,17 @@ def _dims(shape: str) -> list[int]:
 
 
 def features_of(analysis) -> Features:
-    """The features of an open :class:`analyser.core.Analysis`."""
+    """The features of an open :class:`analyser.core.Analysis` (read once per analysis: a
+    report asks for them per figure, per comparison and per insight)."""
+    cached = getattr(analysis, "_interval_features", None)
+    if isinstance(cached, Features):
+        return cached
     t = analysis.target
     figs = feature_figures(analysis)
-    return Features(int(t.num_ipus) * int(t.replicas), int(t.replicas), **figs)
+    features = Features(int(t.num_ipus) * int(t.replicas), int(t.replicas), **figs)
+    with contextlib.suppress(AttributeError):  # an object without attributes: read each time
+        analysis._interval_features = features
+    return features
 
 
 #: What reading a feature's columns may raise on a damaged profile: the feature is then not
