@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 FLOOR = """
 import sys, h5py, numpy as np
+import hdf5plugin  # the Blosc2 filter of format 1.4's step columns
 tot = []
 for path in sys.argv[1:3]:
     with h5py.File(path, "r") as f:

@@ -11,7 +11,8 @@ import pytest
 
 from analyser.cli import main
 from analyser.core import Analysis
-from analyser.core.diff import NOT_IN_STEPS, diff_runs
+from analyser.core.diff import NOT_IN_STEPS, _read, align_steps, aligned_deltas, diff_runs
+from profiles import schema
 
 PAIRS = {
     "8-bit I/O": ("4-device-iterations", "5-8bit-io"),
@@ -102,3 +103,73 @@ def test_cli_json_trace_and_bad_input(walkthrough_profiles, tmp_path, capsys):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err.strip()
         assert err.startswith("analyse diff:") and "\n" not in err, err
+
+
+@pytest.fixture(scope="module")
+def synthetic_pair(synthetic_profile):
+    opts = dict(n_steps=30_000, n_ipus=3, tiles=16, n_programs=120)
+    return synthetic_profile("a.h5", seed=1, **opts), synthetic_profile("b.h5", seed=2, **opts)
+
+
+def test_the_same_diff_whether_the_summaries_were_made_first_or_not(synthetic_pair):
+    # the diff reads each run's steps in the pass that makes its execution summary, or on its
+    # own when the summary is made already (the GUI's case)
+    a, b = synthetic_pair
+    with Analysis.open(a) as x, Analysis.open(b) as y:
+        fresh = diff_runs(x, y).to_dict()
+        assert x.execution is not None and y.execution is not None  # made by that pass
+    with Analysis.open(a) as x, Analysis.open(b) as y:
+        assert x.execution is not None and y.execution is not None
+        assert diff_runs(x, y).to_dict() == fresh
+    with Analysis.open(a) as x, Analysis.open(b) as y:
+        # the trace's lane: the changed aligned steps and B's added steps, less A's removed
+        # ones, add up to the change of the steps' cycles
+        d = aligned_deltas(x, y)
+        steps_delta = sum(r["delta"] for r in fresh["by_type"] if r["type"] != NOT_IN_STEPS)
+        assert int(d["delta"].sum()) - int(d["removed"][1]) == steps_delta
+
+
+def test_alignment_of_steps_not_grouped_by_ipu(synthetic_pair):
+    # the format stores each IPU's steps together, so the diff slices them; steps in any
+    # order align the same way, by name and occurrence
+    a, b = synthetic_pair
+    with Analysis.open(a) as x, Analysis.open(b) as y:
+        sa, sb = _read(x), _read(y)
+        assert sa.grouped and sb.grouped
+        got = align_steps(sa, sb)
+        sa.grouped = sb.grouped = False
+        assert all(np.array_equal(g, w) for g, w in zip(got, align_steps(sa, sb)))
+        assert got[0].size and (sa.ipu[got[0]] == sb.ipu[got[1]]).all()
+        assert (sa.prog_names[sa.prog[got[0]]] == sb.prog_names[sb.prog[got[1]]]).all()
+
+
+def test_cycles_beyond_float_precision_still_add_up_exactly(tmp_path):
+    # steps so long that float64 sums of them round: the tables are exact integer sums anyway
+    from profiles import write_profile
+    from profiles.synthetic import make_synthetic_profile
+
+    paths = []
+    for seed in (1, 2):
+        p = make_synthetic_profile(n_steps=4_000, n_ipus=2, tiles=16, n_programs=60, seed=seed)
+        cycles = np.asarray(p["/execution/steps"]["cycles"], np.int64).copy()
+        ipu = np.asarray(p["/execution/steps"]["ipu"])
+        typ = np.asarray(p["/execution/steps"]["type"])
+        for i in np.unique(ipu):  # five steps of a type of 2**51 cycles: their sum is past 2**53
+            rows = np.flatnonzero((ipu == i) & (typ == np.bincount(typ).argmax()))
+            cycles[rows[10:15]] += 2**51 + 2 * np.arange(5) + seed
+        assert (cycles % 2).any()  # odd values, which float64 cannot add past 2**53
+        p["/execution/steps"]["cycles"] = cycles
+        paths.append(tmp_path / f"{seed}.h5")
+        write_profile(paths[-1], p)
+    with Analysis.open(paths[0]) as x, Analysis.open(paths[1]) as y:
+        d = diff_runs(x, y)
+        for side, path in (("a", paths[0]), ("b", paths[1])):
+            with Analysis.open(path) as an:
+                c = {k: an.src.column("/execution/steps", k) for k in ("ipu", "type", "cycles")}
+            for r in d.by_type[d.by_type["type"] != NOT_IN_STEPS].itertuples():
+                j = list(schema.PROGRAM_TYPES).index(r.type)
+                want = sum(int(v) for v in c["cycles"][(c["ipu"] == r.ipu) & (c["type"] == j)])
+                assert getattr(r, side) == want
+        for table in (d.by_type, d.by_layer, d.by_program):
+            for _ipu, rows in table.groupby("ipu"):
+                assert int(rows["delta"].sum()) == d.delta

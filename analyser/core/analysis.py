@@ -16,6 +16,7 @@ No Qt; everything returned is a dataclass, a numpy array or a pandas DataFrame.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -344,6 +345,18 @@ class Analysis:
     def execution(self) -> ExecutionSummary | None:
         """Cycles by step type, phases, stages and host round trips; None without execution."""
         return summarise_execution(self.src)
+
+    def scan_steps(
+        self, columns: Sequence[str], visit: Callable[[int, dict[str, np.ndarray]], None]
+    ) -> None:
+        """Hand every chunk of the step table to ``visit(first_row, {column: array})``, with
+        ``columns`` among its arrays. When the execution summary is not made yet, it is made in
+        the same pass (and kept), so that a caller needing both reads the table once."""
+        if "execution" in self.__dict__:  # made already: read only what the caller asked for
+            for lo, c in self.src.iter_steps(columns):
+                visit(lo, c)
+        else:
+            self.__dict__["execution"] = summarise_execution(self.src, (columns, visit))
 
     @cached_property
     def imbalance(self) -> ImbalanceSummary | None:

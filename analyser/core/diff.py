@@ -21,6 +21,7 @@ loop over steps.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -43,8 +44,6 @@ NOT_IN_STEPS = "(not in steps)"
 #: Layer of steps whose program belongs to no operation (syncs, stream copies, host calls).
 NO_LAYER = "(no layer)"
 
-_COLS = ("ipu", "program", "cycles", "type")
-
 
 class DiffError(UserFacingError):
     """The two profiles cannot be diffed (one did not run)."""
@@ -59,7 +58,7 @@ def _names(values: np.ndarray) -> np.ndarray:
 
 @dataclass
 class _Side:
-    """One run's steps with program names and layers as codes of the shared dictionaries."""
+    """One run's steps (IPU, program row, cycles; start when asked) and their sums."""
 
     name: str
     total: int
@@ -67,50 +66,120 @@ class _Side:
     ipu: np.ndarray
     prog: np.ndarray
     cycles: np.ndarray
-    type: np.ndarray
     start: np.ndarray | None  # read only for the trace's delta lane (else per row on demand)
     prog_names: np.ndarray  # per program row: its name
     prog_layers: np.ndarray  # per program row: its layer (or NO_LAYER)
+    #: [IPUs]: steps of each IPU; whether the steps are grouped by IPU (rows of IPU i are
+    #: [offsets[i], offsets[i + 1]), as the format stores them)
+    per_ipu: np.ndarray
+    grouped: bool
+    #: exact sums: [IPUs, program rows] cycles and steps, [IPUs * step types] cycles
+    per_prog: np.ndarray | None = None
+    steps: np.ndarray | None = None
+    per_type: np.ndarray | None = None
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """The first row of each IPU's steps (when grouped), and the total at the end."""
+        return np.r_[0, np.cumsum(self.per_ipu)]
 
 
-def _read(a: Analysis, *, starts: bool = False) -> _Side:
+def _read(a: Analysis, *, starts: bool = False, sums: bool = False) -> _Side:
+    """One run's steps, read in the pass that makes its execution summary (when that is not
+    made yet: one read of the step table for both), with the sums the diff's tables need."""
     if not a.has_execution:
         raise DiffError(
             f"profile {a.path} has no execution (the program does not fit in memory); "
             "diff needs two runs."
         )
     src = a.src
-    cols = {c: src.column("/execution/steps", c) for c in (*_COLS, "start")[: 5 if starts else 4]}
     prog_names = _names(src.column("/programs/nodes", "name"))
     op_of_prog = src.column("/programs/nodes", "op").astype(np.int64)
     layers = _names(src.column("/graph/operations", "layer"))
     ok = (op_of_prog >= 0) & (op_of_prog < layers.size)
     prog_layers = np.full(prog_names.size, NO_LAYER, dtype=object)
     prog_layers[ok] = layers[op_of_prog[ok]]
-    prog = cols["program"]
-    if prog.size and (prog.min() < 0 or prog.max() >= prog_names.size):
-        raise DiffError(f"profile {a.path}: a step names a program that does not exist.")
+    n, n_ipus, n_prog = src.n_steps, int(a.target.num_ipus), prog_names.size
+    n_types = len(schema.PROGRAM_TYPES)
+    kept: dict[str, np.ndarray] = {}
+    per_ipu = np.zeros(n_ipus, np.int64)
+    per_prog = np.zeros(n_ipus * n_prog, np.int64)
+    steps = np.zeros(n_ipus * n_prog, np.int64)
+    per_type = np.zeros(n_ipus * n_types, np.int64)
+    grouped = [True, -1]  # steps of one IPU contiguous so far; the last IPU seen
+
+    def visit(lo: int, c: dict[str, np.ndarray]) -> None:
+        if not kept:  # the whole columns, filled chunk by chunk (as stored: a byte or two per
+            # IPU; cycles and starts as int64)
+            ipu_t = c["ipu"].dtype if c["ipu"].dtype.kind in "iu" else np.dtype(np.int64)
+            kept["ipu"] = np.empty(n, ipu_t)
+            kept["program"] = np.empty(n, c["program"].dtype)
+            kept["cycles"] = np.empty(n, np.int64)
+            if starts:
+                kept["start"] = np.empty(n, np.int64)
+        prog = c["program"]
+        if prog.size and (prog.min() < 0 or prog.max() >= n_prog):
+            raise DiffError(f"profile {a.path}: a step names a program that does not exist.")
+        hi = lo + prog.size
+        for k, v in kept.items():
+            v[lo:hi] = c[k]
+        ipu = c["ipu"].astype(np.int64)
+        if ipu.size and grouped[0]:
+            grouped[0] = ipu[0] >= grouped[1] and bool((ipu[1:] >= ipu[:-1]).all())
+            grouped[1] = int(ipu[-1])
+        if not sums:
+            per_ipu[:] += np.bincount(ipu, minlength=n_ipus)
+            return
+        cy = kept["cycles"][lo:hi]
+        big = max(abs(int(cy.max())), abs(int(cy.min()))) if cy.size else 0
+        largest[0] = max(largest[0], big)
+        key = ipu * n_prog + prog
+        per_prog[:] += _isum(key, cy, n_ipus * n_prog, big * float(cy.size))
+        steps[:] += np.bincount(key, minlength=n_ipus * n_prog)
+
+    largest = [0]  # the largest |cycles| of a step
+    a.scan_steps(("ipu", "program", "cycles", *(("start",) if starts else ())), visit)
+    if sums:
+        per_ipu = steps.reshape(n_ipus, n_prog).sum(axis=1)
+        if largest[0] * float(n) < 2.0**53:  # the summary's float sums are exact integers
+            per_type = np.asarray(a.execution.cycles_by_type, np.int64).ravel()
+        else:
+            for _, c in a.src.iter_steps(("ipu", "type", "cycles")):
+                key = c["ipu"].astype(np.int64) * n_types + c["type"]
+                per_type += _isum(key, c["cycles"].astype(np.int64), n_ipus * n_types)
+    if not kept:  # no steps
+        kept = {
+            "ipu": np.zeros(0, np.int16),
+            "program": np.zeros(0, np.int32),
+            "cycles": np.zeros(0, np.int64),
+            "start": np.zeros(0, np.int64),
+        }
     return _Side(
         a.name,
         int(a.execution.total_cycles),
-        int(a.target.num_ipus),
-        # as stored (a byte or two per step): cast where it enters a key
-        cols["ipu"] if cols["ipu"].dtype.kind in "iu" else cols["ipu"].astype(np.int64),
-        prog,
-        cols["cycles"].astype(np.int64),
-        cols["type"],
-        cols["start"].astype(np.int64) if starts else None,
+        n_ipus,
+        kept["ipu"],
+        kept["program"],
+        kept["cycles"],
+        kept["start"] if starts else None,
         prog_names,
         prog_layers,
+        per_ipu,
+        bool(grouped[0]),
+        per_prog.reshape(n_ipus, n_prog) if sums else None,
+        steps.reshape(n_ipus, n_prog) if sums else None,
+        per_type if sums else None,
     )
 
 
-def _isum(keys: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+def _isum(keys: np.ndarray, values: np.ndarray, n: int, big: float | None = None) -> np.ndarray:
     """Exact integer sums of ``values`` by ``keys`` in [0, n) (float64 bincount while every
-    partial sum is below 2**53, where float64 holds integers exactly; else a sort)."""
+    partial sum is below 2**53, where float64 holds integers exactly; else a sort). ``big``:
+    a bound of |partial sums| when known (the largest |value| times their number)."""
     if not keys.size:
         return np.zeros(n, np.int64)
-    big = max(abs(int(values.max())), abs(int(values.min()))) * float(values.size)
+    if big is None:
+        big = max(abs(int(values.max())), abs(int(values.min()))) * float(values.size)
     if big < 2.0**53:
         return np.rint(np.bincount(keys, values, n)).astype(np.int64)
     out = np.zeros(n, np.int64)
@@ -255,17 +324,32 @@ def _starts(an: Analysis, rows: np.ndarray) -> np.ndarray:
     return values[inverse]
 
 
+def _top(
+    a: _Side, b: _Side, rows: tuple[np.ndarray, np.ndarray, np.ndarray], n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The aligned steps (rows of A, of B, occurrence) with the ``n`` largest |delta|, in the
+    order given: a stable sort of the concatenated tops of several parts by |delta| gives the
+    order of one sort over all of them."""
+    ra, rb, occ = rows
+    d = b.cycles[rb] - a.cycles[ra]
+    nz = np.flatnonzero(d)
+    top = np.sort(nz[np.argsort(-np.abs(d[nz]), kind="stable")[:n]])
+    return ra[top], rb[top], occ[top]
+
+
 def _largest(
     runs: tuple[Analysis, Analysis],
     a: _Side,
     b: _Side,
-    aligned: tuple[np.ndarray, np.ndarray, np.ndarray],
+    tops: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
     n: int,
 ) -> list[StepDelta]:
-    ia, ib, occ = aligned
+    if tops:
+        ia, ib, occ = (np.concatenate(x) for x in zip(*tops))
+    else:
+        ia = ib = occ = np.zeros(0, np.int64)
     d = b.cycles[ib] - a.cycles[ia]
-    nz = np.flatnonzero(d)
-    top = nz[np.argsort(-np.abs(d[nz]), kind="stable")[:n]]
+    top = np.argsort(-np.abs(d), kind="stable")[:n]
     start_a, start_b = _starts(runs[0], ia[top]), _starts(runs[1], ib[top])
     return [
         StepDelta(
@@ -288,9 +372,19 @@ def _by_code(codes: np.ndarray, n: int) -> np.ndarray:
     return np.argsort(key, kind="stable")
 
 
-def align_steps(a: _Side, b: _Side) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(rows of A, rows of B, occurrence) of the aligned steps: same IPU, same program name,
-    same occurrence of that name on that IPU (one IPU at a time: memory of one IPU's steps).
+def _ipu_rows(s: _Side, i: int) -> tuple[int, np.ndarray | None, np.ndarray]:
+    """IPU ``i``'s steps of one run: (first row, None, program rows) when the steps are grouped
+    by IPU (a slice, nothing gathered), else (0, rows, program rows)."""
+    if s.grouped:
+        lo, hi = (int(x) for x in s.offsets[i : i + 2])
+        return lo, None, s.prog[lo:hi]
+    rows = np.flatnonzero(s.ipu == i)
+    return 0, rows, s.prog[rows]
+
+
+def _aligned_by_ipu(a: _Side, b: _Side) -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
+    """(IPU, rows of A, rows of B, occurrence) of the aligned steps of each IPU with steps in
+    both runs: same program name, same occurrence of that name on that IPU.
 
     On one IPU, a stable sort of each run's steps by program name puts the k-th occurrence of a
     name at its name's first position + k; the first min(count in A, count in B) of each name
@@ -299,31 +393,41 @@ def align_steps(a: _Side, b: _Side) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     code_a = codes[: a.prog_names.size].astype(np.int64)
     code_b = codes[a.prog_names.size :].astype(np.int64)
     n = max(1, names.size)
-    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    for i in range(max(a.n_ipus, b.n_ipus)):
-        ra = np.flatnonzero(a.ipu == i).astype(np.int32)
-        rb = np.flatnonzero(b.ipu == i).astype(np.int32)
-        if not ra.size or not rb.size:
+    for i in range(min(a.n_ipus, b.n_ipus)):
+        if not a.per_ipu[i] or not b.per_ipu[i]:
             continue
-        ka, kb = code_a[a.prog[ra]], code_b[b.prog[rb]]
+        (lo_a, ra, pa), (lo_b, rb, pb) = _ipu_rows(a, i), _ipu_rows(b, i)
+        ka, kb = code_a[pa], code_b[pb]
         oa, ob = _by_code(ka, n), _by_code(kb, n)
         ca, cb = np.bincount(ka, minlength=n), np.bincount(kb, minlength=n)
+        del ka, kb
         m = np.minimum(ca, cb)
         first_a, first_b = np.cumsum(ca) - ca, np.cumsum(cb) - cb
         total = int(m.sum())
         occ = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(m) - m, m)
-        parts.append(
-            (
-                ra[oa[np.repeat(first_a, m) + occ]],
-                rb[ob[np.repeat(first_b, m) + occ]],
-                occ.astype(np.int32),
-            )
+        sel_a = oa[np.repeat(first_a, m) + occ]
+        sel_b = ob[np.repeat(first_b, m) + occ]
+        del oa, ob
+        yield (
+            i,
+            (lo_a + sel_a if ra is None else ra[sel_a]).astype(np.int32),
+            (lo_b + sel_b if rb is None else rb[sel_b]).astype(np.int32),
+            occ.astype(np.int32),
         )
-        del ka, kb, oa, ob, occ
-    if not parts:
-        empty = np.zeros(0, np.int32)
-        return empty, empty, empty
-    return tuple(np.concatenate(x) for x in zip(*parts))  # type: ignore[return-value]
+
+
+def align_steps(a: _Side, b: _Side) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rows of A, rows of B, occurrence) of the aligned steps: same IPU, same program name,
+    same occurrence of that name on that IPU (one IPU at a time: memory of one IPU's steps);
+    ordered by IPU, name, then occurrence."""
+    out = [np.empty(min(a.cycles.size, b.cycles.size), np.int32) for _ in range(3)]
+    t = 0
+    for _, *part in _aligned_by_ipu(a, b):
+        k = part[0].size
+        for o, x in zip(out, part):
+            o[t : t + k] = x
+        t += k
+    return out[0][:t], out[1][:t], out[2][:t]
 
 
 def diff_runs(a: Analysis, b: Analysis, *, largest: int = 10) -> RunDiff:
@@ -332,18 +436,17 @@ def diff_runs(a: Analysis, b: Analysis, *, largest: int = 10) -> RunDiff:
 
     from analyser.core.comparison import compare_pair
 
-    sa, sb = _read(a), _read(b)
+    sa, sb = _read(a, sums=True), _read(b, sums=True)
     ipus = max(sa.n_ipus, sb.n_ipus)
-    ia, ib, occ = align_steps(sa, sb)
-    # one pass over each run's steps: cycles and steps per (IPU, program row); the layer and
-    # program tables and the remainder are sums of these (exact integers either way)
-    per_prog, steps = [], []
-    for s in (sa, sb):
-        key = s.ipu.astype(np.int64) * s.prog_names.size + s.prog
-        n = ipus * s.prog_names.size
-        per_prog.append(_isum(key, s.cycles, n).reshape(ipus, s.prog_names.size))
-        steps.append(np.bincount(key, minlength=n).reshape(ipus, s.prog_names.size))
-        del key
+
+    def rows(x: np.ndarray | None, n: int) -> np.ndarray:  # a run's [IPUs, n] sums on ipus rows
+        x = np.asarray(x).reshape(-1, n)
+        return np.pad(x, ((0, ipus - x.shape[0]), (0, 0)))
+
+    # cycles and steps per (IPU, program row), summed in the pass over each run's steps: the
+    # layer and program tables and the remainder are sums of these (exact integers)
+    per_prog = [rows(s.per_prog, s.prog_names.size) for s in (sa, sb)]
+    steps = [rows(s.steps, s.prog_names.size) for s in (sa, sb)]
     rest = tuple(
         s.total - p.sum(axis=1) for s, p in zip((sa, sb), per_prog)
     )  # cycles of each IPU's total the steps do not cover
@@ -351,17 +454,17 @@ def diff_runs(a: Analysis, b: Analysis, *, largest: int = 10) -> RunDiff:
     by_type = _table(
         ipus,
         np.array(schema.PROGRAM_TYPES, dtype=object),
-        *(
-            _isum(
-                s.ipu.astype(np.int64) * n_types + s.type.astype(np.int64),
-                s.cycles,
-                ipus * n_types,
-            )
-            for s in (sa, sb)
-        ),
+        *(rows(s.per_type, n_types).ravel() for s in (sa, sb)),
         rest,
         "type",
     )
+    # the alignment, one IPU at a time: only its counts and largest deltas are kept
+    aligned = np.zeros(ipus, np.int64)
+    tops = []
+    for i, ra, rb, occ in _aligned_by_ipu(sa, sb):
+        aligned[i] = ra.size
+        tops.append(_top(sa, sb, (ra, rb, occ), largest))
+        del ra, rb, occ
 
     def by_label(per_prog_label: str, key: str, with_counts: bool) -> pd.DataFrame:
         labels, codes = np.unique(
@@ -380,9 +483,7 @@ def diff_runs(a: Analysis, b: Analysis, *, largest: int = 10) -> RunDiff:
             }
         return _table(ipus, labels, *sums, rest, key, extra)
 
-    aligned = np.bincount(sa.ipu[ia], minlength=ipus)
-    n_a = np.bincount(sa.ipu, minlength=ipus)
-    n_b = np.bincount(sb.ipu, minlength=ipus)
+    n_a, n_b = (np.pad(s.per_ipu, (0, ipus - s.n_ipus)) for s in (sa, sb))
     alignment = pd.DataFrame(
         {
             "ipu": np.arange(ipus),
@@ -405,7 +506,7 @@ def diff_runs(a: Analysis, b: Analysis, *, largest: int = 10) -> RunDiff:
         by_layer=by_label("prog_layers", "layer", False),
         by_program=by_label("prog_names", "program", True),
         alignment=alignment,
-        largest=_largest((a, b), sa, sb, (ia, ib, occ), largest),
+        largest=_largest((a, b), sa, sb, tops, largest),
         config_diffs=pair.config_diffs,
         explanations=pair.explanations,
         other_deltas=pair.other_deltas,

@@ -9,6 +9,7 @@ step table, read in row chunks and aggregated with ``np.bincount``. The result i
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -187,8 +188,16 @@ def _union_length(starts: np.ndarray, ends: np.ndarray) -> int:
     return int(np.maximum(0, cm - np.maximum(s, prev)).sum())
 
 
-def summarise_execution(src: Source) -> ExecutionSummary | None:
-    """Aggregate the whole step table of ``src`` (None when the profile has no execution)."""
+#: Also hand every chunk of the summary's pass to ``visit(first_row, {column: array})``: the
+#: columns it names (read with the summary's, in the same pass) and the function.
+StepVisitor = tuple[Sequence[str], Callable[[int, dict[str, np.ndarray]], None]]
+
+
+def summarise_execution(src: Source, visit: StepVisitor | None = None) -> ExecutionSummary | None:
+    """Aggregate the whole step table of ``src`` (None when the profile has no execution).
+
+    ``visit``: (columns, function) also given each chunk of the pass, with ``columns`` among
+    its arrays, so that a caller needing other figures of the steps reads the table once."""
     if not src.has_execution:
         return None
     meta = src.meta
@@ -201,13 +210,15 @@ def summarise_execution(src: Source) -> ExecutionSummary | None:
     cyc = np.zeros(k, np.float64)
     cnt = np.zeros(k, np.int64)
     bal = np.zeros(k, np.float64)
-    rx = np.zeros(n_ipus * _ND, np.float64)
-    tx = np.zeros(n_ipus * _ND, np.float64)
-    grx = np.zeros(n_ipus, np.float64)
-    gtx = np.zeros(n_ipus, np.float64)
+    # bytes by (IPU, destination) of the stream copies, then by IPU of the global exchanges:
+    # one key for the four byte and cycle sums
+    n_dest = n_ipus * _ND
+    n_bytes = n_dest + n_ipus
+    b_in = np.zeros(n_bytes, np.float64)
+    b_out = np.zeros(n_bytes, np.float64)
     ph = np.zeros(n_ipus * _NT * _NP, np.float64)
-    mrx = np.zeros(n_ipus * _ND, np.float64)
-    mtx = np.zeros(n_ipus * _ND, np.float64)
+    mrx = np.zeros(n_bytes, np.float64)
+    mtx = np.zeros(n_bytes, np.float64)
     mid = _T["StreamCopyMid"]
     stage = np.zeros(1, np.float64)
     stage_c = np.zeros(1, np.float64)
@@ -220,55 +231,63 @@ def summarise_execution(src: Source) -> ExecutionSummary | None:
     seg_ipu: list[np.ndarray] = []
     is_stream = np.zeros(_NT, bool)
     is_stream[list(STREAM_TYPES)] = True
-    ge = _T["GlobalExchange"]
+    moves_bytes = is_stream.copy()
+    moves_bytes[_T["GlobalExchange"]] = True
     ote = _T["OnTileExecute"]
+    columns = COLUMNS if visit is None else tuple(dict.fromkeys((*COLUMNS, *visit[0])))
 
-    for _, c in src.iter_steps(COLUMNS):
+    # The reader has checked every value against its bounds (IPU in [0, IPUs), stage >= -1,
+    # codes within their enumerations), so a sum over some of the steps may go by keys instead
+    # of masks where most steps count (a step left out adds 0.0 or goes to a spare bin): each
+    # bin sums the same steps in the same order as with a mask, so the same floats.
+    for lo, c in src.iter_steps(columns):
+        if visit is not None:
+            visit[1](lo, c)
         ipu = c["ipu"].astype(np.int64)
-        typ = c["type"].astype(np.int64)
+        typ = c["type"]
         cy = c["cycles"].astype(np.float64)
-        start = c["start"].astype(np.int64)
-        end = start + c["cycles"].astype(np.int64)
-        prog = c["program"].astype(np.int64)
+        start = c["start"].astype(np.int64, copy=False)
+        end = start + c["cycles"]
+        prog = c["program"]
         it = ipu * _NT + typ
         cyc += np.bincount(it, cy, k)
         cnt += np.bincount(it, minlength=k)
         bal += np.bincount(it, cy * prog_balance[prog], k)
         pcyc += np.bincount(prog, cy, n_prog)
         pexe += np.bincount(prog, minlength=n_prog)
-        sm = is_stream[typ]
-        idd = ipu[sm] * _ND + c["dest"][sm].astype(np.int64)
-        rx += np.bincount(idd, c["bytes_in"][sm].astype(np.float64), n_ipus * _ND)
-        tx += np.bincount(idd, c["bytes_out"][sm].astype(np.float64), n_ipus * _ND)
-        gm = typ == ge
-        grx += np.bincount(ipu[gm], c["bytes_in"][gm].astype(np.float64), n_ipus)
-        gtx += np.bincount(ipu[gm], c["bytes_out"][gm].astype(np.float64), n_ipus)
+        # stream copies and global exchanges: the steps that move bytes, few of a run's
+        xs = np.flatnonzero(moves_bytes[typ])
+        x_typ, x_ipu, x_cy = typ[xs], ipu[xs], cy[xs]
+        kb = np.where(is_stream[x_typ], x_ipu * _ND + c["dest"][xs], n_dest + x_ipu)
+        bi, bo = c["bytes_in"][xs], c["bytes_out"][xs]
+        b_in += np.bincount(kb, bi.astype(np.float64), n_bytes)
+        b_out += np.bincount(kb, bo.astype(np.float64), n_bytes)
+        mm = x_typ == mid
+        mrx += np.bincount(kb, np.where(mm & (bi > 0), x_cy, 0.0), n_bytes)
+        mtx += np.bincount(kb, np.where(mm & (bo > 0) & (bi == 0), x_cy, 0.0), n_bytes)
         phase = c["phase"].astype(np.int64)
         ph += np.bincount(it * _NP + phase, cy, n_ipus * _NT * _NP)
-        mm = typ == mid
-        idm = ipu[mm] * _ND + c["dest"][mm].astype(np.int64)
-        bi, bo, cm = c["bytes_in"][mm], c["bytes_out"][mm], cy[mm]
-        mrx += np.bincount(idm, np.where(bi > 0, cm, 0.0), n_ipus * _ND)
-        mtx += np.bincount(idm, np.where((bo > 0) & (bi == 0), cm, 0.0), n_ipus * _ND)
-        st = c["stage"].astype(np.int64)
-        sk = st >= 0
-        if sk.any():
-            ns = int(st[sk].max()) + 1
-            if ns > stage.size:
-                stage = np.pad(stage, (0, ns - stage.size))
-                stage_c = np.pad(stage_c, (0, ns - stage_c.size))
-            stage += np.bincount(st[sk], cy[sk], stage.size)
-            ck = sk & (typ == ote)
-            stage_c += np.bincount(st[ck], cy[ck], stage.size)
-        np.maximum.at(span, ipu, end)
+        st = c["stage"].astype(np.int64) + 1  # bin 0: no stage
+        s_all = np.bincount(st, cy, stage.size + 1)[1:]
+        if s_all.size > stage.size:
+            stage = np.pad(stage, (0, s_all.size - stage.size))
+            stage_c = np.pad(stage_c, (0, s_all.size - stage_c.size))
+        stage += s_all
+        stage_c += np.bincount(np.where(typ == ote, st, 0), cy, stage.size + 1)[1:]
         # Runs of consecutive steps with one phase on one IPU become segments (few per run).
         brk = np.flatnonzero((np.diff(phase) != 0) | (np.diff(ipu) != 0)) + 1
         first = np.concatenate(([0], brk))
+        seg_first_ipu = ipu[first]
+        seg_last_end = np.maximum.reduceat(end, first)
+        np.maximum.at(span, seg_first_ipu, seg_last_end)  # each segment is on one IPU
         seg_phase.append(phase[first])
         seg_start.append(start[first])
-        seg_end.append(np.maximum.reduceat(end, first))
-        seg_ipu.append(ipu[first])
+        seg_end.append(seg_last_end)
+        seg_ipu.append(seg_first_ipu)
 
+    rx, tx = b_in[:n_dest], b_out[:n_dest]
+    grx, gtx = b_in[n_dest:], b_out[n_dest:]
+    mrx, mtx = mrx[:n_dest], mtx[:n_dest]
     wall = _phase_wall_cycles(seg_phase, seg_start, seg_end, seg_ipu)
     with np.errstate(invalid="ignore", divide="ignore"):
         bal_t = np.where(cyc > 0, bal / np.where(cyc > 0, cyc, 1), 0.0).reshape(n_ipus, _NT)
