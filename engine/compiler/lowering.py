@@ -132,6 +132,8 @@ ROW_DEFAULTS = dict(
     stats=0,
     weight_elems=0,
     wcast=0,
+    scalar_in=0,
+    compute_sets=1,
 )
 
 
@@ -154,6 +156,7 @@ class LoweringPlan:
     optimiser: str
     state_shards: int  # replicas the optimiser update is sharded over (1 without RTS)
     resets_accumulators: bool  # GA > 1 with on-chip accumulators: reset after the step
+    popart_optimiser: bool  # PopART's per-tensor optimiser ops (PopTorch and PopART)
 
     @classmethod
     def from_config(cls, config) -> LoweringPlan:
@@ -176,6 +179,7 @@ class LoweringPlan:
                 int(config.replication_factor) if config.replicated_tensor_sharding else 1
             ),
             resets_accumulators=ga > 1 and config.offload_accumulators != "on",
+            popart_optimiser=config.framework in POPART_FRAMEWORKS,
         )
 
 
@@ -590,16 +594,48 @@ def _other_grad_rows(bi: _BackwardInputs) -> _Rows:
     return out
 
 
+#: Op types whose trained parameters are two tensors of equal size (scale and shift).
+NORM_TYPES = ("BatchNorm", "LayerNorm", "GroupNorm", "InstanceNorm")
+
+
+def trained_tensors(g, ops: np.ndarray, plan: LoweringPlan) -> tuple[np.ndarray, np.ndarray]:
+    """The trained tensors of the weighted ``ops``: for each, its position in ``ops`` and its
+    elements. PopART updates every trained tensor with its own optimiser ops (one
+    ``AdamComboOp`` / ``SGDComboOp`` per variable, ``willow/src/optimizer.cpp``), as PyTorch
+    registers them: a normalisation's scale and shift (``weight``, ``bias``) and a layer's
+    weights and bias are separate tensors. Other frameworks: one update per weighted op, as
+    before."""
+    w = g["weight_elems"][ops].astype(np.int64)
+    pos = np.arange(len(ops))
+    if not plan.popart_optimiser or not len(ops):
+        return pos, w
+    types = g["type"][ops].tolist()
+    norm = np.array([str(t) in NORM_TYPES for t in types], bool) & (w >= 2)
+    amp = g["family"][ops] == "amp"
+    main = g["groups"][ops] * g["k"][ops] * g["n"][ops]
+    bias = np.where(amp, w - main, 0)
+    biased = amp & (bias > 0) & (bias < w)
+    two = norm | biased
+    first = np.where(norm, w - w // 2, np.where(biased, w - bias, w))
+    second = np.where(norm, w // 2, bias)
+    idx = np.concatenate([pos, pos[two]])
+    elems = np.concatenate([first, second[two]])
+    order = np.argsort(idx, kind="stable")  # each op's tensors together, weight first
+    return idx[order], elems[order]
+
+
 def _accumulate_rows(bi: _BackwardInputs) -> _Rows:
-    """GA > 1: each weight gradient accumulated into its accumulator, after its gradient op."""
+    """GA > 1: each weight gradient accumulated into its accumulator, after its gradient op
+    (under PopART one ``AccumulateOp`` per trained tensor)."""
     out = _Rows([], [])
     g, plan = bi.g, bi.plan
     if plan.gradient_accumulation <= 1:
         return out
     w, amp, batched = g["weight_elems"], g["family"] == "amp", g["type"] == "BatchMatMul"
     acc_dt, wdt = plan.accumulator_bytes, plan.weight_bytes
-    ac = np.flatnonzero((w > 0) & ((amp & ~batched) | (~amp & (g["bwd_passes"] > 0))))
-    wc = w[ac]
+    ops = np.flatnonzero((w > 0) & ((amp & ~batched) | (~amp & (g["bwd_passes"] > 0))))
+    at, wc = trained_tensors(g, ops, plan)
+    ac = ops[at]
     out.add(
         _block(
             len(ac),
@@ -627,12 +663,36 @@ def _accumulate_rows(bi: _BackwardInputs) -> _Rows:
     return out
 
 
+#: PopART's Adam decomposition (popart ``willow/src/patterns/adamdecompose.cpp``,
+#: ``AdamDecompose::apply``): the ops each trained tensor's update runs after the accumulation
+#: loop, in order, as (name, scalar tensors it reads from other tiles). ``gradUnscale``
+#: (``OptimizerDecompose::gradUnscale``, a Mul by the loss-scaling tensor: PopTorch makes every
+#: optimiser attribute the user sets a variable, ``python/optim.py`` ``_parseArgs``) runs when
+#: loss scaling is on; ``accl1`` / ``accl2`` are ``AccumulateOp``s (``MovingAverage``,
+#: ``MovingAverageSquare``); ``AdamUpdaterOpx::grow`` first increments the tensor's own step
+#: counter (``popops::mapInPlace`` on a scalar: a compute set on one tile), then maps the
+#: updater expression over the tensor, reading the step; ``AdamVarUpdateOp`` subtracts the
+#: learning rate (set by the user: a variable) times the updater. Each is a compute set after
+#: its own sync, each scalar read an exchange before it.
+ADAM_OPS = (
+    ("gradUnscale", 1),
+    ("accl1", 0),
+    ("accl2", 0),
+    ("stepIncrement", 0),
+    ("updater", 1),
+    ("varUpdate", 1),
+)
+ADAM_FAMILY = ("adam", "adamw", "lamb")
+
+
 def _update_block(g, order, stage_of, plan: LoweringPlan) -> dict:
-    """One optimiser update per weighted op, stage by stage, then (GA > 1) its accumulator's
-    reset."""
+    """One optimiser update per weighted op (under PopART: per trained tensor, with the compute
+    sets and scalar exchanges of PopART's decomposition, ``ADAM_OPS``), stage by stage, then
+    (GA > 1) its accumulator's reset."""
     wdt, acc_dt = plan.weight_bytes, plan.accumulator_bytes
-    wo = order[g["weight_elems"][order] > 0]
-    w = g["weight_elems"][wo]
+    ops = order[g["weight_elems"][order] > 0]
+    at, w = trained_tensors(g, ops, plan)
+    wo = ops[at]
     opt = plan.optimiser
     passes = OPTIMISER_PASSES[opt] + (1 if plan.loss_scaled else 0)
     R = plan.state_shards
@@ -641,6 +701,11 @@ def _update_block(g, order, stage_of, plan: LoweringPlan) -> dict:
     per_update = dict(
         layer=g["layer"][wo], pass_=P_UPD, stage=stage_of[wo], fwd=wo, seg="update", weight_elems=w
     )
+    decomposed = [
+        x for x in ADAM_OPS if plan.popart_optimiser and (x[0] != "gradUnscale" or plan.loss_scaled)
+    ]
+    if opt not in ADAM_FAMILY:
+        decomposed = []
     blocks = [
         _block(
             len(wo),
@@ -657,6 +722,8 @@ def _update_block(g, order, stage_of, plan: LoweringPlan) -> dict:
             flops=e * passes,
             bytes_in=e * wdt * (2 + state),
             bytes_out=e * wdt * (1 + state),
+            compute_sets=max(len(decomposed), 1),
+            scalar_in=sum(x[1] for x in decomposed),
         )
     ]
     if plan.resets_accumulators:
@@ -678,7 +745,7 @@ def _update_block(g, order, stage_of, plan: LoweringPlan) -> dict:
                 bytes_out=w * acc_dt,
             )
         )
-        # each weight's update, then its reset
+        # each tensor's update, then its reset
         return _concat(blocks, np.arange(2 * len(wo)).reshape(2, -1).T.ravel())
     return _concat(blocks)
 
@@ -734,6 +801,8 @@ COLUMNS = {
     "bytes_in": np.int64,
     "bytes_out": np.int64,
     "wcast": np.int64,
+    "scalar_in": np.int64,
+    "compute_sets": np.int64,
 }
 
 
@@ -758,6 +827,8 @@ SIGNATURE_COLUMNS = (
     "db",
     "weight_elems",
     "wcast",
+    "scalar_in",
+    "compute_sets",
     # the input's size: a stride-2 convolution and a stride-1 one with the same output are not
     # the same operation (PopART outlines equal input shapes only), and their plans differ
     "bytes_in",
