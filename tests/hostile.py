@@ -2171,3 +2171,45 @@ def onnx_hostile_sources(folder: Path) -> dict[str, Path]:
         onnx.save(m, str(path))
         out[name] = path
     return out
+
+
+# -- tune's split search (--vary split_points=auto) ----------------------------------------------
+def auto_split_cases(folder: Path) -> dict[str, InputCase]:
+    """``analyse tune --vary split_points=auto`` where it cannot apply or is given nonsense: a
+    single-IPU start (no split to move), a split varied twice, the per-IPU proportions it
+    chooses itself varied by hand, proportions out of range or not numbers, a split point
+    name made of terminal escapes. Each is refused in one sentence, exit 2, before any
+    simulation and with nothing written."""
+    folder.mkdir(parents=True, exist_ok=True)
+    single = folder / "single.toml"
+    single.write_text('model = "mlp"\n')
+    pipe = folder / "pipe.toml"
+    pipe.write_text(
+        'model = "mlp"\nnum_ipus = 2\nstrategy = "pipelined"\nsplit_points = ["layers.3"]\n'
+        "gradient_accumulation = 4\n"
+    )
+    out = str(folder / "never-written")
+
+    def tune(cfg: Path, *vary: str) -> tuple[str, ...]:
+        args: list[str] = ["tune", str(cfg)]
+        for v in vary:
+            args += ["--vary", v]
+        return (*args, "--quiet", "-o", out)
+
+    auto = "split_points=auto"
+    return {
+        "single-ipu": InputCase(tune(single, auto), says=("no split points",)),
+        "alias-single-ipu": InputCase(tune(single, "splits=auto"), says=("no split points",)),
+        "twice": InputCase(tune(pipe, auto, "split_points=layers.2"), says=("varied twice",)),
+        "per-ipu-by-hand": InputCase(
+            tune(pipe, auto, "available_memory_proportion_per_ipu=0.3+0.3"),
+            says=("chooses available_memory_proportion_per_ipu itself",),
+        ),
+        "proportion-zero": InputCase(tune(pipe, auto, "amp=0,0.6"), says=("must be >",)),
+        "proportion-above-one": InputCase(tune(pipe, auto, "amp=0.5,7"), says=("<= 1",)),
+        "proportion-text": InputCase(tune(pipe, auto, "amp=lots"), says=("not a valid",)),
+        "proportion-none": InputCase(tune(pipe, auto, "amp=none"), says=("give proportions",)),
+        "escapes-in-list": InputCase(
+            tune(pipe, auto, "split_points=\x1b[2Jlayers.2"), says=("varied twice",)
+        ),
+    }

@@ -249,9 +249,10 @@ def _print_summary(result, meta, out: Path) -> None:
     ranked = result.ranked()
     start = result.space.start
     # only the options some of the shown configurations change (a derived space has many)
-    names = [
-        n for n in result.space.names if any(r.config.get(n) != start.get(n) for r in ranked[:5])
-    ]
+    varied = list(result.space.names)
+    if result.space.auto_split is not None:
+        varied += ["split_points", "available_memory_proportion_per_ipu"]
+    names = [n for n in varied if any(r.config.get(n) != start.get(n) for r in ranked[:5])]
     tab = Table(
         title=f"Best configurations ({result.space.objective.replace('_', ' ')}; options "
         "that differ from the start)"
@@ -302,13 +303,86 @@ def _print_summary(result, meta, out: Path) -> None:
                 f"Throughput {100 * ch['value']:+,.0f}% against the start ({said}).",
                 highlight=False,
             )
+    if result.split:
+        _print_split(con, result.split)
     con.print(
         f"wrote {out}/ (results.parquet, report.html, {len(meta['best'])} best profile(s)).",
         highlight=False,
     )
 
 
+def _print_split(con, split: dict) -> None:
+    """The chosen split against the user's, per stage: cycles and the fullest tile, each with
+    its interval or the sentence saying why there is none (reasons listed under the table)."""
+    from rich.table import Table
+
+    from analyser.core.intervals import outside_reasons, range_cell
+    from analyser.core.units import fmt_bytes
+
+    user, chosen = split["user"], split["chosen"]
+
+    def cyc(v) -> str:
+        return f"{v:,.0f}"
+
+    tab = Table(title="Pipeline stages: your split against the chosen one")
+    tab.add_column("stage")
+    for who in ("yours", "chosen"):
+        tab.add_column(f"cycles ({who})", justify="right")
+        tab.add_column("range", justify="left")
+        tab.add_column(f"fullest tile ({who})", justify="right")
+        tab.add_column("memory", justify="left")
+    reasons = []
+    for s in range(max(len(user["stages"]), len(chosen["stages"]))):
+        cells = [str(s)]
+        for side, who in ((user, "yours"), (chosen, "chosen")):
+            st = side["stages"][s] if s < len(side["stages"]) else None
+            if st is None:
+                cells += ["-", "", "-", ""]
+                continue
+            iv = st["cycles_interval"]
+            cells += [
+                "-" if st["cycles"] is None else cyc(st["cycles"]),
+                range_cell(iv, cyc),
+                fmt_bytes(st["max_tile_bytes"]) + (" OOM" if st["oom_tiles"] else ""),
+                st["memory"]["statement"].split(":", 1)[0],
+            ]
+            reasons.append((f"stage {s} cycles ({who})", iv))
+        tab.add_row(*cells)
+    con.print(tab)
+    for line in outside_reasons(reasons):
+        con.print(f"  {line}", highlight=False)
+
+    def side_words(side) -> str:
+        bal = side.get("balance")
+        return (
+            f"{_cell(side['split_points'])} at proportions {_cell(side['proportions'])}: "
+            f"{_figure(side['throughput_samples_per_s'])} samples/s, longest stage / mean "
+            f"{'-' if bal is None else f'{bal:.2f}'}"
+        )
+
+    con.print(f"Your split: {side_words(user)}.", highlight=False)
+    con.print(f"Chosen split: {side_words(chosen)}.", highlight=False)
+    ch = split.get("throughput_change") or {}
+    if ch.get("value") is not None and chosen["id"] != user["id"]:
+        from analyser.core.intervals import range_text
+
+        con.print(
+            f"Throughput {100 * ch['value']:+,.1f}% against your split ({range_text(ch)}).",
+            highlight=False,
+        )
+    con.print(
+        f"Split search: {split['tried']} configuration(s) of a budget of {split['budget']} "
+        f"({'; '.join(split['phases'])}); {split['blocks']} blocks, {split['stages']} stages, "
+        f"proportions {_cell(split['proportions'])} per stage.",
+        highlight=False,
+    )
+
+
+def _figure(v) -> str:
+    return "-" if v is None else f"{v:,.1f}"
+
+
 def _cell(v) -> str:
     if isinstance(v, list):
-        return "+".join(map(str, v)) or "[]"
+        return "+".join(f"{x:g}" if isinstance(x, float) else str(x) for x in v) or "[]"
     return str(v)
