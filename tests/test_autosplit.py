@@ -151,6 +151,46 @@ def test_the_split_search_writes_a_folder_the_report_reads(searched, tmp_path):
     assert split["available_memory_proportion_per_ipu"].str.fullmatch(r"[0-9.]+\+[0-9.]+").all()
 
 
+def test_a_start_out_of_memory_gets_the_best_split_that_fits(sim_cluster, tmp_path):
+    """Tiles of 500,000 bytes: the start's split (after encoder layer 5) and every later one are
+    out of memory on IPU 0, so the best-balanced split does not fit. The search balances the
+    memory (no cycles without an execution), walks to fitting, and finds the optimum of the
+    exhaustive grid among the splits that fit."""
+    from analyser.sim.service import SimulationService
+
+    cluster = sim_cluster._cluster
+    address = cluster.scheduler_address if cluster is not None else sim_cluster.scheduler
+    start = dict(
+        _start(), split_points=["encoder.layer.6"], target_overrides={"sram_per_tile": 500_000}
+    )
+    with SimulationService(
+        scheduler=address, cache_dir=tmp_path / "cache", security=sim_cluster.security
+    ) as svc:
+        auto = tune(
+            build_space(start, ["splits=auto", "amp=0.6"], [], "throughput"), svc, budget=10
+        )
+        assert not auto.start.figures["fits"]
+        assert auto.split["model_basis"] == "memory"
+        splits = ",".join(model_blocks(start)[1:])
+        grid = tune(
+            build_space(start, ["split_points=" + splits], [], "throughput"),
+            svc,
+            budget=100,
+            strategy="grid",
+        )
+    assert grid.best is not None and auto.best is not None
+    assert auto.best.config["split_points"] == grid.best.config["split_points"]
+    assert auto.best.figures["throughput_samples_per_s"] == pytest.approx(
+        grid.best.figures["throughput_samples_per_s"]
+    )
+    assert len(auto.rows) <= 10 < len(grid.rows)
+    user = auto.split["user"]
+    assert not user["fits"] and user["throughput_samples_per_s"] is None
+    assert sum(s["oom_tiles"] for s in user["stages"]) > 0
+    assert all(s["cycles"] is None for s in user["stages"])  # no execution out of memory
+    assert auto.split["chosen"]["fits"]
+
+
 def _brute(costs: BlockCosts, stages: int) -> float:
     n = len(costs.names)
     best = math.inf

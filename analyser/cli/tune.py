@@ -177,13 +177,16 @@ def _run_locked(args, out: Path, start, space) -> int:
                     if t.change and not WHAT_IF.intersection(t.change)
                 ]
         space = build_space(start, [], args.constraint, args.objective, changes)
-    if args.strategy == "grid":
+    if args.strategy == "grid" and space.dims:
         # the start counts once, as a grid configuration when it is one
         n = grid_budget(space) if space.size <= MAX_GRID else space.size + 1
-        if n > args.budget:
+        # with split_points=auto the grid has half the budget, the split search the rest
+        have = args.budget if space.auto_split is None else max(1, args.budget // 2)
+        if n > have:
+            half = " (half of it: the split search takes the rest)" if have < args.budget else ""
             raise TuneError(
                 f"the grid needs {n:,} configurations (the start included), more than --budget "
-                f"{args.budget}; raise --budget or use --strategy guided."
+                f"{args.budget}{half}; raise --budget or use --strategy guided."
             )
 
     result = _search(args, space, service, tune)
@@ -305,6 +308,11 @@ def _print_summary(result, meta, out: Path) -> None:
             )
     if result.split:
         _print_split(con, result.split)
+    elif result.space.auto_split is not None and not result.interrupted:
+        con.print(
+            "No budget was left for the split search; raise --budget.",
+            highlight=False,
+        )
     con.print(
         f"wrote {out}/ (results.parquet, report.html, {len(meta['best'])} best profile(s)).",
         highlight=False,
@@ -360,7 +368,15 @@ def _print_split(con, split: dict) -> None:
             f"{'-' if bal is None else f'{bal:.2f}'}"
         )
 
-    con.print(f"Your split: {side_words(user)}.", highlight=False)
+    base = split.get("base_changes") or {}
+    with_base = (
+        " (with the other levers' best: "
+        + ", ".join(f"{k} {_cell(b)}" for k, (_, b) in base.items())
+        + ")"
+        if base
+        else ""
+    )
+    con.print(f"Your split{with_base}: {side_words(user)}.", highlight=False)
     con.print(f"Chosen split: {side_words(chosen)}.", highlight=False)
     ch = split.get("throughput_change") or {}
     if ch.get("value") is not None and chosen["id"] != user["id"]:

@@ -267,6 +267,7 @@ class SplitSearch:
     scored: int = 0
     basis: str = ""
     phases: list[str] = field(default_factory=list)
+    _amps0: tuple[float, ...] = ()
 
     def run(self) -> None:
         self.budget = self.left()
@@ -274,6 +275,7 @@ class SplitSearch:
         amps0 = base_proportions(base)
         if len(amps0) != self.spec.stages:
             amps0 = (amps0[0] if amps0 else 0.6,) * self.spec.stages
+        self._amps0 = amps0
         self.tried[(tuple(base.get("split_points") or []), tuple(amps0))] = self.base
         costs = block_costs(self.base.response.profile, self.spec.blocks)
         names = costs.names if costs is not None else self.spec.blocks
@@ -359,12 +361,14 @@ class SplitSearch:
         if not runs:
             return None
         pick = []
+        mine = self._amps0
         for s in range(n):
             fits = [(v, f) for v, f in runs if f["oom_tiles"][s] == 0] or runs
+            by = "max_tile_bytes"
             if self.objective != "memory_headroom" and all(len(f["cycles"]) > s for _, f in fits):
-                v = min(fits, key=lambda vf: (vf[1]["cycles"][s], -vf[0]))[0]
-            else:
-                v = min(fits, key=lambda vf: (vf[1]["max_tile_bytes"][s], -vf[0]))[0]
+                by = "cycles"
+            # equal figures keep the base's proportion: no change without a measured gain
+            v = min(fits, key=lambda vf, s=s: (vf[1][by][s], abs(vf[0] - mine[s])))[0]
             pick.append(v)
         amps = tuple(pick)
         self._simulate([(split, amps)])
@@ -397,6 +401,13 @@ class SplitSearch:
             "chosen": self._side(best, table),
             "chosen_id": best.id,
             "user_id": self.base.id,
+            # the options the base (the best the other levers found) changed from the start:
+            # "your split" is the start's split with them
+            "base_changes": {
+                k: [start_config.get(k), v]
+                for k, v in self.base.config.items()
+                if start_config.get(k) != v and k != "name"
+            },
         }
         key = "throughput_samples_per_s"
         fb, fa = self.base.figures, best.figures

@@ -563,7 +563,9 @@ def tune(
         else:
             tuner.guided()  # the start and its projection in one batch, then its insights
         tuner.budget = budget
-        result.split = tuner.split_search()
+        if space.auto_split is not None:
+            result.strategy = f"{strategy} + split" if space.dims else "split"
+            result.split = tuner.split_search()
     except KeyboardInterrupt as exc:
         if not any(r.origin == "start" for r in tuner.rows):
             raise
