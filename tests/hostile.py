@@ -1129,6 +1129,52 @@ def _many_rows(n: int) -> Callable[[Path], None]:
     return _edit_frame(edit)
 
 
+def auto_split_block(user_id: int = 0, chosen_id: int = 2, text: str = "layers.3") -> dict:
+    """A well-formed ``auto_split`` block of tune.json (the split search's report) for a
+    two-stage split, its texts ``text``."""
+
+    def side(rid: int) -> dict:
+        stage = {
+            "stage": 0,
+            "ipu": 0,
+            "cycles": 1000,
+            "cycles_interval": {"value": 1000.0, "low": None, "high": None, "note": text},
+            "max_tile_bytes": 2048,
+            "ipu_bytes": 4096,
+            "oom_tiles": 0,
+            "memory": {"statement": text},
+        }
+        return {
+            "id": rid,
+            "split_points": [text],
+            "proportions": [0.6, 0.6],
+            "fits": True,
+            "throughput_samples_per_s": 100.0,
+            "throughput_interval": {"value": 100.0, "note": text},
+            "balance": 1.2,
+            "sram_per_tile": 638976,
+            "stages": [stage, dict(stage, stage=1)],
+        }
+
+    return {
+        "budget": 8,
+        "tried": 2,
+        "blocks": 7,
+        "stages": 2,
+        "proportions": [0.6],
+        "partitions_scored": 6,
+        "model_basis": "cycles",
+        "phases": [text],
+        "user": side(user_id),
+        "chosen": side(chosen_id),
+        "throughput_change": {"value": 0.1, "note": text},
+    }
+
+
+def _split_edit(edit: Callable[[dict], object]) -> Callable[[Path], None]:
+    return _edit_meta(lambda m: _set(m, auto_split=edit(auto_split_block())))
+
+
 def tune_mutations(rows_bomb: int = 1_000_000) -> dict[str, Callable[[Path], None]]:
     """Crafted tune folders: tune.json of the wrong shape or with odd ids, results.parquet
     without its key columns or of ``rows_bomb`` rows, profiles named outside the folder."""
@@ -1161,6 +1207,29 @@ def tune_mutations(rows_bomb: int = 1_000_000) -> dict[str, Callable[[Path], Non
             lambda m: _set(m, best=[{"file": "../../x.h5", "id": 2}])
         ),
         "meta-start-file-absolute": _edit_meta(lambda m: _set(m, files={"start": secret})),
+        "split-not-object": _split_edit(lambda b: "the best split"),
+        "split-no-chosen": _split_edit(lambda b: _drop(b, "chosen")),
+        "split-id-not-a-row": _split_edit(lambda b: _set(b, chosen=_set(b["chosen"], id=999))),
+        "split-id-text": _split_edit(lambda b: _set(b, user=_set(b["user"], id="0"))),
+        "split-stage-bomb": _split_edit(
+            lambda b: _set(b, user=_set(b["user"], stages=b["user"]["stages"] * 1000))
+        ),
+        "split-points-bomb": _split_edit(
+            lambda b: _set(b, chosen=_set(b["chosen"], split_points=["x"] * 100_000))
+        ),
+        "split-cycles-negative": _split_edit(
+            lambda b: _set(
+                b, user=_set(b["user"], stages=[_set(b["user"]["stages"][0], cycles=-5)])
+            )
+        ),
+        "split-balance-nan": _edit_meta(
+            lambda m: json.dumps(_set(m, auto_split=auto_split_block())).replace(
+                '"balance": 1.2', '"balance": NaN', 1
+            )
+        ),
+        "split-note-huge": _split_edit(
+            lambda b: _set(b, throughput_change={"value": 0.1, "note": "x" * 100_000})
+        ),
         "parquet-no-id": _edit_frame(lambda df: df.drop(columns=["id"])),
         "parquet-no-rank": _edit_frame(lambda df: df.drop(columns=["rank"])),
         "parquet-no-status": _edit_frame(lambda df: df.drop(columns=["status"])),

@@ -274,3 +274,24 @@ def test_hostile_auto_split_specs(tmp_path, capsys):
     cases = hostile.auto_split_cases(tmp_path / "autosplit")
     hostile.assert_one_sentence_each(cases, capsys)
     assert not (tmp_path / "autosplit" / "never-written").exists()
+
+
+def test_the_tune_report_shows_the_split_and_escapes_its_text(tmp_path):
+    """A tune folder whose split report holds terminal escapes and HTML: the report shows the
+    per-stage table with them made visible and inert."""
+    import engine
+    from analyser.reports.tune import write_tune_report
+    from engine.config import RunConfig
+
+    base = tmp_path / "base.h5"
+    engine.simulate_to_file(RunConfig(model="mlp"), base)
+    folder = hostile.tune_folder(tmp_path / "t", base)
+    meta = json.loads((folder / "tune.json").read_text())
+    text = hostile.INJECTIONS["terminal"] + hostile.INJECTIONS["html"]
+    meta["auto_split"] = hostile.auto_split_block(text=text)
+    (folder / "tune.json").write_text(json.dumps(meta))
+    html = write_tune_report(folder, tmp_path / "r.html").read_text()
+    assert "Pipeline split: yours and the chosen one" in html
+    assert "\x1b" not in html and "\x9b" not in html
+    assert '<img src=x onerror="alert(1)">' not in html
+    assert "1,000" in html and "2.00 KiB" in html  # the stage's cycles and fullest tile
