@@ -16,7 +16,10 @@ import pytest
 from analyser.core.intervals import OUTSIDE
 from analyser.sim.tune import TuneError, build_space, load_results, tune
 from analyser.sim.tune.autosplit import (
+    MAX_SCORED,
+    WINDOW,
     BlockCosts,
+    _balanced,
     model_blocks,
     model_share,
     score_partitions,
@@ -217,10 +220,29 @@ def test_the_cost_model_ranks_the_balanced_partition_first(n, stages, monkeypatc
     assert scored == math.comb(n - 1, stages - 1) == len(bounds)
     assert pace[0] == pytest.approx(_brute(costs, stages))
     assert np.all(np.diff(pace) >= 0)  # best first
-    # beyond the scoring limit: the partitions near the balanced one, still led by the best
-    monkeypatch.setattr("analyser.sim.tune.autosplit.MAX_SCORED", 5)
-    _, near, few = score_partitions(costs, stages)
-    assert few < scored and near[0] == pytest.approx(_brute(costs, stages))
+    # beyond the scoring limit: partitions near the balanced one (the one cutting the running
+    # total nearest equal shares), never worse than it, each a valid partition
+    for limit in (5, 30):
+        monkeypatch.setattr("analyser.sim.tune.autosplit.MAX_SCORED", limit)
+        few_bounds, near, few = score_partitions(costs, stages)
+        assert few <= max(limit, 2 * (stages - 1) * WINDOW + 1) or few == scored <= limit
+        assert (few_bounds >= 1).all() and (few_bounds <= n - 1).all()
+        assert (np.diff(few_bounds, axis=1) > 0).all()
+        centre = _balanced(costs.cycles, stages)
+        assert centre.tolist() in few_bounds.tolist()
+        edges = (0, *centre.tolist(), n)
+        pace_c = max(costs.cycles[a:z].sum() for a, z in itertools.pairwise(edges))
+        assert _brute(costs, stages) - 1e-9 <= near[0] <= pace_c + 1e-9
+
+
+@pytest.mark.parametrize(("n", "stages"), [(30, 16), (27, 8), (5, 5)])
+def test_many_stages_score_a_bounded_neighbourhood(n, stages):
+    rng = np.random.default_rng(n)
+    w = rng.uniform(1, 5, n)
+    costs = BlockCosts([f"b.{i}" for i in range(n)], w, w, np.ones(stages), 1, 10**9, "cycles")
+    bounds, _, scored = score_partitions(costs, stages)
+    assert 1 <= scored <= MAX_SCORED and len(bounds) == scored
+    assert (np.diff(bounds, axis=1) > 0).all() and bounds.min() >= 1 and bounds.max() <= n - 1
 
 
 def test_a_partition_predicted_out_of_memory_ranks_after_those_that_fit():

@@ -182,14 +182,32 @@ def _scale(w: np.ndarray, stage: np.ndarray, totals: np.ndarray, n_st: int) -> n
 
 def _partitions(n: int, stages: int, centre: np.ndarray | None) -> np.ndarray:
     """Boundary indices [k, stages - 1] (first block of stages 1...) of contiguous partitions
-    of ``n`` blocks: all of them, or those within :data:`WINDOW` of ``centre``."""
+    of ``n`` blocks: all of them, or those near ``centre``: every boundary within a window of
+    it (:data:`WINDOW` blocks, narrower when there are many boundaries, so that at most
+    :data:`MAX_SCORED` are scored); with too many boundaries for even one block either side,
+    ``centre`` and each of its boundaries moved alone by up to :data:`WINDOW` blocks."""
     k = stages - 1
     if centre is None:
         combos = itertools.combinations(range(1, n), k)
         return np.array(list(combos), dtype=np.int64).reshape(-1, k)
-    axes = [range(max(1, c - WINDOW), min(n - 1, c + WINDOW) + 1) for c in centre.tolist()]
-    grid = np.array(list(itertools.product(*axes)), dtype=np.int64).reshape(-1, k)
-    return grid[np.all(np.diff(grid, axis=1) > 0, axis=1)] if k > 1 else grid
+    width = min(WINDOW, int((MAX_SCORED ** (1.0 / k) - 1) // 2))
+    if width >= 1:
+        offsets = np.arange(-width, width + 1)
+        mesh = np.meshgrid(*([offsets] * k), indexing="ij")
+        grid = centre[None, :] + np.stack([m.ravel() for m in mesh], axis=1)
+    else:
+        moves = [np.zeros(k, np.int64)]
+        for j in range(k):
+            for step in range(-WINDOW, WINDOW + 1):
+                if step:
+                    d = np.zeros(k, np.int64)
+                    d[j] = step
+                    moves.append(d)
+        grid = centre[None, :] + np.stack(moves)
+    ok = (grid >= 1).all(axis=1) & (grid <= n - 1).all(axis=1)
+    if k > 1:
+        ok &= (np.diff(grid, axis=1) > 0).all(axis=1)
+    return np.unique(grid[ok], axis=0)
 
 
 def _balanced(weights: np.ndarray, stages: int) -> np.ndarray:
@@ -197,8 +215,11 @@ def _balanced(weights: np.ndarray, stages: int) -> np.ndarray:
     run = np.cumsum(weights)
     total = run[-1] if run.size else 0.0
     want = total * np.arange(1, stages) / stages
-    b = np.searchsorted(run, want) + 1
-    return np.clip(b, 1, len(weights) - 1)
+    b = np.clip(np.searchsorted(run, want) + 1, 1, len(weights) - 1)
+    # strictly increasing, each stage at least one block (stages <= blocks)
+    b = np.maximum(b, np.arange(1, stages))
+    b = np.minimum(b, len(weights) - stages + np.arange(1, stages))
+    return np.maximum.accumulate(b + np.arange(stages - 1)) - np.arange(stages - 1)
 
 
 def score_partitions(costs: BlockCosts, stages: int) -> tuple[np.ndarray, np.ndarray, int]:
