@@ -194,6 +194,45 @@ def test_a_start_out_of_memory_gets_the_best_split_that_fits(sim_cluster, tmp_pa
     assert auto.split["chosen"]["fits"]
 
 
+def test_three_stages_climb_every_boundary_to_the_grid_optimum(sim_cluster, tmp_path):
+    """The MLP on three IPUs (7 blocks, 15 splits): the search moves both boundaries and ends
+    at the grid's optimum."""
+    from analyser.sim.service import SimulationService
+    from engine.config import RunConfig
+
+    cluster = sim_cluster._cluster
+    address = cluster.scheduler_address if cluster is not None else sim_cluster.scheduler
+    start = RunConfig.from_dict(
+        {
+            "model": "mlp",
+            "num_ipus": 3,
+            "strategy": "pipelined",
+            "split_points": ["layers.1", "layers.2"],
+            "gradient_accumulation": 8,
+            "micro_batch_size": 16,
+        }
+    ).to_dict()
+    blocks = model_blocks(start)
+    with SimulationService(
+        scheduler=address, cache_dir=tmp_path / "cache", security=sim_cluster.security
+    ) as svc:
+        auto = tune(build_space(start, ["splits=auto", "amp=0.6"], [], "throughput"), svc, budget=9)
+        pairs = ["+".join(p) for p in itertools.combinations(blocks[1:], 2)]
+        grid = tune(
+            build_space(start, ["split_points=" + ",".join(pairs)], [], "throughput"),
+            svc,
+            budget=100,
+            strategy="grid",
+        )
+    assert len(auto.rows) <= 9 < len(grid.rows)
+    assert auto.best.config["split_points"] == grid.best.config["split_points"]
+    order = {b: i for i, b in enumerate(blocks)}
+    for r in auto.rows:
+        sp = [order[s] for s in r.config["split_points"]]
+        assert len(sp) == 2 and sp[0] < sp[1]  # every candidate is a partition of the blocks
+    assert len(auto.split["chosen"]["stages"]) == 3
+
+
 def _brute(costs: BlockCosts, stages: int) -> float:
     n = len(costs.names)
     best = math.inf

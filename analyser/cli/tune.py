@@ -28,8 +28,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="NAME=VALUES",
         help="an option and its values: a list (micro_batch_size=8,16,32), a range "
-        "(gradient_accumulation=8..64 doubles, 8..64:8 steps by 8) or auto "
-        "(split_points=auto); repeatable; none: the levers the insights and the memory guide name",
+        "(gradient_accumulation=8..64 doubles, 8..64:8 steps by 8) or auto (precision=auto; "
+        "split_points=auto searches the pipeline split and each stage's memory proportion by "
+        "re-simulation, the proportions from available_memory_proportion=... when given); "
+        "repeatable; none: the levers the insights and the memory guide name",
     )
     parser.add_argument(
         "--objective",

@@ -54,8 +54,6 @@ class AutoSplit:
     blocks: list[str]
     stages: int
     proportions: list[float]
-    #: whether the proportions were given (``--vary available_memory_proportion=...``)
-    proportions_given: bool = False
 
 
 def model_blocks(start: dict[str, Any]) -> list[str]:
@@ -91,13 +89,12 @@ def auto_split(start: dict[str, Any], proportions: list[float] | None, spec: str
         raise TuneError(
             f"{spec}: the model has {len(blocks)} block(s), too few for {stages} stages."
         )
-    given = proportions is not None
     if proportions is None:
         from analyser.sim.tune.space import _meta
 
         proportions = [float(v) for v in _meta()["available_memory_proportion"].tune]
     values = sorted({float(v) for v in proportions} | set(base_proportions(start)))
-    return AutoSplit(blocks, stages, values, given)
+    return AutoSplit(blocks, stages, values)
 
 
 def base_proportions(cfg: dict[str, Any]) -> tuple[float, ...]:
@@ -404,7 +401,7 @@ class SplitSearch:
             self.figures[row.id] = stage_figures(row.response.profile)
         return self.figures[row.id]
 
-    def report(self, start_figures, start_config, table=None) -> dict[str, Any]:
+    def report(self, start_config: dict[str, Any], table=None) -> dict[str, Any]:
         """The chosen split against the user's (the base's), per stage with intervals."""
         from analyser.core import intervals
 

@@ -469,8 +469,7 @@ class Tuner:
             objective=self.space.objective,
         )
         search.run()
-        start = self.start_row()
-        return search.report(start.figures, start.config)
+        return search.report(self.start_row().config)
 
     def _dedupe(self, items):
         seen, out = set(), []
