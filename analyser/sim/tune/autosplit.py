@@ -1,9 +1,10 @@
 """``--vary split_points=auto``: pipeline split points and per-stage memory proportions chosen
 by re-simulation.
 
-PopLiner (Li et al., "PopLiner: ... pipeline partitioning for IPUs", its paper reports a 10.8%
-error of its memory model) picks pipeline splits from a cost model alone. Here a cost model
-only proposes; every choice is re-simulated by the engine:
+Graphcore's PopLiner (github.com/graphcore/popliner) chooses split points from a profile's
+memory with a greedy solver and, its README says, may suggest non-optimal or unfeasible ones
+when it cannot interpret the memory. Here a cost model only proposes; every choice is
+re-simulated by the engine:
 
 1. **Model.** The base configuration's profile (the start, or the best the rest of the tune
    found) gives each block's cycles and memory (its operations', all passes, as the insights'
@@ -11,8 +12,8 @@ only proposes; every choice is re-simulated by the engine:
    busy cycles and its IPU's measured memory. Every contiguous partition of the blocks into
    the base's number of stages is scored by its longest predicted stage (the pipeline's pace),
    partitions whose predicted fullest tile exceeds the tile's memory ranked last; at most
-   :data:`MAX_SCORED` partitions are scored (beyond that, those within :data:`WINDOW` blocks of
-   each boundary of the best-balanced one). A base that does not fit has no cycles: its
+   :data:`MAX_SCORED` partitions are scored (beyond that, a neighbourhood of the one that cuts
+   the running total nearest equal shares, sized to stay under it: :func:`_partitions`). A base that does not fit has no cycles: its
    partitions are scored by their fullest predicted tile instead.
 2. **Re-simulate** the best-scored :func:`model_share` of them at the base's proportions.
 3. **Climb**: the neighbours of the best simulated split (each boundary one block earlier or
