@@ -2278,6 +2278,9 @@ def auto_split_cases(folder: Path) -> dict[str, InputCase]:
         "proportion-above-one": InputCase(tune(pipe, auto, "amp=0.5,7"), says=("<= 1",)),
         "proportion-text": InputCase(tune(pipe, auto, "amp=lots"), says=("not a valid",)),
         "proportion-none": InputCase(tune(pipe, auto, "amp=none"), says=("give proportions",)),
+        "budget-one": InputCase(
+            (*tune(pipe, auto)[:-3], "--budget", "1", "--quiet", "-o", out), says=("--budget 2",)
+        ),
         "escapes-in-list": InputCase(
             tune(pipe, auto, "split_points=\x1b[2Jlayers.2"), says=("varied twice",)
         ),

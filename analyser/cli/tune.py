@@ -143,6 +143,11 @@ def run(args: argparse.Namespace) -> int:
     space = build_space(
         start, args.vary or ["precision=" + start["precision"]], args.constraint, args.objective
     )
+    if space.auto_split is not None and args.budget < 2:
+        raise CliError(
+            "--budget 1 leaves the split search nothing to simulate besides the start; give "
+            "--budget 2 or more with split_points=auto."
+        )
     from analyser.sim.tune.results import folder_lock
 
     with folder_lock(out):

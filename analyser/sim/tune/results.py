@@ -62,6 +62,8 @@ def coupled_names(result: TuneResult) -> list[str]:
     """The varied options plus any option the space set alongside them (loss scaling with
     FP16, gradient accumulation under a global-batch constraint)."""
     names = list(result.space.names)
+    if result.space.auto_split is not None:  # what the split search varies, always columns
+        names += ["split_points", "available_memory_proportion_per_ipu"]
     start = result.space.start
     for row in result.rows:
         for k, v in row.config.items():
@@ -363,15 +365,13 @@ def dimensions(result: TuneResult) -> dict[str, list[Any]]:
     out: dict[str, list[Any]] = {d.name: d.values for d in result.space.dims}
     if result.space.auto_split is None:
         return out
-    names = coupled_names(result)
     for name in ("split_points", "available_memory_proportion_per_ipu"):
         values: list[Any] = []
         for r in result.rows:
             v = r.config.get(name)
             if r.origin in ("start", "split") and v not in values:
                 values.append(v)
-        if name in names:
-            out[name] = values
+        out[name] = values
     return out
 
 
