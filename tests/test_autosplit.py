@@ -233,6 +233,41 @@ def test_three_stages_climb_every_boundary_to_the_grid_optimum(sim_cluster, tmp_
     assert len(auto.split["chosen"]["stages"]) == 3
 
 
+def test_an_interrupted_split_search_reports_what_it_simulated(sim_cluster, tmp_path):
+    """Ctrl-C during the split search: the tune returns interrupted, with the report of the
+    splits answered before it (your split against the best of them)."""
+    from analyser.sim.service import SimulationService
+    from engine.config import RunConfig
+
+    cluster = sim_cluster._cluster
+    address = cluster.scheduler_address if cluster is not None else sim_cluster.scheduler
+    start = RunConfig.from_dict(
+        {
+            "model": "mlp",
+            "num_ipus": 3,
+            "strategy": "pipelined",
+            "split_points": ["layers.1", "layers.2"],
+            "gradient_accumulation": 8,
+        }
+    ).to_dict()
+
+    def progress(state):
+        if state["phase"] == "split" and state["tried"] >= 3:
+            raise KeyboardInterrupt
+
+    with SimulationService(
+        scheduler=address, cache_dir=tmp_path / "cache", security=sim_cluster.security
+    ) as svc:
+        space = build_space(start, ["splits=auto"], [], "throughput")
+        result = tune(space, svc, budget=12, progress=progress)
+    assert result.interrupted and result.exit_code == 130
+    rep = result.split
+    assert rep is not None and 1 <= rep["tried"] < 11
+    assert rep["user"]["split_points"] == ["layers.1", "layers.2"]
+    simulated = {r.id for r in result.rows}
+    assert rep["chosen"]["id"] in simulated
+
+
 def _brute(costs: BlockCosts, stages: int) -> float:
     n = len(costs.names)
     best = math.inf

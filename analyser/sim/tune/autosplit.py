@@ -313,6 +313,18 @@ class SplitSearch:
     def best(self) -> Any:
         return max(self.tried.values(), key=self.key)
 
+    def adopt(self, rows: list[Any]) -> None:
+        """Rows of this search's configurations answered outside :meth:`_simulate` (a batch
+        cut short), keyed like its own."""
+        known = {id(r) for r in self.tried.values()}
+        for r in rows:
+            if id(r) not in known:
+                k = (
+                    tuple(r.config.get("split_points") or []),
+                    tuple(float(x) for x in base_proportions(r.config)),
+                )
+                self.tried.setdefault(k, r)
+
     def _simulate(self, items: list[tuple[tuple[str, ...], tuple[float, ...]]]) -> None:
         todo = []
         for s, a in items:

@@ -213,6 +213,8 @@ class Tuner:
         self._round = 0
         #: insight changes read ahead of the beam (the start's, while its batch runs)
         self._changes: dict[int, list[dict[str, Any]]] = {}
+        #: the split search, once started (analyser.sim.tune.autosplit.SplitSearch)
+        self.split: Any = None
 
     # -- evaluation ----------------------------------------------------------------------------
     def _spent(self) -> int:
@@ -468,8 +470,21 @@ class Tuner:
             self.left,
             objective=self.space.objective,
         )
+        self.split = search
         search.run()
         return search.report(self.start_row().config)
+
+    def split_report(self) -> dict[str, Any] | None:
+        """The report of a split search stopped part-way (Ctrl-C, a lost cluster): what it
+        had simulated (None when it had not started)."""
+        if self.split is None:
+            return None
+        # the answers of the batch the interrupt cut short are rows, not yet the search's
+        self.split.adopt([r for r in self.rows if r.origin == "split"])
+        try:
+            return self.split.report(self.start_row().config)
+        except Exception:  # nothing simulated yet to compare: no report
+            return None
 
     def _dedupe(self, items):
         seen, out = set(), []
@@ -586,6 +601,8 @@ def tune(
             "the same command again, with the cluster back, to resume."
         )
     result.rows = tuner.rows
+    if result.interrupted and result.split is None:
+        result.split = tuner.split_report()
     result.simulations = tuner._sims
     result.seconds = time.perf_counter() - t0
     return result
