@@ -149,6 +149,13 @@ def test_the_split_search_writes_a_folder_the_report_reads(searched, tmp_path):
     )
     origins = set(table.frame["origin"])
     assert origins == {"start", "split"}
+    from analyser.reports.tune import write_tune_report
+
+    html = write_tune_report(tmp_path / "t", tmp_path / "t" / "report.html").read_text()
+    assert "Pipeline split: yours and the chosen one" in html
+    for side in ("user", "chosen"):
+        for st in auto.split[side]["stages"]:
+            assert f"{st['cycles']:,}" in html  # each stage's cycles, yours and the chosen
     # a per-stage proportion pair is a column of the table like any varied option
     split = table.frame[table.frame["origin"] == "split"]
     assert split["available_memory_proportion_per_ipu"].str.fullmatch(r"[0-9.]+\+[0-9.]+").all()
