@@ -111,6 +111,9 @@ def _with(d: dict, **kw: object) -> dict:
 # -- foreign data -----------------------------------------------------------------------------
 #: A file whose contents must never appear in any output.
 SECRET = "TOP-SECRET-NOT-IN-ANY-PROFILE"
+#: Rows of the other file's datasets: more than any base profile's table has (a virtual dataset
+#: maps as many rows as the column it replaces)
+SECRET_ROWS = 4096
 
 
 def secret_file(folder: Path) -> Path:
@@ -125,9 +128,9 @@ def secret_h5(folder: Path) -> Path:
     path = folder / "secret.h5"
     if not path.exists():
         with h5py.File(path, "w") as h5:
-            data = np.frombuffer((SECRET * 8).encode()[:184], dtype="<i8")
-            h5["d"] = data
-            h5.create_group("g")["name"] = np.array([SECRET] * 23, dtype=object)
+            text = (SECRET * (8 * SECRET_ROWS // len(SECRET) + 1)).encode()
+            h5["d"] = np.frombuffer(text[: 8 * SECRET_ROWS], dtype="<i8")
+            h5.create_group("g")["name"] = np.array([SECRET] * SECRET_ROWS, dtype=object)
     return path
 
 
@@ -163,7 +166,7 @@ def virtual(column: str = "/graph/operations/flops") -> Mutation:
 
     def write(h5: h5py.File, key: str, n: int, src: Path) -> None:
         layout = h5py.VirtualLayout(shape=(n,), dtype="<i8")
-        layout[:] = h5py.VirtualSource(str(src), "d", shape=(23,))[:n]
+        layout[:] = h5py.VirtualSource(str(src), "d", shape=(SECRET_ROWS,))[:n]
         h5.create_virtual_dataset(key, layout, fillvalue=0)
 
     return _foreign_column(column, secret_h5, write)

@@ -624,6 +624,16 @@ def trained_tensors(g, ops: np.ndarray, plan: LoweringPlan) -> tuple[np.ndarray,
     return idx[order], elems[order]
 
 
+def tensor_names(g, ops: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """The name of each trained tensor of :func:`trained_tensors`: its op's, and for an op's
+    second tensor (a norm's shift, a layer's bias: PyTorch's ``bias``) with ``/bias`` after it,
+    so every update, accumulation and reset has a name of its own (a compute set is named by
+    its op: two of one name could not be told apart, nor balanced one at a time)."""
+    second = np.zeros(len(at), bool)
+    second[1:] = at[1:] == at[:-1]
+    return g["name"][ops[at]] + np.where(second, "/bias", "").astype(object)
+
+
 def _accumulate_rows(bi: _BackwardInputs) -> _Rows:
     """GA > 1: each weight gradient accumulated into its accumulator, after its gradient op
     (under PopART one ``AccumulateOp`` per trained tensor)."""
@@ -639,7 +649,7 @@ def _accumulate_rows(bi: _BackwardInputs) -> _Rows:
     out.add(
         _block(
             len(ac),
-            name=g["name"][ac] + "/accumulate",
+            name=tensor_names(g, ops, at) + "/accumulate",
             type="AccumulateGrad",
             layer=g["layer"][ac],
             stage=bi.stage_of[ac],
@@ -693,6 +703,7 @@ def _update_block(g, order, stage_of, plan: LoweringPlan) -> dict:
     ops = order[g["weight_elems"][order] > 0]
     at, w = trained_tensors(g, ops, plan)
     wo = ops[at]
+    names = tensor_names(g, ops, at)
     opt = plan.optimiser
     passes = OPTIMISER_PASSES[opt] + (1 if plan.loss_scaled else 0)
     R = plan.state_shards
@@ -710,7 +721,7 @@ def _update_block(g, order, stage_of, plan: LoweringPlan) -> dict:
         _block(
             len(wo),
             **per_update,
-            name=g["name"][wo] + "/update",
+            name=names + "/update",
             type=f"{OPTIMISER_NAMES[opt]}Update",
             family="optimiser",
             role="upd",
@@ -733,7 +744,7 @@ def _update_block(g, order, stage_of, plan: LoweringPlan) -> dict:
             _block(
                 len(wo),
                 **per_update,
-                name=g["name"][wo] + "/accumulatorZero",
+                name=names + "/accumulatorZero",
                 type="AccumulatorZero",
                 family="elementwise",
                 role="acczero",
