@@ -134,6 +134,8 @@ ROW_DEFAULTS = dict(
     wcast=0,
     scalar_in=0,
     compute_sets=1,
+    channel_sets=0,
+    channel_elems=0,
 )
 
 
@@ -156,7 +158,7 @@ class LoweringPlan:
     optimiser: str
     state_shards: int  # replicas the optimiser update is sharded over (1 without RTS)
     resets_accumulators: bool  # GA > 1 with on-chip accumulators: reset after the step
-    popart_optimiser: bool  # PopART's per-tensor optimiser ops (PopTorch and PopART)
+    popart_optimiser: bool  # PopART's per-tensor optimiser ops and batch norm (PopTorch, PopART)
 
     @classmethod
     def from_config(cls, config) -> LoweringPlan:
@@ -204,8 +206,53 @@ def lower(graph: Graph, config, target) -> Lowered:
         blocks.append(_update_block(g, order, stage_of, plan))
     cols = _concat(blocks)
     del cols["_len"]
+    _norm_compute_sets(cols, plan)
     loss_inputs = list(graph.params.get("loss_inputs", [len(graph) - 1]))
     return Lowered(cols=cols, stage_of_fwd=stage_of, recompute=recompute, loss_inputs=loss_inputs)
+
+
+#: Batch norm in training as PopART runs it over PopLibs: (passes over the map, compute sets
+#: they run in, compute sets over the channels only). Forward (popart ``BatchNormOpx::grow``,
+#: training): ``popnn::bn::batchNormStatistics`` (poplin ``Norms.cpp`` ``normStatisticsImpl``:
+#: one ``reduceMany`` of the sum and the sum of squares, then ``computeInvStdDev`` on the
+#: channels), the ``multiplicand`` and ``addend`` maps on the channels, ``batchNormalise``'s
+#: multiply and add over the map (``poplin::normalise``), and the running mean and variance
+#: with the batch variance (``convertInvSdToVar``) on the channels: the zoo's 4 passes (the two
+#: reductions' reads, the multiply, the add) in 3 compute sets, 5 on the channels. Backward
+#: (``BatchNormGradOpx::batchNormaliseGrad``): ``batchNormWhiten`` (subtract, multiply),
+#: ``batchNormGradients`` (``normGradients``' multiply by gamma; ``normStatisticsGradientsImpl``:
+#: ``normParamGradients``' multiply and joint reduction of both deltas (two maps read), the copy
+#: of the gradient, ``varGrads``, the mean delta's scaling on the channels, its add, the scaled
+#: add, the multiply by the inverse standard deviation) and ``batchNormParamGradients`` (a
+#: multiply and the joint reduction again): 14 passes over the map in 12 compute sets, 1 on the
+#: channels. ``None``: the zoo's passes.
+NORM_COMPUTE_SETS = {
+    ("BatchNorm", "fwd"): (None, 3, 5),
+    ("BatchNormGrad", "bwd"): (14.0, 12, 1),
+}
+
+
+def _norm_compute_sets(cols: dict, plan: LoweringPlan) -> None:
+    """Under PopART (PopTorch and PopART) set the passes and compute sets of the batch-norm rows
+    (``NORM_COMPUTE_SETS``; a recomputation is its forward's), in place; the channel sets hold
+    one value per channel (``stats`` counts the mean and the variance of each). TensorFlow's
+    batch norm (its Poplar backend's own lowering) keeps the zoo's passes in one compute set:
+    it was not read."""
+    if not plan.popart_optimiser or not len(cols["type"]):
+        return
+    types = cols["type"].tolist()
+    roles = cols["role"].tolist()
+    for (ty, role), (passes, sets, channel) in NORM_COMPUTE_SETS.items():
+        ok = {role, "recomp"} if role == "fwd" else {role}
+        sel = np.array([t == ty and r in ok for t, r in zip(types, roles)], bool)
+        if not sel.any():
+            continue
+        if passes is not None:
+            cols["passes"][sel] = passes
+            cols["flops"][sel] = np.rint(cols["elems"][sel] * passes).astype(np.int64)
+        cols["compute_sets"][sel] = sets
+        cols["channel_sets"][sel] = channel
+        cols["channel_elems"][sel] = np.maximum(cols["stats"][sel] // 2, 1)
 
 
 def _forward_rows(graph: Graph, fw: dict, order: np.ndarray, plan: LoweringPlan) -> list[dict]:
@@ -733,7 +780,11 @@ def _update_block(g, order, stage_of, plan: LoweringPlan) -> dict:
             flops=e * passes,
             bytes_in=e * wdt * (2 + state),
             bytes_out=e * wdt * (1 + state),
-            compute_sets=max(len(decomposed), 1),
+            # the step counter's increment is a compute set over one float, the others run
+            # the passes
+            compute_sets=max(len(decomposed) - 1, 1),
+            channel_sets=1 if decomposed else 0,
+            channel_elems=1,
             scalar_in=sum(x[1] for x in decomposed),
         )
     ]
@@ -814,6 +865,8 @@ COLUMNS = {
     "wcast": np.int64,
     "scalar_in": np.int64,
     "compute_sets": np.int64,
+    "channel_sets": np.int64,
+    "channel_elems": np.int64,
 }
 
 
@@ -840,6 +893,8 @@ SIGNATURE_COLUMNS = (
     "wcast",
     "scalar_in",
     "compute_sets",
+    "channel_sets",
+    "channel_elems",
     # the input's size: a stride-2 convolution and a stride-1 one with the same output are not
     # the same operation (PopART outlines equal input shapes only), and their plans differ
     "bytes_in",

@@ -339,27 +339,35 @@ def _plan_other_slots(L, t, T: int, tab: SlotTable) -> None:
     tab.cyc[ie, k] = vertex_costs.elementwise_cycles(t, per, passes, db)
     tab.cyc_lo[ie, k] = vertex_costs.elementwise_cycles(t, per_lo, passes, db)
     tab.verts[ie, k] = 1  # one multi-vertex per tile runs all passes
-    _plan_scalar_inputs(L, t, tab, ie, tu)
+    _plan_scalar_inputs(L, t, T, tab, ie, tu)
     _plan_cross_tile(L, t, T, tab, ie, tu)
 
 
-def _plan_scalar_inputs(L, t, tab: SlotTable, ie: np.ndarray, tu: np.ndarray) -> None:
-    """An op that PopART runs as several compute sets (the optimiser's decomposition,
-    ``lowering.ADAM_OPS``) keeps one row and one main compute set here, its passes' work as
-    before; each further compute set adds its internal sync, and the step counter's increment
-    (one float on one tile) its own compute set. Scalar tensors the op reads that live on a
-    tile of their own (PopART's optimiser values set by the user, the step) are broadcast to
+def _plan_scalar_inputs(L, t, T: int, tab: SlotTable, ie: np.ndarray, tu: np.ndarray) -> None:
+    """An op that PopART / PopLibs run as several compute sets (the optimiser's decomposition,
+    ``lowering.ADAM_OPS``; batch norm, ``lowering.NORM_COMPUTE_SETS``) keeps one row and one main
+    compute set here: its passes' work as before, plus an internal sync for each further compute
+    set over its elements (``compute_sets``) and, for each compute set over its channels only
+    (``channel_sets``: a norm's statistics, the optimiser's step counter), a sync and one
+    element-wise pass over ``channel_elems`` float values spread like any small op
+    (``min_bytes_per_tile``), the other tiles waiting. Scalar tensors the op reads that live on
+    a tile of their own (PopART's optimiser values set by the user, the step) are broadcast to
     the op's tiles by an exchange each before their compute set (Poplar moves every operand a
     vertex reads that is mapped to another tile): 4 bytes and the exchange's setup each, laid
     out as one exchange program. The sub-steps are not separate programs: their cycles are
-    counted, their control code (a few bytes per program and tile) is not."""
+    counted, their control code is not."""
     extra = L["compute_sets"][ie] - 1
-    more = extra > 0
+    ch = L["channel_sets"][ie]
+    more = (extra > 0) | (ch > 0)
     if more.any():
         rows = ie[more]
+        ce = L["channel_elems"][rows]
+        ct = np.clip(_ceil_div(ce * 4, t.min_bytes_per_tile), 1, T)
+        per_channel = t.internal_sync_cycles + vertex_costs.elementwise_cycles(
+            t, _ceil_div(ce, ct), 1.0, 4
+        )
+        add = np.maximum(extra[more], 0) * t.internal_sync_cycles + ch[more] * per_channel
         k = SLOT["main"]
-        step = vertex_costs.elementwise_cycles(t, np.ones(len(rows), np.int64), 1.0, 4)
-        add = extra[more] * t.internal_sync_cycles + step
         tab.cyc[rows, k] += add
         tab.cyc_lo[rows, k] += add
     n = L["scalar_in"][ie]
