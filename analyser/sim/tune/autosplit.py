@@ -23,7 +23,9 @@ re-simulated by the engine:
    cycles (the fullest tile, for ``memory_headroom``) among those where its IPU fits (a
    stage's plans use its own IPU's proportion: PopTorch's
    ``setAvailableMemoryProportion({"IPU0": ...})``), and that per-stage combination is
-   simulated; then 3 again from the best with its proportions.
+   simulated. A uniform run out of memory on one IPU has no cycles for the others: their
+   fitting choices all stay and their combinations are simulated (at most as many as there
+   are choices). Then 3 again from the best with its proportions.
 
 "Best" is tune's own ranking (the objective among configurations that fit and meet the
 constraints; else fewer out-of-memory tiles). Everything is bounded by the simulation budget
