@@ -18,11 +18,14 @@ re-simulated by the engine:
 2. **Re-simulate** the best-scored :func:`model_share` of them at the base's proportions.
 3. **Climb**: the neighbours of the best simulated split (each boundary one block earlier or
    later), simulated, while one is better.
-4. **Proportions**: the best split with every proportion choice on all IPUs at once; each
-   stage then takes the choice that gives it the fewest cycles (the fullest tile, for
-   ``memory_headroom``) among those where its IPU fits (a stage's plans use its own IPU's
-   proportion: PopTorch's ``setAvailableMemoryProportion({"IPU0": ...})``), and that
-   per-stage combination is simulated; then 3 again with the best proportions.
+4. **Proportions**: each of the :data:`PROPORTION_SPLITS` best splits with every proportion
+   choice on all IPUs at once; each stage then takes the choice that gives it the fewest
+   cycles (the fullest tile, for ``memory_headroom``) among those where its IPU fits (a
+   stage's plans use its own IPU's proportion: PopTorch's
+   ``setAvailableMemoryProportion({"IPU0": ...})``), and that per-stage combination is
+   simulated. A uniform run out of memory on one IPU has no cycles for the others: their
+   fitting choices all stay and their combinations are simulated (at most as many as there
+   are choices). Then 3 again from the best with its proportions.
 
 "Best" is tune's own ranking (the objective among configurations that fit and meet the
 constraints; else fewer out-of-memory tiles). Everything is bounded by the simulation budget
@@ -45,6 +48,8 @@ MAX_SCORED = 200_000
 WINDOW = 3
 #: Most model candidates simulated before the climb.
 MAX_MODEL = 6
+#: Splits (the best at the base's proportions) given the per-stage proportion pick.
+PROPORTION_SPLITS = 3
 
 
 @dataclass
@@ -306,9 +311,20 @@ class SplitSearch:
             self._simulate([(s, amps0) for s in top])
         self._climb(names, amps0)
         if len(self.spec.proportions) > 1 and self.left() > 0:
-            amps = self._proportions()
-            if amps is not None:
-                self._climb(names, amps)
+            # the best few splits each get their per-stage pick: a split out of memory at the
+            # base's proportions may fit, and win, with a lower one on its fullest IPU
+            ranked = sorted(
+                ((k, r) for k, r in self.tried.items() if k[1] == tuple(amps0)),
+                key=lambda kr: self.key(kr[1]),
+                reverse=True,
+            )
+            for (split, _), _row in ranked[:PROPORTION_SPLITS]:
+                if self.left() <= 0:
+                    break
+                self._proportions(split)
+            best = self.best()
+            amps = next(k[1] for k, r in self.tried.items() if r is best)
+            self._climb(names, amps)
 
     def best(self) -> Any:
         return max(self.tried.values(), key=self.key)
@@ -378,9 +394,8 @@ class SplitSearch:
     def best_of(self, amps: tuple[float, ...]) -> Any:
         return max((r for k, r in self.tried.items() if k[1] == tuple(amps)), key=self.key)
 
-    def _proportions(self) -> tuple[float, ...] | None:
-        """The best split at every proportion choice on all IPUs, then the per-stage pick."""
-        split = next(k[0] for k, r in self.tried.items() if r is self.best())
+    def _proportions(self, split: tuple[str, ...]) -> None:
+        """``split`` at every proportion choice on all IPUs, then the per-stage pick."""
         n = self.spec.stages
         self._simulate([(split, (v,) * n) for v in self.spec.proportions])
         runs = []
@@ -390,24 +405,30 @@ class SplitSearch:
             if f.get("max_tile_bytes") and len(f["max_tile_bytes"]) >= n:
                 runs.append((v, f))
         if not runs:
-            return None
-        pick = []
+            return
+        # per stage, the choices with which its IPU fits; of those, the one with the fewest
+        # cycles when every one ran (a run out of memory on another IPU has no cycles: then
+        # each fitting choice stays and their combinations are simulated)
+        choices = []
         mine = self._amps0
         for s in range(n):
             fits = [(v, f) for v, f in runs if f["oom_tiles"][s] == 0] or runs
-            by = "max_tile_bytes"
-            if self.objective != "memory_headroom" and all(len(f["cycles"]) > s for _, f in fits):
-                by = "cycles"
-            # equal figures keep the base's proportion: no change without a measured gain
-            v = min(fits, key=lambda vf, s=s: (vf[1][by][s], abs(vf[0] - mine[s])))[0]
-            pick.append(v)
-        amps = tuple(pick)
-        self._simulate([(split, amps)])
+            near = sorted(fits, key=lambda vf, s=s: abs(vf[0] - mine[s]))
+            if self.objective == "memory_headroom":
+                v = min(near, key=lambda vf, s=s: vf[1]["max_tile_bytes"][s])[0]
+                choices.append([v])
+            elif all(len(f["cycles"]) > s for _, f in near):
+                # equal figures keep the base's proportion: no change without a measured gain
+                v = min(near, key=lambda vf, s=s: vf[1]["cycles"][s])[0]
+                choices.append([v])
+            else:
+                choices.append([v for v, _ in near])
+        picks = [tuple(c) for c in itertools.product(*choices)][: len(self.spec.proportions)]
+        self._simulate([(split, amps) for amps in picks])
         self.phases.append(
-            f"proportions: {len(runs)} uniform run(s), per-stage pick {_amps_text(amps)}"
+            f"proportions at {'+'.join(split)}: {len(runs)} uniform run(s), per-stage "
+            f"pick{'s' if len(picks) > 1 else ''} {', '.join(map(_amps_text, picks))}"
         )
-        best = self.best()
-        return next(k[1] for k, r in self.tried.items() if r is best)
 
     def _stage_figures(self, row: Any) -> dict[str, Any]:
         if row.id not in self.figures:
