@@ -173,3 +173,26 @@ def test_cycles_beyond_float_precision_still_add_up_exactly(tmp_path):
         for table in (d.by_type, d.by_layer, d.by_program):
             for _ipu, rows in table.groupby("ipu"):
                 assert int(rows["delta"].sum()) == d.delta
+
+
+def test_largest_deltas_are_those_of_one_stable_sort_over_all_aligned_steps(synthetic_pair):
+    # the diff keeps each IPU's largest deltas only; ties (many equal |delta|) keep the order
+    # of the aligned steps, as one stable sort of every IPU's aligned steps would give
+    from analyser.core.diff import _aligned_by_ipu, _top
+
+    a, b = synthetic_pair
+    rng = np.random.default_rng(0)
+    with Analysis.open(a) as x, Analysis.open(b) as y:
+        sa, sb = _read(x), _read(y)
+        ia, ib, _ = align_steps(sa, sb)
+        # B's cycles: A's aligned ones plus small deltas, most of them tied
+        sb.cycles[ib] = sa.cycles[ia] + rng.integers(-3, 4, ia.size)
+        d = sb.cycles[ib] - sa.cycles[ia]
+        nz = np.flatnonzero(d)
+        for n in (0, 1, 5, 50, ia.size + 1):
+            want = nz[np.argsort(-np.abs(d[nz]), kind="stable")[:n]]
+            parts = [_top(sa, sb, (r_a, r_b, o), n) for _, r_a, r_b, o in _aligned_by_ipu(sa, sb)]
+            cat = [np.concatenate(p) for p in zip(*parts)]
+            dd = sb.cycles[cat[1]] - sa.cycles[cat[0]]
+            got = np.argsort(-np.abs(dd), kind="stable")[:n]
+            assert np.array_equal(cat[0][got], ia[want]) and np.array_equal(cat[1][got], ib[want])
