@@ -173,6 +173,25 @@ def test_cycles_beyond_float_precision_still_add_up_exactly(tmp_path):
         for table in (d.by_type, d.by_layer, d.by_program):
             for _ipu, rows in table.groupby("ipu"):
                 assert int(rows["delta"].sum()) == d.delta
+    # the execution summary's cycle sums are exact integers too, and each finer one adds up
+    # to the coarser ones
+    with Analysis.open(paths[0]) as an:
+        ex = an.execution
+        c = {k: an.src.column("/execution/steps", k) for k in ("ipu", "program", "cycles", "stage")}
+    for i in range(ex.num_ipus):
+        on = c["ipu"] == i
+        assert int(ex.cycles_by_type[i].sum()) == sum(int(v) for v in c["cycles"][on])
+        n = ex.program_cycles.size
+        runs = np.bincount(c["program"][on], minlength=n)
+        assert (ex.program_executions_by_ipu[i] == runs).all()
+        want = np.zeros(n, np.int64)
+        np.add.at(want, c["program"][on], c["cycles"][on].astype(np.int64))  # integer adds
+        assert (ex.program_cycles_by_ipu[i] == want).all()
+    assert (ex.program_cycles_by_ipu.sum(axis=0) == ex.program_cycles).all()
+    assert (ex.program_executions_by_ipu.sum(axis=0) == ex.program_executions).all()
+    assert (ex.cycles_by_type_phase.sum(axis=2) == ex.cycles_by_type).all()
+    staged = c["stage"] >= 0
+    assert int(ex.stage_cycles.sum()) == sum(int(v) for v in c["cycles"][staged])
 
 
 def test_largest_deltas_are_those_of_one_stable_sort_over_all_aligned_steps(synthetic_pair):

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from analyser.core.execution import exact_sums
 from profiles import schema
 from profiles.errors import UserFacingError
 
@@ -84,7 +85,7 @@ class _Side:
         return np.r_[0, np.cumsum(self.per_ipu)]
 
 
-def _read(a: Analysis, *, starts: bool = False, sums: bool = False) -> _Side:
+def _read(a: Analysis, *, starts: bool = False) -> _Side:
     """One run's steps, read in the pass that makes its execution summary (when that is not
     made yet: one read of the step table for both), with the sums the diff's tables need."""
     if not a.has_execution:
@@ -99,13 +100,8 @@ def _read(a: Analysis, *, starts: bool = False, sums: bool = False) -> _Side:
     ok = (op_of_prog >= 0) & (op_of_prog < layers.size)
     prog_layers = np.full(prog_names.size, NO_LAYER, dtype=object)
     prog_layers[ok] = layers[op_of_prog[ok]]
-    n, n_ipus, n_prog = src.n_steps, int(a.target.num_ipus), prog_names.size
-    n_types = len(schema.PROGRAM_TYPES)
+    n, n_ipus = src.n_steps, int(a.target.num_ipus)
     kept: dict[str, np.ndarray] = {}
-    per_ipu = np.zeros(n_ipus, np.int64)
-    per_prog = np.zeros(n_ipus * n_prog, np.int64)
-    steps = np.zeros(n_ipus * n_prog, np.int64)
-    per_type = np.zeros(n_ipus * n_types, np.int64)
     grouped = [True, -1]  # steps of one IPU contiguous so far; the last IPU seen
 
     def visit(lo: int, c: dict[str, np.ndarray]) -> None:
@@ -118,34 +114,21 @@ def _read(a: Analysis, *, starts: bool = False, sums: bool = False) -> _Side:
             if starts:
                 kept["start"] = np.empty(n, np.int64)
         # the reader has checked each value against its bounds: every program row exists,
-        # every IPU is one of the profile's, no step has negative cycles
-        prog, ipu_s = c["program"], c["ipu"]
-        hi = lo + prog.size
+        # every IPU is one of the profile's
+        ipu = c["ipu"]
+        hi = lo + ipu.size
         for k, v in kept.items():
             v[lo:hi] = c[k]
-        if ipu_s.size and grouped[0]:
-            grouped[0] = ipu_s[0] >= grouped[1] and bool((ipu_s[1:] >= ipu_s[:-1]).all())
-            grouped[1] = int(ipu_s[-1])
-        if not sums:
-            per_ipu[:] += np.bincount(ipu_s, minlength=n_ipus)
-            return
-        cy = kept["cycles"][lo:hi]
-        big = int(cy.max()) if cy.size else 0
-        largest[0] = max(largest[0], big)
-        key = ipu_s.astype(np.int64) * n_prog + prog
-        per_prog[:] += _isum(key, cy, n_ipus * n_prog, big * float(cy.size))
-        steps[:] += np.bincount(key, minlength=n_ipus * n_prog)
+        if ipu.size and grouped[0]:
+            grouped[0] = ipu[0] >= grouped[1] and bool((ipu[1:] >= ipu[:-1]).all())
+            grouped[1] = int(ipu[-1])
 
-    largest = [0]  # the largest |cycles| of a step
     a.scan_steps(("ipu", "program", "cycles", *(("start",) if starts else ())), visit)
-    if sums:
-        per_ipu = steps.reshape(n_ipus, n_prog).sum(axis=1)
-        if largest[0] * float(n) < 2.0**53:  # the summary's float sums are exact integers
-            per_type = np.asarray(a.execution.cycles_by_type, np.int64).ravel()
-        else:
-            for _, c in a.src.iter_steps(("ipu", "type", "cycles")):
-                key = c["ipu"].astype(np.int64) * n_types + c["type"]
-                per_type += _isum(key, c["cycles"].astype(np.int64), n_ipus * n_types)
+    # the sums come from the execution summary: exact integers by (IPU, program row) and by
+    # (IPU, step type)
+    ex = a.execution
+    per_prog = np.asarray(ex.program_cycles_by_ipu, np.int64)
+    steps = np.asarray(ex.program_executions_by_ipu, np.int64)
     if not kept:  # no steps
         kept = {
             "ipu": np.zeros(0, np.int16),
@@ -155,7 +138,7 @@ def _read(a: Analysis, *, starts: bool = False, sums: bool = False) -> _Side:
         }
     return _Side(
         a.name,
-        int(a.execution.total_cycles),
+        int(ex.total_cycles),
         n_ipus,
         kept["ipu"],
         kept["program"],
@@ -163,30 +146,12 @@ def _read(a: Analysis, *, starts: bool = False, sums: bool = False) -> _Side:
         kept["start"] if starts else None,
         prog_names,
         prog_layers,
-        per_ipu,
+        steps.sum(axis=1),
         bool(grouped[0]),
-        per_prog.reshape(n_ipus, n_prog) if sums else None,
-        steps.reshape(n_ipus, n_prog) if sums else None,
-        per_type if sums else None,
+        per_prog,
+        steps,
+        np.asarray(ex.cycles_by_type, np.int64).ravel(),
     )
-
-
-def _isum(keys: np.ndarray, values: np.ndarray, n: int, big: float | None = None) -> np.ndarray:
-    """Exact integer sums of ``values`` by ``keys`` in [0, n) (float64 bincount while every
-    partial sum is below 2**53, where float64 holds integers exactly; else a sort). ``big``:
-    a bound of |partial sums| when known (the largest |value| times their number)."""
-    if not keys.size:
-        return np.zeros(n, np.int64)
-    if big is None:
-        big = max(abs(int(values.max())), abs(int(values.min()))) * float(values.size)
-    if big < 2.0**53:
-        return np.rint(np.bincount(keys, values, n)).astype(np.int64)
-    out = np.zeros(n, np.int64)
-    order = np.argsort(keys, kind="stable")
-    k = keys[order]
-    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
-    out[k[starts]] = np.add.reduceat(values[order], starts)
-    return out
 
 
 @dataclass(frozen=True)
@@ -439,7 +404,7 @@ def diff_runs(a: Analysis, b: Analysis, *, largest: int = 10) -> RunDiff:
 
     from analyser.core.comparison import compare_pair
 
-    sa, sb = _read(a, sums=True), _read(b, sums=True)
+    sa, sb = _read(a), _read(b)
     ipus = max(sa.n_ipus, sb.n_ipus)
 
     def rows(x: np.ndarray | None, n: int) -> np.ndarray:  # a run's [IPUs, n] sums on ipus rows
@@ -477,7 +442,7 @@ def diff_runs(a: Analysis, b: Analysis, *, largest: int = 10) -> RunDiff:
         ca, cb = codes[: sa.prog_names.size], codes[sa.prog_names.size :]
         # (IPU, program row) -> (IPU, label)
         keys = [(np.arange(ipus)[:, None] * n + c[None, :]).ravel() for c in (ca, cb)]
-        sums = [_isum(k, p.ravel(), ipus * n) for k, p in zip(keys, per_prog)]
+        sums = [exact_sums(k, p.ravel(), ipus * n) for k, p in zip(keys, per_prog)]
         extra = None
         if with_counts:
             extra = {
