@@ -173,3 +173,45 @@ def test_cycles_beyond_float_precision_still_add_up_exactly(tmp_path):
         for table in (d.by_type, d.by_layer, d.by_program):
             for _ipu, rows in table.groupby("ipu"):
                 assert int(rows["delta"].sum()) == d.delta
+    # the execution summary's cycle sums are exact integers too, and each finer one adds up
+    # to the coarser ones
+    with Analysis.open(paths[0]) as an:
+        ex = an.execution
+        c = {k: an.src.column("/execution/steps", k) for k in ("ipu", "program", "cycles", "stage")}
+    for i in range(ex.num_ipus):
+        on = c["ipu"] == i
+        assert int(ex.cycles_by_type[i].sum()) == sum(int(v) for v in c["cycles"][on])
+        n = ex.program_cycles.size
+        runs = np.bincount(c["program"][on], minlength=n)
+        assert (ex.program_executions_by_ipu[i] == runs).all()
+        want = np.zeros(n, np.int64)
+        np.add.at(want, c["program"][on], c["cycles"][on].astype(np.int64))  # integer adds
+        assert (ex.program_cycles_by_ipu[i] == want).all()
+    assert (ex.program_cycles_by_ipu.sum(axis=0) == ex.program_cycles).all()
+    assert (ex.program_executions_by_ipu.sum(axis=0) == ex.program_executions).all()
+    assert (ex.cycles_by_type_phase.sum(axis=2) == ex.cycles_by_type).all()
+    staged = c["stage"] >= 0
+    assert int(ex.stage_cycles.sum()) == sum(int(v) for v in c["cycles"][staged])
+
+
+def test_largest_deltas_are_those_of_one_stable_sort_over_all_aligned_steps(synthetic_pair):
+    # the diff keeps each IPU's largest deltas only; ties (many equal |delta|) keep the order
+    # of the aligned steps, as one stable sort of every IPU's aligned steps would give
+    from analyser.core.diff import _aligned_by_ipu, _top
+
+    a, b = synthetic_pair
+    rng = np.random.default_rng(0)
+    with Analysis.open(a) as x, Analysis.open(b) as y:
+        sa, sb = _read(x), _read(y)
+        ia, ib, _ = align_steps(sa, sb)
+        # B's cycles: A's aligned ones plus small deltas, most of them tied
+        sb.cycles[ib] = sa.cycles[ia] + rng.integers(-3, 4, ia.size)
+        d = sb.cycles[ib] - sa.cycles[ia]
+        nz = np.flatnonzero(d)
+        for n in (0, 1, 5, 50, ia.size + 1):
+            want = nz[np.argsort(-np.abs(d[nz]), kind="stable")[:n]]
+            parts = [_top(sa, sb, (r_a, r_b, o), n) for _, r_a, r_b, o in _aligned_by_ipu(sa, sb)]
+            cat = [np.concatenate(p) for p in zip(*parts)]
+            dd = sb.cycles[cat[1]] - sa.cycles[cat[0]]
+            got = np.argsort(-np.abs(dd), kind="stable")[:n]
+            assert np.array_equal(cat[0][got], ia[want]) and np.array_equal(cat[1][got], ib[want])

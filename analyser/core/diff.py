@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from analyser.core.execution import exact_sums
 from profiles import schema
 from profiles.errors import UserFacingError
 
@@ -84,7 +85,7 @@ class _Side:
         return np.r_[0, np.cumsum(self.per_ipu)]
 
 
-def _read(a: Analysis, *, starts: bool = False, sums: bool = False) -> _Side:
+def _read(a: Analysis, *, starts: bool = False) -> _Side:
     """One run's steps, read in the pass that makes its execution summary (when that is not
     made yet: one read of the step table for both), with the sums the diff's tables need."""
     if not a.has_execution:
@@ -99,13 +100,8 @@ def _read(a: Analysis, *, starts: bool = False, sums: bool = False) -> _Side:
     ok = (op_of_prog >= 0) & (op_of_prog < layers.size)
     prog_layers = np.full(prog_names.size, NO_LAYER, dtype=object)
     prog_layers[ok] = layers[op_of_prog[ok]]
-    n, n_ipus, n_prog = src.n_steps, int(a.target.num_ipus), prog_names.size
-    n_types = len(schema.PROGRAM_TYPES)
+    n, n_ipus = src.n_steps, int(a.target.num_ipus)
     kept: dict[str, np.ndarray] = {}
-    per_ipu = np.zeros(n_ipus, np.int64)
-    per_prog = np.zeros(n_ipus * n_prog, np.int64)
-    steps = np.zeros(n_ipus * n_prog, np.int64)
-    per_type = np.zeros(n_ipus * n_types, np.int64)
     grouped = [True, -1]  # steps of one IPU contiguous so far; the last IPU seen
 
     def visit(lo: int, c: dict[str, np.ndarray]) -> None:
@@ -117,36 +113,22 @@ def _read(a: Analysis, *, starts: bool = False, sums: bool = False) -> _Side:
             kept["cycles"] = np.empty(n, np.int64)
             if starts:
                 kept["start"] = np.empty(n, np.int64)
-        prog = c["program"]
-        if prog.size and (prog.min() < 0 or prog.max() >= n_prog):
-            raise DiffError(f"profile {a.path}: a step names a program that does not exist.")
-        hi = lo + prog.size
+        # the reader has checked each value against its bounds: every program row exists,
+        # every IPU is one of the profile's
+        ipu = c["ipu"]
+        hi = lo + ipu.size
         for k, v in kept.items():
             v[lo:hi] = c[k]
-        ipu = c["ipu"].astype(np.int64)
         if ipu.size and grouped[0]:
             grouped[0] = ipu[0] >= grouped[1] and bool((ipu[1:] >= ipu[:-1]).all())
             grouped[1] = int(ipu[-1])
-        if not sums:
-            per_ipu[:] += np.bincount(ipu, minlength=n_ipus)
-            return
-        cy = kept["cycles"][lo:hi]
-        big = max(abs(int(cy.max())), abs(int(cy.min()))) if cy.size else 0
-        largest[0] = max(largest[0], big)
-        key = ipu * n_prog + prog
-        per_prog[:] += _isum(key, cy, n_ipus * n_prog, big * float(cy.size))
-        steps[:] += np.bincount(key, minlength=n_ipus * n_prog)
 
-    largest = [0]  # the largest |cycles| of a step
     a.scan_steps(("ipu", "program", "cycles", *(("start",) if starts else ())), visit)
-    if sums:
-        per_ipu = steps.reshape(n_ipus, n_prog).sum(axis=1)
-        if largest[0] * float(n) < 2.0**53:  # the summary's float sums are exact integers
-            per_type = np.asarray(a.execution.cycles_by_type, np.int64).ravel()
-        else:
-            for _, c in a.src.iter_steps(("ipu", "type", "cycles")):
-                key = c["ipu"].astype(np.int64) * n_types + c["type"]
-                per_type += _isum(key, c["cycles"].astype(np.int64), n_ipus * n_types)
+    # the sums come from the execution summary: exact integers by (IPU, program row) and by
+    # (IPU, step type)
+    ex = a.execution
+    per_prog = np.asarray(ex.program_cycles_by_ipu, np.int64)
+    steps = np.asarray(ex.program_executions_by_ipu, np.int64)
     if not kept:  # no steps
         kept = {
             "ipu": np.zeros(0, np.int16),
@@ -156,7 +138,7 @@ def _read(a: Analysis, *, starts: bool = False, sums: bool = False) -> _Side:
         }
     return _Side(
         a.name,
-        int(a.execution.total_cycles),
+        int(ex.total_cycles),
         n_ipus,
         kept["ipu"],
         kept["program"],
@@ -164,30 +146,12 @@ def _read(a: Analysis, *, starts: bool = False, sums: bool = False) -> _Side:
         kept["start"] if starts else None,
         prog_names,
         prog_layers,
-        per_ipu,
+        steps.sum(axis=1),
         bool(grouped[0]),
-        per_prog.reshape(n_ipus, n_prog) if sums else None,
-        steps.reshape(n_ipus, n_prog) if sums else None,
-        per_type if sums else None,
+        per_prog,
+        steps,
+        np.asarray(ex.cycles_by_type, np.int64).ravel(),
     )
-
-
-def _isum(keys: np.ndarray, values: np.ndarray, n: int, big: float | None = None) -> np.ndarray:
-    """Exact integer sums of ``values`` by ``keys`` in [0, n) (float64 bincount while every
-    partial sum is below 2**53, where float64 holds integers exactly; else a sort). ``big``:
-    a bound of |partial sums| when known (the largest |value| times their number)."""
-    if not keys.size:
-        return np.zeros(n, np.int64)
-    if big is None:
-        big = max(abs(int(values.max())), abs(int(values.min()))) * float(values.size)
-    if big < 2.0**53:
-        return np.rint(np.bincount(keys, values, n)).astype(np.int64)
-    out = np.zeros(n, np.int64)
-    order = np.argsort(keys, kind="stable")
-    k = keys[order]
-    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
-    out[k[starts]] = np.add.reduceat(values[order], starts)
-    return out
 
 
 @dataclass(frozen=True)
@@ -331,9 +295,13 @@ def _top(
     order given: a stable sort of the concatenated tops of several parts by |delta| gives the
     order of one sort over all of them."""
     ra, rb, occ = rows
-    d = b.cycles[rb] - a.cycles[ra]
-    nz = np.flatnonzero(d)
-    top = np.sort(nz[np.argsort(-np.abs(d[nz]), kind="stable")[:n]])
+    size = np.abs(b.cycles[rb] - a.cycles[ra])
+    if n < size.size:  # only the steps at least as large as the n-th largest can be in it
+        floor = max(1, int(np.partition(size, size.size - n)[size.size - n]) if n else 1)
+        top = np.flatnonzero(size >= floor)
+    else:
+        top = np.flatnonzero(size)
+    top = np.sort(top[np.argsort(-size[top], kind="stable")[:n]])
     return ra[top], rb[top], occ[top]
 
 
@@ -365,11 +333,10 @@ def _largest(
     ]
 
 
-def _by_code(codes: np.ndarray, n: int) -> np.ndarray:
-    """Stable order of ``codes`` in [0, n): a radix sort of 16-bit keys when they fit (numpy's
-    stable sort of 8 / 16-bit integers), else a merge sort."""
-    key = codes.astype(np.uint16) if n <= 1 << 16 else codes
-    return np.argsort(key, kind="stable")
+def _by_code(codes: np.ndarray) -> np.ndarray:
+    """Stable order of ``codes``: a radix sort of 16-bit codes (numpy's stable sort of 8 /
+    16-bit integers), else a merge sort."""
+    return np.argsort(codes, kind="stable")
 
 
 def _ipu_rows(s: _Side, i: int) -> tuple[int, np.ndarray | None, np.ndarray]:
@@ -390,15 +357,16 @@ def _aligned_by_ipu(a: _Side, b: _Side) -> Iterator[tuple[int, np.ndarray, np.nd
     name at its name's first position + k; the first min(count in A, count in B) of each name
     pair up. The aligned steps come ordered by name, then occurrence."""
     names, codes = np.unique(np.r_[a.prog_names, b.prog_names], return_inverse=True)
-    code_a = codes[: a.prog_names.size].astype(np.int64)
-    code_b = codes[a.prog_names.size :].astype(np.int64)
     n = max(1, names.size)
+    # 16-bit codes when they fit: half the bytes gathered per step, and numpy's radix sort
+    codes = codes.astype(np.uint16 if n <= 1 << 16 else np.int64)
+    code_a, code_b = codes[: a.prog_names.size], codes[a.prog_names.size :]
     for i in range(min(a.n_ipus, b.n_ipus)):
         if not a.per_ipu[i] or not b.per_ipu[i]:
             continue
         (lo_a, ra, pa), (lo_b, rb, pb) = _ipu_rows(a, i), _ipu_rows(b, i)
         ka, kb = code_a[pa], code_b[pb]
-        oa, ob = _by_code(ka, n), _by_code(kb, n)
+        oa, ob = _by_code(ka), _by_code(kb)
         ca, cb = np.bincount(ka, minlength=n), np.bincount(kb, minlength=n)
         del ka, kb
         m = np.minimum(ca, cb)
@@ -436,7 +404,7 @@ def diff_runs(a: Analysis, b: Analysis, *, largest: int = 10) -> RunDiff:
 
     from analyser.core.comparison import compare_pair
 
-    sa, sb = _read(a, sums=True), _read(b, sums=True)
+    sa, sb = _read(a), _read(b)
     ipus = max(sa.n_ipus, sb.n_ipus)
 
     def rows(x: np.ndarray | None, n: int) -> np.ndarray:  # a run's [IPUs, n] sums on ipus rows
@@ -474,7 +442,7 @@ def diff_runs(a: Analysis, b: Analysis, *, largest: int = 10) -> RunDiff:
         ca, cb = codes[: sa.prog_names.size], codes[sa.prog_names.size :]
         # (IPU, program row) -> (IPU, label)
         keys = [(np.arange(ipus)[:, None] * n + c[None, :]).ravel() for c in (ca, cb)]
-        sums = [_isum(k, p.ravel(), ipus * n) for k, p in zip(keys, per_prog)]
+        sums = [exact_sums(k, p.ravel(), ipus * n) for k, p in zip(keys, per_prog)]
         extra = None
         if with_counts:
             extra = {

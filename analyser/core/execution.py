@@ -103,6 +103,13 @@ class ExecutionSummary:
     device_throughput_samples_per_s: float = 0.0
     #: The engine's host model of the run (format 1.2 ``host_model``; empty before).
     host_model: dict = field(default_factory=dict, repr=False)
+    #: [ipus, programs]: total cycles and executions of each program on each IPU.
+    program_cycles_by_ipu: np.ndarray = field(
+        default_factory=lambda: np.zeros((0, 0), np.int64), repr=False
+    )
+    program_executions_by_ipu: np.ndarray = field(
+        default_factory=lambda: np.zeros((0, 0), np.int64), repr=False
+    )
 
     @property
     def host_exposed_cycles(self) -> int:
@@ -188,6 +195,26 @@ def _union_length(starts: np.ndarray, ends: np.ndarray) -> int:
     return int(np.maximum(0, cm - np.maximum(s, prev)).sum())
 
 
+def exact_sums(
+    keys: np.ndarray, values: np.ndarray, n: int, big: float | None = None
+) -> np.ndarray:
+    """Exact integer sums of ``values`` by ``keys`` in [0, n): a float64 bincount while every
+    partial sum is below 2**53, where float64 holds integers exactly, else a sort. ``big``: a
+    bound of the partial sums when known (the largest |value| times their number)."""
+    if not keys.size:
+        return np.zeros(n, np.int64)
+    if big is None:
+        big = max(abs(int(values.max())), abs(int(values.min()))) * float(values.size)
+    if big < 2.0**53:
+        return np.rint(np.bincount(keys, values, n)).astype(np.int64)
+    out = np.zeros(n, np.int64)
+    order = np.argsort(keys, kind="stable")
+    k = keys[order]
+    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+    out[k[starts]] = np.add.reduceat(values[order], starts)
+    return out
+
+
 #: Also hand every chunk of the summary's pass to ``visit(first_row, {column: array})``: the
 #: columns it names (read with the summary's, in the same pass) and the function.
 StepVisitor = tuple[Sequence[str], Callable[[int, dict[str, np.ndarray]], None]]
@@ -207,24 +234,26 @@ def summarise_execution(src: Source, visit: StepVisitor | None = None) -> Execut
     n_prog = prog_balance.size
 
     k = n_ipus * _NT
-    cyc = np.zeros(k, np.float64)
-    cnt = np.zeros(k, np.int64)
     bal = np.zeros(k, np.float64)
+    # cycles as exact integer sums, chunk by chunk: by (IPU, step type, phase), by (IPU,
+    # program row), by (stage + 1, compute or not); the coarser sums add these up
+    k3 = n_ipus * _NT * _NP
+    ph = np.zeros(k3, np.int64)
+    cnt3 = np.zeros(k3, np.int64)
+    kp = n_ipus * n_prog
+    pcyc = np.zeros(kp, np.int64)
+    pexe = np.zeros(kp, np.int64)
+    stage2 = np.zeros(4, np.int64)
     # bytes by (IPU, destination) of the stream copies, then by IPU of the global exchanges:
     # one key for the four byte and cycle sums
     n_dest = n_ipus * _ND
     n_bytes = n_dest + n_ipus
     b_in = np.zeros(n_bytes, np.float64)
     b_out = np.zeros(n_bytes, np.float64)
-    ph = np.zeros(n_ipus * _NT * _NP, np.float64)
     mrx = np.zeros(n_bytes, np.float64)
     mtx = np.zeros(n_bytes, np.float64)
     mid = _T["StreamCopyMid"]
-    stage = np.zeros(1, np.float64)
-    stage_c = np.zeros(1, np.float64)
     span = np.zeros(n_ipus, np.int64)
-    pcyc = np.zeros(n_prog, np.float64)
-    pexe = np.zeros(n_prog, np.int64)
     seg_phase: list[np.ndarray] = []
     seg_start: list[np.ndarray] = []
     seg_end: list[np.ndarray] = []
@@ -237,24 +266,32 @@ def summarise_execution(src: Source, visit: StepVisitor | None = None) -> Execut
     columns = COLUMNS if visit is None else tuple(dict.fromkeys((*COLUMNS, *visit[0])))
 
     # The reader has checked every value against its bounds (IPU in [0, IPUs), stage >= -1,
-    # codes within their enumerations), so a sum over some of the steps may go by keys instead
-    # of masks where most steps count (a step left out adds 0.0 or goes to a spare bin): each
-    # bin sums the same steps in the same order as with a mask, so the same floats.
+    # codes within their enumerations, cycles >= 0), so the sums go by keys without masks.
     for lo, c in src.iter_steps(columns):
         if visit is not None:
             visit[1](lo, c)
         ipu = c["ipu"].astype(np.int64)
         typ = c["type"]
-        cy = c["cycles"].astype(np.float64)
+        cyi = c["cycles"].astype(np.int64, copy=False)
+        cy = cyi.astype(np.float64)
+        big = float(cyi.max()) * cyi.size if cyi.size else 0.0  # cycles are >= 0
         start = c["start"].astype(np.int64, copy=False)
-        end = start + c["cycles"]
+        end = start + cyi
         prog = c["program"]
+        phase = c["phase"].astype(np.int64)
         it = ipu * _NT + typ
-        cyc += np.bincount(it, cy, k)
-        cnt += np.bincount(it, minlength=k)
         bal += np.bincount(it, cy * prog_balance[prog], k)
-        pcyc += np.bincount(prog, cy, n_prog)
-        pexe += np.bincount(prog, minlength=n_prog)
+        key = it * _NP + phase
+        ph += exact_sums(key, cyi, k3, big)
+        cnt3 += np.bincount(key, minlength=k3)
+        key = ipu * n_prog + prog
+        pcyc += exact_sums(key, cyi, kp, big)
+        pexe += np.bincount(key, minlength=kp)
+        st = c["stage"].astype(np.int64)
+        n_s = max(stage2.size, (int(st.max()) + 2) * 2 if st.size else 0)
+        if n_s > stage2.size:
+            stage2 = np.pad(stage2, (0, n_s - stage2.size))
+        stage2 += exact_sums((st + 1) * 2 + (typ == ote), cyi, stage2.size, big)
         # stream copies and global exchanges: the steps that move bytes, few of a run's
         xs = np.flatnonzero(moves_bytes[typ])
         x_typ, x_ipu, x_cy = typ[xs], ipu[xs], cy[xs]
@@ -265,15 +302,6 @@ def summarise_execution(src: Source, visit: StepVisitor | None = None) -> Execut
         mm = x_typ == mid
         mrx += np.bincount(kb, np.where(mm & (bi > 0), x_cy, 0.0), n_bytes)
         mtx += np.bincount(kb, np.where(mm & (bo > 0) & (bi == 0), x_cy, 0.0), n_bytes)
-        phase = c["phase"].astype(np.int64)
-        ph += np.bincount(it * _NP + phase, cy, n_ipus * _NT * _NP)
-        st = c["stage"].astype(np.int64) + 1  # bin 0: no stage
-        s_all = np.bincount(st, cy, stage.size + 1)[1:]
-        if s_all.size > stage.size:
-            stage = np.pad(stage, (0, s_all.size - stage.size))
-            stage_c = np.pad(stage_c, (0, s_all.size - stage_c.size))
-        stage += s_all
-        stage_c += np.bincount(np.where(typ == ote, st, 0), cy, stage.size + 1)[1:]
         # Runs of consecutive steps with one phase on one IPU become segments (few per run).
         brk = np.flatnonzero((np.diff(phase) != 0) | (np.diff(ipu) != 0)) + 1
         first = np.concatenate(([0], brk))
@@ -289,32 +317,40 @@ def summarise_execution(src: Source, visit: StepVisitor | None = None) -> Execut
     grx, gtx = b_in[n_dest:], b_out[n_dest:]
     mrx, mtx = mrx[:n_dest], mtx[:n_dest]
     wall = _phase_wall_cycles(seg_phase, seg_start, seg_end, seg_ipu)
+    ph3 = ph.reshape(n_ipus, _NT, _NP)
+    cyc2 = ph3.sum(axis=2)
+    cyc = cyc2.ravel().astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         bal_t = np.where(cyc > 0, bal / np.where(cyc > 0, cyc, 1), 0.0).reshape(n_ipus, _NT)
-    cyc2 = cyc.reshape(n_ipus, _NT)
+    # stage s: bins 2 (s + 1) (not compute) and 2 (s + 1) + 1 (compute); bins 0, 1: no stage
+    stage_c = stage2[3::2]
+    stage = stage2[2::2] + stage_c
+    pcyc2, pexe2 = pcyc.reshape(n_ipus, n_prog), pexe.reshape(n_ipus, n_prog)
     return ExecutionSummary(
         num_ipus=n_ipus,
         clock_hz=clock,
         n_steps=src.n_steps,
         **_run_totals(src, span, clock),
-        cycles_by_type=cyc2.astype(np.int64),
-        count_by_type=cnt.reshape(n_ipus, _NT),
+        cycles_by_type=cyc2,
+        count_by_type=cnt3.reshape(n_ipus, _NT, _NP).sum(axis=2),
         tile_balance_by_type=bal_t,
         tile_balance=bal_t[:, ote].copy(),
         streamcopy_rx_by_dest=rx.reshape(n_ipus, _ND).astype(np.int64),
         streamcopy_tx_by_dest=tx.reshape(n_ipus, _ND).astype(np.int64),
         global_exchange_rx=grx.astype(np.int64),
         global_exchange_tx=gtx.astype(np.int64),
-        phase_cycles=ph.reshape(n_ipus, _NT, _NP).sum(axis=1).astype(np.int64),
-        cycles_by_type_phase=ph.reshape(n_ipus, _NT, _NP).astype(np.int64),
+        phase_cycles=ph3.sum(axis=1),
+        cycles_by_type_phase=ph3,
         mid_rx_cycles_by_dest=mrx.reshape(n_ipus, _ND).astype(np.int64),
         mid_tx_cycles_by_dest=mtx.reshape(n_ipus, _ND).astype(np.int64),
         phase_wall_cycles=wall,
-        stage_cycles=stage.astype(np.int64) if stage.any() else np.zeros(0, np.int64),
-        stage_compute_cycles=stage_c.astype(np.int64) if stage.any() else np.zeros(0, np.int64),
+        stage_cycles=stage if stage.any() else np.zeros(0, np.int64),
+        stage_compute_cycles=stage_c.copy() if stage.any() else np.zeros(0, np.int64),
         span_cycles=span,
-        program_cycles=pcyc.astype(np.int64),
-        program_executions=pexe,
+        program_cycles=pcyc2.sum(axis=0),
+        program_executions=pexe2.sum(axis=0),
+        program_cycles_by_ipu=pcyc2,
+        program_executions_by_ipu=pexe2,
     )
 
 
