@@ -111,6 +111,9 @@ def _with(d: dict, **kw: object) -> dict:
 # -- foreign data -----------------------------------------------------------------------------
 #: A file whose contents must never appear in any output.
 SECRET = "TOP-SECRET-NOT-IN-ANY-PROFILE"
+#: Rows of the other file's datasets: more than any base profile's table has (a virtual dataset
+#: maps as many rows as the column it replaces)
+SECRET_ROWS = 4096
 
 
 def secret_file(folder: Path) -> Path:
@@ -125,9 +128,9 @@ def secret_h5(folder: Path) -> Path:
     path = folder / "secret.h5"
     if not path.exists():
         with h5py.File(path, "w") as h5:
-            data = np.frombuffer((SECRET * 8).encode()[:184], dtype="<i8")
-            h5["d"] = data
-            h5.create_group("g")["name"] = np.array([SECRET] * 23, dtype=object)
+            text = (SECRET * (8 * SECRET_ROWS // len(SECRET) + 1)).encode()
+            h5["d"] = np.frombuffer(text[: 8 * SECRET_ROWS], dtype="<i8")
+            h5.create_group("g")["name"] = np.array([SECRET] * SECRET_ROWS, dtype=object)
     return path
 
 
@@ -163,7 +166,7 @@ def virtual(column: str = "/graph/operations/flops") -> Mutation:
 
     def write(h5: h5py.File, key: str, n: int, src: Path) -> None:
         layout = h5py.VirtualLayout(shape=(n,), dtype="<i8")
-        layout[:] = h5py.VirtualSource(str(src), "d", shape=(23,))[:n]
+        layout[:] = h5py.VirtualSource(str(src), "d", shape=(SECRET_ROWS,))[:n]
         h5.create_virtual_dataset(key, layout, fillvalue=0)
 
     return _foreign_column(column, secret_h5, write)
@@ -1129,6 +1132,52 @@ def _many_rows(n: int) -> Callable[[Path], None]:
     return _edit_frame(edit)
 
 
+def auto_split_block(user_id: int = 0, chosen_id: int = 2, text: str = "layers.3") -> dict:
+    """A well-formed ``auto_split`` block of tune.json (the split search's report) for a
+    two-stage split, its texts ``text``."""
+
+    def side(rid: int) -> dict:
+        stage = {
+            "stage": 0,
+            "ipu": 0,
+            "cycles": 1000,
+            "cycles_interval": {"value": 1000.0, "low": None, "high": None, "note": text},
+            "max_tile_bytes": 2048,
+            "ipu_bytes": 4096,
+            "oom_tiles": 0,
+            "memory": {"statement": text},
+        }
+        return {
+            "id": rid,
+            "split_points": [text],
+            "proportions": [0.6, 0.6],
+            "fits": True,
+            "throughput_samples_per_s": 100.0,
+            "throughput_interval": {"value": 100.0, "note": text},
+            "balance": 1.2,
+            "sram_per_tile": 638976,
+            "stages": [stage, dict(stage, stage=1)],
+        }
+
+    return {
+        "budget": 8,
+        "tried": 2,
+        "blocks": 7,
+        "stages": 2,
+        "proportions": [0.6],
+        "partitions_scored": 6,
+        "model_basis": "cycles",
+        "phases": [text],
+        "user": side(user_id),
+        "chosen": side(chosen_id),
+        "throughput_change": {"value": 0.1, "note": text},
+    }
+
+
+def _split_edit(edit: Callable[[dict], object]) -> Callable[[Path], None]:
+    return _edit_meta(lambda m: _set(m, auto_split=edit(auto_split_block())))
+
+
 def tune_mutations(rows_bomb: int = 1_000_000) -> dict[str, Callable[[Path], None]]:
     """Crafted tune folders: tune.json of the wrong shape or with odd ids, results.parquet
     without its key columns or of ``rows_bomb`` rows, profiles named outside the folder."""
@@ -1161,6 +1210,29 @@ def tune_mutations(rows_bomb: int = 1_000_000) -> dict[str, Callable[[Path], Non
             lambda m: _set(m, best=[{"file": "../../x.h5", "id": 2}])
         ),
         "meta-start-file-absolute": _edit_meta(lambda m: _set(m, files={"start": secret})),
+        "split-not-object": _split_edit(lambda b: "the best split"),
+        "split-no-chosen": _split_edit(lambda b: _drop(b, "chosen")),
+        "split-id-not-a-row": _split_edit(lambda b: _set(b, chosen=_set(b["chosen"], id=999))),
+        "split-id-text": _split_edit(lambda b: _set(b, user=_set(b["user"], id="0"))),
+        "split-stage-bomb": _split_edit(
+            lambda b: _set(b, user=_set(b["user"], stages=b["user"]["stages"] * 1000))
+        ),
+        "split-points-bomb": _split_edit(
+            lambda b: _set(b, chosen=_set(b["chosen"], split_points=["x"] * 100_000))
+        ),
+        "split-cycles-negative": _split_edit(
+            lambda b: _set(
+                b, user=_set(b["user"], stages=[_set(b["user"]["stages"][0], cycles=-5)])
+            )
+        ),
+        "split-balance-nan": _edit_meta(
+            lambda m: json.dumps(_set(m, auto_split=auto_split_block())).replace(
+                '"balance": 1.2', '"balance": NaN', 1
+            )
+        ),
+        "split-note-huge": _split_edit(
+            lambda b: _set(b, throughput_change={"value": 0.1, "note": "x" * 100_000})
+        ),
         "parquet-no-id": _edit_frame(lambda df: df.drop(columns=["id"])),
         "parquet-no-rank": _edit_frame(lambda df: df.drop(columns=["rank"])),
         "parquet-no-status": _edit_frame(lambda df: df.drop(columns=["status"])),
@@ -2171,3 +2243,48 @@ def onnx_hostile_sources(folder: Path) -> dict[str, Path]:
         onnx.save(m, str(path))
         out[name] = path
     return out
+
+
+# -- tune's split search (--vary split_points=auto) ----------------------------------------------
+def auto_split_cases(folder: Path) -> dict[str, InputCase]:
+    """``analyse tune --vary split_points=auto`` where it cannot apply or is given nonsense: a
+    single-IPU start (no split to move), a split varied twice, the per-IPU proportions it
+    chooses itself varied by hand, proportions out of range or not numbers, a split point
+    name made of terminal escapes. Each is refused in one sentence, exit 2, before any
+    simulation and with nothing written."""
+    folder.mkdir(parents=True, exist_ok=True)
+    single = folder / "single.toml"
+    single.write_text('model = "mlp"\n')
+    pipe = folder / "pipe.toml"
+    pipe.write_text(
+        'model = "mlp"\nnum_ipus = 2\nstrategy = "pipelined"\nsplit_points = ["layers.3"]\n'
+        "gradient_accumulation = 4\n"
+    )
+    out = str(folder / "never-written")
+
+    def tune(cfg: Path, *vary: str) -> tuple[str, ...]:
+        args: list[str] = ["tune", str(cfg)]
+        for v in vary:
+            args += ["--vary", v]
+        return (*args, "--quiet", "-o", out)
+
+    auto = "split_points=auto"
+    return {
+        "single-ipu": InputCase(tune(single, auto), says=("no split points",)),
+        "alias-single-ipu": InputCase(tune(single, "splits=auto"), says=("no split points",)),
+        "twice": InputCase(tune(pipe, auto, "split_points=layers.2"), says=("varied twice",)),
+        "per-ipu-by-hand": InputCase(
+            tune(pipe, auto, "available_memory_proportion_per_ipu=0.3+0.3"),
+            says=("chooses available_memory_proportion_per_ipu itself",),
+        ),
+        "proportion-zero": InputCase(tune(pipe, auto, "amp=0,0.6"), says=("must be >",)),
+        "proportion-above-one": InputCase(tune(pipe, auto, "amp=0.5,7"), says=("<= 1",)),
+        "proportion-text": InputCase(tune(pipe, auto, "amp=lots"), says=("not a valid",)),
+        "proportion-none": InputCase(tune(pipe, auto, "amp=none"), says=("give proportions",)),
+        "budget-one": InputCase(
+            (*tune(pipe, auto)[:-3], "--budget", "1", "--quiet", "-o", out), says=("--budget 2",)
+        ),
+        "escapes-in-list": InputCase(
+            tune(pipe, auto, "split_points=\x1b[2Jlayers.2"), says=("varied twice",)
+        ),
+    }

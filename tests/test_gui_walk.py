@@ -145,6 +145,38 @@ def test_walk_on_hostile_profiles(base, tmp_path, case):
         assert result.exit_code == 0 and result.notes  # it opens, and says what is missing
 
 
+def test_a_missing_dataset_refuses_only_the_parts_that_read_it(base, tmp_path):
+    """Without the variables' live_end, the selected tiles' Variables tab and the liveness
+    views are unavailable; the tabs after it (vertices, exchanges, compute sets) fill, and the
+    line above the Memory Report no longer says the Variables tab's problem over them."""
+    walker = _walker()
+    bad = hostile.mutated(
+        base, tmp_path, "no-live-end", hostile.delete("/graph/variables/live_end")
+    )
+    result = walker.walk([bad])
+    assert result.exit_code == 0, "\n".join(result.errors)
+    noted = [n for n in result.notes if "memory, tab" in n]
+    assert any("tab 'Variables'" in n for n in noted), result.notes
+    for tab in ("Vertices", "Exchanges", "Compute sets", "Memory per tile"):
+        assert not [n for n in noted if f"tab '{tab}'" in n], result.notes
+
+
+def test_a_column_only_the_classification_reads_does_not_hide_the_summary(base, tmp_path):
+    """Without the operations' flops the intervals cannot classify the run: the figures say
+    so, and the Summary shows (it was unavailable as a whole)."""
+    from analyser.core import Analysis, intervals
+
+    bad = hostile.mutated(base, tmp_path, "no-flops", hostile.delete("/graph/operations/flops"))
+    with Analysis.open(bad) as a:
+        feats = intervals.features_of(a)
+    assert feats.small_conv_share is None
+    iv = intervals.absolute("throughput_samples_per_s", 1000.0, feats)
+    assert not iv.available and "could not be read" in iv.note
+    from analyser.cli import main
+
+    assert main(["summary", str(bad)]) == 0
+
+
 def test_walker_exit_codes(tmp_path):
     not_a_profile = tmp_path / "not.h5"
     not_a_profile.write_text("no\n")

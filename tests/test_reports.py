@@ -367,3 +367,21 @@ def test_hovering_a_tune_point_shows_its_configuration(tmp_path):
     assert main(["report", str(folder), "-o", str(out)]) == 0
     text = _hovered(out, tmp_path, 0, [(0, 1)])
     assert "configuration #1" in text and "micro_batch_size = 2" in text, text
+
+
+def test_every_chart_is_in_the_white_template_inside_a_report_or_alone(walkthrough_profiles):
+    """A chart made for a report (the template set once for all of them) and one made alone
+    (a notebook's) have the same template, and the default template is left as it was."""
+    import plotly.io as pio
+
+    from analyser.core import Analysis
+    from analyser.reports import interactive
+
+    before = pio.templates.default
+    with Analysis.open(walkthrough_profiles["2-half"]) as a:
+        alone = interactive.cycles_by_type_figure(a).to_dict()["layout"]["template"]
+        with interactive.in_template():
+            inside = interactive.cycles_by_type_figure(a).to_dict()["layout"]["template"]
+    white = pio.templates[interactive.TEMPLATE].to_plotly_json()
+    assert alone == inside == white
+    assert pio.templates.default == before

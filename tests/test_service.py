@@ -255,3 +255,33 @@ def test_a_stopped_run_forgets_the_project_modules_it_first_imported():
     finally:
         for name in names:
             sys.modules.pop(name, None)
+
+
+def test_a_stopped_run_leaves_no_binding_of_a_forgotten_module_on_its_package():
+    """What a stopped run bound on a package kept from before it goes with the modules it
+    imported: the submodule attribute (``from pkg import sub`` would return the half-executed
+    module without importing it again) and the names a lazy package cached from it (CI saw
+    every later run fail with "cannot import name 'write_profile' from 'profiles'")."""
+    import types
+
+    from analyser.sim.service.worker import _forget_new_modules
+
+    pkg = types.ModuleType("engine._probe_pkg")
+    pkg.__path__ = []
+    pkg.__getattr__ = lambda name: None  # a lazy package, as profiles is
+    sys.modules[pkg.__name__] = pkg
+    before = set(sys.modules)
+    sub = types.ModuleType("engine._probe_pkg.sub")
+    sys.modules[sub.__name__] = sub
+
+    def cached() -> None: ...
+
+    cached.__module__ = sub.__name__
+    pkg.sub, pkg.cached, pkg.kept = sub, cached, len
+    try:
+        assert _forget_new_modules(before) == [sub.__name__]
+        assert "sub" not in vars(pkg) and "cached" not in vars(pkg)
+        assert pkg.kept is len  # a binding from elsewhere stays
+    finally:
+        sys.modules.pop(pkg.__name__, None)
+        sys.modules.pop(sub.__name__, None)

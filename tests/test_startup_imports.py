@@ -90,3 +90,21 @@ def test_a_light_module_of_profiles_does_not_import_the_reader():
     assert set(profiles.__all__) <= set(dir(profiles))
     with pytest.raises(AttributeError):
         profiles.no_such_name  # noqa: B018
+
+
+def test_the_html_reports_charts_come_without_matplotlib():
+    """The HTML report draws with plotly; matplotlib (about 1 s of CPU to import) is for the
+    Markdown report's static images only."""
+    code = (
+        "import sys, analyser.reports.interactive, analyser.reports.render; "
+        "print('matplotlib' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=True,
+    ).stdout
+    assert out.strip() == "False"

@@ -33,7 +33,7 @@ def _cfg(**kw) -> dict:
         ("gradient_accumulation=a..b", ["A..B or A..B:STEP"]),
         ("available_memory_proportion=0.1..0.5", ["give a step"]),
         ("eight_bit_input=maybe", ["not true or false"]),
-        ("split_points=auto", ["no alternative"]),
+        ("split_points=auto", ["no split points"]),
         ("name=a,b", ["not a run option"]),
     ],
 )

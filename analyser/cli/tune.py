@@ -28,8 +28,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="NAME=VALUES",
         help="an option and its values: a list (micro_batch_size=8,16,32), a range "
-        "(gradient_accumulation=8..64 doubles, 8..64:8 steps by 8) or auto "
-        "(split_points=auto); repeatable; none: the levers the insights and the memory guide name",
+        "(gradient_accumulation=8..64 doubles, 8..64:8 steps by 8) or auto (precision=auto; "
+        "split_points=auto searches the pipeline split and each stage's memory proportion by "
+        "re-simulation, the proportions from available_memory_proportion=... when given); "
+        "repeatable; none: the levers the insights and the memory guide name",
     )
     parser.add_argument(
         "--objective",
@@ -141,6 +143,11 @@ def run(args: argparse.Namespace) -> int:
     space = build_space(
         start, args.vary or ["precision=" + start["precision"]], args.constraint, args.objective
     )
+    if space.auto_split is not None and args.budget < 2:
+        raise CliError(
+            "--budget 1 leaves the split search nothing to simulate besides the start; give "
+            "--budget 2 or more with split_points=auto."
+        )
     from analyser.sim.tune.results import folder_lock
 
     with folder_lock(out):
@@ -177,13 +184,16 @@ def _run_locked(args, out: Path, start, space) -> int:
                     if t.change and not WHAT_IF.intersection(t.change)
                 ]
         space = build_space(start, [], args.constraint, args.objective, changes)
-    if args.strategy == "grid":
+    if args.strategy == "grid" and space.dims:
         # the start counts once, as a grid configuration when it is one
         n = grid_budget(space) if space.size <= MAX_GRID else space.size + 1
-        if n > args.budget:
+        # with split_points=auto the grid has half the budget, the split search the rest
+        have = args.budget if space.auto_split is None else max(1, args.budget // 2)
+        if n > have:
+            half = " (half of it: the split search takes the rest)" if have < args.budget else ""
             raise TuneError(
                 f"the grid needs {n:,} configurations (the start included), more than --budget "
-                f"{args.budget}; raise --budget or use --strategy guided."
+                f"{args.budget}{half}; raise --budget or use --strategy guided."
             )
 
     result = _search(args, space, service, tune)
@@ -249,9 +259,10 @@ def _print_summary(result, meta, out: Path) -> None:
     ranked = result.ranked()
     start = result.space.start
     # only the options some of the shown configurations change (a derived space has many)
-    names = [
-        n for n in result.space.names if any(r.config.get(n) != start.get(n) for r in ranked[:5])
-    ]
+    varied = list(result.space.names)
+    if result.space.auto_split is not None:
+        varied += ["split_points", "available_memory_proportion_per_ipu"]
+    names = [n for n in varied if any(r.config.get(n) != start.get(n) for r in ranked[:5])]
     tab = Table(
         title=f"Best configurations ({result.space.objective.replace('_', ' ')}; options "
         "that differ from the start)"
@@ -302,13 +313,99 @@ def _print_summary(result, meta, out: Path) -> None:
                 f"Throughput {100 * ch['value']:+,.0f}% against the start ({said}).",
                 highlight=False,
             )
+    if result.split:
+        _print_split(con, result.split)
+    elif result.space.auto_split is not None and not result.interrupted:
+        con.print(
+            "No budget was left for the split search; raise --budget.",
+            highlight=False,
+        )
     con.print(
         f"wrote {out}/ (results.parquet, report.html, {len(meta['best'])} best profile(s)).",
         highlight=False,
     )
 
 
+def _print_split(con, split: dict) -> None:
+    """The chosen split against the user's, per stage: cycles and the fullest tile, each with
+    its interval or the sentence saying why there is none (reasons listed under the table)."""
+    from rich.table import Table
+
+    from analyser.core.intervals import outside_reasons, range_cell
+    from analyser.core.units import fmt_bytes
+
+    user, chosen = split["user"], split["chosen"]
+
+    def cyc(v) -> str:
+        return f"{v:,.0f}"
+
+    tab = Table(title="Pipeline stages: your split against the chosen one")
+    tab.add_column("stage")
+    for who in ("yours", "chosen"):
+        tab.add_column(f"cycles ({who})", justify="right")
+        tab.add_column("range", justify="left")
+        tab.add_column(f"fullest tile ({who})", justify="right")
+        tab.add_column("memory", justify="left")
+    reasons = []
+    for s in range(max(len(user["stages"]), len(chosen["stages"]))):
+        cells = [str(s)]
+        for side, who in ((user, "yours"), (chosen, "chosen")):
+            st = side["stages"][s] if s < len(side["stages"]) else None
+            if st is None:
+                cells += ["-", "", "-", ""]
+                continue
+            iv = st["cycles_interval"]
+            cells += [
+                "-" if st["cycles"] is None else cyc(st["cycles"]),
+                range_cell(iv, cyc),
+                fmt_bytes(st["max_tile_bytes"]) + (" OOM" if st["oom_tiles"] else ""),
+                st["memory"]["statement"].split(":", 1)[0],
+            ]
+            reasons.append((f"stage {s} cycles ({who})", iv))
+        tab.add_row(*cells)
+    con.print(tab)
+    for line in outside_reasons(reasons):
+        con.print(f"  {line}", highlight=False)
+
+    def side_words(side) -> str:
+        bal = side.get("balance")
+        return (
+            f"{_cell(side['split_points'])} at proportions {_cell(side['proportions'])}: "
+            f"{_figure(side['throughput_samples_per_s'])} samples/s, longest stage / mean "
+            f"{'-' if bal is None else f'{bal:.2f}'}"
+        )
+
+    base = split.get("base_changes") or {}
+    with_base = (
+        " (with the other levers' best: "
+        + ", ".join(f"{k} {_cell(b)}" for k, (_, b) in base.items())
+        + ")"
+        if base
+        else ""
+    )
+    con.print(f"Your split{with_base}: {side_words(user)}.", highlight=False)
+    con.print(f"Chosen split: {side_words(chosen)}.", highlight=False)
+    ch = split.get("throughput_change") or {}
+    if ch.get("value") is not None and chosen["id"] != user["id"]:
+        from analyser.core.intervals import range_text
+
+        con.print(
+            f"Throughput {100 * ch['value']:+,.1f}% against your split ({range_text(ch)}).",
+            highlight=False,
+        )
+    con.print(
+        f"Split search: {split['tried']} configuration(s) of a budget of {split['budget']} "
+        f"({'; '.join(split['phases'])}); {split['blocks']} blocks, {split['stages']} stages, "
+        f"proportions {_cell(split['proportions'])} per stage.",
+        highlight=False,
+    )
+
+
+def _figure(v) -> str:
+    return "-" if v is None else f"{v:,.1f}"
+
+
 def _cell(v) -> str:
     if isinstance(v, list):
-        return "+".join(map(str, v)) or "[]"
+        return "+".join(f"{x:g}" if isinstance(x, float) else str(x) for x in v) or "[]"
     return str(v)

@@ -7,6 +7,7 @@ No Dask, no Qt: read from an open analysis or a simulation's figures.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from collections.abc import Mapping
@@ -14,6 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from profiles.errors import ProfileError
 
 #: The mechanism classes, with the words the outputs use.
 MECHANISMS: dict[str, str] = {
@@ -250,10 +253,22 @@ def _dims(shape: str) -> list[int]:
 
 
 def features_of(analysis) -> Features:
-    """The features of an open :class:`analyser.core.Analysis`."""
+    """The features of an open :class:`analyser.core.Analysis` (read once per analysis: a
+    report asks for them per figure, per comparison and per insight)."""
+    cached = getattr(analysis, "_interval_features", None)
+    if isinstance(cached, Features):
+        return cached
     t = analysis.target
     figs = feature_figures(analysis)
-    return Features(int(t.num_ipus) * int(t.replicas), int(t.replicas), **figs)
+    features = Features(int(t.num_ipus) * int(t.replicas), int(t.replicas), **figs)
+    with contextlib.suppress(AttributeError):  # an object without attributes: read each time
+        analysis._interval_features = features
+    return features
+
+
+#: What reading a feature's columns may raise on a damaged profile: the feature is then not
+#: known (the figures say they cannot be classified) and the report that shows it still opens.
+_UNREADABLE = (KeyError, ValueError, TypeError, IndexError, ProfileError)
 
 
 def feature_figures(analysis) -> dict[str, float | None]:
@@ -266,7 +281,7 @@ def feature_figures(analysis) -> dict[str, float | None]:
         calls_share = call_share(src.execution_attrs)
     try:
         grouped = grouped_conv_share(_grouped_columns(src))
-    except (KeyError, ValueError, TypeError, IndexError):
+    except _UNREADABLE:
         grouped = None
     try:
         share = small_conv_share(
@@ -274,11 +289,11 @@ def feature_figures(analysis) -> dict[str, float | None]:
             {c: src.column("/graph/variables", c) for c in ("op", "kind", "shape")},
             int(analysis.target.tiles_per_ipu),
         )
-    except (KeyError, ValueError, TypeError, IndexError):  # a table of the wrong shape or type
+    except _UNREADABLE:  # a table of the wrong shape or type, or a column missing
         share = None
     try:
         batch, elems = input_size({c: src.column("/graph/variables", c) for c in ("kind", "shape")})
-    except (KeyError, ValueError, TypeError, IndexError):
+    except _UNREADABLE:
         batch, elems = None, None
     return {
         "host_load": load,

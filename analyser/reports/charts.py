@@ -14,11 +14,11 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-import matplotlib
 import numpy as np
-from matplotlib.figure import Figure
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from analyser.core.analysis import Analysis
 
 from analyser.literal import mathtext
@@ -88,6 +88,10 @@ def _fig(
     wspace: float = 0.3,
 ) -> Figure:
     """A figure with fixed margins in inches (constrained layout doubles the drawing time)."""
+    # matplotlib on first use: the HTML report reads this module's constants and draws with
+    # plotly (the import is about 1 s of CPU it would not use)
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(w, h), dpi=100)
     fig.subplots_adjust(
         left=left / w,
@@ -103,6 +107,8 @@ def _fig(
 def to_svg(fig: Figure) -> str:
     """The figure as an inline <svg> element (unique ids, text kept as text)."""
     buf = io.StringIO()
+    import matplotlib
+
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": f"c{next(_ids)}"}):
         fig.savefig(buf, format="svg")
     svg = buf.getvalue()

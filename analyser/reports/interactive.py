@@ -10,6 +10,9 @@ figures here are the same arrays, from the same analyses.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -55,13 +58,62 @@ def script() -> str:
     return get_plotlyjs()
 
 
+#: The charts' plotly template (white background, light grid).
+TEMPLATE = "plotly_white"
+_TEMPLATE_LOCK = threading.RLock()
+
+
+@contextmanager
+def in_template() -> Iterator[None]:
+    """Figures made inside (the charts of a whole report) take :data:`TEMPLATE` the way plotly
+    gives a new figure its default template, without validating it: set on a figure's layout,
+    the template's name is validated into a deep copy of the whole template each time (about
+    15 ms a figure, 30 of them in the demo's report), while swapping the default costs two
+    validations once. The default is swapped back under a lock, so another thread's figures
+    keep theirs; nested uses swap once."""
+    import plotly.io as pio
+
+    with _TEMPLATE_LOCK:
+        before = pio.templates.default
+        if before == TEMPLATE:
+            yield
+            return
+        pio.templates.default = TEMPLATE
+        try:
+            yield
+        finally:
+            pio.templates.default = before
+
+
+def _themed(fig):
+    """``fig`` in :data:`TEMPLATE`: already, inside :func:`in_template`; else set on it."""
+    import plotly.io as pio
+
+    if pio.templates.default != TEMPLATE:
+        fig.update_layout(template=TEMPLATE)
+    return fig
+
+
+def _figure(*args: Any, **kw: Any):
+    """``plotly.graph_objects.Figure(*args, **kw)`` in :data:`TEMPLATE`."""
+    import plotly.graph_objects as go
+
+    return _themed(go.Figure(*args, **kw))
+
+
+def _subplots(**kw: Any):
+    """``plotly.subplots.make_subplots(**kw)`` in :data:`TEMPLATE`."""
+    from plotly.subplots import make_subplots
+
+    return _themed(make_subplots(**kw))
+
+
 def _layout(fig, *, title: str, height: int, **kw: Any) -> None:
     # the legend in the order the series stack (plotly reverses it for stacked bars)
     legend = {"font": {"size": TICK_SIZE}, "traceorder": "normal", **kw.pop("legend", {})}
     fig.update_layout(
         title={"text": title, "x": 0, "xanchor": "left", "font": {"size": FONT_SIZE + 2}},
         height=height,
-        template="plotly_white",
         font={"family": _FONT, "size": FONT_SIZE, "color": "#1f2328"},
         margin={"l": 70, "r": 20, "t": 50, "b": 50},
         hoverlabel={"font": {"size": FONT_SIZE}, "align": "left"},
@@ -98,7 +150,6 @@ def memory_per_tile_figure(analysis: Analysis):
     """Memory per tile by category group, one panel per IPU (the fullest first beyond
     :data:`MAX_IPU_PANELS`), the SRAM limit dashed; hover: the tile's memory by group."""
     import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
 
     from profiles import schema
 
@@ -124,7 +175,7 @@ def memory_per_tile_figure(analysis: Analysis):
     for i in ipus:
         oom = int((m.oom_tiles[:, 0] == i).sum()) if m.n_oom_tiles else 0
         titles.append(f"IPU {i}" + (f": {oom:,} tiles out of memory" if oom else ""))
-    fig = make_subplots(
+    fig = _subplots(
         rows=len(ipus), cols=1, shared_xaxes=True, subplot_titles=titles, vertical_spacing=0.08
     )
     for row, i in enumerate(ipus, 1):
@@ -201,7 +252,7 @@ def memory_histogram_figure(analysis: Analysis):
     m = analysis.memory
     edges = np.asarray(m.histogram_edges, float) / 1024
     counts = np.asarray(m.histogram_counts)
-    fig = go.Figure(
+    fig = _figure(
         go.Bar(
             x=(edges[:-1] + edges[1:]) / 2,
             y=counts,
@@ -235,7 +286,7 @@ def liveness_curve_figure(analysis: Analysis):
     lv = analysis.liveness
     n = lv.n_steps
     names = np.asarray([_esc(x) for x in lv.step_names] if lv.step_names else [""] * n, object)
-    fig = go.Figure()
+    fig = _figure()
     step = max(1, int(np.ceil(n / MAX_LINE_POINTS)))
     for i in range(lv.not_always_live.shape[0]):
         y = lv.curve(i, include_always_live=True) / 2**20
@@ -296,7 +347,7 @@ def cycles_by_type_figure(analysis: Analysis):
     ex = analysis.execution
     n = ex.num_ipus
     ipus = [f"IPU {i}" for i in range(n)]
-    fig = go.Figure()
+    fig = _figure()
     host = _host_before_device(analysis)
     totals = ex.cycles_by_type.sum(axis=1).astype(float) + sum(host.values())
     for kind, v in host.items():
@@ -349,12 +400,11 @@ def cycles_by_type(analysis: Analysis) -> str:
 def pipeline_phases(analysis: Analysis) -> str:
     """The run's pipeline phases (share of the wall clock) and each stage's load."""
     import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
 
     ex = analysis.execution
     share = ex.phase_share()
     st = ex.stage_cycles
-    fig = make_subplots(
+    fig = _subplots(
         rows=1,
         cols=2,
         column_widths=[0.6, 0.4],
@@ -441,7 +491,6 @@ def comparison_metrics(analyses: list, data: dict[str, Any] | None = None) -> st
     """Key metrics across profiles, one bar chart each; hover: the value and the run-option
     change that led to the profile."""
     import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
 
     keys = (
         ("cycles_per_sample", "cycles per sample", fmt_int),
@@ -451,7 +500,7 @@ def comparison_metrics(analyses: list, data: dict[str, Any] | None = None) -> st
     )
     names = [_esc(a.name) for a in analyses]
     changes = _changes(data, len(analyses))
-    fig = make_subplots(
+    fig = _subplots(
         rows=1, cols=len(keys), subplot_titles=[k[1] for k in keys], horizontal_spacing=0.08
     )
     for col, (key, label, fmt) in enumerate(keys, 1):
@@ -493,7 +542,7 @@ def comparison_step_types(analyses: list, data: dict[str, Any] | None = None) ->
 
     names = [_esc(a.name) for a in analyses]
     changes = _changes(data, len(analyses))
-    fig = go.Figure()
+    fig = _figure()
     for t in schema.PROGRAM_TYPES[3:]:
         v = np.array([a.execution.share_of(t) * 100 if a.execution else 0.0 for a in analyses])
         if not v.any():
@@ -572,7 +621,7 @@ def design_space(table: Any) -> str:
 
     text = np.array([hover(int(i)) for i in p["id"]], dtype=object)
     y = np.where(np.isfinite(p["throughput"]), p["throughput"], 0.0)
-    fig = go.Figure()
+    fig = _figure()
     ok = ~p["oom"]
     for sel, name, colour, symbol in (
         (ok & ~p["feasible"], "fits, breaks a constraint", "#bab0ac", "circle"),
@@ -701,7 +750,7 @@ def trace_window_figure(
     )
     cols = ["start", "cycles", "type", "program"]
     frames = [(i, prof.step_window(i, start, end, cols)) for i in lanes]  # one read per IPU
-    fig = go.Figure()
+    fig = _figure()
     for code, t in enumerate(schema.PROGRAM_TYPES):
         ys, base, length, text = [], [], [], []
         for i, df in frames:

@@ -48,6 +48,9 @@ def render_html(data: dict[str, Any], analyses: list, title: str) -> str:
         finalize=literal,
     )
     tpl = env.from_string(_template())
+    with interactive.in_template():  # every chart's figure in the charts' template at once
+        charts = [interactive.profile_charts(a) for a in analyses]
+        compared = interactive.comparison_charts(analyses, data) if len(analyses) > 1 else {}
     return tpl.render(
         r=data,
         title=title,
@@ -64,10 +67,8 @@ def render_html(data: dict[str, Any], analyses: list, title: str) -> str:
         last_vs_first=last_vs_first,
         fmt_int=lambda v: fmt_value(v, "int"),
         fmt_float=lambda v: fmt_value(v, "float"),
-        charts=[interactive.profile_charts(a) for a in analyses],
-        comparison_charts=(
-            interactive.comparison_charts(analyses, data) if len(analyses) > 1 else {}
-        ),
+        charts=charts,
+        comparison_charts=compared,
         plotly_js=markupsafe.Markup(interactive.script()),
     )
 

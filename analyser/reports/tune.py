@@ -1,6 +1,7 @@
 """HTML report of a tune (``analyse report TUNE-DIR``): the design space (throughput against the
 fullest tile's memory, out-of-memory configurations marked, the Pareto front of throughput vs
-memory headroom), the best configuration's diff from the start, the front and every row."""
+memory headroom), the best configuration's diff from the start, the split search's chosen split
+against the user's per stage (``--vary split_points=auto``), the front and every row."""
 
 from __future__ import annotations
 
@@ -212,7 +213,69 @@ def build_tune_report(table: TuneTable) -> dict[str, Any]:
         "diff": meta.get("diff", {}),
         "counts": counts,
         "chart": interactive.design_space(table),
+        "split": split_report(meta.get("auto_split")),
     }
+
+
+def split_report(split: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The split search's report (tune.json ``auto_split``, already checked by
+    analyser.sim.tune.folder) as table rows: per stage, each side's cycles with their range and
+    fullest tile with its memory statement; the sentences of ranges that are missing once."""
+    from analyser.core.intervals import outside_reasons, range_cell
+
+    if not split:
+        return None
+    sides = (split["user"], split["chosen"])
+    rows, reasons = [], []
+    for s in range(max(len(x["stages"]) for x in sides)):
+        cells: list[str] = []
+        for side, who in zip(sides, ("yours", "chosen"), strict=True):
+            st = side["stages"][s] if s < len(side["stages"]) else None
+            if st is None:
+                cells += ["-", "", "-", ""]
+                continue
+            iv = st["cycles_interval"]
+            cyc = st["cycles"]
+            cells += [
+                "-" if cyc is None else f"{cyc:,}",
+                range_cell(iv, lambda v: f"{v:,.0f}"),
+                fmt_bytes(st["max_tile_bytes"]) + (" (out of memory)" if st["oom_tiles"] else ""),
+                st["memory"]["statement"],
+            ]
+            reasons.append((f"stage {s} cycles ({who})", iv))
+        rows.append((s, cells))
+
+    def words(side: dict[str, Any]) -> dict[str, str]:
+        thr = side["throughput_samples_per_s"]
+        bal = side["balance"]
+        return {
+            "split": "+".join(side["split_points"]),
+            "proportions": "+".join(f"{v:g}" for v in side["proportions"]),
+            "throughput": "-" if thr is None else f"{thr:,.1f}",
+            "throughput_range": range_text(side["throughput_interval"], lambda v: f"{v:,.1f}"),
+            "balance": "-" if bal is None else f"{bal:.2f}",
+        }
+
+    ch = split.get("throughput_change") or {}
+    return {
+        "rows": rows,
+        "reasons": outside_reasons(reasons),
+        "user": words(split["user"]),
+        "chosen": words(split["chosen"]),
+        "change": None if ch.get("value") is None else fmt_pct_signed(ch["value"]),
+        "change_range": range_text(ch),
+        "search": (
+            f"{split['tried']} configuration(s) of a budget of {split['budget']} ("
+            + "; ".join(split.get("phases") or [])
+            + f"); {split['blocks']} blocks, {split['stages']} stages, proportions "
+            + "+".join(f"{v:g}" for v in split["proportions"])
+            + " per stage"
+        ),
+    }
+
+
+def fmt_pct_signed(v: float) -> str:
+    return f"{100 * v:+,.1f}%"
 
 
 def render_tune_html(table: TuneTable, title: str | None = None) -> str:

@@ -132,6 +132,10 @@ ROW_DEFAULTS = dict(
     stats=0,
     weight_elems=0,
     wcast=0,
+    scalar_in=0,
+    compute_sets=1,
+    channel_sets=0,
+    channel_elems=0,
 )
 
 
@@ -154,6 +158,7 @@ class LoweringPlan:
     optimiser: str
     state_shards: int  # replicas the optimiser update is sharded over (1 without RTS)
     resets_accumulators: bool  # GA > 1 with on-chip accumulators: reset after the step
+    popart_optimiser: bool  # PopART's per-tensor optimiser ops and batch norm (PopTorch, PopART)
 
     @classmethod
     def from_config(cls, config) -> LoweringPlan:
@@ -176,6 +181,7 @@ class LoweringPlan:
                 int(config.replication_factor) if config.replicated_tensor_sharding else 1
             ),
             resets_accumulators=ga > 1 and config.offload_accumulators != "on",
+            popart_optimiser=config.framework in POPART_FRAMEWORKS,
         )
 
 
@@ -200,8 +206,53 @@ def lower(graph: Graph, config, target) -> Lowered:
         blocks.append(_update_block(g, order, stage_of, plan))
     cols = _concat(blocks)
     del cols["_len"]
+    _norm_compute_sets(cols, plan)
     loss_inputs = list(graph.params.get("loss_inputs", [len(graph) - 1]))
     return Lowered(cols=cols, stage_of_fwd=stage_of, recompute=recompute, loss_inputs=loss_inputs)
+
+
+#: Batch norm in training as PopART runs it over PopLibs: (passes over the map, compute sets
+#: they run in, compute sets over the channels only). Forward (popart ``BatchNormOpx::grow``,
+#: training): ``popnn::bn::batchNormStatistics`` (poplin ``Norms.cpp`` ``normStatisticsImpl``:
+#: one ``reduceMany`` of the sum and the sum of squares, then ``computeInvStdDev`` on the
+#: channels), the ``multiplicand`` and ``addend`` maps on the channels, ``batchNormalise``'s
+#: multiply and add over the map (``poplin::normalise``), and the running mean and variance
+#: with the batch variance (``convertInvSdToVar``) on the channels: the zoo's 4 passes (the two
+#: reductions' reads, the multiply, the add) in 3 compute sets, 5 on the channels. Backward
+#: (``BatchNormGradOpx::batchNormaliseGrad``): ``batchNormWhiten`` (subtract, multiply),
+#: ``batchNormGradients`` (``normGradients``' multiply by gamma; ``normStatisticsGradientsImpl``:
+#: ``normParamGradients``' multiply and joint reduction of both deltas (two maps read), the copy
+#: of the gradient, ``varGrads``, the mean delta's scaling on the channels, its add, the scaled
+#: add, the multiply by the inverse standard deviation) and ``batchNormParamGradients`` (a
+#: multiply and the joint reduction again): 14 passes over the map in 12 compute sets, 1 on the
+#: channels. ``None``: the zoo's passes.
+NORM_COMPUTE_SETS = {
+    ("BatchNorm", "fwd"): (None, 3, 5),
+    ("BatchNormGrad", "bwd"): (14.0, 12, 1),
+}
+
+
+def _norm_compute_sets(cols: dict, plan: LoweringPlan) -> None:
+    """Under PopART (PopTorch and PopART) set the passes and compute sets of the batch-norm rows
+    (``NORM_COMPUTE_SETS``; a recomputation is its forward's), in place; the channel sets hold
+    one value per channel (``stats`` counts the mean and the variance of each). TensorFlow's
+    batch norm (its Poplar backend's own lowering) keeps the zoo's passes in one compute set:
+    it was not read."""
+    if not plan.popart_optimiser or not len(cols["type"]):
+        return
+    types = cols["type"].tolist()
+    roles = cols["role"].tolist()
+    for (ty, role), (passes, sets, channel) in NORM_COMPUTE_SETS.items():
+        ok = {role, "recomp"} if role == "fwd" else {role}
+        sel = np.array([t == ty and r in ok for t, r in zip(types, roles)], bool)
+        if not sel.any():
+            continue
+        if passes is not None:
+            cols["passes"][sel] = passes
+            cols["flops"][sel] = np.rint(cols["elems"][sel] * passes).astype(np.int64)
+        cols["compute_sets"][sel] = sets
+        cols["channel_sets"][sel] = channel
+        cols["channel_elems"][sel] = np.maximum(cols["stats"][sel] // 2, 1)
 
 
 def _forward_rows(graph: Graph, fw: dict, order: np.ndarray, plan: LoweringPlan) -> list[dict]:
@@ -590,20 +641,62 @@ def _other_grad_rows(bi: _BackwardInputs) -> _Rows:
     return out
 
 
+#: Op types whose trained parameters are two tensors of equal size (scale and shift).
+NORM_TYPES = ("BatchNorm", "LayerNorm", "GroupNorm", "InstanceNorm")
+
+
+def trained_tensors(g, ops: np.ndarray, plan: LoweringPlan) -> tuple[np.ndarray, np.ndarray]:
+    """The trained tensors of the weighted ``ops``: for each, its position in ``ops`` and its
+    elements. PopART updates every trained tensor with its own optimiser ops (one
+    ``AdamComboOp`` / ``SGDComboOp`` per variable, ``willow/src/optimizer.cpp``), as PyTorch
+    registers them: a normalisation's scale and shift (``weight``, ``bias``) and a layer's
+    weights and bias are separate tensors. Other frameworks: one update per weighted op, as
+    before."""
+    w = g["weight_elems"][ops].astype(np.int64)
+    pos = np.arange(len(ops))
+    if not plan.popart_optimiser or not len(ops):
+        return pos, w
+    types = g["type"][ops].tolist()
+    norm = np.array([str(t) in NORM_TYPES for t in types], bool) & (w >= 2)
+    amp = g["family"][ops] == "amp"
+    main = g["groups"][ops] * g["k"][ops] * g["n"][ops]
+    bias = np.where(amp, w - main, 0)
+    biased = amp & (bias > 0) & (bias < w)
+    two = norm | biased
+    first = np.where(norm, w - w // 2, np.where(biased, w - bias, w))
+    second = np.where(norm, w // 2, bias)
+    idx = np.concatenate([pos, pos[two]])
+    elems = np.concatenate([first, second[two]])
+    order = np.argsort(idx, kind="stable")  # each op's tensors together, weight first
+    return idx[order], elems[order]
+
+
+def tensor_names(g, ops: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """The name of each trained tensor of :func:`trained_tensors`: its op's, and for an op's
+    second tensor (a norm's shift, a layer's bias: PyTorch's ``bias``) with ``/bias`` after it,
+    so every update, accumulation and reset has a name of its own (a compute set is named by
+    its op: two of one name could not be told apart, nor balanced one at a time)."""
+    second = np.zeros(len(at), bool)
+    second[1:] = at[1:] == at[:-1]
+    return g["name"][ops[at]] + np.where(second, "/bias", "").astype(object)
+
+
 def _accumulate_rows(bi: _BackwardInputs) -> _Rows:
-    """GA > 1: each weight gradient accumulated into its accumulator, after its gradient op."""
+    """GA > 1: each weight gradient accumulated into its accumulator, after its gradient op
+    (under PopART one ``AccumulateOp`` per trained tensor)."""
     out = _Rows([], [])
     g, plan = bi.g, bi.plan
     if plan.gradient_accumulation <= 1:
         return out
     w, amp, batched = g["weight_elems"], g["family"] == "amp", g["type"] == "BatchMatMul"
     acc_dt, wdt = plan.accumulator_bytes, plan.weight_bytes
-    ac = np.flatnonzero((w > 0) & ((amp & ~batched) | (~amp & (g["bwd_passes"] > 0))))
-    wc = w[ac]
+    ops = np.flatnonzero((w > 0) & ((amp & ~batched) | (~amp & (g["bwd_passes"] > 0))))
+    at, wc = trained_tensors(g, ops, plan)
+    ac = ops[at]
     out.add(
         _block(
             len(ac),
-            name=g["name"][ac] + "/accumulate",
+            name=tensor_names(g, ops, at) + "/accumulate",
             type="AccumulateGrad",
             layer=g["layer"][ac],
             stage=bi.stage_of[ac],
@@ -627,12 +720,37 @@ def _accumulate_rows(bi: _BackwardInputs) -> _Rows:
     return out
 
 
+#: PopART's Adam decomposition (popart ``willow/src/patterns/adamdecompose.cpp``,
+#: ``AdamDecompose::apply``): the ops each trained tensor's update runs after the accumulation
+#: loop, in order, as (name, scalar tensors it reads from other tiles). ``gradUnscale``
+#: (``OptimizerDecompose::gradUnscale``, a Mul by the loss-scaling tensor: PopTorch makes every
+#: optimiser attribute the user sets a variable, ``python/optim.py`` ``_parseArgs``) runs when
+#: loss scaling is on; ``accl1`` / ``accl2`` are ``AccumulateOp``s (``MovingAverage``,
+#: ``MovingAverageSquare``); ``AdamUpdaterOpx::grow`` first increments the tensor's own step
+#: counter (``popops::mapInPlace`` on a scalar: a compute set on one tile), then maps the
+#: updater expression over the tensor, reading the step; ``AdamVarUpdateOp`` subtracts the
+#: learning rate (set by the user: a variable) times the updater. Each is a compute set after
+#: its own sync, each scalar read an exchange before it.
+ADAM_OPS = (
+    ("gradUnscale", 1),
+    ("accl1", 0),
+    ("accl2", 0),
+    ("stepIncrement", 0),
+    ("updater", 1),
+    ("varUpdate", 1),
+)
+ADAM_FAMILY = ("adam", "adamw", "lamb")
+
+
 def _update_block(g, order, stage_of, plan: LoweringPlan) -> dict:
-    """One optimiser update per weighted op, stage by stage, then (GA > 1) its accumulator's
-    reset."""
+    """One optimiser update per weighted op (under PopART: per trained tensor, with the compute
+    sets and scalar exchanges of PopART's decomposition, ``ADAM_OPS``), stage by stage, then
+    (GA > 1) its accumulator's reset."""
     wdt, acc_dt = plan.weight_bytes, plan.accumulator_bytes
-    wo = order[g["weight_elems"][order] > 0]
-    w = g["weight_elems"][wo]
+    ops = order[g["weight_elems"][order] > 0]
+    at, w = trained_tensors(g, ops, plan)
+    wo = ops[at]
+    names = tensor_names(g, ops, at)
     opt = plan.optimiser
     passes = OPTIMISER_PASSES[opt] + (1 if plan.loss_scaled else 0)
     R = plan.state_shards
@@ -641,11 +759,16 @@ def _update_block(g, order, stage_of, plan: LoweringPlan) -> dict:
     per_update = dict(
         layer=g["layer"][wo], pass_=P_UPD, stage=stage_of[wo], fwd=wo, seg="update", weight_elems=w
     )
+    decomposed = [
+        x for x in ADAM_OPS if plan.popart_optimiser and (x[0] != "gradUnscale" or plan.loss_scaled)
+    ]
+    if opt not in ADAM_FAMILY:
+        decomposed = []
     blocks = [
         _block(
             len(wo),
             **per_update,
-            name=g["name"][wo] + "/update",
+            name=names + "/update",
             type=f"{OPTIMISER_NAMES[opt]}Update",
             family="optimiser",
             role="upd",
@@ -657,6 +780,12 @@ def _update_block(g, order, stage_of, plan: LoweringPlan) -> dict:
             flops=e * passes,
             bytes_in=e * wdt * (2 + state),
             bytes_out=e * wdt * (1 + state),
+            # the step counter's increment is a compute set over one float, the others run
+            # the passes
+            compute_sets=max(len(decomposed) - 1, 1),
+            channel_sets=1 if decomposed else 0,
+            channel_elems=1,
+            scalar_in=sum(x[1] for x in decomposed),
         )
     ]
     if plan.resets_accumulators:
@@ -666,7 +795,7 @@ def _update_block(g, order, stage_of, plan: LoweringPlan) -> dict:
             _block(
                 len(wo),
                 **per_update,
-                name=g["name"][wo] + "/accumulatorZero",
+                name=names + "/accumulatorZero",
                 type="AccumulatorZero",
                 family="elementwise",
                 role="acczero",
@@ -678,7 +807,7 @@ def _update_block(g, order, stage_of, plan: LoweringPlan) -> dict:
                 bytes_out=w * acc_dt,
             )
         )
-        # each weight's update, then its reset
+        # each tensor's update, then its reset
         return _concat(blocks, np.arange(2 * len(wo)).reshape(2, -1).T.ravel())
     return _concat(blocks)
 
@@ -734,6 +863,10 @@ COLUMNS = {
     "bytes_in": np.int64,
     "bytes_out": np.int64,
     "wcast": np.int64,
+    "scalar_in": np.int64,
+    "compute_sets": np.int64,
+    "channel_sets": np.int64,
+    "channel_elems": np.int64,
 }
 
 
@@ -758,6 +891,10 @@ SIGNATURE_COLUMNS = (
     "db",
     "weight_elems",
     "wcast",
+    "scalar_in",
+    "compute_sets",
+    "channel_sets",
+    "channel_elems",
     # the input's size: a stride-2 convolution and a stride-1 one with the same output are not
     # the same operation (PopART outlines equal input shapes only), and their plans differ
     "bytes_in",

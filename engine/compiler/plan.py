@@ -339,7 +339,47 @@ def _plan_other_slots(L, t, T: int, tab: SlotTable) -> None:
     tab.cyc[ie, k] = vertex_costs.elementwise_cycles(t, per, passes, db)
     tab.cyc_lo[ie, k] = vertex_costs.elementwise_cycles(t, per_lo, passes, db)
     tab.verts[ie, k] = 1  # one multi-vertex per tile runs all passes
+    _plan_scalar_inputs(L, t, T, tab, ie, tu)
     _plan_cross_tile(L, t, T, tab, ie, tu)
+
+
+def _plan_scalar_inputs(L, t, T: int, tab: SlotTable, ie: np.ndarray, tu: np.ndarray) -> None:
+    """An op that PopART / PopLibs run as several compute sets (the optimiser's decomposition,
+    ``lowering.ADAM_OPS``; batch norm, ``lowering.NORM_COMPUTE_SETS``) keeps one row and one main
+    compute set here: its passes' work as before, plus an internal sync for each further compute
+    set over its elements (``compute_sets``) and, for each compute set over its channels only
+    (``channel_sets``: a norm's statistics, the optimiser's step counter), a sync and one
+    element-wise pass over ``channel_elems`` float values spread like any small op
+    (``min_bytes_per_tile``), the other tiles waiting. Scalar tensors the op reads that live on
+    a tile of their own (PopART's optimiser values set by the user, the step) are broadcast to
+    the op's tiles by an exchange each before their compute set (Poplar moves every operand a
+    vertex reads that is mapped to another tile): 4 bytes and the exchange's setup each, laid
+    out as one exchange program. The sub-steps are not separate programs: their cycles are
+    counted, their control code is not."""
+    extra = L["compute_sets"][ie] - 1
+    ch = L["channel_sets"][ie]
+    more = (extra > 0) | (ch > 0)
+    if more.any():
+        rows = ie[more]
+        ce = L["channel_elems"][rows]
+        ct = np.clip(_ceil_div(ce * 4, t.min_bytes_per_tile), 1, T)
+        per_channel = t.internal_sync_cycles + vertex_costs.elementwise_cycles(
+            t, _ceil_div(ce, ct), 1.0, 4
+        )
+        add = np.maximum(extra[more], 0) * t.internal_sync_cycles + ch[more] * per_channel
+        k = SLOT["main"]
+        tab.cyc[rows, k] += add
+        tab.cyc_lo[rows, k] += add
+    n = L["scalar_in"][ie]
+    on = n > 0
+    if not on.any():
+        return
+    rows, nb = ie[on], n[on]
+    k = SLOT["exch"]
+    tab.present[rows, k] = True
+    tab.cyc[rows, k] = nb * (_ceil_div(4, t.exchange_bytes_per_cycle) + t.exchange_setup_cycles)
+    tab.cyc_lo[rows, k] = tab.cyc[rows, k]
+    tab.byt[rows, k] = 4 * nb * tu[on]
 
 
 def _reductions_per_op(L, ie: np.ndarray) -> np.ndarray:

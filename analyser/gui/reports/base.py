@@ -352,11 +352,17 @@ class Report(QWidget):
                 fill()
                 if overlay is not None:
                     overlay.set_text("")
+                    # the line above the report said another tab was unavailable; that tab
+                    # keeps its own message over its page, and this one filled: a line left
+                    # there would read as this tab's problem
+                    if getattr(self, "_problem_from_page", False):
+                        self.show_part_problem("")
                 return True
         except Exception as exc:
             problem = self.problem_sentence(exc)
         text = unavailable_text(title, problem)
         self.show_part_problem(text)
+        self._problem_from_page = overlay is not None
         if overlay is not None:
             overlay.set_text(text)
         return False

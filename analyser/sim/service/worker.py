@@ -188,8 +188,27 @@ def _forget_new_modules(before: set[str]) -> list[str]:
     dropped = [
         name for name in set(sys.modules) - before if name.partition(".")[0] in _OWN_PACKAGES
     ]
-    for name in dropped:
-        sys.modules.pop(name, None)
+    gone = {name: sys.modules.pop(name, None) for name in dropped}
+    # A kept package still holds what the stopped run bound on it: the submodule attribute
+    # (``from profiles import codec`` would return the half-executed module without importing
+    # it again) and the names a lazy package (``profiles.__getattr__``) cached from it. Seen in
+    # CI: after a run stopped by its time limit, every later run of that worker failed with
+    # "cannot import name 'write_profile' from 'profiles'".
+    for name, module in gone.items():
+        parent_name, _, child = name.rpartition(".")
+        parent = sys.modules.get(parent_name)
+        if parent is not None and module is not None and getattr(parent, child, None) is module:
+            with contextlib.suppress(AttributeError):
+                delattr(parent, child)
+    for pkg_name, pkg in list(sys.modules.items()):
+        if pkg_name.partition(".")[0] not in _OWN_PACKAGES or not hasattr(pkg, "__path__"):
+            continue
+        if "__getattr__" not in vars(pkg):  # only a lazy package imports a name again
+            continue
+        for attr, value in list(vars(pkg).items()):
+            if getattr(value, "__module__", None) in gone and not isinstance(value, type(sys)):
+                with contextlib.suppress(AttributeError):
+                    delattr(pkg, attr)
     return dropped
 
 

@@ -17,9 +17,17 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StringConstraints,
+    ValidationError,
+)
 
 from profiles.errors import UserFacingError
 from profiles.inputs import InputPathError, inside, read_regular, regular_stat
@@ -67,6 +75,73 @@ class BestEntry(BaseModel):
     id: StrictInt
 
 
+_Text = Annotated[str, StringConstraints(max_length=2000)]
+_Float = Annotated[float, Field(allow_inf_nan=False)]
+_Count = Annotated[StrictInt, Field(ge=0)]
+
+
+class IntervalMeta(BaseModel):
+    """An Interval object (docs/report-schema.md) as the split report stores it."""
+
+    model_config = ConfigDict(extra="allow")
+    value: _Float | None = None
+    low: _Float | None = None
+    high: _Float | None = None
+    level: _Float | None = None
+    note: _Text = ""
+
+
+class MemoryMeta(BaseModel):
+    """A memory statement (analyser.core.intervals.memory_statement)."""
+
+    model_config = ConfigDict(extra="allow")
+    statement: _Text = ""
+
+
+class SplitStage(BaseModel):
+    """One pipeline stage of a split in ``auto_split``."""
+
+    model_config = ConfigDict(extra="allow")
+    stage: Annotated[StrictInt, Field(ge=0, le=1023)]
+    cycles: _Count | None = None
+    cycles_interval: IntervalMeta = IntervalMeta()
+    max_tile_bytes: _Count
+    ipu_bytes: _Count = 0
+    oom_tiles: _Count = 0
+    memory: MemoryMeta = MemoryMeta()
+
+
+class SplitSide(BaseModel):
+    """The user's or the chosen split in ``auto_split``."""
+
+    model_config = ConfigDict(extra="allow")
+    id: StrictInt
+    split_points: list[Annotated[str, StringConstraints(max_length=500)]] = Field(max_length=1023)
+    proportions: list[_Float] = Field(max_length=1024)
+    fits: StrictBool
+    throughput_samples_per_s: _Float | None = None
+    throughput_interval: IntervalMeta = IntervalMeta()
+    balance: _Float | None = None
+    stages: list[SplitStage] = Field(max_length=1024)
+
+
+class AutoSplitMeta(BaseModel):
+    """``auto_split`` of tune.json: the split search's report (analyser.sim.tune.autosplit)."""
+
+    model_config = ConfigDict(extra="allow")
+    budget: _Count
+    tried: _Count
+    blocks: _Count
+    stages: _Count
+    proportions: list[_Float] = Field(max_length=1024)
+    partitions_scored: _Count = 0
+    model_basis: _Text = ""
+    phases: list[_Text] = Field(default=[], max_length=64)
+    user: SplitSide
+    chosen: SplitSide
+    throughput_change: IntervalMeta = IntervalMeta()
+
+
 class TuneMeta(BaseModel):
     """The typed shape of tune.json (what the report and the GUI read)."""
 
@@ -90,6 +165,7 @@ class TuneMeta(BaseModel):
     best_id: StrictInt | None = None
     start_id: StrictInt
     diff: dict[str, list[Any]] = {}
+    auto_split: AutoSplitMeta | None = None
 
 
 def _meta_problem(exc: ValidationError) -> str:
@@ -223,6 +299,8 @@ def check_against(folder: Path, meta: dict[str, Any], frame: Any) -> None:
     ids = set(frame["id"].tolist())
     named = [("start_id", meta["start_id"]), ("best_id", meta["best_id"])]
     named += [(f"best[{i}].id", b["id"]) for i, b in enumerate(meta["best"])]
+    split = meta.get("auto_split") or {}
+    named += [(f"auto_split.{k}.id", split[k]["id"]) for k in ("user", "chosen") if k in split]
     for label, rid in named:
         if rid is not None and rid not in ids:
             raise TuneFolderError(

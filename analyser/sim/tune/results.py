@@ -62,6 +62,8 @@ def coupled_names(result: TuneResult) -> list[str]:
     """The varied options plus any option the space set alongside them (loss scaling with
     FP16, gradient accumulation under a global-batch constraint)."""
     names = list(result.space.names)
+    if result.space.auto_split is not None:  # what the split search varies, always columns
+        names += ["split_points", "available_memory_proportion_per_ipu"]
     start = result.space.start
     for row in result.rows:
         for k, v in row.config.items():
@@ -89,7 +91,11 @@ def to_frame(result: TuneResult):
         }
         for n in names:
             v = r.config.get(n)
-            rec[n] = "+".join(v) if isinstance(v, list) else v
+            rec[n] = (
+                "+".join(f"{x:g}" if isinstance(x, float) else str(x) for x in v)
+                if isinstance(v, list)
+                else v
+            )
         for k in FIGURE_KEYS:
             rec[k] = r.figures.get(k)
         # the throughput's interval and its change from the start's (analyser.core.intervals)
@@ -311,7 +317,7 @@ def write_results(
         "schema": SCHEMA,
         "config_file": config_file,
         "start": result.space.start,
-        "dimensions": {d.name: d.values for d in result.space.dims},
+        "dimensions": dimensions(result),
         "constraints": ["fits"] + [c.text for c in result.space.constraints],
         "objective": result.space.objective,
         "objective_label": OBJECTIVES[result.space.objective][2],
@@ -340,6 +346,8 @@ def write_results(
         if b is not None
         else {},
         "fidelity_errors": intervals.table_info(),
+        # --vary split_points=auto: the chosen split against the user's, per stage
+        "auto_split": result.split,
     }
     text = json.dumps(meta, indent=1, default=str)
     _write_atomic(folder / META, lambda tmp: tmp.write_text(text, encoding="utf-8"))
@@ -349,6 +357,22 @@ def write_results(
             with contextlib.suppress(OSError):
                 (folder / name).unlink()
     return meta
+
+
+def dimensions(result: TuneResult) -> dict[str, list[Any]]:
+    """The dimensions of a tune: the varied options' values; for ``split_points=auto`` the
+    split points and per-stage proportions it tried (each a column of the table)."""
+    out: dict[str, list[Any]] = {d.name: d.values for d in result.space.dims}
+    if result.space.auto_split is None:
+        return out
+    for name in ("split_points", "available_memory_proportion_per_ipu"):
+        values: list[Any] = []
+        for r in result.rows:
+            v = r.config.get(name)
+            if r.origin in ("start", "split") and v not in values:
+                values.append(v)
+        out[name] = values
+    return out
 
 
 #: Figures of the best configuration compared with the start's in ``tune.json``.

@@ -155,6 +155,9 @@ class TuneResult:
     exit_code: int = 0
     #: why the search stopped early when it was not a signal (a cluster lost): one sentence
     failure: str = ""
+    #: ``--vary split_points=auto``: the chosen split against the user's, per stage
+    #: (:meth:`analyser.sim.tune.autosplit.SplitSearch.report`)
+    split: dict[str, Any] | None = None
 
     def feasible(self) -> list[Row]:
         return [r for r in self.rows if self.space.feasible(r.figures)]
@@ -210,6 +213,8 @@ class Tuner:
         self._round = 0
         #: insight changes read ahead of the beam (the start's, while its batch runs)
         self._changes: dict[int, list[dict[str, Any]]] = {}
+        #: the split search, once started (analyser.sim.tune.autosplit.SplitSearch)
+        self.split: Any = None
 
     # -- evaluation ----------------------------------------------------------------------------
     def _spent(self) -> int:
@@ -431,6 +436,56 @@ class Tuner:
             if after <= before:
                 break
 
+    def evaluate_configs(self, configs: list[dict[str, Any]], origin: str) -> list[Row]:
+        """The row of each of ``configs`` (in order): an answer already had (the same request)
+        or a new simulation, the new ones in one parallel batch. A configuration left without
+        an answer (the budget spent) is left out."""
+        self.evaluate([(None, c, origin) for c in configs])
+        out = []
+        for c in configs:
+            req = self.service.request(c, self.model_file)
+            row = self._by_key.get(req.key) if isinstance(req, SimRequest) else None
+            if row is None:  # a refusal before simulating: its row is the one of this config
+                row = next((r for r in reversed(self.rows) if r.config == c), None)
+            if row is not None:
+                out.append(row)
+        return out
+
+    def split_search(self) -> dict[str, Any] | None:
+        """``--vary split_points=auto`` (:mod:`analyser.sim.tune.autosplit`) from the best
+        configuration found so far (the start when none fits), with what is left of the
+        budget; returns its report (None without budget)."""
+        from analyser.sim.tune.autosplit import SplitSearch
+
+        spec = self.space.auto_split
+        if spec is None or not self.left():
+            return None
+        self._phase = "split"
+        base = self.best() or self.start_row()
+        search = SplitSearch(
+            spec,
+            base,
+            lambda cfgs: self.evaluate_configs(cfgs, "split"),
+            self._key,
+            self.left,
+            objective=self.space.objective,
+        )
+        self.split = search
+        search.run()
+        return search.report(self.start_row().config)
+
+    def split_report(self) -> dict[str, Any] | None:
+        """The report of a split search stopped part-way (Ctrl-C, a lost cluster): what it
+        had simulated (None when it had not started)."""
+        if self.split is None:
+            return None
+        # the answers of the batch the interrupt cut short are rows, not yet the search's
+        self.split.adopt([r for r in self.rows if r.origin == "split"])
+        try:
+            return self.split.report(self.start_row().config)
+        except Exception:  # nothing simulated yet to compare: no report
+            return None
+
     def _dedupe(self, items):
         seen, out = set(), []
         for a, c, o in items:
@@ -507,15 +562,24 @@ def tune(
     tuner = Tuner(
         space, service, budget=budget, beam=beam, progress=progress, model_file=model_file
     )
-    if strategy == "auto":
-        small = space.size <= MAX_GRID and grid_budget(space) <= budget
-        strategy = "grid" if small else "guided"
+    first = budget
+    if space.auto_split is not None:
+        # the other levers first with half the budget, the split search after with the rest
+        first = max(1, budget // 2) if space.dims else 1
+        tuner.budget = first
+    if strategy == "auto" or not space.dims:
+        small = space.size <= MAX_GRID and grid_budget(space) <= first
+        strategy = "grid" if small or not space.dims else "guided"
     result = TuneResult(space, strategy)
     try:
         if strategy == "grid":
             tuner.grid()  # the start in the same batch as the grid
         else:
             tuner.guided()  # the start and its projection in one batch, then its insights
+        tuner.budget = budget
+        if space.auto_split is not None:
+            result.strategy = f"{strategy} + split" if space.dims else "split"
+            result.split = tuner.split_search()
     except KeyboardInterrupt as exc:
         if not any(r.origin == "start" for r in tuner.rows):
             raise
@@ -537,6 +601,8 @@ def tune(
             "the same command again, with the cluster back, to resume."
         )
     result.rows = tuner.rows
+    if result.interrupted and result.split is None:
+        result.split = tuner.split_report()
     result.simulations = tuner._sims
     result.seconds = time.perf_counter() - t0
     return result

@@ -8,7 +8,10 @@ each with its values in order. ``--vary`` specs:
 * ``NAME=A..B``: A, 2A, 4A, ... up to B (integers; the batch-like options double);
 * ``NAME=A..B:S``: A, A+S, ... up to B;
 * ``NAME=auto``: the values the IPU memory and throughput guides suggest for that lever
-  (:func:`lever_values`), e.g. split points around the current ones.
+  (:func:`lever_values`); ``split_points=auto`` is a search of its own, of the split points
+  and the per-stage memory proportions together, by re-simulation
+  (:mod:`analyser.sim.tune.autosplit`), with ``--vary available_memory_proportion=...`` as
+  the proportions each stage may take.
 
 Without ``--vary`` the space is derived from the start configuration: every lever of
 :data:`LEVERS` that applies to it, plus every value an insight on the start profile proposes.
@@ -239,6 +242,41 @@ def parse_vary(spec: str, start: dict[str, Any], *, insight_values=None) -> Dime
     return Dimension(name, out)
 
 
+def _auto_split(vary: list[str], start: dict[str, Any]) -> tuple[list[str], Any]:
+    """The ``--vary`` specs without ``split_points=auto`` (and without the proportions it
+    takes per stage), and its search (None when not asked for)."""
+    from analyser.sim.tune.autosplit import auto_split
+
+    def name_of(spec: str) -> str | None:
+        name, eq, _ = spec.partition("=")
+        real = option_aliases().get(name.strip(), name.strip())
+        return real if eq and real in _fields() else None
+
+    autos = [
+        s for s in vary if name_of(s) == "split_points" and s.partition("=")[2].strip() == "auto"
+    ]
+    if not autos:
+        return vary, None
+    label = f"--vary {autos[0]}"
+    rest = [s for s in vary if s not in autos]
+    if any(name_of(s) == "split_points" for s in rest):
+        raise TuneError(f"{label}: split_points is varied twice; give auto or a list.")
+    if any(name_of(s) == "available_memory_proportion_per_ipu" for s in rest):
+        raise TuneError(
+            f"{label}: the auto search chooses available_memory_proportion_per_ipu itself; "
+            "give the proportions a stage may take with --vary available_memory_proportion=..."
+        )
+    amps = [s for s in rest if name_of(s) == "available_memory_proportion"]
+    values = None
+    if amps:
+        d = parse_vary(amps[0], start)
+        values = [v for v in d.values if v is not None]
+        if not values:
+            raise TuneError(f"--vary {amps[0]}: give proportions (0 < x <= 1) for the stages.")
+        rest = [s for s in rest if s not in amps]
+    return rest, auto_split(start, values, label)
+
+
 def lever_values(
     name: str, start: dict[str, Any], insight_values: dict[str, list[Any]]
 ) -> list[Any]:
@@ -380,6 +418,9 @@ class Space:
     dims: list[Dimension]
     constraints: list[Constraint] = field(default_factory=list)
     objective: str = "throughput"
+    #: ``--vary split_points=auto`` (analyser.sim.tune.autosplit.AutoSplit), searched after
+    #: the dimensions
+    auto_split: Any = None
 
     @property
     def size(self) -> int:
@@ -479,7 +520,9 @@ def build_space(
             if k in _fields():
                 ins.setdefault(k, []).append(v)
     dims: list[Dimension] = []
+    auto = None
     if vary:
+        vary, auto = _auto_split(vary, start)
         for spec in vary:
             d = parse_vary(spec, start, insight_values=ins)
             if any(x.name == d.name for x in dims):
@@ -491,8 +534,8 @@ def build_space(
             if len(values) > 1:
                 dims.append(Dimension(name, values))
     cons = [c for c in (parse_constraint(t) for t in constraints) if c is not None]
-    space = Space(start, dims, cons, objective)
-    if not dims:
+    space = Space(start, dims, cons, objective, auto)
+    if not dims and auto is None:
         raise TuneError("nothing to vary: give --vary NAME=VALUES.")
     # a config constraint the start already breaks is fine; one no configuration meets is not
     return space
