@@ -220,24 +220,30 @@ def test_a_start_out_of_memory_gets_the_best_split_and_proportions_that_fit(sim_
     assert all(s["max_tile_bytes"] <= 370_000 for s in chosen["stages"])
 
 
-def test_three_stages_climb_every_boundary_to_the_grid_optimum(sim_cluster, tmp_path):
-    """The MLP on three IPUs (7 blocks, 15 splits): the search moves both boundaries and ends
-    at the grid's optimum."""
-    from analyser.sim.service import SimulationService
+def _mlp_on_three_ipus(sim_cluster, **options) -> tuple[str, dict]:
+    """The session cluster's scheduler address and the MLP pipelined over three IPUs (split at
+    layers.1 and layers.2, GA 8, plus ``options``) as a run configuration."""
     from engine.config import RunConfig
 
     cluster = sim_cluster._cluster
     address = cluster.scheduler_address if cluster is not None else sim_cluster.scheduler
-    start = RunConfig.from_dict(
-        {
-            "model": "mlp",
-            "num_ipus": 3,
-            "strategy": "pipelined",
-            "split_points": ["layers.1", "layers.2"],
-            "gradient_accumulation": 8,
-            "micro_batch_size": 16,
-        }
-    ).to_dict()
+    start = {
+        "model": "mlp",
+        "num_ipus": 3,
+        "strategy": "pipelined",
+        "split_points": ["layers.1", "layers.2"],
+        "gradient_accumulation": 8,
+        **options,
+    }
+    return address, RunConfig.from_dict(start).to_dict()
+
+
+def test_three_stages_climb_every_boundary_to_the_grid_optimum(sim_cluster, tmp_path):
+    """The MLP on three IPUs (7 blocks, 15 splits): the search moves both boundaries and ends
+    at the grid's optimum."""
+    from analyser.sim.service import SimulationService
+
+    address, start = _mlp_on_three_ipus(sim_cluster, micro_batch_size=16)
     blocks = model_blocks(start)
     with SimulationService(
         scheduler=address, cache_dir=tmp_path / "cache", security=sim_cluster.security
@@ -263,19 +269,8 @@ def test_an_interrupted_split_search_reports_what_it_simulated(sim_cluster, tmp_
     """Ctrl-C during the split search: the tune returns interrupted, with the report of the
     splits answered before it (your split against the best of them)."""
     from analyser.sim.service import SimulationService
-    from engine.config import RunConfig
 
-    cluster = sim_cluster._cluster
-    address = cluster.scheduler_address if cluster is not None else sim_cluster.scheduler
-    start = RunConfig.from_dict(
-        {
-            "model": "mlp",
-            "num_ipus": 3,
-            "strategy": "pipelined",
-            "split_points": ["layers.1", "layers.2"],
-            "gradient_accumulation": 8,
-        }
-    ).to_dict()
+    address, start = _mlp_on_three_ipus(sim_cluster)
 
     def progress(state):
         if state["phase"] == "split" and state["tried"] >= 3:
