@@ -21,6 +21,7 @@ FP32 master weights and casts them to FP16 for compute.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import os
@@ -38,6 +39,8 @@ from profiles.inputs import read_regular
 ModelName = Literal["mlp", "resnet50", "resnet101", "bert-base", "bert-large"]
 MODEL_NAMES: tuple[str, ...] = ("mlp", "resnet50", "resnet101", "bert-base", "bert-large")
 
+#: The first bytes of every HDF5 file (a profile given where a run configuration is expected).
+_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 #: Model defaults for ``num_classes`` when not given.
 DEFAULT_CLASSES = {"mlp": 10, "resnet50": 1000, "resnet101": 1000, "bert-base": 2, "bert-large": 2}
 
@@ -815,10 +818,20 @@ class RunConfig(BaseModel):
                 f"run configuration {name} is a folder; give a .toml file such as "
                 f"{str(p / 'run.toml')!r}."
             )
-        raw = read_regular(
-            p, f"run configuration {name}", ConfigError, hint="(run configurations are a few kB.)"
-        )
-        if raw.startswith(b"\x89HDF\r\n\x1a\n"):
+        # a profile given by mistake is named as such before the size limit, which it exceeds
+        head = b""
+        if p.is_file() and not p.is_symlink():
+            with contextlib.suppress(OSError), p.open("rb") as f:
+                head = f.read(8)
+        raw = head if head == _HDF5_SIGNATURE else b""
+        if not raw:
+            raw = read_regular(
+                p,
+                f"run configuration {name}",
+                ConfigError,
+                hint="(run configurations are a few kB.)",
+            )
+        if raw.startswith(_HDF5_SIGNATURE):
             raise ConfigError(
                 f"run configuration {name} is an HDF5 file (a profile?), not a TOML run "
                 "configuration."

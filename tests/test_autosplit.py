@@ -412,3 +412,25 @@ def test_the_tune_report_shows_the_split_and_escapes_its_text(tmp_path):
     assert "\x1b" not in html and "\x9b" not in html
     assert '<img src=x onerror="alert(1)">' not in html
     assert "1,000" in html and "2.00 KiB" in html  # the stage's cycles and fullest tile
+
+
+def test_the_same_proportions_spelt_two_ways_are_not_a_change():
+    """The split search states every stage's proportion; when they are the start's own, the
+    best configuration's changes leave them out (the start says them by its default)."""
+    from analyser.sim.tune.autosplit import with_split
+    from analyser.sim.tune.results import diff_configs
+    from engine.config import RunConfig
+
+    start = RunConfig.from_dict(
+        {
+            "model": "mlp",
+            "num_ipus": 2,
+            "strategy": "pipelined",
+            "split_points": ["layers.2"],
+            "gradient_accumulation": 4,
+        }
+    ).to_dict()
+    same = with_split(start, ["layers.4"], (0.6, 0.6))
+    assert diff_configs(start, same) == {"split_points": [["layers.2"], ["layers.4"]]}
+    other = with_split(start, ["layers.2"], (0.6, 0.3))
+    assert set(diff_configs(start, other)) >= {"available_memory_proportion_per_ipu"}

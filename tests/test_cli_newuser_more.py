@@ -94,6 +94,7 @@ def test_force_never_replaces_an_hdf5_file(tmp_path, prof, capsys):
     ("kind", "words"),
     [
         ("profile", "is an HDF5 file"),
+        ("big-profile", "is an HDF5 file"),
         ("folder", "is a folder"),
         ("binary", "is not a text file"),
         ("misspelt", "did you mean 'micro_batch_size'"),
@@ -104,6 +105,8 @@ def test_force_never_replaces_an_hdf5_file(tmp_path, prof, capsys):
 def test_run_config_that_is_not_a_config(kind, words, tmp_path, prof, capsys):
     cfg = {
         "profile": prof,
+        # a profile over the run configurations' size limit is still named a profile
+        "big-profile": tmp_path / "big.h5",
         "folder": tmp_path / "configs",
         "binary": tmp_path / "bin.toml",
         "misspelt": tmp_path / "typo.toml",
@@ -111,7 +114,9 @@ def test_run_config_that_is_not_a_config(kind, words, tmp_path, prof, capsys):
         "empty-run-table": tmp_path / "run-table.toml",
     }[kind]
     texts = {"misspelt": 'model = "mlp"\nmicro_bach_size = 4\n', "empty": "# nothing yet\n"}
-    if kind == "folder":
+    if kind == "big-profile":
+        cfg.write_bytes(prof.read_bytes() + b"\0" * (2 << 20))
+    elif kind == "folder":
         cfg.mkdir()
     elif kind == "binary":
         cfg.write_bytes(b"\xff\xfe\x00model" + bytes(range(256)))

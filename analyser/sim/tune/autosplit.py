@@ -109,9 +109,22 @@ def base_proportions(cfg: dict[str, Any]) -> tuple[float, ...]:
 
     try:
         return tuple(float(v) for v in RunConfig.from_dict(cfg).amp_per_stage)
-    except Exception:  # a configuration the engine refuses: the target's default
+    except Exception:  # a configuration the engine refuses: the targets' default
         stages = len(cfg.get("split_points") or []) + 1
-        return (0.6,) * stages
+        return (_default_proportion(cfg),) * stages
+
+
+def _default_proportion(cfg: dict[str, Any]) -> float:
+    """The default available memory proportion of ``cfg``'s target (PopLibs' 0.6), as the
+    engine declares it; the default target's when ``cfg`` names none the engine knows."""
+    from engine.targets import get_target
+
+    try:
+        return float(
+            get_target(str(cfg.get("target") or "mk2")).default_available_memory_proportion
+        )
+    except Exception:  # an unknown target: the default one's
+        return float(get_target().default_available_memory_proportion)
 
 
 def with_split(cfg: dict[str, Any], splits: Sequence[str], amps: Sequence[float]) -> dict:
@@ -298,7 +311,7 @@ class SplitSearch:
         base = self.base.config
         amps0 = base_proportions(base)
         if len(amps0) != self.spec.stages:
-            amps0 = (amps0[0] if amps0 else 0.6,) * self.spec.stages
+            amps0 = (amps0[0] if amps0 else _default_proportion(base),) * self.spec.stages
         self._amps0 = amps0
         self.tried[(tuple(base.get("split_points") or []), tuple(amps0))] = self.base
         costs = block_costs(self.base.response.profile, self.spec.blocks)

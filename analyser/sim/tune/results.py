@@ -380,8 +380,17 @@ BEST_FIGURES = ("throughput_samples_per_s", "cycles_per_sample", "peak_memory_by
 
 
 def diff_configs(a: dict[str, Any], b: dict[str, Any]) -> dict[str, list[Any]]:
-    """``{option: [start value, new value]}`` for every option that differs."""
-    return {k: [a.get(k), b.get(k)] for k in b if a.get(k) != b.get(k) and k != "name"}
+    """``{option: [start value, new value]}`` for every option that differs (the memory
+    proportions only when a stage's differs: ``[]`` and ``0.6+0.6`` spell the same run)."""
+    out = {k: [a.get(k), b.get(k)] for k in b if a.get(k) != b.get(k) and k != "name"}
+    amp = ("available_memory_proportion", "available_memory_proportion_per_ipu")
+    if any(k in out for k in amp):
+        from analyser.sim.tune.autosplit import base_proportions
+
+        if base_proportions(a) == base_proportions(b):
+            for k in amp:
+                out.pop(k, None)
+    return out
 
 
 @dataclass
