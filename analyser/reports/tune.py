@@ -188,15 +188,25 @@ def build_tune_report(table: TuneTable) -> dict[str, Any]:
     by_id = {r["id"]: r for r in (row_dict(r) for _, r in named.iterrows())}
     start = df[df["id"] == meta["start_id"]].iloc[0]
     best = df[df["id"] == meta["best_id"]].iloc[0] if meta.get("best_id") is not None else None
+    from analyser.core.intervals import outside_reasons, range_cell
+
     compare = []
+    reasons = []
     ivs = meta.get("best_intervals") or {}  # tune.json before intervals: none
     for k, label in FIGURE_COLUMNS:
         a = _num(start[k])
         b = None if best is None else _num(best[k])
-        iv = range_text(ivs.get(k, {}).get("change")) if isinstance(ivs.get(k), dict) else ""
+        change = ivs.get(k, {}).get("change") if isinstance(ivs.get(k), dict) else None
+        # a cell holds the range, or only "outside the validated range": the reasons, long
+        # sentences, are listed once under the table (in the cell they ran off the page)
+        iv = range_cell(change) if isinstance(change, dict) else ""
+        if isinstance(change, dict):
+            reasons.append((label, change))
         compare.append((label, _fmt_figure(k, a), _fmt_figure(k, b), fmt_delta_pct(a, b), iv))
     thr = ivs.get("throughput_samples_per_s") if isinstance(ivs, dict) else None
-    note = change_note(thr.get("change")) if isinstance(thr, dict) else ""
+    ch = thr.get("change") if isinstance(thr, dict) else None
+    # how the range was made, when there is one (without, the reason is listed above)
+    note = change_note(ch) if isinstance(ch, dict) and ch.get("low") is not None else ""
     counts = df["status"].value_counts().to_dict()
     return {
         "meta": meta,
@@ -209,6 +219,7 @@ def build_tune_report(table: TuneTable) -> dict[str, Any]:
         "start": by_id.get(int(meta["start_id"])),
         "best": None if best is None else by_id.get(int(meta["best_id"])),
         "compare": compare,
+        "compare_reasons": outside_reasons(reasons),
         "interval_note": note,
         "diff": meta.get("diff", {}),
         "counts": counts,
