@@ -9,7 +9,13 @@ from typing import Any
 
 from analyser.core.comparison import METRICS, fmt_share_delta, fmt_value
 from analyser.core.insights.model import SHOWN_EFFECTS
-from analyser.core.intervals import change_note, prediction_note, range_text
+from analyser.core.intervals import (
+    change_note,
+    outside_reasons,
+    prediction_note,
+    range_cell,
+    range_text,
+)
 from analyser.core.quantities import QUANTITIES
 from analyser.core.summary import value_text
 from analyser.core.units import fmt_bytes, fmt_delta_pct, fmt_int, fmt_pct
@@ -65,6 +71,7 @@ def render_html(data: dict[str, Any], analyses: list, title: str) -> str:
         prediction_note=prediction_note,
         value_text=value_text,
         last_vs_first=last_vs_first,
+        last_vs_first_reasons=last_vs_first_reasons(data),
         fmt_int=lambda v: fmt_value(v, "int"),
         fmt_float=lambda v: fmt_value(v, "float"),
         charts=charts,
@@ -90,7 +97,15 @@ def last_vs_first(data: dict[str, Any], key: str, kind: str) -> tuple[str, str]:
     a, b = profs[0]["metrics"].get(key), profs[-1]["metrics"].get(key)
     change = fmt_share_delta(a, b) if kind == "share" else fmt_delta_pct(a, b)
     iv = ((data.get("comparison") or {}).get("last_vs_first") or {}).get(key)
-    return change, range_text(iv) or "-"
+    # the cell holds the range or only its head ("outside the validated range"): the reasons
+    # are listed once under the table (:func:`last_vs_first_reasons`)
+    return change, range_cell(iv) or "-"
+
+
+def last_vs_first_reasons(data: dict[str, Any]) -> list[str]:
+    """Why a compared figure's change has no range, one line per figure (under the table)."""
+    ivs = (data.get("comparison") or {}).get("last_vs_first") or {}
+    return outside_reasons((label, ivs.get(key)) for key, label, _ in METRICS)
 
 
 def _change(eff: dict[str, Any], key: str) -> dict[str, Any] | None:
@@ -227,6 +242,7 @@ def _md_comparison(data: dict[str, Any], analyses: list, img: _Images) -> list[s
             for k, label, kind in METRICS
         ],
     )
+    L += [*(f"- {lit(line)}" for line in last_vs_first_reasons(data)), ""]
     cc = charts.comparison_charts(analyses)
     L += [
         img.link("comparison-metrics", cc["metrics"], "key metrics per profile"),
