@@ -1,4 +1,5 @@
-"""Session fixture: the six walkthrough profiles, simulated once per test session.
+"""Session fixture: the six walkthrough profiles, simulated once per test run
+(shared by the pytest-xdist workers, tests/shared_files.py).
 
 Registered in tests/conftest.py (``pytest_plugins``), so any test can ask for
 ``walkthrough_profiles``: a dict step name -> Path of the written profile, in step order::
@@ -28,15 +29,18 @@ WALKTHROUGH_STEPS = (
 
 @pytest.fixture(scope="session")
 def walkthrough_profiles(tmp_path_factory) -> dict[str, Path]:
-    import engine
-    from analyser.cli.demo import walkthrough_configs
-    from engine.config import RunConfig
+    from shared_files import built_once
 
-    out = tmp_path_factory.mktemp("walkthrough")
-    paths: dict[str, Path] = {}
-    for cfg in walkthrough_configs():
-        path = out / f"{cfg.stem}.h5"
-        engine.simulate_to_file(RunConfig.from_toml(cfg), path)
-        paths[cfg.stem] = path
+    from analyser.cli.demo import walkthrough_configs
+
+    def build(out: Path) -> None:
+        import engine
+        from engine.config import RunConfig
+
+        for cfg in walkthrough_configs():
+            engine.simulate_to_file(RunConfig.from_toml(cfg), out / f"{cfg.stem}.h5")
+
+    out = built_once(tmp_path_factory, "walkthrough", build)
+    paths = {cfg.stem: out / f"{cfg.stem}.h5" for cfg in walkthrough_configs()}
     assert tuple(paths) == WALKTHROUGH_STEPS
     return paths

@@ -57,15 +57,19 @@ def _start() -> dict:
 def searched(sim_cluster, tmp_path_factory):
     """The auto search, then every split of whole blocks at the default proportion on both
     IPUs (a grid of the splits alone; the whole grid with the proportions is the test of a
-    start out of memory below) on the same service: the grid reuses the search's answers."""
+    start out of memory below) on the same service: the grid reuses the search's answers. The
+    answers' cache is shared by the suite's workers (tests/shared_files.py): the worker that
+    comes second searches the same way, answered from it."""
+    from shared_files import shared_folder
+
     from analyser.sim.service import SimulationService
 
-    cache = tmp_path_factory.mktemp("autosplit-cache")
     cluster = sim_cluster._cluster
     address = cluster.scheduler_address if cluster is not None else sim_cluster.scheduler
-    with SimulationService(
-        scheduler=address, cache_dir=cache, security=sim_cluster.security
-    ) as svc:
+    with (
+        shared_folder(tmp_path_factory, "autosplit-cache") as (cache, _),
+        SimulationService(scheduler=address, cache_dir=cache, security=sim_cluster.security) as svc,
+    ):
         start = _start()
         auto_space = build_space(
             start,
@@ -85,7 +89,7 @@ def searched(sim_cluster, tmp_path_factory):
             "throughput",
         )
         grid = tune(grid_space, svc, budget=10_000, strategy="grid")
-        yield auto, grid, blocks
+    return auto, grid, blocks
 
 
 def test_auto_split_finds_the_best_split(searched):

@@ -27,12 +27,16 @@ WAIT_MS = 20_000
 
 @pytest.fixture(scope="session")
 def big_path(tmp_path_factory) -> Path:
-    """The 1,000,000-step synthetic profile, shared with tests/test_trace_window.py through the
-    session's base temp folder (written once)."""
-    path = tmp_path_factory.getbasetemp() / "trace-1m.h5"
-    if not path.exists():
-        write_synthetic_profile(path, n_steps=1_000_000, n_ipus=4, tiles=1472, n_programs=5000)
-    return path
+    """The 1,000,000-step synthetic profile, written once per test run and shared by the
+    trace tests of every worker (tests/shared_files.py)."""
+    from shared_files import built_once
+
+    def build(folder: Path) -> None:
+        write_synthetic_profile(
+            folder / "trace-1m.h5", n_steps=1_000_000, n_ipus=4, tiles=1472, n_programs=5000
+        )
+
+    return built_once(tmp_path_factory, "trace-1m", build) / "trace-1m.h5"
 
 
 @pytest.fixture(scope="session")

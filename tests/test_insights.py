@@ -4,6 +4,8 @@ FP16 first. Small models (mlp, ResNet-50 at 32x32) keep this fast."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from analyser.core import Analysis
@@ -93,15 +95,17 @@ CONFIGS = {
 
 @pytest.fixture(scope="session")
 def sims(tmp_path_factory):
-    import engine
-    from engine.config import RunConfig
+    from shared_files import built_once
 
-    d = tmp_path_factory.mktemp("insights")
-    out = {}
-    for name, cfg in CONFIGS.items():
-        out[name] = d / f"{name}.h5"
-        engine.simulate_to_file(RunConfig.from_dict(cfg), out[name])
-    return out
+    def build(d: Path) -> None:
+        import engine
+        from engine.config import RunConfig
+
+        for name, cfg in CONFIGS.items():
+            engine.simulate_to_file(RunConfig.from_dict(cfg), d / f"{name}.h5")
+
+    d = built_once(tmp_path_factory, "insights", build)
+    return {name: d / f"{name}.h5" for name in CONFIGS}
 
 
 def _ids(path, thresholds=None) -> list[str]:
