@@ -146,9 +146,11 @@ def test_walk_on_hostile_profiles(base, tmp_path, case):
 
 
 def test_a_missing_dataset_refuses_only_the_parts_that_read_it(base, tmp_path):
-    """Without the variables' live_end, the selected tiles' Variables tab and the liveness
-    views are unavailable; the tabs after it (vertices, exchanges, compute sets) fill, and the
-    line above the Memory Report no longer says the Variables tab's problem over them."""
+    """Without the variables' live_end, the liveness views and the tile memory map (which
+    place variables in time) are unavailable; what lists variables without saying when they
+    live fills: the selected tiles' Variables tab (without the lifetime columns), the tabs
+    after it, and a click in the Insights (their largest always-live variables) or the
+    Operations (an operation's variables and memory), which had said the problem in a dialog."""
     walker = _walker()
     bad = hostile.mutated(
         base, tmp_path, "no-live-end", hostile.delete("/graph/variables/live_end")
@@ -156,9 +158,11 @@ def test_a_missing_dataset_refuses_only_the_parts_that_read_it(base, tmp_path):
     result = walker.walk([bad])
     assert result.exit_code == 0, "\n".join(result.errors)
     noted = [n for n in result.notes if "memory, tab" in n]
-    assert any("tab 'Variables'" in n for n in noted), result.notes
-    for tab in ("Vertices", "Exchanges", "Compute sets", "Memory per tile"):
+    assert any("tab 'Tile memory map'" in n for n in noted), result.notes
+    assert any("single: liveness" in n for n in result.notes), result.notes
+    for tab in ("Variables", "Vertices", "Exchanges", "Compute sets", "Memory per tile"):
         assert not [n for n in noted if f"tab '{tab}'" in n], result.notes
+    assert not [n for n in result.notes if "dialog" in n], result.notes
 
 
 def test_a_column_only_the_classification_reads_does_not_hide_the_summary(base, tmp_path):

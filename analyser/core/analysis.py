@@ -374,6 +374,15 @@ class Analysis:
         """The variables table (one row per variable and IPU)."""
         return _memory.variables_table(self.src)
 
+    @cached_property
+    def listed_variables(self) -> pd.DataFrame:
+        """The variables table for what lists variables without asking when they are live (an
+        operation's variables): :attr:`variables`, or without the lifetime columns when the
+        profile lacks them."""
+        if all(self.src.has(f"/graph/variables/{c}") for c in _memory._LIFETIME_COLUMNS):
+            return self.variables
+        return _memory.variables_table(self.src, lifetimes=False)
+
     def tile_breakdown(self, ipu: int, by: str = "category") -> tuple[np.ndarray, tuple]:
         """[tiles, k] bytes of one IPU by ``category`` / ``region`` / ``liveness`` + names."""
         return _memory.tile_breakdown(self.src, ipu, by)

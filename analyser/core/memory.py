@@ -200,14 +200,24 @@ def tile_breakdown(src: Source, ipu: int, by: str = "category") -> tuple[np.ndar
 
 #: the columns of /graph/variables the analysis reads (memory, liveness, insights)
 _VARIABLE_COLUMNS = ("name", "kind", "bytes", "ipu", "always_live", "live_start", "live_end")
+#: the lifetimes, which only what asks when a variable is live reads
+_LIFETIME_COLUMNS = ("live_start", "live_end")
 
 
-def variables_table(src: Source) -> pd.DataFrame:
-    """/graph/variables with ``kind`` decoded to names."""
+def variables_table(src: Source, *, lifetimes: bool = True) -> pd.DataFrame:
+    """/graph/variables with ``kind`` decoded to names. A column the analysis reads that the
+    file lacks is a ProfileError naming it; with ``lifetimes`` False the lifetimes may be
+    absent (the table then has no such columns), for what lists variables without asking when
+    they are live."""
     import pandas as pd  # imported on first use (not by `analyse summary`)
 
     df = src.table("/graph/variables").copy()
-    missing = [c for c in _VARIABLE_COLUMNS if c not in df]
+    needed = (
+        _VARIABLE_COLUMNS
+        if lifetimes
+        else tuple(c for c in _VARIABLE_COLUMNS if c not in _LIFETIME_COLUMNS)
+    )
+    missing = [c for c in needed if c not in df]
     if missing:  # the reader leaves out a column that is not in the file: name it, in its words
         src.table("/graph/variables", missing)
     if "kind" in df and not isinstance(df["kind"].dtype, pd.CategoricalDtype):
@@ -218,8 +228,9 @@ def variables_table(src: Source) -> pd.DataFrame:
 
 
 def largest_variables(src: Source, n: int = 10, *, always_live: bool | None = None) -> pd.DataFrame:
-    """The ``n`` largest variables (only always-live or not, when ``always_live`` is given)."""
-    df = variables_table(src)
+    """The ``n`` largest variables (only always-live or not, when ``always_live`` is given);
+    their lifetimes when the profile has them."""
+    df = variables_table(src, lifetimes=False)
     if always_live is not None:
         df = df[df["always_live"] == always_live]
     return df.nlargest(n, "bytes")

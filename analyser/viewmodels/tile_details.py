@@ -79,16 +79,16 @@ def _spread_on_tiles(
 def tile_variables(analysis: Any, ipu: int, tiles: np.ndarray) -> pd.DataFrame:
     """Variables with bytes on any of ``tiles`` of ``ipu``: name, kind, dtype, shape, always_live,
     live_start, live_end, bytes (total), ``bytes_on_selection`` and one ``tile N`` column per
-    selected tile (first 32), largest first."""
+    selected tile (first 32), largest first. A profile without the variables' lifetimes lists
+    them without those two columns."""
     tiles = np.unique(np.asarray(tiles, dtype=np.int64))
-    df = analysis.variables
+    df = analysis.listed_variables
     df = df[(df["ipu"].to_numpy() == ipu) & (df["bytes"].to_numpy() > 0)]
     if df.empty or tiles.size == 0:
         return df.assign(bytes_on_selection=np.zeros(len(df), np.int64)).iloc[0:0]
     df, on = _spread_on_tiles(df, "bytes", tiles)
-    out = df[
-        ["name", "kind", "dtype", "shape", "bytes", "always_live", "live_start", "live_end"]
-    ].copy()
+    shown = ["name", "kind", "dtype", "shape", "bytes", "always_live", "live_start", "live_end"]
+    out = df[[c for c in shown if c in df]].copy()
     out["bytes_on_selection"] = on.sum(axis=1)
     for j, t in enumerate(tiles[:32]):
         out[f"tile {int(t)}"] = on[:, j]

@@ -56,6 +56,11 @@ def variables(doc: Document) -> pd.DataFrame:
     return doc.cached("variables", lambda: doc.analysis.variables)
 
 
+def listed_variables(doc: Document) -> pd.DataFrame:
+    """The variables for a list that does not say when they are live (Analysis.listed_variables)."""
+    return doc.cached("listed_variables", lambda: doc.analysis.listed_variables)
+
+
 def tile_layout(doc: Document, ipu: int, tile: int) -> TileLayout:
     """The modelled address layout of one tile (``analyser.core.memory_layout.TileLayout``)."""
     from analyser.core.memory_layout import tile_layout as layout
@@ -331,7 +336,7 @@ def memory_by_category(doc: Document, op_ids: np.ndarray) -> pd.Series:
     """Bytes of operations ``op_ids`` by what they hold (variables by kind, temporary, code)."""
     from analyser.core.operations import memory_by_category as build
 
-    return build(variables(doc), operations(doc), op_ids)
+    return build(listed_variables(doc), operations(doc), op_ids)
 
 
 def roofline(doc: Document) -> Roofline | None:

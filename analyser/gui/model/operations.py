@@ -280,7 +280,7 @@ def row_details(
         if not tables:
             out.append(RowDetails(label, rows))
             continue
-        v = data.variables(d)
+        v = data.listed_variables(d)
         v = v[np.isin(v["op"].to_numpy(), op_ids)]
         cs = data.compute_sets(d)
         cs = cs[np.isin(cs["op"].to_numpy(), op_ids)]
