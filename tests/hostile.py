@@ -522,6 +522,10 @@ def missing_dataset_mutations() -> dict[str, Mutation]:
         "no-live-end": delete("/graph/variables/live_end"),
         "no-tile-xy": delete("/memory/tile_xy"),
         "no-per-tile-rows": delete("/liveness/per_tile_rows"),
+        # the curve the liveness views draw, summed from the variables' lifetimes instead
+        "no-not-always-live": delete("/liveness/not_always_live"),
+        # the compute sets' names label the imbalance rows; the programs' names do instead
+        "no-compute-set-names": delete("/graph/compute_sets/name"),
     }
 
 

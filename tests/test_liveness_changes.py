@@ -126,3 +126,17 @@ def test_broken_changes_are_reported(pipeline16, tmp_path):
 
     with open_profile(bad) as p, pytest.raises(ProfileError, match="per_tile_step"):
         p.liveness_per_tile()
+
+
+def test_the_curve_summed_from_the_lifetimes_is_the_profiles_own(walkthrough_profiles):
+    """What a profile without /liveness/not_always_live is shown (analyser.core.liveness
+    ``curve_from_lifetimes``) is, on the engine's profiles, the stored curve to the byte."""
+    from analyser.core import Analysis
+    from analyser.core.liveness import curve_from_lifetimes
+
+    for path in walkthrough_profiles.values():
+        with Analysis.open(path) as a:
+            lv = a.liveness
+            rebuilt = curve_from_lifetimes(a.variables, *lv.not_always_live.shape)
+            np.testing.assert_array_equal(rebuilt, lv.not_always_live)
+            assert not lv.rebuilt

@@ -115,7 +115,10 @@ def summarise_imbalance(src: Source, execution: ExecutionSummary) -> ImbalanceSu
     lost_ipu = np.bincount(ipu[sel], lost, n_ipus)
     compute = np.bincount(ipu[sel], executed[sel], n_ipus).astype(np.int64)
     names = _names(src.column("/programs/nodes", "name"))[sel]
-    if src.has("/graph/compute_sets") and src.n_rows("/graph/compute_sets"):
+    # the compute sets' names only label the rows (the programs' own names otherwise): a
+    # profile without them still gives its imbalance
+    has_names = all(src.has(f"/graph/compute_sets/{c}") for c in ("program", "name"))
+    if has_names and src.n_rows("/graph/compute_sets"):
         cs_prog = src.column("/graph/compute_sets", "program").astype(np.int64)
         cs_names = _names(src.column("/graph/compute_sets", "name"))
         ok = (cs_prog >= 0) & (cs_prog < typ.size)

@@ -23,6 +23,9 @@ class LivenessSummary:
     always_live: np.ndarray
     peak_step: np.ndarray
     step_names: list[str] = field(repr=False)
+    #: the curve was summed from the variables' lifetimes (the profile has no
+    #: /liveness/not_always_live)
+    rebuilt: bool = False
 
     @property
     def n_steps(self) -> int:
@@ -43,12 +46,38 @@ class LivenessSummary:
 
 
 def summarise_liveness(src: Source) -> LivenessSummary:
-    """The liveness curves, peaks and step names of a profile."""
-    nal = src.array("/liveness/not_always_live").astype(np.int64)
+    """The liveness curves, peaks and step names of a profile. A profile without its
+    not-always-live curve gets it summed from its variables' lifetimes, which is what the curve
+    is (PopVision Graph Analyser User Guide, Liveness Report: the memory of the variables live
+    at each step; the engine's profiles agree to the byte); without those either, the missing
+    curve is named."""
     al = src.array("/liveness/always_live").astype(np.int64)
     peak = src.array("/liveness/peak_step").astype(np.int64)
+    rebuilt = not src.has("/liveness/not_always_live") and all(
+        src.has(f"/graph/variables/{c}") for c in ("live_start", "live_end")
+    )
+    if rebuilt:
+        nal = curve_from_lifetimes(variables_table(src), al.shape[0], src.n_rows("/liveness/steps"))
+    else:
+        nal = src.array("/liveness/not_always_live").astype(np.int64)
     names = [str(x) for x in src.column("/liveness/steps", "name")] if nal.shape[1] else []
-    return LivenessSummary(nal, al, peak, names)
+    return LivenessSummary(nal, al, peak, names, rebuilt=rebuilt)
+
+
+def curve_from_lifetimes(variables: pd.DataFrame, n_ipus: int, n_steps: int) -> np.ndarray:
+    """[ipus, steps] bytes of the not-always-live variables live at each step (from step
+    ``live_start`` to ``live_end``, both included; lifetimes outside the steps are clipped),
+    summed exactly in integers."""
+    nal = variables[~variables["always_live"].to_numpy(bool)]
+    ipu = nal["ipu"].to_numpy(np.int64)
+    start = np.clip(nal["live_start"].to_numpy(np.int64), 0, n_steps)
+    end = np.clip(nal["live_end"].to_numpy(np.int64) + 1, 0, n_steps)
+    nbytes = nal["bytes"].to_numpy(np.int64)
+    keep = (ipu >= 0) & (ipu < n_ipus) & (start < end)
+    edges = np.zeros((n_ipus, n_steps + 1), np.int64)
+    np.add.at(edges, (ipu[keep], start[keep]), nbytes[keep])
+    np.add.at(edges, (ipu[keep], end[keep]), -nbytes[keep])
+    return np.cumsum(edges, axis=1)[:, :n_steps]
 
 
 def live_variables(

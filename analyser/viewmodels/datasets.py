@@ -29,9 +29,9 @@ VARIABLES = _columns(
     "tile_count",
     "remote_bytes",
 )
-#: the liveness curves and their steps
+#: the liveness curves and their steps (the not-always-live curve is summed from the
+#: variables' lifetimes, which the views require, when a profile lacks it)
 LIVENESS = (
-    "/liveness/not_always_live",
     "/liveness/always_live",
     "/liveness/peak_step",
     *_columns("/liveness/steps", "name", "program", "op"),

@@ -174,6 +174,7 @@ class LivenessReport(Report):
                 self.ipu_combo.setCurrentIndex(cur if 0 <= cur <= n else 0)
         finally:
             self._refreshing = False
+        self._say_rebuilt(doc, other)
         if self.keep_state and self.steps:  # a theme switch keeps the selected steps
             self._redraw()
             return
@@ -205,6 +206,19 @@ class LivenessReport(Report):
                     best = (value, step)
         if best is not None:
             self.click_step(int(self.positions("A", lv.n_steps)[best[1]]), False)
+
+    def _say_rebuilt(self, doc: Any, other: Any) -> None:
+        """A line above the report when a curve was summed from the variables' lifetimes (the
+        profile has no /liveness/not_always_live): what is drawn is not what the file holds."""
+        rebuilt = [d.name for d in (doc, other) if d is not None and data.liveness(d).rebuilt]
+        text = (
+            f"{' and '.join(rebuilt)}: no /liveness/not_always_live in the profile; the curve "
+            "is summed from its variables' lifetimes."
+            if rebuilt
+            else ""
+        )
+        if text or self.part_problem().endswith("variables' lifetimes."):
+            self.show_part_problem(text)
 
     def curves(self, doc: Any) -> dict[int, np.ndarray]:
         """The curves drawn for ``doc`` (bytes per liveness step per shown IPU), from the core."""
