@@ -212,7 +212,8 @@ def test_run_engine_dialog_runs_and_opens_the_profile(qtbot, window, tmp_path):
         assert job is not None
     assert loaded.args == [True]
     out = job.result_path
-    assert out.parent.name == "results" and out.name.startswith("mlp-")
+    # named for what sets it apart (analyser.core.run_options.run_name), not "mlp-1ipu"
+    assert out.parent.name == "results" and out.name.startswith("mlp-1ipu-mbs16")
     assert not list(tmp_path.glob("*.h5"))
     _assert_stopped(job.job)
     assert window.workspace.document.path == out

@@ -20,8 +20,13 @@ every option that differs.)
 
 from __future__ import annotations
 
+import hashlib
+import json
 import numbers
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from engine.config import RunConfig
@@ -167,3 +172,70 @@ def read_run_config(stored: Any, version: Any = None, where: str = "profile") ->
     ignored = tuple(k for k in data if k not in RunConfig.model_fields)
     config = RunConfig.model_construct(**known)
     return StoredRunConfig(config, data, version, ignored)
+
+
+#: Longest file-name stem :func:`run_name` gives (before ``.h5`` and a uniqueness tag).
+RUN_NAME_CHARS = 72
+#: Options a run's name never spells: said by its head already, or not a choice of the run.
+_UNNAMED = ("name", "model", "num_ipus", "target_overrides", "input_shapes")
+
+
+def _baseline(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The run configuration of ``config``'s model, framework and target with every other
+    option at its default, as a profile stores it (some defaults depend on those three)."""
+    keys = ("model", "framework", "target")
+    try:
+        return RunConfig.from_dict({k: config[k] for k in keys if k in config}).to_dict()
+    except Exception:  # a model file that is not there: the fields' own defaults
+        return {
+            k: f.get_default(call_default_factory=True) for k, f in RunConfig.model_fields.items()
+        }
+
+
+def _name_part(value: Any) -> str:
+    if isinstance(value, list | tuple):
+        return "+".join(_name_part(v) for v in value)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return re.sub(r"[^A-Za-z0-9.+-]+", "_", str(value).rsplit("/", 1)[-1]).strip("_")
+
+
+def run_name(config: Mapping[str, Any]) -> str:
+    """A file-name stem that tells runs apart: the model (an ONNX file's stem), its IPUs, then
+    each option set away from its default, by its shortest alias, in the form's order
+    (``bert-base-2ipu-mbs4-ga16-precision16.16-pipelined``; a word value alone). Only
+    letters, digits, ``.``, ``+``, ``-`` and ``_``; longer than :data:`RUN_NAME_CHARS`, it is cut and ends with a digest of the
+    whole configuration so that two long names still differ."""
+    defaults = _baseline(config)
+    model = Path(str(config.get("model") or "run")).name
+    if model.lower().endswith(".onnx"):
+        model = model[: -len(".onnx")]
+    head = f"{_name_part(model).lstrip('.+-') or 'run'}-{int(config.get('num_ipus') or 1)}ipu"
+    parts = [head]
+    framework = config.get("framework")
+    if framework and framework != RunConfig.model_fields["framework"].default:
+        parts.append(_name_part(framework))
+    for key, opt in OPTIONS.items():
+        if key in _UNNAMED or key not in config or config[key] == defaults.get(key):
+            continue
+        value = config[key]
+        label = min(opt.aliases, key=len) if opt.aliases else key
+        if isinstance(value, bool):
+            parts.append(label if value else f"no_{label}")
+            continue
+        if isinstance(value, str) and re.fullmatch(r"[A-Za-z][A-Za-z_-]*", value):
+            parts.append(_name_part(value))  # a word says its option ("pipelined", "async")
+            continue
+        parts.append(f"{label}{_name_part(value)}")
+    name = "-".join(parts)
+    if len(name) <= RUN_NAME_CHARS:
+        return name
+    digest = hashlib.sha256(
+        json.dumps(dict(config), sort_keys=True, default=str).encode()
+    ).hexdigest()[:8]
+    kept = parts[0][: RUN_NAME_CHARS - 9]
+    for part in parts[1:]:  # whole parts only, then the digest
+        if len(kept) + 1 + len(part) > RUN_NAME_CHARS - 9:
+            break
+        kept += "-" + part
+    return f"{kept}-{digest}"

@@ -36,7 +36,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from analyser.core.run_options import SECTION_STARTS, section_starts
+from analyser.core.run_options import SECTION_STARTS, run_name, section_starts
 from analyser.gui.theme import emphasised
 from analyser.gui.whatif import WhatIfDialog
 from analyser.gui.widgets import push_button
@@ -469,7 +469,7 @@ class RunEngineDialog(QDialog):
             original,
             opened,
             window or self,
-            name=f"{cfg.get('model') or 'run'}-{cfg.get('num_ipus') or 1}ipu",
+            name=run_name(cfg),
         )
         self.job_dialog.start()
         self.accept()
