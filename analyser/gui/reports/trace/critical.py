@@ -278,8 +278,8 @@ class CriticalPathControl(QObject):
 
     @staticmethod
     def _sentence(view: CriticalPathView, timeline, prefix: str) -> str:
-        if not view.available:
-            return f"{prefix}Critical path: {view.reason}"
+        if not view.available:  # every reason names the critical path
+            return f"{prefix}{view.reason}"
         text = view.headline(span=timeline.restricted)
         return f"{prefix}{text} (outlined in red, the other steps dimmed)"
 
