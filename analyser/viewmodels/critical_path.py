@@ -183,12 +183,15 @@ class CriticalPathView:
         return text + (f"; then {rest}." if rest else ".")
 
     # -- drawing -------------------------------------------------------------------------------
-    def segments(self, key: Any = "flat", lanes: np.ndarray | None = None) -> Segments:
-        """The path's steps merged into segments for a grouping (``key``; ``lanes``: the
-        lane of every path step under it, None for one lane per IPU), computed once per key."""
+    def segments(
+        self, key: Any = "flat", lanes: Callable[[], np.ndarray] | None = None
+    ) -> Segments:
+        """The path's steps merged into segments for a grouping (``key``; ``lanes``: gives
+        the lane of every path step under it, None for one lane per IPU), computed once per
+        key (``lanes`` is called only then)."""
         seg = self._segments.get(key)
         if seg is None:
-            seg = _segments(self, lanes)
+            seg = _segments(self, None if lanes is None else lanes())
             self._segments[key] = seg
         return seg
 

@@ -120,9 +120,8 @@ class CriticalPathOverlay:
             self.clear()
             return
         tl, v = self.timeline, self.view
-        seg = v.segments(tl.group, None) if tl.group == "flat" else None
-        if seg is None:
-            seg = v.segments((tl.group, id(tl.trace)), self._lanes())
+        key = "flat" if tl.group == "flat" else (tl.group, id(tl.trace))
+        seg = v.segments(key, None if tl.group == "flat" else self._lanes)
         layout = tl.lane_layout
         xs0, xs1, ys, rows_y = [], [], [], []
         for ipu in layout.ipus_between(*tl.y_range()):  # the IPUs in view, not the steps
