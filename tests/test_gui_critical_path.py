@@ -339,3 +339,16 @@ def test_the_pipeline_says_why_without_a_path(qtbot, pipeline, one_ipu):
         r.ensure_refreshed()
     assert r.view_a.bounds.text().startswith("What bounds the step: one-ipu.h5 runs on one IPU")
     assert r.bars.path_outline.n_rects == 0
+
+
+def test_the_docs_quote_the_walkthroughs_headline(walkthrough_profiles):
+    """docs/analysis.md and docs/gui.md quote step 3's line: it is what the GUI says today."""
+    from pathlib import Path
+
+    with Analysis.open(walkthrough_profiles["3-accumulate"]) as a:
+        line = critical_path_view(a).headline()
+    quoted = line.split("; then ")[0] + "; then " + line.split("; then ")[1].split(",")[0]
+    root = Path(__file__).resolve().parents[1]
+    for doc in ("docs/analysis.md", "docs/gui.md"):
+        text = " ".join((root / doc).read_text().split())
+        assert quoted in text, f"{doc} should quote {quoted!r}"
