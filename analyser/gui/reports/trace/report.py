@@ -146,9 +146,7 @@ class TraceReport(Report):
         )
         self.flows_box.toggled.connect(self._on_flows)
         bar.addWidget(self.flows_box)
-        #: the critical path: its check box before the legend (the bar above is as wide as a
-        #: compare-mode window leaves room for), its sentence under the legend
-        self.critical = CriticalPathControl(self)
+        self.critical = CriticalPathControl(self)  # its box before the legend, its line under it
         bar.addWidget(QLabel("Run:"))
         self.run_combo = QComboBox()
         self.run_combo.setToolTip(
