@@ -352,3 +352,25 @@ def test_the_docs_quote_the_walkthroughs_headline(walkthrough_profiles):
     for doc in ("docs/analysis.md", "docs/gui.md"):
         text = " ".join((root / doc).read_text().split())
         assert quoted in text, f"{doc} should quote {quoted!r}"
+
+
+def test_the_window_hands_one_path_to_both_reports(qtbot, tmp_path, walkthrough_profiles):
+    """In the main window the trace computes the path once; the Pipeline, visited after, draws
+    the same view at once (the document's cache), and closing the window stops both pools."""
+    from gui_helpers import open_in, shown_window
+
+    window = shown_window(qtbot, tmp_path, (1280, 720))
+    w = next(window)
+    assert open_in(qtbot, w, walkthrough_profiles["6-async"])
+    tr = w.show_report("trace")
+    tr.ensure_refreshed()
+    _tick(qtbot, tr)
+    view = tr.critical.views[0]
+    with qtbot.waitSignal(w.report("pipeline").pathShown, timeout=WAIT_MS):
+        pr = w.show_report("pipeline")
+        pr.ensure_refreshed()
+    assert pr.view_a.bounds.text().startswith(view.headline())
+    assert pr.bars.path_shares == pytest.approx(
+        {("A", s): share for s, share in view.stage_shares().items()}
+    )
+    next(window, None)
