@@ -355,8 +355,8 @@ def test_the_docs_quote_the_walkthroughs_headline(walkthrough_profiles):
 
 
 def test_the_window_hands_one_path_to_both_reports(qtbot, tmp_path, walkthrough_profiles):
-    """In the main window the trace computes the path once; the Pipeline, visited after, draws
-    the same view at once (the document's cache), and closing the window stops both pools."""
+    """In the main window Alt+C ticks the trace's box and the trace computes the path once;
+    the Pipeline, visited after, draws the same view at once (the document's cache)."""
     from gui_helpers import open_in, shown_window
 
     window = shown_window(qtbot, tmp_path, (1280, 720))
@@ -364,7 +364,11 @@ def test_the_window_hands_one_path_to_both_reports(qtbot, tmp_path, walkthrough_
     assert open_in(qtbot, w, walkthrough_profiles["6-async"])
     tr = w.show_report("trace")
     tr.ensure_refreshed()
-    _tick(qtbot, tr)
+    w.activateWindow()
+    qtbot.waitUntil(w.isActiveWindow, timeout=WAIT_MS)
+    with qtbot.waitSignal(tr.critical.shown, timeout=WAIT_MS):  # Alt+C: the box's mnemonic
+        qtbot.keyClick(w.windowHandle(), Qt.Key.Key_C, Qt.KeyboardModifier.AltModifier)
+    assert tr.critical.box.isChecked()
     view = tr.critical.views[0]
     with qtbot.waitSignal(w.report("pipeline").pathShown, timeout=WAIT_MS):
         pr = w.show_report("pipeline")
