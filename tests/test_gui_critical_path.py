@@ -176,9 +176,14 @@ def test_pixel_runs_outline_where_the_path_mostly_is():
     assert off[off[:, 2] == 1][:, :2].tolist() == [[0.0, 400.0]]  # a row without the path
 
 
-def test_reasons_for_profiles_without_a_path(walkthrough_profiles, one_ipu, monkeypatch):
+def test_reasons_for_profiles_without_a_path(walkthrough_profiles, one_ipu, monkeypatch, tmp_path):
     with Analysis.open(walkthrough_profiles["1-base"]) as a:
         assert "does not fit in memory" in critical_path_view(a).reason
+    no_steps = make_synthetic_profile(seed=1, n_steps=0, n_ipus=2, tiles=16)
+    with Analysis.open(write_profile(tmp_path / "no-steps.h5", no_steps)) as a:
+        assert critical_path_view(a).reason == (
+            "no-steps.h5 has no executed steps (no host call ran), so it has no critical path."
+        )
     with Analysis.open(one_ipu) as a:
         assert "runs on one IPU" in critical_path_view(a).reason
         import analyser.viewmodels.profile_reads as reads
