@@ -123,6 +123,17 @@ class CriticalPath:
     #: [host calls] cycles of the path in each device iteration (host call) of the trace
     per_call: np.ndarray
     clock_hz: float
+    #: [path steps] each step's IPU, start and end cycles, pipeline stage (-1 outside stages),
+    #: program and link (index into ``links``): what the GUI draws the path from without
+    #: reading the step columns again
+    step_ipu: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
+    step_start: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
+    step_end: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
+    step_stage: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
+    step_program: np.ndarray = field(
+        default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False
+    )
+    step_link: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The path as plain data: its lengths and links (not its steps)."""
@@ -288,7 +299,26 @@ def critical_path(src: Source, top_layers: int = 3) -> CriticalPath | None:
         links=links,
         per_call=calls,
         clock_hz=float(src.meta.get("clock_hz") or 0.0),
+        step_ipu=np.asarray(ipu[chain], dtype=np.int64),
+        step_start=start[chain],
+        step_end=end[chain],
+        step_stage=stage,
+        step_program=np.asarray(program[chain], dtype=np.int64),
+        step_link=_link_of_steps(links, keys),
     )
+
+
+def _link_of_steps(links: list[PathLink], keys: np.ndarray) -> np.ndarray:
+    """[path steps] the index in ``links`` (sorted, host links among them) of each step's
+    link: one ``searchsorted`` over the device links' codes."""
+    device = [i for i, link in enumerate(links) if link.kind != "host"]
+    if not device or not keys.size:
+        return np.full(keys.size, -1, dtype=np.int64)
+    codes = np.array([links[i].code for i in device], dtype=np.int64)
+    order = np.argsort(codes)
+    at = np.clip(np.searchsorted(codes[order], keys), 0, codes.size - 1)
+    found = codes[order][at] == keys
+    return np.where(found, np.asarray(device, dtype=np.int64)[order][at], -1)
 
 
 def _link_keys(ipu: np.ndarray, stage: np.ndarray, types: np.ndarray) -> np.ndarray:

@@ -9,4 +9,5 @@ nothing under ``analyser/gui`` touches the file's layout (napari's split between
   liveness steps, compute sets, the execution's run starts ...);
 - :mod:`.tile_details`: tile order, floor plan and what lives and runs on selected tiles;
 - :mod:`.datasets`: the datasets each report cannot show anything without.
+- :mod:`.critical_path`: the critical path as the Execution Trace and the Pipeline show it.
 """

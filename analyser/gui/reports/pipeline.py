@@ -16,7 +16,7 @@ import html
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QCoreApplication, QEvent, Qt
+from PySide6.QtCore import QCoreApplication, QEvent, Qt, QThreadPool, Signal
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import (
     QHeaderView,
@@ -47,8 +47,9 @@ from analyser.gui.reports.base import Report
 from analyser.gui.reports.pipeline_bars import StageBarsView
 from analyser.gui.reports.trace.panels import _item
 from analyser.gui.theme import chart_colors, style_plot
-from analyser.gui.widgets import compact_rows, wrapped_label
+from analyser.gui.widgets import PoolTask, Relay, compact_rows, wrapped_label
 from analyser.literal import html as lit
+from analyser.viewmodels.critical_path import CriticalPathView, cached_view, of_document
 
 #: Box colours per pass (shared palette "passes").
 PASS_ORDER = ("forward", "backward", "loss", "update", "io")
@@ -62,6 +63,14 @@ LABEL_TOP = -0.9
 
 def chart_of(doc: Document) -> PipelineChart:
     return gui_data.pipeline_chart(doc)
+
+
+def _bounds_text(view: CriticalPathView, prefix: str = "") -> str:
+    """The critical path's line: what bounds the step, or why there is no path."""
+    if not view.available:
+        return f"{prefix}What bounds the step: {view.reason}"
+    marked = " (stages on the path marked on the busy-cycles bars)" if view.stage_shares() else ""
+    return f"{prefix}{view.headline()}{marked}"
 
 
 def theoretical_ramp_share(stages: int, ga: int) -> float | None:
@@ -81,6 +90,9 @@ class PipelineChartView(QWidget):
         lay.setContentsMargins(0, 0, 0, 0)
         self.header = wrapped_label(rich=True)
         lay.addWidget(self.header)
+        #: "What bounds the step: ..." from the critical path (filled when it is computed)
+        self.bounds = wrapped_label()
+        lay.addWidget(self.bounds)
         # the cycle axis given at construction (replacing pyqtgraph's built one cost another
         # AxisItem and a relayout)
         self.chart = LightPlotWidget(enableMenu=False, axisItems={"bottom": CycleAxis("bottom")})
@@ -114,7 +126,7 @@ class PipelineChartView(QWidget):
         self.chart.setMinimumHeight(260)
         # height-for-width layouts may hand the view less than its parts' minimums (they then
         # overlap): an explicit minimum for the whole view (header and chart)
-        self.setMinimumHeight(260 + 90)
+        self.setMinimumHeight(260 + 110)
         # the application's font, bold: QFont("") fell back to a serif face in a real X server
         self._band_font = QFont(self.font())
         self._band_font.setPointSize(9)
@@ -383,9 +395,19 @@ class PipelineReport(Report):
         "{name} has no execution (it does not fit in memory), so there is no pipeline to show."
     )
 
+    #: The critical path's line and its marks on the stage bars are shown.
+    pathShown = Signal()
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.lay_out_with_empty_states()
+        # the critical path is computed once per profile in this pool (seconds for millions of
+        # steps), and drawn when it arrives
+        self._path_pool = QThreadPool(self)
+        self._path_pool.setMaxThreadCount(1)
+        self._path_relay = Relay(self)
+        self._path_relay.done.connect(self._on_paths)
+        self._path_gen = 0
         self.body = QWidget()
         lay = QVBoxLayout(self.body)
         lay.setEnabled(False)  # until the first fill (show_documents) lays the body out
@@ -428,6 +450,10 @@ class PipelineReport(Report):
     def chart_widget(self) -> QWidget:
         return self.body
 
+    def set_document(self, doc, compare_doc=None) -> None:
+        self._path_gen += 1  # a path still being computed is of the previous documents
+        super().set_document(doc, compare_doc)
+
     def show_documents(self, doc: Document, other: Document | None) -> None:
         # the body is laid out once, at its final contents, by _settle_layout: with its layout
         # on, showing view_b (a child of a shown widget activates its parent's layout at once)
@@ -463,7 +489,51 @@ class PipelineReport(Report):
             self._explain(gui_data.comparison(doc, other))
         elif self._view_b is not None:
             self._view_b.chart.setXLink(None)
+        self._show_paths(doc, other if b is not None else None)
         return b is not None
+
+    def _show_paths(self, doc: Document, other: Document | None) -> None:
+        """The critical paths of ``doc`` (and ``other``): drawn now when computed already
+        (the Execution Trace may have), else computed in the background and drawn then."""
+        self._path_gen += 1
+        a, b = cached_view(doc), cached_view(other) if other is not None else None
+        if a is not None and (other is None or b is not None):
+            self._draw_paths((a, b))
+            return
+        for view in (self.view_a, self._view_b if other is not None else None):
+            if view is not None:
+                view.bounds.setText("What bounds the step: finding the critical path…")
+        self.bars.show_path({})
+        self._path_pool.start(
+            PoolTask(
+                lambda: (of_document(doc), of_document(other) if other is not None else None),
+                self._path_gen,
+                self._path_relay,
+            )
+        )
+
+    def _on_paths(self, gen: int, result: object) -> None:
+        if gen != self._path_gen or self.document is None:
+            return
+        if isinstance(result, Exception):  # the view-model gives reasons, not exceptions
+            self.view_a.bounds.setText(f"The critical path could not be computed ({result}).")
+            self.pathShown.emit()
+            return
+        self._draw_paths(result)
+
+    def _draw_paths(self, paths: tuple[CriticalPathView, CriticalPathView | None]) -> None:
+        a, b = paths
+        self.view_a.bounds.setText(_bounds_text(a, "A: " if b is not None else ""))
+        shares = {"A": a.stage_shares()}
+        if b is not None and self._view_b is not None:
+            self._view_b.bounds.setText(_bounds_text(b, "B: "))
+            shares["B"] = b.stage_shares()
+        self.bars.show_path(shares)
+        self.pathShown.emit()
+
+    def shutdown(self) -> None:
+        self._path_gen += 1
+        self._path_pool.waitForDone(30_000)
 
     def _settle_layout(self, compared: bool) -> None:
         """Lay the body out at its final size now, before the first paint: otherwise the scroll

@@ -27,7 +27,8 @@ from analyser.gui.items import BatchedRectsItem
 from analyser.gui.model.pipeline import PipelineChart
 from analyser.gui.palette import hex_color, qcolor
 from analyser.gui.plots import LightPlotWidget
-from analyser.gui.theme import chart_colors, style_plot
+from analyser.gui.reports.trace.critical import OutlineRectsItem
+from analyser.gui.theme import chart_colors, label_fill, style_plot
 from analyser.gui.widgets import cache_static_items
 
 #: Bar widths (stage units): (all steps, compute) alone; halved when two profiles share a stage.
@@ -81,6 +82,13 @@ class StageBarsView(QWidget):
         for mark in self.marks.values():
             mark.setVisible(False)
             self.load.addItem(mark)
+        #: the stages on the critical path: their wide bars outlined, each with its share
+        self.path_outline = OutlineRectsItem(self._path_pen())
+        self.path_outline.setZValue(5)
+        self.load.addItem(self.path_outline)
+        self._path_labels: list[pg.TextItem] = []
+        #: the shares drawn: {(profile, stage): share of the call}
+        self.path_shares: dict[tuple[str, int], float] = {}
         # not Ignored (its plots are): a box layout's height-for-width counts an Ignored
         # widget as 0 tall, and the report's body, sized by it, then overlapped its parts
         self.setMinimumHeight(170)
@@ -161,6 +169,50 @@ class StageBarsView(QWidget):
         self.load_bars.set_groups(groups)
         self.load.getPlotItem().getAxis("left").setWidth(64)
         self.load.setYRange(0, max(1.0, top) * HEADROOM, padding=0)
+
+    @staticmethod
+    def _path_pen():
+        from PySide6.QtGui import QPen
+
+        # the chart's foreground, dashed: it reads on the bottleneck's red bar as on the others
+        pen = QPen(QColor(chart_colors().foreground))
+        pen.setCosmetic(True)
+        pen.setWidth(2)
+        pen.setStyle(Qt.PenStyle.DashLine)
+        return pen
+
+    def show_path(self, shares: dict[str, dict[int, float]]) -> None:
+        """Outline the wide bar of every stage on the critical path and write its share of
+        the call inside it (``shares``: {profile letter: {stage: share}}; {} clears)."""
+        self.path_shares = {}
+        rects = []
+        for p, by_stage in shares.items():
+            wide = self.drawn.get(("load", p))
+            if wide is None:
+                continue
+            for stage, share in sorted(by_stage.items()):
+                if 0 <= stage < len(wide):
+                    rects.append(wide[stage])
+                    self.path_shares[(p, stage)] = share
+        self.path_outline.pen = self._path_pen()
+        self.path_outline.set_groups([(QBrush(), np.array(rects).reshape(-1, 4))])
+        while len(self._path_labels) < len(self.path_shares):
+            label = pg.TextItem("", anchor=(0.5, 0.5))
+            label.setZValue(6)
+            self.load.addItem(label)
+            self._path_labels.append(label)
+        # compared, the bars are half as wide: the short word
+        word = "path" if len(self.profiles) > 1 else "critical path"
+        for label, ((_p, _s), share), rect in zip(
+            self._path_labels, self.path_shares.items(), rects, strict=False
+        ):
+            label.setText(f"{word} {100 * share:.1f}%")
+            label.setColor(hex_color("status_text", "critical"))
+            label.fill = label_fill()
+            label.setPos(rect[0] + rect[2] / 2, rect[3] / 2)
+            label.setVisible(True)
+        for label in self._path_labels[len(self.path_shares) :]:
+            label.setVisible(False)
 
     def _mark(self, p: str, c: PipelineChart, compared: bool) -> None:
         """Label profile ``p``'s bottleneck bar ("bottleneck"; compared, "A: bottleneck" left of

@@ -28,6 +28,7 @@ from analyser.gui.model.trace import GROUP_MODES, HOST_EVENTS, STEP_TYPES, Trace
 from analyser.gui.palette import busy_colors, hex_color
 from analyser.gui.reports.base import Report
 from analyser.gui.reports.trace.bsp import BspView
+from analyser.gui.reports.trace.critical import CriticalPathControl
 from analyser.gui.reports.trace.diff_lane import (
     LANE_HEIGHT,
     differences_view,
@@ -145,6 +146,7 @@ class TraceReport(Report):
         )
         self.flows_box.toggled.connect(self._on_flows)
         bar.addWidget(self.flows_box)
+        self.critical = CriticalPathControl(self)  # its box before the legend, its line under it
         bar.addWidget(QLabel("Run:"))
         self.run_combo = QComboBox()
         self.run_combo.setToolTip(
@@ -163,6 +165,7 @@ class TraceReport(Report):
         lay.addLayout(bar)
         # the legend, and the window's read-out at the right of the same line
         legend_row = QHBoxLayout()
+        legend_row.addWidget(self.critical.box, 0, Qt.AlignmentFlag.AlignTop)
         self.legend = QLabel("")
         self.legend.setTextFormat(Qt.TextFormat.RichText)
         # it wraps between entries when the window is narrow: unwrapped, a compare-mode legend
@@ -173,6 +176,7 @@ class TraceReport(Report):
         legend_row.addSpacing(16)
         legend_row.addWidget(self.status, 1)
         lay.addLayout(legend_row)
+        lay.addWidget(self.critical.label)
 
         self.overview = OverviewStrip()
         lay.addWidget(self.overview)
@@ -239,6 +243,7 @@ class TraceReport(Report):
             self.axis_combo,
             self.run_combo,
             self.flows_box,
+            self.critical.box,
             self.zoom_in_button,
             self.zoom_out_button,
             self.reset_button,
@@ -448,6 +453,7 @@ class TraceReport(Report):
         self.timeline.redraw()
         if self.trace_b is not None:
             self.timeline_b.redraw()
+        self.critical.refresh()
         # the range summary reads the visible rows: after the first paint, not before it
         self._detail_timer.stop()
         QTimer.singleShot(1000, self, self._start_details_after_fill)
@@ -456,6 +462,7 @@ class TraceReport(Report):
         # the window may already have closed the previous profile: stop everything that could
         # still read it before the new documents are shown
         self._summary_gen += 1
+        self.critical.cancel()
         self._detail_timer.stop()
         for tl in self._timelines():
             tl.stop()
@@ -464,6 +471,7 @@ class TraceReport(Report):
     def shutdown(self) -> None:
         self._summary_gen += 1  # running summaries stop at their next chunk
         self._pool.waitForDone(30_000)
+        self.critical.shutdown()
         self.bsp.shutdown()
         self._detail_timer.stop()
         for tl in self._timelines():
@@ -471,6 +479,7 @@ class TraceReport(Report):
 
     def clear(self) -> None:
         self.trace = self.trace_b = None
+        self.critical.refresh()
         self.bsp.clear()
         self.overview.set_trace(None)
         for tl in self._timelines():
@@ -512,6 +521,7 @@ class TraceReport(Report):
         if self.trace is None:
             return
         self.timeline.restrict(self.run_combo.currentData())
+        self.critical.refresh()  # the sentence gives the chosen run's shares
 
     def _on_overview(self, t0: float, t1: float) -> None:
         """The overview strip asked for a window: keep it inside the run's reachable range."""
@@ -721,6 +731,9 @@ class TraceReport(Report):
         if trace is None:
             return
         details = trace.step_details(row)
+        note = timeline.critical.note(row)
+        if note:
+            details["critical path"] = note.removeprefix("On the critical path: ")
         if timeline is self._timeline_b:
             details = {"profile": f"B: {self.compare_doc.name}", **details}
         tiles = trace.tile_cycles_of_step(row)

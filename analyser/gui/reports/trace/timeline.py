@@ -54,6 +54,7 @@ from analyser.gui.model.trace import (
 )
 from analyser.gui.palette import qcolor
 from analyser.gui.plots import LightPlotWidget
+from analyser.gui.reports.trace.critical import CriticalPathOverlay
 from analyser.gui.reports.trace.lane_groups import LaneGroups
 from analyser.gui.reports.trace.lane_items import (
     LANE_AXIS_PX,
@@ -218,6 +219,8 @@ class TimelineView(LaneGroups, LightPlotWidget):
         self.highlight.setZValue(10)
         self.highlight.hide()
         plot.addItem(self.highlight)
+        #: the critical path's highlight (off until the report's check box is ticked)
+        self.critical = CriticalPathOverlay(self)
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(0)
@@ -258,6 +261,7 @@ class TimelineView(LaneGroups, LightPlotWidget):
         self._label_gen += 1
         self._flows_cache = None
         self.host = trace.host_lane() if trace is not None else _NO_HOST
+        self.critical.view = None  # a path belongs to one trace (the report sets the new one)
         self._layout_lanes()
         if trace is not None:
             self.reset_zoom()
@@ -459,6 +463,7 @@ class TimelineView(LaneGroups, LightPlotWidget):
             [(self._step_brushes[t], np.concatenate(parts[t])) for t in STEP_TYPES if t in parts]
         )
         self._draw_labels(labelled, t0, t1)
+        self.critical.redraw(t0, t1, width)
         self._draw_flows(t0, t1)
         self._place_band_label()
         self._drawn = self._view_state()
@@ -669,7 +674,8 @@ class TimelineView(LaneGroups, LightPlotWidget):
         pw = (t1 - t0) / self.pixel_width()
         host = self.host_at(x, y, 2 * pw)
         if host is not None:
-            return model.host_text(self.host_details(host))
+            text, note = model.host_text(self.host_details(host)), self.critical.host_note(host)
+            return f"{text}\n{note}" if note else text
         hit = self.lane_at(y)
         if hit is None:
             return ""
@@ -681,7 +687,9 @@ class TimelineView(LaneGroups, LightPlotWidget):
         row = self.trace.step_at(ipu, x, lane, self.group_of(ipu), tolerance=2 * pw)
         if row is None:
             return ""
-        return model.step_text(self.trace.step_details(row), ipu)
+        text = model.step_text(self.trace.step_details(row), ipu)
+        note = self.critical.note(row)
+        return f"{text}\n{note}" if note else text
 
     def select_at(self, x: float, y: float) -> int | None:
         """Select the step at data point (x cycles, y lane); returns its row or None."""
