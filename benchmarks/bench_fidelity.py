@@ -110,6 +110,7 @@ TEXT_FIELDS = (
     "measures",
     "configuration",
     "source",
+    "document",
     "url",
     "config_source",
     "units",
@@ -128,6 +129,8 @@ class Row:
     measures: str
     configuration: str
     source: str
+    #: A short name of the source document: one document is one group held out together.
+    document: str
     url: str
     config_source: str
     mechanism: str
@@ -770,6 +773,7 @@ def errors_payload(
                 # what the calibration pools and holds out by (intervals_calibration.points)
                 "config": r.config,
                 "source": r.source,
+                "document": r.document,
             }
         )
     return {
@@ -804,13 +808,13 @@ def calibration_report(errors: dict, rows: list[Row]) -> str:
     interval score (log scale) against a fixed x/÷1.5 band on the same configurations."""
     from analyser.core import intervals_calibration as cal
 
-    refs = {r.id: {"config": r.config, "source": r.source} for r in rows}
+    refs = {r.id: {"config": r.config, "source": r.source, "document": r.document} for r in rows}
     pts = cal.points(errors.get("rows") or [], refs)
     summary = cal.summarise(cal.held_out(pts))
     dup = sum(len(p.ids) - 1 for p in pts)
     lines = [
-        f"Calibrated intervals at {cal.LEVEL:.0%}, each source's rows held out together "
-        f"({len(pts)} configurations from {len({p.group for p in pts})} sources; "
+        f"Calibrated intervals at {cal.LEVEL:.0%}, each source document's rows held out together "
+        f"({len(pts)} configurations from {len({p.group for p in pts})} documents; "
         f"{dup} duplicate row(s) merged):",
         f"{'classes':<44} {'n':>3} {'given':>5} {'coverage':>8} {'width':>6} "
         f"{'score':>6} {'x/÷1.5':>6}",
@@ -826,11 +830,11 @@ def calibration_report(errors: dict, rows: list[Row]) -> str:
             f"{s['classes']:<44} {s['points']:>3} {s['given']:>5} {f(s['coverage'], '8.0%')} "
             f"{f(s['median_width'], '6.2f')} {f(s['score'], '6.2f')} {f(s['fixed_score'], '6.2f')}"
         )
-    lines.append(f"(a class set needs {cal.min_points()} configurations from other sources)")
+    lines.append(f"(a class set needs {cal.min_points()} configurations from other documents)")
     ch = cal.summarise(cal.held_out_changes(pts))
     lines.append(
-        f"\nChanges at {cal.LEVEL:.0%}: every pair of configurations of one source, scored against "
-        "the pairs of the other sources between the same classes:"
+        f"\nChanges at {cal.LEVEL:.0%}: every pair of configurations of one document, scored against "
+        "the pairs of the other documents between the same classes:"
     )
     for s in ch:
         lines.append(

@@ -694,8 +694,9 @@ def test_a_null_predicted_change_with_paired_evidence_has_a_nonzero_range():
 
 
 def test_bench_stores_what_the_calibration_pools_by():
-    """The stored errors carry each row's configuration and source, so the calibration is
-    computed from the errors file alone and follows it when the benchmark rewrites it."""
+    """The stored errors carry each row's configuration, source and document, so the
+    calibration is computed from the errors file alone and follows it when the benchmark
+    rewrites it; a document's rows are one group (the data-loading tutorial's five cases)."""
     sys.path.insert(0, str(REPO / "benchmarks"))
     import bench_fidelity as bench
 
@@ -706,9 +707,16 @@ def test_bench_stores_what_the_calibration_pools_by():
         return bench.Measured(row.figure * 1.1, row.figure * 1.1, features=dict(feats))
 
     payload = json.loads(json.dumps(bench.errors_payload(bench.evaluate(rows, fake), "x", 1.0)))
-    refs = {r.id: {"config": r.config, "source": r.source} for r in rows}
+    refs = {r.id: {"config": r.config, "source": r.source, "document": r.document} for r in rows}
     alone, joined = cal.points(payload["rows"]), cal.points(payload["rows"], refs)
     assert alone == joined and alone
+    loading = {p.group for p in alone if any(i.startswith("data-loading-") for i in p.ids)}
+    assert loading == {"graphcore-tutorial-efficient-data-loading"}
+    # an errors file written before documents were named groups by the source text
+    for r in payload["rows"]:
+        r.pop("document")
+    by_source = {p.group for p in cal.points(payload["rows"])}
+    assert by_source <= {r.source for r in rows} and len(by_source) > len({p.group for p in alone})
     configs = [r.config for r in rows if r.quantity == "throughput"]
     assert len(alone) == len(set(configs)) < len(configs)  # the duplicate counted once
 

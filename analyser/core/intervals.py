@@ -147,10 +147,12 @@ class ErrorRow:
     engine: float | None = None
     #: The features of the row's own simulation (what :func:`classify` reads), when stored.
     features: Mapping[str, Any] | None = None
-    #: The run configuration (rows of one configuration are one calibration point) and the
-    #: source document (one source is one group held out together).
+    #: The run configuration (rows of one configuration are one calibration point), the
+    #: source and the short name of its document (one document is one group held out
+    #: together; the source text stands in for it in a file written before it was stored).
     config: str = ""
     source: str = ""
+    document: str = ""
 
 
 @dataclass(frozen=True)
@@ -189,6 +191,7 @@ class ErrorTable:
                 "features": r.features,
                 "config": r.config or r.id,
                 "source": r.source or r.id,
+                "document": r.document,
             }
             for r in self.rows
         )
@@ -293,6 +296,7 @@ def _parse_row(r: Any, where: str, seen: set[str]) -> ErrorRow:
         _parse_features(r, f"{where} ({rid})"),
         _short_text(r, "config", f"{where} ({rid})"),
         _short_text(r, "source", f"{where} ({rid})"),
+        _short_text(r, "document", f"{where} ({rid})"),
     )
 
 

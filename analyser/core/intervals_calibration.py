@@ -74,6 +74,12 @@ def _num(v: Any) -> float | None:
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
 
 
+def _group(ref: Mapping[str, Any], row: Mapping[str, Any]) -> str:
+    """A row's hold-out group: its source document's short name, or (in an errors file written
+    before documents were named) its source text."""
+    return str(ref.get("document") or ref.get("source") or row["id"])
+
+
 def points(
     errors_rows: Iterable[Mapping[str, Any]],
     references: Mapping[str, Mapping[str, Any]] | None = None,
@@ -92,9 +98,7 @@ def points(
         if classes is None:
             continue
         key = str(ref.get("config") or r["id"])
-        p = merged.setdefault(
-            key, {"ids": [], "group": str(ref.get("source") or r["id"]), "classes": classes}
-        )
+        p = merged.setdefault(key, {"ids": [], "group": _group(ref, r), "classes": classes})
         p["ids"].append(str(r["id"]))
         p.setdefault("logs", []).append(math.log1p(float(err)))
     return [
