@@ -200,7 +200,8 @@ class RunConfig(BaseModel):
     )
     partials_type: Literal["auto", "float", "half"] = Field(
         "auto",
-        description="Matmul / convolution partials: auto (float for .32 models, half for 16.16), "
+        description="Matmul / convolution partials: auto (the framework's default: float, as "
+        "PopLibs' default, for PopTorch and PopART; half for a 16.16 TensorFlow model), "
         "float or half; FP32 operands always accumulate in float (the AMP has no FP32-in / "
         "half-partials mode), so half applies to FP16 operands only. Default auto.",
     )
@@ -707,7 +708,12 @@ class RunConfig(BaseModel):
             return "float32"
         if self.partials_type == "half":
             return "float16"
-        return "float16" if self.precision == "16.16" else "float32"
+        if self.precision != "16.16":
+            return "float32"
+        from engine.host.frameworks import get_framework
+
+        # auto: the framework's default (PopTorch and PopART leave PopLibs' float)
+        return "float16" if get_framework(self.framework).partials_16_16 == "half" else "float32"
 
     @property
     def first_moment(self) -> str:

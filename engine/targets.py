@@ -295,6 +295,16 @@ class Target(BaseModel):
         gt=0, description="Payload per host / global exchange packet (assumption: 256 B)."
     )
     packet_header_bytes: int = Field(ge=0, description="Header bytes per packet (assumption: 8).")
+    host_read_request_bytes: int = Field(
+        0,
+        ge=0,
+        description="Bytes each receiving tile sends towards the host per host-to-device stream "
+        "copy: the read request the tile issues for its data (Graphcore's patents on the "
+        "external exchange: tiles send read requests for data in external storage). Its size is "
+        "published nowhere: fitted to the walkthrough's published figures (12 B: IPU 0's "
+        "StreamCopy Tx of 17.25 KiB per micro-batch over its 1,472 receiving tiles). 0 in "
+        "profiles written before it existed.",
+    )
     instrumentation_bytes_per_program: int = Field(
         ge=0, description="Cycle-count result per instrumented program per tile (64-bit: 8 B)."
     )

@@ -99,7 +99,11 @@ def test_resolved_options():
     assert not cfg.offload_optimiser
     assert walkthrough_base(precision="16.16", framework="tensorflow").offload_optimiser
     assert cfg.first_moment == "float16" and cfg.second_moment == "float32"
-    assert cfg.partials_dtype == "float16"
+    # partials: PopTorch and PopART leave PopLibs' float unless the run sets them
+    assert cfg.partials_dtype == "float32"
+    assert walkthrough_base(precision="16.16", framework="popart").partials_dtype == "float32"
+    assert walkthrough_base(precision="16.16", partials_type="half").partials_dtype == "float16"
+    assert walkthrough_base(precision="16.16", framework="tensorflow").partials_dtype == "float16"
     assert RunConfig().resolved_output_mode == "final"
     assert RunConfig(mode="inference").resolved_output_mode == "all"
     assert cfg.samples_per_step == 64 * 3

@@ -300,4 +300,16 @@ def plan_from_compiled(compiled, config=None) -> ExecutionPlan:
         output_mode=cfg.resolved_output_mode,
         output_every_n=int(cfg.output_return_period),
         loss_stage=int(io.get("loss_stage", S - 1)),
+        input_tiles=_variable_tiles(compiled, "input"),
+        label_tiles=_variable_tiles(compiled, "labels"),
+        read_request_bytes=int(getattr(tgt, "host_read_request_bytes", 0) or 0),
     )
+
+
+def _variable_tiles(compiled, name: str) -> int:
+    """Tiles the variable ``name`` spans (0 when the program has none)."""
+    v = compiled.variables
+    if v is None:
+        return 0
+    hit = np.flatnonzero(np.asarray(v.name, dtype=object) == name)
+    return int(v.tile_count[hit[0]]) if len(hit) else 0

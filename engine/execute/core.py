@@ -219,6 +219,7 @@ def _transfer_templates(
             "in",
             stage_t.forward_cycles[0],
             leaves3=plan.input_leaves,
+            receiving_tiles=plan.input_tiles,
         )
         if in_bytes
         else None
@@ -232,6 +233,7 @@ def _transfer_templates(
             "in",
             stage_t.forward_cycles[loss_stage],
             leaves3=plan.label_leaves,
+            receiving_tiles=plan.label_tiles,
         )
         if lab_bytes and plan.training
         else None

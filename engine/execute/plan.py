@@ -287,6 +287,11 @@ class ExecutionPlan:
     output_every_n: int = 1
     #: Stage that computes the loss / outputs (default: the last stage).
     loss_stage: int | None = None
+    #: Tiles that receive one micro-batch's input / labels (their variables' tiles), and the
+    #: read request each sends towards the host per copy (Target.host_read_request_bytes).
+    input_tiles: int = 0
+    label_tiles: int = 0
+    read_request_bytes: int = 0
     #: Optional compiler leaves (StreamCopyBegin, Mid, End) of one micro-batch's input, labels and
     #: output stream copies; when absent execute adds its own. Execute times them either way.
     input_leaves: tuple[int, int, int] | None = None

@@ -315,11 +315,14 @@ class _Templates:
         dest=D_HOST,
         rate: float | None = None,
         leaves3: tuple[int, int, int] | None = None,
+        receiving_tiles: int = 0,
     ) -> tuple[int, int, int]:
         """Begin / Mid / End templates of one stream copy (timed here); returns their ids.
 
         With ``leaves3`` the compiler's three leaf programs are used (their bytes are the facts),
-        otherwise execute adds its own."""
+        otherwise execute adds its own. A host-to-device copy also sends each receiving tile's
+        read request towards the host (``receiving_tiles``; the I/O tiles when there are some):
+        the copy's bytes out, not timed (they travel against the data)."""
         plan, links = self.plan, self.plan.links
         if leaves3 is not None:
             nbytes = self.leaf_bytes(int(leaves3[1]))
@@ -340,6 +343,9 @@ class _Templates:
             )
         bi, bo = (nbytes, 0) if direction == "in" else (0, nbytes)
         tiles = self.io_range
+        if direction == "in" and dest == D_HOST:
+            receivers = int(tiles[1]) if tiles is not None else int(receiving_tiles)
+            bo = int(plan.read_request_bytes) * receivers
         specs = (
             ("StreamCopyBegin", _Synth(T_SCB, begin, dest=dest, tiles=tiles)),
             ("StreamCopyMid", _Synth(T_SCM, mid, bi, bo, dest, tiles=tiles)),

@@ -2,7 +2,7 @@
 
 A run names its framework (``RunConfig.framework``: ``poptorch``, ``popart`` or ``tensorflow``);
 every option the framework decides when the user does not (data-loader workers, sync / async
-loading, optimiser-state location, recomputation) comes from this table, each value with the
+loading, optimiser-state location, recomputation, a 16.16 model's partials) comes from this table, each value with the
 framework source it was read from. An option the run sets explicitly always wins.
 """
 
@@ -48,6 +48,9 @@ class Framework(BaseModel):
     host_scalar_half_ns_per_op: float = Field(ge=0)
     host_float16_cpu: str = ""
     host_float16_source: str
+    #: Matmul / convolution partials of a 16.16 model when the run leaves ``partials_type`` auto.
+    partials_16_16: Literal["float", "half"]
+    partials_16_16_source: str
 
     def offload(self, pipelined: bool, has_remote_memory: bool) -> bool:
         """Optimiser state in streaming memory by default?"""
