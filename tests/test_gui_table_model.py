@@ -65,3 +65,21 @@ def test_kept_texts_are_bounded(monkeypatch):
     for _ in range(2):  # a long scroll down the table, twice
         assert _shown(model, 1) == [f"{2 * i:,}" for i in range(n)]
         assert len(model._texts) <= 50
+
+
+@pytest.mark.parametrize("unit", ["KiB", "kB"])
+def test_the_widest_rows_hold_the_widest_text_when_a_unit_scales_the_numbers(unit):
+    """The column width is measured on the rows :meth:`DataFrameModel.widest_rows` names: with
+    memory in units, 1,023.50 KiB (or 999.99 kB) is wider than the largest value's 1.43 MiB,
+    and was cut in the compared Operations table; every value's text is compared here."""
+    from analyser.core.units import fmt_bytes
+
+    rng = np.random.default_rng(0)
+    values = np.r_[rng.integers(1, 1_500_000, 3000), 1_048_064, 999_990, -1_048_064, 0]
+    rng.shuffle(values)
+    model = DataFrameModel(
+        pd.DataFrame({"bytes": values}), [("bytes", "Bytes", lambda v: fmt_bytes(v, unit))]
+    )
+    widest = max(len(model.text(r, 0)) for r in range(len(values)))
+    assert max(len(model.text(r, 0)) for r in model.widest_rows(0)) == widest
+    assert len(model.widest_rows(0)) <= 4 * 64  # a few per magnitude, not every row

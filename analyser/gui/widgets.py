@@ -313,12 +313,7 @@ class DataFrameModel(QAbstractTableModel):
         if not len(values):
             return []
         if self._numeric[col] and values.dtype != object:
-            v = values.astype(np.float64, copy=False)
-            return (
-                [int(shown[np.nanargmax(v)]), int(shown[np.nanargmin(v)])]
-                if np.isfinite(v).any()
-                else []
-            )
+            return [int(shown[i]) for i in _widest_numbers(values.astype(np.float64, copy=False))]
         lengths = pd.Series(values).astype(str).str.len().to_numpy()
         return [int(shown[i]) for i in np.argsort(lengths, kind="stable")[-3:]]
 
@@ -683,6 +678,24 @@ class LazyPage(QWidget):
 
 #: Rows measured when sizing table columns to their contents (all rows of a long table is slow).
 RESIZE_PRECISION = 30
+
+
+def _widest_numbers(v: np.ndarray) -> np.ndarray:
+    """Positions of the values of ``v`` whose text may be the widest: the largest magnitude of
+    each power of two and of ten, for each sign. A number's text is not widest at the largest
+    value when a unit scales it (1,023.5 KiB is wider than 1.2 MiB, 999.9 kB than 1.0 MB), but
+    it is at the top of a unit's range, which one of the bins holds (vectorised)."""
+    idx = np.flatnonzero(np.isfinite(v) & (v != 0))
+    if not idx.size:
+        return np.flatnonzero(np.isfinite(v))[:1]
+    mag = np.abs(v[idx])
+    out = []
+    for base in (np.log2, np.log10):
+        key = np.floor(base(mag)) * 2 + (v[idx] < 0)  # a bin per magnitude and sign
+        order = np.lexsort((mag, key))
+        last = np.r_[key[order][1:] != key[order][:-1], True]
+        out.append(idx[order[last]])
+    return np.unique(np.concatenate(out))
 
 
 def fit_columns(view: Any, model: DataFrameModel) -> None:
