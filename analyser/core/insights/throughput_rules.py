@@ -832,7 +832,7 @@ def half_partials(ctx: Context) -> Insight | None:
         "warning",
         f"The FP16 matmuls / convolutions ({fmt_pct(share)} of the operation cycles) accumulate "
         f"in float: PopLibs then uses 8 conv units per AMP instead of 16, half the rate, and "
-        f"twice the partials' temporary memory. Half partials run their compute {speed:g}x "
+        f"twice the partials' temporary memory. Half partials run their AMP compute {speed:g}x "
         f"faster. {call}.",
         [
             Evidence(partials.text, partials.where),
@@ -845,10 +845,10 @@ def half_partials(ctx: Context) -> Insight | None:
         ],
         {"partials_type": "half"},
         "The products' sums accumulate in FP16 (PopLibs' `partialsType` option, default float): "
-        "11 bits of precision and a range up to 65,504, so long reductions (large input "
-        "channels x kernel, wide matmuls) lose precision or overflow; PopTorch's "
-        "`setPartialsType`: less on-chip memory at the cost of precision. Check convergence "
-        "(or accuracy) against float partials.",
+        "11 bits of precision and a range up to 65,504, so long reductions (many input "
+        "channels x kernel positions, wide matmuls) lose precision or overflow; PopTorch's "
+        "documentation of `setPartialsType`: it reduces on-chip memory use at the cost of "
+        "precision. Check convergence (or accuracy) against float partials.",
         addresses=amp * (1 - 1 / speed),
     )
 
