@@ -9,6 +9,7 @@ The rules themselves live in :mod:`~analyser.core.insights.memory_rules` and
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -280,6 +281,162 @@ def fp16_change(ctx: Context) -> tuple[dict[str, Any], str]:
     if training:
         return change, f"Keeps the current loss scaling ({current:g})."
     return change, "Inference: no loss scaling needed."
+
+
+#: An AMP codelet among the profile's vertex types, with its input and partials types
+#: (PopLibs' vertex templates, ``poplin::ConvPartial1x1Out<half,float>``; PopVision lists the
+#: same names).
+_AMP_VERTEX = re.compile(r"^poplin::ConvPartial\w*<\s*(\w+)\s*,\s*(\w+)")
+#: The Poplar type names of the templates as the profile's dtypes.
+_POPLAR_DTYPE = {"half": "float16", "float": "float32"}
+#: The framework's own call that sets half partials for matmuls and convolutions (what
+#: ``partials_type = "half"`` stands for): PopTorch ``python/options.py``
+#: ``_PrecisionOptions.setPartialsType`` (it sets PopART's ``partialsTypeMatMuls`` and
+#: ``convolutionOptions["partialsType"]``); PopART ``willow/include/popart/sessionoptions.hpp``;
+#: TensorFlow for the IPU ``IPUConfig.matmuls`` / ``.convolutions.poplar_options`` (earlier
+#: SDKs: ``ipu.utils.set_matmul_options`` / ``set_convolution_options``).
+HALF_PARTIALS_CALL = {
+    "poptorch": "PopTorch: `opts.Precision.setPartialsType(torch.half)` (matmuls and convolutions)",
+    "popart": 'PopART: `opts.partialsTypeMatMuls = "half"` and `opts.convolutionOptions = '
+    '{"partialsType": "half"}`',
+    "tensorflow": 'TensorFlow for the IPU: `cfg.matmuls.poplar_options["partialsType"] = '
+    '"half"` and `cfg.convolutions.poplar_options["partialsType"] = "half"` (earlier SDKs: '
+    "`ipu.utils.set_matmul_options` / `set_convolution_options` with the same option)",
+}
+_FRAMEWORK_NAME = {"poptorch": "PopTorch", "popart": "PopART", "tensorflow": "TensorFlow"}
+
+
+@dataclass(frozen=True)
+class AmpPartials:
+    """The partials type of a run's FP16 matmuls and convolutions and where it was read."""
+
+    #: ``float32`` or ``float16``
+    dtype: str
+    #: the sentence that says it (evidence), and where to look
+    text: str
+    where: str
+    #: which programs run an FP16-input AMP compute set with float partials (None: the profile
+    #: has no vertex types to tell)
+    float_programs: np.ndarray | None = None
+
+
+def amp_vertex_types(ctx: Context) -> list[tuple[int, str, str, str, int]]:
+    """The AMP codelets among the profile's vertex types: (row, name, input dtype, partials
+    dtype, instances), dtypes as ``float16`` / ``float32``; empty without the table."""
+    src = ctx.analysis.src
+    if not src.has("/graph/vertex_types"):
+        return []
+    names = src.column("/graph/vertex_types", "name")
+    inst = src.column("/graph/vertex_types", "instances")
+    out = []
+    for row, (raw, n) in enumerate(zip(names.tolist(), inst.tolist(), strict=True)):
+        name = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+        m = _AMP_VERTEX.match(name)
+        if m and m.group(1) in _POPLAR_DTYPE and m.group(2) in _POPLAR_DTYPE:
+            out.append((row, name, _POPLAR_DTYPE[m.group(1)], _POPLAR_DTYPE[m.group(2)], int(n)))
+    return out
+
+
+def amp_partials(ctx: Context) -> AmpPartials | None:
+    """The partials of the run's FP16 matmuls and convolutions (None when its operands are not
+    FP16): read from the profile's AMP vertex types when it has them (what was compiled:
+    ``ConvPartial1x1Out<half,float>`` is float partials), else from its run configuration
+    resolved as the engine resolves it (``partials_type``; ``auto``: the framework's default,
+    engine/data/frameworks.toml)."""
+    if not str(ctx.cfg("precision", "")).startswith("16"):
+        return None
+    half_in = [v for v in amp_vertex_types(ctx) if v[2] == "float16"]
+    if half_in:
+        floats = [v for v in half_in if v[3] == "float32"]
+        shown = floats or half_in
+        names = "; ".join(f"{v[1]} ({v[4]:,} instances)" for v in shown)
+        word = "float" if floats else "half"
+        float_programs = None
+        if ctx.analysis.src.has("/graph/compute_sets"):
+            src = ctx.analysis.src
+            vt = src.column("/graph/compute_sets", "vertex_type").astype(np.int64)
+            prog = src.column("/graph/compute_sets", "program").astype(np.int64)
+            n_prog = src.n_rows("/programs/nodes") if src.has("/programs/nodes") else 0
+            hit = np.isin(vt, [v[0] for v in floats]) & (prog >= 0) & (prog < n_prog)
+            float_programs = np.zeros(n_prog, bool)
+            float_programs[prog[hit]] = True
+        return AmpPartials(
+            "float32" if floats else "float16",
+            f"the FP16 matmuls and convolutions run {names}: {word} partials "
+            "(the codelet's second template type).",
+            "Memory Report > tile details > vertex types",
+            float_programs,
+        )
+    opts = ctx.analysis.options
+    dtype = opts.partials_dtype
+    word = "float" if dtype == "float32" else "half"
+    how = f"partials_type {opts.partials_type!r}"
+    if opts.partials_type == "auto":
+        fw = _FRAMEWORK_NAME.get(str(opts.framework), str(opts.framework))
+        how += f" ({fw}'s default for {opts.precision}: {word})"
+    return AmpPartials(
+        dtype,
+        f"run configuration: precision {opts.precision}, {how}.",
+        "Summary > run configuration",
+    )
+
+
+def amp_rate(ctx: Context, dtype: str, partials: str) -> float:
+    """AMP multiply-accumulates per tile per cycle for operands ``dtype`` and ``partials``
+    (``float16`` / ``float32``), from the profile's target (engine/data/chips.toml; Mk2: 64
+    half-in half partials, 32 half-in float partials, 16 float: PopLibs ``getNumConvUnits``
+    gives 16 conv units with half partials, 8 with float); the Mk2 figures when the target
+    does not say."""
+    key = (
+        "amp_macs_float"
+        if dtype == "float32"
+        else "amp_macs_half_half"
+        if partials == "float16"
+        else "amp_macs_half_float"
+    )
+    mk2 = {"amp_macs_float": 16.0, "amp_macs_half_half": 64.0, "amp_macs_half_float": 32.0}
+    try:
+        value = float(ctx.analysis.target_config.get(key, mk2[key]))
+    except (TypeError, ValueError):
+        value = mk2[key]
+    return value if value > 0 else mk2[key]
+
+
+def fp16_partials(ctx: Context, change: dict[str, Any]) -> str:
+    """The partials dtype (``float32`` / ``float16``) of the run after ``change`` (a change to
+    FP16), as the engine resolves it: ``partials_type``, ``auto`` the framework's default."""
+    updated = ctx.analysis.options.model_copy(
+        update={k: v for k, v in change.items() if k in RUN_OPTIONS}
+    )
+    return updated.partials_dtype
+
+
+def fp16_wording(ctx: Context, change: dict[str, Any]) -> tuple[str, str, float]:
+    """How the FP16 tips say what their ``change`` does to matmuls and convolutions: (what
+    it casts to FP16: 'weights and activations' or 'weights, activations and partials', a
+    sentence on the partials, the AMP rate over FP32's)."""
+    partials = fp16_partials(ctx, change)
+    speed = amp_rate(ctx, "float16", partials) / amp_rate(ctx, "float32", "float32")
+    if partials == "float16":
+        return (
+            "weights, activations and partials",
+            f"matmuls and convolutions accumulate in half, at {speed:g}x the FP32 AMP rate.",
+            speed,
+        )
+    fw = _FRAMEWORK_NAME.get(str(ctx.cfg("framework", "poptorch")), "the framework")
+    half = amp_rate(ctx, "float16", "float16") / amp_rate(ctx, "float32", "float32")
+    kept = (
+        "the float partials the run sets (partials_type 'float')"
+        if ctx.cfg("partials_type", "auto") == "float"
+        else f"the float partials {fw} keeps unless they are set"
+    )
+    return (
+        "weights and activations",
+        f"matmuls and convolutions run at {speed:g}x the FP32 AMP rate with {kept} "
+        f"({half:g}x with half partials: the tip 'Use half-precision partials' once the run is "
+        "in FP16).",
+        speed,
+    )
 
 
 def layer_order(ctx: Context) -> tuple[list[str], np.ndarray, np.ndarray]:

@@ -15,6 +15,7 @@ import numpy as np
 from analyser.core.insights.context import (
     Context,
     fp16_change,
+    fp16_wording,
     layer_order,
     memory_finding,
     shift_split,
@@ -30,7 +31,11 @@ from analyser.core.units import fmt_bytes, fmt_pct
     thresholds=("memory_headroom",),
     changes=("precision", "loss_scaling"),
     fires_when="memory pressure and precision `32.*`",
-    change=('`precision = "16.16"`, plus `loss_scaling = 128` when training with `loss_scaling` 1'),
+    change=(
+        '`precision = "16.16"`, plus `loss_scaling = 128` when training with `loss_scaling` 1; '
+        "the partials stay as the framework resolves them (float under PopTorch and PopART: the "
+        "title then says weights and activations, not partials)"
+    ),
     trade_off=(
         "numerical range; loss scaling (static scale 128: a power of two, the conventional value, "
         "walkthrough step 2)"
@@ -42,11 +47,14 @@ def use_fp16(ctx: Context) -> Insight | None:
         return None
     w = ctx.kind_bytes("weight") + ctx.kind_bytes("activation") + ctx.kind_bytes("gradient")
     change, scaling = fp16_change(ctx)
+    # what the change casts is what the engine resolves for it: under PopTorch and PopART the
+    # partials stay float (PopLibs' default) unless the run sets them
+    what, matmuls, _ = fp16_wording(ctx, change)
     return memory_finding(
         ctx,
-        "Use FP16 (weights, activations and partials)",
-        "Running the model in FP16 halves the memory of weights, activations and gradients and "
-        "doubles the AMP rate of matmuls and convolutions.",
+        f"Use FP16 ({what})",
+        "Running the model in FP16 halves the memory of weights, activations and gradients; "
+        + matmuls,
         (
             f"precision {prec}: the weight, activation and gradient variables add up to "
             f"{fmt_bytes(w)} in FP32 over the whole run (each counted once, not all live at the "

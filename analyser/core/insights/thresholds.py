@@ -83,6 +83,14 @@ class Thresholds:
         "Suggest FP16 for speed when FP32 matmuls / convolutions take at least this share "
         "of the compute cycles and the model fits.",
     )
+    half_partials_share: float = _t(
+        0.30,
+        "Suggest half-precision partials when FP16 matmuls / convolutions with float partials "
+        "take at least this share of the operation cycles (the footprint `fp32_matmul_share` "
+        "asks of FP16): half partials double only the AMP compute of those operations, so the "
+        "run gains at most about half their share, up to 15% at the default: below it the gain "
+        "is seldom worth accumulating in FP16.",
+    )
     stash_share: float = _t(
         0.15,
         "Suggest the interleaved schedule when pipeline stashes take at least this share of "

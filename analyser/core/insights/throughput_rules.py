@@ -12,10 +12,14 @@ import re
 import numpy as np
 
 from analyser.core.insights.context import (
+    HALF_PARTIALS_CALL,
     Context,
+    amp_partials,
+    amp_rate,
     block_stages,
     compute_share,
     fp16_change,
+    fp16_wording,
     layer_order,
     shift_split,
     stage_first_ipu,
@@ -739,32 +743,42 @@ def rearrangements(ctx: Context) -> Insight | None:
     )
 
 
+def matmul_share(ctx: Context) -> tuple[float, np.ndarray]:
+    """The matmul / convolution operations' share of the operation cycles (their gradients
+    included), and which operations they are."""
+    types = ctx.op_column("type").tolist() if ctx.n_ops else []
+    mm = np.array([_MATMUL.search(str(t)) is not None for t in types], bool)
+    cycles = ctx.op_column("total_cycles") if ctx.n_ops else np.zeros(0, np.int64)
+    total = float(cycles.sum()) or 1.0
+    return float(cycles[mm].sum()) / total, mm
+
+
 @rule(
     "throughput.fp16",
     share_of="device trace",
     thresholds=("fp32_matmul_share",),
     changes=("precision", "loss_scaling"),
     fires_when=("fits in `32.*` and matmul/conv ops take >= `fp32_matmul_share` of the cycles"),
-    change=('`precision = "16.16"`, plus `loss_scaling = 128` when training with `loss_scaling` 1'),
+    change=(
+        '`precision = "16.16"`, plus `loss_scaling = 128` when training with `loss_scaling` 1 '
+        "(the partials as the framework resolves them: float under PopTorch and PopART)"
+    ),
     trade_off="loss scaling (as `memory.fp16`)",
 )
 def fp16_for_speed(ctx: Context) -> Insight | None:
     prec = str(ctx.cfg("precision", ""))
     if not prec.startswith("32") or not ctx.analysis.memory.fits:
         return None
-    types = ctx.op_column("type").tolist() if ctx.n_ops else []
-    mm = np.array([_MATMUL.search(str(t)) is not None for t in types], bool)
-    cycles = ctx.op_column("total_cycles")
-    total = float(cycles.sum()) or 1.0
-    share = float(cycles[mm].sum()) / total
+    share, mm = matmul_share(ctx)
     if share < ctx.thresholds.fp32_matmul_share:
         return None
     change, scaling = fp16_change(ctx)
+    what, matmuls, speed = fp16_wording(ctx, change)
     return finding(
         "Use FP16 for speed",
         "warning",
-        f"FP32 matmuls / convolutions take {fmt_pct(share)} of the cycles; FP16 AMP runs 4x "
-        "the FP32 MAC rate (IPU-M2000 datasheet: 250 vs 62.5 TFLOPS) and halves their memory.",
+        f"FP32 matmuls / convolutions take {fmt_pct(share)} of the cycles; their memory halves "
+        f"in FP16 ({what}), and {matmuls}",
         [
             Evidence(
                 f"{int(mm.sum())} matmul / convolution operations in {prec}.",
@@ -773,5 +787,82 @@ def fp16_for_speed(ctx: Context) -> Insight | None:
         ],
         change,
         f"Lower numerical range. {scaling}",
-        addresses=share * 3 / 4 * compute_share(ctx),
+        # at `speed` times the rate their compute takes 1/speed of the cycles
+        addresses=share * (1 - 1 / speed) * compute_share(ctx),
     )
+
+
+@rule(
+    "throughput.half_partials",
+    share_of="device trace",
+    thresholds=("half_partials_share",),
+    changes=("partials_type",),
+    fires_when=(
+        "FP16 operands (`16.*`) with float partials (read from the profile's AMP vertex types, "
+        "`ConvPartial1x1Out<half,float>`; else `partials_type` as the engine resolves it, "
+        "`auto` the framework's default: float under PopTorch and PopART) and matmul/conv ops "
+        "take >= `half_partials_share` of the operation cycles"
+    ),
+    change=(
+        '`partials_type = "half"`: PopTorch `opts.Precision.setPartialsType(torch.half)`; '
+        'PopART `partialsTypeMatMuls = "half"` and `convolutionOptions = {"partialsType": '
+        '"half"}`; TensorFlow `partialsType` in `IPUConfig.matmuls` / `.convolutions` '
+        "`poplar_options`"
+    ),
+    trade_off="sums accumulate in FP16: range and precision of long reductions",
+)
+def half_partials(ctx: Context) -> Insight | None:
+    partials = amp_partials(ctx)
+    if partials is None or partials.dtype != "float32":
+        return None
+    share, mm = matmul_share(ctx)
+    if share < ctx.thresholds.half_partials_share:
+        return None
+    ex = ctx.analysis.execution
+    # half partials raise the AMP rate of the FP16 matmuls' and convolutions' own compute sets
+    # (16 conv units instead of 8); their exchanges, reductions and casts stay about the same
+    speed = amp_rate(ctx, "float16", "float16") / amp_rate(ctx, "float16", "float32")
+    amp = _program_share(ex, partials.float_programs)
+    if amp is None:  # no vertex types: the matmul share of the compute steps
+        amp = share * compute_share(ctx)
+    fw = str(ctx.cfg("framework", "poptorch"))
+    call = HALF_PARTIALS_CALL.get(fw, HALF_PARTIALS_CALL["poptorch"])
+    return finding(
+        "Use half-precision partials",
+        "warning",
+        f"The FP16 matmuls / convolutions ({fmt_pct(share)} of the operation cycles) accumulate "
+        f"in float: PopLibs then uses 8 conv units per AMP instead of 16, half the rate, and "
+        f"twice the partials' temporary memory. Half partials run their AMP compute {speed:g}x "
+        f"faster. {call}.",
+        [
+            Evidence(partials.text, partials.where),
+            Evidence(
+                f"{int(mm.sum())} matmul / convolution operations take {fmt_pct(share)} of the "
+                f"operation cycles; their AMP compute sets with float partials "
+                f"{fmt_pct(amp)} of the run (busiest IPU).",
+                "Operations (sort by total cycles)",
+            ),
+        ],
+        {"partials_type": "half"},
+        "The products' sums accumulate in FP16 (PopLibs' `partialsType` option, default float): "
+        "11 bits of precision and a range up to 65,504, so long reductions (many input "
+        "channels x kernel positions, wide matmuls) lose precision or overflow; PopTorch's "
+        "documentation of `setPartialsType`: it reduces on-chip memory use at the cost of "
+        "precision. Check convergence (or accuracy) against float partials.",
+        addresses=amp * (1 - 1 / speed),
+    )
+
+
+def _program_share(ex, programs: np.ndarray | None) -> float | None:
+    """The cycles of ``programs`` (a mask of /programs/nodes) on the busiest IPU over the run's
+    cycles; None when the mask is unknown or does not match the execution."""
+    if programs is None:
+        return None
+    by_ipu = np.asarray(ex.program_cycles_by_ipu)
+    if by_ipu.ndim == 2 and by_ipu.shape[1] == programs.size and by_ipu.size:
+        cycles = float(by_ipu[:, programs].sum(axis=1).max())
+    elif np.asarray(ex.program_cycles).size == programs.size:
+        cycles = float(np.asarray(ex.program_cycles)[programs].sum())
+    else:
+        return None
+    return min(1.0, cycles / float(ex.total_cycles or 1))
