@@ -31,7 +31,7 @@ from analyser.core.run_options import WHAT_IF
 from analyser.sim.service import SimRequest, SimResponse
 from analyser.sim.tune.space import MAX_GRID, Space
 
-#: Seconds a cluster may show no worker (a nanny restarting one takes a few) before the tune
+#: Seconds a cluster may show no worker (a worker started again takes a few) before the tune
 #: gives up on it; ``ANALYSE_NO_WORKER_SECONDS`` overrides.
 NO_WORKER_SECONDS = 30.0
 ENV_NO_WORKER_SECONDS = "ANALYSE_NO_WORKER_SECONDS"
@@ -59,14 +59,11 @@ def _where(service) -> str:
 def quiet_cluster_logs() -> None:
     """Silence ``distributed``'s and tornado's loggers for the command: a lost scheduler's
     reconnect attempts are logged with tracebacks, where the tune says what happened in one
-    sentence (:class:`ClusterLost`)."""
-    import logging
+    sentence (:class:`ClusterLost`). Done when the service first connects (or now, when
+    ``distributed`` is imported already): a tune answered from the cache never imports it."""
+    from analyser.sim.service.service import quiet_cluster_logs as quiet
 
-    import distributed  # noqa: F401  (its logging configuration first, then quietened)
-
-    for name in ["distributed", *list(logging.root.manager.loggerDict)]:
-        if name.split(".")[0] in ("distributed", "tornado"):
-            logging.getLogger(name).setLevel(logging.CRITICAL)
+    quiet()
 
 
 class _ClusterWatch:
