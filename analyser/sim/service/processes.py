@@ -9,7 +9,9 @@ process, as before) and one process per worker:
 * each worker is a ``multiprocessing`` spawn child (the same executable, the same
   Ctrl-C-ignoring wrapper, :func:`analyser.sim.service.service._workers_ignore_sigint`) that
   runs a ``distributed.Worker`` connected to the scheduler over mutual TLS, with the cluster's
-  credentials handed over the spawn pipe (never a file or the environment);
+  credentials handed over the spawn pipe (never a file or the environment); it starts before
+  the scheduler does and imports ``distributed`` meanwhile, then gets the scheduler's address
+  over its pipe;
 * a worker that dies (killed, out of memory) is seen at once by the scheduler (its connection
   closes: the task it ran is reported lost, and the service retries it, see
   :meth:`~analyser.sim.service.service.SimulationService._response`) and by the keeper thread
@@ -41,11 +43,11 @@ MAX_QUICK_DEATHS = 3
 
 
 class WorkerProcesses:
-    """``n`` worker processes of the scheduler at ``address``, kept at ``n`` while open."""
+    """``n`` worker processes, kept at ``n`` while open. They start at once and import what a
+    worker needs while the scheduler starts; :meth:`connect` gives them its address."""
 
     def __init__(
         self,
-        address: str,
         security: Any,
         n: int,
         memory_limit: int | None,
@@ -55,8 +57,8 @@ class WorkerProcesses:
         import multiprocessing
 
         self._ctx = multiprocessing.get_context("spawn")
+        self._address: str | None = None
         self._spec = {
-            "scheduler": address,
             "security": security,
             "memory_limit": memory_limit,
             "config": config,
@@ -83,6 +85,18 @@ class WorkerProcesses:
         proc.start()
         reader.close()
         self._slots[slot] = (proc, writer, time.monotonic(), quick_deaths)
+        if self._address is not None:
+            with contextlib.suppress(OSError):
+                writer.send(self._address)
+
+    def connect(self, address: str) -> None:
+        """Send every worker (and every one started from now on) the scheduler's address."""
+        with self._lock:
+            self._address = address
+            writers = [w for _p, w, *_rest in self._slots.values()]
+        for writer in writers:
+            with contextlib.suppress(OSError):
+                writer.send(address)
 
     def _keep(self) -> None:
         """Start a new worker in the slot of each one that ends, until :meth:`close`."""
@@ -180,17 +194,18 @@ def _memory_guard(limit: int, interval: float = 0.1) -> None:
 
 
 def worker_main(spec: dict[str, Any], parent) -> None:
-    """A worker process: a ``distributed.Worker`` of ``spec["scheduler"]`` until the scheduler
-    closes it or the service's process goes away."""
+    """A worker process: imports what it needs, waits for the scheduler's address on the pipe,
+    then runs a ``distributed.Worker`` of it until the scheduler closes it or the service's
+    process goes away."""
     import signal
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the service's process handles Ctrl-C
-    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
     if spec.get("memory_limit") and _rss_bytes() is not None:
         threading.Thread(target=_memory_guard, args=(spec["memory_limit"],), daemon=True).start()
 
     import asyncio
+    import importlib
     import logging
 
     import dask
@@ -199,10 +214,17 @@ def worker_main(spec: dict[str, Any], parent) -> None:
     from distributed import Worker
 
     logging.getLogger("distributed").setLevel(logging.CRITICAL)
+    for name in spec["preload"]:  # imported while the scheduler starts (run again by the Worker)
+        importlib.import_module(name)
+    try:
+        address = parent.recv()
+    except (EOFError, OSError):  # the service closed before its scheduler was up
+        os._exit(0)
+    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
 
     async def run() -> None:
         async with Worker(
-            spec["scheduler"],
+            address,
             nthreads=1,
             name=spec["name"],
             host="127.0.0.1",

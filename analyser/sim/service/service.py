@@ -372,7 +372,7 @@ class SimulationService:
             "distributed.scheduler.allowed-failures": 0,
             "distributed.scheduler.worker-saturation": 1.0,
             # one single-threaded worker per core, tasks queued on the scheduler: nothing
-            # to balance, so no stealing pass every 100 ms
+            # to balance, so no stealing pass every second
             "distributed.scheduler.work-stealing": False,
             "distributed.worker.memory.target": False,
             "distributed.worker.memory.spill": False,
@@ -394,31 +394,28 @@ class SimulationService:
 
         # Ctrl-C while the cluster starts is held back until it is up, then raised here
         with sigint_deferred(), dask.config.set(config):
-            # the scheduler, in this process; the workers are started below without nannies
-            self._cluster = LocalCluster(
-                n_workers=0,
-                processes=True,
-                host="127.0.0.1",
-                # every listener (scheduler, workers) speaks TLS and wants our certificate
-                # from whoever connects
-                protocol="tls://",
-                security=self.security,
-                scheduler_port=0,
-                dashboard_address=None,
-                # the scheduler's HTTP routes (health, metrics) on a free loopback port, not
-                # 8787 on every interface
-                scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-                silence_logs=logging.CRITICAL,
+            # the workers first, without nannies: they import what they need while the
+            # scheduler starts here, then get its address
+            self._workers = WorkerProcesses(
+                self.security, n, per_worker, config, preload=["analyser.sim.service.worker"]
             )
             try:
-                self._workers = WorkerProcesses(
-                    self._cluster.scheduler_address,
-                    self.security,
-                    n,
-                    per_worker,
-                    config,
-                    preload=["analyser.sim.service.worker"],
+                self._cluster = LocalCluster(
+                    n_workers=0,
+                    processes=True,
+                    host="127.0.0.1",
+                    # every listener (scheduler, workers) speaks TLS and wants our
+                    # certificate from whoever connects
+                    protocol="tls://",
+                    security=self.security,
+                    scheduler_port=0,
+                    dashboard_address=None,
+                    # the scheduler's HTTP routes (health, metrics) on a free loopback port,
+                    # not 8787 on every interface
+                    scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+                    silence_logs=logging.CRITICAL,
                 )
+                self._workers.connect(self._cluster.scheduler_address)
                 return Client(self._cluster, set_as_default=False)
             except BaseException:
                 self._close_embedded()
