@@ -22,7 +22,12 @@ nothing.
    (the worker's own simulate-and-read-figures function) in a ``multiprocessing`` Pool(2): each
    a fresh process, CPU seconds of it and every process it started (``RUSAGE_CHILDREN``) and
    wall seconds, run alternately; the first round is "cold" (the first run of each after the
-   other), the later ones "warm". Prints the ratios measured in this one run.
+   other), the later ones "warm" (each tune still on a fresh cache), then "cached" (each tune
+   again on its first round's cache: every answer from there, against the pool simulating
+   them again). ``--before TREE`` adds the tune of another checkout (the code before a
+   change) to every round, so before and after are measured in one run; ``--configs 200``
+   takes the 200-configuration grid above from 2-half (201 with the start) instead of the 7.
+   Prints the ratios measured in this one run.
 
 Run from a guarded ``__main__`` (the service's workers are spawned).
 """
@@ -30,6 +35,7 @@ Run from a guarded ``__main__`` (the service's workers are spawned).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -68,7 +74,7 @@ def grid(workers: int, cache: str) -> dict:
     assert len(configs) == 200, len(configs)
     svc = SimulationService(workers=workers, cache_dir=cache)
     t0 = time.perf_counter()
-    assert svc.n_workers == workers
+    svc.client().wait_for_workers(workers, timeout=120)  # they join the scheduler as they start
     startup = time.perf_counter() - t0
     t1 = time.perf_counter()
     out = svc.run(configs)
@@ -130,6 +136,7 @@ def guided_vs_grid(workers: int, budget: int, grid_cache: str) -> dict:
 
 POOL_GA = "3,4,6,8,12,16,24"
 POOL_SCRIPT = """
+import json
 import sys
 from multiprocessing import get_context
 from pathlib import Path
@@ -145,15 +152,29 @@ def one(args):
 
 
 if __name__ == "__main__":
-    from engine.config import RunConfig
-
-    start = RunConfig.from_toml({config!r}).to_dict()
-    jobs = [({{**start, "gradient_accumulation": ga}}, f"{{{out!r}}}/ga{{ga}}.h5")
-            for ga in ({ga})]
+    configs = json.loads(Path({jobs!r}).read_text())
+    jobs = [(cfg, f"{{{out!r}}}/c{{i}}.h5") for i, cfg in enumerate(configs)]
     with get_context("spawn").Pool(2) as pool:
         res = pool.map(one, jobs, chunksize=1)
     assert all(r["status"] in ("ok", "oom") for r in res), res
 """
+
+
+def _pool_configs(vary: list[str]) -> list[dict]:
+    """The configurations ``analyse tune`` of 2-half over ``vary`` simulates: the grid and the
+    start (once)."""
+    from analyser.sim.tune import build_space
+
+    start = _start_config("2-half")
+    space = build_space(start, vary, [], "throughput")
+    grid = [c for c in (space.config(a) for a in space.assignments()) if c is not None]
+    return grid if start in grid else [start, *grid]
+
+
+def _start_config(step: str) -> dict:
+    from engine.config import RunConfig
+
+    return RunConfig.from_toml(ROOT / "assets" / "runs" / "walkthrough" / f"{step}.toml").to_dict()
 
 
 def _measured(argv: list[str], env: dict) -> tuple[float, float]:
@@ -170,53 +191,90 @@ def _measured(argv: list[str], env: dict) -> tuple[float, float]:
     return cpu, wall
 
 
-def vs_pool(rounds: int) -> None:
+def _report(label: str, figures: dict, idx: list[int], names: list[str]) -> None:
+    """One line per tree: its tune against the pool, medians of the rounds ``idx``."""
+    p_cpu = statistics.median(figures["pool"][i][0] for i in idx)
+    p_wall = statistics.median(figures["pool"][i][1] for i in idx)
+    for name in names:
+        rows = [figures[name][i] for i in idx if i < len(figures[name])]
+        if not rows:
+            continue
+        t_cpu = statistics.median(r[0] for r in rows)
+        t_wall = statistics.median(r[1] for r in rows)
+        print(
+            f"{label}: {name} / Pool(2) = {t_cpu / p_cpu:.2f}x CPU ({t_cpu:.1f} / {p_cpu:.1f} s),"
+            f" {t_wall / p_wall:.2f}x wall ({t_wall:.1f} / {p_wall:.1f} s)"
+        )
+
+
+def vs_pool(rounds: int, before: str | None = None, configs: int = 7) -> None:
+    """``analyse tune`` (this tree, and ``before`` when given) against the Pool(2), alternately;
+    after the rounds, each tree's tune again on its first round's cache ("cached": every
+    answer from the cache, against the pool simulating them again)."""
     config = str(ROOT / "assets" / "runs" / "walkthrough" / "2-half.toml")
+    vary = [f"gradient_accumulation={POOL_GA}"] if configs == 7 else VARY
+    jobs = _pool_configs(vary)
     analyse = str(Path(sys.executable).parent / "analyse")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    figures: dict[str, list[tuple[float, float]]] = {"tune": [], "pool": []}
+    trees = {"tune": str(ROOT), **({"tune before": before} if before else {})}
+    figures: dict[str, list[tuple[float, float]]] = {"pool": []}
+    cached: dict[str, tuple[float, float]] = {}
+    print(f"{len(jobs)} configurations; trees: {trees}")
+
+    def tune_argv(tmp: str, name: str, i: int) -> list[str]:
+        tag = name.replace(" ", "-")
+        argv = [analyse, "tune", config]
+        for v in vary:
+            argv += ["--vary", v]
+        return [
+            *argv,
+            "--workers",
+            "2",
+            "--budget",
+            str(len(jobs) + 1),
+            "--cache",
+            f"{tmp}/cache-{tag}-{i}",
+            "-o",
+            f"{tmp}/{tag}-{i}-{len(cached)}",
+            "--quiet",
+        ]
+
     with tempfile.TemporaryDirectory(prefix="bench-tune-pool-") as tmp:
+        jobs_file = Path(tmp) / "jobs.json"
+        jobs_file.write_text(json.dumps(jobs))
         for i in range(rounds):
             out = Path(tmp) / f"pool{i}"
             out.mkdir()
             script = Path(tmp) / f"pool{i}.py"
-            script.write_text(
-                POOL_SCRIPT.format(root=str(ROOT), config=config, out=str(out), ga=POOL_GA)
-            )
-            tune = [
-                analyse,
-                "tune",
-                config,
-                "--vary",
-                f"gradient_accumulation={POOL_GA}",
-                "--workers",
-                "2",
-                "--cache",
-                f"{tmp}/cache{i}",
-                "-o",
-                f"{tmp}/tune{i}",
-                "--quiet",
-            ]
-            figures["tune"].append(_measured(tune, env))
+            script.write_text(POOL_SCRIPT.format(root=str(ROOT), jobs=str(jobs_file), out=str(out)))
+            for name, tree in trees.items():
+                env = {**os.environ, "PYTHONPATH": tree}
+                figures.setdefault(name, []).append(_measured(tune_argv(tmp, name, i), env))
+            env = {**os.environ, "PYTHONPATH": str(ROOT)}
             figures["pool"].append(_measured([sys.executable, str(script)], env))
-            for name in ("tune", "pool"):
+            for name in [*trees, "pool"]:
                 cpu, wall = figures[name][-1]
                 print(
                     f"round {i + 1} ({'cold' if i == 0 else 'warm'}) {name}: {cpu:.1f} s CPU, "
                     f"{wall:.1f} s wall; load average {os.getloadavg()[0]:.1f}",
                     flush=True,
                 )
-    for label, sel in (("cold", figures["tune"][:1]), ("warm", figures["tune"][1:])):
-        if not sel:
-            continue
-        idx = [0] if label == "cold" else list(range(1, rounds))
-        t_cpu = statistics.median(figures["tune"][i][0] for i in idx)
-        p_cpu = statistics.median(figures["pool"][i][0] for i in idx)
-        t_wall = statistics.median(figures["tune"][i][1] for i in idx)
-        p_wall = statistics.median(figures["pool"][i][1] for i in idx)
+        for name, tree in trees.items():
+            env = {**os.environ, "PYTHONPATH": tree}
+            cached[name] = _measured(tune_argv(tmp, name, 0), env)
+            print(
+                f"cached {name}: {cached[name][0]:.1f} s CPU, {cached[name][1]:.1f} s wall; "
+                f"load average {os.getloadavg()[0]:.1f}",
+                flush=True,
+            )
+    _report("cold", figures, [0], list(trees))
+    if rounds > 1:
+        _report("warm", figures, list(range(1, rounds)), list(trees))
+    p_cpu = statistics.median(f[0] for f in figures["pool"])
+    p_wall = statistics.median(f[1] for f in figures["pool"])
+    for name, (cpu, wall) in cached.items():
         print(
-            f"{label}: tune / Pool(2) = {t_cpu / p_cpu:.2f}x CPU ({t_cpu:.1f} / {p_cpu:.1f} s), "
-            f"{t_wall / p_wall:.2f}x wall ({t_wall:.1f} / {p_wall:.1f} s)"
+            f"cached: {name} / Pool(2) = {cpu / p_cpu:.2f}x CPU ({cpu:.1f} / {p_cpu:.1f} s), "
+            f"{wall / p_wall:.2f}x wall ({wall:.1f} / {p_wall:.1f} s)"
         )
 
 
@@ -234,10 +292,24 @@ def main() -> None:
         metavar="ROUNDS",
         help="only analyse tune of 7 configurations against a Pool(2) (default 3 rounds)",
     )
+    ap.add_argument(
+        "--before",
+        metavar="TREE",
+        help="with --vs-pool: also run the tune of this checkout (another version of the "
+        "project), alternately with this tree's",
+    )
+    ap.add_argument(
+        "--configs",
+        type=int,
+        choices=(7, 200),
+        default=7,
+        help="with --vs-pool: the 7 gradient accumulations, or the 200-configuration grid "
+        "(201 with the start)",
+    )
     args = ap.parse_args()
     print(f"cores {os.cpu_count()}, load average {os.getloadavg()[0]:.1f} at start")
     if args.vs_pool:
-        vs_pool(args.vs_pool)
+        vs_pool(args.vs_pool, args.before, args.configs)
         return
     tmp = tempfile.TemporaryDirectory(prefix="bench-tune-")
     caches = {n: os.path.join(tmp.name, f"w{n}") for n in args.workers}

@@ -1,12 +1,12 @@
 """Who may talk to the simulation service's embedded Dask cluster.
 
 The embedded cluster listens on loopback, where any local process can connect; every run gets
-its own TLS key and certificate (``distributed.security.Security.temporary()``) and requires
-them of every peer, so only our own client and workers are let in. These tests attack the
-session's cluster from another process, as another local user's program would: a plain Dask
+its own TLS key and certificate (``analyser.sim.service.service._embedded_security``) and
+requires them of every peer, so only our own client and workers are let in. These tests attack
+the session's cluster from another process, as another local user's program would: a plain Dask
 client, a TLS client without our certificate and one with a certificate of its own, against
-the scheduler, a worker and its nanny directly; none of them may run anything (a marker file stays
-absent)."""
+the scheduler and each worker directly; none of them may run anything (a marker file stays
+absent). The workers have no nannies, so nothing else listens."""
 
 from __future__ import annotations
 
@@ -98,16 +98,16 @@ ATTACK = textwrap.dedent(
 
 def test_other_processes_cannot_run_code_in_the_embedded_cluster(sim_cluster, tmp_path):
     """A plain client, a TLS client without our certificate and one with its own certificate,
-    at the scheduler and at a worker: nothing runs."""
+    at the scheduler and at every worker: nothing runs."""
     client = sim_cluster.client()
     scheduler = sim_cluster._cluster.scheduler_address
     workers = client.scheduler_info()["workers"]
-    worker = next(iter(workers))
-    nanny = workers[worker]["nanny"]  # a nanny runs functions too (its "run" handler)
-    assert all(a.startswith("tls://") for a in (scheduler, worker, nanny)), workers
+    # no nanny listens beside a worker (a nanny runs functions too: its "run" handler)
+    assert len(workers) == 2 and not any(w.get("nanny") for w in workers.values()), workers
+    assert all(a.startswith("tls://") for a in (scheduler, *workers)), workers
     marker = tmp_path / "marker"
     proc = subprocess.run(
-        [sys.executable, "-c", ATTACK, str(marker), scheduler, worker, nanny],
+        [sys.executable, "-c", ATTACK, str(marker), scheduler, *workers],
         capture_output=True,
         text=True,
         timeout=240,

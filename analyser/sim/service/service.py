@@ -6,17 +6,18 @@
     for index, response in batch.as_completed():
         print(response.status, response.figures.get("throughput_samples_per_s"))
 
-Where the work runs: by default an embedded ``distributed.LocalCluster`` (one single-threaded
-worker process per core, loopback only, no dashboard) started on the first request and closed
-at exit. ``scheduler="tcp://HOST:PORT"`` (or the ``ANALYSE_SCHEDULER`` environment variable)
+Where the work runs: by default an embedded cluster (a ``distributed.LocalCluster``'s scheduler
+in this process and one single-threaded worker process per core, started without nannies by
+:mod:`analyser.sim.service.processes`; loopback only, no dashboard) started on the first request
+that the cache cannot answer and closed at exit. ``scheduler="tcp://HOST:PORT"`` (or the ``ANALYSE_SCHEDULER`` environment variable)
 connects to an existing Dask cluster instead; its workers need this package installed (the same
 engine: a worker whose engine differs refuses the work rather than cache another engine's
 figures under this one's key).
 
-Who may talk to it: a Dask scheduler, its workers and nannies run any function a connected
-client sends, and loopback does not check who connects. The embedded cluster therefore gets a
-fresh TLS key and self-signed certificate per run (:meth:`Security.temporary`, kept in memory
-and handed to the worker processes it spawns) and requires them of every peer (mutual TLS,
+Who may talk to it: a Dask scheduler and its workers run any function a connected client
+sends, and loopback does not check who connects. The embedded cluster therefore gets a fresh
+TLS key and self-signed certificate per run (:func:`_embedded_security`, kept in memory and
+handed to the worker processes it spawns) and requires them of every peer (mutual TLS,
 encryption required), so only this process's client and its own workers get in. For a
 cluster of the user's own, its security settings pass through: ``security=`` (the CLI's
 ``--tls-ca-file`` / ``--tls-cert`` / ``--tls-key``, :func:`tls_security`), else Dask's own
@@ -35,8 +36,9 @@ What the service guarantees:
   its own setting first);
 * memory and time limits per simulation, enforced in the worker
   (:mod:`analyser.sim.service.worker`), reported as ``memory`` / ``timeout``;
-* worker processes die with the process that started them: ``distributed`` starts them with a
-  pipe to the parent and they exit when it closes, so a killed ``analyse`` leaves no orphans.
+* a worker process that dies is replaced (:class:`~analyser.sim.service.processes.WorkerProcesses`);
+* worker processes die with the process that started them: each watches a pipe to the parent
+  and exits when it closes, so a killed ``analyse`` leaves no orphans.
 """
 
 from __future__ import annotations
@@ -323,6 +325,7 @@ class SimulationService:
         self.time_limit = time_limit
         self._client = None
         self._cluster = None
+        self._workers: Any = None  # the embedded cluster's WorkerProcesses
         self._lock = threading.Lock()
         self._closed = False
         self._batches: weakref.WeakSet[Batch] = weakref.WeakSet()
@@ -351,55 +354,72 @@ class SimulationService:
         import dask
         from distributed import Client, LocalCluster
 
+        if _QUIET_LOGS:
+            _quiet_now()
         if self.scheduler:
             return self._connect_remote()
         n = self.workers or available_cores()
         per_worker = _memory_per_worker(n)
         if self.memory_limit is None:
-            # each simulation may use most of its worker's share; the nanny's own limit
-            # (terminate at 95 %) stays as the backstop
+            # each simulation may use most of its worker's share; the worker's own guard
+            # (killed at 95 %, analyser.sim.service.processes) stays as the backstop
             self.memory_limit = int(per_worker * 0.85)
         from analyser._sigint import sigint_deferred
 
         self.security = _embedded_security()
         _workers_ignore_sigint()
-        # Ctrl-C while the workers start is held back until they are up, then raised here
-        with (
-            sigint_deferred(),
-            dask.config.set(
-                {
-                    "distributed.scheduler.allowed-failures": 0,
-                    "distributed.scheduler.worker-saturation": 1.0,
-                    "distributed.worker.memory.target": False,
-                    "distributed.worker.memory.spill": False,
-                    "distributed.worker.memory.pause": False,
-                    "distributed.admin.system-monitor.gil.enabled": False,
-                    # the HTTP servers (plain HTTP, not covered by the TLS below) answer health
-                    # checks only: no pages listing workers, tasks or their logs
-                    "distributed.scheduler.http.routes": ["distributed.http.health"],
-                    "distributed.worker.http.routes": ["distributed.http.health"],
-                }
-            ),
-        ):
-            self._cluster = LocalCluster(
-                n_workers=n,
-                threads_per_worker=1,
-                processes=True,
-                host="127.0.0.1",
-                # every listener (scheduler, nannies, workers) speaks TLS and wants our
-                # certificate from whoever connects
-                protocol="tls://",
-                security=self.security,
-                scheduler_port=0,
-                dashboard_address=None,
-                # the scheduler's HTTP routes (health, metrics) on a free loopback port, not
-                # 8787 on every interface
-                scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-                silence_logs=logging.CRITICAL,
-                memory_limit=per_worker,
-                preload=["analyser.sim.service.worker"],
+        config = {
+            "distributed.scheduler.allowed-failures": 0,
+            "distributed.scheduler.worker-saturation": 1.0,
+            # one single-threaded worker per core, tasks queued on the scheduler: nothing
+            # to balance, so no stealing pass every second
+            "distributed.scheduler.work-stealing": False,
+            "distributed.worker.memory.target": False,
+            "distributed.worker.memory.spill": False,
+            "distributed.worker.memory.pause": False,
+            # the workers' statistical profiler (a stack sample every 10 ms) feeds the
+            # dashboard's profile page, which the embedded cluster does not serve
+            "distributed.worker.profile.enabled": False,
+            "distributed.admin.system-monitor.gil.enabled": False,
+            # host-wide disk counters and a 50 Hz event-loop health tick in every process
+            # feed the dashboard and "event loop blocked" log lines: neither is shown here
+            "distributed.admin.system-monitor.disk": False,
+            "distributed.admin.tick.interval": "250ms",
+            # the HTTP servers (plain HTTP, not covered by the TLS below) answer health
+            # checks only: no pages listing workers, tasks or their logs
+            "distributed.scheduler.http.routes": ["distributed.http.health"],
+            "distributed.worker.http.routes": ["distributed.http.health"],
+        }
+        from analyser.sim.service.processes import WorkerProcesses
+
+        # Ctrl-C while the cluster starts is held back until it is up, then raised here
+        with sigint_deferred(), dask.config.set(config):
+            # the workers first, without nannies: they import what they need while the
+            # scheduler starts here, then get its address
+            self._workers = WorkerProcesses(
+                self.security, n, per_worker, config, preload=["analyser.sim.service.worker"]
             )
-            return Client(self._cluster, set_as_default=False)
+            try:
+                self._cluster = LocalCluster(
+                    n_workers=0,
+                    processes=True,
+                    host="127.0.0.1",
+                    # every listener (scheduler, workers) speaks TLS and wants our
+                    # certificate from whoever connects
+                    protocol="tls://",
+                    security=self.security,
+                    scheduler_port=0,
+                    dashboard_address=None,
+                    # the scheduler's HTTP routes (health, metrics) on a free loopback port,
+                    # not 8787 on every interface
+                    scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+                    silence_logs=logging.CRITICAL,
+                )
+                self._workers.connect(self._cluster.scheduler_address)
+                return Client(self._cluster, set_as_default=False)
+            except BaseException:
+                self._close_embedded()
+                raise
 
     def _connect_remote(self):
         """A client of the cluster at :attr:`scheduler`, after bounded checks that it is a Dask
@@ -441,16 +461,25 @@ class SimulationService:
         """Close the client and the embedded cluster (idempotent)."""
         with self._lock:
             self._closed = True
-            client, cluster = self._client, self._cluster
-            self._client = self._cluster = None
-        # the nannies log their workers' ends at INFO / WARNING while closing; nothing for users
+            client = self._client
+            self._client = None
+        # the workers log their ends at INFO / WARNING while closing; nothing for users
         logging.getLogger("distributed").setLevel(logging.CRITICAL)
         if client is not None:
             with contextlib.suppress(Exception):
                 client.close(timeout=10)
+        self._close_embedded()
+
+    def _close_embedded(self) -> None:
+        """Close the embedded scheduler (its workers are told to close), then end the workers."""
+        with self._lock:
+            cluster, workers = self._cluster, self._workers
+            self._cluster = self._workers = None
         if cluster is not None:
             with contextlib.suppress(Exception):
                 cluster.close(timeout=10)
+        if workers is not None:
+            workers.close()
 
     def __enter__(self) -> SimulationService:
         return self
@@ -460,9 +489,9 @@ class SimulationService:
 
     def restart_workers(self) -> None:
         """Restart every worker (drops a stuck simulation; the embedded cluster only)."""
-        if self._client is not None and self._cluster is not None:
-            workers = list(self._client.scheduler_info()["workers"])
-            self._client.restart_workers(workers, raise_for_error=False)
+        workers = self._workers
+        if workers is not None:
+            workers.restart()
 
     # -- requests ------------------------------------------------------------------------------
     def request(
@@ -591,17 +620,58 @@ def _runner() -> Callable:
 
 
 def _embedded_security():
-    """Fresh credentials for one embedded cluster: a TLS key and self-signed certificate (in
-    memory) that every peer must present, with encryption required."""
+    """Fresh credentials for one embedded cluster: a private key and self-signed certificate
+    (in memory) that every peer must present, with encryption required.
+
+    ``Security.temporary()`` with an elliptic-curve key (NIST P-256, ECDSA with SHA-256) in
+    place of its 2048-bit RSA one: the same trust (only holders of this key get in), a key made
+    in about a millisecond instead of about 80, and cheaper handshakes for every connection
+    between the client, the scheduler and the workers."""
+    import datetime
+
     from distributed.security import Security
 
     try:
-        return Security.temporary()
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.x509.oid import NameOID
     except ImportError:
         raise ServiceError(
             "the simulation service needs the Python package 'cryptography' to secure its "
             "local cluster; install it (pip install cryptography)."
         ) from None
+    key = ec.generate_private_key(ec.SECP256R1())
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+    # the name Dask's own temporary certificate carries (its TLS connections expect it)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "dask-internal")])
+    now = datetime.datetime.now(tz=datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName("dask-internal")]), False)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=365))
+        .sign(key, hashes.SHA256())
+    )
+    cert_pem = cert.public_bytes(serialization.Encoding.PEM).decode()
+    return Security(
+        require_encryption=True,
+        tls_ca_file=cert_pem,
+        tls_client_key=key_pem,
+        tls_client_cert=cert_pem,
+        tls_scheduler_key=key_pem,
+        tls_scheduler_cert=cert_pem,
+        tls_worker_key=key_pem,
+        tls_worker_cert=cert_pem,
+    )
 
 
 #: Largest TLS file (CA bundle, certificate or key) read for a scheduler's connection.
@@ -738,6 +808,28 @@ def _workers_ignore_sigint() -> None:
     wrapper.chmod(0o755)
     mp_spawn.set_executable(str(wrapper))
     atexit.register(shutil.rmtree, folder, True)
+
+
+#: Set by :func:`quiet_cluster_logs`: silence ``distributed``'s loggers once it is imported.
+_QUIET_LOGS = False
+
+
+def quiet_cluster_logs() -> None:
+    """Silence ``distributed``'s and tornado's loggers for this process: now when
+    ``distributed`` is imported already, else when the service first connects (importing it
+    only to quieten it cost a run answered from the cache a third of a second)."""
+    import sys
+
+    global _QUIET_LOGS
+    _QUIET_LOGS = True
+    if "distributed" in sys.modules:
+        _quiet_now()
+
+
+def _quiet_now() -> None:
+    for name in ["distributed", *list(logging.root.manager.loggerDict)]:
+        if name.split(".")[0] in ("distributed", "tornado"):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
 def _memory_per_worker(n: int) -> int:

@@ -31,12 +31,15 @@ from analyser.core.run_options import WHAT_IF
 from analyser.sim.service import SimRequest, SimResponse
 from analyser.sim.tune.space import MAX_GRID, Space
 
-#: Seconds a cluster may show no worker (a nanny restarting one takes a few) before the tune
+#: Seconds a cluster may show no worker (a worker started again takes a few) before the tune
 #: gives up on it; ``ANALYSE_NO_WORKER_SECONDS`` overrides.
 NO_WORKER_SECONDS = 30.0
 ENV_NO_WORKER_SECONDS = "ANALYSE_NO_WORKER_SECONDS"
-#: How often the cluster's health is looked at while a batch runs.
+#: How often the client's connection is looked at while a batch runs.
 WATCH_SECONDS = 0.5
+#: How often, at most, the scheduler is asked for its workers while a batch runs (a quarter of
+#: the no-worker grace when that is shorter).
+WORKERS_SECONDS = 5.0
 
 
 class ClusterLost(Exception):
@@ -59,19 +62,16 @@ def _where(service) -> str:
 def quiet_cluster_logs() -> None:
     """Silence ``distributed``'s and tornado's loggers for the command: a lost scheduler's
     reconnect attempts are logged with tracebacks, where the tune says what happened in one
-    sentence (:class:`ClusterLost`)."""
-    import logging
+    sentence (:class:`ClusterLost`). Done when the service first connects (or now, when
+    ``distributed`` is imported already): a tune answered from the cache never imports it."""
+    from analyser.sim.service.service import quiet_cluster_logs as quiet
 
-    import distributed  # noqa: F401  (its logging configuration first, then quietened)
-
-    for name in ["distributed", *list(logging.root.manager.loggerDict)]:
-        if name.split(".")[0] in ("distributed", "tornado"):
-            logging.getLogger(name).setLevel(logging.CRITICAL)
+    quiet()
 
 
 class _ClusterWatch:
-    """While a batch runs, looks at the service's Dask client every :data:`WATCH_SECONDS`: a
-    client that lost its scheduler (distributed then cancels every future: they were read as
+    """While a batch runs, looks at the service's Dask client every :data:`WATCH_SECONDS` (and
+    at its workers every :data:`WORKERS_SECONDS` at most): a client that lost its scheduler (distributed then cancels every future: they were read as
     answers, "cancelled.", and the tune exited 0) or a cluster without a worker for
     :func:`_no_worker_seconds` (the tasks wait for a worker for ever: the tune hung) cancels
     the batch and records why in :attr:`lost`."""
@@ -105,9 +105,14 @@ class _ClusterWatch:
     def _run(self) -> None:
         since: float | None = None
         grace = _no_worker_seconds()
+        # the client's status is read here; the workers are a round trip to the scheduler
+        # (its identity, every worker's metrics), so asked a few times per grace period only
+        every = max(WATCH_SECONDS, min(WORKERS_SECONDS, grace / 4))
+        asked = time.monotonic()
         while not self._stop.wait(WATCH_SECONDS) and not self.batch.done:
             why = self.scheduler_lost()
-            if why is None:
+            if why is None and time.monotonic() - asked >= every:
+                asked = time.monotonic()
                 try:
                     info = self.service._client.scheduler_info()
                     workers = len(info.get("workers", {}))
