@@ -312,7 +312,9 @@ def measure_gui(kind: str, path: Path, folder: Path, repeats: int, baseline: str
             statistics.median(r[k] for r in a) / statistics.median(r[k] for r in b)
             for k in ("summary_cpu", "trace_cpu")
         ]
-        same = prints["baseline"] == prints["this tree"] and len(prints["this tree"]) == 1
+        # the Trace's pixels can differ between runs of one tree (drawn before or after its
+        # full pyramid is built in the background): the trees agree when their sets do
+        same = prints["baseline"] == prints["this tree"]
         print(
             f"    after / before: Summary {ratio[0]:.2f}x, Trace {ratio[1]:.2f}x CPU; what both "
             f"reports show: {'identical' if same else 'DIFFERENT'} ({prints})"
