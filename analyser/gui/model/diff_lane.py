@@ -10,8 +10,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analyser.core.diff import aligned_deltas
-
 #: At most this many bars are drawn (the largest differences); the rest are counted.
 MAX_BARS = 200_000
 
@@ -73,6 +71,9 @@ class DifferencesLane:
 
 def differences_lane(analysis_a, analysis_b, max_bars: int = MAX_BARS) -> DifferencesLane:
     """The lane of B (``analysis_b``) against A; the ``max_bars`` largest differences."""
+    # imported here: ~0.1 s of CPU that a single profile never needs
+    from analyser.core.diff import aligned_deltas
+
     d = aligned_deltas(analysis_a, analysis_b)
     delta = np.asarray(d["delta"], np.int64)
     keep = np.arange(delta.size)
