@@ -26,7 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``analyse calibrate-host`` to ``parser``."""
     parser.description = (
         "Measure the per-transform host costs (flip, resize, to_tensor, convert_dtype, "
-        "normalise, decode_jpeg, random_crop, ...) on this machine and write a host profile "
+        "normalise, decode_jpeg, random_crop, ..., and the token path of pre-tokenised ids) on this "
+        "machine and write a host profile "
         "TOML that run configurations can name with host_profile."
     )
     parser.add_argument(

@@ -41,7 +41,9 @@ def host_model(config, io: dict[str, Any], target=None) -> HostModel:
     transforms_s, breakdown = 0.0, None
     synthetic = bool(getattr(config, "synthetic_data", False))  # nothing prepared on the host
     system = get_system(config.system) if config.system else None
-    if config.host_transforms and is_image and not synthetic:
+    if config.host_transforms and not is_image and not synthetic:
+        transforms_s, breakdown = _token_host(config, io, system)
+    elif config.host_transforms and is_image and not synthetic:
         profile, scaling = host_profile_for(config, system)
         cost = sample_cost(
             profile,
@@ -78,6 +80,31 @@ def host_model(config, io: dict[str, Any], target=None) -> HostModel:
         prefetch_depth=int(config.prefetch_depth),
         breakdown=breakdown,
     )
+
+
+def _token_host(config, io: dict[str, Any], system) -> tuple[float, dict]:
+    """A token model's measured host cost per sample (``host_transforms = ["tokens"]``): the
+    host profile's token path over the model's input fields (engine.host.profile.token_cost)."""
+    from engine.errors import ConfigError
+    from engine.host.profile import TOKEN_TRANSFORMS, token_cost
+
+    if tuple(config.host_transforms) != TOKEN_TRANSFORMS:
+        raise ConfigError(
+            f"host_transforms: the model's inputs are token ids, so its host pipeline is "
+            f"{list(TOKEN_TRANSFORMS)} (pre-tokenised ids), not "
+            f"{', '.join(config.host_transforms)}."
+        )
+    profile, scaling = host_profile_for(config, system)
+    elems = int(io.get("input_elems_per_sample", 0) or 0)
+    cost = token_cost(profile, fields=int(io.get("input_fields", 1) or 1), elements=elems)
+    return cost.total_us * 1e-6, {**cost.as_dict(), **scaling}
+
+
+def input_fields(graph) -> int:
+    """How many tensors a sample of ``graph`` holds (BERT's ids, token types and mask: 3), as
+    the graph's input shape gives them: its first dimension when it has two or more."""
+    shape = tuple(getattr(graph, "input_shape", ()) or ())
+    return int(shape[0]) if len(shape) > 1 and int(shape[0]) > 0 else 1
 
 
 def host_cpu_of(config, system=None) -> str:
@@ -216,6 +243,7 @@ def plan_from_compiled(compiled, config=None) -> ExecutionPlan:
     tgt = compiled.target
     p = compiled.programs
     io = dict(compiled.io or {})
+    io.setdefault("input_fields", input_fields(getattr(compiled, "graph", None)))
     leaves = LeafPrograms(
         name=np.asarray(p.name, dtype=object),
         type=np.asarray(p.type, np.uint8),

@@ -17,6 +17,9 @@ Two methods, the first that is installed:
   DataLoader's per-sample path. On one machine the real uint8 pipeline cost about twice the
   imitation's sum (docs/engine.md), so the fallback is optimistic.
 
+Both also measure the token path (``tokens`` and ``collate`` in int64: pre-tokenised int64
+rows of 128 and 512 ids fetched and collated as a token model's DataLoader does).
+
 Both take CPU time (``time.process_time``), not wall time, and the minimum over batches, so that
 a busy machine's other work does not inflate the figures. Each transform is timed at two image
 sizes; a straight line through the two gives a fixed cost per call (microseconds) and a cost per
@@ -40,6 +43,12 @@ from engine.host.cost_line import add_line
 
 #: (side of the small image, side of the large image): the two points of the line fit.
 SIZES = (32, 128)
+#: (short, long) sequence lengths of the token path's two points (BERT's phase-1 and phase-2
+#: pre-training lengths, Graphcore's BERT examples' 128 and 512).
+TOKEN_SIZES = (128, 512)
+#: Distinct pre-tokenised samples the token path's dataset holds (its fetches do not all hit
+#: the same rows of the cache).
+TOKEN_ROWS = 4096
 #: Mean / std used by the normalisation (torchvision's ImageNet statistics).
 MEAN = np.array([0.485, 0.456, 0.406])
 STD = np.array([0.229, 0.224, 0.225])
@@ -211,16 +220,46 @@ def cpu_float16_flags() -> list[str]:
     return []
 
 
+def token_store(length: int) -> np.ndarray:
+    """Pre-tokenised samples as datasets store them: ``TOKEN_ROWS`` rows of ``length`` int64 ids
+    (a BERT vocabulary's range), one row per sample and field."""
+    rng = np.random.default_rng(length)
+    return rng.integers(0, 30522, (TOKEN_ROWS, length), dtype=np.int64)
+
+
+def _token_cases():
+    """The token path without torch: the dataset's fetch is ``torch.from_numpy(store[i])``, a
+    view of the stored row (imitated by the numpy view), and the default collate stacks the
+    batch's rows into one tensor (``np.stack``, per row: a sixteenth of stacking sixteen)."""
+
+    def fetch(length):
+        store = token_store(length)
+        order = iter(range(1 << 62))
+
+        def one():
+            return np.asarray(store[next(order) % TOKEN_ROWS])
+
+        return one, length
+
+    def collate(length):
+        store = token_store(length)
+        rows = [store[i] for i in range(16)]
+        return (lambda: np.stack(rows)), 16 * length
+
+    return [("tokens", "int64", fetch), ("collate", "int64", collate)]
+
+
 def _imitation(budget_s: float, progress: Callable[[int, int, str], None] | None) -> dict:
     """The NumPy + Pillow measurement (part of a host profile)."""
     cases = _cases(("float16", "float32"))
+    cases += [(n, d, m, TOKEN_SIZES) for n, d, m in _token_cases()]
     per_case = budget_s / (2 * len(cases) + 1)
     transforms: dict[str, dict] = {}
-    for k, (name, dtype, make) in enumerate(cases):
+    for k, (name, dtype, make, *sizes) in enumerate(cases):
         if progress is not None:
             progress(k, len(cases), f"{name} ({dtype}), imitation")
         points = []
-        for side in SIZES:
+        for side in sizes[0] if sizes else SIZES:
             fn, elems = make(side)
             t = _min_call_cpu_s(fn, per_case)
             per = 16 if name == "collate" else 1

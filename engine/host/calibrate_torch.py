@@ -11,7 +11,10 @@ to one of 128 distinct prepared inputs and returns ``(sample, label)``:
 * a **transform** costs its loader minus that baseline (its batches keep the list collate, since
   a PIL image cannot be collated);
 * **collate** is PyTorch's ``default_collate`` (stacking the samples, making the label tensor)
-  minus the baseline, per dtype.
+  minus the baseline, per dtype;
+* the **token path** (``tokens``, and ``collate`` in int64) is the same loader over pre-tokenised
+  int64 rows of 128 and 512 ids: ``__getitem__`` returns ``torch.from_numpy(row)``, and the
+  default collate stacks a batch of them.
 
 Times are CPU time of this process (``time.process_time``: not wall time, so waiting for a busy
 machine's other work does not count), with PyTorch's intra-op threads set to one (a one-core
@@ -223,6 +226,28 @@ def _cases(dtype_names: tuple[str, ...], pool: int) -> list[tuple[str, str, Call
     return out
 
 
+def _token_cases() -> list[tuple[str, str, Callable]]:
+    """The token path: a map-style dataset over pre-tokenised int64 rows whose ``__getitem__``
+    returns ``torch.from_numpy(row)`` (``tokens``, with the list collate), and PyTorch's
+    ``default_collate`` stacking a batch of those tensors (``collate`` in int64)."""
+    import torch
+    from torch.utils.data import default_collate
+    from torchvision import transforms as T
+
+    from engine.host.calibrate import token_store
+
+    # in a Compose, as the image cases: the baseline's empty Compose is what is subtracted
+    def fetch(length):
+        rows = list(token_store(length))
+        return rows, T.Compose([torch.from_numpy]), _as_list, length
+
+    def collate(length):
+        rows = [torch.from_numpy(r) for r in token_store(length)]
+        return rows, T.Compose([]), default_collate, length
+
+    return [("tokens", "int64", fetch), ("collate", "int64", collate)]
+
+
 def _checks(profile: dict, batches: int, pool: int) -> list[dict]:
     """The walkthrough's pipelines (CIFAR-10 32 x 32 -> 64 x 64) end to end, against the model."""
     import torch
@@ -278,7 +303,10 @@ def measure(
     try:
         batches = int(min(200, max(4, round(budget_s * 2.5))))
         pool = pool_bytes(budget_s)
-        cases = _cases(("float16", "float32"), pool)
+        from engine.host.calibrate import TOKEN_SIZES
+
+        cases = [(*c, sizes) for c in _cases(("float16", "float32"), pool)]
+        cases += [(*c, TOKEN_SIZES) for c in _token_cases()]
         total = len(cases) + 2
         from torchvision import transforms as T
 
@@ -286,11 +314,11 @@ def measure(
         inputs = _inputs("array", sizes[0], pool)
         baseline = min(_loader_sample_s(inputs, T.Compose([]), _as_list, batches) for _ in sizes)
         transforms: dict[str, dict] = {}
-        for k, (name, dtype, make) in enumerate(cases):
+        for k, (name, dtype, make, at) in enumerate(cases):
             if progress is not None:
                 progress(k, total, f"{name} ({dtype}) in a DataLoader")
             points = []
-            for side in sizes:
+            for side in at:
                 inputs, tf, collate, elems = make(side)
                 t = _loader_sample_s(inputs, tf, collate, batches)
                 points.append((elems, max(0.0, t - baseline)))

@@ -50,13 +50,19 @@ TRANSFORMS: dict[str, str] = {
     "convert_dtype": "ConvertImageDtype to the input dtype (cast, scale by 1/255)",
     "normalise": "Normalize by per-channel mean and standard deviation",
     "collate": "default collate: stack the samples of a batch",
+    "tokens": "a pre-tokenised sample: each field's stored int64 ids as a tensor (from_numpy)",
 }
+#: The token path: what a token model's DataLoader runs per sample (``tokens`` then ``collate``
+#: in int64), each costed per field (input_ids, attention_mask, ...: one tensor each).
+TOKEN_TRANSFORMS = ("tokens",)
 #: Transforms that move to the IPU with 8-bit input (the model casts and normalises there).
 ON_IPU_WITH_8BIT = ("convert_dtype", "normalise")
 RESIZING = ("resize", "random_crop")
 #: The row of a SampleCost that holds the DataLoader's own per-sample overhead.
 LOADER = "loader"
-DTYPES = ("uint8", "float16", "float32")
+DTYPES = ("uint8", "float16", "float32", "int64")
+#: Token ids as pre-tokenised datasets store them and torch collates them (``torch.long``).
+TOKEN_DTYPE = "int64"
 
 
 class TransformCost(BaseModel):
@@ -234,6 +240,11 @@ def sample_cost(
             raise ConfigError(
                 f"host_transforms: unknown transform {t!r}; allowed: {', '.join(TRANSFORMS)}."
             )
+        if t in TOKEN_TRANSFORMS:
+            raise ConfigError(
+                f"host_transforms: {t!r} is a token model's pipeline (pre-tokenised ids), not "
+                "an image transform; name it alone, for a model whose inputs are token ids."
+            )
         if eight_bit and t in ON_IPU_WITH_8BIT:
             skipped.append(t)
             continue
@@ -249,6 +260,32 @@ def sample_cost(
     if profile.loader_us_per_sample > 0:
         rows.insert(0, (LOADER, "", 0, float(profile.loader_us_per_sample)))
     return SampleCost(tuple(rows), tuple(skipped))
+
+
+def has_token_costs(profile: HostProfile) -> bool:
+    """Whether ``profile`` measured the token path (profiles written before it did not)."""
+    t, c = profile.transforms.get("tokens"), profile.transforms.get("collate")
+    return bool(t and c and TOKEN_DTYPE in t.ns_per_element and TOKEN_DTYPE in c.ns_per_element)
+
+
+def token_cost(profile: HostProfile, *, fields: int, elements: int) -> SampleCost:
+    """The per-sample host cost of a token model's pipeline on ``profile``: the loader's own
+    overhead, then per field (``fields`` tensors of ``elements`` ids in all) the dataset's fetch
+    of its stored ids (``tokens``) and the default collate's stacking (``collate``, int64)."""
+    if not has_token_costs(profile):
+        raise ConfigError(
+            f"host_profile {profile.name!r} has no token costs (tokens and collate in "
+            f"{TOKEN_DTYPE}); re-measure it with `analyse calibrate-host`."
+        )
+    fields = max(1, int(fields))
+    rows: list[tuple[str, str, int, float]] = []
+    if profile.loader_us_per_sample > 0:
+        rows.append((LOADER, "", 0, float(profile.loader_us_per_sample)))
+    for name in ("tokens", "collate"):
+        t = profile.transforms[name]
+        us = fields * t.fixed_us + t.ns_per_element[TOKEN_DTYPE] * elements * 1e-3
+        rows.append((name, TOKEN_DTYPE, int(elements), us))
+    return SampleCost(tuple(rows), ())
 
 
 #: Element-wise float16 ops each transform runs on the CPU, from torchvision's source:
@@ -342,6 +379,8 @@ __all__ = [
     "FLOAT16_OPS",
     "LOADER",
     "ON_IPU_WITH_8BIT",
+    "TOKEN_DTYPE",
+    "TOKEN_TRANSFORMS",
     "TRANSFORMS",
     "VECTORISED_HALF_TORCH",
     "HostProfile",
@@ -350,9 +389,11 @@ __all__ = [
     "ScaledFrom",
     "TransformCost",
     "builtin_names",
+    "has_token_costs",
     "load_host_profile",
     "sample_cost",
     "scale_profile",
+    "token_cost",
     "torch_version",
     "with_scalar_half",
 ]

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from engine.graph import INPUT, NONE, Graph, GraphBuilder
+from engine.graph import INPUT, NONE, Graph, GraphBuilder, dims_problem
 from engine.onnx import ops
 from engine.onnx.reader import OnnxError, numel, read_model
 from engine.onnx.shapes import bind_inputs, infer
@@ -397,6 +397,8 @@ class Context:
             return
         has_act = any(x in self.prod for x in value_inputs(node))
         param_data = op == "Gather" and node.input and node.input[0] in self.root
+        if op == "Range":
+            self._check_range(node)
         if op in ops.CONSTANTS or (not has_act and not param_data):
             self._constant(node)
             return
@@ -405,6 +407,25 @@ class Context:
             self.not_costed(node, op)
             return
         translate(self, node)
+
+    def _check_range(self, node) -> None:
+        """A Range too long to fold keeps the count shape inference gave it (a GPT's position
+        ids at 8,192 tokens): refused in one sentence when it never ends or cannot be
+        simulated, as the bound inputs are."""
+        label = node.name or f"#{self._index} (Range)"
+        vals = [self.values.get(x) for x in node.input[:3]]
+        if len(vals) == 3 and all(v is not None and np.size(v) == 1 for v in vals):
+            step = float(np.asarray(vals[2]).reshape(-1)[0])
+            ends = [float(np.asarray(v).reshape(-1)[0]) for v in vals[:2]]
+            if step == 0 or not all(map(math.isfinite, (*ends, step))):
+                raise OnnxError(
+                    f"{self.name}: Range node {label!r} never ends (start {ends[0]:g}, limit "
+                    f"{ends[1]:g}, step {step:g})."
+                )
+        out = node.output[0] if node.output else ""
+        problem = dims_problem(self.shapes[out]) if out in self.shapes else None
+        if problem:
+            raise OnnxError(f"{self.name}: Range node {label!r} cannot be simulated: {problem}.")
 
     def _constant(self, node) -> None:
         """Outputs computed without activations: constants (not costed: folded, or too large
@@ -417,6 +438,39 @@ class Context:
         for out in node.output:
             if out and self.dtype(out) in ops.FLOAT_TYPES:
                 self.root[out] = self.root[p]
+
+
+#: What the PyTorch 2 (torch.export-based) exporter records of each initializer: the kind of
+#: the ExportedProgram input it was lifted from (``PARAMETER``, ``BUFFER``,
+#: ``CONSTANT_TENSOR``), in the metadata of the initializer's value info (onnx-ir serialises a
+#: value's metadata there). Only ``PARAMETER`` is in ``model.parameters()``.
+TORCH_INPUT_KIND = "pkg.torch.export.graph_signature.InputSpec.kind"
+
+
+def untrained(model: onnx.ModelProto) -> set[str]:
+    """Initializers that are not trained parameters whatever their consumers: those the PyTorch 2
+    exporter marks as buffers or lifted constants, and (without that mark) a float initializer
+    small enough to keep its values that holds an infinity or a NaN (an additive mask of
+    ``-inf``: no trained weight or its initialisation holds one)."""
+    g = model.graph
+    out: set[str] = set()
+    marked: set[str] = set()
+    for holder in (*g.value_info, *g.input, *g.initializer):
+        for prop in holder.metadata_props:
+            if prop.key == TORCH_INPUT_KIND:
+                marked.add(holder.name)
+                if prop.value.strip() != "PARAMETER":
+                    out.add(holder.name)
+    for t in g.initializer:  # the small ones: the reader dropped the others' data
+        if t.name in marked or t.data_type not in ops.FLOAT_TYPES or numel(t.dims) <= 1:
+            continue
+        try:
+            values = onnx.numpy_helper.to_array(t)
+        except Exception:  # unreadable data: the checker's business, not the count's
+            continue
+        if not np.isfinite(values).all():
+            out.add(t.name)
+    return out
 
 
 #: Inputs of these ops that only lend their type or shape: a constant stays a constant.
@@ -467,12 +521,13 @@ def import_onnx(
         counts[node.op_type] = counts.get(node.op_type, 0) + 1
     n_nodes = len(model.graph.node)
     opset = next(int(o.version) for o in model.opset_import if o.domain in ("", "ai.onnx"))
+    buffers = untrained(model)  # before binding: it clears the value infos that say so
     true_inputs, batch = bind_inputs(model, name, dict(input_shapes or {}), init)
     inferred, shapes, dtypes, values = infer(model, name)
     params = {
         k: numel(dims)
         for k, (dims, dt) in init.items()
-        if dt in ops.FLOAT_TYPES and numel(dims) > 1
+        if dt in ops.FLOAT_TYPES and numel(dims) > 1 and k not in buffers
     }
     ctx = Context(name, shapes, dtypes, values, params, training, unknown_ops, batch)
     ctx.walk(inferred.graph, true_inputs)
