@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_insights import _FAST_HOST as _INSIGHTS_FAST_HOST
 
 from analyser.core import Analysis
 from analyser.core.insights import Thresholds, find_insights, predict_effects
@@ -16,13 +17,8 @@ from analyser.sim.simulators import InProcessSimulator
 
 ID = "throughput.half_partials"
 
-_FAST_HOST = dict(
-    device_iterations=64,
-    loader_mode="async",
-    prefetch_depth=3,
-    host_preprocess_us_per_sample=1.0,
-    loader_workers=32,
-)
+#: the host that keeps up (tests/test_insights.py's), so the device's cycles decide
+_FAST_HOST = _INSIGHTS_FAST_HOST
 _R50 = dict(
     model="resnet50",
     image_size=32,
