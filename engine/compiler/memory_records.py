@@ -12,6 +12,7 @@ import numpy as np
 from engine.compiled import (
     LivenessReport,
     MemoryReport,
+    ProgramIO,
     RunShape,
     VariableTable,
 )
@@ -186,7 +187,7 @@ class MemoryResult:
     variables: VariableTable
     memory: MemoryReport
     liveness: LivenessReport
-    io: dict
+    io: ProgramIO
     oom: bool
     program_code: np.ndarray  # code bytes per leaf program (over its tiles)
 
