@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import engine
+from engine.compiler.compile_plan import CompilePlan
 from engine.compiler.plan import plan_amp
 from engine.config import RunConfig
 from engine.targets import get_target
@@ -108,7 +109,7 @@ def _amp_problems():
     from engine.compiler.lowering import lower
     from engine.models import build_model
 
-    L = lower(build_model(c.config), c.config, c.target)
+    L = lower(build_model(c.config), c.config, CompilePlan.resolve(c.config, c.target))
     sel = L["amp"]
     assert sel.sum() == amp.sum()
     return {k: L[k][sel] for k in keys}

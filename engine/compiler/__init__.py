@@ -3,7 +3,8 @@
 ``compile_program(config) -> engine.compiled.CompiledProgram``. Steps:
 
 1. ``engine.models.build_model``: the forward graph (per sample).
-2. ``lowering.lower``: forward / loss / backward / accumulation / update ops, stages, recompute.
+2. ``compile_plan.CompilePlan.resolve``: the run options the phases read, resolved once;
+   ``lowering.lower``: forward / loss / backward / accumulation / update ops, stages, recompute.
 3. ``plan.plan_ops``: a tile plan and the leaf programs of every op (vectorised over ops).
 4. ``memory.build_memory``: variables, liveness per step per tile, memory per tile per category,
    OOM.
@@ -12,6 +13,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,6 +25,7 @@ from engine.compiled import (
     SegmentTable,
 )
 from engine.compiler.balance import balance_compute_sets
+from engine.compiler.compile_plan import CompilePlan
 from engine.compiler.lowering import Lowered, lower
 from engine.compiler.memory import build_memory
 from engine.compiler.plan import plan_ops
@@ -30,16 +33,21 @@ from engine.config import RunConfig
 from engine.models import build_model
 from profiles import schema
 
+if TYPE_CHECKING:  # pragma: no cover
+    from engine.graph import Graph
+    from engine.targets import Target
+
 SEGMENT_KINDS = ("forward", "recompute", "backward", "update")
 
 
-def _segments(config) -> list[tuple[str, int]]:
-    S = config.stages
-    segs = [("forward", s) for s in range(S)]
-    if config.training:
-        for s in range(S - 1, -1, -1):
+def _segments(plan: CompilePlan) -> list[tuple[str, int]]:
+    """(kind, stage) of every segment, in the canonical order (engine.compiled)."""
+    stages = plan.stages
+    segs = [("forward", s) for s in range(stages)]
+    if plan.training:
+        for s in range(stages - 1, -1, -1):
             segs += [("recompute", s), ("backward", s)]
-        segs += [("update", s) for s in range(S)]
+        segs += [("update", s) for s in range(stages)]
     return segs
 
 
@@ -77,19 +85,20 @@ def compile_program(config: RunConfig | dict, progress=None) -> CompiledProgram:
             progress(frac, text)
 
     target = config.get_target()
-    compute_tiles = target.tiles_per_ipu - config.io_tiles
+    plan = CompilePlan.resolve(config, target)
+    compute_tiles = plan.compute_tiles
     tick(0.0, "building the model graph")
     graph = build_model(config)
     tick(0.1, "lowering")
-    order = lowered_in_segment_order(graph, config, target)
+    order = lowered_in_segment_order(graph, config, plan)
     lowered = order.lowered
     tick(0.2, "planning tiles")
-    tile_plan = plan_ops(lowered, target, config, compute_tiles)
+    tile_plan = plan_ops(lowered, target, plan)
     pr = tile_plan.programs
-    _check_tile_cycles(pr, config, target)
+    _check_tile_cycles(pr, plan, target)
     # what-if: the named compute sets spread evenly (their code and vertex state follow)
-    balance_compute_sets(pr, config.balance_compute_sets, compute_tiles, config.model)
-    stage_ipu = np.arange(config.stages, dtype=np.int16)
+    balance_compute_sets(pr, plan.balance_compute_sets, compute_tiles, plan.model)
+    stage_ipu = np.arange(plan.stages, dtype=np.int16)
     p_op = pr["op"].astype(np.int64)
     p_seg = order.op_seg[p_op]
     segments = segment_table(order.segs, p_seg, stage_ipu)
@@ -97,9 +106,7 @@ def compile_program(config: RunConfig | dict, progress=None) -> CompiledProgram:
     tick(0.4, "memory and liveness")
     progs_cols = dict(pr)
     progs_cols["ipu"] = op_ipu[p_op].astype(np.int16)
-    memory_result = build_memory(
-        graph, lowered, tile_plan, progs_cols, op_ipu, config, target, compute_tiles
-    )
+    memory_result = build_memory(graph, lowered, tile_plan, progs_cols, op_ipu, plan, target)
     tick(0.9, "assembling")
     programs = program_table(pr, lowered, p_seg, progs_cols["ipu"], memory_result.program_code)
     ops = op_table(lowered, op_ipu, pr, memory_result.program_code, tile_plan, graph)
@@ -132,7 +139,7 @@ def compile_program(config: RunConfig | dict, progress=None) -> CompiledProgram:
 MAX_TILE_CYCLES = 2**31 - 1
 
 
-def _check_tile_cycles(programs: dict, config: RunConfig, target) -> None:
+def _check_tile_cycles(programs: dict, plan: CompilePlan, target: Target) -> None:
     """Refuse, in one sentence and before anything is simulated, a configuration one of
     whose programs would take more cycles on a tile than a profile can record."""
     cycles = np.asarray(programs["cycles"], np.int64)
@@ -145,17 +152,18 @@ def _check_tile_cycles(programs: dict, config: RunConfig, target) -> None:
     raise ConfigError(
         f"program {str(programs['name'][i])!r} would take {int(cycles[i]):,} cycles on one "
         f"tile ({seconds:,.1f} s), more than a profile's 32-bit per-tile cycle counts hold "
-        f"(2^31 - 1); use a smaller micro-batch (now {config.micro_batch_size:,}) or input."
+        f"(2^31 - 1); use a smaller micro-batch (now {plan.micro_batch:,}) or input."
     )
 
 
-def lowered_in_segment_order(graph, config, target) -> SegmentOrder:
-    """Lower the graph and order its ops by segment (stable: keeps the order inside each)."""
-    lowered = lower(graph, config, target)
-    segs = _segments(config)
+def lowered_in_segment_order(graph: Graph, config: RunConfig, plan: CompilePlan) -> SegmentOrder:
+    """Lower the graph and order its ops by segment (stable: keeps the order inside each);
+    ``config`` only for the checks of its split points and checkpoints (``lowering.lower``)."""
+    lowered = lower(graph, config, plan)
+    segs = _segments(plan)
     # segment of each op: a (kind, stage) table looked up with whole arrays
     kind_code = {k: i for i, k in enumerate(SEGMENT_KINDS)}
-    seg_of = np.full((len(SEGMENT_KINDS), max(config.stages, 1)), -1, np.int64)
+    seg_of = np.full((len(SEGMENT_KINDS), max(plan.stages, 1)), -1, np.int64)
     for i, (k, s) in enumerate(segs):
         seg_of[kind_code[k], s] = i
     op_kind = np.fromiter(map(kind_code.__getitem__, lowered["seg"].tolist()), np.int64)

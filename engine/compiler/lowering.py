@@ -21,13 +21,19 @@ a cross-tile reduction). Loss scaling adds one pass (unscale the gradient).
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
 from engine.errors import ConfigError
 from engine.graph import INPUT, Graph
 from profiles import schema
+
+if TYPE_CHECKING:  # pragma: no cover
+    from engine.compiler.compile_plan import CompilePlan
+    from engine.config import RunConfig
 
 OPTIMISER_PASSES = {"sgd": 2, "sgd-momentum": 4, "adam": 10, "adamw": 11, "lamb": 12}
 OPTIMISER_NAMES = {
@@ -139,59 +145,14 @@ ROW_DEFAULTS = dict(
 )
 
 
-@dataclass(frozen=True)
-class LoweringPlan:
-    """The run options lowering reads, resolved once from the RunConfig (a typed compile plan:
-    the phases below read these fields, never the RunConfig)."""
-
-    micro_batch: int
-    training: bool
-    stages: int
-    compute_bytes: int  # bytes per element of inputs, activations and matmul operands
-    weight_bytes: int  # bytes per element of stored weights and the update
-    accumulator_bytes: int  # bytes per element of the gradient accumulators
-    weight_cast: bool  # stored weights are cast to the compute dtype before use (16.32)
-    eight_bit_input: bool
-    loss_scaled: bool  # loss scaling on: one more pass to unscale
-    recomputation: str  # off / pipeline-stages / checkpoints (auto already resolved)
-    gradient_accumulation: int
-    optimiser: str
-    state_shards: int  # replicas the optimiser update is sharded over (1 without RTS)
-    resets_accumulators: bool  # GA > 1 with on-chip accumulators: reset after the step
-    popart_optimiser: bool  # PopART's per-tensor optimiser ops and batch norm (PopTorch, PopART)
-
-    @classmethod
-    def from_config(cls, config) -> LoweringPlan:
-        """Resolve ``config`` (a validated RunConfig) once."""
-        ga = int(config.gradient_accumulation)
-        return cls(
-            micro_batch=int(config.micro_batch_size),
-            training=bool(config.training),
-            stages=int(config.stages),
-            compute_bytes=DTYPE_BYTES[config.compute_dtype],
-            weight_bytes=DTYPE_BYTES[config.weight_dtype],
-            accumulator_bytes=DTYPE_BYTES[config.accumulator],
-            weight_cast=config.weight_dtype != config.compute_dtype,
-            eight_bit_input=bool(config.eight_bit_input),
-            loss_scaled=config.loss_scaling != 1,
-            recomputation=str(config.recomputation),
-            gradient_accumulation=ga,
-            optimiser=str(config.optimiser),
-            state_shards=(
-                int(config.replication_factor) if config.replicated_tensor_sharding else 1
-            ),
-            resets_accumulators=ga > 1 and config.offload_accumulators != "on",
-            popart_optimiser=config.framework in POPART_FRAMEWORKS,
-        )
-
-
-def lower(graph: Graph, config, target) -> Lowered:
+def lower(graph: Graph, config: RunConfig, plan: CompilePlan) -> Lowered:
     """The lowered ops of one step (see the module docstring), built as whole arrays: each kind
     of row (forward, recomputation, each gradient, accumulation, update) for all the ops that
     have it at once, then put in the canonical order by one sort. Phases: the stages and the
-    recomputation flags (from the RunConfig's layer names), then, on the resolved
-    :class:`LoweringPlan`, the forward rows, the loss rows, the backward rows, the updates."""
-    plan = LoweringPlan.from_config(config)
+    recomputation flags (the RunConfig's split points and checkpoints, checked against the
+    graph's layer names), then, on the resolved compile plan
+    (:class:`engine.compiler.compile_plan.CompilePlan`), the forward rows, the loss rows, the
+    backward rows, the updates."""
     g = graph.cols
     stage_of = assign_stages(graph, config)
     recompute, group = recompute_flags(graph, config, stage_of)
@@ -207,7 +168,7 @@ def lower(graph: Graph, config, target) -> Lowered:
     cols = _concat(blocks)
     del cols["_len"]
     _norm_compute_sets(cols, plan)
-    loss_inputs = list(graph.params.get("loss_inputs", [len(graph) - 1]))
+    loss_inputs = list(cast("Iterable[int]", graph.params.get("loss_inputs", [len(graph) - 1])))
     return Lowered(cols=cols, stage_of_fwd=stage_of, recompute=recompute, loss_inputs=loss_inputs)
 
 
@@ -232,7 +193,7 @@ NORM_COMPUTE_SETS = {
 }
 
 
-def _norm_compute_sets(cols: dict, plan: LoweringPlan) -> None:
+def _norm_compute_sets(cols: dict, plan: CompilePlan) -> None:
     """Under PopART (PopTorch and PopART) set the passes and compute sets of the batch-norm rows
     (``NORM_COMPUTE_SETS``; a recomputation is its forward's), in place; the channel sets hold
     one value per channel (``stats`` counts the mean and the variance of each). TensorFlow's
@@ -255,7 +216,7 @@ def _norm_compute_sets(cols: dict, plan: LoweringPlan) -> None:
         cols["channel_elems"][sel] = np.maximum(cols["stats"][sel] // 2, 1)
 
 
-def _forward_rows(graph: Graph, fw: dict, order: np.ndarray, plan: LoweringPlan) -> list[dict]:
+def _forward_rows(graph: Graph, fw: dict, order: np.ndarray, plan: CompilePlan) -> list[dict]:
     """The forward rows, stage by stage: the on-IPU cast-and-normalise of 8-bit image input
     first, then every forward graph op."""
     blocks: list[dict] = []
@@ -285,7 +246,7 @@ def _forward_rows(graph: Graph, fw: dict, order: np.ndarray, plan: LoweringPlan)
     return blocks
 
 
-def _loss_rows(graph: Graph, plan: LoweringPlan) -> list[dict]:
+def _loss_rows(graph: Graph, plan: CompilePlan) -> list[dict]:
     """Softmax cross-entropy on the last stage (FP32): its forward and its gradient."""
     B, cdt = plan.micro_batch, plan.compute_bytes
     logits = B * graph.output_elems
@@ -376,7 +337,7 @@ def recompute_flags(graph: Graph, config, stage_of: np.ndarray) -> tuple[np.ndar
     return recompute, group
 
 
-def _forward_fields(g, plan: LoweringPlan) -> dict[str, np.ndarray]:
+def _forward_fields(g, plan: CompilePlan) -> dict[str, np.ndarray]:
     """Every column of the forward row of each graph op (but name, pass, seg, role), as arrays."""
     B, cdt = plan.micro_batch, plan.compute_bytes
     typ = g["type"]
@@ -446,7 +407,7 @@ class _BackwardInputs:
     fw: dict
     stage_of: np.ndarray
     pos: np.ndarray
-    plan: LoweringPlan
+    plan: CompilePlan
 
     def rows(self, sel: np.ndarray, suffix: str, typ_suffix: str, **kw) -> dict:
         """Backward rows of the forward ops ``sel``, named after them."""
@@ -463,7 +424,7 @@ class _BackwardInputs:
         )
 
 
-def _backward_block(g, fw, stage_of, recompute, group, plan: LoweringPlan) -> dict:
+def _backward_block(g, fw, stage_of, recompute, group, plan: CompilePlan) -> dict:
     """The backward ops, stage S-1 down to 0, forward ops in reverse inside a stage: for each
     forward op its recomputation (where it starts a recomputed segment), its gradient ops
     (matmul / convolution: an input gradient, skipped for the first layer, and a weight
@@ -645,7 +606,7 @@ def _other_grad_rows(bi: _BackwardInputs) -> _Rows:
 NORM_TYPES = ("BatchNorm", "LayerNorm", "GroupNorm", "InstanceNorm")
 
 
-def trained_tensors(g, ops: np.ndarray, plan: LoweringPlan) -> tuple[np.ndarray, np.ndarray]:
+def trained_tensors(g, ops: np.ndarray, plan: CompilePlan) -> tuple[np.ndarray, np.ndarray]:
     """The trained tensors of the weighted ``ops``: for each, its position in ``ops`` and its
     elements. PopART updates every trained tensor with its own optimiser ops (one
     ``AdamComboOp`` / ``SGDComboOp`` per variable, ``willow/src/optimizer.cpp``), as PyTorch
@@ -742,7 +703,7 @@ ADAM_OPS = (
 ADAM_FAMILY = ("adam", "adamw", "lamb")
 
 
-def _update_block(g, order, stage_of, plan: LoweringPlan) -> dict:
+def _update_block(g, order, stage_of, plan: CompilePlan) -> dict:
     """One optimiser update per weighted op (under PopART: per trained tensor, with the compute
     sets and scalar exchanges of PopART's decomposition, ``ADAM_OPS``), stage by stage, then
     (GA > 1) its accumulator's reset."""

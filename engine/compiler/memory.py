@@ -42,6 +42,8 @@ the interleaved region first and spill into free non-interleaved memory; what fi
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from engine.compiled import (
@@ -82,18 +84,29 @@ from engine.compiler.variables import (
     _weight_variables,
 )
 
+if TYPE_CHECKING:  # pragma: no cover
+    from engine.compiler.compile_plan import CompilePlan
+    from engine.compiler.lowering import Lowered
+    from engine.compiler.plan import OpPlans
+    from engine.graph import Graph
+    from engine.targets import Target
+
 
 def build_memory(
-    graph, lowered, tile_plan, programs, op_ipu, config, target, compute_tiles: int
+    graph: Graph,
+    lowered: Lowered,
+    tile_plan: OpPlans,
+    programs: dict[str, np.ndarray],
+    op_ipu: np.ndarray,
+    plan: CompilePlan,
+    target: Target,
 ) -> MemoryResult:
     """Variables, liveness and per-tile memory of a compiled program.
 
     Phases: liveness steps; variables (activations, streamed tensors, weights, temporaries,
     stashes, stream buffers, in that row order); program code; memory per tile; reports.
     """
-    inputs = MemoryInputs(
-        graph, lowered, tile_plan, programs, op_ipu, config, target, int(compute_tiles)
-    )
+    inputs = MemoryInputs(graph, lowered, tile_plan, programs, op_ipu, plan, target)
     steps = liveness_steps(inputs)
     rows = _Vars()
     consumers = _consumers(graph)
@@ -232,7 +245,7 @@ def _io_summary(
     stash_bytes: np.ndarray,
 ) -> ProgramIO:
     """``compiled.io``: what the executor moves (see engine.compiled)."""
-    stages, graph, training = inputs.stages, inputs.graph, inputs.config.training
+    stages, graph, training = inputs.stages, inputs.graph, inputs.plan.training
     boundary = tuple(int(activations.boundary[s]) if s < stages - 1 else 0 for s in range(stages))
     return ProgramIO(
         input_elems_per_sample=int(graph.input_elems),
