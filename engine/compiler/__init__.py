@@ -12,8 +12,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -34,6 +35,8 @@ from engine.models import build_model
 from profiles import schema
 
 if TYPE_CHECKING:  # pragma: no cover
+    from engine.compiler.memory_records import MemoryResult
+    from engine.compiler.plan import OpPlans
     from engine.graph import Graph
     from engine.targets import Target
 
@@ -71,7 +74,9 @@ class VertexTables:
     program_family: np.ndarray
 
 
-def compile_program(config: RunConfig | dict, progress=None) -> CompiledProgram:
+def compile_program(
+    config: RunConfig | dict, progress: Callable[[float, str], None] | None = None
+) -> CompiledProgram:
     """Compile ``config`` (see the module docstring). ``progress(fraction, text)`` is optional.
 
     Phases, each returning a record: the graph; the lowered ops in segment order
@@ -174,7 +179,9 @@ def lowered_in_segment_order(graph: Graph, config: RunConfig, plan: CompilePlan)
     return SegmentOrder(lowered, op_seg[order], segs)
 
 
-def segment_table(segs, p_seg: np.ndarray, stage_ipu: np.ndarray) -> SegmentTable:
+def segment_table(
+    segs: list[tuple[str, int]], p_seg: np.ndarray, stage_ipu: np.ndarray
+) -> SegmentTable:
     """Every segment's kind, IPU, stage, loop level and range of programs."""
     first = np.searchsorted(p_seg, np.arange(len(segs)), side="left")
     stop = np.searchsorted(p_seg, np.arange(len(segs)), side="right")
@@ -188,28 +195,34 @@ def segment_table(segs, p_seg: np.ndarray, stage_ipu: np.ndarray) -> SegmentTabl
     )
 
 
-def program_table(pr, lowered, p_seg, p_ipu, program_code) -> ProgramTable:
+def program_table(
+    tile_programs: dict[str, np.ndarray],
+    lowered: Lowered,
+    p_seg: np.ndarray,
+    p_ipu: np.ndarray,
+    program_code: np.ndarray,
+) -> ProgramTable:
     """The leaf programs of the tile plan with their op's stage, pass and segment (``family``
     is set from the vertex tables)."""
-    p_op = pr["op"].astype(np.int64)
+    p_op = tile_programs["op"].astype(np.int64)
     n_prog = len(p_op)
     dest_tile = schema.code("destination", "tile")
-    is_ex = pr["type"] == schema.code("program_type", "DoExchange")
-    is_sync = pr["type"] == schema.code("program_type", "Sync")
+    is_ex = tile_programs["type"] == schema.code("program_type", "DoExchange")
+    is_sync = tile_programs["type"] == schema.code("program_type", "Sync")
     return ProgramTable(
-        name=pr["name"],
-        type=pr["type"],
-        op=pr["op"],
+        name=tile_programs["name"],
+        type=tile_programs["type"],
+        op=tile_programs["op"],
         ipu=p_ipu,
         stage=lowered["stage"][p_op].astype(np.int16),
         pass_=lowered["pass_"][p_op].astype(np.uint8),
         segment=p_seg.astype(np.int32),
-        cycles=pr["cycles"],
-        cycles_min=pr["cycles_min"],
-        n_max=pr["n_max"],
-        tile_start=pr["tile_start"],
-        tile_count=pr["tile_count"],
-        bytes_in=pr["bytes_in"],
+        cycles=tile_programs["cycles"],
+        cycles_min=tile_programs["cycles_min"],
+        n_max=tile_programs["n_max"],
+        tile_start=tile_programs["tile_start"],
+        tile_count=tile_programs["tile_count"],
+        bytes_in=tile_programs["bytes_in"],
         bytes_out=np.zeros(n_prog, dtype=np.int64),
         dest=np.where(is_ex, dest_tile, 0).astype(np.uint8),
         peer=np.full(n_prog, -1, dtype=np.int16),
@@ -217,11 +230,11 @@ def program_table(pr, lowered, p_seg, p_ipu, program_code) -> ProgramTable:
         transfers=np.ones(n_prog, dtype=np.int32),
         code_bytes=program_code,
         family=np.zeros(n_prog, dtype=np.int16),  # set from the vertex tables
-        vertices=pr["vertices"],
+        vertices=tile_programs["vertices"],
     )
 
 
-def _op_sources(graph, fwd: np.ndarray) -> np.ndarray:
+def _op_sources(graph: Graph | None, fwd: np.ndarray) -> np.ndarray:
     """The source of each lowered op: its forward graph op's ('' without one)."""
     n = len(fwd)
     src = None if graph is None else graph.cols.get("source")
@@ -232,7 +245,7 @@ def _op_sources(graph, fwd: np.ndarray) -> np.ndarray:
     return np.where(ok, np.asarray(src, dtype=object)[np.where(ok, f, 0)], "").astype(object)
 
 
-def _op_groups(graph, fwd: np.ndarray) -> np.ndarray:
+def _op_groups(graph: Graph | None, fwd: np.ndarray) -> np.ndarray:
     """The AMP groups of each lowered op: its forward graph op's (a convolution's groups, a
     batched matmul's batch of matrices; 1 without a forward op or a graph)."""
     f = np.asarray(fwd, dtype=np.int64)
@@ -243,12 +256,19 @@ def _op_groups(graph, fwd: np.ndarray) -> np.ndarray:
     return np.where(ok, np.asarray(g, dtype=np.int64)[np.where(ok, f, 0)], 1).astype(np.int32)
 
 
-def op_table(lowered, op_ipu, pr, program_code, tile_plan, graph=None) -> OpTable:
+def op_table(
+    lowered: Lowered,
+    op_ipu: np.ndarray,
+    tile_programs: dict[str, np.ndarray],
+    program_code: np.ndarray,
+    tile_plan: OpPlans,
+    graph: Graph | None = None,
+) -> OpTable:
     """Every lowered op with its programs' cycles and code summed and its tile plan; its
     source (where in the model's code) is its forward graph op's."""
-    p_op = pr["op"].astype(np.int64)
+    p_op = tile_programs["op"].astype(np.int64)
     n_ops = len(lowered)
-    op_cycles = np.bincount(p_op, weights=pr["cycles"], minlength=n_ops).astype(np.int64)
+    op_cycles = np.bincount(p_op, weights=tile_programs["cycles"], minlength=n_ops).astype(np.int64)
     op_code = np.bincount(p_op, weights=program_code, minlength=n_ops).astype(np.int64)
     return OpTable(
         name=lowered["name"],
@@ -273,7 +293,7 @@ def op_table(lowered, op_ipu, pr, program_code, tile_plan, graph=None) -> OpTabl
     )
 
 
-def vertex_tables(tile_plan, target, p_ipu) -> VertexTables:
+def vertex_tables(tile_plan: OpPlans, target: Target, p_ipu: np.ndarray) -> VertexTables:
     """The vertex types that run (codelet sizes from the target's families, instances summed
     over the compute sets), the compute sets, and each program's vertex-type row."""
     pr = tile_plan.programs
@@ -307,10 +327,13 @@ def vertex_tables(tile_plan, target, p_ipu) -> VertexTables:
     return VertexTables(vertex_types, compute_sets, family)
 
 
-def compile_notes(tile_plan, graph, memory_result, target) -> list[str]:
+def compile_notes(
+    tile_plan: OpPlans, graph: Graph, memory_result: MemoryResult, target: Target
+) -> list[str]:
     """The plan's and the graph's notes (e.g. ONNX ops it does not know), then out of memory and
     the liveness cap, when they apply."""
-    notes = list(tile_plan.notes) + list(graph.params.get("notes", []))
+    # Graph.params is declared dict[str, int] but also holds the importer's notes (a list)
+    notes = list(tile_plan.notes) + list(cast("list[str]", graph.params.get("notes", [])))
     if memory_result.oom:
         n_oom = len(memory_result.memory.oom_tiles)
         notes.append(f"out of memory: {n_oom} tile(s) exceed {target.sram_per_tile} bytes.")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -31,6 +32,9 @@ from engine.compiler.memory_records import (
 )
 from engine.systems import get_system, racks_spanned
 from profiles import schema
+
+if TYPE_CHECKING:  # pragma: no cover
+    from engine.targets import Target
 
 
 def program_code(inputs: MemoryInputs, steps: LivenessSteps) -> ProgramCode:
@@ -265,7 +269,7 @@ class RingCode:
         )
 
 
-def ring_code(target, ring: collectives.CollectivePrograms, tiles: int) -> RingCode:
+def ring_code(target: Target, ring: collectives.CollectivePrograms, tiles: int) -> RingCode:
     """Per cross-replica copy its global exchange code: the transfer program's sequence and sync,
     and one exchange (a base and its instructions, as every exchange) per source -> destination
     pair of its replica map (a pair per replica of the ring, ``collectives.copy_pairs``), each
@@ -316,7 +320,11 @@ def ring_code(target, ring: collectives.CollectivePrograms, tiles: int) -> RingC
 
 
 def _global_exchange_categories(
-    inputs: MemoryInputs, weights: WeightBytes, activations: ActivationBytes, ipu: int, cat
+    inputs: MemoryInputs,
+    weights: WeightBytes,
+    activations: ActivationBytes,
+    ipu: int,
+    cat: np.ndarray,
 ) -> None:
     """Global exchange code and packet headers of the inter-IPU copies (one exchange per replica,
     ``collectives.replica_variants``), and the code of the cross-replica collectives compiled as
