@@ -268,51 +268,51 @@ def _plan_amp_slots(
     lowered: Lowered, target: Target, plan: CompilePlan, tab: SlotTable, notes: list[str]
 ) -> None:
     """Matmul / convolution ops: their plans (``conv_plan``) written into ``tab``."""
-    ia = np.flatnonzero(lowered["amp"])
-    if not len(ia):
+    amp_rows = np.flatnonzero(lowered["amp"])
+    if not len(amp_rows):
         return
     keys = ("G", "M", "K", "N", "cin", "kernel", "row_width", "a_dup", "db", "role")
-    a = {k: lowered[k][ia] for k in keys}
-    a["conv"] = _is_conv(lowered)[ia]
-    a["in_width"] = _input_width(lowered, ia, a["conv"])
+    a = {k: lowered[k][amp_rows] for k in keys}
+    a["conv"] = _is_conv(lowered)[amp_rows]
+    a["in_width"] = _input_width(lowered, amp_rows, a["conv"])
     p = _plan_per_proportion(
         a,
         target,
         plan.compute_tiles,
         plan.memory_proportions,
-        lowered["stage"][ia],
+        lowered["stage"][amp_rows],
         plan.partials_bytes,
     )
     if p["none_fit"].any():
-        names = ", ".join(lowered["name"][ia[p["none_fit"]]][:3])
+        names = ", ".join(lowered["name"][amp_rows[p["none_fit"]]][:3])
         notes.append(
             f"{int(p['none_fit'].sum())} matmul / convolution plan(s) exceed the available "
             f"memory proportion even with serial splits (e.g. {names})."
         )
-    tu = p["tiles_used"]
-    tab.tiles_used[ia] = tu
-    tab.n_max[ia] = p["n_max"]
-    tab.serial[ia] = p["s"]
-    tab.temp[ia] = p["temp"]
+    tiles_used = p["tiles_used"]
+    tab.tiles_used[amp_rows] = tiles_used
+    tab.n_max[amp_rows] = p["n_max"]
+    tab.serial[amp_rows] = p["s"]
+    tab.temp[amp_rows] = p["temp"]
 
     def put(slot: str, hi, lo=None, on=None, nbytes=None, verts=None) -> None:
         k = SLOT[slot]
-        tab.cyc[ia, k] = hi
-        tab.cyc_lo[ia, k] = hi if lo is None else lo
+        tab.cyc[amp_rows, k] = hi
+        tab.cyc_lo[amp_rows, k] = hi if lo is None else lo
         if on is not None:
-            tab.present[ia, k] = on
+            tab.present[amp_rows, k] = on
         if nbytes is not None:
-            tab.byt[ia, k] = nbytes
+            tab.byt[amp_rows, k] = nbytes
         if verts is not None:
-            tab.verts[ia, k] = verts
+            tab.verts[amp_rows, k] = verts
 
     put("main", p["compute"], p["compute_lo"], verts=p["gpt"] * p["s"])
-    put("exch", p["exch"], on=True, nbytes=p["recv"] * tu)
+    put("exch", p["exch"], on=True, nbytes=p["recv"] * tiles_used)
     # the partial-sum reduction, stage by stage
     for k, (sy, ex, red) in enumerate(REDUCE_STAGES[: reduction.MAX_STAGES]):
         on = p["red_cs_stages"][:, k] > 0
         put(sy, 0, on=on)
-        put(ex, p["red_ex_stages"][:, k], on=on, nbytes=p["red_recv_stages"][:, k] * tu)
+        put(ex, p["red_ex_stages"][:, k], on=on, nbytes=p["red_recv_stages"][:, k] * tiles_used)
         put(red, p["red_cs_stages"][:, k], on=on, verts=np.where(on, 1, 0))
     # float partials cast to a half output (no reduction, or after input-channel serial splits)
     on = p["cast"] > 0
@@ -321,11 +321,16 @@ def _plan_amp_slots(
     # rearranged / regrouped outputs
     on = (p["out_copy"] > 0) | (p["out_ex"] > 0)
     put("sync_i", 0, on=on)
-    put("oexch", p["out_ex"], on=p["out_ex"] > 0, nbytes=(p["out_recv"] * tu).astype(np.int64))
+    put(
+        "oexch",
+        p["out_ex"],
+        on=p["out_ex"] > 0,
+        nbytes=(p["out_recv"] * tiles_used).astype(np.int64),
+    )
     put("orearr", p["out_copy"], on=p["out_copy"] > 0, verts=np.where(on, 1, 0))
     # rearrangements before the convolution (the planner's transforms), and the input
     # gradient's transposed, flipped weights (outside the planner: 1 cycle per element)
-    role = lowered["role"][ia]
+    role = lowered["role"][amp_rows]
     flip = np.where(
         role == "gi",
         np.ceil(p["n_w"] * target.prearrange_cycles_per_element).astype(np.int64)
@@ -337,8 +342,8 @@ def _plan_amp_slots(
     put("sync_c", 0, on=pre > 0)
     # 16.32: cast the FP32 master weights (on the tiles holding them) to FP16 before the
     # exchange; the FP16 copy is a temporary of the op
-    cast = lowered["wcast"][ia] > 0
-    w_per_tile = _ceil_div(lowered["wcast"][ia], np.maximum(tu, 1))
+    cast = lowered["wcast"][amp_rows] > 0
+    w_per_tile = _ceil_div(lowered["wcast"][amp_rows], np.maximum(tiles_used, 1))
     put(
         "cast",
         np.where(cast, vertex_costs.cast_cycles(target, w_per_tile, 4, 2), 0),
@@ -346,23 +351,24 @@ def _plan_amp_slots(
         verts=1,
     )
     put("sync_b", 0, on=cast)
-    tab.temp[ia] += w_per_tile * 2
+    tab.temp[amp_rows] += w_per_tile * 2
 
 
-def _input_width(lowered: Lowered, ia: np.ndarray, conv: np.ndarray) -> np.ndarray:
+def _input_width(lowered: Lowered, amp_rows: np.ndarray, conv: np.ndarray) -> np.ndarray:
     """A forward convolution's input row width (square maps): its input elements per sample
     over its input channels give the input positions, ``bytes_in / db - weights = B x input
     positions x G x cin`` (``cin`` counts one conv group's channels) and ``M = B x output
     positions``; 0 (the output's width) for the other ops, whose lowered rows carry no input
     field."""
-    role = lowered["role"][ia]
-    fwd = conv & ((role == "fwd") | (role == "recomp")) & (lowered["row_width"][ia] > 0)
+    role = lowered["role"][amp_rows]
+    fwd = conv & ((role == "fwd") | (role == "recomp")) & (lowered["row_width"][amp_rows] > 0)
     in_elems = (
-        lowered["bytes_in"][ia] // np.maximum(lowered["db"][ia], 1) - lowered["weight_elems"][ia]
+        lowered["bytes_in"][amp_rows] // np.maximum(lowered["db"][amp_rows], 1)
+        - lowered["weight_elems"][amp_rows]
     )
-    channels = lowered["cin"][ia] * np.maximum(lowered["G"][ia], 1)
-    ratio = in_elems / np.maximum(channels * lowered["M"][ia], 1)
-    width = np.rint(lowered["row_width"][ia] * np.sqrt(np.maximum(ratio, 0))).astype(np.int64)
+    channels = lowered["cin"][amp_rows] * np.maximum(lowered["G"][amp_rows], 1)
+    ratio = in_elems / np.maximum(channels * lowered["M"][amp_rows], 1)
+    width = np.rint(lowered["row_width"][amp_rows] * np.sqrt(np.maximum(ratio, 0))).astype(np.int64)
     return np.where(fwd & (width > 0), width, 0)
 
 
@@ -374,24 +380,24 @@ def _is_conv(lowered: Lowered) -> np.ndarray:
 def _plan_other_slots(lowered: Lowered, target: Target, compute_tiles: int, tab: SlotTable) -> None:
     """Element-wise and other ops: spread linearly, PopLibs element-wise cost per pass, and the
     cross-tile stages of their reductions (``_plan_cross_tile``)."""
-    ie = np.flatnonzero(~lowered["amp"])
-    if not len(ie):
+    other_rows = np.flatnonzero(~lowered["amp"])
+    if not len(other_rows):
         return
-    e = lowered["elems"][ie]
-    db = lowered["db"][ie]
-    tu = np.clip(_ceil_div(e * db, target.min_bytes_per_tile), 1, compute_tiles)
-    per = _ceil_div(e, tu)
-    per_lo = e // tu
-    rem = e - per_lo * tu
-    tab.tiles_used[ie] = tu
-    tab.n_max[ie] = np.where(rem > 0, rem, tu)
-    passes = lowered["passes"][ie]
+    e = lowered["elems"][other_rows]
+    db = lowered["db"][other_rows]
+    tiles_used = np.clip(_ceil_div(e * db, target.min_bytes_per_tile), 1, compute_tiles)
+    per = _ceil_div(e, tiles_used)
+    per_lo = e // tiles_used
+    rem = e - per_lo * tiles_used
+    tab.tiles_used[other_rows] = tiles_used
+    tab.n_max[other_rows] = np.where(rem > 0, rem, tiles_used)
+    passes = lowered["passes"][other_rows]
     k = SLOT["main"]
-    tab.cyc[ie, k] = vertex_costs.elementwise_cycles(target, per, passes, db)
-    tab.cyc_lo[ie, k] = vertex_costs.elementwise_cycles(target, per_lo, passes, db)
-    tab.verts[ie, k] = 1  # one multi-vertex per tile runs all passes
-    _plan_scalar_inputs(lowered, target, compute_tiles, tab, ie, tu)
-    _plan_cross_tile(lowered, target, compute_tiles, tab, ie, tu)
+    tab.cyc[other_rows, k] = vertex_costs.elementwise_cycles(target, per, passes, db)
+    tab.cyc_lo[other_rows, k] = vertex_costs.elementwise_cycles(target, per_lo, passes, db)
+    tab.verts[other_rows, k] = 1  # one multi-vertex per tile runs all passes
+    _plan_scalar_inputs(lowered, target, compute_tiles, tab, other_rows, tiles_used)
+    _plan_cross_tile(lowered, target, compute_tiles, tab, other_rows, tiles_used)
 
 
 def _plan_scalar_inputs(
@@ -399,8 +405,8 @@ def _plan_scalar_inputs(
     target: Target,
     compute_tiles: int,
     tab: SlotTable,
-    ie: np.ndarray,
-    tu: np.ndarray,
+    other_rows: np.ndarray,
+    tiles_used: np.ndarray,
 ) -> None:
     """An op that PopART / PopLibs run as several compute sets (the optimiser's decomposition,
     ``lowering.ADAM_OPS``; batch norm, ``lowering.NORM_COMPUTE_SETS``) keeps one row and one main
@@ -414,11 +420,11 @@ def _plan_scalar_inputs(
     vertex reads that is mapped to another tile): 4 bytes and the exchange's setup each, laid
     out as one exchange program. The sub-steps are not separate programs: their cycles are
     counted, their control code is not."""
-    extra = lowered["compute_sets"][ie] - 1
-    ch = lowered["channel_sets"][ie]
+    extra = lowered["compute_sets"][other_rows] - 1
+    ch = lowered["channel_sets"][other_rows]
     more = (extra > 0) | (ch > 0)
     if more.any():
-        rows = ie[more]
+        rows = other_rows[more]
         ce = lowered["channel_elems"][rows]
         ct = np.clip(_ceil_div(ce * 4, target.min_bytes_per_tile), 1, compute_tiles)
         per_channel = target.internal_sync_cycles + vertex_costs.elementwise_cycles(
@@ -428,27 +434,27 @@ def _plan_scalar_inputs(
         k = SLOT["main"]
         tab.cyc[rows, k] += add
         tab.cyc_lo[rows, k] += add
-    n = lowered["scalar_in"][ie]
+    n = lowered["scalar_in"][other_rows]
     on = n > 0
     if not on.any():
         return
-    rows, nb = ie[on], n[on]
+    rows, nb = other_rows[on], n[on]
     k = SLOT["exch"]
     tab.present[rows, k] = True
     tab.cyc[rows, k] = nb * (
         _ceil_div(4, target.exchange_bytes_per_cycle) + target.exchange_setup_cycles
     )
     tab.cyc_lo[rows, k] = tab.cyc[rows, k]
-    tab.byt[rows, k] = 4 * nb * tu[on]
+    tab.byt[rows, k] = 4 * nb * tiles_used[on]
 
 
-def _reductions_per_op(lowered: Lowered, ie: np.ndarray) -> np.ndarray:
+def _reductions_per_op(lowered: Lowered, other_rows: np.ndarray) -> np.ndarray:
     """Reductions an op runs over the same input at once: batch norm's sum and sum of squares
     (popnn ``batchNormStatistics``, forward; the gradient's two sums, backward) and LAMB's two
     norms; one otherwise (pooling)."""
     two = [
         str(ty).startswith(("BatchNorm", "GroupNorm", "LAMB"))
-        for ty in lowered["type"][ie].tolist()
+        for ty in lowered["type"][other_rows].tolist()
     ]
     return np.where(np.array(two, bool), 2, 1).astype(np.int64)
 
@@ -458,18 +464,18 @@ def _plan_cross_tile(
     target: Target,
     compute_tiles: int,
     tab: SlotTable,
-    ie: np.ndarray,
-    tu: np.ndarray,
+    other_rows: np.ndarray,
+    tiles_used: np.ndarray,
 ) -> None:
     """Cross-tile reductions (batch-norm statistics forward and backward, global pooling, LAMB
     norms) as popops plans them (``engine.compiler.reduction.popops_reduce``): the op's own
     passes compute each tile's partial statistics (popops' on-tile stage), then each
     intermediate stage and the final one exchange partials (FP32) and reduce them, each after
     a sync; the stages that run are laid out in order in the reduction slots."""
-    ct = lowered["cross_tile"][ie] & (tu > 1)
+    ct = lowered["cross_tile"][other_rows] & (tiles_used > 1)
     if not ct.any():
         return
-    ic, tuc = ie[ct], tu[ct]
+    ic, tuc = other_rows[ct], tiles_used[ct]
     nr = _reductions_per_op(lowered, ic)
     cols = np.maximum(np.maximum(lowered["stats"][ic], 1) // nr, 1)
     r = reduction.popops_reduce(
