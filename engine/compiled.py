@@ -39,7 +39,8 @@ Segments (``compiled.segments``, a :class:`SegmentTable`)
       accumulation of weight gradients into the accumulators; per micro-batch.
     - ``update`` (training; stages 0..S-1): the optimiser update of the stage's weights; per step.
 
-``compiled.io`` (plain numbers and per-stage / per-IPU lists) gives what the executor moves:
+``compiled.io`` (a :class:`ProgramIO`: plain numbers and per-stage / per-IPU tuples) gives what
+the executor moves:
     ``input_bytes_per_sample`` (as streamed: 4 / 2 / 1 bytes per element for FP32 / FP16 /
     8-bit input; token ids are int32), ``input_elems_per_sample``, ``label_bytes_per_sample``,
     ``output_bytes_per_micro_batch`` (loss in training, logits in inference: what output mode
@@ -69,7 +70,7 @@ module imports nothing of the engine's compile, execute or profile-data layers.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -79,6 +80,7 @@ from profiles.runs import RunRows, tile_ranges
 
 if TYPE_CHECKING:  # pragma: no cover
     from engine.config import RunConfig
+    from engine.graph import Graph
     from engine.targets import Target
 
 
@@ -314,6 +316,30 @@ def default_tree(compiled: CompiledProgram) -> ProgramTree:
     )
 
 
+@dataclass(frozen=True)
+class ProgramIO:
+    """What the executor moves besides the leaf programs (``compiled.io``, see the module
+    docstring): bytes per sample and per micro-batch, per stage and per IPU. The defaults
+    describe a program that moves nothing."""
+
+    input_elems_per_sample: int = 0
+    input_bytes_per_sample: int = 0  # as streamed: 4 / 2 / 1 bytes per element, int32 tokens
+    input_dtype: str = ""  # the streamed input's dtype ('int32': token ids, no image)
+    input_fields: int = 1  # tensors a sample holds (BERT's ids, token types and mask: 3)
+    label_bytes_per_sample: int = 0  # 0 in inference
+    output_bytes_per_micro_batch: int = 0  # loss in training, logits in inference
+    input_stage: int = 0
+    loss_stage: int = 0  # the last stage
+    activation_bytes: tuple[int, ...] = ()  # per stage: one micro-batch's forward to stage s+1
+    gradient_bytes: tuple[int, ...] = ()  # per stage: its backward to stage s-1
+    weight_bytes: tuple[int, ...] = ()  # per IPU
+    weight_gradient_bytes: tuple[int, ...] = ()  # per IPU, all-reduced across replicas
+    remote_bytes: tuple[int, ...] = ()  # per IPU: offloaded optimiser state, one replica
+    remote_accumulator_bytes: tuple[int, ...] = ()  # per IPU, per micro-batch
+    stash_bytes: tuple[int, ...] = ()  # per IPU
+    collective_code_bytes: tuple[tuple[int, ...], ...] = ()  # per IPU: code of each ring
+
+
 class RunShape:
     """The run's shape read from ``config`` (engine.config.RunConfig) and ``target``
     (engine.targets.Target), shared by every hand-off that carries both as fields."""
@@ -339,9 +365,9 @@ class RunShape:
 class CompiledProgram(RunShape):
     """What ``engine.compile(config)`` returns (see the module docstring)."""
 
-    config: Any  # engine.config.RunConfig
-    target: Any  # engine.targets.Target
-    graph: Any  # engine.graph.Graph (forward, per sample)
+    config: RunConfig
+    target: Target
+    graph: Graph  # forward, per sample
     ops: OpTable
     programs: ProgramTable
     segments: SegmentTable
@@ -351,7 +377,7 @@ class CompiledProgram(RunShape):
     memory: MemoryReport
     liveness: LivenessReport
     oom: bool
-    io: dict[str, Any]
+    io: ProgramIO
     stage_ipu: np.ndarray  # IPU of each stage
     compute_tiles: int  # tiles per IPU available to compute (tiles - I/O tiles)
     notes: list[str] = field(default_factory=list)
@@ -409,6 +435,7 @@ __all__ = [
     "LivenessReport",
     "MemoryReport",
     "OpTable",
+    "ProgramIO",
     "ProgramTable",
     "ProgramTree",
     "SegmentTable",

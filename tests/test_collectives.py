@@ -139,7 +139,7 @@ def test_collective_programs_in_the_tree_carry_their_code(by_replicas):
         assert leaf.sum() == 1
         code[r] = int(nodes["code_bytes"][leaf][0])
         # the node's code is the compile's reduce-scatter and all-gather ring programs
-        assert code[r] == sum(by_replicas[r].io["collective_code_bytes"][0]) > 0
+        assert code[r] == sum(by_replicas[r].io.collective_code_bytes[0]) > 0
     assert code[64] > code[2]
 
 

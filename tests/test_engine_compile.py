@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import engine
+from engine.compiler.compile_plan import CompilePlan
 from engine.compiler.plan import plan_amp
 from engine.config import RunConfig
 from engine.targets import get_target
@@ -108,7 +109,7 @@ def _amp_problems():
     from engine.compiler.lowering import lower
     from engine.models import build_model
 
-    L = lower(build_model(c.config), c.config, c.target)
+    L = lower(build_model(c.config), c.config, CompilePlan.resolve(c.config, c.target))
     sel = L["amp"]
     assert sel.sum() == amp.sum()
     return {k: L[k][sel] for k in keys}
@@ -174,7 +175,7 @@ def test_optimiser_state_and_offloading(small):
     assert v2.bytes[(v2.kind == st) & v2.always_live].sum() == 0
     assert v2.remote_bytes[v2.kind == st].sum() == on_chip
     assert off.memory.total.sum() < small.memory.total.sum()
-    assert off.io["remote_bytes"][0] == on_chip
+    assert off.io.remote_bytes[0] == on_chip
 
 
 def test_recomputation_lowers_the_liveness_peak():
@@ -194,7 +195,7 @@ def test_walkthrough_step1_fp32_does_not_fit(wt32):
     assert wt32.oom
     assert len(wt32.memory.oom_tiles) > 0
     assert wt32.stages == 2 and list(wt32.stage_ipu) == [0, 1]
-    assert wt32.io["input_bytes_per_sample"] == 3 * 64 * 64 * 4
+    assert wt32.io.input_bytes_per_sample == 3 * 64 * 64 * 4
 
 
 def test_walkthrough_step2_fp16_fits(wt16):

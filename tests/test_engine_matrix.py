@@ -44,11 +44,11 @@ def _check(cfg: RunConfig):
     io = result.compiled.io
     host_in = (steps["type"] == SC_MID) & (steps["dest"] == HOST) & (ipu == 0)
     per_call = cfg.micro_batch_size * cfg.gradient_accumulation * cfg.device_iterations
-    expected = per_call * io["input_bytes_per_sample"]
+    expected = per_call * io.input_bytes_per_sample
     if cfg.num_ipus > 1 or not cfg.training:
         got = int(steps["bytes_in"][host_in].sum())
     else:  # labels arrive on the same (only) IPU
-        got = int(steps["bytes_in"][host_in].sum()) - per_call * io["label_bytes_per_sample"]
+        got = int(steps["bytes_in"][host_in].sum()) - per_call * io.label_bytes_per_sample
     assert got == expected
     assert ex["samples"] == cfg.samples_per_step
     assert ex["cycles_per_sample"] == pytest.approx(total / cfg.samples_per_step)

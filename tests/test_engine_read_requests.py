@@ -45,7 +45,7 @@ def test_each_receiving_tile_sends_one_request_per_copy(fp16):
     assert tiles["input"] > tiles["labels"] >= 1
     # the outputs copied back carry only their data
     outbound = mid & (st["bytes_in"] == 0)
-    assert int(st["bytes_out"][outbound].sum()) == r.compiled.io["output_bytes_per_micro_batch"]
+    assert int(st["bytes_out"][outbound].sum()) == r.compiled.io.output_bytes_per_micro_batch
 
 
 def test_requests_do_not_scale_with_the_bytes_received():

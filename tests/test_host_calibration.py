@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from engine.compiled import ProgramIO
 from engine.config import RunConfig
 from engine.errors import ConfigError
 from engine.execute.adapter import host_model, host_profile_for
@@ -21,7 +22,7 @@ from engine.systems import systems
 from tests.run_configs import walkthrough_model
 
 PIPE = walkthrough_model(gradient_accumulation=8, precision="16.16")
-IMAGE_IO = {"input_elems_per_sample": 3 * 64 * 64}
+IMAGE_IO = ProgramIO(input_elems_per_sample=3 * 64 * 64)
 STEPS = ["from_array", "flip", "resize", "to_tensor", "convert_dtype", "normalise"]
 KW = dict(input_size=32, image_size=64, channels=3, input_dtype="float16")
 XEON, EPYC = "intel-xeon-platinum-8570", "amd-epyc-7742"

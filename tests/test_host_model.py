@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from engine.compiled import ProgramIO
 from engine.config import RunConfig
 from engine.errors import ConfigError
 from engine.execute import costs
@@ -19,7 +20,7 @@ from tests.run_configs import walkthrough_model
 from tests.test_engine_execute import CLOCK, make_plan
 
 PIPE = walkthrough_model(gradient_accumulation=8, precision="16.16")
-IMAGE_IO = {"input_elems_per_sample": 3 * 64 * 64}
+IMAGE_IO = ProgramIO(input_elems_per_sample=3 * 64 * 64)
 
 
 # -- framework defaults ------------------------------------------------------------------------

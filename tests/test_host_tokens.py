@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from analyser.cli.calibrate_host import to_toml
+from engine.compiled import ProgramIO
 from engine.config import RunConfig
 from engine.errors import ConfigError
 from engine.execute.adapter import host_model, input_fields
@@ -62,7 +63,7 @@ def _bert(profile_path, **kw):
     return RunConfig(model="bert-base", host_profile=str(profile_path), **kw)
 
 
-TOKEN_IO = {"input_elems_per_sample": 3 * 128, "input_dtype": "int32", "input_fields": 3}
+TOKEN_IO = ProgramIO(input_elems_per_sample=3 * 128, input_dtype="int32", input_fields=3)
 
 
 def test_a_token_model_naming_its_pipeline_uses_the_measured_costs(measured):

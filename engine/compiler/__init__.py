@@ -3,7 +3,8 @@
 ``compile_program(config) -> engine.compiled.CompiledProgram``. Steps:
 
 1. ``engine.models.build_model``: the forward graph (per sample).
-2. ``lowering.lower``: forward / loss / backward / accumulation / update ops, stages, recompute.
+2. ``compile_plan.CompilePlan.resolve``: the run options the phases read, resolved once;
+   ``lowering.lower``: forward / loss / backward / accumulation / update ops, stages, recompute.
 3. ``plan.plan_ops``: a tile plan and the leaf programs of every op (vectorised over ops).
 4. ``memory.build_memory``: variables, liveness per step per tile, memory per tile per category,
    OOM.
@@ -11,7 +12,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -23,6 +26,7 @@ from engine.compiled import (
     SegmentTable,
 )
 from engine.compiler.balance import balance_compute_sets
+from engine.compiler.compile_plan import CompilePlan
 from engine.compiler.lowering import Lowered, lower
 from engine.compiler.memory import build_memory
 from engine.compiler.plan import plan_ops
@@ -30,16 +34,23 @@ from engine.config import RunConfig
 from engine.models import build_model
 from profiles import schema
 
+if TYPE_CHECKING:  # pragma: no cover
+    from engine.compiler.memory_records import MemoryResult
+    from engine.compiler.plan import OpPlans
+    from engine.graph import Graph
+    from engine.targets import Target
+
 SEGMENT_KINDS = ("forward", "recompute", "backward", "update")
 
 
-def _segments(config) -> list[tuple[str, int]]:
-    S = config.stages
-    segs = [("forward", s) for s in range(S)]
-    if config.training:
-        for s in range(S - 1, -1, -1):
+def _segments(plan: CompilePlan) -> list[tuple[str, int]]:
+    """(kind, stage) of every segment, in the canonical order (engine.compiled)."""
+    stages = plan.stages
+    segs = [("forward", s) for s in range(stages)]
+    if plan.training:
+        for s in range(stages - 1, -1, -1):
             segs += [("recompute", s), ("backward", s)]
-        segs += [("update", s) for s in range(S)]
+        segs += [("update", s) for s in range(stages)]
     return segs
 
 
@@ -63,7 +74,9 @@ class VertexTables:
     program_family: np.ndarray
 
 
-def compile_program(config: RunConfig | dict, progress=None) -> CompiledProgram:
+def compile_program(
+    config: RunConfig | dict, progress: Callable[[float, str], None] | None = None
+) -> CompiledProgram:
     """Compile ``config`` (see the module docstring). ``progress(fraction, text)`` is optional.
 
     Phases, each returning a record: the graph; the lowered ops in segment order
@@ -77,19 +90,20 @@ def compile_program(config: RunConfig | dict, progress=None) -> CompiledProgram:
             progress(frac, text)
 
     target = config.get_target()
-    compute_tiles = target.tiles_per_ipu - config.io_tiles
+    plan = CompilePlan.resolve(config, target)
+    compute_tiles = plan.compute_tiles
     tick(0.0, "building the model graph")
     graph = build_model(config)
     tick(0.1, "lowering")
-    order = lowered_in_segment_order(graph, config, target)
+    order = lowered_in_segment_order(graph, config, plan)
     lowered = order.lowered
     tick(0.2, "planning tiles")
-    tile_plan = plan_ops(lowered, target, config, compute_tiles)
+    tile_plan = plan_ops(lowered, target, plan)
     pr = tile_plan.programs
-    _check_tile_cycles(pr, config, target)
+    _check_tile_cycles(pr, plan, target)
     # what-if: the named compute sets spread evenly (their code and vertex state follow)
-    balance_compute_sets(pr, config.balance_compute_sets, compute_tiles, config.model)
-    stage_ipu = np.arange(config.stages, dtype=np.int16)
+    balance_compute_sets(pr, plan.balance_compute_sets, compute_tiles, plan.model)
+    stage_ipu = np.arange(plan.stages, dtype=np.int16)
     p_op = pr["op"].astype(np.int64)
     p_seg = order.op_seg[p_op]
     segments = segment_table(order.segs, p_seg, stage_ipu)
@@ -97,9 +111,7 @@ def compile_program(config: RunConfig | dict, progress=None) -> CompiledProgram:
     tick(0.4, "memory and liveness")
     progs_cols = dict(pr)
     progs_cols["ipu"] = op_ipu[p_op].astype(np.int16)
-    memory_result = build_memory(
-        graph, lowered, tile_plan, progs_cols, op_ipu, config, target, compute_tiles
-    )
+    memory_result = build_memory(graph, lowered, tile_plan, progs_cols, op_ipu, plan, target)
     tick(0.9, "assembling")
     programs = program_table(pr, lowered, p_seg, progs_cols["ipu"], memory_result.program_code)
     ops = op_table(lowered, op_ipu, pr, memory_result.program_code, tile_plan, graph)
@@ -132,7 +144,7 @@ def compile_program(config: RunConfig | dict, progress=None) -> CompiledProgram:
 MAX_TILE_CYCLES = 2**31 - 1
 
 
-def _check_tile_cycles(programs: dict, config: RunConfig, target) -> None:
+def _check_tile_cycles(programs: dict, plan: CompilePlan, target: Target) -> None:
     """Refuse, in one sentence and before anything is simulated, a configuration one of
     whose programs would take more cycles on a tile than a profile can record."""
     cycles = np.asarray(programs["cycles"], np.int64)
@@ -145,17 +157,18 @@ def _check_tile_cycles(programs: dict, config: RunConfig, target) -> None:
     raise ConfigError(
         f"program {str(programs['name'][i])!r} would take {int(cycles[i]):,} cycles on one "
         f"tile ({seconds:,.1f} s), more than a profile's 32-bit per-tile cycle counts hold "
-        f"(2^31 - 1); use a smaller micro-batch (now {config.micro_batch_size:,}) or input."
+        f"(2^31 - 1); use a smaller micro-batch (now {plan.micro_batch:,}) or input."
     )
 
 
-def lowered_in_segment_order(graph, config, target) -> SegmentOrder:
-    """Lower the graph and order its ops by segment (stable: keeps the order inside each)."""
-    lowered = lower(graph, config, target)
-    segs = _segments(config)
+def lowered_in_segment_order(graph: Graph, config: RunConfig, plan: CompilePlan) -> SegmentOrder:
+    """Lower the graph and order its ops by segment (stable: keeps the order inside each);
+    ``config`` only for the checks of its split points and checkpoints (``lowering.lower``)."""
+    lowered = lower(graph, config, plan)
+    segs = _segments(plan)
     # segment of each op: a (kind, stage) table looked up with whole arrays
     kind_code = {k: i for i, k in enumerate(SEGMENT_KINDS)}
-    seg_of = np.full((len(SEGMENT_KINDS), max(config.stages, 1)), -1, np.int64)
+    seg_of = np.full((len(SEGMENT_KINDS), max(plan.stages, 1)), -1, np.int64)
     for i, (k, s) in enumerate(segs):
         seg_of[kind_code[k], s] = i
     op_kind = np.fromiter(map(kind_code.__getitem__, lowered["seg"].tolist()), np.int64)
@@ -166,7 +179,9 @@ def lowered_in_segment_order(graph, config, target) -> SegmentOrder:
     return SegmentOrder(lowered, op_seg[order], segs)
 
 
-def segment_table(segs, p_seg: np.ndarray, stage_ipu: np.ndarray) -> SegmentTable:
+def segment_table(
+    segs: list[tuple[str, int]], p_seg: np.ndarray, stage_ipu: np.ndarray
+) -> SegmentTable:
     """Every segment's kind, IPU, stage, loop level and range of programs."""
     first = np.searchsorted(p_seg, np.arange(len(segs)), side="left")
     stop = np.searchsorted(p_seg, np.arange(len(segs)), side="right")
@@ -180,28 +195,34 @@ def segment_table(segs, p_seg: np.ndarray, stage_ipu: np.ndarray) -> SegmentTabl
     )
 
 
-def program_table(pr, lowered, p_seg, p_ipu, program_code) -> ProgramTable:
+def program_table(
+    tile_programs: dict[str, np.ndarray],
+    lowered: Lowered,
+    p_seg: np.ndarray,
+    p_ipu: np.ndarray,
+    program_code: np.ndarray,
+) -> ProgramTable:
     """The leaf programs of the tile plan with their op's stage, pass and segment (``family``
     is set from the vertex tables)."""
-    p_op = pr["op"].astype(np.int64)
+    p_op = tile_programs["op"].astype(np.int64)
     n_prog = len(p_op)
     dest_tile = schema.code("destination", "tile")
-    is_ex = pr["type"] == schema.code("program_type", "DoExchange")
-    is_sync = pr["type"] == schema.code("program_type", "Sync")
+    is_ex = tile_programs["type"] == schema.code("program_type", "DoExchange")
+    is_sync = tile_programs["type"] == schema.code("program_type", "Sync")
     return ProgramTable(
-        name=pr["name"],
-        type=pr["type"],
-        op=pr["op"],
+        name=tile_programs["name"],
+        type=tile_programs["type"],
+        op=tile_programs["op"],
         ipu=p_ipu,
         stage=lowered["stage"][p_op].astype(np.int16),
         pass_=lowered["pass_"][p_op].astype(np.uint8),
         segment=p_seg.astype(np.int32),
-        cycles=pr["cycles"],
-        cycles_min=pr["cycles_min"],
-        n_max=pr["n_max"],
-        tile_start=pr["tile_start"],
-        tile_count=pr["tile_count"],
-        bytes_in=pr["bytes_in"],
+        cycles=tile_programs["cycles"],
+        cycles_min=tile_programs["cycles_min"],
+        n_max=tile_programs["n_max"],
+        tile_start=tile_programs["tile_start"],
+        tile_count=tile_programs["tile_count"],
+        bytes_in=tile_programs["bytes_in"],
         bytes_out=np.zeros(n_prog, dtype=np.int64),
         dest=np.where(is_ex, dest_tile, 0).astype(np.uint8),
         peer=np.full(n_prog, -1, dtype=np.int16),
@@ -209,11 +230,11 @@ def program_table(pr, lowered, p_seg, p_ipu, program_code) -> ProgramTable:
         transfers=np.ones(n_prog, dtype=np.int32),
         code_bytes=program_code,
         family=np.zeros(n_prog, dtype=np.int16),  # set from the vertex tables
-        vertices=pr["vertices"],
+        vertices=tile_programs["vertices"],
     )
 
 
-def _op_sources(graph, fwd: np.ndarray) -> np.ndarray:
+def _op_sources(graph: Graph | None, fwd: np.ndarray) -> np.ndarray:
     """The source of each lowered op: its forward graph op's ('' without one)."""
     n = len(fwd)
     src = None if graph is None else graph.cols.get("source")
@@ -224,7 +245,7 @@ def _op_sources(graph, fwd: np.ndarray) -> np.ndarray:
     return np.where(ok, np.asarray(src, dtype=object)[np.where(ok, f, 0)], "").astype(object)
 
 
-def _op_groups(graph, fwd: np.ndarray) -> np.ndarray:
+def _op_groups(graph: Graph | None, fwd: np.ndarray) -> np.ndarray:
     """The AMP groups of each lowered op: its forward graph op's (a convolution's groups, a
     batched matmul's batch of matrices; 1 without a forward op or a graph)."""
     f = np.asarray(fwd, dtype=np.int64)
@@ -235,12 +256,19 @@ def _op_groups(graph, fwd: np.ndarray) -> np.ndarray:
     return np.where(ok, np.asarray(g, dtype=np.int64)[np.where(ok, f, 0)], 1).astype(np.int32)
 
 
-def op_table(lowered, op_ipu, pr, program_code, tile_plan, graph=None) -> OpTable:
+def op_table(
+    lowered: Lowered,
+    op_ipu: np.ndarray,
+    tile_programs: dict[str, np.ndarray],
+    program_code: np.ndarray,
+    tile_plan: OpPlans,
+    graph: Graph | None = None,
+) -> OpTable:
     """Every lowered op with its programs' cycles and code summed and its tile plan; its
     source (where in the model's code) is its forward graph op's."""
-    p_op = pr["op"].astype(np.int64)
+    p_op = tile_programs["op"].astype(np.int64)
     n_ops = len(lowered)
-    op_cycles = np.bincount(p_op, weights=pr["cycles"], minlength=n_ops).astype(np.int64)
+    op_cycles = np.bincount(p_op, weights=tile_programs["cycles"], minlength=n_ops).astype(np.int64)
     op_code = np.bincount(p_op, weights=program_code, minlength=n_ops).astype(np.int64)
     return OpTable(
         name=lowered["name"],
@@ -265,7 +293,7 @@ def op_table(lowered, op_ipu, pr, program_code, tile_plan, graph=None) -> OpTabl
     )
 
 
-def vertex_tables(tile_plan, target, p_ipu) -> VertexTables:
+def vertex_tables(tile_plan: OpPlans, target: Target, p_ipu: np.ndarray) -> VertexTables:
     """The vertex types that run (codelet sizes from the target's families, instances summed
     over the compute sets), the compute sets, and each program's vertex-type row."""
     pr = tile_plan.programs
@@ -299,10 +327,13 @@ def vertex_tables(tile_plan, target, p_ipu) -> VertexTables:
     return VertexTables(vertex_types, compute_sets, family)
 
 
-def compile_notes(tile_plan, graph, memory_result, target) -> list[str]:
+def compile_notes(
+    tile_plan: OpPlans, graph: Graph, memory_result: MemoryResult, target: Target
+) -> list[str]:
     """The plan's and the graph's notes (e.g. ONNX ops it does not know), then out of memory and
     the liveness cap, when they apply."""
-    notes = list(tile_plan.notes) + list(graph.params.get("notes", []))
+    # Graph.params is declared dict[str, int] but also holds the importer's notes (a list)
+    notes = list(tile_plan.notes) + list(cast("list[str]", graph.params.get("notes", [])))
     if memory_result.oom:
         n_oom = len(memory_result.memory.oom_tiles)
         notes.append(f"out of memory: {n_oom} tile(s) exceed {target.sram_per_tile} bytes.")

@@ -17,6 +17,7 @@ is the compute phase alone (docs/engine.md, "What-if: balanced compute sets").
 from __future__ import annotations
 
 import difflib
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -24,7 +25,9 @@ from engine.compiled import T_ONTILE
 from engine.errors import ConfigError
 
 
-def balance_compute_sets(programs: dict, names: list[str], compute_tiles: int, model: str) -> int:
+def balance_compute_sets(
+    programs: dict, names: Sequence[str], compute_tiles: int, model: str
+) -> int:
     """Rewrite the tile layout of the OnTileExecute ``programs`` (the tile plan's program columns,
     replaced, not written in place) named in ``names`` to the balanced one (module docstring);
     returns how many programs changed. A name no compute set has is a ConfigError."""

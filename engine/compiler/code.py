@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -31,6 +32,9 @@ from engine.compiler.memory_records import (
 )
 from engine.systems import get_system, racks_spanned
 from profiles import schema
+
+if TYPE_CHECKING:  # pragma: no cover
+    from engine.targets import Target
 
 
 def program_code(inputs: MemoryInputs, steps: LivenessSteps) -> ProgramCode:
@@ -155,7 +159,7 @@ def _code_categories(inputs: MemoryInputs, code: ProgramCode, cat: np.ndarray) -
     is_copy = progs["family"] == "copy"
     spread("copyDescriptor", np.where(cs & is_copy, t.copy_descriptor_bytes_per_copy * v, 0))
     spread("constant", np.where(cs, t.constant_bytes_per_op_tile, 0))
-    if inputs.config.instrumentation:
+    if inputs.plan.instrumentation:
         spread(
             "instrumentationResults", np.where(takes_part, t.instrumentation_bytes_per_program, 0)
         )
@@ -196,7 +200,7 @@ def _host_exchange_categories(
     copies on the variables' tiles, or the I/O tiles' share (fills ``cat``, (IPUs, tiles,
     categories), in place)."""
     t, TT, n_ipus = inputs.target, inputs.tiles_per_ipu, inputs.num_ipus
-    io_tiles = inputs.config.io_tiles
+    io_tiles = inputs.plan.io_tiles
     ipu = variables.ipu.astype(np.int64)
     vt0 = variables.tile_start.astype(np.int64)
     vtn = variables.tile_count.astype(np.int64)
@@ -235,7 +239,7 @@ def _host_exchange_categories(
         cat[:, io, CAT["hostExchangeCode"]] += int(t.io_tile_overhead_fraction * t.sram_per_tile)
         packets = _ceil_div(_ceil_div(streamed.input_bytes, io_tiles), t.packet_payload_bytes)
         for i in sorted({0, last_ipu} & set(range(n_ipus))):
-            n_io_streams = 1 + (1 if inputs.config.training and i == last_ipu else 0)
+            n_io_streams = 1 + (1 if inputs.plan.training and i == last_ipu else 0)
             cat[i, io, CAT["hostExchangePacketHeader"]] += (
                 n_io_streams * packets * t.packet_header_bytes
             )
@@ -265,7 +269,7 @@ class RingCode:
         )
 
 
-def ring_code(target, ring: collectives.CollectivePrograms, tiles: int) -> RingCode:
+def ring_code(target: Target, ring: collectives.CollectivePrograms, tiles: int) -> RingCode:
     """Per cross-replica copy its global exchange code: the transfer program's sequence and sync,
     and one exchange (a base and its instructions, as every exchange) per source -> destination
     pair of its replica map (a pair per replica of the ring, ``collectives.copy_pairs``), each
@@ -316,13 +320,17 @@ def ring_code(target, ring: collectives.CollectivePrograms, tiles: int) -> RingC
 
 
 def _global_exchange_categories(
-    inputs: MemoryInputs, weights: WeightBytes, activations: ActivationBytes, ipu: int, cat
+    inputs: MemoryInputs,
+    weights: WeightBytes,
+    activations: ActivationBytes,
+    ipu: int,
+    cat: np.ndarray,
 ) -> None:
     """Global exchange code and packet headers of the inter-IPU copies (one exchange per replica,
     ``collectives.replica_variants``), and the code of the cross-replica collectives compiled as
     PopLibs' ring programs (``ring_code``; fills ``cat`` in place)."""
     t, S, T = inputs.target, inputs.stages, inputs.compute_tiles
-    training = inputs.config.training
+    training = inputs.plan.training
     boundary = activations.boundary
     stage_bytes = (boundary[ipu] if ipu < S - 1 else 0) + (boundary[ipu - 1] if ipu > 0 else 0)
     transfers = 0
@@ -331,7 +339,7 @@ def _global_exchange_categories(
         transfers += sends * (2 if training else 1)
     # one exchange per replica: the replicated graph is one executable, and the guide measures
     # its global exchange code growing linearly with the replicas (collectives.copy_pairs)
-    variants = collectives.replica_variants(int(inputs.config.replication_factor))
+    variants = collectives.replica_variants(inputs.plan.replicas)
     code = transfers * t.global_exchange_code_bytes_per_transfer * variants
     if variants > 1:
         # each transfer selects its replica's exchange: a switch case per replica
@@ -359,18 +367,18 @@ def replica_collectives(
     """The cross-replica collectives one IPU compiles (training with replicas): the gradients'
     reduce-scatter and all-gather (an all-reduce), or under replicated tensor sharding the
     gradients' reduce-scatter and the updated weights' all-gather."""
-    config = inputs.config
-    R = int(config.replication_factor)
-    if not (config.training and R > 1):
+    plan = inputs.plan
+    replicas = plan.replicas
+    if not (plan.training and replicas > 1):
         return []
-    system = get_system(config.system) if config.system else None
+    system = get_system(plan.system) if plan.system else None
     ring = partial(
         collectives.collective,
         bytes_per_element=inputs.weight_bytes_per_element,
         tiles=inputs.compute_tiles,
-        replicas=R,
+        replicas=replicas,
         ipus_per_replica=inputs.num_ipus,
-        racks=racks_spanned(inputs.num_ipus * R, system),
+        racks=racks_spanned(inputs.num_ipus * replicas, system),
     )
-    gathered = weights.weights[ipu] if config.replicated_tensor_sharding else weights.gradients[ipu]
+    gathered = weights.weights[ipu] if plan.replicated_tensor_sharding else weights.gradients[ipu]
     return [ring(int(weights.gradients[ipu])), ring(int(gathered))]

@@ -21,13 +21,19 @@ a cross-tile reduction). Loss scaling adds one pass (unscale the gradient).
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
 from engine.errors import ConfigError
 from engine.graph import INPUT, Graph
 from profiles import schema
+
+if TYPE_CHECKING:  # pragma: no cover
+    from engine.compiler.compile_plan import CompilePlan
+    from engine.config import RunConfig
 
 OPTIMISER_PASSES = {"sgd": 2, "sgd-momentum": 4, "adam": 10, "adamw": 11, "lamb": 12}
 OPTIMISER_NAMES = {
@@ -84,7 +90,7 @@ class Lowered:
         return self.cols[key]
 
 
-def assign_stages(graph: Graph, config) -> np.ndarray:
+def assign_stages(graph: Graph, config: RunConfig) -> np.ndarray:
     """Stage of every forward op from the split points (ConfigError when impossible)."""
     n = len(graph)
     stage = np.zeros(n, dtype=np.int16)
@@ -139,75 +145,30 @@ ROW_DEFAULTS = dict(
 )
 
 
-@dataclass(frozen=True)
-class LoweringPlan:
-    """The run options lowering reads, resolved once from the RunConfig (a typed compile plan:
-    the phases below read these fields, never the RunConfig)."""
-
-    micro_batch: int
-    training: bool
-    stages: int
-    compute_bytes: int  # bytes per element of inputs, activations and matmul operands
-    weight_bytes: int  # bytes per element of stored weights and the update
-    accumulator_bytes: int  # bytes per element of the gradient accumulators
-    weight_cast: bool  # stored weights are cast to the compute dtype before use (16.32)
-    eight_bit_input: bool
-    loss_scaled: bool  # loss scaling on: one more pass to unscale
-    recomputation: str  # off / pipeline-stages / checkpoints (auto already resolved)
-    gradient_accumulation: int
-    optimiser: str
-    state_shards: int  # replicas the optimiser update is sharded over (1 without RTS)
-    resets_accumulators: bool  # GA > 1 with on-chip accumulators: reset after the step
-    popart_optimiser: bool  # PopART's per-tensor optimiser ops and batch norm (PopTorch, PopART)
-
-    @classmethod
-    def from_config(cls, config) -> LoweringPlan:
-        """Resolve ``config`` (a validated RunConfig) once."""
-        ga = int(config.gradient_accumulation)
-        return cls(
-            micro_batch=int(config.micro_batch_size),
-            training=bool(config.training),
-            stages=int(config.stages),
-            compute_bytes=DTYPE_BYTES[config.compute_dtype],
-            weight_bytes=DTYPE_BYTES[config.weight_dtype],
-            accumulator_bytes=DTYPE_BYTES[config.accumulator],
-            weight_cast=config.weight_dtype != config.compute_dtype,
-            eight_bit_input=bool(config.eight_bit_input),
-            loss_scaled=config.loss_scaling != 1,
-            recomputation=str(config.recomputation),
-            gradient_accumulation=ga,
-            optimiser=str(config.optimiser),
-            state_shards=(
-                int(config.replication_factor) if config.replicated_tensor_sharding else 1
-            ),
-            resets_accumulators=ga > 1 and config.offload_accumulators != "on",
-            popart_optimiser=config.framework in POPART_FRAMEWORKS,
-        )
-
-
-def lower(graph: Graph, config, target) -> Lowered:
+def lower(graph: Graph, config: RunConfig, plan: CompilePlan) -> Lowered:
     """The lowered ops of one step (see the module docstring), built as whole arrays: each kind
     of row (forward, recomputation, each gradient, accumulation, update) for all the ops that
     have it at once, then put in the canonical order by one sort. Phases: the stages and the
-    recomputation flags (from the RunConfig's layer names), then, on the resolved
-    :class:`LoweringPlan`, the forward rows, the loss rows, the backward rows, the updates."""
-    plan = LoweringPlan.from_config(config)
-    g = graph.cols
+    recomputation flags (the RunConfig's split points and checkpoints, checked against the
+    graph's layer names), then, on the resolved compile plan
+    (:class:`engine.compiler.compile_plan.CompilePlan`), the forward rows, the loss rows, the
+    backward rows, the updates."""
+    graph_cols = graph.cols
     stage_of = assign_stages(graph, config)
     recompute, group = recompute_flags(graph, config, stage_of)
     # per forward op, the fields of its forward row (also its recomputation's), whole arrays
-    fw = _forward_fields(g, plan)
-    fw["stage"] = stage_of
+    forward = _forward_fields(graph_cols, plan)
+    forward["stage"] = stage_of
     order = np.argsort(stage_of, kind="stable")  # stage by stage, graph order inside
-    blocks = _forward_rows(graph, fw, order, plan)
+    blocks = _forward_rows(graph, forward, order, plan)
     if plan.training:
         blocks += _loss_rows(graph, plan)
-        blocks.append(_backward_block(g, fw, stage_of, recompute, group, plan))
-        blocks.append(_update_block(g, order, stage_of, plan))
+        blocks.append(_backward_block(graph_cols, forward, stage_of, recompute, group, plan))
+        blocks.append(_update_block(graph_cols, order, stage_of, plan))
     cols = _concat(blocks)
     del cols["_len"]
     _norm_compute_sets(cols, plan)
-    loss_inputs = list(graph.params.get("loss_inputs", [len(graph) - 1]))
+    loss_inputs = list(cast("Iterable[int]", graph.params.get("loss_inputs", [len(graph) - 1])))
     return Lowered(cols=cols, stage_of_fwd=stage_of, recompute=recompute, loss_inputs=loss_inputs)
 
 
@@ -232,7 +193,7 @@ NORM_COMPUTE_SETS = {
 }
 
 
-def _norm_compute_sets(cols: dict, plan: LoweringPlan) -> None:
+def _norm_compute_sets(cols: dict, plan: CompilePlan) -> None:
     """Under PopART (PopTorch and PopART) set the passes and compute sets of the batch-norm rows
     (``NORM_COMPUTE_SETS``; a recomputation is its forward's), in place; the channel sets hold
     one value per channel (``stats`` counts the mean and the variance of each). TensorFlow's
@@ -255,7 +216,7 @@ def _norm_compute_sets(cols: dict, plan: LoweringPlan) -> None:
         cols["channel_elems"][sel] = np.maximum(cols["stats"][sel] // 2, 1)
 
 
-def _forward_rows(graph: Graph, fw: dict, order: np.ndarray, plan: LoweringPlan) -> list[dict]:
+def _forward_rows(graph: Graph, forward: dict, order: np.ndarray, plan: CompilePlan) -> list[dict]:
     """The forward rows, stage by stage: the on-IPU cast-and-normalise of 8-bit image input
     first, then every forward graph op."""
     blocks: list[dict] = []
@@ -281,11 +242,11 @@ def _forward_rows(graph: Graph, fw: dict, order: np.ndarray, plan: LoweringPlan)
                 bytes_out=e * plan.compute_bytes,
             )
         )
-    blocks.append(_forward_block(fw, order, "fwd", "forward", P_FWD, "fwd"))
+    blocks.append(_forward_block(forward, order, "fwd", "forward", P_FWD, "fwd"))
     return blocks
 
 
-def _loss_rows(graph: Graph, plan: LoweringPlan) -> list[dict]:
+def _loss_rows(graph: Graph, plan: CompilePlan) -> list[dict]:
     """Softmax cross-entropy on the last stage (FP32): its forward and its gradient."""
     B, cdt = plan.micro_batch, plan.compute_bytes
     logits = B * graph.output_elems
@@ -322,7 +283,7 @@ def _loss_rows(graph: Graph, plan: LoweringPlan) -> list[dict]:
 POPART_FRAMEWORKS = ("poptorch", "popart")
 
 
-def final_stage_kept(config) -> bool:
+def final_stage_kept(config: RunConfig) -> bool:
     """Whether the final forward stage keeps its activations instead of recomputing them.
 
     PopART's pipeline transform (popart ``willow/src/transforms/pipeline.cpp``,
@@ -344,7 +305,9 @@ def final_stage_kept(config) -> bool:
     )
 
 
-def recompute_flags(graph: Graph, config, stage_of: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def recompute_flags(
+    graph: Graph, config: RunConfig, stage_of: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Per forward op: whether it is recomputed in the backward, and its recompute group (its
     stage, or its segment between checkpoints within its stage)."""
     n = len(graph)
@@ -376,49 +339,53 @@ def recompute_flags(graph: Graph, config, stage_of: np.ndarray) -> tuple[np.ndar
     return recompute, group
 
 
-def _forward_fields(g, plan: LoweringPlan) -> dict[str, np.ndarray]:
+def _forward_fields(graph_cols: dict[str, np.ndarray], plan: CompilePlan) -> dict[str, np.ndarray]:
     """Every column of the forward row of each graph op (but name, pass, seg, role), as arrays."""
     B, cdt = plan.micro_batch, plan.compute_bytes
-    typ = g["type"]
-    amp = g["family"] == "amp"
+    typ = graph_cols["type"]
+    amp = graph_cols["family"] == "amp"
     batched = typ == "BatchMatMul"
-    w = g["weight_elems"]
-    elems = B * np.maximum(g["out_elems"], g["in_elems"])
+    w = graph_cols["weight_elems"]
+    elems = B * np.maximum(graph_cols["out_elems"], graph_cols["in_elems"])
     cast = plan.weight_cast
     return dict(
-        name=g["name"],
+        name=graph_cols["name"],
         type=typ,
-        layer=g["layer"],
-        family=g["family"],
+        layer=graph_cols["layer"],
+        family=graph_cols["family"],
         fwd=np.arange(len(typ)),
         amp=amp,
-        G=g["groups"] * np.where(batched, B, 1),
-        M=g["m"] * np.where(batched, 1, B),
-        K=g["k"],
-        N=g["n"],
-        cin=g["cin"],
-        kernel=g["kernel"],
-        row_width=g["out_width"],
-        a_dup=g["kernel"],
+        G=graph_cols["groups"] * np.where(batched, B, 1),
+        M=graph_cols["m"] * np.where(batched, 1, B),
+        K=graph_cols["k"],
+        N=graph_cols["n"],
+        cin=graph_cols["cin"],
+        kernel=graph_cols["kernel"],
+        row_width=graph_cols["out_width"],
+        a_dup=graph_cols["kernel"],
         b_weight=(w > 0) & ~batched,
         elems=np.where(amp, 0, elems),
-        passes=g["passes"],
-        cross_tile=g["cross_tile"],
-        stats=g["stats"] * np.where(typ == "AvgPool", B, 1),
+        passes=graph_cols["passes"],
+        cross_tile=graph_cols["cross_tile"],
+        stats=graph_cols["stats"] * np.where(typ == "AvgPool", B, 1),
         db=cdt,
         weight_elems=w,
         # 2 x MACs for matmuls / convolutions; element-wise: elements x passes, rounded half to
         # even (as Python's round)
-        flops=np.where(amp, 2 * B * g["macs"], np.rint(elems * g["passes"]).astype(np.int64)),
-        bytes_in=(B * g["in_elems"] + w) * cdt,
-        bytes_out=B * g["out_elems"] * cdt,
+        flops=np.where(
+            amp, 2 * B * graph_cols["macs"], np.rint(elems * graph_cols["passes"]).astype(np.int64)
+        ),
+        bytes_in=(B * graph_cols["in_elems"] + w) * cdt,
+        bytes_out=B * graph_cols["out_elems"] * cdt,
         wcast=np.where(amp & ~batched, w, 0) if cast else 0,
     )
 
 
-def _forward_block(fw, ops, role: str, seg: str, pass_code: int, suffix: str) -> dict:
+def _forward_block(
+    forward: dict, ops: np.ndarray, role: str, seg: str, pass_code: int, suffix: str
+) -> dict:
     """Forward rows (or their recomputation) of graph ops ``ops``, in that order."""
-    cols = {k: v[ops] if isinstance(v, np.ndarray) else v for k, v in fw.items()}
+    cols = {k: v[ops] if isinstance(v, np.ndarray) else v for k, v in forward.items()}
     cols["name"] = cols["name"] + f"/{suffix}"
     return _block(len(ops), **cols, role=role, seg=seg, pass_=pass_code)
 
@@ -442,28 +409,35 @@ class _BackwardInputs:
     """What every backward phase reads: the graph's columns, the forward rows' fields, each
     forward op's stage, its position in the backward walk (stage descending, op descending)."""
 
-    g: dict
-    fw: dict
+    graph_cols: dict
+    forward: dict
     stage_of: np.ndarray
     pos: np.ndarray
-    plan: LoweringPlan
+    plan: CompilePlan
 
     def rows(self, sel: np.ndarray, suffix: str, typ_suffix: str, **kw) -> dict:
         """Backward rows of the forward ops ``sel``, named after them."""
-        g = self.g
+        graph_cols = self.graph_cols
         base = dict(pass_=P_BWD, seg="backward", db=self.plan.compute_bytes)
         return _block(
             len(sel),
-            name=g["name"][sel] + f"/{suffix}",
-            type=g["type"][sel] + typ_suffix,
-            layer=g["layer"][sel],
+            name=graph_cols["name"][sel] + f"/{suffix}",
+            type=graph_cols["type"][sel] + typ_suffix,
+            layer=graph_cols["layer"][sel],
             stage=self.stage_of[sel],
             fwd=sel,
             **{**base, **kw},
         )
 
 
-def _backward_block(g, fw, stage_of, recompute, group, plan: LoweringPlan) -> dict:
+def _backward_block(
+    graph_cols: dict[str, np.ndarray],
+    forward: dict,
+    stage_of: np.ndarray,
+    recompute: np.ndarray,
+    group: np.ndarray,
+    plan: CompilePlan,
+) -> dict:
     """The backward ops, stage S-1 down to 0, forward ops in reverse inside a stage: for each
     forward op its recomputation (where it starts a recomputed segment), its gradient ops
     (matmul / convolution: an input gradient, skipped for the first layer, and a weight
@@ -475,14 +449,14 @@ def _backward_block(g, fw, stage_of, recompute, group, plan: LoweringPlan) -> di
     walk = np.lexsort((-idx, -stage_of.astype(np.int64)))
     pos = np.empty(n, np.int64)
     pos[walk] = idx
-    bi = _BackwardInputs(g, fw, stage_of, pos, plan)
+    backward = _BackwardInputs(graph_cols, forward, stage_of, pos, plan)
     out = _Rows([], [])
     for phase in (
-        _recompute_rows(bi, recompute, group),
-        _batched_matmul_grad_rows(bi),
-        _matmul_grad_rows(bi),
-        _other_grad_rows(bi),
-        _accumulate_rows(bi),
+        _recompute_rows(backward, recompute, group),
+        _batched_matmul_grad_rows(backward),
+        _matmul_grad_rows(backward),
+        _other_grad_rows(backward),
+        _accumulate_rows(backward),
     ):
         out.blocks += phase.blocks
         out.keys += phase.keys
@@ -490,28 +464,28 @@ def _backward_block(g, fw, stage_of, recompute, group, plan: LoweringPlan) -> di
     return _concat(out.blocks, np.lexsort(k[::-1]))
 
 
-def _recompute_rows(bi: _BackwardInputs, recompute: np.ndarray, group: np.ndarray) -> _Rows:
+def _recompute_rows(backward: _BackwardInputs, recompute: np.ndarray, group: np.ndarray) -> _Rows:
     """The replayed forward ops of a segment, before the backward of the segment's last forward
     op (pipeline stages: the stage's recomputed ops, as its own "recompute" segment)."""
     out = _Rows([], [])
-    n, pos, stage_of = len(bi.stage_of), bi.pos, bi.stage_of
-    if bi.plan.recomputation == "pipeline-stages":
+    n, pos, stage_of = len(backward.stage_of), backward.pos, backward.stage_of
+    if backward.plan.recomputation == "pipeline-stages":
         first_of_stage = np.full(int(stage_of.max(initial=0)) + 1, n, np.int64)
         np.minimum.at(first_of_stage, stage_of.astype(np.int64), pos)
         rec = np.flatnonzero(recompute)
         out.add(
-            _forward_block(bi.fw, rec, "recomp", "recompute", P_BWD, "recompute"),
+            _forward_block(backward.forward, rec, "recomp", "recompute", P_BWD, "recompute"),
             first_of_stage[stage_of[rec]],
             0,
             rec,
         )
-    elif bi.plan.recomputation == "checkpoints":
+    elif backward.plan.recomputation == "checkpoints":
         _, gid = np.unique(group, return_inverse=True)
         first_of_group = np.full(int(gid.max(initial=0)) + 1, n, np.int64)
         np.minimum.at(first_of_group, gid, pos)
         rec = np.flatnonzero(recompute)
         out.add(
-            _forward_block(bi.fw, rec, "recomp", "backward", P_BWD, "recompute"),
+            _forward_block(backward.forward, rec, "recomp", "backward", P_BWD, "recompute"),
             first_of_group[gid[rec]],
             0,
             rec,
@@ -519,33 +493,43 @@ def _recompute_rows(bi: _BackwardInputs, recompute: np.ndarray, group: np.ndarra
     return out
 
 
-def _amp_common(bi: _BackwardInputs, sel: np.ndarray) -> dict:
+def _amp_common(backward: _BackwardInputs, sel: np.ndarray) -> dict:
     """The AMP columns every matmul / convolution gradient row of ``sel`` shares."""
-    G, M, K, N = bi.fw["G"], bi.fw["M"], bi.g["k"], bi.g["n"]
+    G, M, K, N = (
+        backward.forward["G"],
+        backward.forward["M"],
+        backward.graph_cols["k"],
+        backward.graph_cols["n"],
+    )
     common = dict(amp=True, family="amp", elems=0, passes=0.0, flops=2 * G * M * K * N)
     return {k: v[sel] if isinstance(v, np.ndarray) else v for k, v in common.items()}
 
 
 def _add_amp_grad(
-    out: _Rows, bi: _BackwardInputs, sel: np.ndarray, operand: str, order: int, **cols
+    out: _Rows, backward: _BackwardInputs, sel: np.ndarray, operand: str, order: int, **cols
 ) -> None:
     """The gradient rows ``grad<operand>`` (type ``Grad<operand>``) of the matmuls /
     convolutions ``sel`` (none when empty): the AMP columns they share, the forward's groups and
     ``cols``, placed at their ops in the backward walk with sub-position 1 and ``order``."""
     if len(sel):
-        common = dict(_amp_common(bi, sel), G=bi.fw["G"][sel])
-        block = bi.rows(sel, f"grad{operand}", f"Grad{operand}", **common, **cols)
-        out.add(block, bi.pos[sel], 1, order)
+        common = dict(_amp_common(backward, sel), G=backward.forward["G"][sel])
+        block = backward.rows(sel, f"grad{operand}", f"Grad{operand}", **common, **cols)
+        out.add(block, backward.pos[sel], 1, order)
 
 
-def _batched_matmul_grad_rows(bi: _BackwardInputs) -> _Rows:
+def _batched_matmul_grad_rows(backward: _BackwardInputs) -> _Rows:
     """Batched matmuls: dA = dC x B^T and dB = A^T x dC (both operands are activations)."""
     out = _Rows([], [])
-    g, cdt = bi.g, bi.plan.compute_bytes
-    bm = np.flatnonzero((g["family"] == "amp") & (g["type"] == "BatchMatMul"))
+    graph_cols, cdt = backward.graph_cols, backward.plan.compute_bytes
+    bm = np.flatnonzero((graph_cols["family"] == "amp") & (graph_cols["type"] == "BatchMatMul"))
     if not len(bm):
         return out
-    Gb, Mb, Kb, Nb = bi.fw["G"][bm], bi.fw["M"][bm], g["k"][bm], g["n"][bm]
+    Gb, Mb, Kb, Nb = (
+        backward.forward["G"][bm],
+        backward.forward["M"][bm],
+        graph_cols["k"][bm],
+        graph_cols["n"][bm],
+    )
     # (operand, M, K, N of the gradient matmul, its bytes in, its bytes out)
     for order, (x, Mg, Kg, Ng, b_in, b_out) in enumerate(
         (
@@ -554,23 +538,29 @@ def _batched_matmul_grad_rows(bi: _BackwardInputs) -> _Rows:
         )
     ):
         grad = dict(role="gi", M=Mg, K=Kg, N=Ng, bytes_in=b_in * cdt, bytes_out=b_out * cdt)
-        _add_amp_grad(out, bi, bm, x, order, **grad)
+        _add_amp_grad(out, backward, bm, x, order, **grad)
     return out
 
 
-def _matmul_grad_rows(bi: _BackwardInputs) -> _Rows:
+def _matmul_grad_rows(backward: _BackwardInputs) -> _Rows:
     """Matmuls / convolutions with a weight: the input gradient (not for the first layer, whose
     input needs none) and the weight gradient, with the forward's MACs."""
     out = _Rows([], [])
-    g, fw, plan = bi.g, bi.fw, bi.plan
+    graph_cols, forward, plan = backward.graph_cols, backward.forward, backward.plan
     cdt, wdt = plan.compute_bytes, plan.weight_bytes
-    w, kernel, cin = g["weight_elems"], g["kernel"], g["cin"]
-    am = np.flatnonzero((g["family"] == "amp") & (g["type"] != "BatchMatMul"))
-    gi = am[g["in0"][am] != INPUT]  # the first layer's input needs no gradient
-    Mi, Ki, Ni, ki, wi = fw["M"][gi], g["k"][gi], g["n"][gi], kernel[gi], w[gi]
+    w, kernel, cin = graph_cols["weight_elems"], graph_cols["kernel"], graph_cols["cin"]
+    am = np.flatnonzero((graph_cols["family"] == "amp") & (graph_cols["type"] != "BatchMatMul"))
+    gi = am[graph_cols["in0"][am] != INPUT]  # the first layer's input needs no gradient
+    Mi, Ki, Ni, ki, wi = (
+        forward["M"][gi],
+        graph_cols["k"][gi],
+        graph_cols["n"][gi],
+        kernel[gi],
+        w[gi],
+    )
     _add_amp_grad(
         out,
-        bi,
+        backward,
         gi,
         "Input",
         0,
@@ -580,17 +570,23 @@ def _matmul_grad_rows(bi: _BackwardInputs) -> _Rows:
         N=cin[gi],
         cin=Ni,
         kernel=ki,
-        row_width=g["out_width"][gi],
+        row_width=graph_cols["out_width"][gi],
         a_dup=ki,
         b_weight=True,
         bytes_in=(Mi * Ni + wi) * cdt,
         bytes_out=Mi * Ki * cdt // ki,
         wcast=wi if plan.weight_cast else 0,
     )
-    Ma, Ka, Na, ka, wa = fw["M"][am], g["k"][am], g["n"][am], kernel[am], w[am]
+    Ma, Ka, Na, ka, wa = (
+        forward["M"][am],
+        graph_cols["k"][am],
+        graph_cols["n"][am],
+        kernel[am],
+        w[am],
+    )
     _add_amp_grad(
         out,
-        bi,
+        backward,
         am,
         "Weight",
         1,
@@ -607,34 +603,34 @@ def _matmul_grad_rows(bi: _BackwardInputs) -> _Rows:
     return out
 
 
-def _other_grad_rows(bi: _BackwardInputs) -> _Rows:
+def _other_grad_rows(backward: _BackwardInputs) -> _Rows:
     """One gradient op for every other op with backward work."""
     out = _Rows([], [])
-    g, plan = bi.g, bi.plan
+    graph_cols, plan = backward.graph_cols, backward.plan
     B, cdt, wdt = plan.micro_batch, plan.compute_bytes, plan.weight_bytes
-    w = g["weight_elems"]
-    ew = np.flatnonzero((g["family"] != "amp") & (g["bwd_passes"] > 0))
+    w = graph_cols["weight_elems"]
+    ew = np.flatnonzero((graph_cols["family"] != "amp") & (graph_cols["bwd_passes"] > 0))
     if not len(ew):
         return out
-    e = B * np.maximum(g["out_elems"][ew], g["in_elems"][ew])
-    bp = g["bwd_passes"][ew]
+    e = B * np.maximum(graph_cols["out_elems"][ew], graph_cols["in_elems"][ew])
+    bp = graph_cols["bwd_passes"][ew]
     out.add(
-        bi.rows(
+        backward.rows(
             ew,
             "grad",
             "Grad",
-            family=g["family"][ew],
+            family=graph_cols["family"][ew],
             role="bwd",
             elems=e,
             passes=bp,
-            cross_tile=g["cross_tile"][ew],
-            stats=bi.fw["stats"][ew],
+            cross_tile=graph_cols["cross_tile"][ew],
+            stats=backward.forward["stats"][ew],
             weight_elems=w[ew],
             flops=np.rint(e * bp).astype(np.int64),
-            bytes_in=(B * g["in_elems"][ew] + B * g["out_elems"][ew]) * cdt,
-            bytes_out=B * g["in_elems"][ew] * cdt + w[ew] * wdt,
+            bytes_in=(B * graph_cols["in_elems"][ew] + B * graph_cols["out_elems"][ew]) * cdt,
+            bytes_out=B * graph_cols["in_elems"][ew] * cdt + w[ew] * wdt,
         ),
-        bi.pos[ew],
+        backward.pos[ew],
         1,
         0,
     )
@@ -645,21 +641,23 @@ def _other_grad_rows(bi: _BackwardInputs) -> _Rows:
 NORM_TYPES = ("BatchNorm", "LayerNorm", "GroupNorm", "InstanceNorm")
 
 
-def trained_tensors(g, ops: np.ndarray, plan: LoweringPlan) -> tuple[np.ndarray, np.ndarray]:
+def trained_tensors(
+    graph_cols: dict[str, np.ndarray], ops: np.ndarray, plan: CompilePlan
+) -> tuple[np.ndarray, np.ndarray]:
     """The trained tensors of the weighted ``ops``: for each, its position in ``ops`` and its
     elements. PopART updates every trained tensor with its own optimiser ops (one
     ``AdamComboOp`` / ``SGDComboOp`` per variable, ``willow/src/optimizer.cpp``), as PyTorch
     registers them: a normalisation's scale and shift (``weight``, ``bias``) and a layer's
     weights and bias are separate tensors. Other frameworks: one update per weighted op, as
     before."""
-    w = g["weight_elems"][ops].astype(np.int64)
+    w = graph_cols["weight_elems"][ops].astype(np.int64)
     pos = np.arange(len(ops))
     if not plan.popart_optimiser or not len(ops):
         return pos, w
-    types = g["type"][ops].tolist()
+    types = graph_cols["type"][ops].tolist()
     norm = np.array([str(t) in NORM_TYPES for t in types], bool) & (w >= 2)
-    amp = g["family"][ops] == "amp"
-    main = g["groups"][ops] * g["k"][ops] * g["n"][ops]
+    amp = graph_cols["family"][ops] == "amp"
+    main = graph_cols["groups"][ops] * graph_cols["k"][ops] * graph_cols["n"][ops]
     bias = np.where(amp, w - main, 0)
     biased = amp & (bias > 0) & (bias < w)
     two = norm | biased
@@ -671,35 +669,39 @@ def trained_tensors(g, ops: np.ndarray, plan: LoweringPlan) -> tuple[np.ndarray,
     return idx[order], elems[order]
 
 
-def tensor_names(g, ops: np.ndarray, at: np.ndarray) -> np.ndarray:
+def tensor_names(graph_cols: dict[str, np.ndarray], ops: np.ndarray, at: np.ndarray) -> np.ndarray:
     """The name of each trained tensor of :func:`trained_tensors`: its op's, and for an op's
     second tensor (a norm's shift, a layer's bias: PyTorch's ``bias``) with ``/bias`` after it,
     so every update, accumulation and reset has a name of its own (a compute set is named by
     its op: two of one name could not be told apart, nor balanced one at a time)."""
     second = np.zeros(len(at), bool)
     second[1:] = at[1:] == at[:-1]
-    return g["name"][ops[at]] + np.where(second, "/bias", "").astype(object)
+    return graph_cols["name"][ops[at]] + np.where(second, "/bias", "").astype(object)
 
 
-def _accumulate_rows(bi: _BackwardInputs) -> _Rows:
+def _accumulate_rows(backward: _BackwardInputs) -> _Rows:
     """GA > 1: each weight gradient accumulated into its accumulator, after its gradient op
     (under PopART one ``AccumulateOp`` per trained tensor)."""
     out = _Rows([], [])
-    g, plan = bi.g, bi.plan
+    graph_cols, plan = backward.graph_cols, backward.plan
     if plan.gradient_accumulation <= 1:
         return out
-    w, amp, batched = g["weight_elems"], g["family"] == "amp", g["type"] == "BatchMatMul"
+    w, amp, batched = (
+        graph_cols["weight_elems"],
+        graph_cols["family"] == "amp",
+        graph_cols["type"] == "BatchMatMul",
+    )
     acc_dt, wdt = plan.accumulator_bytes, plan.weight_bytes
-    ops = np.flatnonzero((w > 0) & ((amp & ~batched) | (~amp & (g["bwd_passes"] > 0))))
-    at, wc = trained_tensors(g, ops, plan)
+    ops = np.flatnonzero((w > 0) & ((amp & ~batched) | (~amp & (graph_cols["bwd_passes"] > 0))))
+    at, wc = trained_tensors(graph_cols, ops, plan)
     ac = ops[at]
     out.add(
         _block(
             len(ac),
-            name=tensor_names(g, ops, at) + "/accumulate",
+            name=tensor_names(graph_cols, ops, at) + "/accumulate",
             type="AccumulateGrad",
-            layer=g["layer"][ac],
-            stage=bi.stage_of[ac],
+            layer=graph_cols["layer"][ac],
+            stage=backward.stage_of[ac],
             fwd=ac,
             pass_=P_BWD,
             seg="backward",
@@ -713,7 +715,7 @@ def _accumulate_rows(bi: _BackwardInputs) -> _Rows:
             bytes_in=wc * (wdt + acc_dt),
             bytes_out=wc * acc_dt,
         ),
-        bi.pos[ac],
+        backward.pos[ac],
         1,
         2,
     )
@@ -742,22 +744,29 @@ ADAM_OPS = (
 ADAM_FAMILY = ("adam", "adamw", "lamb")
 
 
-def _update_block(g, order, stage_of, plan: LoweringPlan) -> dict:
+def _update_block(
+    graph_cols: dict[str, np.ndarray], order: np.ndarray, stage_of: np.ndarray, plan: CompilePlan
+) -> dict:
     """One optimiser update per weighted op (under PopART: per trained tensor, with the compute
     sets and scalar exchanges of PopART's decomposition, ``ADAM_OPS``), stage by stage, then
     (GA > 1) its accumulator's reset."""
     wdt, acc_dt = plan.weight_bytes, plan.accumulator_bytes
-    ops = order[g["weight_elems"][order] > 0]
-    at, w = trained_tensors(g, ops, plan)
+    ops = order[graph_cols["weight_elems"][order] > 0]
+    at, w = trained_tensors(graph_cols, ops, plan)
     wo = ops[at]
-    names = tensor_names(g, ops, at)
+    names = tensor_names(graph_cols, ops, at)
     opt = plan.optimiser
     passes = OPTIMISER_PASSES[opt] + (1 if plan.loss_scaled else 0)
     R = plan.state_shards
     e = -(-w // R)
     state = len(OPTIMISER_STATE[opt])
     per_update = dict(
-        layer=g["layer"][wo], pass_=P_UPD, stage=stage_of[wo], fwd=wo, seg="update", weight_elems=w
+        layer=graph_cols["layer"][wo],
+        pass_=P_UPD,
+        stage=stage_of[wo],
+        fwd=wo,
+        seg="update",
+        weight_elems=w,
     )
     decomposed = [
         x for x in ADAM_OPS if plan.popart_optimiser and (x[0] != "gradUnscale" or plan.loss_scaled)

@@ -42,12 +42,15 @@ the interleaved region first and spill into free non-interleaved memory; what fi
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from engine.compiled import (
     T_ONTILE,
     LivenessReport,
     MemoryReport,
+    ProgramIO,
 )
 from engine.compiler.code import (
     program_code,
@@ -81,18 +84,29 @@ from engine.compiler.variables import (
     _weight_variables,
 )
 
+if TYPE_CHECKING:  # pragma: no cover
+    from engine.compiler.compile_plan import CompilePlan
+    from engine.compiler.lowering import Lowered
+    from engine.compiler.plan import OpPlans
+    from engine.graph import Graph
+    from engine.targets import Target
+
 
 def build_memory(
-    graph, lowered, tile_plan, programs, op_ipu, config, target, compute_tiles: int
+    graph: Graph,
+    lowered: Lowered,
+    tile_plan: OpPlans,
+    programs: dict[str, np.ndarray],
+    op_ipu: np.ndarray,
+    plan: CompilePlan,
+    target: Target,
 ) -> MemoryResult:
     """Variables, liveness and per-tile memory of a compiled program.
 
     Phases: liveness steps; variables (activations, streamed tensors, weights, temporaries,
     stashes, stream buffers, in that row order); program code; memory per tile; reports.
     """
-    inputs = MemoryInputs(
-        graph, lowered, tile_plan, programs, op_ipu, config, target, int(compute_tiles)
-    )
+    inputs = MemoryInputs(graph, lowered, tile_plan, programs, op_ipu, plan, target)
     steps = liveness_steps(inputs)
     rows = _Vars()
     consumers = _consumers(graph)
@@ -219,39 +233,45 @@ def _reports(
     return memory, liveness, bool(oom_mask.any())
 
 
+def _ints(values) -> tuple[int, ...]:
+    return tuple(int(v) for v in values)
+
+
 def _io_summary(
     inputs: MemoryInputs,
     activations: ActivationBytes,
     streamed: StreamedTensors,
     weights: WeightBytes,
     stash_bytes: np.ndarray,
-) -> dict:
+) -> ProgramIO:
     """``compiled.io``: what the executor moves (see engine.compiled)."""
-    S, graph, training = inputs.stages, inputs.graph, inputs.config.training
-    act_b = [int(activations.boundary[s]) if s < S - 1 else 0 for s in range(S)]
-    return {
-        "input_elems_per_sample": int(graph.input_elems),
-        "input_bytes_per_sample": int(graph.input_elems * streamed.input_bytes_per_element),
-        "input_dtype": streamed.input_dtype,
-        "label_bytes_per_sample": streamed.label_bytes_per_sample if training else 0,
-        "output_bytes_per_micro_batch": streamed.output_bytes_per_micro_batch,
-        "input_stage": 0,
-        "loss_stage": S - 1,
-        "activation_bytes": act_b,
-        "gradient_bytes": [0, *act_b[:-1]] if training else [0] * S,
-        "weight_bytes": weights.weights.tolist(),
-        "weight_gradient_bytes": weights.gradients.tolist(),
-        "remote_bytes": weights.remote.tolist(),
-        "remote_accumulator_bytes": weights.remote_accumulators.tolist(),
-        "stash_bytes": stash_bytes.tolist(),
-        "collective_code_bytes": [
-            [
-                ring_code(inputs.target, ring, inputs.compute_tiles).total(inputs.tiles_per_ipu)
+    stages, graph, training = inputs.stages, inputs.graph, inputs.plan.training
+    boundary = tuple(int(activations.boundary[s]) if s < stages - 1 else 0 for s in range(stages))
+    return ProgramIO(
+        input_elems_per_sample=int(graph.input_elems),
+        input_bytes_per_sample=int(graph.input_elems * streamed.input_bytes_per_element),
+        input_dtype=str(streamed.input_dtype),
+        label_bytes_per_sample=int(streamed.label_bytes_per_sample) if training else 0,
+        output_bytes_per_micro_batch=int(streamed.output_bytes_per_micro_batch),
+        input_stage=0,
+        loss_stage=stages - 1,
+        activation_bytes=boundary,
+        gradient_bytes=(0, *boundary[:-1]) if training else (0,) * stages,
+        weight_bytes=_ints(weights.weights),
+        weight_gradient_bytes=_ints(weights.gradients),
+        remote_bytes=_ints(weights.remote),
+        remote_accumulator_bytes=_ints(weights.remote_accumulators),
+        stash_bytes=_ints(stash_bytes),
+        collective_code_bytes=tuple(
+            tuple(
+                int(
+                    ring_code(inputs.target, ring, inputs.compute_tiles).total(inputs.tiles_per_ipu)
+                )
                 for ring in replica_collectives(inputs, weights, ipu)
-            ]
+            )
             for ipu in range(inputs.num_ipus)
-        ],
-    }
+        ),
+    )
 
 
 __all__ = [

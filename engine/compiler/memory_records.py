@@ -5,19 +5,25 @@ share (exact scatter-adds, per-tile range sums over IPUs)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from engine.compiled import (
     LivenessReport,
     MemoryReport,
-    RunShape,
+    ProgramIO,
     VariableTable,
 )
-from engine.compiler.lowering import DTYPE_BYTES
 from profiles import schema
 from profiles.liveness import TileChanges
+
+if TYPE_CHECKING:  # pragma: no cover
+    from engine.compiler.compile_plan import CompilePlan
+    from engine.compiler.lowering import Lowered
+    from engine.compiler.plan import OpPlans
+    from engine.graph import Graph
+    from engine.targets import Target
 
 CAT = {name: i for i, name in enumerate(schema.MEMORY_CATEGORIES)}
 KIND = {name: i for i, name in enumerate(schema.VARIABLE_KINDS)}
@@ -46,29 +52,46 @@ def _distinct(values) -> tuple[list, np.ndarray]:
 
 
 @dataclass(frozen=True)
-class MemoryInputs(RunShape):
-    """What ``build_memory`` reads: the compile's tables and the run's figures."""
+class MemoryInputs:
+    """What ``build_memory`` reads: the compile's tables, the resolved run options (``plan``)
+    and the target's figures."""
 
-    graph: Any  # engine.graph.Graph (forward, per sample)
-    lowered: Any  # engine.compiler.lowering.Lowered (lowered op rows)
-    tile_plan: Any  # engine.compiler.plan.OpPlans
+    graph: Graph  # forward, per sample
+    lowered: Lowered  # lowered op rows
+    tile_plan: OpPlans
     programs: dict[str, np.ndarray]  # leaf program columns, with "ipu"
     op_ipu: np.ndarray  # IPU of each lowered op
-    config: Any  # engine.config.RunConfig
-    target: Any  # engine.targets.Target
-    compute_tiles: int  # tiles per IPU available to compute (tiles - I/O tiles)
+    plan: CompilePlan
+    target: Target
+
+    @property
+    def num_ipus(self) -> int:
+        return self.plan.num_ipus
+
+    @property
+    def stages(self) -> int:
+        return self.plan.stages
+
+    @property
+    def tiles_per_ipu(self) -> int:
+        return self.plan.tiles_per_ipu
+
+    @property
+    def compute_tiles(self) -> int:
+        """Tiles per IPU available to compute (tiles - I/O tiles)."""
+        return self.plan.compute_tiles
 
     @property
     def micro_batch(self) -> int:
-        return int(self.config.micro_batch_size)
+        return self.plan.micro_batch
 
     @property
     def activation_bytes_per_element(self) -> int:
-        return DTYPE_BYTES[self.config.compute_dtype]
+        return self.plan.compute_bytes
 
     @property
     def weight_bytes_per_element(self) -> int:
-        return DTYPE_BYTES[self.config.weight_dtype]
+        return self.plan.weight_bytes
 
     def output_tiles(self, row: int, nbytes: int) -> tuple[int, int]:
         """First tile and tile count of an output of ``nbytes`` made by lowered op ``row``: the
@@ -186,7 +209,7 @@ class MemoryResult:
     variables: VariableTable
     memory: MemoryReport
     liveness: LivenessReport
-    io: dict
+    io: ProgramIO
     oom: bool
     program_code: np.ndarray  # code bytes per leaf program (over its tiles)
 

@@ -13,7 +13,7 @@ import numpy as np
 from engine.compiled import (
     VariableTable,
 )
-from engine.compiler.lowering import DTYPE_BYTES, OPTIMISER_STATE
+from engine.compiler.lowering import DTYPE_BYTES
 from engine.compiler.memory_records import (
     KIND,
     ActivationBytes,
@@ -77,7 +77,7 @@ class _Vars:
         many = not isinstance(name, str)
         n = len(name) if many else 1
         block: dict[str, np.ndarray] = {}
-        values = (name, KIND[kind], dtype, shape, nbytes, ipu, always, start, end, t0, tn)
+        values: tuple = (name, KIND[kind], dtype, shape, nbytes, ipu, always, start, end, t0, tn)
         values += (interleaved, remote, remote_bytes, op)
         for (col, dt), value in zip(_VARIABLE_COLUMNS, values):
             if dt is object:
@@ -195,10 +195,10 @@ def _activation_variables(
     Whole-array rules over the graph's ops and its edges (producer -> consumer); each op's
     variables in the order: its activation, its recomputed copy, its copies received by
     consumers on other stages (in the consumers' order), its gradient."""
-    graph, lowered, config = inputs.graph, inputs.lowered, inputs.config
+    graph, lowered, plan = inputs.graph, inputs.lowered, inputs.plan
     cols = graph.cols
     n = len(graph)
-    B, S, training = inputs.micro_batch, inputs.stages, config.training
+    B, S, training = inputs.micro_batch, inputs.stages, plan.training
     elem_bytes = inputs.activation_bytes_per_element
     stage_of = lowered.stage_of_fwd.astype(np.int64)
     ipu_of_op = np.arange(S)[stage_of]
@@ -250,13 +250,13 @@ def _activation_variables(
         bwd_need = np.maximum(bwd_need, _group_max(src[keeps], backward_last[dst[keeps]], n))
         if has_loss_grad and len(loss_inputs):
             bwd_need[loss_inputs] = np.maximum(bwd_need[loss_inputs], last[steps.loss_grad_rows[0]])
-        if config.framework in ("poptorch", "tensorflow"):  # PopART runs the ONNX ops as given
+        if plan.framework in ("poptorch", "tensorflow"):  # PopART runs the ONNX ops as given
             bwd_need[_swish_sigmoids(cols, src, dst, n)] = -1
             bwd_need[_group_norm_whitened(cols, src, dst, n)] = -1
     names = cols["name"].tolist()
     shape = [f"{B}x{e}" for e in cols["out_elems"].tolist()]
     # this op's activations: the same dtype and tiles, live between two steps
-    act = partial(rows.add, kind="activation", dtype=config.compute_dtype, always=False)
+    act = partial(rows.add, kind="activation", dtype=plan.compute_dtype, always=False)
     order = (
         np.arange(n, dtype=np.int64) * 4
     )  # key: op, then activation / recomputed / received / gradient
@@ -356,16 +356,16 @@ def _streamed_variables(
     inputs: MemoryInputs, steps: LivenessSteps, input_users: list[int], rows: _Vars
 ) -> StreamedTensors:
     """The graph input (and its normalised copy), the labels and the outputs."""
-    graph, config = inputs.graph, inputs.config
+    graph, plan = inputs.graph, inputs.plan
     cols = graph.cols
-    B, training = inputs.micro_batch, config.training
-    cdt_name, cdt = config.compute_dtype, inputs.activation_bytes_per_element
+    B, training = inputs.micro_batch, plan.training
+    cdt_name, cdt = plan.compute_dtype, inputs.activation_bytes_per_element
     first, last, backward_last = steps.first, steps.last, steps.backward_last
     forward_row = steps.forward_row
     last_step = steps.count - 1
     tokens = graph.input_kind == "tokens"
-    in_elem_bytes = 4 if tokens else (1 if config.eight_bit_input else cdt)
-    in_dtype = "int32" if tokens else ("uint8" if config.eight_bit_input else cdt_name)
+    in_elem_bytes = 4 if tokens else (1 if plan.eight_bit_input else cdt)
+    in_dtype = "int32" if tokens else ("uint8" if plan.eight_bit_input else cdt_name)
     in_bytes = B * graph.input_elems * in_elem_bytes
     in_shape = f"{B}x{graph.input_elems}"
     first_user = int(forward_row[input_users[0]]) if input_users else 0
@@ -474,16 +474,16 @@ def _weight_variables(inputs: MemoryInputs, steps: LivenessSteps, rows: _Vars) -
     Whole-array rules over the ops with weights; each op's variables in the order: weight,
     gradient, accumulator (and its buffer when offloaded), each optimiser state (and its
     buffer when offloaded)."""
-    cols, config = inputs.graph.cols, inputs.config
-    training = config.training
+    cols, plan = inputs.graph.cols, inputs.plan
+    training = plan.training
     n_ipus = inputs.num_ipus
-    wdt_name, wdt = config.weight_dtype, inputs.weight_bytes_per_element
-    cdt_name, cdt = config.compute_dtype, inputs.activation_bytes_per_element
-    GA = config.gradient_accumulation
-    R = config.replication_factor
-    rts = config.replicated_tensor_sharding
+    wdt_name, wdt = plan.weight_dtype, inputs.weight_bytes_per_element
+    cdt_name, cdt = plan.compute_dtype, inputs.activation_bytes_per_element
+    GA = plan.gradient_accumulation
+    R = plan.replicas
+    rts = plan.replicated_tensor_sharding
     ipu_of_op = np.arange(inputs.stages)[inputs.lowered.stage_of_fwd]
-    acc_dt = DTYPE_BYTES[config.accumulator]
+    acc_dt = plan.accumulator_bytes
     ops = np.flatnonzero(cols["weight_elems"] > 0)
     w = cols["weight_elems"][ops].astype(np.int64)
     row = steps.forward_row[ops]
@@ -566,23 +566,22 @@ def _weight_variables(inputs: MemoryInputs, steps: LivenessSteps, rows: _Vars) -
         )
         if GA > 1:
             ab = w[g] * acc_dt
-            acc = partial(wvar, kind="accumulator", dtype=config.accumulator)
-            offload = config.offload_accumulators == "on"
+            acc = partial(wvar, kind="accumulator", dtype=plan.accumulator_dtype)
+            offload = plan.offload_accumulators
             if offload:
                 remote_acc = _scatter_add(ipu[g], ab, n_ipus)
             state_var(acc, "accumulator", ab, key[g] + 2, offload, use_step)
         shard = -(-w[g] // R) if rts else w[g]
         shard_shape = [str(x) for x in shard.tolist()]
-        for k, (state_name, prop) in enumerate(OPTIMISER_STATE[config.optimiser]):
-            dt_name = getattr(config, prop)
+        for k, (state_name, dt_name) in enumerate(plan.optimiser_states):
             sb = shard * DTYPE_BYTES[dt_name]
             # a shard keeps the tensor's layout: 1/R of each of its tiles' elements, so its
             # stream region (and host exchange code) is the tensor's
             state = partial(wvar, kind="optimiserState", dtype=dt_name, shape=shard_shape)
             slot = key[g] + 4 + 2 * k
-            if config.offload_optimiser:
+            if plan.offload_optimiser:
                 remote_bytes += _scatter_add(ipu[g], w[g] * DTYPE_BYTES[dt_name], n_ipus)
-            state_var(state, state_name, sb, slot, config.offload_optimiser, update_step)
+            state_var(state, state_name, sb, slot, plan.offload_optimiser, update_step)
     rows.merge(mark)
     return WeightBytes(
         weights=weight_bytes,
@@ -600,7 +599,7 @@ def _temporary_variables(inputs: MemoryInputs, steps: LivenessSteps, rows: _Vars
     rows.add(
         [f"{x}/temporaries" for x in lowered["name"][ops].tolist()],
         "temporary",
-        inputs.config.compute_dtype,
+        inputs.plan.compute_dtype,
         "",
         P.temp_per_tile[ops].astype(np.int64) * tiles,
         inputs.op_ipu[ops],
@@ -621,18 +620,18 @@ def _stash_variables(
     rows: _Vars,
 ) -> np.ndarray:
     """Pipeline stashes (pipelined training): stash bytes per IPU."""
-    config, lowered = inputs.config, inputs.lowered
+    plan, lowered = inputs.plan, inputs.lowered
     S = inputs.stages
     stash_bytes = np.zeros(inputs.num_ipus, dtype=np.int64)
-    if not (config.training and config.strategy == "pipelined" and S > 1):
+    if not (plan.training and plan.strategy == "pipelined" and S > 1):
         return stash_bytes
     saved = activations.saved.copy()
     saved[0] += streamed.saved_input_bytes
     stage = np.arange(S)
     depth = {"grouped": 2 * (S - 1 - stage), "interleaved": S - 1 - stage, "sequential": 0 * stage}[
-        config.schedule
+        plan.schedule
     ]
-    if config.recomputation == "pipeline-stages":
+    if plan.recomputation == "pipeline-stages":
         per_mb = np.r_[streamed.input_bytes, activations.boundary[: S - 1]].astype(np.int64)
     else:
         per_mb = saved
@@ -643,11 +642,11 @@ def _stash_variables(
     last = _group_max(op_stage[backward], steps.last[backward], S)
     st = np.flatnonzero(depth > 0)
     stash_bytes[st] = depth[st] * per_mb[st]
-    elems = _ceil_div(per_mb[st], DTYPE_BYTES[config.compute_dtype])
+    elems = _ceil_div(per_mb[st], plan.compute_bytes)
     rows.add(
         [f"stage{s}/stash" for s in st.tolist()],
         "stash",
-        config.compute_dtype,
+        plan.compute_dtype,
         # elements of the compute dtype (the stashed activations), not bytes
         [f"{d}x{e}" for d, e in zip(depth[st].tolist(), elems.tolist())],
         depth[st] * per_mb[st],
@@ -663,7 +662,7 @@ def _stash_variables(
 
 def _stream_buffer_variables(inputs: MemoryInputs, streamed: StreamedTensors, rows: _Vars) -> None:
     """Stream buffers on the I/O tiles (when there are I/O tiles)."""
-    io_tiles = inputs.config.io_tiles
+    io_tiles = inputs.plan.io_tiles
     if not io_tiles:
         return
     T = inputs.compute_tiles
@@ -680,7 +679,7 @@ def _stream_buffer_variables(inputs: MemoryInputs, streamed: StreamedTensors, ro
         T,
         io_tiles,
     )
-    if inputs.config.training:
+    if inputs.plan.training:
         rows.add(
             "labels/streamBuffer",
             "streamBuffer",

@@ -9,22 +9,24 @@ with its public source). This module only reshapes them; every timing decision i
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from engine.execute.plan import ExecutionPlan, HostModel, IpuPlan, LeafPrograms, Links, StagePlan
 
-
-def _seq(io: dict[str, Any], key: str, n: int) -> list[int]:
-    v = io.get(key)
-    if v is None:
-        return [0] * n
-    v = list(np.asarray(v).reshape(-1))
-    return [int(x) for x in v] + [0] * (n - len(v))
+if TYPE_CHECKING:  # pragma: no cover
+    from engine.compiled import ProgramIO
 
 
-def host_model(config, io: dict[str, Any], target=None) -> HostModel:
+def _padded(values: Sequence[int], n: int) -> list[int]:
+    """``values`` (per stage or per IPU) as ``n`` ints, missing ones 0."""
+    return [int(x) for x in values] + [0] * (n - len(values))
+
+
+def host_model(config, io: ProgramIO, target=None) -> HostModel:
     """The host model of a run (docs/execution-model.md, "Host model").
 
     Per-sample cost: the named host transforms costed on the host profile (engine.host.profile;
@@ -36,8 +38,8 @@ def host_model(config, io: dict[str, Any], target=None) -> HostModel:
     from engine.host.profile import sample_cost
     from engine.systems import get_system
 
-    elems = int(io.get("input_elems_per_sample", 0) or 0)
-    is_image = io.get("input_dtype") != "int32"  # token ids (BERT, ONNX int inputs) are int32
+    elems = int(io.input_elems_per_sample)
+    is_image = io.input_dtype != "int32"  # token ids (BERT, ONNX int inputs) are int32
     transforms_s, breakdown = 0.0, None
     synthetic = bool(getattr(config, "synthetic_data", False))  # nothing prepared on the host
     system = get_system(config.system) if config.system else None
@@ -82,7 +84,7 @@ def host_model(config, io: dict[str, Any], target=None) -> HostModel:
     )
 
 
-def _token_host(config, io: dict[str, Any], system) -> tuple[float, dict]:
+def _token_host(config, io: ProgramIO, system) -> tuple[float, dict]:
     """A token model's measured host cost per sample (``host_transforms = ["tokens"]``): the
     host profile's token path over the model's input fields (engine.host.profile.token_cost)."""
     from engine.errors import ConfigError
@@ -95,8 +97,8 @@ def _token_host(config, io: dict[str, Any], system) -> tuple[float, dict]:
             f"{', '.join(config.host_transforms)}."
         )
     profile, scaling = host_profile_for(config, system)
-    elems = int(io.get("input_elems_per_sample", 0) or 0)
-    cost = token_cost(profile, fields=int(io.get("input_fields", 1) or 1), elements=elems)
+    elems = int(io.input_elems_per_sample)
+    cost = token_cost(profile, fields=int(io.input_fields), elements=elems)
     return cost.total_us * 1e-6, {**cost.as_dict(), **scaling}
 
 
@@ -242,8 +244,7 @@ def plan_from_compiled(compiled, config=None) -> ExecutionPlan:
     cfg = config if config is not None else compiled.config
     tgt = compiled.target
     p = compiled.programs
-    io = dict(compiled.io or {})
-    io.setdefault("input_fields", input_fields(getattr(compiled, "graph", None)))
+    io = dataclasses.replace(compiled.io, input_fields=input_fields(compiled.graph))
     leaves = LeafPrograms(
         name=np.asarray(p.name, dtype=object),
         type=np.asarray(p.type, np.uint8),
@@ -265,10 +266,10 @@ def plan_from_compiled(compiled, config=None) -> ExecutionPlan:
     S = int(cfg.stages)
     n_ipus = int(cfg.num_ipus)
     stage_ipu = [int(x) for x in np.asarray(compiled.stage_ipu).reshape(-1)[:S]]
-    act = _seq(io, "activation_bytes", S)
-    grad = _seq(io, "gradient_bytes", S)
-    racc = _seq(io, "remote_accumulator_bytes", n_ipus)
-    first_stage_of_ipu = {}
+    act = _padded(io.activation_bytes, S)
+    grad = _padded(io.gradient_bytes, S)
+    racc = _padded(io.remote_accumulator_bytes, n_ipus)
+    first_stage_of_ipu: dict[int, int] = {}
     for s in range(S):
         first_stage_of_ipu.setdefault(stage_ipu[s], s)
     stages = [
@@ -285,10 +286,10 @@ def plan_from_compiled(compiled, config=None) -> ExecutionPlan:
         )
         for s in range(S)
     ]
-    wb = _seq(io, "weight_bytes", n_ipus)
-    gb = _seq(io, "weight_gradient_bytes", n_ipus)
-    rb = _seq(io, "remote_bytes", n_ipus)
-    ring_code = list(io.get("collective_code_bytes") or []) + [[]] * n_ipus
+    wb = _padded(io.weight_bytes, n_ipus)
+    gb = _padded(io.weight_gradient_bytes, n_ipus)
+    rb = _padded(io.remote_bytes, n_ipus)
+    ring_code = list(io.collective_code_bytes) + [()] * n_ipus
     ipus = []
     for i in range(n_ipus):
         upd = [compiled.segment_programs("update", s) for s in range(S) if stage_ipu[s] == i]
@@ -320,14 +321,12 @@ def plan_from_compiled(compiled, config=None) -> ExecutionPlan:
         replicated_tensor_sharding=bool(cfg.replicated_tensor_sharding),
         io_tiles=int(cfg.io_tiles),
         # synthetic data (PopTorch enableSyntheticData): no stream copies to or from the host
-        input_bytes_per_sample=0 if synthetic else int(io.get("input_bytes_per_sample", 0) or 0),
-        label_bytes_per_sample=0 if synthetic else int(io.get("label_bytes_per_sample", 0) or 0),
-        output_bytes_per_micro_batch=(
-            0 if synthetic else int(io.get("output_bytes_per_micro_batch", 0) or 0)
-        ),
+        input_bytes_per_sample=0 if synthetic else io.input_bytes_per_sample,
+        label_bytes_per_sample=0 if synthetic else io.label_bytes_per_sample,
+        output_bytes_per_micro_batch=(0 if synthetic else io.output_bytes_per_micro_batch),
         output_mode=cfg.resolved_output_mode,
         output_every_n=int(cfg.output_return_period),
-        loss_stage=int(io.get("loss_stage", S - 1)),
+        loss_stage=io.loss_stage,
         input_tiles=_variable_tiles(compiled, "input"),
         label_tiles=_variable_tiles(compiled, "labels"),
         read_request_bytes=int(getattr(tgt, "host_read_request_bytes", 0) or 0),
