@@ -16,6 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
+import hdf5plugin  # noqa: F401  registers the Blosc2 filter the profiles are written with
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
