@@ -24,7 +24,9 @@ PLAN_ONLY = ("__init__.py", "plan.py", "memory.py", "memory_records.py", "code.p
 
 
 def _config(**overrides) -> RunConfig:
-    return RunConfig.from_dict(small_pipelined(mode="training", gradient_accumulation=4, **overrides))
+    return RunConfig.from_dict(
+        small_pipelined(mode="training", gradient_accumulation=4, **overrides)
+    )
 
 
 def test_plan_is_frozen():
