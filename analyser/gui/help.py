@@ -18,11 +18,12 @@ from profiles.errors import UserFacingError
 #: (where, keys or mouse, what it does): the reference the Help menu shows.
 SHORTCUTS: tuple[tuple[str, str, str], ...] = (
     ("Window", "Ctrl+O / Ctrl+Shift+O", "open a profile / compare the open one with another"),
-    ("Window", "F5 / Ctrl+W", "reload / close"),
+    ("Window", "F5 / Ctrl+W / Ctrl+Q", "reload / close / quit"),
     ("Window", "Ctrl+Shift+S", "save the profile shown (B when comparing) as..."),
     ("Window", "Ctrl+E", "export the current report's chart as an image"),
     ("Window", "Ctrl+PgDown / Ctrl+PgUp", "next / previous report"),
     ("Window", "drop one or two files", "open them (two: A compared with B)"),
+    ("Window", "F1", "this keyboard and mouse reference"),
     ("Execution Trace", "W / S, mouse wheel", "zoom in / out about the pointer"),
     ("Execution Trace", "A / D, drag", "pan left / right"),
     ("Execution Trace", "Home or 0", "the whole run"),
@@ -39,6 +40,11 @@ SHORTCUTS: tuple[tuple[str, str, str], ...] = (
     ("Execution Trace", "click a lane label", "fold / unfold an IPU's lanes"),
     (
         "Execution Trace",
+        "Alt+C",
+        "show / hide the critical path (the steps that set the call's length)",
+    ),
+    (
+        "Execution Trace",
         "P, right-click a lane",
         "pin the lane to the top / unpin it (it stays while the others scroll)",
     ),
@@ -52,6 +58,7 @@ SHORTCUTS: tuple[tuple[str, str, str], ...] = (
     ("Memory Report", "click, Shift+click, typed list", "select tiles (0-15, 1000, 1:0-15)"),
     ("Liveness Report", "click, Shift+click", "a step's live variables, compare two steps"),
     ("Program Tree", "Enter / Next / Previous", "walk the matches of a search"),
+    ("Query", "Ctrl+Enter", "run the query"),
     ("Tables", "click a header, type in the filter", "sort, filter"),
 )
 
