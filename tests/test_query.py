@@ -364,3 +364,29 @@ def test_the_hostile_query_cases_are_one_sentence(prof, tmp_path, capsys):
 
     hostile.assert_one_sentence_each(hostile.query_bound_cases(prof, tmp_path), capsys)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_wide_result_on_a_narrow_terminal_keeps_whole_columns_from_both_ends(prof, capsys):
+    from analyser.cli.query import _columns_that_fit
+
+    assert main(["query", str(prof), "SELECT * FROM steps LIMIT 3", "--width", "80"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert all(len(line) <= 80 for line in lines), out
+    header = next(line for line in lines if "step" in line and "\u2503" in line)
+    cells = [c.strip() for c in header.strip("\u2503").split("\u2503")]
+    # the first and the last columns whole, the ones left out marked and named below
+    assert cells[0] == "step" and "\u2026" in cells and cells[-1] != "\u2026"
+    names = query(prof, "SELECT * FROM steps LIMIT 1").columns.tolist()
+    assert cells[-1] == names[-1]
+    footer = out[out.index(f"{len(names)} columns") :].replace("\n", " ")
+    hidden = [n for n in names if n not in cells]
+    assert hidden and all(n in footer for n in hidden)
+    # wide enough: every column, no note
+    assert main(["query", str(prof), "SELECT * FROM steps LIMIT 3", "--width", "400"]) == 0
+    wide = capsys.readouterr().out
+    assert "\u2026" not in wide and "columns," not in wide
+    # the choice: whole columns only, alternately from the left and the right
+    assert _columns_that_fit([5, 5, 5, 5, 5], 200) == [0, 1, 2, 3, 4]
+    assert _columns_that_fit([5, 5, 5, 5, 5], 30) == [0, 1, -1, 4]  # 1 + 3 x 8 + 4 cells
+    assert _columns_that_fit([100, 5], 40) == [0, -1]

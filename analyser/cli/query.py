@@ -158,11 +158,20 @@ def _print_table(table, max_rows: int) -> None:
     from analyser.cli._common import console
 
     con = console()
+    names = table.column_names
+    rows = [[_cell(v) for v in row.values()] for row in table.to_pylist()]
+    widths = [
+        max([con.measure(name).maximum] + [len(r[i]) for r in rows]) for i, name in enumerate(names)
+    ]
+    shown = _columns_that_fit(widths, con.width)
     tab = Table(show_lines=False)
-    for name in table.column_names:
-        tab.add_column(esc(name), overflow="fold")  # a number is never cut
-    for row in table.to_pylist():
-        tab.add_row(*(esc(_cell(v)) for v in row.values()))
+    for i in shown:
+        if i < 0:
+            tab.add_column("…", no_wrap=True)
+        else:
+            tab.add_column(esc(names[i]), overflow="fold")  # a number is never cut
+    for r in rows:
+        tab.add_row(*(("…" if i < 0 else esc(r[i])) for i in shown))
     con.print(tab)
     n = table.num_rows
     if (table.schema.metadata or {}).get(b"more") == b"1":
@@ -173,6 +182,50 @@ def _print_table(table, max_rows: int) -> None:
         )
     else:
         con.print(f"{n:,} row" + ("" if n == 1 else "s"))
+    kept = sum(1 for i in shown if i >= 0)
+    if kept < len(names):
+        hidden = [names[i] for i in range(len(names)) if i not in shown]
+        con.print(
+            f"{len(names)} columns, {kept} shown; not shown: {esc(', '.join(hidden))} "
+            "(a wider terminal or --width, fewer columns in the SELECT, or --format csv / json)"
+        )
+
+
+#: a column's cost beyond its text in rich's table: a space either side and its left border
+_COLUMN_FRAME = 3
+
+
+def _columns_that_fit(widths: list[int], width: int) -> list[int]:
+    """The columns a table of these text widths shows on a terminal ``width`` cells wide, in
+    order, with -1 where the ones left out would be: every column when they all fit; else,
+    as the DuckDB shell's box mode does, columns from both ends (the first, the last, the
+    second, ...) around a narrow "..." column, as many as fit whole, at least the first. A
+    column is never folded to a few characters a line, which made a 15-column table of steps
+    unreadable at 80 columns."""
+    total = sum(w + _COLUMN_FRAME for w in widths) + 1
+    if total <= width or len(widths) <= 1:
+        return list(range(len(widths)))
+    budget = width - 1 - (1 + _COLUMN_FRAME)  # the outer border and the "..." column
+    left: list[int] = []
+    right: list[int] = []
+    lo, hi = 0, len(widths) - 1
+    take_left = True
+    while lo <= hi:
+        i = lo if take_left else hi
+        cost = widths[i] + _COLUMN_FRAME
+        if cost > budget:
+            if not left:  # the first column always shows (folded if it must)
+                left.append(i)
+            break
+        budget -= cost
+        if take_left:
+            left.append(i)
+            lo += 1
+        else:
+            right.append(i)
+            hi -= 1
+        take_left = not take_left
+    return [*left, -1, *right[::-1]]
 
 
 def _cell(v) -> str:
