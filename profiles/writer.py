@@ -334,6 +334,9 @@ class ProfileWriter:
             raise
         self._closed = True
         self._signals.stop()
+        # a signal during the rename itself: the profile is in place and whole, and the command
+        # still stops as asked (exit 130 / 143) instead of forgetting the signal and exiting 0
+        self._pending.check()
 
     def abort(self) -> None:
         """Discard everything written; the destination is left as it was."""
@@ -518,6 +521,9 @@ class ProfileWriter:
                 os.fsync(fd)
             finally:
                 os.close(fd)
+            # the fsync of a large file can take seconds on a busy disk: a signal that came
+            # meanwhile still keeps the previous file
+            self._pending.check()
             if self.overwrite:
                 os.replace(self._tmp, self.path)
             else:

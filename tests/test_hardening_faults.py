@@ -67,7 +67,12 @@ def test_signal_during_profile_write_keeps_previous_file(previous, tmp_path, sig
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 128 + sig, err
-    assert _digest(out) == before, "the previous profile was replaced"
+    if _digest(out) != before:
+        # on a loaded machine the signal can land after the write's last check, in the rename:
+        # then the new profile is in place whole (and the command still stopped as asked)
+        from profiles import validate
+
+        assert not validate(out), "the previous profile was replaced by a broken one"
     assert not _temporaries(tmp_path, out.name)
     assert "Traceback" not in err and "Exception ignored" not in err
     assert err.strip().count("\n") == 0, err
@@ -317,3 +322,51 @@ def test_pipe_or_socket_as_output_is_refused_and_kept(previous, tmp_path, capsys
         ]
     finally:
         sock.close()
+
+
+def _signal_on_first(monkeypatch, module, name: str, sig: int) -> None:
+    """``module.name`` sends ``sig`` to this process on its first call, then does its work."""
+    real = getattr(module, name)
+    sent = []
+
+    def wrapped(*args, **kwargs):
+        if not sent:
+            sent.append(sig)
+            os.kill(os.getpid(), sig)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, wrapped)
+
+
+def test_a_signal_during_the_writes_fsync_keeps_the_previous_file(tmp_path, monkeypatch):
+    from profiles import write_profile
+    from profiles.synthetic import make_synthetic_profile
+    from profiles.writer import os as writer_os
+
+    data = make_synthetic_profile(n_steps=2000, tiles=32, n_programs=20)
+    out = tmp_path / "run.h5"
+    write_profile(out, data)
+    before = _digest(out)
+    _signal_on_first(monkeypatch, writer_os, "fsync", signal.SIGINT)
+    with pytest.raises(atomic.Interrupted) as caught:
+        write_profile(out, data)
+    assert caught.value.exit_code == 130
+    assert _digest(out) == before and not _temporaries(tmp_path, out.name)
+
+
+def test_a_signal_during_the_rename_stops_the_command_with_the_new_file_whole(
+    tmp_path, monkeypatch
+):
+    from profiles import validate, write_profile
+    from profiles.synthetic import make_synthetic_profile
+    from profiles.writer import os as writer_os
+
+    out = tmp_path / "run.h5"
+    write_profile(out, make_synthetic_profile(n_steps=2000, tiles=32, n_programs=20))
+    before = _digest(out)
+    _signal_on_first(monkeypatch, writer_os, "replace", signal.SIGTERM)
+    with pytest.raises(atomic.Interrupted) as caught:  # exited 0 before: the signal forgotten
+        write_profile(out, make_synthetic_profile(n_steps=3000, tiles=32, n_programs=20))
+    assert caught.value.exit_code == 143
+    assert _digest(out) != before and not validate(out)
+    assert not _temporaries(tmp_path, out.name)
