@@ -1,6 +1,7 @@
 """``analyse roofline PROFILE [--json] [-o FILE] [--top N]``: per operation, FLOPs, bytes moved on
 the exchange and the host link, arithmetic intensity, achieved FLOPs per cycle and the attainable
-bound from the target's AMP peak and bandwidths (analyser.core.roofline)."""
+bound from the target's AMP peak (for the compiled operand and partials types, said with its
+formula) and bandwidths (analyser.core.roofline)."""
 
 from __future__ import annotations
 
