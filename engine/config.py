@@ -204,6 +204,13 @@ class RunConfig(BaseModel):
         "PopLibs' default, for PopTorch and PopART; half for a 16.16 TensorFlow model), "
         "float or half; FP32 operands always accumulate in float (the AMP has no FP32-in / "
         "half-partials mode), so half applies to FP16 operands only. Default auto.",
+        json_schema_extra=option(
+            aliases=("partials",),
+            # float partials: twice the bytes of the AMP's partial sums and their reductions,
+            # and half the AMP's rate (8 conv units per tile instead of 16; docs/engine.md)
+            explains=("memory",),
+            explain_rank=55,
+        ),
     )
     optimiser: Literal["sgd", "sgd-momentum", "adam", "adamw", "lamb"] = Field(
         "sgd",

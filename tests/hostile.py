@@ -238,6 +238,11 @@ def semantic_mutations() -> dict[str, Mutation]:
         "replicas-huge": set_attr(m, "replicas", 2**40),
         "samples-negative": set_attr(m, "samples_per_step", -5),
         "status-odd": set_attr(m, "status", "maybe"),
+        # the partials type the roofline's compute roof is taken from (format 1.6)
+        "partials-odd": set_attr(m, "partials_type", "quarter"),
+        "partials-number": set_attr(m, "partials_type", 16),
+        "partials-array": set_attr(m, "partials_type", np.array([1, 2])),
+        "partials-injected": set_attr(m, "partials_type", INJECTIONS["rich"]),
         "total-cycles-nan": set_attr(e, "total_cycles", float("nan")),
         "throughput-text": set_attr(e, "throughput", "many"),
         "host-seconds-inf": set_attr(e, "host_seconds", float("inf")),

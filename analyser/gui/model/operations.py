@@ -391,7 +391,7 @@ def roofline_points(r: Any, prefix: str) -> RooflinePoints:
         prefix
         + f"{len(sel):,} operations drawn ("
         + ", ".join(f"{int(v):,} {k}-bound" for k, v in counts.items())
-        + f"); {nothing:,} exchange nothing (not drawn). Roofs per IPU ({ro.precision}): "
+        + f"); {nothing:,} exchange nothing (not drawn). Roofs per IPU ({ro.label}): "
         f"AMP peak {ro.peak_flops_per_cycle:,.0f} FLOPs/cycle, exchange "
         f"{fmt_bytes(ro.exchange_bytes_per_cycle)}/cycle."
     )
