@@ -367,6 +367,15 @@ def amp_partials(ctx: Context) -> AmpPartials | None:
             "Memory Report > tile details > vertex types",
             float_programs,
         )
+    # no AMP vertex types: the compile's own record (profile format 1.6) comes before the
+    # run options, whose "auto" resolves by today's framework defaults, not the compile's
+    recorded = ctx.analysis.src.meta.get("partials_type")
+    if recorded in ("half", "float"):
+        return AmpPartials(
+            "float32" if recorded == "float" else "float16",
+            f"the compile recorded {recorded} partials for its FP16 matmuls and convolutions.",
+            "Summary > run configuration",
+        )
     opts = ctx.analysis.options
     dtype = opts.partials_dtype
     word = "float" if dtype == "float32" else "half"
