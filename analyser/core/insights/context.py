@@ -154,6 +154,8 @@ class Context:
         """(IPU, share of the run, fixed overhead cycles): the host wait a data loader can hide,
         i.e. StreamCopyBegin minus the host calls' fixed round-trip overhead (host model)."""
         ex = self.analysis.execution
+        if ex is None:  # out of memory: no run, nothing for a loader to hide
+            return 0, 0.0, 0.0
         # StreamCopyBegin in the device trace plus the host time outside it (format 1.2), over
         # the host-inclusive time: what a data loader can hide is judged on what the user sees
         wait = ex.host_wait_cycles.astype(float) + ex.host_exposed_cycles
@@ -208,6 +210,8 @@ def memory_severity(ctx: Context) -> str:
 def compute_share(ctx: Context) -> float:
     """Share of the run in compute (OnTileExecute) on the busiest IPU."""
     ex = ctx.analysis.execution
+    if ex is None:  # out of memory: no run
+        return 0.0
     ote = schema.PROGRAM_TYPES.index("OnTileExecute")
     return float(ex.cycles_by_type[:, ote].max()) / float(ex.total_cycles or 1)
 
