@@ -24,6 +24,7 @@ from profiles import schema
 
 if TYPE_CHECKING:  # the rules read an Analysis; importing it would make a loop
     from analyser.core.analysis import Analysis
+    from analyser.core.execution import ExecutionSummary
 
 #: Every run option (``engine.config.RunConfig`` field): what :meth:`Context.cfg` may read and a
 #: rule's change may set (a test checks the rules use no other name).
@@ -38,6 +39,15 @@ class Context:
     thresholds: Thresholds
     #: the numpy columns read so far (:meth:`op_column`, :meth:`var_column`)
     _columns: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def execution(self) -> ExecutionSummary:
+        """The run's execution summary, for the throughput rules: find_insights runs them only
+        on a profile that executed (an out-of-memory one has none)."""
+        ex = self.analysis.execution
+        if ex is None:
+            raise ValueError(f"{self.analysis.path}: no execution (out of memory)")
+        return ex
 
     # tables as numpy columns: the rules need no pandas (`analyse insights` does not import it)
     @property
