@@ -97,6 +97,23 @@ class RunConfig(BaseModel):
     )
     seq_length: int = Field(128, ge=1, le=8192, description="BERT sequence length. Default 128.")
     vocab_size: int = Field(30522, ge=2, description="BERT vocabulary size. Default 30522.")
+    hidden_dropout: float = Field(
+        0.1,
+        ge=0,
+        lt=1,
+        description="BERT hidden dropout probability, applied in training after the embeddings' "
+        "layer norm and on both residual branches of every layer (Hugging Face BertConfig "
+        "hidden_dropout_prob; Graphcore's PopART BERT dropout_prob); 0 removes it. Only "
+        "whether it is above 0 changes the cost. Default 0.1.",
+    )
+    attention_dropout: float = Field(
+        0.1,
+        ge=0,
+        lt=1,
+        description="BERT attention-probability dropout, applied in training to the softmax "
+        "output of every layer (Hugging Face attention_probs_dropout_prob; PopART BERT "
+        "attn_dropout_prob); 0 removes it. Default 0.1.",
+    )
     mode: Literal["training", "inference"] = Field(
         "training", description="training (fwd + bwd + update) or inference. Default training."
     )
