@@ -494,6 +494,14 @@ class RunConfig(BaseModel):
         json_schema_extra=option(section="Outputs and instrumentation"),
     )
     output_return_period: int = Field(1, ge=1, description="N of output_mode every-n. Default 1.")
+    training_outputs: Literal["auto", "loss", "output-and-loss"] = Field(
+        "auto",
+        description="What a training model returns to the host (its anchors): loss, or "
+        "output-and-loss (the model's output, e.g. the logits, beside the loss). Default: the "
+        "framework's (PopTorch output-and-loss, as its user guide's training model returns; "
+        "PopART and TensorFlow loss).",
+        json_schema_extra=option(section="Outputs and instrumentation"),
+    )
     synthetic_data: bool = Field(
         False,
         description="Inputs made on the IPU, no data copied between host and device (PopTorch "
@@ -654,6 +662,8 @@ class RunConfig(BaseModel):
             self.host_call_overhead_us = fw.host_call_overhead_us
         if self.profiled_call_wait_us is None:
             self.profiled_call_wait_us = fw.profiled_call_wait_us
+        if self.training_outputs == "auto":
+            self.training_outputs = fw.training_outputs
         if self.recomputation == "auto":
             self.recomputation = fw.recomputation(pipelined and self.num_ipus > 1)
         if self.offload_optimiser_state == "auto":
