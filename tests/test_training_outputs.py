@@ -3,7 +3,6 @@ framework's training model returns it (PopTorch's trainingModel returns what for
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 import engine
