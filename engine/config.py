@@ -101,18 +101,15 @@ class RunConfig(BaseModel):
         0.1,
         ge=0,
         lt=1,
-        description="BERT hidden dropout probability, applied in training after the embeddings' "
-        "layer norm and on both residual branches of every layer (Hugging Face BertConfig "
-        "hidden_dropout_prob; Graphcore's PopART BERT dropout_prob); 0 removes it. Only "
-        "whether it is above 0 changes the cost. Default 0.1.",
+        description="BERT hidden dropout in training, after the embeddings' layer norm and on "
+        "both residual branches (Hugging Face hidden_dropout_prob); 0 removes it. Default 0.1.",
     )
     attention_dropout: float = Field(
         0.1,
         ge=0,
         lt=1,
-        description="BERT attention-probability dropout, applied in training to the softmax "
-        "output of every layer (Hugging Face attention_probs_dropout_prob; PopART BERT "
-        "attn_dropout_prob); 0 removes it. Default 0.1.",
+        description="BERT attention-probability dropout in training (Hugging Face "
+        "attention_probs_dropout_prob); 0 removes it. Default 0.1.",
     )
     mode: Literal["training", "inference"] = Field(
         "training", description="training (fwd + bwd + update) or inference. Default training."

@@ -402,10 +402,10 @@ def _plan_other_slots(lowered: Lowered, target: Target, compute_tiles: int, tab:
 
 def random_seed_cycles(workers: int) -> int:
     """Cycles per tile of a random op's seed programs (``lowering.RANDOM_OPS``), each a
-    supervisor vertex on every tile: ``GetSeedsSupervisor`` 14 + 7 x workers and
-    ``SetSeedSupervisor`` 14 + 27 x workers (PopLibs lib/poprand/poprandCycleEstimators.cpp),
-    and ``setHwSeeds`` taken as the seeds' read (Poplar's ``getHwSeeds`` / ``setHwSeeds`` have
-    no published estimate)."""
+    supervisor vertex on every tile: ``SetSeedSupervisor`` 14 + 27 x workers (PopLibs
+    lib/poprand/poprandCycleEstimators.cpp), ``GetSeedsSupervisor`` 14 + 7 x workers (an earlier
+    version of the same file, when poprand had that vertex), and ``setHwSeeds`` taken to cost
+    what ``getHwSeeds`` does (Poplar's own; no published estimate)."""
     get_seeds = 14 + 7 * workers
     return get_seeds + (14 + 27 * workers) + get_seeds
 
@@ -429,8 +429,8 @@ def _plan_scalar_inputs(
     a tile of their own (PopART's optimiser values set by the user, the step, a random op's seed)
     are broadcast to the op's tiles by an exchange each before their compute set (Poplar moves
     every operand a vertex reads that is mapped to another tile): 4 bytes and the exchange's
-    setup each, laid out as one exchange program. The sub-steps are not separate programs: their cycles are
-    counted, their control code is not."""
+    setup each, laid out as one exchange program. The sub-steps are not separate programs: their
+    cycles are counted, their control code is not."""
     extra = lowered["compute_sets"][other_rows] - 1
     ch = lowered["channel_sets"][other_rows]
     seeds = lowered["random_seeds"][other_rows]

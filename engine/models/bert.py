@@ -37,6 +37,22 @@ MASK_RATE = 0.15
 MAX_POSITIONS = 512
 
 
+def _dropout(b: GraphBuilder, name: str, src: int, layer: str, p: float) -> int:
+    """``poprand::dropout`` of ``src`` with probability ``p`` (``src`` itself when ``p`` is 0)."""
+    if p <= 0:
+        return src
+    return b.add(
+        name,
+        "Dropout",
+        "elementwise",
+        layer=layer,
+        in0=src,
+        out_elems=b.out_elems(src),
+        passes=DROPOUT_PASSES,
+        bwd_passes=DROPOUT_PASSES,
+    )
+
+
 def bert(
     size: str = "base",
     seq_length: int = 128,
@@ -106,19 +122,7 @@ def bert(
         )
 
     def dropout(name, src, layer, p):
-        """``poprand::dropout`` of ``src`` with probability ``p`` (none when ``p`` is 0)."""
-        if p <= 0:
-            return src
-        return b.add(
-            name,
-            "Dropout",
-            "elementwise",
-            layer=layer,
-            in0=src,
-            out_elems=b.out_elems(src),
-            passes=DROPOUT_PASSES,
-            bwd_passes=DROPOUT_PASSES,
-        )
+        return _dropout(b, name, src, layer, p)
 
     def emb(name, rows):
         return b.add(
