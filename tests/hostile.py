@@ -1023,6 +1023,28 @@ def what_if_cases(folder: Path) -> dict[str, InputCase]:
     return cases
 
 
+def model_option_cases(folder: Path) -> dict[str, InputCase]:
+    """Bad values of BERT's dropout probabilities and of ``training_outputs`` in a run config:
+    each is one sentence and exit 2, nothing written."""
+    folder.mkdir(parents=True, exist_ok=True)
+    values = {
+        "hidden-dropout-1": "hidden_dropout = 1.0",
+        "hidden-dropout-negative": "hidden_dropout = -0.1",
+        "hidden-dropout-nan": "hidden_dropout = nan",
+        "attention-dropout-inf": "attention_dropout = inf",
+        "attention-dropout-list": "attention_dropout = [0.1]",
+        "training-outputs-unknown": 'training_outputs = "everything"',
+        "training-outputs-number": "training_outputs = 2",
+    }
+    cases: dict[str, InputCase] = {}
+    for name, line in values.items():
+        cfg = folder / f"{name}.toml"
+        cfg.write_text(f'model = "bert-base"\nseq_length = 32\nvocab_size = 100\n{line}\n')
+        out = str(folder / f"{name}-never.h5")
+        cases[name] = InputCase(("profile", "--quiet", str(cfg), "-o", out))
+    return cases
+
+
 def many_nodes_case(folder: Path, n: int = 1_000_000) -> InputCase:
     """A model of ``n`` nodes (slow to build: not in the CI corpus)."""
     folder.mkdir(parents=True, exist_ok=True)
