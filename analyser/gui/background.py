@@ -21,8 +21,7 @@ from PySide6.QtWidgets import QApplication, QWidget
 
 if TYPE_CHECKING:
     from analyser.gui.model.document import Document
-    from analyser.gui.model.views import ViewRequest
-    from analyser.gui.reports.base import Report
+    from analyser.gui.model.views import ViewReceiver, ViewRequest
 
 #: Pause between two reports built while the window is idle (ms; see Background.build_step).
 PREBUILD_INTERVAL_MS = 50
@@ -212,7 +211,7 @@ class Background(QObject):
         self.view_signals = ViewSignals(self)
         self.view_signals.built.connect(self._view_built)
         #: the reports awaiting a view-model being built, by ticket
-        self._view_tickets: dict[int, Report] = {}
+        self._view_tickets: dict[int, ViewReceiver] = {}
         self._next_ticket = itertools.count(1)
 
     # ------------------------------------------------------------------ the idle build
@@ -242,9 +241,9 @@ class Background(QObject):
         return self.timer.isActive() or self.held_build
 
     # ------------------------------------------------------------------ view-models
-    def build_view(self, report: Report, request: ViewRequest) -> None:
+    def build_view(self, report: ViewReceiver, request: ViewRequest) -> None:
         """Build ``report``'s view-model on the pool; the report gets it on the GUI thread
-        (:meth:`Report.receive_view`) and paints then."""
+        (``Report.receive_view``) and paints then."""
         ticket = next(self._next_ticket)
         self._view_tickets[ticket] = report
         self.pool.start(ViewTask(ticket, request, self.view_signals))

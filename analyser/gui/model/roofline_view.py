@@ -41,14 +41,10 @@ class RooflineView:
     @property
     def limits(self) -> frozenset[str]:
         """The binding roofs of the points drawn (the legend's entries)."""
-        return frozenset(
-            lim for s in self.sides if s.points is not None for lim in s.points.limits
-        )
+        return frozenset(lim for s in self.sides if s.points is not None for lim in s.points.limits)
 
 
-def build_roofline_view(
-    doc: Document, other: Document | None, units: MemoryUnits
-) -> RooflineView:
+def build_roofline_view(doc: Document, other: Document | None, units: MemoryUnits) -> RooflineView:
     """The Roofline view-model of ``doc`` (compared with ``other``); ``units`` unused (the
     chart shows FLOPs and bytes per cycle) but part of every builder's signature."""
     compare = other is not None

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from analyser.core.units import MemoryUnits
 from analyser.gui.model.document import Document
@@ -62,3 +62,11 @@ class ViewRequest:
             and other.other is self.other
             and other.units == self.units
         )
+
+
+class ViewReceiver(Protocol):
+    """What takes a view-model built in the background (a report: ``Report.receive_view``)."""
+
+    def receive_view(
+        self, request: ViewRequest, view: Any = None, error: BaseException | None = None
+    ) -> bool: ...

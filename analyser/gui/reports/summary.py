@@ -116,7 +116,10 @@ class SummaryReport(Report):
         self.show_sections(self.tree, view.figures.sections, change_col=3 if compare else None)
         # compare mode: the change and its range matter more than the chart's width
         self._fit_figures(0.64 if compare else 0.56)
-        for tree, tv in ((self.imbalance_tree, view.imbalance), (self.stream_tree, view.streamcopy)):
+        for tree, tv in (
+            (self.imbalance_tree, view.imbalance),
+            (self.stream_tree, view.streamcopy),
+        ):
             self._fill_tree(tree, tv)
         self._fill_ipus(view.ipus)
         self.config_tree.set_headers(view.config.headers)
