@@ -507,7 +507,9 @@ class MainWindow(QMainWindow):
         views = [
             None
             if cls.view_builder is None or ws.document is None
-            else ViewRequest(cls.view_builder, ws.document, ws.compare, ws.units)
+            else ViewRequest(
+                cls.view_builder, ws.document, ws.compare, ws.units, cls.default_view_options
+            )
             for cls in self._report_classes
         ]
         needs = [cls.data_needs for cls in self._report_classes]

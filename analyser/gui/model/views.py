@@ -23,25 +23,30 @@ from typing import Any, Protocol
 from analyser.core.units import MemoryUnits
 from analyser.gui.model.document import Document
 
-#: A report's builder: (A, B or None, the memory units) -> its frozen view-model.
-ViewBuilder = Callable[[Document, Document | None, MemoryUnits], Any]
+#: A report's builder: (A, B or None, the memory units, then the report's own choices that the
+#: view-model depends on, if any: the Operations report's software layer) -> its frozen
+#: view-model.
+ViewBuilder = Callable[..., Any]
 
 
 @dataclass(frozen=True)
 class ViewRequest:
-    """The view-model of ``builder`` for ``doc`` compared with ``other`` in ``units``."""
+    """The view-model of ``builder`` for ``doc`` compared with ``other`` in ``units`` (and the
+    report's ``options``: hashable values passed after the units)."""
 
     builder: ViewBuilder
     doc: Document
     other: Document | None
     units: MemoryUnits
+    options: tuple[Any, ...] = ()
 
     @property
     def cache_key(self) -> str:
         b = self.builder
         # B by identity and path: A stays open while B is replaced (Compare with...)
         other = "" if self.other is None else f"{id(self.other)}:{self.other.path}"
-        return f"view:{b.__module__}.{b.__qualname__}:{other}:{self.units.value}"
+        options = ":".join(map(str, self.options))
+        return f"view:{b.__module__}.{b.__qualname__}:{other}:{self.units.value}:{options}"
 
     def ready(self) -> bool:
         """True when the view-model is built already (no work left for the caller)."""
@@ -50,7 +55,8 @@ class ViewRequest:
     def build(self) -> Any:
         """The view-model (built once per key; any thread)."""
         return self.doc.cached(
-            self.cache_key, lambda: self.builder(self.doc, self.other, self.units)
+            self.cache_key,
+            lambda: self.builder(self.doc, self.other, self.units, *self.options),
         )
 
     def same_as(self, other: ViewRequest | None) -> bool:
@@ -61,6 +67,7 @@ class ViewRequest:
             and other.doc is self.doc
             and other.other is self.other
             and other.units == self.units
+            and other.options == self.options
         )
 
 

@@ -153,6 +153,9 @@ class Report(QWidget):
     #: :mod:`analyser.gui.model.views`); a report that declares one implements ``show_view``.
     #: Declared as ``staticmethod(build_...)``.
     view_builder: ClassVar[ViewBuilder | None] = None
+    #: The report's choices its view-model depends on before any is made (see
+    #: :meth:`view_options`; the window's warm-up builds the view-model for these).
+    default_view_options: ClassVar[tuple[Any, ...]] = ()
     #: Shown while the view-model is built in the background (``{name}``: A's name).
     building_text: ClassVar[str] = "Reading {name}..."
 
@@ -328,7 +331,7 @@ class Report(QWidget):
         builder = type(self).view_builder
         if builder is None:
             raise NotImplementedError(f"{type(self).__name__} must implement show_documents()")
-        request = ViewRequest(builder, doc, other, self.units)
+        request = self.view_request(doc, other)
         self._awaited = None
         if self.view_source is not None and not request.ready():
             self.show_message(self.building_text.format(name=doc.name))
@@ -336,6 +339,18 @@ class Report(QWidget):
             self.view_source(self, request)
             return
         self.show_view(request.build())
+
+    def view_options(self) -> tuple[Any, ...]:
+        """The report's choices its view-model depends on (passed to its builder after the
+        units; default :attr:`default_view_options`)."""
+        return self.default_view_options
+
+    def view_request(self, doc: Document, other: Document | None) -> ViewRequest:
+        """The request for the view-model showing ``doc`` (compared with ``other``) now."""
+        builder = type(self).view_builder
+        if builder is None:
+            raise NotImplementedError(f"{type(self).__name__} has no view_builder")
+        return ViewRequest(builder, doc, other, self.units, self.view_options())
 
     def show_view(self, view: Any) -> None:
         """Show the view-model ``view_builder`` built (reports that declare one)."""
