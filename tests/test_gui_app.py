@@ -753,6 +753,8 @@ def test_keys_reach_the_trace_and_reports_step_from_anywhere(qtbot, make_window,
     assert w.report_list.currentRow() == 1
     ops_row = w.report_keys.index("operations")
     w.report_list.setCurrentRow(ops_row)
+    # its view-model is built in the background; the table shows when it arrives
+    qtbot.waitUntil(lambda: not w.current_report().awaiting_view, timeout=30000)
     table = next(t for t in w.current_report().findChildren(QAbstractItemView) if t.isVisible())
     table.setFocus()
     qtbot.keyClick(table, Qt.Key.Key_PageDown, Qt.KeyboardModifier.ControlModifier)
