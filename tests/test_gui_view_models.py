@@ -32,7 +32,6 @@ NOT_CONVERTED = {
     "liveness",
     "program_tree",
     "trace",
-    "pipeline",
     "query",
 }
 
@@ -190,7 +189,7 @@ def test_a_view_model_arriving_for_documents_no_longer_shown_is_dropped(qtbot, p
     next(fixture, None)
 
 
-@pytest.mark.parametrize("key", ["summary", "roofline", "operations"])
+@pytest.mark.parametrize("key", ["summary", "roofline", "operations", "pipeline"])
 def test_the_window_builds_view_models_off_the_gui_thread_and_hands_them_over(
     qtbot, tmp_path, pair, monkeypatch, key
 ):

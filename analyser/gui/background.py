@@ -10,6 +10,7 @@ tick fell there; a first visit clicked right after an open then paid for both.""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import threading
 import time
@@ -114,7 +115,7 @@ class PrefetchTask(QRunnable):
             if pair_liveness and not self._step(data.liveness_alignment, *self.pair):
                 return
             view = self.views[index] if index < len(self.views) else None
-            if view is not None and not self._step(view.build):
+            if view is not None and not self._step(_build_quietly, view):
                 return
         if self.pair is not None:
             # the Summary's, the Pipeline's and the Execution Trace's explanations (the
@@ -132,6 +133,14 @@ class PrefetchTask(QRunnable):
         except Exception:
             return False
         return True
+
+
+def _build_quietly(request: ViewRequest) -> None:
+    """Build a view-model for the warm-up; one that cannot be built (a view of profiles the
+    report will not show so: the Pipeline's of an A that never ran) stops nothing else: the
+    report says why when shown."""
+    with contextlib.suppress(Exception):
+        request.build()
 
 
 class ViewSignals(QObject):
