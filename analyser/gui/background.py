@@ -201,6 +201,10 @@ class Background(QObject):
     ) -> None:
         super().__init__(parent)
         self.pool = pool
+        # the warm-up holds one of the pool's threads for seconds; a shown report's view-model
+        # (build_view) must not queue behind it on a one-core machine
+        if pool.maxThreadCount() < 2:
+            pool.setMaxThreadCount(2)
         self._build_next = build_next
         self._has_document = has_document
         #: builds the reports not shown yet, one per tick, once a profile is open
@@ -321,7 +325,10 @@ class Background(QObject):
         QTimer.singleShot(HOLD_LIMIT_MS, self, lambda r=report: self._end_hold(r, painted=True))
 
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:
-        if obj is self.awaiting_paint and event.type() == QEvent.Type.Paint:
+        # a report saying it waits for its view-model is not filled yet: the hold lasts until
+        # the view-model's paint (or HOLD_LIMIT_MS), the warm-up beside its build slowing it
+        filled = not getattr(obj, "awaiting_view", False)
+        if obj is self.awaiting_paint and event.type() == QEvent.Type.Paint and filled:
             # after this paint (posted: the filter runs before it)
             QTimer.singleShot(0, self, lambda r=obj: self._end_hold(r, painted=True))
         return False

@@ -285,12 +285,12 @@ class MainWindow(QMainWindow):
         report = self._reports.get(row)
         if report is None:
             report = self._report_classes[row]()
+            # its view-model is built on the pool and handed over (Background.build_view)
+            report.view_source = self.background.build_view
             report.set_units(self.workspace.units)
             report.set_document(self.workspace.document, self.workspace.compare)
             report.statusMessage.connect(lambda text: self.statusBar().showMessage(text, 5000))
             report.openRequested.connect(self._on_open_requested)
-            # its view-model is built on the pool and handed over (Background.build_view)
-            report.view_source = self.background.build_view
             if hasattr(report, "applyTipRequested"):
                 report.applyTipRequested.connect(self._on_apply_tip)
             if hasattr(report, "set_settings"):  # choices a report remembers (columns shown)
