@@ -59,7 +59,7 @@ def build_summary_view(doc: Document, other: Document | None, units: MemoryUnits
 
     ipu = model.ipu_view(doc, other, units)
     html = text = ""
-    if compare:
+    if other is not None:
         try:
             html = model.comparison_html(data.comparison(doc, other))
         except ModuleNotFoundError:
