@@ -16,7 +16,8 @@ into deltas by step type, by layer and by program that add up **exactly** to it:
   comparison (:func:`analyser.core.comparison.compare_pair`).
 
 Vectorised: one stable sort per IPU and side (a radix sort of 16-bit name codes); no Python
-loop over steps.
+loop over steps. Each run's step table is read once, for four columns (IPU, program, cycles,
+step type); no pandas: the tables are :class:`Rows` of numpy columns.
 """
 
 from __future__ import annotations
@@ -27,14 +28,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from analyser.core.execution import exact_sums
+from analyser.core.execution import PartialExecutionSummary, exact_sums, summarise_execution
 from profiles import schema
 from profiles.errors import UserFacingError
 
 if TYPE_CHECKING:
-    # pandas (about 0.4 s of CPU to import) and the explained comparison are imported where a
-    # diff is computed, not when the module is: the CLI and the GUI import this module to name
-    # its types and functions before they know that a diff will be asked for
+    # pandas (about 0.4 s of CPU to import) only for the tables as DataFrames (notebooks,
+    # the GUI); the explanations are imported where a diff is computed, not when the module
+    # is: the CLI and the GUI import this module to name its types and functions
     import pandas as pd
 
     from analyser.core.analysis import Analysis
@@ -86,8 +87,12 @@ class _Side:
 
 
 def _read(a: Analysis, *, starts: bool = False) -> _Side:
-    """One run's steps, read in the pass that makes its execution summary (when that is not
-    made yet: one read of the step table for both), with the sums the diff's tables need."""
+    """One run's steps: the columns the alignment needs (IPU, program row, cycles; the start
+    when asked) and, summed in the same pass from those and the step type, the cycles and steps
+    by (IPU, program row) and the cycles by (IPU, step type), exact integers. Only these
+    columns are read: the other figures of the execution summary come on first use
+    (:class:`analyser.core.execution.PartialExecutionSummary`, kept as the analysis's summary
+    when none is made yet)."""
     if not a.has_execution:
         raise DiffError(
             f"profile {a.path} has no execution (the program does not fit in memory); "
@@ -100,11 +105,15 @@ def _read(a: Analysis, *, starts: bool = False) -> _Side:
     ok = (op_of_prog >= 0) & (op_of_prog < layers.size)
     prog_layers = np.full(prog_names.size, NO_LAYER, dtype=object)
     prog_layers[ok] = layers[op_of_prog[ok]]
-    n, n_ipus = src.n_steps, int(a.target.num_ipus)
+    n, n_ipus, n_prog = src.n_steps, int(a.target.num_ipus), prog_names.size
+    n_types = len(schema.PROGRAM_TYPES)
+    kt, kp = n_ipus * n_types, n_ipus * n_prog
+    per_type, count_type = np.zeros(kt, np.int64), np.zeros(kt, np.int64)
+    per_prog, steps = np.zeros(kp, np.int64), np.zeros(kp, np.int64)
     kept: dict[str, np.ndarray] = {}
-    grouped = [True, -1]  # steps of one IPU contiguous so far; the last IPU seen
-
-    def visit(lo: int, c: dict[str, np.ndarray]) -> None:
+    grouped, last_ipu = True, -1  # steps of one IPU contiguous so far; the last IPU seen
+    names = ("ipu", "program", "cycles", *(("start",) if starts else ()))
+    for lo, c in src.iter_steps((*names, "type")):
         if not kept:  # the whole columns, filled chunk by chunk (as stored: a byte or two per
             # IPU; cycles and starts as int64)
             ipu_t = c["ipu"].dtype if c["ipu"].dtype.kind in "iu" else np.dtype(np.int64)
@@ -113,22 +122,36 @@ def _read(a: Analysis, *, starts: bool = False) -> _Side:
             kept["cycles"] = np.empty(n, np.int64)
             if starts:
                 kept["start"] = np.empty(n, np.int64)
-        # the reader has checked each value against its bounds: every program row exists,
-        # every IPU is one of the profile's
+        # the reader has checked each value against its bounds: every program row and step
+        # type exists, every IPU is one of the profile's, cycles are >= 0
         ipu = c["ipu"]
         hi = lo + ipu.size
         for k, v in kept.items():
             v[lo:hi] = c[k]
-        if ipu.size and grouped[0]:
-            grouped[0] = ipu[0] >= grouped[1] and bool((ipu[1:] >= ipu[:-1]).all())
-            grouped[1] = int(ipu[-1])
-
-    a.scan_steps(("ipu", "program", "cycles", *(("start",) if starts else ())), visit)
-    # the sums come from the execution summary: exact integers by (IPU, program row) and by
-    # (IPU, step type)
-    ex = a.execution
-    per_prog = np.asarray(ex.program_cycles_by_ipu, np.int64)
-    steps = np.asarray(ex.program_executions_by_ipu, np.int64)
+        if not ipu.size:
+            continue
+        if grouped:
+            grouped = ipu[0] >= last_ipu and bool((ipu[1:] >= ipu[:-1]).all())
+            last_ipu = int(ipu[-1])
+        cy = kept["cycles"][lo:hi]
+        big = float(cy.max()) * cy.size
+        i64 = ipu.astype(np.int64)
+        key = i64 * n_types + c["type"]
+        per_type += exact_sums(key, cy, kt, big)
+        count_type += np.bincount(key, minlength=kt)
+        key = i64 * n_prog + c["program"]
+        per_prog += exact_sums(key, cy, kp, big)
+        steps += np.bincount(key, minlength=kp)
+    if "execution" not in a.__dict__:
+        # the summary of these sums (what the explanations read first); the rest on demand
+        a.__dict__["execution"] = PartialExecutionSummary(
+            src,
+            cycles_by_type=per_type.reshape(n_ipus, n_types),
+            count_by_type=count_type.reshape(n_ipus, n_types),
+            program_cycles_by_ipu=per_prog.reshape(n_ipus, n_prog),
+            program_executions_by_ipu=steps.reshape(n_ipus, n_prog),
+            full=lambda: summarise_execution(src),
+        )
     if not kept:  # no steps
         kept = {
             "ipu": np.zeros(0, np.int16),
@@ -136,9 +159,10 @@ def _read(a: Analysis, *, starts: bool = False) -> _Side:
             "cycles": np.zeros(0, np.int64),
             "start": np.zeros(0, np.int64),
         }
+    steps2 = steps.reshape(n_ipus, n_prog)
     return _Side(
         a.name,
-        int(ex.total_cycles),
+        int(a.execution.total_cycles),
         n_ipus,
         kept["ipu"],
         kept["program"],
@@ -146,11 +170,11 @@ def _read(a: Analysis, *, starts: bool = False) -> _Side:
         kept["start"] if starts else None,
         prog_names,
         prog_layers,
-        steps.sum(axis=1),
-        bool(grouped[0]),
-        per_prog,
-        steps,
-        np.asarray(ex.cycles_by_type, np.int64).ravel(),
+        steps2.sum(axis=1),
+        grouped,
+        per_prog.reshape(n_ipus, n_prog),
+        steps2,
+        per_type,
     )
 
 
@@ -172,6 +196,41 @@ class StepDelta:
         return self.cycles_b - self.cycles_a
 
 
+@dataclass(frozen=True)
+class Rows:
+    """One table of a diff as named columns of one length (numpy arrays), in row order: what
+    the CLI prints and the JSON holds, made without pandas (:meth:`to_frame` for a
+    DataFrame)."""
+
+    columns: dict[str, np.ndarray]
+
+    def __len__(self) -> int:
+        return len(next(iter(self.columns.values()))) if self.columns else 0
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.columns[name]
+
+    def take(self, rows: np.ndarray) -> Rows:
+        """The rows ``rows`` (positions), in that order."""
+        return Rows({k: v[rows] for k, v in self.columns.items()})
+
+    def of_ipu(self, ipu: int) -> Rows:
+        """The rows of IPU ``ipu``."""
+        return self.take(np.flatnonzero(self.columns["ipu"] == ipu))
+
+    def records(self) -> list[dict[str, Any]]:
+        """The rows as dicts of plain Python values (ints, strings)."""
+        keys = list(self.columns)
+        values = [v.tolist() for v in self.columns.values()]
+        return [dict(zip(keys, r)) for r in zip(*values)]
+
+    def to_frame(self) -> pd.DataFrame:
+        """The rows as a DataFrame (pandas imported here)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.columns)
+
+
 @dataclass
 class RunDiff:
     """Two runs aligned step by step (see the module docstring)."""
@@ -183,13 +242,13 @@ class RunDiff:
     samples_a: int | None
     samples_b: int | None
     #: rows (ipu, type, a, b, delta): cycles by step type on each IPU, with NOT_IN_STEPS
-    by_type: pd.DataFrame
+    type_rows: Rows
     #: rows (ipu, layer, a, b, delta), with NOT_IN_STEPS
-    by_layer: pd.DataFrame
+    layer_rows: Rows
     #: rows (ipu, program, a, b, delta, steps_a, steps_b), with NOT_IN_STEPS
-    by_program: pd.DataFrame
+    program_rows: Rows
     #: rows ipu: steps in A, in B, aligned, removed (A only), added (B only)
-    alignment: pd.DataFrame
+    alignment_rows: Rows
     #: the aligned steps with the largest |delta| (largest first)
     largest: list[StepDelta]
     config_diffs: list[ConfigDiff] = field(default_factory=list)
@@ -204,15 +263,29 @@ class RunDiff:
         """Total of B minus total of A."""
         return self.total_b - self.total_a
 
+    # the tables as DataFrames, for notebooks and the GUI (pandas imported on first use)
+    @property
+    def by_type(self) -> pd.DataFrame:
+        """:attr:`type_rows` as a DataFrame."""
+        return self.type_rows.to_frame()
+
+    @property
+    def by_layer(self) -> pd.DataFrame:
+        """:attr:`layer_rows` as a DataFrame."""
+        return self.layer_rows.to_frame()
+
+    @property
+    def by_program(self) -> pd.DataFrame:
+        """:attr:`program_rows` as a DataFrame."""
+        return self.program_rows.to_frame()
+
+    @property
+    def alignment(self) -> pd.DataFrame:
+        """:attr:`alignment_rows` as a DataFrame."""
+        return self.alignment_rows.to_frame()
+
     def to_dict(self) -> dict[str, Any]:
         """Plain data (the JSON of ``analyse diff --json``)."""
-
-        def rows(df: pd.DataFrame) -> list[dict[str, Any]]:
-            return [
-                {k: (v.item() if isinstance(v, np.generic) else v) for k, v in r.items()}
-                for r in df.to_dict("records")
-            ]
-
         return {
             "a": self.a,
             "b": self.b,
@@ -223,10 +296,10 @@ class RunDiff:
                 "interval": self.interval,
             },
             "samples": {"a": self.samples_a, "b": self.samples_b},
-            "by_type": rows(self.by_type),
-            "by_layer": rows(self.by_layer),
-            "by_program": rows(self.by_program),
-            "alignment": rows(self.alignment),
+            "by_type": self.type_rows.records(),
+            "by_layer": self.layer_rows.records(),
+            "by_program": self.program_rows.records(),
+            "alignment": self.alignment_rows.records(),
             "largest_step_deltas": [{**s.__dict__, "delta": s.delta} for s in self.largest],
             "config_diffs": [
                 {"key": c.key, "before": c.before, "after": c.after} for c in self.config_diffs
@@ -247,36 +320,40 @@ def _table(
     rest: tuple[np.ndarray, np.ndarray],
     key: str,
     extra: dict[str, np.ndarray] | None = None,
-) -> pd.DataFrame:
+) -> Rows:
     """Rows (ipu, key, a, b, delta[, extra]) of the labels used by either run on each IPU,
     plus the NOT_IN_STEPS remainder of each IPU; largest |delta| first within an IPU."""
     n = labels.size
-    import pandas as pd
-
-    frames = []
-    for i in range(ipus):
-        sa, sb = a_sums[i * n : (i + 1) * n], b_sums[i * n : (i + 1) * n]
-        used = np.flatnonzero((sa != 0) | (sb != 0))
-        if extra:
-            used = np.union1d(
-                used,
-                np.flatnonzero(np.any([e[i * n : (i + 1) * n] != 0 for e in extra.values()], 0)),
-            )
-        d = {
-            "ipu": np.full(used.size + 1, i, np.int64),
-            key: np.r_[labels[used], [NOT_IN_STEPS]].astype(object),
-            "a": np.r_[sa[used], rest[0][i]].astype(np.int64),
-            "b": np.r_[sb[used], rest[1][i]].astype(np.int64),
-        }
-        for name, e in (extra or {}).items():
-            d[name] = np.r_[e[i * n : (i + 1) * n][used], 0].astype(np.int64)
-        f = pd.DataFrame(d)
-        f["delta"] = f["b"] - f["a"]
-        f = f.iloc[np.argsort(-np.abs(f["delta"].to_numpy()), kind="stable")]
-        frames.append(f)
-    out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    cols = ["ipu", key, "a", "b", "delta", *(extra or {})]
-    return out[cols] if len(out) else pd.DataFrame(columns=cols)
+    a2, b2 = a_sums.reshape(ipus, n), b_sums.reshape(ipus, n)
+    used = (a2 != 0) | (b2 != 0)
+    ex2 = {name: e.reshape(ipus, n) for name, e in (extra or {}).items()}
+    for e in ex2.values():
+        used |= e != 0
+    # each IPU's used labels then its remainder, as one array per column
+    ipu_of, lab = np.nonzero(used)  # by IPU, then label: each IPU's used labels in order
+    counts = used.sum(axis=1)
+    ends = np.cumsum(counts + 1)  # each IPU's remainder row after its labels
+    at = np.arange(ipu_of.size) + ipu_of  # rows of the labels (one remainder row per IPU before)
+    m = int(ends[-1]) if ipus else 0
+    ipu_col = np.repeat(np.arange(ipus, dtype=np.int64), counts + 1)
+    names = np.full(m, NOT_IN_STEPS, dtype=object)
+    names[at] = labels[lab]
+    cols: dict[str, np.ndarray] = {"ipu": ipu_col, key: names}
+    for name, x, r in (("a", a2, rest[0]), ("b", b2, rest[1])):
+        v = np.empty(m, np.int64)
+        v[at] = x[ipu_of, lab]
+        v[ends - 1] = r[:ipus]
+        cols[name] = v
+    cols["delta"] = cols["b"] - cols["a"]
+    for name, e in ex2.items():
+        v = np.zeros(m, np.int64)
+        v[at] = e[ipu_of, lab]
+        cols[name] = v
+    # largest |delta| first within each IPU, ties in label order (a stable sort by IPU, then
+    # by -|delta|)
+    order = np.lexsort((-np.abs(cols["delta"]), ipu_col))
+    cols = {k: cols[k][order] for k in ("ipu", key, "a", "b", "delta", *ex2)}
+    return Rows(cols)
 
 
 def _starts(an: Analysis, rows: np.ndarray) -> np.ndarray:
@@ -400,9 +477,7 @@ def align_steps(a: _Side, b: _Side) -> tuple[np.ndarray, np.ndarray, np.ndarray]
 
 def diff_runs(a: Analysis, b: Analysis, *, largest: int = 10) -> RunDiff:
     """Align ``b`` against ``a`` and split the change in total cycles (module docstring)."""
-    import pandas as pd
-
-    from analyser.core.comparison import compare_pair
+    from analyser.core.diff_explain import explain_pair
 
     sa, sb = _read(a), _read(b)
     ipus = max(sa.n_ipus, sb.n_ipus)
@@ -434,7 +509,7 @@ def diff_runs(a: Analysis, b: Analysis, *, largest: int = 10) -> RunDiff:
         tops.append(_top(sa, sb, (ra, rb, occ), largest))
         del ra, rb, occ
 
-    def by_label(per_prog_label: str, key: str, with_counts: bool) -> pd.DataFrame:
+    def by_label(per_prog_label: str, key: str, with_counts: bool) -> Rows:
         labels, codes = np.unique(
             np.r_[getattr(sa, per_prog_label), getattr(sb, per_prog_label)], return_inverse=True
         )
@@ -451,10 +526,10 @@ def diff_runs(a: Analysis, b: Analysis, *, largest: int = 10) -> RunDiff:
             }
         return _table(ipus, labels, *sums, rest, key, extra)
 
-    n_a, n_b = (np.pad(s.per_ipu, (0, ipus - s.n_ipus)) for s in (sa, sb))
-    alignment = pd.DataFrame(
+    n_a, n_b = (np.pad(s.per_ipu, (0, ipus - s.n_ipus)).astype(np.int64) for s in (sa, sb))
+    alignment = Rows(
         {
-            "ipu": np.arange(ipus),
+            "ipu": np.arange(ipus, dtype=np.int64),
             "steps_a": n_a,
             "steps_b": n_b,
             "aligned": aligned,
@@ -462,31 +537,24 @@ def diff_runs(a: Analysis, b: Analysis, *, largest: int = 10) -> RunDiff:
             "added": n_b - aligned,
         }
     )
-    pair = compare_pair(a, b)
+    why = explain_pair(a, b)
     return RunDiff(
         a=a.name,
         b=b.name,
         total_a=sa.total,
         total_b=sb.total,
-        samples_a=a.metrics.samples,
-        samples_b=b.metrics.samples,
-        by_type=by_type,
-        by_layer=by_label("prog_layers", "layer", False),
-        by_program=by_label("prog_names", "program", True),
-        alignment=alignment,
+        samples_a=a.execution.samples,
+        samples_b=b.execution.samples,
+        type_rows=by_type,
+        layer_rows=by_label("prog_layers", "layer", False),
+        program_rows=by_label("prog_names", "program", True),
+        alignment_rows=alignment,
         largest=_largest((a, b), sa, sb, tops, largest),
-        config_diffs=pair.config_diffs,
-        explanations=pair.explanations,
-        other_deltas=pair.other_deltas,
-        interval=_total_interval(pair),
+        config_diffs=why.config_diffs,
+        explanations=why.explanations,
+        other_deltas=why.other_deltas,
+        interval=why.interval,
     )
-
-
-def _total_interval(pair) -> dict[str, Any]:
-    try:
-        return dict(pair.metric("total_cycles").interval or {})
-    except KeyError:
-        return {}
 
 
 def aligned_deltas(a: Analysis, b: Analysis) -> dict[str, np.ndarray]:
