@@ -30,7 +30,7 @@ import numpy as np
 
 from analyser.core.execution import PartialExecutionSummary, exact_sums, summarise_execution
 from profiles import schema
-from profiles.errors import UserFacingError
+from profiles.errors import ProfileError, UserFacingError
 
 if TYPE_CHECKING:
     # pandas (about 0.4 s of CPU to import) only for the tables as DataFrames (notebooks,
@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from analyser.core.analysis import Analysis
     from analyser.core.comparison import ConfigDiff, Explanation
 
+#: Rows summed at a time when the steps are not grouped by IPU (bounded temporaries).
+_BLOCK = 1 << 20
 #: Name of the remainder row: total cycles not covered by executed steps.
 NOT_IN_STEPS = "(not in steps)"
 #: Layer of steps whose program belongs to no operation (syncs, stream copies, host calls).
@@ -108,66 +110,66 @@ def _read(a: Analysis, *, starts: bool = False) -> _Side:
     n, n_ipus, n_prog = src.n_steps, int(a.target.num_ipus), prog_names.size
     n_types = len(schema.PROGRAM_TYPES)
     kt, kp = n_ipus * n_types, n_ipus * n_prog
-    per_type, count_type = np.zeros(kt, np.int64), np.zeros(kt, np.int64)
+    per_type = np.zeros(kt, np.int64)
     per_prog, steps = np.zeros(kp, np.int64), np.zeros(kp, np.int64)
-    kept: dict[str, np.ndarray] = {}
-    grouped, last_ipu = True, -1  # steps of one IPU contiguous so far; the last IPU seen
-    names = ("ipu", "program", "cycles", *(("start",) if starts else ()))
-    for lo, c in src.iter_steps((*names, "type")):
-        if not kept:  # the whole columns, filled chunk by chunk (as stored: a byte or two per
-            # IPU; cycles and starts as int64)
-            ipu_t = c["ipu"].dtype if c["ipu"].dtype.kind in "iu" else np.dtype(np.int64)
-            kept["ipu"] = np.empty(n, ipu_t)
-            kept["program"] = np.empty(n, c["program"].dtype)
-            kept["cycles"] = np.empty(n, np.int64)
-            if starts:
-                kept["start"] = np.empty(n, np.int64)
-        # the reader has checked each value against its bounds: every program row and step
-        # type exists, every IPU is one of the profile's, cycles are >= 0
-        ipu = c["ipu"]
-        hi = lo + ipu.size
-        for k, v in kept.items():
-            v[lo:hi] = c[k]
-        if not ipu.size:
+    # whole columns, one read each (the reader checks their values: every program row and step
+    # type exists, every IPU is one of the profile's, cycles are >= 0); the diff keeps them,
+    # and one read per column spares the chunked pass's fresh buffer per chunk (a third of
+    # the pass's CPU went to the kernel mapping them)
+    cols = {c: _step_column(src, c, n) for c in ("ipu", "program", "cycles", "type")}
+    if starts:
+        cols["start"] = _step_column(src, "start", n)
+    ipu, prog, typ = cols["ipu"], cols["program"], cols["type"]
+    if ipu.dtype.kind not in "iu":
+        ipu = ipu.astype(np.int64)
+    cycles = cols["cycles"].astype(np.int64, copy=False)
+    grouped = bool((ipu[1:] >= ipu[:-1]).all()) if n else True
+    # the sums: by slices of one IPU's steps when grouped (by program row and step type alone),
+    # else by blocks of rows with (IPU, label) keys; exact while every partial sum of a part is
+    # below 2**53 (float64 holds those integers exactly), else exact_sums sorts
+    if grouped:
+        bounds = np.searchsorted(ipu, np.arange(n_ipus + 1), side="left")
+        parts = [(int(bounds[i]), int(bounds[i + 1]), i) for i in range(n_ipus)]
+    else:
+        parts = [(lo, min(n, lo + _BLOCK), -1) for lo in range(0, n, _BLOCK)]
+    for lo, hi, i in parts:
+        if hi <= lo:
             continue
-        if grouped:
-            grouped = ipu[0] >= last_ipu and bool((ipu[1:] >= ipu[:-1]).all())
-            last_ipu = int(ipu[-1])
-        cy = kept["cycles"][lo:hi]
+        cy = cycles[lo:hi]
         big = float(cy.max()) * cy.size
-        i64 = ipu.astype(np.int64)
-        key = i64 * n_types + c["type"]
-        per_type += exact_sums(key, cy, kt, big)
-        count_type += np.bincount(key, minlength=kt)
-        key = i64 * n_prog + c["program"]
-        per_prog += exact_sums(key, cy, kp, big)
-        steps += np.bincount(key, minlength=kp)
+        w = cy.astype(np.float64) if big < 2.0**53 else cy
+        if i >= 0:
+            at_t = slice(i * n_types, (i + 1) * n_types)
+            at_p = slice(i * n_prog, (i + 1) * n_prog)
+            per_type[at_t] += exact_sums(typ[lo:hi], w, n_types, big)
+            per_prog[at_p] += exact_sums(prog[lo:hi], w, n_prog, big)
+            steps[at_p] += np.bincount(prog[lo:hi], minlength=n_prog)
+        else:
+            i64 = ipu[lo:hi].astype(np.int64)
+            per_type += exact_sums(i64 * n_types + typ[lo:hi], w, kt, big)
+            key = i64 * n_prog + prog[lo:hi]
+            per_prog += exact_sums(key, w, kp, big)
+            steps += np.bincount(key, minlength=kp)
+        del w
+    del typ, cols["type"]
     if "execution" not in a.__dict__:
         # the summary of these sums (what the explanations read first); the rest on demand
         a.__dict__["execution"] = PartialExecutionSummary(
             src,
             cycles_by_type=per_type.reshape(n_ipus, n_types),
-            count_by_type=count_type.reshape(n_ipus, n_types),
             program_cycles_by_ipu=per_prog.reshape(n_ipus, n_prog),
             program_executions_by_ipu=steps.reshape(n_ipus, n_prog),
             full=lambda: summarise_execution(src),
         )
-    if not kept:  # no steps
-        kept = {
-            "ipu": np.zeros(0, np.int16),
-            "program": np.zeros(0, np.int32),
-            "cycles": np.zeros(0, np.int64),
-            "start": np.zeros(0, np.int64),
-        }
     steps2 = steps.reshape(n_ipus, n_prog)
     return _Side(
         a.name,
         int(a.execution.total_cycles),
         n_ipus,
-        kept["ipu"],
-        kept["program"],
-        kept["cycles"],
-        kept["start"] if starts else None,
+        ipu,
+        prog,
+        cycles,
+        cols["start"].astype(np.int64, copy=False) if starts else None,
         prog_names,
         prog_layers,
         steps2.sum(axis=1),
@@ -176,6 +178,17 @@ def _read(a: Analysis, *, starts: bool = False) -> _Side:
         steps2,
         per_type,
     )
+
+
+def _step_column(src: Any, name: str, n: int) -> np.ndarray:
+    """The whole step column ``name`` (its ``n`` rows), as stored."""
+    values = np.asarray(src.array(f"/execution/steps/{name}"))
+    if values.shape != (n,):
+        raise ProfileError(
+            f"profile {src.path}: column /execution/steps/{name} has "
+            f"{values.shape[0] if values.ndim else 0} rows, the table has {n} steps."
+        )
+    return values
 
 
 @dataclass(frozen=True)
@@ -426,39 +439,112 @@ def _ipu_rows(s: _Side, i: int) -> tuple[int, np.ndarray | None, np.ndarray]:
     return 0, rows, s.prog[rows]
 
 
-def _aligned_by_ipu(a: _Side, b: _Side) -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
-    """(IPU, rows of A, rows of B, occurrence) of the aligned steps of each IPU with steps in
-    both runs: same program name, same occurrence of that name on that IPU.
-
-    On one IPU, a stable sort of each run's steps by program name puts the k-th occurrence of a
-    name at its name's first position + k; the first min(count in A, count in B) of each name
-    pair up. The aligned steps come ordered by name, then occurrence."""
+def _codes(a: _Side, b: _Side) -> tuple[np.ndarray, np.ndarray, int]:
+    """Codes of the program names of A's and B's program rows (one code per distinct name,
+    16-bit when they fit: half the bytes gathered per step, and numpy's radix sort), and the
+    number of codes."""
     names, codes = np.unique(np.r_[a.prog_names, b.prog_names], return_inverse=True)
     n = max(1, names.size)
-    # 16-bit codes when they fit: half the bytes gathered per step, and numpy's radix sort
     codes = codes.astype(np.uint16 if n <= 1 << 16 else np.int64)
-    code_a, code_b = codes[: a.prog_names.size], codes[a.prog_names.size :]
+    return codes[: a.prog_names.size], codes[a.prog_names.size :], n
+
+
+def _pairs(
+    ka: np.ndarray, kb: np.ndarray, n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(positions in ``ka``, positions in ``kb``, occurrence) of the aligned steps of two
+    sequences of name codes: the k-th occurrence of a code in one with the k-th in the other,
+    ordered by code, then occurrence.
+
+    A stable sort of each sequence by code puts the k-th occurrence of a code at its code's
+    first position + k; the first min(count in A, count in B) of each code pair up."""
+    oa, ob = _by_code(ka), _by_code(kb)
+    ca, cb = np.bincount(ka, minlength=n), np.bincount(kb, minlength=n)
+    m = np.minimum(ca, cb)
+    first_a, first_b = np.cumsum(ca) - ca, np.cumsum(cb) - cb
+    total = int(m.sum())
+    occ = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(m) - m, m)
+    return oa[np.repeat(first_a, m) + occ], ob[np.repeat(first_b, m) + occ], occ
+
+
+def _aligned_by_ipu(a: _Side, b: _Side) -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
+    """(IPU, rows of A, rows of B, occurrence) of the aligned steps of each IPU with steps in
+    both runs: same program name, same occurrence of that name on that IPU (:func:`_pairs`),
+    ordered by name, then occurrence."""
+    code_a, code_b, n = _codes(a, b)
     for i in range(min(a.n_ipus, b.n_ipus)):
         if not a.per_ipu[i] or not b.per_ipu[i]:
             continue
         (lo_a, ra, pa), (lo_b, rb, pb) = _ipu_rows(a, i), _ipu_rows(b, i)
-        ka, kb = code_a[pa], code_b[pb]
-        oa, ob = _by_code(ka), _by_code(kb)
-        ca, cb = np.bincount(ka, minlength=n), np.bincount(kb, minlength=n)
-        del ka, kb
-        m = np.minimum(ca, cb)
-        first_a, first_b = np.cumsum(ca) - ca, np.cumsum(cb) - cb
-        total = int(m.sum())
-        occ = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(m) - m, m)
-        sel_a = oa[np.repeat(first_a, m) + occ]
-        sel_b = ob[np.repeat(first_b, m) + occ]
-        del oa, ob
+        sel_a, sel_b, occ = _pairs(code_a[pa], code_b[pb], n)
         yield (
             i,
             (lo_a + sel_a if ra is None else ra[sel_a]).astype(np.int32),
             (lo_b + sel_b if rb is None else rb[sel_b]).astype(np.int32),
             occ.astype(np.int32),
         )
+
+
+#: Steps of each run whose codes bound the largest deltas (:func:`_aligned_tops`).
+_PREFIX = 1 << 16
+
+
+def _aligned_tops(
+    a: _Side, b: _Side, n: int
+) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray, np.ndarray]]]:
+    """The aligned steps of each IPU (their number) and those with the ``n`` largest |delta|
+    (:func:`_top` of each IPU's :func:`_aligned_by_ipu`: the same steps in the same order),
+    aligning only the names that can hold them.
+
+    An aligned pair's |delta| is at most the larger of its two cycles (cycles are >= 0). The
+    first :data:`_PREFIX` steps of each run on an IPU pair up as in the whole alignment (the
+    k-th occurrence of a name among them is its k-th in the run), so the ``n``-th largest
+    |delta| L among those pairs bounds the IPU's ``n``-th largest from below: a pair of the top
+    has a step of at least L cycles on one side, and only the names of such steps need
+    aligning (all their steps, so occurrences stay exact); a pair of any other name has
+    |delta| < L. When the prefix pairs give no bound, or the names to align hold a quarter of
+    the steps or more, the whole IPU is aligned."""
+    code_a, code_b, nc = _codes(a, b)
+    ipus = max(a.n_ipus, b.n_ipus)
+    aligned = np.zeros(ipus, np.int64)
+    tops = []
+    for i in range(min(a.n_ipus, b.n_ipus)):
+        if not a.per_ipu[i] or not b.per_ipu[i]:
+            continue
+        (lo_a, ra, pa), (lo_b, rb, pb) = _ipu_rows(a, i), _ipu_rows(b, i)
+        ka, kb = code_a[pa], code_b[pb]
+        m = np.minimum(np.bincount(ka, minlength=nc), np.bincount(kb, minlength=nc))
+        aligned[i] = int(m.sum())
+        ya = a.cycles[lo_a : lo_a + ka.size] if ra is None else a.cycles[ra]
+        yb = b.cycles[lo_b : lo_b + kb.size] if rb is None else b.cycles[rb]
+        names = None  # the codes to align (None: all)
+        if n and ka.size + kb.size > 4 * _PREFIX:
+            pa_, pb_, _ = _pairs(ka[:_PREFIX], kb[:_PREFIX], nc)
+            d = np.abs(yb[pb_] - ya[pa_])
+            if np.count_nonzero(d) >= n:
+                bound = int(np.partition(d, d.size - n)[d.size - n])
+                names = np.zeros(nc, bool)
+                names[ka[ya >= bound]] = True
+                names[kb[yb >= bound]] = True
+                names &= m > 0
+        if names is not None:
+            sub_a, sub_b = np.flatnonzero(names[ka]), np.flatnonzero(names[kb])
+            if 4 * (sub_a.size + sub_b.size) >= ka.size + kb.size:
+                names = None
+        if names is None:  # the whole IPU
+            sub_a = sub_b = None
+            sel_a, sel_b, occ = _pairs(ka, kb, nc)
+        else:
+            sel_a, sel_b, occ = _pairs(ka[sub_a], kb[sub_b], nc)
+            sel_a, sel_b = sub_a[sel_a], sub_b[sel_b]
+        del ka, kb
+        rows = (
+            (lo_a + sel_a if ra is None else ra[sel_a]).astype(np.int32),
+            (lo_b + sel_b if rb is None else rb[sel_b]).astype(np.int32),
+            occ.astype(np.int32),
+        )
+        tops.append(_top(a, b, rows, n))
+    return aligned, tops
 
 
 def align_steps(a: _Side, b: _Side) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -502,12 +588,7 @@ def diff_runs(a: Analysis, b: Analysis, *, largest: int = 10) -> RunDiff:
         "type",
     )
     # the alignment, one IPU at a time: only its counts and largest deltas are kept
-    aligned = np.zeros(ipus, np.int64)
-    tops = []
-    for i, ra, rb, occ in _aligned_by_ipu(sa, sb):
-        aligned[i] = ra.size
-        tops.append(_top(sa, sb, (ra, rb, occ), largest))
-        del ra, rb, occ
+    aligned, tops = _aligned_tops(sa, sb, largest)
 
     def by_label(per_prog_label: str, key: str, with_counts: bool) -> Rows:
         labels, codes = np.unique(

@@ -186,8 +186,8 @@ class ExecutionSummary:
 
 class PartialExecutionSummary(ExecutionSummary):
     """An execution summary made from a caller's own pass over the steps: the sums it made
-    (cycles and steps by IPU and step type, by IPU and program row; exact integers, as the
-    whole summary's) and the /execution attributes. Any other figure (tile balance, bytes,
+    (cycles by IPU and step type, cycles and steps by IPU and program row; exact integers, as
+    the whole summary's) and the /execution attributes. Any other figure (tile balance, bytes,
     phases, stages, spans) comes from the whole summary, made on first use by ``full`` (one
     more pass over the step table), so every figure is the one :func:`summarise_execution`
     gives and a command that never asks for the others reads only the columns it needs."""
@@ -197,7 +197,6 @@ class PartialExecutionSummary(ExecutionSummary):
         src: Source,
         *,
         cycles_by_type: np.ndarray,
-        count_by_type: np.ndarray,
         program_cycles_by_ipu: np.ndarray,
         program_executions_by_ipu: np.ndarray,
         full: Callable[[], ExecutionSummary],
@@ -209,7 +208,6 @@ class PartialExecutionSummary(ExecutionSummary):
         self.clock_hz = float(meta["clock_hz"])
         self.n_steps = src.n_steps
         self.cycles_by_type = cycles_by_type
-        self.count_by_type = count_by_type
         self.program_cycles_by_ipu = program_cycles_by_ipu
         self.program_executions_by_ipu = program_executions_by_ipu
         self.program_cycles = program_cycles_by_ipu.sum(axis=0)
