@@ -68,9 +68,7 @@ def _reference_table(paths: tuple[Path, Path], label: str) -> pd.DataFrame:
             else:
                 steps["label"] = progs[steps["program"]]
             g = steps.groupby(["ipu", "label"])
-            sums.append(
-                pd.DataFrame({"c": g["cycles"].sum().astype(np.int64), "n": g.size()})
-            )
+            sums.append(pd.DataFrame({"c": g["cycles"].sum().astype(np.int64), "n": g.size()}))
             totals.append(int(src.execution_attrs["total_cycles"]))
     both = pd.merge(
         sums[0], sums[1], how="outer", left_index=True, right_index=True, suffixes=("_a", "_b")
@@ -88,15 +86,15 @@ def _reference_table(paths: tuple[Path, Path], label: str) -> pd.DataFrame:
         tab = pd.DataFrame(
             {
                 "ipu": ipu,
-                label: list(part.index) + [NOT_IN_STEPS],
-                "a": list(part["c_a"].astype(np.int64)) + [totals[0] - int(part["c_a"].sum())],
-                "b": list(part["c_b"].astype(np.int64)) + [totals[1] - int(part["c_b"].sum())],
+                label: [*part.index, NOT_IN_STEPS],
+                "a": [*part["c_a"].astype(np.int64), totals[0] - int(part["c_a"].sum())],
+                "b": [*part["c_b"].astype(np.int64), totals[1] - int(part["c_b"].sum())],
             }
         )
         tab["delta"] = tab["b"] - tab["a"]
         if label == "program":
-            tab["steps_a"] = list(part["n_a"].astype(np.int64)) + [0]
-            tab["steps_b"] = list(part["n_b"].astype(np.int64)) + [0]
+            tab["steps_a"] = [*part["n_a"].astype(np.int64), 0]
+            tab["steps_b"] = [*part["n_b"].astype(np.int64), 0]
         rows.append(tab.iloc[np.argsort(-tab["delta"].abs().to_numpy(), kind="stable")])
     return pd.concat(rows, ignore_index=True)
 
@@ -129,8 +127,7 @@ def _reference_largest(x: Analysis, y: Analysis, n: int) -> list[tuple[int, int,
     nz = np.flatnonzero(d)
     top = nz[np.argsort(-np.abs(d[nz]), kind="stable")[:n]]
     return [
-        (int(sa.ipu[ia[j]]), int(occ[j]), int(sa.cycles[ia[j]]), int(sb.cycles[ib[j]]))
-        for j in top
+        (int(sa.ipu[ia[j]]), int(occ[j]), int(sa.cycles[ia[j]]), int(sb.cycles[ib[j]])) for j in top
     ]
 
 
@@ -160,7 +157,11 @@ def test_the_diff_says_what_the_whole_computation_says(walkthrough_profiles, pai
         assert (d.total_a, d.total_b) == (x.metrics.total_cycles, y.metrics.total_cycles)
     assert d.explanations, "each pair changes a run option that explains something"
     # the tables: sums of the whole step tables, the same rows in the same order
-    for rows, label in ((d.type_rows, "type"), (d.layer_rows, "layer"), (d.program_rows, "program")):
+    for rows, label in (
+        (d.type_rows, "type"),
+        (d.layer_rows, "layer"),
+        (d.program_rows, "program"),
+    ):
         want = _reference_table(paths, label)
         got = rows.to_frame()
         assert list(got.columns) == list(want.columns)

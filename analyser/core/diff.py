@@ -449,9 +449,7 @@ def _codes(a: _Side, b: _Side) -> tuple[np.ndarray, np.ndarray, int]:
     return codes[: a.prog_names.size], codes[a.prog_names.size :], n
 
 
-def _pairs(
-    ka: np.ndarray, kb: np.ndarray, n: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _pairs(ka: np.ndarray, kb: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(positions in ``ka``, positions in ``kb``, occurrence) of the aligned steps of two
     sequences of name codes: the k-th occurrence of a code in one with the k-th in the other,
     ordered by code, then occurrence.

@@ -164,9 +164,7 @@ def _op_cycles(x: Any, scale: float) -> tuple[np.ndarray, np.ndarray]:
     return uniq, sums / scale
 
 
-def _op_rows(
-    a: Any, b: Any
-) -> tuple[list[tuple[str, float, float, float]], list[str], list[str]]:
+def _op_rows(a: Any, b: Any) -> tuple[list[tuple[str, float, float, float]], list[str], list[str]]:
     """The first three rows of the comparison's operation table, and the names of the
     operations added and removed."""
     sa, sb, _unit = _cmp._scales(a, b)
@@ -203,4 +201,3 @@ def explain_pair(a: Analysis, b: Analysis) -> PairExplanation:
     )
     interval = ivs.get("total_cycles")
     return PairExplanation(diffs, expl, other, dict(interval or {}))
-
