@@ -128,7 +128,10 @@ def _read(a: Analysis, *, starts: bool = False) -> _Side:
     # else by blocks of rows with (IPU, label) keys; exact while every partial sum of a part is
     # below 2**53 (float64 holds those integers exactly), else exact_sums sorts
     if grouped:
-        bounds = np.searchsorted(ipu, np.arange(n_ipus + 1), side="left")
+        # searched in the column's own type: a search with int64 values would first copy the
+        # whole int16 column to int64
+        t = ipu.dtype if n_ipus - 1 <= np.iinfo(ipu.dtype).max else np.dtype(np.int64)
+        bounds = np.r_[np.searchsorted(ipu, np.arange(n_ipus, dtype=t)), n]
         parts = [(int(bounds[i]), int(bounds[i + 1]), i) for i in range(n_ipus)]
     else:
         parts = [(lo, min(n, lo + _BLOCK), -1) for lo in range(0, n, _BLOCK)]
@@ -510,32 +513,36 @@ def _aligned_tops(
         if not a.per_ipu[i] or not b.per_ipu[i]:
             continue
         (lo_a, ra, pa), (lo_b, rb, pb) = _ipu_rows(a, i), _ipu_rows(b, i)
-        ka, kb = code_a[pa], code_b[pb]
-        m = np.minimum(np.bincount(ka, minlength=nc), np.bincount(kb, minlength=nc))
+        # steps per name from the runs' steps per program row (no pass over the steps)
+        per_name = [
+            np.rint(np.bincount(c, np.asarray(s.steps)[i], nc)).astype(np.int64)
+            for c, s in ((code_a, a), (code_b, b))
+        ]
+        m = np.minimum(*per_name)
         aligned[i] = int(m.sum())
-        ya = a.cycles[lo_a : lo_a + ka.size] if ra is None else a.cycles[ra]
-        yb = b.cycles[lo_b : lo_b + kb.size] if rb is None else b.cycles[rb]
+        ya = a.cycles[lo_a : lo_a + pa.size] if ra is None else a.cycles[ra]
+        yb = b.cycles[lo_b : lo_b + pb.size] if rb is None else b.cycles[rb]
         names = None  # the codes to align (None: all)
-        if n and ka.size + kb.size > 4 * _PREFIX:
-            pa_, pb_, _ = _pairs(ka[:_PREFIX], kb[:_PREFIX], nc)
+        if n and pa.size + pb.size > 4 * _PREFIX:
+            pa_, pb_, _ = _pairs(code_a[pa[:_PREFIX]], code_b[pb[:_PREFIX]], nc)
             d = np.abs(yb[pb_] - ya[pa_])
             if np.count_nonzero(d) >= n:
                 bound = int(np.partition(d, d.size - n)[d.size - n])
                 names = np.zeros(nc, bool)
-                names[ka[ya >= bound]] = True
-                names[kb[yb >= bound]] = True
+                names[code_a[pa[ya >= bound]]] = True
+                names[code_b[pb[yb >= bound]]] = True
                 names &= m > 0
         if names is not None:
-            sub_a, sub_b = np.flatnonzero(names[ka]), np.flatnonzero(names[kb])
-            if 4 * (sub_a.size + sub_b.size) >= ka.size + kb.size:
+            # the steps of those names (a program row's name decides: no codes gathered)
+            sub_a = np.flatnonzero(names[code_a][pa])
+            sub_b = np.flatnonzero(names[code_b][pb])
+            if 4 * (sub_a.size + sub_b.size) >= pa.size + pb.size:
                 names = None
         if names is None:  # the whole IPU
-            sub_a = sub_b = None
-            sel_a, sel_b, occ = _pairs(ka, kb, nc)
+            sel_a, sel_b, occ = _pairs(code_a[pa], code_b[pb], nc)
         else:
-            sel_a, sel_b, occ = _pairs(ka[sub_a], kb[sub_b], nc)
+            sel_a, sel_b, occ = _pairs(code_a[pa[sub_a]], code_b[pb[sub_b]], nc)
             sel_a, sel_b = sub_a[sel_a], sub_b[sel_b]
-        del ka, kb
         rows = (
             (lo_a + sel_a if ra is None else ra[sel_a]).astype(np.int32),
             (lo_b + sel_b if rb is None else rb[sel_b]).astype(np.int32),
