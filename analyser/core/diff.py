@@ -135,25 +135,41 @@ def _read(a: Analysis, *, starts: bool = False) -> _Side:
         parts = [(int(bounds[i]), int(bounds[i + 1]), i) for i in range(n_ipus)]
     else:
         parts = [(lo, min(n, lo + _BLOCK), -1) for lo in range(0, n, _BLOCK)]
+    # one buffer of each kind for every part: a fresh array per part would be fresh pages
+    # the kernel zeroes each time (the parts are 10-100 MB), and bincount casts its keys to
+    # intp itself unless given them so
+    size = max((hi - lo for lo, hi, _ in parts), default=0)
+    w_buf, k_buf = np.empty(size, np.float64), np.empty(size, np.intp)
     for lo, hi, i in parts:
         if hi <= lo:
             continue
         cy = cycles[lo:hi]
         big = float(cy.max()) * cy.size
-        w = cy.astype(np.float64) if big < 2.0**53 else cy
+        if big < 2.0**53:
+            w = w_buf[: hi - lo]
+            np.copyto(w, cy, casting="unsafe")
+        else:
+            w = cy
+        key = k_buf[: hi - lo]
         if i >= 0:
             at_t = slice(i * n_types, (i + 1) * n_types)
             at_p = slice(i * n_prog, (i + 1) * n_prog)
-            per_type[at_t] += exact_sums(typ[lo:hi], w, n_types, big)
-            per_prog[at_p] += exact_sums(prog[lo:hi], w, n_prog, big)
-            steps[at_p] += np.bincount(prog[lo:hi], minlength=n_prog)
+            np.copyto(key, typ[lo:hi], casting="unsafe")
+            per_type[at_t] += exact_sums(key, w, n_types, big)
+            np.copyto(key, prog[lo:hi], casting="unsafe")
+            per_prog[at_p] += exact_sums(key, w, n_prog, big)
+            steps[at_p] += np.bincount(key, minlength=n_prog)
         else:
-            i64 = ipu[lo:hi].astype(np.int64)
-            per_type += exact_sums(i64 * n_types + typ[lo:hi], w, kt, big)
-            key = i64 * n_prog + prog[lo:hi]
+            np.copyto(key, ipu[lo:hi], casting="unsafe")
+            key *= n_types
+            key += typ[lo:hi]
+            per_type += exact_sums(key, w, kt, big)
+            np.copyto(key, ipu[lo:hi], casting="unsafe")
+            key *= n_prog
+            key += prog[lo:hi]
             per_prog += exact_sums(key, w, kp, big)
             steps += np.bincount(key, minlength=kp)
-        del w
+    del w_buf, k_buf
     del typ, cols["type"]
     if "execution" not in a.__dict__:
         # the summary of these sums (what the explanations read first); the rest on demand
