@@ -666,6 +666,8 @@ def _explain_execution(
     """Explanations of the execution figures (both profiles executed)."""
     ma, mb = a.metrics, b.metrics
     ea, eb = a.execution, b.execution
+    if ea is None or eb is None:  # the caller asks only when both ran
+        return
     # compute share / ramp share / cycles per sample
     if "gradient_accumulation" in by:
         add(

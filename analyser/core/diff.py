@@ -28,7 +28,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from analyser.core.execution import PartialExecutionSummary, exact_sums, summarise_execution
+from analyser.core.execution import (
+    ExecutionSummary,
+    PartialExecutionSummary,
+    exact_sums,
+    summarise_execution,
+)
 from profiles import schema
 from profiles.errors import ProfileError, UserFacingError
 
@@ -88,6 +93,13 @@ class _Side:
         return np.r_[0, np.cumsum(self.per_ipu)]
 
 
+def _ran(a: Analysis, ex: ExecutionSummary | None) -> ExecutionSummary:
+    """``ex``, the summary of ``a``'s execution, which :func:`_read` has checked it has."""
+    if ex is None:
+        raise DiffError(f"profile {a.path} has no execution; diff needs two runs.")
+    return ex
+
+
 def _read(a: Analysis, *, starts: bool = False) -> _Side:
     """One run's steps: the columns the alignment needs (IPU, program row, cycles; the start
     when asked) and, summed in the same pass from those and the step type, the cycles and steps
@@ -145,6 +157,7 @@ def _read(a: Analysis, *, starts: bool = False) -> _Side:
             continue
         cy = cycles[lo:hi]
         big = float(cy.max()) * cy.size
+        w: np.ndarray
         if big < 2.0**53:
             w = w_buf[: hi - lo]
             np.copyto(w, cy, casting="unsafe")
@@ -178,12 +191,12 @@ def _read(a: Analysis, *, starts: bool = False) -> _Side:
             cycles_by_type=per_type.reshape(n_ipus, n_types),
             program_cycles_by_ipu=per_prog.reshape(n_ipus, n_prog),
             program_executions_by_ipu=steps.reshape(n_ipus, n_prog),
-            full=lambda: summarise_execution(src),
+            full=lambda: _ran(a, summarise_execution(src)),
         )
     steps2 = steps.reshape(n_ipus, n_prog)
     return _Side(
         a.name,
-        int(a.execution.total_cycles),
+        int(_ran(a, a.execution).total_cycles),
         n_ipus,
         ipu,
         prog,
@@ -597,14 +610,14 @@ def diff_runs(a: Analysis, b: Analysis, *, largest: int = 10) -> RunDiff:
     # layer and program tables and the remainder are sums of these (exact integers)
     per_prog = [rows(s.per_prog, s.prog_names.size) for s in (sa, sb)]
     steps = [rows(s.steps, s.prog_names.size) for s in (sa, sb)]
-    rest = tuple(
-        s.total - p.sum(axis=1) for s, p in zip((sa, sb), per_prog)
-    )  # cycles of each IPU's total the steps do not cover
+    # cycles of each IPU's total the steps do not cover
+    rest = (sa.total - per_prog[0].sum(axis=1), sb.total - per_prog[1].sum(axis=1))
     n_types = len(schema.PROGRAM_TYPES)
     by_type = _table(
         ipus,
         np.array(schema.PROGRAM_TYPES, dtype=object),
-        *(rows(s.per_type, n_types).ravel() for s in (sa, sb)),
+        rows(sa.per_type, n_types).ravel(),
+        rows(sb.per_type, n_types).ravel(),
         rest,
         "type",
     )
@@ -619,14 +632,14 @@ def diff_runs(a: Analysis, b: Analysis, *, largest: int = 10) -> RunDiff:
         ca, cb = codes[: sa.prog_names.size], codes[sa.prog_names.size :]
         # (IPU, program row) -> (IPU, label)
         keys = [(np.arange(ipus)[:, None] * n + c[None, :]).ravel() for c in (ca, cb)]
-        sums = [exact_sums(k, p.ravel(), ipus * n) for k, p in zip(keys, per_prog)]
+        sum_a, sum_b = (exact_sums(k, p.ravel(), ipus * n) for k, p in zip(keys, per_prog))
         extra = None
         if with_counts:
             extra = {
                 f"steps_{side}": np.bincount(k, st.ravel(), ipus * n).astype(np.int64)
                 for side, k, st in zip("ab", keys, steps)
             }
-        return _table(ipus, labels, *sums, rest, key, extra)
+        return _table(ipus, labels, sum_a, sum_b, rest, key, extra)
 
     n_a, n_b = (np.pad(s.per_ipu, (0, ipus - s.n_ipus)).astype(np.int64) for s in (sa, sb))
     alignment = Rows(
@@ -645,8 +658,8 @@ def diff_runs(a: Analysis, b: Analysis, *, largest: int = 10) -> RunDiff:
         b=b.name,
         total_a=sa.total,
         total_b=sb.total,
-        samples_a=a.execution.samples,
-        samples_b=b.execution.samples,
+        samples_a=_ran(a, a.execution).samples,
+        samples_b=_ran(b, b.execution).samples,
         type_rows=by_type,
         layer_rows=by_label("prog_layers", "layer", False),
         program_rows=by_label("prog_names", "program", True),
@@ -665,6 +678,9 @@ def aligned_deltas(a: Analysis, b: Analysis) -> dict[str, np.ndarray]:
     as B's IPU, start, cycles, program and the delta (B - A), sorted by IPU and B's start;
     ``removed``: [steps only A runs, their cycles]."""
     sa, sb = _read(a), _read(b, starts=True)
+    start = sb.start
+    if start is None:  # read: starts=True
+        raise AssertionError("B's starts were not read")
     ia, ib, _ = align_steps(sa, sb)
     d = sb.cycles[ib] - sa.cycles[ia]
     keep = np.flatnonzero(d)
@@ -673,11 +689,11 @@ def aligned_deltas(a: Analysis, b: Analysis) -> dict[str, np.ndarray]:
     rows = np.r_[ib[keep], added]
     cycles_a = np.r_[sa.cycles[ia[keep]], np.full(added.size, -1, np.int64)]
     delta = np.r_[d[keep], sb.cycles[added]]
-    order = np.lexsort((sb.start[rows], sb.ipu[rows]))
+    order = np.lexsort((start[rows], sb.ipu[rows]))
     rows = rows[order]
     return {
         "ipu": sb.ipu[rows].astype(np.int64),
-        "start": sb.start[rows],
+        "start": start[rows],
         "cycles": sb.cycles[rows],
         "cycles_a": cycles_a[order],
         "delta": delta[order],

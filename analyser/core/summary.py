@@ -24,6 +24,7 @@ from typing import Any
 
 from analyser.core import intervals, quantities
 from analyser.core.analysis import Analysis
+from analyser.core.execution import ExecutionSummary
 from analyser.core.insights.thresholds import Thresholds
 from analyser.core.quantities import (
     DESTINATIONS,
@@ -154,10 +155,18 @@ TOTAL = "total"
 LOST = "lost to tile imbalance"
 
 
+def _executed(a: Analysis) -> ExecutionSummary:
+    """The execution summary of a profile that ran: the tables that read it are listed only
+    for such profiles (an out-of-memory one has none)."""
+    if a.execution is None:
+        raise ValueError(f"{a.path}: no execution (out of memory)")
+    return a.execution
+
+
 def _cycles_by_step_type(a: Analysis, top: int) -> list[dict[str, Any]]:
     """Per IPU: each executed step type's cycles, share of the busy cycles, steps and tile
     balance; the total; the cycles lost to tile imbalance (share: of the IPU's compute)."""
-    ex, imb = a.execution, a.imbalance
+    ex, imb = _executed(a), a.imbalance
     rows: list[dict[str, Any]] = []
     for ipu in range(ex.num_ipus):
         busy = float(ex.cycles_by_type[ipu].sum())
@@ -200,6 +209,8 @@ def _cycles_by_step_type(a: Analysis, top: int) -> list[dict[str, Any]]:
 
 def _imbalance_compute_sets(a: Analysis, top: int) -> list[dict[str, Any]]:
     """The ``top`` compute sets losing the most cycles to tile imbalance, most first."""
+    if a.imbalance is None:  # listed only for a profile that ran
+        return []
     cols = a.imbalance.columns
     n = min(top, int(cols["name"].size))
     return [{k: col[r] for k, col in cols.items()} for r in range(n)]
@@ -208,7 +219,7 @@ def _imbalance_compute_sets(a: Analysis, top: int) -> list[dict[str, Any]]:
 def _streamcopy(a: Analysis, top: int) -> list[dict[str, Any]]:
     """Per IPU: StreamCopy bytes received / sent by destination (the host always), then the
     GlobalExchange bytes (between IPUs)."""
-    ex = a.execution
+    ex = _executed(a)
     rows: list[dict[str, Any]] = []
     for ipu in range(ex.num_ipus):
         for k, dest in enumerate(DESTINATIONS):
@@ -229,7 +240,7 @@ def _streamcopy(a: Analysis, top: int) -> list[dict[str, Any]]:
 
 def _run_details(a: Analysis, top: int) -> list[dict[str, Any]]:
     """The host time outside the trace, the pipeline phases' shares and the stages' load."""
-    ex = a.execution
+    ex = _executed(a)
     rows = []
     if ex.host_exposed_cycles:
         rows.append(
