@@ -130,7 +130,8 @@ def _variable_bytes(
     empty = np.zeros(0, np.int64)
     if not n_steps:
         offsets = np.zeros(n_ipus + 1, np.int64)
-        return always_live, count, _Changes(*[empty] * 2, offsets, *[empty] * 4, bound=0.0)
+        changes = _Changes(empty, empty, offsets, empty, empty, empty, empty, bound=0.0)
+        return always_live, count, changes
     nal = np.flatnonzero(~always & (nbytes > 0))
     # a change step of an IPU as one key: IPU x W + step + 1 (steps -1 .. n_steps + 1 fit)
     W = n_steps + 3

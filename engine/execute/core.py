@@ -457,7 +457,7 @@ def _stream_instances(
     )
     copied_out = loss_fwd if transfer_t.output is not None else none
     nI = plan.num_ipus
-    for copied, syncs, order, kind in (
+    for copied, syncs, sync_order, kind in (
         (copied_in, transfer_t.to_device_sync, ORDER_TO_DEVICE_SYNC, FRAG_TO_DEVICE_SYNC),
         (copied_out, transfer_t.to_host_sync, ORDER_TO_HOST_SYNC, FRAG_TO_HOST_SYNC),
     ):
@@ -469,7 +469,7 @@ def _stream_instances(
             tmpl=np.tile(np.array(syncs), len(rows)),
             ipu=np.tile(np.arange(nI), len(rows)),
             row=np.repeat(rows, nI),
-            order=order,
+            order=sync_order,
             frag=kind,
         )
 
@@ -590,12 +590,13 @@ def call_instances(
     phases = np.concatenate([[P_HOST], np.tile(np.array(iteration.row_phase, np.uint8), runs)])
     frame = _Instances()
     frame.add(nI, tmpl=np.array(transfer_t.host_wait), ipu=np.arange(nI), row=0, order=0)
-    has_end = transfer_t.end_output is not None
-    if has_end:
+    end_output = transfer_t.end_output
+    has_end = end_output is not None
+    if end_output is not None:
         end_row = n_rows
         n_rows += 1
         phases = np.concatenate([phases, [P_HOST]])
-        for j, t in enumerate(transfer_t.end_output):
+        for j, t in enumerate(end_output):
             frame.add(1, tmpl=t, ipu=transfer_t.label_ipu, row=end_row, order=j)
         if nI > 1:
             frame.add(
@@ -691,6 +692,15 @@ def _notes(plan: ExecutionPlan, shape: CallShape, timeline: HostTimeline) -> lis
     return notes
 
 
+def _built_nodes(template) -> np.ndarray:
+    """A template's node ids, which building the functions sets before any step expands."""
+    if template.nodes is None:
+        raise AssertionError(
+            f"template {template.name!r} has no nodes: its functions were not built"
+        )
+    return template.nodes
+
+
 def _expand_steps(
     plan: ExecutionPlan,
     templates: _Templates,
@@ -706,9 +716,10 @@ def _expand_steps(
     inst = {k: v[order] for k, v in inst.items()}
     tm = inst["tmpl"]
     items = templates.items
-    t_len = np.array([len(t.nodes) for t in items], np.int64)
+    nodes_of = [_built_nodes(t) for t in items]  # per template, not per step
+    t_len = np.array([len(n) for n in nodes_of], np.int64)
     t_start = np.concatenate([[0], np.cumsum(t_len)[:-1]])
-    t_flat = np.concatenate([t.nodes for t in items]) if items else np.zeros(0, np.int64)
+    t_flat = np.concatenate(nodes_of) if items else np.zeros(0, np.int64)
     lens = t_len[tm]
     n_steps = int(lens.sum())
     inst_first = np.cumsum(lens) - lens

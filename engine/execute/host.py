@@ -104,7 +104,7 @@ def host_timeline(
     arr = np.array(rows, dtype=np.int64).reshape(-1, 5)
     order = np.lexsort((arr[:, 2], arr[:, 0]))
     arr = arr[order]
-    events = {
+    events: dict[str, np.ndarray] = {
         "lane": arr[:, 0].astype(np.uint8),
         "kind": arr[:, 1].astype(np.uint8),
         "start": arr[:, 2],
