@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import json
 import os
 import tomllib
 from pathlib import Path
@@ -31,7 +30,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from engine.config_values import fields_problem, stored_config_problem
+from engine.config_values import fields_problem, stored_config_problem, toml_value
 from engine.errors import ConfigError, TargetError
 from engine.run_option import option
 from profiles.inputs import read_regular
@@ -926,12 +925,12 @@ class RunConfig(BaseModel):
             if value is None:
                 lines.append(f"# {key} = (default)")
                 continue
-            lines.append(f"{key} = {_toml_value(value)}")
+            lines.append(f"{key} = {toml_value(value)}")
         if overrides:
             lines.append("")
             lines.append("[target_overrides]")
             for key, value in overrides.items():
-                lines.append(f"{key} = {_toml_value(value)}")
+                lines.append(f"{key} = {toml_value(value)}")
         return "\n".join(lines) + "\n"
 
     def revalidate(self) -> RunConfig:
@@ -954,26 +953,6 @@ def parse_input_shape(text: str) -> tuple[str, list[int]]:
             f"input_ids=1x128; got {text!r}."
         )
     return name.strip(), [int(d) for d in parts]
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items()) + "}"
-    raise ConfigError(f"cannot write {value!r} to TOML.")
-
-
-def _toml_key(key: str) -> str:
-    """A bare TOML key when it is one (``clock_hz``), else quoted (ONNX input ``input.1``)."""
-    bare = key and all(c.isascii() and (c.isalnum() or c in "_-") for c in key)
-    return key if bare else json.dumps(key)
 
 
 def validation_message(exc: ValidationError) -> str:

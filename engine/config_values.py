@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
+
+from engine.errors import ConfigError
 
 #: Whole numbers without an explicit upper bound stop here (more than any run uses; larger
 #: values only overflow the engine's arithmetic).
@@ -145,3 +148,24 @@ def stored_config_problem(doc: dict[str, Any]) -> str | None:
         if bad:
             return bad
     return None
+
+
+def toml_value(value: Any) -> str:
+    """``value`` (a run option's) as TOML text: booleans, numbers, strings, lists and tables."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_toml_key(k)} = {toml_value(v)}" for k, v in value.items()) + "}"
+    raise ConfigError(f"cannot write {value!r} to TOML.")
+
+
+def _toml_key(key: str) -> str:
+    """A bare TOML key when it is one (``clock_hz``), else quoted (ONNX input ``input.1``)."""
+    bare = key and all(c.isascii() and (c.isalnum() or c in "_-") for c in key)
+    return key if bare else json.dumps(key)
