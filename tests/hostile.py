@@ -2292,3 +2292,68 @@ def auto_split_cases(folder: Path) -> dict[str, InputCase]:
             tune(pipe, auto, "split_points=\x1b[2Jlayers.2"), says=("varied twice",)
         ),
     }
+
+
+# -- a tune's folder holding files of the user's at the names a tune writes ----------------------
+#: Bytes of a file of the user's: after any tune into the folder they must still be there.
+USER_BYTES = b"<html>the user's own notes, not a tune's report</html>\n"
+
+
+def _user_file(name: str) -> Callable[[Path], Path]:
+    def put(folder: Path) -> Path:
+        (folder / name).write_bytes(USER_BYTES)
+        return folder / name
+
+    return put
+
+
+def _edited(name: str) -> Callable[[Path], Path]:
+    """The tune's own file, edited in place by the user (same inode; it is the user's now)."""
+
+    def put(folder: Path) -> Path:
+        with open(folder / name, "ab") as fh:
+            fh.write(USER_BYTES)
+        return folder / name
+
+    return put
+
+
+def _copied_over(src: str, name: str) -> Callable[[Path], Path]:
+    """Another profile copied over one the tune wrote (``cp``: the same inode, new bytes)."""
+
+    def put(folder: Path) -> Path:
+        with open(folder / src, "rb") as fin, open(folder / name, "r+b") as fout:
+            fout.truncate(0)
+            shutil.copyfileobj(fin, fout)
+            fout.write(USER_BYTES)
+        return folder / name
+
+    return put
+
+
+def _linked(name: str) -> Callable[[Path], Path]:
+    """``name`` as a link to a file of the user's outside the folder."""
+
+    def put(folder: Path) -> Path:
+        mine = folder.parent / f"mine-{name}"
+        mine.write_bytes(USER_BYTES)
+        (folder / name).unlink()
+        (folder / name).symlink_to(mine)
+        return mine
+
+    return put
+
+
+def tune_user_file_cases() -> dict[str, Callable[[Path], Path]]:
+    """Edits of a folder a tune wrote (``--best 2``) that leave a file of the user's at a name
+    the tune writes; each returns the user's file. A tune into the folder must refuse in one
+    sentence naming it, --force or not, and change nothing in the folder."""
+    return {
+        "report-replaced": _user_file("report.html"),
+        "report-edited": _edited("report.html"),
+        "best-1-copied-over": _copied_over("start.h5", "best-1.h5"),
+        "start-replaced": _user_file("start.h5"),
+        "results-replaced": _user_file("results.parquet"),
+        "best-2-link-out": _linked("best-2.h5"),
+        "report-link-out": _linked("report.html"),
+    }

@@ -90,18 +90,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_service_arguments(parser)
 
 
-def _check_output(out: Path, force: bool) -> None:
+def _check_output(out: Path, force: bool, best_k: int) -> None:
     """Refuse (one sentence, exit 2) an output that is a file, a folder whose parent does not
-    exist, a folder holding profiles no tune recorded writing (a copy of the user's in a tune
-    folder: ``best-baseline.h5``), or a non-empty folder that holds no earlier tune; --force
-    writes there anyway (a tune removes only files it recorded writing)."""
-    from analyser.sim.tune.results import foreign_entries, foreign_profiles
+    exist, a folder holding a file of the user's at a name the tune writes (``report.html``:
+    refused with --force too, since writing would replace it), a folder holding profiles no
+    tune recorded writing (a copy of the user's in a tune folder: ``best-baseline.h5``), or a
+    non-empty folder that holds no earlier tune; --force writes beside those two (a tune
+    removes only files it recorded writing)."""
+    from analyser.sim.tune.results import (
+        foreign_entries,
+        foreign_profiles,
+        in_the_way,
+        in_the_way_error,
+    )
 
     if out.exists() and not out.is_dir():
         raise CliError(f"output {out} is a file; give a folder for the tune results.")
     if not out.parent.exists():
         raise CliError(f"output folder {out.parent} does not exist.")
-    if not out.is_dir() or force:
+    if not out.is_dir():
+        return
+    taken = in_the_way(out, best_k)
+    if taken:
+        raise CliError(in_the_way_error(out, taken))
+    if force:
         return
     profiles = foreign_profiles(out)
     if profiles:
@@ -138,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("--best must be 0 or more.")
     start = RunConfig.from_toml(args.config).to_dict()
     out = Path(args.output)
-    _check_output(out, args.force)
+    _check_output(out, args.force, args.best)
     # parse everything that can be checked without simulating first (one sentence, exit 2)
     space = build_space(
         start, args.vary or ["precision=" + start["precision"]], args.constraint, args.objective
@@ -198,13 +210,17 @@ def _run_locked(args, out: Path, start, space) -> int:
 
     result = _search(args, space, service, tune)
     from analyser.reports.tune import write_tune_report
+    from analyser.sim.tune.results import REPORT, record_written
     from profiles.atomic import deferred_signals
 
     # the table and tune.json land together: Ctrl-C / SIGTERM now waits for them (then ends
     # the command with its exit code); an earlier interrupt left a lone results.parquet
     with deferred_signals():
-        meta = write_results(result, out, best_k=args.best, config_file=str(args.config))
-    write_tune_report(out, out / "report.html")
+        meta = write_results(
+            result, out, best_k=args.best, config_file=str(args.config), report=True
+        )
+    write_tune_report(out, out / REPORT)
+    record_written(out, [REPORT])
     if not args.quiet:
         _print_summary(result, meta, out)
     if result.failure:
