@@ -213,7 +213,8 @@ def owned_files(folder: Path) -> set[str]:
                 continue
         out.add(n)
     # a tune.json older than listing the report (that version always wrote one)
-    if REPORT not in names and _written_by_analyse(folder / REPORT):
+    report = folder / REPORT
+    if REPORT not in names and _lstat_regular(report) and _written_by_analyse(report):
         out.add(REPORT)
     return out
 
