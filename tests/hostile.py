@@ -2357,3 +2357,59 @@ def tune_user_file_cases() -> dict[str, Callable[[Path], Path]]:
         "best-2-link-out": _linked("best-2.h5"),
         "report-link-out": _linked("report.html"),
     }
+
+
+# -- the simulation service's options on the commands that simulate -----------------------------
+#: Values no simulation service can use: each one sentence and exit 2 before any work.
+SERVICE_OPTION_VALUES: dict[str, tuple[str, ...]] = {
+    "workers-100000": ("--workers", "100000"),
+    "workers-0": ("--workers", "0"),
+    "time-limit-nan": ("--time-limit", "nan"),
+    "time-limit-inf": ("--time-limit", "inf"),
+    "time-limit-negative": ("--time-limit", "-5"),
+    "time-limit-1e300": ("--time-limit", "1e300"),
+    "memory-limit-1K": ("--memory-limit", "1K"),
+    "memory-limit-1e400": ("--memory-limit", "1e400"),
+    "memory-limit-nan": ("--memory-limit", "nanGB"),
+    "memory-limit-words": ("--memory-limit", "lots"),
+    "scheduler-no-port": ("--scheduler", "foo"),
+    "scheduler-empty-host": ("--scheduler", "tcp://"),
+    "scheduler-udp": ("--scheduler", "udp://10.0.0.1:8786"),
+    "scheduler-inproc": ("--scheduler", "inproc://x"),
+    "scheduler-300-letters": ("--scheduler", "tcp://" + "a" * 300 + ":8786"),
+    "scheduler-port-99999": ("--scheduler", "tcp://127.0.0.1:99999"),
+}
+
+
+def service_option_cases(profile: Path, folder: Path) -> dict[str, InputCase]:
+    """Each of :data:`SERVICE_OPTION_VALUES` on ``analyse critical-path PROFILE --what-if``
+    and on ``analyse tune`` (whose output folder must not be made), plus counts a tune
+    cannot hold (``--budget``, ``--beam``, ``--best`` past the rows of a results table) and
+    ``--top`` that is not a whole number."""
+    folder.mkdir(parents=True, exist_ok=True)
+    cfg = folder / "mlp.toml"
+    cfg.write_text('model = "mlp"\nmicro_batch_size = 2\n')
+    never = str(folder / "never")
+    tune = ("tune", str(cfg), "--vary", "mbs=1,2", "--quiet")
+    cases: dict[str, InputCase] = {}
+    for name, option in SERVICE_OPTION_VALUES.items():
+        says = (option[0],)
+        cases[f"critical-path/{name}"] = InputCase(
+            ("critical-path", str(profile), "--what-if", *option), says=says
+        )
+        cases[f"tune/{name}"] = InputCase((*tune, *option, "-o", never), says=says)
+    for option, value in (
+        ("--budget", "100000000000000000000"),
+        ("--budget", "0"),
+        ("--beam", "100000000000000000000"),
+        ("--best", "100000000000000000000"),
+        ("--best", "-1"),
+    ):
+        cases[f"tune/{option[2:]}-{value[:6]}"] = InputCase(
+            (*tune, option, value, "-o", never), says=(option,)
+        )
+    for value in ("1e20", "0", "-3", "nan"):
+        cases[f"critical-path/top-{value}"] = InputCase(
+            ("critical-path", str(profile), "--top", value), says=("--top",)
+        )
+    return cases

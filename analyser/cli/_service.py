@@ -77,35 +77,110 @@ def add_service_arguments(parser: argparse.ArgumentParser, *, few: bool = False)
     )
 
 
+#: Most worker processes of the local cluster per core: each simulates on one core, so more
+#: only share the cores (and the memory) with each other.
+WORKERS_PER_CORE = 4
+#: Smallest --memory-limit: a worker's Python with the engine imported takes about 200 MB
+#: before it simulates anything, so a smaller limit stops every simulation at its start.
+MIN_MEMORY_LIMIT = 256 << 20
+#: Largest --time-limit (a week): longer is no limit, and the watchdog's timer takes seconds
+#: as a finite float.
+MAX_TIME_LIMIT = 7 * 86400.0
+
+
+def check_count(option: str, value: int, low: int, high: int, what: str) -> int:
+    """A whole-number option between ``low`` and ``high`` (``what``: what ``high`` counts)."""
+    if value < low:
+        raise CliError(f"{option} must be at least {low}.")
+    if value > high:
+        raise CliError(f"{option} {value:,} is more than the {high:,} {what}; give at most that.")
+    return value
+
+
+def check_workers(workers: int | None) -> int | None:
+    """``--workers`` checked: 1 to :data:`WORKERS_PER_CORE` per core of this machine."""
+    import os
+
+    if workers is None:
+        return None
+    most = WORKERS_PER_CORE * (os.cpu_count() or 1)
+    what = f"worker processes this machine runs usefully ({WORKERS_PER_CORE} per core)"
+    return check_count("--workers", workers, 1, most, what)
+
+
+def check_time_limit(seconds: float | None) -> float | None:
+    """``--time-limit`` checked: a finite number of seconds, above 0, at most a week."""
+    import math
+
+    if seconds is None:
+        return None
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise CliError(f"--time-limit {seconds}: give a positive number of seconds such as 600.")
+    if seconds > MAX_TIME_LIMIT:
+        raise CliError(
+            f"--time-limit {seconds:,.0f} is more than a week ({MAX_TIME_LIMIT:,.0f} s); give "
+            "at most that."
+        )
+    return seconds
+
+
+def check_memory_limit(text: str | None) -> int | None:
+    """``--memory-limit`` as bytes: a size Dask reads (4GiB, 512MB), at least
+    :data:`MIN_MEMORY_LIMIT`."""
+    import math
+
+    if text is None:
+        return None
+    from dask.utils import parse_bytes
+
+    shown = text if len(text) <= 40 else text[:37] + "..."
+    try:
+        value = parse_bytes(text)
+        if not math.isfinite(value):
+            raise ValueError(text)
+        memory = int(value)
+    except (ValueError, TypeError, OverflowError):
+        raise CliError(f"--memory-limit {shown!r}: give a size such as 4GiB or 512MB.") from None
+    if memory < MIN_MEMORY_LIMIT:
+        raise CliError(
+            f"--memory-limit {shown} is less than a simulation needs to start (at least "
+            f"{MIN_MEMORY_LIMIT >> 20} MiB); give a size such as 4GiB."
+        )
+    return memory
+
+
+def check_scheduler(address: str | None) -> str | None:
+    """``--scheduler`` checked for its form (a protocol Dask speaks, HOST:PORT), without
+    connecting to it."""
+    if address is None:
+        return None
+    if not address.strip():
+        raise CliError("--scheduler: give an address such as tcp://10.0.0.5:8786.")
+    from analyser.sim.service.service import ServiceError, check_scheduler_address
+
+    try:
+        check_scheduler_address(address)
+    except ServiceError as exc:
+        raise CliError(f"--scheduler: {exc}") from None
+    return address
+
+
 def configure_from_args(args: argparse.Namespace) -> None:
-    """Set up the process-wide simulation service from :func:`add_service_arguments`."""
+    """Set up the process-wide simulation service from :func:`add_service_arguments`, each
+    option checked first (one sentence, exit 2)."""
     from analyser.sim.service import configure_service
 
-    if args.workers is not None and args.workers < 1:
-        raise CliError("--workers must be at least 1.")
-    if args.time_limit is not None and args.time_limit <= 0:
-        raise CliError("--time-limit must be a positive number of seconds.")
-    memory = None
-    if args.memory_limit is not None:
-        from dask.utils import parse_bytes
-
-        try:
-            memory = int(parse_bytes(args.memory_limit))
-        except (ValueError, TypeError):
-            raise CliError(
-                f"--memory-limit {args.memory_limit}: give a size such as 4GiB or 512MB."
-            ) from None
-        if memory <= 0:
-            raise CliError("--memory-limit must be positive.")
-    if args.scheduler is not None and not args.scheduler.strip():
-        raise CliError("--scheduler: give an address such as tcp://10.0.0.5:8786.")
+    workers = check_workers(args.workers)
+    time_limit = check_time_limit(args.time_limit)
+    memory = check_memory_limit(args.memory_limit)
+    check_scheduler(args.scheduler)
     security = _tls_security(args)
     configure_service(
         scheduler=args.scheduler,
-        workers=args.workers,
+        workers=workers,
         cache_dir=args.cache,
         memory_limit=memory,
-        time_limit=args.time_limit,
+        time_limit=time_limit,
         security=security,
     )
 

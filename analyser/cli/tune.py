@@ -139,15 +139,17 @@ def _has_tune(out: Path) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``analyse tune`` with the parsed ``args``; returns the exit code."""
+    from analyser.cli._service import check_count
     from analyser.sim.tune import build_space
+    from analyser.sim.tune.folder import MAX_ROWS
     from engine.config import RunConfig
 
-    if args.budget < 1:
-        raise CliError("--budget must be at least 1.")
-    if args.beam < 1:
-        raise CliError("--beam must be at least 1.")
-    if args.best < 0:
-        raise CliError("--best must be 0 or more.")
+    # a table of more rows than a tune folder may hold could not be read back
+    check_count("--budget", args.budget, 1, MAX_ROWS, "configurations a results table holds")
+    check_count("--beam", args.beam, 1, MAX_ROWS, "configurations a results table holds")
+    check_count("--best", args.best, 0, MAX_ROWS, "configurations a results table holds")
+    # the service's options too, before any folder is made or any work starts
+    configure_from_args(args)
     start = RunConfig.from_toml(args.config).to_dict()
     out = Path(args.output)
     _check_output(out, args.force, args.best)
@@ -171,10 +173,8 @@ def _run_locked(args, out: Path, start, space) -> int:
     from analyser.cli._common import console
     from analyser.sim.service import get_service
     from analyser.sim.tune import TuneError, build_space, grid_budget, tune, write_results
-    from analyser.sim.tune.space import MAX_GRID
-
-    configure_from_args(args)
     from analyser.sim.tune.search import quiet_cluster_logs
+    from analyser.sim.tune.space import MAX_GRID
 
     quiet_cluster_logs()
     service = get_service()
