@@ -2413,3 +2413,61 @@ def service_option_cases(profile: Path, folder: Path) -> dict[str, InputCase]:
             ("critical-path", str(profile), "--top", value), says=("--top",)
         )
     return cases
+
+
+# -- ONNX: a Range whose values onnx's data propagation would hold as a shape -------------------
+def onnx_range_cast_bomb(folder: Path, length: int = 2**40) -> Path:
+    """Range(0, ``length``, 1) -> Cast -> ReduceSum, from Constant nodes: onnx's data
+    propagation held the Range's values as a shape (std::bad_alloc after 3.2 GiB at 2^40)."""
+    from onnx import TensorProto as T
+    from onnx import helper as oh
+
+    nodes = [_const("a", [0], []), _const("b", [length], []), _const("d", [1], [])]
+    nodes.append(oh.make_node("Range", ["a", "b", "d"], ["r"], name="positions"))
+    nodes.append(oh.make_node("Cast", ["r"], ["big"], to=T.FLOAT))
+    return _bomb(folder, f"range-cast-{length}", nodes)
+
+
+def onnx_range_of_shape(folder: Path, n: int = 100_000_000) -> Path:
+    """x (1 x ``n``) -> Shape -> Gather(1) -> Range(0, n) -> Cast -> ReduceSum -> Add(x): a
+    Range as long as an input dimension (the limit known only from the input's shape);
+    data propagation of its 10^8 values took 2.4 GiB before it failed."""
+    from onnx import TensorProto as T
+    from onnx import helper as oh
+
+    nodes = [
+        oh.make_node("Shape", ["x"], ["s"]),
+        _const("i", [1], []),
+        oh.make_node("Gather", ["s", "i"], ["lim"]),
+        _const("a", [0], []),
+        _const("d", [1], []),
+        oh.make_node("Range", ["a", "lim", "d"], ["r"]),
+        oh.make_node("Cast", ["r"], ["rf"], to=T.FLOAT),
+        oh.make_node("ReduceSum", ["rf"], ["t"], keepdims=0),
+        oh.make_node("Add", ["x", "t"], ["y"]),
+    ]
+    m = _onnx_model(
+        nodes,
+        [oh.make_tensor_value_info("x", T.FLOAT, [1, n])],
+        [oh.make_tensor_value_info("y", T.FLOAT, [1, n])],
+    )
+    return _save_onnx(m, folder / f"range-of-shape-{n}.onnx")
+
+
+def onnx_data_prop_cases(folder: Path) -> dict[str, InputCase]:
+    """The Range bombs through model-info and profile: a Range longer than any dimension is one
+    sentence naming the node (exit 2); one as long as an input dimension is any clean exit;
+    both within a bounded memory (tests/test_onnx_data_prop.py runs them under a limit)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    out = str(folder / "never.h5")
+    bomb = str(onnx_range_cast_bomb(folder))
+    shaped = str(onnx_range_of_shape(folder))
+    return {
+        "range-cast-2^40/model-info": InputCase(("model-info", bomb), says=("'positions'",)),
+        "range-cast-2^40/profile": InputCase(
+            ("profile", "--quiet", "--model", bomb, "-o", out), says=("'positions'",)
+        ),
+        "range-of-shape-1e8/model-info": InputCase(
+            ("model-info", shaped), expect=None, hidden=("bad_alloc",)
+        ),
+    }
