@@ -2471,3 +2471,54 @@ def onnx_data_prop_cases(folder: Path) -> dict[str, InputCase]:
             ("model-info", shaped), expect=None, hidden=("bad_alloc",)
         ),
     }
+
+
+# -- processes that outlive the command that started them ----------------------------------------
+#: Runs ``analyse ARGV`` as the child of a subreaper (so every process it starts that outlives
+#: it becomes this script's child, a zombie included) and prints, as JSON, the command's exit
+#: code and each such process (pid, state, command line) at the moment the command returned.
+SURVIVORS = r"""
+import ctypes, json, os, subprocess, sys
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+code = subprocess.run(sys.argv[1:]).returncode
+left = []
+for name in os.listdir("/proc"):
+    if not name.isdigit():
+        continue
+    try:
+        stat = open(f"/proc/{name}/stat", "rb").read()
+        cmd = open(f"/proc/{name}/cmdline", "rb").read().replace(b"\0", b" ").decode()
+    except OSError:
+        continue
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    if int(fields[1]) == os.getpid():
+        left.append([int(name), fields[0].decode(), cmd[:160]])
+print(json.dumps({"code": code, "left": left}))
+for pid, _state, _cmd in left:  # then end them, so that the test leaves nothing behind
+    try:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    except OSError:
+        pass
+"""
+
+
+def survivors(argv: tuple[str, ...], env: dict[str, str], timeout: float = 600) -> dict:
+    """``analyse argv`` run under :data:`SURVIVORS`: {"code": exit code, "left": [[pid,
+    state, command line], ...] of the processes it started that it had not ended}."""
+    import subprocess
+    import sys
+
+    analyse = str(Path(sys.executable).parent / "analyse")
+    run = subprocess.run(
+        [sys.executable, "-c", SURVIVORS, analyse, *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+    )
+    lines = run.stdout.strip().splitlines()
+    assert lines, run.stderr
+    doc = json.loads(lines[-1])
+    doc["stderr"] = run.stderr
+    return doc

@@ -225,3 +225,86 @@ def _tls_security(args: argparse.Namespace):
             "(the embedded cluster makes its own credentials)."
         )
     return tls_security(ca, cert, key)
+
+
+# -- the processes a command started ------------------------------------------------------------
+def child_pids() -> set[int]:
+    """This process's children (Linux: /proc; elsewhere the ones multiprocessing started)."""
+    import os
+
+    me = os.getpid()
+    out: set[int] = set()
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        import multiprocessing
+
+        return {p.pid for p in multiprocessing.active_children() if p.pid is not None}
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        # pid (comm) state ppid ...: comm may hold spaces and parentheses, so after the last ')'
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 1 and int(fields[1]) == me:
+            out.add(int(name))
+    return out
+
+
+def end_children(before: set[int], timeout: float = 10.0) -> None:
+    """Return only once the processes this command started are gone: the simulation service
+    is closed (its worker processes end with their cluster), multiprocessing's resource
+    tracker is told to finish when this command started it, and any other child started
+    since ``before`` gets SIGTERM, then SIGKILL after ``timeout`` s; each is waited for.
+    A worker left running (or the tracker, which outlived ``analyse tune`` by seconds) would
+    hold memory and a core after the command had returned. Children of ``before`` (a test
+    session's cluster) are left alone."""
+    import contextlib
+    import os
+    import signal
+    import time
+
+    from analyser.sim.service.service import close_service
+
+    with contextlib.suppress(Exception):
+        close_service()
+    new = child_pids() - before
+    if not new:
+        return
+    with contextlib.suppress(Exception):
+        from multiprocessing import resource_tracker
+
+        rt = resource_tracker._resource_tracker
+        if rt._pid in new and rt._fd is not None:
+            with rt._lock:
+                os.close(rt._fd)  # its end of the pipe: the tracker cleans up and exits
+                rt._fd = rt._pid = None
+    tracked = set(new)
+
+    def reap(seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while tracked:
+            for pid in list(tracked):
+                try:
+                    done, _status = os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:  # reaped by its owner (multiprocessing) already
+                    done = pid
+                if done:
+                    tracked.discard(pid)
+            if not tracked or time.monotonic() >= end:
+                return
+            time.sleep(0.02)
+
+    # a child ending of itself first (the tracker's clean-up), then asked, then killed
+    for sig in (None, signal.SIGTERM, signal.SIGKILL):
+        if sig is not None:
+            for pid in tracked:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, sig)
+        reap(timeout / 2 if sig != signal.SIGKILL else 5.0)
+        if not tracked:
+            return

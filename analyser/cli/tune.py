@@ -138,7 +138,18 @@ def _has_tune(out: Path) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``analyse tune`` with the parsed ``args``; returns the exit code."""
+    """Run ``analyse tune`` with the parsed ``args``; returns the exit code once every process
+    it started (the local cluster's workers) has ended."""
+    from analyser.cli._service import child_pids, end_children
+
+    before = child_pids()
+    try:
+        return _run(args)
+    finally:
+        end_children(before)
+
+
+def _run(args: argparse.Namespace) -> int:
     from analyser.cli._service import check_count
     from analyser.sim.tune import build_space
     from analyser.sim.tune.folder import MAX_ROWS

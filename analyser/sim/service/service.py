@@ -887,11 +887,17 @@ def set_service(service: SimulationService | None) -> None:
         _SERVICE = service
 
 
-@atexit.register
-def _close_at_exit() -> None:
+def close_service() -> None:
+    """Close the process-wide service if one is running (its client, and an embedded
+    cluster's scheduler and worker processes); the next :func:`get_service` starts another."""
     svc = _SERVICE
     if svc is not None:
         svc.close()
+
+
+@atexit.register
+def _close_at_exit() -> None:
+    close_service()
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float, step: float = 0.05) -> bool:
