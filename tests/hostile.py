@@ -2522,3 +2522,53 @@ def survivors(argv: tuple[str, ...], env: dict[str, str], timeout: float = 600) 
     doc = json.loads(lines[-1])
     doc["stderr"] = run.stderr
     return doc
+
+
+# -- signals while a command works -----------------------------------------------------------------
+#: Commands that work for long enough to be interrupted mid-way ({profile}: a valid profile).
+BUSY_COMMANDS: dict[str, tuple[str, ...]] = {
+    "query-range-1e12": ("query", "{profile}", "SELECT count(*) FROM range(1000000000000)"),
+}
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used (Linux /proc), 0 when it is gone."""
+    import os
+
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def signal_when_busy(argv: tuple[str, ...], sig: int, env: dict[str, str], busy: float = 1.0):
+    """``analyse argv`` started with Ctrl-C at its default (as a terminal gives it), sent
+    ``sig`` once it has used ``busy`` CPU seconds (it is working, not starting); returns
+    (exit code, stderr). A command that ends first returns what it gave."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    analyse = str(Path(sys.executable).parent / "analyse")
+    proc = subprocess.Popen(
+        [analyse, *argv],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    while proc.poll() is None and cpu_seconds(proc.pid) < busy:
+        time.sleep(0.02)
+    if proc.poll() is None:
+        proc.send_signal(sig)
+    try:
+        _out, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _out, err = proc.communicate()
+        err += "\n(still running 120 s after the signal)"
+    return proc.returncode, err

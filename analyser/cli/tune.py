@@ -84,7 +84,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--force",
         action="store_true",
-        help="write into DIR even when it holds files analyse tune did not write",
+        help="write into DIR even when it holds files analyse tune did not write (beside "
+        "them: a file of yours at a name the tune writes, report.html say, is never replaced)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar or tables")
     add_service_arguments(parser)
