@@ -165,15 +165,22 @@ def check_scheduler(address: str | None) -> str | None:
     return address
 
 
+def check_service_args(args: argparse.Namespace) -> tuple[int | None, float | None, int | None]:
+    """The options of :func:`add_service_arguments` checked (one sentence, exit 2) without
+    touching the service: (workers, time limit, memory limit in bytes)."""
+    workers = check_workers(args.workers)
+    time_limit = check_time_limit(args.time_limit)
+    memory = check_memory_limit(args.memory_limit)
+    check_scheduler(args.scheduler)
+    return workers, time_limit, memory
+
+
 def configure_from_args(args: argparse.Namespace) -> None:
     """Set up the process-wide simulation service from :func:`add_service_arguments`, each
     option checked first (one sentence, exit 2)."""
     from analyser.sim.service import configure_service
 
-    workers = check_workers(args.workers)
-    time_limit = check_time_limit(args.time_limit)
-    memory = check_memory_limit(args.memory_limit)
-    check_scheduler(args.scheduler)
+    workers, time_limit, memory = check_service_args(args)
     security = _tls_security(args)
     configure_service(
         scheduler=args.scheduler,
@@ -228,6 +235,15 @@ def _tls_security(args: argparse.Namespace):
 
 
 # -- the processes a command started ------------------------------------------------------------
+def started_before() -> tuple[set[int], object]:
+    """What :func:`end_children` leaves alone: this process's children and its simulation
+    service as a command finds them (a command run inside another, as the tests and the GUI
+    do, must not close the service the outer one is using)."""
+    from analyser.sim.service.service import current_service
+
+    return child_pids(), current_service()
+
+
 def child_pids() -> set[int]:
     """This process's children (Linux: /proc; elsewhere the ones multiprocessing started)."""
     import os
@@ -255,14 +271,15 @@ def child_pids() -> set[int]:
     return out
 
 
-def end_children(before: set[int], timeout: float = 10.0) -> None:
+def end_children(before: tuple[set[int], object], timeout: float = 10.0) -> None:
     """Return only once the processes this command started are gone: the simulation service
     is closed (its worker processes end with their cluster), multiprocessing's resource
     tracker is told to finish when this command started it, and any other child started
-    since ``before`` gets SIGTERM, then SIGKILL after ``timeout`` s; each is waited for.
-    A worker left running (or the tracker, which outlived ``analyse tune`` by seconds) would
-    hold memory and a core after the command had returned. Children of ``before`` (a test
-    session's cluster) are left alone."""
+    since ``before`` (:func:`started_before`) gets SIGTERM, then SIGKILL after ``timeout``
+    s; each is waited for. A worker left running (or the tracker, which outlived ``analyse
+    tune`` by seconds) would hold memory and a core after the command had returned. The
+    children and the service of ``before`` (a test session's cluster, an outer command's
+    service) are left alone."""
     import contextlib
     import os
     import signal
@@ -270,9 +287,10 @@ def end_children(before: set[int], timeout: float = 10.0) -> None:
 
     from analyser.sim.service.service import close_service
 
+    pids, service = before
     with contextlib.suppress(Exception):
-        close_service()
-    new = child_pids() - before
+        close_service(keep=service)  # type: ignore[arg-type]
+    new = child_pids() - pids
     if not new:
         return
     with contextlib.suppress(Exception):

@@ -141,9 +141,9 @@ def _has_tune(out: Path) -> bool:
 def run(args: argparse.Namespace) -> int:
     """Run ``analyse tune`` with the parsed ``args``; returns the exit code once every process
     it started (the local cluster's workers) has ended."""
-    from analyser.cli._service import child_pids, end_children
+    from analyser.cli._service import end_children, started_before
 
-    before = child_pids()
+    before = started_before()
     try:
         return _run(args)
     finally:
@@ -151,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from analyser.cli._service import check_count
+    from analyser.cli._service import check_count, check_service_args
     from analyser.sim.tune import build_space
     from analyser.sim.tune.folder import MAX_ROWS
     from engine.config import RunConfig
@@ -160,8 +160,9 @@ def _run(args: argparse.Namespace) -> int:
     check_count("--budget", args.budget, 1, MAX_ROWS, "configurations a results table holds")
     check_count("--beam", args.beam, 1, MAX_ROWS, "configurations a results table holds")
     check_count("--best", args.best, 0, MAX_ROWS, "configurations a results table holds")
-    # the service's options too, before any folder is made or any work starts
-    configure_from_args(args)
+    # the service's options too, before any folder is made or any work starts (the service
+    # itself is configured once the folder is held: another tune's may be running here)
+    check_service_args(args)
     start = RunConfig.from_toml(args.config).to_dict()
     out = Path(args.output)
     _check_output(out, args.force, args.best)
@@ -185,6 +186,8 @@ def _run_locked(args, out: Path, start, space) -> int:
     from analyser.cli._common import console
     from analyser.sim.service import get_service
     from analyser.sim.tune import TuneError, build_space, grid_budget, tune, write_results
+
+    configure_from_args(args)
     from analyser.sim.tune.search import quiet_cluster_logs
     from analyser.sim.tune.space import MAX_GRID
 

@@ -887,11 +887,17 @@ def set_service(service: SimulationService | None) -> None:
         _SERVICE = service
 
 
-def close_service() -> None:
-    """Close the process-wide service if one is running (its client, and an embedded
-    cluster's scheduler and worker processes); the next :func:`get_service` starts another."""
+def current_service() -> SimulationService | None:
+    """The process-wide service if one was made (none is started)."""
+    return _SERVICE
+
+
+def close_service(keep: SimulationService | None = None) -> None:
+    """Close the process-wide service if one is running and it is not ``keep`` (its client,
+    and an embedded cluster's scheduler and worker processes); the next :func:`get_service`
+    starts another."""
     svc = _SERVICE
-    if svc is not None:
+    if svc is not None and svc is not keep:
         svc.close()
 
 
