@@ -2319,3 +2319,283 @@ def auto_split_cases(folder: Path) -> dict[str, InputCase]:
             tune(pipe, auto, "split_points=\x1b[2Jlayers.2"), says=("varied twice",)
         ),
     }
+
+
+# -- a tune's folder holding files of the user's at the names a tune writes ----------------------
+#: Bytes of a file of the user's: after any tune into the folder they must still be there.
+USER_BYTES = b"<html>the user's own notes, not a tune's report</html>\n"
+
+
+def _user_file(name: str) -> Callable[[Path], Path]:
+    def put(folder: Path) -> Path:
+        (folder / name).write_bytes(USER_BYTES)
+        return folder / name
+
+    return put
+
+
+def _edited(name: str) -> Callable[[Path], Path]:
+    """The tune's own file, edited in place by the user (same inode; it is the user's now)."""
+
+    def put(folder: Path) -> Path:
+        with open(folder / name, "ab") as fh:
+            fh.write(USER_BYTES)
+        return folder / name
+
+    return put
+
+
+def _copied_over(src: str, name: str) -> Callable[[Path], Path]:
+    """Another profile copied over one the tune wrote (``cp``: the same inode, new bytes)."""
+
+    def put(folder: Path) -> Path:
+        with open(folder / src, "rb") as fin, open(folder / name, "r+b") as fout:
+            fout.truncate(0)
+            shutil.copyfileobj(fin, fout)
+            fout.write(USER_BYTES)
+        return folder / name
+
+    return put
+
+
+def _linked(name: str) -> Callable[[Path], Path]:
+    """``name`` as a link to a file of the user's outside the folder."""
+
+    def put(folder: Path) -> Path:
+        mine = folder.parent / f"mine-{name}"
+        mine.write_bytes(USER_BYTES)
+        (folder / name).unlink()
+        (folder / name).symlink_to(mine)
+        return mine
+
+    return put
+
+
+def tune_user_file_cases() -> dict[str, Callable[[Path], Path]]:
+    """Edits of a folder a tune wrote (``--best 2``) that leave a file of the user's at a name
+    the tune writes; each returns the user's file. A tune into the folder must refuse in one
+    sentence naming it, --force or not, and change nothing in the folder."""
+    return {
+        "report-replaced": _user_file("report.html"),
+        "report-edited": _edited("report.html"),
+        "best-1-copied-over": _copied_over("start.h5", "best-1.h5"),
+        "start-replaced": _user_file("start.h5"),
+        "results-replaced": _user_file("results.parquet"),
+        "best-2-link-out": _linked("best-2.h5"),
+        "report-link-out": _linked("report.html"),
+    }
+
+
+# -- the simulation service's options on the commands that simulate -----------------------------
+#: Values no simulation service can use: each one sentence and exit 2 before any work.
+SERVICE_OPTION_VALUES: dict[str, tuple[str, ...]] = {
+    "workers-100000": ("--workers", "100000"),
+    "workers-0": ("--workers", "0"),
+    "time-limit-nan": ("--time-limit", "nan"),
+    "time-limit-inf": ("--time-limit", "inf"),
+    "time-limit-negative": ("--time-limit", "-5"),
+    "time-limit-1e300": ("--time-limit", "1e300"),
+    "memory-limit-1K": ("--memory-limit", "1K"),
+    "memory-limit-1e400": ("--memory-limit", "1e400"),
+    "memory-limit-nan": ("--memory-limit", "nanGB"),
+    "memory-limit-words": ("--memory-limit", "lots"),
+    "scheduler-no-port": ("--scheduler", "foo"),
+    "scheduler-empty-host": ("--scheduler", "tcp://"),
+    "scheduler-udp": ("--scheduler", "udp://10.0.0.1:8786"),
+    "scheduler-inproc": ("--scheduler", "inproc://x"),
+    "scheduler-300-letters": ("--scheduler", "tcp://" + "a" * 300 + ":8786"),
+    "scheduler-port-99999": ("--scheduler", "tcp://127.0.0.1:99999"),
+}
+
+
+def service_option_cases(profile: Path, folder: Path) -> dict[str, InputCase]:
+    """Each of :data:`SERVICE_OPTION_VALUES` on ``analyse critical-path PROFILE --what-if``
+    and on ``analyse tune`` (whose output folder must not be made), plus counts a tune
+    cannot hold (``--budget``, ``--beam``, ``--best`` past the rows of a results table) and
+    ``--top`` that is not a whole number."""
+    folder.mkdir(parents=True, exist_ok=True)
+    cfg = folder / "mlp.toml"
+    cfg.write_text('model = "mlp"\nmicro_batch_size = 2\n')
+    never = str(folder / "never")
+    tune = ("tune", str(cfg), "--vary", "mbs=1,2", "--quiet")
+    cases: dict[str, InputCase] = {}
+    for name, option in SERVICE_OPTION_VALUES.items():
+        says = (option[0],)
+        cases[f"critical-path/{name}"] = InputCase(
+            ("critical-path", str(profile), "--what-if", *option), says=says
+        )
+        cases[f"tune/{name}"] = InputCase((*tune, *option, "-o", never), says=says)
+    for option, value in (
+        ("--budget", "100000000000000000000"),
+        ("--budget", "0"),
+        ("--beam", "100000000000000000000"),
+        ("--best", "100000000000000000000"),
+        ("--best", "-1"),
+    ):
+        cases[f"tune/{option[2:]}-{value[:6]}"] = InputCase(
+            (*tune, option, value, "-o", never), says=(option,)
+        )
+    for value in ("1e20", "0", "-3", "nan"):
+        cases[f"critical-path/top-{value}"] = InputCase(
+            ("critical-path", str(profile), "--top", value), says=("--top",)
+        )
+    return cases
+
+
+# -- ONNX: a Range whose values onnx's data propagation would hold as a shape -------------------
+def onnx_range_cast_bomb(folder: Path, length: int = 2**40) -> Path:
+    """Range(0, ``length``, 1) -> Cast -> ReduceSum, from Constant nodes: onnx's data
+    propagation held the Range's values as a shape (std::bad_alloc after 3.2 GiB at 2^40)."""
+    from onnx import TensorProto as T
+    from onnx import helper as oh
+
+    nodes = [_const("a", [0], []), _const("b", [length], []), _const("d", [1], [])]
+    nodes.append(oh.make_node("Range", ["a", "b", "d"], ["r"], name="positions"))
+    nodes.append(oh.make_node("Cast", ["r"], ["big"], to=T.FLOAT))
+    return _bomb(folder, f"range-cast-{length}", nodes)
+
+
+def onnx_range_of_shape(folder: Path, n: int = 100_000_000) -> Path:
+    """x (1 x ``n``) -> Shape -> Gather(1) -> Range(0, n) -> Cast -> ReduceSum -> Add(x): a
+    Range as long as an input dimension (the limit known only from the input's shape);
+    data propagation of its 10^8 values took 2.4 GiB before it failed."""
+    from onnx import TensorProto as T
+    from onnx import helper as oh
+
+    nodes = [
+        oh.make_node("Shape", ["x"], ["s"]),
+        _const("i", [1], []),
+        oh.make_node("Gather", ["s", "i"], ["lim"]),
+        _const("a", [0], []),
+        _const("d", [1], []),
+        oh.make_node("Range", ["a", "lim", "d"], ["r"]),
+        oh.make_node("Cast", ["r"], ["rf"], to=T.FLOAT),
+        oh.make_node("ReduceSum", ["rf"], ["t"], keepdims=0),
+        oh.make_node("Add", ["x", "t"], ["y"]),
+    ]
+    m = _onnx_model(
+        nodes,
+        [oh.make_tensor_value_info("x", T.FLOAT, [1, n])],
+        [oh.make_tensor_value_info("y", T.FLOAT, [1, n])],
+    )
+    return _save_onnx(m, folder / f"range-of-shape-{n}.onnx")
+
+
+def onnx_data_prop_cases(folder: Path) -> dict[str, InputCase]:
+    """The Range bombs through model-info and profile: a Range longer than any dimension is one
+    sentence naming the node (exit 2); one as long as an input dimension is any clean exit;
+    both within a bounded memory (tests/test_onnx_data_prop.py runs them under a limit)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    out = str(folder / "never.h5")
+    bomb = str(onnx_range_cast_bomb(folder))
+    shaped = str(onnx_range_of_shape(folder))
+    return {
+        "range-cast-2^40/model-info": InputCase(("model-info", bomb), says=("'positions'",)),
+        "range-cast-2^40/profile": InputCase(
+            ("profile", "--quiet", "--model", bomb, "-o", out), says=("'positions'",)
+        ),
+        "range-of-shape-1e8/model-info": InputCase(
+            ("model-info", shaped), expect=None, hidden=("bad_alloc",)
+        ),
+    }
+
+
+# -- processes that outlive the command that started them ----------------------------------------
+#: Runs ``analyse ARGV`` as the child of a subreaper (so every process it starts that outlives
+#: it becomes this script's child, a zombie included) and prints, as JSON, the command's exit
+#: code and each such process (pid, state, command line) at the moment the command returned.
+SURVIVORS = r"""
+import ctypes, json, os, subprocess, sys
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+code = subprocess.run(sys.argv[1:]).returncode
+left = []
+for name in os.listdir("/proc"):
+    if not name.isdigit():
+        continue
+    try:
+        stat = open(f"/proc/{name}/stat", "rb").read()
+        cmd = open(f"/proc/{name}/cmdline", "rb").read().replace(b"\0", b" ").decode()
+    except OSError:
+        continue
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    if int(fields[1]) == os.getpid():
+        left.append([int(name), fields[0].decode(), cmd[:160]])
+print(json.dumps({"code": code, "left": left}))
+for pid, _state, _cmd in left:  # then end them, so that the test leaves nothing behind
+    try:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    except OSError:
+        pass
+"""
+
+
+def survivors(argv: tuple[str, ...], env: dict[str, str], timeout: float = 600) -> dict:
+    """``analyse argv`` run under :data:`SURVIVORS`: {"code": exit code, "left": [[pid,
+    state, command line], ...] of the processes it started that it had not ended}."""
+    import subprocess
+    import sys
+
+    analyse = str(Path(sys.executable).parent / "analyse")
+    run = subprocess.run(
+        [sys.executable, "-c", SURVIVORS, analyse, *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+    )
+    lines = run.stdout.strip().splitlines()
+    assert lines, run.stderr
+    doc = json.loads(lines[-1])
+    doc["stderr"] = run.stderr
+    return doc
+
+
+# -- signals while a command works -----------------------------------------------------------------
+#: Commands that work for long enough to be interrupted mid-way ({profile}: a valid profile).
+BUSY_COMMANDS: dict[str, tuple[str, ...]] = {
+    "query-range-1e12": ("query", "{profile}", "SELECT count(*) FROM range(1000000000000)"),
+}
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used (Linux /proc), 0 when it is gone."""
+    import os
+
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def signal_when_busy(argv: tuple[str, ...], sig: int, env: dict[str, str], busy: float = 1.0):
+    """``analyse argv`` started with Ctrl-C at its default (as a terminal gives it), sent
+    ``sig`` once it has used ``busy`` CPU seconds (it is working, not starting); returns
+    (exit code, stderr). A command that ends first returns what it gave."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    analyse = str(Path(sys.executable).parent / "analyse")
+    proc = subprocess.Popen(
+        [analyse, *argv],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    while proc.poll() is None and cpu_seconds(proc.pid) < busy:
+        time.sleep(0.02)
+    if proc.poll() is None:
+        proc.send_signal(sig)
+    try:
+        _out, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _out, err = proc.communicate()
+        err += "\n(still running 120 s after the signal)"
+    return proc.returncode, err

@@ -109,19 +109,24 @@ def test_ctrl_c_while_the_command_starts_is_one_line(monkeypatch, capsys):
 
 
 def test_interrupted_tune_folder_resumes(tmp_path):
-    """A folder that holds only files analyse tune writes (a results.parquet an interrupt left
-    without its tune.json) takes the same command again; anything else is still refused."""
+    """A folder that holds only a temporary file of an interrupted tune takes the same command
+    again; anything else is still refused, and a results.parquet no tune.json records (one a
+    kill -9 left, or the user's) is never replaced, --force or not: nothing says it is the
+    tune's."""
     from analyser.cli.errors import CliError
     from analyser.cli.tune import _check_output
 
     out = tmp_path / "tune-results"
     out.mkdir()
-    (out / "results.parquet").write_bytes(b"PAR1")
     (out / ".report.html.123.abc.tmp").write_text("")
-    _check_output(out, force=False)
+    _check_output(out, force=False, best_k=3)
     (out / "notes.txt").write_text("mine")
     with pytest.raises(CliError, match="not empty"):
-        _check_output(out, force=False)
+        _check_output(out, force=False, best_k=3)
+    (out / "results.parquet").write_bytes(b"PAR1")
+    for force in (False, True):
+        with pytest.raises(CliError, match=r"results\.parquet, which analyse tune did not write"):
+            _check_output(out, force=force, best_k=3)
 
 
 class _Batch:

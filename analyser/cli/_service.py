@@ -77,35 +77,117 @@ def add_service_arguments(parser: argparse.ArgumentParser, *, few: bool = False)
     )
 
 
+#: Most worker processes of the local cluster per core: each simulates on one core, so more
+#: only share the cores (and the memory) with each other.
+WORKERS_PER_CORE = 4
+#: Smallest --memory-limit: a worker's Python with the engine imported takes about 200 MB
+#: before it simulates anything, so a smaller limit stops every simulation at its start.
+MIN_MEMORY_LIMIT = 256 << 20
+#: Largest --time-limit (a week): longer is no limit, and the watchdog's timer takes seconds
+#: as a finite float.
+MAX_TIME_LIMIT = 7 * 86400.0
+
+
+def check_count(option: str, value: int, low: int, high: int, what: str) -> int:
+    """A whole-number option between ``low`` and ``high`` (``what``: what ``high`` counts)."""
+    if value < low:
+        raise CliError(f"{option} must be at least {low}.")
+    if value > high:
+        raise CliError(f"{option} {value:,} is more than the {high:,} {what}; give at most that.")
+    return value
+
+
+def check_workers(workers: int | None) -> int | None:
+    """``--workers`` checked: 1 to :data:`WORKERS_PER_CORE` per core of this machine."""
+    import os
+
+    if workers is None:
+        return None
+    most = WORKERS_PER_CORE * (os.cpu_count() or 1)
+    what = f"worker processes this machine runs usefully ({WORKERS_PER_CORE} per core)"
+    return check_count("--workers", workers, 1, most, what)
+
+
+def check_time_limit(seconds: float | None) -> float | None:
+    """``--time-limit`` checked: a finite number of seconds, above 0, at most a week."""
+    import math
+
+    if seconds is None:
+        return None
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise CliError(f"--time-limit {seconds}: give a positive number of seconds such as 600.")
+    if seconds > MAX_TIME_LIMIT:
+        raise CliError(
+            f"--time-limit {seconds:,.0f} is more than a week ({MAX_TIME_LIMIT:,.0f} s); give "
+            "at most that."
+        )
+    return seconds
+
+
+def check_memory_limit(text: str | None) -> int | None:
+    """``--memory-limit`` as bytes: a size Dask reads (4GiB, 512MB), at least
+    :data:`MIN_MEMORY_LIMIT`."""
+    import math
+
+    if text is None:
+        return None
+    from dask.utils import parse_bytes
+
+    shown = text if len(text) <= 40 else text[:37] + "..."
+    try:
+        value = parse_bytes(text)
+        if not math.isfinite(value):
+            raise ValueError(text)
+        memory = int(value)
+    except (ValueError, TypeError, OverflowError):
+        raise CliError(f"--memory-limit {shown!r}: give a size such as 4GiB or 512MB.") from None
+    if memory < MIN_MEMORY_LIMIT:
+        raise CliError(
+            f"--memory-limit {shown} is less than a simulation needs to start (at least "
+            f"{MIN_MEMORY_LIMIT >> 20} MiB); give a size such as 4GiB."
+        )
+    return memory
+
+
+def check_scheduler(address: str | None) -> str | None:
+    """``--scheduler`` checked for its form (a protocol Dask speaks, HOST:PORT), without
+    connecting to it."""
+    if address is None:
+        return None
+    if not address.strip():
+        raise CliError("--scheduler: give an address such as tcp://10.0.0.5:8786.")
+    from analyser.sim.service.service import ServiceError, check_scheduler_address
+
+    try:
+        check_scheduler_address(address)
+    except ServiceError as exc:
+        raise CliError(f"--scheduler: {exc}") from None
+    return address
+
+
+def check_service_args(args: argparse.Namespace) -> tuple[int | None, float | None, int | None]:
+    """The options of :func:`add_service_arguments` checked (one sentence, exit 2) without
+    touching the service: (workers, time limit, memory limit in bytes)."""
+    workers = check_workers(args.workers)
+    time_limit = check_time_limit(args.time_limit)
+    memory = check_memory_limit(args.memory_limit)
+    check_scheduler(args.scheduler)
+    return workers, time_limit, memory
+
+
 def configure_from_args(args: argparse.Namespace) -> None:
-    """Set up the process-wide simulation service from :func:`add_service_arguments`."""
+    """Set up the process-wide simulation service from :func:`add_service_arguments`, each
+    option checked first (one sentence, exit 2)."""
     from analyser.sim.service import configure_service
 
-    if args.workers is not None and args.workers < 1:
-        raise CliError("--workers must be at least 1.")
-    if args.time_limit is not None and args.time_limit <= 0:
-        raise CliError("--time-limit must be a positive number of seconds.")
-    memory = None
-    if args.memory_limit is not None:
-        from dask.utils import parse_bytes
-
-        try:
-            memory = int(parse_bytes(args.memory_limit))
-        except (ValueError, TypeError):
-            raise CliError(
-                f"--memory-limit {args.memory_limit}: give a size such as 4GiB or 512MB."
-            ) from None
-        if memory <= 0:
-            raise CliError("--memory-limit must be positive.")
-    if args.scheduler is not None and not args.scheduler.strip():
-        raise CliError("--scheduler: give an address such as tcp://10.0.0.5:8786.")
+    workers, time_limit, memory = check_service_args(args)
     security = _tls_security(args)
     configure_service(
         scheduler=args.scheduler,
-        workers=args.workers,
+        workers=workers,
         cache_dir=args.cache,
         memory_limit=memory,
-        time_limit=args.time_limit,
+        time_limit=time_limit,
         security=security,
     )
 
@@ -150,3 +232,97 @@ def _tls_security(args: argparse.Namespace):
             "(the embedded cluster makes its own credentials)."
         )
     return tls_security(ca, cert, key)
+
+
+# -- the processes a command started ------------------------------------------------------------
+def started_before() -> tuple[set[int], object]:
+    """What :func:`end_children` leaves alone: this process's children and its simulation
+    service as a command finds them (a command run inside another, as the tests and the GUI
+    do, must not close the service the outer one is using)."""
+    from analyser.sim.service.service import current_service
+
+    return child_pids(), current_service()
+
+
+def child_pids() -> set[int]:
+    """This process's children (Linux: /proc; elsewhere the ones multiprocessing started)."""
+    import os
+
+    me = os.getpid()
+    out: set[int] = set()
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        import multiprocessing
+
+        return {p.pid for p in multiprocessing.active_children() if p.pid is not None}
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        # pid (comm) state ppid ...: comm may hold spaces and parentheses, so after the last ')'
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 1 and int(fields[1]) == me:
+            out.add(int(name))
+    return out
+
+
+def end_children(before: tuple[set[int], object], timeout: float = 10.0) -> None:
+    """Return only once the processes this command started are gone: the simulation service
+    is closed (its worker processes end with their cluster), multiprocessing's resource
+    tracker is told to finish when this command started it, and any other child started
+    since ``before`` (:func:`started_before`) gets SIGTERM, then SIGKILL after ``timeout``
+    s; each is waited for. A worker left running (or the tracker, which outlived ``analyse
+    tune`` by seconds) would hold memory and a core after the command had returned. The
+    children and the service of ``before`` (a test session's cluster, an outer command's
+    service) are left alone."""
+    import contextlib
+    import os
+    import signal
+    import time
+
+    from analyser.sim.service.service import close_service
+
+    pids, service = before
+    with contextlib.suppress(Exception):
+        close_service(keep=service)  # type: ignore[arg-type]
+    new = child_pids() - pids
+    if not new:
+        return
+    with contextlib.suppress(Exception):
+        from multiprocessing import resource_tracker
+
+        rt = resource_tracker._resource_tracker
+        if rt._pid in new and rt._fd is not None:
+            with rt._lock:
+                os.close(rt._fd)  # its end of the pipe: the tracker cleans up and exits
+                rt._fd = rt._pid = None
+    tracked = set(new)
+
+    def reap(seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while tracked:
+            for pid in list(tracked):
+                try:
+                    done, _status = os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:  # reaped by its owner (multiprocessing) already
+                    done = pid
+                if done:
+                    tracked.discard(pid)
+            if not tracked or time.monotonic() >= end:
+                return
+            time.sleep(0.02)
+
+    # a child ending of itself first (the tracker's clean-up), then asked, then killed
+    for sig in (None, signal.SIGTERM, signal.SIGKILL):
+        if sig is not None:
+            for pid in tracked:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, sig)
+        reap(timeout / 2 if sig != signal.SIGKILL else 5.0)
+        if not tracked:
+            return

@@ -85,7 +85,18 @@ def render(con, path, name: str, top: int) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``analyse critical-path`` with the parsed ``args``; returns the exit code."""
+    """Run ``analyse critical-path`` with the parsed ``args``; returns the exit code once the
+    processes it started (a local cluster's, with --what-if --workers N) have ended."""
+    from analyser.cli._service import end_children, started_before
+
+    before = started_before()
+    try:
+        return _run(args)
+    finally:
+        end_children(before)
+
+
+def _run(args: argparse.Namespace) -> int:
     from analyser.cli._common import emit, open_analysis
     from analyser.cli.errors import CliError
     from analyser.core.critical_path import attach_what_if, critical_path

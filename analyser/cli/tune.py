@@ -84,24 +84,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--force",
         action="store_true",
-        help="write into DIR even when it holds files analyse tune did not write",
+        help="write into DIR even when it holds files analyse tune did not write (beside "
+        "them: a file of yours at a name the tune writes, report.html say, is never replaced)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar or tables")
     add_service_arguments(parser)
 
 
-def _check_output(out: Path, force: bool) -> None:
+def _check_output(out: Path, force: bool, best_k: int) -> None:
     """Refuse (one sentence, exit 2) an output that is a file, a folder whose parent does not
-    exist, a folder holding profiles no tune recorded writing (a copy of the user's in a tune
-    folder: ``best-baseline.h5``), or a non-empty folder that holds no earlier tune; --force
-    writes there anyway (a tune removes only files it recorded writing)."""
-    from analyser.sim.tune.results import foreign_entries, foreign_profiles
+    exist, a folder holding a file of the user's at a name the tune writes (``report.html``:
+    refused with --force too, since writing would replace it), a folder holding profiles no
+    tune recorded writing (a copy of the user's in a tune folder: ``best-baseline.h5``), or a
+    non-empty folder that holds no earlier tune; --force writes beside those two (a tune
+    removes only files it recorded writing)."""
+    from analyser.sim.tune.results import (
+        foreign_entries,
+        foreign_profiles,
+        in_the_way,
+        in_the_way_error,
+    )
 
     if out.exists() and not out.is_dir():
         raise CliError(f"output {out} is a file; give a folder for the tune results.")
     if not out.parent.exists():
         raise CliError(f"output folder {out.parent} does not exist.")
-    if not out.is_dir() or force:
+    if not out.is_dir():
+        return
+    taken = in_the_way(out, best_k)
+    if taken:
+        raise CliError(in_the_way_error(out, taken))
+    if force:
         return
     profiles = foreign_profiles(out)
     if profiles:
@@ -126,19 +139,33 @@ def _has_tune(out: Path) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``analyse tune`` with the parsed ``args``; returns the exit code."""
+    """Run ``analyse tune`` with the parsed ``args``; returns the exit code once every process
+    it started (the local cluster's workers) has ended."""
+    from analyser.cli._service import end_children, started_before
+
+    before = started_before()
+    try:
+        return _run(args)
+    finally:
+        end_children(before)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from analyser.cli._service import check_count, check_service_args
     from analyser.sim.tune import build_space
+    from analyser.sim.tune.folder import MAX_ROWS
     from engine.config import RunConfig
 
-    if args.budget < 1:
-        raise CliError("--budget must be at least 1.")
-    if args.beam < 1:
-        raise CliError("--beam must be at least 1.")
-    if args.best < 0:
-        raise CliError("--best must be 0 or more.")
+    # a table of more rows than a tune folder may hold could not be read back
+    check_count("--budget", args.budget, 1, MAX_ROWS, "configurations a results table holds")
+    check_count("--beam", args.beam, 1, MAX_ROWS, "configurations a results table holds")
+    check_count("--best", args.best, 0, MAX_ROWS, "configurations a results table holds")
+    # the service's options too, before any folder is made or any work starts (the service
+    # itself is configured once the folder is held: another tune's may be running here)
+    check_service_args(args)
     start = RunConfig.from_toml(args.config).to_dict()
     out = Path(args.output)
-    _check_output(out, args.force)
+    _check_output(out, args.force, args.best)
     # parse everything that can be checked without simulating first (one sentence, exit 2)
     space = build_space(
         start, args.vary or ["precision=" + start["precision"]], args.constraint, args.objective
@@ -159,10 +186,10 @@ def _run_locked(args, out: Path, start, space) -> int:
     from analyser.cli._common import console
     from analyser.sim.service import get_service
     from analyser.sim.tune import TuneError, build_space, grid_budget, tune, write_results
-    from analyser.sim.tune.space import MAX_GRID
 
     configure_from_args(args)
     from analyser.sim.tune.search import quiet_cluster_logs
+    from analyser.sim.tune.space import MAX_GRID
 
     quiet_cluster_logs()
     service = get_service()
@@ -198,13 +225,17 @@ def _run_locked(args, out: Path, start, space) -> int:
 
     result = _search(args, space, service, tune)
     from analyser.reports.tune import write_tune_report
+    from analyser.sim.tune.results import REPORT, record_written
     from profiles.atomic import deferred_signals
 
     # the table and tune.json land together: Ctrl-C / SIGTERM now waits for them (then ends
     # the command with its exit code); an earlier interrupt left a lone results.parquet
     with deferred_signals():
-        meta = write_results(result, out, best_k=args.best, config_file=str(args.config))
-    write_tune_report(out, out / "report.html")
+        meta = write_results(
+            result, out, best_k=args.best, config_file=str(args.config), report=True
+        )
+    write_tune_report(out, out / REPORT)
+    record_written(out, [REPORT])
     if not args.quiet:
         _print_summary(result, meta, out)
     if result.failure:

@@ -16,7 +16,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from engine.graph import dims_problem
+from engine.graph import MAX_DIM, dims_problem
 from engine.onnx.reader import SMALL, OnnxError, _first_line
 
 #: ONNX float element types (FLOAT, FLOAT16, DOUBLE, BFLOAT16): initializers of these with more
@@ -371,9 +371,13 @@ def infer(model: onnx.ModelProto, name: str):
             continue  # a parameter: never folded (Transpose(W) stays a view of the weight)
         values[t.name] = numpy_helper.to_array(t)
     for _ in range(MAX_ROUNDS):
+        # data propagation only while every Range's length is known and short (see
+        # DATA_PROP_RANGE); the folding below makes the lengths known round by round
+        lengths = _range_lengths(model, values, name)
+        prop = all(n is not None and n <= DATA_PROP_RANGE for n in lengths)
         try:
             inferred = onnx.shape_inference.infer_shapes(
-                model, check_type=True, strict_mode=True, data_prop=True
+                model, check_type=True, strict_mode=True, data_prop=prop
             )
         except Exception as exc:  # onnx.shape_inference.InferenceError
             raise OnnxError(f"{name} fails shape inference: {_first_line(exc)}") from None
@@ -394,6 +398,71 @@ def infer(model: onnx.ModelProto, name: str):
         g.ClearField("node")
         g.node.extend(copies)
     raise OnnxError(f"{name}: shape computations did not settle after {MAX_ROUNDS} rounds.")
+
+
+#: Longest Range onnx's data propagation is asked to compute. It holds a Range's values as the
+#: dimensions of a shape, tens of bytes each, however long the Range: a Range of 2^40 elements
+#: followed by a Cast ended in std::bad_alloc after 3 GiB, one of 10^8 (from a Shape) after
+#: 2.4 GiB. A longer Range, or one whose length is not known yet, gets its length from shape
+#: inference on constant inputs, which allocates nothing per element.
+DATA_PROP_RANGE = 1 << 16
+
+
+def _scalars(model: onnx.ModelProto, values: dict[str, np.ndarray]) -> dict[str, float]:
+    """The one-element constants of the graph: folded values, initializers and Constant nodes
+    (only their element counts are looked at before a value is read)."""
+    out: dict[str, float] = {}
+    for k, v in values.items():
+        if np.size(v) == 1 and np.asarray(v).dtype.kind in "iufb":
+            out[k] = float(np.asarray(v).reshape(-1)[0])
+    for t in model.graph.initializer:
+        if t.name not in out and math.prod(t.dims) == 1 and t.data_location != t.EXTERNAL:
+            with _suppress():
+                out[t.name] = float(numpy_helper.to_array(t).reshape(-1)[0])
+    for node in model.graph.node:
+        if node.op_type != "Constant" or not node.output or node.domain not in ("", "ai.onnx"):
+            continue
+        for a in node.attribute:
+            with _suppress():
+                if a.name == "value" and math.prod(a.t.dims) == 1:
+                    out[node.output[0]] = float(numpy_helper.to_array(a.t).reshape(-1)[0])
+                elif a.name in ("value_int", "value_float"):
+                    out[node.output[0]] = float(a.i if a.name == "value_int" else a.f)
+    return out
+
+
+def _suppress():
+    import contextlib
+
+    return contextlib.suppress(ValueError, TypeError, OverflowError, IndexError)
+
+
+def _range_lengths(model: onnx.ModelProto, values: dict[str, np.ndarray], name: str) -> list:
+    """The length of each Range of the graph from its constant inputs (None when an input is
+    not a known constant yet, or the Range never ends: shape inference says which); a Range
+    longer than any dimension the engine takes is refused (one sentence naming it) before
+    onnx allocates anything for it."""
+    scalars: dict[str, float] | None = None
+    out: list[int | None] = []
+    for node in model.graph.node:
+        if node.op_type != "Range" or node.domain not in ("", "ai.onnx"):
+            continue
+        if scalars is None:
+            scalars = _scalars(model, values)
+        ends = [scalars.get(x) for x in node.input[:3]]
+        if len(ends) < 3 or any(e is None for e in ends):
+            out.append(None)
+            continue
+        start, limit, delta = (float(e) for e in ends)  # type: ignore[arg-type]
+        if delta == 0 or not all(map(math.isfinite, (start, limit, delta))):
+            out.append(None)
+            continue
+        n = max(0, math.ceil((limit - start) / delta))
+        if n > MAX_DIM:
+            who = repr(node.name) if node.name else f"computing {node.output[0]!r}"
+            raise OnnxError(f"{name}: Range node {who} cannot be simulated: {dims_problem((n,))}.")
+        out.append(n)
+    return out
 
 
 def _collect(model: onnx.ModelProto):

@@ -725,11 +725,29 @@ def _shown(address: str, limit: int = 80) -> str:
 
 
 def _check_reachable(address: str) -> None:
-    """One sentence at once when a scheduler address cannot name a scheduler (a protocol Dask
-    does not speak to another process, a host name that is none) or nothing listens at a
-    ``tcp://HOST:PORT`` / ``tls://HOST:PORT`` (the Dask client would retry for its whole
-    timeout)."""
+    """One sentence at once when a scheduler address cannot name a scheduler
+    (:func:`check_scheduler_address`) or nothing listens at a ``tcp://HOST:PORT`` /
+    ``tls://HOST:PORT`` (the Dask client would retry for its whole timeout)."""
     import socket
+
+    hostport = check_scheduler_address(address)
+    if hostport is None:
+        return
+    try:
+        socket.create_connection(hostport, timeout=5).close()
+    except (OSError, UnicodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        raise ServiceError(
+            f"cannot reach the Dask scheduler at {_shown(address)}: {reason}."
+        ) from None
+
+
+def check_scheduler_address(address: str) -> tuple[str, int] | None:
+    """ServiceError (one sentence) when ``address`` cannot name a Dask scheduler in another
+    process: a protocol Dask does not speak to one, a tcp:// or tls:// address without a
+    host and a port, a host name that is none. Nothing is connected to (the commands check
+    their options with it before any work). Returns (host, port) of a tcp:// or tls://
+    address, None for the other protocols."""
     from urllib.parse import urlsplit
 
     scheme = address.split("://", 1)[0].lower() if "://" in address else "tcp"
@@ -746,7 +764,7 @@ def _check_reachable(address: str) -> None:
             "tls://HOST:PORT."
         )
     if scheme not in ("tcp", "tls"):
-        return
+        return None
     url = urlsplit(address if "://" in address else f"tcp://{address}")
     try:
         host, port = url.hostname, url.port
@@ -765,13 +783,7 @@ def _check_reachable(address: str) -> None:
             f"the Dask scheduler address {_shown(address)} has a host name that is not valid "
             f"({why}); check the address."
         ) from None
-    try:
-        socket.create_connection((host, port), timeout=5).close()
-    except (OSError, UnicodeError) as exc:
-        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-        raise ServiceError(
-            f"cannot reach the Dask scheduler at {_shown(address)}: {reason}."
-        ) from None
+    return host, port
 
 
 def _read(path: str | None) -> bytes | None:
@@ -875,11 +887,23 @@ def set_service(service: SimulationService | None) -> None:
         _SERVICE = service
 
 
+def current_service() -> SimulationService | None:
+    """The process-wide service if one was made (none is started)."""
+    return _SERVICE
+
+
+def close_service(keep: SimulationService | None = None) -> None:
+    """Close the process-wide service if one is running and it is not ``keep`` (its client,
+    and an embedded cluster's scheduler and worker processes); the next :func:`get_service`
+    starts another."""
+    svc = _SERVICE
+    if svc is not None and svc is not keep:
+        svc.close()
+
+
 @atexit.register
 def _close_at_exit() -> None:
-    svc = _SERVICE
-    if svc is not None:
-        svc.close()
+    close_service()
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float, step: float = 0.05) -> bool:

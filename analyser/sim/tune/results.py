@@ -12,11 +12,13 @@ A tune folder holds
 * ``start.h5`` and ``best-1.h5`` ... ``best-K.h5``: copies of those profiles (reflinks where
   the file system shares blocks copy-on-write; never hard links into the cache).
 
-tune.json's ``written`` lists the files the tune wrote. A later tune into the same folder
-removes only those (a profile it no longer writes: ``best-3.h5`` when ``--best 2``), after
-checking each as untrusted input (:func:`owned_files`); a file of the user's is never removed,
-and :func:`foreign_profiles` names the profiles a tune did not write, which the command refuses
-to write beside unless told (``--force``).
+tune.json's ``written`` lists the files the tune wrote, its report included. A later tune into
+the same folder replaces only those, and removes only those it does not write again (a profile
+it no longer writes: ``best-3.h5`` when ``--best 2``), after checking each as untrusted input
+(:func:`owned_files`). A file of the user's is never removed or replaced: one at a name a tune
+writes (``report.html``, ``best-1.h5``) stops the tune before it writes anything
+(:func:`in_the_way`, --force or not), and :func:`foreign_profiles` names the profiles a tune
+did not write, which the command refuses to write beside unless told (``--force``).
 
 :func:`load_results` reads a folder (or its ``results.parquet``) back for the HTML report and
 the GUI's Design space report.
@@ -149,22 +151,39 @@ def _lstat_regular(path: Path) -> bool:
         return False
 
 
+def _identity(path: Path) -> list[int]:
+    """What tells a file a tune wrote from one put at its name since: its inode, size and
+    modification time (an edit, a copy over it or a new file changes one of them)."""
+    st = os.lstat(path)
+    return [st.st_ino, st.st_size, st.st_mtime_ns]
+
+
+def _read_own_meta(folder: Path) -> dict[str, Any] | None:
+    """tune.json of ``folder`` when it is a regular file (not a link) of a tune's schema."""
+    path = folder / META
+    if not _lstat_regular(path):
+        return None
+    try:
+        if os.lstat(path).st_size > (4 << 20):
+            return None
+        doc = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        return None
+    return doc
+
+
 def owned_files(folder: Path) -> set[str]:
     """The files of ``folder`` an earlier tune wrote, as its tune.json records them: each a
     plain name a tune writes (:data:`TUNE_NAMES`), inside the folder, a regular file and not
-    a link. Anything else tune.json names is ignored (so never replaced or removed); a
-    tune.json that cannot be read owns nothing. A tune.json older than ``written`` owns the
-    profiles its ``files`` and ``best`` name."""
-    path = folder / META
-    if not _lstat_regular(path):
-        return set()
-    try:
-        if os.lstat(path).st_size > (4 << 20):
-            return set()
-        doc = json.loads(path.read_bytes().decode("utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return set()
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+    a link, and (where tune.json records its identity, ``written_ids``) still the file the
+    tune wrote, not one the user put at its name since. Anything else tune.json names is
+    ignored (so never replaced or removed); a tune.json that cannot be read owns nothing. A
+    tune.json older than ``written`` owns the profiles its ``files`` and ``best`` name; one
+    older than ``written_ids`` its names as they are, and a report.html that analyse wrote."""
+    doc = _read_own_meta(folder)
+    if doc is None:
         return set()
     names: list[Any] = []
     if isinstance(doc.get("written"), list):
@@ -174,13 +193,80 @@ def owned_files(folder: Path) -> set[str]:
             names += list(doc["files"].values())
         if isinstance(doc.get("best"), list):
             names += [b.get("file") for b in doc["best"] if isinstance(b, dict)]
+    ids = doc.get("written_ids")
     out = set()
     for n in names:
         if not isinstance(n, str) or not TUNE_NAMES.fullmatch(n) or Path(n).name != n:
             continue
-        if _lstat_regular(folder / n):
-            out.add(n)
+        if not _lstat_regular(folder / n):
+            continue
+        if isinstance(ids, dict) and n != META:
+            if n in ids:
+                try:
+                    if ids[n] != _identity(folder / n):
+                        continue
+                except OSError:
+                    continue
+            elif n != REPORT or not _written_by_analyse(folder / n):
+                # (the report is recorded after it is written: a tune stopped in between
+                # leaves it unrecorded, and it is ours when analyse wrote it)
+                continue
+        out.add(n)
+    # a tune.json older than listing the report (that version always wrote one)
+    report = folder / REPORT
+    if REPORT not in names and _lstat_regular(report) and _written_by_analyse(report):
+        out.add(REPORT)
     return out
+
+
+def _written_by_analyse(path: Path) -> bool:
+    """Whether ``path`` starts as analyse's reports do (or matches analyse's record of it)."""
+    from analyser.output import is_our_output
+
+    return is_our_output(path)
+
+
+def record_written(folder: Path, names: list[str]) -> None:
+    """Add the identity of ``names`` (written since tune.json was: the report) to tune.json's
+    ``written_ids``, so that a later tune replaces them only while they are unchanged."""
+    doc = _read_own_meta(folder)
+    if doc is None or not isinstance(doc.get("written_ids"), dict):
+        return
+    for n in names:
+        with contextlib.suppress(OSError):
+            doc["written_ids"][n] = _identity(folder / n)
+    text = json.dumps(doc, indent=1, default=str)
+    _write_atomic(folder / META, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def in_the_way(folder: Path, best_k: int, *, start: bool = True, report: bool = True) -> list[str]:
+    """What ``folder`` holds (a file, a link, a folder...) at a name a tune with ``--best
+    best_k`` writes (``start.h5`` when ``start``, ``report.html`` when ``report``) that no
+    earlier tune recorded writing: a tune never replaces these, --force or not (sorted)."""
+    owned = owned_files(folder)
+    names = {RESULTS, META} | ({"start.h5"} if start else set()) | ({REPORT} if report else set())
+    try:
+        entries = sorted(p.name for p in folder.iterdir())
+    except OSError:
+        return []
+
+    def written(n: str) -> bool:
+        if n in names:
+            return True
+        m = re.fullmatch(r"best-([1-9]\d{0,5})\.h5", n)
+        return m is not None and int(m.group(1)) <= best_k
+
+    return [n for n in entries if n not in owned and written(n)]
+
+
+def in_the_way_error(folder: Path, names: list[str]) -> str:
+    """The sentence refusing to write over ``names`` (files of the user's) in ``folder``."""
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return (
+        f"output folder {folder} holds {shown}, which analyse tune did not write and would "
+        "replace; refusing to write over it (move it away or give another -o; --force writes "
+        "beside files analyse tune did not write, never over them)."
+    )
 
 
 def foreign_profiles(folder: Path) -> list[str]:
@@ -282,15 +368,30 @@ def _write_atomic(final: Path, write: Callable[[Path], None]) -> None:
 
 
 def write_results(
-    result: TuneResult, folder: Path, *, best_k: int = 3, config_file: str | None = None
+    result: TuneResult,
+    folder: Path,
+    *,
+    best_k: int = 3,
+    config_file: str | None = None,
+    report: bool = False,
 ) -> dict[str, Any]:
     """Write the table, the metadata and the profiles into ``folder``; returns the metadata.
+    ``report``: the caller writes ``report.html`` next (recorded in ``written`` with the rest).
 
-    Only names a tune writes (:data:`TUNE_NAMES`) are replaced; of the files an earlier tune
-    recorded writing (:func:`owned_files`), the profiles this one does not write again are
+    Only files an earlier tune recorded writing (:func:`owned_files`) are replaced: when a
+    name this tune writes is taken by anything else, nothing is written (TuneResultsError,
+    one sentence). Of the recorded files, the profiles this one does not write again are
     removed; nothing else in the folder is touched."""
     folder.mkdir(parents=True, exist_ok=True)
     before = owned_files(folder)
+    keys: set[str] = set()
+    for row in result.ranked():
+        if len(keys) >= best_k:
+            break
+        keys.add(row.response.key)
+    taken = in_the_way(folder, len(keys), start=bool(result.start.response.profile), report=report)
+    if taken:
+        raise TuneResultsError(in_the_way_error(folder, taken))
     df = to_frame(result)
     _write_atomic(folder / RESULTS, lambda tmp: df.to_parquet(tmp, index=False))
     written = [RESULTS]
@@ -331,7 +432,9 @@ def write_results(
         "files": files,
         "best": best,
         # what this tune wrote: all a later tune into the folder may replace or remove
-        "written": [*written, META],
+        "written": [*written, META, *([REPORT] if report else [])],
+        # each one's identity: a file put at one of these names since is the user's
+        "written_ids": {n: _identity(folder / n) for n in written},
         "best_id": None if b is None else b.id,
         "start_id": start.id,
         "diff": diff_configs(start.config, b.config) if b is not None else {},
