@@ -914,8 +914,8 @@ def test_lane_groups_fold_and_unfold_and_are_remembered_per_document(
     assert (tl.host_base + 0.5, "▸ Host · 2 lanes") in tl.lane_axis._labels
     rects = np.concatenate([prim.ndarray() for _b, prim in tl.host_items._groups])
     assert np.allclose(rects[:, 1], rects[0, 1])  # one lane
-    row = int(np.argmax((tl.host["end"] - tl.host["start"]).to_numpy()))
-    mid = float(tl.host["start"].iat[row] + tl.host["end"].iat[row]) / 2
+    row = int(np.argmax(tl.host["end"] - tl.host["start"]))
+    mid = float(tl.host["start"][row] + tl.host["end"][row]) / 2
     assert tl.host_at(mid, tl.host_base + 0.5) is not None
 
 

@@ -89,8 +89,17 @@ class PrefetchTask(QRunnable):
                 self._may_run.set()
 
     def run(self) -> None:
+        import importlib
+
         from analyser.gui.model import data
 
+        # pandas first (about half a second of CPU to import): the tables of the Operations,
+        # Memory, Liveness and Program Tree reports and the trace's range statistics are
+        # DataFrames. Neither the open to the Summary nor the Execution Trace's first paint
+        # needs it; here it is imported once the shown report is painted (the task starts
+        # held until then), not on the GUI thread by the first report that asks for it.
+        if not self._step(importlib.import_module, "pandas"):
+            return
         # report by report, each for every document (A then B), in the side list's order: in
         # compare mode a report needs both documents' data, so a report's are ready together
         # (by document, B's data of the first reports came only after A's of every report);
