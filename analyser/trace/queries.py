@@ -175,7 +175,7 @@ class RangeQueries:
         if not text:
             mask[:] = False
         ids = np.flatnonzero(mask)
-        names = {int(i): str(p["name"].iat[int(i)]) for i in ids[:1000]}
+        names = {int(i): str(p["name"][int(i)]) for i in ids[:1000]}
         if ipu is None:
             lo, hi = int(self.access.ipu_offsets[0]), int(self.access.ipu_offsets[-1])
         else:
