@@ -12,15 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QMessageBox
 
-pytest.importorskip("pytestqt")
-
-from PySide6.QtCore import QSettings  # noqa: E402
-from PySide6.QtWidgets import QMessageBox  # noqa: E402
-
-from analyser.gui import report_index  # noqa: E402
-from analyser.gui.report_index import CLASS_FIELDS, ReportEntry, ReportUnavailable  # noqa: E402
-from tests.gui_helpers import open_in  # noqa: E402
+from analyser.gui import report_index
+from analyser.gui.report_index import CLASS_FIELDS, ReportEntry, ReportUnavailable
+from tests.gui_helpers import open_in
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -140,7 +137,7 @@ def test_every_entry_matches_its_class():
     list, loader and warm-up see what the report itself declares."""
     from analyser.gui import reports as registry
 
-    assert registry.REPORTS == [e.spec for e in report_index.REPORTS]
+    assert [e.spec for e in report_index.REPORTS] == registry.REPORTS
     keys = [e.key for e in report_index.REPORTS]
     assert len(set(keys)) == len(keys)
     for entry in report_index.REPORTS:
@@ -208,6 +205,7 @@ def test_a_missing_report_module_is_a_message_box_not_a_skip(
         w.report_list.setCurrentRow(1)  # a click on it
         assert len(shown) == 1
         title, text = shown[0]
+        assert title == "Cannot show the report"
         assert "Broken Report" in text and missing in text
         panel = w.stack.currentWidget()
         assert panel.label.text() == text  # its place says so too
