@@ -31,6 +31,7 @@ text from a profile is escaped. docs/notebook.ipynb is an example the tests run 
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ def _e(text: object) -> str:
     return html.escape(terminal(str(text)))
 
 
-def _table(rows: list[tuple[str, ...]], head: tuple[str, ...] | None = None) -> str:
+def _table(rows: Sequence[tuple[object, ...]], head: tuple[str, ...] | None = None) -> str:
     out = ['<table style="border-collapse:collapse;margin:4px 0">']
     if head:
         out.append(

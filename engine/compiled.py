@@ -43,7 +43,8 @@ Segments (``compiled.segments``, a :class:`SegmentTable`)
 the executor moves:
     ``input_bytes_per_sample`` (as streamed: 4 / 2 / 1 bytes per element for FP32 / FP16 /
     8-bit input; token ids are int32), ``input_elems_per_sample``, ``label_bytes_per_sample``,
-    ``output_bytes_per_micro_batch`` (loss in training, logits in inference: what output mode
+    ``output_bytes_per_micro_batch`` (the loss in training, with the logits when
+    ``training_outputs`` is output-and-loss; the logits in inference: what output mode
     ``all`` returns per micro-batch), ``input_stage`` (0), ``loss_stage`` (S-1),
     ``activation_bytes[s]`` (what one micro-batch's forward on stage s sends to stage s+1),
     ``gradient_bytes[s]`` (what its backward sends to stage s-1), and per IPU:
@@ -327,7 +328,7 @@ class ProgramIO:
     input_dtype: str = ""  # the streamed input's dtype ('int32': token ids, no image)
     input_fields: int = 1  # tensors a sample holds (BERT's ids, token types and mask: 3)
     label_bytes_per_sample: int = 0  # 0 in inference
-    output_bytes_per_micro_batch: int = 0  # loss in training, logits in inference
+    output_bytes_per_micro_batch: int = 0  # loss (and the logits, training_outputs) or logits
     input_stage: int = 0
     loss_stage: int = 0  # the last stage
     activation_bytes: tuple[int, ...] = ()  # per stage: one micro-batch's forward to stage s+1

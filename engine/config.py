@@ -97,6 +97,20 @@ class RunConfig(BaseModel):
     )
     seq_length: int = Field(128, ge=1, le=8192, description="BERT sequence length. Default 128.")
     vocab_size: int = Field(30522, ge=2, description="BERT vocabulary size. Default 30522.")
+    hidden_dropout: float = Field(
+        0.1,
+        ge=0,
+        lt=1,
+        description="BERT hidden dropout in training, after the embeddings' layer norm and on "
+        "both residual branches (Hugging Face hidden_dropout_prob); 0 removes it. Default 0.1.",
+    )
+    attention_dropout: float = Field(
+        0.1,
+        ge=0,
+        lt=1,
+        description="BERT attention-probability dropout in training (Hugging Face "
+        "attention_probs_dropout_prob); 0 removes it. Default 0.1.",
+    )
     mode: Literal["training", "inference"] = Field(
         "training", description="training (fwd + bwd + update) or inference. Default training."
     )
@@ -204,6 +218,13 @@ class RunConfig(BaseModel):
         "PopLibs' default, for PopTorch and PopART; half for a 16.16 TensorFlow model), "
         "float or half; FP32 operands always accumulate in float (the AMP has no FP32-in / "
         "half-partials mode), so half applies to FP16 operands only. Default auto.",
+        json_schema_extra=option(
+            aliases=("partials",),
+            # float partials: twice the bytes of the AMP's partial sums and their reductions,
+            # and half the AMP's rate (8 conv units per tile instead of 16; docs/engine.md)
+            explains=("memory",),
+            explain_rank=55,
+        ),
     )
     optimiser: Literal["sgd", "sgd-momentum", "adam", "adamw", "lamb"] = Field(
         "sgd",
@@ -477,6 +498,14 @@ class RunConfig(BaseModel):
         json_schema_extra=option(section="Outputs and instrumentation"),
     )
     output_return_period: int = Field(1, ge=1, description="N of output_mode every-n. Default 1.")
+    training_outputs: Literal["auto", "loss", "output-and-loss"] = Field(
+        "auto",
+        description="What a training model returns to the host (its anchors): loss, or "
+        "output-and-loss (the model's output, e.g. the logits, beside the loss). Default: the "
+        "framework's (PopTorch output-and-loss, as its user guide's training model returns; "
+        "PopART and TensorFlow loss).",
+        json_schema_extra=option(section="Outputs and instrumentation"),
+    )
     synthetic_data: bool = Field(
         False,
         description="Inputs made on the IPU, no data copied between host and device (PopTorch "
@@ -637,6 +666,8 @@ class RunConfig(BaseModel):
             self.host_call_overhead_us = fw.host_call_overhead_us
         if self.profiled_call_wait_us is None:
             self.profiled_call_wait_us = fw.profiled_call_wait_us
+        if self.training_outputs == "auto":
+            self.training_outputs = fw.training_outputs
         if self.recomputation == "auto":
             self.recomputation = fw.recomputation(pipelined and self.num_ipus > 1)
         if self.offload_optimiser_state == "auto":

@@ -67,6 +67,12 @@ COLUMNS: dict[str, str] = {
     "stats": "int64",
 }
 
+#: Element-wise passes of a dropout (forward, and its gradient: the same op on the gradient):
+#: ``poprand``'s ``DropoutSupervisor`` runs 2 cycles per 64-bit vector (PopLibs
+#: lib/poprand/poprandCycleEstimators.cpp: ``2 * ceil(n / vectorWidth)``) where an element-wise
+#: pass costs the target's ``elementwise_cycles_per_vector`` (3): two thirds of a pass.
+DROPOUT_PASSES = 2.0 / 3.0
+
 INPUT = -1
 NONE = -2
 #: Largest dimension a model's tensor may have (2^31 - 1: PopART and PopLibs index tensors with

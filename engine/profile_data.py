@@ -60,6 +60,9 @@ def _compile_groups(c: CompiledProgram, leaf_node: np.ndarray) -> Groups:
         "run_config": cfg.to_dict(),
         "run_config_version": schema.RUN_CONFIG_VERSION,
         "target": t.to_dict(),
+        # the partials the compile costed its AMP vertices with: the compile plan's
+        # partials_bytes comes from this same resolution (engine.compiler.compile_plan)
+        "partials_type": "float" if cfg.partials_dtype == "float32" else "half",
         "model": cfg.model,
         "status": "oom" if c.oom else "ok",
         "num_ipus": int(cfg.num_ipus),

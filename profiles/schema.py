@@ -37,7 +37,7 @@ from dataclasses import fields as dataclass_fields
 from typing import Literal
 
 FORMAT_NAME = "ipu-profile"
-FORMAT_VERSION: tuple[int, int] = (1, 5)
+FORMAT_VERSION: tuple[int, int] = (1, 6)
 #: Version of the options stored in ``/meta@run_config``: the names and meanings of the fields of
 #: ``engine.config.RunConfig`` (the one declaration of every run option; its JSON dump is what is
 #: stored). Bump it when a field is renamed or removed or changes meaning, and teach the
@@ -252,6 +252,16 @@ META = Group(
             since=(1, 3),
         ),
         _a("target", "json", "The hardware target with every parameter the engine used."),
+        _a(
+            "partials_type",
+            "str",
+            "Partials of the compile's matmuls and convolutions, 'float' or 'half': what the "
+            "AMP vertices accumulate into and the engine costed (the run option partials_type "
+            "resolved: 'auto' by the framework's default; FP32 operands always 'float'). Absent "
+            "before format 1.6.",
+            required=False,
+            since=(1, 6),
+        ),
         _a("model", "str", "Model name (zoo name or file)."),
         _a("status", "str", "'ok' when the program fits and executed, 'oom' when it does not fit."),
         _a("num_ipus", "int64", "IPUs per replica."),

@@ -238,6 +238,11 @@ def semantic_mutations() -> dict[str, Mutation]:
         "replicas-huge": set_attr(m, "replicas", 2**40),
         "samples-negative": set_attr(m, "samples_per_step", -5),
         "status-odd": set_attr(m, "status", "maybe"),
+        # the partials type the roofline's compute roof is taken from (format 1.6)
+        "partials-odd": set_attr(m, "partials_type", "quarter"),
+        "partials-number": set_attr(m, "partials_type", 16),
+        "partials-array": set_attr(m, "partials_type", np.array([1, 2])),
+        "partials-injected": set_attr(m, "partials_type", INJECTIONS["rich"]),
         "total-cycles-nan": set_attr(e, "total_cycles", float("nan")),
         "throughput-text": set_attr(e, "throughput", "many"),
         "host-seconds-inf": set_attr(e, "host_seconds", float("inf")),
@@ -1015,6 +1020,28 @@ def what_if_cases(folder: Path) -> dict[str, InputCase]:
         cases[f"balance_compute_sets/{name}"] = InputCase(
             ("profile", "--quiet", str(cfg), "-o", out)
         )
+    return cases
+
+
+def model_option_cases(folder: Path) -> dict[str, InputCase]:
+    """Bad values of BERT's dropout probabilities and of ``training_outputs`` in a run config:
+    each is one sentence and exit 2, nothing written."""
+    folder.mkdir(parents=True, exist_ok=True)
+    values = {
+        "hidden-dropout-1": "hidden_dropout = 1.0",
+        "hidden-dropout-negative": "hidden_dropout = -0.1",
+        "hidden-dropout-nan": "hidden_dropout = nan",
+        "attention-dropout-inf": "attention_dropout = inf",
+        "attention-dropout-list": "attention_dropout = [0.1]",
+        "training-outputs-unknown": 'training_outputs = "everything"',
+        "training-outputs-number": "training_outputs = 2",
+    }
+    cases: dict[str, InputCase] = {}
+    for name, line in values.items():
+        cfg = folder / f"{name}.toml"
+        cfg.write_text(f'model = "bert-base"\nseq_length = 32\nvocab_size = 100\n{line}\n')
+        out = str(folder / f"{name}-never.h5")
+        cases[name] = InputCase(("profile", "--quiet", str(cfg), "-o", out))
     return cases
 
 

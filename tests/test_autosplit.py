@@ -177,7 +177,15 @@ def test_a_start_out_of_memory_gets_the_best_split_and_proportions_that_fit(sim_
 
     cluster = sim_cluster._cluster
     address = cluster.scheduler_address if cluster is not None else sim_cluster.scheduler
-    start = dict(_start(), seq_length=128, target_overrides={"sram_per_tile": 370_000})
+    # the tile size was chosen for BERT without dropout (its dropped activations move where
+    # the per-stage optimum lies); the search, not dropout, is what this test checks
+    start = dict(
+        _start(),
+        seq_length=128,
+        hidden_dropout=0.0,
+        attention_dropout=0.0,
+        target_overrides={"sram_per_tile": 370_000},
+    )
     pairs = ["+".join(map(str, p)) for p in itertools.product(AMPS, repeat=2)]
     with SimulationService(
         scheduler=address, cache_dir=tmp_path / "cache", security=sim_cluster.security

@@ -460,9 +460,13 @@ def test_units_theme_state_and_recent_files_persist(qtbot, make_window, profiles
     open_and_wait(qtbot, w, profiles_dir["fit"])
     s = w.show_report("summary")
     peak = s.document.analysis.metrics.peak_memory_bytes
+    # the shown report's view-model is rebuilt in the new units off the GUI thread and painted
+    # when it arrives
     w.set_units(MemoryUnits.BYTES)
+    qtbot.waitUntil(lambda: not s.awaiting_view, timeout=30000)
     assert s.tree.value("Memory", "Peak memory") == f"{peak:,} B"
     w.set_units("kB")
+    qtbot.waitUntil(lambda: not s.awaiting_view, timeout=30000)
     assert s.tree.value("Memory", "Peak memory") == fmt_bytes(peak, MemoryUnits.KB)
     w.set_theme("dark")
     w.show_report("memory")
@@ -749,6 +753,8 @@ def test_keys_reach_the_trace_and_reports_step_from_anywhere(qtbot, make_window,
     assert w.report_list.currentRow() == 1
     ops_row = w.report_keys.index("operations")
     w.report_list.setCurrentRow(ops_row)
+    # its view-model is built in the background; the table shows when it arrives
+    qtbot.waitUntil(lambda: not w.current_report().awaiting_view, timeout=30000)
     table = next(t for t in w.current_report().findChildren(QAbstractItemView) if t.isVisible())
     table.setFocus()
     qtbot.keyClick(table, Qt.Key.Key_PageDown, Qt.KeyboardModifier.ControlModifier)

@@ -44,6 +44,13 @@ def test_a_later_visit_paints_each_plot_once(qtbot, pair, key):
         stack.setCurrentWidget(report)
         qtbot.wait(300)
         assert not report.needs_refresh
+        if key == "pipeline":
+            # its critical paths arrive from a background task and are drawn then: under load
+            # they landed during the later visit and were counted as its second paint
+            qtbot.waitUntil(
+                lambda: "finding the critical path" not in report.view_a.bounds.text(),
+                timeout=60_000,
+            )
         stack.setCurrentWidget(other)
         qtbot.wait(50)
         plots = [p for p in report.findChildren(pg.GraphicsView) if p.isVisibleTo(report)]

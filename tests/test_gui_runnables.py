@@ -45,22 +45,29 @@ def _construct(cls, owned: QObject):
         "PredictTask": lambda: cls(None, [], owned),
         "PoolTask": lambda: cls(lambda: None, 0, owned),
         "PrefetchTask": lambda: cls((), ()),
+        "ViewTask": lambda: cls(1, None, owned),
     }
     return args[cls.__name__]()
 
 
 def test_every_gui_runnable_is_known():
     names = {cls.__name__ for cls in _runnable_classes()}
-    assert names == {"LoadTask", "PredictTask", "PoolTask", "PrefetchTask"}, names
+    assert names == {"LoadTask", "PredictTask", "PoolTask", "PrefetchTask", "ViewTask"}, names
 
 
 @pytest.mark.parametrize("cls", _runnable_classes(), ids=lambda c: c.__name__)
 def test_a_runnable_owns_no_qobject(qtbot, cls):
+    from analyser.gui.background import ViewSignals
     from analyser.gui.loader import LoadSignals
     from analyser.gui.reports.insights import PredictSignals
     from analyser.gui.widgets import Relay
 
-    owned_by_caller = {"LoadTask": LoadSignals, "PredictTask": PredictSignals, "PoolTask": Relay}
+    owned_by_caller = {
+        "LoadTask": LoadSignals,
+        "PredictTask": PredictSignals,
+        "PoolTask": Relay,
+        "ViewTask": ViewSignals,
+    }
     owned = owned_by_caller.get(cls.__name__, QObject)()
     task = _construct(cls, owned)
     qobjects = [v for v in vars(task).values() if isinstance(v, QObject)]

@@ -326,6 +326,25 @@ def test_compare_mode_shows_both_runs_with_deltas(qtbot, report, small_paths):
     assert table.width() >= min(widths, 760)
 
 
+def test_compare_read_out_past_the_end_of_a_run_names_no_negative_range(qtbot, report, small_paths):
+    """In compare mode the header's figures are A's; a view past the end of A's run (B's
+    longer run panned to its end) says so instead of a range whose start is after its end."""
+    r, _ = report
+    _open(report, *small_paths)
+    lo, hi = r.timeline.full_range()
+    r.timeline.windowChanged.emit(hi + 10.0, hi + 500.0)
+    # the label may elide a long header; its tooltip holds the whole text first
+    text = r.status.toolTip().split("\n")[0]
+    assert text.startswith("A: no cycles of the run in view")
+    assert f"after its end at {hi:,.0f}" in text
+    r.timeline.windowChanged.emit(lo - 500.0, lo - 10.0)
+    assert f"before its start at {lo:,.0f}" in r.status.toolTip()
+    # a view that overlaps the run reads the overlap, start before end
+    r.timeline.windowChanged.emit(lo, (lo + hi) / 2)
+    a_text, b_text = r.status.toolTip().removeprefix("A: ").split(" cycles")[0].split(" – ")
+    assert float(a_text.replace(",", "")) < float(b_text.replace(",", ""))
+
+
 def test_oom_profile_shows_a_message(qtbot, report, tmp_path):
     r, _ = report
     path = tmp_path / "oom.h5"

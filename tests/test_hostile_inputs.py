@@ -26,6 +26,7 @@ def corpus(tmp_path_factory) -> dict[str, hostile.InputCase]:
         **{f"nonregular/{k}": v for k, v in hostile.nonregular_cases(root / "nonregular").items()},
         **{f"onnx/{k}": v for k, v in hostile.onnx_cases(root / "onnx").items()},
         **{f"whatif/{k}": v for k, v in hostile.what_if_cases(root / "whatif").items()},
+        **{f"model/{k}": v for k, v in hostile.model_option_cases(root / "model").items()},
     }
 
 
@@ -40,6 +41,7 @@ CASES = (
     [f"nonregular/{k}" for k in _names(hostile.nonregular_cases)]
     + [f"onnx/{k}" for k in _names(hostile.onnx_cases)]
     + [f"whatif/{k}" for k in _names(hostile.what_if_cases)]
+    + [f"model/{k}" for k in _names(hostile.model_option_cases)]
 )
 
 

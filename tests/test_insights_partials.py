@@ -114,10 +114,19 @@ def test_partials_from_the_run_configuration_without_vertex_types(sims, monkeypa
 
     monkeypatch.setattr(context, "amp_vertex_types", lambda ctx: [])
     with Analysis.open(sims["r50"]) as a:
+        # the compile's own record comes first
+        assert a.src.meta.get("partials_type") == "float"
+        got = context.amp_partials(context.Context(a, Thresholds()))
+        assert got.dtype == "float32" and "the compile recorded float partials" in got.text
+        # a profile written before the record (format 1.5): the run configuration
+        a.src.meta.pop("partials_type")
         got = context.amp_partials(context.Context(a, Thresholds()))
     assert got.dtype == "float32" and "PopTorch's default for 16.16: float" in got.text
     assert got.float_programs is None
     with Analysis.open(sims["r50_tf"]) as a:
+        assert a.src.meta.get("partials_type") == "half"
+        assert context.amp_partials(context.Context(a, Thresholds())).dtype == "float16"
+        a.src.meta.pop("partials_type")
         assert context.amp_partials(context.Context(a, Thresholds())).dtype == "float16"
     with Analysis.open(sims["r50_32"]) as a:
         assert context.amp_partials(context.Context(a, Thresholds())) is None

@@ -81,10 +81,10 @@ def test_engine_matmuls_and_no_operation_above_its_bound(mlp):
 def test_walkthrough_half_precision_roofs_and_bounds(walkthrough_profiles):
     with Analysis.open(walkthrough_profiles["2-half"]) as a:
         r = roofline(a)
-    assert (
-        r.roofs.precision == "16.16"
-        and r.roofs.peak_flops_per_cycle == MK2_HALF.peak_flops_per_cycle
-    )
+    # PopTorch leaves PopLibs' float partials (partials_type auto): the AMP at half the rate of
+    # half partials, 32 MACs per tile per cycle (tests/test_roofline_partials.py)
+    assert r.roofs.precision == "16.16" and r.roofs.partials == "float"
+    assert r.roofs.peak_flops_per_cycle == MK2_HALF.peak_flops_per_cycle / 2
     o = r.operations
     assert (o["achieved"] <= o["bound"]).all() and set(o["limit"]) <= {"compute", "exchange"}
 

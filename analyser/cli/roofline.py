@@ -1,6 +1,7 @@
 """``analyse roofline PROFILE [--json] [-o FILE] [--top N]``: per operation, FLOPs, bytes moved on
 the exchange and the host link, arithmetic intensity, achieved FLOPs per cycle and the attainable
-bound from the target's AMP peak and bandwidths (analyser.core.roofline)."""
+bound from the target's AMP peak (for the compiled operand and partials types, said with its
+formula) and bandwidths (analyser.core.roofline)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,21 @@ def _si(x: float) -> str:
     return f"{x:,.0f}"
 
 
+def _compute_roof(ro) -> str:
+    """How the AMP peak was taken: operand and partials types, the formula, and where the
+    partials type comes from."""
+    ops = {"half": "FP16", "float": "FP32"}.get(ro.operands, ro.operands)
+    text = (
+        f"{ops} operands with {ro.partials} partials: {ro.peak_formula()} = "
+        f"{_num(ro.peak_flops_per_cycle)} FLOPs/cycle"
+    )
+    if ro.note:
+        return f"{text}. {ro.note}"
+    if ro.partials_source == "operands":
+        return f"{text} (FP32 operands always accumulate in float)."
+    return f"{text} (the partials type the engine compiled with)."
+
+
 def render(con, r, name: str, top: int) -> None:
     """The roofline as text on a rich console."""
     from rich.markup import escape as esc
@@ -51,10 +67,11 @@ def render(con, r, name: str, top: int) -> None:
 
     ro = r.roofs
     con.print(
-        f"[bold]{esc(name)}[/]: roofs per IPU ({ro.precision}): AMP peak "
+        f"[bold]{esc(name)}[/]: roofs per IPU ({esc(ro.label)}): AMP peak "
         f"{_num(ro.peak_flops_per_cycle)} FLOPs/cycle, exchange {_num(ro.exchange_bytes_per_cycle)} "
         f"bytes/cycle, host link {ro.host_bytes_per_cycle:.2f} bytes/cycle"
     )
+    con.print(f"compute roof: {esc(_compute_roof(ro))}")
     run = r.run.iloc[0]
     con.print(
         f"run: {run.flops:,.0f} FLOPs, {fmt_bytes(run.exchange_bytes)} exchanged, "

@@ -441,9 +441,9 @@ class Analysis:
                     host_tx_bytes=int(ex.streamcopy_tx_by_dest[i, _HOST]) if ex else 0,
                 )
             )
-        busy = ex.cycles_by_type[:, _ON_TILE_EXECUTE].astype(float) if ex else None
         tb = None
         if ex is not None:
+            busy = ex.cycles_by_type[:, _ON_TILE_EXECUTE].astype(float)
             tb = float((ex.tile_balance * busy).sum() / busy.sum()) if busy.sum() else 0.0
         return Metrics(
             file=str(self.path),

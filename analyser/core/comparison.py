@@ -413,6 +413,10 @@ def _opposite(sign: Sign) -> Sign:
 _ON = {"off": 0, False: 0, "on": 1, True: 1}
 #: bytes of weights and activations: FP16 everywhere < FP16 compute with FP32 master < FP32
 _PRECISION = _ranked({"16.16": 0, "16.32": 1, "32.32": 2})
+#: float partials hold partial sums in 4 bytes instead of 2 and run the AMP at half the rate of
+#: half partials (8 conv units per tile instead of 16: PopLibs' conv_partial_1x1 codelets);
+#: 'auto' resolves by framework and precision, so against it either way
+_PARTIALS = _ranked({"half": 0, "float": 1})
 #: optimiser state per weight: none, momentum, two moments (Adam, AdamW, LAMB)
 _OPTIMISER = _ranked({"sgd": 0, "sgd-momentum": 1, "adam": 2, "adamw": 2, "lamb": 2})
 _MOMENT = _ranked({"float16": 0, "float32": 1})
@@ -427,6 +431,7 @@ _MEMORY: dict[str, Sign] = {
     "num_classes": _up,
     "vocab_size": _up,
     "precision": _PRECISION,
+    "partials_type": _PARTIALS,
     "micro_batch_size": _up,
     "recomputation": _RECOMPUTE,
     "available_memory_proportion": _up,
@@ -442,6 +447,7 @@ _MEMORY: dict[str, Sign] = {
 _CYCLES: dict[str, Sign] = {
     **_SHAPE,
     "precision": _PRECISION,
+    "partials_type": _PARTIALS,
     "recomputation": _opposite(_RECOMPUTE),
     "gradient_accumulation": _down,
     "device_iterations": _down,

@@ -67,6 +67,8 @@ class Gate:
             )
         if self.mode == "value":
             x, shown = vb, f"{vb:g}"
+        elif va is None:  # refused above for every mode but "value"
+            raise AssertionError(self.mode)
         elif self.mode == "abs":
             x, shown = vb - va, f"{vb - va:+g}"
         else:
@@ -114,10 +116,10 @@ def parse_gate(text: str) -> Gate:
     else:
         key = Metrics.ALIASES.get(name, name)
     if not per_ipu and key not in Metrics.scalar_names():
-        names = sorted(set(Metrics.scalar_names()) | set(Metrics.ALIASES))
+        known = sorted(set(Metrics.scalar_names()) | set(Metrics.ALIASES))
         raise GateSyntaxError(
-            f"unknown metric {name!r} in --fail-if {text!r}{_did_you_mean(name, names)}; "
-            f"use one of {', '.join(names)}."
+            f"unknown metric {name!r} in --fail-if {text!r}{_did_you_mean(name, known)}; "
+            f"use one of {', '.join(known)}."
         )
     value = float(num) * (-1 if sign == "-" else 1)
     mode = "rel" if pct else ("abs" if sign else "value")

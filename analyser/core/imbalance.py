@@ -122,11 +122,12 @@ def summarise_imbalance(src: Source, execution: ExecutionSummary) -> ImbalanceSu
         cs_prog = src.column("/graph/compute_sets", "program").astype(np.int64)
         cs_names = _names(src.column("/graph/compute_sets", "name"))
         ok = (cs_prog >= 0) & (cs_prog < typ.size)
-        label = np.full(typ.size, None, dtype=object)
+        label = np.full(typ.size, "", dtype=object)
         # a program runs one compute set in the engine's profiles; the first one names it
+        # (a program without one, or with an unnamed one, keeps its own name)
         label[cs_prog[ok][::-1]] = cs_names[ok][::-1]
         named = label[sel]
-        names = np.where(np.equal(named, None), names, named)
+        names = np.where(named != "", named, names)
     columns = {
         "name": names,
         "ipu": ipu[sel],

@@ -77,7 +77,7 @@ features_of = _features.features_of
 feature_figures = _features.feature_figures
 features_from = _features.features_from
 _int = _features._int
-_finite = _features._finite
+_finite = _features.finite
 
 SCHEMA = "ipu-fidelity-errors"
 SCHEMA_VERSION = "1.0"
@@ -498,7 +498,7 @@ def absolute(
     classes, why = _classes_for(key, features, table)
     if value is None or not math.isfinite(value):
         return _none(None, "no interval: no predicted figure", classes)
-    if why:
+    if why or isinstance(table, str):  # an unreadable table is its own reason (why == table)
         return _none(value, why, classes)
     c = cal.calibrate(table.points, classes, LEVEL, exclude_group)
     if c.lo is None or c.hi is None:
@@ -534,7 +534,7 @@ def relative(
     if before is None or after is None or not before or not math.isfinite(after / before):
         return Interval(None, None, None, cb, 0, "no interval: no predicted change", ca)
     value = after / before - 1.0
-    if why_b or why_a:
+    if why_b or why_a or isinstance(table, str):
         return Interval(value, None, None, cb, 0, why_b or why_a, ca)
     c = cal.calibrate_change(table.pairs, cb, ca, LEVEL, exclude_group)
     if c.lo is None or c.hi is None:
@@ -629,8 +629,13 @@ def memory_statement(
         out["statement"] = f"{NO_MEMORY_NOTE} for {class_words(want)}"
         return out
     need = cal.min_points(level)
-    ups = sorted(m.sram_per_tile / m.peak_tile_bytes for m in pool if m.fits)
-    downs = sorted((m.sram_per_tile / m.peak_tile_bytes for m in pool if not m.fits), reverse=True)
+    ratios = [
+        (m.sram_per_tile / m.peak_tile_bytes, m.fits)
+        for m in pool
+        if m.sram_per_tile and m.peak_tile_bytes
+    ]
+    ups = sorted(u for u, fit in ratios if fit)
+    downs = sorted((u for u, fit in ratios if not fit), reverse=True)
     # the side that can decide the engine's own verdict: a predicted fit needs an upper bound
     side, vals = ("at most", ups) if fits is not False else ("at least", downs)
     if len(vals) < need:
@@ -887,17 +892,23 @@ def tune_columns(
     return out
 
 
+def _mapping(value: Any) -> Mapping[str, Any]:
+    """``value`` when it is a mapping, else an empty one (a hand-edited or old JSON block)."""
+    return value if isinstance(value, Mapping) else {}
+
+
 def prediction_note(pred: Mapping[str, Any] | None) -> str:
     """One sentence on a profile's ranges (its ``prediction`` block): level, classes, commit,
     or the outside-range sentence; and its memory statement."""
     if not isinstance(pred, Mapping) or not pred:
         return ""
-    errors = pred.get("errors") if isinstance(pred.get("errors"), Mapping) else {}
+    errors = _mapping(pred.get("errors"))
     if errors.get("note"):
         return str(errors["note"])
-    classes = pred.get("classes") if isinstance(pred.get("classes"), list) else []
-    iv = (pred.get("intervals") or {}).get("throughput_samples_per_s")
-    mem = pred.get("memory") if isinstance(pred.get("memory"), Mapping) else {}
+    classes = pred.get("classes")
+    classes = classes if isinstance(classes, list) else []
+    iv = _mapping(pred.get("intervals")).get("throughput_samples_per_s")
+    mem = _mapping(pred.get("memory"))
     memory = f" Memory: {mem['statement']}." if mem.get("statement") else ""
     if isinstance(iv, Mapping) and not _finite(iv.get("low")):
         return f"Ranges: {_outside_words(iv)} ({class_words(classes)}).{memory}"

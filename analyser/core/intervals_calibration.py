@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from analyser.core.intervals_features import LEVEL, OUTSIDE, Features, classify
+from analyser.core.intervals_features import finite as _finite
 
 #: The fixed band the intervals are scored against: x/÷ this factor around the point estimate.
 FIXED_FACTOR = 1.5
@@ -105,10 +106,6 @@ def points(
         Point(tuple(p["ids"]), k, p["group"], p["classes"], float(np.mean(p["logs"])))
         for k, p in merged.items()
     ]
-
-
-def _finite(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def min_points(level: float = LEVEL) -> int:

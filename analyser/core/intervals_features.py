@@ -12,7 +12,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -147,7 +147,7 @@ def call_share(execution_attrs: Mapping[str, Any]) -> float | None:
     if not isinstance(model, dict):
         return None
     over, dev = model.get("call_overhead_us"), model.get("device_ms_per_call")
-    if _finite(over) and _finite(dev) and dev > 0 and over >= 0:
+    if finite(over) and finite(dev) and dev > 0 and over >= 0:
         return float(over) / (float(dev) * 1e3)
     return None
 
@@ -166,11 +166,11 @@ def host_load(
             model = None
     if isinstance(model, dict):
         prep, dev = model.get("prepare_ms_per_call"), model.get("device_ms_per_call")
-        if _finite(prep) and _finite(dev) and dev > 0:
+        if finite(prep) and finite(dev) and dev > 0:
             over = model.get("overlapped")
             return max(0.0, float(prep) / float(dev)), over if isinstance(over, bool) else None
     secs, cycles = execution_attrs.get("host_seconds"), execution_attrs.get("total_cycles")
-    if _finite(secs) and _finite(cycles) and cycles > 0 and clock_hz > 0:
+    if finite(secs) and finite(cycles) and cycles > 0 and clock_hz > 0:
         return max(0.0, float(secs) * float(calls or 1) / (float(cycles) / clock_hz)), False
     return None, None
 
@@ -271,7 +271,7 @@ def features_of(analysis) -> Features:
 _UNREADABLE = (KeyError, ValueError, TypeError, IndexError, ProfileError)
 
 
-def feature_figures(analysis) -> dict[str, float | None]:
+def feature_figures(analysis) -> dict[str, Any]:
     """The :data:`FEATURE_KEYS` figures of an open analysis (for the service's figures)."""
     src = analysis.src
     load, overlapped, calls_share = None, None, None
@@ -342,11 +342,11 @@ def features_from(figures: Mapping[str, Any], run_config: Mapping[str, Any]) -> 
     return Features(
         ipus * replicas,
         replicas,
-        float(load) if _finite(load) else None,
+        float(load) if finite(load) else None,
         over if isinstance(over, bool) else None,
-        float(share) if _finite(share) else None,
-        float(calls) if _finite(calls) else None,
-        float(grouped) if _finite(grouped) else None,
+        float(share) if finite(share) else None,
+        float(calls) if finite(calls) else None,
+        float(grouped) if finite(grouped) else None,
         _int(batch, 0) or None,
         _int(elems, 0) or None,
     )
@@ -356,5 +356,6 @@ def _int(v: Any, default: int) -> int:
     return int(v) if isinstance(v, int) and not isinstance(v, bool) and v > 0 else default
 
 
-def _finite(v: Any) -> bool:
+def finite(v: Any) -> TypeGuard[float]:
+    """Whether ``v`` is a finite number (not a bool, not NaN or infinite)."""
     return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)

@@ -111,8 +111,9 @@ def memory_insights(analysis: Any, n: int = 20) -> MemoryInsights:
     by_cat = np.asarray(src.profile.array("/memory/by_category"), np.int64)  # [ipus, tiles, cats]
     n_ipus, tiles = by_cat.shape[0], by_cat.shape[1]
     cat = {name: by_cat[..., i] for i, name in enumerate(MEMORY_CATEGORIES)}
-    vstate = sum(cat[c] for c in VERTEX_STATE)
-    xcode = sum(cat[c] for c in EXCHANGE_CODE)
+    zero = np.zeros((n_ipus, tiles), np.int64)
+    vstate = sum((cat[c] for c in VERTEX_STATE), zero)
+    xcode = sum((cat[c] for c in EXCHANGE_CODE), zero)
 
     model = {"vertex state": int(vstate.sum()), "exchange code": int(xcode.sum())}
     model.update({c: int(cat[c].sum()) for c in EXCHANGE_CODE})

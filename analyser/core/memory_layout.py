@@ -247,6 +247,8 @@ def tile_layout(analysis: Any, ipu: int, tile: int) -> TileLayout:
         if at is None:
             at = _first_fit(s, a, b, over_lo, None, *args)
             region = OVERFLOWED
+        # with no upper bound there is always room past the last block
+        assert at is not None
         p_lo[k], p_hi[k], p_ls[k], p_le[k] = at, at + s, a, b
         rows.append(
             (
@@ -264,8 +266,8 @@ def tile_layout(analysis: Any, ipu: int, tile: int) -> TileLayout:
             )
         )
     blocks = pd.DataFrame(rows, columns=list(LAYOUT_COLUMNS))
-    for c in ("start", "end", "bytes", "live_start", "live_end", "variable"):
-        blocks[c] = blocks[c].astype(np.int64)
+    for col in ("start", "end", "bytes", "live_start", "live_end", "variable"):
+        blocks[col] = blocks[col].astype(np.int64)
     return TileLayout(
         ipu=int(ipu),
         tile=int(tile),

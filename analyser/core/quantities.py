@@ -33,7 +33,7 @@ from analyser.core.units import (
 from profiles import schema
 
 #: Formatter of each kind of quantity (None gives '-').
-FORMATTERS = {
+FORMATTERS: dict[str, Callable[[Any], str]] = {
     "bytes": fmt_bytes,
     "int": fmt_int,
     "share": fmt_pct,
@@ -573,6 +573,8 @@ VARIABLE_TABLE = (
 class ColumnSpec(tuple):
     """``(key, title, formatter)`` of one shown column, with its tooltip as ``tip`` (the
     column's definition, shown over its header)."""
+
+    tip: str
 
     def __new__(cls, key: str, title: str, fmt: Callable[[Any], str] | None, tip: str = ""):
         """A column: key, title, formatter and tooltip."""

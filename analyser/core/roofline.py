@@ -15,10 +15,27 @@ For each operation over the whole run (``executions`` x per-execution figures):
 
 The roofs, per IPU, from the profile's target (``/meta@target``, engine/data/chips.toml):
 
-* ``peak``: the AMP units' multiply-accumulates per tile per cycle for the run's precision
-  (``amp_macs_half_half`` for 16.16, ``amp_macs_half_float`` for 16.32, ``amp_macs_float`` for
-  32.32) x 2 FLOPs x the IPU's tiles: no vertex computes faster than the AMP (vector and
-  element-wise vertices are slower), so it bounds every operation;
+* ``peak``: the AMP's multiply-accumulates per tile per cycle for the compiled program's operand
+  and partials types x 2 FLOPs x the IPU's tiles: no vertex computes faster than the AMP (vector
+  and element-wise vertices are slower), so it bounds every operation. The rate per tile is the
+  target's ``amp_macs_float`` for FP32 operands (precision 32.32; they always accumulate in
+  float), else ``amp_macs_half_half`` with half partials and ``amp_macs_half_float`` with float
+  partials. On Mk2 and Bow (1,472 tiles) that is 2 x 16 x 1,472 = 47,104 FLOPs per cycle for
+  FP32, 2 x 64 x 1,472 = 188,416 for FP16 with half partials and 2 x 32 x 1,472 = 94,208 for
+  FP16 with float partials: PopLibs runs the same AMP worker loop (4 cycles per output
+  position, 16 input channels per conv unit) with 16 conv units per tile accumulating in half
+  (``f16v4hihov4amp``) and 8 accumulating in float (``f16v4sisoamp``):
+  ``lib/poplin/codelets/asm/conv_partial_1x1_half_float_8_and_half_half_h16.S`` and
+  ``conv_partial_nx1_half_float_8_and_half_half_16.S`` (github.com/graphcore/poplibs), the
+  number of units ``target.getNumConvUnits`` / ``getFp16InFp32OutConvUnitsPerTile`` that
+  ``lib/poplin/ConvVertexType.cpp`` plans with. PopLibs' own default is float partials
+  (``lib/poplin/ConvOptions.hpp``, ``lib/poplin/MatMul.cpp``: ``partialsType = poplar::FLOAT``),
+  which PopTorch keeps unless ``opts.Precision.setPartialsType(torch.half)``.
+
+  The partials type is the one the compile used (:func:`partials_of`): ``/meta@partials_type``
+  (written by the engine since profile format 1.6); in an older profile, the partials its AMP
+  vertex types name (``...Partial...<half,float>``); failing both, what its run options
+  resolve to (``partials_type``, the framework's default), an assumption the roofs say;
 * ``exchange roof``: every tile receiving at the exchange's broadcast rate
   (``exchange_broadcast_bytes_per_cycle``, 8 bytes per cycle per tile: the most the exchange
   fabric delivers; point-to-point exchanges get ``exchange_bytes_per_cycle``, 4) x tiles;
@@ -44,12 +61,26 @@ from analyser.core.analysis import Analysis
 from profiles import schema
 from profiles.errors import UserFacingError
 
-#: AMP multiply-accumulates per tile per cycle of each precision (the target's field).
+#: AMP multiply-accumulates per tile per cycle of each (operand, partials) type (the target's field).
 PEAK_FIELD = {
-    "16.16": "amp_macs_half_half",
-    "16.32": "amp_macs_half_float",
-    "32.32": "amp_macs_float",
+    ("float", "float"): "amp_macs_float",
+    ("half", "half"): "amp_macs_half_half",
+    ("half", "float"): "amp_macs_half_float",
 }
+#: Operand type of the AMP's inputs for each precision (inputs-and-compute.weights: 16.32 casts
+#: its FP32 master weights to FP16 before the matmuls).
+OPERANDS = {"32.32": "float", "16.32": "half", "16.16": "half"}
+#: Where the partials type of :class:`Roofs` comes from.
+PARTIALS_SOURCES = ("recorded", "operands", "vertex types", "assumed")
+#: An AMP vertex type naming its input and partials types: the engine's ``amp:Partials<half,float>``,
+#: PopLibs' ``poplin::ConvPartial1x1Out<half,float,true>``.
+_AMP_TEMPLATE = r"Partial\w*<\s*(half|float)\s*,\s*(half|float)\b"
+_UNRECORDED = (
+    "This profile does not record the partials type it was compiled with (/meta partials_type, "
+    "written by the engine since profile format 1.6)"
+)
+#: Vertex types read to infer an old profile's partials (a real program has tens).
+_MAX_VERTEX_TYPES = 100_000
 _EXCHANGE = frozenset({schema.PROGRAM_TYPES.index("DoExchange")})
 _HOST = frozenset(
     schema.PROGRAM_TYPES.index(t) for t in ("StreamCopyBegin", "StreamCopyMid", "StreamCopyEnd")
@@ -62,12 +93,35 @@ class RooflineError(UserFacingError):
 
 @dataclass(frozen=True)
 class Roofs:
-    """The roofs of one IPU, in FLOPs per cycle and bytes per cycle."""
+    """The roofs of one IPU, in FLOPs per cycle and bytes per cycle, with what the compute roof
+    was taken from (the AMP's rate per tile, the tiles, the operand and partials types)."""
 
     precision: str
     peak_flops_per_cycle: float
     exchange_bytes_per_cycle: float
     host_bytes_per_cycle: float
+    #: AMP operand type, 'half' or 'float' ('' when not known)
+    operands: str = ""
+    #: partials type the compute roof is for, 'half' or 'float' ('' when not known)
+    partials: str = ""
+    #: where ``partials`` comes from (:data:`PARTIALS_SOURCES`)
+    partials_source: str = ""
+    amp_macs_per_tile_per_cycle: float = 0.0
+    tiles: int = 0
+    #: one sentence when the partials type is not the profile's record ('' when it is)
+    note: str = ""
+
+    @property
+    def label(self) -> str:
+        """'16.16, float partials' (', assumed' when the profile does not say)."""
+        if not self.partials:
+            return self.precision
+        tail = {"assumed": ", assumed", "vertex types": ", from the vertex types"}
+        return f"{self.precision}, {self.partials} partials{tail.get(self.partials_source, '')}"
+
+    def peak_formula(self) -> str:
+        """The compute roof as it was computed: '32 MACs/tile/cycle x 1,472 tiles x 2'."""
+        return f"{self.amp_macs_per_tile_per_cycle:,.0f} MACs/tile/cycle x {self.tiles:,} tiles x 2"
 
     def bound(
         self, intensity_exchange: np.ndarray, intensity_host: np.ndarray
@@ -86,12 +140,77 @@ class Roofs:
         return cand.min(axis=0), np.array(["compute", "exchange", "host link"])[which]
 
 
+def _vertex_partials(analysis: Analysis) -> set[str]:
+    """The partials types the profile's AMP vertex types with FP16 inputs name."""
+    src = analysis.src
+    if not src.has("/graph/vertex_types") or src.n_rows("/graph/vertex_types") > _MAX_VERTEX_TYPES:
+        return set()
+    names = pd.Series(src.column("/graph/vertex_types", "name"), dtype=object).astype(str)
+    found = names.str.extract(_AMP_TEMPLATE).dropna()
+    return set(found.loc[found[0] == "half", 1])
+
+
+def partials_of(analysis: Analysis, operands: str) -> tuple[str, str, str]:
+    """(partials type, its source in :data:`PARTIALS_SOURCES`, a note when it is not the
+    profile's record) of ``analysis``'s compiled AMP work with ``operands``."""
+    where = f"profile {analysis.path}"
+    raw = analysis.src.meta.get("partials_type")
+    if raw is not None and (not isinstance(raw, str) or raw not in ("half", "float")):
+        raise RooflineError(
+            f"{where}: its /meta partials_type {str(raw)[:40]!r} is neither 'half' nor 'float'."
+        )
+    if operands == "float":
+        if raw == "half":
+            raise RooflineError(
+                f"{where}: it records half partials for FP32 operands, which the AMP does not "
+                "have (FP32 operands accumulate in float)."
+            )
+        return "float", "operands", ""
+    if raw is not None:
+        return raw, "recorded", ""
+    seen = _vertex_partials(analysis)
+    if seen:
+        # mixed: the roof must bound every operation, so the faster half-partials rate
+        partials = "half" if "half" in seen else "float"
+        mixed = (
+            " (some half, some float: the roof takes the faster half rate)" if len(seen) > 1 else ""
+        )
+        return (
+            partials,
+            "vertex types",
+            f"{_UNRECORDED}; the roof takes {partials} partials from its AMP vertex types{mixed}.",
+        )
+    opts = analysis.options
+    try:
+        resolved = "float" if opts.partials_dtype == "float32" else "half"
+        how = (
+            f"its run options give (partials_type {opts.partials_type}, framework "
+            f"{opts.framework}, precision {opts.precision})"
+        )
+    except Exception:  # a framework this engine does not know: PopLibs' own default
+        resolved, how = "float", "PopLibs' default (partialsType float)"
+    return (
+        resolved,
+        "assumed",
+        f"{_UNRECORDED} and no AMP vertex type names one; the roof assumes {resolved} "
+        f"partials, what {how}.",
+    )
+
+
 def roofs_of(analysis: Analysis) -> Roofs:
-    """The roofs of ``analysis``'s target and precision (module docstring)."""
+    """The roofs of ``analysis``'s target and compiled operand / partials types (module
+    docstring)."""
     t = analysis.target_config
     precision = str(analysis.options.precision)
+    operands = OPERANDS.get(precision)
+    if operands is None:
+        raise RooflineError(
+            f"profile {analysis.path}: its precision {precision[:20]!r} is none of "
+            f"{', '.join(OPERANDS)}, so the AMP's rate is not known."
+        )
+    partials, source, note = partials_of(analysis, operands)
     try:
-        macs = float(t[PEAK_FIELD[precision]])
+        macs = float(t[PEAK_FIELD[operands, partials]])
         tiles = int(analysis.target.tiles_per_ipu)
         broadcast = float(t["exchange_broadcast_bytes_per_cycle"])
         host = float(t["host_link_bytes_per_s"]) / float(analysis.target.clock_hz)
@@ -104,7 +223,18 @@ def roofs_of(analysis: Analysis) -> Roofs:
         raise RooflineError(
             f"profile {analysis.path}: its target's roofline figures are not positive."
         )
-    return Roofs(precision, 2.0 * macs * tiles, broadcast * tiles, host)
+    return Roofs(
+        precision,
+        2.0 * macs * tiles,
+        broadcast * tiles,
+        host,
+        operands,
+        partials,
+        source,
+        macs,
+        tiles,
+        note,
+    )
 
 
 def _intensity(flops: np.ndarray, moved: np.ndarray) -> np.ndarray:

@@ -11,7 +11,7 @@ the GUI chooses; both answer from the same on-disk cache.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 
@@ -33,7 +33,9 @@ class Outcome(Protocol):
 class Simulator(Protocol):
     """Simulates run configurations (``engine.config.RunConfig`` dicts)."""
 
-    def simulate_many(self, configs: Sequence[dict[str, Any]]) -> Iterator[tuple[int, Outcome]]:
+    def simulate_many(
+        self, configs: Sequence[dict[str, Any]]
+    ) -> Generator[tuple[int, Outcome], None, None]:
         """Yield ``(index into configs, outcome)`` as each simulation finishes (in any order);
         closing the iterator early cancels the simulations not yet answered."""
         ...

@@ -196,10 +196,8 @@ def explain_transitions(
     ``simulator`` (:mod:`analyser.sim`'s) the insights a transition links to get their predicted effect (in place,
     against a re-simulated baseline); only those are re-simulated.
     """
-    tips = list(insights) if insights is not None else [None] * len(analyses)
-    for i, a in enumerate(analyses):
-        if tips[i] is None:
-            tips[i] = find_insights(a)
+    given = list(insights) if insights is not None else [None] * len(analyses)
+    tips = [t if t is not None else find_insights(a) for t, a in zip(given, analyses, strict=False)]
     out: list[Transition] = []
     todo: dict[int, list[Insight]] = {}
     for i in range(len(analyses) - 1):

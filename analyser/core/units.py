@@ -13,6 +13,10 @@ from __future__ import annotations
 
 import math
 from enum import StrEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # typing.TypeIs is Python 3.13; the checker reads it from typing_extensions
+    from typing_extensions import TypeIs
 
 #: The mark of a missing value (every formatter returns it for None and NaN).
 MISSING = "-"
@@ -50,7 +54,9 @@ class MemoryUnits(StrEnum):
         return ("B", "kB", "MB", "GB", "TB")
 
 
-def _missing(value: object) -> bool:
+def _missing(value: object) -> TypeIs[None]:
+    # TypeIs: where this is False the checker knows the value is there (a NaN float is
+    # missing too, which the narrowing to None on the True side does not claim to exclude)
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 

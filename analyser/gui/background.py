@@ -1,6 +1,8 @@
 """The window's background work, apart from the window: the warm-up of freshly opened documents
-on the thread pool (:class:`PrefetchTask`) and the idle build of reports not shown yet, both held
-while a report a click showed fills and is first painted (:class:`Background`).
+on the thread pool (:class:`PrefetchTask`), the idle build of reports not shown yet, both held
+while a report a click showed fills and is first painted (:class:`Background`), and the build of
+a shown report's view-model on the pool, handed to the report on the GUI thread
+(:class:`ViewTask`, :meth:`Background.build_view`).
 
 Why they are held: the warm-up shares the interpreter lock with the GUI thread, and an idle build
 step (10-75 ms, far more on a busy machine) used to run between a click and its paint when its
@@ -8,16 +10,19 @@ tick fell there; a first visit clicked right after an open then paid for both.""
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QEvent, QObject, QRunnable, QThreadPool, QTimer
+from PySide6.QtCore import QEvent, QObject, QRunnable, QThreadPool, QTimer, Signal
 from PySide6.QtWidgets import QApplication, QWidget
 
 if TYPE_CHECKING:
     from analyser.gui.model.document import Document
+    from analyser.gui.model.views import ViewReceiver, ViewRequest
 
 #: Pause between two reports built while the window is idle (ms; see Background.build_step).
 PREBUILD_INTERVAL_MS = 50
@@ -38,10 +43,14 @@ class PrefetchTask(QRunnable):
         docs: tuple[Document, ...],
         needs: tuple[tuple[str, ...], ...],
         pair: tuple[Document, Document] | None = None,
+        views: tuple[ViewRequest | None, ...] = (),
     ) -> None:
         super().__init__()
         self.docs = docs
         self.needs = needs
+        #: per report of ``needs`` (when given), the view-model it shows for the open documents,
+        #: built once its data is warm (None: a report without a view-model)
+        self.views = views
         #: (A, B) when comparing: what compare mode computes for the pair (the explained
         #: comparison, Liveness's steps aligned by program: seconds for 10^5 program steps) is
         #: warmed too
@@ -136,7 +145,7 @@ class PrefetchTask(QRunnable):
         # (by document, B's data of the first reports came only after A's of every report);
         # one accessor per step (a report's needs together took 100 ms and more: a click
         # while they ran shared the interpreter lock with them until the end)
-        for report_needs in self.needs:
+        for index, report_needs in enumerate(self.needs):
             for doc in self.docs:
                 for name in report_needs:
                     if not self._step(data.warm, doc, (name,)):
@@ -144,6 +153,9 @@ class PrefetchTask(QRunnable):
             # Liveness's steps aligned by program, the compared chart's x axis
             pair_liveness = self.pair is not None and "liveness" in report_needs
             if pair_liveness and not self._step(data.liveness_alignment, *self.pair):
+                return
+            view = self.views[index] if index < len(self.views) else None
+            if view is not None and not self._step(_build_quietly, view):
                 return
         if self.pair is not None:
             # the Summary's, the Pipeline's and the Execution Trace's explanations (the
@@ -161,6 +173,40 @@ class PrefetchTask(QRunnable):
         except Exception:
             return False
         return True
+
+
+def _build_quietly(request: ViewRequest) -> None:
+    """Build a view-model for the warm-up; one that cannot be built (a view of profiles the
+    report will not show so: the Pipeline's of an A that never ran) stops nothing else: the
+    report says why when shown."""
+    with contextlib.suppress(Exception):
+        request.build()
+
+
+class ViewSignals(QObject):
+    """A view-model built on the pool, delivered on the GUI thread: (ticket, request, view,
+    error). Owned by the window's :class:`Background` (a runnable must not own a QObject: the
+    pool deletes a finished runnable on its own thread)."""
+
+    built = Signal(int, object, object, object)
+
+
+class ViewTask(QRunnable):
+    """Build one view-model (``request.build()``) and send it back with ``ticket`` (which
+    names the report awaiting it on the GUI thread: the task holds no widget)."""
+
+    def __init__(self, ticket: int, request: ViewRequest, signals: ViewSignals) -> None:
+        super().__init__()
+        self.ticket = ticket
+        self.request = request
+        self.signals = signals
+
+    def run(self) -> None:
+        try:
+            view, error = self.request.build(), None
+        except Exception as exc:  # the report says it in its own panel (receive_view)
+            view, error = None, exc
+        self.signals.built.emit(self.ticket, self.request, view, error)
 
 
 def _thread_cpu_clock() -> int | None:
@@ -195,6 +241,10 @@ class Background(QObject):
     ) -> None:
         super().__init__(parent)
         self.pool = pool
+        # the warm-up holds one of the pool's threads for seconds; a shown report's view-model
+        # (build_view) must not queue behind it on a one-core machine
+        if pool.maxThreadCount() < 2:
+            pool.setMaxThreadCount(2)
         self._build_next = build_next
         self._has_document = has_document
         #: builds the reports not shown yet, one per tick, once a profile is open
@@ -210,6 +260,12 @@ class Background(QObject):
         #: the idle build was under way when a click held it
         self.held_build = False
         self.task: PrefetchTask | None = None
+        #: view-models built on the pool come back to the GUI thread through this
+        self.view_signals = ViewSignals(self)
+        self.view_signals.built.connect(self._view_built)
+        #: the reports awaiting a view-model being built, by ticket
+        self._view_tickets: dict[int, ViewReceiver] = {}
+        self._next_ticket = itertools.count(1)
 
     # ------------------------------------------------------------------ the idle build
     def build_step(self) -> None:
@@ -237,15 +293,32 @@ class Background(QObject):
         is held while a report a click showed fills and paints)."""
         return self.timer.isActive() or self.held_build
 
+    # ------------------------------------------------------------------ view-models
+    def build_view(self, report: ViewReceiver, request: ViewRequest) -> None:
+        """Build ``report``'s view-model on the pool; the report gets it on the GUI thread
+        (``Report.receive_view``) and paints then."""
+        ticket = next(self._next_ticket)
+        self._view_tickets[ticket] = report
+        self.pool.start(ViewTask(ticket, request, self.view_signals))
+
+    def _view_built(
+        self, ticket: int, request: ViewRequest, view: object, error: BaseException | None
+    ) -> None:
+        report = self._view_tickets.pop(ticket, None)
+        if report is not None:
+            report.receive_view(request, view, error)
+
     # ------------------------------------------------------------------ the warm-up
     def prefetch(
         self,
         docs: Sequence[Document],
         needs: Sequence[tuple[str, ...]],
         pair: tuple[Document, Document] | None,
+        views: Sequence[ViewRequest | None] = (),
     ) -> None:
-        """Compute what the other reports need in the background, so first visits are fast."""
-        task = PrefetchTask(tuple(docs), tuple(needs), pair)
+        """Compute what the other reports need (their data, then their view-models) in the
+        background, so first visits are fast."""
+        task = PrefetchTask(tuple(docs), tuple(needs), pair, tuple(views))
         self.task = task
         if self.awaiting_paint is not None:
             task.pause()  # the report shown now fills and paints first (see hold_until_painted)
@@ -291,7 +364,10 @@ class Background(QObject):
         QTimer.singleShot(HOLD_LIMIT_MS, self, lambda r=report: self._end_hold(r, painted=True))
 
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:
-        if obj is self.awaiting_paint and event.type() == QEvent.Type.Paint:
+        # a report saying it waits for its view-model is not filled yet: the hold lasts until
+        # the view-model's paint (or HOLD_LIMIT_MS), the warm-up beside its build slowing it
+        filled = not getattr(obj, "awaiting_view", False)
+        if obj is self.awaiting_paint and event.type() == QEvent.Type.Paint and filled:
             # after this paint (posted: the filter runs before it)
             QTimer.singleShot(0, self, lambda r=obj: self._end_hold(r, painted=True))
         return False

@@ -43,6 +43,7 @@ from analyser.gui.loader import LoadResult, LoadSignals, LoadTask, make_request
 from analyser.gui.loading import LoadingPanel
 from analyser.gui.model.diff_lane import warm_lane
 from analyser.gui.model.document import Document, Workspace
+from analyser.gui.model.views import ViewRequest
 from analyser.gui.report_index import REPORTS, ReportEntry, ReportUnavailable
 from analyser.gui.report_stack import ReportStack
 from analyser.gui.reports.base import MessagePanel, Report
@@ -284,9 +285,12 @@ class MainWindow(QMainWindow):
         return self._reports.get(row) if row >= 0 else None
 
     def show_report(self, key: str) -> Report:
+        """Show the report with ``key``, filled (its view-model awaited when still building)."""
         row = self.report_keys.index(key)
         self.report_list.setCurrentRow(row)
-        return self._report_at(row)
+        report = self._report_at(row)
+        report.await_view()
+        return report
 
     def _report_at(self, row: int) -> Report:
         """The report of ``row``, created (and its module imported) on first use. Raises
@@ -294,6 +298,8 @@ class MainWindow(QMainWindow):
         report = self._reports.get(row)
         if report is None:
             report = self._report_classes[row].load()()
+            # its view-model is built on the pool and handed over (Background.build_view)
+            report.view_source = self.background.build_view
             report.set_units(self.workspace.units)
             report.set_document(self.workspace.document, self.workspace.compare)
             report.statusMessage.connect(lambda text: self.statusBar().showMessage(text, 5000))
@@ -545,7 +551,16 @@ class MainWindow(QMainWindow):
 
         ws = self.workspace
         pair = (ws.document, ws.compare) if ws.document is not None and ws.compare else None
-        self.background.prefetch(docs, [cls.data_needs for cls in self._report_classes], pair)
+        views = [
+            None
+            if cls.view_builder is None or ws.document is None
+            else ViewRequest(
+                cls.view_builder, ws.document, ws.compare, ws.units, cls.default_view_options
+            )
+            for cls in self._report_classes
+        ]
+        needs = [cls.data_needs for cls in self._report_classes]
+        self.background.prefetch(docs, needs, pair, views)
 
     def _show_error(self, message: str) -> None:
         QMessageBox.critical(self, "Cannot open profile", message)

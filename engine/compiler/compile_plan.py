@@ -76,6 +76,7 @@ class CompilePlan:
     # -- programs --------------------------------------------------------------------------
     outlining: bool  # identical ops share one compiled copy of their compute sets
     instrumentation: bool  # per-program cycle counters on every tile
+    training_outputs: str  # loss / output-and-loss: what a training step sends to the host
     balance_compute_sets: tuple[str, ...]  # compute sets spread evenly (what-if)
 
     @classmethod
@@ -125,6 +126,7 @@ class CompilePlan:
             popart_optimiser=config.framework in POPART_FRAMEWORKS,
             outlining=bool(config.outlining),
             instrumentation=bool(config.instrumentation),
+            training_outputs=str(config.training_outputs),
             balance_compute_sets=tuple(config.balance_compute_sets),
         )
 

@@ -142,6 +142,7 @@ ROW_DEFAULTS = dict(
     compute_sets=1,
     channel_sets=0,
     channel_elems=0,
+    random_seeds=0,
 )
 
 
@@ -168,6 +169,7 @@ def lower(graph: Graph, config: RunConfig, plan: CompilePlan) -> Lowered:
     cols = _concat(blocks)
     del cols["_len"]
     _norm_compute_sets(cols, plan)
+    _random_ops(cols)
     loss_inputs = list(cast("Iterable[int]", graph.params.get("loss_inputs", [len(graph) - 1])))
     return Lowered(cols=cols, stage_of_fwd=stage_of, recompute=recompute, loss_inputs=loss_inputs)
 
@@ -214,6 +216,32 @@ def _norm_compute_sets(cols: dict, plan: CompilePlan) -> None:
         cols["compute_sets"][sel] = sets
         cols["channel_sets"][sel] = channel
         cols["channel_elems"][sel] = np.maximum(cols["stats"][sel] // 2, 1)
+
+
+#: Ops that draw random numbers on the device: ``poprand::dropout`` with a seed tensor
+#: (PopLibs lib/poprand/RandomGen.cpp, ``dropout``: ``maybeSaveHwSeedsAndSetSeeds`` runs
+#: ``getHwSeeds`` and ``setSeed`` before the ``DropoutSupervisor`` compute set and
+#: ``maybeRestoreHwSeeds`` runs ``setHwSeeds`` after it: 4 compute sets; ``setSeed`` puts a
+#: ``SetSeedSupervisor`` on every tile, each reading the op's 2 x 32-bit seed, which lives on one
+#: tile). PopART lowers ``DropoutOp`` and its ``DropoutGradOp`` (the same mask regenerated from
+#: the same seed on the incoming gradient) this way, a recomputed forward as its forward; the
+#: TensorFlow IPU backend's dropout calls the same function. ``random_seeds`` marks the rows
+#: (their seed vertices' cycles: ``engine.compiler.plan.random_seed_cycles``).
+RANDOM_OPS = ["Dropout", "DropoutGrad"]
+RANDOM_COMPUTE_SETS = 4
+
+
+def _random_ops(cols: dict) -> None:
+    """Give the random ops (``RANDOM_OPS``) their seed programs, in place: the 3 compute sets
+    around the op's own, the seed programs and the seed read from its tile."""
+    if not len(cols["type"]):
+        return
+    sel = np.isin(cols["type"], RANDOM_OPS)
+    if not sel.any():
+        return
+    cols["compute_sets"][sel] = RANDOM_COMPUTE_SETS
+    cols["random_seeds"][sel] = 1
+    cols["scalar_in"][sel] += 1
 
 
 def _forward_rows(graph: Graph, forward: dict, order: np.ndarray, plan: CompilePlan) -> list[dict]:
@@ -876,6 +904,7 @@ COLUMNS = {
     "compute_sets": np.int64,
     "channel_sets": np.int64,
     "channel_elems": np.int64,
+    "random_seeds": np.int64,
 }
 
 
@@ -904,6 +933,7 @@ SIGNATURE_COLUMNS = (
     "compute_sets",
     "channel_sets",
     "channel_elems",
+    "random_seeds",
     # the input's size: a stride-2 convolution and a stride-1 one with the same output are not
     # the same operation (PopART outlines equal input shapes only), and their plans differ
     "bytes_in",

@@ -400,6 +400,16 @@ def _plan_other_slots(lowered: Lowered, target: Target, compute_tiles: int, tab:
     _plan_cross_tile(lowered, target, compute_tiles, tab, other_rows, tiles_used)
 
 
+def random_seed_cycles(workers: int) -> int:
+    """Cycles per tile of a random op's seed programs (``lowering.RANDOM_OPS``), each a
+    supervisor vertex on every tile: ``SetSeedSupervisor`` 14 + 27 x workers (PopLibs
+    lib/poprand/poprandCycleEstimators.cpp), ``GetSeedsSupervisor`` 14 + 7 x workers (an earlier
+    version of the same file, when poprand had that vertex), and ``setHwSeeds`` taken to cost
+    what ``getHwSeeds`` does (Poplar's own; no published estimate)."""
+    get_seeds = 14 + 7 * workers
+    return get_seeds + (14 + 27 * workers) + get_seeds
+
+
 def _plan_scalar_inputs(
     lowered: Lowered,
     target: Target,
@@ -409,20 +419,22 @@ def _plan_scalar_inputs(
     tiles_used: np.ndarray,
 ) -> None:
     """An op that PopART / PopLibs run as several compute sets (the optimiser's decomposition,
-    ``lowering.ADAM_OPS``; batch norm, ``lowering.NORM_COMPUTE_SETS``) keeps one row and one main
+    ``lowering.ADAM_OPS``; batch norm, ``lowering.NORM_COMPUTE_SETS``; a random op's seed
+    programs, ``lowering.RANDOM_OPS``, with their vertices' cycles) keeps one row and one main
     compute set here: its passes' work as before, plus an internal sync for each further compute
     set over its elements (``compute_sets``) and, for each compute set over its channels only
     (``channel_sets``: a norm's statistics, the optimiser's step counter), a sync and one
     element-wise pass over ``channel_elems`` float values spread like any small op
     (``min_bytes_per_tile``), the other tiles waiting. Scalar tensors the op reads that live on
-    a tile of their own (PopART's optimiser values set by the user, the step) are broadcast to
-    the op's tiles by an exchange each before their compute set (Poplar moves every operand a
-    vertex reads that is mapped to another tile): 4 bytes and the exchange's setup each, laid
-    out as one exchange program. The sub-steps are not separate programs: their cycles are
-    counted, their control code is not."""
+    a tile of their own (PopART's optimiser values set by the user, the step, a random op's seed)
+    are broadcast to the op's tiles by an exchange each before their compute set (Poplar moves
+    every operand a vertex reads that is mapped to another tile): 4 bytes and the exchange's
+    setup each, laid out as one exchange program. The sub-steps are not separate programs: their
+    cycles are counted, their control code is not."""
     extra = lowered["compute_sets"][other_rows] - 1
     ch = lowered["channel_sets"][other_rows]
-    more = (extra > 0) | (ch > 0)
+    seeds = lowered["random_seeds"][other_rows]
+    more = (extra > 0) | (ch > 0) | (seeds > 0)
     if more.any():
         rows = other_rows[more]
         ce = lowered["channel_elems"][rows]
@@ -430,7 +442,11 @@ def _plan_scalar_inputs(
         per_channel = target.internal_sync_cycles + vertex_costs.elementwise_cycles(
             target, _ceil_div(ce, ct), 1.0, 4
         )
-        add = np.maximum(extra[more], 0) * target.internal_sync_cycles + ch[more] * per_channel
+        add = (
+            np.maximum(extra[more], 0) * target.internal_sync_cycles
+            + ch[more] * per_channel
+            + seeds[more] * random_seed_cycles(int(target.workers_per_tile))
+        )
         k = SLOT["main"]
         tab.cyc[rows, k] += add
         tab.cyc_lo[rows, k] += add

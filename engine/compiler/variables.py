@@ -412,6 +412,7 @@ def _streamed_variables(
         saved_input = in_bytes
     label_bytes_per_sample = 4 * graph.label_elems
     last_ipu = inputs.stages - 1
+    out_bytes = 0
     if training and len(steps.loss_rows):
         loss, loss_grad = int(steps.loss_rows[0]), int(steps.loss_grad_rows[0])
         label_bytes = B * label_bytes_per_sample
@@ -442,20 +443,23 @@ def _streamed_variables(
             op=loss,
         )
         out_bytes = 4 * B
-    else:
+    if not training or (plan.training_outputs == "output-and-loss" and len(steps.loss_rows)):
+        # the model's output as an anchor: inference's result, or a training model that returns
+        # its output beside the loss (PopTorch's trainingModel returns what forward returns)
         last_row = int(forward_row[len(graph) - 1])
-        out_bytes = B * graph.output_elems * cdt
+        logits = B * graph.output_elems * cdt
+        out_bytes += logits
         rows.add(
             "logits",
             "output",
             cdt_name,
             f"{B}x{graph.output_elems}",
-            out_bytes,
+            logits,
             last_ipu,
             False,
             last[last_row],
             last_step,
-            *inputs.output_tiles(last_row, out_bytes),
+            *inputs.output_tiles(last_row, logits),
             op=last_row,
         )
     return StreamedTensors(

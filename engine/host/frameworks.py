@@ -51,6 +51,10 @@ class Framework(BaseModel):
     #: Matmul / convolution partials of a 16.16 model when the run leaves ``partials_type`` auto.
     partials_16_16: Literal["float", "half"]
     partials_16_16_source: str
+    #: What a training model sends back besides its loss when the run leaves
+    #: ``training_outputs`` auto: "loss", or "output-and-loss" (the model's output too).
+    training_outputs: Literal["loss", "output-and-loss"]
+    training_outputs_source: str
 
     def offload(self, pipelined: bool, has_remote_memory: bool) -> bool:
         """Optimiser state in streaming memory by default?"""

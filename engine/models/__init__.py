@@ -40,6 +40,9 @@ def build_model(config) -> Graph:
             seq_length=config.seq_length,
             vocab_size=config.vocab_size,
             num_classes=config.classes,
+            # dropout runs in training only (PopART's DropoutOp is an identity in inference)
+            hidden_dropout=config.hidden_dropout if config.training else 0.0,
+            attention_dropout=config.attention_dropout if config.training else 0.0,
         )
     raise ValueError(f"unknown model {name!r}")  # RunConfig validation makes this unreachable
 

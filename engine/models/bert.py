@@ -10,13 +10,24 @@ The masked-LM head runs on the masked positions only, ceil(15% x sequence length
 standard BERT masking rate; Graphcore's BERT uses 20 for sequence length 128, the same figure).
 Inputs per sample: token ids, token-type ids and attention mask (int32, sequence length each).
 Labels per sample: one per masked token plus the next-sentence label.
+
+Dropout (training only: ``build_model`` passes 0 in inference) sits where Hugging Face's
+``BertModel`` and Graphcore's PopART BERT (``bert_model.py``: ``embedding``, ``attention``,
+``feed_forward``) put it: after the embeddings' layer norm, on the attention probabilities
+(``attention.self.dropout``, before the context matmul) and on both residual branches before
+their add (``attention.output.dropout``, ``output.dropout``); the heads have none. Each is one
+``poprand::dropout`` (lib/poprand/RandomGen.cpp: the ``DropoutSupervisor`` compute set between
+saving the hardware seeds and setting the op's seed, and restoring them); its gradient is the
+same op on the incoming gradient with the same seed (PopART's ``DropoutGradOp`` regenerates the
+mask), so nothing is saved for the backward, and a recomputed forward regenerates the same mask
+from the same seed. ``engine.compiler.lowering.RANDOM_OPS`` adds the seed programs' cost.
 """
 
 from __future__ import annotations
 
 import math
 
-from engine.graph import INPUT, Graph, GraphBuilder
+from engine.graph import DROPOUT_PASSES, INPUT, Graph, GraphBuilder
 
 SIZES = {
     "base": dict(hidden=768, layers=12, heads=12, intermediate=3072),
@@ -26,8 +37,29 @@ MASK_RATE = 0.15
 MAX_POSITIONS = 512
 
 
+def _dropout(b: GraphBuilder, name: str, src: int, layer: str, p: float) -> int:
+    """``poprand::dropout`` of ``src`` with probability ``p`` (``src`` itself when ``p`` is 0)."""
+    if p <= 0:
+        return src
+    return b.add(
+        name,
+        "Dropout",
+        "elementwise",
+        layer=layer,
+        in0=src,
+        out_elems=b.out_elems(src),
+        passes=DROPOUT_PASSES,
+        bwd_passes=DROPOUT_PASSES,
+    )
+
+
 def bert(
-    size: str = "base", seq_length: int = 128, vocab_size: int = 30522, num_classes: int = 2
+    size: str = "base",
+    seq_length: int = 128,
+    vocab_size: int = 30522,
+    num_classes: int = 2,
+    hidden_dropout: float = 0.0,
+    attention_dropout: float = 0.0,
 ) -> Graph:
     cfg = SIZES[size]
     hid, heads, inter = cfg["hidden"], cfg["heads"], cfg["intermediate"]
@@ -89,6 +121,9 @@ def bert(
             name, "Add", "elementwise", layer=layer, in0=x, in1=y, out_elems=b.out_elems(x)
         )
 
+    def dropout(name, src, layer, p):
+        return _dropout(b, name, src, layer, p)
+
     def emb(name, rows):
         return b.add(
             name,
@@ -106,6 +141,7 @@ def bert(
     x = add("embeddings.add0", w, p, "embeddings")
     x = add("embeddings.add1", x, t, "embeddings")
     x = layernorm("embeddings.LayerNorm", x, s)
+    x = dropout("embeddings.dropout", x, "embeddings", hidden_dropout)
     for i in range(cfg["layers"]):
         p = f"encoder.layer.{i}"
         q = linear(f"{p}.attention.self.query", x, s, hid, hid)
@@ -123,12 +159,15 @@ def bert(
             bwd_passes=3,
             saves_output=True,
         )
+        pr = dropout(f"{p}.attention.self.dropout", pr, f"{p}.attention.self", attention_dropout)
         ctx = attention_matmul("context", f"{p}.attention.self", pr, v, s, s, dh)
         o = linear(f"{p}.attention.output.dense", ctx, s, hid, hid)
+        o = dropout(f"{p}.attention.output.dropout", o, f"{p}.attention.output", hidden_dropout)
         o = add(f"{p}.attention.output.add", o, x, f"{p}.attention.output")
         a = layernorm(f"{p}.attention.output.LayerNorm", o, s)
         h = dense_gelu(f"{p}.intermediate", a, s, hid, inter)
         o = linear(f"{p}.output.dense", h, s, inter, hid)
+        o = dropout(f"{p}.output.dropout", o, f"{p}.output", hidden_dropout)
         o = add(f"{p}.output.add", o, a, f"{p}.output")
         x = layernorm(f"{p}.output.LayerNorm", o, s)
     enc = x

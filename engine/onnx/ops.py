@@ -28,6 +28,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from engine.graph import DROPOUT_PASSES
 from engine.onnx.shapes import FLOAT_TYPES  # FLOAT, FLOAT16, DOUBLE, BFLOAT16
 
 FAMILIES = ("amp", "elementwise", "nonlinearity", "norm", "pool", "reduce", "embedding", "copy")
@@ -229,8 +230,15 @@ def _dropout(ctx, node) -> None:
     if ratio is None:
         ratio = 0.5
     if ctx.training and ratio > 0:
-        # random mask, then scale and select; the backward applies the saved mask
-        ctx.row(node, "Dropout", "elementwise", passes=2, bwd_passes=1, saves_input=True)
+        # poprand's dropout (PopART's DropoutOp); its gradient regenerates the mask from the
+        # same seed (DropoutGradOp), so the backward saves nothing
+        ctx.row(
+            node,
+            "Dropout",
+            "elementwise",
+            passes=DROPOUT_PASSES,
+            bwd_passes=DROPOUT_PASSES,
+        )
     else:
         ctx.view(node)
 

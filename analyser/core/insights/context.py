@@ -24,6 +24,7 @@ from profiles import schema
 
 if TYPE_CHECKING:  # the rules read an Analysis; importing it would make a loop
     from analyser.core.analysis import Analysis
+    from analyser.core.execution import ExecutionSummary
 
 #: Every run option (``engine.config.RunConfig`` field): what :meth:`Context.cfg` may read and a
 #: rule's change may set (a test checks the rules use no other name).
@@ -38,6 +39,15 @@ class Context:
     thresholds: Thresholds
     #: the numpy columns read so far (:meth:`op_column`, :meth:`var_column`)
     _columns: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def execution(self) -> ExecutionSummary:
+        """The run's execution summary, for the throughput rules: find_insights runs them only
+        on a profile that executed (an out-of-memory one has none)."""
+        ex = self.analysis.execution
+        if ex is None:
+            raise ValueError(f"{self.analysis.path}: no execution (out of memory)")
+        return ex
 
     # tables as numpy columns: the rules need no pandas (`analyse insights` does not import it)
     @property
@@ -154,6 +164,8 @@ class Context:
         """(IPU, share of the run, fixed overhead cycles): the host wait a data loader can hide,
         i.e. StreamCopyBegin minus the host calls' fixed round-trip overhead (host model)."""
         ex = self.analysis.execution
+        if ex is None:  # out of memory: no run, nothing for a loader to hide
+            return 0, 0.0, 0.0
         # StreamCopyBegin in the device trace plus the host time outside it (format 1.2), over
         # the host-inclusive time: what a data loader can hide is judged on what the user sees
         wait = ex.host_wait_cycles.astype(float) + ex.host_exposed_cycles
@@ -208,6 +220,8 @@ def memory_severity(ctx: Context) -> str:
 def compute_share(ctx: Context) -> float:
     """Share of the run in compute (OnTileExecute) on the busiest IPU."""
     ex = ctx.analysis.execution
+    if ex is None:  # out of memory: no run
+        return 0.0
     ote = schema.PROGRAM_TYPES.index("OnTileExecute")
     return float(ex.cycles_by_type[:, ote].max()) / float(ex.total_cycles or 1)
 
@@ -366,6 +380,15 @@ def amp_partials(ctx: Context) -> AmpPartials | None:
             "(the codelet's second template type).",
             "Memory Report > tile details > vertex types",
             float_programs,
+        )
+    # no AMP vertex types: the compile's own record (profile format 1.6) comes before the
+    # run options, whose "auto" resolves by today's framework defaults, not the compile's
+    recorded = ctx.analysis.src.meta.get("partials_type")
+    if recorded in ("half", "float"):
+        return AmpPartials(
+            "float32" if recorded == "float" else "float16",
+            f"the compile recorded {recorded} partials for its FP16 matmuls and convolutions.",
+            "Summary > run configuration",
         )
     opts = ctx.analysis.options
     dtype = opts.partials_dtype

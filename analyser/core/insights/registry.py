@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from analyser.core.insights.context import Context
@@ -105,7 +105,10 @@ def rule(
 
     def declare(evaluate: Callable[[Context], Insight | None]):
         entry = CatalogueEntry(id, fires_when, change, trade_off)
-        evaluate.rule = Rule(id, category, evaluate, thresholds, changes, entry, also, share_of)
+        # the rule rides on its function, which the rule modules define and import by name
+        cast(Any, evaluate).rule = Rule(
+            id, category, evaluate, thresholds, changes, entry, also, share_of
+        )
         return evaluate
 
     return declare

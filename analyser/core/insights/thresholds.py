@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, fields, replace
+from typing import cast
 
 from profiles.errors import UserFacingError
 
@@ -118,7 +119,7 @@ class Thresholds:
     @classmethod
     def docs(cls) -> dict[str, tuple[float, str]]:
         """Each threshold's default and meaning, by name."""
-        return {f.name: (f.default, f.metadata["doc"]) for f in fields(cls)}
+        return {f.name: (cast(float, f.default), f.metadata["doc"]) for f in fields(cls)}
 
     def with_overrides(self, items: list[str] | dict[str, float] | None) -> Thresholds:
         """Apply ``["name=value", ...]`` (or a dict); one clear error on a bad item."""
@@ -126,6 +127,7 @@ class Thresholds:
             return self
         known = {f.name for f in fields(self)}
         pairs: dict[str, float] = {}
+        raw: object  # a number from a dict, text from "name=value"
         for item in items.items() if isinstance(items, dict) else items:
             if isinstance(item, tuple):
                 name, raw = item

@@ -2,7 +2,7 @@
 function registered with :func:`~analyser.core.insights.registry.rule`, which declares its id,
 thresholds, the run options it changes and its docs. A throughput rule runs only on a profile
 with an execution (an out-of-memory one has none): :func:`~analyser.core.insights.find_insights`
-checks it once for them all, so ``ctx.analysis.execution`` is set here."""
+checks it once for them all, so ``ctx.execution`` is set here."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ _D = {n: i for i, n in enumerate(schema.DESTINATIONS)}
     trade_off="more tile memory",
 )
 def disable_offload(ctx: Context) -> Insight | None:
-    ex = ctx.analysis.execution
+    ex = ctx.execution
     if not ctx.offloaded:
         return None
     rb = (ex.mid_rx_cycles_by_dest + ex.mid_tx_cycles_by_dest)[:, _D["remoteBuffer"]]
@@ -118,7 +118,7 @@ def disable_offload(ctx: Context) -> Insight | None:
     ),
 )
 def raise_ga(ctx: Context) -> Insight | None:
-    ex = ctx.analysis.execution
+    ex = ctx.execution
     ga = int(ctx.cfg("gradient_accumulation", 1) or 1)
     ps = ex.phase_share()
     ramp = ps["rampUp"] + ps["rampDown"] if ctx.pipelined else 0.0
@@ -190,7 +190,7 @@ def raise_ga(ctx: Context) -> Insight | None:
     trade_off="larger transfers per call",
 )
 def raise_device_iterations(ctx: Context) -> Insight | None:
-    ex = ctx.analysis.execution
+    ex = ctx.execution
     di = int(ctx.cfg("device_iterations", 1) or 1)
     # Device iterations amortise what is paid once per host call: the fixed round-trip overhead
     # (and, for inference pipelines, the fill and flush). Host preparation scales with the
@@ -270,7 +270,7 @@ def _image_like(ctx: Context, shape: str) -> bool:
     trade_off="cast/normalise on the IPU",
 )
 def eight_bit_input(ctx: Context) -> Insight | None:
-    ex = ctx.analysis.execution
+    ex = ctx.execution
     if ctx.cfg("eight_bit_input", False):
         return None
     info = _input_info(ctx)
@@ -394,7 +394,7 @@ def _workers_to_hide(ex, workers: int) -> int | None:
     ),
 )
 def async_loader(ctx: Context) -> Insight | None:
-    ex = ctx.analysis.execution
+    ex = ctx.execution
     # The wait the loader can hide: host wait minus the fixed round-trip overhead of the calls
     # (that part is device_iterations' business).
     i, share, fixed = ctx.loader_wait()
@@ -468,7 +468,7 @@ def async_loader(ctx: Context) -> Insight | None:
     trade_off="moves memory between IPUs",
 )
 def rebalance_stages(ctx: Context) -> Insight | None:
-    ex = ctx.analysis.execution
+    ex = ctx.execution
     if not ctx.pipelined or ex.stage_cycles.size < 2:
         return None
     imb = ex.stage_imbalance
@@ -483,7 +483,7 @@ def rebalance_stages(ctx: Context) -> Insight | None:
     # Would the moved blocks fit on the IPU that receives them? Their memory (the blocks'
     # operations), spread over that IPU's tiles, on top of its fullest tile.
     full_note = ""
-    if change:
+    if change and splits:  # change implies splits; the checker reads both
         idx = np.array(sorted(names.index(sp) for sp in splits if sp in names))
         new_stage = np.searchsorted(idx, np.arange(len(names)), side="right")
         moved = new_stage != block_stages(ctx, names)
@@ -512,7 +512,9 @@ def rebalance_stages(ctx: Context) -> Insight | None:
         "Rebalance the pipeline stages",
         "info" if full_note else "warning",
         f"The longest stage takes {imb:.2f}x the mean stage; the pipeline runs at the pace of "
-        "the longest." + (f" Proposed split: {', '.join(splits)}." if change else "") + full_note,
+        "the longest."
+        + (f" Proposed split: {', '.join(splits)}." if change and splits else "")
+        + full_note,
         ev,
         change,
         "Moves memory between IPUs (check the predicted memory).",
@@ -532,7 +534,7 @@ def rebalance_stages(ctx: Context) -> Insight | None:
     trade_off="tiles no longer compute",
 )
 def io_tiles(ctx: Context) -> Insight | None:
-    ex = ctx.analysis.execution
+    ex = ctx.execution
     if int(ctx.cfg("io_tiles", 0) or 0) > 0 or not ctx.has("io_tiles"):
         return None
     mid = ex.mid_rx_cycles_by_dest[:, _D["host"]] + ex.mid_tx_cycles_by_dest[:, _D["host"]]
@@ -576,7 +578,7 @@ def io_tiles(ctx: Context) -> Insight | None:
     trade_off="stream buffer memory",
 )
 def prefetch_depth(ctx: Context) -> Insight | None:
-    ex = ctx.analysis.execution
+    ex = ctx.execution
     if not ctx.has("prefetch_depth"):
         return None
     depth = int(ctx.cfg("prefetch_depth", 1) or 1)
@@ -639,7 +641,7 @@ BALANCE_AT_MOST = 5
     trade_off="a graph change (tile mapping), not a run option",
 )
 def tile_imbalance(ctx: Context) -> Insight | None:
-    ex = ctx.analysis.execution
+    ex = ctx.execution
     prog_names = ctx.program_column("name")
     ote = schema.PROGRAM_TYPES.index("OnTileExecute")
     is_ote = ctx.program_column("type") == ote
@@ -711,7 +713,7 @@ _MATMUL = re.compile("matmul|conv", re.IGNORECASE)
     trade_off="-",
 )
 def rearrangements(ctx: Context) -> Insight | None:
-    ex = ctx.analysis.execution
+    ex = ctx.execution
     names = ctx.program_column("name").tolist()
     rearr = np.array([_REARRANGE.search(str(n)) is not None for n in names], bool)
     if not rearr.any():
@@ -818,7 +820,7 @@ def half_partials(ctx: Context) -> Insight | None:
     share, mm = matmul_share(ctx)
     if share < ctx.thresholds.half_partials_share:
         return None
-    ex = ctx.analysis.execution
+    ex = ctx.execution
     # half partials raise the AMP rate of the FP16 matmuls' and convolutions' own compute sets
     # (16 conv units instead of 8); their exchanges, reductions and casts stay about the same
     speed = amp_rate(ctx, "float16", "float16") / amp_rate(ctx, "float16", "float32")

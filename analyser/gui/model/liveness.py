@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -23,6 +23,9 @@ from analyser.core.quantities import step_type_name
 from analyser.core.units import MISSING, MemoryUnits, fmt_bytes, fmt_int, fmt_pct
 from analyser.gui.model import data
 from analyser.gui.model.document import Document
+
+if TYPE_CHECKING:
+    from analyser.core.liveness import LivenessSummary
 
 #: Program node types that execute (the Step tab shows their cycles and tile balance).
 FIRST_EXECUTING_TYPE = 3
@@ -180,12 +183,16 @@ def label_anchor(x: float, n_steps: int) -> float:
     return 0.0 if where < 1 / 3 else 1.0 if where > 2 / 3 else 0.5
 
 
-def curve_peak(doc: Document, tag: str, ipu: int, x: np.ndarray, curve: np.ndarray) -> Peak:
-    """The peak of ``doc``'s curve for ``ipu`` drawn at positions ``x``."""
-    lv = data.liveness(doc)
+def curve_peak(lv: LivenessSummary, tag: str, ipu: int, x: np.ndarray, curve: np.ndarray) -> Peak:
+    """The peak of a profile's curve for ``ipu`` (its liveness ``lv``) drawn at positions ``x``."""
     step = int(lv.peak_step[ipu])
     name = lv.step_names[step] if step < len(lv.step_names) else str(step)
     return Peak(tag, ipu, int(x[step]), step, int(curve[step]), name)
+
+
+def step_tile_cycles(doc: Document, step: int) -> np.ndarray:
+    """Cycles of each tile in liveness step ``step`` (the Cycle estimate tab)."""
+    return data.step_tile_cycles(doc, step)
 
 
 def cycles_line(tag: str, step: int, name: str, cycles: np.ndarray) -> str:

@@ -357,13 +357,13 @@ def row_charts(docs: Sequence[tuple[str, Any]], layer: str, name: str) -> RowCha
     return RowCharts(curves, "; ".join(lines), categories, memory)
 
 
-@dataclass
+@dataclass(frozen=True)
 class RooflinePoints:
     """One profile's operations on the roofline chart (log10 axes) and its roofs."""
 
     x: np.ndarray  # log10 FLOPs per byte exchanged of each drawn operation
     y: np.ndarray  # log10 FLOPs per cycle achieved
-    limits: list[str]  # the roof that binds each ("compute", "exchange", "host link")
+    limits: tuple[str, ...]  # the roof that binds each ("compute", "exchange", "host link")
     names: np.ndarray  # operation names (object array)
     roof_x: np.ndarray  # log10 intensity of the roof line's three points (the ridge between)
     roof_y: np.ndarray  # log10 FLOPs per cycle of the roof line
@@ -391,8 +391,8 @@ def roofline_points(r: Any, prefix: str) -> RooflinePoints:
         prefix
         + f"{len(sel):,} operations drawn ("
         + ", ".join(f"{int(v):,} {k}-bound" for k, v in counts.items())
-        + f"); {nothing:,} exchange nothing (not drawn). Roofs per IPU ({ro.precision}): "
+        + f"); {nothing:,} exchange nothing (not drawn). Roofs per IPU ({ro.label}): "
         f"AMP peak {ro.peak_flops_per_cycle:,.0f} FLOPs/cycle, exchange "
         f"{fmt_bytes(ro.exchange_bytes_per_cycle)}/cycle."
     )
-    return RooflinePoints(x, y, list(sel["limit"]), sel["name"].to_numpy(object), xs, ys, text)
+    return RooflinePoints(x, y, tuple(sel["limit"]), sel["name"].to_numpy(object), xs, ys, text)

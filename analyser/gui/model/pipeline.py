@@ -12,8 +12,11 @@ the operation that owns them (by the IPU's stage when a stash has no operation).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -38,17 +41,20 @@ PHASE_LABELS = {
 CHUNK_ROWS = 2_000_000
 
 
-@dataclass
+@dataclass(frozen=True)
 class PipelineChart:
+    """The pipeline chart of one profile (frozen: the Pipeline report's view-model holds it,
+    built off the GUI thread, and the Execution Trace shares it)."""
+
     n_stages: int
     #: IPU of each stage (the IPU that runs most of its steps).
-    stage_ipu: list[int]
+    stage_ipu: tuple[int, ...]
     #: One row per (stage, micro_batch, pass): start, end (cycles), steps, busy cycles.
     boxes: pd.DataFrame
     #: (phase, start, end) bands of the first run.
-    bands: list[tuple[str, float, float]]
-    #: Wall-clock share of the whole run per phase (analysis core).
-    phase_share: dict[str, float]
+    bands: tuple[tuple[str, float, float], ...]
+    #: Wall-clock share of the whole run per phase (analysis core; read-only).
+    phase_share: Mapping[str, float]
     #: [stages] busy cycles and OnTileExecute cycles per stage over the whole run (analysis core).
     stage_cycles: np.ndarray
     stage_compute_cycles: np.ndarray
@@ -60,7 +66,8 @@ class PipelineChart:
     #: Cycle window of the first device iteration (the chart's x range).
     t0: float
     t1: float
-    run_config: dict
+    #: read-only
+    run_config: Mapping[str, Any]
     #: The host's timeline of a call (``TraceWindow.host_lane``: lane, kind, start, end in
     #: device-trace cycles, negative before the device starts); empty before format 1.2.
     host_events: ColumnTable | None = None
@@ -301,10 +308,10 @@ def pipeline_chart(analysis, trace: TraceWindow) -> PipelineChart:
     bands = _bands(phase_span, host_events, n, t0)
     return PipelineChart(
         n_stages=n_stages,
-        stage_ipu=stage_ipu,
+        stage_ipu=tuple(stage_ipu),
         boxes=boxes,
-        bands=bands,
-        phase_share=ex.phase_share(),
+        bands=tuple(bands),
+        phase_share=MappingProxyType(dict(ex.phase_share())),
         stage_cycles=stage_cycles,
         stage_compute_cycles=stage_compute,
         bottleneck=int(np.argmax(stage_cycles)) if stage_cycles.any() else 0,
@@ -312,7 +319,7 @@ def pipeline_chart(analysis, trace: TraceWindow) -> PipelineChart:
         stash_bytes=_stash_by_stage(analysis, n_stages, stage_ipu),
         t0=t0,
         t1=t1 if t1 > t0 else t0 + 1,
-        run_config=dict(analysis.run_config or {}),
+        run_config=MappingProxyType(dict(analysis.run_config or {})),
         host_events=host_events,
         host_wait_share=analysis.metrics.host_wait_share,
         clock_hz=trace.clock_hz,

@@ -20,7 +20,12 @@ background on opening. ``set_document`` and ``set_units`` call ``refresh()`` laz
 that is not visible refreshes when it is next shown, so switching documents stays cheap.
 
 Reports never compute numbers themselves: they read them from :mod:`analyser.core` (through
-:mod:`analyser.gui.model.data`, which caches per document).
+:mod:`analyser.gui.model.data`, which caches per document). A report converted to one door
+declares ``view_builder`` (:mod:`analyser.gui.model.views`) and implements ``show_view(view)``
+instead of ``show_documents``: it reads only the frozen view-model its builder returns, which the
+main window builds on its thread pool and hands over complete (:meth:`Report.receive_view`); the
+report paints when it arrives. A report outside a window (``view_source`` None) builds it in
+place.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ from analyser.gui.model.errors import (
     unavailable_text,
 )
 from analyser.gui.model.places import Place
+from analyser.gui.model.views import ViewBuilder, ViewRequest
 from analyser.gui.palette import hex_color
 from analyser.gui.theme import chart_colors
 
@@ -143,6 +149,15 @@ class Report(QWidget):
     #: before filling: membership tests only); a profile lacking one shows the report's
     #: "unavailable" state naming it instead of a blank panel
     requires: ClassVar[tuple[str, ...]] = ()
+    #: Builds the report's frozen view-model from the shown documents (any thread; see
+    #: :mod:`analyser.gui.model.views`); a report that declares one implements ``show_view``.
+    #: Declared as ``staticmethod(build_...)``.
+    view_builder: ClassVar[ViewBuilder | None] = None
+    #: The report's choices its view-model depends on before any is made (see
+    #: :meth:`view_options`; the window's warm-up builds the view-model for these).
+    default_view_options: ClassVar[tuple[Any, ...]] = ()
+    #: Shown while the view-model is built in the background (``{name}``: A's name).
+    building_text: ClassVar[str] = "Reading {name}..."
 
     #: Ask the window to show a status-bar message.
     statusMessage = Signal(str)
@@ -161,6 +176,11 @@ class Report(QWidget):
         self.compare_doc: Document | None = None
         self.units: MemoryUnits = MemoryUnits.KIB
         self._dirty = True
+        #: set by the main window: called as ``view_source(report, request)`` to build a
+        #: view-model off the GUI thread and hand it to :meth:`receive_view`; None: built here
+        self.view_source: Callable[[Report, ViewRequest], None] | None = None
+        #: the view-model asked for and not yet received (see show_documents)
+        self._awaited: ViewRequest | None = None
 
     # -- interface used by the main window ------------------------------------------------------
     def report_key(self, event) -> bool:
@@ -304,8 +324,73 @@ class Report(QWidget):
         """Called before B is shown alone because A never ran (default: nothing)."""
 
     def show_documents(self, doc: Document, other: Document | None) -> None:
-        """Show ``doc`` (compared with ``other``): reports using the base empty states."""
+        """Show ``doc`` (compared with ``other``): reports using the base empty states. A report
+        with a ``view_builder`` gets its view-model: at once when it is built already (a
+        revisit, a theme switch, the warm-up's), else from the window's thread pool, saying
+        :attr:`building_text` until it arrives (built here outside a window)."""
+        builder = type(self).view_builder
+        if builder is None:
+            raise NotImplementedError(f"{type(self).__name__} must implement show_documents()")
+        request = self.view_request(doc, other)
+        self._awaited = None
+        if self.view_source is not None and not request.ready():
+            self.show_message(self.building_text.format(name=doc.name))
+            self._awaited = request
+            self.view_source(self, request)
+            return
+        self.show_view(request.build())
+
+    def view_options(self) -> tuple[Any, ...]:
+        """The report's choices its view-model depends on (passed to its builder after the
+        units; default :attr:`default_view_options`)."""
+        return self.default_view_options
+
+    def view_request(self, doc: Document, other: Document | None) -> ViewRequest:
+        """The request for the view-model showing ``doc`` (compared with ``other``) now."""
+        builder = type(self).view_builder
+        if builder is None:
+            raise NotImplementedError(f"{type(self).__name__} has no view_builder")
+        return ViewRequest(builder, doc, other, self.units, self.view_options())
+
+    def show_view(self, view: Any) -> None:
+        """Show the view-model ``view_builder`` built (reports that declare one)."""
         raise NotImplementedError
+
+    def receive_view(
+        self, request: ViewRequest, view: Any = None, error: BaseException | None = None
+    ) -> bool:
+        """The view-model built for ``request`` (or the error building it met), handed over on
+        the GUI thread: shown when it is still the one awaited (not after another document,
+        units or theme was asked for meanwhile); True when it was."""
+        if not request.same_as(self._awaited):
+            return False
+        self._awaited = None
+        try:
+            if error is not None:
+                raise error
+            self.stack.setCurrentWidget(self._content)
+            self.show_view(view)
+        except Exception as exc:
+            self.show_unavailable(self.problem_sentence(exc))
+        return True
+
+    def await_view(self) -> None:
+        """Show the awaited view-model now, waiting for its background build (or building it
+        here: :meth:`ViewRequest.build` shares one build per key): for callers that need the
+        report filled at once (a link followed, an image exported, ``show_report``)."""
+        request = self._awaited
+        if request is None:
+            return
+        try:
+            view, error = request.build(), None
+        except Exception as exc:
+            view, error = None, exc
+        self.receive_view(request, view, error)
+
+    @property
+    def awaiting_view(self) -> bool:
+        """True while the report waits for its view-model (it says :attr:`building_text`)."""
+        return self._awaited is not None
 
     # -- refresh machinery ----------------------------------------------------------------------
     def refresh(self) -> None:
@@ -406,9 +491,12 @@ class Report(QWidget):
         self.message.set_text(unavailable_text(self.title, sentence), strong=True)
         self.statusMessage.emit(unavailable_text(self.title, sentence))
 
-    def ensure_refreshed(self) -> None:
+    def ensure_refreshed(self, wait: bool = True) -> None:
+        """Fill the report if it is out of date; with ``wait``, also show a view-model still
+        being built in the background (see :meth:`await_view`)."""
         if self._dirty:
             self._dirty = False
+            self._awaited = None
             try:
                 self.refresh()
                 self.keep_state = False
@@ -419,6 +507,8 @@ class Report(QWidget):
                 # dialog: the panel is what is on screen); the window and the other reports
                 # carry on
                 self.show_unavailable(self.problem_sentence(exc))
+        if wait:
+            self.await_view()
 
     def problem_sentence(self, exc: BaseException) -> str:
         """One sentence for ``exc`` met while reading the shown profiles."""
@@ -440,11 +530,11 @@ class Report(QWidget):
     def _mark_dirty(self) -> None:
         self._dirty = True
         if self.isVisible():
-            self.ensure_refreshed()
+            self.ensure_refreshed(wait=False)
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
-        self.ensure_refreshed()
+        self.ensure_refreshed(wait=False)
         # every widget shown posted an UpdateLater of its area; a plot's scene flushes the
         # window's pending repaint when its own queued update runs, so interleaved with those
         # the window was painted in several passes: merged into the

@@ -23,9 +23,9 @@ from PySide6.QtWidgets import (
 
 from analyser.core.quantities import SERIES, VARIABLE_TABLE, columns
 from analyser.core.units import MISSING, axis_scale
-from analyser.gui.model import data
 from analyser.gui.model import liveness as lvm
 from analyser.gui.model.liveness import ALIGN_ADDED, ALIGN_REMOVED
+from analyser.gui.model.liveness_view import LivenessSide, LivenessView, build_liveness_view
 from analyser.gui.palette import hex_color
 from analyser.gui.plots import LightPlotWidget
 from analyser.gui.reports.base import Report, lay_out
@@ -97,6 +97,7 @@ class LivenessReport(Report):
     key = "liveness"
     requires = datasets.LIVENESS + datasets.VARIABLES
     data_needs = ("target", "liveness", "liveness_steps", "variables", "operation_names")
+    view_builder = staticmethod(build_liveness_view)
     compare_cost = 1
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -151,30 +152,36 @@ class LivenessReport(Report):
         self._markers: list[Any] = []
         self._region: pg.LinearRegionItem | None = None
         self._refreshing = False
+        #: what the chart shows (see show_view); None before the first view-model
+        self.view_model: LivenessView | None = None
 
     def chart_widget(self) -> QWidget:
         return self.chart_panel
 
     def shown_ipus(self) -> list[int]:
-        doc = self.document
-        if doc is None:
+        view = self.view_model
+        if self.document is None or view is None:
             return []
-        n = data.target(doc).num_ipus
+        n = view.a.num_ipus
         idx = self.ipu_combo.currentIndex()
         return list(range(n)) if idx <= 0 else [idx - 1]
 
-    def show_documents(self, doc: Any, other: Any) -> None:
+    def clear(self) -> None:
+        self.view_model = None
+
+    def show_view(self, view: LivenessView) -> None:
+        self.view_model = view
         self._refreshing = True
         try:
             cur = self.ipu_combo.currentIndex()
             self.ipu_combo.clear()
             if self.document is not None:
-                n = data.target(self.document).num_ipus
+                n = view.a.num_ipus
                 self.ipu_combo.addItems(["All IPUs"] + [f"IPU {i}" for i in range(n)])
                 self.ipu_combo.setCurrentIndex(cur if 0 <= cur <= n else 0)
         finally:
             self._refreshing = False
-        self._say_rebuilt(doc, other)
+        self._say_rebuilt(view.rebuilt_names)
         if self.keep_state and self.steps:  # a theme switch keeps the selected steps
             self._redraw()
             return
@@ -193,12 +200,12 @@ class LivenessReport(Report):
     def _select_peak(self) -> None:
         """Start on the highest peak of the shown IPUs: its step details and the variables live
         there (what to shrink when memory is short) instead of empty panels."""
-        doc = self.document
-        if doc is None:
+        view = self.view_model
+        if self.document is None or view is None:
             return
-        lv = data.liveness(doc)
+        lv = view.a.summary
         best: tuple[float, int] | None = None
-        for ipu, curve in self.curves(doc).items():
+        for ipu, curve in self._side_curves(view.a).items():
             if curve.size and ipu < len(lv.peak_step):
                 step = int(lv.peak_step[ipu])
                 value = float(curve[min(step, curve.size - 1)])
@@ -207,10 +214,9 @@ class LivenessReport(Report):
         if best is not None:
             self.click_step(int(self.positions("A", lv.n_steps)[best[1]]), False)
 
-    def _say_rebuilt(self, doc: Any, other: Any) -> None:
+    def _say_rebuilt(self, rebuilt: tuple[str, ...]) -> None:
         """A line above the report when a curve was summed from the variables' lifetimes (the
         profile has no /liveness/not_always_live): what is drawn is not what the file holds."""
-        rebuilt = [d.name for d in (doc, other) if d is not None and data.liveness(d).rebuilt]
         text = (
             f"{' and '.join(rebuilt)}: no /liveness/not_always_live in the profile; the curve "
             "is summed from its variables' lifetimes."
@@ -221,8 +227,14 @@ class LivenessReport(Report):
             self.show_part_problem(text)
 
     def curves(self, doc: Any) -> dict[int, np.ndarray]:
-        """The curves drawn for ``doc`` (bytes per liveness step per shown IPU), from the core."""
-        lv = data.liveness(doc)
+        """The curves drawn for ``doc`` (A or B: bytes per liveness step per shown IPU)."""
+        view = self.view_model
+        side = None if view is None else view.a if doc is self.document else view.b
+        return {} if side is None else self._side_curves(side)
+
+    def _side_curves(self, side: LivenessSide) -> dict[int, np.ndarray]:
+        """The curves drawn for one profile of the view-model, from the core's summary."""
+        lv = side.summary
         n = lv.not_always_live.shape[0]
         return {
             ipu: lv.curve(ipu, include_always_live=self.always_check.isChecked())
@@ -233,9 +245,9 @@ class LivenessReport(Report):
     # ------------------------------------------------------------------ alignment
     def alignment(self) -> Any:
         """A's and B's steps aligned by program (core ``align_steps``), None without B."""
-        if self.document is None or self.compare_doc is None:
+        if self.document is None or self.compare_doc is None or self.view_model is None:
             return None
-        return data.liveness_alignment(self.document, self.compare_doc)
+        return self.view_model.alignment
 
     def positions(self, tag: str, n: int) -> np.ndarray:
         """x of each of ``n`` steps of profile ``tag`` ("A" / "B") on the chart: its step index,
@@ -262,14 +274,14 @@ class LivenessReport(Report):
         self._markers = []
         self._region = None
         self.peak_labels: list[pg.TextItem] = []
-        doc, cmp = self.document, self.compare_doc
-        if doc is None:
+        view, cmp = self.view_model, self.compare_doc
+        if self.document is None or view is None:
             self.legend.set_entries([])
             return
-        docs = [("A", doc, Qt.PenStyle.SolidLine)] + (
-            [("B", cmp, Qt.PenStyle.DashLine)] if cmp is not None else []
+        sides = [(view.a, Qt.PenStyle.SolidLine)] + (
+            [(view.b, Qt.PenStyle.DashLine)] if view.b is not None else []
         )
-        all_curves = [(tag, d, style, self.curves(d)) for tag, d, style in docs]
+        all_curves = [(s.tag, s, style, self._side_curves(s)) for s, style in sides]
         top = max(
             (float(c.max()) for *_, cs in all_curves for c in cs.values() if c.size), default=0.0
         )
@@ -279,7 +291,7 @@ class LivenessReport(Report):
         al = self.alignment()
         n_steps = al.n_rows if al is not None else 0
         peaks: list[lvm.Peak] = []
-        for tag, d, style, cs in all_curves:
+        for tag, side, style, cs in all_curves:
             for ipu, curve in cs.items():
                 color = IPU_COLORS[ipu % len(IPU_COLORS)]
                 x = self.positions(tag, curve.size).astype(float)
@@ -291,7 +303,7 @@ class LivenessReport(Report):
                 entries.append((label, color, "dashed" if dashed else "line"))
                 n_steps = max(n_steps, curve.size)
                 if curve.size:
-                    peak = lvm.curve_peak(d, tag, ipu, x, curve)
+                    peak = lvm.curve_peak(side.summary, tag, ipu, x, curve)
                     peaks.append(peak)
                     marker = pg.ScatterPlotItem(
                         [peak.x],
@@ -423,7 +435,8 @@ class LivenessReport(Report):
                     gone = "none: removed in B" if tag == "B" else "none: added in B"
                     rows.append((prefix + "Step", gone))
                     continue
-                if s >= data.liveness(d).n_steps:
+                side = self.view_model.side(tag) if self.view_model is not None else None
+                if side is None or s >= side.n_steps:
                     continue
                 if cmp is not None:
                     rows.append((prefix + "Step", str(s)))
@@ -487,10 +500,11 @@ class LivenessReport(Report):
         lines = []
         compare = self.compare_doc is not None
         for k, (tag, d, step) in enumerate(self._step_docs()):
-            cycles = data.step_tile_cycles(d, step)
+            cycles = lvm.step_tile_cycles(d, step)
             color = hex_color("compare", "a" if k == 0 else "b")
             item.addItem(tile_curve(cycles, k))
-            name = data.liveness(d).step_names[step]
+            side = self.view_model.side(tag) if self.view_model is not None else None
+            name = side.summary.step_names[step] if side is not None else str(step)
             swatch = f"<span style='color:{color}'>■</span> " if compare else ""
             text = lvm.cycles_line(tag if compare else "", step, name, cycles)
             lines.append(swatch + html.escape(text))
@@ -524,8 +538,10 @@ class LivenessReport(Report):
         if self.compare_doc is not None:
             with contextlib.suppress(ValueError):
                 tag = str(model.raw(src.row(), model.column_of("profile")))
-            doc = self.document if tag == "A" else self.compare_doc
-            pos = self.positions(tag, data.liveness(doc).n_steps)
+            side = self.view_model.side(tag) if self.view_model is not None else None
+            if side is None:
+                return
+            pos = self.positions(tag, side.n_steps)
             if not len(pos):
                 return
             start = int(pos[min(start, len(pos) - 1)])

@@ -30,7 +30,6 @@ from PySide6.QtWidgets import (
 
 from analyser.core.quantities import VARIABLE_TABLE, columns
 from analyser.core.units import axis_scale
-from analyser.gui.model import data
 from analyser.gui.model import operations as ops_model
 
 # the table's definitions live in the view-model (re-exported for the report's users)
@@ -38,6 +37,7 @@ from analyser.gui.model.operations import EXECUTED_ONLY as EXECUTED_ONLY
 from analyser.gui.model.operations import LAYER_TABLES as LAYER_TABLES
 from analyser.gui.model.operations import NOT_EXECUTED_COLUMNS as NOT_EXECUTED_COLUMNS
 from analyser.gui.model.operations import SOFTWARE_LAYERS, software_layer_titles
+from analyser.gui.model.operations_view import OperationsView, build_operations_view
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report, lay_out, shows_profile_problems
 from analyser.gui.table_view import TextTableView
@@ -65,6 +65,8 @@ class OperationsReport(Report):
     title = "Operations"
     key = "operations"
     data_needs = ("target", "operations", "variables", "compute_sets", "program_nodes")
+    view_builder = staticmethod(build_operations_view)
+    default_view_options = ("operations",)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -154,9 +156,6 @@ class OperationsReport(Report):
     def set_layer(self, layer: str) -> None:
         self.layer_combo.setCurrentIndex(SOFTWARE_LAYERS.index(layer))
 
-    def _columns(self, compare: bool, executed: bool = True) -> list:
-        return ops_model.table_columns(self.layer, self.units, compare, executed)
-
     def layer_frame(self, doc: Any) -> pd.DataFrame:
         """``doc``'s table at the shown software layer (analysis core, cached)."""
         return ops_model.layer_frame(doc, self.layer)
@@ -171,10 +170,16 @@ class OperationsReport(Report):
         self.frame = pd.DataFrame()
         self.model.set_frame(self.frame)
 
+    def view_options(self) -> tuple[str]:
+        return (self.layer,)
+
     def _on_layer(self, _index: int) -> None:
         """Show the chosen software layer; one the profile cannot give (a damaged program
-        table) says why in a dialog and the layer shown before stays."""
+        table) says why in a dialog and the layer shown before stays (its view-model built
+        here, then: the choice is taken back at once, not when a background build fails)."""
         try:
+            if self.document is not None:
+                self.view_request(self.document, self.compare_doc).build()
             self.refresh()
             self._layer_shown = self.layer_combo.currentIndex()
         except Exception as exc:
@@ -184,17 +189,15 @@ class OperationsReport(Report):
             self.refresh()
             self.say_profile_problem(exc)
 
-    def show_documents(self, doc: Any, cmp: Any) -> None:
+    def show_view(self, view: OperationsView) -> None:
         # the old mask is for the old frame's rows (a longer frame would read past its end)
         self.model.set_mask(None)
-        titles = software_layer_titles(data.run_config(doc).get("framework"))
-        for i, key in enumerate(SOFTWARE_LAYERS):
-            self.layer_combo.setItemText(i, titles[key])
-        self.frame = ops_model.shown_frame(doc, cmp, self.layer)
-        executed = bool(doc.has_execution)
-        self.model.set_frame(self.frame, self._columns(cmp is not None, executed))
+        for i, title in enumerate(view.layer_titles):
+            self.layer_combo.setItemText(i, title)
+        self.frame = view.frame
+        self.model.set_frame(self.frame, list(view.columns))
         self._build_columns_menu()
-        passes, ipus = ops_model.filter_choices(self.frame)
+        passes, ipus = view.passes, view.ipus
         for combo, values in ((self.pass_combo, passes), (self.ipu_combo, ipus)):
             current = combo.currentText()
             combo.blockSignals(True)
@@ -204,11 +207,9 @@ class OperationsReport(Report):
             combo.setCurrentIndex(idx if idx >= 0 else 0)
             combo.blockSignals(False)
         # most expensive first: total cycles, or memory when the profile never ran (OOM)
-        sort_col = self.model.column_of(
-            ops_model.first_sort_key(self.frame, executed, cmp is not None)
-        )
+        sort_col = self.model.column_of(view.sort_key)
         self._apply_filter()
-        if cmp is None:
+        if not view.compare:
             self.view.horizontalHeader().setSortIndicator(sort_col, Qt.SortOrder.DescendingOrder)
         else:
             self.view.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)

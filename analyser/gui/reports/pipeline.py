@@ -37,9 +37,9 @@ from analyser.core.units import (
 )
 from analyser.gui.axes import CycleAxis, fixed_prefix_axes
 from analyser.gui.items import BatchedRectsItem, PointLabelsItem
-from analyser.gui.model import data as gui_data
 from analyser.gui.model.document import Document
 from analyser.gui.model.pipeline import BAND_PHASES, PHASE_LABELS, PipelineChart
+from analyser.gui.model.pipeline_view import PipelineView, build_pipeline_view
 from analyser.gui.model.trace import HOST_EVENTS, HOST_LANES
 from analyser.gui.palette import hex_color, qcolor
 from analyser.gui.plots import LightPlotWidget
@@ -59,10 +59,6 @@ MAX_BOX_LABELS = 400
 #: and the top of the y range (the room the labels have).
 LABEL_BASE = -0.05
 LABEL_TOP = -0.9
-
-
-def chart_of(doc: Document) -> PipelineChart:
-    return gui_data.pipeline_chart(doc)
 
 
 def _bounds_text(view: CriticalPathView, prefix: str = "") -> str:
@@ -388,6 +384,7 @@ class PipelineReport(Report):
     title = "Pipeline"
     key = "pipeline"
     data_needs = ("target", "execution", "trace_window", "pipeline_chart")
+    view_builder = staticmethod(build_pipeline_view)
     compare_cost = 4
     compare_part = ("_view_b", "view_b")
     needs_execution = True
@@ -400,6 +397,8 @@ class PipelineReport(Report):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        #: the documents shown (see show_documents)
+        self._shown_docs: tuple[Document | None, Document | None] = (None, None)
         self.lay_out_with_empty_states()
         # the critical path is computed once per profile in this pool (seconds for millions of
         # steps), and drawn when it arrives
@@ -455,6 +454,11 @@ class PipelineReport(Report):
         super().set_document(doc, compare_doc)
 
     def show_documents(self, doc: Document, other: Document | None) -> None:
+        # the documents shown, for their critical paths (computed apart, in the background)
+        self._shown_docs = (doc, other)
+        super().show_documents(doc, other)
+
+    def show_view(self, view: PipelineView) -> None:
         # the body is laid out once, at its final contents, by _settle_layout: with its layout
         # on, showing view_b (a child of a shown widget activates its parent's layout at once)
         # and the content's first show laid it out twice more, each time resizing and
@@ -462,19 +466,19 @@ class PipelineReport(Report):
         self._body_layout.setEnabled(False)
         compared = False
         try:
-            compared = self._fill(doc, other)
+            compared = self._fill(view)
         finally:
             self._settle_layout(compared)
 
-    def _fill(self, doc: Document, other: Document | None) -> bool:
-        """Draw ``doc`` (and ``other`` compared with it); True when both are shown."""
-        a = chart_of(doc)
-        b = chart_of(other) if other is not None and other.has_execution else None
+    def _fill(self, view: PipelineView) -> bool:
+        """Draw A (and B compared with it); True when both are shown."""
+        a, b = view.a, view.b
+        compare = view.name_b is not None
         # one cycle axis in compare mode: both charts show the same range, set once
         x_range = a.x_range
         if b is not None:
             x_range = (min(a.x_range[0], b.x_range[0]), max(a.x_range[1], b.x_range[1]))
-        self.view_a.show_chart(a, f"A: {doc.name}" if other is not None else doc.name, x_range)
+        self.view_a.show_chart(a, f"A: {view.name_a}" if compare else view.name_a, x_range)
         if b is not None or self._view_b is not None:
             self.view_b.setVisible(b is not None)
         self.table.setVisible(b is not None)
@@ -482,13 +486,14 @@ class PipelineReport(Report):
         self.bars.show_profiles(a, b, self.units)
         if b is not None:
             self.view_b.chart.setXLink(None)  # B's range set as its own, then linked
-            self.view_b.show_chart(b, f"B: {other.name}", x_range)
+            self.view_b.show_chart(b, f"B: {view.name_b}", x_range)
             # pan / zoom together
             self.view_b.chart.setXLink(self.view_a.chart)
-            self._fill_table(a, b, doc.name, other.name)
-            self._explain(gui_data.comparison(doc, other))
+            self._fill_table(a, b, view.name_a, str(view.name_b))
+            self._explain(view.explanations, view.option_changes)
         elif self._view_b is not None:
             self._view_b.chart.setXLink(None)
+        doc, other = self._shown_docs
         self._show_paths(doc, other if b is not None else None)
         return b is not None
 
@@ -554,11 +559,9 @@ class PipelineReport(Report):
             QCoreApplication.sendEvent(self.scroll, QEvent(QEvent.Type.LayoutRequest))
             self._body_layout.activate()
 
-    def _explain(self, comparison) -> None:
+    def _explain(self, explanations: tuple, options: str) -> None:
         """The analysis core's explanations of the differences between the whole runs."""
-        self.explanations = list(comparison.explanations)
-        diffs = [d for d in comparison.config_diffs if d.key != "name"]
-        options = ", ".join(f"{d.key} {d.before!r} → {d.after!r}" for d in diffs) or "none"
+        self.explanations = list(explanations)
         items = "".join(f"<li>{html.escape(e.text)}</li>" for e in self.explanations[:8])
         self.explain.setText(
             f"<b>Why they differ (analysis core):</b> run options: {html.escape(options)}."

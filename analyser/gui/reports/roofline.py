@@ -11,9 +11,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QWidget
 
 from analyser.gui.axes import LogAxis
-from analyser.gui.model import data
-from analyser.gui.model import operations as ops_model
-from analyser.gui.model.document import Document
+from analyser.gui.model.operations import RooflinePoints
+from analyser.gui.model.roofline_view import RooflineView, build_roofline_view
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report
 from analyser.gui.theme import style_plot
@@ -34,6 +33,7 @@ class RooflineReport(Report):
     key = "roofline"
     needs_execution = True
     data_needs = ("target", "roofline")
+    view_builder = staticmethod(build_roofline_view)
     compare_cost = 1
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -70,22 +70,13 @@ class RooflineReport(Report):
         self.points = {}
         self.legend.set_entries([])
 
-    def show_documents(self, doc: Document, other: Document | None) -> None:
+    def show_view(self, view: RooflineView) -> None:
         self.clear()
-        texts = []
-        limits: set[str] = set()
-        for side, d, symbol in (("A", doc, "o"), ("B", other, "t")):
-            if d is None:
-                continue
-            r = data.roofline(d)
-            if r is None:
-                texts.append(f"{side}: {d.name} has no execution.")
-                continue
-            text, drawn = self._draw(side, d, r, symbol, other is not None)
-            texts.append(text)
-            limits.update(drawn)
-        self.header.setText("\n".join(texts))
-        self.legend.set_entries(self._legend(limits, other is not None))
+        for side in view.sides:
+            if side.points is not None:
+                self._draw(side.side, side.points, "t" if side.side == "B" else "o")
+        self.header.setText("\n".join(s.header for s in view.sides))
+        self.legend.set_entries(self._legend(set(view.limits), view.compare))
 
     @staticmethod
     def _legend(limits: set[str], compare: bool) -> list[tuple[str, str]]:
@@ -98,12 +89,8 @@ class RooflineReport(Report):
         roofs = "roofs (A solid, B dashed; A circles, B triangles)" if compare else "roofs"
         return [*entries, (roofs, hex_color("chart", "max_memory_line"))]
 
-    def _draw(
-        self, side: str, doc: Document, r, symbol: str, compare: bool
-    ) -> tuple[str, set[str]]:
-        """Draw one profile's points and roofs; (its header text, the binding roofs drawn)."""
-        prefix = f"{side}: {doc.name}: " if compare else f"{doc.name}: "
-        pts = ops_model.roofline_points(r, prefix)
+    def _draw(self, side: str, pts: RooflinePoints, symbol: str) -> None:
+        """Draw one profile's points and roofs."""
         # one brush per binding roof, shared by its points: pyqtgraph renders a symbol per
         # distinct brush object (a brush per point rendered 1,244 symbols for two profiles)
         by_limit = {
@@ -121,7 +108,6 @@ class RooflineReport(Report):
         style = Qt.PenStyle.DashLine if side == "B" else Qt.PenStyle.SolidLine
         pen = pg.mkPen(hex_color("chart", "max_memory_line"), width=2, style=style)
         self.plot.addItem(pg.PlotDataItem(pts.roof_x, pts.roof_y, pen=pen))
-        return pts.text, set(pts.limits)
 
     def _pick(self, side: str, pts) -> None:
         if len(pts):

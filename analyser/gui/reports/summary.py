@@ -2,12 +2,10 @@
 execution figures with their prediction ranges, as ``analyse summary`` and the reports show
 them), cycles by step type per IPU with the cycles lost to tile imbalance, StreamCopy by direction
 and destination, and the run configuration (with a filter). In compare mode every figure shows
-A, B, the change and the range of the change. The rows come from the Qt-free view-model
-(:mod:`analyser.gui.model.summary`); this view only displays them."""
+A, B, the change and the range of the change. Everything shown comes in one Qt-free view-model
+(:mod:`analyser.gui.model.summary_view`, built off the GUI thread); this view only displays it."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
@@ -20,8 +18,8 @@ from PySide6.QtWidgets import (
 )
 
 from analyser.gui.axes import use_cycle_axis
-from analyser.gui.model import data
 from analyser.gui.model import summary as model
+from analyser.gui.model.summary_view import SummaryView, TreeView, build_summary_view
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import MessagePanel, Report
 from analyser.gui.widgets import (
@@ -39,6 +37,7 @@ class SummaryReport(Report):
     title = "Summary"
     key = "summary"
     data_needs = ("target", "metrics", "execution", "imbalance")
+    view_builder = staticmethod(build_summary_view)
     compare_cost = 1
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -107,31 +106,36 @@ class SummaryReport(Report):
         self.plot.getPlotItem().clear()
         self.explanation.clear()
 
-    def show_documents(self, doc: Any, cmp: Any) -> None:
+    def show_view(self, view: SummaryView) -> None:
         self.clear()
-        compare = cmp is not None
+        compare = view.compare
         self.tabs.setTabVisible(self.explanation_index, compare)
-        headers, sections = model.figure_sections(doc, cmp, self.units)
-        self.tree.set_headers(headers)
-        for col, name in enumerate(headers):
+        self.tree.set_headers(view.figures.headers)
+        for col, name in enumerate(view.figures.headers):
             self.tree.headerItem().setToolTip(col, model.HEADER_TIPS.get(name, ""))
-        self.show_sections(self.tree, sections, change_col=3 if compare else None)
+        self.show_sections(self.tree, view.figures.sections, change_col=3 if compare else None)
         # compare mode: the change and its range matter more than the chart's width
         self._fit_figures(0.64 if compare else 0.56)
-        for tree, key, (heads, secs) in (
-            (self.imbalance_tree, "imbalance_compute_sets", model.imbalance_view(doc, cmp)),
-            (self.stream_tree, "streamcopy", model.stream_view(doc, cmp, self.units)),
+        for tree, tv in (
+            (self.imbalance_tree, view.imbalance),
+            (self.stream_tree, view.streamcopy),
         ):
-            tree.set_headers(heads)
-            self._header_tips(tree, model.table_note(doc, cmp, key))
-            self.show_sections(tree, secs)
-        self._fill_ipus(doc, cmp)
-        self.config_tree.set_headers(("Option", "A", "B") if compare else ("Option", "Value"))
-        self.show_sections(self.config_tree, model.config_sections(doc, cmp))
+            self._fill_tree(tree, tv)
+        self._fill_ipus(view.ipus)
+        self.config_tree.set_headers(view.config.headers)
+        self.show_sections(self.config_tree, view.config.sections)
         self._apply_config_filter(self.config_filter.text())
-        self._draw_chart(doc, cmp)
+        self._draw_chart(view.chart)
         if compare:
-            self._fill_explanation(doc, cmp)
+            if view.explanation_text:
+                self.explanation.setPlainText(view.explanation_text)
+            else:
+                self.explanation.setHtml(view.explanation_html)
+
+    def _fill_tree(self, tree: KeyValueTree, view: TreeView) -> None:
+        tree.set_headers(view.headers)
+        self._header_tips(tree, view.header_tip)
+        self.show_sections(tree, view.sections)
 
     def _fit_figures(self, share: float) -> None:
         """Give the figure tree the width of its columns, at most ``share`` of the report (the
@@ -146,7 +150,9 @@ class SummaryReport(Report):
 
     @staticmethod
     def show_sections(
-        tree: KeyValueTree, sections: list[model.Section], change_col: int | None = None
+        tree: KeyValueTree,
+        sections: tuple[model.Section, ...] | list[model.Section],
+        change_col: int | None = None,
     ) -> None:
         """Add the model's sections to ``tree``; with ``change_col``, colour each shown change
         by which way is better, and give each row its tooltip."""
@@ -165,16 +171,13 @@ class SummaryReport(Report):
                 if change_col is not None and row.better is not None:
                     color_delta_item(child, change_col, row.delta, row.better == "higher")
 
-    def _fill_ipus(self, doc: Any, cmp: Any) -> None:
-        view = model.ipu_view(doc, cmp, self.units)
+    def _fill_ipus(self, view: TreeView | None) -> None:
         if view is None:
             self.exec_stack.setCurrentIndex(1)
             self.no_exec.set_text(model.NO_EXECUTION)
             return
         self.exec_stack.setCurrentIndex(0)
-        self.ipu_tree.set_headers(view[0])
-        self._header_tips(self.ipu_tree, model.table_note(doc, cmp, "cycles_by_step_type"))
-        self.show_sections(self.ipu_tree, view[1])
+        self._fill_tree(self.ipu_tree, view)
 
     @staticmethod
     def _header_tips(tree: KeyValueTree, tip: str) -> None:
@@ -191,11 +194,10 @@ class SummaryReport(Report):
                 hay = " ".join(child.text(c) for c in range(child.columnCount())).lower()
                 child.setHidden(bool(needle) and needle not in hay)
 
-    def _draw_chart(self, doc: Any, cmp: Any) -> None:
+    def _draw_chart(self, chart: model.CyclesChart | None) -> None:
         item = self.plot.getPlotItem()
         item.clear()
         self.legend.set_entries([])
-        chart = model.cycles_chart(doc, cmp)
         if chart is None:
             return
         y = chart.positions
@@ -216,14 +218,3 @@ class SummaryReport(Report):
         item.getViewBox().setLimits(xMin=0)
         item.setYRange(-0.6, len(chart.labels) - 0.4, padding=0)
         item.setXRange(0, float(chart.values.sum(axis=1).max()) * 1.02, padding=0)
-
-    def _fill_explanation(self, doc: Any, cmp: Any) -> None:
-        try:
-            result = data.comparison(doc, cmp)
-        except ModuleNotFoundError:
-            self.explanation.setPlainText(
-                "The analysis core in this build has no comparison module; only the figures are "
-                "compared."
-            )
-            return
-        self.explanation.setHtml(model.comparison_html(result))

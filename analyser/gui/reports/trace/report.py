@@ -566,11 +566,15 @@ class TraceReport(Report):
         src = {r.source.split(" (")[0] for r in self.timeline.results.values()}
         lo, hi = self.timeline.full_range()
         a, b = max(t0, lo), min(t1, hi)  # the part of the view the run covers
-        text = (
-            # compare mode: the figures are A's (its run, its steps), and say so
-            ("A: " if self.trace_b is not None else "")
-            + f"{a:,.0f} – {b:,.0f} cycles ({short_cycles(b - a)}) · {n:,} steps"
-        )
+        # compare mode: the figures are A's (its run, its steps), and say so
+        who = "A: " if self.trace_b is not None else ""
+        if a < b:
+            text = who + f"{a:,.0f} – {b:,.0f} cycles ({short_cycles(b - a)}) · {n:,} steps"
+        else:
+            # the view lies wholly past one end of the run (B's longer run panned to its end):
+            # a range whose start is after its end would be a figure that lies
+            where = f"after its end at {hi:,.0f}" if t0 >= hi else f"before its start at {lo:,.0f}"
+            text = who + f"no cycles of the run in view ({where} cycles) · {n:,} steps"
         self.status.setText(text)
         # how the view is drawn is for whoever asks (the header is for what it shows)
         self.status.setToolTip(

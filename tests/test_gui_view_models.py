@@ -1,0 +1,224 @@
+"""One door per report: a converted report reads one frozen view-model, built by the builder it
+declares off the GUI thread and handed over complete (analyser.gui.model.views); it never
+imports the raw model (analyser.gui.model.data), and nothing under analyser/gui reads the
+profile (``.src``). The reports not converted yet are listed in NOT_CONVERTED, which only
+shrinks: the import contract's exemptions (pyproject.toml) must match it."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import threading
+import tomllib
+from pathlib import Path
+
+import pytest
+from gui_helpers import open_documents, open_in, shown_report, shown_window
+
+from analyser.gui import reports as registry
+
+pytestmark = pytest.mark.gui
+
+ROOT = Path(__file__).resolve().parents[1]
+GUI = ROOT / "analyser" / "gui"
+RAW_MODEL = "analyser.gui.model.data"
+
+#: Report keys without a view-model yet. Converting one: give it a ``view_builder`` and a
+#: ``show_view``, drop its ``import data``, its line here and its line in the contract's
+#: ignore_imports (pyproject.toml).
+NOT_CONVERTED = {
+    "insights",
+    "memory",
+    "program_tree",
+    "trace",
+    "query",
+}
+
+
+def _classes() -> dict[str, type]:
+    return {cls.key: cls for cls in registry.report_classes()}
+
+
+def _imports(path: Path) -> set[str]:
+    """The modules ``path`` imports (``from a import b`` counts as ``a`` and ``a.b``)."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            out.add(node.module)
+            out.update(f"{node.module}.{a.name}" for a in node.names)
+    return out
+
+
+def _source(cls: type) -> Path:
+    return ROOT / (cls.__module__.replace(".", "/") + ".py")
+
+
+def _contract() -> dict:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    (contract,) = [
+        c
+        for c in config["tool"]["importlinter"]["contracts"]
+        if c.get("forbidden_modules") == [RAW_MODEL]
+    ]
+    return contract
+
+
+def test_not_converted_lists_exactly_the_reports_without_a_view_model():
+    classes = _classes()
+    assert set(classes) >= NOT_CONVERTED, NOT_CONVERTED - set(classes)
+    without = {key for key, cls in classes.items() if cls.view_builder is None}
+    assert without == NOT_CONVERTED, (
+        "converted (remove from NOT_CONVERTED and the contract):",
+        NOT_CONVERTED - without,
+        "without a view-model and not listed:",
+        without - NOT_CONVERTED,
+    )
+
+
+def test_converted_reports_never_import_the_raw_model():
+    for key, cls in _classes().items():
+        if key not in NOT_CONVERTED:
+            assert RAW_MODEL not in _imports(_source(cls)), key
+            assert callable(cls.view_builder) and "show_view" in vars(cls), key
+
+
+def test_the_contracts_exemptions_are_the_reports_not_converted():
+    """Each ignored import is a not-converted report's module that imports the raw model; a
+    converted report cannot hide behind one."""
+    contract = _contract()
+    assert contract["source_modules"] == ["analyser.gui.reports"]
+    ignored = {line.split(" -> ")[0] for line in contract.get("ignore_imports", [])}
+    classes = _classes()
+    allowed = {classes[key].__module__ for key in NOT_CONVERTED}
+    assert ignored <= allowed, ignored - allowed
+    for module in ignored:
+        assert RAW_MODEL in _imports(ROOT / (module.replace(".", "/") + ".py")), module
+
+
+def test_nothing_under_the_gui_reads_the_profile_through_src():
+    found = [
+        f"{path.relative_to(ROOT)}:{node.lineno}"
+        for path in GUI.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Attribute) and node.attr == "src"
+    ]
+    assert not found, found
+
+
+# -- the view-models and their hand-off -----------------------------------------------------------
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    """Two engine runs (a synthetic profile's target has no roofline figures)."""
+    import engine
+    from engine.config import RunConfig
+
+    out = tmp_path_factory.mktemp("view-models")
+    paths = []
+    for mb in (1, 8):
+        path = out / f"mlp-mb{mb}.h5"
+        engine.simulate_to_file(RunConfig(model="mlp", micro_batch_size=mb), path)
+        paths.append(path)
+    return paths
+
+
+def _frozen(value, seen: set[int], depth: int = 0) -> None:
+    """``value`` and the GUI model's dataclasses it holds are frozen (their fields cannot be
+    set) and hold tuples, not lists, dicts or sets."""
+    if id(value) in seen or depth > 6:
+        return
+    seen.add(id(value))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        if not type(value).__module__.startswith("analyser.gui.model"):
+            return  # an analysis core result the view-model passes on (the core's own type)
+        assert type(value).__dataclass_params__.frozen, type(value).__name__
+        first = dataclasses.fields(value)[0].name
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(value, first, None)
+        for f in dataclasses.fields(value):
+            _frozen(getattr(value, f.name), seen, depth + 1)
+    elif isinstance(value, tuple):
+        for item in value[:20]:
+            _frozen(item, seen, depth + 1)
+    else:
+        assert not isinstance(value, list | dict | set), type(value)
+
+
+@pytest.mark.parametrize("compare", [False, True], ids=["single", "compare"])
+def test_every_view_model_is_frozen_all_the_way_down(pair, compare):
+    from analyser.core.units import MemoryUnits
+    from analyser.gui.model.document import Document
+
+    docs = [Document.open(p) for p in pair]
+    try:
+        for key, cls in _classes().items():
+            if cls.view_builder is None:
+                continue
+            view = cls.view_builder(docs[0], docs[1] if compare else None, MemoryUnits.KIB)
+            assert dataclasses.is_dataclass(view), key
+            _frozen(view, set())
+    finally:
+        for d in docs:
+            d.close()
+
+
+def test_a_view_model_arriving_for_documents_no_longer_shown_is_dropped(qtbot, pair):
+    """The report asks for its view-model, then for another document's; the first arriving
+    late is not painted over the second, and an error building it is said in the report."""
+    from analyser.core.units import MemoryUnits
+    from analyser.gui.model.views import ViewRequest
+    from analyser.gui.reports.summary import SummaryReport
+
+    fixture = shown_report(qtbot, SummaryReport())
+    report, docs = next(fixture)
+    asked: list[ViewRequest] = []
+    report.view_source = lambda r, request: asked.append(request)
+    open_documents((report, docs), pair[0])
+    assert report.awaiting_view and len(asked) == 1
+    assert report.message.label.text() == f"Reading {pair[0].name}..."
+    open_documents((report, docs), pair[1])
+    assert len(asked) == 2
+    assert not report.receive_view(asked[0], asked[0].build())
+    assert report.awaiting_view
+    assert report.receive_view(asked[1], asked[1].build())
+    assert not report.awaiting_view
+    assert report.stack.currentWidget() is report.splitter
+    assert report.tree.topLevelItemCount() > 0
+    report.set_units(MemoryUnits.BYTES)
+    assert report.receive_view(asked[2], None, OSError("the file went away"))
+    assert "the file went away" in report.message.label.text()
+    next(fixture, None)
+
+
+@pytest.mark.parametrize("key", ["summary", "roofline", "operations", "pipeline", "liveness"])
+def test_the_window_builds_view_models_off_the_gui_thread_and_hands_them_over(
+    qtbot, tmp_path, pair, monkeypatch, key
+):
+    """Clicked in the side list, the report's view-model is built on the window's pool (the
+    warm-up's or a task of its own) and handed over: the report then shows its content.
+    (That it paints pixel for pixel what the in-place fill painted before is checked by
+    benchmarks/view_model_grabs.py, before and after a change.)"""
+    import functools
+
+    cls = _classes()[key]
+    builder = cls.view_builder
+    threads: list[threading.Thread] = []
+
+    @functools.wraps(builder)
+    def recording(*args):
+        threads.append(threading.current_thread())
+        return builder(*args)
+
+    monkeypatch.setattr(cls, "view_builder", staticmethod(recording))
+    gen = shown_window(qtbot, tmp_path)
+    window = next(gen)
+    assert open_in(qtbot, window, *pair)
+    window.report_list.setCurrentRow(window.report_keys.index(key))
+    report = window.report(key)
+    qtbot.waitUntil(lambda: not report.awaiting_view and not report.needs_refresh, timeout=30000)
+    assert threads and all(t is not threading.main_thread() for t in threads), threads
+    assert report.stack.currentWidget() is report._content
+    assert report.part_problem() == ""
+    window.close()
+    next(gen, None)
