@@ -5,6 +5,7 @@ shown (never a report left out silently)."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -144,6 +145,13 @@ def test_every_entry_matches_its_class():
         cls = entry.load()
         for name in CLASS_FIELDS:
             assert getattr(entry, name) == getattr(cls, name), (entry.key, name)
+        # the view-model's builder: the class's own function (the warm-up's requests and the
+        # report's are the same view-model only then)
+        if cls.view_builder is None:
+            assert entry.view_builder is None, entry.key
+        else:
+            module, _, attr = entry.view_builder.partition(":")
+            assert getattr(importlib.import_module(module), attr) is cls.view_builder, entry.key
 
 
 def test_every_report_in_the_index_opens(qtbot, profile, tmp_path):

@@ -43,7 +43,7 @@ class PrefetchTask(QRunnable):
         docs: tuple[Document, ...],
         needs: tuple[tuple[str, ...], ...],
         pair: tuple[Document, Document] | None = None,
-        views: tuple[ViewRequest | None, ...] = (),
+        views: tuple[ViewRequest | Callable[[], ViewRequest | None] | None, ...] = (),
     ) -> None:
         super().__init__()
         self.docs = docs
@@ -175,12 +175,15 @@ class PrefetchTask(QRunnable):
         return True
 
 
-def _build_quietly(request: ViewRequest) -> None:
+def _build_quietly(request: ViewRequest | Callable[[], ViewRequest | None]) -> None:
     """Build a view-model for the warm-up; one that cannot be built (a view of profiles the
     report will not show so: the Pipeline's of an A that never ran) stops nothing else: the
-    report says why when shown."""
+    report says why when shown. ``request`` may be a function making the request (the window
+    passes those: the report's view-model module is imported here, on this thread)."""
     with contextlib.suppress(Exception):
-        request.build()
+        made = request() if callable(request) else request
+        if made is not None:
+            made.build()
 
 
 class ViewSignals(QObject):
@@ -314,7 +317,7 @@ class Background(QObject):
         docs: Sequence[Document],
         needs: Sequence[tuple[str, ...]],
         pair: tuple[Document, Document] | None,
-        views: Sequence[ViewRequest | None] = (),
+        views: Sequence[ViewRequest | Callable[[], ViewRequest | None] | None] = (),
     ) -> None:
         """Compute what the other reports need (their data, then their view-models) in the
         background, so first visits are fast."""

@@ -10,6 +10,7 @@ message box with the reader's one-sentence error and the window carries on.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QEvent, QSettings, Qt, QThreadPool, QTimer, Signal
@@ -43,7 +44,6 @@ from analyser.gui.loader import LoadResult, LoadSignals, LoadTask, make_request
 from analyser.gui.loading import LoadingPanel
 from analyser.gui.model.diff_lane import warm_lane
 from analyser.gui.model.document import Document, Workspace
-from analyser.gui.model.views import ViewRequest
 from analyser.gui.report_index import REPORTS, ReportEntry, ReportUnavailable
 from analyser.gui.report_stack import ReportStack
 from analyser.gui.reports.base import MessagePanel, Report
@@ -551,13 +551,14 @@ class MainWindow(QMainWindow):
 
         ws = self.workspace
         pair = (ws.document, ws.compare) if ws.document is not None and ws.compare else None
+        # each report's view-model request, made on the warm-up's thread: a report's
+        # view-model module (and pandas behind several) is imported there, after the shown
+        # report's first paint, not here before it
         views = [
             None
-            if cls.view_builder is None or ws.document is None
-            else ViewRequest(
-                cls.view_builder, ws.document, ws.compare, ws.units, cls.default_view_options
-            )
-            for cls in self._report_classes
+            if entry.view_builder is None or ws.document is None
+            else partial(entry.view_request, ws.document, ws.compare, ws.units)
+            for entry in self._report_classes
         ]
         needs = [cls.data_needs for cls in self._report_classes]
         self.background.prefetch(docs, needs, pair, views)

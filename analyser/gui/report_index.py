@@ -44,10 +44,25 @@ class ReportEntry:
     requires: tuple[str, ...] = ()
     compare_cost: int = 0
     needs_execution: bool = False
+    #: ``"module:function"`` of the class's ``view_builder`` (None: the report has none)
+    view_builder: str | None = None
+    default_view_options: tuple[Any, ...] = ()
 
     @property
     def module(self) -> str:
         return self.spec.partition(":")[0]
+
+    def view_request(self, doc: Any, other: Any, units: Any) -> Any:
+        """The warm-up's request for the report's view-model of the open documents (its
+        builder's module, Qt-free, imported here: the window calls this on the warm-up's
+        thread, after the shown report's first paint); None when the report has none."""
+        if self.view_builder is None:
+            return None
+        from analyser.gui.model.views import ViewRequest
+
+        module, _, attr = self.view_builder.partition(":")
+        builder = getattr(importlib.import_module(module), attr)
+        return ViewRequest(builder, doc, other, units, self.default_view_options)
 
     def load(self) -> type[Any]:
         """The report class (its module imported on the first call). Raises
@@ -78,6 +93,7 @@ REPORTS: tuple[ReportEntry, ...] = (
         "Summary",
         ("target", "metrics", "execution", "imbalance"),
         compare_cost=1,
+        view_builder="analyser.gui.model.summary_view:build_summary_view",
     ),
     ReportEntry(
         "analyser.gui.reports.insights:InsightsReport",
@@ -101,6 +117,7 @@ REPORTS: tuple[ReportEntry, ...] = (
         ("target", "liveness", "liveness_steps", "variables", "operation_names"),
         requires=datasets.LIVENESS + datasets.VARIABLES,
         compare_cost=1,
+        view_builder="analyser.gui.model.liveness_view:build_liveness_view",
     ),
     ReportEntry(
         "analyser.gui.reports.program_tree:ProgramTreeReport",
@@ -113,6 +130,8 @@ REPORTS: tuple[ReportEntry, ...] = (
         "operations",
         "Operations",
         ("target", "operations", "variables", "compute_sets", "program_nodes"),
+        view_builder="analyser.gui.model.operations_view:build_operations_view",
+        default_view_options=("operations",),
     ),
     ReportEntry(
         "analyser.gui.reports.trace:TraceReport",
@@ -129,6 +148,7 @@ REPORTS: tuple[ReportEntry, ...] = (
         ("target", "execution", "trace_window", "pipeline_chart"),
         compare_cost=4,
         needs_execution=True,
+        view_builder="analyser.gui.model.pipeline_view:build_pipeline_view",
     ),
     ReportEntry(
         "analyser.gui.reports.roofline:RooflineReport",
@@ -137,6 +157,7 @@ REPORTS: tuple[ReportEntry, ...] = (
         ("target", "roofline"),
         compare_cost=1,
         needs_execution=True,
+        view_builder="analyser.gui.model.roofline_view:build_roofline_view",
     ),
     ReportEntry(
         "analyser.gui.reports.query:QueryReport",
@@ -147,4 +168,12 @@ REPORTS: tuple[ReportEntry, ...] = (
 )
 
 #: The fields an entry repeats from its class (the test compares them).
-CLASS_FIELDS = ("key", "title", "data_needs", "requires", "compare_cost", "needs_execution")
+CLASS_FIELDS = (
+    "key",
+    "title",
+    "data_needs",
+    "requires",
+    "compare_cost",
+    "needs_execution",
+    "default_view_options",
+)
