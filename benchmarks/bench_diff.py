@@ -13,12 +13,19 @@ fresh process; printed: CPU (user + system, getrusage of the child) and peak RSS
 * diff: ``analyse diff A B --json -o OUT`` of this tree;
 * ``--other-tree DIR``: the same command run from another checkout (a before figure).
 
+The checkouts' packages are byte-compiled first (``compileall``; this machine sets
+PYTHONDONTWRITEBYTECODE, so a fresh process would otherwise compile every changed module from
+source, which an installed package does not). Also printed: the user and system parts of the
+CPU medians (the system part, the kernel zeroing the pages of the columns read, is much the
+same for every case and varies most with the load) and the load average before and after.
+
 Target: the diff within 2x the floor's CPU and 1.5x its memory.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import statistics
 import subprocess
@@ -43,7 +50,7 @@ print(int((tot[1] - tot[0]).sum()))
 """
 
 
-def _measure(argv: list[str], cwd: Path) -> tuple[float, float]:
+def _measure(argv: list[str], cwd: Path) -> tuple[float, float, float]:
     env = {**os.environ, "PYTHONPATH": str(cwd)}
     r = subprocess.run(
         [
@@ -52,7 +59,7 @@ def _measure(argv: list[str], cwd: Path) -> tuple[float, float]:
             "import resource, subprocess, sys, json; "
             "p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL); "
             "u = resource.getrusage(resource.RUSAGE_CHILDREN); "
-            "print(json.dumps([p.returncode, u.ru_utime + u.ru_stime, u.ru_maxrss]))",
+            "print(json.dumps([p.returncode, u.ru_utime, u.ru_stime, u.ru_maxrss]))",
             *argv,
         ],
         cwd=cwd,
@@ -63,10 +70,10 @@ def _measure(argv: list[str], cwd: Path) -> tuple[float, float]:
     )
     import json
 
-    code, cpu, rss = json.loads(r.stdout.strip().splitlines()[-1])
+    code, user, system, rss = json.loads(r.stdout.strip().splitlines()[-1])
     if code:
         raise SystemExit(f"{argv} failed ({code}): {r.stderr[-500:]}")
-    return cpu, rss / 1024  # s, MiB (Linux: ru_maxrss in kB)
+    return user + system, rss / 1024, user  # s, MiB (Linux: ru_maxrss in kB), s
 
 
 def main() -> int:
@@ -94,20 +101,28 @@ def main() -> int:
     cases = {"floor": ([sys.executable, "-c", FLOOR, str(a), str(b)], ROOT), "diff": (diff, ROOT)}
     if args.other_tree:
         cases["diff (other tree)"] = (diff, Path(args.other_tree).resolve())
-    got: dict[str, list[tuple[float, float]]] = {k: [] for k in cases}
+    for tree in {cwd for _, cwd in cases.values()}:
+        for package in ("analyser", "profiles", "engine"):
+            compileall.compile_dir(tree / package, quiet=1)
+    got: dict[str, list[tuple[float, float, float]]] = {k: [] for k in cases}
+    load0 = os.getloadavg()[0]
     for _ in range(args.repeats):
         for name, (argv, cwd) in cases.items():
             got[name].append(_measure(argv, cwd))
-    floor_cpu = statistics.median(c for c, _ in got["floor"])
-    floor_rss = statistics.median(m for _, m in got["floor"])
+    floor_cpu = statistics.median(c for c, _, _ in got["floor"])
+    floor_rss = statistics.median(m for _, m, _ in got["floor"])
     for name, runs in got.items():
-        cpu = statistics.median(c for c, _ in runs)
-        rss = statistics.median(m for _, m in runs)
+        cpu = statistics.median(c for c, _, _ in runs)
+        user = statistics.median(u for _, _, u in runs)
+        rss = statistics.median(m for _, m, _ in runs)
         print(
-            f"{name:18s} CPU {cpu:6.2f} s ({cpu / floor_cpu:4.1f}x floor), "
+            f"{name:18s} CPU {cpu:6.2f} s ({cpu / floor_cpu:4.2f}x floor; user {user:5.2f} s), "
             f"peak RSS {rss:6.0f} MiB ({rss / floor_rss:4.2f}x floor)"
         )
-    print(f"medians of {args.repeats}; load {os.getloadavg()[0]:.1f}")
+    print(
+        f"medians of {args.repeats}; load average {load0:.1f} before, "
+        f"{os.getloadavg()[0]:.1f} after"
+    )
     return 0
 
 

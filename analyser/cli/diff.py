@@ -50,20 +50,25 @@ def _fmt(n: int) -> str:
     return f"{n:+,}" if n else "0"
 
 
-def _rows(df, key: str, top: int) -> list[tuple[str, int, int, int]]:
+def _rows(rows, key: str, top: int) -> list[tuple[str, int, int, int]]:
     """The ``top`` rows with a change (largest first), then 'others' summing the rest, so the
     rows listed always add up to the IPU's change."""
-    changed = df[df["delta"] != 0]
-    head = changed.head(top)
-    out = [(str(r[key]), int(r.a), int(r.b), int(r.delta)) for _, r in head.iterrows()]
-    rest = df.drop(head.index)
-    if len(changed) > top:  # else every other row is unchanged: the listed rows add up
+    import numpy as np
+
+    a, b, delta = rows["a"], rows["b"], rows["delta"]
+    changed = np.flatnonzero(delta != 0)
+    head = changed[:top]
+    labels = rows[key]
+    out = [(str(labels[j]), int(a[j]), int(b[j]), int(delta[j])) for j in head]
+    if changed.size > top:  # else every other row is unchanged: the listed rows add up
+        rest = np.ones(len(rows), bool)
+        rest[head] = False
         out.append(
             (
-                f"others ({len(rest):,} rows)",
-                int(rest["a"].sum()),
-                int(rest["b"].sum()),
-                int(rest["delta"].sum()),
+                f"others ({int(rest.sum()):,} rows)",
+                int(a[rest].sum()),
+                int(b[rest].sum()),
+                int(delta[rest].sum()),
             )
         )
     return out
@@ -105,19 +110,19 @@ def render(con, d, ipu: int | None, top: int) -> None:
     con.print("run-option differences: " + (esc("; ".join(diffs)) if diffs else "none"))
     for e in d.explanations:
         con.print(f"  • {esc(e.text)}")
-    for r in d.alignment.itertuples():
+    for r in d.alignment_rows.records():
         con.print(
-            f"IPU {r.ipu}: {r.aligned:,} steps aligned by program name and occurrence, "
-            f"{r.removed:,} only in A, {r.added:,} only in B"
+            f"IPU {r['ipu']}: {r['aligned']:,} steps aligned by program name and occurrence, "
+            f"{r['removed']:,} only in A, {r['added']:,} only in B"
         )
-    for i in sorted(set(d.by_type["ipu"])):
-        rows = _rows(d.by_type[d.by_type["ipu"] == i], "type", top)
+    for i in sorted(set(d.type_rows["ipu"].tolist())):
+        rows = _rows(d.type_rows.of_ipu(i), "type", top)
         _table(con, f"IPU {i}: cycles by step type", "step type", rows, d.delta)
     show = [ipu] if ipu is not None else [0]
     for i in show:
-        rows = _rows(d.by_layer[d.by_layer["ipu"] == i], "layer", top)
+        rows = _rows(d.layer_rows.of_ipu(i), "layer", top)
         _table(con, f"IPU {i}: cycles by layer", "layer", rows, d.delta)
-        rows = _rows(d.by_program[d.by_program["ipu"] == i], "program", top)
+        rows = _rows(d.program_rows.of_ipu(i), "program", top)
         _table(con, f"IPU {i}: cycles by program", "program", rows, d.delta)
     if d.largest:
         con.print("largest changes of aligned steps:")

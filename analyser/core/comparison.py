@@ -12,10 +12,9 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from analyser.core import intervals
 from analyser.core.analysis import Analysis, Metrics
@@ -23,6 +22,11 @@ from analyser.core.quantities import FORMATTERS, QUANTITIES
 from analyser.core.run_options import options_explaining
 from analyser.core.units import fmt_bytes, fmt_int, fmt_pct, rel_change
 from profiles import schema
+
+if TYPE_CHECKING:
+    # pandas (about 0.4 s of CPU to import) is imported where a table is made: `analyse diff`
+    # takes the rules and sentences of this module without its tables
+    import pandas as pd
 
 #: Run options that change nothing measurable (labels): listed as differences, never as reasons.
 COSMETIC_KEYS = frozenset({"name"})
@@ -247,6 +251,8 @@ class Comparison:
 
     def table(self) -> pd.DataFrame:
         """Rows = METRICS labels, columns = profile names."""
+        import pandas as pd
+
         rows = {label: [m.scalar(k) for m in self.metrics] for k, label, _ in METRICS}
         return pd.DataFrame(rows, index=self.names).T
 
@@ -288,6 +294,8 @@ def _scales(a: Analysis, b: Analysis) -> tuple[float, float, str]:
 
 def _step_type_table(a: Analysis, b: Analysis) -> pd.DataFrame:
     """Cycles by step type and IPU (per sample when the sample counts differ: ``unit``)."""
+    import pandas as pd
+
     rows = []
     ea, eb = a.execution, b.execution
     sa, sb, unit = _scales(a, b)
@@ -304,6 +312,8 @@ def _step_type_table(a: Analysis, b: Analysis) -> pd.DataFrame:
 
 
 def _category_table(a: Analysis, b: Analysis) -> pd.DataFrame:
+    import pandas as pd
+
     ca = a.memory.by_category.sum(axis=0)
     cb = b.memory.by_category.sum(axis=0)
     df = pd.DataFrame({"category": list(schema.MEMORY_CATEGORIES), "before": ca, "after": cb})
@@ -314,6 +324,8 @@ def _category_table(a: Analysis, b: Analysis) -> pd.DataFrame:
 
 
 def _ipu_table(a: Analysis, b: Analysis) -> pd.DataFrame:
+    import pandas as pd
+
     rows = []
     ia = {m.ipu: m for m in a.metrics.ipus}
     ib = {m.ipu: m for m in b.metrics.ipus}
@@ -338,6 +350,8 @@ def _ipu_table(a: Analysis, b: Analysis) -> pd.DataFrame:
 def _op_tables(
     a: Analysis, b: Analysis, top: int = 20
 ) -> tuple[pd.DataFrame, list[str], list[str]]:
+    import pandas as pd
+
     sa, sb, _unit = _scales(a, b)
     oa = a.operations.groupby("name")["total_cycles"].sum() / sa
     ob = b.operations.groupby("name")["total_cycles"].sum() / sb
@@ -537,6 +551,17 @@ def causes(
     return first + signed + either
 
 
+def may_explain(by: dict[str, ConfigDiff], keys: tuple[str, ...]) -> bool:
+    """Whether :func:`causes` can name any difference for a figure explained by ``keys`` (a
+    model, target or system change, a target override, or one of ``keys``): when not, the
+    figure need not be read (some take a pass over the step table)."""
+    return (
+        any(k in by for k in IDENTITY_KEYS)
+        or any(k.startswith("target_overrides.") for k in by)
+        or any(k in by and k not in COSMETIC_KEYS for k in keys)
+    )
+
+
 def _input_ipu(x: Analysis) -> int:
     """The IPU receiving the most bytes from the host (the first stage's IPU, for inputs)."""
     ex = x.execution
@@ -650,9 +675,10 @@ def _explain_execution(
             options_explaining("compute_share"),
             rel_change(ma.compute_share, mb.compute_share),
         )
-    if (ma.ramp_share or 0) != (mb.ramp_share or 0) and (
-        "gradient_accumulation" in by or "strategy" in by or "split_points" in by
-    ):
+    # the options first: the ramp share needs the phases of every step
+    if ("gradient_accumulation" in by or "strategy" in by or "split_points" in by) and (
+        ma.ramp_share or 0
+    ) != (mb.ramp_share or 0):
         add(
             "ramp_share",
             f"Pipeline ramp-up + ramp-down share {share_words(ma.ramp_share, mb.ramp_share)} "
@@ -669,17 +695,19 @@ def _explain_execution(
             rel_change(ra, rb),
         )
     io_keys = options_explaining("input")
-    i = _input_ipu(b)
-    rxa = int(ea.streamcopy_rx_by_dest[i, _HOST]) if i < ea.num_ipus else 0
-    rxb = int(eb.streamcopy_rx_by_dest[i, _HOST])
-    if rxa != rxb:
-        add(
-            "streamcopy_rx_bytes",
-            f"StreamCopy received from the host by IPU {i} "
-            f"{change_words(rxa, rxb)} ({fmt_bytes(rxa)} to {fmt_bytes(rxb)})",
-            io_keys,
-            rel_change(rxa, rxb),
-        )
+    # the bytes only when a difference may explain them: they need the bytes of every step
+    if may_explain(by, io_keys):
+        i = _input_ipu(b)
+        rxa = int(ea.streamcopy_rx_by_dest[i, _HOST]) if i < ea.num_ipus else 0
+        rxb = int(eb.streamcopy_rx_by_dest[i, _HOST])
+        if rxa != rxb:
+            add(
+                "streamcopy_rx_bytes",
+                f"StreamCopy received from the host by IPU {i} "
+                f"{change_words(rxa, rxb)} ({fmt_bytes(rxa)} to {fmt_bytes(rxb)})",
+                io_keys,
+                rel_change(rxa, rxb),
+            )
     if "eight_bit_input" in by and ea.samples and eb.samples:
         ha, hb = ea.host_seconds / ea.samples, eb.host_seconds / eb.samples
         if ha != hb:
@@ -691,7 +719,7 @@ def _explain_execution(
                 rel_change(ha, hb),
             )
     wait_keys = options_explaining("host_wait")
-    if ma.host_wait_share != mb.host_wait_share and any(k in by for k in wait_keys):
+    if any(k in by for k in wait_keys) and ma.host_wait_share != mb.host_wait_share:
         add(
             "host_wait_share",
             f"{QUANTITIES['host_wait_share'].label[:1].upper()}"
@@ -750,13 +778,16 @@ def _explain_execution(
         )
 
 
-def change_intervals(a: Analysis, b: Analysis) -> dict[str, dict[str, Any]]:
+def change_intervals(
+    a: Analysis, b: Analysis, keys: tuple[str, ...] = COMPARED
+) -> dict[str, dict[str, Any]]:
     """The interval of each compared metric's change from ``a`` to ``b`` (both are the engine's
-    predictions): the range the fidelity table allows, or the note saying why there is none."""
+    predictions): the range the fidelity table allows, or the note saying why there is none
+    (of ``keys`` only, when given)."""
     fa, fb = intervals.features_of(a), intervals.features_of(b)
     table = intervals.default_table()
     out = {}
-    for k in COMPARED:
+    for k in keys:
         va, vb = a.metrics.scalar(k), b.metrics.scalar(k)
         if k in intervals.FIGURE_KINDS:
             iv = intervals.relative(k, va, vb, fa, fb, table)
@@ -777,19 +808,22 @@ def _range_words(iv: dict[str, Any] | None) -> str:
     return f"; change's {text}" if intervals.has_range(text) else f"; {text}"
 
 
-def compare_pair(a: Analysis, b: Analysis) -> PairComparison:
-    """Compare two profiles: run options changed, key figures, explanations, tables."""
-    diffs = config_diffs(a, b)
+def other_deltas(
+    a: Analysis,
+    b: Analysis,
+    expl: list[Explanation],
+    steps: list[tuple[str, int, float, float, float]],
+    cats: list[tuple[str, int, int, int]],
+    ops: list[tuple[str, float, float, float]],
+    added: list[str],
+    removed: list[str],
+) -> list[str]:
+    """The largest deltas no run-option difference explains, in words: out-of-memory tiles and
+    peak memory (when ``expl`` does not explain them), then the first three rows of the step
+    type, memory category and operation tables (largest change first: (step type, IPU, before,
+    after, delta), (category, before, after, delta), (operation, before, after, delta)) and the
+    operations added and removed."""
     ma, mb = a.metrics, b.metrics
-    ivs = change_intervals(a, b)
-    metrics = [
-        MetricDelta(k, label, kind, ma.scalar(k), mb.scalar(k), ivs.get(k))
-        for k, label, kind in METRICS
-    ]
-    steps = _step_type_table(a, b)
-    cats = _category_table(a, b)
-    ops, added, removed = _op_tables(a, b)
-    expl = _explain(a, b, diffs, ivs)
     other = []
     if ma.oom_tiles != mb.oom_tiles and not any(e.metric == "oom_tiles" for e in expl):
         other.append(
@@ -811,28 +845,59 @@ def compare_pair(a: Analysis, b: Analysis) -> PairComparison:
             f"{gone.name} has no execution (out of memory): execution figures (step types, "
             f"operation cycles) are only in {ran.name}"
         )
-    for r in steps.head(3).itertuples() if both_ran else ():
-        if abs(r.delta) > 1e-9 * max(abs(r.before), abs(r.after), 1):
+    for step_type, ipu, before, after, delta in steps if both_ran else ():
+        if abs(delta) > 1e-9 * max(abs(before), abs(after), 1):
             other.append(
-                f"{r.step_type} on IPU {r.ipu} {change_words(r.before, r.after)} "
-                f"({_num(r.before)} to {_num(r.after)} {unit})"
+                f"{step_type} on IPU {ipu} {change_words(before, after)} "
+                f"({_num(before)} to {_num(after)} {unit})"
             )
-    for r in cats.head(3).itertuples():
-        if r.delta:
+    for category, before, after, delta in cats:
+        if delta:
             other.append(
-                f"{r.category} memory {change_words(r.before, r.after)} "
-                f"({fmt_bytes(r.before)} to {fmt_bytes(r.after)})"
+                f"{category} memory {change_words(before, after)} "
+                f"({fmt_bytes(before)} to {fmt_bytes(after)})"
             )
-    for name, r in ops.head(3).iterrows() if both_ran else ():
-        if abs(r["delta"]) > 1e-9 * max(abs(r["before"]), abs(r["after"]), 1):
+    for name, before, after, delta in ops if both_ran else ():
+        if abs(delta) > 1e-9 * max(abs(before), abs(after), 1):
             other.append(
-                f"operation {name} {change_words(r['before'], r['after'])} "
-                f"({_num(r['before'])} to {_num(r['after'])} {unit})"
+                f"operation {name} {change_words(before, after)} "
+                f"({_num(before)} to {_num(after)} {unit})"
             )
     if added:
         other.append(f"{_ops(len(added))} added (e.g. {', '.join(added[:3])})")
     if removed:
         other.append(f"{_ops(len(removed))} removed (e.g. {', '.join(removed[:3])})")
+    return other
+
+
+def compare_pair(a: Analysis, b: Analysis) -> PairComparison:
+    """Compare two profiles: run options changed, key figures, explanations, tables."""
+    diffs = config_diffs(a, b)
+    ma, mb = a.metrics, b.metrics
+    ivs = change_intervals(a, b)
+    metrics = [
+        MetricDelta(k, label, kind, ma.scalar(k), mb.scalar(k), ivs.get(k))
+        for k, label, kind in METRICS
+    ]
+    steps = _step_type_table(a, b)
+    cats = _category_table(a, b)
+    ops, added, removed = _op_tables(a, b)
+    expl = _explain(a, b, diffs, ivs)
+    both_ran = a.execution is not None and b.execution is not None
+    other = other_deltas(
+        a,
+        b,
+        expl,
+        [(r.step_type, r.ipu, r.before, r.after, r.delta) for r in steps.head(3).itertuples()]
+        if both_ran
+        else [],
+        [(r.category, r.before, r.after, r.delta) for r in cats.head(3).itertuples()],
+        [(name, r["before"], r["after"], r["delta"]) for name, r in ops.head(3).iterrows()]
+        if both_ran
+        else [],
+        added,
+        removed,
+    )
     return PairComparison(
         a.name,
         b.name,

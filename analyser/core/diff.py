@@ -16,7 +16,8 @@ into deltas by step type, by layer and by program that add up **exactly** to it:
   comparison (:func:`analyser.core.comparison.compare_pair`).
 
 Vectorised: one stable sort per IPU and side (a radix sort of 16-bit name codes); no Python
-loop over steps.
+loop over steps. Each run's step table is read once, for four columns (IPU, program, cycles,
+step type); no pandas: the tables are :class:`Rows` of numpy columns.
 """
 
 from __future__ import annotations
@@ -27,19 +28,21 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from analyser.core.execution import exact_sums
+from analyser.core.execution import PartialExecutionSummary, exact_sums, summarise_execution
 from profiles import schema
-from profiles.errors import UserFacingError
+from profiles.errors import ProfileError, UserFacingError
 
 if TYPE_CHECKING:
-    # pandas (about 0.4 s of CPU to import) and the explained comparison are imported where a
-    # diff is computed, not when the module is: the CLI and the GUI import this module to name
-    # its types and functions before they know that a diff will be asked for
+    # pandas (about 0.4 s of CPU to import) only for the tables as DataFrames (notebooks,
+    # the GUI); the explanations are imported where a diff is computed, not when the module
+    # is: the CLI and the GUI import this module to name its types and functions
     import pandas as pd
 
     from analyser.core.analysis import Analysis
     from analyser.core.comparison import ConfigDiff, Explanation
 
+#: Rows summed at a time when the steps are not grouped by IPU (bounded temporaries).
+_BLOCK = 1 << 20
 #: Name of the remainder row: total cycles not covered by executed steps.
 NOT_IN_STEPS = "(not in steps)"
 #: Layer of steps whose program belongs to no operation (syncs, stream copies, host calls).
@@ -86,8 +89,12 @@ class _Side:
 
 
 def _read(a: Analysis, *, starts: bool = False) -> _Side:
-    """One run's steps, read in the pass that makes its execution summary (when that is not
-    made yet: one read of the step table for both), with the sums the diff's tables need."""
+    """One run's steps: the columns the alignment needs (IPU, program row, cycles; the start
+    when asked) and, summed in the same pass from those and the step type, the cycles and steps
+    by (IPU, program row) and the cycles by (IPU, step type), exact integers. Only these
+    columns are read: the other figures of the execution summary come on first use
+    (:class:`analyser.core.execution.PartialExecutionSummary`, kept as the analysis's summary
+    when none is made yet)."""
     if not a.has_execution:
         raise DiffError(
             f"profile {a.path} has no execution (the program does not fit in memory); "
@@ -100,58 +107,107 @@ def _read(a: Analysis, *, starts: bool = False) -> _Side:
     ok = (op_of_prog >= 0) & (op_of_prog < layers.size)
     prog_layers = np.full(prog_names.size, NO_LAYER, dtype=object)
     prog_layers[ok] = layers[op_of_prog[ok]]
-    n, n_ipus = src.n_steps, int(a.target.num_ipus)
-    kept: dict[str, np.ndarray] = {}
-    grouped = [True, -1]  # steps of one IPU contiguous so far; the last IPU seen
-
-    def visit(lo: int, c: dict[str, np.ndarray]) -> None:
-        if not kept:  # the whole columns, filled chunk by chunk (as stored: a byte or two per
-            # IPU; cycles and starts as int64)
-            ipu_t = c["ipu"].dtype if c["ipu"].dtype.kind in "iu" else np.dtype(np.int64)
-            kept["ipu"] = np.empty(n, ipu_t)
-            kept["program"] = np.empty(n, c["program"].dtype)
-            kept["cycles"] = np.empty(n, np.int64)
-            if starts:
-                kept["start"] = np.empty(n, np.int64)
-        # the reader has checked each value against its bounds: every program row exists,
-        # every IPU is one of the profile's
-        ipu = c["ipu"]
-        hi = lo + ipu.size
-        for k, v in kept.items():
-            v[lo:hi] = c[k]
-        if ipu.size and grouped[0]:
-            grouped[0] = ipu[0] >= grouped[1] and bool((ipu[1:] >= ipu[:-1]).all())
-            grouped[1] = int(ipu[-1])
-
-    a.scan_steps(("ipu", "program", "cycles", *(("start",) if starts else ())), visit)
-    # the sums come from the execution summary: exact integers by (IPU, program row) and by
-    # (IPU, step type)
-    ex = a.execution
-    per_prog = np.asarray(ex.program_cycles_by_ipu, np.int64)
-    steps = np.asarray(ex.program_executions_by_ipu, np.int64)
-    if not kept:  # no steps
-        kept = {
-            "ipu": np.zeros(0, np.int16),
-            "program": np.zeros(0, np.int32),
-            "cycles": np.zeros(0, np.int64),
-            "start": np.zeros(0, np.int64),
-        }
+    n, n_ipus, n_prog = src.n_steps, int(a.target.num_ipus), prog_names.size
+    n_types = len(schema.PROGRAM_TYPES)
+    kt, kp = n_ipus * n_types, n_ipus * n_prog
+    per_type = np.zeros(kt, np.int64)
+    per_prog, steps = np.zeros(kp, np.int64), np.zeros(kp, np.int64)
+    # whole columns, one read each (the reader checks their values: every program row and step
+    # type exists, every IPU is one of the profile's, cycles are >= 0): the diff keeps them
+    # anyway, and one read per column spares a fresh buffer per chunk and column (fresh pages
+    # the kernel zeroes: in one measurement 9x the page faults of a whole-column read)
+    cols = {c: _step_column(src, c, n) for c in ("ipu", "program", "cycles", "type")}
+    if starts:
+        cols["start"] = _step_column(src, "start", n)
+    ipu, prog, typ = cols["ipu"], cols["program"], cols["type"]
+    if ipu.dtype.kind not in "iu":
+        ipu = ipu.astype(np.int64)
+    cycles = cols["cycles"].astype(np.int64, copy=False)
+    grouped = bool((ipu[1:] >= ipu[:-1]).all()) if n else True
+    # the sums: by slices of one IPU's steps when grouped (by program row and step type alone),
+    # else by blocks of rows with (IPU, label) keys; exact while every partial sum of a part is
+    # below 2**53 (float64 holds those integers exactly), else exact_sums sorts
+    if grouped:
+        # searched in the column's own type: a search with int64 values would first copy the
+        # whole int16 column to int64
+        t = ipu.dtype if n_ipus - 1 <= np.iinfo(ipu.dtype).max else np.dtype(np.int64)
+        bounds = np.r_[np.searchsorted(ipu, np.arange(n_ipus, dtype=t)), n]
+        parts = [(int(bounds[i]), int(bounds[i + 1]), i) for i in range(n_ipus)]
+    else:
+        parts = [(lo, min(n, lo + _BLOCK), -1) for lo in range(0, n, _BLOCK)]
+    # one buffer of each kind for every part: a fresh array per part would be fresh pages
+    # the kernel zeroes each time (the parts are 10-100 MB), and bincount casts its keys to
+    # intp itself unless given them so
+    size = max((hi - lo for lo, hi, _ in parts), default=0)
+    w_buf, k_buf = np.empty(size, np.float64), np.empty(size, np.intp)
+    for lo, hi, i in parts:
+        if hi <= lo:
+            continue
+        cy = cycles[lo:hi]
+        big = float(cy.max()) * cy.size
+        if big < 2.0**53:
+            w = w_buf[: hi - lo]
+            np.copyto(w, cy, casting="unsafe")
+        else:
+            w = cy
+        key = k_buf[: hi - lo]
+        if i >= 0:
+            at_t = slice(i * n_types, (i + 1) * n_types)
+            at_p = slice(i * n_prog, (i + 1) * n_prog)
+            np.copyto(key, typ[lo:hi], casting="unsafe")
+            per_type[at_t] += exact_sums(key, w, n_types, big)
+            np.copyto(key, prog[lo:hi], casting="unsafe")
+            per_prog[at_p] += exact_sums(key, w, n_prog, big)
+            steps[at_p] += np.bincount(key, minlength=n_prog)
+        else:
+            np.copyto(key, ipu[lo:hi], casting="unsafe")
+            key *= n_types
+            key += typ[lo:hi]
+            per_type += exact_sums(key, w, kt, big)
+            np.copyto(key, ipu[lo:hi], casting="unsafe")
+            key *= n_prog
+            key += prog[lo:hi]
+            per_prog += exact_sums(key, w, kp, big)
+            steps += np.bincount(key, minlength=kp)
+    del w_buf, k_buf
+    del typ, cols["type"]
+    if "execution" not in a.__dict__:
+        # the summary of these sums (what the explanations read first); the rest on demand
+        a.__dict__["execution"] = PartialExecutionSummary(
+            src,
+            cycles_by_type=per_type.reshape(n_ipus, n_types),
+            program_cycles_by_ipu=per_prog.reshape(n_ipus, n_prog),
+            program_executions_by_ipu=steps.reshape(n_ipus, n_prog),
+            full=lambda: summarise_execution(src),
+        )
+    steps2 = steps.reshape(n_ipus, n_prog)
     return _Side(
         a.name,
-        int(ex.total_cycles),
+        int(a.execution.total_cycles),
         n_ipus,
-        kept["ipu"],
-        kept["program"],
-        kept["cycles"],
-        kept["start"] if starts else None,
+        ipu,
+        prog,
+        cycles,
+        cols["start"].astype(np.int64, copy=False) if starts else None,
         prog_names,
         prog_layers,
-        steps.sum(axis=1),
-        bool(grouped[0]),
-        per_prog,
-        steps,
-        np.asarray(ex.cycles_by_type, np.int64).ravel(),
+        steps2.sum(axis=1),
+        grouped,
+        per_prog.reshape(n_ipus, n_prog),
+        steps2,
+        per_type,
     )
+
+
+def _step_column(src: Any, name: str, n: int) -> np.ndarray:
+    """The whole step column ``name`` (its ``n`` rows), as stored."""
+    values = np.asarray(src.array(f"/execution/steps/{name}"))
+    if values.shape != (n,):
+        raise ProfileError(
+            f"profile {src.path}: column /execution/steps/{name} has "
+            f"{values.shape[0] if values.ndim else 0} rows, the table has {n} steps."
+        )
+    return values
 
 
 @dataclass(frozen=True)
@@ -172,6 +228,41 @@ class StepDelta:
         return self.cycles_b - self.cycles_a
 
 
+@dataclass(frozen=True)
+class Rows:
+    """One table of a diff as named columns of one length (numpy arrays), in row order: what
+    the CLI prints and the JSON holds, made without pandas (:meth:`to_frame` for a
+    DataFrame)."""
+
+    columns: dict[str, np.ndarray]
+
+    def __len__(self) -> int:
+        return len(next(iter(self.columns.values()))) if self.columns else 0
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.columns[name]
+
+    def take(self, rows: np.ndarray) -> Rows:
+        """The rows ``rows`` (positions), in that order."""
+        return Rows({k: v[rows] for k, v in self.columns.items()})
+
+    def of_ipu(self, ipu: int) -> Rows:
+        """The rows of IPU ``ipu``."""
+        return self.take(np.flatnonzero(self.columns["ipu"] == ipu))
+
+    def records(self) -> list[dict[str, Any]]:
+        """The rows as dicts of plain Python values (ints, strings)."""
+        keys = list(self.columns)
+        values = [v.tolist() for v in self.columns.values()]
+        return [dict(zip(keys, r)) for r in zip(*values)]
+
+    def to_frame(self) -> pd.DataFrame:
+        """The rows as a DataFrame (pandas imported here)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.columns)
+
+
 @dataclass
 class RunDiff:
     """Two runs aligned step by step (see the module docstring)."""
@@ -183,13 +274,13 @@ class RunDiff:
     samples_a: int | None
     samples_b: int | None
     #: rows (ipu, type, a, b, delta): cycles by step type on each IPU, with NOT_IN_STEPS
-    by_type: pd.DataFrame
+    type_rows: Rows
     #: rows (ipu, layer, a, b, delta), with NOT_IN_STEPS
-    by_layer: pd.DataFrame
+    layer_rows: Rows
     #: rows (ipu, program, a, b, delta, steps_a, steps_b), with NOT_IN_STEPS
-    by_program: pd.DataFrame
+    program_rows: Rows
     #: rows ipu: steps in A, in B, aligned, removed (A only), added (B only)
-    alignment: pd.DataFrame
+    alignment_rows: Rows
     #: the aligned steps with the largest |delta| (largest first)
     largest: list[StepDelta]
     config_diffs: list[ConfigDiff] = field(default_factory=list)
@@ -204,15 +295,29 @@ class RunDiff:
         """Total of B minus total of A."""
         return self.total_b - self.total_a
 
+    # the tables as DataFrames, for notebooks and the GUI (pandas imported on first use)
+    @property
+    def by_type(self) -> pd.DataFrame:
+        """:attr:`type_rows` as a DataFrame."""
+        return self.type_rows.to_frame()
+
+    @property
+    def by_layer(self) -> pd.DataFrame:
+        """:attr:`layer_rows` as a DataFrame."""
+        return self.layer_rows.to_frame()
+
+    @property
+    def by_program(self) -> pd.DataFrame:
+        """:attr:`program_rows` as a DataFrame."""
+        return self.program_rows.to_frame()
+
+    @property
+    def alignment(self) -> pd.DataFrame:
+        """:attr:`alignment_rows` as a DataFrame."""
+        return self.alignment_rows.to_frame()
+
     def to_dict(self) -> dict[str, Any]:
         """Plain data (the JSON of ``analyse diff --json``)."""
-
-        def rows(df: pd.DataFrame) -> list[dict[str, Any]]:
-            return [
-                {k: (v.item() if isinstance(v, np.generic) else v) for k, v in r.items()}
-                for r in df.to_dict("records")
-            ]
-
         return {
             "a": self.a,
             "b": self.b,
@@ -223,10 +328,10 @@ class RunDiff:
                 "interval": self.interval,
             },
             "samples": {"a": self.samples_a, "b": self.samples_b},
-            "by_type": rows(self.by_type),
-            "by_layer": rows(self.by_layer),
-            "by_program": rows(self.by_program),
-            "alignment": rows(self.alignment),
+            "by_type": self.type_rows.records(),
+            "by_layer": self.layer_rows.records(),
+            "by_program": self.program_rows.records(),
+            "alignment": self.alignment_rows.records(),
             "largest_step_deltas": [{**s.__dict__, "delta": s.delta} for s in self.largest],
             "config_diffs": [
                 {"key": c.key, "before": c.before, "after": c.after} for c in self.config_diffs
@@ -247,36 +352,40 @@ def _table(
     rest: tuple[np.ndarray, np.ndarray],
     key: str,
     extra: dict[str, np.ndarray] | None = None,
-) -> pd.DataFrame:
+) -> Rows:
     """Rows (ipu, key, a, b, delta[, extra]) of the labels used by either run on each IPU,
     plus the NOT_IN_STEPS remainder of each IPU; largest |delta| first within an IPU."""
     n = labels.size
-    import pandas as pd
-
-    frames = []
-    for i in range(ipus):
-        sa, sb = a_sums[i * n : (i + 1) * n], b_sums[i * n : (i + 1) * n]
-        used = np.flatnonzero((sa != 0) | (sb != 0))
-        if extra:
-            used = np.union1d(
-                used,
-                np.flatnonzero(np.any([e[i * n : (i + 1) * n] != 0 for e in extra.values()], 0)),
-            )
-        d = {
-            "ipu": np.full(used.size + 1, i, np.int64),
-            key: np.r_[labels[used], [NOT_IN_STEPS]].astype(object),
-            "a": np.r_[sa[used], rest[0][i]].astype(np.int64),
-            "b": np.r_[sb[used], rest[1][i]].astype(np.int64),
-        }
-        for name, e in (extra or {}).items():
-            d[name] = np.r_[e[i * n : (i + 1) * n][used], 0].astype(np.int64)
-        f = pd.DataFrame(d)
-        f["delta"] = f["b"] - f["a"]
-        f = f.iloc[np.argsort(-np.abs(f["delta"].to_numpy()), kind="stable")]
-        frames.append(f)
-    out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    cols = ["ipu", key, "a", "b", "delta", *(extra or {})]
-    return out[cols] if len(out) else pd.DataFrame(columns=cols)
+    a2, b2 = a_sums.reshape(ipus, n), b_sums.reshape(ipus, n)
+    used = (a2 != 0) | (b2 != 0)
+    ex2 = {name: e.reshape(ipus, n) for name, e in (extra or {}).items()}
+    for e in ex2.values():
+        used |= e != 0
+    # each IPU's used labels then its remainder, as one array per column
+    ipu_of, lab = np.nonzero(used)  # by IPU, then label: each IPU's used labels in order
+    counts = used.sum(axis=1)
+    ends = np.cumsum(counts + 1)  # each IPU's remainder row after its labels
+    at = np.arange(ipu_of.size) + ipu_of  # rows of the labels (one remainder row per IPU before)
+    m = int(ends[-1]) if ipus else 0
+    ipu_col = np.repeat(np.arange(ipus, dtype=np.int64), counts + 1)
+    names = np.full(m, NOT_IN_STEPS, dtype=object)
+    names[at] = labels[lab]
+    cols: dict[str, np.ndarray] = {"ipu": ipu_col, key: names}
+    for name, x, r in (("a", a2, rest[0]), ("b", b2, rest[1])):
+        v = np.empty(m, np.int64)
+        v[at] = x[ipu_of, lab]
+        v[ends - 1] = r[:ipus]
+        cols[name] = v
+    cols["delta"] = cols["b"] - cols["a"]
+    for name, e in ex2.items():
+        v = np.zeros(m, np.int64)
+        v[at] = e[ipu_of, lab]
+        cols[name] = v
+    # largest |delta| first within each IPU, ties in label order (a stable sort by IPU, then
+    # by -|delta|)
+    order = np.lexsort((-np.abs(cols["delta"]), ipu_col))
+    cols = {k: cols[k][order] for k in ("ipu", key, "a", "b", "delta", *ex2)}
+    return Rows(cols)
 
 
 def _starts(an: Analysis, rows: np.ndarray) -> np.ndarray:
@@ -349,39 +458,114 @@ def _ipu_rows(s: _Side, i: int) -> tuple[int, np.ndarray | None, np.ndarray]:
     return 0, rows, s.prog[rows]
 
 
-def _aligned_by_ipu(a: _Side, b: _Side) -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
-    """(IPU, rows of A, rows of B, occurrence) of the aligned steps of each IPU with steps in
-    both runs: same program name, same occurrence of that name on that IPU.
-
-    On one IPU, a stable sort of each run's steps by program name puts the k-th occurrence of a
-    name at its name's first position + k; the first min(count in A, count in B) of each name
-    pair up. The aligned steps come ordered by name, then occurrence."""
+def _codes(a: _Side, b: _Side) -> tuple[np.ndarray, np.ndarray, int]:
+    """Codes of the program names of A's and B's program rows (one code per distinct name,
+    16-bit when they fit: half the bytes gathered per step, and numpy's radix sort), and the
+    number of codes."""
     names, codes = np.unique(np.r_[a.prog_names, b.prog_names], return_inverse=True)
     n = max(1, names.size)
-    # 16-bit codes when they fit: half the bytes gathered per step, and numpy's radix sort
     codes = codes.astype(np.uint16 if n <= 1 << 16 else np.int64)
-    code_a, code_b = codes[: a.prog_names.size], codes[a.prog_names.size :]
+    return codes[: a.prog_names.size], codes[a.prog_names.size :], n
+
+
+def _pairs(ka: np.ndarray, kb: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(positions in ``ka``, positions in ``kb``, occurrence) of the aligned steps of two
+    sequences of name codes: the k-th occurrence of a code in one with the k-th in the other,
+    ordered by code, then occurrence.
+
+    A stable sort of each sequence by code puts the k-th occurrence of a code at its code's
+    first position + k; the first min(count in A, count in B) of each code pair up."""
+    oa, ob = _by_code(ka), _by_code(kb)
+    ca, cb = np.bincount(ka, minlength=n), np.bincount(kb, minlength=n)
+    m = np.minimum(ca, cb)
+    first_a, first_b = np.cumsum(ca) - ca, np.cumsum(cb) - cb
+    total = int(m.sum())
+    occ = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(m) - m, m)
+    return oa[np.repeat(first_a, m) + occ], ob[np.repeat(first_b, m) + occ], occ
+
+
+def _aligned_by_ipu(a: _Side, b: _Side) -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
+    """(IPU, rows of A, rows of B, occurrence) of the aligned steps of each IPU with steps in
+    both runs: same program name, same occurrence of that name on that IPU (:func:`_pairs`),
+    ordered by name, then occurrence."""
+    code_a, code_b, n = _codes(a, b)
     for i in range(min(a.n_ipus, b.n_ipus)):
         if not a.per_ipu[i] or not b.per_ipu[i]:
             continue
         (lo_a, ra, pa), (lo_b, rb, pb) = _ipu_rows(a, i), _ipu_rows(b, i)
-        ka, kb = code_a[pa], code_b[pb]
-        oa, ob = _by_code(ka), _by_code(kb)
-        ca, cb = np.bincount(ka, minlength=n), np.bincount(kb, minlength=n)
-        del ka, kb
-        m = np.minimum(ca, cb)
-        first_a, first_b = np.cumsum(ca) - ca, np.cumsum(cb) - cb
-        total = int(m.sum())
-        occ = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(m) - m, m)
-        sel_a = oa[np.repeat(first_a, m) + occ]
-        sel_b = ob[np.repeat(first_b, m) + occ]
-        del oa, ob
+        sel_a, sel_b, occ = _pairs(code_a[pa], code_b[pb], n)
         yield (
             i,
             (lo_a + sel_a if ra is None else ra[sel_a]).astype(np.int32),
             (lo_b + sel_b if rb is None else rb[sel_b]).astype(np.int32),
             occ.astype(np.int32),
         )
+
+
+#: Steps of each run whose codes bound the largest deltas (:func:`_aligned_tops`).
+_PREFIX = 1 << 16
+
+
+def _aligned_tops(
+    a: _Side, b: _Side, n: int
+) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray, np.ndarray]]]:
+    """The aligned steps of each IPU (their number) and those with the ``n`` largest |delta|
+    (:func:`_top` of each IPU's :func:`_aligned_by_ipu`: the same steps in the same order),
+    aligning only the names that can hold them.
+
+    An aligned pair's |delta| is at most the larger of its two cycles (cycles are >= 0). The
+    first :data:`_PREFIX` steps of each run on an IPU pair up as in the whole alignment (the
+    k-th occurrence of a name among them is its k-th in the run), so the ``n``-th largest
+    |delta| L among those pairs bounds the IPU's ``n``-th largest from below: a pair of the top
+    has a step of at least L cycles on one side, and only the names of such steps need
+    aligning (all their steps, so occurrences stay exact); a pair of any other name has
+    |delta| < L. When the prefix pairs give no bound, or the names to align hold a quarter of
+    the steps or more, the whole IPU is aligned."""
+    code_a, code_b, nc = _codes(a, b)
+    ipus = max(a.n_ipus, b.n_ipus)
+    aligned = np.zeros(ipus, np.int64)
+    tops = []
+    for i in range(min(a.n_ipus, b.n_ipus)):
+        if not a.per_ipu[i] or not b.per_ipu[i]:
+            continue
+        (lo_a, ra, pa), (lo_b, rb, pb) = _ipu_rows(a, i), _ipu_rows(b, i)
+        # steps per name from the runs' steps per program row (no pass over the steps)
+        per_name = [
+            np.rint(np.bincount(c, np.asarray(s.steps)[i], nc)).astype(np.int64)
+            for c, s in ((code_a, a), (code_b, b))
+        ]
+        m = np.minimum(*per_name)
+        aligned[i] = int(m.sum())
+        ya = a.cycles[lo_a : lo_a + pa.size] if ra is None else a.cycles[ra]
+        yb = b.cycles[lo_b : lo_b + pb.size] if rb is None else b.cycles[rb]
+        names = None  # the codes to align (None: all)
+        if n and pa.size + pb.size > 4 * _PREFIX:
+            pa_, pb_, _ = _pairs(code_a[pa[:_PREFIX]], code_b[pb[:_PREFIX]], nc)
+            d = np.abs(yb[pb_] - ya[pa_])
+            if np.count_nonzero(d) >= n:
+                bound = int(np.partition(d, d.size - n)[d.size - n])
+                names = np.zeros(nc, bool)
+                names[code_a[pa[ya >= bound]]] = True
+                names[code_b[pb[yb >= bound]]] = True
+                names &= m > 0
+        if names is not None:
+            # the steps of those names (a program row's name decides: no codes gathered)
+            sub_a = np.flatnonzero(names[code_a][pa])
+            sub_b = np.flatnonzero(names[code_b][pb])
+            if 4 * (sub_a.size + sub_b.size) >= pa.size + pb.size:
+                names = None
+        if names is None:  # the whole IPU
+            sel_a, sel_b, occ = _pairs(code_a[pa], code_b[pb], nc)
+        else:
+            sel_a, sel_b, occ = _pairs(code_a[pa[sub_a]], code_b[pb[sub_b]], nc)
+            sel_a, sel_b = sub_a[sel_a], sub_b[sel_b]
+        rows = (
+            (lo_a + sel_a if ra is None else ra[sel_a]).astype(np.int32),
+            (lo_b + sel_b if rb is None else rb[sel_b]).astype(np.int32),
+            occ.astype(np.int32),
+        )
+        tops.append(_top(a, b, rows, n))
+    return aligned, tops
 
 
 def align_steps(a: _Side, b: _Side) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -400,9 +584,7 @@ def align_steps(a: _Side, b: _Side) -> tuple[np.ndarray, np.ndarray, np.ndarray]
 
 def diff_runs(a: Analysis, b: Analysis, *, largest: int = 10) -> RunDiff:
     """Align ``b`` against ``a`` and split the change in total cycles (module docstring)."""
-    import pandas as pd
-
-    from analyser.core.comparison import compare_pair
+    from analyser.core.diff_explain import explain_pair
 
     sa, sb = _read(a), _read(b)
     ipus = max(sa.n_ipus, sb.n_ipus)
@@ -427,14 +609,9 @@ def diff_runs(a: Analysis, b: Analysis, *, largest: int = 10) -> RunDiff:
         "type",
     )
     # the alignment, one IPU at a time: only its counts and largest deltas are kept
-    aligned = np.zeros(ipus, np.int64)
-    tops = []
-    for i, ra, rb, occ in _aligned_by_ipu(sa, sb):
-        aligned[i] = ra.size
-        tops.append(_top(sa, sb, (ra, rb, occ), largest))
-        del ra, rb, occ
+    aligned, tops = _aligned_tops(sa, sb, largest)
 
-    def by_label(per_prog_label: str, key: str, with_counts: bool) -> pd.DataFrame:
+    def by_label(per_prog_label: str, key: str, with_counts: bool) -> Rows:
         labels, codes = np.unique(
             np.r_[getattr(sa, per_prog_label), getattr(sb, per_prog_label)], return_inverse=True
         )
@@ -451,10 +628,10 @@ def diff_runs(a: Analysis, b: Analysis, *, largest: int = 10) -> RunDiff:
             }
         return _table(ipus, labels, *sums, rest, key, extra)
 
-    n_a, n_b = (np.pad(s.per_ipu, (0, ipus - s.n_ipus)) for s in (sa, sb))
-    alignment = pd.DataFrame(
+    n_a, n_b = (np.pad(s.per_ipu, (0, ipus - s.n_ipus)).astype(np.int64) for s in (sa, sb))
+    alignment = Rows(
         {
-            "ipu": np.arange(ipus),
+            "ipu": np.arange(ipus, dtype=np.int64),
             "steps_a": n_a,
             "steps_b": n_b,
             "aligned": aligned,
@@ -462,31 +639,24 @@ def diff_runs(a: Analysis, b: Analysis, *, largest: int = 10) -> RunDiff:
             "added": n_b - aligned,
         }
     )
-    pair = compare_pair(a, b)
+    why = explain_pair(a, b)
     return RunDiff(
         a=a.name,
         b=b.name,
         total_a=sa.total,
         total_b=sb.total,
-        samples_a=a.metrics.samples,
-        samples_b=b.metrics.samples,
-        by_type=by_type,
-        by_layer=by_label("prog_layers", "layer", False),
-        by_program=by_label("prog_names", "program", True),
-        alignment=alignment,
+        samples_a=a.execution.samples,
+        samples_b=b.execution.samples,
+        type_rows=by_type,
+        layer_rows=by_label("prog_layers", "layer", False),
+        program_rows=by_label("prog_names", "program", True),
+        alignment_rows=alignment,
         largest=_largest((a, b), sa, sb, tops, largest),
-        config_diffs=pair.config_diffs,
-        explanations=pair.explanations,
-        other_deltas=pair.other_deltas,
-        interval=_total_interval(pair),
+        config_diffs=why.config_diffs,
+        explanations=why.explanations,
+        other_deltas=why.other_deltas,
+        interval=why.interval,
     )
-
-
-def _total_interval(pair) -> dict[str, Any]:
-    try:
-        return dict(pair.metric("total_cycles").interval or {})
-    except KeyError:
-        return {}
 
 
 def aligned_deltas(a: Analysis, b: Analysis) -> dict[str, np.ndarray]:

@@ -184,6 +184,55 @@ class ExecutionSummary:
         return float(s.max() / s.mean()) if s.size else 0.0
 
 
+class PartialExecutionSummary(ExecutionSummary):
+    """An execution summary made from a caller's own pass over the steps: the sums it made
+    (cycles by IPU and step type, cycles and steps by IPU and program row; exact integers, as
+    the whole summary's) and the /execution attributes. Any other figure (tile balance, bytes,
+    phases, stages, spans) comes from the whole summary, made on first use by ``full`` (one
+    more pass over the step table), so every figure is the one :func:`summarise_execution`
+    gives and a command that never asks for the others reads only the columns it needs."""
+
+    def __init__(
+        self,
+        src: Source,
+        *,
+        cycles_by_type: np.ndarray,
+        program_cycles_by_ipu: np.ndarray,
+        program_executions_by_ipu: np.ndarray,
+        full: Callable[[], ExecutionSummary],
+    ) -> None:
+        meta = src.meta
+        self._full_summary = full
+        self._made: ExecutionSummary | None = None
+        self.num_ipus = int(meta["num_ipus"])
+        self.clock_hz = float(meta["clock_hz"])
+        self.n_steps = src.n_steps
+        self.cycles_by_type = cycles_by_type
+        self.program_cycles_by_ipu = program_cycles_by_ipu
+        self.program_executions_by_ipu = program_executions_by_ipu
+        self.program_cycles = program_cycles_by_ipu.sum(axis=0)
+        self.program_executions = program_executions_by_ipu.sum(axis=0)
+        if "total_cycles" in src.execution_attrs:  # else the totals need each IPU's span
+            self.__dict__.update(_run_totals(src, np.zeros(0, np.int64), self.clock_hz))
+        else:
+            full_ = self._whole()
+            for k in _TOTALS:
+                setattr(self, k, getattr(full_, k))
+
+    def _whole(self) -> ExecutionSummary:
+        if self._made is None:
+            self._made = self._full_summary()
+        return self._made
+
+    def __getattr__(self, name: str) -> Any:
+        # called only for what __init__ did not set: the whole summary's figures
+        if name.startswith("_") or name not in ExecutionSummary.__dataclass_fields__:
+            raise AttributeError(name)
+        value = getattr(self._whole(), name)
+        self.__dict__[name] = value
+        return value
+
+
 def _union_length(starts: np.ndarray, ends: np.ndarray) -> int:
     """Total length of the union of half-open intervals (vectorised)."""
     if starts.size == 0:
@@ -378,6 +427,21 @@ def _phase_wall_cycles(
         wall[PHASES.index(name)] = u - covered
         covered = u
     return wall
+
+
+#: The fields :func:`_run_totals` gives.
+_TOTALS = (
+    "total_cycles",
+    "device_cycles",
+    "host_seconds",
+    "samples",
+    "cycles_per_sample",
+    "throughput_samples_per_s",
+    "host_round_trips",
+    "host_inclusive_cycles",
+    "device_throughput_samples_per_s",
+    "host_model",
+)
 
 
 def _run_totals(src: Source, span: np.ndarray, clock: float) -> dict[str, Any]:
