@@ -5,16 +5,16 @@ requires, its compare-mode cost) as soon as it is built and a profile opens: the
 the loader's and the background warm-up's work, the "unavailable" marks. It needs the report's
 code (its module, its widgets, pyqtgraph plots and the libraries behind them) only when the
 report is first shown or built in the window's idle time. Importing every report module when
-the window was built cost about a third of a second of CPU before anything was painted, and
-pulled pandas in with them; here each entry names its class as ``"module:ClassName"`` and
-:meth:`ReportEntry.load` imports it on first use.
+the window was built, with pandas behind them, cost about 0.4 s of CPU before the Summary was
+painted (docs/performance.md, issue 37 item 7); here each entry names its class as
+``"module:ClassName"`` and :meth:`ReportEntry.load` imports it on first use.
 
 The entries repeat the class attributes of :class:`analyser.gui.reports.base.Report` they
 stand for; tests/test_gui_report_index.py imports every listed class and checks that each
 entry agrees with it, so the two cannot drift apart unnoticed.
 
-To add a report: write the ``Report`` subclass, then add its entry below (and its spec to
-nothing else: :mod:`analyser.gui.reports` lists the same specs from here).
+To add a report: write the ``Report`` subclass, then add its entry below
+(:mod:`analyser.gui.reports` takes its list of specs from here).
 """
 
 from __future__ import annotations
