@@ -65,14 +65,29 @@ def _speed_probe_ms() -> float:
     return best * 1e3
 
 
+#: Milliseconds between the wake-ups of a wait (see _wait): a condition a worker thread changes
+#: without posting an event (the pool idle) is seen this long after at most.
+WAKE_MS = 20
+
+
 def _wait(app, cond, timeout: float = 60.0) -> None:
-    from PySide6.QtCore import QEventLoop
+    """Run the event loop until ``cond()``: each pass sleeps until an event comes (Qt's
+    ``WaitForMoreEvents``), with a timer waking it every :data:`WAKE_MS` for conditions set by
+    worker threads. A loop of ``processEvents`` calls with a few milliseconds' budget each polled
+    instead, adding its own CPU time to the GUI process's figures and taking a core from the
+    work measured."""
+    from PySide6.QtCore import QEventLoop, QTimer
 
     end = time.perf_counter() + timeout
-    while not cond():
-        if time.perf_counter() > end:
-            raise TimeoutError("timed out")
-        app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 5)
+    wake = QTimer()
+    wake.start(WAKE_MS)
+    try:
+        while not cond():
+            if time.perf_counter() > end:
+                raise TimeoutError("timed out")
+            app.processEvents(QEventLoop.ProcessEventsFlag.WaitForMoreEvents)
+    finally:
+        wake.stop()
 
 
 def _paint_watch(app):
@@ -113,10 +128,10 @@ def _switch(app, w, key: str, watch, sync: bool = False) -> float:
     watch.target, watch.painted = report, False
     app.installEventFilter(watch)
     try:
-        while not watch.painted:
-            app.processEvents()
-            if time.perf_counter() - t0 > 30:
-                raise TimeoutError(f"{key} was not painted within 30 s")
+        try:
+            _wait(app, lambda: watch.painted, timeout=30)
+        except TimeoutError:
+            raise TimeoutError(f"{key} was not painted within 30 s") from None
         return time.perf_counter() - t0
     finally:
         app.removeEventFilter(watch)
@@ -431,11 +446,13 @@ def _print_table(case: str, switches: dict, at_once: dict[float, dict]) -> None:
 
 
 def _settle(app, seconds: float) -> None:
-    from PySide6.QtCore import QEventLoop
+    """Run the event loop for ``seconds`` (an event loop quit by a timer: it sleeps between
+    events, as the application's own loop does while a person reads the report)."""
+    from PySide6.QtCore import QEventLoop, QTimer
 
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 10)
+    loop = QEventLoop()
+    QTimer.singleShot(max(0, round(seconds * 1000)), loop.quit)
+    loop.exec()
 
 
 if __name__ == "__main__":

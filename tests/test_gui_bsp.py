@@ -78,7 +78,7 @@ def test_sync_steps_are_drawn_in_the_legends_sync_colour(report):
     tw = report.trace
     lo, hi = tw.access.ipu_rows(0)
     d = tw.access.read(lo, hi, ("program", "start", "cycles"))
-    state = STATE_OF_TYPE[tw.programs["type"].to_numpy()[d["program"]]]
+    state = STATE_OF_TYPE[tw.programs["type"][d["program"]]]
     legend = _legend(report.bsp)
     for st, name in ((2, "sync"), (0, "compute")):
         i = int(np.flatnonzero((state == st) & (d["cycles"] > 50))[0])

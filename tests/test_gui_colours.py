@@ -248,7 +248,7 @@ def test_a_selected_step_keeps_its_colour_under_the_selection(qtbot, trace):
     tw = tl.trace
     lo, hi = tw.access.ipu_rows(0)
     d = tw.access.read(lo, hi, ("program", "start", "cycles"))
-    types = tw.programs["type"].to_numpy()[d["program"]]
+    types = tw.programs["type"][d["program"]]
     from profiles import schema
 
     ge = schema.PROGRAM_TYPES.index("GlobalExchange")

@@ -265,7 +265,7 @@ def test_the_toggle_on_the_walkthrough_in_flat_and_stage_views(qtbot, trace, wal
     host = view.links[0]
     assert host.kind == "host"
     rows = [i for i in range(len(tl.host)) if tl.critical.host_note(i)]
-    assert rows and all(tl.host["start"].iloc[i] < 0 for i in rows)
+    assert rows and all(tl.host["start"][i] < 0 for i in rows)
     assert f"{100 * host.share:.1f}% of the call" in tl.critical.host_note(rows[0])
     # grouped by stage: the path's steps sit on their stage's lane
     r.group_combo.setCurrentIndex(r.group_combo.findData("stage"))

@@ -528,7 +528,8 @@ def test_host_lane_is_drawn_selectable_and_reaches_before_cycle_0(qtbot, report,
     drawn = _host_rects(tl)
     assert set(drawn) == set(host["kind"])
     for kind, rects in drawn.items():
-        rows = host[host["kind"] == kind].sort_values("start")
+        rows = host.take(host["kind"] == kind)
+        rows = rows.take(np.argsort(rows["start"], kind="stable"))
         np.testing.assert_array_equal(rects[:, 0], rows["start"])
         np.testing.assert_array_equal(rects[:, 2], rows["end"] - rows["start"])
         assert ((rects[:, 1] > tl.host_base) & (rects[:, 1] + rects[:, 3] < tl.n_lanes)).all()
@@ -544,7 +545,7 @@ def test_host_lane_is_drawn_selectable_and_reaches_before_cycle_0(qtbot, report,
     assert tl.x_range()[0] == pytest.approx(first, abs=1)
     # clicking the prepare event selects it and the details name its fields
     i = int(np.flatnonzero(host["kind"] == "prepare")[0])
-    row = host.iloc[i]
+    row = host.row(i)
     _click_step(qtbot, tl, (row["start"] + row["end"]) / 2, tl.host_base + 0.5)
     assert tl.selected_host == i and tl.selected_row is None
     d = r.details.details
@@ -933,8 +934,8 @@ def test_lane_groups_fold_and_unfold_and_are_remembered_per_document(
     assert (tl.host_base + 0.5, "▸ Host · 2 lanes") in tl.lane_axis._labels
     rects = np.concatenate([prim.ndarray() for _b, prim in tl.host_items._groups])
     assert np.allclose(rects[:, 1], rects[0, 1])  # one lane
-    row = int(np.argmax((tl.host["end"] - tl.host["start"]).to_numpy()))
-    mid = float(tl.host["start"].iat[row] + tl.host["end"].iat[row]) / 2
+    row = int(np.argmax(tl.host["end"] - tl.host["start"]))
+    mid = float(tl.host["start"][row] + tl.host["end"][row]) / 2
     assert tl.host_at(mid, tl.host_base + 0.5) is not None
 
 

@@ -26,11 +26,11 @@ def test_tooltip_and_search_name_the_module_and_source(trace):
 
     p = trace.programs
     assert {"layer", "source"} <= set(p.columns)
-    layer = str(p.loc[p["layer"] != "", "layer"].iloc[-1])
-    in_layer = p["layer"].to_numpy() == layer
+    layer = str(p["layer"][p["layer"] != ""][-1])
+    in_layer = p["layer"] == layer
     # the exporter's file and line for that module's programs (the mlp's ONNX export has none)
     saved = p["source"].copy()
-    p.loc[in_layer, "source"] = "mynet.py:42"
+    p["source"] = np.where(in_layer, "mynet.py:42", saved).astype(object)
     try:
         found = trace.search("MYNET.PY:42")
         assert found.total > 0

@@ -143,7 +143,7 @@ def test_search_whole_trace(small):
     tw, steps, names, _tc = small
     text = str(names[int(steps["program"][-1])]).upper()  # case-insensitive, from the last IPU
     res = tw.search(text, limit=50)
-    ops = tw.programs["op_name"].to_numpy().astype(str)
+    ops = tw.programs["op_name"].astype(str)
     in_name = np.array([text.lower() in str(n).lower() for n in names])
     in_op = np.char.find(np.char.lower(ops.astype(str)), text.lower()) >= 0
     hit = in_name | in_op
@@ -327,7 +327,7 @@ def test_range_statistics_by_name_and_operation_match_brute_force(small):
     over = (en > t0) & (st < t1)
     clipped = np.minimum(en, t1) - np.maximum(st, t0)
     prog = steps["program"][over]
-    ops = p["op_name"].to_numpy().astype(str)[prog]
+    ops = p["op_name"].astype(str)[prog]
     frames = {
         "name": names[prog].astype(str),
         "operation": np.where(ops == "", "(no operation)", ops),

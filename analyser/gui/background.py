@@ -43,7 +43,7 @@ class PrefetchTask(QRunnable):
         docs: tuple[Document, ...],
         needs: tuple[tuple[str, ...], ...],
         pair: tuple[Document, Document] | None = None,
-        views: tuple[ViewRequest | None, ...] = (),
+        views: tuple[ViewRequest | Callable[[], ViewRequest | None] | None, ...] = (),
     ) -> None:
         super().__init__()
         self.docs = docs
@@ -60,7 +60,10 @@ class PrefetchTask(QRunnable):
         self._may_run = threading.Event()
         self._may_run.set()
         self._paused_at = 0.0
+        self._resumed_at = 0.0
         self._gui_clock: int | None = None
+        #: set when the task is cancelled (wakes a settle wait, see _import_pandas)
+        self._cancel_wait = threading.Event()
 
     def pause(self) -> None:
         """Hold the warm-up at its next step while the GUI thread fills and paints the report
@@ -74,7 +77,37 @@ class PrefetchTask(QRunnable):
         self._may_run.clear()
 
     def resume(self) -> None:
+        self._resumed_at = time.monotonic()
         self._may_run.set()
+
+    def cancel(self) -> None:
+        """Stop at the next step (a pause or a settle wait under way ends now)."""
+        self.cancelled = True
+        self._cancel_wait.set()
+        self.resume()
+
+    #: How long the GUI thread is left alone after a resume before the pandas import (seconds;
+    #: see _import_pandas).
+    SETTLE_S = 0.4
+
+    def _import_pandas(self) -> None:
+        """Import pandas once the report a click showed has settled: its first paint resumes
+        the task, but the same burst of events goes on with the report's deferred work (layout
+        passes, the timeline's redraw at its final size), and the import (about half a second
+        of CPU, holding the interpreter lock) beside it slowed that first visit. Waits until
+        :attr:`SETTLE_S` has passed since the latest resume with no pause since (an event
+        wait, no polling); then imports."""
+        import importlib
+
+        while True:
+            self._wait_if_paused()
+            if self.cancelled:
+                return
+            left = self._resumed_at + self.SETTLE_S - time.monotonic()
+            if left <= 0:
+                break
+            self._cancel_wait.wait(left)  # set only by cancel: a pause meanwhile is seen above
+        importlib.import_module("pandas")
 
     #: Longest pause (seconds) when nothing resumes the task and the GUI thread is not busy (a
     #: GUI thread blocked waiting for the pool would otherwise hold it at every step).
@@ -100,6 +133,13 @@ class PrefetchTask(QRunnable):
     def run(self) -> None:
         from analyser.gui.model import data
 
+        # pandas first (about half a second of CPU to import): the tables of the Operations,
+        # Memory, Liveness and Program Tree reports and the trace's range statistics are
+        # DataFrames. Neither the open to the Summary nor the Execution Trace's first paint
+        # needs it; here it is imported once the shown report is painted and settled (the
+        # task starts held until then), not on the GUI thread by the first report asking.
+        if not self._step(self._import_pandas):
+            return
         # report by report, each for every document (A then B), in the side list's order: in
         # compare mode a report needs both documents' data, so a report's are ready together
         # (by document, B's data of the first reports came only after A's of every report);
@@ -135,12 +175,15 @@ class PrefetchTask(QRunnable):
         return True
 
 
-def _build_quietly(request: ViewRequest) -> None:
+def _build_quietly(request: ViewRequest | Callable[[], ViewRequest | None]) -> None:
     """Build a view-model for the warm-up; one that cannot be built (a view of profiles the
     report will not show so: the Pipeline's of an A that never ran) stops nothing else: the
-    report says why when shown."""
+    report says why when shown. ``request`` may be a function making the request (the window
+    passes those: the report's view-model module is imported here, on this thread)."""
     with contextlib.suppress(Exception):
-        request.build()
+        made = request() if callable(request) else request
+        if made is not None:
+            made.build()
 
 
 class ViewSignals(QObject):
@@ -274,7 +317,7 @@ class Background(QObject):
         docs: Sequence[Document],
         needs: Sequence[tuple[str, ...]],
         pair: tuple[Document, Document] | None,
-        views: Sequence[ViewRequest | None] = (),
+        views: Sequence[ViewRequest | Callable[[], ViewRequest | None] | None] = (),
     ) -> None:
         """Compute what the other reports need (their data, then their view-models) in the
         background, so first visits are fast."""
@@ -302,8 +345,7 @@ class Background(QObject):
         """No more idle build; the warm-up stops at its next step."""
         self.timer.stop()
         if self.task is not None:
-            self.task.cancelled = True
-            self.task.resume()
+            self.task.cancel()
 
     # ------------------------------------------------------------------ holding for a paint
     def hold_until_painted(self, report: QWidget) -> None:

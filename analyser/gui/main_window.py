@@ -10,6 +10,7 @@ message box with the reader's one-sentence error and the window carries on.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QEvent, QSettings, Qt, QThreadPool, QTimer, Signal
@@ -43,7 +44,7 @@ from analyser.gui.loader import LoadResult, LoadSignals, LoadTask, make_request
 from analyser.gui.loading import LoadingPanel
 from analyser.gui.model.diff_lane import warm_lane
 from analyser.gui.model.document import Document, Workspace
-from analyser.gui.model.views import ViewRequest
+from analyser.gui.report_index import REPORTS, ReportEntry, ReportUnavailable
 from analyser.gui.report_stack import ReportStack
 from analyser.gui.reports.base import MessagePanel, Report
 from analyser.gui.theme import SIDE_LIST, THEMES, apply_theme, current_theme, emphasised
@@ -93,8 +94,12 @@ class MainWindow(QMainWindow):
         self.workspace.units = MemoryUnits.parse(
             self.settings.value("units", MemoryUnits.KIB.value), MemoryUnits.KIB
         )
-        self._report_classes = registry.report_classes()
+        #: the side list's reports by name and data needs; a report's module is imported when
+        #: the report is first shown or built in idle time (see _report_at)
+        self._report_classes: tuple[ReportEntry, ...] = REPORTS
         self._reports: dict[int, Report] = {}
+        #: rows whose report could not be imported: the panel saying so, shown in its place
+        self._failed: dict[int, MessagePanel] = {}
         self._pending_id: int | None = None
         self._tasks: dict[int, LoadTask] = {}
         #: every load's result arrives through this one object, owned here (see LoadSignals)
@@ -222,12 +227,13 @@ class MainWindow(QMainWindow):
         )
 
         menus: dict[str, object] = {}
-        for menu_title, text, fn in registry.menu_actions():
+        for menu_title, text, spec in registry.menu_entries():
             target = menus.get(menu_title)
             if target is None:
                 target = self.menuBar().addMenu(menu_title)
                 menus[menu_title] = target
-            self._action(target, text, None, lambda _=False, f=fn: f(self))
+            # resolved when triggered: a dialog's module is imported when it is first used
+            self._action(target, text, None, lambda _=False, s=spec: registry.resolve(s)(self))
 
         help_menu = self.menuBar().addMenu("&Help")
         self._action(
@@ -266,8 +272,13 @@ class MainWindow(QMainWindow):
         return [cls.key for cls in self._report_classes]
 
     def report(self, key: str) -> Report:
-        """The report with ``key`` (created on first use)."""
+        """The report with ``key`` (its module imported and the report created on first use;
+        :class:`~analyser.gui.report_index.ReportUnavailable` when it cannot be imported)."""
         return self._report_at(self.report_keys.index(key))
+
+    def loaded_report_keys(self) -> list[str]:
+        """The keys of the reports created so far (the others' modules are not imported)."""
+        return [self._report_classes[row].key for row in sorted(self._reports)]
 
     def current_report(self) -> Report | None:
         row = self.report_list.currentRow()
@@ -282,9 +293,11 @@ class MainWindow(QMainWindow):
         return report
 
     def _report_at(self, row: int) -> Report:
+        """The report of ``row``, created (and its module imported) on first use. Raises
+        :class:`ReportUnavailable` when its module or class is missing."""
         report = self._reports.get(row)
         if report is None:
-            report = self._report_classes[row]()
+            report = self._report_classes[row].load()()
             # its view-model is built on the pool and handed over (Background.build_view)
             report.view_source = self.background.build_view
             report.set_units(self.workspace.units)
@@ -309,9 +322,15 @@ class MainWindow(QMainWindow):
         if doc is None:
             return None
         for row in self._prebuild_order(cmp is not None):
+            if row in self._failed:
+                continue
             report = self._reports.get(row)
             if report is None:
-                self._report_at(row)
+                try:
+                    self._report_at(row)
+                except ReportUnavailable as exc:
+                    # said in a message box when the report is shown, not in idle time
+                    self._failed_panel(row, str(exc))
             elif not report.prebuild(cmp is not None):
                 continue
             return self._report_classes[row].key
@@ -349,6 +368,8 @@ class MainWindow(QMainWindow):
             self.title_label.setText(self._report_classes[row].title)
             return
         built = row in self._reports
+        if not built and not self._show_unavailable(row):
+            return
         if not built:
             # the warm-up waits from here, not from the fill: the report's construction (its
             # widgets and plots, 35-70 ms) ran beside warm-up steps started meanwhile, sharing
@@ -378,6 +399,32 @@ class MainWindow(QMainWindow):
             settle_layouts()
             settle_item_bounds(report)
         self.settings.setValue("report", report.key)
+
+    def _failed_panel(self, row: int, message: str) -> MessagePanel:
+        panel = self._failed.get(row)
+        if panel is None:
+            panel = MessagePanel()
+            panel.set_text(message, strong=True)
+            self._failed[row] = panel
+            self.stack.addWidget(panel)
+        return panel
+
+    def _show_unavailable(self, row: int) -> bool:
+        """Import the report of ``row`` for its first show: True when it can be built; else
+        its panel says why in its place and a message box names the report (a report listed
+        in the index whose module is missing is a broken installation, never skipped)."""
+        entry = self._report_classes[row]
+        if row not in self._failed:
+            try:
+                entry.load()
+                return True
+            except ReportUnavailable as exc:
+                self._failed_panel(row, str(exc))
+        panel = self._failed[row]
+        self.stack.setCurrentWidget(panel)
+        self.title_label.setText(entry.title)
+        QMessageBox.critical(self, "Cannot show the report", panel.label.text())
+        return False
 
     def _title_text(self, report: Report) -> str:
         doc, cmp = self.workspace.document, self.workspace.compare
@@ -504,13 +551,14 @@ class MainWindow(QMainWindow):
 
         ws = self.workspace
         pair = (ws.document, ws.compare) if ws.document is not None and ws.compare else None
+        # each report's view-model request, made on the warm-up's thread: a report's
+        # view-model module (and pandas behind several) is imported there, after the shown
+        # report's first paint, not here before it
         views = [
             None
-            if cls.view_builder is None or ws.document is None
-            else ViewRequest(
-                cls.view_builder, ws.document, ws.compare, ws.units, cls.default_view_options
-            )
-            for cls in self._report_classes
+            if entry.view_builder is None or ws.document is None
+            else partial(entry.view_request, ws.document, ws.compare, ws.units)
+            for entry in self._report_classes
         ]
         needs = [cls.data_needs for cls in self._report_classes]
         self.background.prefetch(docs, needs, pair, views)

@@ -6,10 +6,9 @@ from __future__ import annotations
 import math
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import pyqtgraph as pg
 from PySide6.QtCore import (
     QAbstractTableModel,
@@ -48,6 +47,9 @@ from analyser.gui.plots import LightPlotWidget
 from analyser.gui.table_view import TextTableView
 from analyser.gui.theme import chart_colors, emphasised, style_plot
 from analyser.literal import html as lit
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 
@@ -190,7 +192,9 @@ class DataFrameModel(QAbstractTableModel):
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
-        self._frame = pd.DataFrame()
+        #: None until a frame is set: an empty table needs no pandas (the Execution Trace's
+        #: range statistics start empty; importing pandas for them cost its first paint)
+        self._frame: pd.DataFrame | None = None
         self._cols: list[tuple[str, str, Callable[[Any], str] | None]] = []
         self._values: list[np.ndarray] = []
         self._numeric: list[bool] = []
@@ -202,23 +206,29 @@ class DataFrameModel(QAbstractTableModel):
         self._mask: np.ndarray | None = None
         #: formatted cells by ``frame row * columns + column`` (cleared by ``set_frame``)
         self._texts = FormattedCells(_TEXT_CACHE_CELLS)
-        self.set_frame(frame if frame is not None else pd.DataFrame(), columns)
+        self.set_frame(frame, columns)
 
     def set_frame(
         self,
-        frame: pd.DataFrame,
+        frame: pd.DataFrame | None,
         columns: Sequence[tuple[str, str, Callable[[Any], str] | None]] | None = None,
     ) -> None:
+        """Show ``frame`` (None: an empty table, no rows and no columns)."""
         self.beginResetModel()
         self._frame = frame
-        if columns is None:
-            columns = [(c, str(c), None) for c in frame.columns]
-        self._cols = [c for c in columns if c[0] in frame.columns]
-        self._values = [frame[c[0]].to_numpy() for c in self._cols]
-        self._numeric = [pd.api.types.is_numeric_dtype(frame[c[0]]) for c in self._cols]
+        if frame is None:
+            self._cols, self._values, self._numeric = [], [], []
+        else:
+            from pandas.api.types import is_numeric_dtype  # loaded: a frame was given
+
+            if columns is None:
+                columns = [(c, str(c), None) for c in frame.columns]
+            self._cols = [c for c in columns if c[0] in frame.columns]
+            self._values = [frame[c[0]].to_numpy() for c in self._cols]
+            self._numeric = [is_numeric_dtype(frame[c[0]]) for c in self._cols]
         self._n_cols = len(self._cols)
         self._texts.clear()
-        self._sorted = np.arange(len(frame))
+        self._sorted = np.arange(0 if frame is None else len(frame))
         self._mask = None
         self._apply_mask()
         self.endResetModel()
@@ -251,6 +261,8 @@ class DataFrameModel(QAbstractTableModel):
         if self._numeric[column] and values.dtype != object:
             idx = np.argsort(values, kind="stable")
         else:
+            import pandas as pd  # loaded: the values came from a frame
+
             idx = pd.Series(values).astype(str).str.lower().argsort(kind="stable").to_numpy()
         if order == Qt.SortOrder.DescendingOrder:
             idx = idx[::-1]
@@ -276,6 +288,11 @@ class DataFrameModel(QAbstractTableModel):
 
     @property
     def frame(self) -> pd.DataFrame:
+        """The frame shown (an empty one when none was set)."""
+        if self._frame is None:
+            import pandas as pd
+
+            return pd.DataFrame()
         return self._frame
 
     def column_key(self, col: int) -> str:
@@ -314,6 +331,8 @@ class DataFrameModel(QAbstractTableModel):
             return []
         if self._numeric[col] and values.dtype != object:
             return [int(shown[i]) for i in _widest_numbers(values.astype(np.float64, copy=False))]
+        import pandas as pd  # loaded: the values came from a frame
+
         lengths = pd.Series(values).astype(str).str.len().to_numpy()
         return [int(shown[i]) for i in np.argsort(lengths, kind="stable")[-3:]]
 
@@ -764,7 +783,7 @@ class FilterTable(QWidget):
         layout.addWidget(self.filter)
         layout.addWidget(self.view)
 
-    def set_frame(self, frame: pd.DataFrame, columns=None) -> None:
+    def set_frame(self, frame: pd.DataFrame | None, columns=None) -> None:
         self.model.set_frame(frame, columns)
         fit_columns(self.view, self.model)
 

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
-from analyser.trace.results import TraceError
+from analyser.trace.results import ColumnTable, TraceError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: Rows read per chunk when streaming the step table (pyramid build, search, summary).
 CHUNK_ROWS = 1 << 18
@@ -88,6 +90,19 @@ class StepAccess:
     def table(self, path: str, columns: list[str]) -> pd.DataFrame:
         with self._lock:
             return self.profile.table(path, columns=columns)
+
+    def columns(self, path: str, columns: list[str]) -> ColumnTable:
+        """Whole columns of the table at ``path`` as numpy arrays (strings as Python str, as
+        :meth:`table` reads them), without building a DataFrame."""
+        with self._lock:
+            data = {c: np.asarray(self.profile.array(f"{path}/{c}")) for c in columns}
+        lengths = {c: len(v) for c, v in data.items()}
+        if len(set(lengths.values())) > 1:
+            raise TraceError(
+                f"The profile's table {path} is damaged: its columns have different lengths "
+                f"({', '.join(f'{c} {n:,}' for c, n in lengths.items())})."
+            )
+        return ColumnTable(data)
 
     def tile_cycles(self, program_ids: np.ndarray) -> np.ndarray:
         with self._lock:

@@ -198,7 +198,7 @@ def bsp_states(
     dur = d["cycles"].astype(np.float64)
     e = s + dur
     prog = d["program"].astype(np.int64)
-    ptype = trace.programs["type"].to_numpy()
+    ptype = trace.programs["type"]
     state = STATE_OF_TYPE[ptype[prog]] if len(prog) else np.zeros(0, np.int8)
     keep = (e > t0) & (s < t1) & (dur > 0) & (state >= 0)
     s, e, dur, prog, state = s[keep], e[keep], dur[keep], prog[keep], state[keep]

@@ -7,9 +7,8 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import pandas as pd
 
-from analyser.trace.results import STEP_TYPES
+from analyser.trace.results import STEP_TYPES, ColumnTable
 from profiles import schema
 
 #: Most lanes a grouped view shows per IPU; smaller groups are merged into "other".
@@ -24,19 +23,21 @@ def _natural(text: str) -> list:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", text)]
 
 
-def _top_components(names: pd.Series, depth: int = 1) -> pd.Series:
-    parts = names.fillna("").astype(str).str.split(".")
-    return parts.str[:depth].str.join(".").replace("", "(none)")
+def _top_components(names: np.ndarray) -> np.ndarray:
+    """The first dotted component of each name ("(none)" for an empty or missing one)."""
+    text = np.where(np.equal(names, None), "", names).astype(str)
+    top = np.char.partition(text, ".")[:, 0] if text.size else text
+    return np.where(top == "", "(none)", top).astype(object)
 
 
-def program_lanes(p: pd.DataFrame, group: str, n_ipus: int) -> tuple[np.ndarray, tuple[str, ...]]:
+def program_lanes(p: ColumnTable, group: str, n_ipus: int) -> tuple[np.ndarray, tuple[str, ...]]:
     """Lane of every program id (rows of ``p``, the trace's programs) for the "operation" or
     "program" grouping of a trace of ``n_ipus`` IPUs, and the lane labels."""
     n = len(p)
     if group == "operation":
-        labels = _top_components(pd.Series(p["layer"].to_numpy()), 1)
+        labels = _top_components(p["layer"])
     else:  # "program": the shallowest ancestor (function, control program) that splits steps
-        parent = p["parent"].to_numpy().astype(np.int64)
+        parent = p["parent"].astype(np.int64)
         depth = np.zeros(n, dtype=np.int64)
         anc = parent.copy()
         while (anc >= 0).any():  # pointer chasing over tree depth, vectorised over nodes
@@ -45,7 +46,7 @@ def program_lanes(p: pd.DataFrame, group: str, n_ipus: int) -> tuple[np.ndarray,
             anc[has] = parent[anc[has]]
         # the shallowest depth whose ancestors split the executed programs into more
         # groups than there are IPUs (the per-IPU wrappers are not a useful grouping)
-        exe = np.isin(p["type"].to_numpy(), [STEP_TYPES.index(t) for t in schema.EXECUTABLE_TYPES])
+        exe = np.isin(p["type"], [STEP_TYPES.index(t) for t in schema.EXECUTABLE_TYPES])
         max_depth = int(depth.max(initial=0))
         target = max_depth
         for d in range(0, max_depth + 1):
@@ -64,10 +65,12 @@ def program_lanes(p: pd.DataFrame, group: str, n_ipus: int) -> tuple[np.ndarray,
             if not deeper.any():
                 break
             anc[deeper] = parent[anc[deeper]]
-        names = p["name"].to_numpy().astype(object)
-        labels = pd.Series(np.where(depth[anc] >= target, names[anc], "(top level)"), dtype=object)
-    codes, uniques = pd.factorize(labels, sort=True)
-    uniques = list(map(str, uniques))
+        names = p["name"].astype(object)
+        labels = np.where(depth[anc] >= target, names[anc], "(top level)")
+    # pandas.factorize(sort=True): the distinct labels in sorted order, each row's position
+    uniques_arr, codes = np.unique(labels.astype(str), return_inverse=True)
+    codes = codes.reshape(-1).astype(np.int64)
+    uniques = list(map(str, uniques_arr))
     # named groups first (natural order), then the catch-all lanes
     rank = sorted(
         range(len(uniques)), key=lambda i: (uniques[i] in _CATCH_ALL, _natural(uniques[i]))

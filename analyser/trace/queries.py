@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from analyser.trace.access import CHUNK_ROWS
 from analyser.trace.results import (
@@ -33,7 +32,10 @@ from analyser.trace.results import (
 from profiles import schema
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from analyser.trace.access import StepAccess
+    from analyser.trace.results import ColumnTable
 
 
 #: Rows per read of a query polled for cancellation (~5 ms of reading on the 2-core machine of
@@ -52,7 +54,7 @@ class RangeQueries:
     # provided by the window
     access: StepAccess
     n_ipus: int
-    programs: pd.DataFrame
+    programs: ColumnTable
     row_range: Callable[[int, float, float], tuple[int, int]]
     extent: Callable[[int], tuple[float, float]]
     step_count: Callable[..., int]
@@ -116,8 +118,8 @@ class RangeQueries:
         tx = np.zeros(nd, dtype=np.int64)
         bal_num = 0.0
         bal_den = 0.0
-        balance = self.programs["tile_balance"].to_numpy(dtype=np.float64)
-        ptype = self.programs["type"].to_numpy()
+        balance = self.programs["tile_balance"].astype(np.float64)
+        ptype = self.programs["type"]
         on_tiles = ptype == STEP_TYPES.index("OnTileExecute")  # as analyser.core's tile balance
         sc_types = [STEP_TYPES.index(t) for t in STEP_TYPES if t.startswith("StreamCopy")]
         cols = ("program", "start", "cycles", "type", "bytes_in", "bytes_out", "dest")
@@ -168,12 +170,12 @@ class RangeQueries:
         mask = np.zeros(len(p), dtype=bool)
         for column in ("name", "op_name", "layer", "source"):
             if column in p:
-                found = p[column].astype(str).str.contains(text, case=False, regex=False)
-                mask |= found.to_numpy(dtype=bool)
+                values = np.char.lower(p[column].astype(str))
+                mask |= np.char.find(values, text.lower()) >= 0
         if not text:
             mask[:] = False
         ids = np.flatnonzero(mask)
-        names = {int(i): str(p["name"].iat[int(i)]) for i in ids[:1000]}
+        names = {int(i): str(p["name"][int(i)]) for i in ids[:1000]}
         if ipu is None:
             lo, hi = int(self.access.ipu_offsets[0]), int(self.access.ipu_offsets[-1])
         else:
@@ -247,11 +249,13 @@ class RangeQueries:
         p = self.programs
         ran = np.flatnonzero(count)
         if by == "name":
-            keys = p["name"].to_numpy().astype(str)[ran]
+            keys = p["name"].astype(str)[ran]
         else:
-            ops = p["op_name"].to_numpy().astype(str)[ran]
+            ops = p["op_name"].astype(str)[ran]
             keys = np.where(ops == "", "(no operation)", ops)
-        types = np.asarray(STEP_TYPES, dtype=object)[p["type"].to_numpy()[ran].astype(np.int64)]
+        types = np.asarray(STEP_TYPES, dtype=object)[p["type"][ran].astype(np.int64)]
+        import pandas as pd  # grouping by name (after the first paint, in the background)
+
         frame = pd.DataFrame(
             {
                 "name": keys,
@@ -338,7 +342,7 @@ class RangeQueries:
             src, dst = src[other], dst[other]
             out.append(("exchange", src, s[src], dst, e[dst]))
         # external syncs: the last IPU to arrive releases the others (equal end cycles)
-        sync_kind = self.programs["sync"].to_numpy()
+        sync_kind = self.programs["sync"]
         ext = np.flatnonzero(
             np.isin(typ, _WAIT_TYPES) & (sync_kind[prog] == schema.SYNC_KINDS.index("external"))
         )

@@ -36,10 +36,9 @@ import itertools
 import json
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from analyser.trace import lod_cache
 from analyser.trace.access import CACHE_BLOCK_ROWS, CACHE_BLOCKS, CHUNK_ROWS, StepAccess
@@ -66,6 +65,7 @@ from analyser.trace.results import (
     PHASES,
     STATISTICS_BY,
     STEP_TYPES,
+    ColumnTable,
     Flows,
     Overview,
     RangeStatistics,
@@ -77,6 +77,9 @@ from analyser.trace.results import (
     _index_or_none,
 )
 from profiles import schema
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: Pyramids of IPUs with at least this many steps (about 0.15 s of CPU to build per 500,000
 #: steps) are saved to the level-of-detail cache after they are built, and memory-mapped from it
@@ -128,38 +131,38 @@ class TraceWindow(RangeQueries):
         self._expects: dict[tuple[int, str], dict] = {}
         self._build_locks: dict[tuple[int, str], threading.Lock] = {}
         self._lock = threading.Lock()
-        self._programs: pd.DataFrame | None = None
-        self._host: pd.DataFrame | None = None
+        self._programs: ColumnTable | None = None
+        self._host: ColumnTable | None = None
         self._lanes: dict[str, tuple[np.ndarray, tuple[str, ...]]] = {}
         self._stages: int | None = None
 
     # -- static tables ------------------------------------------------------------------------
     @property
-    def programs(self) -> pd.DataFrame:
+    def programs(self) -> ColumnTable:
         """Program nodes (name, type, parent, op, cycles, tile_balance, bytes, sync) + their
-        operation's name, type, layer (module path) and source (file and line, or "")."""
+        operation's name, type, layer (module path) and source (file and line, or ""), as
+        numpy columns (row = program id)."""
         if self._programs is None:
-            p = self.access.table(
+            p = self.access.columns(
                 "/programs/nodes",
                 ["name", "type", "parent", "ipu", "op", "cycles", "tile_balance", "bytes", "sync"],
-            ).reset_index(drop=True)
+            )
             # the operation's source (file and line in the model's code) is optional (format 1.4)
             has_source = "/graph/operations/source" in self.access.profile
-            wanted = ["name", "type", "layer", "pass", "stage"] + (["source"] if has_source else [])
-            ops = self.access.table("/graph/operations", wanted)
-            if not has_source:
-                ops["source"] = ""
-            op = p["op"].to_numpy()
+            wanted = ["name", "type", "layer"] + (["source"] if has_source else [])
+            ops = self.access.columns("/graph/operations", wanted)
+            op = p["op"]
             valid = (op >= 0) & (op < len(ops))
             columns = (("name", "op_name"), ("type", "op_type"), ("layer", "layer"))
             for src, dst in (*columns, ("source", "source")):
                 col = np.full(len(p), "", dtype=object)
-                col[valid] = ops[src].to_numpy()[op[valid]]
+                if src in ops:
+                    col[valid] = ops[src][op[valid]]
                 p[dst] = col
             self._programs = p
         return self._programs
 
-    def host_lane(self) -> pd.DataFrame:
+    def host_lane(self) -> ColumnTable:
         """The host's timeline of a call (profile format 1.2, ``/execution/host``), outside the
         device cycles: one row per event with ``lane`` (main / loader), ``kind`` (prepare, call,
         waitDevice, waitLoader), ``start`` and ``end`` in device-trace cycles (negative before
@@ -169,21 +172,29 @@ class TraceWindow(RangeQueries):
             self._host = self._read_host_lane()
         return self._host
 
-    def _read_host_lane(self) -> pd.DataFrame:
-        cols = ["lane", "kind", "start", "end", "samples"]
+    def _read_host_lane(self) -> ColumnTable:
         if "/execution/host" not in self.profile:
-            return pd.DataFrame({c: [] for c in cols})
-        t = self.access.table("/execution/host", ["lane", "kind", "start", "cycles", "samples"])
+            e = np.zeros(0, dtype=np.int64)
+            return ColumnTable(
+                {
+                    "lane": e.astype(object),
+                    "kind": e.astype(object),
+                    "start": e,
+                    "end": e,
+                    "samples": e,
+                }
+            )
+        t = self.access.columns("/execution/host", ["lane", "kind", "start", "cycles", "samples"])
         lanes = np.asarray(HOST_LANES, dtype=object)
         kinds = np.asarray(HOST_EVENTS, dtype=object)
-        start = t["start"].to_numpy(np.int64)
-        return pd.DataFrame(
+        start = t["start"].astype(np.int64)
+        return ColumnTable(
             {
-                "lane": lanes[t["lane"].to_numpy(np.int64)],
-                "kind": kinds[t["kind"].to_numpy(np.int64)],
+                "lane": lanes[t["lane"].astype(np.int64)],
+                "kind": kinds[t["kind"].astype(np.int64)],
                 "start": start,
-                "end": start + t["cycles"].to_numpy(np.int64),
-                "samples": t["samples"].to_numpy(np.int64),
+                "end": start + t["cycles"].astype(np.int64),
+                "samples": t["samples"].astype(np.int64),
             }
         )
 
@@ -540,6 +551,8 @@ class TraceWindow(RangeQueries):
 
     def steps(self, lo: int, hi: int, columns: tuple[str, ...] | None = None) -> pd.DataFrame:
         cols = columns or tuple(c.name for c in schema.STEPS.columns)
+        import pandas as pd  # a table for the caller; the trace's own reads are numpy
+
         return pd.DataFrame(self.access.read(lo, hi, cols), index=np.arange(lo, hi))
 
     def step_at(
@@ -574,7 +587,7 @@ class TraceWindow(RangeQueries):
             raise TraceError(f"Step row {row} does not exist; the trace has {n} steps.")
         cols = tuple(c.name for c in schema.STEPS.columns)
         data = {k: v[0].item() for k, v in self.access.read(row, row + 1, cols).items()}
-        prog = self.programs.iloc[int(data["program"])]
+        prog = self.programs.row(int(data["program"]))
         out: dict[str, Any] = {
             "row": row,
             "name": str(prog["name"]),
@@ -649,7 +662,7 @@ class TraceWindow(RangeQueries):
     def step_names(self, rows: np.ndarray, cached_only: bool = False) -> np.ndarray:
         """The name (program / compute set name) of each global step row; with
         ``cached_only``, "" for the rows whose block is not in the drawing cache yet."""
-        names = np.r_[self.programs["name"].to_numpy().astype(str), np.array([""])]
+        names = np.r_[self.programs["name"].astype(str), np.array([""])]
         prog = self.column_of_rows(rows, "program", cached_only)
         return names[np.where(prog < 0, len(names) - 1, prog)]
 

@@ -11,12 +11,13 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from analyser.gui.model.document import Document
 from analyser.viewmodels import profile_reads as reads
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from analyser.core.analysis import Metrics, TargetSummary
     from analyser.core.comparison import PairComparison
     from analyser.core.execution import ExecutionSummary

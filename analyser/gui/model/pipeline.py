@@ -23,7 +23,7 @@ import pandas as pd
 
 from analyser.core.quantities import PASSES, PHASES, variable_kind_code
 from analyser.core.units import fmt_count
-from analyser.trace.window import TraceWindow
+from analyser.trace.window import ColumnTable, TraceWindow
 from analyser.viewmodels import profile_reads as reads
 
 #: Phases drawn as shaded bands, in time order.
@@ -70,7 +70,7 @@ class PipelineChart:
     run_config: Mapping[str, Any]
     #: The host's timeline of a call (``TraceWindow.host_lane``: lane, kind, start, end in
     #: device-trace cycles, negative before the device starts); empty before format 1.2.
-    host_events: pd.DataFrame | None = None
+    host_events: ColumnTable | None = None
     #: Host-inclusive host wait share of the run (the analysis core's metric, as the Summary).
     host_wait_share: float | None = None
     #: The IPU clock (Hz) for lengths in time, None when the profile does not record it.
@@ -349,7 +349,7 @@ def _stage_layout(ex, n: int, max_stage: int, stage_ipu_counts: np.ndarray, n_ip
     return n_stages, stage_cycles, stage_compute, stage_ipu, ipu_stage
 
 
-def _bands(phase_span: dict, host_events: pd.DataFrame, n: int, t0: float) -> list:
+def _bands(phase_span: dict, host_events: ColumnTable, n: int, t0: float) -> list:
     """The phase bands drawn behind the pipeline, the host's wait in front when there is one."""
     host_phase = PHASES.index("host")
     bands = []

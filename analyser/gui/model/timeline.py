@@ -19,9 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
-from analyser.gui.model.trace import HOST_LANES, Flows, TraceWindow, WindowResult
+from analyser.gui.model.trace import HOST_LANES, ColumnTable, Flows, TraceWindow, WindowResult
 
 #: Height of a step rectangle inside its lane (1.0 = whole lane).
 LANE_FILL = 0.8
@@ -91,7 +90,7 @@ class LaneLayout:
         cls,
         trace: TraceWindow | None,
         group: str,
-        host: pd.DataFrame,
+        host: ColumnTable,
         folded: set,
         pinned: list | tuple = (),
     ) -> LaneLayout:
@@ -376,7 +375,7 @@ def kept_flows(cache: Any, t0: float, t1: float) -> Flows | None:
 
 
 # -- the host lanes -----------------------------------------------------------------------
-def host_rects(layout: LaneLayout, host: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+def host_rects(layout: LaneLayout, host: ColumnTable) -> tuple[np.ndarray, np.ndarray]:
     """``(x, y, width, height)`` of every host event on the screen, and its kind."""
     if not layout.host_lanes or not len(host):
         return np.zeros((0, 4)), np.zeros(0, dtype=object)
@@ -386,39 +385,37 @@ def host_rects(layout: LaneLayout, host: pd.DataFrame) -> tuple[np.ndarray, np.n
         lane[:] = 0
     y = layout.row_y(("host",), lane)
     rects = np.empty((len(host), 4), dtype=np.float64)
-    rects[:, 0] = host["start"].to_numpy(np.float64)
+    rects[:, 0] = host["start"].astype(np.float64)
     rects[:, 1] = y + (1 - LANE_FILL) / 2
-    rects[:, 2] = (host["end"] - host["start"]).to_numpy(np.float64)
+    rects[:, 2] = (host["end"] - host["start"]).astype(np.float64)
     rects[:, 3] = LANE_FILL
     shown = np.isfinite(y)
-    return rects[shown], host["kind"].to_numpy()[shown]
+    return rects[shown], host["kind"][shown]
 
 
 def host_at(
-    layout: LaneLayout, host: pd.DataFrame, x: float, y: float, tolerance: float = 0.0
+    layout: LaneLayout, host: ColumnTable, x: float, y: float, tolerance: float = 0.0
 ) -> int | None:
     """Row of the host event under (x, y), the shortest when several touch it."""
     i = layout.host_row_at(y)
     if i is None:
         return None
-    lanes = host["lane"].to_numpy()
+    lanes = host["lane"]
     on_lane = (
         np.ones(len(host), dtype=bool) if layout.host_folded else lanes == layout.host_lanes[i]
     )
     hit = np.flatnonzero(
-        on_lane
-        & (host["start"].to_numpy() <= x + tolerance)
-        & (host["end"].to_numpy() >= x - tolerance)
+        on_lane & (host["start"] <= x + tolerance) & (host["end"] >= x - tolerance)
     )
     if not len(hit):
         return None
-    length = (host["end"] - host["start"]).to_numpy()[hit]
+    length = (host["end"] - host["start"])[hit]
     return int(hit[np.argmin(length)])
 
 
-def host_details(host: pd.DataFrame, row: int) -> dict:
+def host_details(host: ColumnTable, row: int) -> dict:
     """The fields of host event ``row`` for the details panel."""
-    r = host.iloc[row]
+    r = host.row(row)
     return {
         "kind": str(r["kind"]),
         "lane": f"host {r['lane']}",
@@ -429,9 +426,9 @@ def host_details(host: pd.DataFrame, row: int) -> dict:
     }
 
 
-def host_lane_index(layout: LaneLayout, host: pd.DataFrame, row: int) -> int:
+def host_lane_index(layout: LaneLayout, host: ColumnTable, row: int) -> int:
     """The host lane (index in ``layout.host_lanes``; 0 when folded) of host event ``row``."""
-    return 0 if layout.host_folded else layout.host_lanes.index(host["lane"].iat[row])
+    return 0 if layout.host_folded else layout.host_lanes.index(host["lane"][row])
 
 
 # -- tooltips -----------------------------------------------------------------------------

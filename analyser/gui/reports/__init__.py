@@ -1,12 +1,14 @@
 """The registry of reports shown in the main window's side list, in display order.
 
 Each entry is ``"module:ClassName"`` of a :class:`analyser.gui.reports.base.Report` subclass,
-imported lazily when the window is built. An entry whose *module* does not exist (yet) is skipped,
-so a report can be listed before its module lands; any other import error is a bug and raises.
+listed in :mod:`analyser.gui.report_index` (with the report's name and data needs, so that the
+window imports a report's module only when the report is first shown or built). A listed report
+whose module is missing is an error (:func:`report_classes` raises; the window shows a message
+box when the report is shown), never a report skipped silently.
 
 To add a report: write a ``Report`` subclass (``title``, ``key``, ``data_needs``, its content
 under the base class's empty states and ``show_documents(doc, other)``, optionally
-``chart_widget()``, ``needs_execution``) and add one line below.
+``chart_widget()``, ``needs_execution``) and add its entry to :mod:`analyser.gui.report_index`.
 
 Hooks for contributed actions (looked up lazily, skipped when the module does not exist):
 
@@ -26,18 +28,11 @@ import importlib.util
 from collections.abc import Callable
 from typing import Any
 
-REPORTS: list[str] = [
-    "analyser.gui.reports.summary:SummaryReport",
-    "analyser.gui.reports.insights:InsightsReport",
-    "analyser.gui.reports.memory:MemoryReport",
-    "analyser.gui.reports.liveness:LivenessReport",
-    "analyser.gui.reports.program_tree:ProgramTreeReport",
-    "analyser.gui.reports.operations:OperationsReport",
-    "analyser.gui.reports.trace:TraceReport",
-    "analyser.gui.reports.pipeline:PipelineReport",
-    "analyser.gui.reports.roofline:RooflineReport",
-    "analyser.gui.reports.query:QueryReport",
-]
+from analyser.gui import report_index
+
+#: The report specs in display order, from the window's index of the reports (their names and
+#: data needs without their code: :mod:`analyser.gui.report_index`).
+REPORTS: list[str] = [entry.spec for entry in report_index.REPORTS]
 
 APPLY_TIP_HANDLER: str = "analyser.gui.whatif:apply_tip"
 
@@ -82,6 +77,13 @@ def report_classes() -> list[type]:
 
 def apply_tip_handler() -> Callable[..., Any] | None:
     return resolve(APPLY_TIP_HANDLER)
+
+
+def menu_entries() -> list[tuple[str, str, str]]:
+    """The contributed menu actions whose module exists, as ``(menu, text, spec)``: the window
+    resolves ``spec`` when the action is triggered (importing a dialog's module, and what it
+    imports, only when it is used)."""
+    return [entry for entry in MENU_ACTIONS if _module_exists(entry[2].partition(":")[0])]
 
 
 def menu_actions() -> list[tuple[str, str, Callable[..., Any]]]:

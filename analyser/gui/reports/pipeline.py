@@ -333,7 +333,7 @@ class PipelineChartView(QWidget):
         """The host's lanes under the stages (preparation, the call, the waits), a group per
         kind of event; returns the kinds drawn."""
         h = c.host_events
-        lanes = h["lane"].to_numpy() if h is not None else np.zeros(0, dtype=object)
+        lanes = h["lane"] if h is not None else np.zeros(0, dtype=object)
         self.host_lanes = tuple(lane for lane in HOST_LANES if (lanes == lane).any())
         host_groups = []
         host_kinds: list[str] = []
@@ -342,11 +342,11 @@ class PipelineChartView(QWidget):
             for i, lane in enumerate(self.host_lanes):
                 lane_y[lanes == lane] = i
             rects = np.empty((len(h), 4))
-            rects[:, 0] = h["start"].to_numpy(dtype=float)
+            rects[:, 0] = h["start"].astype(float)
             rects[:, 1] = c.n_stages + lane_y + 0.15
-            rects[:, 2] = np.maximum(1.0, (h["end"] - h["start"]).to_numpy(dtype=float))
+            rects[:, 2] = np.maximum(1.0, (h["end"] - h["start"]).astype(float))
             rects[:, 3] = 0.7
-            kind = h["kind"].to_numpy()
+            kind = h["kind"]
             host_kinds = [k for k in HOST_EVENTS if (kind == k).any()]
             host_groups = [
                 (QBrush(qcolor("host_events", k, 220)), rects[kind == k]) for k in host_kinds

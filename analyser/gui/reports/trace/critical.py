@@ -163,15 +163,15 @@ class CriticalPathOverlay:
         links = {lv.key.split(".", 1)[1]: lv for lv in self.view.links if lv.kind == "host"}
         if not len(host) or not links:
             return np.zeros(len(host), dtype=bool), links
-        kind = host["kind"].to_numpy()
-        mask = (host["lane"].to_numpy() == "main") & (host["start"].to_numpy() < 0)
+        kind = host["kind"]
+        mask = (host["lane"] == "main") & (host["start"] < 0)
         return mask & np.isin(kind, list(links)), links
 
     def _host_rects(self) -> np.ndarray:
         mask, _links = self._host_links()
         if not mask.any():
             return np.zeros((0, 4))
-        return host_rects(self.timeline.lane_layout, self.timeline.host[mask])[0]
+        return host_rects(self.timeline.lane_layout, self.timeline.host.take(mask))[0]
 
     def host_note(self, row: int) -> str:
         """The tooltip's line for host event ``row`` (of the timeline's host lanes) when it
@@ -181,9 +181,7 @@ class CriticalPathOverlay:
         mask, links = self._host_links()
         if not 0 <= row < mask.size or not mask[row]:
             return ""
-        return (
-            "On the critical path: " + links[str(self.timeline.host["kind"].iloc[row])].describe()
-        )
+        return "On the critical path: " + links[str(self.timeline.host["kind"][row])].describe()
 
     def note(self, row: int) -> str:
         """The tooltip's and the side panel's line for step ``row`` ("" off the path)."""

@@ -86,7 +86,7 @@ class DifferencesLaneView(LightPlotWidget):
          programs table (with its operations' names) is not read on the trace's first visit
         ."""
         if self._names is None and self.trace_b is not None:
-            self._names = self.trace_b.programs["name"].to_numpy().astype(str)
+            self._names = self.trace_b.programs["name"].astype(str)
         return self._names
 
     def drawn_colours(self) -> set[str]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import html
 
 import numpy as np
-import pandas as pd
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QBrush, QColor
@@ -195,7 +194,7 @@ class RangeSummaryPanel(QWidget):
             self.stats_of.hide()
         self.statistics = stats
         if stats is None:
-            self.stats_table.set_frame(pd.DataFrame())
+            self.stats_table.set_frame(None)
             return
         first = "Step name" if stats.by == "name" else "Operation"
         self.stats_table.set_frame(stats.table, columns("range_statistics", name=first))
@@ -488,7 +487,7 @@ class SearchPanel(QWidget):
             + (f" (first {n:,} listed)" if res.total > n else "")
             + ("." if res.total else ": no step has that name.")
         )
-        names = self.trace.programs["name"].to_numpy()
+        names = self.trace.programs["name"]
         self.table.setUpdatesEnabled(False)
         self.table.setRowCount(n)
         for i in range(n):

@@ -31,7 +31,6 @@ import functools
 import weakref
 
 import numpy as np
-import pandas as pd
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt, QThreadPool, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor, QCursor, QPen
@@ -49,6 +48,7 @@ from analyser.gui.model.timeline import LANE_FILL, MAX_FLOWS, LaneLayout, lane_l
 from analyser.gui.model.trace import (
     HOST_EVENTS,
     STEP_TYPES,
+    ColumnTable,
     TraceWindow,
     WindowResult,
 )
@@ -105,8 +105,14 @@ TRACE_KEYS = frozenset(
 
 __all__ = ["LANE_AXIS_PX", "LANE_FILL", "TimelineView", "lane_label"]
 
-#: A timeline's host lanes without a trace: none (one empty frame, only ever read).
-_NO_HOST = pd.DataFrame()
+#: A timeline's host lanes without a trace: none (an empty table, only ever read; numpy
+#: columns: the trace draws without pandas).
+_NO_HOST = ColumnTable(
+    {
+        c: np.zeros(0, dtype=object if c in ("lane", "kind") else np.int64)
+        for c in ("lane", "kind", "start", "end", "samples")
+    }
+)
 
 
 class TimelineView(LaneGroups, LightPlotWidget):
@@ -557,7 +563,7 @@ class TimelineView(LaneGroups, LightPlotWidget):
     def _program_names(self) -> np.ndarray:
         """The program names of the shown trace, as a numpy array of str (kept)."""
         if getattr(self, "_names_of", None) is not self.trace:
-            self._names = self.trace.programs["name"].to_numpy().astype(str)
+            self._names = self.trace.programs["name"].astype(str)
             self._names_of = self.trace
         return self._names
 
