@@ -323,40 +323,76 @@ def test_a_too_deep_query_does_not_suggest_a_refused_setting(prof, capsys):
     assert "SET" not in err and "fewer nested expressions" in err
 
 
-def test_ctrl_c_before_the_connection_exists_stops_the_query(prof, monkeypatch):
-    """A stop asked while the profile is still being opened interrupts the connection as soon
-    as it is made (it was lost: the main thread then waited for the whole query)."""
-    import threading
+def _analyse_query(*args: str, env: dict | None = None):
+    """``analyse query ARGS`` in a fresh process, as a user runs it (SIGINT as a terminal's
+    Ctrl-C: a suite started in the background inherits it ignored), under an address-space
+    limit of its own so that a bound that failed could not take the machine."""
+    import os
+    import resource
+    import subprocess
+    import sys
 
-    import analyser.query as q
-    from analyser.cli import query as cli_query
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (16 << 30, 16 << 30))
 
-    asked = threading.Event()
-    real = q._connect
-
-    def slow_connect(temp):
-        asked.wait()  # the connection is made only after the stop
-        return real(temp)
-
-    monkeypatch.setattr(q, "_connect", slow_connect)
-    endless = (
-        "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r"
+    code = (
+        "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "from analyser.cli import main; sys.exit(main())"
     )
-    # the stop: the worker thread is told (as Ctrl-C does) before its connection exists
-    monkeypatch.setattr(cli_query, "STOP_GRACE", 600.0)
+    return subprocess.Popen(
+        [sys.executable, "-c", code, "query", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=limit,
+        env={**os.environ, **(env or {})},
+    )
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads VmSize from /proc")
+def test_a_query_whose_lists_outgrow_every_limit_ends_in_one_sentence(prof, tmp_path):
+    """DuckDB's memory limit does not count a list or the result handed to Python
+    (``len(range(10**9))`` took 20 GB); the query's own process has an address-space limit,
+    so it ends in one sentence, its peak bounded, its spill folder removed."""
+    import resource
+
+    cache = tmp_path / "cache"
+    p = _analyse_query(
+        str(prof), "SELECT len(range(1000000000)) AS n", env={"XDG_CACHE_HOME": str(cache)}
+    )
+    _out, err = p.communicate(timeout=120)
+    assert p.returncode == 2, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "memory" in lines[0] and "Traceback" not in err, err
+    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    assert peak_kib < 8 << 20  # far under the 8 GB the list would need
+    assert list((cache / "ipu-graph-analyser" / "query-tmp").iterdir()) == []
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_a_signal_while_duckdb_works_ends_the_query_at_once(prof, tmp_path, sig):
+    """Ctrl-C or SIGTERM while DuckDB runs: the query's process is ended, the command says
+    so in one sentence with 130 / 143 (it aborted the process at exit, "terminate called
+    after throwing ...", when DuckDB ran on a thread of analyse's own process)."""
     import signal
+    import time
 
-    def ctrl_c_soon():
-        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
-        asked.set()  # then the connection is made (whichever the main thread sees first)
-
-    timer = threading.Timer(0.0, ctrl_c_soon)
-    with pytest.raises(KeyboardInterrupt):
-        try:
-            timer.start()
-            cli_query._run_stoppable(q.query_arrow, str(prof), endless, 600.0)
-        finally:
-            asked.set()
+    cache = tmp_path / "cache"
+    p = _analyse_query(
+        str(prof), "SELECT count(*) FROM range(1000000000000)", env={"XDG_CACHE_HOME": str(cache)}
+    )
+    root = cache / "ipu-graph-analyser" / "query-tmp"
+    # DuckDB is at work once the query's spill folder exists (made just before it connects)
+    deadline = time.monotonic() + 120
+    while not (root.exists() and any(root.iterdir())) and p.poll() is None:
+        assert time.monotonic() < deadline, "the query never started"
+        time.sleep(0.02)
+    p.send_signal(getattr(signal, sig))
+    _out, err = p.communicate(timeout=60)
+    assert p.returncode == (130 if sig == "SIGINT" else 143), err
+    assert "terminate called" not in err and "Traceback" not in err
+    assert len([line for line in err.splitlines() if line.strip()]) == 1, err
+    assert list(root.iterdir()) == []
 
 
 def test_the_hostile_query_cases_are_one_sentence(prof, tmp_path, capsys):

@@ -74,15 +74,17 @@ def _temp_root() -> Path:
     return Path(base) / "ipu-graph-analyser" / "query-tmp"
 
 
-def _temp_dir() -> str:
-    """A fresh folder for one query's spill files (removed when the query ends); the system's
-    temporary folder when the cache folder cannot be made."""
+def _temp_dir(root: str | os.PathLike[str] | None = None) -> str:
+    """A fresh folder for one query's spill files (removed when the query ends), under
+    ``root`` when given (a caller that may have to end the query's process removes ``root``
+    itself), else under :func:`_temp_root`; the system's temporary folder when neither can be
+    made."""
     import tempfile
 
     try:
-        root = _temp_root()
-        root.mkdir(parents=True, exist_ok=True)
-        return tempfile.mkdtemp(prefix="duckdb-", dir=root)
+        base = Path(root) if root is not None else _temp_root()
+        base.mkdir(parents=True, exist_ok=True)
+        return tempfile.mkdtemp(prefix="duckdb-", dir=base)
     except OSError:
         return tempfile.mkdtemp(prefix="ipu-analyser-duckdb-")
 
@@ -171,6 +173,7 @@ def query_arrow(
     on_connect: Callable[[Any], None] | None = None,
     max_rows: int | None = None,
     max_bytes: int = RESULT_LIMIT,
+    temp_root: str | os.PathLike[str] | None = None,
 ) -> pa.Table:
     """Run one SELECT ``sql`` on ``profile`` (a path or an open Analysis); an Arrow table.
 
@@ -185,7 +188,8 @@ def query_arrow(
     ``max_rows``: at most this many rows are computed (a LIMIT on the query, so DuckDB stops
     early); the table's schema metadata ``b"more"`` is ``b"1"`` when the query had more.
     ``max_bytes``: the result is fetched in batches and a result past this many bytes is a
-    QueryError (one sentence) before it is all in memory."""
+    QueryError (one sentence) before it is all in memory. ``temp_root``: the folder DuckDB's
+    spill folder is made in (default: the cache folder's ``query-tmp``)."""
     import duckdb
 
     if not isinstance(sql, str):
@@ -199,7 +203,7 @@ def query_arrow(
     temp = None
     try:
         opened = _open_all(profile)
-        temp = _temp_dir()
+        temp = _temp_dir(temp_root)
         con = _connect(temp)
         if on_connect is not None:
             on_connect(con)
