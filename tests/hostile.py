@@ -2570,6 +2570,27 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def tree_cpu_seconds(pid: int) -> float:
+    """:func:`cpu_seconds` of ``pid`` and of every live process below it (Linux /proc)."""
+    import os
+
+    parent: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                parent[int(entry)] = int(fh.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    tree, grew = {pid}, True
+    while grew:
+        below = {child for child, up in parent.items() if up in tree} - tree
+        tree |= below
+        grew = bool(below)
+    return sum(cpu_seconds(p) for p in tree)
+
+
 def signal_when_busy(argv: tuple[str, ...], sig: int, env: dict[str, str], busy: float = 1.0):
     """``analyse argv`` started with Ctrl-C at its default (as a terminal gives it), sent
     ``sig`` once it has used ``busy`` CPU seconds (it is working, not starting); returns
@@ -2588,7 +2609,8 @@ def signal_when_busy(argv: tuple[str, ...], sig: int, env: dict[str, str], busy:
         env=env,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    while proc.poll() is None and cpu_seconds(proc.pid) < busy:
+    # the command's CPU with its children's (analyse query works in a child process)
+    while proc.poll() is None and tree_cpu_seconds(proc.pid) < busy:
         time.sleep(0.02)
     if proc.poll() is None:
         proc.send_signal(sig)

@@ -27,11 +27,6 @@ def profile(tmp_path_factory) -> Path:
     return path
 
 
-@pytest.mark.xfail(
-    reason="known defect, not yet fixed: a signal while DuckDB works mostly aborts the process "
-    "at exit ('terminate called after throwing an instance of ...', SIGABRT) after its "
-    "sentence; not strict, since a signal that lands before DuckDB starts ends cleanly",
-)
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 @pytest.mark.parametrize("name", list(hostile.BUSY_COMMANDS))
 def test_a_signal_while_busy_ends_in_one_sentence(profile, name, sig):
