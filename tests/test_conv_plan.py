@@ -395,8 +395,8 @@ def test_expanded_dims_remove_strided_inputs_and_padded_channels(i):
         assert chosen <= int(e1.total[0])
         if expand:  # inputs on a tile: the whole output rows it computes, nothing strided
             z, w = e1.sizes, shape["width"]
-            rows = cdiv(int(z["Ft"][0]), w)
-            assert int(z["n_in"][0]) <= rows * w * cdiv(int(s.C[1]), 16) * 16
+            rows = cdiv(int(z.field[0]), w)
+            assert int(z.inputs[0]) <= rows * w * cdiv(int(s.C[1]), 16) * 16
 
 
 def test_serial_splits_when_the_temporaries_do_not_fit():

@@ -152,8 +152,8 @@ def test_expand_dims_removes_a_strided_inputs_temporaries():
     assert int(e.total[0]) <= int(e0.total[0])
     assert int(e.temp[0]) <= limit
     if bool(s.expand[c.op[0]]):
-        rows = -(-int(e.sizes["Ft"][0]) // 28)  # the output rows the tile computes, whole
-        assert int(e.sizes["n_in"][0]) <= rows * 28 * 256  # their inputs, no strided-away row
+        rows = -(-int(e.sizes.field[0]) // 28)  # the output rows the tile computes, whole
+        assert int(e.sizes.inputs[0]) <= rows * 28 * 256  # their inputs, no strided-away row
 
 
 def test_swish_keeps_only_its_input_for_the_backward(tmp_path):

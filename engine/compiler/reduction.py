@@ -35,8 +35,13 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
+
+if TYPE_CHECKING:  # pragma: no cover
+    from engine.targets import Target
 
 #: Data path width in bits (``target.getDataPathWidth()``).
 DATA_PATH_BITS = 64
@@ -50,8 +55,8 @@ MIN_PIECE_SIZE = MORE_STAGES_FACTOR
 MAX_STAGES = 3
 
 
-def _cdiv(a, b):
-    return -(-np.asarray(a) // np.asarray(b))
+def _cdiv(numerator: ArrayLike, denominator: ArrayLike) -> np.ndarray:
+    return -(-np.asarray(numerator) // np.asarray(denominator))
 
 
 # ---- poplin: convolution partial sums --------------------------------------------------------
@@ -75,12 +80,12 @@ def _plan_and_cost(depth: int, stages: int) -> tuple[tuple[int, ...], float]:
     down = int(math.pow(float(depth), (stages - 1.0) / stages))
     plan_d, cost_d = _plan_and_cost(down, stages - 1)
     cost_d += depth / down if down else math.inf
-    up = down + 1
-    plan_u, cost_u = _plan_and_cost(up, stages - 1)
-    cost_u += depth / up
+    rounded_up = down + 1
+    plan_u, cost_u = _plan_and_cost(rounded_up, stages - 1)
+    cost_u += depth / rounded_up
     if cost_d < cost_u:
         return (down, *plan_d), cost_d
-    return (up, *plan_u), cost_u
+    return (rounded_up, *plan_u), cost_u
 
 
 @lru_cache(maxsize=4096)
@@ -89,29 +94,36 @@ def multi_stage_reduce_plan(depth: int, enable_multi_stage: bool = True) -> tupl
     return _plan_and_cost(int(depth), num_reduce_stages(int(depth), enable_multi_stage))[0]
 
 
-def stage_depths(depth) -> np.ndarray:
+def stage_depths(depth: ArrayLike) -> np.ndarray:
     """Per reduction (rows) the depth each of up to three stages reduces (0: no stage), as
     ``estimateConvReduceCycles`` walks the plan: ``ceil(remaining / d)`` per intermediate
     depth ``d``, then the rest."""
     depth = np.asarray(depth, np.int64).ravel()
     uniq, inv = np.unique(depth, return_inverse=True)
     table = np.zeros((len(uniq), MAX_STAGES), np.int64)
-    for i, d in enumerate(uniq.tolist()):
-        if d <= 1:
+    for row, total in enumerate(uniq.tolist()):
+        if total <= 1:
             continue
-        remaining = d
-        k = 0
-        for nxt in multi_stage_reduce_plan(d):
+        remaining = total
+        stage = 0
+        for nxt in multi_stage_reduce_plan(total):
             this = -(-remaining // nxt)
             remaining = -(-remaining // this)
-            table[i, k] = this
-            k += 1
+            table[row, stage] = this
+            stage += 1
         if remaining > 1:
-            table[i, k] = remaining
+            table[row, stage] = remaining
     return table[inv]
 
 
-def reduce_vertex_cycles(out_size, partials, W: int, float_out, float_partials, single_input):
+def reduce_vertex_cycles(
+    out_size: ArrayLike,
+    partials: ArrayLike,
+    workers: int,
+    float_out: ArrayLike,
+    float_partials: ArrayLike,
+    single_input: ArrayLike,
+) -> np.ndarray:
     """``getReduceCycleEstimate``: the ReduceAdd vertex reducing ``partials`` inputs into
     ``out_size`` outputs on one tile (constrained partials off: ``enableFastReduce`` false)."""
     out_size = np.asarray(out_size, np.int64)
@@ -123,130 +135,165 @@ def reduce_vertex_cycles(out_size, partials, W: int, float_out, float_partials, 
     # single input: 1-2 cycle inner loop
     per_loop_s = acc // np.minimum(acc, in_dp)
     loops_s = out_size // acc
-    per_worker_s = loops_s // W + (loops_s % W > 0)
+    per_worker_s = loops_s // workers + (loops_s % workers > 0)
     outer = np.where(float_partials, np.where(float_out, 8, 7), np.where(float_out, 10, 9))
-    single = (20 + (per_loop_s * partials + outer) * per_worker_s) * W + 33
+    single = (20 + (per_loop_s * partials + outer) * per_worker_s) * workers + 33
     # general (supervisor) path
     per_loop = acc // np.minimum(acc, in_dp) + 1
     loops = out_size // acc
-    for i in range(3):  # ceilLog2(accVectorWidth) <= 3
-        loops = loops + np.where(i < np.log2(acc), (out_size >> i) & 1, 0)
-    per_worker = loops // W
-    rem = loops % W > 0
+    for bit in range(3):  # ceilLog2(accVectorWidth) <= 3
+        loops = loops + np.where(bit < np.log2(acc), (out_size >> bit) & 1, 0)
+    per_worker = loops // workers
+    rem = loops % workers > 0
     ragged = (out_size & (acc - 1)) > 0
     cycles = 32 + np.where(rem & ragged, 2 * partials + np.where(float_partials, 13, 11), 0)
     per_worker = per_worker + (rem & ~ragged)
     tail = np.where(float_out, np.where(float_partials, 7, 9), np.where(float_partials, 6, 8))
-    general = (cycles + (per_loop * partials + tail) * per_worker) * W
+    general = (cycles + (per_loop * partials + tail) * per_worker) * workers
     return np.where(np.asarray(single_input, bool), single, general).astype(np.int64)
 
 
-def cast_partials_cycles(out_size, partials_vw: int, out_vw: int, W: int):
+def cast_partials_cycles(
+    out_size: ArrayLike, partials_vw: int, out_vw: int, workers: int
+) -> np.ndarray:
     """``estimateCastCycles`` (PerformanceEstimation.hpp): cast the partials to the output."""
-    per = _cdiv(np.asarray(out_size, np.int64), W)
-    return (np.maximum(_cdiv(per, partials_vw), _cdiv(per, out_vw)) + 26) * W
+    per_worker = _cdiv(np.asarray(out_size, np.int64), workers)
+    return (np.maximum(_cdiv(per_worker, partials_vw), _cdiv(per_worker, out_vw)) + 26) * workers
 
 
-def conv_reduce(target, out_size, depth, in_serial, out_bytes: int, partials_bytes: int):
+def conv_reduce(
+    target: Target,
+    out_size: ArrayLike,
+    depth: ArrayLike,
+    in_serial: ArrayLike,
+    out_bytes: int,
+    partials_bytes: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``estimateConvReduceCycles`` stage by stage, vectorised: returns ``(cycles, outputs,
     depths)``, each (n, 3): the compute cycles of each stage, the outputs per tile each stage
     produces, and the depth it reduces (0: no stage). ``out_size`` = outputs per tile after the
     whole reduction; a depth of 1 yields the partials' cast (stage 1) unless the types match or
     input channels are split serially (the cast then follows the serial loop)."""
-    W = int(target.workers_per_tile)
+    workers = int(target.workers_per_tile)
     out_size = np.asarray(out_size, np.int64).ravel()
     depth = np.asarray(depth, np.int64).ravel()
     in_serial = np.broadcast_to(np.asarray(in_serial, np.int64), depth.shape)
     float_out, float_partials = out_bytes >= 4, partials_bytes >= 4
-    d = stage_depths(depth)  # (n, 3)
-    n = len(depth)
-    cycles = np.zeros((n, MAX_STAGES), np.int64)
-    outs = np.zeros((n, MAX_STAGES), np.int64)
+    depths = stage_depths(depth)  # (n, 3)
+    n_rows = len(depth)
+    cycles = np.zeros((n_rows, MAX_STAGES), np.int64)
+    outs = np.zeros((n_rows, MAX_STAGES), np.int64)
     size = out_size * np.maximum(depth, 1)
     remaining = np.maximum(depth, 1)
     fast = 4 if float_partials else 8  # widthForFastReduce
     bank = int(target.bank_bytes)
     sram = int(target.sram_per_tile)
-    for k in range(MAX_STAGES):
-        has = d[:, k] > 0
-        dk = np.maximum(d[:, k], 1)
-        remaining = np.where(has, _cdiv(remaining, dk), remaining)
+    for stage in range(MAX_STAGES):
+        has = depths[:, stage] > 0
+        stage_depth = np.maximum(depths[:, stage], 1)
+        remaining = np.where(has, _cdiv(remaining, stage_depth), remaining)
         last = remaining == 1
-        size = np.where(has, _cdiv(size, dk), size)
-        exchanged = (dk - 1) * size * partials_bytes
+        size = np.where(has, _cdiv(size, stage_depth), size)
+        exchanged = (stage_depth - 1) * size * partials_bytes
         small = _cdiv(exchanged, bank) * bank < sram // 16
         single = (size % fast == 0) & small
-        c = reduce_vertex_cycles(
-            size, dk - single, W, np.where(last, float_out, float_partials), float_partials, single
+        vertex = reduce_vertex_cycles(
+            size,
+            stage_depth - single,
+            workers,
+            np.where(last, float_out, float_partials),
+            float_partials,
+            single,
         )
-        cycles[:, k] = np.where(has, c, 0)
-        outs[:, k] = np.where(has, size, 0)
+        cycles[:, stage] = np.where(has, vertex, 0)
+        outs[:, stage] = np.where(has, size, 0)
     if float_out != float_partials:
-        vw_p = DATA_PATH_BITS // (8 * partials_bytes)
-        vw_o = DATA_PATH_BITS // (8 * out_bytes)
+        partials_vector = DATA_PATH_BITS // (8 * partials_bytes)
+        out_vector = DATA_PATH_BITS // (8 * out_bytes)
         cast = (depth == 1) & (in_serial <= 1)
-        cycles[:, 0] = np.where(cast, cast_partials_cycles(out_size, vw_p, vw_o, W), cycles[:, 0])
+        cycles[:, 0] = np.where(
+            cast, cast_partials_cycles(out_size, partials_vector, out_vector, workers), cycles[:, 0]
+        )
         outs[:, 0] = np.where(cast, out_size, outs[:, 0])
-    return cycles, outs, d
+    return cycles, outs, depths
 
 
-def conv_reduce_exchange(partials_per_tile, depth, result_bytes: int, xb: float):
+def conv_reduce_exchange(
+    partials_per_tile: ArrayLike, depth: ArrayLike, result_bytes: int, exchange_rate: float
+) -> np.ndarray:
     """Exchange cycles per stage of the partial-sum reduction (n, 3): stage 1 receives the
     tile's partial sums (``reduceFirstStageExchangeCycles``), each later stage the outputs of
     the one before (``partialSumExchangeCycleEstimate``); 0 where no stage runs."""
-    p = np.asarray(partials_per_tile, np.int64).ravel()
-    d = stage_depths(depth)
-    out = np.zeros(d.shape, np.int64)
-    size = p.copy()
-    for k in range(MAX_STAGES):
-        has = d[:, k] > 0
-        out[:, k] = np.where(has, np.ceil(size * result_bytes / xb).astype(np.int64), 0)
-        size = np.where(has, _cdiv(size, np.maximum(d[:, k], 1)), size)
+    partials = np.asarray(partials_per_tile, np.int64).ravel()
+    depths = stage_depths(depth)
+    out = np.zeros(depths.shape, np.int64)
+    size = partials.copy()
+    for stage in range(MAX_STAGES):
+        has = depths[:, stage] > 0
+        out[:, stage] = np.where(
+            has, np.ceil(size * result_bytes / exchange_rate).astype(np.int64), 0
+        )
+        size = np.where(has, _cdiv(size, np.maximum(depths[:, stage], 1)), size)
     return out
 
 
-def conv_reduce_temp_bytes(outputs_per_tile, depth, element_bytes: int):
+def conv_reduce_temp_bytes(
+    outputs_per_tile: ArrayLike, depth: ArrayLike, element_bytes: int
+) -> np.ndarray:
     """``addReduceCycleEstimate``'s temporary bytes: the largest stage input on a tile."""
-    o = np.asarray(outputs_per_tile, np.int64).ravel()
-    d = stage_depths(depth)
-    size = o * np.maximum(np.asarray(depth, np.int64).ravel(), 1)
-    best = np.zeros(len(o), np.int64)
-    for k in range(MAX_STAGES):
-        has = d[:, k] > 0
+    outputs = np.asarray(outputs_per_tile, np.int64).ravel()
+    depths = stage_depths(depth)
+    size = outputs * np.maximum(np.asarray(depth, np.int64).ravel(), 1)
+    best = np.zeros(len(outputs), np.int64)
+    for stage in range(MAX_STAGES):
+        has = depths[:, stage] > 0
         best = np.where(has, np.maximum(best, size * element_bytes), best)
-        size = np.where(has, _cdiv(size, np.maximum(d[:, k], 1)), size)
+        size = np.where(has, _cdiv(size, np.maximum(depths[:, stage], 1)), size)
     return np.where(np.asarray(depth).ravel() > 1, best, 0)
 
 
 # ---- popops: cross-tile reductions of other ops ----------------------------------------------
 
 
-def strided_reduce_cycles(partials, outputs, stride, float_partials: bool, float_out: bool):
+def strided_reduce_cycles(
+    partials: ArrayLike,
+    outputs: ArrayLike,
+    stride: ArrayLike,
+    float_partials: bool,
+    float_out: bool,
+) -> np.ndarray:
     """``getCyclesEstimateForStridedReduce`` for ADD (not an update): one worker reducing
     ``partials`` rows of ``outputs`` columns, rows ``stride`` elements apart."""
     partials = np.maximum(np.asarray(partials, np.int64), 1)
     outputs = np.asarray(outputs, np.int64)
     acc = 4 if float_partials else 8
-    dp = DATA_PATH_BITS // (32 if float_partials else 16)
+    in_vector = DATA_PATH_BITS // (32 if float_partials else 16)
     if float_partials:
         post = 3 + 2  # ADD: inner loop completion 3, store 2 (not update, not log-add)
     else:
         post = 1 + (6 if float_out else 7)
     outer = 3 + post + (3 + 1 * (partials - 1))
-    per_loop = np.gcd(min(acc, dp), np.maximum(np.asarray(stride, np.int64), 1))
+    per_loop = np.gcd(min(acc, in_vector), np.maximum(np.asarray(stride, np.int64), 1))
     cycles = 5 + 11 + outer * _cdiv(outputs, per_loop)
     return np.where(outputs > 0, cycles, 0).astype(np.int64)
 
 
-def _tile_reduce(rows, cols, W: int, reductions, float_partials: bool, float_out: bool):
+def _tile_reduce(
+    rows: ArrayLike,
+    cols: ArrayLike,
+    workers: int,
+    reductions: ArrayLike,
+    float_partials: bool,
+    float_out: bool,
+) -> np.ndarray:
     """A tile reducing ``rows`` x ``cols`` partials per reduction: the columns split over the
     workers in grains of the partials' vector width (``splitOutputRegionsForWorkers``), one
     strided-reduce vertex each; ``reductions`` vertices run one after the other."""
     grain = 2 if float_partials else 4
-    per_worker = _cdiv(_cdiv(np.asarray(cols, np.int64), W), grain) * grain
+    per_worker = _cdiv(_cdiv(np.asarray(cols, np.int64), workers), grain) * grain
     per_worker = np.minimum(per_worker, cols)
     one = strided_reduce_cycles(rows, per_worker, cols, float_partials, float_out)
-    return np.where(np.asarray(rows) > 1, one * W * reductions, 0).astype(np.int64)
+    return np.where(np.asarray(rows) > 1, one * workers * reductions, 0).astype(np.int64)
 
 
 #: Stages of a popops reduction the engine lays out: the on-tile stage, up to two intermediate
@@ -254,68 +301,90 @@ def _tile_reduce(rows, cols, W: int, reductions, float_partials: bool, float_out
 POPOPS_STAGES = 4
 
 
-def popops_reduce(target, elements, cols, reductions, tiles, in_bytes, T: int) -> dict:
+def popops_reduce(
+    target: Target,
+    elements: ArrayLike,
+    cols: ArrayLike,
+    reductions: ArrayLike,
+    tiles: ArrayLike,
+    in_bytes: ArrayLike,
+    compute_tiles: int,
+) -> dict[str, np.ndarray]:
     """The stages of a popops reduction of ``elements`` (laid out linearly over ``tiles``
     tiles, rows of ``cols`` output columns) into ``cols`` outputs, ``reductions`` at once
     (batch norm reduces the sum and the sum of squares together: ``reduceMany``). Returns
     per op and stage (n, POPOPS_STAGES): ``compute`` cycles, ``recv`` bytes per tile, ``tiles``
     taking part (0: no stage); stage 0 is the on-tile reduction (no exchange)."""
-    W = int(target.workers_per_tile)
-    e = np.asarray(elements, np.int64)
+    workers = int(target.workers_per_tile)
+    elems = np.asarray(elements, np.int64)
     cols = np.maximum(np.asarray(cols, np.int64), 1)
-    nr = np.asarray(reductions, np.int64)
-    tu = np.maximum(np.asarray(tiles, np.int64), 1)
-    n = len(e)
-    compute = np.zeros((n, POPOPS_STAGES), np.int64)
-    recv = np.zeros((n, POPOPS_STAGES), np.int64)
-    used = np.zeros((n, POPOPS_STAGES), np.int64)
-    per = _cdiv(e, tu)
+    n_reductions = np.asarray(reductions, np.int64)
+    tiles_used = np.maximum(np.asarray(tiles, np.int64), 1)
+    n_ops = len(elems)
+    compute = np.zeros((n_ops, POPOPS_STAGES), np.int64)
+    recv = np.zeros((n_ops, POPOPS_STAGES), np.int64)
+    used = np.zeros((n_ops, POPOPS_STAGES), np.int64)
+    elems_per_tile = _cdiv(elems, tiles_used)
     # stage 0: each tile reduces its own rows of each column (inputToIntermediateNoExchange)
-    local = per > cols
-    rows0 = np.where(local, _cdiv(per, cols), 1)
-    p_t = np.minimum(per, cols)
-    fl = np.broadcast_to(np.asarray(in_bytes) >= 4, e.shape)
-    c0 = np.where(
-        fl,
-        _tile_reduce(rows0, cols, W, nr, True, True),
-        _tile_reduce(rows0, cols, W, nr, False, True),
+    local = elems_per_tile > cols
+    rows0 = np.where(local, _cdiv(elems_per_tile, cols), 1)
+    cols_per_tile = np.minimum(elems_per_tile, cols)
+    float_in = np.broadcast_to(np.asarray(in_bytes) >= 4, elems.shape)
+    stage0 = np.where(
+        float_in,
+        _tile_reduce(rows0, cols, workers, n_reductions, True, True),
+        _tile_reduce(rows0, cols, workers, n_reductions, False, True),
     )
-    compute[:, 0] = np.where(local, c0, 0)
-    used[:, 0] = np.where(local, tu, 0)
-    depth = np.maximum(_cdiv(tu * p_t, cols), 1)
-    holders = tu.copy()
+    compute[:, 0] = np.where(local, stage0, 0)
+    used[:, 0] = np.where(local, tiles_used, 0)
+    depth = np.maximum(_cdiv(tiles_used * cols_per_tile, cols), 1)
+    holders = tiles_used.copy()
     active = depth > 1
     grain = 2 * (DATA_PATH_BITS // 32)  # findGrainSizeForOp: ADD, float partials
-    for k in range(1, POPOPS_STAGES - 1):
-        total = holders * p_t
-        to_output = (depth < 2 * math.sqrt(T)) & (holders > T * 3 // 4)
+    for stage in range(1, POPOPS_STAGES - 1):
+        total = holders * cols_per_tile
+        to_output = (depth < 2 * math.sqrt(compute_tiles)) & (holders > compute_tiles * 3 // 4)
         more = active & ~to_output & (total > cols * MORE_STAGES_FACTOR)
-        ideal = np.maximum(total // T, 1)
+        ideal = np.maximum(total // compute_tiles, 1)
         avg_split = np.maximum(np.sqrt(total / cols).astype(np.int64), 1)
-        min_cols = np.maximum(grain, (p_t // grain) // avg_split * grain)
-        pieces = np.clip(cols // min_cols, 1, T)
-        w = _cdiv(cols, pieces)
-        N = np.maximum(depth * w // ideal, 1)
-        N = np.where(depth * w // N < MIN_PIECE_SIZE, np.maximum(depth * w // MIN_PIECE_SIZE, 1), N)
-        N = np.where(depth // N < MIN_PIECE_ROWS, np.maximum(depth // MIN_PIECE_ROWS, 1), N)
-        rows = _cdiv(depth, N)
-        per_tile = _cdiv(pieces * N, T)  # pieces a tile takes when there are more than tiles
-        compute[:, k] = np.where(more, _tile_reduce(rows, w, W, nr, True, True) * per_tile, 0)
-        recv[:, k] = np.where(more, rows * w * 4 * nr * per_tile, 0)
-        used[:, k] = np.where(more, np.minimum(pieces * N, T), 0)
-        depth = np.where(more, N, depth)
-        p_t = np.where(more, w, p_t)
-        holders = np.where(more, np.minimum(pieces * N, T), holders)
+        min_cols = np.maximum(grain, (cols_per_tile // grain) // avg_split * grain)
+        pieces = np.clip(cols // min_cols, 1, compute_tiles)
+        piece_width = _cdiv(cols, pieces)
+        depth_split = np.maximum(depth * piece_width // ideal, 1)
+        depth_split = np.where(
+            depth * piece_width // depth_split < MIN_PIECE_SIZE,
+            np.maximum(depth * piece_width // MIN_PIECE_SIZE, 1),
+            depth_split,
+        )
+        depth_split = np.where(
+            depth // depth_split < MIN_PIECE_ROWS,
+            np.maximum(depth // MIN_PIECE_ROWS, 1),
+            depth_split,
+        )
+        rows = _cdiv(depth, depth_split)
+        per_tile = _cdiv(
+            pieces * depth_split, compute_tiles
+        )  # pieces a tile takes when there are more than tiles
+        compute[:, stage] = np.where(
+            more, _tile_reduce(rows, piece_width, workers, n_reductions, True, True) * per_tile, 0
+        )
+        recv[:, stage] = np.where(more, rows * piece_width * 4 * n_reductions * per_tile, 0)
+        used[:, stage] = np.where(more, np.minimum(pieces * depth_split, compute_tiles), 0)
+        depth = np.where(more, depth_split, depth)
+        cols_per_tile = np.where(more, piece_width, cols_per_tile)
+        holders = np.where(more, np.minimum(pieces * depth_split, compute_tiles), holders)
         active = more & (depth > 1)
         if not active.any():
             break
     # final stage: what is left reduced at the outputs, spread in grains of 8 (balanced)
     groups = _cdiv(cols, 8)
-    out_tiles = np.minimum(groups, T)
+    out_tiles = np.minimum(groups, compute_tiles)
     width = np.minimum(_cdiv(groups, out_tiles) * 8, cols)
     fin = depth > 1
     last = POPOPS_STAGES - 1
-    compute[:, last] = np.where(fin, _tile_reduce(depth, width, W, nr, True, True), 0)
-    recv[:, last] = np.where(fin, depth * width * 4 * nr, 0)
+    compute[:, last] = np.where(
+        fin, _tile_reduce(depth, width, workers, n_reductions, True, True), 0
+    )
+    recv[:, last] = np.where(fin, depth * width * 4 * n_reductions, 0)
     used[:, last] = np.where(fin, out_tiles, 0)
     return {"compute": compute, "recv": recv, "tiles": used}

@@ -143,7 +143,7 @@ class _Nodes:
         self.n += 1
         return self.n - 1
 
-    def add_block(self, n: int, **cols: np.ndarray) -> np.ndarray:
+    def add_block(self, n: int, **cols: np.ndarray | int) -> np.ndarray:
         """``n`` nodes at once (every column an array of ``n`` or one value); their ids."""
         for c, dt in self.COLS.items():
             if self.rows[c]:
@@ -293,8 +293,10 @@ class _Templates:
                 t.cycles = int(t.cycles_override)
             else:
                 t.cycles = int(self.leaf_cycles[t.leaves].sum()) if len(t.leaves) else 0
-        else:
+        elif t.synth is not None:
             t.cycles = int(t.synth.cycles)
+        else:
+            raise ValueError(f"template {t.name!r} has neither compiler leaves nor a program")
         self.items.append(t)
         return len(self.items) - 1
 
@@ -337,10 +339,18 @@ class _Templates:
         )
         end = links.internal_sync_cycles
         if leaves3 is not None:
-            return tuple(
-                self.add(_Template(str(plan.leaves.name[lf]), ipu, leaves=[lf], cycles_override=c))
+            first, middle, last = (
+                self.add(
+                    _Template(
+                        str(plan.leaves.name[lf]),
+                        ipu,
+                        leaves=np.array([lf], dtype=np.int64),
+                        cycles_override=c,
+                    )
+                )
                 for lf, c in zip(leaves3, (begin, mid, end))
             )
+            return first, middle, last
         bi, bo = (nbytes, 0) if direction == "in" else (0, nbytes)
         tiles = self.io_range
         if direction == "in" and dest == D_HOST:
@@ -351,9 +361,10 @@ class _Templates:
             ("StreamCopyMid", _Synth(T_SCM, mid, bi, bo, dest, tiles=tiles)),
             ("StreamCopyEnd", _Synth(T_SCE, end, dest=dest, tiles=tiles)),
         )
-        return tuple(
+        first, middle, last = (
             self.add(_Template(f"ipu{ipu}/{prefix}.{kind}", ipu, synth=sy)) for kind, sy in specs
         )
+        return first, middle, last
 
 
 @dataclass(frozen=True)

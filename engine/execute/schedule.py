@@ -78,8 +78,11 @@ def min_gradient_accumulation(num_stages: int, training: bool, schedule: str) ->
     return 1
 
 
-def _grouped_grid(S: int, G: int, training: bool) -> tuple[np.ndarray, ...]:
-    """(cycle, stage, pass, micro_batch) of every stage-pass of a Grouped pipeline."""
+def _grouped_grid(
+    S: int, G: int, training: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, int]:
+    """(cycle, stage, pass, micro_batch) of every stage-pass of a Grouped pipeline, then the
+    number of pipeline cycles ``T`` and of pipeline-program stages ``P``."""
     P = program_stages(S, training)
     T = G + P - 1
     t = np.arange(T)[:, None]
@@ -105,7 +108,9 @@ def _grouped_grid(S: int, G: int, training: bool) -> tuple[np.ndarray, ...]:
     return cyc, st, ps, m, T, P
 
 
-def _order(row, stage, pass_, mb):
+def _order(
+    row: np.ndarray, stage: np.ndarray, pass_: np.ndarray, mb: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     # within a row: forwards first (stage order), then backwards (reverse stage order)
     key_stage = np.where(pass_ == FORWARD, stage, -stage)
     idx = np.lexsort((key_stage, pass_, row))

@@ -9,6 +9,7 @@ inference (so their bytes are not copied around; parameters are counted from sha
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import onnx
@@ -122,7 +123,8 @@ def _subgraphs(node: onnx.NodeProto):
             yield from a.graphs
 
 
-_DONE = object()
+#: A model-local function: (domain, name, overload), as a node that calls it names it.
+FunctionKey = tuple[str, str, str]
 
 
 def _check_expanded_size(model: onnx.ModelProto, name: str) -> None:
@@ -135,7 +137,9 @@ def _check_expanded_size(model: onnx.ModelProto, name: str) -> None:
     once, its own nodes and its calls counted; the walk stops once the nodes it has seen pass the
     limit, and the expanded sizes are summed over the call graph (memoised, capped above the
     limit), so the check takes time and memory linear in at most MAX_NODES nodes."""
-    funcs = {(f.domain, f.name, getattr(f, "overload", "")): f for f in model.functions}
+    funcs: dict[FunctionKey, onnx.FunctionProto] = {
+        (f.domain, f.name, getattr(f, "overload", "")): f for f in model.functions
+    }
     seen = 0
 
     def too_big() -> OnnxError:
@@ -145,10 +149,12 @@ def _check_expanded_size(model: onnx.ModelProto, name: str) -> None:
             f"{MAX_NODES:,})."
         )
 
-    def body(nodes) -> tuple[int, dict[tuple, int]]:
+    def body(nodes: Sequence[onnx.NodeProto]) -> tuple[int, dict[FunctionKey, int]]:
         """(own nodes, {callee: calls}) of a body and its subgraphs."""
         nonlocal seen
-        own, calls, stack = 0, {}, [nodes]
+        own = 0
+        calls: dict[FunctionKey, int] = {}
+        stack = [nodes]
         while stack:
             nodes = stack.pop()
             seen += len(nodes)
@@ -163,17 +169,23 @@ def _check_expanded_size(model: onnx.ModelProto, name: str) -> None:
                 stack.extend(g.node for g in _subgraphs(node))
         return own, calls
 
-    bodies = {None: body(model.graph.node)}
+    # the bodies by function, the main graph's under None
+    bodies: dict[FunctionKey | None, tuple[int, dict[FunctionKey, int]]] = {
+        None: body(model.graph.node)
+    }
     bodies.update((k, body(f.node)) for k, f in funcs.items())
-    size: dict[tuple | None, int] = {}
+    size: dict[FunctionKey | None, int] = {}
     for root in bodies:
         if root in size:
             continue
         # depth-first over the call graph, an explicit stack (no recursion limit)
-        path, callees, on_path = [root], [iter(bodies[root][1])], {root}
+        path: list[FunctionKey | None] = [root]
+        callees: list[Iterator[FunctionKey]] = [iter(bodies[root][1])]
+        on_path: set[FunctionKey | None] = {root}
         while path:
-            nxt = next((c for c in callees[-1] if c not in size), _DONE)
-            if nxt is not _DONE:
+            # None: every callee of the body on top is sized (a callee is never the main graph)
+            nxt = next((c for c in callees[-1] if c not in size), None)
+            if nxt is not None:
                 if nxt in on_path:
                     raise _recursive(name, nxt, [*path[path.index(nxt) :], nxt])
                 path.append(nxt)
@@ -189,8 +201,8 @@ def _check_expanded_size(model: onnx.ModelProto, name: str) -> None:
         raise too_big()
 
 
-def _recursive(name: str, key: tuple, path: list[tuple]) -> OnnxError:
-    def label(k) -> str:
+def _recursive(name: str, key: FunctionKey, path: list[FunctionKey | None]) -> OnnxError:
+    def label(k: FunctionKey) -> str:
         return f"{k[0]}::{k[1]}" if k[0] else k[1]
 
     via = " -> ".join(label(k) for k in path if k is not None)

@@ -11,6 +11,7 @@ numpy on small integer tensors, and inference runs again until nothing new folds
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import onnx
@@ -293,14 +294,19 @@ def _fold(node, vals: list, shapes_in: list, like: int = 1):
         return np.where(x, vals[1], vals[2])
     if op in ("ReduceProd", "ReduceSum", "ReduceMax", "ReduceMin"):
         ax = _axes(node, vals, 1)
-        fn = {"ReduceProd": np.prod, "ReduceSum": np.sum, "ReduceMax": np.max, "ReduceMin": np.min}
+        fn: dict[str, Callable[..., np.ndarray]] = {
+            "ReduceProd": np.prod,
+            "ReduceSum": np.sum,
+            "ReduceMax": np.max,
+            "ReduceMin": np.min,
+        }
         return fn[op](
             x, axis=None if ax is None else tuple(ax), keepdims=bool(_attr(node, "keepdims", 1))
         )
     return None
 
 
-_UNARY = {
+_UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "Neg": np.negative,
     "Abs": np.abs,
     "Floor": np.floor,
@@ -312,7 +318,7 @@ _UNARY = {
     "Log": np.log,
     "Sign": np.sign,
 }
-_BINARY = {
+_BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "Add": np.add,
     "Sub": np.subtract,
     "Mul": np.multiply,
@@ -507,7 +513,7 @@ def _fold_pass(model, shapes, dtypes, values, opset: int) -> set[str]:
         try:
             if op in FOLDABLE:
                 like = dtypes.get(ins[1], 1) if op == "CastLike" else 1
-                outs = [_fold(node, vals, [shapes.get(x) for x in ins], like)]
+                outs: list | None = [_fold(node, vals, [shapes.get(x) for x in ins], like)]
             else:
                 outs = _reference(node, vals, shapes, opset)
         except Exception:  # an unusual form: leave it to the importer
