@@ -27,10 +27,8 @@ RAW_MODEL = "analyser.gui.model.data"
 #: ``show_view``, drop its ``import data``, its line here and its line in the contract's
 #: ignore_imports (pyproject.toml).
 NOT_CONVERTED = {
-    "insights",
     "memory",
     "program_tree",
-    "trace",
     "query",
 }
 
@@ -191,7 +189,9 @@ def test_a_view_model_arriving_for_documents_no_longer_shown_is_dropped(qtbot, p
     next(fixture, None)
 
 
-@pytest.mark.parametrize("key", ["summary", "roofline", "operations", "pipeline", "liveness"])
+@pytest.mark.parametrize(
+    "key", ["summary", "roofline", "operations", "pipeline", "liveness", "trace", "insights"]
+)
 def test_the_window_builds_view_models_off_the_gui_thread_and_hands_them_over(
     qtbot, tmp_path, pair, monkeypatch, key
 ):
