@@ -27,7 +27,6 @@ RAW_MODEL = "analyser.gui.model.data"
 #: ``show_view``, drop its ``import data``, its line here and its line in the contract's
 #: ignore_imports (pyproject.toml).
 NOT_CONVERTED = {
-    "memory",
     "program_tree",
     "query",
 }
@@ -190,7 +189,8 @@ def test_a_view_model_arriving_for_documents_no_longer_shown_is_dropped(qtbot, p
 
 
 @pytest.mark.parametrize(
-    "key", ["summary", "roofline", "operations", "pipeline", "liveness", "trace", "insights"]
+    "key",
+    ["summary", "roofline", "operations", "pipeline", "liveness", "trace", "insights", "memory"],
 )
 def test_the_window_builds_view_models_off_the_gui_thread_and_hands_them_over(
     qtbot, tmp_path, pair, monkeypatch, key

@@ -111,6 +111,8 @@ REPORTS: tuple[ReportEntry, ...] = (
         ("target", "memory", "tile_breakdowns"),
         requires=datasets.MEMORY,
         compare_cost=3,
+        view_builder="analyser.gui.model.memory_view:build_memory_view",
+        default_view_options=(0, "category", False, False),
     ),
     ReportEntry(
         "analyser.gui.reports.liveness:LivenessReport",
