@@ -107,12 +107,7 @@ class TraceReport(Report):
         self._relay.done.connect(self._on_summary)
         self.trace: TraceWindow | None = None
         self.trace_b: TraceWindow | None = None
-        #: the explained comparison of A with B shown (the range summary quotes it)
-        self._explained: object | None = None
-        #: the documents shown, A or B alone when only B ran (see show_documents)
-        self._shown_docs: tuple[Document | None, Document | None] = (None, None)
-        #: the view range and selected step a theme switch keeps until its view-model is shown
-        self._kept: tuple[tuple[float, float], int | None] | None = None
+        self._init_view_state()
         self.lay_out_with_empty_states()
 
         body = QWidget()
@@ -150,15 +145,7 @@ class TraceReport(Report):
         bar.addWidget(self.flows_box)
         self.critical = CriticalPathControl(self)  # its box before the legend, its line under it
         bar.addWidget(QLabel("Run:"))
-        self.run_combo = QComboBox()
-        self.run_combo.setToolTip(
-            "Jump to one host call (run) of the program and keep the view inside it"
-        )
-        self.run_combo.currentIndexChanged.connect(self._on_run)
-        # as wide as the runs of the trace shown: sized on its first show (Qt's default), it
-        # kept the width of what it held then (nothing, when the report first showed "Reading"
-        # while its view-model was built; another profile's runs after a switch)
-        self.run_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.run_combo = self._make_run_combo()
         bar.addWidget(self.run_combo)
         bar.addWidget(QLabel("BSP IPU:"))
         self.bsp_ipu = QSpinBox()
@@ -257,6 +244,25 @@ class TraceReport(Report):
         )
         for w in self._key_sources:
             w.installEventFilter(self)
+
+    def _init_view_state(self) -> None:
+        #: the explained comparison of A with B shown (the range summary quotes it)
+        self._explained: object | None = None
+        #: the documents shown, A or B alone when only B ran (see show_documents)
+        self._shown_docs: tuple[Document | None, Document | None] = (None, None)
+        #: the view range and selected step a theme switch keeps until its view-model is shown
+        self._kept: tuple[tuple[float, float], int | None] | None = None
+
+    def _make_run_combo(self) -> QComboBox:
+        """The run selector (filled by :meth:`_fill_runs`)."""
+        combo = QComboBox()
+        combo.setToolTip("Jump to one host call (run) of the program and keep the view inside it")
+        combo.currentIndexChanged.connect(self._on_run)
+        # as wide as the runs of the trace shown: sized on its first show (Qt's default), it
+        # kept the width of what it held then (nothing, when the report first showed "Reading"
+        # while its view-model was built; another profile's runs after a switch)
+        combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        return combo
 
     def prebuild(self, compare: bool) -> bool:
         """B's timeline, then (at the next idle tick) the differences lane's plot, laid out
