@@ -215,7 +215,7 @@ def test_memory_tile_selection_and_details(qtbot, make_window, profiles_dir):
     mr.breakdown_combo.setCurrentText("Region")
     mr.gaps_check.setChecked(True)
     chart = mr.charts["A"]
-    assert chart.ipus == [1]
+    assert chart.ipus == (1,)
     np.testing.assert_array_equal(chart.totals, a.memory.tile_total[1] + a.memory.tile_gaps[1])
     mr.order_combo.setCurrentIndex(1)
     phys = a.src.array("/memory/physical_tile")
@@ -772,7 +772,8 @@ def test_compare_insights_show_each_profiles_severity(
     import dataclasses
 
     from analyser.gui.model import data as gui_data
-    from analyser.gui.reports import insights as insights_report
+    from analyser.gui.model.insights_view import build_insights_view
+    from analyser.gui.reports.insights import InsightsReport
 
     w = make_window()
     open_and_wait(qtbot, w, profiles_dir["oom"], profiles_dir["fit"])
@@ -787,7 +788,13 @@ def test_compare_insights_show_each_profiles_severity(
             return tips_a
         return [dataclasses.replace(first, severity=other)]
 
-    monkeypatch.setattr(insights_report.data, "insights", fake)
+    def fresh(*args):
+        """The report's builder under another name: its view-model is not the one the
+        warm-up cached with the real insights."""
+        return build_insights_view(*args)
+
+    monkeypatch.setattr(gui_data, "insights", fake)
+    monkeypatch.setattr(InsightsReport, "view_builder", staticmethod(fresh))
     r = w.show_report("insights")
     r.refresh()
     row = next(

@@ -199,6 +199,7 @@ def test_each_breakdown_draws_its_catalogue_series(memory, paths):
     stacked bytes add up to the tile totals."""
     from analyser.core.quantities import SERIES
     from analyser.gui.palette import hex_color
+    from analyser.gui.reports.memory import series_colors
     from analyser.gui.widgets import nice_name
 
     r, show = memory
@@ -216,7 +217,7 @@ def test_each_breakdown_draws_its_catalogue_series(memory, paths):
         series = SERIES[key]
         chart = r.build_chart(doc)
         want = [(nice_name(n), hex_color(series.palette, n)) for n in series.names]
-        assert list(zip(chart.names, chart.colors)) == want
+        assert list(zip(chart.names, series_colors(chart), strict=True)) == want
         assert chart.values.shape[1] == len(series.names)
         assert r.legend.entries and set(r.legend.entries) <= set(want)
         np.testing.assert_array_equal(chart.totals, totals)

@@ -51,7 +51,7 @@ def test_stacks_add_up_to_the_core_per_tile_totals(docs, breakdown, physical):
 
 def test_one_ipu_and_positions(docs):
     chart = mm.build_chart(docs[0], [1], "category", False, False)
-    assert chart.ipus == [1] and set(chart.ipu_of.tolist()) == {1}
+    assert chart.ipus == (1,) and set(chart.ipu_of.tolist()) == {1}
     pos = chart.positions_of(np.array([[1, 3], [1, 7], [0, 5]]))
     assert pos.tolist() == [3, 7]  # IPU 0 is not shown
     assert chart.positions_of(mm.no_tiles()).size == 0

@@ -86,6 +86,8 @@ def test_stop_comparing_leaves_no_empty_insights_column(qtbot, window, pair):
     assert "In" in labels()  # compare mode: which profile a tip fires on
     window.stop_compare()
     assert not window.act_stop_compare.isEnabled()
+    # the report fills when its view-model of A alone arrives
+    qtbot.waitUntil(lambda: not insights.awaiting_view, timeout=30000)
     assert "In" not in labels() and "" not in labels()
 
 

@@ -27,10 +27,7 @@ RAW_MODEL = "analyser.gui.model.data"
 #: ``show_view``, drop its ``import data``, its line here and its line in the contract's
 #: ignore_imports (pyproject.toml).
 NOT_CONVERTED = {
-    "insights",
-    "memory",
     "program_tree",
-    "trace",
     "query",
 }
 
@@ -191,7 +188,10 @@ def test_a_view_model_arriving_for_documents_no_longer_shown_is_dropped(qtbot, p
     next(fixture, None)
 
 
-@pytest.mark.parametrize("key", ["summary", "roofline", "operations", "pipeline", "liveness"])
+@pytest.mark.parametrize(
+    "key",
+    ["summary", "roofline", "operations", "pipeline", "liveness", "trace", "insights", "memory"],
+)
 def test_the_window_builds_view_models_off_the_gui_thread_and_hands_them_over(
     qtbot, tmp_path, pair, monkeypatch, key
 ):
@@ -222,3 +222,64 @@ def test_the_window_builds_view_models_off_the_gui_thread_and_hands_them_over(
     assert report.part_problem() == ""
     window.close()
     next(gen, None)
+
+
+def test_a_reranked_profile_gets_a_new_insights_view_model(pair, monkeypatch):
+    """Predicted effects re-rank a profile's insights: the re-ranking is counted on the
+    document and the count is part of the request, so the list is built again in the new order
+    (the view-model built before keeps its own order: it is frozen, never updated in place)."""
+    import analyser.core.insights as core_insights
+    from analyser.core.units import MemoryUnits
+    from analyser.gui.model.document import Document
+    from analyser.gui.model.insights import ranking, rerank
+    from analyser.gui.model.insights_view import build_insights_view
+    from analyser.gui.model.views import ViewRequest
+
+    doc = Document.open(pair[0])
+    try:
+
+        def request() -> ViewRequest:
+            return ViewRequest(build_insights_view, doc, None, MemoryUnits.KIB, (ranking(doc), 0))
+
+        before = request().build()
+        titles = [row.tip.title for row in before.rows]
+        assert len(titles) >= 2, titles
+        # a ranking that reverses the list: whatever the core's order, it changes
+        monkeypatch.setattr(core_insights, "rank_insights", lambda _a, tips: tips[::-1])
+        rerank(doc)
+        assert ranking(doc) == 1 and not request().ready()
+        after = request().build()
+        assert [row.tip.title for row in after.rows] == titles[::-1]
+        assert [row.tip.title for row in before.rows] == titles
+        assert request().build() is after  # cached under its new key
+    finally:
+        doc.close()
+
+
+def test_each_memory_choice_is_its_own_view_model(pair):
+    """The Memory Report's choices (IPU, breakdown, order, gaps) are its view options: each
+    combination is a view-model of its own, cached apart, its charts frozen."""
+    from analyser.core.units import MemoryUnits
+    from analyser.gui.model.document import Document
+    from analyser.gui.model.memory_view import build_memory_view
+    from analyser.gui.model.views import ViewRequest
+
+    docs = [Document.open(p) for p in pair]
+    try:
+
+        def view(*options):
+            return ViewRequest(build_memory_view, docs[0], docs[1], MemoryUnits.KIB, options)
+
+        default = view(0, "category", False, False).build()
+        total = view(0, None, False, True).build()
+        assert default.a.chart.names != total.a.chart.names
+        assert total.a.chart.names == ("Total", "Gaps")
+        assert default.b is not None and default.b.name == docs[1].name
+        # a choice past the IPUs shown falls back to all IPUs
+        far = view(99, "category", False, False).build()
+        assert far.ipu_index == 0 and far.a.shown_ipus == default.a.shown_ipus
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            default.a.chart.names = ("x",)  # type: ignore[misc]
+    finally:
+        for d in docs:
+            d.close()

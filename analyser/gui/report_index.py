@@ -101,6 +101,8 @@ REPORTS: tuple[ReportEntry, ...] = (
         "Insights",
         ("target", "memory", "insights", "largest_vertices", "largest_always_live"),
         compare_cost=1,
+        view_builder="analyser.gui.model.insights_view:build_insights_view",
+        default_view_options=(0, 0),
     ),
     ReportEntry(
         "analyser.gui.reports.memory:MemoryReport",
@@ -109,6 +111,8 @@ REPORTS: tuple[ReportEntry, ...] = (
         ("target", "memory", "tile_breakdowns"),
         requires=datasets.MEMORY,
         compare_cost=3,
+        view_builder="analyser.gui.model.memory_view:build_memory_view",
+        default_view_options=(0, "category", False, False),
     ),
     ReportEntry(
         "analyser.gui.reports.liveness:LivenessReport",
@@ -140,6 +144,7 @@ REPORTS: tuple[ReportEntry, ...] = (
         ("target", "execution", "trace_window"),
         compare_cost=5,
         needs_execution=True,
+        view_builder="analyser.gui.model.trace_view:build_trace_view",
     ),
     ReportEntry(
         "analyser.gui.reports.pipeline:PipelineReport",

@@ -9,6 +9,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pandas as pd
+
 from analyser.core.insights import ORDER
 from analyser.core.insights.model import EFFECT_KEYS, benefit
 from analyser.core.intervals import change_note, range_text
@@ -23,9 +25,12 @@ __all__ = [
     "change_note",
     "gain_text",
     "insight_rows",
+    "largest_tables",
     "order_text",
     "predict",
     "range_text",
+    "ranking",
+    "rerank",
 ]
 
 
@@ -128,3 +133,34 @@ def banner_text(doc: Any, units) -> tuple[str, str]:
         f"Out of memory: {mem.n_oom_tiles:,} tiles exceed {fmt_bytes(mem.sram_per_tile, units)} "
         f"({where}); {share} of memory used ({used} of {cap})."
     )
+
+
+#: The document's cache key of its re-rankings (see :func:`ranking`).
+_RERANKS = "insights-reranks"
+
+
+def ranking(doc: Any) -> int:
+    """How many times ``doc``'s insights were re-ranked (:func:`rerank`): part of the Insights
+    view-model's request, so a re-ranked profile gets a view-model in its new order."""
+    return len(doc.cached(_RERANKS, list))
+
+
+def rerank(doc: Any) -> None:
+    """Re-order ``doc``'s insights by their predicted effects (the analysis core's
+    ``rank_insights``) and count the re-ranking (GUI thread: the prediction's result)."""
+    data.rerank_insights(doc)
+    doc.cached(_RERANKS, list).append(True)
+
+
+def largest_tables(doc: Any, other: Any | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the largest vertex state, the largest always-live variables) of ``doc`` (and
+    ``other``: a "profile" column says whose), read when their tab is first shown."""
+    verts, alive = [], []
+    for tag, d in [("", doc)] if other is None else [("A", doc), ("B", other)]:
+        v = data.largest_vertices(d).copy()
+        a = data.largest_always_live(d).copy()
+        if tag:
+            v["profile"], a["profile"] = tag, tag
+        verts.append(v)
+        alive.append(a)
+    return pd.concat(verts, ignore_index=True), pd.concat(alive, ignore_index=True)

@@ -10,7 +10,7 @@ once here so that ``analyser.gui.reports`` reaches the core only through
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -49,22 +49,21 @@ TOTAL_KEY = (None, "Total")
 GAPS_KEY = (None, "Gaps")
 
 
-@dataclass
+@dataclass(frozen=True)
 class TileChart:
     """What one plot shows: [n, k] stacked values over the displayed tiles (n = shown IPUs x
-    tiles per IPU, IPU by IPU, each in display order)."""
+    tiles per IPU, IPU by IPU, each in display order). Frozen: part of the Memory Report's
+    view-model (the view picks each series' colour from ``color_keys`` and the theme)."""
 
     values: np.ndarray  # [n, k] bytes
-    names: list[str]
+    names: tuple[str, ...]
     #: (palette group, name) of each series; group None for the view's own colours
-    color_keys: list[tuple[str | None, str]]
+    color_keys: tuple[tuple[str | None, str], ...]
     ipu_of: np.ndarray  # [n] IPU of each displayed position
     tile_of: np.ndarray  # [n] software tile id of each displayed position
     sram: int
-    ipus: list[int]
+    ipus: tuple[int, ...]
     tiles_per_ipu: int
-    #: the colour of each series (the view fills them from ``color_keys``)
-    colors: list[str] = field(default_factory=list)
 
     @property
     def totals(self) -> np.ndarray:
@@ -132,12 +131,12 @@ def build_chart(
     n = len(order)
     return TileChart(
         values=values.astype(np.int64),
-        names=names,
-        color_keys=keys,
+        names=tuple(names),
+        color_keys=tuple(keys),
         ipu_of=np.repeat(np.asarray(ipus, np.int64), n),
         tile_of=np.tile(order, len(ipus)),
         sram=int(tgt.sram_per_tile),
-        ipus=list(ipus),
+        ipus=tuple(ipus),
         tiles_per_ipu=n,
     )
 
@@ -240,6 +239,28 @@ def fullest_tile(doc: Any, ipus: Sequence[int]) -> tuple[int, int] | None:
     used = data.memory(doc).tile_used[list(ipus)]
     k = int(np.argmax(used))
     return ipus[k // used.shape[1]], k % used.shape[1]
+
+
+def tile_layouts(
+    doc: Any, other: Any | None, ipu: int, tile: int
+) -> tuple[TileLayout, TileLayout | None]:
+    """The modelled address layouts of tile ``tile`` of IPU ``ipu`` in ``doc`` and in
+    ``other`` (None without it, or when its target has no such tile): the Tile memory map."""
+    a = data.tile_layout(doc, ipu, tile)
+    b = None
+    if other is not None:
+        target = data.target(other)
+        if ipu < target.num_ipus and tile < target.tiles_per_ipu:
+            b = data.tile_layout(other, ipu, tile)
+    return a, b
+
+
+def insights_of(doc: Any, other: Any | None) -> list[tuple[str, MemoryInsights]]:
+    """(prefix, vertex state and exchange code) of ``doc`` ("" alone, "A: " compared) and of
+    ``other`` ("B: "): the Memory insights tab."""
+    if other is None:
+        return [("", data.memory_insights(doc))]
+    return [("A: ", data.memory_insights(doc)), ("B: ", data.memory_insights(other))]
 
 
 @dataclass

@@ -13,7 +13,6 @@ import itertools
 from typing import Any
 from urllib.parse import quote, unquote
 
-import pandas as pd
 import pyqtgraph as pg
 from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, QTimer, Signal
 from PySide6.QtGui import QColor
@@ -34,20 +33,21 @@ from PySide6.QtWidgets import (
 from analyser.core.quantities import QUANTITIES, columns
 from analyser.core.units import fmt_bytes, fmt_count
 from analyser.gui import reports as registry
-from analyser.gui.model import data
+from analyser.gui.model.document import Document
 from analyser.gui.model.insights import (
     EFFECT_KEYS,
     GAIN_TIP,
     InsightRow,
-    banner_text,
     cancel_predictions,
     change_note,
     gain_text,
-    insight_rows,
-    order_text,
+    largest_tables,
     predict,
     range_text,
+    ranking,
+    rerank,
 )
+from analyser.gui.model.insights_view import InsightsView, build_insights_view
 from analyser.gui.model.places import place_of, tile_place
 from analyser.gui.model.units_text import in_units
 from analyser.gui.palette import hex_color
@@ -104,6 +104,9 @@ class InsightsReport(Report):
     title = "Insights"
     key = "insights"
     data_needs = ("target", "memory", "insights", "largest_vertices", "largest_always_live")
+    view_builder = staticmethod(build_insights_view)
+    #: how many times A's and B's insights were re-ranked (see view_options)
+    default_view_options = (0, 0)
     compare_cost = 1
 
     applyTipRequested = Signal(object)
@@ -194,6 +197,8 @@ class InsightsReport(Report):
 
         lay_out(self, [self.banner_a, self.banner_b], upper, lower, (330, 420))
         self._entries: list[tuple[str, Any, Any]] = []
+        #: the view-model shown (None while there is none)
+        self._view: InsightsView | None = None
         self._focus_order()
 
     def _focus_order(self) -> None:
@@ -218,39 +223,47 @@ class InsightsReport(Report):
 
     # ------------------------------------------------------------------ refresh
     def clear(self) -> None:
+        self._view = None
         self.list.clear()
         self.order_label.setText("")
         self.details.clear()
         self.plot.getPlotItem().clear()
 
-    def show_documents(self, doc: Any, cmp: Any) -> None:
+    def view_options(self) -> tuple[int, int]:
+        """How many times A's and B's insights were re-ranked by predicted effects: a
+        re-ranked profile's view-model is built again (in its new order), not taken from
+        the cache."""
+        doc, other = self.document, self.compare_doc
+        return (
+            ranking(doc) if doc is not None else 0,
+            ranking(other) if other is not None else 0,
+        )
+
+    def show_view(self, view: InsightsView) -> None:
         self.clear()
-        self.banner_b.setVisible(cmp is not None)
-        state, text = banner_text(doc, self.units)
-        self.banner_a.show_state(state, ("A: " if cmp is not None else "") + text)
-        if cmp is not None:
-            state_b, text_b = banner_text(cmp, self.units)
+        self._view = view
+        b = view.b
+        self.banner_b.setVisible(b is not None)
+        state, text = view.a.banner
+        self.banner_a.show_state(state, ("A: " if b is not None else "") + text)
+        if b is not None:
+            state_b, text_b = b.banner
             self.banner_b.show_state(state_b, "B: " + text_b)
-        self._draw_histogram()
-        self._fill_tables()
+        self._draw_histogram(view)
+        self._fill_tables(view)
         self._fill_list()
         self._update_buttons()
-        if getattr(self, "_applied", None) is not None and cmp is not None:
+        if getattr(self, "_applied", None) is not None and b is not None:
             QTimer.singleShot(0, self._predict_applied_tip)
 
-    def _docs(self) -> list[tuple[str, Any]]:
-        if self.compare_doc is None:
-            return [("", self.document)]
-        return [("A", self.document), ("B", self.compare_doc)]
-
-    def _draw_histogram(self) -> None:
+    def _draw_histogram(self, view: InsightsView) -> None:
         item = self.plot.getPlotItem()
         item.clear()
         entries = []
         unit_scale = 1.0
         top = 0.0
-        for k, (tag, d) in enumerate(self._docs()):
-            mem = data.memory(d)
+        for k, side in enumerate(view.sides):
+            tag, mem = side.tag, side.memory
             counts, edges = mem.histogram_counts, mem.histogram_edges
             unit_scale = (
                 1024.0 if self.units.value == "KiB" else 1000.0 if self.units.value == "kB" else 1.0
@@ -291,15 +304,8 @@ class InsightsReport(Report):
         item.setLabel("left", "tiles")
         item.setYRange(0, top * 1.1 if top else 1, padding=0)
 
-    def _fill_tables(self) -> None:
-        rows = []
-        for tag, d in self._docs():
-            for t in data.memory(d).top_tiles:
-                row = {"ipu": t.ipu, "tile": t.tile, "bytes": t.bytes, "share": t.share}
-                if tag:
-                    row["profile"] = tag
-                rows.append(row)
-        self.top_tiles.set_frame(pd.DataFrame(rows), columns("tiles", self.units))
+    def _fill_tables(self, view: InsightsView) -> None:
+        self.top_tiles.set_frame(view.top_tiles, columns("tiles", self.units))
         self._largest_stale = True
         self._fill_largest()
 
@@ -314,19 +320,10 @@ class InsightsReport(Report):
         self._largest_stale = False
         if self.document is None:
             return
-        verts, alive = [], []
-        for tag, d in self._docs():
-            v = data.largest_vertices(d).copy()
-            a = data.largest_always_live(d).copy()
-            if tag:
-                v["profile"], a["profile"] = tag, tag
-            verts.append(v)
-            alive.append(a)
-        self.vertices.set_frame(
-            pd.concat(verts, ignore_index=True), columns("vertex_types", self.units)
-        )
+        verts, alive = largest_tables(self.document, self.compare_doc)
+        self.vertices.set_frame(verts, columns("vertex_types", self.units))
         self.always_live.set_frame(
-            pd.concat(alive, ignore_index=True),
+            alive,
             columns(
                 "variables",
                 self.units,
@@ -337,17 +334,18 @@ class InsightsReport(Report):
     def _fill_list(self) -> None:
         self.list.clear()
         self._entries = []
+        view = self._view
+        if view is None:
+            return
         doc, cmp = self.document, self.compare_doc
-        ins_a = data.insights(doc)
         # the column count follows the labels (setHeaderLabels never removes a column: an
         # empty "In" column stayed after Stop comparing)
         labels = ["Severity", "Insight", "Category"] + ([] if cmp is None else ["In"]) + ["Gain"]
         self.list.setColumnCount(len(labels))
         self.list.setHeaderLabels(labels)
         self.list.headerItem().setToolTip(len(labels) - 1, GAIN_TIP)
-        self.order_label.setText(order_text(doc))
-        rows = insight_rows(ins_a, data.insights(cmp) if cmp is not None else None)
-        for row in rows:
+        self.order_label.setText(view.order_text)
+        for row in view.rows:
             self._add_item(row, doc if row.owner == "A" else cmp)
         # the title column takes the width left by the short columns (elided when narrow; the
         # details pane has it in full), so the compare column stays in view
@@ -426,11 +424,11 @@ class InsightsReport(Report):
         """After "Apply tip and compare": select the applied tip of A and predict it (the
         simulation service answers from its cache: the what-if just ran it)."""
         applied, self._applied = getattr(self, "_applied", None), None
-        doc = self.document
-        if applied is None or doc is None or self.compare_doc is None:
+        doc, view = self.document, self._view
+        if applied is None or doc is None or self.compare_doc is None or view is None:
             return
         path, tip_id = applied
-        tip = next((t for t in data.insights(doc) if t.id == tip_id), None)
+        tip = next((t for t in view.a.insights if t.id == tip_id), None)
         if str(doc.path) != path or tip is None or tip.effect is not None:
             return
         self._select_tip(tip)
@@ -442,8 +440,8 @@ class InsightsReport(Report):
         the background; the effects are stored on the insights (cached). In compare mode
         "Predict all" re-simulates A's tips and the tips only B has (one profile after the
         other), so every row of the list gets its effect."""
-        doc = self.document
-        if doc is None or self._predicting:
+        doc, view = self.document, self._view
+        if doc is None or view is None or self._predicting:
             return
         if selected_only:
             item = self.list.currentItem()
@@ -454,11 +452,11 @@ class InsightsReport(Report):
                 return
             jobs = [(doc, [tip])]
         else:
-            tips = data.insights(doc)
+            tips = list(view.a.insights)
             jobs = [(doc, tips)]
-            if self.compare_doc is not None:
+            if self.compare_doc is not None and view.b is not None:
                 ids_a = {t.id for t in tips}
-                only_b = [t for t in data.insights(self.compare_doc) if t.id not in ids_a]
+                only_b = [t for t in view.b.insights if t.id not in ids_a]
                 if only_b:
                     jobs.append((self.compare_doc, only_b))
         self._jobs = jobs
@@ -486,7 +484,7 @@ class InsightsReport(Report):
         doc, self._predicted_doc = getattr(self, "_predicted_doc", None), None
         if doc is not None and not error:
             # the predicted effects may change the order (analysis core's rank_insights)
-            data.rerank_insights(doc)
+            rerank(doc)
             self._predicted_docs.append(doc)
         if error:
             self._jobs = []
@@ -497,14 +495,25 @@ class InsightsReport(Report):
         if self._predicted_docs and any(
             d is self.document or d is self.compare_doc for d in self._predicted_docs
         ):
-            # rebuild the list in the new order, keeping the selected tip selected
-            current = self.selected_insight()
-            self._fill_list()
-            if current is not None:
-                self._select_tip(current)
+            self._show_reranked()
         self.progress_label.setText(error or self._order_message())
         self._update_buttons()
         self._show_selected()
+
+    def _show_reranked(self) -> None:
+        """The list in its new order (a view-model built for the re-ranked insights: the one
+        shown holds the old order), keeping the selected tip selected. A view-model still
+        awaited was asked for in the old order: the report asks again."""
+        if self.awaiting_view:
+            self._mark_dirty()
+            return
+        if self._view is None or self.document is None:
+            return
+        current = self.selected_insight()
+        self._view = self.view_request(self.document, self.compare_doc).build()
+        self._fill_list()
+        if current is not None:
+            self._select_tip(current)
 
     def _order_message(self) -> str:
         """What the prediction did to the list, as it is (it used to say "re-ranked" when the
@@ -513,12 +522,20 @@ class InsightsReport(Report):
         if self.insight_titles() != before:
             return "Predicted effects are shown with each tip; tips re-ranked by them."
         why = ""
-        if any(not data.memory(d).fits for d in self._predicted_docs):
+        if any(not self._fits(d) for d in self._predicted_docs):
             why = (
                 " (out of memory: the memory tips keep the IPU memory guide's order, "
                 "whatever their predicted effect)"
             )
         return "Predicted effects are shown with each tip; the order is unchanged" + why + "."
+
+    def _fits(self, doc: Document) -> bool:
+        """True when ``doc`` (A or B shown) fits in memory."""
+        view = self._view
+        if view is None:
+            return True
+        side = view.a if doc is self.document or view.b is None else view.b
+        return bool(side.memory.fits)
 
     def _select_tip(self, tip: Any) -> None:
         for i in range(self.list.topLevelItemCount()):

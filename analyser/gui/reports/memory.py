@@ -29,8 +29,7 @@ from PySide6.QtWidgets import (
 
 from analyser.core.quantities import columns
 from analyser.core.units import MemoryUnits, axis_scale, fmt_bytes
-from analyser.gui.items import BatchedRectsItem
-from analyser.gui.model import data
+from analyser.gui.items import BatchedRectsItem, settle_item_bounds
 from analyser.gui.model import memory as memory_model
 from analyser.gui.model.errors import TileSelectionError
 from analyser.gui.model.labels import distinct_labels
@@ -41,6 +40,7 @@ from analyser.gui.model.memory import BREAKDOWN_SERIES as BREAKDOWN_SERIES
 from analyser.gui.model.memory import BREAKDOWNS as BREAKDOWNS
 from analyser.gui.model.memory import TileChart as TileChart
 from analyser.gui.model.memory import no_tiles, one_tile
+from analyser.gui.model.memory_view import MemorySide, MemoryView, build_memory_view
 from analyser.gui.model.selection import (
     format_tile_list,
     parse_tile_list,
@@ -76,13 +76,13 @@ TOTAL_COLOR = "#4e79a7"
 OWN_COLORS = {"Total": TOTAL_COLOR, "Gaps": GAPS_COLOR}
 
 
-def colored(chart: TileChart) -> TileChart:
-    """``chart`` with the colour of each series from the palette (or :data:`OWN_COLORS`)."""
-    chart.colors = [
+def series_colors(chart: TileChart) -> list[str]:
+    """The colour of each of ``chart``'s series, from the theme's palette (or
+    :data:`OWN_COLORS`): picked when drawn, so a theme switch recolours a cached chart."""
+    return [
         OWN_COLORS[name] if group is None else hex_color(group, name)
         for group, name in chart.color_keys
     ]
-    return chart
 
 
 def ipu_tile_axis(item, chart: TileChart, lines: list) -> bool:
@@ -172,11 +172,12 @@ class MemoryPlot(LightPlotWidget):
         present = chart.present()
         if self.stack.scene() is None:
             item.addItem(self.stack)
-        self.stack.set_groups(*stacked_bars(edges, cum, chart.colors, present))
+        colors = series_colors(chart)
+        self.stack.set_groups(*stacked_bars(edges, cum, colors, present))
         self.paths = present
         # Legend in category order (bottom of the stack first).
         if self.legend is not None:
-            self.legend.set_entries([(chart.names[j], chart.colors[j]) for j in present])
+            self.legend.set_entries([(chart.names[j], colors[j]) for j in present])
         sram = chart.sram / scale
         if show_max:
             self.max_line = pg.InfiniteLine(
@@ -358,6 +359,10 @@ class MemoryReport(Report):
     key = "memory"
     requires = datasets.MEMORY
     data_needs = ("target", "memory", "tile_breakdowns")
+    view_builder = staticmethod(build_memory_view)
+    #: (the IPU selector's index, the breakdown, physical tile order, gaps included) before
+    #: any is chosen (see view_options)
+    default_view_options = (0, "category", False, False)
     compare_cost = 3
     compare_part = ("_compare_plots", "plot_b")
 
@@ -365,6 +370,8 @@ class MemoryReport(Report):
         super().__init__(parent)
         self.selection = no_tiles()
         self.charts: dict[str, TileChart] = {}
+        #: the view-model shown (None before the first)
+        self._view: MemoryView | None = None
 
         self.ipu_combo = QComboBox()
         self.breakdown_combo = QComboBox()
@@ -523,12 +530,16 @@ class MemoryReport(Report):
         return self._variables_plot
 
     # ------------------------------------------------------------------ state helpers
+    def _side(self, doc: Any) -> MemorySide | None:
+        """The shown view-model's side of ``doc`` (A, or B compared)."""
+        view = self._view
+        if view is None:
+            return None
+        return view.b if doc is not None and doc is self.compare_doc else view.a
+
     def shown_ipus(self, doc: Any) -> list[int]:
-        n = data.target(doc).num_ipus
-        idx = self.ipu_combo.currentIndex()
-        if idx <= 0:
-            return list(range(n))
-        return [idx - 1] if idx - 1 < n else []
+        side = self._side(doc)
+        return [] if side is None else list(side.shown_ipus)
 
     @property
     def breakdown(self) -> str | None:
@@ -539,40 +550,61 @@ class MemoryReport(Report):
         return self.order_combo.currentIndex() == 1
 
     def build_chart(self, doc: Any) -> TileChart:
-        """The stacked values of ``doc`` for the current options (the view-model's, coloured)."""
-        return colored(
-            memory_model.build_chart(
-                doc,
-                self.shown_ipus(doc),
-                self.breakdown,
-                self.physical,
-                self.gaps_check.isChecked(),
-            )
+        """The stacked values of ``doc`` for the current options (the view-model's)."""
+        view = self.view_request(self.document, self.compare_doc).build()
+        return view.b.chart if doc is self.compare_doc and view.b is not None else view.a.chart
+
+    def view_options(self) -> tuple[int, str | None, bool, bool]:
+        """The IPU selector's index (0 before it is filled), the breakdown, the tile order and
+        the gaps: the charts are built for them."""
+        return (
+            max(self.ipu_combo.currentIndex(), 0),
+            self.breakdown,
+            self.physical,
+            self.gaps_check.isChecked(),
         )
 
     # ------------------------------------------------------------------ refresh
     def show_documents(self, doc: Any, other: Any) -> None:
-        self._refreshing = True
-        try:
-            current = self.ipu_combo.currentIndex()
-            self.ipu_combo.clear()
-            if doc is not None:
-                n = data.target(doc).num_ipus
-                if self.compare_doc is not None:
-                    n = max(n, data.target(self.compare_doc).num_ipus)
-                self.ipu_combo.addItems(["All IPUs"] + [f"IPU {i}" for i in range(n)])
-                self.ipu_combo.setCurrentIndex(current if 0 <= current <= n else 0)
-        finally:
-            self._refreshing = False
         if not self.keep_state:  # a theme switch keeps the selected tiles
             self.selection = no_tiles()
             self.map_tile = None
             self.tiles_edit.clear()
-        self._redraw()
+        super().show_documents(doc, other)
+
+    def show_view(self, view: MemoryView) -> None:
+        self._view = view
+        self._refreshing = True
+        try:
+            self.ipu_combo.clear()
+            self.ipu_combo.addItems(["All IPUs"] + [f"IPU {i}" for i in range(view.n_ipus)])
+            self.ipu_combo.setCurrentIndex(view.ipu_index)
+        finally:
+            self._refreshing = False
+        self._draw(view)
+        if self.isVisible():
+            # a view-model arriving after the report was shown: the lines' bounds (max memory,
+            # IPU separators) and the layouts the fill changed settle before the first paint
+            # (the window settles them after a fill in place), not in extra paints of each plot
+            QtCore.QCoreApplication.sendPostedEvents(None, QtCore.QEvent.Type.LayoutRequest)
+            settle_item_bounds(self)
 
     def _redraw(self, *_args: Any) -> None:
+        """A choice changed (the IPU, breakdown, order, gaps, the max line): the charts for it,
+        built here (the choice is taken at once; a revisit finds them cached)."""
         if self._refreshing:
             return
+        doc, cmp = self.document, self.compare_doc
+        if doc is not None and self.awaiting_view:
+            self.refresh()  # the view-model awaited is for the choices before this one
+            return
+        if doc is None:
+            self._draw(None)
+            return
+        self._view = self.view_request(doc, cmp).build()
+        self._draw(self._view)
+
+    def _draw(self, view: MemoryView | None) -> None:
         doc, cmp = self.document, self.compare_doc
         if cmp is not None or self._compare_plots is not None:
             plot_b, plot_delta = self._build_compare_plots()
@@ -583,16 +615,18 @@ class MemoryReport(Report):
             if self._compare_plots is not None:
                 self.plot_b.reset()
             return
-        self.charts = {"A": self.build_chart(doc)}
-        if cmp is not None:
-            self.charts["B"] = self.build_chart(cmp)
+        if view is None:  # pragma: no cover - a document always comes with its view-model
+            return
+        self.charts = {"A": view.a.chart}
+        if view.b is not None:
+            self.charts["B"] = view.b.chart
         top = max(c.top() for c in self.charts.values())
         scale, unit = axis_scale(self.units, top)
         show_max = self.max_check.isChecked()
-        tag = (lambda t, d: f"{t}: {d.name}") if cmp is not None else (lambda t, d: "")
-        self.plot_a.draw(self.charts["A"], scale, unit, show_max, tag("A", doc), self.units)
-        if cmp is not None:
-            self.plot_b.draw(self.charts["B"], scale, unit, show_max, tag("B", cmp), self.units)
+        tag = (lambda s: f"{s.tag}: {s.name}") if view.b is not None else (lambda s: "")
+        self.plot_a.draw(self.charts["A"], scale, unit, show_max, tag(view.a), self.units)
+        if view.b is not None:
+            self.plot_b.draw(self.charts["B"], scale, unit, show_max, tag(view.b), self.units)
             self._draw_delta(scale, unit)
         self._scale = scale
         self._show_selection()
@@ -649,10 +683,7 @@ class MemoryReport(Report):
             self.run_part("Memory insights", self._show_insights, (), page)
 
     def _show_insights(self) -> None:
-        docs = [("A: ", self.document), ("B: ", self.compare_doc)]
-        items = [(t, data.memory_insights(d)) for t, d in docs if d is not None]
-        if len(items) == 1:
-            items = [("", items[0][1])]
+        items = memory_model.insights_of(self.document, self.compare_doc)
         self.insights_page.show_insights(items, self.units)
 
     def mapped_tile(self) -> tuple[int, int] | None:
@@ -672,12 +703,7 @@ class MemoryReport(Report):
             self.memory_map.show_layouts(None, None, self.units)
             return
         ipu, tile = where
-        a = data.tile_layout(self.document, ipu, tile)
-        b = None
-        cmp = self.compare_doc
-        fits = cmp is not None and ipu < data.target(cmp).num_ipus
-        if fits and tile < data.target(cmp).tiles_per_ipu:
-            b = data.tile_layout(cmp, ipu, tile)
+        a, b = memory_model.tile_layouts(self.document, self.compare_doc, ipu, tile)
         self.memory_map.show_layouts(a, b, self.units)
 
     def _draw_tile_map(self) -> None:
@@ -751,13 +777,14 @@ class MemoryReport(Report):
     def _fill_totals(self) -> None:
         tree = self.totals_tree
         tree.clear()
-        doc, cmp = self.document, self.compare_doc
-        if cmp is None:
-            headers, title, rows = memory_model.totals_section(self.charts["A"], self.units)
+        view = self._view
+        if view is None:
+            return
+        if view.b is None:
+            headers, title, rows = memory_model.totals_section(view.a.chart, self.units)
         else:
-            ma, mb = data.memory(doc), data.memory(cmp)
             headers, title, rows = memory_model.compare_totals_section(
-                self.charts["A"], self.charts["B"], ma.n_oom_tiles, mb.n_oom_tiles, self.units
+                view.a.chart, view.b.chart, view.a.n_oom_tiles, view.b.n_oom_tiles, self.units
             )
         tree.set_headers(headers)
         tree.add_section(title, rows)
@@ -791,16 +818,15 @@ class MemoryReport(Report):
             self.set_selection(one_tile(ipu, tile))
 
     def select_typed(self) -> None:
-        doc = self.document
-        if doc is None:
+        doc, view = self.document, self._view
+        if doc is None or view is None:
             return
-        tgt = data.target(doc)
         ipus = self.shown_ipus(doc)
         try:
             pairs = parse_tile_list(
                 self.tiles_edit.text(),
-                tgt.num_ipus,
-                tgt.tiles_per_ipu,
+                view.a.num_ipus,
+                view.a.tiles_per_ipu,
                 ipus[0] if len(ipus) == 1 else 0,
             )
         except TileSelectionError as exc:

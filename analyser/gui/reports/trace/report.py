@@ -22,9 +22,9 @@ from PySide6.QtWidgets import (
 
 from analyser.gui.axes import short_cycles
 from analyser.gui.items import settle_item_bounds
-from analyser.gui.model import data as gui_data
 from analyser.gui.model.document import Document
 from analyser.gui.model.trace import GROUP_MODES, HOST_EVENTS, STEP_TYPES, TraceWindow
+from analyser.gui.model.trace_view import TraceView, build_trace_view
 from analyser.gui.palette import busy_colors, hex_color
 from analyser.gui.reports.base import Report
 from analyser.gui.reports.trace.bsp import BspView
@@ -82,15 +82,11 @@ def legend_html(step_types, host_kinds) -> str:
     return " &nbsp; ".join(parts)
 
 
-def trace_of(doc: Document) -> TraceWindow:
-    """The document's TraceWindow (built once, cached on the document)."""
-    return gui_data.trace_window(doc)
-
-
 class TraceReport(Report):
     title = "Execution Trace"
     key = "trace"
     data_needs = ("target", "execution", "trace_window")
+    view_builder = staticmethod(build_trace_view)
     compare_cost = 5  # A's and B's timelines (two each) and the differences lane
     compare_part = ("_timeline_b", "timeline_b")
     needs_execution = True
@@ -111,6 +107,7 @@ class TraceReport(Report):
         self._relay.done.connect(self._on_summary)
         self.trace: TraceWindow | None = None
         self.trace_b: TraceWindow | None = None
+        self._init_view_state()
         self.lay_out_with_empty_states()
 
         body = QWidget()
@@ -148,11 +145,7 @@ class TraceReport(Report):
         bar.addWidget(self.flows_box)
         self.critical = CriticalPathControl(self)  # its box before the legend, its line under it
         bar.addWidget(QLabel("Run:"))
-        self.run_combo = QComboBox()
-        self.run_combo.setToolTip(
-            "Jump to one host call (run) of the program and keep the view inside it"
-        )
-        self.run_combo.currentIndexChanged.connect(self._on_run)
+        self.run_combo = self._make_run_combo()
         bar.addWidget(self.run_combo)
         bar.addWidget(QLabel("BSP IPU:"))
         self.bsp_ipu = QSpinBox()
@@ -251,6 +244,25 @@ class TraceReport(Report):
         )
         for w in self._key_sources:
             w.installEventFilter(self)
+
+    def _init_view_state(self) -> None:
+        #: the explained comparison of A with B shown (the range summary quotes it)
+        self._explained: object | None = None
+        #: the documents shown, A or B alone when only B ran (see show_documents)
+        self._shown_docs: tuple[Document | None, Document | None] = (None, None)
+        #: the view range and selected step a theme switch keeps until its view-model is shown
+        self._kept: tuple[tuple[float, float], int | None] | None = None
+
+    def _make_run_combo(self) -> QComboBox:
+        """The run selector (filled by :meth:`_fill_runs`)."""
+        combo = QComboBox()
+        combo.setToolTip("Jump to one host call (run) of the program and keep the view inside it")
+        combo.currentIndexChanged.connect(self._on_run)
+        # as wide as the runs of the trace shown: sized on its first show (Qt's default), it
+        # kept the width of what it held then (nothing, when the report first showed "Reading"
+        # while its view-model was built; another profile's runs after a switch)
+        combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        return combo
 
     def prebuild(self, compare: bool) -> bool:
         """B's timeline, then (at the next idle tick) the differences lane's plot, laid out
@@ -377,12 +389,22 @@ class TraceReport(Report):
 
     def show_documents(self, doc: Document, other: Document | None) -> None:
         # a theme switch keeps the view range and the selected step
-        kept = (
+        self._kept = (
             (self.timeline.getPlotItem().getViewBox().viewRange()[0], self.timeline.selected_row)
             if self.keep_state and self.trace is not None
             else None
         )
-        self._show_documents(doc, other)
+        # the documents shown, for the differences lane and the critical path (computed
+        # apart, in the background) and the heading
+        self._shown_docs = (doc, other)
+        super().show_documents(doc, other)
+
+    def show_view(self, view: TraceView) -> None:
+        kept, self._kept = self._kept, None
+        doc, other = self._shown_docs
+        if doc is None:  # pragma: no cover - show_documents sets them before any view comes
+            return
+        self._show_view(view, doc, other)
         if self.isVisible():
             # the layouts the fill changed (the legend's wrap, B's timeline and the lane in the
             # splitter, the panels' scroll bars) settle now, before the first paint, not in
@@ -395,23 +417,24 @@ class TraceReport(Report):
             if row is not None:
                 self.timeline.select_row(row, center=False)
 
-    def _show_documents(self, doc: Document, other: Document | None) -> None:
+    def _show_view(self, view: TraceView, doc: Document, other: Document | None) -> None:
         self._details_after_paint = True  # the redraws below do not schedule the summary
         self.summary.units = self.details.units = self.units
-        self.trace = trace_of(doc)
-        self.trace_b = trace_of(other) if other is not None and other.has_execution else None
+        self.trace = view.trace_a
+        self.trace_b = view.trace_b
+        self._explained = view.explained
         group = self.group_combo.currentData()
         # the report's heading names a single profile; the plot titles tell A from B
-        title = f"A: {doc.name}" if other is not None else ""
+        title = f"A: {view.name_a}" if other is not None else ""
         if doc is not self.document:
-            title = f"B: {doc.name} (A: {self.document.name} does not fit, so it has no trace)"
+            title = f"B: {view.name_a} (A: {self.document.name} does not fit, so it has no trace)"
         self.timeline.getPlotItem().setTitle(title or None, size="9pt")
         if self.trace_b is not None:
             # the compare-mode layout first (B's timeline and the differences lane shown, the
             # splitter's shares): the timelines then get their traces at about their final
             # height. Shown after them, every timeline was resized four times more, each
             # resize fitting its lanes and re-ranging its plot again
-            self.timeline_b.getPlotItem().setTitle(f"B: {other.name}", size="9pt")
+            self.timeline_b.getPlotItem().setTitle(f"B: {view.name_b}", size="9pt")
             self._lay_out_compare()  # with B's timeline in it (else shown a pass later)
         # the overview's range before A's timeline marks its window on it (the band's bounds
         # are then worked out for the range it is painted in, not again after the paint)
@@ -425,7 +448,7 @@ class TraceReport(Report):
             show_differences(self, doc, other)  # (its box shown and the height shared above)
         else:
             if other is not None:
-                self.statusMessage.emit(f"{other.name} has no execution trace to compare with.")
+                self.statusMessage.emit(f"{view.name_b} has no execution trace to compare with.")
             if self._timeline_b is not None:
                 self._timeline_b.set_trace(None)
             self.timeline_b_box.hide()
@@ -479,6 +502,7 @@ class TraceReport(Report):
 
     def clear(self) -> None:
         self.trace = self.trace_b = None
+        self._explained = None
         self.critical.refresh()
         self.bsp.clear()
         self.overview.set_trace(None)
@@ -647,7 +671,7 @@ class TraceReport(Report):
         def stale() -> bool:
             return gen != self._summary_gen
 
-        doc_a, doc_b = self.document, self.compare_doc
+        explained_ab = self._explained
 
         def compute():
             a = [trace_a.range_summary(i, t0, t1, stale) for i in range(trace_a.n_ipus)]
@@ -655,7 +679,7 @@ class TraceReport(Report):
             explained = None
             if trace_b is not None:
                 b = [trace_b.range_summary(i, t0, t1, stale) for i in range(trace_b.n_ipus)]
-                explained = gui_data.comparison(doc_a, doc_b)  # cached per document pair
+                explained = explained_ab
             stats = trace_a.range_statistics(t0, t1, by=by, cancelled=stale)
             stats_b = (
                 trace_b.range_statistics(t0, t1, by=by, cancelled=stale)
