@@ -51,6 +51,7 @@ def test_a_later_visit_paints_each_plot_once(qtbot, pair, key):
                 lambda: "finding the critical path" not in report.view_a.bounds.text(),
                 timeout=60_000,
             )
+            qtbot.wait(300)  # the relayout the drawn paths post, as after the fill above
         stack.setCurrentWidget(other)
         qtbot.wait(50)
         plots = [p for p in report.findChildren(pg.GraphicsView) if p.isVisibleTo(report)]
