@@ -219,6 +219,15 @@ def vs_pool(rounds: int, before: str | None = None, configs: int = 7) -> None:
     figures: dict[str, list[tuple[float, float]]] = {"pool": []}
     cached: dict[str, tuple[float, float]] = {}
     print(f"{len(jobs)} configurations; trees: {trees}")
+    for name, tree in trees.items():
+        # a tree without byte-compiled modules (a fresh checkout under PYTHONDONTWRITEBYTECODE)
+        # compiles them in every process it starts: about 0.3 s of CPU each, unlike the other
+        if not any((Path(tree) / pkg / "__pycache__").is_dir() for pkg in ("analyser", "engine")):
+            print(
+                f"note: {name} ({tree}) has no compiled modules, so each of its processes "
+                f"compiles them; run `python -m compileall -q {tree}/analyser {tree}/engine "
+                f"{tree}/profiles` first for a fair comparison"
+            )
 
     def tune_argv(tmp: str, name: str, i: int) -> list[str]:
         tag = name.replace(" ", "-")
