@@ -71,6 +71,26 @@ def test_stop_interrupts_a_long_query(qtbot, report, profiles):
     assert r._pool.waitForDone(20_000)  # DuckDB stopped: the thread is free again
 
 
+@pytest.mark.skipif(
+    not __import__("pathlib").Path("/proc/self/status").exists(), reason="reads VmSize from /proc"
+)
+def test_a_query_whose_lists_outgrow_every_limit_is_one_sentence_in_the_tab(
+    qtbot, report, profiles
+):
+    """The tab's query runs in a process of its own under an address-space limit: a list
+    DuckDB's own limit does not count (``len(range(10^9))``, 8 GB) is one sentence, and the
+    GUI's process does not grow."""
+    import resource
+
+    r, _docs = report
+    open_documents(report, profiles[0])
+    _run(qtbot, r)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    _run(qtbot, r, "SELECT len(range(1000000000)) AS n")
+    assert r.error and "memory" in r.error and "\n" not in r.error
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 1 << 20  # < 1 GiB
+
+
 def test_query_tab_in_compare_mode_reads_b(qtbot, report, profiles):
     r, _docs = report
     open_documents(report, *profiles)

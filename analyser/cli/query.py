@@ -13,10 +13,6 @@ from analyser.cli._common import at_least_one
 DEFAULT_TIMEOUT = 300.0
 #: Most rows ``--format table`` prints.
 MAX_TABLE_ROWS = 1_000_000
-#: Bytes of address space the query's process may take beyond what it holds when it starts:
-#: DuckDB's own limit (analyser.query.MEMORY_LIMIT, 2 GB), the result (RESULT_LIMIT, 1 GiB)
-#: and its copy sent back, the profile's columns DuckDB reads, and its threads' arenas.
-QUERY_ADDRESS_SPACE = 6 << 30
 
 
 def _max_rows(text: str) -> int:
@@ -240,128 +236,12 @@ def _cell(v) -> str:
     return str(v)
 
 
-def _address_space_now() -> int | None:
-    """This process's virtual memory size in bytes (Linux ``/proc/self/status`` VmSize), or
-    None where it cannot be read."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("VmSize:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
-def _query_process(send, query_arrow, path, sql: str, temp_root: str, kwargs: dict) -> None:
-    """The query, in its own (forked) process under an address-space limit: its Arrow result
-    sent back as an IPC stream (``b"T"`` then the stream), or the error (``b"E"`` then the
-    pickled exception; ``b"M"`` when it ran out of memory). Ctrl-C and SIGTERM are the
-    parent's to handle: it ends this process."""
-    import pickle
-    import resource
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    now = _address_space_now()
-    if now is not None:
-        _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-        limit = now + QUERY_ADDRESS_SPACE
-        if hard == resource.RLIM_INFINITY or limit < hard:
-            resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
-    try:
-        table = query_arrow(path, sql, temp_root=temp_root, **kwargs)
-        import pyarrow as pa
-
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, table.schema) as writer:
-            writer.write_table(table)
-        buf = sink.getvalue()
-        del table
-        send.send_bytes(b"T")
-        send.send_bytes(memoryview(buf))
-    except MemoryError:
-        send.send_bytes(b"M")
-    except BaseException as exc:  # handed to the parent, which says it in one sentence
-        try:
-            blob = pickle.dumps(exc)
-        except Exception:
-            blob = pickle.dumps(RuntimeError(str(exc).splitlines()[0] if str(exc) else repr(exc)))
-        send.send_bytes(b"E")
-        send.send_bytes(blob)
-
-
-def _out_of_memory():
-    from analyser.query import QueryError
-
-    return QueryError(
-        f"the query needed more memory than it may use ({QUERY_ADDRESS_SPACE >> 30} GiB beyond "
-        "what analyse holds) and was stopped; aggregate, filter or LIMIT it."
-    )
-
-
 def _run_stoppable(query_arrow, path, sql: str, timeout: float, **kwargs):
-    """The query in a child process (forked: nothing imported twice) while this process waits
-    for its answer, so that Ctrl-C and SIGTERM, whose handlers run here, end it at once, so
-    that ``timeout`` seconds end it, and so that its memory, results and lists included (which
-    DuckDB's own limit does not count), is bounded by an address-space limit
-    (:data:`QUERY_ADDRESS_SPACE`). The child's spill folder is made in one made here, which is
-    removed however the child ends."""
-    import multiprocessing
-    import pickle
-    import shutil
-    import time
+    """The query in a process of its own (analyser.query.process), ended by Ctrl-C, SIGTERM
+    (whose handlers run in this process) and ``timeout``."""
+    from analyser.query.process import run_bounded
 
-    from analyser.query import QueryError, _temp_dir
-
-    ctx = multiprocessing.get_context("fork")
-    recv, send = ctx.Pipe(duplex=False)
-    temp_root = _temp_dir()
-    child = ctx.Process(
-        target=_query_process,
-        args=(send, query_arrow, path, sql, temp_root, kwargs),
-        name="analyse-query",
-        daemon=True,
-    )
-    deadline = time.monotonic() + timeout
-    tag, body = b"", b""
-    try:
-        child.start()
-        send.close()  # the child's end: EOF here once it is gone
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise QueryError(
-                    f"the query ran longer than its time limit ({timeout:g} s) and was "
-                    "stopped; aggregate, filter or LIMIT it, or give --timeout."
-                )
-            if recv.poll(min(left, 0.2)):
-                try:
-                    tag = recv.recv_bytes()
-                    if tag in (b"T", b"E"):
-                        body = recv.recv_bytes()
-                except EOFError:  # ended without a word: killed, or aborted out of memory
-                    tag = b""
-                break
-    finally:  # SIGTERM arrives as profiles.atomic.Interrupted, Ctrl-C as KeyboardInterrupt
-        if child.is_alive() and tag not in (b"T", b"E", b"M"):
-            child.kill()
-        child.join()
-        recv.close()
-        shutil.rmtree(temp_root, ignore_errors=True)
-    if tag == b"T":
-        import pyarrow as pa
-
-        return pa.ipc.open_stream(pa.py_buffer(body)).read_all()
-    if tag == b"E":
-        raise pickle.loads(body)
-    if tag == b"M" or child.exitcode in (-6, -11):  # MemoryError, or std::bad_alloc's abort
-        raise _out_of_memory()
-    raise QueryError(
-        f"the query's process ended without an answer (exit {child.exitcode}); "
-        "most likely it ran out of memory: aggregate, filter or LIMIT it."
-    )
+    return run_bounded(path, sql, timeout=timeout, query=query_arrow, **kwargs)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -4,14 +4,15 @@ with what it holds) beside the editor; a double-click writes a table's name into
 compare mode a choice of profile A, B or both (``analyser.query.many``: every table then gains a
 ``profile`` column, and ``runs`` has a row per profile).
 
-The query runs on a pool thread when asked (Run or Ctrl+Return; a GROUP BY over 10,000,000 steps
-takes about a second); Stop interrupts DuckDB, and a new query stops the one still running. A
+The query runs when asked (Run or Ctrl+Return; a GROUP BY over 10,000,000 steps takes about a
+second) in a process of its own under a memory bound (analyser.query.process), waited for on a
+pool thread; Stop ends that process, and a new query stops the one still running. A
 refused or failing query is its one sentence under the editor; the last result stays until the
 next one succeeds."""
 
 from __future__ import annotations
 
-import contextlib
+import threading
 import time
 
 import pandas as pd
@@ -36,7 +37,8 @@ from analyser.gui.model.document import Document
 from analyser.gui.reports.base import Report
 from analyser.gui.table_view import TextTableView
 from analyser.gui.widgets import DataFrameModel, PoolTask, Relay, connect_header_sort
-from analyser.query import QueryError, query_arrow
+from analyser.query import QueryError
+from analyser.query.process import run_bounded
 from analyser.query.tables import TABLES
 from profiles.errors import UserFacingError
 
@@ -141,7 +143,7 @@ class QueryReport(Report):
         self._relay.done.connect(self._finished)
         self._gen = 0
         self._running = False
-        self._cons: list = []
+        self._stop = threading.Event()  # the running query's stop
 
     # -- documents --------------------------------------------------------------------------
     def show_documents(self, doc: Document, other: Document | None) -> None:
@@ -189,19 +191,22 @@ class QueryReport(Report):
         if not docs:
             return
         doc = docs[0]
-        # one profile through its open analysis; both as a set of paths (each row labelled)
-        target = doc.analysis if len(docs) == 1 else [str(d.path) for d in docs]
+        # one profile by its path; both as a set of paths (each row labelled)
+        target = str(doc.path) if len(docs) == 1 else [str(d.path) for d in docs]
         names = " and ".join(d.name for d in docs)
         self.stop_query()
         self._gen += 1
         sql = self.editor.toPlainText()
-        cons: list = []
-        self._cons = cons
+        stop = threading.Event()
+        self._stop = stop
 
         def work():
+            # in a process of its own under a memory bound (analyser.query.process), forked
+            # from a server without the GUI's threads; Stop ends that process
             t0 = time.perf_counter()
             try:
-                frame = query_arrow(target, sql, on_connect=cons.append).to_pandas()
+                table = run_bounded(target, sql, stop=stop, start_method="forkserver")
+                frame = table.to_pandas()
             except QueryError as exc:
                 return exc
             except KeyboardInterrupt:  # stopped: not an error of the query
@@ -217,12 +222,7 @@ class QueryReport(Report):
     def stop_query(self) -> None:
         """Stop the running query, if any (its result is dropped)."""
         if self._running:
-            for con in self._cons:
-                # closed already when the query ended and its result is still queued: DuckDB
-                # raises ConnectionException (raised from the window's closeEvent, PySide
-                # crashed)
-                with contextlib.suppress(Exception):
-                    con.interrupt()
+            self._stop.set()  # the pool thread ends the query's process
             self._gen += 1
             self._running = False
             self.stop_button.setEnabled(False)
