@@ -109,3 +109,16 @@ def synthetic_profile(tmp_path_factory):
         return path
 
     return write
+
+
+# -- the longest tests start first ------------------------------------------------------------------
+# `--dist worksteal` (pyproject.toml) gives each of the two workers one half of the collection and
+# lets an idle worker take the second half of the other's queue, so the tests that run last are
+# the end of a queue. In the collection's alphabetical order the GUI walks and tune's cluster
+# tests (15-45 s each at load 10) came last and the run ended with one core idle while one of them
+# finished (docs/performance.md, "The suite"). Modules holding a test marked `slow` now come
+# first, in their collection order; every other module follows unchanged. Whole modules move, so
+# a module's fixtures are still built once per worker, and every test still runs.
+def pytest_collection_modifyitems(session, config, items):
+    slow = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.path not in slow)  # stable: the order within each group stays

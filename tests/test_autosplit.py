@@ -166,6 +166,7 @@ def test_the_split_search_writes_a_folder_the_report_reads(searched, tmp_path):
     assert split["available_memory_proportion_per_ipu"].str.fullmatch(r"[0-9.]+\+[0-9.]+").all()
 
 
+@pytest.mark.slow
 def test_a_start_out_of_memory_gets_the_best_split_and_proportions_that_fit(sim_cluster, tmp_path):
     """BERT-base at sequence length 128 on tiles of 370,000 bytes: the start's split is out of
     memory, and so is every split at the default proportion on both IPUs. The search balances

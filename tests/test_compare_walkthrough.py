@@ -93,6 +93,7 @@ def test_shares_change_in_points(opened):
     assert " point" in text and "%)" in text  # 'fell 7.2 points (7.4% to 0.2%)'
 
 
+@pytest.mark.slow
 def test_walkthrough_report(walkthrough_profiles, tmp_path):
     """The comparative report of the six steps (what `analyse demo` writes)."""
     from html.parser import HTMLParser

@@ -650,6 +650,7 @@ def test_profile_problem_found_by_a_report_is_shown(qtbot, make_window, profiles
     assert w.show_report("summary").tree.value("Memory", "Status") == "fits"
 
 
+@pytest.mark.slow
 def test_predict_all_reranks_and_shows_baseline_and_tone(qtbot, make_window, walkthrough_profiles):
     """Walkthrough step 3: after "Predict all" the list follows the analysis core's
     rank_insights over the predicted effects (a tip re-simulated out of memory moves to the

@@ -107,6 +107,7 @@ def test_an_error_while_filling_is_the_reports_own_state(qtbot, window, base, mo
     assert window.show_report("summary").stack.currentWidget() is not None
 
 
+@pytest.mark.slow
 def test_walk_is_clean_on_a_compared_pair(base, tmp_path):
     other = tmp_path / "other.h5"
     other.write_bytes(base.read_bytes())
@@ -118,6 +119,7 @@ def test_walk_is_clean_on_a_compared_pair(base, tmp_path):
         assert f"single: {key}" in visited and f"compare: {key}" in visited
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "case",
     [

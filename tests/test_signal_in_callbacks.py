@@ -88,6 +88,7 @@ def test_a_signal_in_a_callback_still_ends_the_command(tmp_path, where, signum, 
     assert not [f for f in tmp_path.iterdir() if f.name.endswith(".tmp")]
 
 
+@pytest.mark.slow
 def test_sigterm_in_dasks_gc_callback_ends_the_tune(tmp_path):
     """The issue's case: ``analyse tune`` on the embedded cluster, SIGTERM handled inside
     ``GCDiagnosis._gc_callback`` (registered by the scheduler in this process)."""

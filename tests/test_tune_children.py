@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a Linux subreaper")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["done", "refused-after-start"])
 def test_no_process_of_a_tune_outlives_it(tmp_path, how):
     cfg = tmp_path / "mlp.toml"

@@ -348,6 +348,7 @@ def remote_cluster(tmp_path):
             p.wait()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kill", ["workers", "scheduler"])
 def test_a_cluster_lost_mid_tune_is_one_sentence_and_keeps_what_was_done(
     remote_cluster, tmp_path, kill

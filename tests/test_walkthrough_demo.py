@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
+
 from analyser.cli import main
 from profiles import open_profile, validate
 
 NAMES = ["1-base", "2-half", "3-accumulate", "4-device-iterations", "5-8bit-io", "6-async"]
 
 
+@pytest.mark.slow
 def test_demo_writes_six_profiles_and_leaves_other_files_alone(tmp_path, capsys):
     out = tmp_path / "demo"
     out.mkdir()
