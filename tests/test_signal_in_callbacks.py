@@ -20,6 +20,9 @@ ROOT = Path(__file__).resolve().parents[1]
 #: handler is due, so the handler raises inside the callback.
 SCRIPT = """
 import gc, os, signal, sys, threading
+# Ctrl-C acted on, as a terminal starts a command: a suite started in the background (cmd &,
+# nohup) hands its children SIGINT ignored, which analyse keeps ignored, as nohup asks
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from analyser.cli import main
 
 signum, where, argv = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
