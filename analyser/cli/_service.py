@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import argparse
+import functools
+from collections.abc import Callable
 
 from analyser.cli.errors import CliError
 
@@ -326,3 +328,20 @@ def end_children(before: tuple[set[int], object], timeout: float = 10.0) -> None
         reap(timeout / 2 if sig != signal.SIGKILL else 5.0)
         if not tracked:
             return
+
+
+def ending_children(
+    run: Callable[[argparse.Namespace], int],
+) -> Callable[[argparse.Namespace], int]:
+    """``run`` as a command that returns only once the processes it started have ended
+    (:func:`started_before` / :func:`end_children` around it)."""
+
+    @functools.wraps(run)
+    def command(args: argparse.Namespace) -> int:
+        before = started_before()
+        try:
+            return run(args)
+        finally:
+            end_children(before)
+
+    return command

@@ -87,13 +87,9 @@ def render(con, path, name: str, top: int) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``analyse critical-path`` with the parsed ``args``; returns the exit code once the
     processes it started (a local cluster's, with --what-if --workers N) have ended."""
-    from analyser.cli._service import end_children, started_before
+    from analyser.cli._service import ending_children
 
-    before = started_before()
-    try:
-        return _run(args)
-    finally:
-        end_children(before)
+    return ending_children(_run)(args)
 
 
 def _run(args: argparse.Namespace) -> int:

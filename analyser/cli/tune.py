@@ -141,13 +141,9 @@ def _has_tune(out: Path) -> bool:
 def run(args: argparse.Namespace) -> int:
     """Run ``analyse tune`` with the parsed ``args``; returns the exit code once every process
     it started (the local cluster's workers) has ended."""
-    from analyser.cli._service import end_children, started_before
+    from analyser.cli._service import ending_children
 
-    before = started_before()
-    try:
-        return _run(args)
-    finally:
-        end_children(before)
+    return ending_children(_run)(args)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -292,21 +292,28 @@ def _scales(a: Analysis, b: Analysis) -> tuple[float, float, str]:
     return 1.0, 1.0, "cycles"
 
 
-def _step_type_table(a: Analysis, b: Analysis) -> pd.DataFrame:
-    """Cycles by step type and IPU (per sample when the sample counts differ: ``unit``)."""
-    import pandas as pd
-
-    rows = []
+def step_type_pairs(a: Analysis, b: Analysis) -> tuple[list[tuple[str, int, float, float]], str]:
+    """(step type, IPU, A's cycles, B's cycles) of every step type either run executed on an
+    IPU, per sample when the sample counts differ, and the unit that says which."""
     ea, eb = a.execution, b.execution
     sa, sb, unit = _scales(a, b)
     n = max(a.target.num_ipus, b.target.num_ipus)
+    pairs = []
     for i in range(n):
         for j, t in enumerate(schema.PROGRAM_TYPES):
             ca = int(ea.cycles_by_type[i, j]) if ea is not None and i < ea.num_ipus else 0
             cb = int(eb.cycles_by_type[i, j]) if eb is not None and i < eb.num_ipus else 0
             if ca or cb:
-                x, y = ca / sa, cb / sb
-                rows.append((t, i, x, y, y - x, _plain(rel_change(x, y)), unit))
+                pairs.append((t, i, ca / sa, cb / sb))
+    return pairs, unit
+
+
+def _step_type_table(a: Analysis, b: Analysis) -> pd.DataFrame:
+    """Cycles by step type and IPU (per sample when the sample counts differ: ``unit``)."""
+    import pandas as pd
+
+    pairs, unit = step_type_pairs(a, b)
+    rows = [(t, i, x, y, y - x, _plain(rel_change(x, y)), unit) for t, i, x, y in pairs]
     df = pd.DataFrame(rows, columns=["step_type", "ipu", "before", "after", "delta", "rel", "unit"])
     return df.reindex(df["delta"].abs().sort_values(ascending=False).index).reset_index(drop=True)
 

@@ -119,17 +119,8 @@ def _largest_first(values: np.ndarray) -> np.ndarray:
 
 def _step_rows(a: Any, b: Any) -> list[tuple[str, int, float, float, float]]:
     """The first three rows of the comparison's step-type table."""
-    ea, eb = a.execution, b.execution
-    sa, sb, _unit = _cmp._scales(a, b)
-    n = max(a.target.num_ipus, b.target.num_ipus)
-    rows = []
-    for i in range(n):
-        for j, t in enumerate(schema.PROGRAM_TYPES):
-            ca = int(ea.cycles_by_type[i, j]) if ea is not None and i < ea.num_ipus else 0
-            cb = int(eb.cycles_by_type[i, j]) if eb is not None and i < eb.num_ipus else 0
-            if ca or cb:
-                x, y = ca / sa, cb / sb
-                rows.append((t, i, x, y, y - x))
+    pairs, _unit = _cmp.step_type_pairs(a, b)
+    rows = [(t, i, x, y, y - x) for t, i, x, y in pairs]
     order = _largest_first(np.array([r[4] for r in rows], np.float64))[:3]
     return [rows[k] for k in order]
 
