@@ -19,13 +19,14 @@ ran (showing B alone when only B ran), else the content. Most reports also give
 background on opening. ``set_document`` and ``set_units`` call ``refresh()`` lazily: a report
 that is not visible refreshes when it is next shown, so switching documents stays cheap.
 
-Reports never compute numbers themselves: they read them from :mod:`analyser.core` (through
-:mod:`analyser.gui.model.data`, which caches per document). A report converted to one door
-declares ``view_builder`` (:mod:`analyser.gui.model.views`) and implements ``show_view(view)``
-instead of ``show_documents``: it reads only the frozen view-model its builder returns, which the
-main window builds on its thread pool and hands over complete (:meth:`Report.receive_view`); the
-report paints when it arrives. A report outside a window (``view_source`` None) builds it in
-place.
+Reports never compute numbers themselves, and none imports :mod:`analyser.gui.model.data` (an
+import contract): a report declares ``view_builder`` (:mod:`analyser.gui.model.views`) and
+implements ``show_view(view)`` instead of ``show_documents``; it reads only the frozen view-model
+its builder returns (the builder reads :mod:`analyser.core` through the per-document caches of
+``model.data``), which the main window builds on its thread pool and hands over complete
+(:meth:`Report.receive_view`); the report paints when it arrives. A report outside a window
+(``view_source`` None) builds it in place. Program Tree and Query, which have no view-model,
+read their own models (:mod:`analyser.gui.model.program_tree`, :mod:`analyser.query`).
 """
 
 from __future__ import annotations
