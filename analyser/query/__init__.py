@@ -236,9 +236,9 @@ def query_arrow(
                 ) from None
             except duckdb.OutOfMemoryException as exc:
                 raise QueryError(
-                    f"the query needs more than its memory limit ({MEMORY_LIMIT} in DuckDB, "
-                    f"{TEMP_LIMIT} spilled to disk): {_first_line(exc)}; aggregate, filter or "
-                    "LIMIT it."
+                    f"the query needs more memory than it may use ({MEMORY_LIMIT} in DuckDB, "
+                    f"{TEMP_LIMIT} spilled to disk, and its process's own bound when it runs in "
+                    f"one): {_first_line(exc)}; aggregate, filter or LIMIT it."
                 ) from None
             except duckdb.Error as exc:
                 known = ", ".join(TABLES)
