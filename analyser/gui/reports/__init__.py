@@ -6,9 +6,11 @@ window imports a report's module only when the report is first shown or built). 
 whose module is missing is an error (:func:`report_classes` raises; the window shows a message
 box when the report is shown), never a report skipped silently.
 
-To add a report: write a ``Report`` subclass (``title``, ``key``, ``data_needs``, its content
-under the base class's empty states and ``show_documents(doc, other)``, optionally
-``chart_widget()``, ``needs_execution``) and add its entry to :mod:`analyser.gui.report_index`.
+To add a report: write its frozen view-model and builder (``analyser/gui/model/<name>_view.py``)
+and a ``Report`` subclass (``title``, ``key``, ``data_needs``, ``view_builder``, its content
+under the base class's empty states and ``show_view(view)``, optionally ``chart_widget()``,
+``needs_execution``), then add its entry to :mod:`analyser.gui.report_index` (docs/design.md,
+"add a GUI report").
 
 Hooks for contributed actions (looked up lazily, skipped when the module does not exist):
 
