@@ -189,9 +189,11 @@ def trace_window(doc: Document) -> TraceWindow | None:
     # every view) are built here, in the background warm-up, not on the first paint: for a big
     # profile not in the level-of-detail cache, the coarse levels only (what the whole-run view
     # draws), the finer ones in a background thread (TraceWindow.prepare's coarse_first)
-    return doc.cached(
-        "trace_window", lambda: trace_of(doc.analysis).prepare("flat", coarse_first=True)
-    )
+    def build() -> TraceWindow | None:
+        window = trace_of(doc.analysis)  # None only without an execution, checked above
+        return None if window is None else window.prepare("flat", coarse_first=True)
+
+    return doc.cached("trace_window", build)
 
 
 def pipeline_chart(doc: Document) -> PipelineChart | None:
@@ -201,7 +203,10 @@ def pipeline_chart(doc: Document) -> PipelineChart | None:
         return None
     from analyser.gui.model.pipeline import pipeline_chart as build
 
-    return doc.cached("pipeline_chart", lambda: build(doc.analysis, trace_window(doc)))
+    window = trace_window(doc)
+    if window is None:  # pragma: no cover - a profile with an execution has a trace
+        return None
+    return doc.cached("pipeline_chart", lambda: build(doc.analysis, window))
 
 
 def warm(doc: Document, needs: Iterable[str], step: Callable[[str], Any] | None = None) -> None:

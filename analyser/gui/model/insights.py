@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -16,6 +16,9 @@ from analyser.core.insights.model import EFFECT_KEYS, benefit
 from analyser.core.intervals import change_note, range_text
 from analyser.core.units import fmt_bytes, fmt_pct
 from analyser.gui.model import data
+
+if TYPE_CHECKING:
+    from analyser.gui.model.document import Document
 
 __all__ = [
     "EFFECT_KEYS",
@@ -90,7 +93,7 @@ def gain_text(tip: Any) -> tuple[str, str]:
     return fmt_pct(value), f"{GAIN_TIP}. This one: {how}."
 
 
-def order_text(doc: Any) -> str:
+def order_text(doc: Document) -> str:
     """The sentence saying how the list is ordered (the analysis core's ``ORDER``, which
     ``analyse insights`` prints too)."""
     return ORDER["fits" if data.memory(doc).fits else "oom"]
@@ -116,7 +119,7 @@ def cancel_predictions() -> None:
     get_service().cancel_all()
 
 
-def banner_text(doc: Any, units) -> tuple[str, str]:
+def banner_text(doc: Document, units) -> tuple[str, str]:
     """(state, text) of the fits / OOM banner, from the analysis core's memory summary."""
     mem = data.memory(doc)
     share = fmt_pct(mem.share_used)
@@ -139,20 +142,20 @@ def banner_text(doc: Any, units) -> tuple[str, str]:
 _RERANKS = "insights-reranks"
 
 
-def ranking(doc: Any) -> int:
+def ranking(doc: Document) -> int:
     """How many times ``doc``'s insights were re-ranked (:func:`rerank`): part of the Insights
     view-model's request, so a re-ranked profile gets a view-model in its new order."""
     return len(doc.cached(_RERANKS, list))
 
 
-def rerank(doc: Any) -> None:
+def rerank(doc: Document) -> None:
     """Re-order ``doc``'s insights by their predicted effects (the analysis core's
     ``rank_insights``) and count the re-ranking (GUI thread: the prediction's result)."""
     data.rerank_insights(doc)
     doc.cached(_RERANKS, list).append(True)
 
 
-def largest_tables(doc: Any, other: Any | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def largest_tables(doc: Document, other: Document | None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(the largest vertex state, the largest always-live variables) of ``doc`` (and
     ``other``: a "profile" column says whose), read when their tab is first shown."""
     verts, alive = [], []

@@ -76,7 +76,7 @@ def _top_tiles(sides: tuple[InsightsSide, ...]) -> pd.DataFrame:
     rows = []
     for side in sides:
         for t in side.memory.top_tiles:
-            row = {"ipu": t.ipu, "tile": t.tile, "bytes": t.bytes, "share": t.share}
+            row: dict[str, Any] = {"ipu": t.ipu, "tile": t.tile, "bytes": t.bytes, "share": t.share}
             if side.tag:
                 row["profile"] = side.tag
             rows.append(row)

@@ -71,7 +71,7 @@ __all__ = ["ELLIPSIS", "distinct_labels", "elide_middle"]
 
 def nice_name(camel: str) -> str:
     """'vertexInstanceState' -> 'Vertex instance state'."""
-    out = []
+    out: list[str] = []
     for ch in camel:
         if ch.isupper() and out:
             out.append(" ")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -23,6 +23,9 @@ from analyser.core.units import MemoryUnits, fmt_bytes, fmt_change
 from analyser.gui.model import data
 from analyser.gui.model.labels import nice_name
 from analyser.viewmodels import tile_details
+
+if TYPE_CHECKING:
+    from analyser.gui.model.document import Document
 
 __all__ = [
     "BREAKDOWNS",
@@ -101,7 +104,7 @@ class TileChart:
 
 
 def build_chart(
-    doc: Any, ipus: Sequence[int], breakdown: str | None, physical: bool, gaps: bool
+    doc: Document, ipus: Sequence[int], breakdown: str | None, physical: bool, gaps: bool
 ) -> TileChart:
     """The stacked values of ``doc`` over the shown ``ipus`` (numbers from analyser.core): one
     total per tile (``breakdown`` None) or per category / region / liveness class, tiles in
@@ -109,6 +112,7 @@ def build_chart(
     mem = data.memory(doc)
     tgt = data.target(doc)
     order = tile_details.tile_order(doc.analysis, physical)
+    keys: list[tuple[str | None, str]]
     if breakdown is None:
         names, keys = ["Total"], [TOTAL_KEY]
     else:
@@ -198,7 +202,7 @@ def totals_section(
     per = a.values.sum(axis=0)
     whole = int(per.sum())
     total = float(whole) or 1.0
-    rows = [
+    rows: list[tuple[str, ...]] = [
         (name, fmt_bytes(int(per[j]), units), f"{100 * per[j] / total:.1f}%")
         for j, name in enumerate(a.names)
     ]
@@ -212,7 +216,7 @@ def compare_totals_section(
 ) -> tuple[tuple[str, ...], str, list[tuple[str, ...]]]:
     """The Totals tab in compare mode: (headers, section title, rows of A, B and the change
     B - A for each series of either, the total, and the out-of-memory tiles)."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for name, va, vb in compare_totals(a, b):
         rows.append((name, fmt_bytes(va, units), fmt_bytes(vb, units), fmt_change(va, vb, units)))
     rows.append(("Out-of-memory tiles", f"{oom_a:,}", f"{oom_b:,}", f"{oom_b - oom_a:+,}"))
@@ -232,7 +236,7 @@ def compare_totals(a: TileChart, b: TileChart) -> list[tuple[str, int, int]]:
     return rows
 
 
-def fullest_tile(doc: Any, ipus: Sequence[int]) -> tuple[int, int] | None:
+def fullest_tile(doc: Document, ipus: Sequence[int]) -> tuple[int, int] | None:
     """(ipu, tile) of the fullest tile (bytes used, gaps included) of the shown ``ipus``."""
     if not ipus:
         return None
@@ -242,7 +246,7 @@ def fullest_tile(doc: Any, ipus: Sequence[int]) -> tuple[int, int] | None:
 
 
 def tile_layouts(
-    doc: Any, other: Any | None, ipu: int, tile: int
+    doc: Document, other: Document | None, ipu: int, tile: int
 ) -> tuple[TileLayout, TileLayout | None]:
     """The modelled address layouts of tile ``tile`` of IPU ``ipu`` in ``doc`` and in
     ``other`` (None without it, or when its target has no such tile): the Tile memory map."""
@@ -255,7 +259,7 @@ def tile_layouts(
     return a, b
 
 
-def insights_of(doc: Any, other: Any | None) -> list[tuple[str, MemoryInsights]]:
+def insights_of(doc: Document, other: Document | None) -> list[tuple[str, MemoryInsights]]:
     """(prefix, vertex state and exchange code) of ``doc`` ("" alone, "A: " compared) and of
     ``other`` ("B: "): the Memory insights tab."""
     if other is None:
@@ -287,7 +291,7 @@ class FloorPlan:
 
 
 def floor_plans(
-    docs: Sequence[tuple[str, Any]], ipus: Sequence[int], gaps: bool
+    docs: Sequence[tuple[str, Document]], ipus: Sequence[int], gaps: bool
 ) -> list[FloorPlan]:
     """One floor plan per shown IPU; with several (tag, document) pairs (compare mode) A and
     B side by side for the first shown IPU. The share is of the tile's memory, gaps included
@@ -359,7 +363,7 @@ BYTE_COLUMNS = frozenset(
 )
 
 
-def detail_columns(frame: pd.DataFrame, units: Any, class_names: set[str]) -> list:
+def detail_columns(frame: pd.DataFrame, units: MemoryUnits, class_names: set[str]) -> list:
     """``(key, title, formatter)`` of a selected-tiles table (``frame``): profile, IPU, tile and
     name first; bytes (and memory classes' and per-tile columns) in ``units``."""
 
@@ -435,13 +439,13 @@ DETAIL_TABLES = ("tiles", "variables", "vertices", "exchanges", "compute_sets")
 
 
 def selected_tiles_table(
-    docs: Sequence[tuple[str, Any]], selection: np.ndarray, table: str, breakdown: str | None
+    docs: Sequence[tuple[str, Document]], selection: np.ndarray, table: str, breakdown: str | None
 ) -> pd.DataFrame:
     """One of the selected tiles' tables (``table`` in :data:`DETAIL_TABLES`) over the
     (tag, document) pairs: rows of each selected IPU's tiles with an ``ipu`` column (and a
     ``profile`` one when comparing); the tiles table breaks memory down by ``breakdown``."""
     frames = []
-    ipus = np.unique(selection[:, 0]) if len(selection) else []
+    ipus = np.unique(selection[:, 0]) if len(selection) else np.zeros(0, dtype=np.int64)
     for tag, d in docs:
         n_ipus = data.target(d).num_ipus
         for ipu in ipus:

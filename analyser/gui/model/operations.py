@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -25,6 +25,10 @@ from analyser.core.operations import SOFTWARE_LAYERS, software_layer_titles
 from analyser.core.quantities import columns, step_type_name
 from analyser.core.units import MemoryUnits, fmt_bytes, fmt_count, fmt_pct
 from analyser.gui.model import data
+
+if TYPE_CHECKING:
+    from analyser.core.roofline import Roofline
+    from analyser.gui.model.document import Document
 
 __all__ = [
     "SOFTWARE_LAYERS",
@@ -86,12 +90,12 @@ def table_columns(layer: str, units: MemoryUnits, compare: bool, executed: bool 
     return cols
 
 
-def layer_frame(doc: Any, layer: str) -> pd.DataFrame:
+def layer_frame(doc: Document, layer: str) -> pd.DataFrame:
     """``doc``'s table at software ``layer`` (analysis core, cached)."""
     return data.operation_layer(doc, layer)
 
 
-def shown_frame(doc: Any, cmp: Any, layer: str) -> pd.DataFrame:
+def shown_frame(doc: Document, cmp: Document | None, layer: str) -> pd.DataFrame:
     """The table the report shows: ``doc``'s at ``layer`` (operations keep their id as a
     column), or A and B joined (:func:`compare_frame`)."""
     if cmp is None:
@@ -99,7 +103,7 @@ def shown_frame(doc: Any, cmp: Any, layer: str) -> pd.DataFrame:
     return compare_frame(doc, cmp, layer)
 
 
-def compare_frame(doc: Any, cmp: Any, layer: str) -> pd.DataFrame:
+def compare_frame(doc: Document, cmp: Document, layer: str) -> pd.DataFrame:
     """A and B joined by name at ``layer`` (values from each document's table; rows of the
     same name summed): each figure for A and B, a status (in both, A only, B only), the change
     of total cycles B - A and its ratio to A; largest change first."""
@@ -107,7 +111,7 @@ def compare_frame(doc: Any, cmp: Any, layer: str) -> pd.DataFrame:
     labels = [c for c in COMPARED_LABELS if c in first]
     numbers = [c for c in COMPARED_NUMBERS if c in first]
 
-    def prepared(d: Any) -> pd.DataFrame:
+    def prepared(d: Document) -> pd.DataFrame:
         f = layer_frame(d, layer)[["name", *labels, *numbers]]
         if f["name"].duplicated().any():
             agg = {c: "first" for c in labels} | {c: "sum" for c in numbers}
@@ -182,7 +186,7 @@ def first_sort_key(frame: pd.DataFrame, executed: bool, compare: bool) -> str:
     return first if first in frame else "cycles"
 
 
-def selection_of(doc: Any, layer: str, name: str) -> tuple[np.ndarray, np.ndarray]:
+def selection_of(doc: Document, layer: str, name: str) -> tuple[np.ndarray, np.ndarray]:
     """(operation ids, program rows) of the row called ``name`` at ``layer`` in ``doc``: an
     operation and its programs, a layer's operations and their programs, or a program and its
     operation."""
@@ -197,7 +201,7 @@ def selection_of(doc: Any, layer: str, name: str) -> tuple[np.ndarray, np.ndarra
     return op_ids, np.flatnonzero(np.isin(node_op, op_ids))
 
 
-def operation_ids(doc: Any, layer: str, name: str) -> np.ndarray:
+def operation_ids(doc: Document, layer: str, name: str) -> np.ndarray:
     """Ids of the operations of the row called ``name`` at ``layer`` ("operations": the
     operation, "layers": the layer's operations), without reading the programs."""
     key = "name" if layer == "operations" else "layer"
@@ -205,7 +209,7 @@ def operation_ids(doc: Any, layer: str, name: str) -> np.ndarray:
 
 
 def summary_rows(
-    doc: Any, layer: str, name: str, op_ids: np.ndarray, units: MemoryUnits
+    doc: Document, layer: str, name: str, op_ids: np.ndarray, units: MemoryUnits
 ) -> list[tuple[str, str]]:
     """The Summary tab's rows of the selected row: an operation's figures (the first of
     ``op_ids``), or a layer's / program's row as the table shows it."""
@@ -255,7 +259,7 @@ class RowDetails:
 
 
 def row_details(
-    docs: Sequence[tuple[str, Any]],
+    docs: Sequence[tuple[str, Document]],
     layer: str,
     name: str,
     units: MemoryUnits,
@@ -329,7 +333,7 @@ class RowCharts:
         return float(self.memory.max()) if self.memory.size else 0.0
 
 
-def row_charts(docs: Sequence[tuple[str, Any]], layer: str, name: str) -> RowCharts:
+def row_charts(docs: Sequence[tuple[str, Document]], layer: str, name: str) -> RowCharts:
     """Cycles by tile (one execution of the row's programs, per IPU) and memory by category (its
     operations' variables by kind, temporary memory, code) of the row called ``name`` in each
     (tag, document)."""
@@ -370,7 +374,7 @@ class RooflinePoints:
     text: str  # the header line: operations drawn per bound, not drawn, the roofs
 
 
-def roofline_points(r: Any, prefix: str) -> RooflinePoints:
+def roofline_points(r: Roofline, prefix: str) -> RooflinePoints:
     """The roofline chart of analysis core roofline ``r``: operations that exchange something
     and achieve some FLOPs (the others are counted, not drawn), and the roof (the exchange
     slope up to the AMP peak) over their range; ``prefix`` starts the header line."""

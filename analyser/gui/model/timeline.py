@@ -99,6 +99,7 @@ class LaneLayout:
         blocks: list[_Block] = []
         n_ipus = 0 if trace is None else trace.n_ipus
         for ipu in range(n_ipus):
+            assert trace is not None  # n_ipus is 0 without a trace
             names, ids = trace.ipu_lanes(group, ipu)
             if not len(ids):
                 names, ids = ("(no steps)",), np.zeros(1, dtype=np.int64)
@@ -151,9 +152,17 @@ class LaneLayout:
         """The block of group ``key``, or None."""
         return next((b for b in self.blocks if b.key == key), None)
 
+    def _known_block(self, key: Group) -> _Block:
+        """The block of group ``key``, which the caller took from this layout (a key of
+        another layout is a bug: KeyError naming it)."""
+        b = self.block(key)
+        if b is None:
+            raise KeyError(f"no lane group {key!r} in this layout")
+        return b
+
     def pin_of(self, key: Group, index: int) -> tuple:
         """The pin naming row ``index`` of group ``key``."""
-        return (*key, self.block(key).names[index])
+        return (*key, self._known_block(key).names[index])
 
     def row_of_pin(self, pin: tuple) -> tuple[Group, int] | None:
         """(group, row) of the lane ``pin`` names, or None when this layout has no such lane."""
@@ -164,7 +173,7 @@ class LaneLayout:
 
     def pin_label(self, key: Group, index: int) -> str:
         """The name of a lane in a menu: its label without the fold mark."""
-        return self.block(key).labels[index].removeprefix("▾ ").removeprefix("▸ ")
+        return self._known_block(key).labels[index].removeprefix("▾ ").removeprefix("▸ ")
 
     @property
     def ipu_lanes(self) -> dict[int, tuple[str, ...]]:
@@ -273,7 +282,7 @@ class LaneLayout:
         if hit is None or hit[0][0] != "ipu":
             return None
         key, i = hit
-        return key[1], int(self.block(key).ids[i])
+        return key[1], int(self._known_block(key).ids[i])
 
     def host_row_at(self, y: float) -> int | None:
         """Index in :attr:`host_lanes` of the host lane at height ``y`` (0 when folded)."""
@@ -371,7 +380,7 @@ def kept_flows(cache: Any, t0: float, t1: float) -> Flows | None:
             return None
         return fl
     keep = (np.maximum(fl.x0, fl.x1) >= t0) & (np.minimum(fl.x0, fl.x1) <= t1)
-    return Flows(*(getattr(fl, f)[keep] for f in FLOW_FIELDS), too_many=False)
+    return Flows(**{f: getattr(fl, f)[keep] for f in FLOW_FIELDS}, too_many=False)
 
 
 # -- the host lanes -----------------------------------------------------------------------

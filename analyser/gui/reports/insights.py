@@ -334,10 +334,9 @@ class InsightsReport(Report):
     def _fill_list(self) -> None:
         self.list.clear()
         self._entries = []
-        view = self._view
-        if view is None:
+        view, doc, cmp = self._view, self.document, self.compare_doc
+        if view is None or doc is None:
             return
-        doc, cmp = self.document, self.compare_doc
         # the column count follows the labels (setHeaderLabels never removes a column: an
         # empty "In" column stayed after Stop comparing)
         labels = ["Severity", "Insight", "Category"] + ([] if cmp is None else ["In"]) + ["Gain"]
@@ -346,7 +345,7 @@ class InsightsReport(Report):
         self.list.headerItem().setToolTip(len(labels) - 1, GAIN_TIP)
         self.order_label.setText(view.order_text)
         for row in view.rows:
-            self._add_item(row, doc if row.owner == "A" else cmp)
+            self._add_item(row, cmp if row.owner == "B" and cmp is not None else doc)
         # the title column takes the width left by the short columns (elided when narrow; the
         # details pane has it in full), so the compare column stays in view
         header = self.list.header()
@@ -365,7 +364,7 @@ class InsightsReport(Report):
                 "<p>No insight fires on this profile with the current thresholds.</p>"
             )
 
-    def _add_item(self, row: InsightRow, doc: Any) -> None:
+    def _add_item(self, row: InsightRow, doc: Document) -> None:
         tip, where, severity_b = row.tip, row.where, row.severity_b
         gain, gain_tip = gain_text(tip)
         cols = [row.severity_text, tip.title, tip.category] + ([where] if where else []) + [gain]

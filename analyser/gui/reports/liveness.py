@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import html
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -41,6 +41,9 @@ from analyser.gui.widgets import (
     tile_curve,
 )
 from analyser.viewmodels import datasets
+
+if TYPE_CHECKING:
+    from analyser.gui.model.document import Document
 
 #: The chart's series as the catalogue declares them: its axis title and the peaks' colour.
 LIVENESS_SERIES = SERIES["liveness"]
@@ -226,7 +229,7 @@ class LivenessReport(Report):
         if text or self.part_problem().endswith("variables' lifetimes."):
             self.show_part_problem(text)
 
-    def curves(self, doc: Any) -> dict[int, np.ndarray]:
+    def curves(self, doc: Document | None) -> dict[int, np.ndarray]:
         """The curves drawn for ``doc`` (A or B: bytes per liveness step per shown IPU)."""
         view = self.view_model
         side = None if view is None else view.a if doc is self.document else view.b

@@ -8,7 +8,7 @@ with linked axes and every table carries both."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -64,6 +64,9 @@ from analyser.gui.widgets import (
     tab_widget,
 )
 from analyser.viewmodels import datasets
+
+if TYPE_CHECKING:
+    from analyser.gui.model.document import Document
 
 GAPS_COLOR = "#5f5f5f"
 #: One left-axis width for the three linked charts (A, B, B - A), so a tile sits at the same x
@@ -530,14 +533,14 @@ class MemoryReport(Report):
         return self._variables_plot
 
     # ------------------------------------------------------------------ state helpers
-    def _side(self, doc: Any) -> MemorySide | None:
+    def _side(self, doc: Document | None) -> MemorySide | None:
         """The shown view-model's side of ``doc`` (A, or B compared)."""
         view = self._view
         if view is None:
             return None
         return view.b if doc is not None and doc is self.compare_doc else view.a
 
-    def shown_ipus(self, doc: Any) -> list[int]:
+    def shown_ipus(self, doc: Document | None) -> list[int]:
         side = self._side(doc)
         return [] if side is None else list(side.shown_ipus)
 
@@ -549,8 +552,10 @@ class MemoryReport(Report):
     def physical(self) -> bool:
         return self.order_combo.currentIndex() == 1
 
-    def build_chart(self, doc: Any) -> TileChart:
+    def build_chart(self, doc: Document | None) -> TileChart:
         """The stacked values of ``doc`` for the current options (the view-model's)."""
+        if self.document is None:
+            raise ValueError("no profile is shown")
         view = self.view_request(self.document, self.compare_doc).build()
         return view.b.chart if doc is self.compare_doc and view.b is not None else view.a.chart
 
@@ -565,7 +570,7 @@ class MemoryReport(Report):
         )
 
     # ------------------------------------------------------------------ refresh
-    def show_documents(self, doc: Any, other: Any) -> None:
+    def show_documents(self, doc: Document, other: Document | None) -> None:
         if not self.keep_state:  # a theme switch keeps the selected tiles
             self.selection = no_tiles()
             self.map_tile = None
@@ -683,6 +688,8 @@ class MemoryReport(Report):
             self.run_part("Memory insights", self._show_insights, (), page)
 
     def _show_insights(self) -> None:
+        if self.document is None:
+            return
         items = memory_model.insights_of(self.document, self.compare_doc)
         self.insights_page.show_insights(items, self.units)
 
@@ -698,17 +705,19 @@ class MemoryReport(Report):
         return memory_model.fullest_tile(doc, ipus)
 
     def _draw_memory_map(self) -> None:
-        where = self.mapped_tile()
-        if where is None:
+        where, doc = self.mapped_tile(), self.document
+        if where is None or doc is None:  # the mapped tile is None without a document
             self.memory_map.show_layouts(None, None, self.units)
             return
         ipu, tile = where
-        a, b = memory_model.tile_layouts(self.document, self.compare_doc, ipu, tile)
+        a, b = memory_model.tile_layouts(doc, self.compare_doc, ipu, tile)
         self.memory_map.show_layouts(a, b, self.units)
 
     def _draw_tile_map(self) -> None:
         """One floor plan per shown IPU (A and B side by side in compare mode, for the first
         shown IPU)."""
+        if self.document is None:
+            return
         docs = [("A", self.document)] + ([("B", self.compare_doc)] if self.compare_doc else [])
         self.tile_map.show_maps(
             memory_model.floor_plans(
@@ -870,6 +879,8 @@ class MemoryReport(Report):
         )
 
     def _fill_detail_page(self, page: Any) -> None:
+        if self.document is None:  # checked by _fill_details; the part may run later
+            return
         docs = [("A", self.document)] + (
             [("B", self.compare_doc)] if self.compare_doc is not None else []
         )

@@ -9,7 +9,7 @@ code, and lists rows added or removed."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -53,6 +53,9 @@ from analyser.gui.widgets import (
     tab_widget,
     tile_curve,
 )
+
+if TYPE_CHECKING:
+    from analyser.gui.model.document import Document
 
 Index = QModelIndex | QPersistentModelIndex
 
@@ -156,11 +159,11 @@ class OperationsReport(Report):
     def set_layer(self, layer: str) -> None:
         self.layer_combo.setCurrentIndex(SOFTWARE_LAYERS.index(layer))
 
-    def layer_frame(self, doc: Any) -> pd.DataFrame:
+    def layer_frame(self, doc: Document) -> pd.DataFrame:
         """``doc``'s table at the shown software layer (analysis core, cached)."""
         return ops_model.layer_frame(doc, self.layer)
 
-    def compare_frame(self, doc: Any, cmp: Any) -> pd.DataFrame:
+    def compare_frame(self, doc: Document, cmp: Document) -> pd.DataFrame:
         """A and B joined by name at the shown software layer (the view-model's
         :func:`~analyser.gui.model.operations.compare_frame`)."""
         return ops_model.compare_frame(doc, cmp, self.layer)
@@ -313,7 +316,7 @@ class OperationsReport(Report):
         self._fill_tables()
         self._draw_charts()
 
-    def selection_of(self, doc: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
+    def selection_of(self, doc: Document, name: str) -> tuple[np.ndarray, np.ndarray]:
         """(operation ids, program rows) of the row called ``name`` at the shown layer in
         ``doc`` (the view-model's :func:`~analyser.gui.model.operations.selection_of`)."""
         return ops_model.selection_of(doc, self.layer, name)
