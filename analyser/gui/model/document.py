@@ -12,10 +12,15 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from analyser.core.units import MemoryUnits
 from analyser.viewmodels import profile_reads as reads
+
+if TYPE_CHECKING:
+    from analyser.core.analysis import Analysis
+
+_T = TypeVar("_T")
 
 
 class Event:
@@ -40,7 +45,7 @@ class Event:
 class Document:
     """One open profile and its :class:`analyser.core.Analysis` (results cached per key)."""
 
-    def __init__(self, path: str | Path, analysis: Any) -> None:
+    def __init__(self, path: str | Path, analysis: Analysis) -> None:
         self.path = Path(path)
         self.analysis = analysis
         self._cache: dict[str, Any] = {}
@@ -85,7 +90,7 @@ class Document:
                 out.append(path)
         return out
 
-    def cached(self, key: str, compute: Callable[[], Any]) -> Any:
+    def cached(self, key: str, compute: Callable[[], _T]) -> _T:
         """``compute()`` once per key; concurrent callers of the same key wait for the first."""
         if key in self._cache:
             return self._cache[key]

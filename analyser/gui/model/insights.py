@@ -142,17 +142,21 @@ def banner_text(doc: Document, units) -> tuple[str, str]:
 _RERANKS = "insights-reranks"
 
 
+def _reranks() -> list[bool]:
+    return []
+
+
 def ranking(doc: Document) -> int:
     """How many times ``doc``'s insights were re-ranked (:func:`rerank`): part of the Insights
     view-model's request, so a re-ranked profile gets a view-model in its new order."""
-    return len(doc.cached(_RERANKS, list))
+    return len(doc.cached(_RERANKS, _reranks))
 
 
 def rerank(doc: Document) -> None:
     """Re-order ``doc``'s insights by their predicted effects (the analysis core's
     ``rank_insights``) and count the re-ranking (GUI thread: the prediction's result)."""
     data.rerank_insights(doc)
-    doc.cached(_RERANKS, list).append(True)
+    doc.cached(_RERANKS, _reranks).append(True)
 
 
 def largest_tables(doc: Document, other: Document | None) -> tuple[pd.DataFrame, pd.DataFrame]:
