@@ -6,8 +6,9 @@ the loader's and the background warm-up's work, the "unavailable" marks. It need
 code (its module, its widgets, pyqtgraph plots and the libraries behind them) only when the
 report is first shown or built in the window's idle time. Importing every report module when
 the window was built, with pandas behind them, cost about 0.4 s of CPU before the Summary was
-painted (docs/performance.md, "the GUI opens a 10M-step profile without the other reports"); here each entry names its class as
-``"module:ClassName"`` and :meth:`ReportEntry.load` imports it on first use.
+painted (docs/performance.md, "the GUI opens a 10M-step profile without the other reports");
+here each entry names its class as ``"module:ClassName"`` and :meth:`ReportEntry.load` imports
+it on first use.
 
 The entries repeat the class attributes of :class:`analyser.gui.reports.base.Report` they
 stand for; tests/test_gui_report_index.py imports every listed class and checks that each
