@@ -105,15 +105,18 @@ def test_compare_delta_is_b_minus_a_by_name(docs):
             assert delta[node_b] == cb[node_b] - ca[node_a]
     unmatched = np.setdiff1d(np.arange(len(cb)), match[match >= 0])
     assert np.isnan(delta[unmatched]).all()
-    tree = ptm.program_tree(b, MemoryUnits.KIB)
-    tree.set_delta(delta)
+    plain = ptm.program_tree(b, MemoryUnits.KIB)
+    tree = plain.with_delta(delta)
     assert tree.columns[-1] == ptm.DELTA_HEADER and tree.column("delta") == len(tree.columns) - 1
+    assert plain.columns == ptm.COLUMNS and plain.delta is None  # a new tree; this one unchanged
     leaf = next(int(n) for n in np.flatnonzero(tree.types >= 3) if not np.isnan(delta[n]))
     assert _int(tree.text(leaf, tree.column("delta"))) == int(delta[leaf])
-    tree.set_delta(np.full(tree.n, np.inf))
-    assert tree.text(leaf, tree.column("delta")) == NEW
-    tree.set_delta(None)
-    assert tree.columns == ptm.COLUMNS
+    assert tree.with_delta(np.full(tree.n, np.inf)).text(leaf, tree.column("delta")) == NEW
+    assert tree.with_delta(None).columns == ptm.COLUMNS
+    with pytest.raises(ValueError):  # read-only: the view-model is never changed in place
+        tree.delta[leaf] = 0.0
+    with pytest.raises(ValueError):
+        tree.cycles[leaf] = 0
 
 
 def test_search_and_details(docs):
@@ -124,8 +127,19 @@ def test_search_and_details(docs):
     assert tree.n // 2 in hits and all(name.upper()[1:] in tree.names[h].upper() for h in hits)
     assert (np.diff(hits) > 0).all() and tree.search("").size == 0
     node = tree.start_node()
-    details = ptm.node_details(tree, doc, node)
+    names = tuple(str(n) for n in doc.analysis.src.column("/graph/operations", "name"))
+    pending = ptm.node_details(tree, names, node)
+    assert dict(pending.rows)["Cycles per tile (min / mean / max)"] == ptm.TILES_PENDING
+    figures = ptm.tile_figures(doc, node)
+    per_tile = doc.analysis.src.profile.tile_cycles([node])[0]
+    used = per_tile[per_tile > 0]
+    assert figures.used == used.size and figures.high == (used.max() if used.size else 0)
+    details = ptm.node_details(tree, names, node, figures)
     rows = dict(details.rows)
+    if used.size:
+        assert rows["Tiles used"] == f"{used.size:,}"
+    op = int(tree.ops[node])
+    assert rows["Operation"] == (names[op] if op >= 0 else "-")
     assert details.title == tree.names[node]
     assert rows["Children"] == str(tree.n_children(node))
     path = rows["Path"].split(" > ")

@@ -128,7 +128,8 @@ REPORTS: tuple[ReportEntry, ...] = (
         "analyser.gui.reports.program_tree:ProgramTreeReport",
         "program_tree",
         "Program Tree",
-        ("target", "program_nodes", "execution", "program_match_keys"),
+        ("target", "program_nodes", "execution", "program_match_keys", "operation_names"),
+        view_builder="analyser.gui.model.program_tree_view:build_program_tree_view",
     ),
     ReportEntry(
         "analyser.gui.reports.operations:OperationsReport",

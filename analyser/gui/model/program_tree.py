@@ -11,6 +11,7 @@ The Qt tree model (``analyser.gui.reports.program_tree.ProgramTreeModel``) answe
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,6 +65,7 @@ class ProgramTree:
         total: np.ndarray | None,
         units: MemoryUnits | None,
         wait: np.ndarray | None = None,
+        delta: np.ndarray | None = None,
     ) -> None:
         self.units = units
         self.names = nodes["name"].to_numpy().astype(str)
@@ -82,8 +84,10 @@ class ProgramTree:
         self.wait = wait if wait is not None and len(wait) == n else None
         #: Compare mode (B pane): change of total cycles against the matching program of A
         #: (NaN when A has no such program); adds a column.
-        self.delta: np.ndarray | None = None
-        self.columns: tuple[str, ...] = COLUMNS
+        self.delta = delta if delta is not None and len(delta) == n else None
+        self.columns: tuple[str, ...] = COLUMNS + (
+            (DELTA_HEADER,) if self.delta is not None else ()
+        )
         # children of each node (index n = the invisible root), in row (execution) order
         key = np.where(self.parents < 0, n, self.parents)
         order = np.argsort(key, kind="stable")
@@ -98,6 +102,12 @@ class ProgramTree:
         self.row_in_parent = np.empty(n, np.int64)
         self.row_in_parent[order] = np.arange(n) - bounds[key[order]]
         self.n = n
+        # a view-model is handed to the GUI thread complete and never changed there: its
+        # arrays are read-only views (the core's own arrays stay as they are; a new delta is a
+        # new tree, see with_delta)
+        for name, value in list(vars(self).items()):
+            if isinstance(value, np.ndarray):
+                setattr(self, name, _read_only(value))
 
     def children(self, node: int) -> np.ndarray:
         """Child nodes of ``node`` (-1: the top-level nodes), in row order."""
@@ -109,10 +119,13 @@ class ProgramTree:
         k = self.n if node < 0 else node
         return self.bounds_list[k + 1] - self.bounds_list[k]
 
-    def set_delta(self, delta: np.ndarray | None) -> None:
-        """Show the change of total cycles against the other profile (compare mode)."""
-        self.delta = delta
-        self.columns = COLUMNS + ((DELTA_HEADER,) if delta is not None else ())
+    def with_delta(self, delta: np.ndarray | None) -> ProgramTree:
+        """This tree showing ``delta``, the change of total cycles against the other profile
+        (compare mode; None: no change column): a new tree sharing these arrays."""
+        out = copy.copy(self)
+        out.delta = _read_only(delta) if delta is not None and len(delta) == self.n else None
+        out.columns = COLUMNS + ((DELTA_HEADER,) if out.delta is not None else ())
+        return out
 
     def tip(self, section: int) -> str:
         """The tooltip of column ``section``."""
@@ -210,6 +223,12 @@ class ProgramTree:
         return 0 if self.n else None
 
 
+def _read_only(values: np.ndarray) -> np.ndarray:
+    view = values.view()
+    view.setflags(write=False)
+    return view
+
+
 def no_matches() -> np.ndarray:
     """An empty search result (node ids)."""
     return np.zeros(0, np.int64)
@@ -227,21 +246,60 @@ def program_tree(doc: Any, units: MemoryUnits | None) -> ProgramTree:
     )
 
 
-@dataclass
+#: The details' row of a step's per-tile cycles while they are read (off the GUI thread).
+TILES_PENDING = "reading..."
+
+
+@dataclass(frozen=True)
+class TileFigures:
+    """One execution of a step on its tiles: how many tiles it uses and their cycles."""
+
+    node: int
+    used: int
+    low: int = 0
+    mean: float = 0.0
+    high: int = 0
+
+    @classmethod
+    def of(cls, node: int, cycles: np.ndarray) -> TileFigures:
+        used = cycles[cycles > 0]
+        if not used.size:
+            return cls(node, 0)
+        return cls(node, int(used.size), int(used.min()), float(used.mean()), int(used.max()))
+
+    def rows(self) -> tuple[tuple[str, str], ...]:
+        if not self.used:
+            return ()
+        return (
+            ("Tiles used", fmt_count(self.used)),
+            (
+                "Cycles per tile (min / mean / max)",
+                f"{self.low:,} / {self.mean:,.0f} / {self.high:,}",
+            ),
+        )
+
+
+@dataclass(frozen=True)
 class NodeDetails:
     """The details pane of a selected node."""
 
     title: str  # the node's name
-    rows: list[tuple[str, str]]  # its columns, path, operation, children, per-tile cycles
+    rows: tuple[tuple[str, str], ...]  # its columns, path, operation, children, per-tile cycles
     related_title: str | None = None  # the related steps' section (None: no operation)
-    related: list[tuple[str, str, str]] | None = None  # (name, type, own cycles) of each
+    related: tuple[tuple[str, str, str], ...] | None = None  # (name, type, own cycles) of each
     related_expanded: bool = False  # few enough to list open
 
 
-def node_details(tree: ProgramTree, doc: Any, node: int) -> NodeDetails:
-    """What the details pane says of ``node`` of ``doc``'s ``tree``: its non-empty columns, its
-    path, operation and children, the cycles of its tiles (a step), and the other steps of its
-    operation."""
+def node_details(
+    tree: ProgramTree,
+    operation_names: tuple[str, ...],
+    node: int,
+    tiles: TileFigures | None = None,
+) -> NodeDetails:
+    """What the details pane says of ``node`` of ``tree``: its non-empty columns, its path,
+    operation (``operation_names``: the profile's, by operation id) and children, the cycles
+    of its tiles (a step: ``tiles``, :data:`TILES_PENDING` while they are read), and the other
+    steps of its operation. Reads nothing but its arguments."""
     rows = [
         (tree.columns[c], tree.text(node, c))
         for c in range(len(tree.columns))
@@ -249,31 +307,31 @@ def node_details(tree: ProgramTree, doc: Any, node: int) -> NodeDetails:
     ]
     path = " > ".join(tree.names[a] for a in tree.ancestors(node))
     rows.append(("Path", path or "(root)"))
-    names = data.operation_names(doc)
     op = int(tree.ops[node])
-    rows.append(("Operation", str(names[op]) if 0 <= op < len(names) else "-"))
+    rows.append(("Operation", operation_names[op] if 0 <= op < len(operation_names) else "-"))
     rows.append(("Children", fmt_count(tree.n_children(node))))
     if int(tree.types[node]) >= FIRST_STEP_TYPE:
-        tc = data.program_tile_cycles(doc, node)
-        used = tc[tc > 0]
-        if used.size:
-            rows.append(("Tiles used", fmt_count(int(used.size))))
-            rows.append(
-                (
-                    "Cycles per tile (min / mean / max)",
-                    f"{int(used.min()):,} / {used.mean():,.0f} / {int(used.max()):,}",
-                )
-            )
-    details = NodeDetails(tree.names[node], rows)
-    if op >= 0:
-        related = np.flatnonzero((tree.ops == op) & (np.arange(tree.n) != node))
-        cyc = tree.column("cycles")
-        details.related_title = f"Related steps (same operation, {len(related):,})"
-        details.related = [
-            (tree.names[r], tree.text(r, 1), tree.text(r, cyc)) for r in related[:RELATED_SHOWN]
-        ]
-        details.related_expanded = len(related) <= RELATED_EXPANDED
-    return details
+        if tiles is None or tiles.node != node:
+            rows.append(("Cycles per tile (min / mean / max)", TILES_PENDING))
+        else:
+            rows.extend(tiles.rows())
+    if op < 0:
+        return NodeDetails(tree.names[node], tuple(rows))
+    related = np.flatnonzero((tree.ops == op) & (np.arange(tree.n) != node))
+    cyc = tree.column("cycles")
+    return NodeDetails(
+        tree.names[node],
+        tuple(rows),
+        f"Related steps (same operation, {len(related):,})",
+        tuple((tree.names[r], tree.text(r, 1), tree.text(r, cyc)) for r in related[:RELATED_SHOWN]),
+        len(related) <= RELATED_EXPANDED,
+    )
+
+
+def tile_figures(doc: Any, node: int) -> TileFigures:
+    """Per-tile cycles of one execution of program ``node`` of ``doc`` (read from the
+    profile: call it off the GUI thread)."""
+    return TileFigures.of(node, data.program_tile_cycles(doc, node))
 
 
 def matched_cycle_change(doc_a: Any, doc_b: Any) -> np.ndarray | None:

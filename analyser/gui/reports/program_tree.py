@@ -4,10 +4,15 @@ searchable by name (vectorised over all nodes, then next / previous). A step's o
 execution (profile) and its executed cycles over the run with the waiting part (analysis core)
 are separate columns; tile balance is shown for compute and exchange steps. With the details of the
 selected step and the steps related to it (same operation). Compare mode shows A and B side by
-side, each with its own search and details."""
+side, each with its own search and details.
+
+The report paints its view-model (:mod:`analyser.gui.model.program_tree_view`, built off the GUI
+thread) and reads no document: a selected step's per-tile cycles are a small view-model of
+their own, built on the pane's pool thread and painted into the details when they arrive."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -16,6 +21,7 @@ from PySide6.QtCore import (
     QModelIndex,
     QPersistentModelIndex,
     Qt,
+    QThreadPool,
 )
 from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import (
@@ -31,20 +37,32 @@ from PySide6.QtWidgets import (
 )
 
 from analyser.core.quantities import STEP_TYPES
-from analyser.gui.model import program_tree as tree_model
 from analyser.gui.model.cells import FormattedCells
+from analyser.gui.model.document import Document
 from analyser.gui.model.errors import problem_sentence
 
 # the tree's columns and the compare-mode change live in the view-model (re-exported)
 from analyser.gui.model.program_tree import COLUMN_SPECS as COLUMN_SPECS
 from analyser.gui.model.program_tree import COLUMNS as COLUMNS
 from analyser.gui.model.program_tree import DELTA_HEADER as DELTA_HEADER
+from analyser.gui.model.program_tree import FIRST_STEP_TYPE as FIRST_STEP_TYPE
 from analyser.gui.model.program_tree import KEYS as KEYS
-from analyser.gui.model.program_tree import ProgramTree
-from analyser.gui.model.program_tree import matched_cycle_change as matched_cycle_change
+from analyser.gui.model.program_tree import (
+    ProgramTree,
+    TileFigures,
+    no_matches,
+    node_details,
+)
+from analyser.gui.model.program_tree_view import (
+    ProgramTreeSide,
+    ProgramTreeView,
+    build_program_tree_view,
+    build_tile_figures,
+)
+from analyser.gui.model.views import ViewRequest
 from analyser.gui.palette import hex_color
 from analyser.gui.reports.base import Report, lay_out
-from analyser.gui.widgets import KeyValueTree
+from analyser.gui.widgets import KeyValueTree, PoolTask, Relay
 
 Index = QModelIndex | QPersistentModelIndex
 _ROOT = QModelIndex()
@@ -156,7 +174,7 @@ class ProgramTreeModel(QAbstractItemModel):
     def set_delta(self, delta: np.ndarray | None) -> None:
         """Show the change of total cycles against the other profile (compare mode)."""
         self.beginResetModel()
-        self.tree.set_delta(delta)
+        self.tree = self.tree.with_delta(delta)
         self._texts.clear()
         self.endResetModel()
 
@@ -190,7 +208,7 @@ class ProgramTreeModel(QAbstractItemModel):
         t = self._types_list[node]
         if (role == _DECORATION and col == 0) or (role == _FOREGROUND and col == 1):
             return self._colors.get(t)
-        if role == _FONT and col == 0 and t < tree_model.FIRST_STEP_TYPE:
+        if role == _FONT and col == 0 and t < FIRST_STEP_TYPE:
             if self._bold is None:
                 self._bold = _bold_font()
             return self._bold
@@ -225,13 +243,23 @@ for _attr in _TREE_ATTRIBUTES:
 
 
 class ProgramTreePane(QWidget):
-    """One document's tree with search and details."""
+    """One profile's tree (a side of the view-model) with search and details."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.doc: Any = None
+        #: the side of the view-model shown (None: nothing)
+        self.side: ProgramTreeSide | None = None
         self.model: ProgramTreeModel | None = None
-        self.units = None
+        #: the request for a selected step's per-tile cycles (see set_side)
+        self._tiles_for: Callable[[int], ViewRequest] | None = None
+        #: the latest per-tile figures received (for the selected step, or an earlier one)
+        self._tiles: TileFigures | None = None
+        # the per-tile cycles are read from the profile on this pool's thread, one at a time
+        self._pool = QThreadPool(self)
+        self._pool.setMaxThreadCount(1)
+        self._relay = Relay(self)
+        self._relay.done.connect(self._tiles_arrived)
+        self._gen = 0
         self.title = QLabel("")
         self.search_edit = QLineEdit()
         self.search_edit.setPlaceholderText("Search programs by name (Enter: next match)")
@@ -254,30 +282,37 @@ class ProgramTreePane(QWidget):
         self.view.header().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         self.details = KeyValueTree()
         lay_out(self, [self.title, bar], self.view, self.details, (520, 260))
-        self.matches = tree_model.no_matches()
+        self.matches = no_matches()
         self.match_pos = -1
 
-    def set_document(
-        self, doc: Any, units, title: str = "", delta: np.ndarray | None = None
+    def set_side(
+        self,
+        side: ProgramTreeSide | None,
+        tiles_for: Callable[[int], ViewRequest] | None = None,
     ) -> None:
-        """Show ``doc``'s program tree (``delta``: compare mode's change column of B)."""
-        self.doc = doc
-        self.units = units
-        self.title.setText(title)
-        self.title.setVisible(bool(title))
+        """Show ``side``'s tree (None: nothing); ``tiles_for(node)`` is the request for a
+        selected step's per-tile cycles, built on the pane's pool thread."""
+        self.side = side
+        self._tiles_for = tiles_for
+        self._tiles = None
+        self._gen += 1  # per-tile cycles still being read are for a tree no longer shown
+        self.title.setText(side.title if side is not None else "")
+        self.title.setVisible(side is not None and bool(side.title))
         self.details.clear()
-        if doc is None:
+        if side is None:
             self.view.setModel(None)
             self.model = None
             return
-        self.model = ProgramTreeModel(tree_model.program_tree(doc, units), self)
-        if delta is not None:
-            self.model.set_delta(delta)
+        self.model = ProgramTreeModel(side.tree, self)
         self.view.setModel(self.model)
         self.view.selectionModel().currentChanged.connect(
             lambda cur, _prev: self._show_details(cur)
         )
         self.restore_view()
+
+    def shutdown(self) -> None:
+        self._gen += 1
+        self._pool.waitForDone(10_000)
 
     def restore_view(self) -> None:
         """Initial view: first levels expanded, column widths, the heaviest step selected."""
@@ -316,9 +351,7 @@ class ProgramTreePane(QWidget):
 
     # -- search -----------------------------------------------------------------------------
     def _new_search(self, text: str) -> None:
-        self.matches = (
-            self.model.search(text.strip()) if self.model is not None else tree_model.no_matches()
-        )
+        self.matches = self.model.search(text.strip()) if self.model is not None else no_matches()
         self.match_pos = -1
         self.match_label.setText(f"{len(self.matches):,} matches" if text.strip() else "")
 
@@ -358,32 +391,67 @@ class ProgramTreePane(QWidget):
 
     # -- details ----------------------------------------------------------------------------
     def _show_details(self, index: QModelIndex) -> None:
-        try:
-            self._fill_details(index)
-        except Exception as exc:  # a damaged profile: the details say why, the tree works on
-            self.details.clear()
-            name = self.doc.name if self.doc is not None else "the profile"
-            self.details.add_section(
-                "Details unavailable", [("Problem", problem_sentence(exc, name))]
-            )
-
-    def _fill_details(self, index: QModelIndex) -> None:
-        self.details.clear()
-        model, doc = self.model, self.doc
-        node = model.node_of(index) if model is not None else -1
-        if node < 0 or doc is None:
+        node = self.model.node_of(index) if self.model is not None else -1
+        self._fill_details(node)
+        side = self.side
+        if node < 0 or side is None or int(side.tree.types[node]) < FIRST_STEP_TYPE:
             return
-        details = tree_model.node_details(model.tree, doc, node)
+        if self._tiles is not None and self._tiles.node == node:
+            return
+        request = self._tiles_for(node) if self._tiles_for is not None else None
+        if request is None:
+            return
+        self._gen += 1
+        if request.ready():  # read before (a revisit of the step): shown at once
+            self._tiles_arrived(self._gen, request.build())
+        else:
+            self._pool.start(PoolTask(request.build, self._gen, self._relay))
+
+    def _tiles_arrived(self, gen: int, result: object) -> None:
+        """A step's per-tile cycles, read on the pool: shown when that step is still the one
+        selected; a problem reading them is said in the details, the tree works on."""
+        if gen != self._gen or self.side is None:
+            return
+        if isinstance(result, Exception):
+            self.details.clear()
+            self.details.add_section(
+                "Details unavailable", [("Problem", problem_sentence(result, self.side.name))]
+            )
+            return
+        if isinstance(result, TileFigures):
+            self._tiles = result
+            if result.node == self.selected_node():
+                self._fill_details(result.node)
+
+    def _fill_details(self, node: int) -> None:
+        self.details.clear()
+        side = self.side
+        if node < 0 or side is None or self.model is None:
+            return
+        details = node_details(self.model.tree, side.operation_names, node, self._tiles)
         self.details.add_section(details.title, details.rows)
         if details.related is not None:
             sec = self.details.add_section(details.related_title, details.related)
             sec.setExpanded(details.related_expanded)
 
+    @property
+    def details_pending(self) -> bool:
+        """True while the selected step's per-tile cycles are being read."""
+        node = self.selected_node()
+        side = self.side
+        return (
+            side is not None
+            and node >= 0
+            and int(side.tree.types[node]) >= FIRST_STEP_TYPE
+            and (self._tiles is None or self._tiles.node != node)
+        )
+
 
 class ProgramTreeReport(Report):
     title = "Program Tree"
     key = "program_tree"
-    data_needs = ("target", "program_nodes", "execution", "program_match_keys")
+    data_needs = ("target", "program_nodes", "execution", "program_match_keys", "operation_names")
+    view_builder = staticmethod(build_program_tree_view)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -394,36 +462,48 @@ class ProgramTreeReport(Report):
         split.addWidget(self.pane_b)
         self.lay_out_with_empty_states()
         self.set_content(split)
-        self._b_of_a: np.ndarray | None = None
+        #: the view-model shown (None: nothing)
+        self.view_model: ProgramTreeView | None = None
 
     @property
     def model(self) -> ProgramTreeModel | None:
         return self.pane_a.model
 
     def clear(self) -> None:
-        self.pane_a.set_document(None, self.units, "")
-        self.pane_b.set_document(None, self.units, "")
-        self._b_of_a = None
+        self.view_model = None
+        self.pane_a.set_side(None)
+        self.pane_b.set_side(None)
 
-    def show_documents(self, doc: Any, cmp: Any) -> None:
-        self.pane_a.set_document(doc, self.units, f"A: {doc.name}" if cmp is not None else "")
-        self.pane_b.setVisible(cmp is not None)
-        # B's change column is set before B's tree is shown (one layout of B's view, not two)
-        delta = matched_cycle_change(doc, cmp) if cmp is not None else None
-        self.pane_b.set_document(
-            cmp, self.units, f"B: {cmp.name}" if cmp is not None else "", delta=delta
-        )
-        self._b_of_a = None
-        if cmp is not None and self.pane_b.model is not None:
+    def shutdown(self) -> None:
+        self.pane_a.shutdown()
+        self.pane_b.shutdown()
+
+    def show_view(self, view: ProgramTreeView) -> None:
+        if view.message:
+            self.show_message(view.message)
+            return
+        self.view_model = view
+        self.pane_a.set_side(view.a, self._tiles_for(self.document))
+        self.pane_b.setVisible(view.b is not None)
+        self.pane_b.set_side(view.b, self._tiles_for(self.compare_doc))
+        if view.b_of_a is not None:
             # Selecting a program in A selects the matching program of B (same name, k-th).
-            self._b_of_a = tree_model.b_of_a(doc, cmp)
             self.pane_a.view.selectionModel().currentChanged.connect(self._follow_in_b)
 
+    def _tiles_for(self, doc: Document | None) -> Callable[[int], ViewRequest] | None:
+        """The request for a selected step's per-tile cycles in ``doc`` (built off the GUI
+        thread by the pane)."""
+        if doc is None:
+            return None
+        units = self.units
+        return lambda node: ViewRequest(build_tile_figures, doc, None, units, (node,))
+
     def _follow_in_b(self, current, _previous) -> None:
+        view = self.view_model
         node = self.pane_a.model.node_of(current) if self.pane_a.model is not None else -1
-        if self._b_of_a is None or node < 0 or node >= len(self._b_of_a):
+        if view is None or view.b_of_a is None or node < 0 or node >= len(view.b_of_a):
             return
-        match = int(self._b_of_a[node])
+        match = int(view.b_of_a[node])
         if match >= 0:
             self.pane_b.select_node(match)
 
