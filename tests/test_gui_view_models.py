@@ -1,8 +1,8 @@
-"""One door per report: a converted report reads one frozen view-model, built by the builder it
-declares off the GUI thread and handed over complete (analyser.gui.model.views); it never
-imports the raw model (analyser.gui.model.data), and nothing under analyser/gui reads the
-profile (``.src``). The reports not converted yet are listed in NOT_CONVERTED, which only
-shrinks: the import contract's exemptions (pyproject.toml) must match it."""
+"""One door per report: every report reads one frozen view-model, built by the builder it
+declares off the GUI thread and handed over complete (analyser.gui.model.views); none imports
+the raw model (analyser.gui.model.data) or the SQL engine (analyser.query), and nothing under
+analyser/gui reads the profile (``.src``). No report is exempt: the import contracts
+(pyproject.toml) have no ignore_imports."""
 
 from __future__ import annotations
 
@@ -22,14 +22,8 @@ pytestmark = pytest.mark.gui
 ROOT = Path(__file__).resolve().parents[1]
 GUI = ROOT / "analyser" / "gui"
 RAW_MODEL = "analyser.gui.model.data"
-
-#: Report keys without a view-model yet. Converting one: give it a ``view_builder`` and a
-#: ``show_view``, drop its ``import data``, its line here and its line in the contract's
-#: ignore_imports (pyproject.toml).
-NOT_CONVERTED = {
-    "program_tree",
-    "query",
-}
+#: What only a view-model's builder imports, never a report: the raw model, the SQL engine.
+BUILDERS_ONLY = (RAW_MODEL, "analyser.query")
 
 
 def _classes() -> dict[str, type]:
@@ -52,46 +46,40 @@ def _source(cls: type) -> Path:
     return ROOT / (cls.__module__.replace(".", "/") + ".py")
 
 
-def _contract() -> dict:
+def _contract(forbidden: str) -> dict:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
     (contract,) = [
         c
         for c in config["tool"]["importlinter"]["contracts"]
-        if c.get("forbidden_modules") == [RAW_MODEL]
+        if c.get("forbidden_modules") == [forbidden]
     ]
     return contract
 
 
-def test_not_converted_lists_exactly_the_reports_without_a_view_model():
+def test_every_report_declares_a_view_model_and_paints_it():
     classes = _classes()
-    assert set(classes) >= NOT_CONVERTED, NOT_CONVERTED - set(classes)
-    without = {key for key, cls in classes.items() if cls.view_builder is None}
-    assert without == NOT_CONVERTED, (
-        "converted (remove from NOT_CONVERTED and the contract):",
-        NOT_CONVERTED - without,
-        "without a view-model and not listed:",
-        without - NOT_CONVERTED,
-    )
+    assert {"program_tree", "query"} <= set(classes)
+    for key, cls in classes.items():
+        assert callable(cls.view_builder), key
+        assert "show_view" in vars(cls), key
 
 
-def test_converted_reports_never_import_the_raw_model():
-    for key, cls in _classes().items():
-        if key not in NOT_CONVERTED:
-            assert RAW_MODEL not in _imports(_source(cls)), key
-            assert callable(cls.view_builder) and "show_view" in vars(cls), key
+def test_no_report_module_imports_what_only_builders_may():
+    reports = sorted((GUI / "reports").rglob("*.py"))
+    assert len(reports) > 10
+    for path in reports:
+        imported = _imports(path)
+        for module in BUILDERS_ONLY:
+            hits = {m for m in imported if m == module or m.startswith(module + ".")}
+            assert not hits, (path.relative_to(ROOT), hits)
 
 
-def test_the_contracts_exemptions_are_the_reports_not_converted():
-    """Each ignored import is a not-converted report's module that imports the raw model; a
-    converted report cannot hide behind one."""
-    contract = _contract()
+@pytest.mark.parametrize("forbidden", BUILDERS_ONLY)
+def test_the_contracts_cover_every_report_with_no_exemption(forbidden):
+    contract = _contract(forbidden)
+    assert contract["type"] == "forbidden"
     assert contract["source_modules"] == ["analyser.gui.reports"]
-    ignored = {line.split(" -> ")[0] for line in contract.get("ignore_imports", [])}
-    classes = _classes()
-    allowed = {classes[key].__module__ for key in NOT_CONVERTED}
-    assert ignored <= allowed, ignored - allowed
-    for module in ignored:
-        assert RAW_MODEL in _imports(ROOT / (module.replace(".", "/") + ".py")), module
+    assert not contract.get("ignore_imports"), contract["ignore_imports"]
 
 
 def test_nothing_under_the_gui_reads_the_profile_through_src():
@@ -190,7 +178,18 @@ def test_a_view_model_arriving_for_documents_no_longer_shown_is_dropped(qtbot, p
 
 @pytest.mark.parametrize(
     "key",
-    ["summary", "roofline", "operations", "pipeline", "liveness", "trace", "insights", "memory"],
+    [
+        "summary",
+        "roofline",
+        "operations",
+        "pipeline",
+        "liveness",
+        "trace",
+        "insights",
+        "memory",
+        "program_tree",
+        "query",
+    ],
 )
 def test_the_window_builds_view_models_off_the_gui_thread_and_hands_them_over(
     qtbot, tmp_path, pair, monkeypatch, key

@@ -171,6 +171,7 @@ REPORTS: tuple[ReportEntry, ...] = (
         "query",
         "Query",
         ("target",),
+        view_builder="analyser.gui.model.query_view:build_query_view",
     ),
 )
 

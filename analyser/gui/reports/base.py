@@ -25,8 +25,9 @@ implements ``show_view(view)`` instead of ``show_documents``; it reads only the 
 its builder returns (the builder reads :mod:`analyser.core` through the per-document caches of
 ``model.data``), which the main window builds on its thread pool and hands over complete
 (:meth:`Report.receive_view`); the report paints when it arrives. A report outside a window
-(``view_source`` None) builds it in place. Program Tree and Query, which have no view-model,
-read their own models (:mod:`analyser.gui.model.program_tree`, :mod:`analyser.query`).
+(``view_source`` None) builds it in place. No report is exempt: the Program Tree builds a
+selected step's per-tile cycles, and the Query each query's answer, as small view-models of
+their own on the report's pool thread (none imports :mod:`analyser.query` either).
 """
 
 from __future__ import annotations

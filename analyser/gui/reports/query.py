@@ -1,22 +1,22 @@
-"""Query: SQL over the open profile (``analyser.query``, the same sandboxed DuckDB query as
-``analyse query``), the result as a sortable table, exported as CSV. A list of the tables (each
-with what it holds) beside the editor; a double-click writes a table's name into the query. In
-compare mode a choice of profile A, B or both (``analyser.query.many``: every table then gains a
-``profile`` column, and ``runs`` has a row per profile).
+"""Query: SQL over the open profile (the same sandboxed DuckDB query as ``analyse query``), the
+result as a sortable table, exported as CSV. A list of the tables (each with what it holds)
+beside the editor; a double-click writes a table's name into the query. In compare mode a
+choice of profile A, B or both (every table then gains a ``profile`` column, and ``runs`` has a
+row per profile).
 
-The query runs when asked (Run or Ctrl+Return; a GROUP BY over 10,000,000 steps takes about a
-second) in a process of its own under a memory bound (analyser.query.process), waited for on a
-pool thread; Stop ends that process, and a new query stops the one still running. A
-refused or failing query is its one sentence under the editor; the last result stays until the
-next one succeeds."""
+The report paints two view-models (:mod:`analyser.gui.model.query_view`) and reads no
+document: what the open profiles offer a query (built off the GUI thread when they are shown),
+and each query's answer, built by ``run_query`` on the report's pool thread when asked (Run or
+Ctrl+Return; a GROUP BY over 10,000,000 steps takes about a second) and painted when it
+arrives: its table, or the one sentence saying why there is none, under the editor. The query
+runs in a process of its own under a memory bound; Stop ends that process, and a new query
+stops the one still running. The last result stays until the next one succeeds."""
 
 from __future__ import annotations
 
 import threading
-import time
 
-import pandas as pd
-from PySide6.QtCore import Qt, QThreadPool
+from PySide6.QtCore import Qt, QThreadPool, Signal
 from PySide6.QtGui import QFontDatabase, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QComboBox,
@@ -33,27 +33,21 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from analyser.gui.model.document import Document
+from analyser.gui.model.errors import problem_sentence
+from analyser.gui.model.query_view import (
+    EXAMPLE,
+    TABLE_DOCS,
+    QueryResult,
+    QuerySource,
+    QueryView,
+    build_query_view,
+    run_query,
+)
 from analyser.gui.reports.base import Report
 from analyser.gui.table_view import TextTableView
 from analyser.gui.widgets import DataFrameModel, PoolTask, Relay, connect_header_sort
-from analyser.query import QueryError
-from analyser.query.process import run_bounded
-from analyser.query.tables import TABLES
 from profiles.errors import UserFacingError
 
-#: The query shown when the report opens (cycles and steps by type and IPU).
-EXAMPLE = (
-    "SELECT ipu, type, count(*) AS steps, sum(cycles) AS cycles\n"
-    "FROM steps\nGROUP BY ipu, type\nORDER BY ipu, cycles DESC"
-)
-#: The example for a profile without execution (it has no steps).
-EXAMPLE_NO_STEPS = (
-    "SELECT ipu, category, sum(bytes) AS bytes\nFROM memory\nGROUP BY ipu, category\n"
-    "ORDER BY ipu, bytes DESC"
-)
-#: Rows the table shows (the rest are counted in the status line).
-MAX_ROWS = 100_000
 #: The widest a result column is made to fit its values (a longer text stays cut).
 MAX_COLUMN_PX = 420
 
@@ -64,6 +58,10 @@ class QueryReport(Report):
     title = "Query"
     key = "query"
     data_needs = ("target",)
+    view_builder = staticmethod(build_query_view)
+
+    #: A query's answer (its table or its sentence) was painted, or its stop shown.
+    resultShown = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -73,7 +71,7 @@ class QueryReport(Report):
         self.editor.setPlainText(EXAMPLE)
         self.editor.setToolTip(
             "One SELECT over the tables: "
-            + "; ".join(f"{n} ({s.doc})" for n, s in TABLES.items())
+            + "; ".join(f"{n} ({doc})" for n, doc in TABLE_DOCS)
             + ". Ctrl+Return runs it."
         )
         row = QHBoxLayout()
@@ -93,13 +91,15 @@ class QueryReport(Report):
         self.export_button.setToolTip("Write the whole result (every row) to a CSV file")
         self.export_button.setEnabled(False)
         self.export_button.clicked.connect(self.export_dialog)
-        #: the last result, every row of it (the table shows MAX_ROWS)
-        self.result: pd.DataFrame | None = None
+        #: the last query's answer that had a table (the table shows its first rows)
+        self.result: QueryResult | None = None
+        #: the view-model shown (the profiles a query may read)
+        self.view_model: QueryView | None = None
         self.table_list = QListWidget()
         self.table_list.setToolTip("The tables a query can read; double-click to insert a name")
-        for name, spec in TABLES.items():
+        for name, doc in TABLE_DOCS:
             item = QListWidgetItem(name)
-            item.setToolTip(spec.doc)
+            item.setToolTip(doc)
             self.table_list.addItem(item)
         self.table_list.itemDoubleClicked.connect(
             lambda item: self.editor.insertPlainText(item.text())
@@ -107,7 +107,7 @@ class QueryReport(Report):
         self.table_list.setMaximumWidth(
             self.table_list.sizeHintForColumn(0) + 2 * self.table_list.frameWidth() + 24
         )
-        self.status = QLabel("Tables: " + ", ".join(TABLES) + ".")
+        self.status = QLabel("Tables: " + ", ".join(n for n, _doc in TABLE_DOCS) + ".")
         self.status.setWordWrap(True)
         self.status.setTextFormat(Qt.TextFormat.PlainText)
         row.addWidget(self.run_button)
@@ -136,7 +136,9 @@ class QueryReport(Report):
         for keys in ("Ctrl+Return", "Ctrl+Enter"):
             QShortcut(QKeySequence(keys), self.editor, activated=self.run_query)
         self.error: str | None = None
-        self._ran_on: Document | None = None
+        #: what the last result shown was read from (None: nothing ran since the profiles
+        #: were shown)
+        self._ran_on: QuerySource | None = None
         self._pool = QThreadPool(self)
         self._pool.setMaxThreadCount(1)
         self._relay = Relay(self)
@@ -145,79 +147,55 @@ class QueryReport(Report):
         self._running = False
         self._stop = threading.Event()  # the running query's stop
 
-    # -- documents --------------------------------------------------------------------------
-    def show_documents(self, doc: Document, other: Document | None) -> None:
+    # -- the view-model --------------------------------------------------------------------
+    def show_view(self, view: QueryView) -> None:
+        self.view_model = view
         self.which.blockSignals(True)
         self.which.clear()
-        self.which.addItem(f"A: {doc.name}")
-        if other is not None:
-            self.which.addItem(f"B: {other.name}")
-            self.which.addItem("A and B (a profile column)")
-        self.which.setVisible(other is not None)
+        for source in view.sources:
+            self.which.addItem(source.label)
+        self.which.setVisible(len(view.sources) > 1)
         self.which.blockSignals(False)
-        if self._ran_on is None and not doc.has_execution:
-            self.editor.setPlainText(EXAMPLE_NO_STEPS)
+        if self._ran_on is None and self.editor.toPlainText() == EXAMPLE:
+            self.editor.setPlainText(view.example)
         self.run_query()
 
     def clear(self) -> None:
-        self.model.set_frame(pd.DataFrame())
+        self.model.set_frame(None)
+        self.view_model = None
         self._ran_on = None
         self.result = None
         self.export_button.setEnabled(False)
 
-    def current_document(self) -> Document | None:
-        if self.which.currentIndex() == 1 and self.compare_doc is not None:
-            return self.compare_doc
-        return self.document
+    def current_source(self) -> QuerySource | None:
+        """What the query reads: the chosen profile, or A and B together."""
+        view = self.view_model
+        if view is None:
+            return None
+        index = self.which.currentIndex()
+        return view.sources[index if 0 <= index < len(view.sources) else 0]
 
-    def current_documents(self) -> list[Document]:
-        """The profiles the query reads: the chosen one, or A and B together."""
-        doc = self.current_document()
-        if doc is None:
-            return []
-        if self.which.currentIndex() == 2 and self.compare_doc is not None:
-            return [self.document, self.compare_doc] if self.document is not None else []
-        return [doc]
-
-    # -- running (on a pool thread; Stop interrupts DuckDB) -----------------------------------
+    # -- running (on a pool thread; Stop ends the query's process) ---------------------------
     @property
     def running(self) -> bool:
         return self._running
 
     def run_query(self) -> None:
         """Run the editor's query on the chosen profile on a pool thread (a query still running
-        is stopped first); the result or its error is shown when it ends."""
-        docs = self.current_documents()
-        if not docs:
+        is stopped first); its answer is painted when it arrives."""
+        source = self.current_source()
+        if source is None:
             return
-        doc = docs[0]
-        # one profile by its path; both as a set of paths (each row labelled)
-        target = str(doc.path) if len(docs) == 1 else [str(d.path) for d in docs]
-        names = " and ".join(d.name for d in docs)
         self.stop_query()
         self._gen += 1
         sql = self.editor.toPlainText()
         stop = threading.Event()
         self._stop = stop
-
-        def work():
-            # in a process of its own under a memory bound (analyser.query.process), forked
-            # from a server without the GUI's threads; Stop ends that process
-            t0 = time.perf_counter()
-            try:
-                table = run_bounded(target, sql, stop=stop, start_method="forkserver")
-                frame = table.to_pandas()
-            except QueryError as exc:
-                return exc
-            except KeyboardInterrupt:  # stopped: not an error of the query
-                return None
-            return frame, time.perf_counter() - t0, names
-
         self._running = True
         self.stop_button.setEnabled(True)
         self.status.setStyleSheet("")
-        self.status.setText(f"Running on {names}…")
-        self._pool.start(PoolTask(work, self._gen, self._relay))
+        self.status.setText(f"Running on {source.names}…")
+        self._pool.start(PoolTask(lambda: run_query(source, sql, stop), self._gen, self._relay))
 
     def stop_query(self) -> None:
         """Stop the running query, if any (its result is dropped)."""
@@ -241,31 +219,37 @@ class QueryReport(Report):
             if header.sectionSize(col) > MAX_COLUMN_PX:
                 header.resizeSection(col, MAX_COLUMN_PX)
 
-    def _finished(self, gen: int, result) -> None:
+    def _finished(self, gen: int, result: object) -> None:
         if gen != self._gen:
             return  # a query stopped or replaced since
         self._running = False
         self.stop_button.setEnabled(False)
-        if result is None:
-            self.status.setText("Stopped.")
+        if not isinstance(result, QueryResult):  # a bug in the pool's work: one sentence
+            source = self.current_source()
+            name = source.names if source is not None else "the profile"
+            text = problem_sentence(
+                result if isinstance(result, BaseException) else TypeError(result), name
+            )
+            result = QueryResult("", source or QuerySource("", (), name), error=text)
+        self.show_result(result)
+        self.resultShown.emit()
+
+    def show_result(self, result: QueryResult) -> None:
+        """Paint a query's answer: its table, or its sentence under the editor (the last
+        table stays)."""
+        self.status.setText(result.status())
+        if result.stopped:
             return
-        if isinstance(result, Exception):
-            self.error = str(result)
-            self.status.setText(self.error)
+        if result.error:
+            self.error = result.error
             self.status.setStyleSheet("color: #c62828;")
             return
-        frame, seconds, names = result
         self.error = None
-        self._ran_on = self.current_document()
-        self.result = frame
+        self._ran_on = result.source
+        self.result = result
         self.export_button.setEnabled(True)
-        n = len(frame)
-        self.model.set_frame(frame.head(MAX_ROWS))
+        self.model.set_frame(result.shown)
         self._fit_columns()
-        more = f", the first {MAX_ROWS:,} shown" if n > MAX_ROWS else ""
-        self.status.setText(
-            f"{n:,} row{'' if n == 1 else 's'}{more} from {names} in {seconds:.2f} s."
-        )
 
     # -- export -------------------------------------------------------------------------------
     def export_csv(self, path: str) -> None:
@@ -274,12 +258,14 @@ class QueryReport(Report):
         one-sentence UserFacingError."""
         from analyser.output import atomic_output, check_output
 
-        if self.result is None:
+        result = self.result
+        if result is None or result.frame is None:
             raise UserFacingError("no query result to export yet; run a query first.")
-        inputs = [str(d.path) for d in (self.document, self.compare_doc) if d is not None]
-        out = check_output(path, inputs, force=True)  # the file dialog asked about replacing
+        # never over an open profile (the one the result was read from included)
+        inputs = {*result.source.paths, *(self.view_model.inputs if self.view_model else ())}
+        out = check_output(path, sorted(inputs), force=True)  # the dialog asked about replacing
         with atomic_output(out) as fh:
-            self.result.to_csv(fh, index=False)
+            result.frame.to_csv(fh, index=False)
 
     def export_dialog(self) -> None:
         if self.result is None:
