@@ -154,3 +154,25 @@ def stacked_report(qtbot, report, pair, size=(1200, 800)):
     stack.show()
     qtbot.waitExposed(stack)
     return stack, other, [Document.open(p) for p in pair]
+
+
+def wait_until_idle(qtbot, passes: int = 3) -> None:
+    """Wait until the GUI thread's event loop has nothing left to do: ``passes`` times in a row
+    it is about to block for more events (``QAbstractEventDispatcher.aboutToBlock``: no posted
+    event is waiting, the paints and relayouts a show posted included). More than one pass, so
+    that what the last events posted or the zero-interval timers they started ran too. An
+    event, not a time: a loaded machine only makes it later."""
+    from PySide6.QtCore import QAbstractEventDispatcher
+
+    dispatcher = QAbstractEventDispatcher.instance()
+    for _ in range(passes):
+        with qtbot.waitSignal(dispatcher.aboutToBlock, timeout=30_000):
+            pass
+
+
+def show_painted(qtbot, stack, report) -> None:
+    """Make ``report`` the current page of ``stack`` and wait for its paint, then for the GUI
+    thread to be idle (what the paint posted painted too)."""
+    with qtbot.waitSignal(report.painted, timeout=30_000):
+        stack.setCurrentWidget(report)
+    wait_until_idle(qtbot)

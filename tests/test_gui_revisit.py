@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pyqtgraph as pg
 import pytest
-from gui_helpers import paint_counter, stacked_report, write_synthetic_profiles
+from gui_helpers import (
+    paint_counter,
+    show_painted,
+    stacked_report,
+    wait_until_idle,
+    write_synthetic_profiles,
+)
 
 pytestmark = pytest.mark.gui
 
@@ -41,9 +47,8 @@ def test_a_later_visit_paints_each_plot_once(qtbot, pair, key):
     stack, other, docs = stacked_report(qtbot, report, pair, (1300, 850))
     try:
         report.set_document(docs[0], docs[1])
-        stack.setCurrentWidget(report)
-        qtbot.wait(300)
-        assert not report.needs_refresh
+        show_painted(qtbot, stack, report)
+        assert report.ready
         if key == "pipeline":
             # its critical paths arrive from a background task and are drawn then: under load
             # they landed during the later visit and were counted as its second paint
@@ -51,16 +56,15 @@ def test_a_later_visit_paints_each_plot_once(qtbot, pair, key):
                 lambda: "finding the critical path" not in report.view_a.bounds.text(),
                 timeout=60_000,
             )
-            qtbot.wait(300)  # the relayout the drawn paths post, as after the fill above
+            wait_until_idle(qtbot)  # the relayout the drawn paths post, as after the fill above
         stack.setCurrentWidget(other)
-        qtbot.wait(50)
+        wait_until_idle(qtbot)
         plots = [p for p in report.findChildren(pg.GraphicsView) if p.isVisibleTo(report)]
         assert plots, "the report shows plots"
         counter = paint_counter()
         for p in plots:
             p.viewport().installEventFilter(counter)
-        stack.setCurrentWidget(report)
-        qtbot.wait(300)
+        show_painted(qtbot, stack, report)
         painted = [counter.counts[p.viewport()] for p in plots]
         # a plot below the scroll area's fold is not painted at all
         assert painted and max(painted) == 1 and sum(painted) >= 1, painted

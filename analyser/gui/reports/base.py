@@ -165,6 +165,9 @@ class Report(QWidget):
     statusMessage = Signal(str)
     #: Ask the window to open profiles: (path, compare_path or "").
     openRequested = Signal(str, str)
+    #: The report was painted (after its own paint event: what it shows is on screen). Tests
+    #: and benchmarks wait for this, or for the ready state it shows, never for a time.
+    painted = Signal()
 
     #: Shown (by the base ``refresh()``) when no profile is open.
     no_document_text: ClassVar[str] = "No profile open."
@@ -533,6 +536,15 @@ class Report(QWidget):
         self._dirty = True
         if self.isVisible():
             self.ensure_refreshed(wait=False)
+
+    @property
+    def ready(self) -> bool:
+        """True when the report shows what it was asked to (filled, its view-model painted)."""
+        return not self._dirty and self._awaited is None
+
+    def paintEvent(self, event) -> None:
+        super().paintEvent(event)
+        self.painted.emit()
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
