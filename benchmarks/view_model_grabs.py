@@ -11,7 +11,10 @@ before and after a change and compare the folders pixel for pixel::
     python benchmarks/view_model_grabs.py --diff OUT_BEFORE OUT_AFTER
 
 A smaller, faster relative of ``arch_equivalence.py`` (which grabs every report for the
-walkthrough's profiles), for one report at a time.
+walkthrough's profiles), for one report at a time. Each grab waits for the report to say it is
+settled (filled, its view-model painted, the Execution Trace's range summary in its header:
+``Report.ready``, ``TraceReport.summary_pending``) and for the GUI thread to be idle, never for
+a time, so two runs of one tree give identical grabs.
 """
 
 from __future__ import annotations
@@ -53,23 +56,53 @@ CASES = (
 )
 
 
-def _settle() -> None:
-    from PySide6.QtCore import QCoreApplication, QThreadPool
+#: Longest a report may take to settle before the run gives up (seconds): a bound that fails
+#: the run loudly, never a wait (the grabs wait for events, see _settle).
+SETTLE_LIMIT_S = 120.0
 
+
+def _settled(report) -> bool:
+    """True when ``report`` shows all it will: filled, its view-model painted, and what
+    arrives from a pool thread after it: the Execution Trace's range summary in its header, the
+    Program Tree's selected step's per-tile cycles, the Query's answer."""
+    return report.ready and not any(
+        getattr(report, state, False) for state in ("summary_pending", "details_pending", "running")
+    )
+
+
+def _settle(report) -> None:
+    """Wait, by the events that say so, until ``report`` is settled (:func:`_settled`) and then
+    until the GUI thread is idle three times in a row (nothing posted left: the paints and
+    relayouts the last results posted included), so that a grab shows the same every run."""
+    from PySide6.QtCore import QAbstractEventDispatcher, QCoreApplication, QEventLoop, QTimer
+
+    deadline = time.monotonic() + SETTLE_LIMIT_S
+    # a pool thread's result arrives as a queued event, which ends a wait for more events; the
+    # heartbeat only lets the loop see the limit should nothing ever arrive
+    heartbeat = QTimer()
+    heartbeat.start(250)
+    try:
+        while not _settled(report):
+            if time.monotonic() > deadline:
+                raise SystemExit(f"{report.title} did not settle in {SETTLE_LIMIT_S:g} s")
+            QCoreApplication.processEvents(QEventLoop.ProcessEventsFlag.WaitForMoreEvents)
+    finally:
+        heartbeat.stop()
+    dispatcher = QAbstractEventDispatcher.instance()
     for _ in range(3):
-        for _ in range(20):
-            QCoreApplication.processEvents()
-        QThreadPool.globalInstance().waitForDone(60_000)
-        time.sleep(0.2)
-    for _ in range(20):
-        QCoreApplication.processEvents()
+        loop = QEventLoop()
+        dispatcher.aboutToBlock.connect(loop.quit)
+        loop.exec()
+        dispatcher.aboutToBlock.disconnect(loop.quit)
+    if not _settled(report):  # what ran while idling asked for more: settle again
+        _settle(report)
 
 
 def dump(paths: dict[str, Path], out: Path, keys: tuple[str, ...]) -> None:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     import tempfile
 
-    from PySide6.QtCore import QCoreApplication, QSettings
+    from PySide6.QtCore import QCoreApplication, QEventLoop, QSettings
     from PySide6.QtWidgets import QApplication
 
     from analyser.gui.main_window import MainWindow
@@ -88,7 +121,7 @@ def dump(paths: dict[str, Path], out: Path, keys: tuple[str, ...]) -> None:
             report.resize(1300, 850)
             report.set_document(docs[0], docs[1] if len(docs) > 1 else None)
             report.show()
-            _settle()
+            _settle(report)
             report.grab().save(str(out / f"alone.{case}.{key}.png"))
             report.shutdown()
             report.close()
@@ -102,15 +135,16 @@ def dump(paths: dict[str, Path], out: Path, keys: tuple[str, ...]) -> None:
             window.resize(1400, 900)
             window.show()
             done: list[bool] = []
+            loaded = QEventLoop()
             window.loadFinished.connect(done.append)
+            window.loadFinished.connect(loaded.quit)
             window.open_files([paths[s] for s in stems])
-            while not done:
-                QCoreApplication.processEvents()
-                time.sleep(0.01)
+            if not done:
+                loaded.exec()
             for key in keys:
                 # clicked in the side list, as a user does (the view-model arrives later)
                 window.report_list.setCurrentRow(window.report_keys.index(key))
-                _settle()
+                _settle(window.report(key))
                 window.report(key).grab().save(str(out / f"window.{case}.{key}.png"))
             window.close()
             QCoreApplication.processEvents()

@@ -478,6 +478,13 @@ class ProgramTreeReport(Report):
         self.pane_a.shutdown()
         self.pane_b.shutdown()
 
+    @property
+    def details_pending(self) -> bool:
+        """True while a pane's selected step's per-tile cycles are being read."""
+        return self.pane_a.details_pending or (
+            self.pane_b.isVisibleTo(self) and self.pane_b.details_pending
+        )
+
     def show_view(self, view: ProgramTreeView) -> None:
         if view.message:
             self.show_message(view.message)

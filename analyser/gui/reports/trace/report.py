@@ -95,7 +95,7 @@ class TraceReport(Report):
         "(see the Memory Report and Insights), so it never ran."
     )
 
-    #: The visible-range summary was updated.
+    #: The visible-range summary was updated (or its failure said in its header).
     summaryReady = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -214,6 +214,8 @@ class TraceReport(Report):
         self._details_after_paint = False
         #: a range summary was dropped when the report was hidden (see hideEvent)
         self._summary_dropped = False
+        #: the generation of the range summary shown (see summary_pending)
+        self._summary_shown = 0
         self.timeline.windowChanged.connect(self._on_window)
         self.overview.windowRequested.connect(self._on_overview)
         self.timeline.stepSelected.connect(lambda row: self._on_selected(self.timeline, row))
@@ -697,11 +699,26 @@ class TraceReport(Report):
         if self.tabs.currentWidget() is self.bsp:
             self.update_bsp()
 
+    @property
+    def summary_pending(self) -> bool:
+        """True while the range summary shown is not the one of the window shown: its fill's
+        summary is still to be scheduled (after the first paint), scheduled, or being
+        computed; :attr:`summaryReady` is emitted when it is shown."""
+        if self.trace is None or self.document is None:
+            return False
+        return (
+            self._details_after_paint
+            or self._detail_timer.isActive()
+            or self._summary_shown != self._summary_gen
+        )
+
     def _on_summary(self, gen: int, result: object) -> None:
         if gen != self._summary_gen or result is None or self.trace is None:
             return
+        self._summary_shown = gen
         if isinstance(result, Exception):
             self.summary.header.setText(f"The range summary failed: {result}")
+            self.summaryReady.emit()
             return
         a, b, names, explained, (stats, stats_b) = result
         if b is not None:
