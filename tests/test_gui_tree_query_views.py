@@ -220,3 +220,26 @@ def test_a_profile_the_tree_cannot_be_built_from_is_one_sentence(qtbot, pair, mo
         report.shutdown()
         pool.waitForDone(30_000)
         doc.close()
+
+
+def test_run_query_never_raises_and_a_stop_is_no_error(pair, monkeypatch):
+    """The answer's builder turns what the query's process says into the view-model: a
+    stopped query is ``stopped`` (no sentence), a failure outside the query one sentence."""
+    import threading as th
+
+    from analyser.gui.model import query_view
+    from analyser.gui.model.query_view import QuerySource, run_query
+
+    source = QuerySource("A: x", (str(pair[0]),), "x")
+    stop = th.Event()
+    stop.set()
+    stopped = run_query(source, "SELECT count(*) FROM steps", stop)
+    assert stopped.stopped and not stopped.error and stopped.status() == "Stopped."
+
+    def broken(*_args, **_kwargs):
+        raise RuntimeError("the forkserver went away\nat line 2")
+
+    monkeypatch.setattr(query_view, "run_bounded", broken)
+    failed = run_query(source, "SELECT 1")
+    assert failed.error == "the query could not run (the forkserver went away at line 2)."
+    assert failed.frame is None and failed.status() == failed.error

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from analyser.core.units import MemoryUnits
 from analyser.gui.model.document import Document
-from analyser.gui.model.errors import problem_sentence
+from analyser.gui.model.errors import MAX_DETAIL
 from analyser.query import QueryError
 from analyser.query.process import Stop, run_bounded
 from analyser.query.tables import TABLES
@@ -129,8 +129,10 @@ def run_query(source: QuerySource, sql: str, stop: Stop | None = None) -> QueryR
         return QueryResult(sql, source, stopped=True)
     except (QueryError, UserFacingError) as exc:
         return QueryResult(sql, source, error=_one_sentence(str(exc)))
-    except Exception as exc:
-        return QueryResult(sql, source, error=problem_sentence(exc, source.names))
+    except Exception as exc:  # not the query's fault (its process could not start, ...)
+        detail = " ".join(str(exc).split())[:MAX_DETAIL].rstrip(".")
+        text = f"the query could not run ({detail})." if detail else "the query could not run."
+        return QueryResult(sql, source, error=text)
     shown = frame.head(MAX_ROWS) if len(frame) > MAX_ROWS else frame
     return QueryResult(sql, source, frame, shown, time.perf_counter() - t0)
 
