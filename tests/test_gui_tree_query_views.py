@@ -172,54 +172,48 @@ def test_query_paints_its_answer_and_a_syntax_error_is_one_sentence(qtbot, watch
     pool.waitForDone(30_000)
 
 
-def test_a_profile_with_no_programs_is_one_sentence_in_the_program_tree(qtbot, pair, monkeypatch):
-    from analyser.gui.model import data
-    from analyser.gui.model import program_tree as model
+def _tree_message(qtbot, path) -> str:
+    """The Program Tree's message for the profile at ``path``, its view-model handed over."""
     from analyser.gui.model.document import Document
-    from analyser.gui.model.program_tree_view import no_programs_sentence
     from analyser.gui.reports.program_tree import ProgramTreeReport
 
-    def no_programs(doc, units):
-        return model.ProgramTree(data.program_nodes(doc).iloc[:0], None, None, units)
-
-    monkeypatch.setattr(model, "program_tree", no_programs)
-    doc = Document.open(pair[0])
+    doc = Document.open(path)
     report = ProgramTreeReport()
     pool, _background = _in_window_hand_off(qtbot, report)
     try:
         report.set_document(doc)
         qtbot.waitUntil(lambda: not report.awaiting_view, timeout=30_000)
         assert report.stack.currentWidget() is report.message
-        assert report.message.label.text() == no_programs_sentence(doc.name)
-        assert "\n" not in report.message.label.text()
+        return report.message.label.text()
     finally:
         report.shutdown()
         pool.waitForDone(30_000)
         doc.close()
+
+
+def test_a_profile_with_no_programs_is_one_sentence_in_the_program_tree(qtbot, pair, monkeypatch):
+    from analyser.gui.model import data
+    from analyser.gui.model import program_tree as model
+    from analyser.gui.model.program_tree_view import no_programs_sentence
+
+    def no_programs(doc, units):
+        return model.ProgramTree(data.program_nodes(doc).iloc[:0], None, None, units)
+
+    monkeypatch.setattr(model, "program_tree", no_programs)
+    text = _tree_message(qtbot, pair[0])
+    assert text == no_programs_sentence(pair[0].name) and "\n" not in text
 
 
 def test_a_profile_the_tree_cannot_be_built_from_is_one_sentence(qtbot, pair, monkeypatch):
     """A builder meeting a damaged profile: the report says so in its panel, no traceback."""
     from analyser.gui.model import data
-    from analyser.gui.model.document import Document
-    from analyser.gui.reports.program_tree import ProgramTreeReport
 
     def damaged(doc):
         raise KeyError("/programs/nodes/parent")
 
     monkeypatch.setattr(data, "program_nodes", damaged)
-    doc = Document.open(pair[0])
-    report = ProgramTreeReport()
-    pool, _background = _in_window_hand_off(qtbot, report)
-    try:
-        report.set_document(doc)
-        qtbot.waitUntil(lambda: not report.awaiting_view, timeout=30_000)
-        text = report.message.label.text()
-        assert "/programs/nodes/parent" in text and "Traceback" not in text and "\n" not in text
-    finally:
-        report.shutdown()
-        pool.waitForDone(30_000)
-        doc.close()
+    text = _tree_message(qtbot, pair[0])
+    assert "/programs/nodes/parent" in text and "Traceback" not in text and "\n" not in text
 
 
 def test_run_query_never_raises_and_a_stop_is_no_error(pair, monkeypatch):
