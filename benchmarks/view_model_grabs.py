@@ -111,6 +111,8 @@ def dump(paths: dict[str, Path], out: Path, keys: tuple[str, ...]) -> None:
     from analyser.gui.theme import apply_theme
 
     app = QApplication.instance() or QApplication([])
+    # a text field's caret blinks on a timer: a grab then showed it or not by when it was taken
+    app.styleHints().setCursorFlashTime(0)
     apply_theme("light")
     classes = {cls.key: cls for cls in report_classes()}
     for stems in CASES:
