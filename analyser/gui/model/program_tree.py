@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -21,6 +21,9 @@ import pandas as pd
 from analyser.core.quantities import STEP_TYPES, TABLES
 from analyser.core.units import NEW, MemoryUnits, fmt_bytes, fmt_count, fmt_pct, fmt_signed_int
 from analyser.gui.model import data
+
+if TYPE_CHECKING:
+    from analyser.gui.model.document import Document
 
 #: The tree's columns (the catalogue, analyser.core.quantities.TABLES["program_tree"]); the last
 #: one, "delta", only in compare mode.
@@ -63,7 +66,7 @@ class ProgramTree:
         nodes: pd.DataFrame,
         executions: np.ndarray | None,
         total: np.ndarray | None,
-        units: MemoryUnits | None,
+        units: MemoryUnits,
         wait: np.ndarray | None = None,
         delta: np.ndarray | None = None,
     ) -> None:
@@ -234,7 +237,7 @@ def no_matches() -> np.ndarray:
     return np.zeros(0, np.int64)
 
 
-def program_tree(doc: Any, units: MemoryUnits | None) -> ProgramTree:
+def program_tree(doc: Document, units: MemoryUnits) -> ProgramTree:
     """``doc``'s program tree (executed cycles and waits when the profile ran)."""
     ex = data.execution(doc)
     return ProgramTree(
@@ -328,13 +331,13 @@ def node_details(
     )
 
 
-def tile_figures(doc: Any, node: int) -> TileFigures:
+def tile_figures(doc: Document, node: int) -> TileFigures:
     """Per-tile cycles of one execution of program ``node`` of ``doc`` (read from the
     profile: call it off the GUI thread)."""
     return TileFigures.of(node, data.program_tile_cycles(doc, node))
 
 
-def matched_cycle_change(doc_a: Any, doc_b: Any) -> np.ndarray | None:
+def matched_cycle_change(doc_a: Document, doc_b: Document) -> np.ndarray | None:
     """Per program of B: its total cycles over the run minus those of the program of A with the
     same name (the k-th of that name matches the k-th), NaN when A has none; None when either
     profile has no execution. Totals come from the analysis core (program_cycles)."""
@@ -347,7 +350,7 @@ def matched_cycle_change(doc_a: Any, doc_b: Any) -> np.ndarray | None:
     return eb.program_cycles.astype(np.float64) - matched
 
 
-def b_of_a(doc_a: Any, doc_b: Any) -> np.ndarray:
+def b_of_a(doc_a: Document, doc_b: Document) -> np.ndarray:
     """Per program of A: the matching program of B (same name, k-th of it), -1 for none."""
     ka, kb = data.program_match_keys(doc_a), data.program_match_keys(doc_b)
     pos_b = pd.Series(np.arange(len(kb)), index=kb)
