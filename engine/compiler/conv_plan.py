@@ -76,6 +76,7 @@ from engine.compiler.conv_params import (
     conv_shapes,
     with_combined_groups,
     with_expanded_dims,
+    with_swapped_operands,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -428,6 +429,8 @@ class PlanCosts:
     output_exchange: np.ndarray
     serial_extra: np.ndarray  # dynamic slices / updates and in-place adds, per iteration
     output_cast: np.ndarray  # input-channel serial splits: the final cast, once
+    before_slice_copy: np.ndarray  # a serially split matmul's weights rearranged, once
+    before_slice_exchange: np.ndarray  # and exchanged, once
     tile_transform: np.ndarray  # SLIC's padding of kernel and input on the tile
     total: np.ndarray  # the planner's totalCycles
     temp: np.ndarray  # totalTempBytes
@@ -443,15 +446,21 @@ def _transform_flags(shapes: ConvShapes, cands: Candidates) -> tuple[np.ndarray,
     fwd = conv & ((role == "fwd") | (role == "recomp"))
     pad_in = conv & (shapes.C[op] % cands.ci != 0)
     pad_out = conv & (shapes.N[op] % cands.co != 0)
-    # a training matmul's weight update, planned separately (PopLibs keeps the cheaper of the
-    # joint and the separate plans, createPlan: separatePlanHasLowerCost) with its operands
-    # swapped: FC_TRAINING_WU rearranges its input (the output gradient) and its output
-    matmul_wu = ~conv & (role == "gw")
+    # a training matmul is a fully connected pass (FC_TRAINING_FWD / BWD / WU), planned
+    # separately (PopLibs keeps the cheaper of the joint and the separate plans, createPlan:
+    # separatePlanHasLowerCost): unswapped, its input, weights and output are rearranged
+    # (swapOperands != isMatmulOrFullyConnectedLayer, != outputShouldBeSwapped); swapped,
+    # FC_TRAINING_WU rearranges its input (the output gradient) and its output. The backward
+    # pass's rearranged input (FC_TRAINING_BWD, not joint) is the transposed weights, charged
+    # as the input gradient's PreArrange outside the planner (engine.compiler.plan)
+    matmul = ~conv
+    unswapped_mm = matmul & ~shapes.swap[op]
+    matmul_wu = matmul & (role == "gw")
     combined = shapes.combine[op] > 1  # combineConvGroups rearranges all three
     expanded = shapes.expand[op]  # expandDims rearranges the inputs and the weights
-    rearrange_in = weight_update | pad_in | matmul_wu | combined | expanded
-    rearrange_w = weight_update | pad_in | pad_out | combined | expanded
-    rearrange_out = weight_update | pad_out | matmul_wu | combined
+    rearrange_in = weight_update | pad_in | matmul_wu | unswapped_mm | combined | expanded
+    rearrange_w = weight_update | pad_in | pad_out | unswapped_mm | combined | expanded
+    rearrange_out = weight_update | pad_out | matmul_wu | unswapped_mm | combined
     regroup_out = conv & ~weight_update & (cands.co != shapes.wpu)
     regroup_w = fwd & (cands.co % shapes.wpu != 0)
     return (
@@ -497,10 +506,10 @@ def _transform_costs(shapes: ConvShapes, cands: Candidates, exchange_rate: float
     elem_bytes = shapes.eb
     reorder = min(MEMCPY_BYTES_PER_CYCLE, elem_bytes)
     gran = 2 if elem_bytes >= 4 else 4
-    # a matmul's weight update is planned with its operands swapped: its input is the output
-    # gradient (C x N here) and its output channels are the weight gradient's rows (M)
-    mm_wu = ~shapes.conv[op] & (shapes.role[op] == "gw")
-    out_ch = np.where(mm_wu, shapes.M[op], shapes.N[op])
+    # the row's own sizes: a swapped matmul's (with_swapped_operands) field is the matmul's
+    # output columns and its output channels the rows; a weight update's input so is the
+    # output gradient
+    out_ch = shapes.N[op]
     io_factor = np.where((shapes.C[op] * out_ch) % gran == 0, 4, 3)  # 5 / factor
     out_factor = np.where(out_ch % gran == 0, 4, 3)
     # the whole input (a weight gradient's activations once)
@@ -508,11 +517,6 @@ def _transform_costs(shapes: ConvShapes, cands: Candidates, exchange_rate: float
         _cdiv(_input_positions(shapes, op) * in_chans_padded * groups_padded, shapes.dup[op])
         * elem_bytes,
         tiles,
-    )
-    in_bytes = np.where(
-        mm_wu,
-        _cdiv(in_chans_padded * out_chans_padded * groups_padded * elem_bytes, tiles),
-        in_bytes,
     )
     weight_bytes = _cdiv(
         shapes.kernel[op] * in_chans_padded * out_chans_padded * groups_padded * elem_bytes, tiles
@@ -705,7 +709,18 @@ def estimate(shapes: ConvShapes, cands: Candidates, target: Target) -> PlanCosts
         + reduce_cycles.sum(axis=1)
         + tile_transform
     )
-    total = per_iter * serial + out_cast
+    # a serially split fully connected pass (every matmul; not joint) rearranges its weights
+    # once before the loop, so that each iteration's dynamic slice reads them well laid out
+    # (addRearrangeBeforeSliceEstimate): an all-to-all exchange of the weights per tile
+    # (ExchangeEstimator::getCycles) and one cycle per element; the rearranged copy stays
+    # live through the loop, so its bytes add to the temporaries rather than taking their max
+    before = ~shapes.conv[op] & (serial > 1)
+    before_copy = np.where(before, w_per_tile, 0).astype(np.int64)
+    before_exchange = np.where(before, np.ceil(w_per_tile * elem_bytes / exchange_rate), 0).astype(
+        np.int64
+    )
+    before_bytes = np.where(before, w_per_tile * elem_bytes, 0).astype(np.int64)
+    total = per_iter * serial + out_cast + before_copy + before_exchange
     tile_partials_bytes = sizes.partials * partials_bytes
     # the SLIC vertex's extra buffer (addConvTempMemoryEstimate): the partials of one conv
     # group grain + 200 bytes
@@ -716,7 +731,11 @@ def estimate(shapes: ConvShapes, cands: Candidates, target: Target) -> PlanCosts
     conv_temp = conv_temp + (sizes.kernel_zeros + sizes.input_zeros) * elem_bytes
     reduce_temp = reduction.conv_reduce_temp_bytes(outputs, depth, partials_bytes)
     in_place = np.where(cands.si > 1, outputs * partials_bytes, 0)
-    temp = np.maximum.reduce([rearranged.temp, conv_temp, reduce_temp]) + in_place
+    temp = (
+        before_bytes
+        + np.maximum.reduce([rearranged.temp, conv_temp, reduce_temp, before_bytes])
+        + in_place
+    )
     return PlanCosts(
         input_exchange=input_exchange,
         weight_exchange=weight_exchange,
@@ -729,6 +748,8 @@ def estimate(shapes: ConvShapes, cands: Candidates, target: Target) -> PlanCosts
         output_exchange=rearranged.output_exchange,
         serial_extra=extra,
         output_cast=out_cast,
+        before_slice_copy=before_copy,
+        before_slice_exchange=before_exchange,
         tile_transform=tile_transform,
         total=total.astype(np.int64),
         temp=temp.astype(np.int64),
@@ -736,8 +757,11 @@ def estimate(shapes: ConvShapes, cands: Candidates, target: Target) -> PlanCosts
     )
 
 
-#: Serial splits tried for a partition whose temporaries do not fit (powers of two).
-SERIAL_SPLITS = (2, 4, 8, 16, 32, 64)
+#: Serial splits tried for a partition whose temporaries do not fit (powers of two). PopLibs
+#: bounds a serial split only by the channel grains (``constructModel``: serial x parallel
+#: split <= grains); the engine goes up to 1,024 (a 4,096-column matmul at proportion 0.1
+#: needs 128 once its weights rearranged before the loop stay live through it).
+SERIAL_SPLITS = tuple(2**e for e in range(1, 11))
 
 
 def _take(cands: Candidates, idx: np.ndarray) -> Candidates:
@@ -749,7 +773,7 @@ def _with_serial(
 ) -> Candidates:
     """The candidates that do not fit, again with output- or input-channel serial splits (one
     kind at a time) of the powers of two nearest the split that brings the tile's operands and
-    partials under ``limit`` (and twice that), within the channel grains the parallel split
+    partials under ``limit`` less what stays live through the loop (and twice that), within the channel grains the parallel split
     leaves and at most ``SERIAL_SPLITS[-1]``."""
     idx = np.flatnonzero(over)
     sizes = costs.sizes
@@ -758,8 +782,16 @@ def _with_serial(
         sizes.inputs[idx] * shapes.eb,
         sizes.partials[idx] * shapes.pb,
     )
-    need_o = _cdiv(weight_bytes + out_bytes, np.maximum(limit - in_bytes, 1))
-    need_i = _cdiv(weight_bytes + in_bytes, np.maximum(limit - 2 * out_bytes, 1))
+    # a matmul's weights rearranged before the loop stay live through it (estimate): twice
+    # their bytes per tile are not available to one iteration
+    op_idx = cands.op[idx]
+    kept = _cdiv(
+        shapes.kernel[op_idx] * shapes.C[op_idx] * shapes.N[op_idx] * shapes.G[op_idx],
+        sizes.tiles[idx],
+    )
+    room = limit - np.where(shapes.conv[op_idx], 0, 2 * kept * shapes.eb)
+    need_o = _cdiv(weight_bytes + out_bytes, np.maximum(room - in_bytes, 1))
+    need_i = _cdiv(weight_bytes + in_bytes, np.maximum(room - 2 * out_bytes, 1))
     pow2 = 2 ** np.ceil(np.log2(np.maximum(np.stack([need_o, need_i]), 1))).astype(np.int64)
     splits = np.concatenate([pow2, 2 * pow2]).T.ravel()  # per candidate: out, in, 2 x out, 2 x in
     out_kind = np.tile(np.array([True, False, True, False]), len(idx))
@@ -774,12 +806,31 @@ def _with_serial(
     return _take(base, np.flatnonzero(fine))
 
 
+def _with_serial_at(
+    shapes: ConvShapes,
+    target: Target,
+    cands: Candidates,
+    costs: PlanCosts,
+    over: np.ndarray,
+    limit: float,
+) -> tuple[Candidates, PlanCosts]:
+    """``cands`` and ``costs`` with the serial-split variants (``_with_serial``) of the
+    candidates ``over`` for the bound ``limit``."""
+    extra = _with_serial(shapes, cands, costs, over, limit)
+    if not len(extra.op):
+        return cands, costs
+    return _concat(cands, extra), _concat_costs(costs, estimate(shapes, extra, target))
+
+
 def search(
     shapes: ConvShapes, target: Target, compute_tiles: int, limit: float
 ) -> tuple[Candidates, PlanCosts, np.ndarray]:
-    """The best plan of every op: the fastest candidate whose temporaries fit ``limit`` bytes
-    per tile (ties: fewer tiles), else the one with the least temporary memory. Returns the
-    chosen candidates, their costs and which ops found no fitting plan."""
+    """The best plan of every op, as ``ConvPlan.cpp`` ``createPlan`` looks for it: the fastest
+    candidate whose temporaries fit ``limit`` bytes per tile (ties: fewer tiles); where none
+    fits, ``minimizeMemory``: the bound doubled until a candidate fits (the last bound tried
+    the first at or above twice the tile's memory), the fastest within it; else the fastest of
+    all (a proportion of 0: the least temporary memory, ``minimizeTileTempMemory``). Returns the chosen candidates, their costs and which ops found no plan within
+    ``limit``."""
     cands = candidates(shapes, compute_tiles)
     costs = estimate(shapes, cands, target)
     # serial splits only cost more than the same partition without them: try them on the
@@ -788,19 +839,41 @@ def search(
     best_fit = np.full(n_ops, np.iinfo(np.int64).max)
     fits = costs.temp <= limit
     np.minimum.at(best_fit, shapes.orig[cands.op[fits]], costs.total[fits])
-    extra = _with_serial(
-        shapes, cands, costs, ~fits & (costs.total < best_fit[shapes.orig[cands.op]]), limit
+    cands, costs = _with_serial_at(
+        shapes,
+        target,
+        cands,
+        costs,
+        ~fits & (costs.total < best_fit[shapes.orig[cands.op]]),
+        limit,
     )
-    if len(extra.op):
-        extra_costs = estimate(shapes, extra, target)
-        cands = _concat(cands, extra)
-        costs = _concat_costs(costs, extra_costs)
     fits = costs.temp <= limit
     op = shapes.orig[cands.op]  # the op each candidate plans (transformed variants plan their op)
     any_fit = np.zeros(n_ops, bool)
     any_fit[op[fits]] = True
-    score = np.where(fits, costs.total, np.iinfo(np.int64).max // 4)
-    score = np.where(any_fit[op], score, costs.temp)
+    # the bound of each op: ``limit`` where a candidate fits it, else the first doubling that
+    # one fits (its serial splits sized for that bound), else none (the int64 maximum)
+    bound = np.where(any_fit, float(limit), np.inf)
+    step, ceiling = float(limit), 2.0 * float(target.sram_per_tile)
+    while (~np.isfinite(bound)).any() and step < ceiling and limit > 0:
+        step *= 2
+        open_op = ~np.isfinite(bound)
+        cands, costs = _with_serial_at(
+            shapes,
+            target,
+            cands,
+            costs,
+            open_op[shapes.orig[cands.op]] & (costs.temp > step),
+            step,
+        )
+        op = shapes.orig[cands.op]
+        found = np.zeros(n_ops, bool)
+        found[op[costs.temp <= step]] = True
+        bound = np.where(open_op & found, step, bound)
+    within = costs.temp <= bound[op]
+    score = np.where(within | ~np.isfinite(bound[op]), costs.total, np.iinfo(np.int64).max // 4)
+    if limit <= 0:  # runPlanner: a proportion of 0 plans for the least temporary memory
+        score = costs.temp
     tiles = cands.pg * cands.pf * cands.pkh * cands.pi * cands.po
     order = np.lexsort((tiles, score, op))
     first = np.ones(len(order), bool)
@@ -849,7 +922,9 @@ def plan(
     n_ops = len(amp["M"])
     if n_ops == 0:
         return {}
-    shapes = with_expanded_dims(with_combined_groups(conv_shapes(amp, target, partials_bytes)))
+    shapes = with_expanded_dims(
+        with_combined_groups(with_swapped_operands(conv_shapes(amp, target, partials_bytes)))
+    )
     cands, costs, none_fit = search(shapes, target, compute_tiles, limit)
     return programs(shapes, cands, costs, none_fit, target, compute_tiles)
 
@@ -879,7 +954,7 @@ def programs(
         + costs.weight_exchange
         + costs.transform_exchange
         + costs.tile_transform
-    ) * serial
+    ) * serial + costs.before_slice_exchange
     recv = (
         (sizes.inputs - sizes.inputs // cands.po) + (sizes.weights - sizes.weights // cands.pf)
     ) * elem_bytes
@@ -926,7 +1001,7 @@ def programs(
         "co": cands.co,
         "chains": cands.chains,
         "hmac": cands.hmac,
-        "prearr": costs.transform_copy * serial,
+        "prearr": costs.transform_copy * serial + costs.before_slice_copy,
         "red_ex_stages": reduce_exchange,
         "red_cs_stages": reduce_compute,
         "red_recv_stages": reduce_recv * serial[:, None],
@@ -937,6 +1012,9 @@ def programs(
         "out_copy": costs.output_copy * serial,
         "out_recv": costs.output_exchange * target.exchange_bytes_per_cycle,
         "n_w": sizes.weights,
+        # the matmul's right-hand operand on the tile (a swapped matmul's input)
+        "n_b": np.where(shapes.swap[cands.op], sizes.inputs, sizes.weights),
+        "swap": shapes.swap[cands.op],
         "n_in": sizes.inputs,
         "outputs": outputs,
     }

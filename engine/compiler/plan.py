@@ -333,7 +333,7 @@ def _plan_amp_slots(
     role = lowered["role"][amp_rows]
     flip = np.where(
         role == "gi",
-        np.ceil(p["n_w"] * target.prearrange_cycles_per_element).astype(np.int64)
+        np.ceil(p["n_b"] * target.prearrange_cycles_per_element).astype(np.int64)
         + target.elementwise_supervisor_cycles,
         0,
     )
