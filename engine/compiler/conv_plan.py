@@ -1012,8 +1012,6 @@ def programs(
         "out_copy": costs.output_copy * serial,
         "out_recv": costs.output_exchange * target.exchange_bytes_per_cycle,
         "n_w": sizes.weights,
-        # the matmul's right-hand operand on the tile (a swapped matmul's input)
-        "n_b": np.where(shapes.swap[cands.op], sizes.inputs, sizes.weights),
         "swap": shapes.swap[cands.op],
         "n_in": sizes.inputs,
         "outputs": outputs,

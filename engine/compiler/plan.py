@@ -329,11 +329,19 @@ def _plan_amp_slots(
     )
     put("orearr", p["out_copy"], on=p["out_copy"] > 0, verts=np.where(on, 1, 0))
     # rearrangements before the convolution (the planner's transforms), and the input
-    # gradient's transposed, flipped weights (outside the planner: 1 cycle per element)
+    # gradient's transposed, flipped weights (outside the planner: 1 cycle per element): a
+    # convolution's weights on the tile; a matmul's right-hand operand spread over the tiles,
+    # each element once (poplin MatMul.cpp fullyConnectedWeightTranspose lays the transposed
+    # weights out for the backward plan, whichever operand that plan swapped them into)
     role = lowered["role"][amp_rows]
+    b_elems = np.where(
+        a["conv"],
+        p["n_w"],
+        _ceil_div(a["K"] * a["N"] * a["G"], np.maximum(tiles_used, 1)),
+    )
     flip = np.where(
         role == "gi",
-        np.ceil(p["n_b"] * target.prearrange_cycles_per_element).astype(np.int64)
+        np.ceil(b_elems * target.prearrange_cycles_per_element).astype(np.int64)
         + target.elementwise_supervisor_cycles,
         0,
     )
