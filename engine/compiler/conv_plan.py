@@ -38,21 +38,26 @@ Cost of a candidate (``addEstimates``; tile-level sizes are the largest tile's):
   pad (rearrange) inputs / weights / outputs, a forward or input-gradient convolution whose
   ``partialChansPerGroup`` is not ``weightsPerConvUnit`` regroups its output, a forward one its
   weights; copies at ``min(memcpy bytes per cycle, element bytes)`` x 4/5 or 3/5
-  (``getScaleFactorForTransform``), exchanges at the exchange rate. Matmuls are planned with
-  the operands swapped where that removes the rearrangements (``getSwapOperandCandidates``),
-  so they carry none;
+  (``getScaleFactorForTransform``), exchanges at the exchange rate. A matmul (a fully
+  connected pass) is planned in both orientations (``getSwapOperandCandidates``;
+  ``swapOperands`` exchanges its rows and output columns, ``with_swapped_operands``): unswapped
+  it rearranges its input, weights and output; swapped, only a weight update rearranges (its
+  input and output);
 - serial splits: the loop body's cycles x splits, plus dynamic slices of the inputs / weights
   (``getDynamicSlice1DEstimate``), the dynamic update of outputs (output channels) or the
   in-place add of partials and a final cast (input channels, ``getBinaryOp1DInPlaceEstimate``,
-  ``estimateCastCycles``).
+  ``estimateCastCycles``); a matmul's weights per tile exchanged and copied once before the
+  loop (``addRearrangeBeforeSliceEstimate``).
 
 Temporary memory (``addConvTempMemoryEstimate`` etc.): inputs + weights + partials on the
-tile, the largest reduction stage, twice the largest rearranged tensor, the in-place partials;
-plans above ``availableMemoryProportion x`` tile memory are infeasible (``runPlanner``); when
-none fits, the plan with the least temporary memory is taken (it may go out of memory).
+tile, the largest reduction stage, twice the largest rearranged tensor, the in-place partials,
+and a serially split matmul's weights rearranged before the loop (added: they stay live through
+it); plans above ``availableMemoryProportion x`` tile memory are infeasible (``runPlanner``);
+when none fits, the bound doubles until one does (``createPlan``'s ``minimizeMemory``; the plan
+may go out of memory).
 
-Transforms (``ConvTransform``, in ``engine.compiler.conv_params``): combine conv groups
-(``with_combined_groups``) and, for forward
+Transforms (``ConvTransform``, in ``engine.compiler.conv_params``): matmuls' swapped operands
+(``with_swapped_operands``), combine conv groups (``with_combined_groups``) and, for forward
 convolutions with a strided 1 x 1 kernel or fewer input channels per group than one grain, the
 expansion of both field dimensions (``with_expanded_dims``), each a further row of the op.
 

@@ -16,8 +16,9 @@ Matmul / convolution (AMP) ops
 
     Temporary memory per tile = operands + partials (+ reduction buffer); it must fit in the
     available memory proportion x tile SRAM. When it does not, the plan runs ``s`` serial splits
-    of M (operand B stays resident): temporaries shrink s-fold, fixed overheads are paid s times.
-    The fastest candidate that fits wins (argmin over a candidates x ops array).
+    of the output or input channels: temporaries shrink, fixed overheads are paid s times.
+    The fastest candidate that fits wins (argmin over a candidates x ops array); the details,
+    matmuls' two orientations included, are ``engine.compiler.conv_plan``'s.
 
     Backward ops add a PreArrange copy (about 1 cycle per element, PopLibs' rearrangement estimates) of the operand
     whose layout differs (weights for input gradients, activations for weight gradients);
