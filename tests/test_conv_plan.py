@@ -175,8 +175,8 @@ def ref_estimate(shape: dict, part: dict, eb: int, pb: int) -> tuple[int, int]:
     depth = pkh * pi
     # exchange
     rate16 = 4 * 16 * (2 if po % 2 == 0 else 1)
-    ex = cdiv((n_in - n_in // po) * eb * 16, rate16)
-    ex += cdiv((n_w - n_w // pf) * eb * 16, 4 * 16)
+    ex_in = cdiv((n_in - n_in // po) * eb * 16, rate16)
+    ex = cdiv((n_w - n_w // pf) * eb * 16, 4 * 16)
     ex += cdiv(n_out * pb * 16, 4 * 16) + remaining_exchange(n_out, depth, pb)
     # vertex
     ex += cdiv(kernel_zeros * eb * 16, 4 * 16) + cdiv(input_zeros * eb * 16, rate16)
@@ -217,10 +217,9 @@ def ref_estimate(shape: dict, part: dict, eb: int, pb: int) -> tuple[int, int]:
     w_b = cdiv(k * Cp * Np * Gp * eb, tiles)
     out_b = cdiv(M * Np * Gp, tiles) * eb
     copy = xch = out_copy = out_x = temp_tr = 0
-    if r_in:
-        copy += cdiv(in_b * 5, reorder * f_io)
-        xch += cdiv(in_b, 4)
-        temp_tr = max(temp_tr, in_b)
+    in_copy = cdiv(in_b * 5, reorder * f_io) if r_in else 0
+    in_xch = cdiv(in_b, 4) if r_in else 0
+    in_tr = in_b if r_in else 0
     if r_w:
         copy += cdiv(w_b * 5, reorder * f_io)
         xch += cdiv(w_b, 4)
@@ -243,7 +242,13 @@ def ref_estimate(shape: dict, part: dict, eb: int, pb: int) -> tuple[int, int]:
         vw = 64 // (8 * pb)
         extra += 11 + WORKERS * (58 + cdiv(cdiv(outputs, WORKERS), vw) * 3)
     out_cast = cast_estimate(outputs, 64 // (8 * pb), 64 // (8 * eb)) if si > 1 else 0
-    total = (extra + copy + xch + out_copy + out_x + ex + calc + red) * si * so + out_cast
+    # broadcastInputBeforeLoop (output-channel serial splits only): the inputs' exchange and
+    # rearrangement once, outside the loop; their bytes (rearranged and as used) live through it
+    bibl = part.get("bibl", False)
+    once = ex_in + in_copy + in_xch if bibl else 0
+    loop_in = 0 if bibl else ex_in + in_copy + in_xch
+    total = (extra + copy + xch + loop_in + out_copy + out_x + ex + calc + red) * si * so
+    total += out_cast + once
     # addRearrangeBeforeSliceEstimate: a serially split fully connected pass (not joint)
     # exchanges and rearranges its weights per tile once, and keeps the copy through the loop
     before = 0
@@ -254,8 +259,10 @@ def ref_estimate(shape: dict, part: dict, eb: int, pb: int) -> tuple[int, int]:
     partials = n_out * pb
     if chains:  # the SLIC vertex's buffer: one conv-group grain's partials + 200 bytes
         partials += cdiv(partials, Ggt) + 200
-    conv_temp = (n_in + n_w) * eb + partials + (kernel_zeros + input_zeros) * eb
-    temp = before + max(2 * temp_tr, conv_temp, reduce_temp(outputs, depth, pb), before)
+    conv_temp = (0 if bibl else n_in) * eb + n_w * eb + partials + (kernel_zeros + input_zeros) * eb
+    tr = temp_tr if bibl else max(temp_tr, in_tr)
+    temp = before + max(2 * tr, conv_temp, reduce_temp(outputs, depth, pb), before)
+    temp += in_tr + n_in * eb if bibl else 0
     temp += outputs * pb if si > 1 else 0
     return total, temp
 
@@ -323,7 +330,7 @@ def _a(shape: dict, role: str, is_conv: bool, eb: int) -> dict:
 
 def _chosen(p: dict) -> dict:
     part = {x: int(p[x][0]) for x in ("pg", "pf", "pkh", "pi", "po", "si", "so")}
-    return dict(part, expand=bool(p["expand"][0]), swap=bool(p["swap"][0]))
+    return dict(part, expand=bool(p["expand"][0]), swap=bool(p["swap"][0]), bibl=bool(p["bibl"][0]))
 
 
 @pytest.mark.parametrize(("shape", "role", "is_conv", "eb", "pb"), SHAPES)
@@ -479,8 +486,11 @@ def _brute_best(sh: dict, eb: int, pb: int, limit: float) -> tuple[int, dict]:
                     serial = [(1, 1)]
                     serial += [(si, 1) for si in pows(cdiv(cdiv(sh["C"], ci), pi)) if si > 1]
                     serial += [(1, so) for so in pows(cdiv(cdiv(N, co), po)) if so > 1]
-                    for si, so in serial:
-                        part = dict(pg=pg, pf=pf, pkh=1, pi=pi, po=po, si=si, so=so, swap=swap)
+                    for (si, so), bibl in itertools.product(serial, (False, True)):
+                        if bibl and so == 1:
+                            continue
+                        part = dict(pg=pg, pf=pf, pkh=1, pi=pi, po=po, si=si, so=so)
+                        part.update(swap=swap, bibl=bibl)
                         total, temp = ref_estimate(sh, part, eb, pb)
                         if temp <= limit and (best is None or total < best):
                             best, arg = total, part
@@ -495,8 +505,9 @@ def test_squad_matmuls_at_low_proportions_plan_as_poplibs(shape, role, proportio
     PopLibs' by the transcription: its estimate and temporaries are the transcription's of the
     same partition and orientation, they fit, and no power-of-two partition in either
     orientation with any serial split is cheaper. Both orientations are candidates; the
-    unswapped one pays for rearranging its input, weights and output, and a serially split
-    plan for its weights rearranged once before the loop."""
+    unswapped one pays for rearranging its input, weights and output, a serially split plan
+    for its weights rearranged once before the loop, and an output-channel split may exchange
+    its inputs once before the loop (broadcastInputBeforeLoop)."""
     eb, pb = 2, 2
     limit = proportion * MK2.sram_per_tile
     sh = dict(shape, role=role, conv=False)
@@ -523,7 +534,22 @@ def test_matmul_orientations_and_their_rearrangements():
     s = cp.with_swapped_operands(cp.conv_shapes(_a(sh, "fwd", False, 2), MK2, 2))
     assert list(s.M) == [768, 4096] and list(s.N) == [4096, 768] and list(s.swap) == [0, 1]
     assert list(s.orig) == [0, 0]
-    fields = ("op", "pg", "pf", "pkh", "pi", "po", "si", "so", "cg", "ci", "co", "chains", "hmac")
+    fields = (
+        "op",
+        "pg",
+        "pf",
+        "pkh",
+        "pi",
+        "po",
+        "si",
+        "so",
+        "cg",
+        "ci",
+        "co",
+        "chains",
+        "hmac",
+        "bibl",
+    )
     one = np.ones(2, np.int64)
     cands = cp.Candidates(
         **{f: one * part.get(f, 0) for f in fields if f not in ("op", "cg", "ci", "co")},
@@ -534,6 +560,7 @@ def test_matmul_orientations_and_their_rearrangements():
     )
     cands.so = np.array([1, 4])
     cands.hmac = np.zeros(2, bool)
+    cands.bibl = np.zeros(2, bool)
     e = cp.estimate(s, cands, MK2)
     tiles = 46 * 8 * 4
     w_tile = cdiv(1024 * 768, tiles)  # the swapped matmul's weights: its rows x inner
@@ -541,6 +568,20 @@ def test_matmul_orientations_and_their_rearrangements():
     assert list(e.before_slice_exchange) == [0, cdiv(w_tile * 2, 4)]
     assert (int(e.total[1]), int(e.temp[1])) == swapped  # the transcription's
     assert int(e.temp[1]) >= 2 * w_tile * 2
+    # broadcastInputBeforeLoop: the same plan with its inputs exchanged once before the loop
+    # costs 3 input exchanges less and keeps its inputs through the loop
+    cands.bibl = np.array([False, True])
+    cands.so = np.array([4, 4])
+    b = cp.estimate(s, cands, MK2)
+    assert (int(b.total[1]), int(b.temp[1])) == ref_estimate(
+        sh, dict(part, swap=True, bibl=True), 2, 2
+    )
+    loop_exchange = int(b.input_exchange[0])
+    assert loop_exchange > 0 and int(b.input_exchange[1]) == 0
+    assert int(b.total[0]) - int(b.total[1]) == 3 * loop_exchange
+    assert int(b.broadcast_exchange[1]) == loop_exchange
+    # its inputs leave the loop's maximum but stay live: never fewer temporary bytes
+    assert int(b.temp[1]) >= int(b.temp[0]) >= int(b.sizes.inputs[1]) * 2
     # a convolution of the same sizes keeps no weights through a serial loop
     conv_sh = cp.conv_shapes(dict(_a(sh, "fwd", True, 2), row_width=np.array([1])), MK2, 2)
     ce = cp.estimate(conv_sh, dict_to_cands(cands, 0), MK2)

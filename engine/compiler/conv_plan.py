@@ -47,7 +47,9 @@ Cost of a candidate (``addEstimates``; tile-level sizes are the largest tile's):
   (``getDynamicSlice1DEstimate``), the dynamic update of outputs (output channels) or the
   in-place add of partials and a final cast (input channels, ``getBinaryOp1DInPlaceEstimate``,
   ``estimateCastCycles``); a matmul's weights per tile exchanged and copied once before the
-  loop (``addRearrangeBeforeSliceEstimate``).
+  loop (``addRearrangeBeforeSliceEstimate``); with output-channel splits, the inputs may be
+  exchanged (and rearranged) once before the loop and kept through it
+  (``broadcastInputBeforeLoop``).
 
 Temporary memory (``addConvTempMemoryEstimate`` etc.): inputs + weights + partials on the
 tile, the largest reduction stage, twice the largest rearranged tensor, the in-place partials,
@@ -62,8 +64,7 @@ convolutions with a strided 1 x 1 kernel or fewer input channels per group than 
 expansion of both field dimensions (``with_expanded_dims``), each a further row of the op.
 
 Not ported (documented in docs/engine.md): the vertical MAC and outer-product vertices, the
-other expand-dims subsets (one dimension; convolutions whose expansion removes no waste), the out-channel flatten transform, taller AMP filters, the broadcast of
-inputs before a serial loop, multi-IPU levels, the gradient passes' strides and every dilation
+other expand-dims subsets (one dimension; convolutions whose expansion removes no waste), the out-channel flatten transform, taller AMP filters, multi-IPU levels, the gradient passes' strides and every dilation
 (the engine's ops carry neither).
 """
 
@@ -128,6 +129,7 @@ class Candidates:
     co: np.ndarray  # partialChansPerGroup of the vertex
     chains: np.ndarray  # SLIC: conv-unit chains (2 or 4); 0: the AMP vertex
     hmac: np.ndarray  # the HMAC vertex (chains 0)
+    bibl: np.ndarray  # broadcastInputBeforeLoop: the inputs exchanged once, before the loop
 
 
 def _dedup(op: np.ndarray, key: np.ndarray) -> np.ndarray:
@@ -222,6 +224,7 @@ def _grid(
         ones * co,
         ones * chains,
         np.full(len(field_row), hmac),
+        np.zeros(len(field_row), bool),
     )
 
 
@@ -423,7 +426,7 @@ class PlanCosts:
     """The planner's estimate of each candidate (cycles of the largest tile) by term, and its
     temporary bytes per tile: the ``SinglePassEstimates`` the objective sums."""
 
-    input_exchange: np.ndarray
+    input_exchange: np.ndarray  # per loop iteration (0 when broadcast before the loop)
     weight_exchange: np.ndarray
     reduce_exchange: np.ndarray  # (n, 3): first stage (always counted) and later stages
     partial_calc: np.ndarray
@@ -436,6 +439,8 @@ class PlanCosts:
     output_cast: np.ndarray  # input-channel serial splits: the final cast, once
     before_slice_copy: np.ndarray  # a serially split matmul's weights rearranged, once
     before_slice_exchange: np.ndarray  # and exchanged, once
+    broadcast_copy: np.ndarray  # broadcastInputBeforeLoop: the inputs rearranged, once
+    broadcast_exchange: np.ndarray  # and exchanged (with their rearrangement's), once
     tile_transform: np.ndarray  # SLIC's padding of kernel and input on the tile
     total: np.ndarray  # the planner's totalCycles
     temp: np.ndarray  # totalTempBytes
@@ -494,7 +499,11 @@ class Rearrangements:
     exchange: np.ndarray  # inputs and weights, exchanged
     output_copy: np.ndarray
     output_exchange: np.ndarray
-    temp: np.ndarray
+    temp: np.ndarray  # twice the largest rearranged tensor
+    input_copy: np.ndarray  # the inputs' share of ``copy``
+    input_exchange: np.ndarray  # the inputs' share of ``exchange``
+    input_temp: np.ndarray  # the rearranged inputs' bytes (once)
+    other_temp: np.ndarray  # ``temp`` without the inputs
 
 
 def _transform_costs(shapes: ConvShapes, cands: Candidates, exchange_rate: float) -> Rearrangements:
@@ -529,6 +538,7 @@ def _transform_costs(shapes: ConvShapes, cands: Candidates, exchange_rate: float
     out_bytes = _cdiv(shapes.M[op] * out_chans_padded * groups_padded, tiles) * elem_bytes
     copy = np.where(rearrange_in, _cdiv(in_bytes * 5, reorder * io_factor), 0)
     exchange = np.where(rearrange_in, _cdiv(in_bytes, exchange_rate), 0)
+    input_copy, input_exchange = copy, exchange
     copy = copy + np.where(rearrange_w, _cdiv(weight_bytes * 5, reorder * io_factor), 0)
     exchange = exchange + np.where(rearrange_w, _cdiv(weight_bytes, exchange_rate), 0)
     regroup_w_rate = np.minimum(MEMCPY_BYTES_PER_CYCLE, cands.co * elem_bytes)
@@ -543,15 +553,21 @@ def _transform_costs(shapes: ConvShapes, cands: Candidates, exchange_rate: float
     out_copy = out_copy + np.where(
         regroup_out, _cdiv(out_bytes * 5, regroup_out_rate * out_factor), 0
     )
-    temp = np.maximum.reduce(
-        [
-            np.where(rearrange_in, in_bytes, 0),
-            np.where(rearrange_w | regroup_w, weight_bytes, 0),
-            np.where(rearrange_out | regroup_out, out_bytes, 0),
-        ]
+    input_temp = np.where(rearrange_in, in_bytes, 0)
+    other = np.maximum(
+        np.where(rearrange_w | regroup_w, weight_bytes, 0),
+        np.where(rearrange_out | regroup_out, out_bytes, 0),
     )
     return Rearrangements(
-        copy=copy, exchange=exchange, output_copy=out_copy, output_exchange=out_exch, temp=2 * temp
+        copy=copy,
+        exchange=exchange,
+        output_copy=out_copy,
+        output_exchange=out_exch,
+        temp=2 * np.maximum(input_temp, other),
+        input_copy=input_copy,
+        input_exchange=input_exchange,
+        input_temp=input_temp,
+        other_temp=2 * other,
     )
 
 
@@ -701,10 +717,18 @@ def estimate(shapes: ConvShapes, cands: Candidates, target: Target) -> PlanCosts
         reduction.cast_partials_cycles(outputs, partials_vector, out_vector, workers),
         0,
     ).astype(np.int64)
+    # broadcastInputBeforeLoop (addEstimates; only output-channel serial splits): the inputs'
+    # exchange and rearrangement run once before the loop, and their bytes stay live through it
+    once = cands.bibl
+    broadcast_exchange = np.where(once, input_exchange + rearranged.input_exchange, 0)
+    broadcast_copy = np.where(once, rearranged.input_copy, 0)
+    input_exchange = np.where(once, 0, input_exchange)
+    transform_copy = rearranged.copy - broadcast_copy
+    transform_exchange = rearranged.exchange - np.where(once, rearranged.input_exchange, 0)
     per_iter = (
         extra
-        + rearranged.copy
-        + rearranged.exchange
+        + transform_copy
+        + transform_exchange
         + rearranged.output_copy
         + rearranged.output_exchange
         + input_exchange
@@ -725,20 +749,26 @@ def estimate(shapes: ConvShapes, cands: Candidates, target: Target) -> PlanCosts
         np.int64
     )
     before_bytes = np.where(before, w_per_tile * elem_bytes, 0).astype(np.int64)
-    total = per_iter * serial + out_cast + before_copy + before_exchange
+    total = (
+        per_iter * serial + out_cast + before_copy + before_exchange + broadcast_exchange
+    ) + broadcast_copy
     tile_partials_bytes = sizes.partials * partials_bytes
     # the SLIC vertex's extra buffer (addConvTempMemoryEstimate): the partials of one conv
     # group grain + 200 bytes
     tile_partials_bytes = tile_partials_bytes + np.where(
         cands.chains > 0, _cdiv(tile_partials_bytes, sizes.conv_group_grains) + 200, 0
     )
-    conv_temp = (sizes.inputs + sizes.weights) * elem_bytes + tile_partials_bytes
+    input_bytes = sizes.inputs * elem_bytes
+    conv_temp = np.where(once, 0, input_bytes) + sizes.weights * elem_bytes + tile_partials_bytes
     conv_temp = conv_temp + (sizes.kernel_zeros + sizes.input_zeros) * elem_bytes
     reduce_temp = reduction.conv_reduce_temp_bytes(outputs, depth, partials_bytes)
     in_place = np.where(cands.si > 1, outputs * partials_bytes, 0)
+    transform_temp = np.where(once, rearranged.other_temp, rearranged.temp)
+    broadcast_bytes = np.where(once, rearranged.input_temp + input_bytes, 0)
     temp = (
-        before_bytes
-        + np.maximum.reduce([rearranged.temp, conv_temp, reduce_temp, before_bytes])
+        broadcast_bytes
+        + before_bytes
+        + np.maximum.reduce([transform_temp, conv_temp, reduce_temp, before_bytes])
         + in_place
     )
     return PlanCosts(
@@ -747,14 +777,16 @@ def estimate(shapes: ConvShapes, cands: Candidates, target: Target) -> PlanCosts
         reduce_exchange=reduce_exchange,
         partial_calc=partial,
         reduce=reduce_cycles,
-        transform_copy=rearranged.copy,
-        transform_exchange=rearranged.exchange.astype(np.int64),
+        transform_copy=transform_copy,
+        transform_exchange=transform_exchange.astype(np.int64),
         output_copy=rearranged.output_copy,
         output_exchange=rearranged.output_exchange,
         serial_extra=extra,
         output_cast=out_cast,
         before_slice_copy=before_copy,
         before_slice_exchange=before_exchange,
+        broadcast_copy=broadcast_copy.astype(np.int64),
+        broadcast_exchange=broadcast_exchange.astype(np.int64),
         tile_transform=tile_transform,
         total=total.astype(np.int64),
         temp=temp.astype(np.int64),
@@ -777,7 +809,8 @@ def _with_serial(
     shapes: ConvShapes, cands: Candidates, costs: PlanCosts, over: np.ndarray, limit: float
 ) -> Candidates:
     """The candidates that do not fit, again with output- or input-channel serial splits (one
-    kind at a time) of the powers of two nearest the split that brings the tile's operands and
+    kind at a time; output-channel ones with and without their inputs broadcast before the
+    loop) of the powers of two nearest the split that brings the tile's operands and
     partials under ``limit`` less what stays live through the loop (and twice that), within the channel grains the parallel split
     leaves and at most ``SERIAL_SPLITS[-1]``."""
     idx = np.flatnonzero(over)
@@ -808,7 +841,12 @@ def _with_serial(
     base.si = np.where(out_kind, 1, np.minimum(splits, left_i))
     fine = np.where(out_kind, splits <= 2 * left_o, splits <= 2 * left_i) & (base.so * base.si > 1)
     fine &= splits <= SERIAL_SPLITS[-1]
-    return _take(base, np.flatnonzero(fine))
+    kept_rows = _take(base, np.flatnonzero(fine))
+    # output-channel splits also with their inputs broadcast before the loop (PopLibs' planner
+    # chooses broadcastInputBeforeLoop where no input-channel split is serial)
+    outer = _take(kept_rows, np.flatnonzero(kept_rows.so > 1))
+    outer.bibl = np.ones(len(outer.op), bool)
+    return _concat(kept_rows, outer)
 
 
 def _with_serial_at(
@@ -955,14 +993,18 @@ def programs(
     depth = sizes.depth
     reduces = depth > 1
     exch = (
-        costs.input_exchange
-        + costs.weight_exchange
-        + costs.transform_exchange
-        + costs.tile_transform
-    ) * serial + costs.before_slice_exchange
-    recv = (
-        (sizes.inputs - sizes.inputs // cands.po) + (sizes.weights - sizes.weights // cands.pf)
-    ) * elem_bytes
+        (
+            costs.input_exchange
+            + costs.weight_exchange
+            + costs.transform_exchange
+            + costs.tile_transform
+        )
+        * serial
+        + costs.before_slice_exchange
+        + costs.broadcast_exchange
+    )
+    inputs_moved = (sizes.inputs - sizes.inputs // cands.po) * elem_bytes
+    weights_moved = (sizes.weights - sizes.weights // cands.pf) * elem_bytes
     # the smaller field share (floor) of the other tiles, for the main compute set
     field_lo = np.maximum(field // cands.pf, 1)
     compute_lo = _partial_calc(target, shapes, cands, sizes, field_lo)
@@ -996,7 +1038,7 @@ def programs(
         "planner_cycles": costs.total,
         "temp": costs.temp,
         "exch": exch + setup * serial,
-        "recv": recv * serial,
+        "recv": weights_moved * serial + inputs_moved * np.where(cands.bibl, 1, serial),
         "compute": (costs.partial_calc + costs.serial_extra) * serial,
         "compute_lo": (compute_lo + costs.serial_extra) * serial,
         "combine": shapes.combine[cands.op],
@@ -1006,7 +1048,8 @@ def programs(
         "co": cands.co,
         "chains": cands.chains,
         "hmac": cands.hmac,
-        "prearr": costs.transform_copy * serial + costs.before_slice_copy,
+        "bibl": cands.bibl,
+        "prearr": costs.transform_copy * serial + costs.before_slice_copy + costs.broadcast_copy,
         "red_ex_stages": reduce_exchange,
         "red_cs_stages": reduce_compute,
         "red_recv_stages": reduce_recv * serial[:, None],
