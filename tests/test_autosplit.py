@@ -168,7 +168,7 @@ def test_the_split_search_writes_a_folder_the_report_reads(searched, tmp_path):
 
 @pytest.mark.slow
 def test_a_start_out_of_memory_gets_the_best_split_and_proportions_that_fit(sim_cluster, tmp_path):
-    """BERT-base at sequence length 128 on tiles of 370,000 bytes: the start's split is out of
+    """BERT-base at sequence length 128 on tiles of 350,000 bytes: the start's split is out of
     memory, and so is every split at the default proportion on both IPUs. The search balances
     the memory (no cycles without an execution), and finds the optimum of the exhaustive grid
     of every split and proportion pair: a split that fits only with a low proportion on IPU 0
@@ -179,13 +179,16 @@ def test_a_start_out_of_memory_gets_the_best_split_and_proportions_that_fit(sim_
     cluster = sim_cluster._cluster
     address = cluster.scheduler_address if cluster is not None else sim_cluster.scheduler
     # the tile size was chosen for BERT without dropout (its dropped activations move where
-    # the per-stage optimum lies); the search, not dropout, is what this test checks
+    # the per-stage optimum lies); the search, not dropout, is what this test checks. Chosen
+    # again when the planner took PopLibs' matmul orientations (2026-12-04: every stage's
+    # fullest tile moved): between the fullest tile of the split after encoder.layer.7 at
+    # 0.05 / 0.6 (346,694 bytes) and every split's at 0.6 / 0.6 (367,658 at the least)
     start = dict(
         _start(),
         seq_length=128,
         hidden_dropout=0.0,
         attention_dropout=0.0,
-        target_overrides={"sram_per_tile": 370_000},
+        target_overrides={"sram_per_tile": 350_000},
     )
     pairs = ["+".join(map(str, p)) for p in itertools.product(AMPS, repeat=2)]
     with SimulationService(
@@ -230,7 +233,7 @@ def test_a_start_out_of_memory_gets_the_best_split_and_proportions_that_fit(sim_
     assert all(s["cycles"] is None for s in user["stages"])  # no execution out of memory
     chosen = auto.split["chosen"]
     assert chosen["fits"] and chosen["proportions"] == best_amps
-    assert all(s["max_tile_bytes"] <= 370_000 for s in chosen["stages"])
+    assert all(s["max_tile_bytes"] <= 350_000 for s in chosen["stages"])
 
 
 def _mlp_on_three_ipus(sim_cluster, **options) -> tuple[str, dict]:

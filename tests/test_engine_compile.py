@@ -233,9 +233,11 @@ def test_available_memory_proportion_bounds_plan_temporaries():
     }
     rate = t.amp_rate("float16", "float16")
     p6 = plan_amp(a, t, t.tiles_per_ipu, 0.6 * t.sram_per_tile, rate, 2)
-    p1 = plan_amp(a, t, t.tiles_per_ipu, 0.1 * t.sram_per_tile, rate, 2)
+    # (at 0.1 nothing fits: the weights a serially split matmul rearranges before its loop,
+    # 22.8 KB per tile, stay live through it, PopLibs' addRearrangeBeforeSliceEstimate)
+    p1 = plan_amp(a, t, t.tiles_per_ipu, 0.15 * t.sram_per_tile, rate, 2)
     assert p1["s"][0] > p6["s"][0] >= 1
-    assert p1["temp"][0] <= 0.1 * t.sram_per_tile < p6["temp"][0]
+    assert p1["temp"][0] <= 0.15 * t.sram_per_tile < p6["temp"][0]
     cyc = [p["compute"][0] + p["exch"][0] + p["red_ex"][0] + p["red_cs"][0] for p in (p6, p1)]
     assert cyc[1] > cyc[0]
 

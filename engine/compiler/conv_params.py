@@ -54,6 +54,7 @@ class ConvShapes:
     orig: np.ndarray  # the op each row plans (rows past the ops: transformed variants)
     combine: np.ndarray  # combineConvGroupsFactor of the row (1: none)
     expand: np.ndarray  # the row is its op with both field dimensions expanded (expandDims)
+    swap: np.ndarray  # the row is its matmul with the operands swapped (swapOperands)
 
 
 def conv_shapes(amp: dict[str, np.ndarray], target: Target, partials_bytes: int) -> ConvShapes:
@@ -94,6 +95,7 @@ def conv_shapes(amp: dict[str, np.ndarray], target: Target, partials_bytes: int)
         orig=np.arange(len(inner)),
         combine=np.ones(len(inner), np.int64),
         expand=np.zeros(len(inner), bool),
+        swap=np.zeros(len(inner), bool),
     )
 
 
@@ -108,6 +110,27 @@ def _append_rows(shapes: ConvShapes, idx: np.ndarray) -> ConvShapes:
     return ConvShapes(
         **rows, ci=shapes.ci, co=shapes.co, eb=shapes.eb, pb=shapes.pb, wpu=shapes.wpu
     )
+
+
+def with_swapped_operands(shapes: ConvShapes) -> ConvShapes:
+    """``shapes`` and, for every matmul, a row with its operands swapped (PopLibs
+    ``lib/poplin/ConvPlan.cpp`` ``swapOperands``: the batch and the output channels exchanged,
+    so the field is the matmul's output columns ``N`` and the output channels its rows ``M``),
+    planned for the same op (``orig``). ``getSwapOperandCandidates`` tries both orientations for
+    a fully connected pass (PopART and TensorFlow plan every training matmul as one,
+    ``fullyConnectedPass``), the swapped one first; ``addTransformCycleEstimate`` charges the
+    unswapped one the rearrangement of its input, weights and output
+    (``conv_plan._transform_flags``)."""
+    idx = np.flatnonzero(~shapes.conv & (shapes.combine == 1) & ~shapes.expand & ~shapes.swap)
+    if not len(idx):
+        return shapes
+    out = _append_rows(shapes, idx)
+    n_rows = len(shapes.M)
+    out.M[n_rows:] = shapes.N[idx]
+    out.N[n_rows:] = shapes.M[idx]
+    out.dup[n_rows:] = 1
+    out.swap[n_rows:] = True
+    return out
 
 
 def combine_factors(shapes: ConvShapes) -> dict[int, tuple[int, ...]]:

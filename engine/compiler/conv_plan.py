@@ -38,27 +38,33 @@ Cost of a candidate (``addEstimates``; tile-level sizes are the largest tile's):
   pad (rearrange) inputs / weights / outputs, a forward or input-gradient convolution whose
   ``partialChansPerGroup`` is not ``weightsPerConvUnit`` regroups its output, a forward one its
   weights; copies at ``min(memcpy bytes per cycle, element bytes)`` x 4/5 or 3/5
-  (``getScaleFactorForTransform``), exchanges at the exchange rate. Matmuls are planned with
-  the operands swapped where that removes the rearrangements (``getSwapOperandCandidates``),
-  so they carry none;
+  (``getScaleFactorForTransform``), exchanges at the exchange rate. A matmul (a fully
+  connected pass) is planned in both orientations (``getSwapOperandCandidates``;
+  ``swapOperands`` exchanges its rows and output columns, ``with_swapped_operands``): unswapped
+  it rearranges its input, weights and output; swapped, only a weight update rearranges (its
+  input and output);
 - serial splits: the loop body's cycles x splits, plus dynamic slices of the inputs / weights
   (``getDynamicSlice1DEstimate``), the dynamic update of outputs (output channels) or the
   in-place add of partials and a final cast (input channels, ``getBinaryOp1DInPlaceEstimate``,
-  ``estimateCastCycles``).
+  ``estimateCastCycles``); a matmul's weights per tile exchanged and copied once before the
+  loop (``addRearrangeBeforeSliceEstimate``); with output-channel splits, the inputs may be
+  exchanged (and rearranged) once before the loop and kept through it
+  (``broadcastInputBeforeLoop``).
 
 Temporary memory (``addConvTempMemoryEstimate`` etc.): inputs + weights + partials on the
-tile, the largest reduction stage, twice the largest rearranged tensor, the in-place partials;
-plans above ``availableMemoryProportion x`` tile memory are infeasible (``runPlanner``); when
-none fits, the plan with the least temporary memory is taken (it may go out of memory).
+tile, the largest reduction stage, twice the largest rearranged tensor, the in-place partials,
+and a serially split matmul's weights rearranged before the loop (added: they stay live through
+it); plans above ``availableMemoryProportion x`` tile memory are infeasible (``runPlanner``);
+when none fits, the bound doubles until one does (``createPlan``'s ``minimizeMemory``; the plan
+may go out of memory).
 
-Transforms (``ConvTransform``, in ``engine.compiler.conv_params``): combine conv groups
-(``with_combined_groups``) and, for forward
+Transforms (``ConvTransform``, in ``engine.compiler.conv_params``): matmuls' swapped operands
+(``with_swapped_operands``), combine conv groups (``with_combined_groups``) and, for forward
 convolutions with a strided 1 x 1 kernel or fewer input channels per group than one grain, the
 expansion of both field dimensions (``with_expanded_dims``), each a further row of the op.
 
 Not ported (documented in docs/engine.md): the vertical MAC and outer-product vertices, the
-other expand-dims subsets (one dimension; convolutions whose expansion removes no waste), the out-channel flatten transform, taller AMP filters, the broadcast of
-inputs before a serial loop, multi-IPU levels, the gradient passes' strides and every dilation
+other expand-dims subsets (one dimension; convolutions whose expansion removes no waste), the out-channel flatten transform, taller AMP filters, multi-IPU levels, the gradient passes' strides and every dilation
 (the engine's ops carry neither).
 """
 
@@ -76,6 +82,7 @@ from engine.compiler.conv_params import (
     conv_shapes,
     with_combined_groups,
     with_expanded_dims,
+    with_swapped_operands,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -122,6 +129,7 @@ class Candidates:
     co: np.ndarray  # partialChansPerGroup of the vertex
     chains: np.ndarray  # SLIC: conv-unit chains (2 or 4); 0: the AMP vertex
     hmac: np.ndarray  # the HMAC vertex (chains 0)
+    bibl: np.ndarray  # broadcastInputBeforeLoop: the inputs exchanged once, before the loop
 
 
 def _dedup(op: np.ndarray, key: np.ndarray) -> np.ndarray:
@@ -216,6 +224,7 @@ def _grid(
         ones * co,
         ones * chains,
         np.full(len(field_row), hmac),
+        np.zeros(len(field_row), bool),
     )
 
 
@@ -417,7 +426,7 @@ class PlanCosts:
     """The planner's estimate of each candidate (cycles of the largest tile) by term, and its
     temporary bytes per tile: the ``SinglePassEstimates`` the objective sums."""
 
-    input_exchange: np.ndarray
+    input_exchange: np.ndarray  # per loop iteration (0 when broadcast before the loop)
     weight_exchange: np.ndarray
     reduce_exchange: np.ndarray  # (n, 3): first stage (always counted) and later stages
     partial_calc: np.ndarray
@@ -428,6 +437,10 @@ class PlanCosts:
     output_exchange: np.ndarray
     serial_extra: np.ndarray  # dynamic slices / updates and in-place adds, per iteration
     output_cast: np.ndarray  # input-channel serial splits: the final cast, once
+    before_slice_copy: np.ndarray  # a serially split matmul's weights rearranged, once
+    before_slice_exchange: np.ndarray  # and exchanged, once
+    broadcast_copy: np.ndarray  # broadcastInputBeforeLoop: the inputs rearranged, once
+    broadcast_exchange: np.ndarray  # and exchanged (with their rearrangement's), once
     tile_transform: np.ndarray  # SLIC's padding of kernel and input on the tile
     total: np.ndarray  # the planner's totalCycles
     temp: np.ndarray  # totalTempBytes
@@ -443,15 +456,21 @@ def _transform_flags(shapes: ConvShapes, cands: Candidates) -> tuple[np.ndarray,
     fwd = conv & ((role == "fwd") | (role == "recomp"))
     pad_in = conv & (shapes.C[op] % cands.ci != 0)
     pad_out = conv & (shapes.N[op] % cands.co != 0)
-    # a training matmul's weight update, planned separately (PopLibs keeps the cheaper of the
-    # joint and the separate plans, createPlan: separatePlanHasLowerCost) with its operands
-    # swapped: FC_TRAINING_WU rearranges its input (the output gradient) and its output
-    matmul_wu = ~conv & (role == "gw")
+    # a training matmul is a fully connected pass (FC_TRAINING_FWD / BWD / WU), planned
+    # separately (PopLibs keeps the cheaper of the joint and the separate plans, createPlan:
+    # separatePlanHasLowerCost): unswapped, its input, weights and output are rearranged
+    # (swapOperands != isMatmulOrFullyConnectedLayer, != outputShouldBeSwapped); swapped,
+    # FC_TRAINING_WU rearranges its input (the output gradient) and its output. The backward
+    # pass's rearranged input (FC_TRAINING_BWD, not joint) is the transposed weights, charged
+    # as the input gradient's PreArrange outside the planner (engine.compiler.plan)
+    matmul = ~conv
+    unswapped_mm = matmul & ~shapes.swap[op]
+    matmul_wu = matmul & (role == "gw")
     combined = shapes.combine[op] > 1  # combineConvGroups rearranges all three
     expanded = shapes.expand[op]  # expandDims rearranges the inputs and the weights
-    rearrange_in = weight_update | pad_in | matmul_wu | combined | expanded
-    rearrange_w = weight_update | pad_in | pad_out | combined | expanded
-    rearrange_out = weight_update | pad_out | matmul_wu | combined
+    rearrange_in = weight_update | pad_in | matmul_wu | unswapped_mm | combined | expanded
+    rearrange_w = weight_update | pad_in | pad_out | unswapped_mm | combined | expanded
+    rearrange_out = weight_update | pad_out | matmul_wu | unswapped_mm | combined
     regroup_out = conv & ~weight_update & (cands.co != shapes.wpu)
     regroup_w = fwd & (cands.co % shapes.wpu != 0)
     return (
@@ -480,7 +499,11 @@ class Rearrangements:
     exchange: np.ndarray  # inputs and weights, exchanged
     output_copy: np.ndarray
     output_exchange: np.ndarray
-    temp: np.ndarray
+    temp: np.ndarray  # twice the largest rearranged tensor
+    input_copy: np.ndarray  # the inputs' share of ``copy``
+    input_exchange: np.ndarray  # the inputs' share of ``exchange``
+    input_temp: np.ndarray  # the rearranged inputs' bytes (once)
+    other_temp: np.ndarray  # ``temp`` without the inputs
 
 
 def _transform_costs(shapes: ConvShapes, cands: Candidates, exchange_rate: float) -> Rearrangements:
@@ -497,10 +520,10 @@ def _transform_costs(shapes: ConvShapes, cands: Candidates, exchange_rate: float
     elem_bytes = shapes.eb
     reorder = min(MEMCPY_BYTES_PER_CYCLE, elem_bytes)
     gran = 2 if elem_bytes >= 4 else 4
-    # a matmul's weight update is planned with its operands swapped: its input is the output
-    # gradient (C x N here) and its output channels are the weight gradient's rows (M)
-    mm_wu = ~shapes.conv[op] & (shapes.role[op] == "gw")
-    out_ch = np.where(mm_wu, shapes.M[op], shapes.N[op])
+    # the row's own sizes: a swapped matmul's (with_swapped_operands) field is the matmul's
+    # output columns and its output channels the rows; a weight update's input so is the
+    # output gradient
+    out_ch = shapes.N[op]
     io_factor = np.where((shapes.C[op] * out_ch) % gran == 0, 4, 3)  # 5 / factor
     out_factor = np.where(out_ch % gran == 0, 4, 3)
     # the whole input (a weight gradient's activations once)
@@ -509,17 +532,13 @@ def _transform_costs(shapes: ConvShapes, cands: Candidates, exchange_rate: float
         * elem_bytes,
         tiles,
     )
-    in_bytes = np.where(
-        mm_wu,
-        _cdiv(in_chans_padded * out_chans_padded * groups_padded * elem_bytes, tiles),
-        in_bytes,
-    )
     weight_bytes = _cdiv(
         shapes.kernel[op] * in_chans_padded * out_chans_padded * groups_padded * elem_bytes, tiles
     )
     out_bytes = _cdiv(shapes.M[op] * out_chans_padded * groups_padded, tiles) * elem_bytes
     copy = np.where(rearrange_in, _cdiv(in_bytes * 5, reorder * io_factor), 0)
     exchange = np.where(rearrange_in, _cdiv(in_bytes, exchange_rate), 0)
+    input_copy, input_exchange = copy, exchange
     copy = copy + np.where(rearrange_w, _cdiv(weight_bytes * 5, reorder * io_factor), 0)
     exchange = exchange + np.where(rearrange_w, _cdiv(weight_bytes, exchange_rate), 0)
     regroup_w_rate = np.minimum(MEMCPY_BYTES_PER_CYCLE, cands.co * elem_bytes)
@@ -534,15 +553,21 @@ def _transform_costs(shapes: ConvShapes, cands: Candidates, exchange_rate: float
     out_copy = out_copy + np.where(
         regroup_out, _cdiv(out_bytes * 5, regroup_out_rate * out_factor), 0
     )
-    temp = np.maximum.reduce(
-        [
-            np.where(rearrange_in, in_bytes, 0),
-            np.where(rearrange_w | regroup_w, weight_bytes, 0),
-            np.where(rearrange_out | regroup_out, out_bytes, 0),
-        ]
+    input_temp = np.where(rearrange_in, in_bytes, 0)
+    other = np.maximum(
+        np.where(rearrange_w | regroup_w, weight_bytes, 0),
+        np.where(rearrange_out | regroup_out, out_bytes, 0),
     )
     return Rearrangements(
-        copy=copy, exchange=exchange, output_copy=out_copy, output_exchange=out_exch, temp=2 * temp
+        copy=copy,
+        exchange=exchange,
+        output_copy=out_copy,
+        output_exchange=out_exch,
+        temp=2 * np.maximum(input_temp, other),
+        input_copy=input_copy,
+        input_exchange=input_exchange,
+        input_temp=input_temp,
+        other_temp=2 * other,
     )
 
 
@@ -692,10 +717,18 @@ def estimate(shapes: ConvShapes, cands: Candidates, target: Target) -> PlanCosts
         reduction.cast_partials_cycles(outputs, partials_vector, out_vector, workers),
         0,
     ).astype(np.int64)
+    # broadcastInputBeforeLoop (addEstimates; only output-channel serial splits): the inputs'
+    # exchange and rearrangement run once before the loop, and their bytes stay live through it
+    once = cands.bibl
+    broadcast_exchange = np.where(once, input_exchange + rearranged.input_exchange, 0)
+    broadcast_copy = np.where(once, rearranged.input_copy, 0)
+    input_exchange = np.where(once, 0, input_exchange)
+    transform_copy = rearranged.copy - broadcast_copy
+    transform_exchange = rearranged.exchange - np.where(once, rearranged.input_exchange, 0)
     per_iter = (
         extra
-        + rearranged.copy
-        + rearranged.exchange
+        + transform_copy
+        + transform_exchange
         + rearranged.output_copy
         + rearranged.output_exchange
         + input_exchange
@@ -705,30 +738,55 @@ def estimate(shapes: ConvShapes, cands: Candidates, target: Target) -> PlanCosts
         + reduce_cycles.sum(axis=1)
         + tile_transform
     )
-    total = per_iter * serial + out_cast
+    # a serially split fully connected pass (every matmul; not joint) rearranges its weights
+    # once before the loop, so that each iteration's dynamic slice reads them well laid out
+    # (addRearrangeBeforeSliceEstimate): an all-to-all exchange of the weights per tile
+    # (ExchangeEstimator::getCycles) and one cycle per element; the rearranged copy stays
+    # live through the loop, so its bytes add to the temporaries rather than taking their max
+    before = ~shapes.conv[op] & (serial > 1)
+    before_copy = np.where(before, w_per_tile, 0).astype(np.int64)
+    before_exchange = np.where(before, np.ceil(w_per_tile * elem_bytes / exchange_rate), 0).astype(
+        np.int64
+    )
+    before_bytes = np.where(before, w_per_tile * elem_bytes, 0).astype(np.int64)
+    total = (
+        per_iter * serial + out_cast + before_copy + before_exchange + broadcast_exchange
+    ) + broadcast_copy
     tile_partials_bytes = sizes.partials * partials_bytes
     # the SLIC vertex's extra buffer (addConvTempMemoryEstimate): the partials of one conv
     # group grain + 200 bytes
     tile_partials_bytes = tile_partials_bytes + np.where(
         cands.chains > 0, _cdiv(tile_partials_bytes, sizes.conv_group_grains) + 200, 0
     )
-    conv_temp = (sizes.inputs + sizes.weights) * elem_bytes + tile_partials_bytes
+    input_bytes = sizes.inputs * elem_bytes
+    conv_temp = np.where(once, 0, input_bytes) + sizes.weights * elem_bytes + tile_partials_bytes
     conv_temp = conv_temp + (sizes.kernel_zeros + sizes.input_zeros) * elem_bytes
     reduce_temp = reduction.conv_reduce_temp_bytes(outputs, depth, partials_bytes)
     in_place = np.where(cands.si > 1, outputs * partials_bytes, 0)
-    temp = np.maximum.reduce([rearranged.temp, conv_temp, reduce_temp]) + in_place
+    transform_temp = np.where(once, rearranged.other_temp, rearranged.temp)
+    broadcast_bytes = np.where(once, rearranged.input_temp + input_bytes, 0)
+    temp = (
+        broadcast_bytes
+        + before_bytes
+        + np.maximum.reduce([transform_temp, conv_temp, reduce_temp, before_bytes])
+        + in_place
+    )
     return PlanCosts(
         input_exchange=input_exchange,
         weight_exchange=weight_exchange,
         reduce_exchange=reduce_exchange,
         partial_calc=partial,
         reduce=reduce_cycles,
-        transform_copy=rearranged.copy,
-        transform_exchange=rearranged.exchange.astype(np.int64),
+        transform_copy=transform_copy,
+        transform_exchange=transform_exchange.astype(np.int64),
         output_copy=rearranged.output_copy,
         output_exchange=rearranged.output_exchange,
         serial_extra=extra,
         output_cast=out_cast,
+        before_slice_copy=before_copy,
+        before_slice_exchange=before_exchange,
+        broadcast_copy=broadcast_copy.astype(np.int64),
+        broadcast_exchange=broadcast_exchange.astype(np.int64),
         tile_transform=tile_transform,
         total=total.astype(np.int64),
         temp=temp.astype(np.int64),
@@ -736,8 +794,11 @@ def estimate(shapes: ConvShapes, cands: Candidates, target: Target) -> PlanCosts
     )
 
 
-#: Serial splits tried for a partition whose temporaries do not fit (powers of two).
-SERIAL_SPLITS = (2, 4, 8, 16, 32, 64)
+#: Serial splits tried for a partition whose temporaries do not fit (powers of two). PopLibs
+#: bounds a serial split only by the channel grains (``constructModel``: serial x parallel
+#: split <= grains); the engine goes up to 1,024 (a 4,096-column matmul at proportion 0.1
+#: needs 128 once its weights rearranged before the loop stay live through it).
+SERIAL_SPLITS = tuple(2**e for e in range(1, 11))
 
 
 def _take(cands: Candidates, idx: np.ndarray) -> Candidates:
@@ -748,8 +809,9 @@ def _with_serial(
     shapes: ConvShapes, cands: Candidates, costs: PlanCosts, over: np.ndarray, limit: float
 ) -> Candidates:
     """The candidates that do not fit, again with output- or input-channel serial splits (one
-    kind at a time) of the powers of two nearest the split that brings the tile's operands and
-    partials under ``limit`` (and twice that), within the channel grains the parallel split
+    kind at a time; output-channel ones with and without their inputs broadcast before the
+    loop) of the powers of two nearest the split that brings the tile's operands and
+    partials under ``limit`` less what stays live through the loop (and twice that), within the channel grains the parallel split
     leaves and at most ``SERIAL_SPLITS[-1]``."""
     idx = np.flatnonzero(over)
     sizes = costs.sizes
@@ -758,8 +820,16 @@ def _with_serial(
         sizes.inputs[idx] * shapes.eb,
         sizes.partials[idx] * shapes.pb,
     )
-    need_o = _cdiv(weight_bytes + out_bytes, np.maximum(limit - in_bytes, 1))
-    need_i = _cdiv(weight_bytes + in_bytes, np.maximum(limit - 2 * out_bytes, 1))
+    # a matmul's weights rearranged before the loop stay live through it (estimate): twice
+    # their bytes per tile are not available to one iteration
+    op_idx = cands.op[idx]
+    kept = _cdiv(
+        shapes.kernel[op_idx] * shapes.C[op_idx] * shapes.N[op_idx] * shapes.G[op_idx],
+        sizes.tiles[idx],
+    )
+    room = limit - np.where(shapes.conv[op_idx], 0, 2 * kept * shapes.eb)
+    need_o = _cdiv(weight_bytes + out_bytes, np.maximum(room - in_bytes, 1))
+    need_i = _cdiv(weight_bytes + in_bytes, np.maximum(room - 2 * out_bytes, 1))
     pow2 = 2 ** np.ceil(np.log2(np.maximum(np.stack([need_o, need_i]), 1))).astype(np.int64)
     splits = np.concatenate([pow2, 2 * pow2]).T.ravel()  # per candidate: out, in, 2 x out, 2 x in
     out_kind = np.tile(np.array([True, False, True, False]), len(idx))
@@ -771,15 +841,39 @@ def _with_serial(
     base.si = np.where(out_kind, 1, np.minimum(splits, left_i))
     fine = np.where(out_kind, splits <= 2 * left_o, splits <= 2 * left_i) & (base.so * base.si > 1)
     fine &= splits <= SERIAL_SPLITS[-1]
-    return _take(base, np.flatnonzero(fine))
+    kept_rows = _take(base, np.flatnonzero(fine))
+    # output-channel splits also with their inputs broadcast before the loop (PopLibs' planner
+    # chooses broadcastInputBeforeLoop where no input-channel split is serial)
+    outer = _take(kept_rows, np.flatnonzero(kept_rows.so > 1))
+    outer.bibl = np.ones(len(outer.op), bool)
+    return _concat(kept_rows, outer)
+
+
+def _with_serial_at(
+    shapes: ConvShapes,
+    target: Target,
+    cands: Candidates,
+    costs: PlanCosts,
+    over: np.ndarray,
+    limit: float,
+) -> tuple[Candidates, PlanCosts]:
+    """``cands`` and ``costs`` with the serial-split variants (``_with_serial``) of the
+    candidates ``over`` for the bound ``limit``."""
+    extra = _with_serial(shapes, cands, costs, over, limit)
+    if not len(extra.op):
+        return cands, costs
+    return _concat(cands, extra), _concat_costs(costs, estimate(shapes, extra, target))
 
 
 def search(
     shapes: ConvShapes, target: Target, compute_tiles: int, limit: float
 ) -> tuple[Candidates, PlanCosts, np.ndarray]:
-    """The best plan of every op: the fastest candidate whose temporaries fit ``limit`` bytes
-    per tile (ties: fewer tiles), else the one with the least temporary memory. Returns the
-    chosen candidates, their costs and which ops found no fitting plan."""
+    """The best plan of every op, as ``ConvPlan.cpp`` ``createPlan`` looks for it: the fastest
+    candidate whose temporaries fit ``limit`` bytes per tile (ties: fewer tiles); where none
+    fits, ``minimizeMemory``: the bound doubled until a candidate fits (the last bound tried
+    the first at or above twice the tile's memory), the fastest within it; else the fastest of
+    all (a proportion of 0: the least temporary memory, ``minimizeTileTempMemory``). Returns the chosen candidates, their costs and which ops found no plan within
+    ``limit``."""
     cands = candidates(shapes, compute_tiles)
     costs = estimate(shapes, cands, target)
     # serial splits only cost more than the same partition without them: try them on the
@@ -788,19 +882,41 @@ def search(
     best_fit = np.full(n_ops, np.iinfo(np.int64).max)
     fits = costs.temp <= limit
     np.minimum.at(best_fit, shapes.orig[cands.op[fits]], costs.total[fits])
-    extra = _with_serial(
-        shapes, cands, costs, ~fits & (costs.total < best_fit[shapes.orig[cands.op]]), limit
+    cands, costs = _with_serial_at(
+        shapes,
+        target,
+        cands,
+        costs,
+        ~fits & (costs.total < best_fit[shapes.orig[cands.op]]),
+        limit,
     )
-    if len(extra.op):
-        extra_costs = estimate(shapes, extra, target)
-        cands = _concat(cands, extra)
-        costs = _concat_costs(costs, extra_costs)
     fits = costs.temp <= limit
     op = shapes.orig[cands.op]  # the op each candidate plans (transformed variants plan their op)
     any_fit = np.zeros(n_ops, bool)
     any_fit[op[fits]] = True
-    score = np.where(fits, costs.total, np.iinfo(np.int64).max // 4)
-    score = np.where(any_fit[op], score, costs.temp)
+    # the bound of each op: ``limit`` where a candidate fits it, else the first doubling that
+    # one fits (its serial splits sized for that bound), else none (the int64 maximum)
+    bound = np.where(any_fit, float(limit), np.inf)
+    step, ceiling = float(limit), 2.0 * float(target.sram_per_tile)
+    while (~np.isfinite(bound)).any() and step < ceiling and limit > 0:
+        step *= 2
+        open_op = ~np.isfinite(bound)
+        cands, costs = _with_serial_at(
+            shapes,
+            target,
+            cands,
+            costs,
+            open_op[shapes.orig[cands.op]] & (costs.temp > step),
+            step,
+        )
+        op = shapes.orig[cands.op]
+        found = np.zeros(n_ops, bool)
+        found[op[costs.temp <= step]] = True
+        bound = np.where(open_op & found, step, bound)
+    within = costs.temp <= bound[op]
+    score = np.where(within | ~np.isfinite(bound[op]), costs.total, np.iinfo(np.int64).max // 4)
+    if limit <= 0:  # runPlanner: a proportion of 0 plans for the least temporary memory
+        score = costs.temp
     tiles = cands.pg * cands.pf * cands.pkh * cands.pi * cands.po
     order = np.lexsort((tiles, score, op))
     first = np.ones(len(order), bool)
@@ -849,7 +965,9 @@ def plan(
     n_ops = len(amp["M"])
     if n_ops == 0:
         return {}
-    shapes = with_expanded_dims(with_combined_groups(conv_shapes(amp, target, partials_bytes)))
+    shapes = with_expanded_dims(
+        with_combined_groups(with_swapped_operands(conv_shapes(amp, target, partials_bytes)))
+    )
     cands, costs, none_fit = search(shapes, target, compute_tiles, limit)
     return programs(shapes, cands, costs, none_fit, target, compute_tiles)
 
@@ -875,14 +993,18 @@ def programs(
     depth = sizes.depth
     reduces = depth > 1
     exch = (
-        costs.input_exchange
-        + costs.weight_exchange
-        + costs.transform_exchange
-        + costs.tile_transform
-    ) * serial
-    recv = (
-        (sizes.inputs - sizes.inputs // cands.po) + (sizes.weights - sizes.weights // cands.pf)
-    ) * elem_bytes
+        (
+            costs.input_exchange
+            + costs.weight_exchange
+            + costs.transform_exchange
+            + costs.tile_transform
+        )
+        * serial
+        + costs.before_slice_exchange
+        + costs.broadcast_exchange
+    )
+    inputs_moved = (sizes.inputs - sizes.inputs // cands.po) * elem_bytes
+    weights_moved = (sizes.weights - sizes.weights // cands.pf) * elem_bytes
     # the smaller field share (floor) of the other tiles, for the main compute set
     field_lo = np.maximum(field // cands.pf, 1)
     compute_lo = _partial_calc(target, shapes, cands, sizes, field_lo)
@@ -916,7 +1038,7 @@ def programs(
         "planner_cycles": costs.total,
         "temp": costs.temp,
         "exch": exch + setup * serial,
-        "recv": recv * serial,
+        "recv": weights_moved * serial + inputs_moved * np.where(cands.bibl, 1, serial),
         "compute": (costs.partial_calc + costs.serial_extra) * serial,
         "compute_lo": (compute_lo + costs.serial_extra) * serial,
         "combine": shapes.combine[cands.op],
@@ -926,7 +1048,8 @@ def programs(
         "co": cands.co,
         "chains": cands.chains,
         "hmac": cands.hmac,
-        "prearr": costs.transform_copy * serial,
+        "bibl": cands.bibl,
+        "prearr": costs.transform_copy * serial + costs.before_slice_copy + costs.broadcast_copy,
         "red_ex_stages": reduce_exchange,
         "red_cs_stages": reduce_compute,
         "red_recv_stages": reduce_recv * serial[:, None],
@@ -937,6 +1060,7 @@ def programs(
         "out_copy": costs.output_copy * serial,
         "out_recv": costs.output_exchange * target.exchange_bytes_per_cycle,
         "n_w": sizes.weights,
+        "swap": shapes.swap[cands.op],
         "n_in": sizes.inputs,
         "outputs": outputs,
     }

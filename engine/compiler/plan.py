@@ -16,8 +16,9 @@ Matmul / convolution (AMP) ops
 
     Temporary memory per tile = operands + partials (+ reduction buffer); it must fit in the
     available memory proportion x tile SRAM. When it does not, the plan runs ``s`` serial splits
-    of M (operand B stays resident): temporaries shrink s-fold, fixed overheads are paid s times.
-    The fastest candidate that fits wins (argmin over a candidates x ops array).
+    of the output or input channels: temporaries shrink, fixed overheads are paid s times.
+    The fastest candidate that fits wins (argmin over a candidates x ops array); the details,
+    matmuls' two orientations included, are ``engine.compiler.conv_plan``'s.
 
     Backward ops add a PreArrange copy (about 1 cycle per element, PopLibs' rearrangement estimates) of the operand
     whose layout differs (weights for input gradients, activations for weight gradients);
@@ -329,11 +330,19 @@ def _plan_amp_slots(
     )
     put("orearr", p["out_copy"], on=p["out_copy"] > 0, verts=np.where(on, 1, 0))
     # rearrangements before the convolution (the planner's transforms), and the input
-    # gradient's transposed, flipped weights (outside the planner: 1 cycle per element)
+    # gradient's transposed, flipped weights (outside the planner: 1 cycle per element): a
+    # convolution's weights on the tile; a matmul's right-hand operand spread over the tiles,
+    # each element once (poplin MatMul.cpp fullyConnectedWeightTranspose lays the transposed
+    # weights out for the backward plan, whichever operand that plan swapped them into)
     role = lowered["role"][amp_rows]
+    b_elems = np.where(
+        a["conv"],
+        p["n_w"],
+        _ceil_div(a["K"] * a["N"] * a["G"], np.maximum(tiles_used, 1)),
+    )
     flip = np.where(
         role == "gi",
-        np.ceil(p["n_w"] * target.prearrange_cycles_per_element).astype(np.int64)
+        np.ceil(b_elems * target.prearrange_cycles_per_element).astype(np.int64)
         + target.elementwise_supervisor_cycles,
         0,
     )
