@@ -364,7 +364,9 @@ NOT_FOLDED = frozenset(
 MAX_FOLDED = 1 << 22
 
 
-def infer(model: onnx.ModelProto, name: str):
+def infer(
+    model: onnx.ModelProto, name: str
+) -> tuple[onnx.ModelProto, dict[str, tuple[int, ...]], dict[str, int], dict[str, np.ndarray]]:
     """Strict shape inference, folding shape computations until nothing new folds.
 
     Returns (inferred model, shapes {tensor: dims}, dtypes {tensor: onnx dtype}, constant
@@ -471,7 +473,7 @@ def _range_lengths(model: onnx.ModelProto, values: dict[str, np.ndarray], name: 
     return out
 
 
-def _collect(model: onnx.ModelProto):
+def _collect(model: onnx.ModelProto) -> tuple[dict[str, tuple[int, ...]], dict[str, int]]:
     shapes: dict[str, tuple[int, ...]] = {}
     dtypes: dict[str, int] = {}
     g = model.graph
