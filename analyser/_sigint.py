@@ -36,7 +36,7 @@ def sigint_deferred() -> Iterator[None]:
         try:
             yield
         finally:
-            if masks:
+            if old_mask is not None:  # masks: pthread_sigmask returned the old mask
                 # a pending Ctrl-C lands here
                 signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
             signal.signal(

@@ -266,8 +266,10 @@ def atomic_output(path: str | os.PathLike[str], mode: str = "w") -> Iterator:
     except OSError as exc:
         raise OutputError(f"cannot write {out}: {exc.strerror or exc}.") from None
     try:
-        kw = {} if "b" in mode else {"encoding": "utf-8", "newline": "\n"}
-        with open(tmp, mode, **kw) as fh:
+        text = "b" not in mode
+        with open(
+            tmp, mode, encoding="utf-8" if text else None, newline="\n" if text else None
+        ) as fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())

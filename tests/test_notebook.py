@@ -64,6 +64,17 @@ def test_a_bad_trace_window_is_one_sentence(pair, name, monkeypatch):
     assert says in str(info.value) and "\n" not in str(info.value)
 
 
+def test_the_cycles_of_a_run_without_execution_are_one_sentence(walkthrough_profiles):
+    # the first walkthrough step does not fit: its profile holds memory only
+    nb.install_accessor()
+    with Analysis.open(walkthrough_profiles["1-base"]) as a:
+        assert a.execution is None
+        assert a.plot.memory().data  # what the profile has is still drawn
+        with pytest.raises(ValueError) as info:
+            a.plot.cycles()
+    assert "has no execution" in str(info.value) and "\n" not in str(info.value)
+
+
 def test_an_accessor_cannot_hide_an_attribute():
     from analyser.core.analysis import register_accessor
 

@@ -6,8 +6,12 @@ from __future__ import annotations
 import argparse
 import functools
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from analyser.cli.errors import CliError
+
+if TYPE_CHECKING:
+    from analyser.sim.service.service import SimulationService
 
 
 def add_service_arguments(parser: argparse.ArgumentParser, *, few: bool = False) -> None:
@@ -237,7 +241,7 @@ def _tls_security(args: argparse.Namespace):
 
 
 # -- the processes a command started ------------------------------------------------------------
-def started_before() -> tuple[set[int], object]:
+def started_before() -> tuple[set[int], SimulationService | None]:
     """What :func:`end_children` leaves alone: this process's children and its simulation
     service as a command finds them (a command run inside another, as the tests and the GUI
     do, must not close the service the outer one is using)."""
@@ -273,7 +277,7 @@ def child_pids() -> set[int]:
     return out
 
 
-def end_children(before: tuple[set[int], object], timeout: float = 10.0) -> None:
+def end_children(before: tuple[set[int], SimulationService | None], timeout: float = 10.0) -> None:
     """Return only once the processes this command started are gone: the simulation service
     is closed (its worker processes end with their cluster), multiprocessing's resource
     tracker is told to finish when this command started it, and any other child started
@@ -291,14 +295,16 @@ def end_children(before: tuple[set[int], object], timeout: float = 10.0) -> None
 
     pids, service = before
     with contextlib.suppress(Exception):
-        close_service(keep=service)  # type: ignore[arg-type]
+        close_service(keep=service)
     new = child_pids() - pids
     if not new:
         return
     with contextlib.suppress(Exception):
         from multiprocessing import resource_tracker
 
-        rt = resource_tracker._resource_tracker
+        # the tracker's private state, which typeshed does not declare (CPython's
+        # Lib/multiprocessing/resource_tracker.py: its pid, its end of the pipe, their lock)
+        rt: Any = resource_tracker._resource_tracker
         if rt._pid in new and rt._fd is not None:
             with rt._lock:
                 os.close(rt._fd)  # its end of the pipe: the tracker cleans up and exits

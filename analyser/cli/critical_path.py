@@ -5,8 +5,12 @@ link with its share of the call and what shortening it could buy (analyser.core.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from analyser.cli._common import at_least_one
+
+if TYPE_CHECKING:
+    from rich.console import JustifyMethod
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -62,13 +66,14 @@ def render(con, path, name: str, top: int) -> None:
         "on the host outside it"
     )
     tab = Table(title="links, longest first", title_justify="left")
-    for c, j in (
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
         ("link", "left"),
         ("cycles", "right"),
         ("share", "right"),
         ("if it took no time", "right"),
         ("where", "left"),
-    ):
+    )
+    for c, j in columns:
         tab.add_column(c, justify=j)
     for link in path.links[:top]:
         where = ", ".join(f"{n} {fmt_pct(c / link.cycles)}" for n, c in link.layers if link.cycles)

@@ -18,8 +18,12 @@ import importlib
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from analyser.cli.errors import CliError
+
+if TYPE_CHECKING:
+    from rich.console import JustifyMethod
 
 #: The report the demo writes next to the profiles (when the report writer exists).
 REPORT_NAME = "report.html"
@@ -175,7 +179,7 @@ def _table(results: list[StepResult]):
     from analyser.core.units import fmt_bytes
 
     t = Table(title="IPU walkthrough: ResNet-101 64x64, 2 x Mk2 IPUs pipelined at layer3.8")
-    for col, just in (
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
         ("step", "left"),
         ("fits", "center"),
         ("peak tile", "right"),
@@ -184,7 +188,8 @@ def _table(results: list[StepResult]):
         ("cycles/sample", "right"),
         ("StreamCopy rx from host (IPU 0 / IPU 1)", "right"),
         ("samples/s", "right"),
-    ):
+    )
+    for col, just in columns:
         t.add_column(col, justify=just, no_wrap=True)
     for r in results:
         t.add_row(

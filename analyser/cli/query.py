@@ -273,6 +273,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "parquet":
         import pyarrow.parquet as pq
 
+        assert out is not None  # --format parquet without -o was refused above
         try:
             with atomic_output(out, "wb") as fh:
                 pq.write_table(table, fh)

@@ -78,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
 
         from analyser.sim.simulators import InProcessSimulator, ServiceSimulator, wants_cluster
 
+        simulator: InProcessSimulator | ServiceSimulator
         if wants_cluster():  # $ANALYSE_SCHEDULER: the user's cluster
             from analyser.sim.service import get_service
 

@@ -6,8 +6,12 @@ formula) and bandwidths (analyser.core.roofline)."""
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from analyser.cli._common import at_least_one
+
+if TYPE_CHECKING:
+    from rich.console import JustifyMethod
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -86,8 +90,10 @@ def render(con, r, name: str, top: int) -> None:
     ops = r.operations
     shown = ops.head(top)
     with_source = "source" in shown and bool((shown["source"].astype(str) != "").any())
-    heads = (("operation", "left"),) + ((("source", "left"),) if with_source else ())
-    for c, j in (
+    heads: tuple[tuple[str, JustifyMethod], ...] = (("operation", "left"),) + (
+        (("source", "left"),) if with_source else ()
+    )
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
         *heads,
         ("IPU", "right"),
         ("FLOPs", "right"),
@@ -97,7 +103,8 @@ def render(con, r, name: str, top: int) -> None:
         ("bound", "right"),
         ("%", "right"),
         ("limit", "left"),
-    ):
+    )
+    for c, j in columns:
         tab.add_column(c, justify=j)
     for o in shown.itertuples():
         tab.add_row(

@@ -196,7 +196,7 @@ def _run_locked(args, out: Path, start, space) -> int:
         if not args.quiet:
             con.print("simulating the start configuration…", highlight=False)
         first = service.simulate(start)
-        if first.simulated:
+        if first.simulated and first.profile is not None:  # simulated: with its profile
             from analyser.core.analysis import Analysis
             from analyser.core.insights import find_insights
 

@@ -16,6 +16,7 @@ No Qt; everything returned is a dataclass, a numpy array or a pandas DataFrame.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
@@ -231,11 +232,11 @@ def register_accessor(name: str, cls: type) -> None:
 class Analysis:
     """Analysis of one open profile. Use :meth:`open` (a context manager) or wrap a Profile."""
 
-    def __init__(self, profile: Any, path: str | Path | None = None) -> None:
+    def __init__(self, profile: Any, path: str | os.PathLike[str] | None = None) -> None:
         self.src = Source(profile, path)
 
     @classmethod
-    def open(cls, path: str | Path) -> Analysis:
+    def open(cls, path: str | os.PathLike[str]) -> Analysis:
         """Open ``path`` lazily (raises profiles.errors.ProfileError on a bad file)."""
         from profiles import open_profile
 

@@ -9,6 +9,7 @@ and never against the reader's internals. Step columns are only ever read in row
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,7 +44,7 @@ _STEP_COLUMNS = frozenset(c.name for c in schema.group(_STEPS).columns)
 class Source:
     """Read-only view of one open profile for the analysis core."""
 
-    def __init__(self, profile: Any, path: str | Path | None = None) -> None:
+    def __init__(self, profile: Any, path: str | os.PathLike[str] | None = None) -> None:
         self.profile = profile
         self.path = Path(path if path is not None else getattr(profile, "path", "") or "")
         self._meta: dict[str, Any] | None = None

@@ -27,8 +27,9 @@ from analyser.export.trace import _chrome_metadata, _Prepared, chrome_steps, sli
 from analyser.output import atomic_output
 
 
-def _delta_events(b: _Prepared, d: dict[str, np.ndarray], pid: int) -> list[bytes]:
-    """The differences lanes and cumulative counters as byte blocks (numpy, no row loop)."""
+def _delta_events(b: _Prepared, d: dict[str, np.ndarray], pid: int) -> list[np.ndarray]:
+    """The differences lanes and cumulative counters as byte blocks (uint8 arrays; numpy, no
+    row loop)."""
     n = d["start"].size
     names = byte_table([json.dumps(str(x)).encode() for x in b.names])
     ts = b.us(d["start"])

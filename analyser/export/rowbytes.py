@@ -128,7 +128,9 @@ class RowBytes:
         self._segs.append(("table", width, (mat_t, lens, idx), where))
         return lens if where is None else np.where(where, lens, 0)
 
-    def emit(self, *parts: bytes | np.ndarray | tuple) -> RowBytes:
+    def emit(
+        self, *parts: bytes | np.ndarray | tuple[tuple[np.ndarray, np.ndarray], np.ndarray]
+    ) -> RowBytes:
         """Append ``parts`` in order: the field-by-field sequence of a record, written once.
         ``bytes`` is a constant; an array of integers, decimals; an array of floats, fixed
         with 4 decimals (the exporters' microseconds); ``(table, index)`` a lookup in a table
@@ -160,7 +162,7 @@ class RowBytes:
         """Write the records to a binary file; returns the bytes written."""
         total = 0
         for block in self.blocks():
-            fh.write(block)
+            fh.write(block.data)
             total += block.size
         return total
 

@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, overload
 
 import numpy as np
 
@@ -157,7 +157,12 @@ class _Prepared:
                 keep &= start < int(self.run_starts[run + 1])
         return np.flatnonzero(keep)
 
-    def us(self, cycles: np.ndarray) -> np.ndarray:
+    @overload
+    def us(self, cycles: np.ndarray) -> np.ndarray: ...
+    @overload
+    def us(self, cycles: np.integer) -> np.floating: ...
+    def us(self, cycles: np.ndarray | np.integer) -> np.ndarray | np.floating:
+        """Cycles as microseconds (an array, or one NumPy integer)."""
         return cycles.astype(np.float64) * (1e6 / self.clock)
 
     def ranges(self, run: int | None) -> list[tuple[int, int]]:

@@ -141,13 +141,16 @@ def _check_statement(sql: str) -> None:
         )
 
 
-def _source(profile: str | os.PathLike[str] | Analysis):
+def _source(profile: str | os.PathLike[str] | Analysis) -> tuple[Source, bool]:
     """(Source, close?) of a path or an open Analysis."""
     from analyser.core.source import Source
 
     src = getattr(profile, "src", None)
     if isinstance(src, Source):
         return src, False
+    if not isinstance(profile, (str, os.PathLike)):
+        # neither a path nor an Analysis over a Source (opening it as a path failed the same way)
+        raise TypeError(f"a profile path or an open Analysis, not {type(profile).__name__}")
     from profiles import open_profile
 
     return Source(open_profile(profile), Path(profile)), True

@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
+    from multiprocessing.context import ForkContext, ForkServerContext, SpawnContext
+
     import pyarrow as pa
 
 #: Bytes of address space the query's process may take beyond what it holds when it starts:
@@ -100,13 +102,27 @@ def _out_of_memory():
     )
 
 
+def _context(method: str) -> ForkContext | ForkServerContext | SpawnContext:
+    """The multiprocessing context of a start method (typeshed types ``get_context(str)`` as the
+    base context, which has no ``Process``; each method's own context has one)."""
+    import multiprocessing
+
+    if method == "fork":
+        return multiprocessing.get_context("fork")
+    if method == "forkserver":
+        return multiprocessing.get_context("forkserver")
+    if method == "spawn":
+        return multiprocessing.get_context("spawn")
+    raise ValueError(f"cannot find context for {method!r}")  # get_context's own words
+
+
 def run_bounded(
     profile: str | os.PathLike[str] | list[str],
     sql: str,
     *,
     timeout: float | None = None,
     stop: Stop | None = None,
-    start_method: str = "fork",
+    start_method: Literal["fork", "spawn", "forkserver"] = "fork",
     query: Callable[..., pa.Table] | None = None,
     **kwargs: Any,
 ) -> pa.Table:
@@ -116,14 +132,13 @@ def run_bounded(
     exception its handler raises). ``profile`` is a path, a list of paths or a folder (an open
     Analysis cannot cross into another process). ``query``: the function the child runs (a
     test's stand-in; default :func:`analyser.query.query_arrow`)."""
-    import multiprocessing
     import pickle
     import shutil
     import time
 
     from analyser.query import QueryError, _temp_dir
 
-    ctx = multiprocessing.get_context(start_method)
+    ctx = _context(start_method)
     if start_method == "forkserver":
         # the server imports these once; each child then starts with them
         ctx.set_forkserver_preload(["analyser.query", "duckdb", "pyarrow", "h5py"])

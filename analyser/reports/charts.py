@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from analyser.core.analysis import Analysis
+    from analyser.core.execution import ExecutionSummary
 
 from analyser.literal import mathtext
 
@@ -257,10 +258,19 @@ def _host_before_device(analysis: Analysis) -> dict[str, float]:
     return out
 
 
+def execution_of(analysis: Analysis) -> ExecutionSummary:
+    """The execution summary a chart of the run draws; the reports draw those charts only when
+    the profile has one (None: its execution did not fit in memory)."""
+    ex = analysis.execution
+    if ex is None:
+        raise ValueError(f"profile {analysis.path} has no execution (it does not fit in memory).")
+    return ex
+
+
 def cycles_by_type(analysis: Analysis) -> str:
     from profiles import schema
 
-    ex = analysis.execution
+    ex = execution_of(analysis)
     n = ex.num_ipus
     fig = _fig(9.0, max(1.9, 0.55 * n + 1.0), left=0.7, right=1.7)
     ax = fig.subplots()
@@ -280,11 +290,11 @@ def cycles_by_type(analysis: Analysis) -> str:
         )
         left += v / 1e6
     for j, t in enumerate(schema.PROGRAM_TYPES):
-        v = ex.cycles_by_type[:, j].astype(float)
-        if not v.any():
+        col = ex.cycles_by_type[:, j].astype(float)
+        if not col.any():
             continue
-        ax.barh(np.arange(n), v / 1e6, left=left, color=_colour("step_types", t), label=t)
-        left += v / 1e6
+        ax.barh(np.arange(n), col / 1e6, left=left, color=_colour("step_types", t), label=t)
+        left += col / 1e6
     ax.set_yticks(np.arange(n), [f"IPU {i}" for i in range(n)])
     ax.invert_yaxis()
     ax.set_xlabel(
@@ -298,7 +308,7 @@ def cycles_by_type(analysis: Analysis) -> str:
 
 
 def pipeline_phases(analysis: Analysis) -> str:
-    ex = analysis.execution
+    ex = execution_of(analysis)
     share = ex.phase_share()
     fig = _fig(9.0, 2.6, left=0.3, bottom=1.0, wspace=0.25)
     ax1, ax2 = fig.subplots(1, 2, width_ratios=(3, 2))

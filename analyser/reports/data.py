@@ -9,13 +9,16 @@ from __future__ import annotations
 import datetime as _dt
 import math
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from analyser.core import Analysis, intervals
 from analyser.core.summary import IMBALANCE_TOP, summary_sections, summary_tables
 from profiles import schema
+
+if TYPE_CHECKING:
+    from analyser.core.insights.model import Insight
 
 REPORT_SCHEMA = "ipu-analyser-report"
 REPORT_SCHEMA_VERSION = "2.1"
@@ -121,6 +124,8 @@ def profile_data(
     d["tables"] = summary_tables(analysis, unit, top)
     d["units"] = unit
     if ex is not None:
+        imbalance = analysis.imbalance
+        assert imbalance is not None  # summarised whenever there is an execution
         d["execution"] = {
             "total_cycles": ex.total_cycles,
             "device_cycles": ex.device_cycles,
@@ -152,7 +157,7 @@ def profile_data(
                 }
                 for i in range(ex.num_ipus)
             ],
-            "imbalance": analysis.imbalance.to_dict(top=10),
+            "imbalance": imbalance.to_dict(top=10),
         }
         ops = analysis.operations.sort_values("total_cycles", ascending=False).head(15)
         d["operations_top"] = _records(
@@ -201,7 +206,7 @@ def build_report(
     from analyser.core.transitions import explain_transitions
 
     say = stage or (lambda text: None)
-    tips_all = []
+    tips_all: list[list[Insight] | None] = []
     for i, a in enumerate(analyses):
         if not insights and len(analyses) == 1:
             tips_all.append(None)

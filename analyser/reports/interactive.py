@@ -26,6 +26,7 @@ from analyser.reports.charts import (
     MAX_TILE_COLUMNS,
     _colour,
     _host_before_device,
+    execution_of,
 )
 
 if TYPE_CHECKING:
@@ -344,7 +345,7 @@ def cycles_by_type_figure(analysis: Analysis):
 
     from profiles import schema
 
-    ex = analysis.execution
+    ex = execution_of(analysis)
     n = ex.num_ipus
     ipus = [f"IPU {i}" for i in range(n)]
     fig = _figure()
@@ -364,17 +365,17 @@ def cycles_by_type_figure(analysis: Analysis):
             )
         )
     for j, t in enumerate(schema.PROGRAM_TYPES):
-        v = ex.cycles_by_type[:, j].astype(float)
-        if not v.any():
+        col = ex.cycles_by_type[:, j].astype(float)
+        if not col.any():
             continue
         fig.add_trace(
             go.Bar(
                 y=ipus,
-                x=v,
+                x=col,
                 orientation="h",
                 name=t,
                 marker_color=_colour("step_types", t),
-                customdata=v / np.maximum(totals, 1),
+                customdata=col / np.maximum(totals, 1),
                 hovertemplate=f"%{{y}}: {t}<br>%{{x:,.0f}} cycles (%{{customdata:.1%}})"
                 "<extra></extra>",
             )
@@ -401,7 +402,7 @@ def pipeline_phases(analysis: Analysis) -> str:
     """The run's pipeline phases (share of the wall clock) and each stage's load."""
     import plotly.graph_objects as go
 
-    ex = analysis.execution
+    ex = execution_of(analysis)
     share = ex.phase_share()
     st = ex.stage_cycles
     fig = _subplots(
@@ -661,7 +662,7 @@ def design_space(table: Any) -> str:
         (meta.get("start_id"), "start", "#333333"),
         (meta.get("best_id"), "best", "#2e7d32"),
     ):
-        hit = np.flatnonzero(p["id"] == rid) if rid is not None else []
+        hit = np.flatnonzero(p["id"] == rid) if rid is not None else np.empty(0, np.intp)
         if len(hit):
             i = int(hit[0])
             fig.add_trace(

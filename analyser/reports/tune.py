@@ -133,10 +133,10 @@ def design_space_chart(table: TuneTable) -> str:
     xlo, xhi = _limits(xs_all)
     ylo, yhi = _limits(ys_all)
 
-    def px(x: np.ndarray) -> np.ndarray:
+    def px(x: np.ndarray | float) -> np.ndarray:
         return x0 + (np.asarray(x, float) - xlo) / (xhi - xlo) * (x1 - x0)
 
-    def py(y: np.ndarray) -> np.ndarray:
+    def py(y: np.ndarray | float) -> np.ndarray:
         return y1 - (np.asarray(y, float) - ylo) / (yhi - ylo) * (y1 - y0)
 
     out = [
@@ -191,7 +191,7 @@ def design_space_chart(table: TuneTable) -> str:
         (meta.get("start_id"), "start", "#333333"),
         (meta.get("best_id"), "best", "#2e7d32"),
     ):
-        hit = np.flatnonzero(p["id"] == rid) if rid is not None else []
+        hit = np.flatnonzero(p["id"] == rid) if rid is not None else np.empty(0, np.intp)
         if len(hit):
             i = int(hit[0])
             cx, cy = float(px(p["tile_kib"][i])), float(py(y_plot[i]))

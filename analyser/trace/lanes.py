@@ -25,7 +25,8 @@ def _natural(text: str) -> list:
 
 def _top_components(names: np.ndarray) -> np.ndarray:
     """The first dotted component of each name ("(none)" for an empty or missing one)."""
-    text = np.where(np.equal(names, None), "", names).astype(str)
+    # None as a 0-d object array: the same elementwise test, in a form NumPy's stubs accept
+    text = np.where(np.equal(names, np.array(None, dtype=object)), "", names).astype(str)
     top = np.char.partition(text, ".")[:, 0] if text.size else text
     return np.where(top == "", "(none)", top).astype(object)
 

@@ -63,7 +63,7 @@ def _arrays_digest(levels: list[dict[str, np.ndarray]]) -> str:
         for name in FIELDS:
             a = np.ascontiguousarray(lev[name])
             h.update(f"{name}{a.dtype.str}{a.shape}".encode())
-            h.update(memoryview(a).cast("B"))
+            h.update(a.data.cast("B"))
     return h.hexdigest()
 
 

@@ -54,7 +54,11 @@ class RangeQueries:
     # provided by the window
     access: StepAccess
     n_ipus: int
-    programs: ColumnTable
+    if TYPE_CHECKING:  # the window's read-only property
+
+        @property
+        def programs(self) -> ColumnTable: ...
+
     row_range: Callable[[int, float, float], tuple[int, int]]
     extent: Callable[[int], tuple[float, float]]
     step_count: Callable[..., int]
@@ -314,7 +318,7 @@ class RangeQueries:
             return _no_flows(too_many=True)
         cols = ("start", "cycles", "type", "bytes_in", "bytes_out", "program")
         parts = []
-        for ipu, (lo, hi) in enumerate(spans):
+        for lane, (lo, hi) in enumerate(spans):
             if hi <= lo:
                 continue
             d = self.access.read_cached(lo, hi, cols)
@@ -322,7 +326,7 @@ class RangeQueries:
             e = s + d["cycles"]
             m = (e > t0) & (s < t1)
             rows = np.arange(lo, hi, dtype=np.int64)[m]
-            parts.append((np.full(len(rows), ipu), rows, s[m], e[m], *(d[c][m] for c in cols[2:])))
+            parts.append((np.full(len(rows), lane), rows, s[m], e[m], *(d[c][m] for c in cols[2:])))
         if not parts:
             return _no_flows()
         ipu, row, s, e, typ, b_in, b_out, prog = (np.concatenate(x) for x in zip(*parts))

@@ -102,6 +102,9 @@ def _index_or_none(value: int, what: str) -> int | str:
 class _Span:
     """A range of cycles ``[t0, t1)`` that knows its length (the range results share it)."""
 
+    t0: float  # declared by each dataclass that shares this
+    t1: float
+
     @property
     def span(self) -> float:
         """Cycles in the range (``t1 - t0``)."""

@@ -441,7 +441,7 @@ class TraceWindow(RangeQueries):
                 st = path.stat()
                 created = str(getattr(self.profile, "root_attrs", {}).get("created", ""))
                 ident = [str(path), st.st_size, st.st_mtime_ns, created, STEPS_PER_FINEST_BUCKET]
-                self._key = hashlib.sha1(json.dumps(ident).encode()).hexdigest()[:20]
+                self._key: str | None = hashlib.sha1(json.dumps(ident).encode()).hexdigest()[:20]
             except (OSError, TypeError, AttributeError):
                 self._key = None
         return self._key

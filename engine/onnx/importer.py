@@ -150,7 +150,17 @@ def torch_source(node) -> str:
 class Context:
     """The importer's state while walking the nodes (what translators see)."""
 
-    def __init__(self, name, shapes, dtypes, values, params, training, unknown_ops, batch):
+    def __init__(
+        self,
+        name: str,
+        shapes: dict[str, tuple[int, ...]],
+        dtypes: dict[str, int],
+        values: dict[str, np.ndarray],
+        params: dict[str, int],
+        training: bool,
+        unknown_ops: str,
+        batch: int,
+    ) -> None:
         self.name = name
         self.shapes = shapes
         self.dtypes = dtypes

@@ -364,7 +364,9 @@ NOT_FOLDED = frozenset(
 MAX_FOLDED = 1 << 22
 
 
-def infer(model: onnx.ModelProto, name: str):
+def infer(
+    model: onnx.ModelProto, name: str
+) -> tuple[onnx.ModelProto, dict[str, tuple[int, ...]], dict[str, int], dict[str, np.ndarray]]:
     """Strict shape inference, folding shape computations until nothing new folds.
 
     Returns (inferred model, shapes {tensor: dims}, dtypes {tensor: onnx dtype}, constant
@@ -455,11 +457,11 @@ def _range_lengths(model: onnx.ModelProto, values: dict[str, np.ndarray], name: 
             continue
         if scalars is None:
             scalars = _scalars(model, values)
-        ends = [scalars.get(x) for x in node.input[:3]]
-        if len(ends) < 3 or any(e is None for e in ends):
+        ends = [e for e in (scalars.get(x) for x in node.input[:3]) if e is not None]
+        if len(ends) < 3:  # fewer than three inputs, or one not a known constant
             out.append(None)
             continue
-        start, limit, delta = (float(e) for e in ends)  # type: ignore[arg-type]
+        start, limit, delta = (float(e) for e in ends)
         if delta == 0 or not all(map(math.isfinite, (start, limit, delta))):
             out.append(None)
             continue
@@ -471,7 +473,7 @@ def _range_lengths(model: onnx.ModelProto, values: dict[str, np.ndarray], name: 
     return out
 
 
-def _collect(model: onnx.ModelProto):
+def _collect(model: onnx.ModelProto) -> tuple[dict[str, tuple[int, ...]], dict[str, int]]:
     shapes: dict[str, tuple[int, ...]] = {}
     dtypes: dict[str, int] = {}
     g = model.graph

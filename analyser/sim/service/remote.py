@@ -126,7 +126,9 @@ def _ssl_errors(exc: BaseException) -> list[BaseException]:
     """The ``ssl.SSLError`` s behind ``exc`` (Dask wraps them in its own comm errors)."""
     import ssl
 
-    found, seen, todo = [], set(), [exc]
+    found: list[BaseException] = []
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
     while todo:
         e = todo.pop(0)
         if e is None or id(e) in seen:

@@ -305,7 +305,7 @@ def figures_of(analysis) -> dict[str, Any]:
     """The key figures (:data:`FIGURE_KEYS`) of an open :class:`analyser.core.Analysis`."""
     m = analysis.metrics
     mem = analysis.memory
-    out = {
+    out: dict[str, Any] = {
         "fits": bool(m.fits),
         "oom_tiles": int(m.oom_tiles),
         "peak_memory_bytes": int(m.peak_memory_bytes),

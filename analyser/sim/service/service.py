@@ -240,6 +240,7 @@ class Batch:
                 futures[job.future] = job
                 ac.add(job.future)
                 continue
+            assert resp is not None  # _response gives None only with retry
             self._deliver(job, resp)
         self._finish()
 
@@ -452,6 +453,7 @@ class SimulationService:
     def _check_workers(self, client) -> None:
         from analyser.sim.service.remote import check_workers
 
+        assert self.scheduler is not None  # called for a remote cluster (_connect_remote) only
         try:
             check_workers(client, self.scheduler)
         except UserFacingError as exc:

@@ -355,7 +355,7 @@ class SplitSearch:
                 self.tried.setdefault(k, r)
 
     def _simulate(self, items: list[tuple[tuple[str, ...], tuple[float, ...]]]) -> None:
-        todo = []
+        todo: list[tuple[tuple[tuple[str, ...], tuple[float, ...]], dict[str, Any]]] = []
         for s, a in items:
             k = (tuple(s), tuple(float(x) for x in a))
             if k not in self.tried and k not in [t[0] for t in todo]:
@@ -411,7 +411,7 @@ class SplitSearch:
         """``split`` at every proportion choice on all IPUs, then the per-stage pick."""
         n = self.spec.stages
         self._simulate([(split, (v,) * n) for v in self.spec.proportions])
-        runs = []
+        runs: list[tuple[float, dict[str, Any]]] = []
         for v in self.spec.proportions:
             r = self.tried.get((split, (v,) * n))
             f = self._stage_figures(r) if r is not None else {}
@@ -426,13 +426,13 @@ class SplitSearch:
         mine = self._amps0
         for s in range(n):
             fits = [(v, f) for v, f in runs if f["oom_tiles"][s] == 0] or runs
-            near = sorted(fits, key=lambda vf, s=s: abs(vf[0] - mine[s]))
+            near = sorted(fits, key=lambda vf: abs(vf[0] - mine[s]))
             if self.objective == "memory_headroom":
-                v = min(near, key=lambda vf, s=s: vf[1]["max_tile_bytes"][s])[0]
+                v = min(near, key=lambda vf: vf[1]["max_tile_bytes"][s])[0]
                 choices.append([v])
             elif all(len(f["cycles"]) > s for _, f in near):
                 # equal figures keep the base's proportion: no change without a measured gain
-                v = min(near, key=lambda vf, s=s: vf[1]["cycles"][s])[0]
+                v = min(near, key=lambda vf: vf[1]["cycles"][s])[0]
                 choices.append([v])
             else:
                 choices.append([v for v, _ in near])

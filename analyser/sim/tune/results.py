@@ -104,9 +104,8 @@ def to_frame(result: TuneResult):
         sf, sc = (start.figures, start.config) if start is not None else (None, None)
         rec.update(intervals.tune_columns(r.figures, r.config, sf, sc))
         rec["feasible"] = result.space.feasible(r.figures)
-        rec["objective"] = (
-            None if result.space.score(r.figures) is None else abs(result.space.score(r.figures))
-        )
+        score = result.space.score(r.figures)
+        rec["objective"] = None if score is None else abs(score)
         rec["pareto"] = r.id in front
         rec["rank"] = rank.get(r.id)
         rec["cached"] = r.response.cached
@@ -346,7 +345,7 @@ def folder_lock(folder: Path) -> Iterator[None]:
                 folder.rmdir()  # only when still empty
 
 
-def _write_atomic(final: Path, write: Callable[[Path], None]) -> None:
+def _write_atomic(final: Path, write: Callable[[Path], object]) -> None:
     """``write(tmp)`` into a temporary file of its own beside ``final`` (a unique name, so two
     tunes into one folder never share one), then renamed into place; the temporary is removed
     whatever happens, and a full disk is one sentence naming ``final``."""
@@ -401,7 +400,7 @@ def write_results(
         _copy_profile(start.response.profile, folder / "start.h5")
         files["start"] = "start.h5"
         written.append("start.h5")
-    best = []
+    best: list[dict[str, str | int]] = []
     seen: set[str] = set()
     for row in result.ranked():
         if len(best) >= best_k:
@@ -410,6 +409,7 @@ def write_results(
             continue
         seen.add(row.response.key)
         name = f"best-{len(best) + 1}.h5"
+        assert row.response.profile is not None  # a ranked row fits: simulated, with a profile
         _copy_profile(row.response.profile, folder / name)
         best.append({"file": name, "id": row.id})
         written.append(name)

@@ -169,8 +169,8 @@ class TuneResult:
 
     def ranked(self) -> list[Row]:
         """Feasible rows, best first (ties: fewer IPUs, then the earlier row)."""
-        rows = [r for r in self.feasible() if self.space.score(r.figures) is not None]
-        return sorted(rows, key=lambda r: (-self.space.score(r.figures), r.id))
+        scored = [(s, r) for r in self.feasible() if (s := self.space.score(r.figures)) is not None]
+        return [r for _, r in sorted(scored, key=lambda sr: (-sr[0], sr[1].id))]
 
     @property
     def best(self) -> Row | None:
@@ -430,7 +430,7 @@ class Tuner:
             centre = max(
                 (r for r in self.rows if r.assignment is not None), key=self._key, default=None
             )
-            if centre is None:
+            if centre is None or centre.assignment is None:  # the max is over rows with one
                 break
             items = [(a, c, "refine") for a, c in self._neighbours(centre.assignment)]
             if not items:

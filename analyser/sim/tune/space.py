@@ -286,12 +286,14 @@ def lever_values(
     vals: list[Any] = [cur]
     if not _lever_applies(name, start):
         pass
-    elif name == "micro_batch_size":
-        vals += [v for v in (cur // 4, cur // 2, cur * 2) if v >= 1]
-    elif name == "gradient_accumulation":
-        vals += [cur * 2, cur * 4] + ([8, 16] if cur < 8 else [])
-    elif name == "device_iterations":
-        vals += [4, 16] if cur < 4 else [cur * 2]
+    elif name in ("micro_batch_size", "gradient_accumulation", "device_iterations"):
+        n: int = start[name]  # an int field every resolved configuration holds
+        if name == "micro_batch_size":
+            vals += [v for v in (n // 4, n // 2, n * 2) if v >= 1]
+        elif name == "gradient_accumulation":
+            vals += [n * 2, n * 4] + ([8, 16] if n < 8 else [])
+        else:
+            vals += [4, 16] if n < 4 else [n * 2]
     elif name == "split_points":
         vals += _split_candidates(start)
     else:  # the values declared on the field
