@@ -25,6 +25,7 @@ CHECKED = {
     "analyser/trace",
     "analyser/export",
     "analyser/viewmodels",
+    "analyser/gui/model",
     "profiles",
     "engine/*.py",
     "engine/onnx",
@@ -40,6 +41,7 @@ CLEAN_PACKAGES = (
     "analyser.trace",
     "analyser.export",
     "analyser.viewmodels",
+    "analyser.gui.model",
     "profiles",
     "engine",
 )

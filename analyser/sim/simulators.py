@@ -13,7 +13,7 @@ between.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +72,9 @@ class InProcessSimulator:
         self.cache.put(resp, profile_bytes)
         return resp
 
-    def simulate_many(self, configs: Sequence[dict[str, Any]]) -> Iterator[tuple[int, SimResponse]]:
+    def simulate_many(
+        self, configs: Sequence[dict[str, Any]]
+    ) -> Generator[tuple[int, SimResponse], None, None]:
         """Each configuration in turn (see :class:`analyser.core.simulator.Simulator`)."""
         for i, config in enumerate(configs):
             yield i, self.simulate(config)
@@ -84,7 +86,9 @@ class ServiceSimulator:
     def __init__(self, service: SimulationService) -> None:
         self.service = service
 
-    def simulate_many(self, configs: Sequence[dict[str, Any]]) -> Iterator[tuple[int, SimResponse]]:
+    def simulate_many(
+        self, configs: Sequence[dict[str, Any]]
+    ) -> Generator[tuple[int, SimResponse], None, None]:
         """Submitted together, yielded as they finish; leaving early (an interrupt, closing the
         iterator) cancels the rest (see :class:`analyser.core.simulator.Simulator`)."""
         batch = self.service.submit(list(configs))
