@@ -20,6 +20,7 @@ from poplibs_costs import slic_cycles
 from test_conv_plan import LIMIT, MK2, T, _a, cdiv, ref_estimate
 
 from engine.compiler import conv_plan as cp
+from engine.compiler.conv_candidates import HMAC_IN_CHANS
 from engine.compiler import vertex_costs as vc
 
 
@@ -102,7 +103,7 @@ def test_grouped_plan_matches_poplibs_transcription(shape, role, is_conv, eb, pb
 def _vertex_types(eb, pb, role, width):
     amp = [dict(cg=1, ci=vc.weights_per_conv_unit(MK2, eb), co=vc.conv_units(MK2, eb, pb))]
     if role == "gw":
-        return amp + [dict(cg=1, ci=ci, co=1 if pb == 4 else 2, hmac=1) for ci in cp.HMAC_IN_CHANS]
+        return amp + [dict(cg=1, ci=ci, co=1 if pb == 4 else 2, hmac=1) for ci in HMAC_IN_CHANS]
     if eb != 2 or width == 0:
         return amp
     chains = (4, 2) if pb == 2 else (2,)
