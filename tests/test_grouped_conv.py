@@ -20,8 +20,8 @@ from poplibs_costs import slic_cycles
 from test_conv_plan import LIMIT, MK2, T, _a, cdiv, ref_estimate
 
 from engine.compiler import conv_plan as cp
-from engine.compiler.conv_candidates import HMAC_IN_CHANS
 from engine.compiler import vertex_costs as vc
+from engine.compiler.conv_candidates import HMAC_IN_CHANS
 
 
 def gconv(hw, c, n, g, k=9, role="fwd", batch=16, stride=1):
