@@ -94,12 +94,24 @@ def multi_stage_reduce_plan(depth: int, enable_multi_stage: bool = True) -> tupl
     return _plan_and_cost(int(depth), num_reduce_stages(int(depth), enable_multi_stage))[0]
 
 
+def _distinct_small(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(a, return_inverse=True)`` of a 1-D int64 array; for values in a small
+    non-negative range by a count of each value instead of a sort (the planner's candidates'
+    reduction depths: tens of thousands of rows, tens of distinct depths)."""
+    if not len(a) or a.min() < 0 or a.max() >= 1 << 16:
+        return np.unique(a, return_inverse=True)
+    uniq = np.flatnonzero(np.bincount(a))
+    index = np.zeros(int(uniq[-1]) + 1, np.int64)
+    index[uniq] = np.arange(len(uniq))
+    return uniq, index[a]
+
+
 def stage_depths(depth: ArrayLike) -> np.ndarray:
     """Per reduction (rows) the depth each of up to three stages reduces (0: no stage), as
     ``estimateConvReduceCycles`` walks the plan: ``ceil(remaining / d)`` per intermediate
     depth ``d``, then the rest."""
     depth = np.asarray(depth, np.int64).ravel()
-    uniq, inv = np.unique(depth, return_inverse=True)
+    uniq, inv = _distinct_small(depth)
     table = np.zeros((len(uniq), MAX_STAGES), np.int64)
     for row, total in enumerate(uniq.tolist()):
         if total <= 1:
