@@ -82,6 +82,32 @@ def test_batch_norm_statistics_spread_over_stages():
     assert r3["tiles"][0, 1] == 0 and r3["tiles"][0, 3] > 0
 
 
+@pytest.mark.parametrize(
+    "depths",
+    [
+        [],
+        [7],
+        [0, 1, 1, 0, 3, 3, 3, 65535],
+        list(range(40, 0, -3)) * 5,
+        [-2, 5, 5, 1],  # a negative value: the sort's path
+        [1, 1 << 16, 3],  # beyond the counted range: the sort's path
+    ],
+)
+def test_distinct_depths_match_numpy_unique(depths):
+    """The planner's distinct reduction depths (a count of each small value): the same values,
+    inverse and dtypes as ``np.unique(return_inverse=True)``, and the same stage table."""
+    a = np.asarray(depths, np.int64)
+    uniq, inv = red._distinct_small(a)
+    want_uniq, want_inv = np.unique(a, return_inverse=True)
+    assert uniq.dtype == want_uniq.dtype and inv.dtype == want_inv.dtype
+    assert np.array_equal(uniq, want_uniq) and np.array_equal(inv, want_inv)
+    assert np.array_equal(uniq[inv], a)
+    if len(a) and a.min() >= 0:
+        table = red.stage_depths(a)
+        for row, d in zip(table, a.tolist(), strict=True):
+            assert np.array_equal(row, red.stage_depths([d])[0])
+
+
 @pytest.fixture(scope="module")
 def walkthrough_small():
     cfg = dict(model="resnet101", image_size=64, micro_batch_size=16, precision="16.16")
