@@ -177,6 +177,8 @@ def main() -> int:
     if args.bare:
         print(json.dumps(one_bare(*args.bare)))
         return 0
+    if args.baseline and not (args.baseline / "engine" / "__init__.py").is_file():
+        raise SystemExit(f"--baseline {args.baseline} is not a checkout of this project.")
     print(
         f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start "
         f"({time.strftime('%H:%M', time.gmtime())} UTC)"
