@@ -108,6 +108,26 @@ def test_distinct_depths_match_numpy_unique(depths):
             assert np.array_equal(row, red.stage_depths([d])[0])
 
 
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        ([3, 3, 0, 7, 3], [2, 2, 0, 1, 5]),
+        ([], []),
+        ([-1, 4, -1], [2, 2, 2]),  # a negative value: the sort's path
+        ([1 << 40, 1 << 40, 5], [1 << 30, 1 << 30, 5]),  # a product beyond int64: the sort's path
+    ],
+)
+def test_pair_key_is_equal_for_equal_pairs_only(a, b):
+    """The key the planner groups its candidates' repeated rows by (AMP fields and row widths,
+    reduction outputs, depths and serial splits)."""
+    a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
+    key = red.pair_key(a, b)
+    assert key.shape == a.shape and key.dtype == np.int64
+    for i in range(len(a)):
+        for j in range(len(a)):
+            assert (key[i] == key[j]) == (a[i] == a[j] and b[i] == b[j])
+
+
 @pytest.fixture(scope="module")
 def walkthrough_small():
     cfg = dict(model="resnet101", image_size=64, micro_batch_size=16, precision="16.16")

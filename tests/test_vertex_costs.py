@@ -254,22 +254,3 @@ def test_a_small_map_network_costs_more_per_mac_than_a_large_one():
         conv = c.ops.type == "Conv"
         per_mac.append(c.ops.cycles[conv].sum() / (c.ops.flops[conv].sum() / 2))
     assert per_mac[0] > 1.5 * per_mac[1]
-
-
-@pytest.mark.parametrize(
-    "a, b",
-    [
-        ([3, 3, 0, 7, 3], [2, 2, 0, 1, 5]),
-        ([], []),
-        ([-1, 4, -1], [2, 2, 2]),  # a negative value: the sort's path
-        ([1 << 40, 1 << 40, 5], [1 << 30, 1 << 30, 5]),  # a product beyond int64: the sort's path
-    ],
-)
-def test_pair_key_is_equal_for_equal_pairs_only(a, b):
-    """The key the AMP estimate groups its candidates' (field, row width) pairs by."""
-    a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
-    key = vc._pair_key(a, b)
-    assert key.shape == a.shape and key.dtype == np.int64
-    for i in range(len(a)):
-        for j in range(len(a)):
-            assert (key[i] == key[j]) == (a[i] == a[j] and b[i] == b[j])

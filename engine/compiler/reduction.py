@@ -94,6 +94,31 @@ def multi_stage_reduce_plan(depth: int, enable_multi_stage: bool = True) -> tupl
     return _plan_and_cost(int(depth), num_reduce_stages(int(depth), enable_multi_stage))[0]
 
 
+def pair_key(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """One int64 per (a, b) pair, equal for equal pairs only (a and b non-negative ints, within
+    range; otherwise ``(a, b)``'s row number among the distinct pairs, by a sort)."""
+    if not a.size:
+        return np.zeros(a.shape, np.int64)
+    a_max, b_max = int(a.max()), int(b.max())
+    if min(int(a.min()), int(b.min())) >= 0 and (a_max + 1) * (b_max + 1) < 1 << 62:
+        return a * (b_max + 1) + b
+    return np.unique(np.stack([a.ravel(), b.ravel()], axis=1), axis=0, return_inverse=True)[
+        1
+    ].reshape(a.shape)
+
+
+def distinct_rows(*cols: np.ndarray) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+    """The distinct rows of 1-D int columns of one length, and each row's index among them:
+    the planner's candidates repeat few rows of the figures its reduction estimates depend on
+    (ResNet-50's 26,000 candidates: 1,300 distinct partials, depths and serial splits)."""
+    key = cols[0]
+    for column in cols[1:]:
+        key = pair_key(key, column)
+    # (return_index keeps np.unique on its sort path, which does not import numpy.ma)
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    return tuple(column[first] for column in cols), inverse.ravel()
+
+
 def _distinct_small(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(a, return_inverse=True)`` of a 1-D int64 array; for values in a small
     non-negative range by a count of each value instead of a sort (the planner's candidates'

@@ -69,6 +69,8 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
+from engine.compiler.reduction import pair_key
+
 if TYPE_CHECKING:  # pragma: no cover
     from engine.targets import Target
 
@@ -316,19 +318,6 @@ def _1x1_vertex_cycles(
     )
 
 
-def _pair_key(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """One int64 per (a, b) pair, equal for equal pairs only (a and b non-negative ints, within
-    range; otherwise ``(a, b)``'s row number among the distinct pairs, by a sort)."""
-    if not a.size:
-        return np.zeros(a.shape, np.int64)
-    a_max, b_max = int(a.max()), int(b.max())
-    if min(int(a.min()), int(b.min())) >= 0 and (a_max + 1) * (b_max + 1) < 1 << 62:
-        return a * (b_max + 1) + b
-    return np.unique(np.stack([a.ravel(), b.ravel()], axis=1), axis=0, return_inverse=True)[
-        1
-    ].reshape(a.shape)
-
-
 def _nx1_vertex_cycles(
     field: np.ndarray,
     row_width: np.ndarray,
@@ -349,7 +338,7 @@ def _nx1_vertex_cycles(
     # cover (ResNet-50's 8,700 nx1 candidates: 116): each pair's figures once, then spread
     row_width = np.broadcast_to(row_width, field.shape)
     _, first, inverse = np.unique(
-        _pair_key(field, row_width), return_index=True, return_inverse=True
+        pair_key(field, row_width), return_index=True, return_inverse=True
     )
     worker = _nx1_worker_cycles(
         worker_runs(field.ravel()[first], row_width.ravel()[first], amp.workers),
