@@ -107,16 +107,23 @@ def pair_key(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     ].reshape(a.shape)
 
 
-def distinct_rows(*cols: np.ndarray) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
-    """The distinct rows of 1-D int columns of one length, and each row's index among them:
-    the planner's candidates repeat few rows of the figures its reduction estimates depend on
-    (ResNet-50's 26,000 candidates: 1,300 distinct partials, depths and serial splits)."""
+def distinct_index(*cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For 1-D int columns of one length: the index of the first of each distinct row, and
+    each row's index among the distinct rows (in ``pair_key`` order)."""
     key = cols[0]
     for column in cols[1:]:
         key = pair_key(key, column)
     # (return_index keeps np.unique on its sort path, which does not import numpy.ma)
     _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    return tuple(column[first] for column in cols), inverse.ravel()
+    return first, inverse.ravel()
+
+
+def distinct_rows(*cols: np.ndarray) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+    """The distinct rows of 1-D int columns of one length, and each row's index among them:
+    the planner's candidates repeat few rows of the figures its reduction estimates depend on
+    (ResNet-50's 26,000 candidates: 1,300 distinct partials, depths and serial splits)."""
+    first, inverse = distinct_index(*cols)
+    return tuple(column[first] for column in cols), inverse
 
 
 def _distinct_small(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
