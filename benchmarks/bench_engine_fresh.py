@@ -194,8 +194,8 @@ def main() -> int:
             eng: dict[Path, list[dict]] = {tree: [] for tree in trees}
             bare = []
             for i in range(args.repeats):
-                for tree in trees:
-                    out = str(Path(d) / f"e{i}.h5")
+                for t, tree in enumerate(trees):  # a file of its own: no replacing another's
+                    out = str(Path(d) / f"e{i}-{t}.h5")
                     eng[tree].append(_child("--engine", which, out, tree=tree))
                 bare.append(_child("--bare", pkl, str(Path(d) / f"b{i}.h5")))
             for tree in trees:
