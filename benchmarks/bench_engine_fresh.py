@@ -194,7 +194,8 @@ def main() -> int:
             eng: dict[Path, list[dict]] = {tree: [] for tree in trees}
             bare = []
             for i in range(args.repeats):
-                for t, tree in enumerate(trees):  # a file of its own: no replacing another's
+                # the checkouts take turns to go first; each writes a file of its own
+                for t, tree in enumerate(trees if i % 2 == 0 else trees[::-1]):
                     out = str(Path(d) / f"e{i}-{t}.h5")
                     eng[tree].append(_child("--engine", which, out, tree=tree))
                 bare.append(_child("--bare", pkl, str(Path(d) / f"b{i}.h5")))
