@@ -288,11 +288,16 @@ class Rearrangements:
 def _transform_costs(shapes: ConvShapes, cands: Candidates, exchange_rate: float) -> Rearrangements:
     """Copy / exchange cycles and temporary bytes of the rearrangements (whole tensors of the
     IPU level spread over the tiles used)."""
+    # each distinct (op, groupings, tiles) once, spread back (ResNet-50: 1,700 of 26,000)
+    tiles = cands.pg * cands.pf * cands.pkh * cands.pi * cands.po
+    first, rows = reduction.distinct_index(cands.op, cands.ci, cands.co, cands.cg, tiles)
+    if len(first) < len(rows):
+        r = _transform_costs(shapes, _take(cands, first), exchange_rate)
+        return Rearrangements(*(getattr(r, n)[rows] for n in Rearrangements.__dataclass_fields__))
     op = cands.op
     rearrange_in, rearrange_w, rearrange_out, regroup_out, regroup_w = _transform_flags(
         shapes, cands
     )
-    tiles = cands.pg * cands.pf * cands.pkh * cands.pi * cands.po
     in_chans_padded = _cdiv(shapes.C[op], cands.ci) * cands.ci
     out_chans_padded = _cdiv(shapes.N[op], cands.co) * cands.co
     groups_padded = _cdiv(shapes.G[op], cands.cg) * cands.cg
@@ -461,29 +466,13 @@ def estimate(shapes: ConvShapes, cands: Candidates, target: Target) -> PlanCosts
     weight_exchange = np.ceil(weights_moved * elem_bytes / exchange_rate).astype(np.int64)
     depth = sizes.depth
     first = np.ceil(sizes.partials * partials_bytes / exchange_rate).astype(np.int64)
-    # the reduction's figures depend on the partials, the depth and the serial split alone:
-    # each distinct triple once (ResNet-50's 26,000 candidates: 1,300), then spread
-    (partials_at, depth_at, serial_at), rows = reduction.distinct_rows(
-        sizes.partials, depth, cands.si
+    reduce_exchange, reduce_cycles, reduce_temp = reduction.conv_reduce_estimates(
+        target, sizes.partials, depth, cands.si, elem_bytes, partials_bytes, exchange_rate
     )
-    outputs_at = _cdiv(partials_at, depth_at)
-    reduce_exchange = reduction.conv_reduce_exchange(
-        partials_at, depth_at, partials_bytes, exchange_rate
-    )[rows]
     reduce_exchange[:, 0] = first  # the planner counts the first stage whatever the depth
     partial = _partial_calc(target, shapes, cands, sizes, sizes.field)
     outputs = _cdiv(sizes.partials, depth)
-    reduce_cycles = reduction.conv_reduce(
-        target, outputs_at, depth_at, serial_at, elem_bytes, partials_bytes
-    )[0][rows]
-    # the rearrangements depend on the op, the vertex's groupings and the tiles used alone:
-    # each distinct five once (ResNet-50's 26,000 candidates: 1,700), then spread
-    tiles = cands.pg * cands.pf * cands.pkh * cands.pi * cands.po
-    first_of, rows_of = reduction.distinct_index(op, cands.ci, cands.co, cands.cg, tiles)
-    rearranged = _transform_costs(shapes, _take(cands, first_of), exchange_rate)
-    rearranged = Rearrangements(
-        *(getattr(rearranged, name)[rows_of] for name in Rearrangements.__dataclass_fields__)
-    )
+    rearranged = _transform_costs(shapes, cands, exchange_rate)
     # SLIC's padding (applyPadding): the zeros' exchange cycles, kernel at the exchange
     # rate, inputs at the inputs' rate
     tile_transform = np.ceil(sizes.kernel_zeros * elem_bytes / exchange_rate).astype(np.int64)
@@ -553,7 +542,6 @@ def estimate(shapes: ConvShapes, cands: Candidates, target: Target) -> PlanCosts
     input_bytes = sizes.inputs * elem_bytes
     conv_temp = np.where(once, 0, input_bytes) + sizes.weights * elem_bytes + tile_partials_bytes
     conv_temp = conv_temp + (sizes.kernel_zeros + sizes.input_zeros) * elem_bytes
-    reduce_temp = reduction.conv_reduce_temp_bytes(outputs_at, depth_at, partials_bytes)[rows]
     in_place = np.where(cands.si > 1, outputs * partials_bytes, 0)
     transform_temp = np.where(once, rearranged.other_temp, rearranged.temp)
     broadcast_bytes = np.where(once, rearranged.input_temp + input_bytes, 0)

@@ -119,9 +119,7 @@ def distinct_index(*cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def distinct_rows(*cols: np.ndarray) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
-    """The distinct rows of 1-D int columns of one length, and each row's index among them:
-    the planner's candidates repeat few rows of the figures its reduction estimates depend on
-    (ResNet-50's 26,000 candidates: 1,300 distinct partials, depths and serial splits)."""
+    """The distinct rows of 1-D int columns of one length, and each row's index among them."""
     first, inverse = distinct_index(*cols)
     return tuple(column[first] for column in cols), inverse
 
@@ -260,6 +258,28 @@ def conv_reduce(
         )
         outs[:, 0] = np.where(cast, out_size, outs[:, 0])
     return cycles, outs, depths
+
+
+def conv_reduce_estimates(
+    target: Target,
+    partials_per_tile: np.ndarray,
+    depth: np.ndarray,
+    in_serial: np.ndarray,
+    out_bytes: int,
+    partials_bytes: int,
+    exchange_rate: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The planner's reduction figures of each candidate: ``conv_reduce_exchange``, the
+    cycles of ``conv_reduce`` (over the outputs the depth leaves) and
+    ``conv_reduce_temp_bytes``, which depend on the partials, the depth and the serial split
+    alone: each distinct triple once (ResNet-50's 26,000 candidates: 1,300), then spread."""
+    (partials, depth, in_serial), rows = distinct_rows(partials_per_tile, depth, in_serial)
+    outputs = _cdiv(partials, depth)
+    return (
+        conv_reduce_exchange(partials, depth, partials_bytes, exchange_rate)[rows],
+        conv_reduce(target, outputs, depth, in_serial, out_bytes, partials_bytes)[0][rows],
+        conv_reduce_temp_bytes(outputs, depth, partials_bytes)[rows],
+    )
 
 
 def conv_reduce_exchange(
