@@ -128,6 +128,20 @@ def test_pair_key_is_equal_for_equal_pairs_only(a, b):
             assert (key[i] == key[j]) == (a[i] == a[j] and b[i] == b[j])
 
 
+def test_reduce_estimates_of_distinct_rows_spread_to_every_row():
+    """The planner's reduction figures computed once per distinct (partials, depth, serial
+    split) are those of every row computed on its own."""
+    rng = np.random.default_rng(7)
+    partials = rng.choice([1, 64, 4096, 100_000], 500).astype(np.int64)
+    depth = rng.choice([1, 2, 3, 16, 97], 500).astype(np.int64)
+    serial = rng.choice([1, 2, 8], 500).astype(np.int64)
+    exchange, cycles, temp = red.conv_reduce_estimates(MK2, partials, depth, serial, 2, 4, 4.0)
+    outputs = -(-partials // depth)
+    assert np.array_equal(exchange, red.conv_reduce_exchange(partials, depth, 4, 4.0))
+    assert np.array_equal(cycles, red.conv_reduce(MK2, outputs, depth, serial, 2, 4)[0])
+    assert np.array_equal(temp, red.conv_reduce_temp_bytes(outputs, depth, 4))
+
+
 @pytest.fixture(scope="module")
 def walkthrough_small():
     cfg = dict(model="resnet101", image_size=64, micro_batch_size=16, precision="16.16")
