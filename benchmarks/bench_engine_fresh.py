@@ -4,6 +4,7 @@ bare write of ``bench_engine_scaling.py``: the writer's codec, no checksums, no 
 Prints figures; asserts nothing.
 
     python benchmarks/bench_engine_fresh.py [--repeats 5] [--configs walkthrough4,bert16,pod64]
+    (any walkthrough step: walkthrough1 .. walkthrough6)
 
 CPU is the whole process's (user + system from ``getrusage``, interpreter start-up and every
 thread included); the bare writer's unpickling of the arrays it is handed is measured and taken
@@ -46,13 +47,17 @@ def _config(which: str):
 
     from engine.config import RunConfig
 
-    if which == "walkthrough4":
-        return RunConfig.from_toml(ROOT / "assets/runs/walkthrough/4-device-iterations.toml")
+    if which.startswith("walkthrough") and which[11:].isdigit():  # walkthrough1 .. walkthrough6
+        steps = sorted((ROOT / "assets/runs/walkthrough").glob(f"{which[11:]}-*.toml"))
+        if steps:
+            return RunConfig.from_toml(steps[0])
     if which == "bert16":
         return scaling._bert(16)
     if which == "pod64":
         return RunConfig.from_toml(ROOT / "assets/runs/resnet50-bow-pod64.toml")
-    raise SystemExit(f"unknown configuration {which!r}: one of {', '.join(CONFIGS)}")
+    raise SystemExit(
+        f"unknown configuration {which!r}: one of {', '.join(CONFIGS)} or walkthrough1 .. 6"
+    )
 
 
 def one_engine(which: str, out: str) -> dict:
