@@ -304,3 +304,24 @@ def test_an_oom_profile_hands_its_per_tile_cycles_over_as_runs(wt32):
     dense = np.zeros((len(leaf), wt32.tiles_per_ipu), np.int32)
     dense[rows] = wt32.tile_cycles(leaf[rows])
     np.testing.assert_array_equal(np.asarray(tc), dense)
+
+
+def test_a_fresh_run_never_imports_numpy_ma(tmp_path):
+    """Walkthrough step 4 (pipelined over two IPUs, device iterations, PopTorch's host streams)
+    compiled, executed and written in a fresh process: numpy.ma, which ``np.unique``'s hash
+    path imports and the run does not otherwise need, stays unimported."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    toml = Path(__file__).resolve().parents[1] / "assets/runs/walkthrough/4-device-iterations.toml"
+    code = (
+        "import sys, engine\n"
+        "from engine.config import RunConfig\n"
+        f"cfg = RunConfig.from_toml({str(toml)!r})\n"
+        f"engine.simulate_to_file(cfg, {str(tmp_path / 'run.h5')!r})\n"
+        "print('numpy.ma' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "False", done.stdout + done.stderr[-2000:]

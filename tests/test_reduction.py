@@ -82,6 +82,66 @@ def test_batch_norm_statistics_spread_over_stages():
     assert r3["tiles"][0, 1] == 0 and r3["tiles"][0, 3] > 0
 
 
+@pytest.mark.parametrize(
+    "depths",
+    [
+        [],
+        [7],
+        [0, 1, 1, 0, 3, 3, 3, 65535],
+        list(range(40, 0, -3)) * 5,
+        [-2, 5, 5, 1],  # a negative value: the sort's path
+        [1, 1 << 16, 3],  # beyond the counted range: the sort's path
+    ],
+)
+def test_distinct_depths_match_numpy_unique(depths):
+    """The planner's distinct reduction depths (a count of each small value): the same values,
+    inverse and dtypes as ``np.unique(return_inverse=True)``, and the same stage table."""
+    a = np.asarray(depths, np.int64)
+    uniq, inv = red._distinct_small(a)
+    want_uniq, want_inv = np.unique(a, return_inverse=True)
+    assert uniq.dtype == want_uniq.dtype and inv.dtype == want_inv.dtype
+    assert np.array_equal(uniq, want_uniq) and np.array_equal(inv, want_inv)
+    assert np.array_equal(uniq[inv], a)
+    if len(a) and a.min() >= 0:
+        table = red.stage_depths(a)
+        for row, d in zip(table, a.tolist(), strict=True):
+            assert np.array_equal(row, red.stage_depths([d])[0])
+
+
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        ([3, 3, 0, 7, 3], [2, 2, 0, 1, 5]),
+        ([], []),
+        ([-1, 4, -1], [2, 2, 2]),  # a negative value: the sort's path
+        ([1 << 40, 1 << 40, 5], [1 << 30, 1 << 30, 5]),  # a product beyond int64: the sort's path
+    ],
+)
+def test_pair_key_is_equal_for_equal_pairs_only(a, b):
+    """The key the planner groups its candidates' repeated rows by (AMP fields and row widths,
+    reduction outputs, depths and serial splits)."""
+    a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
+    key = red.pair_key(a, b)
+    assert key.shape == a.shape and key.dtype == np.int64
+    for i in range(len(a)):
+        for j in range(len(a)):
+            assert (key[i] == key[j]) == (a[i] == a[j] and b[i] == b[j])
+
+
+def test_reduce_estimates_of_distinct_rows_spread_to_every_row():
+    """The planner's reduction figures computed once per distinct (partials, depth, serial
+    split) are those of every row computed on its own."""
+    rng = np.random.default_rng(7)
+    partials = rng.choice([1, 64, 4096, 100_000], 500).astype(np.int64)
+    depth = rng.choice([1, 2, 3, 16, 97], 500).astype(np.int64)
+    serial = rng.choice([1, 2, 8], 500).astype(np.int64)
+    exchange, cycles, temp = red.conv_reduce_estimates(MK2, partials, depth, serial, 2, 4, 4.0)
+    outputs = -(-partials // depth)
+    assert np.array_equal(exchange, red.conv_reduce_exchange(partials, depth, 4, 4.0))
+    assert np.array_equal(cycles, red.conv_reduce(MK2, outputs, depth, serial, 2, 4)[0])
+    assert np.array_equal(temp, red.conv_reduce_temp_bytes(outputs, depth, 4))
+
+
 @pytest.fixture(scope="module")
 def walkthrough_small():
     cfg = dict(model="resnet101", image_size=64, micro_batch_size=16, precision="16.16")

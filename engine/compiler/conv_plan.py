@@ -288,11 +288,16 @@ class Rearrangements:
 def _transform_costs(shapes: ConvShapes, cands: Candidates, exchange_rate: float) -> Rearrangements:
     """Copy / exchange cycles and temporary bytes of the rearrangements (whole tensors of the
     IPU level spread over the tiles used)."""
+    # each distinct (op, groupings, tiles) once, spread back (ResNet-50: 1,700 of 26,000)
+    tiles = cands.pg * cands.pf * cands.pkh * cands.pi * cands.po
+    first, rows = reduction.distinct_index(cands.op, cands.ci, cands.co, cands.cg, tiles)
+    if len(first) < len(rows):
+        r = _transform_costs(shapes, _take(cands, first), exchange_rate)
+        return Rearrangements(*(getattr(r, n)[rows] for n in Rearrangements.__dataclass_fields__))
     op = cands.op
     rearrange_in, rearrange_w, rearrange_out, regroup_out, regroup_w = _transform_flags(
         shapes, cands
     )
-    tiles = cands.pg * cands.pf * cands.pkh * cands.pi * cands.po
     in_chans_padded = _cdiv(shapes.C[op], cands.ci) * cands.ci
     out_chans_padded = _cdiv(shapes.N[op], cands.co) * cands.co
     groups_padded = _cdiv(shapes.G[op], cands.cg) * cands.cg
@@ -461,15 +466,12 @@ def estimate(shapes: ConvShapes, cands: Candidates, target: Target) -> PlanCosts
     weight_exchange = np.ceil(weights_moved * elem_bytes / exchange_rate).astype(np.int64)
     depth = sizes.depth
     first = np.ceil(sizes.partials * partials_bytes / exchange_rate).astype(np.int64)
-    reduce_exchange = reduction.conv_reduce_exchange(
-        sizes.partials, depth, partials_bytes, exchange_rate
+    reduce_exchange, reduce_cycles, reduce_temp = reduction.conv_reduce_estimates(
+        target, sizes.partials, depth, cands.si, elem_bytes, partials_bytes, exchange_rate
     )
     reduce_exchange[:, 0] = first  # the planner counts the first stage whatever the depth
     partial = _partial_calc(target, shapes, cands, sizes, sizes.field)
     outputs = _cdiv(sizes.partials, depth)
-    reduce_cycles, _, _ = reduction.conv_reduce(
-        target, outputs, depth, cands.si, elem_bytes, partials_bytes
-    )
     rearranged = _transform_costs(shapes, cands, exchange_rate)
     # SLIC's padding (applyPadding): the zeros' exchange cycles, kernel at the exchange
     # rate, inputs at the inputs' rate
@@ -540,7 +542,6 @@ def estimate(shapes: ConvShapes, cands: Candidates, target: Target) -> PlanCosts
     input_bytes = sizes.inputs * elem_bytes
     conv_temp = np.where(once, 0, input_bytes) + sizes.weights * elem_bytes + tile_partials_bytes
     conv_temp = conv_temp + (sizes.kernel_zeros + sizes.input_zeros) * elem_bytes
-    reduce_temp = reduction.conv_reduce_temp_bytes(outputs, depth, partials_bytes)
     in_place = np.where(cands.si > 1, outputs * partials_bytes, 0)
     transform_temp = np.where(once, rearranged.other_temp, rearranged.temp)
     broadcast_bytes = np.where(once, rearranged.input_temp + input_bytes, 0)

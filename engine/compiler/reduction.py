@@ -94,12 +94,54 @@ def multi_stage_reduce_plan(depth: int, enable_multi_stage: bool = True) -> tupl
     return _plan_and_cost(int(depth), num_reduce_stages(int(depth), enable_multi_stage))[0]
 
 
+def pair_key(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """One int64 per (a, b) pair, equal for equal pairs only (a and b non-negative ints, within
+    range; otherwise ``(a, b)``'s row number among the distinct pairs, by a sort)."""
+    if not a.size:
+        return np.zeros(a.shape, np.int64)
+    a_max, b_max = int(a.max()), int(b.max())
+    if min(int(a.min()), int(b.min())) >= 0 and (a_max + 1) * (b_max + 1) < 1 << 62:
+        return a * (b_max + 1) + b
+    return np.unique(np.stack([a.ravel(), b.ravel()], axis=1), axis=0, return_inverse=True)[
+        1
+    ].reshape(a.shape)
+
+
+def distinct_index(*cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For 1-D int columns of one length: the index of the first of each distinct row, and
+    each row's index among the distinct rows (in ``pair_key`` order)."""
+    key = cols[0]
+    for column in cols[1:]:
+        key = pair_key(key, column)
+    # (return_index keeps np.unique on its sort path, which does not import numpy.ma)
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    return first, inverse.ravel()
+
+
+def distinct_rows(*cols: np.ndarray) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+    """The distinct rows of 1-D int columns of one length, and each row's index among them."""
+    first, inverse = distinct_index(*cols)
+    return tuple(column[first] for column in cols), inverse
+
+
+def _distinct_small(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(a, return_inverse=True)`` of a 1-D int64 array; for values in a small
+    non-negative range by a count of each value instead of a sort (the planner's candidates'
+    reduction depths: tens of thousands of rows, tens of distinct depths)."""
+    if not len(a) or a.min() < 0 or a.max() >= 1 << 16:
+        return np.unique(a, return_inverse=True)
+    uniq = np.flatnonzero(np.bincount(a))
+    index = np.zeros(int(uniq[-1]) + 1, np.int64)
+    index[uniq] = np.arange(len(uniq))
+    return uniq, index[a]
+
+
 def stage_depths(depth: ArrayLike) -> np.ndarray:
     """Per reduction (rows) the depth each of up to three stages reduces (0: no stage), as
     ``estimateConvReduceCycles`` walks the plan: ``ceil(remaining / d)`` per intermediate
     depth ``d``, then the rest."""
     depth = np.asarray(depth, np.int64).ravel()
-    uniq, inv = np.unique(depth, return_inverse=True)
+    uniq, inv = _distinct_small(depth)
     table = np.zeros((len(uniq), MAX_STAGES), np.int64)
     for row, total in enumerate(uniq.tolist()):
         if total <= 1:
@@ -216,6 +258,28 @@ def conv_reduce(
         )
         outs[:, 0] = np.where(cast, out_size, outs[:, 0])
     return cycles, outs, depths
+
+
+def conv_reduce_estimates(
+    target: Target,
+    partials_per_tile: np.ndarray,
+    depth: np.ndarray,
+    in_serial: np.ndarray,
+    out_bytes: int,
+    partials_bytes: int,
+    exchange_rate: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The planner's reduction figures of each candidate: ``conv_reduce_exchange``, the
+    cycles of ``conv_reduce`` (over the outputs the depth leaves) and
+    ``conv_reduce_temp_bytes``, which depend on the partials, the depth and the serial split
+    alone: each distinct triple once (ResNet-50's 26,000 candidates: 1,300), then spread."""
+    (partials, depth, in_serial), rows = distinct_rows(partials_per_tile, depth, in_serial)
+    outputs = _cdiv(partials, depth)
+    return (
+        conv_reduce_exchange(partials, depth, partials_bytes, exchange_rate)[rows],
+        conv_reduce(target, outputs, depth, in_serial, out_bytes, partials_bytes)[0][rows],
+        conv_reduce_temp_bytes(outputs, depth, partials_bytes)[rows],
+    )
 
 
 def conv_reduce_exchange(

@@ -461,7 +461,7 @@ def _stream_instances(
         (copied_in, transfer_t.to_device_sync, ORDER_TO_DEVICE_SYNC, FRAG_TO_DEVICE_SYNC),
         (copied_out, transfer_t.to_host_sync, ORDER_TO_HOST_SYNC, FRAG_TO_HOST_SYNC),
     ):
-        rows = np.unique(a_row[copied])
+        rows = np.unique(a_row[copied], return_index=True)[0]  # (the hash path imports numpy.ma)
         if not syncs or not len(rows):
             continue
         inst.add(
@@ -582,7 +582,7 @@ def call_instances(
         is_out = np.isin(full["tmpl"], np.array(transfer_t.output))
         keep = ~is_out | ((full["iter"] + 1) % n == 0)
         if transfer_t.to_host_sync:  # a ToHostStream fragment only where outputs are copied
-            kept_rows = np.unique(full["row"][is_out & keep])
+            kept_rows = np.unique(full["row"][is_out & keep], return_index=True)[0]
             opens = np.isin(full["tmpl"], np.array(transfer_t.to_host_sync))
             keep &= ~opens | np.isin(full["row"], kept_rows)
         full = {k: v[keep] for k, v in full.items()}
