@@ -59,10 +59,28 @@ def _cycle_collection_between_tests():
 HANG_SECONDS = int(os.environ.get("HANG_TEST_SECONDS", "420"))
 
 
+def _byte_compile_the_project() -> None:
+    """Write the project's bytecode once, before the tests start their processes. This machine
+    (and CI) runs with PYTHONDONTWRITEBYTECODE=1, so an editable install is never cached: every
+    ``analyse`` a test starts, every xdist and Dask worker compiled the modules it imports from
+    source again (0.05-0.1 s of CPU an ``analyse summary``: 0.64-0.68 s against 0.52-0.59 s with
+    the bytecode written). ``compileall`` writes it whatever that variable says, and Python still
+    reads it; a source file changed later is compiled again as usual (its timestamp differs)."""
+    import compileall
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    for package in ("analyser", "engine", "profiles"):
+        compileall.compile_dir(root / package, quiet=2)
+
+
 def pytest_configure(config):
     import faulthandler
     import gc
     import sys
+
+    if not hasattr(config, "workerinput"):  # the controller (or a run without xdist) only
+        _byte_compile_the_project()
 
     gc.disable()  # before any session fixture starts a thread (see _cycle_collection_between_tests)
 
