@@ -351,13 +351,30 @@ class SimulationService:
             return self._client
 
     def _connect(self):
+        if self.scheduler:
+            import distributed  # noqa: F401 (its loggers, quietened below)
+
+            if _QUIET_LOGS:
+                _quiet_now()
+            return self._connect_remote()
+        from analyser.sim.service import processes
+
+        # the workers' fork server first (it must start from the Ctrl-C-ignoring executable):
+        # it imports distributed and the engine on another core while this process imports
+        # distributed and starts the scheduler
+        _workers_ignore_sigint()
+        processes.start_server()
+        try:
+            return self._connect_embedded()
+        finally:
+            processes.stop_server()  # the cluster's WorkerProcesses holds it from here on
+
+    def _connect_embedded(self):
         import dask
         from distributed import Client, LocalCluster
 
         if _QUIET_LOGS:
             _quiet_now()
-        if self.scheduler:
-            return self._connect_remote()
         n = self.workers or available_cores()
         per_worker = _memory_per_worker(n)
         if self.memory_limit is None:
@@ -367,7 +384,6 @@ class SimulationService:
         from analyser._sigint import sigint_deferred
 
         self.security = _embedded_security()
-        _workers_ignore_sigint()
         config = {
             "distributed.scheduler.allowed-failures": 0,
             "distributed.scheduler.worker-saturation": 1.0,
