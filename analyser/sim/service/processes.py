@@ -63,13 +63,23 @@ PRELOAD = [
     "engine.simulation",
     "engine.compiler",
     "engine.execute",
+    "engine.execute.adapter",
     "engine.models",
     "engine.host",
+    "engine.host.frameworks",
+    "engine.host.profile",
+    "engine.config_checks",
+    "engine.profile_data",
+    "engine.resources",
+    "engine.targets",
     "analyser.core.analysis",
     "profiles.writer",
     "profiles.reader",
     "h5py",
     "hdf5plugin",
+    "numpy.ma",
+    # last: the worker's warm-up simulation, once in the server (with everything above loaded)
+    "analyser.sim.service.warm",
 ]
 
 

@@ -410,11 +410,7 @@ class SimulationService:
 
         # Ctrl-C while the cluster starts is held back until it is up, then raised here
         with sigint_deferred(), dask.config.set(config):
-            # the workers first, without nannies: they import what they need while the
-            # scheduler starts here, then get its address
-            self._workers = WorkerProcesses(
-                self.security, n, per_worker, config, preload=["analyser.sim.service.worker"]
-            )
+            client = None
             try:
                 self._cluster = LocalCluster(
                     n_workers=0,
@@ -431,9 +427,19 @@ class SimulationService:
                     scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
                     silence_logs=logging.CRITICAL,
                 )
+                client = Client(self._cluster, set_as_default=False)
+                # the workers last, without nannies: their fork server has imported what they
+                # need while the scheduler and the client started (forking a worker waits for
+                # it), and each gets the scheduler's address at once
+                self._workers = WorkerProcesses(
+                    self.security, n, per_worker, config, preload=["analyser.sim.service.worker"]
+                )
                 self._workers.connect(self._cluster.scheduler_address)
-                return Client(self._cluster, set_as_default=False)
+                return client
             except BaseException:
+                if client is not None:
+                    with contextlib.suppress(Exception):
+                        client.close(timeout=10)
                 self._close_embedded()
                 raise
 
