@@ -34,6 +34,7 @@ import atexit
 import contextlib
 import io
 import os
+import signal
 import threading
 import time
 from multiprocessing import context as mp_context
@@ -114,6 +115,14 @@ class _Server:
             if cls.users > 0 or cls.server is None:
                 return
             server, cls.server = cls.server, None
+        # ended by SIGTERM (no handler: at once) rather than by closing its pipe alone, on
+        # which it exits like any Python program, finalising everything it imported: about
+        # 0.3 s of CPU and wall at the end of every tune. It holds nothing to clean up: its
+        # workers have ended, and _stop() removes its socket and reaps it.
+        pid = server._forkserver_pid
+        if pid is not None:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGTERM)
         with contextlib.suppress(Exception):
             server._stop()
 
