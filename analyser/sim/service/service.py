@@ -17,7 +17,7 @@ figures under this one's key).
 Who may talk to it: a Dask scheduler and its workers run any function a connected client
 sends, and loopback does not check who connects. The embedded cluster therefore gets a fresh
 TLS key and self-signed certificate per run (:func:`_embedded_security`, kept in memory and
-handed to the worker processes it spawns) and requires them of every peer (mutual TLS,
+handed to the worker processes it starts) and requires them of every peer (mutual TLS,
 encryption required), so only this process's client and its own workers get in. For a
 cluster of the user's own, its security settings pass through: ``security=`` (the CLI's
 ``--tls-ca-file`` / ``--tls-cert`` / ``--tls-key``, :func:`tls_security`), else Dask's own
@@ -824,8 +824,10 @@ def _workers_ignore_sigint() -> None:
     importing Python when it arrives died with a KeyboardInterrupt traceback of its own. A
     signal ignored when a program starts stays ignored (and Python then installs no
     KeyboardInterrupt handler), so the spawn executable becomes a two-line shell wrapper that
-    ignores SIGINT and runs this Python. This process keeps its own Ctrl-C: it cancels the work
-    and closes the cluster, and the workers end with it. POSIX only."""
+    ignores SIGINT and runs this Python. The workers' fork server starts from it too, and the
+    workers it forks keep the ignored SIGINT (multiprocessing's server hands them the handlers
+    it started with). This process keeps its own Ctrl-C: it cancels the work and closes the
+    cluster, and the workers end with it. POSIX only."""
     import multiprocessing.spawn as mp_spawn
     import shlex
     import shutil
