@@ -219,11 +219,7 @@ def _run_locked(args, out: Path, start, space) -> int:
                 f"{args.budget}{half}; raise --budget or use --strategy guided."
             )
 
-    writers = _import_writers()
-    try:
-        result = _search(args, space, service, tune)
-    finally:
-        writers.join()
+    result = _search(args, space, service, tune)
     from analyser.reports.tune import write_tune_report
     from analyser.sim.tune.results import REPORT, record_written
     from profiles.atomic import deferred_signals
@@ -247,33 +243,6 @@ def _run_locked(args, out: Path, start, space) -> int:
         )
         return result.exit_code or 130
     return 0
-
-
-#: Packages the results table and the report are written with (third-party ones only: none
-#: of them imports this project, distributed or dask, which the search imports meanwhile).
-WRITER_PACKAGES = ("pandas", "pyarrow.parquet", "plotly.io", "_plotly_utils.utils")
-
-
-def _import_writers():
-    """Import :data:`WRITER_PACKAGES` in a thread while the search runs (about 0.3 s of CPU):
-    this process mostly waits then, for its cluster's fork server to start the workers and
-    for their answers, and a core is often free, where after the last answer the imports
-    held up the end of the tune. The caller joins the thread before writing, so no two
-    threads import the same package at once. A package that fails to import is left for
-    the writer to import (and report)."""
-    import importlib
-    import threading
-
-    def run() -> None:
-        for name in WRITER_PACKAGES:
-            try:
-                importlib.import_module(name)
-            except Exception:  # the writer imports it again and says what is wrong
-                return
-
-    thread = threading.Thread(target=run, name="tune-writer-imports", daemon=True)
-    thread.start()
-    return thread
 
 
 def _search(args, space, service, tune):
