@@ -220,8 +220,9 @@ def test_no_orphan_workers_after_the_cli_is_killed(tmp_path):
     try:
 
         def worker_started() -> bool:
+            # a process forked by the workers' fork server (a child of a child)
             return any(
-                "spawn_main" in " ".join(c.cmdline())
+                "forkserver" in " ".join(c.cmdline()) and c.ppid() != proc.pid
                 for c in parent.children(True)
                 if c.is_running()
             )

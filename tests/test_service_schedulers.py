@@ -83,7 +83,9 @@ def test_a_server_that_is_not_a_scheduler_is_one_sentence(
 def test_a_worker_address_is_not_a_scheduler(sim_cluster, tmp_path, capsys, own_service):
     from analyser.sim.service import ServiceError, SimulationService
 
-    worker = next(iter(sim_cluster.client().scheduler_info()["workers"]))
+    client = sim_cluster.client()
+    client.wait_for_workers(1, timeout=60)  # they join once forked, after the client is up
+    worker = next(iter(client.scheduler_info()["workers"]))
     svc = SimulationService(scheduler=worker, cache_dir=tmp_path, security=sim_cluster.security)
     with pytest.raises(ServiceError, match="not a scheduler") as info:
         svc.client()

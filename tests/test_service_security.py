@@ -100,6 +100,7 @@ def test_other_processes_cannot_run_code_in_the_embedded_cluster(sim_cluster, tm
     """A plain client, a TLS client without our certificate and one with its own certificate,
     at the scheduler and at every worker: nothing runs."""
     client = sim_cluster.client()
+    client.wait_for_workers(2, timeout=60)  # they join once forked, after the client is up
     scheduler = sim_cluster._cluster.scheduler_address
     workers = client.scheduler_info()["workers"]
     # no nanny listens beside a worker (a nanny runs functions too: its "run" handler)

@@ -1,5 +1,6 @@
-"""The tune report's static design-space chart (the ``<noscript>`` copy of the interactive one):
-written as SVG from the chart's arrays, without matplotlib."""
+"""The tune report's design-space charts: the static one (the ``<noscript>`` copy of the
+interactive one), written as SVG from the chart's arrays without matplotlib, and the interactive
+one, a plotly figure written without plotly's graph objects."""
 
 from __future__ import annotations
 
@@ -91,3 +92,66 @@ def test_chart_does_not_import_matplotlib():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def _graph_objects_figure(table: TuneTable) -> dict:
+    """The interactive chart as plotly's graph objects build it: the figure dict validated by
+    ``go.Figure`` (every key one plotly knows, every value as plotly normalises it) in the
+    report's template."""
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    from analyser.reports.interactive import TEMPLATE, design_space_figure
+
+    fig = design_space_figure(table)
+    built = go.Figure(fig)
+    assert built.layout.template == pio.templates[TEMPLATE]
+    return built.to_dict()
+
+
+def test_interactive_chart_is_the_graph_objects_figure():
+    """The interactive design space is written as a figure dict without plotly's graph objects;
+    validated by them it is unchanged (nothing dropped, renamed or normalised), for the usual
+    table, one with only out-of-memory rows, one point, and one drawn with WebGL."""
+    from _plotly_utils.utils import convert_to_base64
+
+    from analyser.reports.interactive import design_space_figure
+    from analyser.reports.tune import VECTOR_POINTS
+
+    tables = [
+        _table(),
+        _table(n_ok=0, n_oom=4, infeasible=0),
+        _table(n_ok=1, n_oom=0, infeasible=0),
+        _table(n_ok=VECTOR_POINTS, n_oom=5, infeasible=10),
+    ]
+    for table in tables:
+        fig = design_space_figure(table)
+        convert_to_base64(fig)
+        assert fig == _graph_objects_figure(table)
+    big = design_space_figure(tables[-1])
+    assert {t["type"] for t in big["data"]} == {"scattergl", "scatter"}  # the marks, the rest
+    usual = design_space_figure(tables[0])
+    names = [t["name"] for t in usual["data"]]
+    assert names == [
+        "fits, breaks a constraint",
+        "fits",
+        "out of memory (no execution)",
+        "Pareto front (throughput vs headroom)",
+        "start",
+        "best",
+    ]
+    assert [len(t["x"]) for t in usual["data"]] == [2, 3, 3, 1, 1, 1]
+    assert usual["layout"]["shapes"][0]["x0"] == 624.0  # the tile's SRAM
+
+
+def test_interactive_chart_builds_no_graph_object():
+    """Writing the interactive chart loads neither plotly's figure class nor a validator (what
+    building the figure cost); plotly's HTML writer, a few modules, is all it imports."""
+    code = (
+        "import sys; from tests.test_tune_chart import _table;"
+        "from analyser.reports.interactive import design_space; html = design_space(_table());"
+        "print('Plotly.newPlot' in html, 'plotly.graph_objs._figure' in sys.modules,"
+        " any(m.startswith('plotly.validators') for m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True False False"

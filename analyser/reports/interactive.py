@@ -585,17 +585,33 @@ def comparison_charts(analyses: list, data: dict[str, Any] | None = None) -> dic
 
 
 # -- a tune's design space ---------------------------------------------------------------------------
-def design_space(table: Any) -> str:
-    """A tune's design space (``analyse report TUNE-DIR``): throughput against the fullest tile
-    for every simulated configuration, out-of-memory ones on the axis, the Pareto front, the
-    start and the best; hover: the configuration's options and figures. plotly.js is inlined in
-    the chart (the tune report's only one), and the static chart follows in a ``<noscript>``
-    for a viewer that runs no scripts."""
+def _template_json(name: str = TEMPLATE) -> dict[str, Any]:
+    """Plotly's template ``name`` as a figure carries it (``layout.template``), read from the
+    plotly package's own file of it: what ``plotly.io.templates[name]`` loads and serialises
+    again, without importing plotly's figure classes and validators."""
+    import importlib.util
+    import json
+    import os
+
+    spec = importlib.util.find_spec("plotly")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("plotly is not installed")
+    path = os.path.join(
+        spec.submodule_search_locations[0], "package_data", "templates", f"{name}.json"
+    )
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def design_space_figure(table: Any) -> dict[str, Any]:
+    """The design-space chart of :func:`design_space` as a plotly figure dict (``data`` and
+    ``layout``), written as plotly's ``Figure.to_plotly_json()`` gives it for the figure the
+    graph objects would build (tests/test_tune_chart.py builds that figure and compares), but
+    without them: building and validating it with plotly's graph objects took about 0.2 s of
+    CPU of a tune, the chart's whole cost."""
     import json
 
-    import plotly.graph_objects as go
-
-    from analyser.reports.tune import VECTOR_POINTS, design_space_chart, design_space_points
+    from analyser.reports.tune import VECTOR_POINTS, design_space_points
 
     p = design_space_points(table)
     df = table.frame.set_index("id", drop=False)
@@ -622,7 +638,7 @@ def design_space(table: Any) -> str:
 
     text = np.array([hover(int(i)) for i in p["id"]], dtype=object)
     y = np.where(np.isfinite(p["throughput"]), p["throughput"], 0.0)
-    fig = _figure()
+    data: list[dict[str, Any]] = []
     ok = ~p["oom"]
     for sel, name, colour, symbol in (
         (ok & ~p["feasible"], "fits, breaks a constraint", "#bab0ac", "circle"),
@@ -630,33 +646,34 @@ def design_space(table: Any) -> str:
         (p["oom"], "out of memory (no execution)", "#c62828", "x"),
     ):
         if sel.any():
-            # SVG markers (hover works everywhere); WebGL beyond VECTOR_POINTS configurations
-            scatter = go.Scattergl if len(p["id"]) > VECTOR_POINTS else go.Scatter
-            fig.add_trace(
-                scatter(
-                    x=p["tile_kib"][sel],
-                    y=y[sel],
-                    mode="markers",
-                    name=name,
-                    marker={"color": colour, "size": 8, "symbol": symbol},
-                    text=text[sel],
-                    hovertemplate="%{text}<extra></extra>",
-                )
+            data.append(
+                {
+                    "hovertemplate": "%{text}<extra></extra>",
+                    "marker": {"color": colour, "size": 8, "symbol": symbol},
+                    "mode": "markers",
+                    "name": name,
+                    "text": text[sel].tolist(),
+                    "x": p["tile_kib"][sel],
+                    "y": y[sel],
+                    # SVG markers (hover works everywhere); WebGL beyond VECTOR_POINTS
+                    "type": "scattergl" if len(p["id"]) > VECTOR_POINTS else "scatter",
+                }
             )
     front = p["pareto"]
     if front.any():
         order = np.argsort(p["tile_kib"][front])
-        fig.add_trace(
-            go.Scatter(
-                x=p["tile_kib"][front][order],
-                y=y[front][order],
-                mode="lines+markers",
-                name="Pareto front (throughput vs headroom)",
-                line={"color": "#f28e2b", "width": 2},
-                marker={"size": 9},
-                text=text[front][order],
-                hovertemplate="%{text}<extra>Pareto front</extra>",
-            )
+        data.append(
+            {
+                "hovertemplate": "%{text}<extra>Pareto front</extra>",
+                "line": {"color": "#f28e2b", "width": 2},
+                "marker": {"size": 9},
+                "mode": "lines+markers",
+                "name": "Pareto front (throughput vs headroom)",
+                "text": text[front][order].tolist(),
+                "x": p["tile_kib"][front][order],
+                "y": y[front][order],
+                "type": "scatter",
+            }
         )
     for rid, label, colour in (
         (meta.get("start_id"), "start", "#333333"),
@@ -665,43 +682,100 @@ def design_space(table: Any) -> str:
         hit = np.flatnonzero(p["id"] == rid) if rid is not None else np.empty(0, np.intp)
         if len(hit):
             i = int(hit[0])
-            fig.add_trace(
-                go.Scatter(
-                    x=[p["tile_kib"][i]],
-                    y=[y[i]],
-                    mode="markers+text",
-                    name=label,
-                    marker={
-                        "size": 18,
+            data.append(
+                {
+                    "customdata": [text[i]],
+                    "hovertemplate": "%{customdata}<extra>" + label + "</extra>",
+                    "marker": {
                         "color": "rgba(0,0,0,0)",
                         "line": {"color": colour, "width": 2},
+                        "size": 18,
                     },
-                    text=[label],
-                    textposition="top right",
-                    textfont={"color": colour, "size": FONT_SIZE},
-                    customdata=[text[i]],
-                    hovertemplate="%{customdata}<extra>" + label + "</extra>",
-                )
+                    "mode": "markers+text",
+                    "name": label,
+                    "text": [label],
+                    "textfont": {"color": colour, "size": FONT_SIZE},
+                    "textposition": "top right",
+                    "x": [float(p["tile_kib"][i])],
+                    "y": [float(y[i])],
+                    "type": "scatter",
+                }
             )
+    layout: dict[str, Any] = {"template": _template_json()}
     sram = float(p["sram_kib"][0])
     if np.isfinite(sram):
-        fig.add_vline(
-            x=sram,
-            line={"color": "#c62828", "dash": "dash", "width": 1},
-            annotation_text="tile SRAM",
-            annotation_font={"color": "#c62828"},
-        )
-    _layout(fig, title="", height=520, hovermode="closest")
-    fig.update_layout(margin={"t": 20})
-    fig.update_xaxes(title_text="fullest tile (KiB)")
+        # what Figure.add_vline(x=sram, annotation_text=...) adds: a line over the plot's
+        # height and its label at the top right of it
+        layout["shapes"] = [
+            {
+                "line": {"color": "#c62828", "dash": "dash", "width": 1},
+                "type": "line",
+                "x0": sram,
+                "x1": sram,
+                "xref": "x",
+                "y0": 0,
+                "y1": 1,
+                "yref": "y domain",
+            }
+        ]
+        layout["annotations"] = [
+            {
+                "font": {"color": "#c62828"},
+                "showarrow": False,
+                "text": "tile SRAM",
+                "x": sram,
+                "xanchor": "left",
+                "xref": "x",
+                "y": 1,
+                "yanchor": "top",
+                "yref": "y domain",
+            }
+        ]
     top = float(np.nanmax(y)) if len(y) and np.nanmax(y) > 0 else 1.0
-    # below zero too: the out-of-memory crosses on the axis are drawn whole
-    fig.update_yaxes(title_text="throughput (samples/s)", range=[-0.05 * top, 1.1 * top])
-    div = fig.to_html(
+    axis = {"tickfont": {"size": TICK_SIZE}, "separatethousands": True}
+    layout.update(
+        {
+            # _layout's, with the top margin of this chart (no title)
+            "title": {"font": {"size": FONT_SIZE + 2}, "text": "", "x": 0, "xanchor": "left"},
+            "font": {"family": _FONT, "size": FONT_SIZE, "color": "#1f2328"},
+            "margin": {"l": 70, "r": 20, "t": 20, "b": 50},
+            "hoverlabel": {"font": {"size": FONT_SIZE}, "align": "left"},
+            "legend": {"font": {"size": TICK_SIZE}, "traceorder": "normal"},
+            "height": 520,
+            "hovermode": "closest",
+            "xaxis": {**axis, "title": {"text": "fullest tile (KiB)"}},
+            # below zero too: the out-of-memory crosses on the axis are drawn whole
+            "yaxis": {
+                **axis,
+                "title": {"text": "throughput (samples/s)"},
+                "range": [-0.05 * top, 1.1 * top],
+            },
+        }
+    )
+    return {"data": data, "layout": layout}
+
+
+def design_space(table: Any) -> str:
+    """A tune's design space (``analyse report TUNE-DIR``): throughput against the fullest tile
+    for every simulated configuration, out-of-memory ones on the axis, the Pareto front, the
+    start and the best; hover: the configuration's options and figures. plotly.js is inlined in
+    the chart (the tune report's only one), and the static chart follows in a ``<noscript>``
+    for a viewer that runs no scripts. The figure (:func:`design_space_figure`) is written
+    by plotly's own HTML writer, unvalidated (it is the graph objects' figure already)."""
+    import plotly.io as pio
+    from _plotly_utils.utils import convert_to_base64
+
+    from analyser.reports.tune import design_space_chart
+
+    fig = design_space_figure(table)
+    convert_to_base64(fig)  # the numpy arrays as typed arrays, as Figure.to_dict() gives them
+    div = pio.to_html(
+        fig,
+        validate=False,
         full_html=False,
         include_plotlyjs=True,
         include_mathjax=False,
-        config=CONFIG,
+        config=dict(CONFIG),
         default_width="100%",
         default_height="520px",
     )

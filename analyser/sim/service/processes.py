@@ -6,12 +6,16 @@ dies, and kill it when it grows past its memory share. :class:`WorkerProcesses` 
 from the service's process, with one thread, so the embedded cluster is the scheduler (in this
 process, as before) and one process per worker:
 
-* each worker is a ``multiprocessing`` spawn child (the same executable, the same
-  Ctrl-C-ignoring wrapper, :func:`analyser.sim.service.service._workers_ignore_sigint`) that
-  runs a ``distributed.Worker`` connected to the scheduler over mutual TLS, with the cluster's
-  credentials handed over the spawn pipe (never a file or the environment); it starts before
-  the scheduler does and imports ``distributed`` meanwhile, then gets the scheduler's address
-  over its pipe;
+* each worker is forked by a fork server of the service's own (a ``multiprocessing``
+  forkserver: one process, started from the same executable with the same Ctrl-C-ignoring
+  wrapper, :func:`analyser.sim.service.service._workers_ignore_sigint`, that imports
+  ``distributed`` and the engine once, :data:`PRELOAD`, while this process starts the
+  scheduler, and then forks each worker with those imports done; a fork of a process that
+  has started no thread, unlike a fork of this one). The worker runs a ``distributed.Worker``
+  connected to the scheduler over mutual TLS, with the cluster's credentials handed over the
+  server's pipe (never a file or the environment), and gets the scheduler's address over a
+  pipe of its own. Each spawned worker used to import all of it itself: about half a second
+  of CPU per worker, the ``distributed`` package alone 0.35 s of it;
 * a worker that dies (killed, out of memory) is seen at once by the scheduler (its connection
   closes: the task it ran is reported lost, and the service retries it, see
   :meth:`~analyser.sim.service.service.SimulationService._response`) and by the keeper thread
@@ -26,10 +30,15 @@ process, as before) and one process per worker:
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import io
 import os
+import signal
 import threading
 import time
+from multiprocessing import context as mp_context
+from multiprocessing import forkserver, popen_forkserver, reduction, spawn, util
 from typing import Any
 
 #: Fraction of a worker's memory share at which it is killed (Dask's nanny: ``terminate``).
@@ -40,6 +49,135 @@ QUICK_DEATH_SECONDS = 5.0
 
 #: Failed starts in a row after which a slot is given up.
 MAX_QUICK_DEATHS = 3
+
+#: What the workers' fork server imports once (each worker is then forked with them): the
+#: worker's ``distributed`` and what the first simulation imports (the engine, the profile
+#: writer and reader, the analysis core that reads the figures back). A module that fails
+#: to import is skipped by the server; the worker then imports it itself.
+PRELOAD = [
+    "distributed",
+    "analyser.sim.service.processes",
+    "analyser.sim.service.worker",
+    "analyser.sim.service.remote",
+    "analyser.sim.service.request",
+    "engine",
+    "engine.simulation",
+    "engine.compiler",
+    "engine.execute",
+    "engine.execute.adapter",
+    "engine.models",
+    "engine.host",
+    "engine.host.frameworks",
+    "engine.host.profile",
+    "engine.config_checks",
+    "engine.profile_data",
+    "engine.resources",
+    "engine.targets",
+    "analyser.core.analysis",
+    "profiles.writer",
+    "profiles.reader",
+    "h5py",
+    "hdf5plugin",
+    "numpy.ma",
+    # last: the worker's warm-up simulation, once in the server (with everything above loaded)
+    "analyser.sim.service.warm",
+]
+
+
+class _Server:
+    """The workers' fork server: one per process, started by the first
+    :class:`WorkerProcesses` and stopped when the last one closes. It is not
+    ``multiprocessing``'s shared one (which :mod:`analyser.query.process` starts with its own
+    preload in the GUI), so the two neither share imports nor stop each other's."""
+
+    lock = threading.Lock()
+    server: forkserver.ForkServer | None = None
+    users = 0
+
+    @classmethod
+    def acquire(cls) -> forkserver.ForkServer:
+        """The server, started now if it is not running (its imports then proceed in the
+        background: this returns at once)."""
+        with cls.lock:
+            if cls.server is None:
+                cls.server = forkserver.ForkServer()
+                cls.server.set_forkserver_preload(PRELOAD)
+            cls.users += 1
+            cls.server.ensure_running()
+            return cls.server
+
+    @classmethod
+    def release(cls) -> None:
+        """One user fewer; the last stops the server (its workers have ended by then: a
+        worker's exit status reaches this process through the server)."""
+        with cls.lock:
+            cls.users -= 1
+            if cls.users > 0 or cls.server is None:
+                return
+            server, cls.server = cls.server, None
+        # ended by SIGTERM (no handler: at once) rather than by closing its pipe alone, on
+        # which it exits like any Python program, finalising everything it imported: about
+        # 0.3 s of CPU and wall at the end of every tune. It holds nothing to clean up: its
+        # workers have ended, and _stop() removes its socket and reaps it.
+        # the server's pid and _stop() are ForkServer's private members (typeshed lists
+        # neither): the same ones multiprocessing's own shutdown uses
+        private: Any = server
+        pid = private._forkserver_pid
+        if pid is not None:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGTERM)
+        with contextlib.suppress(Exception):
+            private._stop()
+
+
+def start_server() -> None:
+    """Start the workers' fork server ahead of :class:`WorkerProcesses`, so its imports run
+    on another core while this process imports ``distributed`` and starts the scheduler; the
+    :class:`WorkerProcesses` made next takes it over (:func:`stop_server` if none is)."""
+    _Server.acquire()
+
+
+def stop_server() -> None:
+    """Undo :func:`start_server` when no :class:`WorkerProcesses` took it over."""
+    _Server.release()
+
+
+class _Popen(popen_forkserver.Popen):
+    """``multiprocessing``'s forkserver start, from :class:`_Server`'s server instead of the
+    shared one (the same steps as ``popen_forkserver.Popen._launch``)."""
+
+    def _launch(self, process_obj: Any) -> None:
+        server = _Server.server
+        if server is None:
+            raise RuntimeError("the workers' fork server is not running")
+        prep_data = spawn.get_preparation_data(process_obj._name)
+        buf = io.BytesIO()
+        mp_context.set_spawning_popen(self)
+        try:
+            reduction.dump(prep_data, buf)
+            reduction.dump(process_obj, buf)
+        finally:
+            mp_context.set_spawning_popen(None)
+        # _fds and util.close_fds are popen_forkserver's own private names (typeshed lists
+        # neither): this is its _launch, step for step
+        popen: Any = self
+        private_util: Any = util
+        fds, close_fds = popen._fds, private_util.close_fds
+        self.sentinel, w = server.connect_to_new_process(fds)
+        # the child's sentinel of this process: kept open while the child may need it
+        parent_w = os.dup(w)
+        self.finalizer = util.Finalize(self, close_fds, (parent_w, self.sentinel))
+        with open(w, "wb", closefd=True) as f:
+            f.write(buf.getbuffer())
+        self.pid = forkserver.read_signed(self.sentinel)
+
+
+class _WorkerProcess(mp_context.ForkServerProcess):
+    """A worker process forked by :class:`_Server`'s server."""
+
+    @staticmethod
+    def _Popen(process_obj: Any) -> Any:
+        return _Popen(process_obj)
 
 
 class WorkerProcesses:
@@ -56,7 +194,8 @@ class WorkerProcesses:
     ) -> None:
         import multiprocessing
 
-        self._ctx = multiprocessing.get_context("spawn")
+        self._ctx = multiprocessing.get_context("forkserver")
+        _Server.acquire()
         self._address: str | None = None
         self._spec = {
             "security": security,
@@ -69,14 +208,25 @@ class WorkerProcesses:
         #: slot -> (process, the write end of its parent pipe, start time, quick deaths)
         self._slots: dict[int, tuple[Any, Any, float, int]] = {}
         self._wake_r, self._wake_w = os.pipe()
-        for slot in range(n):
-            self._start(slot, 0)
+        try:
+            for slot in range(n):
+                self._start(slot, 0)
+        except BaseException:
+            for proc, *_rest in self._slots.values():
+                with contextlib.suppress(Exception):
+                    proc.kill()
+            _Server.release()
+            raise
         self._keeper = threading.Thread(target=self._keep, name="sim-workers", daemon=True)
         self._keeper.start()
+        # closed at exit before multiprocessing's own exit handler (registered when it was
+        # imported, so it runs after this one) ends the daemonic workers and removes the fork
+        # server's socket: the keeper would otherwise see them end and start others
+        atexit.register(self.close)
 
     def _start(self, slot: int, quick_deaths: int) -> None:
         reader, writer = self._ctx.Pipe(duplex=False)
-        proc = self._ctx.Process(
+        proc = _WorkerProcess(
             target=worker_main,
             args=({**self._spec, "name": f"sim-{slot}"}, reader),
             name=f"sim-worker-{slot}",
@@ -121,7 +271,10 @@ class WorkerProcesses:
                         writer.close()
                     quick = quick + 1 if time.monotonic() - started < QUICK_DEATH_SECONDS else 0
                     if quick < MAX_QUICK_DEATHS:
-                        self._start(slot, quick)
+                        try:
+                            self._start(slot, quick)
+                        except Exception:  # the fork server is gone: the slot is given up
+                            self._slots.pop(slot, None)
 
     @property
     def pids(self) -> list[int]:
@@ -145,6 +298,7 @@ class WorkerProcesses:
             self._closing = True
             slots = list(self._slots.values())
             self._slots.clear()
+        atexit.unregister(self.close)
         with contextlib.suppress(OSError):
             os.write(self._wake_w, b"x")
         self._keeper.join(5)
@@ -161,6 +315,7 @@ class WorkerProcesses:
         for fd in (self._wake_r, self._wake_w):
             with contextlib.suppress(OSError):
                 os.close(fd)
+        _Server.release()
 
 
 def _exit_with_parent(parent) -> None:

@@ -17,7 +17,7 @@ figures under this one's key).
 Who may talk to it: a Dask scheduler and its workers run any function a connected client
 sends, and loopback does not check who connects. The embedded cluster therefore gets a fresh
 TLS key and self-signed certificate per run (:func:`_embedded_security`, kept in memory and
-handed to the worker processes it spawns) and requires them of every peer (mutual TLS,
+handed to the worker processes it starts) and requires them of every peer (mutual TLS,
 encryption required), so only this process's client and its own workers get in. For a
 cluster of the user's own, its security settings pass through: ``security=`` (the CLI's
 ``--tls-ca-file`` / ``--tls-cert`` / ``--tls-key``, :func:`tls_security`), else Dask's own
@@ -352,13 +352,30 @@ class SimulationService:
             return self._client
 
     def _connect(self):
+        if self.scheduler:
+            import distributed  # noqa: F401 (its loggers, quietened below)
+
+            if _QUIET_LOGS:
+                _quiet_now()
+            return self._connect_remote()
+        from analyser.sim.service import processes
+
+        # the workers' fork server first (it must start from the Ctrl-C-ignoring executable):
+        # it imports distributed and the engine on another core while this process imports
+        # distributed and starts the scheduler
+        _workers_ignore_sigint()
+        processes.start_server()
+        try:
+            return self._connect_embedded()
+        finally:
+            processes.stop_server()  # the cluster's WorkerProcesses holds it from here on
+
+    def _connect_embedded(self):
         import dask
         from distributed import Client, LocalCluster
 
         if _QUIET_LOGS:
             _quiet_now()
-        if self.scheduler:
-            return self._connect_remote()
         n = self.workers or available_cores()
         per_worker = _memory_per_worker(n)
         if self.memory_limit is None:
@@ -368,7 +385,6 @@ class SimulationService:
         from analyser._sigint import sigint_deferred
 
         self.security = _embedded_security()
-        _workers_ignore_sigint()
         config = {
             "distributed.scheduler.allowed-failures": 0,
             "distributed.scheduler.worker-saturation": 1.0,
@@ -395,11 +411,7 @@ class SimulationService:
 
         # Ctrl-C while the cluster starts is held back until it is up, then raised here
         with sigint_deferred(), dask.config.set(config):
-            # the workers first, without nannies: they import what they need while the
-            # scheduler starts here, then get its address
-            self._workers = WorkerProcesses(
-                self.security, n, per_worker, config, preload=["analyser.sim.service.worker"]
-            )
+            client = None
             try:
                 self._cluster = LocalCluster(
                     n_workers=0,
@@ -416,9 +428,19 @@ class SimulationService:
                     scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
                     silence_logs=logging.CRITICAL,
                 )
+                client = Client(self._cluster, set_as_default=False)
+                # the workers last, without nannies: their fork server has imported what they
+                # need while the scheduler and the client started (forking a worker waits for
+                # it), and each gets the scheduler's address at once
+                self._workers = WorkerProcesses(
+                    self.security, n, per_worker, config, preload=["analyser.sim.service.worker"]
+                )
                 self._workers.connect(self._cluster.scheduler_address)
-                return Client(self._cluster, set_as_default=False)
+                return client
             except BaseException:
+                if client is not None:
+                    with contextlib.suppress(Exception):
+                        client.close(timeout=10)
                 self._close_embedded()
                 raise
 
@@ -804,8 +826,10 @@ def _workers_ignore_sigint() -> None:
     importing Python when it arrives died with a KeyboardInterrupt traceback of its own. A
     signal ignored when a program starts stays ignored (and Python then installs no
     KeyboardInterrupt handler), so the spawn executable becomes a two-line shell wrapper that
-    ignores SIGINT and runs this Python. This process keeps its own Ctrl-C: it cancels the work
-    and closes the cluster, and the workers end with it. POSIX only."""
+    ignores SIGINT and runs this Python. The workers' fork server starts from it too, and the
+    workers it forks keep the ignored SIGINT (multiprocessing's server hands them the handlers
+    it started with). This process keeps its own Ctrl-C: it cancels the work and closes the
+    cluster, and the workers end with it. POSIX only."""
     import multiprocessing.spawn as mp_spawn
     import shlex
     import shutil
