@@ -426,3 +426,49 @@ def test_a_wide_result_on_a_narrow_terminal_keeps_whole_columns_from_both_ends(p
     assert _columns_that_fit([5, 5, 5, 5, 5], 200) == [0, 1, 2, 3, 4]
     assert _columns_that_fit([5, 5, 5, 5, 5], 30) == [0, 1, -1, 4]  # 1 + 3 x 8 + 4 cells
     assert _columns_that_fit([100, 5], 40) == [0, -1]
+
+
+def _sleep_for_a_minute(*_args, **_kwargs):
+    import time
+
+    time.sleep(60)
+
+
+def test_a_signal_between_the_fork_and_start_returning_ends_the_child(prof, monkeypatch):
+    """SIGTERM arriving after the query's process was forked but before ``start`` returned (a
+    loaded machine) raised where the process object did not know its child yet: the cleanup's
+    ``join`` failed ("can only join a started process", an internal error) and the child ran
+    on, holding the command's output open. Held until ``start`` returns, it ends the child."""
+    import os
+    import signal
+    import threading
+    from multiprocessing import popen_fork
+
+    from analyser.query.process import run_bounded
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signal handlers are set on the main thread only")
+    launch = popen_fork.Popen._launch
+    forked: list[int] = []
+
+    def launch_then_signal(self, process_obj):
+        launch(self, process_obj)
+        forked.append(self.pid)
+        os.kill(os.getpid(), signal.SIGTERM)  # inside start: its Popen is not assigned yet
+
+    class Stopped(Exception):
+        pass
+
+    def stop(_signum, _frame):
+        raise Stopped
+
+    monkeypatch.setattr(popen_fork.Popen, "_launch", launch_then_signal)
+    old = signal.signal(signal.SIGTERM, stop)
+    try:
+        with pytest.raises(Stopped):
+            run_bounded(str(prof), "SELECT 1", query=_sleep_for_a_minute)
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    assert len(forked) == 1
+    with pytest.raises(ChildProcessError):  # killed and reaped: no such child of ours
+        os.waitpid(forked[0], os.WNOHANG)

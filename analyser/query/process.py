@@ -19,6 +19,7 @@ out of memory.
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -63,6 +64,8 @@ def _child(send, query, profile, sql: str, temp_root: str, kwargs: dict) -> None
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if hasattr(signal, "pthread_sigmask"):  # forked while the parent held them (_started)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD_SIGNALS)
     now = _address_space_now()
     if now is not None:
         _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
@@ -116,6 +119,27 @@ def _context(method: str) -> ForkContext | ForkServerContext | SpawnContext:
     raise ValueError(f"cannot find context for {method!r}")  # get_context's own words
 
 
+#: The signals held back while the child starts (:func:`_start`).
+HELD_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
+def _start(child: Any) -> None:
+    """``child.start()`` with Ctrl-C and SIGTERM held back until it returns. A signal that
+    arrived between the fork and ``start`` returning raised in the parent before the process
+    object knew its child: the cleanup could neither kill nor join it (``join``'s "can only
+    join a started process", an internal error) and the forked child ran on, holding the
+    command's output open (seen under load: the command printed a traceback and never
+    ended). Held, the signal lands as ``start`` returns, and the child is killed and joined."""
+    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - not on Windows
+        child.start()
+        return
+    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_SIGNALS)
+    try:
+        child.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+
+
 def run_bounded(
     profile: str | os.PathLike[str] | list[str],
     sql: str,
@@ -153,7 +177,7 @@ def run_bounded(
     deadline = None if timeout is None else time.monotonic() + timeout
     tag, body = b"", b""
     try:
-        child.start()
+        _start(child)
         send.close()  # the child's end: EOF here once it is gone
         while True:
             if stop is not None and stop.is_set():
@@ -172,9 +196,10 @@ def run_bounded(
                     tag = b""
                 break
     finally:  # SIGTERM arrives as profiles.atomic.Interrupted, Ctrl-C as KeyboardInterrupt
-        if child.is_alive() and tag not in (b"T", b"E", b"M"):
-            child.kill()
-        child.join()
+        if child.pid is not None:  # started (a failed start leaves nothing to end)
+            if child.is_alive() and tag not in (b"T", b"E", b"M"):
+                child.kill()
+            child.join()
         recv.close()
         shutil.rmtree(temp_root, ignore_errors=True)
     if tag == b"T":
