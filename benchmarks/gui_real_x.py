@@ -139,6 +139,13 @@ class RealX:
                     return 0
         return 0
 
+    def focus(self, window: str) -> None:
+        """Give ``window`` the keyboard: activated through the window manager, or without one
+        (no _NET_ACTIVE_WINDOW) the input focus set directly. Keys sent to a window without
+        the focus go as synthetic events, which Qt ignores."""
+        if self._run("xdotool", "windowactivate", "--sync", window).returncode != 0:
+            self._run("xdotool", "windowfocus", "--sync", window)
+
     def _run(self, *args: str) -> subprocess.CompletedProcess:
         return subprocess.run(args, env=self.env, capture_output=True, text=True, timeout=30)
 
@@ -309,11 +316,15 @@ def _help_check(x: RealX, before: Path, checks: list) -> None:
     shown = x.shot_changed("help-f1", before)
     checks.append(("F1 opens Keyboard and mouse", bool(found.stdout.split()), shown.name))
     if found.stdout.split():
-        x._run("xdotool", "key", "--window", found.stdout.split()[-1], "Escape")
+        # focused first, then a real key press (XTEST): an event sent to a window that does
+        # not have the focus (``key --window``) is a synthetic XSendEvent, which Qt ignores
+        x.focus(found.stdout.split()[-1])
+        time.sleep(0.5)
+        x._run("xdotool", "key", "Escape")
         time.sleep(1.0)
     gone = x._run("xdotool", "search", "--onlyvisible", "--name", "Keyboard and mouse")
     checks.append(("Esc closes it", not gone.stdout.split(), "help dialog closed"))
-    x._run("xdotool", "windowactivate", x.window)
+    x.focus(x.window)
     time.sleep(0.5)
 
 
