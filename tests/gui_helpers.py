@@ -222,3 +222,27 @@ def show_painted(qtbot, stack, report) -> None:
         stack.setCurrentWidget(report)
     wait_until_idle(qtbot)
 
+
+def trace_settled(report) -> bool:
+    """True when an Execution Trace report shows all it will: filled and painted
+    (``Report.ready``), its range summary shown, nothing left on its pool (the differences
+    lane of a comparison is computed there) and its timelines' flow arrows and slice names
+    read (``TimelineView.background_pending``). A pool's result is queued before its thread
+    ends: wait for the GUI thread to go idle after this to see it drawn."""
+    return (
+        report.ready
+        and not report.summary_pending
+        and report._pool.activeThreadCount() == 0
+        and not any(tl.background_pending for tl in report._timelines())
+    )
+
+
+def settle_trace(qtbot, report, timeout: int = 30_000) -> None:
+    """Wait until ``report`` (an Execution Trace) is settled (:func:`trace_settled`) and the GUI
+    thread is idle after it (what the last results drew laid out and painted); again if what
+    ran then asked for more."""
+    while True:
+        qtbot.waitUntil(lambda: trace_settled(report), timeout=timeout)
+        wait_until_idle(qtbot)
+        if trace_settled(report):
+            return
