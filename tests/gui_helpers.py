@@ -156,18 +156,63 @@ def stacked_report(qtbot, report, pair, size=(1200, 800)):
     return stack, other, [Document.open(p) for p in pair]
 
 
-def wait_until_idle(qtbot, passes: int = 3) -> None:
-    """Wait until the GUI thread's event loop has nothing left to do: ``passes`` times in a row
-    it is about to block for more events (``QAbstractEventDispatcher.aboutToBlock``: no posted
-    event is waiting, the paints and relayouts a show posted included). More than one pass, so
-    that what the last events posted or the zero-interval timers they started ran too. An
-    event, not a time: a loaded machine only makes it later."""
-    from PySide6.QtCore import QAbstractEventDispatcher
+#: the marker event's type of wait_until_idle (registered with Qt on first use)
+_IDLE_MARKER = None
 
-    dispatcher = QAbstractEventDispatcher.instance()
-    for _ in range(passes):
-        with qtbot.waitSignal(dispatcher.aboutToBlock, timeout=30_000):
-            pass
+
+def wait_until_idle(qtbot, passes: int = 2) -> None:
+    """Wait until the GUI thread's event loop has nothing left to do: a marker event posted to
+    the back of the queue comes back ``passes`` times in a row with no other event delivered
+    on the GUI thread while it waited (posted events come in the order they were posted, so
+    everything posted before it, the paints and relayouts a show posted included, ran; what
+    those posted, or a zero-interval timer they started, would run before the next marker).
+    An event, not a time: a loaded machine only makes it later. (The dispatcher's
+    ``aboutToBlock`` does not say this: the GLib dispatcher emits it at every pass of the
+    loop, pending events or not.) Timers due later and pool threads' results still to come
+    are not waited for: wait for their own signal or state."""
+    from PySide6.QtCore import QCoreApplication, QEvent, QObject, Signal
+
+    global _IDLE_MARKER
+    if _IDLE_MARKER is None:  # one event type for every wait (Qt has a few thousand)
+        _IDLE_MARKER = QEvent.Type(QEvent.registerEventType())
+
+    class IdleProbe(QObject):
+        idle = Signal()
+        marker = _IDLE_MARKER
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.seen = 0  # events delivered on the GUI thread, the markers not counted
+            self.before = -1
+            self.quiet = 0
+
+        def eventFilter(self, obj, event) -> bool:
+            if event.type() != self.marker:
+                self.seen += 1
+            return False
+
+        def post(self) -> None:
+            self.before = self.seen
+            QCoreApplication.postEvent(self, QEvent(self.marker))
+
+        def event(self, event) -> bool:
+            if event.type() != self.marker:
+                return super().event(event)
+            self.quiet = self.quiet + 1 if self.seen == self.before else 0
+            if self.quiet >= passes:
+                self.idle.emit()
+            else:
+                self.post()
+            return True
+
+    probe = IdleProbe()
+    app = QCoreApplication.instance()
+    app.installEventFilter(probe)
+    try:
+        with qtbot.waitSignal(probe.idle, timeout=30_000):
+            probe.post()
+    finally:
+        app.removeEventFilter(probe)
 
 
 def show_painted(qtbot, stack, report) -> None:
@@ -176,3 +221,28 @@ def show_painted(qtbot, stack, report) -> None:
     with qtbot.waitSignal(report.painted, timeout=30_000):
         stack.setCurrentWidget(report)
     wait_until_idle(qtbot)
+
+
+def trace_settled(report) -> bool:
+    """True when an Execution Trace report shows all it will: filled and painted
+    (``Report.ready``), its range summary shown, nothing left on its pool (the differences
+    lane of a comparison is computed there) and its timelines' flow arrows and slice names
+    read (``TimelineView.background_pending``). A pool's result is queued before its thread
+    ends: wait for the GUI thread to go idle after this to see it drawn."""
+    return (
+        report.ready
+        and not report.summary_pending
+        and report._pool.activeThreadCount() == 0
+        and not any(tl.background_pending for tl in report._timelines())
+    )
+
+
+def settle_trace(qtbot, report, timeout: int = 30_000) -> None:
+    """Wait until ``report`` (an Execution Trace) is settled (:func:`trace_settled`) and the GUI
+    thread is idle after it (what the last results drew laid out and painted); again if what
+    ran then asked for more."""
+    while True:
+        qtbot.waitUntil(lambda: trace_settled(report), timeout=timeout)
+        wait_until_idle(qtbot)
+        if trace_settled(report):
+            return

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 import tomllib
 from pathlib import Path
 
@@ -261,3 +262,48 @@ def test_analyse_insights_imports_no_heavy_library(tmp_path):
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split(None, 1) == ["0", "[]\n"], done.stdout + done.stderr
+
+
+def _time_waits(folder: Path) -> list[str]:
+    """Every call in ``folder``'s Python files that waits for a time in the GUI's event loop:
+    ``qtbot.wait(...)`` (whatever its argument: a name holding milliseconds is a time too) and
+    ``QTest.qWait(...)``. pytest-qt's ``waitUntil`` / ``waitSignal`` and the waits of
+    tests/gui_helpers.py wait for an event; they are not calls of these."""
+    import ast
+
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=rel)):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            owner = node.func.value
+            name = owner.id if isinstance(owner, ast.Name) else None
+            if (name, node.func.attr) in (("qtbot", "wait"), ("QTest", "qWait")):
+                found.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_no_test_waits_for_a_time():
+    """The developers' guide: a test waits for the event it needs, never for a time (a wait
+    long enough on an idle machine is too short with the other core busy, and too long
+    everywhere else). Wait for a signal (``qtbot.waitSignal``), for an observable state
+    (``qtbot.waitUntil``), or with tests/gui_helpers.py (``show_painted``, ``wait_until_idle``,
+    ``settle_trace``)."""
+    found = _time_waits(ROOT / "tests")
+    assert found == [], "wait for an event instead:\n" + "\n".join(found)
+
+
+def test_the_time_wait_check_finds_one(tmp_path, monkeypatch):
+    """The check above finds a wait for a time, and not a wait for an event."""
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    (tmp_path / "test_x.py").write_text(
+        "def test_a(qtbot, w):\n"
+        "    qtbot.waitUntil(lambda: w.ready, timeout=5_000)\n"
+        "    with qtbot.waitSignal(w.painted):\n"
+        "        w.show()\n"
+        "    qtbot.wait(50)\n"
+        "    QTest.qWait(ms)\n",
+        encoding="utf-8",
+    )
+    assert _time_waits(tmp_path) == ["test_x.py:5: qtbot.wait(50)", "test_x.py:6: QTest.qWait(ms)"]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import hostile
 import pytest
+from gui_helpers import wait_until_idle
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 pytestmark = pytest.mark.gui
@@ -75,8 +76,11 @@ def test_gui_opens_each_hostile_profile_or_says_why(qtbot, gui_corpus, tmp_path,
                 assert len(said) == 1, (path.name, said)
             else:
                 for key in w.report_keys:
-                    w.show_report(key)
-                    qtbot.wait(1)
+                    # shown and painted, and what the paint posted run: a profile's fault
+                    # met in a paint or a relayout escapes into Qt there
+                    with qtbot.waitSignal(w.report(key).painted, timeout=60_000):
+                        w.show_report(key)
+                    wait_until_idle(qtbot)
             for text in said:
                 assert text.strip().count("\n") == 0, (path.name, text)
                 assert not RAW_ERROR.search(text), (path.name, text)

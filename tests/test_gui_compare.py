@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from gui_helpers import open_documents as _open
-from gui_helpers import shown_report
+from gui_helpers import shown_report, wait_until_idle
 
 from analyser.core.liveness import ALIGN_ADDED, ALIGN_BOTH, ALIGN_REMOVED, align_steps
 
@@ -102,7 +102,7 @@ def test_liveness_selection_labels_do_not_sit_on_peak_labels(qtbot, liveness, wa
     _open(liveness, walkthrough_profiles["4-device-iterations"], walkthrough_profiles["5-8bit-io"])
     x = r.steps[0]
     r.click_step(x + 3, True)
-    qtbot.wait(50)
+    wait_until_idle(qtbot)  # the markers' labels placed in the relaid-out chart
     peak_rects = [_scene_rect(t) for t in r.peak_labels]
     assert peak_rects
     for line in r._markers:
@@ -193,10 +193,10 @@ def test_status_label_does_not_squeeze_the_insight_list(qtbot, insights, walkthr
     """A long status message beside the buttons widened the details pane."""
     r, _ = insights
     _open(insights, walkthrough_profiles["3-accumulate"])
-    qtbot.wait(20)
+    wait_until_idle(qtbot)  # laid out with the profile's tips
     width = r.list.width()
     r.progress_label.setText("Predicted effects are shown with each tip; " * 6)
-    qtbot.wait(50)
+    wait_until_idle(qtbot)  # the relayout the longer text asked for
     assert r.list.width() == width
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from gui_helpers import open_documents as _open
-from gui_helpers import shown_report, shut_down_trace
+from gui_helpers import shown_report, shut_down_trace, wait_until_idle
 from PySide6.QtCore import Qt
 
 pytestmark = pytest.mark.gui
@@ -85,7 +85,7 @@ def test_compare_mode_shows_the_differences_lane(qtbot, report, pair, tmp_path):
     assert "B − A differences: -" in title and f"{lane.lane.delta.size} steps differ" in title
     # the lane follows A's cycle axis
     r.timeline.set_x_range(1000, 20_000)
-    qtbot.wait(20)
+    wait_until_idle(qtbot)  # the range change and the relayout and redraws it asked for
     assert lane.getPlotItem().getViewBox().viewRange()[0] == pytest.approx(
         r.timeline.getPlotItem().getViewBox().viewRange()[0]
     )

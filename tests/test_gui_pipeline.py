@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from gui_helpers import open_documents as _open
-from gui_helpers import shown_report, write_synthetic_profiles
+from gui_helpers import shown_report, wait_until_idle, write_synthetic_profiles
 
 from analyser.core.quantities import QUANTITIES
 
@@ -398,8 +398,9 @@ def test_phase_labels_do_not_overlap_with_a_loader_lane(qtbot, pipeline, walkthr
     and "ramp-up 12.8%" printed over "host wait share (host-inclusive)"."""
     r, _ = pipeline
     r.resize(1380, 800)  # the window's size in the real X server
-    _open(pipeline, walkthrough_profiles["2-half"], walkthrough_profiles["6-async"])
-    qtbot.wait(50)
+    with qtbot.waitSignal(r.pathShown, timeout=30_000):  # the paths' text in both headers
+        _open(pipeline, walkthrough_profiles["2-half"], walkthrough_profiles["6-async"])
+    wait_until_idle(qtbot)  # laid out with it and painted: the labels fitted in the paint
     assert r.view_b.host_lanes == ("main", "loader")
     # with this pair's long explanation the body was once sized shorter than its parts
     _assert_stacked(r.view_a, r.view_b, r.bars, r.explain, r.table)

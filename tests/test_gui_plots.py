@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pyqtgraph as pg
 import pytest
-from gui_helpers import open_in
+from gui_helpers import open_in, wait_until_idle
 from PySide6.QtCore import QSettings
 
 from analyser.gui.plots import LightPlotItem, LightPlotWidget
@@ -91,8 +91,11 @@ def test_every_report_plot_is_light_and_none_builds_its_form(qtbot, tmp_path):
     try:
         assert open_in(qtbot, w, *paths)
         for key in w.report_keys:
-            w.show_report(key)
-            qtbot.wait(20)
+            # filled and painted (a plot's form was built in a paint once), and what the
+            # paint posted run
+            with qtbot.waitSignal(w.report(key).painted, timeout=30_000):
+                w.show_report(key)
+            wait_until_idle(qtbot)
         plots = w.findChildren(pg.PlotWidget)
         assert len(plots) >= 8
         items = [p.getPlotItem() for p in plots]
@@ -187,7 +190,7 @@ def test_a_light_plot_with_a_grid_looks_as_pyqtgraph_draws_it(qtbot):
     item.plot(np.arange(50) * 1e5, np.linspace(0, 3e8, 50))
     w.show()
     qtbot.waitExposed(w)
-    qtbot.wait(50)
+    wait_until_idle(qtbot)  # laid out at its size and painted
 
     def painted():
         for entry in item.axes.values():
@@ -249,8 +252,7 @@ def test_hidden_axes_are_built_when_asked_for_and_styled_as_their_partners(qtbot
     qtbot.waitExposed(w)
     item.setLogMode(x=False, y=False)
     item.showAxis("right")
-    item.setYRange(0, 1000, padding=0)
-    qtbot.wait(20)
+    item.setYRange(0, 1000, padding=0)  # the linked axis reads it at once (sigYRangeChanged)
     right = item.getAxis("right")
     assert right.isVisible() and right.range == pytest.approx([0, 1000])
     # an axis given for a side that was never built takes its place, shown

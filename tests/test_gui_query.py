@@ -3,6 +3,8 @@ table, Stop)."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from gui_helpers import open_documents, shown_report
@@ -62,13 +64,18 @@ def test_stop_interrupts_a_long_query(qtbot, report, profiles):
     r, _docs = report
     open_documents(report, profiles[0])
     _run(qtbot, r)
-    r.editor.setPlainText("SELECT count(*) FROM steps a, steps b, steps c")  # 3,000^3 rows
-    r.run_query()
-    assert r.running and r.stop_button.isEnabled()
-    qtbot.wait(300)
+    # 3,000^4 rows: hours, unless it is stopped
+    r.editor.setPlainText("SELECT count(*) FROM steps a, steps b, steps c, steps d")
+    with qtbot.waitSignal(r.queryStarted, timeout=20_000) as started:
+        r.run_query()
+        assert r.running and r.stop_button.isEnabled()
+    (pid,) = started.args
+    os.kill(pid, 0)  # the query's process is there, running it
     r.stop_query()
     assert not r.running and r.status.text() == "Stopped."
     assert r._pool.waitForDone(20_000)  # DuckDB stopped: the thread is free again
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # and its process ended
 
 
 @pytest.mark.skipif(

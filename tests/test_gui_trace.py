@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from gui_helpers import open_documents as _open
-from gui_helpers import shown_report, shut_down_trace, write_synthetic_profiles
+from gui_helpers import shown_report, shut_down_trace, wait_until_idle, write_synthetic_profiles
 from PySide6.QtCore import QEvent, QPoint, QPointF, Qt
 from PySide6.QtGui import QMouseEvent, QWheelEvent
 from PySide6.QtWidgets import QApplication
@@ -319,7 +319,7 @@ def test_compare_mode_shows_both_runs_with_deltas(qtbot, report, small_paths):
     # the A / B / B - A figures keep their width beside the statistics (they were squeezed to
     # their first letters behind a scroll bar in a 1400-pixel window)
     r.window().resize(1400, 880)
-    qtbot.wait(50)
+    wait_until_idle(qtbot)  # laid out at the new size
     table = r.summary.table
     header = table.horizontalHeader()
     widths = sum(header.sectionSize(c) for c in range(table.columnCount()))
@@ -1125,7 +1125,7 @@ def test_compare_mode_fits_a_1280_pixel_window(qtbot, report, small_paths):
     qtbot.waitUntil(lambda: r.summary.table.columnCount() == 4, timeout=WAIT_MS)
     r.summary.explain_box.show()  # as when the explained comparison has arrived
     r.summary.table.setMinimumWidth(760)  # the most its figures claim (large runs' A, B, B - A)
-    qtbot.wait(50)
+    wait_until_idle(qtbot)  # the layouts told of both
     assert r.minimumSizeHint().width() <= 1280 - 200, r.minimumSizeHint().width()
     assert r.legend.wordWrap()
 

@@ -7,7 +7,15 @@ from contextlib import contextmanager
 
 import pyqtgraph as pg
 import pytest
-from gui_helpers import paint_counter, shut_down_trace, stacked_report, write_synthetic_profiles
+from gui_helpers import (
+    paint_counter,
+    settle_trace,
+    show_painted,
+    shut_down_trace,
+    stacked_report,
+    wait_until_idle,
+    write_synthetic_profiles,
+)
 from PySide6.QtCore import QCoreApplication, QEvent
 
 pytestmark = pytest.mark.gui
@@ -29,7 +37,7 @@ def _changed_after_activation(qtbot, plot: pg.PlotWidget) -> list:
     qtbot.waitExposed(plot)
     changed: list = []
     plot.scene().changed.connect(lambda rects: changed.extend(rects))
-    qtbot.wait(100)  # the first layout and paint
+    wait_until_idle(qtbot)  # the first layout and paint
     changed.clear()
     QCoreApplication.sendEvent(plot.centralWidget, QEvent(QEvent.Type.WindowActivate))
     QCoreApplication.processEvents()
@@ -80,23 +88,17 @@ def test_a_later_visit_paints_each_plot_of_the_trace_once(qtbot, pair):
     with _stacked_report(qtbot, pair) as (stack, other, report, docs):
         stack.setCurrentWidget(report)
         report.set_document(docs[0], docs[1])
-        qtbot.waitUntil(
-            lambda: (
-                getattr(report, "differences", None) is not None
-                and report.differences.lane is not None
-            ),
-            timeout=20_000,
-        )
-        qtbot.wait(200)
+        settle_trace(qtbot, report)  # the lane, the range summary, the arrows drawn and laid out
+        assert report.differences.lane is not None
         stack.setCurrentWidget(other)
-        qtbot.wait(50)
+        wait_until_idle(qtbot)
         plots = [report.timeline, report.timeline_b, report.differences]
         counter = paint_counter()
         for p in plots:
             p.viewport().installEventFilter(counter)
         report.overview.installEventFilter(counter)
-        stack.setCurrentWidget(report)
-        qtbot.wait(300)
+        show_painted(qtbot, stack, report)
+        settle_trace(qtbot, report)  # and the range summary it computes again, shown
         assert [counter.counts[p.viewport()] for p in plots] == [1, 1, 1]
         assert counter.counts[report.overview] >= 1
 
@@ -117,11 +119,13 @@ def test_a_scheduled_redraw_of_an_unchanged_view_is_skipped(qtbot, pair):
     doc = Document.open(pair[0])
     try:
         tl.set_trace(gui_data.trace_window(doc))
-        qtbot.wait(200)  # laid out at its size and drawn there
-        assert tl.redraw_count >= 1 and not tl._timer.isActive()
+        # laid out at its size and drawn there, its arrows and names read and drawn
+        qtbot.waitUntil(lambda: tl.redraw_count >= 1 and not tl.background_pending)
+        wait_until_idle(qtbot)
+        assert not tl._timer.isActive() and not tl.background_pending
         count = tl.redraw_count
         tl.resize(900, 380)  # the same lanes fit: the same view
-        qtbot.wait(50)
+        wait_until_idle(qtbot)  # the relayout and the redraw it scheduled ran
         assert not tl._timer.isActive() and tl.redraw_count == count
         tl.resize(700, 380)  # narrower: drawn again at the new width
         qtbot.waitUntil(lambda: tl.redraw_count == count + 1)
@@ -191,8 +195,8 @@ def test_a_first_visit_paints_each_plot_of_the_trace_once(qtbot, pair, compare):
         for p in (report, *painted):
             p.installEventFilter(counter)
         report.flows_box.setChecked(False)  # no arrows arriving from the background
-        stack.setCurrentWidget(report)  # fills
-        qtbot.wait(300)
+        show_painted(qtbot, stack, report)  # fills
+        settle_trace(qtbot, report)  # the lane and the range summary arrived and were drawn
         assert [counter.counts[p] for p in painted] == [1] * len(plots)
         timelines = plots[:-1]
         assert [tl.redraw_count for tl in timelines] == [1] * len(timelines)

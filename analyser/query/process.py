@@ -148,6 +148,7 @@ def run_bounded(
     stop: Stop | None = None,
     start_method: Literal["fork", "spawn", "forkserver"] = "fork",
     query: Callable[..., pa.Table] | None = None,
+    started: Callable[[int], None] | None = None,
     **kwargs: Any,
 ) -> pa.Table:
     """``query_arrow(profile, sql, **kwargs)`` in a child process (module docstring): its Arrow
@@ -155,7 +156,9 @@ def run_bounded(
     ``stop`` set, or Ctrl-C / SIGTERM here, end it with KeyboardInterrupt (SIGTERM as the
     exception its handler raises). ``profile`` is a path, a list of paths or a folder (an open
     Analysis cannot cross into another process). ``query``: the function the child runs (a
-    test's stand-in; default :func:`analyser.query.query_arrow`)."""
+    test's stand-in; default :func:`analyser.query.query_arrow`). ``started``: called with the
+    child's process id once it has started (the query runs there until it answers or is
+    ended: a GUI can say so, a test can wait for it)."""
     import pickle
     import shutil
     import time
@@ -179,6 +182,8 @@ def run_bounded(
     try:
         _start(child)
         send.close()  # the child's end: EOF here once it is gone
+        if started is not None and child.pid is not None:
+            started(child.pid)
         while True:
             if stop is not None and stop.is_set():
                 raise KeyboardInterrupt

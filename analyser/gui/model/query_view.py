@@ -13,6 +13,7 @@ the stop the report hands :func:`run_query` ends that process. The report import
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -116,14 +117,20 @@ def build_query_view(doc: Document, other: Document | None, units: MemoryUnits) 
     return QueryView(tuple(sources), example, inputs)
 
 
-def run_query(source: QuerySource, sql: str, stop: Stop | None = None) -> QueryResult:
+def run_query(
+    source: QuerySource,
+    sql: str,
+    stop: Stop | None = None,
+    started: Callable[[int], None] | None = None,
+) -> QueryResult:
     """The answer of ``sql`` over ``source`` (run in a bounded process of its own; ``stop``
-    set ends it): never raises for a bad query, a refused one or one that outgrew its bounds,
-    which are the result's one-sentence ``error``. Call it off the GUI thread."""
+    set ends it; ``started`` is called with that process's id once it has started): never
+    raises for a bad query, a refused one or one that outgrew its bounds, which are the
+    result's one-sentence ``error``. Call it off the GUI thread."""
     t0 = time.perf_counter()
     target: str | list[str] = source.paths[0] if len(source.paths) == 1 else list(source.paths)
     try:
-        table = run_bounded(target, sql, stop=stop, start_method="forkserver")
+        table = run_bounded(target, sql, stop=stop, start_method="forkserver", started=started)
         frame = table.to_pandas()
     except KeyboardInterrupt:  # stopped: not an error of the query
         return QueryResult(sql, source, stopped=True)

@@ -62,6 +62,9 @@ class QueryReport(Report):
 
     #: A query's answer (its table or its sentence) was painted, or its stop shown.
     resultShown = Signal()
+    #: The running query's process started (its id): the query runs there until it answers
+    #: or is stopped.
+    queryStarted = Signal(int)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -143,6 +146,8 @@ class QueryReport(Report):
         self._pool.setMaxThreadCount(1)
         self._relay = Relay(self)
         self._relay.done.connect(self._finished)
+        self._started_relay = Relay(self)  # (gen, the query's process id)
+        self._started_relay.done.connect(self._started)
         self._gen = 0
         self._running = False
         self._stop = threading.Event()  # the running query's stop
@@ -195,7 +200,14 @@ class QueryReport(Report):
         self.stop_button.setEnabled(True)
         self.status.setStyleSheet("")
         self.status.setText(f"Running on {source.names}…")
-        self._pool.start(PoolTask(lambda: run_query(source, sql, stop), self._gen, self._relay))
+        gen, relay = self._gen, self._started_relay
+        self._pool.start(
+            PoolTask(
+                lambda: run_query(source, sql, stop, lambda pid: relay.done.emit(gen, pid)),
+                gen,
+                self._relay,
+            )
+        )
 
     def stop_query(self) -> None:
         """Stop the running query, if any (its result is dropped)."""
@@ -218,6 +230,10 @@ class QueryReport(Report):
         for col in range(header.count()):
             if header.sectionSize(col) > MAX_COLUMN_PX:
                 header.resizeSection(col, MAX_COLUMN_PX)
+
+    def _started(self, gen: int, pid: object) -> None:
+        if gen == self._gen and isinstance(pid, int):  # not a query stopped or replaced since
+            self.queryStarted.emit(pid)
 
     def _finished(self, gen: int, result: object) -> None:
         if gen != self._gen:

@@ -560,6 +560,17 @@ class TimelineView(LaneGroups, LightPlotWidget):
         timer.timeout.connect(slot)
         return timer
 
+    @property
+    def background_pending(self) -> bool:
+        """True while what the view reads in the background after a redraw is still to come:
+        its flow arrows or its slices' names, waiting for the view to rest or being read on
+        the pool (each arrives as a queued result: :attr:`flowsReady`, :attr:`namesReady`)."""
+        return (
+            self._flow_timer.isActive()
+            or self._label_timer.isActive()
+            or self._flow_pool.activeThreadCount() > 0
+        )
+
     def _program_names(self) -> np.ndarray:
         """The program names of the shown trace, as a numpy array of str (kept)."""
         if getattr(self, "_names_of", None) is not self.trace:
