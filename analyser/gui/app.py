@@ -23,14 +23,17 @@ def app_icon() -> QIcon:
 
 
 def ensure_app(argv: Sequence[str] | None = None) -> QApplication:
-    app = QApplication.instance()
-    if app is None:
-        app = QApplication(list(argv) if argv is not None else [sys.argv[0]])
-        app.setOrganizationName(ORGANISATION)
-        app.setApplicationName(APP_NAME)
-        app.setWindowIcon(app_icon())
-        _collect_garbage_on_the_gui_thread(app)
-    return app  # type: ignore[return-value]
+    existing = QApplication.instance()
+    if isinstance(existing, QApplication):
+        return existing
+    if existing is not None:
+        raise RuntimeError("a Qt application without widgets is running: the GUI needs one")
+    app = QApplication(list(argv) if argv is not None else [sys.argv[0]])
+    app.setOrganizationName(ORGANISATION)
+    app.setApplicationName(APP_NAME)
+    app.setWindowIcon(app_icon())
+    _collect_garbage_on_the_gui_thread(app)
+    return app
 
 
 def _collect_garbage_on_the_gui_thread(app: QApplication) -> None:
@@ -42,7 +45,9 @@ def _collect_garbage_on_the_gui_thread(app: QApplication) -> None:
     "Thread (pooled)", QMetaObject::disconnect in the GUI thread)."""
     from pyqtgraph.util.garbage_collector import GarbageCollector
 
-    app._garbage_collector = GarbageCollector(interval=1.0)  # kept alive with the app
+    # kept alive with the app, as an attribute QApplication's type does not have (read with
+    # getattr where the collection is paused: analyser.gui.background)
+    setattr(app, "_garbage_collector", GarbageCollector(interval=1.0))  # noqa: B010
 
 
 def _quit_on_ctrl_c(app: QApplication) -> tuple[QTimer | None, list[int]]:

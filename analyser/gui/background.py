@@ -151,8 +151,8 @@ class PrefetchTask(QRunnable):
                     if not self._step(data.warm, doc, (name,)):
                         return
             # Liveness's steps aligned by program, the compared chart's x axis
-            pair_liveness = self.pair is not None and "liveness" in report_needs
-            if pair_liveness and not self._step(data.liveness_alignment, *self.pair):
+            pair = self.pair if "liveness" in report_needs else None
+            if pair is not None and not self._step(data.liveness_alignment, *pair):
                 return
             view = self.views[index] if index < len(self.views) else None
             if view is not None and not self._step(_build_quietly, view):

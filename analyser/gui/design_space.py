@@ -123,7 +123,7 @@ class DesignSpaceWindow(QWidget):
         if self.needed is None:
             self._draw()
         else:
-            self._draw_needed()
+            self._draw_needed(self.needed)
         best = meta.get("best_id")
         self.select(int(best) if best is not None else None)
         # it follows the main window's units and closes with it (Esc closes it: keyPressEvent)
@@ -159,7 +159,7 @@ class DesignSpaceWindow(QWidget):
             item.setLabel("bottom", f"fullest tile ({self._unit})")
             self._draw()
         else:
-            self._draw_needed()
+            self._draw_needed(self.needed)
         self.select(selected)
 
     def keyPressEvent(self, event) -> None:
@@ -223,7 +223,7 @@ class DesignSpaceWindow(QWidget):
         start = chart_colors().foreground  # dark on white, light on the dark theme
         for key, colour in (("start_id", start), ("best_id", BEST)):
             rid = meta.get(key)
-            hit = np.flatnonzero(p["id"] == rid) if rid is not None else []
+            hit = np.flatnonzero(p["id"] == rid) if rid is not None else np.array([], np.intp)
             if len(hit):
                 i = hit[0]
                 y = p["throughput"][i] if np.isfinite(p["throughput"][i]) else 0.0
@@ -264,10 +264,9 @@ class DesignSpaceWindow(QWidget):
         )
         self.plot.getPlotItem().addItem(self.highlight)
 
-    def _draw_needed(self) -> None:
+    def _draw_needed(self, n: dsm.MemoryNeeded) -> None:
         """Nothing has a throughput: each trial at its memory need (fullest tile), the tile's
         memory dashed; a click selects the trial."""
-        n = self.needed
         item = self.plot.getPlotItem()
         need = np.where(np.isfinite(n.tile_bytes), n.tile_bytes, np.nan)
         top = max(float(np.nanmax(need)) if np.isfinite(need).any() else 0.0, n.sram_bytes or 0)
@@ -320,7 +319,7 @@ class DesignSpaceWindow(QWidget):
         self.selected = row_id
         df = self.table.frame
         rows = df[df["id"] == row_id] if row_id is not None else df.iloc[0:0]
-        if not len(rows):
+        if row_id is None or not len(rows):
             self.details.setText("Click a point to see its configuration.")
             self.highlight.setData([], [])
             self._update_buttons()
@@ -419,9 +418,13 @@ class _CloseWith(QObject):
     """Closes its Design space when the main window closes (File > Quit left it running, and
     the process with it, until it was closed too)."""
 
-    def eventFilter(self, obj, event) -> bool:
+    def __init__(self, window: QWidget) -> None:
+        super().__init__(window)
+        self._window = window  # its parent, kept with its type (parent() is a QObject or None)
+
+    def eventFilter(self, obj: object, event: QEvent) -> bool:
         if event.type() == QEvent.Type.Close:
-            self.parent().close()
+            self._window.close()
         return False
 
 

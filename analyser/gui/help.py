@@ -6,7 +6,7 @@ cache (nothing written elsewhere) and opened, compared with the open profile whe
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QTextBrowser, QVBoxLayout, QWidget
@@ -14,6 +14,9 @@ from PySide6.QtWidgets import QDialog, QDialogButtonBox, QTextBrowser, QVBoxLayo
 from analyser.gui.whatif import WhatIfDialog
 from analyser.literal import html as lit
 from profiles.errors import UserFacingError
+
+if TYPE_CHECKING:
+    from analyser.gui.model.document import Document
 
 #: (where, keys or mouse, what it does): the reference the Help menu shows.
 SHORTCUTS: tuple[tuple[str, str, str], ...] = (
@@ -116,9 +119,9 @@ def open_demo(window: Any, config: Path) -> WhatIfDialog | None:
         QMessageBox.warning(window, "Cannot open the demo profile", str(exc))
         return None
     workspace = getattr(window, "workspace", None)
-    doc = getattr(workspace, "document", None)
+    doc: Document | None = getattr(workspace, "document", None)
     original = Path(doc.path) if doc is not None else None
-    replaced = getattr(workspace, "compare", None) if doc is not None else None
+    replaced: Document | None = getattr(workspace, "compare", None) if doc is not None else None
 
     def opened(orig: Path | None, result: Path) -> None:
         if orig is not None and hasattr(window, "open_compare"):
@@ -127,7 +130,7 @@ def open_demo(window: Any, config: Path) -> WhatIfDialog | None:
             window.open_files([result])
 
     what = "compared with the open profile" if original is not None else "in the window"
-    if replaced is not None:  # it replaced B without a word
+    if doc is not None and replaced is not None:  # it replaced B without a word
         what = f"compared with A ({lit(doc.name)}), in place of B ({lit(replaced.name)})"
     dialog = WhatIfDialog(
         f"Demo: {config.stem}",

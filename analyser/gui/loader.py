@@ -95,10 +95,11 @@ class LoadTask(QRunnable):
                 docs.append(doc)
                 warnings.extend(_warnings_of(doc))
                 if self.request.warm is not None:
-                    name = path.name
-                    self.request.warm(
-                        doc, lambda need, n=name: self._step(f"{n}: {need.replace('_', ' ')}")
-                    )
+                    # the file's name bound now (a closure would read the loop's last path)
+                    def progress(need: str, n: str = path.name) -> None:
+                        self._step(f"{n}: {need.replace('_', ' ')}")
+
+                    self.request.warm(doc, progress)
             if self.request.warm_pair is not None and len(docs) == 2:
                 current = None
                 self._step("comparing the two profiles")

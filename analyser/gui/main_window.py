@@ -233,7 +233,7 @@ class MainWindow(QMainWindow):
                 target = self.menuBar().addMenu(menu_title)
                 menus[menu_title] = target
             # resolved when triggered: a dialog's module is imported when it is first used
-            self._action(target, text, None, lambda _=False, s=spec: registry.resolve(s)(self))
+            self._action(target, text, None, lambda _=False, s=spec: self._open_contributed(s))
 
         help_menu = self.menuBar().addMenu("&Help")
         self._action(
@@ -257,6 +257,12 @@ class MainWindow(QMainWindow):
             if report is not None and report.report_key(event):
                 return True
         return super().eventFilter(obj, event)
+
+    def _open_contributed(self, spec: str) -> None:
+        """Run a contributed menu action (``"module:attr"``, called with the window)."""
+        opener = registry.resolve(spec)
+        if opener is not None:  # None only for a missing module, which menu_entries leaves out
+            opener(self)
 
     def _action(self, menu, text, shortcut, slot) -> QAction:
         act = QAction(text, self)
@@ -492,14 +498,19 @@ class MainWindow(QMainWindow):
             # with the open, so that these reports clicked right after it only build and
             # paint (they read them on the GUI thread, 80-200 ms)
             needs = tuple(dict.fromkeys((*needs, *COMPARE_OPEN_NEEDS)))
+
+        def warm_pair(a: Document, b: Document) -> None:
+            # the explanations of a compared pair (the Summary's: it opens on them) and the
+            # Execution Trace's differences lane (aligned steps, ~0.1 s of CPU: beside a fill
+            # clicked right after the open it slowed it, and came after its first paint)
+            data.comparison(a, b)
+            warm_lane(a, b)
+
         request = make_request(
             paths,
             warm=lambda doc, step: data.warm(doc, needs, step),
             steps=len(needs),
-            # the explanations of a compared pair (the Summary's: it opens on them) and the
-            # Execution Trace's differences lane (aligned steps, ~0.1 s of CPU: beside a fill
-            # clicked right after the open it slowed it, and came after its first paint)
-            warm_pair=lambda a, b: (data.comparison(a, b), warm_lane(a, b)),
+            warm_pair=warm_pair,
         )
         task = LoadTask(request, self._load_signals)
         self._pending_id = request.request_id
@@ -608,7 +619,9 @@ class MainWindow(QMainWindow):
             item = self.report_list.item(row)
             tip = ""
             for doc in (document, compare):
-                missing = doc.missing(cls.requires) if doc is not None and cls.requires else []
+                if doc is None or not cls.requires:
+                    continue
+                missing = doc.missing(cls.requires)
                 if missing and not tip:
                     tip = f"{cls.title} unavailable: {missing_sentence(doc.name, missing)}"
             item.setToolTip(tip)
@@ -766,10 +779,12 @@ class MainWindow(QMainWindow):
         value = self.settings.value("recent", [])
         if isinstance(value, str):
             value = [value]
+        elif not isinstance(value, list):  # nothing stored yet (None)
+            value = []
         from analyser.gui.whatif import in_cache_results
 
         # results in the cache listed by an earlier version are left out too
-        return [str(v) for v in (value or []) if not in_cache_results(str(v))]
+        return [str(v) for v in value if not in_cache_results(str(v))]
 
     def _add_recent(self, path: Path) -> None:
         from analyser.gui.whatif import in_cache_results

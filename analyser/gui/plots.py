@@ -180,7 +180,8 @@ class LightPlotItem(pg.PlotItem):
         self.autoAlpha = True
         self.spectrumMode = False
         self.legend = None
-        self.axes = {}
+        # side -> {"item": its AxisItem, "pos": its layout cell}, as pyqtgraph keeps them
+        self.axes: dict[str, dict[str, Any]] = {}
         self.setAxisItems(axisItems)
         self.titleLabel = LabelItem("", size="11pt", parent=self)
         self.layout.addItem(self.titleLabel, 0, 1)
@@ -197,12 +198,17 @@ class LightPlotItem(pg.PlotItem):
             self.layout.setColumnStretchFactor(i, 1)
         self.layout.setRowStretchFactor(2, 100)
         self.layout.setColumnStretchFactor(1, 100)
-        self.items = []
-        self.curves = []
-        self.itemMeta = weakref.WeakKeyDictionary()
-        self.dataItems = []
-        self.paramList = {}
-        self.avgCurves = {}
+        # pyqtgraph's own bookkeeping (PlotItem.addItem, PlotItem.addAvgCurve): every item
+        # added, the data items among them and their params, the averaging options by name and
+        # the averaged curves as [count, PlotDataItem] by their parameters
+        self.items: list[QGraphicsItem] = []
+        self.curves: list[pg.PlotDataItem] = []
+        self.itemMeta: weakref.WeakKeyDictionary[pg.PlotDataItem, dict[str, Any]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self.dataItems: list[pg.PlotDataItem] = []
+        self.paramList: dict[str, bool] = {}
+        self.avgCurves: dict[tuple[tuple[str, Any], ...], list[Any]] = {}
         self.avgPen = fn.mkPen((0, 200, 0))
         self.avgShadowPen = fn.mkPen((0, 0, 0), width=4)
         self.fileDialog = None

@@ -163,8 +163,9 @@ class TextTableView(QTableView):
         line_height = self._line_height
         view_model = self.model()
         columns = _visible_columns(self)
-        for dirty in event.region():
-            dirty = QRect(dirty)
+        # PySide6's stubs omit QRegion's __len__ and __getitem__, which iterate it at run time
+        for part in event.region():  # type: ignore[attr-defined]
+            dirty = QRect(part)
             dirty.setBottom(min(dirty.bottom(), y_end))
             dirty.setRight(min(dirty.right(), x_end))
             if not dirty.isValid():
@@ -296,7 +297,7 @@ def _selection_ranges(view: QTableView) -> list[tuple[int, int, int, int]]:
     model = view.selectionModel()
     if model is None:
         return []
-    return [(r.top(), r.bottom(), r.left(), r.right()) for r in model.selection()]
+    return [(r.top(), r.bottom(), r.left(), r.right()) for r in model.selection().toList()]
 
 
 def _columns_selected(ranges: list[tuple[int, int, int, int]], row: int) -> set[int]:

@@ -202,8 +202,9 @@ def apply_theme(name: str, root: QWidget | None = None) -> None:
     _current = name
     colors = CHART_COLORS[name]
     pg.setConfigOptions(background=colors.background, foreground=colors.foreground)
+    # instance() is typed as the core application; styles, palettes and fonts are a GUI one's
     app = QApplication.instance()
-    if app is not None and _applied != (id(app), name):
+    if isinstance(app, QApplication) and _applied != (id(app), name):
         _applied = (id(app), name)
         # A palette change reaches every live widget, calling back into Python for
         # pyqtgraph's; a garbage collection started by one of those calls could delete an
@@ -219,7 +220,8 @@ def apply_theme(name: str, root: QWidget | None = None) -> None:
             app.setPalette(pal)
             header = QFont(app.font())
             header.setWeight(QFont.Weight.DemiBold)
-            app.setFont(header, "QHeaderView")
+            # PySide6's stubs type the class name as bytes; PySide6 itself takes only a str
+            app.setFont(header, "QHeaderView")  # type: ignore[arg-type]
         finally:
             if was_enabled:
                 gc.enable()

@@ -134,7 +134,7 @@ class KeyValueTree(QTreeWidget):
     def section(self, title: str) -> QTreeWidgetItem | None:
         for i in range(self.topLevelItemCount()):
             item = self.topLevelItem(i)
-            if item.text(0) == title:
+            if item is not None and item.text(0) == title:
                 return item
         return None
 
@@ -144,13 +144,15 @@ class KeyValueTree(QTreeWidget):
             raise KeyError(section)
         for i in range(sec.childCount()):
             child = sec.child(i)
-            if child.text(0) == name:
+            if child is not None and child.text(0) == name:
                 return child.text(col)
         raise KeyError(f"{section}/{name}")
 
     def names(self, section: str) -> list[str]:
         sec = self.section(section)
-        return [sec.child(i).text(0) for i in range(sec.childCount())] if sec else []
+        if sec is None:
+            return []
+        return [c.text(0) for i in range(sec.childCount()) if (c := sec.child(i)) is not None]
 
 
 def compact_rows(view: Any) -> None:
@@ -507,7 +509,7 @@ class LegendLabel(QLabel):
         """Show ``(name, colour)`` entries, or ``(name, colour, swatch)`` with a swatch of
         :attr:`SWATCHES` (a dashed series gets a dashed swatch: a square said "solid" beside
         "(B, dashed)" in a real X server)."""
-        self.entries = [tuple(e[:2]) for e in entries]
+        self.entries = [(e[0], e[1]) for e in entries]
         self.swatches = [e[2] if len(e) > 2 else "box" for e in entries]
         # an entry never wraps inside its name ("Global | exchange code" at 1,600 px): only
         # between entries (non-breaking spaces inside)
@@ -668,14 +670,15 @@ class LazyPage(QWidget):
         super().__init__(parent)
         self._build = build
         self._content: QWidget | None = None
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
+        # kept: layout() is typed as possibly None
+        self._layout = QVBoxLayout(self)
+        self._layout.setContentsMargins(0, 0, 0, 0)
 
     def content(self) -> QWidget:
         """The page's content (built on the first call)."""
         if self._content is None:
             widget = self._build()
-            self.layout().addWidget(widget)
+            self._layout.addWidget(widget)
             widget.show()  # now, not when the layout's queued show comes round
             self._content = widget
         return self._content
@@ -690,7 +693,7 @@ class LazyPage(QWidget):
 
     def __getattr__(self, name: str) -> Any:
         # only reached for names the page does not have itself: the content's
-        if name in ("_build", "_content") or name.startswith("__"):
+        if name in ("_build", "_content", "_layout") or name.startswith("__"):
             raise AttributeError(name)
         return getattr(self.content(), name)
 

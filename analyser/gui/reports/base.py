@@ -373,7 +373,8 @@ class Report(QWidget):
         try:
             if error is not None:
                 raise error
-            self.stack.setCurrentWidget(self._content)
+            if self._content is not None:
+                self.stack.setCurrentWidget(self._content)
             self.show_view(view)
         except Exception as exc:
             self.show_unavailable(self.problem_sentence(exc))
@@ -481,8 +482,7 @@ class Report(QWidget):
         shown profile lacks, '' when none is missing."""
         requires = self.requires if requires is None else requires
         for d in (doc, other):
-            missing = d.missing(requires) if d is not None and requires else []
-            if missing:
+            if d is not None and requires and (missing := d.missing(requires)):
                 return missing_sentence(d.name, missing)
         return ""
 
@@ -602,18 +602,20 @@ class PageMessage(QLabel):
         self.setMargin(24)
         self.setStyleSheet("font-size: 14px;")
         self.setVisible(False)
+        # the page it covers (its parent: parentWidget() is typed as possibly None)
+        self._page = page
         page.installEventFilter(self)
 
     def set_text(self, text: str) -> None:
         self.setText(text)
         self.setVisible(bool(text))
         if text:
-            self.setGeometry(self.parentWidget().rect())
+            self.setGeometry(self._page.rect())
             self.raise_()
 
-    def eventFilter(self, obj, event) -> bool:
-        if obj is self.parentWidget() and event.type() == QEvent.Type.Resize:
-            self.setGeometry(obj.rect())
+    def eventFilter(self, obj: object, event: QEvent) -> bool:
+        if obj is self._page and event.type() == QEvent.Type.Resize:
+            self.setGeometry(self._page.rect())
         return False
 
 
