@@ -13,9 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import ArrayLike
 
-from engine.compiler.conv_params import ConvShapes
+from engine.compiler.conv_params import ConvShapes, _cdiv
 
 #: Candidate splits per dimension: powers of two up to 2^EXP_MAX (clipped to the grains).
 EXP_MAX = 11
@@ -26,10 +25,6 @@ KERNEL_SPLITS = (1, 2, 3, 4)
 HMAC_IN_CHANS = (16, 64, 256, 1024)
 #: ``Plan::Slic::windowWidth``: the only SLIC kernel window PopLibs implements (1 x 4).
 SLIC_WINDOW = 4
-
-
-def _cdiv(numerator: ArrayLike, denominator: ArrayLike) -> np.ndarray:
-    return -(-np.asarray(numerator) // np.asarray(denominator))
 
 
 @dataclass
