@@ -472,3 +472,22 @@ def test_a_signal_between_the_fork_and_start_returning_ends_the_child(prof, monk
     assert len(forked) == 1
     with pytest.raises(ChildProcessError):  # killed and reaped: no such child of ours
         os.waitpid(forked[0], os.WNOHANG)
+
+
+def _exit_at_once(*_args, **_kwargs):
+    import os
+
+    os._exit(3)
+
+
+def test_a_query_process_that_ends_with_its_own_status_is_not_called_out_of_memory(prof):
+    """A child that ends with an exit status of its own (Python failed before the query ran:
+    a script run from standard input cannot be re-imported by the fork server) said "most
+    likely it ran out of memory", which sent the user after the wrong cause."""
+    from analyser.query.process import run_bounded
+
+    with pytest.raises(QueryError) as err:
+        run_bounded(str(prof), "SELECT 1", query=_exit_at_once)
+    text = str(err.value)
+    assert "exit 3" in text and "failed while starting" in text
+    assert "most likely it ran out of memory" not in text

@@ -215,6 +215,14 @@ def run_bounded(
         raise pickle.loads(body)
     if tag == b"M" or child.exitcode in (-6, -11):  # MemoryError, or std::bad_alloc's abort
         raise _out_of_memory()
+    if child.exitcode is not None and child.exitcode > 0:
+        # an exit status of its own: Python failed in the process before the query ran (its
+        # start could not import what it needs, e.g. a script run from standard input under
+        # the fork server), which memory does not explain
+        raise QueryError(
+            f"the query's process ended without an answer (exit {child.exitcode}): it failed "
+            "while starting (it could not import what it runs, or ran out of memory doing so)."
+        )
     raise QueryError(
         f"the query's process ended without an answer (exit {child.exitcode}); "
         "most likely it ran out of memory: aggregate, filter or LIMIT it."
